@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Regenerates protos/kubera/v1/*_pb2*.py from the .proto files. The output is committed;
+# CI runs this and fails when the tree changes (drift).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python}"
+rm -f protos/kubera/v1/*_pb2.py protos/kubera/v1/*_pb2.pyi protos/kubera/v1/*_pb2_grpc.py
+"$PY" -m grpc_tools.protoc -I . \
+  --python_out=. --pyi_out=. --grpc_python_out=. \
+  protos/kubera/v1/*.proto
