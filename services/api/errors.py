@@ -1,0 +1,170 @@
+"""API errors as values, worded the way the Kubernetes apiserver words them.
+
+Validation produces `FieldError`s (a field path, a type and a detail); the apiserver
+wraps a list of them in `InvalidError`, and every other refusal in an `ApiError` subclass
+that maps to exactly one gRPC status code at the edge (services/apiserver/server.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import grpc
+
+# The field.ErrorType strings of apimachinery's validation package.
+REQUIRED = "Required value"
+INVALID = "Invalid value"
+UNSUPPORTED = "Unsupported value"
+FORBIDDEN = "Forbidden"
+DUPLICATE = "Duplicate value"
+TOO_LONG = "Too long"
+TOO_MANY = "Too many"
+NOT_FOUND = "Not found"
+
+_NO_VALUE = object()
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem at one field path, e.g. ``spec.containers[0].name: Required value``."""
+
+    path: str
+    type: str
+    detail: str = ""
+    value: Any = field(default=_NO_VALUE, compare=False)
+
+    def __str__(self) -> str:
+        text = f"{self.path}: {self.type}"
+        if self.value is not _NO_VALUE and self.type in (
+            INVALID,
+            UNSUPPORTED,
+            DUPLICATE,
+            NOT_FOUND,
+        ):
+            text += f": {_show(self.value)}"
+        if self.detail:
+            text += f": {self.detail}"
+        return text
+
+
+def required(path: str, detail: str = "") -> FieldError:
+    return FieldError(path, REQUIRED, detail)
+
+
+def invalid(path: str, value: Any, detail: str) -> FieldError:
+    return FieldError(path, INVALID, detail, value)
+
+
+def unsupported(path: str, value: Any, supported: list[str] | tuple[str, ...]) -> FieldError:
+    quoted = ", ".join(json.dumps(s) for s in supported)
+    return FieldError(path, UNSUPPORTED, f"supported values: {quoted}", value)
+
+
+def forbidden(path: str, detail: str) -> FieldError:
+    return FieldError(path, FORBIDDEN, detail)
+
+
+def duplicate(path: str, value: Any) -> FieldError:
+    return FieldError(path, DUPLICATE, "", value)
+
+
+def too_long(path: str, max_len: int) -> FieldError:
+    return FieldError(path, TOO_LONG, f"may not be more than {max_len} bytes")
+
+
+class ApiError(Exception):
+    """A refusal the client can act on; `code` is the gRPC status it crosses the wire as."""
+
+    code: ClassVar[grpc.StatusCode] = grpc.StatusCode.UNKNOWN
+    reason: ClassVar[str] = "Unknown"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFoundError(ApiError):
+    code = grpc.StatusCode.NOT_FOUND
+    reason = "NotFound"
+
+
+class AlreadyExistsError(ApiError):
+    code = grpc.StatusCode.ALREADY_EXISTS
+    reason = "AlreadyExists"
+
+
+class ConflictError(ApiError):
+    code = grpc.StatusCode.ABORTED
+    reason = "Conflict"
+
+
+class BadRequestError(ApiError):
+    code = grpc.StatusCode.INVALID_ARGUMENT
+    reason = "BadRequest"
+
+
+class InvalidError(BadRequestError):
+    """An object failed validation; the message lists every field error."""
+
+    reason = "Invalid"
+
+    def __init__(self, kind: str, name: str, errors: list[FieldError]) -> None:
+        self.kind = kind
+        self.name = name
+        self.errors = list(errors)
+        shown = (
+            str(self.errors[0])
+            if len(self.errors) == 1
+            else "[" + ", ".join(map(str, self.errors)) + "]"
+        )
+        super().__init__(f'{kind} "{name}" is invalid: {shown}')
+
+
+class ForbiddenError(ApiError):
+    """Refused by admission (for instance: the namespace does not exist)."""
+
+    code = grpc.StatusCode.FAILED_PRECONDITION
+    reason = "Forbidden"
+
+
+class PreconditionError(ApiError):
+    """A precondition no longer holds: a stale leader's bind, a pod already bound."""
+
+    code = grpc.StatusCode.FAILED_PRECONDITION
+    reason = "PreconditionFailed"
+
+
+class GoneError(ApiError):
+    """The requested resourceVersion is older than what is kept: list again, then watch."""
+
+    code = grpc.StatusCode.OUT_OF_RANGE
+    reason = "Expired"
+
+
+class UnavailableError(ApiError):
+    code = grpc.StatusCode.UNAVAILABLE
+    reason = "ServiceUnavailable"
+
+
+ERRORS_BY_CODE: dict[grpc.StatusCode, type[ApiError]] = {
+    cls.code: cls
+    for cls in (
+        NotFoundError,
+        AlreadyExistsError,
+        ConflictError,
+        BadRequestError,
+        PreconditionError,
+        GoneError,
+        UnavailableError,
+    )
+}

@@ -1,0 +1,247 @@
+"""The apiserver's watch cache: one etcd watch per resource, fanned out to every watcher.
+
+    etcd ──watch(prefix, rev+1)──► WatchCache ──┬─► watcher (filter, from rv)
+                                    store        ├─► watcher
+                                    event window └─► ...
+
+State: `store` is the current object of every key (as of `revision`); `events` is a
+window of the most recent changes, oldest first, absolute index `base` for events[0].
+A watch from resourceVersion rv is served from the window when rv >= `oldest` (the
+revision just before the first kept event); older is "gone" and the client relists.
+If the cache's own etcd watch is compacted away (it fell behind, or etcd restarted with
+a compacted history) it relists and bumps `epoch`, ending every watcher with "gone".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from google.protobuf.message import Message
+
+from services.api.errors import GoneError
+from services.api.kinds import Kind
+from services.clock import Clock, RealClock
+from services.storage import CompactedError, KeyValue, Storage, StorageUnavailableError, WatchBatch
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Entry:
+    """One version of one object; serialized once, however many watchers send it."""
+
+    obj: Message
+    _data: bytes | None = field(default=None, repr=False)
+
+    @property
+    def data(self) -> bytes:
+        if self._data is None:
+            self._data = self.obj.SerializeToString()
+        return self._data
+
+
+@dataclass(slots=True)
+class CacheEvent:
+    type: str  # PUT or DELETE, as etcd says it
+    revision: int
+    cur: Entry  # for DELETE: the last state, with resourceVersion = the delete's revision
+    prev: Entry | None
+
+
+def decode(kind: Kind, kv: KeyValue, revision: int | None = None) -> Message:
+    obj = kind.message()
+    obj.ParseFromString(kv.value)
+    obj.metadata.resource_version = str(revision or kv.mod_revision)  # type: ignore[attr-defined]
+    return obj
+
+
+class WatchCache:
+    def __init__(
+        self, kind: Kind, storage: Storage, *, capacity: int = 10_000, clock: Clock | None = None
+    ) -> None:
+        self.kind = kind
+        self._storage = storage
+        self._capacity = capacity
+        self._clock = clock or RealClock()
+        self.store: dict[str, Entry] = {}
+        self.events: list[CacheEvent] = []
+        self.base = 0
+        self.revision = 0
+        self.oldest = 0
+        self.epoch = 0
+        self._changed = asyncio.Event()
+        self._ready = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self._relist()
+        self._task = asyncio.create_task(self._run(), name=f"watchcache-{self.kind.resource}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self._wake()
+
+    async def _relist(self) -> None:
+        items, rev = await self._storage.list(self.kind.prefix())
+        self.store = {kv.key: Entry(decode(self.kind, kv)) for kv in items}
+        self.base += len(self.events)
+        self.events = []
+        self.revision = self.oldest = rev
+        self.epoch += 1
+        self._ready.set()
+        self._wake()
+
+    async def _run(self) -> None:
+        delay = 0.05
+        while True:
+            try:
+                async for batch in self._storage.watch(self.kind.prefix(), self.revision + 1):
+                    self._apply(batch)
+                    delay = 0.05
+            except CompactedError:
+                log.warning("watch cache %s: history compacted; relisting", self.kind.resource)
+                await self._relist_retrying()
+            except (StorageUnavailableError, OSError) as e:
+                log.warning("watch cache %s: %s; retrying in %.2fs", self.kind.resource, e, delay)
+                await self._clock.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    async def _relist_retrying(self) -> None:
+        delay = 0.05
+        while True:
+            try:
+                await self._relist()
+                return
+            except (StorageUnavailableError, OSError):
+                await self._clock.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    def _apply(self, batch: WatchBatch) -> None:
+        for ev in batch.events:
+            key = ev.kv.key
+            prev = self.store.get(key)
+            rev = ev.kv.mod_revision
+            if ev.type == "PUT":
+                cur = Entry(decode(self.kind, ev.kv))
+                self.store[key] = cur
+            else:
+                if prev is None and ev.prev is None:
+                    continue
+                last = ev.prev if ev.prev is not None else None
+                obj = decode(self.kind, last, rev) if last is not None else _with_rv(prev.obj, rev)  # type: ignore[union-attr]
+                cur = Entry(obj)
+                self.store.pop(key, None)
+            self.events.append(CacheEvent(ev.type, rev, cur, prev))
+            self.revision = max(self.revision, rev)
+        if not batch.events:
+            self.revision = max(self.revision, batch.revision)
+        if len(self.events) > self._capacity:
+            drop = len(self.events) - self._capacity
+            self.base += drop
+            del self.events[:drop]
+            self.oldest = self.events[0].revision - 1
+        self._wake()
+
+    @property
+    def started(self) -> bool:
+        return self._ready.is_set()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def wait_ready(self) -> None:
+        await self._ready.wait()
+
+    async def wait_revision(self, revision: int, timeout: float) -> bool:
+        """Wait until the cache has seen `revision` (for read-your-writes in tests and lists)."""
+        deadline = self._clock.monotonic() + timeout
+        while self.revision < revision:
+            left = deadline - self._clock.monotonic()
+            if left <= 0:
+                return False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), left)
+        return True
+
+    async def watch(
+        self,
+        resource_version: int | None,
+        match: Callable[[Message], bool],
+        *,
+        bookmark_interval: float | None = None,
+    ) -> AsyncIterator[tuple[str, Entry]]:
+        """(ADDED|MODIFIED|DELETED|BOOKMARK, entry) from `resource_version` on, filtered by
+        `match` with Kubernetes' semantics (an object leaving the filter is DELETED, one
+        entering it ADDED). None: the current state as ADDED first."""
+        await self._ready.wait()
+        epoch = self.epoch
+        if resource_version is None:
+            snapshot = [e for e in self.store.values() if match(e.obj)]
+            idx = self.base + len(self.events)
+            for e in snapshot:
+                yield "ADDED", e
+        else:
+            if resource_version < self.oldest:
+                raise GoneError(
+                    f"too old resource version: {resource_version} ({self.oldest}); list again and watch from the list's resourceVersion"
+                )
+            revs = [e.revision for e in self.events]
+            idx = self.base + bisect.bisect_right(revs, resource_version)
+        sent_rev = 0
+        while True:
+            if epoch != self.epoch:
+                raise GoneError("the watch cache was relisted (etcd history compacted); list again")
+            if idx < self.base:
+                raise GoneError("watcher fell behind the watch cache window; list again")
+            while idx < self.base + len(self.events):
+                ev = self.events[idx - self.base]
+                idx += 1
+                out = _classify(ev, match)
+                if out is not None:
+                    sent_rev = ev.revision
+                    yield out, ev.cur
+                if epoch != self.epoch or idx < self.base:
+                    break
+            else:
+                changed = self._changed
+                if bookmark_interval is None:
+                    await changed.wait()
+                    continue
+                try:
+                    await asyncio.wait_for(changed.wait(), bookmark_interval)
+                except TimeoutError:
+                    if self.revision > sent_rev:
+                        bm = self.kind.message()
+                        bm.metadata.resource_version = str(self.revision)  # type: ignore[attr-defined]
+                        sent_rev = self.revision
+                        yield "BOOKMARK", Entry(bm)
+
+
+def _with_rv(obj: Message, rev: int) -> Message:
+    out = type(obj)()
+    out.CopyFrom(obj)
+    out.metadata.resource_version = str(rev)  # type: ignore[attr-defined]
+    return out
+
+
+def _classify(ev: CacheEvent, match: Callable[[Message], bool]) -> str | None:
+    was = ev.prev is not None and match(ev.prev.obj)
+    if ev.type == "DELETE":
+        return "DELETED" if was else None
+    now = match(ev.cur.obj)
+    if now and was:
+        return "MODIFIED"
+    if now:
+        return "ADDED"
+    if was:
+        return "DELETED"
+    return None
