@@ -1,0 +1,199 @@
+"""The apiserver's gRPC edge: requests in, `ApiServer` calls, and the one place where
+errors become gRPC status codes (ApiError subclasses carry theirs; anything else is a
+bug or broken infrastructure and crosses as INTERNAL / UNAVAILABLE)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from protos.kubera.v1 import apiserver_pb2 as pb
+from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
+from services.api import codec
+from services.api.errors import ApiError, BadRequestError
+from services.api.kinds import BY_RESOURCE, Kind
+from services.apiserver.registry import ApiServer, Fencing
+from services.storage import StorageUnavailableError
+
+log = logging.getLogger(__name__)
+
+
+def _resource(name: str) -> Kind:
+    kind = BY_RESOURCE.get(name)
+    if kind is None:
+        raise BadRequestError(f'the server doesn\'t have a resource type "{name}"')
+    return kind
+
+
+def _unpack(kind: Kind, a: Any):
+    if a.type_url != kind.type_url:
+        raise BadRequestError(
+            f"object of type {a.type_url or '<none>'} sent to resource {kind.resource}"
+        )
+    return codec.unpack(a)
+
+
+async def _abort(context: grpc.aio.ServicerContext, e: Exception) -> None:
+    if isinstance(e, ApiError):
+        await context.abort(e.code, e.message)
+    if isinstance(e, StorageUnavailableError):
+        await context.abort(grpc.StatusCode.UNAVAILABLE, f"storage unavailable: {e}")
+    log.exception("internal error")
+    await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(e).__name__}: {e}")
+
+
+def _unary(fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    async def wrapper(
+        self: ApiServerServicer, request: Any, context: grpc.aio.ServicerContext
+    ) -> Any:
+        try:
+            return await fn(self, request, context)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as e:  # noqa: BLE001 - translated at the edge
+            await _abort(context, e)
+
+    return wrapper
+
+
+class ApiServerServicer(pb_grpc.ApiServerServicer):
+    def __init__(self, api: ApiServer) -> None:
+        self.api = api
+
+    @_unary
+    async def Create(self, request: pb.CreateRequest, context: Any) -> pb.ObjectResponse:
+        kind = _resource(request.resource)
+        obj = await self.api.create(_unpack(kind, request.object), dry_run=request.dry_run)
+        return pb.ObjectResponse(object=codec.pack(obj))
+
+    @_unary
+    async def Get(self, request: pb.GetRequest, context: Any) -> pb.ObjectResponse:
+        obj = await self.api.get(_resource(request.resource), request.namespace, request.name)
+        return pb.ObjectResponse(object=codec.pack(obj))
+
+    @_unary
+    async def List(self, request: pb.ListRequest, context: Any) -> pb.ListResponse:
+        items, rev = await self.api.list(
+            _resource(request.resource),
+            request.namespace,
+            request.label_selector,
+            request.field_selector,
+        )
+        return pb.ListResponse(items=[codec.pack(o) for o in items], resource_version=str(rev))
+
+    @_unary
+    async def Update(self, request: pb.UpdateRequest, context: Any) -> pb.ObjectResponse:
+        kind = _resource(request.resource)
+        obj = await self.api.update(_unpack(kind, request.object))
+        return pb.ObjectResponse(object=codec.pack(obj))
+
+    @_unary
+    async def UpdateStatus(self, request: pb.UpdateRequest, context: Any) -> pb.ObjectResponse:
+        kind = _resource(request.resource)
+        obj = await self.api.update(_unpack(kind, request.object), status=True)
+        return pb.ObjectResponse(object=codec.pack(obj))
+
+    @_unary
+    async def Patch(self, request: pb.PatchRequest, context: Any) -> pb.ObjectResponse:
+        obj = await self.api.patch(
+            _resource(request.resource),
+            request.namespace,
+            request.name,
+            request.merge_patch,
+            status=request.status,
+        )
+        return pb.ObjectResponse(object=codec.pack(obj))
+
+    @_unary
+    async def Delete(self, request: pb.DeleteRequest, context: Any) -> pb.ObjectResponse:
+        obj = await self.api.delete(
+            _resource(request.resource),
+            request.namespace,
+            request.name,
+            grace_period_seconds=request.grace_period_seconds
+            if request.HasField("grace_period_seconds")
+            else None,
+            uid=request.uid,
+            resource_version=request.resource_version,
+        )
+        return pb.ObjectResponse(object=codec.pack(obj))
+
+    @_unary
+    async def Bind(self, request: pb.BindRequest, context: Any) -> pb.ObjectResponse:
+        fencing = (
+            Fencing(request.fencing.key, request.fencing.create_revision)
+            if request.HasField("fencing")
+            else None
+        )
+        obj = await self.api.bind(
+            request.namespace,
+            request.name,
+            request.node_name,
+            resource_version=request.resource_version,
+            uid=request.uid,
+            fencing=fencing,
+        )
+        return pb.ObjectResponse(object=codec.pack(obj))
+
+    @_unary
+    async def BatchCreate(
+        self, request: pb.BatchCreateRequest, context: Any
+    ) -> pb.BatchCreateResponse:
+        kind = _resource(request.resource)
+        objs = [_unpack(kind, a) for a in request.objects]
+        results = await self.api.batch_create(objs)
+        out = pb.BatchCreateResponse()
+        for r in results:
+            if r.error is not None:
+                out.results.add(code=r.error.code.value[0], message=r.error.message)
+            else:
+                out.results.add(code=0, object=codec.pack(r.obj))  # type: ignore[arg-type]
+        return out
+
+    @_unary
+    async def Health(self, request: pb.HealthRequest, context: Any) -> pb.HealthResponse:
+        rev = await self.api.storage.revision()
+        return pb.HealthResponse(
+            ok=True, etcd=getattr(self.api.storage, "endpoint", "memory"), revision=rev
+        )
+
+    async def Watch(self, request: pb.WatchRequest, context: grpc.aio.ServicerContext):
+        try:
+            kind = _resource(request.resource)
+            async for type_, entry in self.api.watch(
+                kind,
+                namespace=request.namespace,
+                label_selector=request.label_selector,
+                field_selector=request.field_selector,
+                resource_version=request.resource_version,
+                allow_bookmarks=request.allow_watch_bookmarks,
+            ):
+                yield pb.WatchEvent(type=type_, object=codec.pack_bytes(kind, entry.data))
+        except grpc.aio.AbortError:
+            raise
+        except Exception as e:  # noqa: BLE001 - translated at the edge
+            await _abort(context, e)
+
+
+async def serve(
+    api: ApiServer, host: str = "127.0.0.1", port: int = 0
+) -> tuple[grpc.aio.Server, int]:
+    """Start a grpc.aio server for `api`; returns it and the bound port."""
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", 256 * 1024 * 1024),
+            ("grpc.max_send_message_length", 256 * 1024 * 1024),
+            ("grpc.so_reuseport", 0),
+        ]
+    )
+    pb_grpc.add_ApiServerServicer_to_server(ApiServerServicer(api), server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"could not bind the apiserver to {host}:{port}")
+    await server.start()
+    return server, bound

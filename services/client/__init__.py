@@ -1,0 +1,233 @@
+"""An asyncio client for the kubera apiserver, with typed errors.
+
+gRPC status codes become the ApiError subclasses of services/api/errors.py in one place
+(`_call`), so callers catch `NotFoundError`, `ConflictError`, `GoneError`, ... and never
+look at grpc. Objects are the kubera.v1 protobuf messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+
+from protos.kubera.v1 import apiserver_pb2 as pb
+from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
+from services.api import codec
+from services.api.errors import ERRORS_BY_CODE, ApiError, UnavailableError
+from services.api.kinds import Kind, kind_of
+
+M = TypeVar("M", bound=Message)
+
+
+def error_from_rpc(e: grpc.aio.AioRpcError) -> ApiError:
+    cls = ERRORS_BY_CODE.get(e.code())
+    if cls is None:
+        err = ApiError(f"{e.code().name}: {e.details()}")
+        return err
+    if cls is UnavailableError:
+        return UnavailableError(f"apiserver unavailable: {e.details()}")
+    return cls(e.details() or e.code().name)
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: str  # ADDED, MODIFIED, DELETED, BOOKMARK
+    object: Message
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    object: Message | None
+    error: ApiError | None
+
+
+class Client:
+    """One gRPC channel to the apiserver. Use as `async with Client(address) as c:`."""
+
+    def __init__(self, address: str, *, timeout: float | None = 30.0) -> None:
+        self.address = address
+        self.timeout = timeout
+        self._channel = grpc.aio.insecure_channel(
+            address,
+            options=[
+                ("grpc.max_receive_message_length", 256 * 1024 * 1024),
+                ("grpc.max_send_message_length", 256 * 1024 * 1024),
+            ],
+        )
+        self._stub = pb_grpc.ApiServerStub(self._channel)
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def _call(self, method: Any, request: Any, timeout: float | None = None) -> Any:
+        try:
+            return await method(request, timeout=timeout or self.timeout)
+        except grpc.aio.AioRpcError as e:
+            raise error_from_rpc(e) from None
+
+    async def health(self, timeout: float | None = None) -> pb.HealthResponse:
+        return await self._call(self._stub.Health, pb.HealthRequest(), timeout)
+
+    async def create(self, obj: M, *, dry_run: bool = False) -> M:
+        kind = kind_of(obj)
+        resp = await self._call(
+            self._stub.Create,
+            pb.CreateRequest(resource=kind.resource, object=codec.pack(obj), dry_run=dry_run),
+        )
+        return codec.unpack(resp.object)  # type: ignore[return-value]
+
+    async def get(self, kind: Kind, name: str, namespace: str = "") -> Message:
+        resp = await self._call(
+            self._stub.Get, pb.GetRequest(resource=kind.resource, namespace=namespace, name=name)
+        )
+        return codec.unpack(resp.object)
+
+    async def list(
+        self, kind: Kind, *, namespace: str = "", label_selector: str = "", field_selector: str = ""
+    ) -> tuple[list[Message], str]:
+        """The matching objects and the resourceVersion to watch from."""
+        resp = await self._call(
+            self._stub.List,
+            pb.ListRequest(
+                resource=kind.resource,
+                namespace=namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+            ),
+        )
+        return [codec.unpack(a) for a in resp.items], resp.resource_version
+
+    async def update(self, obj: M) -> M:
+        kind = kind_of(obj)
+        resp = await self._call(
+            self._stub.Update, pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj))
+        )
+        return codec.unpack(resp.object)  # type: ignore[return-value]
+
+    async def update_status(self, obj: M) -> M:
+        kind = kind_of(obj)
+        resp = await self._call(
+            self._stub.UpdateStatus,
+            pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)),
+        )
+        return codec.unpack(resp.object)  # type: ignore[return-value]
+
+    async def patch(
+        self, kind: Kind, name: str, merge_patch: str, *, namespace: str = "", status: bool = False
+    ) -> Message:
+        resp = await self._call(
+            self._stub.Patch,
+            pb.PatchRequest(
+                resource=kind.resource,
+                namespace=namespace,
+                name=name,
+                merge_patch=merge_patch,
+                status=status,
+            ),
+        )
+        return codec.unpack(resp.object)
+
+    async def delete(
+        self,
+        kind: Kind,
+        name: str,
+        namespace: str = "",
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str = "",
+        resource_version: str = "",
+    ) -> Message:
+        req = pb.DeleteRequest(
+            resource=kind.resource,
+            namespace=namespace,
+            name=name,
+            uid=uid,
+            resource_version=resource_version,
+        )
+        if grace_period_seconds is not None:
+            req.grace_period_seconds = grace_period_seconds
+        resp = await self._call(self._stub.Delete, req)
+        return codec.unpack(resp.object)
+
+    async def bind(
+        self,
+        name: str,
+        node_name: str,
+        namespace: str = "default",
+        *,
+        resource_version: str = "",
+        uid: str = "",
+        fencing: tuple[str, int] | None = None,
+    ) -> Message:
+        """Bind a pod to a node; `fencing` = (election key, its create_revision)."""
+        req = pb.BindRequest(
+            namespace=namespace,
+            name=name,
+            node_name=node_name,
+            resource_version=resource_version,
+            uid=uid,
+        )
+        if fencing is not None:
+            req.fencing.key, req.fencing.create_revision = fencing
+        resp = await self._call(self._stub.Bind, req)
+        return codec.unpack(resp.object)
+
+    async def batch_create(self, objs: Sequence[Message]) -> list[BatchResult]:
+        if not objs:
+            return []
+        kind = kind_of(objs[0])
+        resp = await self._call(
+            self._stub.BatchCreate,
+            pb.BatchCreateRequest(resource=kind.resource, objects=[codec.pack(o) for o in objs]),
+        )
+        out = []
+        for r in resp.results:
+            if r.code == 0:
+                out.append(BatchResult(codec.unpack(r.object), None))
+            else:
+                code = next(
+                    (c for c in grpc.StatusCode if c.value[0] == r.code), grpc.StatusCode.UNKNOWN
+                )
+                cls = ERRORS_BY_CODE.get(code, ApiError)
+                out.append(BatchResult(None, cls(r.message)))
+        return out
+
+    async def watch(
+        self,
+        kind: Kind,
+        *,
+        namespace: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str = "",
+        allow_bookmarks: bool = False,
+    ) -> AsyncIterator[WatchEvent]:
+        """Events from `resource_version` on (empty: current state as ADDED first).
+        Raises GoneError when that version is too old: list again and watch from the list."""
+        call = self._stub.Watch(
+            pb.WatchRequest(
+                resource=kind.resource,
+                namespace=namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                resource_version=resource_version,
+                allow_watch_bookmarks=allow_bookmarks,
+            )
+        )
+        try:
+            async for ev in call:
+                yield WatchEvent(ev.type, codec.unpack(ev.object))
+        except grpc.aio.AioRpcError as e:
+            raise error_from_rpc(e) from None
+        finally:
+            call.cancel()
