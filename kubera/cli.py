@@ -19,8 +19,12 @@ COMMANDS = (cmd_cluster, cmd_objects)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kubera", description="A Kubernetes control plane in Python, on etcd and Ray.")
-    parser.add_argument("--server", help="apiserver address host:port (default: from `kubera up`'s context)")
+    parser = argparse.ArgumentParser(
+        prog="kubera", description="A Kubernetes control plane in Python, on etcd and Ray."
+    )
+    parser.add_argument(
+        "--server", help="apiserver address host:port (default: from `kubera up`'s context)"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in COMMANDS:

@@ -53,7 +53,9 @@ def load_context() -> Context:
         data = json.loads(p.read_text())
         return Context(**data)
     except (ValueError, TypeError) as e:
-        raise ContextError(f"{p} is not a kubera context file ({e}); remove it and run `kubera up`") from None
+        raise ContextError(
+            f"{p} is not a kubera context file ({e}); remove it and run `kubera up`"
+        ) from None
 
 
 def apiserver_address(explicit: str | None = None) -> str:

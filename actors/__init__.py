@@ -1,0 +1,1 @@
+"""Thin Ray shells around the plain asyncio components in services/."""

@@ -1,0 +1,180 @@
+"""`kubera up` and `kubera down`: the cluster's lifecycle, and nothing left behind."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kubera.context import Context, context_path, home, load_context
+from kubera.errors import CliError
+from kubera.supervisor import UpOptions, options_json, run_foreground
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    up = sub.add_parser("up", help="start a cluster: etcd, Ray and the control-plane actors")
+    up.add_argument(
+        "--detach", "-d", action="store_true", help="return once ready; the cluster keeps running"
+    )
+    up.add_argument(
+        "--etcd", default="", metavar="URL", help="use an existing etcd instead of starting one"
+    )
+    up.add_argument("--ray-address", default="", metavar="ADDR", help="use an existing Ray cluster")
+    up.add_argument(
+        "--nodes", type=int, default=0, metavar="N", help="hollow nodes to start (0: none)"
+    )
+    up.add_argument(
+        "--apiserver-port", type=int, default=0, metavar="PORT", help="apiserver port (0: any free)"
+    )
+    up.add_argument(
+        "--timeout", type=float, default=180.0, help="seconds to wait for the cluster to be ready"
+    )
+    up.set_defaults(func=cmd_up)
+    down = sub.add_parser(
+        "down", help="stop everything `kubera up` started and remove what it wrote"
+    )
+    down.add_argument("--timeout", type=float, default=60.0)
+    down.set_defaults(func=cmd_down)
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie is dead for our purposes.
+    with contextlib.suppress(OSError):
+        if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
+            return False
+    return True
+
+
+def _print_ready(ctx: Context, elapsed: float) -> None:
+    print(f"kubera is up ({elapsed:.1f}s)")
+    print(f"  apiserver: {ctx.apiserver}")
+    print(f"  etcd:      {ctx.etcd}")
+    print(f"  ray:       {ctx.ray_address}")
+    print(f"  context:   {context_path()}")
+
+
+def _check_not_running() -> None:
+    if not context_path().exists():
+        return
+    try:
+        ctx = load_context()
+    except Exception:  # noqa: BLE001 - an unreadable context is replaced
+        return
+    if _alive(ctx.supervisor_pid):
+        raise CliError(
+            f"a kubera cluster is already running (apiserver at {ctx.apiserver}); run `kubera down` first"
+        )
+    _cleanup(ctx)  # left over from a crash
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    if args.nodes < 0:
+        raise CliError(f"--nodes: must be >= 0, got {args.nodes}")
+    _check_not_running()
+    opts = UpOptions(
+        etcd=args.etcd,
+        ray_address=args.ray_address,
+        nodes=args.nodes,
+        apiserver_port=args.apiserver_port,
+    )
+    if args.nodes:
+        print(
+            f"warning: --nodes {args.nodes}: hollow kubelets are not built yet; no nodes started",
+            file=sys.stderr,
+        )
+    t0 = time.monotonic()
+    if not args.detach:
+
+        def ready(ctx: Context) -> None:
+            _print_ready(ctx, time.monotonic() - t0)
+            print("press Ctrl-C to stop", flush=True)
+
+        return run_foreground(opts, on_ready=ready)
+    logs = home() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log_path = logs / "supervisor.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kubera.supervisor", options_json(opts)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=os.getcwd(),
+        )
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log_path.read_text(errors="replace").strip().splitlines()[-15:]
+            raise CliError("kubera up failed:\n" + "\n".join(tail))
+        if context_path().exists():
+            with contextlib.suppress(Exception):
+                ctx = load_context()
+                if ctx.supervisor_pid == proc.pid:
+                    _print_ready(ctx, time.monotonic() - t0)
+                    return 0
+        time.sleep(0.1)
+    _stop_pid(proc.pid, 10)
+    raise CliError(f"kubera up: not ready after {args.timeout:.0f}s; see {log_path}")
+
+
+def _session_members(sid: int) -> list[int]:
+    """PIDs of every process in session `sid` (the detached supervisor's own session)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+            if int(fields[3]) == sid:
+                out.append(int(entry.name))
+    return out
+
+
+def _stop_pid(pid: int, timeout: float) -> None:
+    if not _alive(pid):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _cleanup(ctx: Context) -> None:
+    """Stop by PID whatever the supervisor left, and remove what kubera wrote."""
+    for pid in ctx.pids.values():
+        _stop_pid(pid, 5)
+    if ctx.supervisor_pid > 1 and os.getsid(0) != ctx.supervisor_pid:
+        for pid in _session_members(ctx.supervisor_pid):
+            if pid != os.getpid():
+                _stop_pid(pid, 5)
+    for d in ctx.dirs:
+        shutil.rmtree(d, ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        context_path().unlink()
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    ctx = load_context()
+    _stop_pid(ctx.supervisor_pid, args.timeout)
+    _cleanup(ctx)
+    print("kubera is down")
+    return 0

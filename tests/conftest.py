@@ -1,0 +1,51 @@
+"""Fixtures shared by every test folder: a real etcd (started by the test session, stopped
+by PID at its end) and the storage backends the same tests run against."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from kubera.etcd import EtcdProcess
+from services.storage import Delete, Storage
+from services.storage.etcd import EtcdStorage
+from services.storage.memory import MemoryStorage
+
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+@pytest.fixture(scope="session")
+def etcd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdProcess]:
+    d: Path = tmp_path_factory.mktemp("etcd")
+    proc = EtcdProcess(d / "data", log_path=d / "etcd.log").start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+async def _wipe(storage: Storage) -> None:
+    items, _ = await storage.list("/")
+    for kv in items:
+        await storage.txn([], [Delete(kv.key)])
+
+
+@pytest.fixture(params=["memory", "etcd"])
+async def storage(request: pytest.FixtureRequest) -> AsyncIterator[Storage]:
+    """Each test runs on the in-memory fake and on real etcd (wiped before the test)."""
+    if request.param == "memory":
+        yield MemoryStorage()
+        return
+    etcd: EtcdProcess = request.getfixturevalue("etcd_server")
+    s = EtcdStorage(etcd.endpoint)
+    await s.connect()
+    await _wipe(s)
+    try:
+        yield s
+    finally:
+        await s.close()
