@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from google.protobuf import json_format
+
+from services.api import codec
+from services.apiserver.registry import ApiServer
+from services.storage import Storage
+
+
+@pytest.fixture
+async def api(storage: Storage) -> AsyncIterator[ApiServer]:
+    server = ApiServer(storage, watch_cache_capacity=50, bookmark_interval=0.2)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def obj(doc: dict[str, Any]):
+    """A message from a Kubernetes-shaped dict (through the real codec)."""
+    return codec.decode(doc, validate="strict").obj
+
+
+def pod(name: str, namespace: str = "default", **spec: Any):
+    s = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}], **spec}
+    return obj({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": s})
+
+
+def as_dict(message) -> dict[str, Any]:
+    return json_format.MessageToDict(message)

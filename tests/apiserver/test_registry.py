@@ -1,0 +1,330 @@
+"""The apiserver's registry rules, on the in-memory fake and on real etcd."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from services.api.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    ForbiddenError,
+    GoneError,
+    InvalidError,
+    NotFoundError,
+    PreconditionError,
+)
+from services.api.kinds import BY_KIND
+from services.apiserver.registry import ApiServer, Fencing
+from services.storage import Compare, Put
+from tests.apiserver.conftest import obj, pod
+
+PODS, NODES, NS = BY_KIND["Pod"], BY_KIND["Node"], BY_KIND["Namespace"]
+
+
+async def test_initial_namespaces_and_system_priority_classes_exist(api: ApiServer) -> None:
+    names = {o.metadata.name for o in (await api.list(NS))[0]}
+    assert {"default", "kube-system", "kube-node-lease"} <= names
+    pcs = {o.metadata.name: o.value for o in (await api.list(BY_KIND["PriorityClass"]))[0]}
+    assert pcs == {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+
+
+async def test_create_fills_server_fields_and_defaults(api: ApiServer) -> None:
+    p = await api.create(pod("web", containers=[{"name": "c", "image": "nginx", "resources": {"limits": {"cpu": "0.5", "memory": "1Gi"}}}]))
+    assert p.metadata.uid and p.metadata.creation_timestamp.endswith("Z")
+    assert int(p.metadata.resource_version) > 0
+    assert p.spec.scheduler_name == "default-scheduler"
+    assert p.spec.termination_grace_period_seconds == 30
+    assert p.spec.priority == 0 and p.spec.preemption_policy == "PreemptLowerPriority"
+    assert p.status.phase == "Pending"
+    # limits without requests default the requests; quantities are canonical
+    assert dict(p.spec.containers[0].resources.requests) == {"cpu": "500m", "memory": "1Gi"}
+    assert p.status.qos_class == "Guaranteed"
+    tol = {(t.key, t.effect, t.toleration_seconds) for t in p.spec.tolerations}
+    assert tol == {("node.kubernetes.io/not-ready", "NoExecute", 300), ("node.kubernetes.io/unreachable", "NoExecute", 300)}
+
+
+async def test_default_tolerations_not_added_when_pod_already_tolerates(api: ApiServer) -> None:
+    p = await api.create(pod("t", tolerations=[{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 6000}]))
+    secs = {t.key: t.toleration_seconds for t in p.spec.tolerations}
+    assert secs == {"node.kubernetes.io/unreachable": 6000, "node.kubernetes.io/not-ready": 300}
+
+
+async def test_generate_name_makes_a_unique_name(api: ApiServer) -> None:
+    doc = pod("")
+    doc.metadata.generate_name = "job-"
+    a, b = await api.create(doc), await api.create(doc)
+    assert a.metadata.name.startswith("job-") and len(a.metadata.name) == 9
+    assert a.metadata.name != b.metadata.name
+
+
+async def test_create_twice_is_already_exists(api: ApiServer) -> None:
+    await api.create(pod("dup"))
+    with pytest.raises(AlreadyExistsError, match='pods "dup" already exists'):
+        await api.create(pod("dup"))
+
+
+async def test_create_in_missing_namespace_is_refused(api: ApiServer) -> None:
+    with pytest.raises(NotFoundError, match='namespaces "nope" not found'):
+        await api.create(pod("x", namespace="nope"))
+
+
+async def test_priority_class_name_resolves_to_priority(api: ApiServer) -> None:
+    await api.create(obj({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000, "preemptionPolicy": "Never"}))
+    p = await api.create(pod("hp", priorityClassName="high"))
+    assert p.spec.priority == 1000 and p.spec.preemption_policy == "Never"
+    crit = await api.create(pod("crit", priorityClassName="system-node-critical"))
+    assert crit.spec.priority == 2000001000
+
+
+async def test_unknown_priority_class_is_rejected(api: ApiServer) -> None:
+    with pytest.raises(ForbiddenError, match="no PriorityClass with name missing was found"):
+        await api.create(pod("x", priorityClassName="missing"))
+
+
+async def test_global_default_priority_class_applies_and_is_unique(api: ApiServer) -> None:
+    pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "dflt"}, "value": 50, "globalDefault": True}
+    await api.create(obj(pc))
+    p = await api.create(pod("plain"))
+    assert p.spec.priority == 50 and p.spec.priority_class_name == "dflt"
+    pc["metadata"] = {"name": "other"}
+    with pytest.raises(ForbiddenError, match="already marked as default"):
+        await api.create(obj(pc))
+
+
+async def test_system_prefix_priority_classes_are_reserved(api: ApiServer) -> None:
+    with pytest.raises((ForbiddenError, InvalidError), match="system-"):
+        await api.create(obj({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "system-mine"}, "value": 5}))
+
+
+async def test_runtime_class_overhead_is_copied_and_user_overhead_rejected(api: ApiServer) -> None:
+    await api.create(obj({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "kata"}, "handler": "kata", "overhead": {"podFixed": {"cpu": "250m", "memory": "120Mi"}}}))
+    p = await api.create(pod("vm", runtimeClassName="kata"))
+    assert dict(p.spec.overhead) == {"cpu": "250m", "memory": "120Mi"}
+    with pytest.raises(ForbiddenError, match="Overhead"):
+        await api.create(pod("vm2", runtimeClassName="kata", overhead={"cpu": "1"}))
+    with pytest.raises(ForbiddenError, match='RuntimeClass "nope" not found'):
+        await api.create(pod("vm3", runtimeClassName="nope"))
+
+
+async def test_stale_update_is_a_conflict_and_does_not_overwrite(api: ApiServer) -> None:
+    p = await api.create(pod("u"))
+    fresh = await api.get(PODS, "default", "u")
+    fresh.metadata.labels["v"] = "1"
+    await api.update(fresh)
+    p.metadata.labels["v"] = "stale"
+    with pytest.raises(ConflictError, match="the object has been modified"):
+        await api.update(p)
+    assert (await api.get(PODS, "default", "u")).metadata.labels["v"] == "1"
+
+
+async def test_update_with_no_change_keeps_the_resource_version(api: ApiServer) -> None:
+    p = await api.create(pod("same"))
+    again = await api.update(p)
+    assert again.metadata.resource_version == p.metadata.resource_version
+
+
+async def test_update_cannot_change_status_and_update_status_cannot_change_spec(api: ApiServer) -> None:
+    p = await api.create(pod("s"))
+    p.status.phase = "Running"
+    p.metadata.labels["a"] = "b"
+    u = await api.update(p)
+    assert u.status.phase == "Pending" and u.metadata.labels["a"] == "b"
+    u.status.phase = "Running"
+    u.spec.containers[0].image = "changed"
+    s = await api.update_status(u)
+    assert s.status.phase == "Running" and s.spec.containers[0].image != "changed"
+
+
+async def test_merge_patch_changes_only_what_it_names(api: ApiServer) -> None:
+    await api.create(pod("pt"))
+    p = await api.patch(PODS, "default", "pt", '{"metadata": {"labels": {"app": "web"}}}')
+    assert p.metadata.labels["app"] == "web" and p.spec.containers[0].name == "c"
+    p = await api.patch(PODS, "default", "pt", '{"metadata": {"labels": {"app": null}}}')
+    assert "app" not in p.metadata.labels
+
+
+async def test_list_with_label_and_field_selectors(api: ApiServer) -> None:
+    for name, labels in (("a", {"app": "web", "tier": "fe"}), ("b", {"app": "db"}), ("c", {})):
+        p = pod(name)
+        p.metadata.labels.update(labels)
+        await api.create(p)
+    await api.bind("default", "a", "n1")
+
+    async def names(ls: str = "", fs: str = "") -> list[str]:
+        return sorted(o.metadata.name for o in (await api.list(PODS, "default", ls, fs))[0])
+
+    assert await names("app=web") == ["a"]
+    assert await names("app!=web") == ["b", "c"]
+    assert await names("app in (web,db)") == ["a", "b"]
+    assert await names("app notin (web)") == ["b", "c"]
+    assert await names("tier") == ["a"]
+    assert await names("!tier") == ["b", "c"]
+    assert await names(fs="spec.nodeName=n1") == ["a"]
+    assert await names(fs="spec.nodeName=") == ["b", "c"]
+    assert await names(fs="metadata.name!=a,status.phase=Pending") == ["b", "c"]
+
+
+async def test_bind_sets_node_and_condition(api: ApiServer) -> None:
+    await api.create(pod("b"))
+    p = await api.bind("default", "b", "node-1")
+    assert p.spec.node_name == "node-1"
+    assert [(c.type, c.status) for c in p.status.conditions] == [("PodScheduled", "True")]
+
+
+async def test_second_bind_says_where_the_pod_is(api: ApiServer) -> None:
+    await api.create(pod("b"))
+    await api.bind("default", "b", "node-1")
+    with pytest.raises(PreconditionError, match='already assigned to node "node-1"'):
+        await api.bind("default", "b", "node-2")
+
+
+async def test_bind_at_a_stale_resource_version_is_a_conflict(api: ApiServer) -> None:
+    p = await api.create(pod("b"))
+    await api.patch(PODS, "default", "b", '{"metadata": {"labels": {"x": "y"}}}')
+    with pytest.raises(ConflictError):
+        await api.bind("default", "b", "node-1", resource_version=p.metadata.resource_version)
+
+
+async def test_fenced_bind_with_current_token_succeeds_and_stale_token_fails(api: ApiServer) -> None:
+    key = "/kubera/election/kube-scheduler"
+    won = await api.storage.txn([Compare(key, "create", "==", 0)], [Put(key, b"sched-a")])
+    token = Fencing(key, won.revision)
+    await api.create(pod("f1"))
+    await api.create(pod("f2"))
+    assert (await api.bind("default", "f1", "n1", fencing=token)).spec.node_name == "n1"
+    # leadership moves: the key is deleted (lease expired) and re-created by another replica
+    await api.storage.txn([], [__import__("services.storage", fromlist=["Delete"]).Delete(key)])
+    await api.storage.txn([Compare(key, "create", "==", 0)], [Put(key, b"sched-b")])
+    with pytest.raises(PreconditionError, match="stale leader"):
+        await api.bind("default", "f2", "n1", fencing=token)
+    assert (await api.get(PODS, "default", "f2")).spec.node_name == ""
+
+
+async def test_fenced_bind_without_any_leader_fails(api: ApiServer) -> None:
+    await api.create(pod("f"))
+    with pytest.raises(PreconditionError, match="not held by anyone"):
+        await api.bind("default", "f", "n1", fencing=Fencing("/kubera/election/none", 7))
+
+
+async def test_unbound_pod_is_deleted_at_once(api: ApiServer) -> None:
+    await api.create(pod("d"))
+    await api.delete(PODS, "default", "d")
+    with pytest.raises(NotFoundError):
+        await api.get(PODS, "default", "d")
+
+
+async def test_bound_pod_deletion_is_graceful_then_final_with_zero_grace(api: ApiServer) -> None:
+    await api.create(pod("g"))
+    await api.bind("default", "g", "n1")
+    p = await api.delete(PODS, "default", "g")
+    assert p.metadata.deletion_timestamp and p.metadata.deletion_grace_period_seconds == 30
+    assert (await api.get(PODS, "default", "g")).metadata.deletion_timestamp
+    await api.delete(PODS, "default", "g", grace_period_seconds=0)
+    with pytest.raises(NotFoundError):
+        await api.get(PODS, "default", "g")
+
+
+async def test_finalizers_hold_deletion_until_removed(api: ApiServer) -> None:
+    p = pod("fin")
+    p.metadata.finalizers.append("example.com/hold")
+    await api.create(p)
+    d = await api.delete(PODS, "default", "fin", grace_period_seconds=0)
+    assert d.metadata.deletion_timestamp
+    held = await api.get(PODS, "default", "fin")
+    del held.metadata.finalizers[:]
+    await api.update(held)
+    with pytest.raises(NotFoundError):
+        await api.get(PODS, "default", "fin")
+
+
+async def test_default_namespace_cannot_be_deleted(api: ApiServer) -> None:
+    with pytest.raises(ForbiddenError, match="may not be deleted"):
+        await api.delete(NS, "", "default")
+
+
+async def test_scheduling_gates_can_only_be_removed(api: ApiServer) -> None:
+    await api.create(pod("gated", schedulingGates=[{"name": "example.com/a"}, {"name": "example.com/b"}]))
+    p = await api.get(PODS, "default", "gated")
+    p.spec.scheduling_gates.add(name="example.com/c")
+    with pytest.raises(InvalidError, match="schedulingGates"):
+        await api.update(p)
+    p = await api.get(PODS, "default", "gated")
+    del p.spec.scheduling_gates[0]
+    u = await api.update(p)
+    assert [g.name for g in u.spec.scheduling_gates] == ["example.com/b"]
+
+
+async def test_batch_create_reports_each_object(api: ApiServer) -> None:
+    await api.create(pod("p1"))
+    results = await api.batch_create([pod(f"p{i}") for i in range(5)] + [pod("bad", namespace="nope")])
+    assert [r.error is None for r in results] == [False, True, True, True, True, False]
+    assert isinstance(results[0].error, AlreadyExistsError)
+    assert isinstance(results[5].error, NotFoundError)
+    assert len((await api.list(PODS, "default"))[0]) == 5
+
+
+async def _take(aiter, n: int, timeout: float = 10.0) -> list:
+    out = []
+
+    async def run() -> None:
+        async for item in aiter:
+            out.append(item)
+            if len(out) >= n:
+                return
+
+    await asyncio.wait_for(run(), timeout)
+    return out
+
+
+async def test_watch_resumes_after_a_resource_version(api: ApiServer) -> None:
+    await api.create(pod("w1"))
+    _, rv = await api.list(PODS, "default")
+    await api.create(pod("w2"))
+    await api.patch(PODS, "default", "w2", '{"metadata": {"labels": {"a": "b"}}}')
+    await api.delete(PODS, "default", "w1")
+    events = await _take(api.watch(PODS, namespace="default", resource_version=str(rv)), 3)
+    assert [(t, e.obj.metadata.name) for t, e in events] == [("ADDED", "w2"), ("MODIFIED", "w2"), ("DELETED", "w1")]
+    revs = [int(e.obj.metadata.resource_version) for _, e in events]
+    assert revs == sorted(revs) and revs[0] > rv
+
+
+async def test_watch_without_version_starts_with_current_state(api: ApiServer) -> None:
+    await api.create(pod("s1"))
+    await api.create(pod("s2"))
+    events = await _take(api.watch(PODS, namespace="default"), 2)
+    assert sorted((t, e.obj.metadata.name) for t, e in events) == [("ADDED", "s1"), ("ADDED", "s2")]
+
+
+async def test_watch_with_selector_sees_objects_enter_and_leave(api: ApiServer) -> None:
+    await api.create(pod("sel"))
+    _, rv = await api.list(PODS)
+    await api.patch(PODS, "default", "sel", '{"metadata": {"labels": {"app": "web"}}}')
+    await api.patch(PODS, "default", "sel", '{"metadata": {"labels": {"app": "db"}}}')
+    events = await _take(api.watch(PODS, label_selector="app=web", resource_version=str(rv)), 2)
+    assert [t for t, _ in events] == ["ADDED", "DELETED"]
+
+
+async def test_watch_from_a_version_older_than_the_window_is_gone(api: ApiServer) -> None:
+    _, rv = await api.list(PODS)
+    for i in range(60):  # the test cache keeps 50 events
+        await api.create(pod(f"g{i}"))
+    cache = api.caches["pods"]
+    assert await cache.wait_revision((await api.list(PODS))[1], 10)
+    with pytest.raises(GoneError, match="too old resource version"):
+        await _take(api.watch(PODS, resource_version=str(rv)), 1)
+    # the client's recovery: relist, then watch from the list's version
+    items, rv2 = await api.list(PODS)
+    assert len(items) == 60
+    await api.create(pod("after"))
+    events = await _take(api.watch(PODS, resource_version=str(rv2)), 1)
+    assert events[0][1].obj.metadata.name == "after"
+
+
+async def test_watch_bookmarks_carry_the_latest_version(api: ApiServer) -> None:
+    await api.create(pod("bm"))
+    _, rv = await api.list(PODS)
+    events = await _take(api.watch(PODS, resource_version=str(rv), allow_bookmarks=True), 1, timeout=5)
+    assert events[0][0] == "BOOKMARK"
+    assert int(events[0][1].obj.metadata.resource_version) >= rv

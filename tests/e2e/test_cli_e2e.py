@@ -1,0 +1,112 @@
+"""End to end, as a user: `kubera up --detach`, the CLI against it, `kubera down`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.ray]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and not stat.read_text().split(") ", 1)[1].startswith("Z")
+
+
+class Kubera:
+    def __init__(self, home: Path) -> None:
+        self.env = {**os.environ, "KUBERA_HOME": str(home)}
+        self.home = home
+
+    def __call__(self, *args: str, stdin: str | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "kubera.cli", *args],
+            env=self.env,
+            cwd=ROOT,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubera]:
+    k = Kubera(tmp_path_factory.mktemp("kubera-home"))
+    up = k("up", "--detach")
+    assert up.returncode == 0, up.stderr + up.stdout
+    ctx = json.loads((k.home / "context.json").read_text())
+    k.context = ctx  # type: ignore[attr-defined]
+    try:
+        yield k
+    finally:
+        if (k.home / "context.json").exists():
+            k("down")
+        for pid in [ctx["supervisor_pid"], *ctx["pids"].values()]:
+            if _alive(pid):  # never leave a process behind, even when down failed
+                os.kill(pid, 9)
+
+
+def test_up_writes_a_context_with_endpoints(cluster: Kubera) -> None:
+    ctx = cluster.context  # type: ignore[attr-defined]
+    assert ctx["apiserver"].startswith("127.0.0.1:")
+    assert ctx["etcd"].startswith("http://127.0.0.1:")
+    assert _alive(ctx["supervisor_pid"]) and _alive(ctx["pids"]["etcd"])
+
+
+def test_second_up_is_refused_while_running(cluster: Kubera) -> None:
+    r = cluster("up", "--detach")
+    assert r.returncode == 1
+    assert "already running" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_apply_get_describe_delete_round_trip(cluster: Kubera) -> None:
+    r = cluster("apply", "-f", "examples/quickstart.yaml")
+    assert r.returncode == 0, r.stderr
+    assert "namespace/demo created" in r.stdout and "pod/nginx created" in r.stdout
+    again = cluster("apply", "-f", "examples/quickstart.yaml")
+    assert again.returncode == 0 and "pod/nginx unchanged" in again.stdout
+    got = json.loads(cluster("get", "pods", "-n", "demo", "-o", "json").stdout)
+    assert got["kind"] == "List" and {i["metadata"]["name"] for i in got["items"]} >= {"nginx"}
+    nginx = next(i for i in got["items"] if i["metadata"]["name"] == "nginx")
+    assert nginx["apiVersion"] == "v1" and nginx["kind"] == "Pod"
+    assert nginx["status"]["phase"] == "Pending" and nginx["spec"]["schedulerName"] == "default-scheduler"
+    wide = cluster("get", "pods", "-n", "demo", "-o", "wide")
+    assert "NOMINATED NODE" in wide.stdout and "nginx" in wide.stdout
+    nodes = cluster("get", "nodes")
+    assert "node-a" in nodes.stdout
+    desc = cluster("describe", "pod", "nginx", "-n", "demo")
+    assert desc.returncode == 0 and "Tolerations" in desc.stdout
+    d = cluster("delete", "pod", "nginx", "-n", "demo")
+    assert d.returncode == 0 and 'pod "nginx" deleted' in d.stdout
+    gone = cluster("get", "pod", "nginx", "-n", "demo")
+    assert gone.returncode == 1 and 'pods "nginx" not found' in gone.stderr
+
+
+def test_bad_manifest_is_one_clear_line_from_stdin(cluster: Kubera) -> None:
+    r = cluster("apply", "-f", "-", stdin="apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: c\n    image: i\n    resources: {requests: {cpu: 1x}}\n")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "resources.requests[cpu]" in r.stderr
+
+
+def test_down_stops_every_process_and_removes_what_it_wrote(cluster: Kubera) -> None:
+    ctx = cluster.context  # type: ignore[attr-defined]
+    r = cluster("down")
+    assert r.returncode == 0, r.stderr
+    pids = [ctx["supervisor_pid"], *ctx["pids"].values()]
+    assert [p for p in pids if _alive(p)] == []
+    assert not (cluster.home / "context.json").exists()
+    assert all(not Path(d).exists() for d in ctx["dirs"])
+    after = cluster("get", "pods")
+    assert after.returncode == 1 and "kubera up" in after.stderr
