@@ -1,0 +1,37 @@
+# The two commands of the README, each self-contained on a fresh machine:
+#   make demo   start kubera on the embedded default (etcd + local Ray), apply the
+#               quickstart example, show it, and leave the cluster running
+#   make test   the test suite (unit, integration on real etcd, end to end with Ray)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+
+.PHONY: demo test bench proto lint down
+
+$(BIN)/kubera: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	@touch $@
+
+demo: $(BIN)/kubera
+	$(BIN)/kubera up --detach
+	$(BIN)/kubera apply -f examples/quickstart.yaml
+	$(BIN)/kubera get nodes -o wide
+	$(BIN)/kubera get pods -A -o wide
+	@echo "kubera keeps running; stop it with: $(BIN)/kubera down"
+
+down: $(BIN)/kubera
+	$(BIN)/kubera down
+
+test: $(BIN)/kubera
+	$(BIN)/pytest -q
+
+bench: $(BIN)/kubera
+	$(BIN)/kubera bench apiserver
+
+proto: $(BIN)/kubera
+	PYTHON=$(BIN)/python scripts/genproto.sh
+
+lint: $(BIN)/kubera
+	$(BIN)/ruff check .
