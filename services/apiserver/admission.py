@@ -88,9 +88,9 @@ def qos_class(spec: core_pb2.PodSpec) -> str:
                 lq = parse_quantity(lim) if lim is not None else None
             except QuantityError:
                 rq = lq = None
-            if (rq is not None and not rq.is_zero) or (lq is not None and not lq.is_zero):
+            if (rq is not None and not rq.is_zero()) or (lq is not None and not lq.is_zero()):
                 any_set = True
-            if lq is None or rq is None or rq.value != lq.value or lq.is_zero:
+            if lq is None or rq is None or rq.value != lq.value or lq.is_zero():
                 guaranteed = False
             requests[res], limits[res] = rq, lq
     if not any_set:
