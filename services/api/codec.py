@@ -46,7 +46,7 @@ def _is_map(f: FieldDescriptor) -> bool:
 
 
 def _is_repeated(f: FieldDescriptor) -> bool:
-    return f.label == FieldDescriptor.LABEL_REPEATED
+    return bool(f.is_repeated)
 
 
 def _opt(f: FieldDescriptor, ext: Any) -> bool:
