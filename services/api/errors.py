@@ -92,6 +92,13 @@ class ApiError(Exception):
         super().__init__(message)
         self.message = message
 
+    @classmethod
+    def from_message(cls, message: str) -> ApiError:
+        """Rebuild an error received over the wire (only its message crosses)."""
+        err = cls.__new__(cls)
+        ApiError.__init__(err, message)
+        return err
+
 
 class NotFoundError(ApiError):
     code = grpc.StatusCode.NOT_FOUND
@@ -155,6 +162,25 @@ class UnavailableError(ApiError):
     code = grpc.StatusCode.UNAVAILABLE
     reason = "ServiceUnavailable"
 
+
+#: The gRPC trailing-metadata key carrying `reason`, so a client can tell apart errors
+#: that share a status code (Invalid vs BadRequest, Forbidden vs PreconditionFailed).
+REASON_KEY = "kubera-reason"
+
+ERRORS_BY_REASON: dict[str, type[ApiError]] = {
+    cls.reason: cls
+    for cls in (
+        NotFoundError,
+        AlreadyExistsError,
+        ConflictError,
+        BadRequestError,
+        InvalidError,
+        ForbiddenError,
+        PreconditionError,
+        GoneError,
+        UnavailableError,
+    )
+}
 
 ERRORS_BY_CODE: dict[grpc.StatusCode, type[ApiError]] = {
     cls.code: cls

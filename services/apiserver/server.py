@@ -14,7 +14,7 @@ import grpc
 from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
 from services.api import codec
-from services.api.errors import ApiError, BadRequestError
+from services.api.errors import REASON_KEY, ApiError, BadRequestError
 from services.api.kinds import BY_RESOURCE, Kind
 from services.apiserver.registry import ApiServer, Fencing
 from services.storage import StorageUnavailableError
@@ -39,6 +39,7 @@ def _unpack(kind: Kind, a: Any):
 
 async def _abort(context: grpc.aio.ServicerContext, e: Exception) -> None:
     if isinstance(e, ApiError):
+        context.set_trailing_metadata(((REASON_KEY, e.reason),))
         await context.abort(e.code, e.message)
     if isinstance(e, StorageUnavailableError):
         await context.abort(grpc.StatusCode.UNAVAILABLE, f"storage unavailable: {e}")

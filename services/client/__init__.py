@@ -17,20 +17,26 @@ from google.protobuf.message import Message
 from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
 from services.api import codec
-from services.api.errors import ERRORS_BY_CODE, ApiError, UnavailableError
+from services.api.errors import (
+    ERRORS_BY_CODE,
+    ERRORS_BY_REASON,
+    REASON_KEY,
+    ApiError,
+    UnavailableError,
+)
 from services.api.kinds import Kind, kind_of
 
 M = TypeVar("M", bound=Message)
 
 
 def error_from_rpc(e: grpc.aio.AioRpcError) -> ApiError:
-    cls = ERRORS_BY_CODE.get(e.code())
+    reason = next((v for k, v in (e.trailing_metadata() or ()) if k == REASON_KEY), "")
+    cls = ERRORS_BY_REASON.get(str(reason)) or ERRORS_BY_CODE.get(e.code())
     if cls is None:
-        err = ApiError(f"{e.code().name}: {e.details()}")
-        return err
-    if cls is UnavailableError:
+        return ApiError(f"{e.code().name}: {e.details()}")
+    if cls is UnavailableError and not reason:
         return UnavailableError(f"apiserver unavailable: {e.details()}")
-    return cls(e.details() or e.code().name)
+    return cls.from_message(e.details() or e.code().name)
 
 
 @dataclass(frozen=True)
@@ -199,7 +205,7 @@ class Client:
                     (c for c in grpc.StatusCode if c.value[0] == r.code), grpc.StatusCode.UNKNOWN
                 )
                 cls = ERRORS_BY_CODE.get(code, ApiError)
-                out.append(BatchResult(None, cls(r.message)))
+                out.append(BatchResult(None, cls.from_message(r.message)))
         return out
 
     async def watch(

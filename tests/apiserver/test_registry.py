@@ -31,7 +31,18 @@ async def test_initial_namespaces_and_system_priority_classes_exist(api: ApiServ
 
 
 async def test_create_fills_server_fields_and_defaults(api: ApiServer) -> None:
-    p = await api.create(pod("web", containers=[{"name": "c", "image": "nginx", "resources": {"limits": {"cpu": "0.5", "memory": "1Gi"}}}]))
+    p = await api.create(
+        pod(
+            "web",
+            containers=[
+                {
+                    "name": "c",
+                    "image": "nginx",
+                    "resources": {"limits": {"cpu": "0.5", "memory": "1Gi"}},
+                }
+            ],
+        )
+    )
     assert p.metadata.uid and p.metadata.creation_timestamp.endswith("Z")
     assert int(p.metadata.resource_version) > 0
     assert p.spec.scheduler_name == "default-scheduler"
@@ -42,11 +53,26 @@ async def test_create_fills_server_fields_and_defaults(api: ApiServer) -> None:
     assert dict(p.spec.containers[0].resources.requests) == {"cpu": "500m", "memory": "1Gi"}
     assert p.status.qos_class == "Guaranteed"
     tol = {(t.key, t.effect, t.toleration_seconds) for t in p.spec.tolerations}
-    assert tol == {("node.kubernetes.io/not-ready", "NoExecute", 300), ("node.kubernetes.io/unreachable", "NoExecute", 300)}
+    assert tol == {
+        ("node.kubernetes.io/not-ready", "NoExecute", 300),
+        ("node.kubernetes.io/unreachable", "NoExecute", 300),
+    }
 
 
 async def test_default_tolerations_not_added_when_pod_already_tolerates(api: ApiServer) -> None:
-    p = await api.create(pod("t", tolerations=[{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 6000}]))
+    p = await api.create(
+        pod(
+            "t",
+            tolerations=[
+                {
+                    "key": "node.kubernetes.io/unreachable",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 6000,
+                }
+            ],
+        )
+    )
     secs = {t.key: t.toleration_seconds for t in p.spec.tolerations}
     assert secs == {"node.kubernetes.io/unreachable": 6000, "node.kubernetes.io/not-ready": 300}
 
@@ -71,7 +97,17 @@ async def test_create_in_missing_namespace_is_refused(api: ApiServer) -> None:
 
 
 async def test_priority_class_name_resolves_to_priority(api: ApiServer) -> None:
-    await api.create(obj({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000, "preemptionPolicy": "Never"}))
+    await api.create(
+        obj(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "high"},
+                "value": 1000,
+                "preemptionPolicy": "Never",
+            }
+        )
+    )
     p = await api.create(pod("hp", priorityClassName="high"))
     assert p.spec.priority == 1000 and p.spec.preemption_policy == "Never"
     crit = await api.create(pod("crit", priorityClassName="system-node-critical"))
@@ -84,7 +120,13 @@ async def test_unknown_priority_class_is_rejected(api: ApiServer) -> None:
 
 
 async def test_global_default_priority_class_applies_and_is_unique(api: ApiServer) -> None:
-    pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "dflt"}, "value": 50, "globalDefault": True}
+    pc = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "dflt"},
+        "value": 50,
+        "globalDefault": True,
+    }
     await api.create(obj(pc))
     p = await api.create(pod("plain"))
     assert p.spec.priority == 50 and p.spec.priority_class_name == "dflt"
@@ -95,11 +137,30 @@ async def test_global_default_priority_class_applies_and_is_unique(api: ApiServe
 
 async def test_system_prefix_priority_classes_are_reserved(api: ApiServer) -> None:
     with pytest.raises((ForbiddenError, InvalidError), match="system-"):
-        await api.create(obj({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "system-mine"}, "value": 5}))
+        await api.create(
+            obj(
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": "system-mine"},
+                    "value": 5,
+                }
+            )
+        )
 
 
 async def test_runtime_class_overhead_is_copied_and_user_overhead_rejected(api: ApiServer) -> None:
-    await api.create(obj({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "kata"}, "handler": "kata", "overhead": {"podFixed": {"cpu": "250m", "memory": "120Mi"}}}))
+    await api.create(
+        obj(
+            {
+                "apiVersion": "node.k8s.io/v1",
+                "kind": "RuntimeClass",
+                "metadata": {"name": "kata"},
+                "handler": "kata",
+                "overhead": {"podFixed": {"cpu": "250m", "memory": "120Mi"}},
+            }
+        )
+    )
     p = await api.create(pod("vm", runtimeClassName="kata"))
     assert dict(p.spec.overhead) == {"cpu": "250m", "memory": "120Mi"}
     with pytest.raises(ForbiddenError, match="Overhead"):
@@ -125,7 +186,9 @@ async def test_update_with_no_change_keeps_the_resource_version(api: ApiServer) 
     assert again.metadata.resource_version == p.metadata.resource_version
 
 
-async def test_update_cannot_change_status_and_update_status_cannot_change_spec(api: ApiServer) -> None:
+async def test_update_cannot_change_status_and_update_status_cannot_change_spec(
+    api: ApiServer,
+) -> None:
     p = await api.create(pod("s"))
     p.status.phase = "Running"
     p.metadata.labels["a"] = "b"
@@ -187,7 +250,9 @@ async def test_bind_at_a_stale_resource_version_is_a_conflict(api: ApiServer) ->
         await api.bind("default", "b", "node-1", resource_version=p.metadata.resource_version)
 
 
-async def test_fenced_bind_with_current_token_succeeds_and_stale_token_fails(api: ApiServer) -> None:
+async def test_fenced_bind_with_current_token_succeeds_and_stale_token_fails(
+    api: ApiServer,
+) -> None:
     key = "/kubera/election/kube-scheduler"
     won = await api.storage.txn([Compare(key, "create", "==", 0)], [Put(key, b"sched-a")])
     token = Fencing(key, won.revision)
@@ -245,7 +310,9 @@ async def test_default_namespace_cannot_be_deleted(api: ApiServer) -> None:
 
 
 async def test_scheduling_gates_can_only_be_removed(api: ApiServer) -> None:
-    await api.create(pod("gated", schedulingGates=[{"name": "example.com/a"}, {"name": "example.com/b"}]))
+    await api.create(
+        pod("gated", schedulingGates=[{"name": "example.com/a"}, {"name": "example.com/b"}])
+    )
     p = await api.get(PODS, "default", "gated")
     p.spec.scheduling_gates.add(name="example.com/c")
     with pytest.raises(InvalidError, match="schedulingGates"):
@@ -258,9 +325,11 @@ async def test_scheduling_gates_can_only_be_removed(api: ApiServer) -> None:
 
 async def test_batch_create_reports_each_object(api: ApiServer) -> None:
     await api.create(pod("p1"))
-    results = await api.batch_create([pod(f"p{i}") for i in range(5)] + [pod("bad", namespace="nope")])
-    assert [r.error is None for r in results] == [False, True, True, True, True, False]
-    assert isinstance(results[0].error, AlreadyExistsError)
+    results = await api.batch_create(
+        [pod(f"p{i}") for i in range(5)] + [pod("bad", namespace="nope")]
+    )
+    assert [r.error is None for r in results] == [True, False, True, True, True, False]
+    assert isinstance(results[1].error, AlreadyExistsError)
     assert isinstance(results[5].error, NotFoundError)
     assert len((await api.list(PODS, "default"))[0]) == 5
 
@@ -285,7 +354,11 @@ async def test_watch_resumes_after_a_resource_version(api: ApiServer) -> None:
     await api.patch(PODS, "default", "w2", '{"metadata": {"labels": {"a": "b"}}}')
     await api.delete(PODS, "default", "w1")
     events = await _take(api.watch(PODS, namespace="default", resource_version=str(rv)), 3)
-    assert [(t, e.obj.metadata.name) for t, e in events] == [("ADDED", "w2"), ("MODIFIED", "w2"), ("DELETED", "w1")]
+    assert [(t, e.obj.metadata.name) for t, e in events] == [
+        ("ADDED", "w2"),
+        ("MODIFIED", "w2"),
+        ("DELETED", "w1"),
+    ]
     revs = [int(e.obj.metadata.resource_version) for _, e in events]
     assert revs == sorted(revs) and revs[0] > rv
 
@@ -325,6 +398,8 @@ async def test_watch_from_a_version_older_than_the_window_is_gone(api: ApiServer
 async def test_watch_bookmarks_carry_the_latest_version(api: ApiServer) -> None:
     await api.create(pod("bm"))
     _, rv = await api.list(PODS)
-    events = await _take(api.watch(PODS, resource_version=str(rv), allow_bookmarks=True), 1, timeout=5)
+    events = await _take(
+        api.watch(PODS, resource_version=str(rv), allow_bookmarks=True), 1, timeout=5
+    )
     assert events[0][0] == "BOOKMARK"
     assert int(events[0][1].obj.metadata.resource_version) >= rv

@@ -29,7 +29,9 @@ class Kubera:
         self.env = {**os.environ, "KUBERA_HOME": str(home)}
         self.home = home
 
-    def __call__(self, *args: str, stdin: str | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    def __call__(
+        self, *args: str, stdin: str | None = None, timeout: float = 240
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "kubera.cli", *args],
             env=self.env,
@@ -81,7 +83,10 @@ def test_apply_get_describe_delete_round_trip(cluster: Kubera) -> None:
     assert got["kind"] == "List" and {i["metadata"]["name"] for i in got["items"]} >= {"nginx"}
     nginx = next(i for i in got["items"] if i["metadata"]["name"] == "nginx")
     assert nginx["apiVersion"] == "v1" and nginx["kind"] == "Pod"
-    assert nginx["status"]["phase"] == "Pending" and nginx["spec"]["schedulerName"] == "default-scheduler"
+    assert (
+        nginx["status"]["phase"] == "Pending"
+        and nginx["spec"]["schedulerName"] == "default-scheduler"
+    )
     wide = cluster("get", "pods", "-n", "demo", "-o", "wide")
     assert "NOMINATED NODE" in wide.stdout and "nginx" in wide.stdout
     nodes = cluster("get", "nodes")
@@ -95,7 +100,12 @@ def test_apply_get_describe_delete_round_trip(cluster: Kubera) -> None:
 
 
 def test_bad_manifest_is_one_clear_line_from_stdin(cluster: Kubera) -> None:
-    r = cluster("apply", "-f", "-", stdin="apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: c\n    image: i\n    resources: {requests: {cpu: 1x}}\n")
+    r = cluster(
+        "apply",
+        "-f",
+        "-",
+        stdin="apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: c\n    image: i\n    resources: {requests: {cpu: 1x}}\n",
+    )
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert "resources.requests[cpu]" in r.stderr
 

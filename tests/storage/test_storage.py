@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from services.storage import Compare, CompactedError, Delete, Get, Put, Storage
+from services.storage import CompactedError, Compare, Delete, Get, Put, Storage
 
 
 async def test_put_then_get_reports_revisions(storage: Storage) -> None:
@@ -47,7 +47,9 @@ async def test_list_is_prefix_scoped_and_sorted(storage: Storage) -> None:
 
 
 async def test_missing_key_compares_as_zero(storage: Storage) -> None:
-    res = await storage.txn([Compare("/none", "create", "==", 0), Compare("/none", "mod", "==", 0)], [Put("/x", b"1")])
+    res = await storage.txn(
+        [Compare("/none", "create", "==", 0), Compare("/none", "mod", "==", 0)], [Put("/x", b"1")]
+    )
     assert res.succeeded
 
 
