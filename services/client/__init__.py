@@ -7,6 +7,8 @@ look at grpc. Objects are the kubera.v1 protobuf messages.
 
 from __future__ import annotations
 
+import builtins
+
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -188,7 +190,7 @@ class Client:
         resp = await self._call(self._stub.Bind, req)
         return codec.unpack(resp.object)
 
-    async def batch_create(self, objs: Sequence[Message]) -> list[BatchResult]:
+    async def batch_create(self, objs: Sequence[Message]) -> builtins.list[BatchResult]:
         if not objs:
             return []
         kind = kind_of(objs[0])

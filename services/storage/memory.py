@@ -94,8 +94,12 @@ class MemoryStorage:
             if batch:
                 yield WatchBatch(batch, upto)
             next_rev = upto + 1
+
+            def advanced(n: int = next_rev) -> bool:
+                return self._rev >= n
+
             async with self._changed:
-                await self._changed.wait_for(lambda n=next_rev: self._rev >= n)
+                await self._changed.wait_for(advanced)
 
     async def revision(self) -> int:
         return self._rev
