@@ -1219,7 +1219,7 @@ def _pod_update(new: core_pb2.Pod, old: core_pb2.Pod) -> Errors:
                 munged.affinity.node_affinity.CopyFrom(old_na)
 
     if munged != old_spec:
-        changed = [f.json_name for f, _ in _changed_fields(munged, old_spec)]
+        changed = _changed_fields(munged, old_spec)
         detail = (
             "pod updates may not change fields other than `spec.containers[*].image`,"
             "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
@@ -1238,15 +1238,14 @@ def _copy_optional(dst: Message, src: Message, field: str) -> None:
         dst.ClearField(field)
 
 
-def _changed_fields(a: Message, b: Message) -> list[tuple[Any, Any]]:
-    fields_a = {f.name: (f, v) for f, v in a.ListFields()}
-    fields_b = {f.name: (f, v) for f, v in b.ListFields()}
-    out = []
-    for name in sorted(set(fields_a) | set(fields_b)):
-        fa, fb = fields_a.get(name), fields_b.get(name)
-        if fa is None or fb is None or fa[1] != fb[1]:
-            out.append(fa or fb)
-    return out
+def _changed_fields(a: Message, b: Message) -> list[str]:
+    """JSON names of the top-level fields that differ between two messages of one type."""
+    values_a = {f.json_name: v for f, v in a.ListFields()}
+    values_b = {f.json_name: v for f, v in b.ListFields()}
+    names_ = sorted(set(values_a) | set(values_b))
+    return [
+        n for n in names_ if n not in values_a or n not in values_b or values_a[n] != values_b[n]
+    ]
 
 
 def _only_added_tolerations(
