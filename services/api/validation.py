@@ -9,7 +9,7 @@ Gt/Lt values are integers. Rules and messages are carried over from upstream's
 pkg/apis/{core,apps,policy,scheduling}/validation and apimachinery's metadata checks.
 
 Entry points are :func:`validate_create` and :func:`validate_update`. Each kind is one
-row in ``_RULES`` (name rule, scope, a create function, optionally an update function),
+row in ``_RULES`` (name rule, a create function, optionally an update function),
 so adding a kind is one function plus one row. Unknown kinds get metadata checks only.
 
 Deliberate adaptations (kubera has no defaulting pass before validation):
@@ -48,6 +48,7 @@ from services.api.errors import (
     too_long,
     unsupported,
 )
+from services.api.kinds import BY_KIND
 from services.api.quantity import Quantity, QuantityError, parse_quantity
 
 Errors = list[FieldError]
@@ -420,7 +421,9 @@ def _annotations(path: str, annotations: Mapping[str, str]) -> Errors:
     return errs
 
 
-def _object_meta(meta: meta_pb2.ObjectMeta, rules: _Rules | None) -> Errors:
+def _object_meta(
+    meta: meta_pb2.ObjectMeta, rules: _Rules | None, namespaced: bool | None
+) -> Errors:
     """ValidateObjectMeta, for a kind's name rule and scope (None: unknown kind)."""
     name_fn = rules.name if rules else names.dns1123_subdomain
     errs: Errors = []
@@ -431,12 +434,12 @@ def _object_meta(meta: meta_pb2.ObjectMeta, rules: _Rules | None) -> Errors:
         errs += _name_errors("metadata.name", meta.name, name_fn)
     elif not meta.generate_name:
         errs.append(required("metadata.name", "name or generateName is required"))
-    if rules is not None and rules.namespaced:
+    if namespaced:
         if not meta.namespace:
             errs.append(required("metadata.namespace"))
         else:
             errs += _name_errors("metadata.namespace", meta.namespace, names.dns1123_label)
-    elif rules is not None and meta.namespace:
+    elif namespaced is not None and meta.namespace:
         errs.append(forbidden("metadata.namespace", "not allowed on this type"))
     errs += _nonnegative("metadata.generation", meta.generation)
     errs += _label_map("metadata.labels", meta.labels)
@@ -1365,32 +1368,32 @@ def _no_update_rules(new: Any, old: Any) -> Errors:
 
 @dataclass(frozen=True)
 class _Rules:
-    """How one kind is validated: its name rule, scope, create checks and update checks."""
+    """How one kind is validated: its name rule, create checks and update checks (its scope is in kinds.py)."""
 
-    namespaced: bool
     create: Callable[[Any], Errors]
     update: Callable[[Any, Any], Errors] = _no_update_rules
     name: Callable[[str], list[str]] = names.dns1123_subdomain
 
 
 _RULES: dict[str, _Rules] = {
-    "Pod": _Rules(True, _pod, _pod_update),
-    "Node": _Rules(False, _node),
-    "Namespace": _Rules(False, _namespace, name=names.dns1123_label),
-    "PriorityClass": _Rules(False, _priority_class, _priority_class_update),
-    "PodDisruptionBudget": _Rules(True, _pod_disruption_budget),
-    "ReplicaSet": _Rules(True, _replica_set, _workload_update),
-    "Deployment": _Rules(True, _deployment, _workload_update),
-    "RuntimeClass": _Rules(False, _runtime_class, _runtime_class_update),
-    "Lease": _Rules(True, _lease),
-    "Event": _Rules(True, _event),
+    "Pod": _Rules(_pod, _pod_update),
+    "Node": _Rules(_node),
+    "Namespace": _Rules(_namespace, name=names.dns1123_label),
+    "PriorityClass": _Rules(_priority_class, _priority_class_update),
+    "PodDisruptionBudget": _Rules(_pod_disruption_budget),
+    "ReplicaSet": _Rules(_replica_set, _workload_update),
+    "Deployment": _Rules(_deployment, _workload_update),
+    "RuntimeClass": _Rules(_runtime_class, _runtime_class_update),
+    "Lease": _Rules(_lease),
+    "Event": _Rules(_event),
 }
 
 
 def validate_create(kind: str, obj: Any) -> list[FieldError]:
     """Every problem with ``obj`` as a new object of ``kind`` (empty when valid)."""
     rules = _RULES.get(kind)
-    errs = _object_meta(obj.metadata, rules)
+    known = BY_KIND.get(kind)
+    errs = _object_meta(obj.metadata, rules, known.namespaced if known else None)
     if rules is not None:
         errs += rules.create(obj)
     return errs

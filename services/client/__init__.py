@@ -8,7 +8,6 @@ look at grpc. Objects are the kubera.v1 protobuf messages.
 from __future__ import annotations
 
 import builtins
-
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
