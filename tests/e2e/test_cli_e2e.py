@@ -120,3 +120,18 @@ def test_down_stops_every_process_and_removes_what_it_wrote(cluster: Kubera) -> 
     assert all(not Path(d).exists() for d in ctx["dirs"])
     after = cluster("get", "pods")
     assert after.returncode == 1 and "kubera up" in after.stderr
+
+
+def test_up_with_an_existing_etcd_leaves_that_etcd_running(tmp_path: Path, etcd_server) -> None:
+    k = Kubera(tmp_path / "home")
+    up = k("up", "--detach", "--etcd", etcd_server.endpoint)
+    try:
+        assert up.returncode == 0, up.stderr
+        ctx = json.loads((k.home / "context.json").read_text())
+        assert ctx["etcd"] == etcd_server.endpoint and "etcd" not in ctx["pids"]
+        r = k("apply", "-f", "-", stdin="apiVersion: v1\nkind: Namespace\nmetadata: {name: shared-etcd}\n")
+        assert r.returncode == 0, r.stderr
+    finally:
+        down = k("down")
+    assert down.returncode == 0
+    assert etcd_server.healthy()  # not ours to stop
