@@ -120,7 +120,7 @@ def _invalid(path: str, value: str, detail: str) -> str:
     return f"{path}: Invalid value: {value}: {detail}"
 
 
-def _parse_int64(text: str) -> int | None:
+def parse_int64(text: str) -> int | None:
     """strconv.ParseInt(text, 10, 64)."""
     body = text[1:] if text[:1] in ("+", "-") else text
     if not body or not body.isascii() or not body.isdigit():
@@ -174,7 +174,7 @@ def _requirement_errors(key: str, op: str, values: Sequence[str], path: str = ""
                 )
             )
         for i, v in enumerate(values):
-            if _parse_int64(v) is None:
+            if parse_int64(v) is None:
                 errs.append(
                     _invalid(
                         f"{values_path}[{i}]",
@@ -235,8 +235,8 @@ class Requirement:
         if op in (GREATER_THAN, LESS_THAN):
             if self.key not in labels or len(self.values) != 1:
                 return False
-            have = _parse_int64(labels[self.key])
-            want = _parse_int64(self.values[0])
+            have = parse_int64(labels[self.key])
+            want = parse_int64(self.values[0])
             if have is None or want is None:
                 return False
             return have > want if op == GREATER_THAN else have < want

@@ -78,7 +78,9 @@ TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-TOLERATION_OPERATORS = ("Equal", "Exists")
+#: Gt/Lt: the numeric comparison operators (alpha in Kubernetes 1.35, on in kubera as the seeds
+#: describe them).
+TOLERATION_OPERATORS = ("Equal", "Exists", "Gt", "Lt")
 NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
 NODE_INCLUSION_POLICIES = ("Honor", "Ignore")
@@ -759,6 +761,12 @@ def _tolerations(path: str, tolerations: Sequence[core_pb2.Toleration]) -> Error
                 errs.append(
                     invalid(op_path, t.value, "value must be empty when `operator` is 'Exists'")
                 )
+        elif t.operator in ("Gt", "Lt"):
+            if not t.key:
+                errs.append(required(_child(p, "key"), "must be specified for numeric operators"))
+            if labels.parse_int64(t.value) is None:
+                detail = f"value must be a valid integer for operator '{t.operator}'"
+                errs.append(invalid(_child(p, "value"), t.value, detail))
         else:
             errs.append(unsupported(op_path, t.operator, TOLERATION_OPERATORS))
         errs += _taint_effect(_child(p, "effect"), t.effect, allow_empty=True)

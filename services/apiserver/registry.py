@@ -91,7 +91,7 @@ class Filter:
         try:
             self.labels = Selector.parse(label_selector) if label_selector else None
         except SelectorError as e:
-            raise BadRequestError(f"unable to parse requirement: {e}") from None
+            raise BadRequestError(str(e)) from None
         allowed = sorted(kind.fields(kind.message()))
         try:
             self.fields: list[FieldRequirement] = (
@@ -386,7 +386,7 @@ class ApiServer:
         """What an update may change: spec and metadata (status kept), or only status."""
         if status:
             merged = codec.clone(old)
-            merged.status.CopyFrom(new.status)  # type: ignore[attr-defined]
+            _copy_status(merged, new)
             return merged
         merged = codec.clone(new)
         merged.api_version, merged.kind = kind.api_version, kind.kind  # type: ignore[attr-defined]
@@ -400,7 +400,7 @@ class ApiServer:
             m.ClearField("deletion_timestamp")
             m.ClearField("deletion_grace_period_seconds")
         if kind.has_status:
-            merged.status.CopyFrom(old.status)  # type: ignore[attr-defined]
+            _copy_status(merged, old)
         if kind.kind == "Pod":
             # Defaults apply to updates too, so an apply of the same manifest is a no-op.
             admission.default_pod_spec(merged.spec)  # type: ignore[attr-defined]
@@ -652,6 +652,14 @@ class ApiServer:
             rv, flt, bookmark_interval=self.bookmark_interval if allow_bookmarks else None
         ):
             yield item
+
+
+def _copy_status(dst: Message, src: Message) -> None:
+    """dst.status = src.status, keeping "unset" unset (an empty status is not written)."""
+    if src.HasField("status"):
+        dst.status.CopyFrom(src.status)  # type: ignore[attr-defined]
+    else:
+        dst.ClearField("status")
 
 
 def _set_condition(pod: core_pb2.Pod, type_: str, status: str, now: float) -> None:

@@ -129,7 +129,12 @@ def test_up_with_an_existing_etcd_leaves_that_etcd_running(tmp_path: Path, etcd_
         assert up.returncode == 0, up.stderr
         ctx = json.loads((k.home / "context.json").read_text())
         assert ctx["etcd"] == etcd_server.endpoint and "etcd" not in ctx["pids"]
-        r = k("apply", "-f", "-", stdin="apiVersion: v1\nkind: Namespace\nmetadata: {name: shared-etcd}\n")
+        r = k(
+            "apply",
+            "-f",
+            "-",
+            stdin="apiVersion: v1\nkind: Namespace\nmetadata: {name: shared-etcd}\n",
+        )
         assert r.returncode == 0, r.stderr
     finally:
         down = k("down")

@@ -1364,3 +1364,41 @@ def test_update_reports_which_spec_fields_changed() -> None:
 def test_errors_carry_kubernetes_types() -> None:
     errs = validate_create("Pod", parse("Pod", _container(image="")))
     assert [(e.path, e.type) for e in errs] == [("spec.containers[0].image", "Required value")]
+
+
+@pytest.mark.parametrize(
+    ("toleration", "message"),
+    [
+        ({"key": "sla", "operator": "Gt", "value": "900", "effect": "NoSchedule"}, None),
+        ({"key": "sla", "operator": "Lt", "value": "1000"}, None),
+        (
+            {"key": "sla", "operator": "Gt", "value": "high"},
+            "value must be a valid integer for operator 'Gt'",
+        ),
+        ({"key": "sla", "operator": "Maybe"}, 'Unsupported value: "Maybe"'),
+    ],
+    ids=[
+        "gt-with-integer-ok",
+        "lt-with-integer-ok",
+        "gt-needs-an-integer",
+        "unknown-operator-rejected",
+    ],
+)
+def test_numeric_toleration_operators(toleration, message) -> None:
+    from google.protobuf import json_format as jf
+
+    from protos.kubera.v1 import core_pb2 as c
+    from services.api.validation import validate_create as vc
+
+    pod = jf.ParseDict(
+        {
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "i"}], "tolerations": [toleration]},
+        },
+        c.Pod(),
+    )
+    errors = [str(e) for e in vc("Pod", pod)]
+    if message is None:
+        assert errors == []
+    else:
+        assert any(message in e for e in errors), errors

@@ -1,0 +1,749 @@
+"""`kubera apply|get|delete|describe`: kubectl's object verbs against the kubera apiserver.
+
+They behave like kubectl where users will notice: `apply` creates or updates with a
+three-way merge through the `last-applied-configuration` annotation (so fields the
+server set, such as a pod's priority or default tolerations, and the status, survive),
+and reports created / configured / unchanged; `get` prints kubectl's tables and
+Kubernetes-shaped JSON/YAML; server refusals come out as `Error from server (Reason):
+...` lines. An apply is all or nothing for what can be known beforehand: every document
+is decoded and validated client-side, then checked by the apiserver in a dry run, before
+the first object is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import functools
+import json
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf.message import Message
+
+from kubera import manifests, output
+from kubera.context import apiserver_address
+from kubera.errors import CliError
+from kubera.manifests import Manifest
+from services.api import codec, kinds, labels, validation
+from services.api.errors import (
+    AlreadyExistsError,
+    ApiError,
+    BadRequestError,
+    ConflictError,
+    FieldError,
+    NotFoundError,
+    PreconditionError,
+    UnavailableError,
+)
+from services.api.kinds import Kind
+from services.client import Client
+from services.clock import RealClock
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_CONFLICT_RETRIES = 5
+
+
+# ------------------------------------------------------------------ errors
+
+
+def reason(e: ApiError) -> str:
+    """The Status reason kubectl prints. It crosses the wire beside the gRPC code; from a
+    server that does not send it, Invalid arrives as BadRequest and Forbidden as
+    PreconditionFailed (they share gRPC codes), and the message tells them apart."""
+    if isinstance(e, BadRequestError) and " is invalid: " in e.message:
+        return "Invalid"
+    if isinstance(e, PreconditionError) and " is forbidden: " in e.message:
+        return "Forbidden"
+    return e.reason
+
+
+def server_error(e: ApiError, context: str = "") -> str:
+    """`Error from server (NotFound): pods "x" not found`, optionally with kubectl's
+    `error when creating "x.yaml": ` context."""
+    return f"Error from server ({reason(e)}): {context}{e.message}"
+
+
+def _err(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def _command(
+    fn: Callable[[argparse.Namespace], Coroutine[Any, Any, int]],
+) -> Callable[[argparse.Namespace], int]:
+    """Run an async command; expected failures become one line on stderr, never a traceback."""
+
+    @functools.wraps(fn)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return asyncio.run(fn(args))
+        except UnavailableError as e:
+            if not e.message.startswith("apiserver unavailable:"):
+                _err(server_error(e))  # the apiserver answered: its storage is down
+                return 1
+            address = getattr(args, "server", None) or "the apiserver"
+            detail = e.message.removeprefix("apiserver unavailable:").strip()
+            raise CliError(f"unable to connect to the server {address}: {detail}") from None
+        except ApiError as e:
+            _err(server_error(e))
+            return 1
+        except kinds.UnknownKindError as e:
+            raise CliError(str(e)) from None
+        except codec.DecodeError as e:
+            raise CliError(str(e)) from None
+        except OSError as e:
+            raise CliError(str(e)) from None
+
+    return run
+
+
+def _client(args: argparse.Namespace) -> Client:
+    return Client(apiserver_address(args.server))
+
+
+def _meta(obj: Message) -> Any:
+    return obj.metadata  # type: ignore[attr-defined]
+
+
+def _lookup(name: str) -> Kind:
+    try:
+        return kinds.lookup(name)
+    except kinds.UnknownKindError as e:
+        raise CliError(str(e)) from None
+
+
+# -------------------------------------------------------------- namespaces
+
+
+def resolve_namespace(m: Manifest, explicit: str | None) -> None:
+    """A manifest's own namespace wins over the default; a different explicit -n is an error
+    (kubectl's words). Cluster-scoped kinds have none."""
+    meta = _meta(m.obj)
+    if not m.kind.namespaced:
+        meta.namespace = ""
+        return
+    own = meta.namespace
+    if own and explicit and own != explicit:
+        raise CliError(
+            f'the namespace from the provided object "{own}" does not match the namespace '
+            f"\"{explicit}\". You must pass '--namespace={own}' to perform this operation."
+        )
+    meta.namespace = own or explicit or "default"
+
+
+def _load(args: argparse.Namespace, validate: str) -> list[Manifest]:
+    docs = manifests.load(args.filename, recursive=args.recursive)
+    found = manifests.decode_all(docs, validate)
+    for m in found:
+        resolve_namespace(m, args.namespace)
+    return found
+
+
+# ------------------------------------------------------------------- apply
+
+
+def three_way_patch(last: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """The merge patch kubectl apply computes: what changed from the last applied manifest
+    to this one, with `null` for what was removed. Without a last one, the whole manifest
+    (nothing is removed: fields we did not set are not ours to drop)."""
+    if last is None:
+        return copy.deepcopy(new)
+    patch: dict[str, Any] = {}
+    for k, v in new.items():
+        old = last.get(k)
+        if isinstance(v, dict) and isinstance(old, dict):
+            sub = three_way_patch(old, v)
+            if sub:
+                patch[k] = sub
+        elif k not in last or old != v:
+            patch[k] = copy.deepcopy(v)
+    for k in last:
+        if k not in new:
+            patch[k] = None
+    return patch
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+def _applied_config(m: Manifest) -> dict[str, Any]:
+    """The manifest as applied (namespace resolved, no last-applied annotation of its own)."""
+    doc = copy.deepcopy(m.document.doc)
+    meta = doc.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        meta = doc["metadata"] = {}
+    if m.kind.namespaced:
+        meta["namespace"] = m.namespace
+    else:
+        meta.pop("namespace", None)
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict):
+        annotations.pop(LAST_APPLIED, None)
+        if not annotations:
+            meta.pop("annotations")
+    return doc
+
+
+def _annotation_text(config: dict[str, Any]) -> str:
+    return json.dumps(config, sort_keys=True, separators=(",", ":"), default=str) + "\n"
+
+
+def _with_annotation(obj: Message, config: dict[str, Any]) -> Message:
+    obj = codec.clone(obj)
+    _meta(obj).annotations[LAST_APPLIED] = _annotation_text(config)
+    return obj
+
+
+def _merged(live: Message, config: dict[str, Any]) -> Message:
+    """The object to Update: the live one with this apply's changes merged in."""
+    live_doc = codec.encode(live)
+    last_text = _meta(live).annotations.get(LAST_APPLIED)
+    last: dict[str, Any] | None = None
+    if last_text:
+        try:
+            parsed = json.loads(last_text)
+            last = parsed if isinstance(parsed, dict) else None
+        except ValueError:
+            last = None
+    doc = merge_patch(live_doc, three_way_patch(last, config))
+    doc.setdefault("metadata", {}).setdefault("annotations", {})[LAST_APPLIED] = _annotation_text(
+        config
+    )
+    doc["metadata"]["resourceVersion"] = _meta(live).resource_version
+    return codec.decode(doc, validate="ignore").obj
+
+
+def _local_errors(kind: Kind, obj: Message, old: Message | None = None) -> list[FieldError]:
+    """The apiserver's own validation, run here (quantities, names, selectors, enums)."""
+    obj = codec.clone(obj)
+    errors = codec.canonicalize_quantities(obj)
+    if errors:
+        return errors
+    if old is None:
+        return validation.validate_create(kind.kind, obj)
+    return validation.validate_update(kind.kind, obj, old)
+
+
+def _invalid_line(m: Manifest, errors: list[FieldError]) -> str:
+    shown = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(map(str, errors)) + "]"
+    return (
+        f'Error from server (Invalid): error when creating "{m.document.where}": '
+        f"{m.what} is invalid: {shown}"
+    )
+
+
+@dataclass
+class _Plan:
+    manifest: Manifest
+    config: dict[str, Any]
+    live: Message | None = None
+    #: The Update to send for an existing object.
+    merged: Message | None = None
+
+
+def _depends_on_batch(e: ApiError, m: Manifest, earlier: set[tuple[str, str]]) -> bool:
+    """Whether a dry run failed only because an object created earlier in this same apply
+    does not exist yet (its namespace, priority class or runtime class)."""
+    spec = getattr(m.obj, "spec", None)
+    if isinstance(e, NotFoundError) and ("Namespace", m.namespace) in earlier:
+        return e.message == f'namespaces "{m.namespace}" not found'
+    if m.kind.kind != "Pod" or spec is None:
+        return False
+    if spec.priority_class_name and ("PriorityClass", spec.priority_class_name) in earlier:
+        return f"no PriorityClass with name {spec.priority_class_name} " in e.message
+    if spec.runtime_class_name and ("RuntimeClass", spec.runtime_class_name) in earlier:
+        return f'RuntimeClass "{spec.runtime_class_name}" not found' in e.message
+    return False
+
+
+async def _get_or_none(client: Client, kind: Kind, name: str, namespace: str) -> Message | None:
+    try:
+        return await client.get(kind, name, namespace)
+    except NotFoundError:
+        return None
+
+
+async def _preflight(client: Client, plans: list[_Plan], server_check: bool) -> list[str]:
+    """Everything that can refuse an apply, checked before anything is written."""
+    errors: list[str] = []
+    earlier: set[tuple[str, str]] = set()
+    for plan in plans:
+        m = plan.manifest
+        plan.live = await _get_or_none(client, m.kind, m.name, m.namespace)
+        if plan.live is not None:
+            plan.merged = _merged(plan.live, plan.config)
+            local = _local_errors(m.kind, plan.merged, plan.live)
+        else:
+            local = _local_errors(m.kind, m.obj)
+        if local:
+            errors.append(_invalid_line(m, local))
+            continue
+        if plan.live is None and server_check:
+            try:
+                await client.create(_with_annotation(m.obj, plan.config), dry_run=True)
+            except UnavailableError:
+                raise
+            except ApiError as e:
+                if not _depends_on_batch(e, m, earlier):
+                    errors.append(server_error(e, f'error when creating "{m.document.where}": '))
+                    continue
+        earlier.add((m.kind.kind, m.name))
+    return errors
+
+
+async def _apply_one(client: Client, plan: _Plan) -> str:
+    """Create or update one object; returns created / configured / unchanged."""
+    m = plan.manifest
+    for _ in range(_CONFLICT_RETRIES):
+        if plan.live is None:
+            try:
+                await client.create(_with_annotation(m.obj, plan.config))
+                return "created"
+            except AlreadyExistsError:
+                plan.live = await _get_or_none(client, m.kind, m.name, m.namespace)
+                if plan.live is None:
+                    raise
+                plan.merged = None
+        live = plan.live
+        merged = plan.merged or _merged(live, plan.config)
+        if _same(merged, live):
+            return "unchanged"  # an empty patch: kubectl sends nothing either
+        try:
+            result = await client.update(merged)
+        except ConflictError:
+            plan.live = await _get_or_none(client, m.kind, m.name, m.namespace)
+            plan.merged = None
+            continue
+        same = _meta(result).resource_version == _meta(live).resource_version
+        return "unchanged" if same else "configured"
+    raise ConflictError(
+        f'Operation cannot be fulfilled on {m.kind.resource} "{m.name}": the object keeps '
+        "being modified; try again"
+    )
+
+
+def _same(merged: Message, live: Message) -> bool:
+    return codec.encode(merged) == codec.encode(live)
+
+
+def _dry_run_result(plan: _Plan) -> str:
+    if plan.live is None:
+        return "created"
+    assert plan.merged is not None
+    return "unchanged" if _same(plan.merged, plan.live) else "configured"
+
+
+@_command
+async def cmd_apply(args: argparse.Namespace) -> int:
+    found = _load(args, args.validate)
+    for m in found:
+        if not _meta(m.obj).name:
+            raise CliError(f"{m.document.where}: cannot use generate name with apply")
+    plans = [_Plan(m, _applied_config(m)) for m in found]
+    suffix = {"client": " (dry run)", "server": " (server dry run)"}.get(args.dry_run, "")
+    async with _client(args) as client:
+        errors = await _preflight(client, plans, server_check=args.dry_run != "client")
+        if errors:
+            for line in errors:
+                _err(line)
+            return 1
+        failed = False
+        for plan in plans:
+            m = plan.manifest
+            name = f"{output.resource_name(m.kind)}/{m.name}"
+            if args.dry_run != "none":
+                print(f"{name} {_dry_run_result(plan)}{suffix}")
+                continue
+            try:
+                result = await _apply_one(client, plan)
+            except UnavailableError:
+                raise
+            except ApiError as e:
+                verb = "creating" if plan.live is None else "applying patch"
+                _err(server_error(e, f'error when {verb} "{m.document.where}": '))
+                failed = True
+                continue
+            print(f"{name} {result}")
+    return 1 if failed else 0
+
+
+# --------------------------------------------------------------------- get
+
+
+@dataclass(frozen=True)
+class _Request:
+    """What `get`/`describe`/`delete` positional arguments name: kinds and, per kind, names."""
+
+    kinds: tuple[Kind, ...]
+    names: dict[str, list[str]]  # kind name -> object names (empty: all)
+    #: `get KIND NAME` or `get KIND/NAME` of exactly one object.
+    single: bool
+
+
+def parse_resources(args: Sequence[str]) -> _Request:
+    """`KIND[,KIND] [NAME ...]` or `KIND/NAME ...`, as kubectl's resource builder reads them."""
+    if not args:
+        raise CliError(
+            'You must specify the type of resource to get. Use "kubera get pods", '
+            '"kubera get nodes", ...'
+        )
+    if "/" in args[0]:
+        order: list[Kind] = []
+        names: dict[str, list[str]] = {}
+        for arg in args:
+            kind_name, sep, name = arg.partition("/")
+            if not sep or not name or not kind_name:
+                raise CliError(
+                    f'arguments in resource/name form must have a single resource and name: "{arg}"'
+                )
+            kind = _lookup(kind_name)
+            if kind.kind not in names:
+                order.append(kind)
+                names[kind.kind] = []
+            names[kind.kind].append(name)
+        return _Request(tuple(order), names, single=len(args) == 1)
+    kind_list: list[Kind] = []
+    for part in args[0].split(","):
+        if not part:
+            continue
+        kind = _lookup(part)
+        if kind not in kind_list:
+            kind_list.append(kind)
+    if not kind_list:
+        raise CliError(f'the server doesn\'t have a resource type "{args[0]}"')
+    for name in args[1:]:
+        if "/" in name:
+            raise CliError(
+                "there is no need to specify a resource type as a separate argument when "
+                "passing arguments in resource/name form (e.g. 'kubera get resource/<name>' "
+                "instead of 'kubera get resource resource/<name>')"
+            )
+    rest = list(args[1:])
+    return _Request(
+        tuple(kind_list),
+        {k.kind: list(rest) for k in kind_list},
+        single=len(kind_list) == 1 and len(rest) == 1,
+    )
+
+
+def _label_selector(args: argparse.Namespace) -> str:
+    """-l, parsed here first so a typo is one clear error before any request."""
+    text = getattr(args, "selector", None) or ""
+    if text:
+        try:
+            labels.Selector.parse(text)
+        except labels.SelectorError as e:
+            raise CliError(str(e)) from None
+    return text
+
+
+def _namespace_arg(args: argparse.Namespace) -> str:
+    if getattr(args, "all_namespaces", False):
+        return ""
+    return args.namespace or "default"
+
+
+async def _fetch(
+    client: Client,
+    req: _Request,
+    namespace: str,
+    *,
+    label_selector: str = "",
+    field_selector: str = "",
+) -> tuple[list[tuple[Kind, list[Message]]], list[str]]:
+    """The objects per kind, and `Error from server` lines for names that are not there."""
+    groups: list[tuple[Kind, list[Message]]] = []
+    errors: list[str] = []
+    for kind in req.kinds:
+        ns = namespace if kind.namespaced else ""
+        names = req.names.get(kind.kind) or []
+        objs: list[Message] = []
+        if names:
+            for name in names:
+                try:
+                    objs.append(await client.get(kind, name, ns or "default"))
+                except NotFoundError as e:
+                    errors.append(server_error(e))
+        else:
+            objs, _ = await client.list(
+                kind, namespace=ns, label_selector=label_selector, field_selector=field_selector
+            )
+            objs.sort(key=lambda o: (_meta(o).namespace, _meta(o).name))
+        groups.append((kind, objs))
+    return groups, errors
+
+
+@_command
+async def cmd_get(args: argparse.Namespace) -> int:
+    req = parse_resources(args.resources)
+    namespace = _namespace_arg(args)
+    async with _client(args) as client:
+        groups, errors = await _fetch(
+            client,
+            req,
+            namespace,
+            label_selector=_label_selector(args),
+            field_selector=args.field_selector or "",
+        )
+    objs = [o for _, group in groups for o in group]
+    fmt = args.output or ""
+    if fmt in ("json", "yaml"):
+        if objs or not req.single:
+            output.print_documents(objs, fmt, single=req.single)
+    elif fmt == "name":
+        for kind, group in groups:
+            for o in group:
+                print(output.object_name(o, kind))
+    else:
+        now = RealClock().now()
+        first = True
+        for kind, group in groups:
+            if not group:
+                continue
+            if not first:
+                print()
+            first = False
+            headers, rows = output.table(
+                kind,
+                group,
+                now=now,
+                wide=fmt == "wide",
+                all_namespaces=args.all_namespaces,
+                prefix_names=len(req.kinds) > 1,
+            )
+            output.print_table(headers, rows)
+    if not objs and not errors and fmt not in ("json", "yaml"):
+        namespaced = any(k.namespaced for k in req.kinds)
+        _err(output.no_resources(namespace if namespaced and namespace else None))
+    for line in errors:
+        _err(line)
+    return 1 if errors else 0
+
+
+# ------------------------------------------------------------------ delete
+
+
+def _grace(args: argparse.Namespace) -> int | None:
+    if args.now:
+        return 1
+    if args.grace_period is None or args.grace_period < 0:
+        return None
+    return args.grace_period
+
+
+async def _delete_one(
+    client: Client,
+    kind: Kind,
+    name: str,
+    namespace: str,
+    grace: int | None,
+    *,
+    context: str = "",
+    ignore_not_found: bool = False,
+) -> bool:
+    try:
+        await client.delete(kind, name, namespace, grace_period_seconds=grace)
+    except NotFoundError as e:
+        if ignore_not_found:
+            return True
+        _err(server_error(e, context))
+        return False
+    except UnavailableError:
+        raise
+    except ApiError as e:
+        _err(server_error(e, context))
+        return False
+    print(f'{output.resource_name(kind)} "{name}" deleted')
+    return True
+
+
+@_command
+async def cmd_delete(args: argparse.Namespace) -> int:
+    grace = _grace(args)
+    ok = True
+    if args.filename:
+        if args.resources:
+            raise CliError("cannot specify both resource names and --filename")
+        found = _load(args, "ignore")
+        async with _client(args) as client:
+            for m in found:
+                ok &= await _delete_one(
+                    client,
+                    m.kind,
+                    m.name,
+                    m.namespace,
+                    grace,
+                    context=f'error when deleting "{m.document.where}": ',
+                    ignore_not_found=args.ignore_not_found,
+                )
+        return 0 if ok else 1
+    if not args.resources:
+        raise CliError("You must provide one or more resources by argument or filename.")
+    req = parse_resources(args.resources)
+    everything = args.all or bool(args.selector)
+    if not any(req.names.values()) and not everything:
+        raise CliError("resource(s) were provided, but no name was specified")
+    if any(req.names.values()) and everything:
+        raise CliError("names cannot be provided when a selector or --all is specified")
+    namespace = args.namespace or "default"
+    async with _client(args) as client:
+        if everything:
+            groups, _ = await _fetch(client, req, namespace, label_selector=_label_selector(args))
+            if not any(g for _, g in groups):
+                _err(output.no_resources(namespace))
+            for kind, group in groups:
+                for obj in group:
+                    ok &= await _delete_one(
+                        client, kind, _meta(obj).name, _meta(obj).namespace, grace
+                    )
+            return 0 if ok else 1
+        for kind in req.kinds:
+            ns = namespace if kind.namespaced else ""
+            for name in req.names[kind.kind]:
+                ok &= await _delete_one(
+                    client, kind, name, ns, grace, ignore_not_found=args.ignore_not_found
+                )
+    return 0 if ok else 1
+
+
+# ---------------------------------------------------------------- describe
+
+
+async def _events(client: Client, kind: Kind, obj: Message) -> list[Message]:
+    meta = _meta(obj)
+    selector = f"involvedObject.name={meta.name},involvedObject.kind={kind.kind}"
+    if kind.namespaced:
+        selector += f",involvedObject.namespace={meta.namespace}"
+    events, _ = await client.list(
+        kinds.BY_KIND["Event"],
+        namespace=meta.namespace if kind.namespaced else "",
+        field_selector=selector,
+    )
+    return events
+
+
+async def _describe(client: Client, kind: Kind, obj: Message, now: float) -> str:
+    events = await _events(client, kind, obj)
+    if kind.kind == "Pod":
+        return output.describe_pod(obj, events, now)
+    if kind.kind == "Node":
+        name = _meta(obj).name
+        pods, _ = await client.list(
+            kinds.BY_KIND["Pod"],
+            field_selector=f"spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed",
+        )
+        pods.sort(key=lambda p: (_meta(p).namespace, _meta(p).name))
+        return output.describe_node(obj, pods, events, now)
+    return output.describe_object(obj, events, now)
+
+
+@_command
+async def cmd_describe(args: argparse.Namespace) -> int:
+    req = parse_resources(args.resources)
+    namespace = _namespace_arg(args)
+    now = RealClock().now()
+    texts: list[str] = []
+    async with _client(args) as client:
+        groups, errors = await _fetch(client, req, namespace, label_selector=_label_selector(args))
+        for kind, group in groups:
+            for obj in group:
+                texts.append(await _describe(client, kind, obj, now))
+    if texts:
+        sys.stdout.write("\n\n".join(t.rstrip("\n") for t in texts) + "\n")
+    elif not errors:
+        namespaced = any(k.namespaced for k in req.kinds)
+        _err(output.no_resources(namespace if namespaced and namespace else None))
+    for line in errors:
+        _err(line)
+    return 1 if errors else 0
+
+
+# ---------------------------------------------------------------- register
+
+
+def _add_namespace(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-n", "--namespace", help='the namespace (default: "default")')
+
+
+def _add_files(p: argparse.ArgumentParser, *, required: bool) -> None:
+    p.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=required,
+        metavar="FILE",
+        help="a manifest file, a directory of them, or - for stdin (repeatable)",
+    )
+    p.add_argument("-R", "--recursive", action="store_true", help="process directories recursively")
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("apply", help="create or update objects from manifests")
+    _add_files(p, required=True)
+    _add_namespace(p)
+    p.add_argument(
+        "--validate",
+        type=manifests.validate_mode,
+        default="warn",
+        metavar="MODE",
+        help="unknown fields: true|warn (warn, the default), strict (error), false|ignore",
+    )
+    p.add_argument(
+        "--dry-run",
+        choices=("none", "client", "server"),
+        default="none",
+        nargs="?",
+        const="client",
+        help="only show what would be applied (server: let the apiserver check it too)",
+    )
+    p.set_defaults(func=cmd_apply)
+
+    p = sub.add_parser("get", help="list objects, or show some by name")
+    p.add_argument("resources", nargs="+", metavar="KIND[,KIND] [NAME ...] | KIND/NAME")
+    _add_namespace(p)
+    p.add_argument("-A", "--all-namespaces", action="store_true", help="list across all namespaces")
+    p.add_argument("-l", "--selector", help="label selector, e.g. app=web,tier!=db")
+    p.add_argument("--field-selector", help="field selector, e.g. spec.nodeName=node-a")
+    p.add_argument("-o", "--output", choices=output.OUTPUT_FORMATS, help="output format")
+    p.set_defaults(func=cmd_get)
+
+    p = sub.add_parser("delete", help="delete objects by name, selector or manifest")
+    p.add_argument("resources", nargs="*", metavar="KIND [NAME ...] | KIND/NAME")
+    _add_files(p, required=False)
+    _add_namespace(p)
+    p.add_argument("-l", "--selector", help="delete the objects matching this label selector")
+    p.add_argument("--all", action="store_true", help="delete every object of the kinds given")
+    p.add_argument(
+        "--grace-period",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="seconds a pod gets to terminate (default: its own terminationGracePeriodSeconds)",
+    )
+    p.add_argument("--now", action="store_true", help="terminate at once (grace period 1)")
+    p.add_argument(
+        "--ignore-not-found", action="store_true", help="no error for objects that are not there"
+    )
+    p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser("describe", help="show an object in detail, with its events")
+    p.add_argument("resources", nargs="+", metavar="KIND [NAME ...] | KIND/NAME")
+    _add_namespace(p)
+    p.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="describe across all namespaces"
+    )
+    p.add_argument("-l", "--selector", help="label selector")
+    p.set_defaults(func=cmd_describe)

@@ -1,0 +1,278 @@
+"""Reading `-f FILE|DIR|-` into decoded objects, the way kubectl's resource builder does.
+
+Everything a manifest can get wrong is found here, before any request is sent: files
+that are missing, YAML that does not parse (reported with its line and column),
+documents that are not objects, `kind: List` documents whose items are not a list,
+wrong field types (with their field paths, from the codec) and unknown fields (a
+warning, an error with `--validate=strict`, silent with `--validate=false`). So a bad
+document stops the whole invocation and nothing from it reaches the apiserver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+from google.protobuf.message import Message
+
+from kubera.errors import CliError
+from services.api import codec
+from services.api.kinds import Kind
+
+#: What a directory contributes, as kubectl's FileExtensions.
+EXTENSIONS = (".yaml", ".yml", ".json")
+STDIN = "-"
+
+#: --validate spellings (kubectl's and their kubera names) → codec.decode's modes.
+VALIDATE_MODES = {
+    "true": "warn",
+    "warn": "warn",
+    "strict": "strict",
+    "false": "ignore",
+    "ignore": "ignore",
+}
+
+
+def validate_mode(text: str) -> str:
+    """An argparse `type` for --validate: a codec mode, or an error naming the choices."""
+    mode = VALIDATE_MODES.get(text.lower())
+    if mode is None:
+        raise argparse.ArgumentTypeError(
+            f'invalid value for --validate: "{text}" (use one of true, warn, strict, false, ignore)'
+        )
+    return mode
+
+
+@dataclass(frozen=True)
+class Document:
+    """One raw document and where it came from."""
+
+    source: str
+    #: 1-based position of the document in its source.
+    index: int
+    #: How many documents the source held (to say "document 2" only when it helps).
+    count: int
+    doc: Any
+    #: Set for the items of a `kind: List`: their position in `items`.
+    item: int | None = None
+
+    @property
+    def where(self) -> str:
+        """`x.yaml`, `x.yaml (document 2)` or `x.yaml (document 1, items[3])`."""
+        parts = []
+        if self.count > 1:
+            parts.append(f"document {self.index}")
+        if self.item is not None:
+            parts.append(f"items[{self.item}]")
+        return f"{self.source} ({', '.join(parts)})" if parts else self.source
+
+    @property
+    def what(self) -> str:
+        """`Pod "nginx"` as far as the raw document says, for error messages."""
+        if not isinstance(self.doc, dict):
+            return ""
+        kind = self.doc.get("kind")
+        meta = self.doc.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if not isinstance(kind, str) or not kind:
+            return ""
+        return f'{kind} "{name}"' if isinstance(name, str) and name else kind
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A decoded document: the object to send, its kind, and its raw form."""
+
+    document: Document
+    kind: Kind
+    obj: Message
+    unknown_fields: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.obj.metadata.name or self.obj.metadata.generate_name  # type: ignore[attr-defined]
+
+    @property
+    def namespace(self) -> str:
+        return self.obj.metadata.namespace  # type: ignore[attr-defined]
+
+    @property
+    def what(self) -> str:
+        return f'{self.kind.kind} "{self.name}"'
+
+
+# ------------------------------------------------------------------ YAML
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader as Kubernetes reads YAML: timestamps stay strings (sigs.k8s.io/yaml turns
+    them into JSON strings, and the API's time fields are strings), duplicate keys are
+    errors (as in go-yaml) instead of the last one silently winning."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            try:
+                first = seen.get(key)
+            except TypeError:
+                continue  # an unhashable key; the base class reports it
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f'mapping key "{key}" already defined at line {first.start_mark.line + 1}',
+                    key_node.start_mark,
+                )
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_error(source: str, e: yaml.YAMLError) -> CliError:
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    problem = getattr(e, "problem", None) or str(e)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return CliError(f"{source}: {where}{problem}")
+
+
+def _parse_yaml(source: str, text: str) -> list[Any]:
+    try:
+        return list(yaml.load_all(text, Loader=_Loader))  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as e:
+        raise _yaml_error(source, e) from None
+    except RecursionError:
+        raise CliError(f"{source}: the document is nested too deeply") from None
+
+
+def _parse_json(source: str, text: str) -> list[Any]:
+    """A .json file: one JSON value, or several one after the other (as kubectl reads them)."""
+    decoder = json.JSONDecoder()
+    docs: list[Any] = []
+    pos = 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            return docs
+        try:
+            doc, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as e:
+            raise CliError(f"{source}: line {e.lineno}, column {e.colno}: {e.msg}") from None
+        except RecursionError:
+            raise CliError(f"{source}: the document is nested too deeply") from None
+        docs.append(doc)
+
+
+def parse(source: str, text: str) -> list[Document]:
+    """The non-empty documents of one source, `kind: List`s expanded into their items."""
+    raw = _parse_json(source, text) if source.endswith(".json") else _parse_yaml(source, text)
+    count = len(raw)
+    out: list[Document] = []
+    for i, doc in enumerate(raw, start=1):
+        if doc is None or doc == {}:
+            continue  # an empty document ("---" twice, comments only)
+        if isinstance(doc, dict) and doc.get("kind") == "List" and "items" in doc:
+            items = doc["items"]
+            where = Document(source, i, count, doc).where
+            if not isinstance(items, list):
+                raise CliError(
+                    f"{where}: a List's items must be an array of objects, "
+                    f"got {codec._type_name(items)}"
+                )
+            out.extend(
+                Document(source, i, count, item, j)
+                for j, item in enumerate(items)
+                if item is not None
+            )
+            continue
+        out.append(Document(source, i, count, doc))
+    return out
+
+
+# ----------------------------------------------------------------- files
+
+
+def _files(path: str, recursive: bool) -> list[Path]:
+    p = Path(path)
+    if not p.exists():
+        raise CliError(f'the path "{path}" does not exist')
+    if not p.is_dir():
+        return [p]
+    pattern = p.rglob("*") if recursive else p.glob("*")
+    found = sorted(f for f in pattern if f.is_file() and f.suffix.lower() in EXTENSIONS)
+    if not found:
+        how = " (recursively)" if recursive else ""
+        raise CliError(
+            f'no objects passed: the directory "{path}" has no *.yaml, *.yml or *.json files{how}'
+        )
+    return found
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CliError(f"{path}: not a text file (expected UTF-8 YAML or JSON)") from None
+    except OSError as e:
+        raise CliError(f"{path}: {e.strerror or e}") from None
+
+
+def load(
+    paths: Sequence[str], *, recursive: bool = False, stdin: TextIO | None = None
+) -> list[Document]:
+    """Every document named by `-f` arguments, in order: files as given, a directory's
+    manifests sorted by name, `-` read from stdin."""
+    docs: list[Document] = []
+    for path in paths:
+        if path == STDIN:
+            docs.extend(parse("STDIN", (stdin or sys.stdin).read()))
+            continue
+        for f in _files(path, recursive):
+            docs.extend(parse(str(f), _read(f)))
+    if not docs:
+        raise CliError("no objects passed: the manifests hold no documents")
+    return docs
+
+
+# -------------------------------------------------------------- decoding
+
+
+def decode_one(document: Document, validate: str) -> Manifest:
+    """One document → its object, or a CliError naming file, object and field path."""
+    if not isinstance(document.doc, dict):
+        raise CliError(
+            f"{document.where}: expected a Kubernetes object (a mapping), "
+            f"got {codec._type_name(document.doc)}"
+        )
+    try:
+        d = codec.decode(document.doc, validate=validate)
+    except codec.DecodeError as e:
+        what = f"{document.what}: " if document.what else ""
+        raise CliError(f"{document.where}: {what}{e}") from None
+    return Manifest(document, d.kind, d.obj, d.unknown_fields)
+
+
+def decode_all(
+    documents: Sequence[Document], validate: str, warn: TextIO | None = None
+) -> list[Manifest]:
+    """Decode every document first (all or nothing); warn about unknown fields on stderr."""
+    manifests = [decode_one(d, validate) for d in documents]
+    out = warn or sys.stderr
+    for m in manifests:
+        for path in m.unknown_fields:
+            print(
+                f'Warning: unknown field "{path}" in {m.document.where} ({m.what})',
+                file=out,
+            )
+    return manifests

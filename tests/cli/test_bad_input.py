@@ -1,0 +1,320 @@
+"""Bad input is one clear line on stderr, exit 1, no traceback, and nothing is applied.
+
+Each manifest case is written as a two-document file whose FIRST document is a good pod:
+the case passes only if that pod was not created either (an apply is all or nothing for
+what can be checked before writing).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import kubera, pod, write
+
+GOOD = pod("good-first")
+
+POD_WITH = (
+    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n{spec}"
+    "  containers:\n  - name: app\n    image: nginx\n{container}"
+)
+
+
+def bad_pod(spec: str = "", container: str = "") -> str:
+    return POD_WITH.format(spec=spec, container=container)
+
+
+# (id, second document or None, extra argv, substrings stderr must contain)
+CASES: list[tuple[str, str | None, list[str], list[str]]] = [
+    (
+        "malformed-yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  labels: a: b\n",
+        [],
+        ["bad.yaml: line 14, column 12: mapping values are not allowed here"],
+    ),
+    (
+        "replicas-is-a-string",
+        'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  replicas: "three"\n',
+        [],
+        ["bad.yaml (document 2)", 'Deployment "d"', 'spec.replicas: Invalid value: "three"'],
+    ),
+    (
+        "containers-is-an-object",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n  containers: {}\n",
+        [],
+        ['Pod "bad"', "spec.containers: Invalid value: {}: expected array, got object"],
+    ),
+    (
+        "bad-quantity",
+        bad_pod(container="    resources:\n      requests:\n        cpu: 1x\n"),
+        [],
+        [
+            "(Invalid)",
+            "bad.yaml (document 2)",
+            "spec.containers[0].resources.requests[cpu]",
+            '"1x"',
+        ],
+    ),
+    (
+        "apiversion-mismatch",
+        "apiVersion: v1\nkind: Deployment\nmetadata:\n  name: d\n",
+        [],
+        ['no matches for kind "Deployment" in version "v1"'],
+    ),
+    (
+        "missing-namespace",
+        pod("bad", namespace="nope"),
+        [],
+        ["(NotFound)", 'namespaces "nope" not found'],
+    ),
+    (
+        "name-too-long",
+        pod("a" * 254),
+        [],
+        ["metadata.name", "must be no more than 253 characters"],
+    ),
+    (
+        "invalid-name",
+        pod("Bad_Name"),
+        [],
+        ['metadata.name: Invalid value: "Bad_Name"'],
+    ),
+    (
+        "invalid-taint-effect",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\nspec:\n  taints:\n  - key: a\n"
+        "    effect: Sometimes\n",
+        [],
+        ['Node "n1" is invalid', 'spec.taints[0].effect: Unsupported value: "Sometimes"'],
+    ),
+    (
+        "toleration-operator-maybe",
+        bad_pod(spec="  tolerations:\n  - key: a\n    operator: Maybe\n"),
+        [],
+        ['spec.tolerations[0].operator: Unsupported value: "Maybe"'],
+    ),
+    (
+        "gt-with-two-values",
+        bad_pod(
+            spec="  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
+            "        nodeSelectorTerms:\n        - matchExpressions:\n          - key: cores\n"
+            '            operator: Gt\n            values: ["1", "2"]\n'
+        ),
+        [],
+        ["nodeSelectorTerms[0].matchExpressions[0].values", "single value"],
+    ),
+    (
+        "max-skew-zero",
+        bad_pod(
+            spec="  topologySpreadConstraints:\n  - maxSkew: 0\n    topologyKey: zone\n"
+            "    whenUnsatisfiable: DoNotSchedule\n"
+        ),
+        [],
+        ["spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0"],
+    ),
+    (
+        "min-domains-with-schedule-anyway",
+        bad_pod(
+            spec="  topologySpreadConstraints:\n  - maxSkew: 1\n    minDomains: 2\n"
+            "    topologyKey: zone\n    whenUnsatisfiable: ScheduleAnyway\n"
+        ),
+        [],
+        ["spec.topologySpreadConstraints[0].minDomains", "ScheduleAnyway"],
+    ),
+    (
+        "weight-101",
+        bad_pod(
+            spec="  affinity:\n    nodeAffinity:\n      preferredDuringSchedulingIgnoredDuringExecution:\n"
+            "      - weight: 101\n        preference:\n          matchExpressions:\n"
+            "          - key: a\n            operator: Exists\n"
+        ),
+        [],
+        ["preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 101"],
+    ),
+    (
+        "strict-unknown-field",
+        bad_pod(spec="  foo: 1\n"),
+        ["--validate=strict"],
+        ['Pod "bad"', 'strict decoding error: unknown field "spec.foo"'],
+    ),
+    (
+        "unknown-priority-class",
+        bad_pod(spec="  priorityClassName: nope\n"),
+        [],
+        ["(Forbidden)", "no PriorityClass with name nope was found"],
+    ),
+    (
+        "overhead-set-by-the-user",
+        bad_pod(spec="  overhead:\n    cpu: 100m\n"),
+        [],
+        ["(Forbidden)", "Pod Overhead set without corresponding RuntimeClass"],
+    ),
+    (
+        "document-is-a-list",
+        "- a\n- b\n",
+        [],
+        ["bad.yaml (document 2): expected a Kubernetes object (a mapping), got array"],
+    ),
+    (
+        "list-items-not-an-array",
+        "apiVersion: v1\nkind: List\nitems: {a: 1}\n",
+        [],
+        ["a List's items must be an array"],
+    ),
+    (
+        "no-kind",
+        "apiVersion: v1\nmetadata:\n  name: x\n",
+        [],
+        ["Object 'Kind' is missing"],
+    ),
+    (
+        "duplicate-key",
+        "apiVersion: v1\nkind: Pod\nkind: Pod\n",
+        [],
+        ['line 12, column 1: mapping key "kind" already defined at line 11'],
+    ),
+    (
+        "namespace-conflicts-with-n",
+        pod("bad", namespace="a"),
+        ["-n", "b"],
+        [
+            'the namespace from the provided object "a" does not match the namespace "b". '
+            "You must pass '--namespace=a' to perform this operation."
+        ],
+    ),
+    (
+        "generate-name-with-apply",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: x-\nspec:\n"
+        "  containers:\n  - name: a\n    image: b\n",
+        [],
+        ["cannot use generate name with apply"],
+    ),
+    (
+        "invalid-validate-mode",
+        bad_pod(),
+        ["--validate=maybe"],
+        ["invalid value for --validate"],
+    ),
+]
+
+# Commands that fail without a manifest: (id, argv with {tmp} for the temp dir, substrings).
+COMMAND_CASES: list[tuple[str, list[str], list[str]]] = [
+    (
+        "missing-file",
+        ["apply", "-f", "{tmp}/nope.yaml"],
+        ['the path "', 'nope.yaml" does not exist'],
+    ),
+    ("directory-without-manifests", ["apply", "-f", "{tmp}/empty"], ["no objects passed", "empty"]),
+    (
+        "json-list-of-wrong-shape",
+        ["apply", "-f", "{tmp}/wrong.json"],
+        ["wrong.json: a List's items must be an array of objects, got object"],
+    ),
+    ("malformed-json", ["apply", "-f", "{tmp}/broken.json"], ["broken.json: line 1, column"]),
+    ("bad-label-selector", ["get", "pods", "-l", "a in b"], ["unable to parse requirement", "'('"]),
+    (
+        "bad-field-selector-field",
+        ["get", "pods", "--field-selector", "spec.foo=bar"],
+        ["(BadRequest)", "field label not supported: spec.foo"],
+    ),
+    ("unknown-kind", ["get", "foo"], ['the server doesn\'t have a resource type "foo"']),
+    ("unknown-kind-slash", ["get", "foo/bar"], ['the server doesn\'t have a resource type "foo"']),
+    (
+        "get-missing-object",
+        ["get", "pod", "nope"],
+        ['Error from server (NotFound): pods "nope" not found'],
+    ),
+    (
+        "delete-without-names",
+        ["delete", "pods"],
+        ["resource(s) were provided, but no name was specified"],
+    ),
+    ("delete-nothing", ["delete"], ["You must provide one or more resources"]),
+    (
+        "delete-missing-object",
+        ["delete", "pod", "nope"],
+        ['Error from server (NotFound): pods "nope" not found'],
+    ),
+    ("describe-unknown-kind", ["describe", "widgets", "x"], ['resource type "widgets"']),
+]
+
+
+def _assert_nothing_created(capsys: pytest.CaptureFixture[str], apiserver: str) -> None:
+    for kind in ("pods", "nodes", "deployments"):
+        r = kubera(capsys, apiserver, "get", kind, "-A", "-o", "name")
+        assert r.out == "", f"{kind} were created: {r.out}"
+
+
+@pytest.mark.parametrize(
+    ("second", "extra", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_bad_input_is_one_clear_line(
+    apiserver: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    second: str,
+    extra: list[str],
+    expected: list[str],
+) -> None:
+    path = write(tmp_path, "bad.yaml", GOOD + "---\n" + second)
+    r = kubera(capsys, apiserver, "apply", "-f", path, *extra)
+    assert r.rc in (1, 2)  # 2: argparse's usage error (--validate=maybe)
+    assert r.out == ""
+    assert "Traceback" not in r.err
+    for text in expected:
+        assert text in r.err, f"{text!r} not in {r.err!r}"
+    if r.rc == 1:
+        problem = [line for line in r.err.splitlines() if not line.startswith("Warning")]
+        assert len(problem) == 1, r.err
+    _assert_nothing_created(capsys, apiserver)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"), [c[1:] for c in COMMAND_CASES], ids=[c[0] for c in COMMAND_CASES]
+)
+def test_bad_command_is_one_clear_line(
+    apiserver: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    argv: list[str],
+    expected: list[str],
+) -> None:
+    (tmp_path / "empty").mkdir()
+    write(tmp_path / "empty", "README.md", "no manifests here")
+    write(tmp_path, "wrong.json", '{"apiVersion": "v1", "kind": "List", "items": {"a": 1}}')
+    write(tmp_path, "broken.json", '{"apiVersion": "v1", "kind": ')
+    r = kubera(capsys, apiserver, *[a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert r.rc == 1
+    assert "Traceback" not in r.err
+    assert len(r.err.strip().splitlines()) == 1, r.err
+    for text in expected:
+        assert text in r.err, f"{text!r} not in {r.err!r}"
+
+
+def test_a_bad_document_anywhere_stops_the_whole_apply(
+    apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n"
+    pc = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: hi\nvalue: 10\n"
+    uses_both = pod("ok", namespace="team", extra="  priorityClassName: hi\n")
+    bad = bad_pod(spec="  tolerations:\n  - key: a\n    operator: Maybe\n")
+    path = write(tmp_path, "x.yaml", "---\n".join([ns, pc, uses_both, bad]))
+    r = kubera(capsys, apiserver, "apply", "-f", path)
+    assert r.rc == 1 and "x.yaml (document 4)" in r.err and r.out == ""
+    assert kubera(capsys, apiserver, "get", "ns", "team").rc == 1
+    assert kubera(capsys, apiserver, "get", "pc", "hi").rc == 1
+    # Without the bad document, objects that depend on earlier ones in the file apply.
+    path = write(tmp_path, "x.yaml", "---\n".join([ns, pc, uses_both]))
+    r = kubera(capsys, apiserver, "apply", "-f", path)
+    assert r.rc == 0, r.err
+    assert r.out.splitlines() == [
+        "namespace/team created",
+        "priorityclass.scheduling.k8s.io/hi created",
+        "pod/ok created",
+    ]
+
+
+def test_an_unreachable_server_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
+    r = kubera(capsys, "127.0.0.1:1", "get", "pods")
+    assert r.rc == 1 and "Traceback" not in r.err
+    assert r.err.startswith("error: unable to connect to the server 127.0.0.1:1")

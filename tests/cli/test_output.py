@@ -1,0 +1,190 @@
+"""kubectl's printing rules, checked without a server: AGE, pod and node STATUS, layout."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from google.protobuf import struct_pb2
+
+from kubera import output
+from kubera.cmd_objects import merge_patch, three_way_patch
+from protos.kubera.v1 import core_pb2
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (-5, "<invalid>"),
+        (-1, "0s"),
+        (0, "0s"),
+        (5, "5s"),
+        (119, "119s"),
+        (120, "2m"),
+        (200, "3m20s"),
+        (600, "10m"),
+        (3 * 3600 - 1, "179m"),
+        (3 * 3600, "3h"),
+        (3 * 3600 + 60 * 25, "3h25m"),
+        (8 * 3600, "8h"),
+        (47 * 3600, "47h"),
+        (48 * 3600, "2d"),
+        (4 * 86400 + 5 * 3600, "4d5h"),
+        (30 * 86400, "30d"),
+        (3 * 365 * 86400, "3y"),
+        (3 * 365 * 86400 + 10 * 86400, "3y10d"),
+        (9 * 365 * 86400, "9y"),
+    ],
+)
+def test_age_is_kubectls_human_duration(seconds: int, shown: str) -> None:
+    assert output.human_duration(seconds) == shown
+
+
+def test_age_of_a_missing_timestamp_is_unknown() -> None:
+    assert output.age("", 0) == "<unknown>"
+    assert (
+        output.age("2030-01-01T00:00:05Z", output.parse_time("2030-01-01T00:00:10Z") or 0) == "5s"
+    )
+    assert output.parse_time("2030-01-01T00:00:00.123456Z") is not None
+
+
+def _pod(**kw: object) -> core_pb2.Pod:
+    p = core_pb2.Pod()
+    p.metadata.name = "p"
+    p.spec.containers.add(name="app", image="i")
+    for k, v in kw.items():
+        if k == "phase":
+            p.status.phase = str(v)
+        elif k == "node":
+            p.spec.node_name = str(v)
+        elif k == "gates":
+            p.spec.scheduling_gates.add(name="g")
+        elif k == "deleting":
+            p.metadata.deletion_timestamp = "2030-01-01T00:00:00Z"
+        elif k == "reason":
+            p.status.reason = str(v)
+        elif k == "state":
+            cs = p.status.container_statuses.add(name="app", restart_count=2)
+            cs.state.CopyFrom(struct_pb2.Struct())
+            cs.state.update(v)  # type: ignore[arg-type]
+            cs.ready = "running" in v  # type: ignore[operator]
+    return p
+
+
+@pytest.mark.parametrize(
+    ("pod", "status", "ready"),
+    [
+        (_pod(phase="Pending"), "Pending", 0),
+        (_pod(phase="Pending", gates=True), "SchedulingGated", 0),
+        (_pod(phase="Pending", gates=True, node="n1"), "Pending", 0),
+        (_pod(phase="Running", deleting=True, node="n1"), "Terminating", 0),
+        (_pod(phase="Succeeded", deleting=True), "Succeeded", 0),
+        (_pod(phase="Failed", reason="Evicted"), "Evicted", 0),
+        (_pod(phase="Running", state={"running": {}}), "Running", 1),
+        (
+            _pod(phase="Pending", state={"waiting": {"reason": "ContainerCreating"}}),
+            "ContainerCreating",
+            0,
+        ),
+        (_pod(phase="Failed", state={"terminated": {"exitCode": 137}}), "ExitCode:137", 0),
+        (_pod(phase="Succeeded", state={"terminated": {"reason": "Completed"}}), "Completed", 0),
+    ],
+)
+def test_pod_status_follows_kubectl(pod: core_pb2.Pod, status: str, ready: int) -> None:
+    shown, ready_count, total, _ = output.pod_status(pod)
+    assert (shown, ready_count, total) == (status, ready, 1)
+
+
+def _node(ready: str | None, unschedulable: bool = False) -> core_pb2.Node:
+    n = core_pb2.Node()
+    if ready is not None:
+        n.status.conditions.add(type="Ready", status=ready)
+    n.spec.unschedulable = unschedulable
+    return n
+
+
+@pytest.mark.parametrize(
+    ("node", "status"),
+    [
+        (_node("True"), "Ready"),
+        (_node("False"), "NotReady"),
+        (_node("Unknown"), "NotReady"),
+        (_node(None), "Unknown"),
+        (_node("True", unschedulable=True), "Ready,SchedulingDisabled"),
+    ],
+)
+def test_node_status_follows_kubectl(node: core_pb2.Node, status: str) -> None:
+    assert output.node_status(node) == status
+
+
+def test_plain_table_is_kubectls_tabwriter_layout() -> None:
+    text = output.plain_table(
+        ["NAME", "READY", "AGE"], [["nginx", "1/1", "5s"], ["a", "0/1", "2m"]]
+    )
+    assert text == "NAME    READY   AGE\nnginx   1/1     5s\na       0/1     2m\n"
+
+
+def test_a_terminal_gets_a_rich_table_and_a_pipe_plain_text() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty, pipe = Tty(), io.StringIO()
+    output.print_table(["NAME", "AGE"], [["nginx", "5s"]], out=tty)
+    output.print_table(["NAME", "AGE"], [["nginx", "5s"]], out=pipe)
+    assert "NAME" in tty.getvalue() and "nginx" in tty.getvalue()
+    assert pipe.getvalue() == "NAME    AGE\nnginx   5s\n"
+    assert "\x1b" not in pipe.getvalue()
+
+
+def test_tabwrite_aligns_column_blocks_like_go() -> None:
+    text = output.tabwrite(
+        "Name:\tweb\nNamespace:\tdefault\nContainers:\n  app:\n    Image:\tnginx"
+    )
+    assert text.splitlines() == [
+        "Name:       web",
+        "Namespace:  default",
+        "Containers:",
+        "  app:",
+        "    Image:  nginx",
+    ]
+
+
+def test_tolerations_are_described_like_kubectl() -> None:
+    t = core_pb2.Toleration(key="k", operator="Exists", effect="NoExecute", toleration_seconds=300)
+    assert output.format_toleration(t) == "k:NoExecute op=Exists for 300s"
+    assert output.format_toleration(core_pb2.Toleration(operator="Exists")) == "op=Exists"
+    t = core_pb2.Toleration(key="k", operator="Equal", value="v", effect="NoSchedule")
+    assert output.format_toleration(t) == "k=v:NoSchedule"
+
+
+def test_object_names_carry_the_group() -> None:
+    from services.api.kinds import lookup
+
+    assert output.resource_name(lookup("pods")) == "pod"
+    assert output.resource_name(lookup("deploy")) == "deployment.apps"
+    assert output.resource_name(lookup("pc")) == "priorityclass.scheduling.k8s.io"
+
+
+@pytest.mark.parametrize(
+    ("last", "new", "patch"),
+    [
+        (None, {"a": 1}, {"a": 1}),
+        ({"a": 1}, {"a": 1}, {}),
+        ({"a": 1, "b": 2}, {"a": 1}, {"b": None}),
+        ({"m": {"x": 1, "y": 2}}, {"m": {"x": 1}}, {"m": {"y": None}}),
+        ({"l": [1, 2]}, {"l": [1]}, {"l": [1]}),
+    ],
+)
+def test_apply_patch_is_the_change_since_the_last_apply(
+    last: dict | None, new: dict, patch: dict
+) -> None:
+    assert three_way_patch(last, new) == patch
+
+
+def test_merge_patch_keeps_what_the_patch_does_not_name() -> None:
+    live = {"spec": {"a": 1, "server": 2}, "status": {"phase": "Running"}}
+    assert merge_patch(live, {"spec": {"a": None, "b": 3}}) == {
+        "spec": {"server": 2, "b": 3},
+        "status": {"phase": "Running"},
+    }
