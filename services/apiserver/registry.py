@@ -117,9 +117,11 @@ class Filter:
 
 
 class _AdmissionReads:
-    """What admission plugins read (PriorityClasses, RuntimeClasses), straight from etcd so
-    an object created a moment ago is seen; memoized for the length of one request, so a
-    batch create of thousands of pods reads each class once."""
+    """What admission plugins read (PriorityClasses, RuntimeClasses, Namespaces): from the
+    watch caches, as kube-apiserver's plugins read their informers, but only once the cache
+    has seen this server's own latest write of that resource (read-your-writes: a class
+    created a moment ago is seen). Memoized for one request, so a batch create of
+    thousands of pods reads each class once."""
 
     def __init__(self, api: ApiServer) -> None:
         self._api = api
@@ -129,14 +131,23 @@ class _AdmissionReads:
     async def cached_or_none(self, kind: Kind, namespace: str, name: str) -> Message | None:
         key = (kind.resource, namespace, name)
         if key not in self._memo:
-            self._memo[key] = await self._api.get_or_none(kind, namespace, name)
+            cache = await self._api.fresh_cache(kind)
+            if cache is None:
+                self._memo[key] = await self._api.get_or_none(kind, namespace, name)
+            else:
+                entry = cache.store.get(kind.key(self._api._namespace(kind, namespace), name))
+                self._memo[key] = entry.obj if entry is not None else None
         return self._memo[key]
 
     async def global_default_priority_class(self) -> scheduling_pb2.PriorityClass | None:
         if not self._default:
             kind = BY_KIND["PriorityClass"]
-            items, _ = await self._api.storage.list(kind.prefix())
-            found = [pc for pc in (decode(kind, kv) for kv in items) if pc.global_default]  # type: ignore[attr-defined]
+            cache = await self._api.fresh_cache(kind)
+            if cache is None:
+                objs = [decode(kind, kv) for kv in (await self._api.storage.list(kind.prefix()))[0]]
+            else:
+                objs = [e.obj for e in cache.store.values()]
+            found = [pc for pc in objs if pc.global_default]  # type: ignore[attr-defined]
             self._default.append(found[0] if found else None)  # type: ignore[arg-type]
         return self._default[0]
 
@@ -157,6 +168,8 @@ class ApiServer:
         self.clock = clock or RealClock()
         self.bookmark_interval = bookmark_interval
         self._new_uid = new_uid or (lambda: str(uuid.uuid4()))
+        #: The latest revision this server wrote, per resource (for read-your-writes from caches).
+        self._written: dict[str, int] = {}
         self.caches = {
             k.resource: WatchCache(k, storage, capacity=watch_cache_capacity, clock=self.clock)
             for k in KINDS
@@ -186,6 +199,28 @@ class ApiServer:
             await self.create(obj, system=system)
 
     # ------------------------------------------------------------- helpers
+
+    async def _txn(self, compares, success, failure=()):  # type: ignore[no-untyped-def]
+        """storage.txn, remembering the revision of what this server wrote, per resource."""
+        res = await self.storage.txn(compares, success, failure)
+        ops = success if res.succeeded else failure
+        for op in ops:
+            if not isinstance(op, Get) and op.key.startswith("/registry/"):
+                resource = op.key.split("/", 3)[2]
+                if self._written.get(resource, 0) < res.revision:
+                    self._written[resource] = res.revision
+        return res
+
+    async def fresh_cache(self, kind: Kind) -> WatchCache | None:
+        """The kind's watch cache once it has seen this server's latest write of the kind;
+        None if it has not started or does not catch up within a few seconds."""
+        cache = self.caches[kind.resource]
+        if not cache.started:
+            return None
+        need = self._written.get(kind.resource, 0)
+        if cache.revision >= need or await cache.wait_revision(need, 5.0):
+            return cache
+        return None
 
     def _kind(self, obj: Message) -> Kind:
         for k in KINDS:
@@ -273,20 +308,23 @@ class ApiServer:
         return AlreadyExistsError(f'{kind.resource} "{meta.name}" already exists')
 
     async def create(self, obj: Message, *, dry_run: bool = False, system: bool = False) -> Message:
-        kind, obj = await self._prepare_create(obj, system=system)
+        reads = _AdmissionReads(self)
+        kind, obj = await self._prepare_create(obj, system=system, reads=reads)
         meta = _meta(obj)
+        ns: Message | None = None
         if kind.namespaced:
-            ns = await self.get_or_none(BY_KIND["Namespace"], "", meta.namespace)
-            if ns is None:
-                raise NotFoundError(f'namespaces "{meta.namespace}" not found')
-            if _meta(ns).deletion_timestamp:
+            # Existence is part of the txn below; being terminated is admission's to read.
+            ns = await reads.cached_or_none(BY_KIND["Namespace"], "", meta.namespace)
+            if ns is not None and _meta(ns).deletion_timestamp:
                 raise ForbiddenError(
                     f'{kind.resource} "{meta.name}" is forbidden: unable to create new content in namespace {meta.namespace} because it is being terminated'
                 )
         if dry_run:
+            if kind.namespaced and ns is None:
+                raise NotFoundError(f'namespaces "{meta.namespace}" not found')
             return obj
         compares, puts = self._create_txn(kind, obj)
-        res = await self.storage.txn(compares, puts)
+        res = await self._txn(compares, puts)
         if not res.succeeded:
             raise await self._explain_create_failure(kind, obj)
         meta.resource_version = str(res.revision)
@@ -315,7 +353,7 @@ class ApiServer:
                 seen.update(c)
                 puts.extend(p)
             if len({p.key for p in puts}) == len(puts):
-                res = await self.storage.txn(compares, puts)
+                res = await self._txn(compares, puts)
                 if res.succeeded:
                     for i, _, obj in chunk:
                         _meta(obj).resource_version = str(res.revision)
@@ -323,7 +361,7 @@ class ApiServer:
                     continue
             for i, kind, obj in chunk:
                 c, p = self._create_txn(kind, obj)
-                res = await self.storage.txn(c, p)
+                res = await self._txn(c, p)
                 if res.succeeded:
                     _meta(obj).resource_version = str(res.revision)
                     results[i] = BatchResult(obj, None)
@@ -363,9 +401,7 @@ class ApiServer:
             and not meta.finalizers
             and meta.deletion_grace_period_seconds == 0
         ):
-            res = await self.storage.txn(
-                [Compare(key, "mod", "==", old_kv.mod_revision)], [Delete(key)]
-            )
+            res = await self._txn([Compare(key, "mod", "==", old_kv.mod_revision)], [Delete(key)])
             if not res.succeeded:
                 raise _conflict(kind, meta.name)
             meta.resource_version = str(res.revision)
@@ -374,9 +410,7 @@ class ApiServer:
         if data == old_kv.value:
             meta.resource_version = str(old_kv.mod_revision)
             return new
-        res = await self.storage.txn(
-            [Compare(key, "mod", "==", old_kv.mod_revision)], [Put(key, data)]
-        )
+        res = await self._txn([Compare(key, "mod", "==", old_kv.mod_revision)], [Put(key, data)])
         if not res.succeeded:
             raise _conflict(kind, meta.name)
         meta.resource_version = str(res.revision)
@@ -508,9 +542,7 @@ class ApiServer:
             if kind.kind == "Namespace":
                 await self._delete_namespace_contents(name)
             if grace == 0 and not meta.finalizers:
-                res = await self.storage.txn(
-                    [Compare(key, "mod", "==", kv.mod_revision)], [Delete(key)]
-                )
+                res = await self._txn([Compare(key, "mod", "==", kv.mod_revision)], [Delete(key)])
                 if res.succeeded:
                     meta.resource_version = str(res.revision)
                     return obj
@@ -550,9 +582,7 @@ class ApiServer:
                 continue
             items, _ = await self.storage.list(kind.prefix(namespace))
             for kv in items:
-                await self.storage.txn(
-                    [Compare(kv.key, "mod", "==", kv.mod_revision)], [Delete(kv.key)]
-                )
+                await self._txn([Compare(kv.key, "mod", "==", kv.mod_revision)], [Delete(kv.key)])
 
     # ----------------------------------------------------------------- bind
 
@@ -600,7 +630,7 @@ class ApiServer:
             if fencing is not None:
                 compares.append(Compare(fencing.key, "create", "==", fencing.create_revision))
                 failure.append(Get(fencing.key))
-            res = await self.storage.txn(compares, [Put(key, self._encode(pod))], failure)
+            res = await self._txn(compares, [Put(key, self._encode(pod))], failure)
             if res.succeeded:
                 pod.metadata.resource_version = str(res.revision)
                 return pod
