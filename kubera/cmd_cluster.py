@@ -170,6 +170,11 @@ def _cleanup(ctx: Context) -> None:
         shutil.rmtree(d, ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
         context_path().unlink()
+    logs = home() / "logs"
+    with contextlib.suppress(FileNotFoundError):
+        (logs / "supervisor.log").unlink()
+    with contextlib.suppress(OSError):
+        logs.rmdir()  # only when empty: other files there are not ours
 
 
 def cmd_down(args: argparse.Namespace) -> int:

@@ -117,6 +117,7 @@ def test_down_stops_every_process_and_removes_what_it_wrote(cluster: Kubera) -> 
     pids = [ctx["supervisor_pid"], *ctx["pids"].values()]
     assert [p for p in pids if _alive(p)] == []
     assert not (cluster.home / "context.json").exists()
+    assert list(cluster.home.iterdir()) == []  # nothing kubera wrote is left
     assert all(not Path(d).exists() for d in ctx["dirs"])
     after = cluster("get", "pods")
     assert after.returncode == 1 and "kubera up" in after.stderr
