@@ -194,7 +194,9 @@ async def _watch_latency(client, etcd, pods_kind, ns: str, prefix: str, n: int) 
                     await asyncio.wait_for(ready.wait(), 0.1)
                     break
                 except TimeoutError:
-                    continue
+                    if task.done():
+                        task.result()  # the watch failed: raise its error
+                        raise CliError("bench: the watch ended early") from None
             if not ready.is_set():
                 raise CliError("bench: the watch never delivered the warm-up write")
             for i in range(n):
@@ -231,18 +233,16 @@ async def _watch_latency(client, etcd, pods_kind, ns: str, prefix: str, n: int) 
     start = await etcd.revision() + 1
     wprefix = prefix + "watch/"
 
-    async def etcd_watch(ready):
-        ready.set()
+    async def etcd_watch():
         async for batch in etcd.watch(wprefix, start):
             for e in batch.events:
                 yield e.kv.key
 
+    def etcd_key(i: int) -> str:
+        return f"{wprefix}{'warmup' if i < 0 else i}"
+
     payload = _pod("x").SerializeToString()
-    raw = await latencies(
-        etcd_watch,
-        lambda i: etcd.txn([], [Put(f"{wprefix}{i}", payload)]),
-        lambda i: f"{wprefix}{i}",
-    )
+    raw = await latencies(etcd_watch, lambda i: etcd.txn([], [Put(etcd_key(i), payload)]), etcd_key)
 
     def pct(xs: list[float], q: float) -> float:
         xs = sorted(xs)
