@@ -141,3 +141,59 @@ def test_up_with_an_existing_etcd_leaves_that_etcd_running(tmp_path: Path, etcd_
         down = k("down")
     assert down.returncode == 0
     assert etcd_server.healthy()  # not ours to stop
+
+
+@pytest.fixture
+def ray_head() -> Iterator[str]:
+    """A separate Ray cluster (`ray start --head --block`), stopped by PID afterwards."""
+    import shutil
+    import signal
+    import tempfile
+    import time
+
+    tmp = tempfile.mkdtemp(prefix="krh-", dir="/tmp")  # Ray's socket paths must stay short
+    ray_cli = str(Path(sys.executable).with_name("ray"))
+    head = subprocess.Popen(
+        [
+            ray_cli,
+            "start",
+            "--head",
+            "--block",
+            "--port=0",
+            "--node-ip-address=127.0.0.1",
+            f"--temp-dir={tmp}",
+            "--include-dashboard=false",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        marker = Path(tmp) / "ray_current_cluster"
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline and head.poll() is None:
+            time.sleep(0.1)
+        assert marker.exists(), "ray start --head did not come up"
+        yield marker.read_text().strip()
+    finally:
+        head.send_signal(signal.SIGTERM)  # --block tears its own processes down
+        try:
+            head.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_up_on_an_existing_ray_cluster_leaves_it_running(tmp_path: Path, ray_head: str) -> None:
+    k = Kubera(tmp_path / "home")
+    up = k("up", "--detach", "--ray-address", ray_head)
+    try:
+        assert up.returncode == 0, up.stderr
+        ctx = json.loads((k.home / "context.json").read_text())
+        assert ctx["ray_address"] == ray_head and not any(n.startswith("ray-") for n in ctx["pids"])
+        r = k("apply", "-f", "examples/seeds/30-priority-high-priority.yaml")
+        assert r.returncode == 0, r.stderr
+        assert "high-priority" in k("get", "pc").stdout
+    finally:
+        down = k("down")
+    assert down.returncode == 0
