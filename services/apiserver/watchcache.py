@@ -7,7 +7,8 @@
 State: `store` is the current object of every key (as of `revision`); `events` is a
 window of the most recent changes, oldest first, absolute index `base` for events[0].
 A watch from resourceVersion rv is served from the window when rv >= `oldest` (the
-revision just before the first kept event); older is "gone" and the client relists.
+list's revision, or the revision of the newest event dropped from the window); older is
+"gone" and the client relists. A watcher never receives an event at or below its rv.
 If the cache's own etcd watch is compacted away (it fell behind, or etcd restarted with
 a compacted history) it relists and bumps `epoch`, ending every watcher with "gone".
 """
@@ -74,6 +75,7 @@ class WatchCache:
         self.revision = 0
         self.oldest = 0
         self.epoch = 0
+        self.events_dropped_last = 0
         self._changed = asyncio.Event()
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -145,9 +147,12 @@ class WatchCache:
             self.revision = max(self.revision, batch.revision)
         if len(self.events) > self._capacity:
             drop = len(self.events) - self._capacity
+            self.events_dropped_last = self.events[drop - 1].revision
             self.base += drop
             del self.events[:drop]
-            self.oldest = self.events[0].revision - 1
+            # A revision can span many events (a batch txn); a watch from just below a
+            # partly dropped revision would miss some, so the whole revision counts as gone.
+            self.oldest = self.events_dropped_last
         self._wake()
 
     @property
@@ -187,43 +192,54 @@ class WatchCache:
         if resource_version is None:
             snapshot = [e for e in self.store.values() if match(e.obj)]
             idx = self.base + len(self.events)
+            progress = self.revision
             for e in snapshot:
                 yield "ADDED", e
         else:
             if resource_version < self.oldest:
                 raise GoneError(
-                    f"too old resource version: {resource_version} ({self.oldest}); list again and watch from the list's resourceVersion"
+                    f"too old resource version: {resource_version} ({self.oldest}); "
+                    "list again and watch from the list's resourceVersion"
                 )
             revs = [e.revision for e in self.events]
             idx = self.base + bisect.bisect_right(revs, resource_version)
-        sent_rev = 0
+            progress = resource_version
+        # Invariant: every change at or below `progress` is already known to the client
+        # (its list, or sent by this watch). A list's revision may be ahead of the cache,
+        # so events that arrive later at or below it are skipped, not replayed.
+        next_bookmark = self._clock.monotonic() + bookmark_interval if bookmark_interval else 0.0
         while True:
             if epoch != self.epoch:
                 raise GoneError("the watch cache was relisted (etcd history compacted); list again")
             if idx < self.base:
                 raise GoneError("watcher fell behind the watch cache window; list again")
-            while idx < self.base + len(self.events):
+            if idx < self.base + len(self.events):
                 ev = self.events[idx - self.base]
                 idx += 1
+                if ev.revision <= progress:
+                    continue
+                progress = ev.revision
                 out = _classify(ev, match)
                 if out is not None:
-                    sent_rev = ev.revision
                     yield out, ev.cur
-                if epoch != self.epoch or idx < self.base:
-                    break
-            else:
-                changed = self._changed
-                if bookmark_interval is None:
-                    await changed.wait()
-                    continue
-                try:
-                    await asyncio.wait_for(changed.wait(), bookmark_interval)
-                except TimeoutError:
-                    if self.revision > sent_rev:
-                        bm = self.kind.message()
-                        bm.metadata.resource_version = str(self.revision)  # type: ignore[attr-defined]
-                        sent_rev = self.revision
-                        yield "BOOKMARK", Entry(bm)
+                continue
+            # Caught up: everything the cache has seen is delivered.
+            progress = max(progress, self.revision)
+            changed = self._changed
+            if not bookmark_interval:
+                await changed.wait()
+                continue
+            now = self._clock.monotonic()
+            if now >= next_bookmark:
+                # Every interval, busy or not: the client learns how far it is and that
+                # the stream is alive.
+                next_bookmark = now + bookmark_interval
+                bm = self.kind.message()
+                bm.metadata.resource_version = str(progress)  # type: ignore[attr-defined]
+                yield "BOOKMARK", Entry(bm)
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), next_bookmark - now)
 
 
 def _with_rv(obj: Message, rev: int) -> Message:
