@@ -459,6 +459,15 @@ def _object_meta_update(new: meta_pb2.ObjectMeta, old: meta_pb2.ObjectMeta) -> E
         errs.append(invalid("metadata.namespace", new.namespace, FIELD_IMMUTABLE))
     if new.uid and new.uid != old.uid:
         errs.append(invalid("metadata.uid", new.uid, FIELD_IMMUTABLE))
+    if old.deletion_timestamp:
+        added = [f for f in new.finalizers if f not in set(old.finalizers)]
+        if added:
+            errs.append(
+                forbidden(
+                    "metadata.finalizers",
+                    f"no new finalizers can be added if the object is being deleted, found new finalizers {json.dumps(added)}",
+                )
+            )
     return errs
 
 

@@ -32,6 +32,7 @@ TAINT_NOT_READY = "node.kubernetes.io/not-ready"
 TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-node-lease", "kube-public")
 UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")
+NAMESPACE_FINALIZER = "kubernetes"
 SYSTEM_PRIORITY_CLASSES = {
     "system-node-critical": 2_000_001_000,
     "system-cluster-critical": 2_000_000_000,
@@ -100,8 +101,6 @@ def qos_class(spec: core_pb2.PodSpec) -> str:
 
 def _default_pod(pod: core_pb2.Pod) -> None:
     default_pod_spec(pod.spec)
-    pod.status.Clear()
-    pod.status.phase = "Pending"
 
 
 def _default_template_owner(obj: apps_pb2.ReplicaSet | apps_pb2.Deployment) -> None:
@@ -121,7 +120,6 @@ def _default_template_owner(obj: apps_pb2.ReplicaSet | apps_pb2.Deployment) -> N
             obj.spec.revision_history_limit = 10
         if not obj.spec.HasField("progress_deadline_seconds"):
             obj.spec.progress_deadline_seconds = 600
-    obj.status.Clear()
 
 
 def _default_node(node: core_pb2.Node) -> None:
@@ -129,10 +127,6 @@ def _default_node(node: core_pb2.Node) -> None:
     # report allocatable = capacity minus reservations, which are zero here.
     if node.status.capacity and not node.status.allocatable:
         node.status.allocatable.update(node.status.capacity)
-
-
-def _default_namespace(ns: core_pb2.Namespace) -> None:
-    ns.status.phase = "Active"
 
 
 def _default_priority_class(pc: scheduling_pb2.PriorityClass) -> None:
@@ -145,15 +139,32 @@ _DEFAULTS: dict[str, Callable[[Message], None]] = {
     "ReplicaSet": _default_template_owner,  # type: ignore[dict-item]
     "Deployment": _default_template_owner,  # type: ignore[dict-item]
     "Node": _default_node,  # type: ignore[dict-item]
-    "Namespace": _default_namespace,  # type: ignore[dict-item]
     "PriorityClass": _default_priority_class,  # type: ignore[dict-item]
 }
 
 
 def apply_defaults(kind: Kind, obj: Message) -> None:
+    """Kubernetes' API defaults; run on create and on every update (so an update that
+    drops a defaulted field gets the default back, and re-applying a manifest is a no-op)."""
     fn = _DEFAULTS.get(kind.kind)
     if fn is not None:
         fn(obj)
+
+
+def initial_status(kind: Kind, obj: Message) -> None:
+    """The status a new object starts with; what a client sent there is not kept (nodes
+    excepted: a registering kubelet reports its status with the create). A namespace also
+    gets the "kubernetes" spec finalizer, which holds it until its contents are gone."""
+    if kind.kind == "Pod":
+        obj.status.Clear()  # type: ignore[attr-defined]
+        obj.status.phase = "Pending"  # type: ignore[attr-defined]
+    elif kind.kind == "Namespace":
+        obj.status.Clear()  # type: ignore[attr-defined]
+        obj.status.phase = "Active"  # type: ignore[attr-defined]
+        if NAMESPACE_FINALIZER not in obj.spec.finalizers:  # type: ignore[attr-defined]
+            obj.spec.finalizers.append(NAMESPACE_FINALIZER)  # type: ignore[attr-defined]
+    elif kind.has_status and kind.kind != "Node":
+        obj.ClearField("status")
 
 
 # -------------------------------------------------------- mutating plugins
@@ -278,6 +289,12 @@ async def mutate(kind: Kind, obj: Message, lookup: Lookup) -> None:
         _default_toleration_seconds(pod)
         pod.status.qos_class = qos_class(pod.spec)
     elif kind.kind == "PriorityClass":
+        await check_single_global_default(kind, obj, lookup)
+
+
+async def check_single_global_default(kind: Kind, obj: Message, lookup: Lookup) -> None:
+    """Only one PriorityClass may be the global default (on create and on update)."""
+    if kind.kind == "PriorityClass":
         pc: scheduling_pb2.PriorityClass = obj  # type: ignore[assignment]
         if pc.global_default:
             existing = await _global_default(lookup)

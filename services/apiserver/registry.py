@@ -148,6 +148,8 @@ class _AdmissionReads:
             else:
                 objs = [e.obj for e in cache.store.values()]
             found = [pc for pc in objs if pc.global_default]  # type: ignore[attr-defined]
+            # Should there be several, Kubernetes takes the lowest value.
+            found.sort(key=lambda pc: (pc.value, pc.metadata.name))  # type: ignore[attr-defined]
             self._default.append(found[0] if found else None)  # type: ignore[arg-type]
         return self._default[0]
 
@@ -282,6 +284,7 @@ class ApiServer:
         meta.ClearField("deletion_grace_period_seconds")
         meta.generation = 1
         admission.apply_defaults(kind, obj)
+        admission.initial_status(kind, obj)
         if kind.kind == "PriorityClass" and not system and meta.name.startswith("system-"):
             raise ForbiddenError(
                 f'priorityclasses "{meta.name}" is forbidden: priority class names with a "system-" prefix are reserved for system use'
@@ -290,56 +293,75 @@ class ApiServer:
         self._validate(kind, obj)
         return kind, obj
 
-    def _create_txn(self, kind: Kind, obj: Message) -> tuple[list[Compare], list[Put]]:
+    async def _namespace_guard(
+        self, kind: Kind, namespace: str, name: str, reads: _AdmissionReads | None
+    ) -> Compare | None:
+        """The txn compare that makes "the namespace exists and is not terminating" part
+        of a create: its key must still be at the version read here (NamespaceLifecycle)."""
+        if not kind.namespaced:
+            return None
+        ns_kind = BY_KIND["Namespace"]
+        ns = await reads.cached_or_none(ns_kind, "", namespace) if reads is not None else None
+        if ns is None:  # not seen by the cache (yet): ask etcd
+            ns = await self.get_or_none(ns_kind, "", namespace)
+        if ns is None:
+            raise NotFoundError(f'namespaces "{namespace}" not found')
+        if _meta(ns).deletion_timestamp:
+            raise ForbiddenError(
+                f'{kind.resource} "{name}" is forbidden: unable to create new content in namespace {namespace} because it is being terminated'
+            )
+        return Compare(ns_kind.key("", namespace), "mod", "==", int(_meta(ns).resource_version))
+
+    def _create_txn(
+        self, kind: Kind, obj: Message, guard: Compare | None
+    ) -> tuple[list[Compare], list[Put]]:
         meta = _meta(obj)
         key = kind.key(meta.namespace, meta.name)
         compares = [Compare(key, "create", "==", 0)]
-        if kind.namespaced:
-            compares.append(Compare(BY_KIND["Namespace"].key("", meta.namespace), "create", ">", 0))
+        if guard is not None:
+            compares.append(guard)
         return compares, [Put(key, self._encode(obj))]
 
-    async def _explain_create_failure(self, kind: Kind, obj: Message) -> ApiError:
+    async def _create_one(self, kind: Kind, obj: Message, guard: Compare | None) -> Message:
+        """One create txn; when only the namespace moved on (a label change), read it again
+        and retry; otherwise say why: the name is taken, or the namespace is gone/going."""
         meta = _meta(obj)
-        if (
-            kind.namespaced
-            and await self.storage.get(BY_KIND["Namespace"].key("", meta.namespace)) is None
-        ):
-            return NotFoundError(f'namespaces "{meta.namespace}" not found')
-        return AlreadyExistsError(f'{kind.resource} "{meta.name}" already exists')
+        for _ in range(_MAX_RETRIES):
+            compares, puts = self._create_txn(kind, obj, guard)
+            res = await self._txn(compares, puts, [Get(puts[0].key)])
+            if res.succeeded:
+                meta.resource_version = str(res.revision)
+                return obj
+            if res.gets[0] is not None:
+                raise AlreadyExistsError(f'{kind.resource} "{meta.name}" already exists')
+            guard = await self._namespace_guard(kind, meta.namespace, meta.name, None)
+        raise _conflict(kind, meta.name)
 
     async def create(self, obj: Message, *, dry_run: bool = False, system: bool = False) -> Message:
         reads = _AdmissionReads(self)
         kind, obj = await self._prepare_create(obj, system=system, reads=reads)
-        meta = _meta(obj)
-        ns: Message | None = None
-        if kind.namespaced:
-            # Existence is part of the txn below; being terminated is admission's to read.
-            ns = await reads.cached_or_none(BY_KIND["Namespace"], "", meta.namespace)
-            if ns is not None and _meta(ns).deletion_timestamp:
-                raise ForbiddenError(
-                    f'{kind.resource} "{meta.name}" is forbidden: unable to create new content in namespace {meta.namespace} because it is being terminated'
-                )
+        guard = await self._namespace_guard(kind, _meta(obj).namespace, _meta(obj).name, reads)
         if dry_run:
-            if kind.namespaced and ns is None:
-                raise NotFoundError(f'namespaces "{meta.namespace}" not found')
             return obj
-        compares, puts = self._create_txn(kind, obj)
-        res = await self._txn(compares, puts)
-        if not res.succeeded:
-            raise await self._explain_create_failure(kind, obj)
-        meta.resource_version = str(res.revision)
-        return obj
+        return await self._create_one(kind, obj, guard)
 
     async def batch_create(self, objs: Sequence[Message]) -> list[BatchResult]:
         """Create many objects: validated one by one, written ~100 per etcd txn. A chunk
         whose txn fails (a name taken, a namespace gone) falls back to one txn each."""
         results: list[BatchResult | None] = [None] * len(objs)
-        ready: list[tuple[int, Kind, Message]] = []
+        ready: list[tuple[int, Kind, Message, Compare | None]] = []
         reads = _AdmissionReads(self)
+        guards: dict[str, Compare | None] = {}
         for i, o in enumerate(objs):
             try:
                 kind, prepared = await self._prepare_create(o, reads=reads)
-                ready.append((i, kind, prepared))
+                ns = _meta(prepared).namespace
+                gkey = f"{kind.namespaced}/{ns}"
+                if gkey not in guards:
+                    guards[gkey] = await self._namespace_guard(
+                        kind, ns, _meta(prepared).name, reads
+                    )
+                ready.append((i, kind, prepared, guards[gkey]))
             except ApiError as e:
                 results[i] = BatchResult(None, e)
         for start in range(0, len(ready), _BATCH_CHUNK):
@@ -347,26 +369,23 @@ class ApiServer:
             compares: list[Compare] = []
             puts: list[Put] = []
             seen: set[Compare] = set()
-            for _, kind, obj in chunk:
-                c, p = self._create_txn(kind, obj)
+            for _, kind, obj, guard in chunk:
+                c, p = self._create_txn(kind, obj, guard)
                 compares.extend(x for x in c if x not in seen)
                 seen.update(c)
                 puts.extend(p)
             if len({p.key for p in puts}) == len(puts):
                 res = await self._txn(compares, puts)
                 if res.succeeded:
-                    for i, _, obj in chunk:
+                    for i, _, obj, _ in chunk:
                         _meta(obj).resource_version = str(res.revision)
                         results[i] = BatchResult(obj, None)
                     continue
-            for i, kind, obj in chunk:
-                c, p = self._create_txn(kind, obj)
-                res = await self._txn(c, p)
-                if res.succeeded:
-                    _meta(obj).resource_version = str(res.revision)
-                    results[i] = BatchResult(obj, None)
-                else:
-                    results[i] = BatchResult(None, await self._explain_create_failure(kind, obj))
+            for i, kind, obj, guard in chunk:
+                try:
+                    results[i] = BatchResult(await self._create_one(kind, obj, guard), None)
+                except ApiError as e:
+                    results[i] = BatchResult(None, e)
         return [r for r in results if r is not None]
 
     # ----------------------------------------------------------- get / list
@@ -398,13 +417,14 @@ class ApiServer:
         key = kind.key(meta.namespace, meta.name)
         if (
             meta.deletion_timestamp
-            and not meta.finalizers
+            and not _held(kind, new)
             and meta.deletion_grace_period_seconds == 0
         ):
             res = await self._txn([Compare(key, "mod", "==", old_kv.mod_revision)], [Delete(key)])
             if not res.succeeded:
                 raise _conflict(kind, meta.name)
             meta.resource_version = str(res.revision)
+            await self._after_delete(kind, meta.namespace)
             return new
         data = self._encode(new)
         if data == old_kv.value:
@@ -424,6 +444,9 @@ class ApiServer:
             return merged
         merged = codec.clone(new)
         merged.api_version, merged.kind = kind.api_version, kind.kind  # type: ignore[attr-defined]
+        if kind.kind == "Namespace":
+            # spec.finalizers belong to the namespace lifecycle, not to updates.
+            merged.spec.finalizers[:] = old.spec.finalizers  # type: ignore[attr-defined]
         m, o = _meta(merged), _meta(old)
         m.uid, m.creation_timestamp = o.uid, o.creation_timestamp
         m.generation = o.generation
@@ -435,17 +458,15 @@ class ApiServer:
             m.ClearField("deletion_grace_period_seconds")
         if kind.has_status:
             _copy_status(merged, old)
-        if kind.kind == "Pod":
-            # Defaults apply to updates too, so an apply of the same manifest is a no-op.
-            admission.default_pod_spec(merged.spec)  # type: ignore[attr-defined]
-        elif kind.kind in ("ReplicaSet", "Deployment"):
-            admission.default_pod_spec(merged.spec.template.spec)  # type: ignore[attr-defined]
+        admission.apply_defaults(kind, merged)
         if kind.has_status and hasattr(merged, "spec") and merged.spec != old.spec:  # type: ignore[attr-defined]
             m.generation = o.generation + 1
         return merged
 
     async def update(self, obj: Message, *, status: bool = False) -> Message:
         kind = self._kind(obj)
+        if status and not kind.has_status:
+            raise NotFoundError(f"{kind.resource} have no status subresource: use Update")
         meta = _meta(obj)
         ns = self._namespace(kind, meta.namespace)
         key = kind.key(ns, meta.name)
@@ -463,6 +484,8 @@ class ApiServer:
         _meta(obj).namespace = ns
         new = self._merge_update(kind, obj, old, status=status)
         self._validate(kind, new, old)
+        if not status:
+            await admission.check_single_global_default(kind, new, _AdmissionReads(self))
         return await self._write(kind, new, kv)
 
     async def update_status(self, obj: Message) -> Message:
@@ -478,12 +501,17 @@ class ApiServer:
             raise BadRequestError(f"the patch is not valid JSON: {e}") from None
         if not isinstance(patch, dict):
             raise BadRequestError("a merge patch must be a JSON object")
+        meta_patch = patch.get("metadata")
+        # A patch that names a resourceVersion is conditional on it: no retry past a conflict.
+        pinned = meta_patch.get("resourceVersion") if isinstance(meta_patch, dict) else None
         for _ in range(_MAX_RETRIES):
             current = await self.get(kind, namespace, name)
             doc = _merge(codec.encode(current), patch)
             if not isinstance(doc, dict):
                 raise BadRequestError("the patch did not produce an object")
-            doc.setdefault("metadata", {})["resourceVersion"] = _meta(current).resource_version
+            doc.setdefault("metadata", {})["resourceVersion"] = (
+                str(pinned) if pinned else _meta(current).resource_version
+            )
             doc["apiVersion"], doc["kind"] = kind.api_version, kind.kind
             try:
                 decoded = codec.decode(doc, validate="strict")
@@ -494,6 +522,8 @@ class ApiServer:
             try:
                 return await self.update(decoded.obj, status=status)
             except ConflictError:
+                if pinned:
+                    raise
                 continue
         raise _conflict(kind, name)
 
@@ -513,6 +543,10 @@ class ApiServer:
         kubelet finishes it; finalizers hold any object until they are removed; otherwise
         the key goes at once."""
         namespace = self._namespace(kind, namespace)
+        if kind.kind == "PriorityClass" and name in admission.SYSTEM_PRIORITY_CLASSES:
+            raise ForbiddenError(
+                f'priorityclasses "{name}" is forbidden: this is a system priority class and may not be deleted'
+            )
         if kind.kind == "Namespace" and name in admission.UNDELETABLE_NAMESPACES:
             raise ForbiddenError(
                 f'namespaces "{name}" is forbidden: this namespace may not be deleted'
@@ -539,24 +573,30 @@ class ApiServer:
                     f"Precondition failed: ResourceVersion in precondition: {resource_version}, ResourceVersion in object meta: {meta.resource_version}"
                 )
             grace = self._grace(kind, obj, grace_period_seconds)
-            if kind.kind == "Namespace":
-                await self._delete_namespace_contents(name)
-            if grace == 0 and not meta.finalizers:
+            if grace == 0 and not _held(kind, obj):
                 res = await self._txn([Compare(key, "mod", "==", kv.mod_revision)], [Delete(key)])
                 if res.succeeded:
                     meta.resource_version = str(res.revision)
+                    await self._after_delete(kind, namespace)
                     return obj
                 continue
             if meta.deletion_timestamp and meta.deletion_grace_period_seconds <= grace:
-                return obj  # already terminating, no shorter grace asked for
-            meta.deletion_timestamp = rfc3339(self.clock.now() + grace)
-            meta.deletion_grace_period_seconds = grace
+                result = obj  # already terminating, no shorter grace asked for
+            else:
+                meta.deletion_timestamp = rfc3339(self.clock.now() + grace)
+                meta.deletion_grace_period_seconds = grace
+                if meta.generation > 0:
+                    meta.generation += 1  # as BeforeDelete does for a graceful deletion
+                if kind.kind == "Namespace":
+                    obj.status.phase = "Terminating"  # type: ignore[attr-defined]
+                try:
+                    result = await self._write(kind, obj, kv)
+                except ConflictError:
+                    continue
             if kind.kind == "Namespace":
-                obj.status.phase = "Terminating"  # type: ignore[attr-defined]
-            try:
-                return await self._write(kind, obj, kv)
-            except ConflictError:
-                continue
+                await self._empty_namespace(name)
+                return await self.get_or_none(kind, "", name) or result
+            return result
         raise _conflict(kind, name)
 
     @staticmethod
@@ -575,14 +615,47 @@ class ApiServer:
             else admission.DEFAULT_GRACE_SECONDS
         )
 
-    async def _delete_namespace_contents(self, namespace: str) -> None:
-        """What the namespace controller does, done at once: everything in it goes."""
+    async def _empty_namespace(self, namespace: str) -> None:
+        """The namespace controller's work, done by the apiserver at once: delete everything
+        in a terminating namespace (grace periods and finalizers honoured), then finish it."""
         for kind in KINDS:
             if not kind.namespaced:
                 continue
             items, _ = await self.storage.list(kind.prefix(namespace))
             for kv in items:
-                await self._txn([Compare(kv.key, "mod", "==", kv.mod_revision)], [Delete(kv.key)])
+                with contextlib.suppress(NotFoundError, ConflictError):
+                    await self.delete(kind, namespace, kv.key.rsplit("/", 1)[1])
+        await self._finish_namespace(namespace)
+
+    async def _after_delete(self, kind: Kind, namespace: str) -> None:
+        """After an object is gone: a terminating namespace may now be empty."""
+        if not kind.namespaced or not namespace:
+            return
+        ns_kind = BY_KIND["Namespace"]
+        cache = await self.fresh_cache(ns_kind)
+        entry = cache.store.get(ns_kind.key("", namespace)) if cache is not None else None
+        if entry is None or _meta(entry.obj).deletion_timestamp:
+            await self._finish_namespace(namespace)
+
+    async def _finish_namespace(self, namespace: str) -> None:
+        """Drop the "kubernetes" finalizer of a terminating, empty namespace (which then goes)."""
+        ns_kind = BY_KIND["Namespace"]
+        for _ in range(_MAX_RETRIES):
+            kv = await self.storage.get(ns_kind.key("", namespace))
+            if kv is None:
+                return
+            ns: core_pb2.Namespace = decode(ns_kind, kv)  # type: ignore[assignment]
+            if not ns.metadata.deletion_timestamp:
+                return
+            for kind in KINDS:
+                if kind.namespaced and (await self.storage.list(kind.prefix(namespace)))[0]:
+                    return  # not empty yet: the last delete in it comes back here
+            ns.spec.ClearField("finalizers")
+            try:
+                await self._write(ns_kind, ns, kv)
+                return
+            except ConflictError:
+                continue
 
     # ----------------------------------------------------------------- bind
 
@@ -603,6 +676,18 @@ class ApiServer:
         namespace = namespace or "default"
         if not node_name:
             raise InvalidError("Binding", name, [FieldError("target.name", "Required value")])
+        if fencing is not None and (not fencing.key or fencing.create_revision <= 0):
+            raise InvalidError(
+                "Binding",
+                name,
+                [
+                    invalid(
+                        "fencing",
+                        f"{fencing.key}@{fencing.create_revision}",
+                        "a fencing token needs the election key and its create_revision (> 0)",
+                    )
+                ],
+            )
         key = kind.key(namespace, name)
         for _ in range(_MAX_RETRIES):
             kv = await self.storage.get(key)
@@ -620,6 +705,12 @@ class ApiServer:
             if pod.metadata.deletion_timestamp:
                 raise PreconditionError(
                     f"pod {namespace}/{name} is being deleted, cannot be assigned to a host"
+                )
+            if pod.spec.scheduling_gates:
+                gates = ", ".join(g.name for g in pod.spec.scheduling_gates)
+                raise PreconditionError(
+                    f"pod {namespace}/{name} has non-empty .spec.schedulingGates ({gates}): "
+                    "it cannot be bound until they are removed"
                 )
             if resource_version and resource_version != pod.metadata.resource_version:
                 raise _conflict(kind, name)
@@ -682,6 +773,13 @@ class ApiServer:
             rv, flt, bookmark_interval=self.bookmark_interval if allow_bookmarks else None
         ):
             yield item
+
+
+def _held(kind: Kind, obj: Message) -> bool:
+    """Whether finalizers still hold the object (a namespace also by its spec finalizers)."""
+    if _meta(obj).finalizers:
+        return True
+    return kind.kind == "Namespace" and bool(obj.spec.finalizers)  # type: ignore[attr-defined]
 
 
 def _copy_status(dst: Message, src: Message) -> None:

@@ -454,3 +454,137 @@ async def test_bookmarks_keep_coming_while_the_resource_is_busy(api: ApiServer) 
     done_before_bookmark = task.done()
     await task
     assert kinds_seen == ["BOOKMARK"] and not done_before_bookmark
+
+
+async def test_patch_carrying_a_stale_resource_version_is_a_conflict(api: ApiServer) -> None:
+    p = await api.create(pod("pin"))
+    await api.patch(PODS, "default", "pin", '{"metadata": {"labels": {"a": "1"}}}')
+    stale = f'{{"metadata": {{"resourceVersion": "{p.metadata.resource_version}", "labels": {{"a": "2"}}}}}}'
+    with pytest.raises(ConflictError):
+        await api.patch(PODS, "default", "pin", stale)
+    assert (await api.get(PODS, "default", "pin")).metadata.labels["a"] == "1"
+
+
+async def test_bind_refuses_a_gated_pod(api: ApiServer) -> None:
+    await api.create(pod("gate", schedulingGates=[{"name": "example.com/wait"}]))
+    with pytest.raises(PreconditionError, match="non-empty .spec.schedulingGates"):
+        await api.bind("default", "gate", "n1")
+
+
+@pytest.mark.parametrize(
+    "token", [Fencing("", 5), Fencing("/kubera/election/x", 0)], ids=["empty-key", "zero-revision"]
+)
+async def test_a_malformed_fencing_token_is_refused(api: ApiServer, token: Fencing) -> None:
+    await api.create(pod("tok"))
+    with pytest.raises(InvalidError, match="fencing"):
+        await api.bind("default", "tok", "n1", fencing=token)
+
+
+async def test_update_status_of_a_kind_without_status_is_not_found(api: ApiServer) -> None:
+    pc = await api.create(
+        obj(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "p"},
+                "value": 1,
+            }
+        )
+    )
+    with pytest.raises(NotFoundError, match="no status"):
+        await api.update_status(pc)
+
+
+async def test_update_restores_defaults_a_patch_removed(api: ApiServer) -> None:
+    dep = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "d"}},
+            "template": {
+                "metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]},
+            },
+        },
+    }
+    await api.create(obj(dep))
+    d = await api.patch(
+        BY_KIND["Deployment"], "default", "d", '{"spec": {"replicas": null, "strategy": null}}'
+    )
+    assert d.spec.replicas == 1 and d.spec.strategy.type == "RollingUpdate"
+    assert d.spec.strategy.rolling_update.max_surge == "25%"
+
+
+async def test_only_one_global_default_even_through_update(api: ApiServer) -> None:
+    def mk(n, g):
+        return obj(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": n},
+                "value": 10,
+                "globalDefault": g,
+            }
+        )  # noqa: E731
+
+    await api.create(mk("a", True))
+    await api.create(mk("b", False))
+    with pytest.raises(ForbiddenError, match="already marked as default"):
+        await api.patch(BY_KIND["PriorityClass"], "", "b", '{"globalDefault": true}')
+
+
+async def test_system_priority_classes_cannot_be_deleted(api: ApiServer) -> None:
+    with pytest.raises(ForbiddenError, match="may not be deleted"):
+        await api.delete(BY_KIND["PriorityClass"], "", "system-node-critical")
+
+
+async def test_no_new_finalizers_on_a_terminating_object(api: ApiServer) -> None:
+    p = pod("term")
+    p.metadata.finalizers.append("example.com/a")
+    await api.create(p)
+    await api.delete(PODS, "default", "term")
+    cur = await api.get(PODS, "default", "term")
+    cur.metadata.finalizers.append("example.com/b")
+    with pytest.raises(InvalidError, match="no new finalizers can be added"):
+        await api.update(cur)
+
+
+async def test_graceful_delete_bumps_generation(api: ApiServer) -> None:
+    dep_pod = pod("gen")
+    dep_pod.metadata.finalizers.append("example.com/a")
+    created = await api.create(dep_pod)
+    deleted = await api.delete(PODS, "default", "gen")
+    assert deleted.metadata.generation == created.metadata.generation + 1
+
+
+async def test_namespace_deletion_waits_for_its_contents(api: ApiServer) -> None:
+    await api.create(obj({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}))
+    held = pod("held", namespace="team")
+    held.metadata.finalizers.append("example.com/keep")
+    await api.create(held)
+    await api.create(pod("bound", namespace="team"))
+    await api.bind("team", "bound", "n1")
+    await api.create(pod("plain", namespace="team"))
+    ns = await api.delete(NS, "", "team")
+    assert ns.status.phase == "Terminating" and ns.metadata.deletion_timestamp
+    names = {p.metadata.name for p in (await api.list(PODS, "team"))[0]}
+    assert names == {"held", "bound"}  # the unbound pod went; the others are terminating
+    with pytest.raises(ForbiddenError, match="being terminated"):
+        await api.create(pod("late", namespace="team"))
+    h = await api.get(PODS, "team", "held")
+    del h.metadata.finalizers[:]
+    await api.update(h)  # the finalizer is done: the pod goes
+    await api.delete(PODS, "team", "bound", grace_period_seconds=0)  # the kubelet's final delete
+    with pytest.raises(NotFoundError):
+        await api.get(NS, "", "team")
+
+
+async def test_batch_create_into_a_terminating_namespace_is_refused(api: ApiServer) -> None:
+    await api.create(obj({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t2"}}))
+    keep = pod("keep", namespace="t2")
+    keep.metadata.finalizers.append("example.com/keep")
+    await api.create(keep)
+    await api.delete(NS, "", "t2")
+    res = await api.batch_create([pod("x", namespace="t2")])
+    assert isinstance(res[0].error, ForbiddenError)
