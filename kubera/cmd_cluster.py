@@ -6,15 +6,14 @@ import argparse
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+from kubera import procs
 from kubera.context import Context, context_path, home, load_context
 from kubera.errors import CliError
-from kubera.supervisor import UpOptions, options_json, run_foreground
+from kubera.supervisor import FAILED_MARK, StartupError, UpOptions, options_json, run_foreground
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,22 +42,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     down.set_defaults(func=cmd_down)
 
 
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie is dead for our purposes.
-    with contextlib.suppress(OSError):
-        if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
-            return False
-    return True
-
-
 def _print_ready(ctx: Context, elapsed: float) -> None:
     print(f"kubera is up ({elapsed:.1f}s)")
     print(f"  apiserver: {ctx.apiserver}")
@@ -74,7 +57,7 @@ def _check_not_running() -> None:
         ctx = load_context()
     except Exception:  # noqa: BLE001 - an unreadable context is replaced
         return
-    if _alive(ctx.supervisor_pid):
+    if procs.alive(ctx.supervisor_pid, ctx.started.get(str(ctx.supervisor_pid), 0)):
         raise CliError(
             f"a kubera cluster is already running (apiserver at {ctx.apiserver}); run `kubera down` first"
         )
@@ -103,7 +86,10 @@ def cmd_up(args: argparse.Namespace) -> int:
             _print_ready(ctx, time.monotonic() - t0)
             print("press Ctrl-C to stop", flush=True)
 
-        return run_foreground(opts, on_ready=ready)
+        try:
+            return run_foreground(opts, on_ready=ready)
+        except StartupError as e:
+            raise CliError(f"kubera up failed: {e}") from None
     logs = home() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     log_path = logs / "supervisor.log"
@@ -119,8 +105,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            tail = log_path.read_text(errors="replace").strip().splitlines()[-15:]
-            raise CliError("kubera up failed:\n" + "\n".join(tail))
+            lines = log_path.read_text(errors="replace").strip().splitlines()
+            said = [ln for ln in lines if ln.startswith(FAILED_MARK)]
+            if said:
+                raise CliError(f"{said[-1]} (log: {log_path})")
+            raise CliError(f"kubera up failed: {(lines or ['no output'])[-1]} (log: {log_path})")
         if context_path().exists():
             with contextlib.suppress(Exception):
                 ctx = load_context()
@@ -128,44 +117,17 @@ def cmd_up(args: argparse.Namespace) -> int:
                     _print_ready(ctx, time.monotonic() - t0)
                     return 0
         time.sleep(0.1)
-    _stop_pid(proc.pid, 10)
+    started = procs.start_time(proc.pid)
+    procs.stop(proc.pid, started, 60)  # SIGTERM: it stops what it started
+    procs.sweep_session(proc.pid, started)
     raise CliError(f"kubera up: not ready after {args.timeout:.0f}s; see {log_path}")
-
-
-def _session_members(sid: int) -> list[int]:
-    """PIDs of every process in session `sid` (the detached supervisor's own session)."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
-            if int(fields[3]) == sid:
-                out.append(int(entry.name))
-    return out
-
-
-def _stop_pid(pid: int, timeout: float) -> None:
-    if not _alive(pid):
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if _alive(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
 
 
 def _cleanup(ctx: Context) -> None:
     """Stop by PID whatever the supervisor left, and remove what kubera wrote."""
     for pid in ctx.pids.values():
-        _stop_pid(pid, 5)
-    if ctx.supervisor_pid > 1 and os.getsid(0) != ctx.supervisor_pid:
-        for pid in _session_members(ctx.supervisor_pid):
-            if pid != os.getpid():
-                _stop_pid(pid, 5)
+        procs.stop(pid, ctx.started.get(str(pid), 0), 5)
+    procs.sweep_session(ctx.supervisor_pid, ctx.started.get(str(ctx.supervisor_pid), 0))
     for d in ctx.dirs:
         shutil.rmtree(d, ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
@@ -179,7 +141,7 @@ def _cleanup(ctx: Context) -> None:
 
 def cmd_down(args: argparse.Namespace) -> int:
     ctx = load_context()
-    _stop_pid(ctx.supervisor_pid, args.timeout)
+    procs.stop(ctx.supervisor_pid, ctx.started.get(str(ctx.supervisor_pid), 0), args.timeout)
     _cleanup(ctx)
     print("kubera is down")
     return 0

@@ -30,8 +30,11 @@ class Context:
     etcd: str
     #: The supervisor process that `kubera down` signals (it stops everything else).
     supervisor_pid: int = 0
-    #: Processes kubera started itself: etcd, the Ray head's session; stopped by PID.
+    #: Processes kubera started itself: etcd, the local Ray's processes; stopped by PID.
     pids: dict[str, int] = field(default_factory=dict)
+    #: Start time (kubera.procs.start_time) of each PID above and of the supervisor, so a
+    #: reused PID is never signalled.
+    started: dict[str, int] = field(default_factory=dict)
     #: Directories kubera created and `down` removes.
     dirs: list[str] = field(default_factory=list)
     ray_address: str = ""

@@ -21,6 +21,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
+from kubera import procs
 from kubera.context import Context, context_path, home
 from kubera.etcd import EtcdProcess
 
@@ -28,6 +29,10 @@ from kubera.etcd import EtcdProcess
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+#: The line prefix with which a detached supervisor reports why it could not start.
+FAILED_MARK = "kubera up failed: "
 
 
 @dataclass(frozen=True)
@@ -60,9 +65,11 @@ class Supervisor:
         etcd_endpoint = self.opts.etcd
         pids: dict[str, int] = {}
         if not etcd_endpoint:
+            # Assigned before it starts, so stop() can end a half-started etcd too.
             self.etcd = EtcdProcess(
                 self.cluster_dir / "etcd", log_path=self.cluster_dir / "etcd.log"
-            ).start()
+            )
+            self.etcd.start()
             etcd_endpoint = self.etcd.endpoint
             pids["etcd"] = self.etcd.pid
         if self.opts.ray_address:
@@ -73,8 +80,7 @@ class Supervisor:
                 configure_logging=False,
             )
         else:
-            # Ray's unix socket paths must stay short: its temp dir lives directly in /tmp.
-            self.ray_tmp = tempfile.mkdtemp(prefix="kray-", dir="/tmp")
+            self.ray_tmp = ray_temp_dir()
             ray.init(
                 include_dashboard=False,
                 _temp_dir=self.ray_tmp,
@@ -84,8 +90,8 @@ class Supervisor:
                 configure_logging=False,
             )
             node = ray._private.worker._global_node  # the head we started
-            for name, procs in node.all_processes.items():
-                for i, p in enumerate(procs):
+            for name, running in node.all_processes.items():
+                for i, p in enumerate(running):
                     pids[f"ray-{name}-{i}"] = p.process.pid
         config = ApiServerConfig(
             etcd=etcd_endpoint,
@@ -95,11 +101,13 @@ class Supervisor:
         self.actor = ApiServerActor.options(name="apiserver").remote(config)
         address = ray.get(self.actor.start.remote(), timeout=120)
         dirs = [str(self.cluster_dir)] + ([self.ray_tmp] if self.ray_tmp else [])
+        me = os.getpid()
         self.context = Context(
             apiserver=address,
             etcd=etcd_endpoint,
-            supervisor_pid=os.getpid(),
+            supervisor_pid=me,
             pids=pids,
+            started={str(pid): procs.start_time(pid) for pid in [me, *pids.values()]},
             dirs=dirs,
             ray_address=self.opts.ray_address or "local",
             started_at=time.time(),
@@ -108,13 +116,11 @@ class Supervisor:
         return self.context
 
     def wait(self) -> None:
-        def on_signal(signum: int, frame: object) -> None:
-            self._stop.set()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
         while not self._stop.wait(0.5):
             pass
+
+    def request_stop(self) -> None:
+        self._stop.set()
 
     def stop(self) -> None:
         import ray
@@ -138,15 +144,52 @@ class Supervisor:
                 shutil.rmtree(d, ignore_errors=True)
 
 
+class StartupInterrupted(BaseException):
+    """SIGTERM/SIGINT arrived while the cluster was still starting."""
+
+
+class StartupError(Exception):
+    """The cluster could not start; the message is one line for the user."""
+
+
+def ray_temp_dir() -> str:
+    """Ray's temp dir: under $KUBERA_HOME when the path is short enough for the unix
+    sockets Ray puts inside it (107 bytes in all), else a fresh one directly in /tmp."""
+    candidate = home() / "ray"
+    if len(str(candidate)) <= 32:
+        candidate.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return str(candidate)
+    return tempfile.mkdtemp(prefix="kray-", dir="/tmp")
+
+
 def run_foreground(opts: UpOptions, *, on_ready=None) -> int:
+    """Start, wait for SIGTERM/SIGINT, stop — stopping also when a signal or an error
+    interrupts the start, so nothing is left running either way."""
     sup = Supervisor(opts)
+    starting = True
+
+    def on_signal(signum: int, frame: object) -> None:
+        if starting:
+            raise StartupInterrupted()
+        sup.request_stop()
+
+    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        ctx = sup.start()
+        try:
+            ctx = sup.start()
+        except StartupInterrupted:
+            return 130
+        except Exception as e:  # noqa: BLE001 - one line for the user; the log has the rest
+            raise StartupError(f"{type(e).__name__}: {e}".splitlines()[0]) from e
+        starting = False
         if on_ready is not None:
             on_ready(ctx)
         sup.wait()
     finally:
+        starting = False
         sup.stop()
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
     return 0
 
 
@@ -158,9 +201,12 @@ def main(argv: list[str] | None = None) -> int:
     opts = UpOptions(**json.loads(args.options_json))
     try:
         return run_foreground(opts)
-    except Exception as e:  # noqa: BLE001 - reported through the log the parent shows
-        print(f"kubera supervisor failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
-        raise
+    except StartupError as e:
+        import traceback
+
+        traceback.print_exc()
+        print(f"{FAILED_MARK}{e}", file=sys.stderr, flush=True)
+        return 1
 
 
 def options_json(opts: UpOptions) -> str:

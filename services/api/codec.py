@@ -33,6 +33,12 @@ _INT_TYPES = {
     FieldDescriptor.TYPE_SINT32,
     FieldDescriptor.TYPE_SINT64,
 }
+_INT_RANGES = {
+    FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_SINT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1),
+    FieldDescriptor.TYPE_UINT64: (0, 2**64 - 1),
+}
 _INT64_TYPES = {
     FieldDescriptor.TYPE_INT64,
     FieldDescriptor.TYPE_UINT64,
@@ -99,6 +105,12 @@ def _scalar(
         return None
     if t in _INT_TYPES:
         if isinstance(value, int) and not isinstance(value, bool):
+            lo, hi = _INT_RANGES.get(t, (-(2**63), 2**63 - 1))
+            if not lo <= value <= hi:
+                w.errors.append(
+                    invalid(path, value, f"out of range: must be between {lo} and {hi}")
+                )
+                return None
             return value
         w.errors.append(invalid(path, value, f"expected integer, got {_type_name(value)}"))
         return None

@@ -64,7 +64,16 @@ class EtcdStorage:
         self._client = aetcd.Client(
             host=host,
             port=port,
-            options={"grpc.max_receive_message_length": 256 * 1024 * 1024},
+            options={
+                "grpc.max_receive_message_length": 256 * 1024 * 1024,
+                # A half-open connection (etcd stopped, a partition) must surface as an
+                # error, not a watch that waits forever. etcd refuses pings more often
+                # than every 5 s (--grpc-keepalive-min-time), so 10 s.
+                "grpc.keepalive_time_ms": 10_000,
+                "grpc.keepalive_timeout_ms": 5_000,
+                "grpc.keepalive_permit_without_calls": 1,
+                "grpc.http2.max_pings_without_data": 0,
+            },
         )
         self._kv: rpc.KVStub | None = None
         self._watch: rpc.WatchStub | None = None

