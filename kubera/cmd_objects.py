@@ -1,12 +1,16 @@
 """`kubera apply|get|delete|describe`: kubectl's object verbs against the kubera apiserver.
 
-They behave like kubectl where users will notice: `apply` creates or updates with a
-three-way merge through the `last-applied-configuration` annotation (so fields the
-server set, such as a pod's priority or default tolerations, and the status, survive),
-and reports created / configured / unchanged; `get` prints kubectl's tables and
-Kubernetes-shaped JSON/YAML; server refusals come out as `Error from server (Reason):
-...` lines. An apply is all or nothing for what can be known beforehand: every document
-is decoded and validated client-side, then checked by the apiserver in a dry run, before
+They behave like kubectl where users will notice: `apply` creates or updates with
+kubectl's three-way merge of the last applied manifest (the `last-applied-configuration`
+annotation), the new manifest and the live object: what the manifest says is set on the
+live object (so drift is undone), what an earlier manifest had and this one dropped is
+removed, and everything else (fields the server set, such as a pod's priority or default
+tolerations, the status, fields others set) survives; it reports created / configured /
+unchanged. `get` prints kubectl's tables and Kubernetes-shaped JSON/YAML. Refusals from
+the apiserver come out as `Error from server (Reason): ...` lines; problems found here
+before sending use kubectl's client-side wording (`error: error validating "x.yaml":
+...`). An apply is all or nothing for what can be known beforehand: every document is
+decoded and validated client-side, then checked by the apiserver in a dry run, before
 the first object is written.
 """
 
@@ -40,6 +44,7 @@ from services.api.errors import (
     UnavailableError,
 )
 from services.api.kinds import Kind
+from services.apiserver import admission
 from services.client import Client
 from services.clock import RealClock
 
@@ -145,25 +150,60 @@ def _load(args: argparse.Namespace, validate: str) -> list[Manifest]:
 # ------------------------------------------------------------------- apply
 
 
-def three_way_patch(last: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
-    """The merge patch kubectl apply computes: what changed from the last applied manifest
-    to this one, with `null` for what was removed. Without a last one, the whole manifest
-    (nothing is removed: fields we did not set are not ours to drop)."""
-    if last is None:
-        return copy.deepcopy(new)
+def _deletions(last: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """What the last applied manifest had and this one drops, as `null`s (recursing into
+    maps both have: a key dropped inside a map removes only that key)."""
     patch: dict[str, Any] = {}
-    for k, v in new.items():
-        old = last.get(k)
-        if isinstance(v, dict) and isinstance(old, dict):
-            sub = three_way_patch(old, v)
-            if sub:
-                patch[k] = sub
-        elif k not in last or old != v:
-            patch[k] = copy.deepcopy(v)
-    for k in last:
+    for k, old in last.items():
         if k not in new:
             patch[k] = None
+        elif isinstance(old, dict) and isinstance(new[k], dict):
+            sub = _deletions(old, new[k])
+            if sub:
+                patch[k] = sub
     return patch
+
+
+def _changes(live: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """What the live object must take from this manifest: every field the manifest sets
+    that the live object does not have with that value (maps recursively, lists and
+    scalars whole). A `null` in the manifest removes the field."""
+    patch: dict[str, Any] = {}
+    for k, v in new.items():
+        cur = live.get(k)
+        if v is None:
+            if k in live:
+                patch[k] = None
+        elif isinstance(v, dict) and isinstance(cur, dict):
+            sub = _changes(cur, v)
+            if sub:
+                patch[k] = sub
+        elif k not in live or cur != v:
+            patch[k] = copy.deepcopy(v)
+    return patch
+
+
+def _combine(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two patches as one; `b` wins where both name a field."""
+    out = copy.deepcopy(a)
+    for k, v in b.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _combine(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def three_way_patch(
+    last: dict[str, Any] | None, new: dict[str, Any], live: dict[str, Any]
+) -> dict[str, Any]:
+    """The merge patch kubectl apply sends (CreateThreeWayJSONMergePatch): the fields of
+    the new manifest that differ from the live object, plus `null` for the fields the last
+    applied manifest had and the new one dropped. Everything else on the live object
+    (server-set fields, status, fields others set) is left alone; without a last applied
+    manifest nothing is removed."""
+    deletions = _deletions(last, new) if last is not None else {}
+    return _combine(deletions, _changes(live, new))
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -207,22 +247,84 @@ def _with_annotation(obj: Message, config: dict[str, Any]) -> Message:
     return obj
 
 
-def _merged(live: Message, config: dict[str, Any]) -> Message:
-    """The object to Update: the live one with this apply's changes merged in."""
+def _last_applied(live: Message) -> dict[str, Any] | None:
+    text = _meta(live).annotations.get(LAST_APPLIED)
+    if not text:
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _project(raw: Any, normalized: Any) -> Any:
+    """The manifest's own fields, each with the value the apiserver makes of it: maps are
+    walked key by key, lists and scalars taken whole from `normalized` (so a container
+    the server fills in with its defaults, a canonical quantity or a toleration added at
+    admission compare equal to the live object). What `normalized` lacks (fields the
+    codec dropped, defaults proto3 omits, nulls) stays as the manifest wrote it."""
+    if not isinstance(raw, dict):
+        return copy.deepcopy(normalized)
+    if not isinstance(normalized, dict):
+        return copy.deepcopy(raw)
+    return {
+        k: _project(v, normalized[k]) if v is not None and k in normalized else copy.deepcopy(v)
+        for k, v in raw.items()
+    }
+
+
+#: What the apiserver assigns to an object on create, whatever the manifest says.
+_ASSIGNED_METADATA = (
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "resourceVersion",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
+
+
+async def _normalized(client: Client, m: Manifest) -> dict[str, Any]:
+    """The manifest as the apiserver would store it (defaults, admission, canonical
+    quantities), from a dry-run create. If that is refused (create-only admission need not
+    pass for an update; invalid fields are reported by validation next), the manifest
+    with the API defaults the apiserver also applies to an update. Metadata a create
+    assigns, and the status (an update cannot set it), stay as the manifest has them."""
+    obj = codec.clone(m.obj)
+    _meta(obj).resource_version = ""
+    codec.canonicalize_quantities(obj)
+    plain = codec.encode(obj)
+    try:
+        doc = codec.encode(await client.create(obj, dry_run=True))
+    except UnavailableError:
+        raise
+    except ApiError:
+        admission.apply_defaults(m.kind, obj)
+        doc = codec.encode(obj)
+    meta, own = doc.setdefault("metadata", {}), plain.get("metadata", {})
+    for key in _ASSIGNED_METADATA:
+        if key in own:
+            meta[key] = own[key]
+        else:
+            meta.pop(key, None)
+    if "status" in plain:
+        doc["status"] = plain["status"]
+    else:
+        doc.pop("status", None)
+    return doc
+
+
+def _merged(live: Message, config: dict[str, Any], normalized: dict[str, Any]) -> Message:
+    """The object to Update: kubectl's three-way merge of the last applied manifest, this
+    one (`config`, valued as `normalized`) and the live object, with the annotation set to
+    this manifest and the live resourceVersion as the precondition."""
     live_doc = codec.encode(live)
-    last_text = _meta(live).annotations.get(LAST_APPLIED)
-    last: dict[str, Any] | None = None
-    if last_text:
-        try:
-            parsed = json.loads(last_text)
-            last = parsed if isinstance(parsed, dict) else None
-        except ValueError:
-            last = None
-    doc = merge_patch(live_doc, three_way_patch(last, config))
-    doc.setdefault("metadata", {}).setdefault("annotations", {})[LAST_APPLIED] = _annotation_text(
-        config
-    )
-    doc["metadata"]["resourceVersion"] = _meta(live).resource_version
+    new = _project(config, normalized)
+    doc = merge_patch(live_doc, three_way_patch(_last_applied(live), new, live_doc))
+    meta = doc.setdefault("metadata", {})
+    meta.setdefault("annotations", {})[LAST_APPLIED] = _annotation_text(config)
+    meta["resourceVersion"] = _meta(live).resource_version
     return codec.decode(doc, validate="ignore").obj
 
 
@@ -237,12 +339,16 @@ def _local_errors(kind: Kind, obj: Message, old: Message | None = None) -> list[
     return validation.validate_update(kind.kind, obj, old)
 
 
-def _invalid_line(m: Manifest, errors: list[FieldError]) -> str:
+def invalid_message(what: str, errors: Sequence[FieldError]) -> str:
+    """`Pod "x" is invalid: spec.f: Invalid value: ...` (several errors in brackets)."""
     shown = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(map(str, errors)) + "]"
-    return (
-        f'Error from server (Invalid): error when creating "{m.document.where}": '
-        f"{m.what} is invalid: {shown}"
-    )
+    return f"{what} is invalid: {shown}"
+
+
+def _invalid_line(m: Manifest, errors: list[FieldError]) -> str:
+    """A problem found here, before anything was sent: kubectl's client-side wording, never
+    `Error from server`."""
+    return f'error: error validating "{m.document.where}": {invalid_message(m.what, errors)}'
 
 
 @dataclass
@@ -250,6 +356,8 @@ class _Plan:
     manifest: Manifest
     config: dict[str, Any]
     live: Message | None = None
+    #: The manifest as the server would store it (only needed for an existing object).
+    normalized: dict[str, Any] | None = None
     #: The Update to send for an existing object.
     merged: Message | None = None
 
@@ -276,6 +384,15 @@ async def _get_or_none(client: Client, kind: Kind, name: str, namespace: str) ->
         return None
 
 
+async def _plan_update(client: Client, plan: _Plan) -> Message:
+    """The Update for an existing object (`plan.live`), computed against it."""
+    assert plan.live is not None
+    if plan.normalized is None:
+        plan.normalized = await _normalized(client, plan.manifest)
+    plan.merged = _merged(plan.live, plan.config, plan.normalized)
+    return plan.merged
+
+
 async def _preflight(client: Client, plans: list[_Plan], server_check: bool) -> list[str]:
     """Everything that can refuse an apply, checked before anything is written."""
     errors: list[str] = []
@@ -284,8 +401,7 @@ async def _preflight(client: Client, plans: list[_Plan], server_check: bool) -> 
         m = plan.manifest
         plan.live = await _get_or_none(client, m.kind, m.name, m.namespace)
         if plan.live is not None:
-            plan.merged = _merged(plan.live, plan.config)
-            local = _local_errors(m.kind, plan.merged, plan.live)
+            local = _local_errors(m.kind, await _plan_update(client, plan), plan.live)
         else:
             local = _local_errors(m.kind, m.obj)
         if local:
@@ -307,6 +423,7 @@ async def _preflight(client: Client, plans: list[_Plan], server_check: bool) -> 
 async def _apply_one(client: Client, plan: _Plan) -> str:
     """Create or update one object; returns created / configured / unchanged."""
     m = plan.manifest
+    conflict: ConflictError | None = None
     for _ in range(_CONFLICT_RETRIES):
         if plan.live is None:
             try:
@@ -317,22 +434,19 @@ async def _apply_one(client: Client, plan: _Plan) -> str:
                 if plan.live is None:
                     raise
                 plan.merged = None
-        live = plan.live
-        merged = plan.merged or _merged(live, plan.config)
-        if _same(merged, live):
+        merged = plan.merged or await _plan_update(client, plan)
+        if _same(merged, plan.live):
             return "unchanged"  # an empty patch: kubectl sends nothing either
         try:
-            result = await client.update(merged)
-        except ConflictError:
+            await client.update(merged)
+        except ConflictError as e:
+            conflict = e  # changed since it was read: merge again against the new version
             plan.live = await _get_or_none(client, m.kind, m.name, m.namespace)
             plan.merged = None
             continue
-        same = _meta(result).resource_version == _meta(live).resource_version
-        return "unchanged" if same else "configured"
-    raise ConflictError(
-        f'Operation cannot be fulfilled on {m.kind.resource} "{m.name}": the object keeps '
-        "being modified; try again"
-    )
+        return "configured"
+    assert conflict is not None
+    raise conflict
 
 
 def _same(merged: Message, live: Message) -> bool:

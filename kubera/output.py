@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 import yaml
 from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from services.api import codec
@@ -489,10 +490,47 @@ def no_resources(namespace: str | None) -> str:
 # ------------------------------------------------------------ documents
 
 
+def _is_map_field(f: FieldDescriptor) -> bool:
+    return f.message_type is not None and f.message_type.GetOptions().map_entry
+
+
+def _own_message(f: FieldDescriptor) -> Descriptor | None:
+    """The message type of a field holding one of our messages (not a well-known type)."""
+    t = f.message_type
+    return None if t is None or t.full_name.startswith("google.protobuf.") else t
+
+
+def sort_map_keys(d: dict[str, Any], desc: Descriptor) -> None:
+    """Go's encoding/json order, in place: the keys of map-valued fields (labels,
+    annotations, nodeSelector, requests/limits, capacity, ...) sorted, struct fields left
+    in their declared order."""
+    for f in desc.fields:
+        value = d.get(f.json_name)
+        if value is None:
+            continue
+        if _is_map_field(f):
+            if not isinstance(value, dict):
+                continue
+            inner = _own_message(f.message_type.fields_by_name["value"])
+            d[f.json_name] = {k: value[k] for k in sorted(value)}
+            if inner is not None:
+                for item in value.values():
+                    if isinstance(item, dict):
+                        sort_map_keys(item, inner)
+            continue
+        inner = _own_message(f)
+        if inner is None:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, dict):
+                sort_map_keys(item, inner)
+
+
 def to_dict(obj: Message) -> dict[str, Any]:
     """An object as Kubernetes serves it: apiVersion, kind, metadata, spec, status."""
     kind = kind_of(obj)
     d = codec.encode(obj)
+    sort_map_keys(d, obj.DESCRIPTOR)
     d["apiVersion"] = d.get("apiVersion") or kind.api_version
     d["kind"] = d.get("kind") or kind.kind
     ordered = {"apiVersion": d.pop("apiVersion"), "kind": d.pop("kind")}

@@ -10,6 +10,7 @@ quantities kept canonical, and packing objects into google.protobuf.Any for the 
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -275,8 +276,35 @@ def encode(obj: Message) -> dict[str, Any]:
     return d
 
 
+@functools.cache
+def _may_hold_quantities(desc: Descriptor) -> bool:
+    """Whether a message type has a quantity map anywhere inside (schema only, cached)."""
+    return _holds(desc, set())
+
+
+def _holds(desc: Descriptor, seen: set[str]) -> bool:
+    if desc.full_name in seen:
+        return False
+    seen.add(desc.full_name)
+    for f in desc.fields:
+        if _opt(f, options_pb2.quantity):
+            return True
+        mt = f.message_type
+        if mt is None or mt.full_name.startswith("google.protobuf."):
+            continue
+        if _is_map(f):
+            mt = mt.fields_by_name["value"].message_type
+            if mt is None:
+                continue
+        if _holds(mt, seen):
+            return True
+    return False
+
+
 def iter_quantity_maps(msg: Message, path: str = "") -> Iterator[tuple[str, Any]]:
     """Every (field path, map container) holding quantities, anywhere inside `msg`."""
+    if not _may_hold_quantities(msg.DESCRIPTOR):
+        return
     for f, value in msg.ListFields():
         sub = f"{path}.{f.json_name}" if path else f.json_name
         if _is_map(f):

@@ -20,6 +20,7 @@ The value is held as an exact :class:`decimal.Decimal`; no floats are used.
 from __future__ import annotations
 
 import decimal
+import functools
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final
@@ -293,7 +294,7 @@ class Quantity:
             text = s
         else:
             raise QuantityError(f"a quantity must be a string or a number, not {type(s).__name__}")
-        return _parse_text(text)
+        return _parse_text_cached(text)
 
     def canonical(self) -> str:
         """The canonical string (CanonicalizeBytes)."""
@@ -374,6 +375,17 @@ class Quantity:
         return self.value >= other.value
 
 
+@functools.lru_cache(maxsize=4096)
+def _parse_text_cached(text: str) -> Quantity:
+    """Quantities repeat ("100m", "64Mi" on thousands of pods) and Quantity is immutable."""
+    return _parse_text(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical_text(text: str) -> str:
+    return _parse_text_cached(text).canonical()
+
+
 def parse_quantity(s: str | int | float | Quantity) -> Quantity:
     """Parse ``s`` into a :class:`Quantity` (raises :class:`QuantityError`)."""
     return Quantity.parse(s)
@@ -381,4 +393,6 @@ def parse_quantity(s: str | int | float | Quantity) -> Quantity:
 
 def canonicalize(s: str | int | float | Quantity) -> str:
     """The canonical string form of ``s``, e.g. ``"0.5"`` -> ``"500m"``."""
+    if isinstance(s, str):
+        return _canonical_text(s)
     return Quantity.parse(s).canonical()

@@ -7,6 +7,7 @@ what can be checked before writing).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,14 @@ POD_WITH = (
     "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n{spec}"
     "  containers:\n  - name: app\n    image: nginx\n{container}"
 )
+
+
+#: How a problem found before sending starts (kubectl's client-side wording), and how one
+#: the apiserver reported does; a line may say "Error from server" only in the second case.
+#: `{file}` stands for the manifest's path.
+LOCAL = 'error: error validating "{file} (document 2)": '
+SERVER = 'Error from server ({}): error when creating "{{file}} (document 2)": '
+BAD_POD_INVALID = LOCAL + 'Pod "bad" is invalid: '
 
 
 def bad_pod(spec: str = "", container: str = "") -> str:
@@ -50,10 +59,8 @@ CASES: list[tuple[str, str | None, list[str], list[str]]] = [
         bad_pod(container="    resources:\n      requests:\n        cpu: 1x\n"),
         [],
         [
-            "(Invalid)",
-            "bad.yaml (document 2)",
-            "spec.containers[0].resources.requests[cpu]",
-            '"1x"',
+            LOCAL + 'Pod "bad" is invalid: ',
+            'spec.containers[0].resources.requests[cpu]: Invalid value: "1x"',
         ],
     ),
     (
@@ -66,32 +73,42 @@ CASES: list[tuple[str, str | None, list[str], list[str]]] = [
         "missing-namespace",
         pod("bad", namespace="nope"),
         [],
-        ["(NotFound)", 'namespaces "nope" not found'],
+        [SERVER.format("NotFound") + 'namespaces "nope" not found'],
     ),
     (
         "name-too-long",
         pod("a" * 254),
         [],
-        ["metadata.name", "must be no more than 253 characters"],
+        [
+            LOCAL + f'Pod "{"a" * 254}" is invalid: ',
+            "metadata.name",
+            "must be no more than 253 characters",
+        ],
     ),
     (
         "invalid-name",
         pod("Bad_Name"),
         [],
-        ['metadata.name: Invalid value: "Bad_Name"'],
+        [
+            LOCAL + 'Pod "Bad_Name" is invalid: ',
+            'metadata.name: Invalid value: "Bad_Name"',
+        ],
     ),
     (
         "invalid-taint-effect",
         "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\nspec:\n  taints:\n  - key: a\n"
         "    effect: Sometimes\n",
         [],
-        ['Node "n1" is invalid', 'spec.taints[0].effect: Unsupported value: "Sometimes"'],
+        [
+            LOCAL + 'Node "n1" is invalid: ',
+            'spec.taints[0].effect: Unsupported value: "Sometimes"',
+        ],
     ),
     (
         "toleration-operator-maybe",
         bad_pod(spec="  tolerations:\n  - key: a\n    operator: Maybe\n"),
         [],
-        ['spec.tolerations[0].operator: Unsupported value: "Maybe"'],
+        [BAD_POD_INVALID, 'spec.tolerations[0].operator: Unsupported value: "Maybe"'],
     ),
     (
         "gt-with-two-values",
@@ -101,7 +118,7 @@ CASES: list[tuple[str, str | None, list[str], list[str]]] = [
             '            operator: Gt\n            values: ["1", "2"]\n'
         ),
         [],
-        ["nodeSelectorTerms[0].matchExpressions[0].values", "single value"],
+        [BAD_POD_INVALID, "nodeSelectorTerms[0].matchExpressions[0].values", "single value"],
     ),
     (
         "max-skew-zero",
@@ -110,7 +127,7 @@ CASES: list[tuple[str, str | None, list[str], list[str]]] = [
             "    whenUnsatisfiable: DoNotSchedule\n"
         ),
         [],
-        ["spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0"],
+        [BAD_POD_INVALID, "spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0"],
     ),
     (
         "min-domains-with-schedule-anyway",
@@ -119,7 +136,7 @@ CASES: list[tuple[str, str | None, list[str], list[str]]] = [
             "    topologyKey: zone\n    whenUnsatisfiable: ScheduleAnyway\n"
         ),
         [],
-        ["spec.topologySpreadConstraints[0].minDomains", "ScheduleAnyway"],
+        [BAD_POD_INVALID, "spec.topologySpreadConstraints[0].minDomains", "ScheduleAnyway"],
     ),
     (
         "weight-101",
@@ -129,7 +146,10 @@ CASES: list[tuple[str, str | None, list[str], list[str]]] = [
             "          - key: a\n            operator: Exists\n"
         ),
         [],
-        ["preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 101"],
+        [
+            BAD_POD_INVALID,
+            "preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 101",
+        ],
     ),
     (
         "strict-unknown-field",
@@ -141,13 +161,19 @@ CASES: list[tuple[str, str | None, list[str], list[str]]] = [
         "unknown-priority-class",
         bad_pod(spec="  priorityClassName: nope\n"),
         [],
-        ["(Forbidden)", "no PriorityClass with name nope was found"],
+        [
+            SERVER.format("Forbidden") + 'pods "bad" is forbidden: ',
+            "no PriorityClass with name nope was found",
+        ],
     ),
     (
         "overhead-set-by-the-user",
         bad_pod(spec="  overhead:\n    cpu: 100m\n"),
         [],
-        ["(Forbidden)", "Pod Overhead set without corresponding RuntimeClass"],
+        [
+            SERVER.format("Forbidden") + 'pods "bad" is forbidden: ',
+            "Pod Overhead set without corresponding RuntimeClass",
+        ],
     ),
     (
         "document-is-a-list",
@@ -262,7 +288,10 @@ def test_bad_input_is_one_clear_line(
     assert r.out == ""
     assert "Traceback" not in r.err
     for text in expected:
+        text = text.replace("{file}", path)
         assert text in r.err, f"{text!r} not in {r.err!r}"
+    if not any(text.startswith("Error from server") for text in expected):
+        assert "Error from server" not in r.err, r.err
     if r.rc == 1:
         problem = [line for line in r.err.splitlines() if not line.startswith("Warning")]
         assert len(problem) == 1, r.err
@@ -318,3 +347,18 @@ def test_an_unreachable_server_is_one_clear_line(capsys: pytest.CaptureFixture[s
     r = kubera(capsys, "127.0.0.1:1", "get", "pods")
     assert r.rc == 1 and "Traceback" not in r.err
     assert r.err.startswith("error: unable to connect to the server 127.0.0.1:1")
+
+
+def test_an_invalid_change_to_an_existing_object_is_reported_as_found_locally(
+    apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(tmp_path, "p.yaml", pod("p"))
+    assert kubera(capsys, apiserver, "apply", "-f", path).rc == 0
+    write(tmp_path, "p.yaml", pod("p", extra="  tolerations:\n  - key: a\n    operator: Maybe\n"))
+    r = kubera(capsys, apiserver, "apply", "-f", path)
+    assert (r.rc, r.out) == (1, "")
+    assert r.err.startswith(f'error: error validating "{path}": Pod "p" is invalid: '), r.err
+    assert 'spec.tolerations[0].operator: Unsupported value: "Maybe"' in r.err
+    assert len(r.err.splitlines()) == 1 and "Error from server" not in r.err
+    r = kubera(capsys, apiserver, "get", "pod", "p", "-o", "json")
+    assert all(t["key"] != "a" for t in json.loads(r.out)["spec"]["tolerations"])

@@ -368,3 +368,28 @@ def test_reapplying_the_seeds_changes_nothing(
         r = kubera(capsys, shared_apiserver, "apply", "-f", str(seed))
         assert r.rc == 0, f"{seed.name}: {r.err}"
         assert all(line.endswith(" unchanged") for line in r.out.splitlines()), r.out
+
+
+def test_get_json_and_yaml_print_map_keys_sorted(
+    apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """kubectl (Go's encoding/json) sorts the keys of maps such as resources.requests."""
+    container = (
+        "    resources:\n      requests: {memory: 64Mi, cpu: 250m}\n"
+        "      limits: {memory: 128Mi, cpu: 500m}\n"
+    )
+    manifest = pod("r", labels="zone: a\napp: web").replace(
+        "image: registry.k8s.io/pause:3.8\n", "image: registry.k8s.io/pause:3.8\n" + container
+    )
+    path = write(tmp_path, "r.yaml", manifest)
+    assert kubera(capsys, apiserver, "apply", "-f", path).rc == 0
+    r = kubera(capsys, apiserver, "get", "pod", "r", "-o", "json")
+    got = json.loads(r.out)
+    resources = got["spec"]["containers"][0]["resources"]
+    assert list(resources["requests"]) == ["cpu", "memory"]
+    assert list(resources["limits"]) == ["cpu", "memory"]
+    assert list(got["metadata"]["labels"]) == ["app", "zone"]
+    assert r.out.index('"cpu": "250m"') < r.out.index('"memory": "64Mi"')
+    y = kubera(capsys, apiserver, "get", "pods", "-o", "yaml").out
+    assert y.index("cpu: 250m") < y.index("memory: 64Mi")
+    assert y.index("cpu: 500m") < y.index("memory: 128Mi")

@@ -167,19 +167,39 @@ def test_object_names_carry_the_group() -> None:
 
 
 @pytest.mark.parametrize(
-    ("last", "new", "patch"),
+    ("last", "new", "live", "patch"),
     [
-        (None, {"a": 1}, {"a": 1}),
-        ({"a": 1}, {"a": 1}, {}),
-        ({"a": 1, "b": 2}, {"a": 1}, {"b": None}),
-        ({"m": {"x": 1, "y": 2}}, {"m": {"x": 1}}, {"m": {"y": None}}),
-        ({"l": [1, 2]}, {"l": [1]}, {"l": [1]}),
+        # No last applied manifest: set what the manifest says, remove nothing.
+        (None, {"a": 1}, {"a": 1, "s": 9}, {}),
+        (None, {"a": 1}, {"s": 9}, {"a": 1}),
+        ({"a": 1}, {"a": 1}, {"a": 1}, {}),
+        ({"a": 1, "b": 2}, {"a": 1}, {"a": 1, "b": 2}, {"b": None}),
+        ({"m": {"x": 1, "y": 2}}, {"m": {"x": 1}}, {"m": {"x": 1, "y": 2}}, {"m": {"y": None}}),
+        ({"l": [1, 2]}, {"l": [1]}, {"l": [1, 2]}, {"l": [1]}),
+        # Drift: the live object changed behind the manifest's back; apply restores it.
+        ({"a": 3}, {"a": 3}, {"a": 1}, {"a": 3}),
+        ({"m": {"x": "f"}}, {"m": {"x": "f"}}, {"m": {"x": "b", "o": 1}}, {"m": {"x": "f"}}),
+        ({"l": [1]}, {"l": [1]}, {"l": [1, 2]}, {"l": [1]}),
+        # Fields others (or the server) set that no manifest ever had are left alone.
+        ({"a": 1}, {"a": 1}, {"a": 1, "s": {"x": 1}}, {}),
+        # Removed by the manifest, already gone live: the null is harmless.
+        ({"a": 1, "b": 2}, {"a": 1}, {"a": 1}, {"b": None}),
+        # A null in the manifest removes the field.
+        ({"a": 1}, {"a": 1, "b": None}, {"a": 1, "b": 2}, {"b": None}),
     ],
 )
-def test_apply_patch_is_the_change_since_the_last_apply(
-    last: dict | None, new: dict, patch: dict
+def test_apply_patch_is_the_three_way_merge(
+    last: dict | None, new: dict, live: dict, patch: dict
 ) -> None:
-    assert three_way_patch(last, new) == patch
+    assert three_way_patch(last, new, live) == patch
+    merged = merge_patch(live, patch)
+    for k, v in new.items():  # the manifest's fields are set ...
+        if v is not None and not isinstance(v, dict):
+            assert merged[k] == v
+    for k in set(last or {}) - set(new):  # ... the dropped ones gone ...
+        assert k not in merged
+    for k in set(live) - set(new) - set(last or {}):  # ... and the rest kept
+        assert merged[k] == live[k]
 
 
 def test_merge_patch_keeps_what_the_patch_does_not_name() -> None:
@@ -188,3 +208,41 @@ def test_merge_patch_keeps_what_the_patch_does_not_name() -> None:
         "spec": {"server": 2, "b": 3},
         "status": {"phase": "Running"},
     }
+
+
+def test_map_fields_print_with_sorted_keys_and_struct_fields_in_declared_order() -> None:
+    """Go's encoding/json: map keys sorted, struct fields in their declared order."""
+    p = core_pb2.Pod()
+    p.metadata.name = "p"
+    for k in ("zone", "app", "mid"):
+        p.metadata.labels[k] = "x"
+        p.metadata.annotations[k] = "x"
+        p.spec.node_selector[k] = "x"
+    c = p.spec.containers.add(name="app", image="nginx")
+    for res in ("memory", "cpu", "ephemeral-storage"):
+        c.resources.requests[res] = "1"
+        c.resources.limits[res] = "1"
+        p.spec.overhead[res] = "1"
+    d = output.to_dict(p)
+    expected = ["app", "mid", "zone"]
+    assert list(d["metadata"]["labels"]) == expected
+    assert list(d["metadata"]["annotations"]) == expected
+    assert list(d["spec"]["nodeSelector"]) == expected
+    resources = d["spec"]["containers"][0]["resources"]
+    assert list(resources["requests"]) == ["cpu", "ephemeral-storage", "memory"]
+    assert list(resources["limits"]) == ["cpu", "ephemeral-storage", "memory"]
+    assert list(d["spec"]["overhead"]) == ["cpu", "ephemeral-storage", "memory"]
+    assert list(d) == ["apiVersion", "kind", "metadata", "spec"]
+    assert list(d["spec"]["containers"][0]) == ["name", "image", "resources"]
+    text = output.dump_yaml(d)
+    assert text.index("cpu:") < text.index("ephemeral-storage:") < text.index("memory:")
+
+
+def test_node_capacity_and_allocatable_print_sorted() -> None:
+    n = core_pb2.Node()
+    n.metadata.name = "n"
+    for res in ("pods", "memory", "cpu"):
+        n.status.capacity[res] = "1"
+        n.status.allocatable[res] = "1"
+    status = output.to_dict(n)["status"]
+    assert list(status["capacity"]) == list(status["allocatable"]) == ["cpu", "memory", "pods"]

@@ -1,0 +1,157 @@
+"""`apply` is kubectl's three-way merge: the manifest's fields are set on the live object
+(undoing drift), fields dropped since the last apply are removed, and everything else on
+the live object stays."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from services.api import codec
+from services.api.kinds import BY_KIND
+from services.client import Client
+from tests.cli.helpers import kubera, write
+
+DEPLOY = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels:
+    app: web
+    tier: front
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: app
+        image: registry.k8s.io/pause:3.8
+        resources:
+          requests: {cpu: 100m, memory: 1024Mi}
+"""
+
+
+def _patch(server: str, name: str, patch: dict[str, Any]) -> None:
+    async def run() -> None:
+        async with Client(server) as c:
+            await c.patch(BY_KIND["Deployment"], name, json.dumps(patch), namespace="default")
+
+    asyncio.run(run())
+
+
+def _get(capsys: pytest.CaptureFixture[str], server: str) -> dict[str, Any]:
+    r = kubera(capsys, server, "get", "deployment", "web", "-o", "json")
+    assert r.rc == 0, r.err
+    return json.loads(r.out)
+
+
+def test_reapplying_restores_what_was_changed_on_the_live_object(
+    apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(tmp_path, "web.yaml", DEPLOY)
+    assert kubera(capsys, apiserver, "apply", "-f", path).out == "deployment.apps/web created\n"
+    assert kubera(capsys, apiserver, "apply", "-f", path).out == "deployment.apps/web unchanged\n"
+    _patch(
+        apiserver,
+        "web",
+        {
+            "metadata": {"labels": {"tier": "back", "owner": "ops"}},
+            "spec": {
+                "replicas": 1,
+                "minReadySeconds": 7,
+                "template": {"spec": {"containers": [{"name": "app", "image": "nginx:1"}]}},
+            },
+        },
+    )
+    drifted = _get(capsys, apiserver)
+    assert drifted["spec"]["replicas"] == 1
+
+    r = kubera(capsys, apiserver, "apply", "-f", path, "--dry-run=client")
+    assert (r.rc, r.out) == (0, "deployment.apps/web configured (dry run)\n")
+    assert _get(capsys, apiserver)["spec"]["replicas"] == 1
+
+    r = kubera(capsys, apiserver, "apply", "-f", path)
+    assert (r.rc, r.out, r.err) == (0, "deployment.apps/web configured\n", "")
+    got = _get(capsys, apiserver)
+    assert got["spec"]["replicas"] == 3
+    # Maps merge: the manifest's label is restored, a label only others set stays.
+    assert got["metadata"]["labels"] == {"app": "web", "tier": "front", "owner": "ops"}
+    # Lists are replaced whole: the manifest's container is back (with server defaults).
+    (container,) = got["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "registry.k8s.io/pause:3.8"
+    assert container["imagePullPolicy"] == "IfNotPresent"
+    # A field no manifest ever had, and the server's defaults, are left alone.
+    assert got["spec"]["minReadySeconds"] == 7
+    assert got["spec"]["revisionHistoryLimit"] == 10
+    assert got["spec"]["strategy"]["type"] == "RollingUpdate"
+
+    assert kubera(capsys, apiserver, "apply", "-f", path).out == "deployment.apps/web unchanged\n"
+
+
+def test_a_field_dropped_from_the_manifest_is_removed_even_after_drift(
+    apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(tmp_path, "web.yaml", DEPLOY)
+    assert kubera(capsys, apiserver, "apply", "-f", path).rc == 0
+    _patch(apiserver, "web", {"metadata": {"labels": {"tier": "back"}}})
+    write(tmp_path, "web.yaml", DEPLOY.replace("    tier: front\n", "").replace("3", "2"))
+    r = kubera(capsys, apiserver, "apply", "-f", path)
+    assert (r.rc, r.out) == (0, "deployment.apps/web configured\n")
+    got = _get(capsys, apiserver)
+    assert got["metadata"]["labels"] == {"app": "web"}
+    assert got["spec"]["replicas"] == 2
+    last = json.loads(
+        got["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+    )
+    assert last["spec"]["replicas"] == 2 and "tier" not in last["metadata"]["labels"]
+
+
+def test_an_object_created_without_apply_takes_the_manifest_without_losing_its_fields(
+    apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    async def create() -> None:
+        obj = codec.decode(yaml.safe_load(DEPLOY), validate="strict").obj
+        obj.metadata.namespace = "default"  # type: ignore[attr-defined]
+        obj.metadata.labels["extra"] = "kept"  # type: ignore[attr-defined]
+        obj.spec.replicas = 5  # type: ignore[attr-defined]
+        async with Client(apiserver) as c:
+            await c.create(obj)
+
+    asyncio.run(create())
+    path = write(tmp_path, "web.yaml", DEPLOY)
+    r = kubera(capsys, apiserver, "apply", "-f", path)
+    assert (r.rc, r.out) == (0, "deployment.apps/web configured\n")
+    got = _get(capsys, apiserver)
+    assert got["spec"]["replicas"] == 3
+    assert got["metadata"]["labels"] == {"app": "web", "tier": "front", "extra": "kept"}
+    assert kubera(capsys, apiserver, "apply", "-f", path).out == "deployment.apps/web unchanged\n"
+
+
+def test_the_output_of_get_applies_back_cleanly(
+    apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A manifest saved from `get -o yaml` (uid, creationTimestamp, status and all)."""
+    path = write(tmp_path, "web.yaml", DEPLOY)
+    assert kubera(capsys, apiserver, "apply", "-f", path).rc == 0
+    saved = kubera(capsys, apiserver, "get", "deployment", "web", "-o", "yaml").out
+    path = write(tmp_path, "saved.yaml", saved.replace("replicas: 3", "replicas: 4"))
+    r = kubera(capsys, apiserver, "apply", "-f", path)
+    assert (r.rc, r.out, r.err) == (0, "deployment.apps/web configured\n", "")
+    assert _get(capsys, apiserver)["spec"]["replicas"] == 4
+    got = _get(capsys, apiserver)
+    assert got["metadata"]["uid"] == yaml.safe_load(saved)["metadata"]["uid"]
+    # Its stale `generation` differs from the live one, so kubectl would send it again
+    # (and the server ignore it): "configured", but nothing else moves.
+    r = kubera(capsys, apiserver, "apply", "-f", path)
+    assert (r.rc, r.err) == (0, "")
+    assert _get(capsys, apiserver)["spec"] == got["spec"]
