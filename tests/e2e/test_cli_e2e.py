@@ -261,3 +261,40 @@ def test_sigterm_while_starting_stops_what_was_started(tmp_path: Path) -> None:
         if up.poll() is None:
             up.kill()
         procs.sweep_session(up.pid, 0)
+
+
+def test_foreground_up_runs_until_ctrl_c_then_cleans_up(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from kubera import procs
+
+    home = tmp_path / "home"
+    up = subprocess.Popen(
+        [sys.executable, "-m", "kubera.cli", "up"],
+        env={**os.environ, "KUBERA_HOME": str(home)},
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (home / "context.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling for a condition, bounded: the cluster is starting
+        ctx = json.loads((home / "context.json").read_text())
+        k = Kubera(home)
+        assert k("get", "ns").returncode == 0
+        up.send_signal(signal.SIGINT)  # Ctrl-C
+        out, err = up.communicate(timeout=60)
+        assert up.returncode == 0, err
+        assert "kubera is up" in out and "Traceback" not in err
+        assert not (home / "context.json").exists()
+        assert [
+            p for p in ctx["pids"].values() if procs.alive(p, ctx["started"].get(str(p), 0))
+        ] == []
+    finally:
+        if up.poll() is None:
+            up.kill()
+        procs.sweep_session(up.pid, 0)
