@@ -1,0 +1,1 @@
+"""kube-scheduler, rebuilt: queue, cache, framework and default plugins (asyncio, no Ray)."""

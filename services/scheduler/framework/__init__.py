@@ -1,0 +1,1 @@
+"""The scheduling framework's types and plugin protocols (upstream pkg/scheduler/framework)."""

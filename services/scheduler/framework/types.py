@@ -1,0 +1,477 @@
+"""The framework's data: resources, PodInfo, NodeInfo, QueuedPodInfo, CycleState, events.
+
+NodeInfo aggregates what the scheduler needs per node (upstream framework/types.go):
+the pods on it, pods with (anti-)affinity, requested resources (with pod overhead) and
+the non-zero requests used for scoring, and a `generation` bumped on every change so the
+cache can copy only what changed into the next snapshot.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import IntFlag
+from typing import Any
+
+from protos.kubera.v1 import core_pb2, meta_pb2
+from services.api.labels import Selector, from_label_selector
+from services.api.quantity import QuantityError, parse_quantity
+
+CPU, MEMORY, EPHEMERAL, PODS = "cpu", "memory", "ephemeral-storage", "pods"
+#: The requests the scheduler assumes for a container that sets none (for scoring only).
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+_generation = itertools.count(1)
+
+
+def next_generation() -> int:
+    """A process-wide increasing number: any NodeInfo change gets a fresh one."""
+    return next(_generation)
+
+
+def _qty_milli(value: str) -> int:
+    try:
+        return parse_quantity(value).milli_value()
+    except QuantityError:
+        return 0
+
+
+def _qty(value: str) -> int:
+    try:
+        return parse_quantity(value).int_value()
+    except QuantityError:
+        return 0
+
+
+def is_scalar_resource(name: str) -> bool:
+    """Extended resources (domain-prefixed), hugepages and attachable volumes: counted, not scored."""
+    return name not in (CPU, MEMORY, EPHEMERAL, PODS)
+
+
+@dataclass
+class Resource:
+    """Resources in the units the scheduler computes with (upstream framework.Resource)."""
+
+    milli_cpu: int = 0
+    memory: int = 0
+    ephemeral_storage: int = 0
+    allowed_pod_number: int = 0
+    scalar: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_list(cls, rl: Mapping[str, str]) -> Resource:
+        r = cls()
+        r.add_list(rl)
+        return r
+
+    def add_list(self, rl: Mapping[str, str]) -> None:
+        for name, value in rl.items():
+            if name == CPU:
+                self.milli_cpu += _qty_milli(value)
+            elif name == MEMORY:
+                self.memory += _qty(value)
+            elif name == EPHEMERAL:
+                self.ephemeral_storage += _qty(value)
+            elif name == PODS:
+                self.allowed_pod_number += _qty(value)
+            else:
+                self.scalar[name] = self.scalar.get(name, 0) + _qty(value)
+
+    def add(self, other: Resource) -> None:
+        self.milli_cpu += other.milli_cpu
+        self.memory += other.memory
+        self.ephemeral_storage += other.ephemeral_storage
+        self.allowed_pod_number += other.allowed_pod_number
+        for k, v in other.scalar.items():
+            self.scalar[k] = self.scalar.get(k, 0) + v
+
+    def sub(self, other: Resource) -> None:
+        self.milli_cpu -= other.milli_cpu
+        self.memory -= other.memory
+        self.ephemeral_storage -= other.ephemeral_storage
+        self.allowed_pod_number -= other.allowed_pod_number
+        for k, v in other.scalar.items():
+            self.scalar[k] = self.scalar.get(k, 0) - v
+
+    def set_max(self, other: Resource) -> None:
+        self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
+        self.memory = max(self.memory, other.memory)
+        self.ephemeral_storage = max(self.ephemeral_storage, other.ephemeral_storage)
+        for k, v in other.scalar.items():
+            self.scalar[k] = max(self.scalar.get(k, 0), v)
+
+    def get(self, name: str) -> int:
+        if name == CPU:
+            return self.milli_cpu
+        if name == MEMORY:
+            return self.memory
+        if name == EPHEMERAL:
+            return self.ephemeral_storage
+        if name == PODS:
+            return self.allowed_pod_number
+        return self.scalar.get(name, 0)
+
+    def clone(self) -> Resource:
+        return Resource(
+            self.milli_cpu,
+            self.memory,
+            self.ephemeral_storage,
+            self.allowed_pod_number,
+            dict(self.scalar),
+        )
+
+
+def pod_requests(pod: core_pb2.Pod) -> Resource:
+    """Effective requests: max(sum of containers, each init container) + overhead
+    (upstream resource.PodRequests; restartable init containers (sidecars) not modelled)."""
+    total = Resource()
+    for c in pod.spec.containers:
+        total.add_list(c.resources.requests)
+    for c in pod.spec.init_containers:
+        total.set_max(Resource.from_list(c.resources.requests))
+    if pod.spec.overhead:
+        total.add_list(pod.spec.overhead)
+    return total
+
+
+def pod_non_zero_requests(pod: core_pb2.Pod) -> tuple[int, int]:
+    """(milli-cpu, memory) with the 100m / 200Mi defaults for containers that set none;
+    used by scoring so BestEffort pods still spread (upstream schedutil.GetNonzeroRequests)."""
+    cpu = mem = 0
+    for c in pod.spec.containers:
+        req = c.resources.requests
+        cpu += _qty_milli(req[CPU]) if CPU in req else DEFAULT_MILLI_CPU_REQUEST
+        mem += _qty(req[MEMORY]) if MEMORY in req else DEFAULT_MEMORY_REQUEST
+    for c in pod.spec.init_containers:
+        req = c.resources.requests
+        cpu = max(cpu, _qty_milli(req[CPU]) if CPU in req else DEFAULT_MILLI_CPU_REQUEST)
+        mem = max(mem, _qty(req[MEMORY]) if MEMORY in req else DEFAULT_MEMORY_REQUEST)
+    if pod.spec.overhead:
+        cpu += _qty_milli(pod.spec.overhead.get(CPU, "0"))
+        mem += _qty(pod.spec.overhead.get(MEMORY, "0"))
+    return cpu, mem
+
+
+@dataclass(frozen=True)
+class AffinityTerm:
+    """A PodAffinityTerm made ready to match: its selector, namespaces and topology key.
+    matchLabelKeys / mismatchLabelKeys are merged into the selector from the incoming pod's
+    labels, as kube-apiserver does for pods created with them."""
+
+    selector: Selector
+    namespaces: frozenset[str]
+    namespace_selector: (
+        Selector | None
+    )  # None: only `namespaces` (and the pod's own when both empty)
+    topology_key: str
+    weight: int = 0
+
+    def matches_namespace(self, namespace: str, namespace_labels: Mapping[str, str] | None) -> bool:
+        if namespace in self.namespaces:
+            return True
+        if self.namespace_selector is not None and namespace_labels is not None:
+            return self.namespace_selector.matches(namespace_labels)
+        return False
+
+    def matches(self, pod: core_pb2.Pod, namespace_labels: Mapping[str, str] | None = None) -> bool:
+        return self.matches_namespace(
+            pod.metadata.namespace, namespace_labels
+        ) and self.selector.matches(pod.metadata.labels)
+
+
+def _selector_parts(
+    sel: meta_pb2.LabelSelector,
+) -> tuple[dict[str, str], list[tuple[str, str, list[str]]]]:
+    return dict(sel.match_labels), [
+        (e.key, e.operator, list(e.values)) for e in sel.match_expressions
+    ]
+
+
+def affinity_term(
+    pod: core_pb2.Pod, term: core_pb2.PodAffinityTerm, weight: int = 0
+) -> AffinityTerm:
+    labels, exprs = (
+        _selector_parts(term.label_selector) if term.HasField("label_selector") else ({}, [])
+    )
+    for key in term.match_label_keys:
+        if key in pod.metadata.labels:
+            exprs.append((key, "In", [pod.metadata.labels[key]]))
+    for key in term.mismatch_label_keys:
+        if key in pod.metadata.labels:
+            exprs.append((key, "NotIn", [pod.metadata.labels[key]]))
+    if term.HasField("label_selector") or exprs:
+        selector = from_label_selector(labels, exprs)
+    else:
+        selector = _NOTHING
+    ns_selector = None
+    if term.HasField("namespace_selector"):
+        nl, ne = _selector_parts(term.namespace_selector)
+        ns_selector = from_label_selector(nl, ne)
+    namespaces = frozenset(term.namespaces)
+    if not namespaces and ns_selector is None:
+        namespaces = frozenset([pod.metadata.namespace])
+    return AffinityTerm(selector, namespaces, ns_selector, term.topology_key, weight)
+
+
+class _MatchNothing(Selector):
+    def matches(self, labels: Mapping[str, str]) -> bool:  # type: ignore[override]
+        return False
+
+
+#: A term without a labelSelector matches no pods (upstream: a nil selector selects nothing).
+_NOTHING = _MatchNothing()
+
+
+class PodInfo:
+    """A pod with what the framework derives from it once (requests, parsed terms)."""
+
+    __slots__ = (
+        "pod",
+        "requests",
+        "non_zero",
+        "required_affinity",
+        "required_anti_affinity",
+        "preferred_affinity",
+        "preferred_anti_affinity",
+        "ports",
+    )
+
+    def __init__(self, pod: core_pb2.Pod) -> None:
+        self.pod = pod
+        self.requests = pod_requests(pod)
+        self.non_zero = pod_non_zero_requests(pod)
+        aff = pod.spec.affinity
+        pa, paa = aff.pod_affinity, aff.pod_anti_affinity
+        self.required_affinity = [
+            affinity_term(pod, t) for t in pa.required_during_scheduling_ignored_during_execution
+        ]
+        self.required_anti_affinity = [
+            affinity_term(pod, t) for t in paa.required_during_scheduling_ignored_during_execution
+        ]
+        self.preferred_affinity = [
+            affinity_term(pod, w.pod_affinity_term, w.weight)
+            for w in pa.preferred_during_scheduling_ignored_during_execution
+        ]
+        self.preferred_anti_affinity = [
+            affinity_term(pod, w.pod_affinity_term, w.weight)
+            for w in paa.preferred_during_scheduling_ignored_during_execution
+        ]
+        self.ports = [
+            (p.host_ip or "0.0.0.0", p.protocol or "TCP", p.host_port)
+            for c in (*pod.spec.init_containers, *pod.spec.containers)
+            for p in c.ports
+            if p.host_port > 0
+        ]
+
+    @property
+    def key(self) -> str:
+        return f"{self.pod.metadata.namespace}/{self.pod.metadata.name}"
+
+    @property
+    def uid(self) -> str:
+        return self.pod.metadata.uid
+
+    def has_affinity(self) -> bool:
+        return bool(
+            self.required_affinity
+            or self.required_anti_affinity
+            or self.preferred_affinity
+            or self.preferred_anti_affinity
+        )
+
+
+def pod_key(pod: core_pb2.Pod) -> str:
+    return f"{pod.metadata.namespace}/{pod.metadata.name}"
+
+
+class NodeInfo:
+    """Everything about one node the scheduler uses; `generation` changes on every change."""
+
+    def __init__(self, node: core_pb2.Node | None = None) -> None:
+        self.node: core_pb2.Node | None = None
+        self.pods: list[PodInfo] = []
+        self.pods_with_affinity: list[PodInfo] = []
+        self.pods_with_required_anti_affinity: list[PodInfo] = []
+        self.used_ports: set[tuple[str, str, int]] = set()
+        self.requested = Resource()
+        self.non_zero_requested = Resource()
+        self.allocatable = Resource()
+        self.generation = next_generation()
+        if node is not None:
+            self.set_node(node)
+
+    @property
+    def name(self) -> str:
+        return self.node.metadata.name if self.node is not None else ""
+
+    def set_node(self, node: core_pb2.Node) -> None:
+        self.node = node
+        self.allocatable = Resource.from_list(node.status.allocatable)
+        self.generation = next_generation()
+
+    def remove_node(self) -> None:
+        self.node = None
+        self.generation = next_generation()
+
+    def add_pod(self, pi: PodInfo) -> None:
+        self.pods.append(pi)
+        if pi.has_affinity():
+            self.pods_with_affinity.append(pi)
+        if pi.required_anti_affinity:
+            self.pods_with_required_anti_affinity.append(pi)
+        self.requested.add(pi.requests)
+        self.non_zero_requested.milli_cpu += pi.non_zero[0]
+        self.non_zero_requested.memory += pi.non_zero[1]
+        self.used_ports.update(pi.ports)
+        self.generation = next_generation()
+
+    def remove_pod(self, pod: core_pb2.Pod) -> bool:
+        uid = pod.metadata.uid
+        for i, pi in enumerate(self.pods):
+            if pi.uid == uid:
+                del self.pods[i]
+                self.pods_with_affinity = [p for p in self.pods_with_affinity if p.uid != uid]
+                self.pods_with_required_anti_affinity = [
+                    p for p in self.pods_with_required_anti_affinity if p.uid != uid
+                ]
+                self.requested.sub(pi.requests)
+                self.non_zero_requested.milli_cpu -= pi.non_zero[0]
+                self.non_zero_requested.memory -= pi.non_zero[1]
+                self.used_ports = {p for q in self.pods for p in q.ports}
+                self.generation = next_generation()
+                return True
+        return False
+
+    def clone(self) -> NodeInfo:
+        """A copy for a snapshot: lists are copied, PodInfos and the Node are shared (immutable)."""
+        c = NodeInfo.__new__(NodeInfo)
+        c.node = self.node
+        c.pods = list(self.pods)
+        c.pods_with_affinity = list(self.pods_with_affinity)
+        c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
+        c.used_ports = set(self.used_ports)
+        c.requested = self.requested.clone()
+        c.non_zero_requested = self.non_zero_requested.clone()
+        c.allocatable = self.allocatable.clone()
+        c.generation = self.generation
+        return c
+
+
+class CycleState:
+    """Per-attempt scratch data keyed by plugin name (PreFilter writes, Filter reads)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def read(self, key: str) -> Any:
+        """Raises KeyError (an Error status for the caller) when PreFilter did not run."""
+        return self._data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def clone(self) -> CycleState:
+        c = CycleState()
+        c._data = {
+            k: (v.clone() if hasattr(v, "clone") else copy.copy(v)) for k, v in self._data.items()
+        }
+        c.skip_filter_plugins = set(self.skip_filter_plugins)
+        c.skip_score_plugins = set(self.skip_score_plugins)
+        return c
+
+
+@dataclass
+class QueuedPodInfo:
+    """A pod in the scheduling queue, with its attempt history."""
+
+    pod_info: PodInfo
+    #: When it last entered the queue (for QueueSort's "earlier first").
+    timestamp: float
+    attempts: int = 0
+    initial_attempt_timestamp: float | None = None
+    #: Plugins that rejected it in its last attempt: only their events can help it.
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    #: The PreEnqueue plugin keeping it out of activeQ, when gated.
+    gating_plugin: str = ""
+
+    @property
+    def pod(self) -> core_pb2.Pod:
+        return self.pod_info.pod
+
+    @property
+    def key(self) -> str:
+        return self.pod_info.key
+
+
+class ActionType(IntFlag):
+    """What happened to a resource (upstream framework.ActionType)."""
+
+    ADD = 1
+    DELETE = 2
+    UPDATE_NODE_ALLOCATABLE = 4
+    UPDATE_NODE_LABEL = 8
+    UPDATE_NODE_TAINT = 16
+    UPDATE_NODE_CONDITION = 32
+    UPDATE_NODE_ANNOTATION = 64
+    UPDATE_POD_LABEL = 128
+    UPDATE_POD_SCALE_DOWN = 256
+    UPDATE_POD_TOLERATIONS = 512
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 2048
+    UPDATE = (
+        UPDATE_NODE_ALLOCATABLE
+        | UPDATE_NODE_LABEL
+        | UPDATE_NODE_TAINT
+        | UPDATE_NODE_CONDITION
+        | UPDATE_NODE_ANNOTATION
+        | UPDATE_POD_LABEL
+        | UPDATE_POD_SCALE_DOWN
+        | UPDATE_POD_TOLERATIONS
+        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
+    )
+    ALL = ADD | DELETE | UPDATE
+
+
+@dataclass(frozen=True)
+class ClusterEvent:
+    """A change the queue reacts to: resource ("Pod", "AssignedPod", "Node", ...) + action."""
+
+    resource: str
+    action: ActionType
+    label: str = ""
+
+    def matches(self, other: ClusterEvent) -> bool:
+        """Whether `other` (what happened) is covered by self (what a plugin registered)."""
+        return (self.resource in ("*", other.resource)) and bool(self.action & other.action)
+
+    def __str__(self) -> str:
+        return self.label or f"{self.resource}{self.action.name}"
+
+
+class QueueingHint(IntFlag):
+    SKIP = 0
+    QUEUE = 1
+
+
+#: hint(pod, old_obj, new_obj) -> QueueingHint: may this event make `pod` schedulable?
+QueueingHintFn = Callable[[core_pb2.Pod, Any, Any], QueueingHint]
+
+
+@dataclass(frozen=True)
+class ClusterEventWithHint:
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None  # None: always queue
+
+
+def node_infos_by_name(infos: Iterable[NodeInfo]) -> dict[str, NodeInfo]:
+    return {ni.name: ni for ni in infos}
