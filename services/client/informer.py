@@ -1,0 +1,145 @@
+"""Informers: list + watch one resource into a local store, calling handlers on change,
+and relisting when the watch says "gone" (client-go's reflector + indexer, in asyncio).
+
+    list ──► replace store (diff → add/update/delete handlers) ──► watch from list's rv
+      ▲                                                                 │
+      └──────── GoneError (rv too old) / stream broken ◄───────────────┘
+
+Handlers run synchronously in the informer's task, in event order; they must not block.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from google.protobuf.message import Message
+
+from services.api.errors import ApiError, GoneError
+from services.api.kinds import Kind
+from services.client import Client
+from services.clock import Clock, RealClock
+
+log = logging.getLogger(__name__)
+
+
+def object_key(obj: Message) -> str:
+    meta = obj.metadata  # type: ignore[attr-defined]
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+@dataclass
+class Handlers:
+    on_add: Callable[[Message], None] | None = None
+    on_update: Callable[[Message, Message], None] | None = None
+    on_delete: Callable[[Message], None] | None = None
+
+
+@dataclass
+class Informer:
+    client: Client
+    kind: Kind
+    namespace: str = ""
+    label_selector: str = ""
+    field_selector: str = ""
+    clock: Clock = field(default_factory=RealClock)
+    handlers: list[Handlers] = field(default_factory=list)
+    store: dict[str, Message] = field(default_factory=dict)
+    #: The resourceVersion the store is complete up to.
+    resource_version: str = ""
+    relists: int = 0
+
+    def __post_init__(self) -> None:
+        self.synced = asyncio.Event()
+
+    def add_handlers(self, handlers: Handlers) -> None:
+        self.handlers.append(handlers)
+
+    def _fire_add(self, obj: Message) -> None:
+        for h in self.handlers:
+            if h.on_add:
+                h.on_add(obj)
+
+    def _fire_update(self, old: Message, new: Message) -> None:
+        for h in self.handlers:
+            if h.on_update:
+                h.on_update(old, new)
+
+    def _fire_delete(self, obj: Message) -> None:
+        for h in self.handlers:
+            if h.on_delete:
+                h.on_delete(obj)
+
+    async def _list(self) -> None:
+        items, rv = await self.client.list(
+            self.kind,
+            namespace=self.namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+        )
+        fresh = {object_key(o): o for o in items}
+        old = self.store
+        self.store = fresh
+        self.resource_version = rv
+        for key, obj in fresh.items():
+            prev = old.get(key)
+            if prev is None:
+                self._fire_add(obj)
+            elif prev.metadata.resource_version != obj.metadata.resource_version:  # type: ignore[attr-defined]
+                self._fire_update(prev, obj)
+        for key, obj in old.items():
+            if key not in fresh:
+                self._fire_delete(obj)
+
+    def _apply(self, type_: str, obj: Message) -> None:
+        key = object_key(obj)
+        if type_ == "BOOKMARK":
+            pass
+        elif type_ == "DELETED":
+            prev = self.store.pop(key, None)
+            self._fire_delete(prev if prev is not None else obj)
+        else:
+            prev = self.store.get(key)
+            self.store[key] = obj
+            if prev is None:
+                self._fire_add(obj)
+            else:
+                self._fire_update(prev, obj)
+        self.resource_version = obj.metadata.resource_version or self.resource_version  # type: ignore[attr-defined]
+
+    async def run(self) -> None:
+        """List, watch, relist on "gone"; runs until cancelled. Run again after a cancel,
+        it resumes watching from where its store is (relisting only if that is gone)."""
+        delay = 0.05
+        need_list = not self.resource_version
+        while True:
+            try:
+                if need_list:
+                    await self._list()
+                    self.synced.set()
+                    need_list = False
+                async for ev in self.client.watch(
+                    self.kind,
+                    namespace=self.namespace,
+                    label_selector=self.label_selector,
+                    field_selector=self.field_selector,
+                    resource_version=self.resource_version,
+                    allow_bookmarks=True,
+                ):
+                    self._apply(ev.type, ev.object)
+                    delay = 0.05
+            except GoneError:
+                log.info(
+                    "informer %s: resourceVersion %s gone; relisting",
+                    self.kind.resource,
+                    self.resource_version,
+                )
+                self.relists += 1
+                need_list = True
+            except ApiError as e:
+                log.warning("informer %s: %s; retrying in %.2fs", self.kind.resource, e, delay)
+                await self.clock.sleep(delay)
+                delay = min(delay * 2, 5.0)
+            # a watch that simply ended is resumed from the last resourceVersion

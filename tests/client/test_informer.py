@@ -1,0 +1,112 @@
+"""Informers over the real gRPC apiserver (in-memory storage): events, and relist on gone."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+
+from services.api.kinds import BY_KIND
+from services.apiserver.registry import ApiServer
+from services.apiserver.server import serve
+from services.client import Client
+from services.client.informer import Handlers, Informer
+from services.storage.memory import MemoryStorage
+from tests.apiserver.conftest import pod
+
+PODS = BY_KIND["Pod"]
+
+
+@pytest.fixture
+async def setup() -> AsyncIterator[tuple[ApiServer, Client]]:
+    api = ApiServer(MemoryStorage(), watch_cache_capacity=10, bookmark_interval=0.1)
+    await api.start()
+    server, port = await serve(api)
+    client = Client(f"127.0.0.1:{port}", timeout=10)
+    try:
+        yield api, client
+    finally:
+        await client.close()
+        await server.stop(0.2)
+        await api.stop()
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.changed = asyncio.Event()
+
+    def handlers(self) -> Handlers:
+        def add(o) -> None:
+            self.events.append(("add", o.metadata.name))
+            self.changed.set()
+
+        def update(old, new) -> None:
+            self.events.append(("update", new.metadata.name))
+            self.changed.set()
+
+        def delete(o) -> None:
+            self.events.append(("delete", o.metadata.name))
+            self.changed.set()
+
+        return Handlers(add, update, delete)
+
+    async def wait_for(self, pred, timeout: float = 10.0) -> None:
+        async def loop() -> None:
+            while not pred(self.events):
+                self.changed.clear()
+                await self.changed.wait()
+
+        await asyncio.wait_for(loop(), timeout)
+
+
+async def test_informer_lists_then_follows_changes(setup) -> None:
+    api, client = setup
+    await api.create(pod("a"))
+    rec = Recorder()
+    inf = Informer(client, PODS)
+    inf.add_handlers(rec.handlers())
+    task = asyncio.create_task(inf.run())
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 10)
+        assert rec.events == [("add", "a")]
+        await api.create(pod("b"))
+        await api.patch(PODS, "default", "a", '{"metadata": {"labels": {"x": "y"}}}')
+        await api.delete(PODS, "default", "b")
+        await rec.wait_for(lambda ev: ("delete", "b") in ev)
+        assert rec.events == [("add", "a"), ("add", "b"), ("update", "a"), ("delete", "b")]
+        assert set(inf.store) == {"default/a"}
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_informer_relists_when_its_version_is_gone(setup) -> None:
+    api, client = setup
+    await api.create(pod("keep"))
+    await api.create(pod("goes"))
+    rec = Recorder()
+    inf = Informer(client, PODS)
+    inf.add_handlers(rec.handlers())
+    task = asyncio.create_task(inf.run())
+    await asyncio.wait_for(inf.synced.wait(), 10)
+    task.cancel()  # the informer is away while the window moves on
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    await api.delete(PODS, "default", "goes")
+    for i in range(15):  # more than the 10-event window
+        await api.create(pod(f"n{i}"))
+    _, now = await api.list(PODS)
+    assert await api.caches["pods"].wait_revision(now, 10)
+    task = asyncio.create_task(inf.run())
+    try:
+        await rec.wait_for(lambda ev: ("delete", "goes") in ev and ("add", "n14") in ev)
+        assert inf.relists == 1
+        assert set(inf.store) == {"default/keep", *(f"default/n{i}" for i in range(15))}
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
