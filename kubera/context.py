@@ -39,6 +39,8 @@ class Context:
     dirs: list[str] = field(default_factory=list)
     ray_address: str = ""
     started_at: float = 0.0
+    #: The scheduler's own gRPC API (traces for `kubera explain`).
+    scheduler: str = ""
 
     def save(self) -> None:
         p = context_path()

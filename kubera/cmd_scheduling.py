@@ -1,0 +1,205 @@
+"""Scheduling verbs: `cordon`, `uncordon`, `taint` (kubectl's syntax) and `explain pod`,
+which prints the scheduler's decision traces for a pod."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from datetime import UTC, datetime
+
+import grpc
+
+from kubera.context import apiserver_address, load_context
+from kubera.errors import CliError
+from protos.kubera.v1 import core_pb2
+from protos.kubera.v1 import scheduler_pb2 as spb
+from protos.kubera.v1 import scheduler_pb2_grpc as spb_grpc
+from services.api.errors import ApiError, ConflictError
+from services.api.kinds import BY_KIND
+from services.client import Client
+
+NODES = BY_KIND["Node"]
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    for verb, flag in (("cordon", True), ("uncordon", False)):
+        p = sub.add_parser(
+            verb, help="mark a node unschedulable" if flag else "mark a node schedulable"
+        )
+        p.add_argument("node")
+        p.set_defaults(func=cmd_cordon, unschedulable=flag)
+    t = sub.add_parser(
+        "taint", help="add or remove node taints: key=value:Effect, key:Effect, key-, key:Effect-"
+    )
+    t.add_argument("args", nargs="+", metavar="[nodes] NODE TAINT")
+    t.add_argument(
+        "--overwrite", action="store_true", help="replace a taint with the same key and effect"
+    )
+    t.set_defaults(func=cmd_taint)
+    e = sub.add_parser(
+        "explain", help="why a pod is where it is, or still pending (scheduler traces)"
+    )
+    e.add_argument("kind", choices=["pod", "pods", "po"])
+    e.add_argument("name")
+    e.add_argument("-n", "--namespace", default="default")
+    e.set_defaults(func=cmd_explain)
+
+
+def _fail(e: ApiError) -> CliError:
+    return CliError(f"Error from server ({e.reason}): {e.message}")
+
+
+async def _update_node(address: str, name: str, change) -> str:
+    """Read-modify-write a node with optimistic concurrency; `change(node)` returns a word."""
+    async with Client(address) as c:
+        for _ in range(10):
+            node = await c.get(NODES, name)
+            word = change(node)
+            if word is None:
+                return "unchanged"
+            try:
+                await c.update(node)
+                return word
+            except ConflictError:
+                continue
+    raise CliError(f'node "{name}" kept changing; try again')
+
+
+def cmd_cordon(args: argparse.Namespace) -> int:
+    def change(node) -> str | None:
+        if node.spec.unschedulable == args.unschedulable:
+            return None
+        node.spec.unschedulable = args.unschedulable
+        return "cordoned" if args.unschedulable else "uncordoned"
+
+    try:
+        word = asyncio.run(_update_node(apiserver_address(args.server), args.node, change))
+    except ApiError as e:
+        raise _fail(e) from None
+    if word == "unchanged":
+        word = "already cordoned" if args.unschedulable else "already uncordoned"
+    print(f"node/{args.node} {word}")
+    return 0
+
+
+def parse_taint(spec: str) -> tuple[str, str, str, bool]:
+    """(key, value, effect, remove) from kubectl's forms; effect may be "" only for removal."""
+    remove = spec.endswith("-")
+    body = spec[:-1] if remove else spec
+    key_value, _, effect = body.partition(":")
+    key, _, value = key_value.partition("=")
+    if not key:
+        raise CliError(f'invalid taint spec: "{spec}": the key is empty')
+    if remove:
+        if effect and effect not in EFFECTS:
+            raise CliError(
+                f"invalid taint effect: {effect}, unsupported taint effect (supported: {', '.join(EFFECTS)})"
+            )
+        return key, value, effect, True
+    if not effect:
+        raise CliError(
+            f'invalid taint spec: "{spec}": expected key[=value]:Effect, e.g. dedicated=accel:NoSchedule'
+        )
+    if effect not in EFFECTS:
+        raise CliError(
+            f"invalid taint effect: {effect}, unsupported taint effect (supported: {', '.join(EFFECTS)})"
+        )
+    return key, value, effect, False
+
+
+def cmd_taint(args: argparse.Namespace) -> int:
+    rest = list(args.args)
+    if rest and rest[0] in ("node", "nodes", "no"):
+        rest = rest[1:]
+    if len(rest) < 2:
+        raise CliError(
+            "taint: expected NODE and at least one taint, e.g. `kubera taint node-a dedicated=accel:NoSchedule`"
+        )
+    name, specs = rest[0], [parse_taint(s) for s in rest[1:]]
+
+    def change(node) -> str | None:
+        taints = list(node.spec.taints)
+        removed = added = False
+        for key, value, effect, remove in specs:
+            if remove:
+                keep = [
+                    t for t in taints if not (t.key == key and (not effect or t.effect == effect))
+                ]
+                if len(keep) == len(taints):
+                    raise CliError(f'taint "{key}{":" + effect if effect else ""}" not found')
+                taints, removed = keep, True
+                continue
+            same = [t for t in taints if t.key == key and t.effect == effect]
+            if same and not args.overwrite:
+                raise CliError(
+                    f"node {name} already has {key} taint(s) with same effect(s) and --overwrite is false"
+                )
+            taints = [t for t in taints if not (t.key == key and t.effect == effect)]
+            taints.append(core_pb2.Taint(key=key, value=value, effect=effect))
+            added = True
+        del node.spec.taints[:]
+        node.spec.taints.extend(taints)
+        return "tainted" if added else ("untainted" if removed else None)
+
+    try:
+        word = asyncio.run(_update_node(apiserver_address(args.server), name, change))
+    except ApiError as e:
+        raise _fail(e) from None
+    print(f"node/{name} {'modified' if word == 'unchanged' else word}")
+    return 0
+
+
+def _ts(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def render_attempts(key: str, attempts: list[spb.TraceAttempt]) -> str:
+    if not attempts:
+        return f"No scheduling attempts recorded for pod {key} (not tried yet, bound by nodeName, or the scheduler restarted)."
+    out = [f"Pod {key}: {len(attempts)} attempt(s), latest last"]
+    for i, a in enumerate(attempts, 1):
+        head = f"#{i} {_ts(a.time)}  profile {a.profile}  cycle {a.cycle}  {a.result}"
+        if a.node:
+            head += f" → {a.node}"
+        out.append(f"{head}  ({a.duration_seconds * 1000:.1f} ms)")
+        if a.message:
+            out.append(f"   {a.message}")
+        out.append(
+            f"   nodes: {a.nodes_total} in cluster, {a.nodes_evaluated} evaluated, {a.nodes_feasible} feasible"
+        )
+        if a.rejections:
+            out.append("   rejected by:")
+            width = max(len(r.plugin) for r in a.rejections)
+            for r in a.rejections:
+                sample = ", ".join(r.nodes[:5]) + (" …" if r.count > 5 else "")
+                out.append(f"     {r.plugin:<{width}}  {r.count:>5} × {r.reason}  [{sample}]")
+        if a.top_scores:
+            out.append("   top scores:")
+            for s in a.top_scores:
+                parts = ", ".join(f"{p} {v}" for p, v in sorted(s.by_plugin.items()))
+                out.append(f"     {s.node}: {s.total}  ({parts})")
+    return "\n".join(out)
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    ctx = load_context()
+    if not ctx.scheduler:
+        raise CliError(
+            "this cluster has no scheduler API in its context (started by an older kubera?)"
+        )
+
+    async def run() -> list[spb.TraceAttempt]:
+        async with grpc.aio.insecure_channel(ctx.scheduler) as ch:
+            stub = spb_grpc.SchedulerStub(ch)
+            resp = await stub.Explain(
+                spb.ExplainRequest(namespace=args.namespace, name=args.name), timeout=10
+            )
+            return list(resp.attempts)
+
+    try:
+        attempts = asyncio.run(run())
+    except grpc.aio.AioRpcError as e:
+        raise CliError(f"scheduler at {ctx.scheduler}: {e.details()}") from None
+    print(render_attempts(f"{args.namespace}/{args.name}", attempts))
+    return 0

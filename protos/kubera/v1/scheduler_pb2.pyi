@@ -1,0 +1,105 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ExplainRequest(_message.Message):
+    __slots__ = ("namespace", "name")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class TraceRejection(_message.Message):
+    __slots__ = ("plugin", "reason", "count", "nodes")
+    PLUGIN_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    plugin: str
+    reason: str
+    count: int
+    nodes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, plugin: _Optional[str] = ..., reason: _Optional[str] = ..., count: _Optional[int] = ..., nodes: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TraceScore(_message.Message):
+    __slots__ = ("node", "total", "by_plugin")
+    class ByPluginEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    BY_PLUGIN_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    total: int
+    by_plugin: _containers.ScalarMap[str, int]
+    def __init__(self, node: _Optional[str] = ..., total: _Optional[int] = ..., by_plugin: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class TraceAttempt(_message.Message):
+    __slots__ = ("pod", "uid", "profile", "cycle", "time", "result", "node", "message", "nodes_total", "nodes_evaluated", "nodes_feasible", "rejections", "top_scores", "duration_seconds")
+    POD_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
+    CYCLE_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    NODES_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    NODES_EVALUATED_FIELD_NUMBER: _ClassVar[int]
+    NODES_FEASIBLE_FIELD_NUMBER: _ClassVar[int]
+    REJECTIONS_FIELD_NUMBER: _ClassVar[int]
+    TOP_SCORES_FIELD_NUMBER: _ClassVar[int]
+    DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    pod: str
+    uid: str
+    profile: str
+    cycle: int
+    time: float
+    result: str
+    node: str
+    message: str
+    nodes_total: int
+    nodes_evaluated: int
+    nodes_feasible: int
+    rejections: _containers.RepeatedCompositeFieldContainer[TraceRejection]
+    top_scores: _containers.RepeatedCompositeFieldContainer[TraceScore]
+    duration_seconds: float
+    def __init__(self, pod: _Optional[str] = ..., uid: _Optional[str] = ..., profile: _Optional[str] = ..., cycle: _Optional[int] = ..., time: _Optional[float] = ..., result: _Optional[str] = ..., node: _Optional[str] = ..., message: _Optional[str] = ..., nodes_total: _Optional[int] = ..., nodes_evaluated: _Optional[int] = ..., nodes_feasible: _Optional[int] = ..., rejections: _Optional[_Iterable[_Union[TraceRejection, _Mapping]]] = ..., top_scores: _Optional[_Iterable[_Union[TraceScore, _Mapping]]] = ..., duration_seconds: _Optional[float] = ...) -> None: ...
+
+class ExplainResponse(_message.Message):
+    __slots__ = ("attempts",)
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    attempts: _containers.RepeatedCompositeFieldContainer[TraceAttempt]
+    def __init__(self, attempts: _Optional[_Iterable[_Union[TraceAttempt, _Mapping]]] = ...) -> None: ...
+
+class SchedulerHealthRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SchedulerHealthResponse(_message.Message):
+    __slots__ = ("leading", "identity", "scheduled", "pending")
+    class PendingEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    LEADING_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    leading: bool
+    identity: str
+    scheduled: int
+    pending: _containers.ScalarMap[str, int]
+    def __init__(self, leading: _Optional[bool] = ..., identity: _Optional[str] = ..., scheduled: _Optional[int] = ..., pending: _Optional[_Mapping[str, int]] = ...) -> None: ...

@@ -1,0 +1,76 @@
+"""The scheduler's gRPC edge: decision traces (`kubera explain`) and health."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from protos.kubera.v1 import scheduler_pb2 as pb
+from protos.kubera.v1 import scheduler_pb2_grpc as pb_grpc
+from services.scheduler.trace import Attempt
+
+
+def attempt_to_proto(a: Attempt) -> pb.TraceAttempt:
+    return pb.TraceAttempt(
+        pod=a.pod,
+        uid=a.uid,
+        profile=a.profile,
+        cycle=a.cycle,
+        time=a.time,
+        result=a.result,
+        node=a.node,
+        message=a.message,
+        nodes_total=a.nodes_total,
+        nodes_evaluated=a.nodes_evaluated,
+        nodes_feasible=a.nodes_feasible,
+        rejections=[
+            pb.TraceRejection(plugin=r.plugin, reason=r.reason, count=r.count, nodes=r.nodes)
+            for r in a.rejections
+        ],
+        top_scores=[
+            pb.TraceScore(node=s.node, total=s.total, by_plugin=s.by_plugin) for s in a.top_scores
+        ],
+        duration_seconds=a.duration_s,
+    )
+
+
+class SchedulerServicer(pb_grpc.SchedulerServicer):
+    def __init__(self, host: Any) -> None:
+        #: Anything with `.scheduler` (a Scheduler or None) and `.leading` (bool).
+        self.host = host
+
+    async def Explain(
+        self, request: pb.ExplainRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ExplainResponse:
+        sched = self.host.scheduler
+        if sched is None:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "the scheduler is not running")
+        key = f"{request.namespace or 'default'}/{request.name}"
+        return pb.ExplainResponse(attempts=[attempt_to_proto(a) for a in sched.traces.get(key)])
+
+    async def Health(
+        self, request: pb.SchedulerHealthRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SchedulerHealthResponse:
+        sched = self.host.scheduler
+        if sched is None:
+            return pb.SchedulerHealthResponse(leading=False)
+        pending = {q: len(pods) for q, pods in sched.queue.pending_pods().items()}
+        return pb.SchedulerHealthResponse(
+            leading=self.host.leading,
+            identity=sched.identity,
+            scheduled=sched.scheduled,
+            pending=pending,
+        )
+
+
+async def serve(
+    host: Any, address: str = "127.0.0.1", port: int = 0
+) -> tuple[grpc.aio.Server, int]:
+    server = grpc.aio.server()
+    pb_grpc.add_SchedulerServicer_to_server(SchedulerServicer(host), server)
+    bound = server.add_insecure_port(f"{address}:{port}")
+    if bound == 0:
+        raise OSError(f"could not bind the scheduler's API to {address}:{port}")
+    await server.start()
+    return server, bound
