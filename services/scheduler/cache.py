@@ -1,0 +1,665 @@
+"""The scheduler cache: what is placed where, including what the scheduler has only assumed.
+
+The informers tell the scheduler what the apiserver has stored; the scheduler itself knows
+more: a pod it has just placed holds that node's resources from the moment it is assumed,
+long before the Bind round-trip and the watch event confirm it. Without that, the next pod
+would be placed against stale numbers and nodes would be overcommitted. This module keeps
+both in one place (upstream pkg/scheduler/backend/cache):
+
+- `NodeTree`: node names grouped by zone, listed one zone at a time (zone round-robin), so
+  that a scan of the first N feasible nodes spreads over zones.
+- `Cache`: per-node aggregates (`NodeInfo`) with the pod state machine drawn on the class,
+  kept in a most-recently-updated list so a snapshot copies only what changed.
+- `Snapshot`: the read-only view one scheduling cycle works on, with per-node resource
+  arrays for vectorised Filter/Score.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from protos.kubera.v1 import core_pb2
+from services.clock import Clock, RealClock
+from services.scheduler.framework.types import NodeInfo, PodInfo
+
+if TYPE_CHECKING:
+    from services.scheduler.framework import interface
+
+LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
+LABEL_TOPOLOGY_REGION = "topology.kubernetes.io/region"
+LABEL_FAILURE_DOMAIN_BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+LABEL_FAILURE_DOMAIN_BETA_REGION = "failure-domain.beta.kubernetes.io/region"
+
+#: Assumed pods never expire by default: upstream set durationToExpireAssumedPod to 0
+#: (kubernetes#106361: an expiry racing a slow watch event dropped pods that were bound).
+DEFAULT_ASSUMED_POD_TTL = 0.0
+
+#: Column order of `Snapshot.alloc` / `Snapshot.requested`.
+RESOURCE_COLUMNS = ("milli_cpu", "memory", "ephemeral_storage", "pods")
+COL_CPU, COL_MEMORY, COL_EPHEMERAL, COL_PODS = range(4)
+
+Int64Array = npt.NDArray[np.int64]
+#: Spelled once here: inside Snapshot, `list` names the method.
+NodeInfoList = list[NodeInfo]
+
+
+class CacheError(Exception):
+    """The cache was asked something inconsistent with what it holds: a bug in the caller or
+    a missed/duplicated informer event. Callers log it; the cache stays as it was."""
+
+
+def zone_key(node: core_pb2.Node) -> str:
+    """region + ":\\x00:" + zone, or "" when the node has neither (upstream GetZoneKey).
+    The NUL keeps "a:b" + "c" apart from "a" + "b:c"."""
+    labels = node.metadata.labels
+    zone = labels.get(LABEL_TOPOLOGY_ZONE, labels.get(LABEL_FAILURE_DOMAIN_BETA_ZONE, ""))
+    region = labels.get(LABEL_TOPOLOGY_REGION, labels.get(LABEL_FAILURE_DOMAIN_BETA_REGION, ""))
+    if not region and not zone:
+        return ""
+    return f"{region}:\x00:{zone}"
+
+
+def _pod_of(pod: core_pb2.Pod | PodInfo) -> core_pb2.Pod:
+    return pod.pod if isinstance(pod, PodInfo) else pod
+
+
+def _cache_key(pod: core_pb2.Pod) -> str:
+    """The UID, as upstream's GetPodKey; namespace/name only for UID-less test objects."""
+    return pod.metadata.uid or f"{pod.metadata.namespace}/{pod.metadata.name}"
+
+
+class NodeTree:
+    """Node names by zone, listed round-robin over zones (upstream node_tree.go).
+
+    Invariants: every name is in exactly one zone list; `zones` holds exactly the zones with
+    at least one node, in the order they were (re)first seen; `num_nodes` is the total.
+    `version` changes whenever `list()` would change, so a snapshot knows when to reorder.
+    """
+
+    def __init__(self, nodes: Iterable[core_pb2.Node] = ()) -> None:
+        self._tree: dict[str, list[str]] = {}
+        self._zones: list[str] = []
+        self._zone_of: dict[str, str] = {}
+        self.num_nodes = 0
+        self.version = 0
+        for n in nodes:
+            self.add_node(n)
+
+    def __len__(self) -> int:
+        return self.num_nodes
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._zone_of
+
+    @property
+    def zones(self) -> list[str]:
+        return list(self._zones)
+
+    def add_node(self, node: core_pb2.Node) -> None:
+        name = node.metadata.name
+        if name in self._zone_of:
+            return  # already present (upstream logs and ignores)
+        zone = zone_key(node)
+        names = self._tree.get(zone)
+        if names is None:
+            self._zones.append(zone)
+            self._tree[zone] = [name]
+        else:
+            names.append(name)
+        self._zone_of[name] = zone
+        self.num_nodes += 1
+        self.version += 1
+
+    def remove_node(self, node: core_pb2.Node) -> bool:
+        """False when the node was not in the tree."""
+        name = node.metadata.name
+        zone = self._zone_of.pop(name, None)
+        if zone is None:
+            return False
+        names = self._tree[zone]
+        names.remove(name)
+        if not names:
+            del self._tree[zone]
+            self._zones.remove(zone)
+        self.num_nodes -= 1
+        self.version += 1
+        return True
+
+    def update_node(self, old: core_pb2.Node | None, new: core_pb2.Node) -> None:
+        """Move the node if its zone changed. The zone it is filed under is the tree's own
+        record, not `old`'s labels, so a stale `old` cannot leave the node in two zones."""
+        name = new.metadata.name
+        current = self._zone_of.get(name)
+        if current is None:
+            self.add_node(new)
+            return
+        if current == zone_key(new):
+            return
+        self.remove_node(new)
+        self.add_node(new)
+
+    def list(self) -> list[str]:
+        """One node per zone in turn: zone lists a1 a2 a3 | b1 | c1 c2 → a1 b1 c1 a2 c2 a3."""
+        lists = [self._tree[z] for z in self._zones]
+        if len(lists) == 1:
+            return list(lists[0])
+        out: list[str] = []
+        depth = max((len(names) for names in lists), default=0)
+        for i in range(depth):
+            for names in lists:
+                if i < len(names):
+                    out.append(names[i])
+        return out
+
+
+class _Item:
+    """A NodeInfo in the cache's most-recently-updated list."""
+
+    __slots__ = ("info", "prev", "next")
+
+    def __init__(self, info: NodeInfo) -> None:
+        self.info = info
+        self.prev: _Item | None = None
+        self.next: _Item | None = None
+
+
+@dataclass
+class _PodState:
+    pod_info: PodInfo
+    #: Monotonic deadline after which an assumed pod expires; None: never.
+    deadline: float | None = None
+    binding_finished: bool = False
+
+    @property
+    def node_name(self) -> str:
+        return self.pod_info.pod.spec.node_name
+
+
+def _assign(dst: NodeInfo, src: NodeInfo) -> None:
+    """Overwrite dst's state with src's, keeping dst's identity (upstream `*existing = *clone`):
+    the snapshot's list and affinity lists hold dst and stay valid."""
+    slots = getattr(type(src), "__slots__", None)
+    if slots is None:
+        vars(dst).update(vars(src))
+    else:
+        for name in slots:
+            setattr(dst, name, getattr(src, name))
+
+
+class Snapshot:
+    """The cluster as one scheduling cycle sees it (implements framework.interface.Snapshot).
+
+    Filled by `Cache.update_snapshot` at the start of each cycle and read-only otherwise:
+    the returned lists and arrays are the snapshot's own, callers must not modify them.
+    `alloc`, `requested` and `non_zero` have one row per node in `list()` order.
+    """
+
+    def __init__(self) -> None:
+        self._map: dict[str, NodeInfo] = {}
+        self._list: NodeInfoList = []
+        self._with_affinity: NodeInfoList = []
+        self._with_required_anti_affinity: NodeInfoList = []
+        self._index: dict[str, int] = {}
+        self._namespace_labels: dict[str, dict[str, str]] = {}
+        #: The newest NodeInfo generation copied in; the cache copies only newer ones.
+        self.generation = 0
+        #: NodeTree.version the list order was built from (-1: never built).
+        self.tree_version = -1
+        #: NodeInfos copied by the last update_snapshot (for metrics and tests).
+        self.last_copied = 0
+        self.alloc: Int64Array = np.zeros((0, 4), dtype=np.int64)
+        self.requested: Int64Array = np.zeros((0, 4), dtype=np.int64)
+        self.non_zero: Int64Array = np.zeros((0, 2), dtype=np.int64)
+
+    def list(self) -> NodeInfoList:
+        """Every node, in zone round-robin order."""
+        return self._list
+
+    def get(self, name: str) -> NodeInfo | None:
+        ni = self._map.get(name)
+        return ni if ni is not None and ni.node is not None else None
+
+    def have_pods_with_affinity(self) -> NodeInfoList:
+        return self._with_affinity
+
+    def have_pods_with_required_anti_affinity(self) -> NodeInfoList:
+        return self._with_required_anti_affinity
+
+    def num_nodes(self) -> int:
+        return len(self._list)
+
+    def index_of(self, name: str) -> int:
+        """The row of `name` in the arrays and its position in `list()`; KeyError if absent."""
+        return self._index[name]
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        """The namespace's labels, or None when the Namespace informer has not seen it."""
+        return self._namespace_labels.get(namespace)
+
+    def set_namespace_labels(self, namespace: str, labels: Mapping[str, str]) -> None:
+        self._namespace_labels[namespace] = dict(labels)
+
+    def remove_namespace(self, namespace: str) -> None:
+        self._namespace_labels.pop(namespace, None)
+
+    # -- maintained by Cache.update_snapshot --------------------------------------------
+
+    def _write_row(self, i: int, ni: NodeInfo) -> None:
+        a, r = ni.allocatable, ni.requested
+        self.alloc[i] = (a.milli_cpu, a.memory, a.ephemeral_storage, a.allowed_pod_number)
+        self.requested[i] = (r.milli_cpu, r.memory, r.ephemeral_storage, len(ni.pods))
+        nz = ni.non_zero_requested
+        self.non_zero[i] = (nz.milli_cpu, nz.memory)
+
+    def _rebuild_arrays(self) -> None:
+        infos = self._list
+        self._index = {ni.name: i for i, ni in enumerate(infos)}
+        a = [ni.allocatable for ni in infos]
+        r = [ni.requested for ni in infos]
+        nz = [ni.non_zero_requested for ni in infos]
+        self.alloc = np.array(
+            [(x.milli_cpu, x.memory, x.ephemeral_storage, x.allowed_pod_number) for x in a],
+            dtype=np.int64,
+        ).reshape(len(infos), 4)
+        self.requested = np.array(
+            [
+                (x.milli_cpu, x.memory, x.ephemeral_storage, len(ni.pods))
+                for x, ni in zip(r, infos, strict=True)
+            ],
+            dtype=np.int64,
+        ).reshape(len(infos), 4)
+        self.non_zero = np.array([(x.milli_cpu, x.memory) for x in nz], dtype=np.int64).reshape(
+            len(infos), 2
+        )
+
+    def _rebuild_affinity_lists(self) -> None:
+        self._with_affinity = [ni for ni in self._list if ni.pods_with_affinity]
+        self._with_required_anti_affinity = [
+            ni for ni in self._list if ni.pods_with_required_anti_affinity
+        ]
+
+
+class Cache:
+    """Pods and nodes as the scheduler sees them, assumed pods included (upstream cacheImpl).
+
+    Pod states (key: UID)::
+
+                 assume_pod             add_pod (watch event confirms the bind)
+        Initial ───────────▶ Assumed ────────────────────────────▶ Added
+           │                  │   │                                 │  ▲
+           │ add_pod          │   │ forget_pod (bind failed)        │  │ update_pod
+           │ (bound elsewhere)│   ▼                                 │  │
+           └────────────────▶ │  Forgotten              remove_pod  ▼  │
+                              │                                  Deleted
+                              │ finish_binding, then ttl passes
+                              ▼ (cleanup_expired_assumed_pods; ttl 0: never)
+                           Expired
+
+    An assumed pod's resources count on its node from assume_pod on; add_pod of an assumed
+    pod replaces it with the apiserver's copy, moving it if it landed on another node.
+
+    Invariants (all under `_lock`):
+    - every pod in `_pod_states` is in exactly one NodeInfo, the one of its spec.node_name;
+      `_assumed` ⊆ `_pod_states`.
+    - `_nodes` maps a name to its list item; a NodeInfo without a node ("ghost") exists only
+      while pods still reference it (a pod seen before its node, or a node deleted before
+      its pods), and is not in the NodeTree.
+    - the list from `_head` is ordered by NodeInfo.generation, newest first: every change to
+      a NodeInfo moves it to the head, so update_snapshot stops at the first item that is
+      not newer than the snapshot.
+    """
+
+    def __init__(self, *, ttl: float = DEFAULT_ASSUMED_POD_TTL, clock: Clock | None = None):
+        if ttl < 0:
+            raise ValueError(f"assumed pod ttl must be >= 0, got {ttl}")
+        self.ttl = ttl
+        self.clock: Clock = clock if clock is not None else RealClock()
+        self._lock = threading.Lock()
+        self._pod_states: dict[str, _PodState] = {}
+        self._assumed: set[str] = set()
+        self._nodes: dict[str, _Item] = {}
+        self._head: _Item | None = None
+        self._tree = NodeTree()
+
+    # -- the most-recently-updated list ---------------------------------------------------
+
+    def _move_to_head(self, item: _Item) -> None:
+        if item is self._head:
+            return
+        if item.prev is not None:
+            item.prev.next = item.next
+        if item.next is not None:
+            item.next.prev = item.prev
+        if self._head is not None:
+            self._head.prev = item
+        item.next = self._head
+        item.prev = None
+        self._head = item
+
+    def _unlink(self, name: str) -> None:
+        item = self._nodes.pop(name, None)
+        if item is None:
+            return
+        if item.prev is not None:
+            item.prev.next = item.next
+        if item.next is not None:
+            item.next.prev = item.prev
+        if item is self._head:
+            self._head = item.next
+        item.prev = item.next = None
+
+    def _item(self, name: str) -> _Item:
+        item = self._nodes.get(name)
+        if item is None:
+            item = _Item(NodeInfo())
+            self._nodes[name] = item
+        return item
+
+    # -- pods -----------------------------------------------------------------------------
+
+    def _add_pod(self, pi: PodInfo, *, assumed: bool) -> None:
+        node_name = pi.pod.spec.node_name
+        item = self._item(node_name)
+        item.info.add_pod(pi)
+        self._move_to_head(item)
+        key = _cache_key(pi.pod)
+        self._pod_states[key] = _PodState(pi)
+        if assumed:
+            self._assumed.add(key)
+
+    def _remove_pod(self, pod: core_pb2.Pod) -> None:
+        """Remove `pod` (the cached copy: its node_name is where it is counted)."""
+        key = _cache_key(pod)
+        node_name = pod.spec.node_name
+        item = self._nodes.get(node_name)
+        if item is not None:
+            if not item.info.remove_pod(pod):
+                raise CacheError(f"pod {key} is not on node {node_name!r} in the cache")
+            if not item.info.pods and item.info.node is None:
+                self._unlink(node_name)
+            else:
+                self._move_to_head(item)
+        self._pod_states.pop(key, None)
+        self._assumed.discard(key)
+
+    def _update_pod(self, old: core_pb2.Pod, new: PodInfo) -> None:
+        self._remove_pod(old)
+        self._add_pod(new, assumed=False)
+
+    def assume_pod(self, pod_info: PodInfo) -> None:
+        """Count the pod on pod_info.pod.spec.node_name (set by the caller on its own copy)
+        before the bind is confirmed."""
+        pod = pod_info.pod
+        key = _cache_key(pod)
+        if not pod.spec.node_name:
+            raise CacheError(f"pod {key} has no node_name, so it cannot be assumed")
+        with self._lock:
+            if key in self._pod_states:
+                raise CacheError(f"pod {key} is in the cache, so it cannot be assumed")
+            self._add_pod(pod_info, assumed=True)
+
+    def finish_binding(self, pod: core_pb2.Pod | PodInfo) -> None:
+        """The binding cycle is over (bound or not): start the assumed pod's expiry clock."""
+        key = _cache_key(_pod_of(pod))
+        with self._lock:
+            state = self._pod_states.get(key)
+            if state is None or key not in self._assumed:
+                return
+            state.deadline = self.clock.monotonic() + self.ttl if self.ttl > 0 else None
+            state.binding_finished = True
+
+    def forget_pod(self, pod: core_pb2.Pod | PodInfo) -> None:
+        """Undo assume_pod (the bind or a step before it failed)."""
+        p = _pod_of(pod)
+        key = _cache_key(p)
+        with self._lock:
+            state = self._pod_states.get(key)
+            if state is not None and state.node_name != p.spec.node_name:
+                raise CacheError(
+                    f"pod {key} was assumed on {state.node_name!r} "
+                    f"but is assigned to {p.spec.node_name!r}"
+                )
+            if state is None or key not in self._assumed:
+                raise CacheError(f"pod {key} wasn't assumed so cannot be forgotten")
+            self._remove_pod(state.pod_info.pod)
+
+    def add_pod(self, pod: core_pb2.Pod | PodInfo) -> None:
+        """An assigned pod from the informer: confirms an assumed pod, or adds a pod bound by
+        someone else (or before this scheduler started)."""
+        pi = pod if isinstance(pod, PodInfo) else PodInfo(pod)
+        key = _cache_key(pi.pod)
+        if not pi.pod.spec.node_name:
+            raise CacheError(f"pod {key} is not assigned to a node")
+        with self._lock:
+            state = self._pod_states.get(key)
+            if state is None:
+                self._add_pod(pi, assumed=False)
+            elif key in self._assumed:
+                # Replace the assumed copy with the apiserver's; it may have landed elsewhere.
+                self._update_pod(state.pod_info.pod, pi)
+            else:
+                raise CacheError(f"pod {key} was already in added state")
+
+    def update_pod(self, old: core_pb2.Pod | PodInfo, new: core_pb2.Pod | PodInfo) -> None:
+        """An informer update of an added pod (labels, resources resized, …)."""
+        new_pi = new if isinstance(new, PodInfo) else PodInfo(new)
+        key = _cache_key(_pod_of(old))
+        with self._lock:
+            state = self._pod_states.get(key)
+            if state is None:
+                raise CacheError(f"pod {key} is not in the cache, so cannot be updated")
+            # An assumed pod gets an Add event before any Update.
+            if key in self._assumed:
+                raise CacheError(f"assumed pod {key} should not be updated")
+            if state.node_name != new_pi.pod.spec.node_name:
+                raise CacheError(
+                    f"pod {key} updated on node {new_pi.pod.spec.node_name!r}, "
+                    f"but was added to {state.node_name!r}: the cache is corrupted"
+                )
+            self._update_pod(state.pod_info.pod, new_pi)
+
+    def remove_pod(self, pod: core_pb2.Pod | PodInfo) -> None:
+        """An informer delete. `pod` may be a last-known state with an empty node_name."""
+        p = _pod_of(pod)
+        key = _cache_key(p)
+        with self._lock:
+            state = self._pod_states.get(key)
+            if state is None:
+                raise CacheError(f"pod {key} is not in the cache, so cannot be removed")
+            if p.spec.node_name and state.node_name != p.spec.node_name:
+                raise CacheError(
+                    f"pod {key} deleted from node {p.spec.node_name!r}, "
+                    f"but was added to {state.node_name!r}: the cache is corrupted"
+                )
+            self._remove_pod(state.pod_info.pod)
+
+    def is_assumed(self, pod: core_pb2.Pod | PodInfo) -> bool:
+        with self._lock:
+            return _cache_key(_pod_of(pod)) in self._assumed
+
+    def get_pod(self, pod: core_pb2.Pod | PodInfo) -> core_pb2.Pod | None:
+        """The cached copy (assumed or added), or None."""
+        with self._lock:
+            state = self._pod_states.get(_cache_key(_pod_of(pod)))
+            return state.pod_info.pod if state is not None else None
+
+    def cleanup_expired_assumed_pods(self) -> list[core_pb2.Pod]:
+        """Drop assumed pods whose binding finished more than `ttl` ago (per the clock);
+        returns them. Pods still binding never expire."""
+        now = self.clock.monotonic()
+        expired: list[core_pb2.Pod] = []
+        with self._lock:
+            for key in list(self._assumed):
+                state = self._pod_states[key]
+                if not state.binding_finished or state.deadline is None:
+                    continue
+                if now > state.deadline:
+                    self._remove_pod(state.pod_info.pod)
+                    expired.append(state.pod_info.pod)
+        return expired
+
+    async def run_cleanup(self, *, period: float = 1.0) -> None:
+        """Expire assumed pods every `period` seconds until cancelled (no-op with ttl 0)."""
+        while True:
+            await self.clock.sleep(period)
+            if self.ttl > 0:
+                self.cleanup_expired_assumed_pods()
+
+    # -- nodes ----------------------------------------------------------------------------
+
+    def add_node(self, node: core_pb2.Node) -> NodeInfo:
+        """Returns a copy of the node's NodeInfo (with any pods that arrived before it)."""
+        name = node.metadata.name
+        with self._lock:
+            item = self._item(name)
+            self._move_to_head(item)
+            if name in self._tree:
+                self._tree.update_node(None, node)
+            else:
+                self._tree.add_node(node)
+            item.info.set_node(node)
+            return item.info.clone()
+
+    def update_node(self, old: core_pb2.Node | None, new: core_pb2.Node) -> NodeInfo:
+        name = new.metadata.name
+        with self._lock:
+            item = self._item(name)
+            self._move_to_head(item)
+            self._tree.update_node(old, new)
+            item.info.set_node(new)
+            return item.info.clone()
+
+    def remove_node(self, node: core_pb2.Node) -> None:
+        """The node leaves the NodeTree (and the next snapshot) at once; its NodeInfo stays,
+        without a node, until the delete events of its pods have arrived."""
+        name = node.metadata.name
+        with self._lock:
+            item = self._nodes.get(name)
+            if item is None or item.info.node is None:
+                raise CacheError(f"node {name} is not found")
+            item.info.remove_node()
+            if item.info.pods:
+                self._move_to_head(item)
+            else:
+                self._unlink(name)
+            self._tree.remove_node(node)
+
+    def node_count(self) -> int:
+        """NodeInfos held, ghosts (pods without a known node) included."""
+        with self._lock:
+            return len(self._nodes)
+
+    def pod_count(self) -> int:
+        """Pods held, assumed ones and those on ghost NodeInfos included."""
+        with self._lock:
+            return sum(len(item.info.pods) for item in self._nodes.values())
+
+    def node_names(self) -> list[str]:
+        """Known nodes in zone round-robin order."""
+        with self._lock:
+            return self._tree.list()
+
+    # -- snapshot -------------------------------------------------------------------------
+
+    def update_snapshot(self, snapshot: Snapshot) -> None:
+        """Bring `snapshot` up to date, copying only NodeInfos changed since its generation.
+
+        NodeInfo objects in the snapshot keep their identity (they are overwritten in place),
+        so `list()` is reordered only when the set of nodes or their zones changed, and the
+        affinity lists only when a node gained its first or lost its last such pod.
+        Raises CacheError (after repairing the snapshot) if it was found inconsistent.
+        """
+        with self._lock:
+            since = snapshot.generation
+            rebuild_list = snapshot.tree_version != self._tree.version
+            rebuild_affinity = False
+            changed: list[NodeInfo] = []
+            item = self._head
+            while item is not None and item.info.generation > since:
+                node = item.info.node
+                if node is not None:
+                    name = node.metadata.name
+                    clone = item.info.clone()
+                    existing = snapshot._map.get(name)
+                    if existing is None:
+                        # A node new to the snapshot: the list (and the affinity lists) are
+                        # rebuilt below, so the clone itself goes in.
+                        rebuild_list = True
+                        snapshot._map[name] = clone
+                        changed.append(clone)
+                    else:
+                        if bool(existing.pods_with_affinity) != bool(clone.pods_with_affinity) or (
+                            bool(existing.pods_with_required_anti_affinity)
+                            != bool(clone.pods_with_required_anti_affinity)
+                        ):
+                            rebuild_affinity = True
+                        _assign(existing, clone)
+                        changed.append(existing)
+                item = item.next
+            if self._head is not None:
+                snapshot.generation = max(snapshot.generation, self._head.info.generation)
+            snapshot.last_copied = len(changed)
+
+            if len(snapshot._map) > self._tree.num_nodes:
+                self._remove_deleted_nodes(snapshot)
+                rebuild_list = True
+
+            if not rebuild_list:
+                try:
+                    for ni in changed:
+                        snapshot._write_row(snapshot._index[ni.name], ni)
+                except KeyError:  # not expected: map ⊇ tree nodes whenever the list is built
+                    rebuild_list = True
+            if rebuild_list:
+                self._rebuild_list(snapshot)
+            elif rebuild_affinity:
+                snapshot._rebuild_affinity_lists()
+
+            if len(snapshot._list) != self._tree.num_nodes:
+                self._rebuild_list(snapshot)
+                raise CacheError(
+                    "snapshot state is not consistent: "
+                    f"{len(snapshot._list)} NodeInfos listed, {self._tree.num_nodes} in the "
+                    f"node tree, {len(snapshot._map)} in the snapshot map, "
+                    f"{len(self._nodes)} in the cache; rebuilt for the next cycle"
+                )
+
+    def _remove_deleted_nodes(self, snapshot: Snapshot) -> None:
+        for name in [
+            name
+            for name in snapshot._map
+            if (item := self._nodes.get(name)) is None or item.info.node is None
+        ]:
+            del snapshot._map[name]
+
+    def _rebuild_list(self, snapshot: Snapshot) -> None:
+        snapshot._list = [
+            ni for name in self._tree.list() if (ni := snapshot._map.get(name)) is not None
+        ]
+        snapshot.tree_version = self._tree.version
+        snapshot._rebuild_arrays()
+        snapshot._rebuild_affinity_lists()
+
+
+def new_snapshot(nodes: Iterable[core_pb2.Node], pods: Iterable[core_pb2.Pod] = ()) -> Snapshot:
+    """A snapshot of these nodes with these (assigned) pods, for plugin tests and tools
+    (upstream cache.NewSnapshot). Pods on unknown nodes are held but not listed."""
+    cache = Cache()
+    for n in nodes:
+        cache.add_node(n)
+    for p in pods:
+        cache.add_pod(p)
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    return snap
+
+
+if TYPE_CHECKING:
+    # Static check only: Snapshot satisfies the framework's protocol.
+    _protocol_check: interface.Snapshot = Snapshot()

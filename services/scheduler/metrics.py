@@ -1,0 +1,116 @@
+"""kube-scheduler's Prometheus metrics, with upstream's names, for one scheduler instance.
+
+Dashboards and alerts written for kube-scheduler (pending pods per queue, which events requeue
+pods, attempt latency per result) work unchanged against kubera because the names, labels and
+histogram buckets are upstream's (pkg/scheduler/metrics/metrics.go). Every `SchedulerMetrics`
+owns its own `CollectorRegistry`: tests and several schedulers in one process never collide on
+the global registry, and the component that serves /metrics exposes `registry` explicitly.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from services.scheduler.framework.status import Code
+
+NAMESPACE = "scheduler"
+
+#: The `queue` label values of pending_pods (upstream's ActivePods/BackoffPods/... recorders).
+QUEUE_ACTIVE = "active"
+QUEUE_BACKOFF = "backoff"
+QUEUE_UNSCHEDULABLE = "unschedulable"
+QUEUE_GATED = "gated"
+PENDING_QUEUES = (QUEUE_ACTIVE, QUEUE_BACKOFF, QUEUE_UNSCHEDULABLE, QUEUE_GATED)
+
+#: The `result` label values of schedule_attempts_total / scheduling_attempt_duration_seconds.
+RESULT_SCHEDULED = "scheduled"
+RESULT_UNSCHEDULABLE = "unschedulable"
+RESULT_ERROR = "error"
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
+    """Prometheus' ExponentialBuckets: `count` upper bounds start, start*factor, ..."""
+    if count < 1 or start <= 0 or factor <= 1:
+        raise ValueError("exponential_buckets needs count >= 1, start > 0, factor > 1")
+    return [start * factor**i for i in range(count)]
+
+
+def code_label(code: Code) -> str:
+    """A Status code as upstream's Code.String() spells it ("UnschedulableAndUnresolvable")."""
+    return "".join(part.capitalize() for part in code.name.split("_"))
+
+
+class SchedulerMetrics:
+    """The scheduler's metrics on a registry of their own.
+
+    The scheduling queue uses `pending_pods` and `queue_incoming_pods_total` (and the PreEnqueue
+    series of `framework_extension_point_duration_seconds`); the scheduling loop uses the rest.
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.pending_pods = Gauge(
+            "pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods in "
+            "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number "
+            "of pods in unschedulablePods that the scheduler attempted to schedule and failed; "
+            "'gated' is the number of unschedulable pods that the scheduler never attempted to "
+            "schedule because they are gated.",
+            ["queue"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.queue_incoming_pods_total = Counter(
+            "queue_incoming_pods_total",
+            "Number of pods added to scheduling queues by event and queue type.",
+            ["queue", "event"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.schedule_attempts_total = Counter(
+            "schedule_attempts_total",
+            "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
+            "could not be scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.scheduling_attempt_duration_seconds = Histogram(
+            "scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ["result", "profile"],
+            namespace=NAMESPACE,
+            registry=r,
+            buckets=exponential_buckets(0.001, 2, 15),
+        )
+        self.framework_extension_point_duration_seconds = Histogram(
+            "framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point.",
+            ["extension_point", "status", "profile"],
+            namespace=NAMESPACE,
+            registry=r,
+            buckets=exponential_buckets(0.0001, 2, 12),
+        )
+        # Invariant: every queue label exists from the start, so an empty queue reads 0
+        # rather than being absent from the exposition.
+        for queue in PENDING_QUEUES:
+            self.pending_pods.labels(queue=queue).set(0)
+
+    def observe_attempt(self, result: str, profile: str, seconds: float) -> None:
+        """One finished scheduling attempt (result: scheduled | unschedulable | error)."""
+        self.schedule_attempts_total.labels(result=result, profile=profile).inc()
+        self.scheduling_attempt_duration_seconds.labels(result=result, profile=profile).observe(
+            seconds
+        )
+
+    def observe_extension_point(
+        self, extension_point: str, code: Code, profile: str, seconds: float
+    ) -> None:
+        self.framework_extension_point_duration_seconds.labels(
+            extension_point=extension_point, status=code_label(code), profile=profile
+        ).observe(seconds)
+
+
+#: What the scheduling queue needs; the scheduler passes its SchedulerMetrics.
+QueueMetrics = SchedulerMetrics

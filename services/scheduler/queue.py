@@ -1,0 +1,769 @@
+"""The scheduling queue: which pending pod the scheduler tries next, and when it retries one.
+
+kube-scheduler spends most of its effort on pods that cannot be placed yet, so the queue decides
+when an attempt is worth making (upstream pkg/scheduler/backend/queue/scheduling_queue.go, the
+PriorityQueue). A pod lives in exactly one of these places at a time:
+
+     add / update                               pop                     bound: done(uid)
+    ─────────────► PreEnqueue ──passes──► activeQ ─────► in-flight ─────────────────────► gone
+                     │    ▲                 ▲  ▲              │
+               fails │    │ update, or an   │  │              │ attempt failed:
+                     ▼    │ event of the    │  │ backoff over │ add_unschedulable_if_not_present
+                   gated ─┘ gating plugin   │  │ (every 1 s)  │
+                                            │  │              ├─ move request since its cycle,
+                                            │ backoffQ ◄──────┤  Error, or updated in flight
+                                            │  ▲              │
+                               backoff over │  │ still        │ otherwise
+                                            │  │ backing off  ▼
+                                            └──┴────────── unschedulable
+                                   an event whose hint says QUEUE, a pod update that may
+                                   help, or more than 5 min there (leftover flush, every 30 s)
+
+Rules kept from upstream:
+- activeQ is a heap ordered by the profile's QueueSort `less` (PrioritySort: higher priority
+  first, then earlier timestamp); backoffQ is a heap ordered by backoff expiry.
+- Backoff = initial * 2^(attempts-1), capped at max, counted from the pod's last failure.
+- moveRequestCycle: a cluster event that interests some plugin records the current scheduling
+  cycle; a pod whose attempt (cycle N) fails after such a request (moveRequestCycle >= N) may
+  have missed the event, so it goes to backoffQ instead of waiting in unschedulable.
+- An event requeues an unschedulable pod only if one of the plugins that rejected it
+  registered a matching event and that registration's QueueingHint says QUEUE (no hint: QUEUE;
+  a hint that raises: QUEUE, so no pod is stranded by a buggy hint).
+- Gated pods (a PreEnqueue plugin said no) never reach activeQ; they move only when updated
+  or when an event their gating plugin registered arrives, and PreEnqueue passes again.
+- Pods in unschedulable longer than max_in_unschedulable (5 min) are requeued by the leftover
+  flush (every 30 s) with the wildcard UnschedulableTimeout event.
+
+Concurrency: every method runs on the event loop thread; only `pop` and `run` suspend, and no
+method suspends while the queue's structures are half-updated, so no lock is needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from enum import IntEnum
+from typing import Any
+
+from protos.kubera.v1 import core_pb2
+from services.clock import Clock
+from services.scheduler.framework.interface import PreEnqueuePlugin
+from services.scheduler.framework.status import Status
+from services.scheduler.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    PodInfo,
+    QueuedPodInfo,
+    QueueingHint,
+    pod_key,
+)
+from services.scheduler.metrics import (
+    PENDING_QUEUES,
+    QUEUE_ACTIVE,
+    QUEUE_BACKOFF,
+    QUEUE_GATED,
+    QUEUE_UNSCHEDULABLE,
+    QueueMetrics,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_POD_INITIAL_BACKOFF = 1.0
+DEFAULT_POD_MAX_BACKOFF = 10.0
+#: Upstream DefaultPodMaxInUnschedulablePodsDuration.
+DEFAULT_POD_MAX_IN_UNSCHEDULABLE = 300.0
+#: Fixed, non-configurable periods of the two background flushes (as upstream).
+BACKOFF_FLUSH_PERIOD = 1.0
+LEFTOVER_FLUSH_PERIOD = 30.0
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+WILDCARD = "*"
+#: Queue-internal pod resources: plugins register "Pod", which matches both (upstream rule).
+ASSIGNED_POD = "AssignedPod"
+UNSCHEDULABLE_POD = "UnschedulablePod"
+POD = "Pod"
+#: Pods rejected by it may be helped by any pod event in their namespace.
+POD_TOPOLOGY_SPREAD = "PodTopologySpread"
+
+# Event labels of queue_incoming_pods_total (upstream framework/events.go).
+SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
+BACKOFF_COMPLETE = "BackoffComplete"
+UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
+EVENT_UNSCHEDULED_POD_ADD = ClusterEvent(UNSCHEDULABLE_POD, ActionType.ADD, "UnschedulablePodAdd")
+EVENT_UNSCHEDULED_POD_UPDATE = ClusterEvent(
+    UNSCHEDULABLE_POD, ActionType.UPDATE, "UnschedulablePodUpdate"
+)
+EVENT_ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
+EVENT_ASSIGNED_POD_UPDATE = ClusterEvent(ASSIGNED_POD, ActionType.UPDATE, "AssignedPodUpdate")
+EVENT_ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
+EVENT_UNSCHEDULABLE_TIMEOUT = ClusterEvent(WILDCARD, ActionType.ALL, UNSCHEDULABLE_TIMEOUT)
+_POD_SCALE_DOWN = ClusterEvent(POD, ActionType.UPDATE_POD_SCALE_DOWN)
+
+#: precheck(pod) -> whether move_all_to_active_or_backoff may consider this pod.
+PreEnqueueCheck = Callable[[core_pb2.Pod], bool]
+#: PreEnqueue plugins per profile (schedulerName), as a map or a lookup function.
+PreEnqueueSource = (
+    Mapping[str, Sequence[PreEnqueuePlugin]] | Callable[[str], Sequence[PreEnqueuePlugin]]
+)
+LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+
+
+class QueueingStrategy(IntEnum):
+    """Where an event sends an unschedulable pod (ordered: higher wins)."""
+
+    SKIP = 0  # stays in unschedulable
+    AFTER_BACKOFF = 1  # backoffQ if still backing off, else activeQ
+    IMMEDIATELY = 2  # activeQ (a Pending plugin said QUEUE)
+
+
+# --------------------------------------------------------------------------- event helpers
+def is_wildcard(event: ClusterEvent) -> bool:
+    return event.resource == WILDCARD and event.action == ActionType.ALL
+
+
+def event_matches(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
+    """Whether an event a plugin registered covers one that happened (upstream
+    ClusterEvent.Match): "*" matches any resource, and "Pod" also matches the queue-internal
+    AssignedPod / UnschedulablePod resources."""
+    if is_wildcard(registered):
+        return True
+    r = registered.resource
+    resource_ok = r in (WILDCARD, incoming.resource) or (
+        r == POD and incoming.resource in (ASSIGNED_POD, UNSCHEDULABLE_POD)
+    )
+    return resource_ok and bool(registered.action & incoming.action)
+
+
+def event_label(event: ClusterEvent) -> str:
+    """The metric label upstream's ClusterEvent.Label() gives: custom label, else resource
+    followed by the CamelCase action ("NodeAdd", "NodeUpdateNodeTaint")."""
+    if event.label:
+        return event.label
+    name = event.action.name or str(int(event.action))
+    action = "|".join("".join(w.capitalize() for w in part.split("_")) for part in name.split("|"))
+    return f"{event.resource}{action}"
+
+
+def is_pod_updated(old: core_pb2.Pod | None, new: core_pb2.Pod) -> bool:
+    """Whether an update may change the scheduling result: anything but resourceVersion,
+    generation, finalizers and status changed (upstream isPodUpdated)."""
+    if old is None:
+        return True
+
+    def strip(pod: core_pb2.Pod) -> core_pb2.Pod:
+        c = core_pb2.Pod()
+        c.CopyFrom(pod)
+        c.metadata.resource_version = ""
+        c.metadata.generation = 0
+        del c.metadata.finalizers[:]
+        c.ClearField("status")
+        return c
+
+    return strip(old) != strip(new)
+
+
+# ------------------------------------------------------------------------------ the heap
+class _Entry:
+    __slots__ = ("qpi", "seq")
+
+    def __init__(self, qpi: QueuedPodInfo, seq: int) -> None:
+        self.qpi = qpi
+        self.seq = seq
+
+
+class _Heap:
+    """A binary heap of QueuedPodInfo keyed by namespace/name, with O(log n) update and
+    removal by key (upstream backend/heap). Invariants: `_index[key]` is the position of that
+    key's entry in `_items`; entries `less` cannot order come out in insertion order."""
+
+    def __init__(self, less: LessFn) -> None:
+        self._less = less
+        self._items: list[_Entry] = []
+        self._index: dict[str, int] = {}
+        self._seq = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._index
+
+    def get(self, key: str) -> QueuedPodInfo | None:
+        i = self._index.get(key)
+        return None if i is None else self._items[i].qpi
+
+    def peek(self) -> QueuedPodInfo | None:
+        return self._items[0].qpi if self._items else None
+
+    def list(self) -> list[QueuedPodInfo]:
+        return [e.qpi for e in self._items]
+
+    def push(self, qpi: QueuedPodInfo) -> None:
+        """Add, or replace the entry with the same key (keeping its place among equals)."""
+        key = qpi.key
+        i = self._index.get(key)
+        if i is not None:
+            self._items[i].qpi = qpi
+            self._fix(i)
+            return
+        self._seq += 1
+        self._items.append(_Entry(qpi, self._seq))
+        self._index[key] = len(self._items) - 1
+        self._up(len(self._items) - 1)
+
+    def fix(self, key: str) -> None:
+        """Restore order after the entry's sort inputs changed."""
+        i = self._index.get(key)
+        if i is not None:
+            self._fix(i)
+
+    def pop(self) -> QueuedPodInfo:
+        top = self._items[0].qpi
+        self._remove_at(0)
+        return top
+
+    def remove(self, key: str) -> QueuedPodInfo | None:
+        i = self._index.get(key)
+        if i is None:
+            return None
+        qpi = self._items[i].qpi
+        self._remove_at(i)
+        return qpi
+
+    # -------------------------------------------------------------------- internals
+    def _before(self, a: _Entry, b: _Entry) -> bool:
+        if self._less(a.qpi, b.qpi):
+            return True
+        if self._less(b.qpi, a.qpi):
+            return False
+        return a.seq < b.seq
+
+    def _swap(self, i: int, j: int) -> None:
+        items = self._items
+        items[i], items[j] = items[j], items[i]
+        self._index[items[i].qpi.key] = i
+        self._index[items[j].qpi.key] = j
+
+    def _up(self, i: int) -> None:
+        while i > 0:
+            parent = (i - 1) // 2
+            if not self._before(self._items[i], self._items[parent]):
+                break
+            self._swap(i, parent)
+            i = parent
+
+    def _down(self, i: int) -> None:
+        n = len(self._items)
+        while True:
+            left, smallest = 2 * i + 1, i
+            if left < n and self._before(self._items[left], self._items[smallest]):
+                smallest = left
+            right = left + 1
+            if right < n and self._before(self._items[right], self._items[smallest]):
+                smallest = right
+            if smallest == i:
+                return
+            self._swap(i, smallest)
+            i = smallest
+
+    def _fix(self, i: int) -> None:
+        key = self._items[i].qpi.key
+        self._up(i)
+        self._down(self._index[key])
+
+    def _remove_at(self, i: int) -> None:
+        last = len(self._items) - 1
+        if i != last:
+            self._swap(i, last)
+        entry = self._items.pop()
+        del self._index[entry.qpi.key]
+        if i < len(self._items):
+            self._fix(i)
+
+
+# ----------------------------------------------------------------------------- the queue
+class SchedulingQueue:
+    """kube-scheduler's PriorityQueue: activeQ, backoffQ, unschedulable and gated pods.
+
+    The scheduling loop calls `pop` (then reads `scheduling_cycle` for the attempt), and after
+    the attempt either `done(uid)` (bound) or `add_unschedulable_if_not_present(qpi, cycle)`
+    (failed: qpi.unschedulable_plugins names the rejecting plugins, empty for an Error).
+    Informer handlers call `add` / `update` / `delete` for unassigned pods of this scheduler,
+    `move_all_to_active_or_backoff` for cluster events, and `assigned_pod_added` /
+    `assigned_pod_updated` for bound pods.
+    """
+
+    def __init__(
+        self,
+        *,
+        less: LessFn,
+        clock: Clock,
+        pre_enqueue: PreEnqueueSource | None = None,
+        hints: Mapping[str, list[ClusterEventWithHint]] | None = None,
+        initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
+        max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
+        max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
+        metrics: QueueMetrics | None = None,
+        namespace_labels: Callable[[str], Mapping[str, str] | None] | None = None,
+    ) -> None:
+        if initial_backoff < 0 or max_backoff < 0 or max_in_unschedulable < 0:
+            raise ValueError("backoff and max_in_unschedulable durations must be >= 0")
+        self._clock = clock
+        self._pre_enqueue: PreEnqueueSource = pre_enqueue if pre_enqueue is not None else {}
+        #: plugin name -> the events it registered (EnqueueExtensions), with their hints.
+        self._hints: Mapping[str, list[ClusterEventWithHint]] = hints or {}
+        self._initial_backoff = initial_backoff
+        self._max_backoff = max_backoff
+        self._max_in_unschedulable = max_in_unschedulable
+        self._metrics = metrics
+        self._namespace_labels = namespace_labels
+
+        # Invariant: a pod key is in at most one of activeQ, backoffQ, unschedulable, gated;
+        # an in-flight pod (popped, attempt not finished) is in none of them.
+        self._active = _Heap(less)
+        self._backoff = _Heap(lambda a, b: self.backoff_expiry(a) < self.backoff_expiry(b))
+        self._unschedulable: dict[str, QueuedPodInfo] = {}
+        self._gated: dict[str, QueuedPodInfo] = {}
+        self._in_flight: dict[str, QueuedPodInfo] = {}  # by uid
+        #: Latest version of in-flight pods updated during their attempt (by uid).
+        self._in_flight_updates: dict[str, core_pb2.Pod] = {}
+        #: In-flight pods deleted during their attempt: never requeued (by uid).
+        self._in_flight_deleted: set[str] = set()
+
+        #: Incremented by every pop.
+        self._scheduling_cycle = 0
+        #: The scheduling cycle of the latest move request (-1: none yet).
+        self._move_request_cycle = -1
+        self._closed = False
+        self._wakeup = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._gauges = (
+            {q: metrics.pending_pods.labels(queue=q) for q in PENDING_QUEUES}
+            if metrics is not None
+            else {}
+        )
+
+    # ---------------------------------------------------------------------- read side
+    @property
+    def scheduling_cycle(self) -> int:
+        """The cycle of the latest pop: pass it back to add_unschedulable_if_not_present."""
+        return self._scheduling_cycle
+
+    @property
+    def move_request_cycle(self) -> int:
+        return self._move_request_cycle
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def pending_pods(self) -> dict[str, list[core_pb2.Pod]]:
+        """Pods per queue (in-flight pods are not pending here)."""
+        return {
+            QUEUE_ACTIVE: [q.pod for q in self._active.list()],
+            QUEUE_BACKOFF: [q.pod for q in self._backoff.list()],
+            QUEUE_UNSCHEDULABLE: [q.pod for q in self._unschedulable.values()],
+            QUEUE_GATED: [q.pod for q in self._gated.values()],
+        }
+
+    def in_flight_pods(self) -> list[core_pb2.Pod]:
+        return [q.pod for q in self._in_flight.values()]
+
+    def get(self, key: str) -> QueuedPodInfo | None:
+        """The queued entry for namespace/name, wherever it waits (not in-flight ones)."""
+        return (
+            self._active.get(key)
+            or self._backoff.get(key)
+            or self._unschedulable.get(key)
+            or self._gated.get(key)
+        )
+
+    def backoff_duration(self, attempts: int) -> float:
+        """initial * 2^(attempts-1), capped at max; no penalty before the first attempt."""
+        if attempts <= 0:
+            return 0.0
+        duration = self._initial_backoff
+        for _ in range(1, attempts):
+            if duration >= self._max_backoff:
+                break
+            duration *= 2
+        return min(duration, self._max_backoff)
+
+    def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
+        return qpi.timestamp + self.backoff_duration(qpi.attempts)
+
+    def is_backing_off(self, qpi: QueuedPodInfo) -> bool:
+        return self.backoff_expiry(qpi) > self._clock.now()
+
+    # ------------------------------------------------------------------ informer side
+    def add(self, pod: core_pb2.Pod) -> None:
+        """A new unassigned pod: PreEnqueue, then activeQ or gated."""
+        key = pod_key(pod)
+        existing = self.get(key) or self._in_flight.get(pod.metadata.uid)
+        if existing is not None:  # a relist replayed a pod we already hold
+            self.update(existing.pod, pod)
+            return
+        qpi = QueuedPodInfo(PodInfo(pod), timestamp=self._clock.now())
+        self._move_to_active(qpi, event_label(EVENT_UNSCHEDULED_POD_ADD))
+        self._sync_gauges()
+
+    def update(self, old: core_pb2.Pod | None, new: core_pb2.Pod) -> None:
+        """An unassigned pod changed (upstream PriorityQueue.Update)."""
+        key, uid = pod_key(new), new.metadata.uid
+        label = event_label(EVENT_UNSCHEDULED_POD_UPDATE)
+        try:
+            if uid in self._in_flight:
+                # Applied when the attempt comes back (add_unschedulable_if_not_present).
+                self._in_flight_updates[uid] = new
+                return
+            if key in self._active or key in self._backoff:
+                heap = self._active if key in self._active else self._backoff
+                qpi = heap.get(key)
+                assert qpi is not None
+                qpi.pod_info = PodInfo(new)
+                heap.fix(key)
+                return
+            if key in self._gated:
+                qpi = self._gated[key]
+                qpi.pod_info = PodInfo(new)
+                if self.is_backing_off(qpi):
+                    if self._run_pre_enqueue(qpi):
+                        self._move_to_backoff(qpi, label)
+                    return
+                self._move_to_active(qpi, label)
+                return
+            if key in self._unschedulable:
+                qpi = self._unschedulable[key]
+                qpi.pod_info = PodInfo(new)
+                if not is_pod_updated(old, new):
+                    return  # nothing that could change the scheduling result changed
+                if self.is_backing_off(qpi):
+                    self._move_to_backoff(qpi, label)
+                else:
+                    self._move_to_active(qpi, label)
+                return
+            qpi = QueuedPodInfo(PodInfo(new), timestamp=self._clock.now())
+            self._move_to_active(qpi, label)
+        finally:
+            self._sync_gauges()
+
+    def delete(self, pod: core_pb2.Pod) -> None:
+        key, uid = pod_key(pod), pod.metadata.uid
+        # Invariant: the key is in at most one place, so removing from all is exact.
+        self._active.remove(key)
+        self._backoff.remove(key)
+        self._unschedulable.pop(key, None)
+        self._gated.pop(key, None)
+        if uid in self._in_flight:
+            self._in_flight_deleted.add(uid)
+        self._sync_gauges()
+
+    # ------------------------------------------------------------------ scheduler side
+    async def pop(self) -> QueuedPodInfo | None:
+        """The head of activeQ, waiting for one; None once the queue is closed."""
+        while True:
+            if self._closed:
+                return None
+            if len(self._active):
+                break
+            self._wakeup.clear()
+            await self._wakeup.wait()
+        qpi = self._active.pop()
+        qpi.attempts += 1
+        self._scheduling_cycle += 1
+        self._in_flight[qpi.pod_info.uid] = qpi
+        # The next attempt records its own rejectors.
+        qpi.unschedulable_plugins.clear()
+        qpi.pending_plugins.clear()
+        qpi.gating_plugin = ""
+        self._sync_gauges()
+        return qpi
+
+    def done(self, uid: str) -> None:
+        """The attempt of a popped pod is over (bound, or requeued by the caller)."""
+        self._in_flight.pop(uid, None)
+        self._in_flight_updates.pop(uid, None)
+        self._in_flight_deleted.discard(uid)
+
+    def add_unschedulable_if_not_present(
+        self, qpi: QueuedPodInfo, scheduling_cycle: int, *, error: bool = False
+    ) -> str:
+        """Requeue a pod whose attempt in `scheduling_cycle` failed; returns the queue it went
+        to ("" when it was dropped: deleted meanwhile, or already queued). An Error (`error`,
+        or no rejecting plugin recorded) always backs off: no event would ever wake it."""
+        uid, key = qpi.pod_info.uid, qpi.key
+        try:
+            if uid in self._in_flight_deleted:
+                return ""
+            if self.get(key) is not None:
+                log.error("pod %s is already queued; not requeued after its attempt", key)
+                return ""
+            updated = False
+            new_pod = self._in_flight_updates.get(uid)
+            if new_pod is not None:
+                updated = is_pod_updated(qpi.pod, new_pod)
+                qpi.pod_info = PodInfo(new_pod)
+            qpi.timestamp = self._clock.now()
+            rejectors = qpi.unschedulable_plugins | qpi.pending_plugins
+            if error or not rejectors or updated or self._move_request_cycle >= scheduling_cycle:
+                # An event may have helped it while it was being scheduled, it failed with
+                # an Error (no rejector would ever be woken), or it changed meanwhile.
+                self._move_to_backoff(qpi, SCHEDULE_ATTEMPT_FAILURE)
+                return QUEUE_BACKOFF
+            self._add_unschedulable(qpi, SCHEDULE_ATTEMPT_FAILURE)
+            return QUEUE_UNSCHEDULABLE
+        finally:
+            self.done(uid)
+            self._sync_gauges()
+
+    # ------------------------------------------------------------------- move requests
+    def move_all_to_active_or_backoff(
+        self,
+        event: ClusterEvent,
+        old: Any = None,
+        new: Any = None,
+        precheck: PreEnqueueCheck | None = None,
+    ) -> None:
+        """A cluster event: requeue the unschedulable (and gated) pods it may help."""
+        if not self._is_event_of_interest(event):
+            return
+        pods = [
+            q
+            for q in (*self._unschedulable.values(), *self._gated.values())
+            if precheck is None or precheck(q.pod)
+        ]
+        self._move_pods(pods, event, old, new)
+
+    def assigned_pod_added(self, pod: core_pb2.Pod) -> None:
+        """A bound pod appeared: only pods it could help through a cross-node term (required
+        pod affinity matching it, or PodTopologySpread in its namespace) are considered."""
+        self._move_pods(self._pods_with_cross_topology_term(pod), EVENT_ASSIGNED_POD_ADD, None, pod)
+
+    def assigned_pod_updated(
+        self,
+        old: core_pb2.Pod,
+        new: core_pb2.Pod,
+        event: ClusterEvent = EVENT_ASSIGNED_POD_UPDATE,
+    ) -> None:
+        """A bound pod changed. A scale-down frees resources for any pod; other changes
+        (labels) matter only to pods with a cross-node term matching the new version."""
+        if event_matches(_POD_SCALE_DOWN, event):
+            self.move_all_to_active_or_backoff(event, old, new)
+        else:
+            self._move_pods(self._pods_with_cross_topology_term(new), event, old, new)
+
+    def flush_backoff_completed(self) -> None:
+        """Pods whose backoff is over go to activeQ (PreEnqueue runs again)."""
+        while len(self._backoff):
+            head = self._backoff.peek()
+            assert head is not None
+            if self.is_backing_off(head):
+                break  # invariant: backoffQ is ordered by expiry, so the rest are too
+            self._backoff.pop()
+            self._move_to_active(head, BACKOFF_COMPLETE)
+        self._sync_gauges()
+
+    def flush_unschedulable_leftover(self) -> None:
+        """Pods unschedulable for longer than max_in_unschedulable get another attempt."""
+        now = self._clock.now()
+        stale = [
+            q
+            for q in self._unschedulable.values()
+            if now - q.timestamp > self._max_in_unschedulable
+        ]
+        if stale:
+            self._move_pods(stale, EVENT_UNSCHEDULABLE_TIMEOUT, None, None)
+
+    # --------------------------------------------------------------------- lifecycle
+    async def run(self) -> None:
+        """The two periodic flushes, on the injected clock, until close()."""
+        await asyncio.gather(
+            self._every(BACKOFF_FLUSH_PERIOD, self.flush_backoff_completed),
+            self._every(LEFTOVER_FLUSH_PERIOD, self.flush_unschedulable_leftover),
+        )
+
+    def close(self) -> None:
+        """Wake every pop() (they return None) and stop run()."""
+        self._closed = True
+        self._wakeup.set()
+        self._stop.set()
+
+    async def _every(self, period: float, fn: Callable[[], None]) -> None:
+        # Like wait.Until: run, then sleep a period; a close() interrupts the sleep.
+        while not self._closed:
+            fn()
+            sleeper = asyncio.ensure_future(self._clock.sleep(period))
+            stopper = asyncio.ensure_future(self._stop.wait())
+            try:
+                await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (sleeper, stopper):
+                    if not task.done():
+                        task.cancel()
+
+    # --------------------------------------------------------------------- internals
+    def _profile(self, pod: core_pb2.Pod) -> str:
+        return pod.spec.scheduler_name or DEFAULT_SCHEDULER_NAME
+
+    def _pre_enqueue_plugins(self, pod: core_pb2.Pod) -> Sequence[PreEnqueuePlugin]:
+        source = self._pre_enqueue
+        if isinstance(source, Mapping):
+            return source.get(self._profile(pod), ())
+        return source(self._profile(pod))
+
+    def _run_pre_enqueue(self, qpi: QueuedPodInfo) -> bool:
+        """Run the profile's PreEnqueue plugins (the gating one first); False = gated.
+        The gating plugin joins unschedulable_plugins so that its events can wake the pod."""
+        plugins = self._pre_enqueue_plugins(qpi.pod)
+        if not plugins:
+            qpi.gating_plugin = ""
+            return True
+        start = self._clock.monotonic()
+        result = Status.success()
+        ordered = sorted(plugins, key=lambda p: p.name != qpi.gating_plugin)
+        for plugin in ordered:
+            try:
+                status = plugin.pre_enqueue(qpi.pod)
+            except Exception as err:  # a plugin bug gates the pod instead of killing the queue
+                log.exception("PreEnqueue plugin %s failed on %s", plugin.name, qpi.key)
+                status = Status.as_error(err, plugin.name)
+            if not status.is_success():
+                qpi.unschedulable_plugins.add(plugin.name)
+                qpi.gating_plugin = plugin.name
+                result = status
+                break
+        else:
+            qpi.gating_plugin = ""
+        if self._metrics is not None:
+            self._metrics.observe_extension_point(
+                "PreEnqueue", result.code, self._profile(qpi.pod), self._clock.monotonic() - start
+            )
+        return not qpi.gating_plugin
+
+    def _incoming(self, queue: str, event: str) -> None:
+        if self._metrics is not None:
+            self._metrics.queue_incoming_pods_total.labels(queue=queue, event=event).inc()
+
+    def _sync_gauges(self) -> None:
+        if self._gauges:
+            self._gauges[QUEUE_ACTIVE].set(len(self._active))
+            self._gauges[QUEUE_BACKOFF].set(len(self._backoff))
+            self._gauges[QUEUE_UNSCHEDULABLE].set(len(self._unschedulable))
+            self._gauges[QUEUE_GATED].set(len(self._gated))
+
+    def _move_to_active(self, qpi: QueuedPodInfo, event: str) -> str:
+        """activeQ if PreEnqueue passes, else gated. Returns where it went."""
+        key = qpi.key
+        if not self._run_pre_enqueue(qpi):
+            self._unschedulable.pop(key, None)
+            self._active.remove(key)
+            self._backoff.remove(key)
+            if key not in self._gated:
+                # Upstream counts gated pods as entering the unschedulable pool.
+                self._incoming(QUEUE_UNSCHEDULABLE, event)
+            self._gated[key] = qpi
+            return QUEUE_GATED
+        if qpi.initial_attempt_timestamp is None:
+            qpi.initial_attempt_timestamp = self._clock.now()
+        self._unschedulable.pop(key, None)
+        self._gated.pop(key, None)
+        self._backoff.remove(key)
+        self._active.push(qpi)
+        self._incoming(QUEUE_ACTIVE, event)
+        self._wakeup.set()
+        return QUEUE_ACTIVE
+
+    def _move_to_backoff(self, qpi: QueuedPodInfo, event: str) -> None:
+        key = qpi.key
+        self._unschedulable.pop(key, None)
+        self._gated.pop(key, None)
+        self._active.remove(key)
+        self._backoff.push(qpi)
+        self._incoming(QUEUE_BACKOFF, event)
+
+    def _add_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
+        if qpi.key not in self._unschedulable:
+            self._incoming(QUEUE_UNSCHEDULABLE, event)
+        self._unschedulable[qpi.key] = qpi
+
+    def _requeue(self, qpi: QueuedPodInfo, strategy: QueueingStrategy, event: str) -> str:
+        if strategy == QueueingStrategy.SKIP:
+            self._add_unschedulable(qpi, event)
+            return QUEUE_UNSCHEDULABLE
+        if strategy == QueueingStrategy.AFTER_BACKOFF and self.is_backing_off(qpi):
+            self._move_to_backoff(qpi, event)
+            return QUEUE_BACKOFF
+        return self._move_to_active(qpi, event)
+
+    def _is_event_of_interest(self, event: ClusterEvent) -> bool:
+        if is_wildcard(event):
+            return True
+        return any(event_matches(reg.event, event) for regs in self._hints.values() for reg in regs)
+
+    def _worth_requeuing(
+        self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any
+    ) -> QueueingStrategy:
+        """Upstream isPodWorthRequeuing: consult only the hints of the plugins that rejected
+        the pod. QUEUE from a Pending plugin skips backoff; from others, after backoff."""
+        rejectors = qpi.unschedulable_plugins | qpi.pending_plugins
+        if not rejectors:
+            return QueueingStrategy.AFTER_BACKOFF
+        if is_wildcard(event):
+            # A wildcard event aimed at one pod (newObj is that pod) leaves the others alone.
+            if isinstance(new, core_pb2.Pod) and new.metadata.uid != qpi.pod_info.uid:
+                return QueueingStrategy.SKIP
+            return QueueingStrategy.AFTER_BACKOFF
+        strategy = QueueingStrategy.SKIP
+        for plugin in rejectors:
+            for reg in self._hints.get(plugin, ()):
+                if not event_matches(reg.event, event):
+                    continue
+                hint = QueueingHint.QUEUE
+                if reg.hint is not None:
+                    try:
+                        hint = reg.hint(qpi.pod, old, new)
+                    except Exception:  # never strand a pod on a buggy hint
+                        log.exception("QueueingHint of %s failed for %s", plugin, qpi.key)
+                        hint = QueueingHint.QUEUE
+                if hint == QueueingHint.SKIP:
+                    continue
+                if plugin in qpi.pending_plugins:
+                    return QueueingStrategy.IMMEDIATELY
+                strategy = QueueingStrategy.AFTER_BACKOFF
+                if not qpi.pending_plugins:
+                    return strategy
+        return strategy
+
+    def _move_pods(
+        self, pods: Iterable[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any
+    ) -> None:
+        if not self._is_event_of_interest(event):
+            return
+        label = event_label(event)
+        for qpi in list(pods):
+            if qpi.gating_plugin and not any(
+                event_matches(reg.event, event) for reg in self._hints.get(qpi.gating_plugin, ())
+            ):
+                continue  # only its gating plugin's events can ungate it
+            strategy = self._worth_requeuing(qpi, event, old, new)
+            if strategy == QueueingStrategy.SKIP:
+                continue
+            self._requeue(qpi, strategy, label)
+        # Pods in flight now may have missed this event: they will go to backoffQ on failure.
+        self._move_request_cycle = self._scheduling_cycle
+        self._sync_gauges()
+
+    def _pods_with_cross_topology_term(self, pod: core_pb2.Pod) -> list[QueuedPodInfo]:
+        ns = pod.metadata.namespace
+        ns_labels = self._namespace_labels(ns) if self._namespace_labels is not None else None
+        out: list[QueuedPodInfo] = []
+        for qpi in self._unschedulable.values():
+            if (
+                POD_TOPOLOGY_SPREAD in qpi.unschedulable_plugins
+                and qpi.pod.metadata.namespace == ns
+                or any(t.matches(pod, ns_labels) for t in qpi.pod_info.required_affinity)
+            ):
+                out.append(qpi)
+        return out
