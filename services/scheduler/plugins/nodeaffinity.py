@@ -1,0 +1,401 @@
+"""NodeAffinity: `spec.nodeSelector` and required node affinity filter nodes; preferred terms
+score them; a profile's `addedAffinity` applies to every pod it schedules.
+
+Upstream plugins/nodeaffinity on component-helpers' nodeaffinity matcher:
+
+- nodeSelector: every label must be present with that value;
+- required terms are ORed, the expressions (and fields) inside a term ANDed; an empty term
+  matches nothing, and so does a term that fails to parse (an unknown operator, Gt/Lt with a
+  non-integer value, a matchFields In/NotIn with other than one value) — lazily, the other
+  terms still count;
+- matchFields knows `metadata.name`; terms that pin it with `In` let PreFilter narrow the
+  nodes to filter (the union over terms of the intersection within a term); if every term pins
+  a disjoint set the pod is UnschedulableAndUnresolvable ("pod affinity terms conflict");
+- preferred terms add their weight when they match (weight 0 and empty terms are ignored);
+  NormalizeScore rescales to [0, 100].
+
+Filter reasons: "node(s) didn't match Pod's node affinity/selector", or for addedAffinity
+"node(s) didn't match scheduler-enforced node affinity"; both UnschedulableAndUnresolvable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf import json_format
+
+from protos.kubera.v1 import core_pb2
+from services.api.labels import Requirement, Selector, SelectorError
+from services.scheduler.framework.interface import MAX_NODE_SCORE, NodeScore, PreFilterResult
+from services.scheduler.framework.status import Status
+from services.scheduler.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    QueueingHint,
+)
+from services.scheduler.plugins.helpers import NODE, default_normalize_score
+
+NAME = "NodeAffinity"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+ERR_REASON_CONFLICT = "pod affinity terms conflict"
+OBJECT_NAME_FIELD = "metadata.name"
+
+_LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
+
+
+class NodeSelectorError(ValueError):
+    """A node selector term that cannot be parsed."""
+
+
+# --------------------------------------------------------------------------- the matcher
+
+
+class _Term:
+    """One parsed NodeSelectorTerm: a label selector and `metadata.name`-style field tests."""
+
+    __slots__ = ("labels", "fields", "error")
+
+    def __init__(self, term: core_pb2.NodeSelectorTerm) -> None:
+        self.labels: Selector | None = None
+        self.fields: tuple[tuple[str, bool, str], ...] = ()
+        self.error: str | None = None
+        try:
+            if term.match_expressions:
+                self.labels = Selector(tuple(_label_requirement(r) for r in term.match_expressions))
+            self.fields = tuple(_field_requirement(r) for r in term.match_fields)
+        except (SelectorError, NodeSelectorError) as err:
+            self.error = str(err)
+
+    def match(self, labels: Mapping[str, str], name: str) -> bool:
+        """Parse errors are the caller's to check (`error`); such a term never matches."""
+        if self.error is not None:
+            return False
+        if self.labels is not None and not self.labels.matches(labels):
+            return False
+        # Upstream compares fields only when the node has some (i.e. a name).
+        if name and self.fields:
+            for key, equal, value in self.fields:
+                have = name if key == OBJECT_NAME_FIELD else ""
+                if (have == value) != equal:
+                    return False
+        return True
+
+
+def _label_requirement(r: core_pb2.NodeSelectorRequirement) -> Requirement:
+    if r.operator not in _LABEL_OPERATORS:
+        raise NodeSelectorError(f'"{r.operator}" is not a valid node selector operator')
+    return Requirement(r.key, r.operator, tuple(r.values))
+
+
+def _field_requirement(r: core_pb2.NodeSelectorRequirement) -> tuple[str, bool, str]:
+    if r.operator not in ("In", "NotIn"):
+        raise NodeSelectorError(f'"{r.operator}" is not a valid node field selector operator')
+    if len(r.values) != 1:
+        raise NodeSelectorError(
+            f"unexpected number of value ({len(r.values)}) for node field selector "
+            f'operator "{r.operator}"'
+        )
+    return r.key, r.operator == "In", r.values[0]
+
+
+def _is_empty_term(term: core_pb2.NodeSelectorTerm) -> bool:
+    return not term.match_expressions and not term.match_fields
+
+
+class NodeSelector:
+    """A v1.NodeSelector made ready to match: terms ORed, empty terms dropped (they select
+    nothing). Lazy about errors like upstream's LazyErrorNodeSelector: a bad term only fails
+    itself; `match_with_error` reports errors when no term matched."""
+
+    __slots__ = ("terms",)
+
+    def __init__(self, ns: core_pb2.NodeSelector) -> None:
+        self.terms = [_Term(t) for t in ns.node_selector_terms if not _is_empty_term(t)]
+
+    @classmethod
+    def strict(cls, ns: core_pb2.NodeSelector) -> NodeSelector:
+        """NewNodeSelector: all parse errors up front (for configuration)."""
+        sel = cls(ns)
+        errors = [t.error for t in sel.terms if t.error is not None]
+        if errors:
+            raise NodeSelectorError("; ".join(errors))
+        return sel
+
+    def match_with_error(self, node: core_pb2.Node) -> tuple[bool, bool]:
+        labels, name = node.metadata.labels, node.metadata.name
+        errored = False
+        for t in self.terms:
+            if t.error is not None:
+                errored = True
+                continue
+            if t.match(labels, name):
+                return True, False
+        return False, errored
+
+    def match(self, node: core_pb2.Node) -> bool:
+        return self.match_with_error(node)[0]
+
+
+class RequiredNodeAffinity:
+    """nodeSelector AND required node affinity of one pod (GetRequiredNodeAffinity)."""
+
+    __slots__ = ("label_selector", "node_selector")
+
+    def __init__(self, pod: core_pb2.Pod) -> None:
+        self.label_selector: dict[str, str] | None = (
+            dict(pod.spec.node_selector) if pod.spec.node_selector else None
+        )
+        self.node_selector: NodeSelector | None = None
+        if _has_required(pod):
+            self.node_selector = NodeSelector(
+                pod.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+            )
+
+    def match_with_error(self, node: core_pb2.Node) -> tuple[bool, bool]:
+        if self.label_selector is not None:
+            labels = node.metadata.labels
+            for k, v in self.label_selector.items():
+                if k not in labels or labels[k] != v:
+                    return False, False
+        if self.node_selector is not None:
+            return self.node_selector.match_with_error(node)
+        return True, False
+
+    def match(self, node: core_pb2.Node) -> bool:
+        """Parse errors are ignored (a bad term just does not match), as the Filter does."""
+        return self.match_with_error(node)[0]
+
+
+def get_required_node_affinity(pod: core_pb2.Pod) -> RequiredNodeAffinity:
+    return RequiredNodeAffinity(pod)
+
+
+class PreferredSchedulingTerms:
+    """Weighted preferred terms; a node's score is the sum of the weights of matching terms."""
+
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: Sequence[core_pb2.PreferredSchedulingTerm]) -> None:
+        parsed: list[tuple[_Term, int]] = []
+        errors: list[str] = []
+        for t in terms:
+            if t.weight == 0 or _is_empty_term(t.preference):
+                continue
+            term = _Term(t.preference)
+            if term.error is not None:
+                errors.append(term.error)
+            else:
+                parsed.append((term, t.weight))
+        if errors:
+            raise NodeSelectorError("; ".join(errors))
+        self.terms = parsed
+
+    def score(self, node: core_pb2.Node) -> int:
+        labels, name = node.metadata.labels, node.metadata.name
+        return sum(w for term, w in self.terms if term.match(labels, name))
+
+
+def _has_required(pod: core_pb2.Pod) -> bool:
+    spec = pod.spec
+    return (
+        spec.HasField("affinity")
+        and spec.affinity.HasField("node_affinity")
+        and spec.affinity.node_affinity.HasField(
+            "required_during_scheduling_ignored_during_execution"
+        )
+    )
+
+
+def _pod_preferred(pod: core_pb2.Pod) -> PreferredSchedulingTerms | None:
+    spec = pod.spec
+    if spec.HasField("affinity") and spec.affinity.HasField("node_affinity"):
+        terms = spec.affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
+        if terms:
+            return PreferredSchedulingTerms(terms)
+    return None
+
+
+# --------------------------------------------------------------------------- the plugin
+
+
+@dataclass
+class Args:
+    """NodeAffinityArgs."""
+
+    #: A NodeAffinity (proto, or its JSON/YAML shape with camelCase or snake_case keys)
+    #: added to every pod this profile schedules: its required terms must match too, its
+    #: preferred terms add to the score.
+    added_affinity: core_pb2.NodeAffinity | Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> Args:
+        """From KubeSchedulerConfiguration pluginConfig args (`addedAffinity`)."""
+        d = d or {}
+        return cls(added_affinity=d.get("addedAffinity", d.get("added_affinity")))
+
+
+def _added_affinity_proto(value: core_pb2.NodeAffinity | Mapping[str, Any] | None) -> Any:
+    if value is None or isinstance(value, core_pb2.NodeAffinity):
+        return value
+    try:
+        return json_format.ParseDict(dict(value), core_pb2.NodeAffinity())
+    except json_format.ParseError as err:
+        raise ValueError(f"addedAffinity: {err}") from err
+
+
+class NodeAffinity:
+    """PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, NormalizeScorePlugin,
+    EnqueueExtensions."""
+
+    name = NAME
+
+    def __init__(self, args: Args) -> None:
+        self.added_node_selector: NodeSelector | None = None
+        self.added_pref_sched_terms: PreferredSchedulingTerms | None = None
+        added = _added_affinity_proto(args.added_affinity)
+        if added is not None:
+            if added.HasField("required_during_scheduling_ignored_during_execution"):
+                try:
+                    self.added_node_selector = NodeSelector.strict(
+                        added.required_during_scheduling_ignored_during_execution
+                    )
+                except NodeSelectorError as err:
+                    raise ValueError(
+                        "parsing addedAffinity.requiredDuringSchedulingIgnoredDuringExecution: "
+                        f"{err}"
+                    ) from err
+            terms = added.preferred_during_scheduling_ignored_during_execution
+            if terms:
+                try:
+                    self.added_pref_sched_terms = PreferredSchedulingTerms(terms)
+                except NodeSelectorError as err:
+                    raise ValueError(
+                        "parsing addedAffinity.preferredDuringSchedulingIgnoredDuringExecution: "
+                        f"{err}"
+                    ) from err
+        self._reject_pod = Status.unresolvable(ERR_REASON_POD, plugin=NAME)
+        self._reject_enforced = Status.unresolvable(ERR_REASON_ENFORCED, plugin=NAME)
+
+    # ------------------------------------------------------------------- filtering
+    def pre_filter(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        pod = pod_info.pod
+        has_required = _has_required(pod)
+        if not has_required and self.added_node_selector is None and not pod.spec.node_selector:
+            return None, Status.skip(NAME)
+        state.write(PRE_FILTER_STATE_KEY, RequiredNodeAffinity(pod))
+        if not has_required:
+            return None, Status.success()
+        terms = pod.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+        if not terms.node_selector_terms:
+            return None, Status.success()
+        node_names: set[str] | None = None
+        for t in terms.node_selector_terms:
+            term_names: set[str] | None = None
+            for r in t.match_fields:
+                if r.key == OBJECT_NAME_FIELD and r.operator == "In":
+                    values = set(r.values)
+                    term_names = values if term_names is None else term_names & values
+            if term_names is None:
+                # This term does not pin a node name; terms are ORed, so every node may match.
+                return None, Status.success()
+            node_names = term_names if node_names is None else node_names | term_names
+        if node_names is not None and not node_names:
+            return None, Status.unresolvable(ERR_REASON_CONFLICT, plugin=NAME)
+        if node_names:
+            return PreFilterResult(frozenset(node_names)), Status.success()
+        return None, Status.success()
+
+    def filter(self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo) -> Status:
+        node = node_info.node
+        if node is None:
+            return Status.as_error(LookupError("node not found"), plugin=NAME)
+        if self.added_node_selector is not None and not self.added_node_selector.match(node):
+            return self._reject_enforced
+        required = state.get(PRE_FILTER_STATE_KEY)
+        if required is None:
+            # PreFilter disabled (or skipped): compute here.
+            required = RequiredNodeAffinity(pod_info.pod)
+        if required.match(node):
+            return Status.success()
+        return self._reject_pod
+
+    # ------------------------------------------------------------------- scoring
+    def pre_score(self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        try:
+            preferred = _pod_preferred(pod_info.pod)
+        except NodeSelectorError as err:
+            return Status.as_error(err, plugin=NAME)
+        if preferred is None and self.added_pref_sched_terms is None:
+            return Status.skip(NAME)
+        state.write(PRE_SCORE_STATE_KEY, preferred)
+        return Status.success()
+
+    def score(
+        self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo
+    ) -> tuple[int, Status]:
+        node = node_info.node
+        if node is None:
+            return 0, Status.as_error(LookupError("node not found"), plugin=NAME)
+        count = 0
+        if self.added_pref_sched_terms is not None:
+            count += self.added_pref_sched_terms.score(node)
+        marker = object()
+        preferred = state.get(PRE_SCORE_STATE_KEY, marker)
+        if preferred is marker:
+            try:
+                preferred = _pod_preferred(pod_info.pod)
+            except NodeSelectorError as err:
+                return 0, Status.as_error(err, plugin=NAME)
+        if preferred is not None:
+            count += preferred.score(node)
+        return count, Status.success()
+
+    def normalize_score(
+        self, state: CycleState, pod_info: PodInfo, scores: list[NodeScore]
+    ) -> Status:
+        return default_normalize_score(MAX_NODE_SCORE, False, scores)
+
+    # ------------------------------------------------------------------- queueing
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+                self.is_schedulable_after_node_change,
+            )
+        ]
+
+    def is_schedulable_after_node_change(
+        self, pod: core_pb2.Pod, old: core_pb2.Node | None, new: core_pb2.Node | None
+    ) -> QueueingHint:
+        """Queue when the node (newly) matches both addedAffinity and the pod's own."""
+        if new is None:
+            return QueueingHint.SKIP
+        if self.added_node_selector is not None and not self.added_node_selector.match(new):
+            return QueueingHint.SKIP
+        required = RequiredNodeAffinity(pod)
+        matched, errored = required.match_with_error(new)
+        if errored:
+            return QueueingHint.QUEUE
+        if not matched:
+            return QueueingHint.SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        was_matched, errored = required.match_with_error(old)
+        if errored:
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP if was_matched else QueueingHint.QUEUE
+
+
+def new(args: Args | None, handle: Any) -> NodeAffinity:
+    return NodeAffinity(args or Args())

@@ -1,0 +1,151 @@
+"""TaintToleration: NoSchedule/NoExecute taints must be tolerated; PreferNoSchedule ones are
+scored against.
+
+Upstream plugins/tainttoleration. Filter rejects with UnschedulableAndUnresolvable and the
+first untolerated taint, worded "node(s) had untolerated taint {key: value}". Score counts the
+node's PreferNoSchedule taints that the pod's PreferNoSchedule (or effect-less) tolerations do
+not tolerate; NormalizeScore reverses it so the fewest intolerable taints score 100.
+Toleration matching (Equal, Exists, empty key/effect wildcards, numeric Gt/Lt) is in helpers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from protos.kubera.v1 import core_pb2
+from services.scheduler.framework.interface import MAX_NODE_SCORE, NodeScore
+from services.scheduler.framework.status import Status
+from services.scheduler.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    QueueingHint,
+)
+from services.scheduler.plugins.helpers import (
+    NODE,
+    POD,
+    PREFER_NO_SCHEDULE,
+    default_normalize_score,
+    do_not_schedule_taints_filter,
+    find_matching_untolerated_taint,
+    tolerations_tolerate_taint,
+)
+
+NAME = "TaintToleration"
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+ERR_REASON_NOT_MATCH = "node(s) had taints that the pod didn't tolerate"
+
+
+@dataclass
+class Args:
+    """TaintToleration takes no arguments."""
+
+
+def untolerated_reason(taint: core_pb2.Taint) -> str:
+    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+
+
+def prefer_no_schedule_tolerations(
+    tolerations: Sequence[core_pb2.Toleration],
+) -> list[core_pb2.Toleration]:
+    """Tolerations that can tolerate a PreferNoSchedule taint (that effect, or no effect)."""
+    return [t for t in tolerations if not t.effect or t.effect == PREFER_NO_SCHEDULE]
+
+
+def count_intolerable_prefer_no_schedule(
+    taints: Sequence[core_pb2.Taint], tolerations: Sequence[core_pb2.Toleration]
+) -> int:
+    return sum(
+        1
+        for t in taints
+        if t.effect == PREFER_NO_SCHEDULE and not tolerations_tolerate_taint(tolerations, t)
+    )
+
+
+class TaintToleration:
+    """FilterPlugin, PreScorePlugin, ScorePlugin, NormalizeScorePlugin, EnqueueExtensions."""
+
+    name = NAME
+
+    def filter(self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo) -> Status:
+        node = node_info.node
+        if node is None or not node.spec.taints:
+            return Status.success()
+        taint = find_matching_untolerated_taint(
+            node.spec.taints, pod_info.pod.spec.tolerations, do_not_schedule_taints_filter
+        )
+        if taint is None:
+            return Status.success()
+        return Status.unresolvable(untolerated_reason(taint), plugin=NAME)
+
+    def pre_score(self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        state.write(
+            PRE_SCORE_STATE_KEY, prefer_no_schedule_tolerations(pod_info.pod.spec.tolerations)
+        )
+        return Status.success()
+
+    def score(
+        self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo
+    ) -> tuple[int, Status]:
+        node = node_info.node
+        if node is None:
+            return 0, Status.as_error(LookupError("node not found"), plugin=NAME)
+        tolerations = state.get(PRE_SCORE_STATE_KEY)
+        if tolerations is None:
+            return 0, Status.as_error(
+                KeyError(f"failed to read {PRE_SCORE_STATE_KEY!r} from cycleState"), plugin=NAME
+            )
+        return count_intolerable_prefer_no_schedule(node.spec.taints, tolerations), Status.success()
+
+    def normalize_score(
+        self, state: CycleState, pod_info: PodInfo, scores: list[NodeScore]
+    ) -> Status:
+        return default_normalize_score(MAX_NODE_SCORE, True, scores)
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                is_schedulable_after_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(POD, ActionType.UPDATE_POD_TOLERATIONS),
+                is_schedulable_after_pod_toleration_change,
+            ),
+        ]
+
+
+def is_schedulable_after_node_change(
+    pod: core_pb2.Pod, old: core_pb2.Node | None, new: core_pb2.Node | None
+) -> QueueingHint:
+    """Queue when the node went from having an untolerated taint (or not existing) to none."""
+    if new is None:
+        return QueueingHint.SKIP
+    tolerations = pod.spec.tolerations
+    was_untolerated = old is None or (
+        find_matching_untolerated_taint(old.spec.taints, tolerations, do_not_schedule_taints_filter)
+        is not None
+    )
+    is_untolerated = (
+        find_matching_untolerated_taint(new.spec.taints, tolerations, do_not_schedule_taints_filter)
+        is not None
+    )
+    return QueueingHint.QUEUE if was_untolerated and not is_untolerated else QueueingHint.SKIP
+
+
+def is_schedulable_after_pod_toleration_change(
+    pod: core_pb2.Pod, old: core_pb2.Pod | None, new: core_pb2.Pod | None
+) -> QueueingHint:
+    """A toleration added to the rejected pod itself may let it in."""
+    if new is not None and new.metadata.uid == pod.metadata.uid:
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP
+
+
+def new(args: Args | None, handle: Any) -> TaintToleration:
+    return TaintToleration()

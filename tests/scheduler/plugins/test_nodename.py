@@ -1,0 +1,50 @@
+"""NodeName: spec.nodeName pins the pod to one node."""
+
+from __future__ import annotations
+
+import pytest
+from google.protobuf import json_format
+
+from protos.kubera.v1 import core_pb2
+from services.scheduler.framework.interface import FilterPlugin
+from services.scheduler.framework.status import Code
+from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
+from services.scheduler.plugins import nodename
+
+
+def pod(node_name: str) -> core_pb2.Pod:
+    return json_format.ParseDict(
+        {"metadata": {"name": "p"}, "spec": {"nodeName": node_name}}, core_pb2.Pod()
+    )
+
+
+def node(name: str) -> core_pb2.Node:
+    return json_format.ParseDict({"metadata": {"name": name}}, core_pb2.Node())
+
+
+CASES = [
+    ("", "n1", Code.SUCCESS, "no nodeName fits every node"),
+    ("n1", "n1", Code.SUCCESS, "nodeName equal to the node"),
+    ("n2", "n1", Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "nodeName of another node"),
+]
+
+
+@pytest.mark.parametrize(("want", "name", "code", "rule"), CASES, ids=[c[3] for c in CASES])
+def test_filter(want: str, name: str, code: Code, rule: str) -> None:
+    pl = nodename.new(None, None)
+    assert isinstance(pl, FilterPlugin)
+    st = pl.filter(CycleState(), PodInfo(pod(want)), NodeInfo(node(name)))
+    assert st.code == code
+    if code != Code.SUCCESS:
+        assert st.reasons == ("node(s) didn't match the requested node name",)
+        assert st.plugin == "NodeName"
+
+
+@pytest.mark.parametrize(
+    ("added", "want"),
+    [("n1", QueueingHint.QUEUE), ("n2", QueueingHint.SKIP)],
+    ids=["the named node appears", "another node appears"],
+)
+def test_hint_node_added(added: str, want: QueueingHint) -> None:
+    [ev] = nodename.new(None, None).events_to_register()
+    assert ev.hint is not None and ev.hint(pod("n1"), None, node(added)) == want
