@@ -1,0 +1,493 @@
+"""InterPodAffinity: place a pod relative to the pods already running in a topology domain.
+
+Upstream plugins/interpodaffinity (filtering.go, scoring.go, plugin.go).
+
+Filter (required terms), from counts PreFilter builds once per cycle over every node:
+- the incoming pod's affinity: each term's topology key must be on the node, and the node's
+  domain must hold an existing pod matching *all* the pod's affinity terms; else
+  UnschedulableAndUnresolvable "node(s) didn't match pod affinity rules". First pod of a
+  series: when no pod anywhere matches all the terms and the pod matches its own terms, any
+  node carrying every topology key passes (no deadlock for self-affine workloads);
+- the incoming pod's anti-affinity: no pod matching a term in the node's domain for that term;
+  else Unschedulable "node(s) didn't match pod anti-affinity rules";
+- existing pods' required anti-affinity (symmetry): no existing pod whose term matches the
+  incoming pod in a domain the node is in; else Unschedulable "node(s) didn't satisfy existing
+  pods anti-affinity rules".
+
+Score (preferred terms): for every existing pod on a node with labels, per topology domain,
++weight for the incoming pod's preferred affinity terms it matches, -weight for preferred
+anti-affinity ones; symmetrically +hard_pod_affinity_weight for each of the existing pod's
+required affinity terms the incoming pod matches, ±weight for its preferred (anti-)affinity
+terms. A node scores the sum over the domains it is in; NormalizeScore maps [min, max] to
+[0, 100].
+
+Namespaces: a term applies to `namespaces`, plus namespaces whose labels its
+namespaceSelector matches (an empty selector: all); neither: the term owner's namespace. Upstream
+unrolls the incoming pod's namespaceSelector into names via the Namespace lister; here it is
+matched against the existing pod's namespace labels from the snapshot, which selects the same
+pods (a namespace the snapshot does not know counts as unlabelled). matchLabelKeys /
+mismatchLabelKeys are merged into the selector when the PodInfo is built (framework.types).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from protos.kubera.v1 import core_pb2
+from services.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    Handle,
+    NodeScore,
+    PreFilterResult,
+)
+from services.scheduler.framework.status import Status
+from services.scheduler.framework.types import (
+    ActionType,
+    AffinityTerm,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    QueueingHint,
+)
+from services.scheduler.plugins.helpers import NODE, POD
+
+NAME = "InterPodAffinity"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = (
+    "node(s) didn't satisfy existing pods anti-affinity rules"
+)
+ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
+
+TopologyPair = tuple[str, str]
+NamespaceLabels = Callable[[str], Mapping[str, str]]
+
+
+@dataclass
+class Args:
+    """InterPodAffinityArgs (kubescheduler.config.k8s.io/v1)."""
+
+    #: Score weight for each existing pod's *required* affinity term the incoming pod matches
+    #: (the symmetric, soft side of hard affinity). 0 turns it off; valid range [0, 100].
+    hard_pod_affinity_weight: int = 1
+    #: Skip existing pods' preferred terms when the incoming pod has no preferred terms of its
+    #: own (a throughput optimisation; upstream #114393).
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.hard_pod_affinity_weight <= 100:
+            raise ValueError(
+                f"hardPodAffinityWeight: Invalid value: {self.hard_pod_affinity_weight}: "
+                "not in valid range [0, 100]"
+            )
+
+
+# ----------------------------------------------------------------------------- matching
+
+
+def _matches(term: AffinityTerm, pod: core_pb2.Pod, ns_labels: NamespaceLabels) -> bool:
+    """term.matches, looking the pod's namespace labels up only when the term needs them."""
+    if term.namespace_selector is None:
+        return term.matches(pod, None)
+    return term.matches(pod, ns_labels(pod.metadata.namespace))
+
+
+def _matches_all(
+    terms: Sequence[AffinityTerm], pod: core_pb2.Pod, ns_labels: NamespaceLabels
+) -> bool:
+    """podMatchesAllAffinityTerms: false for no terms."""
+    return bool(terms) and all(_matches(t, pod, ns_labels) for t in terms)
+
+
+def _no_labels(namespace: str) -> Mapping[str, str]:
+    return {}
+
+
+def _namespace_labels_of(handle: Handle | None) -> NamespaceLabels:
+    """Namespace -> labels from the snapshot, memoised for one use; unknown: no labels
+    (upstream GetNamespaceLabelsSnapshot)."""
+    if handle is None:
+        return _no_labels
+    snapshot = handle.snapshot()
+    memo: dict[str, Mapping[str, str]] = {}
+
+    def lookup(namespace: str) -> Mapping[str, str]:
+        got = memo.get(namespace)
+        if got is None:
+            got = memo[namespace] = snapshot.namespace_labels(namespace) or {}
+        return got
+
+    return lookup
+
+
+def _add(counts: dict[TopologyPair, int], labels: Mapping[str, str], key: str, n: int) -> None:
+    value = labels.get(key)
+    if value is None:
+        return
+    pair = (key, value)
+    total = counts.get(pair, 0) + n
+    if total:
+        counts[pair] = total
+    else:
+        counts.pop(pair, None)
+
+
+# ---------------------------------------------------------------------------- PreFilter
+
+
+class _PreFilterState:
+    """Per-cycle counts, keyed by (topology key, value):
+    - existing_anti: existing pods whose required anti-affinity terms match the incoming pod;
+    - affinity: existing pods matching all of the incoming pod's required affinity terms;
+    - anti: existing pods matching each of the incoming pod's required anti-affinity terms."""
+
+    __slots__ = ("existing_anti", "affinity", "anti", "pod_info", "namespace_labels", "_ns")
+
+    def __init__(
+        self, pod_info: PodInfo, namespace_labels: Mapping[str, str], ns: NamespaceLabels
+    ) -> None:
+        self.existing_anti: dict[TopologyPair, int] = {}
+        self.affinity: dict[TopologyPair, int] = {}
+        self.anti: dict[TopologyPair, int] = {}
+        self.pod_info = pod_info
+        #: The incoming pod's namespace labels (existing pods' terms match against them).
+        self.namespace_labels = namespace_labels
+        self._ns = ns
+
+    def clone(self) -> _PreFilterState:
+        c = _PreFilterState(self.pod_info, self.namespace_labels, self._ns)
+        c.existing_anti = dict(self.existing_anti)
+        c.affinity = dict(self.affinity)
+        c.anti = dict(self.anti)
+        return c
+
+    def update_with_pod(self, other: PodInfo, node: core_pb2.Node, multiplier: int) -> None:
+        """Account for `other` being added to (+1) or removed from (-1) `node`."""
+        labels = node.metadata.labels
+        incoming = self.pod_info
+        for t in other.required_anti_affinity:
+            if t.matches(incoming.pod, self.namespace_labels):
+                _add(self.existing_anti, labels, t.topology_key, multiplier)
+        if _matches_all(incoming.required_affinity, other.pod, self._ns):
+            for t in incoming.required_affinity:
+                _add(self.affinity, labels, t.topology_key, multiplier)
+        for t in incoming.required_anti_affinity:
+            if _matches(t, other.pod, self._ns):
+                _add(self.anti, labels, t.topology_key, multiplier)
+
+
+# ------------------------------------------------------------------------------ PreScore
+
+
+class _PreScoreState:
+    """topology key -> value -> summed weight."""
+
+    __slots__ = ("topology_score",)
+
+    def __init__(self) -> None:
+        self.topology_score: dict[str, dict[str, int]] = {}
+
+    def clone(self) -> _PreScoreState:
+        return self  # read-only after PreScore
+
+    def add(self, term: AffinityTerm, weight: int, labels: Mapping[str, str]) -> None:
+        value = labels.get(term.topology_key)
+        if value is None:
+            return
+        by_value = self.topology_score.setdefault(term.topology_key, {})
+        by_value[value] = by_value.get(value, 0) + weight
+
+
+# -------------------------------------------------------------------------------- plugin
+
+
+class InterPodAffinity:
+    """PreFilterPlugin (+ add_pod/remove_pod extensions), FilterPlugin, PreScorePlugin,
+    ScorePlugin, NormalizeScorePlugin, EnqueueExtensions."""
+
+    name = NAME
+
+    def __init__(self, args: Args, handle: Handle | None) -> None:
+        self.args = args
+        self.handle = handle
+
+    # ---------------------------------------------------------------- PreFilter / Filter
+    def pre_filter(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        pod = pod_info.pod
+        ns = _namespace_labels_of(self.handle)
+        s = _PreFilterState(pod_info, ns(pod.metadata.namespace), ns)
+
+        # Existing pods' required anti-affinity against the incoming pod.
+        with_anti = (
+            self.handle.snapshot().have_pods_with_required_anti_affinity()
+            if (self.handle is not None)
+            else [ni for ni in nodes if ni.pods_with_required_anti_affinity]
+        )
+        for ni in with_anti:
+            if ni.node is None:
+                continue
+            labels = ni.node.metadata.labels
+            for existing in ni.pods_with_required_anti_affinity:
+                for t in existing.required_anti_affinity:
+                    if t.matches(pod, s.namespace_labels):
+                        _add(s.existing_anti, labels, t.topology_key, 1)
+
+        # Existing pods against the incoming pod's required terms.
+        aff, anti = pod_info.required_affinity, pod_info.required_anti_affinity
+        if aff or anti:
+            for ni in nodes:
+                if ni.node is None:
+                    continue
+                labels = ni.node.metadata.labels
+                for existing in ni.pods:
+                    p = existing.pod
+                    if aff and _matches_all(aff, p, ns):
+                        for t in aff:
+                            _add(s.affinity, labels, t.topology_key, 1)
+                    for t in anti:
+                        if _matches(t, p, ns):
+                            _add(s.anti, labels, t.topology_key, 1)
+
+        # The state is written even when skipping: a Filter run regardless sees "all pass".
+        state.write(PRE_FILTER_STATE_KEY, s)
+        if not s.existing_anti and not aff and not anti:
+            return None, Status.skip(plugin=NAME)
+        return None, Status.success()
+
+    def add_pod(
+        self, state: CycleState, pod_to_schedule: PodInfo, pod_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        """PreFilterExtensions.AddPod (preemption's what-if): count `pod_to_add` on the node."""
+        return self._update(state, pod_to_add, node_info, 1)
+
+    def remove_pod(
+        self,
+        state: CycleState,
+        pod_to_schedule: PodInfo,
+        pod_to_remove: PodInfo,
+        node_info: NodeInfo,
+    ) -> Status:
+        """PreFilterExtensions.RemovePod: stop counting `pod_to_remove`."""
+        return self._update(state, pod_to_remove, node_info, -1)
+
+    def _update(self, state: CycleState, other: PodInfo, node_info: NodeInfo, n: int) -> Status:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if s is None:
+            return _missing(PRE_FILTER_STATE_KEY)
+        if node_info.node is not None:
+            s.update_with_pod(other, node_info.node, n)
+        return Status.success()
+
+    def filter(self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo) -> Status:
+        node = node_info.node
+        if node is None:
+            return Status.as_error(LookupError("node not found"), plugin=NAME)
+        s: _PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if s is None:
+            return _missing(PRE_FILTER_STATE_KEY)
+        labels = node.metadata.labels
+        if not _satisfies_pod_affinity(s, labels):
+            return Status.unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH, plugin=NAME)
+        if not _satisfies_pod_anti_affinity(s, labels):
+            return Status.unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH, plugin=NAME)
+        if not _satisfies_existing_pods_anti_affinity(s, labels):
+            return Status.unschedulable(
+                ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH, plugin=NAME
+            )
+        return Status.success()
+
+    # ------------------------------------------------------------------- PreScore / Score
+    def pre_score(self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        s = _PreScoreState()
+        state.write(PRE_SCORE_STATE_KEY, s)
+        if not nodes:
+            return Status.success()
+        has_constraints = bool(pod_info.preferred_affinity or pod_info.preferred_anti_affinity)
+        if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
+            return Status.skip(plugin=NAME)
+
+        # Unless the pod has preferred terms, only pods with affinity can contribute.
+        if self.handle is not None:
+            snap = self.handle.snapshot()
+            candidates = snap.list() if has_constraints else snap.have_pods_with_affinity()
+        else:
+            candidates = nodes
+        ns = _namespace_labels_of(self.handle)
+        incoming = pod_info.pod
+        incoming_ns = ns(incoming.metadata.namespace)
+        hard_weight = self.args.hard_pod_affinity_weight
+        for ni in candidates:
+            node = ni.node
+            if node is None or not node.metadata.labels:
+                continue
+            labels = node.metadata.labels
+            for existing in ni.pods if has_constraints else ni.pods_with_affinity:
+                p = existing.pod
+                for t in pod_info.preferred_affinity:
+                    if _matches(t, p, ns):
+                        s.add(t, t.weight, labels)
+                for t in pod_info.preferred_anti_affinity:
+                    if _matches(t, p, ns):
+                        s.add(t, -t.weight, labels)
+                if hard_weight > 0:
+                    for t in existing.required_affinity:
+                        if t.matches(incoming, incoming_ns):
+                            s.add(t, hard_weight, labels)
+                for t in existing.preferred_affinity:
+                    if t.matches(incoming, incoming_ns):
+                        s.add(t, t.weight, labels)
+                for t in existing.preferred_anti_affinity:
+                    if t.matches(incoming, incoming_ns):
+                        s.add(t, -t.weight, labels)
+
+        if not s.topology_score:
+            return Status.skip(plugin=NAME)
+        return Status.success()
+
+    def score(
+        self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo
+    ) -> tuple[int, Status]:
+        node = node_info.node
+        if node is None:
+            return 0, Status.as_error(LookupError("node not found"), plugin=NAME)
+        s: _PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if s is None:
+            return 0, _missing(PRE_SCORE_STATE_KEY)
+        labels = node.metadata.labels
+        total = 0
+        for key, by_value in s.topology_score.items():
+            value = labels.get(key)
+            if value is not None:
+                total += by_value.get(value, 0)
+        return total, Status.success()
+
+    def normalize_score(
+        self, state: CycleState, pod_info: PodInfo, scores: list[NodeScore]
+    ) -> Status:
+        s: _PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if s is None:
+            return _missing(PRE_SCORE_STATE_KEY)
+        if not s.topology_score or not scores:
+            return Status.success()
+        lo = min(ns.score for ns in scores)
+        hi = max(ns.score for ns in scores)
+        diff = hi - lo
+        for ns in scores:
+            # int64(float64(MaxNodeScore) * float64(score-min) / float64(max-min)): truncation.
+            ns.score = int(MAX_NODE_SCORE * ((ns.score - lo) / diff)) if diff > 0 else 0
+        return Status.success()
+
+    # ---------------------------------------------------------------------------- events
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            # Add: a pod matching our affinity may appear; UpdatePodLabel: one may start (or
+            # stop) matching; Delete: a pod our anti-affinity (or whose anti-affinity) blocked
+            # us may go. UpdateNodeTaint: upstream's workaround for node adds it misses.
+            ClusterEventWithHint(
+                ClusterEvent(POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
+                self.is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    NODE,
+                    ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
+                ),
+                self.is_schedulable_after_node_change,
+            ),
+        ]
+
+    def is_schedulable_after_pod_change(
+        self, pod: core_pb2.Pod, old: core_pb2.Pod | None, new: core_pb2.Pod | None
+    ) -> QueueingHint:
+        """Only bound pods count. Queue when a pod comes to match all our affinity terms
+        (add or label update), stops matching our anti-affinity terms (update), or goes away
+        while matching them, or while its own anti-affinity rejected us (delete; upstream only
+        checks our terms, which would leave a pod blocked by symmetry waiting for the flush)."""
+        if (new is not None and not new.spec.node_name) or (
+            old is not None and not old.spec.node_name
+        ):
+            return QueueingHint.SKIP
+        pi = PodInfo(pod)
+        ns = _namespace_labels_of(self.handle)
+        aff, anti = pi.required_affinity, pi.required_anti_affinity
+        if old is not None and new is not None:
+            if not _matches_all(aff, old, ns) and _matches_all(aff, new, ns):
+                return QueueingHint.QUEUE
+            if _matches_all(anti, old, ns) and not _matches_all(anti, new, ns):
+                return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+        if new is not None:
+            return QueueingHint.QUEUE if _matches_all(aff, new, ns) else QueueingHint.SKIP
+        if old is None:
+            return QueueingHint.SKIP
+        if _matches_all(anti, old, ns):
+            return QueueingHint.QUEUE
+        own_ns = ns(pod.metadata.namespace)
+        deleted = PodInfo(old)
+        if any(t.matches(pod, own_ns) for t in deleted.required_anti_affinity):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    def is_schedulable_after_node_change(
+        self, pod: core_pb2.Pod, old: core_pb2.Node | None, new: core_pb2.Node | None
+    ) -> QueueingHint:
+        """Queue when the added/updated node carries a topology key of our required terms."""
+        if new is None:
+            return QueueingHint.SKIP
+        pi = PodInfo(pod)
+        labels = new.metadata.labels
+        for t in (*pi.required_affinity, *pi.required_anti_affinity):
+            if t.topology_key in labels:
+                return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+
+# ---------------------------------------------------------------------- filter checks
+
+
+def _satisfies_pod_affinity(s: _PreFilterState, labels: Mapping[str, str]) -> bool:
+    pods_exist = True
+    for t in s.pod_info.required_affinity:
+        value = labels.get(t.topology_key)
+        if value is None:
+            return False  # every topology key must be on the node
+        if s.affinity.get((t.topology_key, value), 0) <= 0:
+            pods_exist = False
+    if pods_exist:
+        return True
+    # First pod of a series: nothing in the cluster matches yet, and the pod matches its own
+    # terms, so it may go to any node with all the topology keys (checked above).
+    pi = s.pod_info
+    return not s.affinity and _matches_all(pi.required_affinity, pi.pod, s._ns)
+
+
+def _satisfies_pod_anti_affinity(s: _PreFilterState, labels: Mapping[str, str]) -> bool:
+    if not s.anti:
+        return True
+    for t in s.pod_info.required_anti_affinity:
+        value = labels.get(t.topology_key)
+        if value is not None and s.anti.get((t.topology_key, value), 0) > 0:
+            return False
+    return True
+
+
+def _satisfies_existing_pods_anti_affinity(s: _PreFilterState, labels: Mapping[str, str]) -> bool:
+    if not s.existing_anti:
+        return True
+    return not any(s.existing_anti.get(pair, 0) > 0 for pair in labels.items())
+
+
+def _missing(key: str) -> Status:
+    return Status.as_error(KeyError(f"error reading {key!r} from cycleState"), plugin=NAME)
+
+
+def new(args: Args | None, handle: Any) -> InterPodAffinity:
+    return InterPodAffinity(args if args is not None else Args(), handle)
