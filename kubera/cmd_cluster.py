@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from kubera import procs
 from kubera.context import Context, context_path, home, load_context
@@ -31,6 +32,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument(
         "--apiserver-port", type=int, default=0, metavar="PORT", help="apiserver port (0: any free)"
     )
+    up.add_argument(
+        "--scheduler-config",
+        default="",
+        metavar="FILE",
+        help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) for the scheduler",
+    )
+    up.add_argument("--scheduler-seed", type=int, default=None, help=argparse.SUPPRESS)
     up.add_argument(
         "--timeout", type=float, default=180.0, help="seconds to wait for the cluster to be ready"
     )
@@ -64,11 +72,31 @@ def _check_not_running() -> None:
     _cleanup(ctx)  # left over from a crash
 
 
+def _read_scheduler_config(path: str) -> str:
+    """The file's text, checked here so a bad config is one clear line before anything starts."""
+    if not path:
+        return ""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise CliError(f"--scheduler-config: cannot read {path}: {e.strerror}") from None
+    from services.scheduler.config import ConfigError, load_config
+
+    try:
+        load_config(text)
+    except ConfigError as e:
+        raise CliError(f"--scheduler-config {path}: {e}") from None
+    return text
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     if args.nodes < 0:
         raise CliError(f"--nodes: must be >= 0, got {args.nodes}")
     _check_not_running()
+    scheduler_config = _read_scheduler_config(args.scheduler_config)
     opts = UpOptions(
+        scheduler_config=scheduler_config,
+        scheduler_seed=args.scheduler_seed,
         etcd=args.etcd,
         ray_address=args.ray_address,
         nodes=args.nodes,

@@ -42,6 +42,9 @@ class UpOptions:
     nodes: int = 0
     apiserver_port: int = 0
     bookmark_interval: float = 5.0
+    #: KubeSchedulerConfiguration YAML text ("" = the defaults).
+    scheduler_config: str = ""
+    scheduler_seed: int | None = None
 
 
 class Supervisor:
@@ -51,6 +54,7 @@ class Supervisor:
         self.etcd: EtcdProcess | None = None
         self.ray_tmp = ""
         self.actor = None
+        self.scheduler = None
         self.context: Context | None = None
         self._stop = threading.Event()
 
@@ -100,6 +104,13 @@ class Supervisor:
         )
         self.actor = ApiServerActor.options(name="apiserver").remote(config)
         address = ray.get(self.actor.start.remote(), timeout=120)
+        from actors.scheduler import SchedulerActor, SchedulerHostConfig
+
+        sched_config = SchedulerHostConfig(
+            apiserver=address, config_yaml=self.opts.scheduler_config, seed=self.opts.scheduler_seed
+        )
+        self.scheduler = SchedulerActor.options(name="scheduler").remote(sched_config)
+        scheduler_address = ray.get(self.scheduler.start.remote(), timeout=120)
         dirs = [str(self.cluster_dir)] + ([self.ray_tmp] if self.ray_tmp else [])
         me = os.getpid()
         self.context = Context(
@@ -111,6 +122,7 @@ class Supervisor:
             dirs=dirs,
             ray_address=self.opts.ray_address or "local",
             started_at=time.time(),
+            scheduler=scheduler_address,
         )
         self.context.save()
         return self.context
@@ -125,6 +137,11 @@ class Supervisor:
     def stop(self) -> None:
         import ray
 
+        if self.scheduler is not None:
+            with contextlib.suppress(Exception):
+                ray.get(self.scheduler.stop.remote(), timeout=15)
+            with contextlib.suppress(Exception):
+                ray.kill(self.scheduler)
         if self.actor is not None:
             with contextlib.suppress(Exception):
                 ray.get(self.actor.stop.remote(), timeout=10)

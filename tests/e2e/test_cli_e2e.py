@@ -93,10 +93,31 @@ def test_apply_get_describe_delete_round_trip(cluster: Kubera) -> None:
     assert "node-a" in nodes.stdout
     desc = cluster("describe", "pod", "nginx", "-n", "demo")
     assert desc.returncode == 0 and "Tolerations" in desc.stdout
+    bound = _wait_bound(cluster, "demo", "nginx")  # the scheduler placed it
+    assert bound in ("node-a", "node-b")
+    explained = cluster("explain", "pod", "nginx", "-n", "demo")
+    assert explained.returncode == 0 and f"scheduled → {bound}" in explained.stdout
     d = cluster("delete", "pod", "nginx", "-n", "demo")
     assert d.returncode == 0 and 'pod "nginx" deleted' in d.stdout
+    # bound, so graceful: Terminating until a kubelet (later) or a forced delete ends it
+    assert "Terminating" in cluster("get", "pod", "nginx", "-n", "demo").stdout
+    assert cluster("delete", "pod", "nginx", "-n", "demo", "--grace-period", "0").returncode == 0
     gone = cluster("get", "pod", "nginx", "-n", "demo")
     assert gone.returncode == 1 and 'pods "nginx" not found' in gone.stderr
+
+
+def _wait_bound(cluster: Kubera, namespace: str, name: str, timeout: float = 60) -> str:
+    """The pod's node once bound (polling the CLI as a user would, with a deadline)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = cluster("get", "pod", name, "-n", namespace, "-o", "json")
+        node = json.loads(r.stdout)["spec"].get("nodeName", "") if r.returncode == 0 else ""
+        if node:
+            return node
+        time.sleep(0.2)
+    raise AssertionError(f"pod {namespace}/{name} not bound within {timeout}s")
 
 
 def test_bad_manifest_is_one_clear_line_from_stdin(cluster: Kubera) -> None:

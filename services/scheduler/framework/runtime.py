@@ -1,0 +1,835 @@
+"""The framework runtime: one `Framework` per profile runs its plugins at every extension point.
+
+Upstream framework/runtime/framework.go. Built from a resolved `config.Profile` (which plugins
+run where, with which score weights and args), a registry (name -> PluginSpec) and the
+scheduler's handle. Semantics kept from upstream:
+
+- PreFilter: Skip drops the plugin's Filter for this cycle; UnschedulableAndUnresolvable stops
+  at once, Unschedulable lets the others run (so preemption sees all of them); an empty
+  intersection of PreFilterResults is UnschedulableAndUnresolvable.
+- Filter: plugins in order, the first rejection wins and names its plugin; a status that is
+  neither Success nor a rejection is an Error.
+- Score: per plugin, Score (or `score_batch`) -> NormalizeScore -> must lie in [0, 100] ->
+  times the plugin's weight; the total is the sum.
+- Reserve in order, Unreserve in reverse order, always all of them.
+- Permit: a rejection stops; Wait (timeout capped at 15 minutes) makes the pod a waiting pod
+  that `allow_waiting_pod` / `reject_waiting_pod` resolve from elsewhere and a timeout rejects
+  ("rejected due to timeout after waiting 10s at plugin P").
+- Bind: the first plugin that does not Skip decides.
+
+A plugin raising an exception is a bug; the framework turns it into an Error status of that
+plugin so every failure path of the scheduler still unreserves and requeues.
+
+Time: permit deadlines use the handle's injected clock; extension point durations (metrics
+only) use `timer`, perf_counter by default.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from protos.kubera.v1 import core_pb2
+from services.clock import Clock
+from services.scheduler import registry as reg
+from services.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    FilterPlugin,
+    Handle,
+    NodeScore,
+    NormalizeScorePlugin,
+    PermitPlugin,
+    PluginSpec,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from services.scheduler.framework.status import Code, Status
+from services.scheduler.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    QueuedPodInfo,
+)
+
+if TYPE_CHECKING:
+    from services.scheduler.config import Profile
+
+log = logging.getLogger(__name__)
+
+#: The longest a Permit plugin may make a pod wait (upstream maxTimeout).
+MAX_PERMIT_TIMEOUT = 15 * 60.0
+
+#: Extension point names as the framework_extension_point_duration_seconds label spells them.
+EP_PRE_ENQUEUE = "PreEnqueue"
+EP_PRE_FILTER = "PreFilter"
+EP_FILTER = "Filter"
+EP_POST_FILTER = "PostFilter"
+EP_PRE_SCORE = "PreScore"
+EP_SCORE = "Score"
+EP_RESERVE = "Reserve"
+EP_UNRESERVE = "Unreserve"
+EP_PERMIT = "Permit"
+EP_PRE_BIND = "PreBind"
+EP_BIND = "Bind"
+EP_POST_BIND = "PostBind"
+
+#: What a plugin that does not implement EnqueueExtensions is requeued by: everything.
+ALL_EVENTS = [ClusterEventWithHint(ClusterEvent("*", ActionType.ALL))]
+#: Only plugins at these points can reject a pod, so only their events can help it.
+_ENQUEUE_POINTS = (reg.PRE_ENQUEUE, reg.PRE_FILTER, reg.FILTER, reg.RESERVE, reg.PERMIT)
+
+
+class FrameworkError(RuntimeError):
+    """An extension point failed with an Error status where the API returns no Status
+    (run_score); `status` carries the plugin and the cause."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message)
+        self.status = status
+
+
+def code_label(code: Code) -> str:
+    """A Status code as upstream's Code.String() spells it ("UnschedulableAndUnresolvable")."""
+    return "".join(part.capitalize() for part in code.name.split("_"))
+
+
+def go_duration(seconds: float) -> str:
+    """time.Duration.String(): "10s", "1.5s", "500ms", "1m30s", "15m0s"."""
+    ns = round(seconds * 1_000_000_000)
+    if ns == 0:
+        return "0s"
+    sign, ns = ("-" if ns < 0 else ""), abs(ns)
+    if ns < 1_000_000_000:
+        for unit, div in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if ns >= div:
+                return sign + _trim(ns, div) + unit
+    hours, rem = divmod(ns, 3_600_000_000_000)
+    minutes, rem = divmod(rem, 60_000_000_000)
+    out = sign
+    if hours:
+        out += f"{hours}h"
+    if hours or minutes:
+        out += f"{minutes}m"
+    return out + _trim(rem, 1_000_000_000) + "s"
+
+
+def _trim(value: int, div: int) -> str:
+    whole, frac = divmod(value, div)
+    if not frac:
+        return str(whole)
+    digits = len(str(div)) - 1
+    return f"{whole}.{frac:0{digits}d}".rstrip("0")
+
+
+def _error(name: str, what: str, status: Status) -> Status:
+    """An Error status of plugin `name` wrapping a non-rejection status (upstream AsStatus)."""
+    err = status.error if status.error is not None else RuntimeError(status.message)
+    return Status(Code.ERROR, (f"{what}: {status.message}",), name, err)
+
+
+# ======================================================================== waiting pods
+
+
+@dataclass
+class WaitingPod:
+    """A pod a Permit plugin said Wait for; each waiting plugin must allow it in time."""
+
+    pod_info: PodInfo
+    node_name: str
+    #: plugin -> how long it asked to wait (seconds), for the timeout message.
+    timeouts: dict[str, float]
+    #: plugin -> monotonic deadline; a plugin leaves when it allows the pod.
+    pending: dict[str, float]
+    result: Status | None = None
+    _event: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    @property
+    def done(self) -> bool:
+        return self.result is not None
+
+    def allow(self, plugin: str) -> None:
+        if self.done:
+            return
+        self.pending.pop(plugin, None)
+        if not self.pending:
+            self._resolve(Status.success())
+
+    def reject(self, plugin: str, reason: str) -> None:
+        self._resolve(Status.unschedulable(reason, plugin=plugin))
+
+    def expire_if_due(self, now: float) -> bool:
+        """Reject at the first pending plugin whose deadline passed (upstream's per-plugin
+        timer firing); True when it did."""
+        if self.done or not self.pending:
+            return False
+        plugin, deadline = min(self.pending.items(), key=lambda kv: kv[1])
+        if deadline > now:
+            return False
+        waited = go_duration(self.timeouts[plugin])
+        self.reject(plugin, f"rejected due to timeout after waiting {waited} at plugin {plugin}")
+        return True
+
+    def next_deadline(self) -> float:
+        return min(self.pending.values()) if self.pending else float("inf")
+
+    def _resolve(self, status: Status) -> None:
+        if self.result is None:
+            self.result = status
+            self._event.set()
+
+    async def wait_event(self) -> None:
+        await self._event.wait()
+
+
+class WaitingPods:
+    """uid -> WaitingPod; one map may be shared by every profile's framework."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, WaitingPod] = {}
+
+    def add(self, wp: WaitingPod) -> None:
+        self._pods[wp.pod_info.uid] = wp
+
+    def get(self, uid: str) -> WaitingPod | None:
+        return self._pods.get(uid)
+
+    def remove(self, uid: str, wp: WaitingPod | None = None) -> None:
+        if wp is None or self._pods.get(uid) is wp:
+            self._pods.pop(uid, None)
+
+    def __iter__(self) -> Iterator[WaitingPod]:
+        return iter(list(self._pods.values()))
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+
+# =========================================================================== framework
+
+
+class Framework:
+    """One profile's plugins, instantiated once, run per extension point in the configured
+    order (upstream frameworkImpl)."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        registry: Mapping[str, PluginSpec],
+        *,
+        handle: Handle,
+        metrics: Any = None,
+        waiting_pods: WaitingPods | None = None,
+        timer: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        """`profile` is a config.Profile (scheduler_name, plugins, plugin_config,
+        percentage_of_nodes_to_score). `metrics`: anything with a
+        `framework_extension_point_duration_seconds` histogram (SchedulerMetrics), or None.
+        Raises ValueError when the profile cannot be built (unknown plugin, a plugin at a
+        point it does not implement, not exactly one QueueSort, no Bind plugin)."""
+        self.profile_name: str = profile.scheduler_name
+        self.percentage_of_nodes_to_score: int | None = profile.percentage_of_nodes_to_score
+        self.handle = handle
+        self._clock: Clock = handle.clock
+        self._histogram = getattr(metrics, "framework_extension_point_duration_seconds", None)
+        self._timer = timer
+        self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
+
+        plugin_points = profile.plugins
+        needed: list[str] = []
+        for point in reg.EXTENSION_POINTS:
+            for entry in plugin_points.get(point, ()):
+                if entry.name not in needed:
+                    needed.append(entry.name)
+        self.plugins: dict[str, Any] = {
+            name: self._instantiate(name, registry, profile.plugin_config) for name in needed
+        }
+        #: point -> [(name, plugin)], in order.
+        self._at: dict[str, list[tuple[str, Any]]] = {}
+        for point in reg.EXTENSION_POINTS:
+            entries: list[tuple[str, Any]] = []
+            for entry in plugin_points.get(point, ()):
+                plugin = self.plugins[entry.name]
+                if not isinstance(plugin, reg.PROTOCOLS[point]):
+                    raise ValueError(
+                        f"profile {self.profile_name!r}: plugin {entry.name!r} does not "
+                        f"extend {point}"
+                    )
+                if any(n == entry.name for n, _ in entries):
+                    raise ValueError(
+                        f"profile {self.profile_name!r}: plugin {entry.name!r} already "
+                        f"registered at {point}"
+                    )
+                entries.append((entry.name, plugin))
+            self._at[point] = entries
+        if len(self._at[reg.QUEUE_SORT]) != 1:
+            raise ValueError(
+                f"only one queue sort plugin required for profile with scheduler name "
+                f"{self.profile_name!r}, but got {len(self._at[reg.QUEUE_SORT])}"
+            )
+        if not self._at[reg.BIND]:
+            raise ValueError(
+                f"at least one bind plugin is needed for profile with scheduler name "
+                f"{self.profile_name!r}"
+            )
+        self.score_weights: dict[str, int] = {
+            e.name: max(int(e.weight), 1) for e in plugin_points.get(reg.SCORE, ())
+        }
+        qs: QueueSortPlugin = self._at[reg.QUEUE_SORT][0][1]
+        #: The activeQ's order: less(a, b) is True when a pops before b.
+        self.queue_sort_less: Callable[[QueuedPodInfo, QueuedPodInfo], bool] = qs.less
+        self.pre_enqueue_plugins: list[PreEnqueuePlugin] = [p for _, p in self._at[reg.PRE_ENQUEUE]]
+
+    def _instantiate(
+        self, name: str, registry: Mapping[str, PluginSpec], plugin_config: Mapping[str, Any]
+    ) -> Any:
+        spec = registry.get(name)
+        if spec is None:
+            raise ValueError(f"profile {self.profile_name!r}: plugin {name!r} is not registered")
+        args = plugin_config.get(name)
+        if args is None and spec.args_type is not None:
+            args = spec.args_type()
+        elif isinstance(args, Mapping) and spec.args_type is not None:
+            args = self._typed_args(name, spec.args_type, args)
+        try:
+            plugin = spec.factory(args, self.handle)
+        except Exception as e:  # noqa: BLE001 - reported with the plugin's name
+            raise ValueError(f"initializing plugin {name!r}: {e}") from e
+        got = getattr(plugin, "name", None)
+        if got != name:
+            raise ValueError(f"plugin registered as {name!r} calls itself {got!r}")
+        return plugin
+
+    @staticmethod
+    def _typed_args(name: str, args_type: type, raw: Mapping[str, Any]) -> Any:
+        """Config read while the plugin module was missing keeps a dict: type it now."""
+        from services.scheduler.config import build_dataclass  # config imports the registry
+
+        from_dict = getattr(args_type, "from_dict", None)
+        if callable(from_dict):
+            return from_dict(raw)
+        if dataclasses.is_dataclass(args_type):
+            errs: list[Any] = []
+            args = build_dataclass(args_type, dict(raw), f"{name}.args", errs)
+            if errs:
+                raise ValueError("; ".join(map(str, errs)))
+            return args
+        return args_type(**raw)
+
+    # -------------------------------------------------------------- introspection
+    def list_plugins(self) -> dict[str, list[str]]:
+        """Extension point -> plugin names, in the order they run."""
+        return {point: [n for n, _ in entries] for point, entries in self._at.items()}
+
+    def has_filter_plugins(self) -> bool:
+        return bool(self._at[reg.FILTER])
+
+    def has_score_plugins(self) -> bool:
+        return bool(self._at[reg.SCORE])
+
+    def has_post_filter_plugins(self) -> bool:
+        return bool(self._at[reg.POST_FILTER])
+
+    def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
+        """Plugin -> the cluster events that may make a pod it rejected schedulable. Only
+        plugins that can reject (PreEnqueue, PreFilter, Filter, Reserve, Permit) register;
+        one without events_to_register is requeued by every event (upstream default)."""
+        out: dict[str, list[ClusterEventWithHint]] = {}
+        for point in _ENQUEUE_POINTS:
+            for name, plugin in self._at[point]:
+                if name in out:
+                    continue
+                fn = getattr(plugin, "events_to_register", None)
+                out[name] = list(fn()) if callable(fn) else list(ALL_EVENTS)
+        return out
+
+    # ------------------------------------------------------------------- metrics
+    def _observe(self, point: str, status: Status, start: float) -> None:
+        if self._histogram is None:
+            return
+        self._histogram.labels(
+            extension_point=point, status=code_label(status.code), profile=self.profile_name
+        ).observe(self._timer() - start)
+
+    # ---------------------------------------------------------------- PreEnqueue
+    def run_pre_enqueue(self, pod: core_pb2.Pod) -> Status:
+        """Success when every PreEnqueue plugin lets the pod into activeQ; else the first
+        refusal, naming its plugin."""
+        for name, plugin in self._at[reg.PRE_ENQUEUE]:
+            pe: PreEnqueuePlugin = plugin
+            try:
+                st = pe.pre_enqueue(pod)
+            except Exception as e:  # noqa: BLE001
+                return Status.as_error(e, plugin=name)
+            if not st.is_success():
+                return st.with_plugin(name)
+        return Status.success()
+
+    # ----------------------------------------------------------------- PreFilter
+    def run_pre_filter(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        start = self._timer()
+        skip: set[str] = set()
+        result: PreFilterResult | None = None
+        narrowing: list[str] = []
+        returned = Status.success()
+        try:
+            for name, plugin in self._at[reg.PRE_FILTER]:
+                pf: PreFilterPlugin = plugin
+                try:
+                    r, st = pf.pre_filter(state, pod_info, nodes)
+                except Exception as e:  # noqa: BLE001
+                    r, st = None, Status.as_error(e, plugin=name)
+                if st.is_skip():
+                    skip.add(name)
+                    continue
+                if not st.is_success():
+                    if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                        returned = st.with_plugin(name)
+                        return None, returned
+                    if st.code == Code.UNSCHEDULABLE:
+                        returned = st.with_plugin(name)
+                        continue
+                    returned = _error(name, f"running PreFilter plugin {name!r}", st)
+                    return None, returned
+                if r is not None and r.node_names is not None:
+                    narrowing.append(name)
+                    result = r if result is None else result.merge(r)
+                    if result.node_names is not None and not result.node_names:
+                        if len(narrowing) == 1:
+                            msg = f"node(s) didn't satisfy plugin {narrowing[0]}"
+                        else:
+                            msg = (
+                                "node(s) didn't satisfy plugin(s) "
+                                f"[{' '.join(sorted(narrowing))}] simultaneously"
+                            )
+                        returned = Status.unresolvable(msg, plugin=name)
+                        return result, returned
+            return result, returned
+        finally:
+            state.skip_filter_plugins = skip
+            self._observe(EP_PRE_FILTER, returned, start)
+
+    # -------------------------------------------------------------------- Filter
+    def run_filter(self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo) -> Status:
+        """Whether the pod fits the node: the first plugin that rejects it decides."""
+        skip = state.skip_filter_plugins
+        for name, plugin in self._at[reg.FILTER]:
+            if name in skip:
+                continue
+            fp: FilterPlugin = plugin
+            try:
+                st = fp.filter(state, pod_info, node_info)
+            except Exception as e:  # noqa: BLE001
+                return Status.as_error(e, plugin=name)
+            if not st.is_success():
+                return self._filter_failure(name, st)
+        return Status.success()
+
+    @staticmethod
+    def _filter_failure(name: str, st: Status) -> Status:
+        if st.is_rejected():
+            return st.with_plugin(name)
+        return _error(name, f"running {name!r} filter plugin", st)
+
+    def run_filter_batch(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> list[Status]:
+        """run_filter for many nodes: plugin by plugin (filter_batch when a plugin has it),
+        each later plugin seeing only the nodes still feasible. One Status per node."""
+        start = self._timer()
+        n = len(nodes)
+        statuses: list[Status] = [Status.success()] * n
+        alive = list(range(n))
+        skip = state.skip_filter_plugins
+        for name, plugin in self._at[reg.FILTER]:
+            if not alive:
+                break
+            if name in skip:
+                continue
+            subset = list(nodes) if len(alive) == n else [nodes[i] for i in alive]
+            batch = getattr(plugin, "filter_batch", None)
+            try:
+                if callable(batch):
+                    results = list(batch(state, pod_info, subset))
+                    if len(results) != len(subset):
+                        raise RuntimeError(
+                            f"filter_batch returned {len(results)} statuses for {len(subset)} nodes"
+                        )
+                else:
+                    fp: FilterPlugin = plugin
+                    results = [fp.filter(state, pod_info, ni) for ni in subset]
+            except Exception as e:  # noqa: BLE001
+                err = Status.as_error(e, plugin=name)
+                for i in alive:
+                    statuses[i] = err
+                alive = []
+                break
+            still: list[int] = []
+            for i, st in zip(alive, results, strict=True):
+                if st.code == Code.SUCCESS:
+                    still.append(i)
+                else:
+                    statuses[i] = self._filter_failure(name, st)
+            alive = still
+        if self._histogram is not None:
+            if any(s.code == Code.ERROR for s in statuses):
+                summary = Status(Code.ERROR)
+            elif alive or not n:
+                summary = Status.success()
+            else:
+                summary = Status(Code.UNSCHEDULABLE)
+            self._observe(EP_FILTER, summary, start)
+        return statuses
+
+    # ---------------------------------------------------------------- PostFilter
+    async def run_post_filter(
+        self, state: CycleState, pod_info: PodInfo, statuses: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        """Until one plugin makes the pod schedulable (Success), fails (Error) or proves it
+        hopeless (UnschedulableAndUnresolvable); otherwise Unschedulable with every reason."""
+        start = self._timer()
+        result: PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
+        final: Status | None = None
+        try:
+            for name, plugin in self._at[reg.POST_FILTER]:
+                pf: PostFilterPlugin = plugin
+                try:
+                    r, st = await pf.post_filter(state, pod_info, statuses)
+                except Exception as e:  # noqa: BLE001
+                    r, st = None, Status.as_error(e, plugin=name)
+                if st.is_success():
+                    final = st.with_plugin(name)
+                    return r, final
+                if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    final = st.with_plugin(name)
+                    return r, final
+                if not st.is_rejected():
+                    final = _error(name, f"running PostFilter plugin {name!r}", st)
+                    return None, final
+                if r is not None and r.nominated_node_name:
+                    result = r
+                reasons.extend(st.reasons)
+                rejector = rejector or name
+            final = Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
+            return result, final
+        finally:
+            self._observe(EP_POST_FILTER, final or Status(Code.UNSCHEDULABLE), start)
+
+    # ------------------------------------------------------------------ PreScore
+    def run_pre_score(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Status:
+        start = self._timer()
+        skip: set[str] = set()
+        status = Status.success()
+        try:
+            for name, plugin in self._at[reg.PRE_SCORE]:
+                ps: PreScorePlugin = plugin
+                try:
+                    st = ps.pre_score(state, pod_info, nodes)
+                except Exception as e:  # noqa: BLE001
+                    st = Status.as_error(e, plugin=name)
+                if st.is_skip():
+                    skip.add(name)
+                    continue
+                if not st.is_success():
+                    status = _error(name, f"running PreScore plugin {name!r}", st)
+                    return status
+            return status
+        finally:
+            state.skip_score_plugins = skip
+            self._observe(EP_PRE_SCORE, status, start)
+
+    # --------------------------------------------------------------------- Score
+    def run_score(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+        """(node -> total weighted score, plugin -> node -> its weighted score).
+
+        Per plugin: Score (or `score_batch(state, pod_info, nodes) -> (scores, Status)` when
+        the plugin has it), NormalizeScore, a [0, 100] check, times the weight. Plugins whose
+        PreScore returned Skip are left out. Raises FrameworkError on an Error."""
+        start = self._timer()
+        status = Status.success()
+        totals = {ni.name: 0 for ni in nodes}
+        by_plugin: dict[str, dict[str, int]] = {}
+        try:
+            for name, plugin in self._at[reg.SCORE]:
+                if name in state.skip_score_plugins:
+                    continue
+                raw = self._score_one(name, plugin, state, pod_info, nodes)
+                weight = self.score_weights.get(name, 1)
+                weighted: dict[str, int] = {}
+                for ni, score in zip(nodes, raw, strict=True):
+                    if not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE:
+                        raise FrameworkError(
+                            Status.as_error(
+                                ValueError(
+                                    f"plugin {name!r} returns an invalid score {score}, it "
+                                    f"should in the range of [{MIN_NODE_SCORE}, "
+                                    f"{MAX_NODE_SCORE}] after normalizing"
+                                ),
+                                plugin=name,
+                            )
+                        )
+                    w = int(score) * weight
+                    weighted[ni.name] = w
+                    totals[ni.name] += w
+                by_plugin[name] = weighted
+            return totals, by_plugin
+        except FrameworkError as e:
+            status = e.status
+            raise
+        finally:
+            self._observe(EP_SCORE, status, start)
+
+    def _score_one(
+        self,
+        name: str,
+        plugin: Any,
+        state: CycleState,
+        pod_info: PodInfo,
+        nodes: Sequence[NodeInfo],
+    ) -> list[int]:
+        batch = getattr(plugin, "score_batch", None)
+        try:
+            if callable(batch):
+                raw, st = batch(state, pod_info, nodes)
+                if not st.is_success():
+                    raise FrameworkError(_error(name, f"plugin {name!r} failed", st))
+                scores = [int(s) for s in raw]
+                if len(scores) != len(nodes):
+                    raise RuntimeError(
+                        f"score_batch returned {len(scores)} scores for {len(nodes)} nodes"
+                    )
+            else:
+                sp: ScorePlugin = plugin
+                scores = []
+                for ni in nodes:
+                    s, st = sp.score(state, pod_info, ni)
+                    if not st.is_success():
+                        raise FrameworkError(_error(name, f"plugin {name!r} failed", st))
+                    scores.append(s)
+            if isinstance(plugin, NormalizeScorePlugin):
+                node_scores = [NodeScore(ni.name, s) for ni, s in zip(nodes, scores, strict=True)]
+                st = plugin.normalize_score(state, pod_info, node_scores)
+                if not st.is_success():
+                    raise FrameworkError(
+                        _error(name, f"running Normalize on Score plugin {name!r}", st)
+                    )
+                scores = [ns.score for ns in node_scores]
+        except FrameworkError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise FrameworkError(Status.as_error(e, plugin=name)) from e
+        return scores
+
+    # ------------------------------------------------------------ Reserve / Unreserve
+    def run_reserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
+        """Reserve in order; stops at the first failure (the caller then runs Unreserve)."""
+        start = self._timer()
+        status = Status.success()
+        try:
+            for name, plugin in self._at[reg.RESERVE]:
+                rp: ReservePlugin = plugin
+                try:
+                    st = rp.reserve(state, pod_info, node_name)
+                except Exception as e:  # noqa: BLE001
+                    st = Status.as_error(e, plugin=name)
+                if not st.is_success():
+                    if st.is_rejected():
+                        status = st.with_plugin(name)
+                    else:
+                        status = _error(name, f"running Reserve plugin {name!r}", st)
+                    return status
+            return status
+        finally:
+            self._observe(EP_RESERVE, status, start)
+
+    def run_unreserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
+        """Every Reserve plugin's Unreserve, in reverse order; none may stop the others."""
+        start = self._timer()
+        for name, plugin in reversed(self._at[reg.RESERVE]):
+            rp: ReservePlugin = plugin
+            try:
+                rp.unreserve(state, pod_info, node_name)
+            except Exception:  # noqa: BLE001 - Unreserve must not fail; keep unwinding
+                log.exception("Unreserve of plugin %s failed for %s", name, pod_info.key)
+        self._observe(EP_UNRESERVE, Status.success(), start)
+
+    # -------------------------------------------------------------------- Permit
+    def run_permit(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
+        """Success, a rejection (naming the plugin), an Error, or Wait: the pod is then a
+        waiting pod until every waiting plugin allows it, one rejects it, or time runs out."""
+        start = self._timer()
+        status = Status.success()
+        waits: dict[str, float] = {}
+        try:
+            for name, plugin in self._at[reg.PERMIT]:
+                pp: PermitPlugin = plugin
+                try:
+                    st, timeout = pp.permit(state, pod_info, node_name)
+                except Exception as e:  # noqa: BLE001
+                    st, timeout = Status.as_error(e, plugin=name), 0.0
+                if st.is_success():
+                    continue
+                if st.is_rejected():
+                    status = st.with_plugin(name)
+                    return status
+                if st.is_wait():
+                    waits[name] = min(max(float(timeout), 0.0), MAX_PERMIT_TIMEOUT)
+                    continue
+                status = _error(name, f"running Permit plugin {name!r}", st)
+                return status
+            if waits:
+                now = self._clock.monotonic()
+                self.waiting_pods.add(
+                    WaitingPod(
+                        pod_info,
+                        node_name,
+                        timeouts=dict(waits),
+                        pending={p: now + t for p, t in waits.items()},
+                    )
+                )
+                status = Status(
+                    Code.WAIT,
+                    (
+                        "one or more plugins asked to wait and no plugin rejected pod "
+                        f'"{pod_info.pod.metadata.name}"',
+                    ),
+                )
+            return status
+        finally:
+            self._observe(EP_PERMIT, status, start)
+
+    def waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.waiting_pods.get(uid)
+
+    def allow_waiting_pod(self, uid: str, plugin: str) -> bool:
+        """Plugin `plugin` lets the waiting pod go; it binds once every waiting plugin has.
+        False when no such pod waits."""
+        wp = self.waiting_pods.get(uid)
+        if wp is None:
+            return False
+        wp.allow(plugin)
+        return True
+
+    def reject_waiting_pod(self, uid: str, plugin: str, reason: str) -> bool:
+        """Reject the waiting pod (Unschedulable with `reason`, from `plugin`)."""
+        wp = self.waiting_pods.get(uid)
+        if wp is None:
+            return False
+        wp.reject(plugin, reason)
+        return True
+
+    def expire_waiting_pods(self) -> list[str]:
+        """Reject every waiting pod whose deadline has passed on the clock; the uids.
+        wait_on_permit does this by itself; this is for sweeps and for tests that move a
+        FakeClock explicitly."""
+        now = self._clock.monotonic()
+        return [wp.pod_info.uid for wp in self.waiting_pods if wp.expire_if_due(now)]
+
+    async def wait_on_permit(self, pod_info: PodInfo) -> Status:
+        """Block while the pod waits on Permit: Success when allowed; Unschedulable with the
+        rejection's reason and plugin, or on timeout "rejected due to timeout after waiting
+        10s at plugin P". Success at once for a pod that is not waiting."""
+        wp = self.waiting_pods.get(pod_info.uid)
+        if wp is None:
+            return Status.success()
+        try:
+            while not wp.done:
+                if wp.expire_if_due(self._clock.monotonic()):
+                    break
+                remaining = wp.next_deadline() - self._clock.monotonic()
+                timer = asyncio.ensure_future(self._clock.sleep(remaining))
+                woken = asyncio.ensure_future(wp.wait_event())
+                try:
+                    await asyncio.wait({timer, woken}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    timer.cancel()
+                    woken.cancel()
+        finally:
+            self.waiting_pods.remove(pod_info.uid, wp)
+        st = wp.result or Status.success()
+        if st.is_success() or st.is_rejected():
+            return st
+        return _error(st.plugin, "waiting on permit for pod", st)
+
+    # ------------------------------------------------------------------- PreBind
+    async def run_pre_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
+        start = self._timer()
+        status = Status.success()
+        try:
+            for name, plugin in self._at[reg.PRE_BIND]:
+                pb: PreBindPlugin = plugin
+                try:
+                    st = await pb.pre_bind(state, pod_info, node_name)
+                except Exception as e:  # noqa: BLE001
+                    st = Status.as_error(e, plugin=name)
+                if not st.is_success():
+                    if st.is_rejected():
+                        status = st.with_plugin(name)
+                    else:
+                        status = _error(name, f"running PreBind plugin {name!r}", st)
+                    return status
+            return status
+        finally:
+            self._observe(EP_PRE_BIND, status, start)
+
+    # ---------------------------------------------------------------------- Bind
+    async def run_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
+        """Bind plugins in order until one does not Skip; Skip when all do."""
+        start = self._timer()
+        status = Status.skip()
+        try:
+            for name, plugin in self._at[reg.BIND]:
+                bp: BindPlugin = plugin
+                try:
+                    st = await bp.bind(state, pod_info, node_name)
+                except Exception as e:  # noqa: BLE001
+                    st = Status.as_error(e, plugin=name)
+                if st.is_skip():
+                    status = st.with_plugin(name)
+                    continue
+                if st.is_success() or st.is_rejected():
+                    status = st.with_plugin(name)
+                else:
+                    status = _error(name, f"running Bind plugin {name!r}", st)
+                return status
+            return status
+        finally:
+            self._observe(EP_BIND, status, start)
+
+    # ------------------------------------------------------------------ PostBind
+    def run_post_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
+        """Informational: every PostBind plugin, in order."""
+        start = self._timer()
+        for name, plugin in self._at[reg.POST_BIND]:
+            pb: PostBindPlugin = plugin
+            try:
+                pb.post_bind(state, pod_info, node_name)
+            except Exception:  # noqa: BLE001 - informational; the pod is bound already
+                log.exception("PostBind of plugin %s failed for %s", name, pod_info.key)
+        self._observe(EP_POST_BIND, Status.success(), start)

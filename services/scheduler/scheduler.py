@@ -1,0 +1,597 @@
+"""The scheduler: informers feed the cache and the queue; one scheduling cycle at a time
+picks a node; binding cycles run concurrently (upstream schedule_one.go).
+
+    schedule_one(pod):
+      scheduling cycle (serial)   snapshot → PreFilter → Filter (percentageOfNodesToScore)
+                                  → [PostFilter] → PreScore → Score → select host
+                                  → assume in cache → Reserve → Permit
+      binding cycle (concurrent)  WaitOnPermit → PreBind → Bind (fenced) → PostBind
+      every failure path after assume: Unreserve, forget the assumed pod, requeue
+
+The loop starts from `on_started_leading(ctx)`-style `run(stop)` and returns when `stop`
+is set; binds carry the fencing token the leader-election layer provides (or none).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from protos.kubera.v1 import core_pb2
+from services.api.errors import ApiError, NotFoundError, PreconditionError
+from services.api.kinds import BY_KIND
+from services.client import Client
+from services.client.informer import Handlers, Informer
+from services.clock import Clock, RealClock, rfc3339
+from services.scheduler import config as config_mod
+from services.scheduler.cache import Cache, Snapshot
+from services.scheduler.framework.interface import PreFilterResult
+from services.scheduler.framework.runtime import Framework
+from services.scheduler.framework.status import Code, Status
+from services.scheduler.framework.types import (
+    ActionType,
+    ClusterEvent,
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    QueuedPodInfo,
+)
+from services.scheduler.metrics import SchedulerMetrics
+from services.scheduler.queue import SchedulingQueue
+from services.scheduler.trace import Attempt, ScoredNode, TraceStore, unschedulable_message
+
+log = logging.getLogger(__name__)
+
+#: fencing() -> (election key, create_revision) while leading, or None (no fencing).
+FencingSource = Callable[[], "tuple[str, int] | None"]
+
+NODE_ADD = ClusterEvent("Node", ActionType.ADD, "NodeAdd")
+ASSIGNED_POD_DELETE = ClusterEvent("Pod", ActionType.DELETE, "AssignedPodDelete")
+TOP_SCORES = 5
+
+
+class FitError(Exception):
+    def __init__(
+        self, num_all_nodes: int, statuses: dict[str, Status], pre_filter_msg: str = ""
+    ) -> None:
+        self.num_all_nodes = num_all_nodes
+        self.statuses = statuses
+        self.pre_filter_msg = pre_filter_msg
+        self.post_filter_msg = ""
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        return unschedulable_message(
+            self.num_all_nodes,
+            self.statuses,
+            pre_filter_msg=self.pre_filter_msg,
+            post_filter_msg=self.post_filter_msg,
+        )
+
+    def rejecting_plugins(self) -> set[str]:
+        return {s.plugin for s in self.statuses.values() if s.plugin}
+
+
+@dataclass
+class ScheduleResult:
+    node: str
+    evaluated: int
+    feasible: int
+    scores: list[ScoredNode] = field(default_factory=list)
+
+
+def node_update_event(old: core_pb2.Node, new: core_pb2.Node) -> ClusterEvent:
+    """Which node update this is, as upstream's nodeSchedulingPropertiesChange."""
+    action = ActionType(0)
+    if old.metadata.labels != new.metadata.labels:
+        action |= ActionType.UPDATE_NODE_LABEL
+    if (
+        list(old.spec.taints) != list(new.spec.taints)
+        or old.spec.unschedulable != new.spec.unschedulable
+    ):
+        action |= ActionType.UPDATE_NODE_TAINT
+    if old.status.allocatable != new.status.allocatable:
+        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    if [(c.type, c.status) for c in old.status.conditions] != [
+        (c.type, c.status) for c in new.status.conditions
+    ]:
+        action |= ActionType.UPDATE_NODE_CONDITION
+    if old.metadata.annotations != new.metadata.annotations:
+        action |= ActionType.UPDATE_NODE_ANNOTATION
+    return ClusterEvent("Node", action, "NodeUpdate")
+
+
+class _Handle:
+    """What plugins get: the snapshot, the fenced Bind, waiting pods, the clock."""
+
+    def __init__(self, sched: Scheduler) -> None:
+        self._sched = sched
+        self.clock = sched.clock
+
+    def snapshot(self) -> Snapshot:
+        return self._sched.snapshot
+
+    async def bind(self, pod: core_pb2.Pod, node_name: str) -> None:
+        await self._sched.client.bind(
+            pod.metadata.name,
+            node_name,
+            pod.metadata.namespace,
+            uid=pod.metadata.uid,
+            fencing=self._sched.fencing(),
+        )
+
+    def allow_waiting_pod(self, uid: str, plugin: str) -> None:
+        for fwk in self._sched.frameworks.values():
+            fwk.allow_waiting_pod(uid, plugin)
+
+    def reject_waiting_pod(self, uid: str, plugin: str, reason: str) -> None:
+        for fwk in self._sched.frameworks.values():
+            fwk.reject_waiting_pod(uid, plugin, reason)
+
+
+class Scheduler:
+    def __init__(
+        self,
+        client: Client,
+        cfg: config_mod.SchedulerConfiguration | None = None,
+        *,
+        clock: Clock | None = None,
+        fencing: FencingSource | None = None,
+        seed: int | None = None,
+        max_binding_tasks: int = 256,
+        identity: str = "",
+    ) -> None:
+        self.client = client
+        self.config = cfg or config_mod.default_config()
+        self.clock = clock or RealClock()
+        self.fencing: FencingSource = fencing or (lambda: None)
+        self.rng = random.Random(seed)
+        self.identity = identity or f"kubera-scheduler-{secrets.token_hex(3)}"
+        self.metrics = SchedulerMetrics()
+        self.traces = TraceStore()
+        self.cache = Cache(clock=self.clock)
+        self.snapshot = Snapshot()
+        handle = _Handle(self)
+        registry = self.config.registry()
+        self.frameworks: dict[str, Framework] = {
+            p.scheduler_name: Framework(p, registry=registry, handle=handle, metrics=self.metrics)
+            for p in self.config.profiles
+        }
+        first = next(iter(self.frameworks.values()))
+        hints: dict[str, list[Any]] = {}
+        for fwk in self.frameworks.values():
+            for plugin, events in fwk.events_to_register().items():
+                hints.setdefault(plugin, []).extend(events)
+        self.queue = SchedulingQueue(
+            less=first.queue_sort_less,
+            pre_enqueue={name: fwk.pre_enqueue_plugins for name, fwk in self.frameworks.items()},
+            hints=hints,
+            clock=self.clock,
+            initial_backoff=self.config.pod_initial_backoff_seconds,
+            max_backoff=self.config.pod_max_backoff_seconds,
+            metrics=self.metrics,
+            namespace_labels=self.snapshot.namespace_labels,
+        )
+        self.pods = Informer(client, BY_KIND["Pod"], clock=self.clock)
+        self.nodes = Informer(client, BY_KIND["Node"], clock=self.clock)
+        self.namespaces = Informer(client, BY_KIND["Namespace"], clock=self.clock)
+        self.pods.add_handlers(Handlers(self._pod_added, self._pod_updated, self._pod_deleted))
+        self.nodes.add_handlers(Handlers(self._node_added, self._node_updated, self._node_deleted))
+        self.namespaces.add_handlers(
+            Handlers(self._ns_changed, lambda old, new: self._ns_changed(new), self._ns_deleted)
+        )
+        self._binding_slots = asyncio.Semaphore(max_binding_tasks)
+        self._bindings: set[asyncio.Task[None]] = set()
+        self._side_tasks: set[asyncio.Task[None]] = set()
+        self._next_start_node = 0
+        self._last_message: dict[str, str] = {}
+        self.scheduled = 0
+
+    # ------------------------------------------------------------ informers
+
+    def _responsible(self, pod: core_pb2.Pod) -> bool:
+        return pod.spec.scheduler_name in self.frameworks
+
+    def _pod_added(self, pod: core_pb2.Pod) -> None:  # type: ignore[override]
+        if pod.spec.node_name:
+            self.cache.add_pod(pod)
+            self.queue.assigned_pod_added(pod)
+        elif self._responsible(pod) and not pod.metadata.deletion_timestamp:
+            self.queue.add(pod)
+
+    def _pod_updated(self, old: core_pb2.Pod, new: core_pb2.Pod) -> None:  # type: ignore[override]
+        if new.spec.node_name:
+            if old.spec.node_name:
+                self.cache.update_pod(old, new)
+                self.queue.assigned_pod_updated(old, new)
+            else:  # bound since we last saw it (by us or by someone else)
+                self.queue.delete(old)
+                self.cache.add_pod(new)
+                self.queue.assigned_pod_added(new)
+        elif self._responsible(new):
+            if new.metadata.deletion_timestamp:
+                self.queue.delete(new)
+            else:
+                self.queue.update(old, new)
+
+    def _pod_deleted(self, pod: core_pb2.Pod) -> None:  # type: ignore[override]
+        self._last_message.pop(f"{pod.metadata.namespace}/{pod.metadata.name}", None)
+        if pod.spec.node_name:
+            self.cache.remove_pod(pod)
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
+        else:
+            self.queue.delete(pod)
+            for fwk in self.frameworks.values():
+                fwk.reject_waiting_pod(pod.metadata.uid, "", "pod deleted")
+
+    def _node_added(self, node: core_pb2.Node) -> None:  # type: ignore[override]
+        self.cache.add_node(node)
+        self.queue.move_all_to_active_or_backoff(NODE_ADD, None, node)
+
+    def _node_updated(self, old: core_pb2.Node, new: core_pb2.Node) -> None:  # type: ignore[override]
+        self.cache.update_node(old, new)
+        event = node_update_event(old, new)
+        if event.action:
+            self.queue.move_all_to_active_or_backoff(event, old, new)
+
+    def _node_deleted(self, node: core_pb2.Node) -> None:  # type: ignore[override]
+        self.cache.remove_node(node)
+
+    def _ns_changed(self, ns: Any) -> None:
+        self.snapshot.set_namespace_labels(ns.metadata.name, dict(ns.metadata.labels))
+
+    def _ns_deleted(self, ns: Any) -> None:
+        self.snapshot.remove_namespace(ns.metadata.name)
+
+    # ---------------------------------------------------------------- run
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Schedule until `stop` is set (the leader's context); then stop cleanly."""
+        tasks = [
+            asyncio.create_task(self.namespaces.run(), name="informer-namespaces"),
+            asyncio.create_task(self.nodes.run(), name="informer-nodes"),
+        ]
+        await asyncio.gather(self.namespaces.synced.wait(), self.nodes.synced.wait())
+        tasks.append(asyncio.create_task(self.pods.run(), name="informer-pods"))
+        await self.pods.synced.wait()
+        tasks.append(asyncio.create_task(self.queue.run(), name="queue-flush"))
+        loop = asyncio.create_task(self._loop(), name="schedule-loop")
+        try:
+            await stop.wait()
+        finally:
+            self.queue.close()
+            loop.cancel()
+            for t in tasks:
+                t.cancel()
+            for t in (loop, *tasks, *self._bindings, *self._side_tasks):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+
+    async def _loop(self) -> None:
+        while True:
+            qpi = await self.queue.pop()
+            if qpi is None:
+                return
+            try:
+                await self.schedule_one(qpi)
+            except Exception:  # noqa: BLE001 - a bug must not stop scheduling; it is logged
+                log.exception("scheduling %s failed", qpi.key)
+                self.queue.done(qpi.pod_info.uid)
+
+    # -------------------------------------------------------- the cycles
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+
+    async def schedule_one(self, qpi: QueuedPodInfo) -> None:
+        pod = qpi.pod
+        fwk = self.frameworks.get(pod.spec.scheduler_name)
+        if fwk is None or self.cache.is_assumed(pod):
+            self.queue.done(pod.metadata.uid)
+            return
+        start = self.clock.monotonic()
+        cycle = self.queue.scheduling_cycle
+        attempt = Attempt(qpi.key, pod.metadata.uid, fwk.profile_name, cycle, self.clock.now())
+        state = CycleState()
+        self.cache.update_snapshot(self.snapshot)
+        try:
+            result = await self._schedule_pod(fwk, state, qpi.pod_info, attempt)
+        except FitError as fe:
+            await self._run_post_filter(fwk, state, qpi, fe)
+            self._fail(
+                fwk,
+                qpi,
+                cycle,
+                attempt,
+                fe.message,
+                Status.unschedulable(fe.message),
+                fe.rejecting_plugins(),
+                start,
+            )
+            return
+        except Exception as e:  # noqa: BLE001 - an Error status, requeued with backoff
+            self._fail(fwk, qpi, cycle, attempt, str(e), Status.as_error(e), set(), start)
+            return
+        attempt.node = result.node
+        assumed = core_pb2.Pod()
+        assumed.CopyFrom(pod)
+        assumed.spec.node_name = result.node
+        assumed_info = PodInfo(assumed)
+        self.cache.assume_pod(assumed_info)
+        st = fwk.run_reserve(state, assumed_info, result.node)
+        if not st.is_success():
+            fwk.run_unreserve(state, assumed_info, result.node)
+            self.cache.forget_pod(assumed)
+            self._fail(fwk, qpi, cycle, attempt, st.message, st, {st.plugin}, start)
+            return
+        st = fwk.run_permit(state, assumed_info, result.node)
+        if not st.is_success() and not st.is_wait():
+            fwk.run_unreserve(state, assumed_info, result.node)
+            self.cache.forget_pod(assumed)
+            self._fail(fwk, qpi, cycle, attempt, st.message, st, {st.plugin}, start)
+            return
+        attempt.result = "scheduled"
+        attempt.duration_s = self.clock.monotonic() - start
+        self.traces.add(attempt)
+        await self._binding_slots.acquire()
+        task = asyncio.create_task(
+            self._binding_cycle(fwk, state, qpi, assumed_info, result.node, cycle, attempt, start)
+        )
+        self._bindings.add(task)
+        task.add_done_callback(self._bindings.discard)
+
+    async def _binding_cycle(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        assumed: PodInfo,
+        node: str,
+        cycle: int,
+        attempt: Attempt,
+        start: float,
+    ) -> None:
+        try:
+            st = await fwk.wait_on_permit(assumed)
+            if st.is_success():
+                st = await fwk.run_pre_bind(state, assumed, node)
+            if st.is_success():
+                st = await fwk.run_bind(state, assumed, node)
+            if st.is_success():
+                self.cache.finish_binding(assumed.pod)
+                fwk.run_post_bind(state, assumed, node)
+                self.scheduled += 1
+                self.metrics.schedule_attempts_total.labels(
+                    result="scheduled", profile=fwk.profile_name
+                ).inc()
+                self.metrics.scheduling_attempt_duration_seconds.labels(
+                    result="scheduled", profile=fwk.profile_name
+                ).observe(self.clock.monotonic() - start)
+                self.queue.done(assumed.uid)
+                return
+            fwk.run_unreserve(state, assumed, node)
+            self.cache.forget_pod(assumed.pod)
+            if isinstance(st.error, PreconditionError | NotFoundError):
+                # Bound elsewhere, deleted, or this replica is no longer the leader: the
+                # informer brings the truth; nothing to retry here.
+                attempt.result, attempt.message = "error", st.message
+                self.queue.done(assumed.uid)
+                return
+            attempt.result = "unschedulable" if st.is_rejected() else "error"
+            self._fail(
+                fwk,
+                qpi,
+                cycle,
+                attempt,
+                st.message,
+                st,
+                {st.plugin} if st.plugin else set(),
+                start,
+                record=False,
+            )
+        finally:
+            self._binding_slots.release()
+
+    async def _schedule_pod(
+        self, fwk: Framework, state: CycleState, pi: PodInfo, attempt: Attempt
+    ) -> ScheduleResult:
+        nodes = self.snapshot.list()
+        attempt.nodes_total = len(nodes)
+        if not nodes:
+            raise FitError(0, {}, "no nodes available to schedule pods")
+        pre_result, st = fwk.run_pre_filter(state, pi, nodes)
+        if not st.is_success():
+            if st.code == Code.ERROR:
+                raise RuntimeError(st.message)
+            raise FitError(len(nodes), {n.name: st for n in nodes}, pre_filter_msg=st.message)
+        feasible, statuses = self._find_feasible(fwk, state, pi, nodes, pre_result)
+        attempt.nodes_evaluated = len(statuses) + len(feasible)
+        attempt.nodes_feasible = len(feasible)
+        if not feasible:
+            attempt.record_rejections(statuses)
+            raise FitError(len(nodes), statuses)
+        if statuses:
+            attempt.record_rejections(statuses)
+        if len(feasible) == 1:
+            return ScheduleResult(feasible[0].name, attempt.nodes_evaluated, 1)
+        st = fwk.run_pre_score(state, pi, feasible)
+        if not st.is_success():
+            raise RuntimeError(st.message)
+        totals, by_plugin = fwk.run_score(state, pi, feasible)
+        best = self._select_host(totals)
+        ranked = sorted(totals.items(), key=lambda kv: -kv[1])[:TOP_SCORES]
+        attempt.top_scores = [
+            ScoredNode(n, s, {p: scores.get(n, 0) for p, scores in by_plugin.items()})
+            for n, s in ranked
+        ]
+        return ScheduleResult(best, attempt.nodes_evaluated, len(feasible))
+
+    def _find_feasible(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pi: PodInfo,
+        nodes: list[NodeInfo],
+        pre_result: PreFilterResult | None,
+    ) -> tuple[list[NodeInfo], dict[str, Status]]:
+        """Filter nodes from a rotating start until enough feasible ones are found
+        (percentageOfNodesToScore), as upstream's findNodesThatPassFilters."""
+        statuses: dict[str, Status] = {}
+        if pre_result is not None and pre_result.node_names is not None:
+            allowed = pre_result.node_names
+            candidates = [n for n in nodes if n.name in allowed]
+            for n in nodes:
+                if n.name not in allowed:
+                    statuses[n.name] = Status.unresolvable(
+                        "node(s) didn't satisfy plugin(s) [PreFilter]"
+                    )
+        else:
+            candidates = nodes
+        pct = fwk.percentage_of_nodes_to_score
+        if pct is None:
+            pct = self.config.percentage_of_nodes_to_score
+        want = config_mod.num_feasible_nodes_to_find(pct, len(candidates))
+        total = len(candidates)
+        if total == 0:
+            return [], statuses
+        start = self._next_start_node % total
+        ordered = list(candidates[start:]) + list(candidates[:start])
+        feasible: list[NodeInfo] = []
+        processed = 0
+        chunk = max(want, 64)
+        while processed < total and len(feasible) < want:
+            batch = ordered[processed : processed + chunk]
+            results = fwk.run_filter_batch(state, pi, batch)
+            for ni, st in zip(batch, results, strict=True):
+                processed += 1
+                if st.is_success():
+                    feasible.append(ni)
+                    if len(feasible) >= want:
+                        break
+                else:
+                    statuses[ni.name] = st
+        self._next_start_node = (self._next_start_node + processed) % max(len(nodes), 1)
+        return feasible, statuses
+
+    def _select_host(self, totals: dict[str, int]) -> str:
+        """The highest total; ties broken uniformly at random (reservoir sampling)."""
+        best, best_score, seen = "", -1, 0
+        for name, score in totals.items():
+            if score > best_score:
+                best, best_score, seen = name, score, 1
+            elif score == best_score:
+                seen += 1
+                if self.rng.randrange(seen) == 0:
+                    best = name
+        return best
+
+    async def _run_post_filter(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, fe: FitError
+    ) -> None:
+        result, st = await fwk.run_post_filter(state, qpi.pod_info, fe.statuses)
+        if st.reasons and not st.is_success():
+            fe.post_filter_msg = st.message
+
+    def _fail(
+        self,
+        fwk: Framework,
+        qpi: QueuedPodInfo,
+        cycle: int,
+        attempt: Attempt,
+        message: str,
+        st: Status,
+        plugins: set[str],
+        start: float,
+        *,
+        record: bool = True,
+    ) -> None:
+        result = "error" if st.code == Code.ERROR else "unschedulable"
+        attempt.result = attempt.result or result
+        attempt.message = message
+        attempt.duration_s = self.clock.monotonic() - start
+        if record:
+            self.traces.add(attempt)
+        self.metrics.schedule_attempts_total.labels(result=result, profile=fwk.profile_name).inc()
+        self.metrics.scheduling_attempt_duration_seconds.labels(
+            result=result, profile=fwk.profile_name
+        ).observe(attempt.duration_s)
+        qpi.unschedulable_plugins = {p for p in plugins if p}
+        if st.code == Code.ERROR:
+            qpi.unschedulable_plugins = set()
+        self.queue.add_unschedulable_if_not_present(qpi, cycle, error=st.code == Code.ERROR)
+        self.queue.done(qpi.pod_info.uid)
+        self._spawn(self._report_unschedulable(fwk, qpi.pod, message, result))
+
+    async def _report_unschedulable(
+        self, fwk: Framework, pod: core_pb2.Pod, message: str, result: str
+    ) -> None:
+        """A FailedScheduling event and PodScheduled=False, as kube-scheduler writes them
+        (only when the message changed, so a pod retried in backoff does not churn)."""
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        if self._last_message.get(key) == message:
+            return
+        self._last_message[key] = message
+        now = rfc3339(self.clock.now())
+        reason = "SchedulerError" if result == "error" else "Unschedulable"
+        conditions = [
+            {
+                "type": c.type,
+                "status": c.status,
+                "reason": c.reason,
+                "message": c.message,
+                "lastTransitionTime": c.last_transition_time,
+            }
+            for c in pod.status.conditions
+            if c.type != "PodScheduled"
+        ]
+        conditions.append(
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": now,
+            }
+        )
+        try:
+            await self.client.patch(
+                BY_KIND["Pod"],
+                pod.metadata.name,
+                json.dumps({"status": {"conditions": conditions}}),
+                namespace=pod.metadata.namespace,
+                status=True,
+            )
+            ev = core_pb2.Event(
+                involved_object=core_pb2.ObjectReference(
+                    kind="Pod",
+                    namespace=pod.metadata.namespace,
+                    name=pod.metadata.name,
+                    uid=pod.metadata.uid,
+                    api_version="v1",
+                ),
+                reason="FailedScheduling",
+                message=message,
+                type="Warning",
+                source=core_pb2.EventSource(component=fwk.profile_name),
+                reporting_component=fwk.profile_name,
+                reporting_instance=self.identity,
+                first_timestamp=now,
+                last_timestamp=now,
+                count=1,
+                action="Scheduling",
+            )
+            ev.metadata.namespace = pod.metadata.namespace
+            ev.metadata.name = f"{pod.metadata.name}.{secrets.token_hex(8)}"
+            await self.client.create(ev)
+        except ApiError as e:
+            log.info("could not report %s unschedulable: %s", key, e)
