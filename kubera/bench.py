@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     api.add_argument("--watch-events", type=int, default=300, help="events per watch-latency run")
     api.add_argument("--output", default="", help="also write the figures as JSON here")
     api.set_defaults(func=cmd_bench_apiserver)
+    from kubera import bench_scheduling
+
+    bench_scheduling.register(bsub)
 
 
 def _pod(name: str, namespace: str = "default"):
@@ -80,9 +83,9 @@ class _Cluster:
             timeout=timeout,
         )
 
-    def up(self) -> float:
+    def up(self, *extra: str) -> float:
         t0 = time.monotonic()
-        r = self.run("up", "--detach")
+        r = self.run("up", "--detach", *extra)
         elapsed = time.monotonic() - t0
         if r.returncode != 0:
             raise CliError(f"bench: kubera up failed: {r.stderr.strip()}")

@@ -40,6 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     up.add_argument("--scheduler-seed", type=int, default=None, help=argparse.SUPPRESS)
     up.add_argument(
+        "--no-scheduler",
+        action="store_true",
+        help="start no scheduler (bring your own schedulerName)",
+    )
+    up.add_argument(
         "--timeout", type=float, default=180.0, help="seconds to wait for the cluster to be ready"
     )
     up.set_defaults(func=cmd_up)
@@ -97,6 +102,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     opts = UpOptions(
         scheduler_config=scheduler_config,
         scheduler_seed=args.scheduler_seed,
+        with_scheduler=not args.no_scheduler,
         etcd=args.etcd,
         ray_address=args.ray_address,
         nodes=args.nodes,

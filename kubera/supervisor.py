@@ -45,6 +45,8 @@ class UpOptions:
     #: KubeSchedulerConfiguration YAML text ("" = the defaults).
     scheduler_config: str = ""
     scheduler_seed: int | None = None
+    #: False: no scheduler actor (bring your own, or profile one in-process).
+    with_scheduler: bool = True
 
 
 class Supervisor:
@@ -104,13 +106,17 @@ class Supervisor:
         )
         self.actor = ApiServerActor.options(name="apiserver").remote(config)
         address = ray.get(self.actor.start.remote(), timeout=120)
-        from actors.scheduler import SchedulerActor, SchedulerHostConfig
+        scheduler_address = ""
+        if self.opts.with_scheduler:
+            from actors.scheduler import SchedulerActor, SchedulerHostConfig
 
-        sched_config = SchedulerHostConfig(
-            apiserver=address, config_yaml=self.opts.scheduler_config, seed=self.opts.scheduler_seed
-        )
-        self.scheduler = SchedulerActor.options(name="scheduler").remote(sched_config)
-        scheduler_address = ray.get(self.scheduler.start.remote(), timeout=120)
+            sched_config = SchedulerHostConfig(
+                apiserver=address,
+                config_yaml=self.opts.scheduler_config,
+                seed=self.opts.scheduler_seed,
+            )
+            self.scheduler = SchedulerActor.options(name="scheduler").remote(sched_config)
+            scheduler_address = ray.get(self.scheduler.start.remote(), timeout=120)
         dirs = [str(self.cluster_dir)] + ([self.ray_tmp] if self.ray_tmp else [])
         me = os.getpid()
         self.context = Context(

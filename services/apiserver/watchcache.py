@@ -204,9 +204,11 @@ class WatchCache:
             revs = [e.revision for e in self.events]
             idx = self.base + bisect.bisect_right(revs, resource_version)
             progress = resource_version
-        # Invariant: every change at or below `progress` is already known to the client
-        # (its list, or sent by this watch). A list's revision may be ahead of the cache,
-        # so events that arrive later at or below it are skipped, not replayed.
+        # Invariant: every change at or below `floor` is already known to the client (its
+        # list). A list's revision may be ahead of the cache, so events that arrive later at
+        # or below it are skipped, not replayed. `progress` is how far this watch has sent;
+        # one revision can hold many events (a batch txn), so it never filters.
+        floor = progress
         next_bookmark = self._clock.monotonic() + bookmark_interval if bookmark_interval else 0.0
         while True:
             if epoch != self.epoch:
@@ -216,7 +218,7 @@ class WatchCache:
             if idx < self.base + len(self.events):
                 ev = self.events[idx - self.base]
                 idx += 1
-                if ev.revision <= progress:
+                if ev.revision <= floor:
                     continue
                 progress = ev.revision
                 out = _classify(ev, match)

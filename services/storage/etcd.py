@@ -67,12 +67,12 @@ class EtcdStorage:
             options={
                 "grpc.max_receive_message_length": 256 * 1024 * 1024,
                 # A half-open connection (etcd stopped, a partition) must surface as an
-                # error, not a watch that waits forever. etcd refuses pings more often
-                # than every 5 s (--grpc-keepalive-min-time), so 10 s.
-                "grpc.keepalive_time_ms": 10_000,
-                "grpc.keepalive_timeout_ms": 5_000,
-                "grpc.keepalive_permit_without_calls": 1,
-                "grpc.http2.max_pings_without_data": 0,
+                # error, not a watch that waits forever. etcd answers pings more often than
+                # --grpc-keepalive-min-time (5 s), or pings with no stream open, with
+                # GOAWAY "too_many_pings": so 30 s, and only while calls are open.
+                "grpc.keepalive_time_ms": 30_000,
+                "grpc.keepalive_timeout_ms": 10_000,
+                "grpc.keepalive_permit_without_calls": 0,
             },
         )
         self._kv: rpc.KVStub | None = None

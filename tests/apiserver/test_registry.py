@@ -588,3 +588,11 @@ async def test_batch_create_into_a_terminating_namespace_is_refused(api: ApiServ
     await api.delete(NS, "", "t2")
     res = await api.batch_create([pod("x", namespace="t2")])
     assert isinstance(res[0].error, ForbiddenError)
+
+
+async def test_a_watch_delivers_every_event_of_a_batch_revision(api: ApiServer) -> None:
+    _, rv = await api.list(PODS)
+    res = await api.batch_create([pod(f"batch{i}") for i in range(20)])
+    assert len({r.obj.metadata.resource_version for r in res}) == 1  # one txn, one revision
+    events = await _take(api.watch(PODS, resource_version=str(rv)), 20)
+    assert sorted(e.obj.metadata.name for _, e in events) == sorted(f"batch{i}" for i in range(20))
