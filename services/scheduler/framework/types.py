@@ -292,6 +292,8 @@ class NodeInfo:
 
     def __init__(self, node: core_pb2.Node | None = None) -> None:
         self.node: core_pb2.Node | None = None
+        #: The node's name, kept as a plain attribute: read millions of times per second.
+        self.name = ""
         self.pods: list[PodInfo] = []
         self.pods_with_affinity: list[PodInfo] = []
         self.pods_with_required_anti_affinity: list[PodInfo] = []
@@ -303,17 +305,15 @@ class NodeInfo:
         if node is not None:
             self.set_node(node)
 
-    @property
-    def name(self) -> str:
-        return self.node.metadata.name if self.node is not None else ""
-
     def set_node(self, node: core_pb2.Node) -> None:
         self.node = node
+        self.name = node.metadata.name
         self.allocatable = Resource.from_list(node.status.allocatable)
         self.generation = next_generation()
 
     def remove_node(self) -> None:
         self.node = None
+        self.name = ""
         self.generation = next_generation()
 
     def add_pod(self, pi: PodInfo) -> None:
@@ -349,6 +349,7 @@ class NodeInfo:
         """A copy for a snapshot: lists are copied, PodInfos and the Node are shared (immutable)."""
         c = NodeInfo.__new__(NodeInfo)
         c.node = self.node
+        c.name = self.name
         c.pods = list(self.pods)
         c.pods_with_affinity = list(self.pods_with_affinity)
         c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)

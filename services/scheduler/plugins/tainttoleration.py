@@ -67,6 +67,9 @@ def count_intolerable_prefer_no_schedule(
     )
 
 
+_SUCCESS = Status.success()
+
+
 class TaintToleration:
     """FilterPlugin, PreScorePlugin, ScorePlugin, NormalizeScorePlugin, EnqueueExtensions."""
 
@@ -100,7 +103,10 @@ class TaintToleration:
             return 0, Status.as_error(
                 KeyError(f"failed to read {PRE_SCORE_STATE_KEY!r} from cycleState"), plugin=NAME
             )
-        return count_intolerable_prefer_no_schedule(node.spec.taints, tolerations), Status.success()
+        taints = node.spec.taints
+        if not taints:  # the common case, without building a generator
+            return 0, _SUCCESS
+        return count_intolerable_prefer_no_schedule(taints, tolerations), _SUCCESS
 
     def normalize_score(
         self, state: CycleState, pod_info: PodInfo, scores: list[NodeScore]
