@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 from dataclasses import dataclass
 
+import prometheus_client
 import ray
 
 from services.client import Client
@@ -36,7 +37,9 @@ class SchedulerHost:
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._server = None
+        self._metrics_server = None
         self.address = ""
+        self.metrics_address = ""
 
     async def start(self) -> str:
         cfg = (
@@ -48,6 +51,11 @@ class SchedulerHost:
         self.scheduler = Scheduler(self.client, cfg, seed=self.config.seed)
         self._server, port = await serve(self, self.config.host)
         self.address = f"{self.config.host}:{port}"
+        # Prometheus metrics (kube-scheduler's names) on their own loopback port.
+        self._metrics_server, _ = prometheus_client.start_http_server(
+            0, addr=self.config.host, registry=self.scheduler.metrics.registry
+        )
+        self.metrics_address = f"{self.config.host}:{self._metrics_server.server_port}"
         self._task = asyncio.create_task(self.on_started_leading(self._stop))
         return self.address
 
@@ -66,11 +74,13 @@ class SchedulerHost:
                 await asyncio.wait_for(self._task, 10)
         if self._server is not None:
             await self._server.stop(0.5)
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
         if self.client is not None:
             await self.client.close()
 
     async def health(self) -> dict[str, object]:
-        return {"address": self.address, "leading": self.leading}
+        return {"address": self.address, "metrics": self.metrics_address, "leading": self.leading}
 
 
 @ray.remote(max_restarts=0, max_concurrency=1000)

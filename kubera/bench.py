@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -94,6 +95,7 @@ class _Cluster:
 
     def down(self) -> None:
         self.run("down")
+        shutil.rmtree(self.home, ignore_errors=True)
 
 
 async def _bounded(n: int, inflight: int, op: Callable[[int], Awaitable[object]]) -> None:

@@ -60,6 +60,8 @@ def _print_ready(ctx: Context, elapsed: float) -> None:
     print(f"  apiserver: {ctx.apiserver}")
     print(f"  etcd:      {ctx.etcd}")
     print(f"  ray:       {ctx.ray_address}")
+    if ctx.scheduler:
+        print(f"  scheduler: {ctx.scheduler} (metrics: http://{ctx.scheduler_metrics}/metrics)")
     print(f"  context:   {context_path()}")
 
 

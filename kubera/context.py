@@ -41,6 +41,8 @@ class Context:
     started_at: float = 0.0
     #: The scheduler's own gRPC API (traces for `kubera explain`).
     scheduler: str = ""
+    #: The scheduler's Prometheus endpoint (host:port, path /metrics).
+    scheduler_metrics: str = ""
 
     def save(self) -> None:
         p = context_path()

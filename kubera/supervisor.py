@@ -106,7 +106,7 @@ class Supervisor:
         )
         self.actor = ApiServerActor.options(name="apiserver").remote(config)
         address = ray.get(self.actor.start.remote(), timeout=120)
-        scheduler_address = ""
+        scheduler_address = scheduler_metrics = ""
         if self.opts.with_scheduler:
             from actors.scheduler import SchedulerActor, SchedulerHostConfig
 
@@ -117,6 +117,7 @@ class Supervisor:
             )
             self.scheduler = SchedulerActor.options(name="scheduler").remote(sched_config)
             scheduler_address = ray.get(self.scheduler.start.remote(), timeout=120)
+            scheduler_metrics = ray.get(self.scheduler.health.remote(), timeout=30)["metrics"]
         dirs = [str(self.cluster_dir)] + ([self.ray_tmp] if self.ray_tmp else [])
         me = os.getpid()
         self.context = Context(
@@ -129,6 +130,7 @@ class Supervisor:
             ray_address=self.opts.ray_address or "local",
             started_at=time.time(),
             scheduler=scheduler_address,
+            scheduler_metrics=scheduler_metrics,
         )
         self.context.save()
         return self.context

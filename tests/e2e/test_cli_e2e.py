@@ -120,6 +120,22 @@ def _wait_bound(cluster: Kubera, namespace: str, name: str, timeout: float = 60)
     raise AssertionError(f"pod {namespace}/{name} not bound within {timeout}s")
 
 
+def test_scheduler_serves_prometheus_metrics_with_kube_scheduler_names(cluster: Kubera) -> None:
+    import urllib.request
+
+    ctx = json.loads((cluster.home / "context.json").read_text())
+    with urllib.request.urlopen(f"http://{ctx['scheduler_metrics']}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    for name in (
+        'scheduler_pending_pods{queue="active"}',
+        "scheduler_schedule_attempts_total",
+        "scheduler_scheduling_attempt_duration_seconds_bucket",
+        "scheduler_framework_extension_point_duration_seconds_bucket",
+        "scheduler_queue_incoming_pods_total",
+    ):
+        assert name in text, name
+
+
 def test_bad_manifest_is_one_clear_line_from_stdin(cluster: Kubera) -> None:
     r = cluster(
         "apply",

@@ -356,6 +356,10 @@ profiles:
       scoringStrategy:
         type: LeastAllocated
 - schedulerName: pack-scheduler
+  plugins:
+    score:
+      disabled:
+      - name: NodeResourcesBalancedAllocation
   pluginConfig:
   - name: NodeResourcesFit
     args:
