@@ -31,6 +31,7 @@ from services.client import Client
 from services.client.informer import Handlers, Informer
 from services.clock import Clock, RealClock, rfc3339
 from services.scheduler import config as config_mod
+from services.scheduler import equivalence
 from services.scheduler.cache import Cache, Snapshot
 from services.scheduler.framework.interface import PreFilterResult
 from services.scheduler.framework.runtime import Framework
@@ -148,6 +149,7 @@ class Scheduler:
         seed: int | None = None,
         max_binding_tasks: int = 256,
         identity: str = "",
+        reuse_filter_results: bool = True,
     ) -> None:
         self.client = client
         self.config = cfg or config_mod.default_config()
@@ -157,6 +159,7 @@ class Scheduler:
         self.identity = identity or f"kubera-scheduler-{secrets.token_hex(3)}"
         self.metrics = SchedulerMetrics()
         self.traces = TraceStore()
+        self.equivalence = equivalence.EquivalenceCache() if reuse_filter_results else None
         self.cache = Cache(clock=self.clock)
         self.snapshot = Snapshot()
         handle = _Handle(self)
@@ -469,9 +472,19 @@ class Scheduler:
         feasible: list[NodeInfo] = []
         processed = 0
         chunk = max(want, 64)
+        reuse = self.equivalence is not None and equivalence.eligible(
+            pi,
+            fwk.list_plugins().get("filter", ()),
+            bool(self.snapshot.have_pods_with_required_anti_affinity()),
+        )
+        known = (
+            self.equivalence.entries(equivalence.signature(pi.pod))
+            if reuse and self.equivalence
+            else None
+        )
         while processed < total and len(feasible) < want:
             batch = ordered[processed : processed + chunk]
-            results = fwk.run_filter_batch(state, pi, batch)
+            results = self._filter(fwk, state, pi, batch, known)
             for ni, st in zip(batch, results, strict=True):
                 processed += 1
                 if st.is_success():
@@ -482,6 +495,36 @@ class Scheduler:
                     statuses[ni.name] = st
         self._next_start_node = (self._next_start_node + processed) % max(len(nodes), 1)
         return feasible, statuses
+
+    def _filter(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pi: PodInfo,
+        batch: list[NodeInfo],
+        known: dict[str, tuple[int, Status]] | None,
+    ) -> list[Status]:
+        """run_filter_batch, answering from the equivalence cache where a node's generation
+        is the one its verdict was computed at."""
+        if known is None:
+            return fwk.run_filter_batch(state, pi, batch)
+        results: list[Status | None] = [None] * len(batch)
+        todo: list[int] = []
+        for i, ni in enumerate(batch):
+            hit = known.get(ni.name)
+            if hit is not None and hit[0] == ni.generation:
+                results[i] = hit[1]
+            else:
+                todo.append(i)
+        assert self.equivalence is not None
+        self.equivalence.hits += len(batch) - len(todo)
+        self.equivalence.misses += len(todo)
+        if todo:
+            fresh = fwk.run_filter_batch(state, pi, [batch[i] for i in todo])
+            for i, st in zip(todo, fresh, strict=True):
+                results[i] = st
+                known[batch[i].name] = (batch[i].generation, st)
+        return results  # type: ignore[return-value]
 
     def _select_host(self, totals: dict[str, int]) -> str:
         """The highest total; ties broken uniformly at random (reservoir sampling)."""
@@ -564,13 +607,6 @@ class Scheduler:
             }
         )
         try:
-            await self.client.patch(
-                BY_KIND["Pod"],
-                pod.metadata.name,
-                json.dumps({"status": {"conditions": conditions}}),
-                namespace=pod.metadata.namespace,
-                status=True,
-            )
             ev = core_pb2.Event(
                 involved_object=core_pb2.ObjectReference(
                     kind="Pod",
@@ -593,5 +629,14 @@ class Scheduler:
             ev.metadata.namespace = pod.metadata.namespace
             ev.metadata.name = f"{pod.metadata.name}.{secrets.token_hex(8)}"
             await self.client.create(ev)
+            # The condition last: whoever sees it can already find the event.
+            await self.client.patch(
+                BY_KIND["Pod"],
+                pod.metadata.name,
+                json.dumps({"status": {"conditions": conditions}}),
+                namespace=pod.metadata.namespace,
+                status=True,
+            )
+
         except ApiError as e:
             log.info("could not report %s unschedulable: %s", key, e)

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
 from services.api import codec
@@ -56,6 +57,9 @@ class Cluster:
             },
         }
         await self.api.create(codec.decode(doc, validate="strict").obj)
+        # Node and pod events reach the scheduler on separate watches: let it see the node
+        # before a test creates the pods that are meant to find it.
+        await eventually(lambda: name in self.sched.nodes.store)
 
     async def pod(
         self, name: str, *, cpu: str = "100m", labels: dict | None = None, **spec: Any
@@ -190,6 +194,7 @@ async def test_taints_repel_pods_without_a_toleration(cluster: Cluster) -> None:
     )
     await cluster.node("cordoned")
     await cluster.api.patch(NODES, "", "cordoned", '{"spec": {"unschedulable": true}}')
+    await eventually(lambda: cluster.sched.nodes.store["cordoned"].spec.unschedulable)
     await cluster.pod("plain")
     msg = await cluster.wait_unschedulable("plain")
     assert (
@@ -374,3 +379,55 @@ profiles:
         await c.pod("pack", cpu="500m", schedulerName="pack-scheduler")
         placed = await c.wait_bound("spread", "pack")
         assert placed == {"spread": "idle", "pack": "busy"}
+
+
+async def test_filter_results_are_reused_until_the_node_changes(cluster: Cluster) -> None:
+    for n in ("n1", "n2", "n3"):
+        await cluster.node(n)
+    for i in range(6):
+        await cluster.pod(f"same-{i}")
+        await cluster.wait_bound(f"same-{i}")
+    eq = cluster.sched.equivalence
+    assert eq is not None and eq.hits > 0  # identical pods: verdicts of unchanged nodes reused
+    for n in ("n1", "n2", "n3"):  # every node changes: no stale "fits" may be reused
+        await cluster.api.patch(
+            NODES,
+            "",
+            n,
+            '{"spec": {"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]}}',
+        )
+    # the scheduler must have seen the taints (its node informer) before the pod arrives
+    await eventually(lambda: all(n.spec.taints for n in cluster.sched.nodes.store.values()))
+    await cluster.pod("same-after")
+    assert (
+        await cluster.wait_unschedulable("same-after")
+        == "0/3 nodes are available: 3 node(s) had untolerated taint {k: v}."
+    )
+
+
+def test_only_node_local_pods_share_filter_results() -> None:
+    from services.scheduler import equivalence
+    from services.scheduler.framework.types import PodInfo
+
+    def info(**spec: Any) -> PodInfo:
+        return PodInfo(
+            json_format.ParseDict(
+                {
+                    "metadata": {"name": "p", "namespace": "default"},
+                    "spec": {"containers": [{"name": "c"}], **spec},
+                },
+                core_pb2.Pod(),
+            )
+        )
+
+    plugins = ["NodeResourcesFit", "TaintToleration"]
+    assert equivalence.eligible(info(), plugins, False)
+    assert not equivalence.eligible(
+        info(), plugins, True
+    )  # an existing pod's anti-affinity could reject it
+    assert not equivalence.eligible(info(), [*plugins, "MyPlugin"], False)
+    spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]
+    assert not equivalence.eligible(info(topologySpreadConstraints=spread), plugins, False)
+    a, b = info(nodeSelector={"disk": "ssd"}), info(nodeSelector={"disk": "hdd"})
+    assert equivalence.signature(a.pod) != equivalence.signature(b.pod)
+    assert equivalence.signature(info().pod) == equivalence.signature(info().pod)
