@@ -140,6 +140,14 @@ def _trim(value: int, div: int) -> str:
     return f"{whole}.{frac:0{digits}d}".rstrip("0")
 
 
+def _rejection_or_error(name: str, point: str, st: Status) -> Status:
+    """A plugin's failure as the framework reports it: a rejection keeps its code, anything
+    else becomes an Error naming the plugin and the extension point."""
+    if st.is_rejected():
+        return st.with_plugin(name)
+    return _error(name, f"running {point} plugin {name!r}", st)
+
+
 def _error(name: str, what: str, status: Status) -> Status:
     """An Error status of plugin `name` wrapping a non-rejection status (upstream AsStatus)."""
     err = status.error if status.error is not None else RuntimeError(status.message)
@@ -659,10 +667,7 @@ class Framework:
                 except Exception as e:  # noqa: BLE001
                     st = Status.as_error(e, plugin=name)
                 if not st.is_success():
-                    if st.is_rejected():
-                        status = st.with_plugin(name)
-                    else:
-                        status = _error(name, f"running Reserve plugin {name!r}", st)
+                    status = _rejection_or_error(name, "Reserve", st)
                     return status
             return status
         finally:
@@ -789,10 +794,7 @@ class Framework:
                 except Exception as e:  # noqa: BLE001
                     st = Status.as_error(e, plugin=name)
                 if not st.is_success():
-                    if st.is_rejected():
-                        status = st.with_plugin(name)
-                    else:
-                        status = _error(name, f"running PreBind plugin {name!r}", st)
+                    status = _rejection_or_error(name, "PreBind", st)
                     return status
             return status
         finally:
