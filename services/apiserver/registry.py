@@ -35,15 +35,10 @@ from services.api.errors import (
     PreconditionError,
     invalid,
 )
-from services.api.kinds import BY_KIND, KINDS, Kind
-from services.api.labels import (
-    FieldRequirement,
-    Selector,
-    SelectorError,
-    field_matches,
-    parse_field_selector,
-)
+from services.api.kinds import BY_KIND, KINDS, Kind, UnknownKindError, kind_of
 from services.apiserver import admission
+from services.apiserver.objects import Filter, copy_status, held, set_condition
+from services.apiserver.objects import merge_patch as apply_merge_patch
 from services.apiserver.watchcache import Entry, WatchCache, decode
 from services.clock import Clock, RealClock, rfc3339
 from services.storage import Compare, Delete, Get, KeyValue, Put, Storage
@@ -80,40 +75,6 @@ def _not_found(kind: Kind, name: str) -> NotFoundError:
 
 def _meta(obj: Message):  # -> meta_pb2.ObjectMeta
     return obj.metadata  # type: ignore[attr-defined]
-
-
-class Filter:
-    """A parsed label + field selector (and namespace) for list and watch."""
-
-    def __init__(
-        self, kind: Kind, namespace: str, label_selector: str, field_selector: str
-    ) -> None:
-        try:
-            self.labels = Selector.parse(label_selector) if label_selector else None
-        except SelectorError as e:
-            raise BadRequestError(str(e)) from None
-        allowed = sorted(kind.fields(kind.message()))
-        try:
-            self.fields: list[FieldRequirement] = (
-                parse_field_selector(field_selector, allowed) if field_selector else []
-            )
-        except SelectorError as e:
-            raise BadRequestError(
-                f"{e} (supported for {kind.resource}: {', '.join(allowed)})"
-            ) from None
-        self.kind = kind
-        self.namespace = namespace if kind.namespaced else ""
-
-    def __call__(self, obj: Message) -> bool:
-        meta = _meta(obj)
-        if self.namespace and meta.namespace != self.namespace:
-            return False
-        if self.labels is not None and not self.labels.matches(meta.labels):
-            return False
-        if self.fields:
-            values = self.kind.fields(obj)
-            return field_matches(self.fields, lambda f: values.get(f, ""))
-        return True
 
 
 class _AdmissionReads:
@@ -225,10 +186,10 @@ class ApiServer:
         return None
 
     def _kind(self, obj: Message) -> Kind:
-        for k in KINDS:
-            if isinstance(obj, k.message):
-                return k
-        raise BadRequestError(f"not a kubera kind: {type(obj).__name__}")
+        try:
+            return kind_of(obj)
+        except UnknownKindError as e:
+            raise BadRequestError(str(e)) from None
 
     def _namespace(self, kind: Kind, namespace: str) -> str:
         if not kind.namespaced:
@@ -417,7 +378,7 @@ class ApiServer:
         key = kind.key(meta.namespace, meta.name)
         if (
             meta.deletion_timestamp
-            and not _held(kind, new)
+            and not held(kind, new)
             and meta.deletion_grace_period_seconds == 0
         ):
             res = await self._txn([Compare(key, "mod", "==", old_kv.mod_revision)], [Delete(key)])
@@ -440,7 +401,7 @@ class ApiServer:
         """What an update may change: spec and metadata (status kept), or only status."""
         if status:
             merged = codec.clone(old)
-            _copy_status(merged, new)
+            copy_status(merged, new)
             return merged
         merged = codec.clone(new)
         merged.api_version, merged.kind = kind.api_version, kind.kind  # type: ignore[attr-defined]
@@ -457,7 +418,7 @@ class ApiServer:
             m.ClearField("deletion_timestamp")
             m.ClearField("deletion_grace_period_seconds")
         if kind.has_status:
-            _copy_status(merged, old)
+            copy_status(merged, old)
         admission.apply_defaults(kind, merged)
         if kind.has_status and hasattr(merged, "spec") and merged.spec != old.spec:  # type: ignore[attr-defined]
             m.generation = o.generation + 1
@@ -506,7 +467,7 @@ class ApiServer:
         pinned = meta_patch.get("resourceVersion") if isinstance(meta_patch, dict) else None
         for _ in range(_MAX_RETRIES):
             current = await self.get(kind, namespace, name)
-            doc = _merge(codec.encode(current), patch)
+            doc = apply_merge_patch(codec.encode(current), patch)
             if not isinstance(doc, dict):
                 raise BadRequestError("the patch did not produce an object")
             doc.setdefault("metadata", {})["resourceVersion"] = (
@@ -573,7 +534,7 @@ class ApiServer:
                     f"Precondition failed: ResourceVersion in precondition: {resource_version}, ResourceVersion in object meta: {meta.resource_version}"
                 )
             grace = self._grace(kind, obj, grace_period_seconds)
-            if grace == 0 and not _held(kind, obj):
+            if grace == 0 and not held(kind, obj):
                 res = await self._txn([Compare(key, "mod", "==", kv.mod_revision)], [Delete(key)])
                 if res.succeeded:
                     meta.resource_version = str(res.revision)
@@ -715,7 +676,7 @@ class ApiServer:
             if resource_version and resource_version != pod.metadata.resource_version:
                 raise _conflict(kind, name)
             pod.spec.node_name = node_name
-            _set_condition(pod, "PodScheduled", "True", self.clock.now())
+            set_condition(pod, "PodScheduled", "True", self.clock.now())
             compares = [Compare(key, "mod", "==", kv.mod_revision)]
             failure: list[Get] = [Get(key)]
             if fencing is not None:
@@ -773,43 +734,3 @@ class ApiServer:
             rv, flt, bookmark_interval=self.bookmark_interval if allow_bookmarks else None
         ):
             yield item
-
-
-def _held(kind: Kind, obj: Message) -> bool:
-    """Whether finalizers still hold the object (a namespace also by its spec finalizers)."""
-    if _meta(obj).finalizers:
-        return True
-    return kind.kind == "Namespace" and bool(obj.spec.finalizers)  # type: ignore[attr-defined]
-
-
-def _copy_status(dst: Message, src: Message) -> None:
-    """dst.status = src.status, keeping "unset" unset (an empty status is not written)."""
-    if src.HasField("status"):
-        dst.status.CopyFrom(src.status)  # type: ignore[attr-defined]
-    else:
-        dst.ClearField("status")
-
-
-def _set_condition(pod: core_pb2.Pod, type_: str, status: str, now: float) -> None:
-    for c in pod.status.conditions:
-        if c.type == type_:
-            if c.status != status:
-                c.status = status
-                c.last_transition_time = rfc3339(now)
-            return
-    pod.status.conditions.append(
-        core_pb2.PodCondition(type=type_, status=status, last_transition_time=rfc3339(now))
-    )
-
-
-def _merge(target, patch):
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = _merge(out.get(k), v)
-    return out

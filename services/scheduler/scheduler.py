@@ -203,14 +203,14 @@ class Scheduler:
     def _responsible(self, pod: core_pb2.Pod) -> bool:
         return pod.spec.scheduler_name in self.frameworks
 
-    def _pod_added(self, pod: core_pb2.Pod) -> None:  # type: ignore[override]
+    def _pod_added(self, pod: core_pb2.Pod) -> None:
         if pod.spec.node_name:
             self.cache.add_pod(pod)
             self.queue.assigned_pod_added(pod)
         elif self._responsible(pod) and not pod.metadata.deletion_timestamp:
             self.queue.add(pod)
 
-    def _pod_updated(self, old: core_pb2.Pod, new: core_pb2.Pod) -> None:  # type: ignore[override]
+    def _pod_updated(self, old: core_pb2.Pod, new: core_pb2.Pod) -> None:
         if new.spec.node_name:
             if old.spec.node_name:
                 self.cache.update_pod(old, new)
@@ -225,7 +225,7 @@ class Scheduler:
             else:
                 self.queue.update(old, new)
 
-    def _pod_deleted(self, pod: core_pb2.Pod) -> None:  # type: ignore[override]
+    def _pod_deleted(self, pod: core_pb2.Pod) -> None:
         self._last_message.pop(f"{pod.metadata.namespace}/{pod.metadata.name}", None)
         if pod.spec.node_name:
             self.cache.remove_pod(pod)
@@ -235,17 +235,17 @@ class Scheduler:
             for fwk in self.frameworks.values():
                 fwk.reject_waiting_pod(pod.metadata.uid, "", "pod deleted")
 
-    def _node_added(self, node: core_pb2.Node) -> None:  # type: ignore[override]
+    def _node_added(self, node: core_pb2.Node) -> None:
         self.cache.add_node(node)
         self.queue.move_all_to_active_or_backoff(NODE_ADD, None, node)
 
-    def _node_updated(self, old: core_pb2.Node, new: core_pb2.Node) -> None:  # type: ignore[override]
+    def _node_updated(self, old: core_pb2.Node, new: core_pb2.Node) -> None:
         self.cache.update_node(old, new)
         event = node_update_event(old, new)
         if event.action:
             self.queue.move_all_to_active_or_backoff(event, old, new)
 
-    def _node_deleted(self, node: core_pb2.Node) -> None:  # type: ignore[override]
+    def _node_deleted(self, node: core_pb2.Node) -> None:
         self.cache.remove_node(node)
 
     def _ns_changed(self, ns: Any) -> None:

@@ -1,0 +1,96 @@
+"""Small rules about objects the registry applies: which objects a list or watch selects,
+when finalizers still hold an object, status copying, conditions, and JSON merge patch."""
+
+from __future__ import annotations
+
+from google.protobuf.message import Message
+
+from protos.kubera.v1 import core_pb2
+from services.api.errors import BadRequestError
+from services.api.kinds import Kind
+from services.api.labels import (
+    FieldRequirement,
+    Selector,
+    SelectorError,
+    field_matches,
+    parse_field_selector,
+)
+from services.clock import rfc3339
+
+
+def meta(obj: Message):  # -> meta_pb2.ObjectMeta
+    return obj.metadata  # type: ignore[attr-defined]
+
+
+class Filter:
+    """A parsed label + field selector (and namespace) for list and watch."""
+
+    def __init__(
+        self, kind: Kind, namespace: str, label_selector: str, field_selector: str
+    ) -> None:
+        try:
+            self.labels = Selector.parse(label_selector) if label_selector else None
+        except SelectorError as e:
+            raise BadRequestError(str(e)) from None
+        allowed = sorted(kind.fields(kind.message()))
+        try:
+            self.fields: list[FieldRequirement] = (
+                parse_field_selector(field_selector, allowed) if field_selector else []
+            )
+        except SelectorError as e:
+            raise BadRequestError(
+                f"{e} (supported for {kind.resource}: {', '.join(allowed)})"
+            ) from None
+        self.kind = kind
+        self.namespace = namespace if kind.namespaced else ""
+
+    def __call__(self, obj: Message) -> bool:
+        m = meta(obj)
+        if self.namespace and m.namespace != self.namespace:
+            return False
+        if self.labels is not None and not self.labels.matches(m.labels):
+            return False
+        if self.fields:
+            values = self.kind.fields(obj)
+            return field_matches(self.fields, lambda f: values.get(f, ""))
+        return True
+
+
+def held(kind: Kind, obj: Message) -> bool:
+    """Whether finalizers still hold the object (a namespace also by its spec finalizers)."""
+    if meta(obj).finalizers:
+        return True
+    return kind.kind == "Namespace" and bool(obj.spec.finalizers)  # type: ignore[attr-defined]
+
+
+def copy_status(dst: Message, src: Message) -> None:
+    """dst.status = src.status, keeping "unset" unset (an empty status is not written)."""
+    if src.HasField("status"):
+        dst.status.CopyFrom(src.status)  # type: ignore[attr-defined]
+    else:
+        dst.ClearField("status")
+
+
+def set_condition(pod: core_pb2.Pod, type_: str, status: str, now: float) -> None:
+    for c in pod.status.conditions:
+        if c.type == type_:
+            if c.status != status:
+                c.status = status
+                c.last_transition_time = rfc3339(now)
+            return
+    pod.status.conditions.append(
+        core_pb2.PodCondition(type=type_, status=status, last_transition_time=rfc3339(now))
+    )
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
