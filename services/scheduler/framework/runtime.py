@@ -815,10 +815,11 @@ class Framework:
                 if st.is_skip():
                     status = st.with_plugin(name)
                     continue
-                if st.is_success() or st.is_rejected():
-                    status = st.with_plugin(name)
-                else:
-                    status = _error(name, f"running Bind plugin {name!r}", st)
+                status = (
+                    st.with_plugin(name)
+                    if st.is_success()
+                    else _rejection_or_error(name, "Bind", st)
+                )
                 return status
             return status
         finally:
