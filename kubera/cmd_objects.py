@@ -12,15 +12,17 @@ before sending use kubectl's client-side wording (`error: error validating "x.ya
 ...`). An apply is all or nothing for what can be known beforehand: every document is
 decoded and validated client-side, then checked by the apiserver in a dry run, before
 the first object is written.
+
+The apply machinery (the three-way merge, the last-applied annotation, the dry-run
+normalisation, created / configured / unchanged) is in `kubera.apply`; this module
+registers the verbs and runs them.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import copy
 import functools
-import json
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
@@ -28,29 +30,33 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from kubera import manifests, output
+from kubera import describe, manifests, output, tables
+from kubera.apply import (
+    _applied_config,
+    _apply_one,
+    _depends_on_batch,
+    _dry_run_result,
+    _get_or_none,
+    _invalid_line,
+    _local_errors,
+    _Plan,
+    _plan_update,
+    _with_annotation,
+)
 from kubera.context import apiserver_address
 from kubera.errors import CliError
 from kubera.manifests import Manifest
-from services.api import codec, kinds, labels, validation
+from services.api import codec, kinds, labels
 from services.api.errors import (
-    AlreadyExistsError,
     ApiError,
     BadRequestError,
-    ConflictError,
-    FieldError,
     NotFoundError,
     PreconditionError,
     UnavailableError,
 )
 from services.api.kinds import Kind
-from services.apiserver import admission
 from services.client import Client
 from services.clock import RealClock
-
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-_CONFLICT_RETRIES = 5
-
 
 # ------------------------------------------------------------------ errors
 
@@ -150,249 +156,6 @@ def _load(args: argparse.Namespace, validate: str) -> list[Manifest]:
 # ------------------------------------------------------------------- apply
 
 
-def _deletions(last: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """What the last applied manifest had and this one drops, as `null`s (recursing into
-    maps both have: a key dropped inside a map removes only that key)."""
-    patch: dict[str, Any] = {}
-    for k, old in last.items():
-        if k not in new:
-            patch[k] = None
-        elif isinstance(old, dict) and isinstance(new[k], dict):
-            sub = _deletions(old, new[k])
-            if sub:
-                patch[k] = sub
-    return patch
-
-
-def _changes(live: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """What the live object must take from this manifest: every field the manifest sets
-    that the live object does not have with that value (maps recursively, lists and
-    scalars whole). A `null` in the manifest removes the field."""
-    patch: dict[str, Any] = {}
-    for k, v in new.items():
-        cur = live.get(k)
-        if v is None:
-            if k in live:
-                patch[k] = None
-        elif isinstance(v, dict) and isinstance(cur, dict):
-            sub = _changes(cur, v)
-            if sub:
-                patch[k] = sub
-        elif k not in live or cur != v:
-            patch[k] = copy.deepcopy(v)
-    return patch
-
-
-def _combine(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Two patches as one; `b` wins where both name a field."""
-    out = copy.deepcopy(a)
-    for k, v in b.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = _combine(out[k], v)
-        else:
-            out[k] = copy.deepcopy(v)
-    return out
-
-
-def three_way_patch(
-    last: dict[str, Any] | None, new: dict[str, Any], live: dict[str, Any]
-) -> dict[str, Any]:
-    """The merge patch kubectl apply sends (CreateThreeWayJSONMergePatch): the fields of
-    the new manifest that differ from the live object, plus `null` for the fields the last
-    applied manifest had and the new one dropped. Everything else on the live object
-    (server-set fields, status, fields others set) is left alone; without a last applied
-    manifest nothing is removed."""
-    deletions = _deletions(last, new) if last is not None else {}
-    return _combine(deletions, _changes(live, new))
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
-
-
-def _applied_config(m: Manifest) -> dict[str, Any]:
-    """The manifest as applied (namespace resolved, no last-applied annotation of its own)."""
-    doc = copy.deepcopy(m.document.doc)
-    meta = doc.setdefault("metadata", {})
-    if not isinstance(meta, dict):
-        meta = doc["metadata"] = {}
-    if m.kind.namespaced:
-        meta["namespace"] = m.namespace
-    else:
-        meta.pop("namespace", None)
-    annotations = meta.get("annotations")
-    if isinstance(annotations, dict):
-        annotations.pop(LAST_APPLIED, None)
-        if not annotations:
-            meta.pop("annotations")
-    return doc
-
-
-def _annotation_text(config: dict[str, Any]) -> str:
-    return json.dumps(config, sort_keys=True, separators=(",", ":"), default=str) + "\n"
-
-
-def _with_annotation(obj: Message, config: dict[str, Any]) -> Message:
-    obj = codec.clone(obj)
-    _meta(obj).annotations[LAST_APPLIED] = _annotation_text(config)
-    return obj
-
-
-def _last_applied(live: Message) -> dict[str, Any] | None:
-    text = _meta(live).annotations.get(LAST_APPLIED)
-    if not text:
-        return None
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return None
-    return parsed if isinstance(parsed, dict) else None
-
-
-def _project(raw: Any, normalized: Any) -> Any:
-    """The manifest's own fields, each with the value the apiserver makes of it: maps are
-    walked key by key, lists and scalars taken whole from `normalized` (so a container
-    the server fills in with its defaults, a canonical quantity or a toleration added at
-    admission compare equal to the live object). What `normalized` lacks (fields the
-    codec dropped, defaults proto3 omits, nulls) stays as the manifest wrote it."""
-    if not isinstance(raw, dict):
-        return copy.deepcopy(normalized)
-    if not isinstance(normalized, dict):
-        return copy.deepcopy(raw)
-    return {
-        k: _project(v, normalized[k]) if v is not None and k in normalized else copy.deepcopy(v)
-        for k, v in raw.items()
-    }
-
-
-#: What the apiserver assigns to an object on create, whatever the manifest says.
-_ASSIGNED_METADATA = (
-    "uid",
-    "creationTimestamp",
-    "generation",
-    "resourceVersion",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-)
-
-
-async def _normalized(client: Client, m: Manifest) -> dict[str, Any]:
-    """The manifest as the apiserver would store it (defaults, admission, canonical
-    quantities), from a dry-run create. If that is refused (create-only admission need not
-    pass for an update; invalid fields are reported by validation next), the manifest
-    with the API defaults the apiserver also applies to an update. Metadata a create
-    assigns, and the status (an update cannot set it), stay as the manifest has them."""
-    obj = codec.clone(m.obj)
-    _meta(obj).resource_version = ""
-    codec.canonicalize_quantities(obj)
-    plain = codec.encode(obj)
-    try:
-        doc = codec.encode(await client.create(obj, dry_run=True))
-    except UnavailableError:
-        raise
-    except ApiError:
-        admission.apply_defaults(m.kind, obj)
-        doc = codec.encode(obj)
-    meta, own = doc.setdefault("metadata", {}), plain.get("metadata", {})
-    for key in _ASSIGNED_METADATA:
-        if key in own:
-            meta[key] = own[key]
-        else:
-            meta.pop(key, None)
-    if "status" in plain:
-        doc["status"] = plain["status"]
-    else:
-        doc.pop("status", None)
-    return doc
-
-
-def _merged(live: Message, config: dict[str, Any], normalized: dict[str, Any]) -> Message:
-    """The object to Update: kubectl's three-way merge of the last applied manifest, this
-    one (`config`, valued as `normalized`) and the live object, with the annotation set to
-    this manifest and the live resourceVersion as the precondition."""
-    live_doc = codec.encode(live)
-    new = _project(config, normalized)
-    doc = merge_patch(live_doc, three_way_patch(_last_applied(live), new, live_doc))
-    meta = doc.setdefault("metadata", {})
-    meta.setdefault("annotations", {})[LAST_APPLIED] = _annotation_text(config)
-    meta["resourceVersion"] = _meta(live).resource_version
-    return codec.decode(doc, validate="ignore").obj
-
-
-def _local_errors(kind: Kind, obj: Message, old: Message | None = None) -> list[FieldError]:
-    """The apiserver's own validation, run here (quantities, names, selectors, enums)."""
-    obj = codec.clone(obj)
-    errors = codec.canonicalize_quantities(obj)
-    if errors:
-        return errors
-    if old is None:
-        return validation.validate_create(kind.kind, obj)
-    return validation.validate_update(kind.kind, obj, old)
-
-
-def invalid_message(what: str, errors: Sequence[FieldError]) -> str:
-    """`Pod "x" is invalid: spec.f: Invalid value: ...` (several errors in brackets)."""
-    shown = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(map(str, errors)) + "]"
-    return f"{what} is invalid: {shown}"
-
-
-def _invalid_line(m: Manifest, errors: list[FieldError]) -> str:
-    """A problem found here, before anything was sent: kubectl's client-side wording, never
-    `Error from server`."""
-    return f'error: error validating "{m.document.where}": {invalid_message(m.what, errors)}'
-
-
-@dataclass
-class _Plan:
-    manifest: Manifest
-    config: dict[str, Any]
-    live: Message | None = None
-    #: The manifest as the server would store it (only needed for an existing object).
-    normalized: dict[str, Any] | None = None
-    #: The Update to send for an existing object.
-    merged: Message | None = None
-
-
-def _depends_on_batch(e: ApiError, m: Manifest, earlier: set[tuple[str, str]]) -> bool:
-    """Whether a dry run failed only because an object created earlier in this same apply
-    does not exist yet (its namespace, priority class or runtime class)."""
-    spec = getattr(m.obj, "spec", None)
-    if isinstance(e, NotFoundError) and ("Namespace", m.namespace) in earlier:
-        return e.message == f'namespaces "{m.namespace}" not found'
-    if m.kind.kind != "Pod" or spec is None:
-        return False
-    if spec.priority_class_name and ("PriorityClass", spec.priority_class_name) in earlier:
-        return f"no PriorityClass with name {spec.priority_class_name} " in e.message
-    if spec.runtime_class_name and ("RuntimeClass", spec.runtime_class_name) in earlier:
-        return f'RuntimeClass "{spec.runtime_class_name}" not found' in e.message
-    return False
-
-
-async def _get_or_none(client: Client, kind: Kind, name: str, namespace: str) -> Message | None:
-    try:
-        return await client.get(kind, name, namespace)
-    except NotFoundError:
-        return None
-
-
-async def _plan_update(client: Client, plan: _Plan) -> Message:
-    """The Update for an existing object (`plan.live`), computed against it."""
-    assert plan.live is not None
-    if plan.normalized is None:
-        plan.normalized = await _normalized(client, plan.manifest)
-    plan.merged = _merged(plan.live, plan.config, plan.normalized)
-    return plan.merged
-
-
 async def _preflight(client: Client, plans: list[_Plan], server_check: bool) -> list[str]:
     """Everything that can refuse an apply, checked before anything is written."""
     errors: list[str] = []
@@ -418,46 +181,6 @@ async def _preflight(client: Client, plans: list[_Plan], server_check: bool) -> 
                     continue
         earlier.add((m.kind.kind, m.name))
     return errors
-
-
-async def _apply_one(client: Client, plan: _Plan) -> str:
-    """Create or update one object; returns created / configured / unchanged."""
-    m = plan.manifest
-    conflict: ConflictError | None = None
-    for _ in range(_CONFLICT_RETRIES):
-        if plan.live is None:
-            try:
-                await client.create(_with_annotation(m.obj, plan.config))
-                return "created"
-            except AlreadyExistsError:
-                plan.live = await _get_or_none(client, m.kind, m.name, m.namespace)
-                if plan.live is None:
-                    raise
-                plan.merged = None
-        merged = plan.merged or await _plan_update(client, plan)
-        if _same(merged, plan.live):
-            return "unchanged"  # an empty patch: kubectl sends nothing either
-        try:
-            await client.update(merged)
-        except ConflictError as e:
-            conflict = e  # changed since it was read: merge again against the new version
-            plan.live = await _get_or_none(client, m.kind, m.name, m.namespace)
-            plan.merged = None
-            continue
-        return "configured"
-    assert conflict is not None
-    raise conflict
-
-
-def _same(merged: Message, live: Message) -> bool:
-    return codec.encode(merged) == codec.encode(live)
-
-
-def _dry_run_result(plan: _Plan) -> str:
-    if plan.live is None:
-        return "created"
-    assert plan.merged is not None
-    return "unchanged" if _same(plan.merged, plan.live) else "configured"
 
 
 @_command
@@ -630,7 +353,7 @@ async def cmd_get(args: argparse.Namespace) -> int:
             if not first:
                 print()
             first = False
-            headers, rows = output.table(
+            headers, rows = tables.table(
                 kind,
                 group,
                 now=now,
@@ -638,7 +361,7 @@ async def cmd_get(args: argparse.Namespace) -> int:
                 all_namespaces=args.all_namespaces,
                 prefix_names=len(req.kinds) > 1,
             )
-            output.print_table(headers, rows)
+            tables.print_table(headers, rows)
     if not objs and not errors and fmt not in ("json", "yaml"):
         namespaced = any(k.namespaced for k in req.kinds)
         _err(output.no_resources(namespace if namespaced and namespace else None))
@@ -752,7 +475,7 @@ async def _events(client: Client, kind: Kind, obj: Message) -> list[Message]:
 async def _describe(client: Client, kind: Kind, obj: Message, now: float) -> str:
     events = await _events(client, kind, obj)
     if kind.kind == "Pod":
-        return output.describe_pod(obj, events, now)
+        return describe.describe_pod(obj, events, now)
     if kind.kind == "Node":
         name = _meta(obj).name
         pods, _ = await client.list(
@@ -760,8 +483,8 @@ async def _describe(client: Client, kind: Kind, obj: Message, now: float) -> str
             field_selector=f"spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed",
         )
         pods.sort(key=lambda p: (_meta(p).namespace, _meta(p).name))
-        return output.describe_node(obj, pods, events, now)
-    return output.describe_object(obj, events, now)
+        return describe.describe_node(obj, pods, events, now)
+    return describe.describe_object(obj, events, now)
 
 
 @_command

@@ -7,8 +7,8 @@ import io
 import pytest
 from google.protobuf import struct_pb2
 
-from kubera import output
-from kubera.cmd_objects import merge_patch, three_way_patch
+from kubera import describe, output, tables
+from kubera.apply import merge_patch, three_way_patch
 from protos.kubera.v1 import core_pb2
 
 
@@ -37,15 +37,15 @@ from protos.kubera.v1 import core_pb2
     ],
 )
 def test_age_is_kubectls_human_duration(seconds: int, shown: str) -> None:
-    assert output.human_duration(seconds) == shown
+    assert tables.human_duration(seconds) == shown
 
 
 def test_age_of_a_missing_timestamp_is_unknown() -> None:
-    assert output.age("", 0) == "<unknown>"
+    assert tables.age("", 0) == "<unknown>"
     assert (
-        output.age("2030-01-01T00:00:05Z", output.parse_time("2030-01-01T00:00:10Z") or 0) == "5s"
+        tables.age("2030-01-01T00:00:05Z", tables.parse_time("2030-01-01T00:00:10Z") or 0) == "5s"
     )
-    assert output.parse_time("2030-01-01T00:00:00.123456Z") is not None
+    assert tables.parse_time("2030-01-01T00:00:00.123456Z") is not None
 
 
 def _pod(**kw: object) -> core_pb2.Pod:
@@ -91,7 +91,7 @@ def _pod(**kw: object) -> core_pb2.Pod:
     ],
 )
 def test_pod_status_follows_kubectl(pod: core_pb2.Pod, status: str, ready: int) -> None:
-    shown, ready_count, total, _ = output.pod_status(pod)
+    shown, ready_count, total, _ = tables.pod_status(pod)
     assert (shown, ready_count, total) == (status, ready, 1)
 
 
@@ -114,11 +114,11 @@ def _node(ready: str | None, unschedulable: bool = False) -> core_pb2.Node:
     ],
 )
 def test_node_status_follows_kubectl(node: core_pb2.Node, status: str) -> None:
-    assert output.node_status(node) == status
+    assert tables.node_status(node) == status
 
 
 def test_plain_table_is_kubectls_tabwriter_layout() -> None:
-    text = output.plain_table(
+    text = tables.plain_table(
         ["NAME", "READY", "AGE"], [["nginx", "1/1", "5s"], ["a", "0/1", "2m"]]
     )
     assert text == "NAME    READY   AGE\nnginx   1/1     5s\na       0/1     2m\n"
@@ -130,15 +130,15 @@ def test_a_terminal_gets_a_rich_table_and_a_pipe_plain_text() -> None:
             return True
 
     tty, pipe = Tty(), io.StringIO()
-    output.print_table(["NAME", "AGE"], [["nginx", "5s"]], out=tty)
-    output.print_table(["NAME", "AGE"], [["nginx", "5s"]], out=pipe)
+    tables.print_table(["NAME", "AGE"], [["nginx", "5s"]], out=tty)
+    tables.print_table(["NAME", "AGE"], [["nginx", "5s"]], out=pipe)
     assert "NAME" in tty.getvalue() and "nginx" in tty.getvalue()
     assert pipe.getvalue() == "NAME    AGE\nnginx   5s\n"
     assert "\x1b" not in pipe.getvalue()
 
 
 def test_tabwrite_aligns_column_blocks_like_go() -> None:
-    text = output.tabwrite(
+    text = describe.tabwrite(
         "Name:\tweb\nNamespace:\tdefault\nContainers:\n  app:\n    Image:\tnginx"
     )
     assert text.splitlines() == [
@@ -152,10 +152,10 @@ def test_tabwrite_aligns_column_blocks_like_go() -> None:
 
 def test_tolerations_are_described_like_kubectl() -> None:
     t = core_pb2.Toleration(key="k", operator="Exists", effect="NoExecute", toleration_seconds=300)
-    assert output.format_toleration(t) == "k:NoExecute op=Exists for 300s"
-    assert output.format_toleration(core_pb2.Toleration(operator="Exists")) == "op=Exists"
+    assert describe.format_toleration(t) == "k:NoExecute op=Exists for 300s"
+    assert describe.format_toleration(core_pb2.Toleration(operator="Exists")) == "op=Exists"
     t = core_pb2.Toleration(key="k", operator="Equal", value="v", effect="NoSchedule")
-    assert output.format_toleration(t) == "k=v:NoSchedule"
+    assert describe.format_toleration(t) == "k=v:NoSchedule"
 
 
 def test_object_names_carry_the_group() -> None:
