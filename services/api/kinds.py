@@ -1,7 +1,7 @@
 """The table of kinds kubera serves: one row per kind.
 
 Adding a kind is local: a message in protos/kubera/v1/, one `Kind` row here, and a
-validation function in services/api/validation.py. Everything else (storage keys, the
+validation function in services/api/validation/. Everything else (storage keys, the
 codec, the CLI's names and short names, field selectors) reads this table.
 """
 

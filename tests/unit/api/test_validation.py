@@ -1,4 +1,4 @@
-"""Table-driven tests for services/api/validation.py: one row per Kubernetes rule.
+"""Table-driven tests for services/api/validation/: one row per Kubernetes rule.
 
 Objects are written as Kubernetes-shaped dicts (what a manifest holds) and parsed with
 json_format.ParseDict, so the tests also pin the JSON field names the rules refer to.

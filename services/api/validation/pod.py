@@ -1,74 +1,56 @@
-"""Create and update validation for kubera's kinds, with Kubernetes' rules and wording.
+"""Pod spec validation: the biggest part of upstream's pkg/apis/core/validation.
 
-Why this module exists: the apiserver must refuse exactly what Kubernetes' apiserver
-refuses, worded the same way (clients, tests and people compare the text, e.g.
-``spec.containers[0].resources.requests[cpu]: Invalid value: "5x": quantities must
-match ...``), and everything downstream (scheduler, controllers) may then trust that a
-stored object is well formed: quantities parse, selectors compile, operators are known,
-Gt/Lt values are integers. Rules and messages are carried over from upstream's
-pkg/apis/{core,apps,policy,scheduling}/validation and apimachinery's metadata checks.
-
-Entry points are :func:`validate_create` and :func:`validate_update`. Each kind is one
-row in ``_RULES`` (name rule, a create function, optionally an update function),
-so adding a kind is one function plus one row. Unknown kinds get metadata checks only.
-
-Deliberate adaptations (kubera has no defaulting pass before validation):
-* fields upstream defaults and then requires (container port protocol, pull policy,
-  restart policy, DNS policy, deployment strategy) are checked only when set;
-* paths are always indexed/keyed the Kubernetes way (``spec.overhead[cpu]``,
-  ``status.capacity[cpu]``, ``spec.taints[0]``) where upstream has historical quirks;
-* on update an empty ``metadata.uid`` means "keep the stored one", as upstream's
-  ``BeforeUpdate`` does, and ``spec.terminationGracePeriodSeconds`` of a pod may change.
+Why this module exists: a pod spec is checked both for Pods and, through their templates,
+for ReplicaSets and Deployments, and its pieces (containers and their ports and resources,
+node and pod affinity, tolerations, topology spread constraints, scheduling gates,
+preemption policy) are what the scheduler later relies on. Kept apart from the other
+kinds so those rules and the pod update rules (ValidatePodUpdate, adapted: which spec
+fields may change and how, including the tightening-only rules for gated pods) can be
+read in one place.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from decimal import ROUND_CEILING
-from typing import Any
+from collections.abc import Mapping, Sequence
 
-from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import core_pb2, meta_pb2
+from protos.kubera.v1 import core_pb2
 from services.api import labels, names
 from services.api.errors import (
-    DUPLICATE,
-    FORBIDDEN,
     INVALID,
-    REQUIRED,
-    UNSUPPORTED,
     FieldError,
     duplicate,
     forbidden,
     invalid,
     required,
-    too_long,
     unsupported,
 )
-from services.api.kinds import BY_KIND
-from services.api.quantity import Quantity, QuantityError, parse_quantity
-
-Errors = list[FieldError]
+from services.api.validation.common import (
+    FIELD_IMMUTABLE,
+    IS_NOT_POSITIVE,
+    Errors,
+    _child,
+    _has,
+    _index,
+    _is_hugepages,
+    _label_map,
+    _label_name,
+    _name_errors,
+    _nonnegative,
+    _overcommit_allowed,
+    _parse_int64,
+    _port_name,
+    _port_number,
+    _resource_list,
+    _selector,
+    _Shown,
+    _shown,
+)
 
 # ----------------------------------------------------------------------------- constants
 
-FIELD_IMMUTABLE = "field is immutable"
-IS_NEGATIVE = "must be greater than or equal to 0"
-IS_NOT_POSITIVE = "must be greater than zero"
-IS_NOT_INTEGER = "must be an integer"
-TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
-HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
-SYSTEM_PRIORITY_CLASS_PREFIX = "system-"
-# name -> value of the priority classes Kubernetes creates itself.
-SYSTEM_PRIORITY_CLASSES = {
-    "system-node-critical": 2_000_001_000,
-    "system-cluster-critical": 2_000_000_000,
-}
 MAX_INT32 = 2**31 - 1
-DEFAULT_ROLLING_UPDATE = "25%"  # upstream's default for both maxSurge and maxUnavailable
 
 PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -84,258 +66,9 @@ TOLERATION_OPERATORS = ("Equal", "Exists", "Gt", "Lt")
 NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
 NODE_INCLUSION_POLICIES = ("Honor", "Ignore")
-DEPLOYMENT_STRATEGIES = ("Recreate", "RollingUpdate")
-UNHEALTHY_POD_EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
-
-STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
-STANDARD_RESOURCES = frozenset(
-    {
-        "cpu",
-        "memory",
-        "ephemeral-storage",
-        "requests.cpu",
-        "requests.memory",
-        "requests.ephemeral-storage",
-        "limits.cpu",
-        "limits.memory",
-        "limits.ephemeral-storage",
-        "pods",
-        "resourcequotas",
-        "services",
-        "replicationcontrollers",
-        "secrets",
-        "configmaps",
-        "persistentvolumeclaims",
-        "storage",
-        "requests.storage",
-        "services.nodeports",
-        "services.loadbalancers",
-    }
-)
-INTEGER_RESOURCES = frozenset(
-    {
-        "pods",
-        "resourcequotas",
-        "services",
-        "replicationcontrollers",
-        "secrets",
-        "configmaps",
-        "persistentvolumeclaims",
-        "services.nodeports",
-        "services.loadbalancers",
-    }
-)
-HUGEPAGES_PREFIX = "hugepages-"
-STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
-
-# ----------------------------------------------------------------------------- paths
-
-
-def _child(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def _index(path: str, i: int | str) -> str:
-    return f"{path}[{i}]"
-
-
-class _Shown:
-    """A value printed as-is in an error (structs and maps, which Go prints unquoted)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def _shown(value: Message | Mapping[str, str]) -> _Shown:
-    if isinstance(value, Message):
-        data: Any = json_format.MessageToDict(value)
-    else:
-        data = dict(sorted(value.items()))
-    return _Shown(json.dumps(data, separators=(",", ":"), sort_keys=True))
-
-
-def _has(msg: Message, field: str) -> bool:
-    return msg.HasField(field)
-
-
-# ----------------------------------------------------------------------------- primitives
-
-
-def _name_errors(path: str, value: str, fn: Callable[[str], list[str]]) -> Errors:
-    return [invalid(path, value, msg) for msg in fn(value)]
-
-
-def _label_name(path: str, key: str) -> Errors:
-    """ValidateLabelName: a qualified name."""
-    return _name_errors(path, key, names.qualified_name)
-
-
-def _label_map(path: str, values: Mapping[str, str]) -> Errors:
-    """ValidateLabels: keys are qualified names, values label values (path not keyed)."""
-    errs: Errors = []
-    for k in sorted(values):
-        errs += _label_name(path, k)
-        errs += [invalid(path, values[k], msg) for msg in names.label_value(values[k])]
-    return errs
-
-
-def _nonnegative(path: str, value: int) -> Errors:
-    return [invalid(path, value, IS_NEGATIVE)] if value < 0 else []
-
-
-def _port_number(path: str, port: int) -> Errors:
-    if 1 <= port <= 65535:
-        return []
-    return [invalid(path, port, "must be between 1 and 65535, inclusive")]
-
-
-def _port_name(port: str) -> list[str]:
-    """IsValidPortName (an IANA_SVC_NAME)."""
-    msgs: list[str] = []
-    if len(port) > 15:
-        msgs.append(names.max_len_error(15))
-    if not port or any(c not in "-abcdefghijklmnopqrstuvwxyz0123456789" for c in port):
-        msgs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
-    if not any("a" <= c <= "z" for c in port):
-        msgs.append("must contain at least one letter (a-z)")
-    if "--" in port:
-        msgs.append("must not contain consecutive hyphens")
-    if port and (port[0] == "-" or port[-1] == "-"):
-        msgs.append("must not begin or end with a hyphen")
-    return msgs
-
-
-def _parse_int64(text: str) -> int | None:
-    """strconv.ParseInt(text, 10, 64)."""
-    body = text[1:] if text[:1] in ("+", "-") else text
-    if not body or not body.isascii() or not body.isdigit():
-        return None
-    n = int(text)
-    return n if -(2**63) <= n < 2**63 else None
-
-
-def _selector(path: str, selector: meta_pb2.LabelSelector) -> tuple[labels.Selector | None, Errors]:
-    """ValidateLabelSelector via labels.from_label_selector; its messages become FieldErrors."""
-    exprs = [(e.key, e.operator, tuple(e.values)) for e in selector.match_expressions]
-    try:
-        return labels.from_label_selector(dict(selector.match_labels), exprs, path), []
-    except labels.SelectorError as exc:
-        return None, [_field_error_from_text(msg) for msg in dict.fromkeys(exc.errors)]
-
-
-_TYPE_MARKERS = (INVALID, REQUIRED, FORBIDDEN, UNSUPPORTED, DUPLICATE)
-
-
-def _field_error_from_text(text: str) -> FieldError:
-    """Rebuild a FieldError from ``path: Type: rest`` (the value stays inside the detail)."""
-    best: tuple[int, str] | None = None
-    for marker in _TYPE_MARKERS:
-        at = text.find(f": {marker}")
-        if at >= 0 and (best is None or at < best[0]):
-            best = (at, marker)
-    if best is None:
-        return FieldError("", INVALID, text)
-    at, marker = best
-    rest = text[at + len(marker) + 2 :]
-    return FieldError(text[:at], marker, rest[2:] if rest.startswith(": ") else rest)
 
 
 # ----------------------------------------------------------------------------- resources
-
-
-def _quantity(path: str, raw: str, errs: Errors) -> Quantity | None:
-    try:
-        return parse_quantity(raw)
-    except QuantityError as exc:
-        errs.append(invalid(path, raw, str(exc)))
-        return None
-
-
-def _is_hugepages(name: str) -> bool:
-    return name.startswith(HUGEPAGES_PREFIX)
-
-
-def _is_native(name: str) -> bool:
-    """IsNativeResource: unprefixed or in the kubernetes.io/ namespace."""
-    return "/" not in name or "kubernetes.io/" in name
-
-
-def _is_extended(name: str) -> bool:
-    """IsExtendedResourceName: not native, no ``requests.`` prefix, quota name qualified."""
-    if _is_native(name) or name.startswith("requests."):
-        return False
-    return not names.qualified_name("requests." + name)
-
-
-def _overcommit_allowed(name: str) -> bool:
-    return _is_native(name) and not _is_hugepages(name)
-
-
-def _is_integer_resource(name: str) -> bool:
-    return name in INTEGER_RESOURCES or _is_extended(name)
-
-
-def _resource_name(path: str, name: str) -> Errors:
-    """validateResourceName + validateContainerResourceName."""
-    errs = _name_errors(path, name, names.qualified_name)
-    if errs:
-        return errs
-    if "/" not in name:
-        if name not in STANDARD_RESOURCES and not _is_hugepages(name):
-            return [invalid(path, name, "must be a standard resource type or fully qualified")]
-        if name not in STANDARD_CONTAINER_RESOURCES and not _is_hugepages(name):
-            return [invalid(path, name, "must be a standard resource for containers")]
-    elif not _is_native(name) and not _is_extended(name):
-        return [invalid(path, name, "doesn't follow extended resource name standard")]
-    return []
-
-
-def _quantity_value(path: str, name: str, q: Quantity) -> Errors:
-    """ValidateResourceQuantityValue: not negative; integer for integer resources."""
-    errs: Errors = []
-    if q.sign() < 0:
-        errs.append(invalid(path, q.canonical(), IS_NEGATIVE))
-    if _is_integer_resource(name):
-        millis = (q.value * 1000).to_integral_value(rounding=ROUND_CEILING)
-        if millis % 1000 != 0:
-            errs.append(invalid(path, q.canonical(), IS_NOT_INTEGER))
-    return errs
-
-
-def _hugepages_value(path: str, name: str, q: Quantity) -> Errors:
-    """Hugepage amounts must be whole multiples of the page size in the name."""
-    page: Quantity | None
-    try:
-        page = parse_quantity(name[len(HUGEPAGES_PREFIX) :])
-    except QuantityError:
-        page = None
-    ok = page is not None and page.sign() > 0 and page.value == page.value.to_integral_value()
-    if ok and page is not None:
-        ok = q.value.to_integral_value(rounding=ROUND_CEILING) % page.value == 0
-    if ok:
-        return []
-    return [
-        invalid(path, q.canonical(), f"{q.canonical()} is not positive integer multiple of {name}")
-    ]
-
-
-def _resource_list(path: str, values: Mapping[str, str], errs: Errors) -> dict[str, Quantity]:
-    """Names and quantities of a resource map (limits, overhead, capacity); parsed values."""
-    parsed: dict[str, Quantity] = {}
-    for name in sorted(values):
-        p = _index(path, name)
-        errs += _resource_name(p, name)
-        q = _quantity(p, values[name], errs)
-        if q is None:
-            continue
-        errs += _quantity_value(p, name, q)
-        if _is_hugepages(name):
-            errs += _hugepages_value(p, name, q)
-        parsed[name] = q
-    return parsed
 
 
 def _resources(path: str, res: core_pb2.ResourceRequirements) -> Errors:
@@ -358,116 +91,6 @@ def _resources(path: str, res: core_pb2.ResourceRequirements) -> Errors:
     all_names = set(res.limits) | set(res.requests)
     if any(_is_hugepages(n) for n in all_names) and not all_names & {"cpu", "memory"}:
         errs.append(forbidden(path, "HugePages require cpu or memory"))
-    return errs
-
-
-# ----------------------------------------------------------------------------- metadata
-
-
-def _owner_references(path: str, refs: Sequence[meta_pb2.OwnerReference]) -> Errors:
-    errs: Errors = []
-    first_controller = ""
-    for i, ref in enumerate(refs):
-        p = _index(path, i)
-        group, _, version = ref.api_version.rpartition("/")
-        if not version:
-            errs.append(
-                invalid(_child(p, "apiVersion"), ref.api_version, "version must not be empty")
-            )
-        if not ref.kind:
-            errs.append(invalid(_child(p, "kind"), ref.kind, "must not be empty"))
-        if not ref.name:
-            errs.append(invalid(_child(p, "name"), ref.name, "must not be empty"))
-        if not ref.uid:
-            errs.append(invalid(_child(p, "uid"), ref.uid, "must not be empty"))
-        if (group, version, ref.kind) == ("", "v1", "Event"):
-            errs.append(
-                invalid(p, _shown(ref), "/v1, Kind=Event is disallowed from being an owner")
-            )
-        if ref.HasField("controller") and ref.controller:
-            current = f"{ref.kind}/{ref.name}"
-            if first_controller:
-                detail = (
-                    'Only one reference can have Controller set to true. Found "true" in '
-                    f"references for {first_controller} and {current}"
-                )
-                errs.append(invalid(path, _Shown(f"[{len(refs)} references]"), detail))
-            else:
-                first_controller = current
-    return errs
-
-
-def _finalizers(path: str, finalizers: Sequence[str]) -> Errors:
-    errs: Errors = []
-    for i, name in enumerate(finalizers):
-        p = _index(path, i)
-        errs += _name_errors(p, name, names.qualified_name)
-        if "/" not in name and name not in STANDARD_FINALIZERS:
-            detail = "name is neither a standard finalizer name nor is it fully qualified"
-            errs.append(invalid(p, name, detail))
-    if "orphan" in finalizers and "foregroundDeletion" in finalizers:
-        detail = "finalizer orphan and foregroundDeletion cannot be both set"
-        errs.append(invalid(path, _Shown(json.dumps(list(finalizers))), detail))
-    return errs
-
-
-def _annotations(path: str, annotations: Mapping[str, str]) -> Errors:
-    """ValidateAnnotations: keys are qualified names (case-insensitive), total size <= 256 KiB."""
-    errs: Errors = []
-    size = 0
-    for k in sorted(annotations):
-        errs += [invalid(path, k, msg) for msg in names.qualified_name(k.lower())]
-        size += len(k.encode()) + len(annotations[k].encode())
-    if size > TOTAL_ANNOTATION_SIZE_LIMIT:
-        errs.append(too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
-    return errs
-
-
-def _object_meta(
-    meta: meta_pb2.ObjectMeta, rules: _Rules | None, namespaced: bool | None
-) -> Errors:
-    """ValidateObjectMeta, for a kind's name rule and scope (None: unknown kind)."""
-    name_fn = rules.name if rules else names.dns1123_subdomain
-    errs: Errors = []
-    if meta.generate_name:
-        msgs = names.generate_name_prefix(meta.generate_name, name_fn)
-        errs += [invalid("metadata.generateName", meta.generate_name, m) for m in msgs]
-    if meta.name:
-        errs += _name_errors("metadata.name", meta.name, name_fn)
-    elif not meta.generate_name:
-        errs.append(required("metadata.name", "name or generateName is required"))
-    if namespaced:
-        if not meta.namespace:
-            errs.append(required("metadata.namespace"))
-        else:
-            errs += _name_errors("metadata.namespace", meta.namespace, names.dns1123_label)
-    elif namespaced is not None and meta.namespace:
-        errs.append(forbidden("metadata.namespace", "not allowed on this type"))
-    errs += _nonnegative("metadata.generation", meta.generation)
-    errs += _label_map("metadata.labels", meta.labels)
-    errs += _annotations("metadata.annotations", meta.annotations)
-    errs += _owner_references("metadata.ownerReferences", meta.owner_references)
-    errs += _finalizers("metadata.finalizers", meta.finalizers)
-    return errs
-
-
-def _object_meta_update(new: meta_pb2.ObjectMeta, old: meta_pb2.ObjectMeta) -> Errors:
-    errs: Errors = []
-    if new.name != old.name:
-        errs.append(invalid("metadata.name", new.name, FIELD_IMMUTABLE))
-    if new.namespace != old.namespace:
-        errs.append(invalid("metadata.namespace", new.namespace, FIELD_IMMUTABLE))
-    if new.uid and new.uid != old.uid:
-        errs.append(invalid("metadata.uid", new.uid, FIELD_IMMUTABLE))
-    if old.deletion_timestamp:
-        added = [f for f in new.finalizers if f not in set(old.finalizers)]
-        if added:
-            errs.append(
-                forbidden(
-                    "metadata.finalizers",
-                    f"no new finalizers can be added if the object is being deleted, found new finalizers {json.dumps(added)}",
-                )
-            )
     return errs
 
 
@@ -918,51 +541,6 @@ def _preemption_policy(path: str, policy: str) -> Errors:
     return []
 
 
-def _pod_template(path: str, template: core_pb2.PodTemplateSpec, kind: str) -> Errors:
-    """ValidatePodTemplateSpec plus the ReplicaSet/Deployment template rules."""
-    meta_path = _child(path, "metadata")
-    spec_path = _child(path, "spec")
-    errs = _label_map(_child(meta_path, "labels"), template.metadata.labels)
-    errs += _annotations(_child(meta_path, "annotations"), template.metadata.annotations)
-    errs += _pod_spec(spec_path, template.spec, is_pod=False)
-    if template.spec.restart_policy and template.spec.restart_policy != "Always":
-        errs.append(
-            unsupported(
-                _child(spec_path, "restartPolicy"), template.spec.restart_policy, ("Always",)
-            )
-        )
-    if template.spec.HasField("active_deadline_seconds"):
-        detail = f"activeDeadlineSeconds in {kind} is not Supported"
-        errs.append(forbidden(_child(spec_path, "activeDeadlineSeconds"), detail))
-    return errs
-
-
-# ----------------------------------------------------------------------------- int-or-percent
-
-
-def _int_or_percent(path: str, raw: str) -> tuple[int | None, bool, Errors]:
-    """ValidatePositiveIntOrPercent: (value, is_percent, errors)."""
-    as_int = _parse_int64(raw)
-    if as_int is not None:
-        return as_int, False, _nonnegative(path, as_int)
-    body = raw[:-1]
-    if raw.endswith("%") and body.isascii() and body.isdigit():
-        return int(body), True, []
-    msg = names.regex_error(
-        "a valid percent string must be a numeric string followed by an ending '%'",
-        "[0-9]+%",
-        "1%",
-        "93%",
-    )
-    return None, False, [invalid(path, raw, msg)]
-
-
-def _not_more_than_100_percent(path: str, raw: str, value: int | None, is_percent: bool) -> Errors:
-    if is_percent and value is not None and value > 100:
-        return [invalid(path, raw, "must not be greater than 100%")]
-    return []
-
-
 # ----------------------------------------------------------------------------- kinds: create
 
 
@@ -975,199 +553,6 @@ def _pod(pod: core_pb2.Pod) -> Errors:
     if pod.status.phase and pod.status.phase not in POD_PHASES:
         errs.append(unsupported("status.phase", pod.status.phase, POD_PHASES))
     return errs
-
-
-def _node(node: core_pb2.Node) -> Errors:
-    errs: Errors = []
-    seen: set[tuple[str, str]] = set()
-    for i, taint in enumerate(node.spec.taints):
-        p = _index("spec.taints", i)
-        errs += _label_name(_child(p, "key"), taint.key)
-        msgs = names.label_value(taint.value)
-        if msgs:
-            errs.append(invalid(_child(p, "value"), taint.value, ";".join(msgs)))
-        errs += _taint_effect(_child(p, "effect"), taint.effect, allow_empty=False)
-        if (taint.key, taint.effect) in seen:
-            shown = _Shown(f"{taint.key}={taint.value}:{taint.effect}")
-            errs.append(
-                FieldError(p, DUPLICATE, "taints must be unique by key and effect pair", shown)
-            )
-        seen.add((taint.key, taint.effect))
-    for field, values in (
-        ("capacity", node.status.capacity),
-        ("allocatable", node.status.allocatable),
-    ):
-        for name in sorted(values):
-            p = _index(f"status.{field}", name)
-            q = _quantity(p, values[name], errs)
-            if q is not None:
-                errs += _quantity_value(p, name, q)
-    return errs
-
-
-def _namespace(ns: core_pb2.Namespace) -> Errors:
-    return _finalizers("spec.finalizers", ns.spec.finalizers)
-
-
-def _priority_class(pc: Any) -> Errors:
-    errs: Errors = []
-    if pc.metadata.name.startswith(SYSTEM_PRIORITY_CLASS_PREFIX):
-        known = SYSTEM_PRIORITY_CLASSES.get(pc.metadata.name)
-        if known is None:
-            problem = f"{pc.metadata.name} is not a known system priority class"
-        elif pc.value != known:
-            problem = f"value of {pc.metadata.name} PriorityClass must be {known}"
-        elif pc.global_default:
-            problem = f"globalDefault of {pc.metadata.name} PriorityClass must be false"
-        else:
-            problem = ""
-        if problem:
-            detail = (
-                f"priority class names with '{SYSTEM_PRIORITY_CLASS_PREFIX}' prefix are reserved "
-                f"for system use only. error: {problem}"
-            )
-            errs.append(forbidden("metadata.name", detail))
-    elif pc.value > HIGHEST_USER_DEFINABLE_PRIORITY:
-        detail = (
-            f"maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}"
-        )
-        errs.append(forbidden("value", detail))
-    if pc.HasField("preemption_policy"):
-        errs += _preemption_policy("preemptionPolicy", pc.preemption_policy)
-    return errs
-
-
-def _pod_disruption_budget(pdb: Any) -> Errors:
-    spec = pdb.spec
-    errs: Errors = []
-    if spec.HasField("min_available") and spec.HasField("max_unavailable"):
-        shown = _shown(spec)
-        errs.append(invalid("spec", shown, "minAvailable and maxUnavailable cannot be both set"))
-    for field, name in (("min_available", "minAvailable"), ("max_unavailable", "maxUnavailable")):
-        if spec.HasField(field):
-            raw = getattr(spec, field)
-            value, is_percent, field_errs = _int_or_percent(f"spec.{name}", raw)
-            errs += field_errs
-            errs += _not_more_than_100_percent(f"spec.{name}", raw, value, is_percent)
-    if spec.HasField("selector"):
-        errs += _selector("spec.selector", spec.selector)[1]
-    policy = spec.unhealthy_pod_eviction_policy
-    if policy and policy not in UNHEALTHY_POD_EVICTION_POLICIES:
-        errs.append(
-            unsupported("spec.unhealthyPodEvictionPolicy", policy, UNHEALTHY_POD_EVICTION_POLICIES)
-        )
-    return errs
-
-
-def _workload_spec(spec: Any) -> Errors:
-    """What ReplicaSet and Deployment specs share: replicas, selector, template."""
-    errs: Errors = []
-    if spec.HasField("replicas"):
-        errs += _nonnegative("spec.replicas", spec.replicas)
-    errs += _nonnegative("spec.minReadySeconds", spec.min_ready_seconds)
-    selector: labels.Selector | None = None
-    if not spec.HasField("selector"):
-        errs.append(required("spec.selector"))
-    else:
-        selector, selector_errs = _selector("spec.selector", spec.selector)
-        errs += selector_errs
-        if not spec.selector.match_labels and not spec.selector.match_expressions:
-            errs.append(
-                invalid(
-                    "spec.selector",
-                    _shown(spec.selector),
-                    "empty selector is invalid for deployment",
-                )
-            )
-            selector = None
-    template_labels = dict(spec.template.metadata.labels)
-    if selector is not None and not selector.matches(template_labels):
-        detail = "`selector` does not match template `labels`"
-        errs.append(invalid("spec.template.metadata.labels", _shown(template_labels), detail))
-    errs += _pod_template("spec.template", spec.template, "ReplicaSet")
-    return errs
-
-
-def _replica_set(rs: Any) -> Errors:
-    return _workload_spec(rs.spec)
-
-
-def _deployment(deploy: Any) -> Errors:
-    spec = deploy.spec
-    errs = _workload_spec(spec)
-    strategy = spec.strategy
-    stype = strategy.type or "RollingUpdate"
-    if stype == "Recreate":
-        if strategy.HasField("rolling_update"):
-            detail = "may not be specified when strategy `type` is 'Recreate'"
-            errs.append(forbidden("spec.strategy.rollingUpdate", detail))
-    elif stype == "RollingUpdate":
-        ru = strategy.rolling_update
-        path = "spec.strategy.rollingUpdate"
-        surge_raw = ru.max_surge if ru.HasField("max_surge") else DEFAULT_ROLLING_UPDATE
-        unavail_raw = (
-            ru.max_unavailable if ru.HasField("max_unavailable") else DEFAULT_ROLLING_UPDATE
-        )
-        surge, _, surge_errs = _int_or_percent(f"{path}.maxSurge", surge_raw)
-        unavail, unavail_pct, unavail_errs = _int_or_percent(f"{path}.maxUnavailable", unavail_raw)
-        errs += unavail_errs + surge_errs
-        if surge == 0 and unavail == 0:
-            errs.append(
-                invalid(f"{path}.maxUnavailable", unavail_raw, "may not be 0 when `maxSurge` is 0")
-            )
-        errs += _not_more_than_100_percent(
-            f"{path}.maxUnavailable", unavail_raw, unavail, unavail_pct
-        )
-    else:
-        errs.append(unsupported("spec.strategy.type", strategy.type, DEPLOYMENT_STRATEGIES))
-    if spec.HasField("revision_history_limit"):
-        errs += _nonnegative("spec.revisionHistoryLimit", spec.revision_history_limit)
-    if spec.HasField("progress_deadline_seconds"):
-        errs += _nonnegative("spec.progressDeadlineSeconds", spec.progress_deadline_seconds)
-        if spec.progress_deadline_seconds <= spec.min_ready_seconds:
-            detail = "must be greater than minReadySeconds"
-            errs.append(
-                invalid("spec.progressDeadlineSeconds", spec.progress_deadline_seconds, detail)
-            )
-    return errs
-
-
-def _runtime_class(rc: Any) -> Errors:
-    errs: Errors = []
-    if not rc.handler:
-        errs.append(required("handler"))
-    else:
-        errs += _name_errors("handler", rc.handler, names.dns1123_label)
-    if rc.HasField("overhead"):
-        _resource_list("overhead.podFixed", rc.overhead.pod_fixed, errs)
-    if rc.HasField("scheduling"):
-        errs += _label_map("scheduling.nodeSelector", rc.scheduling.node_selector)
-        errs += _tolerations("scheduling.tolerations", rc.scheduling.tolerations)
-    return errs
-
-
-def _lease(lease: Any) -> Errors:
-    errs: Errors = []
-    spec = lease.spec
-    if spec.HasField("lease_duration_seconds") and spec.lease_duration_seconds <= 0:
-        errs.append(
-            invalid(
-                "spec.leaseDurationSeconds", spec.lease_duration_seconds, "must be greater than 0"
-            )
-        )
-    if spec.HasField("lease_transitions"):
-        errs += _nonnegative("spec.leaseTransitions", spec.lease_transitions)
-    return errs
-
-
-def _event(ev: core_pb2.Event) -> Errors:
-    """The legacy core/v1 rule: the involved object's namespace must be the event's."""
-    involved_ns = ev.involved_object.namespace
-    ns = ev.metadata.namespace
-    ok = ns in ("", "default") if not involved_ns else ns == involved_ns
-    if ok:
-        return []
-    return [invalid("involvedObject.namespace", involved_ns, "does not match event.namespace")]
 
 
 # ----------------------------------------------------------------------------- kinds: update
@@ -1349,77 +734,3 @@ def _term_only_additions(new: core_pb2.NodeSelectorTerm, old: core_pb2.NodeSelec
         if old_reqs and new_reqs[: len(old_reqs)] != old_reqs:
             return False
     return True
-
-
-def _workload_update(new: Any, old: Any) -> Errors:
-    if new.spec.selector != old.spec.selector or new.spec.HasField("selector") != old.spec.HasField(
-        "selector"
-    ):
-        return [invalid("spec.selector", _shown(new.spec.selector), FIELD_IMMUTABLE)]
-    return []
-
-
-def _priority_class_update(new: Any, old: Any) -> Errors:
-    errs: Errors = []
-    if new.value != old.value:
-        errs.append(forbidden("value", "may not be changed in an update."))
-    if new.HasField("preemption_policy") != old.HasField("preemption_policy") or (
-        new.preemption_policy != old.preemption_policy
-    ):
-        errs.append(invalid("preemptionPolicy", new.preemption_policy, FIELD_IMMUTABLE))
-    return errs
-
-
-def _runtime_class_update(new: Any, old: Any) -> Errors:
-    if new.handler != old.handler:
-        return [invalid("handler", new.handler, FIELD_IMMUTABLE)]
-    return []
-
-
-def _no_update_rules(new: Any, old: Any) -> Errors:
-    return []
-
-
-# ----------------------------------------------------------------------------- the table
-
-
-@dataclass(frozen=True)
-class _Rules:
-    """How one kind is validated: its name rule, create checks and update checks (its scope is in kinds.py)."""
-
-    create: Callable[[Any], Errors]
-    update: Callable[[Any, Any], Errors] = _no_update_rules
-    name: Callable[[str], list[str]] = names.dns1123_subdomain
-
-
-_RULES: dict[str, _Rules] = {
-    "Pod": _Rules(_pod, _pod_update),
-    "Node": _Rules(_node),
-    "Namespace": _Rules(_namespace, name=names.dns1123_label),
-    "PriorityClass": _Rules(_priority_class, _priority_class_update),
-    "PodDisruptionBudget": _Rules(_pod_disruption_budget),
-    "ReplicaSet": _Rules(_replica_set, _workload_update),
-    "Deployment": _Rules(_deployment, _workload_update),
-    "RuntimeClass": _Rules(_runtime_class, _runtime_class_update),
-    "Lease": _Rules(_lease),
-    "Event": _Rules(_event),
-}
-
-
-def validate_create(kind: str, obj: Any) -> list[FieldError]:
-    """Every problem with ``obj`` as a new object of ``kind`` (empty when valid)."""
-    rules = _RULES.get(kind)
-    known = BY_KIND.get(kind)
-    errs = _object_meta(obj.metadata, rules, known.namespaced if known else None)
-    if rules is not None:
-        errs += rules.create(obj)
-    return errs
-
-
-def validate_update(kind: str, new: Any, old: Any) -> list[FieldError]:
-    """Every problem with replacing ``old`` by ``new``: immutable fields, then ``new`` itself."""
-    rules = _RULES.get(kind)
-    errs = _object_meta_update(new.metadata, old.metadata)
-    if rules is not None:
-        errs += rules.update(new, old)
-    return errs + validate_create(kind, new)
