@@ -52,10 +52,48 @@ class FakeClock:
         await asyncio.sleep(0)
 
 
+class ScaledClock:
+    """Simulated time that runs `scale` times faster than the wall clock from `origin`
+    (seconds since the epoch; every component of one cluster shares it, so their
+    timestamps agree). Durations in the logic are simulated seconds: `sleep(300)` takes
+    300 / scale real seconds and `now()` moves on by 300. Timestamps written with it are
+    simulated time, equal to wall time at `origin` and ahead of it afterwards."""
+
+    def __init__(self, scale: float, origin: float | None = None) -> None:
+        if not scale > 0:
+            raise ValueError(f"time scale must be positive, got {scale}")
+        self.scale = float(scale)
+        self.origin = time.time() if origin is None else origin
+        self._mono0 = time.monotonic()
+
+    def now(self) -> float:
+        return self.origin + (time.time() - self.origin) * self.scale
+
+    def monotonic(self) -> float:
+        return (time.monotonic() - self._mono0) * self.scale
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds) / self.scale)
+
+
+def clock_for(scale: float, origin: float | None = None) -> Clock:
+    """The clock components use: real time at scale 1, simulated time otherwise."""
+    if scale == 1:
+        return RealClock()
+    return ScaledClock(scale, origin)
+
+
 def rfc3339(ts: float) -> str:
     """Kubernetes' metav1.Time text: second precision, UTC, 'Z'."""
     return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def rfc3339_micro(ts: float) -> str:
+    """Kubernetes' MicroTime text (leases): microsecond precision, UTC, 'Z'."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def parse_rfc3339(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    """Seconds since the epoch from a Time or MicroTime text."""
+    fmt = "%Y-%m-%dT%H:%M:%S.%fZ" if "." in text else "%Y-%m-%dT%H:%M:%SZ"
+    return datetime.strptime(text, fmt).replace(tzinfo=UTC).timestamp()

@@ -16,7 +16,7 @@ from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
 from services.api import codec
 from services.api.errors import REASON_KEY, ApiError, BadRequestError
 from services.api.kinds import BY_RESOURCE, Kind
-from services.apiserver.registry import ApiServer, Fencing
+from services.apiserver.registry import ApiServer, BatchResult, Fencing
 from services.storage import StorageUnavailableError
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,16 @@ def _unpack(kind: Kind, a: Any):
             f"object of type {a.type_url or '<none>'} sent to resource {kind.resource}"
         )
     return codec.unpack(a)
+
+
+def _batch_response(results: list[BatchResult]) -> pb.BatchCreateResponse:
+    out = pb.BatchCreateResponse()
+    for r in results:
+        if r.error is not None:
+            out.results.add(code=r.error.code.value[0], message=r.error.message)
+        else:
+            out.results.add(code=0, object=codec.pack(r.obj))  # type: ignore[arg-type]
+    return out
 
 
 async def _abort(context: grpc.aio.ServicerContext, e: Exception) -> None:
@@ -147,14 +157,15 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
     ) -> pb.BatchCreateResponse:
         kind = _resource(request.resource)
         objs = [_unpack(kind, a) for a in request.objects]
-        results = await self.api.batch_create(objs)
-        out = pb.BatchCreateResponse()
-        for r in results:
-            if r.error is not None:
-                out.results.add(code=r.error.code.value[0], message=r.error.message)
-            else:
-                out.results.add(code=0, object=codec.pack(r.obj))  # type: ignore[arg-type]
-        return out
+        return _batch_response(await self.api.batch_create(objs))
+
+    @_unary
+    async def BatchUpdate(
+        self, request: pb.BatchUpdateRequest, context: Any
+    ) -> pb.BatchCreateResponse:
+        kind = _resource(request.resource)
+        objs = [_unpack(kind, a) for a in request.objects]
+        return _batch_response(await self.api.batch_update(objs, status=request.status))
 
     @_unary
     async def Health(self, request: pb.HealthRequest, context: Any) -> pb.HealthResponse:

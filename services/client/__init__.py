@@ -197,6 +197,26 @@ class Client:
             self._stub.BatchCreate,
             pb.BatchCreateRequest(resource=kind.resource, objects=[codec.pack(o) for o in objs]),
         )
+        return self._batch_results(resp)
+
+    async def batch_update(
+        self, objs: Sequence[Message], *, status: bool = False
+    ) -> builtins.list[BatchResult]:
+        """Update many objects of one kind (their statuses when `status`); an object with
+        a resourceVersion is updated only at that version. Results in order."""
+        if not objs:
+            return []
+        kind = kind_of(objs[0])
+        resp = await self._call(
+            self._stub.BatchUpdate,
+            pb.BatchUpdateRequest(
+                resource=kind.resource, objects=[codec.pack(o) for o in objs], status=status
+            ),
+        )
+        return self._batch_results(resp)
+
+    @staticmethod
+    def _batch_results(resp: pb.BatchCreateResponse) -> builtins.list[BatchResult]:
         out = []
         for r in resp.results:
             if r.code == 0:

@@ -143,3 +143,48 @@ class Informer:
                 await self.clock.sleep(delay)
                 delay = min(delay * 2, 5.0)
             # a watch that simply ended is resumed from the last resourceVersion
+
+
+@dataclass
+class SharedInformers:
+    """One informer per (kind, namespace, selectors), shared by every controller of a
+    process (client-go's SharedInformerFactory): ask with `get` before `start`."""
+
+    client: Client
+    clock: Clock = field(default_factory=RealClock)
+    informers: dict[tuple[str, str, str, str], Informer] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def get(
+        self, kind: Kind, *, namespace: str = "", label_selector: str = "", field_selector: str = ""
+    ) -> Informer:
+        key = (kind.resource, namespace, label_selector, field_selector)
+        inf = self.informers.get(key)
+        if inf is None:
+            inf = Informer(
+                self.client,
+                kind,
+                namespace=namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                clock=self.clock,
+            )
+            self.informers[key] = inf
+            if self._tasks:  # started already: run the late one too
+                self._tasks.append(asyncio.create_task(inf.run()))
+        return inf
+
+    def start(self) -> None:
+        if not self._tasks:
+            self._tasks = [asyncio.create_task(i.run()) for i in self.informers.values()]
+
+    async def wait_synced(self) -> None:
+        await asyncio.gather(*(i.synced.wait() for i in self.informers.values()))
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []

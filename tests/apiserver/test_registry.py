@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from services.api import codec
 from services.api.errors import (
     AlreadyExistsError,
     ConflictError,
@@ -596,3 +597,31 @@ async def test_a_watch_delivers_every_event_of_a_batch_revision(api: ApiServer) 
     assert len({r.obj.metadata.resource_version for r in res}) == 1  # one txn, one revision
     events = await _take(api.watch(PODS, resource_version=str(rv)), 20)
     assert sorted(e.obj.metadata.name for _, e in events) == sorted(f"batch{i}" for i in range(20))
+
+
+async def test_batch_update_writes_each_status_and_fails_only_the_stale_one(
+    api: ApiServer,
+) -> None:
+    made = [await api.create(pod(f"b{i}")) for i in range(250)]
+    for p in made:
+        p.status.phase = "Running"
+    stale = codec.clone(made[7])
+    made[7].metadata.resource_version = "1"  # long gone: a conflict for this one only
+    results = await api.batch_update(made, status=True)
+    assert [r.error is None for r in results] == [i != 7 for i in range(250)]
+    assert type(results[7].error).__name__ == "ConflictError"
+    for i in (0, 100, 249):
+        got = await api.get(PODS, "default", f"b{i}")
+        assert got.status.phase == "Running"
+        assert got.metadata.resource_version == results[i].obj.metadata.resource_version
+    assert (await api.get(PODS, "default", "b7")).status.phase == "Pending"
+    # a status batch leaves the spec alone
+    stale.spec.node_name = "elsewhere"
+    stale.metadata.resource_version = ""
+    [r] = await api.batch_update([stale], status=True)
+    assert r.error is None and not (await api.get(PODS, "default", "b7")).spec.node_name
+
+
+async def test_batch_update_reports_a_missing_object_as_not_found(api: ApiServer) -> None:
+    [r] = await api.batch_update([pod("ghost")], status=True)
+    assert type(r.error).__name__ == "NotFoundError"

@@ -147,6 +147,16 @@ class BatchCreateRequest(_message.Message):
     objects: _containers.RepeatedCompositeFieldContainer[_any_pb2.Any]
     def __init__(self, resource: _Optional[str] = ..., objects: _Optional[_Iterable[_Union[_any_pb2.Any, _Mapping]]] = ...) -> None: ...
 
+class BatchUpdateRequest(_message.Message):
+    __slots__ = ("resource", "objects", "status")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    objects: _containers.RepeatedCompositeFieldContainer[_any_pb2.Any]
+    status: bool
+    def __init__(self, resource: _Optional[str] = ..., objects: _Optional[_Iterable[_Union[_any_pb2.Any, _Mapping]]] = ..., status: _Optional[bool] = ...) -> None: ...
+
 class BatchCreateResult(_message.Message):
     __slots__ = ("code", "message", "object")
     CODE_FIELD_NUMBER: _ClassVar[int]

@@ -84,6 +84,11 @@ class ApiServerStub:
                 request_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BatchCreateRequest.SerializeToString,
                 response_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BatchCreateResponse.FromString,
                 _registered_method=True)
+        self.BatchUpdate = channel.unary_unary(
+                '/kubera.v1.ApiServer/BatchUpdate',
+                request_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BatchUpdateRequest.SerializeToString,
+                response_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BatchCreateResponse.FromString,
+                _registered_method=True)
         self.Health = channel.unary_unary(
                 '/kubera.v1.ApiServer/Health',
                 request_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.HealthRequest.SerializeToString,
@@ -154,6 +159,14 @@ class ApiServerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BatchUpdate(self, request, context):
+        """Many updates of one resource (statuses when `status`), each guarded by its own
+        resourceVersion when it carries one; results in request order.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Health(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -211,6 +224,11 @@ def add_ApiServerServicer_to_server(servicer, server):
             'BatchCreate': grpc.unary_unary_rpc_method_handler(
                     servicer.BatchCreate,
                     request_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BatchCreateRequest.FromString,
+                    response_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BatchCreateResponse.SerializeToString,
+            ),
+            'BatchUpdate': grpc.unary_unary_rpc_method_handler(
+                    servicer.BatchUpdate,
+                    request_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BatchUpdateRequest.FromString,
                     response_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BatchCreateResponse.SerializeToString,
             ),
             'Health': grpc.unary_unary_rpc_method_handler(
@@ -488,6 +506,33 @@ class ApiServer:
             target,
             '/kubera.v1.ApiServer/BatchCreate',
             protos_dot_kubera_dot_v1_dot_apiserver__pb2.BatchCreateRequest.SerializeToString,
+            protos_dot_kubera_dot_v1_dot_apiserver__pb2.BatchCreateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BatchUpdate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubera.v1.ApiServer/BatchUpdate',
+            protos_dot_kubera_dot_v1_dot_apiserver__pb2.BatchUpdateRequest.SerializeToString,
             protos_dot_kubera_dot_v1_dot_apiserver__pb2.BatchCreateResponse.FromString,
             options,
             channel_credentials,
