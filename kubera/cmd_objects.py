@@ -335,8 +335,16 @@ async def cmd_get(args: argparse.Namespace) -> int:
             label_selector=_label_selector(args),
             field_selector=args.field_selector or "",
         )
+        fmt = args.output or ""
+        usage = None
+        nodes = [_meta(o).name for kind, group in groups if kind.kind == "Node" for o in group]
+        if fmt == "wide" and nodes:
+            # One list for every node's CPU / MEMORY / PODS columns, never one per node.
+            pods, _ = await client.list(
+                kinds.BY_KIND["Pod"], field_selector=tables.bound_pods_selector(nodes)
+            )
+            usage = tables.node_usage(pods)
     objs = [o for _, group in groups for o in group]
-    fmt = args.output or ""
     if fmt in ("json", "yaml"):
         if objs or not req.single:
             output.print_documents(objs, fmt, single=req.single)
@@ -360,6 +368,7 @@ async def cmd_get(args: argparse.Namespace) -> int:
                 wide=fmt == "wide",
                 all_namespaces=args.all_namespaces,
                 prefix_names=len(req.kinds) > 1,
+                usage=usage,
             )
             tables.print_table(headers, rows)
     if not objs and not errors and fmt not in ("json", "yaml"):
@@ -483,7 +492,16 @@ async def _describe(client: Client, kind: Kind, obj: Message, now: float) -> str
             field_selector=f"spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed",
         )
         pods.sort(key=lambda p: (_meta(p).namespace, _meta(p).name))
-        return describe.describe_node(obj, pods, events, now)
+        lease, lease_error = None, ""
+        try:
+            lease = await client.get(kinds.BY_KIND["Lease"], name, "kube-node-lease")
+        except NotFoundError:
+            lease_error = f'leases.coordination.k8s.io "{name}" not found'  # kubectl's words
+        except UnavailableError:
+            raise
+        except ApiError as e:
+            lease_error = e.message
+        return describe.describe_node(obj, pods, events, now, lease=lease, lease_error=lease_error)
     return describe.describe_object(obj, events, now)
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import grpc
+from google.protobuf.message import Message
 
 from kubera.context import apiserver_address, load_context
 from kubera.errors import CliError
@@ -50,29 +53,43 @@ def _fail(e: ApiError) -> CliError:
     return CliError(f"Error from server ({e.reason}): {e.message}")
 
 
-async def _update_node(address: str, name: str, change) -> str:
-    """Read-modify-write a node with optimistic concurrency; `change(node)` returns a word."""
-    async with Client(address) as c:
-        for _ in range(10):
-            node = await c.get(NODES, name)
-            word = change(node)
-            if word is None:
-                return "unchanged"
-            try:
-                await c.update(node)
-                return word
-            except ConflictError:
-                continue
+async def update_node(client: Client, name: str, change: Callable[[Message], str | None]) -> str:
+    """Read-modify-write a node with optimistic concurrency; `change(node)` edits the node
+    in place and returns a word for the output, or None when there is nothing to write."""
+    for _ in range(10):
+        node = await client.get(NODES, name)
+        word = change(node)
+        if word is None:
+            return "unchanged"
+        try:
+            await client.update(node)
+            return word
+        except ConflictError:
+            continue
     raise CliError(f'node "{name}" kept changing; try again')
 
 
-def cmd_cordon(args: argparse.Namespace) -> int:
-    def change(node) -> str | None:
-        if node.spec.unschedulable == args.unschedulable:
-            return None
-        node.spec.unschedulable = args.unschedulable
-        return "cordoned" if args.unschedulable else "uncordoned"
+async def _update_node(address: str, name: str, change: Callable[[Message], str | None]) -> str:
+    async with Client(address) as c:
+        return await update_node(c, name, change)
 
+
+def set_unschedulable(flag: bool) -> Callable[[Message], str | None]:
+    """The change `cordon` (True) and `uncordon` (False) make: "cordoned" / "uncordoned",
+    None when the node already is that way."""
+
+    def change(node: Message) -> str | None:
+        spec: Any = node.spec  # type: ignore[attr-defined]
+        if spec.unschedulable == flag:
+            return None
+        spec.unschedulable = flag
+        return "cordoned" if flag else "uncordoned"
+
+    return change
+
+
+def cmd_cordon(args: argparse.Namespace) -> int:
+    change = set_unschedulable(args.unschedulable)
     try:
         word = asyncio.run(_update_node(apiserver_address(args.server), args.node, change))
     except ApiError as e:

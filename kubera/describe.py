@@ -20,6 +20,8 @@ from kubera.tables import (
     NONE,
     _state,
     age,
+    allocatable,
+    format_amount,
     format_label_selector,
     format_taint,
     node_roles,
@@ -27,6 +29,7 @@ from kubera.tables import (
     pod_status,
 )
 from services.api.kinds import kind_of
+from services.scheduler.framework.types import Resource, pod_requests
 
 
 def tabwrite(text: str, *, padding: int = 2, minwidth: int = 0) -> str:
@@ -303,70 +306,72 @@ def describe_pod(pod: Message, events: Sequence[Message], now: float) -> str:
     return w.text()
 
 
-# Resource arithmetic for describe node (kubectl's resourcehelper.PodRequestsAndLimits).
+# Resource arithmetic for describe node (kubectl's resourcehelper.PodRequestsAndLimits):
+# requests are the scheduler's `pod_requests`, so describe, `get nodes -o wide` and
+# NodeResourcesFit agree; limits mirror it.
+
+_PER_POD = ("cpu", "memory")
+_POD_COLUMNS = ("CPU Requests", "CPU Limits", "Memory Requests", "Memory Limits")
 
 
-def _qty(text: str) -> Any:
-    from services.api.quantity import QuantityError, parse_quantity
-
-    try:
-        return parse_quantity(text)
-    except QuantityError:
-        return None
-
-
-def pod_requests_and_limits(pod: Message) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Sum over containers, at least the largest init container, plus the overhead."""
+def pod_limits(pod: Message) -> Resource:
+    """kubectl's podLimits: sum of containers, at least the largest init container, plus
+    the overhead on the resources that have a limit at all."""
     spec: Any = pod.spec  # type: ignore[attr-defined]
-
-    def add(total: dict[str, Any], items: Any) -> None:
-        for name, text in items.items():
-            q = _qty(text)
-            if q is None:
-                continue
-            total[name] = q if name not in total else _sum(total[name], q)
-
-    reqs: dict[str, Any] = {}
-    lims: dict[str, Any] = {}
+    total = Resource()
     for c in spec.containers:
-        add(reqs, c.resources.requests)
-        add(lims, c.resources.limits)
+        total.add_list(c.resources.limits)
     for c in spec.init_containers:
-        for total, items in ((reqs, c.resources.requests), (lims, c.resources.limits)):
-            for name, text in items.items():
-                q = _qty(text)
-                if q is not None and (name not in total or q > total[name]):
-                    total[name] = q
-    add(reqs, spec.overhead)
-    if lims:
-        add(lims, spec.overhead)
-    return reqs, lims
+        total.set_max(Resource.from_list(c.resources.limits))
+    if spec.overhead:
+        over = Resource.from_list(spec.overhead)
+        if total.milli_cpu:
+            total.milli_cpu += over.milli_cpu
+        if total.memory:
+            total.memory += over.memory
+        if total.ephemeral_storage:
+            total.ephemeral_storage += over.ephemeral_storage
+        for name, amount in over.scalar.items():
+            if total.scalar.get(name):
+                total.scalar[name] += amount
+    return total
 
 
-def _sum(a: Any, b: Any) -> Any:
-    from services.api.quantity import Quantity
-
-    fmt = a.format if not a.is_zero() else b.format
-    return Quantity(a.value + b.value, fmt)
+def _percent(amount: int, total: int) -> int:
+    """kubectl's int64(float64(amount) / float64(total) * 100), 0 when there is no total."""
+    return int(amount / total * 100) if total else 0
 
 
-def _percent(q: Any, total: Any, resource: str) -> int:
-    if q is None or total is None or total.is_zero():
-        return 0
-    if resource == "cpu":
-        return int(q.milli_value() / total.milli_value() * 100)
-    return int(q.int_value() / total.int_value() * 100)
+def _amount(name: str, amount: int, total: int) -> str:
+    return f"{format_amount(name, amount)} ({_percent(amount, total)}%)"
 
 
-def _amount(q: Any, total: Any, resource: str) -> str:
-    text = str(q) if q is not None else "0"
-    return f"{text} ({_percent(q, total, resource)}%)"
+def _describe_lease(w: _Describe, lease: Message | None, lease_error: str) -> None:
+    """kubectl's describeNodeLease, or its `Failed to get lease` line."""
+    if lease is None:
+        if lease_error:
+            w.line(0, "Lease:", f"Failed to get lease: {lease_error}")
+        return
+    spec: Any = lease.spec  # type: ignore[attr-defined]
+    w.line(0, "Lease:")
+    holder = spec.holder_identity if spec.HasField("holder_identity") else ""
+    w.line(1, "HolderIdentity:", holder or "<unset>")
+    for title, ts in (("AcquireTime:", spec.acquire_time), ("RenewTime:", spec.renew_time)):
+        w.line(1, title, _rfc1123(ts) if ts else "<unset>")
 
 
 def describe_node(
-    node: Message, pods: Sequence[Message], events: Sequence[Message], now: float
+    node: Message,
+    pods: Sequence[Message],
+    events: Sequence[Message],
+    now: float,
+    *,
+    lease: Message | None = None,
+    lease_error: str = "",
 ) -> str:
-    """kubectl describe node, with its pods' requests against allocatable."""
+    """kubectl describe node, with its pods' requests against allocatable. `lease` is the
+    node's Lease in kube-node-lease; `lease_error` why it could not be read (no Lease
+    section when neither is given)."""
     n: Any = node
     spec, status, meta = n.spec, n.status, n.metadata
     w = _Describe()
@@ -377,6 +382,7 @@ def describe_node(
     w.line(0, "CreationTimestamp:", _rfc1123(meta.creation_timestamp))
     w.multiline(0, "Taints", [format_taint(t) for t in spec.taints])
     w.line(0, "Unschedulable:", "true" if spec.unschedulable else "false")
+    _describe_lease(w, lease, lease_error)
     if status.conditions:
         w.line(0, "Conditions:")
         w.line(1, "Type", "Status", "LastHeartbeatTime", "LastTransitionTime", "Reason", "Message")
@@ -417,70 +423,53 @@ def describe_node(
             w.line(1, title, value)
     if spec.pod_cidr:
         w.line(0, "PodCIDR:", spec.pod_cidr)
+    if spec.pod_cidrs:
+        w.line(0, "PodCIDRs:", ",".join(spec.pod_cidrs))
     if spec.provider_id:
         w.line(0, "ProviderID:", spec.provider_id)
-    allocatable = {k: _qty(v) for k, v in status.allocatable.items()}
+    _describe_node_resources(w, node, pods, now)
+    _describe_events(w, events, now)
+    return w.text()
+
+
+def _describe_node_resources(
+    w: _Describe, node: Message, pods: Sequence[Message], now: float
+) -> None:
+    """kubectl's describeNodeResource: the non-terminated pods, then their totals."""
+    alloc_map = allocatable(node)
+    alloc = Resource.from_list(alloc_map)
     w.line(0, "Non-terminated Pods:", f"({len(pods)} in total)")
-    w.line(
-        1,
-        "Namespace",
-        "Name",
-        "",
-        "CPU Requests",
-        "CPU Limits",
-        "Memory Requests",
-        "Memory Limits",
-        "Age",
-    )
-    w.line(
-        1,
-        "---------",
-        "----",
-        "",
-        "------------",
-        "----------",
-        "---------------",
-        "-------------",
-        "---",
-    )
-    totals_req: dict[str, Any] = {}
-    totals_lim: dict[str, Any] = {}
+    w.line(1, "Namespace", "Name", "", *_POD_COLUMNS, "Age")
+    w.line(1, "---------", "----", "", *("-" * len(c) for c in _POD_COLUMNS), "---")
+    requests, limits = Resource(), Resource()
     for pod in pods:
-        reqs, lims = pod_requests_and_limits(pod)
-        for total, items in ((totals_req, reqs), (totals_lim, lims)):
-            for k, q in items.items():
-                total[k] = q if k not in total else _sum(total[k], q)
+        req, lim = pod_requests(pod), pod_limits(pod)  # type: ignore[arg-type]
+        requests.add(req)
+        limits.add(lim)
         pm: Any = pod.metadata  # type: ignore[attr-defined]
-        w.line(
-            1,
-            pm.namespace,
-            pm.name,
-            "",
-            _amount(reqs.get("cpu"), allocatable.get("cpu"), "cpu"),
-            _amount(lims.get("cpu"), allocatable.get("cpu"), "cpu"),
-            _amount(reqs.get("memory"), allocatable.get("memory"), "memory"),
-            _amount(lims.get("memory"), allocatable.get("memory"), "memory"),
-            age(pm.creation_timestamp, now),
-        )
+        cells = [
+            _amount(name, r.get(name), alloc.get(name)) for name in _PER_POD for r in (req, lim)
+        ]
+        w.line(1, pm.namespace, pm.name, "", *cells, age(pm.creation_timestamp, now))
     w.line(0, "Allocated resources:")
     w.line(1, "(Total limits may be over 100 percent, i.e., overcommitted.)")
     w.line(1, "Resource", "Requests", "Limits")
     w.line(1, "--------", "--------", "------")
-    extra = sorted(
-        k
-        for k in set(allocatable) | set(totals_req) | set(totals_lim)
-        if k not in ("cpu", "memory", "ephemeral-storage", "pods")
-    )
-    for res in ("cpu", "memory", "ephemeral-storage", *extra):
-        available = allocatable.get(res)
+    hugepages = sorted(k for k in alloc_map if k.startswith("hugepages-"))
+    for name in ("cpu", "memory", "ephemeral-storage", *hugepages):
+        total = alloc.get(name)
         w.line(
             1,
-            res,
-            _amount(totals_req.get(res), available, res),
-            _amount(totals_lim.get(res), available, res),
+            name,
+            _amount(name, requests.get(name), total),
+            _amount(name, limits.get(name), total),
         )
-    _describe_events(w, events, now)
-    return w.text()
+    standard = ("cpu", "memory", "ephemeral-storage", "pods")
+    for name in sorted(k for k in alloc_map if k not in standard and k not in hugepages):
+        # kubectl prints extended resources without percentages.
+        w.line(
+            1, name, format_amount(name, requests.get(name)), format_amount(name, limits.get(name))
+        )
 
 
 def _words(key: str) -> str:

@@ -6,14 +6,22 @@ formats. Tables have kubectl's columns per kind (and `-o wide`'s extra ones), it
 node STATUS rules, and its AGE arithmetic; when stdout is not a terminal they come out as
 plain space-aligned columns like kubectl's tabwriter (so scripts and tests can read them),
 on a terminal through rich.
+
+`get nodes -o wide` has kubera's own columns after kubectl's: CONDITIONS, TAINTS and what
+the node's pods request against allocatable (CPU, MEMORY, PODS). A node object does not
+carry its pods, so the caller lists the pods once for all nodes and passes the
+`node_usage` of that list; requests are the scheduler's (`pod_requests`), so the numbers
+are the ones NodeResourcesFit compares.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any, TextIO
 
 from google.protobuf import json_format
@@ -21,6 +29,8 @@ from google.protobuf.message import Message
 
 from kubera.output import resource_name
 from services.api.kinds import Kind
+from services.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, canonicalize
+from services.scheduler.framework.types import CPU, MEMORY, PODS, Resource, pod_requests
 
 NONE = "<none>"
 UNKNOWN = "<unknown>"
@@ -208,6 +218,14 @@ def node_roles(node: Message) -> str:
     return ",".join(sorted(r for r in roles if r)) or NONE
 
 
+def node_problems(node: Message) -> str:
+    """The CONDITIONS column: every condition but Ready that is True, in the node's order.
+    Node conditions other than Ready (MemoryPressure, DiskPressure, PIDPressure,
+    NetworkUnavailable, node-problem-detector's) all mean trouble when True."""
+    bad = [c.type for c in node.status.conditions if c.type != "Ready" and c.status == "True"]  # type: ignore[attr-defined]
+    return ",".join(bad) or NONE
+
+
 def _address(node: Message, type_: str) -> str:
     for a in node.status.addresses:  # type: ignore[attr-defined]
         if a.type == type_:
@@ -222,6 +240,88 @@ def _or(value: Any, default: str = NONE) -> str:
 def _containers(spec: Message) -> tuple[str, str]:
     cs = spec.template.spec.containers  # type: ignore[attr-defined]
     return ",".join(c.name for c in cs) or NONE, ",".join(c.image for c in cs) or NONE
+
+
+# ------------------------------------------------------------ node usage
+
+TERMINATED_PHASES = ("Succeeded", "Failed")
+
+
+def bound_pods_selector(nodes: Sequence[str]) -> str:
+    """The field selector of the pods that count against `nodes`: bound there and not
+    finished. One list serves any number of nodes; one node narrows it to its own pods."""
+    node = f"spec.nodeName={nodes[0]}" if len(nodes) == 1 else "spec.nodeName!="
+    return f"{node},status.phase!=Succeeded,status.phase!=Failed"
+
+
+def is_byte_resource(name: str) -> bool:
+    return name in (MEMORY, "ephemeral-storage") or name.startswith("hugepages-")
+
+
+def format_amount(name: str, amount: int) -> str:
+    """An amount in the scheduler's units (milli-CPU for cpu, bytes, counts) as a canonical
+    quantity: cpu 3500 → `3500m`, 4000 → `4`; bytes in binary suffixes when a whole number
+    of Ki (`6Gi`), else decimal (`1500M`). kubectl prints a sum in the suffix family of its
+    first term, which agrees unless a node's pods mix `Gi` and `G`."""
+    if name == CPU:
+        return Quantity(Decimal(amount).scaleb(-3), DECIMAL_SI).canonical()
+    if is_byte_resource(name) and amount % 1024 == 0:
+        return Quantity(Decimal(amount), BINARY_SI).canonical()
+    return Quantity(Decimal(amount), DECIMAL_SI).canonical()
+
+
+def allocatable(node: Message) -> Mapping[str, str]:
+    """Allocatable, or capacity when the node reports no allocatable (kubectl's fallback)."""
+    status: Any = node.status  # type: ignore[attr-defined]
+    return status.allocatable or status.capacity
+
+
+@dataclass
+class NodeUsage:
+    """What the non-terminated pods bound to one node request."""
+
+    pods: int = 0
+    requested: Resource = field(default_factory=Resource)
+
+
+def is_terminated(pod: Message) -> bool:
+    return pod.status.phase in TERMINATED_PHASES  # type: ignore[attr-defined]
+
+
+def node_usage(pods: Iterable[Message]) -> dict[str, NodeUsage]:
+    """Per node name, from one list of pods on any nodes: how many non-terminated pods are
+    bound there and the sum of their effective requests (the scheduler's `pod_requests`:
+    max(sum of containers, largest init container) + overhead)."""
+    usage: dict[str, NodeUsage] = {}
+    for pod in pods:
+        node = pod.spec.node_name  # type: ignore[attr-defined]
+        if not node or is_terminated(pod):
+            continue
+        u = usage.setdefault(node, NodeUsage())
+        u.pods += 1
+        u.requested.add(pod_requests(pod))  # type: ignore[arg-type]
+    return usage
+
+
+def _used_of(name: str, requested: int, node: Message) -> str:
+    """`3500m/4`: requested / allocatable, `<none>` for an allocatable the node lacks."""
+    total = allocatable(node).get(name)
+    try:
+        shown = NONE if total is None else canonicalize(total)
+    except QuantityError:
+        shown = total
+    return f"{format_amount(name, requested)}/{shown}"
+
+
+def _usage_cells(node: Message, usage: Mapping[str, NodeUsage] | None) -> list[str]:
+    if usage is None:  # the caller did not list the pods: say so rather than print 0
+        return [UNKNOWN, UNKNOWN, UNKNOWN]
+    u = usage.get(node.metadata.name) or NodeUsage()  # type: ignore[attr-defined]
+    return [
+        _used_of(CPU, u.requested.milli_cpu, node),
+        _used_of(MEMORY, u.requested.memory, node),
+        _used_of(PODS, u.pods, node),
+    ]
 
 
 # ----------------------------------------------------------------- tables
@@ -255,24 +355,29 @@ def _pod_row(pod: Message, now: float, wide: bool) -> list[str]:
     return row
 
 
-def _node_row(node: Message, now: float, wide: bool) -> list[str]:
+def _node_row(
+    node: Message, now: float, wide: bool, usage: Mapping[str, NodeUsage] | None = None
+) -> list[str]:
     info = node.status.node_info  # type: ignore[attr-defined]
     row = [
         node.metadata.name,  # type: ignore[attr-defined]
         node_status(node),
         node_roles(node),
         age(node.metadata.creation_timestamp, now),  # type: ignore[attr-defined]
-        info.kubelet_version,
+        _or(info.kubelet_version),
     ]
     if wide:
         taints = node.spec.taints  # type: ignore[attr-defined]
         row += [
             _address(node, "InternalIP"),
             _address(node, "ExternalIP"),
+            # kubectl's printNode says <unknown> (not <none>) for these three.
             _or(info.os_image, UNKNOWN),
             _or(info.kernel_version, UNKNOWN),
             _or(info.container_runtime_version, UNKNOWN),
+            node_problems(node),
             ",".join(format_taint(t) for t in taints) or NONE,
+            *_usage_cells(node, usage),
         ]
     return row
 
@@ -373,7 +478,18 @@ COLUMNS: dict[str, Columns] = {
     ),
     "Node": Columns(
         ("NAME", "STATUS", "ROLES", "AGE", "VERSION"),
-        ("INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME", "TAINTS"),
+        (
+            "INTERNAL-IP",
+            "EXTERNAL-IP",
+            "OS-IMAGE",
+            "KERNEL-VERSION",
+            "CONTAINER-RUNTIME",
+            "CONDITIONS",
+            "TAINTS",
+            "CPU",
+            "MEMORY",
+            "PODS",
+        ),
         _node_row,
     ),
     "Namespace": Columns(("NAME", "STATUS", "AGE"), (), _namespace_row),
@@ -412,14 +528,20 @@ def table(
     wide: bool = False,
     all_namespaces: bool = False,
     prefix_names: bool = False,
+    usage: Mapping[str, NodeUsage] | None = None,
 ) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows for `objs` of one kind, as `kubectl get` lays them out."""
+    """Headers and rows for `objs` of one kind, as `kubectl get` lays them out. `usage`
+    (`node_usage` of the bound pods) fills the CPU / MEMORY / PODS columns of nodes in
+    `-o wide`; without it they say <unknown>."""
     cols = COLUMNS.get(kind.kind, _GENERIC)
+    row_of = cols.row
+    if kind.kind == "Node":
+        row_of = functools.partial(_node_row, usage=usage)
     headers = list(cols.headers) + (list(cols.wide) if wide else [])
     name_col = headers.index("NAME") if "NAME" in headers else -1
     rows = []
     for obj in objs:
-        row = cols.row(obj, now, wide)
+        row = row_of(obj, now, wide)
         if prefix_names and name_col >= 0:
             row[name_col] = f"{resource_name(kind)}/{row[name_col]}"
         if all_namespaces and kind.namespaced:
