@@ -47,6 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from kubera import bench_scheduling
 
     bench_scheduling.register(bsub)
+    from kubera import bench_nodes
+
+    bench_nodes.register(bsub)
 
 
 def _pod(name: str, namespace: str = "default"):

@@ -27,8 +27,38 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     up.add_argument("--ray-address", default="", metavar="ADDR", help="use an existing Ray cluster")
     up.add_argument(
-        "--nodes", type=int, default=0, metavar="N", help="hollow nodes to start (0: none)"
+        "--nodes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="hollow nodes to start (default: the template's counts, or 0 without one; 0: none)",
     )
+    up.add_argument(
+        "--node-template",
+        default="",
+        metavar="FILE",
+        help="a NodeTemplate (YAML): node kinds, capacity, labels, taints, stages, usage, eviction",
+    )
+    up.add_argument(
+        "--nodes-per-pool",
+        type=int,
+        default=1000,
+        metavar="M",
+        help="hollow nodes per node-pool actor (default 1000)",
+    )
+    up.add_argument(
+        "--watch-per-node",
+        action="store_true",
+        help="one pod watch per hollow node (realistic apiserver load) instead of one per pool",
+    )
+    up.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="divide every simulated duration by S (S=10: a 300s toleration runs in 30s)",
+    )
+    up.add_argument("--no-controllers", action="store_true", help="start no controller-manager")
     up.add_argument(
         "--apiserver-port", type=int, default=0, metavar="PORT", help="apiserver port (0: any free)"
     )
@@ -62,6 +92,11 @@ def _print_ready(ctx: Context, elapsed: float) -> None:
     print(f"  ray:       {ctx.ray_address}")
     if ctx.scheduler:
         print(f"  scheduler: {ctx.scheduler} (metrics: http://{ctx.scheduler_metrics}/metrics)")
+    if ctx.node_pools:
+        nodes = sum(p["count"] for p in ctx.node_pools)
+        print(f"  nodes:     {nodes} hollow nodes in {len(ctx.node_pools)} pool(s)")
+    if ctx.time_scale != 1:
+        print(f"  time:      simulated, {ctx.time_scale:g}x")
     print(f"  context:   {context_path()}")
 
 
@@ -96,25 +131,51 @@ def _read_scheduler_config(path: str) -> str:
     return text
 
 
+def _read_node_template(path: str, nodes: int | None) -> tuple[str, int]:
+    """The template's text (checked here: one clear line before anything starts) and the
+    node count: --nodes, else the template's counts, else 0."""
+    if not path:
+        return "", nodes or 0
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise CliError(f"--node-template: cannot read {path}: {e.strerror}") from None
+    from services.kubelet.eviction import EvictionConfig
+    from services.kubelet.template import TemplateError, load_template
+
+    try:
+        template = load_template(text)
+        for kind in template.kinds:
+            EvictionConfig.from_dict(kind.eviction)
+    except (TemplateError, ValueError) as e:
+        raise CliError(f"--node-template {path}: {e}") from None
+    return text, template.total if nodes is None else nodes
+
+
 def cmd_up(args: argparse.Namespace) -> int:
-    if args.nodes < 0:
+    if args.nodes is not None and args.nodes < 0:
         raise CliError(f"--nodes: must be >= 0, got {args.nodes}")
+    if args.nodes_per_pool < 1:
+        raise CliError(f"--nodes-per-pool: must be >= 1, got {args.nodes_per_pool}")
+    if not args.time_scale > 0:
+        raise CliError(f"--time-scale: must be > 0, got {args.time_scale}")
     _check_not_running()
     scheduler_config = _read_scheduler_config(args.scheduler_config)
+    template, nodes = _read_node_template(args.node_template, args.nodes)
     opts = UpOptions(
         scheduler_config=scheduler_config,
         scheduler_seed=args.scheduler_seed,
         with_scheduler=not args.no_scheduler,
         etcd=args.etcd,
         ray_address=args.ray_address,
-        nodes=args.nodes,
+        nodes=nodes,
+        node_template=template,
+        nodes_per_pool=args.nodes_per_pool,
+        watch_per_node=args.watch_per_node,
+        time_scale=args.time_scale,
+        with_controllers=not args.no_controllers,
         apiserver_port=args.apiserver_port,
     )
-    if args.nodes:
-        print(
-            f"warning: --nodes {args.nodes}: hollow kubelets are not built yet; no nodes started",
-            file=sys.stderr,
-        )
     t0 = time.monotonic()
     if not args.detach:
 

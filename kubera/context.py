@@ -43,6 +43,11 @@ class Context:
     scheduler: str = ""
     #: The scheduler's Prometheus endpoint (host:port, path /metrics).
     scheduler_metrics: str = ""
+    #: The node pools' gRPC APIs: {"name", "address", "first", "count"} each.
+    node_pools: list[dict] = field(default_factory=list)
+    #: Simulated time: scale and the wall time at which it equals the wall clock.
+    time_scale: float = 1.0
+    time_origin: float = 0.0
 
     def save(self) -> None:
         p = context_path()

@@ -47,6 +47,15 @@ class UpOptions:
     scheduler_seed: int | None = None
     #: False: no scheduler actor (bring your own, or profile one in-process).
     with_scheduler: bool = True
+    #: Node template YAML text ("" = the default template).
+    node_template: str = ""
+    nodes_per_pool: int = 1000
+    #: One pod watch per hollow node instead of one per pool.
+    watch_per_node: bool = False
+    #: Simulated durations are divided by this (kubelets and controllers).
+    time_scale: float = 1.0
+    #: False: no controller-manager actor.
+    with_controllers: bool = True
 
 
 class Supervisor:
@@ -57,6 +66,8 @@ class Supervisor:
         self.ray_tmp = ""
         self.actor = None
         self.scheduler = None
+        self.pools: list = []
+        self.controllers = None
         self.context: Context | None = None
         self._stop = threading.Event()
 
@@ -118,6 +129,10 @@ class Supervisor:
             self.scheduler = SchedulerActor.options(name="scheduler").remote(sched_config)
             scheduler_address = ray.get(self.scheduler.start.remote(), timeout=120)
             scheduler_metrics = ray.get(self.scheduler.health.remote(), timeout=30)["metrics"]
+        time_origin = time.time()
+        if self.opts.with_controllers:
+            self._start_controllers(address, time_origin)
+        node_pools = self._start_pools(address, time_origin) if self.opts.nodes else []
         dirs = [str(self.cluster_dir)] + ([self.ray_tmp] if self.ray_tmp else [])
         me = os.getpid()
         self.context = Context(
@@ -131,9 +146,60 @@ class Supervisor:
             started_at=time.time(),
             scheduler=scheduler_address,
             scheduler_metrics=scheduler_metrics,
+            node_pools=node_pools,
+            time_scale=self.opts.time_scale,
+            time_origin=time_origin,
         )
         self.context.save()
         return self.context
+
+    def _start_controllers(self, apiserver: str, time_origin: float) -> str:
+        import ray
+
+        from actors.controllers import ControllerManagerActor, ControllerManagerHostConfig
+
+        cfg = ControllerManagerHostConfig(
+            apiserver=apiserver, time_scale=self.opts.time_scale, time_origin=time_origin
+        )
+        self.controllers = ControllerManagerActor.options(name="controller-manager").remote(cfg)
+        return ray.get(self.controllers.start.remote(), timeout=120)
+
+    def _start_pools(self, apiserver: str, time_origin: float) -> list[dict]:
+        """ceil(nodes / nodes_per_pool) pool actors, spread over the Ray cluster's nodes."""
+        import ray
+
+        from actors.nodepool import NodePoolActor, NodePoolHostConfig
+        from services.kubelet.pool import PoolConfig
+
+        total, per = self.opts.nodes, max(1, self.opts.nodes_per_pool)
+        slices = [(first, min(per, total - first)) for first in range(0, total, per)]
+        for i, (first, count) in enumerate(slices):
+            cfg = NodePoolHostConfig(
+                apiserver=apiserver,
+                template_yaml=self.opts.node_template,
+                total_nodes=total,
+                first=first,
+                count=count,
+                pool=PoolConfig(
+                    name=f"pool-{i}",
+                    watch_per_node=self.opts.watch_per_node,
+                    first_ordinal=first,
+                ),
+                time_scale=self.opts.time_scale,
+                time_origin=time_origin,
+            )
+            actor = NodePoolActor.options(name=f"pool-{i}", scheduling_strategy="SPREAD").remote(
+                cfg
+            )
+            self.pools.append(actor)
+        addresses = ray.get([a.start.remote() for a in self.pools], timeout=600)
+        health = ray.get([a.health.remote() for a in self.pools], timeout=60)
+        return [
+            {"name": f"pool-{i}", "address": addr, "first": first, "count": count, "pid": h["pid"]}
+            for i, (addr, (first, count), h) in enumerate(
+                zip(addresses, slices, health, strict=True)
+            )
+        ]
 
     def wait(self) -> None:
         while not self._stop.wait(0.5):
@@ -145,11 +211,13 @@ class Supervisor:
     def stop(self) -> None:
         import ray
 
-        if self.scheduler is not None:
+        for actor in [*self.pools, self.controllers, self.scheduler]:
+            if actor is None:
+                continue
             with contextlib.suppress(Exception):
-                ray.get(self.scheduler.stop.remote(), timeout=15)
+                ray.get(actor.stop.remote(), timeout=15)
             with contextlib.suppress(Exception):
-                ray.kill(self.scheduler)
+                ray.kill(actor)
         if self.actor is not None:
             with contextlib.suppress(Exception):
                 ray.get(self.actor.stop.remote(), timeout=10)

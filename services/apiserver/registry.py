@@ -11,6 +11,7 @@ are serialized protobuf without resourceVersion, which is always the key's mod_r
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import json
 import logging
@@ -458,29 +459,29 @@ class ApiServer:
 
     async def batch_update(
         self, objs: Sequence[Message], *, status: bool = False
-    ) -> list[BatchResult]:
+    ) -> builtins.list[BatchResult]:
         """Update many objects of one kind (kubelets' pod statuses, node leases): read
         ~100 per etcd txn, write ~100 per txn, each write guarded by its own
         mod_revision. A chunk whose txn fails falls back to one txn each, so one
         conflict fails one item. Same rules as `update` item by item."""
-        results: list[BatchResult] = [BatchResult(None, None)] * len(objs)
+        results: builtins.list[BatchResult] = [BatchResult(None, None)] * len(objs)
         if not objs:
             return results
         kind = self._kind(objs[0])
         if status and not kind.has_status:
             raise NotFoundError(f"{kind.resource} have no status subresource: use Update")
-        keys: list[str] = []
+        keys: builtins.list[str] = []
         for o in objs:
             if self._kind(o) is not kind:
                 raise BadRequestError(
                     f"a batch update holds one kind; got {kind_of(o).kind} among {kind.kind}"
                 )
             keys.append(kind.key(self._namespace(kind, _meta(o).namespace), _meta(o).name))
-        kvs: list[KeyValue | None] = []
+        kvs: builtins.list[KeyValue | None] = []
         for start in range(0, len(keys), _BATCH_CHUNK):
             res = await self._txn([], [Get(k) for k in keys[start : start + _BATCH_CHUNK]])
             kvs.extend(res.gets)
-        ready: list[tuple[int, Message, KeyValue]] = []
+        ready: builtins.list[tuple[int, Message, KeyValue]] = []
         reads = _AdmissionReads(self)
         for i, (o, kv) in enumerate(zip(objs, kvs, strict=True)):
             try:

@@ -1,0 +1,62 @@
+"""A node pool's gRPC edge: chaos (`kubera chaos kill-node/revive-node`), usage injection
+and figures. The pool itself knows nothing of gRPC."""
+
+from __future__ import annotations
+
+import json
+
+import grpc
+
+from protos.kubera.v1 import nodepool_pb2 as pb
+from protos.kubera.v1 import nodepool_pb2_grpc as pb_grpc
+from services.api.quantity import QuantityError, parse_quantity
+from services.kubelet.pool import NodePool
+
+USAGE_RESOURCES = ("memory", "ephemeral-storage", "inodes", "pids")
+
+
+class NodePoolServicer(pb_grpc.NodePoolServicer):
+    def __init__(self, pool: NodePool) -> None:
+        self.pool = pool
+
+    async def SetAlive(
+        self, request: pb.SetAliveRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SetAliveResponse:
+        changed, unknown = self.pool.set_alive(request.nodes, request.alive)
+        unchanged = [n for n in request.nodes if n not in changed and n not in unknown]
+        return pb.SetAliveResponse(changed=changed, unknown=unknown, unchanged=unchanged)
+
+    async def InjectUsage(
+        self, request: pb.InjectUsageRequest, context: grpc.aio.ServicerContext
+    ) -> pb.InjectUsageResponse:
+        usage: dict[str, int] = {}
+        for name, text in request.usage.items():
+            if name not in USAGE_RESOURCES:
+                await context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"usage.{name}: unknown resource (expected one of {', '.join(USAGE_RESOURCES)})",
+                )
+            try:
+                usage[name] = parse_quantity(text).int_value()
+            except QuantityError as e:
+                await context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT, f"usage.{name}: {text!r}: {e}"
+                )
+        return pb.InjectUsageResponse(nodes=self.pool.inject(request.nodes, usage))
+
+    async def Stats(
+        self, request: pb.PoolStatsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.PoolStatsResponse:
+        return pb.PoolStatsResponse(json=json.dumps(self.pool.stats()))
+
+
+async def serve(
+    pool: NodePool, host: str = "127.0.0.1", port: int = 0
+) -> tuple[grpc.aio.Server, int]:
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    pb_grpc.add_NodePoolServicer_to_server(NodePoolServicer(pool), server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"could not bind the node pool to {host}:{port}")
+    await server.start()
+    return server, bound

@@ -1,0 +1,372 @@
+"""Node templates: what hollow nodes look like, as data (kwok's stages and node shapes).
+
+A template is YAML:
+
+    apiVersion: kubera.io/v1alpha1
+    kind: NodeTemplate
+    zones: 3                       # nodes spread round-robin over zone-a, zone-b, ...
+    region: region-1
+    namePrefix: kubera-node        # names <prefix>-<kind>-<00000>
+    nodes:
+      - name: standard             # a node kind
+        count: 9                   # how many; with --nodes N the counts are proportions
+        capacity: {cpu: "8", memory: 32Gi, ephemeral-storage: 100Gi, pods: "110"}
+        allocatable: {}            # default: capacity
+        disk: {nodefs: 100Gi, nodefsInodes: 6553600, imagefs: 0, imagefsInodes: 0, pidMax: 32768}
+        labels: {node.kubernetes.io/instance-type: standard}
+        taints: []
+        system: {memory: 500Mi, ephemeral-storage: 2Gi, inodes: 20000, pids: 300}
+        images: {default: 100Mi, sizes: {nginx: 150Mi}}
+        stages: {creatingDelay: 1s, startDelay: 2s, jitter: 500ms, runDuration: 0, failureRate: 0}
+        usageDefaults: [{selector: {app: web}, usage: {memory: {start: 200Mi}}}]
+        eviction: {evictionHard: {memory.available: "<100Mi"}, evictionMonitoringPeriod: 10s}
+
+`imagefs: 0` means images share the node filesystem (nodefs), Kubernetes' default layout.
+Every duration is simulated time (see services/clock.ScaledClock). Pod annotations
+override the stages (`kubera.io/stages`, same keys) and the usage (`kubera.io/usage`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from services.api.duration import parse_duration
+from services.api.quantity import QuantityError, parse_quantity
+
+STAGES_ANNOTATION = "kubera.io/stages"
+DEFAULT_NAME_PREFIX = "kubera-node"
+
+
+class TemplateError(ValueError):
+    """A node template (or a stages annotation) that cannot be used; names the field."""
+
+
+def _qty(path: str, value: Any) -> int:
+    try:
+        return parse_quantity(value).int_value()
+    except (QuantityError, TypeError, ValueError):
+        raise TemplateError(f'{path}: {value!r}: expected a quantity like "100Mi" or "8"') from None
+
+
+def _duration(path: str, value: Any) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    try:
+        d = parse_duration(str(value))
+    except ValueError:
+        raise TemplateError(
+            f'{path}: {value!r}: expected a duration like "2s", "500ms" or "1m30s"'
+        ) from None
+    if d < 0:
+        raise TemplateError(f"{path}: {value!r}: must not be negative")
+    return d
+
+
+def _mapping(path: str, value: Any) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TemplateError(f"{path}: expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def _known(path: str, doc: Mapping[str, Any], allowed: Sequence[str]) -> None:
+    for k in doc:
+        if k not in allowed:
+            raise TemplateError(f"{path}.{k}: unknown field (expected one of {', '.join(allowed)})")
+
+
+@dataclass(frozen=True)
+class Stages:
+    """How a pod's life plays on a hollow kubelet."""
+
+    #: Bound → ContainerCreating (the kubelet noticed it, sandbox being made).
+    creating_delay: float = 0.5
+    #: ContainerCreating → Running (image pulled, containers started).
+    start_delay: float = 1.0
+    #: Up to this much extra delay, uniformly drawn, on each step.
+    jitter: float = 0.5
+    #: How long containers run before they exit; 0 = until deleted. Pods with
+    #: restartPolicy Always are restarted when they exit (restartCount + 1).
+    run_duration: float = 0.0
+    #: The chance that a container exits with an error (code 1) instead of 0.
+    failure_rate: float = 0.0
+
+    FIELDS = ("creatingDelay", "startDelay", "jitter", "runDuration", "failureRate")
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any], path: str, base: Stages | None = None) -> Stages:
+        _known(path, doc, cls.FIELDS)
+        b = base or cls()
+        rate = doc.get("failureRate", b.failure_rate)
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1:
+            raise TemplateError(f"{path}.failureRate: {rate!r}: expected a number from 0 to 1")
+        return cls(
+            creating_delay=_duration(
+                f"{path}.creatingDelay", doc.get("creatingDelay", b.creating_delay)
+            ),
+            start_delay=_duration(f"{path}.startDelay", doc.get("startDelay", b.start_delay)),
+            jitter=_duration(f"{path}.jitter", doc.get("jitter", b.jitter)),
+            run_duration=_duration(f"{path}.runDuration", doc.get("runDuration", b.run_duration)),
+            failure_rate=float(rate),
+        )
+
+    def for_pod(self, annotations: Mapping[str, str]) -> Stages:
+        """These stages overridden by the pod's `kubera.io/stages` annotation."""
+        text = annotations.get(STAGES_ANNOTATION)
+        if not text:
+            return self
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise TemplateError(f"{STAGES_ANNOTATION}: not valid JSON: {e}") from None
+        return Stages.from_dict(_mapping(STAGES_ANNOTATION, doc), STAGES_ANNOTATION, self)
+
+    def delay(self, base: float, rng: random.Random) -> float:
+        return base + (rng.uniform(0, self.jitter) if self.jitter else 0.0)
+
+
+@dataclass(frozen=True)
+class Disk:
+    nodefs: int = 100 * 2**30
+    nodefs_inodes: int = 6_553_600
+    #: 0: images live on nodefs (no separate image filesystem).
+    imagefs: int = 0
+    imagefs_inodes: int = 0
+    pid_max: int = 32_768
+
+
+@dataclass(frozen=True)
+class NodeKind:
+    """One shape of node and how many of it."""
+
+    name: str
+    count: int
+    capacity: dict[str, str]
+    allocatable: dict[str, str]
+    disk: Disk
+    labels: dict[str, str]
+    taints: list[dict[str, Any]]
+    #: What the node's own daemons use (memory, ephemeral-storage, inodes, pids).
+    system: dict[str, int]
+    default_image_size: int
+    image_sizes: dict[str, int]
+    stages: Stages
+    #: (label selector, usage spec) pairs; the first match gives a pod's default usage.
+    usage_defaults: list[tuple[dict[str, str], dict[str, Any]]]
+    #: KubeletConfiguration eviction keys, as given (validated by the eviction module).
+    eviction: dict[str, Any]
+
+    def image_size(self, image: str) -> int:
+        repo = image.rsplit("@", 1)[0]
+        if ":" in repo.rsplit("/", 1)[-1]:
+            repo = repo.rsplit(":", 1)[0]
+        return self.image_sizes.get(image, self.image_sizes.get(repo, self.default_image_size))
+
+
+@dataclass(frozen=True)
+class NodeTemplate:
+    kinds: list[NodeKind]
+    zones: int = 3
+    region: str = "region-1"
+    name_prefix: str = DEFAULT_NAME_PREFIX
+
+    @property
+    def total(self) -> int:
+        return sum(k.count for k in self.kinds)
+
+
+_KIND_FIELDS = (
+    "name",
+    "count",
+    "capacity",
+    "allocatable",
+    "disk",
+    "labels",
+    "taints",
+    "system",
+    "images",
+    "stages",
+    "usageDefaults",
+    "eviction",
+)
+_DEFAULT_CAPACITY = {"cpu": "8", "memory": "32Gi", "ephemeral-storage": "100Gi", "pods": "110"}
+
+
+def _kind(doc: Mapping[str, Any], path: str) -> NodeKind:
+    _known(path, doc, _KIND_FIELDS)
+    name = doc.get("name", "node")
+    if not isinstance(name, str) or not name.replace("-", "").isalnum() or name != name.lower():
+        raise TemplateError(f"{path}.name: {name!r}: expected a lowercase DNS label")
+    count = doc.get("count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise TemplateError(f"{path}.count: {count!r}: expected a whole number ≥ 0")
+    capacity = {
+        **_DEFAULT_CAPACITY,
+        **{str(k): str(v) for k, v in _mapping(f"{path}.capacity", doc.get("capacity")).items()},
+    }
+    for k, v in capacity.items():
+        _qty(f"{path}.capacity.{k}", v)
+    allocatable = {
+        str(k): str(v) for k, v in _mapping(f"{path}.allocatable", doc.get("allocatable")).items()
+    }
+    for k, v in allocatable.items():
+        _qty(f"{path}.allocatable.{k}", v)
+        if k not in capacity:
+            raise TemplateError(f"{path}.allocatable.{k}: not in capacity")
+    allocatable = {**capacity, **allocatable}
+    d = _mapping(f"{path}.disk", doc.get("disk"))
+    _known(f"{path}.disk", d, ("nodefs", "nodefsInodes", "imagefs", "imagefsInodes", "pidMax"))
+    base = Disk()
+    nodefs = _qty(
+        f"{path}.disk.nodefs", d.get("nodefs", capacity.get("ephemeral-storage", base.nodefs))
+    )
+    disk = Disk(
+        nodefs=nodefs,
+        nodefs_inodes=_qty(f"{path}.disk.nodefsInodes", d.get("nodefsInodes", base.nodefs_inodes)),
+        imagefs=_qty(f"{path}.disk.imagefs", d.get("imagefs", 0)),
+        imagefs_inodes=_qty(f"{path}.disk.imagefsInodes", d.get("imagefsInodes", 0)),
+        pid_max=_qty(f"{path}.disk.pidMax", d.get("pidMax", base.pid_max)),
+    )
+    if disk.imagefs and not disk.imagefs_inodes:
+        disk = Disk(disk.nodefs, disk.nodefs_inodes, disk.imagefs, disk.nodefs_inodes, disk.pid_max)
+    labels = {str(k): str(v) for k, v in _mapping(f"{path}.labels", doc.get("labels")).items()}
+    taints = doc.get("taints") or []
+    if not isinstance(taints, list):
+        raise TemplateError(f"{path}.taints: expected a list of taints")
+    for i, t in enumerate(taints):
+        t = _mapping(f"{path}.taints[{i}]", t)
+        if not t.get("key") or t.get("effect") not in (
+            "NoSchedule",
+            "PreferNoSchedule",
+            "NoExecute",
+        ):
+            raise TemplateError(
+                f"{path}.taints[{i}]: expected a key and an effect of NoSchedule, PreferNoSchedule or NoExecute"
+            )
+    sysd = _mapping(f"{path}.system", doc.get("system"))
+    _known(f"{path}.system", sysd, ("memory", "ephemeral-storage", "inodes", "pids"))
+    system = {
+        "memory": _qty(f"{path}.system.memory", sysd.get("memory", "500Mi")),
+        "ephemeral-storage": _qty(
+            f"{path}.system.ephemeral-storage", sysd.get("ephemeral-storage", "2Gi")
+        ),
+        "inodes": _qty(f"{path}.system.inodes", sysd.get("inodes", 20_000)),
+        "pids": _qty(f"{path}.system.pids", sysd.get("pids", 300)),
+    }
+    images = _mapping(f"{path}.images", doc.get("images"))
+    _known(f"{path}.images", images, ("default", "sizes"))
+    sizes = {
+        str(k): _qty(f"{path}.images.sizes.{k}", v)
+        for k, v in _mapping(f"{path}.images.sizes", images.get("sizes")).items()
+    }
+    defaults = []
+    for i, entry in enumerate(doc.get("usageDefaults") or []):
+        e = _mapping(f"{path}.usageDefaults[{i}]", entry)
+        _known(f"{path}.usageDefaults[{i}]", e, ("selector", "usage"))
+        sel = {
+            str(k): str(v)
+            for k, v in _mapping(f"{path}.usageDefaults[{i}].selector", e.get("selector")).items()
+        }
+        defaults.append((sel, dict(_mapping(f"{path}.usageDefaults[{i}].usage", e.get("usage")))))
+    return NodeKind(
+        name=name,
+        count=count,
+        capacity=capacity,
+        allocatable=allocatable,
+        disk=disk,
+        labels=labels,
+        taints=[dict(t) for t in taints],
+        system=system,
+        default_image_size=_qty(f"{path}.images.default", images.get("default", "100Mi")),
+        image_sizes=sizes,
+        stages=Stages.from_dict(_mapping(f"{path}.stages", doc.get("stages")), f"{path}.stages"),
+        usage_defaults=defaults,
+        eviction=dict(_mapping(f"{path}.eviction", doc.get("eviction"))),
+    )
+
+
+def parse_template(doc: Mapping[str, Any] | None) -> NodeTemplate:
+    doc = _mapping("template", doc)
+    _known("template", doc, ("apiVersion", "kind", "zones", "region", "namePrefix", "nodes"))
+    if doc.get("kind", "NodeTemplate") != "NodeTemplate":
+        raise TemplateError(f"kind: {doc.get('kind')!r}: expected NodeTemplate")
+    zones = doc.get("zones", 3)
+    if isinstance(zones, bool) or not isinstance(zones, int) or zones < 1:
+        raise TemplateError(f"zones: {zones!r}: expected a whole number ≥ 1")
+    nodes = doc.get("nodes") or [{"name": "node", "count": 1}]
+    if not isinstance(nodes, list):
+        raise TemplateError("nodes: expected a list of node kinds")
+    kinds = [_kind(_mapping(f"nodes[{i}]", n), f"nodes[{i}]") for i, n in enumerate(nodes)]
+    names = [k.name for k in kinds]
+    if len(set(names)) != len(names):
+        raise TemplateError(f"nodes: kind names must be unique, got {names}")
+    return NodeTemplate(
+        kinds=kinds,
+        zones=zones,
+        region=str(doc.get("region", "region-1")),
+        name_prefix=str(doc.get("namePrefix", DEFAULT_NAME_PREFIX)),
+    )
+
+
+def load_template(text: str) -> NodeTemplate:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise TemplateError(f"node template is not valid YAML: {e}") from None
+    return parse_template(doc)
+
+
+def default_template() -> NodeTemplate:
+    return parse_template({})
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """One hollow node to run: its name, kind and placement labels."""
+
+    name: str
+    kind: NodeKind
+    zone: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def plan_nodes(template: NodeTemplate, total: int | None = None) -> list[NodePlan]:
+    """The nodes to run: the template's counts, or `total` nodes split in their proportions
+    (largest remainders), zones assigned round-robin so each zone gets an even share."""
+    counts = [k.count for k in template.kinds]
+    if total is not None:
+        weight = sum(counts) or len(counts)
+        shares = [(c if sum(counts) else 1) * total / weight for c in counts]
+        counts = [int(s) for s in shares]
+        order = sorted(range(len(shares)), key=lambda i: shares[i] - counts[i], reverse=True)
+        for i in order[: total - sum(counts)]:
+            counts[i] += 1
+    plans: list[NodePlan] = []
+    n = 0
+    for kind, count in zip(template.kinds, counts, strict=True):
+        for i in range(count):
+            name = f"{template.name_prefix}-{kind.name}-{i:05d}"
+            zone = (
+                f"{template.region}-{chr(ord('a') + n % template.zones)}"
+                if template.zones <= 26
+                else f"{template.region}-z{n % template.zones}"
+            )
+            labels = {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "topology.kubernetes.io/zone": zone,
+                "topology.kubernetes.io/region": template.region,
+                "type": "kubera-hollow",
+                **kind.labels,
+            }
+            plans.append(NodePlan(name, kind, zone, labels))
+            n += 1
+    return plans

@@ -1,0 +1,288 @@
+"""Hollow kubelets against a real gRPC apiserver (in-memory storage), in simulated time
+(ScaledClock, fast): registration, leases, pod stages, graceful deletion, chaos, node
+pressure eviction and the kubelet's admission."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from google.protobuf import json_format
+
+from services.api import codec
+from services.api.kinds import BY_KIND
+from services.apiserver.registry import ApiServer
+from services.apiserver.server import serve
+from services.client import Client
+from services.clock import ScaledClock, parse_rfc3339
+from services.kubelet.pool import NodePool, PoolConfig
+from services.kubelet.template import parse_template, plan_nodes
+from services.storage.memory import MemoryStorage
+
+PODS, NODES, LEASES = BY_KIND["Pod"], BY_KIND["Node"], BY_KIND["Lease"]
+SCALE = 50.0
+
+
+async def eventually(cond: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        got = cond()
+        if asyncio.iscoroutine(got):
+            got = await got
+        if got:
+            return got
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
+class Env:
+    def __init__(self, api: ApiServer, client: Client, pool: NodePool, clock: ScaledClock) -> None:
+        self.api, self.client, self.pool, self.clock = api, client, pool, clock
+
+    async def pod(self, name: str, node: str, **extra: Any) -> None:
+        annotations = extra.pop("annotations", {})
+        labels = extra.pop("labels", {})
+        container = {"name": "c", "image": extra.pop("image", "nginx:1.27")}
+        if "requests" in extra:
+            container["resources"] = {"requests": extra.pop("requests")}
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "annotations": annotations,
+                "labels": labels,
+            },
+            "spec": {"nodeName": node, "containers": [container], **extra},
+        }
+        await self.api.create(codec.decode(doc, validate="strict").obj)
+
+    async def get(self, name: str):
+        return await self.api.get_or_none(PODS, "default", name)
+
+    async def phase(self, name: str) -> str:
+        p = await self.get(name)
+        return p.status.phase if p is not None else "<gone>"
+
+
+def _template(**kind: Any) -> dict:
+    base = {
+        "name": "n",
+        "count": 2,
+        "capacity": {"cpu": "4", "memory": "4Gi", "ephemeral-storage": "20Gi", "pods": "10"},
+        "stages": {"creatingDelay": "1s", "startDelay": "1s", "jitter": 0},
+        "system": {"memory": "100Mi", "ephemeral-storage": "1Gi", "inodes": 1000, "pids": 100},
+    }
+    base.update(kind)
+    return {"zones": 2, "nodes": [base]}
+
+
+@contextlib.asynccontextmanager
+async def running(template: dict, **pool_config: Any) -> AsyncIterator[Env]:
+    api = ApiServer(MemoryStorage(), bookmark_interval=0.5)
+    await api.start()
+    server, port = await serve(api)
+    client = Client(f"127.0.0.1:{port}", timeout=10)
+    clock = ScaledClock(SCALE)
+    plans = plan_nodes(parse_template(template))
+    pool = NodePool(client, plans, config=PoolConfig(seed=1, **pool_config), clock=clock)
+    await pool.start()
+    try:
+        yield Env(api, client, pool, clock)
+    finally:
+        await pool.stop()
+        await client.close()
+        await server.stop(0.2)
+        await api.stop()
+
+
+@pytest.fixture
+async def env() -> AsyncIterator[Env]:
+    async with running(_template()) as e:
+        yield e
+
+
+async def test_nodes_register_ready_with_template_capacity_zone_labels_and_leases(env: Env) -> None:
+    nodes, _ = await env.client.list(NODES)
+    assert sorted(n.metadata.name for n in nodes) == ["kubera-node-n-00000", "kubera-node-n-00001"]
+    zones = sorted(n.metadata.labels["topology.kubernetes.io/zone"] for n in nodes)
+    assert zones == ["region-1-a", "region-1-b"]
+    for n in nodes:
+        ready = {c.type: c.status for c in n.status.conditions}
+        assert ready == {
+            "Ready": "True",
+            "MemoryPressure": "False",
+            "DiskPressure": "False",
+            "PIDPressure": "False",
+        }
+        assert n.status.allocatable["cpu"] == "4" and n.status.allocatable["pods"] == "10"
+        assert n.metadata.labels["kubernetes.io/hostname"] == n.metadata.name
+    leases, _ = await env.client.list(LEASES, namespace="kube-node-lease")
+    assert sorted(lease.spec.holder_identity for lease in leases) == sorted(
+        n.metadata.name for n in nodes
+    )
+
+
+async def test_leases_are_renewed_every_renew_interval(env: Env) -> None:
+    first = await env.api.get(LEASES, "kube-node-lease", "kubera-node-n-00000")
+    t0 = parse_rfc3339(first.spec.renew_time)
+
+    async def renewed() -> bool:
+        lease = await env.api.get(LEASES, "kube-node-lease", "kubera-node-n-00000")
+        return parse_rfc3339(lease.spec.renew_time) >= t0 + 10
+
+    await eventually(renewed)
+
+
+async def test_a_pod_bound_by_node_name_plays_its_stages_to_running(env: Env) -> None:
+    await env.pod("web", "kubera-node-n-00000", requests={"cpu": "100m", "memory": "64Mi"})
+    seen: list[str] = []
+
+    async def running_now() -> bool:
+        p = await env.get("web")
+        states = [json_format.MessageToDict(cs.state) for cs in p.status.container_statuses]
+        waiting = [st.get("waiting", {}).get("reason") for st in states]
+        if waiting and waiting[0] and waiting[0] not in seen:
+            seen.append(waiting[0])
+        return p.status.phase == "Running"
+
+    await eventually(running_now)
+    p = await env.get("web")
+    assert "ContainerCreating" in seen
+    assert p.status.host_ip.startswith("10.") and p.status.pod_ip
+    assert p.status.start_time and p.status.qos_class == "Burstable"
+    assert {c.type: c.status for c in p.status.conditions}["Ready"] == "True"
+    assert (
+        p.status.container_statuses[0].ready and "running" in p.status.container_statuses[0].state
+    )
+
+
+async def test_deletion_waits_for_the_grace_period_then_removes_the_object(env: Env) -> None:
+    await env.pod("g", "kubera-node-n-00001", terminationGracePeriodSeconds=20)
+    await eventually(lambda: _eq(env.phase("g"), "Running"))
+    t0 = env.clock.now()
+    await env.api.delete(PODS, "default", "g")
+    assert (await env.get("g")).metadata.deletion_timestamp  # Terminating first
+    await eventually(lambda: _eq(env.phase("g"), "<gone>"))
+    assert env.clock.now() - t0 >= 20
+
+
+@pytest.mark.parametrize(
+    ("restart_policy", "failure_rate", "phase"),
+    [("Never", 0.0, "Succeeded"), ("Never", 1.0, "Failed"), ("OnFailure", 0.0, "Succeeded")],
+)
+async def test_run_duration_ends_pods_that_do_not_restart(
+    env: Env, restart_policy: str, failure_rate: float, phase: str
+) -> None:
+    stages = {"runDuration": "5s", "failureRate": failure_rate, "jitter": 0}
+    await env.pod(
+        "job",
+        "kubera-node-n-00000",
+        restartPolicy=restart_policy,
+        annotations={"kubera.io/stages": json.dumps(stages)},
+    )
+    await eventually(lambda: _eq(env.phase("job"), phase))
+
+
+async def test_an_always_restarting_pod_counts_restarts_and_keeps_running(env: Env) -> None:
+    stages = {"runDuration": "3s", "jitter": 0}
+    await env.pod(
+        "svc", "kubera-node-n-00000", annotations={"kubera.io/stages": json.dumps(stages)}
+    )
+
+    async def restarted() -> bool:
+        p = await env.get("svc")
+        return (
+            bool(p.status.container_statuses) and p.status.container_statuses[0].restart_count >= 2
+        )
+
+    await eventually(restarted)
+    assert await env.phase("svc") == "Running"
+
+
+async def test_a_killed_node_stops_renewing_and_its_pods_stop_progressing(env: Env) -> None:
+    name = "kubera-node-n-00001"
+    assert env.pool.set_alive([name], False) == ([name], [])
+    before = (await env.api.get(LEASES, "kube-node-lease", name)).spec.renew_time
+    await env.pod("stuck", name)
+    await env.clock.sleep(15)  # past one renew interval and both stage delays
+    assert (await env.api.get(LEASES, "kube-node-lease", name)).spec.renew_time == before
+    assert (await env.get("stuck")).status.phase == "Pending"
+    assert not (await env.get("stuck")).status.container_statuses
+    env.pool.set_alive([name], True)
+    await eventually(lambda: _eq(env.phase("stuck"), "Running"))
+    assert (await env.api.get(LEASES, "kube-node-lease", name)).spec.renew_time != before
+
+
+async def test_a_leaking_pod_is_evicted_before_a_higher_priority_well_behaved_one() -> None:
+    tpl = _template(
+        count=1,
+        eviction={"evictionHard": {"memory.available": "500Mi"}, "evictionMonitoringPeriod": "2s"},
+    )
+    tpl["nodes"][0]["eviction"]["evictionHard"]["memory.available"] = "<500Mi"
+    async with running(tpl) as env:
+        node = "kubera-node-n-00000"
+        leak = {"memory": {"start": "100Mi", "ratePerSecond": "100Mi"}}
+        steady = {"memory": {"start": "1Gi"}}
+        await env.pod(
+            "leaky",
+            node,
+            requests={"memory": "100Mi"},
+            annotations={"kubera.io/usage": json.dumps(leak)},
+        )
+        high = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+            "value": 1000,
+        }
+        await env.api.create(codec.decode(high, validate="strict").obj)
+        await env.pod(
+            "steady",
+            node,
+            requests={"memory": "2Gi"},
+            priorityClassName="high",
+            annotations={"kubera.io/usage": json.dumps(steady)},
+        )
+        await eventually(lambda: _eq(env.phase("leaky"), "Failed"), timeout=20)
+        p = await env.get("leaky")
+        assert p.status.reason == "Evicted"
+        assert p.status.message.startswith("The node was low on resource: memory.")
+        assert await env.phase("steady") == "Running"
+        n = await env.api.get(NODES, "", node)
+        assert {c.type: c.status for c in n.status.conditions}["MemoryPressure"] == "True"
+
+
+async def test_a_best_effort_pod_is_rejected_by_a_node_under_memory_pressure() -> None:
+    tpl = _template(
+        count=1,
+        eviction={"evictionHard": {"memory.available": "<500Mi"}, "evictionMonitoringPeriod": "2s"},
+    )
+    async with running(tpl) as env:
+        node = "kubera-node-n-00000"
+        env.pool.inject([node], {"memory": 3900 * 2**20})  # a runaway daemon: no pod to blame
+
+        async def pressured() -> bool:
+            n = await env.api.get(NODES, "", node)
+            return {c.type: c.status for c in n.status.conditions}["MemoryPressure"] == "True"
+
+        await eventually(pressured, timeout=20)
+        await env.pod("be", node)
+        await eventually(lambda: _eq(env.phase("be"), "Failed"))
+        p = await env.get("be")
+        assert (p.status.reason, p.status.message) == (
+            "Evicted",
+            "The node had condition: [MemoryPressure]. ",
+        )
+        await env.pod("burst", node, requests={"memory": "10Mi"})
+        await eventually(lambda: _eq(env.phase("burst"), "Running"))
+
+
+async def _eq(got: Any, want: Any) -> bool:
+    return (await got) == want
