@@ -1,0 +1,1 @@
+"""Controllers of kube-controller-manager, as plain asyncio classes."""
