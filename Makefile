@@ -15,8 +15,9 @@ $(BIN)/kubera: pyproject.toml
 	@touch $@
 
 demo: $(BIN)/kubera
-	$(BIN)/kubera up --detach
+	$(BIN)/kubera up --detach --nodes 6
 	$(BIN)/kubera apply -f examples/quickstart.yaml
+	$(BIN)/kubera apply -f examples/deployment.yaml
 	$(BIN)/kubera get nodes -o wide
 	$(BIN)/kubera get pods -A -o wide
 	@echo "kubera keeps running; stop it with: $(BIN)/kubera down"

@@ -52,6 +52,16 @@ def _proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _machine_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat."""
+    import os
+
+    parts = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(parts) - idle) / tick, sum(parts) / tick
+
+
 def _proc_rss(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -125,10 +135,15 @@ async def _measure(ctx: dict, args: argparse.Namespace) -> dict[str, float]:
 
         # steady state
         cpu0 = sum(_proc_cpu(p) for p in pids)
+        busy0, _ = _machine_busy()
         w0 = time.monotonic()
         await asyncio.sleep(args.window)
         cpu1 = sum(_proc_cpu(p) for p in pids)
+        busy1, _ = _machine_busy()
         wall = time.monotonic() - w0
+        # everything on the machine: pools, apiserver, etcd, controller-manager, Ray
+        out["machine_cpu_cores"] = (busy1 - busy0) / wall
+        out["machine_cpu_cores_per_1000_nodes"] = out["machine_cpu_cores"] / (args.nodes / 1000)
         rss = sum(_proc_rss(p) for p in pids)
         out["pool_cpu_cores"] = (cpu1 - cpu0) / wall
         out["cpu_cores_per_1000_nodes"] = out["pool_cpu_cores"] / (args.nodes / 1000)
@@ -220,7 +235,11 @@ def cmd_bench_nodes(args: argparse.Namespace) -> int:
             "memory per hollow node",
             f"{med['memory_per_node_kb']:.1f} KiB (pools {med['pool_rss_mb']:.0f} MiB)",
         ),
-        ("CPU per 1,000 nodes (steady)", f"{med['cpu_cores_per_1000_nodes']:.3f} cores"),
+        ("CPU per 1,000 nodes (steady), pools", f"{med['cpu_cores_per_1000_nodes']:.3f} cores"),
+        (
+            "CPU per 1,000 nodes, whole machine",
+            f"{med['machine_cpu_cores_per_1000_nodes']:.3f} cores (apiserver, etcd, controllers incl.)",
+        ),
         ("nodes Ready, leases on time", f"{med['nodes_ready_leases_on_time']:.0f} / {args.nodes}"),
         ("pods Running", f"{med['pods_running']:.0f}"),
         (

@@ -62,7 +62,13 @@ from services.api.kinds import BY_KIND
 from services.client import Client
 from services.client.informer import Handlers, SharedInformers
 from services.clock import Clock, RealClock, parse_rfc3339, rfc3339
-from services.controllers.tainteviction import PodsByNode, pod_key, record_event, wait_any
+from services.controllers.controller_utils import (
+    PodsByNode,
+    new_event,
+    pod_key,
+    wait_any,
+    write_event,
+)
 from services.controllers.workqueue import WorkQueue
 from services.scheduler.plugins.helpers import NO_EXECUTE, NO_SCHEDULE
 
@@ -669,18 +675,16 @@ class NodeLifecycleController:
         needs_retry = name in self._nodes_to_retry
         if current.status != TRUE and observed.status == TRUE:
             if self.config.emit_events:
-                self._spawn(
-                    record_event(
-                        self.client,
-                        self.clock,
-                        kind="Node",
-                        name=name,
-                        uid=node.metadata.uid,
-                        reason="NodeNotReady",
-                        message=f"Node {name} status is now: NodeNotReady",
-                        component=COMPONENT,
-                    )
+                ev = new_event(
+                    self.clock.now(),
+                    kind="Node",
+                    name=name,
+                    uid=node.metadata.uid,
+                    reason="NodeNotReady",
+                    message=f"Node {name} status is now: NodeNotReady",
+                    component=COMPONENT,
                 )
+                self._spawn(write_event(self.client, ev))
             if not await self._mark_pods_not_ready(pods, name):
                 self._nodes_to_retry.add(name)
                 return

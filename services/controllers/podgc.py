@@ -22,7 +22,6 @@ no kubelet will ever report its end, then deleted.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import Sequence
@@ -35,7 +34,7 @@ from services.api.kinds import BY_KIND
 from services.client import Client
 from services.client.informer import SharedInformers
 from services.clock import Clock, RealClock, rfc3339
-from services.controllers.replicaset import timestamp, wait_synced
+from services.controllers.controller_utils import timestamp, wait_any, wait_synced
 from services.controllers.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -128,7 +127,7 @@ class PodGCController:
                     await self.gc()
                 except ApiError as e:
                     log.warning("pod gc pass failed: %s", e)
-                await _sleep_unless(self.clock, self.config.gc_check_period, stop)
+                await wait_any(self.clock, self.config.gc_check_period, stop)
         finally:
             self.node_queue.shutdown()
 
@@ -282,20 +281,6 @@ def _update_condition(
             c.CopyFrom(new)
             return
     status.conditions.append(new)
-
-
-async def _sleep_unless(clock: Clock, seconds: float, stop: asyncio.Event) -> None:
-    """Sleep on `clock`, cut short by `stop`."""
-    sleeper = asyncio.ensure_future(clock.sleep(seconds))
-    stopper = asyncio.ensure_future(stop.wait())
-    try:
-        await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for t in (sleeper, stopper):
-            if not t.done():
-                t.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.gather(sleeper, stopper, return_exceptions=True)
 
 
 __all__ = [

@@ -19,9 +19,8 @@ and a scheduled deletion keeps its time while taints come and go, until it is ca
 Toleration matching is the scheduler's (services/scheduler/plugins/helpers): the
 scheduler and this controller must agree on what "tolerated" means.
 
-The helpers the node lifecycle controller shares with this one live here too
-(`PodsByNode`, `record_event`, `wait_any`): upstream's nodelifecycle imports
-tainteviction the same way.
+The helpers the node lifecycle controller shares with this one (`PodsByNode`,
+`new_event` / `write_event`, `wait_any`) live in controller_utils.py.
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ import asyncio
 import heapq
 import itertools
 import logging
-import secrets
 from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -43,6 +41,13 @@ from services.api.kinds import BY_KIND
 from services.client import Client
 from services.client.informer import Handlers, SharedInformers
 from services.clock import Clock, RealClock, parse_rfc3339, rfc3339
+from services.controllers.controller_utils import (
+    PodsByNode,
+    new_event,
+    pod_key,
+    wait_any,
+    write_event,
+)
 from services.scheduler.plugins.helpers import NO_EXECUTE, toleration_tolerates_taint
 
 log = logging.getLogger(__name__)
@@ -85,108 +90,6 @@ class TaintEvictionConfig:
             raise ValueError(f"deletion_retries must be at least 1, got {self.deletion_retries}")
         if self.retry_delay < 0:
             raise ValueError(f"retry_delay must not be negative, got {self.retry_delay}")
-
-
-# ------------------------------------------------------------------ shared helpers
-
-
-def pod_key(pod: Message) -> str:
-    meta = pod.metadata  # type: ignore[attr-defined]
-    return f"{meta.namespace}/{meta.name}"
-
-
-class PodsByNode:
-    """The pods bound to each node, kept from pod informer events (client-go's
-    spec.nodeName index). Register `handlers()` before any handler that reads it."""
-
-    def __init__(self) -> None:
-        self._by_node: dict[str, dict[str, core_pb2.Pod]] = {}
-        self._node_of: dict[str, str] = {}
-
-    def handlers(self) -> Handlers:
-        return Handlers(
-            on_add=self._set, on_update=lambda _old, new: self._set(new), on_delete=self._remove
-        )
-
-    def pods_on(self, node_name: str) -> list[core_pb2.Pod]:
-        return list(self._by_node.get(node_name, {}).values())
-
-    def _set(self, pod: Message) -> None:
-        key = pod_key(pod)
-        node = pod.spec.node_name  # type: ignore[attr-defined]
-        prev = self._node_of.get(key)
-        if prev is not None and prev != node:
-            self._drop(prev, key)
-        if node:
-            self._by_node.setdefault(node, {})[key] = pod  # type: ignore[assignment]
-            self._node_of[key] = node
-
-    def _remove(self, pod: Message) -> None:
-        key = pod_key(pod)
-        prev = self._node_of.pop(key, None)
-        if prev is not None:
-            self._drop(prev, key)
-
-    def _drop(self, node: str, key: str) -> None:
-        pods = self._by_node.get(node)
-        if pods is not None:
-            pods.pop(key, None)
-            if not pods:
-                del self._by_node[node]
-
-
-async def wait_any(clock: Clock, timeout: float | None, *events: asyncio.Event) -> None:
-    """Return when one of `events` is set or `timeout` simulated seconds have passed
-    (None: no timeout). The events are not cleared."""
-    if any(e.is_set() for e in events):
-        return
-    waiters: list[asyncio.Future[object]] = [asyncio.ensure_future(e.wait()) for e in events]
-    if timeout is not None:
-        waiters.append(asyncio.ensure_future(clock.sleep(max(0.0, timeout))))
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for w in waiters:
-            w.cancel()
-        await asyncio.gather(*waiters, return_exceptions=True)
-
-
-async def record_event(
-    client: Client,
-    clock: Clock,
-    *,
-    kind: str,
-    name: str,
-    namespace: str = "",
-    uid: str = "",
-    reason: str,
-    message: str,
-    type_: str = "Normal",
-    component: str,
-) -> None:
-    """One core/v1 Event about an object, as client-go's recorder writes it (events about
-    cluster-scoped objects go to "default"). Failures are logged, never raised: an event
-    is never worth failing the work it describes."""
-    now = rfc3339(clock.now())
-    ev = core_pb2.Event(
-        involved_object=core_pb2.ObjectReference(
-            kind=kind, namespace=namespace, name=name, uid=uid, api_version="v1"
-        ),
-        reason=reason,
-        message=message,
-        type=type_,
-        source=core_pb2.EventSource(component=component),
-        reporting_component=component,
-        first_timestamp=now,
-        last_timestamp=now,
-        count=1,
-    )
-    ev.metadata.namespace = namespace or "default"
-    ev.metadata.name = f"{name}.{secrets.token_hex(8)}"
-    try:
-        await client.create(ev)
-    except ApiError as e:
-        log.info("could not record event %s for %s %s: %s", reason, kind, name, e)
 
 
 def no_execute_taints(node: core_pb2.Node | None) -> list[core_pb2.Taint]:
@@ -507,9 +410,8 @@ class TaintEvictionController:
         await self.client.delete(PODS, name, namespace, uid=pod.metadata.uid)
 
     async def _event(self, namespace: str, name: str, message: str) -> None:
-        await record_event(
-            self.client,
-            self.clock,
+        ev = new_event(
+            self.clock.now(),
             kind="Pod",
             name=name,
             namespace=namespace,
@@ -517,6 +419,7 @@ class TaintEvictionController:
             message=message,
             component=COMPONENT,
         )
+        await write_event(self.client, ev)
 
 
 def set_disruption_target(pod: core_pb2.Pod, now: float) -> bool:

@@ -43,6 +43,7 @@ from typing import Any, Final, NamedTuple
 
 import numpy as np
 
+from services.api.duration import parse_duration
 from services.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError
 
 # ============================================================================ names
@@ -293,38 +294,6 @@ def _checked_amount(name: str, value: object, *, positive: bool) -> Amount:
 # ----------------------------------------------------------------- config parsing
 
 _EXPECT_THRESHOLD = 'expected a quantity like "100Mi" or a percentage like "10%"'
-_DURATION_UNITS: Final = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-_DURATION_PART: Final = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def parse_go_duration(text: str) -> float:
-    """Go's time.ParseDuration ("90s", "1m30s", "1.5h", "-2m", "0") in seconds."""
-    s = text
-    sign = 1.0
-    if s[:1] in ("+", "-"):
-        sign = -1.0 if s[0] == "-" else 1.0
-        s = s[1:]
-    if s == "0":
-        return 0.0
-    if not s:
-        raise ValueError(f"invalid duration {text!r}")
-    total, pos = 0.0, 0
-    while pos < len(s):
-        m = _DURATION_PART.match(s, pos)
-        if m is None:
-            raise ValueError(f"invalid duration {text!r}")
-        total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
-        pos = m.end()
-    return sign * total
 
 
 def _seconds(path: str, raw: object, *, what: str = "a duration") -> float:
@@ -335,7 +304,7 @@ def _seconds(path: str, raw: object, *, what: str = "a duration") -> float:
         value = float(raw)
     elif isinstance(raw, str):
         try:
-            value = parse_go_duration(raw)
+            value = parse_duration(raw)
         except ValueError:
             raise EvictionConfigError(
                 f'{path}: {_q(raw)}: expected {what} like "1m30s" or "90s"'

@@ -6,7 +6,8 @@ A template is YAML:
     kind: NodeTemplate
     zones: 3                       # nodes spread round-robin over zone-a, zone-b, ...
     region: region-1
-    namePrefix: kubera-node        # names <prefix>-<kind>-<00000>
+    namePrefix: kubera-node        # names <prefix>-<00000>, or <prefix>-<kind>-<00000>
+                                   # when there are several kinds
     nodes:
       - name: standard             # a node kind
         count: 9                   # how many; with --nodes N the counts are proportions
@@ -352,7 +353,11 @@ def plan_nodes(template: NodeTemplate, total: int | None = None) -> list[NodePla
     n = 0
     for kind, count in zip(template.kinds, counts, strict=True):
         for i in range(count):
-            name = f"{template.name_prefix}-{kind.name}-{i:05d}"
+            name = (
+                f"{template.name_prefix}-{kind.name}-{i:05d}"
+                if len(template.kinds) > 1
+                else f"{template.name_prefix}-{i:05d}"
+            )
             zone = (
                 f"{template.region}-{chr(ord('a') + n % template.zones)}"
                 if template.zones <= 26

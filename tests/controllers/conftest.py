@@ -27,7 +27,7 @@ from services.apiserver.server import serve
 from services.client import Client
 from services.client.informer import Handlers, SharedInformers
 from services.clock import RealClock, rfc3339
-from services.controllers.replicaset import controller_of, is_pod_active, is_pod_ready
+from services.controllers.controller_utils import controller_of, is_pod_active, is_pod_ready
 from services.storage.memory import MemoryStorage
 
 PODS, NODES = BY_KIND["Pod"], BY_KIND["Node"]

@@ -10,17 +10,17 @@ from collections.abc import AsyncIterator
 import pytest
 
 from protos.kubera.v1 import apps_pb2, core_pb2
-from services.controllers.deployment import (
+from services.controllers.controller_utils import is_pod_ready
+from services.controllers.deployment import DeploymentConfig, DeploymentController
+from services.controllers.deployment_util import (
     DEFAULT_UNIQUE_LABEL_KEY,
     REVISION_ANNOTATION,
-    DeploymentConfig,
-    DeploymentController,
     compute_hash,
     equal_ignore_hash,
     resolve_fenceposts,
     safe_encode,
 )
-from services.controllers.replicaset import ReplicaSetController, is_pod_ready
+from services.controllers.replicaset import ReplicaSetController
 from tests.controllers.conftest import (
     DEPLOYMENTS,
     NS,

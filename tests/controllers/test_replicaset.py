@@ -20,14 +20,12 @@ from services.api.kinds import BY_KIND
 from services.client import BatchResult, Client, WatchEvent
 from services.client.informer import SharedInformers
 from services.clock import FakeClock, rfc3339
-from services.controllers.replicaset import (
+from services.controllers.controller_utils import (
     ControllerExpectations,
-    ReplicaSetConfig,
-    ReplicaSetController,
-    calculate_status,
     rank_for_deletion,
     slow_start_batch,
 )
+from services.controllers.replicaset import ReplicaSetConfig, ReplicaSetController, calculate_status
 from tests.controllers.conftest import NS, PODS, REPLICA_SETS, ControllerCluster
 
 NOW = 1_800_000_000.0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from services.api.duration import parse_duration
 from services.kubelet import eviction as ev
 from services.kubelet.eviction import (
     EvictionConfig,
@@ -237,13 +238,13 @@ def test_soft_thresholds_take_grace_periods_and_minimum_reclaim_applies_to_both(
     ],
 )
 def test_go_durations(text: str, seconds: float) -> None:
-    assert ev.parse_go_duration(text) == pytest.approx(seconds)
+    assert parse_duration(text) == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize("text", ["", "10", "1x", "s", "1m 30s", "1.5.2s", "-"])
 def test_bad_go_durations(text: str) -> None:
     with pytest.raises(ValueError, match="invalid duration"):
-        ev.parse_go_duration(text)
+        parse_duration(text)
 
 
 def test_zero_pressure_transition_period_means_the_default_five_minutes() -> None:

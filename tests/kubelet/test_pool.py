@@ -110,7 +110,7 @@ async def env() -> AsyncIterator[Env]:
 
 async def test_nodes_register_ready_with_template_capacity_zone_labels_and_leases(env: Env) -> None:
     nodes, _ = await env.client.list(NODES)
-    assert sorted(n.metadata.name for n in nodes) == ["kubera-node-n-00000", "kubera-node-n-00001"]
+    assert sorted(n.metadata.name for n in nodes) == ["kubera-node-00000", "kubera-node-00001"]
     zones = sorted(n.metadata.labels["topology.kubernetes.io/zone"] for n in nodes)
     assert zones == ["region-1-a", "region-1-b"]
     for n in nodes:
@@ -130,18 +130,18 @@ async def test_nodes_register_ready_with_template_capacity_zone_labels_and_lease
 
 
 async def test_leases_are_renewed_every_renew_interval(env: Env) -> None:
-    first = await env.api.get(LEASES, "kube-node-lease", "kubera-node-n-00000")
+    first = await env.api.get(LEASES, "kube-node-lease", "kubera-node-00000")
     t0 = parse_rfc3339(first.spec.renew_time)
 
     async def renewed() -> bool:
-        lease = await env.api.get(LEASES, "kube-node-lease", "kubera-node-n-00000")
+        lease = await env.api.get(LEASES, "kube-node-lease", "kubera-node-00000")
         return parse_rfc3339(lease.spec.renew_time) >= t0 + 10
 
     await eventually(renewed)
 
 
 async def test_a_pod_bound_by_node_name_plays_its_stages_to_running(env: Env) -> None:
-    await env.pod("web", "kubera-node-n-00000", requests={"cpu": "100m", "memory": "64Mi"})
+    await env.pod("web", "kubera-node-00000", requests={"cpu": "100m", "memory": "64Mi"})
     seen: list[str] = []
 
     async def running_now() -> bool:
@@ -164,7 +164,7 @@ async def test_a_pod_bound_by_node_name_plays_its_stages_to_running(env: Env) ->
 
 
 async def test_deletion_waits_for_the_grace_period_then_removes_the_object(env: Env) -> None:
-    await env.pod("g", "kubera-node-n-00001", terminationGracePeriodSeconds=20)
+    await env.pod("g", "kubera-node-00001", terminationGracePeriodSeconds=20)
     await eventually(lambda: _eq(env.phase("g"), "Running"))
     t0 = env.clock.now()
     await env.api.delete(PODS, "default", "g")
@@ -183,7 +183,7 @@ async def test_run_duration_ends_pods_that_do_not_restart(
     stages = {"runDuration": "5s", "failureRate": failure_rate, "jitter": 0}
     await env.pod(
         "job",
-        "kubera-node-n-00000",
+        "kubera-node-00000",
         restartPolicy=restart_policy,
         annotations={"kubera.io/stages": json.dumps(stages)},
     )
@@ -192,9 +192,7 @@ async def test_run_duration_ends_pods_that_do_not_restart(
 
 async def test_an_always_restarting_pod_counts_restarts_and_keeps_running(env: Env) -> None:
     stages = {"runDuration": "3s", "jitter": 0}
-    await env.pod(
-        "svc", "kubera-node-n-00000", annotations={"kubera.io/stages": json.dumps(stages)}
-    )
+    await env.pod("svc", "kubera-node-00000", annotations={"kubera.io/stages": json.dumps(stages)})
 
     async def restarted() -> bool:
         p = await env.get("svc")
@@ -207,7 +205,7 @@ async def test_an_always_restarting_pod_counts_restarts_and_keeps_running(env: E
 
 
 async def test_a_killed_node_stops_renewing_and_its_pods_stop_progressing(env: Env) -> None:
-    name = "kubera-node-n-00001"
+    name = "kubera-node-00001"
     assert env.pool.set_alive([name], False) == ([name], [])
     before = (await env.api.get(LEASES, "kube-node-lease", name)).spec.renew_time
     await env.pod("stuck", name)
@@ -227,7 +225,7 @@ async def test_a_leaking_pod_is_evicted_before_a_higher_priority_well_behaved_on
     )
     tpl["nodes"][0]["eviction"]["evictionHard"]["memory.available"] = "<500Mi"
     async with running(tpl) as env:
-        node = "kubera-node-n-00000"
+        node = "kubera-node-00000"
         leak = {"memory": {"start": "100Mi", "ratePerSecond": "100Mi"}}
         steady = {"memory": {"start": "1Gi"}}
         await env.pod(
@@ -265,7 +263,7 @@ async def test_a_best_effort_pod_is_rejected_by_a_node_under_memory_pressure() -
         eviction={"evictionHard": {"memory.available": "<500Mi"}, "evictionMonitoringPeriod": "2s"},
     )
     async with running(tpl) as env:
-        node = "kubera-node-n-00000"
+        node = "kubera-node-00000"
         env.pool.inject([node], {"memory": 3900 * 2**20})  # a runaway daemon: no pod to blame
 
         async def pressured() -> bool:
