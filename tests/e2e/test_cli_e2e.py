@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -43,11 +44,14 @@ class Kubera:
         )
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubera]:
-    k = Kubera(tmp_path_factory.mktemp("kubera-home"))
-    up = k("up", "--detach")
+@contextlib.contextmanager
+def running(home: Path, *up_args: str) -> Iterator[Kubera]:
+    """`kubera up --detach UP_ARGS` in `home`; `kubera down` after, and no process left
+    behind even when down fails."""
+    k = Kubera(home)
+    up = k("up", "--detach", *up_args)
     assert up.returncode == 0, up.stderr + up.stdout
+    k.up_stdout = up.stdout  # type: ignore[attr-defined]
     ctx = json.loads((k.home / "context.json").read_text())
     k.context = ctx  # type: ignore[attr-defined]
     try:
@@ -56,8 +60,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubera]:
         if (k.home / "context.json").exists():
             k("down")
         for pid in [ctx["supervisor_pid"], *ctx["pids"].values()]:
-            if _alive(pid):  # never leave a process behind, even when down failed
+            if _alive(pid):
                 os.kill(pid, 9)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubera]:
+    with running(tmp_path_factory.mktemp("kubera-home")) as k:
+        yield k
 
 
 def test_up_writes_a_context_with_endpoints(cluster: Kubera) -> None:

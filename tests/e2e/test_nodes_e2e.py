@@ -6,33 +6,23 @@ and drain work, and `kubera down` leaves nothing behind."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.e2e.test_cli_e2e import Kubera, _alive
+from tests.e2e.test_cli_e2e import Kubera, _alive, running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubera]:
-    k = Kubera(tmp_path_factory.mktemp("kubera-home"))
-    up = k("up", "--detach", "--nodes", "4", "--nodes-per-pool", "2", "--time-scale", "20", "--no-scheduler")
-    assert up.returncode == 0, up.stderr + up.stdout
-    assert "4 hollow nodes in 2 pool(s)" in up.stdout
-    ctx = json.loads((k.home / "context.json").read_text())
-    k.context = ctx  # type: ignore[attr-defined]
-    try:
+    home = tmp_path_factory.mktemp("kubera-home")
+    up_args = ("--nodes", "4", "--nodes-per-pool", "2", "--time-scale", "20", "--no-scheduler")
+    with running(home, *up_args) as k:
+        assert "4 hollow nodes in 2 pool(s)" in k.up_stdout  # type: ignore[attr-defined]
         yield k
-    finally:
-        if (k.home / "context.json").exists():
-            k("down")
-        for pid in [ctx["supervisor_pid"], *ctx["pids"].values()]:
-            if _alive(pid):
-                os.kill(pid, 9)
 
 
 def _until(check: Callable[[], object], timeout: float = 60.0) -> object:
@@ -86,7 +76,12 @@ def test_pods_bound_by_node_name_run_and_a_killed_node_loses_them(cluster: Kuber
         )
     r = cluster("apply", "-f", "-", stdin="\n---\n".join(json.dumps(d) for d in docs))
     assert r.returncode == 0, r.stderr
-    _until(lambda: all(p["status"].get("phase") == "Running" for p in _pods(cluster)) and len(_pods(cluster)) == 2)
+    _until(
+        lambda: (
+            all(p["status"].get("phase") == "Running" for p in _pods(cluster))
+            and len(_pods(cluster)) == 2
+        )
+    )
     r = cluster("chaos", "kill-node", "kubera-node-00000")
     assert r.stdout.strip() == "node/kubera-node-00000 killed", r.stderr
 
