@@ -6,6 +6,11 @@ first untolerated taint, worded "node(s) had untolerated taint {key: value}". Sc
 node's PreferNoSchedule taints that the pod's PreferNoSchedule (or effect-less) tolerations do
 not tolerate; NormalizeScore reverses it so the fewest intolerable taints score 100.
 Toleration matching (Equal, Exists, empty key/effect wildcards, numeric Gt/Lt) is in helpers.
+
+As the docs say ("the control plane also adds the node.kubernetes.io/memory-pressure
+toleration on pods that have a QoS class other than BestEffort"), Guaranteed and Burstable
+pods tolerate the memory-pressure NoSchedule taint here without it being written into
+their spec; new BestEffort pods are kept off a node under memory pressure.
 """
 
 from __future__ import annotations
@@ -46,6 +51,23 @@ class Args:
     """TaintToleration takes no arguments."""
 
 
+MEMORY_PRESSURE_TOLERATION = core_pb2.Toleration(
+    key="node.kubernetes.io/memory-pressure", operator="Exists", effect="NoSchedule"
+)
+
+
+def effective_tolerations(pod: core_pb2.Pod) -> Sequence[core_pb2.Toleration]:
+    """The pod's tolerations, plus memory pressure's for pods that are not BestEffort."""
+    qos = pod.status.qos_class or (
+        "Burstable"
+        if any(c.resources.requests or c.resources.limits for c in pod.spec.containers)
+        else "BestEffort"
+    )
+    if qos == "BestEffort":
+        return pod.spec.tolerations
+    return [*pod.spec.tolerations, MEMORY_PRESSURE_TOLERATION]
+
+
 def untolerated_reason(taint: core_pb2.Taint) -> str:
     return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
 
@@ -80,7 +102,7 @@ class TaintToleration:
         if node is None or not node.spec.taints:
             return Status.success()
         taint = find_matching_untolerated_taint(
-            node.spec.taints, pod_info.pod.spec.tolerations, do_not_schedule_taints_filter
+            node.spec.taints, effective_tolerations(pod_info.pod), do_not_schedule_taints_filter
         )
         if taint is None:
             return Status.success()
@@ -132,7 +154,7 @@ def is_schedulable_after_node_change(
     """Queue when the node went from having an untolerated taint (or not existing) to none."""
     if new is None:
         return QueueingHint.SKIP
-    tolerations = pod.spec.tolerations
+    tolerations = effective_tolerations(pod)
     was_untolerated = old is None or (
         find_matching_untolerated_taint(old.spec.taints, tolerations, do_not_schedule_taints_filter)
         is not None

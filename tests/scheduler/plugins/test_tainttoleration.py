@@ -252,3 +252,20 @@ def test_pod_hint_only_for_own_toleration_change() -> None:
     assert ev.hint is not None
     assert ev.hint(pod([]), pod([]), pod([{"operator": "Exists"}])) == QueueingHint.QUEUE
     assert ev.hint(pod([]), pod([], uid="x"), pod([], uid="x")) == QueueingHint.SKIP
+
+
+@pytest.mark.parametrize(
+    ("qos", "allowed"), [("BestEffort", False), ("Burstable", True), ("Guaranteed", True)]
+)
+def test_memory_pressure_keeps_only_best_effort_pods_off(qos: str, allowed: bool) -> None:
+    p = pod([])
+    p.status.qos_class = qos
+    pressured = node("n", [t("node.kubernetes.io/memory-pressure", "", "NoSchedule")])
+    st = tainttoleration.new(None, None).filter(CycleState(), PodInfo(p), NodeInfo(pressured))
+    assert st.is_success() is allowed
+    disk = node("d", [t("node.kubernetes.io/disk-pressure", "", "NoSchedule")])
+    assert (
+        not tainttoleration.new(None, None)
+        .filter(CycleState(), PodInfo(p), NodeInfo(disk))
+        .is_success()
+    )
