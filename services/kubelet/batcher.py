@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
 
-from services.api.errors import ApiError, NotFoundError
+from services.api.errors import NotFoundError
 from services.client import Client
 from services.client.informer import object_key
 
@@ -65,7 +65,7 @@ class Batcher:
         self.calls += 1
         try:
             results = await self.client.batch_update(objs, status=self.status)
-        except ApiError as e:  # the whole call failed (apiserver away): keep them for later
+        except Exception as e:  # noqa: BLE001 - the whole call failed (apiserver away): keep them
             log.warning("batch update of %d objects failed: %s; retrying", len(objs), e)
             for o in objs:
                 self.pending.setdefault(object_key(o), o)
