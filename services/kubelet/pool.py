@@ -152,6 +152,9 @@ class PodState:
     restarts: int = 0
     deleting: bool = False
     evicted: bool = False
+    #: The status this kubelet last wrote: the base of its next write, so a step that
+    #: runs before the watch has shown the previous one loses nothing.
+    written: core_pb2.PodStatus | None = None
 
     @property
     def key(self) -> str:
@@ -547,15 +550,28 @@ class NodePool:
     # -------------------------------------------------------------- pod statuses
 
     def _status_base(self, st: PodState) -> core_pb2.Pod:
-        """A status write for the pod: its latest object with the kubelet's fields reset
-        (others' conditions, e.g. DisruptionTarget, PodScheduled, kept)."""
+        """The next status write for the pod: what this kubelet wrote last (or the pod's
+        status when nothing yet), plus conditions others added since (DisruptionTarget
+        from taint eviction, PodScheduled)."""
         pod = core_pb2.Pod(api_version="v1", kind="Pod")
         pod.metadata.name = st.pod.metadata.name
         pod.metadata.namespace = st.pod.metadata.namespace
         pod.metadata.uid = st.uid
-        pod.status.CopyFrom(st.pod.status)
+        if st.written is None:
+            pod.status.CopyFrom(st.pod.status)
+        else:
+            pod.status.CopyFrom(st.written)
+            ours = {c.type for c in st.written.conditions}
+            for c in st.pod.status.conditions:
+                if c.type not in ours:
+                    pod.status.conditions.add().CopyFrom(c)
         pod.status.host_ip = _node_ip(self.config.first_ordinal + st.node.index)
         return pod
+
+    def _write_status(self, st: PodState, pod: core_pb2.Pod) -> None:
+        st.written = core_pb2.PodStatus()
+        st.written.CopyFrom(pod.status)
+        self.status_batcher.put(pod)
 
     def _container_statuses(
         self, st: PodState, state: dict[str, Any], *, ready: bool
@@ -596,6 +612,9 @@ class NodePool:
         pod = self._status_base(st)
         pod.status.phase = "Pending"
         pod.status.start_time = pod.status.start_time or now
+        if not any(c.type == "PodScheduled" for c in pod.status.conditions):
+            # bound by nodeName, never through a scheduler: the kubelet reports it (upstream)
+            self._set_pod_condition(pod, "PodScheduled", "True", now)
         self._set_pod_condition(pod, "PodReadyToStartContainers", "False", now)
         self._set_pod_condition(pod, "Initialized", "True", now)
         self._set_pod_condition(pod, "Ready", "False", now, "ContainersNotReady")
@@ -604,7 +623,7 @@ class NodePool:
         pod.status.container_statuses.extend(
             self._container_statuses(st, {"waiting": {"reason": "ContainerCreating"}}, ready=False)
         )
-        self.status_batcher.put(pod)
+        self._write_status(st, pod)
 
     def _running(self, st: PodState) -> None:
         st.phase = "Running"
@@ -625,7 +644,7 @@ class NodePool:
         pod.status.container_statuses.extend(
             self._container_statuses(st, {"running": {"startedAt": now}}, ready=True)
         )
-        self.status_batcher.put(pod)
+        self._write_status(st, pod)
         self._track_usage(st)
 
     def _track_usage(self, st: PodState) -> None:
@@ -691,7 +710,7 @@ class NodePool:
                 }
             }
             pod.status.container_statuses.extend(self._container_statuses(st, term, ready=False))
-        self.status_batcher.put(pod)
+        self._write_status(st, pod)
 
     async def _delete_worker(self) -> None:
         while True:
