@@ -1,6 +1,6 @@
 # The two commands of the README, each self-contained on a fresh machine:
-#   make demo   start kubera on the embedded default (etcd + local Ray), apply the
-#               quickstart example, show it, and leave the cluster running
+#   make demo   start kubera on the embedded default (etcd + local Ray) with 6 hollow
+#               nodes, apply a Deployment, show it, and leave the cluster running
 #   make test   the test suite (unit, integration on real etcd, end to end with Ray)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -16,7 +16,6 @@ $(BIN)/kubera: pyproject.toml
 
 demo: $(BIN)/kubera
 	$(BIN)/kubera up --detach --nodes 6
-	$(BIN)/kubera apply -f examples/quickstart.yaml
 	$(BIN)/kubera apply -f examples/deployment.yaml
 	$(BIN)/kubera get nodes -o wide
 	$(BIN)/kubera get pods -A -o wide
