@@ -81,7 +81,8 @@ class ControllerManager:
         self.client = client
         self.config = config or ControllerManagerConfig()
         self.clock = clock or RealClock()
-        self.informers = SharedInformers(client, clock=self.clock)
+        # informers retry in wall time: reconnecting is infrastructure, not simulation
+        self.informers = SharedInformers(client)
         self.controllers: dict[str, Controller] = {
             name: _build(name, client, self.informers, self.clock, self.config.configs.get(name))
             for name in self.config.controllers

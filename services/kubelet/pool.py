@@ -207,15 +207,12 @@ class NodePool:
             self._tasks.append(asyncio.create_task(b.run()))
         if self.config.watch_per_node:
             self.informers = [
-                Informer(
-                    self.client, PODS, field_selector=f"spec.nodeName={n.name}", clock=self.clock
-                )
+                Informer(self.client, PODS, field_selector=f"spec.nodeName={n.name}")
                 for n in self.nodes
             ]
         else:
-            self.informers = [
-                Informer(self.client, PODS, field_selector="spec.nodeName!=", clock=self.clock)
-            ]
+            self.informers = [Informer(self.client, PODS, field_selector="spec.nodeName!=")]
+        # informers retry in wall time: reconnecting is infrastructure, not simulation
         handlers = Handlers(
             on_add=self._on_pod,
             on_update=lambda _o, p: self._on_pod(p),
