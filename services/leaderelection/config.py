@@ -14,8 +14,9 @@ extra (client-go's wait.JitterUntil), which is why renew_deadline must exceed it
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 #: client-go's JitterFactor: a campaign waits retry_period × (1 + U[0, JITTER_FACTOR)).
 JITTER_FACTOR = 1.2
@@ -78,7 +79,7 @@ class LeaderElectionRecord:
 class Callbacks:
     #: Runs as a task once this elector leads; `stop` is set when the term ends (lost, or
     #: run() stopping). Return soon after: the elector cancels it after one retry_period.
-    on_started_leading: Callable[[asyncio.Event], Awaitable[None]]
+    on_started_leading: Callable[[asyncio.Event], Coroutine[Any, Any, None]]
     #: Runs exactly once at the end of every term, after the work above has finished.
     on_stopped_leading: Callable[[], None]
     #: Called with the holder's identity whenever the observed holder changes (this

@@ -26,6 +26,9 @@ returning, so on_stopped_leading runs once per term rather than once per run(); 
 always released on a clean stop (ReleaseOnCancel); if the work returns while we lead, the
 term ends, since a leader that does no work stalls the standbys; an elector never adopts a
 key left by an earlier process with the same identity, it waits for it to expire.
+
+Stop run() by setting its event: that releases the lock. Cancelling run()'s task still ends
+the term (work stopped, on_stopped_leading called) but leaves the key to expire.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from services.clock import Clock, RealClock
 from services.leaderelection.config import (
@@ -117,6 +120,9 @@ class LeaderElector:
             except _Stopped:
                 return
             await self._lead(held, stop)
+            # One retry period between terms, so work that fails at once cannot spin the
+            # loop and a standby gets its turn at a key we just released.
+            await self._pause(self.config.retry_period, stop)
 
     async def _acquire(self, stop: asyncio.Event) -> LockRecord:
         log.info("%s: campaigning for %s", self.config.identity, self.config.key)
@@ -277,7 +283,7 @@ class LeaderElector:
         )
         self._call(self._callbacks.on_transition, record)
 
-    def _call(self, fn, *args) -> None:  # type: ignore[no-untyped-def]
+    def _call(self, fn: Callable[..., object], *args: object) -> None:
         try:
             fn(*args)
         except Exception:
@@ -289,7 +295,7 @@ class LeaderElector:
         """`aw`'s result; TimeoutError after `seconds` of the injected clock; _Stopped when
         `stop` is set first. An unfinished `aw` is cancelled, so a hung call cannot linger."""
         op = asyncio.ensure_future(aw)
-        others = [asyncio.ensure_future(self._clock.sleep(seconds))]
+        others: list[asyncio.Future[Any]] = [asyncio.ensure_future(self._clock.sleep(seconds))]
         if stop is not None:
             others.append(asyncio.ensure_future(stop.wait()))
         try:
@@ -309,13 +315,13 @@ class LeaderElector:
         self, seconds: float, stop: asyncio.Event, work: asyncio.Task[None] | None = None
     ) -> None:
         """Sleep on the injected clock; wake early when `stop` is set or `work` ends."""
-        others = [
+        others: list[asyncio.Future[Any]] = [
             asyncio.ensure_future(self._clock.sleep(seconds)),
             asyncio.ensure_future(stop.wait()),
         ]
-        waiters: set[asyncio.Future[object]] = {*others}
+        waiters: set[asyncio.Future[Any]] = {*others}
         if work is not None:
-            waiters.add(work)  # type: ignore[arg-type]
+            waiters.add(work)
         try:
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         finally:

@@ -21,6 +21,10 @@ Why `expire` exists: it is client-go's takeover rule (a standby that has seen th
 unchanged for a whole lease_duration may take it) and the backstop for stores whose leases do
 not run out on their own (MemoryStorage never expires a lease). On etcd the lease normally
 expires first. The guard on mod_revision means a key renewed since it was seen is left alone.
+
+Records after a write are built from the txn's revision rather than read back with a Get in
+the same txn: etcd applies a txn's ops in order, but MemoryStorage answers Gets from the state
+before the txn's writes.
 """
 
 from __future__ import annotations
@@ -102,23 +106,24 @@ class StorageLock:
         lease = await self._storage.grant_lease(self._ttl)
         res = await self._storage.txn(
             [Compare(self._key, "create", "==", 0)],
-            [Put(self._key, identity.encode(), lease), Get(self._key)],
+            [Put(self._key, identity.encode(), lease)],
             [Get(self._key)],
         )
-        current = res.gets[0] if res.gets else None
-        if res.succeeded and current is not None:
-            return _record(current), None
+        if res.succeeded:
+            # The put created the key, so its create and mod revisions are the txn's.
+            return LockRecord(self._key, identity, res.revision, res.revision, lease), None
         await self._revoke(lease)
+        current = res.gets[0] if res.gets else None
         return None, (_record(current) if current else None)
 
     async def renew(self, held: LockRecord) -> LockRecord | None:
         lease = await self._storage.grant_lease(self._ttl)
         res = await self._storage.txn(
             [Compare(self._key, "create", "==", held.create_revision)],
-            [Put(self._key, held.holder.encode(), lease), Get(self._key)],
+            [Put(self._key, held.holder.encode(), lease)],
         )
-        if res.succeeded and res.gets and res.gets[0] is not None:
-            return _record(res.gets[0])
+        if res.succeeded:
+            return LockRecord(self._key, held.holder, held.create_revision, res.revision, lease)
         await self._revoke(lease)
         return None
 
