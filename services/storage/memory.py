@@ -53,35 +53,44 @@ class MemoryStorage:
         ok = all(compare_ok(self._data.get(c.key), c) for c in compares)
         ops = success if ok else failure
         writes = [op for op in ops if not isinstance(op, Get)]
-        gets = tuple(self._data.get(op.key) for op in ops if isinstance(op, Get))
-        if writes and any(isinstance(op, Put) or op.key in self._data for op in writes):
+        writing = bool(writes) and any(isinstance(op, Put) or op.key in self._data for op in writes)
+        if writing:
             self._rev += 1
-            events: list[Event] = []
-            for op in writes:
-                prev = self._data.get(op.key)
-                if isinstance(op, Put):
-                    kv = KeyValue(
-                        op.key,
-                        op.value,
-                        prev.create_revision if prev else self._rev,
-                        self._rev,
-                        prev.version + 1 if prev else 1,
-                        op.lease,
-                    )
-                    if prev is None:
-                        bisect.insort(self._keys, op.key)
-                    self._data[op.key] = kv
-                    if op.lease:
-                        self._leases.setdefault(op.lease, set()).add(op.key)
-                    events.append(Event("PUT", kv, prev))
-                elif isinstance(op, Delete) and prev is not None:
-                    del self._data[op.key]
-                    self._keys.pop(bisect.bisect_left(self._keys, op.key))
-                    events.append(Event("DELETE", KeyValue(op.key, b"", 0, self._rev, 0), prev))
+        # Ops run in order, as in etcd: a Get after a Put of the same txn sees the Put.
+        gets: list[KeyValue | None] = []
+        events: list[Event] = []
+        for op in ops:
+            prev = self._data.get(op.key)
+            if isinstance(op, Get):
+                gets.append(prev)
+            elif isinstance(op, Put):
+                kv = KeyValue(
+                    op.key,
+                    op.value,
+                    prev.create_revision if prev else self._rev,
+                    self._rev,
+                    prev.version + 1 if prev else 1,
+                    op.lease,
+                )
+                if prev is None:
+                    bisect.insort(self._keys, op.key)
+                elif prev.lease and prev.lease != op.lease:
+                    self._leases.get(prev.lease, set()).discard(op.key)  # a put moves the key
+                self._data[op.key] = kv
+                if op.lease:
+                    self._leases.setdefault(op.lease, set()).add(op.key)
+                events.append(Event("PUT", kv, prev))
+            elif isinstance(op, Delete) and prev is not None:
+                del self._data[op.key]
+                self._keys.pop(bisect.bisect_left(self._keys, op.key))
+                if prev.lease:
+                    self._leases.get(prev.lease, set()).discard(op.key)
+                events.append(Event("DELETE", KeyValue(op.key, b"", 0, self._rev, 0), prev))
+        if writing:
             self._history.extend(events)
             async with self._changed:
                 self._changed.notify_all()
-        return TxnResult(ok, self._rev, gets)
+        return TxnResult(ok, self._rev, tuple(gets))
 
     async def watch(self, prefix: str, start_revision: int) -> AsyncIterator[WatchBatch]:
         if start_revision and start_revision <= self._compacted:

@@ -101,3 +101,20 @@ async def test_multi_key_txn_is_all_or_nothing(storage: Storage) -> None:
     )
     assert not res.succeeded
     assert await storage.get("/m/a") is None
+
+
+async def test_a_get_after_a_put_in_one_txn_sees_the_put(storage) -> None:
+    res = await storage.txn([], [Put("/t/k", b"v1"), Get("/t/k")])
+    assert res.gets[0] is not None and res.gets[0].value == b"v1"
+
+
+async def test_a_put_moves_the_key_to_its_new_lease(storage) -> None:
+    old = await storage.grant_lease(30)
+    new = await storage.grant_lease(30)
+    await storage.txn([], [Put("/t/leased", b"a", lease=old)])
+    await storage.txn([], [Put("/t/leased", b"b", lease=new)])
+    await storage.revoke_lease(old)
+    kv = await storage.get("/t/leased")
+    assert kv is not None and kv.value == b"b" and kv.lease == new
+    await storage.revoke_lease(new)
+    assert await storage.get("/t/leased") is None
