@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -27,8 +28,11 @@ import grpc
 
 from kubera.bench import _Cluster
 from kubera.errors import CliError
+from services.api.quantity import parse_quantity
+from services.kubelet.template import default_template
 
-PAGE = 4096
+#: Memory every bench pod uses (its usage annotation), bytes.
+POD_MEMORY = 100 * 2**20
 
 
 def register(bsub: argparse._SubParsersAction) -> None:
@@ -47,15 +51,11 @@ def register(bsub: argparse._SubParsersAction) -> None:
 
 def _proc_cpu(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    import os
-
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _machine_busy() -> tuple[float, float]:
     """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat."""
-    import os
-
     parts = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
     tick = os.sysconf("SC_CLK_TCK")
@@ -86,7 +86,7 @@ async def _measure(ctx: dict, args: argparse.Namespace) -> dict[str, float]:
         names = sorted(n.metadata.name for n in nodes)
         if len(names) != args.nodes:
             raise CliError(f"bench: expected {args.nodes} nodes, found {len(names)}")
-        usage = json.dumps({"memory": {"start": "100Mi"}})
+        usage = json.dumps({"memory": {"start": str(POD_MEMORY)}})
         t0 = time.monotonic()
         batch = []
         total = 0
@@ -169,9 +169,11 @@ async def _measure(ctx: dict, args: argparse.Namespace) -> dict[str, float]:
         # eviction reaction
         k = min(args.pressure_nodes, len(names))
         targets = names[:: max(1, len(names) // k)][:k]
-        # default template: 32Gi memory, 500Mi system; pods use 100Mi each
-        cap = 32 * 2**30
-        inject = cap - 500 * 2**20 - args.pods_per_node * 100 * 2**20 - 50 * 2**20
+        # leave 50Mi under the 100Mi hard threshold: one pod's eviction (100Mi) resolves it
+        kind = default_template().kinds[0]
+        cap = parse_quantity(kind.capacity["memory"]).int_value()
+        pods_use = args.pods_per_node * POD_MEMORY
+        inject = cap - kind.system["memory"] - pods_use - 50 * 2**20  # 50Mi left available
         _, rv = await c.list(pods_kind, field_selector="status.phase=Failed")
         evicted_nodes: set[str] = set()
 

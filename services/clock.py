@@ -10,6 +10,9 @@ from typing import Protocol
 
 
 class Clock(Protocol):
+    #: Simulated seconds per wall second (1 for real time).
+    scale: float
+
     def now(self) -> float:
         """Seconds since the epoch."""
         ...
@@ -20,6 +23,8 @@ class Clock(Protocol):
 
 
 class RealClock:
+    scale = 1.0
+
     def now(self) -> float:
         return time.time()
 
@@ -32,6 +37,8 @@ class RealClock:
 
 class FakeClock:
     """A clock for tests: time moves only when `advance` is called."""
+
+    scale = 1.0
 
     def __init__(self, start: float = 1_800_000_000.0) -> None:
         self._now = start

@@ -29,54 +29,36 @@ import heapq
 import itertools
 import logging
 import random
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+from google.protobuf.message import Message
 
-from protos.kubera.v1 import coordination_pb2, core_pb2
-from services.api import codec
+from protos.kubera.v1 import core_pb2
 from services.api.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
 from services.api.kinds import BY_KIND
+from services.api.quantity import parse_quantity
 from services.client import Client
 from services.client.informer import Handlers, Informer
-from services.clock import Clock, RealClock, parse_rfc3339, rfc3339, rfc3339_micro
+from services.clock import Clock, RealClock, parse_rfc3339
 from services.kubelet import eviction as ev
+from services.kubelet import podstatus
 from services.kubelet.batcher import Batcher
-from services.kubelet.template import NodePlan, Stages, TemplateError
+from services.kubelet.nodestatus import lease_object, node_object, node_status_object, pod_ip
+from services.kubelet.pressure import IMAGE_BYTES_PER_INODE, PoolPressure
+from services.kubelet.state import PRESSURE_CONDITIONS, HollowNode, PodState
+from services.kubelet.template import NodePlan, TemplateError
 from services.kubelet.usage import UsageTable, resolve_usage
 from services.scheduler.framework.types import pod_requests
+from services.scheduler.plugins.helpers import tolerations_tolerate_taint
 
 log = logging.getLogger(__name__)
 
-PODS, NODES, LEASES = BY_KIND["Pod"], BY_KIND["Node"], BY_KIND["Lease"]
-LEASE_NAMESPACE = "kube-node-lease"
-KUBELET_VERSION = "v1.31.0-kubera"
-PRESSURE_CONDITIONS = ("MemoryPressure", "DiskPressure", "PIDPressure")
-_CONDITION_WORDS = {
-    # condition: (reason when False, message when False, reason when True, message when True)
-    "MemoryPressure": (
-        "KubeletHasSufficientMemory",
-        "kubelet has sufficient memory available",
-        "KubeletHasInsufficientMemory",
-        "kubelet has insufficient memory available",
-    ),
-    "DiskPressure": (
-        "KubeletHasNoDiskPressure",
-        "kubelet has no disk pressure",
-        "KubeletHasDiskPressure",
-        "kubelet has disk pressure",
-    ),
-    "PIDPressure": (
-        "KubeletHasSufficientPID",
-        "kubelet has sufficient PID available",
-        "KubeletHasInsufficientPID",
-        "kubelet has insufficient PID available",
-    ),
-}
-MEMORY_PRESSURE_TAINT = "node.kubernetes.io/memory-pressure"
-DISK_PRESSURE_TAINT = "node.kubernetes.io/disk-pressure"
+PODS = BY_KIND["Pod"]
+MEMORY_PRESSURE_TAINT = core_pb2.Taint(
+    key=ev.CONDITION_TAINTS[ev.MEMORY_PRESSURE], effect="NoSchedule"
+)
 
 
 @dataclass(frozen=True)
@@ -111,56 +93,6 @@ class PoolConfig:
             raise ValueError("workers and max_batch must be at least 1")
 
 
-@dataclass
-class HollowNode:
-    index: int
-    plan: NodePlan
-    manager: ev.EvictionManager
-    eviction: ev.EvictionConfig
-    alive: bool = True
-    registered: bool = False
-    status: core_pb2.NodeStatus = field(default_factory=core_pb2.NodeStatus)
-    conditions: dict[str, bool] = field(
-        default_factory=lambda: dict.fromkeys(PRESSURE_CONDITIONS, False)
-    )
-    #: image name → size in bytes (what the node has pulled)
-    images: dict[str, int] = field(default_factory=dict)
-    pods: set[str] = field(default_factory=set)
-    #: node-level usage added on purpose (experiments: a runaway system daemon)
-    extra: dict[str, int] = field(default_factory=dict)
-    last_status_post: float = 0.0
-    lease_renewed: float = 0.0
-    parked: list[tuple[str, int, str]] = field(default_factory=list)
-    ip_seq: int = 0
-    evictions: int = 0
-
-    @property
-    def name(self) -> str:
-        return self.plan.name
-
-
-@dataclass
-class PodState:
-    uid: str
-    pod: core_pb2.Pod
-    node: HollowNode
-    stages: Stages
-    phase: str = "Pending"  # the kubelet's own: Pending, Creating, Running, Succeeded, Failed
-    #: bumped whenever queued steps must be forgotten (deletion, eviction)
-    gen: int = 0
-    started_at: float = 0.0
-    restarts: int = 0
-    deleting: bool = False
-    evicted: bool = False
-    #: The status this kubelet last wrote: the base of its next write, so a step that
-    #: runs before the watch has shown the previous one loses nothing.
-    written: core_pb2.PodStatus | None = None
-
-    @property
-    def key(self) -> str:
-        return f"{self.pod.metadata.namespace}/{self.pod.metadata.name}"
-
-
 class NodePool:
     """Runs `plans` as hollow kubelets against the apiserver behind `client`."""
 
@@ -180,11 +112,12 @@ class NodePool:
         self.by_name: dict[str, HollowNode] = {}
         for i, plan in enumerate(plans):
             cfg = ev.EvictionConfig.from_dict(plan.kind.eviction)
-            node = HollowNode(i, plan, ev.EvictionManager(cfg), cfg)
+            node = HollowNode(i, self.config.first_ordinal + i, plan, ev.EvictionManager(cfg), cfg)
             self.nodes.append(node)
             self.by_name[plan.name] = node
         self.pods: dict[str, PodState] = {}
         self.usage = UsageTable()
+        self.pressure = PoolPressure(self.nodes)
         self.status_batcher = Batcher(client, status=True, max_batch=self.config.max_batch)
         self.node_batcher = Batcher(client, status=True, max_batch=self.config.max_batch)
         self.lease_batcher = Batcher(client, status=False, max_batch=self.config.max_batch)
@@ -196,15 +129,15 @@ class NodePool:
         self.informers: list[Informer] = []
         self.eviction_ticks = 0
         self.eviction_tick_seconds = 0.0
-        self._watermarks = self._build_watermarks()
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         """Register every node and its lease, then start watching pods."""
-        await self._register(self.nodes)
+        await self._register()
         for b in (self.status_batcher, self.node_batcher, self.lease_batcher):
             self._tasks.append(asyncio.create_task(b.run()))
+        # informers retry in wall time: reconnecting is infrastructure, not simulation
         if self.config.watch_per_node:
             self.informers = [
                 Informer(self.client, PODS, field_selector=f"spec.nodeName={n.name}")
@@ -212,7 +145,6 @@ class NodePool:
             ]
         else:
             self.informers = [Informer(self.client, PODS, field_selector="spec.nodeName!=")]
-        # informers retry in wall time: reconnecting is infrastructure, not simulation
         handlers = Handlers(
             on_add=self._on_pod,
             on_update=lambda _o, p: self._on_pod(p),
@@ -235,125 +167,32 @@ class NodePool:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
-    # --------------------------------------------------------------- registration
+    # ------------------------------------------------------- registration, leases
 
-    def _node_object(self, node: HollowNode) -> core_pb2.Node:
-        plan, kind = node.plan, node.plan.kind
-        now = rfc3339(self.clock.now())
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": plan.name,
-                "labels": plan.labels,
-                "annotations": {
-                    "kubera.io/node-pool": self.config.name,
-                    "kubera.io/node-kind": kind.name,
-                },
-            },
-            "spec": {"taints": kind.taints},
-            "status": {
-                "capacity": kind.capacity,
-                "allocatable": kind.allocatable,
-                "addresses": [
-                    {
-                        "type": "InternalIP",
-                        "address": _node_ip(self.config.first_ordinal + node.index),
-                    },
-                    {"type": "Hostname", "address": plan.name},
-                ],
-                "nodeInfo": {
-                    "kubeletVersion": KUBELET_VERSION,
-                    "kubeProxyVersion": KUBELET_VERSION,
-                    "containerRuntimeVersion": "kubera://hollow",
-                    "osImage": "kubera hollow node",
-                    "kernelVersion": "hollow",
-                    "operatingSystem": "linux",
-                    "architecture": "amd64",
-                    "machineID": plan.name,
-                },
-                "phase": "Running",
-            },
-        }
-        obj: core_pb2.Node = codec.decode(doc, validate="strict").obj  # type: ignore[assignment]
-        node.status.CopyFrom(obj.status)
-        self._set_conditions(node, now)
-        obj.status.CopyFrom(node.status)
-        return obj
-
-    def _set_conditions(self, node: HollowNode, now: str) -> None:
-        """Write the kubelet's conditions into `node.status` (Ready last, as upstream)."""
-        old = {c.type: c for c in node.status.conditions}
-        del node.status.conditions[:]
-        for cond in PRESSURE_CONDITIONS:
-            on = node.conditions[cond]
-            words = _CONDITION_WORDS[cond]
-            reason, message = (words[2], words[3]) if on else (words[0], words[1])
-            self._condition(
-                node, old.get(cond), cond, "True" if on else "False", reason, message, now
-            )
-        self._condition(
-            node,
-            old.get("Ready"),
-            "Ready",
-            "True",
-            "KubeletReady",
-            "kubelet is posting ready status",
-            now,
-        )
-
-    @staticmethod
-    def _condition(
-        node: HollowNode,
-        old: core_pb2.NodeCondition | None,
-        type_: str,
-        status: str,
-        reason: str,
-        message: str,
-        now: str,
-    ) -> None:
-        c = node.status.conditions.add(
-            type=type_, status=status, reason=reason, message=message, last_heartbeat_time=now
-        )
-        c.last_transition_time = (
-            old.last_transition_time if old is not None and old.status == status else now
-        )
-
-    async def _register(self, nodes: list[HollowNode]) -> None:
+    async def _register(self) -> None:
         now = self.clock.now()
-        objs = [self._node_object(n) for n in nodes]
+        await self._create_or_take_over(
+            [node_object(n, self.config.name, now) for n in self.nodes], self.node_batcher
+        )
+        duration = self.config.lease_duration_seconds
+        await self._create_or_take_over(
+            [lease_object(n, duration, now) for n in self.nodes], self.lease_batcher
+        )
+        for n in self.nodes:
+            n.registered = True
+            n.last_status_post = n.lease_renewed = now
+
+    async def _create_or_take_over(self, objs: Sequence[Message], batcher: Batcher) -> None:
+        """Create the objects; one that exists (ours from before a restart) is written
+        over through `batcher` instead."""
         for start in range(0, len(objs), self.config.max_batch):
             chunk = objs[start : start + self.config.max_batch]
             results = await self.client.batch_create(chunk)
             for obj, r in zip(chunk, results, strict=True):
                 if isinstance(r.error, AlreadyExistsError):
-                    self.node_batcher.put(obj)  # a node of ours from before: post our status
+                    batcher.put(obj)
                 elif r.error is not None:
                     raise r.error
-        leases = [self._lease(n, now) for n in nodes]
-        for start in range(0, len(leases), self.config.max_batch):
-            chunk = leases[start : start + self.config.max_batch]
-            results = await self.client.batch_create(chunk)
-            for lease, r in zip(chunk, results, strict=True):
-                if isinstance(r.error, AlreadyExistsError):
-                    self.lease_batcher.put(lease)
-                elif r.error is not None:
-                    raise r.error
-        for n in nodes:
-            n.registered = True
-            n.last_status_post = now
-            n.lease_renewed = now
-
-    def _lease(self, node: HollowNode, now: float) -> coordination_pb2.Lease:
-        lease = coordination_pb2.Lease(api_version="coordination.k8s.io/v1", kind="Lease")
-        lease.metadata.name = node.name
-        lease.metadata.namespace = LEASE_NAMESPACE
-        lease.spec.holder_identity = node.name
-        lease.spec.lease_duration_seconds = self.config.lease_duration_seconds
-        lease.spec.renew_time = rfc3339_micro(now)
-        return lease
-
-    # ---------------------------------------------------------------------- leases
 
     async def _lease_loop(self) -> None:
         while True:
@@ -363,21 +202,19 @@ class NodePool:
             for n in self.nodes:
                 if not n.alive:
                     continue
-                self.lease_batcher.put(self._lease(n, now))
-                n.lease_renewed = now
+                self._renew(n, now)
                 if now - n.last_status_post >= report:
                     self._post_node_status(n)
 
+    def _renew(self, node: HollowNode, now: float) -> None:
+        self.lease_batcher.put(lease_object(node, self.config.lease_duration_seconds, now))
+        node.lease_renewed = now
+
     def _post_node_status(self, node: HollowNode) -> None:
         node.last_status_post = self.clock.now()
-        self._set_conditions(node, rfc3339(node.last_status_post))
-        obj = core_pb2.Node(api_version="v1", kind="Node")
-        obj.metadata.name = node.name
-        obj.status.CopyFrom(node.status)
-        self.node_batcher.put(obj)
+        self.node_batcher.put(node_status_object(node, node.last_status_post))
 
     # ------------------------------------------------------------------------ pods
-
     def _on_pod(self, pod: core_pb2.Pod) -> None:
         node = self.by_name.get(pod.spec.node_name)
         if node is None:
@@ -433,20 +270,14 @@ class NodePool:
         """The kubelet's admission: pressure conditions, then resources (upstream's
         eviction admit handler and the predicate admit handler)."""
         node, pod = st.node, st.pod
-        tolerates = any(
-            (t.key == MEMORY_PRESSURE_TAINT or (not t.key and t.operator == "Exists"))
-            and t.effect in ("", "NoSchedule")
-            for t in pod.spec.tolerations
-        )
+        tolerates = tolerations_tolerate_taint(pod.spec.tolerations, MEMORY_PRESSURE_TAINT)
         ok, reason, message = ev.admit(
             pod.status.qos_class or "BestEffort", tolerates, node.conditions
         )
         if not ok:
             return reason, message
         want = pod_requests(pod)
-        alloc = node.plan.kind.allocatable
-        used_cpu = used_mem = 0
-        count = 0
+        used_cpu = used_mem = count = 0
         for uid in node.pods:
             other = self.pods.get(uid)
             if other is None or other is st or other.phase in ("Succeeded", "Failed"):
@@ -455,24 +286,22 @@ class NodePool:
             used_cpu += r.milli_cpu
             used_mem += r.memory
             count += 1
-        cap_cpu = _milli(alloc.get("cpu", "0"))
-        cap_mem = _int(alloc.get("memory", "0"))
-        cap_pods = _int(alloc.get("pods", "110"))
+        alloc = node.plan.kind.allocatable
+        cap_pods = parse_quantity(alloc.get("pods", "110")).int_value()
         if count + 1 > cap_pods:
             return (
                 "OutOfpods",
                 f"Node didn't have enough resource: pods, requested: 1, used: {count}, capacity: {cap_pods}",
             )
-        if want.milli_cpu and used_cpu + want.milli_cpu > cap_cpu:
-            return (
-                "OutOfcpu",
-                f"Pod was rejected: Node didn't have enough resource: cpu, requested: {want.milli_cpu}, used: {used_cpu}, capacity: {cap_cpu}",
-            )
-        if want.memory and used_mem + want.memory > cap_mem:
-            return (
-                "OutOfmemory",
-                f"Pod was rejected: Node didn't have enough resource: memory, requested: {want.memory}, used: {used_mem}, capacity: {cap_mem}",
-            )
+        for name, wanted, used, cap in (
+            ("cpu", want.milli_cpu, used_cpu, parse_quantity(alloc.get("cpu", "0")).milli_value()),
+            ("memory", want.memory, used_mem, parse_quantity(alloc.get("memory", "0")).int_value()),
+        ):
+            if wanted and used + wanted > cap:
+                return (
+                    f"OutOf{name}",
+                    f"Pod was rejected: Node didn't have enough resource: {name}, requested: {wanted}, used: {used}, capacity: {cap}",
+                )
         return None
 
     def _on_pod_gone(self, pod: core_pb2.Pod) -> None:
@@ -510,7 +339,7 @@ class NodePool:
             if wait > 0:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), wait / _scale(self.clock))
+                    await asyncio.wait_for(self._wake.wait(), wait / self.clock.scale)
                 continue
             now_m = self.clock.monotonic()
             n = 0
@@ -546,102 +375,23 @@ class NodePool:
 
     # -------------------------------------------------------------- pod statuses
 
-    def _status_base(self, st: PodState) -> core_pb2.Pod:
-        """The next status write for the pod: what this kubelet wrote last (or the pod's
-        status when nothing yet), plus conditions others added since (DisruptionTarget
-        from taint eviction, PodScheduled)."""
-        pod = core_pb2.Pod(api_version="v1", kind="Pod")
-        pod.metadata.name = st.pod.metadata.name
-        pod.metadata.namespace = st.pod.metadata.namespace
-        pod.metadata.uid = st.uid
-        if st.written is None:
-            pod.status.CopyFrom(st.pod.status)
-        else:
-            pod.status.CopyFrom(st.written)
-            ours = {c.type for c in st.written.conditions}
-            for c in st.pod.status.conditions:
-                if c.type not in ours:
-                    pod.status.conditions.add().CopyFrom(c)
-        pod.status.host_ip = _node_ip(self.config.first_ordinal + st.node.index)
-        return pod
-
     def _write_status(self, st: PodState, pod: core_pb2.Pod) -> None:
         st.written = core_pb2.PodStatus()
         st.written.CopyFrom(pod.status)
         self.status_batcher.put(pod)
 
-    def _container_statuses(
-        self, st: PodState, state: dict[str, Any], *, ready: bool
-    ) -> list[core_pb2.ContainerStatus]:
-        out = []
-        for i, c in enumerate(st.pod.spec.containers):
-            cs = core_pb2.ContainerStatus(
-                name=c.name,
-                image=c.image,
-                image_id=f"hollow://{c.image}",
-                container_id=f"kubera://{st.uid[:12]}-{i}" if "waiting" not in state else "",
-                ready=ready,
-                started="running" in state,
-                restart_count=st.restarts,
-            )
-            cs.state.update(state)
-            out.append(cs)
-        return out
-
-    def _set_pod_condition(
-        self, pod: core_pb2.Pod, type_: str, status: str, now: str, reason: str = ""
-    ) -> None:
-        for c in pod.status.conditions:
-            if c.type == type_:
-                if c.status != status:
-                    c.status, c.last_transition_time = status, now
-                c.reason = reason
-                return
-        pod.status.conditions.add(
-            type=type_, status=status, last_transition_time=now, reason=reason
-        )
-
     def _creating(self, st: PodState) -> None:
         st.phase = "Creating"
-        now = rfc3339(self.clock.now())
         for c in st.pod.spec.containers:  # pulling: the node now holds the image
             st.node.images.setdefault(c.image, st.node.plan.kind.image_size(c.image))
-        pod = self._status_base(st)
-        pod.status.phase = "Pending"
-        pod.status.start_time = pod.status.start_time or now
-        if not any(c.type == "PodScheduled" for c in pod.status.conditions):
-            # bound by nodeName, never through a scheduler: the kubelet reports it (upstream)
-            self._set_pod_condition(pod, "PodScheduled", "True", now)
-        self._set_pod_condition(pod, "PodReadyToStartContainers", "False", now)
-        self._set_pod_condition(pod, "Initialized", "True", now)
-        self._set_pod_condition(pod, "Ready", "False", now, "ContainersNotReady")
-        self._set_pod_condition(pod, "ContainersReady", "False", now, "ContainersNotReady")
-        del pod.status.container_statuses[:]
-        pod.status.container_statuses.extend(
-            self._container_statuses(st, {"waiting": {"reason": "ContainerCreating"}}, ready=False)
-        )
-        self._write_status(st, pod)
+        self._write_status(st, podstatus.creating(st, self.clock.now()))
 
     def _running(self, st: PodState) -> None:
         st.phase = "Running"
-        now_f = self.clock.now()
-        now = rfc3339(now_f)
-        st.started_at = now_f
-        node = st.node
-        node.ip_seq += 1
-        pod = self._status_base(st)
-        pod.status.phase = "Running"
-        ip = _pod_ip(self.config.first_ordinal + node.index, node.ip_seq)
-        pod.status.pod_ip = ip
-        del pod.status.pod_ips[:]
-        pod.status.pod_ips.add(ip=ip)
-        for cond in ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready"):
-            self._set_pod_condition(pod, cond, "True", now)
-        del pod.status.container_statuses[:]
-        pod.status.container_statuses.extend(
-            self._container_statuses(st, {"running": {"startedAt": now}}, ready=True)
-        )
-        self._write_status(st, pod)
+        st.started_at = self.clock.now()
+        st.node.ip_seq += 1
+        ip = pod_ip(st.node.ordinal, st.node.ip_seq)
+        self._write_status(st, podstatus.running(st, st.started_at, ip))
         self._track_usage(st)
 
     def _track_usage(self, st: PodState) -> None:
@@ -686,27 +436,9 @@ class NodePool:
         st.gen += 1
         st.evicted = evicted
         self.usage.remove(st.uid)
-        now = rfc3339(self.clock.now())
-        pod = self._status_base(st)
-        pod.status.phase = phase
-        if evicted or reason.startswith("OutOf") or reason == ev.REASON_EVICTED:
-            pod.status.reason, pod.status.message = reason, message
-        for cond in ("Ready", "ContainersReady"):
-            self._set_pod_condition(
-                pod, cond, "False", now, "PodFailed" if phase == "Failed" else "PodCompleted"
-            )
-        if evicted:
-            self._set_pod_condition(pod, "DisruptionTarget", "True", now, "TerminationByKubelet")
-        del pod.status.container_statuses[:]
-        if st.phase != "Pending" and pod.status.start_time:
-            term = {
-                "terminated": {
-                    "exitCode": exit_code,
-                    "reason": "Error" if exit_code else "Completed",
-                    "finishedAt": now,
-                }
-            }
-            pod.status.container_statuses.extend(self._container_statuses(st, term, ready=False))
+        pod = podstatus.finished(
+            st, self.clock.now(), phase, reason, message, exit_code=exit_code, evicted=evicted
+        )
         self._write_status(st, pod)
 
     async def _delete_worker(self) -> None:
@@ -731,33 +463,6 @@ class NodePool:
 
     # -------------------------------------------------------------------- eviction
 
-    def _build_watermarks(self) -> dict[str, np.ndarray]:
-        """Per signal and node, the available amount below which the node's eviction
-        manager has something to decide (its largest threshold plus minimum reclaim)."""
-        marks: dict[str, np.ndarray] = {}
-        for n in self.nodes:
-            caps = self._capacities(n)
-            for th in n.eviction.thresholds():
-                cap = caps.get(th.signal)
-                if cap is None:
-                    continue
-                arr = marks.setdefault(th.signal, np.zeros(len(self.nodes)))
-                arr[n.index] = max(arr[n.index], th.amount(cap) + th.reclaim_amount(cap))
-        return marks
-
-    @staticmethod
-    def _capacities(n: HollowNode) -> dict[str, int]:
-        d = n.plan.kind.disk
-        caps = {
-            ev.MEMORY_AVAILABLE: _int(n.plan.kind.capacity.get("memory", "0")),
-            ev.NODEFS_AVAILABLE: d.nodefs,
-            ev.NODEFS_INODES_FREE: d.nodefs_inodes,
-            ev.PID_AVAILABLE: d.pid_max,
-        }
-        caps[ev.IMAGEFS_AVAILABLE] = d.imagefs or d.nodefs
-        caps[ev.IMAGEFS_INODES_FREE] = d.imagefs_inodes or d.nodefs_inodes
-        return caps
-
     async def _eviction_loop(self) -> None:
         period = min((n.eviction.monitoring_period for n in self.nodes), default=10.0)
         while True:
@@ -765,141 +470,63 @@ class NodePool:
             t0 = asyncio.get_running_loop().time()
             try:
                 self.eviction_tick()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - one bad tick must not stop eviction
                 log.exception("eviction tick failed")
             self.eviction_ticks += 1
             self.eviction_tick_seconds = asyncio.get_running_loop().time() - t0
             await asyncio.sleep(0)
 
-    def node_totals(self, now: float) -> dict[str, np.ndarray]:
-        """Usage per node (pods + system + images + injected), one array per resource."""
-        n = len(self.nodes)
-        totals = {
-            r: np.zeros(n) for r in ("memory", "ephemeral-storage", "inodes", "pids", "images")
-        }
-        for r, arr in self.usage.node_totals(now).items():
-            if r in totals:
-                totals[r][: len(arr)] += arr[:n]
-        for node in self.nodes:
-            i = node.index
-            for r, v in node.plan.kind.system.items():
-                totals[r][i] += v
-            for r, v in node.extra.items():
-                if r in totals:
-                    totals[r][i] += v
-            totals["images"][i] = sum(node.images.values())
-        return totals
-
     def eviction_tick(self) -> None:
         """One monitoring period for every live node: observe all at once, then let the
         managers of the nodes near a threshold (or under pressure) decide."""
         now = self.clock.now()
-        t = self.node_totals(now)
-        avail = self._available(t)
-        near = np.zeros(len(self.nodes), dtype=bool)
-        for signal, mark in self._watermarks.items():
-            a = avail.get(signal)
-            if a is not None:
-                near |= a < mark
+        used = self.pressure.used(self.usage, now)
+        near = self.pressure.near(used)
         for node in self.nodes:
             if not node.alive or not node.registered:
                 continue
             if not near[node.index] and not any(node.conditions.values()) and node.manager.idle():
                 continue
-            self._synchronize(node, now, t)
+            self._synchronize(node, now, self.pressure.node_stats(node.index, used))
 
-    def _available(self, t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        caps = (
-            {
-                s: np.array([self._capacities(n)[s] for n in self.nodes], dtype=float)
-                for s in self._capacities(self.nodes[0])
-            }
-            if self.nodes
-            else {}
+    def _pod_stats(self, st: PodState, now: float) -> ev.PodStats:
+        u = self.usage.pod_usage(st.uid, now)
+        req = pod_requests(st.pod)
+        return ev.PodStats(
+            key=st.uid,
+            uid=st.uid,
+            priority=st.pod.spec.priority,
+            qos=st.pod.status.qos_class or "BestEffort",
+            memory_request=req.memory,
+            ephemeral_storage_request=req.ephemeral_storage,
+            memory=int(u.get("memory", 0)),
+            ephemeral_storage=int(u.get("ephemeral-storage", 0)),
+            inodes=int(u.get("inodes", 0)),
+            pids=int(u.get("pids", 0)),
+            termination_grace_period_seconds=int(
+                st.pod.spec.termination_grace_period_seconds or 30
+            ),
+            containers=[c.name for c in st.pod.spec.containers],
         )
-        if not caps:
-            return {}
-        separate = np.array([bool(n.plan.kind.disk.imagefs) for n in self.nodes])
-        image_inodes = t["images"] / _IMAGE_BYTES_PER_INODE
-        nodefs_used = t["ephemeral-storage"] + np.where(separate, 0, t["images"])
-        nodefs_inodes = t["inodes"] + np.where(separate, 0, image_inodes)
-        return {
-            ev.MEMORY_AVAILABLE: caps[ev.MEMORY_AVAILABLE] - t["memory"],
-            ev.NODEFS_AVAILABLE: caps[ev.NODEFS_AVAILABLE] - nodefs_used,
-            ev.NODEFS_INODES_FREE: caps[ev.NODEFS_INODES_FREE] - nodefs_inodes,
-            ev.IMAGEFS_AVAILABLE: np.where(
-                separate,
-                caps[ev.IMAGEFS_AVAILABLE] - t["images"],
-                caps[ev.NODEFS_AVAILABLE] - nodefs_used,
-            ),
-            ev.IMAGEFS_INODES_FREE: np.where(
-                separate,
-                caps[ev.IMAGEFS_INODES_FREE] - image_inodes,
-                caps[ev.NODEFS_INODES_FREE] - nodefs_inodes,
-            ),
-            ev.PID_AVAILABLE: caps[ev.PID_AVAILABLE] - t["pids"],
-        }
 
-    def _synchronize(self, node: HollowNode, now: float, t: dict[str, np.ndarray]) -> None:
-        i = node.index
-        kind = node.plan.kind
-        d = kind.disk
-        stats = ev.NodeStats(
-            memory_capacity=_int(kind.capacity.get("memory", "0")),
-            memory_working_set=int(t["memory"][i]),
-            nodefs_capacity=d.nodefs,
-            nodefs_available=d.nodefs
-            - int(t["ephemeral-storage"][i])
-            - (0 if d.imagefs else int(t["images"][i])),
-            nodefs_inodes=d.nodefs_inodes,
-            nodefs_inodes_free=d.nodefs_inodes
-            - int(t["inodes"][i])
-            - (0 if d.imagefs else int(t["images"][i] / _IMAGE_BYTES_PER_INODE)),
-            imagefs_separate=bool(d.imagefs),
-            imagefs_capacity=d.imagefs or d.nodefs,
-            imagefs_available=(d.imagefs - int(t["images"][i])) if d.imagefs else 0,
-            imagefs_inodes=d.imagefs_inodes,
-            imagefs_inodes_free=(d.imagefs_inodes - int(t["images"][i] / _IMAGE_BYTES_PER_INODE))
-            if d.imagefs
-            else 0,
-            pid_max=d.pid_max,
-            pids_used=int(t["pids"][i]),
-        )
-        pods = []
+    def _synchronize(self, node: HollowNode, now: float, stats: ev.NodeStats) -> None:
+        running: list[PodState] = []
         in_use: set[str] = set()
         for uid in node.pods:
             st = self.pods.get(uid)
             if st is None or st.phase not in ("Running", "Creating") or st.evicted:
                 continue
-            for c in st.pod.spec.containers:
-                in_use.add(c.image)
-            if st.phase != "Running":
-                continue
-            u = self.usage.pod_usage(uid, now)
-            req = pod_requests(st.pod)
-            pods.append(
-                ev.PodStats(
-                    key=uid,
-                    uid=uid,
-                    priority=st.pod.spec.priority,
-                    qos=st.pod.status.qos_class or "BestEffort",
-                    memory_request=req.memory,
-                    ephemeral_storage_request=req.ephemeral_storage,
-                    memory=int(u.get("memory", 0)),
-                    ephemeral_storage=int(u.get("ephemeral-storage", 0)),
-                    inodes=int(u.get("inodes", 0)),
-                    pids=int(u.get("pids", 0)),
-                    termination_grace_period_seconds=int(
-                        st.pod.spec.termination_grace_period_seconds or 30
-                    ),
-                    containers=[c.name for c in st.pod.spec.containers],
-                )
-            )
+            in_use.update(c.image for c in st.pod.spec.containers)
+            if st.phase == "Running":
+                running.append(st)
         images = [
-            ev.ImageStats(name, size, name in in_use, inodes=size // _IMAGE_BYTES_PER_INODE)
+            ev.ImageStats(name, size, name in in_use, inodes=size // IMAGE_BYTES_PER_INODE)
             for name, size in node.images.items()
         ]
-        decision = node.manager.synchronize(now, stats, pods, images)
+        # the manager asks for the pods only when it has to rank them
+        decision = node.manager.synchronize(
+            now, stats, lambda: [self._pod_stats(st, now) for st in running], images
+        )
         for name in decision.images_to_delete:
             node.images.pop(name, None)
         if decision.conditions != node.conditions:
@@ -931,9 +558,7 @@ class NodePool:
             node.alive = alive
             changed.append(name)
             if alive:
-                now = self.clock.now()
-                self.lease_batcher.put(self._lease(node, now))
-                node.lease_renewed = now
+                self._renew(node, self.clock.now())
                 self._post_node_status(node)
                 parked, node.parked = node.parked, []
                 for uid, gen, step in parked:
@@ -978,32 +603,3 @@ class NodePool:
             "eviction_tick_seconds": self.eviction_tick_seconds,
             "queued_steps": len(self._heap),
         }
-
-
-_IMAGE_BYTES_PER_INODE = 64 * 1024
-
-
-def _scale(clock: Clock) -> float:
-    return float(getattr(clock, "scale", 1.0))
-
-
-def _node_ip(ordinal: int) -> str:
-    """10.0.0.0/9 by node: up to 8 M nodes."""
-    return f"10.{(ordinal >> 16) & 0x7F}.{(ordinal >> 8) & 0xFF}.{ordinal & 0xFF}"
-
-
-def _pod_ip(ordinal: int, seq: int) -> str:
-    """A /24-sized slice of 10.128.0.0/9 per node (upstream podCIDR-like), reused mod 254."""
-    return f"10.{128 + ((ordinal >> 8) & 0x7F)}.{ordinal & 0xFF}.{seq % 254 + 1}"
-
-
-def _int(text: str) -> int:
-    from services.api.quantity import parse_quantity
-
-    return parse_quantity(text).int_value()
-
-
-def _milli(text: str) -> int:
-    from services.api.quantity import parse_quantity
-
-    return parse_quantity(text).milli_value()

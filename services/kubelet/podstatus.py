@@ -1,0 +1,127 @@
+"""The pod statuses a hollow kubelet writes at each stage — ContainerCreating, Running,
+terminated (Succeeded, Failed, Evicted, rejected) — in upstream's shape: phase, conditions,
+startTime, hostIP/podIP and containerStatuses. Pure: the pool decides when."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protos.kubera.v1 import core_pb2
+from services.api.conditions import update_pod_condition
+from services.clock import rfc3339
+from services.kubelet.nodestatus import node_ip
+from services.kubelet.state import PodState
+
+#: Reasons of a terminated pod that the kubelet writes into status.reason/message.
+#: Eviction's "Evicted" and admission's "Evicted"/"OutOf<resource>".
+TERMINAL_REASON_PREFIXES = ("Evicted", "OutOf")
+
+
+def status_base(st: PodState) -> core_pb2.Pod:
+    """The next status write for the pod: what this kubelet wrote last (or the pod's
+    status when nothing yet), plus conditions others added since (DisruptionTarget from
+    taint eviction, PodScheduled)."""
+    pod = core_pb2.Pod(api_version="v1", kind="Pod")
+    pod.metadata.name = st.pod.metadata.name
+    pod.metadata.namespace = st.pod.metadata.namespace
+    pod.metadata.uid = st.uid
+    if st.written is None:
+        pod.status.CopyFrom(st.pod.status)
+    else:
+        pod.status.CopyFrom(st.written)
+        ours = {c.type for c in st.written.conditions}
+        for c in st.pod.status.conditions:
+            if c.type not in ours:
+                pod.status.conditions.add().CopyFrom(c)
+    pod.status.host_ip = node_ip(st.node.ordinal)
+    return pod
+
+
+def _container_statuses(
+    st: PodState, state: dict[str, Any], *, ready: bool
+) -> list[core_pb2.ContainerStatus]:
+    out = []
+    for i, c in enumerate(st.pod.spec.containers):
+        cs = core_pb2.ContainerStatus(
+            name=c.name,
+            image=c.image,
+            image_id=f"hollow://{c.image}",
+            container_id=f"kubera://{st.uid[:12]}-{i}" if "waiting" not in state else "",
+            ready=ready,
+            started="running" in state,
+            restart_count=st.restarts,
+        )
+        cs.state.update(state)
+        out.append(cs)
+    return out
+
+
+def creating(st: PodState, now: float) -> core_pb2.Pod:
+    pod = status_base(st)
+    s = pod.status
+    s.phase = "Pending"
+    s.start_time = s.start_time or rfc3339(now)
+    if not any(c.type == "PodScheduled" for c in s.conditions):
+        # bound by nodeName, never through a scheduler: the kubelet reports it (upstream)
+        update_pod_condition(s, "PodScheduled", "True", now)
+    update_pod_condition(s, "PodReadyToStartContainers", "False", now)
+    update_pod_condition(s, "Initialized", "True", now)
+    update_pod_condition(s, "Ready", "False", now, reason="ContainersNotReady")
+    update_pod_condition(s, "ContainersReady", "False", now, reason="ContainersNotReady")
+    del s.container_statuses[:]
+    s.container_statuses.extend(
+        _container_statuses(st, {"waiting": {"reason": "ContainerCreating"}}, ready=False)
+    )
+    return pod
+
+
+def running(st: PodState, now: float, ip: str) -> core_pb2.Pod:
+    pod = status_base(st)
+    s = pod.status
+    s.phase = "Running"
+    s.pod_ip = ip
+    del s.pod_ips[:]
+    s.pod_ips.add(ip=ip)
+    for cond in ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready"):
+        update_pod_condition(s, cond, "True", now)
+    del s.container_statuses[:]
+    s.container_statuses.extend(
+        _container_statuses(st, {"running": {"startedAt": rfc3339(now)}}, ready=True)
+    )
+    return pod
+
+
+def finished(
+    st: PodState,
+    now: float,
+    phase: str,
+    reason: str,
+    message: str,
+    *,
+    exit_code: int,
+    evicted: bool,
+) -> core_pb2.Pod:
+    """A terminal status: Succeeded or Failed, with the kubelet's reason when it ended the
+    pod itself (eviction, admission), DisruptionTarget when evicted."""
+    pod = status_base(st)
+    s = pod.status
+    s.phase = phase
+    if reason.startswith(TERMINAL_REASON_PREFIXES):
+        s.reason, s.message = reason, message
+    for cond in ("Ready", "ContainersReady"):
+        update_pod_condition(
+            s, cond, "False", now, reason="PodFailed" if phase == "Failed" else "PodCompleted"
+        )
+    if evicted:
+        update_pod_condition(s, "DisruptionTarget", "True", now, reason="TerminationByKubelet")
+    del s.container_statuses[:]
+    if s.start_time:  # containers ran (not rejected at admission)
+        term = {
+            "terminated": {
+                "exitCode": exit_code,
+                "reason": "Error" if exit_code else "Completed",
+                "finishedAt": rfc3339(now),
+            }
+        }
+        s.container_statuses.extend(_container_statuses(st, term, ready=False))
+    return pod

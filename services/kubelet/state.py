@@ -1,0 +1,68 @@
+"""What a pool knows of each hollow node and each pod it runs: plain records, shared by the
+pool's loops (services/kubelet/pool.py) and the builders of what it writes (nodestatus,
+podstatus, pressure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from protos.kubera.v1 import core_pb2
+from services.kubelet import eviction as ev
+from services.kubelet.template import NodePlan, Stages
+
+#: The pressure conditions a kubelet reports, in upstream's order.
+PRESSURE_CONDITIONS = ev.CONDITIONS
+
+
+@dataclass
+class HollowNode:
+    #: The node's place in its pool (row of the pool's per-node arrays).
+    index: int
+    #: Its place in the whole cluster (its node and pod IPs derive from it).
+    ordinal: int
+    plan: NodePlan
+    manager: ev.EvictionManager
+    eviction: ev.EvictionConfig
+    alive: bool = True
+    registered: bool = False
+    status: core_pb2.NodeStatus = field(default_factory=core_pb2.NodeStatus)
+    conditions: dict[str, bool] = field(
+        default_factory=lambda: dict.fromkeys(PRESSURE_CONDITIONS, False)
+    )
+    #: image name → size in bytes (what the node has pulled)
+    images: dict[str, int] = field(default_factory=dict)
+    pods: set[str] = field(default_factory=set)
+    #: node-level usage added on purpose (experiments: a runaway system daemon)
+    extra: dict[str, int] = field(default_factory=dict)
+    last_status_post: float = 0.0
+    lease_renewed: float = 0.0
+    #: (pod uid, generation, step) of steps that fell due while the node was killed
+    parked: list[tuple[str, int, str]] = field(default_factory=list)
+    ip_seq: int = 0
+    evictions: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.plan.name
+
+
+@dataclass
+class PodState:
+    uid: str
+    pod: core_pb2.Pod
+    node: HollowNode
+    stages: Stages
+    phase: str = "Pending"  # the kubelet's own: Pending, Creating, Running, Succeeded, Failed
+    #: bumped whenever queued steps must be forgotten (deletion, eviction)
+    gen: int = 0
+    started_at: float = 0.0
+    restarts: int = 0
+    deleting: bool = False
+    evicted: bool = False
+    #: The status this kubelet last wrote: the base of its next write, so a step that
+    #: runs before the watch has shown the previous one loses nothing.
+    written: core_pb2.PodStatus | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.pod.metadata.namespace}/{self.pod.metadata.name}"
