@@ -194,3 +194,8 @@ ERRORS_BY_CODE: dict[grpc.StatusCode, type[ApiError]] = {
         UnavailableError,
     )
 }
+
+
+def quote(value: object) -> str:
+    """A value quoted for an error message: strings as Go's %q prints them, others repr."""
+    return json.dumps(value) if isinstance(value, str) else repr(value)

@@ -33,6 +33,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from services.api.errors import quote as _q
 from services.api.labels import Selector, SelectorError, from_label_selector
 from services.api.quantity import Quantity, QuantityError
 
@@ -145,10 +146,6 @@ class UsageModel:
 
 
 # ======================================================================= parsing
-
-
-def _q(value: object) -> str:
-    return json.dumps(value) if isinstance(value, str) else repr(value)
 
 
 def _quantity(source: str, path: str, raw: object, *, non_negative: bool = True) -> float:
