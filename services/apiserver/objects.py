@@ -1,12 +1,13 @@
 """Small rules about objects the registry applies: which objects a list or watch selects,
-when finalizers still hold an object, status copying, conditions, and JSON merge patch."""
+when finalizers still hold an object, status copying, conditions, JSON merge patch, and
+the two refusals every write path words the Kubernetes way (not found, conflict)."""
 
 from __future__ import annotations
 
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import BadRequestError
+from services.api.errors import BadRequestError, ConflictError, NotFoundError
 from services.api.kinds import Kind
 from services.api.labels import (
     FieldRequirement,
@@ -17,9 +18,24 @@ from services.api.labels import (
 )
 from services.clock import rfc3339
 
+#: How often a read-modify-write (update, delete, bind, patch) retries after losing a race
+#: before it answers with a conflict.
+MAX_RETRIES = 16
+
 
 def meta(obj: Message):  # -> meta_pb2.ObjectMeta
     return obj.metadata  # type: ignore[attr-defined]
+
+
+def conflict(kind: Kind, name: str) -> ConflictError:
+    return ConflictError(
+        f'Operation cannot be fulfilled on {kind.resource} "{name}": the object has been modified; '
+        "please apply your changes to the latest version and try again"
+    )
+
+
+def not_found(kind: Kind, name: str) -> NotFoundError:
+    return NotFoundError(f'{kind.resource} "{name}" not found')
 
 
 class Filter:

@@ -15,8 +15,10 @@ function plus one row. Unknown kinds get metadata checks only. The rules themsel
 in the submodules, split by responsibility:
 
 * ``common``: field paths, name/label/quantity/selector checks, object metadata;
-* ``pod``: pod spec pieces (containers, resources, affinity, tolerations, topology spread,
-  scheduling gates) and the pod update rules;
+* ``pod``: the pod spec as a whole, the Pod kind and the pod update rules;
+* ``pod_containers``: containers, init containers, their ports and resources;
+* ``pod_scheduling``: node and pod affinity, tolerations, topology spread, scheduling
+  gates and preemption policy;
 * ``workloads``: ReplicaSet, Deployment and PodDisruptionBudget;
 * ``cluster``: Node, Namespace, PriorityClass, RuntimeClass, Lease and Event.
 

@@ -29,7 +29,11 @@ from services.api.validation.common import (
     _resource_list,
     _Shown,
 )
-from services.api.validation.pod import _preemption_policy, _taint_effect, _tolerations
+from services.api.validation.pod_scheduling import (
+    _preemption_policy,
+    _taint_effect,
+    _tolerations,
+)
 
 # ----------------------------------------------------------------------------- constants
 

@@ -1,0 +1,168 @@
+"""Deletion: Kubernetes' graceful deletion, finalizers and the namespace lifecycle.
+
+Why this module exists: a delete is not "remove the key". A bound pod gets a
+deletionTimestamp and a grace period and the kubelet finishes it; finalizers hold any
+object until they are removed; a namespace turns Terminating, is emptied (the namespace
+controller's work, done here at once) and goes when its "kubernetes" finalizer is dropped
+after its last object is gone. Those rules are one state machine and read best together:
+
+    live --delete, grace 0 and not held by finalizers--> gone
+    live --delete, grace > 0 or held--> terminating (deletionTimestamp + grace set)
+    terminating --delete with grace 0, or last finalizer removed by an update
+                  (ApiServer._write)--> gone
+    namespace: Terminating --every object in it deleted (_empty_namespace)-->
+               --last one gone (after_delete)--> "kubernetes" finalizer dropped --> gone
+
+Functions take the :class:`~services.apiserver.registry.ApiServer` (the facade calls them)
+and write through its guarded txns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+from google.protobuf.message import Message
+
+from protos.kubera.v1 import core_pb2
+from services.api.errors import ConflictError, ForbiddenError, InvalidError, NotFoundError, invalid
+from services.api.kinds import BY_KIND, KINDS, Kind
+from services.apiserver import admission
+from services.apiserver.objects import MAX_RETRIES, conflict, held, not_found
+from services.apiserver.objects import meta as _meta
+from services.apiserver.watchcache import decode
+from services.clock import rfc3339
+from services.storage import Compare, Delete
+
+if TYPE_CHECKING:
+    from services.apiserver.registry import ApiServer
+
+
+async def delete(
+    api: ApiServer,
+    kind: Kind,
+    namespace: str,
+    name: str,
+    *,
+    grace_period_seconds: int | None = None,
+    uid: str = "",
+    resource_version: str = "",
+) -> Message:
+    """Kubernetes' graceful deletion: a bound pod gets deletionTimestamp + grace and the
+    kubelet finishes it; finalizers hold any object until they are removed; otherwise
+    the key goes at once."""
+    namespace = api._namespace(kind, namespace)
+    if kind.kind == "PriorityClass" and name in admission.SYSTEM_PRIORITY_CLASSES:
+        raise ForbiddenError(
+            f'priorityclasses "{name}" is forbidden: this is a system priority class and may not be deleted'
+        )
+    if kind.kind == "Namespace" and name in admission.UNDELETABLE_NAMESPACES:
+        raise ForbiddenError(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
+    if grace_period_seconds is not None and grace_period_seconds < 0:
+        raise InvalidError(
+            kind.kind,
+            name,
+            [invalid("gracePeriodSeconds", grace_period_seconds, "must be >= 0")],
+        )
+    key = kind.key(namespace, name)
+    for _ in range(MAX_RETRIES):
+        kv = await api.storage.get(key)
+        if kv is None:
+            raise not_found(kind, name)
+        obj = decode(kind, kv)
+        meta = _meta(obj)
+        if uid and meta.uid != uid:
+            raise ConflictError(
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.uid}"
+            )
+        if resource_version and resource_version != meta.resource_version:
+            raise ConflictError(
+                f"Precondition failed: ResourceVersion in precondition: {resource_version}, ResourceVersion in object meta: {meta.resource_version}"
+            )
+        grace = _grace(kind, obj, grace_period_seconds)
+        if grace == 0 and not held(kind, obj):
+            res = await api._txn([Compare(key, "mod", "==", kv.mod_revision)], [Delete(key)])
+            if res.succeeded:
+                meta.resource_version = str(res.revision)
+                await after_delete(api, kind, namespace)
+                return obj
+            continue
+        if meta.deletion_timestamp and meta.deletion_grace_period_seconds <= grace:
+            result = obj  # already terminating, no shorter grace asked for
+        else:
+            meta.deletion_timestamp = rfc3339(api.clock.now() + grace)
+            meta.deletion_grace_period_seconds = grace
+            if meta.generation > 0:
+                meta.generation += 1  # as BeforeDelete does for a graceful deletion
+            if kind.kind == "Namespace":
+                obj.status.phase = "Terminating"  # type: ignore[attr-defined]
+            try:
+                result = await api._write(kind, obj, kv)
+            except ConflictError:
+                continue
+        if kind.kind == "Namespace":
+            await _empty_namespace(api, name)
+            return await api.get_or_none(kind, "", name) or result
+        return result
+    raise conflict(kind, name)
+
+
+def _grace(kind: Kind, obj: Message, requested: int | None) -> int:
+    if kind.kind != "Pod":
+        return 0
+    pod: core_pb2.Pod = obj  # type: ignore[assignment]
+    # An unscheduled or finished pod has no kubelet to wait for.
+    if not pod.spec.node_name or pod.status.phase in ("Succeeded", "Failed"):
+        return 0
+    if requested is not None:
+        return requested
+    return (
+        pod.spec.termination_grace_period_seconds
+        if pod.spec.HasField("termination_grace_period_seconds")
+        else admission.DEFAULT_GRACE_SECONDS
+    )
+
+
+async def _empty_namespace(api: ApiServer, namespace: str) -> None:
+    """The namespace controller's work, done by the apiserver at once: delete everything
+    in a terminating namespace (grace periods and finalizers honoured), then finish it."""
+    for kind in KINDS:
+        if not kind.namespaced:
+            continue
+        items, _ = await api.storage.list(kind.prefix(namespace))
+        for kv in items:
+            with contextlib.suppress(NotFoundError, ConflictError):
+                await api.delete(kind, namespace, kv.key.rsplit("/", 1)[1])
+    await _finish_namespace(api, namespace)
+
+
+async def after_delete(api: ApiServer, kind: Kind, namespace: str) -> None:
+    """After an object is gone: a terminating namespace may now be empty."""
+    if not kind.namespaced or not namespace:
+        return
+    ns_kind = BY_KIND["Namespace"]
+    cache = await api.fresh_cache(ns_kind)
+    entry = cache.store.get(ns_kind.key("", namespace)) if cache is not None else None
+    if entry is None or _meta(entry.obj).deletion_timestamp:
+        await _finish_namespace(api, namespace)
+
+
+async def _finish_namespace(api: ApiServer, namespace: str) -> None:
+    """Drop the "kubernetes" finalizer of a terminating, empty namespace (which then goes)."""
+    ns_kind = BY_KIND["Namespace"]
+    for _ in range(MAX_RETRIES):
+        kv = await api.storage.get(ns_kind.key("", namespace))
+        if kv is None:
+            return
+        ns: core_pb2.Namespace = decode(ns_kind, kv)  # type: ignore[assignment]
+        if not ns.metadata.deletion_timestamp:
+            return
+        for kind in KINDS:
+            if kind.namespaced and (await api.storage.list(kind.prefix(namespace)))[0]:
+                return  # not empty yet: the last delete in it comes back here
+        ns.spec.ClearField("finalizers")
+        try:
+            await api._write(ns_kind, ns, kv)
+            return
+        except ConflictError:
+            continue
