@@ -16,7 +16,7 @@ three loops over informer state:
           Unknown → queue the node for unreachable:NoExecute (swapped at once for not-ready)
           True    → remove both NoExecute taints and drop the node from the queue
       Ready leaving True also marks the node's pods Ready=False. Last, zone states
-      (`_handle_disruption`) set how fast each zone's queue may taint.
+      (`handle_disruption`) set how fast each zone's queue may taint.
   do_no_execute_tainting_pass, whenever a zone's queue has a node due and a token
       Each zone has its own RateLimitedTimedQueue (a token bucket of burst 1): the rate
       limit is on adding NoExecute taints; the taint eviction controller evicts at once.
@@ -25,18 +25,10 @@ three loops over informer state:
       NetworkUnavailable True, and spec.unschedulable, each have a NoSchedule taint, added
       and removed as they change; not rate limited.
 
-Zones are topology.kubernetes.io/region + zone; nodes labelled
-node.kubernetes.io/exclude-disruption do not count towards a zone's health.
-
-    FullDisruption     no node Ready
-    PartialDisruption  more than 2 nodes not Ready and not-Ready / all >= unhealthy_zone_threshold
-    Normal             otherwise
-
-Normal and FullDisruption zones taint at node_eviction_rate; a PartialDisruption zone at
-secondary_node_eviction_rate if it has more than large_cluster_size_threshold nodes, else
-not at all. When *every* zone is FullDisruption the control plane is more likely cut off
-than every node dead: all NoExecute taints are removed and tainting stops everywhere, until
-some node is Ready again; then every node gets a fresh grace period.
+Zones, their states and the rates those allow are described in nodelifecycle_zones; the
+token-bucket queue each zone's tainting goes through in nodelifecycle_ratelimit; when a
+node counts as silent in nodelifecycle_health; conditions, taints and the one way taints
+are written in nodelifecycle_taints.
 
 The monitor pass and the tainting pass never interleave (one lock), so tainting always
 runs against the zone rates its last monitor pass decided.
@@ -45,23 +37,19 @@ runs against the zone rates its last monitor pass decided.
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
-import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
 from services.api import codec
-from services.api.errors import ApiError, ConflictError, NotFoundError
+from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.client import Client
 from services.client.informer import Handlers, SharedInformers
-from services.clock import Clock, RealClock, parse_rfc3339, rfc3339
+from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import (
     PodsByNode,
     new_event,
@@ -69,59 +57,45 @@ from services.controllers.controller_utils import (
     wait_any,
     write_event,
 )
+from services.controllers.nodelifecycle_health import (
+    NODE_LEASE_NAMESPACE,
+    NodeHealth,
+    try_update_node_health,
+)
+from services.controllers.nodelifecycle_ratelimit import RateLimitedTimedQueue, TimedValue
+from services.controllers.nodelifecycle_taints import (
+    CONDITION_TAINT_KEYS,
+    FALSE,
+    NOT_READY_NO_EXECUTE,
+    READY,
+    TAINT_UNSCHEDULABLE,
+    TRUE,
+    UNKNOWN,
+    UNREACHABLE_NO_EXECUTE,
+    condition_taints,
+    get_condition,
+    has_taint,
+    same_taint,
+    swap_taints,
+)
+from services.controllers.nodelifecycle_zones import (
+    LABEL_EXCLUDE_DISRUPTION,
+    ZoneState,
+    handle_disruption,
+    zone_key,
+)
 from services.controllers.workqueue import WorkQueue
-from services.scheduler.plugins.helpers import NO_EXECUTE, NO_SCHEDULE
+from services.scheduler.plugins.helpers import NO_SCHEDULE
 
 log = logging.getLogger(__name__)
 
 NODES, LEASES, PODS = BY_KIND["Node"], BY_KIND["Lease"], BY_KIND["Pod"]
-NODE_LEASE_NAMESPACE = "kube-node-lease"
 COMPONENT = "node-controller"
-
-READY = "Ready"
-MEMORY_PRESSURE = "MemoryPressure"
-DISK_PRESSURE = "DiskPressure"
-PID_PRESSURE = "PIDPressure"
-NETWORK_UNAVAILABLE = "NetworkUnavailable"
-TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
-
-TAINT_NOT_READY = "node.kubernetes.io/not-ready"
-TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
-TAINT_MEMORY_PRESSURE = "node.kubernetes.io/memory-pressure"
-TAINT_DISK_PRESSURE = "node.kubernetes.io/disk-pressure"
-TAINT_PID_PRESSURE = "node.kubernetes.io/pid-pressure"
-TAINT_NETWORK_UNAVAILABLE = "node.kubernetes.io/network-unavailable"
-TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
-
-UNREACHABLE_NO_EXECUTE = core_pb2.Taint(key=TAINT_UNREACHABLE, effect=NO_EXECUTE)
-NOT_READY_NO_EXECUTE = core_pb2.Taint(key=TAINT_NOT_READY, effect=NO_EXECUTE)
-
-#: Which condition status gets which NoSchedule taint ("taint nodes by condition").
-CONDITION_TAINTS: dict[str, dict[str, str]] = {
-    READY: {FALSE: TAINT_NOT_READY, UNKNOWN: TAINT_UNREACHABLE},
-    MEMORY_PRESSURE: {TRUE: TAINT_MEMORY_PRESSURE},
-    DISK_PRESSURE: {TRUE: TAINT_DISK_PRESSURE},
-    NETWORK_UNAVAILABLE: {TRUE: TAINT_NETWORK_UNAVAILABLE},
-    PID_PRESSURE: {TRUE: TAINT_PID_PRESSURE},
-}
-_CONDITION_TAINT_KEYS = frozenset(k for m in CONDITION_TAINTS.values() for k in m.values())
-
-#: The conditions set to Unknown when the kubelet goes quiet. NetworkUnavailable is left
-#: alone: the network plugin, not the kubelet, owns it.
-_UNKNOWN_ON_SILENCE = (READY, MEMORY_PRESSURE, DISK_PRESSURE, PID_PRESSURE)
-
-LABEL_ZONE = "topology.kubernetes.io/zone"
-LABEL_REGION = "topology.kubernetes.io/region"
-LABEL_BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
-LABEL_BETA_REGION = "failure-domain.beta.kubernetes.io/region"
-LABEL_EXCLUDE_DISRUPTION = "node.kubernetes.io/exclude-disruption"
 
 #: Pod workers that mark pods bound to a not-Ready node (upstream podUpdateWorkerSize).
 _POD_UPDATE_WORKERS = 4
 #: Retry of a node that cannot be tainted for want of a Ready condition (upstream 50 ms).
 _NO_READY_CONDITION_RETRY = 0.05
-#: Refills add up in floats (ten refills of 0.1 are 0.999...): a token this close is whole.
-_TOKEN_EPSILON = 1e-9
 
 
 @dataclass(frozen=True)
@@ -202,252 +176,6 @@ class NodeLifecycleConfig:
             )
         if self.retry_delay < 0:
             raise ValueError(f"retry_delay must not be negative, got {self.retry_delay}")
-
-
-class ZoneState(StrEnum):
-    INITIAL = "Initial"
-    NORMAL = "Normal"
-    FULL_DISRUPTION = "FullDisruption"
-    PARTIAL_DISRUPTION = "PartialDisruption"
-
-
-# ------------------------------------------------------------------ rate limiting
-
-
-class TokenBucket:
-    """client-go flowcontrol's token bucket: at most `burst` tokens, refilled at `qps` a
-    second of the clock's monotonic time, full at the start. qps <= 0 never accepts
-    (upstream's "never" limiter)."""
-
-    def __init__(self, qps: float, burst: int, clock: Clock) -> None:
-        self.qps = qps if qps > 0 else 0.0
-        self.burst = burst
-        self.clock = clock
-        self._tokens = float(burst) if self.qps else 0.0
-        self._at = clock.monotonic()
-
-    def _refill(self) -> None:
-        now = self.clock.monotonic()
-        if self.qps:
-            self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.qps)
-        self._at = now
-
-    def try_accept(self) -> bool:
-        self._refill()
-        if self._tokens >= 1.0 - _TOKEN_EPSILON:
-            self._tokens -= 1.0
-            return True
-        return False
-
-    def wait_time(self) -> float | None:
-        """Seconds until a token is there (0: now), or None when none ever will be."""
-        if not self.qps:
-            return None
-        self._refill()
-        return max(0.0, (1.0 - _TOKEN_EPSILON - self._tokens) / self.qps)
-
-
-@dataclass
-class TimedValue:
-    value: str
-    uid: str
-    added_at: float
-    process_at: float
-    seq: int
-
-
-class RateLimitedTimedQueue:
-    """upstream scheduler.RateLimitedTimedQueue: a heap of values by process time, each
-    value at most once, drained through a token bucket of burst 1.
-
-    A value is queued (`add`) → processed by `process` → kept in the member set even
-    after it succeeded, so it is not added again until `remove` (the node became Ready,
-    or its taint went away). Times are the clock's monotonic seconds."""
-
-    BURST = 1
-
-    def __init__(self, qps: float, *, clock: Clock) -> None:
-        self.clock = clock
-        self.limiter = TokenBucket(qps, self.BURST, clock)
-        self._members: set[str] = set()
-        self._queued: dict[str, TimedValue] = {}
-        self._heap: list[tuple[float, int, str]] = []
-        self._seq = itertools.count()
-
-    def __len__(self) -> int:
-        return len(self._queued)
-
-    def __contains__(self, value: object) -> bool:
-        return value in self._queued
-
-    def _push(self, tv: TimedValue) -> None:
-        self._queued[tv.value] = tv
-        heapq.heappush(self._heap, (tv.process_at, tv.seq, tv.value))
-
-    def add(self, value: str, uid: str = "") -> bool:
-        """Queue `value` to be processed now, unless it is a member already."""
-        if value in self._members:
-            return False
-        now = self.clock.monotonic()
-        self._members.add(value)
-        self._push(TimedValue(value, uid, now, now, next(self._seq)))
-        return True
-
-    def remove(self, value: str) -> bool:
-        """Drop `value` and let it be added again; whether it was a member."""
-        if value not in self._members:
-            return False
-        self._members.discard(value)
-        self._queued.pop(value, None)
-        return True
-
-    def head(self) -> TimedValue | None:
-        while self._heap:
-            _, seq, value = self._heap[0]
-            tv = self._queued.get(value)
-            if tv is not None and tv.seq == seq:
-                return tv
-            heapq.heappop(self._heap)
-        return None
-
-    async def process(self, fn: Callable[[TimedValue], Awaitable[tuple[bool, float]]]) -> None:
-        """Hand due values to `fn`, one token each, until none is due or no token is
-        left. `fn` says (done, retry_after): not done → processed again retry_after later.
-        (Upstream takes the token before looking at the time; here a value that is not
-        due yet does not spend one.)"""
-        while (tv := self.head()) is not None:
-            now = self.clock.monotonic()
-            if now < tv.process_at or not self.limiter.try_accept():
-                return
-            ok, retry_after = await fn(tv)
-            current = self._queued.get(tv.value)
-            if current is not tv:
-                continue  # removed (or re-added) while fn ran
-            del self._queued[tv.value]
-            if not ok:
-                tv.process_at = self.clock.monotonic() + retry_after
-                tv.seq = next(self._seq)
-                self._push(tv)
-
-    def swap_limiter(self, qps: float) -> None:
-        """Change the rate. A bucket that was empty leaves the new one empty too, so a
-        change of state does not grant a burst (upstream SwapLimiter)."""
-        qps = qps if qps > 0 else 0.0
-        if self.limiter.qps == qps:
-            return
-        fresh = TokenBucket(qps, self.BURST, self.clock)
-        if qps and not self.limiter.try_accept():
-            fresh.try_accept()
-        self.limiter = fresh
-
-    def next_ready_in(self) -> float | None:
-        """Seconds until `process` could do something, or None (empty, or never)."""
-        tv = self.head()
-        if tv is None:
-            return None
-        wait = self.limiter.wait_time()
-        if wait is None:
-            return None
-        return max(wait, tv.process_at - self.clock.monotonic())
-
-
-# ------------------------------------------------------------------ node helpers
-
-
-def zone_key(node: core_pb2.Node) -> str:
-    """upstream nodetopology.GetZoneKey: region and zone (GA labels, else beta ones)
-    joined by ":\\0:", or "" when the node has neither."""
-    labels = node.metadata.labels
-    zone = labels[LABEL_ZONE] if LABEL_ZONE in labels else labels.get(LABEL_BETA_ZONE, "")
-    region = labels[LABEL_REGION] if LABEL_REGION in labels else labels.get(LABEL_BETA_REGION, "")
-    if not region and not zone:
-        return ""
-    return f"{region}:\x00:{zone}"
-
-
-def get_condition(node: core_pb2.Node, type_: str) -> core_pb2.NodeCondition | None:
-    return next((c for c in node.status.conditions if c.type == type_), None)
-
-
-def _copy_condition(c: core_pb2.NodeCondition) -> core_pb2.NodeCondition:
-    out = core_pb2.NodeCondition()
-    out.CopyFrom(c)
-    return out
-
-
-def _same_taint(a: core_pb2.Taint, b: core_pb2.Taint) -> bool:
-    """Taints are unique by key and effect (upstream Taint.MatchTaint)."""
-    return a.key == b.key and a.effect == b.effect
-
-
-def has_taint(node: core_pb2.Node, taint: core_pb2.Taint) -> bool:
-    return any(_same_taint(t, taint) for t in node.spec.taints)
-
-
-def condition_taints(node: core_pb2.Node) -> list[core_pb2.Taint]:
-    """The NoSchedule taints a node's conditions and spec.unschedulable call for."""
-    out = []
-    for c in node.status.conditions:
-        key = CONDITION_TAINTS.get(c.type, {}).get(c.status)
-        if key:
-            out.append(core_pb2.Taint(key=key, effect=NO_SCHEDULE))
-    if node.spec.unschedulable:
-        out.append(core_pb2.Taint(key=TAINT_UNSCHEDULABLE, effect=NO_SCHEDULE))
-    return out
-
-
-def _lease_renew_time(lease: Message | None) -> float | None:
-    if lease is None:
-        return None
-    text = lease.spec.renew_time  # type: ignore[attr-defined]
-    if not text:
-        return None
-    try:
-        return parse_rfc3339(text)
-    except ValueError:
-        log.warning("lease %s: unreadable renewTime %r", lease.metadata.name, text)  # type: ignore[attr-defined]
-        return None
-
-
-@dataclass
-class NodeHealth:
-    """What the controller last saw of a node, with its own clock's times."""
-
-    #: When the Lease renewTime or the Ready heartbeat last changed (or the node appeared).
-    probe: float
-    #: When the Ready condition last changed its transition time.
-    ready_transition: float
-    #: The Ready condition last seen (a copy), or None when the node has none.
-    ready: core_pb2.NodeCondition | None
-    #: The Lease renewTime last seen.
-    lease_renew: float | None
-
-
-def compute_zone_state(
-    ready_conditions: Sequence[core_pb2.NodeCondition | None], unhealthy_zone_threshold: float
-) -> tuple[int, ZoneState]:
-    """(not-Ready nodes, state) of one zone from its nodes' Ready conditions (None: the
-    node has none) (upstream ComputeZoneState)."""
-    ready = sum(1 for c in ready_conditions if c is not None and c.status == TRUE)
-    not_ready = len(ready_conditions) - ready
-    if ready == 0 and not_ready > 0:
-        return not_ready, ZoneState.FULL_DISRUPTION
-    if not_ready > 2 and not_ready / (not_ready + ready) >= unhealthy_zone_threshold:
-        return not_ready, ZoneState.PARTIAL_DISRUPTION
-    return not_ready, ZoneState.NORMAL
-
-
-def tainting_rate(config: NodeLifecycleConfig, zone_size: int, state: ZoneState) -> float:
-    """NoExecute taints a second in a zone of `zone_size` nodes in `state` while some
-    zone is not fully disrupted (upstream HealthyQPSFunc / ReducedQPSFunc)."""
-    if state == ZoneState.PARTIAL_DISRUPTION:
-        if zone_size > config.large_cluster_size_threshold:
-            return config.secondary_node_eviction_rate
-        return 0.0
-    return config.node_eviction_rate
-
-
-# ------------------------------------------------------------------ the controller
 
 
 class NodeLifecycleController:
@@ -572,10 +300,10 @@ class NodeLifecycleController:
             t
             for t in node.spec.taints
             if t.effect == NO_SCHEDULE
-            and (t.key == TAINT_UNSCHEDULABLE or t.key in _CONDITION_TAINT_KEYS)
+            and (t.key == TAINT_UNSCHEDULABLE or t.key in CONDITION_TAINT_KEYS)
         ]
-        to_add = [t for t in wanted if not any(_same_taint(t, h) for h in have)]
-        to_remove = [h for h in have if not any(_same_taint(h, t) for t in wanted)]
+        to_add = [t for t in wanted if not any(same_taint(t, h) for h in have)]
+        to_remove = [h for h in have if not any(same_taint(h, t) for t in wanted)]
         if (to_add or to_remove) and not await self._swap_taints(node, to_add, to_remove):
             log.warning("node lifecycle: could not update NoSchedule taints of %s", name)
 
@@ -622,7 +350,7 @@ class NodeLifecycleController:
             log.info("node lifecycle: observed a new node %s", node.metadata.name)
             self.known_nodes[node.metadata.name] = node
             self._add_zone(node)
-            await self._mark_node_as_reachable(node)
+            await self.mark_node_as_reachable(node)
         for name in [n for n in self.known_nodes if n not in names]:
             log.info("node lifecycle: observed the deletion of node %s", name)
             del self.known_nodes[name]
@@ -639,7 +367,7 @@ class NodeLifecycleController:
                 await self._update_node(node, zone_conditions)
 
         await asyncio.gather(*(one(n) for n in nodes))
-        await self._handle_disruption(zone_conditions, nodes)
+        await handle_disruption(self, zone_conditions, nodes)
 
     async def _update_node(
         self,
@@ -651,7 +379,7 @@ class NodeLifecycleController:
         attempt = 0
         while True:
             try:
-                observed, current = await self._try_update_node_health(node)
+                observed, current = await try_update_node_health(self, node)
                 break
             except ApiError as e:
                 attempt += 1
@@ -696,93 +424,6 @@ class NodeLifecycleController:
             return
         self._nodes_to_retry.discard(name)
 
-    async def _try_update_node_health(
-        self, node: core_pb2.Node
-    ) -> tuple[core_pb2.NodeCondition, core_pb2.NodeCondition | None]:
-        """Refresh the node's health record and, past its grace period, write its
-        conditions as Unknown (`node` is the caller's copy and is updated in place).
-        Returns the Ready condition as observed and as it is now."""
-        name = node.metadata.name
-        now = self.clock.now()
-        health = self.health.get(name)
-        current = get_condition(node, READY)
-        if current is None:
-            # Never reported: a synthetic Unknown from the creation time, and the longer
-            # startup grace period.
-            created = node.metadata.creation_timestamp
-            observed = core_pb2.NodeCondition(
-                type=READY,
-                status=UNKNOWN,
-                last_heartbeat_time=created,
-                last_transition_time=created,
-            )
-            grace = self.config.node_startup_grace_period
-            if health is not None:
-                health.ready = None
-            else:
-                at = parse_rfc3339(created) if created else now
-                health = NodeHealth(probe=at, ready_transition=at, ready=None, lease_renew=None)
-        else:
-            observed = _copy_condition(current)
-            grace = self.config.node_monitor_grace_period
-
-        saved = health.ready if health is not None else None
-        saved_lease = health.lease_renew if health is not None else None
-        if health is None or (saved is None and current is not None):
-            health = NodeHealth(
-                now, now, _copy_condition(current) if current else None, saved_lease
-            )
-        elif (
-            saved is not None
-            and current is not None
-            and saved.last_heartbeat_time != current.last_heartbeat_time
-        ):
-            transition = (
-                now
-                if saved.last_transition_time != current.last_transition_time
-                else health.ready_transition
-            )
-            health = NodeHealth(now, transition, _copy_condition(current), saved_lease)
-        # A renewed lease always counts as a heartbeat (even with no Ready condition).
-        renew = _lease_renew_time(self.leases.store.get(f"{NODE_LEASE_NAMESPACE}/{name}"))
-        if renew is not None and (saved_lease is None or saved_lease < renew):
-            health.lease_renew = renew
-            health.probe = now
-        self.health[name] = health
-
-        if now <= health.probe + grace:
-            return observed, current
-        stamp = rfc3339(now)
-        for type_ in _UNKNOWN_ON_SILENCE:
-            cond = get_condition(node, type_)
-            if cond is None:
-                node.status.conditions.append(
-                    core_pb2.NodeCondition(
-                        type=type_,
-                        status=UNKNOWN,
-                        reason="NodeStatusNeverUpdated",
-                        message="Kubelet never posted node status.",
-                        last_heartbeat_time=node.metadata.creation_timestamp,
-                        last_transition_time=stamp,
-                    )
-                )
-            elif cond.status != UNKNOWN:
-                cond.status = UNKNOWN
-                cond.reason = "NodeStatusUnknown"
-                cond.message = "Kubelet stopped posting node status."
-                cond.last_transition_time = stamp
-        current = get_condition(node, READY)
-        if current == observed:
-            return observed, current
-        log.info("node lifecycle: node %s stopped posting status; marking it Unknown", name)
-        updated = await self.client.update_status(node)
-        node.CopyFrom(updated)
-        current = get_condition(node, READY)
-        self.health[name] = NodeHealth(
-            health.probe, now, _copy_condition(current) if current else None, renew
-        )
-        return observed, current
-
     async def _process_taint_based_eviction(
         self, node: core_pb2.Node, observed: core_pb2.NodeCondition
     ) -> None:
@@ -807,7 +448,7 @@ class NodeLifecycleController:
                     )
             elif self._mark_node_for_tainting(node, UNKNOWN):
                 log.info("node lifecycle: node %s is unresponsive; queued for tainting", name)
-        elif observed.status == TRUE and await self._mark_node_as_reachable(node):
+        elif observed.status == TRUE and await self.mark_node_as_reachable(node):
             log.info("node lifecycle: node %s is healthy again; NoExecute taints removed", name)
 
     def _mark_node_for_tainting(self, node: core_pb2.Node, status: str) -> bool:
@@ -820,7 +461,7 @@ class NodeLifecycleController:
             queue.remove(name)
         return queue.add(name, node.metadata.uid)
 
-    async def _mark_node_as_reachable(self, node: core_pb2.Node) -> bool:
+    async def mark_node_as_reachable(self, node: core_pb2.Node) -> bool:
         """Remove both NoExecute taints and forget the node in its queue; whether it was
         queued."""
         remove = [t for t in (UNREACHABLE_NO_EXECUTE, NOT_READY_NO_EXECUTE) if has_taint(node, t)]
@@ -842,65 +483,6 @@ class NodeLifecycleController:
             queue = RateLimitedTimedQueue(self.config.node_eviction_rate, clock=self.clock)
             self.zone_tainters[zone] = queue
         return queue
-
-    async def _handle_disruption(
-        self,
-        zone_conditions: dict[str, list[core_pb2.NodeCondition | None]],
-        nodes: Sequence[core_pb2.Node],
-    ) -> None:
-        new_states: dict[str, ZoneState] = {}
-        all_are_full = True
-        for zone, conditions in zone_conditions.items():
-            _, state = compute_zone_state(conditions, self.config.unhealthy_zone_threshold)
-            if state != ZoneState.FULL_DISRUPTION:
-                all_are_full = False
-            new_states[zone] = state
-            if zone not in self.zone_states:
-                self.zone_states[zone] = ZoneState.INITIAL
-                self.zone_tainters.setdefault(
-                    zone, RateLimitedTimedQueue(self.config.node_eviction_rate, clock=self.clock)
-                )
-        for zone in [z for z in self.zone_states if z not in zone_conditions]:
-            del self.zone_states[zone]  # its queue stays: zones only come and go in states
-        all_were_full = all(s == ZoneState.FULL_DISRUPTION for s in self.zone_states.values())
-        if all_are_full and all_were_full:
-            return
-        if all_are_full:
-            log.warning(
-                "node lifecycle: every node is not Ready; entering master disruption mode "
-                "(NoExecute taints removed, tainting stopped)"
-            )
-            for node in nodes:
-                await self._mark_node_as_reachable(node)
-            for zone in self.zone_states:
-                self.zone_tainters[zone].swap_limiter(0.0)
-                self.zone_states[zone] = ZoneState.FULL_DISRUPTION
-            return
-        if all_were_full:
-            log.warning(
-                "node lifecycle: some nodes are Ready again; leaving master disruption mode"
-            )
-            now = self.clock.now()
-            for node in nodes:
-                health = self.health.get(node.metadata.name)
-                if health is not None:
-                    health.probe = health.ready_transition = now
-            for zone in self.zone_states:
-                state = new_states[zone]
-                self.zone_tainters[zone].swap_limiter(
-                    tainting_rate(self.config, len(zone_conditions[zone]), state)
-                )
-                self.zone_states[zone] = state
-            return
-        for zone, old in self.zone_states.items():
-            state = new_states[zone]
-            if state == old:
-                continue
-            log.info("node lifecycle: zone %r is now %s", zone.replace("\x00", ""), state)
-            self.zone_tainters[zone].swap_limiter(
-                tainting_rate(self.config, len(zone_conditions[zone]), state)
-            )
-            self.zone_states[zone] = state
 
     # ----------------------------------------------------------- pods
 
@@ -954,41 +536,12 @@ class NodeLifecycleController:
         add: Sequence[core_pb2.Taint],
         remove: Sequence[core_pb2.Taint],
     ) -> bool:
-        """Add `add` (stamped with timeAdded; a taint with the same key and effect stays
-        as it is) and remove `remove` in one write. A merge patch replaces the whole
-        list, so it is pinned to the resourceVersion it was computed from and redone
-        from a fresh read on conflict (upstream SwapNodeControllerTaint)."""
-        name = node.metadata.name
-        current = node
-        for _ in range(self.config.status_update_retries):
-            taints = list(current.spec.taints)
-            kept = [t for t in taints if not any(_same_taint(t, r) for r in remove)]
-            stamp = rfc3339(self.clock.now())
-            for t in add:
-                if not any(_same_taint(t, k) for k in kept):
-                    fresh = core_pb2.Taint()
-                    fresh.CopyFrom(t)
-                    fresh.time_added = stamp
-                    kept.append(fresh)
-            if kept == taints:
-                return True
-            patch = {
-                "metadata": {"resourceVersion": current.metadata.resource_version},
-                "spec": {"taints": [codec.encode(t) for t in kept] or None},
-            }
-            try:
-                await self.client.patch(NODES, name, json.dumps(patch))
-                return True
-            except NotFoundError:
-                return False
-            except ConflictError:
-                pass
-            except ApiError as e:
-                log.warning("node lifecycle: cannot update taints of %s: %s", name, e)
-                return False
-            try:
-                current = await self.client.get(NODES, name)  # type: ignore[assignment]
-            except ApiError as e:
-                log.info("node lifecycle: cannot get node %s: %s", name, e)
-                return False
-        return False
+        """swap_taints with this controller's clock and retries."""
+        return await swap_taints(
+            self.client,
+            node,
+            add=add,
+            remove=remove,
+            clock=self.clock,
+            retries=self.config.status_update_retries,
+        )

@@ -63,7 +63,7 @@ from services.controllers.controller_utils import (
     split_key,
     wait_synced,
 )
-from services.controllers.workqueue import WorkQueue, default_controller_rate_limiter
+from services.controllers.workqueue import WorkQueue, controller_queue
 
 log = logging.getLogger(__name__)
 
@@ -201,12 +201,11 @@ class ReplicaSetController:
         self.clock = clock or RealClock()
         self.rs_informer = informers.get(REPLICA_SETS)
         self.pod_informer = informers.get(PODS)
-        self.queue: WorkQueue[str] = WorkQueue(
+        self.queue: WorkQueue[str] = controller_queue(
+            "replicaset",
             clock=self.clock,
-            rate_limiter=default_controller_rate_limiter(
-                self.clock, base_delay=self.config.base_backoff, max_delay=self.config.max_backoff
-            ),
-            name="replicaset",
+            base_delay=self.config.base_backoff,
+            max_delay=self.config.max_backoff,
         )
         self.expectations = ControllerExpectations(self.clock, self.config.expectations_timeout)
         self.events = EventRecorder(

@@ -305,3 +305,18 @@ class WorkQueue(Generic[T]):
 
     def num_requeues(self, item: T) -> int:
         return self._limiter.num_requeues(item)
+
+
+def controller_queue(
+    name: str, *, clock: Clock, base_delay: float, max_delay: float
+) -> WorkQueue[str]:
+    """The queue of object keys a reconciling controller's workers drain: failed keys
+    back off per key from `base_delay` doubling to `max_delay`, under client-go's
+    overall 10 qps bucket (DefaultControllerRateLimiter)."""
+    return WorkQueue(
+        clock=clock,
+        rate_limiter=default_controller_rate_limiter(
+            clock, base_delay=base_delay, max_delay=max_delay
+        ),
+        name=name,
+    )
