@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
+from services.api.conditions import update_pod_condition
 from services.api.errors import FieldError, InvalidError, PreconditionError, invalid
 from services.api.kinds import BY_KIND
-from services.apiserver.objects import MAX_RETRIES, conflict, not_found, set_condition
+from services.apiserver.objects import MAX_RETRIES, conflict, not_found
 from services.apiserver.watchcache import decode
 from services.storage import Compare, Get, Put
 
@@ -89,7 +90,7 @@ async def bind(
         if resource_version and resource_version != pod.metadata.resource_version:
             raise conflict(kind, name)
         pod.spec.node_name = node_name
-        set_condition(pod, "PodScheduled", "True", api.clock.now())
+        update_pod_condition(pod.status, "PodScheduled", "True", api.clock.now())
         compares = [Compare(key, "mod", "==", kv.mod_revision)]
         failure: list[Get] = [Get(key)]
         if fencing is not None:

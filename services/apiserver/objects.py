@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import core_pb2
 from services.api.errors import BadRequestError, ConflictError, NotFoundError
 from services.api.kinds import Kind
 from services.api.labels import (
@@ -16,7 +15,6 @@ from services.api.labels import (
     field_matches,
     parse_field_selector,
 )
-from services.clock import rfc3339
 
 #: How often a read-modify-write (update, delete, bind, patch) retries after losing a race
 #: before it answers with a conflict.
@@ -85,18 +83,6 @@ def copy_status(dst: Message, src: Message) -> None:
         dst.status.CopyFrom(src.status)  # type: ignore[attr-defined]
     else:
         dst.ClearField("status")
-
-
-def set_condition(pod: core_pb2.Pod, type_: str, status: str, now: float) -> None:
-    for c in pod.status.conditions:
-        if c.type == type_:
-            if c.status != status:
-                c.status = status
-                c.last_transition_time = rfc3339(now)
-            return
-    pod.status.conditions.append(
-        core_pb2.PodCondition(type=type_, status=status, last_transition_time=rfc3339(now))
-    )
 
 
 def merge_patch(target, patch):

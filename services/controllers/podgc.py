@@ -29,11 +29,12 @@ from dataclasses import dataclass
 
 from protos.kubera.v1 import core_pb2
 from services.api import codec
+from services.api.conditions import update_pod_condition
 from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.client import Client
 from services.client.informer import SharedInformers
-from services.clock import Clock, RealClock, rfc3339
+from services.clock import Clock, RealClock
 from services.controllers.controller_utils import timestamp, wait_any, wait_synced
 from services.controllers.workqueue import WorkQueue
 
@@ -242,7 +243,14 @@ class PodGCController:
             status.CopyFrom(pod.status)
             status.phase = "Failed"
             if condition is not None:
-                _update_condition(status, condition, self.clock.now())
+                update_pod_condition(
+                    status,
+                    condition.type,
+                    condition.status,
+                    self.clock.now(),
+                    reason=condition.reason,
+                    message=condition.message,
+                )
             patch = {
                 "metadata": {"uid": pod.metadata.uid},
                 "status": {
@@ -264,23 +272,6 @@ class PodGCController:
             grace_period_seconds=0,
             uid=pod.metadata.uid,
         )
-
-
-def _update_condition(
-    status: core_pb2.PodStatus, condition: core_pb2.PodCondition, now: float
-) -> None:
-    """podutil.UpdatePodCondition: replace the condition of that type; lastTransitionTime
-    moves only when its status changes."""
-    new = core_pb2.PodCondition()
-    new.CopyFrom(condition)
-    new.last_transition_time = rfc3339(now)
-    for c in status.conditions:
-        if c.type == new.type:
-            if c.status == new.status:
-                new.last_transition_time = c.last_transition_time
-            c.CopyFrom(new)
-            return
-    status.conditions.append(new)
 
 
 __all__ = [

@@ -36,6 +36,7 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
 from services.api import codec
+from services.api.conditions import update_pod_condition
 from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.client import Client
@@ -423,16 +424,15 @@ class TaintEvictionController:
 
 
 def set_disruption_target(pod: core_pb2.Pod, now: float) -> bool:
-    """Add or refresh DisruptionTarget=True (DeletionByTaintManager); whether it changed
-    (upstream apipod.UpdatePodCondition: the transition time moves only with the status)."""
-    for c in pod.status.conditions:
-        if c.type == DISRUPTION_TARGET:
-            if (c.status, c.reason, c.message) == ("True", DISRUPTION_REASON, DISRUPTION_MESSAGE):
-                return False
-            if c.status != "True":
-                c.last_transition_time = rfc3339(now)
-            c.status, c.reason, c.message = "True", DISRUPTION_REASON, DISRUPTION_MESSAGE
-            return True
+    """Add or refresh DisruptionTarget=True (DeletionByTaintManager); whether it changed."""
+    return update_pod_condition(
+        pod.status,
+        DISRUPTION_TARGET,
+        "True",
+        now,
+        reason=DISRUPTION_REASON,
+        message=DISRUPTION_MESSAGE,
+    )
     pod.status.conditions.append(
         core_pb2.PodCondition(
             type=DISRUPTION_TARGET,
