@@ -13,8 +13,9 @@ from google.protobuf import json_format
 from protos.kubera.v1 import core_pb2
 from services.scheduler.framework.interface import NodeScore
 from services.scheduler.framework.status import Code, Status
-from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
+from services.scheduler.framework.types import CycleState, PodInfo, QueueingHint
 from services.scheduler.plugins import interpodaffinity as ipa
+from tests.scheduler.plugins._fakes import FakeHandle, fake_handle
 
 Json = dict[str, Any]
 ZONE = "zone"
@@ -25,37 +26,6 @@ EXISTING = ipa.ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH
 
 
 # --------------------------------------------------------------------------- fixtures
-
-
-class FakeSnapshot:
-    """The Snapshot protocol over NodeInfos built by the test."""
-
-    def __init__(self, infos: list[NodeInfo], ns_labels: Mapping[str, Mapping[str, str]]) -> None:
-        self._infos = infos
-        self._ns = ns_labels
-
-    def list(self) -> Sequence[NodeInfo]:
-        return self._infos
-
-    def get(self, name: str) -> NodeInfo | None:
-        return next((ni for ni in self._infos if ni.name == name), None)
-
-    def have_pods_with_affinity(self) -> Sequence[NodeInfo]:
-        return [ni for ni in self._infos if ni.pods_with_affinity]
-
-    def have_pods_with_required_anti_affinity(self) -> Sequence[NodeInfo]:
-        return [ni for ni in self._infos if ni.pods_with_required_anti_affinity]
-
-    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        return self._ns.get(namespace)
-
-
-class FakeHandle:
-    def __init__(self, snapshot: FakeSnapshot) -> None:
-        self._snapshot = snapshot
-
-    def snapshot(self) -> FakeSnapshot:
-        return self._snapshot
 
 
 def mk_pod(
@@ -115,16 +85,14 @@ def cluster(
     pods: Sequence[core_pb2.Pod] = (),
     ns_labels: Mapping[str, Mapping[str, str]] | None = None,
 ) -> FakeHandle:
-    infos = []
-    for name, labels in nodes.items():
-        ni = NodeInfo(
+    return fake_handle(
+        [
             json_format.ParseDict({"metadata": {"name": name, "labels": labels}}, core_pb2.Node())
-        )
-        for p in pods:
-            if p.spec.node_name == name:
-                ni.add_pod(PodInfo(p))
-        infos.append(ni)
-    return FakeHandle(FakeSnapshot(infos, ns_labels or {}))
+            for name, labels in nodes.items()
+        ],
+        pods,
+        ns_labels,
+    )
 
 
 def run_filter(handle: FakeHandle, pod: core_pb2.Pod) -> dict[str, tuple[Code, str]]:

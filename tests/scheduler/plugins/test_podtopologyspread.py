@@ -4,7 +4,7 @@ scoring and its normalisation, cluster default constraints, args validation, que
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -13,8 +13,9 @@ from google.protobuf import json_format
 from protos.kubera.v1 import core_pb2
 from services.scheduler.framework.interface import NodeScore
 from services.scheduler.framework.status import Code, Status
-from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
+from services.scheduler.framework.types import CycleState, PodInfo, QueueingHint
 from services.scheduler.plugins import podtopologyspread as pts
+from tests.scheduler.plugins._fakes import FakeHandle, fake_handle
 
 Json = dict[str, Any]
 HOST = "kubernetes.io/hostname"
@@ -24,36 +25,6 @@ NO_LABEL = pts.ERR_REASON_NODE_LABEL_NOT_MATCH
 
 
 # --------------------------------------------------------------------------- fixtures
-
-
-class FakeSnapshot:
-    """The Snapshot protocol over NodeInfos built by the test."""
-
-    def __init__(self, infos: list[NodeInfo]) -> None:
-        self._infos = infos
-
-    def list(self) -> Sequence[NodeInfo]:
-        return self._infos
-
-    def get(self, name: str) -> NodeInfo | None:
-        return next((ni for ni in self._infos if ni.name == name), None)
-
-    def have_pods_with_affinity(self) -> Sequence[NodeInfo]:
-        return [ni for ni in self._infos if ni.pods_with_affinity]
-
-    def have_pods_with_required_anti_affinity(self) -> Sequence[NodeInfo]:
-        return [ni for ni in self._infos if ni.pods_with_required_anti_affinity]
-
-    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        return None
-
-
-class FakeHandle:
-    def __init__(self, snapshot: FakeSnapshot) -> None:
-        self._snapshot = snapshot
-
-    def snapshot(self) -> FakeSnapshot:
-        return self._snapshot
 
 
 def exists(key: str) -> Json:
@@ -113,17 +84,6 @@ def mk_node(name: str, labels: dict[str, str], taints: Sequence[Json] = ()) -> c
         {"metadata": {"name": name, "labels": labels}, "spec": {"taints": list(taints)}},
         core_pb2.Node(),
     )
-
-
-def cluster(nodes: Sequence[core_pb2.Node], pods: Sequence[core_pb2.Pod] = ()) -> FakeHandle:
-    infos = []
-    for n in nodes:
-        ni = NodeInfo(n)
-        for p in pods:
-            if p.spec.node_name == n.metadata.name:
-                ni.add_pod(PodInfo(p))
-        infos.append(ni)
-    return FakeHandle(FakeSnapshot(infos))
 
 
 def zn(name: str, zone: str, **extra: str) -> core_pb2.Node:
@@ -383,19 +343,19 @@ def test_filter(
     incoming: core_pb2.Pod,
     want: dict[str, tuple[Code, str]],
 ) -> None:
-    _, got = run_filter(cluster(nodes, pods), incoming)
+    _, got = run_filter(fake_handle(nodes, pods), incoming)
     assert got == want
 
 
 def test_pre_filter_skips_pods_without_hard_constraints() -> None:
-    st, got = run_filter(cluster(FOUR, foo_pods(node_a=3)), mk_pod(labels={"foo": ""}))
+    st, got = run_filter(fake_handle(FOUR, foo_pods(node_a=3)), mk_pod(labels={"foo": ""}))
     assert st.is_skip()
     assert set(got.values()) == {OK}
 
 
 def test_remove_pod_rebalances_for_preemption() -> None:
     pods = foo_pods(node_a=2, node_b=1, node_y=3)
-    handle = cluster(FOUR, pods)
+    handle = fake_handle(FOUR, pods)
     pl = pts.new(None, handle)
     pi = PodInfo(mk_pod(labels={"foo": ""}, constraints=[spread(1, "node")]))
     state = CycleState()
@@ -426,7 +386,7 @@ def run_score(
 ) -> tuple[Status, dict[str, int]]:
     """PreScore over the candidate `nodes` (the cluster also holds `failed` ones), then
     Score + NormalizeScore."""
-    handle = cluster([*nodes, *failed], pods)
+    handle = fake_handle([*nodes, *failed], pods)
     pl = pts.new(args, handle)
     snap = handle.snapshot()
     candidates = [ni for n in nodes if (ni := snap.get(n.metadata.name)) is not None]
@@ -507,6 +467,16 @@ SCORE_CASES = [
         {"node-a": 100, "node-b": 100},
         id="all raw scores 0: every node scores 100",
     ),
+    # Upstream scoring_test.go, "system defaulting, nodes don't have zone, pods match service":
+    # 4/3/2/1 with the hostname default (maxSkew 3) and no zone labels anywhere.
+    pytest.param(
+        [hn("node-a"), hn("node-b"), hn("node-c"), hn("node-d")],
+        [],
+        foo_pods(node_a=4, node_b=3, node_c=2, node_d=1),
+        mk_pod(labels={"foo": ""}, owner="ReplicaSet"),
+        {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100},
+        id="upstream: system defaults score like one hostname constraint without zone labels",
+    ),
 ]
 
 
@@ -565,19 +535,6 @@ def test_default_constraints_apply(
     assert st.is_skip() == skips
 
 
-def test_system_defaults_score_like_one_hostname_constraint_without_zone_labels() -> None:
-    # Upstream scoring_test.go, "system defaulting, nodes don't have zone, pods match service":
-    # 4/3/2/1 with the hostname default (maxSkew 3) and no zone labels anywhere.
-    st, got = run_score(
-        [hn("node-a"), hn("node-b"), hn("node-c"), hn("node-d")],
-        [],
-        foo_pods(node_a=4, node_b=3, node_c=2, node_d=1),
-        mk_pod(labels={"foo": ""}, owner="ReplicaSet"),
-    )
-    assert st.is_success()
-    assert got == {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100}
-
-
 def test_default_group_is_pods_carrying_all_the_pods_labels() -> None:
     # The group stands in for the owner's selector: pods with all of the incoming pod's labels
     # (extra labels allowed) count on node-a; node-b's differently labelled pods do not.
@@ -600,7 +557,7 @@ def test_list_defaulting_with_do_not_schedule_filters_owned_pods() -> None:
         ],
     )
     st, got = run_filter(
-        cluster(FOUR, foo_pods(node_a=2, node_b=1, node_y=3)),
+        fake_handle(FOUR, foo_pods(node_a=2, node_b=1, node_y=3)),
         mk_pod(labels={"foo": ""}, owner="ReplicaSet"),
         args,
     )
@@ -697,7 +654,7 @@ TARGET = mk_pod(
 def test_pod_change_hint(
     old: core_pb2.Pod | None, new: core_pb2.Pod | None, want: QueueingHint
 ) -> None:
-    pl = pts.new(None, cluster([]))
+    pl = pts.new(None, fake_handle([]))
     assert pl.is_schedulable_after_pod_change(TARGET, old, new) == want
 
 
@@ -722,5 +679,5 @@ def test_pod_change_hint(
 def test_node_change_hint(
     old: core_pb2.Node | None, new: core_pb2.Node | None, want: QueueingHint
 ) -> None:
-    pl = pts.new(None, cluster([]))
+    pl = pts.new(None, fake_handle([]))
     assert pl.is_schedulable_after_node_change(TARGET, old, new) == want

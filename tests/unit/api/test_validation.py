@@ -263,6 +263,16 @@ def _taints(*taints: dict[str, Any]) -> dict[str, Any]:
         pytest.param("Pod", FULL_POD, id="pod-every-scheduling-field"),
         pytest.param(
             "Pod",
+            _toleration({"key": "sla", "operator": "Gt", "value": "900", "effect": "NoSchedule"}),
+            id="pod-toleration-gt-with-integer",
+        ),
+        pytest.param(
+            "Pod",
+            _toleration({"key": "sla", "operator": "Lt", "value": "1000"}),
+            id="pod-toleration-lt-with-integer",
+        ),
+        pytest.param(
+            "Pod",
             edit(POD, metadata={"generateName": "web-", "namespace": "default"}),
             id="pod-generate-name-only",
         ),
@@ -714,6 +724,18 @@ CREATE_CASES = [
         ),
         "spec.tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set",
         id="toleration-seconds-only-noexecute",
+    ),
+    pytest.param(
+        "Pod",
+        _toleration({"key": "sla", "operator": "Gt", "value": "high"}),
+        "value must be a valid integer for operator 'Gt'",
+        id="toleration-gt-needs-an-integer",
+    ),
+    pytest.param(
+        "Pod",
+        _toleration({"key": "sla", "operator": "Maybe"}),
+        'Unsupported value: "Maybe"',
+        id="toleration-unknown-operator-rejected",
     ),
     # topology spread
     pytest.param(
@@ -1364,41 +1386,3 @@ def test_update_reports_which_spec_fields_changed() -> None:
 def test_errors_carry_kubernetes_types() -> None:
     errs = validate_create("Pod", parse("Pod", _container(image="")))
     assert [(e.path, e.type) for e in errs] == [("spec.containers[0].image", "Required value")]
-
-
-@pytest.mark.parametrize(
-    ("toleration", "message"),
-    [
-        ({"key": "sla", "operator": "Gt", "value": "900", "effect": "NoSchedule"}, None),
-        ({"key": "sla", "operator": "Lt", "value": "1000"}, None),
-        (
-            {"key": "sla", "operator": "Gt", "value": "high"},
-            "value must be a valid integer for operator 'Gt'",
-        ),
-        ({"key": "sla", "operator": "Maybe"}, 'Unsupported value: "Maybe"'),
-    ],
-    ids=[
-        "gt-with-integer-ok",
-        "lt-with-integer-ok",
-        "gt-needs-an-integer",
-        "unknown-operator-rejected",
-    ],
-)
-def test_numeric_toleration_operators(toleration, message) -> None:
-    from google.protobuf import json_format as jf
-
-    from protos.kubera.v1 import core_pb2 as c
-    from services.api.validation import validate_create as vc
-
-    pod = jf.ParseDict(
-        {
-            "metadata": {"name": "p", "namespace": "default"},
-            "spec": {"containers": [{"name": "c", "image": "i"}], "tolerations": [toleration]},
-        },
-        c.Pod(),
-    )
-    errors = [str(e) for e in vc("Pod", pod)]
-    if message is None:
-        assert errors == []
-    else:
-        assert any(message in e for e in errors), errors
