@@ -30,17 +30,9 @@ from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycl
 from services.controllers.nodelifecycle_health import NODE_LEASE_NAMESPACE
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
 from services.storage.memory import MemoryStorage
+from tests.waiting import eventually
 
 NODES, PODS, LEASES, EVENTS = BY_KIND["Node"], BY_KIND["Pod"], BY_KIND["Lease"], BY_KIND["Event"]
-
-
-async def eventually(pred: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll (real time) until `pred` holds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not pred():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.005)
 
 
 def taint_keys(node: core_pb2.Node, effect: str | None = None) -> set[str]:

@@ -24,7 +24,8 @@ from services.controllers.tainteviction import (
     min_toleration_seconds,
     set_disruption_target,
 )
-from tests.controllers._lifecycle_cluster import eventually, lifecycle_cluster
+from tests.controllers._lifecycle_cluster import lifecycle_cluster
+from tests.waiting import eventually
 
 SCALE = 50.0
 #: How late a deletion may come, in simulated seconds (0.2 s of real time at SCALE).

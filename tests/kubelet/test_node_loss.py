@@ -20,7 +20,7 @@ from services.kubelet.pool import NodePool, PoolConfig
 from services.kubelet.template import parse_template, plan_nodes
 from services.scheduler.scheduler import Scheduler
 from services.storage.memory import MemoryStorage
-from tests.kubelet.test_pool import eventually
+from tests.waiting import eventually
 
 PODS, RS = BY_KIND["Pod"], BY_KIND["ReplicaSet"]
 SCALE = 50.0

@@ -4,10 +4,9 @@ pressure eviction and the kubelet's admission."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -22,22 +21,10 @@ from services.clock import ScaledClock, parse_rfc3339
 from services.kubelet.pool import NodePool, PoolConfig
 from services.kubelet.template import parse_template, plan_nodes
 from services.storage.memory import MemoryStorage
+from tests.waiting import eventually
 
 PODS, NODES, LEASES = BY_KIND["Pod"], BY_KIND["Node"], BY_KIND["Lease"]
 SCALE = 50.0
-
-
-async def eventually(cond: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        got = cond()
-        if asyncio.iscoroutine(got):
-            got = await got
-        if got:
-            return got
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
 
 
 class Env:

@@ -21,6 +21,7 @@ from services.client import Client
 from services.scheduler import config as config_mod
 from services.scheduler.scheduler import Scheduler
 from services.storage.memory import MemoryStorage
+from tests.waiting import eventually
 
 PODS, NODES = BY_KIND["Pod"], BY_KIND["Node"]
 
@@ -323,15 +324,6 @@ async def test_pods_for_an_unknown_scheduler_are_left_alone(cluster: Cluster) ->
     await cluster.wait_bound("mine")
     assert await cluster.node_of("other") == ""
     assert cluster.sched.traces.get("default/other") == []
-
-
-async def eventually(pred, timeout: float = 10.0) -> None:
-    """Poll a condition until it holds or the deadline passes (for state with no event)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not pred():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 async def test_binds_with_a_stale_fencing_token_bind_nothing() -> None:
