@@ -17,6 +17,7 @@ from services.api import codec
 from services.api.errors import REASON_KEY, ApiError, BadRequestError
 from services.api.kinds import BY_RESOURCE, Kind
 from services.apiserver.registry import ApiServer, BatchResult, Fencing
+from services.grpcserver import start_server
 from services.storage import StorageUnavailableError
 
 log = logging.getLogger(__name__)
@@ -196,16 +197,10 @@ async def serve(
     api: ApiServer, host: str = "127.0.0.1", port: int = 0
 ) -> tuple[grpc.aio.Server, int]:
     """Start a grpc.aio server for `api`; returns it and the bound port."""
-    server = grpc.aio.server(
-        options=[
-            ("grpc.max_receive_message_length", 256 * 1024 * 1024),
-            ("grpc.max_send_message_length", 256 * 1024 * 1024),
-            ("grpc.so_reuseport", 0),
-        ]
+    return await start_server(
+        lambda s: pb_grpc.add_ApiServerServicer_to_server(ApiServerServicer(api), s),
+        "the apiserver",
+        host,
+        port,
+        large_messages=True,
     )
-    pb_grpc.add_ApiServerServicer_to_server(ApiServerServicer(api), server)
-    bound = server.add_insecure_port(f"{host}:{port}")
-    if bound == 0:
-        raise OSError(f"could not bind the apiserver to {host}:{port}")
-    await server.start()
-    return server, bound

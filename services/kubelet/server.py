@@ -10,6 +10,7 @@ import grpc
 from protos.kubera.v1 import nodepool_pb2 as pb
 from protos.kubera.v1 import nodepool_pb2_grpc as pb_grpc
 from services.api.quantity import QuantityError, parse_quantity
+from services.grpcserver import start_server
 from services.kubelet.pool import NodePool
 
 USAGE_RESOURCES = ("memory", "ephemeral-storage", "inodes", "pids")
@@ -53,10 +54,9 @@ class NodePoolServicer(pb_grpc.NodePoolServicer):
 async def serve(
     pool: NodePool, host: str = "127.0.0.1", port: int = 0
 ) -> tuple[grpc.aio.Server, int]:
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    pb_grpc.add_NodePoolServicer_to_server(NodePoolServicer(pool), server)
-    bound = server.add_insecure_port(f"{host}:{port}")
-    if bound == 0:
-        raise OSError(f"could not bind the node pool to {host}:{port}")
-    await server.start()
-    return server, bound
+    return await start_server(
+        lambda s: pb_grpc.add_NodePoolServicer_to_server(NodePoolServicer(pool), s),
+        "the node pool",
+        host,
+        port,
+    )

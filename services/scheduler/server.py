@@ -8,6 +8,7 @@ import grpc
 
 from protos.kubera.v1 import scheduler_pb2 as pb
 from protos.kubera.v1 import scheduler_pb2_grpc as pb_grpc
+from services.grpcserver import start_server
 from services.scheduler.trace import Attempt
 
 
@@ -67,10 +68,9 @@ class SchedulerServicer(pb_grpc.SchedulerServicer):
 async def serve(
     host: Any, address: str = "127.0.0.1", port: int = 0
 ) -> tuple[grpc.aio.Server, int]:
-    server = grpc.aio.server()
-    pb_grpc.add_SchedulerServicer_to_server(SchedulerServicer(host), server)
-    bound = server.add_insecure_port(f"{address}:{port}")
-    if bound == 0:
-        raise OSError(f"could not bind the scheduler's API to {address}:{port}")
-    await server.start()
-    return server, bound
+    return await start_server(
+        lambda s: pb_grpc.add_SchedulerServicer_to_server(SchedulerServicer(host), s),
+        "the scheduler's API",
+        address,
+        port,
+    )
