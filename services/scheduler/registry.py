@@ -117,8 +117,8 @@ class InTreePlugin:
     points: tuple[str, ...]
     #: Its score weight in the default profile (0: not a score plugin).
     weight: int = 0
-    #: The module attributes holding its NAME, Args and new (a module may bundle several
-    #: plugins, as noderesources does).
+    #: The module attributes holding its NAME, Args and new (for a module that bundles
+    #: several plugins; in-tree modules hold one plugin each).
     attrs: tuple[str, str, str] = ("NAME", "Args", "new")
 
 
@@ -131,17 +131,18 @@ IN_TREE: tuple[InTreePlugin, ...] = (
     InTreePlugin("TaintToleration", "tainttoleration", (FILTER, PRE_SCORE, SCORE), 3),
     InTreePlugin("NodeAffinity", "nodeaffinity", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2),
     InTreePlugin("NodePorts", "nodeports", (PRE_FILTER, FILTER)),
-    InTreePlugin("NodeResourcesFit", "noderesources", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 1),
+    InTreePlugin(
+        "NodeResourcesFit", "noderesources.fit", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 1
+    ),
     InTreePlugin(
         "PodTopologySpread", "podtopologyspread", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2
     ),
     InTreePlugin("InterPodAffinity", "interpodaffinity", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2),
     InTreePlugin(
         "NodeResourcesBalancedAllocation",
-        "noderesources",
+        "noderesources.balanced_allocation",
         (PRE_SCORE, SCORE),
         1,
-        ("BALANCED_ALLOCATION_NAME", "BalancedAllocationArgs", "new_balanced_allocation"),
     ),
     InTreePlugin("DefaultBinder", "defaultbinder", (BIND,)),
 )

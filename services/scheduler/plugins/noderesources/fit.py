@@ -1,0 +1,387 @@
+"""NodeResourcesFit: does the pod fit the node, and how full does it leave it.
+
+Upstream plugins/noderesources/fit.go. Filter rejects a node that lacks a requested resource
+(the arithmetic is in fits_request.py): UnschedulableAndUnresolvable when some request exceeds
+the node's whole allocatable, else Unschedulable. `filter_batch` does the same for many nodes
+at once with numpy over the snapshot's per-node arrays.
+
+Score uses a strategy (strategies.py) over weighted resources (default cpu:1, memory:1), with
+the non-zero requests for cpu and memory (100m / 200Mi for containers that set none).
+
+The queueing hints requeue a pod when a pod leaves or shrinks, or a node appears or grows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from protos.kubera.v1 import core_pb2
+from services.scheduler.framework.interface import PreFilterResult
+from services.scheduler.framework.status import Code, Status
+from services.scheduler.framework.types import (
+    CPU,
+    EPHEMERAL,
+    MEMORY,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    QueueingHint,
+    Resource,
+    pod_requests,
+)
+from services.scheduler.plugins.helpers import NODE, POD
+from services.scheduler.plugins.noderesources.fits_request import (
+    InsufficientResource,
+    _checked_scalars,
+    _requests_nothing,
+    fits_request,
+)
+from services.scheduler.plugins.noderesources.resource_allocation import (
+    COL_CPU,
+    COL_EPHEMERAL,
+    COL_MEMORY,
+    COL_PODS,
+    ResourceSpec,
+    _default_resources,
+    _defaulted,
+    _ResourceAllocationScorer,
+    _resources_from,
+    _RowIndex,
+    _snapshot_arrays,
+    pod_score_requests,
+)
+from services.scheduler.plugins.noderesources.strategies import (
+    LEAST_ALLOCATED,
+    MAX_CUSTOM_PRIORITY_SCORE,
+    MAX_UTILIZATION,
+    REQUESTED_TO_CAPACITY_RATIO,
+    STRATEGIES,
+    UtilizationShapePoint,
+    _Scorer,
+)
+
+NAME = "NodeResourcesFit"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+MAX_RESOURCE_WEIGHT = 100
+
+
+@dataclass
+class ScoringStrategy:
+    type: str = LEAST_ALLOCATED
+    #: Defaults to cpu:1, memory:1 (weights 1..100; from_dict turns a 0 weight into 1).
+    resources: list[ResourceSpec] = field(default_factory=_default_resources)
+    #: requestedToCapacityRatio.shape, for type RequestedToCapacityRatio.
+    shape: list[UtilizationShapePoint] = field(default_factory=list)
+
+
+@dataclass
+class Args:
+    """NodeResourcesFitArgs."""
+
+    #: Extended resources Filter ignores (by full name).
+    ignored_resources: list[str] = field(default_factory=list)
+    #: Extended resource groups Filter ignores (the prefix before "/").
+    ignored_resource_groups: list[str] = field(default_factory=list)
+    scoring_strategy: ScoringStrategy = field(default_factory=ScoringStrategy)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> Args:
+        """From KubeSchedulerConfiguration pluginConfig args (camelCase), with v1 defaults."""
+        d = d or {}
+        ss = d.get("scoringStrategy") or {}
+        resources = _resources_from(ss.get("resources"))
+        shape = [
+            UtilizationShapePoint(int(p.get("utilization", 0)), int(p.get("score", 0)))
+            for p in (ss.get("requestedToCapacityRatio") or {}).get("shape") or []
+        ]
+        return cls(
+            ignored_resources=list(d.get("ignoredResources") or []),
+            ignored_resource_groups=list(d.get("ignoredResourceGroups") or []),
+            scoring_strategy=ScoringStrategy(
+                type=ss.get("type") or LEAST_ALLOCATED, resources=resources, shape=shape
+            ),
+        )
+
+
+def validate_fit_args(args: Args) -> None:
+    """ValidateNodeResourcesFitArgs (the checks that matter here); raises ValueError."""
+    errs: list[str] = []
+    for i, group in enumerate(args.ignored_resource_groups):
+        if "/" in group:
+            errs.append(f"ignoredResourceGroups[{i}]: Invalid value: {group!r}: '/' is not allowed")
+    ss = args.scoring_strategy
+    if ss.type not in STRATEGIES:
+        errs.append(
+            f"scoringStrategy.type: Unsupported value: {ss.type!r}: supported values: "
+            + ", ".join(f'"{s}"' for s in STRATEGIES)
+        )
+    for i, r in enumerate(ss.resources):
+        if not 1 <= r.weight <= MAX_RESOURCE_WEIGHT:
+            errs.append(
+                f"scoringStrategy.resources[{i}].weight: Invalid value: {r.weight}: "
+                f"resource weight of {r.name} not in valid range [1, {MAX_RESOURCE_WEIGHT}]"
+            )
+    if ss.type == REQUESTED_TO_CAPACITY_RATIO:
+        if not ss.shape:
+            errs.append("scoringStrategy.requestedToCapacityRatio.shape: Required value")
+        for i, p in enumerate(ss.shape):
+            if not 0 <= p.utilization <= MAX_UTILIZATION:
+                errs.append(
+                    f"shape[{i}].utilization: Invalid value: {p.utilization}: not in [0-100]"
+                )
+            if i > 0 and p.utilization <= ss.shape[i - 1].utilization:
+                errs.append(
+                    f"shape[{i}].utilization: Invalid value: {p.utilization}: "
+                    "values must be sorted in increasing order"
+                )
+            if not 0 <= p.score <= MAX_CUSTOM_PRIORITY_SCORE:
+                errs.append(f"shape[{i}].score: Invalid value: {p.score}: not in [0-10]")
+    if errs:
+        raise ValueError("; ".join(errs))
+
+
+def _status_for(insufficient: Sequence[InsufficientResource]) -> Status:
+    code = (
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        if any(r.unresolvable for r in insufficient)
+        else Code.UNSCHEDULABLE
+    )
+    return Status(code, tuple(r.reason for r in insufficient), NAME)
+
+
+class Fit(_ResourceAllocationScorer):
+    """NodeResourcesFit: PreFilterPlugin, FilterPlugin, BatchFilterPlugin, PreScorePlugin,
+    ScorePlugin, EnqueueExtensions; `score_batch` scores many nodes at once."""
+
+    name = NAME
+
+    def __init__(self, args: Args, handle: Any) -> None:
+        validate_fit_args(args)
+        ss = args.scoring_strategy
+        self.handle = handle
+        self._row_index = _RowIndex()
+        self.ignored = frozenset(args.ignored_resources)
+        self.ignored_groups = frozenset(args.ignored_resource_groups)
+        self.resources = _defaulted(ss.resources)
+        self.strategy = ss.type
+        self.use_requested = False
+        self._scorer = _Scorer(ss.type, self.resources, ss.shape)
+
+    # ------------------------------------------------------------------- filtering
+    def pre_filter(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        state.write(PRE_FILTER_STATE_KEY, pod_info.requests)
+        return None, Status.success()
+
+    def _request(self, state: CycleState) -> Resource | None:
+        req: Resource | None = state.get(PRE_FILTER_STATE_KEY)
+        return req
+
+    @staticmethod
+    def _missing_state() -> Status:
+        return Status.as_error(
+            KeyError(f"error reading {PRE_FILTER_STATE_KEY!r} from cycleState"), plugin=NAME
+        )
+
+    def filter(self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo) -> Status:
+        req = self._request(state)
+        if req is None:
+            return self._missing_state()
+        insufficient = fits_request(req, node_info, self.ignored, self.ignored_groups)
+        if not insufficient:
+            return Status.success()
+        return _status_for(insufficient)
+
+    def filter_batch(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> list[Status]:
+        """`filter` for every node, vectorised over the snapshot's arrays.
+
+        The arrays describe the snapshot's NodeInfos; a caller filtering modified copies
+        (e.g. with nominated pods added) must use `filter`. Without arrays this is a loop."""
+        req = self._request(state)
+        if req is None:
+            return [self._missing_state()] * len(nodes)
+        arrays = _snapshot_arrays(self.handle, nodes, self._row_index)
+        if arrays is None:
+            return [self.filter(state, pod_info, ni) for ni in nodes]
+        a_all, r_all, idx, _ = arrays
+        alloc = a_all[idx]
+        used = r_all[idx]
+        n = len(nodes)
+        checks: list[tuple[np.ndarray, np.ndarray | None, str]] = [
+            (used[:, COL_PODS] + 1 > alloc[:, COL_PODS], None, "Too many pods")
+        ]
+        scalars: list[tuple[str, int]] = []
+        if not _requests_nothing(req):
+            for col, q, reason in (
+                (COL_CPU, req.milli_cpu, "Insufficient cpu"),
+                (COL_MEMORY, req.memory, "Insufficient memory"),
+                (COL_EPHEMERAL, req.ephemeral_storage, "Insufficient ephemeral-storage"),
+            ):
+                if q > 0:
+                    a = alloc[:, col]
+                    checks.append((q > a - used[:, col], q > a, reason))
+            scalars = _checked_scalars(req, self.ignored, self.ignored_groups)
+        bad = np.zeros(n, dtype=bool)
+        for short, _, _ in checks:
+            bad |= short
+        if scalars:
+            # Extended resources are not in the arrays: check them per node.
+            scalar_short = [
+                [
+                    (name, q > ni.allocatable.scalar.get(name, 0))
+                    for name, q in scalars
+                    if q > ni.allocatable.scalar.get(name, 0) - ni.requested.scalar.get(name, 0)
+                ]
+                for ni in nodes
+            ]
+            bad |= np.fromiter((bool(s) for s in scalar_short), dtype=bool, count=n)
+        success = Status.success()
+        out: list[Status] = [success] * n
+        cache: dict[tuple[Code, tuple[str, ...]], Status] = {}
+        for i in np.flatnonzero(bad).tolist():
+            reasons: list[str] = []
+            unresolvable = False
+            for short, unres, reason in checks:
+                if short[i]:
+                    reasons.append(reason)
+                    unresolvable = unresolvable or bool(unres is not None and unres[i])
+            if scalars:
+                for name, unres_s in scalar_short[i]:
+                    reasons.append(f"Insufficient {name}")
+                    unresolvable = unresolvable or unres_s
+            code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+            key = (code, tuple(reasons))
+            status = cache.get(key)
+            if status is None:
+                status = cache[key] = Status(code, key[1], NAME)
+            out[i] = status
+        return out
+
+    # ------------------------------------------------------------------- scoring
+    def pre_score(self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        state.write(PRE_SCORE_STATE_KEY, pod_score_requests(pod_info, self.resources, False))
+        return Status.success()
+
+    def _pod_reqs(self, state: CycleState, pod_info: PodInfo) -> list[int]:
+        reqs: list[int] | None = state.get(PRE_SCORE_STATE_KEY)
+        return reqs if reqs is not None else pod_score_requests(pod_info, self.resources, False)
+
+    def score(
+        self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo
+    ) -> tuple[int, Status]:
+        if node_info.node is None:
+            return 0, Status.as_error(LookupError("node not found"), plugin=NAME)
+        requested, allocatable = self._vectors(node_info, self._pod_reqs(state, pod_info))
+        return self._scorer.score(requested, allocatable), Status.success()
+
+    def score_batch(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[int], Status]:
+        """`score` for every node at once (numpy); equal to `score` node by node. Uses the
+        snapshot's arrays, and its `non_zero` (N, 2) [milli_cpu, memory] if it has
+        one, else gathers from the NodeInfos."""
+        if not nodes:
+            return [], Status.success()
+        requested, allocatable = self._matrices(nodes, self._pod_reqs(state, pod_info))
+        return self._scorer.score_v(requested, allocatable).tolist(), Status.success()
+
+    # ------------------------------------------------------------------- queueing
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+                is_schedulable_after_pod_event,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+                is_schedulable_after_node_change,
+            ),
+        ]
+
+
+def is_schedulable_after_pod_event(
+    pod: core_pb2.Pod, old: core_pb2.Pod | None, new: core_pb2.Pod | None
+) -> QueueingHint:
+    """A deleted pod that held (or was nominated to) a node frees resources; a scaled-down
+    one helps when it shrank something the waiting pod requests."""
+    if new is None:
+        if old is None:
+            return QueueingHint.QUEUE
+        if not old.spec.node_name and not old.status.nominated_node_name:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
+    if new.metadata.uid == pod.metadata.uid:
+        return QueueingHint.QUEUE
+    if not new.spec.node_name or old is None:
+        return QueueingHint.SKIP
+    before, after, want = pod_requests(old), pod_requests(new), pod_requests(pod)
+    for name, have, now in (
+        (CPU, before.milli_cpu, after.milli_cpu),
+        (MEMORY, before.memory, after.memory),
+        (EPHEMERAL, before.ephemeral_storage, after.ephemeral_storage),
+    ):
+        if want.get(name) and have > now:
+            return QueueingHint.QUEUE
+    for name, q in want.scalar.items():
+        if q and before.scalar.get(name, 0) > after.scalar.get(name, 0):
+            return QueueingHint.QUEUE
+    return QueueingHint.SKIP
+
+
+def is_fit(pod: core_pb2.Pod, node: core_pb2.Node | None) -> bool:
+    """Would the pod fit the node if it were empty?"""
+    return node is not None and not fits_request(pod_requests(pod), NodeInfo(node))
+
+
+def have_any_requested_resources_increased(
+    pod: core_pb2.Pod, old: core_pb2.Node, new: core_pb2.Node
+) -> bool:
+    want = pod_requests(pod)
+    before, after = (
+        Resource.from_list(old.status.allocatable),
+        Resource.from_list(new.status.allocatable),
+    )
+    if after.allowed_pod_number > before.allowed_pod_number:
+        return True
+    if _requests_nothing(want):
+        return False
+    if (
+        (want.milli_cpu > 0 and after.milli_cpu > before.milli_cpu)
+        or (want.memory > 0 and after.memory > before.memory)
+        or (want.ephemeral_storage > 0 and after.ephemeral_storage > before.ephemeral_storage)
+    ):
+        return True
+    return any(
+        q and after.scalar.get(name, 0) > before.scalar.get(name, 0)
+        for name, q in want.scalar.items()
+    )
+
+
+def is_schedulable_after_node_change(
+    pod: core_pb2.Pod, old: core_pb2.Node | None, new: core_pb2.Node | None
+) -> QueueingHint:
+    """Queue for a new node the pod fits when empty, or an update that grew a resource the
+    pod requests (or the pod count) on a node it would fit."""
+    if not is_fit(pod, new):
+        return QueueingHint.SKIP
+    if old is None:
+        return QueueingHint.QUEUE
+    assert new is not None
+    if not have_any_requested_resources_increased(pod, old, new):
+        return QueueingHint.SKIP
+    return QueueingHint.QUEUE
+
+
+def new(args: Args | None, handle: Any) -> Fit:
+    return Fit(args or Args(), handle)
