@@ -9,29 +9,21 @@ create_revision it was won at, so a scheduler that lost its lease cannot bind a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
 from services.api.conditions import update_pod_condition
-from services.api.errors import FieldError, InvalidError, PreconditionError, invalid
+from services.api.errors import FieldError, InvalidError, PreconditionError
 from services.api.kinds import BY_KIND
+from services.apiserver.fencing import BOUND_BY, CURRENT, Fencing, bound_by_fenced
 from services.apiserver.objects import MAX_RETRIES, conflict, not_found
 from services.apiserver.watchcache import decode
 from services.storage import Compare, Get, Put
 
 if TYPE_CHECKING:
     from services.apiserver.registry import ApiServer
-
-
-@dataclass(frozen=True)
-class Fencing:
-    """A leader's fencing token: its election key and the create_revision it won it at."""
-
-    key: str
-    create_revision: int
 
 
 async def bind(
@@ -51,18 +43,9 @@ async def bind(
     namespace = namespace or "default"
     if not node_name:
         raise InvalidError("Binding", name, [FieldError("target.name", "Required value")])
-    if fencing is not None and (not fencing.key or fencing.create_revision <= 0):
-        raise InvalidError(
-            "Binding",
-            name,
-            [
-                invalid(
-                    "fencing",
-                    f"{fencing.key}@{fencing.create_revision}",
-                    "a fencing token needs the election key and its create_revision (> 0)",
-                )
-            ],
-        )
+    fencing = fencing or CURRENT.get()
+    if fencing is not None:
+        fencing.validate("Binding", name)
     key = kind.key(namespace, name)
     for _ in range(MAX_RETRIES):
         kv = await api.storage.get(key)
@@ -91,28 +74,20 @@ async def bind(
             raise conflict(kind, name)
         pod.spec.node_name = node_name
         update_pod_condition(pod.status, "PodScheduled", "True", api.clock.now())
-        compares = [Compare(key, "mod", "==", kv.mod_revision)]
-        failure: list[Get] = [Get(key)]
         if fencing is not None:
-            compares.append(Compare(fencing.key, "create", "==", fencing.create_revision))
-            failure.append(Get(fencing.key))
-        res = await api._txn(compares, [Put(key, api._encode(pod))], failure)
+            pod.metadata.annotations[BOUND_BY] = bound_by_fenced(fencing)
+        else:
+            pod.metadata.annotations.pop(BOUND_BY, None)
+        res = await api._txn(
+            [Compare(key, "mod", "==", kv.mod_revision)],
+            [Put(key, api._encode(pod))],
+            [Get(key)],
+            fencing=fencing,
+            what=f"Binding of pod {namespace}/{name}",
+        )
         if res.succeeded:
             pod.metadata.resource_version = str(res.revision)
             return pod
-        if fencing is not None:
-            holder = res.gets[1]
-            held = holder.create_revision if holder else 0
-            if held != fencing.create_revision:
-                now = (
-                    f"is held since revision {held}"
-                    if held
-                    else "is not held by anyone (the lease expired)"
-                )
-                raise PreconditionError(
-                    f"stale leader: fencing token {fencing.key}@{fencing.create_revision} is no longer current; "
-                    f"the election key {now}. Binding of pod {namespace}/{name} refused"
-                )
         if resource_version:
             current = res.gets[0]
             if current is not None and decode(kind, current).spec.node_name:  # type: ignore[attr-defined]

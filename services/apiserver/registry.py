@@ -50,9 +50,10 @@ from services.api.errors import (
 )
 from services.api.kinds import BY_KIND, KINDS, Kind, UnknownKindError, kind_of
 from services.apiserver import admission, batch, binding, deletion
+from services.apiserver import fencing as fencing_mod
 from services.apiserver.admission_reads import AdmissionReads
 from services.apiserver.batch import BatchResult
-from services.apiserver.binding import Fencing
+from services.apiserver.fencing import Fencing
 from services.apiserver.objects import (
     MAX_RETRIES,
     Filter,
@@ -65,7 +66,7 @@ from services.apiserver.objects import merge_patch as apply_merge_patch
 from services.apiserver.objects import meta as _meta
 from services.apiserver.watchcache import Entry, WatchCache, decode
 from services.clock import Clock, RealClock, rfc3339
-from services.storage import Compare, Delete, Get, KeyValue, Put, Storage
+from services.storage import Compare, Delete, Get, KeyValue, Put, Storage, TxnResult
 
 __all__ = ["ApiServer", "BatchResult", "Fencing"]
 
@@ -122,9 +123,24 @@ class ApiServer:
 
     # ------------------------------------------------------------- helpers
 
-    async def _txn(self, compares, success, failure=()):  # type: ignore[no-untyped-def]
-        """storage.txn, remembering the revision of what this server wrote, per resource."""
+    async def _txn(self, compares, success, failure=(), *, fencing=None, what=""):  # type: ignore[no-untyped-def]
+        """storage.txn, remembering the revision of what this server wrote, per resource.
+
+        A write under a fencing token (`fencing`, else the request's `fencing.CURRENT`)
+        also compares the election key's create_revision; a stale token raises
+        PreconditionError ("stale leader") instead of returning a failed txn."""
+        fencing = fencing or fencing_mod.CURRENT.get()
+        writes = fencing is not None and any(not isinstance(op, Get) for op in success)
+        if writes:
+            compares = [*compares, Compare(fencing.key, "create", "==", fencing.create_revision)]
+            failure = [*failure, Get(fencing.key)]
         res = await self.storage.txn(compares, success, failure)
+        if writes and not res.succeeded:
+            first = next((op.key for op in success if not isinstance(op, Get)), "")
+            err = fencing_mod.stale(fencing, res.gets[-1], what or f"Write to {first}")
+            if err is not None:
+                raise err
+            res = TxnResult(False, res.revision, res.gets[:-1])
         ops = success if res.succeeded else failure
         for op in ops:
             if not isinstance(op, Get) and op.key.startswith("/registry/"):

@@ -16,7 +16,8 @@ from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
 from services.api import codec
 from services.api.errors import REASON_KEY, ApiError, BadRequestError
 from services.api.kinds import BY_RESOURCE, Kind
-from services.apiserver.registry import ApiServer, BatchResult, Fencing
+from services.apiserver import fencing as fencing_mod
+from services.apiserver.registry import ApiServer, BatchResult
 from services.grpcserver import start_server
 from services.storage import StorageUnavailableError
 
@@ -64,6 +65,12 @@ def _unary(fn: Callable) -> Callable:
         self: ApiServerServicer, request: Any, context: grpc.aio.ServicerContext
     ) -> Any:
         try:
+            token = next(
+                (v for k, v in context.invocation_metadata() or () if k == fencing_mod.METADATA_KEY),
+                None,
+            )
+            if token is not None:
+                fencing_mod.CURRENT.set(fencing_mod.Fencing.parse(str(token)))
             return await fn(self, request, context)
         except grpc.aio.AbortError:
             raise
@@ -138,7 +145,7 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
     @_unary
     async def Bind(self, request: pb.BindRequest, context: Any) -> pb.ObjectResponse:
         fencing = (
-            Fencing(request.fencing.key, request.fencing.create_revision)
+            fencing_mod.Fencing(request.fencing.key, request.fencing.create_revision)
             if request.HasField("fencing")
             else None
         )

@@ -8,7 +8,7 @@ look at grpc. Objects are the kubera.v1 protobuf messages.
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -23,11 +23,16 @@ from services.api.errors import (
     ERRORS_BY_REASON,
     REASON_KEY,
     ApiError,
+    PreconditionError,
     UnavailableError,
 )
 from services.api.kinds import Kind, kind_of
+from services.apiserver.fencing import METADATA_KEY as FENCING_METADATA
 
 M = TypeVar("M", bound=Message)
+
+#: fencing() -> (election key, create_revision) while leading, else None.
+FencingSource = Callable[[], "tuple[str, int] | None"]
 
 
 def error_from_rpc(e: grpc.aio.AioRpcError) -> ApiError:
@@ -55,9 +60,19 @@ class BatchResult:
 class Client:
     """One gRPC channel to the apiserver. Use as `async with Client(address) as c:`."""
 
-    def __init__(self, address: str, *, timeout: float | None = 30.0) -> None:
+    def __init__(
+        self,
+        address: str,
+        *,
+        timeout: float | None = 30.0,
+        fencing: FencingSource | None = None,
+    ) -> None:
+        """`fencing`: where a leader's writes get their token. With it, every write carries
+        the token and is refused by the apiserver once the term is over; while the source
+        answers None (not leading) writes fail here without being sent."""
         self.address = address
         self.timeout = timeout
+        self.fencing = fencing
         self._channel = grpc.aio.insecure_channel(
             address,
             options=[
@@ -76,9 +91,22 @@ class Client:
     async def close(self) -> None:
         await self._channel.close()
 
-    async def _call(self, method: Any, request: Any, timeout: float | None = None) -> Any:
+    def _write_metadata(self) -> tuple[tuple[str, str], ...] | None:
+        if self.fencing is None:
+            return None
+        token = self.fencing()
+        if token is None:
+            raise PreconditionError(
+                "not the leader: this client writes only under a current fencing token"
+            )
+        return ((FENCING_METADATA, f"{token[0]}@{token[1]}"),)
+
+    async def _call(
+        self, method: Any, request: Any, timeout: float | None = None, *, write: bool = False
+    ) -> Any:
+        metadata = self._write_metadata() if write else None
         try:
-            return await method(request, timeout=timeout or self.timeout)
+            return await method(request, timeout=timeout or self.timeout, metadata=metadata)
         except grpc.aio.AioRpcError as e:
             raise error_from_rpc(e) from None
 
@@ -90,6 +118,7 @@ class Client:
         resp = await self._call(
             self._stub.Create,
             pb.CreateRequest(resource=kind.resource, object=codec.pack(obj), dry_run=dry_run),
+            write=not dry_run,
         )
         return codec.unpack(resp.object)  # type: ignore[return-value]
 
@@ -117,7 +146,9 @@ class Client:
     async def update(self, obj: M) -> M:
         kind = kind_of(obj)
         resp = await self._call(
-            self._stub.Update, pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj))
+            self._stub.Update,
+            pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)),
+            write=True,
         )
         return codec.unpack(resp.object)  # type: ignore[return-value]
 
@@ -126,6 +157,7 @@ class Client:
         resp = await self._call(
             self._stub.UpdateStatus,
             pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)),
+            write=True,
         )
         return codec.unpack(resp.object)  # type: ignore[return-value]
 
@@ -141,6 +173,7 @@ class Client:
                 merge_patch=merge_patch,
                 status=status,
             ),
+            write=True,
         )
         return codec.unpack(resp.object)
 
@@ -163,7 +196,7 @@ class Client:
         )
         if grace_period_seconds is not None:
             req.grace_period_seconds = grace_period_seconds
-        resp = await self._call(self._stub.Delete, req)
+        resp = await self._call(self._stub.Delete, req, write=True)
         return codec.unpack(resp.object)
 
     async def bind(
@@ -184,6 +217,13 @@ class Client:
             resource_version=resource_version,
             uid=uid,
         )
+        if fencing is None and self.fencing is not None:
+            fencing = self.fencing()
+            if fencing is None:
+                raise PreconditionError(
+                    f"not the leader: binding of pod {namespace}/{name} refused without a "
+                    "current fencing token"
+                )
         if fencing is not None:
             req.fencing.key, req.fencing.create_revision = fencing
         resp = await self._call(self._stub.Bind, req)
@@ -196,6 +236,7 @@ class Client:
         resp = await self._call(
             self._stub.BatchCreate,
             pb.BatchCreateRequest(resource=kind.resource, objects=[codec.pack(o) for o in objs]),
+            write=True,
         )
         return self._batch_results(resp)
 
@@ -212,6 +253,7 @@ class Client:
             pb.BatchUpdateRequest(
                 resource=kind.resource, objects=[codec.pack(o) for o in objs], status=status
             ),
+            write=True,
         )
         return self._batch_results(resp)
 

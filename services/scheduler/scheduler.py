@@ -20,14 +20,13 @@ import json
 import logging
 import random
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
 from services.api.errors import ApiError, NotFoundError, PreconditionError
 from services.api.kinds import BY_KIND
-from services.client import Client
+from services.client import Client, FencingSource
 from services.client.informer import Handlers, Informer
 from services.clock import Clock, RealClock, rfc3339
 from services.scheduler import config as config_mod
@@ -49,9 +48,6 @@ from services.scheduler.queue import SchedulingQueue
 from services.scheduler.trace import Attempt, ScoredNode, TraceStore, unschedulable_message
 
 log = logging.getLogger(__name__)
-
-#: fencing() -> (election key, create_revision) while leading, or None (no fencing).
-FencingSource = Callable[[], "tuple[str, int] | None"]
 
 NODE_ADD = ClusterEvent("Node", ActionType.ADD, "NodeAdd")
 ASSIGNED_POD_DELETE = ClusterEvent("Pod", ActionType.DELETE, "AssignedPodDelete")
@@ -194,6 +190,7 @@ class Scheduler:
         self._binding_slots = asyncio.Semaphore(max_binding_tasks)
         self._bindings: set[asyncio.Task[None]] = set()
         self._side_tasks: set[asyncio.Task[None]] = set()
+        self._informer_tasks: list[asyncio.Task[None]] = []
         self._next_start_node = 0
         self._last_message: dict[str, str] = {}
         self.scheduled = 0
@@ -257,26 +254,54 @@ class Scheduler:
     # ---------------------------------------------------------------- run
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Schedule until `stop` is set (the leader's context); then stop cleanly."""
-        tasks = [
+        """Warm up, schedule until `stop` is set, then close: one whole term."""
+        try:
+            await self.warm()
+            await self.lead(stop)
+        finally:
+            await self.close()
+
+    async def warm(self) -> None:
+        """Start the informers and wait until they have synced: the cache and the queue
+        fill, nothing is scheduled. A standby stays here until it leads. Idempotent."""
+        if self._informer_tasks:
+            return
+        self._informer_tasks = [
             asyncio.create_task(self.namespaces.run(), name="informer-namespaces"),
             asyncio.create_task(self.nodes.run(), name="informer-nodes"),
         ]
         await asyncio.gather(self.namespaces.synced.wait(), self.nodes.synced.wait())
-        tasks.append(asyncio.create_task(self.pods.run(), name="informer-pods"))
+        self._informer_tasks.append(asyncio.create_task(self.pods.run(), name="informer-pods"))
         await self.pods.synced.wait()
-        tasks.append(asyncio.create_task(self.queue.run(), name="queue-flush"))
+
+    async def lead(self, stop: asyncio.Event) -> None:
+        """Schedule (after warm()) until `stop` is set; then stop the scheduling and the
+        binding cycles. A scheduler leads once: after a term, close it and build a new one
+        (kube-scheduler exits when it loses its lease, for the same reason: its queue and
+        assumed pods belong to the old term)."""
+        assert self._informer_tasks, "warm() first"
+        flush = asyncio.create_task(self.queue.run(), name="queue-flush")
         loop = asyncio.create_task(self._loop(), name="schedule-loop")
         try:
             await stop.wait()
         finally:
             self.queue.close()
             loop.cancel()
-            for t in tasks:
+            flush.cancel()
+            for t in (loop, flush, *self._bindings, *self._side_tasks):
                 t.cancel()
-            for t in (loop, *tasks, *self._bindings, *self._side_tasks):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
+
+    async def close(self) -> None:
+        """Stop the informers (after lead() returned, or instead of leading)."""
+        self.queue.close()
+        tasks, self._informer_tasks = self._informer_tasks, []
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
 
     async def _loop(self) -> None:
         while True:
