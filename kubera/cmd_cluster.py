@@ -64,9 +64,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     up.add_argument(
         "--scheduler-config",
-        default="",
+        action="append",
+        default=[],
         metavar="FILE",
-        help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) for the scheduler",
+        help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1); repeat it to run "
+        "separate scheduler deployments side by side, each with its own schedulerNames and Lease",
     )
     up.add_argument("--scheduler-seed", type=int, default=None, help=argparse.SUPPRESS)
     up.add_argument(
@@ -74,6 +76,44 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="start no scheduler (bring your own schedulerName)",
     )
+    up.add_argument(
+        "--schedulers",
+        type=int,
+        default=1,
+        metavar="K",
+        help="scheduler replicas per deployment: one leader, K-1 warm standbys (shared-state: all active)",
+    )
+    up.add_argument(
+        "--controller-managers",
+        type=int,
+        default=1,
+        metavar="K",
+        help="controller-manager replicas: one leader, K-1 standbys",
+    )
+    up.add_argument(
+        "--scheduler-mode",
+        choices=("leader", "shared-state"),
+        default="leader",
+        help="leader: one elected scheduler per deployment binds, fenced; shared-state: "
+        "all replicas schedule (Omega), binds checked against node allocation records",
+    )
+    up.add_argument(
+        "--shared-state-partition",
+        choices=("none", "hash"),
+        default="none",
+        help="shared-state: every replica competes for every pod (none) or pods are split by UID hash",
+    )
+    for flag, what in (
+        ("lease-duration", "how long standbys wait before taking a silent leader's lease"),
+        ("renew-deadline", "how long a leader retries renewing before it steps down"),
+        ("retry-period", "the pause between campaign and renewal attempts"),
+    ):
+        up.add_argument(
+            f"--leader-elect-{flag}",
+            default=None,
+            metavar="D",
+            help=f"{what} (e.g. 2s, 1500ms; default: the configuration's, else 15s/10s/2s)",
+        )
     up.add_argument(
         "--timeout", type=float, default=180.0, help="seconds to wait for the cluster to be ready"
     )
@@ -114,21 +154,66 @@ def _check_not_running() -> None:
     _cleanup(ctx)  # left over from a crash
 
 
-def _read_scheduler_config(path: str) -> str:
-    """The file's text, checked here so a bad config is one clear line before anything starts."""
-    if not path:
-        return ""
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise CliError(f"--scheduler-config: cannot read {path}: {e.strerror}") from None
+def _read_scheduler_configs(paths: list[str]) -> list[str]:
+    """The files' texts, checked here so a bad config is one clear line before anything
+    starts; deployments must not share a schedulerName or a Lease."""
     from services.scheduler.config import ConfigError, load_config
 
-    try:
-        load_config(text)
-    except ConfigError as e:
-        raise CliError(f"--scheduler-config {path}: {e}") from None
-    return text
+    texts: list[str] = []
+    names: dict[str, str] = {}
+    leases: dict[str, str] = {}
+    for path in paths:
+        try:
+            text = Path(path).read_text()
+        except OSError as e:
+            raise CliError(f"--scheduler-config: cannot read {path}: {e.strerror}") from None
+        try:
+            cfg = load_config(text)
+        except ConfigError as e:
+            raise CliError(f"--scheduler-config {path}: {e}") from None
+        for p in cfg.profiles:
+            if p.scheduler_name in names:
+                raise CliError(
+                    f"--scheduler-config {path}: schedulerName {p.scheduler_name!r} is already "
+                    f"served by {names[p.scheduler_name]}; each deployment needs its own names"
+                )
+            names[p.scheduler_name] = path
+        le = cfg.leader_election
+        lease = f"{le.resource_namespace}/{le.resource_name}"
+        if le.leader_elect and lease in leases:
+            raise CliError(
+                f"--scheduler-config {path}: leaderElection Lease {lease} is already used by "
+                f"{leases[lease]}; set leaderElection.resourceName to give this deployment its own"
+            )
+        leases[lease] = path
+        texts.append(text)
+    return texts or [""]
+
+
+def _lease_flags(args: argparse.Namespace) -> dict[str, float | None]:
+    """--leader-elect-* as seconds, checked by client-go's rules against each other and
+    the defaults they do not override (lease > renew > 1.2 × retry)."""
+    from services.api.duration import parse_duration
+    from services.leaderelection import LeaderElectionConfig
+
+    out: dict[str, float | None] = {}
+    for name in ("lease_duration", "renew_deadline", "retry_period"):
+        raw = getattr(args, f"leader_elect_{name}")
+        flag = f"--leader-elect-{name.replace('_', '-')}"
+        if raw is None:
+            out[name] = None
+            continue
+        try:
+            out[name] = parse_duration(raw)
+        except ValueError as e:
+            raise CliError(f"{flag}: {e}") from None
+    given = {k: v for k, v in out.items() if v is not None}
+    if given:
+        try:
+            LeaderElectionConfig(identity="check", key="check", **given)  # type: ignore[arg-type]
+        except ValueError as e:
+            raise CliError(f"--leader-elect-*: {e}") from None
+    return out
 
 
 def _read_node_template(path: str, nodes: int | None) -> tuple[str, int]:
@@ -159,11 +244,24 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise CliError(f"--nodes-per-pool: must be >= 1, got {args.nodes_per_pool}")
     if not args.time_scale > 0:
         raise CliError(f"--time-scale: must be > 0, got {args.time_scale}")
+    for flag, value in (
+        ("--schedulers", args.schedulers),
+        ("--controller-managers", args.controller_managers),
+    ):
+        if value < 1:
+            raise CliError(f"{flag}: must be >= 1, got {value}")
     _check_not_running()
-    scheduler_config = _read_scheduler_config(args.scheduler_config)
+    scheduler_configs = _read_scheduler_configs(args.scheduler_config)
+    leases = _lease_flags(args)
     template, nodes = _read_node_template(args.node_template, args.nodes)
     opts = UpOptions(
-        scheduler_config=scheduler_config,
+        scheduler_config=scheduler_configs[0],
+        extra_scheduler_configs=tuple(scheduler_configs[1:]),
+        schedulers=args.schedulers,
+        controller_managers=args.controller_managers,
+        scheduler_mode=args.scheduler_mode,
+        shared_state_partition=args.shared_state_partition,
+        **leases,
         scheduler_seed=args.scheduler_seed,
         with_scheduler=not args.no_scheduler,
         etcd=args.etcd,

@@ -114,6 +114,20 @@ class EtcdProcess:
         self.stop()
         return False
 
+    def restart(self, timeout: float = 30.0) -> EtcdProcess:
+        """Start again on the same ports and data dir (after it stopped or was stopped),
+        so every client's endpoint stays valid."""
+        self.stop()
+        for _attempt in range(20):
+            if self._start_once(timeout):
+                return self
+            time.sleep(0.25)  # the old listener's port is still being released
+        raise EtcdError(f"etcd did not come back on port {self.client_port}; see {self.log_path}")
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
     def healthy(self) -> bool:
         try:
             with urllib.request.urlopen(f"{self.endpoint}/health", timeout=1) as r:

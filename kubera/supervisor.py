@@ -56,6 +56,19 @@ class UpOptions:
     time_scale: float = 1.0
     #: False: no controller-manager actor.
     with_controllers: bool = True
+    #: More scheduler deployments (KubeSchedulerConfiguration texts), each with its own
+    #: schedulerName(s) and its own Lease, running beside the first.
+    extra_scheduler_configs: tuple[str, ...] = ()
+    #: Replicas per scheduler deployment, and of the controller-manager.
+    schedulers: int = 1
+    controller_managers: int = 1
+    #: --leader-elect-* (seconds); None keeps the configuration's (15 s / 10 s / 2 s).
+    lease_duration: float | None = None
+    renew_deadline: float | None = None
+    retry_period: float | None = None
+    #: "leader" (one elected leader per deployment) or "shared-state" (Omega).
+    scheduler_mode: str = "leader"
+    shared_state_partition: str = "none"
 
 
 class Supervisor:
@@ -65,9 +78,9 @@ class Supervisor:
         self.etcd: EtcdProcess | None = None
         self.ray_tmp = ""
         self.actor = None
-        self.scheduler = None
+        self.schedulers: list = []
         self.pools: list = []
-        self.controllers = None
+        self.controllers: list = []
         self.context: Context | None = None
         self._stop = threading.Event()
 
@@ -119,19 +132,10 @@ class Supervisor:
         address = ray.get(self.actor.start.remote(), timeout=120)
         scheduler_address = scheduler_metrics = ""
         if self.opts.with_scheduler:
-            from actors.scheduler import SchedulerActor, SchedulerHostConfig
-
-            sched_config = SchedulerHostConfig(
-                apiserver=address,
-                config_yaml=self.opts.scheduler_config,
-                seed=self.opts.scheduler_seed,
-            )
-            self.scheduler = SchedulerActor.options(name="scheduler").remote(sched_config)
-            scheduler_address = ray.get(self.scheduler.start.remote(), timeout=120)
-            scheduler_metrics = ray.get(self.scheduler.health.remote(), timeout=30)["metrics"]
+            scheduler_address, scheduler_metrics = self._start_schedulers(address, etcd_endpoint)
         time_origin = time.time()
         if self.opts.with_controllers:
-            self._start_controllers(address, time_origin)
+            self._start_controllers(address, etcd_endpoint, time_origin)
         node_pools = self._start_pools(address, time_origin) if self.opts.nodes else []
         dirs = [str(self.cluster_dir)] + ([self.ray_tmp] if self.ray_tmp else [])
         me = os.getpid()
@@ -153,16 +157,60 @@ class Supervisor:
         self.context.save()
         return self.context
 
-    def _start_controllers(self, apiserver: str, time_origin: float) -> str:
+    def _start_schedulers(self, apiserver: str, etcd: str) -> tuple[str, str]:
+        """`schedulers` replicas of every scheduler deployment; returns the first
+        replica's gRPC and metrics addresses (`kubera explain` finds the leader itself)."""
+        import ray
+
+        from actors.scheduler import SchedulerActor, SchedulerHostConfig
+
+        o = self.opts
+        deployments = [o.scheduler_config, *o.extra_scheduler_configs]
+        for d, config_yaml in enumerate(deployments):
+            for i in range(o.schedulers):
+                cfg = SchedulerHostConfig(
+                    apiserver=apiserver,
+                    etcd=etcd,
+                    config_yaml=config_yaml,
+                    seed=o.scheduler_seed,
+                    lease_duration=o.lease_duration,
+                    renew_deadline=o.renew_deadline,
+                    retry_period=o.retry_period,
+                    mode=o.scheduler_mode,
+                    replica=i,
+                    replicas=o.schedulers,
+                    partition=o.shared_state_partition,
+                )
+                name = "scheduler" if d == i == 0 else f"scheduler-{d}-{i}"
+                self.schedulers.append(SchedulerActor.options(name=name).remote(cfg))
+        addresses = ray.get([a.start.remote() for a in self.schedulers], timeout=180)
+        metrics = ray.get(self.schedulers[0].health.remote(), timeout=30)["metrics"]
+        return addresses[0], metrics
+
+    def _start_controllers(self, apiserver: str, etcd: str, time_origin: float) -> None:
         import ray
 
         from actors.controllers import ControllerManagerActor, ControllerManagerHostConfig
+        from actors.replica import Election
 
-        cfg = ControllerManagerHostConfig(
-            apiserver=apiserver, time_scale=self.opts.time_scale, time_origin=time_origin
+        o = self.opts
+        election = Election(
+            lease_duration=o.lease_duration or 15.0,
+            renew_deadline=o.renew_deadline or 10.0,
+            retry_period=o.retry_period or 2.0,
+            lease_name="kube-controller-manager",
         )
-        self.controllers = ControllerManagerActor.options(name="controller-manager").remote(cfg)
-        return ray.get(self.controllers.start.remote(), timeout=120)
+        cfg = ControllerManagerHostConfig(
+            apiserver=apiserver,
+            etcd=etcd,
+            time_scale=o.time_scale,
+            time_origin=time_origin,
+            election=election,
+        )
+        for i in range(o.controller_managers):
+            name = "controller-manager" if i == 0 else f"controller-manager-{i}"
+            self.controllers.append(ControllerManagerActor.options(name=name).remote(cfg))
+        ray.get([a.start.remote() for a in self.controllers], timeout=120)
 
     def _start_pools(self, apiserver: str, time_origin: float) -> list[dict]:
         """ceil(nodes / nodes_per_pool) pool actors, spread over the Ray cluster's nodes."""
@@ -202,8 +250,36 @@ class Supervisor:
         ]
 
     def wait(self) -> None:
+        """Until asked to stop: bring back what chaos took down — etcd (restarted on its
+        ports and data dir) and replicas Ray re-created after a kill (started again)."""
+        pending: dict[int, object] = {}
         while not self._stop.wait(0.5):
-            pass
+            self._revive_etcd()
+            self._restart_replicas(pending)
+
+    def _revive_etcd(self) -> None:
+        if self.etcd is None or self.etcd.running or self._stop.is_set():
+            return
+        self.etcd.restart()
+        if self.context is not None:
+            self.context.pids["etcd"] = self.etcd.pid
+            self.context.started[str(self.etcd.pid)] = procs.start_time(self.etcd.pid)
+            self.context.save()
+
+    def _restart_replicas(self, pending: dict[int, object]) -> None:
+        """ensure_started() on every replica, at most one call in flight per actor: a
+        call to a re-created actor starts it; a call to a restarting one waits for it."""
+        import ray
+
+        for i, actor in enumerate([*self.schedulers, *self.controllers]):
+            ref = pending.get(i)
+            if ref is not None:
+                done, _ = ray.wait([ref], timeout=0)
+                if not done:
+                    continue
+                with contextlib.suppress(Exception):
+                    ray.get(ref)
+            pending[i] = actor.ensure_started.remote()
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -211,13 +287,16 @@ class Supervisor:
     def stop(self) -> None:
         import ray
 
-        for actor in [*self.pools, self.controllers, self.scheduler]:
-            if actor is None:
-                continue
+        actors = [*self.pools, *self.controllers, *self.schedulers]
+        refs = []
+        for actor in actors:  # all at once: a standby must not take over from a stopping leader
             with contextlib.suppress(Exception):
-                ray.get(actor.stop.remote(), timeout=15)
+                refs.append(actor.stop.remote())
+        with contextlib.suppress(Exception):
+            ray.wait(refs, num_returns=len(refs), timeout=20)
+        for actor in actors:
             with contextlib.suppress(Exception):
-                ray.kill(actor)
+                ray.kill(actor, no_restart=True)
         if self.actor is not None:
             with contextlib.suppress(Exception):
                 ray.get(self.actor.stop.remote(), timeout=10)

@@ -130,8 +130,7 @@ class LeaderElector:
             held = await self._try_acquire(stop)
             if held is not None:
                 return held
-            pause = self.config.retry_period * (1 + self._rng.random() * JITTER_FACTOR)
-            await self._pause(pause, stop)
+            await self._pause(self._standby_pause(), stop, self._key_changed())
             if stop.is_set():
                 raise _Stopped
 
@@ -170,6 +169,25 @@ class LeaderElector:
         self._held = won
         self._observe(won)
         return won
+
+    def _standby_pause(self) -> float:
+        """client-go's jittered retry period, cut short at the moment the observed holder
+        has been silent for lease_duration, so a dead leader's key is taken over on time
+        rather than up to one retry period late."""
+        pause = self.config.retry_period * (1 + self._rng.random() * JITTER_FACTOR)
+        if self._observed is not None:
+            silent_at = self._observed_at + self.config.lease_duration
+            pause = min(pause, max(0.0, silent_at - self._clock.monotonic()))
+        return pause
+
+    def _key_changed(self) -> Awaitable[None] | None:
+        """Wakes a standby when the key changes after what it last saw (released, expired,
+        renewed), so a released or expired key is campaigned for at once."""
+        seen = self._observed
+        watch = getattr(self._lock, "wait_change", None)
+        if seen is None or watch is None:
+            return None
+        return watch(seen.mod_revision)  # type: ignore[no-any-return]
 
     async def _lead(self, held: LockRecord, stop: asyncio.Event) -> None:
         cfg = self.config
@@ -312,13 +330,20 @@ class LeaderElector:
         raise TimeoutError
 
     async def _pause(
-        self, seconds: float, stop: asyncio.Event, work: asyncio.Task[None] | None = None
+        self,
+        seconds: float,
+        stop: asyncio.Event,
+        work: asyncio.Task[None] | Awaitable[None] | None = None,
     ) -> None:
-        """Sleep on the injected clock; wake early when `stop` is set or `work` ends."""
+        """Sleep on the injected clock; wake early when `stop` is set or `work` ends (a
+        task is left running; any other awaitable is cancelled with the sleep)."""
         others: list[asyncio.Future[Any]] = [
             asyncio.ensure_future(self._clock.sleep(seconds)),
             asyncio.ensure_future(stop.wait()),
         ]
+        if work is not None and not isinstance(work, asyncio.Task):
+            others.append(asyncio.ensure_future(work))
+            work = None
         waiters: set[asyncio.Future[Any]] = {*others}
         if work is not None:
             waiters.add(work)

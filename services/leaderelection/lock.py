@@ -145,6 +145,13 @@ class StorageLock:
         )
         return res.succeeded
 
+    async def wait_change(self, after_revision: int) -> None:
+        """Return once the key is written or deleted at a revision after `after_revision`
+        (a watch, so standbys notice a released or expired key at once)."""
+        async for batch in self._storage.watch(self._key, after_revision + 1):
+            if any(ev.kv.key == self._key for ev in batch.events):
+                return
+
     async def _revoke(self, lease: int) -> None:
         # Hygiene only: an unrevoked lease runs out by itself within its TTL.
         try:
