@@ -50,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from kubera import bench_nodes
 
     bench_nodes.register(bsub)
+    from kubera import bench_failover
+
+    bench_failover.register(bsub)
 
 
 def _pod(name: str, namespace: str = "default"):

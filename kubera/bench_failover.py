@@ -1,0 +1,228 @@
+"""`kubera bench failover`: how long the control plane cannot schedule after its leader
+dies. A cluster with K scheduler replicas and hollow nodes gets a steady stream of pods;
+the leader is SIGKILLed again and again, and each time we time
+
+    kill → the election key names a new holder   (takeover)
+    kill → the first bind carrying the new term's fencing token, seen on a pod watch
+
+the second being the figure that matters (a takeover that does not schedule helps no one).
+Between kills the killed replica comes back (Ray re-creates the actor; the supervisor
+starts it as a standby) so every kill finds K replicas. Bound pods are deleted at once,
+so the load stays small however many kills are asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import statistics
+import time
+from pathlib import Path
+
+from kubera.errors import CliError
+
+LEASE = "kube-system/kube-scheduler"
+
+
+def register(bsub: argparse._SubParsersAction) -> None:
+    p = bsub.add_parser(
+        "failover", help="leader SIGKILL → first bind by the new leader, over many kills"
+    )
+    p.add_argument("--kills", type=int, default=20)
+    p.add_argument("--schedulers", type=int, default=3, help="replicas (one leader)")
+    p.add_argument("--nodes", type=int, default=20)
+    p.add_argument("--rate", type=float, default=20.0, help="pods created per second")
+    p.add_argument("--lease-duration", default="2s")
+    p.add_argument("--renew-deadline", default="1500ms")
+    p.add_argument("--retry-period", default="500ms")
+    p.add_argument(
+        "--k8s-defaults",
+        action="store_true",
+        help="kube-scheduler's defaults instead (15s / 10s / 2s)",
+    )
+    p.add_argument("--output", default="", help="also write the figures as JSON here")
+    p.set_defaults(func=cmd_bench_failover)
+
+
+def _pod(name: str, namespace: str):
+    from kubera.bench import _pod as bench_pod
+
+    pod = bench_pod(name, namespace)
+    pod.spec.containers[0].resources.requests["cpu"] = "1m"
+    pod.spec.containers[0].resources.requests["memory"] = "1Mi"
+    return pod
+
+
+async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, float, float]):
+    from kubera import chaos
+    from protos.kubera.v1 import core_pb2
+    from services.api.errors import ApiError
+    from services.api.kinds import BY_KIND
+    from services.apiserver.fencing import BOUND_BY, parse_bound_by
+    from services.client import Client
+    from services.storage.etcd import EtcdStorage
+
+    lease_duration = timings[0]
+    storage = EtcdStorage(ctx["etcd"], timeout=5)
+    await storage.connect()
+    client = Client(ctx["apiserver"], timeout=30)
+    ns = "failover"
+    await client.create(core_pb2.Namespace(metadata={"name": ns}))
+    binds: list[tuple[float, int]] = []  # (monotonic arrival, term)
+    new_bind = asyncio.Event()
+    stop = asyncio.Event()
+    POD = BY_KIND["Pod"]
+
+    async def generate() -> None:
+        i = 0
+        t0 = time.monotonic()
+        while not stop.is_set():
+            i += 1
+            with contextlib.suppress(ApiError):
+                await client.create(_pod(f"p{i}", ns))
+            delay = t0 + i / args.rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+
+    async def watch() -> None:
+        async for ev in client.watch(POD, namespace=ns):
+            pod = ev.object
+            if ev.type != "MODIFIED" or not pod.spec.node_name:  # type: ignore[attr-defined]
+                continue
+            mode, _, term = parse_bound_by(pod.metadata.annotations.get(BOUND_BY, ""))  # type: ignore[attr-defined]
+            if mode == "fenced":
+                binds.append((time.monotonic(), term))
+                new_bind.set()
+            asyncio.create_task(  # noqa: RUF006 - best effort: keeps the load small
+                client.delete(POD, pod.metadata.name, ns, grace_period_seconds=0)  # type: ignore[attr-defined]
+            )
+
+    async def first_bind_after(
+        since: float, old_term: int, timeout: float, *, same: bool = False
+    ) -> tuple[float, int]:
+        """The first bind seen after `since` of a term other than `old_term` (or, with
+        `same`, of that very term)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            hit = next(
+                (
+                    (t, term)
+                    for t, term in binds
+                    if t >= since and (term == old_term if same else term != old_term)
+                ),
+                None,
+            )
+            if hit is not None:
+                return hit
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise CliError(f"bench: no bind by a new leader within {timeout:.0f}s of a kill")
+            new_bind.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(new_bind.wait(), remaining)
+
+    async def replicas_back(n: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while len(await chaos.replicas(storage, LEASE)) < n:
+            if time.monotonic() > deadline:
+                raise CliError(
+                    f"bench: fewer than {n} scheduler replicas {timeout:.0f}s after a kill"
+                )
+            await asyncio.sleep(0.1)
+
+    tasks = [asyncio.create_task(generate()), asyncio.create_task(watch())]
+    rows = []
+    try:
+        await chaos.wait_leader(storage, LEASE, 60)
+        await first_bind_after(time.monotonic(), 0, 60)
+        for k in range(args.kills):
+            await replicas_back(args.schedulers, 120)
+            target = await chaos.wait_leader(storage, LEASE, 60)
+            # the leader has bound under its term: it is a steady leader, not a new one
+            await first_bind_after(0, target.term, 60, same=True)
+            t_kill = time.monotonic()
+            chaos.kill(target)
+            new = await chaos.wait_leader(
+                storage, LEASE, 10 * lease_duration + 30, not_term=target.term
+            )
+            t_elected = time.monotonic()
+            t_bind, term = await first_bind_after(t_kill, target.term, 10 * lease_duration + 30)
+            row = {
+                "kill": k + 1,
+                "takeover_s": t_elected - t_kill,
+                "first_bind_s": t_bind - t_kill,
+                "old_term": target.term,
+                "new_term": term,
+                "new_leader": new.identity,
+            }
+            rows.append(row)
+            print(
+                f"  kill {k + 1:>2}: takeover {row['takeover_s']:.2f}s, "
+                f"first bind by the new leader {row['first_bind_s']:.2f}s",
+                flush=True,
+            )
+    finally:
+        stop.set()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await client.close()
+        await storage.close()
+    return rows
+
+
+def cmd_bench_failover(args: argparse.Namespace) -> int:
+    from kubera.bench import _Cluster
+    from services.api.duration import parse_duration
+
+    if args.kills < 1 or args.schedulers < 2:
+        raise CliError("bench failover: needs --kills >= 1 and --schedulers >= 2")
+    if args.k8s_defaults:
+        flags = ("15s", "10s", "2s")
+    else:
+        flags = (args.lease_duration, args.renew_deadline, args.retry_period)
+    timings = tuple(parse_duration(f) for f in flags)
+    cluster = _Cluster()
+    try:
+        up = cluster.up(
+            "--nodes", str(args.nodes),
+            "--schedulers", str(args.schedulers),
+            "--no-controllers",
+            "--leader-elect-lease-duration", flags[0],
+            "--leader-elect-renew-deadline", flags[1],
+            "--leader-elect-retry-period", flags[2],
+        )  # fmt: skip
+        print(
+            f"failover: {args.schedulers} scheduler replicas, leases {flags[0]} / renew "
+            f"{flags[1]} / retry {flags[2]}, {args.nodes} hollow nodes, {args.rate:g} pods/s "
+            f"(up in {up:.1f}s)",
+            flush=True,
+        )
+        rows = asyncio.run(_measure(cluster.context, args, timings))  # type: ignore[arg-type]
+    finally:
+        cluster.down()
+    first = [r["first_bind_s"] for r in rows]
+    take = [r["takeover_s"] for r in rows]
+    report = {
+        "kills": len(rows),
+        "lease_duration": flags[0],
+        "renew_deadline": flags[1],
+        "retry_period": flags[2],
+        "first_bind_median_s": statistics.median(first),
+        "first_bind_max_s": max(first),
+        "first_bind_min_s": min(first),
+        "takeover_median_s": statistics.median(take),
+        "takeover_max_s": max(take),
+        "rows": rows,
+    }
+    print(
+        f"leader SIGKILL → first bind by the new leader over {len(rows)} kills: "
+        f"median {report['first_bind_median_s']:.2f}s, max {report['first_bind_max_s']:.2f}s "
+        f"(min {report['first_bind_min_s']:.2f}s); takeover median "
+        f"{report['takeover_median_s']:.2f}s, max {report['takeover_max_s']:.2f}s"
+    )
+    if args.output:
+        Path(args.output).write_text(json.dumps(report, indent=2))
+    return 0
