@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import Message
 
+from kubera import procs
 from kubera.context import apiserver_address, load_context
 from kubera.errors import CliError
 from protos.kubera.v1 import core_pb2
@@ -199,24 +201,57 @@ def render_attempts(key: str, attempts: list[spb.TraceAttempt]) -> str:
     return "\n".join(out)
 
 
+async def _scheduler_addresses(ctx) -> list[str]:  # type: ignore[no-untyped-def]
+    """Every live scheduler replica's API (all deployments, leaders and standbys: the
+    attempts of a pod may have been made by several leaders in turn)."""
+    from kubera import chaos
+    from services.storage.etcd import EtcdStorage
+
+    storage = EtcdStorage(ctx.etcd, timeout=5)
+    try:
+        await storage.connect()
+        kvs, _ = await storage.list(chaos.REPLICAS_PREFIX)
+    except Exception:  # noqa: BLE001 - fall back to the address `kubera up` recorded
+        return [ctx.scheduler] if ctx.scheduler else []
+    finally:
+        await storage.close()
+    out = []
+    for kv in kvs:
+        try:
+            rec = json.loads(kv.value)
+        except ValueError:
+            continue
+        live = procs.alive(int(rec.get("pid", 0)))
+        if rec.get("component") == "kube-scheduler" and rec.get("scheduler") and live:
+            out.append(rec["scheduler"])
+    return out or ([ctx.scheduler] if ctx.scheduler else [])
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     ctx = load_context()
-    if not ctx.scheduler:
-        raise CliError(
-            "this cluster has no scheduler API in its context (started by an older kubera?)"
-        )
 
-    async def run() -> list[spb.TraceAttempt]:
-        async with grpc.aio.insecure_channel(ctx.scheduler) as ch:
+    async def one(address: str) -> list[spb.TraceAttempt]:
+        async with grpc.aio.insecure_channel(address) as ch:
             stub = spb_grpc.SchedulerStub(ch)
             resp = await stub.Explain(
                 spb.ExplainRequest(namespace=args.namespace, name=args.name), timeout=10
             )
             return list(resp.attempts)
 
-    try:
-        attempts = asyncio.run(run())
-    except grpc.aio.AioRpcError as e:
-        raise CliError(f"scheduler at {ctx.scheduler}: {e.details()}") from None
+    async def run() -> list[spb.TraceAttempt]:
+        addresses = await _scheduler_addresses(ctx)
+        if not addresses:
+            raise CliError("this cluster runs no scheduler (started with --no-scheduler?)")
+        found = await asyncio.gather(*(one(a) for a in addresses), return_exceptions=True)
+        attempts = [a for r in found if isinstance(r, list) for a in r]
+        errors = [r for r in found if isinstance(r, BaseException)]
+        if not attempts and errors:
+            e = errors[0]
+            if isinstance(e, grpc.aio.AioRpcError):
+                raise CliError(f"scheduler: {e.details()}")
+            raise e
+        return sorted(attempts, key=lambda a: a.time)
+
+    attempts = asyncio.run(run())
     print(render_attempts(f"{args.namespace}/{args.name}", attempts))
     return 0
