@@ -86,6 +86,13 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
             if delay > 0:
                 await asyncio.sleep(delay)
 
+    deleting: set[str] = set()
+    background: set[asyncio.Task[None]] = set()
+
+    async def delete(name: str) -> None:
+        with contextlib.suppress(ApiError):
+            await client.delete(POD, name, ns, grace_period_seconds=0)
+
     async def watch() -> None:
         async for ev in client.watch(POD, namespace=ns):
             pod = ev.object
@@ -95,9 +102,12 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
             if mode == "fenced":
                 binds.append((time.monotonic(), term))
                 new_bind.set()
-            asyncio.create_task(  # noqa: RUF006 - best effort: keeps the load small
-                client.delete(POD, pod.metadata.name, ns, grace_period_seconds=0)  # type: ignore[attr-defined]
-            )
+            name = pod.metadata.name  # type: ignore[attr-defined]
+            if name not in deleting:  # best effort, once per pod: keeps the load small
+                deleting.add(name)
+                task = asyncio.create_task(delete(name))
+                background.add(task)
+                task.add_done_callback(background.discard)
 
     async def first_bind_after(
         since: float, old_term: int, timeout: float, *, same: bool = False

@@ -10,12 +10,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kubera import bench, cmd_chaos, cmd_cluster, cmd_nodes, cmd_objects, cmd_scheduling
+from kubera import bench, cmd_chaos, cmd_check, cmd_cluster, cmd_nodes, cmd_objects, cmd_scheduling
 from kubera.context import ContextError
 from kubera.errors import CliError
 
 #: Modules with `register(subparsers)`; each subcommand sets `func(args) -> int`.
-COMMANDS = (cmd_cluster, cmd_objects, cmd_scheduling, cmd_nodes, cmd_chaos, bench)
+COMMANDS = (cmd_cluster, cmd_objects, cmd_scheduling, cmd_nodes, cmd_chaos, cmd_check, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
