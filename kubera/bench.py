@@ -50,9 +50,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     from kubera import bench_nodes
 
     bench_nodes.register(bsub)
+    from kubera import bench_shared
+
+    bench_shared.register(bsub)
     from kubera import bench_failover
 
     bench_failover.register(bsub)
+    from kubera import bench_chaos
+
+    bench_chaos.register(bsub)
 
 
 def _pod(name: str, namespace: str = "default"):
