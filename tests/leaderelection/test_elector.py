@@ -8,6 +8,7 @@ never on sleeps: a Probe records each callback and wakes whoever waits for a con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import time
 from collections.abc import AsyncIterator, Callable
@@ -17,6 +18,7 @@ import pytest
 
 from services.clock import RealClock
 from services.leaderelection import (
+    JITTER_FACTOR,
     Callbacks,
     LeaderElectionConfig,
     LeaderElectionRecord,
@@ -326,3 +328,71 @@ async def test_work_that_returns_ends_the_term_and_releases(election: Election) 
     assert probe.led_at[0] - probe.stopped_at[0] < LEASE / 2
     first, second = tokens
     assert first is not None and second is not None and second[1] > first[1]
+
+
+# -- takeover on real etcd: the standby's pause cut at the lease, and its watch ----------
+
+
+def _start(election: Election, name: str, *, lease: float, renew: float, retry: float) -> Candidate:
+    cfg = LeaderElectionConfig(
+        lease_duration=lease,
+        renew_deadline=renew,
+        retry_period=retry,
+        identity=name,
+        key=election.key,
+    )
+    probe = Probe(name)
+    c = Candidate(LeaderElector(election.storage, cfg, probe.callbacks()), probe)
+    election.candidates.append(c)
+    return c
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("storage", ["etcd"], indirect=True)
+async def test_a_standby_takes_over_a_killed_leader_at_the_end_of_its_lease(
+    election: Election,
+) -> None:
+    # A retry period long next to the slack, so "on time" and "one poll late" differ.
+    lease, renew, retry = 1.2, 0.8, 0.5
+    polled = lease + retry * (1 + JITTER_FACTOR)  # the latest a polling standby could take it
+    a = _start(election, "a", lease=lease, renew=renew, retry=retry)
+    await a.probe.wait_for(lambda: bool(a.probe.led_at), 2.0)
+    b = _start(election, "b", lease=lease, renew=renew, retry=retry)
+    await b.probe.wait_for(lambda: b.probe.leaders == ["a"], 2.0)
+
+    # Kill a right after a renewal (none in flight): no release, its key is left to expire.
+    seen = len(a.probe.records)
+    await a.probe.wait_for(lambda: len(a.probe.records) > seen, 2 * retry + SLACK)
+    a.task.cancel()
+    killed_mono, killed_wall = time.monotonic(), time.time()
+    last_renewal = killed_mono - (killed_wall - a.probe.records[-1].renew_time)
+    election.candidates.remove(a)
+    with contextlib.suppress(asyncio.CancelledError):
+        await a.task
+    assert not a.elector.is_leader
+    kv = await election.storage.get(election.key)
+    assert kv is not None and kv.value == b"a", "a's key outlives it"
+
+    await b.probe.wait_for(lambda: bool(b.probe.led_at), polled + SLACK)
+    took = b.probe.led_at[0] - last_renewal
+    assert lease - 0.05 <= took <= lease + SLACK < polled
+    assert b.probe.leaders == ["a", "b"]
+    kv = await election.storage.get(election.key)
+    assert kv is not None and kv.value == b"b"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("storage", ["etcd"], indirect=True)
+async def test_a_released_key_is_taken_at_once_thanks_to_the_watch(election: Election) -> None:
+    # A long retry period: a standby that only polled would wait about a second.
+    lease, renew, retry = 3.0, 2.0, 1.0
+    a = _start(election, "a", lease=lease, renew=renew, retry=retry)
+    await a.probe.wait_for(lambda: bool(a.probe.led_at), 2.0)
+    b = _start(election, "b", lease=lease, renew=renew, retry=retry)
+    await b.probe.wait_for(lambda: b.probe.leaders == ["a"], 2.0)
+
+    stopped = time.monotonic()
+    await a.shutdown()  # releases: the key is deleted
+    assert a.probe.records[-1].holder == ""
+    await b.probe.wait_for(lambda: bool(b.probe.led_at), retry)
+    assert b.probe.led_at[0] - stopped < retry / 4
