@@ -233,6 +233,9 @@ class SchedulerHost:
             "terms": self.terms,
             "scheduled": self.scheduler.scheduled if self.scheduler else 0,
         }
+        omega = getattr(self.scheduler, "omega", None)
+        if omega is not None:
+            out["shared_state"] = omega.summary()
         if self.replica is not None:
             out.update(self.replica.health())
         out["leading"] = self.leading
