@@ -115,6 +115,13 @@ class ConflictError(ApiError):
     reason = "Conflict"
 
 
+class AllocationConflictError(ConflictError):
+    """A bind checked against the node's allocation record (shared-state scheduling) does
+    not fit: another scheduler took the room first. The pod is requeued, not failed."""
+
+    reason = "AllocationConflict"
+
+
 class BadRequestError(ApiError):
     code = grpc.StatusCode.INVALID_ARGUMENT
     reason = "BadRequest"
@@ -173,6 +180,7 @@ ERRORS_BY_REASON: dict[str, type[ApiError]] = {
         NotFoundError,
         AlreadyExistsError,
         ConflictError,
+        AllocationConflictError,
         BadRequestError,
         InvalidError,
         ForbiddenError,

@@ -132,6 +132,7 @@ class ApiServer:
         fencing = fencing or fencing_mod.CURRENT.get()
         writes = fencing is not None and any(not isinstance(op, Get) for op in success)
         if writes:
+            fencing.validate("Request", what or "write")  # revision 0 would match "unheld"
             compares = [*compares, Compare(fencing.key, "create", "==", fencing.create_revision)]
             failure = [*failure, Get(fencing.key)]
         res = await self.storage.txn(compares, success, failure)
@@ -471,10 +472,12 @@ class ApiServer:
         resource_version: str = "",
         uid: str = "",
         fencing: Fencing | None = None,
+        check_allocation: bool = False,
     ) -> Message:
         """Set spec.nodeName in one txn that also proves the pod is still unbound at the
         version read and, with `fencing`, that the caller's election key still exists with
-        the create_revision it won it at."""
+        the create_revision it won it at; with `check_allocation`, that the pod fits the
+        node's allocation record (shared-state scheduling; see allocation)."""
         return await binding.bind(
             self,
             namespace,
@@ -483,6 +486,7 @@ class ApiServer:
             resource_version=resource_version,
             uid=uid,
             fencing=fencing,
+            check_allocation=check_allocation,
         )
 
     # ---------------------------------------------------------------- watch

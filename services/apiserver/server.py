@@ -156,6 +156,7 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
             resource_version=request.resource_version,
             uid=request.uid,
             fencing=fencing,
+            check_allocation=request.check_allocation,
         )
         return pb.ObjectResponse(object=codec.pack(obj))
 

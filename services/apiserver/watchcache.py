@@ -79,6 +79,8 @@ class WatchCache:
         self._changed = asyncio.Event()
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        #: Secondary indexes of `store` (client-go's Indexers): name -> (fn, value -> keys).
+        self._indexes: dict[str, tuple[Callable[[Message], str], dict[str, set[str]]]] = {}
 
     async def start(self) -> None:
         await self._relist()
@@ -94,6 +96,8 @@ class WatchCache:
     async def _relist(self) -> None:
         items, rev = await self._storage.list(self.kind.prefix())
         self.store = {kv.key: Entry(decode(self.kind, kv)) for kv in items}
+        for name, (fn, _) in self._indexes.items():
+            self._indexes[name] = (fn, self._build_index(fn))
         self.base += len(self.events)
         self.events = []
         self.revision = self.oldest = rev
@@ -141,6 +145,8 @@ class WatchCache:
                 obj = decode(self.kind, last, rev) if last is not None else _with_rv(prev.obj, rev)  # type: ignore[union-attr]
                 cur = Entry(obj)
                 self.store.pop(key, None)
+            if self._indexes:
+                self._reindex(key, prev, cur if ev.type == "PUT" else None)
             self.events.append(CacheEvent(ev.type, rev, cur, prev))
             self.revision = max(self.revision, rev)
         if not batch.events:
@@ -154,6 +160,39 @@ class WatchCache:
             # partly dropped revision would miss some, so the whole revision counts as gone.
             self.oldest = self.events_dropped_last
         self._wake()
+
+    def add_index(self, name: str, fn: Callable[[Message], str]) -> None:
+        """Keep `store` indexed by `fn(obj)` from now on (built once, then kept as events
+        apply); "" means not indexed. Idempotent per name."""
+        if name not in self._indexes:
+            self._indexes[name] = (fn, self._build_index(fn))
+
+    def by_index(self, name: str, value: str) -> frozenset[str] | set[str]:
+        """The keys in `store` whose index `name` is `value` (do not modify)."""
+        return self._indexes[name][1].get(value, _EMPTY)
+
+    def _build_index(self, fn: Callable[[Message], str]) -> dict[str, set[str]]:
+        index: dict[str, set[str]] = {}
+        for key, entry in self.store.items():
+            value = fn(entry.obj)
+            if value:
+                index.setdefault(value, set()).add(key)
+        return index
+
+    def _reindex(self, key: str, prev: Entry | None, cur: Entry | None) -> None:
+        for fn, index in self._indexes.values():
+            old = fn(prev.obj) if prev is not None else ""
+            new = fn(cur.obj) if cur is not None else ""
+            if old == new:
+                continue
+            if old:
+                keys = index.get(old)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[old]
+            if new:
+                index.setdefault(new, set()).add(key)
 
     @property
     def started(self) -> bool:
@@ -242,6 +281,9 @@ class WatchCache:
                 continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), next_bookmark - now)
+
+
+_EMPTY: frozenset[str] = frozenset()
 
 
 def _with_rv(obj: Message, rev: int) -> Message:

@@ -8,6 +8,7 @@ look at grpc. Objects are the kubera.v1 protobuf messages.
 from __future__ import annotations
 
 import builtins
+import copy
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -81,6 +82,13 @@ class Client:
             ],
         )
         self._stub = pb_grpc.ApiServerStub(self._channel)
+
+    def fenced(self, fencing: FencingSource | None) -> Client:
+        """This client's channel with another fencing source (None: unfenced); closing
+        either closes the shared channel."""
+        other = copy.copy(self)
+        other.fencing = fencing
+        return other
 
     async def __aenter__(self) -> Client:
         return self
@@ -208,16 +216,23 @@ class Client:
         resource_version: str = "",
         uid: str = "",
         fencing: tuple[str, int] | None = None,
+        check_allocation: bool = False,
     ) -> Message:
-        """Bind a pod to a node; `fencing` = (election key, its create_revision)."""
+        """Bind a pod to a node; `fencing` = (election key, its create_revision).
+
+        `check_allocation` (shared-state scheduling): the apiserver also checks the pod
+        against the node's allocation record and raises AllocationConflictError when it no
+        longer fits. Such a bind is guarded by the record, not by a leader's term, so it
+        carries a fencing token only when one is passed here explicitly."""
         req = pb.BindRequest(
             namespace=namespace,
             name=name,
             node_name=node_name,
             resource_version=resource_version,
             uid=uid,
+            check_allocation=check_allocation,
         )
-        if fencing is None and self.fencing is not None:
+        if fencing is None and self.fencing is not None and not check_allocation:
             fencing = self.fencing()
             if fencing is None:
                 raise PreconditionError(

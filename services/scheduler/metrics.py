@@ -114,3 +114,56 @@ class SchedulerMetrics:
 
 #: What the scheduling queue needs; the scheduler passes its SchedulerMetrics.
 QueueMetrics = SchedulerMetrics
+
+
+#: Shared-state (Omega) series: kube-scheduler has none, so they carry kubera's prefix.
+SHARED_STATE_PREFIX = "kubera_scheduler_shared_state"
+
+
+class SharedStateMetrics:
+    """A shared-state replica's Omega measures (services/scheduler/omega.py), registered on
+    the scheduler's registry beside the upstream series."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        p = SHARED_STATE_PREFIX
+        self.binds_total = Counter(
+            f"{p}_binds_total",
+            "Binds this replica made that the apiserver accepted.",
+            registry=registry,
+        )
+        self.conflicts_total = Counter(
+            f"{p}_conflicts_total",
+            "Binds this replica lost, by reason: 'allocation' means the node's allocation "
+            "record no longer had room (the pod is requeued); 'pod' means another replica "
+            "bound the pod first.",
+            ["reason"],
+            registry=registry,
+        )
+        self.conflict_fraction = Gauge(
+            f"{p}_conflict_fraction",
+            "Allocation conflicts per successful bind, since this replica started.",
+            registry=registry,
+        )
+        self.busy_seconds_total = Counter(
+            f"{p}_busy_seconds_total",
+            "Seconds of scheduling and binding work, by whether the attempt ended bound "
+            "('useful') or in a conflict ('wasted').",
+            ["work"],
+            registry=registry,
+        )
+        self.queue_wait_seconds = Histogram(
+            f"{p}_queue_wait_seconds",
+            "Time from a pod entering the queue to the start of the attempt that bound it.",
+            registry=registry,
+            buckets=exponential_buckets(0.001, 2, 18),
+        )
+        self.attempts_per_pod = Histogram(
+            f"{p}_attempts_per_pod",
+            "Attempts this replica made for each pod it bound.",
+            registry=registry,
+            buckets=(1, 2, 3, 4, 5, 8, 12, 16, 32),
+        )
+        for reason in ("allocation", "pod"):
+            self.conflicts_total.labels(reason=reason)
+        for work in ("useful", "wasted"):
+            self.busy_seconds_total.labels(work=work)

@@ -5,11 +5,16 @@ picks a node; binding cycles run concurrently (upstream schedule_one.go).
       scheduling cycle (serial)   snapshot → PreFilter → Filter (percentageOfNodesToScore)
                                   → [PostFilter] → PreScore → Score → select host
                                   → assume in cache → Reserve → Permit
-      binding cycle (concurrent)  WaitOnPermit → PreBind → Bind (fenced) → PostBind
+      binding cycle (concurrent)  WaitOnPermit → PreBind → Bind (fenced or checked) → PostBind
       every failure path after assume: Unreserve, forget the assumed pod, requeue
 
 The loop starts from `on_started_leading(ctx)`-style `run(stop)` and returns when `stop`
 is set; binds carry the fencing token the leader-election layer provides (or none).
+
+In shared-state (Omega) mode (`shared_state`, see omega.py) several replicas schedule at
+once: a replica takes only its share of the pods, binds with `check_allocation` instead of
+a fencing token, and a bind refused with AllocationConflict (another replica filled the
+node first) is forgotten and requeued with backoff like any bind error, and counted.
 """
 
 from __future__ import annotations
@@ -24,7 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import ApiError, NotFoundError, PreconditionError
+from services.api.errors import (
+    AllocationConflictError,
+    ApiError,
+    NotFoundError,
+    PreconditionError,
+)
 from services.api.kinds import BY_KIND
 from services.client import Client, FencingSource
 from services.client.informer import Handlers, Informer
@@ -43,7 +53,8 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueuedPodInfo,
 )
-from services.scheduler.metrics import SchedulerMetrics
+from services.scheduler.metrics import SchedulerMetrics, SharedStateMetrics
+from services.scheduler.omega import OmegaStats, SharedState
 from services.scheduler.queue import SchedulingQueue
 from services.scheduler.trace import Attempt, ScoredNode, TraceStore, unschedulable_message
 
@@ -117,12 +128,14 @@ class _Handle:
         return self._sched.snapshot
 
     async def bind(self, pod: core_pb2.Pod, node_name: str) -> None:
+        shared = self._sched.shared_state is not None
         await self._sched.client.bind(
             pod.metadata.name,
             node_name,
             pod.metadata.namespace,
             uid=pod.metadata.uid,
-            fencing=self._sched.fencing(),
+            fencing=None if shared else self._sched.fencing(),
+            check_allocation=shared,
         )
 
     def allow_waiting_pod(self, uid: str, plugin: str) -> None:
@@ -146,7 +159,15 @@ class Scheduler:
         max_binding_tasks: int = 256,
         identity: str = "",
         reuse_filter_results: bool = True,
+        shared_state: SharedState | None = None,
     ) -> None:
+        """`shared_state`: run as one of several active replicas (Omega); its binds are
+        checked against the nodes' allocation records, so it takes no `fencing`."""
+        if shared_state is not None and fencing is not None:
+            raise ValueError(
+                "a shared-state scheduler binds with check_allocation, not a fencing token: "
+                "pass shared_state or fencing, not both"
+            )
         self.client = client
         self.config = cfg or config_mod.default_config()
         self.clock = clock or RealClock()
@@ -154,6 +175,13 @@ class Scheduler:
         self.rng = random.Random(seed)
         self.identity = identity or f"kubera-scheduler-{secrets.token_hex(3)}"
         self.metrics = SchedulerMetrics()
+        self.shared_state = shared_state
+        #: Omega's measures; only in shared-state mode.
+        self.omega: OmegaStats | None = (
+            OmegaStats(SharedStateMetrics(self.metrics.registry))
+            if shared_state is not None
+            else None
+        )
         self.traces = TraceStore()
         self.equivalence = equivalence.EquivalenceCache() if reuse_filter_results else None
         self.cache = Cache(clock=self.clock)
@@ -195,10 +223,17 @@ class Scheduler:
         self._last_message: dict[str, str] = {}
         self.scheduled = 0
 
+    @property
+    def binding_cycles(self) -> int:
+        """Binding cycles in flight (their binds may still be on the wire)."""
+        return len(self._bindings)
+
     # ------------------------------------------------------------ informers
 
     def _responsible(self, pod: core_pb2.Pod) -> bool:
-        return pod.spec.scheduler_name in self.frameworks
+        if pod.spec.scheduler_name not in self.frameworks:
+            return False
+        return self.shared_state is None or self.shared_state.owns(pod.metadata.uid)
 
     def _pod_added(self, pod: core_pb2.Pod) -> None:
         if pod.spec.node_name:
@@ -328,6 +363,8 @@ class Scheduler:
             self.queue.done(pod.metadata.uid)
             return
         start = self.clock.monotonic()
+        queued_at = qpi.initial_attempt_timestamp
+        queue_wait = self.clock.now() - (queued_at if queued_at is not None else qpi.timestamp)
         cycle = self.queue.scheduling_cycle
         attempt = Attempt(qpi.key, pod.metadata.uid, fwk.profile_name, cycle, self.clock.now())
         state = CycleState()
@@ -373,7 +410,9 @@ class Scheduler:
         self.traces.add(attempt)
         await self._binding_slots.acquire()
         task = asyncio.create_task(
-            self._binding_cycle(fwk, state, qpi, assumed_info, result.node, cycle, attempt, start)
+            self._binding_cycle(
+                fwk, state, qpi, assumed_info, result.node, cycle, attempt, start, queue_wait
+            )
         )
         self._bindings.add(task)
         task.add_done_callback(self._bindings.discard)
@@ -388,17 +427,24 @@ class Scheduler:
         cycle: int,
         attempt: Attempt,
         start: float,
+        queue_wait: float = 0.0,
     ) -> None:
         try:
             st = await fwk.wait_on_permit(assumed)
+            bind_start = self.clock.monotonic()
             if st.is_success():
                 st = await fwk.run_pre_bind(state, assumed, node)
             if st.is_success():
                 st = await fwk.run_bind(state, assumed, node)
+            # Busy: the scheduling cycle (duration_s, set before binding); the bind's wait
+            # on the apiserver is counted apart (see omega.OmegaStats).
+            busy, bind_s = attempt.duration_s, self.clock.monotonic() - bind_start
             if st.is_success():
                 self.cache.finish_binding(assumed.pod)
                 fwk.run_post_bind(state, assumed, node)
                 self.scheduled += 1
+                if self.omega is not None:
+                    self.omega.bound(busy, bind_s, queue_wait, qpi.attempts)
                 self.metrics.schedule_attempts_total.labels(
                     result="scheduled", profile=fwk.profile_name
                 ).inc()
@@ -408,12 +454,37 @@ class Scheduler:
                 self.queue.done(assumed.uid)
                 return
             fwk.run_unreserve(state, assumed, node)
-            self.cache.forget_pod(assumed.pod)
+            # The informer may already have replaced the assumed copy with the apiserver's:
+            # someone else bound the pod while our bind was in flight (another shared-state
+            # replica, or the leader after this one's term ended). Nothing is left to forget.
+            if self.cache.is_assumed(assumed.pod):
+                self.cache.forget_pod(assumed.pod)
             if isinstance(st.error, PreconditionError | NotFoundError):
                 # Bound elsewhere, deleted, or this replica is no longer the leader: the
                 # informer brings the truth; nothing to retry here.
                 attempt.result, attempt.message = "error", st.message
+                if self.omega is not None and isinstance(st.error, PreconditionError):
+                    self.omega.lost_pod(busy, bind_s)
                 self.queue.done(assumed.uid)
+                return
+            if isinstance(st.error, AllocationConflictError) and self.omega is not None:
+                # Another replica filled the node first: our cache was behind. Retried
+                # after backoff, by when the informer has brought the winner's bind; not
+                # reported as FailedScheduling (the pod is not unschedulable).
+                self.omega.conflicted(busy, bind_s)
+                attempt.result = "conflict"
+                self._fail(
+                    fwk,
+                    qpi,
+                    cycle,
+                    attempt,
+                    st.message,
+                    st,
+                    set(),
+                    start,
+                    record=False,
+                    report=False,
+                )
                 return
             attempt.result = "unschedulable" if st.is_rejected() else "error"
             self._fail(
@@ -582,6 +653,7 @@ class Scheduler:
         start: float,
         *,
         record: bool = True,
+        report: bool = True,
     ) -> None:
         result = "error" if st.code == Code.ERROR else "unschedulable"
         attempt.result = attempt.result or result
@@ -598,7 +670,8 @@ class Scheduler:
             qpi.unschedulable_plugins = set()
         self.queue.add_unschedulable_if_not_present(qpi, cycle, error=st.code == Code.ERROR)
         self.queue.done(qpi.pod_info.uid)
-        self._spawn(self._report_unschedulable(fwk, qpi.pod, message, result))
+        if report:
+            self._spawn(self._report_unschedulable(fwk, qpi.pod, message, result))
 
     async def _report_unschedulable(
         self, fwk: Framework, pod: core_pb2.Pod, message: str, result: str

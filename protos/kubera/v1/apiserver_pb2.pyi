@@ -124,20 +124,22 @@ class FencingToken(_message.Message):
     def __init__(self, key: _Optional[str] = ..., create_revision: _Optional[int] = ...) -> None: ...
 
 class BindRequest(_message.Message):
-    __slots__ = ("namespace", "name", "node_name", "resource_version", "uid", "fencing")
+    __slots__ = ("namespace", "name", "node_name", "resource_version", "uid", "fencing", "check_allocation")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     NODE_NAME_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
     FENCING_FIELD_NUMBER: _ClassVar[int]
+    CHECK_ALLOCATION_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     name: str
     node_name: str
     resource_version: str
     uid: str
     fencing: FencingToken
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., node_name: _Optional[str] = ..., resource_version: _Optional[str] = ..., uid: _Optional[str] = ..., fencing: _Optional[_Union[FencingToken, _Mapping]] = ...) -> None: ...
+    check_allocation: bool
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., node_name: _Optional[str] = ..., resource_version: _Optional[str] = ..., uid: _Optional[str] = ..., fencing: _Optional[_Union[FencingToken, _Mapping]] = ..., check_allocation: _Optional[bool] = ...) -> None: ...
 
 class BatchCreateRequest(_message.Message):
     __slots__ = ("resource", "objects")

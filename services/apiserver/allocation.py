@@ -1,0 +1,337 @@
+"""Node allocation records: what shared-state (Omega) binds have put on each node, so that
+several active schedulers can never overcommit one.
+
+Why this module exists: with one scheduler, its cache is the only placer and fit is decided
+there. With K active schedulers sharing the cluster state (Omega), each decides from its
+own lagging view, so the apiserver decides whether a placement still fits, atomically with
+the bind. A bind with `check_allocation` reads the node's record (ALLOCATIONS_PREFIX +
+node name), decides fit from it and the Node's status.allocatable, and writes the bound pod
+and the grown record in ONE txn that compares both mod_revisions (create_revision == 0 when
+there is no record yet). A concurrent bind to the same node moves the record and fails the
+txn; the caller reads again and re-decides: it still binds if it still fits (Omega's
+fine-grained conflict detection), else AllocationConflictError.
+
+The record's value (JSON; cpu in millicores, everything else in base units):
+
+    {"pods": [{"uid": "…", "pod": "ns/name", "rev": 1234,
+               "requests": {"cpu": 500, "memory": 1073741824}}, …]}
+
+Invariant: the record never under-counts, however far the apiserver's watch cache lags.
+* An entry is added only by the bind txn that binds its pod (exact).
+* An entry is dropped only when its pod is known to be gone or terminal, both final states:
+  from the pods watch cache (cheap; "gone" — absent, or another UID under the name — counts
+  only once the cache has reached `rev`, the pod's mod_revision when the entry was written,
+  so a cache that has not yet seen the pod cannot drop it), and, before a bind is refused,
+  from etcd itself (exact), so a lagging cache can delay a drop but never cause a refusal.
+* Pods placed on the node some other way (a fenced bind, a pod created with spec.nodeName)
+  are adopted from the watch cache's spec.nodeName index at each bind; that also seeds a new
+  record. Those are as fresh as the cache: the guarantee is exact for pods bound through
+  check_allocation binds, best-effort for pods that bypass them.
+
+Node allocatable is read in the same revision as the record but not compared in the txn:
+node status changes every heartbeat, and allocatable itself rarely does.
+
+Fit is NodeResourcesFit's arithmetic on `pod_requests` (services/scheduler/framework/types,
+which the kubelet admits with too, so the three never disagree): the pod count, cpu, memory,
+ephemeral-storage and every extended resource against status.allocatable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import weakref
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from google.protobuf.message import Message
+
+from protos.kubera.v1 import core_pb2
+from services.api.errors import AllocationConflictError
+from services.api.kinds import BY_KIND
+from services.apiserver.watchcache import WatchCache
+from services.scheduler.framework.types import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
+from services.storage import Compare, Get, KeyValue, Put, Storage
+
+if TYPE_CHECKING:
+    from services.apiserver.registry import ApiServer
+
+#: Where the records live: ALLOCATIONS_PREFIX + node name.
+ALLOCATIONS_PREFIX = "/kubera/allocations/"
+#: The pods watch cache's index that lists the pods bound to a node.
+NODE_INDEX = "spec.nodeName"
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+#: etcd refuses a txn of more than 128 operations (--max-txn-ops); reads go in chunks.
+_READ_CHUNK = 100
+
+_PODS = BY_KIND["Pod"]
+_NODES = BY_KIND["Node"]
+
+
+def allocation_key(node_name: str) -> str:
+    return ALLOCATIONS_PREFIX + node_name
+
+
+# ----------------------------------------------------------------------------- the record
+
+
+def _requests_to_json(r: Resource) -> dict[str, int]:
+    out = {CPU: r.milli_cpu, MEMORY: r.memory, EPHEMERAL: r.ephemeral_storage, **r.scalar}
+    return {k: v for k, v in out.items() if v}
+
+
+def _requests_from_json(d: dict[str, int]) -> Resource:
+    scalar = {k: int(v) for k, v in d.items() if k not in (CPU, MEMORY, EPHEMERAL)}
+    return Resource(
+        milli_cpu=int(d.get(CPU, 0)),
+        memory=int(d.get(MEMORY, 0)),
+        ephemeral_storage=int(d.get(EPHEMERAL, 0)),
+        scalar=scalar,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Allocated:
+    """One pod the record counts on its node."""
+
+    uid: str
+    #: namespace/name
+    pod: str
+    #: The pod's mod_revision when it was counted: the watch cache must have reached it
+    #: before the pod's absence there means it is gone.
+    rev: int
+    requests: Resource
+
+    @property
+    def key(self) -> str:
+        namespace, _, name = self.pod.partition("/")
+        return _PODS.key(namespace, name)
+
+    def to_json(self) -> dict:
+        return {
+            "uid": self.uid,
+            "pod": self.pod,
+            "rev": self.rev,
+            "requests": _requests_to_json(self.requests),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> Allocated:
+        return cls(d["uid"], d["pod"], int(d["rev"]), _requests_from_json(d.get("requests", {})))
+
+    @classmethod
+    def of(cls, pod: core_pb2.Pod, rev: int) -> Allocated:
+        m = pod.metadata
+        return cls(m.uid, f"{m.namespace}/{m.name}", rev, pod_requests(pod))
+
+
+def decode_record(kv: KeyValue | None) -> list[Allocated]:
+    if kv is None:
+        return []
+    return [Allocated.from_json(d) for d in json.loads(kv.value)["pods"]]
+
+
+def encode_record(pods: Sequence[Allocated]) -> bytes:
+    return json.dumps({"pods": [p.to_json() for p in pods]}, separators=(",", ":")).encode()
+
+
+def allocated(pods: Sequence[Allocated]) -> Resource:
+    total = Resource()
+    for p in pods:
+        total.add(p.requests)
+    return total
+
+
+# -------------------------------------------------------------------------------- fit
+
+
+@dataclass(frozen=True, slots=True)
+class Shortfall:
+    resource: str
+    requested: int
+    allocated: int
+    allocatable: int
+
+    def __str__(self) -> str:
+        unit = "m" if self.resource == CPU else ""
+        return (
+            f"{self.resource}: requested {self.requested}{unit}, allocated "
+            f"{self.allocated}{unit}, allocatable {self.allocatable}{unit}"
+        )
+
+
+def shortfalls(
+    request: Resource, pods: Sequence[Allocated], allocatable: Resource
+) -> list[Shortfall]:
+    """What the node lacks for one more pod requesting `request` (NodeResourcesFit's rule:
+    each requested amount must be at most allocatable - allocated; the pod count always)."""
+    used = allocated(pods)
+    out: list[Shortfall] = []
+    if len(pods) + 1 > allocatable.allowed_pod_number:
+        out.append(Shortfall(PODS, 1, len(pods), allocatable.allowed_pod_number))
+    names = [CPU, MEMORY, EPHEMERAL, *sorted(request.scalar)]
+    for name in names:
+        want = request.get(name)
+        if want > 0 and want > allocatable.get(name) - used.get(name):
+            out.append(Shortfall(name, want, used.get(name), allocatable.get(name)))
+    return out
+
+
+# ------------------------------------------------------------------------ pruning
+
+
+def _node_of(pod: Message) -> str:
+    return pod.spec.node_name  # type: ignore[attr-defined,no-any-return]
+
+
+def pods_cache(api: ApiServer) -> WatchCache:
+    """The pods watch cache, with its spec.nodeName index (added on first use)."""
+    cache = api.caches[_PODS.resource]
+    cache.add_index(NODE_INDEX, _node_of)
+    return cache
+
+
+def prune_cached(cache: WatchCache, pods: Sequence[Allocated]) -> list[Allocated]:
+    """`pods` without those the watch cache shows gone or terminal (see the invariant)."""
+    if not cache.started:
+        return list(pods)
+    out = []
+    for p in pods:
+        entry = cache.store.get(p.key)
+        if entry is not None and entry.obj.metadata.uid == p.uid:  # type: ignore[attr-defined]
+            if entry.obj.status.phase not in TERMINAL_PHASES:  # type: ignore[attr-defined]
+                out.append(p)
+        elif cache.revision < p.rev:
+            out.append(p)  # the cache has not seen this pod yet: nothing is known
+    return out
+
+
+def adopt_cached(cache: WatchCache, node_name: str, pods: list[Allocated]) -> None:
+    """Add the live pods the watch cache shows on the node that the record lacks."""
+    if not cache.started:
+        return
+    have = {p.uid for p in pods}
+    for key in cache.by_index(NODE_INDEX, node_name):
+        pod: core_pb2.Pod = cache.store[key].obj  # type: ignore[assignment]
+        if pod.metadata.uid not in have and pod.status.phase not in TERMINAL_PHASES:
+            pods.append(Allocated.of(pod, int(pod.metadata.resource_version)))
+
+
+async def prune_stored(storage: Storage, pods: Sequence[Allocated]) -> list[Allocated]:
+    """`pods` without those etcd shows gone or terminal: exact as of the read."""
+    chunks = [pods[i : i + _READ_CHUNK] for i in range(0, len(pods), _READ_CHUNK)]
+    results = await asyncio.gather(
+        *(storage.txn([], [Get(p.key) for p in chunk]) for chunk in chunks)
+    )
+    out = []
+    for chunk, res in zip(chunks, results, strict=True):
+        for p, kv in zip(chunk, res.gets, strict=True):
+            if kv is None:
+                continue
+            pod = core_pb2.Pod()
+            pod.ParseFromString(kv.value)
+            if pod.metadata.uid == p.uid and pod.status.phase not in TERMINAL_PHASES:
+                out.append(p)
+    return out
+
+
+# ------------------------------------------------------------------------ the bind's part
+
+
+async def read(api: ApiServer, pod_key: str, node_name: str) -> tuple[KeyValue | None, ...]:
+    """The pod, the node's record and the Node, read at one revision."""
+    res = await api.storage.txn(
+        [], [Get(pod_key), Get(allocation_key(node_name)), Get(_NODES.key("", node_name))]
+    )
+    return res.gets
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """What the bind txn adds: the record's compare and its new value."""
+
+    compare: Compare
+    put: Put
+    pods: tuple[Allocated, ...]
+
+
+async def admit(
+    api: ApiServer,
+    pod: core_pb2.Pod,
+    pod_rev: int,
+    node_name: str,
+    record_kv: KeyValue | None,
+    node_kv: KeyValue | None,
+) -> Guard:
+    """The record's compare and put for binding `pod` (read at `pod_rev`) to `node_name`;
+    raises AllocationConflictError when it does not fit."""
+    who = f"pod {pod.metadata.namespace}/{pod.metadata.name}"
+    if node_kv is None:
+        raise AllocationConflictError(
+            f'{who} cannot be allocated on node "{node_name}": the node does not exist'
+        )
+    node = core_pb2.Node()
+    node.ParseFromString(node_kv.value)
+    capacity = Resource.from_list(node.status.allocatable)
+    request = pod_requests(pod)
+    cache = pods_cache(api)
+    pods = prune_cached(cache, decode_record(record_kv))
+    adopt_cached(cache, node_name, pods)
+    short = shortfalls(request, pods, capacity)
+    if short and pods:
+        # The cache may not have seen a deletion or a terminal phase yet: ask etcd before
+        # refusing, so a lagging cache never costs a bind that fits.
+        pods = await prune_stored(api.storage, pods)
+        short = shortfalls(request, pods, capacity)
+    if short:
+        raise AllocationConflictError(
+            f'{who} does not fit node "{node_name}" any more (another scheduler allocated '
+            f"it first): " + "; ".join(map(str, short))
+        )
+    pods.append(Allocated.of(pod, pod_rev))
+    key = allocation_key(node_name)
+    compare = (
+        Compare(key, "mod", "==", record_kv.mod_revision)
+        if record_kv is not None
+        else Compare(key, "create", "==", 0)
+    )
+    return Guard(compare, Put(key, encode_record(pods)), tuple(pods))
+
+
+# ----------------------------------------------------------------- one bind per node
+
+
+class _NodeLocks:
+    """Binds to one node through one apiserver take turns, so they do not fail each other's
+    txns; the txn's compare still guards against other apiservers."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, node_name: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(node_name, (None, 0))
+        if lock is None:
+            lock = asyncio.Lock()
+        self._locks[node_name] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[node_name]
+            if users == 1:
+                del self._locks[node_name]
+            else:
+                self._locks[node_name] = (lock, users - 1)
+
+
+_LOCKS: weakref.WeakKeyDictionary[ApiServer, _NodeLocks] = weakref.WeakKeyDictionary()
+
+
+def node_lock(api: ApiServer, node_name: str) -> contextlib.AbstractAsyncContextManager[None]:
+    locks = _LOCKS.get(api)
+    if locks is None:
+        locks = _LOCKS[api] = _NodeLocks()
+    return locks.hold(node_name)
