@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import ray
 
-from actors.replica import Election, Replica
+from actors.replica import Election, Replica, host_leading
 from services.clock import clock_for
 from services.controllers.manager import ControllerManager
 
@@ -90,11 +90,7 @@ class ControllerManagerHost:
 
     @property
     def leading(self) -> bool:
-        if self.replica is None:
-            return False
-        if self.replica.election is None:
-            return self._task is not None and not self._task.done()
-        return self.replica.leading
+        return host_leading(self.replica, self._task)
 
     async def health(self) -> dict[str, object]:
         out: dict[str, object] = {

@@ -68,6 +68,16 @@ class Election:
     lease_namespace: str = "kube-system"
 
 
+def host_leading(replica: Replica | None, task: asyncio.Task[Any] | None) -> bool:
+    """Whether a host's component is working: with an election, whether its replica
+    leads; without one (shared-state, or a single replica), whether its run is going."""
+    if replica is None:
+        return False
+    if replica.election is None:
+        return task is not None and not task.done()
+    return replica.leading
+
+
 class Replica:
     """One replica's connections, chaos control, registration and (optionally) election."""
 

@@ -23,7 +23,7 @@ from typing import Any
 import prometheus_client
 import ray
 
-from actors.replica import Election, Replica
+from actors.replica import Election, Replica, host_leading
 from services.scheduler import config as config_mod
 from services.scheduler.scheduler import Scheduler
 from services.scheduler.server import serve
@@ -218,11 +218,7 @@ class SchedulerHost:
 
     @property
     def leading(self) -> bool:
-        if self.replica is None:
-            return False
-        if self.replica.election is None:
-            return self._task is not None and not self._task.done()
-        return self.replica.leading
+        return host_leading(self.replica, self._task)
 
     async def health(self) -> dict[str, object]:
         out: dict[str, object] = {

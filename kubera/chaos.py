@@ -46,9 +46,11 @@ class Leader:
     record: dict
 
 
-async def replicas(storage: EtcdStorage, lease: str) -> list[dict]:
-    """The live replicas registered for `lease` (records of dead processes skipped)."""
-    kvs, _ = await storage.list(f"{REPLICAS_PREFIX}{lease}/")
+async def replicas(storage: EtcdStorage, lease: str = "") -> list[dict]:
+    """The live replicas registered for `lease` ("namespace/name"; "": every lease), each
+    record with its "lease" added (records of dead processes skipped)."""
+    prefix = f"{REPLICAS_PREFIX}{lease}/" if lease else REPLICAS_PREFIX
+    kvs, _ = await storage.list(prefix)
     out = []
     for kv in kvs:
         try:
@@ -56,7 +58,8 @@ async def replicas(storage: EtcdStorage, lease: str) -> list[dict]:
         except ValueError:
             continue
         if procs.alive(int(rec.get("pid", 0))):
-            out.append(rec)
+            namespace, name = kv.key[len(REPLICAS_PREFIX) :].split("/")[:2]
+            out.append({**rec, "lease": f"{namespace}/{name}"})
     return out
 
 

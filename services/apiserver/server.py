@@ -66,7 +66,11 @@ def _unary(fn: Callable) -> Callable:
     ) -> Any:
         try:
             token = next(
-                (v for k, v in context.invocation_metadata() or () if k == fencing_mod.METADATA_KEY),
+                (
+                    v
+                    for k, v in context.invocation_metadata() or ()
+                    if k == fencing_mod.METADATA_KEY
+                ),
                 None,
             )
             if token is not None:

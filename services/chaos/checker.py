@@ -182,10 +182,11 @@ class Verdict:
             out.append(f"... and {self.total_violations - shown} more violations")
         if self.ok:
             unfenced = " (unfenced binds allowed)" if self.allow_unfenced else ""
+            through = " or through a node's allocation record" if c.binds_allocation else ""
             out.append(
                 f"OK: {c.binds} binds of {c.pods_created} pods over {c.revisions} revisions: "
                 f"no double bind, no overcommit, every bind by the leader of record"
-                f"{unfenced}, no pod lost"
+                f"{through}{unfenced}, no pod lost"
             )
         else:
             by = ", ".join(f"{n} {k}" for k, n in self.violation_counts.items() if n)

@@ -467,26 +467,17 @@ class Scheduler:
                     self.omega.lost_pod(busy, bind_s)
                 self.queue.done(assumed.uid)
                 return
-            if isinstance(st.error, AllocationConflictError) and self.omega is not None:
-                # Another replica filled the node first: our cache was behind. Retried
-                # after backoff, by when the informer has brought the winner's bind; not
-                # reported as FailedScheduling (the pod is not unschedulable).
-                self.omega.conflicted(busy, bind_s)
+            # AllocationConflict (shared-state): another replica filled the node first, our
+            # cache was behind. Retried after backoff, by when the informer has brought the
+            # winner's bind; counted, and not reported as FailedScheduling (the pod is not
+            # unschedulable).
+            omega = self.omega if isinstance(st.error, AllocationConflictError) else None
+            conflict = omega is not None
+            if omega is not None:
+                omega.conflicted(busy, bind_s)
                 attempt.result = "conflict"
-                self._fail(
-                    fwk,
-                    qpi,
-                    cycle,
-                    attempt,
-                    st.message,
-                    st,
-                    set(),
-                    start,
-                    record=False,
-                    report=False,
-                )
-                return
-            attempt.result = "unschedulable" if st.is_rejected() else "error"
+            else:
+                attempt.result = "unschedulable" if st.is_rejected() else "error"
             self._fail(
                 fwk,
                 qpi,
@@ -494,9 +485,10 @@ class Scheduler:
                 attempt,
                 st.message,
                 st,
-                {st.plugin} if st.plugin else set(),
+                {st.plugin} if st.plugin and not conflict else set(),
                 start,
                 record=False,
+                report=not conflict,
             )
         finally:
             self._binding_slots.release()

@@ -36,6 +36,24 @@ def attempt_to_proto(a: Attempt) -> pb.TraceAttempt:
     )
 
 
+def shared_state_to_proto(summary: dict[str, Any]) -> pb.SharedStateStats:
+    """OmegaStats.summary() as its message (the summary's keys say the units)."""
+    return pb.SharedStateStats(
+        binds=summary["binds"],
+        conflicts=summary["conflicts"],
+        lost_pods=summary["lost_pods"],
+        conflict_fraction=summary["conflict_fraction"],
+        useful_busy_seconds=summary["useful_busy_s"],
+        wasted_busy_seconds=summary["wasted_busy_s"],
+        bind_latency_mean_seconds=summary["bind_latency_mean_s"],
+        queue_wait_p50_seconds=summary["queue_wait_p50_s"],
+        queue_wait_p90_seconds=summary["queue_wait_p90_s"],
+        queue_wait_p99_seconds=summary["queue_wait_p99_s"],
+        attempts_per_pod_mean=summary["attempts_per_pod_mean"],
+        attempts_per_pod_max=summary["attempts_per_pod_max"],
+    )
+
+
 class SchedulerServicer(pb_grpc.SchedulerServicer):
     def __init__(self, host: Any) -> None:
         #: Anything with `.scheduler` (a Scheduler or None) and `.leading` (bool).
@@ -57,12 +75,18 @@ class SchedulerServicer(pb_grpc.SchedulerServicer):
         if sched is None:
             return pb.SchedulerHealthResponse(leading=False)
         pending = {q: len(pods) for q, pods in sched.queue.pending_pods().items()}
-        return pb.SchedulerHealthResponse(
+        config = getattr(self.host, "config", None)
+        resp = pb.SchedulerHealthResponse(
             leading=self.host.leading,
             identity=sched.identity,
             scheduled=sched.scheduled,
             pending=pending,
+            mode=getattr(config, "mode", "leader"),
+            terms=getattr(self.host, "terms", 0),
         )
+        if sched.omega is not None:
+            resp.shared_state.CopyFrom(shared_state_to_proto(sched.omega.summary()))
+        return resp
 
 
 async def serve(

@@ -69,9 +69,14 @@ def test_shared_state_refuses_impossible_places(
         SharedState(replica, replicas, partition)
 
 
-def test_a_shared_state_scheduler_takes_no_fencing_token() -> None:
-    with pytest.raises(ValueError, match="not both"):
-        Scheduler(Client("127.0.0.1:1"), shared_state=SharedState(0, 1), fencing=lambda: None)
+async def test_a_shared_state_scheduler_takes_no_fencing_token() -> None:
+    # async: a gRPC aio channel wants a running event loop.
+    client = Client("127.0.0.1:1")
+    try:
+        with pytest.raises(ValueError, match="not both"):
+            Scheduler(client, shared_state=SharedState(0, 1), fencing=lambda: None)
+    finally:
+        await client.close()
 
 
 # ------------------------------------------------------------------------------ stats

@@ -86,7 +86,7 @@ class SchedulerHealthRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class SchedulerHealthResponse(_message.Message):
-    __slots__ = ("leading", "identity", "scheduled", "pending")
+    __slots__ = ("leading", "identity", "scheduled", "pending", "mode", "terms", "shared_state")
     class PendingEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -98,8 +98,42 @@ class SchedulerHealthResponse(_message.Message):
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    TERMS_FIELD_NUMBER: _ClassVar[int]
+    SHARED_STATE_FIELD_NUMBER: _ClassVar[int]
     leading: bool
     identity: str
     scheduled: int
     pending: _containers.ScalarMap[str, int]
-    def __init__(self, leading: _Optional[bool] = ..., identity: _Optional[str] = ..., scheduled: _Optional[int] = ..., pending: _Optional[_Mapping[str, int]] = ...) -> None: ...
+    mode: str
+    terms: int
+    shared_state: SharedStateStats
+    def __init__(self, leading: _Optional[bool] = ..., identity: _Optional[str] = ..., scheduled: _Optional[int] = ..., pending: _Optional[_Mapping[str, int]] = ..., mode: _Optional[str] = ..., terms: _Optional[int] = ..., shared_state: _Optional[_Union[SharedStateStats, _Mapping]] = ...) -> None: ...
+
+class SharedStateStats(_message.Message):
+    __slots__ = ("binds", "conflicts", "lost_pods", "conflict_fraction", "useful_busy_seconds", "wasted_busy_seconds", "bind_latency_mean_seconds", "queue_wait_p50_seconds", "queue_wait_p90_seconds", "queue_wait_p99_seconds", "attempts_per_pod_mean", "attempts_per_pod_max")
+    BINDS_FIELD_NUMBER: _ClassVar[int]
+    CONFLICTS_FIELD_NUMBER: _ClassVar[int]
+    LOST_PODS_FIELD_NUMBER: _ClassVar[int]
+    CONFLICT_FRACTION_FIELD_NUMBER: _ClassVar[int]
+    USEFUL_BUSY_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    WASTED_BUSY_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    BIND_LATENCY_MEAN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_WAIT_P50_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_WAIT_P90_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_WAIT_P99_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_PER_POD_MEAN_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_PER_POD_MAX_FIELD_NUMBER: _ClassVar[int]
+    binds: int
+    conflicts: int
+    lost_pods: int
+    conflict_fraction: float
+    useful_busy_seconds: float
+    wasted_busy_seconds: float
+    bind_latency_mean_seconds: float
+    queue_wait_p50_seconds: float
+    queue_wait_p90_seconds: float
+    queue_wait_p99_seconds: float
+    attempts_per_pod_mean: float
+    attempts_per_pod_max: int
+    def __init__(self, binds: _Optional[int] = ..., conflicts: _Optional[int] = ..., lost_pods: _Optional[int] = ..., conflict_fraction: _Optional[float] = ..., useful_busy_seconds: _Optional[float] = ..., wasted_busy_seconds: _Optional[float] = ..., bind_latency_mean_seconds: _Optional[float] = ..., queue_wait_p50_seconds: _Optional[float] = ..., queue_wait_p90_seconds: _Optional[float] = ..., queue_wait_p99_seconds: _Optional[float] = ..., attempts_per_pod_mean: _Optional[float] = ..., attempts_per_pod_max: _Optional[int] = ...) -> None: ...

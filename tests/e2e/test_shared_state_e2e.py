@@ -1,0 +1,76 @@
+"""End to end, shared-state (Omega) mode: two active replicas of one schedulerName split the
+pods by hash and both bind, through the allocation record, with no fencing token; `kubera
+schedulers` reports each replica's Omega measures, and `kubera check` accepts the binds
+through the allocation record and finds no overcommitted node."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_chaos_e2e import _bound, _pods_file
+from tests.e2e.test_cli_e2e import Kubera, running
+
+pytestmark = [pytest.mark.e2e, pytest.mark.ray]
+
+PODS = 40
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubera]:
+    home = tmp_path_factory.mktemp("kubera-home")
+    up = (
+        "--nodes", "4", "--schedulers", "2",
+        "--scheduler-mode", "shared-state", "--shared-state-partition", "hash",
+    )  # fmt: skip
+    with running(home, *up) as k:
+        yield k
+
+
+def test_both_replicas_bind_through_the_allocation_record(cluster: Kubera, tmp_path: Path) -> None:
+    r = cluster("apply", "-f", str(_pods_file(tmp_path, "omega", PODS)))
+    assert r.returncode == 0, r.stderr
+    deadline = time.monotonic() + 90
+    while len(bound := _bound(cluster, "omega")) < PODS:
+        assert time.monotonic() < deadline, f"only {len(bound)}/{PODS} pods bound"
+        time.sleep(0.2)
+    marks = {p["metadata"]["annotations"]["kubera.io/bound-by"] for p in bound.values()}
+    assert marks == {f"allocation /kubera/allocations/{n}" for n in _nodes(bound)}
+
+    r = cluster("schedulers", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert len(rows) == 2
+    assert {row["mode"] for row in rows} == {"shared-state"}
+    assert all(row["leading"] for row in rows), rows
+    # Split by hash: each pod belongs to exactly one replica, so every pod is bound once,
+    # by its owner, and nobody loses a pod to the other.
+    stats = [row["shared_state"] for row in rows]
+    assert sum(s["binds"] for s in stats) == PODS
+    assert all(s["binds"] > 0 and s["lost_pods"] == 0 for s in stats), stats
+    for s in stats:
+        assert s["attempts_per_pod_mean"] >= 1
+        assert s["queue_wait_p50_seconds"] <= s["queue_wait_p99_seconds"]
+        assert s["conflict_fraction"] == pytest.approx(s["conflicts"] / s["binds"])
+
+    r = cluster("schedulers")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("shared-state") == 2 and "conflict fraction" in r.stdout
+
+
+def test_check_accepts_allocation_binds(cluster: Kubera) -> None:
+    r = cluster("check", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    verdict = json.loads(r.stdout)
+    assert verdict["ok"] is True, verdict
+    counts = verdict["counts"]
+    assert counts["binds_allocation"] >= PODS and counts["binds_fenced"] == 0
+    assert "through a node's allocation record" in cluster("check").stdout
+
+
+def _nodes(bound: dict[str, dict]) -> set[str]:
+    return {p["spec"]["nodeName"] for p in bound.values()}
