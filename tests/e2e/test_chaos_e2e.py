@@ -141,11 +141,11 @@ def test_partitioned_leader_hands_over(cluster: Kubera, tmp_path: Path) -> None:
 def test_chaos_run_under_load_then_check_finds_nothing_wrong(
     cluster: Kubera, tmp_path: Path
 ) -> None:
-    files = [_pods_file(tmp_path, f"load{i}", 10) for i in range(15)]
+    files = [_pods_file(tmp_path, f"load{i}", 10) for i in range(20)]
     stop = threading.Event()
 
     def load() -> None:
-        for f in files:  # bounded: 150 pods, one file a second at most
+        for f in files:  # bounded: 200 pods, one file a second at most
             if stop.is_set():
                 return
             cluster("apply", "-f", str(f))
@@ -155,12 +155,12 @@ def test_chaos_run_under_load_then_check_finds_nothing_wrong(
     loader.start()
     try:
         r = cluster(
-            "chaos", "run", "--faults", "12", "--interval", "1s", "--for", "3s",
+            "chaos", "run", "--faults", "20", "--interval", "1s", "--for", "3s",
             "--kinds", "kill,pause,partition", "--seed", "7",
             "--component", "scheduler", timeout=600,
         )  # fmt: skip
         assert r.returncode == 0, r.stdout + r.stderr
-        assert "12 faults" in r.stdout
+        assert "20 faults" in r.stdout
         r = cluster("chaos", "run", "--faults", "4", "--interval", "1s", "--for", "3s",
                     "--component", "controller-manager", "--seed", "3", timeout=300)  # fmt: skip
         assert r.returncode == 0, r.stdout + r.stderr
