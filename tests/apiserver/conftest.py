@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,14 +12,21 @@ from services.apiserver.registry import ApiServer
 from services.storage import Storage
 
 
-@pytest.fixture
-async def api(storage: Storage) -> AsyncIterator[ApiServer]:
+@contextlib.asynccontextmanager
+async def running_apiserver(storage: Storage) -> AsyncIterator[ApiServer]:
+    """An apiserver on `storage` with a small watch cache and quick bookmarks."""
     server = ApiServer(storage, watch_cache_capacity=50, bookmark_interval=0.2)
     await server.start()
     try:
         yield server
     finally:
         await server.stop()
+
+
+@pytest.fixture
+async def api(storage: Storage) -> AsyncIterator[ApiServer]:
+    async with running_apiserver(storage) as server:
+        yield server
 
 
 def obj(doc: dict[str, Any]):

@@ -18,7 +18,7 @@ from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.client import Client
 from services.storage import Storage
-from tests.apiserver.conftest import obj, pod
+from tests.apiserver.conftest import obj, pod, running_apiserver
 
 PODS = BY_KIND["Pod"]
 
@@ -59,12 +59,8 @@ async def bind(api: ApiServer, name: str, node_name: str = "n1") -> Any:
 @pytest.fixture
 async def api2(storage: Storage) -> AsyncIterator[ApiServer]:
     """A second apiserver on the same storage: its binds race the first one's in etcd."""
-    server = ApiServer(storage, watch_cache_capacity=50, bookmark_interval=0.2)
-    await server.start()
-    try:
+    async with running_apiserver(storage) as server:
         yield server
-    finally:
-        await server.stop()
 
 
 def hold_first_admit(
