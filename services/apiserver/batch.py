@@ -10,9 +10,9 @@ or taken name fails that item alone. Each item gets its own :class:`BatchResult`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from google.protobuf.message import Message
 
@@ -28,6 +28,25 @@ if TYPE_CHECKING:
     from services.apiserver.registry import ApiServer
 
 BATCH_CHUNK = 100  # etcd's default --max-txn-ops is 128
+#: Bytes of values per txn: etcd refuses a request over --max-request-bytes (1.5 MiB by
+#: default) outright, so a chunk of large objects is cut short of it.
+BATCH_CHUNK_BYTES = 1024 * 1024
+
+T = TypeVar("T")
+
+
+def chunks(items: Sequence[T], size: Callable[[T], int]) -> Iterator[Sequence[T]]:
+    """`items` in order, cut into runs of at most BATCH_CHUNK items and BATCH_CHUNK_BYTES
+    (by `size`); an item over the byte budget alone goes alone."""
+    start, total = 0, 0
+    for i, item in enumerate(items):
+        n = size(item)
+        if i > start and (i - start >= BATCH_CHUNK or total + n > BATCH_CHUNK_BYTES):
+            yield items[start:i]
+            start, total = i, 0
+        total += n
+    if start < len(items):
+        yield items[start:]
 
 
 @dataclass(frozen=True)
@@ -55,8 +74,7 @@ async def batch_create(api: ApiServer, objs: Sequence[Message]) -> list[BatchRes
             ready.append((i, kind, prepared, guards[gkey]))
         except ApiError as e:
             results[i] = BatchResult(None, e)
-    for start in range(0, len(ready), BATCH_CHUNK):
-        chunk = ready[start : start + BATCH_CHUNK]
+    for chunk in chunks(ready, lambda r: r[2].ByteSize()):
         compares: list[Compare] = []
         puts: list[Put] = []
         seen: set[Compare] = set()
@@ -127,8 +145,7 @@ async def batch_update(
         ready.append((i, new, kv))
     plain = [r for r in ready if not _meta(r[1]).deletion_timestamp]
     single = [r for r in ready if _meta(r[1]).deletion_timestamp]
-    for start in range(0, len(plain), BATCH_CHUNK):
-        chunk = plain[start : start + BATCH_CHUNK]
+    for chunk in chunks(plain, lambda r: r[1].ByteSize()):
         compares = [Compare(kv.key, "mod", "==", kv.mod_revision) for _, _, kv in chunk]
         puts = [Put(kv.key, api._encode(new)) for _, new, kv in chunk]
         res = await api._txn(compares, puts)
