@@ -68,7 +68,7 @@ from services.apiserver.objects import (
 )
 from services.apiserver.objects import merge_patch as apply_merge_patch
 from services.apiserver.objects import meta as _meta
-from services.apiserver.watchcache import Entry, WatchCache, decode
+from services.apiserver.watchcache import TOO_LARGE_WAIT, Entry, WatchCache, decode
 from services.clock import Clock, RealClock, rfc3339
 from services.storage import Compare, Delete, Get, KeyValue, Put, Storage, TxnResult
 
@@ -101,7 +101,10 @@ class ApiServer:
         watch_cache_capacity: int = 10_000,
         bookmark_interval: float = 5.0,
         new_uid: Callable[[], str] | None = None,
+        resource_version_wait: float = TOO_LARGE_WAIT,
     ) -> None:
+        """`resource_version_wait`: how long a watch from beyond the store's revision
+        waits before ResourceVersionTooLargeError (upstream's 3 s; tests shorten it)."""
         self.storage = storage
         self.clock = clock or RealClock()
         self.bookmark_interval = bookmark_interval
@@ -109,7 +112,13 @@ class ApiServer:
         #: The latest revision this server wrote, per resource (for read-your-writes from caches).
         self._written: dict[str, int] = {}
         self.caches = {
-            k.resource: WatchCache(k, storage, capacity=watch_cache_capacity, clock=self.clock)
+            k.resource: WatchCache(
+                k,
+                storage,
+                capacity=watch_cache_capacity,
+                clock=self.clock,
+                too_large_wait=resource_version_wait,
+            )
             for k in KINDS
         }
 
