@@ -5,10 +5,11 @@ CLI so both refuse the same things with the same words.
   decoded by recursive code (the json module, PyYAML's composer, the merge patch, the
   codec's field walk, protobuf's ParseDict), and Python's stack is ~1,000 frames, several
   per level. 100 levels is the limit protobuf's own binary decoder already applies to
-  every message the apiserver receives (its default recursion limit), so a JSON document
-  and a protobuf payload are capped alike; the deepest field path of any kubera kind is
-  far below it (a pod's deepest is about 12). Upstream's 10,000 is Go's json limit, with
-  Go's growable stacks; Python's cannot reach it.
+  every message the apiserver receives (upb's default max depth, in message levels), so a
+  JSON document and a protobuf payload are capped alike; the deepest field path of any
+  kubera kind is 13 levels (a Deployment's pod template; tests/unit/api/test_limits.py
+  keeps it under a quarter of the cap). Upstream's 10,000 is Go's json limit, with Go's
+  growable stacks; Python's cannot reach it.
 * Items per batch call (`MAX_BATCH_ITEMS`): twice the largest batch kubera's own
   components send (node-pool batchers and benches send 500), ten etcd txns of 100. The
   apiserver holds about 20 KB per in-flight pod (measured: 20,000 pods in one call took it

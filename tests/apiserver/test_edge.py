@@ -283,9 +283,7 @@ async def test_an_informer_relists_when_its_resource_version_is_too_large(edge: 
 
 async def test_a_batch_create_over_the_item_cap_is_refused_before_any_work(edge: Edge) -> None:
     n = 20_000
-    request = pb.BatchCreateRequest(
-        resource="pods", objects=[_any(pod(f"p{i}")) for i in range(n)]
-    )
+    request = pb.BatchCreateRequest(resource="pods", objects=[_any(pod(f"p{i}")) for i in range(n)])
 
     code = await edge.raw("BatchCreate", request)
 
@@ -438,3 +436,31 @@ async def test_an_informer_keeps_running_past_a_corrupt_object(edge: Edge) -> No
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_the_scheduler_keeps_binding_past_a_corrupt_pod_and_its_deletion(
+    edge: Edge,
+) -> None:
+    from services.scheduler.scheduler import Scheduler
+    from tests.scheduler.test_scheduler_integration import Cluster
+
+    await _corrupt(edge)  # there before the scheduler's informers list
+    sched = Scheduler(edge.client, None, seed=7)
+    stop = asyncio.Event()
+    task = asyncio.create_task(sched.run(stop))
+    cluster = Cluster(edge.api, edge.client, sched)
+    try:
+        await cluster.node("n1")
+        await cluster.pod("p1")
+        assert await cluster.wait_bound("p1") == {"p1": "n1"}
+        await _corrupt(edge, PODS.key("default", "p1"))  # a bound pod turns corrupt
+        await cluster.pod("p2")
+        assert await cluster.wait_bound("p2") == {"p2": "n1"}
+        for name in ("bad", "p1"):
+            await edge.client.delete(PODS, name, "default", ignore_store_read_error=True)
+        await cluster.pod("p3")
+        assert await cluster.wait_bound("p3") == {"p3": "n1"}
+        assert not task.done()
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
