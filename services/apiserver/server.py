@@ -70,20 +70,31 @@ def _batch_response(results: list[BatchResult]) -> pb.BatchCreateResponse:
     out = pb.BatchCreateResponse()
     for r in results:
         if r.error is not None:
-            out.results.add(code=r.error.code.value[0], message=r.error.message)
+            out.results.add(code=r.error.code.value[0], message=_clip(r.error.message))
         else:
             out.results.add(code=0, object=codec.pack(r.obj))  # type: ignore[arg-type]
     return out
 
 
+#: Longest error message sent: a status message travels in gRPC trailers, which a client
+#: refuses past 16 KiB (and a message that echoes a 2 MB name is no use to anyone).
+MAX_MESSAGE_CHARS = 4096
+
+
+def _clip(message: str) -> str:
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    return f"{message[:MAX_MESSAGE_CHARS]}... ({len(message) - MAX_MESSAGE_CHARS} more characters)"
+
+
 async def _abort(context: grpc.aio.ServicerContext, e: Exception) -> None:
     if isinstance(e, ApiError):
         context.set_trailing_metadata(((REASON_KEY, e.reason),))
-        await context.abort(e.code, e.message)
+        await context.abort(e.code, _clip(e.message))
     if isinstance(e, StorageUnavailableError):
-        await context.abort(grpc.StatusCode.UNAVAILABLE, f"storage unavailable: {e}")
+        await context.abort(grpc.StatusCode.UNAVAILABLE, _clip(f"storage unavailable: {e}"))
     log.exception("internal error")
-    await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(e).__name__}: {e}")
+    await context.abort(grpc.StatusCode.INTERNAL, _clip(f"internal error: {type(e).__name__}: {e}"))
 
 
 def _unary(fn: Callable) -> Callable:

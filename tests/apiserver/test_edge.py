@@ -27,7 +27,7 @@ from services.api.errors import (
 from services.api.kinds import BY_KIND
 from services.api.limits import MAX_BATCH_ITEMS, MAX_DEPTH, MAX_REQUEST_BYTES
 from services.apiserver.registry import ApiServer
-from services.apiserver.server import serve
+from services.apiserver.server import MAX_MESSAGE_CHARS, serve
 from services.client import Client
 from services.client.informer import Informer
 from services.storage import Delete, Put
@@ -464,3 +464,26 @@ async def test_the_scheduler_keeps_binding_past_a_corrupt_pod_and_its_deletion(
     finally:
         stop.set()
         await asyncio.wait_for(task, 10)
+
+
+async def test_an_error_that_would_echo_a_huge_value_is_clipped_not_lost(edge: Edge) -> None:
+    with pytest.raises(NotFoundError) as e:
+        await edge.client.get(PODS, "x" * 2_000_000, "default")
+
+    full = len('pods "') + 2_000_000 + len('" not found')
+    assert e.value.message.startswith('pods "xxx')
+    assert e.value.message.endswith(f"... ({full - MAX_MESSAGE_CHARS} more characters)")
+
+
+async def test_a_batch_of_large_objects_is_written_under_etcds_request_limit(
+    edge: Edge,
+) -> None:
+    # 20 pods of 100 KB: 2 MB in all, more than etcd takes in one txn (1.5 MiB)
+    pods = [pod(f"big{i}") for i in range(20)]
+    for p in pods:
+        p.metadata.annotations["a"] = "x" * 100_000  # type: ignore[attr-defined]
+
+    results = await edge.client.batch_create(pods)
+
+    assert [r.error for r in results] == [None] * 20
+    assert len(await edge.pod_names()) == 20
