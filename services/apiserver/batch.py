@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 from google.protobuf.message import Message
 
-from services.api.errors import ApiError, BadRequestError, NotFoundError
+from services.api.errors import ApiError, BadRequestError, NotFoundError, RequestTooLargeError
 from services.api.kinds import Kind, kind_of
 from services.apiserver import admission
 from services.apiserver.admission_reads import AdmissionReads
 from services.apiserver.objects import held
 from services.apiserver.objects import meta as _meta
-from services.storage import Compare, Get, KeyValue, Put
+from services.storage import Compare, Get, KeyValue, Put, TxnResult
 
 if TYPE_CHECKING:
     from services.apiserver.registry import ApiServer
@@ -57,6 +57,15 @@ class BatchResult:
     error: ApiError | None
 
 
+async def _chunk_txn(api: ApiServer, compares: list[Compare], puts: list[Put]) -> TxnResult | None:
+    """One chunk's txn; None when etcd finds it too large (one item over etcd's limit), so
+    the chunk falls back to one txn per item and only that item fails."""
+    try:
+        return await api._txn(compares, puts)
+    except RequestTooLargeError:
+        return None
+
+
 async def batch_create(api: ApiServer, objs: Sequence[Message]) -> list[BatchResult]:
     """Create many objects: validated one by one, written ~100 per etcd txn. A chunk
     whose txn fails (a name taken, a namespace gone) falls back to one txn each."""
@@ -84,8 +93,8 @@ async def batch_create(api: ApiServer, objs: Sequence[Message]) -> list[BatchRes
             seen.update(c)
             puts.extend(p)
         if len({p.key for p in puts}) == len(puts):
-            res = await api._txn(compares, puts)
-            if res.succeeded:
+            res = await _chunk_txn(api, compares, puts)
+            if res is not None and res.succeeded:
                 for i, _, obj, _ in chunk:
                     _meta(obj).resource_version = str(res.revision)
                     results[i] = BatchResult(obj, None)
@@ -148,8 +157,8 @@ async def batch_update(
     for chunk in chunks(plain, lambda r: r[1].ByteSize()):
         compares = [Compare(kv.key, "mod", "==", kv.mod_revision) for _, _, kv in chunk]
         puts = [Put(kv.key, api._encode(new)) for _, new, kv in chunk]
-        res = await api._txn(compares, puts)
-        if res.succeeded:
+        res = await _chunk_txn(api, compares, puts)
+        if res is not None and res.succeeded:
             for i, new, _ in chunk:
                 _meta(new).resource_version = str(res.revision)
                 results[i] = BatchResult(new, None)

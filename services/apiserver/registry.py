@@ -49,6 +49,7 @@ from services.api.errors import (
     ForbiddenError,
     InvalidError,
     NotFoundError,
+    RequestTooLargeError,
     invalid,
 )
 from services.api.kinds import BY_KIND, KINDS, Kind, UnknownKindError, kind_of
@@ -70,7 +71,16 @@ from services.apiserver.objects import merge_patch as apply_merge_patch
 from services.apiserver.objects import meta as _meta
 from services.apiserver.watchcache import TOO_LARGE_WAIT, Entry, WatchCache, decode
 from services.clock import Clock, RealClock, rfc3339
-from services.storage import Compare, Delete, Get, KeyValue, Put, Storage, TxnResult
+from services.storage import (
+    Compare,
+    Delete,
+    Get,
+    KeyValue,
+    Put,
+    Storage,
+    StorageRequestTooLargeError,
+    TxnResult,
+)
 
 __all__ = ["ApiServer", "BatchResult", "Fencing", "Listed"]
 
@@ -159,7 +169,10 @@ class ApiServer:
             fencing.validate("Request", what or "write")  # revision 0 would match "unheld"
             compares = [*compares, Compare(fencing.key, "create", "==", fencing.create_revision)]
             failure = [*failure, Get(fencing.key)]
-        res = await self.storage.txn(compares, success, failure)
+        try:
+            res = await self.storage.txn(compares, success, failure)
+        except StorageRequestTooLargeError as e:
+            raise RequestTooLargeError(str(e)) from None
         if writes and not res.succeeded:
             first = next((op.key for op in success if not isinstance(op, Get)), "")
             err = fencing_mod.stale(fencing, res.gets[-1], what or f"Write to {first}")

@@ -28,7 +28,7 @@ from services.api.limits import MAX_BATCH_ITEMS
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.registry import ApiServer, BatchResult
 from services.grpcserver import start_server
-from services.storage import StorageUnavailableError
+from services.storage import StorageRequestTooLargeError, StorageUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,9 @@ async def _abort(context: grpc.aio.ServicerContext, e: Exception) -> None:
         await context.abort(e.code, _clip(e.message))
     if isinstance(e, StorageUnavailableError):
         await context.abort(grpc.StatusCode.UNAVAILABLE, _clip(f"storage unavailable: {e}"))
+    if isinstance(e, StorageRequestTooLargeError):
+        context.set_trailing_metadata(((REASON_KEY, RequestTooLargeError.reason),))
+        await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, _clip(str(e)))
     log.exception("internal error")
     await context.abort(grpc.StatusCode.INTERNAL, _clip(f"internal error: {type(e).__name__}: {e}"))
 

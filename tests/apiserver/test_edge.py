@@ -487,3 +487,27 @@ async def test_a_batch_of_large_objects_is_written_under_etcds_request_limit(
 
     assert [r.error for r in results] == [None] * 20
     assert len(await edge.pod_names()) == 20
+
+
+def _over_etcds_limit(name: str) -> Message:
+    """A valid pod bigger than etcd takes in one request (1.5 MiB): long container args."""
+    p = pod(name)
+    p.spec.containers[0].args.extend(["a" * 900_000, "b" * 900_000])  # type: ignore[attr-defined]
+    return p
+
+
+async def test_an_object_over_etcds_limit_is_resource_exhausted_and_costs_only_itself(
+    edge: Edge,
+) -> None:
+    from services.api.errors import RequestTooLargeError
+
+    with pytest.raises(RequestTooLargeError, match="etcd refused the request as too large"):
+        await edge.client.create(_over_etcds_limit("huge"))
+    results = await edge.client.batch_create([pod("a"), _over_etcds_limit("huge"), pod("b")])
+
+    assert [type(r.error).__name__ for r in results] == [
+        "NoneType",
+        "RequestTooLargeError",
+        "NoneType",
+    ]
+    assert await edge.pod_names() == ["a", "b"]
