@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.api import names
-from services.api.errors import FieldError
+from services.api.errors import FieldError, invalid
 from services.api.kinds import BY_KIND
 from services.api.validation.cluster import (
     _event,
@@ -51,6 +51,8 @@ from services.api.validation.cluster import (
     _runtime_class_update,
 )
 from services.api.validation.common import (
+    MAX_INT32,
+    SECONDS_TOO_LARGE,
     Errors,
     _no_update_rules,
     _object_meta,
@@ -107,3 +109,13 @@ def validate_update(kind: str, new: Any, old: Any) -> list[FieldError]:
     if rules is not None:
         errs += rules.update(new, old)
     return errs + validate_create(kind, new)
+
+
+def validate_grace_period_seconds(value: int) -> list[FieldError]:
+    """A delete's ``gracePeriodSeconds``: not negative, and (kubera's bound) an int32,
+    since the deletion timestamp is now + grace."""
+    if value < 0:
+        return [invalid("gracePeriodSeconds", value, "must be >= 0")]
+    if value > MAX_INT32:
+        return [invalid("gracePeriodSeconds", value, SECONDS_TOO_LARGE)]
+    return []
