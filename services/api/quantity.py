@@ -61,6 +61,10 @@ _MIN_INT64: Final = -(2**63)
 #: of thousandths, the unit of the scheduler's cpu arithmetic (MilliValue). Upstream caps
 #: nothing but BinarySI values; kubera refuses anything beyond this at validation.
 MAX_MILLI_VALUE: Final = _MAX_INT64
+#: Why such a quantity is refused (validation) or not scheduled (a stored one).
+ERR_BEYOND_INT64_MILLI: Final = (
+    f"must be at most {MAX_MILLI_VALUE}m (kubera holds quantities as int64 milli-units)"
+)
 _MAX_INT32: Final = 2**31 - 1
 _NANO: Final = -9
 # Fast-path precision budget of the int64 representation (maxInt64Factors).

@@ -34,7 +34,7 @@ from services.api.errors import (
     required,
     too_long,
 )
-from services.api.quantity import MAX_MILLI_VALUE, Quantity, QuantityError, parse_quantity
+from services.api.quantity import ERR_BEYOND_INT64_MILLI, Quantity, QuantityError, parse_quantity
 
 if TYPE_CHECKING:
     from services.api.validation import _Rules
@@ -56,9 +56,7 @@ SECONDS_TOO_LARGE = (
     "it adds them to the current time for timers and timestamps)"
 )
 #: kubera's own limit (upstream has none): every quantity is summed as int64 milli-units.
-QUANTITY_TOO_LARGE = (
-    f"must be at most {MAX_MILLI_VALUE}m (kubera holds quantities as int64 milli-units)"
-)
+QUANTITY_TOO_LARGE = ERR_BEYOND_INT64_MILLI
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
