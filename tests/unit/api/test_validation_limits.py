@@ -16,6 +16,7 @@ from services.api.validation import validate_grace_period_seconds
 from tests.unit.api.test_validation import (
     DEPLOYMENT,
     NODE,
+    PDB,
     POD,
     RUNTIME_CLASS,
     edit,
@@ -187,12 +188,65 @@ REFUSED = [
 ]
 
 
+# Integers written as strings: beyond int64 (or past Python's 4300-digit int() limit) they
+# get upstream's "must be an integer" words, never an exception out of validation.
+LONG = "9" * 5000
+GT = {"key": "cores", "operator": "Gt", "values": [LONG]}
+REFUSED += [
+    pytest.param(
+        "Pod",
+        edit(
+            POD,
+            spec__affinity={
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [GT]}]
+                    }
+                }
+            },
+        ),
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        f'.nodeSelectorTerms[0].matchExpressions[0].values[0]: Invalid value: "{LONG}": '
+        "for 'Gt', 'Lt' operators, the value must be an integer",
+        id="gt-value-5000-digits",
+    ),
+    pytest.param(
+        "Pod",
+        edit(
+            POD,
+            spec__tolerations=[
+                {"key": "cores", "operator": "Lt", "value": LONG, "effect": "NoSchedule"}
+            ],
+        ),
+        f'spec.tolerations[0].value: Invalid value: "{LONG}": '
+        "value must be a valid integer for operator 'Lt'",
+        id="toleration-lt-value-5000-digits",
+    ),
+    pytest.param(
+        "Deployment",
+        edit(
+            DEPLOYMENT,
+            spec__strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": LONG + "%"}},
+        ),
+        f'spec.strategy.rollingUpdate.maxSurge: Invalid value: "{LONG}%": '
+        "must be at most 2147483647% (kubera holds percentages as int32)",
+        id="max-surge-percent-5000-digits",
+    ),
+    pytest.param(
+        "PodDisruptionBudget",
+        edit(PDB, spec__minAvailable=LONG),
+        f'spec.minAvailable: Invalid value: "{LONG}": a valid percent string must be',
+        id="pdb-min-available-5000-digits",
+    ),
+]
+
+
 @pytest.mark.parametrize(("kind", "manifest", "expected"), REFUSED)
 def test_an_unrepresentable_value_is_refused_with_its_path(
     kind: str, manifest: dict[str, Any], expected: str
 ) -> None:
     errs = errors_of(kind, manifest)
-    assert expected in errs, f"{expected!r} not in {errs}"
+    assert any(e.startswith(expected) for e in errs), f"{expected[:300]!r} not in {errs}"
 
 
 ACCEPTED = [
