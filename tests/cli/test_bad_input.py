@@ -281,6 +281,18 @@ CASES: list[tuple[str, str | None, list[str], list[str]]] = [
         ],
     ),
     (
+        "usage-annotation-beyond-int64",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\n  annotations:\n"
+        '    kubera.io/usage: \'{"memory": "1e400"}\'\n'
+        "spec:\n  containers:\n  - name: app\n    image: nginx\n",
+        [],
+        [
+            SERVER.format("Invalid") + 'Pod "bad" is invalid: ',
+            'metadata.annotations[kubera.io/usage]: Invalid value: memory: "1e400": '
+            "must be at most 9223372036854775807m",
+        ],
+    ),
+    (
         "invalid-validate-mode",
         bad_pod(),
         ["--validate=maybe"],
