@@ -11,6 +11,13 @@ picks a node; binding cycles run concurrently (upstream schedule_one.go).
 The loop starts from `on_started_leading(ctx)`-style `run(stop)` and returns when `stop`
 is set; binds carry the fencing token the leader-election layer provides (or none).
 
+One pod never stops the loop. Any exception while scheduling a pod (a plugin, a Filter
+Error status, a helper, a pod holding values validation would have refused) ends that
+pod's attempt as an Error: Unreserve and forget if it was assumed, a FailedScheduling
+event, backoff; it is logged once per pod and distinct message. The informer's handlers
+(informer.py) and the cache (pod requests saturate, see framework/types.py) cost only
+their object, so a bad pod never blinds the scheduler to the others.
+
 In shared-state (Omega) mode (`shared_state`, see omega.py) several replicas schedule at
 once: a replica takes only its share of the pods, binds with `check_allocation` instead of
 a fencing token, and a bind refused with AllocationConflict (another replica filled the

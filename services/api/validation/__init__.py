@@ -29,6 +29,16 @@ Deliberate adaptations (kubera has no defaulting pass before validation):
   ``status.capacity[cpu]``, ``spec.taints[0]``) where upstream has historical quirks;
 * on update an empty ``metadata.uid`` means "keep the stored one", as upstream's
   ``BeforeUpdate`` does, and ``spec.terminationGracePeriodSeconds`` of a pod may change.
+
+Limits of kubera's own (upstream has none; each message says the limit is kubera's):
+* every quantity must fit int64 milli-units (``QUANTITY_TOO_LARGE``), since the scheduler,
+  the kubelet and the checker sum them as such; checked before the rules whose arithmetic
+  assumes it (integer and hugepage multiples);
+* durations kubera adds to the clock (``terminationGracePeriodSeconds``,
+  ``tolerationSeconds``, a delete's ``gracePeriodSeconds``) are at most an int32 of
+  seconds (``SECONDS_TOO_LARGE``), and rolling-update percentages an int32;
+* integers written as strings (Gt/Lt values, int-or-percent) beyond int64 get upstream's
+  "must be an integer" words, however many digits they have.
 """
 
 from __future__ import annotations
