@@ -70,6 +70,14 @@ async def failed_scheduling(cluster: Cluster, name: str) -> list[str]:
     return await eventually(messages)
 
 
+def errors_logged(caplog: pytest.LogCaptureFixture, key: str) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "services.scheduler.scheduler" and key in r.getMessage()
+    ]
+
+
 @pytest.mark.parametrize(
     ("requests", "problem"),
     [
@@ -91,7 +99,10 @@ async def failed_scheduling(cluster: Cluster, name: str) -> list[str]:
     ],
 )
 async def test_an_unvalidated_pod_costs_only_itself(
-    cluster: Cluster, requests: dict[str, str], problem: str
+    cluster: Cluster,
+    requests: dict[str, str],
+    problem: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     await cluster.node("n1")
     await store_unvalidated(cluster, "poison", requests)
@@ -111,6 +122,9 @@ async def test_an_unvalidated_pod_costs_only_itself(
     again = await attempts(cluster, "poison", 2)  # retried, after its backoff
     assert again[1].result == "error"
     assert again[1].time - again[0].time >= cluster.sched.config.pod_initial_backoff_seconds
+    assert errors_logged(caplog, "default/poison") == [
+        f"scheduling default/poison: {first.message}"
+    ]
 
     await cluster.api.delete(PODS, "default", "poison")
     await eventually(lambda: cluster.sched.queue.get("default/poison") is None)
@@ -118,7 +132,9 @@ async def test_an_unvalidated_pod_costs_only_itself(
     assert await cluster.wait_bound("later") == {"later": "n1"}
 
 
-async def test_a_raising_plugin_costs_only_the_pod_it_raised_for(cluster: Cluster) -> None:
+async def test_a_raising_plugin_costs_only_the_pod_it_raised_for(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
     await cluster.node("n1")
     await cluster.pod("boom")
     await cluster.pod("calm")
@@ -131,6 +147,7 @@ async def test_a_raising_plugin_costs_only_the_pod_it_raised_for(cluster: Cluste
     assert [p.metadata.name for p in pending[QUEUE_BACKOFF]] in (["boom"], [])
     again = await attempts(cluster, "boom", 2)
     assert again[1].time - again[0].time >= cluster.sched.config.pod_initial_backoff_seconds
+    assert errors_logged(caplog, "default/boom") == [f"scheduling default/boom: {first.message}"]
     await cluster.api.delete(PODS, "default", "boom")
     await cluster.pod("later")
     assert await cluster.wait_bound("later") == {"later": "n1"}
