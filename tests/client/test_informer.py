@@ -156,3 +156,33 @@ async def test_a_raising_handler_costs_only_its_object(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_an_object_failing_the_same_way_again_is_counted_not_logged_again(
+    setup, caplog: pytest.LogCaptureFixture
+) -> None:
+    api, client = setup
+    rec = Recorder()
+
+    def boom(old, new) -> None:
+        raise OverflowError("poison")
+
+    inf = Informer(client, PODS)
+    inf.add_handlers(Handlers(on_update=boom))
+    inf.add_handlers(rec.handlers())
+    task = asyncio.create_task(inf.run())
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 10)
+        await api.create(pod("poison"))
+        for i in range(3):
+            await api.patch(
+                PODS, "default", "poison", f'{{"metadata": {{"labels": {{"n": "{i}"}}}}}}'
+            )
+        await rec.wait_for(lambda ev: ev.count(("update", "poison")) == 3)
+        assert inf.handler_errors == 3
+        failures = [r for r in caplog.records if "handler failed" in r.getMessage()]
+        assert len(failures) == 1 and failures[0].exc_info is not None
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
