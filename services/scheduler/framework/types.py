@@ -9,6 +9,7 @@ cache can copy only what changed into the next snapshot.
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -48,21 +49,24 @@ def _amount(value: str, milli: bool, problems: list[str] | None = None, path: st
     apiserver or straight from etcd) counts as 0 when unparsable or negative and as
     MAX_AMOUNT when beyond int64 milli-units, and is described in `problems` if given, so a
     pending pod holding one is refused with the field named (see PodInfo.problems)."""
+    amount, problem = _amount_of(value, milli)
+    if problem and problems is not None:
+        problems.append(f'{path}: Invalid value: "{value}": {problem}')
+    return amount
+
+
+@functools.lru_cache(maxsize=8192)
+def _amount_of(value: str, milli: bool) -> tuple[int, str]:
+    """(amount, what is wrong with it or ""): quantities repeat ("100m", "64Mi")."""
     try:
         q = parse_quantity(value)
     except QuantityError as e:
-        if problems is not None:
-            problems.append(f'{path}: Invalid value: "{value}": {e}')
-        return 0
+        return 0, str(e)
     if q.sign() < 0:
-        if problems is not None:
-            problems.append(f'{path}: Invalid value: "{value}": must be greater than or equal to 0')
-        return 0
+        return 0, "must be greater than or equal to 0"
     if not q.fits_int64_milli():
-        if problems is not None:
-            problems.append(f'{path}: Invalid value: "{value}": {ERR_BEYOND_INT64_MILLI}')
-        return MAX_AMOUNT
-    return q.milli_value() if milli else q.int_value()
+        return MAX_AMOUNT, ERR_BEYOND_INT64_MILLI
+    return (q.milli_value() if milli else q.int_value()), ""
 
 
 def _qty_milli(value: str) -> int:
