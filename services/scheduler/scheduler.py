@@ -403,9 +403,10 @@ class Scheduler:
         attempt = Attempt(qpi.key, pod.metadata.uid, fwk.profile_name, cycle, self.clock.now())
         state = CycleState()
         try:
-            if qpi.pod_info.problems:
-                raise InvalidPodError(qpi.pod_info.problems)
             self.cache.update_snapshot(self.snapshot)
+            if qpi.pod_info.problems:
+                attempt.nodes_total = self.snapshot.num_nodes()
+                raise InvalidPodError(qpi.pod_info.problems)
             result = await self._schedule_pod(fwk, state, qpi.pod_info, attempt)
         except FitError as fe:
             try:
