@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from services.api.duration import parse_duration
+from services.api.limits import DepthError, loads_json
 from services.api.quantity import QuantityError, parse_quantity
 
 STAGES_ANNOTATION = "kubera.io/stages"
@@ -136,9 +137,11 @@ class Stages:
         if not text:
             return self
         try:
-            doc = json.loads(text)
+            doc = loads_json(text, STAGES_ANNOTATION)
         except json.JSONDecodeError as e:
             raise TemplateError(f"{STAGES_ANNOTATION}: not valid JSON: {e}") from None
+        except DepthError as e:
+            raise TemplateError(str(e)) from None
         return Stages.from_dict(_mapping(STAGES_ANNOTATION, doc), STAGES_ANNOTATION, self)
 
     def delay(self, base: float, rng: random.Random) -> float:

@@ -35,6 +35,7 @@ import numpy as np
 
 from services.api.errors import quote as _q
 from services.api.labels import Selector, SelectorError, from_label_selector
+from services.api.limits import DepthError, loads_json
 from services.api.quantity import ERR_BEYOND_INT64_MILLI, Quantity, QuantityError
 
 USAGE_ANNOTATION: Final = "kubera.io/usage"
@@ -265,9 +266,11 @@ def parse_usage(spec: str | Mapping[str, Any], *, source: str = USAGE_ANNOTATION
 def _parse_text(text: str, source: str) -> UsageModel:
     """Annotations repeat across the replicas of a workload; the model is immutable."""
     try:
-        obj = json.loads(text)
+        obj = loads_json(text, source)
     except json.JSONDecodeError as e:
         raise UsageSpecError(f"{source}: invalid JSON: {e.msg} (at character {e.pos})") from None
+    except DepthError as e:
+        raise UsageSpecError(str(e)) from None
     return _parse_object(obj, source)
 
 

@@ -78,6 +78,20 @@ def deployment(annotations: dict[str, str]) -> Any:
             id="stages-not-json",
         ),
         pytest.param(
+            annotated,
+            {"kubera.io/usage": "[" * 50_000 + "]" * 50_000},
+            'Pod "p" is invalid: metadata.annotations[kubera.io/usage]: Invalid value: '
+            "kubera.io/usage is nested too deeply (more than 100 levels)",
+            id="usage-nested-too-deeply",
+        ),
+        pytest.param(
+            annotated,
+            {"kubera.io/stages": '{"a":' * 50_000 + "1" + "}" * 50_000},
+            'Pod "p" is invalid: metadata.annotations[kubera.io/stages]: Invalid value: '
+            "kubera.io/stages is nested too deeply (more than 100 levels)",
+            id="stages-nested-too-deeply",
+        ),
+        pytest.param(
             deployment,
             {
                 "kubera.io/usage": json.dumps(
