@@ -78,6 +78,8 @@ class Supervisor:
         self.etcd: EtcdProcess | None = None
         self.ray_tmp = ""
         self.actor = None
+        #: The port the apiserver's first start bound; a restarted apiserver binds it again.
+        self.apiserver_port = 0
         self.schedulers: list = []
         self.pools: list = []
         self.controllers: list = []
@@ -129,7 +131,10 @@ class Supervisor:
             bookmark_interval=self.opts.bookmark_interval,
         )
         self.actor = ApiServerActor.options(name="apiserver").remote(config)
-        address = ray.get(self.actor.start.remote(), timeout=120)
+        apiserver = ray.get(self.actor.ensure_started.remote(), timeout=120)
+        address = str(apiserver["address"])
+        self.apiserver_port = int(address.rpartition(":")[2])
+        apiserver_pid = int(apiserver["pid"])  # type: ignore[call-overload]
         scheduler_address = scheduler_metrics = ""
         if self.opts.with_scheduler:
             scheduler_address, scheduler_metrics = self._start_schedulers(address, etcd_endpoint)
@@ -144,7 +149,10 @@ class Supervisor:
             etcd=etcd_endpoint,
             supervisor_pid=me,
             pids=pids,
-            started={str(pid): procs.start_time(pid) for pid in [me, *pids.values()]},
+            started={
+                str(pid): procs.start_time(pid) for pid in [me, apiserver_pid, *pids.values()]
+            },
+            apiserver_pid=apiserver_pid,
             dirs=dirs,
             ray_address=self.opts.ray_address or "local",
             started_at=time.time(),
@@ -251,11 +259,40 @@ class Supervisor:
 
     def wait(self) -> None:
         """Until asked to stop: bring back what chaos took down — etcd (restarted on its
-        ports and data dir) and replicas Ray re-created after a kill (started again)."""
+        ports and data dir), the apiserver and the replicas Ray re-created after a kill
+        (started again; the apiserver on its first port)."""
         pending: dict[int, object] = {}
-        while not self._stop.wait(0.5):
+        apiserver: list[object] = []
+        while not self._stop.wait(0.2):
             self._revive_etcd()
+            self._revive_apiserver(apiserver)
             self._restart_replicas(pending)
+
+    def _revive_apiserver(self, pending: list[object]) -> None:
+        """ensure_started(first port) on the apiserver, one call in flight: a call to a
+        re-created actor starts it (Ray holds calls to a restarting actor until it is
+        back); a new process id is recorded in the context for `kubera chaos`."""
+        import ray
+
+        if self.actor is None or self._stop.is_set():
+            return
+        if pending:
+            done, _ = ray.wait([pending[0]], timeout=0)
+            if not done:
+                return
+            ref = pending.pop()
+            try:
+                health = ray.get(ref)
+            except Exception:  # noqa: BLE001 - died again or failed to bind: next call retries
+                health = None
+            if isinstance(health, dict) and self.context is not None:
+                pid = int(health["pid"])
+                if pid != self.context.apiserver_pid:
+                    self.context.started.pop(str(self.context.apiserver_pid), None)
+                    self.context.apiserver_pid = pid
+                    self.context.started[str(pid)] = procs.start_time(pid)
+                    self.context.save()
+        pending.append(self.actor.ensure_started.remote(self.apiserver_port))
 
     def _revive_etcd(self) -> None:
         if self.etcd is None or self.etcd.running or self._stop.is_set():

@@ -32,6 +32,16 @@ from services.apiserver.fencing import METADATA_KEY as FENCING_METADATA
 
 M = TypeVar("M", bound=Message)
 
+#: How soon a channel dials again after losing the apiserver: gRPC's defaults (1 s, x1.6,
+#: up to 120 s) would leave a client idle for seconds after a restarted apiserver is back
+#: on its address (actors/apiserver.py); dial again after 0.1 s, then at least every
+#: 0.25 s (a refused dial on loopback costs microseconds).
+RECONNECT_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 250),
+)
+
 #: fencing() -> (election key, create_revision) while leading, else None.
 FencingSource = Callable[[], "tuple[str, int] | None"]
 
@@ -79,6 +89,7 @@ class Client:
             options=[
                 ("grpc.max_receive_message_length", 256 * 1024 * 1024),
                 ("grpc.max_send_message_length", 256 * 1024 * 1024),
+                *RECONNECT_OPTIONS,
             ],
         )
         self._stub = pb_grpc.ApiServerStub(self._channel)
