@@ -29,6 +29,7 @@ from protos.kubera.v1 import chaos_pb2, chaos_pb2_grpc, core_pb2
 from services.api.errors import AlreadyExistsError, ApiError
 from services.api.kinds import BY_KIND
 from services.client import Client
+from services.storage import StorageUnavailableError
 from services.storage.etcd import EtcdStorage
 
 ELECTION_PREFIX = "/kubera/leaderelection/"
@@ -86,7 +87,10 @@ async def wait_leader(
     """The leader of `lease` once there is one (of a term other than `not_term`)."""
     deadline = time.monotonic() + timeout
     while True:
-        found = await leader(storage, lease)
+        try:
+            found = await leader(storage, lease)
+        except StorageUnavailableError:
+            found = None  # etcd restarting (another fault of the same run): ask again
         if found is not None and found.term != not_term:
             return found
         if time.monotonic() >= deadline:
@@ -176,16 +180,26 @@ class ApiServerRecovery:
     first_bind_s: float | None
 
 
-def apiserver_pid(ctx: Context) -> int:
-    """The apiserver actor's process, checked against its recorded start time."""
-    pid = ctx.apiserver_pid
-    if not pid:
+async def apiserver_pid(
+    ctx: Context, timeout: float, load: Callable[[], Context] | None = None
+) -> tuple[int, Context]:
+    """The apiserver actor's running process (checked against its recorded start time)
+    and the context naming it, waiting up to `timeout` for the supervisor to record a
+    restarted one."""
+    if not ctx.apiserver_pid:
         raise CliError(
             "this cluster's context names no apiserver process (started by an older kubera?)"
         )
-    if not procs.alive(pid, ctx.started.get(str(pid), 0)):
-        raise CliError(f"the apiserver (pid {pid}) is not running; is it restarting?")
-    return pid
+    deadline = time.monotonic() + timeout
+    while True:
+        pid = ctx.apiserver_pid
+        if procs.alive(pid, ctx.started.get(str(pid), 0)):
+            return pid, ctx
+        if load is None or time.monotonic() >= deadline:
+            raise CliError(f"the apiserver (pid {pid}) is not running (still restarting?)")
+        await asyncio.sleep(0.05)
+        with contextlib.suppress(Exception):  # the supervisor may be rewriting it
+            ctx = load()
 
 
 def _probe_pod(name: str) -> core_pb2.Pod:
@@ -252,7 +266,7 @@ async def kill_apiserver(
     from kubera.context import load_context
 
     load = context_loader or load_context
-    pid = apiserver_pid(ctx)
+    pid, ctx = await apiserver_pid(ctx, timeout, load)
     started = ctx.started.get(str(pid), 0)
     storage = EtcdStorage(ctx.etcd, timeout=5)
     await storage.connect()
