@@ -213,7 +213,7 @@ def _probe_pod(name: str) -> core_pb2.Pod:
     return pod
 
 
-def _is_bind(kv_value: bytes, prev_value: bytes | None) -> bool:
+def is_bind(kv_value: bytes, prev_value: bytes | None) -> bool:
     """Whether a pod write set spec.nodeName (a bind): the new value has it, the old not."""
     new, old = core_pb2.Pod(), core_pb2.Pod()
     try:
@@ -229,7 +229,7 @@ async def _first_bind(storage: EtcdStorage, after_revision: int) -> float:
     """The monotonic time at which the first bind written after `after_revision` is seen."""
     async for batch in storage.watch(PODS_PREFIX, after_revision + 1):
         for e in batch.events:
-            if e.type == "PUT" and _is_bind(e.kv.value, e.prev.value if e.prev else None):
+            if e.type == "PUT" and is_bind(e.kv.value, e.prev.value if e.prev else None):
                 return time.monotonic()
     raise CliError("the etcd watch for binds ended")
 
