@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from dataclasses import dataclass
 
 import ray
@@ -42,6 +43,8 @@ class ApiServerHost:
         self.server = None
         self.address = ""
         self.started = False
+        #: How long the last start took (etcd connect, watch caches filled, port bound).
+        self.start_seconds = 0.0
         self._lock = asyncio.Lock()
 
     async def ensure_started(self, port: int = 0) -> dict[str, object]:
@@ -54,6 +57,7 @@ class ApiServerHost:
         return await self.health()
 
     async def start(self, port: int = 0) -> str:
+        t0 = time.monotonic()
         storage = EtcdStorage(self.config.etcd)
         await storage.connect()
         api = ApiServer(
@@ -73,6 +77,7 @@ class ApiServerHost:
         self.storage, self.api = storage, api
         self.address = f"{self.config.host}:{bound}"
         self.started = True
+        self.start_seconds = time.monotonic() - t0
         return self.address
 
     async def stop(self) -> None:
@@ -91,6 +96,7 @@ class ApiServerHost:
             "revision": rev,
             "pid": os.getpid(),
             "started": self.started,
+            "start_seconds": self.start_seconds,
         }
 
 

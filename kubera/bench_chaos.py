@@ -215,6 +215,7 @@ def cmd_bench_chaos(args: argparse.Namespace) -> int:
                 "",
             ),
             "faults_seconds": faults_done,
+            "runs_output": outputs,
             "check_seconds": check_s,
             "check_exit": chk.returncode,
             "verdict": verdict,

@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import statistics
 import time
 from pathlib import Path
@@ -206,6 +207,9 @@ async def _measure_apiserver(home: str, args: argparse.Namespace) -> list[dict]:
     from services.api.kinds import BY_KIND
     from services.client import Client
     from services.client.informer import Handlers, Informer
+
+    # Its broken watch at each kill is the point, not news: keep the figures readable.
+    logging.getLogger("services.client.informer").setLevel(logging.ERROR)
 
     def load() -> Context:
         return Context(**json.loads((Path(home) / "context.json").read_text()))

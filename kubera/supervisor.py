@@ -31,6 +31,11 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 
+#: A restarted apiserver: a second ensure_started is sent when the first has been in flight
+#: this long (seconds), up to this many at once.
+REVIVE_RETRY = 1.0
+REVIVE_INFLIGHT = 3
+
 #: The line prefix with which a detached supervisor reports why it could not start.
 FAILED_MARK = "kubera up failed: "
 
@@ -262,37 +267,50 @@ class Supervisor:
         ports and data dir), the apiserver and the replicas Ray re-created after a kill
         (started again; the apiserver on its first port)."""
         pending: dict[int, object] = {}
-        apiserver: list[object] = []
+        apiserver: list[tuple[float, object]] = []
         while not self._stop.wait(0.2):
             self._revive_etcd()
             self._revive_apiserver(apiserver)
             self._restart_replicas(pending)
 
-    def _revive_apiserver(self, pending: list[object]) -> None:
-        """ensure_started(first port) on the apiserver, one call in flight: a call to a
-        re-created actor starts it (Ray holds calls to a restarting actor until it is
-        back); a new process id is recorded in the context for `kubera chaos`."""
+    def _revive_apiserver(self, pending: list[tuple[float, object]]) -> None:
+        """ensure_started(first port) on the apiserver: a call to a re-created actor starts
+        it (Ray holds calls to a restarting actor until it is back); a new process id is
+        recorded in the context for `kubera chaos`. Normally one call is in flight; a call
+        sent just before a kill can take a while to fail, so after REVIVE_RETRY seconds
+        another is sent beside it (at most REVIVE_INFLIGHT; ensure_started is idempotent)."""
         import ray
 
         if self.actor is None or self._stop.is_set():
             return
-        if pending:
-            done, _ = ray.wait([pending[0]], timeout=0)
+        for sent, ref in list(pending):
+            done, _ = ray.wait([ref], timeout=0)  # type: ignore[list-item]
             if not done:
-                return
-            ref = pending.pop()
+                continue
+            pending.remove((sent, ref))
             try:
-                health = ray.get(ref)
+                health = ray.get(ref)  # type: ignore[call-overload]
             except Exception:  # noqa: BLE001 - died again or failed to bind: next call retries
-                health = None
-            if isinstance(health, dict) and self.context is not None:
-                pid = int(health["pid"])
-                if pid != self.context.apiserver_pid:
-                    self.context.started.pop(str(self.context.apiserver_pid), None)
-                    self.context.apiserver_pid = pid
-                    self.context.started[str(pid)] = procs.start_time(pid)
-                    self.context.save()
-        pending.append(self.actor.ensure_started.remote(self.apiserver_port))
+                continue
+            if isinstance(health, dict):
+                self._record_apiserver(int(health["pid"]), float(health.get("start_seconds", 0)))
+        now = time.monotonic()
+        newest = max((sent for sent, _ in pending), default=-REVIVE_RETRY)
+        if not pending or (len(pending) < REVIVE_INFLIGHT and now - newest >= REVIVE_RETRY):
+            pending.append((now, self.actor.ensure_started.remote(self.apiserver_port)))
+
+    def _record_apiserver(self, pid: int, start_seconds: float) -> None:
+        if self.context is None or pid == self.context.apiserver_pid:
+            return
+        print(
+            f"apiserver restarted: pid {pid} serving {self.context.apiserver} "
+            f"(its start took {start_seconds:.2f}s)",
+            flush=True,
+        )
+        self.context.started.pop(str(self.context.apiserver_pid), None)
+        self.context.apiserver_pid = pid
+        self.context.started[str(pid)] = procs.start_time(pid)
+        self.context.save()
 
     def _revive_etcd(self) -> None:
         if self.etcd is None or self.etcd.running or self._stop.is_set():
