@@ -31,10 +31,13 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 
-#: A restarted apiserver: a second ensure_started is sent when the first has been in flight
-#: this long (seconds), up to this many at once.
-REVIVE_RETRY = 1.0
-REVIVE_INFLIGHT = 3
+#: A restarted apiserver: another ensure_started is sent when the newest has been in flight
+#: this long (seconds), up to this many at once. A call to a live apiserver returns in
+#: milliseconds; one sent just before a kill is stuck until Ray gives up on the dead
+#: process (about a second), while a call sent once Ray knows it is restarting runs the
+#: moment the new process is up.
+REVIVE_RETRY = 0.25
+REVIVE_INFLIGHT = 5
 
 #: The line prefix with which a detached supervisor reports why it could not start.
 FAILED_MARK = "kubera up failed: "
@@ -276,9 +279,9 @@ class Supervisor:
     def _revive_apiserver(self, pending: list[tuple[float, object]]) -> None:
         """ensure_started(first port) on the apiserver: a call to a re-created actor starts
         it (Ray holds calls to a restarting actor until it is back); a new process id is
-        recorded in the context for `kubera chaos`. Normally one call is in flight; a call
-        sent just before a kill can take a while to fail, so after REVIVE_RETRY seconds
-        another is sent beside it (at most REVIVE_INFLIGHT; ensure_started is idempotent)."""
+        recorded in the context for `kubera chaos`. Normally one call is in flight; one sent
+        just before a kill can take a while to fail, so after REVIVE_RETRY seconds another
+        is sent beside it (at most REVIVE_INFLIGHT; ensure_started is idempotent)."""
         import ray
 
         if self.actor is None or self._stop.is_set():
