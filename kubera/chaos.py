@@ -284,12 +284,12 @@ async def kill_apiserver(
             await _first_write(client, _probe_pod(name), t_kill + timeout)
             t_write = time.monotonic()
             t_bind: float | None = None
-            with contextlib.suppress(TimeoutError):
+            # none in time, or etcd itself went away meanwhile: no bind to report
+            with contextlib.suppress(TimeoutError, StorageUnavailableError):
                 t_bind = await asyncio.wait_for(asyncio.shield(bind), bind_timeout)
         finally:
             bind.cancel()
-            with contextlib.suppress(BaseException):
-                await bind
+            await asyncio.gather(bind, return_exceptions=True)
         with contextlib.suppress(ApiError):
             await client.delete(BY_KIND["Pod"], name, PROBE_NAMESPACE, grace_period_seconds=0)
         new_pid = 0
