@@ -1,8 +1,20 @@
 """The apiserver as a Ray actor: builds EtcdStorage + ApiServer + the gRPC server inside
-the actor's event loop and exposes start/stop/health. All logic is in services/."""
+the actor's event loop and exposes start/stop/health. All logic is in services/.
+
+A killed apiserver comes back like every other component: Ray re-creates the actor
+(`max_restarts=-1`, which calls `__init__` again but not `start`), and the supervisor's
+`ensure_started(port)` starts it on the port of its first start. Keeping the address
+means no client has to re-resolve it: every gRPC channel (the CLI's, the informers',
+the relays in front of the replicas, the node pools') reconnects to the same
+host:port by itself once something listens there again.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import time
 from dataclasses import dataclass
 
 import ray
@@ -30,18 +42,42 @@ class ApiServerHost:
         self.api: ApiServer | None = None
         self.server = None
         self.address = ""
+        self.started = False
+        #: How long the last start took (etcd connect, watch caches filled, port bound).
+        self.start_seconds = 0.0
+        self._lock = asyncio.Lock()
 
-    async def start(self) -> str:
-        self.storage = EtcdStorage(self.config.etcd)
-        await self.storage.connect()
-        self.api = ApiServer(
-            self.storage,
+    async def ensure_started(self, port: int = 0) -> dict[str, object]:
+        """start() unless started — on `port` (0: the config's), the port the first
+        incarnation bound, so a re-created actor serves where clients dial. Returns
+        health() either way (the supervisor records the new process id from it)."""
+        async with self._lock:
+            if not self.started:
+                await self.start(port)
+        return await self.health()
+
+    async def start(self, port: int = 0) -> str:
+        t0 = time.monotonic()
+        storage = EtcdStorage(self.config.etcd)
+        await storage.connect()
+        api = ApiServer(
+            storage,
             watch_cache_capacity=self.config.watch_cache_capacity,
             bookmark_interval=self.config.bookmark_interval,
         )
-        await self.api.start()
-        self.server, port = await serve(self.api, self.config.host, self.config.port)
-        self.address = f"{self.config.host}:{port}"
+        try:
+            await api.start()
+            self.server, bound = await serve(api, self.config.host, port or self.config.port)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await api.stop()
+            with contextlib.suppress(Exception):
+                await storage.close()
+            raise
+        self.storage, self.api = storage, api
+        self.address = f"{self.config.host}:{bound}"
+        self.started = True
+        self.start_seconds = time.monotonic() - t0
         return self.address
 
     async def stop(self) -> None:
@@ -54,9 +90,16 @@ class ApiServerHost:
 
     async def health(self) -> dict[str, object]:
         rev = await self.storage.revision() if self.storage else 0
-        return {"address": self.address, "etcd": self.config.etcd, "revision": rev}
+        return {
+            "address": self.address,
+            "etcd": self.config.etcd,
+            "revision": rev,
+            "pid": os.getpid(),
+            "started": self.started,
+            "start_seconds": self.start_seconds,
+        }
 
 
-@ray.remote(max_restarts=0, max_concurrency=10_000)
+@ray.remote(max_restarts=-1, max_concurrency=10_000)
 class ApiServerActor(ApiServerHost):
     pass

@@ -1,11 +1,13 @@
-"""`kubera bench chaos`: many leader faults during a large pod load, then `kubera check`.
+"""`kubera bench chaos`: many faults during a large pod load, then `kubera check`.
 
 A cluster with K scheduler replicas and M controller-manager replicas on short leases runs
-hollow nodes; pods are created at a steady rate while `kubera chaos run` kills, pauses and
-partitions the scheduler leader (and, with --cm-faults, the controller-manager leader) over
-and over. Afterwards `kubera check` replays etcd's whole history; the figures are its
-counts: double binds, overcommitted nodes, binds by deposed leaders, lost pods — all must
-be 0 — beside what the run did (pods, binds, leader terms, faults).
+hollow nodes; pods are created at a steady rate while `kubera chaos run` draws faults from
+a mix over and over: the scheduler leader killed, paused and partitioned, the apiserver
+killed (it comes back on its address; each kill's time to the first write and the first
+bind is reported), etcd restarted — and, with --cm-faults, the controller-manager leader's
+faults beside them. Afterwards `kubera check` replays etcd's whole history; the figures
+are its counts: double binds, overcommitted nodes, binds by deposed leaders, lost pods —
+all must be 0 — beside what the run did (pods, binds, leader terms, faults).
 """
 
 from __future__ import annotations
@@ -22,12 +24,34 @@ from pathlib import Path
 
 from kubera.errors import CliError
 
+#: Scheduler-leader faults, apiserver kills and etcd restarts, mixed.
+DEFAULT_KINDS = "kill,pause,partition,kill-apiserver,restart-etcd"
+#: The kinds a controller-manager run may draw (the cluster-wide ones stay in one run, so
+#: two kills of the apiserver or two etcd restarts never overlap).
+LEADER_KINDS = ("kill", "pause", "partition")
+
 
 def register(bsub: argparse._SubParsersAction) -> None:
-    p = bsub.add_parser("chaos", help="leader faults during a pod load, then kubera check")
-    p.add_argument("--faults", type=int, default=100, help="scheduler-leader faults")
-    p.add_argument("--cm-faults", type=int, default=0, help="controller-manager-leader faults")
-    p.add_argument("--kinds", default="kill,pause,partition")
+    p = bsub.add_parser(
+        "chaos", help="leader, apiserver and etcd faults during a pod load, then kubera check"
+    )
+    p.add_argument(
+        "--faults", type=int, default=100, help="faults drawn from --kinds, one after another"
+    )
+    p.add_argument(
+        "--cm-faults",
+        type=int,
+        default=0,
+        help="controller-manager-leader faults (its leader kinds of --kinds), alongside",
+    )
+    p.add_argument(
+        "--kinds",
+        default=DEFAULT_KINDS,
+        help=(
+            "the mix: comma-separated kinds drawn uniformly, a kind named twice drawn twice "
+            f"as often (kill, pause, partition, kill-apiserver, restart-etcd; default {DEFAULT_KINDS})"
+        ),
+    )
     p.add_argument("--interval", default="1s")
     p.add_argument("--for", dest="seconds", default="3s", help="pause/partition length")
     p.add_argument("--pods", type=int, default=10000)
@@ -59,12 +83,13 @@ async def _load(ctx: dict, n: int, rate: float, stop: threading.Event, done: lis
             pod = _pod(f"p{i}", ns)
             pod.spec.containers[0].resources.requests["cpu"] = "10m"
             pod.spec.containers[0].resources.requests["memory"] = "16Mi"
-            for _attempt in range(20):  # the apiserver stays up; retry only transient trouble
+            for attempt in range(60):  # through an apiserver kill or an etcd restart
                 try:
                     await client.create(pod)
                     done[0] += 1
                     return
                 except AlreadyExistsError:
+                    done[0] += attempt > 0  # an earlier try went through, its answer lost
                     return
                 except ApiError:
                     await asyncio.sleep(0.5)
@@ -82,6 +107,11 @@ async def _load(ctx: dict, n: int, rate: float, stop: threading.Event, done: lis
             t.add_done_callback(lambda _t: sem.release())
             tasks.append(t)
         await asyncio.gather(*tasks)
+
+
+def _fault_counts(outputs: list[str]) -> list[str]:
+    """Each run's "N faults in Ts (kind n, ...)" line."""
+    return [ln for o in outputs for ln in o.splitlines() if " faults in " in ln]
 
 
 def cmd_bench_chaos(args: argparse.Namespace) -> int:
@@ -106,7 +136,7 @@ def cmd_bench_chaos(args: argparse.Namespace) -> int:
         print(
             f"chaos: {args.schedulers} schedulers, {args.controller_managers} controller-managers, "
             f"{args.nodes} hollow nodes (up in {up:.1f}s); {args.pods} pods at {rate:.0f}/s; "
-            f"{args.faults} scheduler-leader faults ({args.kinds}) every {args.interval}",
+            f"{args.faults} faults ({args.kinds}) every {args.interval}",
             flush=True,
         )
         stop = threading.Event()
@@ -117,9 +147,11 @@ def cmd_bench_chaos(args: argparse.Namespace) -> int:
         t0 = time.monotonic()
         loader.start()
         runs = []
-        for component, n, seed in (
-            ("scheduler", args.faults, args.seed),
-            ("controller-manager", args.cm_faults, args.seed + 1),
+        kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+        cm_kinds = ",".join(k for k in kinds if k in LEADER_KINDS) or "kill"
+        for component, n, seed, run_kinds in (
+            ("scheduler", args.faults, args.seed, args.kinds),
+            ("controller-manager", args.cm_faults, args.seed + 1, cm_kinds),
         ):
             if n <= 0:
                 continue
@@ -140,7 +172,7 @@ def cmd_bench_chaos(args: argparse.Namespace) -> int:
                         "--for",
                         args.seconds,
                         "--kinds",
-                        args.kinds,
+                        run_kinds,
                         "--seed",
                         str(seed),
                         "--wait",
@@ -156,8 +188,9 @@ def cmd_bench_chaos(args: argparse.Namespace) -> int:
         for proc in runs:
             out, _ = proc.communicate(timeout=3600)
             outputs.append(out)
-            tail = out.strip().splitlines()[-2:] if out.strip() else ["(no output)"]
-            print("  " + "\n  ".join(tail), flush=True)
+            lines = out.strip().splitlines()
+            tail = [ln for ln in lines if ln.startswith("apiserver kills:")] + lines[-2:-1]
+            print("  " + "\n  ".join(tail or ["(no output)"]), flush=True)
             if proc.returncode != 0:
                 stop.set()
                 raise CliError(f"bench chaos: chaos run failed:\n{out}")
@@ -176,7 +209,13 @@ def cmd_bench_chaos(args: argparse.Namespace) -> int:
             "kinds": args.kinds,
             "pods_created": created[0],
             "pods_not_created": created[1],
+            "fault_counts": _fault_counts(outputs),
+            "apiserver_recovery": next(
+                (ln for o in outputs for ln in o.splitlines() if ln.startswith("apiserver kills:")),
+                "",
+            ),
             "faults_seconds": faults_done,
+            "runs_output": outputs,
             "check_seconds": check_s,
             "check_exit": chk.returncode,
             "verdict": verdict,

@@ -9,6 +9,14 @@ the second being the figure that matters (a takeover that does not schedule help
 Between kills the killed replica comes back (Ray re-creates the actor; the supervisor
 starts it as a standby) so every kill finds K replicas. Bound pods are deleted at once,
 so the load stays small however many kills are asked for.
+
+`--target apiserver` SIGKILLs the apiserver instead (kubera/chaos.py `kill_apiserver`)
+under the same load, and times
+
+    kill → the first write through the apiserver's address that succeeds
+    kill → the first bind written to etcd after the kill
+
+each kill waiting for the load to be bound again before the next.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import statistics
 import time
 from pathlib import Path
@@ -28,7 +37,14 @@ LEASE = "kube-system/kube-scheduler"
 
 def register(bsub: argparse._SubParsersAction) -> None:
     p = bsub.add_parser(
-        "failover", help="leader SIGKILL → first bind by the new leader, over many kills"
+        "failover",
+        help="leader (or apiserver) SIGKILL → first bind (and first write), over many kills",
+    )
+    p.add_argument(
+        "--target",
+        choices=("scheduler", "apiserver"),
+        default="scheduler",
+        help="whose process to kill: the scheduler leader (default) or the apiserver",
     )
     p.add_argument("--kills", type=int, default=20)
     p.add_argument("--schedulers", type=int, default=3, help="replicas (one leader)")
@@ -183,10 +199,127 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
     return rows
 
 
+async def _measure_apiserver(home: str, args: argparse.Namespace) -> list[dict]:
+    from kubera import chaos
+    from kubera.context import Context
+    from protos.kubera.v1 import core_pb2
+    from services.api.errors import ApiError
+    from services.api.kinds import BY_KIND
+    from services.client import Client
+    from services.client.informer import Handlers, Informer
+
+    # Its broken watch at each kill is the point, not news: keep the figures readable.
+    logging.getLogger("services.client.informer").setLevel(logging.ERROR)
+
+    def load() -> Context:
+        return Context(**json.loads((Path(home) / "context.json").read_text()))
+
+    POD = BY_KIND["Pod"]
+    ns = "failover"
+    client = Client(load().apiserver, timeout=10)
+    await client.create(core_pb2.Namespace(metadata={"name": ns}))
+    stop = asyncio.Event()
+    bound_at: list[float] = []  # monotonic times binds were seen (through the informer)
+    deleting: set[str] = set()
+    background: set[asyncio.Task[None]] = set()
+
+    async def generate() -> None:
+        i = 0
+        t0 = time.monotonic()
+        while not stop.is_set():
+            i += 1
+            with contextlib.suppress(ApiError):
+                await client.create(_pod(f"p{i}", ns))
+            delay = t0 + i / args.rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+
+    async def delete(name: str) -> None:
+        with contextlib.suppress(ApiError):
+            await client.delete(POD, name, ns, grace_period_seconds=0)
+
+    def on_pod(pod) -> None:  # type: ignore[no-untyped-def]
+        name = pod.metadata.name
+        if pod.spec.node_name and name not in deleting:  # once per pod: the load stays small
+            bound_at.append(time.monotonic())
+            deleting.add(name)
+            task = asyncio.create_task(delete(name))
+            background.add(task)
+            task.add_done_callback(background.discard)
+
+    informer = Informer(client, POD, namespace=ns)
+    informer.add_handlers(Handlers(on_add=on_pod, on_update=lambda _o, p: on_pod(p)))
+
+    async def bound_since(t: float, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not (bound_at and bound_at[-1] >= t):
+            if time.monotonic() > deadline:
+                raise CliError(f"bench: the load was not bound again within {timeout:.0f}s")
+            await asyncio.sleep(0.05)
+
+    tasks = [asyncio.create_task(generate()), asyncio.create_task(informer.run())]
+    rows = []
+    try:
+        await bound_since(time.monotonic(), 60)
+        for k in range(args.kills):
+            r = await chaos.kill_apiserver(load(), timeout=60, context_loader=load)
+            # steady again: the load's pods are bound through the new apiserver
+            await bound_since(time.monotonic(), 60)
+            row = {
+                "kill": k + 1,
+                "first_write_s": r.first_write_s,
+                "first_bind_s": r.first_bind_s,
+                "pid": r.pid,
+                "new_pid": r.new_pid,
+            }
+            rows.append(row)
+            bind = f"{r.first_bind_s:.2f}s" if r.first_bind_s is not None else "none"
+            print(
+                f"  kill {k + 1:>2}: first write {r.first_write_s:.2f}s, first bind {bind}",
+                flush=True,
+            )
+            await asyncio.sleep(1.0)  # a steady second of load before the next kill
+    finally:
+        stop.set()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await client.close()
+    return rows
+
+
+def _apiserver_report(rows: list[dict]) -> dict:
+    writes = [r["first_write_s"] for r in rows]
+    binds = [r["first_bind_s"] for r in rows if r["first_bind_s"] is not None]
+    report = {
+        "target": "apiserver",
+        "kills": len(rows),
+        "first_write_median_s": statistics.median(writes),
+        "first_write_max_s": max(writes),
+        "first_bind_median_s": statistics.median(binds) if binds else None,
+        "first_bind_max_s": max(binds) if binds else None,
+        "kills_without_bind": len(rows) - len(binds),
+        "rows": rows,
+    }
+    bind = (
+        f"median {report['first_bind_median_s']:.2f}s, max {report['first_bind_max_s']:.2f}s"
+        if binds
+        else "none seen"
+    )
+    print(
+        f"apiserver SIGKILL over {len(rows)} kills: → first write median "
+        f"{report['first_write_median_s']:.2f}s, max {report['first_write_max_s']:.2f}s; "
+        f"→ first bind {bind}"
+    )
+    return report
+
+
 def cmd_bench_failover(args: argparse.Namespace) -> int:
     from kubera.bench import _Cluster
     from services.api.duration import parse_duration
 
+    if args.target == "apiserver":
+        return _bench_apiserver(args)
     if args.kills < 1 or args.schedulers < 2:
         raise CliError("bench failover: needs --kills >= 1 and --schedulers >= 2")
     if args.k8s_defaults:
@@ -233,6 +366,32 @@ def cmd_bench_failover(args: argparse.Namespace) -> int:
         f"(min {report['first_bind_min_s']:.2f}s); takeover median "
         f"{report['takeover_median_s']:.2f}s, max {report['takeover_max_s']:.2f}s"
     )
+    if args.output:
+        Path(args.output).write_text(json.dumps(report, indent=2))
+    return 0
+
+
+def _bench_apiserver(args: argparse.Namespace) -> int:
+    from kubera.bench import _Cluster
+
+    if args.kills < 1 or args.schedulers < 1:
+        raise CliError("bench failover: needs --kills >= 1 and --schedulers >= 1")
+    cluster = _Cluster()
+    try:
+        up = cluster.up(
+            "--nodes", str(args.nodes),
+            "--schedulers", str(args.schedulers),
+            "--no-controllers",
+        )  # fmt: skip
+        print(
+            f"failover: apiserver kills, {args.schedulers} scheduler replica(s), {args.nodes} "
+            f"hollow nodes, {args.rate:g} pods/s (up in {up:.1f}s)",
+            flush=True,
+        )
+        rows = asyncio.run(_measure_apiserver(cluster.home, args))
+    finally:
+        cluster.down()
+    report = _apiserver_report(rows)
     if args.output:
         Path(args.output).write_text(json.dumps(report, indent=2))
     return 0

@@ -1,7 +1,7 @@
 """Fault injection on a running cluster, for `kubera chaos` and the benchmarks: find the
 leader of an election from etcd, then kill it (SIGKILL), pause it (SIGSTOP … SIGCONT),
 cut it off from etcd and the apiserver (its partition relays, through its chaos control
-RPC), restart etcd, or kill a node pool.
+RPC), restart etcd, kill the apiserver (and time its recovery), or kill a node pool.
 
 The leader of record is the value of the election key (`/kubera/leaderelection/<ns>/<name>`);
 replicas register their process id and control address under `/kubera/replicas/…`
@@ -14,8 +14,10 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
@@ -23,7 +25,11 @@ import grpc
 from kubera import procs
 from kubera.context import Context
 from kubera.errors import CliError
-from protos.kubera.v1 import chaos_pb2, chaos_pb2_grpc
+from protos.kubera.v1 import chaos_pb2, chaos_pb2_grpc, core_pb2
+from services.api.errors import AlreadyExistsError, ApiError
+from services.api.kinds import BY_KIND
+from services.client import Client
+from services.storage import StorageUnavailableError
 from services.storage.etcd import EtcdStorage
 
 ELECTION_PREFIX = "/kubera/leaderelection/"
@@ -81,7 +87,10 @@ async def wait_leader(
     """The leader of `lease` once there is one (of a term other than `not_term`)."""
     deadline = time.monotonic() + timeout
     while True:
-        found = await leader(storage, lease)
+        try:
+            found = await leader(storage, lease)
+        except StorageUnavailableError:
+            found = None  # etcd restarting (another fault of the same run): ask again
         if found is not None and found.term != not_term:
             return found
         if time.monotonic() >= deadline:
@@ -151,3 +160,154 @@ def kill_pool(ctx: Context, name: str) -> dict:
     except ProcessLookupError:
         raise CliError(f"node pool {name} (pid {pool['pid']}) is not running") from None
     return pool
+
+
+#: Where kill-apiserver's probe pod goes (it is deleted once the recovery is timed).
+PROBE_NAMESPACE = "default"
+PODS_PREFIX = "/registry/pods/"
+
+
+@dataclass(frozen=True)
+class ApiServerRecovery:
+    """One kill of the apiserver and how the cluster came back, in seconds from the kill."""
+
+    pid: int  # the process killed
+    new_pid: int  # the process serving afterwards (0: not recorded within the wait)
+    address: str
+    #: The first write through the apiserver that succeeded (the probe pod's create).
+    first_write_s: float
+    #: The first bind (a pod's nodeName set) written after the kill; None: none in time.
+    first_bind_s: float | None
+
+
+async def apiserver_pid(
+    ctx: Context, timeout: float, load: Callable[[], Context] | None = None
+) -> tuple[int, Context]:
+    """The apiserver actor's running process (checked against its recorded start time)
+    and the context naming it, waiting up to `timeout` for the supervisor to record a
+    restarted one."""
+    if not ctx.apiserver_pid:
+        raise CliError(
+            "this cluster's context names no apiserver process (started by an older kubera?)"
+        )
+    deadline = time.monotonic() + timeout
+    while True:
+        pid = ctx.apiserver_pid
+        if procs.alive(pid, ctx.started.get(str(pid), 0)):
+            return pid, ctx
+        if load is None or time.monotonic() >= deadline:
+            raise CliError(f"the apiserver (pid {pid}) is not running (still restarting?)")
+        await asyncio.sleep(0.05)
+        with contextlib.suppress(Exception):  # the supervisor may be rewriting it
+            ctx = load()
+
+
+def _probe_pod(name: str) -> core_pb2.Pod:
+    pod = core_pb2.Pod()
+    pod.metadata.name, pod.metadata.namespace = name, PROBE_NAMESPACE
+    pod.metadata.labels["kubera.io/chaos-probe"] = "true"
+    c = pod.spec.containers.add()
+    c.name, c.image = "probe", "registry.k8s.io/pause:3.9"
+    c.resources.requests["cpu"] = "1m"
+    c.resources.requests["memory"] = "1Mi"
+    return pod
+
+
+def is_bind(kv_value: bytes, prev_value: bytes | None) -> bool:
+    """Whether a pod write set spec.nodeName (a bind): the new value has it, the old not."""
+    new, old = core_pb2.Pod(), core_pb2.Pod()
+    try:
+        new.ParseFromString(kv_value)
+        if prev_value is not None:
+            old.ParseFromString(prev_value)
+    except Exception:  # noqa: BLE001 - an undecodable value is no bind we can time
+        return False
+    return bool(new.spec.node_name) and not old.spec.node_name
+
+
+async def _first_bind(storage: EtcdStorage, after_revision: int) -> float:
+    """The monotonic time at which the first bind written after `after_revision` is seen."""
+    async for batch in storage.watch(PODS_PREFIX, after_revision + 1):
+        for e in batch.events:
+            if e.type == "PUT" and is_bind(e.kv.value, e.prev.value if e.prev else None):
+                return time.monotonic()
+    raise CliError("the etcd watch for binds ended")
+
+
+async def _first_write(client: Client, pod: core_pb2.Pod, deadline: float) -> None:
+    """Create `pod` until it is created (an AlreadyExists means an earlier try was)."""
+    while True:
+        try:
+            await client.create(pod)
+            return
+        except AlreadyExistsError:
+            return
+        except ApiError as e:
+            if time.monotonic() >= deadline:
+                raise CliError(
+                    f"no write through the apiserver succeeded after its kill: {e}"
+                ) from None
+            await asyncio.sleep(0.02)
+
+
+async def kill_apiserver(
+    ctx: Context,
+    *,
+    timeout: float = 60.0,
+    bind_timeout: float = 30.0,
+    context_loader: Callable[[], Context] | None = None,
+) -> ApiServerRecovery:
+    """SIGKILL the apiserver actor's process, then time the cluster's recovery: the first
+    write that succeeds through the apiserver's address (a probe pod's create, retried)
+    and the first bind written to etcd after the kill (the probe's, or any pod's). The
+    bind is read from etcd directly, so it is timed where it happens, not when a watch
+    through the restarted apiserver delivers it. Returns once the supervisor has recorded
+    the new process too (`new_pid`), so the next kill finds it."""
+    from kubera.context import load_context
+
+    load = context_loader or load_context
+    pid, ctx = await apiserver_pid(ctx, timeout, load)
+    started = ctx.started.get(str(pid), 0)
+    storage = EtcdStorage(ctx.etcd, timeout=5)
+    await storage.connect()
+    client = Client(ctx.apiserver, timeout=2)
+    name = f"kubera-chaos-probe-{secrets.token_hex(4)}"
+    try:
+        os.kill(pid, signal.SIGKILL)
+        t_kill = time.monotonic()
+        while procs.alive(pid, started):  # gone before we read the revision it left
+            await asyncio.sleep(0.005)
+        # Binds after this revision were written by the apiserver's next incarnation.
+        revision = await storage.revision()
+        bind = asyncio.create_task(_first_bind(storage, revision))
+        try:
+            await _first_write(client, _probe_pod(name), t_kill + timeout)
+            t_write = time.monotonic()
+            t_bind: float | None = None
+            # none in time, or etcd itself went away meanwhile: no bind to report
+            with contextlib.suppress(TimeoutError, StorageUnavailableError):
+                t_bind = await asyncio.wait_for(asyncio.shield(bind), bind_timeout)
+        finally:
+            bind.cancel()
+            await asyncio.gather(bind, return_exceptions=True)
+        with contextlib.suppress(ApiError):
+            await client.delete(BY_KIND["Pod"], name, PROBE_NAMESPACE, grace_period_seconds=0)
+        new_pid = 0
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with contextlib.suppress(Exception):
+                new_pid = load().apiserver_pid
+            if new_pid and new_pid != pid:
+                break
+            new_pid = 0
+            await asyncio.sleep(0.05)
+    finally:
+        await client.close()
+        await storage.close()
+    return ApiServerRecovery(
+        pid=pid,
+        new_pid=new_pid,
+        address=ctx.apiserver,
+        first_write_s=t_write - t_kill,
+        first_bind_s=None if t_bind is None else t_bind - t_kill,
+    )

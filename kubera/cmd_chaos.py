@@ -5,6 +5,9 @@
 - `kill-leader`, `pause-leader --for S`, `partition-leader --for S`: the leader of a
   scheduler (or controller-manager) election is SIGKILLed, SIGSTOPped, or cut off from
   etcd and the apiserver while it still believes it leads (kubera/chaos.py).
+- `kill-apiserver`: SIGKILL the apiserver's process; it comes back on its address (Ray
+  re-creates it, the supervisor starts it) and the verb reports the time from the kill
+  to the first successful write and to the first bind.
 - `restart-etcd`, `kill-pool P`; `run --faults N --interval S`: a scripted mix.
 
 `kubera check` afterwards proves nothing was bound twice, overcommitted or lost.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import statistics
 import time
 
 import grpc
@@ -29,6 +33,9 @@ from services.api.errors import ApiError
 from services.api.kinds import BY_KIND
 from services.client import Client
 from services.storage.etcd import EtcdStorage
+
+#: `chaos run --kinds`: leader faults (kill, pause, partition) and cluster faults.
+KINDS = ("kill", "pause", "partition", "restart-etcd", "kill-apiserver")
 
 
 def _leader_args(p: argparse.ArgumentParser) -> None:
@@ -72,6 +79,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=cmd_leader_fault, fault=fault)
     p = verbs.add_parser("restart-etcd", help="stop the embedded etcd; kubera starts it again")
     p.set_defaults(func=cmd_restart_etcd)
+    p = verbs.add_parser(
+        "kill-apiserver",
+        help="SIGKILL the apiserver; time kill → first successful write and → first bind",
+    )
+    p.add_argument(
+        "--wait", type=float, default=60.0, metavar="S", help="seconds to wait for it to be back"
+    )
+    p.set_defaults(func=cmd_kill_apiserver)
     p = verbs.add_parser("kill-pool", help="SIGKILL a node pool (its nodes go NotReady)")
     p.add_argument("pool", metavar="POOL", help="pool name (pool-0) or index")
     p.set_defaults(func=cmd_kill_pool)
@@ -82,7 +97,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--kinds",
         default="kill,pause,partition",
-        help="comma-separated fault kinds to draw from (kill, pause, partition, restart-etcd)",
+        help=(
+            "comma-separated fault kinds to draw from, uniformly (name one twice to draw it "
+            f"twice as often): {', '.join(KINDS)}"
+        ),
     )
     p.add_argument(
         "--for",
@@ -206,6 +224,22 @@ def cmd_restart_etcd(args: argparse.Namespace) -> int:
     return 0
 
 
+def describe_recovery(r: chaos.ApiServerRecovery) -> str:
+    bind = f"{r.first_bind_s:.2f}s" if r.first_bind_s is not None else "none within the wait"
+    back = f"pid {r.new_pid}" if r.new_pid else "its new pid not recorded yet"
+    return (
+        f"killed apiserver (pid {r.pid}) at {r.address}: first successful write after "
+        f"{r.first_write_s:.2f}s, first bind after {bind}; back as {back}"
+    )
+
+
+def cmd_kill_apiserver(args: argparse.Namespace) -> int:
+    ctx = load_context()
+    recovery = asyncio.run(chaos.kill_apiserver(ctx, timeout=args.wait))
+    print(describe_recovery(recovery))
+    return 0
+
+
 def cmd_kill_pool(args: argparse.Namespace) -> int:
     pool = chaos.kill_pool(load_context(), args.pool)
     print(f"killed node pool {pool['name']} (pid {pool['pid']}, nodes {pool['count']})")
@@ -214,11 +248,11 @@ def cmd_kill_pool(args: argparse.Namespace) -> int:
 
 async def _run(ctx: Context, args: argparse.Namespace, lease: str) -> dict[str, int]:
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
-    bad = [k for k in kinds if k not in ("kill", "pause", "partition", "restart-etcd")]
+    bad = [k for k in kinds if k not in KINDS]
     if not kinds or bad:
         raise CliError(
             f"--kinds: unknown fault kind(s) {', '.join(bad) or '(none given)'}; "
-            "expected kill, pause, partition, restart-etcd"
+            f"expected {', '.join(KINDS)}"
         )
     if args.faults < 1:
         raise CliError(f"--faults: must be >= 1, got {args.faults}")
@@ -226,22 +260,28 @@ async def _run(ctx: Context, args: argparse.Namespace, lease: str) -> dict[str, 
     rng = random.Random(args.seed)
     storage = await _storage(ctx)
     counts = dict.fromkeys(kinds, 0)
+    recoveries: list[chaos.ApiServerRecovery] = []
     background: set[asyncio.Task[None]] = set()
+    # Read once, while the apiserver is surely up (not during one of our kills).
+    lease_seconds = 0.0
+    if not args.seconds and any(k in ("pause", "partition") for k in kinds):
+        lease_seconds = await _lease_seconds(ctx, lease)
     try:
         for i in range(args.faults):
             kind = rng.choice(kinds)
+            ctx = load_context()  # etcd's and the apiserver's PIDs change with their restarts
             if kind == "restart-etcd":
                 pid = await asyncio.to_thread(chaos.restart_etcd, ctx)
                 print(f"[{i + 1}/{args.faults}] restarted etcd (pid {pid})", flush=True)
                 await storage.close()
                 storage = await _storage(ctx)
+            elif kind == "kill-apiserver":
+                recovery = await chaos.kill_apiserver(ctx, timeout=args.wait)
+                recoveries.append(recovery)
+                print(f"[{i + 1}/{args.faults}] {describe_recovery(recovery)}", flush=True)
             else:
                 target = await chaos.wait_leader(storage, lease, args.wait)
-                seconds = (
-                    _seconds("--for", args.seconds)
-                    if args.seconds
-                    else 1.5 * await _lease_seconds(ctx, lease)
-                )
+                seconds = _seconds("--for", args.seconds) if args.seconds else 1.5 * lease_seconds
                 who = f"{target.identity} (pid {target.pid}, term {target.term})"
                 if kind == "kill":
                     chaos.kill(target)
@@ -263,7 +303,23 @@ async def _run(ctx: Context, args: argparse.Namespace, lease: str) -> dict[str, 
         for task in list(background):
             await task  # every paused process gets its SIGCONT
         await storage.close()
+    if recoveries:
+        print(recovery_summary(recoveries), flush=True)
     return counts
+
+
+def recovery_summary(recoveries: list[chaos.ApiServerRecovery]) -> str:
+    """Median and max of kill → first write and kill → first bind over apiserver kills."""
+    writes = [r.first_write_s for r in recoveries]
+    binds = [r.first_bind_s for r in recoveries if r.first_bind_s is not None]
+    line = (
+        f"apiserver kills: {len(recoveries)}; kill → first write median "
+        f"{statistics.median(writes):.2f}s, max {max(writes):.2f}s"
+    )
+    if binds:
+        line += f"; kill → first bind median {statistics.median(binds):.2f}s, max {max(binds):.2f}s"
+    missing = len(recoveries) - len(binds)
+    return line + (f" ({missing} with no bind within the wait)" if missing else "")
 
 
 async def _lease_seconds(ctx: Context, lease: str) -> float:

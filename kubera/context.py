@@ -48,6 +48,9 @@ class Context:
     #: Simulated time: scale and the wall time at which it equals the wall clock.
     time_scale: float = 1.0
     time_origin: float = 0.0
+    #: The apiserver actor's process (`kubera chaos kill-apiserver`); the supervisor
+    #: records the new one when Ray re-creates the actor. Not stopped by `down` (Ray is).
+    apiserver_pid: int = 0
 
     def save(self) -> None:
         p = context_path()

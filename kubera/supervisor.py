@@ -31,6 +31,14 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 
+#: A restarted apiserver: another ensure_started is sent when the newest has been in flight
+#: this long (seconds), up to this many at once. A call to a live apiserver returns in
+#: milliseconds; one sent just before a kill is stuck until Ray gives up on the dead
+#: process (about a second), while a call sent once Ray knows it is restarting runs the
+#: moment the new process is up.
+REVIVE_RETRY = 0.25
+REVIVE_INFLIGHT = 5
+
 #: The line prefix with which a detached supervisor reports why it could not start.
 FAILED_MARK = "kubera up failed: "
 
@@ -78,6 +86,8 @@ class Supervisor:
         self.etcd: EtcdProcess | None = None
         self.ray_tmp = ""
         self.actor = None
+        #: The port the apiserver's first start bound; a restarted apiserver binds it again.
+        self.apiserver_port = 0
         self.schedulers: list = []
         self.pools: list = []
         self.controllers: list = []
@@ -129,7 +139,10 @@ class Supervisor:
             bookmark_interval=self.opts.bookmark_interval,
         )
         self.actor = ApiServerActor.options(name="apiserver").remote(config)
-        address = ray.get(self.actor.start.remote(), timeout=120)
+        apiserver = ray.get(self.actor.ensure_started.remote(), timeout=120)
+        address = str(apiserver["address"])
+        self.apiserver_port = int(address.rpartition(":")[2])
+        apiserver_pid = int(apiserver["pid"])  # type: ignore[call-overload]
         scheduler_address = scheduler_metrics = ""
         if self.opts.with_scheduler:
             scheduler_address, scheduler_metrics = self._start_schedulers(address, etcd_endpoint)
@@ -144,7 +157,10 @@ class Supervisor:
             etcd=etcd_endpoint,
             supervisor_pid=me,
             pids=pids,
-            started={str(pid): procs.start_time(pid) for pid in [me, *pids.values()]},
+            started={
+                str(pid): procs.start_time(pid) for pid in [me, apiserver_pid, *pids.values()]
+            },
+            apiserver_pid=apiserver_pid,
             dirs=dirs,
             ray_address=self.opts.ray_address or "local",
             started_at=time.time(),
@@ -251,11 +267,53 @@ class Supervisor:
 
     def wait(self) -> None:
         """Until asked to stop: bring back what chaos took down — etcd (restarted on its
-        ports and data dir) and replicas Ray re-created after a kill (started again)."""
+        ports and data dir), the apiserver and the replicas Ray re-created after a kill
+        (started again; the apiserver on its first port)."""
         pending: dict[int, object] = {}
-        while not self._stop.wait(0.5):
+        apiserver: list[tuple[float, object]] = []
+        while not self._stop.wait(0.2):
             self._revive_etcd()
+            self._revive_apiserver(apiserver)
             self._restart_replicas(pending)
+
+    def _revive_apiserver(self, pending: list[tuple[float, object]]) -> None:
+        """ensure_started(first port) on the apiserver: a call to a re-created actor starts
+        it (Ray holds calls to a restarting actor until it is back); a new process id is
+        recorded in the context for `kubera chaos`. Normally one call is in flight; one sent
+        just before a kill can take a while to fail, so after REVIVE_RETRY seconds another
+        is sent beside it (at most REVIVE_INFLIGHT; ensure_started is idempotent)."""
+        import ray
+
+        if self.actor is None or self._stop.is_set():
+            return
+        for sent, ref in list(pending):
+            done, _ = ray.wait([ref], timeout=0)  # type: ignore[list-item]
+            if not done:
+                continue
+            pending.remove((sent, ref))
+            try:
+                health = ray.get(ref)  # type: ignore[call-overload]
+            except Exception:  # noqa: BLE001 - died again or failed to bind: next call retries
+                continue
+            if isinstance(health, dict):
+                self._record_apiserver(int(health["pid"]), float(health.get("start_seconds", 0)))
+        now = time.monotonic()
+        newest = max((sent for sent, _ in pending), default=-REVIVE_RETRY)
+        if not pending or (len(pending) < REVIVE_INFLIGHT and now - newest >= REVIVE_RETRY):
+            pending.append((now, self.actor.ensure_started.remote(self.apiserver_port)))
+
+    def _record_apiserver(self, pid: int, start_seconds: float) -> None:
+        if self.context is None or pid == self.context.apiserver_pid:
+            return
+        print(
+            f"apiserver restarted: pid {pid} serving {self.context.apiserver} "
+            f"(its start took {start_seconds:.2f}s)",
+            flush=True,
+        )
+        self.context.started.pop(str(self.context.apiserver_pid), None)
+        self.context.apiserver_pid = pid
+        self.context.started[str(pid)] = procs.start_time(pid)
+        self.context.save()
 
     def _revive_etcd(self) -> None:
         if self.etcd is None or self.etcd.running or self._stop.is_set():

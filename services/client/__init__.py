@@ -47,6 +47,16 @@ _BATCH_OVERHEAD = 64 * 1024
 
 M = TypeVar("M", bound=Message)
 
+#: How soon a channel dials again after losing the apiserver: gRPC's defaults (1 s, x1.6,
+#: up to 120 s) would leave a client idle for seconds after a restarted apiserver is back
+#: on its address (actors/apiserver.py); dial again after 0.1 s, then at least every
+#: 0.25 s (a refused dial on loopback costs microseconds).
+RECONNECT_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 250),
+)
+
 #: fencing() -> (election key, create_revision) while leading, else None.
 FencingSource = Callable[[], "tuple[str, int] | None"]
 
@@ -126,6 +136,7 @@ class Client:
             options=[
                 ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
                 ("grpc.max_send_message_length", MAX_REQUEST_BYTES),
+                *RECONNECT_OPTIONS,
             ],
         )
         self._stub = pb_grpc.ApiServerStub(self._channel)

@@ -22,12 +22,19 @@ from services.api.errors import (
     CorruptObjectError,
     GoneError,
     ResourceVersionTooLargeError,
+    UnavailableError,
 )
 from services.api.kinds import Kind
 from services.client import Client
 from services.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
+
+#: Retry delays after a failed list or watch: doubling from INITIAL_BACKOFF up to
+#: MAX_BACKOFF, or up to UNAVAILABLE_MAX_BACKOFF when the apiserver is unreachable.
+INITIAL_BACKOFF = 0.05
+MAX_BACKOFF = 5.0
+UNAVAILABLE_MAX_BACKOFF = 0.25
 
 
 def object_key(obj: Message) -> str:
@@ -151,7 +158,7 @@ class Informer:
     async def run(self) -> None:
         """List, watch, relist on "gone"; runs until cancelled. Run again after a cancel,
         it resumes watching from where its store is (relisting only if that is gone)."""
-        delay = 0.05
+        delay = INITIAL_BACKOFF
         need_list = not self.resource_version
         while True:
             try:
@@ -168,7 +175,7 @@ class Informer:
                     allow_bookmarks=True,
                 ):
                     self._apply(ev.type, ev.object)
-                    delay = 0.05
+                    delay = INITIAL_BACKOFF
             except GoneError:
                 log.info(
                     "informer %s: resourceVersion %s gone; relisting",
@@ -188,11 +195,17 @@ class Informer:
                 self.relists += 1
                 need_list = True
                 await self.clock.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                delay = min(delay * 2, MAX_BACKOFF)
             except ApiError as e:
-                log.warning("informer %s: %s; retrying in %.2fs", self.kind.resource, e, delay)
+                # A broken stream or a refused connection (the apiserver restarting) is
+                # UnavailableError: retried at least every 0.25 s (as its channel redials,
+                # services/client), so the informer is back at once; it resumes from its
+                # resourceVersion (relisting if that is gone). Logged once per outage.
+                unavailable = isinstance(e, UnavailableError)
+                level = logging.WARNING if delay == INITIAL_BACKOFF else logging.DEBUG
+                log.log(level, "informer %s: %s; retrying in %.2fs", self.kind.resource, e, delay)
                 await self.clock.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                delay = min(delay * 2, UNAVAILABLE_MAX_BACKOFF if unavailable else MAX_BACKOFF)
             # a watch that simply ended is resumed from the last resourceVersion
 
 

@@ -200,6 +200,42 @@ async def test_close_ends_every_connection_including_ones_waiting_for_the_heal(
     waiting_w.close()
 
 
+async def test_a_dead_target_ends_its_connections_and_a_restarted_one_is_dialled_afresh(
+    relays,
+) -> None:
+    """The apiserver behind a replica's relay is killed and comes back on its port: the
+    relay's connections to the dead one end (the client sees EOF, it does not hang), and
+    the client's next connection reaches the new one through the same relay."""
+    first = Target()
+    server = await asyncio.start_server(first.handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    relay = await relays(port)
+    reader, writer = await connect(relay)
+    writer.write(b"ping")
+    assert await reader.readexactly(4) == b"ping"
+    server.close()  # the process dies: its listener and every connection with it
+    for w in first.writers:
+        w.transport.abort()
+    await server.wait_closed()
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    writer.close()
+    reader, writer = await connect(relay)  # nothing listens: the relay closes it
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    writer.close()
+    second = Target()
+    server = await asyncio.start_server(second.handle, "127.0.0.1", port)
+    try:
+        reader, writer = await connect(relay)
+        writer.write(b"again")
+        assert await asyncio.wait_for(reader.readexactly(5), 5) == b"again"
+        writer.close()
+    finally:
+        server.close()
+        for w in second.writers:
+            w.close()
+        await server.wait_closed()
+
+
 # -- gRPC to the apiserver -------------------------------------------------------------------
 
 
