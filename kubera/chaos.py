@@ -144,8 +144,28 @@ def restart_etcd(ctx: Context, timeout: float = 60.0) -> int:
         time.sleep(0.1)
         new = load_context().pids.get("etcd", 0)
         if new and new != pid and procs.alive(new):
+            asyncio.run(_apiserver_reaches_etcd(ctx.apiserver, deadline))
             return new
     raise CliError(f"etcd did not come back within {timeout:g}s (see the supervisor's log)")
+
+
+async def _apiserver_reaches_etcd(address: str, deadline: float) -> None:
+    """Until the apiserver's Health (an etcd read) succeeds: etcd is back only when the
+    apiserver, whose etcd channel redials on its own, can read it again."""
+    client = Client(address)
+    try:
+        while True:
+            try:
+                await client.health(timeout=1.0)
+                return
+            except ApiError as e:
+                if time.monotonic() >= deadline:
+                    raise CliError(
+                        f"the apiserver does not reach the restarted etcd: {e}"
+                    ) from None
+                await asyncio.sleep(0.05)
+    finally:
+        await client.close()
 
 
 def kill_pool(ctx: Context, name: str) -> dict:

@@ -22,6 +22,17 @@ import grpc
 
 from services.api.limits import MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
 
+#: How soon a channel dials again after losing its server (a restarted apiserver, back on
+#: its address; a restarted etcd, back on its ports): gRPC's defaults (1 s, x1.6, up to
+#: 120 s) leave a client idle for seconds after its server is back, and longer the more it
+#: was asked while down. Dial again after 0.1 s, then at least every 0.25 s (a refused dial
+#: on loopback costs microseconds). For every channel kubera opens to the apiserver and etcd.
+RECONNECT_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 250),
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Undecodable:

@@ -39,6 +39,7 @@ from services.api.errors import (
 from services.api.kinds import Kind, kind_of
 from services.api.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
 from services.apiserver.fencing import METADATA_KEY as FENCING_METADATA
+from services.grpcserver import RECONNECT_OPTIONS
 
 log = logging.getLogger(__name__)
 
@@ -46,16 +47,6 @@ log = logging.getLogger(__name__)
 _BATCH_OVERHEAD = 64 * 1024
 
 M = TypeVar("M", bound=Message)
-
-#: How soon a channel dials again after losing the apiserver: gRPC's defaults (1 s, x1.6,
-#: up to 120 s) would leave a client idle for seconds after a restarted apiserver is back
-#: on its address (actors/apiserver.py); dial again after 0.1 s, then at least every
-#: 0.25 s (a refused dial on loopback costs microseconds).
-RECONNECT_OPTIONS = (
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 250),
-)
 
 #: fencing() -> (election key, create_revision) while leading, else None.
 FencingSource = Callable[[], "tuple[str, int] | None"]

@@ -14,6 +14,7 @@ import aetcd
 import grpc
 from aetcd import rpc
 
+from services.grpcserver import RECONNECT_OPTIONS
 from services.storage import (
     CompactedError,
     Compare,
@@ -74,6 +75,7 @@ class EtcdStorage:
                 "grpc.keepalive_time_ms": 30_000,
                 "grpc.keepalive_timeout_ms": 10_000,
                 "grpc.keepalive_permit_without_calls": 0,
+                **dict(RECONNECT_OPTIONS),
             },
         )
         self._kv: rpc.KVStub | None = None
