@@ -71,10 +71,51 @@ def _pod(name: str, namespace: str):
     return pod
 
 
+class _PodLoad:
+    """The bench's steady load in namespace `ns`: `rate` pods/s created until stopped, and
+    each pod deleted once it is seen bound (so the load stays small over many kills).
+    Errors during an outage are dropped: the load goes on through the fault."""
+
+    def __init__(self, client, ns: str, rate: float) -> None:  # type: ignore[no-untyped-def]
+        self.client, self.ns, self.rate = client, ns, rate
+        self.stop = asyncio.Event()
+        self.deleting: set[str] = set()
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def generate(self) -> None:
+        from services.api.errors import ApiError
+
+        i = 0
+        t0 = time.monotonic()
+        while not self.stop.is_set():
+            i += 1
+            with contextlib.suppress(ApiError):
+                await self.client.create(_pod(f"p{i}", self.ns))
+            delay = t0 + i / self.rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+
+    def bound(self, name: str) -> bool:
+        """Delete `name` in the background, once; False when it was seen bound before."""
+        if name in self.deleting:
+            return False
+        self.deleting.add(name)
+        task = asyncio.create_task(self._delete(name))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return True
+
+    async def _delete(self, name: str) -> None:
+        from services.api.errors import ApiError
+        from services.api.kinds import BY_KIND
+
+        with contextlib.suppress(ApiError):
+            await self.client.delete(BY_KIND["Pod"], name, self.ns, grace_period_seconds=0)
+
+
 async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, float, float]):
     from kubera import chaos
     from protos.kubera.v1 import core_pb2
-    from services.api.errors import ApiError
     from services.api.kinds import BY_KIND
     from services.apiserver.fencing import BOUND_BY, parse_bound_by
     from services.client import Client
@@ -88,26 +129,8 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
     await client.create(core_pb2.Namespace(metadata={"name": ns}))
     binds: list[tuple[float, int]] = []  # (monotonic arrival, term)
     new_bind = asyncio.Event()
-    stop = asyncio.Event()
     POD = BY_KIND["Pod"]
-
-    async def generate() -> None:
-        i = 0
-        t0 = time.monotonic()
-        while not stop.is_set():
-            i += 1
-            with contextlib.suppress(ApiError):
-                await client.create(_pod(f"p{i}", ns))
-            delay = t0 + i / args.rate - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-
-    deleting: set[str] = set()
-    background: set[asyncio.Task[None]] = set()
-
-    async def delete(name: str) -> None:
-        with contextlib.suppress(ApiError):
-            await client.delete(POD, name, ns, grace_period_seconds=0)
+    load = _PodLoad(client, ns, args.rate)
 
     async def watch() -> None:
         async for ev in client.watch(POD, namespace=ns):
@@ -118,12 +141,7 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
             if mode == "fenced":
                 binds.append((time.monotonic(), term))
                 new_bind.set()
-            name = pod.metadata.name  # type: ignore[attr-defined]
-            if name not in deleting:  # best effort, once per pod: keeps the load small
-                deleting.add(name)
-                task = asyncio.create_task(delete(name))
-                background.add(task)
-                task.add_done_callback(background.discard)
+            load.bound(pod.metadata.name)  # type: ignore[attr-defined]
 
     async def first_bind_after(
         since: float, old_term: int, timeout: float, *, same: bool = False
@@ -158,7 +176,7 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
                 )
             await asyncio.sleep(0.1)
 
-    tasks = [asyncio.create_task(generate()), asyncio.create_task(watch())]
+    tasks = [asyncio.create_task(load.generate()), asyncio.create_task(watch())]
     rows = []
     try:
         await chaos.wait_leader(storage, LEASE, 60)
@@ -190,7 +208,7 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
                 flush=True,
             )
     finally:
-        stop.set()
+        load.stop.set()
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -203,7 +221,6 @@ async def _measure_apiserver(home: str, args: argparse.Namespace) -> list[dict]:
     from kubera import chaos
     from kubera.context import Context
     from protos.kubera.v1 import core_pb2
-    from services.api.errors import ApiError
     from services.api.kinds import BY_KIND
     from services.client import Client
     from services.client.informer import Handlers, Informer
@@ -218,34 +235,12 @@ async def _measure_apiserver(home: str, args: argparse.Namespace) -> list[dict]:
     ns = "failover"
     client = Client(load().apiserver, timeout=10)
     await client.create(core_pb2.Namespace(metadata={"name": ns}))
-    stop = asyncio.Event()
     bound_at: list[float] = []  # monotonic times binds were seen (through the informer)
-    deleting: set[str] = set()
-    background: set[asyncio.Task[None]] = set()
-
-    async def generate() -> None:
-        i = 0
-        t0 = time.monotonic()
-        while not stop.is_set():
-            i += 1
-            with contextlib.suppress(ApiError):
-                await client.create(_pod(f"p{i}", ns))
-            delay = t0 + i / args.rate - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-
-    async def delete(name: str) -> None:
-        with contextlib.suppress(ApiError):
-            await client.delete(POD, name, ns, grace_period_seconds=0)
+    pods = _PodLoad(client, ns, args.rate)
 
     def on_pod(pod) -> None:  # type: ignore[no-untyped-def]
-        name = pod.metadata.name
-        if pod.spec.node_name and name not in deleting:  # once per pod: the load stays small
+        if pod.spec.node_name and pods.bound(pod.metadata.name):
             bound_at.append(time.monotonic())
-            deleting.add(name)
-            task = asyncio.create_task(delete(name))
-            background.add(task)
-            task.add_done_callback(background.discard)
 
     informer = Informer(client, POD, namespace=ns)
     informer.add_handlers(Handlers(on_add=on_pod, on_update=lambda _o, p: on_pod(p)))
@@ -257,7 +252,7 @@ async def _measure_apiserver(home: str, args: argparse.Namespace) -> list[dict]:
                 raise CliError(f"bench: the load was not bound again within {timeout:.0f}s")
             await asyncio.sleep(0.05)
 
-    tasks = [asyncio.create_task(generate()), asyncio.create_task(informer.run())]
+    tasks = [asyncio.create_task(pods.generate()), asyncio.create_task(informer.run())]
     rows = []
     try:
         await bound_since(time.monotonic(), 60)
@@ -280,7 +275,7 @@ async def _measure_apiserver(home: str, args: argparse.Namespace) -> list[dict]:
             )
             await asyncio.sleep(1.0)  # a steady second of load before the next kill
     finally:
-        stop.set()
+        pods.stop.set()
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
