@@ -552,9 +552,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--validate",
         type=manifests.validate_mode,
-        default="warn",
+        default="strict",
         metavar="MODE",
-        help="unknown fields: true|warn (warn, the default), strict (error), false|ignore",
+        help="unknown fields: strict|true (an error, the default, as kubectl), "
+        "warn (a warning), ignore|false (dropped silently)",
     )
     p.add_argument(
         "--dry-run",
