@@ -246,11 +246,16 @@ def _yaml_error(source: str, e: yaml.YAMLError, document: int, aliasing: bool) -
 
 
 def _parse_yaml(source: str, text: str) -> list[Any]:
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # the reader refuses unprintable characters here already
+    except yaml.reader.ReaderError as e:
+        raise _reader_error(source, text, e) from None
     docs: list[Any] = []
     try:
         while loader.check_data():  # type: ignore[no-untyped-call]
             docs.append(loader.get_data())  # type: ignore[no-untyped-call]
+    except yaml.reader.ReaderError as e:
+        raise _reader_error(source, text, e) from None
     except yaml.YAMLError as e:
         aliasing = isinstance(e, yaml.composer.ComposerError) and loader.aliasing_refused
         raise _yaml_error(source, e, loader.document_index, aliasing) from None
@@ -259,6 +264,18 @@ def _parse_yaml(source: str, text: str) -> list[Any]:
     finally:
         loader.dispose()  # type: ignore[no-untyped-call]
     return docs
+
+
+def _reader_error(source: str, text: str, e: yaml.reader.ReaderError) -> CliError:
+    """A character YAML does not allow (a control character, a NUL), in one line with
+    its position (the reader only knows the offset)."""
+    char = e.character
+    what = f"#x{ord(char):04x}" if isinstance(char, str) else f"#x{char:04x}"
+    line = text.count("\n", 0, e.position) + 1
+    column = e.position - (text.rfind("\n", 0, e.position) + 1) + 1
+    return CliError(
+        f"{source}: line {line}, column {column}: unacceptable character {what}: {e.reason}"
+    )
 
 
 def _parse_json(source: str, text: str) -> list[Any]:
@@ -354,6 +371,14 @@ def load(
 # -------------------------------------------------------------- decoding
 
 
+def one_line(text: str) -> str:
+    """`text` with control characters escaped (a field name in a manifest may hold a
+    newline; the message naming it must stay one line)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def decode_one(document: Document, validate: str) -> Manifest:
     """One document → its object, or a CliError naming file, object and field path."""
     if not isinstance(document.doc, dict):
@@ -365,7 +390,7 @@ def decode_one(document: Document, validate: str) -> Manifest:
         d = codec.decode(document.doc, validate=validate)
     except codec.DecodeError as e:
         what = f"{document.what}: " if document.what else ""
-        raise CliError(f"{document.where}: {what}{e}") from None
+        raise CliError(one_line(f"{document.where}: {what}{e}")) from None
     return Manifest(document, d.kind, d.obj, d.unknown_fields)
 
 
@@ -378,7 +403,7 @@ def decode_all(
     for m in manifests:
         for path in m.unknown_fields:
             print(
-                f'Warning: unknown field "{path}" in {m.document.where} ({m.what})',
+                one_line(f'Warning: unknown field "{path}" in {m.document.where} ({m.what})'),
                 file=out,
             )
     return manifests

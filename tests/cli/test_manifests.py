@@ -44,6 +44,12 @@ def test_timestamps_stay_strings_as_in_kubernetes() -> None:
         ("x.yaml", "a: 1\na: 2\n", 'x.yaml: line 2, column 1: mapping key "a" already defined'),
         ("x.json", '{"a": }', "x.json: line 1, column 7: Expecting value"),
         ("x.yaml", "kind: List\nitems: 3\n", "x.yaml: a List's items must be an array"),
+        (
+            "x.yaml",
+            "a: 1\nb: \x07\n",
+            "x.yaml: line 2, column 4: unacceptable character #x0007: special characters",
+        ),
+        ("x.yaml", "\x00", "x.yaml: line 1, column 1: unacceptable character #x0000"),
     ],
 )
 def test_unreadable_manifests_name_the_file_and_position(
@@ -240,3 +246,17 @@ spec:
     assert (sidecar.name, sidecar.image) == ("sidecar", "registry.k8s.io/pause:3.9")
     assert sidecar.resources.requests["cpu"] == "100m"
     assert sidecar.resources.limits["cpu"] == "200m"
+
+
+def test_a_field_name_with_a_newline_is_named_in_one_line() -> None:
+    docs = manifests.parse(
+        "x.yaml", 'apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\nspec: {"a\\nb": 1}\n'
+    )
+    with pytest.raises(CliError) as e:
+        manifests.decode_all(docs, "strict")
+    assert (
+        str(e.value) == 'x.yaml: Namespace "a": strict decoding error: unknown field "spec.a\\nb"'
+    )
+    err = io.StringIO()
+    manifests.decode_all(docs, "warn", warn=err)
+    assert err.getvalue().count("\n") == 1

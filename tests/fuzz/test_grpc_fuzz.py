@@ -1,0 +1,41 @@
+"""Every gRPC method of the apiserver under hypothesis, at a small size: random bytes as
+the request, well-formed requests with random fields, and bent valid requests. Every
+answer is OK or a status code the API means, the server logs no traceback, and it still
+answers Health (and serves a create, a get and a watch) afterwards."""
+
+from __future__ import annotations
+
+import pytest
+
+from protos.kubera.v1 import apiserver_pb2 as pb
+from tests.fuzz.harness import METHODS, Caller, Size, Tally, fuzz_method, seed
+
+SMALL = Size(examples=40, max_batch=50, max_depth=3000, max_raw=512)
+
+
+@pytest.mark.parametrize("shape", ["raw", "random", "crafted"])
+@pytest.mark.parametrize("method", METHODS)
+def test_no_input_makes_the_apiserver_answer_unknown_or_internal_or_log_a_traceback(
+    caller: Caller, method: str, shape: str
+) -> None:
+    tally = Tally()
+    seed(caller)
+    fuzz_method(caller, tally, method, shape, SMALL)
+    print(tally.report())
+    assert tally.tried[method] >= 10
+    assert caller.healthy(), "the apiserver stopped answering Health"
+    assert not tally.failures, tally.report()
+
+
+def test_the_apiserver_still_serves_after_a_fuzz_run(caller: Caller) -> None:
+    tally = Tally()
+    seed(caller)
+    for method in ("Create", "Patch", "BatchCreate"):
+        fuzz_method(caller, tally, method, "crafted", SMALL)
+    assert caller.healthy()
+    code, _ = caller.call(
+        "Get", pb.GetRequest(resource="pods", namespace="default", name="fz-0").SerializeToString()
+    )
+    assert code in ("OK", "NOT_FOUND")
+    watch = pb.WatchRequest(resource="pods", namespace="default").SerializeToString()
+    assert caller.call("Watch", watch)[0] in ("OK", "OPEN (stream still open)")
