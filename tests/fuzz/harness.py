@@ -204,6 +204,20 @@ class Tally:
                 f.head = head
                 f.traceback = tb or f.traceback
 
+    def dump(self, directory: str) -> None:
+        """Each failure class's smallest input as `<n>-<method>-<shape>.bin`, with an
+        index.txt naming the class of each (to replay with `Caller.call`)."""
+        from pathlib import Path
+
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        index = []
+        for n, f in enumerate(self.failures.values()):
+            name = f"{n:03d}-{f.method}-{f.shape}.bin"
+            (out / name).write_bytes(f.example)
+            index.append(f"{name}\t{f.code}\t{f.head}")
+        (out / "index.txt").write_text("\n".join(index) + "\n")
+
     @property
     def total(self) -> int:
         return sum(self.tried.values())
@@ -229,7 +243,8 @@ class Tally:
 
 
 def _first_line(message: str) -> str:
-    return (message or "").splitlines()[0][:200] if message else ""
+    """The message on one line (an embedded gRPC error's details included), cut short."""
+    return " ".join((message or "").split())[:300]
 
 
 def _generalize(head: str) -> str:
@@ -410,6 +425,12 @@ POD_FIELDS = {
 }
 
 
+def depths(max_depth: int) -> st.SearchStrategy[int]:
+    """Nesting depths, the interesting ones (around Python's and the caps') often."""
+    marks = [d for d in (10, 100, 999, 1000, 1001, 5000, 50_000) if d <= max_depth]
+    return st.one_of(st.sampled_from([*marks, max_depth]), st.integers(1, max_depth))
+
+
 def merge_patches(max_depth: int) -> st.SearchStrategy[str]:
     pod_shaped = st.builds(
         lambda top, f, v: json.dumps({top: {f: v}}),
@@ -423,7 +444,7 @@ def merge_patches(max_depth: int) -> st.SearchStrategy[str]:
             if opener == "{"
             else '{"spec":{"containers":' + "[" * n + "]" * n + "}}"
         ),
-        st.integers(1, max_depth),
+        depths(max_depth),
         st.sampled_from(["{", "["]),
     )
     return st.one_of(
@@ -431,7 +452,7 @@ def merge_patches(max_depth: int) -> st.SearchStrategy[str]:
         json_values().map(json.dumps),
         deep,
         st.text(max_size=100),
-        st.integers(1, max_depth).map(lambda n: "[" * n),
+        depths(max_depth).map(lambda n: "[" * n),
     )
 
 
@@ -729,7 +750,11 @@ def crafted(method: str, size: Size) -> st.SearchStrategy[bytes]:
         extra = {} if method == "BatchCreate" else {"status": st.booleans()}
         batch = st.one_of(
             st.lists(obj, max_size=8),
-            st.builds(lambda n, a: [a] * n, st.integers(0, size.max_batch), obj),
+            st.builds(
+                lambda n, a: [a] * n,
+                st.one_of(st.sampled_from([size.max_batch]), st.integers(0, size.max_batch)),
+                obj,
+            ),
         )
         s = st.builds(cls, resource=resources(), objects=batch, **extra)
     elif method == "Health":

@@ -7,7 +7,7 @@ with its smallest input; then whether the server still answers.
     KUBERA_FUZZ_EXAMPLES=2000 KUBERA_FUZZ_STORAGE=etcd ...   # per shape per method
 
 KUBERA_FUZZ_STORAGE=etcd runs the apiserver on the session's real etcd instead of the
-in-memory storage.
+in-memory storage; KUBERA_FUZZ_OUT=DIR writes each failure class's smallest input there.
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ def test_fuzz_every_grpc_method(big_caller: Caller) -> None:
     fuzz_all(big_caller, tally, LARGE)
     elapsed = time.monotonic() - start
     healthy = big_caller.healthy()
+    if os.environ.get("KUBERA_FUZZ_OUT"):
+        tally.dump(os.environ["KUBERA_FUZZ_OUT"])
     print()
     print(tally.report())
     print(
