@@ -325,6 +325,31 @@ class Caller:
         code, _ = self.call("Health", b"")
         return code == "OK"
 
+    def serves(self, name: str) -> list[str]:
+        """What no longer works after a run: Health, a create, a get of it, and a watch
+        that delivers it (so the watch cache still runs). Empty when all do."""
+        broken = []
+        if not self.healthy():
+            broken.append("Health")
+        create = pb.CreateRequest(
+            resource="pods", object=any_pb2.Any(type_url=POD_URL, value=valid_pod_bytes(name))
+        )
+        if self.call("Create", create.SerializeToString())[0] != "OK":
+            broken.append("Create")
+        get = pb.GetRequest(resource="pods", namespace="default", name=name)
+        if self.call("Get", get.SerializeToString())[0] != "OK":
+            broken.append("Get")
+        watch = pb.WatchRequest(
+            resource="pods", namespace="default", field_selector=f"metadata.name={name}"
+        )
+        call = self.stream["Watch"](watch.SerializeToString(), timeout=5)
+        try:
+            next(iter(call))
+            call.cancel()
+        except (grpc.RpcError, StopIteration):
+            broken.append("Watch")
+        return broken
+
 
 # ------------------------------------------------------------------ strategies
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from protos.kubera.v1 import apiserver_pb2 as pb
 from tests.fuzz.harness import METHODS, Caller, Size, Tally, fuzz_method, seed
 
 SMALL = Size(examples=40, max_batch=50, max_depth=3000, max_raw=512)
@@ -23,19 +22,14 @@ def test_no_input_makes_the_apiserver_answer_unknown_or_internal_or_log_a_traceb
     fuzz_method(caller, tally, method, shape, SMALL)
     print(tally.report())
     assert tally.tried[method] > 0  # Health has one well-formed request only
-    assert caller.healthy(), "the apiserver stopped answering Health"
+    assert caller.serves(f"fz-after-{method.lower()}-{shape}") == []
     assert not tally.failures, tally.report()
 
 
-def test_the_apiserver_still_serves_after_a_fuzz_run(caller: Caller) -> None:
+def test_the_apiserver_still_creates_gets_and_watches_after_a_fuzz_run(caller: Caller) -> None:
     tally = Tally()
     seed(caller)
-    for method in ("Create", "Patch", "BatchCreate"):
+    for method in ("Create", "Patch", "BatchCreate", "Watch"):
         fuzz_method(caller, tally, method, "crafted", SMALL)
-    assert caller.healthy()
-    code, _ = caller.call(
-        "Get", pb.GetRequest(resource="pods", namespace="default", name="fz-0").SerializeToString()
-    )
-    assert code in ("OK", "NOT_FOUND")
-    watch = pb.WatchRequest(resource="pods", namespace="default").SerializeToString()
-    assert caller.call("Watch", watch)[0] in ("OK", "OPEN (stream still open)")
+    assert tally.total > 0
+    assert caller.serves("fz-after") == []
