@@ -192,7 +192,7 @@ class Tally:
         if code not in ALLOWED and code != OPEN:
             problems.append((code, _first_line(message), ""))
         for head in logged:
-            problems.append(("logged at ERROR", head.split(" | ")[0][:120], head))
+            problems.append(("logged at ERROR", head, head))
         for code_, head, tb in problems:
             key = (method, shape, code_, _generalize(head))
             f = self.failures.get(key)
@@ -252,8 +252,8 @@ def _generalize(head: str) -> str:
     bug with many inputs is one class."""
     import re
 
-    head = re.sub(r"'[^']*'|\"[^\"]*\"", "…", head)
-    return re.sub(r"\d+", "N", head)[:100]
+    head = re.sub(r"'[^']*'|\"[^\"]*\"|0x[0-9a-f]+", "…", head)
+    return re.sub(r"\d+", "N", head)[:160]
 
 
 # ------------------------------------------------------------------- the calls
