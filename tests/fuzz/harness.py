@@ -27,6 +27,7 @@ the smallest input seen and the head of the traceback, so one run lists every cl
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import threading
@@ -46,7 +47,7 @@ from hypothesis import strategies as st
 
 from protos.kubera.v1 import apiserver_pb2 as pb
 from services.api import codec
-from services.api.kinds import KINDS
+from services.api.kinds import BY_TYPE_URL, KINDS
 from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.storage import Storage
@@ -667,9 +668,36 @@ def _set_random(draw: st.DrawFn, msg: Message, f: FieldDescriptor, depth: int) -
     setattr(msg, f.name, _scalar(draw, f))
 
 
+@functools.cache
+def example_objects() -> list[any_pb2.Any]:
+    """Every object of examples/ (nodes, namespaces, deployments, priority classes, pods
+    of every scheduling feature), as a client would send it."""
+    from kubera import manifests
+
+    out = []
+    for name, text in example_texts():
+        try:
+            docs = manifests.decode_all(manifests.parse(name, text), "strict", warn=_Null())
+        except Exception:  # noqa: BLE001, S112 - not every example is an apply manifest
+            continue
+        for m in docs:
+            if m.kind.namespaced and not m.namespace:
+                m.obj.metadata.namespace = "default"  # type: ignore[attr-defined]
+            out.append(codec.pack(m.obj))
+    return out
+
+
+@st.composite
+def _example_object(draw: st.DrawFn, bend: bool) -> any_pb2.Any:
+    a = draw(st.sampled_from(example_objects()))
+    value = draw(mutated(a.value)) if bend else a.value
+    return any_pb2.Any(type_url=a.type_url, value=value)
+
+
 def any_values() -> st.SearchStrategy[any_pb2.Any]:
-    """An `Any` as a request may carry it: a valid or bent pod, a random message of a
-    random kind, random bytes, under a right, wrong or random type URL."""
+    """An `Any` as a request may carry it: a valid or bent pod or example object, a
+    random message of a random kind, random bytes, under a right, wrong or random type
+    URL."""
 
     @st.composite
     def build(draw: st.DrawFn) -> any_pb2.Any:
@@ -686,7 +714,39 @@ def any_values() -> st.SearchStrategy[any_pb2.Any]:
         url = draw(st.one_of(st.just(POD_URL), st.just(kind.type_url), st.text(max_size=40)))
         return any_pb2.Any(type_url=url, value=value)
 
-    return build()
+    return st.one_of(build(), build(), _example_object(False), _example_object(True))
+
+
+@st.composite
+def resource_for(draw: st.DrawFn, a: any_pb2.Any) -> str:
+    """Mostly the resource of the object's type URL (so requests get past that check)."""
+    kind = BY_TYPE_URL.get(a.type_url)
+    if kind is not None and draw(st.integers(0, 9)) < 7:
+        return kind.resource
+    return draw(resources())
+
+
+@st.composite
+def object_requests(
+    draw: st.DrawFn, cls: type[Message], **fields: st.SearchStrategy[Any]
+) -> Message:
+    a = draw(any_values())
+    return cls(resource=draw(resource_for(a)), object=a, **{k: draw(v) for k, v in fields.items()})
+
+
+@st.composite
+def batch_requests(
+    draw: st.DrawFn, cls: type[Message], max_batch: int, **fields: st.SearchStrategy[Any]
+) -> Message:
+    a = draw(any_values())
+    if draw(st.booleans()):
+        objects = [a, *draw(st.lists(any_values(), max_size=7))]
+    else:
+        n = draw(st.one_of(st.just(max_batch), st.integers(0, max_batch)))
+        objects = [a] * n
+    return cls(
+        resource=draw(resource_for(a)), objects=objects, **{k: draw(v) for k, v in fields.items()}
+    )
 
 
 @dataclass(frozen=True)
@@ -701,11 +761,8 @@ class Size:
 
 def crafted(method: str, size: Size) -> st.SearchStrategy[bytes]:
     """Method-specific, well-formed requests around valid objects, then bent."""
-    obj = any_values()
     if method == "Create":
-        s: st.SearchStrategy[Message] = st.builds(
-            pb.CreateRequest, resource=resources(), object=obj, dry_run=st.booleans()
-        )
+        s: st.SearchStrategy[Message] = object_requests(pb.CreateRequest, dry_run=st.booleans())
     elif method == "Get":
         s = st.builds(pb.GetRequest, resource=resources(), namespace=names(), name=names())
     elif method == "List":
@@ -717,7 +774,7 @@ def crafted(method: str, size: Size) -> st.SearchStrategy[bytes]:
             field_selector=selectors(),
         )
     elif method in ("Update", "UpdateStatus"):
-        s = st.builds(pb.UpdateRequest, resource=resources(), object=obj)
+        s = object_requests(pb.UpdateRequest)
     elif method == "Patch":
         s = st.builds(
             pb.PatchRequest,
@@ -771,17 +828,10 @@ def crafted(method: str, size: Size) -> st.SearchStrategy[bytes]:
             st.booleans(),
         )
     elif method in ("BatchCreate", "BatchUpdate"):
-        cls = pb.BatchCreateRequest if method == "BatchCreate" else pb.BatchUpdateRequest
-        extra = {} if method == "BatchCreate" else {"status": st.booleans()}
-        batch = st.one_of(
-            st.lists(obj, max_size=8),
-            st.builds(
-                lambda n, a: [a] * n,
-                st.one_of(st.sampled_from([size.max_batch]), st.integers(0, size.max_batch)),
-                obj,
-            ),
-        )
-        s = st.builds(cls, resource=resources(), objects=batch, **extra)
+        if method == "BatchCreate":
+            s = batch_requests(pb.BatchCreateRequest, size.max_batch)
+        else:
+            s = batch_requests(pb.BatchUpdateRequest, size.max_batch, status=st.booleans())
     elif method == "Health":
         s = st.just(pb.HealthRequest())
     elif method == "Watch":
