@@ -1015,6 +1015,27 @@ def mutated_text(draw: st.DrawFn, texts: list[tuple[str, str]]) -> tuple[str, st
     return (name, "".join(chars))
 
 
+@st.composite
+def alias_trees(draw: st.DrawFn) -> tuple[str, str]:
+    """A pod whose labels, annotations or spec hold levels of anchors each aliasing the
+    level below `fanout` times (a billion-laughs shape; most are over the budget)."""
+    levels, fanout = draw(st.integers(1, 12)), draw(st.integers(1, 12))
+    where, indent = draw(
+        st.sampled_from(
+            [
+                ("metadata:\n  labels:\n", "    "),
+                ("metadata:\n  annotations:\n", "    "),
+                ("spec:\n", "  "),
+            ]
+        )
+    )
+    lines = [f"l0: &l0 [{', '.join(['x'] * fanout)}]"]
+    for i in range(1, levels):
+        lines.append(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * fanout)}]")
+    body = "".join(f"{indent}{line}\n" for line in lines)
+    return ("bomb.yaml", f"apiVersion: v1\nkind: Pod\n{where}{body}")
+
+
 def manifest_texts() -> st.SearchStrategy[tuple[str, str]]:
     texts = example_texts()
     yaml_docs = json_values(max_leaves=30)
@@ -1022,6 +1043,7 @@ def manifest_texts() -> st.SearchStrategy[tuple[str, str]]:
 
     return st.one_of(
         mutated_text(texts),
+        alias_trees(),
         st.tuples(st.sampled_from(["x.yaml", "x.json"]), st.text(max_size=300)),
         yaml_docs.map(lambda d: ("x.json", json.dumps(d))),
         yaml_docs.map(lambda d: ("x.yaml", yaml.safe_dump(d))),
