@@ -138,8 +138,7 @@ class _Loader(yaml.SafeLoader):
     """SafeLoader as Kubernetes reads YAML: timestamps stay strings (sigs.k8s.io/yaml turns
     them into JSON strings, and the API's time fields are strings), duplicate keys are
     errors (as in go-yaml) instead of the last one silently winning (a key may still
-    override one merged in with `<<`), and aliases are
-    budgeted as go-yaml budgets them.
+    override one merged in with `<<`), and aliases are budgeted as go-yaml budgets them.
 
     PyYAML shares an aliased node instead of copying it, so loading a "billion laughs"
     document is cheap, but everything after it (the codec, the apply merge, JSON) walks
