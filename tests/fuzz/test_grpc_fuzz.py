@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fuzz.harness import METHODS, Caller, Size, Tally, fuzz_method, seed
+from kubera.fuzz import METHODS, Caller, Size, Tally, fuzz_method, seed
 
-SMALL = Size(examples=40, max_batch=50, max_depth=3000, max_raw=512)
+SMALL = Size(examples=40, max_batch=50, max_depth=3000, max_raw=512, derandomize=True)
 
 
 @pytest.mark.parametrize("shape", ["raw", "random", "crafted"])

@@ -1,7 +1,7 @@
 """The fuzz harness: hypothesis over every gRPC method of a real apiserver, and over the
-CLI's manifest decoder. The default suite runs it small (tests/fuzz/test_*_fuzz.py); the
-`bench`-marked tests/fuzz/test_fuzz_bench.py runs the same harness large and prints
-its figures.
+CLI's manifest decoder. The default suite runs it small (tests/fuzz/); `kubera bench
+fuzz` (kubera/bench_fuzz.py) runs the same harness large and prints its figures. It
+needs hypothesis (a test dependency), so only those two import it.
 
 The apiserver is the real one (`ApiServer` behind `services.apiserver.server.serve`),
 on its own event loop in a thread, and every input crosses a real gRPC channel as bytes
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import io
 import json
 import logging
 import threading
@@ -674,10 +675,10 @@ def example_objects() -> list[any_pb2.Any]:
     of every scheduling feature), as a client would send it."""
     from kubera import manifests
 
-    out = []
+    out = [codec.pack(codec.decode(_pod_doc("fz-ex", "default", "", {}), validate="strict").obj)]
     for name, text in example_texts():
         try:
-            docs = manifests.decode_all(manifests.parse(name, text), "strict", warn=_Null())
+            docs = manifests.decode_all(manifests.parse(name, text), "strict", warn=io.StringIO())
         except Exception:  # noqa: BLE001, S112 - not every example is an apply manifest
             continue
         for m in docs:
@@ -757,6 +758,9 @@ class Size:
     max_batch: int
     max_depth: int
     max_raw: int
+    #: The same inputs every run (the default suite: a failure is reproducible, never
+    #: flaky); a bench draws new ones each time.
+    derandomize: bool = False
 
 
 def crafted(method: str, size: Size) -> st.SearchStrategy[bytes]:
@@ -875,7 +879,7 @@ def fuzz_method(caller: Caller, tally: Tally, method: str, shape: str, size: Siz
         max_examples=size.examples,
         deadline=None,
         database=None,
-        derandomize=False,
+        derandomize=size.derandomize,
         suppress_health_check=list(HealthCheck),
     )
     @given(strategy)
@@ -922,7 +926,7 @@ def decode_text(tally: DecoderTally, name: str, text: str) -> None:
     try:
         docs = manifests.parse(name, text)
         for validate in ("strict", "ignore"):
-            manifests.decode_all(docs, validate, warn=_Null())
+            manifests.decode_all(docs, validate, warn=io.StringIO())
         tally.outcomes["decoded"] += 1
     except CliError as e:
         if "\n" in str(e) or not str(e):
@@ -948,18 +952,10 @@ def _decoder_failure(tally: DecoderTally, head: str, text: str, tb: str) -> None
         tally.failures[head] = (text, tb)
 
 
-class _Null:
-    def write(self, _: str) -> int:
-        return 0
-
-    def flush(self) -> None:
-        pass
-
-
 def example_texts() -> list[tuple[str, str]]:
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2] / "examples"
+    root = Path(__file__).resolve().parents[1] / "examples"
     return [
         (p.name, p.read_text())
         for p in sorted(root.rglob("*"))
@@ -1037,7 +1033,7 @@ def alias_trees(draw: st.DrawFn) -> tuple[str, str]:
 
 
 def manifest_texts() -> st.SearchStrategy[tuple[str, str]]:
-    texts = example_texts()
+    texts = example_texts() or [("x.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n")]
     yaml_docs = json_values(max_leaves=30)
     import yaml
 
@@ -1060,9 +1056,13 @@ def manifest_texts() -> st.SearchStrategy[tuple[str, str]]:
     )
 
 
-def fuzz_decoder(tally: DecoderTally, examples: int) -> None:
+def fuzz_decoder(tally: DecoderTally, examples: int, *, derandomize: bool = False) -> None:
     @settings(
-        max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=derandomize,
+        suppress_health_check=list(HealthCheck),
     )
     @given(manifest_texts())
     def run(item: tuple[str, str]) -> None:
