@@ -33,3 +33,25 @@ def test_the_apiserver_still_creates_gets_and_watches_after_a_fuzz_run(caller: C
         fuzz_method(caller, tally, method, "crafted", SMALL)
     assert tally.total > 0
     assert caller.serves("fz-after") == []
+
+
+@pytest.mark.parametrize(
+    ("code", "logged", "failed"),
+    [
+        ("OK", [], False),
+        ("INVALID_ARGUMENT", [], False),
+        ("OUT_OF_RANGE", [], False),
+        ("OPEN (stream still open)", [], False),
+        ("UNKNOWN", [], True),
+        ("INTERNAL", [], True),
+        ("DEADLINE_EXCEEDED (hung)", [], True),
+        ("OK", ["internal error | RecursionError: deep"], True),
+    ],
+)
+def test_an_answer_fails_when_it_is_not_a_meant_code_or_the_server_logged_an_error(
+    code: str, logged: list[str], failed: bool
+) -> None:
+    tally = Tally()
+    tally.record("Create", "raw", code, "why", b"\x00", logged)
+    assert bool(tally.failures) == failed
+    assert tally.tried["Create"] == 1 and tally.codes["Create"][code] == 1
