@@ -553,6 +553,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--validate",
         type=manifests.validate_mode,
         default="strict",
+        nargs="?",
+        const="strict",  # `--validate` alone, as kubectl's NoOptDefVal
         metavar="MODE",
         help="unknown fields: strict|true (an error, the default, as kubectl), "
         "warn (a warning), ignore|false (dropped silently)",

@@ -212,11 +212,20 @@ def test_anchors_and_aliases_in_a_manifest_are_applied(
         ([], 1, "", 'strict decoding error: unknown field "spec.foo"'),
         (["--validate=strict"], 1, "", 'strict decoding error: unknown field "spec.foo"'),
         (["--validate=true"], 1, "", 'strict decoding error: unknown field "spec.foo"'),
+        (["--validate"], 1, "", 'strict decoding error: unknown field "spec.foo"'),
         (["--validate=warn"], 0, "pod/p created\n", 'Warning: unknown field "spec.foo"'),
         (["--validate=ignore"], 0, "pod/p created\n", ""),
         (["--validate=false"], 0, "pod/p created\n", ""),
     ],
-    ids=["default-is-strict", "strict", "true-is-strict", "warn", "ignore", "false-is-ignore"],
+    ids=[
+        "default-is-strict",
+        "strict",
+        "true-is-strict",
+        "alone-is-strict",
+        "warn",
+        "ignore",
+        "false-is-ignore",
+    ],
 )
 def test_unknown_fields_are_refused_by_default_as_in_kubectl(
     apiserver: str,
