@@ -70,8 +70,13 @@ ALLOWED = frozenset(
         "RESOURCE_EXHAUSTED",
         "DATA_LOSS",
         "UNAVAILABLE",
+        # Sent by the server (upstream's 504 Timeout: "Too large resource version"); the
+        # client's own deadline running out is a hang instead (`_CLIENT_DEADLINE`).
+        "DEADLINE_EXCEEDED",
     }
 )
+#: grpc's details when the caller's own deadline ran out (nothing the server said).
+_CLIENT_DEADLINE = "Deadline Exceeded"
 #: A watch still streaming when the client stopped reading (not an answer, not a failure).
 OPEN = "OPEN (stream still open)"
 
@@ -297,7 +302,7 @@ class Caller:
         except grpc.RpcError as e:
             code = e.code()  # type: ignore[attr-defined]
             name = code.name if code is not None else "UNKNOWN"
-            if name == "DEADLINE_EXCEEDED":
+            if name == "DEADLINE_EXCEEDED" and e.details() == _CLIENT_DEADLINE:  # type: ignore[attr-defined]
                 name = "DEADLINE_EXCEEDED (hung)"
             return name, e.details() or ""  # type: ignore[attr-defined]
 
@@ -311,10 +316,12 @@ class Caller:
                     call.cancel()
                     return OPEN, ""
         except grpc.RpcError as e:
-            code = e.code()  # type: ignore[attr-defined]
-            if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+            code, details = e.code(), e.details() or ""  # type: ignore[attr-defined]
+            if code == grpc.StatusCode.CANCELLED or (
+                code == grpc.StatusCode.DEADLINE_EXCEEDED and details == _CLIENT_DEADLINE
+            ):
                 return OPEN, ""
-            return code.name, e.details() or ""  # type: ignore[attr-defined]
+            return code.name, details
         return "OK", ""
 
     def run(self, tally: Tally, method: str, shape: str, request: bytes) -> None:
