@@ -82,6 +82,11 @@ def _err(line: str) -> None:
     print(line, file=sys.stderr)
 
 
+def _warn(message: str) -> None:
+    """A warning from the apiserver, printed as kubectl prints them."""
+    _err(f"Warning: {message}")
+
+
 def _command(
     fn: Callable[[argparse.Namespace], Coroutine[Any, Any, int]],
 ) -> Callable[[argparse.Namespace], int]:
@@ -112,7 +117,7 @@ def _command(
 
 
 def _client(args: argparse.Namespace) -> Client:
-    return Client(apiserver_address(args.server))
+    return Client(apiserver_address(args.server), warning_handler=_warn)
 
 
 def _meta(obj: Message) -> Any:
@@ -399,9 +404,12 @@ async def _delete_one(
     *,
     context: str = "",
     ignore_not_found: bool = False,
+    unsafe: bool = False,
 ) -> bool:
     try:
-        await client.delete(kind, name, namespace, grace_period_seconds=grace)
+        await client.delete(
+            kind, name, namespace, grace_period_seconds=grace, ignore_store_read_error=unsafe
+        )
     except NotFoundError as e:
         if ignore_not_found:
             return True
@@ -434,6 +442,7 @@ async def cmd_delete(args: argparse.Namespace) -> int:
                     grace,
                     context=f'error when deleting "{m.document.where}": ',
                     ignore_not_found=args.ignore_not_found,
+                    unsafe=args.ignore_store_read_error_with_cluster_breaking_potential,
                 )
         return 0 if ok else 1
     if not args.resources:
@@ -460,7 +469,13 @@ async def cmd_delete(args: argparse.Namespace) -> int:
             ns = namespace if kind.namespaced else ""
             for name in req.names[kind.kind]:
                 ok &= await _delete_one(
-                    client, kind, name, ns, grace, ignore_not_found=args.ignore_not_found
+                    client,
+                    kind,
+                    name,
+                    ns,
+                    grace,
+                    ignore_not_found=args.ignore_not_found,
+                    unsafe=args.ignore_store_read_error_with_cluster_breaking_potential,
                 )
     return 0 if ok else 1
 
@@ -594,6 +609,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--now", action="store_true", help="terminate at once (grace period 1)")
     p.add_argument(
         "--ignore-not-found", action="store_true", help="no error for objects that are not there"
+    )
+    p.add_argument(
+        "--ignore-store-read-error-with-cluster-breaking-potential",
+        action="store_true",
+        help="remove an object whose stored value does not decode (the apiserver answers "
+        "StorageReadError for it) as it is: no grace period, finalizers or preconditions. "
+        "Only for corrupt objects; what relied on the object's normal deletion may break",
     )
     p.set_defaults(func=cmd_delete)
 

@@ -26,6 +26,7 @@ from google.protobuf.message import Message
 from kubera.errors import CliError
 from services.api import codec
 from services.api.kinds import Kind
+from services.api.limits import DepthError, check_depth
 
 #: What a directory contributes, as kubectl's FileExtensions.
 EXTENSIONS = (".yaml", ".yml", ".json")
@@ -259,7 +260,7 @@ def _parse_yaml(source: str, text: str) -> list[Any]:
         aliasing = isinstance(e, yaml.composer.ComposerError) and loader.aliasing_refused
         raise _yaml_error(source, e, loader.document_index, aliasing) from None
     except RecursionError:
-        raise CliError(f"{source}: the document is nested too deeply") from None
+        raise CliError(f"{source}: {DepthError('the document')}") from None
     finally:
         loader.dispose()  # type: ignore[no-untyped-call]
     return docs
@@ -292,13 +293,18 @@ def _parse_json(source: str, text: str) -> list[Any]:
         except json.JSONDecodeError as e:
             raise CliError(f"{source}: line {e.lineno}, column {e.colno}: {e.msg}") from None
         except RecursionError:
-            raise CliError(f"{source}: the document is nested too deeply") from None
+            raise CliError(f"{source}: {DepthError('the document')}") from None
         docs.append(doc)
 
 
 def parse(source: str, text: str) -> list[Document]:
     """The non-empty documents of one source, `kind: List`s expanded into their items."""
     raw = _parse_json(source, text) if source.endswith(".json") else _parse_yaml(source, text)
+    for doc in raw:
+        try:
+            check_depth(doc, "the document")  # the apiserver's cap, services/api/limits
+        except DepthError as e:
+            raise CliError(f"{source}: {e}") from None
     count = len(raw)
     out: list[Document] = []
     for i, doc in enumerate(raw, start=1):

@@ -1,14 +1,100 @@
 """Starting a component's grpc.aio server, one way for all (apiserver, scheduler, node
-pools): loopback by default, an ephemeral port unless one is asked for, and SO_REUSEPORT
-off so two servers can never share a port silently."""
+pools): loopback by default, an ephemeral port unless one is asked for, SO_REUSEPORT
+off so two servers can never share a port silently, and one guard at the edge.
+
+The guard (`RequestDecodeGuard`) is the one place an undecodable request is answered:
+grpc.aio runs the generated request deserializer (`XRequest.FromString`) before any
+servicer code, and when it raises, the call ends UNKNOWN ("Unexpected DecodeError") with
+no hook in between. The guard is a server interceptor that wraps each method handler's
+deserializer so it never raises (it returns an `Undecodable` instead) and the handler's
+behaviour so an `Undecodable` request ends INVALID_ARGUMENT naming the request type and
+what protobuf said, before the servicer runs. Messages over the size cap never reach it:
+gRPC answers RESOURCE_EXHAUSTED itself ("Received message larger than max (N vs. M)").
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import grpc
 
-MAX_MESSAGE = 256 * 1024 * 1024
+from services.api.limits import MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """A request whose bytes did not decode: what it should have been, and why not."""
+
+    method: str
+    error: str
+
+    @property
+    def message(self) -> str:
+        return f"{self.method}: the request does not decode: {self.error}"
+
+
+def _safe(deserializer: Callable[[bytes], Any], method: str) -> Callable[[bytes], Any]:
+    def deserialize(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except Exception as e:  # noqa: BLE001 - any failure to decode is the client's
+            return Undecodable(method, str(e) or type(e).__name__)
+
+    return deserialize
+
+
+class RequestDecodeGuard(grpc.aio.ServerInterceptor):
+    """Undecodable requests end INVALID_ARGUMENT (see the module docstring)."""
+
+    def __init__(self) -> None:
+        #: method -> (the handler grpc found, its guarded copy): built once per method.
+        self._guarded: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.request_deserializer is None:
+            return handler
+        method = handler_call_details.method  # type: ignore[attr-defined]
+        known = self._guarded.get(method)
+        if known is None or known[0] is not handler:
+            known = (handler, self._guard(handler, method))
+            self._guarded[method] = known
+        return known[1]
+
+    @staticmethod
+    def _guard(handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+        deserialize = _safe(handler.request_deserializer, method)
+        if handler.unary_unary is not None:
+            unary = handler.unary_unary
+
+            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                if isinstance(request, Undecodable):
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.message)
+                return await unary(request, context)
+
+            return handler._replace(  # type: ignore[attr-defined,no-any-return]
+                unary_unary=unary_unary, request_deserializer=deserialize
+            )
+        if handler.unary_stream is not None:
+            stream = handler.unary_stream
+
+            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                if isinstance(request, Undecodable):
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.message)
+                async for item in stream(request, context):
+                    yield item
+
+            return handler._replace(  # type: ignore[attr-defined,no-any-return]
+                unary_stream=unary_stream, request_deserializer=deserialize
+            )
+        # Request-streaming methods: kubera's protos have none; left as grpc runs them.
+        return handler
 
 
 async def start_server(
@@ -20,15 +106,17 @@ async def start_server(
     large_messages: bool = False,
 ) -> tuple[grpc.aio.Server, int]:
     """A started server with the servicer(s) `register` adds; returns it and its port.
-    `what` names the component in the error when the address cannot be bound."""
+    `what` names the component in the error when the address cannot be bound.
+    `large_messages`: requests up to MAX_REQUEST_BYTES (gRPC's default is 4 MiB) and
+    responses up to MAX_RESPONSE_BYTES (a whole cluster's list, the apiserver's)."""
     options: Sequence[tuple[str, int]] = [("grpc.so_reuseport", 0)]
     if large_messages:
         options = [
             *options,
-            ("grpc.max_receive_message_length", MAX_MESSAGE),
-            ("grpc.max_send_message_length", MAX_MESSAGE),
+            ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
+            ("grpc.max_send_message_length", MAX_RESPONSE_BYTES),
         ]
-    server = grpc.aio.server(options=list(options))
+    server = grpc.aio.server(options=list(options), interceptors=[RequestDecodeGuard()])
     register(server)
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:

@@ -170,6 +170,36 @@ class UnavailableError(ApiError):
     reason = "ServiceUnavailable"
 
 
+class ResourceVersionTooLargeError(ApiError):
+    """A watch asked for a resourceVersion the store has not reached, even after a short
+    wait (upstream: a Timeout with cause ResourceVersionTooLarge, "Too large resource
+    version: X, current: Y"). client-go's reflector relists on it; so do informers.
+    DEADLINE_EXCEEDED mirrors upstream's 504: the server timed out waiting for it."""
+
+    code = grpc.StatusCode.DEADLINE_EXCEEDED
+    reason = "ResourceVersionTooLarge"
+
+
+class CorruptObjectError(ApiError):
+    """A stored value that does not decode (upstream storage.NewCorruptObjError, reason
+    StorageReadError): the message names the key. DATA_LOSS, not INTERNAL: the server is
+    fine, one stored object is not, and retrying will not help; the way out is deleting
+    the key (DeleteRequest.ignore_store_read_error_with_cluster_breaking_potential).
+    Clients raise it too for an object in a response they cannot decode."""
+
+    code = grpc.StatusCode.DATA_LOSS
+    reason = "StorageReadError"
+
+
+class RequestTooLargeError(ApiError):
+    """A request over one of the apiserver's caps (items per batch; upstream 413
+    RequestEntityTooLarge). RESOURCE_EXHAUSTED, the code gRPC itself answers for a
+    message over the size cap."""
+
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    reason = "RequestEntityTooLarge"
+
+
 #: The gRPC trailing-metadata key carrying `reason`, so a client can tell apart errors
 #: that share a status code (Invalid vs BadRequest, Forbidden vs PreconditionFailed).
 REASON_KEY = "kubera-reason"
@@ -187,6 +217,9 @@ ERRORS_BY_REASON: dict[str, type[ApiError]] = {
         PreconditionError,
         GoneError,
         UnavailableError,
+        ResourceVersionTooLargeError,
+        CorruptObjectError,
+        RequestTooLargeError,
     )
 }
 
@@ -200,6 +233,8 @@ ERRORS_BY_CODE: dict[grpc.StatusCode, type[ApiError]] = {
         PreconditionError,
         GoneError,
         UnavailableError,
+        CorruptObjectError,
+        RequestTooLargeError,
     )
 }
 

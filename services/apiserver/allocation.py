@@ -49,8 +49,9 @@ from typing import TYPE_CHECKING
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import AllocationConflictError
+from services.api.errors import AllocationConflictError, CorruptObjectError
 from services.api.kinds import BY_KIND
+from services.api.limits import loads_json
 from services.apiserver.watchcache import WatchCache
 from services.scheduler.framework.types import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
 from services.storage import Compare, Get, KeyValue, Put, Storage
@@ -128,9 +129,16 @@ class Allocated:
 
 
 def decode_record(kv: KeyValue | None) -> list[Allocated]:
+    """The record's pods; CorruptObjectError naming the key when it does not decode."""
     if kv is None:
         return []
-    return [Allocated.from_json(d) for d in json.loads(kv.value)["pods"]]
+    try:
+        return [Allocated.from_json(d) for d in loads_json(kv.value, "the record")["pods"]]
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise CorruptObjectError(
+            f"corrupt object: key {kv.key} (revision {kv.mod_revision}): allocation record "
+            f"not decodable: {e}"
+        ) from None
 
 
 def encode_record(pods: Sequence[Allocated]) -> bytes:

@@ -10,24 +10,43 @@ or taken name fails that item alone. Each item gets its own :class:`BatchResult`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from google.protobuf.message import Message
 
-from services.api.errors import ApiError, BadRequestError, NotFoundError
+from services.api.errors import ApiError, BadRequestError, NotFoundError, RequestTooLargeError
 from services.api.kinds import Kind, kind_of
 from services.apiserver import admission
 from services.apiserver.admission_reads import AdmissionReads
 from services.apiserver.objects import held
 from services.apiserver.objects import meta as _meta
-from services.storage import Compare, Get, KeyValue, Put
+from services.storage import Compare, Get, KeyValue, Put, TxnResult
 
 if TYPE_CHECKING:
     from services.apiserver.registry import ApiServer
 
 BATCH_CHUNK = 100  # etcd's default --max-txn-ops is 128
+#: Bytes of values per txn: etcd refuses a request over --max-request-bytes (1.5 MiB by
+#: default) outright, so a chunk of large objects is cut short of it.
+BATCH_CHUNK_BYTES = 1024 * 1024
+
+T = TypeVar("T")
+
+
+def chunks(items: Sequence[T], size: Callable[[T], int]) -> Iterator[Sequence[T]]:
+    """`items` in order, cut into runs of at most BATCH_CHUNK items and BATCH_CHUNK_BYTES
+    (by `size`); an item over the byte budget alone goes alone."""
+    start, total = 0, 0
+    for i, item in enumerate(items):
+        n = size(item)
+        if i > start and (i - start >= BATCH_CHUNK or total + n > BATCH_CHUNK_BYTES):
+            yield items[start:i]
+            start, total = i, 0
+        total += n
+    if start < len(items):
+        yield items[start:]
 
 
 @dataclass(frozen=True)
@@ -36,6 +55,15 @@ class BatchResult:
 
     obj: Message | None
     error: ApiError | None
+
+
+async def _chunk_txn(api: ApiServer, compares: list[Compare], puts: list[Put]) -> TxnResult | None:
+    """One chunk's txn; None when etcd finds it too large (one item over etcd's limit), so
+    the chunk falls back to one txn per item and only that item fails."""
+    try:
+        return await api._txn(compares, puts)
+    except RequestTooLargeError:
+        return None
 
 
 async def batch_create(api: ApiServer, objs: Sequence[Message]) -> list[BatchResult]:
@@ -55,8 +83,7 @@ async def batch_create(api: ApiServer, objs: Sequence[Message]) -> list[BatchRes
             ready.append((i, kind, prepared, guards[gkey]))
         except ApiError as e:
             results[i] = BatchResult(None, e)
-    for start in range(0, len(ready), BATCH_CHUNK):
-        chunk = ready[start : start + BATCH_CHUNK]
+    for chunk in chunks(ready, lambda r: r[2].ByteSize()):
         compares: list[Compare] = []
         puts: list[Put] = []
         seen: set[Compare] = set()
@@ -66,8 +93,8 @@ async def batch_create(api: ApiServer, objs: Sequence[Message]) -> list[BatchRes
             seen.update(c)
             puts.extend(p)
         if len({p.key for p in puts}) == len(puts):
-            res = await api._txn(compares, puts)
-            if res.succeeded:
+            res = await _chunk_txn(api, compares, puts)
+            if res is not None and res.succeeded:
                 for i, _, obj, _ in chunk:
                     _meta(obj).resource_version = str(res.revision)
                     results[i] = BatchResult(obj, None)
@@ -127,12 +154,11 @@ async def batch_update(
         ready.append((i, new, kv))
     plain = [r for r in ready if not _meta(r[1]).deletion_timestamp]
     single = [r for r in ready if _meta(r[1]).deletion_timestamp]
-    for start in range(0, len(plain), BATCH_CHUNK):
-        chunk = plain[start : start + BATCH_CHUNK]
+    for chunk in chunks(plain, lambda r: r[1].ByteSize()):
         compares = [Compare(kv.key, "mod", "==", kv.mod_revision) for _, _, kv in chunk]
         puts = [Put(kv.key, api._encode(new)) for _, new, kv in chunk]
-        res = await api._txn(compares, puts)
-        if res.succeeded:
+        res = await _chunk_txn(api, compares, puts)
+        if res is not None and res.succeeded:
             for i, new, _ in chunk:
                 _meta(new).resource_version = str(res.revision)
                 results[i] = BatchResult(new, None)

@@ -20,22 +20,32 @@ and write through its guarded txns.
 from __future__ import annotations
 
 import contextlib
+import logging
 from typing import TYPE_CHECKING
 
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import ConflictError, ForbiddenError, InvalidError, NotFoundError, invalid
+from services.api.errors import (
+    ConflictError,
+    CorruptObjectError,
+    ForbiddenError,
+    InvalidError,
+    NotFoundError,
+    invalid,
+)
 from services.api.kinds import BY_KIND, KINDS, Kind
 from services.apiserver import admission
 from services.apiserver.objects import MAX_RETRIES, conflict, held, not_found
 from services.apiserver.objects import meta as _meta
 from services.apiserver.watchcache import decode
 from services.clock import rfc3339
-from services.storage import Compare, Delete
+from services.storage import Compare, Delete, KeyValue
 
 if TYPE_CHECKING:
     from services.apiserver.registry import ApiServer
+
+log = logging.getLogger(__name__)
 
 
 async def delete(
@@ -47,10 +57,13 @@ async def delete(
     grace_period_seconds: int | None = None,
     uid: str = "",
     resource_version: str = "",
+    ignore_store_read_error: bool = False,
 ) -> Message:
     """Kubernetes' graceful deletion: a bound pod gets deletionTimestamp + grace and the
     kubelet finishes it; finalizers hold any object until they are removed; otherwise
-    the key goes at once."""
+    the key goes at once. A value that does not decode raises CorruptObjectError, unless
+    `ignore_store_read_error` (upstream's ignoreStoreReadErrorWithClusterBreakingPotential):
+    then the key is removed as it is, no grace, finalizers or preconditions."""
     namespace = api._namespace(kind, namespace)
     if kind.kind == "PriorityClass" and name in admission.SYSTEM_PRIORITY_CLASSES:
         raise ForbiddenError(
@@ -69,7 +82,12 @@ async def delete(
         kv = await api.storage.get(key)
         if kv is None:
             raise not_found(kind, name)
-        obj = decode(kind, kv)
+        try:
+            obj = decode(kind, kv)
+        except CorruptObjectError:
+            if not ignore_store_read_error:
+                raise
+            return await _unsafe_delete(api, kind, namespace, name, kv)
         meta = _meta(obj)
         if uid and meta.uid != uid:
             raise ConflictError(
@@ -107,6 +125,22 @@ async def delete(
     raise conflict(kind, name)
 
 
+async def _unsafe_delete(
+    api: ApiServer, kind: Kind, namespace: str, name: str, kv: KeyValue
+) -> Message:
+    """Remove a corrupt key as it is (compared at the version read, so a rewrite in between
+    is not lost). The answer is a bare object naming what went, at the delete's revision."""
+    res = await api._txn([Compare(kv.key, "mod", "==", kv.mod_revision)], [Delete(kv.key)])
+    if not res.succeeded:
+        raise conflict(kind, name)
+    log.warning("unsafe deletion of corrupt object %s at revision %d", kv.key, res.revision)
+    gone = kind.new()
+    meta = _meta(gone)
+    meta.name, meta.namespace, meta.resource_version = name, namespace, str(res.revision)
+    await after_delete(api, kind, namespace)
+    return gone
+
+
 def _grace(kind: Kind, obj: Message, requested: int | None) -> int:
     if kind.kind != "Pod":
         return 0
@@ -131,7 +165,8 @@ async def _empty_namespace(api: ApiServer, namespace: str) -> None:
             continue
         items, _ = await api.storage.list(kind.prefix(namespace))
         for kv in items:
-            with contextlib.suppress(NotFoundError, ConflictError):
+            # A corrupt object stays (the namespace with it) until it is unsafely deleted.
+            with contextlib.suppress(NotFoundError, ConflictError, CorruptObjectError):
                 await api.delete(kind, namespace, kv.key.rsplit("/", 1)[1])
     await _finish_namespace(api, namespace)
 

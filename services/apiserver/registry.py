@@ -34,6 +34,7 @@ import logging
 import secrets
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
@@ -43,12 +44,16 @@ from services.api.errors import (
     AlreadyExistsError,
     BadRequestError,
     ConflictError,
+    CorruptObjectError,
     FieldError,
     ForbiddenError,
     InvalidError,
     NotFoundError,
+    RequestTooLargeError,
+    invalid,
 )
 from services.api.kinds import BY_KIND, KINDS, Kind, UnknownKindError, kind_of
+from services.api.limits import DepthError, loads_json
 from services.apiserver import admission, batch, binding, deletion
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.admission_reads import AdmissionReads
@@ -64,13 +69,33 @@ from services.apiserver.objects import (
 )
 from services.apiserver.objects import merge_patch as apply_merge_patch
 from services.apiserver.objects import meta as _meta
-from services.apiserver.watchcache import Entry, WatchCache, decode
+from services.apiserver.watchcache import TOO_LARGE_WAIT, Entry, WatchCache, decode
 from services.clock import Clock, RealClock, rfc3339
-from services.storage import Compare, Delete, Get, KeyValue, Put, Storage, TxnResult
+from services.storage import (
+    Compare,
+    Delete,
+    Get,
+    KeyValue,
+    Put,
+    Storage,
+    StorageRequestTooLargeError,
+    TxnResult,
+)
 
-__all__ = ["ApiServer", "BatchResult", "Fencing"]
+__all__ = ["ApiServer", "BatchResult", "Fencing", "Listed"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A list's answer: the objects, the revision read at, and one warning per stored
+    value left out because it does not decode (naming its key)."""
+
+    items: list[Message]
+    revision: int
+    warnings: list[str]
+
 
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -86,7 +111,10 @@ class ApiServer:
         watch_cache_capacity: int = 10_000,
         bookmark_interval: float = 5.0,
         new_uid: Callable[[], str] | None = None,
+        resource_version_wait: float = TOO_LARGE_WAIT,
     ) -> None:
+        """`resource_version_wait`: how long a watch from beyond the store's revision
+        waits before ResourceVersionTooLargeError (upstream's 3 s; tests shorten it)."""
         self.storage = storage
         self.clock = clock or RealClock()
         self.bookmark_interval = bookmark_interval
@@ -94,7 +122,13 @@ class ApiServer:
         #: The latest revision this server wrote, per resource (for read-your-writes from caches).
         self._written: dict[str, int] = {}
         self.caches = {
-            k.resource: WatchCache(k, storage, capacity=watch_cache_capacity, clock=self.clock)
+            k.resource: WatchCache(
+                k,
+                storage,
+                capacity=watch_cache_capacity,
+                clock=self.clock,
+                too_large_wait=resource_version_wait,
+            )
             for k in KINDS
         }
 
@@ -135,7 +169,10 @@ class ApiServer:
             fencing.validate("Request", what or "write")  # revision 0 would match "unheld"
             compares = [*compares, Compare(fencing.key, "create", "==", fencing.create_revision)]
             failure = [*failure, Get(fencing.key)]
-        res = await self.storage.txn(compares, success, failure)
+        try:
+            res = await self.storage.txn(compares, success, failure)
+        except StorageRequestTooLargeError as e:
+            raise RequestTooLargeError(str(e)) from None
         if writes and not res.succeeded:
             first = next((op.key for op in success if not isinstance(op, Get)), "")
             err = fencing_mod.stale(fencing, res.gets[-1], what or f"Write to {first}")
@@ -297,14 +334,31 @@ class ApiServer:
     async def list(
         self, kind: Kind, namespace: str = "", label_selector: str = "", field_selector: str = ""
     ) -> tuple[list[Message], int]:
+        """The matching objects and the revision; corrupt values are left out (see
+        `list_objects` for the warnings naming them)."""
+        listed = await self.list_objects(kind, namespace, label_selector, field_selector)
+        return listed.items, listed.revision
+
+    async def list_objects(
+        self, kind: Kind, namespace: str = "", label_selector: str = "", field_selector: str = ""
+    ) -> Listed:
+        """A list that does not fail for everyone when one stored value is corrupt: the
+        good objects, and a warning naming each corrupt key (upstream fails the whole
+        list with "unable to transform or decode N objects"; kubera answers with the rest
+        and says which, as kubectl shows warnings)."""
         flt = Filter(kind, namespace, label_selector, field_selector)
         items, rev = await self.storage.list(kind.prefix(flt.namespace))
         out = []
+        warnings = []
         for kv in items:
-            obj = decode(kind, kv)
+            try:
+                obj = decode(kind, kv)
+            except CorruptObjectError as e:
+                warnings.append(f"{e.message} (left out of the list)")
+                continue
             if flt(obj):
                 out.append(obj)
-        return out, rev
+        return Listed(out, rev, warnings)
 
     # --------------------------------------------------------------- update
 
@@ -407,9 +461,11 @@ class ApiServer:
     ) -> Message:
         """A JSON merge patch (RFC 7386), retried on conflict like GuaranteedUpdate."""
         try:
-            patch = json.loads(merge_patch)
+            patch = loads_json(merge_patch, "the patch")
         except json.JSONDecodeError as e:
             raise BadRequestError(f"the patch is not valid JSON: {e}") from None
+        except DepthError as e:
+            raise BadRequestError(str(e)) from None
         if not isinstance(patch, dict):
             raise BadRequestError("a merge patch must be a JSON object")
         meta_patch = patch.get("metadata")
@@ -449,8 +505,11 @@ class ApiServer:
         grace_period_seconds: int | None = None,
         uid: str = "",
         resource_version: str = "",
+        ignore_store_read_error: bool = False,
     ) -> Message:
-        """Kubernetes' graceful deletion (see deletion)."""
+        """Kubernetes' graceful deletion (see deletion). `ignore_store_read_error`:
+        upstream's ignoreStoreReadErrorWithClusterBreakingPotential, the unsafe removal of
+        a key whose value does not decode."""
         return await deletion.delete(
             self,
             kind,
@@ -459,6 +518,7 @@ class ApiServer:
             grace_period_seconds=grace_period_seconds,
             uid=uid,
             resource_version=resource_version,
+            ignore_store_read_error=ignore_store_read_error,
         )
 
     # ----------------------------------------------------------------- bind
@@ -502,18 +562,21 @@ class ApiServer:
         allow_bookmarks: bool = False,
     ) -> AsyncIterator[tuple[str, Entry]]:
         flt = Filter(kind, namespace, label_selector, field_selector)
-        rv: int | None
-        if resource_version in ("", "0"):
-            rv = None
-        else:
-            try:
-                rv = int(resource_version)
-            except ValueError:
-                raise BadRequestError(
-                    f'invalid resourceVersion "{resource_version}": must be an integer'
-                ) from None
+        rv = parse_resource_version(resource_version)
         cache = self.caches[kind.resource]
         async for item in cache.watch(
             rv, flt, bookmark_interval=self.bookmark_interval if allow_bookmarks else None
         ):
             yield item
+
+
+def parse_resource_version(resource_version: str) -> int | None:
+    """A watch's resourceVersion: None for "" or "0" (start from the current state), else
+    a non-negative integer; anything else is invalid (upstream ParseResourceVersion: 400)."""
+    if resource_version in ("", "0"):
+        return None
+    if resource_version.isascii() and resource_version.isdigit():
+        return int(resource_version)
+    raise BadRequestError(
+        str(invalid("resourceVersion", resource_version, "must be a non-negative integer"))
+    )

@@ -1,6 +1,14 @@
 """The apiserver's gRPC edge: requests in, `ApiServer` calls, and the one place where
 errors become gRPC status codes (ApiError subclasses carry theirs; anything else is a
-bug or broken infrastructure and crosses as INTERNAL / UNAVAILABLE)."""
+bug or broken infrastructure and crosses as INTERNAL / UNAVAILABLE).
+
+What arrives is checked here before any work (the limits are services/api/limits.py):
+a request that does not decode is answered INVALID_ARGUMENT by the server's
+RequestDecodeGuard (services/grpcserver.py) before it reaches a method; an object inside
+one (the Any payloads) is decoded in one place, `_unpack`, which names the field that did
+not decode (INVALID_ARGUMENT); a batch over MAX_BATCH_ITEMS is RESOURCE_EXHAUSTED naming
+the cap and the count; messages over MAX_REQUEST_BYTES are refused by gRPC itself.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +22,13 @@ import grpc
 from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
 from services.api import codec
-from services.api.errors import REASON_KEY, ApiError, BadRequestError
+from services.api.errors import REASON_KEY, ApiError, BadRequestError, RequestTooLargeError
 from services.api.kinds import BY_RESOURCE, Kind
+from services.api.limits import MAX_BATCH_ITEMS
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.registry import ApiServer, BatchResult
 from services.grpcserver import start_server
-from services.storage import StorageUnavailableError
+from services.storage import StorageRequestTooLargeError, StorageUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -31,32 +40,64 @@ def _resource(name: str) -> Kind:
     return kind
 
 
-def _unpack(kind: Kind, a: Any):
+def _unpack(kind: Kind, a: Any, field: str = "object"):
+    """The object in a request's Any `field`; INVALID_ARGUMENT naming it when it is of
+    another type or its bytes do not decode."""
     if a.type_url != kind.type_url:
         raise BadRequestError(
-            f"object of type {a.type_url or '<none>'} sent to resource {kind.resource}"
+            f"{field}: object of type {a.type_url or '<none>'} sent to resource {kind.resource}"
         )
-    return codec.unpack(a)
+    obj = kind.message()
+    try:
+        obj.ParseFromString(a.value)
+    except Exception as e:  # noqa: BLE001 - DecodeError, or anything bad bytes raise
+        raise BadRequestError(
+            f"{field}: the object does not decode as {obj.DESCRIPTOR.full_name}: {e}"
+        ) from None
+    return obj
+
+
+def _unpack_all(kind: Kind, items: Any, verb: str) -> list:
+    if len(items) > MAX_BATCH_ITEMS:
+        raise RequestTooLargeError(
+            f"{verb}: {len(items)} objects sent, at most {MAX_BATCH_ITEMS} per call: send "
+            "them in several calls"
+        )
+    return [_unpack(kind, a, f"objects[{i}]") for i, a in enumerate(items)]
 
 
 def _batch_response(results: list[BatchResult]) -> pb.BatchCreateResponse:
     out = pb.BatchCreateResponse()
     for r in results:
         if r.error is not None:
-            out.results.add(code=r.error.code.value[0], message=r.error.message)
+            out.results.add(code=r.error.code.value[0], message=_clip(r.error.message))
         else:
             out.results.add(code=0, object=codec.pack(r.obj))  # type: ignore[arg-type]
     return out
 
 
+#: Longest error message sent: a status message travels in gRPC trailers, which a client
+#: refuses past 16 KiB (and a message that echoes a 2 MB name is no use to anyone).
+MAX_MESSAGE_CHARS = 4096
+
+
+def _clip(message: str) -> str:
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    return f"{message[:MAX_MESSAGE_CHARS]}... ({len(message) - MAX_MESSAGE_CHARS} more characters)"
+
+
 async def _abort(context: grpc.aio.ServicerContext, e: Exception) -> None:
     if isinstance(e, ApiError):
         context.set_trailing_metadata(((REASON_KEY, e.reason),))
-        await context.abort(e.code, e.message)
+        await context.abort(e.code, _clip(e.message))
     if isinstance(e, StorageUnavailableError):
-        await context.abort(grpc.StatusCode.UNAVAILABLE, f"storage unavailable: {e}")
+        await context.abort(grpc.StatusCode.UNAVAILABLE, _clip(f"storage unavailable: {e}"))
+    if isinstance(e, StorageRequestTooLargeError):
+        context.set_trailing_metadata(((REASON_KEY, RequestTooLargeError.reason),))
+        await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, _clip(str(e)))
     log.exception("internal error")
-    await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(e).__name__}: {e}")
+    await context.abort(grpc.StatusCode.INTERNAL, _clip(f"internal error: {type(e).__name__}: {e}"))
 
 
 def _unary(fn: Callable) -> Callable:
@@ -101,13 +142,17 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
 
     @_unary
     async def List(self, request: pb.ListRequest, context: Any) -> pb.ListResponse:
-        items, rev = await self.api.list(
+        listed = await self.api.list_objects(
             _resource(request.resource),
             request.namespace,
             request.label_selector,
             request.field_selector,
         )
-        return pb.ListResponse(items=[codec.pack(o) for o in items], resource_version=str(rev))
+        return pb.ListResponse(
+            items=[codec.pack(o) for o in listed.items],
+            resource_version=str(listed.revision),
+            warnings=listed.warnings,
+        )
 
     @_unary
     async def Update(self, request: pb.UpdateRequest, context: Any) -> pb.ObjectResponse:
@@ -143,6 +188,7 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
             else None,
             uid=request.uid,
             resource_version=request.resource_version,
+            ignore_store_read_error=request.ignore_store_read_error_with_cluster_breaking_potential,
         )
         return pb.ObjectResponse(object=codec.pack(obj))
 
@@ -169,7 +215,7 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
         self, request: pb.BatchCreateRequest, context: Any
     ) -> pb.BatchCreateResponse:
         kind = _resource(request.resource)
-        objs = [_unpack(kind, a) for a in request.objects]
+        objs = _unpack_all(kind, request.objects, "BatchCreate")
         return _batch_response(await self.api.batch_create(objs))
 
     @_unary
@@ -177,7 +223,7 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
         self, request: pb.BatchUpdateRequest, context: Any
     ) -> pb.BatchCreateResponse:
         kind = _resource(request.resource)
-        objs = [_unpack(kind, a) for a in request.objects]
+        objs = _unpack_all(kind, request.objects, "BatchUpdate")
         return _batch_response(await self.api.batch_update(objs, status=request.status))
 
     @_unary

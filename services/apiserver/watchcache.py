@@ -11,6 +11,20 @@ list's revision, or the revision of the newest event dropped from the window); o
 "gone" and the client relists. A watcher never receives an event at or below its rv.
 If the cache's own etcd watch is compacted away (it fell behind, or etcd restarted with
 a compacted history) it relists and bumps `epoch`, ending every watcher with "gone".
+
+A watch from beyond the store's revision (upstream's cacher: waitUntilFreshAndBlock)
+first asks etcd: a revision etcd has reached is served as usual (the cache's own revision
+moves only with events under its prefix, so it may lag one that exists). Otherwise it
+waits up to `TOO_LARGE_WAIT` (upstream's 3 s) for the cache to reach it, asks etcd once
+more, then ends with ResourceVersionTooLargeError ("Too large resource version: X,
+current: Y", Y being etcd's revision).
+
+Corrupt values: every value is decoded at intake (list, watch events), never later, so a
+watcher is only ever sent bytes that decode. A value that does not decode is skipped and
+logged once naming its key and revision (upstream names corrupt objects by key, KEP-3926):
+the key keeps its last good version in `store` until it is deleted or rewritten, and its
+deletion is sent as DELETED with that version. Reads straight from etcd (get, list,
+update, ...) raise CorruptObjectError naming the key (`decode`).
 """
 
 from __future__ import annotations
@@ -24,12 +38,16 @@ from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
 
-from services.api.errors import GoneError
+from services.api.errors import CorruptObjectError, GoneError, ResourceVersionTooLargeError
 from services.api.kinds import Kind
 from services.clock import Clock, RealClock
 from services.storage import CompactedError, KeyValue, Storage, StorageUnavailableError, WatchBatch
 
 log = logging.getLogger(__name__)
+
+#: How long a watch from a resourceVersion beyond the store's waits for it (upstream's
+#: cacher blockTimeout) before ResourceVersionTooLargeError.
+TOO_LARGE_WAIT = 3.0
 
 
 @dataclass(slots=True)
@@ -55,20 +73,43 @@ class CacheEvent:
 
 
 def decode(kind: Kind, kv: KeyValue, revision: int | None = None) -> Message:
+    """The stored object at `kv`, its resourceVersion set; CorruptObjectError naming the
+    key (upstream storage.NewCorruptObjError) when the value does not decode."""
     obj = kind.message()
-    obj.ParseFromString(kv.value)
+    try:
+        obj.ParseFromString(kv.value)
+    except Exception as e:  # noqa: BLE001 - DecodeError, or anything a bad value raises
+        raise corrupt(kind, kv, e) from None
     obj.metadata.resource_version = str(revision or kv.mod_revision)  # type: ignore[attr-defined]
     return obj
 
 
+def corrupt(kind: Kind, kv: KeyValue, cause: Exception | str) -> CorruptObjectError:
+    return CorruptObjectError(
+        f"corrupt object: key {kv.key} (revision {kv.mod_revision}): object not decodable "
+        f"as {kind.message.DESCRIPTOR.full_name}: {cause}; delete it with "
+        "ignore_store_read_error_with_cluster_breaking_potential (kubera delete "
+        "--ignore-store-read-error-with-cluster-breaking-potential)"
+    )
+
+
 class WatchCache:
     def __init__(
-        self, kind: Kind, storage: Storage, *, capacity: int = 10_000, clock: Clock | None = None
+        self,
+        kind: Kind,
+        storage: Storage,
+        *,
+        capacity: int = 10_000,
+        clock: Clock | None = None,
+        too_large_wait: float = TOO_LARGE_WAIT,
     ) -> None:
         self.kind = kind
         self._storage = storage
         self._capacity = capacity
         self._clock = clock or RealClock()
+        self._too_large_wait = too_large_wait
+        #: (key, mod_revision) of every corrupt value already logged (logged once each).
+        self.corrupt: set[tuple[str, int]] = set()
         self.store: dict[str, Entry] = {}
         self.events: list[CacheEvent] = []
         self.base = 0
@@ -95,7 +136,12 @@ class WatchCache:
 
     async def _relist(self) -> None:
         items, rev = await self._storage.list(self.kind.prefix())
-        self.store = {kv.key: Entry(decode(self.kind, kv)) for kv in items}
+        store = {}
+        for kv in items:
+            obj = self._intake(kv)
+            if obj is not None:
+                store[kv.key] = Entry(obj)
+        self.store = store
         for name, (fn, _) in self._indexes.items():
             self._indexes[name] = (fn, self._build_index(fn))
         self.base += len(self.events)
@@ -119,6 +165,21 @@ class WatchCache:
                 log.warning("watch cache %s: %s; retrying in %.2fs", self.kind.resource, e, delay)
                 await self._clock.sleep(delay)
                 delay = min(delay * 2, 2.0)
+            except Exception:  # noqa: BLE001 - a dead cache would stall every watcher
+                log.exception("watch cache %s: unexpected error; relisting", self.kind.resource)
+                await self._clock.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                await self._relist_retrying()
+
+    def _intake(self, kv: KeyValue, revision: int | None = None) -> Message | None:
+        """The decoded value, or None (logged once per key and revision) if corrupt."""
+        try:
+            return decode(self.kind, kv, revision)
+        except CorruptObjectError as e:
+            if (kv.key, kv.mod_revision) not in self.corrupt:
+                self.corrupt.add((kv.key, kv.mod_revision))
+                log.error("watch cache %s: skipping %s", self.kind.resource, e)
+            return None
 
     async def _relist_retrying(self) -> None:
         delay = 0.05
@@ -136,14 +197,20 @@ class WatchCache:
             prev = self.store.get(key)
             rev = ev.kv.mod_revision
             if ev.type == "PUT":
-                cur = Entry(decode(self.kind, ev.kv))
+                obj = self._intake(ev.kv)
+                if obj is None:  # corrupt: skipped; the last good version stays
+                    self.revision = max(self.revision, rev)
+                    continue
+                cur = Entry(obj)
                 self.store[key] = cur
             else:
-                if prev is None and ev.prev is None:
-                    continue
-                last = ev.prev if ev.prev is not None else None
-                obj = decode(self.kind, last, rev) if last is not None else _with_rv(prev.obj, rev)  # type: ignore[union-attr]
-                cur = Entry(obj)
+                last = self._intake(ev.prev, rev) if ev.prev is not None else None
+                if last is None:  # no previous value, or a corrupt one: the last good one
+                    if prev is None:
+                        self.revision = max(self.revision, rev)
+                        continue
+                    last = _with_rv(prev.obj, rev)
+                cur = Entry(last)
                 self.store.pop(key, None)
             if self._indexes:
                 self._reindex(key, prev, cur if ev.type == "PUT" else None)
@@ -227,6 +294,8 @@ class WatchCache:
         `match` with Kubernetes' semantics (an object leaving the filter is DELETED, one
         entering it ADDED). None: the current state as ADDED first."""
         await self._ready.wait()
+        if resource_version is not None and resource_version > self.revision:
+            await self._wait_fresh(resource_version)
         epoch = self.epoch
         if resource_version is None:
             snapshot = [e for e in self.store.values() if match(e.obj)]
@@ -281,6 +350,20 @@ class WatchCache:
                 continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), next_bookmark - now)
+
+    async def _wait_fresh(self, resource_version: int) -> None:
+        """Return once `resource_version` exists (see the module docstring), else raise
+        ResourceVersionTooLargeError after waiting up to `too_large_wait`."""
+        if resource_version <= await self._storage.revision():
+            return
+        if await self.wait_revision(resource_version, self._too_large_wait):
+            return
+        current = await self._storage.revision()
+        if resource_version <= current:
+            return
+        raise ResourceVersionTooLargeError(
+            f"Too large resource version: {resource_version}, current: {current}"
+        )
 
 
 _EMPTY: frozenset[str] = frozenset()

@@ -20,6 +20,10 @@ properties of the run (DESIGN.md "Chaos + checker"):
 4. lost-pod: at the end, every pod that exists and is not being deleted is bound or
    carries PodScheduled=False with a reason.
 
+A pod or node value that does not decode is a finding of its own, corrupt-object (its key
+and revision): the checker cannot prove anything of it, so the verdict fails, and the
+replay goes on with the key's last good state (as the apiserver's watch cache does).
+
 It is pure logic, no I/O: feed `Checker.apply(revision, events)` in revision order (all
 events of one revision in one call, as the txn wrote them), then `finish()`. The work per
 event is constant: pods and nodes are decoded once per event, a pod's requests are summed
@@ -45,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
+from services.api.errors import CorruptObjectError
 from services.api.kinds import BY_KIND
 from services.apiserver.fencing import BOUND_BY, parse_bound_by
 from services.apiserver.watchcache import decode
@@ -64,8 +69,17 @@ STALE_LEADER_BIND = "stale-leader-bind"
 ALLOCATION_BIND = "allocation-bind"
 UNFENCED_BIND = "unfenced-bind"
 LOST_POD = "lost-pod"
-#: Every violation kind, in the order of the four properties above.
-CHECKS = (DOUBLE_BIND, OVERCOMMIT, STALE_LEADER_BIND, ALLOCATION_BIND, UNFENCED_BIND, LOST_POD)
+CORRUPT_OBJECT = "corrupt-object"
+#: Every violation kind, in the order of the four properties above, then corrupt values.
+CHECKS = (
+    DOUBLE_BIND,
+    OVERCOMMIT,
+    STALE_LEADER_BIND,
+    ALLOCATION_BIND,
+    UNFENCED_BIND,
+    LOST_POD,
+    CORRUPT_OBJECT,
+)
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 #: How many pods one violation names at most (an overcommitted node may hold thousands).
@@ -95,6 +109,8 @@ class Violation:
     node: str = ""
     #: Every revision the message refers to (e.g. both binds of a double bind).
     revisions: tuple[int, ...] = ()
+    #: The etcd key concerned, where one is (corrupt-object).
+    key: str = ""
 
     def __str__(self) -> str:
         return f"[{self.check}] revision {self.revision}: {self.message}"
@@ -153,6 +169,7 @@ class Verdict:
                     "revision": v.revision,
                     "revisions": list(v.revisions),
                     "node": v.node,
+                    "key": v.key,
                     "pods": [asdict(p) for p in v.pods],
                     "message": v.message,
                 }
@@ -362,7 +379,9 @@ class Checker:
             if old is not None:
                 self._remove_pod(key, old)
             return
-        pod: core_pb2.Pod = decode(_POD, e.kv)  # type: ignore[assignment]
+        pod: core_pb2.Pod | None = self._decode(_POD, e)  # type: ignore[assignment]
+        if pod is None:
+            return
         meta = pod.metadata
         if old is not None and old.ref.uid != meta.uid:
             self._remove_pod(key, old)  # replaced under the same name: a new pod
@@ -517,7 +536,9 @@ class Checker:
             n.exists = False
             n.over = frozenset()
             return
-        node: core_pb2.Node = decode(_NODE, e.kv)  # type: ignore[assignment]
+        node: core_pb2.Node | None = self._decode(_NODE, e)  # type: ignore[assignment]
+        if node is None:
+            return
         if not n.seen:
             n.seen = True
             self.counts.nodes += 1
@@ -575,6 +596,22 @@ class Checker:
         self._elections[key] = _Term(e.kv.create_revision, holder)
         self._holders[(key, e.kv.create_revision)] = holder
 
+    # ------------------------------------------------------------- decoding
+
+    def _decode(self, kind: Any, e: Event) -> Any:
+        """The event's object, or None after a corrupt-object finding naming its key."""
+        try:
+            return decode(kind, e.kv)
+        except CorruptObjectError:
+            self._violate(
+                CORRUPT_OBJECT,
+                f"corrupt object: key {e.kv.key} was written at revision {self._rev} with a "
+                f"value that does not decode as {kind.message.DESCRIPTOR.full_name}; nothing "
+                "is proven of it, the check goes on with its last good state",
+                key=e.kv.key,
+            )
+            return None
+
     # ---------------------------------------------------------- violations
 
     def _violate(
@@ -586,11 +623,14 @@ class Checker:
         node: str = "",
         revision: int = 0,
         revisions: tuple[int, ...] = (),
+        key: str = "",
     ) -> None:
         self.violation_counts[check] += 1
         if len(self.violations) < self.max_violations:
             rev = revision or self._rev
-            self.violations.append(Violation(check, rev, message, pods, node, revisions or (rev,)))
+            self.violations.append(
+                Violation(check, rev, message, pods, node, revisions or (rev,), key)
+            )
 
 
 def check(

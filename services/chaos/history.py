@@ -156,7 +156,10 @@ async def unsettled_pods(storage: Storage) -> list[PodRef]:
     out = []
     for kv in items:
         pod = core_pb2.Pod()
-        pod.ParseFromString(kv.value)
+        try:
+            pod.ParseFromString(kv.value)
+        except Exception:  # noqa: BLE001, S112 - corrupt: the checker reports it by key
+            continue
         if not scheduled_or_explained(pod):
             out.append(PodRef(pod.metadata.namespace, pod.metadata.name, pod.metadata.uid))
     return out

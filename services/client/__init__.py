@@ -2,14 +2,22 @@
 
 gRPC status codes become the ApiError subclasses of services/api/errors.py in one place
 (`_call`), so callers catch `NotFoundError`, `ConflictError`, `GoneError`, ... and never
-look at grpc. Objects are the kubera.v1 protobuf messages.
+look at grpc. Objects are the kubera.v1 protobuf messages; one that arrives and does not
+decode raises CorruptObjectError (`_decode`), never a protobuf exception, so a caller's
+loop (an informer's) can handle it like any other ApiError.
+
+Batches are sent in calls of at most MAX_BATCH_ITEMS objects and MAX_REQUEST_BYTES (the
+apiserver's caps, services/api/limits.py), so a caller may pass any number. Warnings the
+apiserver sends (a list that left out a corrupt object) go to `warning_handler`, by
+default the log (client-go's WarningHandler; the CLI prints them as kubectl does).
 """
 
 from __future__ import annotations
 
 import builtins
 import copy
-from collections.abc import AsyncIterator, Callable, Sequence
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -24,11 +32,18 @@ from services.api.errors import (
     ERRORS_BY_REASON,
     REASON_KEY,
     ApiError,
+    CorruptObjectError,
     PreconditionError,
     UnavailableError,
 )
 from services.api.kinds import Kind, kind_of
+from services.api.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
 from services.apiserver.fencing import METADATA_KEY as FENCING_METADATA
+
+log = logging.getLogger(__name__)
+
+#: Room left in a batch message for everything but the objects (resource, tags, lengths).
+_BATCH_OVERHEAD = 64 * 1024
 
 M = TypeVar("M", bound=Message)
 
@@ -44,6 +59,35 @@ def error_from_rpc(e: grpc.aio.AioRpcError) -> ApiError:
     if cls is UnavailableError and not reason:
         return UnavailableError(f"apiserver unavailable: {e.details()}")
     return cls.from_message(e.details() or e.code().name)
+
+
+def _decode(a: Any, what: str) -> Message:
+    """The object in an Any from the apiserver; CorruptObjectError when it does not decode."""
+    try:
+        return codec.unpack(a)
+    except Exception as e:  # noqa: BLE001 - codec.DecodeError, protobuf's DecodeError, ...
+        raise CorruptObjectError(
+            f"{what}: the apiserver sent an object that does not decode "
+            f"({a.type_url or 'no type'}): {e}"
+        ) from None
+
+
+def _log_warning(message: str) -> None:
+    log.warning("apiserver: %s", message)
+
+
+def batches(packed: Sequence[Any]) -> Iterator[tuple[int, int]]:
+    """[start, end) ranges of `packed` Any objects, each within the apiserver's caps."""
+    budget = MAX_REQUEST_BYTES - _BATCH_OVERHEAD
+    start, size = 0, 0
+    for i, a in enumerate(packed):
+        n = a.ByteSize() + 8  # the field's tag and length
+        if i > start and (i - start >= MAX_BATCH_ITEMS or size + n > budget):
+            yield start, i
+            start, size = i, 0
+        size += n
+    if start < len(packed):
+        yield start, len(packed)
 
 
 @dataclass(frozen=True)
@@ -67,18 +111,21 @@ class Client:
         *,
         timeout: float | None = 30.0,
         fencing: FencingSource | None = None,
+        warning_handler: Callable[[str], None] | None = None,
     ) -> None:
         """`fencing`: where a leader's writes get their token. With it, every write carries
         the token and is refused by the apiserver once the term is over; while the source
-        answers None (not leading) writes fail here without being sent."""
+        answers None (not leading) writes fail here without being sent.
+        `warning_handler`: called with each warning the apiserver sends (default: log)."""
         self.address = address
         self.timeout = timeout
         self.fencing = fencing
+        self.warning_handler = warning_handler or _log_warning
         self._channel = grpc.aio.insecure_channel(
             address,
             options=[
-                ("grpc.max_receive_message_length", 256 * 1024 * 1024),
-                ("grpc.max_send_message_length", 256 * 1024 * 1024),
+                ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
+                ("grpc.max_send_message_length", MAX_REQUEST_BYTES),
             ],
         )
         self._stub = pb_grpc.ApiServerStub(self._channel)
@@ -128,13 +175,13 @@ class Client:
             pb.CreateRequest(resource=kind.resource, object=codec.pack(obj), dry_run=dry_run),
             write=not dry_run,
         )
-        return codec.unpack(resp.object)  # type: ignore[return-value]
+        return _decode(resp.object, f"create {kind.resource}")  # type: ignore[return-value]
 
     async def get(self, kind: Kind, name: str, namespace: str = "") -> Message:
         resp = await self._call(
             self._stub.Get, pb.GetRequest(resource=kind.resource, namespace=namespace, name=name)
         )
-        return codec.unpack(resp.object)
+        return _decode(resp.object, f"get {kind.resource} {name}")
 
     async def list(
         self, kind: Kind, *, namespace: str = "", label_selector: str = "", field_selector: str = ""
@@ -149,7 +196,9 @@ class Client:
                 field_selector=field_selector,
             ),
         )
-        return [codec.unpack(a) for a in resp.items], resp.resource_version
+        for w in resp.warnings:
+            self.warning_handler(w)
+        return [_decode(a, f"list {kind.resource}") for a in resp.items], resp.resource_version
 
     async def update(self, obj: M) -> M:
         kind = kind_of(obj)
@@ -158,7 +207,7 @@ class Client:
             pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)),
             write=True,
         )
-        return codec.unpack(resp.object)  # type: ignore[return-value]
+        return _decode(resp.object, f"update {kind.resource}")  # type: ignore[return-value]
 
     async def update_status(self, obj: M) -> M:
         kind = kind_of(obj)
@@ -167,7 +216,7 @@ class Client:
             pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)),
             write=True,
         )
-        return codec.unpack(resp.object)  # type: ignore[return-value]
+        return _decode(resp.object, f"update {kind.resource}")  # type: ignore[return-value]
 
     async def patch(
         self, kind: Kind, name: str, merge_patch: str, *, namespace: str = "", status: bool = False
@@ -183,7 +232,7 @@ class Client:
             ),
             write=True,
         )
-        return codec.unpack(resp.object)
+        return _decode(resp.object, f"patch {kind.resource} {name}")
 
     async def delete(
         self,
@@ -194,18 +243,23 @@ class Client:
         grace_period_seconds: int | None = None,
         uid: str = "",
         resource_version: str = "",
+        ignore_store_read_error: bool = False,
     ) -> Message:
+        """`ignore_store_read_error`: upstream's
+        ignoreStoreReadErrorWithClusterBreakingPotential: a key whose value does not decode
+        is removed as it is (no grace period, finalizers or preconditions)."""
         req = pb.DeleteRequest(
             resource=kind.resource,
             namespace=namespace,
             name=name,
             uid=uid,
             resource_version=resource_version,
+            ignore_store_read_error_with_cluster_breaking_potential=ignore_store_read_error,
         )
         if grace_period_seconds is not None:
             req.grace_period_seconds = grace_period_seconds
         resp = await self._call(self._stub.Delete, req, write=True)
-        return codec.unpack(resp.object)
+        return _decode(resp.object, f"delete {kind.resource} {name}")
 
     async def bind(
         self,
@@ -242,18 +296,24 @@ class Client:
         if fencing is not None:
             req.fencing.key, req.fencing.create_revision = fencing
         resp = await self._call(self._stub.Bind, req)
-        return codec.unpack(resp.object)
+        return _decode(resp.object, f"bind pod {name}")
 
     async def batch_create(self, objs: Sequence[Message]) -> builtins.list[BatchResult]:
+        """Create many objects of one kind, in as many calls as the caps need; results
+        in order."""
         if not objs:
             return []
         kind = kind_of(objs[0])
-        resp = await self._call(
-            self._stub.BatchCreate,
-            pb.BatchCreateRequest(resource=kind.resource, objects=[codec.pack(o) for o in objs]),
-            write=True,
-        )
-        return self._batch_results(resp)
+        packed = [codec.pack(o) for o in objs]
+        out: builtins.list[BatchResult] = []
+        for start, end in batches(packed):
+            resp = await self._call(
+                self._stub.BatchCreate,
+                pb.BatchCreateRequest(resource=kind.resource, objects=packed[start:end]),
+                write=True,
+            )
+            out.extend(self._batch_results(resp))
+        return out
 
     async def batch_update(
         self, objs: Sequence[Message], *, status: bool = False
@@ -263,21 +323,25 @@ class Client:
         if not objs:
             return []
         kind = kind_of(objs[0])
-        resp = await self._call(
-            self._stub.BatchUpdate,
-            pb.BatchUpdateRequest(
-                resource=kind.resource, objects=[codec.pack(o) for o in objs], status=status
-            ),
-            write=True,
-        )
-        return self._batch_results(resp)
+        packed = [codec.pack(o) for o in objs]
+        out: builtins.list[BatchResult] = []
+        for start, end in batches(packed):
+            resp = await self._call(
+                self._stub.BatchUpdate,
+                pb.BatchUpdateRequest(
+                    resource=kind.resource, objects=packed[start:end], status=status
+                ),
+                write=True,
+            )
+            out.extend(self._batch_results(resp))
+        return out
 
     @staticmethod
     def _batch_results(resp: pb.BatchCreateResponse) -> builtins.list[BatchResult]:
         out = []
         for r in resp.results:
             if r.code == 0:
-                out.append(BatchResult(codec.unpack(r.object), None))
+                out.append(BatchResult(_decode(r.object, "batch result"), None))
             else:
                 code = next(
                     (c for c in grpc.StatusCode if c.value[0] == r.code), grpc.StatusCode.UNKNOWN
@@ -310,7 +374,7 @@ class Client:
         )
         try:
             async for ev in call:
-                yield WatchEvent(ev.type, codec.unpack(ev.object))
+                yield WatchEvent(ev.type, _decode(ev.object, f"watch {kind.resource}"))
         except grpc.aio.AioRpcError as e:
             raise error_from_rpc(e) from None
         finally:

@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
 
-from services.api.errors import ApiError, GoneError
+from services.api.errors import (
+    ApiError,
+    CorruptObjectError,
+    GoneError,
+    ResourceVersionTooLargeError,
+)
 from services.api.kinds import Kind
 from services.client import Client
 from services.clock import Clock, RealClock
@@ -138,6 +143,18 @@ class Informer:
                 )
                 self.relists += 1
                 need_list = True
+            except (ResourceVersionTooLargeError, CorruptObjectError) as e:
+                # Too large: the server has not reached our resourceVersion (an etcd
+                # restored from an older backup); client-go's reflector relists. Corrupt:
+                # an event that does not decode; the list says what is there now. Both
+                # after a backoff, so a server that keeps answering so is not hammered.
+                log.warning(
+                    "informer %s: %s; relisting in %.2fs", self.kind.resource, e.message, delay
+                )
+                self.relists += 1
+                need_list = True
+                await self.clock.sleep(delay)
+                delay = min(delay * 2, 5.0)
             except ApiError as e:
                 log.warning("informer %s: %s; retrying in %.2fs", self.kind.resource, e, delay)
                 await self.clock.sleep(delay)

@@ -92,6 +92,11 @@ class StorageUnavailableError(Exception):
     """The store cannot be reached; the operation may be retried."""
 
 
+class StorageRequestTooLargeError(Exception):
+    """The store refused a request as too large (etcd's --max-request-bytes, 1.5 MiB by
+    default); retrying will not help."""
+
+
 def compare_ok(kv: KeyValue | None, c: Compare) -> bool:
     """Evaluate one compare the way etcd does (a missing key reads as zeros / empty)."""
     if c.target == "value":

@@ -22,6 +22,7 @@ from services.storage import (
     KeyValue,
     Op,
     Put,
+    StorageRequestTooLargeError,
     StorageUnavailableError,
     TxnResult,
     WatchBatch,
@@ -91,6 +92,11 @@ class EtcdStorage:
         except grpc.aio.AioRpcError as e:
             if e.code() in _RETRYABLE:
                 raise StorageUnavailableError(f"etcd at {self.endpoint}: {e.details()}") from e
+            if "request is too large" in (e.details() or ""):
+                raise StorageRequestTooLargeError(
+                    f"etcd refused the request as too large ({e.details()}; its "
+                    f"--max-request-bytes is 1.5 MiB by default): {len(request.SerializeToString())} bytes"
+                ) from None
             raise
 
     async def get(self, key: str) -> KeyValue | None:

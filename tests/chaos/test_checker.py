@@ -481,6 +481,46 @@ def test_history_must_be_fed_in_revision_order() -> None:
         c.apply(3, [Event("PUT", kv, None)])
 
 
+# ------------------------------------------------------------ corrupt values
+
+#: Bytes that do not decode as any kubera object: field 1, length-delimited, a length
+#: far past the end.
+GARBAGE = b"\x0a\xff\xff\xff\xff\x0f"
+
+
+@pytest.mark.parametrize("kind", [PODS, NODES], ids=["pod", "node"])
+async def test_a_value_that_does_not_decode_is_a_corrupt_object_finding_not_a_crash(
+    run: Run, kind: Any
+) -> None:
+    _, token = await run.elect("sched-a")
+    await run.api.create(node("n1"))
+    await run.api.create(pod("p"))
+    key = kind.key("default" if kind is PODS else "", "p" if kind is PODS else "n1")
+    res = await run.storage.txn([], [Put(key, GARBAGE)])
+    # the replay goes on past it: a later bind of another pod is still judged
+    await run.api.create(pod("q"))
+    await run.api.bind("default", "q", "n1", fencing=token)
+
+    v = await run.verdict(allow_unfenced=True)
+
+    bad = [x for x in v.violations if x.check == ck.CORRUPT_OBJECT]
+    assert len(bad) == 1, v.lines()
+    assert bad[0].key == key and bad[0].revision == res.revision
+    assert f"key {key} was written at revision {res.revision}" in bad[0].message
+    assert not v.ok and v.violation_counts[ck.CORRUPT_OBJECT] == 1
+    assert v.counts.binds == 1
+    assert v.to_dict()["violations"][0]["key"] == key
+
+
+async def test_settling_skips_a_corrupt_pod(run: Run) -> None:
+    await run.api.create(pod("p"))
+    await run.storage.txn([], [Put(PODS.key("default", "bad"), GARBAGE)])
+
+    pending = await wait_settled(run.storage, 0)
+
+    assert [p.name for p in pending] == ["p"]
+
+
 # --------------------------------------------------------------------- CLI
 
 
@@ -539,6 +579,28 @@ def test_cli_check_fails_an_unsafe_run_with_exit_code_1(
 
     args = ["check", "--etcd", own_etcd.endpoint, "--settle", "0s", "--allow-unfenced"]
     assert cli.main(args) == 0
+
+
+def test_cli_check_reports_a_corrupt_revision_instead_of_crashing(
+    own_etcd: EtcdProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(_a_run(own_etcd.endpoint, unfenced=False))
+
+    async def corrupt() -> int:
+        storage = EtcdStorage(own_etcd.endpoint)
+        try:
+            return (await storage.txn([], [Put(PODS.key("default", "p"), GARBAGE)])).revision
+        finally:
+            await storage.close()
+
+    rev = asyncio.run(corrupt())
+
+    assert cli.main(["check", "--etcd", own_etcd.endpoint, "--settle", "0s"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert f"[corrupt-object] revision {rev}: corrupt object: key /registry/pods/default/p" in (
+        "\n".join(lines)
+    )
+    assert lines[-1] == "FAILED: 1 violations (1 corrupt-object)"
 
 
 def test_cli_check_refuses_a_compacted_history(

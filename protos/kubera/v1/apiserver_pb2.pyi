@@ -46,12 +46,14 @@ class ListRequest(_message.Message):
     def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ...) -> None: ...
 
 class ListResponse(_message.Message):
-    __slots__ = ("items", "resource_version")
+    __slots__ = ("items", "resource_version", "warnings")
     ITEMS_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     items: _containers.RepeatedCompositeFieldContainer[_any_pb2.Any]
     resource_version: str
-    def __init__(self, items: _Optional[_Iterable[_Union[_any_pb2.Any, _Mapping]]] = ..., resource_version: _Optional[str] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, items: _Optional[_Iterable[_Union[_any_pb2.Any, _Mapping]]] = ..., resource_version: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class UpdateRequest(_message.Message):
     __slots__ = ("resource", "object")
@@ -76,20 +78,22 @@ class PatchRequest(_message.Message):
     def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., merge_patch: _Optional[str] = ..., status: _Optional[bool] = ...) -> None: ...
 
 class DeleteRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "name", "grace_period_seconds", "uid", "resource_version")
+    __slots__ = ("resource", "namespace", "name", "grace_period_seconds", "uid", "resource_version", "ignore_store_read_error_with_cluster_breaking_potential")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     GRACE_PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    IGNORE_STORE_READ_ERROR_WITH_CLUSTER_BREAKING_POTENTIAL_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
     name: str
     grace_period_seconds: int
     uid: str
     resource_version: str
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., grace_period_seconds: _Optional[int] = ..., uid: _Optional[str] = ..., resource_version: _Optional[str] = ...) -> None: ...
+    ignore_store_read_error_with_cluster_breaking_potential: bool
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., grace_period_seconds: _Optional[int] = ..., uid: _Optional[str] = ..., resource_version: _Optional[str] = ..., ignore_store_read_error_with_cluster_breaking_potential: _Optional[bool] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
     __slots__ = ("resource", "namespace", "label_selector", "field_selector", "resource_version", "allow_watch_bookmarks")
