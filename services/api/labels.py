@@ -125,7 +125,11 @@ def parse_int64(text: str) -> int | None:
     body = text[1:] if text[:1] in ("+", "-") else text
     if not body or not body.isascii() or not body.isdigit():
         return None
-    n = int(text)
+    digits = body.lstrip("0")
+    if len(digits) > 19:  # beyond int64 (and int() refuses past 4300 digits)
+        return None
+    n = int(digits or "0")
+    n = -n if text[0] == "-" else n
     return n if _MIN_INT64 <= n <= _MAX_INT64 else None
 
 

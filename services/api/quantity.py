@@ -57,6 +57,14 @@ _SUFFIX_CHARS: Final = frozenset("eEinumkKMGTP")
 _DIGITS: Final = frozenset("0123456789")
 _MAX_INT64: Final = 2**63 - 1
 _MIN_INT64: Final = -(2**63)
+#: The largest amount kubera stores: every quantity is held (and summed) as an int64 count
+#: of thousandths, the unit of the scheduler's cpu arithmetic (MilliValue). Upstream caps
+#: nothing but BinarySI values; kubera refuses anything beyond this at validation.
+MAX_MILLI_VALUE: Final = _MAX_INT64
+#: Why such a quantity is refused (validation) or not scheduled (a stored one).
+ERR_BEYOND_INT64_MILLI: Final = (
+    f"must be at most {MAX_MILLI_VALUE}m (kubera holds quantities as int64 milli-units)"
+)
 _MAX_INT32: Final = 2**31 - 1
 _NANO: Final = -9
 # Fast-path precision budget of the int64 representation (maxInt64Factors).
@@ -137,7 +145,11 @@ def _parse_go_int(text: str) -> int | None:
     body = text[1:] if text[:1] in ("+", "-") else text
     if not body or any(c not in _DIGITS for c in body):
         return None
-    n = int(text)
+    digits = body.lstrip("0")
+    if len(digits) > 19:  # beyond int64 (and int() refuses past 4300 digits)
+        return None
+    n = int(digits or "0")
+    n = -n if text[0] == "-" else n
     return n if _MIN_INT64 <= n <= _MAX_INT64 else None
 
 
@@ -336,6 +348,19 @@ class Quantity:
     def milli_value(self) -> int:
         """The value in thousandths, rounded up (away from zero), like MilliValue()."""
         return self._scaled(3)
+
+    def fits_int64_milli(self) -> bool:
+        """Whether milli_value() can represent this quantity (|value| <= MAX_MILLI_VALUE m)."""
+        v = self.value
+        if v.is_zero():
+            return True
+        if v.adjusted() > 18:  # at least 10^19 thousandths, beyond int64 whatever the sign
+            return False
+        return _MIN_INT64 <= self._scaled_unchecked(3) <= _MAX_INT64
+
+    def _scaled_unchecked(self, exponent: int) -> int:
+        scaled = self.value.scaleb(exponent, context=_EXACT)
+        return int(scaled.to_integral_value(rounding=decimal.ROUND_UP, context=_EXACT))
 
     def is_zero(self) -> bool:
         return self.value.is_zero()

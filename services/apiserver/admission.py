@@ -12,9 +12,11 @@ from typing import Protocol
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import apps_pb2, core_pb2, node_pb2, scheduling_pb2
-from services.api.errors import ForbiddenError
+from services.api.errors import INVALID, FieldError, ForbiddenError, InvalidError
 from services.api.kinds import BY_KIND, Kind
 from services.api.quantity import QuantityError, parse_quantity
+from services.kubelet.template import STAGES_ANNOTATION, Stages, TemplateError
+from services.kubelet.usage import USAGE_ANNOTATION, UsageSpecError, parse_usage
 
 
 class Lookup(Protocol):
@@ -282,6 +284,7 @@ def _default_toleration_seconds(pod: core_pb2.Pod) -> None:
 
 async def mutate(kind: Kind, obj: Message, lookup: Lookup) -> None:
     """The mutating admission plugins, for a create."""
+    check_hollow_kubelet_annotations(kind, obj)
     if kind.kind == "Pod":
         pod: core_pb2.Pod = obj  # type: ignore[assignment]
         await _priority(pod, lookup)
@@ -290,6 +293,47 @@ async def mutate(kind: Kind, obj: Message, lookup: Lookup) -> None:
         pod.status.qos_class = qos_class(pod.spec)
     elif kind.kind == "PriorityClass":
         await check_single_global_default(kind, obj, lookup)
+
+
+# -------------------------------------------------------- validating plugins
+
+
+def check_hollow_kubelet_annotations(kind: Kind, obj: Message) -> None:
+    """kubera's own pod annotations, which the hollow kubelet plays: ``kubera.io/usage``
+    (a usage model) and ``kubera.io/stages`` (stage delays). One the kubelet cannot use
+    (bad JSON, a quantity beyond int64 milli-units, a non-finite or int32-overflowing
+    duration) is refused here, naming the annotation and the field inside it, rather than
+    ignored by the kubelet with a log line. Checked on pods and on pod templates."""
+    if kind.kind == "Pod":
+        path, annotations = "metadata.annotations", obj.metadata.annotations  # type: ignore[attr-defined]
+    elif kind.kind in ("ReplicaSet", "Deployment"):
+        path = "spec.template.metadata.annotations"
+        annotations = obj.spec.template.metadata.annotations  # type: ignore[attr-defined]
+    else:
+        return
+    errors: list[FieldError] = []
+    text = annotations.get(USAGE_ANNOTATION)
+    if text is not None:
+        try:
+            parse_usage(text)
+        except UsageSpecError as e:
+            errors.append(_annotation_error(path, USAGE_ANNOTATION, str(e)))
+    if annotations.get(STAGES_ANNOTATION):
+        try:
+            Stages().for_pod({STAGES_ANNOTATION: annotations[STAGES_ANNOTATION]})
+        except TemplateError as e:
+            errors.append(_annotation_error(path, STAGES_ANNOTATION, str(e)))
+    if errors:
+        raise InvalidError(kind.kind, obj.metadata.name, errors)  # type: ignore[attr-defined]
+
+
+def _annotation_error(path: str, key: str, message: str) -> FieldError:
+    """The parser's message ("kubera.io/usage: memory: ...") as an error at the annotation."""
+    for prefix in (f"{key}: ", f"{key}."):
+        if message.startswith(prefix):
+            message = message[len(prefix) :]
+            break
+    return FieldError(f"{path}[{key}]", INVALID, message)
 
 
 async def check_single_global_default(kind: Kind, obj: Message, lookup: Lookup) -> None:

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
+from services.api import validation
 from services.api.errors import (
     ConflictError,
     CorruptObjectError,
     ForbiddenError,
     InvalidError,
     NotFoundError,
-    invalid,
 )
 from services.api.kinds import BY_KIND, KINDS, Kind
 from services.apiserver import admission
@@ -71,12 +71,10 @@ async def delete(
         )
     if kind.kind == "Namespace" and name in admission.UNDELETABLE_NAMESPACES:
         raise ForbiddenError(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
-    if grace_period_seconds is not None and grace_period_seconds < 0:
-        raise InvalidError(
-            kind.kind,
-            name,
-            [invalid("gracePeriodSeconds", grace_period_seconds, "must be >= 0")],
-        )
+    if grace_period_seconds is not None:
+        grace_errors = validation.validate_grace_period_seconds(grace_period_seconds)
+        if grace_errors:
+            raise InvalidError(kind.kind, name, grace_errors)
     key = kind.key(namespace, name)
     for _ in range(MAX_RETRIES):
         kv = await api.storage.get(key)

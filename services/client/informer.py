@@ -55,27 +55,61 @@ class Informer:
     #: The resourceVersion the store is complete up to.
     resource_version: str = ""
     relists: int = 0
+    #: Handler calls that raised (each logged with its object's key, then skipped).
+    handler_errors: int = 0
 
     def __post_init__(self) -> None:
         self.synced = asyncio.Event()
+        #: object key -> the last handler failure logged for it (each logged once).
+        self._failures: dict[str, str] = {}
 
     def add_handlers(self, handlers: Handlers) -> None:
         self.handlers.append(handlers)
 
+    # A handler that raises costs only the object it was handed: the error is logged once
+    # per object and distinct error, with the object's key, and the other handlers and the
+    # following events still run (a raise here would end `run` and leave every consumer
+    # blind from then on).
+
     def _fire_add(self, obj: Message) -> None:
         for h in self.handlers:
             if h.on_add:
-                h.on_add(obj)
+                try:
+                    h.on_add(obj)
+                except Exception as e:  # noqa: BLE001 - see above
+                    self._handler_failed("add", obj, e)
 
     def _fire_update(self, old: Message, new: Message) -> None:
         for h in self.handlers:
             if h.on_update:
-                h.on_update(old, new)
+                try:
+                    h.on_update(old, new)
+                except Exception as e:  # noqa: BLE001 - see above
+                    self._handler_failed("update", new, e)
 
     def _fire_delete(self, obj: Message) -> None:
         for h in self.handlers:
             if h.on_delete:
-                h.on_delete(obj)
+                try:
+                    h.on_delete(obj)
+                except Exception as e:  # noqa: BLE001 - see above
+                    self._handler_failed("delete", obj, e)
+        self._failures.pop(object_key(obj), None)
+
+    def _handler_failed(self, event: str, obj: Message, exc: Exception) -> None:
+        self.handler_errors += 1
+        key = object_key(obj)
+        message = f"{event}: {exc!r}"
+        if self._failures.get(key) == message:
+            return  # this object failed this way before; counted, not logged again
+        self._failures[key] = message
+        log.error(
+            "informer %s: %s handler failed for %s; skipped it",
+            self.kind.resource,
+            event,
+            key,
+            exc_info=exc,
+        )
 
     async def _list(self) -> None:
         items, rv = await self.client.list(

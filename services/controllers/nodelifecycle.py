@@ -84,7 +84,7 @@ from services.controllers.nodelifecycle_zones import (
     handle_disruption,
     zone_key,
 )
-from services.controllers.workqueue import WorkQueue
+from services.controllers.workqueue import WorkQueue, run_worker
 from services.scheduler.plugins.helpers import NO_SCHEDULE
 
 log = logging.getLogger(__name__)
@@ -255,12 +255,17 @@ class NodeLifecycleController:
                 await self.monitor_node_health()
             except ApiError as e:
                 log.warning("node lifecycle: monitoring node health failed: %s", e)
+            except Exception:  # noqa: BLE001 - a bug in one pass must not end monitoring
+                log.exception("node lifecycle: a node health pass failed")
             await wait_any(self.clock, self.config.node_monitor_period, stop)
 
     async def _tainting_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             self._tainting_wake.clear()
-            await self.do_no_execute_tainting_pass()
+            try:
+                await self.do_no_execute_tainting_pass()
+            except Exception:  # noqa: BLE001 - a bug in one pass must not end tainting
+                log.exception("node lifecycle: a NoExecute tainting pass failed")
             waits = [w for q in self.zone_tainters.values() if (w := q.next_ready_in()) is not None]
             await wait_any(self.clock, min(waits) if waits else None, stop, self._tainting_wake)
 
@@ -268,20 +273,17 @@ class NodeLifecycleController:
     # so the queues still work if the controller runs again.
 
     async def _node_worker(self) -> None:
-        while (name := await self.node_queue.get()) is not None:
-            try:
-                await self.do_no_schedule_tainting_pass(name)
-            except ApiError as e:
-                log.warning("node lifecycle: NoSchedule tainting of %s failed: %s", name, e)
-            finally:
-                self.node_queue.done(name)
+        # An API error is not retried here (as upstream: the next node update brings the
+        # node back); anything else is a bug with this node, retried with backoff.
+        await run_worker(
+            self.node_queue,
+            self.do_no_schedule_tainting_pass,
+            what="node lifecycle: NoSchedule tainting of node",
+            retry=lambda _name, e: not isinstance(e, ApiError),
+        )
 
     async def _pod_worker(self) -> None:
-        while (key := await self.pod_queue.get()) is not None:
-            try:
-                await self._process_pod(key)
-            finally:
-                self.pod_queue.done(key)
+        await run_worker(self.pod_queue, self._process_pod, what="node lifecycle: pod")
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -364,7 +366,13 @@ class NodeLifecycleController:
 
         async def one(node: core_pb2.Node) -> None:
             async with workers:
-                await self._update_node(node, zone_conditions)
+                try:
+                    await self._update_node(node, zone_conditions)
+                except Exception:  # noqa: BLE001 - one node's failure costs only that node
+                    log.exception(
+                        "node lifecycle: updating the health of node %s failed",
+                        node.metadata.name,
+                    )
 
         await asyncio.gather(*(one(n) for n in nodes))
         await handle_disruption(self, zone_conditions, nodes)

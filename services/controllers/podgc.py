@@ -128,6 +128,8 @@ class PodGCController:
                     await self.gc()
                 except ApiError as e:
                     log.warning("pod gc pass failed: %s", e)
+                except Exception:  # noqa: BLE001 - a bug in one pass must not end pod GC
+                    log.exception("pod gc pass failed")
                 await wait_any(self.clock, self.config.gc_check_period, stop)
         finally:
             self.node_queue.shutdown()
@@ -229,6 +231,10 @@ class PodGCController:
                         pod.metadata.namespace,
                         pod.metadata.name,
                         e,
+                    )
+                except Exception:  # noqa: BLE001 - one pod's failure costs only that pod
+                    log.exception(
+                        "could not delete pod %s/%s", pod.metadata.namespace, pod.metadata.name
                     )
 
         await asyncio.gather(*(one(p) for p in pods))

@@ -63,7 +63,7 @@ from services.controllers.controller_utils import (
     split_key,
     wait_synced,
 )
-from services.controllers.workqueue import WorkQueue, controller_queue
+from services.controllers.workqueue import WorkQueue, controller_queue, run_worker
 
 log = logging.getLogger(__name__)
 
@@ -238,20 +238,7 @@ class ReplicaSetController:
             await self.events.close()
 
     async def _worker(self) -> None:
-        while (key := await self.queue.get()) is not None:
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # noqa: BLE001 - logged and retried with backoff
-                if isinstance(e, ApiError):
-                    log.info("sync of replicaset %s failed: %s", key, e)
-                else:
-                    log.exception("sync of replicaset %s failed", key)
-                self.queue.add_rate_limited(key)
-            finally:
-                self.queue.done(key)
+        await run_worker(self.queue, self.sync, what="replicaset")
 
     # ------------------------------------------------------------------ lookups
 

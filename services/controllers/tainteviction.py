@@ -398,6 +398,8 @@ class TaintEvictionController:
                             log.warning("taint eviction: could not delete pod %s: %s", key, e)
                             return
                         await self.clock.sleep(self.config.retry_delay)
+        except Exception:  # noqa: BLE001 - one pod's failure costs only that pod
+            log.exception("taint eviction: deleting pod %s failed", key)
         finally:
             self.queue.done(key)
 

@@ -38,14 +38,18 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import logging
 from collections import deque
-from collections.abc import Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
+from services.api.errors import ApiError
 from services.clock import Clock, RealClock
 
 T = TypeVar("T", bound=Hashable)
+
+log = logging.getLogger(__name__)
 
 #: client-go's DefaultControllerRateLimiter: per-item 5 ms doubling to 1000 s, and an overall
 #: token bucket of 10 qps with a burst of 100; the larger delay of the two wins.
@@ -320,3 +324,45 @@ def controller_queue(
         ),
         name=name,
     )
+
+
+async def run_worker(
+    queue: WorkQueue[T],
+    sync: Callable[[T], Awaitable[None]],
+    *,
+    what: str,
+    retry: Callable[[T, Exception], bool] | None = None,
+) -> None:
+    """A worker (client-go's processNextWorkItem + handleErr): take a key, sync it, and
+    until the queue shuts down take the next. A sync that raises costs only its own key:
+    the error is logged with the key and the key comes back after its per-key backoff
+    (`add_rate_limited`), unless `retry(key, error)` says it should not (then it is
+    forgotten). A sync that succeeds resets the key's backoff (`forget`)."""
+    while (key := await queue.get()) is not None:
+        try:
+            await sync(key)
+            queue.forget(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - one key's failure must not end the worker
+            again = retry is None or retry(key, e)
+            bug = not isinstance(e, _EXPECTED)
+            log.log(
+                logging.ERROR if bug else logging.WARNING,
+                "%s %s: sync failed: %s%s",
+                what,
+                key,
+                e,
+                f" (failure {queue.num_requeues(key) + 1}; retried with backoff)" if again else "",
+                exc_info=bug,
+            )
+            if again:
+                queue.add_rate_limited(key)
+            else:
+                queue.forget(key)
+        finally:
+            queue.done(key)
+
+
+#: Errors that are the world's, not a bug: logged without a traceback.
+_EXPECTED: tuple[type[Exception], ...] = (ApiError, ConnectionError, TimeoutError)

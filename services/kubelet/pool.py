@@ -129,6 +129,8 @@ class NodePool:
         self.informers: list[Informer] = []
         self.eviction_ticks = 0
         self.eviction_tick_seconds = 0.0
+        #: pod key -> the last failure logged for it (each logged once).
+        self._failures: dict[str, str] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -202,9 +204,12 @@ class NodePool:
             for n in self.nodes:
                 if not n.alive:
                     continue
-                self._renew(n, now)
-                if now - n.last_status_post >= report:
-                    self._post_node_status(n)
+                try:
+                    self._renew(n, now)
+                    if now - n.last_status_post >= report:
+                        self._post_node_status(n)
+                except Exception:  # noqa: BLE001 - one node's failure costs only its lease
+                    log.exception("node %s: lease renewal failed", n.plan.name)
 
     def _renew(self, node: HollowNode, now: float) -> None:
         self.lease_batcher.put(lease_object(node, self.config.lease_duration_seconds, now))
@@ -216,6 +221,20 @@ class NodePool:
 
     # ------------------------------------------------------------------------ pods
     def _on_pod(self, pod: core_pb2.Pod) -> None:
+        try:
+            self._pod_seen(pod)
+        except Exception as e:  # noqa: BLE001 - one pod's bug must not stop the pool
+            self._pod_failed(f"{pod.metadata.namespace}/{pod.metadata.name}", "update", e)
+
+    def _pod_failed(self, key: str, what: str, e: Exception) -> None:
+        """Log a pod's failure once per distinct error (its next events retry it)."""
+        message = f"{what}: {e!r}"
+        if self._failures.get(key) == message:
+            return
+        self._failures[key] = message
+        log.error("pod %s: %s failed", key, what, exc_info=e)
+
+    def _pod_seen(self, pod: core_pb2.Pod) -> None:
         node = self.by_name.get(pod.spec.node_name)
         if node is None:
             return
@@ -305,6 +324,7 @@ class NodePool:
         return None
 
     def _on_pod_gone(self, pod: core_pb2.Pod) -> None:
+        self._failures.pop(f"{pod.metadata.namespace}/{pod.metadata.name}", None)
         st = self.pods.pop(pod.metadata.uid, None)
         if st is None:
             return
@@ -460,6 +480,9 @@ class NodePool:
             except ApiError as e:
                 log.warning("pod %s: delete failed: %s; retrying", st.key, e)
                 self._after(st, 1.0, "kill")
+            except Exception as e:  # noqa: BLE001 - one pod's bug must not stop a worker
+                self._pod_failed(st.key, "delete", e)
+                self._after(st, 1.0, "kill")
 
     # -------------------------------------------------------------------- eviction
 
@@ -487,7 +510,10 @@ class NodePool:
                 continue
             if not near[node.index] and not any(node.conditions.values()) and node.manager.idle():
                 continue
-            self._synchronize(node, now, self.pressure.node_stats(node.index, used))
+            try:
+                self._synchronize(node, now, self.pressure.node_stats(node.index, used))
+            except Exception:  # noqa: BLE001 - one node's failure costs only that node
+                log.exception("node %s: eviction synchronize failed", node.plan.name)
 
     def _pod_stats(self, st: PodState, now: float) -> ev.PodStats:
         u = self.usage.pod_usage(st.uid, now)

@@ -9,7 +9,7 @@ import grpc
 
 from protos.kubera.v1 import nodepool_pb2 as pb
 from protos.kubera.v1 import nodepool_pb2_grpc as pb_grpc
-from services.api.quantity import QuantityError, parse_quantity
+from services.api.quantity import ERR_BEYOND_INT64_MILLI, QuantityError, parse_quantity
 from services.grpcserver import start_server
 from services.kubelet.pool import NodePool
 
@@ -38,11 +38,23 @@ class NodePoolServicer(pb_grpc.NodePoolServicer):
                     f"usage.{name}: unknown resource (expected one of {', '.join(USAGE_RESOURCES)})",
                 )
             try:
-                usage[name] = parse_quantity(text).int_value()
+                q = parse_quantity(text)
             except QuantityError as e:
                 await context.abort(
                     grpc.StatusCode.INVALID_ARGUMENT, f"usage.{name}: {text!r}: {e}"
                 )
+            problem = (
+                "must not be negative"
+                if q.sign() < 0
+                else ERR_BEYOND_INT64_MILLI
+                if not q.fits_int64_milli()
+                else ""
+            )
+            if problem:
+                await context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT, f"usage.{name}: {text!r}: {problem}"
+                )
+            usage[name] = q.int_value()
         return pb.InjectUsageResponse(nodes=self.pool.inject(request.nodes, usage))
 
     async def Stats(

@@ -30,6 +30,7 @@ override the stages (`kubera.io/stages`, same keys) and the usage (`kubera.io/us
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,21 +52,32 @@ class TemplateError(ValueError):
 def _qty(path: str, value: Any) -> int:
     try:
         return parse_quantity(value).int_value()
-    except (QuantityError, TypeError, ValueError):
+    except (QuantityError, TypeError, ValueError, OverflowError):
         raise TemplateError(f'{path}: {value!r}: expected a quantity like "100Mi" or "8"') from None
+
+
+#: kubera's bound on a stage's duration, as on every duration it takes: an int32 of seconds.
+MAX_DURATION_SECONDS = 2**31 - 1
 
 
 def _duration(path: str, value: Any) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    try:
-        d = parse_duration(str(value))
-    except ValueError:
-        raise TemplateError(
-            f'{path}: {value!r}: expected a duration like "2s", "500ms" or "1m30s"'
-        ) from None
+        d = float(value)
+    else:
+        try:
+            d = parse_duration(str(value))
+        except ValueError:
+            raise TemplateError(
+                f'{path}: {value!r}: expected a duration like "2s", "500ms" or "1m30s"'
+            ) from None
+    if not math.isfinite(d):  # JSON's NaN and Infinity, 1e400
+        raise TemplateError(f"{path}: {value!r}: expected a finite duration")
     if d < 0:
         raise TemplateError(f"{path}: {value!r}: must not be negative")
+    if d > MAX_DURATION_SECONDS:
+        raise TemplateError(
+            f"{path}: {value!r}: must be at most {MAX_DURATION_SECONDS}s (kubera's limit)"
+        )
     return d
 
 

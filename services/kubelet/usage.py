@@ -35,7 +35,7 @@ import numpy as np
 
 from services.api.errors import quote as _q
 from services.api.labels import Selector, SelectorError, from_label_selector
-from services.api.quantity import Quantity, QuantityError
+from services.api.quantity import ERR_BEYOND_INT64_MILLI, Quantity, QuantityError
 
 USAGE_ANNOTATION: Final = "kubera.io/usage"
 MEMORY: Final = "memory"
@@ -152,23 +152,42 @@ def _quantity(source: str, path: str, raw: object, *, non_negative: bool = True)
     if isinstance(raw, bool) or not isinstance(raw, str | int | float):
         raise UsageSpecError(f'{source}: {path}: {_q(raw)}: expected a quantity like "200Mi"')
     try:
-        value = float(Quantity.parse(raw).value)
-    except (QuantityError, OverflowError):
+        q = Quantity.parse(raw)
+    except (QuantityError, ValueError):  # ValueError: a float nan/inf from JSON
         raise UsageSpecError(
             f'{source}: {path}: {_q(raw)}: expected a quantity like "200Mi"'
         ) from None
+    if not q.fits_int64_milli():
+        # the model sums these as floats per node: infinities would make nan
+        raise UsageSpecError(f"{source}: {path}: {_q(raw)}: {ERR_BEYOND_INT64_MILLI}")
+    value = float(q.value)
     if non_negative and value < 0:
         raise UsageSpecError(f"{source}: {path}: {_q(raw)}: must not be negative")
     return value
 
 
-def _seconds(source: str, path: str, raw: object, *, positive: bool) -> float:
+#: kubera's bounds on the model's durations: at most an int32 of seconds (as every
+#: duration kubera takes), and a period no shorter than a millisecond (t / period must stay
+#: finite for sin()).
+MAX_SECONDS: Final = 2**31 - 1
+MIN_PERIOD_SECONDS: Final = 0.001
+
+
+def _seconds(source: str, path: str, raw: object, *, positive: bool, minimum: float = 0.0) -> float:
     if isinstance(raw, bool) or not isinstance(raw, int | float):
         raise UsageSpecError(f"{source}: {path}: {_q(raw)}: expected a number of seconds")
     value = float(raw)
     if not math.isfinite(value) or value < 0 or (positive and value == 0):
         raise UsageSpecError(
             f"{source}: {path}: {_q(raw)}: must be {'positive' if positive else 'at least 0'}"
+        )
+    if value > MAX_SECONDS:
+        raise UsageSpecError(
+            f"{source}: {path}: {_q(raw)}: must be at most {MAX_SECONDS} (kubera's limit)"
+        )
+    if value < minimum:
+        raise UsageSpecError(
+            f"{source}: {path}: {_q(raw)}: must be at least {minimum} (kubera's limit)"
         )
     return value
 
@@ -221,7 +240,13 @@ def _resource(source: str, name: str, raw: object) -> ResourceUsage:
             if required not in p:
                 raise UsageSpecError(f"{source}: {path}.{required}: required")
         periodic = Periodic(
-            period=_seconds(source, f"{path}.periodSeconds", p["periodSeconds"], positive=True),
+            period=_seconds(
+                source,
+                f"{path}.periodSeconds",
+                p["periodSeconds"],
+                positive=True,
+                minimum=MIN_PERIOD_SECONDS,
+            ),
             amplitude=_quantity(source, f"{path}.amplitude", p["amplitude"]),
         )
     return ResourceUsage(start, rate, cap, tuple(spikes), periodic)

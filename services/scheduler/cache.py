@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
 from services.clock import Clock, RealClock
-from services.scheduler.framework.types import NodeInfo, PodInfo
+from services.scheduler.framework.types import MAX_AMOUNT, NodeInfo, PodInfo
 
 if TYPE_CHECKING:
     from services.scheduler.framework import interface
@@ -250,39 +250,42 @@ class Snapshot:
 
     # -- maintained by Cache.update_snapshot --------------------------------------------
 
+    # Rows hold sums over a node's pods, which may pass int64 when pods were bound with
+    # requests validation would refuse; they are capped at MAX_AMOUNT (the node is full
+    # either way) so that writing a row never raises.
+
     def _write_row(self, i: int, ni: NodeInfo) -> None:
-        a, r = ni.allocatable, ni.requested
-        self.alloc[i] = (a.milli_cpu, a.memory, a.ephemeral_storage, a.allowed_pod_number)
-        self.requested[i] = (r.milli_cpu, r.memory, r.ephemeral_storage, len(ni.pods))
-        nz = ni.non_zero_requested
-        self.non_zero[i] = (nz.milli_cpu, nz.memory)
+        self.alloc[i], self.requested[i], self.non_zero[i] = _rows(ni)
 
     def _rebuild_arrays(self) -> None:
         infos = self._list
         self._index = {ni.name: i for i, ni in enumerate(infos)}
-        a = [ni.allocatable for ni in infos]
-        r = [ni.requested for ni in infos]
-        nz = [ni.non_zero_requested for ni in infos]
-        self.alloc = np.array(
-            [(x.milli_cpu, x.memory, x.ephemeral_storage, x.allowed_pod_number) for x in a],
-            dtype=np.int64,
-        ).reshape(len(infos), 4)
-        self.requested = np.array(
-            [
-                (x.milli_cpu, x.memory, x.ephemeral_storage, len(ni.pods))
-                for x, ni in zip(r, infos, strict=True)
-            ],
-            dtype=np.int64,
-        ).reshape(len(infos), 4)
-        self.non_zero = np.array([(x.milli_cpu, x.memory) for x in nz], dtype=np.int64).reshape(
-            len(infos), 2
-        )
+        rows = [_rows(ni) for ni in infos]
+        self.alloc = np.array([r[0] for r in rows], dtype=np.int64).reshape(len(infos), 4)
+        self.requested = np.array([r[1] for r in rows], dtype=np.int64).reshape(len(infos), 4)
+        self.non_zero = np.array([r[2] for r in rows], dtype=np.int64).reshape(len(infos), 2)
 
     def _rebuild_affinity_lists(self) -> None:
         self._with_affinity = [ni for ni in self._list if ni.pods_with_affinity]
         self._with_required_anti_affinity = [
             ni for ni in self._list if ni.pods_with_required_anti_affinity
         ]
+
+
+def _rows(ni: NodeInfo) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """A node's (alloc, requested, non_zero) array rows, each amount capped at MAX_AMOUNT."""
+    a, r, nz = ni.allocatable, ni.requested, ni.non_zero_requested
+    m = MAX_AMOUNT
+    return (
+        (
+            min(a.milli_cpu, m),
+            min(a.memory, m),
+            min(a.ephemeral_storage, m),
+            min(a.allowed_pod_number, m),
+        ),
+        (min(r.milli_cpu, m), min(r.memory, m), min(r.ephemeral_storage, m), len(ni.pods)),
+        (min(nz.milli_cpu, m), min(nz.memory, m)),
+    )
 
 
 class Cache:

@@ -11,6 +11,13 @@ picks a node; binding cycles run concurrently (upstream schedule_one.go).
 The loop starts from `on_started_leading(ctx)`-style `run(stop)` and returns when `stop`
 is set; binds carry the fencing token the leader-election layer provides (or none).
 
+One pod never stops the loop. Any exception while scheduling a pod (a plugin, a Filter
+Error status, a helper, a pod holding values validation would have refused) ends that
+pod's attempt as an Error: Unreserve and forget if it was assumed, a FailedScheduling
+event, backoff; it is logged once per pod and distinct message. The informer's handlers
+(informer.py) and the cache (pod requests saturate, see framework/types.py) cost only
+their object, so a bad pod never blinds the scheduler to the others.
+
 In shared-state (Omega) mode (`shared_state`, see omega.py) several replicas schedule at
 once: a replica takes only its share of the pods, binds with `check_allocation` instead of
 a fencing token, and a bind refused with AllocationConflict (another replica filled the
@@ -63,6 +70,25 @@ log = logging.getLogger(__name__)
 NODE_ADD = ClusterEvent("Node", ActionType.ADD, "NodeAdd")
 ASSIGNED_POD_DELETE = ClusterEvent("Pod", ActionType.DELETE, "AssignedPodDelete")
 TOP_SCORES = 5
+
+
+class InvalidPodError(Exception):
+    """The pod holds values validation would have refused (it reached storage some other
+    way): it is not placed; its attempt is an Error naming the fields, retried with backoff
+    (an update can fix it)."""
+
+    def __init__(self, problems: tuple[str, ...]) -> None:
+        self.problems = problems
+        super().__init__("invalid pod: " + "; ".join(problems))
+
+
+class FilterError(Exception):
+    """A Filter plugin answered Error (or raised) for some node: the attempt is an Error."""
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+        where = f"running Filter plugin {status.plugin!r}: " if status.plugin else ""
+        super().__init__(where + status.message)
 
 
 class FitError(Exception):
@@ -221,6 +247,7 @@ class Scheduler:
         self._informer_tasks: list[asyncio.Task[None]] = []
         self._next_start_node = 0
         self._last_message: dict[str, str] = {}
+        self._logged_errors: dict[str, str] = {}
         self.scheduled = 0
 
     @property
@@ -259,6 +286,7 @@ class Scheduler:
 
     def _pod_deleted(self, pod: core_pb2.Pod) -> None:
         self._last_message.pop(f"{pod.metadata.namespace}/{pod.metadata.name}", None)
+        self._logged_errors.pop(f"{pod.metadata.namespace}/{pod.metadata.name}", None)
         if pod.spec.node_name:
             self.cache.remove_pod(pod)
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
@@ -345,8 +373,14 @@ class Scheduler:
                 return
             try:
                 await self.schedule_one(qpi)
-            except Exception:  # noqa: BLE001 - a bug must not stop scheduling; it is logged
-                log.exception("scheduling %s failed", qpi.key)
+            except Exception as e:  # noqa: BLE001 - a bug must not stop scheduling
+                # schedule_one turns every failure into an Error attempt itself; this is the
+                # last net, for a failure in that very handling: log it, back the pod off.
+                self._log_error(qpi.key, f"scheduling failed: {e}", e)
+                with contextlib.suppress(Exception):
+                    self.queue.add_unschedulable_if_not_present(
+                        qpi, self.queue.scheduling_cycle, error=True
+                    )
                 self.queue.done(qpi.pod_info.uid)
 
     # -------------------------------------------------------- the cycles
@@ -368,11 +402,17 @@ class Scheduler:
         cycle = self.queue.scheduling_cycle
         attempt = Attempt(qpi.key, pod.metadata.uid, fwk.profile_name, cycle, self.clock.now())
         state = CycleState()
-        self.cache.update_snapshot(self.snapshot)
         try:
+            self.cache.update_snapshot(self.snapshot)
+            if qpi.pod_info.problems:
+                attempt.nodes_total = self.snapshot.num_nodes()
+                raise InvalidPodError(qpi.pod_info.problems)
             result = await self._schedule_pod(fwk, state, qpi.pod_info, attempt)
         except FitError as fe:
-            await self._run_post_filter(fwk, state, qpi, fe)
+            try:
+                await self._run_post_filter(fwk, state, qpi, fe)
+            except Exception as e:  # noqa: BLE001 - the pod stays unschedulable; logged
+                self._log_error(qpi.key, f"PostFilter failed: {e}", e)
             self._fail(
                 fwk,
                 qpi,
@@ -385,6 +425,7 @@ class Scheduler:
             )
             return
         except Exception as e:  # noqa: BLE001 - an Error status, requeued with backoff
+            self._log_error(qpi.key, str(e), None if isinstance(e, InvalidPodError) else e)
             self._fail(fwk, qpi, cycle, attempt, str(e), Status.as_error(e), set(), start)
             return
         attempt.node = result.node
@@ -392,17 +433,18 @@ class Scheduler:
         assumed.CopyFrom(pod)
         assumed.spec.node_name = result.node
         assumed_info = PodInfo(assumed)
-        self.cache.assume_pod(assumed_info)
-        st = fwk.run_reserve(state, assumed_info, result.node)
-        if not st.is_success():
-            fwk.run_unreserve(state, assumed_info, result.node)
-            self.cache.forget_pod(assumed)
-            self._fail(fwk, qpi, cycle, attempt, st.message, st, {st.plugin}, start)
-            return
-        st = fwk.run_permit(state, assumed_info, result.node)
+        try:
+            self.cache.assume_pod(assumed_info)
+            st = fwk.run_reserve(state, assumed_info, result.node)
+            if st.is_success():
+                st = fwk.run_permit(state, assumed_info, result.node)
+        except Exception as e:  # noqa: BLE001 - undone below like a failed Reserve
+            self._log_error(qpi.key, f"assume/Reserve/Permit failed: {e}", e)
+            st = Status.as_error(e)
         if not st.is_success() and not st.is_wait():
             fwk.run_unreserve(state, assumed_info, result.node)
-            self.cache.forget_pod(assumed)
+            if self.cache.is_assumed(assumed):
+                self.cache.forget_pod(assumed)
             self._fail(fwk, qpi, cycle, attempt, st.message, st, {st.plugin}, start)
             return
         attempt.result = "scheduled"
@@ -490,6 +532,16 @@ class Scheduler:
                 record=False,
                 report=not conflict,
             )
+        except Exception as e:  # noqa: BLE001 - undone like a failed bind, with backoff
+            self._log_error(qpi.key, f"binding cycle failed: {e}", e)
+            with contextlib.suppress(Exception):
+                fwk.run_unreserve(state, assumed, node)
+            with contextlib.suppress(Exception):
+                if self.cache.is_assumed(assumed.pod):
+                    self.cache.forget_pod(assumed.pod)
+            attempt.result = "error"
+            st = Status.as_error(e)
+            self._fail(fwk, qpi, cycle, attempt, st.message, st, set(), start, record=False)
         finally:
             self._binding_slots.release()
 
@@ -573,6 +625,10 @@ class Scheduler:
         while processed < total and len(feasible) < want:
             batch = ordered[processed : processed + chunk]
             results = self._filter(fwk, state, pi, batch, known)
+            for st in results:
+                if st.code == Code.ERROR:
+                    # upstream findNodesThatPassFilters: an Error aborts the attempt
+                    raise FilterError(st)
             for ni, st in zip(batch, results, strict=True):
                 processed += 1
                 if st.is_success():
@@ -611,7 +667,8 @@ class Scheduler:
             fresh = fwk.run_filter_batch(state, pi, [batch[i] for i in todo])
             for i, st in zip(todo, fresh, strict=True):
                 results[i] = st
-                known[batch[i].name] = (batch[i].generation, st)
+                if st.code != Code.ERROR:  # an error says nothing about the node
+                    known[batch[i].name] = (batch[i].generation, st)
         return results  # type: ignore[return-value]
 
     def _select_host(self, totals: dict[str, int]) -> str:
@@ -632,6 +689,14 @@ class Scheduler:
         result, st = await fwk.run_post_filter(state, qpi.pod_info, fe.statuses)
         if st.reasons and not st.is_success():
             fe.post_filter_msg = st.message
+
+    def _log_error(self, key: str, message: str, exc: BaseException | None) -> None:
+        """Log a pod's Error once per distinct message (a pod backing off and failing the
+        same way again does not flood the log); the traceback, if any, goes with it."""
+        if self._logged_errors.get(key) == message:
+            return
+        self._logged_errors[key] = message
+        log.error("scheduling %s: %s", key, message, exc_info=exc)
 
     def _fail(
         self,
@@ -730,3 +795,5 @@ class Scheduler:
 
         except ApiError as e:
             log.info("could not report %s unschedulable: %s", key, e)
+        except Exception:  # noqa: BLE001 - a report is best effort; scheduling goes on
+            log.exception("could not report %s unschedulable", key)

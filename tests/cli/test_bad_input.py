@@ -215,6 +215,83 @@ CASES: list[tuple[str, str | None, list[str], list[str]]] = [
         [],
         ["cannot use generate name with apply"],
     ),
+    # values kubera cannot represent (issue 10: these once stopped the scheduler)
+    (
+        "cpu-1e17",
+        bad_pod(container="    resources:\n      requests:\n        cpu: 1e17\n"),
+        [],
+        [
+            BAD_POD_INVALID,
+            'spec.containers[0].resources.requests[cpu]: Invalid value: "100e15": '
+            "must be at most 9223372036854775807m (kubera holds quantities as int64 milli-units)",
+        ],
+    ),
+    (
+        "cpu-32-digits",
+        bad_pod(
+            container="    resources:\n      requests:\n        cpu: 99999999999999999999999999999999\n"
+        ),
+        [],
+        [
+            BAD_POD_INVALID,
+            'spec.containers[0].resources.requests[cpu]: Invalid value: "99999999999999999999999999999999": '
+            "must be at most 9223372036854775807m",
+        ],
+    ),
+    (
+        "memory-1e400",
+        bad_pod(container="    resources:\n      limits:\n        memory: 1e400\n"),
+        [],
+        [
+            BAD_POD_INVALID,
+            'spec.containers[0].resources.limits[memory]: Invalid value: "10e399": '
+            "must be at most 9223372036854775807m",
+        ],
+    ),
+    (
+        "node-capacity-beyond-int64",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\nstatus:\n  capacity:\n    cpu: 1e17\n",
+        [],
+        [
+            LOCAL + 'Node "n1" is invalid: ',
+            'status.capacity[cpu]: Invalid value: "100e15": must be at most 9223372036854775807m',
+        ],
+    ),
+    (
+        "termination-grace-1e18",
+        bad_pod(spec="  terminationGracePeriodSeconds: 1000000000000000000\n"),
+        [],
+        [
+            BAD_POD_INVALID,
+            "spec.terminationGracePeriodSeconds: Invalid value: 1000000000000000000: "
+            "must be at most 2147483647 (kubera holds durations in seconds as int32",
+        ],
+    ),
+    (
+        "toleration-seconds-1e18",
+        bad_pod(
+            spec="  tolerations:\n  - key: a\n    operator: Exists\n    effect: NoExecute\n"
+            "    tolerationSeconds: 1000000000000000000\n"
+        ),
+        [],
+        [
+            BAD_POD_INVALID,
+            "spec.tolerations[0].tolerationSeconds: Invalid value: 1000000000000000000: "
+            "must be at most 2147483647",
+        ],
+    ),
+    (
+        "usage-annotation-beyond-int64",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\n  annotations:\n"
+        '    kubera.io/usage: \'{"memory": "1e400"}\'\n'
+        "spec:\n  containers:\n  - name: app\n    image: nginx\n",
+        [],
+        [
+            SERVER.format("Invalid") + 'Pod "bad" is invalid: ',
+            'metadata.annotations[kubera.io/usage]: Invalid value: memory: "1e400": '
+            "must be at most 9223372036854775807m",
+        ],
+    ),
     (
         "invalid-validate-mode",
         bad_pod(),
@@ -262,6 +339,11 @@ COMMAND_CASES: list[tuple[str, list[str], list[str]]] = [
         ['Error from server (NotFound): pods "nope" not found'],
     ),
     ("describe-unknown-kind", ["describe", "widgets", "x"], ['resource type "widgets"']),
+    (
+        "delete-grace-beyond-int32",
+        ["delete", "pod", "nope", "--grace-period", "9223372036854775807"],
+        ["gracePeriodSeconds: Invalid value: 9223372036854775807: must be at most 2147483647"],
+    ),
 ]
 
 

@@ -110,3 +110,79 @@ async def test_informer_relists_when_its_version_is_gone(setup) -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+@pytest.mark.parametrize("event", ["add", "update", "delete"])
+async def test_a_raising_handler_costs_only_its_object(
+    setup, event: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One handler raising for "poison" is logged once with the key; the other handler
+    still sees "poison", and the informer goes on to the following objects."""
+    api, client = setup
+    rec = Recorder()
+
+    def boom(*objs) -> None:
+        if objs[-1].metadata.name == "poison":
+            raise OverflowError("poison")
+
+    raising = Handlers(
+        on_add=boom if event == "add" else None,
+        on_update=boom if event == "update" else None,
+        on_delete=boom if event == "delete" else None,
+    )
+    inf = Informer(client, PODS)
+    inf.add_handlers(raising)
+    inf.add_handlers(rec.handlers())
+    task = asyncio.create_task(inf.run())
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 10)
+        await api.create(pod("poison"))
+        await api.patch(PODS, "default", "poison", '{"metadata": {"labels": {"x": "y"}}}')
+        await api.delete(PODS, "default", "poison")
+        await api.create(pod("after"))
+        await rec.wait_for(lambda ev: ("add", "after") in ev)
+        assert rec.events == [
+            ("add", "poison"),
+            ("update", "poison"),
+            ("delete", "poison"),
+            ("add", "after"),
+        ]
+        assert inf.handler_errors == 1
+        failures = [r for r in caplog.records if "handler failed" in r.getMessage()]
+        assert [r.getMessage() for r in failures] == [
+            f"informer pods: {event} handler failed for default/poison; skipped it"
+        ]
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_an_object_failing_the_same_way_again_is_counted_not_logged_again(
+    setup, caplog: pytest.LogCaptureFixture
+) -> None:
+    api, client = setup
+    rec = Recorder()
+
+    def boom(old, new) -> None:
+        raise OverflowError("poison")
+
+    inf = Informer(client, PODS)
+    inf.add_handlers(Handlers(on_update=boom))
+    inf.add_handlers(rec.handlers())
+    task = asyncio.create_task(inf.run())
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 10)
+        await api.create(pod("poison"))
+        for i in range(3):
+            await api.patch(
+                PODS, "default", "poison", f'{{"metadata": {{"labels": {{"n": "{i}"}}}}}}'
+            )
+        await rec.wait_for(lambda ev: ev.count(("update", "poison")) == 3)
+        assert inf.handler_errors == 3
+        failures = [r for r in caplog.records if "handler failed" in r.getMessage()]
+        assert len(failures) == 1 and failures[0].exc_info is not None
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

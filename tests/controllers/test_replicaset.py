@@ -529,3 +529,32 @@ async def test_a_failing_create_sets_replica_failure_and_backs_off(
     finally:
         await cluster.stop()
         await refusing.close()
+
+
+async def test_a_sync_that_raises_for_one_replica_set_costs_only_that_one(
+    cluster: ControllerCluster,
+) -> None:
+    """A bug met while syncing "poison" (here: its sync raises) backs that key off and is
+    logged with it; the other replica sets, before and after it, get their pods."""
+    controller = ReplicaSetController(
+        cluster.client, cluster.informers, config=ReplicaSetConfig(base_backoff=0.01)
+    )
+    real_sync = controller.sync
+    poisoned: list[str] = []
+
+    async def sync(key: str) -> None:
+        if key == f"{NS}/poison":
+            poisoned.append(key)
+            raise OverflowError("int too large to convert")
+        await real_sync(key)
+
+    controller.sync = sync  # type: ignore[method-assign]
+    await cluster.start(controller)
+    await cluster.replica_set("poison", 2, {"app": "poison"})
+    await cluster.replica_set("web", 3, {"app": "web"})
+    await cluster.until(lambda: len(owned(cluster, "web")) == 3)
+    await cluster.until(lambda: len(poisoned) >= 3)  # retried, with backoff
+    assert controller.queue.num_requeues(f"{NS}/poison") >= 2
+    await cluster.replica_set("later", 1, {"app": "later"})
+    await cluster.until(lambda: len(owned(cluster, "later")) == 1)
+    assert not owned(cluster, "poison")

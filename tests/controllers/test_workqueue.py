@@ -4,16 +4,19 @@ the token bucket, and shutdown."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 
 import pytest
 
+from services.api.errors import ConflictError
 from services.clock import FakeClock
 from services.controllers.workqueue import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     WorkQueue,
     default_controller_rate_limiter,
+    run_worker,
 )
 
 
@@ -202,3 +205,52 @@ async def test_shutdown_wakes_every_blocked_get() -> None:
 def test_backoff_settings_must_be_positive_and_ordered(base: float, cap: float) -> None:
     with pytest.raises(ValueError, match="base_delay"):
         ItemExponentialFailureRateLimiter(base, cap)
+
+
+@pytest.mark.parametrize(
+    ("error", "traceback"),
+    [
+        pytest.param(OverflowError("int too large"), True, id="a-bug-logs-its-traceback"),
+        pytest.param(ConflictError("the object changed"), False, id="an-api-error-does-not"),
+    ],
+)
+async def test_a_raising_sync_costs_only_its_key(
+    error: Exception, traceback: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """client-go's handleErr: the poison key is logged with its name and retried after a
+    doubling per-key backoff; the other keys are synced meanwhile; the worker goes on."""
+    clock = FakeClock()
+    q: WorkQueue[str] = WorkQueue(
+        clock=clock, rate_limiter=ItemExponentialFailureRateLimiter(1.0, 60.0)
+    )
+    synced: list[tuple[float, str]] = []
+    start = clock.monotonic()
+
+    async def sync(key: str) -> None:
+        synced.append((clock.monotonic() - start, key))
+        if key == "poison":
+            raise error
+        if len([k for _, k in synced if k == "poison"]) < 4:
+            q.add_after(key, 0.5)  # healthy keys keep coming back
+
+    for key in ("a", "poison", "b"):
+        q.add(key)
+    worker = asyncio.create_task(run_worker(q, sync, what="widget"))
+    try:
+        # FakeClock: a blocked get moves time on to the next ready key
+        while len([k for _, k in synced if k == "poison"]) < 4:
+            await asyncio.sleep(0)
+        poison_times = [t for t, k in synced if k == "poison"]
+        assert poison_times == [0.0, 1.0, 3.0, 7.0]  # 1 s, 2 s, 4 s of backoff
+        assert {"a", "b"} <= {k for t, k in synced if t > 0.0}
+        assert q.num_requeues("poison") == 4 and q.num_requeues("a") == 0
+        failures = [r for r in caplog.records if r.name == "services.controllers.workqueue"]
+        assert [r.getMessage() for r in failures[:2]] == [
+            f"widget poison: sync failed: {error} (failure 1; retried with backoff)",
+            f"widget poison: sync failed: {error} (failure 2; retried with backoff)",
+        ]
+        assert all(bool(r.exc_info) == traceback for r in failures)
+        assert {r.levelno for r in failures} == {logging.ERROR if traceback else logging.WARNING}
+    finally:
+        q.shutdown()
+        await asyncio.wait_for(worker, 1.0)

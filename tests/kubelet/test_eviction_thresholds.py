@@ -369,6 +369,10 @@ ERRORS = [
     ({"evictionHard": ["memory.available<1Gi"]}, "evictionHard: ['memory.available<1Gi']"),
     ({"evictionHard": "memory.available=1Gi"}, 'evictionHard: "memory.available=1Gi": expected'),
     ({"mergeDefaultEvictionSettings": "yes"}, 'mergeDefaultEvictionSettings: "yes": expected'),
+    (
+        {"evictionHard": {"memory.available": "1e400"}},
+        'evictionHard["memory.available"]: "1e400": must be at most 9223372036854775807m',
+    ),
 ]
 
 

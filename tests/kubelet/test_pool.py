@@ -289,3 +289,41 @@ async def test_steps_faster_than_the_watch_lose_nothing_of_the_earlier_status(en
     p = await env.get("quick")
     assert p.status.start_time and p.status.qos_class == "BestEffort"
     assert {c.type for c in p.status.conditions} >= {"PodScheduled", "Initialized", "Ready"}
+
+
+async def test_a_pod_whose_handling_raises_costs_only_that_pod(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bug met with one pod (here: admission raises for it) is logged once with the pod's
+    key; the pod next to it on the same node plays its stages; the pool's loops go on."""
+    real_admit = env.pool._admit
+
+    def admit(st: Any) -> Any:
+        if st.pod.metadata.name == "poison":
+            raise OverflowError("int too large to convert")
+        return real_admit(st)
+
+    env.pool._admit = admit  # type: ignore[method-assign]
+    await env.pod("poison", "kubera-node-00000")
+    await env.pod("ok", "kubera-node-00000")
+    await eventually(lambda: _eq(env.phase("ok"), "Running"))
+    await env.api.patch(PODS, "default", "poison", '{"metadata": {"labels": {"again": "1"}}}')
+    await env.pod("later", "kubera-node-00001")
+    await eventually(lambda: _eq(env.phase("later"), "Running"))
+    failures = [r.getMessage() for r in caplog.records if r.name == "services.kubelet.pool"]
+    assert failures == ["pod default/poison: update failed"]
+    assert all(not t.done() for t in env.pool._tasks)
+
+
+async def test_one_nodes_eviction_failure_costs_only_that_node(env: Env) -> None:
+    synchronized: list[str] = []
+
+    def synchronize(node: Any, now: float, stats: Any) -> None:
+        if node.index == 0:
+            raise ZeroDivisionError("division by zero")
+        synchronized.append(node.plan.name)
+
+    env.pool._synchronize = synchronize  # type: ignore[method-assign]
+    env.pool.pressure.near = lambda used: [True] * len(env.pool.nodes)  # type: ignore[method-assign]
+    env.pool.eviction_tick()
+    assert synchronized == ["kubera-node-00001"]

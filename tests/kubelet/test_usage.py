@@ -147,6 +147,27 @@ ERRORS = [
         {"pids": {"periodic": {"periodSeconds": 10, "amplitude": "1", "phase": 2}}},
         "pids.periodic.phase: unknown field",
     ),
+    # what would overflow the model's float sums (inf, then nan) or its timers
+    (
+        {"memory": "1e400"},
+        'memory: "1e400": must be at most 9223372036854775807m (kubera holds quantities',
+    ),
+    (
+        {"memory": {"ratePerSecond": "-1e400"}},
+        'memory.ratePerSecond: "-1e400": must be at most 9223372036854775807m',
+    ),
+    (
+        {"memory": {"spikes": [{"at": 0, "for": 1, "amount": "99999999999999999999999"}]}},
+        'memory.spikes[0].amount: "99999999999999999999999": must be at most',
+    ),
+    (
+        {"memory": {"spikes": [{"at": 1e300, "for": 1, "amount": "1"}]}},
+        "memory.spikes[0].at: 1e+300: must be at most 2147483647 (kubera's limit)",
+    ),
+    (
+        {"pids": {"periodic": {"periodSeconds": 1e-320, "amplitude": "1"}}},
+        "pids.periodic.periodSeconds: 1e-320: must be at least 0.001 (kubera's limit)",
+    ),
 ]
 
 
@@ -161,6 +182,8 @@ def test_spec_errors_name_the_field_path(spec: dict[str, object], message: str) 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
+        ('{"memory": NaN}', 'kubera.io/usage: memory: nan: expected a quantity like "200Mi"'),
+        ('{"memory": Infinity}', 'kubera.io/usage: memory: inf: expected a quantity like "200Mi"'),
         ("{memory: 1}", "kubera.io/usage: invalid JSON"),
         ('["memory"]', "kubera.io/usage: ['memory']: expected a JSON object"),
     ],

@@ -29,6 +29,16 @@ Deliberate adaptations (kubera has no defaulting pass before validation):
   ``status.capacity[cpu]``, ``spec.taints[0]``) where upstream has historical quirks;
 * on update an empty ``metadata.uid`` means "keep the stored one", as upstream's
   ``BeforeUpdate`` does, and ``spec.terminationGracePeriodSeconds`` of a pod may change.
+
+Limits of kubera's own (upstream has none; each message says the limit is kubera's):
+* every quantity must fit int64 milli-units (``QUANTITY_TOO_LARGE``), since the scheduler,
+  the kubelet and the checker sum them as such; checked before the rules whose arithmetic
+  assumes it (integer and hugepage multiples);
+* durations kubera adds to the clock (``terminationGracePeriodSeconds``,
+  ``tolerationSeconds``, a delete's ``gracePeriodSeconds``) are at most an int32 of
+  seconds (``SECONDS_TOO_LARGE``), and rolling-update percentages an int32;
+* integers written as strings (Gt/Lt values, int-or-percent) beyond int64 get upstream's
+  "must be an integer" words, however many digits they have.
 """
 
 from __future__ import annotations
@@ -38,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.api import names
-from services.api.errors import FieldError
+from services.api.errors import FieldError, invalid
 from services.api.kinds import BY_KIND
 from services.api.validation.cluster import (
     _event,
@@ -51,6 +61,8 @@ from services.api.validation.cluster import (
     _runtime_class_update,
 )
 from services.api.validation.common import (
+    MAX_INT32,
+    SECONDS_TOO_LARGE,
     Errors,
     _no_update_rules,
     _object_meta,
@@ -107,3 +119,13 @@ def validate_update(kind: str, new: Any, old: Any) -> list[FieldError]:
     if rules is not None:
         errs += rules.update(new, old)
     return errs + validate_create(kind, new)
+
+
+def validate_grace_period_seconds(value: int) -> list[FieldError]:
+    """A delete's ``gracePeriodSeconds``: not negative, and (kubera's bound) an int32,
+    since the deletion timestamp is now + grace."""
+    if value < 0:
+        return [invalid("gracePeriodSeconds", value, "must be >= 0")]
+    if value > MAX_INT32:
+        return [invalid("gracePeriodSeconds", value, SECONDS_TOO_LARGE)]
+    return []

@@ -34,7 +34,7 @@ from services.api.errors import (
     required,
     too_long,
 )
-from services.api.quantity import Quantity, QuantityError, parse_quantity
+from services.api.quantity import ERR_BEYOND_INT64_MILLI, Quantity, QuantityError, parse_quantity
 
 if TYPE_CHECKING:
     from services.api.validation import _Rules
@@ -48,6 +48,15 @@ FIELD_IMMUTABLE = "field is immutable"
 IS_NEGATIVE = "must be greater than or equal to 0"
 IS_NOT_POSITIVE = "must be greater than zero"
 IS_NOT_INTEGER = "must be an integer"
+MAX_INT32 = 2**31 - 1
+#: kubera's own limit on durations upstream leaves at int64: kubera adds them to "now" for
+#: timers and RFC 3339 timestamps (which end in year 9999), so it keeps them in int32.
+SECONDS_TOO_LARGE = (
+    f"must be at most {MAX_INT32} (kubera holds durations in seconds as int32: "
+    "it adds them to the current time for timers and timestamps)"
+)
+#: kubera's own limit (upstream has none): every quantity is summed as int64 milli-units.
+QUANTITY_TOO_LARGE = ERR_BEYOND_INT64_MILLI
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
@@ -150,6 +159,16 @@ def _nonnegative(path: str, value: int) -> Errors:
     return [invalid(path, value, IS_NEGATIVE)] if value < 0 else []
 
 
+def _seconds(path: str, value: int, *, non_negative: bool = True) -> Errors:
+    """A duration in seconds: upstream's sign rule (when it has one), then kubera's int32
+    bound."""
+    if non_negative and value < 0:
+        return [invalid(path, value, IS_NEGATIVE)]
+    if value > MAX_INT32:
+        return [invalid(path, value, SECONDS_TOO_LARGE)]
+    return []
+
+
 def _port_number(path: str, port: int) -> Errors:
     if 1 <= port <= 65535:
         return []
@@ -177,7 +196,11 @@ def _parse_int64(text: str) -> int | None:
     body = text[1:] if text[:1] in ("+", "-") else text
     if not body or not body.isascii() or not body.isdigit():
         return None
-    n = int(text)
+    digits = body.lstrip("0")
+    if len(digits) > 19:  # beyond int64 (and int() refuses past 4300 digits)
+        return None
+    n = int(digits or "0")
+    n = -n if text[0] == "-" else n
     return n if -(2**63) <= n < 2**63 else None
 
 
@@ -258,7 +281,11 @@ def _resource_name(path: str, name: str) -> Errors:
 
 
 def _quantity_value(path: str, name: str, q: Quantity) -> Errors:
-    """ValidateResourceQuantityValue: not negative; integer for integer resources."""
+    """ValidateResourceQuantityValue: not negative; integer for integer resources; and,
+    kubera's own rule, representable as int64 milli-units (checked first: the other rules'
+    arithmetic assumes it)."""
+    if not q.fits_int64_milli():
+        return [invalid(path, q.canonical(), IS_NEGATIVE if q.sign() < 0 else QUANTITY_TOO_LARGE)]
     errs: Errors = []
     if q.sign() < 0:
         errs.append(invalid(path, q.canonical(), IS_NEGATIVE))
@@ -296,7 +323,7 @@ def _resource_list(path: str, values: Mapping[str, str], errs: Errors) -> dict[s
         if q is None:
             continue
         errs += _quantity_value(p, name, q)
-        if _is_hugepages(name):
+        if _is_hugepages(name) and q.fits_int64_milli():
             errs += _hugepages_value(p, name, q)
         parsed[name] = q
     return parsed

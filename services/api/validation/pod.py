@@ -29,14 +29,15 @@ from services.api.errors import (
 )
 from services.api.validation.common import (
     FIELD_IMMUTABLE,
+    MAX_INT32,
     Errors,
     _child,
     _has,
     _index,
     _label_map,
     _name_errors,
-    _nonnegative,
     _resource_list,
+    _seconds,
     _Shown,
     _shown,
 )
@@ -50,8 +51,6 @@ from services.api.validation.pod_scheduling import (
 )
 
 # ----------------------------------------------------------------------------- constants
-
-MAX_INT32 = 2**31 - 1
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
@@ -94,7 +93,7 @@ def _pod_spec(path: str, spec: core_pb2.PodSpec, is_pod: bool) -> Errors:
                 )
             )
     if spec.HasField("termination_grace_period_seconds"):
-        errs += _nonnegative(
+        errs += _seconds(
             _child(path, "terminationGracePeriodSeconds"), spec.termination_grace_period_seconds
         )
     if spec.hostname:

@@ -32,6 +32,7 @@ from services.api.validation.common import (
     _label_name,
     _name_errors,
     _parse_int64,
+    _seconds,
     _selector,
 )
 
@@ -234,9 +235,14 @@ def _tolerations(path: str, tolerations: Sequence[core_pb2.Toleration]) -> Error
                 'which means "match all values and all keys"'
             )
             errs.append(invalid(op_path, t.operator, detail))
-        if t.HasField("toleration_seconds") and t.effect != "NoExecute":
-            detail = "effect must be 'NoExecute' when `tolerationSeconds` is set"
-            errs.append(invalid(_child(p, "effect"), t.effect, detail))
+        if t.HasField("toleration_seconds"):
+            if t.effect != "NoExecute":
+                detail = "effect must be 'NoExecute' when `tolerationSeconds` is set"
+                errs.append(invalid(_child(p, "effect"), t.effect, detail))
+            # Upstream allows any int64 (<= 0: evict at once); kubera bounds it above.
+            errs += _seconds(
+                _child(p, "tolerationSeconds"), t.toleration_seconds, non_negative=False
+            )
         if t.operator in ("Equal", ""):
             msgs = names.label_value(t.value)
             if msgs:

@@ -16,6 +16,7 @@ from services.api import labels, names
 from services.api.errors import forbidden, invalid, required, unsupported
 from services.api.validation.common import (
     FIELD_IMMUTABLE,
+    MAX_INT32,
     Errors,
     _annotations,
     _child,
@@ -67,6 +68,10 @@ def _int_or_percent(path: str, raw: str) -> tuple[int | None, bool, Errors]:
         return as_int, False, _nonnegative(path, as_int)
     body = raw[:-1]
     if raw.endswith("%") and body.isascii() and body.isdigit():
+        if len(body.lstrip("0")) > 10 or int(body) > MAX_INT32:
+            # upstream's regex takes any digits, its controllers then fail on them
+            detail = f"must be at most {MAX_INT32}% (kubera holds percentages as int32)"
+            return None, True, [invalid(path, raw, detail)]
         return int(body), True, []
     msg = names.regex_error(
         "a valid percent string must be a numeric string followed by an ending '%'",

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from services.api.duration import parse_duration
 from services.api.errors import quote as _q
-from services.api.quantity import Quantity, QuantityError
+from services.api.quantity import ERR_BEYOND_INT64_MILLI, Quantity, QuantityError
 from services.kubelet.eviction.signals import (
     CONTAINERFS_AVAILABLE,
     CONTAINERFS_INODES_FREE,
@@ -114,6 +114,8 @@ def _parse_statement(
         raise EvictionConfigError(f"{path}: {_q(raw)}: must not be negative")
     if not min_reclaim and qty.sign() <= 0:
         raise EvictionConfigError(f"{path}: {_q(raw)}: must be positive")
+    if not qty.fits_int64_milli():
+        raise EvictionConfigError(f"{path}: {_q(raw)}: {ERR_BEYOND_INT64_MILLI}")
     return qty.int_value(), qty.format
 
 

@@ -9,6 +9,7 @@ cache can copy only what changed into the next snapshot.
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -17,7 +18,12 @@ from typing import Any
 
 from protos.kubera.v1 import core_pb2, meta_pb2
 from services.api.labels import Selector, from_label_selector
-from services.api.quantity import QuantityError, parse_quantity
+from services.api.quantity import (
+    ERR_BEYOND_INT64_MILLI,
+    MAX_MILLI_VALUE,
+    QuantityError,
+    parse_quantity,
+)
 
 CPU, MEMORY, EPHEMERAL, PODS = "cpu", "memory", "ephemeral-storage", "pods"
 #: The requests the scheduler assumes for a container that sets none (for scoring only).
@@ -32,18 +38,43 @@ def next_generation() -> int:
     return next(_generation)
 
 
-def _qty_milli(value: str) -> int:
+#: The largest amount the scheduler counts, in any unit: its arrays are int64.
+MAX_AMOUNT = MAX_MILLI_VALUE
+
+
+def _amount(value: str, milli: bool, problems: list[str] | None = None, path: str = "") -> int:
+    """A quantity in the scheduler's unit (thousandths for cpu, whole units otherwise).
+
+    Never raises: a stored value validation would have refused (it came from an older
+    apiserver or straight from etcd) counts as 0 when unparsable or negative and as
+    MAX_AMOUNT when beyond int64 milli-units, and is described in `problems` if given, so a
+    pending pod holding one is refused with the field named (see PodInfo.problems)."""
+    amount, problem = _amount_of(value, milli)
+    if problem and problems is not None:
+        problems.append(f'{path}: Invalid value: "{value}": {problem}')
+    return amount
+
+
+@functools.lru_cache(maxsize=8192)
+def _amount_of(value: str, milli: bool) -> tuple[int, str]:
+    """(amount, what is wrong with it or ""): quantities repeat ("100m", "64Mi")."""
     try:
-        return parse_quantity(value).milli_value()
-    except QuantityError:
-        return 0
+        q = parse_quantity(value)
+    except QuantityError as e:
+        return 0, str(e)
+    if q.sign() < 0:
+        return 0, "must be greater than or equal to 0"
+    if not q.fits_int64_milli():
+        return MAX_AMOUNT, ERR_BEYOND_INT64_MILLI
+    return (q.milli_value() if milli else q.int_value()), ""
+
+
+def _qty_milli(value: str) -> int:
+    return _amount(value, True)
 
 
 def _qty(value: str) -> int:
-    try:
-        return parse_quantity(value).int_value()
-    except QuantityError:
-        return 0
+    return _amount(value, False)
 
 
 def is_scalar_resource(name: str) -> bool:
@@ -67,18 +98,33 @@ class Resource:
         r.add_list(rl)
         return r
 
-    def add_list(self, rl: Mapping[str, str]) -> None:
+    def add_list(
+        self, rl: Mapping[str, str], problems: list[str] | None = None, path: str = ""
+    ) -> None:
+        """Add a resource list; values that are not representable go to `problems`
+        (described under `path`) and count as `_amount` says."""
         for name, value in rl.items():
+            amount = _amount(value, name == CPU, problems, f"{path}[{name}]")
             if name == CPU:
-                self.milli_cpu += _qty_milli(value)
+                self.milli_cpu += amount
             elif name == MEMORY:
-                self.memory += _qty(value)
+                self.memory += amount
             elif name == EPHEMERAL:
-                self.ephemeral_storage += _qty(value)
+                self.ephemeral_storage += amount
             elif name == PODS:
-                self.allowed_pod_number += _qty(value)
+                self.allowed_pod_number += amount
             else:
-                self.scalar[name] = self.scalar.get(name, 0) + _qty(value)
+                self.scalar[name] = self.scalar.get(name, 0) + amount
+
+    def capped(self) -> Resource:
+        """This resource with every amount at most MAX_AMOUNT (what fits the arrays)."""
+        return Resource(
+            min(self.milli_cpu, MAX_AMOUNT),
+            min(self.memory, MAX_AMOUNT),
+            min(self.ephemeral_storage, MAX_AMOUNT),
+            min(self.allowed_pod_number, MAX_AMOUNT),
+            {k: min(v, MAX_AMOUNT) for k, v in self.scalar.items()},
+        )
 
     def add(self, other: Resource) -> None:
         self.milli_cpu += other.milli_cpu
@@ -124,17 +170,24 @@ class Resource:
         )
 
 
-def pod_requests(pod: core_pb2.Pod) -> Resource:
+def pod_requests(pod: core_pb2.Pod, problems: list[str] | None = None) -> Resource:
     """Effective requests: max(sum of containers, each init container) + overhead
-    (upstream resource.PodRequests; restartable init containers (sidecars) not modelled)."""
+    (upstream resource.PodRequests; restartable init containers (sidecars) not modelled).
+
+    Never raises, and every amount is at most MAX_AMOUNT: a quantity validation would have
+    refused counts as `_amount` says and is described in `problems` when given."""
     total = Resource()
-    for c in pod.spec.containers:
-        total.add_list(c.resources.requests)
-    for c in pod.spec.init_containers:
-        total.set_max(Resource.from_list(c.resources.requests))
+    for i, c in enumerate(pod.spec.containers):
+        total.add_list(c.resources.requests, problems, f"spec.containers[{i}].resources.requests")
+    for i, c in enumerate(pod.spec.init_containers):
+        init = Resource()
+        init.add_list(
+            c.resources.requests, problems, f"spec.initContainers[{i}].resources.requests"
+        )
+        total.set_max(init)
     if pod.spec.overhead:
-        total.add_list(pod.spec.overhead)
-    return total
+        total.add_list(pod.spec.overhead, problems, "spec.overhead")
+    return total.capped()
 
 
 def pod_non_zero_requests(pod: core_pb2.Pod) -> tuple[int, int]:
@@ -152,7 +205,7 @@ def pod_non_zero_requests(pod: core_pb2.Pod) -> tuple[int, int]:
     if pod.spec.overhead:
         cpu += _qty_milli(pod.spec.overhead.get(CPU, "0"))
         mem += _qty(pod.spec.overhead.get(MEMORY, "0"))
-    return cpu, mem
+    return min(cpu, MAX_AMOUNT), min(mem, MAX_AMOUNT)
 
 
 @dataclass(frozen=True)
@@ -230,6 +283,7 @@ class PodInfo:
 
     __slots__ = (
         "pod",
+        "problems",
         "requests",
         "non_zero",
         "required_affinity",
@@ -241,24 +295,36 @@ class PodInfo:
 
     def __init__(self, pod: core_pb2.Pod) -> None:
         self.pod = pod
-        self.requests = pod_requests(pod)
+        #: What validation would have refused in this pod (it was stored some other way):
+        #: the scheduler does not place such a pod (an Error attempt naming the fields);
+        #: the cache still counts it, as `pod_requests` says, if it is bound already.
+        problems: list[str] = []
+        self.requests = pod_requests(pod, problems)
         self.non_zero = pod_non_zero_requests(pod)
         aff = pod.spec.affinity
         pa, paa = aff.pod_affinity, aff.pod_anti_affinity
-        self.required_affinity = [
-            affinity_term(pod, t) for t in pa.required_during_scheduling_ignored_during_execution
-        ]
-        self.required_anti_affinity = [
-            affinity_term(pod, t) for t in paa.required_during_scheduling_ignored_during_execution
-        ]
-        self.preferred_affinity = [
-            affinity_term(pod, w.pod_affinity_term, w.weight)
-            for w in pa.preferred_during_scheduling_ignored_during_execution
-        ]
-        self.preferred_anti_affinity = [
-            affinity_term(pod, w.pod_affinity_term, w.weight)
-            for w in paa.preferred_during_scheduling_ignored_during_execution
-        ]
+        try:
+            self.required_affinity = [
+                affinity_term(pod, t)
+                for t in pa.required_during_scheduling_ignored_during_execution
+            ]
+            self.required_anti_affinity = [
+                affinity_term(pod, t)
+                for t in paa.required_during_scheduling_ignored_during_execution
+            ]
+            self.preferred_affinity = [
+                affinity_term(pod, w.pod_affinity_term, w.weight)
+                for w in pa.preferred_during_scheduling_ignored_during_execution
+            ]
+            self.preferred_anti_affinity = [
+                affinity_term(pod, w.pod_affinity_term, w.weight)
+                for w in paa.preferred_during_scheduling_ignored_during_execution
+            ]
+        except ValueError as e:  # SelectorError: a selector validation would have refused
+            problems.append(f"spec.affinity: {e}")
+            self.required_affinity, self.required_anti_affinity = [], []
+            self.preferred_affinity, self.preferred_anti_affinity = [], []
+        self.problems = tuple(problems)
         self.ports = [
             (p.host_ip or "0.0.0.0", p.protocol or "TCP", p.host_port)
             for c in (*pod.spec.init_containers, *pod.spec.containers)

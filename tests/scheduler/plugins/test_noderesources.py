@@ -777,6 +777,34 @@ def test_score_batch_equals_score_on_random_nodes(strategy: str, with_non_zero_a
                 assert st.is_success() and got == want
 
 
+@pytest.mark.parametrize("strategy", nr.STRATEGIES)
+def test_scores_stay_exact_on_the_largest_node_validation_admits(strategy: str) -> None:
+    """cpu 9223372036854775 is 2^63-1 milli-units rounded down: times 100 it would wrap
+    in int64, so the vectorised scores must still equal the exact per-node ones."""
+    infos = [
+        node(
+            "huge",
+            {"cpu": "9223372036854775", "memory": "8Pi", "pods": "110"},
+            pod({"cpu": "4611686018427387", "memory": "4Pi"}, uid="half"),
+        ),
+        node("small", {"cpu": "4", "memory": "8Gi", "pods": "110"}),
+    ]
+    shape = [nr.UtilizationShapePoint(0, 0), nr.UtilizationShapePoint(100, 10)]
+    resources = [nr.ResourceSpec("cpu", 1), nr.ResourceSpec("memory", 1)]
+    ss = nr.ScoringStrategy(type=strategy, resources=resources, shape=shape)
+    handle = FakeHandle(FakeSnapshot(infos))
+    fit = nr.new(nr.Args(scoring_strategy=ss), handle)
+    ba = nr.new_balanced_allocation(nr.BalancedAllocationArgs(resources), handle)
+    pi = pod({"cpu": "1", "memory": "1Gi"}, uid="q")
+    for pl in (fit, ba):
+        state = CycleState()
+        pl.pre_score(state, pi, infos)
+        want = [pl.score(state, pi, ni)[0] for ni in infos]
+        got, st = pl.score_batch(state, pi, infos)
+        assert st.is_success() and got == want
+        assert all(0 <= s <= 100 for s in got)
+
+
 # ============================================================================ args
 
 

@@ -314,3 +314,36 @@ def test_floats_parse_via_repr(x: float) -> None:
     exact = Decimal(repr(x))
     assert abs(q.value - exact) <= Decimal("1e-9")
     assert abs(q.value) >= abs(exact)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1e" + "9" * 5000, "1e-" + "9" * 5000, "1e9223372036854775808", "1E-9223372036854775809"],
+)
+def test_an_exponent_beyond_int64_is_a_quantity_error_not_a_crash(text: str) -> None:
+    with pytest.raises(QuantityError, match="unable to parse quantity's suffix"):
+        Quantity.parse(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "fits"),
+    [
+        ("9223372036854775807m", True),
+        ("9223372036854775808m", False),
+        ("9223372036854775.807", True),
+        ("9223372036854775.8071", False),
+        ("-9223372036854775808m", True),
+        ("8Pi", True),
+        ("8Ei", False),
+        ("1e400", False),
+        ("0", True),
+    ],
+)
+def test_fits_int64_milli_is_exactly_milli_value_not_overflowing(text: str, fits: bool) -> None:
+    q = Quantity.parse(text)
+    assert q.fits_int64_milli() is fits
+    if fits:
+        q.milli_value()
+    else:
+        with pytest.raises(OverflowError):
+            q.milli_value()

@@ -20,6 +20,7 @@ import numpy as np
 from services.scheduler.framework.types import (
     CPU,
     EPHEMERAL,
+    MAX_AMOUNT,
     MEMORY,
     NodeInfo,
     PodInfo,
@@ -131,12 +132,13 @@ class _ResourceAllocationScorer:
                     base = np.asarray(non_zero)[idx, col]
                 if base is not None:
                     alloc[:, j] = a_arr[idx, col]
-                    req[:, j] = base + q
+                    # saturating: base and q are each at most MAX_AMOUNT, their sum may not be
+                    req[:, j] = np.minimum(base, MAX_AMOUNT - q) + q
                     continue
             for i, ni in enumerate(nodes):
                 a, rq = allocatable_and_requested(ni, r.name, q, self.use_requested)
-                alloc[i, j] = a
-                req[i, j] = rq
+                alloc[i, j] = min(a, MAX_AMOUNT)
+                req[i, j] = min(rq, MAX_AMOUNT)
         return req, alloc
 
 

@@ -121,6 +121,16 @@ class _Scorer:
         return out
 
     def score_v(self, requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+        if allocatable.size and int(allocatable.max()) > _MAX_EXACT_ALLOCATABLE:
+            # amount * 100 would wrap in int64 (a node with more than ~9.2e16 of a resource,
+            # as validation allows): score those rows with Python's exact integers
+            return np.array(
+                [
+                    self.score(r, a)
+                    for r, a in zip(requested.tolist(), allocatable.tolist(), strict=True)
+                ],
+                dtype=np.int64,
+            ).reshape(requested.shape[0])
         n = requested.shape[0]
         node_score = np.zeros(n, dtype=np.int64)
         weight_sum = np.zeros(n, dtype=np.int64)
@@ -144,6 +154,10 @@ class _Scorer:
         else:
             out = _go_div_v(node_score, safe_ws)
         return np.where(weight_sum == 0, 0, out)
+
+
+#: The largest allocatable the vectorised scoring multiplies by 100 without wrapping.
+_MAX_EXACT_ALLOCATABLE = (2**63 - 1) // max(MAX_NODE_SCORE, MAX_UTILIZATION)
 
 
 def _go_div_v(a: np.ndarray, b: np.ndarray | np.int64) -> np.ndarray:
