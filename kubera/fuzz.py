@@ -119,7 +119,7 @@ def traceback_head(record: logging.LogRecord) -> str:
             else ""
         )
         head += f" | {type(exc).__name__}: {str(exc)[:120]}{where}"
-    return head[:300]
+    return " ".join(head.split())[:300]
 
 
 class ServerThread:
