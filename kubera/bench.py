@@ -59,6 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from kubera import bench_chaos
 
     bench_chaos.register(bsub)
+    from kubera import bench_fuzz
+
+    bench_fuzz.register(bsub)
 
 
 def _pod(name: str, namespace: str = "default"):

@@ -567,9 +567,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--validate",
         type=manifests.validate_mode,
-        default="warn",
+        default="strict",
+        nargs="?",
+        const="strict",  # `--validate` alone, as kubectl's NoOptDefVal
         metavar="MODE",
-        help="unknown fields: true|warn (warn, the default), strict (error), false|ignore",
+        help="unknown fields: strict|true (an error, the default, as kubectl), "
+        "warn (a warning), ignore|false (dropped silently)",
     )
     p.add_argument(
         "--dry-run",

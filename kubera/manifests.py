@@ -3,9 +3,11 @@
 Everything a manifest can get wrong is found here, before any request is sent: files
 that are missing, YAML that does not parse (reported with its line and column),
 documents that are not objects, `kind: List` documents whose items are not a list,
-wrong field types (with their field paths, from the codec) and unknown fields (a
-warning, an error with `--validate=strict`, silent with `--validate=false`). So a bad
-document stops the whole invocation and nothing from it reaches the apiserver.
+documents that alias too much (go-yaml's budget, refused before anything is expanded),
+wrong field types (with their field paths, from the codec) and unknown fields (an error
+with `--validate=strict`, the default as in kubectl 1.32; a warning with
+`--validate=warn`; silent with `--validate=false`). So a bad document stops the whole
+invocation and nothing from it reaches the apiserver.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ from services.api.limits import DepthError, check_depth
 EXTENSIONS = (".yaml", ".yml", ".json")
 STDIN = "-"
 
-#: --validate spellings (kubectl's and their kubera names) → codec.decode's modes.
+#: --validate spellings → codec.decode's modes, as kubectl 1.32 reads them: "strict (or
+#: true), warn, ignore (or false)".
 VALIDATE_MODES = {
-    "true": "warn",
+    "true": "strict",
     "warn": "warn",
     "strict": "strict",
     "false": "ignore",
@@ -45,7 +48,7 @@ def validate_mode(text: str) -> str:
     mode = VALIDATE_MODES.get(text.lower())
     if mode is None:
         raise argparse.ArgumentTypeError(
-            f'invalid value for --validate: "{text}" (use one of true, warn, strict, false, ignore)'
+            f'invalid value for --validate: "{text}" (use one of strict, true, warn, ignore, false)'
         )
     return mode
 
@@ -111,19 +114,111 @@ class Manifest:
 # ------------------------------------------------------------------ YAML
 
 
+#: go-yaml's alias budget (yaml.v2/v3 decode.go, what kubectl reads YAML with through
+#: sigs.k8s.io/yaml): once a document has made more than 1,000 decode operations and more
+#: than 100 of them came from expanding aliases, the share from aliases may be at most
+#: 99% up to 400,000 operations, tapering linearly to 10% at 4,000,000 and beyond.
+ALIAS_RATIO_RANGE_LOW = 400_000
+ALIAS_RATIO_RANGE_HIGH = 4_000_000
+_MIN_ALIAS_COUNT = 100
+_MIN_DECODE_COUNT = 1000
+
+
+def allowed_alias_ratio(decode_count: int) -> float:
+    """The share of a document's decode operations that may come from aliases (go-yaml's
+    allowedAliasRatio)."""
+    if decode_count <= ALIAS_RATIO_RANGE_LOW:
+        return 0.99
+    if decode_count >= ALIAS_RATIO_RANGE_HIGH:
+        return 0.10
+    span = ALIAS_RATIO_RANGE_HIGH - ALIAS_RATIO_RANGE_LOW
+    return 0.99 - 0.89 * (decode_count - ALIAS_RATIO_RANGE_LOW) / span
+
+
 class _Loader(yaml.SafeLoader):
     """SafeLoader as Kubernetes reads YAML: timestamps stay strings (sigs.k8s.io/yaml turns
     them into JSON strings, and the API's time fields are strings), duplicate keys are
-    errors (as in go-yaml) instead of the last one silently winning."""
+    errors (as in go-yaml) instead of the last one silently winning (a key may still
+    override one merged in with `<<`), and aliases are budgeted as go-yaml budgets them.
+
+    PyYAML shares an aliased node instead of copying it, so loading a "billion laughs"
+    document is cheap, but everything after it (the codec, the apply merge, JSON) walks
+    the expanded tree. So the composer counts, per document and without expanding
+    anything, the decode operations go-yaml would make: one per node, and for an alias
+    one plus the expanded size of the node it names (every node under it counting as
+    aliased). The expanded size of an anchored node is known once it is composed (the
+    count it added), so the check is O(document) and refuses a bomb at its first alias
+    over the budget, before any construction. An alias to a node that is still being
+    composed (`a: &x {b: *x}`) is refused too, as go-yaml v3 refuses it; PyYAML would
+    build a cycle that nothing downstream can walk. (One difference: go-yaml does not
+    count a `<<` merge key itself; here it is one operation like any key.)"""
 
     yaml_implicit_resolvers = {
         first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
 
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        #: 1-based index of the document being composed (for error messages).
+        self.document_index = 0
+        self._decodes = 0
+        self._aliased = 0
+        #: Expanded size of each anchored node composed so far in this document.
+        self._sizes: dict[str, int] = {}
+        #: Set when the alias budget (or a self-containing anchor) refused the document.
+        self.aliasing_refused = False
+
+    def compose_document(self) -> yaml.Node | None:
+        self.document_index += 1
+        self._decodes = 1  # go-yaml's document node
+        self._aliased = 0
+        self._sizes = {}
+        return super().compose_document()  # type: ignore[no-untyped-call,no-any-return]
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        anchor = event.anchor
+        if isinstance(event, yaml.AliasEvent):
+            if anchor in self.anchors:  # an unknown one is the base class's error
+                size = self._sizes.get(anchor)
+                if size is None:
+                    self.aliasing_refused = True
+                    raise yaml.composer.ComposerError(
+                        None, None, f"anchor {anchor!r} value contains itself", event.start_mark
+                    )
+                self._count(1 + size, size, event.start_mark)
+            return super().compose_node(parent, index)  # type: ignore[no-untyped-call,no-any-return]
+        before = self._decodes
+        self._count(1, 0, event.start_mark)
+        node: yaml.Node = super().compose_node(parent, index)  # type: ignore[no-untyped-call]
+        if anchor is not None:
+            self._sizes[anchor] = self._decodes - before
+        return node
+
+    def _count(self, decodes: int, aliased: int, mark: yaml.Mark) -> None:
+        self._decodes += decodes
+        self._aliased += aliased
+        if (
+            self._aliased > _MIN_ALIAS_COUNT
+            and self._decodes > _MIN_DECODE_COUNT
+            and self._aliased / self._decodes > allowed_alias_ratio(self._decodes)
+        ):
+            self.aliasing_refused = True
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"document contains excessive aliasing ({self._aliased:,} of "
+                f"{self._decodes:,} nodes so far come from aliases; at most "
+                f"{allowed_alias_ratio(self._decodes):.0%} may)",
+                mark,
+            )
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, yaml.Node] = {}
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<`: merged keys may be overridden (the base class merges)
             key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
             try:
                 first = seen.get(key)
@@ -140,20 +235,47 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def _yaml_error(source: str, e: yaml.YAMLError) -> CliError:
+def _yaml_error(source: str, e: yaml.YAMLError, document: int, aliasing: bool) -> CliError:
+    """`x.yaml: line 3, column 7: problem`; for an aliasing refusal the document is named
+    too (`x.yaml (document 2): ...`): the line alone would read like a syntax error."""
     mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
     problem = getattr(e, "problem", None) or str(e)
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-    return CliError(f"{source}: {where}{problem}")
+    named = f"{source} (document {document})" if aliasing else source
+    return CliError(f"{named}: {where}{problem}")
 
 
 def _parse_yaml(source: str, text: str) -> list[Any]:
     try:
-        return list(yaml.load_all(text, Loader=_Loader))  # noqa: S506 - a SafeLoader subclass
+        loader = _Loader(text)  # the reader refuses unprintable characters here already
+    except yaml.reader.ReaderError as e:
+        raise _reader_error(source, text, e) from None
+    docs: list[Any] = []
+    try:
+        while loader.check_data():  # type: ignore[no-untyped-call]
+            docs.append(loader.get_data())  # type: ignore[no-untyped-call]
+    except yaml.reader.ReaderError as e:
+        raise _reader_error(source, text, e) from None
     except yaml.YAMLError as e:
-        raise _yaml_error(source, e) from None
+        aliasing = isinstance(e, yaml.composer.ComposerError) and loader.aliasing_refused
+        raise _yaml_error(source, e, loader.document_index, aliasing) from None
     except RecursionError:
         raise CliError(f"{source}: {DepthError('the document')}") from None
+    finally:
+        loader.dispose()  # type: ignore[no-untyped-call]
+    return docs
+
+
+def _reader_error(source: str, text: str, e: yaml.reader.ReaderError) -> CliError:
+    """A character YAML does not allow (a control character, a NUL), in one line with
+    its position (the reader only knows the offset)."""
+    char = e.character
+    what = f"#x{ord(char):04x}" if isinstance(char, str) else f"#x{char:04x}"
+    line = text.count("\n", 0, e.position) + 1
+    column = e.position - (text.rfind("\n", 0, e.position) + 1) + 1
+    return CliError(
+        f"{source}: line {line}, column {column}: unacceptable character {what}: {e.reason}"
+    )
 
 
 def _parse_json(source: str, text: str) -> list[Any]:
@@ -254,6 +376,14 @@ def load(
 # -------------------------------------------------------------- decoding
 
 
+def one_line(text: str) -> str:
+    """`text` with control characters escaped (a field name in a manifest may hold a
+    newline; the message naming it must stay one line)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def decode_one(document: Document, validate: str) -> Manifest:
     """One document → its object, or a CliError naming file, object and field path."""
     if not isinstance(document.doc, dict):
@@ -265,7 +395,7 @@ def decode_one(document: Document, validate: str) -> Manifest:
         d = codec.decode(document.doc, validate=validate)
     except codec.DecodeError as e:
         what = f"{document.what}: " if document.what else ""
-        raise CliError(f"{document.where}: {what}{e}") from None
+        raise CliError(one_line(f"{document.where}: {what}{e}")) from None
     return Manifest(document, d.kind, d.obj, d.unknown_fields)
 
 
@@ -278,7 +408,7 @@ def decode_all(
     for m in manifests:
         for path in m.unknown_fields:
             print(
-                f'Warning: unknown field "{path}" in {m.document.where} ({m.what})',
+                one_line(f'Warning: unknown field "{path}" in {m.document.where} ({m.what})'),
                 file=out,
             )
     return manifests

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,7 @@ import yaml
 from services.api import codec
 from services.api.kinds import BY_KIND
 from services.client import Client
-from tests.cli.helpers import kubera, write
+from tests.cli.helpers import kubera, pod, write
 
 DEPLOY = """\
 apiVersion: apps/v1
@@ -155,3 +157,88 @@ def test_the_output_of_get_applies_back_cleanly(
     r = kubera(capsys, apiserver, "apply", "-f", path)
     assert (r.rc, r.err) == (0, "")
     assert _get(capsys, apiserver)["spec"] == got["spec"]
+
+
+# The bomb of the issue: under 400 bytes, 10 levels of 10 (10^10 nodes if expanded).
+BOMB = "a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
+    f"{c}: &{c} [{','.join([f'*{p}'] * 10)}]\n"
+    for p, c in zip("abcdefghi", "bcdefghij", strict=True)
+)
+
+
+def test_a_yaml_alias_bomb_is_refused_fast_in_one_line_and_nothing_is_applied(
+    apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert len(BOMB) < 400
+    good = write(tmp_path, "good.yaml", pod("first"))
+    bomb = write(tmp_path, "bomb.yaml", pod("second") + "---\n" + BOMB)
+    tracemalloc.start()
+    start = time.monotonic()
+    try:
+        r = kubera(capsys, apiserver, "apply", "-f", good, "-f", bomb)
+        elapsed = time.monotonic() - start
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert r.rc == 1
+    assert r.out == ""
+    assert r.err.startswith(f"error: {bomb} (document 2): line 13, column ")
+    assert "document contains excessive aliasing" in r.err
+    assert r.err.count("\n") == 1 and "Traceback" not in r.err
+    assert elapsed < 5
+    assert peak < 5 * 1024 * 1024  # bytes allocated at the peak of the command
+    assert kubera(capsys, apiserver, "get", "pods", "-o", "name").out == ""
+
+
+def test_anchors_and_aliases_in_a_manifest_are_applied(
+    apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = DEPLOY.replace("  labels:\n    app: web\n    tier: front\n", "  labels: &l {app: web}\n")
+    text = text.replace("    matchLabels: {app: web}", "    matchLabels: *l")
+    text = text.replace("      labels: {app: web}", "      labels: *l")
+    assert text.count("*l") == 2
+    path = write(tmp_path, "web.yaml", text)
+    r = kubera(capsys, apiserver, "apply", "-f", path)
+    assert (r.rc, r.out, r.err) == (0, "deployment.apps/web created\n", "")
+    live = _get(capsys, apiserver)
+    assert live["spec"]["selector"]["matchLabels"] == {"app": "web"}
+    assert live["spec"]["template"]["metadata"]["labels"] == {"app": "web"}
+    assert kubera(capsys, apiserver, "apply", "-f", path).out == "deployment.apps/web unchanged\n"
+
+
+@pytest.mark.parametrize(
+    ("flags", "rc", "out", "err"),
+    [
+        ([], 1, "", 'strict decoding error: unknown field "spec.foo"'),
+        (["--validate=strict"], 1, "", 'strict decoding error: unknown field "spec.foo"'),
+        (["--validate=true"], 1, "", 'strict decoding error: unknown field "spec.foo"'),
+        (["--validate"], 1, "", 'strict decoding error: unknown field "spec.foo"'),
+        (["--validate=warn"], 0, "pod/p created\n", 'Warning: unknown field "spec.foo"'),
+        (["--validate=ignore"], 0, "pod/p created\n", ""),
+        (["--validate=false"], 0, "pod/p created\n", ""),
+    ],
+    ids=[
+        "default-is-strict",
+        "strict",
+        "true-is-strict",
+        "alone-is-strict",
+        "warn",
+        "ignore",
+        "false-is-ignore",
+    ],
+)
+def test_unknown_fields_are_refused_by_default_as_in_kubectl(
+    apiserver: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    flags: list[str],
+    rc: int,
+    out: str,
+    err: str,
+) -> None:
+    path = write(tmp_path, "p.yaml", pod("p", extra="  foo: 1\n"))
+    r = kubera(capsys, apiserver, "apply", "-f", path, *flags)
+    assert (r.rc, r.out) == (rc, out), r.err
+    assert err in r.err if err else r.err == ""
+    created = kubera(capsys, apiserver, "get", "pods", "-o", "name").out
+    assert created == ("pod/p\n" if rc == 0 else "")

@@ -97,11 +97,11 @@ def test_apply_from_stdin_a_directory_and_a_list(
     assert kubera(capsys, apiserver, "apply", "-f", lst).out == "pod/l1 created\npod/l2 created\n"
 
 
-def test_unknown_fields_warn_by_default_and_are_silent_when_validation_is_off(
+def test_unknown_fields_warn_with_validate_warn_and_are_silent_when_validation_is_off(
     apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     path = write(tmp_path, "p.yaml", pod("p", extra="  foo: 1\n"))
-    r = kubera(capsys, apiserver, "apply", "-f", path)
+    r = kubera(capsys, apiserver, "apply", "-f", path, "--validate=warn")
     assert r.rc == 0
     assert 'Warning: unknown field "spec.foo"' in r.err and "p.yaml" in r.err
     r = kubera(capsys, apiserver, "apply", "-f", path, "--validate=false")

@@ -1,0 +1,33 @@
+"""A real apiserver gRPC server for the fuzz runs, with every ERROR record captured."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from kubera.fuzz import Caller, ErrorLog, ServerThread
+
+
+@pytest.fixture
+def errors() -> Iterator[ErrorLog]:
+    handler = ErrorLog()
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+
+
+@pytest.fixture
+def caller(errors: ErrorLog) -> Iterator[Caller]:
+    server = ServerThread()
+    address = server.start()
+    c = Caller(address, errors)
+    try:
+        yield c
+    finally:
+        c.close()
+        server.stop()

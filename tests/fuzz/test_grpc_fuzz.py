@@ -1,0 +1,58 @@
+"""Every gRPC method of the apiserver under hypothesis, at a small size: random bytes as
+the request, well-formed requests with random fields, and bent valid requests. Every
+answer is OK or a status code the API means, the server logs no traceback, and it still
+answers Health (and serves a create, a get and a watch) afterwards."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubera.fuzz import METHODS, Caller, Size, Tally, fuzz_method, seed
+
+SMALL = Size(examples=40, max_batch=50, max_depth=3000, max_raw=512, derandomize=True)
+
+
+@pytest.mark.parametrize("shape", ["raw", "random", "crafted"])
+@pytest.mark.parametrize("method", METHODS)
+def test_no_input_makes_the_apiserver_answer_unknown_or_internal_or_log_a_traceback(
+    caller: Caller, method: str, shape: str
+) -> None:
+    tally = Tally()
+    seed(caller)
+    fuzz_method(caller, tally, method, shape, SMALL)
+    print(tally.report())
+    assert tally.tried[method] > 0  # Health has one well-formed request only
+    assert caller.serves(f"fz-after-{method.lower()}-{shape}") == []
+    assert not tally.failures, tally.report()
+
+
+def test_the_apiserver_still_creates_gets_and_watches_after_a_fuzz_run(caller: Caller) -> None:
+    tally = Tally()
+    seed(caller)
+    for method in ("Create", "Patch", "BatchCreate", "Watch"):
+        fuzz_method(caller, tally, method, "crafted", SMALL)
+    assert tally.total > 0
+    assert caller.serves("fz-after") == []
+
+
+@pytest.mark.parametrize(
+    ("code", "logged", "failed"),
+    [
+        ("OK", [], False),
+        ("INVALID_ARGUMENT", [], False),
+        ("OUT_OF_RANGE", [], False),
+        ("OPEN (stream still open)", [], False),
+        ("UNKNOWN", [], True),
+        ("INTERNAL", [], True),
+        ("DEADLINE_EXCEEDED", [], False),  # sent by the server: too large resourceVersion
+        ("DEADLINE_EXCEEDED (hung)", [], True),  # the client's deadline ran out
+        ("OK", ["internal error | RecursionError: deep"], True),
+    ],
+)
+def test_an_answer_fails_when_it_is_not_a_meant_code_or_the_server_logged_an_error(
+    code: str, logged: list[str], failed: bool
+) -> None:
+    tally = Tally()
+    tally.record("Create", "raw", code, "why", b"\x00", logged)
+    assert bool(tally.failures) == failed
+    assert tally.tried["Create"] == 1 and tally.codes["Create"][code] == 1
