@@ -157,7 +157,10 @@ async def batch_update(
     for chunk in chunks(plain, lambda r: r[1].ByteSize()):
         compares = [Compare(kv.key, "mod", "==", kv.mod_revision) for _, _, kv in chunk]
         puts = [Put(kv.key, api._encode(new)) for _, new, kv in chunk]
-        res = await _chunk_txn(api, compares, puts)
+        # An object named twice: one txn each, so the second meets the first's write
+        # (a conflict, as two updates from the same resourceVersion would).
+        distinct = len({p.key for p in puts}) == len(puts)
+        res = await _chunk_txn(api, compares, puts) if distinct else None
         if res is not None and res.succeeded:
             for i, new, _ in chunk:
                 _meta(new).resource_version = str(res.revision)

@@ -97,6 +97,15 @@ class StorageRequestTooLargeError(Exception):
     default); retrying will not help."""
 
 
+def check_writes_distinct(ops: Sequence[Op]) -> None:
+    """etcd refuses a txn branch that writes one key twice ("duplicate key given in txn
+    request", checked on the request, whichever branch runs): the in-memory fake refuses
+    it the same way, so a caller's bug shows in unit tests, not only on etcd."""
+    keys = [op.key for op in ops if not isinstance(op, Get)]
+    if len(set(keys)) != len(keys):
+        raise ValueError("etcdserver: duplicate key given in txn request")
+
+
 def compare_ok(kv: KeyValue | None, c: Compare) -> bool:
     """Evaluate one compare the way etcd does (a missing key reads as zeros / empty)."""
     if c.target == "value":

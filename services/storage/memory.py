@@ -21,6 +21,7 @@ from services.storage import (
     Put,
     TxnResult,
     WatchBatch,
+    check_writes_distinct,
     compare_ok,
 )
 
@@ -50,6 +51,8 @@ class MemoryStorage:
     async def txn(
         self, compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op] = ()
     ) -> TxnResult:
+        check_writes_distinct(success)
+        check_writes_distinct(failure)
         ok = all(compare_ok(self._data.get(c.key), c) for c in compares)
         ops = success if ok else failure
         writes = [op for op in ops if not isinstance(op, Get)]

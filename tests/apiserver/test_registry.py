@@ -625,3 +625,18 @@ async def test_batch_update_writes_each_status_and_fails_only_the_stale_one(
 async def test_batch_update_reports_a_missing_object_as_not_found(api: ApiServer) -> None:
     [r] = await api.batch_update([pod("ghost")], status=True)
     assert type(r.error).__name__ == "NotFoundError"
+
+
+@pytest.mark.parametrize("status", [True, False], ids=["status", "spec"])
+async def test_batch_update_naming_one_object_twice_writes_the_first_and_conflicts_the_second(
+    api: ApiServer, status: bool
+) -> None:
+    made = await api.create(pod("twice"))
+    first, second = codec.clone(made), codec.clone(made)
+    first.metadata.labels["round"] = first.status.message = "1"
+    second.metadata.labels["round"] = second.status.message = "2"
+    results = await api.batch_update([first, second], status=status)
+    assert results[0].error is None
+    assert type(results[1].error).__name__ == "ConflictError"
+    got = await api.get(PODS, "default", "twice")
+    assert (got.status.message if status else got.metadata.labels["round"]) == "1"
