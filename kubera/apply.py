@@ -30,6 +30,7 @@ from services.api.errors import (
     UnavailableError,
 )
 from services.api.kinds import Kind
+from services.api.limits import loads_json
 from services.apiserver import admission
 from services.client import Client
 
@@ -142,8 +143,8 @@ def _last_applied(live: Message) -> dict[str, Any] | None:
     text = _meta(live).annotations.get(LAST_APPLIED)
     if not text:
         return None
-    try:
-        parsed = json.loads(text)
+    try:  # too deep (DepthError) or not JSON: as if there were none
+        parsed = loads_json(text, LAST_APPLIED)
     except ValueError:
         return None
     return parsed if isinstance(parsed, dict) else None

@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from services.api import yamlload
 from services.api.duration import parse_duration
 from services.api.limits import DepthError, loads_json
 from services.api.quantity import QuantityError, parse_quantity
@@ -333,7 +334,7 @@ def parse_template(doc: Mapping[str, Any] | None) -> NodeTemplate:
 
 def load_template(text: str) -> NodeTemplate:
     try:
-        doc = yaml.safe_load(text)
+        doc = yamlload.safe_load(text)
     except yaml.YAMLError as e:
         raise TemplateError(f"node template is not valid YAML: {e}") from None
     return parse_template(doc)

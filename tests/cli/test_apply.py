@@ -242,3 +242,20 @@ def test_unknown_fields_are_refused_by_default_as_in_kubectl(
     assert err in r.err if err else r.err == ""
     created = kubera(capsys, apiserver, "get", "pods", "-o", "name").out
     assert created == ("pod/p\n" if rc == 0 else "")
+
+
+def test_a_last_applied_annotation_nested_too_deeply_reads_as_none(
+    apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Someone else wrote a 50,000-level last-applied annotation: apply treats the live
+    object as never applied (as with one that is not JSON) instead of a traceback."""
+    path = write(tmp_path, "web.yaml", DEPLOY)
+    assert kubera(capsys, apiserver, "apply", "-f", path).rc == 0
+    deep = "[" * 50_000 + "]" * 50_000
+    key = "kubectl.kubernetes.io/last-applied-configuration"
+    _patch(apiserver, "web", {"metadata": {"annotations": {key: deep}}})
+    r = kubera(capsys, apiserver, "apply", "-f", path)
+    assert (r.rc, r.out) == (0, "deployment.apps/web configured\n"), r.err
+    assert (
+        json.loads(_get(capsys, apiserver)["metadata"]["annotations"][key])["kind"] == "Deployment"
+    )

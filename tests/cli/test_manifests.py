@@ -12,6 +12,7 @@ import pytest
 
 from kubera import manifests
 from kubera.errors import CliError
+from services.api import yamlload
 
 
 def test_empty_documents_are_skipped_and_documents_keep_their_index() -> None:
@@ -138,7 +139,7 @@ def _aliases(anchored: int, aliases: int) -> str:
 def test_the_allowed_alias_ratio_tapers_from_99_to_10_percent_as_go_yaml(
     decodes: int, ratio: float
 ) -> None:
-    assert manifests.allowed_alias_ratio(decodes) == pytest.approx(ratio)
+    assert yamlload.allowed_alias_ratio(decodes) == pytest.approx(ratio)
 
 
 @pytest.mark.parametrize(

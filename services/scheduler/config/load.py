@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from services.api import yamlload
 from services.api.duration import parse_duration
 from services.api.errors import (
     duplicate,
@@ -96,7 +97,7 @@ def load_config(text_or_path: str | os.PathLike[str]) -> SchedulerConfiguration:
     Raises ConfigError listing every problem with its field path."""
     text = _read_file_or_text(text_or_path)
     try:
-        doc = yaml.safe_load(text)
+        doc = yamlload.safe_load(text)
     except yaml.YAMLError as e:
         raise ConfigError([f"yaml: {e}"]) from None
     errs: _Errors = []
