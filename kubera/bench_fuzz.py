@@ -39,15 +39,15 @@ def register(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
 
 def cmd_bench_fuzz(args: argparse.Namespace) -> int:
     try:
-        from kubera import fuzz
+        from kubera.fuzz import grpc_inputs, harness, manifests
     except ImportError as e:
         raise CliError(f"bench fuzz needs the test dependencies (hypothesis): {e}") from None
     if args.examples < 1 or args.manifests < 0:
         raise CliError("--examples must be at least 1 and --manifests at least 0")
-    size = fuzz.Size(
+    size = grpc_inputs.Size(
         examples=args.examples, max_batch=args.max_batch, max_depth=args.max_depth, max_raw=4096
     )
-    errors = fuzz.ErrorLog()
+    errors = harness.ErrorLog()
     root = logging.getLogger()
     root.addHandler(errors)
     # Counted by the harness; not printed as they happen (thousands of tracebacks).
@@ -66,14 +66,14 @@ def cmd_bench_fuzz(args: argparse.Namespace) -> int:
                 Path(etcd_dir) / "data", log_path=Path(etcd_dir) / "etcd.log"
             ).start()
             endpoint = etcd.endpoint
-            server = fuzz.ServerThread(lambda: EtcdStorage(endpoint))
+            server = harness.ServerThread(lambda: EtcdStorage(endpoint))
         else:
-            server = fuzz.ServerThread()
-        caller = fuzz.Caller(server.start(), errors)
-        tally = fuzz.Tally()
+            server = harness.ServerThread()
+        caller = harness.Caller(server.start(), errors)
+        tally = harness.Tally()
         start = time.monotonic()
         try:
-            fuzz.fuzz_all(caller, tally, size)
+            grpc_inputs.fuzz_all(caller, tally, size)
             elapsed = time.monotonic() - start
             broken = caller.serves("fz-after")
         finally:
@@ -88,10 +88,10 @@ def cmd_bench_fuzz(args: argparse.Namespace) -> int:
         if args.dump:
             tally.dump(args.dump)
             print(f"smallest failing inputs written to {args.dump}")
-        decoder = fuzz.DecoderTally()
+        decoder = manifests.DecoderTally()
         start = time.monotonic()
         if args.manifests:
-            fuzz.fuzz_decoder(decoder, args.manifests)
+            manifests.fuzz_decoder(decoder, args.manifests)
             print(decoder.report())
             print(f"in {time.monotonic() - start:.0f} s")
     finally:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kubera.fuzz import Caller, ErrorLog, ServerThread
+from kubera.fuzz.harness import Caller, ErrorLog, ServerThread
 
 
 @pytest.fixture

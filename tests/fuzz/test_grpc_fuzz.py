@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubera.fuzz import METHODS, Caller, Size, Tally, fuzz_method, seed
+from kubera.fuzz.grpc_inputs import Size, fuzz_method, seed
+from kubera.fuzz.harness import METHODS, Caller, Tally
 
 SMALL = Size(examples=40, max_batch=50, max_depth=3000, max_raw=512, derandomize=True)
 

@@ -6,7 +6,7 @@ no other exception escapes."""
 
 from __future__ import annotations
 
-from kubera.fuzz import DecoderTally, decode_text, fuzz_decoder
+from kubera.fuzz.manifests import DecoderTally, decode_text, fuzz_decoder
 
 
 def test_every_manifest_decodes_or_ends_in_one_cli_error_line() -> None:
