@@ -143,11 +143,20 @@ def traceback_head(record: logging.LogRecord) -> str:
     return " ".join(head.split())[:300]
 
 
-class ServerThread:
-    """A real apiserver gRPC server on its own event loop in a background thread."""
+#: The fuzz run's apiserver: a small watch cache and frequent bookmarks, so watches opened
+#: by the fuzz answer (or end) within its read window.
+FUZZ_API_OPTIONS: dict[str, Any] = {"watch_cache_capacity": 200, "bookmark_interval": 0.5}
 
-    def __init__(self, storage_factory: Callable[[], Storage] = MemoryStorage) -> None:
+
+class ServerThread:
+    """A real apiserver gRPC server on its own event loop in a background thread (the fuzz
+    harness's, and the CLI tests'); `api_options` go to ApiServer."""
+
+    def __init__(
+        self, storage_factory: Callable[[], Storage] = MemoryStorage, **api_options: Any
+    ) -> None:
         self.storage_factory = storage_factory
+        self.api_options = api_options
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.api: ApiServer | None = None
@@ -166,7 +175,7 @@ class ServerThread:
         connect = getattr(self.storage, "connect", None)
         if connect is not None:
             await connect()
-        self.api = ApiServer(self.storage, watch_cache_capacity=200, bookmark_interval=0.5)
+        self.api = ApiServer(self.storage, **self.api_options)
         await self.api.start()
         self.server, port = await serve(self.api)
         return port

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from kubera.fuzz.harness import ServerThread
 from services.api.kinds import BY_KIND
 from services.storage import Put
-from tests.cli.conftest import _ServerThread
 from tests.cli.helpers import kubera, pod, write
 
 KEY = BY_KIND["Pod"].key("default", "bad")
@@ -22,7 +22,7 @@ UNSAFE = "--ignore-store-read-error-with-cluster-breaking-potential"
 @pytest.fixture
 def server(tmp_path, capsys: pytest.CaptureFixture[str]) -> Iterator[str]:
     """An apiserver holding a good pod and, under /registry/pods/default/bad, garbage."""
-    s = _ServerThread()
+    s = ServerThread()
     address = s.start()
     try:
         assert (

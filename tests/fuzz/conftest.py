@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kubera.fuzz.harness import Caller, ErrorLog, ServerThread
+from kubera.fuzz.harness import FUZZ_API_OPTIONS, Caller, ErrorLog, ServerThread
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def errors() -> Iterator[ErrorLog]:
 
 @pytest.fixture
 def caller(errors: ErrorLog) -> Iterator[Caller]:
-    server = ServerThread()
+    server = ServerThread(**FUZZ_API_OPTIONS)
     address = server.start()
     c = Caller(address, errors)
     try:
