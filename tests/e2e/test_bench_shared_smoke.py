@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_bench_shared_state_reports_each_scheduler_count(tmp_path: Path) -> None:
     out = tmp_path / "omega.json"
-    # --fill 0.7: the largest pod (900m, 3686Mi of a 4-cpu/16Gi node) fits somewhere however
-    # the others were packed (stranding it needs every node above 3.1 cpu, 12.4 of 16 in
-    # all; 0.7 is 11.2). At 0.9 an unlucky packing left one pod unschedulable for good.
+    # --fill 0.7: the largest pod (700m of a 4-cpu node) fits somewhere however the others
+    # were packed: stranding it needs every node above 3.3 cpu, 13.2 in all, and all the
+    # pods request 11.2 (memory likewise). At 0.9 an unlucky packing stranded a 900m pod.
     args = ["--schedulers", "1,2", "--nodes", "4", "--pods", "24", "--fill", "0.7"]
     r = subprocess.run(
         [sys.executable, "-m", "kubera.cli", "bench", "shared-state", *args, "--output", str(out)],
