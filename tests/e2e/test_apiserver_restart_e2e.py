@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.e2e.test_cli_e2e import Kubera, running
+from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -35,16 +35,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubera]:
     home = tmp_path_factory.mktemp("kubera-home")
     with running(home, "--nodes", "3") as k:
         yield k
-
-
-def _until(check: Callable[[], object], timeout: float = 60.0) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.2)
 
 
 def _apply(k: Kubera, tmp: Path, name: str, *docs: dict) -> None:
@@ -97,7 +87,7 @@ def test_killed_apiserver_comes_back_on_its_address_and_the_cluster_works_again(
         },
     }
     _apply(cluster, tmp_path, "rs", replicaset)
-    _until(lambda: len(_running(cluster, "web-")) == 2)
+    until(lambda: len(_running(cluster, "web-")) == 2)
     before = _context(cluster)
     renewed = _lease_renewed(cluster, "kube-scheduler")
 
@@ -119,17 +109,17 @@ def test_killed_apiserver_comes_back_on_its_address_and_the_cluster_works_again(
         "pod",
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "after"}, "spec": {"containers": [CONTAINER]}},
     )  # fmt: skip
-    pod = _until(lambda: _running(cluster, "after").get("after"), timeout=30)
+    pod = until(lambda: _running(cluster, "after").get("after"), timeout=30)
     assert pod["spec"]["nodeName"].startswith("kubera-node-")  # type: ignore[index]
 
     # The controller-manager: a deleted pod of the ReplicaSet is replaced.
     gone = sorted(_running(cluster, "web-"))[0]
     r = cluster("delete", "pod", gone)
     assert r.returncode == 0, r.stderr
-    _until(lambda: len(pods := _running(cluster, "web-")) == 2 and gone not in pods, timeout=30)
+    until(lambda: len(pods := _running(cluster, "web-")) == 2 and gone not in pods, timeout=30)
 
     # The leader keeps publishing its Lease through the new apiserver.
-    _until(lambda: _lease_renewed(cluster, "kube-scheduler") != renewed, timeout=30)
+    until(lambda: _lease_renewed(cluster, "kube-scheduler") != renewed, timeout=30)
 
     r = cluster("check", "--settle", "30s", timeout=120)
     print(r.stdout)

@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.e2e.test_cli_e2e import Kubera, running
+from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -31,16 +32,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubera]:
     up = ("--nodes", "6", "--schedulers", "3", "--controller-managers", "2", *LEASES)
     with running(home, *up) as k:
         yield k
-
-
-def _until(check: Callable[[], object], timeout: float = 60.0) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.2)
 
 
 def _lease(k: Kubera, name: str) -> dict:
@@ -85,7 +76,7 @@ def _bound(k: Kubera, prefix: str) -> dict[str, dict]:
 
 def test_both_elections_publish_their_lease(cluster: Kubera) -> None:
     for name in ("kube-scheduler", "kube-controller-manager"):
-        lease = _until(
+        lease = until(
             lambda n=name: _lease(cluster, n)["spec"].get("holderIdentity") and _lease(cluster, n)
         )
         spec = lease["spec"]  # type: ignore[index]
@@ -97,7 +88,7 @@ def test_killed_leader_is_replaced_and_the_new_one_binds(cluster: Kubera, tmp_pa
     before = _lease(cluster, "kube-scheduler")["spec"]
     r = cluster("chaos", "kill-leader")
     assert r.returncode == 0 and "killed leader" in r.stdout, r.stderr
-    after = _until(
+    after = until(
         lambda: (
             (s := _lease(cluster, "kube-scheduler")["spec"]).get("holderIdentity")
             not in (None, before["holderIdentity"])
@@ -107,35 +98,35 @@ def test_killed_leader_is_replaced_and_the_new_one_binds(cluster: Kubera, tmp_pa
     assert after["leaseTransitions"] > before.get("leaseTransitions", 0)  # type: ignore[index]
     r = cluster("apply", "-f", str(_pods_file(tmp_path, "afterkill", 5)))
     assert r.returncode == 0, r.stderr
-    bound = _until(lambda: len(b := _bound(cluster, "afterkill")) == 5 and b)
+    bound = until(lambda: len(b := _bound(cluster, "afterkill")) == 5 and b)
     tokens = {p["metadata"]["annotations"]["kubera.io/bound-by"] for p in bound.values()}  # type: ignore[union-attr]
     assert len(tokens) == 1 and tokens.pop().startswith("fenced /kubera/leaderelection/")
 
 
 def test_paused_leader_is_deposed_and_binds_nothing_after(cluster: Kubera, tmp_path: Path) -> None:
-    holder = _until(lambda: _lease(cluster, "kube-scheduler")["spec"].get("holderIdentity"))
+    holder = until(lambda: _lease(cluster, "kube-scheduler")["spec"].get("holderIdentity"))
     result: dict = {}
     pause = threading.Thread(
         target=lambda: result.setdefault("r", cluster("chaos", "pause-leader", "--for", "4s"))
     )
     pause.start()
-    _until(lambda: _lease(cluster, "kube-scheduler")["spec"].get("holderIdentity") != holder)
+    until(lambda: _lease(cluster, "kube-scheduler")["spec"].get("holderIdentity") != holder)
     r = cluster("apply", "-f", str(_pods_file(tmp_path, "duringpause", 5)))
     assert r.returncode == 0, r.stderr
     pause.join(30)
     assert result["r"].returncode == 0, result["r"].stderr
-    _until(lambda: len(_bound(cluster, "duringpause")) == 5)
+    until(lambda: len(_bound(cluster, "duringpause")) == 5)
     assert _lease(cluster, "kube-scheduler")["spec"]["holderIdentity"] != holder
 
 
 def test_partitioned_leader_hands_over(cluster: Kubera, tmp_path: Path) -> None:
-    holder = _until(lambda: _lease(cluster, "kube-scheduler")["spec"].get("holderIdentity"))
+    holder = until(lambda: _lease(cluster, "kube-scheduler")["spec"].get("holderIdentity"))
     r = cluster("chaos", "partition-leader", "--for", "4s")
     assert r.returncode == 0 and "partitioned leader" in r.stdout, r.stderr
-    _until(lambda: _lease(cluster, "kube-scheduler")["spec"].get("holderIdentity") != holder)
+    until(lambda: _lease(cluster, "kube-scheduler")["spec"].get("holderIdentity") != holder)
     r = cluster("apply", "-f", str(_pods_file(tmp_path, "duringcut", 5)))
     assert r.returncode == 0, r.stderr
-    _until(lambda: len(_bound(cluster, "duringcut")) == 5)
+    until(lambda: len(_bound(cluster, "duringcut")) == 5)
 
 
 def test_chaos_run_under_load_then_check_finds_nothing_wrong(
@@ -178,4 +169,4 @@ def test_restart_etcd_and_the_cluster_carries_on(cluster: Kubera, tmp_path: Path
     assert r.returncode == 0 and "etcd restarted" in r.stdout, r.stderr
     r = cluster("apply", "-f", str(_pods_file(tmp_path, "afteretcd", 5)))
     assert r.returncode == 0, r.stderr
-    _until(lambda: len(_bound(cluster, "afteretcd")) == 5, timeout=90)
+    until(lambda: len(_bound(cluster, "afteretcd")) == 5, timeout=90)

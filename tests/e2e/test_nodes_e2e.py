@@ -6,12 +6,12 @@ and drain work, and `kubera down` leaves nothing behind."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from tests.e2e.test_cli_e2e import Kubera, _alive, running
+from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -23,18 +23,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubera]:
     with running(home, *up_args) as k:
         assert "4 hollow nodes in 2 pool(s)" in k.up_stdout  # type: ignore[attr-defined]
         yield k
-
-
-def _until(check: Callable[[], object], timeout: float = 60.0) -> object:
-    """Poll a CLI read until it holds (the CLI is a separate process: no watch to join)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.5)
 
 
 def _pods(k: Kubera) -> list[dict]:
@@ -76,7 +64,7 @@ def test_pods_bound_by_node_name_run_and_a_killed_node_loses_them(cluster: Kuber
         )
     r = cluster("apply", "-f", "-", stdin="\n---\n".join(json.dumps(d) for d in docs))
     assert r.returncode == 0, r.stderr
-    _until(
+    until(
         lambda: (
             all(p["status"].get("phase") == "Running" for p in _pods(cluster))
             and len(_pods(cluster)) == 2
@@ -93,10 +81,10 @@ def test_pods_bound_by_node_name_run_and_a_killed_node_loses_them(cluster: Kuber
             p0["metadata"].get("deletionTimestamp")
         )
 
-    _until(tainted_and_terminating)  # 50 s grace + 10 s toleration, at 20x
+    until(tainted_and_terminating)  # 50 s grace + 10 s toleration, at 20x
     r = cluster("chaos", "revive-node", "kubera-node-00000")
     assert r.stdout.strip() == "node/kubera-node-00000 revived"
-    _until(lambda: [p["metadata"]["name"] for p in _pods(cluster)] == ["p1"])  # kubelet finished it
+    until(lambda: [p["metadata"]["name"] for p in _pods(cluster)] == ["p1"])  # kubelet finished it
     r = cluster("chaos", "kill-node", "no-such-node")
     assert r.returncode == 1 and "no hollow kubelet runs no-such-node" in r.stderr
 
@@ -117,4 +105,4 @@ def test_down_stops_the_pools_and_controllers(cluster: Kubera) -> None:
     assert all(_alive(pid) for pid in pool_pids)
     r = cluster("down")
     assert r.returncode == 0, r.stderr
-    _until(lambda: not any(_alive(pid) for pid in pool_pids), timeout=30)
+    until(lambda: not any(_alive(pid) for pid in pool_pids), timeout=30)
