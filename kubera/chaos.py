@@ -17,7 +17,7 @@ import os
 import secrets
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import grpc
@@ -154,18 +154,31 @@ async def _apiserver_reaches_etcd(address: str, deadline: float) -> None:
     apiserver, whose etcd channel redials on its own, can read it again."""
     client = Client(address)
     try:
-        while True:
-            try:
-                await client.health(timeout=1.0)
-                return
-            except ApiError as e:
-                if time.monotonic() >= deadline:
-                    raise CliError(
-                        f"the apiserver does not reach the restarted etcd: {e}"
-                    ) from None
-                await asyncio.sleep(0.05)
+        await _until_ok(
+            lambda: client.health(timeout=1.0),
+            deadline,
+            "the apiserver does not reach the restarted etcd",
+            interval=0.05,
+        )
     finally:
         await client.close()
+
+
+async def _until_ok(
+    call: Callable[[], Awaitable[object]], deadline: float, failure: str, *, interval: float
+) -> None:
+    """Await `call()` until it succeeds (an AlreadyExists counts: an earlier try landed);
+    an ApiError past `deadline` is a CliError starting with `failure`."""
+    while True:
+        try:
+            await call()
+            return
+        except AlreadyExistsError:
+            return
+        except ApiError as e:
+            if time.monotonic() >= deadline:
+                raise CliError(f"{failure}: {e}") from None
+            await asyncio.sleep(interval)
 
 
 def kill_pool(ctx: Context, name: str) -> dict:
@@ -256,18 +269,12 @@ async def _first_bind(storage: EtcdStorage, after_revision: int) -> float:
 
 async def _first_write(client: Client, pod: core_pb2.Pod, deadline: float) -> None:
     """Create `pod` until it is created (an AlreadyExists means an earlier try was)."""
-    while True:
-        try:
-            await client.create(pod)
-            return
-        except AlreadyExistsError:
-            return
-        except ApiError as e:
-            if time.monotonic() >= deadline:
-                raise CliError(
-                    f"no write through the apiserver succeeded after its kill: {e}"
-                ) from None
-            await asyncio.sleep(0.02)
+    await _until_ok(
+        lambda: client.create(pod),
+        deadline,
+        "no write through the apiserver succeeded after its kill",
+        interval=0.02,
+    )
 
 
 async def kill_apiserver(
