@@ -148,7 +148,7 @@ def _pods(args: argparse.Namespace) -> list:
 def overcommitted(pods: list, nodes: list) -> list[str]:
     """Every node whose bound pods request more than its allocatable (any resource, or the
     pod count), said in words; empty when none is."""
-    from services.scheduler.framework.types import Resource, pod_requests
+    from services.api.resources import Resource, pod_requests
 
     used: dict[str, Resource] = {}
     count: dict[str, int] = {}

@@ -29,7 +29,7 @@ from kubera.tables import (
     pod_status,
 )
 from services.api.kinds import kind_of
-from services.scheduler.framework.types import Resource, pod_requests
+from services.api.resources import Resource, pod_requests
 
 
 def tabwrite(text: str, *, padding: int = 2, minwidth: int = 0) -> str:

@@ -30,7 +30,7 @@ from google.protobuf.message import Message
 from kubera.output import resource_name
 from services.api.kinds import Kind
 from services.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, canonicalize
-from services.scheduler.framework.types import CPU, MEMORY, PODS, Resource, pod_requests
+from services.api.resources import CPU, MEMORY, PODS, Resource, pod_requests
 
 NONE = "<none>"
 UNKNOWN = "<unknown>"

@@ -52,8 +52,8 @@ from protos.kubera.v1 import core_pb2
 from services.api.errors import AllocationConflictError, CorruptObjectError
 from services.api.kinds import BY_KIND
 from services.api.limits import loads_json
+from services.api.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
 from services.apiserver.watchcache import WatchCache
-from services.scheduler.framework.types import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
 from services.storage import Compare, Get, KeyValue, Put, Storage
 
 if TYPE_CHECKING:

@@ -25,8 +25,9 @@ import numpy as np
 import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
+from services.api.resources import MAX_AMOUNT
 from services.clock import Clock, RealClock
-from services.scheduler.framework.types import MAX_AMOUNT, NodeInfo, PodInfo
+from services.scheduler.framework.types import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
     from services.scheduler.framework import interface

@@ -20,12 +20,10 @@ from typing import Any
 import numpy as np
 
 from protos.kubera.v1 import core_pb2
+from services.api.resources import CPU, EPHEMERAL, MEMORY, Resource, pod_requests
 from services.scheduler.framework.interface import PreFilterResult
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import (
-    CPU,
-    EPHEMERAL,
-    MEMORY,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -33,8 +31,6 @@ from services.scheduler.framework.types import (
     NodeInfo,
     PodInfo,
     QueueingHint,
-    Resource,
-    pod_requests,
 )
 from services.scheduler.plugins.helpers import NODE, POD
 from services.scheduler.plugins.noderesources.fits_request import (

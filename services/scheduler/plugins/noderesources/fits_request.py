@@ -13,15 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from services.api.names import qualified_name
-from services.scheduler.framework.types import (
-    CPU,
-    EPHEMERAL,
-    MEMORY,
-    PODS,
-    NodeInfo,
-    PodInfo,
-    Resource,
-)
+from services.api.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource
+from services.scheduler.framework.types import NodeInfo, PodInfo
 
 
 def is_extended_resource_name(name: str) -> bool:

@@ -17,15 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from services.scheduler.framework.types import (
-    CPU,
-    EPHEMERAL,
-    MAX_AMOUNT,
-    MEMORY,
-    NodeInfo,
-    PodInfo,
-    is_scalar_resource,
-)
+from services.api.resources import CPU, EPHEMERAL, MAX_AMOUNT, MEMORY, is_scalar_resource
+from services.scheduler.framework.types import NodeInfo, PodInfo
 
 #: Columns of the snapshot's per-node arrays (`alloc`, `requested`).
 COL_CPU, COL_MEMORY, COL_EPHEMERAL, COL_PODS = 0, 1, 2, 3
