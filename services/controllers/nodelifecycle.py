@@ -47,6 +47,7 @@ from protos.kubera.v1 import core_pb2
 from services.api import codec
 from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND
+from services.api.taints import NO_SCHEDULE
 from services.client import Client
 from services.client.informer import Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
@@ -85,7 +86,6 @@ from services.controllers.nodelifecycle_zones import (
     zone_key,
 )
 from services.controllers.workqueue import WorkQueue, run_worker
-from services.scheduler.plugins.helpers import NO_SCHEDULE
 
 log = logging.getLogger(__name__)
 

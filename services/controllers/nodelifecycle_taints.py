@@ -17,9 +17,9 @@ from protos.kubera.v1 import core_pb2
 from services.api import codec
 from services.api.errors import ApiError, ConflictError, NotFoundError
 from services.api.kinds import BY_KIND
+from services.api.taints import NO_EXECUTE, NO_SCHEDULE
 from services.client import Client
 from services.clock import Clock, rfc3339
-from services.scheduler.plugins.helpers import NO_EXECUTE, NO_SCHEDULE
 
 log = logging.getLogger(__name__)
 

@@ -39,6 +39,7 @@ from services.api import codec
 from services.api.conditions import update_pod_condition
 from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND
+from services.api.taints import NO_EXECUTE, toleration_tolerates_taint
 from services.client import Client
 from services.client.informer import Handlers, SharedInformers
 from services.clock import Clock, RealClock, parse_rfc3339, rfc3339
@@ -49,7 +50,6 @@ from services.controllers.controller_utils import (
     wait_any,
     write_event,
 )
-from services.scheduler.plugins.helpers import NO_EXECUTE, toleration_tolerates_taint
 
 log = logging.getLogger(__name__)
 

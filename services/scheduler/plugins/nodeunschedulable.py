@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
+from services.api.taints import NO_SCHEDULE, tolerations_tolerate_taint
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
     ActionType,
@@ -22,7 +23,7 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueueingHint,
 )
-from services.scheduler.plugins.helpers import NO_SCHEDULE, NODE, POD, tolerations_tolerate_taint
+from services.scheduler.plugins.helpers import NODE, POD
 
 NAME = "NodeUnschedulable"
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"

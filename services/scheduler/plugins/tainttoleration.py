@@ -20,6 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
+from services.api.taints import (
+    PREFER_NO_SCHEDULE,
+    find_matching_untolerated_taint,
+    tolerations_tolerate_taint,
+)
 from services.scheduler.framework.interface import MAX_NODE_SCORE, NodeScore
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
@@ -34,11 +39,8 @@ from services.scheduler.framework.types import (
 from services.scheduler.plugins.helpers import (
     NODE,
     POD,
-    PREFER_NO_SCHEDULE,
     default_normalize_score,
     do_not_schedule_taints_filter,
-    find_matching_untolerated_taint,
-    tolerations_tolerate_taint,
 )
 
 NAME = "TaintToleration"

@@ -6,15 +6,17 @@ import pytest
 from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
+from services.api.taints import (
+    find_matching_untolerated_taint,
+    is_decimal_integer,
+    toleration_tolerates_taint,
+)
 from services.scheduler.framework.interface import MAX_NODE_SCORE, NodeScore
 from services.scheduler.plugins.helpers import (
     default_normalize_score,
     do_not_schedule_taints_filter,
-    find_matching_untolerated_taint,
     go_div,
     go_round_div,
-    is_decimal_integer,
-    toleration_tolerates_taint,
 )
 
 # Upstream helper/normalize_score_test.go TestDefaultNormalizeScore, all nine cases.
