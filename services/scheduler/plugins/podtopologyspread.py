@@ -50,6 +50,7 @@ from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
 from services.api.labels import Requirement, Selector, SelectorError, from_label_selector
+from services.api.nodeaffinity import RequiredNodeAffinity
 from services.api.taints import find_matching_untolerated_taint
 from services.scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -67,7 +68,6 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueueingHint,
 )
-from services.scheduler.plugins._nodematch import RequiredNodeAffinity
 from services.scheduler.plugins.helpers import NODE, POD, do_not_schedule_taints_filter
 
 NAME = "PodTopologySpread"
