@@ -15,6 +15,7 @@ from protos.kubera.v1 import apps_pb2, core_pb2, node_pb2, scheduling_pb2
 from services.api.errors import INVALID, FieldError, ForbiddenError, InvalidError
 from services.api.kinds import BY_KIND, Kind
 from services.api.quantity import QuantityError, parse_quantity
+from services.api.wellknown import TAINT_NOT_READY, TAINT_UNREACHABLE
 from services.kubelet.template import STAGES_ANNOTATION, Stages, TemplateError
 from services.kubelet.usage import USAGE_ANNOTATION, UsageSpecError, parse_usage
 
@@ -30,8 +31,6 @@ class Lookup(Protocol):
 DEFAULT_SCHEDULER = "default-scheduler"
 DEFAULT_GRACE_SECONDS = 30
 DEFAULT_TOLERATION_SECONDS = 300
-TAINT_NOT_READY = "node.kubernetes.io/not-ready"
-TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-node-lease", "kube-public")
 UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")
 NAMESPACE_FINALIZER = "kubernetes"

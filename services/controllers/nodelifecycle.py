@@ -48,6 +48,7 @@ from services.api import codec
 from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.api.taints import NO_SCHEDULE
+from services.api.wellknown import LABEL_EXCLUDE_DISRUPTION, TAINT_UNSCHEDULABLE
 from services.client import Client
 from services.client.informer import Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
@@ -69,7 +70,6 @@ from services.controllers.nodelifecycle_taints import (
     FALSE,
     NOT_READY_NO_EXECUTE,
     READY,
-    TAINT_UNSCHEDULABLE,
     TRUE,
     UNKNOWN,
     UNREACHABLE_NO_EXECUTE,
@@ -79,12 +79,7 @@ from services.controllers.nodelifecycle_taints import (
     same_taint,
     swap_taints,
 )
-from services.controllers.nodelifecycle_zones import (
-    LABEL_EXCLUDE_DISRUPTION,
-    ZoneState,
-    handle_disruption,
-    zone_key,
-)
+from services.controllers.nodelifecycle_zones import ZoneState, handle_disruption, zone_key
 from services.controllers.workqueue import WorkQueue, run_worker
 
 log = logging.getLogger(__name__)

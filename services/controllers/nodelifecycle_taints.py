@@ -18,6 +18,15 @@ from services.api import codec
 from services.api.errors import ApiError, ConflictError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.api.taints import NO_EXECUTE, NO_SCHEDULE
+from services.api.wellknown import (
+    TAINT_DISK_PRESSURE,
+    TAINT_MEMORY_PRESSURE,
+    TAINT_NETWORK_UNAVAILABLE,
+    TAINT_NOT_READY,
+    TAINT_PID_PRESSURE,
+    TAINT_UNREACHABLE,
+    TAINT_UNSCHEDULABLE,
+)
 from services.client import Client
 from services.clock import Clock, rfc3339
 
@@ -31,14 +40,6 @@ DISK_PRESSURE = "DiskPressure"
 PID_PRESSURE = "PIDPressure"
 NETWORK_UNAVAILABLE = "NetworkUnavailable"
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
-
-TAINT_NOT_READY = "node.kubernetes.io/not-ready"
-TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
-TAINT_MEMORY_PRESSURE = "node.kubernetes.io/memory-pressure"
-TAINT_DISK_PRESSURE = "node.kubernetes.io/disk-pressure"
-TAINT_PID_PRESSURE = "node.kubernetes.io/pid-pressure"
-TAINT_NETWORK_UNAVAILABLE = "node.kubernetes.io/network-unavailable"
-TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 
 UNREACHABLE_NO_EXECUTE = core_pb2.Taint(key=TAINT_UNREACHABLE, effect=NO_EXECUTE)
 NOT_READY_NO_EXECUTE = core_pb2.Taint(key=TAINT_NOT_READY, effect=NO_EXECUTE)

@@ -27,6 +27,10 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from protos.kubera.v1 import core_pb2
+from services.api.wellknown import LABEL_FAILURE_DOMAIN_BETA_REGION as LABEL_BETA_REGION
+from services.api.wellknown import LABEL_FAILURE_DOMAIN_BETA_ZONE as LABEL_BETA_ZONE
+from services.api.wellknown import LABEL_TOPOLOGY_REGION as LABEL_REGION
+from services.api.wellknown import LABEL_TOPOLOGY_ZONE as LABEL_ZONE
 from services.controllers.nodelifecycle_ratelimit import RateLimitedTimedQueue
 from services.controllers.nodelifecycle_taints import TRUE
 
@@ -34,12 +38,6 @@ if TYPE_CHECKING:
     from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 
 log = logging.getLogger(__name__)
-
-LABEL_ZONE = "topology.kubernetes.io/zone"
-LABEL_REGION = "topology.kubernetes.io/region"
-LABEL_BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
-LABEL_BETA_REGION = "failure-domain.beta.kubernetes.io/region"
-LABEL_EXCLUDE_DISRUPTION = "node.kubernetes.io/exclude-disruption"
 
 
 class ZoneState(StrEnum):

@@ -32,6 +32,7 @@ from services.api import codec
 from services.api.conditions import update_pod_condition
 from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND
+from services.api.wellknown import TAINT_OUT_OF_SERVICE
 from services.client import Client
 from services.client.informer import SharedInformers
 from services.clock import Clock, RealClock
@@ -48,7 +49,6 @@ TERMINATED_POD_GC_THRESHOLD = 12500
 GC_CHECK_PERIOD = 20.0
 #: Upstream quarantineTime.
 QUARANTINE_TIME = 40.0
-TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 #: Deletions in flight at once in one pass.
 _MAX_CONCURRENT_DELETES = 50
 

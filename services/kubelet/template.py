@@ -42,6 +42,13 @@ from services.api import yamlload
 from services.api.duration import parse_duration
 from services.api.limits import DepthError, loads_json
 from services.api.quantity import QuantityError, parse_quantity
+from services.api.wellknown import (
+    LABEL_ARCH,
+    LABEL_HOSTNAME,
+    LABEL_OS,
+    LABEL_TOPOLOGY_REGION,
+    LABEL_TOPOLOGY_ZONE,
+)
 
 STAGES_ANNOTATION = "kubera.io/stages"
 DEFAULT_NAME_PREFIX = "kubera-node"
@@ -380,11 +387,11 @@ def plan_nodes(template: NodeTemplate, total: int | None = None) -> list[NodePla
                 else f"{template.region}-z{n % template.zones}"
             )
             labels = {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                "topology.kubernetes.io/zone": zone,
-                "topology.kubernetes.io/region": template.region,
+                LABEL_HOSTNAME: name,
+                LABEL_OS: "linux",
+                LABEL_ARCH: "amd64",
+                LABEL_TOPOLOGY_ZONE: zone,
+                LABEL_TOPOLOGY_REGION: template.region,
                 "type": "kubera-hollow",
                 **kind.labels,
             }

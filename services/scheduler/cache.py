@@ -26,16 +26,17 @@ import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
 from services.api.resources import MAX_AMOUNT
+from services.api.wellknown import (
+    LABEL_FAILURE_DOMAIN_BETA_REGION,
+    LABEL_FAILURE_DOMAIN_BETA_ZONE,
+    LABEL_TOPOLOGY_REGION,
+    LABEL_TOPOLOGY_ZONE,
+)
 from services.clock import Clock, RealClock
 from services.scheduler.framework.types import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
     from services.scheduler.framework import interface
-
-LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
-LABEL_TOPOLOGY_REGION = "topology.kubernetes.io/region"
-LABEL_FAILURE_DOMAIN_BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
-LABEL_FAILURE_DOMAIN_BETA_REGION = "failure-domain.beta.kubernetes.io/region"
 
 #: Assumed pods never expire by default: upstream set durationToExpireAssumedPod to 0
 #: (kubernetes#106361: an expiry racing a slow watch event dropped pods that were bound).

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from services.api.wellknown import TAINT_DISK_PRESSURE, TAINT_MEMORY_PRESSURE, TAINT_PID_PRESSURE
+
 MEMORY_AVAILABLE: Final = "memory.available"
 NODEFS_AVAILABLE: Final = "nodefs.available"
 NODEFS_INODES_FREE: Final = "nodefs.inodesFree"
@@ -38,9 +40,9 @@ CONDITIONS: Final = (MEMORY_PRESSURE, DISK_PRESSURE, PID_PRESSURE)
 #: The taints the node lifecycle controller puts on a node with each condition (effect
 #: NoSchedule); the kubelet's admission checks the memory one.
 CONDITION_TAINTS: Final = {
-    MEMORY_PRESSURE: "node.kubernetes.io/memory-pressure",
-    DISK_PRESSURE: "node.kubernetes.io/disk-pressure",
-    PID_PRESSURE: "node.kubernetes.io/pid-pressure",
+    MEMORY_PRESSURE: TAINT_MEMORY_PRESSURE,
+    DISK_PRESSURE: TAINT_DISK_PRESSURE,
+    PID_PRESSURE: TAINT_PID_PRESSURE,
 }
 
 RESOURCE_MEMORY: Final = "memory"

@@ -13,6 +13,7 @@ from typing import Any
 
 from protos.kubera.v1 import core_pb2
 from services.api.taints import NO_SCHEDULE, tolerations_tolerate_taint
+from services.api.wellknown import TAINT_UNSCHEDULABLE as TAINT_NODE_UNSCHEDULABLE
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
     ActionType,
@@ -28,7 +29,6 @@ from services.scheduler.plugins.helpers import NODE, POD
 NAME = "NodeUnschedulable"
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
-TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 
 _UNSCHEDULABLE_TAINT = core_pb2.Taint(key=TAINT_NODE_UNSCHEDULABLE, effect=NO_SCHEDULE)
 

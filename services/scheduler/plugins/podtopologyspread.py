@@ -52,6 +52,7 @@ from protos.kubera.v1 import core_pb2
 from services.api.labels import Requirement, Selector, SelectorError, from_label_selector
 from services.api.nodeaffinity import RequiredNodeAffinity
 from services.api.taints import find_matching_untolerated_taint
+from services.api.wellknown import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE
 from services.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     Handle,
@@ -83,8 +84,6 @@ HONOR = "Honor"
 IGNORE = "Ignore"
 SYSTEM_DEFAULTING = "System"
 LIST_DEFAULTING = "List"
-LABEL_HOSTNAME = "kubernetes.io/hostname"
-LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
 
 #: Owner kinds whose pods get default constraints (upstream: plus Services, see above).
 DEFAULTED_OWNER_KINDS = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController"})

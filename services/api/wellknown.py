@@ -1,0 +1,38 @@
+"""Well-known node labels and taint keys (upstream k8s.io/api/core/v1 well_known_labels.go and
+well_known_taints.go).
+
+The kubelet sets the labels, the node lifecycle controller and the apiserver's admission put
+and tolerate the taints, the scheduler and the controllers read both: they are spelled here
+once.
+"""
+
+from __future__ import annotations
+
+# ------------------------------------------------------------------ labels
+
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
+LABEL_TOPOLOGY_REGION = "topology.kubernetes.io/region"
+#: The deprecated zone and region labels, still read where upstream reads them.
+LABEL_FAILURE_DOMAIN_BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+LABEL_FAILURE_DOMAIN_BETA_REGION = "failure-domain.beta.kubernetes.io/region"
+LABEL_OS = "kubernetes.io/os"
+LABEL_ARCH = "kubernetes.io/arch"
+LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+#: Nodes with this label do not count towards their zone's health (node lifecycle).
+LABEL_EXCLUDE_DISRUPTION = "node.kubernetes.io/exclude-disruption"
+
+# ------------------------------------------------------------------ taints
+
+#: The node's Ready condition is False (NoSchedule, then NoExecute).
+TAINT_NOT_READY = "node.kubernetes.io/not-ready"
+#: The node's Ready condition is Unknown: its kubelet stopped reporting.
+TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
+#: The node is cordoned (spec.unschedulable).
+TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+TAINT_MEMORY_PRESSURE = "node.kubernetes.io/memory-pressure"
+TAINT_DISK_PRESSURE = "node.kubernetes.io/disk-pressure"
+TAINT_PID_PRESSURE = "node.kubernetes.io/pid-pressure"
+TAINT_NETWORK_UNAVAILABLE = "node.kubernetes.io/network-unavailable"
+#: Put by an operator on a node known to be down: its pods may be deleted at once.
+TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
