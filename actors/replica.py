@@ -28,6 +28,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from services.api.fencing import Fencing
 from services.chaos.control import serve_control
 from services.chaos.relay import Relay
 from services.client import Client
@@ -142,7 +143,7 @@ class Replica:
         self._control, port = await serve_control(self.relays, self.identity, self.component)
         self.control_address = f"127.0.0.1:{port}"
 
-    def fencing_token(self) -> tuple[str, int] | None:
+    def fencing_token(self) -> Fencing | None:
         return self.elector.fencing_token if self.elector is not None else None
 
     async def register(self, **extra: Any) -> None:

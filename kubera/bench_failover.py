@@ -116,8 +116,8 @@ class _PodLoad:
 async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, float, float]):
     from kubera import chaos
     from protos.kubera.v1 import core_pb2
+    from services.api.fencing import BOUND_BY, parse_bound_by
     from services.api.kinds import BY_KIND
-    from services.apiserver.fencing import BOUND_BY, parse_bound_by
     from services.client import Client
     from services.storage.etcd import EtcdStorage
 

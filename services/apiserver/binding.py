@@ -22,15 +22,10 @@ from google.protobuf.message import Message
 from protos.kubera.v1 import core_pb2
 from services.api.conditions import update_pod_condition
 from services.api.errors import AllocationConflictError, FieldError, InvalidError, PreconditionError
+from services.api.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
 from services.api.kinds import BY_KIND, Kind
 from services.apiserver import allocation
-from services.apiserver.fencing import (
-    BOUND_BY,
-    CURRENT,
-    Fencing,
-    bound_by_allocation,
-    bound_by_fenced,
-)
+from services.apiserver.fencing import CURRENT
 from services.apiserver.objects import MAX_RETRIES, conflict, not_found
 from services.apiserver.watchcache import decode
 from services.storage import Compare, Get, KeyValue, Op, Put

@@ -52,13 +52,13 @@ from services.api.errors import (
     RequestTooLargeError,
     invalid,
 )
+from services.api.fencing import Fencing
 from services.api.kinds import BY_KIND, KINDS, Kind, UnknownKindError, kind_of
 from services.api.limits import DepthError, loads_json
 from services.apiserver import admission, batch, binding, deletion
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.admission_reads import AdmissionReads
 from services.apiserver.batch import BatchResult
-from services.apiserver.fencing import Fencing
 from services.apiserver.objects import (
     MAX_RETRIES,
     Filter,

@@ -23,6 +23,7 @@ from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
 from services.api import codec
 from services.api.errors import REASON_KEY, ApiError, BadRequestError, RequestTooLargeError
+from services.api.fencing import METADATA_KEY, Fencing
 from services.api.kinds import BY_RESOURCE, Kind
 from services.api.limits import MAX_BATCH_ITEMS
 from services.apiserver import fencing as fencing_mod
@@ -107,15 +108,11 @@ def _unary(fn: Callable) -> Callable:
     ) -> Any:
         try:
             token = next(
-                (
-                    v
-                    for k, v in context.invocation_metadata() or ()
-                    if k == fencing_mod.METADATA_KEY
-                ),
+                (v for k, v in context.invocation_metadata() or () if k == METADATA_KEY),
                 None,
             )
             if token is not None:
-                fencing_mod.CURRENT.set(fencing_mod.Fencing.parse(str(token)))
+                fencing_mod.CURRENT.set(Fencing.parse(str(token)))
             return await fn(self, request, context)
         except grpc.aio.AbortError:
             raise
@@ -195,7 +192,7 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
     @_unary
     async def Bind(self, request: pb.BindRequest, context: Any) -> pb.ObjectResponse:
         fencing = (
-            fencing_mod.Fencing(request.fencing.key, request.fencing.create_revision)
+            Fencing(request.fencing.key, request.fencing.create_revision)
             if request.HasField("fencing")
             else None
         )

@@ -50,9 +50,9 @@ from typing import Any
 
 from protos.kubera.v1 import core_pb2
 from services.api.errors import CorruptObjectError
+from services.api.fencing import BOUND_BY, parse_bound_by
 from services.api.kinds import BY_KIND
 from services.api.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
-from services.apiserver.fencing import BOUND_BY, parse_bound_by
 from services.apiserver.watchcache import decode
 from services.storage import Event
 

@@ -36,9 +36,10 @@ from services.api.errors import (
     PreconditionError,
     UnavailableError,
 )
+from services.api.fencing import METADATA_KEY as FENCING_METADATA
+from services.api.fencing import Fencing
 from services.api.kinds import Kind, kind_of
 from services.api.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
-from services.apiserver.fencing import METADATA_KEY as FENCING_METADATA
 from services.grpcserver import RECONNECT_OPTIONS
 
 log = logging.getLogger(__name__)
@@ -48,8 +49,8 @@ _BATCH_OVERHEAD = 64 * 1024
 
 M = TypeVar("M", bound=Message)
 
-#: fencing() -> (election key, create_revision) while leading, else None.
-FencingSource = Callable[[], "tuple[str, int] | None"]
+#: fencing() -> the leader's token (election key, create_revision) while leading, else None.
+FencingSource = Callable[[], Fencing | None]
 
 
 def error_from_rpc(e: grpc.aio.AioRpcError) -> ApiError:
@@ -271,7 +272,7 @@ class Client:
         *,
         resource_version: str = "",
         uid: str = "",
-        fencing: tuple[str, int] | None = None,
+        fencing: Fencing | None = None,
         check_allocation: bool = False,
     ) -> Message:
         """Bind a pod to a node; `fencing` = (election key, its create_revision).

@@ -39,6 +39,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from services.api.fencing import Fencing
 from services.clock import Clock, RealClock
 from services.leaderelection.config import (
     JITTER_FACTOR,
@@ -96,12 +97,12 @@ class LeaderElector:
         )
 
     @property
-    def fencing_token(self) -> tuple[str, int] | None:
+    def fencing_token(self) -> Fencing | None:
         """(election key, its create_revision) while leading; carried by every fenced write."""
         held = self._held
         if held is None or not self.is_leader:
             return None
-        return held.key, held.create_revision
+        return Fencing(held.key, held.create_revision)
 
     @property
     def leader_identity(self) -> str:

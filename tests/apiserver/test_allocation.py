@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from services.api.errors import AllocationConflictError, PreconditionError
+from services.api.fencing import BOUND_BY, bound_by_allocation
 from services.api.kinds import BY_KIND
 from services.apiserver import allocation
-from services.apiserver.fencing import BOUND_BY, bound_by_allocation
 from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.client import Client

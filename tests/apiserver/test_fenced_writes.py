@@ -11,9 +11,9 @@ import pytest
 
 from protos.kubera.v1 import core_pb2
 from services.api.errors import InvalidError, PreconditionError
+from services.api.fencing import BOUND_BY, Fencing, parse_bound_by
 from services.api.kinds import BY_KIND
 from services.apiserver import fencing
-from services.apiserver.fencing import BOUND_BY, Fencing
 from services.apiserver.registry import ApiServer
 from services.leaderelection.lock import StorageLock
 from services.storage import Get, Storage
@@ -117,7 +117,7 @@ async def test_a_fenced_bind_records_the_token_on_the_pod(
     for p in (bound, stored):
         assert p.spec.node_name == "n1"  # type: ignore[attr-defined]
         assert p.metadata.annotations[BOUND_BY] == f"fenced {KEY}@{held.create_revision}"  # type: ignore[attr-defined]
-    assert fencing.parse_bound_by(stored.metadata.annotations[BOUND_BY]) == (
+    assert parse_bound_by(stored.metadata.annotations[BOUND_BY]) == (
         "fenced",
         KEY,
         held.create_revision,

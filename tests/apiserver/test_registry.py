@@ -16,8 +16,9 @@ from services.api.errors import (
     NotFoundError,
     PreconditionError,
 )
+from services.api.fencing import Fencing
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer, Fencing
+from services.apiserver.registry import ApiServer
 from services.storage import Compare, Put
 from tests.apiserver.conftest import obj, pod
 

@@ -21,8 +21,8 @@ from kubera.etcd import EtcdProcess
 from protos.kubera.v1 import core_pb2
 from services.api import codec
 from services.api.conditions import update_pod_condition
+from services.api.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
 from services.api.kinds import BY_KIND
-from services.apiserver.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
 from services.apiserver.registry import ApiServer
 from services.chaos import checker as ck
 from services.chaos.checker import Checker, Verdict

@@ -17,8 +17,8 @@ from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
 from protos.kubera.v1 import core_pb2
 from services.api import codec
 from services.api.errors import PreconditionError
+from services.api.fencing import BOUND_BY, METADATA_KEY
 from services.api.kinds import BY_KIND
-from services.apiserver.fencing import BOUND_BY, METADATA_KEY
 from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.client import Client

@@ -25,9 +25,9 @@ from kubera.etcd import EtcdProcess
 from protos.kubera.v1 import core_pb2
 from services.api import codec
 from services.api.errors import NotFoundError, PreconditionError
+from services.api.fencing import BOUND_BY, Fencing, parse_bound_by
 from services.api.kinds import BY_KIND
 from services.apiserver import fencing as fencing_mod
-from services.apiserver.fencing import BOUND_BY, Fencing, parse_bound_by
 from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.client import Client

@@ -18,10 +18,10 @@ from prometheus_client import generate_latest
 
 from protos.kubera.v1 import core_pb2
 from services.api import codec
+from services.api.fencing import BOUND_BY, bound_by_allocation
 from services.api.kinds import BY_KIND
 from services.api.resources import pod_requests
 from services.apiserver.allocation import allocation_key
-from services.apiserver.fencing import BOUND_BY, bound_by_allocation
 from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.client import Client
