@@ -36,21 +36,9 @@ from services.leaderelection import Callbacks, LeaderElectionConfig, LeaderElect
 from services.leaderelection.publish import LeasePublisher
 from services.storage import Delete, Put
 from services.storage.etcd import EtcdStorage, parse_endpoint
+from services.storage.keys import election_key, replica_key
 
 log = logging.getLogger(__name__)
-
-#: Where replicas register themselves (see the module docstring).
-REPLICAS_PREFIX = "/kubera/replicas/"
-#: Where election keys live: one per Lease, `<prefix><namespace>/<name>`.
-ELECTION_PREFIX = "/kubera/leaderelection/"
-
-
-def election_key(namespace: str, name: str) -> str:
-    return f"{ELECTION_PREFIX}{namespace}/{name}"
-
-
-def replica_key(namespace: str, name: str, identity: str) -> str:
-    return f"{REPLICAS_PREFIX}{namespace}/{name}/{identity}"
 
 
 def new_identity() -> str:

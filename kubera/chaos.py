@@ -31,9 +31,7 @@ from services.api.kinds import BY_KIND
 from services.client import Client
 from services.storage import StorageUnavailableError
 from services.storage.etcd import EtcdStorage
-
-ELECTION_PREFIX = "/kubera/leaderelection/"
-REPLICAS_PREFIX = "/kubera/replicas/"
+from services.storage.keys import ELECTION_PREFIX, REPLICAS_PREFIX
 
 #: `--component` names → the Lease their replicas elect on.
 COMPONENT_LEASES = {
@@ -197,7 +195,7 @@ def kill_pool(ctx: Context, name: str) -> dict:
 
 #: Where kill-apiserver's probe pod goes (it is deleted once the recovery is timed).
 PROBE_NAMESPACE = "default"
-PODS_PREFIX = "/registry/pods/"
+PODS_PREFIX = BY_KIND["Pod"].prefix()
 
 
 @dataclass(frozen=True)

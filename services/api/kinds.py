@@ -20,6 +20,7 @@ from protos.kubera.v1 import (
     policy_pb2,
     scheduling_pb2,
 )
+from services.storage.keys import resource_prefix
 
 
 def _meta_fields(obj: Message) -> dict[str, str]:
@@ -86,13 +87,13 @@ class Kind:
     def key(self, namespace: str, name: str) -> str:
         """etcd key: /registry/<resource>/<namespace>/<name> (no namespace segment when cluster-scoped)."""
         if self.namespaced:
-            return f"/registry/{self.resource}/{namespace}/{name}"
-        return f"/registry/{self.resource}/{name}"
+            return f"{resource_prefix(self.resource)}{namespace}/{name}"
+        return f"{resource_prefix(self.resource)}{name}"
 
     def prefix(self, namespace: str = "") -> str:
         if self.namespaced and namespace:
-            return f"/registry/{self.resource}/{namespace}/"
-        return f"/registry/{self.resource}/"
+            return f"{resource_prefix(self.resource)}{namespace}/"
+        return resource_prefix(self.resource)
 
     def new(self) -> Message:
         obj = self.message()

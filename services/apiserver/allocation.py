@@ -4,7 +4,7 @@ several active schedulers can never overcommit one.
 Why this module exists: with one scheduler, its cache is the only placer and fit is decided
 there. With K active schedulers sharing the cluster state (Omega), each decides from its
 own lagging view, so the apiserver decides whether a placement still fits, atomically with
-the bind. A bind with `check_allocation` reads the node's record (ALLOCATIONS_PREFIX +
+the bind. A bind with `check_allocation` reads the node's record (services/storage/keys.py allocation_key:
 node name), decides fit from it and the Node's status.allocatable, and writes the bound pod
 and the grown record in ONE txn that compares both mod_revisions (create_revision == 0 when
 there is no record yet). A concurrent bind to the same node moves the record and fails the
@@ -55,12 +55,11 @@ from services.api.limits import loads_json
 from services.api.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
 from services.apiserver.watchcache import WatchCache
 from services.storage import Compare, Get, KeyValue, Put, Storage
+from services.storage.keys import allocation_key
 
 if TYPE_CHECKING:
     from services.apiserver.registry import ApiServer
 
-#: Where the records live: ALLOCATIONS_PREFIX + node name.
-ALLOCATIONS_PREFIX = "/kubera/allocations/"
 #: The pods watch cache's index that lists the pods bound to a node.
 NODE_INDEX = "spec.nodeName"
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -69,10 +68,6 @@ _READ_CHUNK = 100
 
 _PODS = BY_KIND["Pod"]
 _NODES = BY_KIND["Node"]
-
-
-def allocation_key(node_name: str) -> str:
-    return ALLOCATIONS_PREFIX + node_name
 
 
 # ----------------------------------------------------------------------------- the record

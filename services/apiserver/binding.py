@@ -29,6 +29,7 @@ from services.apiserver.fencing import CURRENT
 from services.apiserver.objects import MAX_RETRIES, conflict, not_found
 from services.apiserver.watchcache import decode
 from services.storage import Compare, Get, KeyValue, Op, Put
+from services.storage.keys import allocation_key
 
 if TYPE_CHECKING:
     from services.apiserver.registry import ApiServer
@@ -129,9 +130,7 @@ async def _bind(
         pod.spec.node_name = node_name
         update_pod_condition(pod.status, "PodScheduled", "True", api.clock.now())
         if check_allocation:
-            pod.metadata.annotations[BOUND_BY] = bound_by_allocation(
-                allocation.allocation_key(node_name)
-            )
+            pod.metadata.annotations[BOUND_BY] = bound_by_allocation(allocation_key(node_name))
         elif fencing is not None:
             pod.metadata.annotations[BOUND_BY] = bound_by_fenced(fencing)
         else:

@@ -55,13 +55,10 @@ from services.api.kinds import BY_KIND
 from services.api.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
 from services.apiserver.watchcache import decode
 from services.storage import Event
+from services.storage.keys import ALLOCATIONS_PREFIX, ELECTION_PREFIX
 
 POD_PREFIX = BY_KIND["Pod"].prefix()
 NODE_PREFIX = BY_KIND["Node"].prefix()
-#: Election keys (services/leaderelection): value = holder identity, create_revision = term.
-ELECTION_PREFIX = "/kubera/leaderelection/"
-#: Shared-state (Omega) mode: a bind's txn also writes its node's allocation record.
-ALLOCATION_PREFIX = "/kubera/allocations/"
 
 DOUBLE_BIND = "double-bind"
 OVERCOMMIT = "overcommit"
@@ -336,7 +333,7 @@ class Checker:
             key = e.kv.key
             if key.startswith(ELECTION_PREFIX) and key not in self._elections_before:
                 self._elections_before[key] = self._elections.get(key)
-            elif key.startswith(ALLOCATION_PREFIX) and e.type == "PUT":
+            elif key.startswith(ALLOCATIONS_PREFIX) and e.type == "PUT":
                 self._allocations.add(key)
         for e in events:
             key = e.kv.key

@@ -35,9 +35,7 @@ from protos.kubera.v1 import core_pb2
 from services.chaos.checker import POD_PREFIX, Checker, PodRef, Verdict, scheduled_or_explained
 from services.clock import Clock, RealClock
 from services.storage import CompactedError, Event, Storage
-
-#: Every key kubera writes starts with this (/registry/... and /kubera/...).
-ROOT = "/"
+from services.storage.keys import ROOT
 
 
 class HistoryCompactedError(Exception):

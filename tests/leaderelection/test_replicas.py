@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import pytest
 
 from actors.controllers import ControllerManagerHost, ControllerManagerHostConfig
-from actors.replica import Election, Replica, election_key
+from actors.replica import Election, Replica
 from actors.scheduler import SchedulerHost, SchedulerHostConfig
 from kubera.etcd import EtcdProcess
 from protos.kubera.v1 import core_pb2
@@ -33,6 +33,7 @@ from services.apiserver.server import serve
 from services.client import Client
 from services.storage import Delete, Get
 from services.storage.etcd import EtcdStorage
+from services.storage.keys import election_key
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration

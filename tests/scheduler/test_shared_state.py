@@ -21,13 +21,13 @@ from services.api import codec
 from services.api.fencing import BOUND_BY, bound_by_allocation
 from services.api.kinds import BY_KIND
 from services.api.resources import pod_requests
-from services.apiserver.allocation import allocation_key
 from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.client import Client
 from services.scheduler import config as config_mod
 from services.scheduler.omega import OmegaStats, SharedState, pod_hash
 from services.scheduler.scheduler import Scheduler
+from services.storage.keys import allocation_key
 from services.storage.memory import MemoryStorage
 from tests.waiting import eventually
 
