@@ -31,6 +31,7 @@ from services.api.errors import (
 )
 from services.api.kinds import Kind
 from services.api.limits import loads_json
+from services.api.patch import merge_patch
 from services.apiserver import admission
 from services.client import Client
 
@@ -96,19 +97,6 @@ def three_way_patch(
     manifest nothing is removed."""
     deletions = _deletions(last, new) if last is not None else {}
     return _combine(deletions, _changes(live, new))
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
 
 
 def _applied_config(m: Manifest) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """Small rules about objects the registry applies: which objects a list or watch selects,
-when finalizers still hold an object, status copying, conditions, JSON merge patch, and
+when finalizers still hold an object, status copying, conditions, and
 the two refusals every write path words the Kubernetes way (not found, conflict)."""
 
 from __future__ import annotations
@@ -83,16 +83,3 @@ def copy_status(dst: Message, src: Message) -> None:
         dst.status.CopyFrom(src.status)  # type: ignore[attr-defined]
     else:
         dst.ClearField("status")
-
-
-def merge_patch(target, patch):
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
