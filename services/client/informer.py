@@ -25,6 +25,7 @@ from services.api.errors import (
     UnavailableError,
 )
 from services.api.kinds import Kind
+from services.api.meta import object_key
 from services.client import Client
 from services.clock import Clock, RealClock
 
@@ -35,11 +36,6 @@ log = logging.getLogger(__name__)
 INITIAL_BACKOFF = 0.05
 MAX_BACKOFF = 5.0
 UNAVAILABLE_MAX_BACKOFF = 0.25
-
-
-def object_key(obj: Message) -> str:
-    meta = obj.metadata  # type: ignore[attr-defined]
-    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
 
 
 @dataclass

@@ -24,8 +24,9 @@ from services.api import codec
 from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND, Kind
 from services.api.labels import Selector, SelectorError, from_label_selector
+from services.api.meta import object_key, pod_key
 from services.client import Client
-from services.client.informer import Handlers, Informer, object_key
+from services.client.informer import Handlers, Informer
 from services.clock import Clock, parse_rfc3339, rfc3339
 
 log = logging.getLogger(__name__)
@@ -470,11 +471,6 @@ async def slow_start_batch(
 
 
 # ============================================================================ pods by node
-
-
-def pod_key(pod: Message) -> str:
-    meta = pod.metadata  # type: ignore[attr-defined]
-    return f"{meta.namespace}/{meta.name}"
 
 
 class PodsByNode:

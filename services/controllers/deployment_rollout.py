@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from protos.kubera.v1 import apps_pb2, core_pb2
-from services.client.informer import object_key
+from services.api.meta import object_key
 from services.controllers.controller_utils import timestamp
 from services.controllers.deployment_sync import (
     all_replica_sets,

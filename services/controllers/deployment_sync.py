@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from protos.kubera.v1 import core_pb2
 from services.api import codec
 from services.api.errors import AlreadyExistsError, ApiError, NotFoundError
-from services.client.informer import object_key
+from services.api.meta import object_key
 from services.controllers.controller_utils import (
     REPLICA_SETS,
     controller_of,

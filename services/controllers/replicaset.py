@@ -40,8 +40,9 @@ from services.api import codec
 from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.api.labels import Selector
+from services.api.meta import object_key
 from services.client import Client
-from services.client.informer import Handlers, SharedInformers, object_key
+from services.client.informer import Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import (
     EXPECTATIONS_TIMEOUT,

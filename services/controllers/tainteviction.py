@@ -39,17 +39,12 @@ from services.api import codec
 from services.api.conditions import update_pod_condition
 from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND
+from services.api.meta import pod_key
 from services.api.taints import NO_EXECUTE, toleration_tolerates_taint
 from services.client import Client
 from services.client.informer import Handlers, SharedInformers
 from services.clock import Clock, RealClock, parse_rfc3339, rfc3339
-from services.controllers.controller_utils import (
-    PodsByNode,
-    new_event,
-    pod_key,
-    wait_any,
-    write_event,
-)
+from services.controllers.controller_utils import PodsByNode, new_event, wait_any, write_event
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from google.protobuf.message import Message
 
 from services.api.errors import NotFoundError
+from services.api.meta import object_key
 from services.client import Client
-from services.client.informer import object_key
 
 log = logging.getLogger(__name__)
 

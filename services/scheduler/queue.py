@@ -47,6 +47,7 @@ from enum import IntEnum
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
+from services.api.meta import pod_key
 from services.clock import Clock
 from services.scheduler.framework.interface import PreEnqueuePlugin
 from services.scheduler.framework.status import Status
@@ -57,7 +58,6 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueuedPodInfo,
     QueueingHint,
-    pod_key,
 )
 from services.scheduler.metrics import (
     PENDING_QUEUES,

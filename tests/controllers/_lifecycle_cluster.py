@@ -21,10 +21,11 @@ from typing import Any
 from protos.kubera.v1 import core_pb2
 from services.api import codec
 from services.api.kinds import BY_KIND
+from services.api.meta import object_key
 from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.client import Client
-from services.client.informer import Informer, SharedInformers, object_key
+from services.client.informer import Informer, SharedInformers
 from services.clock import Clock, parse_rfc3339, rfc3339, rfc3339_micro
 from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from services.controllers.nodelifecycle_health import NODE_LEASE_NAMESPACE

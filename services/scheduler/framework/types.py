@@ -168,10 +168,6 @@ class PodInfo:
         )
 
 
-def pod_key(pod: core_pb2.Pod) -> str:
-    return f"{pod.metadata.namespace}/{pod.metadata.name}"
-
-
 class NodeInfo:
     """Everything about one node the scheduler uses; `generation` changes on every change."""
 
