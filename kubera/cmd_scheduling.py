@@ -7,7 +7,6 @@ import argparse
 import asyncio
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import grpc
@@ -21,6 +20,7 @@ from protos.kubera.v1 import scheduler_pb2_grpc as spb_grpc
 from services.api.errors import ApiError, ConflictError
 from services.api.kinds import BY_KIND
 from services.client import Client
+from services.clock import rfc3339
 
 NODES = BY_KIND["Node"]
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -175,16 +175,12 @@ def cmd_taint(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ts(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def render_attempts(key: str, attempts: list[spb.TraceAttempt]) -> str:
     if not attempts:
         return f"No scheduling attempts recorded for pod {key} (not tried yet, bound by nodeName, or the scheduler restarted)."
     out = [f"Pod {key}: {len(attempts)} attempt(s), latest last"]
     for i, a in enumerate(attempts, 1):
-        head = f"#{i} {_ts(a.time)}  profile {a.profile}  cycle {a.cycle}  {a.result}"
+        head = f"#{i} {rfc3339(a.time)}  profile {a.profile}  cycle {a.cycle}  {a.result}"
         if a.node:
             head += f" → {a.node}"
         out.append(f"{head}  ({a.duration_seconds * 1000:.1f} ms)")

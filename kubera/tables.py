@@ -20,7 +20,6 @@ import functools
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, TextIO
 
@@ -31,6 +30,7 @@ from kubera.output import resource_name
 from services.api.kinds import Kind
 from services.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, canonicalize
 from services.api.resources import CPU, MEMORY, PODS, Resource, pod_requests
+from services.clock import parse_rfc3339
 
 NONE = "<none>"
 UNKNOWN = "<unknown>"
@@ -45,12 +45,9 @@ def parse_time(text: str) -> float | None:
     if not text:
         return None
     try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parse_rfc3339(text)
     except ValueError:
         return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.timestamp()
 
 
 def human_duration(seconds: float) -> str:

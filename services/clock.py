@@ -1,5 +1,6 @@
 """The injected clock: logic never calls time.time() or asyncio.sleep directly, so tests
-and the time scale can control time."""
+and the time scale can control time. Also the one place timestamps are written and read as
+text (metav1.Time / MicroTime, RFC 3339)."""
 
 from __future__ import annotations
 
@@ -101,6 +102,13 @@ def rfc3339_micro(ts: float) -> str:
 
 
 def parse_rfc3339(text: str) -> float:
-    """Seconds since the epoch from a Time or MicroTime text."""
-    fmt = "%Y-%m-%dT%H:%M:%S.%fZ" if "." in text else "%Y-%m-%dT%H:%M:%SZ"
-    return datetime.strptime(text, fmt).replace(tzinfo=UTC).timestamp()
+    """Seconds since the epoch from a Time or MicroTime text (what `rfc3339` and
+    `rfc3339_micro` write); a numeric offset instead of 'Z' is accepted too, as Go's
+    time.RFC3339 does. Raises ValueError for anything else."""
+    if text.endswith("Z"):
+        fmt = "%Y-%m-%dT%H:%M:%S.%fZ" if "." in text else "%Y-%m-%dT%H:%M:%SZ"
+        return datetime.strptime(text, fmt).replace(tzinfo=UTC).timestamp()
+    fmt = "%Y-%m-%dT%H:%M:%S.%f%z" if "." in text else "%Y-%m-%dT%H:%M:%S%z"
+    if text[-6:-5] not in ("+", "-") or text[-3:-2] != ":":
+        raise ValueError(f"not an RFC 3339 time: {text!r}")
+    return datetime.strptime(text, fmt).timestamp()
