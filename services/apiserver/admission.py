@@ -15,9 +15,9 @@ from protos.kubera.v1 import apps_pb2, core_pb2, node_pb2, scheduling_pb2
 from services.api.errors import INVALID, FieldError, ForbiddenError, InvalidError
 from services.api.kinds import BY_KIND, Kind
 from services.api.quantity import QuantityError, parse_quantity
+from services.api.stages import STAGES_ANNOTATION, Stages, TemplateError
+from services.api.usage import USAGE_ANNOTATION, UsageSpecError, parse_usage
 from services.api.wellknown import TAINT_NOT_READY, TAINT_UNREACHABLE
-from services.kubelet.template import STAGES_ANNOTATION, Stages, TemplateError
-from services.kubelet.usage import USAGE_ANNOTATION, UsageSpecError, parse_usage
 
 
 class Lookup(Protocol):

@@ -40,6 +40,7 @@ from services.api.errors import AlreadyExistsError, ApiError, ConflictError, Not
 from services.api.kinds import BY_KIND
 from services.api.quantity import parse_quantity
 from services.api.resources import pod_requests
+from services.api.stages import TemplateError
 from services.api.taints import tolerations_tolerate_taint
 from services.client import Client
 from services.client.informer import Handlers, Informer
@@ -50,7 +51,7 @@ from services.kubelet.batcher import Batcher
 from services.kubelet.nodestatus import lease_object, node_object, node_status_object, pod_ip
 from services.kubelet.pressure import IMAGE_BYTES_PER_INODE, PoolPressure
 from services.kubelet.state import PRESSURE_CONDITIONS, HollowNode, PodState
-from services.kubelet.template import NodePlan, TemplateError
+from services.kubelet.template import NodePlan
 from services.kubelet.usage import UsageTable, resolve_usage
 
 log = logging.getLogger(__name__)

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from services.api.quantity import parse_quantity
+from services.api.usage import RESOURCES
 from services.kubelet import eviction as ev
 from services.kubelet.state import HollowNode
 from services.kubelet.usage import UsageTable
 
 IMAGE_BYTES_PER_INODE = 64 * 1024
-RESOURCES = ("memory", "ephemeral-storage", "inodes", "pids")
 
 
 class PoolPressure:

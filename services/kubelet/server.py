@@ -10,10 +10,9 @@ import grpc
 from protos.kubera.v1 import nodepool_pb2 as pb
 from protos.kubera.v1 import nodepool_pb2_grpc as pb_grpc
 from services.api.quantity import ERR_BEYOND_INT64_MILLI, QuantityError, parse_quantity
+from services.api.usage import RESOURCES
 from services.grpcserver import start_server
 from services.kubelet.pool import NodePool
-
-USAGE_RESOURCES = ("memory", "ephemeral-storage", "inodes", "pids")
 
 
 class NodePoolServicer(pb_grpc.NodePoolServicer):
@@ -32,10 +31,10 @@ class NodePoolServicer(pb_grpc.NodePoolServicer):
     ) -> pb.InjectUsageResponse:
         usage: dict[str, int] = {}
         for name, text in request.usage.items():
-            if name not in USAGE_RESOURCES:
+            if name not in RESOURCES:
                 await context.abort(
                     grpc.StatusCode.INVALID_ARGUMENT,
-                    f"usage.{name}: unknown resource (expected one of {', '.join(USAGE_RESOURCES)})",
+                    f"usage.{name}: unknown resource (expected one of {', '.join(RESOURCES)})",
                 )
             try:
                 q = parse_quantity(text)

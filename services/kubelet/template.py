@@ -24,24 +24,21 @@ A template is YAML:
 
 `imagefs: 0` means images share the node filesystem (nodefs), Kubernetes' default layout.
 Every duration is simulated time (see services/clock.ScaledClock). Pod annotations
-override the stages (`kubera.io/stages`, same keys) and the usage (`kubera.io/usage`).
+override the stages (`kubera.io/stages`, same keys: services/api/stages.py) and the usage
+(`kubera.io/usage`: services/api/usage.py).
 """
 
 from __future__ import annotations
 
-import json
-import math
-import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from services.api import yamlload
-from services.api.duration import parse_duration
-from services.api.limits import DepthError, loads_json
 from services.api.quantity import QuantityError, parse_quantity
+from services.api.stages import Stages, TemplateError, known, mapping
 from services.api.wellknown import (
     LABEL_ARCH,
     LABEL_HOSTNAME,
@@ -50,12 +47,7 @@ from services.api.wellknown import (
     LABEL_TOPOLOGY_ZONE,
 )
 
-STAGES_ANNOTATION = "kubera.io/stages"
 DEFAULT_NAME_PREFIX = "kubera-node"
-
-
-class TemplateError(ValueError):
-    """A node template (or a stages annotation) that cannot be used; names the field."""
 
 
 def _qty(path: str, value: Any) -> int:
@@ -63,97 +55,6 @@ def _qty(path: str, value: Any) -> int:
         return parse_quantity(value).int_value()
     except (QuantityError, TypeError, ValueError, OverflowError):
         raise TemplateError(f'{path}: {value!r}: expected a quantity like "100Mi" or "8"') from None
-
-
-#: kubera's bound on a stage's duration, as on every duration it takes: an int32 of seconds.
-MAX_DURATION_SECONDS = 2**31 - 1
-
-
-def _duration(path: str, value: Any) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        d = float(value)
-    else:
-        try:
-            d = parse_duration(str(value))
-        except ValueError:
-            raise TemplateError(
-                f'{path}: {value!r}: expected a duration like "2s", "500ms" or "1m30s"'
-            ) from None
-    if not math.isfinite(d):  # JSON's NaN and Infinity, 1e400
-        raise TemplateError(f"{path}: {value!r}: expected a finite duration")
-    if d < 0:
-        raise TemplateError(f"{path}: {value!r}: must not be negative")
-    if d > MAX_DURATION_SECONDS:
-        raise TemplateError(
-            f"{path}: {value!r}: must be at most {MAX_DURATION_SECONDS}s (kubera's limit)"
-        )
-    return d
-
-
-def _mapping(path: str, value: Any) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise TemplateError(f"{path}: expected a mapping, got {type(value).__name__}")
-    return value
-
-
-def _known(path: str, doc: Mapping[str, Any], allowed: Sequence[str]) -> None:
-    for k in doc:
-        if k not in allowed:
-            raise TemplateError(f"{path}.{k}: unknown field (expected one of {', '.join(allowed)})")
-
-
-@dataclass(frozen=True)
-class Stages:
-    """How a pod's life plays on a hollow kubelet."""
-
-    #: Bound → ContainerCreating (the kubelet noticed it, sandbox being made).
-    creating_delay: float = 0.5
-    #: ContainerCreating → Running (image pulled, containers started).
-    start_delay: float = 1.0
-    #: Up to this much extra delay, uniformly drawn, on each step.
-    jitter: float = 0.5
-    #: How long containers run before they exit; 0 = until deleted. Pods with
-    #: restartPolicy Always are restarted when they exit (restartCount + 1).
-    run_duration: float = 0.0
-    #: The chance that a container exits with an error (code 1) instead of 0.
-    failure_rate: float = 0.0
-
-    FIELDS = ("creatingDelay", "startDelay", "jitter", "runDuration", "failureRate")
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any], path: str, base: Stages | None = None) -> Stages:
-        _known(path, doc, cls.FIELDS)
-        b = base or cls()
-        rate = doc.get("failureRate", b.failure_rate)
-        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1:
-            raise TemplateError(f"{path}.failureRate: {rate!r}: expected a number from 0 to 1")
-        return cls(
-            creating_delay=_duration(
-                f"{path}.creatingDelay", doc.get("creatingDelay", b.creating_delay)
-            ),
-            start_delay=_duration(f"{path}.startDelay", doc.get("startDelay", b.start_delay)),
-            jitter=_duration(f"{path}.jitter", doc.get("jitter", b.jitter)),
-            run_duration=_duration(f"{path}.runDuration", doc.get("runDuration", b.run_duration)),
-            failure_rate=float(rate),
-        )
-
-    def for_pod(self, annotations: Mapping[str, str]) -> Stages:
-        """These stages overridden by the pod's `kubera.io/stages` annotation."""
-        text = annotations.get(STAGES_ANNOTATION)
-        if not text:
-            return self
-        try:
-            doc = loads_json(text, STAGES_ANNOTATION)
-        except json.JSONDecodeError as e:
-            raise TemplateError(f"{STAGES_ANNOTATION}: not valid JSON: {e}") from None
-        except DepthError as e:
-            raise TemplateError(str(e)) from None
-        return Stages.from_dict(_mapping(STAGES_ANNOTATION, doc), STAGES_ANNOTATION, self)
-
-    def delay(self, base: float, rng: random.Random) -> float:
-        return base + (rng.uniform(0, self.jitter) if self.jitter else 0.0)
 
 
 @dataclass(frozen=True)
@@ -224,7 +125,7 @@ _DEFAULT_CAPACITY = {"cpu": "8", "memory": "32Gi", "ephemeral-storage": "100Gi",
 
 
 def _kind(doc: Mapping[str, Any], path: str) -> NodeKind:
-    _known(path, doc, _KIND_FIELDS)
+    known(path, doc, _KIND_FIELDS)
     name = doc.get("name", "node")
     if not isinstance(name, str) or not name.replace("-", "").isalnum() or name != name.lower():
         raise TemplateError(f"{path}.name: {name!r}: expected a lowercase DNS label")
@@ -233,20 +134,20 @@ def _kind(doc: Mapping[str, Any], path: str) -> NodeKind:
         raise TemplateError(f"{path}.count: {count!r}: expected a whole number ≥ 0")
     capacity = {
         **_DEFAULT_CAPACITY,
-        **{str(k): str(v) for k, v in _mapping(f"{path}.capacity", doc.get("capacity")).items()},
+        **{str(k): str(v) for k, v in mapping(f"{path}.capacity", doc.get("capacity")).items()},
     }
     for k, v in capacity.items():
         _qty(f"{path}.capacity.{k}", v)
     allocatable = {
-        str(k): str(v) for k, v in _mapping(f"{path}.allocatable", doc.get("allocatable")).items()
+        str(k): str(v) for k, v in mapping(f"{path}.allocatable", doc.get("allocatable")).items()
     }
     for k, v in allocatable.items():
         _qty(f"{path}.allocatable.{k}", v)
         if k not in capacity:
             raise TemplateError(f"{path}.allocatable.{k}: not in capacity")
     allocatable = {**capacity, **allocatable}
-    d = _mapping(f"{path}.disk", doc.get("disk"))
-    _known(f"{path}.disk", d, ("nodefs", "nodefsInodes", "imagefs", "imagefsInodes", "pidMax"))
+    d = mapping(f"{path}.disk", doc.get("disk"))
+    known(f"{path}.disk", d, ("nodefs", "nodefsInodes", "imagefs", "imagefsInodes", "pidMax"))
     base = Disk()
     nodefs = _qty(
         f"{path}.disk.nodefs", d.get("nodefs", capacity.get("ephemeral-storage", base.nodefs))
@@ -260,12 +161,12 @@ def _kind(doc: Mapping[str, Any], path: str) -> NodeKind:
     )
     if disk.imagefs and not disk.imagefs_inodes:
         disk = Disk(disk.nodefs, disk.nodefs_inodes, disk.imagefs, disk.nodefs_inodes, disk.pid_max)
-    labels = {str(k): str(v) for k, v in _mapping(f"{path}.labels", doc.get("labels")).items()}
+    labels = {str(k): str(v) for k, v in mapping(f"{path}.labels", doc.get("labels")).items()}
     taints = doc.get("taints") or []
     if not isinstance(taints, list):
         raise TemplateError(f"{path}.taints: expected a list of taints")
     for i, t in enumerate(taints):
-        t = _mapping(f"{path}.taints[{i}]", t)
+        t = mapping(f"{path}.taints[{i}]", t)
         if not t.get("key") or t.get("effect") not in (
             "NoSchedule",
             "PreferNoSchedule",
@@ -274,8 +175,8 @@ def _kind(doc: Mapping[str, Any], path: str) -> NodeKind:
             raise TemplateError(
                 f"{path}.taints[{i}]: expected a key and an effect of NoSchedule, PreferNoSchedule or NoExecute"
             )
-    sysd = _mapping(f"{path}.system", doc.get("system"))
-    _known(f"{path}.system", sysd, ("memory", "ephemeral-storage", "inodes", "pids"))
+    sysd = mapping(f"{path}.system", doc.get("system"))
+    known(f"{path}.system", sysd, ("memory", "ephemeral-storage", "inodes", "pids"))
     system = {
         "memory": _qty(f"{path}.system.memory", sysd.get("memory", "500Mi")),
         "ephemeral-storage": _qty(
@@ -284,21 +185,21 @@ def _kind(doc: Mapping[str, Any], path: str) -> NodeKind:
         "inodes": _qty(f"{path}.system.inodes", sysd.get("inodes", 20_000)),
         "pids": _qty(f"{path}.system.pids", sysd.get("pids", 300)),
     }
-    images = _mapping(f"{path}.images", doc.get("images"))
-    _known(f"{path}.images", images, ("default", "sizes"))
+    images = mapping(f"{path}.images", doc.get("images"))
+    known(f"{path}.images", images, ("default", "sizes"))
     sizes = {
         str(k): _qty(f"{path}.images.sizes.{k}", v)
-        for k, v in _mapping(f"{path}.images.sizes", images.get("sizes")).items()
+        for k, v in mapping(f"{path}.images.sizes", images.get("sizes")).items()
     }
     defaults = []
     for i, entry in enumerate(doc.get("usageDefaults") or []):
-        e = _mapping(f"{path}.usageDefaults[{i}]", entry)
-        _known(f"{path}.usageDefaults[{i}]", e, ("selector", "usage"))
+        e = mapping(f"{path}.usageDefaults[{i}]", entry)
+        known(f"{path}.usageDefaults[{i}]", e, ("selector", "usage"))
         sel = {
             str(k): str(v)
-            for k, v in _mapping(f"{path}.usageDefaults[{i}].selector", e.get("selector")).items()
+            for k, v in mapping(f"{path}.usageDefaults[{i}].selector", e.get("selector")).items()
         }
-        defaults.append((sel, dict(_mapping(f"{path}.usageDefaults[{i}].usage", e.get("usage")))))
+        defaults.append((sel, dict(mapping(f"{path}.usageDefaults[{i}].usage", e.get("usage")))))
     return NodeKind(
         name=name,
         count=count,
@@ -310,15 +211,15 @@ def _kind(doc: Mapping[str, Any], path: str) -> NodeKind:
         system=system,
         default_image_size=_qty(f"{path}.images.default", images.get("default", "100Mi")),
         image_sizes=sizes,
-        stages=Stages.from_dict(_mapping(f"{path}.stages", doc.get("stages")), f"{path}.stages"),
+        stages=Stages.from_dict(mapping(f"{path}.stages", doc.get("stages")), f"{path}.stages"),
         usage_defaults=defaults,
-        eviction=dict(_mapping(f"{path}.eviction", doc.get("eviction"))),
+        eviction=dict(mapping(f"{path}.eviction", doc.get("eviction"))),
     )
 
 
 def parse_template(doc: Mapping[str, Any] | None) -> NodeTemplate:
-    doc = _mapping("template", doc)
-    _known("template", doc, ("apiVersion", "kind", "zones", "region", "namePrefix", "nodes"))
+    doc = mapping("template", doc)
+    known("template", doc, ("apiVersion", "kind", "zones", "region", "namePrefix", "nodes"))
     if doc.get("kind", "NodeTemplate") != "NodeTemplate":
         raise TemplateError(f"kind: {doc.get('kind')!r}: expected NodeTemplate")
     zones = doc.get("zones", 3)
@@ -327,7 +228,7 @@ def parse_template(doc: Mapping[str, Any] | None) -> NodeTemplate:
     nodes = doc.get("nodes") or [{"name": "node", "count": 1}]
     if not isinstance(nodes, list):
         raise TemplateError("nodes: expected a list of node kinds")
-    kinds = [_kind(_mapping(f"nodes[{i}]", n), f"nodes[{i}]") for i, n in enumerate(nodes)]
+    kinds = [_kind(mapping(f"nodes[{i}]", n), f"nodes[{i}]") for i, n in enumerate(nodes)]
     names = [k.name for k in kinds]
     if len(set(names)) != len(names):
         raise TemplateError(f"nodes: kind names must be unique, got {names}")

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from services.kubelet.template import STAGES_ANNOTATION, Stages, TemplateError
+from services.api.stages import STAGES_ANNOTATION, Stages, TemplateError
 
 
 @pytest.mark.parametrize(

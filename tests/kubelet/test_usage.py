@@ -12,17 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.kubelet import eviction as ev
-from services.kubelet.usage import (
+from services.api.usage import (
     RESOURCES,
     USAGE_ANNOTATION,
     ResourceUsage,
     UsageModel,
     UsageSpecError,
-    UsageTable,
     parse_usage,
-    resolve_usage,
 )
+from services.kubelet import eviction as ev
+from services.kubelet.usage import UsageTable, resolve_usage
 
 Mi, Gi = 2**20, 2**30
 

@@ -13,7 +13,8 @@ import pytest
 from kubera import manifests
 from kubera.errors import CliError
 from services.api import yamlload
-from services.kubelet.template import TemplateError, load_template
+from services.api.stages import TemplateError
+from services.kubelet.template import load_template
 from services.scheduler.config.load import ConfigError, load_config
 
 #: 12 levels of 10 aliases: 10^12 nodes once expanded, under 1 KiB written.
