@@ -14,7 +14,7 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import scheduling_pb2
 from services.api.kinds import BY_KIND, Kind
-from services.apiserver.watchcache import decode
+from services.api.stored import decode
 
 if TYPE_CHECKING:
     from services.apiserver.registry import ApiServer

@@ -24,10 +24,10 @@ from services.api.conditions import update_pod_condition
 from services.api.errors import AllocationConflictError, FieldError, InvalidError, PreconditionError
 from services.api.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
 from services.api.kinds import BY_KIND, Kind
+from services.api.stored import decode
 from services.apiserver import allocation
 from services.apiserver.fencing import CURRENT
 from services.apiserver.objects import MAX_RETRIES, conflict, not_found
-from services.apiserver.watchcache import decode
 from services.storage import Compare, Get, KeyValue, Op, Put
 from services.storage.keys import allocation_key
 

@@ -35,10 +35,10 @@ from services.api.errors import (
     NotFoundError,
 )
 from services.api.kinds import BY_KIND, KINDS, Kind
+from services.api.stored import decode
 from services.apiserver import admission
 from services.apiserver.objects import MAX_RETRIES, conflict, held, not_found
 from services.apiserver.objects import meta as _meta
-from services.apiserver.watchcache import decode
 from services.clock import rfc3339
 from services.storage import Compare, Delete, KeyValue
 

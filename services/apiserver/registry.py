@@ -56,6 +56,7 @@ from services.api.fencing import Fencing
 from services.api.kinds import BY_KIND, KINDS, Kind, UnknownKindError, kind_of
 from services.api.limits import DepthError, loads_json
 from services.api.patch import merge_patch as apply_merge_patch
+from services.api.stored import decode
 from services.apiserver import admission, batch, binding, deletion
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.admission_reads import AdmissionReads
@@ -69,7 +70,7 @@ from services.apiserver.objects import (
     not_found,
 )
 from services.apiserver.objects import meta as _meta
-from services.apiserver.watchcache import TOO_LARGE_WAIT, Entry, WatchCache, decode
+from services.apiserver.watchcache import TOO_LARGE_WAIT, Entry, WatchCache
 from services.clock import Clock, RealClock, rfc3339
 from services.storage import (
     Compare,

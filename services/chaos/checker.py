@@ -53,7 +53,7 @@ from services.api.errors import CorruptObjectError
 from services.api.fencing import BOUND_BY, parse_bound_by
 from services.api.kinds import BY_KIND
 from services.api.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
-from services.apiserver.watchcache import decode
+from services.api.stored import decode
 from services.storage import Event
 from services.storage.keys import ALLOCATIONS_PREFIX, ELECTION_PREFIX
 
