@@ -30,6 +30,7 @@ from kubera.output import resource_name
 from services.api.kinds import Kind
 from services.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, canonicalize
 from services.api.resources import CPU, MEMORY, PODS, Resource, pod_requests
+from services.api.wellknown import LABEL_NODE_ROLE_PREFIX
 from services.clock import parse_rfc3339
 
 NONE = "<none>"
@@ -208,8 +209,8 @@ def node_status(node: Message) -> str:
 def node_roles(node: Message) -> str:
     roles = set()
     for k, v in node.metadata.labels.items():  # type: ignore[attr-defined]
-        if k.startswith("node-role.kubernetes.io/"):
-            roles.add(k.removeprefix("node-role.kubernetes.io/"))
+        if k.startswith(LABEL_NODE_ROLE_PREFIX):
+            roles.add(k.removeprefix(LABEL_NODE_ROLE_PREFIX))
         elif k == "kubernetes.io/role" and v:
             roles.add(v)
     return ",".join(sorted(r for r in roles if r)) or NONE

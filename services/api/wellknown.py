@@ -19,6 +19,8 @@ LABEL_FAILURE_DOMAIN_BETA_REGION = "failure-domain.beta.kubernetes.io/region"
 LABEL_OS = "kubernetes.io/os"
 LABEL_ARCH = "kubernetes.io/arch"
 LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+#: `kubectl get nodes` shows a node's roles from the labels under this prefix.
+LABEL_NODE_ROLE_PREFIX = "node-role.kubernetes.io/"
 #: Nodes with this label do not count towards their zone's health (node lifecycle).
 LABEL_EXCLUDE_DISRUPTION = "node.kubernetes.io/exclude-disruption"
 

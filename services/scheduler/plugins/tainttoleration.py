@@ -21,10 +21,12 @@ from typing import Any
 
 from protos.kubera.v1 import core_pb2
 from services.api.taints import (
+    NO_SCHEDULE,
     PREFER_NO_SCHEDULE,
     find_matching_untolerated_taint,
     tolerations_tolerate_taint,
 )
+from services.api.wellknown import TAINT_MEMORY_PRESSURE
 from services.scheduler.framework.interface import MAX_NODE_SCORE, NodeScore
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
@@ -54,7 +56,7 @@ class Args:
 
 
 MEMORY_PRESSURE_TOLERATION = core_pb2.Toleration(
-    key="node.kubernetes.io/memory-pressure", operator="Exists", effect="NoSchedule"
+    key=TAINT_MEMORY_PRESSURE, operator="Exists", effect=NO_SCHEDULE
 )
 
 
