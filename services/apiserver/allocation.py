@@ -31,7 +31,7 @@ Invariant: the record never under-counts, however far the apiserver's watch cach
 Node allocatable is read in the same revision as the record but not compared in the txn:
 node status changes every heartbeat, and allocatable itself rarely does.
 
-Fit is NodeResourcesFit's arithmetic on `pod_requests` (services/scheduler/framework/types,
+Fit is NodeResourcesFit's arithmetic on `pod_requests` (services/api/resources.py,
 which the kubelet admits with too, so the three never disagree): the pod count, cpu, memory,
 ephemeral-storage and every extended resource against status.allocatable.
 """

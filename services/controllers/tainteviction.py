@@ -16,7 +16,7 @@ their own — it only reconciles pods against whatever NoExecute taints a node c
 As upstream, `start` is the moment this controller first scheduled the pod's deletion,
 and a scheduled deletion keeps its time while taints come and go, until it is cancelled
 (`TaintEvictionConfig.count_from_time_added` counts from the taints' timeAdded instead).
-Toleration matching is the scheduler's (services/scheduler/plugins/helpers): the
+Toleration matching is shared vocabulary (services/api/taints.py): the
 scheduler and this controller must agree on what "tolerated" means.
 
 The helpers the node lifecycle controller shares with this one (`PodsByNode`,

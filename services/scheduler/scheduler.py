@@ -15,7 +15,7 @@ One pod never stops the loop. Any exception while scheduling a pod (a plugin, a 
 Error status, a helper, a pod holding values validation would have refused) ends that
 pod's attempt as an Error: Unreserve and forget if it was assumed, a FailedScheduling
 event, backoff; it is logged once per pod and distinct message. The informer's handlers
-(informer.py) and the cache (pod requests saturate, see framework/types.py) cost only
+(informer.py) and the cache (pod requests saturate, see services/api/resources.py) cost only
 their object, so a bad pod never blinds the scheduler to the others.
 
 In shared-state (Omega) mode (`shared_state`, see omega.py) several replicas schedule at
