@@ -222,8 +222,7 @@ async def _measure_apiserver(home: str, args: argparse.Namespace) -> list[dict]:
     from kubera.context import Context
     from protos.kubera.v1 import core_pb2
     from services.api.kinds import BY_KIND
-    from services.client import Client
-    from services.client.informer import Handlers, Informer
+    from services.client import Client, Handlers, Informer
 
     # Its broken watch at each kill is the point, not news: keep the figures readable.
     logging.getLogger("services.client.informer").setLevel(logging.ERROR)

@@ -26,7 +26,7 @@ from services.api.errors import (
 )
 from services.api.kinds import Kind
 from services.api.meta import object_key
-from services.client import Client
+from services.client.client import Client
 from services.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,7 @@ from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND, Kind
 from services.api.labels import Selector, SelectorError, from_label_selector
 from services.api.meta import object_key, pod_key
-from services.client import Client
-from services.client.informer import Handlers, Informer
+from services.client import Client, Handlers, Informer
 from services.clock import Clock, parse_rfc3339, rfc3339
 
 log = logging.getLogger(__name__)

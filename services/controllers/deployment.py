@@ -54,8 +54,7 @@ from services.api import codec
 from services.api.errors import ApiError, NotFoundError
 from services.api.labels import Selector
 from services.api.meta import object_key
-from services.client import Client
-from services.client.informer import Handlers, SharedInformers
+from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.controller_utils import (
     PODS,

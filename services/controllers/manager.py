@@ -16,8 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from services.client import Client
-from services.client.informer import SharedInformers
+from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)

@@ -50,8 +50,7 @@ from services.api.kinds import BY_KIND
 from services.api.meta import pod_key
 from services.api.taints import NO_SCHEDULE
 from services.api.wellknown import LABEL_EXCLUDE_DISRUPTION, TAINT_UNSCHEDULABLE
-from services.client import Client
-from services.client.informer import Handlers, SharedInformers
+from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import PodsByNode, new_event, wait_any, write_event
 from services.controllers.nodelifecycle_health import (

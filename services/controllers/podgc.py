@@ -33,8 +33,7 @@ from services.api.conditions import update_pod_condition
 from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.api.wellknown import TAINT_OUT_OF_SERVICE
-from services.client import Client
-from services.client.informer import SharedInformers
+from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.controller_utils import timestamp, wait_any, wait_synced
 from services.controllers.workqueue import WorkQueue

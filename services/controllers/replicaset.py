@@ -41,8 +41,7 @@ from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.api.labels import Selector
 from services.api.meta import object_key
-from services.client import Client
-from services.client.informer import Handlers, SharedInformers
+from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import (
     EXPECTATIONS_TIMEOUT,

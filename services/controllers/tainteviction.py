@@ -41,8 +41,7 @@ from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.api.meta import pod_key
 from services.api.taints import NO_EXECUTE, toleration_tolerates_taint
-from services.client import Client
-from services.client.informer import Handlers, SharedInformers
+from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, parse_rfc3339, rfc3339
 from services.controllers.controller_utils import PodsByNode, new_event, wait_any, write_event
 

@@ -42,8 +42,7 @@ from services.api.quantity import parse_quantity
 from services.api.resources import pod_requests
 from services.api.stages import TemplateError
 from services.api.taints import tolerations_tolerate_taint
-from services.client import Client
-from services.client.informer import Handlers, Informer
+from services.client import Client, Handlers, Informer
 from services.clock import Clock, RealClock, parse_rfc3339
 from services.kubelet import eviction as ev
 from services.kubelet import podstatus

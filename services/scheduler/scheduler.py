@@ -43,8 +43,7 @@ from services.api.errors import (
     PreconditionError,
 )
 from services.api.kinds import BY_KIND
-from services.client import Client, FencingSource
-from services.client.informer import Handlers, Informer
+from services.client import Client, FencingSource, Handlers, Informer
 from services.clock import Clock, RealClock, rfc3339
 from services.scheduler import config as config_mod
 from services.scheduler import equivalence

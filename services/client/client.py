@@ -1,0 +1,384 @@
+"""An asyncio client for the kubera apiserver, with typed errors.
+
+gRPC status codes become the ApiError subclasses of services/api/errors.py in one place
+(`_call`), so callers catch `NotFoundError`, `ConflictError`, `GoneError`, ... and never
+look at grpc. Objects are the kubera.v1 protobuf messages; one that arrives and does not
+decode raises CorruptObjectError (`_decode`), never a protobuf exception, so a caller's
+loop (an informer's) can handle it like any other ApiError.
+
+Batches are sent in calls of at most MAX_BATCH_ITEMS objects and MAX_REQUEST_BYTES (the
+apiserver's caps, services/api/limits.py), so a caller may pass any number. Warnings the
+apiserver sends (a list that left out a corrupt object) go to `warning_handler`, by
+default the log (client-go's WarningHandler; the CLI prints them as kubectl does).
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+
+from protos.kubera.v1 import apiserver_pb2 as pb
+from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
+from services.api import codec
+from services.api.errors import (
+    ERRORS_BY_CODE,
+    ERRORS_BY_REASON,
+    REASON_KEY,
+    ApiError,
+    CorruptObjectError,
+    PreconditionError,
+    UnavailableError,
+)
+from services.api.fencing import METADATA_KEY as FENCING_METADATA
+from services.api.fencing import Fencing
+from services.api.kinds import Kind, kind_of
+from services.api.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
+from services.grpcserver import RECONNECT_OPTIONS
+
+log = logging.getLogger("services.client")
+
+#: Room left in a batch message for everything but the objects (resource, tags, lengths).
+_BATCH_OVERHEAD = 64 * 1024
+
+M = TypeVar("M", bound=Message)
+
+#: fencing() -> the leader's token (election key, create_revision) while leading, else None.
+FencingSource = Callable[[], Fencing | None]
+
+
+def error_from_rpc(e: grpc.aio.AioRpcError) -> ApiError:
+    reason = next((v for k, v in (e.trailing_metadata() or ()) if k == REASON_KEY), "")
+    cls = ERRORS_BY_REASON.get(str(reason)) or ERRORS_BY_CODE.get(e.code())
+    if cls is None:
+        return ApiError(f"{e.code().name}: {e.details()}")
+    if cls is UnavailableError and not reason:
+        return UnavailableError(f"apiserver unavailable: {e.details()}")
+    return cls.from_message(e.details() or e.code().name)
+
+
+def _decode(a: Any, what: str) -> Message:
+    """The object in an Any from the apiserver; CorruptObjectError when it does not decode."""
+    try:
+        return codec.unpack(a)
+    except Exception as e:  # noqa: BLE001 - codec.DecodeError, protobuf's DecodeError, ...
+        raise CorruptObjectError(
+            f"{what}: the apiserver sent an object that does not decode "
+            f"({a.type_url or 'no type'}): {e}"
+        ) from None
+
+
+def _log_warning(message: str) -> None:
+    log.warning("apiserver: %s", message)
+
+
+def batches(packed: Sequence[Any]) -> Iterator[tuple[int, int]]:
+    """[start, end) ranges of `packed` Any objects, each within the apiserver's caps."""
+    budget = MAX_REQUEST_BYTES - _BATCH_OVERHEAD
+    start, size = 0, 0
+    for i, a in enumerate(packed):
+        n = a.ByteSize() + 8  # the field's tag and length
+        if i > start and (i - start >= MAX_BATCH_ITEMS or size + n > budget):
+            yield start, i
+            start, size = i, 0
+        size += n
+    if start < len(packed):
+        yield start, len(packed)
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: str  # ADDED, MODIFIED, DELETED, BOOKMARK
+    object: Message
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    object: Message | None
+    error: ApiError | None
+
+
+class Client:
+    """One gRPC channel to the apiserver. Use as `async with Client(address) as c:`."""
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        timeout: float | None = 30.0,
+        fencing: FencingSource | None = None,
+        warning_handler: Callable[[str], None] | None = None,
+    ) -> None:
+        """`fencing`: where a leader's writes get their token. With it, every write carries
+        the token and is refused by the apiserver once the term is over; while the source
+        answers None (not leading) writes fail here without being sent.
+        `warning_handler`: called with each warning the apiserver sends (default: log)."""
+        self.address = address
+        self.timeout = timeout
+        self.fencing = fencing
+        self.warning_handler = warning_handler or _log_warning
+        self._channel = grpc.aio.insecure_channel(
+            address,
+            options=[
+                ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
+                ("grpc.max_send_message_length", MAX_REQUEST_BYTES),
+                *RECONNECT_OPTIONS,
+            ],
+        )
+        self._stub = pb_grpc.ApiServerStub(self._channel)
+
+    def fenced(self, fencing: FencingSource | None) -> Client:
+        """This client's channel with another fencing source (None: unfenced); closing
+        either closes the shared channel."""
+        other = copy.copy(self)
+        other.fencing = fencing
+        return other
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    def _write_metadata(self) -> tuple[tuple[str, str], ...] | None:
+        if self.fencing is None:
+            return None
+        token = self.fencing()
+        if token is None:
+            raise PreconditionError(
+                "not the leader: this client writes only under a current fencing token"
+            )
+        return ((FENCING_METADATA, f"{token[0]}@{token[1]}"),)
+
+    async def _call(
+        self, method: Any, request: Any, timeout: float | None = None, *, write: bool = False
+    ) -> Any:
+        metadata = self._write_metadata() if write else None
+        try:
+            return await method(request, timeout=timeout or self.timeout, metadata=metadata)
+        except grpc.aio.AioRpcError as e:
+            raise error_from_rpc(e) from None
+
+    async def health(self, timeout: float | None = None) -> pb.HealthResponse:
+        return await self._call(self._stub.Health, pb.HealthRequest(), timeout)
+
+    async def create(self, obj: M, *, dry_run: bool = False) -> M:
+        kind = kind_of(obj)
+        resp = await self._call(
+            self._stub.Create,
+            pb.CreateRequest(resource=kind.resource, object=codec.pack(obj), dry_run=dry_run),
+            write=not dry_run,
+        )
+        return _decode(resp.object, f"create {kind.resource}")  # type: ignore[return-value]
+
+    async def get(self, kind: Kind, name: str, namespace: str = "") -> Message:
+        resp = await self._call(
+            self._stub.Get, pb.GetRequest(resource=kind.resource, namespace=namespace, name=name)
+        )
+        return _decode(resp.object, f"get {kind.resource} {name}")
+
+    async def list(
+        self, kind: Kind, *, namespace: str = "", label_selector: str = "", field_selector: str = ""
+    ) -> tuple[list[Message], str]:
+        """The matching objects and the resourceVersion to watch from."""
+        resp = await self._call(
+            self._stub.List,
+            pb.ListRequest(
+                resource=kind.resource,
+                namespace=namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+            ),
+        )
+        for w in resp.warnings:
+            self.warning_handler(w)
+        return [_decode(a, f"list {kind.resource}") for a in resp.items], resp.resource_version
+
+    async def update(self, obj: M) -> M:
+        kind = kind_of(obj)
+        resp = await self._call(
+            self._stub.Update,
+            pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)),
+            write=True,
+        )
+        return _decode(resp.object, f"update {kind.resource}")  # type: ignore[return-value]
+
+    async def update_status(self, obj: M) -> M:
+        kind = kind_of(obj)
+        resp = await self._call(
+            self._stub.UpdateStatus,
+            pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)),
+            write=True,
+        )
+        return _decode(resp.object, f"update {kind.resource}")  # type: ignore[return-value]
+
+    async def patch(
+        self, kind: Kind, name: str, merge_patch: str, *, namespace: str = "", status: bool = False
+    ) -> Message:
+        resp = await self._call(
+            self._stub.Patch,
+            pb.PatchRequest(
+                resource=kind.resource,
+                namespace=namespace,
+                name=name,
+                merge_patch=merge_patch,
+                status=status,
+            ),
+            write=True,
+        )
+        return _decode(resp.object, f"patch {kind.resource} {name}")
+
+    async def delete(
+        self,
+        kind: Kind,
+        name: str,
+        namespace: str = "",
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str = "",
+        resource_version: str = "",
+        ignore_store_read_error: bool = False,
+    ) -> Message:
+        """`ignore_store_read_error`: upstream's
+        ignoreStoreReadErrorWithClusterBreakingPotential: a key whose value does not decode
+        is removed as it is (no grace period, finalizers or preconditions)."""
+        req = pb.DeleteRequest(
+            resource=kind.resource,
+            namespace=namespace,
+            name=name,
+            uid=uid,
+            resource_version=resource_version,
+            ignore_store_read_error_with_cluster_breaking_potential=ignore_store_read_error,
+        )
+        if grace_period_seconds is not None:
+            req.grace_period_seconds = grace_period_seconds
+        resp = await self._call(self._stub.Delete, req, write=True)
+        return _decode(resp.object, f"delete {kind.resource} {name}")
+
+    async def bind(
+        self,
+        name: str,
+        node_name: str,
+        namespace: str = "default",
+        *,
+        resource_version: str = "",
+        uid: str = "",
+        fencing: Fencing | None = None,
+        check_allocation: bool = False,
+    ) -> Message:
+        """Bind a pod to a node; `fencing` = (election key, its create_revision).
+
+        `check_allocation` (shared-state scheduling): the apiserver also checks the pod
+        against the node's allocation record and raises AllocationConflictError when it no
+        longer fits. Such a bind is guarded by the record, not by a leader's term, so it
+        carries a fencing token only when one is passed here explicitly."""
+        req = pb.BindRequest(
+            namespace=namespace,
+            name=name,
+            node_name=node_name,
+            resource_version=resource_version,
+            uid=uid,
+            check_allocation=check_allocation,
+        )
+        if fencing is None and self.fencing is not None and not check_allocation:
+            fencing = self.fencing()
+            if fencing is None:
+                raise PreconditionError(
+                    f"not the leader: binding of pod {namespace}/{name} refused without a "
+                    "current fencing token"
+                )
+        if fencing is not None:
+            req.fencing.key, req.fencing.create_revision = fencing
+        resp = await self._call(self._stub.Bind, req)
+        return _decode(resp.object, f"bind pod {name}")
+
+    async def batch_create(self, objs: Sequence[Message]) -> builtins.list[BatchResult]:
+        """Create many objects of one kind, in as many calls as the caps need; results
+        in order."""
+        if not objs:
+            return []
+        kind = kind_of(objs[0])
+        packed = [codec.pack(o) for o in objs]
+        out: builtins.list[BatchResult] = []
+        for start, end in batches(packed):
+            resp = await self._call(
+                self._stub.BatchCreate,
+                pb.BatchCreateRequest(resource=kind.resource, objects=packed[start:end]),
+                write=True,
+            )
+            out.extend(self._batch_results(resp))
+        return out
+
+    async def batch_update(
+        self, objs: Sequence[Message], *, status: bool = False
+    ) -> builtins.list[BatchResult]:
+        """Update many objects of one kind (their statuses when `status`); an object with
+        a resourceVersion is updated only at that version. Results in order."""
+        if not objs:
+            return []
+        kind = kind_of(objs[0])
+        packed = [codec.pack(o) for o in objs]
+        out: builtins.list[BatchResult] = []
+        for start, end in batches(packed):
+            resp = await self._call(
+                self._stub.BatchUpdate,
+                pb.BatchUpdateRequest(
+                    resource=kind.resource, objects=packed[start:end], status=status
+                ),
+                write=True,
+            )
+            out.extend(self._batch_results(resp))
+        return out
+
+    @staticmethod
+    def _batch_results(resp: pb.BatchCreateResponse) -> builtins.list[BatchResult]:
+        out = []
+        for r in resp.results:
+            if r.code == 0:
+                out.append(BatchResult(_decode(r.object, "batch result"), None))
+            else:
+                code = next(
+                    (c for c in grpc.StatusCode if c.value[0] == r.code), grpc.StatusCode.UNKNOWN
+                )
+                cls = ERRORS_BY_CODE.get(code, ApiError)
+                out.append(BatchResult(None, cls.from_message(r.message)))
+        return out
+
+    async def watch(
+        self,
+        kind: Kind,
+        *,
+        namespace: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str = "",
+        allow_bookmarks: bool = False,
+    ) -> AsyncIterator[WatchEvent]:
+        """Events from `resource_version` on (empty: current state as ADDED first).
+        Raises GoneError when that version is too old: list again and watch from the list."""
+        call = self._stub.Watch(
+            pb.WatchRequest(
+                resource=kind.resource,
+                namespace=namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                resource_version=resource_version,
+                allow_watch_bookmarks=allow_bookmarks,
+            )
+        )
+        try:
+            async for ev in call:
+                yield WatchEvent(ev.type, _decode(ev.object, f"watch {kind.resource}"))
+        except grpc.aio.AioRpcError as e:
+            raise error_from_rpc(e) from None
+        finally:
+            call.cancel()
