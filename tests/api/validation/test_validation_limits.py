@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from services.api.validation import validate_grace_period_seconds
-from tests.unit.api.test_validation import (
+from tests.api.validation.test_validation import (
     DEPLOYMENT,
     NODE,
     PDB,
