@@ -38,6 +38,7 @@ from services.scheduler.framework.types import (
     QueuedPodInfo,
 )
 from services.scheduler.plugins import defaultbinder
+from tests.builders import MakeNode, MakePod
 
 # ======================================================================= fakes
 
@@ -248,15 +249,11 @@ def build(
 
 
 def node(name: str) -> NodeInfo:
-    n = core_pb2.Node()
-    n.metadata.name = name
-    return NodeInfo(n)
+    return NodeInfo(MakeNode().name(name).obj())
 
 
 def pod(name: str = "p", uid: str = "uid-p") -> PodInfo:
-    p = core_pb2.Pod()
-    p.metadata.name, p.metadata.namespace, p.metadata.uid = name, "default", uid
-    return PodInfo(p)
+    return PodInfo(MakePod().name(name).namespace("default").uid(uid).obj())
 
 
 NODES = [node("n1"), node("n2"), node("n3")]

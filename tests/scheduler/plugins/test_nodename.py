@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import pytest
-from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
 from services.scheduler.framework.interface import FilterPlugin
 from services.scheduler.framework.status import Code
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
 from services.scheduler.plugins import nodename
+from tests.builders import MakeNode, MakePod
 
 
 def pod(node_name: str) -> core_pb2.Pod:
-    return json_format.ParseDict(
-        {"metadata": {"name": "p"}, "spec": {"nodeName": node_name}}, core_pb2.Pod()
-    )
+    return MakePod().name("p").node(node_name).obj()
 
 
 def node(name: str) -> core_pb2.Node:
-    return json_format.ParseDict({"metadata": {"name": name}}, core_pb2.Node())
+    return MakeNode().name(name).obj()
 
 
 CASES = [

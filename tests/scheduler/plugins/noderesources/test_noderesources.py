@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
 from services.scheduler.framework.interface import BatchFilterPlugin
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
 from services.scheduler.plugins import noderesources as nr
+from tests.builders import MakeNode, MakePod
 
 Json = dict[str, Any]
 
@@ -30,30 +30,18 @@ def pod(
     overhead: dict[str, str] | None = None,
 ) -> PodInfo:
     """One container per request map (like upstream st.MakePod().Req(...))."""
-    spec: Json = {
-        "nodeName": node,
-        "containers": [
-            {"name": f"c{i}", "resources": {"requests": r}} for i, r in enumerate(requests)
-        ],
-        "initContainers": [
-            {"name": f"i{i}", "resources": {"requests": r}} for i, r in enumerate(init)
-        ],
-    }
+    p = MakePod().name(uid).uid(uid).node(node)
+    for i, r in enumerate(requests):
+        p.container(f"c{i}", requests=r)
+    for i, r in enumerate(init):
+        p.init_container(f"i{i}", requests=r)
     if overhead:
-        spec["overhead"] = overhead
-    return PodInfo(
-        json_format.ParseDict({"metadata": {"name": uid, "uid": uid}, "spec": spec}, core_pb2.Pod())
-    )
+        p.overhead(overhead)
+    return PodInfo(p.obj())
 
 
 def node_proto(name: str, allocatable: dict[str, str]) -> core_pb2.Node:
-    return json_format.ParseDict(
-        {
-            "metadata": {"name": name},
-            "status": {"allocatable": allocatable, "capacity": allocatable},
-        },
-        core_pb2.Node(),
-    )
+    return MakeNode().name(name).allocatable(allocatable).capacity(allocatable).obj()
 
 
 def node(name: str, allocatable: dict[str, str], *existing: PodInfo) -> NodeInfo:
