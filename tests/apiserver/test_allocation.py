@@ -18,23 +18,15 @@ from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.client import Client
 from services.storage import Storage
-from tests.apiserver.conftest import obj, pod, running_apiserver
+from tests.apiserver.conftest import running_apiserver
+from tests.builders import MakeNode, pod
 
 PODS = BY_KIND["Pod"]
 
 
 async def node(api: ApiServer, name: str, **allocatable: str) -> None:
     alloc = {"cpu": "1", "memory": "1Gi", "pods": "110", **allocatable}
-    await api.create(
-        obj(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": name},
-                "status": {"allocatable": alloc, "capacity": alloc},
-            }
-        )
-    )
+    await api.create(MakeNode().typed().name(name).allocatable(alloc).capacity(alloc).obj())
 
 
 async def sized(api: ApiServer, name: str, **requests: str) -> Any:

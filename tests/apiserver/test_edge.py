@@ -32,7 +32,7 @@ from services.client import Client
 from services.client.informer import Informer
 from services.storage import Delete, Put
 from services.storage.etcd import EtcdStorage
-from tests.apiserver.conftest import pod
+from tests.builders import pod
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration

@@ -22,7 +22,7 @@ import pytest
 from kubera.etcd import EtcdProcess
 from protos.kubera.v1 import apiserver_pb2 as pb
 from services.api import codec
-from tests.apiserver.conftest import pod
+from tests.builders import pod
 
 pytestmark = pytest.mark.bench
 PODS_SENT = 20_000

@@ -22,7 +22,7 @@ from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.client import Client
 from services.storage.etcd import EtcdStorage
-from tests.apiserver.conftest import pod
+from tests.builders import pod
 
 pytestmark = pytest.mark.integration
 PODS = BY_KIND["Pod"]

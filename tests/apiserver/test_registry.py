@@ -19,7 +19,8 @@ from services.api.errors import (
 from services.api.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, Fencing
 from services.storage import Compare, Put
-from tests.apiserver.conftest import obj, pod
+from tests.apiserver.conftest import obj
+from tests.builders import pod
 
 PODS, NODES, NS = BY_KIND["Pod"], BY_KIND["Node"], BY_KIND["Namespace"]
 

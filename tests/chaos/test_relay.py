@@ -27,7 +27,7 @@ from services.client import Client
 from services.storage import Put, StorageUnavailableError
 from services.storage.etcd import EtcdStorage
 from services.storage.memory import MemoryStorage
-from tests.apiserver.conftest import pod
+from tests.builders import pod
 from tests.waiting import eventually
 
 PODS = BY_KIND["Pod"]

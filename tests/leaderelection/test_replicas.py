@@ -33,6 +33,7 @@ from services.apiserver.server import serve
 from services.client import Client
 from services.storage import Delete, Get
 from services.storage.etcd import EtcdStorage
+from tests.builders import MakeNode, MakePod
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -76,16 +77,15 @@ class RecordingApiServer(ApiServer):
 
 
 def new_pod(name: str, scheduler: str = "default-scheduler") -> core_pb2.Pod:
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "schedulerName": scheduler,
-            "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "100m"}}}],
-        },
-    }
-    return codec.decode(doc, validate="strict").obj  # type: ignore[return-value]
+    return (
+        MakePod()
+        .typed()
+        .name(name)
+        .namespace("default")
+        .scheduler_name(scheduler)
+        .container("c", "i", requests={"cpu": "100m"})
+        .obj()
+    )
 
 
 @dataclass
@@ -95,16 +95,9 @@ class Cluster:
     etcd: str
 
     async def node(self, name: str) -> None:
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {
-                "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-                "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-            },
-        }
-        await self.api.create(codec.decode(doc, validate="strict").obj)
+        size = {"cpu": "8", "memory": "16Gi", "pods": "110"}
+        node = MakeNode().typed().name(name).label("kubernetes.io/hostname", name)
+        await self.api.create(node.allocatable(size).capacity(size).obj())
 
     async def pods(self, *names: str) -> None:
         for name in names:
