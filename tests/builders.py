@@ -65,6 +65,11 @@ class MakePod:
         self._pod.metadata.labels[key] = value
         return self
 
+    def annotations(self, annotations: Mapping[str, str]) -> MakePod:
+        self._pod.metadata.SetInParent()
+        self._pod.metadata.annotations.update(annotations)
+        return self
+
     def annotation(self, key: str, value: str) -> MakePod:
         self._pod.metadata.annotations[key] = value
         return self

@@ -17,7 +17,6 @@ import pytest
 from prometheus_client import generate_latest
 
 from protos.kubera.v1 import core_pb2
-from services.api import codec
 from services.api.kinds import BY_KIND
 from services.apiserver.allocation import allocation_key
 from services.apiserver.fencing import BOUND_BY, bound_by_allocation
@@ -29,6 +28,7 @@ from services.scheduler.framework.types import pod_requests
 from services.scheduler.omega import OmegaStats, SharedState, pod_hash
 from services.scheduler.scheduler import Scheduler
 from services.storage.memory import MemoryStorage
+from tests.builders import MakeNode, MakePod
 from tests.waiting import eventually
 
 PODS, NODES = BY_KIND["Pod"], BY_KIND["Node"]
@@ -122,27 +122,16 @@ class Omega:
 
     async def node(self, name: str, cpu: str) -> None:
         alloc = {"cpu": cpu, "memory": "8Gi", "pods": "110"}
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {"allocatable": alloc, "capacity": alloc},
-        }
-        await self.api.create(codec.decode(doc, validate="strict").obj)
+        n = MakeNode().typed().name(name).label("kubernetes.io/hostname", name)
+        await self.api.create(n.allocatable(alloc).capacity(alloc).obj())
         await eventually(lambda: all(name in s.nodes.store for s in self.scheds))
 
     async def pod(self, name: str, cpu: str, owner: int | None = None) -> None:
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {
-                "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]
-            },
-        }
+        p = MakePod().typed().name(name).namespace("default")
+        p.container("c", "i", requests={"cpu": cpu})
         self.next_owner[0] = owner
         try:
-            await self.api.create(codec.decode(doc, validate="strict").obj)
+            await self.api.create(p.obj())
         finally:
             self.next_owner[0] = None
 
