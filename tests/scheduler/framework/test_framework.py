@@ -248,15 +248,11 @@ def build(
     return Framework(profile, registry, handle=handle or FakeHandle(), metrics=metrics)
 
 
-def node(name: str) -> NodeInfo:
-    return NodeInfo(MakeNode().name(name).obj())
-
-
 def pod(name: str = "p", uid: str = "uid-p") -> PodInfo:
     return PodInfo(MakePod().name(name).namespace("default").uid(uid).obj())
 
 
-NODES = [node("n1"), node("n2"), node("n3")]
+NODES = [NodeInfo(MakeNode().name(n).obj()) for n in ("n1", "n2", "n3")]
 
 
 # ===================================================================== PreFilter
