@@ -15,7 +15,7 @@ from services.scheduler.framework.interface import NodeScore
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, PodInfo, QueueingHint
 from services.scheduler.plugins import interpodaffinity as ipa
-from tests.builders import MakePod
+from tests.builders import MakeNode, MakePod
 from tests.scheduler.plugins._fakes import FakeHandle, fake_handle
 
 Json = dict[str, Any]
@@ -86,10 +86,7 @@ def cluster(
     ns_labels: Mapping[str, Mapping[str, str]] | None = None,
 ) -> FakeHandle:
     return fake_handle(
-        [
-            json_format.ParseDict({"metadata": {"name": name, "labels": labels}}, core_pb2.Node())
-            for name, labels in nodes.items()
-        ],
+        [MakeNode().name(name).labels(labels).obj() for name, labels in nodes.items()],
         pods,
         ns_labels,
     )
