@@ -130,6 +130,11 @@ class MakePod:
         self._pod.spec.containers.append(_container(name, image, requests, limits, ports))
         return self
 
+    def req(self, requests: Mapping[str, str]) -> MakePod:
+        """Append a container c<i> (i: the containers before it) requesting `requests`, as
+        upstream's MakePod().Req(...)."""
+        return self.container(f"c{len(self._pod.spec.containers)}", requests=requests)
+
     def init_container(
         self, name: str, image: str = "", *, requests: Mapping[str, str] | None = None
     ) -> MakePod:

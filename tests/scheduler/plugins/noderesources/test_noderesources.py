@@ -31,8 +31,8 @@ def pod(
 ) -> PodInfo:
     """One container per request map (like upstream st.MakePod().Req(...))."""
     p = MakePod().name(uid).uid(uid).node(node)
-    for i, r in enumerate(requests):
-        p.container(f"c{i}", requests=r)
+    for r in requests:
+        p.req(r)
     for i, r in enumerate(init):
         p.init_container(f"i{i}", requests=r)
     if overhead:
