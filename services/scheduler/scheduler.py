@@ -48,7 +48,7 @@ from services.client.informer import Handlers, Informer
 from services.clock import Clock, RealClock, rfc3339
 from services.scheduler import config as config_mod
 from services.scheduler import equivalence
-from services.scheduler.cache import Cache, Snapshot
+from services.scheduler.cache import Cache
 from services.scheduler.framework.interface import PreFilterResult
 from services.scheduler.framework.runtime import Framework
 from services.scheduler.framework.status import Code, Status
@@ -63,6 +63,7 @@ from services.scheduler.framework.types import (
 from services.scheduler.metrics import SchedulerMetrics, SharedStateMetrics
 from services.scheduler.omega import OmegaStats, SharedState
 from services.scheduler.queue import SchedulingQueue
+from services.scheduler.snapshot import Snapshot
 from services.scheduler.trace import Attempt, ScoredNode, TraceStore, unschedulable_message
 
 log = logging.getLogger(__name__)
