@@ -25,6 +25,7 @@ import ray
 
 from actors.replica import Election, Replica, host_leading
 from services.scheduler import config as config_mod
+from services.scheduler.options import SchedulerOptions
 from services.scheduler.scheduler import Scheduler
 from services.scheduler.server import serve
 
@@ -158,11 +159,10 @@ class SchedulerHost:
         assert client is not None
         return Scheduler(
             client,
-            self._sc,
-            seed=cfg.seed,
-            identity=self.replica.identity,
+            SchedulerOptions(
+                component_config=self._sc, seed=cfg.seed, identity=self.replica.identity, **kwargs
+            ),
             fencing=self.replica.fencing_token if elected else None,
-            **kwargs,
         )
 
     def _serve_metrics(self) -> None:
