@@ -8,12 +8,12 @@
       every failure path after assume: Unreserve, forget the assumed pod, requeue
 
 `ScheduleOne` takes what the cycles work on (the frameworks, cache, snapshot, queue, the
-client for events) from the Scheduler (scheduler.py), which owns the informers and the term.
+failure reporter) from the Scheduler (scheduler.py), which owns the informers and the term.
 
 One pod never stops the loop. Any exception while scheduling a pod (a plugin, a Filter
 Error status, a helper, a pod holding values validation would have refused) ends that
 pod's attempt as an Error: Unreserve and forget if it was assumed, a FailedScheduling
-event, backoff; it is logged once per pod and distinct message.
+event (failure_report.py), backoff; it is logged once per pod and distinct message.
 
 In shared-state (Omega) mode (`omega` is set, see omega.py) a bind refused with
 AllocationConflict (another replica filled the node first) is forgotten and requeued with
@@ -24,26 +24,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import random
-import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
 from services.api.errors import (
     AllocationConflictError,
-    ApiError,
     NotFoundError,
     PreconditionError,
 )
-from services.api.kinds import BY_KIND
-from services.client import Client
-from services.clock import Clock, rfc3339
+from services.clock import Clock
 from services.scheduler import config as config_mod
 from services.scheduler import equivalence
 from services.scheduler.cache import Cache
+from services.scheduler.failure_report import FailureReporter
 from services.scheduler.framework.interface import PreFilterResult
 from services.scheduler.framework.runtime import Framework
 from services.scheduler.framework.status import Code, Status
@@ -117,7 +113,6 @@ class ScheduleOne:
     def __init__(
         self,
         *,
-        client: Client,
         clock: Clock,
         frameworks: dict[str, Framework],
         cache: Cache,
@@ -125,7 +120,7 @@ class ScheduleOne:
         queue: SchedulingQueue,
         percentage_of_nodes_to_score: int | None,
         rng: random.Random,
-        identity: str,
+        reporter: FailureReporter,
         metrics: SchedulerMetrics,
         traces: TraceStore,
         equivalence_cache: equivalence.EquivalenceCache | None,
@@ -133,8 +128,8 @@ class ScheduleOne:
         max_binding_tasks: int,
     ) -> None:
         """`percentage_of_nodes_to_score`: the configuration's, for profiles without their
-        own. `omega`: Omega's measures, only in shared-state mode."""
-        self.client = client
+        own. `reporter`: writes FailedScheduling events. `omega`: Omega's measures, only in
+        shared-state mode."""
         self.clock = clock
         self.frameworks = frameworks
         self.cache = cache
@@ -142,7 +137,6 @@ class ScheduleOne:
         self.queue = queue
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.rng = rng
-        self.identity = identity
         self.metrics = metrics
         self.traces = traces
         self.equivalence = equivalence_cache
@@ -151,7 +145,7 @@ class ScheduleOne:
         self._bindings: set[asyncio.Task[None]] = set()
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._next_start_node = 0
-        self._last_message: dict[str, str] = {}
+        self.reporter = reporter
         self._logged_errors: dict[str, str] = {}
         self.scheduled = 0
 
@@ -166,7 +160,7 @@ class ScheduleOne:
 
     def forget(self, key: str) -> None:
         """The pod `key` (namespace/name) was deleted: drop what was remembered of it."""
-        self._last_message.pop(key, None)
+        self.reporter.forget(key)
         self._logged_errors.pop(key, None)
 
     async def loop(self) -> None:
@@ -532,72 +526,4 @@ class ScheduleOne:
         self.queue.add_unschedulable_if_not_present(qpi, cycle, error=st.code == Code.ERROR)
         self.queue.done(qpi.pod_info.uid)
         if report:
-            self._spawn(self._report_unschedulable(fwk, qpi.pod, message, result))
-
-    async def _report_unschedulable(
-        self, fwk: Framework, pod: core_pb2.Pod, message: str, result: str
-    ) -> None:
-        """A FailedScheduling event and PodScheduled=False, as kube-scheduler writes them
-        (only when the message changed, so a pod retried in backoff does not churn)."""
-        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
-        if self._last_message.get(key) == message:
-            return
-        self._last_message[key] = message
-        now = rfc3339(self.clock.now())
-        reason = "SchedulerError" if result == "error" else "Unschedulable"
-        conditions = [
-            {
-                "type": c.type,
-                "status": c.status,
-                "reason": c.reason,
-                "message": c.message,
-                "lastTransitionTime": c.last_transition_time,
-            }
-            for c in pod.status.conditions
-            if c.type != "PodScheduled"
-        ]
-        conditions.append(
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": reason,
-                "message": message,
-                "lastTransitionTime": now,
-            }
-        )
-        try:
-            ev = core_pb2.Event(
-                involved_object=core_pb2.ObjectReference(
-                    kind="Pod",
-                    namespace=pod.metadata.namespace,
-                    name=pod.metadata.name,
-                    uid=pod.metadata.uid,
-                    api_version="v1",
-                ),
-                reason="FailedScheduling",
-                message=message,
-                type="Warning",
-                source=core_pb2.EventSource(component=fwk.profile_name),
-                reporting_component=fwk.profile_name,
-                reporting_instance=self.identity,
-                first_timestamp=now,
-                last_timestamp=now,
-                count=1,
-                action="Scheduling",
-            )
-            ev.metadata.namespace = pod.metadata.namespace
-            ev.metadata.name = f"{pod.metadata.name}.{secrets.token_hex(8)}"
-            await self.client.create(ev)
-            # The condition last: whoever sees it can already find the event.
-            await self.client.patch(
-                BY_KIND["Pod"],
-                pod.metadata.name,
-                json.dumps({"status": {"conditions": conditions}}),
-                namespace=pod.metadata.namespace,
-                status=True,
-            )
-
-        except ApiError as e:
-            log.info("could not report %s unschedulable: %s", key, e)
-        except Exception:  # noqa: BLE001 - a report is best effort; scheduling goes on
-            log.exception("could not report %s unschedulable", key)
+            self._spawn(self.reporter.report(fwk.profile_name, qpi.pod, message, result))

@@ -39,6 +39,7 @@ from services.clock import Clock, RealClock
 from services.scheduler import config as config_mod
 from services.scheduler import equivalence
 from services.scheduler.cache import Cache
+from services.scheduler.failure_report import FailureReporter
 from services.scheduler.framework.runtime import Framework
 from services.scheduler.framework.types import ActionType, ClusterEvent
 from services.scheduler.metrics import SchedulerMetrics, SharedStateMetrics
@@ -174,7 +175,6 @@ class Scheduler:
             Handlers(self._ns_changed, lambda old, new: self._ns_changed(new), self._ns_deleted)
         )
         self.cycles = ScheduleOne(
-            client=client,
             clock=self.clock,
             frameworks=self.frameworks,
             cache=self.cache,
@@ -182,7 +182,7 @@ class Scheduler:
             queue=self.queue,
             percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score,
             rng=self.rng,
-            identity=self.identity,
+            reporter=FailureReporter(client, self.clock, self.identity),
             metrics=self.metrics,
             traces=self.traces,
             equivalence_cache=self.equivalence,
