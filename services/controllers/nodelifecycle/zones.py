@@ -3,7 +3,8 @@ ReducedQPSFunc and handleDisruption).
 
 Kept apart from the controller because the rule is a policy of its own: how many
 not-Ready nodes make a zone disrupted, and what that does to the zone's NoExecute
-tainting rate.
+tainting rate. `Zones` owns the zones' states and their tainting queues; the controller
+queues nodes in them and drains them.
 
 Zones are topology.kubernetes.io/region + zone; nodes labelled
 node.kubernetes.io/exclude-disruption do not count towards a zone's health.
@@ -22,16 +23,15 @@ some node is Ready again; then every node gets a fresh grace period.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from protos.kubera.v1 import core_pb2
-from services.controllers.nodelifecycle_ratelimit import RateLimitedTimedQueue
-from services.controllers.nodelifecycle_taints import TRUE
-
-if TYPE_CHECKING:
-    from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
+from services.clock import Clock
+from services.controllers.nodelifecycle.config import NodeLifecycleConfig
+from services.controllers.nodelifecycle.health import HealthTracker
+from services.controllers.nodelifecycle.ratelimit import RateLimitedTimedQueue
+from services.controllers.nodelifecycle.taints import TRUE
 
 log = logging.getLogger(__name__)
 
@@ -86,62 +86,103 @@ def tainting_rate(config: NodeLifecycleConfig, zone_size: int, state: ZoneState)
     return config.node_eviction_rate
 
 
-async def handle_disruption(
-    ctl: NodeLifecycleController,
-    zone_conditions: dict[str, list[core_pb2.NodeCondition | None]],
-    nodes: Sequence[core_pb2.Node],
-) -> None:
-    """Move each zone to the state its nodes' Ready conditions (`zone_conditions`, from
-    this monitor pass) put it in, and its tainting queue to that state's rate; enter or
-    leave the mode where every zone is fully disrupted."""
-    new_states: dict[str, ZoneState] = {}
-    all_are_full = True
-    for zone, conditions in zone_conditions.items():
-        _, state = compute_zone_state(conditions, ctl.config.unhealthy_zone_threshold)
-        if state != ZoneState.FULL_DISRUPTION:
-            all_are_full = False
-        new_states[zone] = state
-        if zone not in ctl.zone_states:
-            ctl.zone_states[zone] = ZoneState.INITIAL
-            ctl.zone_tainters.setdefault(
-                zone, RateLimitedTimedQueue(ctl.config.node_eviction_rate, clock=ctl.clock)
+class Zones:
+    """Each zone's state and its NoExecute tainting queue (upstream zoneStates and
+    zoneNoExecuteTainter). A zone's queue outlives its state: zones only come and go in
+    states, so nodes queued in a zone that emptied stay queued."""
+
+    def __init__(self, config: NodeLifecycleConfig, clock: Clock) -> None:
+        self.config = config
+        self.clock = clock
+        self.states: dict[str, ZoneState] = {}
+        self.tainters: dict[str, RateLimitedTimedQueue] = {}
+
+    def add(self, node: core_pb2.Node) -> RateLimitedTimedQueue:
+        """The tainting queue of the node's zone, the zone first noted (Initial) if new."""
+        zone = zone_key(node)
+        if zone not in self.states:
+            self.states[zone] = ZoneState.INITIAL
+        queue = self.tainters.get(zone)
+        if queue is None:
+            queue = RateLimitedTimedQueue(self.config.node_eviction_rate, clock=self.clock)
+            self.tainters[zone] = queue
+        return queue
+
+    def knows(self, node: core_pb2.Node) -> bool:
+        return zone_key(node) in self.states
+
+    def remove_node(self, name: str) -> None:
+        """Forget a deleted node in every zone's queue."""
+        for queue in self.tainters.values():
+            queue.remove(name)
+
+    def queues(self) -> list[RateLimitedTimedQueue]:
+        return list(self.tainters.values())
+
+    def next_ready_in(self) -> float | None:
+        """Seconds until some zone's queue may hand out a node; None when none can."""
+        waits = [w for q in self.tainters.values() if (w := q.next_ready_in()) is not None]
+        return min(waits) if waits else None
+
+    async def handle_disruption(
+        self,
+        zone_conditions: dict[str, list[core_pb2.NodeCondition | None]],
+        nodes: Sequence[core_pb2.Node],
+        *,
+        health: HealthTracker,
+        mark_reachable: Callable[[core_pb2.Node], Awaitable[bool]],
+    ) -> None:
+        """Move each zone to the state its nodes' Ready conditions (`zone_conditions`, from
+        this monitor pass) put it in, and its tainting queue to that state's rate; enter or
+        leave the mode where every zone is fully disrupted (entering it, `mark_reachable`
+        removes each node's NoExecute taints; leaving it, `health` restarts every node's
+        grace period)."""
+        new_states: dict[str, ZoneState] = {}
+        all_are_full = True
+        for zone, conditions in zone_conditions.items():
+            _, state = compute_zone_state(conditions, self.config.unhealthy_zone_threshold)
+            if state != ZoneState.FULL_DISRUPTION:
+                all_are_full = False
+            new_states[zone] = state
+            if zone not in self.states:
+                self.states[zone] = ZoneState.INITIAL
+                self.tainters.setdefault(
+                    zone, RateLimitedTimedQueue(self.config.node_eviction_rate, clock=self.clock)
+                )
+        for zone in [z for z in self.states if z not in zone_conditions]:
+            del self.states[zone]  # its queue stays: zones only come and go in states
+        all_were_full = all(s == ZoneState.FULL_DISRUPTION for s in self.states.values())
+        if all_are_full and all_were_full:
+            return
+        if all_are_full:
+            log.warning(
+                "node lifecycle: every node is not Ready; entering master disruption mode "
+                "(NoExecute taints removed, tainting stopped)"
             )
-    for zone in [z for z in ctl.zone_states if z not in zone_conditions]:
-        del ctl.zone_states[zone]  # its queue stays: zones only come and go in states
-    all_were_full = all(s == ZoneState.FULL_DISRUPTION for s in ctl.zone_states.values())
-    if all_are_full and all_were_full:
-        return
-    if all_are_full:
-        log.warning(
-            "node lifecycle: every node is not Ready; entering master disruption mode "
-            "(NoExecute taints removed, tainting stopped)"
-        )
-        for node in nodes:
-            await ctl.mark_node_as_reachable(node)
-        for zone in ctl.zone_states:
-            ctl.zone_tainters[zone].swap_limiter(0.0)
-            ctl.zone_states[zone] = ZoneState.FULL_DISRUPTION
-        return
-    if all_were_full:
-        log.warning("node lifecycle: some nodes are Ready again; leaving master disruption mode")
-        now = ctl.clock.now()
-        for node in nodes:
-            health = ctl.health.get(node.metadata.name)
-            if health is not None:
-                health.probe = health.ready_transition = now
-        for zone in ctl.zone_states:
+            for node in nodes:
+                await mark_reachable(node)
+            for zone in self.states:
+                self.tainters[zone].swap_limiter(0.0)
+                self.states[zone] = ZoneState.FULL_DISRUPTION
+            return
+        if all_were_full:
+            log.warning(
+                "node lifecycle: some nodes are Ready again; leaving master disruption mode"
+            )
+            health.restart_grace(node.metadata.name for node in nodes)
+            for zone in self.states:
+                state = new_states[zone]
+                self.tainters[zone].swap_limiter(
+                    tainting_rate(self.config, len(zone_conditions[zone]), state)
+                )
+                self.states[zone] = state
+            return
+        for zone, old in self.states.items():
             state = new_states[zone]
-            ctl.zone_tainters[zone].swap_limiter(
-                tainting_rate(ctl.config, len(zone_conditions[zone]), state)
+            if state == old:
+                continue
+            log.info("node lifecycle: zone %r is now %s", zone.replace("\x00", ""), state)
+            self.tainters[zone].swap_limiter(
+                tainting_rate(self.config, len(zone_conditions[zone]), state)
             )
-            ctl.zone_states[zone] = state
-        return
-    for zone, old in ctl.zone_states.items():
-        state = new_states[zone]
-        if state == old:
-            continue
-        log.info("node lifecycle: zone %r is now %s", zone.replace("\x00", ""), state)
-        ctl.zone_tainters[zone].swap_limiter(
-            tainting_rate(ctl.config, len(zone_conditions[zone]), state)
-        )
-        ctl.zone_states[zone] = state
+            self.states[zone] = state
