@@ -11,6 +11,7 @@ client), ranking.py (the order surplus pods are deleted in: a pure rule) and eve
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -29,6 +30,8 @@ REPLICA_SETS = BY_KIND["ReplicaSet"]
 EVENTS = BY_KIND["Event"]
 #: Upstream's SlowStartInitialBatchSize.
 SLOW_START_INITIAL_BATCH_SIZE = 1
+
+log = logging.getLogger(__name__)
 
 
 # ============================================================================ pod helpers
@@ -235,6 +238,27 @@ async def wait_any(clock: Clock, timeout: float | None, *events: asyncio.Event) 
         await asyncio.gather(*waiters, return_exceptions=True)
 
 
+async def run_periodically(
+    run_pass: Callable[[], Awaitable[None]],
+    *,
+    clock: Clock,
+    period: float,
+    stop: asyncio.Event,
+    what: str,
+) -> None:
+    """`run_pass()` every `period` simulated seconds until `stop` is set (upstream
+    wait.Until): a pass that fails is logged (an API error without a traceback) and the
+    next one runs on time, so one bad pass never ends the loop."""
+    while not stop.is_set():
+        try:
+            await run_pass()
+        except ApiError as e:
+            log.warning("%s failed: %s", what, e)
+        except Exception:  # noqa: BLE001 - a bug in one pass must not end the loop
+            log.exception("%s failed", what)
+        await wait_any(clock, period, stop)
+
+
 async def wait_synced(stop: asyncio.Event, *synced: asyncio.Event) -> bool:
     """Wait for every informer to have listed once; False if `stop` came first."""
     if all(s.is_set() for s in synced):
@@ -263,6 +287,7 @@ __all__ = [
     "new_controller_ref",
     "pod_key",
     "pod_ready_condition",
+    "run_periodically",
     "selector_for",
     "slow_start_batch",
     "split_key",

@@ -51,7 +51,12 @@ from services.api.kinds import BY_KIND
 from services.client import Client
 from services.client.informer import Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
-from services.controllers.controller_utils import PodsByNode, pod_key, wait_any
+from services.controllers.controller_utils import (
+    PodsByNode,
+    pod_key,
+    run_periodically,
+    wait_any,
+)
 from services.controllers.events import new_event, write_event
 from services.controllers.nodelifecycle.config import NodeLifecycleConfig
 from services.controllers.nodelifecycle.health import NODE_LEASE_NAMESPACE, HealthTracker
@@ -167,14 +172,13 @@ class NodeLifecycleController:
             await asyncio.gather(*everything, return_exceptions=True)
 
     async def _monitor_loop(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.monitor_node_health()
-            except ApiError as e:
-                log.warning("node lifecycle: monitoring node health failed: %s", e)
-            except Exception:  # noqa: BLE001 - a bug in one pass must not end monitoring
-                log.exception("node lifecycle: a node health pass failed")
-            await wait_any(self.clock, self.config.node_monitor_period, stop)
+        await run_periodically(
+            self.monitor_node_health,
+            clock=self.clock,
+            period=self.config.node_monitor_period,
+            stop=stop,
+            what="node lifecycle: a node health pass",
+        )
 
     async def _tainting_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
