@@ -1,5 +1,5 @@
-"""The apiserver as a Ray actor: builds EtcdStorage + ApiServer + the gRPC server inside
-the actor's event loop and exposes start/stop/health. All logic is in services/.
+"""The apiserver's process: builds EtcdStorage + ApiServer + the gRPC server inside its
+event loop and exposes start/stop/health; actors/apiserver.py runs it in a Ray actor.
 
 A killed apiserver comes back like every other component: Ray re-creates the actor
 (`max_restarts=-1`, which calls `__init__` again but not `start`), and the supervisor's
@@ -17,7 +17,7 @@ import os
 import time
 from dataclasses import dataclass
 
-import ray
+import grpc
 
 from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
@@ -25,22 +25,26 @@ from services.storage.etcd import EtcdStorage
 
 
 @dataclass(frozen=True)
-class ApiServerConfig:
+class ApiServerHostConfig:
+    #: etcd endpoint (http://host:port).
     etcd: str
+    #: Where the gRPC API listens (port 0: any free one).
     host: str = "127.0.0.1"
     port: int = 0
+    #: Events each resource's watch cache keeps.
     watch_cache_capacity: int = 10_000
+    #: Seconds between BOOKMARK events on idle watches.
     bookmark_interval: float = 5.0
 
 
 class ApiServerHost:
-    """The plain part of the actor (unit-testable without Ray)."""
+    """The apiserver with its storage and gRPC server (unit-testable without Ray)."""
 
-    def __init__(self, config: ApiServerConfig) -> None:
+    def __init__(self, config: ApiServerHostConfig) -> None:
         self.config = config
         self.storage: EtcdStorage | None = None
         self.api: ApiServer | None = None
-        self.server = None
+        self.server: grpc.aio.Server | None = None
         self.address = ""
         self.started = False
         #: How long the last start took (etcd connect, watch caches filled, port bound).
@@ -98,8 +102,3 @@ class ApiServerHost:
             "started": self.started,
             "start_seconds": self.start_seconds,
         }
-
-
-@ray.remote(max_restarts=-1, max_concurrency=10_000)
-class ApiServerActor(ApiServerHost):
-    pass

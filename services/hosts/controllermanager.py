@@ -1,4 +1,4 @@
-"""The controller-manager as a Ray actor: node lifecycle, taint eviction, ReplicaSet,
+"""A controller-manager replica: node lifecycle, taint eviction, ReplicaSet,
 Deployment and PodGC controllers over one set of informers (services/controllers).
 
 Replicas elect a leader as kube-controller-manager does (Lease kube-system/
@@ -6,6 +6,7 @@ kube-controller-manager); only the leader runs the controllers, and every write 
 carries its fencing token, so a deposed leader (paused, cut off) cannot evict, delete or
 scale anything after its term. Each term starts a fresh ControllerManager (informers
 included), as kube-controller-manager starts its controllers only once it leads.
+actors/controllers.py runs one in a Ray actor.
 """
 
 from __future__ import annotations
@@ -14,27 +15,30 @@ import asyncio
 import contextlib
 from dataclasses import dataclass
 
-import ray
-
-from actors.replica import Election, Replica, host_leading
 from services.clock import clock_for
 from services.controllers.manager import ControllerManager
+from services.hosts.replica import Replica, host_leading
+from services.leaderelection import LeaderElectionSettings
 
 
 @dataclass(frozen=True)
-class ControllerManagerHostConfig:
+class ControllerManagerReplicaConfig:
+    #: The apiserver's address (host:port).
     apiserver: str
+    #: etcd endpoint (the election key; the replica's record).
     etcd: str = ""
+    #: Simulated durations are divided by this (tolerations, grace periods, monitors).
     time_scale: float = 1.0
+    #: The simulated clock's epoch (0: now).
     time_origin: float = 0.0
     #: None: no election, run at once (one replica).
-    election: Election | None = None
+    election: LeaderElectionSettings | None = None
 
 
-class ControllerManagerHost:
-    """The plain part of the actor (unit-testable without Ray)."""
+class ControllerManagerReplica:
+    """One kube-controller-manager replica (actors/controllers.py runs it in a Ray actor)."""
 
-    def __init__(self, config: ControllerManagerHostConfig) -> None:
+    def __init__(self, config: ControllerManagerReplicaConfig) -> None:
         self.config = config
         self.replica: Replica | None = None
         self.manager: ControllerManager | None = None
@@ -102,8 +106,3 @@ class ControllerManagerHost:
             out.update(self.replica.health())
         out["leading"] = self.leading
         return out
-
-
-@ray.remote(max_restarts=-1, max_concurrency=1000)
-class ControllerManagerActor(ControllerManagerHost):
-    pass

@@ -1,5 +1,6 @@
-"""A node pool as a Ray actor: hundreds to thousands of hollow kubelets in one process
-(services/kubelet/pool.py), and the pool's gRPC API for chaos and figures."""
+"""A node pool's process: hundreds to thousands of hollow kubelets in one process
+(services/kubelet/pool.py), and the pool's gRPC API for chaos and figures;
+actors/nodepool.py runs one in a Ray actor."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import contextlib
 import os
 from dataclasses import dataclass
 
-import ray
+import grpc
 
 from services.client import Client
 from services.clock import clock_for
@@ -18,6 +19,7 @@ from services.kubelet.template import NodeTemplate, default_template, load_templ
 
 @dataclass(frozen=True)
 class NodePoolHostConfig:
+    #: The apiserver's address (host:port).
     apiserver: str
     #: Node template YAML text ("" = the default template).
     template_yaml: str
@@ -25,20 +27,23 @@ class NodePoolHostConfig:
     total_nodes: int
     first: int
     count: int
+    #: The pool's own settings (name, watches, leases, ordinals).
     pool: PoolConfig
+    #: Simulated durations are divided by this; the simulated clock's epoch (0: now).
     time_scale: float = 1.0
     time_origin: float = 0.0
+    #: Where the pool's gRPC API listens.
     host: str = "127.0.0.1"
 
 
 class NodePoolHost:
-    """The plain part of the actor (unit-testable without Ray)."""
+    """The hollow nodes of one slice of the cluster (unit-testable without Ray)."""
 
     def __init__(self, config: NodePoolHostConfig) -> None:
         self.config = config
         self.client: Client | None = None
         self.pool: NodePool | None = None
-        self._server = None
+        self._server: grpc.aio.Server | None = None
         self.address = ""
 
     async def start(self) -> str:
@@ -66,8 +71,3 @@ class NodePoolHost:
 
     async def health(self) -> dict[str, object]:
         return {"address": self.address, "pid": os.getpid(), "nodes": self.config.count}
-
-
-@ray.remote(max_restarts=0, max_concurrency=1000)
-class NodePoolActor(NodePoolHost):
-    pass

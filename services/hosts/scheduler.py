@@ -1,5 +1,6 @@
-"""A kube-scheduler replica as a Ray actor: the Scheduler, its gRPC API (traces), its
-metrics, and — through actors/replica.py — leader election with fencing.
+"""A kube-scheduler replica: the Scheduler, its gRPC API (traces), its metrics, its
+configuration, and — through replica.py — leader election with fencing. actors/scheduler.py
+runs one in a Ray actor.
 
 Modes:
 - leader election (the default, as kube-scheduler's leaderElect): every replica keeps
@@ -16,76 +17,74 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
+import grpc
 import prometheus_client
-import ray
 
-from actors.replica import Election, Replica, host_leading
+from services.hosts.replica import Replica, host_leading
+from services.leaderelection import LeaderElectionSettings, TimingOverrides
 from services.scheduler import config as config_mod
+from services.scheduler.omega import Partition, SharedState
 from services.scheduler.scheduler import Scheduler
 from services.scheduler.server import serve
 
+#: "leader": one elected replica per deployment schedules, fenced; "shared-state" (Omega):
+#: every replica schedules, each bind checked against the node's allocation record.
+SchedulerMode = Literal["leader", "shared-state"]
+
 
 @dataclass(frozen=True)
-class SchedulerHostConfig:
+class SchedulerReplicaConfig:
+    #: The apiserver's address (host:port).
     apiserver: str
     #: etcd endpoint (the election key; the replica's record).
     etcd: str = ""
     #: KubeSchedulerConfiguration YAML text ("" = the defaults).
     config_yaml: str = ""
+    #: Where the replica's gRPC API and metrics listen.
     host: str = "127.0.0.1"
+    #: Seeds the scheduler's tie-breaking (None: random).
     seed: int | None = None
-    #: `kubera up --leader-elect-*` flags; None keeps the configuration's value.
-    lease_duration: float | None = None
-    renew_deadline: float | None = None
-    retry_period: float | None = None
-    #: "leader" (election) or "shared-state" (Omega: every replica schedules).
-    mode: str = "leader"
+    #: `kubera up --leader-elect-*` flags; an unset one keeps the configuration's value.
+    election: TimingOverrides = field(default_factory=TimingOverrides)
+    mode: SchedulerMode = "leader"
+    #: shared-state: this replica's index among `replicas`.
     replica: int = 0
     replicas: int = 1
     #: shared-state: "hash" (pods split by UID hash) or "none" (all compete).
-    partition: str = "none"
+    partition: Partition = "none"
 
 
-def load_config(cfg: SchedulerHostConfig) -> config_mod.SchedulerConfiguration:
-    """The configuration with the command line's leader-election overrides applied (and
-    checked by the same rules as the file's leaderElection block)."""
-    sc = config_mod.load_config(cfg.config_yaml) if cfg.config_yaml else config_mod.default_config()
-    le = sc.leader_election
-    overrides = {
-        k: v
-        for k, v in (
-            ("lease_duration", cfg.lease_duration),
-            ("renew_deadline", cfg.renew_deadline),
-            ("retry_period", cfg.retry_period),
-        )
-        if v is not None
-    }
-    if overrides:
-        sc.leader_election = dataclasses.replace(le, **overrides)
-    return sc
+def load_config(cfg: SchedulerReplicaConfig) -> config_mod.SchedulerConfiguration:
+    """The KubeSchedulerConfiguration of `cfg` ("" = the defaults)."""
+    return (
+        config_mod.load_config(cfg.config_yaml) if cfg.config_yaml else config_mod.default_config()
+    )
 
 
-def election_for(sc: config_mod.SchedulerConfiguration, mode: str) -> Election | None:
+def election_for(
+    sc: config_mod.SchedulerConfiguration, mode: SchedulerMode, overrides: TimingOverrides
+) -> LeaderElectionSettings | None:
+    """The deployment's election: the configuration's leaderElection block with the command
+    line's timings applied (and checked together); None when it does not elect."""
     le = sc.leader_election
     if mode != "leader" or not le.leader_elect:
         return None
-    return Election(
+    return LeaderElectionSettings(
         lease_duration=le.lease_duration,
         renew_deadline=le.renew_deadline,
         retry_period=le.retry_period,
         lease_name=le.resource_name,
         lease_namespace=le.resource_namespace,
-    )
+    ).with_timings(overrides)
 
 
-class SchedulerHost:
-    """The plain part of the actor (unit-testable without Ray)."""
+class SchedulerReplica:
+    """One kube-scheduler replica (actors/scheduler.py runs it in a Ray actor)."""
 
-    def __init__(self, config: SchedulerHostConfig) -> None:
+    def __init__(self, config: SchedulerReplicaConfig) -> None:
         self.config = config
         self.scheduler: Scheduler | None = None
         self.replica: Replica | None = None
@@ -96,7 +95,7 @@ class SchedulerHost:
         self._ready: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
-        self._server = None
+        self._server: grpc.aio.Server | None = None
         self._metrics_server: Any = None
         self.address = ""
         self.metrics_address = ""
@@ -111,7 +110,7 @@ class SchedulerHost:
         self.started = True
         cfg = self.config
         self._sc = sc = load_config(cfg)
-        election = election_for(sc, cfg.mode)
+        election = election_for(sc, cfg.mode, cfg.election)
         le = sc.leader_election
         group = (le.resource_namespace, le.resource_name)
         if cfg.mode == "shared-state":
@@ -146,12 +145,8 @@ class SchedulerHost:
         cfg = self.config
         kwargs: dict[str, Any] = {}
         if cfg.mode == "shared-state":
-            from services.scheduler.omega import SharedState
-
             kwargs["shared_state"] = SharedState(
-                replica=cfg.replica,
-                replicas=cfg.replicas,
-                partition=cfg.partition,  # type: ignore[arg-type]
+                replica=cfg.replica, replicas=cfg.replicas, partition=cfg.partition
             )
         elected = self.replica.election is not None
         client = self.replica.writer if elected else self.replica.client
@@ -220,6 +215,10 @@ class SchedulerHost:
     def leading(self) -> bool:
         return host_leading(self.replica, self._task)
 
+    @property
+    def mode(self) -> SchedulerMode:
+        return self.config.mode
+
     async def health(self) -> dict[str, object]:
         out: dict[str, object] = {
             "address": self.address,
@@ -236,8 +235,3 @@ class SchedulerHost:
             out.update(self.replica.health())
         out["leading"] = self.leading
         return out
-
-
-@ray.remote(max_restarts=-1, max_concurrency=1000)
-class SchedulerActor(SchedulerHost):
-    pass

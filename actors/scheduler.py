@@ -1,0 +1,16 @@
+"""A kube-scheduler replica as a Ray actor (services/hosts/scheduler.py). Ray re-creates a
+killed one (`max_restarts=-1`); the supervisor's `ensure_started()` starts it again."""
+
+from typing import Any
+
+import ray
+
+from services.hosts.scheduler import SchedulerReplica
+
+#: Ray's typed overloads of ray.remote omit max_concurrency, an actor option.
+OPTIONS: dict[str, Any] = dict(max_restarts=-1, max_concurrency=1000)
+
+
+@ray.remote(**OPTIONS)
+class SchedulerActor(SchedulerReplica):
+    pass
