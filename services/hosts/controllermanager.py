@@ -16,7 +16,7 @@ import contextlib
 from dataclasses import dataclass
 
 from services.clock import clock_for
-from services.controllers.manager import ControllerManager
+from services.controllers import ControllerManager
 from services.hosts.replica import Replica, host_leading
 from services.leaderelection import LeaderElectionSettings
 
