@@ -108,6 +108,9 @@ class _Handle:
 
 
 class Scheduler:
+    """kube-scheduler for one term: informers -> cache and queue -> ScheduleOne's cycles.
+    `config` is the KubeSchedulerConfiguration in use, `options` what it was built from."""
+
     def __init__(
         self,
         client: Client,
