@@ -188,9 +188,10 @@ async def _run(ctx: dict, args: argparse.Namespace) -> dict[str, Any]:
         etcd_rate = 2000 / (time.perf_counter() - t0)
 
         if args.profile:
+            from services.scheduler.options import SchedulerOptions
             from services.scheduler.scheduler import Scheduler
 
-            sched = Scheduler(client, seed=1)
+            sched = Scheduler(client, SchedulerOptions(seed=1))
             sched_task = asyncio.create_task(sched.run(stop))
 
         t0 = time.perf_counter()

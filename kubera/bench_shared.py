@@ -180,14 +180,17 @@ async def _replica(args: argparse.Namespace) -> None:
     """One shared-state scheduler: schedule until SIGTERM, then write its stats."""
     from services.client import Client
     from services.scheduler.omega import SharedState
+    from services.scheduler.options import SchedulerOptions
     from services.scheduler.scheduler import Scheduler
 
     client = Client(args.apiserver, timeout=60)
     sched = Scheduler(
         client,
-        seed=args.replica,
-        identity=f"omega-{args.replica}-of-{args.replicas}",
-        shared_state=SharedState(args.replica, args.replicas, args.partition),
+        SchedulerOptions(
+            seed=args.replica,
+            identity=f"omega-{args.replica}-of-{args.replicas}",
+            shared_state=SharedState(args.replica, args.replicas, args.partition),
+        ),
     )
     stop = asyncio.Event()
     term = asyncio.Event()

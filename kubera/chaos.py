@@ -5,7 +5,7 @@ RPC), restart etcd, kill the apiserver (and time its recovery), or kill a node p
 
 The leader of record is the value of the election key (`/kubera/leaderelection/<ns>/<name>`);
 replicas register their process id and control address under `/kubera/replicas/…`
-(actors/replica.py), so nothing here needs Ray.
+(services/hosts/replica.py), so nothing here needs Ray.
 """
 
 from __future__ import annotations

@@ -12,18 +12,10 @@ from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
 from services.clock import FakeClock
-from services.scheduler.cache import (
-    COL_CPU,
-    COL_MEMORY,
-    COL_PODS,
-    Cache,
-    CacheError,
-    NodeTree,
-    Snapshot,
-    new_snapshot,
-    zone_key,
-)
+from services.scheduler.cache import Cache, CacheError, new_snapshot
 from services.scheduler.framework.types import PodInfo
+from services.scheduler.node_tree import NodeTree, zone_key
+from services.scheduler.snapshot import COL_CPU, COL_MEMORY, COL_PODS, Snapshot
 from tests.builders import MakeNode, MakePod
 
 GI = 1024**3

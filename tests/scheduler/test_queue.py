@@ -21,12 +21,12 @@ from services.scheduler.framework.types import (
     QueuedPodInfo,
     QueueingHint,
 )
+from services.scheduler.heap import Heap
 from services.scheduler.metrics import SchedulerMetrics
-from services.scheduler.queue import (
+from services.scheduler.queue import SchedulingQueue
+from services.scheduler.queue_events import (
     EVENT_ASSIGNED_POD_ADD,
     EVENT_UNSCHEDULABLE_TIMEOUT,
-    SchedulingQueue,
-    _Heap,
     event_label,
     event_matches,
 )
@@ -195,7 +195,7 @@ def test_heap_keeps_order_under_random_updates_and_removals() -> None:
     def less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         return prio[a.key] < prio[b.key]
 
-    heap = _Heap(less)
+    heap = Heap(less)
     infos: dict[str, QueuedPodInfo] = {}
     for i in range(300):
         name = f"p{rng.randrange(120)}"

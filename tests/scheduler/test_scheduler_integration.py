@@ -17,6 +17,7 @@ from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.client import Client
 from services.scheduler import config as config_mod
+from services.scheduler.options import SchedulerOptions
 from services.scheduler.scheduler import Scheduler
 from services.storage.memory import MemoryStorage
 from tests.builders import MakeNode, MakePod
@@ -118,7 +119,7 @@ async def _cluster(
     await api.start()
     server, port = await serve(api)
     client = Client(f"127.0.0.1:{port}", timeout=10)
-    sched = Scheduler(client, cfg, seed=7, fencing=fencing)
+    sched = Scheduler(client, SchedulerOptions(component_config=cfg, seed=7), fencing=fencing)
     stop = asyncio.Event()
     task = asyncio.create_task(sched.run(stop))
     try:

@@ -26,6 +26,7 @@ from services.client import Client
 from services.scheduler import config as config_mod
 from services.scheduler.framework.types import pod_requests
 from services.scheduler.omega import OmegaStats, SharedState, pod_hash
+from services.scheduler.options import SchedulerOptions
 from services.scheduler.scheduler import Scheduler
 from services.storage.memory import MemoryStorage
 from tests.builders import MakeNode, MakePod
@@ -74,7 +75,11 @@ async def test_a_shared_state_scheduler_takes_no_fencing_token() -> None:
     client = Client("127.0.0.1:1")
     try:
         with pytest.raises(ValueError, match="not both"):
-            Scheduler(client, shared_state=SharedState(0, 1), fencing=lambda: None)
+            Scheduler(
+                client,
+                SchedulerOptions(shared_state=SharedState(0, 1)),
+                fencing=lambda: None,
+            )
     finally:
         await client.close()
 
@@ -175,7 +180,14 @@ async def _omega(replicas: int, partition: Any) -> AsyncIterator[Omega]:
     cfg = config_mod.default_config()
     cfg.pod_initial_backoff_seconds = cfg.pod_max_backoff_seconds = 0.2
     scheds = [
-        Scheduler(c, cfg, seed=i, shared_state=SharedState(i, replicas, partition))
+        Scheduler(
+            c,
+            SchedulerOptions(
+                component_config=cfg,
+                seed=i,
+                shared_state=SharedState(i, replicas, partition),
+            ),
+        )
         for i, c in enumerate(clients)
     ]
     stop = asyncio.Event()

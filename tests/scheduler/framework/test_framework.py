@@ -19,15 +19,8 @@ from services.scheduler.framework.interface import (
     PostFilterResult,
     PreFilterResult,
 )
-from services.scheduler.framework.runtime import (
-    ALL_EVENTS,
-    MAX_PERMIT_TIMEOUT,
-    Framework,
-    FrameworkError,
-    WaitingPods,
-    go_duration,
-)
-from services.scheduler.framework.status import Code, Status
+from services.scheduler.framework.runtime import ALL_EVENTS, MAX_PERMIT_TIMEOUT, Framework
+from services.scheduler.framework.status import Code, FrameworkError, Status
 from services.scheduler.framework.types import (
     ActionType,
     ClusterEvent,
@@ -37,6 +30,7 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueuedPodInfo,
 )
+from services.scheduler.framework.waiting_pods import WaitingPods, go_duration
 from services.scheduler.plugins import defaultbinder
 from tests.builders import MakeNode, MakePod
 

@@ -586,7 +586,7 @@ def test_broken_linear(shape: list[tuple[int, int]], points: list[tuple[int, int
 def test_broken_linear_falling_segment_truncates_toward_zero() -> None:
     # 100 + (0-100)*(33-0)/100 = 100 - 33 (Go truncation), not 100 - 33 - 1 (floor).
     assert nr.broken_linear([(0, 100), (100, 0)], 33) == 67
-    s = nr._Scorer(nr.REQUESTED_TO_CAPACITY_RATIO, [nr.ResourceSpec("cpu")], LEAST_SHAPE)
+    s = nr.Scorer(nr.REQUESTED_TO_CAPACITY_RATIO, [nr.ResourceSpec("cpu")], LEAST_SHAPE)
     p = np.array([33, 0, 100, 7], dtype=np.int64)
     assert s._broken_linear_v(p).tolist() == [nr.broken_linear(s.shape, int(x)) for x in p]
 
