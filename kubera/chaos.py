@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import grpc
 
-from kubera import procs
-from kubera.context import Context
 from kubera.errors import CliError
+from kubera.launch import procs
+from kubera.launch.context import Context
 from protos.kubera.v1 import chaos_pb2, chaos_pb2_grpc, core_pb2
 from services.api.errors import AlreadyExistsError, ApiError
 from services.api.kinds import BY_KIND
@@ -129,7 +129,7 @@ def restart_etcd(ctx: Context, timeout: float = 60.0) -> int:
     """SIGTERM the embedded etcd (SIGKILL can corrupt etcd 3.5.0–3.5.2's data, see
     etcd-io/etcd#13766); the supervisor starts it again on the same ports and data dir.
     Returns the new etcd's PID once the supervisor has recorded it and it answers."""
-    from kubera.context import load_context
+    from kubera.launch.context import load_context
 
     pid = ctx.pids.get("etcd")
     if not pid:
@@ -290,7 +290,7 @@ async def kill_apiserver(
     bind is read from etcd directly, so it is timed where it happens, not when a watch
     through the restarted apiserver delivers it. Returns once the supervisor has recorded
     the new process too (`new_pid`), so the next kill finds it."""
-    from kubera.context import load_context
+    from kubera.launch.context import load_context
 
     load = context_loader or load_context
     pid, ctx = await apiserver_pid(ctx, timeout, load)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kubera.cmd_nodes import DrainOptions, aggregate, go_duration, plan_drain, wait_until_gone
+from kubera.cli.nodes import DrainOptions, aggregate, go_duration, plan_drain, wait_until_gone
 from protos.kubera.v1 import core_pb2
 from services.api.errors import GoneError, NotFoundError
 from services.api.kinds import BY_KIND

@@ -284,7 +284,7 @@ def test_sigterm_while_starting_stops_what_was_started(tmp_path: Path) -> None:
     import signal
     import time
 
-    from kubera import procs
+    from kubera.launch import procs
 
     home = tmp_path / "home"
     up = subprocess.Popen(
@@ -314,7 +314,7 @@ def test_foreground_up_runs_until_ctrl_c_then_cleans_up(tmp_path: Path) -> None:
     import signal
     import time
 
-    from kubera import procs
+    from kubera.launch import procs
 
     home = tmp_path / "home"
     up = subprocess.Popen(

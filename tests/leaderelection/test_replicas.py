@@ -21,7 +21,7 @@ import pytest
 from actors.controllers import ControllerManagerHost, ControllerManagerHostConfig
 from actors.replica import Election, Replica, election_key
 from actors.scheduler import SchedulerHost, SchedulerHostConfig
-from kubera.etcd import EtcdProcess
+from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import core_pb2
 from services.api import codec
 from services.api.errors import NotFoundError, PreconditionError

@@ -67,7 +67,7 @@ def register(bsub: argparse._SubParsersAction) -> None:
 
 
 async def _load(ctx: dict, n: int, rate: float, stop: threading.Event, done: list[int]) -> None:
-    from kubera.bench import _pod
+    from kubera.bench.apiserver import _pod
     from protos.kubera.v1 import core_pb2
     from services.api.errors import AlreadyExistsError, ApiError
     from services.client import Client
@@ -115,7 +115,7 @@ def _fault_counts(outputs: list[str]) -> list[str]:
 
 
 def cmd_bench_chaos(args: argparse.Namespace) -> int:
-    from kubera.bench import _Cluster
+    from kubera.bench.apiserver import _Cluster
     from services.api.duration import parse_duration
 
     interval = parse_duration(args.interval)

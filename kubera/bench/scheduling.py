@@ -24,7 +24,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from kubera.bench import _bounded, _Cluster
+from kubera.bench.apiserver import _bounded, _Cluster
 from kubera.errors import CliError
 
 #: Upstream scheduler_perf thresholds (pods/s) for these workloads at 5,000 nodes.

@@ -25,11 +25,11 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from kubera.cmd_objects import _command
-from kubera.cmd_scheduling import NODES, set_unschedulable, update_node
-from kubera.context import apiserver_address
+from kubera.cli.objects import _command
+from kubera.cli.scheduling import NODES, set_unschedulable, update_node
 from kubera.errors import CliError
-from kubera.tables import is_terminated
+from kubera.launch.context import apiserver_address
+from kubera.printing.tables import is_terminated
 from services.api.duration import parse_duration
 from services.api.errors import ApiError, GoneError, NotFoundError, UnavailableError
 from services.api.kinds import BY_KIND

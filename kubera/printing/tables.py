@@ -1,6 +1,6 @@
 """`kubectl get`'s tables: the default output format and `-o wide`.
 
-Split from `kubera.output` because the per-kind columns are most of the printing code
+Split from `kubera.printing.output` because the per-kind columns are most of the printing code
 and change for their own reasons (a new kind, a new column) rather than with the JSON/YAML
 formats. Tables have kubectl's columns per kind (and `-o wide`'s extra ones), its pod and
 node STATUS rules, and its AGE arithmetic; when stdout is not a terminal they come out as
@@ -27,7 +27,7 @@ from typing import Any, TextIO
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from kubera.output import resource_name
+from kubera.printing.output import resource_name
 from services.api.kinds import Kind
 from services.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, canonicalize
 from services.scheduler.framework.types import CPU, MEMORY, PODS, Resource, pod_requests

@@ -44,22 +44,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     api.add_argument("--watch-events", type=int, default=300, help="events per watch-latency run")
     api.add_argument("--output", default="", help="also write the figures as JSON here")
     api.set_defaults(func=cmd_bench_apiserver)
-    from kubera import bench_scheduling
+    from kubera.bench import scheduling as bench_scheduling
 
     bench_scheduling.register(bsub)
-    from kubera import bench_nodes
+    from kubera.bench import nodes as bench_nodes
 
     bench_nodes.register(bsub)
-    from kubera import bench_shared
+    from kubera.bench import shared as bench_shared
 
     bench_shared.register(bsub)
-    from kubera import bench_failover
+    from kubera.bench import failover as bench_failover
 
     bench_failover.register(bsub)
-    from kubera import bench_chaos
+    from kubera.bench import chaos as bench_chaos
 
     bench_chaos.register(bsub)
-    from kubera import bench_fuzz
+    from kubera.bench import fuzz as bench_fuzz
 
     bench_fuzz.register(bsub)
 

@@ -63,7 +63,7 @@ def register(bsub: argparse._SubParsersAction) -> None:
 
 
 def _pod(name: str, namespace: str):
-    from kubera.bench import _pod as bench_pod
+    from kubera.bench.apiserver import _pod as bench_pod
 
     pod = bench_pod(name, namespace)
     pod.spec.containers[0].resources.requests["cpu"] = "1m"
@@ -219,7 +219,7 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
 
 async def _measure_apiserver(home: str, args: argparse.Namespace) -> list[dict]:
     from kubera import chaos
-    from kubera.context import Context
+    from kubera.launch.context import Context
     from protos.kubera.v1 import core_pb2
     from services.api.kinds import BY_KIND
     from services.client import Client
@@ -310,7 +310,7 @@ def _apiserver_report(rows: list[dict]) -> dict:
 
 
 def cmd_bench_failover(args: argparse.Namespace) -> int:
-    from kubera.bench import _Cluster
+    from kubera.bench.apiserver import _Cluster
     from services.api.duration import parse_duration
 
     if args.target == "apiserver":
@@ -367,7 +367,7 @@ def cmd_bench_failover(args: argparse.Namespace) -> int:
 
 
 def _bench_apiserver(args: argparse.Namespace) -> int:
-    from kubera.bench import _Cluster
+    from kubera.bench.apiserver import _Cluster
 
     if args.kills < 1 or args.schedulers < 1:
         raise CliError("bench failover: needs --kills >= 1 and --schedulers >= 1")

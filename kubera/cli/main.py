@@ -10,9 +10,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kubera import bench, cmd_chaos, cmd_check, cmd_cluster, cmd_nodes, cmd_objects, cmd_scheduling
-from kubera.context import ContextError
+from kubera.bench import apiserver as bench
+from kubera.cli import chaos as cmd_chaos
+from kubera.cli import check as cmd_check
+from kubera.cli import cluster as cmd_cluster
+from kubera.cli import nodes as cmd_nodes
+from kubera.cli import objects as cmd_objects
+from kubera.cli import scheduling as cmd_scheduling
 from kubera.errors import CliError
+from kubera.launch.context import ContextError
 
 #: Modules with `register(subparsers)`; each subcommand sets `func(args) -> int`.
 COMMANDS = (cmd_cluster, cmd_objects, cmd_scheduling, cmd_nodes, cmd_chaos, cmd_check, bench)
@@ -46,5 +52,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -m kubera.cli.main
     sys.exit(main())

@@ -3,7 +3,7 @@ etcd, Ray and the actors, writes the context file, and on SIGTERM/SIGINT stops t
 and removes what it wrote. `kubera down` signals it, then stops by PID whatever is left.
 
     kubera up ─┬─ (foreground) Supervisor.run()
-               └─ (--detach) python -m kubera.supervisor … in its own session; the
+               └─ (--detach) python -m kubera.launch.supervisor … in its own session; the
                   parent waits for context.json to name it ready, prints, exits.
 """
 
@@ -21,9 +21,9 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
-from kubera import procs
-from kubera.context import Context, context_path, home
-from kubera.etcd import EtcdProcess
+from kubera.launch import procs
+from kubera.launch.context import Context, context_path, home
+from kubera.launch.etcd import EtcdProcess
 
 # Keep the embedded Ray on loopback and quiet, before ray is imported anywhere.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -424,8 +424,8 @@ def run_foreground(opts: UpOptions, *, on_ready=None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the detached supervisor (`python -m kubera.supervisor OPTIONS_JSON`)."""
-    parser = argparse.ArgumentParser(prog="kubera.supervisor")
+    """Entry point of the detached supervisor (`python -m kubera.launch.supervisor OPTIONS_JSON`)."""
+    parser = argparse.ArgumentParser(prog="kubera.launch.supervisor")
     parser.add_argument("options_json")
     args = parser.parse_args(argv)
     opts = UpOptions(**json.loads(args.options_json))

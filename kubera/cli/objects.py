@@ -14,7 +14,7 @@ decoded and validated client-side, then checked by the apiserver in a dry run, b
 the first object is written.
 
 The apply machinery (the three-way merge, the last-applied annotation, the dry-run
-normalisation, created / configured / unchanged) is in `kubera.apply`; this module
+normalisation, created / configured / unchanged) is in `kubera.cli.apply`; this module
 registers the verbs and runs them.
 """
 
@@ -30,8 +30,8 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from kubera import describe, manifests, output, tables
-from kubera.apply import (
+from kubera.cli import manifests
+from kubera.cli.apply import (
     _applied_config,
     _apply_one,
     _depends_on_batch,
@@ -43,9 +43,10 @@ from kubera.apply import (
     _plan_update,
     _with_annotation,
 )
-from kubera.context import apiserver_address
+from kubera.cli.manifests import Manifest
 from kubera.errors import CliError
-from kubera.manifests import Manifest
+from kubera.launch.context import apiserver_address
+from kubera.printing import describe, output, tables
 from services.api import codec, kinds, labels
 from services.api.errors import (
     ApiError,

@@ -13,8 +13,8 @@ from typing import Any
 import grpc
 from google.protobuf.message import Message
 
-from kubera.context import apiserver_address, load_context
 from kubera.errors import CliError
+from kubera.launch.context import apiserver_address, load_context
 from protos.kubera.v1 import core_pb2
 from protos.kubera.v1 import scheduler_pb2 as spb
 from protos.kubera.v1 import scheduler_pb2_grpc as spb_grpc

@@ -34,8 +34,8 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from kubera.bench import _Cluster
-from kubera.bench_scheduling import _count_binds, _create_all
+from kubera.bench.apiserver import _Cluster
+from kubera.bench.scheduling import _count_binds, _create_all
 from kubera.errors import CliError
 
 NODE_CPU_M = 4000
@@ -225,7 +225,7 @@ async def _replica(args: argparse.Namespace) -> None:
 
 
 def _replica_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m kubera.bench_shared replica")
+    p = argparse.ArgumentParser(prog="python -m kubera.bench.shared replica")
     p.add_argument("--apiserver", required=True)
     p.add_argument("--replica", type=int, required=True)
     p.add_argument("--replicas", type=int, required=True)
@@ -251,7 +251,7 @@ class _Replicas:
                 proc = await asyncio.create_subprocess_exec(
                     sys.executable,
                     "-m",
-                    "kubera.bench_shared",
+                    "kubera.bench.shared",
                     "replica",
                     "--apiserver",
                     apiserver,
@@ -470,5 +470,5 @@ def cmd_shared_state(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     if sys.argv[1:2] != ["replica"]:
-        sys.exit("usage: python -m kubera.bench_shared replica --apiserver ADDR ...")
+        sys.exit("usage: python -m kubera.bench.shared replica --apiserver ADDR ...")
     sys.exit(_replica_main(sys.argv[2:]))

@@ -1,6 +1,6 @@
 """What `kubera apply` computes and sends for each manifest, kubectl's way.
 
-Split from `kubera.cmd_objects` (which registers and runs the verbs) because the merge is
+Split from `kubera.cli.objects` (which registers and runs the verbs) because the merge is
 the subtle part of apply and reads best on its own: kubectl's three-way merge of the last
 applied manifest (the `last-applied-configuration` annotation), the new manifest and the
 live object; the dry-run normalisation that lets a manifest compare equal to what the
@@ -19,7 +19,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from kubera.manifests import Manifest
+from kubera.cli.manifests import Manifest
 from services.api import codec, validation
 from services.api.errors import (
     AlreadyExistsError,

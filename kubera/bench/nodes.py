@@ -26,7 +26,7 @@ from pathlib import Path
 
 import grpc
 
-from kubera.bench import _Cluster
+from kubera.bench.apiserver import _Cluster
 from kubera.errors import CliError
 from services.api.quantity import parse_quantity
 from services.kubelet.template import default_template

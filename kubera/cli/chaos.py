@@ -24,8 +24,8 @@ import time
 import grpc
 
 from kubera import chaos
-from kubera.context import Context, load_context
 from kubera.errors import CliError
+from kubera.launch.context import Context, load_context
 from protos.kubera.v1 import nodepool_pb2 as npb
 from protos.kubera.v1 import nodepool_pb2_grpc as npb_grpc
 from services.api.duration import parse_duration
