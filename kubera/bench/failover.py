@@ -30,7 +30,9 @@ import statistics
 import time
 from pathlib import Path
 
+from kubera.bench.harness import pod as bench_pod
 from kubera.errors import CliError
+from kubera.testing import Cluster
 
 LEASE = "kube-system/kube-scheduler"
 
@@ -63,8 +65,6 @@ def register(bsub: argparse._SubParsersAction) -> None:
 
 
 def _pod(name: str, namespace: str):
-    from kubera.bench.apiserver import _pod as bench_pod
-
     pod = bench_pod(name, namespace)
     pod.spec.containers[0].resources.requests["cpu"] = "1m"
     pod.spec.containers[0].resources.requests["memory"] = "1Mi"
@@ -310,7 +310,6 @@ def _apiserver_report(rows: list[dict]) -> dict:
 
 
 def cmd_bench_failover(args: argparse.Namespace) -> int:
-    from kubera.bench.apiserver import _Cluster
     from services.api.duration import parse_duration
 
     if args.target == "apiserver":
@@ -322,7 +321,7 @@ def cmd_bench_failover(args: argparse.Namespace) -> int:
     else:
         flags = (args.lease_duration, args.renew_deadline, args.retry_period)
     timings = tuple(parse_duration(f) for f in flags)
-    cluster = _Cluster()
+    cluster = Cluster()
     try:
         up = cluster.up(
             "--nodes", str(args.nodes),
@@ -367,11 +366,9 @@ def cmd_bench_failover(args: argparse.Namespace) -> int:
 
 
 def _bench_apiserver(args: argparse.Namespace) -> int:
-    from kubera.bench.apiserver import _Cluster
-
     if args.kills < 1 or args.schedulers < 1:
         raise CliError("bench failover: needs --kills >= 1 and --schedulers >= 1")
-    cluster = _Cluster()
+    cluster = Cluster()
     try:
         up = cluster.up(
             "--nodes", str(args.nodes),

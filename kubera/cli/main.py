@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kubera.bench import apiserver as bench
+from kubera.cli import bench
 from kubera.cli import chaos as cmd_chaos
 from kubera.cli import check as cmd_check
 from kubera.cli import cluster as cmd_cluster
