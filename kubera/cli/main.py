@@ -10,18 +10,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kubera.cli import bench
-from kubera.cli import chaos as cmd_chaos
-from kubera.cli import check as cmd_check
-from kubera.cli import cluster as cmd_cluster
-from kubera.cli import nodes as cmd_nodes
-from kubera.cli import objects as cmd_objects
-from kubera.cli import scheduling as cmd_scheduling
+from kubera.cli import apply, bench, chaos, check, cluster, nodes, objects, scheduling
 from kubera.errors import CliError
 from kubera.launch.context import ContextError
 
 #: Modules with `register(subparsers)`; each subcommand sets `func(args) -> int`.
-COMMANDS = (cmd_cluster, cmd_objects, cmd_scheduling, cmd_nodes, cmd_chaos, cmd_check, bench)
+COMMANDS = (cluster, apply, objects, nodes, scheduling, chaos, check, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,9 +18,9 @@ from google.protobuf.message import Message
 from kubera.printing.output import to_dict
 from kubera.printing.tables import (
     NONE,
-    _state,
     age,
     allocatable,
+    container_state,
     format_amount,
     format_label_selector,
     format_taint,
@@ -178,7 +178,7 @@ def _describe_container(w: _Describe, c: Any, status: Any | None) -> None:
         for part in c.args:
             w.line(3, part)
     if status is not None:
-        state = _state(status)
+        state = container_state(status)
         for label, key in (("State:", "state"), ("Last State:", "last_state")):
             st = (
                 state

@@ -127,7 +127,8 @@ def format_taint(t: Message) -> str:
 # ------------------------------------------------------------ pod status
 
 
-def _state(cs: Message) -> dict[str, Any]:
+def container_state(cs: Message) -> dict[str, Any]:
+    """A container status's state (running / waiting / terminated) as a dict; {} when unset."""
     return json_format.MessageToDict(cs.state) if cs.HasField("state") else {}  # type: ignore[attr-defined]
 
 
@@ -148,7 +149,7 @@ def pod_status(pod: Message) -> tuple[str, int, int, int]:
     initializing = False
     for i, cs in enumerate(status.init_container_statuses):
         restarts += cs.restart_count
-        state = _state(cs)
+        state = container_state(cs)
         term, wait = state.get("terminated"), state.get("waiting")
         if term is not None and int(term.get("exitCode", 0)) == 0:
             continue
@@ -170,7 +171,7 @@ def pod_status(pod: Message) -> tuple[str, int, int, int]:
         has_running = False
         for cs in reversed(status.container_statuses):
             restarts += cs.restart_count
-            state = _state(cs)
+            state = container_state(cs)
             term, wait = state.get("terminated"), state.get("waiting")
             if wait is not None and wait.get("reason"):
                 reason = wait["reason"]
