@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubera.chaos import ApiServerRecovery, is_bind
-from kubera.cli.chaos import recovery_summary
+from kubera.chaos import ApiServerRecovery, is_bind, recovery_summary
 from protos.kubera.v1 import core_pb2
 
 
