@@ -380,7 +380,7 @@ def _bench_apiserver(args: argparse.Namespace) -> int:
             f"hollow nodes, {args.rate:g} pods/s (up in {up:.1f}s)",
             flush=True,
         )
-        rows = asyncio.run(_measure_apiserver(cluster.home, args))
+        rows = asyncio.run(_measure_apiserver(str(cluster.home), args))
     finally:
         cluster.down()
     report = _apiserver_report(rows)

@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import Any, cast
 
 from google.protobuf.message import Message
 
@@ -30,7 +30,7 @@ from protos.kubera.v1 import core_pb2
 from services.api.duration import parse_duration
 from services.api.errors import ApiError, ConflictError, GoneError, NotFoundError, UnavailableError
 from services.api.kinds import BY_KIND
-from services.client import Client
+from services.client import Client, WatchEvent
 
 PODS = BY_KIND["Pod"]
 NODES = BY_KIND["Node"]
@@ -236,9 +236,9 @@ async def wait_until_gone(
         rv = resource_version
         while pending:
             try:
-                async with contextlib.aclosing(
-                    client.watch(PODS, field_selector=selector, resource_version=rv)
-                ) as events:
+                # Client.watch is an async generator (annotated as an AsyncIterator)
+                stream = client.watch(PODS, field_selector=selector, resource_version=rv)
+                async with contextlib.aclosing(cast(AsyncGenerator[WatchEvent], stream)) as events:
                     async for ev in events:
                         if ev.type != "BOOKMARK":
                             check(ev.object, ev.type == "DELETED")

@@ -307,10 +307,13 @@ def node_usage(pods: Iterable[Message]) -> dict[str, NodeUsage]:
 def _used_of(name: str, requested: int, node: Message) -> str:
     """`3500m/4`: requested / allocatable, `<none>` for an allocatable the node lacks."""
     total = allocatable(node).get(name)
-    try:
-        shown = NONE if total is None else canonicalize(total)
-    except QuantityError:
-        shown = total
+    if total is None:
+        shown = NONE
+    else:
+        try:
+            shown = canonicalize(total)
+        except QuantityError:
+            shown = total
     return f"{format_amount(name, requested)}/{shown}"
 
 
