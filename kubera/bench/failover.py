@@ -10,7 +10,7 @@ Between kills the killed replica comes back (Ray re-creates the actor; the super
 starts it as a standby) so every kill finds K replicas. Bound pods are deleted at once,
 so the load stays small however many kills are asked for.
 
-`--target apiserver` SIGKILLs the apiserver instead (kubera/chaos.py `kill_apiserver`)
+`--target apiserver` SIGKILLs the apiserver instead (`kubera.chaos.kill_apiserver`)
 under the same load, and times
 
     kill → the first write through the apiserver's address that succeeds

@@ -1,9 +1,10 @@
 """Node verbs: `kubera cordon|uncordon|taint` (kubectl's syntax), and `kubera drain`, which
 takes a node out of service the way `kubectl drain` does.
 
-Drain cordons the node (spec.unschedulable, as `kubera cordon`), chooses the pods on it with
-kubectl's filters (`kubera.cli.drainplan`), deletes them, and wait on a watch until they are gone. A
-refusal by any filter stops the drain before a pod is deleted; the node stays cordoned.
+Drain cordons the node (spec.unschedulable, as `kubera cordon`), chooses the pods on it
+with kubectl's filters (`kubera.cli.drainplan`), deletes them, and waits on a watch until
+they are gone. A refusal by any filter stops the drain before a pod is deleted; the node
+stays cordoned.
 
 Pods are deleted, not evicted: kubera has no Eviction API yet, so PodDisruptionBudgets are
 not consulted (that comes later). The output still says "evicting pod" / "evicted", as
