@@ -7,7 +7,7 @@ revive hollow nodes (through the pools' gRPC API), or run a scripted mix of thes
 
 The leader of record is the value of the election key (`/kubera/leaderelection/<ns>/<name>`);
 replicas register their process id and control address under `/kubera/replicas/…`
-(actors/replica.py), so nothing here needs Ray.
+(services/hosts/replica.py), so nothing here needs Ray.
 """
 
 from __future__ import annotations

@@ -16,11 +16,15 @@ from kubera.launch import procs
 from kubera.launch.context import Context, context_path, home, load_context
 from kubera.launch.supervisor import (
     FAILED_MARK,
+    ClusterOptions,
+    NodeOptions,
+    SchedulingOptions,
     StartupError,
     UpOptions,
     options_json,
     run_foreground,
 )
+from services.leaderelection import TimingOverrides
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -196,11 +200,10 @@ def _read_scheduler_configs(paths: list[str]) -> list[str]:
     return texts or [""]
 
 
-def _lease_flags(args: argparse.Namespace) -> dict[str, float | None]:
+def _lease_flags(args: argparse.Namespace) -> TimingOverrides:
     """--leader-elect-* as seconds, checked by client-go's rules against each other and
     the defaults they do not override (lease > renew > 1.2 × retry)."""
     from services.api.duration import parse_duration
-    from services.leaderelection import LeaderElectionConfig
 
     out: dict[str, float | None] = {}
     for name in ("lease_duration", "renew_deadline", "retry_period"):
@@ -213,13 +216,12 @@ def _lease_flags(args: argparse.Namespace) -> dict[str, float | None]:
             out[name] = parse_duration(raw)
         except ValueError as e:
             raise CliError(f"{flag}: {e}") from None
-    given = {k: v for k, v in out.items() if v is not None}
-    if given:
-        try:
-            LeaderElectionConfig(identity="check", key="check", **given)  # type: ignore[arg-type]
-        except ValueError as e:
-            raise CliError(f"--leader-elect-*: {e}") from None
-    return out
+    overrides = TimingOverrides(**out)
+    try:
+        overrides.check()
+    except ValueError as e:
+        raise CliError(f"--leader-elect-*: {e}") from None
+    return overrides
 
 
 def _read_node_template(path: str, nodes: int | None) -> tuple[str, int]:
@@ -258,29 +260,33 @@ def cmd_up(args: argparse.Namespace) -> int:
             raise CliError(f"{flag}: must be >= 1, got {value}")
     _check_not_running()
     scheduler_configs = _read_scheduler_configs(args.scheduler_config)
-    leases = _lease_flags(args)
+    election = _lease_flags(args)
     template, nodes = _read_node_template(args.node_template, args.nodes)
     opts = UpOptions(
-        scheduler_config=scheduler_configs[0],
-        extra_scheduler_configs=tuple(scheduler_configs[1:]),
-        schedulers=args.schedulers,
-        controller_managers=args.controller_managers,
-        scheduler_mode=args.scheduler_mode,
-        shared_state_partition=args.shared_state_partition,
-        lease_duration=leases["lease_duration"],
-        renew_deadline=leases["renew_deadline"],
-        retry_period=leases["retry_period"],
-        scheduler_seed=args.scheduler_seed,
-        with_scheduler=not args.no_scheduler,
-        etcd=args.etcd,
-        ray_address=args.ray_address,
-        nodes=nodes,
-        node_template=template,
-        nodes_per_pool=args.nodes_per_pool,
-        watch_per_node=args.watch_per_node,
-        time_scale=args.time_scale,
-        with_controllers=not args.no_controllers,
-        apiserver_port=args.apiserver_port,
+        cluster=ClusterOptions(
+            etcd=args.etcd,
+            ray_address=args.ray_address,
+            apiserver_port=args.apiserver_port,
+            time_scale=args.time_scale,
+            with_controllers=not args.no_controllers,
+            controller_managers=args.controller_managers,
+        ),
+        scheduling=SchedulingOptions(
+            enabled=not args.no_scheduler,
+            config=scheduler_configs[0],
+            extra_configs=tuple(scheduler_configs[1:]),
+            replicas=args.schedulers,
+            seed=args.scheduler_seed,
+            mode=args.scheduler_mode,
+            partition=args.shared_state_partition,
+        ),
+        election=election,
+        nodes=NodeOptions(
+            count=nodes,
+            template=template,
+            per_pool=args.nodes_per_pool,
+            watch_per_node=args.watch_per_node,
+        ),
     )
     t0 = time.monotonic()
     if not args.detach:

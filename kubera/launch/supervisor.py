@@ -19,12 +19,13 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
 
 from kubera.launch import procs
 from kubera.launch.context import Context, context_path, home
 from kubera.launch.etcd import EtcdProcess
+from services.leaderelection import TimingOverrides
 
 
 def ray_actor_class(shell: type) -> Any:
@@ -53,39 +54,84 @@ FAILED_MARK = "kubera up failed: "
 
 
 @dataclass(frozen=True)
-class UpOptions:
+class ClusterOptions:
+    """Where the cluster runs and what runs beside the scheduler."""
+
+    #: An existing etcd's URL ("" = start an embedded one).
     etcd: str = ""
+    #: An existing Ray cluster's address ("" = start a local one on loopback).
     ray_address: str = ""
-    nodes: int = 0
+    #: The apiserver's port (0 = any free one; a restarted apiserver keeps it).
     apiserver_port: int = 0
+    #: Seconds between BOOKMARK events on idle watches.
     bookmark_interval: float = 5.0
-    #: KubeSchedulerConfiguration YAML text ("" = the defaults).
-    scheduler_config: str = ""
-    scheduler_seed: int | None = None
-    #: False: no scheduler actor (bring your own, or profile one in-process).
-    with_scheduler: bool = True
-    #: Node template YAML text ("" = the default template).
-    node_template: str = ""
-    nodes_per_pool: int = 1000
-    #: One pod watch per hollow node instead of one per pool.
-    watch_per_node: bool = False
     #: Simulated durations are divided by this (kubelets and controllers).
     time_scale: float = 1.0
     #: False: no controller-manager actor.
     with_controllers: bool = True
+    #: Controller-manager replicas: one leader, the others standbys.
+    controller_managers: int = 1
+
+
+@dataclass(frozen=True)
+class SchedulingOptions:
+    """The scheduler deployments and how their replicas share the work."""
+
+    #: False: no scheduler actor (bring your own, or profile one in-process).
+    enabled: bool = True
+    #: KubeSchedulerConfiguration YAML text ("" = the defaults).
+    config: str = ""
     #: More scheduler deployments (KubeSchedulerConfiguration texts), each with its own
     #: schedulerName(s) and its own Lease, running beside the first.
-    extra_scheduler_configs: tuple[str, ...] = ()
-    #: Replicas per scheduler deployment, and of the controller-manager.
-    schedulers: int = 1
-    controller_managers: int = 1
-    #: --leader-elect-* (seconds); None keeps the configuration's (15 s / 10 s / 2 s).
-    lease_duration: float | None = None
-    renew_deadline: float | None = None
-    retry_period: float | None = None
-    #: "leader" (one elected leader per deployment) or "shared-state" (Omega).
-    scheduler_mode: str = "leader"
-    shared_state_partition: str = "none"
+    extra_configs: tuple[str, ...] = ()
+    #: Replicas per scheduler deployment.
+    replicas: int = 1
+    #: Seeds the schedulers' tie-breaking (None: random).
+    seed: int | None = None
+    #: "leader": one elected leader per deployment binds, fenced; "shared-state" (Omega):
+    #: every replica schedules, binds checked against node allocation records.
+    mode: Literal["leader", "shared-state"] = "leader"
+    #: shared-state: every replica competes for every pod ("none") or pods are split by
+    #: UID hash ("hash").
+    partition: Literal["none", "hash"] = "none"
+
+
+@dataclass(frozen=True)
+class NodeOptions:
+    """The hollow nodes and the pool actors that run them."""
+
+    #: How many hollow nodes (0: none).
+    count: int = 0
+    #: Node template YAML text ("" = the default template).
+    template: str = ""
+    #: Hollow nodes per node-pool actor.
+    per_pool: int = 1000
+    #: One pod watch per hollow node instead of one per pool.
+    watch_per_node: bool = False
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    """What `kubera up` starts, by concern (the flags of `kubera up` fill it)."""
+
+    cluster: ClusterOptions = field(default_factory=ClusterOptions)
+    scheduling: SchedulingOptions = field(default_factory=SchedulingOptions)
+    #: --leader-elect-* (seconds), for the schedulers and the controller-manager; an unset
+    #: one keeps the scheduler configuration's (else 15 s / 10 s / 2 s).
+    election: TimingOverrides = field(default_factory=TimingOverrides)
+    nodes: NodeOptions = field(default_factory=NodeOptions)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> UpOptions:
+        """The inverse of `dataclasses.asdict` (the detached supervisor's argument)."""
+        scheduling = dict(data.get("scheduling", {}))
+        scheduling["extra_configs"] = tuple(scheduling.get("extra_configs", ()))
+        return cls(
+            cluster=ClusterOptions(**data.get("cluster", {})),
+            scheduling=SchedulingOptions(**scheduling),
+            election=TimingOverrides(**data.get("election", {})),
+            nodes=NodeOptions(**data.get("nodes", {})),
+        )
 
 
 class Supervisor:
@@ -106,12 +152,13 @@ class Supervisor:
     def start(self) -> Context:
         import ray
 
-        from actors.apiserver import ApiServerActor, ApiServerConfig
+        from actors.apiserver import ApiServerActor
+        from services.hosts.apiserver import ApiServerHostConfig
 
         if self.cluster_dir.exists():
             shutil.rmtree(self.cluster_dir)
         self.cluster_dir.mkdir(parents=True, mode=0o700)
-        etcd_endpoint = self.opts.etcd
+        etcd_endpoint = self.opts.cluster.etcd
         pids: dict[str, int] = {}
         if not etcd_endpoint:
             # Assigned before it starts, so stop() can end a half-started etcd too.
@@ -121,9 +168,9 @@ class Supervisor:
             self.etcd.start()
             etcd_endpoint = self.etcd.endpoint
             pids["etcd"] = self.etcd.pid
-        if self.opts.ray_address:
+        if self.opts.cluster.ray_address:
             ray.init(
-                address=self.opts.ray_address,
+                address=self.opts.cluster.ray_address,
                 namespace="kubera",
                 log_to_driver=False,
                 configure_logging=False,
@@ -143,10 +190,10 @@ class Supervisor:
             for name, running in node.all_processes.items():
                 for i, p in enumerate(running):
                     pids[f"ray-{name}-{i}"] = p.process.pid
-        config = ApiServerConfig(
+        config = ApiServerHostConfig(
             etcd=etcd_endpoint,
-            port=self.opts.apiserver_port,
-            bookmark_interval=self.opts.bookmark_interval,
+            port=self.opts.cluster.apiserver_port,
+            bookmark_interval=self.opts.cluster.bookmark_interval,
         )
         self.actor = ray_actor_class(ApiServerActor).options(name="apiserver").remote(config)
         apiserver = ray.get(self.actor.ensure_started.remote(), timeout=120)
@@ -154,12 +201,12 @@ class Supervisor:
         self.apiserver_port = int(address.rpartition(":")[2])
         apiserver_pid = int(apiserver["pid"])  # type: ignore[call-overload]
         scheduler_address = scheduler_metrics = ""
-        if self.opts.with_scheduler:
+        if self.opts.scheduling.enabled:
             scheduler_address, scheduler_metrics = self._start_schedulers(address, etcd_endpoint)
         time_origin = time.time()
-        if self.opts.with_controllers:
+        if self.opts.cluster.with_controllers:
             self._start_controllers(address, etcd_endpoint, time_origin)
-        node_pools = self._start_pools(address, time_origin) if self.opts.nodes else []
+        node_pools = self._start_pools(address, time_origin) if self.opts.nodes.count else []
         dirs = [str(self.cluster_dir)] + ([self.ray_tmp] if self.ray_tmp else [])
         me = os.getpid()
         self.context = Context(
@@ -172,12 +219,12 @@ class Supervisor:
             },
             apiserver_pid=apiserver_pid,
             dirs=dirs,
-            ray_address=self.opts.ray_address or "local",
+            ray_address=self.opts.cluster.ray_address or "local",
             started_at=time.time(),
             scheduler=scheduler_address,
             scheduler_metrics=scheduler_metrics,
             node_pools=node_pools,
-            time_scale=self.opts.time_scale,
+            time_scale=self.opts.cluster.time_scale,
             time_origin=time_origin,
         )
         self.context.save()
@@ -188,24 +235,23 @@ class Supervisor:
         replica's gRPC and metrics addresses (`kubera explain` finds the leader itself)."""
         import ray
 
-        from actors.scheduler import SchedulerActor, SchedulerHostConfig
+        from actors.scheduler import SchedulerActor
+        from services.hosts.scheduler import SchedulerReplicaConfig
 
-        o = self.opts
-        deployments = [o.scheduler_config, *o.extra_scheduler_configs]
+        o = self.opts.scheduling
+        deployments = [o.config, *o.extra_configs]
         for d, config_yaml in enumerate(deployments):
-            for i in range(o.schedulers):
-                cfg = SchedulerHostConfig(
+            for i in range(o.replicas):
+                cfg = SchedulerReplicaConfig(
                     apiserver=apiserver,
                     etcd=etcd,
                     config_yaml=config_yaml,
-                    seed=o.scheduler_seed,
-                    lease_duration=o.lease_duration,
-                    renew_deadline=o.renew_deadline,
-                    retry_period=o.retry_period,
-                    mode=o.scheduler_mode,
+                    seed=o.seed,
+                    election=self.opts.election,
+                    mode=o.mode,
                     replica=i,
-                    replicas=o.schedulers,
-                    partition=o.shared_state_partition,
+                    replicas=o.replicas,
+                    partition=o.partition,
                 )
                 name = "scheduler" if d == i == 0 else f"scheduler-{d}-{i}"
                 self.schedulers.append(
@@ -218,17 +264,15 @@ class Supervisor:
     def _start_controllers(self, apiserver: str, etcd: str, time_origin: float) -> None:
         import ray
 
-        from actors.controllers import ControllerManagerActor, ControllerManagerHostConfig
-        from actors.replica import Election
+        from actors.controllers import ControllerManagerActor
+        from services.hosts.controllermanager import ControllerManagerReplicaConfig
+        from services.leaderelection import LeaderElectionSettings
 
-        o = self.opts
-        election = Election(
-            lease_duration=o.lease_duration or 15.0,
-            renew_deadline=o.renew_deadline or 10.0,
-            retry_period=o.retry_period or 2.0,
-            lease_name="kube-controller-manager",
+        o = self.opts.cluster
+        election = LeaderElectionSettings(lease_name="kube-controller-manager").with_timings(
+            self.opts.election
         )
-        cfg = ControllerManagerHostConfig(
+        cfg = ControllerManagerReplicaConfig(
             apiserver=apiserver,
             etcd=etcd,
             time_scale=o.time_scale,
@@ -246,24 +290,26 @@ class Supervisor:
         """ceil(nodes / nodes_per_pool) pool actors, spread over the Ray cluster's nodes."""
         import ray
 
-        from actors.nodepool import NodePoolActor, NodePoolHostConfig
+        from actors.nodepool import NodePoolActor
+        from services.hosts.nodepool import NodePoolHostConfig
         from services.kubelet.pool import PoolConfig
 
-        total, per = self.opts.nodes, max(1, self.opts.nodes_per_pool)
+        o = self.opts.nodes
+        total, per = o.count, max(1, o.per_pool)
         slices = [(first, min(per, total - first)) for first in range(0, total, per)]
         for i, (first, count) in enumerate(slices):
             cfg = NodePoolHostConfig(
                 apiserver=apiserver,
-                template_yaml=self.opts.node_template,
+                template_yaml=o.template,
                 total_nodes=total,
                 first=first,
                 count=count,
                 pool=PoolConfig(
                     name=f"pool-{i}",
-                    watch_per_node=self.opts.watch_per_node,
+                    watch_per_node=o.watch_per_node,
                     first_ordinal=first,
                 ),
-                time_scale=self.opts.time_scale,
+                time_scale=self.opts.cluster.time_scale,
                 time_origin=time_origin,
             )
             actor = (
@@ -444,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kubera.launch.supervisor")
     parser.add_argument("options_json")
     args = parser.parse_args(argv)
-    opts = UpOptions(**json.loads(args.options_json))
+    opts = UpOptions.from_dict(json.loads(args.options_json))
     try:
         return run_foreground(opts)
     except StartupError as e:

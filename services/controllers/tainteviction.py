@@ -42,13 +42,8 @@ from services.api.kinds import BY_KIND
 from services.client import Client
 from services.client.informer import Handlers, SharedInformers
 from services.clock import Clock, RealClock, parse_rfc3339, rfc3339
-from services.controllers.controller_utils import (
-    PodsByNode,
-    new_event,
-    pod_key,
-    wait_any,
-    write_event,
-)
+from services.controllers.controller_utils import PodsByNode, pod_key, wait_any
+from services.controllers.events import new_event, write_event
 from services.scheduler.plugins.helpers import NO_EXECUTE, toleration_tolerates_taint
 
 log = logging.getLogger(__name__)

@@ -25,13 +25,14 @@ from services.api.kinds import BY_KIND
 from services.apiserver.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
 from services.apiserver.registry import ApiServer
 from services.chaos import checker as ck
-from services.chaos.checker import Checker, Verdict
+from services.chaos.checker import Checker
 from services.chaos.history import (
     HistoryCompactedError,
     check_history,
     read_history,
     wait_settled,
 )
+from services.chaos.verdict import Verdict
 from services.clock import FakeClock
 from services.leaderelection.lock import LockRecord, StorageLock
 from services.storage import Event, KeyValue, Put, Storage

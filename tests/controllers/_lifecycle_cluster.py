@@ -27,7 +27,7 @@ from services.client import Client
 from services.client.informer import Informer, SharedInformers, object_key
 from services.clock import Clock, parse_rfc3339, rfc3339, rfc3339_micro
 from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
-from services.controllers.nodelifecycle_health import NODE_LEASE_NAMESPACE
+from services.controllers.nodelifecycle.health import NODE_LEASE_NAMESPACE
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
 from services.storage.memory import MemoryStorage
 from tests.waiting import eventually

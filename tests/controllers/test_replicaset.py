@@ -20,11 +20,9 @@ from services.api.kinds import BY_KIND
 from services.client import BatchResult, Client, WatchEvent
 from services.client.informer import SharedInformers
 from services.clock import FakeClock, rfc3339
-from services.controllers.controller_utils import (
-    ControllerExpectations,
-    rank_for_deletion,
-    slow_start_batch,
-)
+from services.controllers.controller_utils import slow_start_batch
+from services.controllers.expectations import ControllerExpectations
+from services.controllers.ranking import rank_for_deletion
 from services.controllers.replicaset import ReplicaSetConfig, ReplicaSetController, calculate_status
 from tests.controllers.conftest import NS, PODS, REPLICA_SETS, ControllerCluster
 

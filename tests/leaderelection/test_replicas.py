@@ -1,5 +1,5 @@
-"""Replicated control-plane components on real etcd, without Ray: two SchedulerHosts and
-two ControllerManagerHosts against one apiserver (EtcdStorage, served over gRPC in this
+"""Replicated control-plane components on real etcd, without Ray: two SchedulerReplicas and
+two ControllerManagerReplicas against one apiserver (EtcdStorage, served over gRPC in this
 process), each replica dialling etcd and the apiserver through its own partition relays.
 
 What must hold, whatever the timing: one replica leads and the Lease names it; the
@@ -18,9 +18,6 @@ from typing import Any, Protocol
 
 import pytest
 
-from actors.controllers import ControllerManagerHost, ControllerManagerHostConfig
-from actors.replica import Election, Replica, election_key
-from actors.scheduler import SchedulerHost, SchedulerHostConfig
 from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import core_pb2
 from services.api import codec
@@ -31,6 +28,13 @@ from services.apiserver.fencing import BOUND_BY, Fencing, parse_bound_by
 from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.client import Client
+from services.hosts.controllermanager import (
+    ControllerManagerReplica,
+    ControllerManagerReplicaConfig,
+)
+from services.hosts.replica import Replica, election_key
+from services.hosts.scheduler import SchedulerReplica, SchedulerReplicaConfig
+from services.leaderelection import LeaderElectionSettings, TimingOverrides
 from services.storage import Delete, Get
 from services.storage.etcd import EtcdStorage
 from tests.waiting import eventually
@@ -225,14 +229,16 @@ def partition(host: Host) -> None:
 async def test_scheduler_replicas_one_leads_and_a_partitioned_leader_is_replaced(
     cluster: Cluster,
 ) -> None:
-    config = SchedulerHostConfig(
+    config = SchedulerReplicaConfig(
         apiserver=cluster.address,
         etcd=cluster.etcd,
-        lease_duration=LEASE_DURATION,
-        renew_deadline=RENEW_DEADLINE,
-        retry_period=RETRY_PERIOD,
+        election=TimingOverrides(
+            lease_duration=LEASE_DURATION,
+            renew_deadline=RENEW_DEADLINE,
+            retry_period=RETRY_PERIOD,
+        ),
     )
-    hosts = Hosts([SchedulerHost(config), SchedulerHost(config)])
+    hosts = Hosts([SchedulerReplica(config), SchedulerReplica(config)])
     key = election_key("kube-system", "kube-scheduler")
     loop = asyncio.get_running_loop()
     late: asyncio.Task[object] | None = None
@@ -359,13 +365,16 @@ def _written_by_term(cluster: Cluster, keys: set[str]) -> dict[int, set[str]] | 
 async def test_controller_manager_replicas_fence_their_writes_and_hand_over(
     cluster: Cluster,
 ) -> None:
-    election = Election(
-        LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, lease_name="kube-controller-manager"
+    election = LeaderElectionSettings(
+        lease_duration=LEASE_DURATION,
+        renew_deadline=RENEW_DEADLINE,
+        retry_period=RETRY_PERIOD,
+        lease_name="kube-controller-manager",
     )
-    config = ControllerManagerHostConfig(
+    config = ControllerManagerReplicaConfig(
         apiserver=cluster.address, etcd=cluster.etcd, election=election
     )
-    hosts = Hosts([ControllerManagerHost(config), ControllerManagerHost(config)])
+    hosts = Hosts([ControllerManagerReplica(config), ControllerManagerReplica(config)])
     key = election_key("kube-system", "kube-controller-manager")
     late: asyncio.Task[object] | None = None
     try:

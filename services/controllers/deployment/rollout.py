@@ -7,84 +7,81 @@ creates or scales the new one only once no old pod runs. Both then write status 
 Progressing condition, and a rollout that has not progressed is looked at again when its
 progress deadline passes.
 
-Kept apart from deployment.py (the controller and its sync entry point) and
-deployment_sync.py (the strategy-independent steps these build on); functions of the
-controller, with no state of their own.
+Kept apart from controller.py (the controller and its sync entry point) and sync.py (the
+strategy-independent steps these build on); functions of a `Deps` (deps.py), with no
+state of their own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from protos.kubera.v1 import apps_pb2, core_pb2
 from services.client.informer import object_key
 from services.controllers.controller_utils import timestamp
-from services.controllers.deployment_sync import (
-    all_replica_sets,
-    cleanup_deployment,
-    scale_replica_set,
-)
-from services.controllers.deployment_util import (
+from services.controllers.deployment.conditions import (
     NEW_RS_AVAILABLE,
     REPLICA_SET_UPDATED,
     TIMED_OUT,
-    Deployment,
-    ReplicaSet,
-    active,
-    by_creation,
     calculate_status,
     deployment_complete,
     deployment_progressing,
     deployment_timed_out,
     get_condition,
-    has_progress_deadline,
-    max_unavailable,
     new_condition,
-    new_rs_new_replicas,
-    old_pods_running,
     remove_condition,
     rs_failure_conditions,
     set_condition,
+)
+from services.controllers.deployment.deps import Deps
+from services.controllers.deployment.sync import (
+    all_replica_sets,
+    cleanup_deployment,
+    scale_replica_set,
+)
+from services.controllers.deployment.util import (
+    Deployment,
+    ReplicaSet,
+    active,
+    by_creation,
+    has_progress_deadline,
+    max_unavailable,
+    new_rs_new_replicas,
+    old_pods_running,
     settled_available,
     spec_replicas,
 )
 
-if TYPE_CHECKING:
-    from services.controllers.deployment import DeploymentController
 
-
-async def rollout_rolling(
-    dc: DeploymentController, d: Deployment, rss: Sequence[ReplicaSet]
-) -> None:
-    new_rs, old_rss = await all_replica_sets(dc, d, rss, create=True)
+async def rollout_rolling(deps: Deps, d: Deployment, rss: Sequence[ReplicaSet]) -> None:
+    new_rs, old_rss = await all_replica_sets(deps, d, rss, create=True)
     assert new_rs is not None
     all_rss = [*old_rss, new_rs]
-    if await _reconcile_new(dc, all_rss, new_rs, d):
-        await sync_rollout_status(dc, d, all_rss, new_rs)
+    if await _reconcile_new(deps, all_rss, new_rs, d):
+        await sync_rollout_status(deps, d, all_rss, new_rs)
         return
-    if await _reconcile_old(dc, all_rss, active(old_rss), new_rs, d):
-        await sync_rollout_status(dc, d, all_rss, new_rs)
+    if await _reconcile_old(deps, all_rss, active(old_rss), new_rs, d):
+        await sync_rollout_status(deps, d, all_rss, new_rs)
         return
     if deployment_complete(d, d.status):
-        await cleanup_deployment(dc, d, old_rss)
-    await sync_rollout_status(dc, d, all_rss, new_rs)
+        await cleanup_deployment(deps, d, old_rss)
+    await sync_rollout_status(deps, d, all_rss, new_rs)
 
 
 async def _reconcile_new(
-    dc: DeploymentController, all_rss: list[ReplicaSet], new_rs: ReplicaSet, d: Deployment
+    deps: Deps, all_rss: list[ReplicaSet], new_rs: ReplicaSet, d: Deployment
 ) -> bool:
     if new_rs.spec.replicas == d.spec.replicas:
         return False
     if new_rs.spec.replicas > d.spec.replicas:
-        scaled, _ = await scale_replica_set(dc, new_rs, d.spec.replicas, d)
+        scaled, _ = await scale_replica_set(deps, new_rs, d.spec.replicas, d)
         return scaled
-    scaled, _ = await scale_replica_set(dc, new_rs, new_rs_new_replicas(d, all_rss, new_rs), d)
+    scaled, _ = await scale_replica_set(deps, new_rs, new_rs_new_replicas(d, all_rss, new_rs), d)
     return scaled
 
 
 async def _reconcile_old(
-    dc: DeploymentController,
+    deps: Deps,
     all_rss: list[ReplicaSet],
     old_rss: list[ReplicaSet],
     new_rs: ReplicaSet,
@@ -100,13 +97,13 @@ async def _reconcile_old(
     max_scaled_down = all_pods - min_available - new_unavailable
     if max_scaled_down <= 0:
         return False
-    old_rss, cleaned = await _cleanup_unhealthy(dc, old_rss, d, max_scaled_down)
-    scaled_down = await _scale_down_old_for_rolling_update(dc, [*old_rss, new_rs], old_rss, d)
+    old_rss, cleaned = await _cleanup_unhealthy(deps, old_rss, d, max_scaled_down)
+    scaled_down = await _scale_down_old_for_rolling_update(deps, [*old_rss, new_rs], old_rss, d)
     return cleaned + scaled_down > 0
 
 
 async def _cleanup_unhealthy(
-    dc: DeploymentController, old_rss: list[ReplicaSet], d: Deployment, max_cleanup: int
+    deps: Deps, old_rss: list[ReplicaSet], d: Deployment, max_cleanup: int
 ) -> tuple[list[ReplicaSet], int]:
     """Scale away old replicas that are not available: that costs no availability."""
     old_rss = by_creation(old_rss)
@@ -118,13 +115,13 @@ async def _cleanup_unhealthy(
         if rs.spec.replicas == 0 or unhealthy == 0:
             continue
         count = min(max_cleanup - total, unhealthy)
-        _, old_rss[i] = await scale_replica_set(dc, rs, rs.spec.replicas - count, d)
+        _, old_rss[i] = await scale_replica_set(deps, rs, rs.spec.replicas - count, d)
         total += count
     return old_rss, total
 
 
 async def _scale_down_old_for_rolling_update(
-    dc: DeploymentController, all_rss: list[ReplicaSet], old_rss: list[ReplicaSet], d: Deployment
+    deps: Deps, all_rss: list[ReplicaSet], old_rss: list[ReplicaSet], d: Deployment
 ) -> int:
     min_available = d.spec.replicas - max_unavailable(d)
     available = sum(settled_available(rs) for rs in all_rss)
@@ -138,46 +135,46 @@ async def _scale_down_old_for_rolling_update(
         if rs.spec.replicas == 0:
             continue
         count = min(rs.spec.replicas, to_scale_down - total)
-        await scale_replica_set(dc, rs, rs.spec.replicas - count, d)
+        await scale_replica_set(deps, rs, rs.spec.replicas - count, d)
         total += count
     return total
 
 
 async def rollout_recreate(
-    dc: DeploymentController,
+    deps: Deps,
     d: Deployment,
     rss: Sequence[ReplicaSet],
     pod_map: dict[str, list[core_pb2.Pod]],
 ) -> None:
     # No new RS yet: it is created only once the old pods are gone.
-    new_rs, old_rss = await all_replica_sets(dc, d, rss, create=False)
+    new_rs, old_rss = await all_replica_sets(deps, d, rss, create=False)
     all_rss: list[ReplicaSet | None] = [*old_rss, new_rs]
     scaled = False
     for i, rs in enumerate(old_rss):
         if rs.spec.replicas == 0:
             continue
-        did, old_rss[i] = await scale_replica_set(dc, rs, 0, d)
+        did, old_rss[i] = await scale_replica_set(deps, rs, 0, d)
         scaled = scaled or did
     if scaled or old_pods_running(new_rs, old_rss, pod_map):
-        await sync_rollout_status(dc, d, all_rss, new_rs)
+        await sync_rollout_status(deps, d, all_rss, new_rs)
         return
     if new_rs is None:
-        new_rs, old_rss = await all_replica_sets(dc, d, rss, create=True)
+        new_rs, old_rss = await all_replica_sets(deps, d, rss, create=True)
         all_rss = [*old_rss, new_rs]
     assert new_rs is not None
-    await scale_replica_set(dc, new_rs, d.spec.replicas, d)
+    await scale_replica_set(deps, new_rs, d.spec.replicas, d)
     if deployment_complete(d, d.status):
-        await cleanup_deployment(dc, d, old_rss)
-    await sync_rollout_status(dc, d, all_rss, new_rs)
+        await cleanup_deployment(deps, d, old_rss)
+    await sync_rollout_status(deps, d, all_rss, new_rs)
 
 
 async def sync_rollout_status(
-    dc: DeploymentController,
+    deps: Deps,
     d: Deployment,
     all_rss: Sequence[ReplicaSet | None],
     new_rs: ReplicaSet | None,
 ) -> None:
-    now = dc.clock.now()
+    now = deps.clock.now()
     status = calculate_status(all_rss, new_rs, d, now)
     if not has_progress_deadline(d):
         remove_condition(status, "Progressing")
@@ -215,15 +212,13 @@ async def sync_rollout_status(
     else:
         remove_condition(status, "ReplicaFailure")
     if d.status == status:
-        _requeue_stuck(dc, d, status)
+        _requeue_stuck(deps, d, status)
         return
     d.status.CopyFrom(status)
-    await dc.client.update_status(d)
+    await deps.client.update_status(d)
 
 
-def _requeue_stuck(
-    dc: DeploymentController, d: Deployment, status: apps_pb2.DeploymentStatus
-) -> None:
+def _requeue_stuck(deps: Deps, d: Deployment, status: apps_pb2.DeploymentStatus) -> None:
     """Without progress, look again when the progress deadline passes."""
     current = get_condition(d.status, "Progressing")
     if not has_progress_deadline(d) or current is None:
@@ -233,8 +228,8 @@ def _requeue_stuck(
     since = timestamp(current.last_update_time)
     if since is None:
         return
-    after = since + d.spec.progress_deadline_seconds - dc.clock.now()
+    after = since + d.spec.progress_deadline_seconds - deps.clock.now()
     if after < 1:
-        dc.queue.add_rate_limited(object_key(d))
+        deps.queue.add_rate_limited(object_key(d))
     else:
-        dc.queue.add_after(object_key(d), after + 1)
+        deps.queue.add_after(object_key(d), after + 1)

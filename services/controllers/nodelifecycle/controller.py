@@ -25,10 +25,12 @@ three loops over informer state:
       NetworkUnavailable True, and spec.unschedulable, each have a NoSchedule taint, added
       and removed as they change; not rate limited.
 
-Zones, their states and the rates those allow are described in nodelifecycle_zones; the
-token-bucket queue each zone's tainting goes through in nodelifecycle_ratelimit; when a
-node counts as silent in nodelifecycle_health; conditions, taints and the one way taints
-are written in nodelifecycle_taints.
+The parts, each owning its state and taking only what it needs (none imports this
+module): config.py, the flags; zones.py, `Zones` (zone states and each zone's tainting
+queue, and the rates those allow); ratelimit.py, the token-bucket queue each zone's
+tainting goes through; health.py, `HealthTracker` (when a node counts as silent, and the
+record of its signs of life); taints.py, conditions, taints and the one way taints are
+written. This module wires them to the informers and runs the loops.
 
 The monitor pass and the tainting pass never interleave (one lock), so tainting always
 runs against the zone rates its last monitor pass decided.
@@ -39,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
@@ -52,18 +53,15 @@ from services.client.informer import Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import (
     PodsByNode,
-    new_event,
     pod_key,
+    run_periodically,
     wait_any,
-    write_event,
 )
-from services.controllers.nodelifecycle_health import (
-    NODE_LEASE_NAMESPACE,
-    NodeHealth,
-    try_update_node_health,
-)
-from services.controllers.nodelifecycle_ratelimit import RateLimitedTimedQueue, TimedValue
-from services.controllers.nodelifecycle_taints import (
+from services.controllers.events import new_event, write_event
+from services.controllers.nodelifecycle.config import NodeLifecycleConfig
+from services.controllers.nodelifecycle.health import NODE_LEASE_NAMESPACE, HealthTracker
+from services.controllers.nodelifecycle.ratelimit import TimedValue
+from services.controllers.nodelifecycle.taints import (
     CONDITION_TAINT_KEYS,
     FALSE,
     NOT_READY_NO_EXECUTE,
@@ -78,13 +76,13 @@ from services.controllers.nodelifecycle_taints import (
     same_taint,
     swap_taints,
 )
-from services.controllers.nodelifecycle_zones import (
+from services.controllers.nodelifecycle.zones import (
     LABEL_EXCLUDE_DISRUPTION,
+    Zones,
     ZoneState,
-    handle_disruption,
     zone_key,
 )
-from services.controllers.workqueue import WorkQueue, run_worker
+from services.controllers.workqueue import WorkQueue, run_workers
 from services.scheduler.plugins.helpers import NO_SCHEDULE
 
 log = logging.getLogger(__name__)
@@ -96,86 +94,6 @@ COMPONENT = "node-controller"
 _POD_UPDATE_WORKERS = 4
 #: Retry of a node that cannot be tainted for want of a Ready condition (upstream 50 ms).
 _NO_READY_CONDITION_RETRY = 0.05
-
-
-@dataclass(frozen=True)
-class NodeLifecycleConfig:
-    """kube-controller-manager's node lifecycle flags; durations in simulated seconds."""
-
-    node_monitor_period: float = 5.0
-    """How often node health is checked (--node-monitor-period)."""
-
-    node_monitor_grace_period: float = 50.0
-    """How long a node may go without renewing its Lease or its Ready heartbeat before it
-    is marked Unknown (--node-monitor-grace-period; 50 s since Kubernetes 1.32, 40 s
-    before)."""
-
-    node_startup_grace_period: float = 60.0
-    """The same for a node that never posted a Ready condition, counted from its
-    creation (--node-startup-grace-period)."""
-
-    node_eviction_rate: float = 0.1
-    """Nodes a second that get a NoExecute taint in a healthy zone (--node-eviction-rate)."""
-
-    secondary_node_eviction_rate: float = 0.01
-    """The same in a partially disrupted zone larger than large_cluster_size_threshold
-    (--secondary-node-eviction-rate)."""
-
-    unhealthy_zone_threshold: float = 0.55
-    """The fraction of not-Ready nodes (more than 2 of them) that makes a zone partially
-    disrupted (--unhealthy-zone-threshold)."""
-
-    large_cluster_size_threshold: int = 50
-    """Above this many nodes a partially disrupted zone keeps tainting at the secondary
-    rate; at or below it tainting stops (--large-cluster-size-threshold)."""
-
-    node_update_workers: int = 8
-    """Nodes checked at once in a monitor pass, and NoSchedule tainting workers."""
-
-    status_update_retries: int = 5
-    """Attempts to write one node's status or taints before waiting for the next pass."""
-
-    retry_delay: float = 0.02
-    """Pause between two attempts (upstream: 20 ms)."""
-
-    emit_events: bool = True
-    """Write NodeNotReady events when a node's Ready condition leaves True."""
-
-    def __post_init__(self) -> None:
-        for name in (
-            "node_monitor_period",
-            "node_monitor_grace_period",
-            "node_startup_grace_period",
-        ):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.node_monitor_grace_period <= self.node_monitor_period:
-            raise ValueError(
-                f"node_monitor_grace_period ({self.node_monitor_grace_period}) must be longer "
-                f"than node_monitor_period ({self.node_monitor_period})"
-            )
-        for name in ("node_eviction_rate", "secondary_node_eviction_rate"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
-        if not 0 < self.unhealthy_zone_threshold <= 1:
-            raise ValueError(
-                f"unhealthy_zone_threshold must be in (0, 1], got {self.unhealthy_zone_threshold}"
-            )
-        if self.large_cluster_size_threshold < 0:
-            raise ValueError(
-                "large_cluster_size_threshold must not be negative, got "
-                f"{self.large_cluster_size_threshold}"
-            )
-        if self.node_update_workers < 1:
-            raise ValueError(
-                f"node_update_workers must be at least 1, got {self.node_update_workers}"
-            )
-        if self.status_update_retries < 1:
-            raise ValueError(
-                f"status_update_retries must be at least 1, got {self.status_update_retries}"
-            )
-        if self.retry_delay < 0:
-            raise ValueError(f"retry_delay must not be negative, got {self.retry_delay}")
 
 
 class NodeLifecycleController:
@@ -215,14 +133,18 @@ class NodeLifecycleController:
             )
         )
         self.known_nodes: dict[str, core_pb2.Node] = {}
-        self.health: dict[str, NodeHealth] = {}
-        self.zone_states: dict[str, ZoneState] = {}
-        self.zone_tainters: dict[str, RateLimitedTimedQueue] = {}
+        self.health = HealthTracker(client, self.clock, self.leases, self.config)
+        self.zones = Zones(self.config, self.clock)
         self._nodes_to_retry: set[str] = set()
         #: Held by the monitor pass and the tainting pass: they never interleave.
         self._lock = asyncio.Lock()
         self._tainting_wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def zone_states(self) -> dict[str, ZoneState]:
+        """Each zone's state (owned by `zones`)."""
+        return self.zones.states
 
     # ----------------------------------------------------------- running
 
@@ -233,8 +155,8 @@ class NodeLifecycleController:
         loops = [
             self._monitor_loop(stop),
             self._tainting_loop(stop),
-            *(self._node_worker() for _ in range(self.config.node_update_workers)),
-            *(self._pod_worker() for _ in range(_POD_UPDATE_WORKERS)),
+            self._node_workers(stop),
+            self._pod_workers(stop),
         ]
         tasks = [asyncio.create_task(c) for c in loops]
         stopper = asyncio.create_task(stop.wait())
@@ -250,14 +172,13 @@ class NodeLifecycleController:
             await asyncio.gather(*everything, return_exceptions=True)
 
     async def _monitor_loop(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.monitor_node_health()
-            except ApiError as e:
-                log.warning("node lifecycle: monitoring node health failed: %s", e)
-            except Exception:  # noqa: BLE001 - a bug in one pass must not end monitoring
-                log.exception("node lifecycle: a node health pass failed")
-            await wait_any(self.clock, self.config.node_monitor_period, stop)
+        await run_periodically(
+            self.monitor_node_health,
+            clock=self.clock,
+            period=self.config.node_monitor_period,
+            stop=stop,
+            what="node lifecycle: a node health pass",
+        )
 
     async def _tainting_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -266,24 +187,33 @@ class NodeLifecycleController:
                 await self.do_no_execute_tainting_pass()
             except Exception:  # noqa: BLE001 - a bug in one pass must not end tainting
                 log.exception("node lifecycle: a NoExecute tainting pass failed")
-            waits = [w for q in self.zone_tainters.values() if (w := q.next_ready_in()) is not None]
-            await wait_any(self.clock, min(waits) if waits else None, stop, self._tainting_wake)
+            await wait_any(self.clock, self.zones.next_ready_in(), stop, self._tainting_wake)
 
     # Workers are cancelled, not shut down, at stop (their `finally` hands the key back),
     # so the queues still work if the controller runs again.
 
-    async def _node_worker(self) -> None:
+    async def _node_workers(self, stop: asyncio.Event) -> None:
         # An API error is not retried here (as upstream: the next node update brings the
         # node back); anything else is a bug with this node, retried with backoff.
-        await run_worker(
+        await run_workers(
             self.node_queue,
             self.do_no_schedule_tainting_pass,
+            workers=self.config.node_update_workers,
+            stop=stop,
             what="node lifecycle: NoSchedule tainting of node",
             retry=lambda _name, e: not isinstance(e, ApiError),
+            shutdown=False,
         )
 
-    async def _pod_worker(self) -> None:
-        await run_worker(self.pod_queue, self._process_pod, what="node lifecycle: pod")
+    async def _pod_workers(self, stop: asyncio.Event) -> None:
+        await run_workers(
+            self.pod_queue,
+            self._process_pod,
+            workers=_POD_UPDATE_WORKERS,
+            stop=stop,
+            what="node lifecycle: pod",
+            shutdown=False,
+        )
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -314,7 +244,7 @@ class NodeLifecycleController:
     async def do_no_execute_tainting_pass(self) -> None:
         """Add the NoExecute taints the zones' queues and rates allow now."""
         async with self._lock:
-            for queue in list(self.zone_tainters.values()):
+            for queue in self.zones.queues():
                 await queue.process(self._taint_one)
 
     async def _taint_one(self, tv: TimedValue) -> tuple[bool, float]:
@@ -346,20 +276,19 @@ class NodeLifecycleController:
         names = {n.metadata.name for n in nodes}
         for node in nodes:
             if node.metadata.name in self.known_nodes:
-                if zone_key(node) not in self.zone_states:
-                    self._add_zone(node)
+                if not self.zones.knows(node):
+                    self.zones.add(node)
                 continue
             log.info("node lifecycle: observed a new node %s", node.metadata.name)
             self.known_nodes[node.metadata.name] = node
-            self._add_zone(node)
+            self.zones.add(node)
             await self.mark_node_as_reachable(node)
         for name in [n for n in self.known_nodes if n not in names]:
             log.info("node lifecycle: observed the deletion of node %s", name)
             del self.known_nodes[name]
-            self.health.pop(name, None)
+            self.health.forget(name)
             self._nodes_to_retry.discard(name)
-            for queue in self.zone_tainters.values():
-                queue.remove(name)
+            self.zones.remove_node(name)
 
         zone_conditions: dict[str, list[core_pb2.NodeCondition | None]] = {}
         workers = asyncio.Semaphore(self.config.node_update_workers)
@@ -375,7 +304,9 @@ class NodeLifecycleController:
                     )
 
         await asyncio.gather(*(one(n) for n in nodes))
-        await handle_disruption(self, zone_conditions, nodes)
+        await self.zones.handle_disruption(
+            zone_conditions, nodes, health=self.health, mark_reachable=self.mark_node_as_reachable
+        )
 
     async def _update_node(
         self,
@@ -387,7 +318,7 @@ class NodeLifecycleController:
         attempt = 0
         while True:
             try:
-                observed, current = await try_update_node_health(self, node)
+                observed, current = await self.health.try_update(node)
                 break
             except ApiError as e:
                 attempt += 1
@@ -460,7 +391,7 @@ class NodeLifecycleController:
             log.info("node lifecycle: node %s is healthy again; NoExecute taints removed", name)
 
     def _mark_node_for_tainting(self, node: core_pb2.Node, status: str) -> bool:
-        queue = self._add_zone(node)
+        queue = self.zones.add(node)
         name = node.metadata.name
         # Processed before but its taint is gone since (removed by hand?): queue it again.
         if status == FALSE and not has_taint(node, NOT_READY_NO_EXECUTE):
@@ -478,19 +409,7 @@ class NodeLifecycleController:
                 "node lifecycle: could not remove NoExecute taints of %s", node.metadata.name
             )
             return False
-        return self._add_zone(node).remove(node.metadata.name)
-
-    # ----------------------------------------------------------- zones
-
-    def _add_zone(self, node: core_pb2.Node) -> RateLimitedTimedQueue:
-        zone = zone_key(node)
-        if zone not in self.zone_states:
-            self.zone_states[zone] = ZoneState.INITIAL
-        queue = self.zone_tainters.get(zone)
-        if queue is None:
-            queue = RateLimitedTimedQueue(self.config.node_eviction_rate, clock=self.clock)
-            self.zone_tainters[zone] = queue
-        return queue
+        return self.zones.add(node).remove(node.metadata.name)
 
     # ----------------------------------------------------------- pods
 
@@ -553,3 +472,6 @@ class NodeLifecycleController:
             clock=self.clock,
             retries=self.config.status_update_retries,
         )
+
+
+__all__ = ["NodeLifecycleConfig", "NodeLifecycleController"]

@@ -1,7 +1,7 @@
 """Pure helpers of the Deployment controller (upstream
 pkg/controller/deployment/util/deployment_util.go): the pod-template hash, maxSurge /
-maxUnavailable, ReplicaSet lists and revisions, the replicas annotations and the
-Deployment conditions and status.
+maxUnavailable, ReplicaSet lists and revisions, and the replicas annotations. The
+Deployment's conditions and status, which build on these, are in conditions.py.
 
 Kept apart from the controller so that the rules can be read and tested without a
 cluster; nothing here does I/O.
@@ -18,7 +18,6 @@ from protos.kubera.v1 import apps_pb2, core_pb2
 from services.api import codec
 from services.api.errors import ApiError
 from services.api.kinds import BY_KIND
-from services.clock import rfc3339
 from services.controllers.controller_utils import timestamp
 
 log = logging.getLogger(__name__)
@@ -46,18 +45,6 @@ ANNOTATIONS_TO_SKIP = frozenset(
 #: Upstream's maxRevHistoryLengthInChars.
 MAX_REV_HISTORY_CHARS = 2000
 _MAX_INT32 = 2**31 - 1
-
-# Condition reasons, in upstream's words.
-REPLICA_SET_UPDATED = "ReplicaSetUpdated"
-FAILED_RS_CREATE = "ReplicaSetCreateError"
-NEW_REPLICA_SET = "NewReplicaSetCreated"
-FOUND_NEW_RS = "FoundNewReplicaSet"
-NEW_RS_AVAILABLE = "NewReplicaSetAvailable"
-TIMED_OUT = "ProgressDeadlineExceeded"
-PAUSED = "DeploymentPaused"
-RESUMED = "DeploymentResumed"
-MINIMUM_REPLICAS_AVAILABLE = "MinimumReplicasAvailable"
-MINIMUM_REPLICAS_UNAVAILABLE = "MinimumReplicasUnavailable"
 
 ROLLING_UPDATE = "RollingUpdate"
 RECREATE = "Recreate"
@@ -390,145 +377,6 @@ def set_new_rs_annotations(d: Deployment, rs: ReplicaSet, new_revision: str, exi
     return changed
 
 
-# ============================================================================ conditions and status
-
-
-def get_condition(
-    status: apps_pb2.DeploymentStatus, type_: str
-) -> apps_pb2.DeploymentCondition | None:
-    for c in status.conditions:
-        if c.type == type_:
-            return c
-    return None
-
-
-def new_condition(
-    type_: str, status: str, reason: str, message: str, now: float
-) -> apps_pb2.DeploymentCondition:
-    t = rfc3339(now)
-    return apps_pb2.DeploymentCondition(
-        type=type_,
-        status=status,
-        reason=reason,
-        message=message,
-        last_update_time=t,
-        last_transition_time=t,
-    )
-
-
-def set_condition(status: apps_pb2.DeploymentStatus, cond: apps_pb2.DeploymentCondition) -> None:
-    """Add or replace; the same status and reason is no change, and the same status keeps
-    its lastTransitionTime."""
-    current = get_condition(status, cond.type)
-    if current is not None and current.status == cond.status and current.reason == cond.reason:
-        return
-    if current is not None and current.status == cond.status:
-        cond.last_transition_time = current.last_transition_time
-    remove_condition(status, cond.type)
-    status.conditions.append(cond)
-
-
-def remove_condition(status: apps_pb2.DeploymentStatus, type_: str) -> None:
-    keep = [c for c in status.conditions if c.type != type_]
-    del status.conditions[:]
-    status.conditions.extend(keep)
-
-
-def calculate_status(
-    all_rss: Sequence[ReplicaSet | None], new_rs: ReplicaSet | None, d: Deployment, now: float
-) -> apps_pb2.DeploymentStatus:
-    available = available_replicas(all_rss)
-    unavailable = max(0, spec_replicas(all_rss) - available)
-    status = apps_pb2.DeploymentStatus(
-        observed_generation=d.metadata.generation,
-        replicas=actual_replicas(all_rss),
-        updated_replicas=actual_replicas([new_rs]),
-        ready_replicas=ready_replicas(all_rss),
-        available_replicas=available,
-        unavailable_replicas=unavailable,
-    )
-    if d.status.HasField("collision_count"):
-        status.collision_count = d.status.collision_count
-    status.conditions.extend(d.status.conditions)
-    if available >= d.spec.replicas - max_unavailable(d):
-        cond = new_condition(
-            "Available",
-            "True",
-            MINIMUM_REPLICAS_AVAILABLE,
-            "Deployment has minimum availability.",
-            now,
-        )
-    else:
-        cond = new_condition(
-            "Available",
-            "False",
-            MINIMUM_REPLICAS_UNAVAILABLE,
-            "Deployment does not have minimum availability.",
-            now,
-        )
-    set_condition(status, cond)
-    return status
-
-
-def deployment_complete(d: Deployment, status: apps_pb2.DeploymentStatus) -> bool:
-    """Every desired replica updated and available, and no old pod left."""
-    n = d.spec.replicas
-    return (
-        status.updated_replicas == n
-        and status.replicas == n
-        and status.available_replicas == n
-        and status.observed_generation >= d.metadata.generation
-    )
-
-
-def deployment_progressing(d: Deployment, status: apps_pb2.DeploymentStatus) -> bool:
-    old = d.status
-    return (
-        status.updated_replicas > old.updated_replicas
-        or status.replicas - status.updated_replicas < old.replicas - old.updated_replicas
-        or status.ready_replicas > old.ready_replicas
-        or status.available_replicas > old.available_replicas
-    )
-
-
-def deployment_timed_out(d: Deployment, status: apps_pb2.DeploymentStatus, now: float) -> bool:
-    if not has_progress_deadline(d):
-        return False
-    cond = get_condition(status, "Progressing")
-    if cond is None or cond.reason == NEW_RS_AVAILABLE:
-        return False
-    if cond.reason == TIMED_OUT:
-        return True
-    since = timestamp(cond.last_update_time)
-    return since is not None and since + d.spec.progress_deadline_seconds < now
-
-
-def rs_failure_conditions(
-    all_rss: Sequence[ReplicaSet | None], new_rs: ReplicaSet | None
-) -> list[apps_pb2.DeploymentCondition]:
-    def convert(c: apps_pb2.ReplicaSetCondition) -> apps_pb2.DeploymentCondition:
-        return apps_pb2.DeploymentCondition(
-            type=c.type,
-            status=c.status,
-            reason=c.reason,
-            message=c.message,
-            last_transition_time=c.last_transition_time,
-            last_update_time=c.last_transition_time,
-        )
-
-    for group in ([new_rs], all_rss):
-        conds = [
-            convert(c)
-            for rs in group
-            if rs is not None
-            for c in rs.status.conditions
-            if c.type == "ReplicaFailure"
-        ]
-        if conds:
-            return conds
-    return []
-
-
 def set_revision(d: Deployment, rev: str) -> bool:
     if d.metadata.annotations.get(REVISION_ANNOTATION) != rev:
         d.metadata.annotations[REVISION_ANNOTATION] = rev
@@ -557,40 +405,25 @@ __all__ = [
     "DEPRECATED_ROLLBACK_TO",
     "DESIRED_REPLICAS_ANNOTATION",
     "Deployment",
-    "FAILED_RS_CREATE",
-    "FOUND_NEW_RS",
     "LAST_APPLIED_ANNOTATION",
     "MAX_REPLICAS_ANNOTATION",
     "MAX_REV_HISTORY_CHARS",
-    "MINIMUM_REPLICAS_AVAILABLE",
-    "MINIMUM_REPLICAS_UNAVAILABLE",
-    "NEW_REPLICA_SET",
-    "NEW_RS_AVAILABLE",
-    "PAUSED",
     "RECREATE",
-    "REPLICA_SET_UPDATED",
-    "RESUMED",
     "REVISION_ANNOTATION",
     "REVISION_HISTORY_ANNOTATION",
     "ROLLING_UPDATE",
     "ReplicaSet",
-    "TIMED_OUT",
     "active",
     "actual_replicas",
     "available_replicas",
     "by_creation",
     "by_revision",
     "by_size",
-    "calculate_status",
     "compute_hash",
-    "deployment_complete",
-    "deployment_progressing",
-    "deployment_timed_out",
     "equal_ignore_hash",
     "find_active_or_latest",
     "find_new_replica_set",
     "find_old_replica_sets",
-    "get_condition",
     "get_proportion",
     "has_progress_deadline",
     "has_revision_history_limit",
@@ -600,18 +433,14 @@ __all__ = [
     "max_revision",
     "max_surge",
     "max_unavailable",
-    "new_condition",
     "new_rs_new_replicas",
     "old_pods_running",
     "ready_replicas",
-    "remove_condition",
     "replicas_annotations_need_update",
     "resolve_fenceposts",
     "revision",
-    "rs_failure_conditions",
     "safe_encode",
     "scaled_value",
-    "set_condition",
     "set_new_rs_annotations",
     "set_replicas_annotations",
     "set_revision",

@@ -3,10 +3,10 @@ pkg/controller/deployment/sync.go): find or create the new ReplicaSet and bring 
 revisions up to date, scale (proportionally when spec.replicas changes mid-rollout),
 trim the revision history, and write status.
 
-Kept apart from deployment.py (config, informers, event handlers, the sync entry point)
-because both rollout strategies (deployment_rollout.py) build on these steps. They are
-functions of the controller, using its client, clock, caches and event recorder; none
-keeps state of its own.
+Kept apart from controller.py (config, informers, event handlers, the sync entry point)
+because both rollout strategies (rollout.py) build on these steps. They are functions of
+a `Deps` (deps.py: the client, clock, listers, event recorder and queue the controller
+passes them); none keeps state of its own.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import contextlib
 import json
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from protos.kubera.v1 import core_pb2
 from services.api import codec
@@ -27,29 +26,34 @@ from services.controllers.controller_utils import (
     is_namespace_terminating,
     new_controller_ref,
 )
-from services.controllers.deployment_util import (
-    DEFAULT_UNIQUE_LABEL_KEY,
-    DEPLOYMENTS,
-    DESIRED_REPLICAS_ANNOTATION,
+from services.controllers.deployment.conditions import (
     FAILED_RS_CREATE,
     FOUND_NEW_RS,
     NEW_REPLICA_SET,
     PAUSED,
     RESUMED,
-    REVISION_ANNOTATION,
     TIMED_OUT,
+    calculate_status,
+    get_condition,
+    new_condition,
+    set_condition,
+)
+from services.controllers.deployment.deps import Deps
+from services.controllers.deployment.util import (
+    DEFAULT_UNIQUE_LABEL_KEY,
+    DEPLOYMENTS,
+    DESIRED_REPLICAS_ANNOTATION,
+    REVISION_ANNOTATION,
     Deployment,
     ReplicaSet,
     active,
     by_revision,
     by_size,
-    calculate_status,
     compute_hash,
     equal_ignore_hash,
     find_active_or_latest,
     find_new_replica_set,
     find_old_replica_sets,
-    get_condition,
     get_proportion,
     has_progress_deadline,
     has_revision_history_limit,
@@ -58,26 +62,21 @@ from services.controllers.deployment_util import (
     is_saturated,
     max_revision,
     max_surge,
-    new_condition,
     new_rs_new_replicas,
     replicas_annotations_need_update,
-    set_condition,
     set_new_rs_annotations,
     set_replicas_annotations,
     set_revision,
     spec_replicas,
 )
 
-if TYPE_CHECKING:
-    from services.controllers.deployment import DeploymentController
-
 log = logging.getLogger(__name__)
 
 
-async def write_deployment(dc: DeploymentController, d: Deployment) -> None:
+async def write_deployment(deps: Deps, d: Deployment) -> None:
     """Persist our working copy: its revision annotation (pinned to the version we
     read) and its status; `d` then carries the new resourceVersion."""
-    cached = dc.d_informer.store.get(object_key(d))
+    cached = deps.deployments.store.get(object_key(d))
     before = dict(cached.metadata.annotations) if cached is not None else {}  # type: ignore[attr-defined]
     changed = {k: v for k, v in d.metadata.annotations.items() if before.get(k) != v}
     if changed:
@@ -88,26 +87,26 @@ async def write_deployment(dc: DeploymentController, d: Deployment) -> None:
                 "resourceVersion": d.metadata.resource_version,
             }
         }
-        patched = await dc.client.patch(
+        patched = await deps.client.patch(
             DEPLOYMENTS, d.metadata.name, json.dumps(patch), namespace=d.metadata.namespace
         )
         d.metadata.resource_version = patched.metadata.resource_version  # type: ignore[attr-defined]
-    updated = await dc.client.update_status(d)
+    updated = await deps.client.update_status(d)
     d.metadata.resource_version = updated.metadata.resource_version
 
 
 async def all_replica_sets(
-    dc: DeploymentController, d: Deployment, rss: Sequence[ReplicaSet], create: bool
+    deps: Deps, d: Deployment, rss: Sequence[ReplicaSet], create: bool
 ) -> tuple[ReplicaSet | None, list[ReplicaSet]]:
     """(new RS, every old RS), with the revisions of the new RS and `d` brought up to
     date (getAllReplicaSetsAndSyncRevision)."""
     _, all_old = find_old_replica_sets(d, rss)
-    new_rs = await _new_replica_set(dc, d, rss, all_old, create)
+    new_rs = await _new_replica_set(deps, d, rss, all_old, create)
     return new_rs, all_old
 
 
 async def _new_replica_set(
-    dc: DeploymentController,
+    deps: Deps,
     d: Deployment,
     rss: Sequence[ReplicaSet],
     old_rss: Sequence[ReplicaSet],
@@ -115,20 +114,20 @@ async def _new_replica_set(
 ) -> ReplicaSet | None:
     existing = find_new_replica_set(d, rss)
     new_revision = str(max_revision(old_rss) + 1)
-    now = dc.clock.now()
+    now = deps.clock.now()
     if existing is not None:
         rs_copy: ReplicaSet = codec.clone(existing)  # type: ignore[assignment]
         annotations_changed = set_new_rs_annotations(d, rs_copy, new_revision, exists=True)
         if annotations_changed or rs_copy.spec.min_ready_seconds != d.spec.min_ready_seconds:
             rs_copy.spec.min_ready_seconds = d.spec.min_ready_seconds
-            return await dc.client.update(rs_copy)
+            return await deps.client.update(rs_copy)
         needs_update = set_revision(d, rs_copy.metadata.annotations.get(REVISION_ANNOTATION, ""))
         if has_progress_deadline(d) and get_condition(d.status, "Progressing") is None:
             msg = f'Found new replica set "{rs_copy.metadata.name}"'
             set_condition(d.status, new_condition("Progressing", "True", FOUND_NEW_RS, msg, now))
             needs_update = True
         if needs_update:
-            await write_deployment(dc, d)
+            await write_deployment(deps, d)
         return rs_copy
     if not create:
         return None
@@ -154,11 +153,11 @@ async def _new_replica_set(
 
     already_exists = False
     try:
-        created: ReplicaSet = await dc.client.create(new_rs)
+        created: ReplicaSet = await deps.client.create(new_rs)
     except AlreadyExistsError:
         # A slow cache, or a hash collision with someone else's ReplicaSet.
         already_exists = True
-        found = dc.rs_informer.store.get(object_key(new_rs))
+        found = deps.replica_sets.store.get(object_key(new_rs))
         if found is None:
             raise
         ref = controller_of(found)
@@ -169,7 +168,7 @@ async def _new_replica_set(
         ):
             before = d.status.collision_count if d.status.HasField("collision_count") else 0
             d.status.collision_count = before + 1
-            await dc.client.update_status(d)
+            await deps.client.update_status(d)
             log.info(
                 "hash collision for deployment %s: collisionCount %d -> %d",
                 object_key(d),
@@ -187,11 +186,11 @@ async def _new_replica_set(
                 d.status, new_condition("Progressing", "False", FAILED_RS_CREATE, msg, now)
             )
             with contextlib.suppress(ApiError):
-                await dc.client.update_status(d)
-        dc.events.event(d, "Warning", FAILED_RS_CREATE, msg)
+                await deps.client.update_status(d)
+        deps.events.event(d, "Warning", FAILED_RS_CREATE, msg)
         raise
     if not already_exists and replicas > 0:
-        dc.events.event(
+        deps.events.event(
             d,
             "Normal",
             "ScalingReplicaSet",
@@ -203,12 +202,12 @@ async def _new_replica_set(
         set_condition(d.status, new_condition("Progressing", "True", NEW_REPLICA_SET, msg, now))
         needs_update = True
     if needs_update:
-        await write_deployment(dc, d)
+        await write_deployment(deps, d)
     return created
 
 
 async def scale_replica_set(
-    dc: DeploymentController, rs: ReplicaSet, new_scale: int, d: Deployment, operation: str = ""
+    deps: Deps, rs: ReplicaSet, new_scale: int, d: Deployment, operation: str = ""
 ) -> tuple[bool, ReplicaSet]:
     """Set the RS's replicas (and the replicas its annotations say it is sized for)."""
     size_changed = rs.spec.replicas != new_scale
@@ -220,9 +219,9 @@ async def scale_replica_set(
     rs_copy: ReplicaSet = codec.clone(rs)  # type: ignore[assignment]
     rs_copy.spec.replicas = new_scale
     set_replicas_annotations(rs_copy, d.spec.replicas, max_replicas)
-    updated = await dc.client.update(rs_copy)
+    updated = await deps.client.update(rs_copy)
     if size_changed:
-        dc.events.event(
+        deps.events.event(
             d,
             "Normal",
             "ScalingReplicaSet",
@@ -231,11 +230,9 @@ async def scale_replica_set(
     return size_changed, updated
 
 
-async def is_scaling_event(
-    dc: DeploymentController, d: Deployment, rss: Sequence[ReplicaSet]
-) -> bool:
+async def is_scaling_event(deps: Deps, d: Deployment, rss: Sequence[ReplicaSet]) -> bool:
     """An active RS was sized for another spec.replicas: the user scaled."""
-    new_rs, old_rss = await all_replica_sets(dc, d, rss, create=False)
+    new_rs, old_rss = await all_replica_sets(deps, d, rss, create=False)
     for rs in active([*old_rss, new_rs]):
         desired = int_annotation(rs, DESIRED_REPLICAS_ANNOTATION)
         if desired is not None and desired != d.spec.replicas:
@@ -244,18 +241,18 @@ async def is_scaling_event(
 
 
 async def _scale(
-    dc: DeploymentController, d: Deployment, new_rs: ReplicaSet | None, old_rss: list[ReplicaSet]
+    deps: Deps, d: Deployment, new_rs: ReplicaSet | None, old_rss: list[ReplicaSet]
 ) -> None:
     """Proportional scaling: spread a change of spec.replicas over the active RSes
     by their size, so a scale in mid-rollout neither hastens nor stalls it."""
     only = find_active_or_latest(new_rs, old_rss)
     if only is not None:
         if only.spec.replicas != d.spec.replicas:
-            await scale_replica_set(dc, only, d.spec.replicas, d)
+            await scale_replica_set(deps, only, d.spec.replicas, d)
         return
     if is_saturated(d, new_rs):
         for old in active(old_rss):
-            await scale_replica_set(dc, old, 0, d)
+            await scale_replica_set(deps, old, 0, d)
         return
     if not is_rolling_update(d):
         return
@@ -281,35 +278,31 @@ async def _scale(
     for i, rs in enumerate(all_rss):
         if i == 0 and to_add != 0:  # leftovers go to the largest
             sizes[rs.metadata.name] = max(0, sizes[rs.metadata.name] + to_add - added)
-        await scale_replica_set(dc, rs, sizes[rs.metadata.name], d, operation)
+        await scale_replica_set(deps, rs, sizes[rs.metadata.name], d, operation)
 
 
-async def sync_paused_or_scaled(
-    dc: DeploymentController, d: Deployment, rss: Sequence[ReplicaSet]
-) -> None:
+async def sync_paused_or_scaled(deps: Deps, d: Deployment, rss: Sequence[ReplicaSet]) -> None:
     """Paused or scaled: resize proportionally, no rollout."""
-    new_rs, old_rss = await all_replica_sets(dc, d, rss, create=False)
-    await _scale(dc, d, new_rs, old_rss)
+    new_rs, old_rss = await all_replica_sets(deps, d, rss, create=False)
+    await _scale(deps, d, new_rs, old_rss)
     if d.spec.paused:
-        await cleanup_deployment(dc, d, old_rss)
-    await sync_status(dc, d, [*old_rss, new_rs], new_rs)
+        await cleanup_deployment(deps, d, old_rss)
+    await sync_status(deps, d, [*old_rss, new_rs], new_rs)
 
 
-async def sync_status_only(
-    dc: DeploymentController, d: Deployment, rss: Sequence[ReplicaSet]
-) -> None:
-    new_rs, old_rss = await all_replica_sets(dc, d, rss, create=False)
-    await sync_status(dc, d, [*old_rss, new_rs], new_rs)
+async def sync_status_only(deps: Deps, d: Deployment, rss: Sequence[ReplicaSet]) -> None:
+    new_rs, old_rss = await all_replica_sets(deps, d, rss, create=False)
+    await sync_status(deps, d, [*old_rss, new_rs], new_rs)
 
 
-async def check_paused_conditions(dc: DeploymentController, d: Deployment) -> None:
+async def check_paused_conditions(deps: Deps, d: Deployment) -> None:
     if not has_progress_deadline(d):
         return
     cond = get_condition(d.status, "Progressing")
     if cond is not None and cond.reason == TIMED_OUT:
         return  # a reported lack of progress stays
     paused_cond = cond is not None and cond.reason == PAUSED
-    now = dc.clock.now()
+    now = deps.clock.now()
     if d.spec.paused and not paused_cond:
         set_condition(
             d.status,
@@ -322,12 +315,10 @@ async def check_paused_conditions(dc: DeploymentController, d: Deployment) -> No
         )
     else:
         return
-    await write_deployment(dc, d)
+    await write_deployment(deps, d)
 
 
-async def cleanup_deployment(
-    dc: DeploymentController, d: Deployment, old_rss: Sequence[ReplicaSet]
-) -> None:
+async def cleanup_deployment(deps: Deps, d: Deployment, old_rss: Sequence[ReplicaSet]) -> None:
     """Keep only the newest revisionHistoryLimit old ReplicaSets that are scaled to 0."""
     if not has_revision_history_limit(d):
         return
@@ -344,17 +335,17 @@ async def cleanup_deployment(
         ):
             continue
         with contextlib.suppress(NotFoundError):
-            await dc.client.delete(REPLICA_SETS, rs.metadata.name, rs.metadata.namespace)
+            await deps.client.delete(REPLICA_SETS, rs.metadata.name, rs.metadata.namespace)
 
 
 async def sync_status(
-    dc: DeploymentController,
+    deps: Deps,
     d: Deployment,
     all_rss: Sequence[ReplicaSet | None],
     new_rs: ReplicaSet | None,
 ) -> None:
-    status = calculate_status(all_rss, new_rs, d, dc.clock.now())
+    status = calculate_status(all_rss, new_rs, d, deps.clock.now())
     if d.status == status:
         return
     d.status.CopyFrom(status)
-    await dc.client.update_status(d)
+    await deps.client.update_status(d)

@@ -25,14 +25,18 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from typing import Any
 
 from services.chaos.control import serve_control
 from services.chaos.relay import Relay
 from services.client import Client
-from services.leaderelection import Callbacks, LeaderElectionConfig, LeaderElector
-from services.leaderelection.publish import LeasePublisher
+from services.leaderelection import (
+    Callbacks,
+    LeaderElectionConfig,
+    LeaderElectionSettings,
+    LeaderElector,
+    LeasePublisher,
+)
 from services.storage import Delete, Put
 from services.storage.etcd import EtcdStorage, parse_endpoint
 
@@ -57,17 +61,6 @@ def new_identity() -> str:
     return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
-@dataclass(frozen=True)
-class Election:
-    """A deployment's leader election (None on a replica that does not elect)."""
-
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    lease_name: str = "kube-scheduler"
-    lease_namespace: str = "kube-system"
-
-
 def host_leading(replica: Replica | None, task: asyncio.Task[Any] | None) -> bool:
     """Whether a host's component is working: with an election, whether its replica
     leads; without one (shared-state, or a single replica), whether its run is going."""
@@ -88,7 +81,7 @@ class Replica:
         etcd: str,
         apiserver: str,
         group: tuple[str, str],
-        election: Election | None,
+        election: LeaderElectionSettings | None,
         client_timeout: float | None = 30.0,
     ) -> None:
         self.component = component
@@ -105,6 +98,7 @@ class Replica:
         self.writer: Client | None = None
         self.elector: LeaderElector | None = None
         self.publisher: LeasePublisher | None = None
+        self._config: LeaderElectionConfig | None = None
         self.control_address = ""
         self._control = None
         self._stop = asyncio.Event()
@@ -125,16 +119,9 @@ class Replica:
         self.writer = self.client
         if self.election is not None:
             e = self.election
-            config = LeaderElectionConfig(
-                lease_duration=e.lease_duration,
-                renew_deadline=e.renew_deadline,
-                retry_period=e.retry_period,
-                identity=self.identity,
-                key=election_key(e.lease_namespace, e.lease_name),
-                lease_name=e.lease_name,
-                lease_namespace=e.lease_namespace,
+            self._config = e.elector_config(
+                identity=self.identity, key=election_key(e.lease_namespace, e.lease_name)
             )
-            self._config = config
             self.writer = self.client.fenced(self.fencing_token)
             self.publisher = LeasePublisher(
                 self.writer, e.lease_namespace, e.lease_name, self.identity
@@ -167,7 +154,7 @@ class Replica:
         on_stopped_leading: Callable[[], None],
     ) -> None:
         """Start campaigning (in the background) with these callbacks."""
-        assert self.storage is not None and self.election is not None
+        assert self.storage is not None and self._config is not None
         publisher = self.publisher
         self.elector = LeaderElector(
             self.storage,

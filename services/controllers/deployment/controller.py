@@ -33,10 +33,12 @@ Where kubera deliberately differs (both only while another controller's view lag
 Upstream's deprecated rollback annotation is not supported.
 
 This module holds the config, the informer wiring and event handlers, and `sync`, which
-picks the step; the steps are functions of the controller, split as upstream splits them:
-deployment_sync.py (new ReplicaSet and revisions, scaling, history cleanup, status) and
-deployment_rollout.py (RollingUpdate, Recreate, the Progressing condition). The pure
-helpers they share are in deployment_util.py.
+picks the step. The steps are functions of a `Deps` (deps.py: client, clock, events,
+listers, queue) that the controller builds once, split as upstream splits them: sync.py
+(new ReplicaSet and revisions, scaling, history cleanup, status) and rollout.py
+(RollingUpdate, Recreate, the Progressing condition). The pure helpers they share are in
+util.py (hash, fenceposts, ReplicaSet lists, annotations) and conditions.py (conditions
+and status).
 """
 
 from __future__ import annotations
@@ -59,31 +61,31 @@ from services.clock import Clock, RealClock
 from services.controllers.controller_utils import (
     PODS,
     REPLICA_SETS,
-    EventRecorder,
     NamespaceIndex,
-    claim,
     controller_of,
     is_namespace_terminating,
-    recheck_owner,
     selector_for,
     split_key,
     wait_synced,
 )
-from services.controllers.deployment_rollout import rollout_recreate, rollout_rolling
-from services.controllers.deployment_sync import (
+from services.controllers.deployment.deps import Deps
+from services.controllers.deployment.rollout import rollout_recreate, rollout_rolling
+from services.controllers.deployment.sync import (
     check_paused_conditions,
     is_scaling_event,
     sync_paused_or_scaled,
     sync_status_only,
 )
-from services.controllers.deployment_util import (
+from services.controllers.deployment.util import (
     DEPLOYMENTS,
     RECREATE,
     ROLLING_UPDATE,
     Deployment,
     ReplicaSet,
 )
-from services.controllers.workqueue import WorkQueue, controller_queue
+from services.controllers.events import EventRecorder
+from services.controllers.ref_manager import claim, recheck_owner
+from services.controllers.workqueue import WorkQueue, controller_queue, run_workers
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +155,14 @@ class DeploymentController:
         self.events = EventRecorder(
             client, "deployment-controller", self.clock, enabled=self.config.record_events
         )
+        self.deps = Deps(
+            client=client,
+            clock=self.clock,
+            events=self.events,
+            deployments=self.d_informer,
+            replica_sets=self.rs_informer,
+            queue=self.queue,
+        )
         self._d_index = NamespaceIndex(self.d_informer)
         self._rs_index = NamespaceIndex(self.rs_informer)
         self._pod_index = NamespaceIndex(self.pod_informer)
@@ -168,43 +178,31 @@ class DeploymentController:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Sync Deployments with `workers` workers until `stop` is set."""
-        workers: list[asyncio.Task[None]] = []
         try:
             synced = (self.d_informer.synced, self.rs_informer.synced, self.pod_informer.synced)
             if await wait_synced(stop, *synced):
-                workers = [
-                    asyncio.create_task(self._worker(), name=f"deployment-worker-{i}")
-                    for i in range(self.config.workers)
-                ]
-                await stop.wait()
+                await run_workers(
+                    self.queue,
+                    self.sync,
+                    workers=self.config.workers,
+                    stop=stop,
+                    what="deployment",
+                    retry=self._retry,
+                )
         finally:
             self.queue.shutdown()
-            for w in workers:
-                w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
             await self.events.close()
 
-    async def _worker(self) -> None:
-        while (key := await self.queue.get()) is not None:
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # noqa: BLE001 - logged and retried with backoff
-                if isinstance(e, ApiError) and is_namespace_terminating(e):
-                    self.queue.forget(key)
-                elif self.queue.num_requeues(key) < self.config.max_retries:
-                    if isinstance(e, ApiError):
-                        log.info("sync of deployment %s failed: %s", key, e)
-                    else:
-                        log.exception("sync of deployment %s failed", key)
-                    self.queue.add_rate_limited(key)
-                else:
-                    log.warning("dropping deployment %s out of the queue: %s", key, e)
-                    self.queue.forget(key)
-            finally:
-                self.queue.done(key)
+    def _retry(self, key: str, e: Exception) -> bool:
+        """Whether a failed sync is retried with backoff: not when the namespace is being
+        deleted (every create would fail), nor after max_retries (dropped until the
+        key's next event)."""
+        if isinstance(e, ApiError) and is_namespace_terminating(e):
+            return False
+        if self.queue.num_requeues(key) < self.config.max_retries:
+            return True
+        log.warning("dropping deployment %s out of the queue: %s", key, e)
+        return False
 
     # ------------------------------------------------------------------ lookups
 
@@ -348,16 +346,16 @@ class DeploymentController:
             return
         rss = await self._claim_replica_sets(d, selector)
         if d.metadata.deletion_timestamp:
-            await sync_status_only(self, d, rss)
+            await sync_status_only(self.deps, d, rss)
             return
-        await check_paused_conditions(self, d)
-        if d.spec.paused or await is_scaling_event(self, d, rss):
-            await sync_paused_or_scaled(self, d, rss)
+        await check_paused_conditions(self.deps, d)
+        if d.spec.paused or await is_scaling_event(self.deps, d, rss):
+            await sync_paused_or_scaled(self.deps, d, rss)
             return
         if d.spec.strategy.type == RECREATE:
-            await rollout_recreate(self, d, rss, self._pod_map(d, rss))
+            await rollout_recreate(self.deps, d, rss, self._pod_map(d, rss))
         elif d.spec.strategy.type == ROLLING_UPDATE:
-            await rollout_rolling(self, d, rss)
+            await rollout_rolling(self.deps, d, rss)
         else:
             raise ApiError(f"unexpected deployment strategy type: {d.spec.strategy.type}")
 
