@@ -9,7 +9,7 @@ import pytest
 from google.protobuf import any_pb2
 from google.protobuf.descriptor import Descriptor
 
-from kubera import manifests
+from kubera.cli import manifests
 from kubera.errors import CliError
 from services.api.kinds import KINDS
 from services.api.limits import (

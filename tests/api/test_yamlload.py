@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kubera import manifests
+from kubera.cli import manifests
 from kubera.errors import CliError
 from services.api import yamlload
 from services.kubelet.template import TemplateError, load_template

@@ -15,7 +15,7 @@ import pytest
 from google.protobuf import any_pb2
 from google.protobuf.message import Message
 
-from kubera.etcd import EtcdProcess
+from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import apiserver_pb2 as pb
 from services.api import codec
 from services.api.errors import (

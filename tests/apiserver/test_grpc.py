@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from kubera.etcd import EtcdProcess
+from kubera.launch.etcd import EtcdProcess
 from services.api.errors import (
     AlreadyExistsError,
     BadRequestError,

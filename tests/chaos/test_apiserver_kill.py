@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubera.chaos import ApiServerRecovery, is_bind
-from kubera.cmd_chaos import recovery_summary
+from kubera.chaos import ApiServerRecovery, is_bind, recovery_summary
 from tests.builders import MakePod
 
 

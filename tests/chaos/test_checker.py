@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from kubera import cli
-from kubera.etcd import EtcdProcess
+from kubera.cli import main as cli
+from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import core_pb2
 from services.api.conditions import update_pod_condition
 from services.api.kinds import BY_KIND

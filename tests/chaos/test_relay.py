@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import grpc
 import pytest
 
-from kubera.etcd import EtcdProcess
+from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import chaos_pb2 as chaos_pb
 from protos.kubera.v1 import chaos_pb2_grpc as chaos_grpc
 from services.api.errors import ApiError

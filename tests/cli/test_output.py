@@ -7,8 +7,8 @@ import io
 import pytest
 from google.protobuf import struct_pb2
 
-from kubera import describe, output, tables
-from kubera.apply import merge_patch, three_way_patch
+from kubera.cli.apply import merge_patch, three_way_patch
+from kubera.printing import describe, output, tables
 from protos.kubera.v1 import core_pb2
 
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from kubera.etcd import EtcdProcess
+from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import core_pb2
 from services.api import codec
 from services.api.errors import NotFoundError, PreconditionError

@@ -24,8 +24,9 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from kubera.bench import _bounded, _Cluster
+from kubera.bench.harness import bounded, count_binds, create_all
 from kubera.errors import CliError
+from kubera.testing import Cluster
 
 #: Upstream scheduler_perf thresholds (pods/s) for these workloads at 5,000 nodes.
 UPSTREAM = {"basic": 680, "topology-spread": 460, "anti-affinity": 60}
@@ -116,43 +117,6 @@ def _pod(name: str, workload: str, group: str):
     )
 
 
-async def _create_all(client, objs: list, chunk: int = 500) -> None:
-    for i in range(0, len(objs), chunk):
-        res = await client.batch_create(objs[i : i + chunk])
-        bad = [r.error for r in res if r.error is not None]
-        if bad:
-            raise CliError(f"bench: create failed: {bad[0]}")
-
-
-async def _count_binds(
-    client, group: str, n: int, timeout: float, started: asyncio.Event
-) -> list[float]:
-    """Timestamps of the binds of `n` pods labelled group=<group>."""
-    from services.api.kinds import BY_KIND
-
-    pods = BY_KIND["Pod"]
-    _, rv = await client.list(pods, namespace="default", label_selector=f"group={group}")
-    bound: dict[str, float] = {}
-    started.set()
-
-    async def follow() -> None:
-        async for ev in client.watch(
-            pods, namespace="default", label_selector=f"group={group}", resource_version=rv
-        ):
-            if ev.object.spec.node_name and ev.object.metadata.name not in bound:
-                bound[ev.object.metadata.name] = time.perf_counter()
-                if len(bound) >= n:
-                    return
-
-    try:
-        await asyncio.wait_for(follow(), timeout)
-    except TimeoutError:
-        raise CliError(
-            f"bench: only {len(bound)} of {n} pods bound within {timeout:.0f}s"
-        ) from None
-    return sorted(bound.values())
-
-
 def _windows(stamps: list[float], start: float) -> list[int]:
     """Pods bound in each whole second after `start` (scheduler_perf's throughput samples)."""
     if not stamps:
@@ -184,7 +148,7 @@ async def _run(ctx: dict, args: argparse.Namespace) -> dict[str, Any]:
     try:
         payload = _pod("x", args.workload, "x").SerializeToString()
         t0 = time.perf_counter()
-        await _bounded(2000, 64, lambda i: etcd.txn([], [Put(f"/bench/sched/{i}", payload)]))
+        await bounded(2000, 64, lambda i: etcd.txn([], [Put(f"/bench/sched/{i}", payload)]))
         etcd_rate = 2000 / (time.perf_counter() - t0)
 
         if args.profile:
@@ -195,30 +159,30 @@ async def _run(ctx: dict, args: argparse.Namespace) -> dict[str, Any]:
             sched_task = asyncio.create_task(sched.run(stop))
 
         t0 = time.perf_counter()
-        await _create_all(client, [_node(i) for i in range(args.nodes)])
+        await create_all(client, [_node(i) for i in range(args.nodes)])
         nodes_s = time.perf_counter() - t0
 
         if args.init_pods:
             started = asyncio.Event()
             waiter = asyncio.create_task(
-                _count_binds(client, "init", args.init_pods, args.timeout, started)
+                count_binds(client, "init", args.init_pods, args.timeout, started)
             )
             await started.wait()
-            await _create_all(
+            await create_all(
                 client, [_pod(f"init-{i}", args.workload, "init") for i in range(args.init_pods)]
             )
             await waiter
 
         started = asyncio.Event()
         waiter = asyncio.create_task(
-            _count_binds(client, "measured", args.pods, args.timeout, started)
+            count_binds(client, "measured", args.pods, args.timeout, started)
         )
         await started.wait()
         if args.profile:
             profiler = cProfile.Profile()
             profiler.enable()
         t_start = time.perf_counter()
-        await _create_all(
+        await create_all(
             client, [_pod(f"m-{i}", args.workload, "measured") for i in range(args.pods)]
         )
         created_s = time.perf_counter() - t_start
@@ -261,7 +225,7 @@ def cmd_scheduling_basic(args: argparse.Namespace) -> int:
         raise CliError("bench: --nodes, --pods and --repeat must be >= 1, --init-pods >= 0")
     reports = []
     for r in range(args.repeat):
-        cluster = _Cluster()
+        cluster = Cluster()
         try:
             up_args = ("--no-scheduler",) if args.profile else ()
             cluster.up(*up_args)

@@ -1,9 +1,9 @@
 """`kubectl describe`'s text: one object in detail, with its events.
 
-Split from `kubera.output` because describe is a layout of its own (kubectl's
+Split from `kubera.printing.output` because describe is a layout of its own (kubectl's
 PrefixWriter lines aligned by Go's text/tabwriter, per-kind sections for pods and nodes,
-a generic field walk for the rest) that shares only the cell helpers of `kubera.tables`
-and the Kubernetes-shaped dict of `kubera.output`.
+a generic field walk for the rest) that shares only the cell helpers of `kubera.printing.tables`
+and the Kubernetes-shaped dict of `kubera.printing.output`.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from kubera.output import to_dict
-from kubera.tables import (
+from kubera.printing.output import to_dict
+from kubera.printing.tables import (
     NONE,
-    _state,
     age,
     allocatable,
+    container_state,
     format_amount,
     format_label_selector,
     format_taint,
@@ -178,7 +178,7 @@ def _describe_container(w: _Describe, c: Any, status: Any | None) -> None:
         for part in c.args:
             w.line(3, part)
     if status is not None:
-        state = _state(status)
+        state = container_state(status)
         for label, key in (("State:", "state"), ("Last State:", "last_state")):
             st = (
                 state

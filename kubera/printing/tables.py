@@ -1,6 +1,6 @@
 """`kubectl get`'s tables: the default output format and `-o wide`.
 
-Split from `kubera.output` because the per-kind columns are most of the printing code
+Split from `kubera.printing.output` because the per-kind columns are most of the printing code
 and change for their own reasons (a new kind, a new column) rather than with the JSON/YAML
 formats. Tables have kubectl's columns per kind (and `-o wide`'s extra ones), its pod and
 node STATUS rules, and its AGE arithmetic; when stdout is not a terminal they come out as
@@ -27,7 +27,7 @@ from typing import Any, TextIO
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from kubera.output import resource_name
+from kubera.printing.output import resource_name
 from services.api.kinds import Kind
 from services.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, canonicalize
 from services.scheduler.framework.types import CPU, MEMORY, PODS, Resource, pod_requests
@@ -127,7 +127,8 @@ def format_taint(t: Message) -> str:
 # ------------------------------------------------------------ pod status
 
 
-def _state(cs: Message) -> dict[str, Any]:
+def container_state(cs: Message) -> dict[str, Any]:
+    """A container status's state (running / waiting / terminated) as a dict; {} when unset."""
     return json_format.MessageToDict(cs.state) if cs.HasField("state") else {}  # type: ignore[attr-defined]
 
 
@@ -148,7 +149,7 @@ def pod_status(pod: Message) -> tuple[str, int, int, int]:
     initializing = False
     for i, cs in enumerate(status.init_container_statuses):
         restarts += cs.restart_count
-        state = _state(cs)
+        state = container_state(cs)
         term, wait = state.get("terminated"), state.get("waiting")
         if term is not None and int(term.get("exitCode", 0)) == 0:
             continue
@@ -170,7 +171,7 @@ def pod_status(pod: Message) -> tuple[str, int, int, int]:
         has_running = False
         for cs in reversed(status.container_statuses):
             restarts += cs.restart_count
-            state = _state(cs)
+            state = container_state(cs)
             term, wait = state.get("terminated"), state.get("waiting")
             if wait is not None and wait.get("reason"):
                 reason = wait["reason"]
@@ -306,10 +307,13 @@ def node_usage(pods: Iterable[Message]) -> dict[str, NodeUsage]:
 def _used_of(name: str, requested: int, node: Message) -> str:
     """`3500m/4`: requested / allocatable, `<none>` for an allocatable the node lacks."""
     total = allocatable(node).get(name)
-    try:
-        shown = NONE if total is None else canonicalize(total)
-    except QuantityError:
-        shown = total
+    if total is None:
+        shown = NONE
+    else:
+        try:
+            shown = canonicalize(total)
+        except QuantityError:
+            shown = total
     return f"{format_amount(name, requested)}/{shown}"
 
 

@@ -34,9 +34,9 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from kubera.bench import _Cluster
-from kubera.bench_scheduling import _count_binds, _create_all
+from kubera.bench.harness import count_binds, create_all
 from kubera.errors import CliError
+from kubera.testing import Cluster
 
 NODE_CPU_M = 4000
 NODE_MEMORY_MI = 16 * 1024
@@ -228,7 +228,7 @@ async def _replica(args: argparse.Namespace) -> None:
 
 
 def _replica_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m kubera.bench_shared replica")
+    p = argparse.ArgumentParser(prog="python -m kubera.bench.shared replica")
     p.add_argument("--apiserver", required=True)
     p.add_argument("--replica", type=int, required=True)
     p.add_argument("--replicas", type=int, required=True)
@@ -254,7 +254,7 @@ class _Replicas:
                 proc = await asyncio.create_subprocess_exec(
                     sys.executable,
                     "-m",
-                    "kubera.bench_shared",
+                    "kubera.bench.shared",
                     "replica",
                     "--apiserver",
                     apiserver,
@@ -326,15 +326,13 @@ async def _run(ctx: dict, args: argparse.Namespace, k: int, workdir: Path) -> di
     client = Client(ctx["apiserver"], timeout=120)
     replicas = _Replicas(workdir)
     try:
-        await _create_all(client, [_node(i) for i in range(args.nodes)])
+        await create_all(client, [_node(i) for i in range(args.nodes)])
         await replicas.start(ctx["apiserver"], k, args.partition)
         started = asyncio.Event()
-        waiter = asyncio.create_task(
-            _count_binds(client, "omega", args.pods, args.timeout, started)
-        )
+        waiter = asyncio.create_task(count_binds(client, "omega", args.pods, args.timeout, started))
         await started.wait()
         t_start = time.perf_counter()
-        await _create_all(client, _pods(args))
+        await create_all(client, _pods(args))
         stamps = await waiter
         elapsed = stamps[-1] - t_start
         await replicas.stop()
@@ -430,7 +428,7 @@ def cmd_shared_state(args: argparse.Namespace) -> int:
     for k in ks:
         runs = []
         for r in range(args.repeat):
-            cluster = _Cluster()
+            cluster = Cluster()
             try:
                 cluster.up("--no-scheduler", "--no-controllers")
                 runs.append(asyncio.run(_run(cluster.context, args, k, Path(cluster.home))))
@@ -473,5 +471,5 @@ def cmd_shared_state(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     if sys.argv[1:2] != ["replica"]:
-        sys.exit("usage: python -m kubera.bench_shared replica --apiserver ADDR ...")
+        sys.exit("usage: python -m kubera.bench.shared replica --apiserver ADDR ...")
     sys.exit(_replica_main(sys.argv[2:]))

@@ -9,8 +9,8 @@ import asyncio
 import json
 import sys
 
-from kubera.context import ContextError, load_context
 from kubera.errors import CliError
+from kubera.launch.context import ContextError, load_context
 from services.api.duration import parse_duration
 from services.chaos.history import HistoryCompactedError, check_history, wait_settled
 from services.chaos.verdict import Verdict

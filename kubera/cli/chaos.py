@@ -4,38 +4,28 @@
   status, its pods stop progressing) and comes back; through the node pools' gRPC API.
 - `kill-leader`, `pause-leader --for S`, `partition-leader --for S`: the leader of a
   scheduler (or controller-manager) election is SIGKILLed, SIGSTOPped, or cut off from
-  etcd and the apiserver while it still believes it leads (kubera/chaos.py).
+  etcd and the apiserver while it still believes it leads.
 - `kill-apiserver`: SIGKILL the apiserver's process; it comes back on its address (Ray
   re-creates it, the supervisor starts it) and the verb reports the time from the kill
   to the first successful write and to the first bind.
 - `restart-etcd`, `kill-pool P`; `run --faults N --interval S`: a scripted mix.
 
-`kubera check` afterwards proves nothing was bound twice, overcommitted or lost.
+`kubera check` afterwards proves nothing was bound twice, overcommitted or lost. The actions
+themselves are `kubera.chaos`; this module parses the flags and prints.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import random
-import statistics
 import time
 
 import grpc
 
 from kubera import chaos
-from kubera.context import Context, load_context
 from kubera.errors import CliError
-from protos.kubera.v1 import nodepool_pb2 as npb
-from protos.kubera.v1 import nodepool_pb2_grpc as npb_grpc
+from kubera.launch.context import load_context
 from services.api.duration import parse_duration
-from services.api.errors import ApiError
-from services.api.kinds import BY_KIND
-from services.client import Client
-from services.storage.etcd import EtcdStorage
-
-#: `chaos run --kinds`: leader faults (kill, pause, partition) and cluster faults.
-KINDS = ("kill", "pause", "partition", "restart-etcd", "kill-apiserver")
 
 
 def _leader_args(p: argparse.ArgumentParser) -> None:
@@ -99,7 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="kill,pause,partition",
         help=(
             "comma-separated fault kinds to draw from, uniformly (name one twice to draw it "
-            f"twice as often): {', '.join(KINDS)}"
+            f"twice as often): {', '.join(chaos.RUN_KINDS)}"
         ),
     )
     p.add_argument(
@@ -124,29 +114,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=cmd_set_alive, alive=alive, verb=verb)
 
 
-async def set_alive(pools: list[dict], nodes: list[str], alive: bool) -> tuple[set[str], set[str]]:
-    """Ask every pool; returns (changed, already so)."""
-    changed: set[str] = set()
-    unchanged: set[str] = set()
-
-    async def one(address: str) -> None:
-        async with grpc.aio.insecure_channel(address) as ch:
-            resp = await npb_grpc.NodePoolStub(ch).SetAlive(
-                npb.SetAliveRequest(nodes=nodes, alive=alive), timeout=15
-            )
-            changed.update(resp.changed)
-            unchanged.update(resp.unchanged)
-
-    await asyncio.gather(*(one(p["address"]) for p in pools))
-    return changed, unchanged
-
-
 def cmd_set_alive(args: argparse.Namespace) -> int:
     ctx = load_context()
     if not ctx.node_pools:
         raise CliError("this cluster runs no hollow nodes (start it with `kubera up --nodes N`)")
     try:
-        changed, unchanged = asyncio.run(set_alive(ctx.node_pools, args.nodes, args.alive))
+        changed, unchanged = asyncio.run(chaos.set_alive(ctx.node_pools, args.nodes, args.alive))
     except grpc.aio.AioRpcError as e:
         raise CliError(f"node pool: {e.details()}") from None
     missing = [n for n in args.nodes if n not in changed and n not in unchanged]
@@ -180,35 +153,11 @@ def _lease(args: argparse.Namespace) -> str:
     return lease
 
 
-async def _storage(ctx: Context) -> EtcdStorage:
-    storage = EtcdStorage(ctx.etcd, timeout=5)
-    await storage.connect()
-    return storage
-
-
-async def _leader_fault(ctx: Context, lease: str, fault: str, seconds: float, wait: float) -> str:
-    storage = await _storage(ctx)
-    try:
-        target = await chaos.wait_leader(storage, lease, wait)
-    finally:
-        await storage.close()
-    who = f"leader {target.identity} (pid {target.pid}, term {target.term}) of Lease {lease}"
-    if fault == "kill":
-        chaos.kill(target)
-        return f"killed {who}"
-    if fault == "pause":
-        print(f"pausing {who} for {seconds:g}s", flush=True)
-        await chaos.pause(target, seconds)
-        return f"resumed {who}"
-    lasts = await chaos.partition(target, seconds)
-    return f"partitioned {who} from etcd and the apiserver for {lasts:g}s"
-
-
 def cmd_leader_fault(args: argparse.Namespace) -> int:
     ctx = load_context()
     seconds = _seconds("--for", args.seconds) if args.fault != "kill" else 0.0
     try:
-        print(asyncio.run(_leader_fault(ctx, _lease(args), args.fault, seconds, args.wait)))
+        print(asyncio.run(chaos.leader_fault(ctx, _lease(args), args.fault, seconds, args.wait)))
     except grpc.aio.AioRpcError as e:
         raise CliError(f"leader's chaos control: {e.details()}") from None
     except ProcessLookupError:
@@ -224,19 +173,10 @@ def cmd_restart_etcd(args: argparse.Namespace) -> int:
     return 0
 
 
-def describe_recovery(r: chaos.ApiServerRecovery) -> str:
-    bind = f"{r.first_bind_s:.2f}s" if r.first_bind_s is not None else "none within the wait"
-    back = f"pid {r.new_pid}" if r.new_pid else "its new pid not recorded yet"
-    return (
-        f"killed apiserver (pid {r.pid}) at {r.address}: first successful write after "
-        f"{r.first_write_s:.2f}s, first bind after {bind}; back as {back}"
-    )
-
-
 def cmd_kill_apiserver(args: argparse.Namespace) -> int:
     ctx = load_context()
     recovery = asyncio.run(chaos.kill_apiserver(ctx, timeout=args.wait))
-    print(describe_recovery(recovery))
+    print(chaos.describe_recovery(recovery))
     return 0
 
 
@@ -246,98 +186,31 @@ def cmd_kill_pool(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _run(ctx: Context, args: argparse.Namespace, lease: str) -> dict[str, int]:
+def _run_plan(args: argparse.Namespace) -> chaos.RunPlan:
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
-    bad = [k for k in kinds if k not in KINDS]
+    bad = [k for k in kinds if k not in chaos.RUN_KINDS]
     if not kinds or bad:
         raise CliError(
             f"--kinds: unknown fault kind(s) {', '.join(bad) or '(none given)'}; "
-            f"expected {', '.join(KINDS)}"
+            f"expected {', '.join(chaos.RUN_KINDS)}"
         )
     if args.faults < 1:
         raise CliError(f"--faults: must be >= 1, got {args.faults}")
-    interval = _seconds("--interval", args.interval)
-    rng = random.Random(args.seed)
-    storage = await _storage(ctx)
-    counts = dict.fromkeys(kinds, 0)
-    recoveries: list[chaos.ApiServerRecovery] = []
-    background: set[asyncio.Task[None]] = set()
-    # Read once, while the apiserver is surely up (not during one of our kills).
-    lease_seconds = 0.0
-    if not args.seconds and any(k in ("pause", "partition") for k in kinds):
-        lease_seconds = await _lease_seconds(ctx, lease)
-    try:
-        for i in range(args.faults):
-            kind = rng.choice(kinds)
-            ctx = load_context()  # etcd's and the apiserver's PIDs change with their restarts
-            if kind == "restart-etcd":
-                pid = await asyncio.to_thread(chaos.restart_etcd, ctx)
-                print(f"[{i + 1}/{args.faults}] restarted etcd (pid {pid})", flush=True)
-                await storage.close()
-                storage = await _storage(ctx)
-            elif kind == "kill-apiserver":
-                recovery = await chaos.kill_apiserver(ctx, timeout=args.wait)
-                recoveries.append(recovery)
-                print(f"[{i + 1}/{args.faults}] {describe_recovery(recovery)}", flush=True)
-            else:
-                target = await chaos.wait_leader(storage, lease, args.wait)
-                seconds = _seconds("--for", args.seconds) if args.seconds else 1.5 * lease_seconds
-                who = f"{target.identity} (pid {target.pid}, term {target.term})"
-                if kind == "kill":
-                    chaos.kill(target)
-                    print(f"[{i + 1}/{args.faults}] killed {who}", flush=True)
-                elif kind == "pause":
-                    task = asyncio.create_task(chaos.pause(target, seconds))
-                    background.add(task)
-                    task.add_done_callback(background.discard)
-                    print(f"[{i + 1}/{args.faults}] paused {who} for {seconds:g}s", flush=True)
-                else:
-                    await chaos.partition(target, seconds)
-                    print(f"[{i + 1}/{args.faults}] partitioned {who} for {seconds:g}s", flush=True)
-                # the next fault hits the next leader, not the one just hit
-                await chaos.wait_leader(storage, lease, args.wait + seconds, not_term=target.term)
-            counts[kind] += 1
-            if i + 1 < args.faults:
-                await asyncio.sleep(interval)
-    finally:
-        for task in list(background):
-            await task  # every paused process gets its SIGCONT
-        await storage.close()
-    if recoveries:
-        print(recovery_summary(recoveries), flush=True)
-    return counts
-
-
-def recovery_summary(recoveries: list[chaos.ApiServerRecovery]) -> str:
-    """Median and max of kill → first write and kill → first bind over apiserver kills."""
-    writes = [r.first_write_s for r in recoveries]
-    binds = [r.first_bind_s for r in recoveries if r.first_bind_s is not None]
-    line = (
-        f"apiserver kills: {len(recoveries)}; kill → first write median "
-        f"{statistics.median(writes):.2f}s, max {max(writes):.2f}s"
+    return chaos.RunPlan(
+        kinds=tuple(kinds),
+        faults=args.faults,
+        interval=_seconds("--interval", args.interval),
+        seconds=_seconds("--for", args.seconds) if args.seconds else 0.0,
+        seed=args.seed,
+        wait=args.wait,
     )
-    if binds:
-        line += f"; kill → first bind median {statistics.median(binds):.2f}s, max {max(binds):.2f}s"
-    missing = len(recoveries) - len(binds)
-    return line + (f" ({missing} with no bind within the wait)" if missing else "")
-
-
-async def _lease_seconds(ctx: Context, lease: str) -> float:
-    """The Lease's leaseDurationSeconds as published (15 if it has none yet)."""
-    namespace, name = lease.split("/")
-    async with Client(ctx.apiserver) as c:
-        try:
-            obj = await c.get(BY_KIND["Lease"], name, namespace)
-        except ApiError:
-            return 15.0
-    return float(obj.spec.lease_duration_seconds or 15)  # type: ignore[attr-defined]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     ctx = load_context()
     t0 = time.monotonic()
     try:
-        counts = asyncio.run(_run(ctx, args, _lease(args)))
+        counts = asyncio.run(chaos.run(ctx, _run_plan(args), _lease(args)))
     except grpc.aio.AioRpcError as e:
         raise CliError(f"leader's chaos control: {e.details()}") from None
     summary = ", ".join(f"{k} {v}" for k, v in counts.items())

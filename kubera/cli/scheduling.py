@@ -1,46 +1,24 @@
-"""Scheduling verbs: `cordon`, `uncordon`, `taint` (kubectl's syntax) and `explain pod`,
-which prints the scheduler's decision traces for a pod."""
+"""Scheduling verbs: `explain pod`, which prints the scheduler's decision traces for a pod,
+and `schedulers`, the scheduler replicas and what each is doing. (`cordon` and `taint`
+change nodes: they are in `kubera.cli.nodes`.)"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import grpc
-from google.protobuf.message import Message
 
-from kubera.context import apiserver_address, load_context
 from kubera.errors import CliError
-from protos.kubera.v1 import core_pb2
+from kubera.launch.context import load_context
 from protos.kubera.v1 import scheduler_pb2 as spb
 from protos.kubera.v1 import scheduler_pb2_grpc as spb_grpc
-from services.api.errors import ApiError, ConflictError
-from services.api.kinds import BY_KIND
-from services.client import Client
-
-NODES = BY_KIND["Node"]
-EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    for verb, flag in (("cordon", True), ("uncordon", False)):
-        p = sub.add_parser(
-            verb, help="mark a node unschedulable" if flag else "mark a node schedulable"
-        )
-        p.add_argument("node")
-        p.set_defaults(func=cmd_cordon, unschedulable=flag)
-    t = sub.add_parser(
-        "taint", help="add or remove node taints: key=value:Effect, key:Effect, key-, key:Effect-"
-    )
-    t.add_argument("args", nargs="+", metavar="[nodes] NODE TAINT")
-    t.add_argument(
-        "--overwrite", action="store_true", help="replace a taint with the same key and effect"
-    )
-    t.set_defaults(func=cmd_taint)
     e = sub.add_parser(
         "explain", help="why a pod is where it is, or still pending (scheduler traces)"
     )
@@ -55,124 +33,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     r.add_argument("-o", "--output", choices=["table", "json"], default="table")
     r.set_defaults(func=cmd_schedulers)
-
-
-def _fail(e: ApiError) -> CliError:
-    return CliError(f"Error from server ({e.reason}): {e.message}")
-
-
-async def update_node(client: Client, name: str, change: Callable[[Message], str | None]) -> str:
-    """Read-modify-write a node with optimistic concurrency; `change(node)` edits the node
-    in place and returns a word for the output, or None when there is nothing to write."""
-    for _ in range(10):
-        node = await client.get(NODES, name)
-        word = change(node)
-        if word is None:
-            return "unchanged"
-        try:
-            await client.update(node)
-            return word
-        except ConflictError:
-            continue
-    raise CliError(f'node "{name}" kept changing; try again')
-
-
-async def _update_node(address: str, name: str, change: Callable[[Message], str | None]) -> str:
-    async with Client(address) as c:
-        return await update_node(c, name, change)
-
-
-def set_unschedulable(flag: bool) -> Callable[[Message], str | None]:
-    """The change `cordon` (True) and `uncordon` (False) make: "cordoned" / "uncordoned",
-    None when the node already is that way."""
-
-    def change(node: Message) -> str | None:
-        spec: Any = node.spec  # type: ignore[attr-defined]
-        if spec.unschedulable == flag:
-            return None
-        spec.unschedulable = flag
-        return "cordoned" if flag else "uncordoned"
-
-    return change
-
-
-def cmd_cordon(args: argparse.Namespace) -> int:
-    change = set_unschedulable(args.unschedulable)
-    try:
-        word = asyncio.run(_update_node(apiserver_address(args.server), args.node, change))
-    except ApiError as e:
-        raise _fail(e) from None
-    if word == "unchanged":
-        word = "already cordoned" if args.unschedulable else "already uncordoned"
-    print(f"node/{args.node} {word}")
-    return 0
-
-
-def parse_taint(spec: str) -> tuple[str, str, str, bool]:
-    """(key, value, effect, remove) from kubectl's forms; effect may be "" only for removal."""
-    remove = spec.endswith("-")
-    body = spec[:-1] if remove else spec
-    key_value, _, effect = body.partition(":")
-    key, _, value = key_value.partition("=")
-    if not key:
-        raise CliError(f'invalid taint spec: "{spec}": the key is empty')
-    if remove:
-        if effect and effect not in EFFECTS:
-            raise CliError(
-                f"invalid taint effect: {effect}, unsupported taint effect (supported: {', '.join(EFFECTS)})"
-            )
-        return key, value, effect, True
-    if not effect:
-        raise CliError(
-            f'invalid taint spec: "{spec}": expected key[=value]:Effect, e.g. dedicated=accel:NoSchedule'
-        )
-    if effect not in EFFECTS:
-        raise CliError(
-            f"invalid taint effect: {effect}, unsupported taint effect (supported: {', '.join(EFFECTS)})"
-        )
-    return key, value, effect, False
-
-
-def cmd_taint(args: argparse.Namespace) -> int:
-    rest = list(args.args)
-    if rest and rest[0] in ("node", "nodes", "no"):
-        rest = rest[1:]
-    if len(rest) < 2:
-        raise CliError(
-            "taint: expected NODE and at least one taint, e.g. `kubera taint node-a dedicated=accel:NoSchedule`"
-        )
-    name, specs = rest[0], [parse_taint(s) for s in rest[1:]]
-
-    def change(node) -> str | None:
-        taints = list(node.spec.taints)
-        removed = added = False
-        for key, value, effect, remove in specs:
-            if remove:
-                keep = [
-                    t for t in taints if not (t.key == key and (not effect or t.effect == effect))
-                ]
-                if len(keep) == len(taints):
-                    raise CliError(f'taint "{key}{":" + effect if effect else ""}" not found')
-                taints, removed = keep, True
-                continue
-            same = [t for t in taints if t.key == key and t.effect == effect]
-            if same and not args.overwrite:
-                raise CliError(
-                    f"node {name} already has {key} taint(s) with same effect(s) and --overwrite is false"
-                )
-            taints = [t for t in taints if not (t.key == key and t.effect == effect)]
-            taints.append(core_pb2.Taint(key=key, value=value, effect=effect))
-            added = True
-        del node.spec.taints[:]
-        node.spec.taints.extend(taints)
-        return "tainted" if added else ("untainted" if removed else None)
-
-    try:
-        word = asyncio.run(_update_node(apiserver_address(args.server), name, change))
-    except ApiError as e:
-        raise _fail(e) from None
-    print(f"node/{name} {'modified' if word == 'unchanged' else word}")
-    return 0
 
 
 def _ts(t: float) -> str:

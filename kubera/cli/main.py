@@ -10,12 +10,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kubera import bench, cmd_chaos, cmd_check, cmd_cluster, cmd_nodes, cmd_objects, cmd_scheduling
-from kubera.context import ContextError
+from kubera.cli import apply, bench, chaos, check, cluster, nodes, objects, scheduling
 from kubera.errors import CliError
+from kubera.launch.context import ContextError
 
 #: Modules with `register(subparsers)`; each subcommand sets `func(args) -> int`.
-COMMANDS = (cmd_cluster, cmd_objects, cmd_scheduling, cmd_nodes, cmd_chaos, cmd_check, bench)
+COMMANDS = (cluster, apply, objects, nodes, scheduling, chaos, check, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,5 +46,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -m kubera.cli.main
     sys.exit(main())

@@ -1,7 +1,7 @@
 """What `kubera apply` computes and sends for each manifest, kubectl's way.
 
-Split from `kubera.cmd_objects` (which registers and runs the verbs) because the merge is
-the subtle part of apply and reads best on its own: kubectl's three-way merge of the last
+The verb (register, preflight, run) is at the end; the rest is the merge, the subtle part of
+apply: kubectl's three-way merge of the last
 applied manifest (the `last-applied-configuration` annotation), the new manifest and the
 live object; the dry-run normalisation that lets a manifest compare equal to what the
 apiserver stored (defaults, admission, canonical quantities); the client-side validation;
@@ -11,6 +11,7 @@ and creating or updating one object, retrying on conflicts, with the created / c
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
 from collections.abc import Sequence
@@ -19,7 +20,20 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from kubera.manifests import Manifest
+from kubera.cli import manifests
+from kubera.cli.common import (
+    add_file_args,
+    add_namespace_arg,
+    client_for,
+    command,
+    err,
+    load_manifests,
+    meta_of,
+    server_error,
+)
+from kubera.cli.manifests import Manifest
+from kubera.errors import CliError
+from kubera.printing import output
 from services.api import codec, validation
 from services.api.errors import (
     AlreadyExistsError,
@@ -36,10 +50,6 @@ from services.client import Client
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _CONFLICT_RETRIES = 5
-
-
-def _meta(obj: Message) -> Any:
-    return obj.metadata  # type: ignore[attr-defined]
 
 
 def _deletions(last: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
@@ -135,12 +145,12 @@ def _annotation_text(config: dict[str, Any]) -> str:
 
 def _with_annotation(obj: Message, config: dict[str, Any]) -> Message:
     obj = codec.clone(obj)
-    _meta(obj).annotations[LAST_APPLIED] = _annotation_text(config)
+    meta_of(obj).annotations[LAST_APPLIED] = _annotation_text(config)
     return obj
 
 
 def _last_applied(live: Message) -> dict[str, Any] | None:
-    text = _meta(live).annotations.get(LAST_APPLIED)
+    text = meta_of(live).annotations.get(LAST_APPLIED)
     if not text:
         return None
     try:  # too deep (DepthError) or not JSON: as if there were none
@@ -184,7 +194,7 @@ async def _normalized(client: Client, m: Manifest) -> dict[str, Any]:
     with the API defaults the apiserver also applies to an update. Metadata a create
     assigns, and the status (an update cannot set it), stay as the manifest has them."""
     obj = codec.clone(m.obj)
-    _meta(obj).resource_version = ""
+    meta_of(obj).resource_version = ""
     codec.canonicalize_quantities(obj)
     plain = codec.encode(obj)
     try:
@@ -216,7 +226,7 @@ def _merged(live: Message, config: dict[str, Any], normalized: dict[str, Any]) -
     doc = merge_patch(live_doc, three_way_patch(_last_applied(live), new, live_doc))
     meta = doc.setdefault("metadata", {})
     meta.setdefault("annotations", {})[LAST_APPLIED] = _annotation_text(config)
-    meta["resourceVersion"] = _meta(live).resource_version
+    meta["resourceVersion"] = meta_of(live).resource_version
     return codec.decode(doc, validate="ignore").obj
 
 
@@ -323,3 +333,92 @@ def _dry_run_result(plan: _Plan) -> str:
         return "created"
     assert plan.merged is not None
     return "unchanged" if _same(plan.merged, plan.live) else "configured"
+
+
+# ------------------------------------------------------------------- apply
+
+
+async def _preflight(client: Client, plans: list[_Plan], server_check: bool) -> list[str]:
+    """Everything that can refuse an apply, checked before anything is written."""
+    errors: list[str] = []
+    earlier: set[tuple[str, str]] = set()
+    for plan in plans:
+        m = plan.manifest
+        plan.live = await _get_or_none(client, m.kind, m.name, m.namespace)
+        if plan.live is not None:
+            local = _local_errors(m.kind, await _plan_update(client, plan), plan.live)
+        else:
+            local = _local_errors(m.kind, m.obj)
+        if local:
+            errors.append(_invalid_line(m, local))
+            continue
+        if plan.live is None and server_check:
+            try:
+                await client.create(_with_annotation(m.obj, plan.config), dry_run=True)
+            except UnavailableError:
+                raise
+            except ApiError as e:
+                if not _depends_on_batch(e, m, earlier):
+                    errors.append(server_error(e, f'error when creating "{m.document.where}": '))
+                    continue
+        earlier.add((m.kind.kind, m.name))
+    return errors
+
+
+@command
+async def cmd_apply(args: argparse.Namespace) -> int:
+    found = load_manifests(args, args.validate)
+    for m in found:
+        if not meta_of(m.obj).name:
+            raise CliError(f"{m.document.where}: cannot use generate name with apply")
+    plans = [_Plan(m, _applied_config(m)) for m in found]
+    suffix = {"client": " (dry run)", "server": " (server dry run)"}.get(args.dry_run, "")
+    async with client_for(args) as client:
+        errors = await _preflight(client, plans, server_check=args.dry_run != "client")
+        if errors:
+            for line in errors:
+                err(line)
+            return 1
+        failed = False
+        for plan in plans:
+            m = plan.manifest
+            name = f"{output.resource_name(m.kind)}/{m.name}"
+            if args.dry_run != "none":
+                print(f"{name} {_dry_run_result(plan)}{suffix}")
+                continue
+            try:
+                result = await _apply_one(client, plan)
+            except UnavailableError:
+                raise
+            except ApiError as e:
+                verb = "creating" if plan.live is None else "applying patch"
+                err(server_error(e, f'error when {verb} "{m.document.where}": '))
+                failed = True
+                continue
+            print(f"{name} {result}")
+    return 1 if failed else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("apply", help="create or update objects from manifests")
+    add_file_args(p, required=True)
+    add_namespace_arg(p)
+    p.add_argument(
+        "--validate",
+        type=manifests.validate_mode,
+        default="strict",
+        nargs="?",
+        const="strict",  # `--validate` alone, as kubectl's NoOptDefVal
+        metavar="MODE",
+        help="unknown fields: strict|true (an error, the default, as kubectl), "
+        "warn (a warning), ignore|false (dropped silently)",
+    )
+    p.add_argument(
+        "--dry-run",
+        choices=("none", "client", "server"),
+        default="none",
+        nargs="?",
+        const="client",
+        help="only show what would be applied (server: let the apiserver check it too)",
+    )
+    p.set_defaults(func=cmd_apply)

@@ -3,7 +3,7 @@ etcd, Ray and the actors, writes the context file, and on SIGTERM/SIGINT stops t
 and removes what it wrote. `kubera down` signals it, then stops by PID whatever is left.
 
     kubera up ─┬─ (foreground) Supervisor.run()
-               └─ (--detach) python -m kubera.supervisor … in its own session; the
+               └─ (--detach) python -m kubera.launch.supervisor … in its own session; the
                   parent waits for context.json to name it ready, prints, exits.
 """
 
@@ -22,10 +22,18 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from kubera import procs
-from kubera.context import Context, context_path, home
-from kubera.etcd import EtcdProcess
+from kubera.launch import procs
+from kubera.launch.context import Context, context_path, home
+from kubera.launch.etcd import EtcdProcess
 from services.leaderelection import TimingOverrides
+
+
+def ray_actor_class(shell: type) -> Any:
+    """The Ray actor class an actors/ shell is (`@ray.remote(...) class XActor(X)`). The
+    decorator replaces the class with a Ray ActorClass, which type checkers cannot see
+    through a class decorator; its `.options(...).remote(...)` handles are dynamic."""
+    return shell
+
 
 # Keep the embedded Ray on loopback and quiet, before ray is imported anywhere.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -132,7 +140,7 @@ class Supervisor:
         self.cluster_dir = home() / "cluster"
         self.etcd: EtcdProcess | None = None
         self.ray_tmp = ""
-        self.actor = None
+        self.actor: Any = None  # the apiserver actor handle (Ray, dynamic)
         #: The port the apiserver's first start bound; a restarted apiserver binds it again.
         self.apiserver_port = 0
         self.schedulers: list = []
@@ -178,6 +186,7 @@ class Supervisor:
                 configure_logging=False,
             )
             node = ray._private.worker._global_node  # the head we started
+            assert node is not None, "ray.init() started no head node"
             for name, running in node.all_processes.items():
                 for i, p in enumerate(running):
                     pids[f"ray-{name}-{i}"] = p.process.pid
@@ -186,7 +195,7 @@ class Supervisor:
             port=self.opts.cluster.apiserver_port,
             bookmark_interval=self.opts.cluster.bookmark_interval,
         )
-        self.actor = ApiServerActor.options(name="apiserver").remote(config)
+        self.actor = ray_actor_class(ApiServerActor).options(name="apiserver").remote(config)
         apiserver = ray.get(self.actor.ensure_started.remote(), timeout=120)
         address = str(apiserver["address"])
         self.apiserver_port = int(address.rpartition(":")[2])
@@ -245,7 +254,9 @@ class Supervisor:
                     partition=o.partition,
                 )
                 name = "scheduler" if d == i == 0 else f"scheduler-{d}-{i}"
-                self.schedulers.append(SchedulerActor.options(name=name).remote(cfg))
+                self.schedulers.append(
+                    ray_actor_class(SchedulerActor).options(name=name).remote(cfg)
+                )
         addresses = ray.get([a.start.remote() for a in self.schedulers], timeout=180)
         metrics = ray.get(self.schedulers[0].health.remote(), timeout=30)["metrics"]
         return addresses[0], metrics
@@ -270,7 +281,9 @@ class Supervisor:
         )
         for i in range(o.controller_managers):
             name = "controller-manager" if i == 0 else f"controller-manager-{i}"
-            self.controllers.append(ControllerManagerActor.options(name=name).remote(cfg))
+            self.controllers.append(
+                ray_actor_class(ControllerManagerActor).options(name=name).remote(cfg)
+            )
         ray.get([a.start.remote() for a in self.controllers], timeout=120)
 
     def _start_pools(self, apiserver: str, time_origin: float) -> list[dict]:
@@ -299,8 +312,10 @@ class Supervisor:
                 time_scale=self.opts.cluster.time_scale,
                 time_origin=time_origin,
             )
-            actor = NodePoolActor.options(name=f"pool-{i}", scheduling_strategy="SPREAD").remote(
-                cfg
+            actor = (
+                ray_actor_class(NodePoolActor)
+                .options(name=f"pool-{i}", scheduling_strategy="SPREAD")
+                .remote(cfg)
             )
             self.pools.append(actor)
         addresses = ray.get([a.start.remote() for a in self.pools], timeout=600)
@@ -316,14 +331,14 @@ class Supervisor:
         """Until asked to stop: bring back what chaos took down — etcd (restarted on its
         ports and data dir), the apiserver and the replicas Ray re-created after a kill
         (started again; the apiserver on its first port)."""
-        pending: dict[int, object] = {}
+        pending: dict[int, Any] = {}
         apiserver: list[tuple[float, object]] = []
         while not self._stop.wait(0.2):
             self._revive_etcd()
             self._revive_apiserver(apiserver)
             self._restart_replicas(pending)
 
-    def _revive_apiserver(self, pending: list[tuple[float, object]]) -> None:
+    def _revive_apiserver(self, pending: list[tuple[float, Any]]) -> None:
         """ensure_started(first port) on the apiserver: a call to a re-created actor starts
         it (Ray holds calls to a restarting actor until it is back); a new process id is
         recorded in the context for `kubera chaos`. Normally one call is in flight; one sent
@@ -371,7 +386,7 @@ class Supervisor:
             self.context.started[str(self.etcd.pid)] = procs.start_time(self.etcd.pid)
             self.context.save()
 
-    def _restart_replicas(self, pending: dict[int, object]) -> None:
+    def _restart_replicas(self, pending: dict[int, Any]) -> None:
         """ensure_started() on every replica, at most one call in flight per actor: a
         call to a re-created actor starts it; a call to a restarting one waits for it."""
         import ray
@@ -471,8 +486,8 @@ def run_foreground(opts: UpOptions, *, on_ready=None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the detached supervisor (`python -m kubera.supervisor OPTIONS_JSON`)."""
-    parser = argparse.ArgumentParser(prog="kubera.supervisor")
+    """Entry point of the detached supervisor (`python -m kubera.launch.supervisor OPTIONS_JSON`)."""
+    parser = argparse.ArgumentParser(prog="kubera.launch.supervisor")
     parser.add_argument("options_json")
     args = parser.parse_args(argv)
     opts = UpOptions.from_dict(json.loads(args.options_json))

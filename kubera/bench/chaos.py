@@ -67,7 +67,7 @@ def register(bsub: argparse._SubParsersAction) -> None:
 
 
 async def _load(ctx: dict, n: int, rate: float, stop: threading.Event, done: list[int]) -> None:
-    from kubera.bench import _pod
+    from kubera.bench.harness import pod as bench_pod
     from protos.kubera.v1 import core_pb2
     from services.api.errors import AlreadyExistsError, ApiError
     from services.client import Client
@@ -80,7 +80,7 @@ async def _load(ctx: dict, n: int, rate: float, stop: threading.Event, done: lis
         t0 = time.monotonic()
 
         async def one(i: int) -> None:
-            pod = _pod(f"p{i}", ns)
+            pod = bench_pod(f"p{i}", ns)
             pod.spec.containers[0].resources.requests["cpu"] = "10m"
             pod.spec.containers[0].resources.requests["memory"] = "16Mi"
             for attempt in range(60):  # through an apiserver kill or an etcd restart
@@ -115,14 +115,14 @@ def _fault_counts(outputs: list[str]) -> list[str]:
 
 
 def cmd_bench_chaos(args: argparse.Namespace) -> int:
-    from kubera.bench import _Cluster
+    from kubera.testing import Cluster
     from services.api.duration import parse_duration
 
     interval = parse_duration(args.interval)
     seconds = parse_duration(args.seconds)
     # a fault, its takeover (~lease) and the interval: spread the pods over the whole run
     rate = args.rate or max(5.0, args.pods / (args.faults * (interval + 2.5 + seconds / 3)))
-    cluster = _Cluster()
+    cluster = Cluster()
     report: dict = {}
     try:
         up = cluster.up(

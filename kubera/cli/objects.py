@@ -13,214 +13,42 @@ before sending use kubectl's client-side wording (`error: error validating "x.ya
 decoded and validated client-side, then checked by the apiserver in a dry run, before
 the first object is written.
 
-The apply machinery (the three-way merge, the last-applied annotation, the dry-run
-normalisation, created / configured / unchanged) is in `kubera.apply`; this module
-registers the verbs and runs them.
+`apply` (the verb and its three-way merge) is `kubera.cli.apply`; the helpers the verbs
+share (error lines, the client, manifest loading, flags) are `kubera.cli.common`; this
+module registers and runs get, delete and describe.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import functools
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from google.protobuf.message import Message
 
-from kubera import describe, manifests, output, tables
-from kubera.apply import (
-    _applied_config,
-    _apply_one,
-    _depends_on_batch,
-    _dry_run_result,
-    _get_or_none,
-    _invalid_line,
-    _local_errors,
-    _Plan,
-    _plan_update,
-    _with_annotation,
+from kubera.cli.common import (
+    add_file_args,
+    add_namespace_arg,
+    client_for,
+    command,
+    err,
+    load_manifests,
+    lookup_kind,
+    meta_of,
+    server_error,
 )
-from kubera.context import apiserver_address
 from kubera.errors import CliError
-from kubera.manifests import Manifest
-from services.api import codec, kinds, labels
+from kubera.printing import describe, output, tables
+from services.api import kinds, labels
 from services.api.errors import (
     ApiError,
-    BadRequestError,
     NotFoundError,
-    PreconditionError,
     UnavailableError,
 )
 from services.api.kinds import Kind
 from services.client import Client
 from services.clock import RealClock
-
-# ------------------------------------------------------------------ errors
-
-
-def reason(e: ApiError) -> str:
-    """The Status reason kubectl prints. It crosses the wire beside the gRPC code; from a
-    server that does not send it, Invalid arrives as BadRequest and Forbidden as
-    PreconditionFailed (they share gRPC codes), and the message tells them apart."""
-    if isinstance(e, BadRequestError) and " is invalid: " in e.message:
-        return "Invalid"
-    if isinstance(e, PreconditionError) and " is forbidden: " in e.message:
-        return "Forbidden"
-    return e.reason
-
-
-def server_error(e: ApiError, context: str = "") -> str:
-    """`Error from server (NotFound): pods "x" not found`, optionally with kubectl's
-    `error when creating "x.yaml": ` context."""
-    return f"Error from server ({reason(e)}): {context}{e.message}"
-
-
-def _err(line: str) -> None:
-    print(line, file=sys.stderr)
-
-
-def _warn(message: str) -> None:
-    """A warning from the apiserver, printed as kubectl prints them."""
-    _err(f"Warning: {message}")
-
-
-def _command(
-    fn: Callable[[argparse.Namespace], Coroutine[Any, Any, int]],
-) -> Callable[[argparse.Namespace], int]:
-    """Run an async command; expected failures become one line on stderr, never a traceback."""
-
-    @functools.wraps(fn)
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return asyncio.run(fn(args))
-        except UnavailableError as e:
-            if not e.message.startswith("apiserver unavailable:"):
-                _err(server_error(e))  # the apiserver answered: its storage is down
-                return 1
-            address = getattr(args, "server", None) or "the apiserver"
-            detail = e.message.removeprefix("apiserver unavailable:").strip()
-            raise CliError(f"unable to connect to the server {address}: {detail}") from None
-        except ApiError as e:
-            _err(server_error(e))
-            return 1
-        except kinds.UnknownKindError as e:
-            raise CliError(str(e)) from None
-        except codec.DecodeError as e:
-            raise CliError(str(e)) from None
-        except OSError as e:
-            raise CliError(str(e)) from None
-
-    return run
-
-
-def _client(args: argparse.Namespace) -> Client:
-    return Client(apiserver_address(args.server), warning_handler=_warn)
-
-
-def _meta(obj: Message) -> Any:
-    return obj.metadata  # type: ignore[attr-defined]
-
-
-def _lookup(name: str) -> Kind:
-    try:
-        return kinds.lookup(name)
-    except kinds.UnknownKindError as e:
-        raise CliError(str(e)) from None
-
-
-# -------------------------------------------------------------- namespaces
-
-
-def resolve_namespace(m: Manifest, explicit: str | None) -> None:
-    """A manifest's own namespace wins over the default; a different explicit -n is an error
-    (kubectl's words). Cluster-scoped kinds have none."""
-    meta = _meta(m.obj)
-    if not m.kind.namespaced:
-        meta.namespace = ""
-        return
-    own = meta.namespace
-    if own and explicit and own != explicit:
-        raise CliError(
-            f'the namespace from the provided object "{own}" does not match the namespace '
-            f"\"{explicit}\". You must pass '--namespace={own}' to perform this operation."
-        )
-    meta.namespace = own or explicit or "default"
-
-
-def _load(args: argparse.Namespace, validate: str) -> list[Manifest]:
-    docs = manifests.load(args.filename, recursive=args.recursive)
-    found = manifests.decode_all(docs, validate)
-    for m in found:
-        resolve_namespace(m, args.namespace)
-    return found
-
-
-# ------------------------------------------------------------------- apply
-
-
-async def _preflight(client: Client, plans: list[_Plan], server_check: bool) -> list[str]:
-    """Everything that can refuse an apply, checked before anything is written."""
-    errors: list[str] = []
-    earlier: set[tuple[str, str]] = set()
-    for plan in plans:
-        m = plan.manifest
-        plan.live = await _get_or_none(client, m.kind, m.name, m.namespace)
-        if plan.live is not None:
-            local = _local_errors(m.kind, await _plan_update(client, plan), plan.live)
-        else:
-            local = _local_errors(m.kind, m.obj)
-        if local:
-            errors.append(_invalid_line(m, local))
-            continue
-        if plan.live is None and server_check:
-            try:
-                await client.create(_with_annotation(m.obj, plan.config), dry_run=True)
-            except UnavailableError:
-                raise
-            except ApiError as e:
-                if not _depends_on_batch(e, m, earlier):
-                    errors.append(server_error(e, f'error when creating "{m.document.where}": '))
-                    continue
-        earlier.add((m.kind.kind, m.name))
-    return errors
-
-
-@_command
-async def cmd_apply(args: argparse.Namespace) -> int:
-    found = _load(args, args.validate)
-    for m in found:
-        if not _meta(m.obj).name:
-            raise CliError(f"{m.document.where}: cannot use generate name with apply")
-    plans = [_Plan(m, _applied_config(m)) for m in found]
-    suffix = {"client": " (dry run)", "server": " (server dry run)"}.get(args.dry_run, "")
-    async with _client(args) as client:
-        errors = await _preflight(client, plans, server_check=args.dry_run != "client")
-        if errors:
-            for line in errors:
-                _err(line)
-            return 1
-        failed = False
-        for plan in plans:
-            m = plan.manifest
-            name = f"{output.resource_name(m.kind)}/{m.name}"
-            if args.dry_run != "none":
-                print(f"{name} {_dry_run_result(plan)}{suffix}")
-                continue
-            try:
-                result = await _apply_one(client, plan)
-            except UnavailableError:
-                raise
-            except ApiError as e:
-                verb = "creating" if plan.live is None else "applying patch"
-                _err(server_error(e, f'error when {verb} "{m.document.where}": '))
-                failed = True
-                continue
-            print(f"{name} {result}")
-    return 1 if failed else 0
-
 
 # --------------------------------------------------------------------- get
 
@@ -251,7 +79,7 @@ def parse_resources(args: Sequence[str]) -> _Request:
                 raise CliError(
                     f'arguments in resource/name form must have a single resource and name: "{arg}"'
                 )
-            kind = _lookup(kind_name)
+            kind = lookup_kind(kind_name)
             if kind.kind not in names:
                 order.append(kind)
                 names[kind.kind] = []
@@ -261,7 +89,7 @@ def parse_resources(args: Sequence[str]) -> _Request:
     for part in args[0].split(","):
         if not part:
             continue
-        kind = _lookup(part)
+        kind = lookup_kind(part)
         if kind not in kind_list:
             kind_list.append(kind)
     if not kind_list:
@@ -323,16 +151,16 @@ async def _fetch(
             objs, _ = await client.list(
                 kind, namespace=ns, label_selector=label_selector, field_selector=field_selector
             )
-            objs.sort(key=lambda o: (_meta(o).namespace, _meta(o).name))
+            objs.sort(key=lambda o: (meta_of(o).namespace, meta_of(o).name))
         groups.append((kind, objs))
     return groups, errors
 
 
-@_command
+@command
 async def cmd_get(args: argparse.Namespace) -> int:
     req = parse_resources(args.resources)
     namespace = _namespace_arg(args)
-    async with _client(args) as client:
+    async with client_for(args) as client:
         groups, errors = await _fetch(
             client,
             req,
@@ -342,7 +170,7 @@ async def cmd_get(args: argparse.Namespace) -> int:
         )
         fmt = args.output or ""
         usage = None
-        nodes = [_meta(o).name for kind, group in groups if kind.kind == "Node" for o in group]
+        nodes = [meta_of(o).name for kind, group in groups if kind.kind == "Node" for o in group]
         if fmt == "wide" and nodes:
             # One list for every node's CPU / MEMORY / PODS columns, never one per node.
             pods, _ = await client.list(
@@ -378,9 +206,9 @@ async def cmd_get(args: argparse.Namespace) -> int:
             tables.print_table(headers, rows)
     if not objs and not errors and fmt not in ("json", "yaml"):
         namespaced = any(k.namespaced for k in req.kinds)
-        _err(output.no_resources(namespace if namespaced and namespace else None))
+        err(output.no_resources(namespace if namespaced and namespace else None))
     for line in errors:
-        _err(line)
+        err(line)
     return 1 if errors else 0
 
 
@@ -413,26 +241,26 @@ async def _delete_one(
     except NotFoundError as e:
         if ignore_not_found:
             return True
-        _err(server_error(e, context))
+        err(server_error(e, context))
         return False
     except UnavailableError:
         raise
     except ApiError as e:
-        _err(server_error(e, context))
+        err(server_error(e, context))
         return False
     print(f'{output.resource_name(kind)} "{name}" deleted')
     return True
 
 
-@_command
+@command
 async def cmd_delete(args: argparse.Namespace) -> int:
     grace = _grace(args)
     ok = True
     if args.filename:
         if args.resources:
             raise CliError("cannot specify both resource names and --filename")
-        found = _load(args, "ignore")
-        async with _client(args) as client:
+        found = load_manifests(args, "ignore")
+        async with client_for(args) as client:
             for m in found:
                 ok &= await _delete_one(
                     client,
@@ -454,15 +282,15 @@ async def cmd_delete(args: argparse.Namespace) -> int:
     if any(req.names.values()) and everything:
         raise CliError("names cannot be provided when a selector or --all is specified")
     namespace = args.namespace or "default"
-    async with _client(args) as client:
+    async with client_for(args) as client:
         if everything:
             groups, _ = await _fetch(client, req, namespace, label_selector=_label_selector(args))
             if not any(g for _, g in groups):
-                _err(output.no_resources(namespace))
+                err(output.no_resources(namespace))
             for kind, group in groups:
                 for obj in group:
                     ok &= await _delete_one(
-                        client, kind, _meta(obj).name, _meta(obj).namespace, grace
+                        client, kind, meta_of(obj).name, meta_of(obj).namespace, grace
                     )
             return 0 if ok else 1
         for kind in req.kinds:
@@ -484,7 +312,7 @@ async def cmd_delete(args: argparse.Namespace) -> int:
 
 
 async def _events(client: Client, kind: Kind, obj: Message) -> list[Message]:
-    meta = _meta(obj)
+    meta = meta_of(obj)
     selector = f"involvedObject.name={meta.name},involvedObject.kind={kind.kind}"
     if kind.namespaced:
         selector += f",involvedObject.namespace={meta.namespace}"
@@ -501,12 +329,12 @@ async def _describe(client: Client, kind: Kind, obj: Message, now: float) -> str
     if kind.kind == "Pod":
         return describe.describe_pod(obj, events, now)
     if kind.kind == "Node":
-        name = _meta(obj).name
+        name = meta_of(obj).name
         pods, _ = await client.list(
             kinds.BY_KIND["Pod"],
             field_selector=f"spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed",
         )
-        pods.sort(key=lambda p: (_meta(p).namespace, _meta(p).name))
+        pods.sort(key=lambda p: (meta_of(p).namespace, meta_of(p).name))
         lease, lease_error = None, ""
         try:
             lease = await client.get(kinds.BY_KIND["Lease"], name, "kube-node-lease")
@@ -520,13 +348,13 @@ async def _describe(client: Client, kind: Kind, obj: Message, now: float) -> str
     return describe.describe_object(obj, events, now)
 
 
-@_command
+@command
 async def cmd_describe(args: argparse.Namespace) -> int:
     req = parse_resources(args.resources)
     namespace = _namespace_arg(args)
     now = RealClock().now()
     texts: list[str] = []
-    async with _client(args) as client:
+    async with client_for(args) as client:
         groups, errors = await _fetch(client, req, namespace, label_selector=_label_selector(args))
         for kind, group in groups:
             for obj in group:
@@ -535,58 +363,19 @@ async def cmd_describe(args: argparse.Namespace) -> int:
         sys.stdout.write("\n\n".join(t.rstrip("\n") for t in texts) + "\n")
     elif not errors:
         namespaced = any(k.namespaced for k in req.kinds)
-        _err(output.no_resources(namespace if namespaced and namespace else None))
+        err(output.no_resources(namespace if namespaced and namespace else None))
     for line in errors:
-        _err(line)
+        err(line)
     return 1 if errors else 0
 
 
 # ---------------------------------------------------------------- register
 
 
-def _add_namespace(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-n", "--namespace", help='the namespace (default: "default")')
-
-
-def _add_files(p: argparse.ArgumentParser, *, required: bool) -> None:
-    p.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        required=required,
-        metavar="FILE",
-        help="a manifest file, a directory of them, or - for stdin (repeatable)",
-    )
-    p.add_argument("-R", "--recursive", action="store_true", help="process directories recursively")
-
-
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("apply", help="create or update objects from manifests")
-    _add_files(p, required=True)
-    _add_namespace(p)
-    p.add_argument(
-        "--validate",
-        type=manifests.validate_mode,
-        default="strict",
-        nargs="?",
-        const="strict",  # `--validate` alone, as kubectl's NoOptDefVal
-        metavar="MODE",
-        help="unknown fields: strict|true (an error, the default, as kubectl), "
-        "warn (a warning), ignore|false (dropped silently)",
-    )
-    p.add_argument(
-        "--dry-run",
-        choices=("none", "client", "server"),
-        default="none",
-        nargs="?",
-        const="client",
-        help="only show what would be applied (server: let the apiserver check it too)",
-    )
-    p.set_defaults(func=cmd_apply)
-
     p = sub.add_parser("get", help="list objects, or show some by name")
     p.add_argument("resources", nargs="+", metavar="KIND[,KIND] [NAME ...] | KIND/NAME")
-    _add_namespace(p)
+    add_namespace_arg(p)
     p.add_argument("-A", "--all-namespaces", action="store_true", help="list across all namespaces")
     p.add_argument("-l", "--selector", help="label selector, e.g. app=web,tier!=db")
     p.add_argument("--field-selector", help="field selector, e.g. spec.nodeName=node-a")
@@ -595,8 +384,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     p = sub.add_parser("delete", help="delete objects by name, selector or manifest")
     p.add_argument("resources", nargs="*", metavar="KIND [NAME ...] | KIND/NAME")
-    _add_files(p, required=False)
-    _add_namespace(p)
+    add_file_args(p, required=False)
+    add_namespace_arg(p)
     p.add_argument("-l", "--selector", help="delete the objects matching this label selector")
     p.add_argument("--all", action="store_true", help="delete every object of the kinds given")
     p.add_argument(
@@ -621,7 +410,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     p = sub.add_parser("describe", help="show an object in detail, with its events")
     p.add_argument("resources", nargs="+", metavar="KIND [NAME ...] | KIND/NAME")
-    _add_namespace(p)
+    add_namespace_arg(p)
     p.add_argument(
         "-A", "--all-namespaces", action="store_true", help="describe across all namespaces"
     )

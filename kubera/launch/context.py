@@ -32,7 +32,7 @@ class Context:
     supervisor_pid: int = 0
     #: Processes kubera started itself: etcd, the local Ray's processes; stopped by PID.
     pids: dict[str, int] = field(default_factory=dict)
-    #: Start time (kubera.procs.start_time) of each PID above and of the supervisor, so a
+    #: Start time (kubera.launch.procs.start_time) of each PID above and of the supervisor, so a
     #: reused PID is never signalled.
     started: dict[str, int] = field(default_factory=dict)
     #: Directories kubera created and `down` removes.

@@ -11,10 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from kubera import procs
-from kubera.context import Context, context_path, home, load_context
 from kubera.errors import CliError
-from kubera.supervisor import (
+from kubera.launch import procs
+from kubera.launch.context import Context, context_path, home, load_context
+from kubera.launch.supervisor import (
     FAILED_MARK,
     ClusterOptions,
     NodeOptions,
@@ -304,7 +304,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     log_path = logs / "supervisor.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kubera.supervisor", options_json(opts)],
+            [sys.executable, "-m", "kubera.launch.supervisor", options_json(opts)],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -1,9 +1,10 @@
-"""`kubera drain`: take a node out of service the way `kubectl drain` does.
+"""Node verbs: `kubera cordon|uncordon|taint` (kubectl's syntax), and `kubera drain`, which
+takes a node out of service the way `kubectl drain` does.
 
-Cordon the node (spec.unschedulable, as `kubera cordon`), choose the pods on it with
-kubectl's filters (pkg/drain/filters.go, in its order, the first filter that does not let a
-pod through deciding for it), delete them, and wait on a watch until they are gone. A
-refusal by any filter stops the drain before a pod is deleted; the node stays cordoned.
+Drain cordons the node (spec.unschedulable, as `kubera cordon`), chooses the pods on it
+with kubectl's filters (`kubera.cli.drainplan`), deletes them, and waits on a watch until
+they are gone. A refusal by any filter stops the drain before a pod is deleted; the node
+stays cordoned.
 
 Pods are deleted, not evicted: kubera has no Eviction API yet, so PodDisruptionBudgets are
 not consulted (that comes later). The output still says "evicting pod" / "evicted", as
@@ -17,217 +18,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import sys
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import Any, cast
 
 from google.protobuf.message import Message
 
-from kubera.cmd_objects import _command
-from kubera.cmd_scheduling import NODES, set_unschedulable, update_node
-from kubera.context import apiserver_address
+from kubera.cli.common import command, err
+from kubera.cli.drainplan import DrainOptions, aggregate, go_duration, plan_drain
 from kubera.errors import CliError
-from kubera.tables import is_terminated
+from kubera.launch.context import apiserver_address
+from protos.kubera.v1 import core_pb2
 from services.api.duration import parse_duration
-from services.api.errors import ApiError, GoneError, NotFoundError, UnavailableError
+from services.api.errors import ApiError, ConflictError, GoneError, NotFoundError, UnavailableError
 from services.api.kinds import BY_KIND
-from services.client import Client
+from services.client import Client, WatchEvent
 
 PODS = BY_KIND["Pod"]
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+NODES = BY_KIND["Node"]
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 #: kubectl waits forever by default (--timeout=0); without a kubelet to finish the pods that
 #: would hang, so kubera gives up after 5 minutes unless told otherwise.
 DEFAULT_TIMEOUT = "5m"
-
-# kubectl's words (pkg/drain/filters.go); errors read "cannot delete <fatal>: ns/a, ns/b".
-DAEMONSET_FATAL = "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
-DAEMONSET_WARNING = "ignoring DaemonSet-managed Pods"
-LOCAL_STORAGE_FATAL = "Pods with local storage (use --delete-emptydir-data to override)"
-LOCAL_STORAGE_WARNING = "deleting Pods with local storage"
-UNMANAGED_FATAL = "Pods that declare no controller (use --force to override)"
-UNMANAGED_WARNING = "deleting Pods that declare no controller"
-
-
-# ------------------------------------------------------------------ filters
-
-
-@dataclass(frozen=True)
-class DrainOptions:
-    """What the user allowed: the flags that turn a filter's refusal into a warning."""
-
-    #: Delete pods that declare no controller (nothing will recreate them).
-    force: bool = False
-    #: Leave DaemonSet-managed pods where they are instead of refusing to drain.
-    ignore_daemonsets: bool = False
-    #: Delete pods with emptyDir volumes (their data goes with them).
-    delete_emptydir_data: bool = False
-
-
-class Verdict(StrEnum):
-    """kubectl's PodDeleteStatus reasons."""
-
-    OKAY = "Okay"
-    SKIP = "Skip"
-    WARNING = "Warning"
-    ERROR = "Error"
-
-
-@dataclass(frozen=True)
-class PodDecision:
-    delete: bool
-    verdict: Verdict
-    message: str = ""
-
-
-_OKAY = PodDecision(True, Verdict.OKAY)
-
-
-def controller_of(pod: Message) -> Any | None:
-    """The ownerReference with controller=true (metav1.GetControllerOf), or None."""
-    for ref in pod.metadata.owner_references:  # type: ignore[attr-defined]
-        if ref.HasField("controller") and ref.controller:
-            return ref
-    return None
-
-
-def _daemonset_filter(pod: Any, opts: DrainOptions) -> PodDecision:
-    # kubectl also looks the DaemonSet up and lets --force delete orphans; kubera has no
-    # DaemonSets to look up, so a DaemonSet owner is taken to exist.
-    ref = controller_of(pod)
-    if ref is None or ref.kind != "DaemonSet" or is_terminated(pod):
-        return _OKAY
-    if not opts.ignore_daemonsets:
-        return PodDecision(False, Verdict.ERROR, DAEMONSET_FATAL)
-    return PodDecision(False, Verdict.WARNING, DAEMONSET_WARNING)
-
-
-def _mirror_filter(pod: Any, opts: DrainOptions) -> PodDecision:
-    if MIRROR_ANNOTATION in pod.metadata.annotations:
-        return PodDecision(False, Verdict.SKIP)
-    return _OKAY
-
-
-def has_local_storage(pod: Any) -> bool:
-    return any("emptyDir" in volume for volume in pod.spec.volumes)
-
-
-def _local_storage_filter(pod: Any, opts: DrainOptions) -> PodDecision:
-    if not has_local_storage(pod) or is_terminated(pod):
-        return _OKAY
-    if not opts.delete_emptydir_data:
-        return PodDecision(False, Verdict.ERROR, LOCAL_STORAGE_FATAL)
-    return PodDecision(True, Verdict.WARNING, LOCAL_STORAGE_WARNING)
-
-
-def _unreplicated_filter(pod: Any, opts: DrainOptions) -> PodDecision:
-    if is_terminated(pod) or controller_of(pod) is not None:
-        return _OKAY
-    if opts.force:
-        return PodDecision(True, Verdict.WARNING, UNMANAGED_WARNING)
-    return PodDecision(False, Verdict.ERROR, UNMANAGED_FATAL)
-
-
-#: kubectl's order; the first filter that does not let a pod through decides for it.
-FILTERS: tuple[Callable[[Any, DrainOptions], PodDecision], ...] = (
-    _daemonset_filter,
-    _mirror_filter,
-    _local_storage_filter,
-    _unreplicated_filter,
-)
-
-
-@dataclass(frozen=True)
-class PodOutcome:
-    """What drain does with one pod: delete it or not, why not, and what to warn about."""
-
-    delete: bool
-    error: str = ""
-    warnings: tuple[str, ...] = ()
-
-
-def decide(pod: Message, opts: DrainOptions) -> PodOutcome:
-    """The filters in order. Unlike kubectl, whose later filters overwrite an earlier
-    warning (a TODO in filters.go), every warning is kept: "deleting Pods with local
-    storage" is worth seeing even for a pod that has a controller."""
-    warnings: list[str] = []
-    for check in FILTERS:
-        d = check(pod, opts)
-        if d.verdict == Verdict.WARNING:
-            warnings.append(d.message)
-        if not d.delete:
-            error = d.message if d.verdict == Verdict.ERROR else ""
-            return PodOutcome(False, error, tuple(warnings))
-    return PodOutcome(True, "", tuple(warnings))
-
-
-@dataclass(frozen=True)
-class DrainPlan:
-    """The pods to delete, kubectl's Warning text, and its refusals (empty: go ahead)."""
-
-    pods: tuple[Message, ...]
-    warnings: str
-    errors: tuple[str, ...]
-
-
-def _by_message(items: Iterable[tuple[str, Message]]) -> list[tuple[str, str]]:
-    """(message, "ns/a, ns/b") per message, in order of first appearance."""
-    grouped: dict[str, list[str]] = {}
-    for message, pod in items:
-        meta: Any = pod.metadata  # type: ignore[attr-defined]
-        grouped.setdefault(message, []).append(f"{meta.namespace}/{meta.name}")
-    return [(m, ", ".join(names)) for m, names in grouped.items()]
-
-
-def plan_drain(pods: Sequence[Message], opts: DrainOptions) -> DrainPlan:
-    outcomes = [(pod, decide(pod, opts)) for pod in pods]
-    warnings = _by_message((w, p) for p, o in outcomes for w in o.warnings)
-    errors = _by_message((o.error, p) for p, o in outcomes if o.error)
-    return DrainPlan(
-        pods=tuple(p for p, o in outcomes if o.delete),
-        warnings="; ".join(f"{m}: {names}" for m, names in warnings),
-        errors=tuple(f"cannot delete {m}: {names}" for m, names in errors),
-    )
-
-
-# ----------------------------------------------------------------- output
-
-
-def go_duration(seconds: float) -> str:
-    """Go's time.Duration.String: `300ms`, `1.5s`, `1m30s`, `5m0s`, `1h0m0s`."""
-    ns = round(seconds * 1e9)
-    if ns == 0:
-        return "0s"
-    sign, ns = ("-" if ns < 0 else ""), abs(ns)
-
-    def frac(value: int, unit: int) -> str:
-        whole, rest = divmod(value, unit)
-        digits = str(rest).rjust(len(str(unit)) - 1, "0").rstrip("0")
-        return f"{whole}.{digits}" if digits else str(whole)
-
-    if ns < 1_000_000_000:
-        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
-            if ns >= size:
-                return f"{sign}{frac(ns, size)}{unit}"
-    hours, rest = divmod(ns, 3600 * 10**9)
-    minutes, rest = divmod(rest, 60 * 10**9)
-    text = f"{frac(rest, 10**9)}s"
-    if hours or minutes:
-        text = f"{minutes}m{text}"
-    if hours:
-        text = f"{hours}h{text}"
-    return sign + text
-
-
-def aggregate(errors: Sequence[str]) -> str:
-    """utilerrors.Aggregate's text: one message as it is, several as `[a, b]` (deduplicated)."""
-    unique = list(dict.fromkeys(errors))
-    return unique[0] if len(unique) == 1 else f"[{', '.join(unique)}]"
-
-
-def _err(line: str) -> None:
-    print(line, file=sys.stderr)
 
 
 def _unable_to_drain(node: str, errors: Sequence[str], *, pending: Sequence[Message]) -> int:
@@ -235,15 +46,136 @@ def _unable_to_drain(node: str, errors: Sequence[str], *, pending: Sequence[Mess
     each error on its own line (cmdutil.CheckErr of an aggregate); exit 1."""
     text = aggregate(errors)
     if pending:
-        _err(f'There are pending pods in node "{node}" when an error occurred: {text}')
+        err(f'There are pending pods in node "{node}" when an error occurred: {text}')
         for pod in pending:
-            _err(f"pod/{pod.metadata.name}")  # type: ignore[attr-defined]
-    _err(f'error: unable to drain node "{node}" due to error:{text}, continuing command...')
-    _err("There are pending nodes to be drained:")
-    _err(f" {node}")
+            err(f"pod/{pod.metadata.name}")  # type: ignore[attr-defined]
+    err(f'error: unable to drain node "{node}" due to error:{text}, continuing command...')
+    err("There are pending nodes to be drained:")
+    err(f" {node}")
     for line in dict.fromkeys(errors):
-        _err(line)
+        err(line)
     return 1
+
+
+# --------------------------------------------------------- cordon and taint
+
+
+def _fail(e: ApiError) -> CliError:
+    return CliError(f"Error from server ({e.reason}): {e.message}")
+
+
+async def update_node(client: Client, name: str, change: Callable[[Message], str | None]) -> str:
+    """Read-modify-write a node with optimistic concurrency; `change(node)` edits the node
+    in place and returns a word for the output, or None when there is nothing to write."""
+    for _ in range(10):
+        node = await client.get(NODES, name)
+        word = change(node)
+        if word is None:
+            return "unchanged"
+        try:
+            await client.update(node)
+            return word
+        except ConflictError:
+            continue
+    raise CliError(f'node "{name}" kept changing; try again')
+
+
+async def _update_node(address: str, name: str, change: Callable[[Message], str | None]) -> str:
+    async with Client(address) as c:
+        return await update_node(c, name, change)
+
+
+def set_unschedulable(flag: bool) -> Callable[[Message], str | None]:
+    """The change `cordon` (True) and `uncordon` (False) make: "cordoned" / "uncordoned",
+    None when the node already is that way."""
+
+    def change(node: Message) -> str | None:
+        spec: Any = node.spec  # type: ignore[attr-defined]
+        if spec.unschedulable == flag:
+            return None
+        spec.unschedulable = flag
+        return "cordoned" if flag else "uncordoned"
+
+    return change
+
+
+def cmd_cordon(args: argparse.Namespace) -> int:
+    change = set_unschedulable(args.unschedulable)
+    try:
+        word = asyncio.run(_update_node(apiserver_address(args.server), args.node, change))
+    except ApiError as e:
+        raise _fail(e) from None
+    if word == "unchanged":
+        word = "already cordoned" if args.unschedulable else "already uncordoned"
+    print(f"node/{args.node} {word}")
+    return 0
+
+
+def parse_taint(spec: str) -> tuple[str, str, str, bool]:
+    """(key, value, effect, remove) from kubectl's forms; effect may be "" only for removal."""
+    remove = spec.endswith("-")
+    body = spec[:-1] if remove else spec
+    key_value, _, effect = body.partition(":")
+    key, _, value = key_value.partition("=")
+    if not key:
+        raise CliError(f'invalid taint spec: "{spec}": the key is empty')
+    if remove:
+        if effect and effect not in EFFECTS:
+            raise CliError(
+                f"invalid taint effect: {effect}, unsupported taint effect (supported: {', '.join(EFFECTS)})"
+            )
+        return key, value, effect, True
+    if not effect:
+        raise CliError(
+            f'invalid taint spec: "{spec}": expected key[=value]:Effect, e.g. dedicated=accel:NoSchedule'
+        )
+    if effect not in EFFECTS:
+        raise CliError(
+            f"invalid taint effect: {effect}, unsupported taint effect (supported: {', '.join(EFFECTS)})"
+        )
+    return key, value, effect, False
+
+
+def cmd_taint(args: argparse.Namespace) -> int:
+    rest = list(args.args)
+    if rest and rest[0] in ("node", "nodes", "no"):
+        rest = rest[1:]
+    if len(rest) < 2:
+        raise CliError(
+            "taint: expected NODE and at least one taint, e.g. `kubera taint node-a dedicated=accel:NoSchedule`"
+        )
+    name, specs = rest[0], [parse_taint(s) for s in rest[1:]]
+
+    def change(node) -> str | None:
+        taints = list(node.spec.taints)
+        removed = added = False
+        for key, value, effect, remove in specs:
+            if remove:
+                keep = [
+                    t for t in taints if not (t.key == key and (not effect or t.effect == effect))
+                ]
+                if len(keep) == len(taints):
+                    raise CliError(f'taint "{key}{":" + effect if effect else ""}" not found')
+                taints, removed = keep, True
+                continue
+            same = [t for t in taints if t.key == key and t.effect == effect]
+            if same and not args.overwrite:
+                raise CliError(
+                    f"node {name} already has {key} taint(s) with same effect(s) and --overwrite is false"
+                )
+            taints = [t for t in taints if not (t.key == key and t.effect == effect)]
+            taints.append(core_pb2.Taint(key=key, value=value, effect=effect))
+            added = True
+        del node.spec.taints[:]
+        node.spec.taints.extend(taints)
+        return "tainted" if added else ("untainted" if removed else None)
+
+    try:
+        word = asyncio.run(_update_node(apiserver_address(args.server), name, change))
+    except ApiError as e:
+        raise _fail(e) from None
+    print(f"node/{name} {'modified' if word == 'unchanged' else word}")
+    return 0
 
 
 # ------------------------------------------------------------------ drain
@@ -305,9 +237,9 @@ async def wait_until_gone(
         rv = resource_version
         while pending:
             try:
-                async with contextlib.aclosing(
-                    client.watch(PODS, field_selector=selector, resource_version=rv)
-                ) as events:
+                # Client.watch is an async generator (annotated as an AsyncIterator)
+                stream = client.watch(PODS, field_selector=selector, resource_version=rv)
+                async with contextlib.aclosing(cast(AsyncGenerator[WatchEvent], stream)) as events:
                     async for ev in events:
                         if ev.type != "BOOKMARK":
                             check(ev.object, ev.type == "DELETED")
@@ -331,7 +263,7 @@ async def wait_until_gone(
     return [p for p in pods if _key(p) in pending]
 
 
-@_command
+@command
 async def cmd_drain(args: argparse.Namespace) -> int:
     node, dry_run = _node_and_dry_run(args)
     opts = DrainOptions(
@@ -355,7 +287,7 @@ async def cmd_drain(args: argparse.Namespace) -> int:
         if plan.errors:
             return _unable_to_drain(node, plan.errors, pending=[])
         if plan.warnings:
-            _err(f"Warning: {plan.warnings}")
+            err(f"Warning: {plan.warnings}")
         if dry_run:
             for pod in plan.pods:
                 print(f"evicting pod {'/'.join(_key(pod))} (dry run)")
@@ -432,6 +364,20 @@ When the node is back in service, `kubera uncordon NODE` makes it schedulable ag
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    for verb, flag in (("cordon", True), ("uncordon", False)):
+        p = sub.add_parser(
+            verb, help="mark a node unschedulable" if flag else "mark a node schedulable"
+        )
+        p.add_argument("node")
+        p.set_defaults(func=cmd_cordon, unschedulable=flag)
+    t = sub.add_parser(
+        "taint", help="add or remove node taints: key=value:Effect, key:Effect, key-, key:Effect-"
+    )
+    t.add_argument("args", nargs="+", metavar="[nodes] NODE TAINT")
+    t.add_argument(
+        "--overwrite", action="store_true", help="replace a taint with the same key and effect"
+    )
+    t.set_defaults(func=cmd_taint)
     p = sub.add_parser(
         "drain",
         help="cordon a node and delete its pods (no PDBs yet)",

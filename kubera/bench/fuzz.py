@@ -58,7 +58,7 @@ def cmd_bench_fuzz(args: argparse.Namespace) -> int:
     etcd = None
     try:
         if args.storage == "etcd":
-            from kubera.etcd import EtcdProcess
+            from kubera.launch.etcd import EtcdProcess
             from services.storage.etcd import EtcdStorage
 
             etcd_dir = tempfile.mkdtemp(prefix="kubera-fuzz-")

@@ -10,7 +10,7 @@ Between kills the killed replica comes back (Ray re-creates the actor; the super
 starts it as a standby) so every kill finds K replicas. Bound pods are deleted at once,
 so the load stays small however many kills are asked for.
 
-`--target apiserver` SIGKILLs the apiserver instead (kubera/chaos.py `kill_apiserver`)
+`--target apiserver` SIGKILLs the apiserver instead (`kubera.chaos.kill_apiserver`)
 under the same load, and times
 
     kill → the first write through the apiserver's address that succeeds
@@ -30,7 +30,9 @@ import statistics
 import time
 from pathlib import Path
 
+from kubera.bench.harness import pod as bench_pod
 from kubera.errors import CliError
+from kubera.testing import Cluster
 
 LEASE = "kube-system/kube-scheduler"
 
@@ -63,8 +65,6 @@ def register(bsub: argparse._SubParsersAction) -> None:
 
 
 def _pod(name: str, namespace: str):
-    from kubera.bench import _pod as bench_pod
-
     pod = bench_pod(name, namespace)
     pod.spec.containers[0].resources.requests["cpu"] = "1m"
     pod.spec.containers[0].resources.requests["memory"] = "1Mi"
@@ -219,7 +219,7 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
 
 async def _measure_apiserver(home: str, args: argparse.Namespace) -> list[dict]:
     from kubera import chaos
-    from kubera.context import Context
+    from kubera.launch.context import Context
     from protos.kubera.v1 import core_pb2
     from services.api.kinds import BY_KIND
     from services.client import Client
@@ -310,7 +310,6 @@ def _apiserver_report(rows: list[dict]) -> dict:
 
 
 def cmd_bench_failover(args: argparse.Namespace) -> int:
-    from kubera.bench import _Cluster
     from services.api.duration import parse_duration
 
     if args.target == "apiserver":
@@ -322,7 +321,7 @@ def cmd_bench_failover(args: argparse.Namespace) -> int:
     else:
         flags = (args.lease_duration, args.renew_deadline, args.retry_period)
     timings = tuple(parse_duration(f) for f in flags)
-    cluster = _Cluster()
+    cluster = Cluster()
     try:
         up = cluster.up(
             "--nodes", str(args.nodes),
@@ -367,11 +366,9 @@ def cmd_bench_failover(args: argparse.Namespace) -> int:
 
 
 def _bench_apiserver(args: argparse.Namespace) -> int:
-    from kubera.bench import _Cluster
-
     if args.kills < 1 or args.schedulers < 1:
         raise CliError("bench failover: needs --kills >= 1 and --schedulers >= 1")
-    cluster = _Cluster()
+    cluster = Cluster()
     try:
         up = cluster.up(
             "--nodes", str(args.nodes),
@@ -383,7 +380,7 @@ def _bench_apiserver(args: argparse.Namespace) -> int:
             f"hollow nodes, {args.rate:g} pods/s (up in {up:.1f}s)",
             flush=True,
         )
-        rows = asyncio.run(_measure_apiserver(cluster.home, args))
+        rows = asyncio.run(_measure_apiserver(str(cluster.home), args))
     finally:
         cluster.down()
     report = _apiserver_report(rows)

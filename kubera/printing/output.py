@@ -4,7 +4,7 @@ This module holds the output formats and what they share: `-o json` / `-o yaml` 
 exactly the Kubernetes shape (one object for `get KIND NAME`, otherwise a `v1` `List`,
 map keys sorted as Go's encoding/json sorts them); `-o name` gives `pod/nginx`
 (`deployment.apps/web` for kinds in a group). The per-kind table columns (the default and
-`-o wide` format) are in `kubera.tables`, the `describe` text in `kubera.describe`.
+`-o wide` format) are in `kubera.printing.tables`, the `describe` text in `kubera.printing.describe`.
 """
 
 from __future__ import annotations

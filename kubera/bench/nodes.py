@@ -26,8 +26,8 @@ from pathlib import Path
 
 import grpc
 
-from kubera.bench import _Cluster
 from kubera.errors import CliError
+from kubera.testing import Cluster
 from services.api.quantity import parse_quantity
 from services.kubelet.template import default_template
 
@@ -206,7 +206,7 @@ def cmd_bench_nodes(args: argparse.Namespace) -> int:
         raise CliError("bench: counts must be >= 1 (pods-per-node >= 0)")
     runs = []
     for r in range(args.repeat):
-        cluster = _Cluster()
+        cluster = Cluster()
         try:
             up = cluster.up(
                 "--nodes",

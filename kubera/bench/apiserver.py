@@ -11,25 +11,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import shutil
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from google.protobuf import json_format
-
+from kubera.bench.harness import bounded, pod
 from kubera.errors import CliError
+from kubera.testing import Cluster
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    bench = sub.add_parser("bench", help="measure kubera (prints figures; not a test)")
-    bsub = bench.add_subparsers(dest="bench", metavar="BENCH")
-    bsub.required = True
+def register(bsub: argparse._SubParsersAction) -> None:
     api = bsub.add_parser("apiserver", help="up-to-ready, pod creates/s, watch latency vs raw etcd")
     api.add_argument(
         "--repeat", type=int, default=3, help="runs per figure; the median is reported"
@@ -44,83 +35,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     api.add_argument("--watch-events", type=int, default=300, help="events per watch-latency run")
     api.add_argument("--output", default="", help="also write the figures as JSON here")
     api.set_defaults(func=cmd_bench_apiserver)
-    from kubera import bench_scheduling
-
-    bench_scheduling.register(bsub)
-    from kubera import bench_nodes
-
-    bench_nodes.register(bsub)
-    from kubera import bench_shared
-
-    bench_shared.register(bsub)
-    from kubera import bench_failover
-
-    bench_failover.register(bsub)
-    from kubera import bench_chaos
-
-    bench_chaos.register(bsub)
-    from kubera import bench_fuzz
-
-    bench_fuzz.register(bsub)
-
-
-def _pod(name: str, namespace: str = "default"):
-    from protos.kubera.v1 import core_pb2
-
-    return json_format.ParseDict(
-        {
-            "metadata": {"name": name, "namespace": namespace, "labels": {"app": "bench"}},
-            "spec": {
-                "containers": [
-                    {
-                        "name": "app",
-                        "image": "registry.k8s.io/pause:3.9",
-                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                    }
-                ]
-            },
-        },
-        core_pb2.Pod(),
-    )
-
-
-class _Cluster:
-    def __init__(self) -> None:
-        self.home = tempfile.mkdtemp(prefix="kubera-bench-")
-        self.env = {**os.environ, "KUBERA_HOME": self.home}
-        self.context: dict = {}
-
-    def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "kubera.cli", *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-
-    def up(self, *extra: str) -> float:
-        t0 = time.monotonic()
-        r = self.run("up", "--detach", *extra)
-        elapsed = time.monotonic() - t0
-        if r.returncode != 0:
-            raise CliError(f"bench: kubera up failed: {r.stderr.strip()}")
-        self.context = json.loads((Path(self.home) / "context.json").read_text())
-        return elapsed
-
-    def down(self) -> None:
-        self.run("down")
-        shutil.rmtree(self.home, ignore_errors=True)
-
-
-async def _bounded(n: int, inflight: int, op: Callable[[int], Awaitable[object]]) -> None:
-    sem = asyncio.Semaphore(inflight)
-
-    async def one(i: int) -> None:
-        async with sem:
-            await op(i)
-
-    await asyncio.gather(*(one(i) for i in range(n)))
 
 
 async def _measure(ctx: dict, args: argparse.Namespace, run: int) -> dict[str, float]:
@@ -130,7 +44,7 @@ async def _measure(ctx: dict, args: argparse.Namespace, run: int) -> dict[str, f
     from services.storage.etcd import EtcdStorage
 
     out: dict[str, float] = {}
-    payload = _pod("x").SerializeToString()
+    payload = pod("x").SerializeToString()
     etcd = EtcdStorage(ctx["etcd"])
     await etcd.connect()
     client = Client(ctx["apiserver"], timeout=60)
@@ -147,7 +61,7 @@ async def _measure(ctx: dict, args: argparse.Namespace, run: int) -> dict[str, f
             await etcd.txn([], [Put(f"{prefix}s{i}", payload)])
         out["etcd_put_serial_per_s"] = args.serial / (time.perf_counter() - t0)
         t0 = time.perf_counter()
-        await _bounded(
+        await bounded(
             args.concurrent, args.inflight, lambda i: etcd.txn([], [Put(f"{prefix}c{i}", payload)])
         )
         out["etcd_put_concurrent_per_s"] = args.concurrent / (time.perf_counter() - t0)
@@ -166,16 +80,16 @@ async def _measure(ctx: dict, args: argparse.Namespace, run: int) -> dict[str, f
         # the apiserver: serial, concurrent, batched creates
         t0 = time.perf_counter()
         for i in range(args.serial):
-            await client.create(_pod(f"s{i}", ns))
+            await client.create(pod(f"s{i}", ns))
         out["create_serial_per_s"] = args.serial / (time.perf_counter() - t0)
         t0 = time.perf_counter()
-        await _bounded(args.concurrent, args.inflight, lambda i: client.create(_pod(f"c{i}", ns)))
+        await bounded(args.concurrent, args.inflight, lambda i: client.create(pod(f"c{i}", ns)))
         out["create_concurrent_per_s"] = args.concurrent / (time.perf_counter() - t0)
         t0 = time.perf_counter()
         created = 0
         for start in range(0, args.batched, args.batch_size):
             pods = [
-                _pod(f"b{i}", ns) for i in range(start, min(start + args.batch_size, args.batched))
+                pod(f"b{i}", ns) for i in range(start, min(start + args.batch_size, args.batched))
             ]
             res = await client.batch_create(pods)
             created += sum(r.error is None for r in res)
@@ -255,9 +169,9 @@ async def _watch_latency(client, etcd, pods_kind, ns: str, prefix: str, n: int) 
                 namespace=ns,
             )
         else:
-            await client.create(_pod(f"w{i}", ns))
+            await client.create(pod(f"w{i}", ns))
 
-    await client.create(_pod("w-warmup", ns))
+    await client.create(pod("w-warmup", ns))
     api = await latencies(api_watch, api_write, lambda i: "w-warmup" if i < 0 else f"w{i}")
 
     # raw etcd watch on the same etcd
@@ -272,7 +186,7 @@ async def _watch_latency(client, etcd, pods_kind, ns: str, prefix: str, n: int) 
     def etcd_key(i: int) -> str:
         return f"{wprefix}{'warmup' if i < 0 else i}"
 
-    payload = _pod("x").SerializeToString()
+    payload = pod("x").SerializeToString()
     raw = await latencies(etcd_watch, lambda i: etcd.txn([], [Put(etcd_key(i), payload)]), etcd_key)
 
     def pct(xs: list[float], q: float) -> float:
@@ -304,7 +218,7 @@ def cmd_bench_apiserver(args: argparse.Namespace) -> int:
     ups: list[float] = []
     runs: list[dict[str, float]] = []
     for r in range(args.repeat):
-        cluster = _Cluster()
+        cluster = Cluster()
         try:
             ups.append(cluster.up())
             print(f"run {r + 1}/{args.repeat}: up in {ups[-1]:.2f}s", flush=True)
