@@ -35,4 +35,4 @@ proto: $(BIN)/kubera
 
 lint: $(BIN)/kubera
 	$(BIN)/ruff check .
-	$(BIN)/mypy services
+	$(BIN)/mypy services actors kubera

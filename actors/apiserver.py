@@ -1,105 +1,16 @@
-"""The apiserver as a Ray actor: builds EtcdStorage + ApiServer + the gRPC server inside
-the actor's event loop and exposes start/stop/health. All logic is in services/.
+"""The apiserver as a Ray actor (services/hosts/apiserver.py). Ray re-creates a killed one
+(`max_restarts=-1`); the supervisor's `ensure_started(port)` starts it again."""
 
-A killed apiserver comes back like every other component: Ray re-creates the actor
-(`max_restarts=-1`, which calls `__init__` again but not `start`), and the supervisor's
-`ensure_started(port)` starts it on the port of its first start. Keeping the address
-means no client has to re-resolve it: every gRPC channel (the CLI's, the informers',
-the relays in front of the replicas, the node pools') reconnects to the same
-host:port by itself once something listens there again.
-"""
-
-from __future__ import annotations
-
-import asyncio
-import contextlib
-import os
-import time
-from dataclasses import dataclass
+from typing import Any
 
 import ray
 
-from services.apiserver.registry import ApiServer
-from services.apiserver.server import serve
-from services.storage.etcd import EtcdStorage
+from services.hosts.apiserver import ApiServerHost
+
+#: Ray's typed overloads of ray.remote omit max_concurrency, an actor option.
+OPTIONS: dict[str, Any] = dict(max_restarts=-1, max_concurrency=10_000)
 
 
-@dataclass(frozen=True)
-class ApiServerConfig:
-    etcd: str
-    host: str = "127.0.0.1"
-    port: int = 0
-    watch_cache_capacity: int = 10_000
-    bookmark_interval: float = 5.0
-
-
-class ApiServerHost:
-    """The plain part of the actor (unit-testable without Ray)."""
-
-    def __init__(self, config: ApiServerConfig) -> None:
-        self.config = config
-        self.storage: EtcdStorage | None = None
-        self.api: ApiServer | None = None
-        self.server = None
-        self.address = ""
-        self.started = False
-        #: How long the last start took (etcd connect, watch caches filled, port bound).
-        self.start_seconds = 0.0
-        self._lock = asyncio.Lock()
-
-    async def ensure_started(self, port: int = 0) -> dict[str, object]:
-        """start() unless started — on `port` (0: the config's), the port the first
-        incarnation bound, so a re-created actor serves where clients dial. Returns
-        health() either way (the supervisor records the new process id from it)."""
-        async with self._lock:
-            if not self.started:
-                await self.start(port)
-        return await self.health()
-
-    async def start(self, port: int = 0) -> str:
-        t0 = time.monotonic()
-        storage = EtcdStorage(self.config.etcd)
-        await storage.connect()
-        api = ApiServer(
-            storage,
-            watch_cache_capacity=self.config.watch_cache_capacity,
-            bookmark_interval=self.config.bookmark_interval,
-        )
-        try:
-            await api.start()
-            self.server, bound = await serve(api, self.config.host, port or self.config.port)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await api.stop()
-            with contextlib.suppress(Exception):
-                await storage.close()
-            raise
-        self.storage, self.api = storage, api
-        self.address = f"{self.config.host}:{bound}"
-        self.started = True
-        self.start_seconds = time.monotonic() - t0
-        return self.address
-
-    async def stop(self) -> None:
-        if self.server is not None:
-            await self.server.stop(grace=1.0)
-        if self.api is not None:
-            await self.api.stop()
-        if self.storage is not None:
-            await self.storage.close()
-
-    async def health(self) -> dict[str, object]:
-        rev = await self.storage.revision() if self.storage else 0
-        return {
-            "address": self.address,
-            "etcd": self.config.etcd,
-            "revision": rev,
-            "pid": os.getpid(),
-            "started": self.started,
-            "start_seconds": self.start_seconds,
-        }
-
-
-@ray.remote(max_restarts=-1, max_concurrency=10_000)
+@ray.remote(**OPTIONS)
 class ApiServerActor(ApiServerHost):
     pass

@@ -1,109 +1,17 @@
-"""The controller-manager as a Ray actor: node lifecycle, taint eviction, ReplicaSet,
-Deployment and PodGC controllers over one set of informers (services/controllers).
+"""A kube-controller-manager replica as a Ray actor (services/hosts/controllermanager.py).
+Ray re-creates a killed one (`max_restarts=-1`); the supervisor's `ensure_started()` starts
+it again."""
 
-Replicas elect a leader as kube-controller-manager does (Lease kube-system/
-kube-controller-manager); only the leader runs the controllers, and every write it makes
-carries its fencing token, so a deposed leader (paused, cut off) cannot evict, delete or
-scale anything after its term. Each term starts a fresh ControllerManager (informers
-included), as kube-controller-manager starts its controllers only once it leads.
-"""
-
-from __future__ import annotations
-
-import asyncio
-import contextlib
-from dataclasses import dataclass
+from typing import Any
 
 import ray
 
-from actors.replica import Election, Replica, host_leading
-from services.clock import clock_for
-from services.controllers.manager import ControllerManager
+from services.hosts.controllermanager import ControllerManagerReplica
+
+#: Ray's typed overloads of ray.remote omit max_concurrency, an actor option.
+OPTIONS: dict[str, Any] = dict(max_restarts=-1, max_concurrency=1000)
 
 
-@dataclass(frozen=True)
-class ControllerManagerHostConfig:
-    apiserver: str
-    etcd: str = ""
-    time_scale: float = 1.0
-    time_origin: float = 0.0
-    #: None: no election, run at once (one replica).
-    election: Election | None = None
-
-
-class ControllerManagerHost:
-    """The plain part of the actor (unit-testable without Ray)."""
-
-    def __init__(self, config: ControllerManagerHostConfig) -> None:
-        self.config = config
-        self.replica: Replica | None = None
-        self.manager: ControllerManager | None = None
-        self.started = False
-        self.terms = 0
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    async def ensure_started(self) -> str:
-        if not self.started:
-            return await self.start()
-        return "running"
-
-    async def start(self) -> str:
-        self.started = True
-        cfg = self.config
-        election = cfg.election
-        group = (
-            (election.lease_namespace, election.lease_name)
-            if election
-            else ("kube-system", "kube-controller-manager")
-        )
-        self.replica = Replica(
-            component="kube-controller-manager",
-            etcd=cfg.etcd,
-            apiserver=cfg.apiserver,
-            group=group,
-            election=election,
-            client_timeout=60,
-        )
-        await self.replica.open()
-        await self.replica.register()
-        if election is not None:
-            self.replica.elect(self._run_term, lambda: None)
-        else:
-            self._task = asyncio.create_task(self._run_term(self._stop))
-        return "running"
-
-    async def _run_term(self, stop: asyncio.Event) -> None:
-        assert self.replica is not None and self.replica.writer is not None
-        clock = clock_for(self.config.time_scale, self.config.time_origin or None)
-        self.terms += 1
-        self.manager = ControllerManager(self.replica.writer, clock=clock)
-        await self.manager.run(stop)
-
-    async def stop(self) -> None:
-        self._stop.set()
-        if self._task is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._task, 15)
-        if self.replica is not None:
-            await self.replica.close()
-
-    @property
-    def leading(self) -> bool:
-        return host_leading(self.replica, self._task)
-
-    async def health(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "running": self.leading,
-            "terms": self.terms,
-            "controllers": list(self.manager.controllers) if self.manager else [],
-        }
-        if self.replica is not None:
-            out.update(self.replica.health())
-        out["leading"] = self.leading
-        return out
-
-
-@ray.remote(max_restarts=-1, max_concurrency=1000)
-class ControllerManagerActor(ControllerManagerHost):
+@ray.remote(**OPTIONS)
+class ControllerManagerActor(ControllerManagerReplica):
     pass

@@ -1,11 +1,13 @@
 """Fault injection on a running cluster, for `kubera chaos` and the benchmarks: find the
 leader of an election from etcd, then kill it (SIGKILL), pause it (SIGSTOP … SIGCONT),
 cut it off from etcd and the apiserver (its partition relays, through its chaos control
-RPC), restart etcd, kill the apiserver (and time its recovery), or kill a node pool.
+RPC), restart etcd, kill the apiserver (and time its recovery), kill a node pool, kill or
+revive hollow nodes (through the pools' gRPC API), or run a scripted mix of these
+(`RunPlan`). `kubera.cli.chaos` is the command line over these; the benches use them too.
 
 The leader of record is the value of the election key (`/kubera/leaderelection/<ns>/<name>`);
 replicas register their process id and control address under `/kubera/replicas/…`
-(actors/replica.py), so nothing here needs Ray.
+(services/hosts/replica.py), so nothing here needs Ray.
 """
 
 from __future__ import annotations
@@ -14,24 +16,36 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import secrets
 import signal
+import statistics
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import grpc
 
-from kubera import procs
-from kubera.context import Context
 from kubera.errors import CliError
+from kubera.launch import procs
+from kubera.launch.context import Context, load_context
 from protos.kubera.v1 import chaos_pb2, chaos_pb2_grpc, core_pb2
+from protos.kubera.v1 import nodepool_pb2 as npb
+from protos.kubera.v1 import nodepool_pb2_grpc as npb_grpc
 from services.api.errors import AlreadyExistsError, ApiError
 from services.api.kinds import BY_KIND
 from services.client import Client
 from services.storage import StorageUnavailableError
 from services.storage.etcd import EtcdStorage
 from services.storage.keys import ELECTION_PREFIX, REPLICAS_PREFIX
+
+#: Where the chaos actions report progress (`kubera chaos` prints it).
+Say = Callable[[str], None]
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
 
 #: `--component` names → the Lease their replicas elect on.
 COMPONENT_LEASES = {
@@ -127,8 +141,6 @@ def restart_etcd(ctx: Context, timeout: float = 60.0) -> int:
     """SIGTERM the embedded etcd (SIGKILL can corrupt etcd 3.5.0–3.5.2's data, see
     etcd-io/etcd#13766); the supervisor starts it again on the same ports and data dir.
     Returns the new etcd's PID once the supervisor has recorded it and it answers."""
-    from kubera.context import load_context
-
     pid = ctx.pids.get("etcd")
     if not pid:
         raise CliError(
@@ -288,7 +300,6 @@ async def kill_apiserver(
     bind is read from etcd directly, so it is timed where it happens, not when a watch
     through the restarted apiserver delivers it. Returns once the supervisor has recorded
     the new process too (`new_pid`), so the next kill finds it."""
-    from kubera.context import load_context
 
     load = context_loader or load_context
     pid, ctx = await apiserver_pid(ctx, timeout, load)
@@ -336,3 +347,168 @@ async def kill_apiserver(
         first_write_s=t_write - t_kill,
         first_bind_s=None if t_bind is None else t_bind - t_kill,
     )
+
+
+# ------------------------------------------------------------ hollow nodes
+
+
+async def set_alive(pools: list[dict], nodes: list[str], alive: bool) -> tuple[set[str], set[str]]:
+    """Kill or revive hollow nodes, asking every pool; returns (changed, already so)."""
+    changed: set[str] = set()
+    unchanged: set[str] = set()
+
+    async def one(address: str) -> None:
+        async with grpc.aio.insecure_channel(address) as ch:
+            resp = await npb_grpc.NodePoolStub(ch).SetAlive(
+                npb.SetAliveRequest(nodes=nodes, alive=alive), timeout=15
+            )
+            changed.update(resp.changed)
+            unchanged.update(resp.unchanged)
+
+    await asyncio.gather(*(one(p["address"]) for p in pools))
+    return changed, unchanged
+
+
+# ---------------------------------------------------------- leader faults
+
+
+async def connect_storage(ctx: Context) -> EtcdStorage:
+    """A connected client of the cluster's etcd (5 s timeout); the caller closes it."""
+    storage = EtcdStorage(ctx.etcd, timeout=5)
+    await storage.connect()
+    return storage
+
+
+async def leader_fault(
+    ctx: Context, lease: str, fault: str, seconds: float, wait: float, say: Say = _say
+) -> str:
+    """Kill, pause or partition the current leader of `lease`; a line saying what was done."""
+    storage = await connect_storage(ctx)
+    try:
+        target = await wait_leader(storage, lease, wait)
+    finally:
+        await storage.close()
+    who = f"leader {target.identity} (pid {target.pid}, term {target.term}) of Lease {lease}"
+    if fault == "kill":
+        kill(target)
+        return f"killed {who}"
+    if fault == "pause":
+        say(f"pausing {who} for {seconds:g}s")
+        await pause(target, seconds)
+        return f"resumed {who}"
+    lasts = await partition(target, seconds)
+    return f"partitioned {who} from etcd and the apiserver for {lasts:g}s"
+
+
+def describe_recovery(r: ApiServerRecovery) -> str:
+    """One line: the kill, the first write and bind after it, the new PID."""
+    bind = f"{r.first_bind_s:.2f}s" if r.first_bind_s is not None else "none within the wait"
+    back = f"pid {r.new_pid}" if r.new_pid else "its new pid not recorded yet"
+    return (
+        f"killed apiserver (pid {r.pid}) at {r.address}: first successful write after "
+        f"{r.first_write_s:.2f}s, first bind after {bind}; back as {back}"
+    )
+
+
+# ------------------------------------------------------------- a scripted run
+
+
+#: `chaos run --kinds`: leader faults (kill, pause, partition) and cluster faults.
+RUN_KINDS = ("kill", "pause", "partition", "restart-etcd", "kill-apiserver")
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A scripted mix of faults (`kubera chaos run`)."""
+
+    #: Fault kinds to draw from (RUN_KINDS).
+    kinds: tuple[str, ...]
+    #: How many faults, one every `interval` seconds.
+    faults: int
+    interval: float
+    #: How long a pause or partition lasts; 0: 1.5 × the Lease's duration.
+    seconds: float
+    #: Seed of the draw, so a run can be repeated.
+    seed: int
+    #: Seconds to wait for a leader (and for a new one after each fault).
+    wait: float
+
+
+async def run(ctx: Context, plan: RunPlan, lease: str, say: Say = _say) -> dict[str, int]:
+    """Run `plan` against the leader of `lease` and the cluster; faults done per kind. Each
+    leader fault waits for the next leader, so the next fault hits a new one."""
+    rng = random.Random(plan.seed)
+    storage = await connect_storage(ctx)
+    kinds = list(plan.kinds)
+    counts = dict.fromkeys(kinds, 0)
+    recoveries: list[ApiServerRecovery] = []
+    background: set[asyncio.Task[None]] = set()
+    # Read once, while the apiserver is surely up (not during one of our kills).
+    published = 0.0
+    if not plan.seconds and any(k in ("pause", "partition") for k in kinds):
+        published = await lease_seconds(ctx, lease)
+    try:
+        for i in range(plan.faults):
+            kind = rng.choice(kinds)
+            ctx = load_context()  # etcd's and the apiserver's PIDs change with their restarts
+            if kind == "restart-etcd":
+                pid = await asyncio.to_thread(restart_etcd, ctx)
+                say(f"[{i + 1}/{plan.faults}] restarted etcd (pid {pid})")
+                await storage.close()
+                storage = await connect_storage(ctx)
+            elif kind == "kill-apiserver":
+                recovery = await kill_apiserver(ctx, timeout=plan.wait)
+                recoveries.append(recovery)
+                say(f"[{i + 1}/{plan.faults}] {describe_recovery(recovery)}")
+            else:
+                target = await wait_leader(storage, lease, plan.wait)
+                seconds = plan.seconds or 1.5 * published
+                who = f"{target.identity} (pid {target.pid}, term {target.term})"
+                if kind == "kill":
+                    kill(target)
+                    say(f"[{i + 1}/{plan.faults}] killed {who}")
+                elif kind == "pause":
+                    task = asyncio.create_task(pause(target, seconds))
+                    background.add(task)
+                    task.add_done_callback(background.discard)
+                    say(f"[{i + 1}/{plan.faults}] paused {who} for {seconds:g}s")
+                else:
+                    await partition(target, seconds)
+                    say(f"[{i + 1}/{plan.faults}] partitioned {who} for {seconds:g}s")
+                # the next fault hits the next leader, not the one just hit
+                await wait_leader(storage, lease, plan.wait + seconds, not_term=target.term)
+            counts[kind] += 1
+            if i + 1 < plan.faults:
+                await asyncio.sleep(plan.interval)
+    finally:
+        for task in list(background):
+            await task  # every paused process gets its SIGCONT
+        await storage.close()
+    if recoveries:
+        say(recovery_summary(recoveries))
+    return counts
+
+
+def recovery_summary(recoveries: list[ApiServerRecovery]) -> str:
+    """Median and max of kill → first write and kill → first bind over apiserver kills."""
+    writes = [r.first_write_s for r in recoveries]
+    binds = [r.first_bind_s for r in recoveries if r.first_bind_s is not None]
+    line = (
+        f"apiserver kills: {len(recoveries)}; kill → first write median "
+        f"{statistics.median(writes):.2f}s, max {max(writes):.2f}s"
+    )
+    if binds:
+        line += f"; kill → first bind median {statistics.median(binds):.2f}s, max {max(binds):.2f}s"
+    missing = len(recoveries) - len(binds)
+    return line + (f" ({missing} with no bind within the wait)" if missing else "")
+
+
+async def lease_seconds(ctx: Context, lease: str) -> float:
+    """The Lease's leaseDurationSeconds as published (15 if it has none yet)."""
+    namespace, name = lease.split("/")
+    async with Client(ctx.apiserver) as c:
+        try:
+            obj = await c.get(BY_KIND["Lease"], name, namespace)
+        except ApiError:
+            return 15.0
+    return float(obj.spec.lease_duration_seconds or 15)  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kubera.etcd import EtcdProcess
+from kubera.launch.etcd import EtcdProcess
 from services.storage import Delete, Storage
 from services.storage.etcd import EtcdStorage
 from services.storage.memory import MemoryStorage

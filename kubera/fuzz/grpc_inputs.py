@@ -324,7 +324,7 @@ def example_texts() -> list[tuple[str, str]]:
 def example_objects() -> list[any_pb2.Any]:
     """Every object of examples/ (nodes, namespaces, deployments, priority classes, pods
     of every scheduling feature), as a client would send it."""
-    from kubera import manifests
+    from kubera.cli import manifests
 
     out = [codec.pack(codec.decode(pod_doc("fz-ex", "default", "", {}), validate="strict").obj)]
     for name, text in example_texts():

@@ -1,7 +1,8 @@
 """The fuzz harness: hypothesis over every gRPC method of a real apiserver, and over the
 CLI's manifest decoder. The default suite runs it small (tests/fuzz/); `kubera bench
-fuzz` (kubera/bench_fuzz.py) runs the same harness large and prints its figures. It
-needs hypothesis (a test dependency), so only those two import it.
+fuzz` (kubera/bench/fuzz.py) runs the same harness large and prints its figures. It
+needs hypothesis (a test dependency), so only those two import it (and tests/cli, for
+`ServerThread`).
 
 The apiserver is the real one (`ApiServer` behind `services.apiserver.server.serve`),
 on its own event loop in a thread, and every input crosses a real gRPC channel as bytes

@@ -1,5 +1,5 @@
 """The CLI's manifest decoder under fuzz: random YAML/JSON text, bent examples from
-examples/ and alias trees through `kubera.manifests.parse` + `decode_all`; only a
+examples/ and alias trees through `kubera.cli.manifests.parse` + `decode_all`; only a
 one-line CliError or a decoded object may come out."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class DecoderTally:
 
 def decode_text(tally: DecoderTally, name: str, text: str) -> None:
     """Parse and decode `text` as the CLI does; only a one-line CliError may escape."""
-    from kubera import manifests
+    from kubera.cli import manifests
     from kubera.errors import CliError
 
     tally.tried += 1

@@ -7,7 +7,7 @@ CLI so both refuse the same things with the same words.
   per level. 100 levels is the limit protobuf's own binary decoder already applies to
   every message the apiserver receives (upb's default max depth, in message levels), so a
   JSON document and a protobuf payload are capped alike; the deepest field path of any
-  kubera kind is 13 levels (a Deployment's pod template; tests/unit/api/test_limits.py
+  kubera kind is 13 levels (a Deployment's pod template; tests/api/test_limits.py
   keeps it under a quarter of the cap). Upstream's 10,000 is Go's json limit, with Go's
   growable stacks; Python's cannot reach it.
 * Items per batch call (`MAX_BATCH_ITEMS`): twice the largest batch kubera's own

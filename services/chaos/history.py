@@ -32,7 +32,8 @@ from collections import deque
 from collections.abc import AsyncIterator
 
 from protos.kubera.v1 import core_pb2
-from services.chaos.checker import POD_PREFIX, Checker, PodRef, Verdict, scheduled_or_explained
+from services.chaos.checker import POD_PREFIX, Checker, scheduled_or_explained
+from services.chaos.verdict import PodRef, Verdict
 from services.clock import Clock, RealClock
 from services.storage import CompactedError, Event, Storage
 from services.storage.keys import ROOT

@@ -1,11 +1,25 @@
 """The controller-manager: every controller of kubera in one process, sharing one set of
-informers (kube-controller-manager's shape). Leader election for it comes with the
-scheduler's (issue 5); until then one instance runs.
+informers (kube-controller-manager's shape).
 
-    ControllerManager(client, clock)
-        → controllers built (each registers its informer handlers)
-        → informers started once, waited on until synced
-        → each controller's run(stop) as a task, until stop
+    ControllerManagerConfig
+        → ControllerManager(client, config)
+            controllers built (each registers its informer handlers)
+        → start()   (or `await run(stop)`)
+            informers started once, waited on until synced
+            each controller's run(stop) as a task, until stop
+        → stop()    controllers, then informers, stopped
+
+Several controller-manager replicas run (`kubera up --controller-managers N`, one Ray actor
+each, actors/controllers.py), and they elect a leader as kube-controller-manager does
+(the election key of Lease kube-system/kube-controller-manager in etcd, the Lease itself
+published while leading; actors/replica.py). Only the leader runs a ControllerManager:
+it builds a fresh one (informers included) at the start of each term and runs it until
+the term ends, so a replica that loses its lease stops its controllers, and a standby
+that wins starts its own. Every write goes through the replica's fenced client, which
+carries the leader's fencing token: the apiserver refuses the writes of a deposed leader
+(paused, cut off) after its term. A replica without an election (a single one) runs its
+ControllerManager at once. This class knows none of that: it runs the controllers with
+the client it is given until it is stopped.
 """
 
 from __future__ import annotations
@@ -14,10 +28,15 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
+from services.controllers.deployment import DeploymentConfig, DeploymentController
+from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
+from services.controllers.podgc import PodGCConfig, PodGCController
+from services.controllers.replicaset import ReplicaSetConfig, ReplicaSetController
+from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +48,33 @@ class Controller(Protocol):
 #: Controller names, in start order; `ControllerManagerConfig.controllers` picks from them.
 ALL_CONTROLLERS = ("nodelifecycle", "tainteviction", "replicaset", "deployment", "podgc")
 
+#: How long a controller may take to finish after stop before it is cancelled (seconds).
+STOP_GRACE = 10.0
+
 
 @dataclass(frozen=True)
 class ControllerManagerConfig:
-    #: Which controllers run (kube-controller-manager's --controllers, by our names).
+    """What the controller-manager runs, and each controller's settings (defaults: every
+    controller, each with its defaults)."""
+
     controllers: tuple[str, ...] = ALL_CONTROLLERS
-    #: Per-controller configuration objects by name (None: defaults).
-    configs: dict[str, Any] = field(default_factory=dict)
+    """Which controllers run, by name (kube-controller-manager's --controllers, by our
+    names; some of ALL_CONTROLLERS)."""
+
+    nodelifecycle: NodeLifecycleConfig = field(default_factory=NodeLifecycleConfig)
+    """The node lifecycle controller: node health, NoSchedule / NoExecute taints, zones."""
+
+    tainteviction: TaintEvictionConfig = field(default_factory=TaintEvictionConfig)
+    """The taint eviction controller: deletes pods that do not tolerate NoExecute taints."""
+
+    replicaset: ReplicaSetConfig = field(default_factory=ReplicaSetConfig)
+    """The ReplicaSet controller: keeps each ReplicaSet's pods at spec.replicas."""
+
+    deployment: DeploymentConfig = field(default_factory=DeploymentConfig)
+    """The Deployment controller: rolls pod templates out through ReplicaSets."""
+
+    podgc: PodGCConfig = field(default_factory=PodGCConfig)
+    """The pod garbage collector: terminated, orphaned and unscheduled terminating pods."""
 
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
@@ -46,35 +85,32 @@ class ControllerManagerConfig:
 
 
 def _build(
-    name: str, client: Client, informers: SharedInformers, clock: Clock, config: Any
+    name: str,
+    client: Client,
+    informers: SharedInformers,
+    clock: Clock,
+    config: ControllerManagerConfig,
 ) -> Controller:
     if name == "nodelifecycle":
-        from services.controllers.nodelifecycle import NodeLifecycleController
-
-        return NodeLifecycleController(client, informers, config=config, clock=clock)
+        return NodeLifecycleController(client, informers, config=config.nodelifecycle, clock=clock)
     if name == "tainteviction":
-        from services.controllers.tainteviction import TaintEvictionController
-
-        return TaintEvictionController(client, informers, config=config, clock=clock)
+        return TaintEvictionController(client, informers, config=config.tainteviction, clock=clock)
     if name == "replicaset":
-        from services.controllers.replicaset import ReplicaSetController
-
-        return ReplicaSetController(client, informers, config=config, clock=clock)
+        return ReplicaSetController(client, informers, config=config.replicaset, clock=clock)
     if name == "deployment":
-        from services.controllers.deployment import DeploymentController
-
-        return DeploymentController(client, informers, config=config, clock=clock)
-    from services.controllers.podgc import PodGCController
-
-    return PodGCController(client, informers, config=config, clock=clock)
+        return DeploymentController(client, informers, config=config.deployment, clock=clock)
+    return PodGCController(client, informers, config=config.podgc, clock=clock)
 
 
 class ControllerManager:
+    """The configured controllers over one set of shared informers (see the module
+    docstring). Run it with `start()` / `stop()`, or `await run(stop)` (one leader term)."""
+
     def __init__(
         self,
         client: Client,
-        *,
         config: ControllerManagerConfig | None = None,
+        *,
         clock: Clock | None = None,
     ) -> None:
         self.client = client
@@ -83,9 +119,27 @@ class ControllerManager:
         # informers retry in wall time: reconnecting is infrastructure, not simulation
         self.informers = SharedInformers(client)
         self.controllers: dict[str, Controller] = {
-            name: _build(name, client, self.informers, self.clock, self.config.configs.get(name))
+            name: _build(name, client, self.informers, self.clock, self.config)
             for name in self.config.controllers
         }
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Run in the background until `stop()`."""
+        if self._task is not None:
+            raise RuntimeError("controller-manager already started")
+        self._task = asyncio.create_task(self.run(self._stop), name="controller-manager")
+
+    async def stop(self) -> None:
+        """Stop the controllers and the informers, and wait for them."""
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Informers, then every controller, until `stop`; then everything stops."""
@@ -110,8 +164,16 @@ class ControllerManager:
             stop.set()
             for t in tasks.values():
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(t), 10)
+                    await asyncio.wait_for(asyncio.shield(t), STOP_GRACE)
                 t.cancel()
             await asyncio.gather(*tasks.values(), return_exceptions=True)
         finally:
             await self.informers.stop()
+
+
+__all__ = [
+    "ALL_CONTROLLERS",
+    "Controller",
+    "ControllerManager",
+    "ControllerManagerConfig",
+]

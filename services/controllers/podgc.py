@@ -35,7 +35,7 @@ from services.api.kinds import BY_KIND
 from services.api.wellknown import TAINT_OUT_OF_SERVICE
 from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
-from services.controllers.controller_utils import timestamp, wait_any, wait_synced
+from services.controllers.controller_utils import run_periodically, timestamp, wait_synced
 from services.controllers.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -122,14 +122,13 @@ class PodGCController:
         try:
             if not await wait_synced(stop, self.pod_informer.synced, self.node_informer.synced):
                 return
-            while not stop.is_set():
-                try:
-                    await self.gc()
-                except ApiError as e:
-                    log.warning("pod gc pass failed: %s", e)
-                except Exception:  # noqa: BLE001 - a bug in one pass must not end pod GC
-                    log.exception("pod gc pass failed")
-                await wait_any(self.clock, self.config.gc_check_period, stop)
+            await run_periodically(
+                self.gc,
+                clock=self.clock,
+                period=self.config.gc_check_period,
+                stop=stop,
+                what="pod gc pass",
+            )
         finally:
             self.node_queue.shutdown()
 

@@ -44,26 +44,24 @@ from services.api.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import (
-    EXPECTATIONS_TIMEOUT,
     SLOW_START_INITIAL_BATCH_SIZE,
-    ControllerExpectations,
-    EventRecorder,
     NamespaceIndex,
-    claim,
     controller_of,
     is_namespace_terminating,
     is_pod_active,
     is_pod_available,
     is_pod_ready,
     new_controller_ref,
-    rank_for_deletion,
-    recheck_owner,
     selector_for,
     slow_start_batch,
     split_key,
     wait_synced,
 )
-from services.controllers.workqueue import WorkQueue, controller_queue, run_worker
+from services.controllers.events import EventRecorder
+from services.controllers.expectations import EXPECTATIONS_TIMEOUT, ControllerExpectations
+from services.controllers.ranking import rank_for_deletion
+from services.controllers.ref_manager import claim, recheck_owner
+from services.controllers.workqueue import WorkQueue, controller_queue, run_workers
 
 log = logging.getLogger(__name__)
 
@@ -222,23 +220,14 @@ class ReplicaSetController:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Sync ReplicaSets with `workers` workers until `stop` is set."""
-        workers: list[asyncio.Task[None]] = []
         try:
             if await wait_synced(stop, self.rs_informer.synced, self.pod_informer.synced):
-                workers = [
-                    asyncio.create_task(self._worker(), name=f"replicaset-worker-{i}")
-                    for i in range(self.config.workers)
-                ]
-                await stop.wait()
+                await run_workers(
+                    self.queue, self.sync, workers=self.config.workers, stop=stop, what="replicaset"
+                )
         finally:
             self.queue.shutdown()
-            for w in workers:
-                w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
             await self.events.close()
-
-    async def _worker(self) -> None:
-        await run_worker(self.queue, self.sync, what="replicaset")
 
     # ------------------------------------------------------------------ lookups
 

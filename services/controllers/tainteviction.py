@@ -16,7 +16,7 @@ their own — it only reconciles pods against whatever NoExecute taints a node c
 As upstream, `start` is the moment this controller first scheduled the pod's deletion,
 and a scheduled deletion keeps its time while taints come and go, until it is cancelled
 (`TaintEvictionConfig.count_from_time_added` counts from the taints' timeAdded instead).
-Toleration matching is shared vocabulary (services/api/taints.py): the
+Toleration matching is the scheduler's (services/scheduler/plugins/helpers): the
 scheduler and this controller must agree on what "tolerated" means.
 
 The helpers the node lifecycle controller shares with this one (`PodsByNode`,
@@ -43,7 +43,8 @@ from services.api.meta import pod_key
 from services.api.taints import NO_EXECUTE, toleration_tolerates_taint
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, parse_rfc3339, rfc3339
-from services.controllers.controller_utils import PodsByNode, new_event, wait_any, write_event
+from services.controllers.controller_utils import PodsByNode, wait_any
+from services.controllers.events import new_event, write_event
 
 log = logging.getLogger(__name__)
 

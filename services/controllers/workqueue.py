@@ -364,5 +364,36 @@ async def run_worker(
             queue.done(key)
 
 
+async def run_workers(
+    queue: WorkQueue[T],
+    sync: Callable[[T], Awaitable[None]],
+    *,
+    workers: int,
+    stop: asyncio.Event,
+    what: str,
+    retry: Callable[[T, Exception], bool] | None = None,
+    shutdown: bool = True,
+) -> None:
+    """`workers` workers (`run_worker`) on `queue` until `stop` is set, as every queue-driven
+    controller runs them (upstream: `go wait.UntilWithContext(ctx, worker)` N times, then
+    `<-ctx.Done()`). At stop the queue is shut down, unless `shutdown` is False (a queue
+    that must keep working if its controller runs again), and the workers are cancelled
+    (a cancelled worker's `finally` hands its key back) and awaited."""
+    tasks = [
+        asyncio.create_task(
+            run_worker(queue, sync, what=what, retry=retry), name=f"{what}-worker-{i}"
+        )
+        for i in range(workers)
+    ]
+    try:
+        await stop.wait()
+    finally:
+        if shutdown:
+            queue.shutdown()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 #: Errors that are the world's, not a bug: logged without a traceback.
 _EXPECTED: tuple[type[Exception], ...] = (ApiError, ConnectionError, TimeoutError)

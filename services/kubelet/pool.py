@@ -18,7 +18,8 @@ A pod's stages on its kubelet (upstream phases and container states):
     eviction (node pressure) ─grace─► Failed, reason Evicted (the object stays, as upstream)
 
 A killed node (chaos) keeps its state but does nothing: no lease renewals, no status, its
-pods' steps are parked until it is revived.
+pods' steps are parked until it is revived. Whether a bound pod may start at all is
+admission.py's decision.
 """
 
 from __future__ import annotations
@@ -38,14 +39,13 @@ from google.protobuf.message import Message
 from protos.kubera.v1 import core_pb2
 from services.api.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
 from services.api.kinds import BY_KIND
-from services.api.quantity import parse_quantity
 from services.api.resources import pod_requests
 from services.api.stages import TemplateError
-from services.api.taints import tolerations_tolerate_taint
 from services.client import Client, Handlers, Informer
 from services.clock import Clock, RealClock, parse_rfc3339
 from services.kubelet import eviction as ev
 from services.kubelet import podstatus
+from services.kubelet.admission import admit
 from services.kubelet.batcher import Batcher
 from services.kubelet.nodestatus import lease_object, node_object, node_status_object, pod_ip
 from services.kubelet.pressure import IMAGE_BYTES_PER_INODE, PoolPressure
@@ -56,9 +56,6 @@ from services.kubelet.usage import UsageTable, resolve_usage
 log = logging.getLogger(__name__)
 
 PODS = BY_KIND["Pod"]
-MEMORY_PRESSURE_TAINT = core_pb2.Taint(
-    key=ev.CONDITION_TAINTS[ev.MEMORY_PRESSURE], effect="NoSchedule"
-)
 
 
 @dataclass(frozen=True)
@@ -286,42 +283,7 @@ class NodePool:
         return st
 
     def _admit(self, st: PodState) -> tuple[str, str] | None:
-        """The kubelet's admission: pressure conditions, then resources (upstream's
-        eviction admit handler and the predicate admit handler)."""
-        node, pod = st.node, st.pod
-        tolerates = tolerations_tolerate_taint(pod.spec.tolerations, MEMORY_PRESSURE_TAINT)
-        ok, reason, message = ev.admit(
-            pod.status.qos_class or "BestEffort", tolerates, node.conditions
-        )
-        if not ok:
-            return reason, message
-        want = pod_requests(pod)
-        used_cpu = used_mem = count = 0
-        for uid in node.pods:
-            other = self.pods.get(uid)
-            if other is None or other is st or other.phase in ("Succeeded", "Failed"):
-                continue
-            r = pod_requests(other.pod)
-            used_cpu += r.milli_cpu
-            used_mem += r.memory
-            count += 1
-        alloc = node.plan.kind.allocatable
-        cap_pods = parse_quantity(alloc.get("pods", "110")).int_value()
-        if count + 1 > cap_pods:
-            return (
-                "OutOfpods",
-                f"Node didn't have enough resource: pods, requested: 1, used: {count}, capacity: {cap_pods}",
-            )
-        for name, wanted, used, cap in (
-            ("cpu", want.milli_cpu, used_cpu, parse_quantity(alloc.get("cpu", "0")).milli_value()),
-            ("memory", want.memory, used_mem, parse_quantity(alloc.get("memory", "0")).int_value()),
-        ):
-            if wanted and used + wanted > cap:
-                return (
-                    f"OutOf{name}",
-                    f"Pod was rejected: Node didn't have enough resource: {name}, requested: {wanted}, used: {used}, capacity: {cap}",
-                )
-        return None
+        return admit(st, self.pods)
 
     def _on_pod_gone(self, pod: core_pb2.Pod) -> None:
         self._failures.pop(f"{pod.metadata.namespace}/{pod.metadata.name}", None)

@@ -3,7 +3,9 @@
 `LeaderElector(storage, config, callbacks).run(stop)` campaigns for `config.key`, runs
 `callbacks.on_started_leading(term_over)` while it leads, and exposes `fencing_token` —
 (key, create_revision) — for every write only the leader may make. See elector.py for the
-state machine and lock.py for the etcd transactions.
+state machine and lock.py for the etcd transactions. `LeaderElectionSettings` (settings.py)
+is the one shape a deployment's election settings travel in, from the command line and the
+configuration files down to the replica that turns it into the elector's config.
 """
 
 from services.leaderelection.config import (
@@ -11,17 +13,24 @@ from services.leaderelection.config import (
     Callbacks,
     LeaderElectionConfig,
     LeaderElectionRecord,
+    check_timings,
 )
 from services.leaderelection.elector import LeaderElector
 from services.leaderelection.lock import Lock, LockRecord, StorageLock
+from services.leaderelection.publish import LeasePublisher
+from services.leaderelection.settings import LeaderElectionSettings, TimingOverrides
 
 __all__ = [
     "JITTER_FACTOR",
     "Callbacks",
     "LeaderElectionConfig",
     "LeaderElectionRecord",
+    "LeaderElectionSettings",
     "LeaderElector",
+    "LeasePublisher",
     "Lock",
     "LockRecord",
     "StorageLock",
+    "TimingOverrides",
+    "check_timings",
 ]

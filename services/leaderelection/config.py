@@ -22,6 +22,29 @@ from typing import Any
 JITTER_FACTOR = 1.2
 
 
+def check_timings(lease_duration: float, renew_deadline: float, retry_period: float) -> None:
+    """Raise ValueError unless the timings obey client-go's rules (module docstring)."""
+    timings = {
+        "lease_duration": lease_duration,
+        "renew_deadline": renew_deadline,
+        "retry_period": retry_period,
+    }
+    for name, value in timings.items():
+        if not value > 0:
+            raise ValueError(f"{name} must be greater than zero, got {value}")
+    if not lease_duration > renew_deadline:
+        raise ValueError(
+            f"lease_duration must be greater than renew_deadline, got "
+            f"lease_duration={lease_duration} renew_deadline={renew_deadline}"
+        )
+    if not renew_deadline > JITTER_FACTOR * retry_period:
+        raise ValueError(
+            f"renew_deadline must be greater than retry_period × {JITTER_FACTOR} "
+            f"(client-go's JitterFactor), got renew_deadline={renew_deadline} "
+            f"retry_period={retry_period}"
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeaderElectionConfig:
     """Timings in seconds; defaults are kube-scheduler's (15 s / 10 s / 2 s)."""
@@ -42,21 +65,7 @@ class LeaderElectionConfig:
     lease_namespace: str = "kube-system"
 
     def __post_init__(self) -> None:
-        for name in ("lease_duration", "renew_deadline", "retry_period"):
-            value = getattr(self, name)
-            if not value > 0:
-                raise ValueError(f"{name} must be greater than zero, got {value}")
-        if not self.lease_duration > self.renew_deadline:
-            raise ValueError(
-                f"lease_duration must be greater than renew_deadline, got "
-                f"lease_duration={self.lease_duration} renew_deadline={self.renew_deadline}"
-            )
-        if not self.renew_deadline > JITTER_FACTOR * self.retry_period:
-            raise ValueError(
-                f"renew_deadline must be greater than retry_period × {JITTER_FACTOR} "
-                f"(client-go's JitterFactor), got renew_deadline={self.renew_deadline} "
-                f"retry_period={self.retry_period}"
-            )
+        check_timings(self.lease_duration, self.renew_deadline, self.retry_period)
         for name in ("identity", "key", "lease_name", "lease_namespace"):
             if not getattr(self, name):
                 raise ValueError(f"{name} must not be empty")

@@ -6,65 +6,34 @@ long before the Bind round-trip and the watch event confirm it. Without that, th
 would be placed against stale numbers and nodes would be overcommitted. This module keeps
 both in one place (upstream pkg/scheduler/backend/cache):
 
-- `NodeTree`: node names grouped by zone, listed one zone at a time (zone round-robin), so
-  that a scan of the first N feasible nodes spreads over zones.
 - `Cache`: per-node aggregates (`NodeInfo`) with the pod state machine drawn on the class,
   kept in a most-recently-updated list so a snapshot copies only what changed.
-- `Snapshot`: the read-only view one scheduling cycle works on, with per-node resource
-  arrays for vectorised Filter/Score.
+- `NodeTree` (node_tree.py): node names grouped by zone, listed one zone at a time (zone
+  round-robin), so that a scan of the first N feasible nodes spreads over zones.
+- `Snapshot` (snapshot.py): the read-only view one scheduling cycle works on, with per-node
+  resource arrays for vectorised Filter/Score.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-import numpy as np
-import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
-from services.api.resources import MAX_AMOUNT
-from services.api.wellknown import (
-    LABEL_FAILURE_DOMAIN_BETA_REGION,
-    LABEL_FAILURE_DOMAIN_BETA_ZONE,
-    LABEL_TOPOLOGY_REGION,
-    LABEL_TOPOLOGY_ZONE,
-)
 from services.clock import Clock, RealClock
 from services.scheduler.framework.types import NodeInfo, PodInfo
-
-if TYPE_CHECKING:
-    from services.scheduler.framework import interface
+from services.scheduler.node_tree import NodeTree
+from services.scheduler.snapshot import Snapshot
 
 #: Assumed pods never expire by default: upstream set durationToExpireAssumedPod to 0
 #: (kubernetes#106361: an expiry racing a slow watch event dropped pods that were bound).
 DEFAULT_ASSUMED_POD_TTL = 0.0
 
-#: Column order of `Snapshot.alloc` / `Snapshot.requested`.
-RESOURCE_COLUMNS = ("milli_cpu", "memory", "ephemeral_storage", "pods")
-COL_CPU, COL_MEMORY, COL_EPHEMERAL, COL_PODS = range(4)
-
-Int64Array = npt.NDArray[np.int64]
-#: Spelled once here: inside Snapshot, `list` names the method.
-NodeInfoList = list[NodeInfo]
-
 
 class CacheError(Exception):
     """The cache was asked something inconsistent with what it holds: a bug in the caller or
     a missed/duplicated informer event. Callers log it; the cache stays as it was."""
-
-
-def zone_key(node: core_pb2.Node) -> str:
-    """region + ":\\x00:" + zone, or "" when the node has neither (upstream GetZoneKey).
-    The NUL keeps "a:b" + "c" apart from "a" + "b:c"."""
-    labels = node.metadata.labels
-    zone = labels.get(LABEL_TOPOLOGY_ZONE, labels.get(LABEL_FAILURE_DOMAIN_BETA_ZONE, ""))
-    region = labels.get(LABEL_TOPOLOGY_REGION, labels.get(LABEL_FAILURE_DOMAIN_BETA_REGION, ""))
-    if not region and not zone:
-        return ""
-    return f"{region}:\x00:{zone}"
 
 
 def _pod_of(pod: core_pb2.Pod | PodInfo) -> core_pb2.Pod:
@@ -74,90 +43,6 @@ def _pod_of(pod: core_pb2.Pod | PodInfo) -> core_pb2.Pod:
 def _cache_key(pod: core_pb2.Pod) -> str:
     """The UID, as upstream's GetPodKey; namespace/name only for UID-less test objects."""
     return pod.metadata.uid or f"{pod.metadata.namespace}/{pod.metadata.name}"
-
-
-class NodeTree:
-    """Node names by zone, listed round-robin over zones (upstream node_tree.go).
-
-    Invariants: every name is in exactly one zone list; `zones` holds exactly the zones with
-    at least one node, in the order they were (re)first seen; `num_nodes` is the total.
-    `version` changes whenever `list()` would change, so a snapshot knows when to reorder.
-    """
-
-    def __init__(self, nodes: Iterable[core_pb2.Node] = ()) -> None:
-        self._tree: dict[str, list[str]] = {}
-        self._zones: list[str] = []
-        self._zone_of: dict[str, str] = {}
-        self.num_nodes = 0
-        self.version = 0
-        for n in nodes:
-            self.add_node(n)
-
-    def __len__(self) -> int:
-        return self.num_nodes
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._zone_of
-
-    @property
-    def zones(self) -> list[str]:
-        return list(self._zones)
-
-    def add_node(self, node: core_pb2.Node) -> None:
-        name = node.metadata.name
-        if name in self._zone_of:
-            return  # already present (upstream logs and ignores)
-        zone = zone_key(node)
-        names = self._tree.get(zone)
-        if names is None:
-            self._zones.append(zone)
-            self._tree[zone] = [name]
-        else:
-            names.append(name)
-        self._zone_of[name] = zone
-        self.num_nodes += 1
-        self.version += 1
-
-    def remove_node(self, node: core_pb2.Node) -> bool:
-        """False when the node was not in the tree."""
-        name = node.metadata.name
-        zone = self._zone_of.pop(name, None)
-        if zone is None:
-            return False
-        names = self._tree[zone]
-        names.remove(name)
-        if not names:
-            del self._tree[zone]
-            self._zones.remove(zone)
-        self.num_nodes -= 1
-        self.version += 1
-        return True
-
-    def update_node(self, old: core_pb2.Node | None, new: core_pb2.Node) -> None:
-        """Move the node if its zone changed. The zone it is filed under is the tree's own
-        record, not `old`'s labels, so a stale `old` cannot leave the node in two zones."""
-        name = new.metadata.name
-        current = self._zone_of.get(name)
-        if current is None:
-            self.add_node(new)
-            return
-        if current == zone_key(new):
-            return
-        self.remove_node(new)
-        self.add_node(new)
-
-    def list(self) -> list[str]:
-        """One node per zone in turn: zone lists a1 a2 a3 | b1 | c1 c2 → a1 b1 c1 a2 c2 a3."""
-        lists = [self._tree[z] for z in self._zones]
-        if len(lists) == 1:
-            return list(lists[0])
-        out: list[str] = []
-        depth = max((len(names) for names in lists), default=0)
-        for i in range(depth):
-            for names in lists:
-                if i < len(names):
-                    out.append(names[i])
-        return out
 
 
 class _Item:
@@ -192,102 +77,6 @@ def _assign(dst: NodeInfo, src: NodeInfo) -> None:
     else:
         for name in slots:
             setattr(dst, name, getattr(src, name))
-
-
-class Snapshot:
-    """The cluster as one scheduling cycle sees it (implements framework.interface.Snapshot).
-
-    Filled by `Cache.update_snapshot` at the start of each cycle and read-only otherwise:
-    the returned lists and arrays are the snapshot's own, callers must not modify them.
-    `alloc`, `requested` and `non_zero` have one row per node in `list()` order.
-    """
-
-    def __init__(self) -> None:
-        self._map: dict[str, NodeInfo] = {}
-        self._list: NodeInfoList = []
-        self._with_affinity: NodeInfoList = []
-        self._with_required_anti_affinity: NodeInfoList = []
-        self._index: dict[str, int] = {}
-        self._namespace_labels: dict[str, dict[str, str]] = {}
-        #: The newest NodeInfo generation copied in; the cache copies only newer ones.
-        self.generation = 0
-        #: NodeTree.version the list order was built from (-1: never built).
-        self.tree_version = -1
-        #: NodeInfos copied by the last update_snapshot (for metrics and tests).
-        self.last_copied = 0
-        self.alloc: Int64Array = np.zeros((0, 4), dtype=np.int64)
-        self.requested: Int64Array = np.zeros((0, 4), dtype=np.int64)
-        self.non_zero: Int64Array = np.zeros((0, 2), dtype=np.int64)
-
-    def list(self) -> NodeInfoList:
-        """Every node, in zone round-robin order."""
-        return self._list
-
-    def get(self, name: str) -> NodeInfo | None:
-        ni = self._map.get(name)
-        return ni if ni is not None and ni.node is not None else None
-
-    def have_pods_with_affinity(self) -> NodeInfoList:
-        return self._with_affinity
-
-    def have_pods_with_required_anti_affinity(self) -> NodeInfoList:
-        return self._with_required_anti_affinity
-
-    def num_nodes(self) -> int:
-        return len(self._list)
-
-    def index_of(self, name: str) -> int:
-        """The row of `name` in the arrays and its position in `list()`; KeyError if absent."""
-        return self._index[name]
-
-    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        """The namespace's labels, or None when the Namespace informer has not seen it."""
-        return self._namespace_labels.get(namespace)
-
-    def set_namespace_labels(self, namespace: str, labels: Mapping[str, str]) -> None:
-        self._namespace_labels[namespace] = dict(labels)
-
-    def remove_namespace(self, namespace: str) -> None:
-        self._namespace_labels.pop(namespace, None)
-
-    # -- maintained by Cache.update_snapshot --------------------------------------------
-
-    # Rows hold sums over a node's pods, which may pass int64 when pods were bound with
-    # requests validation would refuse; they are capped at MAX_AMOUNT (the node is full
-    # either way) so that writing a row never raises.
-
-    def _write_row(self, i: int, ni: NodeInfo) -> None:
-        self.alloc[i], self.requested[i], self.non_zero[i] = _rows(ni)
-
-    def _rebuild_arrays(self) -> None:
-        infos = self._list
-        self._index = {ni.name: i for i, ni in enumerate(infos)}
-        rows = [_rows(ni) for ni in infos]
-        self.alloc = np.array([r[0] for r in rows], dtype=np.int64).reshape(len(infos), 4)
-        self.requested = np.array([r[1] for r in rows], dtype=np.int64).reshape(len(infos), 4)
-        self.non_zero = np.array([r[2] for r in rows], dtype=np.int64).reshape(len(infos), 2)
-
-    def _rebuild_affinity_lists(self) -> None:
-        self._with_affinity = [ni for ni in self._list if ni.pods_with_affinity]
-        self._with_required_anti_affinity = [
-            ni for ni in self._list if ni.pods_with_required_anti_affinity
-        ]
-
-
-def _rows(ni: NodeInfo) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """A node's (alloc, requested, non_zero) array rows, each amount capped at MAX_AMOUNT."""
-    a, r, nz = ni.allocatable, ni.requested, ni.non_zero_requested
-    m = MAX_AMOUNT
-    return (
-        (
-            min(a.milli_cpu, m),
-            min(a.memory, m),
-            min(a.ephemeral_storage, m),
-            min(a.allowed_pod_number, m),
-        ),
-        (min(r.milli_cpu, m), min(r.memory, m), min(r.ephemeral_storage, m), len(ni.pods)),
-        (min(nz.milli_cpu, m), min(nz.memory, m)),
-    )
 
 
 class Cache:
@@ -663,8 +452,3 @@ def new_snapshot(nodes: Iterable[core_pb2.Node], pods: Iterable[core_pb2.Pod] = 
     snap = Snapshot()
     cache.update_snapshot(snap)
     return snap
-
-
-if TYPE_CHECKING:
-    # Static check only: Snapshot satisfies the framework's protocol.
-    _protocol_check: interface.Snapshot = Snapshot()

@@ -34,6 +34,9 @@ Rules kept from upstream:
 - Pods in unschedulable longer than max_in_unschedulable (5 min) are requeued by the leftover
   flush (every 30 s) with the wildcard UnschedulableTimeout event.
 
+The structures live apart: activeQ and backoffQ are `heap.Heap`s, and the event vocabulary
+(which registered event matches which incoming one, the event labels) is queue_events.py.
+
 Concurrency: every method runs on the event loop thread; only `pop` and `run` suspend, and no
 method suspends while the queue's structures are half-updated, so no lock is needed.
 """
@@ -43,7 +46,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from enum import IntEnum
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
@@ -52,13 +54,13 @@ from services.clock import Clock
 from services.scheduler.framework.interface import PreEnqueuePlugin
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
-    ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     PodInfo,
     QueuedPodInfo,
     QueueingHint,
 )
+from services.scheduler.heap import Heap, LessFn
 from services.scheduler.metrics import (
     PENDING_QUEUES,
     QUEUE_ACTIVE,
@@ -67,8 +69,25 @@ from services.scheduler.metrics import (
     QUEUE_UNSCHEDULABLE,
     QueueMetrics,
 )
+from services.scheduler.queue_events import (
+    BACKOFF_COMPLETE,
+    EVENT_ASSIGNED_POD_ADD,
+    EVENT_ASSIGNED_POD_UPDATE,
+    EVENT_UNSCHEDULABLE_TIMEOUT,
+    EVENT_UNSCHEDULED_POD_ADD,
+    EVENT_UNSCHEDULED_POD_UPDATE,
+    POD_SCALE_DOWN,
+    POD_TOPOLOGY_SPREAD,
+    SCHEDULE_ATTEMPT_FAILURE,
+    QueueingStrategy,
+    event_label,
+    event_matches,
+    is_pod_updated,
+    is_wildcard,
+)
 
 log = logging.getLogger(__name__)
+
 
 DEFAULT_POD_INITIAL_BACKOFF = 1.0
 DEFAULT_POD_MAX_BACKOFF = 10.0
@@ -79,27 +98,6 @@ BACKOFF_FLUSH_PERIOD = 1.0
 LEFTOVER_FLUSH_PERIOD = 30.0
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
-WILDCARD = "*"
-#: Queue-internal pod resources: plugins register "Pod", which matches both (upstream rule).
-ASSIGNED_POD = "AssignedPod"
-UNSCHEDULABLE_POD = "UnschedulablePod"
-POD = "Pod"
-#: Pods rejected by it may be helped by any pod event in their namespace.
-POD_TOPOLOGY_SPREAD = "PodTopologySpread"
-
-# Event labels of queue_incoming_pods_total (upstream framework/events.go).
-SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
-BACKOFF_COMPLETE = "BackoffComplete"
-UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
-EVENT_UNSCHEDULED_POD_ADD = ClusterEvent(UNSCHEDULABLE_POD, ActionType.ADD, "UnschedulablePodAdd")
-EVENT_UNSCHEDULED_POD_UPDATE = ClusterEvent(
-    UNSCHEDULABLE_POD, ActionType.UPDATE, "UnschedulablePodUpdate"
-)
-EVENT_ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
-EVENT_ASSIGNED_POD_UPDATE = ClusterEvent(ASSIGNED_POD, ActionType.UPDATE, "AssignedPodUpdate")
-EVENT_ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
-EVENT_UNSCHEDULABLE_TIMEOUT = ClusterEvent(WILDCARD, ActionType.ALL, UNSCHEDULABLE_TIMEOUT)
-_POD_SCALE_DOWN = ClusterEvent(POD, ActionType.UPDATE_POD_SCALE_DOWN)
 
 #: precheck(pod) -> whether move_all_to_active_or_backoff may consider this pod.
 PreEnqueueCheck = Callable[[core_pb2.Pod], bool]
@@ -107,183 +105,8 @@ PreEnqueueCheck = Callable[[core_pb2.Pod], bool]
 PreEnqueueSource = (
     Mapping[str, Sequence[PreEnqueuePlugin]] | Callable[[str], Sequence[PreEnqueuePlugin]]
 )
-LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 
 
-class QueueingStrategy(IntEnum):
-    """Where an event sends an unschedulable pod (ordered: higher wins)."""
-
-    SKIP = 0  # stays in unschedulable
-    AFTER_BACKOFF = 1  # backoffQ if still backing off, else activeQ
-    IMMEDIATELY = 2  # activeQ (a Pending plugin said QUEUE)
-
-
-# --------------------------------------------------------------------------- event helpers
-def is_wildcard(event: ClusterEvent) -> bool:
-    return event.resource == WILDCARD and event.action == ActionType.ALL
-
-
-def event_matches(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
-    """Whether an event a plugin registered covers one that happened (upstream
-    ClusterEvent.Match): "*" matches any resource, and "Pod" also matches the queue-internal
-    AssignedPod / UnschedulablePod resources."""
-    if is_wildcard(registered):
-        return True
-    r = registered.resource
-    resource_ok = r in (WILDCARD, incoming.resource) or (
-        r == POD and incoming.resource in (ASSIGNED_POD, UNSCHEDULABLE_POD)
-    )
-    return resource_ok and bool(registered.action & incoming.action)
-
-
-def event_label(event: ClusterEvent) -> str:
-    """The metric label upstream's ClusterEvent.Label() gives: custom label, else resource
-    followed by the CamelCase action ("NodeAdd", "NodeUpdateNodeTaint")."""
-    if event.label:
-        return event.label
-    name = event.action.name or str(int(event.action))
-    action = "|".join("".join(w.capitalize() for w in part.split("_")) for part in name.split("|"))
-    return f"{event.resource}{action}"
-
-
-def is_pod_updated(old: core_pb2.Pod | None, new: core_pb2.Pod) -> bool:
-    """Whether an update may change the scheduling result: anything but resourceVersion,
-    generation, finalizers and status changed (upstream isPodUpdated)."""
-    if old is None:
-        return True
-
-    def strip(pod: core_pb2.Pod) -> core_pb2.Pod:
-        c = core_pb2.Pod()
-        c.CopyFrom(pod)
-        c.metadata.resource_version = ""
-        c.metadata.generation = 0
-        del c.metadata.finalizers[:]
-        c.ClearField("status")
-        return c
-
-    return strip(old) != strip(new)
-
-
-# ------------------------------------------------------------------------------ the heap
-class _Entry:
-    __slots__ = ("qpi", "seq")
-
-    def __init__(self, qpi: QueuedPodInfo, seq: int) -> None:
-        self.qpi = qpi
-        self.seq = seq
-
-
-class _Heap:
-    """A binary heap of QueuedPodInfo keyed by namespace/name, with O(log n) update and
-    removal by key (upstream backend/heap). Invariants: `_index[key]` is the position of that
-    key's entry in `_items`; entries `less` cannot order come out in insertion order."""
-
-    def __init__(self, less: LessFn) -> None:
-        self._less = less
-        self._items: list[_Entry] = []
-        self._index: dict[str, int] = {}
-        self._seq = 0
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._index
-
-    def get(self, key: str) -> QueuedPodInfo | None:
-        i = self._index.get(key)
-        return None if i is None else self._items[i].qpi
-
-    def peek(self) -> QueuedPodInfo | None:
-        return self._items[0].qpi if self._items else None
-
-    def list(self) -> list[QueuedPodInfo]:
-        return [e.qpi for e in self._items]
-
-    def push(self, qpi: QueuedPodInfo) -> None:
-        """Add, or replace the entry with the same key (keeping its place among equals)."""
-        key = qpi.key
-        i = self._index.get(key)
-        if i is not None:
-            self._items[i].qpi = qpi
-            self._fix(i)
-            return
-        self._seq += 1
-        self._items.append(_Entry(qpi, self._seq))
-        self._index[key] = len(self._items) - 1
-        self._up(len(self._items) - 1)
-
-    def fix(self, key: str) -> None:
-        """Restore order after the entry's sort inputs changed."""
-        i = self._index.get(key)
-        if i is not None:
-            self._fix(i)
-
-    def pop(self) -> QueuedPodInfo:
-        top = self._items[0].qpi
-        self._remove_at(0)
-        return top
-
-    def remove(self, key: str) -> QueuedPodInfo | None:
-        i = self._index.get(key)
-        if i is None:
-            return None
-        qpi = self._items[i].qpi
-        self._remove_at(i)
-        return qpi
-
-    # -------------------------------------------------------------------- internals
-    def _before(self, a: _Entry, b: _Entry) -> bool:
-        if self._less(a.qpi, b.qpi):
-            return True
-        if self._less(b.qpi, a.qpi):
-            return False
-        return a.seq < b.seq
-
-    def _swap(self, i: int, j: int) -> None:
-        items = self._items
-        items[i], items[j] = items[j], items[i]
-        self._index[items[i].qpi.key] = i
-        self._index[items[j].qpi.key] = j
-
-    def _up(self, i: int) -> None:
-        while i > 0:
-            parent = (i - 1) // 2
-            if not self._before(self._items[i], self._items[parent]):
-                break
-            self._swap(i, parent)
-            i = parent
-
-    def _down(self, i: int) -> None:
-        n = len(self._items)
-        while True:
-            left, smallest = 2 * i + 1, i
-            if left < n and self._before(self._items[left], self._items[smallest]):
-                smallest = left
-            right = left + 1
-            if right < n and self._before(self._items[right], self._items[smallest]):
-                smallest = right
-            if smallest == i:
-                return
-            self._swap(i, smallest)
-            i = smallest
-
-    def _fix(self, i: int) -> None:
-        key = self._items[i].qpi.key
-        self._up(i)
-        self._down(self._index[key])
-
-    def _remove_at(self, i: int) -> None:
-        last = len(self._items) - 1
-        if i != last:
-            self._swap(i, last)
-        entry = self._items.pop()
-        del self._index[entry.qpi.key]
-        if i < len(self._items):
-            self._fix(i)
-
-
-# ----------------------------------------------------------------------------- the queue
 class SchedulingQueue:
     """kube-scheduler's PriorityQueue: activeQ, backoffQ, unschedulable and gated pods.
 
@@ -322,8 +145,8 @@ class SchedulingQueue:
 
         # Invariant: a pod key is in at most one of activeQ, backoffQ, unschedulable, gated;
         # an in-flight pod (popped, attempt not finished) is in none of them.
-        self._active = _Heap(less)
-        self._backoff = _Heap(lambda a, b: self.backoff_expiry(a) < self.backoff_expiry(b))
+        self._active = Heap(less)
+        self._backoff = Heap(lambda a, b: self.backoff_expiry(a) < self.backoff_expiry(b))
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, QueuedPodInfo] = {}  # by uid
@@ -549,7 +372,7 @@ class SchedulingQueue:
     ) -> None:
         """A bound pod changed. A scale-down frees resources for any pod; other changes
         (labels) matter only to pods with a cross-node term matching the new version."""
-        if event_matches(_POD_SCALE_DOWN, event):
+        if event_matches(POD_SCALE_DOWN, event):
             self.move_all_to_active_or_backoff(event, old, new)
         else:
             self._move_pods(self._pods_with_cross_topology_term(new), event, old, new)

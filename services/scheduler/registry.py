@@ -135,7 +135,7 @@ IN_TREE: tuple[InTreePlugin, ...] = (
         "NodeResourcesFit", "noderesources.fit", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 1
     ),
     InTreePlugin(
-        "PodTopologySpread", "podtopologyspread", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2
+        "PodTopologySpread", "podtopologyspread.plugin", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2
     ),
     InTreePlugin("InterPodAffinity", "interpodaffinity", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2),
     InTreePlugin(

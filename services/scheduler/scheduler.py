@@ -1,124 +1,58 @@
 """The scheduler: informers feed the cache and the queue; one scheduling cycle at a time
-picks a node; binding cycles run concurrently (upstream schedule_one.go).
+picks a node; binding cycles run concurrently (the cycles: schedule_one.py, as upstream's
+schedule_one.go beside scheduler.go).
 
-    schedule_one(pod):
-      scheduling cycle (serial)   snapshot → PreFilter → Filter (percentageOfNodesToScore)
-                                  → [PostFilter] → PreScore → Score → select host
-                                  → assume in cache → Reserve → Permit
-      binding cycle (concurrent)  WaitOnPermit → PreBind → Bind (fenced or checked) → PostBind
-      every failure path after assume: Unreserve, forget the assumed pod, requeue
+    Scheduler(client, SchedulerOptions(...), clock=..., fencing=...)
+      warm()   start the informers, wait until synced (the cache and the queue fill)
+      lead()   schedule until `stop` is set (a scheduler leads once per term)
+      close()  stop the informers
+      run()    all three: one whole term
 
 The loop starts from `on_started_leading(ctx)`-style `run(stop)` and returns when `stop`
 is set; binds carry the fencing token the leader-election layer provides (or none).
 
-One pod never stops the loop. Any exception while scheduling a pod (a plugin, a Filter
-Error status, a helper, a pod holding values validation would have refused) ends that
-pod's attempt as an Error: Unreserve and forget if it was assumed, a FailedScheduling
-event, backoff; it is logged once per pod and distinct message. The informer's handlers
-(informer.py) and the cache (pod requests saturate, see services/api/resources.py) cost only
-their object, so a bad pod never blinds the scheduler to the others.
+One pod never stops the loop (see schedule_one.py). The informer's handlers (informer.py)
+and the cache (pod requests saturate, see framework/types.py) cost only their object, so a
+bad pod never blinds the scheduler to the others.
 
-In shared-state (Omega) mode (`shared_state`, see omega.py) several replicas schedule at
-once: a replica takes only its share of the pods, binds with `check_allocation` instead of
-a fencing token, and a bind refused with AllocationConflict (another replica filled the
-node first) is forgotten and requeued with backoff like any bind error, and counted.
+In shared-state (Omega) mode (`SchedulerOptions.shared_state`, see omega.py) several
+replicas schedule at once: a replica takes only its share of the pods, binds with
+`check_allocation` instead of a fencing token, and a bind refused with AllocationConflict
+(another replica filled the node first) is forgotten and requeued with backoff like any
+bind error, and counted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import random
 import secrets
-from dataclasses import dataclass, field
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import (
-    AllocationConflictError,
-    ApiError,
-    NotFoundError,
-    PreconditionError,
-)
 from services.api.kinds import BY_KIND
 from services.client import Client, FencingSource, Handlers, Informer
-from services.clock import Clock, RealClock, rfc3339
+from services.clock import Clock, RealClock
 from services.scheduler import config as config_mod
 from services.scheduler import equivalence
-from services.scheduler.cache import Cache, Snapshot
-from services.scheduler.framework.interface import PreFilterResult
+from services.scheduler.cache import Cache
+from services.scheduler.failure_report import FailureReporter
 from services.scheduler.framework.runtime import Framework
-from services.scheduler.framework.status import Code, Status
-from services.scheduler.framework.types import (
-    ActionType,
-    ClusterEvent,
-    CycleState,
-    NodeInfo,
-    PodInfo,
-    QueuedPodInfo,
-)
+from services.scheduler.framework.types import ActionType, ClusterEvent
 from services.scheduler.metrics import SchedulerMetrics, SharedStateMetrics
-from services.scheduler.omega import OmegaStats, SharedState
+from services.scheduler.omega import OmegaStats
+from services.scheduler.options import SchedulerOptions
 from services.scheduler.queue import SchedulingQueue
-from services.scheduler.trace import Attempt, ScoredNode, TraceStore, unschedulable_message
+from services.scheduler.schedule_one import ScheduleOne
+from services.scheduler.snapshot import Snapshot
+from services.scheduler.trace import TraceStore
 
 log = logging.getLogger(__name__)
 
 NODE_ADD = ClusterEvent("Node", ActionType.ADD, "NodeAdd")
 ASSIGNED_POD_DELETE = ClusterEvent("Pod", ActionType.DELETE, "AssignedPodDelete")
-TOP_SCORES = 5
-
-
-class InvalidPodError(Exception):
-    """The pod holds values validation would have refused (it reached storage some other
-    way): it is not placed; its attempt is an Error naming the fields, retried with backoff
-    (an update can fix it)."""
-
-    def __init__(self, problems: tuple[str, ...]) -> None:
-        self.problems = problems
-        super().__init__("invalid pod: " + "; ".join(problems))
-
-
-class FilterError(Exception):
-    """A Filter plugin answered Error (or raised) for some node: the attempt is an Error."""
-
-    def __init__(self, status: Status) -> None:
-        self.status = status
-        where = f"running Filter plugin {status.plugin!r}: " if status.plugin else ""
-        super().__init__(where + status.message)
-
-
-class FitError(Exception):
-    def __init__(
-        self, num_all_nodes: int, statuses: dict[str, Status], pre_filter_msg: str = ""
-    ) -> None:
-        self.num_all_nodes = num_all_nodes
-        self.statuses = statuses
-        self.pre_filter_msg = pre_filter_msg
-        self.post_filter_msg = ""
-        super().__init__(self.message)
-
-    @property
-    def message(self) -> str:
-        return unschedulable_message(
-            self.num_all_nodes,
-            self.statuses,
-            pre_filter_msg=self.pre_filter_msg,
-            post_filter_msg=self.post_filter_msg,
-        )
-
-    def rejecting_plugins(self) -> set[str]:
-        return {s.plugin for s in self.statuses.values() if s.plugin}
-
-
-@dataclass
-class ScheduleResult:
-    node: str
-    evaluated: int
-    feasible: int
-    scores: list[ScoredNode] = field(default_factory=list)
 
 
 def node_update_event(old: core_pb2.Node, new: core_pb2.Node) -> ClusterEvent:
@@ -173,32 +107,34 @@ class _Handle:
 
 
 class Scheduler:
+    """kube-scheduler for one term: informers -> cache and queue -> ScheduleOne's cycles.
+    `config` is the KubeSchedulerConfiguration in use, `options` what it was built from."""
+
     def __init__(
         self,
         client: Client,
-        cfg: config_mod.SchedulerConfiguration | None = None,
+        options: SchedulerOptions,
         *,
         clock: Clock | None = None,
         fencing: FencingSource | None = None,
-        seed: int | None = None,
-        max_binding_tasks: int = 256,
-        identity: str = "",
-        reuse_filter_results: bool = True,
-        shared_state: SharedState | None = None,
     ) -> None:
-        """`shared_state`: run as one of several active replicas (Omega); its binds are
-        checked against the nodes' allocation records, so it takes no `fencing`."""
+        """`options`: the configuration and settings (options.py). `clock`: real time by
+        default. `fencing`: the leader's fencing-token source its binds carry (none: unfenced);
+        a shared-state scheduler's binds are checked against the nodes' allocation records
+        instead, so it takes no `fencing`."""
+        shared_state = options.shared_state
         if shared_state is not None and fencing is not None:
             raise ValueError(
                 "a shared-state scheduler binds with check_allocation, not a fencing token: "
                 "pass shared_state or fencing, not both"
             )
         self.client = client
-        self.config = cfg or config_mod.default_config()
+        self.options = options
+        self.config = options.component_config or config_mod.default_config()
         self.clock = clock or RealClock()
         self.fencing: FencingSource = fencing or (lambda: None)
-        self.rng = random.Random(seed)
-        self.identity = identity or f"kubera-scheduler-{secrets.token_hex(3)}"
+        self.rng = random.Random(options.seed)
+        self.identity = options.identity or f"kubera-scheduler-{secrets.token_hex(3)}"
         self.metrics = SchedulerMetrics()
         self.shared_state = shared_state
         #: Omega's measures; only in shared-state mode.
@@ -208,7 +144,7 @@ class Scheduler:
             else None
         )
         self.traces = TraceStore()
-        self.equivalence = equivalence.EquivalenceCache() if reuse_filter_results else None
+        self.equivalence = equivalence.EquivalenceCache() if options.reuse_filter_results else None
         self.cache = Cache(clock=self.clock)
         self.snapshot = Snapshot()
         handle = _Handle(self)
@@ -240,19 +176,32 @@ class Scheduler:
         self.namespaces.add_handlers(
             Handlers(self._ns_changed, lambda old, new: self._ns_changed(new), self._ns_deleted)
         )
-        self._binding_slots = asyncio.Semaphore(max_binding_tasks)
-        self._bindings: set[asyncio.Task[None]] = set()
-        self._side_tasks: set[asyncio.Task[None]] = set()
+        self.cycles = ScheduleOne(
+            clock=self.clock,
+            frameworks=self.frameworks,
+            cache=self.cache,
+            snapshot=self.snapshot,
+            queue=self.queue,
+            percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score,
+            rng=self.rng,
+            reporter=FailureReporter(client, self.clock, self.identity),
+            metrics=self.metrics,
+            traces=self.traces,
+            equivalence_cache=self.equivalence,
+            omega=self.omega,
+            max_binding_tasks=options.max_binding_tasks,
+        )
         self._informer_tasks: list[asyncio.Task[None]] = []
-        self._next_start_node = 0
-        self._last_message: dict[str, str] = {}
-        self._logged_errors: dict[str, str] = {}
-        self.scheduled = 0
+
+    @property
+    def scheduled(self) -> int:
+        """Pods this scheduler has bound."""
+        return self.cycles.scheduled
 
     @property
     def binding_cycles(self) -> int:
         """Binding cycles in flight (their binds may still be on the wire)."""
-        return len(self._bindings)
+        return self.cycles.binding_cycles
 
     # ------------------------------------------------------------ informers
 
@@ -284,8 +233,7 @@ class Scheduler:
                 self.queue.update(old, new)
 
     def _pod_deleted(self, pod: core_pb2.Pod) -> None:
-        self._last_message.pop(f"{pod.metadata.namespace}/{pod.metadata.name}", None)
-        self._logged_errors.pop(f"{pod.metadata.namespace}/{pod.metadata.name}", None)
+        self.cycles.forget(f"{pod.metadata.namespace}/{pod.metadata.name}")
         if pod.spec.node_name:
             self.cache.remove_pod(pod)
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
@@ -343,14 +291,14 @@ class Scheduler:
         assumed pods belong to the old term)."""
         assert self._informer_tasks, "warm() first"
         flush = asyncio.create_task(self.queue.run(), name="queue-flush")
-        loop = asyncio.create_task(self._loop(), name="schedule-loop")
+        loop = asyncio.create_task(self.cycles.loop(), name="schedule-loop")
         try:
             await stop.wait()
         finally:
             self.queue.close()
             loop.cancel()
             flush.cancel()
-            for t in (loop, flush, *self._bindings, *self._side_tasks):
+            for t in (loop, flush, *self.cycles.tasks()):
                 t.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
@@ -364,435 +312,3 @@ class Scheduler:
         for t in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
-
-    async def _loop(self) -> None:
-        while True:
-            qpi = await self.queue.pop()
-            if qpi is None:
-                return
-            try:
-                await self.schedule_one(qpi)
-            except Exception as e:  # noqa: BLE001 - a bug must not stop scheduling
-                # schedule_one turns every failure into an Error attempt itself; this is the
-                # last net, for a failure in that very handling: log it, back the pod off.
-                self._log_error(qpi.key, f"scheduling failed: {e}", e)
-                with contextlib.suppress(Exception):
-                    self.queue.add_unschedulable_if_not_present(
-                        qpi, self.queue.scheduling_cycle, error=True
-                    )
-                self.queue.done(qpi.pod_info.uid)
-
-    # -------------------------------------------------------- the cycles
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.create_task(coro)
-        self._side_tasks.add(task)
-        task.add_done_callback(self._side_tasks.discard)
-
-    async def schedule_one(self, qpi: QueuedPodInfo) -> None:
-        pod = qpi.pod
-        fwk = self.frameworks.get(pod.spec.scheduler_name)
-        if fwk is None or self.cache.is_assumed(pod):
-            self.queue.done(pod.metadata.uid)
-            return
-        start = self.clock.monotonic()
-        queued_at = qpi.initial_attempt_timestamp
-        queue_wait = self.clock.now() - (queued_at if queued_at is not None else qpi.timestamp)
-        cycle = self.queue.scheduling_cycle
-        attempt = Attempt(qpi.key, pod.metadata.uid, fwk.profile_name, cycle, self.clock.now())
-        state = CycleState()
-        try:
-            self.cache.update_snapshot(self.snapshot)
-            if qpi.pod_info.problems:
-                attempt.nodes_total = self.snapshot.num_nodes()
-                raise InvalidPodError(qpi.pod_info.problems)
-            result = await self._schedule_pod(fwk, state, qpi.pod_info, attempt)
-        except FitError as fe:
-            try:
-                await self._run_post_filter(fwk, state, qpi, fe)
-            except Exception as e:  # noqa: BLE001 - the pod stays unschedulable; logged
-                self._log_error(qpi.key, f"PostFilter failed: {e}", e)
-            self._fail(
-                fwk,
-                qpi,
-                cycle,
-                attempt,
-                fe.message,
-                Status.unschedulable(fe.message),
-                fe.rejecting_plugins(),
-                start,
-            )
-            return
-        except Exception as e:  # noqa: BLE001 - an Error status, requeued with backoff
-            self._log_error(qpi.key, str(e), None if isinstance(e, InvalidPodError) else e)
-            self._fail(fwk, qpi, cycle, attempt, str(e), Status.as_error(e), set(), start)
-            return
-        attempt.node = result.node
-        assumed = core_pb2.Pod()
-        assumed.CopyFrom(pod)
-        assumed.spec.node_name = result.node
-        assumed_info = PodInfo(assumed)
-        try:
-            self.cache.assume_pod(assumed_info)
-            st = fwk.run_reserve(state, assumed_info, result.node)
-            if st.is_success():
-                st = fwk.run_permit(state, assumed_info, result.node)
-        except Exception as e:  # noqa: BLE001 - undone below like a failed Reserve
-            self._log_error(qpi.key, f"assume/Reserve/Permit failed: {e}", e)
-            st = Status.as_error(e)
-        if not st.is_success() and not st.is_wait():
-            fwk.run_unreserve(state, assumed_info, result.node)
-            if self.cache.is_assumed(assumed):
-                self.cache.forget_pod(assumed)
-            self._fail(fwk, qpi, cycle, attempt, st.message, st, {st.plugin}, start)
-            return
-        attempt.result = "scheduled"
-        attempt.duration_s = self.clock.monotonic() - start
-        self.traces.add(attempt)
-        await self._binding_slots.acquire()
-        task = asyncio.create_task(
-            self._binding_cycle(
-                fwk, state, qpi, assumed_info, result.node, cycle, attempt, start, queue_wait
-            )
-        )
-        self._bindings.add(task)
-        task.add_done_callback(self._bindings.discard)
-
-    async def _binding_cycle(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        qpi: QueuedPodInfo,
-        assumed: PodInfo,
-        node: str,
-        cycle: int,
-        attempt: Attempt,
-        start: float,
-        queue_wait: float = 0.0,
-    ) -> None:
-        try:
-            st = await fwk.wait_on_permit(assumed)
-            bind_start = self.clock.monotonic()
-            if st.is_success():
-                st = await fwk.run_pre_bind(state, assumed, node)
-            if st.is_success():
-                st = await fwk.run_bind(state, assumed, node)
-            # Busy: the scheduling cycle (duration_s, set before binding); the bind's wait
-            # on the apiserver is counted apart (see omega.OmegaStats).
-            busy, bind_s = attempt.duration_s, self.clock.monotonic() - bind_start
-            if st.is_success():
-                self.cache.finish_binding(assumed.pod)
-                fwk.run_post_bind(state, assumed, node)
-                self.scheduled += 1
-                if self.omega is not None:
-                    self.omega.bound(busy, bind_s, queue_wait, qpi.attempts)
-                self.metrics.schedule_attempts_total.labels(
-                    result="scheduled", profile=fwk.profile_name
-                ).inc()
-                self.metrics.scheduling_attempt_duration_seconds.labels(
-                    result="scheduled", profile=fwk.profile_name
-                ).observe(self.clock.monotonic() - start)
-                self.queue.done(assumed.uid)
-                return
-            fwk.run_unreserve(state, assumed, node)
-            # The informer may already have replaced the assumed copy with the apiserver's:
-            # someone else bound the pod while our bind was in flight (another shared-state
-            # replica, or the leader after this one's term ended). Nothing is left to forget.
-            if self.cache.is_assumed(assumed.pod):
-                self.cache.forget_pod(assumed.pod)
-            if isinstance(st.error, PreconditionError | NotFoundError):
-                # Bound elsewhere, deleted, or this replica is no longer the leader: the
-                # informer brings the truth; nothing to retry here.
-                attempt.result, attempt.message = "error", st.message
-                if self.omega is not None and isinstance(st.error, PreconditionError):
-                    self.omega.lost_pod(busy, bind_s)
-                self.queue.done(assumed.uid)
-                return
-            # AllocationConflict (shared-state): another replica filled the node first, our
-            # cache was behind. Retried after backoff, by when the informer has brought the
-            # winner's bind; counted, and not reported as FailedScheduling (the pod is not
-            # unschedulable).
-            omega = self.omega if isinstance(st.error, AllocationConflictError) else None
-            conflict = omega is not None
-            if omega is not None:
-                omega.conflicted(busy, bind_s)
-                attempt.result = "conflict"
-            else:
-                attempt.result = "unschedulable" if st.is_rejected() else "error"
-            self._fail(
-                fwk,
-                qpi,
-                cycle,
-                attempt,
-                st.message,
-                st,
-                {st.plugin} if st.plugin and not conflict else set(),
-                start,
-                record=False,
-                report=not conflict,
-            )
-        except Exception as e:  # noqa: BLE001 - undone like a failed bind, with backoff
-            self._log_error(qpi.key, f"binding cycle failed: {e}", e)
-            with contextlib.suppress(Exception):
-                fwk.run_unreserve(state, assumed, node)
-            with contextlib.suppress(Exception):
-                if self.cache.is_assumed(assumed.pod):
-                    self.cache.forget_pod(assumed.pod)
-            attempt.result = "error"
-            st = Status.as_error(e)
-            self._fail(fwk, qpi, cycle, attempt, st.message, st, set(), start, record=False)
-        finally:
-            self._binding_slots.release()
-
-    async def _schedule_pod(
-        self, fwk: Framework, state: CycleState, pi: PodInfo, attempt: Attempt
-    ) -> ScheduleResult:
-        nodes = self.snapshot.list()
-        attempt.nodes_total = len(nodes)
-        if not nodes:
-            raise FitError(0, {}, "no nodes available to schedule pods")
-        pre_result, st = fwk.run_pre_filter(state, pi, nodes)
-        if not st.is_success():
-            if st.code == Code.ERROR:
-                raise RuntimeError(st.message)
-            raise FitError(len(nodes), {n.name: st for n in nodes}, pre_filter_msg=st.message)
-        feasible, statuses = self._find_feasible(fwk, state, pi, nodes, pre_result)
-        attempt.nodes_evaluated = len(statuses) + len(feasible)
-        attempt.nodes_feasible = len(feasible)
-        if not feasible:
-            attempt.record_rejections(statuses)
-            raise FitError(len(nodes), statuses)
-        if statuses:
-            attempt.record_rejections(statuses)
-        if len(feasible) == 1:
-            return ScheduleResult(feasible[0].name, attempt.nodes_evaluated, 1)
-        st = fwk.run_pre_score(state, pi, feasible)
-        if not st.is_success():
-            raise RuntimeError(st.message)
-        totals, by_plugin = fwk.run_score(state, pi, feasible)
-        best = self._select_host(totals)
-        ranked = sorted(totals.items(), key=lambda kv: -kv[1])[:TOP_SCORES]
-        attempt.top_scores = [
-            ScoredNode(n, s, {p: scores.get(n, 0) for p, scores in by_plugin.items()})
-            for n, s in ranked
-        ]
-        return ScheduleResult(best, attempt.nodes_evaluated, len(feasible))
-
-    def _find_feasible(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        pi: PodInfo,
-        nodes: list[NodeInfo],
-        pre_result: PreFilterResult | None,
-    ) -> tuple[list[NodeInfo], dict[str, Status]]:
-        """Filter nodes from a rotating start until enough feasible ones are found
-        (percentageOfNodesToScore), as upstream's findNodesThatPassFilters."""
-        statuses: dict[str, Status] = {}
-        if pre_result is not None and pre_result.node_names is not None:
-            allowed = pre_result.node_names
-            candidates = [n for n in nodes if n.name in allowed]
-            for n in nodes:
-                if n.name not in allowed:
-                    statuses[n.name] = Status.unresolvable(
-                        "node(s) didn't satisfy plugin(s) [PreFilter]"
-                    )
-        else:
-            candidates = nodes
-        pct = fwk.percentage_of_nodes_to_score
-        if pct is None:
-            pct = self.config.percentage_of_nodes_to_score
-        want = config_mod.num_feasible_nodes_to_find(pct, len(candidates))
-        total = len(candidates)
-        if total == 0:
-            return [], statuses
-        start = self._next_start_node % total
-        ordered = list(candidates[start:]) + list(candidates[:start])
-        feasible: list[NodeInfo] = []
-        processed = 0
-        chunk = max(want, 64)
-        reuse = self.equivalence is not None and equivalence.eligible(
-            pi,
-            fwk.list_plugins().get("filter", ()),
-            bool(self.snapshot.have_pods_with_required_anti_affinity()),
-        )
-        known = (
-            self.equivalence.entries(equivalence.signature(pi.pod))
-            if reuse and self.equivalence
-            else None
-        )
-        while processed < total and len(feasible) < want:
-            batch = ordered[processed : processed + chunk]
-            results = self._filter(fwk, state, pi, batch, known)
-            for st in results:
-                if st.code == Code.ERROR:
-                    # upstream findNodesThatPassFilters: an Error aborts the attempt
-                    raise FilterError(st)
-            for ni, st in zip(batch, results, strict=True):
-                processed += 1
-                if st.is_success():
-                    feasible.append(ni)
-                    if len(feasible) >= want:
-                        break
-                else:
-                    statuses[ni.name] = st
-        self._next_start_node = (self._next_start_node + processed) % max(len(nodes), 1)
-        return feasible, statuses
-
-    def _filter(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        pi: PodInfo,
-        batch: list[NodeInfo],
-        known: dict[str, tuple[int, Status]] | None,
-    ) -> list[Status]:
-        """run_filter_batch, answering from the equivalence cache where a node's generation
-        is the one its verdict was computed at."""
-        if known is None:
-            return fwk.run_filter_batch(state, pi, batch)
-        results: list[Status | None] = [None] * len(batch)
-        todo: list[int] = []
-        for i, ni in enumerate(batch):
-            hit = known.get(ni.name)
-            if hit is not None and hit[0] == ni.generation:
-                results[i] = hit[1]
-            else:
-                todo.append(i)
-        assert self.equivalence is not None
-        self.equivalence.hits += len(batch) - len(todo)
-        self.equivalence.misses += len(todo)
-        if todo:
-            fresh = fwk.run_filter_batch(state, pi, [batch[i] for i in todo])
-            for i, st in zip(todo, fresh, strict=True):
-                results[i] = st
-                if st.code != Code.ERROR:  # an error says nothing about the node
-                    known[batch[i].name] = (batch[i].generation, st)
-        return results  # type: ignore[return-value]
-
-    def _select_host(self, totals: dict[str, int]) -> str:
-        """The highest total; ties broken uniformly at random (reservoir sampling)."""
-        best, best_score, seen = "", -1, 0
-        for name, score in totals.items():
-            if score > best_score:
-                best, best_score, seen = name, score, 1
-            elif score == best_score:
-                seen += 1
-                if self.rng.randrange(seen) == 0:
-                    best = name
-        return best
-
-    async def _run_post_filter(
-        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, fe: FitError
-    ) -> None:
-        result, st = await fwk.run_post_filter(state, qpi.pod_info, fe.statuses)
-        if st.reasons and not st.is_success():
-            fe.post_filter_msg = st.message
-
-    def _log_error(self, key: str, message: str, exc: BaseException | None) -> None:
-        """Log a pod's Error once per distinct message (a pod backing off and failing the
-        same way again does not flood the log); the traceback, if any, goes with it."""
-        if self._logged_errors.get(key) == message:
-            return
-        self._logged_errors[key] = message
-        log.error("scheduling %s: %s", key, message, exc_info=exc)
-
-    def _fail(
-        self,
-        fwk: Framework,
-        qpi: QueuedPodInfo,
-        cycle: int,
-        attempt: Attempt,
-        message: str,
-        st: Status,
-        plugins: set[str],
-        start: float,
-        *,
-        record: bool = True,
-        report: bool = True,
-    ) -> None:
-        result = "error" if st.code == Code.ERROR else "unschedulable"
-        attempt.result = attempt.result or result
-        attempt.message = message
-        attempt.duration_s = self.clock.monotonic() - start
-        if record:
-            self.traces.add(attempt)
-        self.metrics.schedule_attempts_total.labels(result=result, profile=fwk.profile_name).inc()
-        self.metrics.scheduling_attempt_duration_seconds.labels(
-            result=result, profile=fwk.profile_name
-        ).observe(attempt.duration_s)
-        qpi.unschedulable_plugins = {p for p in plugins if p}
-        if st.code == Code.ERROR:
-            qpi.unschedulable_plugins = set()
-        self.queue.add_unschedulable_if_not_present(qpi, cycle, error=st.code == Code.ERROR)
-        self.queue.done(qpi.pod_info.uid)
-        if report:
-            self._spawn(self._report_unschedulable(fwk, qpi.pod, message, result))
-
-    async def _report_unschedulable(
-        self, fwk: Framework, pod: core_pb2.Pod, message: str, result: str
-    ) -> None:
-        """A FailedScheduling event and PodScheduled=False, as kube-scheduler writes them
-        (only when the message changed, so a pod retried in backoff does not churn)."""
-        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
-        if self._last_message.get(key) == message:
-            return
-        self._last_message[key] = message
-        now = rfc3339(self.clock.now())
-        reason = "SchedulerError" if result == "error" else "Unschedulable"
-        conditions = [
-            {
-                "type": c.type,
-                "status": c.status,
-                "reason": c.reason,
-                "message": c.message,
-                "lastTransitionTime": c.last_transition_time,
-            }
-            for c in pod.status.conditions
-            if c.type != "PodScheduled"
-        ]
-        conditions.append(
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": reason,
-                "message": message,
-                "lastTransitionTime": now,
-            }
-        )
-        try:
-            ev = core_pb2.Event(
-                involved_object=core_pb2.ObjectReference(
-                    kind="Pod",
-                    namespace=pod.metadata.namespace,
-                    name=pod.metadata.name,
-                    uid=pod.metadata.uid,
-                    api_version="v1",
-                ),
-                reason="FailedScheduling",
-                message=message,
-                type="Warning",
-                source=core_pb2.EventSource(component=fwk.profile_name),
-                reporting_component=fwk.profile_name,
-                reporting_instance=self.identity,
-                first_timestamp=now,
-                last_timestamp=now,
-                count=1,
-                action="Scheduling",
-            )
-            ev.metadata.namespace = pod.metadata.namespace
-            ev.metadata.name = f"{pod.metadata.name}.{secrets.token_hex(8)}"
-            await self.client.create(ev)
-            # The condition last: whoever sees it can already find the event.
-            await self.client.patch(
-                BY_KIND["Pod"],
-                pod.metadata.name,
-                json.dumps({"status": {"conditions": conditions}}),
-                namespace=pod.metadata.namespace,
-                status=True,
-            )
-
-        except ApiError as e:
-            log.info("could not report %s unschedulable: %s", key, e)
-        except Exception:  # noqa: BLE001 - a report is best effort; scheduling goes on
-            log.exception("could not report %s unschedulable", key)

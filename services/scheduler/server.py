@@ -1,15 +1,43 @@
-"""The scheduler's gRPC edge: decision traces (`kubera explain`) and health."""
+"""The scheduler's gRPC edge: decision traces (`kubera explain`) and health.
+
+It serves whatever hosts a Scheduler (a `SchedulerHost`: services/hosts/scheduler.py's
+SchedulerReplica), whose Scheduler is rebuilt every term, so it asks the host for the
+current one on every call.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 
 from protos.kubera.v1 import scheduler_pb2 as pb
 from protos.kubera.v1 import scheduler_pb2_grpc as pb_grpc
 from services.grpcserver import start_server
+from services.scheduler.scheduler import Scheduler
 from services.scheduler.trace import Attempt
+
+
+class SchedulerHost(Protocol):
+    """What the API reads from the process that runs the scheduler."""
+
+    #: The current term's Scheduler (None before the first is built).
+    scheduler: Scheduler | None
+
+    @property
+    def leading(self) -> bool:
+        """Whether this replica schedules now (leads, or needs no election)."""
+        ...
+
+    @property
+    def mode(self) -> str:
+        """The replica's mode: leader or shared-state."""
+        ...
+
+    @property
+    def terms(self) -> int:
+        """How many terms this replica has led."""
+        ...
 
 
 def attempt_to_proto(a: Attempt) -> pb.TraceAttempt:
@@ -55,8 +83,7 @@ def shared_state_to_proto(summary: dict[str, Any]) -> pb.SharedStateStats:
 
 
 class SchedulerServicer(pb_grpc.SchedulerServicer):
-    def __init__(self, host: Any) -> None:
-        #: Anything with `.scheduler` (a Scheduler or None) and `.leading` (bool).
+    def __init__(self, host: SchedulerHost) -> None:
         self.host = host
 
     async def Explain(
@@ -65,6 +92,7 @@ class SchedulerServicer(pb_grpc.SchedulerServicer):
         sched = self.host.scheduler
         if sched is None:
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the scheduler is not running")
+            raise AssertionError("abort() raises")
         key = f"{request.namespace or 'default'}/{request.name}"
         return pb.ExplainResponse(attempts=[attempt_to_proto(a) for a in sched.traces.get(key)])
 
@@ -75,14 +103,13 @@ class SchedulerServicer(pb_grpc.SchedulerServicer):
         if sched is None:
             return pb.SchedulerHealthResponse(leading=False)
         pending = {q: len(pods) for q, pods in sched.queue.pending_pods().items()}
-        config = getattr(self.host, "config", None)
         resp = pb.SchedulerHealthResponse(
             leading=self.host.leading,
             identity=sched.identity,
             scheduled=sched.scheduled,
             pending=pending,
-            mode=getattr(config, "mode", "leader"),
-            terms=getattr(self.host, "terms", 0),
+            mode=self.host.mode,
+            terms=self.host.terms,
         )
         if sched.omega is not None:
             resp.shared_state.CopyFrom(shared_state_to_proto(sched.omega.summary()))
@@ -90,7 +117,7 @@ class SchedulerServicer(pb_grpc.SchedulerServicer):
 
 
 async def serve(
-    host: Any, address: str = "127.0.0.1", port: int = 0
+    host: SchedulerHost, address: str = "127.0.0.1", port: int = 0
 ) -> tuple[grpc.aio.Server, int]:
     return await start_server(
         lambda s: pb_grpc.add_SchedulerServicer_to_server(SchedulerServicer(host), s),

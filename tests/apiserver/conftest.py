@@ -34,17 +34,5 @@ def obj(doc: dict[str, Any]):
     return codec.decode(doc, validate="strict").obj
 
 
-def pod(name: str, namespace: str = "default", **spec: Any):
-    s = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}], **spec}
-    return obj(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": s,
-        }
-    )
-
-
 def as_dict(message) -> dict[str, Any]:
     return json_format.MessageToDict(message)

@@ -13,7 +13,8 @@ import pytest
 from services.api.errors import InvalidError
 from services.apiserver.registry import ApiServer
 from services.storage.memory import MemoryStorage
-from tests.apiserver.conftest import obj, pod, running_apiserver
+from tests.apiserver.conftest import obj, running_apiserver
+from tests.builders import pod
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from google.protobuf import any_pb2
 from google.protobuf.message import Message
 
-from kubera.etcd import EtcdProcess
+from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import apiserver_pb2 as pb
 from services.api import codec
 from services.api.errors import (
@@ -32,7 +32,7 @@ from services.client import Client
 from services.client.informer import Informer
 from services.storage import Delete, Put
 from services.storage.etcd import EtcdStorage
-from tests.apiserver.conftest import pod
+from tests.builders import pod
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -441,11 +441,12 @@ async def test_an_informer_keeps_running_past_a_corrupt_object(edge: Edge) -> No
 async def test_the_scheduler_keeps_binding_past_a_corrupt_pod_and_its_deletion(
     edge: Edge,
 ) -> None:
+    from services.scheduler.options import SchedulerOptions
     from services.scheduler.scheduler import Scheduler
     from tests.scheduler.test_scheduler_integration import Cluster
 
     await _corrupt(edge)  # there before the scheduler's informers list
-    sched = Scheduler(edge.client, None, seed=7)
+    sched = Scheduler(edge.client, SchedulerOptions(seed=7))
     stop = asyncio.Event()
     task = asyncio.create_task(sched.run(stop))
     cluster = Cluster(edge.api, edge.client, sched)

@@ -19,10 +19,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from kubera.etcd import EtcdProcess
+from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import apiserver_pb2 as pb
 from services.api import codec
-from tests.apiserver.conftest import pod
+from tests.builders import pod
 
 pytestmark = pytest.mark.bench
 PODS_SENT = 20_000

@@ -17,7 +17,7 @@ from services.apiserver import fencing
 from services.apiserver.registry import ApiServer
 from services.leaderelection.lock import StorageLock
 from services.storage import Get, Storage
-from tests.apiserver.conftest import pod
+from tests.builders import pod
 
 PODS = BY_KIND["Pod"]
 KEY = "/kubera/leaderelection/kube-system/kube-scheduler"

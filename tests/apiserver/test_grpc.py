@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from kubera.etcd import EtcdProcess
+from kubera.launch.etcd import EtcdProcess
 from services.api.errors import (
     AlreadyExistsError,
     BadRequestError,
@@ -22,7 +22,7 @@ from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.client import Client
 from services.storage.etcd import EtcdStorage
-from tests.apiserver.conftest import pod
+from tests.builders import pod
 
 pytestmark = pytest.mark.integration
 PODS = BY_KIND["Pod"]

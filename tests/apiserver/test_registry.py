@@ -20,7 +20,8 @@ from services.api.fencing import Fencing
 from services.api.kinds import BY_KIND
 from services.apiserver.registry import ApiServer
 from services.storage import Compare, Put
-from tests.apiserver.conftest import obj, pod
+from tests.apiserver.conftest import obj
+from tests.builders import pod
 
 PODS, NODES, NS = BY_KIND["Pod"], BY_KIND["Node"], BY_KIND["Namespace"]
 

@@ -5,17 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from kubera.chaos import ApiServerRecovery, is_bind
-from kubera.cmd_chaos import recovery_summary
-from protos.kubera.v1 import core_pb2
+from kubera.chaos import ApiServerRecovery, is_bind, recovery_summary
+from tests.builders import MakePod
 
 
 def _pod(node: str = "", phase: str = "") -> bytes:
-    pod = core_pb2.Pod()
-    pod.metadata.name = "p"
-    pod.spec.node_name = node
-    pod.status.phase = phase
-    return pod.SerializeToString()
+    return MakePod().name("p").node(node).phase(phase).obj().SerializeToString()
 
 
 @pytest.mark.parametrize(

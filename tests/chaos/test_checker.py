@@ -16,26 +16,27 @@ from typing import Any
 
 import pytest
 
-from kubera import cli
-from kubera.etcd import EtcdProcess
+from kubera.cli import main as cli
+from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import core_pb2
-from services.api import codec
 from services.api.conditions import update_pod_condition
 from services.api.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
 from services.api.kinds import BY_KIND
 from services.apiserver.registry import ApiServer
 from services.chaos import checker as ck
-from services.chaos.checker import Checker, Verdict
+from services.chaos.checker import Checker
 from services.chaos.history import (
     HistoryCompactedError,
     check_history,
     read_history,
     wait_settled,
 )
+from services.chaos.verdict import Verdict
 from services.clock import FakeClock
 from services.leaderelection.lock import LockRecord, StorageLock
 from services.storage import Event, KeyValue, Put, Storage
 from services.storage.etcd import EtcdStorage
+from tests.builders import PAUSE_IMAGE, MakeNode, MakePod
 
 PODS, NODES = BY_KIND["Pod"], BY_KIND["Node"]
 ELECTION = "/kubera/leaderelection/kube-system/kube-scheduler"
@@ -46,13 +47,7 @@ ELECTION = "/kubera/leaderelection/kube-system/kube-scheduler"
 
 def node(name: str, **allocatable: str) -> core_pb2.Node:
     alloc = {"cpu": "2", "memory": "4Gi", "pods": "110", **allocatable}
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name},
-        "status": {"allocatable": alloc, "capacity": alloc},
-    }
-    return codec.decode(doc, validate="strict").obj  # type: ignore[return-value]
+    return MakeNode().typed().name(name).allocatable(alloc).capacity(alloc).obj()
 
 
 def pod(
@@ -67,17 +62,11 @@ def pod(
     requests = {"cpu": cpu, **({"memory": memory} if memory else {}), **(extra or {})}
     # extended resources cannot be overcommitted by a pod's own limits: limit = request
     limits = {k: v for k, v in requests.items() if "/" in k}
-    resources = {"requests": requests, **({"limits": limits} if limits else {})}
-    spec: dict[str, Any] = {
-        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9", "resources": resources}]
-    }
+    p = MakePod().typed().name(name).namespace("default").finalizers(finalizers or [])
+    p.container("c", PAUSE_IMAGE, requests=requests, limits=limits or None)
     if node_name:
-        spec["nodeName"] = node_name
-    meta: dict[str, Any] = {"name": name, "namespace": "default"}
-    if finalizers:
-        meta["finalizers"] = finalizers
-    doc = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-    return codec.decode(doc, validate="strict").obj  # type: ignore[return-value]
+        p.node(node_name)
+    return p.obj()
 
 
 class Run:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import grpc
 import pytest
 
-from kubera.etcd import EtcdProcess
+from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import chaos_pb2 as chaos_pb
 from protos.kubera.v1 import chaos_pb2_grpc as chaos_grpc
 from services.api.errors import ApiError
@@ -27,7 +27,7 @@ from services.client import Client
 from services.storage import Put, StorageUnavailableError
 from services.storage.etcd import EtcdStorage
 from services.storage.memory import MemoryStorage
-from tests.apiserver.conftest import pod
+from tests.builders import pod
 from tests.waiting import eventually
 
 PODS = BY_KIND["Pod"]

@@ -1,4 +1,4 @@
-"""Running `kubera.cli.main` in-process against the test apiserver, capturing its output."""
+"""Running `kubera.cli.main.main` in-process against the test apiserver, capturing its output."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kubera.cli import main
+from kubera.cli.main import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

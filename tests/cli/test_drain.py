@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kubera.cmd_nodes import DrainOptions, aggregate, go_duration, plan_drain, wait_until_gone
+from kubera.cli.drainplan import DrainOptions, aggregate, go_duration, plan_drain
+from kubera.cli.nodes import wait_until_gone
 from protos.kubera.v1 import core_pb2
 from services.api.errors import GoneError, NotFoundError
 from services.api.kinds import BY_KIND

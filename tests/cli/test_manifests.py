@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kubera import manifests
+from kubera.cli import manifests
 from kubera.errors import CliError
 from services.api import yamlload
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kubera import tables
+from kubera.printing import tables
 from protos.kubera.v1 import core_pb2
 from services.api.kinds import BY_KIND
 from services.client import Client

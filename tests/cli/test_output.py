@@ -7,10 +7,9 @@ import io
 import pytest
 from google.protobuf import struct_pb2
 
-from kubera import describe, output, tables
-from kubera.apply import three_way_patch
+from kubera.cli.apply import merge_patch, three_way_patch
+from kubera.printing import describe, output, tables
 from protos.kubera.v1 import core_pb2
-from services.api.patch import merge_patch
 
 
 @pytest.mark.parametrize(

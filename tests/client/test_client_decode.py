@@ -20,7 +20,7 @@ from services.api.kinds import BY_KIND
 from services.client import Client
 from services.client.informer import Informer
 from services.grpcserver import start_server
-from tests.apiserver.conftest import pod
+from tests.builders import pod
 from tests.waiting import eventually
 
 PODS = BY_KIND["Pod"]

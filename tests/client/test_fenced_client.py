@@ -24,7 +24,7 @@ from services.apiserver.server import serve
 from services.client import Client
 from services.leaderelection.lock import LockRecord, StorageLock
 from services.storage.memory import MemoryStorage
-from tests.apiserver.conftest import pod
+from tests.builders import pod
 
 PODS = BY_KIND["Pod"]
 KEY = "/kubera/leaderelection/kube-system/kube-scheduler"

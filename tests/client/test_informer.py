@@ -14,7 +14,7 @@ from services.apiserver.server import serve
 from services.client import Client
 from services.client.informer import Handlers, Informer
 from services.storage.memory import MemoryStorage
-from tests.apiserver.conftest import pod
+from tests.builders import pod
 
 PODS = BY_KIND["Pod"]
 

@@ -22,7 +22,7 @@ from services.chaos.relay import Relay
 from services.client import Client
 from services.client.informer import Informer
 from services.storage.memory import MemoryStorage
-from tests.apiserver.conftest import pod
+from tests.builders import pod
 from tests.waiting import eventually
 
 PODS = BY_KIND["Pod"]

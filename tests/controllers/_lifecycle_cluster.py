@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
-from services.api import codec
 from services.api.kinds import BY_KIND
 from services.api.meta import object_key
 from services.apiserver.registry import ApiServer
@@ -28,9 +27,10 @@ from services.client import Client
 from services.client.informer import Informer, SharedInformers
 from services.clock import Clock, parse_rfc3339, rfc3339, rfc3339_micro
 from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
-from services.controllers.nodelifecycle_health import NODE_LEASE_NAMESPACE
+from services.controllers.nodelifecycle.health import NODE_LEASE_NAMESPACE
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
 from services.storage.memory import MemoryStorage
+from tests.builders import MakeNode, MakePod
 from tests.waiting import eventually
 
 NODES, PODS, LEASES, EVENTS = BY_KIND["Node"], BY_KIND["Pod"], BY_KIND["Lease"], BY_KIND["Event"]
@@ -73,35 +73,25 @@ class LifecycleCluster:
         """Register a node with a Ready condition (and the pressure conditions False) and
         its Lease, both fresh."""
         now = self.now()
-        conditions = [
-            {"type": t, "status": s, "lastHeartbeatTime": now, "lastTransitionTime": now}
-            for t, s in (
-                ("Ready", ready),
-                ("MemoryPressure", "False"),
-                ("DiskPressure", "False"),
-                ("PIDPressure", "False"),
-            )
-        ]
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": name,
-                "labels": {
-                    "kubernetes.io/hostname": name,
-                    "topology.kubernetes.io/zone": zone,
-                    "topology.kubernetes.io/region": region,
-                    **(labels or {}),
-                },
-            },
-            "spec": {"taints": taints or []},
-            "status": {
-                "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-                "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-                "conditions": conditions,
-            },
-        }
-        node = await self.client.create(codec.decode(doc, validate="strict").obj)
+        n = MakeNode().typed().name(name)
+        n.labels(
+            {
+                "kubernetes.io/hostname": name,
+                "topology.kubernetes.io/zone": zone,
+                "topology.kubernetes.io/region": region,
+                **(labels or {}),
+            }
+        )
+        size = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+        n.taints(taints or []).capacity(size).allocatable(size)
+        for t, s in (
+            ("Ready", ready),
+            ("MemoryPressure", "False"),
+            ("DiskPressure", "False"),
+            ("PIDPressure", "False"),
+        ):
+            n.condition(t, s, last_heartbeat_time=now, last_transition_time=now)
+        node = await self.client.create(n.obj())
         if lease:
             await self.renew(name)
         return node  # type: ignore[return-value]
@@ -173,17 +163,8 @@ class LifecycleCluster:
         ready: bool = False,
     ) -> core_pb2.Pod:
         """A pod bound to `node` (created with spec.nodeName, as a DaemonSet pod is)."""
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {
-                "nodeName": node,
-                "containers": [{"name": "c", "image": "i"}],
-                "tolerations": tolerations or [],
-            },
-        }
-        pod: core_pb2.Pod = await self.client.create(codec.decode(doc, validate="strict").obj)  # type: ignore[assignment]
+        p = MakePod().typed().name(name).namespace("default").node(node).container("c", "i")
+        pod: core_pb2.Pod = await self.client.create(p.tolerations(tolerations or []).obj())  # type: ignore[assignment]
         if ready:
             pod.status.phase = "Running"
             pod.status.conditions.add(type="Ready", status="True", last_transition_time=self.now())

@@ -29,6 +29,7 @@ from services.client.informer import Handlers, SharedInformers
 from services.clock import RealClock, rfc3339
 from services.controllers.controller_utils import controller_of, is_pod_active, is_pod_ready
 from services.storage.memory import MemoryStorage
+from tests.builders import MakeNode, MakePod
 
 PODS, NODES = BY_KIND["Pod"], BY_KIND["Node"]
 REPLICA_SETS, DEPLOYMENTS = BY_KIND["ReplicaSet"], BY_KIND["Deployment"]
@@ -165,30 +166,15 @@ class ControllerCluster:
         )
 
     async def pod(self, name: str, labels: dict[str, str], **spec: Any) -> core_pb2.Pod:
-        return await self.create(  # type: ignore[no-any-return]
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": name, "namespace": NS, "labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "app:v1"}], **spec},
-            }
-        )
+        p = MakePod().typed().name(name).namespace(NS).labels(labels).container("c", "app:v1")
+        return await self.client.create(p.spec(spec).obj())  # type: ignore[return-value]
 
     async def node(
         self, name: str, *, ready: bool = True, taints: Sequence[dict[str, str]] = ()
     ) -> None:
-        await self.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": name},
-                "spec": {"taints": list(taints)},
-                "status": {
-                    "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-                    "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-                },
-            }
-        )
+        n = MakeNode().typed().name(name).taints(taints)
+        n.capacity({"cpu": "4", "memory": "8Gi", "pods": "110"})
+        await self.client.create(n.condition("Ready", "True" if ready else "False").obj())
 
     async def set_status(
         self,

@@ -12,7 +12,7 @@ import pytest
 from protos.kubera.v1 import apps_pb2, core_pb2
 from services.controllers.controller_utils import is_pod_ready
 from services.controllers.deployment import DeploymentConfig, DeploymentController
-from services.controllers.deployment_util import (
+from services.controllers.deployment.util import (
     DEFAULT_UNIQUE_LABEL_KEY,
     REVISION_ANNOTATION,
     compute_hash,

@@ -19,9 +19,9 @@ import pytest
 from protos.kubera.v1 import core_pb2
 from services.clock import FakeClock, ScaledClock, parse_rfc3339
 from services.controllers.nodelifecycle import NodeLifecycleConfig
-from services.controllers.nodelifecycle_health import NODE_LEASE_NAMESPACE
-from services.controllers.nodelifecycle_ratelimit import RateLimitedTimedQueue, TimedValue
-from services.controllers.nodelifecycle_zones import (
+from services.controllers.nodelifecycle.health import NODE_LEASE_NAMESPACE
+from services.controllers.nodelifecycle.ratelimit import RateLimitedTimedQueue, TimedValue
+from services.controllers.nodelifecycle.zones import (
     ZoneState,
     compute_zone_state,
     tainting_rate,

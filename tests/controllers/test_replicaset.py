@@ -20,12 +20,11 @@ from services.api.kinds import BY_KIND
 from services.client import BatchResult, Client, WatchEvent
 from services.client.informer import SharedInformers
 from services.clock import FakeClock, rfc3339
-from services.controllers.controller_utils import (
-    ControllerExpectations,
-    rank_for_deletion,
-    slow_start_batch,
-)
+from services.controllers.controller_utils import slow_start_batch
+from services.controllers.expectations import ControllerExpectations
+from services.controllers.ranking import rank_for_deletion
 from services.controllers.replicaset import ReplicaSetConfig, ReplicaSetController, calculate_status
+from tests.builders import MakePod
 from tests.controllers.conftest import NS, PODS, REPLICA_SETS, ControllerCluster
 
 NOW = 1_800_000_000.0
@@ -46,23 +45,24 @@ def make_pod(
     cost: int | None = None,
     uid: str | None = None,
 ) -> core_pb2.Pod:
-    pod = core_pb2.Pod()
-    pod.metadata.name = name
-    pod.metadata.uid = uid or f"uid-{name}"
-    pod.metadata.creation_timestamp = rfc3339(NOW - created_ago)
+    p = (
+        MakePod()
+        .name(name)
+        .uid(uid or f"uid-{name}")
+        .creation_timestamp(rfc3339(NOW - created_ago))
+    )
     if cost is not None:
-        pod.metadata.annotations["controller.kubernetes.io/pod-deletion-cost"] = str(cost)
-    pod.spec.node_name = node
-    pod.status.phase = phase
+        p.annotation("controller.kubernetes.io/pod-deletion-cost", str(cost))
+    p.node(node).phase(phase)
     if ready_ago is not None or ready:
-        pod.status.conditions.add(
-            type="Ready",
-            status="True" if ready else "False",
-            last_transition_time=rfc3339(NOW - ready_ago) if ready_ago is not None else "",
+        p.condition(
+            "Ready",
+            "True" if ready else "False",
+            rfc3339(NOW - ready_ago) if ready_ago is not None else "",
         )
     if restarts:
-        pod.status.container_statuses.add(name="c", restart_count=restarts)
-    return pod
+        p.container_status("c", restart_count=restarts)
+    return p.obj()
 
 
 @pytest.mark.parametrize(

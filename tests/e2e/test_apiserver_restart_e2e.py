@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.e2e.test_cli_e2e import Kubera, running
+from kubera.testing import Cluster
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -31,26 +30,24 @@ CONTAINER = {
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubera]:
-    home = tmp_path_factory.mktemp("kubera-home")
-    with running(home, "--nodes", "3") as k:
-        yield k
+def up_args() -> tuple[str, ...]:
+    return ("--nodes", "3")
 
 
-def _apply(k: Kubera, tmp: Path, name: str, *docs: dict) -> None:
+def _apply(k: Cluster, tmp: Path, name: str, *docs: dict) -> None:
     path = tmp / f"{name}.yaml"
     path.write_text(yaml.safe_dump_all(docs))
     r = k("apply", "-f", str(path))
     assert r.returncode == 0, r.stderr
 
 
-def _pods(k: Kubera) -> dict[str, dict]:
+def _pods(k: Cluster) -> dict[str, dict]:
     r = k("get", "pods", "-o", "json")
     assert r.returncode == 0, r.stderr
     return {p["metadata"]["name"]: p for p in json.loads(r.stdout)["items"]}
 
 
-def _running(k: Kubera, prefix: str) -> dict[str, dict]:
+def _running(k: Cluster, prefix: str) -> dict[str, dict]:
     return {
         n: p
         for n, p in _pods(k).items()
@@ -60,18 +57,18 @@ def _running(k: Kubera, prefix: str) -> dict[str, dict]:
     }
 
 
-def _context(k: Kubera) -> dict:
+def _context(k: Cluster) -> dict:
     return json.loads((k.home / "context.json").read_text())
 
 
-def _lease_renewed(k: Kubera, name: str) -> str:
+def _lease_renewed(k: Cluster, name: str) -> str:
     r = k("get", "lease", name, "-n", "kube-system", "-o", "json")
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)["spec"].get("renewTime", "")
 
 
 def test_killed_apiserver_comes_back_on_its_address_and_the_cluster_works_again(
-    cluster: Kubera, tmp_path: Path
+    cluster: Cluster, tmp_path: Path
 ) -> None:
     replicaset = {
         "apiVersion": "apps/v1",
@@ -126,7 +123,7 @@ def test_killed_apiserver_comes_back_on_its_address_and_the_cluster_works_again(
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_chaos_run_kills_the_apiserver_again_and_again(cluster: Kubera) -> None:
+def test_chaos_run_kills_the_apiserver_again_and_again(cluster: Cluster) -> None:
     r = cluster(
         "chaos", "run", "--kinds", "kill-apiserver", "--faults", "2", "--interval", "1s",
         timeout=240,

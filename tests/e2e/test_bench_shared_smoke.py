@@ -4,15 +4,13 @@ stop, every pod binds, the figures and the no-overcommit check are reported."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.helpers import kubera_in
+
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bench_shared_state_reports_each_scheduler_count(tmp_path: Path) -> None:
@@ -21,13 +19,8 @@ def test_bench_shared_state_reports_each_scheduler_count(tmp_path: Path) -> None
     # were packed: stranding it needs every node above 3.3 cpu, 13.2 in all, and all the
     # pods request 11.2 (memory likewise). At 0.9 an unlucky packing stranded a 900m pod.
     args = ["--schedulers", "1,2", "--nodes", "4", "--pods", "24", "--fill", "0.7"]
-    r = subprocess.run(
-        [sys.executable, "-m", "kubera.cli", "bench", "shared-state", *args, "--output", str(out)],
-        env={**os.environ, "KUBERA_HOME": str(tmp_path / "home")},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    r = kubera_in(tmp_path / "home").run(
+        "bench", "shared-state", *args, "--output", str(out), timeout=600
     )
     assert r.returncode == 0, r.stdout + r.stderr
     for words in ("kubera bench shared-state", "conflicts/bind", "queue wait p50/p90/p99"):

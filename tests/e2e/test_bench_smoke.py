@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.helpers import kubera_in
+
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bench_apiserver_prints_every_figure_with_its_etcd_baseline(tmp_path: Path) -> None:
@@ -32,13 +30,8 @@ def test_bench_apiserver_prints_every_figure_with_its_etcd_baseline(tmp_path: Pa
         "--watch-events",
         "5",
     ]
-    r = subprocess.run(
-        [sys.executable, "-m", "kubera.cli", "bench", "apiserver", *args, "--output", str(out)],
-        env={**os.environ, "KUBERA_HOME": str(tmp_path / "home")},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    r = kubera_in(tmp_path / "home").run(
+        "bench", "apiserver", *args, "--output", str(out), timeout=300
     )
     assert r.returncode == 0, r.stderr
     for line in ("kubera up → ready", "pod creates, serial", "watch latency p99", "raw etcd put"):

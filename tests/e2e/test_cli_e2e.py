@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -12,78 +11,26 @@ from pathlib import Path
 
 import pytest
 
+from kubera.testing import Cluster, alive
+from tests.e2e.helpers import ROOT, kubera_in
+
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
-ROOT = Path(__file__).resolve().parents[2]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and not stat.read_text().split(") ", 1)[1].startswith("Z")
-
-
-class Kubera:
-    def __init__(self, home: Path) -> None:
-        self.env = {**os.environ, "KUBERA_HOME": str(home)}
-        self.home = home
-
-    def __call__(
-        self, *args: str, stdin: str | None = None, timeout: float = 240
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "kubera.cli", *args],
-            env=self.env,
-            cwd=ROOT,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-
-
-@contextlib.contextmanager
-def running(home: Path, *up_args: str) -> Iterator[Kubera]:
-    """`kubera up --detach UP_ARGS` in `home`; `kubera down` after, and no process left
-    behind even when down fails."""
-    k = Kubera(home)
-    up = k("up", "--detach", *up_args)
-    assert up.returncode == 0, up.stderr + up.stdout
-    k.up_stdout = up.stdout  # type: ignore[attr-defined]
-    ctx = json.loads((k.home / "context.json").read_text())
-    k.context = ctx  # type: ignore[attr-defined]
-    try:
-        yield k
-    finally:
-        if (k.home / "context.json").exists():
-            k("down")
-        for pid in [ctx["supervisor_pid"], *ctx["pids"].values()]:
-            if _alive(pid):
-                os.kill(pid, 9)
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubera]:
-    with running(tmp_path_factory.mktemp("kubera-home")) as k:
-        yield k
-
-
-def test_up_writes_a_context_with_endpoints(cluster: Kubera) -> None:
+def test_up_writes_a_context_with_endpoints(cluster: Cluster) -> None:
     ctx = cluster.context  # type: ignore[attr-defined]
     assert ctx["apiserver"].startswith("127.0.0.1:")
     assert ctx["etcd"].startswith("http://127.0.0.1:")
-    assert _alive(ctx["supervisor_pid"]) and _alive(ctx["pids"]["etcd"])
+    assert alive(ctx["supervisor_pid"]) and alive(ctx["pids"]["etcd"])
 
 
-def test_second_up_is_refused_while_running(cluster: Kubera) -> None:
+def test_second_up_is_refused_while_running(cluster: Cluster) -> None:
     r = cluster("up", "--detach")
     assert r.returncode == 1
     assert "already running" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_apply_get_describe_delete_round_trip(cluster: Kubera) -> None:
+def test_apply_get_describe_delete_round_trip(cluster: Cluster) -> None:
     r = cluster("apply", "-f", "examples/quickstart.yaml")
     assert r.returncode == 0, r.stderr
     assert "namespace/demo created" in r.stdout and "pod/nginx created" in r.stdout
@@ -116,7 +63,7 @@ def test_apply_get_describe_delete_round_trip(cluster: Kubera) -> None:
     assert gone.returncode == 1 and 'pods "nginx" not found' in gone.stderr
 
 
-def _wait_bound(cluster: Kubera, namespace: str, name: str, timeout: float = 60) -> str:
+def _wait_bound(cluster: Cluster, namespace: str, name: str, timeout: float = 60) -> str:
     """The pod's node once bound (polling the CLI as a user would, with a deadline)."""
     import time
 
@@ -130,7 +77,7 @@ def _wait_bound(cluster: Kubera, namespace: str, name: str, timeout: float = 60)
     raise AssertionError(f"pod {namespace}/{name} not bound within {timeout}s")
 
 
-def test_scheduler_serves_prometheus_metrics_with_kube_scheduler_names(cluster: Kubera) -> None:
+def test_scheduler_serves_prometheus_metrics_with_kube_scheduler_names(cluster: Cluster) -> None:
     import urllib.request
 
     ctx = json.loads((cluster.home / "context.json").read_text())
@@ -146,7 +93,7 @@ def test_scheduler_serves_prometheus_metrics_with_kube_scheduler_names(cluster: 
         assert name in text, name
 
 
-def test_bad_manifest_is_one_clear_line_from_stdin(cluster: Kubera) -> None:
+def test_bad_manifest_is_one_clear_line_from_stdin(cluster: Cluster) -> None:
     r = cluster(
         "apply",
         "-f",
@@ -157,12 +104,12 @@ def test_bad_manifest_is_one_clear_line_from_stdin(cluster: Kubera) -> None:
     assert "resources.requests[cpu]" in r.stderr
 
 
-def test_down_stops_every_process_and_removes_what_it_wrote(cluster: Kubera) -> None:
+def test_down_stops_every_process_and_removes_what_it_wrote(cluster: Cluster) -> None:
     ctx = cluster.context  # type: ignore[attr-defined]
     r = cluster("down")
     assert r.returncode == 0, r.stderr
     pids = [ctx["supervisor_pid"], *ctx["pids"].values()]
-    assert [p for p in pids if _alive(p)] == []
+    assert [p for p in pids if alive(p)] == []
     assert not (cluster.home / "context.json").exists()
     assert list(cluster.home.iterdir()) == []  # nothing kubera wrote is left
     assert all(not Path(d).exists() for d in ctx["dirs"])
@@ -171,7 +118,7 @@ def test_down_stops_every_process_and_removes_what_it_wrote(cluster: Kubera) -> 
 
 
 def test_up_with_an_existing_etcd_leaves_that_etcd_running(tmp_path: Path, etcd_server) -> None:
-    k = Kubera(tmp_path / "home")
+    k = kubera_in(tmp_path / "home")
     up = k("up", "--detach", "--etcd", etcd_server.endpoint)
     try:
         assert up.returncode == 0, up.stderr
@@ -232,7 +179,7 @@ def ray_head() -> Iterator[str]:
 
 
 def test_up_on_an_existing_ray_cluster_leaves_it_running(tmp_path: Path, ray_head: str) -> None:
-    k = Kubera(tmp_path / "home")
+    k = kubera_in(tmp_path / "home")
     up = k("up", "--detach", "--ray-address", ray_head)
     try:
         assert up.returncode == 0, up.stderr
@@ -252,7 +199,7 @@ def test_a_failed_start_is_one_line_and_leaves_nothing_running(
 ) -> None:
     import socket
 
-    k = Kubera(tmp_path / "home")
+    k = kubera_in(tmp_path / "home")
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -284,7 +231,7 @@ def test_sigterm_while_starting_stops_what_was_started(tmp_path: Path) -> None:
     import signal
     import time
 
-    from kubera import procs
+    from kubera.launch import procs
 
     home = tmp_path / "home"
     up = subprocess.Popen(
@@ -314,7 +261,7 @@ def test_foreground_up_runs_until_ctrl_c_then_cleans_up(tmp_path: Path) -> None:
     import signal
     import time
 
-    from kubera import procs
+    from kubera.launch import procs
 
     home = tmp_path / "home"
     up = subprocess.Popen(
@@ -331,7 +278,7 @@ def test_foreground_up_runs_until_ctrl_c_then_cleans_up(tmp_path: Path) -> None:
         while not (home / "context.json").exists() and time.monotonic() < deadline:
             time.sleep(0.05)  # polling for a condition, bounded: the cluster is starting
         ctx = json.loads((home / "context.json").read_text())
-        k = Kubera(home)
+        k = kubera_in(home)
         assert k("get", "ns").returncode == 0
         up.send_signal(signal.SIGINT)  # Ctrl-C
         out, err = up.communicate(timeout=60)

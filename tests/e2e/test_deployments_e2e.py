@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.e2e.test_cli_e2e import Kubera, running
+from kubera.testing import Cluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -32,15 +31,14 @@ def _config(scheduler_name: str, lease: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubera]:
+def up_args(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, ...]:
     tmp = tmp_path_factory.mktemp("deployments")
     args = ["--nodes", "3", "--schedulers", "2"]
     for name, lease in DEPLOYMENTS.items():
         cfg = tmp / f"{lease}.yaml"
         cfg.write_text(_config(name, lease))
         args += ["--scheduler-config", str(cfg)]
-    with running(tmp / "home", *args) as k:
-        yield k
+    return tuple(args)
 
 
 def _pods(tmp: Path) -> Path:
@@ -68,7 +66,7 @@ def _pods(tmp: Path) -> Path:
     return path
 
 
-def _lease_holder(k: Kubera, name: str) -> str:
+def _lease_holder(k: Cluster, name: str) -> str:
     r = k("get", "lease", name, "-n", "kube-system", "-o", "json")
     if r.returncode != 0:
         return ""
@@ -76,7 +74,7 @@ def _lease_holder(k: Kubera, name: str) -> str:
 
 
 def test_each_deployment_elects_its_own_leader_and_binds_its_own_pods(
-    cluster: Kubera, tmp_path: Path
+    cluster: Cluster, tmp_path: Path
 ) -> None:
     deadline = time.monotonic() + 60
     while not all(_lease_holder(cluster, lease) for lease in DEPLOYMENTS.values()):

@@ -10,28 +10,29 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.test_cli_e2e import Kubera, _alive, running
+from kubera.testing import Cluster, alive
+from tests.e2e.helpers import running
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubera]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("kubera-home")
     up_args = ("--nodes", "4", "--nodes-per-pool", "2", "--time-scale", "20", "--no-scheduler")
     with running(home, *up_args) as k:
-        assert "4 hollow nodes in 2 pool(s)" in k.up_stdout  # type: ignore[attr-defined]
+        assert "4 hollow nodes in 2 pool(s)" in k.up_stdout
         yield k
 
 
-def _pods(k: Kubera) -> list[dict]:
+def _pods(k: Cluster) -> list[dict]:
     r = k("get", "pods", "-o", "json")
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)["items"]
 
 
-def test_nodes_register_ready_with_leases(cluster: Kubera) -> None:
+def test_nodes_register_ready_with_leases(cluster: Cluster) -> None:
     r = cluster("get", "nodes")
     lines = r.stdout.splitlines()[1:]
     assert len(lines) == 4 and all(" Ready " in ln for ln in lines), r.stdout
@@ -39,7 +40,7 @@ def test_nodes_register_ready_with_leases(cluster: Kubera) -> None:
     assert len(leases.stdout.split()) == 4
 
 
-def test_pods_bound_by_node_name_run_and_a_killed_node_loses_them(cluster: Kubera) -> None:
+def test_pods_bound_by_node_name_run_and_a_killed_node_loses_them(cluster: Cluster) -> None:
     docs = []
     for i, node in enumerate(["kubera-node-00000", "kubera-node-00001"]):
         docs.append(
@@ -89,7 +90,7 @@ def test_pods_bound_by_node_name_run_and_a_killed_node_loses_them(cluster: Kuber
     assert r.returncode == 1 and "no hollow kubelet runs no-such-node" in r.stderr
 
 
-def test_drain_cordons_and_the_kubelet_finishes_the_deletion(cluster: Kubera) -> None:
+def test_drain_cordons_and_the_kubelet_finishes_the_deletion(cluster: Cluster) -> None:
     r = cluster("drain", "kubera-node-00001", "--force", "--timeout", "60s")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == "node/kubera-node-00001 cordoned"
@@ -99,10 +100,10 @@ def test_drain_cordons_and_the_kubelet_finishes_the_deletion(cluster: Kubera) ->
     assert "SchedulingDisabled" in wide
 
 
-def test_down_stops_the_pools_and_controllers(cluster: Kubera) -> None:
+def test_down_stops_the_pools_and_controllers(cluster: Cluster) -> None:
     ctx = cluster.context  # type: ignore[attr-defined]
     pool_pids = [p["pid"] for p in ctx["node_pools"]]
-    assert all(_alive(pid) for pid in pool_pids)
+    assert all(alive(pid) for pid in pool_pids)
     r = cluster("down")
     assert r.returncode == 0, r.stderr
-    until(lambda: not any(_alive(pid) for pid in pool_pids), timeout=30)
+    until(lambda: not any(alive(pid) for pid in pool_pids), timeout=30)

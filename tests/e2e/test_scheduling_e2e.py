@@ -5,9 +5,6 @@ pods landed, and the FailedScheduling words when they cannot."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kubera.testing import Cluster
+from tests.e2e.helpers import ROOT
+
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
-ROOT = Path(__file__).resolve().parents[2]
 
 TWO_PROFILES = """\
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -39,20 +38,8 @@ profiles:
 """
 
 
-class Kubera:
-    def __init__(self, home: Path) -> None:
-        self.env = {**os.environ, "KUBERA_HOME": str(home)}
-
-    def __call__(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "kubera.cli", *args],
-            env=self.env,
-            cwd=ROOT,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
+class Kubera(Cluster):
+    """The CLI (kubera.testing.Cluster) with the queries these tests make."""
 
     def apply(self, yaml_text: str) -> None:
         r = self("apply", "-f", "-", stdin=yaml_text)
@@ -90,15 +77,13 @@ class Kubera:
 def kubera(tmp_path: Path) -> Iterator[Kubera]:
     cfg = tmp_path / "scheduler.yaml"
     cfg.write_text(TWO_PROFILES)
-    k = Kubera(tmp_path / "home")
-    up = k(
-        "up", "--detach", "--nodes", "0", "--scheduler-config", str(cfg), "--scheduler-seed", "1"
-    )
+    k = Kubera(tmp_path / "home", cwd=ROOT, timeout=240)
+    up = k.start("--nodes", "0", "--scheduler-config", str(cfg), "--scheduler-seed", "1")
     assert up.returncode == 0, up.stderr
     try:
         yield k
     finally:
-        k("down")
+        k.stop()
 
 
 def nodes(*specs: tuple[str, str, dict, list]) -> str:

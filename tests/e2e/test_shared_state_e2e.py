@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_chaos_e2e import _bound, _pods_file
-from tests.e2e.test_cli_e2e import Kubera, running
+from kubera.testing import Cluster
+from tests.e2e.helpers import bound_pods, pods_file
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -21,21 +20,18 @@ PODS = 40
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubera]:
-    home = tmp_path_factory.mktemp("kubera-home")
-    up = (
+def up_args() -> tuple[str, ...]:
+    return (
         "--nodes", "4", "--schedulers", "2",
         "--scheduler-mode", "shared-state", "--shared-state-partition", "hash",
     )  # fmt: skip
-    with running(home, *up) as k:
-        yield k
 
 
-def test_both_replicas_bind_through_the_allocation_record(cluster: Kubera, tmp_path: Path) -> None:
-    r = cluster("apply", "-f", str(_pods_file(tmp_path, "omega", PODS)))
+def test_both_replicas_bind_through_the_allocation_record(cluster: Cluster, tmp_path: Path) -> None:
+    r = cluster("apply", "-f", str(pods_file(tmp_path, "omega", PODS)))
     assert r.returncode == 0, r.stderr
     deadline = time.monotonic() + 90
-    while len(bound := _bound(cluster, "omega")) < PODS:
+    while len(bound := bound_pods(cluster, "omega")) < PODS:
         assert time.monotonic() < deadline, f"only {len(bound)}/{PODS} pods bound"
         time.sleep(0.2)
     marks = {p["metadata"]["annotations"]["kubera.io/bound-by"] for p in bound.values()}
@@ -62,7 +58,7 @@ def test_both_replicas_bind_through_the_allocation_record(cluster: Kubera, tmp_p
     assert r.stdout.count("shared-state") == 2 and "conflict fraction" in r.stdout
 
 
-def test_check_accepts_allocation_binds(cluster: Kubera) -> None:
+def test_check_accepts_allocation_binds(cluster: Cluster) -> None:
     r = cluster("check", "--json")
     assert r.returncode == 0, r.stdout + r.stderr
     verdict = json.loads(r.stdout)

@@ -1,4 +1,4 @@
-"""The CLI's manifest decoder (kubera.manifests parse + decode_all) under hypothesis, at a
+"""The CLI's manifest decoder (kubera.cli.manifests parse + decode_all) under hypothesis, at a
 small size: random YAML and JSON text, random documents of every kind, and the manifests
 of examples/ bent by character edits (anchors, aliases, merge keys, tags, control
 characters, huge numbers inserted). Every input decodes or ends in one CliError line;

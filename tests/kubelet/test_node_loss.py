@@ -18,6 +18,7 @@ from services.clock import ScaledClock, parse_rfc3339
 from services.controllers.manager import ControllerManager
 from services.kubelet.pool import NodePool, PoolConfig
 from services.kubelet.template import parse_template, plan_nodes
+from services.scheduler.options import SchedulerOptions
 from services.scheduler.scheduler import Scheduler
 from services.storage.memory import MemoryStorage
 from tests.waiting import eventually
@@ -47,7 +48,7 @@ async def test_a_lost_node_has_its_pods_evicted_after_toleration_and_replaced_el
         client, plan_nodes(parse_template(template)), config=PoolConfig(seed=3), clock=clock
     )
     await pool.start()
-    sched = Scheduler(client, seed=5)
+    sched = Scheduler(client, SchedulerOptions(seed=5))
     cm = ControllerManager(client, clock=clock)
     stop = asyncio.Event()
     tasks = [asyncio.create_task(sched.run(stop)), asyncio.create_task(cm.run(stop))]

@@ -21,6 +21,7 @@ from services.clock import ScaledClock, parse_rfc3339
 from services.kubelet.pool import NodePool, PoolConfig
 from services.kubelet.template import parse_template, plan_nodes
 from services.storage.memory import MemoryStorage
+from tests.builders import MakePod
 from tests.waiting import eventually
 
 PODS, NODES, LEASES = BY_KIND["Pod"], BY_KIND["Node"], BY_KIND["Lease"]
@@ -32,23 +33,11 @@ class Env:
         self.api, self.client, self.pool, self.clock = api, client, pool, clock
 
     async def pod(self, name: str, node: str, **extra: Any) -> None:
-        annotations = extra.pop("annotations", {})
-        labels = extra.pop("labels", {})
-        container = {"name": "c", "image": extra.pop("image", "nginx:1.27")}
-        if "requests" in extra:
-            container["resources"] = {"requests": extra.pop("requests")}
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name,
-                "namespace": "default",
-                "annotations": annotations,
-                "labels": labels,
-            },
-            "spec": {"nodeName": node, "containers": [container], **extra},
-        }
-        await self.api.create(codec.decode(doc, validate="strict").obj)
+        p = MakePod().typed().name(name).namespace("default")
+        p.annotations(extra.pop("annotations", {})).labels(extra.pop("labels", {}))
+        image = extra.pop("image", "nginx:1.27")
+        p.node(node).container("c", image, requests=extra.pop("requests", None))
+        await self.api.create(p.spec(extra).obj())
 
     async def get(self, name: str):
         return await self.api.get_or_none(PODS, "default", name)

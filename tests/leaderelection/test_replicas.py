@@ -1,5 +1,5 @@
-"""Replicated control-plane components on real etcd, without Ray: two SchedulerHosts and
-two ControllerManagerHosts against one apiserver (EtcdStorage, served over gRPC in this
+"""Replicated control-plane components on real etcd, without Ray: two SchedulerReplicas and
+two ControllerManagerReplicas against one apiserver (EtcdStorage, served over gRPC in this
 process), each replica dialling etcd and the apiserver through its own partition relays.
 
 What must hold, whatever the timing: one replica leads and the Lease names it; the
@@ -18,10 +18,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from actors.controllers import ControllerManagerHost, ControllerManagerHostConfig
-from actors.replica import Election, Replica
-from actors.scheduler import SchedulerHost, SchedulerHostConfig
-from kubera.etcd import EtcdProcess
+from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import core_pb2
 from services.api import codec
 from services.api.errors import NotFoundError, PreconditionError
@@ -31,9 +28,16 @@ from services.apiserver import fencing as fencing_mod
 from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.client import Client
+from services.hosts.controllermanager import (
+    ControllerManagerReplica,
+    ControllerManagerReplicaConfig,
+)
+from services.hosts.replica import Replica, election_key
+from services.hosts.scheduler import SchedulerReplica, SchedulerReplicaConfig
+from services.leaderelection import LeaderElectionSettings, TimingOverrides
 from services.storage import Delete, Get
 from services.storage.etcd import EtcdStorage
-from services.storage.keys import election_key
+from tests.builders import MakeNode, MakePod
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -77,16 +81,15 @@ class RecordingApiServer(ApiServer):
 
 
 def new_pod(name: str, scheduler: str = "default-scheduler") -> core_pb2.Pod:
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "schedulerName": scheduler,
-            "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "100m"}}}],
-        },
-    }
-    return codec.decode(doc, validate="strict").obj  # type: ignore[return-value]
+    return (
+        MakePod()
+        .typed()
+        .name(name)
+        .namespace("default")
+        .scheduler_name(scheduler)
+        .container("c", "i", requests={"cpu": "100m"})
+        .obj()
+    )
 
 
 @dataclass
@@ -96,16 +99,9 @@ class Cluster:
     etcd: str
 
     async def node(self, name: str) -> None:
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {
-                "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-                "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-            },
-        }
-        await self.api.create(codec.decode(doc, validate="strict").obj)
+        size = {"cpu": "8", "memory": "16Gi", "pods": "110"}
+        node = MakeNode().typed().name(name).label("kubernetes.io/hostname", name)
+        await self.api.create(node.allocatable(size).capacity(size).obj())
 
     async def pods(self, *names: str) -> None:
         for name in names:
@@ -226,14 +222,16 @@ def partition(host: Host) -> None:
 async def test_scheduler_replicas_one_leads_and_a_partitioned_leader_is_replaced(
     cluster: Cluster,
 ) -> None:
-    config = SchedulerHostConfig(
+    config = SchedulerReplicaConfig(
         apiserver=cluster.address,
         etcd=cluster.etcd,
-        lease_duration=LEASE_DURATION,
-        renew_deadline=RENEW_DEADLINE,
-        retry_period=RETRY_PERIOD,
+        election=TimingOverrides(
+            lease_duration=LEASE_DURATION,
+            renew_deadline=RENEW_DEADLINE,
+            retry_period=RETRY_PERIOD,
+        ),
     )
-    hosts = Hosts([SchedulerHost(config), SchedulerHost(config)])
+    hosts = Hosts([SchedulerReplica(config), SchedulerReplica(config)])
     key = election_key("kube-system", "kube-scheduler")
     loop = asyncio.get_running_loop()
     late: asyncio.Task[object] | None = None
@@ -360,13 +358,16 @@ def _written_by_term(cluster: Cluster, keys: set[str]) -> dict[int, set[str]] | 
 async def test_controller_manager_replicas_fence_their_writes_and_hand_over(
     cluster: Cluster,
 ) -> None:
-    election = Election(
-        LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, lease_name="kube-controller-manager"
+    election = LeaderElectionSettings(
+        lease_duration=LEASE_DURATION,
+        renew_deadline=RENEW_DEADLINE,
+        retry_period=RETRY_PERIOD,
+        lease_name="kube-controller-manager",
     )
-    config = ControllerManagerHostConfig(
+    config = ControllerManagerReplicaConfig(
         apiserver=cluster.address, etcd=cluster.etcd, election=election
     )
-    hosts = Hosts([ControllerManagerHost(config), ControllerManagerHost(config)])
+    hosts = Hosts([ControllerManagerReplica(config), ControllerManagerReplica(config)])
     key = election_key("kube-system", "kube-controller-manager")
     late: asyncio.Task[object] | None = None
     try:

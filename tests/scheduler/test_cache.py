@@ -12,18 +12,11 @@ from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
 from services.clock import FakeClock
-from services.scheduler.cache import (
-    COL_CPU,
-    COL_MEMORY,
-    COL_PODS,
-    Cache,
-    CacheError,
-    NodeTree,
-    Snapshot,
-    new_snapshot,
-    zone_key,
-)
+from services.scheduler.cache import Cache, CacheError, new_snapshot
 from services.scheduler.framework.types import PodInfo
+from services.scheduler.node_tree import NodeTree, zone_key
+from services.scheduler.snapshot import COL_CPU, COL_MEMORY, COL_PODS, Snapshot
+from tests.builders import MakeNode, MakePod
 
 GI = 1024**3
 
@@ -37,25 +30,13 @@ def node(
     memory: str = "8Gi",
     pods: str = "110",
 ) -> core_pb2.Node:
-    labels = {"kubernetes.io/hostname": name}
+    n = MakeNode().name(name).label("kubernetes.io/hostname", name)
     if zone:
-        labels["topology.kubernetes.io/zone"] = zone
+        n.label("topology.kubernetes.io/zone", zone)
     if region:
-        labels["topology.kubernetes.io/region"] = region
-    return json_format.ParseDict(
-        {
-            "metadata": {"name": name, "labels": labels},
-            "status": {
-                "allocatable": {
-                    "cpu": cpu,
-                    "memory": memory,
-                    "ephemeral-storage": "100Gi",
-                    "pods": pods,
-                }
-            },
-        },
-        core_pb2.Node(),
-    )
+        n.label("topology.kubernetes.io/region", region)
+    alloc = {"cpu": cpu, "memory": memory, "ephemeral-storage": "100Gi", "pods": pods}
+    return n.allocatable(alloc).obj()
 
 
 def pod(
@@ -66,39 +47,22 @@ def pod(
     memory: str = "1Gi",
     anti_affinity: bool = False,
 ) -> core_pb2.Pod:
-    spec: dict[str, Any] = {
-        "nodeName": node_name,
-        "containers": [
-            {
-                "name": "c",
-                "image": "busybox",
-                "resources": {"requests": {"cpu": cpu, "memory": memory}},
-            }
-        ],
-    }
+    p = MakePod().name(name).namespace("default").uid(f"uid-{name}").label("app", name)
+    p.node(node_name).container("c", "busybox", requests={"cpu": cpu, "memory": memory})
     if anti_affinity:
-        spec["affinity"] = {
-            "podAntiAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "labelSelector": {"matchLabels": {"app": name}},
-                        "topologyKey": "kubernetes.io/hostname",
-                    }
-                ]
+        p.affinity(
+            {
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": {"app": name}},
+                            "topologyKey": "kubernetes.io/hostname",
+                        }
+                    ]
+                }
             }
-        }
-    return json_format.ParseDict(
-        {
-            "metadata": {
-                "name": name,
-                "namespace": "default",
-                "uid": f"uid-{name}",
-                "labels": {"app": name},
-            },
-            "spec": spec,
-        },
-        core_pb2.Pod(),
-    )
+        )
+    return p.obj()
 
 
 def assumed(name: str, node_name: str, **kw: Any) -> PodInfo:

@@ -21,15 +21,16 @@ from services.scheduler.framework.types import (
     QueuedPodInfo,
     QueueingHint,
 )
+from services.scheduler.heap import Heap
 from services.scheduler.metrics import SchedulerMetrics
-from services.scheduler.queue import (
+from services.scheduler.queue import SchedulingQueue
+from services.scheduler.queue_events import (
     EVENT_ASSIGNED_POD_ADD,
     EVENT_UNSCHEDULABLE_TIMEOUT,
-    SchedulingQueue,
-    _Heap,
     event_label,
     event_matches,
 )
+from tests.builders import MakePod
 
 NODE_ADD = ClusterEvent("Node", ActionType.ADD, "NodeAdd")
 NODE_DELETE = ClusterEvent("Node", ActionType.DELETE, "NodeDelete")
@@ -49,23 +50,18 @@ def make_pod(
     affinity_to: dict[str, str] | None = None,
     namespace: str = "default",
 ) -> core_pb2.Pod:
-    pod = core_pb2.Pod()
-    pod.metadata.name = name
-    pod.metadata.namespace = namespace
-    pod.metadata.uid = f"uid-{namespace}-{name}"
-    pod.metadata.labels.update(labels or {})
-    pod.spec.scheduler_name = "default-scheduler"
+    p = MakePod().name(name).namespace(namespace).uid(f"uid-{namespace}-{name}")
+    p.labels(labels or {}).scheduler_name("default-scheduler")
     if priority is not None:
-        pod.spec.priority = priority
-    for g in gates:
-        pod.spec.scheduling_gates.add(name=g)
+        p.priority(priority)
+    p.scheduling_gates(gates)
     if affinity_to:
-        term = (
-            pod.spec.affinity.pod_affinity.required_during_scheduling_ignored_during_execution.add()
-        )
-        term.label_selector.match_labels.update(affinity_to)
-        term.topology_key = "kubernetes.io/hostname"
-    return pod
+        term = {
+            "labelSelector": {"matchLabels": affinity_to},
+            "topologyKey": "kubernetes.io/hostname",
+        }
+        p.affinity({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+    return p.obj()
 
 
 def priority_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
@@ -199,7 +195,7 @@ def test_heap_keeps_order_under_random_updates_and_removals() -> None:
     def less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         return prio[a.key] < prio[b.key]
 
-    heap = _Heap(less)
+    heap = Heap(less)
     infos: dict[str, QueuedPodInfo] = {}
     for i in range(300):
         name = f"p{rng.randrange(120)}"

@@ -10,17 +10,17 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
-from services.api import codec
 from services.api.kinds import BY_KIND
 from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.client import Client
 from services.scheduler import config as config_mod
+from services.scheduler.options import SchedulerOptions
 from services.scheduler.scheduler import Scheduler
 from services.storage.memory import MemoryStorage
+from tests.builders import MakeNode, MakePod
 from tests.waiting import eventually
 
 PODS, NODES = BY_KIND["Pod"], BY_KIND["Node"]
@@ -40,24 +40,12 @@ class Cluster:
         labels: dict | None = None,
         taints: list | None = None,
     ) -> None:
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": name,
-                "labels": {
-                    "kubernetes.io/hostname": name,
-                    "topology.kubernetes.io/zone": zone,
-                    **(labels or {}),
-                },
-            },
-            "spec": {"taints": taints or []},
-            "status": {
-                "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
-                "capacity": {"cpu": cpu, "memory": memory, "pods": "110"},
-            },
-        }
-        await self.api.create(codec.decode(doc, validate="strict").obj)
+        n = MakeNode().typed().name(name)
+        n.labels(
+            {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone, **(labels or {})}
+        )
+        size = {"cpu": cpu, "memory": memory, "pods": "110"}
+        await self.api.create(n.taints(taints or []).allocatable(size).capacity(size).obj())
         # Node and pod events reach the scheduler on separate watches: let it see the node
         # before a test creates the pods that are meant to find it.
         await eventually(lambda: name in self.sched.nodes.store)
@@ -65,18 +53,9 @@ class Cluster:
     async def pod(
         self, name: str, *, cpu: str = "100m", labels: dict | None = None, **spec: Any
     ) -> None:
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
-            "spec": {
-                "containers": [
-                    {"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}
-                ],
-                **spec,
-            },
-        }
-        await self.api.create(codec.decode(doc, validate="strict").obj)
+        p = MakePod().typed().name(name).namespace("default").labels(labels or {})
+        p.container("c", "i", requests={"cpu": cpu})
+        await self.api.create(p.spec(spec).obj())
 
     async def wait_bound(self, *names: str, timeout: float = 10.0) -> dict[str, str]:
         """Wait (on the watch, not by sleeping) until every named pod is bound."""
@@ -140,7 +119,7 @@ async def _cluster(
     await api.start()
     server, port = await serve(api)
     client = Client(f"127.0.0.1:{port}", timeout=10)
-    sched = Scheduler(client, cfg, seed=7, fencing=fencing)
+    sched = Scheduler(client, SchedulerOptions(component_config=cfg, seed=7), fencing=fencing)
     stop = asyncio.Event()
     task = asyncio.create_task(sched.run(stop))
     try:
@@ -402,15 +381,7 @@ def test_only_node_local_pods_share_filter_results() -> None:
     from services.scheduler.framework.types import PodInfo
 
     def info(**spec: Any) -> PodInfo:
-        return PodInfo(
-            json_format.ParseDict(
-                {
-                    "metadata": {"name": "p", "namespace": "default"},
-                    "spec": {"containers": [{"name": "c"}], **spec},
-                },
-                core_pb2.Pod(),
-            )
-        )
+        return PodInfo(MakePod().name("p").namespace("default").container("c").spec(spec).obj())
 
     plugins = ["NodeResourcesFit", "TaintToleration"]
     assert equivalence.eligible(info(), plugins, False)

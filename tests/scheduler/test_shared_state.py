@@ -17,7 +17,6 @@ import pytest
 from prometheus_client import generate_latest
 
 from protos.kubera.v1 import core_pb2
-from services.api import codec
 from services.api.fencing import BOUND_BY, bound_by_allocation
 from services.api.kinds import BY_KIND
 from services.api.resources import pod_requests
@@ -26,9 +25,11 @@ from services.apiserver.server import serve
 from services.client import Client
 from services.scheduler import config as config_mod
 from services.scheduler.omega import OmegaStats, SharedState, pod_hash
+from services.scheduler.options import SchedulerOptions
 from services.scheduler.scheduler import Scheduler
 from services.storage.keys import allocation_key
 from services.storage.memory import MemoryStorage
+from tests.builders import MakeNode, MakePod
 from tests.waiting import eventually
 
 PODS, NODES = BY_KIND["Pod"], BY_KIND["Node"]
@@ -74,7 +75,11 @@ async def test_a_shared_state_scheduler_takes_no_fencing_token() -> None:
     client = Client("127.0.0.1:1")
     try:
         with pytest.raises(ValueError, match="not both"):
-            Scheduler(client, shared_state=SharedState(0, 1), fencing=lambda: None)
+            Scheduler(
+                client,
+                SchedulerOptions(shared_state=SharedState(0, 1)),
+                fencing=lambda: None,
+            )
     finally:
         await client.close()
 
@@ -122,27 +127,16 @@ class Omega:
 
     async def node(self, name: str, cpu: str) -> None:
         alloc = {"cpu": cpu, "memory": "8Gi", "pods": "110"}
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {"allocatable": alloc, "capacity": alloc},
-        }
-        await self.api.create(codec.decode(doc, validate="strict").obj)
+        n = MakeNode().typed().name(name).label("kubernetes.io/hostname", name)
+        await self.api.create(n.allocatable(alloc).capacity(alloc).obj())
         await eventually(lambda: all(name in s.nodes.store for s in self.scheds))
 
     async def pod(self, name: str, cpu: str, owner: int | None = None) -> None:
-        doc = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {
-                "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]
-            },
-        }
+        p = MakePod().typed().name(name).namespace("default")
+        p.container("c", "i", requests={"cpu": cpu})
         self.next_owner[0] = owner
         try:
-            await self.api.create(codec.decode(doc, validate="strict").obj)
+            await self.api.create(p.obj())
         finally:
             self.next_owner[0] = None
 
@@ -186,7 +180,14 @@ async def _omega(replicas: int, partition: Any) -> AsyncIterator[Omega]:
     cfg = config_mod.default_config()
     cfg.pod_initial_backoff_seconds = cfg.pod_max_backoff_seconds = 0.2
     scheds = [
-        Scheduler(c, cfg, seed=i, shared_state=SharedState(i, replicas, partition))
+        Scheduler(
+            c,
+            SchedulerOptions(
+                component_config=cfg,
+                seed=i,
+                shared_state=SharedState(i, replicas, partition),
+            ),
+        )
         for i, c in enumerate(clients)
     ]
     stop = asyncio.Event()

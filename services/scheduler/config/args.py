@@ -31,14 +31,14 @@ from services.api.errors import (
 )
 from services.scheduler import registry as reg
 from services.scheduler.config.checks import (
-    _check_keys,
-    _Errors,
-    _is_int,
-    _is_number,
-    _list,
-    _mapping,
-    _short,
-    _unknown,
+    Errors,
+    as_list,
+    as_mapping,
+    check_keys,
+    is_int,
+    is_number,
+    short_value,
+    unknown_field,
 )
 from services.scheduler.config.types import API_VERSION
 from services.scheduler.framework.interface import PluginSpec
@@ -66,20 +66,20 @@ ARGS_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
-def _plugin_config(
+def read_plugin_config(
     raw: Any,
     path: str,
     points_of: Mapping[str, tuple[str, ...]],
     out_of_tree: Mapping[str, PluginSpec],
-    errs: _Errors,
+    errs: Errors,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for i, entry in enumerate(_list(raw, path, errs) or []):
+    for i, entry in enumerate(as_list(raw, path, errs) or []):
         ep = f"{path}[{i}]"
-        obj = _mapping(entry, ep, errs)
+        obj = as_mapping(entry, ep, errs)
         if obj is None:
             continue
-        _check_keys(obj, ("name", "args"), ep, errs)
+        check_keys(obj, ("name", "args"), ep, errs)
         name = obj.get("name")
         if not isinstance(name, str) or not name:
             errs.append(required(f"{ep}.name"))
@@ -112,14 +112,14 @@ def build_args(
     name: str,
     raw: Any,
     path: str,
-    errs: _Errors,
+    errs: Errors,
     *,
     args_type: type | None,
     schema: Mapping[str, Any] | None,
 ) -> Any:
     """One plugin's args: checked against `schema` (in-tree) and the plugin's rules, then
     built as `args_type` (via its from_dict when it has one). Returns _INVALID on errors."""
-    obj = _mapping(raw, path, errs)
+    obj = as_mapping(raw, path, errs)
     if obj is None:
         return _INVALID
     obj = dict(obj)
@@ -148,41 +148,41 @@ def build_args(
             return build_dataclass(args_type, obj, path, errs)
         return args_type(**obj)
     except (TypeError, ValueError, KeyError) as e:
-        errs.append(invalid(path, _short(obj), f"cannot build {name} args: {e}"))
+        errs.append(invalid(path, short_value(obj), f"cannot build {name} args: {e}"))
         return _INVALID
 
 
-def _check_schema(value: Any, schema: Any, path: str, errs: _Errors) -> None:
+def _check_schema(value: Any, schema: Any, path: str, errs: Errors) -> None:
     if value is None:
         return
     if isinstance(schema, dict):
         if not isinstance(value, dict):
-            errs.append(invalid(path, _short(value), "must be an object"))
+            errs.append(invalid(path, short_value(value), "must be an object"))
             return
         for key, sub in value.items():
             if key not in schema:
-                errs.append(_unknown(f"{path}.{key}"))
+                errs.append(unknown_field(f"{path}.{key}"))
             else:
                 _check_schema(sub, schema[key], f"{path}.{key}", errs)
     elif isinstance(schema, list):
         if not isinstance(value, list):
-            errs.append(invalid(path, _short(value), "must be a list"))
+            errs.append(invalid(path, short_value(value), "must be a list"))
             return
         for i, item in enumerate(value):
             _check_schema(item, schema[0], f"{path}[{i}]", errs)
     elif isinstance(schema, type) and issubclass(schema, Message):
         _check_proto(value, schema, path, errs)
     elif schema is int:
-        if not _is_int(value):
-            errs.append(invalid(path, _short(value), "must be an integer"))
+        if not is_int(value):
+            errs.append(invalid(path, short_value(value), "must be an integer"))
     elif schema is bool:
         if not isinstance(value, bool):
-            errs.append(invalid(path, _short(value), "must be a bool"))
+            errs.append(invalid(path, short_value(value), "must be a bool"))
     elif schema is str and not isinstance(value, str):
-        errs.append(invalid(path, _short(value), "must be a string"))
+        errs.append(invalid(path, short_value(value), "must be a string"))
 
 
-def _check_proto(value: Any, cls: type[Message], path: str, errs: _Errors) -> None:
+def _check_proto(value: Any, cls: type[Message], path: str, errs: Errors) -> None:
     before = len(errs)
     _check_proto_fields(value, cls.DESCRIPTOR, path, errs)
     if len(errs) > before:
@@ -190,18 +190,18 @@ def _check_proto(value: Any, cls: type[Message], path: str, errs: _Errors) -> No
     try:
         json_format.ParseDict(value, cls())
     except json_format.ParseError as e:
-        errs.append(invalid(path, _short(value), str(e)))
+        errs.append(invalid(path, short_value(value), str(e)))
 
 
-def _check_proto_fields(value: Any, desc: Descriptor, path: str, errs: _Errors) -> None:
+def _check_proto_fields(value: Any, desc: Descriptor, path: str, errs: Errors) -> None:
     if not isinstance(value, dict):
-        errs.append(invalid(path, _short(value), "must be an object"))
+        errs.append(invalid(path, short_value(value), "must be an object"))
         return
     fields = {f.json_name: f for f in desc.fields}
     for key, sub in value.items():
         f = fields.get(key)
         if f is None:
-            errs.append(_unknown(f"{path}.{key}"))
+            errs.append(unknown_field(f"{path}.{key}"))
             continue
         mt = f.message_type
         if mt is None or mt.GetOptions().map_entry or sub is None:
@@ -221,7 +221,7 @@ def _positive_weight(value: Any) -> int:
     return 1 if not value else int(value)
 
 
-def _validate_fit(obj: Mapping[str, Any], path: str, errs: _Errors) -> None:
+def _validate_fit(obj: Mapping[str, Any], path: str, errs: Errors) -> None:
     for i, group in enumerate(obj.get("ignoredResourceGroups") or []):
         if "/" in group:
             errs.append(
@@ -271,7 +271,7 @@ def _validate_fit(obj: Mapping[str, Any], path: str, errs: _Errors) -> None:
 _STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
 
 
-def _validate_shape(shape: Sequence[Mapping[str, Any]], path: str, errs: _Errors) -> None:
+def _validate_shape(shape: Sequence[Mapping[str, Any]], path: str, errs: Errors) -> None:
     if not shape:
         errs.append(required(path, "at least one point must be specified"))
         return
@@ -293,7 +293,7 @@ def _validate_shape(shape: Sequence[Mapping[str, Any]], path: str, errs: _Errors
             errs.append(invalid(f"{path}[{i}].score", s, "not in valid range [0, 10]"))
 
 
-def _validate_balanced(obj: Mapping[str, Any], path: str, errs: _Errors) -> None:
+def _validate_balanced(obj: Mapping[str, Any], path: str, errs: Errors) -> None:
     seen: set[str] = set()
     for i, r in enumerate(obj.get("resources") or []):
         rp = f"{path}.resources[{i}]"
@@ -308,7 +308,7 @@ def _validate_balanced(obj: Mapping[str, Any], path: str, errs: _Errors) -> None
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 
-def _validate_node_affinity(obj: Mapping[str, Any], path: str, errs: _Errors) -> None:
+def _validate_node_affinity(obj: Mapping[str, Any], path: str, errs: Errors) -> None:
     added = obj.get("addedAffinity")
     if not added:
         return
@@ -332,7 +332,7 @@ def _validate_node_affinity(obj: Mapping[str, Any], path: str, errs: _Errors) ->
                     errs.append(unsupported(f"{tp}.{key}[{j}].operator", op, _OPERATORS))
 
 
-def _validate_topology_spread(obj: Mapping[str, Any], path: str, errs: _Errors) -> None:
+def _validate_topology_spread(obj: Mapping[str, Any], path: str, errs: Errors) -> None:
     constraints = obj.get("defaultConstraints") or []
     defaulting = obj.get("defaultingType", "System")
     if defaulting not in ("System", "List"):
@@ -370,13 +370,13 @@ def _validate_topology_spread(obj: Mapping[str, Any], path: str, errs: _Errors) 
         seen.add(key)
 
 
-def _validate_inter_pod_affinity(obj: Mapping[str, Any], path: str, errs: _Errors) -> None:
+def _validate_inter_pod_affinity(obj: Mapping[str, Any], path: str, errs: Errors) -> None:
     w = obj.get("hardPodAffinityWeight")
     if w is not None and not 0 <= w <= 100:
         errs.append(invalid(f"{path}.hardPodAffinityWeight", w, "not in valid range [0, 100]"))
 
 
-_ARGS_VALIDATORS: dict[str, Callable[[Mapping[str, Any], str, _Errors], None]] = {
+_ARGS_VALIDATORS: dict[str, Callable[[Mapping[str, Any], str, Errors], None]] = {
     "NodeResourcesFit": _validate_fit,
     "NodeResourcesBalancedAllocation": _validate_balanced,
     "NodeAffinity": _validate_node_affinity,
@@ -399,7 +399,7 @@ def build_dataclass(cls: type, data: Any, path: str, errs: list[FieldError]) -> 
     if data is None:
         return cls()
     if not isinstance(data, dict):
-        errs.append(invalid(path, _short(data), "must be an object"))
+        errs.append(invalid(path, short_value(data), "must be an object"))
         return None
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls) if f.init}
@@ -408,7 +408,7 @@ def build_dataclass(cls: type, data: Any, path: str, errs: list[FieldError]) -> 
     for key, value in data.items():
         attr = camel_to_snake(key) if isinstance(key, str) else ""
         if attr not in names:
-            errs.append(_unknown(f"{path}.{key}"))
+            errs.append(unknown_field(f"{path}.{key}"))
             continue
         kwargs[attr] = _convert(hints.get(attr, Any), value, f"{path}.{key}", errs)
     if len(errs) > before:
@@ -429,7 +429,7 @@ def _convert(tp: Any, value: Any, path: str, errs: list[FieldError]) -> Any:
             out = _convert(opt, value, path, trial)
             if not trial:
                 return out
-        errs.append(invalid(path, _short(value), f"must be {tp}"))
+        errs.append(invalid(path, short_value(value), f"must be {tp}"))
         return None
     if origin is typing.Literal:
         if value not in typing.get_args(tp):
@@ -437,7 +437,7 @@ def _convert(tp: Any, value: Any, path: str, errs: list[FieldError]) -> Any:
         return value
     if origin in (list, tuple, Sequence, set, frozenset) or tp in (list, tuple):
         if not isinstance(value, list):
-            errs.append(invalid(path, _short(value), "must be a list"))
+            errs.append(invalid(path, short_value(value), "must be a list"))
             return None
         args = typing.get_args(tp)
         item = args[0] if args else Any
@@ -445,7 +445,7 @@ def _convert(tp: Any, value: Any, path: str, errs: list[FieldError]) -> Any:
         return tuple(items) if origin is tuple else items
     if origin in (dict, Mapping) or tp is dict:
         if not isinstance(value, dict):
-            errs.append(invalid(path, _short(value), "must be an object"))
+            errs.append(invalid(path, short_value(value), "must be an object"))
             return None
         args = typing.get_args(tp)
         vt = args[1] if len(args) == 2 else Any
@@ -465,19 +465,19 @@ def _convert(tp: Any, value: Any, path: str, errs: list[FieldError]) -> Any:
                 return None
         if tp is bool:
             if not isinstance(value, bool):
-                errs.append(invalid(path, _short(value), "must be a bool"))
+                errs.append(invalid(path, short_value(value), "must be a bool"))
             return value
         if tp is int:
-            if not _is_int(value):
-                errs.append(invalid(path, _short(value), "must be an integer"))
+            if not is_int(value):
+                errs.append(invalid(path, short_value(value), "must be an integer"))
             return value
         if tp is float:
-            if not _is_number(value):
-                errs.append(invalid(path, _short(value), "must be a number"))
+            if not is_number(value):
+                errs.append(invalid(path, short_value(value), "must be a number"))
                 return value
             return float(value)
         if tp is str:
             if not isinstance(value, str):
-                errs.append(invalid(path, _short(value), "must be a string"))
+                errs.append(invalid(path, short_value(value), "must be a string"))
             return value
     return value

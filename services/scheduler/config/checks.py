@@ -14,48 +14,48 @@ from typing import Any
 from services.api.errors import FieldError, invalid
 
 
-def _unknown(path: str) -> FieldError:
+def unknown_field(path: str) -> FieldError:
     return FieldError(path, "unknown field")
 
 
 #: The field errors found so far (validation goes on after the first one).
-_Errors = list[FieldError]
+Errors = list[FieldError]
 
 
-def _is_int(v: Any) -> bool:
+def is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_number(v: Any) -> bool:
+def is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
-def _mapping(value: Any, path: str, errs: _Errors) -> dict[str, Any] | None:
+def as_mapping(value: Any, path: str, errs: Errors) -> dict[str, Any] | None:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        errs.append(invalid(path, _short(value), "must be an object"))
+        errs.append(invalid(path, short_value(value), "must be an object"))
         return None
     return value
 
 
-def _list(value: Any, path: str, errs: _Errors) -> list[Any] | None:
+def as_list(value: Any, path: str, errs: Errors) -> list[Any] | None:
     if value is None:
         return []
     if not isinstance(value, list):
-        errs.append(invalid(path, _short(value), "must be a list"))
+        errs.append(invalid(path, short_value(value), "must be a list"))
         return None
     return value
 
 
-def _short(value: Any) -> Any:
+def short_value(value: Any) -> Any:
     text = value if isinstance(value, str | int | float | bool) else repr(value)
     if isinstance(text, str) and len(text) > 60:
         return text[:57] + "..."
     return text
 
 
-def _check_keys(obj: Mapping[str, Any], allowed: Sequence[str], path: str, errs: _Errors) -> None:
+def check_keys(obj: Mapping[str, Any], allowed: Sequence[str], path: str, errs: Errors) -> None:
     for key in obj:
         if key not in allowed:
-            errs.append(_unknown(f"{path}.{key}" if path else str(key)))
+            errs.append(unknown_field(f"{path}.{key}" if path else str(key)))

@@ -25,18 +25,18 @@ from services.api.errors import (
     unsupported,
 )
 from services.scheduler import registry as reg
-from services.scheduler.config.args import _plugin_config
+from services.scheduler.config.args import read_plugin_config
 from services.scheduler.config.checks import (
-    _check_keys,
-    _Errors,
-    _is_int,
-    _is_number,
-    _list,
-    _mapping,
-    _short,
+    Errors,
+    as_list,
+    as_mapping,
+    check_keys,
+    is_int,
+    is_number,
+    short_value,
 )
 from services.scheduler.config.defaults import DEFAULT_SCHEDULER_NAME
-from services.scheduler.config.plugins import _read_plugin_sets, resolve_plugins
+from services.scheduler.config.plugins import read_plugin_sets, resolve_plugins
 from services.scheduler.config.types import (
     API_VERSION,
     KIND,
@@ -100,16 +100,18 @@ def load_config(text_or_path: str | os.PathLike[str]) -> SchedulerConfiguration:
         doc = yamlload.safe_load(text)
     except yaml.YAMLError as e:
         raise ConfigError([f"yaml: {e}"]) from None
-    errs: _Errors = []
+    errs: Errors = []
     if not isinstance(doc, dict):
-        raise ConfigError([invalid("<root>", _short(doc), "must be a KubeSchedulerConfiguration")])
+        raise ConfigError(
+            [invalid("<root>", short_value(doc), "must be a KubeSchedulerConfiguration")]
+        )
     if doc.get("apiVersion") != API_VERSION:
         errs.append(unsupported("apiVersion", doc.get("apiVersion"), [API_VERSION]))
     if doc.get("kind") != KIND:
         errs.append(unsupported("kind", doc.get("kind"), [KIND]))
     if errs:  # another version's fields mean other things: stop here
         raise ConfigError(errs)
-    _check_keys(doc, _TOP_LEVEL, "", errs)
+    check_keys(doc, _TOP_LEVEL, "", errs)
     cfg = SchedulerConfiguration()
 
     cfg.parallelism = _int_field(doc, "parallelism", "parallelism", cfg.parallelism, errs)
@@ -141,7 +143,7 @@ def load_config(text_or_path: str | os.PathLike[str]) -> SchedulerConfiguration:
     points_of: dict[str, tuple[str, ...]] = {p.name: p.points for p in reg.IN_TREE}
     for spec in cfg.out_of_tree_plugins.values():
         points_of[spec.name] = tuple(spec.default_points)
-    raw_profiles = _list(doc.get("profiles"), "profiles", errs)
+    raw_profiles = as_list(doc.get("profiles"), "profiles", errs)
     if raw_profiles:
         cfg.profiles = []
         seen: dict[str, int] = {}
@@ -160,31 +162,31 @@ def load_config(text_or_path: str | os.PathLike[str]) -> SchedulerConfiguration:
     return cfg
 
 
-def _int_field(doc: Mapping[str, Any], key: str, path: str, default: int, errs: _Errors) -> int:
+def _int_field(doc: Mapping[str, Any], key: str, path: str, default: int, errs: Errors) -> int:
     value = doc.get(key)
     if value is None:
         return default
-    if not _is_int(value):
-        errs.append(invalid(path, _short(value), "must be an integer"))
+    if not is_int(value):
+        errs.append(invalid(path, short_value(value), "must be an integer"))
         return default
     return int(value)
 
 
-def _number_field(doc: Mapping[str, Any], key: str, default: float, errs: _Errors) -> float:
+def _number_field(doc: Mapping[str, Any], key: str, default: float, errs: Errors) -> float:
     value = doc.get(key)
     if value is None:
         return default
-    if not _is_number(value):
-        errs.append(invalid(key, _short(value), "must be a number"))
+    if not is_number(value):
+        errs.append(invalid(key, short_value(value), "must be a number"))
         return default
     return value
 
 
-def _percentage(value: Any, path: str, errs: _Errors) -> int | None:
+def _percentage(value: Any, path: str, errs: Errors) -> int | None:
     if value is None:
         return None
-    if not _is_int(value):
-        errs.append(invalid(path, _short(value), "must be an integer"))
+    if not is_int(value):
+        errs.append(invalid(path, short_value(value), "must be an integer"))
         return None
     if not 0 <= value <= 100:
         errs.append(invalid(path, value, "not in valid range [0-100]"))
@@ -192,12 +194,12 @@ def _percentage(value: Any, path: str, errs: _Errors) -> int | None:
     return int(value)
 
 
-def _duration(obj: Mapping[str, Any], key: str, path: str, default: float, errs: _Errors) -> float:
+def _duration(obj: Mapping[str, Any], key: str, path: str, default: float, errs: Errors) -> float:
     value = obj.get(key)
     if value is None:
         return default
     if not isinstance(value, str):
-        errs.append(invalid(path, _short(value), 'must be a duration string such as "15s"'))
+        errs.append(invalid(path, short_value(value), 'must be a duration string such as "15s"'))
         return default
     try:
         return parse_duration(value)
@@ -206,18 +208,20 @@ def _duration(obj: Mapping[str, Any], key: str, path: str, default: float, errs:
         return default
 
 
-def _leader_election(raw: Any, errs: _Errors) -> LeaderElectionConfig:
+def _leader_election(raw: Any, errs: Errors) -> LeaderElectionConfig:
     le = LeaderElectionConfig()
-    obj = _mapping(raw, "leaderElection", errs)
+    obj = as_mapping(raw, "leaderElection", errs)
     if not obj:
         return le
-    _check_keys(obj, _LEADER_KEYS, "leaderElection", errs)
+    check_keys(obj, _LEADER_KEYS, "leaderElection", errs)
     p = "leaderElection"
     if "leaderElect" in obj:
         if isinstance(obj["leaderElect"], bool):
             le.leader_elect = obj["leaderElect"]
         else:
-            errs.append(invalid(f"{p}.leaderElect", _short(obj["leaderElect"]), "must be a bool"))
+            errs.append(
+                invalid(f"{p}.leaderElect", short_value(obj["leaderElect"]), "must be a bool")
+            )
     le.lease_duration = _duration(obj, "leaseDuration", f"{p}.leaseDuration", 15.0, errs)
     le.renew_deadline = _duration(obj, "renewDeadline", f"{p}.renewDeadline", 10.0, errs)
     le.retry_period = _duration(obj, "retryPeriod", f"{p}.retryPeriod", 2.0, errs)
@@ -231,7 +235,7 @@ def _leader_election(raw: Any, errs: _Errors) -> LeaderElectionConfig:
             if isinstance(value, str):
                 setattr(le, attr, value)
             else:
-                errs.append(invalid(f"{p}.{key}", _short(value), "must be a string"))
+                errs.append(invalid(f"{p}.{key}", short_value(value), "must be a string"))
     if not le.leader_elect:
         return le
     for key, value in (
@@ -274,13 +278,15 @@ def _go_duration(seconds: float) -> str:
     return f"{seconds}s"
 
 
-def _out_of_tree(raw: Any, errs: _Errors) -> dict[str, PluginSpec]:
-    items = _list(raw, "outOfTreePlugins", errs)
+def _out_of_tree(raw: Any, errs: Errors) -> dict[str, PluginSpec]:
+    items = as_list(raw, "outOfTreePlugins", errs)
     specs: dict[str, PluginSpec] = {}
     for i, path in enumerate(items or []):
         fp = f"outOfTreePlugins[{i}]"
         if not isinstance(path, str) or not path:
-            errs.append(invalid(fp, _short(path), 'must be an import path "package.module[:ATTR]"'))
+            errs.append(
+                invalid(fp, short_value(path), 'must be an import path "package.module[:ATTR]"')
+            )
             continue
         try:
             spec = reg.load_out_of_tree(path)
@@ -299,16 +305,16 @@ def _profile(
     path: str,
     points_of: Mapping[str, tuple[str, ...]],
     out_of_tree: Mapping[str, PluginSpec],
-    errs: _Errors,
+    errs: Errors,
 ) -> Profile | None:
-    obj = _mapping(raw, path, errs)
+    obj = as_mapping(raw, path, errs)
     if obj is None:
         return None
-    _check_keys(obj, _PROFILE_KEYS, path, errs)
+    check_keys(obj, _PROFILE_KEYS, path, errs)
     profile = Profile(plugins={})
     name = obj.get("schedulerName", DEFAULT_SCHEDULER_NAME)
     if not isinstance(name, str):
-        errs.append(invalid(f"{path}.schedulerName", _short(name), "must be a string"))
+        errs.append(invalid(f"{path}.schedulerName", short_value(name), "must be a string"))
     elif not name:
         errs.append(required(f"{path}.schedulerName"))
     else:
@@ -316,7 +322,7 @@ def _profile(
     profile.percentage_of_nodes_to_score = _percentage(
         obj.get("percentageOfNodesToScore"), f"{path}.percentageOfNodesToScore", errs
     )
-    custom = _read_plugin_sets(obj.get("plugins"), f"{path}.plugins", points_of, errs)
+    custom = read_plugin_sets(obj.get("plugins"), f"{path}.plugins", points_of, errs)
     profile.plugins = resolve_plugins(custom, points_of)
     for point, minimum, maximum, detail in (
         (reg.QUEUE_SORT, 1, 1, "exactly one queue sort plugin must be enabled"),
@@ -325,13 +331,13 @@ def _profile(
         n = len(profile.plugins[point])
         if n < minimum or (maximum is not None and n > maximum):
             errs.append(invalid(f"{path}.plugins.{point}", n, detail))
-    profile.plugin_config = _plugin_config(
+    profile.plugin_config = read_plugin_config(
         obj.get("pluginConfig"), f"{path}.pluginConfig", points_of, out_of_tree, errs
     )
     return profile
 
 
-def _common_queue_sort(profiles: Sequence[Profile], errs: _Errors) -> None:
+def _common_queue_sort(profiles: Sequence[Profile], errs: Errors) -> None:
     """Every profile shares the one scheduling queue, so they must sort it alike."""
     if len(profiles) < 2:
         return

@@ -16,12 +16,12 @@ from typing import Any, NamedTuple
 from services.api.errors import duplicate, invalid, required
 from services.scheduler import registry as reg
 from services.scheduler.config.checks import (
-    _check_keys,
-    _Errors,
-    _is_int,
-    _list,
-    _mapping,
-    _short,
+    Errors,
+    as_list,
+    as_mapping,
+    check_keys,
+    is_int,
+    short_value,
 )
 from services.scheduler.config.defaults import DEFAULT_MULTI_POINT
 
@@ -45,23 +45,23 @@ class _PluginSet:
     disabled: set[str] = field(default_factory=set)
 
 
-def _read_plugin_sets(
-    raw: Any, path: str, points_of: Mapping[str, tuple[str, ...]], errs: _Errors
+def read_plugin_sets(
+    raw: Any, path: str, points_of: Mapping[str, tuple[str, ...]], errs: Errors
 ) -> dict[str, _PluginSet]:
     """The profile's own `plugins:` block, checked entry by entry."""
     sets: dict[str, _PluginSet] = {p: _PluginSet() for p in (MULTI_POINT, *reg.EXTENSION_POINTS)}
-    obj = _mapping(raw, path, errs)
+    obj = as_mapping(raw, path, errs)
     if not obj:
         return sets
-    _check_keys(obj, tuple(sets), path, errs)
+    check_keys(obj, tuple(sets), path, errs)
     for point, ps in sets.items():
-        block = _mapping(obj.get(point), f"{path}.{point}", errs)
+        block = as_mapping(obj.get(point), f"{path}.{point}", errs)
         if not block:
             continue
         bp = f"{path}.{point}"
-        _check_keys(block, ("enabled", "disabled"), bp, errs)
+        check_keys(block, ("enabled", "disabled"), bp, errs)
         seen: set[str] = set()
-        for i, entry in enumerate(_list(block.get("enabled"), f"{bp}.enabled", errs) or []):
+        for i, entry in enumerate(as_list(block.get("enabled"), f"{bp}.enabled", errs) or []):
             ep = f"{bp}.enabled[{i}]"
             got = _plugin_entry(entry, ep, errs, with_weight=True)
             if got is None:
@@ -89,7 +89,7 @@ def _read_plugin_sets(
                 )
                 continue
             ps.enabled.append((name, weight, ep))
-        for i, entry in enumerate(_list(block.get("disabled"), f"{bp}.disabled", errs) or []):
+        for i, entry in enumerate(as_list(block.get("disabled"), f"{bp}.disabled", errs) or []):
             got = _plugin_entry(entry, f"{bp}.disabled[{i}]", errs, with_weight=False)
             if got is not None:
                 ps.disabled.add(got[0])
@@ -97,19 +97,19 @@ def _read_plugin_sets(
 
 
 def _plugin_entry(
-    entry: Any, path: str, errs: _Errors, *, with_weight: bool
+    entry: Any, path: str, errs: Errors, *, with_weight: bool
 ) -> tuple[str, int | None] | None:
-    obj = _mapping(entry, path, errs)
+    obj = as_mapping(entry, path, errs)
     if obj is None:
         return None
-    _check_keys(obj, ("name", "weight") if with_weight else ("name",), path, errs)
+    check_keys(obj, ("name", "weight") if with_weight else ("name",), path, errs)
     name = obj.get("name")
     if not isinstance(name, str) or not name:
         errs.append(required(f"{path}.name"))
         return None
     weight = obj.get("weight")
-    if weight is not None and not _is_int(weight):
-        errs.append(invalid(f"{path}.weight", _short(weight), "must be an integer"))
+    if weight is not None and not is_int(weight):
+        errs.append(invalid(f"{path}.weight", short_value(weight), "must be an integer"))
         return None
     return name, weight
 
@@ -188,4 +188,4 @@ def resolve_plugins(
 
 
 # The default profile's resolved plugins, computed once from the tables above.
-_DEFAULT_RESOLVED = resolve_plugins(None, {p.name: p.points for p in reg.IN_TREE})
+DEFAULT_RESOLVED = resolve_plugins(None, {p.name: p.points for p in reg.IN_TREE})

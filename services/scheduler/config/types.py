@@ -15,7 +15,7 @@ from typing import Any
 from services.api.errors import FieldError
 from services.scheduler import registry as reg
 from services.scheduler.config.defaults import DEFAULT_SCHEDULER_NAME
-from services.scheduler.config.plugins import _DEFAULT_RESOLVED, EnabledPlugin
+from services.scheduler.config.plugins import DEFAULT_RESOLVED, EnabledPlugin
 from services.scheduler.framework.interface import PluginSpec
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -51,7 +51,7 @@ class LeaderElectionConfig:
 
 
 def _default_plugins() -> dict[str, list[EnabledPlugin]]:
-    return {point: list(plugins) for point, plugins in _DEFAULT_RESOLVED.items()}
+    return {point: list(plugins) for point, plugins in DEFAULT_RESOLVED.items()}
 
 
 @dataclass

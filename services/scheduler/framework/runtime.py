@@ -22,6 +22,10 @@ plugin so every failure path of the scheduler still unreserves and requeues.
 
 Time: permit deadlines use the handle's injected clock; extension point durations (metrics
 only) use `timer`, perf_counter by default.
+
+Parts that need no Framework live beside it: the Filter and Score runners (filtering.py,
+scoring.py) take the ordered plugins of their point; waiting pods (waiting_pods.py) and the
+extension point durations (metrics_recorder.py) own their state.
 """
 
 from __future__ import annotations
@@ -30,21 +34,16 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from protos.kubera.v1 import core_pb2
 from services.clock import Clock
 from services.scheduler import registry as reg
+from services.scheduler.framework import filtering, scoring
 from services.scheduler.framework.interface import (
-    MAX_NODE_SCORE,
-    MIN_NODE_SCORE,
     BindPlugin,
-    FilterPlugin,
     Handle,
-    NodeScore,
-    NormalizeScorePlugin,
     PermitPlugin,
     PluginSpec,
     PostBindPlugin,
@@ -57,9 +56,28 @@ from services.scheduler.framework.interface import (
     PreScorePlugin,
     QueueSortPlugin,
     ReservePlugin,
-    ScorePlugin,
 )
-from services.scheduler.framework.status import Code, Status
+from services.scheduler.framework.metrics_recorder import (
+    EP_BIND,
+    EP_FILTER,
+    EP_PERMIT,
+    EP_POST_BIND,
+    EP_POST_FILTER,
+    EP_PRE_BIND,
+    EP_PRE_FILTER,
+    EP_PRE_SCORE,
+    EP_RESERVE,
+    EP_SCORE,
+    EP_UNRESERVE,
+    MetricsRecorder,
+)
+from services.scheduler.framework.status import (
+    Code,
+    FrameworkError,
+    Status,
+    plugin_error,
+    rejection_or_error,
+)
 from services.scheduler.framework.types import (
     ActionType,
     ClusterEvent,
@@ -69,6 +87,7 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueuedPodInfo,
 )
+from services.scheduler.framework.waiting_pods import WaitingPod, WaitingPods
 
 if TYPE_CHECKING:
     from services.scheduler.config import Profile
@@ -78,157 +97,10 @@ log = logging.getLogger(__name__)
 #: The longest a Permit plugin may make a pod wait (upstream maxTimeout).
 MAX_PERMIT_TIMEOUT = 15 * 60.0
 
-#: Extension point names as the framework_extension_point_duration_seconds label spells them.
-EP_PRE_ENQUEUE = "PreEnqueue"
-EP_PRE_FILTER = "PreFilter"
-EP_FILTER = "Filter"
-EP_POST_FILTER = "PostFilter"
-EP_PRE_SCORE = "PreScore"
-EP_SCORE = "Score"
-EP_RESERVE = "Reserve"
-EP_UNRESERVE = "Unreserve"
-EP_PERMIT = "Permit"
-EP_PRE_BIND = "PreBind"
-EP_BIND = "Bind"
-EP_POST_BIND = "PostBind"
-
 #: What a plugin that does not implement EnqueueExtensions is requeued by: everything.
 ALL_EVENTS = [ClusterEventWithHint(ClusterEvent("*", ActionType.ALL))]
 #: Only plugins at these points can reject a pod, so only their events can help it.
 _ENQUEUE_POINTS = (reg.PRE_ENQUEUE, reg.PRE_FILTER, reg.FILTER, reg.RESERVE, reg.PERMIT)
-
-
-class FrameworkError(RuntimeError):
-    """An extension point failed with an Error status where the API returns no Status
-    (run_score); `status` carries the plugin and the cause."""
-
-    def __init__(self, status: Status) -> None:
-        super().__init__(status.message)
-        self.status = status
-
-
-def code_label(code: Code) -> str:
-    """A Status code as upstream's Code.String() spells it ("UnschedulableAndUnresolvable")."""
-    return "".join(part.capitalize() for part in code.name.split("_"))
-
-
-def go_duration(seconds: float) -> str:
-    """time.Duration.String(): "10s", "1.5s", "500ms", "1m30s", "15m0s"."""
-    ns = round(seconds * 1_000_000_000)
-    if ns == 0:
-        return "0s"
-    sign, ns = ("-" if ns < 0 else ""), abs(ns)
-    if ns < 1_000_000_000:
-        for unit, div in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
-            if ns >= div:
-                return sign + _trim(ns, div) + unit
-    hours, rem = divmod(ns, 3_600_000_000_000)
-    minutes, rem = divmod(rem, 60_000_000_000)
-    out = sign
-    if hours:
-        out += f"{hours}h"
-    if hours or minutes:
-        out += f"{minutes}m"
-    return out + _trim(rem, 1_000_000_000) + "s"
-
-
-def _trim(value: int, div: int) -> str:
-    whole, frac = divmod(value, div)
-    if not frac:
-        return str(whole)
-    digits = len(str(div)) - 1
-    return f"{whole}.{frac:0{digits}d}".rstrip("0")
-
-
-def _rejection_or_error(name: str, point: str, st: Status) -> Status:
-    """A plugin's failure as the framework reports it: a rejection keeps its code, anything
-    else becomes an Error naming the plugin and the extension point."""
-    if st.is_rejected():
-        return st.with_plugin(name)
-    return _error(name, f"running {point} plugin {name!r}", st)
-
-
-def _error(name: str, what: str, status: Status) -> Status:
-    """An Error status of plugin `name` wrapping a non-rejection status (upstream AsStatus)."""
-    err = status.error if status.error is not None else RuntimeError(status.message)
-    return Status(Code.ERROR, (f"{what}: {status.message}",), name, err)
-
-
-# ======================================================================== waiting pods
-
-
-@dataclass
-class WaitingPod:
-    """A pod a Permit plugin said Wait for; each waiting plugin must allow it in time."""
-
-    pod_info: PodInfo
-    node_name: str
-    #: plugin -> how long it asked to wait (seconds), for the timeout message.
-    timeouts: dict[str, float]
-    #: plugin -> monotonic deadline; a plugin leaves when it allows the pod.
-    pending: dict[str, float]
-    result: Status | None = None
-    _event: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
-
-    @property
-    def done(self) -> bool:
-        return self.result is not None
-
-    def allow(self, plugin: str) -> None:
-        if self.done:
-            return
-        self.pending.pop(plugin, None)
-        if not self.pending:
-            self._resolve(Status.success())
-
-    def reject(self, plugin: str, reason: str) -> None:
-        self._resolve(Status.unschedulable(reason, plugin=plugin))
-
-    def expire_if_due(self, now: float) -> bool:
-        """Reject at the first pending plugin whose deadline passed (upstream's per-plugin
-        timer firing); True when it did."""
-        if self.done or not self.pending:
-            return False
-        plugin, deadline = min(self.pending.items(), key=lambda kv: kv[1])
-        if deadline > now:
-            return False
-        waited = go_duration(self.timeouts[plugin])
-        self.reject(plugin, f"rejected due to timeout after waiting {waited} at plugin {plugin}")
-        return True
-
-    def next_deadline(self) -> float:
-        return min(self.pending.values()) if self.pending else float("inf")
-
-    def _resolve(self, status: Status) -> None:
-        if self.result is None:
-            self.result = status
-            self._event.set()
-
-    async def wait_event(self) -> None:
-        await self._event.wait()
-
-
-class WaitingPods:
-    """uid -> WaitingPod; one map may be shared by every profile's framework."""
-
-    def __init__(self) -> None:
-        self._pods: dict[str, WaitingPod] = {}
-
-    def add(self, wp: WaitingPod) -> None:
-        self._pods[wp.pod_info.uid] = wp
-
-    def get(self, uid: str) -> WaitingPod | None:
-        return self._pods.get(uid)
-
-    def remove(self, uid: str, wp: WaitingPod | None = None) -> None:
-        if wp is None or self._pods.get(uid) is wp:
-            self._pods.pop(uid, None)
-
-    def __iter__(self) -> Iterator[WaitingPod]:
-        return iter(list(self._pods.values()))
-
-    def __len__(self) -> int:
-        return len(self._pods)
 
 
 # =========================================================================== framework
@@ -257,8 +129,7 @@ class Framework:
         self.percentage_of_nodes_to_score: int | None = profile.percentage_of_nodes_to_score
         self.handle = handle
         self._clock: Clock = handle.clock
-        self._histogram = getattr(metrics, "framework_extension_point_duration_seconds", None)
-        self._timer = timer
+        self._rec = MetricsRecorder(self.profile_name, metrics, timer)
         self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
 
         plugin_points = profile.plugins
@@ -369,14 +240,6 @@ class Framework:
                 out[name] = list(fn()) if callable(fn) else list(ALL_EVENTS)
         return out
 
-    # ------------------------------------------------------------------- metrics
-    def _observe(self, point: str, status: Status, start: float) -> None:
-        if self._histogram is None:
-            return
-        self._histogram.labels(
-            extension_point=point, status=code_label(status.code), profile=self.profile_name
-        ).observe(self._timer() - start)
-
     # ---------------------------------------------------------------- PreEnqueue
     def run_pre_enqueue(self, pod: core_pb2.Pod) -> Status:
         """Success when every PreEnqueue plugin lets the pod into activeQ; else the first
@@ -395,7 +258,7 @@ class Framework:
     def run_pre_filter(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
-        start = self._timer()
+        start = self._rec.timer()
         skip: set[str] = set()
         result: PreFilterResult | None = None
         narrowing: list[str] = []
@@ -417,7 +280,7 @@ class Framework:
                     if st.code == Code.UNSCHEDULABLE:
                         returned = st.with_plugin(name)
                         continue
-                    returned = _error(name, f"running PreFilter plugin {name!r}", st)
+                    returned = plugin_error(name, f"running PreFilter plugin {name!r}", st)
                     return None, returned
                 if r is not None and r.node_names is not None:
                     narrowing.append(name)
@@ -435,78 +298,28 @@ class Framework:
             return result, returned
         finally:
             state.skip_filter_plugins = skip
-            self._observe(EP_PRE_FILTER, returned, start)
+            self._rec.observe(EP_PRE_FILTER, returned, start)
 
     # -------------------------------------------------------------------- Filter
     def run_filter(self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo) -> Status:
         """Whether the pod fits the node: the first plugin that rejects it decides."""
-        skip = state.skip_filter_plugins
-        for name, plugin in self._at[reg.FILTER]:
-            if name in skip:
-                continue
-            fp: FilterPlugin = plugin
-            try:
-                st = fp.filter(state, pod_info, node_info)
-            except Exception as e:  # noqa: BLE001
-                return Status.as_error(e, plugin=name)
-            if not st.is_success():
-                return self._filter_failure(name, st)
-        return Status.success()
-
-    @staticmethod
-    def _filter_failure(name: str, st: Status) -> Status:
-        if st.is_rejected():
-            return st.with_plugin(name)
-        return _error(name, f"running {name!r} filter plugin", st)
+        return filtering.run_filter(self._at[reg.FILTER], state, pod_info, node_info)
 
     def run_filter_batch(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> list[Status]:
-        """run_filter for many nodes: plugin by plugin (filter_batch when a plugin has it),
-        each later plugin seeing only the nodes still feasible. One Status per node."""
-        start = self._timer()
+        """run_filter for many nodes (filtering.run_filter_batch). One Status per node."""
+        start = self._rec.timer()
         n = len(nodes)
-        statuses: list[Status] = [Status.success()] * n
-        alive = list(range(n))
-        skip = state.skip_filter_plugins
-        for name, plugin in self._at[reg.FILTER]:
-            if not alive:
-                break
-            if name in skip:
-                continue
-            subset = list(nodes) if len(alive) == n else [nodes[i] for i in alive]
-            batch = getattr(plugin, "filter_batch", None)
-            try:
-                if callable(batch):
-                    results = list(batch(state, pod_info, subset))
-                    if len(results) != len(subset):
-                        raise RuntimeError(
-                            f"filter_batch returned {len(results)} statuses for {len(subset)} nodes"
-                        )
-                else:
-                    fp: FilterPlugin = plugin
-                    results = [fp.filter(state, pod_info, ni) for ni in subset]
-            except Exception as e:  # noqa: BLE001
-                err = Status.as_error(e, plugin=name)
-                for i in alive:
-                    statuses[i] = err
-                alive = []
-                break
-            still: list[int] = []
-            for i, st in zip(alive, results, strict=True):
-                if st.code == Code.SUCCESS:
-                    still.append(i)
-                else:
-                    statuses[i] = self._filter_failure(name, st)
-            alive = still
-        if self._histogram is not None:
+        statuses, alive = filtering.run_filter_batch(self._at[reg.FILTER], state, pod_info, nodes)
+        if self._rec.enabled:
             if any(s.code == Code.ERROR for s in statuses):
                 summary = Status(Code.ERROR)
             elif alive or not n:
                 summary = Status.success()
             else:
                 summary = Status(Code.UNSCHEDULABLE)
-            self._observe(EP_FILTER, summary, start)
+            self._rec.observe(EP_FILTER, summary, start)
         return statuses
 
     # ---------------------------------------------------------------- PostFilter
@@ -515,7 +328,7 @@ class Framework:
     ) -> tuple[PostFilterResult | None, Status]:
         """Until one plugin makes the pod schedulable (Success), fails (Error) or proves it
         hopeless (UnschedulableAndUnresolvable); otherwise Unschedulable with every reason."""
-        start = self._timer()
+        start = self._rec.timer()
         result: PostFilterResult | None = None
         reasons: list[str] = []
         rejector = ""
@@ -534,7 +347,7 @@ class Framework:
                     final = st.with_plugin(name)
                     return r, final
                 if not st.is_rejected():
-                    final = _error(name, f"running PostFilter plugin {name!r}", st)
+                    final = plugin_error(name, f"running PostFilter plugin {name!r}", st)
                     return None, final
                 if r is not None and r.nominated_node_name:
                     result = r
@@ -543,13 +356,13 @@ class Framework:
             final = Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
             return result, final
         finally:
-            self._observe(EP_POST_FILTER, final or Status(Code.UNSCHEDULABLE), start)
+            self._rec.observe(EP_POST_FILTER, final or Status(Code.UNSCHEDULABLE), start)
 
     # ------------------------------------------------------------------ PreScore
     def run_pre_score(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> Status:
-        start = self._timer()
+        start = self._rec.timer()
         skip: set[str] = set()
         status = Status.success()
         try:
@@ -563,12 +376,12 @@ class Framework:
                     skip.add(name)
                     continue
                 if not st.is_success():
-                    status = _error(name, f"running PreScore plugin {name!r}", st)
+                    status = plugin_error(name, f"running PreScore plugin {name!r}", st)
                     return status
             return status
         finally:
             state.skip_score_plugins = skip
-            self._observe(EP_PRE_SCORE, status, start)
+            self._rec.observe(EP_PRE_SCORE, status, start)
 
     # --------------------------------------------------------------------- Score
     def run_score(
@@ -579,85 +392,22 @@ class Framework:
         Per plugin: Score (or `score_batch(state, pod_info, nodes) -> (scores, Status)` when
         the plugin has it), NormalizeScore, a [0, 100] check, times the weight. Plugins whose
         PreScore returned Skip are left out. Raises FrameworkError on an Error."""
-        start = self._timer()
+        start = self._rec.timer()
         status = Status.success()
-        totals = {ni.name: 0 for ni in nodes}
-        by_plugin: dict[str, dict[str, int]] = {}
         try:
-            for name, plugin in self._at[reg.SCORE]:
-                if name in state.skip_score_plugins:
-                    continue
-                raw = self._score_one(name, plugin, state, pod_info, nodes)
-                weight = self.score_weights.get(name, 1)
-                weighted: dict[str, int] = {}
-                for ni, score in zip(nodes, raw, strict=True):
-                    if not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE:
-                        raise FrameworkError(
-                            Status.as_error(
-                                ValueError(
-                                    f"plugin {name!r} returns an invalid score {score}, it "
-                                    f"should in the range of [{MIN_NODE_SCORE}, "
-                                    f"{MAX_NODE_SCORE}] after normalizing"
-                                ),
-                                plugin=name,
-                            )
-                        )
-                    w = int(score) * weight
-                    weighted[ni.name] = w
-                    totals[ni.name] += w
-                by_plugin[name] = weighted
-            return totals, by_plugin
+            return scoring.run_score(
+                self._at[reg.SCORE], self.score_weights, state, pod_info, nodes
+            )
         except FrameworkError as e:
             status = e.status
             raise
         finally:
-            self._observe(EP_SCORE, status, start)
-
-    def _score_one(
-        self,
-        name: str,
-        plugin: Any,
-        state: CycleState,
-        pod_info: PodInfo,
-        nodes: Sequence[NodeInfo],
-    ) -> list[int]:
-        batch = getattr(plugin, "score_batch", None)
-        try:
-            if callable(batch):
-                raw, st = batch(state, pod_info, nodes)
-                if not st.is_success():
-                    raise FrameworkError(_error(name, f"plugin {name!r} failed", st))
-                scores = [int(s) for s in raw]
-                if len(scores) != len(nodes):
-                    raise RuntimeError(
-                        f"score_batch returned {len(scores)} scores for {len(nodes)} nodes"
-                    )
-            else:
-                sp: ScorePlugin = plugin
-                scores = []
-                for ni in nodes:
-                    s, st = sp.score(state, pod_info, ni)
-                    if not st.is_success():
-                        raise FrameworkError(_error(name, f"plugin {name!r} failed", st))
-                    scores.append(s)
-            if isinstance(plugin, NormalizeScorePlugin):
-                node_scores = [NodeScore(ni.name, s) for ni, s in zip(nodes, scores, strict=True)]
-                st = plugin.normalize_score(state, pod_info, node_scores)
-                if not st.is_success():
-                    raise FrameworkError(
-                        _error(name, f"running Normalize on Score plugin {name!r}", st)
-                    )
-                scores = [ns.score for ns in node_scores]
-        except FrameworkError:
-            raise
-        except Exception as e:  # noqa: BLE001
-            raise FrameworkError(Status.as_error(e, plugin=name)) from e
-        return scores
+            self._rec.observe(EP_SCORE, status, start)
 
     # ------------------------------------------------------------ Reserve / Unreserve
     def run_reserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
         """Reserve in order; stops at the first failure (the caller then runs Unreserve)."""
-        start = self._timer()
+        start = self._rec.timer()
         status = Status.success()
         try:
             for name, plugin in self._at[reg.RESERVE]:
@@ -667,28 +417,28 @@ class Framework:
                 except Exception as e:  # noqa: BLE001
                     st = Status.as_error(e, plugin=name)
                 if not st.is_success():
-                    status = _rejection_or_error(name, "Reserve", st)
+                    status = rejection_or_error(name, "Reserve", st)
                     return status
             return status
         finally:
-            self._observe(EP_RESERVE, status, start)
+            self._rec.observe(EP_RESERVE, status, start)
 
     def run_unreserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
         """Every Reserve plugin's Unreserve, in reverse order; none may stop the others."""
-        start = self._timer()
+        start = self._rec.timer()
         for name, plugin in reversed(self._at[reg.RESERVE]):
             rp: ReservePlugin = plugin
             try:
                 rp.unreserve(state, pod_info, node_name)
             except Exception:  # noqa: BLE001 - Unreserve must not fail; keep unwinding
                 log.exception("Unreserve of plugin %s failed for %s", name, pod_info.key)
-        self._observe(EP_UNRESERVE, Status.success(), start)
+        self._rec.observe(EP_UNRESERVE, Status.success(), start)
 
     # -------------------------------------------------------------------- Permit
     def run_permit(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
         """Success, a rejection (naming the plugin), an Error, or Wait: the pod is then a
         waiting pod until every waiting plugin allows it, one rejects it, or time runs out."""
-        start = self._timer()
+        start = self._rec.timer()
         status = Status.success()
         waits: dict[str, float] = {}
         try:
@@ -706,7 +456,7 @@ class Framework:
                 if st.is_wait():
                     waits[name] = min(max(float(timeout), 0.0), MAX_PERMIT_TIMEOUT)
                     continue
-                status = _error(name, f"running Permit plugin {name!r}", st)
+                status = plugin_error(name, f"running Permit plugin {name!r}", st)
                 return status
             if waits:
                 now = self._clock.monotonic()
@@ -727,7 +477,7 @@ class Framework:
                 )
             return status
         finally:
-            self._observe(EP_PERMIT, status, start)
+            self._rec.observe(EP_PERMIT, status, start)
 
     def waiting_pod(self, uid: str) -> WaitingPod | None:
         return self.waiting_pods.get(uid)
@@ -780,11 +530,11 @@ class Framework:
         st = wp.result or Status.success()
         if st.is_success() or st.is_rejected():
             return st
-        return _error(st.plugin, "waiting on permit for pod", st)
+        return plugin_error(st.plugin, "waiting on permit for pod", st)
 
     # ------------------------------------------------------------------- PreBind
     async def run_pre_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
-        start = self._timer()
+        start = self._rec.timer()
         status = Status.success()
         try:
             for name, plugin in self._at[reg.PRE_BIND]:
@@ -794,16 +544,16 @@ class Framework:
                 except Exception as e:  # noqa: BLE001
                     st = Status.as_error(e, plugin=name)
                 if not st.is_success():
-                    status = _rejection_or_error(name, "PreBind", st)
+                    status = rejection_or_error(name, "PreBind", st)
                     return status
             return status
         finally:
-            self._observe(EP_PRE_BIND, status, start)
+            self._rec.observe(EP_PRE_BIND, status, start)
 
     # ---------------------------------------------------------------------- Bind
     async def run_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
         """Bind plugins in order until one does not Skip; Skip when all do."""
-        start = self._timer()
+        start = self._rec.timer()
         status = Status.skip()
         try:
             for name, plugin in self._at[reg.BIND]:
@@ -818,21 +568,21 @@ class Framework:
                 status = (
                     st.with_plugin(name)
                     if st.is_success()
-                    else _rejection_or_error(name, "Bind", st)
+                    else rejection_or_error(name, "Bind", st)
                 )
                 return status
             return status
         finally:
-            self._observe(EP_BIND, status, start)
+            self._rec.observe(EP_BIND, status, start)
 
     # ------------------------------------------------------------------ PostBind
     def run_post_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
         """Informational: every PostBind plugin, in order."""
-        start = self._timer()
+        start = self._rec.timer()
         for name, plugin in self._at[reg.POST_BIND]:
             pb: PostBindPlugin = plugin
             try:
                 pb.post_bind(state, pod_info, node_name)
             except Exception:  # noqa: BLE001 - informational; the pod is bound already
                 log.exception("PostBind of plugin %s failed for %s", name, pod_info.key)
-        self._observe(EP_POST_BIND, Status.success(), start)
+        self._rec.observe(EP_POST_BIND, Status.success(), start)

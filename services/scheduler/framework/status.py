@@ -109,3 +109,26 @@ def merge_statuses(statuses: list[Status]) -> Status:
     for s in statuses:
         reasons.extend(s.reasons)
     return Status(worst.code, tuple(reasons), worst.plugin, worst.error)
+
+
+class FrameworkError(RuntimeError):
+    """An extension point failed with an Error status where the API returns no Status
+    (run_score); `status` carries the plugin and the cause."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message)
+        self.status = status
+
+
+def rejection_or_error(name: str, point: str, st: Status) -> Status:
+    """A plugin's failure as the framework reports it: a rejection keeps its code, anything
+    else becomes an Error naming the plugin and the extension point."""
+    if st.is_rejected():
+        return st.with_plugin(name)
+    return plugin_error(name, f"running {point} plugin {name!r}", st)
+
+
+def plugin_error(name: str, what: str, status: Status) -> Status:
+    """An Error status of plugin `name` wrapping a non-rejection status (upstream AsStatus)."""
+    err = status.error if status.error is not None else RuntimeError(status.message)
+    return Status(Code.ERROR, (f"{what}: {status.message}",), name, err)

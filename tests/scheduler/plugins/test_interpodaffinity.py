@@ -15,6 +15,7 @@ from services.scheduler.framework.interface import NodeScore
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, PodInfo, QueueingHint
 from services.scheduler.plugins import interpodaffinity as ipa
+from tests.builders import MakeNode, MakePod
 from tests.scheduler.plugins._fakes import FakeHandle, fake_handle
 
 Json = dict[str, Any]
@@ -36,11 +37,10 @@ def mk_pod(
     ns: str = "default",
     affinity: Json | None = None,
 ) -> core_pb2.Pod:
-    spec: Json = {"nodeName": node}
+    p = MakePod().name(name).namespace(ns).uid(f"uid-{ns}-{name}").labels(labels or {}).node(node)
     if affinity:
-        spec["affinity"] = affinity
-    meta = {"name": name, "namespace": ns, "uid": f"uid-{ns}-{name}", "labels": labels or {}}
-    return json_format.ParseDict({"metadata": meta, "spec": spec}, core_pb2.Pod())
+        p.affinity(affinity)
+    return p.obj()
 
 
 def term(
@@ -86,10 +86,7 @@ def cluster(
     ns_labels: Mapping[str, Mapping[str, str]] | None = None,
 ) -> FakeHandle:
     return fake_handle(
-        [
-            json_format.ParseDict({"metadata": {"name": name, "labels": labels}}, core_pb2.Node())
-            for name, labels in nodes.items()
-        ],
+        [MakeNode().name(name).labels(labels).obj() for name, labels in nodes.items()],
         pods,
         ns_labels,
     )

@@ -13,6 +13,7 @@ from services.scheduler.framework.interface import NodeScore, PreFilterResult
 from services.scheduler.framework.status import Code
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
 from services.scheduler.plugins import nodeaffinity
+from tests.builders import MakeNode, MakePod
 
 Json = dict[str, Any]
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
@@ -28,16 +29,16 @@ def required(*terms: Json) -> Json:
 
 
 def pod(node_affinity: Json | None = None, node_selector: dict[str, str] | None = None) -> PodInfo:
-    spec: Json = {}
+    p = MakePod().name("p").spec({})
     if node_affinity is not None:
-        spec["affinity"] = {"nodeAffinity": node_affinity}
+        p.affinity({"nodeAffinity": node_affinity})
     if node_selector:
-        spec["nodeSelector"] = node_selector
-    return PodInfo(json_format.ParseDict({"metadata": {"name": "p"}, "spec": spec}, core_pb2.Pod()))
+        p.node_selector(node_selector)
+    return PodInfo(p.obj())
 
 
 def node(labels: dict[str, str], name: str = "node1") -> core_pb2.Node:
-    return json_format.ParseDict({"metadata": {"name": name, "labels": labels}}, core_pb2.Node())
+    return MakeNode().name(name).labels(labels).obj()
 
 
 def run_filter(pl: nodeaffinity.NodeAffinity, pi: PodInfo, n: core_pb2.Node) -> tuple[Any, Any]:

@@ -3,24 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from google.protobuf import json_format
 
-from protos.kubera.v1 import core_pb2
 from services.scheduler.framework.interface import FilterPlugin
 from services.scheduler.framework.status import Code
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
 from services.scheduler.plugins import nodename
-
-
-def pod(node_name: str) -> core_pb2.Pod:
-    return json_format.ParseDict(
-        {"metadata": {"name": "p"}, "spec": {"nodeName": node_name}}, core_pb2.Pod()
-    )
-
-
-def node(name: str) -> core_pb2.Node:
-    return json_format.ParseDict({"metadata": {"name": name}}, core_pb2.Node())
-
+from tests.builders import MakeNode, MakePod
 
 CASES = [
     ("", "n1", Code.SUCCESS, "no nodeName fits every node"),
@@ -33,7 +21,11 @@ CASES = [
 def test_filter(want: str, name: str, code: Code, rule: str) -> None:
     pl = nodename.new(None, None)
     assert isinstance(pl, FilterPlugin)
-    st = pl.filter(CycleState(), PodInfo(pod(want)), NodeInfo(node(name)))
+    st = pl.filter(
+        CycleState(),
+        PodInfo(MakePod().name("p").node(want).obj()),
+        NodeInfo(MakeNode().name(name).obj()),
+    )
     assert st.code == code
     if code != Code.SUCCESS:
         assert st.reasons == ("node(s) didn't match the requested node name",)
@@ -47,4 +39,8 @@ def test_filter(want: str, name: str, code: Code, rule: str) -> None:
 )
 def test_hint_node_added(added: str, want: QueueingHint) -> None:
     [ev] = nodename.new(None, None).events_to_register()
-    assert ev.hint is not None and ev.hint(pod("n1"), None, node(added)) == want
+    assert (
+        ev.hint is not None
+        and ev.hint(MakePod().name("p").node("n1").obj(), None, MakeNode().name(added).obj())
+        == want
+    )

@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
 from services.scheduler.framework.status import Code
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
 from services.scheduler.plugins import nodeports
+from tests.builders import MakeNode, MakePod
 
 
 def pod(ports: list[dict[str, object]], uid: str = "p", node: str = "") -> core_pb2.Pod:
-    return json_format.ParseDict(
-        {
-            "metadata": {"name": uid, "uid": uid},
-            "spec": {"nodeName": node, "containers": [{"name": "c", "ports": ports}]},
-        },
-        core_pb2.Pod(),
-    )
+    return MakePod().name(uid).uid(uid).node(node).container("c", ports=ports).obj()
 
 
 def p(port: int, proto: str = "", ip: str = "") -> dict[str, object]:
@@ -31,7 +25,7 @@ def p(port: int, proto: str = "", ip: str = "") -> dict[str, object]:
 
 
 def node_with(*existing: core_pb2.Pod) -> NodeInfo:
-    ni = NodeInfo(json_format.ParseDict({"metadata": {"name": "n"}}, core_pb2.Node()))
+    ni = NodeInfo(MakeNode().name("n").obj())
     for e in existing:
         ni.add_pod(PodInfo(e))
     return ni

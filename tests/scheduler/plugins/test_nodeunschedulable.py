@@ -3,27 +3,22 @@
 from __future__ import annotations
 
 import pytest
-from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
 from services.scheduler.framework.status import Code
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
 from services.scheduler.plugins import nodeunschedulable
+from tests.builders import MakeNode, MakePod
 
 KEY = "node.kubernetes.io/unschedulable"
 
 
 def pod(tolerations: list[dict[str, object]], uid: str = "p") -> core_pb2.Pod:
-    return json_format.ParseDict(
-        {"metadata": {"name": uid, "uid": uid}, "spec": {"tolerations": tolerations}},
-        core_pb2.Pod(),
-    )
+    return MakePod().name(uid).uid(uid).tolerations(tolerations).obj()
 
 
 def node(unschedulable: bool) -> core_pb2.Node:
-    return json_format.ParseDict(
-        {"metadata": {"name": "n"}, "spec": {"unschedulable": unschedulable}}, core_pb2.Node()
-    )
+    return MakeNode().name("n").unschedulable(unschedulable).obj()
 
 
 CASES = [

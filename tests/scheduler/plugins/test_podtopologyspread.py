@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
 from services.scheduler.framework.interface import NodeScore
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, PodInfo, QueueingHint
 from services.scheduler.plugins import podtopologyspread as pts
+from tests.builders import MakeNode, MakePod
 from tests.scheduler.plugins._fakes import FakeHandle, fake_handle
 
 Json = dict[str, Any]
@@ -59,15 +59,15 @@ def mk_pod(
     owner: str = "",
     terminating: bool = False,
 ) -> core_pb2.Pod:
-    meta: Json = {"name": name, "namespace": ns, "uid": f"uid-{ns}-{name}", "labels": labels or {}}
+    p = MakePod().name(name).namespace(ns).uid(f"uid-{ns}-{name}").labels(labels or {})
     if owner:
-        meta["ownerReferences"] = [{"kind": owner, "name": "rs", "uid": "rs-uid"}]
+        p.owner_references([{"kind": owner, "name": "rs", "uid": "rs-uid"}])
     if terminating:
-        meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
-    body: Json = {"nodeName": node, **(spec or {})}
+        p.deletion_timestamp("2024-01-01T00:00:00Z")
+    p.node(node).spec(spec or {})
     if constraints:
-        body["topologySpreadConstraints"] = list(constraints)
-    return json_format.ParseDict({"metadata": meta, "spec": body}, core_pb2.Pod())
+        p.topology_spread_constraints(constraints)
+    return p.obj()
 
 
 def foo_pods(**per_node: int) -> list[core_pb2.Pod]:
@@ -80,10 +80,7 @@ def foo_pods(**per_node: int) -> list[core_pb2.Pod]:
 
 
 def mk_node(name: str, labels: dict[str, str], taints: Sequence[Json] = ()) -> core_pb2.Node:
-    return json_format.ParseDict(
-        {"metadata": {"name": name, "labels": labels}, "spec": {"taints": list(taints)}},
-        core_pb2.Node(),
-    )
+    return MakeNode().name(name).labels(labels).taints(taints).obj()
 
 
 def zn(name: str, zone: str, **extra: str) -> core_pb2.Node:

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import pytest
-from google.protobuf import json_format
 
-from protos.kubera.v1 import core_pb2
 from services.scheduler.framework.interface import QueueSortPlugin
 from services.scheduler.framework.types import PodInfo, QueuedPodInfo
 from services.scheduler.plugins import prioritysort
+from tests.builders import MakePod
 
 
 def qpi(priority: int | None, ts: float) -> QueuedPodInfo:
-    spec: dict[str, object] = {"containers": [{"name": "c"}]}
+    pod = MakePod().name("p").container("c")
     if priority is not None:
-        spec["priority"] = priority
-    pod = json_format.ParseDict({"metadata": {"name": "p"}, "spec": spec}, core_pb2.Pod())
-    return QueuedPodInfo(PodInfo(pod), timestamp=ts)
+        pod.priority(priority)
+    return QueuedPodInfo(PodInfo(pod.obj()), timestamp=ts)
 
 
 CASES = [

@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
 from services.scheduler.framework.interface import EnqueueExtensions, PreEnqueuePlugin
 from services.scheduler.framework.status import Code
 from services.scheduler.framework.types import ActionType, QueueingHint
 from services.scheduler.plugins import schedulinggates
+from tests.builders import MakePod
 
 
 def pod(uid: str, gates: list[str]) -> core_pb2.Pod:
-    return json_format.ParseDict(
-        {
-            "metadata": {"name": uid, "uid": uid},
-            "spec": {"schedulingGates": [{"name": g} for g in gates]},
-        },
-        core_pb2.Pod(),
-    )
+    return MakePod().name(uid).uid(uid).scheduling_gates(gates).obj()
 
 
 PRE_ENQUEUE = [

@@ -3,28 +3,23 @@
 from __future__ import annotations
 
 import pytest
-from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
 from services.scheduler.framework.interface import NodeScore
 from services.scheduler.framework.status import Code
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
 from services.scheduler.plugins import tainttoleration
+from tests.builders import MakeNode, MakePod
 
 Json = dict[str, object]
 
 
 def pod(tolerations: list[Json], uid: str = "p") -> core_pb2.Pod:
-    return json_format.ParseDict(
-        {"metadata": {"name": uid, "uid": uid}, "spec": {"tolerations": tolerations}},
-        core_pb2.Pod(),
-    )
+    return MakePod().name(uid).uid(uid).tolerations(tolerations).obj()
 
 
 def node(name: str, taints: list[Json]) -> core_pb2.Node:
-    return json_format.ParseDict(
-        {"metadata": {"name": name}, "spec": {"taints": taints}}, core_pb2.Node()
-    )
+    return MakeNode().name(name).taints(taints).obj()
 
 
 def t(key: str, value: str, effect: str) -> Json:

@@ -19,13 +19,13 @@ from services.scheduler.framework.interface import MAX_NODE_SCORE
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
 from services.scheduler.plugins.noderesources.resource_allocation import (
+    ResourceAllocationScorer,
     ResourceSpec,
-    _default_resources,
-    _defaulted,
-    _ResourceAllocationScorer,
-    _resources_from,
-    _RowIndex,
+    RowIndex,
+    default_resources,
+    defaulted,
     pod_score_requests,
+    resources_from,
 )
 
 NAME = "NodeResourcesBalancedAllocation"
@@ -36,11 +36,11 @@ PRE_SCORE_STATE_KEY = "PreScore" + NAME
 class BalancedAllocationArgs:
     """NodeResourcesBalancedAllocationArgs."""
 
-    resources: list[ResourceSpec] = field(default_factory=_default_resources)
+    resources: list[ResourceSpec] = field(default_factory=default_resources)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> BalancedAllocationArgs:
-        return cls(resources=_resources_from((d or {}).get("resources")))
+        return cls(resources=resources_from((d or {}).get("resources")))
 
 
 #: The module's NAME / Args / new contract (`new` is at the end).
@@ -105,7 +105,7 @@ def balanced_resource_score_v(requested: np.ndarray, allocatable: np.ndarray) ->
     return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
 
 
-class BalancedAllocation(_ResourceAllocationScorer):
+class BalancedAllocation(ResourceAllocationScorer):
     """NodeResourcesBalancedAllocation: PreScorePlugin, ScorePlugin (+ `score_batch`)."""
 
     name = NAME
@@ -120,8 +120,8 @@ class BalancedAllocation(_ResourceAllocationScorer):
 
     def __init__(self, args: BalancedAllocationArgs, handle: Any) -> None:
         self.handle = handle
-        self._row_index = _RowIndex()
-        self.resources = _defaulted(args.resources)
+        self._row_index = RowIndex()
+        self.resources = defaulted(args.resources)
         self.use_requested = True
 
     def pre_score(self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]) -> Status:

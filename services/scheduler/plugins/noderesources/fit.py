@@ -35,23 +35,23 @@ from services.scheduler.framework.types import (
 from services.scheduler.plugins.helpers import NODE, POD
 from services.scheduler.plugins.noderesources.fits_request import (
     InsufficientResource,
-    _checked_scalars,
-    _requests_nothing,
+    checked_scalars,
     fits_request,
+    requests_nothing,
 )
 from services.scheduler.plugins.noderesources.resource_allocation import (
     COL_CPU,
     COL_EPHEMERAL,
     COL_MEMORY,
     COL_PODS,
+    ResourceAllocationScorer,
     ResourceSpec,
-    _default_resources,
-    _defaulted,
-    _ResourceAllocationScorer,
-    _resources_from,
-    _RowIndex,
-    _snapshot_arrays,
+    RowIndex,
+    default_resources,
+    defaulted,
     pod_score_requests,
+    resources_from,
+    snapshot_arrays,
 )
 from services.scheduler.plugins.noderesources.strategies import (
     LEAST_ALLOCATED,
@@ -59,8 +59,8 @@ from services.scheduler.plugins.noderesources.strategies import (
     MAX_UTILIZATION,
     REQUESTED_TO_CAPACITY_RATIO,
     STRATEGIES,
+    Scorer,
     UtilizationShapePoint,
-    _Scorer,
 )
 
 NAME = "NodeResourcesFit"
@@ -73,7 +73,7 @@ MAX_RESOURCE_WEIGHT = 100
 class ScoringStrategy:
     type: str = LEAST_ALLOCATED
     #: Defaults to cpu:1, memory:1 (weights 1..100; from_dict turns a 0 weight into 1).
-    resources: list[ResourceSpec] = field(default_factory=_default_resources)
+    resources: list[ResourceSpec] = field(default_factory=default_resources)
     #: requestedToCapacityRatio.shape, for type RequestedToCapacityRatio.
     shape: list[UtilizationShapePoint] = field(default_factory=list)
 
@@ -93,7 +93,7 @@ class Args:
         """From KubeSchedulerConfiguration pluginConfig args (camelCase), with v1 defaults."""
         d = d or {}
         ss = d.get("scoringStrategy") or {}
-        resources = _resources_from(ss.get("resources"))
+        resources = resources_from(ss.get("resources"))
         shape = [
             UtilizationShapePoint(int(p.get("utilization", 0)), int(p.get("score", 0)))
             for p in (ss.get("requestedToCapacityRatio") or {}).get("shape") or []
@@ -153,7 +153,7 @@ def _status_for(insufficient: Sequence[InsufficientResource]) -> Status:
     return Status(code, tuple(r.reason for r in insufficient), NAME)
 
 
-class Fit(_ResourceAllocationScorer):
+class Fit(ResourceAllocationScorer):
     """NodeResourcesFit: PreFilterPlugin, FilterPlugin, BatchFilterPlugin, PreScorePlugin,
     ScorePlugin, EnqueueExtensions; `score_batch` scores many nodes at once."""
 
@@ -163,13 +163,13 @@ class Fit(_ResourceAllocationScorer):
         validate_fit_args(args)
         ss = args.scoring_strategy
         self.handle = handle
-        self._row_index = _RowIndex()
+        self._row_index = RowIndex()
         self.ignored = frozenset(args.ignored_resources)
         self.ignored_groups = frozenset(args.ignored_resource_groups)
-        self.resources = _defaulted(ss.resources)
+        self.resources = defaulted(ss.resources)
         self.strategy = ss.type
         self.use_requested = False
-        self._scorer = _Scorer(ss.type, self.resources, ss.shape)
+        self._scorer = Scorer(ss.type, self.resources, ss.shape)
 
     # ------------------------------------------------------------------- filtering
     def pre_filter(
@@ -207,7 +207,7 @@ class Fit(_ResourceAllocationScorer):
         req = self._request(state)
         if req is None:
             return [self._missing_state()] * len(nodes)
-        arrays = _snapshot_arrays(self.handle, nodes, self._row_index)
+        arrays = snapshot_arrays(self.handle, nodes, self._row_index)
         if arrays is None:
             return [self.filter(state, pod_info, ni) for ni in nodes]
         a_all, r_all, idx, _ = arrays
@@ -218,7 +218,7 @@ class Fit(_ResourceAllocationScorer):
             (used[:, COL_PODS] + 1 > alloc[:, COL_PODS], None, "Too many pods")
         ]
         scalars: list[tuple[str, int]] = []
-        if not _requests_nothing(req):
+        if not requests_nothing(req):
             for col, q, reason in (
                 (COL_CPU, req.milli_cpu, "Insufficient cpu"),
                 (COL_MEMORY, req.memory, "Insufficient memory"),
@@ -227,7 +227,7 @@ class Fit(_ResourceAllocationScorer):
                 if q > 0:
                     a = alloc[:, col]
                     checks.append((q > a - used[:, col], q > a, reason))
-            scalars = _checked_scalars(req, self.ignored, self.ignored_groups)
+            scalars = checked_scalars(req, self.ignored, self.ignored_groups)
         bad = np.zeros(n, dtype=bool)
         for short, _, _ in checks:
             bad |= short
@@ -350,7 +350,7 @@ def have_any_requested_resources_increased(
     )
     if after.allowed_pod_number > before.allowed_pod_number:
         return True
-    if _requests_nothing(want):
+    if requests_nothing(want):
         return False
     if (
         (want.milli_cpu > 0 and after.milli_cpu > before.milli_cpu)

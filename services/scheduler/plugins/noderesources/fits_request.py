@@ -37,11 +37,11 @@ class InsufficientResource:
     unresolvable: bool = False
 
 
-def _requests_nothing(req: Resource) -> bool:
+def requests_nothing(req: Resource) -> bool:
     return req.milli_cpu == 0 and req.memory == 0 and req.ephemeral_storage == 0 and not req.scalar
 
 
-def _checked_scalars(
+def checked_scalars(
     req: Resource, ignored: frozenset[str], ignored_groups: frozenset[str]
 ) -> list[tuple[str, int]]:
     """The scalar requests Filter checks, in a stable (sorted) order."""
@@ -73,7 +73,7 @@ def fits_request(
                 PODS, "Too many pods", 1, len(node_info.pods), alloc.allowed_pod_number
             )
         )
-    if _requests_nothing(req):
+    if requests_nothing(req):
         return out
     if req.milli_cpu > 0 and req.milli_cpu > alloc.milli_cpu - used.milli_cpu:
         out.append(
@@ -111,7 +111,7 @@ def fits_request(
                 req.ephemeral_storage > alloc.ephemeral_storage,
             )
         )
-    for name, q in _checked_scalars(req, ignored, ignored_groups):
+    for name, q in checked_scalars(req, ignored, ignored_groups):
         a, u = alloc.scalar.get(name, 0), used.scalar.get(name, 0)
         if q > a - u:
             out.append(InsufficientResource(name, f"Insufficient {name}", q, u, a, q > a))

@@ -33,18 +33,18 @@ class ResourceSpec:
     weight: int = 1
 
 
-def _default_resources() -> list[ResourceSpec]:
+def default_resources() -> list[ResourceSpec]:
     return [ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1)]
 
 
-def _resources_from(raw: Any) -> list[ResourceSpec]:
+def resources_from(raw: Any) -> list[ResourceSpec]:
     """v1 defaulting: no resources means cpu:1, memory:1; a missing or 0 weight means 1."""
     specs = [ResourceSpec(str(r["name"]), int(r.get("weight") or 1)) for r in raw or []]
-    return specs or _default_resources()
+    return specs or default_resources()
 
 
-def _defaulted(resources: Sequence[ResourceSpec]) -> list[ResourceSpec]:
-    return list(resources) or _default_resources()
+def defaulted(resources: Sequence[ResourceSpec]) -> list[ResourceSpec]:
+    return list(resources) or default_resources()
 
 
 def pod_score_requests(
@@ -83,14 +83,14 @@ def allocatable_and_requested(
     return 0, 0
 
 
-class _ResourceAllocationScorer:
+class ResourceAllocationScorer:
     """What Fit's scoring and BalancedAllocation share: per-node (allocatable, requested)
     vectors for the configured resources, gathered from NodeInfo or from snapshot arrays."""
 
     resources: list[ResourceSpec]
     use_requested: bool
     handle: Any
-    _row_index: _RowIndex
+    _row_index: RowIndex
 
     def _vectors(self, node_info: NodeInfo, pod_reqs: Sequence[int]) -> tuple[list[int], list[int]]:
         allocs, reqs = [], []
@@ -110,7 +110,7 @@ class _ResourceAllocationScorer:
         n, k = len(nodes), len(self.resources)
         req = np.zeros((n, k), dtype=np.int64)
         alloc = np.zeros((n, k), dtype=np.int64)
-        arrays = _snapshot_arrays(self.handle, nodes, self._row_index)
+        arrays = snapshot_arrays(self.handle, nodes, self._row_index)
         non_zero = None
         if arrays is not None and not self.use_requested:
             non_zero = getattr(arrays[3], "non_zero", None)
@@ -135,7 +135,7 @@ class _ResourceAllocationScorer:
         return req, alloc
 
 
-class _RowIndex:
+class RowIndex:
     """Rows of NodeInfos in the snapshot's arrays, remembered by object identity.
 
     A remembered row is trusted only while `snapshot.list()[row] is node_info`, so a stale
@@ -160,7 +160,7 @@ class _RowIndex:
         return np.array(out, dtype=np.int64)
 
 
-def _snapshot_arrays(handle: Any, nodes: Sequence[NodeInfo], row_index: _RowIndex) -> Any:
+def snapshot_arrays(handle: Any, nodes: Sequence[NodeInfo], row_index: RowIndex) -> Any:
     """(alloc, requested, row index, snapshot) for `nodes`, or None without arrays.
 
     The snapshot's `alloc` / `requested` are int64 (N, 4) arrays [milli_cpu, memory,

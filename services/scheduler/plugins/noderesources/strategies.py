@@ -2,7 +2,7 @@
 RequestedToCapacityRatio.
 
 Upstream least_allocated.go, most_allocated.go and requested_to_capacity_ratio.go. Each maps a
-node's per-resource (requested, allocatable) to a score; `_Scorer` applies the configured one
+node's per-resource (requested, allocatable) to a score; `Scorer` applies the configured one
 over weighted resources, node by node and vectorised over many nodes, with the same result:
 
 - LeastAllocated: sum_i w_i * (alloc - req) * 100 / alloc, over sum_i w_i;
@@ -68,7 +68,7 @@ def broken_linear(shape: Sequence[tuple[int, int]], p: int) -> int:
     return shape[-1][1]
 
 
-class _Scorer:
+class Scorer:
     """One strategy over weighted resources: score(requested, allocatable) per node, in pure
     Python and vectorised (rows are nodes, columns the resources). Columns whose allocatable
     is 0 are left out, as upstream leaves them at (0, 0)."""

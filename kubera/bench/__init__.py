@@ -1,0 +1,1 @@
+"""`kubera bench …`: one module per bench; none imports another."""

@@ -1,0 +1,357 @@
+"""`kubera up` and `kubera down`: the cluster's lifecycle, and nothing left behind."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kubera.errors import CliError
+from kubera.launch import procs
+from kubera.launch.context import Context, context_path, home, load_context
+from kubera.launch.supervisor import (
+    FAILED_MARK,
+    ClusterOptions,
+    NodeOptions,
+    SchedulingOptions,
+    StartupError,
+    UpOptions,
+    options_json,
+    run_foreground,
+)
+from services.leaderelection import TimingOverrides
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    up = sub.add_parser("up", help="start a cluster: etcd, Ray and the control-plane actors")
+    up.add_argument(
+        "--detach", "-d", action="store_true", help="return once ready; the cluster keeps running"
+    )
+    up.add_argument(
+        "--etcd", default="", metavar="URL", help="use an existing etcd instead of starting one"
+    )
+    up.add_argument("--ray-address", default="", metavar="ADDR", help="use an existing Ray cluster")
+    up.add_argument(
+        "--nodes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="hollow nodes to start (default: the template's counts, or 0 without one; 0: none)",
+    )
+    up.add_argument(
+        "--node-template",
+        default="",
+        metavar="FILE",
+        help="a NodeTemplate (YAML): node kinds, capacity, labels, taints, stages, usage, eviction",
+    )
+    up.add_argument(
+        "--nodes-per-pool",
+        type=int,
+        default=1000,
+        metavar="M",
+        help="hollow nodes per node-pool actor (default 1000)",
+    )
+    up.add_argument(
+        "--watch-per-node",
+        action="store_true",
+        help="one pod watch per hollow node (realistic apiserver load) instead of one per pool",
+    )
+    up.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="divide every simulated duration by S (S=10: a 300s toleration runs in 30s)",
+    )
+    up.add_argument("--no-controllers", action="store_true", help="start no controller-manager")
+    up.add_argument(
+        "--apiserver-port", type=int, default=0, metavar="PORT", help="apiserver port (0: any free)"
+    )
+    up.add_argument(
+        "--scheduler-config",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1); repeat it to run "
+        "separate scheduler deployments side by side, each with its own schedulerNames and Lease",
+    )
+    up.add_argument("--scheduler-seed", type=int, default=None, help=argparse.SUPPRESS)
+    up.add_argument(
+        "--no-scheduler",
+        action="store_true",
+        help="start no scheduler (bring your own schedulerName)",
+    )
+    up.add_argument(
+        "--schedulers",
+        type=int,
+        default=1,
+        metavar="K",
+        help="scheduler replicas per deployment: one leader, K-1 warm standbys (shared-state: all active)",
+    )
+    up.add_argument(
+        "--controller-managers",
+        type=int,
+        default=1,
+        metavar="K",
+        help="controller-manager replicas: one leader, K-1 standbys",
+    )
+    up.add_argument(
+        "--scheduler-mode",
+        choices=("leader", "shared-state"),
+        default="leader",
+        help="leader: one elected scheduler per deployment binds, fenced; shared-state: "
+        "all replicas schedule (Omega), binds checked against node allocation records",
+    )
+    up.add_argument(
+        "--shared-state-partition",
+        choices=("none", "hash"),
+        default="none",
+        help="shared-state: every replica competes for every pod (none) or pods are split by UID hash",
+    )
+    for flag, what in (
+        ("lease-duration", "how long standbys wait before taking a silent leader's lease"),
+        ("renew-deadline", "how long a leader retries renewing before it steps down"),
+        ("retry-period", "the pause between campaign and renewal attempts"),
+    ):
+        up.add_argument(
+            f"--leader-elect-{flag}",
+            default=None,
+            metavar="D",
+            help=f"{what} (e.g. 2s, 1500ms; default: the configuration's, else 15s/10s/2s)",
+        )
+    up.add_argument(
+        "--timeout", type=float, default=180.0, help="seconds to wait for the cluster to be ready"
+    )
+    up.set_defaults(func=cmd_up)
+    down = sub.add_parser(
+        "down", help="stop everything `kubera up` started and remove what it wrote"
+    )
+    down.add_argument("--timeout", type=float, default=60.0)
+    down.set_defaults(func=cmd_down)
+
+
+def _print_ready(ctx: Context, elapsed: float) -> None:
+    print(f"kubera is up ({elapsed:.1f}s)")
+    print(f"  apiserver: {ctx.apiserver}")
+    print(f"  etcd:      {ctx.etcd}")
+    print(f"  ray:       {ctx.ray_address}")
+    if ctx.scheduler:
+        print(f"  scheduler: {ctx.scheduler} (metrics: http://{ctx.scheduler_metrics}/metrics)")
+    if ctx.node_pools:
+        nodes = sum(p["count"] for p in ctx.node_pools)
+        print(f"  nodes:     {nodes} hollow nodes in {len(ctx.node_pools)} pool(s)")
+    if ctx.time_scale != 1:
+        print(f"  time:      simulated, {ctx.time_scale:g}x")
+    print(f"  context:   {context_path()}")
+
+
+def _check_not_running() -> None:
+    if not context_path().exists():
+        return
+    try:
+        ctx = load_context()
+    except Exception:  # noqa: BLE001 - an unreadable context is replaced
+        return
+    if procs.alive(ctx.supervisor_pid, ctx.started.get(str(ctx.supervisor_pid), 0)):
+        raise CliError(
+            f"a kubera cluster is already running (apiserver at {ctx.apiserver}); run `kubera down` first"
+        )
+    _cleanup(ctx)  # left over from a crash
+
+
+def _read_scheduler_configs(paths: list[str]) -> list[str]:
+    """The files' texts, checked here so a bad config is one clear line before anything
+    starts; deployments must not share a schedulerName or a Lease."""
+    from services.scheduler.config import ConfigError, load_config
+
+    texts: list[str] = []
+    names: dict[str, str] = {}
+    leases: dict[str, str] = {}
+    for path in paths:
+        try:
+            text = Path(path).read_text()
+        except OSError as e:
+            raise CliError(f"--scheduler-config: cannot read {path}: {e.strerror}") from None
+        try:
+            cfg = load_config(text)
+        except ConfigError as e:
+            raise CliError(f"--scheduler-config {path}: {e}") from None
+        for p in cfg.profiles:
+            if p.scheduler_name in names:
+                raise CliError(
+                    f"--scheduler-config {path}: schedulerName {p.scheduler_name!r} is already "
+                    f"served by {names[p.scheduler_name]}; each deployment needs its own names"
+                )
+            names[p.scheduler_name] = path
+        le = cfg.leader_election
+        lease = f"{le.resource_namespace}/{le.resource_name}"
+        if le.leader_elect and lease in leases:
+            raise CliError(
+                f"--scheduler-config {path}: leaderElection Lease {lease} is already used by "
+                f"{leases[lease]}; set leaderElection.resourceName to give this deployment its own"
+            )
+        leases[lease] = path
+        texts.append(text)
+    return texts or [""]
+
+
+def _lease_flags(args: argparse.Namespace) -> TimingOverrides:
+    """--leader-elect-* as seconds, checked by client-go's rules against each other and
+    the defaults they do not override (lease > renew > 1.2 × retry)."""
+    from services.api.duration import parse_duration
+
+    out: dict[str, float | None] = {}
+    for name in ("lease_duration", "renew_deadline", "retry_period"):
+        raw = getattr(args, f"leader_elect_{name}")
+        flag = f"--leader-elect-{name.replace('_', '-')}"
+        if raw is None:
+            out[name] = None
+            continue
+        try:
+            out[name] = parse_duration(raw)
+        except ValueError as e:
+            raise CliError(f"{flag}: {e}") from None
+    overrides = TimingOverrides(**out)
+    try:
+        overrides.check()
+    except ValueError as e:
+        raise CliError(f"--leader-elect-*: {e}") from None
+    return overrides
+
+
+def _read_node_template(path: str, nodes: int | None) -> tuple[str, int]:
+    """The template's text (checked here: one clear line before anything starts) and the
+    node count: --nodes, else the template's counts, else 0."""
+    if not path:
+        return "", nodes or 0
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise CliError(f"--node-template: cannot read {path}: {e.strerror}") from None
+    from services.api.stages import TemplateError
+    from services.kubelet.eviction import EvictionConfig
+    from services.kubelet.template import load_template
+
+    try:
+        template = load_template(text)
+        for kind in template.kinds:
+            EvictionConfig.from_dict(kind.eviction)
+    except (TemplateError, ValueError) as e:
+        raise CliError(f"--node-template {path}: {e}") from None
+    return text, template.total if nodes is None else nodes
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    if args.nodes is not None and args.nodes < 0:
+        raise CliError(f"--nodes: must be >= 0, got {args.nodes}")
+    if args.nodes_per_pool < 1:
+        raise CliError(f"--nodes-per-pool: must be >= 1, got {args.nodes_per_pool}")
+    if not args.time_scale > 0:
+        raise CliError(f"--time-scale: must be > 0, got {args.time_scale}")
+    for flag, value in (
+        ("--schedulers", args.schedulers),
+        ("--controller-managers", args.controller_managers),
+    ):
+        if value < 1:
+            raise CliError(f"{flag}: must be >= 1, got {value}")
+    _check_not_running()
+    scheduler_configs = _read_scheduler_configs(args.scheduler_config)
+    election = _lease_flags(args)
+    template, nodes = _read_node_template(args.node_template, args.nodes)
+    opts = UpOptions(
+        cluster=ClusterOptions(
+            etcd=args.etcd,
+            ray_address=args.ray_address,
+            apiserver_port=args.apiserver_port,
+            time_scale=args.time_scale,
+            with_controllers=not args.no_controllers,
+            controller_managers=args.controller_managers,
+        ),
+        scheduling=SchedulingOptions(
+            enabled=not args.no_scheduler,
+            config=scheduler_configs[0],
+            extra_configs=tuple(scheduler_configs[1:]),
+            replicas=args.schedulers,
+            seed=args.scheduler_seed,
+            mode=args.scheduler_mode,
+            partition=args.shared_state_partition,
+        ),
+        election=election,
+        nodes=NodeOptions(
+            count=nodes,
+            template=template,
+            per_pool=args.nodes_per_pool,
+            watch_per_node=args.watch_per_node,
+        ),
+    )
+    t0 = time.monotonic()
+    if not args.detach:
+
+        def ready(ctx: Context) -> None:
+            _print_ready(ctx, time.monotonic() - t0)
+            print("press Ctrl-C to stop", flush=True)
+
+        try:
+            return run_foreground(opts, on_ready=ready)
+        except StartupError as e:
+            raise CliError(f"kubera up failed: {e}") from None
+    logs = home() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log_path = logs / "supervisor.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kubera.launch.supervisor", options_json(opts)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=os.getcwd(),
+        )
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            lines = log_path.read_text(errors="replace").strip().splitlines()
+            said = [ln for ln in lines if ln.startswith(FAILED_MARK)]
+            if said:
+                raise CliError(f"{said[-1]} (log: {log_path})")
+            raise CliError(f"kubera up failed: {(lines or ['no output'])[-1]} (log: {log_path})")
+        if context_path().exists():
+            with contextlib.suppress(Exception):
+                ctx = load_context()
+                if ctx.supervisor_pid == proc.pid:
+                    _print_ready(ctx, time.monotonic() - t0)
+                    return 0
+        time.sleep(0.1)
+    started = procs.start_time(proc.pid)
+    procs.stop(proc.pid, started, 60)  # SIGTERM: it stops what it started
+    procs.sweep_session(proc.pid, started)
+    raise CliError(f"kubera up: not ready after {args.timeout:.0f}s; see {log_path}")
+
+
+def _cleanup(ctx: Context) -> None:
+    """Stop by PID whatever the supervisor left, and remove what kubera wrote."""
+    for pid in ctx.pids.values():
+        procs.stop(pid, ctx.started.get(str(pid), 0), 5)
+    procs.sweep_session(ctx.supervisor_pid, ctx.started.get(str(ctx.supervisor_pid), 0))
+    for d in ctx.dirs:
+        shutil.rmtree(d, ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        context_path().unlink()
+    logs = home() / "logs"
+    with contextlib.suppress(FileNotFoundError):
+        (logs / "supervisor.log").unlink()
+    with contextlib.suppress(OSError):
+        logs.rmdir()  # only when empty: other files there are not ours
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    ctx = load_context()
+    procs.stop(ctx.supervisor_pid, ctx.started.get(str(ctx.supervisor_pid), 0), args.timeout)
+    _cleanup(ctx)
+    print("kubera is down")
+    return 0

@@ -1,0 +1,78 @@
+"""Where kubera keeps what `kubera up` wrote, so later commands find the cluster.
+
+Everything lives under $KUBERA_HOME (default ~/.kubera): `context.json` (endpoints and the
+PIDs `kubera down` stops), and the cluster's state directory (etcd data, logs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+class ContextError(Exception):
+    pass
+
+
+def home() -> Path:
+    return Path(os.environ.get("KUBERA_HOME") or Path.home() / ".kubera")
+
+
+def context_path() -> Path:
+    return home() / "context.json"
+
+
+@dataclass
+class Context:
+    apiserver: str
+    etcd: str
+    #: The supervisor process that `kubera down` signals (it stops everything else).
+    supervisor_pid: int = 0
+    #: Processes kubera started itself: etcd, the local Ray's processes; stopped by PID.
+    pids: dict[str, int] = field(default_factory=dict)
+    #: Start time (kubera.launch.procs.start_time) of each PID above and of the supervisor, so a
+    #: reused PID is never signalled.
+    started: dict[str, int] = field(default_factory=dict)
+    #: Directories kubera created and `down` removes.
+    dirs: list[str] = field(default_factory=list)
+    ray_address: str = ""
+    started_at: float = 0.0
+    #: The scheduler's own gRPC API (traces for `kubera explain`).
+    scheduler: str = ""
+    #: The scheduler's Prometheus endpoint (host:port, path /metrics).
+    scheduler_metrics: str = ""
+    #: The node pools' gRPC APIs: {"name", "address", "first", "count"} each.
+    node_pools: list[dict] = field(default_factory=list)
+    #: Simulated time: scale and the wall time at which it equals the wall clock.
+    time_scale: float = 1.0
+    time_origin: float = 0.0
+    #: The apiserver actor's process (`kubera chaos kill-apiserver`); the supervisor
+    #: records the new one when Ray re-creates the actor. Not stopped by `down` (Ray is).
+    apiserver_pid: int = 0
+
+    def save(self) -> None:
+        p = context_path()
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        tmp.replace(p)
+
+
+def load_context() -> Context:
+    p = context_path()
+    if not p.exists():
+        raise ContextError(f"no kubera cluster found ({p} does not exist): run `kubera up` first")
+    try:
+        data = json.loads(p.read_text())
+        return Context(**data)
+    except (ValueError, TypeError) as e:
+        raise ContextError(
+            f"{p} is not a kubera context file ({e}); remove it and run `kubera up`"
+        ) from None
+
+
+def apiserver_address(explicit: str | None = None) -> str:
+    """--server, $KUBERA_SERVER, or the context file's apiserver."""
+    return explicit or os.environ.get("KUBERA_SERVER") or load_context().apiserver

@@ -1,0 +1,509 @@
+"""The process `kubera up` runs (in the foreground, or detached with --detach): it starts
+etcd, Ray and the actors, writes the context file, and on SIGTERM/SIGINT stops them all
+and removes what it wrote. `kubera down` signals it, then stops by PID whatever is left.
+
+    kubera up ─┬─ (foreground) Supervisor.run()
+               └─ (--detach) python -m kubera.launch.supervisor … in its own session; the
+                  parent waits for context.json to name it ready, prints, exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from kubera.launch import procs
+from kubera.launch.context import Context, context_path, home
+from kubera.launch.etcd import EtcdProcess
+from services.leaderelection import TimingOverrides
+
+
+def ray_actor_class(shell: type) -> Any:
+    """The Ray actor class an actors/ shell is (`@ray.remote(...) class XActor(X)`). The
+    decorator replaces the class with a Ray ActorClass, which type checkers cannot see
+    through a class decorator; its `.options(...).remote(...)` handles are dynamic."""
+    return shell
+
+
+# Keep the embedded Ray on loopback and quiet, before ray is imported anywhere.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+#: A restarted apiserver: another ensure_started is sent when the newest has been in flight
+#: this long (seconds), up to this many at once. A call to a live apiserver returns in
+#: milliseconds; one sent just before a kill is stuck until Ray gives up on the dead
+#: process (about a second), while a call sent once Ray knows it is restarting runs the
+#: moment the new process is up.
+REVIVE_RETRY = 0.25
+REVIVE_INFLIGHT = 5
+
+#: The line prefix with which a detached supervisor reports why it could not start.
+FAILED_MARK = "kubera up failed: "
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """Where the cluster runs and what runs beside the scheduler."""
+
+    #: An existing etcd's URL ("" = start an embedded one).
+    etcd: str = ""
+    #: An existing Ray cluster's address ("" = start a local one on loopback).
+    ray_address: str = ""
+    #: The apiserver's port (0 = any free one; a restarted apiserver keeps it).
+    apiserver_port: int = 0
+    #: Seconds between BOOKMARK events on idle watches.
+    bookmark_interval: float = 5.0
+    #: Simulated durations are divided by this (kubelets and controllers).
+    time_scale: float = 1.0
+    #: False: no controller-manager actor.
+    with_controllers: bool = True
+    #: Controller-manager replicas: one leader, the others standbys.
+    controller_managers: int = 1
+
+
+@dataclass(frozen=True)
+class SchedulingOptions:
+    """The scheduler deployments and how their replicas share the work."""
+
+    #: False: no scheduler actor (bring your own, or profile one in-process).
+    enabled: bool = True
+    #: KubeSchedulerConfiguration YAML text ("" = the defaults).
+    config: str = ""
+    #: More scheduler deployments (KubeSchedulerConfiguration texts), each with its own
+    #: schedulerName(s) and its own Lease, running beside the first.
+    extra_configs: tuple[str, ...] = ()
+    #: Replicas per scheduler deployment.
+    replicas: int = 1
+    #: Seeds the schedulers' tie-breaking (None: random).
+    seed: int | None = None
+    #: "leader": one elected leader per deployment binds, fenced; "shared-state" (Omega):
+    #: every replica schedules, binds checked against node allocation records.
+    mode: Literal["leader", "shared-state"] = "leader"
+    #: shared-state: every replica competes for every pod ("none") or pods are split by
+    #: UID hash ("hash").
+    partition: Literal["none", "hash"] = "none"
+
+
+@dataclass(frozen=True)
+class NodeOptions:
+    """The hollow nodes and the pool actors that run them."""
+
+    #: How many hollow nodes (0: none).
+    count: int = 0
+    #: Node template YAML text ("" = the default template).
+    template: str = ""
+    #: Hollow nodes per node-pool actor.
+    per_pool: int = 1000
+    #: One pod watch per hollow node instead of one per pool.
+    watch_per_node: bool = False
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    """What `kubera up` starts, by concern (the flags of `kubera up` fill it)."""
+
+    cluster: ClusterOptions = field(default_factory=ClusterOptions)
+    scheduling: SchedulingOptions = field(default_factory=SchedulingOptions)
+    #: --leader-elect-* (seconds), for the schedulers and the controller-manager; an unset
+    #: one keeps the scheduler configuration's (else 15 s / 10 s / 2 s).
+    election: TimingOverrides = field(default_factory=TimingOverrides)
+    nodes: NodeOptions = field(default_factory=NodeOptions)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> UpOptions:
+        """The inverse of `dataclasses.asdict` (the detached supervisor's argument)."""
+        scheduling = dict(data.get("scheduling", {}))
+        scheduling["extra_configs"] = tuple(scheduling.get("extra_configs", ()))
+        return cls(
+            cluster=ClusterOptions(**data.get("cluster", {})),
+            scheduling=SchedulingOptions(**scheduling),
+            election=TimingOverrides(**data.get("election", {})),
+            nodes=NodeOptions(**data.get("nodes", {})),
+        )
+
+
+class Supervisor:
+    def __init__(self, opts: UpOptions) -> None:
+        self.opts = opts
+        self.cluster_dir = home() / "cluster"
+        self.etcd: EtcdProcess | None = None
+        self.ray_tmp = ""
+        self.actor: Any = None  # the apiserver actor handle (Ray, dynamic)
+        #: The port the apiserver's first start bound; a restarted apiserver binds it again.
+        self.apiserver_port = 0
+        self.schedulers: list = []
+        self.pools: list = []
+        self.controllers: list = []
+        self.context: Context | None = None
+        self._stop = threading.Event()
+
+    def start(self) -> Context:
+        import ray
+
+        from actors.apiserver import ApiServerActor
+        from services.hosts.apiserver import ApiServerHostConfig
+
+        if self.cluster_dir.exists():
+            shutil.rmtree(self.cluster_dir)
+        self.cluster_dir.mkdir(parents=True, mode=0o700)
+        etcd_endpoint = self.opts.cluster.etcd
+        pids: dict[str, int] = {}
+        if not etcd_endpoint:
+            # Assigned before it starts, so stop() can end a half-started etcd too.
+            self.etcd = EtcdProcess(
+                self.cluster_dir / "etcd", log_path=self.cluster_dir / "etcd.log"
+            )
+            self.etcd.start()
+            etcd_endpoint = self.etcd.endpoint
+            pids["etcd"] = self.etcd.pid
+        if self.opts.cluster.ray_address:
+            ray.init(
+                address=self.opts.cluster.ray_address,
+                namespace="kubera",
+                log_to_driver=False,
+                configure_logging=False,
+            )
+        else:
+            self.ray_tmp = ray_temp_dir()
+            ray.init(
+                include_dashboard=False,
+                _temp_dir=self.ray_tmp,
+                _node_ip_address="127.0.0.1",
+                namespace="kubera",
+                log_to_driver=False,
+                configure_logging=False,
+            )
+            node = ray._private.worker._global_node  # the head we started
+            assert node is not None, "ray.init() started no head node"
+            for name, running in node.all_processes.items():
+                for i, p in enumerate(running):
+                    pids[f"ray-{name}-{i}"] = p.process.pid
+        config = ApiServerHostConfig(
+            etcd=etcd_endpoint,
+            port=self.opts.cluster.apiserver_port,
+            bookmark_interval=self.opts.cluster.bookmark_interval,
+        )
+        self.actor = ray_actor_class(ApiServerActor).options(name="apiserver").remote(config)
+        apiserver = ray.get(self.actor.ensure_started.remote(), timeout=120)
+        address = str(apiserver["address"])
+        self.apiserver_port = int(address.rpartition(":")[2])
+        apiserver_pid = int(apiserver["pid"])  # type: ignore[call-overload]
+        scheduler_address = scheduler_metrics = ""
+        if self.opts.scheduling.enabled:
+            scheduler_address, scheduler_metrics = self._start_schedulers(address, etcd_endpoint)
+        time_origin = time.time()
+        if self.opts.cluster.with_controllers:
+            self._start_controllers(address, etcd_endpoint, time_origin)
+        node_pools = self._start_pools(address, time_origin) if self.opts.nodes.count else []
+        dirs = [str(self.cluster_dir)] + ([self.ray_tmp] if self.ray_tmp else [])
+        me = os.getpid()
+        self.context = Context(
+            apiserver=address,
+            etcd=etcd_endpoint,
+            supervisor_pid=me,
+            pids=pids,
+            started={
+                str(pid): procs.start_time(pid) for pid in [me, apiserver_pid, *pids.values()]
+            },
+            apiserver_pid=apiserver_pid,
+            dirs=dirs,
+            ray_address=self.opts.cluster.ray_address or "local",
+            started_at=time.time(),
+            scheduler=scheduler_address,
+            scheduler_metrics=scheduler_metrics,
+            node_pools=node_pools,
+            time_scale=self.opts.cluster.time_scale,
+            time_origin=time_origin,
+        )
+        self.context.save()
+        return self.context
+
+    def _start_schedulers(self, apiserver: str, etcd: str) -> tuple[str, str]:
+        """`schedulers` replicas of every scheduler deployment; returns the first
+        replica's gRPC and metrics addresses (`kubera explain` finds the leader itself)."""
+        import ray
+
+        from actors.scheduler import SchedulerActor
+        from services.hosts.scheduler import SchedulerReplicaConfig
+
+        o = self.opts.scheduling
+        deployments = [o.config, *o.extra_configs]
+        for d, config_yaml in enumerate(deployments):
+            for i in range(o.replicas):
+                cfg = SchedulerReplicaConfig(
+                    apiserver=apiserver,
+                    etcd=etcd,
+                    config_yaml=config_yaml,
+                    seed=o.seed,
+                    election=self.opts.election,
+                    mode=o.mode,
+                    replica=i,
+                    replicas=o.replicas,
+                    partition=o.partition,
+                )
+                name = "scheduler" if d == i == 0 else f"scheduler-{d}-{i}"
+                self.schedulers.append(
+                    ray_actor_class(SchedulerActor).options(name=name).remote(cfg)
+                )
+        addresses = ray.get([a.start.remote() for a in self.schedulers], timeout=180)
+        metrics = ray.get(self.schedulers[0].health.remote(), timeout=30)["metrics"]
+        return addresses[0], metrics
+
+    def _start_controllers(self, apiserver: str, etcd: str, time_origin: float) -> None:
+        import ray
+
+        from actors.controllers import ControllerManagerActor
+        from services.hosts.controllermanager import ControllerManagerReplicaConfig
+        from services.leaderelection import LeaderElectionSettings
+
+        o = self.opts.cluster
+        election = LeaderElectionSettings(lease_name="kube-controller-manager").with_timings(
+            self.opts.election
+        )
+        cfg = ControllerManagerReplicaConfig(
+            apiserver=apiserver,
+            etcd=etcd,
+            time_scale=o.time_scale,
+            time_origin=time_origin,
+            election=election,
+        )
+        for i in range(o.controller_managers):
+            name = "controller-manager" if i == 0 else f"controller-manager-{i}"
+            self.controllers.append(
+                ray_actor_class(ControllerManagerActor).options(name=name).remote(cfg)
+            )
+        ray.get([a.start.remote() for a in self.controllers], timeout=120)
+
+    def _start_pools(self, apiserver: str, time_origin: float) -> list[dict]:
+        """ceil(nodes / nodes_per_pool) pool actors, spread over the Ray cluster's nodes."""
+        import ray
+
+        from actors.nodepool import NodePoolActor
+        from services.hosts.nodepool import NodePoolHostConfig
+        from services.kubelet.pool import PoolConfig
+
+        o = self.opts.nodes
+        total, per = o.count, max(1, o.per_pool)
+        slices = [(first, min(per, total - first)) for first in range(0, total, per)]
+        for i, (first, count) in enumerate(slices):
+            cfg = NodePoolHostConfig(
+                apiserver=apiserver,
+                template_yaml=o.template,
+                total_nodes=total,
+                first=first,
+                count=count,
+                pool=PoolConfig(
+                    name=f"pool-{i}",
+                    watch_per_node=o.watch_per_node,
+                    first_ordinal=first,
+                ),
+                time_scale=self.opts.cluster.time_scale,
+                time_origin=time_origin,
+            )
+            actor = (
+                ray_actor_class(NodePoolActor)
+                .options(name=f"pool-{i}", scheduling_strategy="SPREAD")
+                .remote(cfg)
+            )
+            self.pools.append(actor)
+        addresses = ray.get([a.start.remote() for a in self.pools], timeout=600)
+        health = ray.get([a.health.remote() for a in self.pools], timeout=60)
+        return [
+            {"name": f"pool-{i}", "address": addr, "first": first, "count": count, "pid": h["pid"]}
+            for i, (addr, (first, count), h) in enumerate(
+                zip(addresses, slices, health, strict=True)
+            )
+        ]
+
+    def wait(self) -> None:
+        """Until asked to stop: bring back what chaos took down — etcd (restarted on its
+        ports and data dir), the apiserver and the replicas Ray re-created after a kill
+        (started again; the apiserver on its first port)."""
+        pending: dict[int, Any] = {}
+        apiserver: list[tuple[float, object]] = []
+        while not self._stop.wait(0.2):
+            self._revive_etcd()
+            self._revive_apiserver(apiserver)
+            self._restart_replicas(pending)
+
+    def _revive_apiserver(self, pending: list[tuple[float, Any]]) -> None:
+        """ensure_started(first port) on the apiserver: a call to a re-created actor starts
+        it (Ray holds calls to a restarting actor until it is back); a new process id is
+        recorded in the context for `kubera chaos`. Normally one call is in flight; one sent
+        just before a kill can take a while to fail, so after REVIVE_RETRY seconds another
+        is sent beside it (at most REVIVE_INFLIGHT; ensure_started is idempotent)."""
+        import ray
+
+        if self.actor is None or self._stop.is_set():
+            return
+        for sent, ref in list(pending):
+            done, _ = ray.wait([ref], timeout=0)  # type: ignore[list-item]
+            if not done:
+                continue
+            pending.remove((sent, ref))
+            try:
+                health = ray.get(ref)  # type: ignore[call-overload]
+            except Exception:  # noqa: BLE001 - died again or failed to bind: next call retries
+                continue
+            if isinstance(health, dict):
+                self._record_apiserver(int(health["pid"]), float(health.get("start_seconds", 0)))
+        now = time.monotonic()
+        newest = max((sent for sent, _ in pending), default=-REVIVE_RETRY)
+        if not pending or (len(pending) < REVIVE_INFLIGHT and now - newest >= REVIVE_RETRY):
+            pending.append((now, self.actor.ensure_started.remote(self.apiserver_port)))
+
+    def _record_apiserver(self, pid: int, start_seconds: float) -> None:
+        if self.context is None or pid == self.context.apiserver_pid:
+            return
+        print(
+            f"apiserver restarted: pid {pid} serving {self.context.apiserver} "
+            f"(its start took {start_seconds:.2f}s)",
+            flush=True,
+        )
+        self.context.started.pop(str(self.context.apiserver_pid), None)
+        self.context.apiserver_pid = pid
+        self.context.started[str(pid)] = procs.start_time(pid)
+        self.context.save()
+
+    def _revive_etcd(self) -> None:
+        if self.etcd is None or self.etcd.running or self._stop.is_set():
+            return
+        self.etcd.restart()
+        if self.context is not None:
+            self.context.pids["etcd"] = self.etcd.pid
+            self.context.started[str(self.etcd.pid)] = procs.start_time(self.etcd.pid)
+            self.context.save()
+
+    def _restart_replicas(self, pending: dict[int, Any]) -> None:
+        """ensure_started() on every replica, at most one call in flight per actor: a
+        call to a re-created actor starts it; a call to a restarting one waits for it."""
+        import ray
+
+        for i, actor in enumerate([*self.schedulers, *self.controllers]):
+            ref = pending.get(i)
+            if ref is not None:
+                done, _ = ray.wait([ref], timeout=0)
+                if not done:
+                    continue
+                with contextlib.suppress(Exception):
+                    ray.get(ref)
+            pending[i] = actor.ensure_started.remote()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    def stop(self) -> None:
+        import ray
+
+        actors = [*self.pools, *self.controllers, *self.schedulers]
+        refs = []
+        for actor in actors:  # all at once: a standby must not take over from a stopping leader
+            with contextlib.suppress(Exception):
+                refs.append(actor.stop.remote())
+        with contextlib.suppress(Exception):
+            ray.wait(refs, num_returns=len(refs), timeout=20)
+        for actor in actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor, no_restart=True)
+        if self.actor is not None:
+            with contextlib.suppress(Exception):
+                ray.get(self.actor.stop.remote(), timeout=10)
+            with contextlib.suppress(Exception):
+                ray.kill(self.actor)
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        if self.etcd is not None:
+            self.etcd.stop()
+        if self.context is not None:
+            with contextlib.suppress(FileNotFoundError):
+                data = json.loads(context_path().read_text())
+                if data.get("supervisor_pid") == os.getpid():
+                    context_path().unlink()
+        for d in (self.cluster_dir, self.ray_tmp):
+            if d:
+                shutil.rmtree(d, ignore_errors=True)
+
+
+class StartupInterrupted(BaseException):
+    """SIGTERM/SIGINT arrived while the cluster was still starting."""
+
+
+class StartupError(Exception):
+    """The cluster could not start; the message is one line for the user."""
+
+
+def ray_temp_dir() -> str:
+    """Ray's temp dir: under $KUBERA_HOME when the path is short enough for the unix
+    sockets Ray puts inside it (107 bytes in all), else a fresh one directly in /tmp."""
+    candidate = home() / "ray"
+    if len(str(candidate)) <= 32:
+        candidate.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return str(candidate)
+    return tempfile.mkdtemp(prefix="kray-", dir="/tmp")
+
+
+def run_foreground(opts: UpOptions, *, on_ready=None) -> int:
+    """Start, wait for SIGTERM/SIGINT, stop — stopping also when a signal or an error
+    interrupts the start, so nothing is left running either way."""
+    sup = Supervisor(opts)
+    starting = True
+
+    def on_signal(signum: int, frame: object) -> None:
+        if starting:
+            raise StartupInterrupted()
+        sup.request_stop()
+
+    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        try:
+            ctx = sup.start()
+        except StartupInterrupted:
+            return 130
+        except Exception as e:  # noqa: BLE001 - one line for the user; the log has the rest
+            raise StartupError(f"{type(e).__name__}: {e}".splitlines()[0]) from e
+        starting = False
+        if on_ready is not None:
+            on_ready(ctx)
+        sup.wait()
+    finally:
+        starting = False
+        sup.stop()
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the detached supervisor (`python -m kubera.launch.supervisor OPTIONS_JSON`)."""
+    parser = argparse.ArgumentParser(prog="kubera.launch.supervisor")
+    parser.add_argument("options_json")
+    args = parser.parse_args(argv)
+    opts = UpOptions.from_dict(json.loads(args.options_json))
+    try:
+        return run_foreground(opts)
+    except StartupError as e:
+        import traceback
+
+        traceback.print_exc()
+        print(f"{FAILED_MARK}{e}", file=sys.stderr, flush=True)
+        return 1
+
+
+def options_json(opts: UpOptions) -> str:
+    return json.dumps(asdict(opts))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

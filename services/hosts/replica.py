@@ -1,0 +1,193 @@
+"""What every replicated control-plane component shares (kube-scheduler replicas, the
+controller-manager's): its own connections to etcd and the apiserver through partition
+relays, the chaos control server, its record in etcd, the leader elector with its
+fencing token, and the Lease it publishes while it leads.
+
+    component ──relay──▶ etcd        (election key; the elector's storage)
+              ──relay──▶ apiserver   (informers, fenced writes, the Lease)
+    kubera chaos ──gRPC──▶ control   (Partition / Heal / Status: the relays blackhole)
+
+Replica records live at `/kubera/replicas/<namespace>/<lease name>/<identity>` with the
+process id and addresses, so `kubera chaos` can find the leader's process from the
+election key (whose value is the holder's identity) without asking Ray. A record is
+removed on a clean stop; a killed process leaves it behind, and readers skip records
+whose process is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from services.api.fencing import Fencing
+from services.chaos.control import serve_control
+from services.chaos.relay import Relay
+from services.client import Client
+from services.leaderelection import (
+    Callbacks,
+    LeaderElectionConfig,
+    LeaderElectionSettings,
+    LeaderElector,
+    LeasePublisher,
+)
+from services.storage import Delete, Put
+from services.storage.etcd import EtcdStorage, parse_endpoint
+from services.storage.keys import election_key, replica_key
+
+log = logging.getLogger(__name__)
+
+
+def new_identity() -> str:
+    """kube-scheduler's shape: hostname_uuid, unique per process incarnation."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+def host_leading(replica: Replica | None, task: asyncio.Task[Any] | None) -> bool:
+    """Whether a host's component is working: with an election, whether its replica
+    leads; without one (shared-state, or a single replica), whether its run is going."""
+    if replica is None:
+        return False
+    if replica.election is None:
+        return task is not None and not task.done()
+    return replica.leading
+
+
+class Replica:
+    """One replica's connections, chaos control, registration and (optionally) election."""
+
+    def __init__(
+        self,
+        *,
+        component: str,
+        etcd: str,
+        apiserver: str,
+        group: tuple[str, str],
+        election: LeaderElectionSettings | None,
+        client_timeout: float | None = 30.0,
+    ) -> None:
+        self.component = component
+        self.identity = new_identity()
+        self.group = group
+        self.election = election
+        self._etcd = etcd
+        self._apiserver = apiserver
+        self._client_timeout = client_timeout
+        self.relays: list[Relay] = []
+        self.storage: EtcdStorage | None = None
+        #: Unfenced client (reads, informers); `writer` carries the token when elected.
+        self.client: Client | None = None
+        self.writer: Client | None = None
+        self.elector: LeaderElector | None = None
+        self.publisher: LeasePublisher | None = None
+        self._config: LeaderElectionConfig | None = None
+        self.control_address = ""
+        self._control = None
+        self._stop = asyncio.Event()
+        self._elector_task: asyncio.Task[None] | None = None
+        self.extra: dict[str, Any] = {}
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        etcd_host, etcd_port = parse_endpoint(self._etcd)
+        api_host, _, api_port = self._apiserver.rpartition(":")
+        etcd_relay = await Relay.start(etcd_host, etcd_port)
+        api_relay = await Relay.start(api_host, int(api_port))
+        self.relays = [etcd_relay, api_relay]
+        self.storage = EtcdStorage(f"http://{etcd_relay.address}")
+        await self.storage.connect()
+        self.client = Client(api_relay.address, timeout=self._client_timeout)
+        self.writer = self.client
+        if self.election is not None:
+            e = self.election
+            self._config = e.elector_config(
+                identity=self.identity, key=election_key(e.lease_namespace, e.lease_name)
+            )
+            self.writer = self.client.fenced(self.fencing_token)
+            self.publisher = LeasePublisher(
+                self.writer, e.lease_namespace, e.lease_name, self.identity
+            )
+        self._control, port = await serve_control(self.relays, self.identity, self.component)
+        self.control_address = f"127.0.0.1:{port}"
+
+    def fencing_token(self) -> Fencing | None:
+        return self.elector.fencing_token if self.elector is not None else None
+
+    async def register(self, **extra: Any) -> None:
+        """Write this replica's record (again, with `extra` fields merged in)."""
+        assert self.storage is not None
+        self.extra.update(extra)
+        record = {
+            "identity": self.identity,
+            "component": self.component,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "control": self.control_address,
+            "started": time.time(),
+            **self.extra,
+        }
+        key = replica_key(*self.group, self.identity)
+        await self.storage.txn([], [Put(key, json.dumps(record).encode())])
+
+    def elect(
+        self,
+        on_started_leading: Callable[[asyncio.Event], Coroutine[Any, Any, None]],
+        on_stopped_leading: Callable[[], None],
+    ) -> None:
+        """Start campaigning (in the background) with these callbacks."""
+        assert self.storage is not None and self._config is not None
+        publisher = self.publisher
+        self.elector = LeaderElector(
+            self.storage,
+            self._config,
+            Callbacks(
+                on_started_leading=on_started_leading,
+                on_stopped_leading=on_stopped_leading,
+                on_transition=publisher.publish if publisher is not None else None,
+            ),
+        )
+        self._elector_task = asyncio.create_task(self.elector.run(self._stop), name="elector")
+
+    @property
+    def leading(self) -> bool:
+        return self.elector is not None and self.elector.is_leader
+
+    async def close(self) -> None:
+        """Release the lease (if held), deregister, close everything."""
+        self._stop.set()
+        if self._elector_task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._elector_task, 15)
+        if self.publisher is not None:
+            await self.publisher.flush()
+            await self.publisher.close()
+        if self.storage is not None:
+            with contextlib.suppress(Exception):
+                await self.storage.txn([], [Delete(replica_key(*self.group, self.identity))])
+            with contextlib.suppress(Exception):
+                await self.storage.close()
+        if self.client is not None:
+            with contextlib.suppress(Exception):
+                await self.client.close()
+        if self._control is not None:
+            await self._control.stop(0.2)
+        for r in self.relays:
+            with contextlib.suppress(Exception):
+                await r.close()
+
+    def health(self) -> dict[str, object]:
+        return {
+            "identity": self.identity,
+            "pid": os.getpid(),
+            "control": self.control_address,
+            "leading": self.leading,
+            "fencing": list(self.fencing_token() or ()),
+        }

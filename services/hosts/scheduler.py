@@ -1,0 +1,237 @@
+"""A kube-scheduler replica: the Scheduler, its gRPC API (traces), its metrics, its
+configuration, and — through replica.py — leader election with fencing. actors/scheduler.py
+runs one in a Ray actor.
+
+Modes:
+- leader election (the default, as kube-scheduler's leaderElect): every replica keeps
+  informers, cache and queue warm; only the leader schedules, and its binds and writes
+  carry its fencing token. When a term ends the replica builds a fresh Scheduler and warms
+  it again (kube-scheduler exits for the same reason: its queue and assumed pods belong to
+  the old term) and campaigns again.
+- no election (leaderElection.leaderElect: false): schedule at once, unfenced.
+- shared-state (Omega): K replicas all schedule, pods split by hash or all competing; each
+  bind is checked against the node's allocation record instead of a token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import grpc
+import prometheus_client
+
+from services.hosts.replica import Replica, host_leading
+from services.leaderelection import LeaderElectionSettings, TimingOverrides
+from services.scheduler import config as config_mod
+from services.scheduler.omega import Partition, SharedState
+from services.scheduler.options import SchedulerOptions
+from services.scheduler.scheduler import Scheduler
+from services.scheduler.server import serve
+
+#: "leader": one elected replica per deployment schedules, fenced; "shared-state" (Omega):
+#: every replica schedules, each bind checked against the node's allocation record.
+SchedulerMode = Literal["leader", "shared-state"]
+
+
+@dataclass(frozen=True)
+class SchedulerReplicaConfig:
+    #: The apiserver's address (host:port).
+    apiserver: str
+    #: etcd endpoint (the election key; the replica's record).
+    etcd: str = ""
+    #: KubeSchedulerConfiguration YAML text ("" = the defaults).
+    config_yaml: str = ""
+    #: Where the replica's gRPC API and metrics listen.
+    host: str = "127.0.0.1"
+    #: Seeds the scheduler's tie-breaking (None: random).
+    seed: int | None = None
+    #: `kubera up --leader-elect-*` flags; an unset one keeps the configuration's value.
+    election: TimingOverrides = field(default_factory=TimingOverrides)
+    mode: SchedulerMode = "leader"
+    #: shared-state: this replica's index among `replicas`.
+    replica: int = 0
+    replicas: int = 1
+    #: shared-state: "hash" (pods split by UID hash) or "none" (all compete).
+    partition: Partition = "none"
+
+
+def load_config(cfg: SchedulerReplicaConfig) -> config_mod.SchedulerConfiguration:
+    """The KubeSchedulerConfiguration of `cfg` ("" = the defaults)."""
+    return (
+        config_mod.load_config(cfg.config_yaml) if cfg.config_yaml else config_mod.default_config()
+    )
+
+
+def election_for(
+    sc: config_mod.SchedulerConfiguration, mode: SchedulerMode, overrides: TimingOverrides
+) -> LeaderElectionSettings | None:
+    """The deployment's election: the configuration's leaderElection block with the command
+    line's timings applied (and checked together); None when it does not elect."""
+    le = sc.leader_election
+    if mode != "leader" or not le.leader_elect:
+        return None
+    return LeaderElectionSettings(
+        lease_duration=le.lease_duration,
+        renew_deadline=le.renew_deadline,
+        retry_period=le.retry_period,
+        lease_name=le.resource_name,
+        lease_namespace=le.resource_namespace,
+    ).with_timings(overrides)
+
+
+class SchedulerReplica:
+    """One kube-scheduler replica (actors/scheduler.py runs it in a Ray actor)."""
+
+    def __init__(self, config: SchedulerReplicaConfig) -> None:
+        self.config = config
+        self.scheduler: Scheduler | None = None
+        self.replica: Replica | None = None
+        self.started = False
+        self.terms = 0
+        self._sc: config_mod.SchedulerConfiguration | None = None
+        self._closing = False
+        self._ready: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self._server: grpc.aio.Server | None = None
+        self._metrics_server: Any = None
+        self.address = ""
+        self.metrics_address = ""
+
+    async def ensure_started(self) -> str:
+        """start() unless started (Ray re-creates a killed actor without calling it)."""
+        if not self.started:
+            return await self.start()
+        return self.address
+
+    async def start(self) -> str:
+        self.started = True
+        cfg = self.config
+        self._sc = sc = load_config(cfg)
+        election = election_for(sc, cfg.mode, cfg.election)
+        le = sc.leader_election
+        group = (le.resource_namespace, le.resource_name)
+        if cfg.mode == "shared-state":
+            group = ("kube-system", sc.profiles[0].scheduler_name)
+        self.replica = Replica(
+            component="kube-scheduler",
+            etcd=cfg.etcd,
+            apiserver=cfg.apiserver,
+            group=group,
+            election=election,
+        )
+        await self.replica.open()
+        self.scheduler = self._build()
+        self._server, port = await serve(self, cfg.host)
+        self.address = f"{cfg.host}:{port}"
+        self._serve_metrics()
+        await self.scheduler.warm()
+        await self.replica.register(
+            scheduler=self.address, metrics=self.metrics_address, mode=cfg.mode
+        )
+        loop = asyncio.get_running_loop()
+        self._ready = loop.create_future()
+        self._ready.set_result(None)
+        if election is not None:
+            self.replica.elect(self._on_started_leading, self._on_stopped_leading)
+        else:
+            self._task = asyncio.create_task(self.scheduler.lead(self._stop))
+        return self.address
+
+    def _build(self) -> Scheduler:
+        assert self.replica is not None and self._sc is not None
+        cfg = self.config
+        kwargs: dict[str, Any] = {}
+        if cfg.mode == "shared-state":
+            kwargs["shared_state"] = SharedState(
+                replica=cfg.replica, replicas=cfg.replicas, partition=cfg.partition
+            )
+        elected = self.replica.election is not None
+        client = self.replica.writer if elected else self.replica.client
+        assert client is not None
+        return Scheduler(
+            client,
+            SchedulerOptions(
+                component_config=self._sc, seed=cfg.seed, identity=self.replica.identity, **kwargs
+            ),
+            fencing=self.replica.fencing_token if elected else None,
+        )
+
+    def _serve_metrics(self) -> None:
+        """Prometheus metrics (kube-scheduler's names) on a loopback port that stays the
+        same across terms (each term's Scheduler has its own registry)."""
+        assert self.scheduler is not None
+        port = 0
+        if self._metrics_server is not None:
+            port = self._metrics_server.server_port
+            self._metrics_server.shutdown()
+            self._metrics_server.server_close()
+        self._metrics_server, _ = prometheus_client.start_http_server(
+            port, addr=self.config.host, registry=self.scheduler.metrics.registry
+        )
+        self.metrics_address = f"{self.config.host}:{self._metrics_server.server_port}"
+
+    async def _on_started_leading(self, term_over: asyncio.Event) -> None:
+        assert self._ready is not None
+        await self._ready  # the fresh Scheduler of this term is warm
+        assert self.scheduler is not None
+        self.terms += 1
+        await self.scheduler.lead(term_over)
+
+    def _on_stopped_leading(self) -> None:
+        if not self._closing:
+            self._ready = asyncio.ensure_future(self._rebuild())
+
+    async def _rebuild(self) -> None:
+        old = self.scheduler
+        if old is not None:
+            await old.close()
+        self.scheduler = self._build()
+        self._serve_metrics()
+        await self.scheduler.warm()
+
+    async def stop(self) -> None:
+        self._closing = True
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._task, 10)
+        if self.replica is not None:
+            await self.replica.close()  # releases the lease if held
+        if self._ready is not None and not self._ready.done():
+            self._ready.cancel()
+        if self.scheduler is not None:
+            await self.scheduler.close()
+        if self._server is not None:
+            await self._server.stop(0.5)
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+            self._metrics_server.server_close()
+
+    @property
+    def leading(self) -> bool:
+        return host_leading(self.replica, self._task)
+
+    @property
+    def mode(self) -> SchedulerMode:
+        return self.config.mode
+
+    async def health(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "address": self.address,
+            "metrics": self.metrics_address,
+            "leading": self.leading,
+            "mode": self.config.mode,
+            "terms": self.terms,
+            "scheduled": self.scheduler.scheduled if self.scheduler else 0,
+        }
+        omega = getattr(self.scheduler, "omega", None)
+        if omega is not None:
+            out["shared_state"] = omega.summary()
+        if self.replica is not None:
+            out.update(self.replica.health())
+        out["leading"] = self.leading
+        return out

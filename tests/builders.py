@@ -1,0 +1,284 @@
+"""Object builders for tests, after upstream's pkg/scheduler/testing/wrappers.go:
+
+    MakePod().name("p").namespace("ns").container("c", requests={"cpu": "1"}).priority(10).obj()
+    MakeNode().name("n1").label("zone", "a").allocatable({"cpu": "4"}).obj()
+
+Each method sets exactly what it names on the protobuf and returns the builder; `obj()`
+returns the message. Nothing is defaulted: a builder with no calls gives an empty message
+(no namespace, uid, timestamps or apiVersion/kind unless asked for with `typed()`). As with
+`json_format.ParseDict` of a Kubernetes-shaped dict, calling a setter makes its section
+(metadata, spec, status, a container's resources) present even when the value is empty, so
+`MakePod().node("")` has an (empty) spec and `MakePod()` has none.
+
+Methods taking `Json` take the Kubernetes (camelCase) shape of that field and parse it with
+`json_format`; a list replaces the field's items, as ParseDict does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from google.protobuf import json_format
+
+from protos.kubera.v1 import core_pb2
+
+Json = dict[str, Any]
+
+PAUSE_IMAGE = "registry.k8s.io/pause:3.9"
+
+
+class MakePod:
+    """A core_pb2.Pod, one field per call."""
+
+    def __init__(self) -> None:
+        self._pod = core_pb2.Pod()
+
+    def obj(self) -> core_pb2.Pod:
+        return self._pod
+
+    def typed(self) -> MakePod:
+        """apiVersion v1, kind Pod: what decoding a manifest sets."""
+        self._pod.api_version, self._pod.kind = "v1", "Pod"
+        return self
+
+    # ------------------------------------------------------------------ metadata
+
+    def name(self, name: str) -> MakePod:
+        self._pod.metadata.name = name
+        return self
+
+    def namespace(self, namespace: str) -> MakePod:
+        self._pod.metadata.namespace = namespace
+        return self
+
+    def uid(self, uid: str) -> MakePod:
+        self._pod.metadata.uid = uid
+        return self
+
+    def labels(self, labels: Mapping[str, str]) -> MakePod:
+        self._pod.metadata.SetInParent()
+        self._pod.metadata.labels.update(labels)
+        return self
+
+    def label(self, key: str, value: str) -> MakePod:
+        self._pod.metadata.labels[key] = value
+        return self
+
+    def annotations(self, annotations: Mapping[str, str]) -> MakePod:
+        self._pod.metadata.SetInParent()
+        self._pod.metadata.annotations.update(annotations)
+        return self
+
+    def annotation(self, key: str, value: str) -> MakePod:
+        self._pod.metadata.annotations[key] = value
+        return self
+
+    def creation_timestamp(self, ts: str) -> MakePod:
+        self._pod.metadata.creation_timestamp = ts
+        return self
+
+    def deletion_timestamp(self, ts: str) -> MakePod:
+        self._pod.metadata.deletion_timestamp = ts
+        return self
+
+    def finalizers(self, finalizers: Iterable[str]) -> MakePod:
+        self._pod.metadata.SetInParent()
+        self._pod.metadata.finalizers.extend(finalizers)
+        return self
+
+    def owner_references(self, refs: Sequence[Json]) -> MakePod:
+        return self.meta({"ownerReferences": list(refs)})
+
+    def meta(self, doc: Json) -> MakePod:
+        """Merge a Kubernetes-shaped metadata dict."""
+        self._pod.metadata.SetInParent()
+        json_format.ParseDict(doc, self._pod.metadata)
+        return self
+
+    # ------------------------------------------------------------------ spec
+
+    def node(self, node_name: str) -> MakePod:
+        """spec.nodeName (the pod is bound to it)."""
+        self._pod.spec.node_name = node_name
+        return self
+
+    def scheduler_name(self, name: str) -> MakePod:
+        self._pod.spec.scheduler_name = name
+        return self
+
+    def priority(self, priority: int) -> MakePod:
+        self._pod.spec.priority = priority
+        return self
+
+    def scheduling_gates(self, gates: Iterable[str]) -> MakePod:
+        self._pod.spec.SetInParent()
+        for g in gates:
+            self._pod.spec.scheduling_gates.add(name=g)
+        return self
+
+    def container(
+        self,
+        name: str = "c",
+        image: str = "",
+        *,
+        requests: Mapping[str, str] | None = None,
+        limits: Mapping[str, str] | None = None,
+        ports: Sequence[Json] | None = None,
+    ) -> MakePod:
+        """Append a container; `requests`/`limits` given (even empty) make its resources present."""
+        self._pod.spec.containers.append(_container(name, image, requests, limits, ports))
+        return self
+
+    def req(self, requests: Mapping[str, str]) -> MakePod:
+        """Append a container c<i> (i: the containers before it) requesting `requests`, as
+        upstream's MakePod().Req(...)."""
+        return self.container(f"c{len(self._pod.spec.containers)}", requests=requests)
+
+    def init_container(
+        self, name: str, image: str = "", *, requests: Mapping[str, str] | None = None
+    ) -> MakePod:
+        self._pod.spec.init_containers.append(_container(name, image, requests, None, None))
+        return self
+
+    def tolerations(self, tolerations: Sequence[Json]) -> MakePod:
+        return self.spec({"tolerations": list(tolerations)})
+
+    def node_selector(self, selector: Mapping[str, str]) -> MakePod:
+        self._pod.spec.SetInParent()
+        self._pod.spec.node_selector.update(selector)
+        return self
+
+    def affinity(self, affinity: Json) -> MakePod:
+        """spec.affinity in its Kubernetes shape ({"nodeAffinity": ...}, {"podAntiAffinity": ...})."""
+        return self.spec({"affinity": affinity})
+
+    def topology_spread_constraints(self, constraints: Sequence[Json]) -> MakePod:
+        return self.spec({"topologySpreadConstraints": list(constraints)})
+
+    def overhead(self, overhead: Mapping[str, str]) -> MakePod:
+        self._pod.spec.SetInParent()
+        self._pod.spec.overhead.update(overhead)
+        return self
+
+    def spec(self, doc: Json) -> MakePod:
+        """Merge a Kubernetes-shaped spec dict (lists replace the field's items)."""
+        self._pod.spec.SetInParent()
+        json_format.ParseDict(doc, self._pod.spec)
+        return self
+
+    # ------------------------------------------------------------------ status
+
+    def phase(self, phase: str) -> MakePod:
+        self._pod.status.phase = phase
+        return self
+
+    def condition(self, type_: str, status: str, last_transition_time: str = "") -> MakePod:
+        self._pod.status.conditions.add(
+            type=type_, status=status, last_transition_time=last_transition_time
+        )
+        return self
+
+    def container_status(
+        self, name: str, *, restart_count: int = 0, ready: bool = False
+    ) -> MakePod:
+        self._pod.status.container_statuses.add(name=name, restart_count=restart_count, ready=ready)
+        return self
+
+
+def _container(
+    name: str,
+    image: str,
+    requests: Mapping[str, str] | None,
+    limits: Mapping[str, str] | None,
+    ports: Sequence[Json] | None,
+) -> core_pb2.Container:
+    c = core_pb2.Container(name=name, image=image)
+    if requests is not None:
+        c.resources.SetInParent()
+        c.resources.requests.update(requests)
+    if limits is not None:
+        c.resources.SetInParent()
+        c.resources.limits.update(limits)
+    if ports is not None:
+        json_format.ParseDict({"ports": list(ports)}, c)
+    return c
+
+
+class MakeNode:
+    """A core_pb2.Node, one field per call."""
+
+    def __init__(self) -> None:
+        self._node = core_pb2.Node()
+
+    def obj(self) -> core_pb2.Node:
+        return self._node
+
+    def typed(self) -> MakeNode:
+        """apiVersion v1, kind Node: what decoding a manifest sets."""
+        self._node.api_version, self._node.kind = "v1", "Node"
+        return self
+
+    def name(self, name: str) -> MakeNode:
+        self._node.metadata.name = name
+        return self
+
+    def labels(self, labels: Mapping[str, str]) -> MakeNode:
+        self._node.metadata.SetInParent()
+        self._node.metadata.labels.update(labels)
+        return self
+
+    def label(self, key: str, value: str) -> MakeNode:
+        self._node.metadata.labels[key] = value
+        return self
+
+    def taints(self, taints: Sequence[Json]) -> MakeNode:
+        """spec.taints in their Kubernetes shape (the spec is present even when empty)."""
+        self._node.spec.SetInParent()
+        json_format.ParseDict({"taints": list(taints)}, self._node.spec)
+        return self
+
+    def unschedulable(self, value: bool = True) -> MakeNode:
+        self._node.spec.unschedulable = value
+        return self
+
+    def capacity(self, capacity: Mapping[str, str]) -> MakeNode:
+        self._node.status.SetInParent()
+        self._node.status.capacity.update(capacity)
+        return self
+
+    def allocatable(self, allocatable: Mapping[str, str]) -> MakeNode:
+        self._node.status.SetInParent()
+        self._node.status.allocatable.update(allocatable)
+        return self
+
+    def condition(
+        self,
+        type_: str,
+        status: str,
+        *,
+        last_heartbeat_time: str = "",
+        last_transition_time: str = "",
+    ) -> MakeNode:
+        self._node.status.conditions.add(
+            type=type_,
+            status=status,
+            last_heartbeat_time=last_heartbeat_time,
+            last_transition_time=last_transition_time,
+        )
+        return self
+
+
+def pod(name: str, namespace: str = "default", **spec: Any) -> core_pb2.Pod:
+    """A decoded-manifest pod (apiVersion/kind set) with one pause container `c`; `spec` is
+    merged in its Kubernetes shape (`nodeName="n1"`, `tolerations=[...]`; `containers=[...]`
+    replaces the pause container)."""
+    return (
+        MakePod()
+        .typed()
+        .name(name)
+        .namespace(namespace)
+        .container("c", PAUSE_IMAGE)
+        .spec(spec)
+        .obj()
+    )

@@ -1,0 +1,71 @@
+"""What the end-to-end tests share besides their fixtures (tests/e2e/conftest.py): the CLI in
+a private KUBERA_HOME (kubera.testing.Cluster), a running cluster for one block, and the pod
+manifests and queries several files use."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import yaml
+
+from kubera.testing import Cluster
+
+#: The repository, the CLI's working directory (manifests are named relative to it).
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def kubera_in(home: Path) -> Cluster:
+    """The `kubera` CLI with KUBERA_HOME=home, run from the repository (240 s per command)."""
+    return Cluster(home, cwd=ROOT, timeout=240)
+
+
+@contextlib.contextmanager
+def running(home: Path, *up_args: str) -> Iterator[Cluster]:
+    """`kubera up --detach UP_ARGS` in `home`; `kubera down` after, and no process left
+    behind even when down fails."""
+    k = kubera_in(home)
+    up = k.start(*up_args)
+    assert up.returncode == 0, up.stderr + up.stdout
+    try:
+        yield k
+    finally:
+        k.stop()
+
+
+def pods_file(tmp: Path, prefix: str, n: int) -> Path:
+    """`n` small pause pods `<prefix>-<i>` labelled app=chaos, as one manifest file."""
+    docs = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"{prefix}-{i}", "labels": {"app": "chaos"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "registry.k8s.io/pause:3.9",
+                        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                    }
+                ]
+            },
+        }
+        for i in range(n)
+    ]
+    path = tmp / f"{prefix}.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def bound_pods(k: Cluster, prefix: str) -> dict[str, dict]:
+    """The pods named `<prefix>…` that are bound to a node, by name."""
+    r = k("get", "pods", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    items = json.loads(r.stdout)["items"]
+    return {
+        p["metadata"]["name"]: p
+        for p in items
+        if p["metadata"]["name"].startswith(prefix) and p["spec"].get("nodeName")
+    }
