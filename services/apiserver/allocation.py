@@ -44,7 +44,6 @@ import json
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from google.protobuf.message import Message
 
@@ -52,12 +51,10 @@ from protos.kubera.v1 import core_pb2
 from services.api.errors import AllocationConflictError, CorruptObjectError
 from services.api.kinds import BY_KIND
 from services.api.limits import loads_json
+from services.apiserver.store import Store
 from services.apiserver.watchcache import WatchCache
 from services.scheduler.framework.types import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
 from services.storage import Compare, Get, KeyValue, Put, Storage
-
-if TYPE_CHECKING:
-    from services.apiserver.registry import ApiServer
 
 #: Where the records live: ALLOCATIONS_PREFIX + node name.
 ALLOCATIONS_PREFIX = "/kubera/allocations/"
@@ -194,9 +191,9 @@ def _node_of(pod: Message) -> str:
     return pod.spec.node_name  # type: ignore[attr-defined,no-any-return]
 
 
-def pods_cache(api: ApiServer) -> WatchCache:
+def pods_cache(store: Store) -> WatchCache:
     """The pods watch cache, with its spec.nodeName index (added on first use)."""
-    cache = api.caches[_PODS.resource]
+    cache = store.caches[_PODS.resource]
     cache.add_index(NODE_INDEX, _node_of)
     return cache
 
@@ -248,9 +245,9 @@ async def prune_stored(storage: Storage, pods: Sequence[Allocated]) -> list[Allo
 # ------------------------------------------------------------------------ the bind's part
 
 
-async def read(api: ApiServer, pod_key: str, node_name: str) -> tuple[KeyValue | None, ...]:
+async def read(store: Store, pod_key: str, node_name: str) -> tuple[KeyValue | None, ...]:
     """The pod, the node's record and the Node, read at one revision."""
-    res = await api.storage.txn(
+    res = await store.storage.txn(
         [], [Get(pod_key), Get(allocation_key(node_name)), Get(_NODES.key("", node_name))]
     )
     return res.gets
@@ -266,7 +263,7 @@ class Guard:
 
 
 async def admit(
-    api: ApiServer,
+    store: Store,
     pod: core_pb2.Pod,
     pod_rev: int,
     node_name: str,
@@ -284,14 +281,14 @@ async def admit(
     node.ParseFromString(node_kv.value)
     capacity = Resource.from_list(node.status.allocatable)
     request = pod_requests(pod)
-    cache = pods_cache(api)
+    cache = pods_cache(store)
     pods = prune_cached(cache, decode_record(record_kv))
     adopt_cached(cache, node_name, pods)
     short = shortfalls(request, pods, capacity)
     if short and pods:
         # The cache may not have seen a deletion or a terminal phase yet: ask etcd before
         # refusing, so a lagging cache never costs a bind that fits.
-        pods = await prune_stored(api.storage, pods)
+        pods = await prune_stored(store.storage, pods)
         short = shortfalls(request, pods, capacity)
     if short:
         raise AllocationConflictError(
@@ -335,11 +332,11 @@ class _NodeLocks:
                 self._locks[node_name] = (lock, users - 1)
 
 
-_LOCKS: weakref.WeakKeyDictionary[ApiServer, _NodeLocks] = weakref.WeakKeyDictionary()
+_LOCKS: weakref.WeakKeyDictionary[Store, _NodeLocks] = weakref.WeakKeyDictionary()
 
 
-def node_lock(api: ApiServer, node_name: str) -> contextlib.AbstractAsyncContextManager[None]:
-    locks = _LOCKS.get(api)
+def node_lock(store: Store, node_name: str) -> contextlib.AbstractAsyncContextManager[None]:
+    locks = _LOCKS.get(store)
     if locks is None:
-        locks = _LOCKS[api] = _NodeLocks()
+        locks = _LOCKS[store] = _NodeLocks()
     return locks.hold(node_name)
