@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import functools
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 
@@ -81,14 +82,7 @@ class ApiServer:
             clock=self.clock,
             new_uid=new_uid or (lambda: str(uuid.uuid4())),
         )
-        self.store.after_delete = self._after_delete
-
-    @property
-    def bookmark_interval(self) -> float:
-        return self.config.bookmark_interval
-
-    async def _after_delete(self, kind: Kind, namespace: str) -> None:
-        await deletion.after_delete(self.store, kind, namespace)
+        self.store.after_delete = functools.partial(deletion.after_delete, self.store)
 
     # ----------------------------------------------------------- lifecycle
 
