@@ -13,7 +13,6 @@ from google.protobuf.message import Message
 from protos.kubera.v1 import scheduling_pb2
 from services.api.kinds import BY_KIND, Kind
 from services.apiserver.store import Store
-from services.apiserver.watchcache import decode
 
 
 class AdmissionReads:
@@ -45,7 +44,8 @@ class AdmissionReads:
             cache = await self._store.fresh_cache(kind)
             if cache is None:
                 objs = [
-                    decode(kind, kv) for kv in (await self._store.storage.list(kind.prefix()))[0]
+                    self._store.decode(kind, kv)
+                    for kv in (await self._store.storage.list(kind.prefix()))[0]
                 ]
             else:
                 objs = [e.obj for e in cache.store.values()]

@@ -31,7 +31,6 @@ from services.apiserver.fencing import (
 )
 from services.apiserver.objects import MAX_RETRIES, conflict, not_found
 from services.apiserver.store import Store
-from services.apiserver.watchcache import decode
 from services.storage import Compare, Get, KeyValue, Op, Put
 
 
@@ -117,7 +116,7 @@ async def _bind(
             kv = await store.storage.get(key)
         if kv is None:
             raise not_found(kind, name)
-        pod: core_pb2.Pod = decode(kind, kv)  # type: ignore[assignment]
+        pod: core_pb2.Pod = store.decode(kind, kv)  # type: ignore[assignment]
         _check_bindable(pod, namespace, name, uid)
         if resource_version and resource_version != pod.metadata.resource_version:
             raise conflict(kind, name)
@@ -155,7 +154,7 @@ async def _bind(
             check_allocation and current is not None and current.mod_revision == kv.mod_revision
         )
         if resource_version and not record_moved:
-            if current is not None and decode(kind, current).spec.node_name:  # type: ignore[attr-defined]
+            if current is not None and store.decode(kind, current).spec.node_name:  # type: ignore[attr-defined]
                 continue  # report "already assigned" on the next pass
             raise conflict(kind, name)
     if record_moved:

@@ -39,7 +39,6 @@ from services.apiserver import admission
 from services.apiserver.objects import MAX_RETRIES, conflict, held, not_found
 from services.apiserver.objects import meta as _meta
 from services.apiserver.store import Store
-from services.apiserver.watchcache import decode
 from services.clock import rfc3339
 from services.storage import Compare, Delete, KeyValue
 
@@ -79,7 +78,7 @@ async def delete(
         if kv is None:
             raise not_found(kind, name)
         try:
-            obj = decode(kind, kv)
+            obj = store.decode(kind, kv)
         except CorruptObjectError:
             if not ignore_store_read_error:
                 raise
@@ -185,7 +184,7 @@ async def _finish_namespace(store: Store, namespace: str) -> None:
         kv = await store.storage.get(ns_kind.key("", namespace))
         if kv is None:
             return
-        ns: core_pb2.Namespace = decode(ns_kind, kv)  # type: ignore[assignment]
+        ns: core_pb2.Namespace = store.decode(ns_kind, kv)  # type: ignore[assignment]
         if not ns.metadata.deletion_timestamp:
             return
         for kind in KINDS:

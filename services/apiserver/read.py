@@ -17,7 +17,7 @@ from services.api.errors import BadRequestError, CorruptObjectError, invalid
 from services.api.kinds import Kind
 from services.apiserver.objects import Filter, not_found
 from services.apiserver.store import Store
-from services.apiserver.watchcache import Entry, decode
+from services.apiserver.watchcache import Entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ async def list_objects(
     warnings = []
     for kv in items:
         try:
-            obj = decode(kind, kv)
+            obj = store.decode(kind, kv)
         except CorruptObjectError as e:
             warnings.append(f"{e.message} (left out of the list)")
             continue

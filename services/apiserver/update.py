@@ -25,7 +25,6 @@ from services.apiserver.objects import merge_patch as apply_merge_patch
 from services.apiserver.objects import meta as _meta
 from services.apiserver.read import get
 from services.apiserver.store import Store
-from services.apiserver.watchcache import decode
 from services.storage import KeyValue
 
 
@@ -66,7 +65,7 @@ def prepare_update(
         raise not_found(kind, meta.name)
     if meta.resource_version and meta.resource_version != str(kv.mod_revision):
         raise conflict(kind, meta.name)
-    old = decode(kind, kv)
+    old = store.decode(kind, kv)
     if meta.uid and meta.uid != _meta(old).uid:
         raise ConflictError(
             f"Precondition failed: UID in precondition: {meta.uid}, UID in object meta: {_meta(old).uid}"
