@@ -90,7 +90,9 @@ def _imports() -> tuple[list[Import], list[tuple[str, str, int]]]:
                     if node.level > 1:
                         anchor = anchor[: -(node.level - 1)]
                     base = ".".join(anchor + ([base] if base else []))
-                if base not in MODULES and not any(f"{base}.{a.name}" in MODULES for a in node.names):
+                if base not in MODULES and not any(
+                    f"{base}.{a.name}" in MODULES for a in node.names
+                ):
                     outside.append((module, base.split(".")[0], node.lineno))
                     continue
                 for alias in node.names:
