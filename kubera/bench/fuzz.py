@@ -66,9 +66,9 @@ def cmd_bench_fuzz(args: argparse.Namespace) -> int:
                 Path(etcd_dir) / "data", log_path=Path(etcd_dir) / "etcd.log"
             ).start()
             endpoint = etcd.endpoint
-            server = harness.ServerThread(lambda: EtcdStorage(endpoint), **harness.FUZZ_API_OPTIONS)
+            server = harness.ServerThread(lambda: EtcdStorage(endpoint), harness.FUZZ_API_CONFIG)
         else:
-            server = harness.ServerThread(**harness.FUZZ_API_OPTIONS)
+            server = harness.ServerThread(config=harness.FUZZ_API_CONFIG)
         caller = harness.Caller(server.start(), errors)
         tally = harness.Tally()
         start = time.monotonic()

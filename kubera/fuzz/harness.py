@@ -43,8 +43,7 @@ from google.protobuf import any_pb2
 from protos.kubera.v1 import apiserver_pb2 as pb
 from services.api import codec
 from services.api.kinds import KINDS
-from services.apiserver.registry import ApiServer
-from services.apiserver.server import serve
+from services.apiserver import ApiServer, ApiServerConfig, serve
 from services.storage import Storage
 from services.storage.memory import MemoryStorage
 
@@ -146,18 +145,20 @@ def traceback_head(record: logging.LogRecord) -> str:
 
 #: The fuzz run's apiserver: a small watch cache and frequent bookmarks, so watches opened
 #: by the fuzz answer (or end) within its read window.
-FUZZ_API_OPTIONS: dict[str, Any] = {"watch_cache_capacity": 200, "bookmark_interval": 0.5}
+FUZZ_API_CONFIG = ApiServerConfig(watch_cache_capacity=200, bookmark_interval=0.5)
 
 
 class ServerThread:
     """A real apiserver gRPC server on its own event loop in a background thread (the fuzz
-    harness's, and the CLI tests'); `api_options` go to ApiServer."""
+    harness's, and the CLI tests'), built with `config` (ApiServerConfig's defaults if None)."""
 
     def __init__(
-        self, storage_factory: Callable[[], Storage] = MemoryStorage, **api_options: Any
+        self,
+        storage_factory: Callable[[], Storage] = MemoryStorage,
+        config: ApiServerConfig | None = None,
     ) -> None:
         self.storage_factory = storage_factory
-        self.api_options = api_options
+        self.config = config
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.api: ApiServer | None = None
@@ -176,7 +177,7 @@ class ServerThread:
         connect = getattr(self.storage, "connect", None)
         if connect is not None:
             await connect()
-        self.api = ApiServer(self.storage, **self.api_options)
+        self.api = ApiServer(self.storage, self.config)
         await self.api.start()
         self.server, port = await serve(self.api)
         return port

@@ -2,22 +2,17 @@
 
 Why this module exists: admission (``admission.mutate``, the single-global-default check)
 needs PriorityClasses, RuntimeClasses and Namespaces for every create and update, and
-both the single-object paths (``registry``) and the batch paths (``batch``) hand it the
+both the single-object paths (``create``, ``update``) and the batch paths (``batch``) hand it the
 same :class:`AdmissionReads`, the registry's implementation of ``admission.Lookup``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import scheduling_pb2
 from services.api.kinds import BY_KIND, Kind
-from services.api.stored import decode
-
-if TYPE_CHECKING:
-    from services.apiserver.registry import ApiServer
+from services.apiserver.store import Store
 
 
 class AdmissionReads:
@@ -27,28 +22,31 @@ class AdmissionReads:
     created a moment ago is seen). Memoized for one request, so a batch create of
     thousands of pods reads each class once."""
 
-    def __init__(self, api: ApiServer) -> None:
-        self._api = api
+    def __init__(self, store: Store) -> None:
+        self._store = store
         self._memo: dict[tuple[str, str, str], Message | None] = {}
         self._default: list[scheduling_pb2.PriorityClass | None] = []
 
     async def cached_or_none(self, kind: Kind, namespace: str, name: str) -> Message | None:
         key = (kind.resource, namespace, name)
         if key not in self._memo:
-            cache = await self._api.fresh_cache(kind)
+            cache = await self._store.fresh_cache(kind)
             if cache is None:
-                self._memo[key] = await self._api.get_or_none(kind, namespace, name)
+                self._memo[key] = await self._store.get_or_none(kind, namespace, name)
             else:
-                entry = cache.store.get(kind.key(self._api._namespace(kind, namespace), name))
+                entry = cache.store.get(kind.key(self._store.namespace(kind, namespace), name))
                 self._memo[key] = entry.obj if entry is not None else None
         return self._memo[key]
 
     async def global_default_priority_class(self) -> scheduling_pb2.PriorityClass | None:
         if not self._default:
             kind = BY_KIND["PriorityClass"]
-            cache = await self._api.fresh_cache(kind)
+            cache = await self._store.fresh_cache(kind)
             if cache is None:
-                objs = [decode(kind, kv) for kv in (await self._api.storage.list(kind.prefix()))[0]]
+                objs = [
+                    self._store.decode(kind, kv)
+                    for kv in (await self._store.storage.list(kind.prefix()))[0]
+                ]
             else:
                 objs = [e.obj for e in cache.store.values()]
             found = [pc for pc in objs if pc.global_default]  # type: ignore[attr-defined]

@@ -4,10 +4,10 @@ several active schedulers can never overcommit one.
 Why this module exists: with one scheduler, its cache is the only placer and fit is decided
 there. With K active schedulers sharing the cluster state (Omega), each decides from its
 own lagging view, so the apiserver decides whether a placement still fits, atomically with
-the bind. A bind with `check_allocation` reads the node's record (services/storage/keys.py allocation_key:
-node name), decides fit from it and the Node's status.allocatable, and writes the bound pod
-and the grown record in ONE txn that compares both mod_revisions (create_revision == 0 when
-there is no record yet). A concurrent bind to the same node moves the record and fails the
+the bind. A bind with `check_allocation` reads the node's record (its key is
+`allocation_key(node name)`, services/storage/keys.py), decides fit from it and the Node's
+status.allocatable, and writes the bound pod and the grown record in ONE txn that compares
+both mod_revisions (create_revision == 0 when there is no record yet). A concurrent bind to the same node moves the record and fails the
 txn; the caller reads again and re-decides: it still binds if it still fits (Omega's
 fine-grained conflict detection), else AllocationConflictError.
 
@@ -44,7 +44,6 @@ import json
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from google.protobuf.message import Message
 
@@ -53,12 +52,10 @@ from services.api.errors import AllocationConflictError, CorruptObjectError
 from services.api.kinds import BY_KIND
 from services.api.limits import loads_json
 from services.api.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
+from services.apiserver.store import Store
 from services.apiserver.watchcache import WatchCache
 from services.storage import Compare, Get, KeyValue, Put, Storage
 from services.storage.keys import allocation_key
-
-if TYPE_CHECKING:
-    from services.apiserver.registry import ApiServer
 
 #: The pods watch cache's index that lists the pods bound to a node.
 NODE_INDEX = "spec.nodeName"
@@ -189,9 +186,9 @@ def _node_of(pod: Message) -> str:
     return pod.spec.node_name  # type: ignore[attr-defined,no-any-return]
 
 
-def pods_cache(api: ApiServer) -> WatchCache:
+def pods_cache(store: Store) -> WatchCache:
     """The pods watch cache, with its spec.nodeName index (added on first use)."""
-    cache = api.caches[_PODS.resource]
+    cache = store.caches[_PODS.resource]
     cache.add_index(NODE_INDEX, _node_of)
     return cache
 
@@ -243,9 +240,9 @@ async def prune_stored(storage: Storage, pods: Sequence[Allocated]) -> list[Allo
 # ------------------------------------------------------------------------ the bind's part
 
 
-async def read(api: ApiServer, pod_key: str, node_name: str) -> tuple[KeyValue | None, ...]:
+async def read(store: Store, pod_key: str, node_name: str) -> tuple[KeyValue | None, ...]:
     """The pod, the node's record and the Node, read at one revision."""
-    res = await api.storage.txn(
+    res = await store.storage.txn(
         [], [Get(pod_key), Get(allocation_key(node_name)), Get(_NODES.key("", node_name))]
     )
     return res.gets
@@ -261,7 +258,7 @@ class Guard:
 
 
 async def admit(
-    api: ApiServer,
+    store: Store,
     pod: core_pb2.Pod,
     pod_rev: int,
     node_name: str,
@@ -279,14 +276,14 @@ async def admit(
     node.ParseFromString(node_kv.value)
     capacity = Resource.from_list(node.status.allocatable)
     request = pod_requests(pod)
-    cache = pods_cache(api)
+    cache = pods_cache(store)
     pods = prune_cached(cache, decode_record(record_kv))
     adopt_cached(cache, node_name, pods)
     short = shortfalls(request, pods, capacity)
     if short and pods:
         # The cache may not have seen a deletion or a terminal phase yet: ask etcd before
         # refusing, so a lagging cache never costs a bind that fits.
-        pods = await prune_stored(api.storage, pods)
+        pods = await prune_stored(store.storage, pods)
         short = shortfalls(request, pods, capacity)
     if short:
         raise AllocationConflictError(
@@ -330,11 +327,11 @@ class _NodeLocks:
                 self._locks[node_name] = (lock, users - 1)
 
 
-_LOCKS: weakref.WeakKeyDictionary[ApiServer, _NodeLocks] = weakref.WeakKeyDictionary()
+_LOCKS: weakref.WeakKeyDictionary[Store, _NodeLocks] = weakref.WeakKeyDictionary()
 
 
-def node_lock(api: ApiServer, node_name: str) -> contextlib.AbstractAsyncContextManager[None]:
-    locks = _LOCKS.get(api)
+def node_lock(store: Store, node_name: str) -> contextlib.AbstractAsyncContextManager[None]:
+    locks = _LOCKS.get(store)
     if locks is None:
-        locks = _LOCKS[api] = _NodeLocks()
+        locks = _LOCKS[store] = _NodeLocks()
     return locks.hold(node_name)

@@ -3,7 +3,7 @@
 Why this module exists: kubelets report thousands of pod statuses and node leases, and
 workload controllers create pods by the hundred; one txn per object would be the
 bottleneck. Items are admitted and validated one by one with the same rules as
-``ApiServer.create`` / ``ApiServer.update``, then written ~100 per txn (under etcd's
+``create.create`` / ``update.update``, then written ~100 per txn (under etcd's
 --max-txn-ops). A chunk whose txn fails falls back to one txn per item, so one conflict
 or taken name fails that item alone. Each item gets its own :class:`BatchResult`.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from google.protobuf.message import Message
 
@@ -20,12 +20,12 @@ from services.api.errors import ApiError, BadRequestError, NotFoundError, Reques
 from services.api.kinds import Kind, kind_of
 from services.apiserver import admission
 from services.apiserver.admission_reads import AdmissionReads
+from services.apiserver.create import create_one, create_txn, namespace_guard, prepare_create
 from services.apiserver.objects import held
 from services.apiserver.objects import meta as _meta
+from services.apiserver.store import Store
+from services.apiserver.update import prepare_update
 from services.storage import Compare, Get, KeyValue, Put, TxnResult
-
-if TYPE_CHECKING:
-    from services.apiserver.registry import ApiServer
 
 BATCH_CHUNK = 100  # etcd's default --max-txn-ops is 128
 #: Bytes of values per txn: etcd refuses a request over --max-request-bytes (1.5 MiB by
@@ -57,29 +57,29 @@ class BatchResult:
     error: ApiError | None
 
 
-async def _chunk_txn(api: ApiServer, compares: list[Compare], puts: list[Put]) -> TxnResult | None:
+async def _chunk_txn(store: Store, compares: list[Compare], puts: list[Put]) -> TxnResult | None:
     """One chunk's txn; None when etcd finds it too large (one item over etcd's limit), so
     the chunk falls back to one txn per item and only that item fails."""
     try:
-        return await api._txn(compares, puts)
+        return await store.txn(compares, puts)
     except RequestTooLargeError:
         return None
 
 
-async def batch_create(api: ApiServer, objs: Sequence[Message]) -> list[BatchResult]:
+async def batch_create(store: Store, objs: Sequence[Message]) -> list[BatchResult]:
     """Create many objects: validated one by one, written ~100 per etcd txn. A chunk
     whose txn fails (a name taken, a namespace gone) falls back to one txn each."""
     results: list[BatchResult | None] = [None] * len(objs)
     ready: list[tuple[int, Kind, Message, Compare | None]] = []
-    reads = AdmissionReads(api)
+    reads = AdmissionReads(store)
     guards: dict[str, Compare | None] = {}
     for i, o in enumerate(objs):
         try:
-            kind, prepared = await api._prepare_create(o, reads=reads)
+            kind, prepared = await prepare_create(store, o, reads=reads)
             ns = _meta(prepared).namespace
             gkey = f"{kind.namespaced}/{ns}"
             if gkey not in guards:
-                guards[gkey] = await api._namespace_guard(kind, ns, _meta(prepared).name, reads)
+                guards[gkey] = await namespace_guard(store, kind, ns, _meta(prepared).name, reads)
             ready.append((i, kind, prepared, guards[gkey]))
         except ApiError as e:
             results[i] = BatchResult(None, e)
@@ -88,12 +88,12 @@ async def batch_create(api: ApiServer, objs: Sequence[Message]) -> list[BatchRes
         puts: list[Put] = []
         seen: set[Compare] = set()
         for _, kind, obj, guard in chunk:
-            c, p = api._create_txn(kind, obj, guard)
+            c, p = create_txn(store, kind, obj, guard)
             compares.extend(x for x in c if x not in seen)
             seen.update(c)
             puts.extend(p)
         if len({p.key for p in puts}) == len(puts):
-            res = await _chunk_txn(api, compares, puts)
+            res = await _chunk_txn(store, compares, puts)
             if res is not None and res.succeeded:
                 for i, _, obj, _ in chunk:
                     _meta(obj).resource_version = str(res.revision)
@@ -101,41 +101,41 @@ async def batch_create(api: ApiServer, objs: Sequence[Message]) -> list[BatchRes
                 continue
         for i, kind, obj, guard in chunk:
             try:
-                results[i] = BatchResult(await api._create_one(kind, obj, guard), None)
+                results[i] = BatchResult(await create_one(store, kind, obj, guard), None)
             except ApiError as e:
                 results[i] = BatchResult(None, e)
     return [r for r in results if r is not None]
 
 
 async def batch_update(
-    api: ApiServer, objs: Sequence[Message], *, status: bool = False
+    store: Store, objs: Sequence[Message], *, status: bool = False
 ) -> list[BatchResult]:
     """Update many objects of one kind (kubelets' pod statuses, node leases): read
     ~100 per etcd txn, write ~100 per txn, each write guarded by its own
     mod_revision. A chunk whose txn fails falls back to one txn each, so one
-    conflict fails one item. Same rules as `ApiServer.update` item by item."""
+    conflict fails one item. Same rules as `update.update` item by item."""
     results: list[BatchResult] = [BatchResult(None, None)] * len(objs)
     if not objs:
         return results
-    kind = api._kind(objs[0])
+    kind = store.kind(objs[0])
     if status and not kind.has_status:
         raise NotFoundError(f"{kind.resource} have no status subresource: use Update")
     keys: list[str] = []
     for o in objs:
-        if api._kind(o) is not kind:
+        if store.kind(o) is not kind:
             raise BadRequestError(
                 f"a batch update holds one kind; got {kind_of(o).kind} among {kind.kind}"
             )
-        keys.append(kind.key(api._namespace(kind, _meta(o).namespace), _meta(o).name))
+        keys.append(kind.key(store.namespace(kind, _meta(o).namespace), _meta(o).name))
     kvs: list[KeyValue | None] = []
     for start in range(0, len(keys), BATCH_CHUNK):
-        res = await api._txn([], [Get(k) for k in keys[start : start + BATCH_CHUNK]])
+        res = await store.txn([], [Get(k) for k in keys[start : start + BATCH_CHUNK]])
         kvs.extend(res.gets)
     ready: list[tuple[int, Message, KeyValue]] = []
-    reads = AdmissionReads(api)
+    reads = AdmissionReads(store)
     for i, (o, kv) in enumerate(zip(objs, kvs, strict=True)):
         try:
-            new = api._prepare_update(kind, o, kv, status=status)
+            new = prepare_update(store, kind, o, kv, status=status)
             if not status:
                 await admission.check_single_global_default(kind, new, reads)
         except ApiError as e:
@@ -146,7 +146,7 @@ async def batch_update(
         if m.deletion_timestamp and not held(kind, new) and m.deletion_grace_period_seconds == 0:
             ready.append((i, new, kv))  # finishing a deletion: one txn of its own
             continue
-        data = api._encode(new)
+        data = store.encode(new)
         if data == kv.value:
             m.resource_version = str(kv.mod_revision)
             results[i] = BatchResult(new, None)
@@ -156,11 +156,11 @@ async def batch_update(
     single = [r for r in ready if _meta(r[1]).deletion_timestamp]
     for chunk in chunks(plain, lambda r: r[1].ByteSize()):
         compares = [Compare(kv.key, "mod", "==", kv.mod_revision) for _, _, kv in chunk]
-        puts = [Put(kv.key, api._encode(new)) for _, new, kv in chunk]
+        puts = [Put(kv.key, store.encode(new)) for _, new, kv in chunk]
         # An object named twice: one txn each, so the second meets the first's write
         # (a conflict, as two updates from the same resourceVersion would).
         distinct = len({p.key for p in puts}) == len(puts)
-        res = await _chunk_txn(api, compares, puts) if distinct else None
+        res = await _chunk_txn(store, compares, puts) if distinct else None
         if res is not None and res.succeeded:
             for i, new, _ in chunk:
                 _meta(new).resource_version = str(res.revision)
@@ -169,7 +169,7 @@ async def batch_update(
             single.extend(chunk)
     for i, new, kv in single:
         try:
-            results[i] = BatchResult(await api._write(kind, new, kv), None)
+            results[i] = BatchResult(await store.write(kind, new, kv), None)
         except ApiError as e:
             results[i] = BatchResult(None, e)
     return results

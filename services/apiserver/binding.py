@@ -15,8 +15,6 @@ The precondition wording follows upstream's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
@@ -24,19 +22,16 @@ from services.api.conditions import update_pod_condition
 from services.api.errors import AllocationConflictError, FieldError, InvalidError, PreconditionError
 from services.api.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
 from services.api.kinds import BY_KIND, Kind
-from services.api.stored import decode
 from services.apiserver import allocation
 from services.apiserver.fencing import CURRENT
 from services.apiserver.objects import MAX_RETRIES, conflict, not_found
+from services.apiserver.store import Store
 from services.storage import Compare, Get, KeyValue, Op, Put
 from services.storage.keys import allocation_key
 
-if TYPE_CHECKING:
-    from services.apiserver.registry import ApiServer
-
 
 async def bind(
-    api: ApiServer,
+    store: Store,
     namespace: str,
     name: str,
     node_name: str,
@@ -58,10 +53,10 @@ async def bind(
     if fencing is not None:
         fencing.validate("Binding", name)
     if not check_allocation:
-        return await _bind(api, kind, namespace, name, node_name, resource_version, uid, fencing)
-    async with allocation.node_lock(api, node_name):
+        return await _bind(store, kind, namespace, name, node_name, resource_version, uid, fencing)
+    async with allocation.node_lock(store, node_name):
         return await _bind(
-            api,
+            store,
             kind,
             namespace,
             name,
@@ -95,7 +90,7 @@ def _check_bindable(pod: core_pb2.Pod, namespace: str, name: str, uid: str) -> N
 
 
 async def _bind(
-    api: ApiServer,
+    store: Store,
     kind: Kind,
     namespace: str,
     name: str,
@@ -112,32 +107,34 @@ async def _bind(
         record_kv: KeyValue | None = None
         node_kv: KeyValue | None = None
         if check_allocation:
-            kv, record_kv, node_kv = await allocation.read(api, key, node_name)
+            kv, record_kv, node_kv = await allocation.read(store, key, node_name)
         else:
-            kv = await api.storage.get(key)
+            kv = await store.storage.get(key)
         if kv is None:
             raise not_found(kind, name)
-        pod: core_pb2.Pod = decode(kind, kv)  # type: ignore[assignment]
+        pod: core_pb2.Pod = store.decode(kind, kv)  # type: ignore[assignment]
         _check_bindable(pod, namespace, name, uid)
         if resource_version and resource_version != pod.metadata.resource_version:
             raise conflict(kind, name)
         compares = [Compare(key, "mod", "==", kv.mod_revision)]
         ops: list[Op] = []
         if check_allocation:
-            guard = await allocation.admit(api, pod, kv.mod_revision, node_name, record_kv, node_kv)
+            guard = await allocation.admit(
+                store, pod, kv.mod_revision, node_name, record_kv, node_kv
+            )
             compares.append(guard.compare)
             ops.append(guard.put)
         pod.spec.node_name = node_name
-        update_pod_condition(pod.status, "PodScheduled", "True", api.clock.now())
+        update_pod_condition(pod.status, "PodScheduled", "True", store.clock.now())
         if check_allocation:
             pod.metadata.annotations[BOUND_BY] = bound_by_allocation(allocation_key(node_name))
         elif fencing is not None:
             pod.metadata.annotations[BOUND_BY] = bound_by_fenced(fencing)
         else:
             pod.metadata.annotations.pop(BOUND_BY, None)
-        res = await api._txn(
+        res = await store.txn(
             compares,
-            [Put(key, api._encode(pod)), *ops],
+            [Put(key, store.encode(pod)), *ops],
             [Get(key)],
             fencing=fencing,
             what=f"Binding of pod {namespace}/{name}",
@@ -151,7 +148,7 @@ async def _bind(
             check_allocation and current is not None and current.mod_revision == kv.mod_revision
         )
         if resource_version and not record_moved:
-            if current is not None and decode(kind, current).spec.node_name:  # type: ignore[attr-defined]
+            if current is not None and store.decode(kind, current).spec.node_name:  # type: ignore[attr-defined]
                 continue  # report "already assigned" on the next pass
             raise conflict(kind, name)
     if record_moved:

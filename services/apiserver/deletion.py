@@ -9,19 +9,19 @@ after its last object is gone. Those rules are one state machine and read best t
     live --delete, grace 0 and not held by finalizers--> gone
     live --delete, grace > 0 or held--> terminating (deletionTimestamp + grace set)
     terminating --delete with grace 0, or last finalizer removed by an update
-                  (ApiServer._write)--> gone
+                  (Store.write)--> gone
     namespace: Terminating --every object in it deleted (_empty_namespace)-->
                --last one gone (after_delete)--> "kubernetes" finalizer dropped --> gone
 
-Functions take the :class:`~services.apiserver.registry.ApiServer` (the facade calls them)
-and write through its guarded txns.
+Functions take the :class:`~services.apiserver.store.Store` and write through its guarded
+txns; the facade (registry.ApiServer) sets `after_delete` as the store's hook, so an update
+that removes the last finalizer (`Store.write`) finishes a terminating namespace too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING
 
 from google.protobuf.message import Message
 
@@ -35,21 +35,18 @@ from services.api.errors import (
     NotFoundError,
 )
 from services.api.kinds import BY_KIND, KINDS, Kind
-from services.api.stored import decode
 from services.apiserver import admission
 from services.apiserver.objects import MAX_RETRIES, conflict, held, not_found
 from services.apiserver.objects import meta as _meta
+from services.apiserver.store import Store
 from services.clock import rfc3339
 from services.storage import Compare, Delete, KeyValue
-
-if TYPE_CHECKING:
-    from services.apiserver.registry import ApiServer
 
 log = logging.getLogger(__name__)
 
 
 async def delete(
-    api: ApiServer,
+    store: Store,
     kind: Kind,
     namespace: str,
     name: str,
@@ -64,7 +61,7 @@ async def delete(
     the key goes at once. A value that does not decode raises CorruptObjectError, unless
     `ignore_store_read_error` (upstream's ignoreStoreReadErrorWithClusterBreakingPotential):
     then the key is removed as it is, no grace, finalizers or preconditions."""
-    namespace = api._namespace(kind, namespace)
+    namespace = store.namespace(kind, namespace)
     if kind.kind == "PriorityClass" and name in admission.SYSTEM_PRIORITY_CLASSES:
         raise ForbiddenError(
             f'priorityclasses "{name}" is forbidden: this is a system priority class and may not be deleted'
@@ -77,15 +74,15 @@ async def delete(
             raise InvalidError(kind.kind, name, grace_errors)
     key = kind.key(namespace, name)
     for _ in range(MAX_RETRIES):
-        kv = await api.storage.get(key)
+        kv = await store.storage.get(key)
         if kv is None:
             raise not_found(kind, name)
         try:
-            obj = decode(kind, kv)
+            obj = store.decode(kind, kv)
         except CorruptObjectError:
             if not ignore_store_read_error:
                 raise
-            return await _unsafe_delete(api, kind, namespace, name, kv)
+            return await _unsafe_delete(store, kind, namespace, name, kv)
         meta = _meta(obj)
         if uid and meta.uid != uid:
             raise ConflictError(
@@ -97,45 +94,45 @@ async def delete(
             )
         grace = _grace(kind, obj, grace_period_seconds)
         if grace == 0 and not held(kind, obj):
-            res = await api._txn([Compare(key, "mod", "==", kv.mod_revision)], [Delete(key)])
+            res = await store.txn([Compare(key, "mod", "==", kv.mod_revision)], [Delete(key)])
             if res.succeeded:
                 meta.resource_version = str(res.revision)
-                await after_delete(api, kind, namespace)
+                await after_delete(store, kind, namespace)
                 return obj
             continue
         if meta.deletion_timestamp and meta.deletion_grace_period_seconds <= grace:
             result = obj  # already terminating, no shorter grace asked for
         else:
-            meta.deletion_timestamp = rfc3339(api.clock.now() + grace)
+            meta.deletion_timestamp = rfc3339(store.clock.now() + grace)
             meta.deletion_grace_period_seconds = grace
             if meta.generation > 0:
                 meta.generation += 1  # as BeforeDelete does for a graceful deletion
             if kind.kind == "Namespace":
                 obj.status.phase = "Terminating"  # type: ignore[attr-defined]
             try:
-                result = await api._write(kind, obj, kv)
+                result = await store.write(kind, obj, kv)
             except ConflictError:
                 continue
         if kind.kind == "Namespace":
-            await _empty_namespace(api, name)
-            return await api.get_or_none(kind, "", name) or result
+            await _empty_namespace(store, name)
+            return await store.get_or_none(kind, "", name) or result
         return result
     raise conflict(kind, name)
 
 
 async def _unsafe_delete(
-    api: ApiServer, kind: Kind, namespace: str, name: str, kv: KeyValue
+    store: Store, kind: Kind, namespace: str, name: str, kv: KeyValue
 ) -> Message:
     """Remove a corrupt key as it is (compared at the version read, so a rewrite in between
     is not lost). The answer is a bare object naming what went, at the delete's revision."""
-    res = await api._txn([Compare(kv.key, "mod", "==", kv.mod_revision)], [Delete(kv.key)])
+    res = await store.txn([Compare(kv.key, "mod", "==", kv.mod_revision)], [Delete(kv.key)])
     if not res.succeeded:
         raise conflict(kind, name)
     log.warning("unsafe deletion of corrupt object %s at revision %d", kv.key, res.revision)
     gone = kind.new()
     meta = _meta(gone)
     meta.name, meta.namespace, meta.resource_version = name, namespace, str(res.revision)
-    await after_delete(api, kind, namespace)
+    await after_delete(store, kind, namespace)
     return gone
 
 
@@ -155,47 +152,47 @@ def _grace(kind: Kind, obj: Message, requested: int | None) -> int:
     )
 
 
-async def _empty_namespace(api: ApiServer, namespace: str) -> None:
+async def _empty_namespace(store: Store, namespace: str) -> None:
     """The namespace controller's work, done by the apiserver at once: delete everything
     in a terminating namespace (grace periods and finalizers honoured), then finish it."""
     for kind in KINDS:
         if not kind.namespaced:
             continue
-        items, _ = await api.storage.list(kind.prefix(namespace))
+        items, _ = await store.storage.list(kind.prefix(namespace))
         for kv in items:
             # A corrupt object stays (the namespace with it) until it is unsafely deleted.
             with contextlib.suppress(NotFoundError, ConflictError, CorruptObjectError):
-                await api.delete(kind, namespace, kv.key.rsplit("/", 1)[1])
-    await _finish_namespace(api, namespace)
+                await delete(store, kind, namespace, kv.key.rsplit("/", 1)[1])
+    await _finish_namespace(store, namespace)
 
 
-async def after_delete(api: ApiServer, kind: Kind, namespace: str) -> None:
+async def after_delete(store: Store, kind: Kind, namespace: str) -> None:
     """After an object is gone: a terminating namespace may now be empty."""
     if not kind.namespaced or not namespace:
         return
     ns_kind = BY_KIND["Namespace"]
-    cache = await api.fresh_cache(ns_kind)
+    cache = await store.fresh_cache(ns_kind)
     entry = cache.store.get(ns_kind.key("", namespace)) if cache is not None else None
     if entry is None or _meta(entry.obj).deletion_timestamp:
-        await _finish_namespace(api, namespace)
+        await _finish_namespace(store, namespace)
 
 
-async def _finish_namespace(api: ApiServer, namespace: str) -> None:
+async def _finish_namespace(store: Store, namespace: str) -> None:
     """Drop the "kubernetes" finalizer of a terminating, empty namespace (which then goes)."""
     ns_kind = BY_KIND["Namespace"]
     for _ in range(MAX_RETRIES):
-        kv = await api.storage.get(ns_kind.key("", namespace))
+        kv = await store.storage.get(ns_kind.key("", namespace))
         if kv is None:
             return
-        ns: core_pb2.Namespace = decode(ns_kind, kv)  # type: ignore[assignment]
+        ns: core_pb2.Namespace = store.decode(ns_kind, kv)  # type: ignore[assignment]
         if not ns.metadata.deletion_timestamp:
             return
         for kind in KINDS:
-            if kind.namespaced and (await api.storage.list(kind.prefix(namespace)))[0]:
+            if kind.namespaced and (await store.storage.list(kind.prefix(namespace)))[0]:
                 return  # not empty yet: the last delete in it comes back here
         ns.spec.ClearField("finalizers")
         try:
-            await api._write(ns_kind, ns, kv)
+            await store.write(ns_kind, ns, kv)
             return
         except ConflictError:
             continue

@@ -8,7 +8,7 @@ a stale token fails the whole txn and the write is refused as "stale leader".
 
 Binds carry the token in BindRequest.fencing; every other RPC may carry it as gRPC
 metadata (`METADATA_KEY: "<key>@<create_revision>"`), which the server's edge puts in the
-`CURRENT` context variable for the request's task, and `ApiServer._txn` adds the compare.
+`CURRENT` context variable for the request's task, and `Store.txn` (store.py) adds the compare.
 """
 
 from __future__ import annotations

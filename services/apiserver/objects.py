@@ -7,14 +7,9 @@ from __future__ import annotations
 from google.protobuf.message import Message
 
 from services.api.errors import BadRequestError, ConflictError, NotFoundError
+from services.api.fields import FieldRequirement, field_matches, parse_field_selector
 from services.api.kinds import Kind
-from services.api.labels import (
-    FieldRequirement,
-    Selector,
-    SelectorError,
-    field_matches,
-    parse_field_selector,
-)
+from services.api.labels import Selector, SelectorError
 
 #: How often a read-modify-write (update, delete, bind, patch) retries after losing a race
 #: before it answers with a conflict.

@@ -40,7 +40,6 @@ from google.protobuf.message import Message
 
 from services.api.errors import CorruptObjectError, GoneError, ResourceVersionTooLargeError
 from services.api.kinds import Kind
-from services.api.stored import decode
 from services.clock import Clock, RealClock
 from services.storage import CompactedError, KeyValue, Storage, StorageUnavailableError, WatchBatch
 
@@ -71,6 +70,27 @@ class CacheEvent:
     revision: int
     cur: Entry  # for DELETE: the last state, with resourceVersion = the delete's revision
     prev: Entry | None
+
+
+def decode(kind: Kind, kv: KeyValue, revision: int | None = None) -> Message:
+    """The stored object at `kv`, its resourceVersion set; CorruptObjectError naming the
+    key (upstream storage.NewCorruptObjError) when the value does not decode."""
+    obj = kind.message()
+    try:
+        obj.ParseFromString(kv.value)
+    except Exception as e:  # noqa: BLE001 - DecodeError, or anything a bad value raises
+        raise corrupt(kind, kv, e) from None
+    obj.metadata.resource_version = str(revision or kv.mod_revision)  # type: ignore[attr-defined]
+    return obj
+
+
+def corrupt(kind: Kind, kv: KeyValue, cause: Exception | str) -> CorruptObjectError:
+    return CorruptObjectError(
+        f"corrupt object: key {kv.key} (revision {kv.mod_revision}): object not decodable "
+        f"as {kind.message.DESCRIPTOR.full_name}: {cause}; delete it with "
+        "ignore_store_read_error_with_cluster_breaking_potential (kubera delete "
+        "--ignore-store-read-error-with-cluster-breaking-potential)"
+    )
 
 
 class WatchCache:

@@ -54,7 +54,7 @@ from services.api.errors import CorruptObjectError
 from services.api.fencing import BOUND_BY, parse_bound_by
 from services.api.kinds import BY_KIND
 from services.api.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
-from services.api.stored import decode
+from services.apiserver import decode
 from services.chaos.verdict import Counts, PodRef, Verdict, Violation
 from services.storage import Event
 from services.storage.keys import ALLOCATIONS_PREFIX, ELECTION_PREFIX

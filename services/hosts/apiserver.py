@@ -19,8 +19,7 @@ from dataclasses import dataclass
 
 import grpc
 
-from services.apiserver.registry import ApiServer
-from services.apiserver.server import serve
+from services.apiserver import ApiServer, ApiServerConfig, serve
 from services.storage.etcd import EtcdStorage
 
 
@@ -66,8 +65,10 @@ class ApiServerHost:
         await storage.connect()
         api = ApiServer(
             storage,
-            watch_cache_capacity=self.config.watch_cache_capacity,
-            bookmark_interval=self.config.bookmark_interval,
+            ApiServerConfig(
+                watch_cache_capacity=self.config.watch_cache_capacity,
+                bookmark_interval=self.config.bookmark_interval,
+            ),
         )
         try:
             await api.start()

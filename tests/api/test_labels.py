@@ -6,15 +6,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.api.labels import (
+from services.api.fields import (
     FieldRequirement,
+    escape_field_value,
+    field_matches,
+    parse_field_selector,
+)
+from services.api.labels import (
     Requirement,
     Selector,
     SelectorError,
-    escape_field_value,
-    field_matches,
     from_label_selector,
-    parse_field_selector,
 )
 
 PARSE = [

@@ -8,14 +8,14 @@ import pytest
 from google.protobuf import json_format
 
 from services.api import codec
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.storage import Storage
 
 
 @contextlib.asynccontextmanager
 async def running_apiserver(storage: Storage) -> AsyncIterator[ApiServer]:
     """An apiserver on `storage` with a small watch cache and quick bookmarks."""
-    server = ApiServer(storage, watch_cache_capacity=50, bookmark_interval=0.2)
+    server = ApiServer(storage, ApiServerConfig(watch_cache_capacity=50, bookmark_interval=0.2))
     await server.start()
     try:
         yield server

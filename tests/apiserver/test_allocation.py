@@ -18,6 +18,7 @@ from services.apiserver.registry import ApiServer
 from services.apiserver.server import serve
 from services.client import Client
 from services.storage import Storage
+from services.storage.keys import allocation_key
 from tests.apiserver.conftest import running_apiserver
 from tests.builders import MakeNode, pod
 
@@ -39,7 +40,7 @@ async def sized(api: ApiServer, name: str, **requests: str) -> Any:
 
 
 async def record(api: ApiServer, node_name: str) -> list[dict]:
-    kv = await api.storage.get(allocation.allocation_key(node_name))
+    kv = await api.storage.get(allocation_key(node_name))
     assert kv is not None
     return json.loads(kv.value)["pods"]
 
@@ -102,7 +103,7 @@ async def test_a_checked_bind_records_who_allowed_it(api: ApiServer) -> None:
     await node(api, "n1")
     await sized(api, "a", cpu="100m")
     bound = await bind(api, "a")
-    want = bound_by_allocation(allocation.allocation_key("n1"))
+    want = bound_by_allocation(allocation_key("n1"))
     assert bound.metadata.annotations[BOUND_BY] == want == "allocation /kubera/allocations/n1"
     stored = await api.get(PODS, "default", "a")
     assert stored.metadata.annotations[BOUND_BY] == want
@@ -240,7 +241,7 @@ async def test_pods_bound_without_the_check_are_counted_from_the_cache(api: ApiS
     await sized(api, "checked", cpu="600m")
     await sized(api, "small", cpu="300m")
     bound = await api.bind("default", "plain", "n1")  # fenced/unchecked path: no record
-    assert await api.storage.get(allocation.allocation_key("n1")) is None
+    assert await api.storage.get(allocation_key("n1")) is None
     assert await api.caches["pods"].wait_revision(int(bound.metadata.resource_version), 5)
     with pytest.raises(AllocationConflictError, match="allocated 600m"):
         await bind(api, "checked")

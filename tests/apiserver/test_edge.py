@@ -26,7 +26,7 @@ from services.api.errors import (
 )
 from services.api.kinds import BY_KIND
 from services.api.limits import MAX_BATCH_ITEMS, MAX_DEPTH, MAX_REQUEST_BYTES
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import MAX_MESSAGE_CHARS, serve
 from services.client import Client
 from services.client.informer import Informer
@@ -87,7 +87,8 @@ async def edge(etcd_server: EtcdProcess) -> AsyncIterator[Edge]:
     for kv in items:
         await storage.txn([], [Delete(kv.key)])
     api = ApiServer(
-        storage, watch_cache_capacity=50, bookmark_interval=0.2, resource_version_wait=WAIT
+        storage,
+        ApiServerConfig(watch_cache_capacity=50, bookmark_interval=0.2, resource_version_wait=WAIT),
     )
     await api.start()
     server, port = await serve(api)

@@ -182,7 +182,7 @@ async def test_reads_are_never_fenced(api: ApiServer, lock: StorageLock) -> None
         dry = await api.create(pod("dry"), dry_run=True)
         assert dry.metadata.name == "dry"  # type: ignore[attr-defined]
         # A txn of Gets alone (batch_update's read) is a read, whatever the token.
-        res = await api._txn([], [Get(PODS.key("default", "p"))])
+        res = await api.store.txn([], [Get(PODS.key("default", "p"))])
         assert res.succeeded and res.gets[0] is not None
     assert await _state(api.storage) == before
 

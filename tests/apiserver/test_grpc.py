@@ -18,7 +18,7 @@ from services.api.errors import (
     PreconditionError,
 )
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
 from services.storage.etcd import EtcdStorage
@@ -37,7 +37,7 @@ async def client(etcd_server: EtcdProcess) -> AsyncIterator[Client]:
 
     for kv in items:
         await storage.txn([], [Delete(kv.key)])
-    api = ApiServer(storage, watch_cache_capacity=20, bookmark_interval=0.2)
+    api = ApiServer(storage, ApiServerConfig(watch_cache_capacity=20, bookmark_interval=0.2))
     await api.start()
     server, port = await serve(api)
     c = Client(f"127.0.0.1:{port}", timeout=10)

@@ -18,7 +18,7 @@ from services.api.errors import (
 )
 from services.api.fencing import Fencing
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.storage import Compare, Put
 from tests.apiserver.conftest import obj
 from tests.builders import pod
@@ -418,7 +418,7 @@ async def test_watch_from_a_list_revision_never_replays_what_the_list_had(api: A
 
 
 async def test_window_trim_inside_a_batch_revision_makes_that_revision_gone(storage) -> None:
-    api = ApiServer(storage, watch_cache_capacity=5)
+    api = ApiServer(storage, ApiServerConfig(watch_cache_capacity=5))
     await api.start()
     try:
         _, before = await api.list(PODS)

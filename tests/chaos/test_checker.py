@@ -22,7 +22,7 @@ from protos.kubera.v1 import core_pb2
 from services.api.conditions import update_pod_condition
 from services.api.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.chaos import checker as ck
 from services.chaos.checker import Checker
 from services.chaos.history import (
@@ -106,7 +106,7 @@ class Run:
 @pytest.fixture
 async def run(storage: Storage) -> AsyncIterator[Run]:
     start = await storage.revision() + 1  # the session etcd has other tests' history
-    api = ApiServer(storage, watch_cache_capacity=50, bookmark_interval=0.2)
+    api = ApiServer(storage, ApiServerConfig(watch_cache_capacity=50, bookmark_interval=0.2))
     await api.start()
     try:
         yield Run(storage, api, start)

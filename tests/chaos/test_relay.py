@@ -19,7 +19,7 @@ from protos.kubera.v1 import chaos_pb2 as chaos_pb
 from protos.kubera.v1 import chaos_pb2_grpc as chaos_grpc
 from services.api.errors import ApiError
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.chaos.control import describe, serve_control
 from services.chaos.relay import Relay
@@ -248,7 +248,9 @@ class Relayed:
 
 @pytest.fixture
 async def relayed_api(relays) -> AsyncIterator[Relayed]:
-    api = ApiServer(MemoryStorage(), watch_cache_capacity=10, bookmark_interval=0.1)
+    api = ApiServer(
+        MemoryStorage(), ApiServerConfig(watch_cache_capacity=10, bookmark_interval=0.1)
+    )
     await api.start()
     server, port = await serve(api)
     relay = await relays(port, "apiserver")

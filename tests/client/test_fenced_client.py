@@ -19,7 +19,7 @@ from services.api import codec
 from services.api.errors import PreconditionError
 from services.api.fencing import BOUND_BY, METADATA_KEY
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
 from services.leaderelection.lock import LockRecord, StorageLock
@@ -64,7 +64,7 @@ class Setup:
 @pytest.fixture
 async def setup() -> AsyncIterator[Setup]:
     storage = MemoryStorage()
-    api = ApiServer(storage, watch_cache_capacity=20, bookmark_interval=0.1)
+    api = ApiServer(storage, ApiServerConfig(watch_cache_capacity=20, bookmark_interval=0.1))
     await api.start()
     server, port = await serve(api)
     address = f"127.0.0.1:{port}"

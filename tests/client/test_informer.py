@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
 from services.client.informer import Handlers, Informer
@@ -21,7 +21,9 @@ PODS = BY_KIND["Pod"]
 
 @pytest.fixture
 async def setup() -> AsyncIterator[tuple[ApiServer, Client]]:
-    api = ApiServer(MemoryStorage(), watch_cache_capacity=10, bookmark_interval=0.1)
+    api = ApiServer(
+        MemoryStorage(), ApiServerConfig(watch_cache_capacity=10, bookmark_interval=0.1)
+    )
     await api.start()
     server, port = await serve(api)
     client = Client(f"127.0.0.1:{port}", timeout=10)

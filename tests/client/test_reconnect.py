@@ -16,7 +16,7 @@ import pytest
 
 from services.api.errors import UnavailableError
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.chaos.relay import Relay
 from services.client import Client
@@ -45,7 +45,9 @@ class Restartable:
     port: int = 0
 
     async def start(self) -> None:
-        self.api = ApiServer(self.storage, watch_cache_capacity=10, bookmark_interval=0.1)
+        self.api = ApiServer(
+            self.storage, ApiServerConfig(watch_cache_capacity=10, bookmark_interval=0.1)
+        )
         await self.api.start()
         self.server, self.port = await serve(self.api, port=self.port)
 

@@ -21,7 +21,7 @@ from typing import Any
 from protos.kubera.v1 import core_pb2
 from services.api.kinds import BY_KIND
 from services.api.meta import object_key
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
 from services.client.informer import Informer, SharedInformers
@@ -258,7 +258,7 @@ async def lifecycle_cluster(
 ) -> AsyncIterator[LifecycleCluster]:
     """The apiserver and the controllers asked for (True: default config, False: none),
     informers started and synced; with `run` the controllers' loops run too."""
-    api = ApiServer(MemoryStorage(), clock=clock, bookmark_interval=0.5)
+    api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5), clock=clock)
     await api.start()
     server, port = await serve(api)
     client = Client(f"127.0.0.1:{port}", timeout=10)

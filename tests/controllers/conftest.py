@@ -22,7 +22,7 @@ from protos.kubera.v1 import apps_pb2, core_pb2
 from services.api import codec
 from services.api.errors import ConflictError, NotFoundError
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
 from services.client.informer import Handlers, SharedInformers
@@ -311,7 +311,7 @@ class ReadinessDriver:
 @pytest.fixture
 async def cluster() -> AsyncIterator[ControllerCluster]:
     api_clock = OffsetClock()
-    api = ApiServer(MemoryStorage(), clock=api_clock, bookmark_interval=0.5)
+    api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5), clock=api_clock)
     await api.start()
     server, port = await serve(api)
     client = Client(f"127.0.0.1:{port}", timeout=10)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kubera.fuzz.harness import FUZZ_API_OPTIONS, Caller, ErrorLog, ServerThread
+from kubera.fuzz.harness import FUZZ_API_CONFIG, Caller, ErrorLog, ServerThread
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def errors() -> Iterator[ErrorLog]:
 
 @pytest.fixture
 def caller(errors: ErrorLog) -> Iterator[Caller]:
-    server = ServerThread(**FUZZ_API_OPTIONS)
+    server = ServerThread(config=FUZZ_API_CONFIG)
     address = server.start()
     c = Caller(address, errors)
     try:

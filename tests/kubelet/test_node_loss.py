@@ -11,7 +11,7 @@ import contextlib
 
 from services.api import codec
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
 from services.clock import ScaledClock, parse_rfc3339
@@ -29,7 +29,7 @@ TOLERATION_SECONDS = 30
 
 
 async def test_a_lost_node_has_its_pods_evicted_after_toleration_and_replaced_elsewhere() -> None:
-    api = ApiServer(MemoryStorage(), bookmark_interval=0.5)
+    api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5))
     await api.start()
     server, port = await serve(api)
     client = Client(f"127.0.0.1:{port}", timeout=10)

@@ -14,7 +14,7 @@ from google.protobuf import json_format
 
 from services.api import codec
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
 from services.clock import ScaledClock, parse_rfc3339
@@ -61,7 +61,7 @@ def _template(**kind: Any) -> dict:
 
 @contextlib.asynccontextmanager
 async def running(template: dict, **pool_config: Any) -> AsyncIterator[Env]:
-    api = ApiServer(MemoryStorage(), bookmark_interval=0.5)
+    api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5))
     await api.start()
     server, port = await serve(api)
     client = Client(f"127.0.0.1:{port}", timeout=10)

@@ -14,7 +14,7 @@ import pytest
 from protos.kubera.v1 import coordination_pb2
 from services.api.errors import NotFoundError
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
 from services.clock import rfc3339_micro
@@ -71,7 +71,7 @@ def _counting(setup: Setup, verb: str, fn: Callable[..., Any]) -> Callable[..., 
 @pytest.fixture
 async def setup() -> AsyncIterator[Setup]:
     storage = MemoryStorage()
-    api = ApiServer(storage, watch_cache_capacity=20, bookmark_interval=0.1)
+    api = ApiServer(storage, ApiServerConfig(watch_cache_capacity=20, bookmark_interval=0.1))
     await api.start()
     server, port = await serve(api)
     client = Client(f"127.0.0.1:{port}", timeout=10)

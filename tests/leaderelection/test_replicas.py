@@ -25,7 +25,7 @@ from services.api.errors import NotFoundError, PreconditionError
 from services.api.fencing import BOUND_BY, Fencing, parse_bound_by
 from services.api.kinds import BY_KIND
 from services.apiserver import fencing as fencing_mod
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
 from services.hosts.controllermanager import (
@@ -65,12 +65,14 @@ class RecordingApiServer(ApiServer):
         super().__init__(*args, **kwargs)
         self.committed: list[FencedWrite] = []
         self.refused: list[Fencing] = []
+        self.store_txn = self.store.txn
+        self.store.txn = self.txn  # type: ignore[method-assign]
 
-    async def _txn(self, compares, success, failure=(), *, fencing=None, what=""):  # type: ignore[no-untyped-def]
+    async def txn(self, compares, success, failure=(), *, fencing=None, what=""):  # type: ignore[no-untyped-def]
         token = fencing or fencing_mod.CURRENT.get()
         writes = tuple(op.key for op in success if not isinstance(op, Get))
         try:
-            res = await super()._txn(compares, success, failure, fencing=fencing, what=what)
+            res = await self.store_txn(compares, success, failure, fencing=fencing, what=what)
         except PreconditionError as e:
             if token is not None and "stale leader" in str(e):
                 self.refused.append(token)
@@ -143,7 +145,9 @@ async def cluster(etcd_server: EtcdProcess) -> AsyncIterator[Cluster]:
     items, _ = await storage.list("/")
     for kv in items:
         await storage.txn([], [Delete(kv.key)])
-    api = RecordingApiServer(storage, watch_cache_capacity=200, bookmark_interval=0.2)
+    api = RecordingApiServer(
+        storage, ApiServerConfig(watch_cache_capacity=200, bookmark_interval=0.2)
+    )
     await api.start()
     server, port = await serve(api)
     try:

@@ -13,7 +13,7 @@ import pytest
 
 from protos.kubera.v1 import core_pb2
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
 from services.scheduler import config as config_mod
@@ -115,7 +115,7 @@ class Cluster:
 async def _cluster(
     cfg: config_mod.SchedulerConfiguration | None = None, fencing=None
 ) -> AsyncIterator[Cluster]:
-    api = ApiServer(MemoryStorage(), bookmark_interval=0.5)
+    api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5))
     await api.start()
     server, port = await serve(api)
     client = Client(f"127.0.0.1:{port}", timeout=10)

@@ -20,7 +20,7 @@ from protos.kubera.v1 import core_pb2
 from services.api.fencing import BOUND_BY, bound_by_allocation
 from services.api.kinds import BY_KIND
 from services.api.resources import pod_requests
-from services.apiserver.registry import ApiServer
+from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
 from services.scheduler import config as config_mod
@@ -173,7 +173,7 @@ async def _omega(replicas: int, partition: Any) -> AsyncIterator[Omega]:
             if next_owner[0] is None or pod_hash(uid) % 2 == next_owner[0]:
                 return uid
 
-    api = ApiServer(MemoryStorage(), bookmark_interval=0.5, new_uid=new_uid)
+    api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5), new_uid=new_uid)
     await api.start()
     server, port = await serve(api)
     clients = [Client(f"127.0.0.1:{port}", timeout=10) for _ in range(replicas)]

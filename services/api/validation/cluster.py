@@ -17,22 +17,22 @@ from services.api.errors import DUPLICATE, FieldError, forbidden, invalid, requi
 from services.api.validation.common import (
     FIELD_IMMUTABLE,
     Errors,
-    _child,
-    _finalizers,
-    _index,
-    _label_map,
-    _label_name,
-    _name_errors,
-    _nonnegative,
-    _quantity,
-    _quantity_value,
-    _resource_list,
-    _Shown,
+    Shown,
+    child,
+    field_quantity,
+    index,
+    label_map,
+    label_name,
+    name_errors,
+    nonnegative,
+    quantity_value,
+    resource_list,
+    validate_finalizers,
 )
 from services.api.validation.pod_scheduling import (
-    _preemption_policy,
-    _taint_effect,
-    _tolerations,
+    validate_preemption_policy,
+    validate_taint_effect,
+    validate_tolerations,
 )
 
 # ----------------------------------------------------------------------------- constants
@@ -49,18 +49,18 @@ SYSTEM_PRIORITY_CLASSES = {
 # ----------------------------------------------------------------------------- kinds: create
 
 
-def _node(node: core_pb2.Node) -> Errors:
+def validate_node(node: core_pb2.Node) -> Errors:
     errs: Errors = []
     seen: set[tuple[str, str]] = set()
     for i, taint in enumerate(node.spec.taints):
-        p = _index("spec.taints", i)
-        errs += _label_name(_child(p, "key"), taint.key)
+        p = index("spec.taints", i)
+        errs += label_name(child(p, "key"), taint.key)
         msgs = names.label_value(taint.value)
         if msgs:
-            errs.append(invalid(_child(p, "value"), taint.value, ";".join(msgs)))
-        errs += _taint_effect(_child(p, "effect"), taint.effect, allow_empty=False)
+            errs.append(invalid(child(p, "value"), taint.value, ";".join(msgs)))
+        errs += validate_taint_effect(child(p, "effect"), taint.effect, allow_empty=False)
         if (taint.key, taint.effect) in seen:
-            shown = _Shown(f"{taint.key}={taint.value}:{taint.effect}")
+            shown = Shown(f"{taint.key}={taint.value}:{taint.effect}")
             errs.append(
                 FieldError(p, DUPLICATE, "taints must be unique by key and effect pair", shown)
             )
@@ -70,18 +70,18 @@ def _node(node: core_pb2.Node) -> Errors:
         ("allocatable", node.status.allocatable),
     ):
         for name in sorted(values):
-            p = _index(f"status.{field}", name)
-            q = _quantity(p, values[name], errs)
+            p = index(f"status.{field}", name)
+            q = field_quantity(p, values[name], errs)
             if q is not None:
-                errs += _quantity_value(p, name, q)
+                errs += quantity_value(p, name, q)
     return errs
 
 
-def _namespace(ns: core_pb2.Namespace) -> Errors:
-    return _finalizers("spec.finalizers", ns.spec.finalizers)
+def validate_namespace(ns: core_pb2.Namespace) -> Errors:
+    return validate_finalizers("spec.finalizers", ns.spec.finalizers)
 
 
-def _priority_class(pc: Any) -> Errors:
+def validate_priority_class(pc: Any) -> Errors:
     errs: Errors = []
     if pc.metadata.name.startswith(SYSTEM_PRIORITY_CLASS_PREFIX):
         known = SYSTEM_PRIORITY_CLASSES.get(pc.metadata.name)
@@ -105,25 +105,25 @@ def _priority_class(pc: Any) -> Errors:
         )
         errs.append(forbidden("value", detail))
     if pc.HasField("preemption_policy"):
-        errs += _preemption_policy("preemptionPolicy", pc.preemption_policy)
+        errs += validate_preemption_policy("preemptionPolicy", pc.preemption_policy)
     return errs
 
 
-def _runtime_class(rc: Any) -> Errors:
+def validate_runtime_class(rc: Any) -> Errors:
     errs: Errors = []
     if not rc.handler:
         errs.append(required("handler"))
     else:
-        errs += _name_errors("handler", rc.handler, names.dns1123_label)
+        errs += name_errors("handler", rc.handler, names.dns1123_label)
     if rc.HasField("overhead"):
-        _resource_list("overhead.podFixed", rc.overhead.pod_fixed, errs)
+        resource_list("overhead.podFixed", rc.overhead.pod_fixed, errs)
     if rc.HasField("scheduling"):
-        errs += _label_map("scheduling.nodeSelector", rc.scheduling.node_selector)
-        errs += _tolerations("scheduling.tolerations", rc.scheduling.tolerations)
+        errs += label_map("scheduling.nodeSelector", rc.scheduling.node_selector)
+        errs += validate_tolerations("scheduling.tolerations", rc.scheduling.tolerations)
     return errs
 
 
-def _lease(lease: Any) -> Errors:
+def validate_lease(lease: Any) -> Errors:
     errs: Errors = []
     spec = lease.spec
     if spec.HasField("lease_duration_seconds") and spec.lease_duration_seconds <= 0:
@@ -133,11 +133,11 @@ def _lease(lease: Any) -> Errors:
             )
         )
     if spec.HasField("lease_transitions"):
-        errs += _nonnegative("spec.leaseTransitions", spec.lease_transitions)
+        errs += nonnegative("spec.leaseTransitions", spec.lease_transitions)
     return errs
 
 
-def _event(ev: core_pb2.Event) -> Errors:
+def validate_event(ev: core_pb2.Event) -> Errors:
     """The legacy core/v1 rule: the involved object's namespace must be the event's."""
     involved_ns = ev.involved_object.namespace
     ns = ev.metadata.namespace
@@ -150,7 +150,7 @@ def _event(ev: core_pb2.Event) -> Errors:
 # ----------------------------------------------------------------------------- kinds: update
 
 
-def _priority_class_update(new: Any, old: Any) -> Errors:
+def validate_priority_class_update(new: Any, old: Any) -> Errors:
     errs: Errors = []
     if new.value != old.value:
         errs.append(forbidden("value", "may not be changed in an update."))
@@ -161,7 +161,7 @@ def _priority_class_update(new: Any, old: Any) -> Errors:
     return errs
 
 
-def _runtime_class_update(new: Any, old: Any) -> Errors:
+def validate_runtime_class_update(new: Any, old: Any) -> Errors:
     if new.handler != old.handler:
         return [invalid("handler", new.handler, FIELD_IMMUTABLE)]
     return []

@@ -5,8 +5,8 @@ selectors and object metadata are checked the same way whatever the kind, and th
 messages must read the same everywhere. Keeping them here lets ``pod``, ``workloads`` and
 ``cluster`` hold only kind-specific rules. It holds the shared constants and messages
 (``FIELD_IMMUTABLE``, ``IS_NEGATIVE``, resource name sets, ...), the path helpers
-(``_child``, ``_index``, ``_shown``), the primitive checks (qualified names, label maps,
-ports, int64 parsing, selectors), resource names and quantities, and ObjectMeta's create
+(``child``, ``index``, ``show``), the primitive checks (qualified names, label maps,
+ports, selectors), resource names and quantities, and ObjectMeta's create
 and update rules (apimachinery's ValidateObjectMeta and ValidateObjectMetaUpdate).
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from decimal import ROUND_CEILING
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -35,10 +35,6 @@ from services.api.errors import (
     too_long,
 )
 from services.api.quantity import ERR_BEYOND_INT64_MILLI, Quantity, QuantityError, parse_quantity
-
-if TYPE_CHECKING:
-    from services.api.validation import _Rules
-
 
 Errors = list[FieldError]
 
@@ -104,15 +100,15 @@ STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
 # ----------------------------------------------------------------------------- paths
 
 
-def _child(path: str, name: str) -> str:
+def child(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def _index(path: str, i: int | str) -> str:
+def index(path: str, i: int | str) -> str:
     return f"{path}[{i}]"
 
 
-class _Shown:
+class Shown:
     """A value printed as-is in an error (structs and maps, which Go prints unquoted)."""
 
     def __init__(self, text: str) -> None:
@@ -122,44 +118,44 @@ class _Shown:
         return self.text
 
 
-def _shown(value: Message | Mapping[str, str]) -> _Shown:
+def show(value: Message | Mapping[str, str]) -> Shown:
     if isinstance(value, Message):
         data: Any = json_format.MessageToDict(value)
     else:
         data = dict(sorted(value.items()))
-    return _Shown(json.dumps(data, separators=(",", ":"), sort_keys=True))
+    return Shown(json.dumps(data, separators=(",", ":"), sort_keys=True))
 
 
-def _has(msg: Message, field: str) -> bool:
+def has_field(msg: Message, field: str) -> bool:
     return msg.HasField(field)
 
 
 # ----------------------------------------------------------------------------- primitives
 
 
-def _name_errors(path: str, value: str, fn: Callable[[str], list[str]]) -> Errors:
+def name_errors(path: str, value: str, fn: Callable[[str], list[str]]) -> Errors:
     return [invalid(path, value, msg) for msg in fn(value)]
 
 
-def _label_name(path: str, key: str) -> Errors:
+def label_name(path: str, key: str) -> Errors:
     """ValidateLabelName: a qualified name."""
-    return _name_errors(path, key, names.qualified_name)
+    return name_errors(path, key, names.qualified_name)
 
 
-def _label_map(path: str, values: Mapping[str, str]) -> Errors:
+def label_map(path: str, values: Mapping[str, str]) -> Errors:
     """ValidateLabels: keys are qualified names, values label values (path not keyed)."""
     errs: Errors = []
     for k in sorted(values):
-        errs += _label_name(path, k)
+        errs += label_name(path, k)
         errs += [invalid(path, values[k], msg) for msg in names.label_value(values[k])]
     return errs
 
 
-def _nonnegative(path: str, value: int) -> Errors:
+def nonnegative(path: str, value: int) -> Errors:
     return [invalid(path, value, IS_NEGATIVE)] if value < 0 else []
 
 
-def _seconds(path: str, value: int, *, non_negative: bool = True) -> Errors:
+def validate_seconds(path: str, value: int, *, non_negative: bool = True) -> Errors:
     """A duration in seconds: upstream's sign rule (when it has one), then kubera's int32
     bound."""
     if non_negative and value < 0:
@@ -169,13 +165,13 @@ def _seconds(path: str, value: int, *, non_negative: bool = True) -> Errors:
     return []
 
 
-def _port_number(path: str, port: int) -> Errors:
+def port_number(path: str, port: int) -> Errors:
     if 1 <= port <= 65535:
         return []
     return [invalid(path, port, "must be between 1 and 65535, inclusive")]
 
 
-def _port_name(port: str) -> list[str]:
+def port_name(port: str) -> list[str]:
     """IsValidPortName (an IANA_SVC_NAME)."""
     msgs: list[str] = []
     if len(port) > 15:
@@ -191,20 +187,9 @@ def _port_name(port: str) -> list[str]:
     return msgs
 
 
-def _parse_int64(text: str) -> int | None:
-    """strconv.ParseInt(text, 10, 64)."""
-    body = text[1:] if text[:1] in ("+", "-") else text
-    if not body or not body.isascii() or not body.isdigit():
-        return None
-    digits = body.lstrip("0")
-    if len(digits) > 19:  # beyond int64 (and int() refuses past 4300 digits)
-        return None
-    n = int(digits or "0")
-    n = -n if text[0] == "-" else n
-    return n if -(2**63) <= n < 2**63 else None
-
-
-def _selector(path: str, selector: meta_pb2.LabelSelector) -> tuple[labels.Selector | None, Errors]:
+def validate_selector(
+    path: str, selector: meta_pb2.LabelSelector
+) -> tuple[labels.Selector | None, Errors]:
     """ValidateLabelSelector via labels.from_label_selector; its messages become FieldErrors."""
     exprs = [(e.key, e.operator, tuple(e.values)) for e in selector.match_expressions]
     try:
@@ -233,7 +218,7 @@ def _field_error_from_text(text: str) -> FieldError:
 # ----------------------------------------------------------------------------- resources
 
 
-def _quantity(path: str, raw: str, errs: Errors) -> Quantity | None:
+def field_quantity(path: str, raw: str, errs: Errors) -> Quantity | None:
     try:
         return parse_quantity(raw)
     except QuantityError as exc:
@@ -241,7 +226,7 @@ def _quantity(path: str, raw: str, errs: Errors) -> Quantity | None:
         return None
 
 
-def _is_hugepages(name: str) -> bool:
+def is_hugepages(name: str) -> bool:
     return name.startswith(HUGEPAGES_PREFIX)
 
 
@@ -257,8 +242,8 @@ def _is_extended(name: str) -> bool:
     return not names.qualified_name("requests." + name)
 
 
-def _overcommit_allowed(name: str) -> bool:
-    return _is_native(name) and not _is_hugepages(name)
+def overcommit_allowed(name: str) -> bool:
+    return _is_native(name) and not is_hugepages(name)
 
 
 def _is_integer_resource(name: str) -> bool:
@@ -267,20 +252,20 @@ def _is_integer_resource(name: str) -> bool:
 
 def _resource_name(path: str, name: str) -> Errors:
     """validateResourceName + validateContainerResourceName."""
-    errs = _name_errors(path, name, names.qualified_name)
+    errs = name_errors(path, name, names.qualified_name)
     if errs:
         return errs
     if "/" not in name:
-        if name not in STANDARD_RESOURCES and not _is_hugepages(name):
+        if name not in STANDARD_RESOURCES and not is_hugepages(name):
             return [invalid(path, name, "must be a standard resource type or fully qualified")]
-        if name not in STANDARD_CONTAINER_RESOURCES and not _is_hugepages(name):
+        if name not in STANDARD_CONTAINER_RESOURCES and not is_hugepages(name):
             return [invalid(path, name, "must be a standard resource for containers")]
     elif not _is_native(name) and not _is_extended(name):
         return [invalid(path, name, "doesn't follow extended resource name standard")]
     return []
 
 
-def _quantity_value(path: str, name: str, q: Quantity) -> Errors:
+def quantity_value(path: str, name: str, q: Quantity) -> Errors:
     """ValidateResourceQuantityValue: not negative; integer for integer resources; and,
     kubera's own rule, representable as int64 milli-units (checked first: the other rules'
     arithmetic assumes it)."""
@@ -313,17 +298,17 @@ def _hugepages_value(path: str, name: str, q: Quantity) -> Errors:
     ]
 
 
-def _resource_list(path: str, values: Mapping[str, str], errs: Errors) -> dict[str, Quantity]:
+def resource_list(path: str, values: Mapping[str, str], errs: Errors) -> dict[str, Quantity]:
     """Names and quantities of a resource map (limits, overhead, capacity); parsed values."""
     parsed: dict[str, Quantity] = {}
     for name in sorted(values):
-        p = _index(path, name)
+        p = index(path, name)
         errs += _resource_name(p, name)
-        q = _quantity(p, values[name], errs)
+        q = field_quantity(p, values[name], errs)
         if q is None:
             continue
-        errs += _quantity_value(p, name, q)
-        if _is_hugepages(name) and q.fits_int64_milli():
+        errs += quantity_value(p, name, q)
+        if is_hugepages(name) and q.fits_int64_milli():
             errs += _hugepages_value(p, name, q)
         parsed[name] = q
     return parsed
@@ -336,22 +321,20 @@ def _owner_references(path: str, refs: Sequence[meta_pb2.OwnerReference]) -> Err
     errs: Errors = []
     first_controller = ""
     for i, ref in enumerate(refs):
-        p = _index(path, i)
+        p = index(path, i)
         group, _, version = ref.api_version.rpartition("/")
         if not version:
             errs.append(
-                invalid(_child(p, "apiVersion"), ref.api_version, "version must not be empty")
+                invalid(child(p, "apiVersion"), ref.api_version, "version must not be empty")
             )
         if not ref.kind:
-            errs.append(invalid(_child(p, "kind"), ref.kind, "must not be empty"))
+            errs.append(invalid(child(p, "kind"), ref.kind, "must not be empty"))
         if not ref.name:
-            errs.append(invalid(_child(p, "name"), ref.name, "must not be empty"))
+            errs.append(invalid(child(p, "name"), ref.name, "must not be empty"))
         if not ref.uid:
-            errs.append(invalid(_child(p, "uid"), ref.uid, "must not be empty"))
+            errs.append(invalid(child(p, "uid"), ref.uid, "must not be empty"))
         if (group, version, ref.kind) == ("", "v1", "Event"):
-            errs.append(
-                invalid(p, _shown(ref), "/v1, Kind=Event is disallowed from being an owner")
-            )
+            errs.append(invalid(p, show(ref), "/v1, Kind=Event is disallowed from being an owner"))
         if ref.HasField("controller") and ref.controller:
             current = f"{ref.kind}/{ref.name}"
             if first_controller:
@@ -359,27 +342,27 @@ def _owner_references(path: str, refs: Sequence[meta_pb2.OwnerReference]) -> Err
                     'Only one reference can have Controller set to true. Found "true" in '
                     f"references for {first_controller} and {current}"
                 )
-                errs.append(invalid(path, _Shown(f"[{len(refs)} references]"), detail))
+                errs.append(invalid(path, Shown(f"[{len(refs)} references]"), detail))
             else:
                 first_controller = current
     return errs
 
 
-def _finalizers(path: str, finalizers: Sequence[str]) -> Errors:
+def validate_finalizers(path: str, finalizers: Sequence[str]) -> Errors:
     errs: Errors = []
     for i, name in enumerate(finalizers):
-        p = _index(path, i)
-        errs += _name_errors(p, name, names.qualified_name)
+        p = index(path, i)
+        errs += name_errors(p, name, names.qualified_name)
         if "/" not in name and name not in STANDARD_FINALIZERS:
             detail = "name is neither a standard finalizer name nor is it fully qualified"
             errs.append(invalid(p, name, detail))
     if "orphan" in finalizers and "foregroundDeletion" in finalizers:
         detail = "finalizer orphan and foregroundDeletion cannot be both set"
-        errs.append(invalid(path, _Shown(json.dumps(list(finalizers))), detail))
+        errs.append(invalid(path, Shown(json.dumps(list(finalizers))), detail))
     return errs
 
 
-def _annotations(path: str, annotations: Mapping[str, str]) -> Errors:
+def validate_annotations(path: str, annotations: Mapping[str, str]) -> Errors:
     """ValidateAnnotations: keys are qualified names (case-insensitive), total size <= 256 KiB."""
     errs: Errors = []
     size = 0
@@ -391,35 +374,37 @@ def _annotations(path: str, annotations: Mapping[str, str]) -> Errors:
     return errs
 
 
-def _object_meta(
-    meta: meta_pb2.ObjectMeta, rules: _Rules | None, namespaced: bool | None
+def validate_object_meta(
+    meta: meta_pb2.ObjectMeta,
+    name_rule: Callable[[str], list[str]] | None,
+    namespaced: bool | None,
 ) -> Errors:
     """ValidateObjectMeta, for a kind's name rule and scope (None: unknown kind)."""
-    name_fn = rules.name if rules else names.dns1123_subdomain
+    name_fn = name_rule or names.dns1123_subdomain
     errs: Errors = []
     if meta.generate_name:
         msgs = names.generate_name_prefix(meta.generate_name, name_fn)
         errs += [invalid("metadata.generateName", meta.generate_name, m) for m in msgs]
     if meta.name:
-        errs += _name_errors("metadata.name", meta.name, name_fn)
+        errs += name_errors("metadata.name", meta.name, name_fn)
     elif not meta.generate_name:
         errs.append(required("metadata.name", "name or generateName is required"))
     if namespaced:
         if not meta.namespace:
             errs.append(required("metadata.namespace"))
         else:
-            errs += _name_errors("metadata.namespace", meta.namespace, names.dns1123_label)
+            errs += name_errors("metadata.namespace", meta.namespace, names.dns1123_label)
     elif namespaced is not None and meta.namespace:
         errs.append(forbidden("metadata.namespace", "not allowed on this type"))
-    errs += _nonnegative("metadata.generation", meta.generation)
-    errs += _label_map("metadata.labels", meta.labels)
-    errs += _annotations("metadata.annotations", meta.annotations)
+    errs += nonnegative("metadata.generation", meta.generation)
+    errs += label_map("metadata.labels", meta.labels)
+    errs += validate_annotations("metadata.annotations", meta.annotations)
     errs += _owner_references("metadata.ownerReferences", meta.owner_references)
-    errs += _finalizers("metadata.finalizers", meta.finalizers)
+    errs += validate_finalizers("metadata.finalizers", meta.finalizers)
     return errs
 
 
-def _object_meta_update(new: meta_pb2.ObjectMeta, old: meta_pb2.ObjectMeta) -> Errors:
+def validate_object_meta_update(new: meta_pb2.ObjectMeta, old: meta_pb2.ObjectMeta) -> Errors:
     errs: Errors = []
     if new.name != old.name:
         errs.append(invalid("metadata.name", new.name, FIELD_IMMUTABLE))
@@ -442,5 +427,5 @@ def _object_meta_update(new: meta_pb2.ObjectMeta, old: meta_pb2.ObjectMeta) -> E
 # ----------------------------------------------------------------------------- the table's default
 
 
-def _no_update_rules(new: Any, old: Any) -> Errors:
+def no_update_rules(new: Any, old: Any) -> Errors:
     return []

@@ -2,7 +2,7 @@
 rules; the biggest part of upstream's pkg/apis/core/validation.
 
 Why this module exists: a pod spec is checked both for Pods and, through their templates,
-for ReplicaSets and Deployments (``workloads`` calls :func:`_pod_spec`), and the pod
+for ReplicaSets and Deployments (``workloads`` calls :func:`validate_pod_spec`), and the pod
 update rules (ValidatePodUpdate, adapted: which spec fields may change and how, including
 the tightening-only rules for gated pods) need the whole spec in view. The pieces live
 beside it, split by who relies on them:
@@ -31,23 +31,23 @@ from services.api.validation.common import (
     FIELD_IMMUTABLE,
     MAX_INT32,
     Errors,
-    _child,
-    _has,
-    _index,
-    _label_map,
-    _name_errors,
-    _resource_list,
-    _seconds,
-    _Shown,
-    _shown,
+    Shown,
+    child,
+    has_field,
+    index,
+    label_map,
+    name_errors,
+    resource_list,
+    show,
+    validate_seconds,
 )
-from services.api.validation.pod_containers import _containers
+from services.api.validation.pod_containers import validate_containers
 from services.api.validation.pod_scheduling import (
-    _affinity,
-    _preemption_policy,
-    _scheduling_gates,
-    _tolerations,
-    _topology_spread,
+    validate_affinity,
+    validate_preemption_policy,
+    validate_scheduling_gates,
+    validate_tolerations,
+    validate_topology_spread,
 )
 
 # ----------------------------------------------------------------------------- constants
@@ -60,67 +60,67 @@ POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 # ----------------------------------------------------------------------------- pod spec
 
 
-def _pod_spec(path: str, spec: core_pb2.PodSpec, is_pod: bool) -> Errors:
+def validate_pod_spec(path: str, spec: core_pb2.PodSpec, is_pod: bool) -> Errors:
     """ValidatePodSpec (the parts kubera's object model carries)."""
-    errs = _containers(path, spec, is_pod)
+    errs = validate_containers(path, spec, is_pod)
     if spec.restart_policy and spec.restart_policy not in RESTART_POLICIES:
         errs.append(
-            unsupported(_child(path, "restartPolicy"), spec.restart_policy, RESTART_POLICIES)
+            unsupported(child(path, "restartPolicy"), spec.restart_policy, RESTART_POLICIES)
         )
     if spec.dns_policy and spec.dns_policy not in DNS_POLICIES:
-        errs.append(unsupported(_child(path, "dnsPolicy"), spec.dns_policy, DNS_POLICIES))
-    errs += _label_map(_child(path, "nodeSelector"), spec.node_selector)
-    if _has(spec, "affinity"):
-        errs += _affinity(_child(path, "affinity"), spec.affinity)
-    errs += _scheduling_gates(_child(path, "schedulingGates"), spec.scheduling_gates)
-    errs += _topology_spread(
-        _child(path, "topologySpreadConstraints"), spec.topology_spread_constraints
+        errs.append(unsupported(child(path, "dnsPolicy"), spec.dns_policy, DNS_POLICIES))
+    errs += label_map(child(path, "nodeSelector"), spec.node_selector)
+    if has_field(spec, "affinity"):
+        errs += validate_affinity(child(path, "affinity"), spec.affinity)
+    errs += validate_scheduling_gates(child(path, "schedulingGates"), spec.scheduling_gates)
+    errs += validate_topology_spread(
+        child(path, "topologySpreadConstraints"), spec.topology_spread_constraints
     )
     if spec.service_account_name:
-        errs += _name_errors(
-            _child(path, "serviceAccountName"), spec.service_account_name, names.dns1123_subdomain
+        errs += name_errors(
+            child(path, "serviceAccountName"), spec.service_account_name, names.dns1123_subdomain
         )
     if spec.node_name:
-        errs += _name_errors(_child(path, "nodeName"), spec.node_name, names.dns1123_subdomain)
+        errs += name_errors(child(path, "nodeName"), spec.node_name, names.dns1123_subdomain)
     if spec.HasField("active_deadline_seconds"):
         value = spec.active_deadline_seconds
         if not 1 <= value <= MAX_INT32:
             errs.append(
                 invalid(
-                    _child(path, "activeDeadlineSeconds"),
+                    child(path, "activeDeadlineSeconds"),
                     value,
                     f"must be between 1 and {MAX_INT32}, inclusive",
                 )
             )
     if spec.HasField("termination_grace_period_seconds"):
-        errs += _seconds(
-            _child(path, "terminationGracePeriodSeconds"), spec.termination_grace_period_seconds
+        errs += validate_seconds(
+            child(path, "terminationGracePeriodSeconds"), spec.termination_grace_period_seconds
         )
     if spec.hostname:
-        errs += _name_errors(_child(path, "hostname"), spec.hostname, names.dns1123_label)
+        errs += name_errors(child(path, "hostname"), spec.hostname, names.dns1123_label)
     if spec.subdomain:
-        errs += _name_errors(_child(path, "subdomain"), spec.subdomain, names.dns1123_label)
-    errs += _tolerations(_child(path, "tolerations"), spec.tolerations)
+        errs += name_errors(child(path, "subdomain"), spec.subdomain, names.dns1123_label)
+    errs += validate_tolerations(child(path, "tolerations"), spec.tolerations)
     if spec.priority_class_name:
-        errs += _name_errors(
-            _child(path, "priorityClassName"), spec.priority_class_name, names.dns1123_subdomain
+        errs += name_errors(
+            child(path, "priorityClassName"), spec.priority_class_name, names.dns1123_subdomain
         )
     if spec.HasField("runtime_class_name"):
-        errs += _name_errors(
-            _child(path, "runtimeClassName"), spec.runtime_class_name, names.dns1123_subdomain
+        errs += name_errors(
+            child(path, "runtimeClassName"), spec.runtime_class_name, names.dns1123_subdomain
         )
     if spec.HasField("preemption_policy"):
-        errs += _preemption_policy(_child(path, "preemptionPolicy"), spec.preemption_policy)
-    overhead_path = _child(path, "overhead")
-    _resource_list(overhead_path, spec.overhead, errs)
+        errs += validate_preemption_policy(child(path, "preemptionPolicy"), spec.preemption_policy)
+    overhead_path = child(path, "overhead")
+    resource_list(overhead_path, spec.overhead, errs)
     return errs
 
 
 # ----------------------------------------------------------------------------- kinds: create
 
 
-def _pod(pod: core_pb2.Pod) -> Errors:
-    errs = _pod_spec("spec", pod.spec, is_pod=True)
+def validate_pod(pod: core_pb2.Pod) -> Errors:
+    errs = validate_pod_spec("spec", pod.spec, is_pod=True)
     if pod.spec.node_name and pod.spec.scheduling_gates:
         errs.append(
             forbidden("spec.nodeName", "cannot be set until all schedulingGates have been cleared")
@@ -133,7 +133,7 @@ def _pod(pod: core_pb2.Pod) -> Errors:
 # ----------------------------------------------------------------------------- kinds: update
 
 
-def _pod_update(new: core_pb2.Pod, old: core_pb2.Pod) -> Errors:
+def validate_pod_update(new: core_pb2.Pod, old: core_pb2.Pod) -> Errors:
     """ValidatePodUpdate, adapted: which spec fields may change, and how."""
     errs: Errors = []
     new_spec, old_spec = new.spec, old.spec
@@ -269,7 +269,7 @@ def _node_selector_mutation(new: Mapping[str, str], old: Mapping[str, str]) -> E
     for k, v in old.items():
         if new.get(k) != v:
             detail = "only additions to spec.nodeSelector are allowed (no mutations or deletions)"
-            return [invalid("spec.nodeSelector", _shown(new), detail)]
+            return [invalid("spec.nodeSelector", show(new), detail)]
     return []
 
 
@@ -292,12 +292,12 @@ def _node_affinity_mutation(
     )
     if old_terms and len(old_terms) != len(new_terms):
         detail = "no additions/deletions to non-empty NodeSelectorTerms list are allowed"
-        return [invalid(path, _Shown(f"[{len(new_terms)} terms]"), detail)]
+        return [invalid(path, Shown(f"[{len(new_terms)} terms]"), detail)]
     errs: Errors = []
     for i, (nt, ot) in enumerate(zip(new_terms, old_terms, strict=True)):
         if not _term_only_additions(nt, ot):
             detail = "only additions are allowed (no mutations or deletions)"
-            errs.append(invalid(_index(path, i), _shown(nt), detail))
+            errs.append(invalid(index(path, i), show(nt), detail))
     return errs
 
 

@@ -4,7 +4,7 @@ and their resource requirements.
 Why this module exists: containers are the part of a pod spec the kubelet runs and the
 resource fit is computed from, and their rules (validateContainerCommon, ports and host
 port collisions, validateResourceRequirements with its overcommit rule) are numerous
-enough to read on their own. ``pod._pod_spec`` calls :func:`_containers`.
+enough to read on their own. ``pod.validate_pod_spec`` calls :func:`validate_containers`.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from services.api.errors import (
 )
 from services.api.validation.common import (
     Errors,
-    _child,
-    _index,
-    _is_hugepages,
-    _name_errors,
-    _overcommit_allowed,
-    _port_name,
-    _port_number,
-    _resource_list,
+    child,
+    index,
+    is_hugepages,
+    name_errors,
+    overcommit_allowed,
+    port_name,
+    port_number,
+    resource_list,
 )
 
 # ----------------------------------------------------------------------------- constants
@@ -45,22 +45,22 @@ TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 def _resources(path: str, res: core_pb2.ResourceRequirements) -> Errors:
     """validateResourceRequirements: names, quantities, request <= limit (== when no overcommit)."""
     errs: Errors = []
-    lim_path, req_path = _child(path, "limits"), _child(path, "requests")
-    limits = _resource_list(lim_path, res.limits, errs)
-    requests = _resource_list(req_path, res.requests, errs)
+    lim_path, req_path = child(path, "limits"), child(path, "requests")
+    limits = resource_list(lim_path, res.limits, errs)
+    requests = resource_list(req_path, res.requests, errs)
     for name, q in requests.items():
         limit = limits.get(name)
         if limit is not None:
-            if q != limit and not _overcommit_allowed(name):
+            if q != limit and not overcommit_allowed(name):
                 detail = f"must be equal to {name} limit of {limit.canonical()}"
                 errs.append(invalid(req_path, q.canonical(), detail))
             elif q > limit:
                 detail = f"must be less than or equal to {name} limit of {limit.canonical()}"
                 errs.append(invalid(req_path, q.canonical(), detail))
-        elif name not in res.limits and not _overcommit_allowed(name):
+        elif name not in res.limits and not overcommit_allowed(name):
             errs.append(required(lim_path, "Limit must be set for non overcommitable resources"))
     all_names = set(res.limits) | set(res.requests)
-    if any(_is_hugepages(n) for n in all_names) and not all_names & {"cpu", "memory"}:
+    if any(is_hugepages(n) for n in all_names) and not all_names & {"cpu", "memory"}:
         errs.append(forbidden(path, "HugePages require cpu or memory"))
     return errs
 
@@ -72,22 +72,22 @@ def _container_ports(path: str, ports: Sequence[core_pb2.ContainerPort]) -> Erro
     errs: Errors = []
     seen: set[str] = set()
     for i, port in enumerate(ports):
-        p = _index(path, i)
+        p = index(path, i)
         if port.name:
-            msgs = _port_name(port.name)
+            msgs = port_name(port.name)
             if msgs:
-                errs += [invalid(_child(p, "name"), port.name, m) for m in msgs]
+                errs += [invalid(child(p, "name"), port.name, m) for m in msgs]
             elif port.name in seen:
-                errs.append(duplicate(_child(p, "name"), port.name))
+                errs.append(duplicate(child(p, "name"), port.name))
             seen.add(port.name)
         if port.container_port == 0:
-            errs.append(required(_child(p, "containerPort")))
+            errs.append(required(child(p, "containerPort")))
         else:
-            errs += _port_number(_child(p, "containerPort"), port.container_port)
+            errs += port_number(child(p, "containerPort"), port.container_port)
         if port.host_port != 0:
-            errs += _port_number(_child(p, "hostPort"), port.host_port)
+            errs += port_number(child(p, "hostPort"), port.host_port)
         if port.protocol and port.protocol not in PORT_PROTOCOLS:
-            errs.append(unsupported(_child(p, "protocol"), port.protocol, PORT_PROTOCOLS))
+            errs.append(unsupported(child(p, "protocol"), port.protocol, PORT_PROTOCOLS))
     return errs
 
 
@@ -95,33 +95,31 @@ def _container(path: str, c: core_pb2.Container, init: bool) -> Errors:
     """validateContainerCommon plus the regular/init container differences."""
     errs: Errors = []
     if not c.name:
-        errs.append(required(_child(path, "name")))
+        errs.append(required(child(path, "name")))
     else:
-        errs += _name_errors(_child(path, "name"), c.name, names.dns1123_label)
+        errs += name_errors(child(path, "name"), c.name, names.dns1123_label)
     if not c.image:
-        errs.append(required(_child(path, "image")))
+        errs.append(required(child(path, "image")))
     elif c.image != c.image.strip():
         errs.append(
-            invalid(_child(path, "image"), c.image, "must not have leading or trailing whitespace")
+            invalid(child(path, "image"), c.image, "must not have leading or trailing whitespace")
         )
-    errs += _container_ports(_child(path, "ports"), c.ports)
+    errs += _container_ports(child(path, "ports"), c.ports)
     for i, env in enumerate(c.env):
         if not env.name:
-            errs.append(required(_child(_index(_child(path, "env"), i), "name")))
-    errs += _resources(_child(path, "resources"), c.resources)
+            errs.append(required(child(index(child(path, "env"), i), "name")))
+    errs += _resources(child(path, "resources"), c.resources)
     if c.image_pull_policy and c.image_pull_policy not in PULL_POLICIES:
-        errs.append(
-            unsupported(_child(path, "imagePullPolicy"), c.image_pull_policy, PULL_POLICIES)
-        )
+        errs.append(unsupported(child(path, "imagePullPolicy"), c.image_pull_policy, PULL_POLICIES))
     policy = c.termination_message_policy
     if policy and policy not in TERMINATION_MESSAGE_POLICIES:
         errs.append(
             unsupported(
-                _child(path, "terminationMessagePolicy"), policy, TERMINATION_MESSAGE_POLICIES
+                child(path, "terminationMessagePolicy"), policy, TERMINATION_MESSAGE_POLICIES
             )
         )
     if c.restart_policy:
-        rp = _child(path, "restartPolicy")
+        rp = child(path, "restartPolicy")
         if not init:
             errs.append(forbidden(rp, "may not be set for non-init containers"))
         elif c.restart_policy != "Always":
@@ -129,10 +127,10 @@ def _container(path: str, c: core_pb2.Container, init: bool) -> Errors:
     return errs
 
 
-def _containers(path: str, spec: core_pb2.PodSpec, is_pod: bool) -> Errors:
+def validate_containers(path: str, spec: core_pb2.PodSpec, is_pod: bool) -> Errors:
     errs: Errors = []
-    containers_path = _child(path, "containers")
-    init_path = _child(path, "initContainers")
+    containers_path = child(path, "containers")
+    init_path = child(path, "initContainers")
     if not spec.containers:
         errs.append(required(containers_path))
     seen: set[str] = set()
@@ -141,10 +139,10 @@ def _containers(path: str, spec: core_pb2.PodSpec, is_pod: bool) -> Errors:
         (init_path, spec.init_containers, True),
     ):
         for i, c in enumerate(group):
-            p = _index(group_path, i)
+            p = index(group_path, i)
             errs += _container(p, c, init)
             if c.name in seen:
-                errs.append(duplicate(_child(p, "name"), c.name))
+                errs.append(duplicate(child(p, "name"), c.name))
             elif c.name:
                 seen.add(c.name)
     # Host ports may not collide across regular containers (init containers run one by one).
@@ -154,7 +152,7 @@ def _containers(path: str, spec: core_pb2.PodSpec, is_pod: bool) -> Errors:
             if port.host_port == 0:
                 continue
             key = f"{port.protocol or 'TCP'}/{port.host_ip}/{port.host_port}"
-            hp_path = _child(_index(_child(_index(containers_path, i), "ports"), j), "hostPort")
+            hp_path = child(index(child(index(containers_path, i), "ports"), j), "hostPort")
             if key in host_ports:
                 errs.append(duplicate(hp_path, key))
             host_ports.add(key)
@@ -163,9 +161,7 @@ def _containers(path: str, spec: core_pb2.PodSpec, is_pod: bool) -> Errors:
             for j, port in enumerate(c.ports):
                 hp, cp = port.host_port, port.container_port
                 if (is_pod or hp != 0) and hp != cp:
-                    hp_path = _child(
-                        _index(_child(_index(containers_path, i), "ports"), j), "hostPort"
-                    )
+                    hp_path = child(index(child(index(containers_path, i), "ports"), j), "hostPort")
                     errs.append(
                         invalid(
                             hp_path, hp, "must match `containerPort` when `hostNetwork` is true"

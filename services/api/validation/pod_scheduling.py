@@ -5,8 +5,8 @@ scheduling gates and preemption policy.
 Why this module exists: these are exactly the fields the scheduler's plugins later read
 and trust (operators are known, Gt/Lt values are integers, selectors compile), so their
 rules are read in one place. Nodes' taints and PriorityClasses'
-preemption policy (``cluster``) reuse :func:`_taint_effect`, :func:`_tolerations` and
-:func:`_preemption_policy`; the update-time rules for these fields (tightening only, for
+preemption policy (``cluster``) reuse :func:`validate_taint_effect`, :func:`validate_tolerations` and
+:func:`validate_preemption_policy`; the update-time rules for these fields (tightening only, for
 gated pods) are in ``pod``, with the rest of ValidatePodUpdate.
 """
 
@@ -26,14 +26,13 @@ from services.api.errors import (
 from services.api.validation.common import (
     IS_NOT_POSITIVE,
     Errors,
-    _child,
-    _has,
-    _index,
-    _label_name,
-    _name_errors,
-    _parse_int64,
-    _seconds,
-    _selector,
+    child,
+    has_field,
+    index,
+    label_name,
+    name_errors,
+    validate_seconds,
+    validate_selector,
 )
 
 # ----------------------------------------------------------------------------- constants
@@ -56,7 +55,7 @@ def _node_selector_requirement(
 ) -> Errors:
     """ValidateNodeSelectorRequirement, plus Gt/Lt values being integers (labels' rule)."""
     errs: Errors = []
-    values_path = _child(path, "values")
+    values_path = child(path, "values")
     op = req.operator
     if op in ("In", "NotIn"):
         if not req.values:
@@ -72,15 +71,15 @@ def _node_selector_requirement(
             detail = "must be specified single value when `operator` is 'Lt' or 'Gt'"
             errs.append(required(values_path, detail))
         for i, v in enumerate(req.values):
-            if _parse_int64(v) is None:
+            if labels.parse_int64(v) is None:
                 detail = "for 'Gt', 'Lt' operators, the value must be an integer"
-                errs.append(invalid(_index(values_path, i), v, detail))
+                errs.append(invalid(index(values_path, i), v, detail))
     else:
-        errs.append(invalid(_child(path, "operator"), op, "not a valid selector operator"))
-    errs += _label_name(_child(path, "key"), req.key)
+        errs.append(invalid(child(path, "operator"), op, "not a valid selector operator"))
+    errs += label_name(child(path, "key"), req.key)
     if check_values:
         for i, v in enumerate(req.values):
-            errs += [invalid(_index(values_path, i), v, m) for m in names.label_value(v)]
+            errs += [invalid(index(values_path, i), v, m) for m in names.label_value(v)]
     return errs
 
 
@@ -92,16 +91,14 @@ def _node_field_selector_requirement(path: str, req: core_pb2.NodeSelectorRequir
             detail = (
                 "must be only one value when `operator` is 'In' or 'NotIn' for node field selector"
             )
-            errs.append(required(_child(path, "values"), detail))
+            errs.append(required(child(path, "values"), detail))
     else:
-        errs.append(
-            invalid(_child(path, "operator"), req.operator, "not a valid selector operator")
-        )
+        errs.append(invalid(child(path, "operator"), req.operator, "not a valid selector operator"))
     if req.key != "metadata.name":
-        errs.append(invalid(_child(path, "key"), req.key, "not a valid field selector key"))
+        errs.append(invalid(child(path, "key"), req.key, "not a valid field selector key"))
     else:
         for i, v in enumerate(req.values):
-            errs += _name_errors(_index(_child(path, "values"), i), v, names.dns1123_subdomain)
+            errs += name_errors(index(child(path, "values"), i), v, names.dns1123_subdomain)
     return errs
 
 
@@ -109,31 +106,31 @@ def _node_selector_term(path: str, term: core_pb2.NodeSelectorTerm, check_values
     errs: Errors = []
     for i, req in enumerate(term.match_expressions):
         errs += _node_selector_requirement(
-            _index(_child(path, "matchExpressions"), i), req, check_values
+            index(child(path, "matchExpressions"), i), req, check_values
         )
     for i, req in enumerate(term.match_fields):
-        errs += _node_field_selector_requirement(_index(_child(path, "matchFields"), i), req)
+        errs += _node_field_selector_requirement(index(child(path, "matchFields"), i), req)
     return errs
 
 
 def _node_affinity(path: str, na: core_pb2.NodeAffinity) -> Errors:
     errs: Errors = []
-    if _has(na, "required_during_scheduling_ignored_during_execution"):
-        terms_path = _child(
-            _child(path, "requiredDuringSchedulingIgnoredDuringExecution"), "nodeSelectorTerms"
+    if has_field(na, "required_during_scheduling_ignored_during_execution"):
+        terms_path = child(
+            child(path, "requiredDuringSchedulingIgnoredDuringExecution"), "nodeSelectorTerms"
         )
         terms = na.required_during_scheduling_ignored_during_execution.node_selector_terms
         if not terms:
             errs.append(required(terms_path, "must have at least one node selector term"))
         for i, term in enumerate(terms):
-            errs += _node_selector_term(_index(terms_path, i), term, check_values=True)
-    preferred_path = _child(path, "preferredDuringSchedulingIgnoredDuringExecution")
+            errs += _node_selector_term(index(terms_path, i), term, check_values=True)
+    preferred_path = child(path, "preferredDuringSchedulingIgnoredDuringExecution")
     for i, pref in enumerate(na.preferred_during_scheduling_ignored_during_execution):
-        p = _index(preferred_path, i)
+        p = index(preferred_path, i)
         if not 1 <= pref.weight <= 100:
-            errs.append(invalid(_child(p, "weight"), pref.weight, "must be in the range 1-100"))
+            errs.append(invalid(child(p, "weight"), pref.weight, "must be in the range 1-100"))
         # Preferred terms may carry invalid label values (they can match nothing, harmlessly).
-        errs += _node_selector_term(_child(p, "preference"), pref.preference, check_values=False)
+        errs += _node_selector_term(child(p, "preference"), pref.preference, check_values=False)
     return errs
 
 
@@ -147,73 +144,73 @@ def _label_keys(path: str, keys: Sequence[str], has_selector: bool) -> Errors:
         return [forbidden(path, "must not be specified when labelSelector is not set")]
     errs: Errors = []
     for i, key in enumerate(keys):
-        errs += _label_name(_index(path, i), key)
+        errs += label_name(index(path, i), key)
     return errs
 
 
 def _pod_affinity_term(path: str, term: core_pb2.PodAffinityTerm) -> Errors:
     errs: Errors = []
-    has_selector = _has(term, "label_selector")
+    has_selector = has_field(term, "label_selector")
     if has_selector:
-        errs += _selector(_child(path, "labelSelector"), term.label_selector)[1]
-    if _has(term, "namespace_selector"):
-        errs += _selector(_child(path, "namespaceSelector"), term.namespace_selector)[1]
+        errs += validate_selector(child(path, "labelSelector"), term.label_selector)[1]
+    if has_field(term, "namespace_selector"):
+        errs += validate_selector(child(path, "namespaceSelector"), term.namespace_selector)[1]
     for i, ns in enumerate(term.namespaces):
-        errs += _name_errors(_index(_child(path, "namespaces"), i), ns, names.dns1123_label)
+        errs += name_errors(index(child(path, "namespaces"), i), ns, names.dns1123_label)
     # validateMatchLabelKeysAndMismatchLabelKeys
-    match_path = _child(path, "matchLabelKeys")
+    match_path = child(path, "matchLabelKeys")
     errs += _label_keys(match_path, term.match_label_keys, has_selector)
-    errs += _label_keys(_child(path, "mismatchLabelKeys"), term.mismatch_label_keys, has_selector)
+    errs += _label_keys(child(path, "mismatchLabelKeys"), term.mismatch_label_keys, has_selector)
     if has_selector:
         selector_keys = set(term.label_selector.match_labels)
         positions = {k: i for i, k in enumerate(term.match_label_keys)}
         for expr in term.label_selector.match_expressions:
             if expr.key in positions and expr.key in selector_keys:
                 detail = "exists in both matchLabelKeys and labelSelector"
-                errs.append(invalid(_index(match_path, positions[expr.key]), expr.key, detail))
+                errs.append(invalid(index(match_path, positions[expr.key]), expr.key, detail))
             selector_keys.add(expr.key)
     mismatch = set(term.mismatch_label_keys)
     for i, key in enumerate(term.match_label_keys):
         if key in mismatch:
             detail = "exists in both matchLabelKeys and mismatchLabelKeys"
-            errs.append(invalid(_index(match_path, i), key, detail))
-    topology_path = _child(path, "topologyKey")
+            errs.append(invalid(index(match_path, i), key, detail))
+    topology_path = child(path, "topologyKey")
     if not term.topology_key:
         errs.append(required(topology_path, "can not be empty"))
     else:
-        errs += _label_name(topology_path, term.topology_key)
+        errs += label_name(topology_path, term.topology_key)
     return errs
 
 
 def _pod_affinity(path: str, pa: core_pb2.PodAffinity | core_pb2.PodAntiAffinity) -> Errors:
     errs: Errors = []
-    required_path = _child(path, "requiredDuringSchedulingIgnoredDuringExecution")
+    required_path = child(path, "requiredDuringSchedulingIgnoredDuringExecution")
     for i, term in enumerate(pa.required_during_scheduling_ignored_during_execution):
-        errs += _pod_affinity_term(_index(required_path, i), term)
-    preferred_path = _child(path, "preferredDuringSchedulingIgnoredDuringExecution")
+        errs += _pod_affinity_term(index(required_path, i), term)
+    preferred_path = child(path, "preferredDuringSchedulingIgnoredDuringExecution")
     for i, weighted in enumerate(pa.preferred_during_scheduling_ignored_during_execution):
-        p = _index(preferred_path, i)
+        p = index(preferred_path, i)
         if not 1 <= weighted.weight <= 100:
-            errs.append(invalid(_child(p, "weight"), weighted.weight, "must be in the range 1-100"))
-        errs += _pod_affinity_term(_child(p, "podAffinityTerm"), weighted.pod_affinity_term)
+            errs.append(invalid(child(p, "weight"), weighted.weight, "must be in the range 1-100"))
+        errs += _pod_affinity_term(child(p, "podAffinityTerm"), weighted.pod_affinity_term)
     return errs
 
 
-def _affinity(path: str, affinity: core_pb2.Affinity) -> Errors:
+def validate_affinity(path: str, affinity: core_pb2.Affinity) -> Errors:
     errs: Errors = []
-    if _has(affinity, "node_affinity"):
-        errs += _node_affinity(_child(path, "nodeAffinity"), affinity.node_affinity)
-    if _has(affinity, "pod_affinity"):
-        errs += _pod_affinity(_child(path, "podAffinity"), affinity.pod_affinity)
-    if _has(affinity, "pod_anti_affinity"):
-        errs += _pod_affinity(_child(path, "podAntiAffinity"), affinity.pod_anti_affinity)
+    if has_field(affinity, "node_affinity"):
+        errs += _node_affinity(child(path, "nodeAffinity"), affinity.node_affinity)
+    if has_field(affinity, "pod_affinity"):
+        errs += _pod_affinity(child(path, "podAffinity"), affinity.pod_affinity)
+    if has_field(affinity, "pod_anti_affinity"):
+        errs += _pod_affinity(child(path, "podAntiAffinity"), affinity.pod_anti_affinity)
     return errs
 
 
 # ----------------------------------------------------------------------------- taints and tolerations
 
 
-def _taint_effect(path: str, effect: str, allow_empty: bool) -> Errors:
+def validate_taint_effect(path: str, effect: str, allow_empty: bool) -> Errors:
     if not effect:
         return [] if allow_empty else [required(path)]
     if effect not in TAINT_EFFECTS:
@@ -221,14 +218,14 @@ def _taint_effect(path: str, effect: str, allow_empty: bool) -> Errors:
     return []
 
 
-def _tolerations(path: str, tolerations: Sequence[core_pb2.Toleration]) -> Errors:
+def validate_tolerations(path: str, tolerations: Sequence[core_pb2.Toleration]) -> Errors:
     """ValidateTolerations."""
     errs: Errors = []
     for i, t in enumerate(tolerations):
-        p = _index(path, i)
-        op_path = _child(p, "operator")
+        p = index(path, i)
+        op_path = child(p, "operator")
         if t.key:
-            errs += _label_name(_child(p, "key"), t.key)
+            errs += label_name(child(p, "key"), t.key)
         if not t.key and t.operator != "Exists":
             detail = (
                 "operator must be Exists when `key` is empty, "
@@ -238,10 +235,10 @@ def _tolerations(path: str, tolerations: Sequence[core_pb2.Toleration]) -> Error
         if t.HasField("toleration_seconds"):
             if t.effect != "NoExecute":
                 detail = "effect must be 'NoExecute' when `tolerationSeconds` is set"
-                errs.append(invalid(_child(p, "effect"), t.effect, detail))
+                errs.append(invalid(child(p, "effect"), t.effect, detail))
             # Upstream allows any int64 (<= 0: evict at once); kubera bounds it above.
-            errs += _seconds(
-                _child(p, "tolerationSeconds"), t.toleration_seconds, non_negative=False
+            errs += validate_seconds(
+                child(p, "tolerationSeconds"), t.toleration_seconds, non_negative=False
             )
         if t.operator in ("Equal", ""):
             msgs = names.label_value(t.value)
@@ -254,33 +251,33 @@ def _tolerations(path: str, tolerations: Sequence[core_pb2.Toleration]) -> Error
                 )
         elif t.operator in ("Gt", "Lt"):
             if not t.key:
-                errs.append(required(_child(p, "key"), "must be specified for numeric operators"))
+                errs.append(required(child(p, "key"), "must be specified for numeric operators"))
             if labels.parse_int64(t.value) is None:
                 detail = f"value must be a valid integer for operator '{t.operator}'"
-                errs.append(invalid(_child(p, "value"), t.value, detail))
+                errs.append(invalid(child(p, "value"), t.value, detail))
         else:
             errs.append(unsupported(op_path, t.operator, TOLERATION_OPERATORS))
-        errs += _taint_effect(_child(p, "effect"), t.effect, allow_empty=True)
+        errs += validate_taint_effect(child(p, "effect"), t.effect, allow_empty=True)
     return errs
 
 
 # ----------------------------------------------------------------------------- spread, gates, preemption
 
 
-def _topology_spread(path: str, constraints: Sequence[core_pb2.TopologySpreadConstraint]) -> Errors:
+def validate_topology_spread(
+    path: str, constraints: Sequence[core_pb2.TopologySpreadConstraint]
+) -> Errors:
     """validateTopologySpreadConstraints."""
     errs: Errors = []
     for i, c in enumerate(constraints):
-        p = _index(path, i)
+        p = index(path, i)
         if c.max_skew <= 0:
-            errs.append(invalid(_child(p, "maxSkew"), c.max_skew, IS_NOT_POSITIVE))
+            errs.append(invalid(child(p, "maxSkew"), c.max_skew, IS_NOT_POSITIVE))
         if not c.topology_key:
-            errs.append(required(_child(p, "topologyKey"), "can not be empty"))
+            errs.append(required(child(p, "topologyKey"), "can not be empty"))
         if c.when_unsatisfiable not in WHEN_UNSATISFIABLE:
             errs.append(
-                unsupported(
-                    _child(p, "whenUnsatisfiable"), c.when_unsatisfiable, WHEN_UNSATISFIABLE
-                )
+                unsupported(child(p, "whenUnsatisfiable"), c.when_unsatisfiable, WHEN_UNSATISFIABLE)
             )
         for rest in constraints[i + 1 :]:
             if (rest.topology_key, rest.when_unsatisfiable) == (
@@ -288,10 +285,10 @@ def _topology_spread(path: str, constraints: Sequence[core_pb2.TopologySpreadCon
                 c.when_unsatisfiable,
             ):
                 pair = f"{{{c.topology_key}, {c.when_unsatisfiable}}}"
-                errs.append(duplicate(_child(p, "{topologyKey, whenUnsatisfiable}"), pair))
+                errs.append(duplicate(child(p, "{topologyKey, whenUnsatisfiable}"), pair))
                 break
         if c.HasField("min_domains"):
-            md_path = _child(p, "minDomains")
+            md_path = child(p, "minDomains")
             if c.min_domains <= 0:
                 errs.append(invalid(md_path, c.min_domains, IS_NOT_POSITIVE))
             if c.when_unsatisfiable != "DoNotSchedule":
@@ -306,9 +303,9 @@ def _topology_spread(path: str, constraints: Sequence[core_pb2.TopologySpreadCon
         ):
             policy = getattr(c, field)
             if policy and policy not in NODE_INCLUSION_POLICIES:
-                errs.append(unsupported(_child(p, name), policy, NODE_INCLUSION_POLICIES))
-        keys_path = _child(p, "matchLabelKeys")
-        has_selector = _has(c, "label_selector")
+                errs.append(unsupported(child(p, name), policy, NODE_INCLUSION_POLICIES))
+        keys_path = child(p, "matchLabelKeys")
+        has_selector = has_field(c, "label_selector")
         if c.match_label_keys:
             selector_keys: set[str] = set()
             if has_selector:
@@ -319,27 +316,27 @@ def _topology_spread(path: str, constraints: Sequence[core_pb2.TopologySpreadCon
                     forbidden(keys_path, "must not be specified when labelSelector is not set")
                 )
             for j, key in enumerate(c.match_label_keys):
-                errs += _label_name(_index(keys_path, j), key)
+                errs += label_name(index(keys_path, j), key)
                 if key in selector_keys:
                     detail = "exists in both matchLabelKeys and labelSelector"
-                    errs.append(invalid(_index(keys_path, j), key, detail))
+                    errs.append(invalid(index(keys_path, j), key, detail))
         if has_selector:
-            errs += _selector(_child(p, "labelSelector"), c.label_selector)[1]
+            errs += validate_selector(child(p, "labelSelector"), c.label_selector)[1]
     return errs
 
 
-def _scheduling_gates(path: str, gates: Sequence[core_pb2.PodSchedulingGate]) -> Errors:
+def validate_scheduling_gates(path: str, gates: Sequence[core_pb2.PodSchedulingGate]) -> Errors:
     errs: Errors = []
     seen: set[str] = set()
     for i, gate in enumerate(gates):
-        errs += _name_errors(_index(path, i), gate.name, names.qualified_name)
+        errs += name_errors(index(path, i), gate.name, names.qualified_name)
         if gate.name in seen:
-            errs.append(duplicate(_index(path, i), gate.name))
+            errs.append(duplicate(index(path, i), gate.name))
         seen.add(gate.name)
     return errs
 
 
-def _preemption_policy(path: str, policy: str) -> Errors:
+def validate_preemption_policy(path: str, policy: str) -> Errors:
     if not policy:
         return [required(path)]
     if policy not in PREEMPTION_POLICIES:

@@ -18,15 +18,14 @@ from services.api.validation.common import (
     FIELD_IMMUTABLE,
     MAX_INT32,
     Errors,
-    _annotations,
-    _child,
-    _label_map,
-    _nonnegative,
-    _parse_int64,
-    _selector,
-    _shown,
+    child,
+    label_map,
+    nonnegative,
+    show,
+    validate_annotations,
+    validate_selector,
 )
-from services.api.validation.pod import _pod_spec
+from services.api.validation.pod import validate_pod_spec
 
 # ----------------------------------------------------------------------------- constants
 
@@ -41,20 +40,20 @@ UNHEALTHY_POD_EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
 
 def _pod_template(path: str, template: core_pb2.PodTemplateSpec, kind: str) -> Errors:
     """ValidatePodTemplateSpec plus the ReplicaSet/Deployment template rules."""
-    meta_path = _child(path, "metadata")
-    spec_path = _child(path, "spec")
-    errs = _label_map(_child(meta_path, "labels"), template.metadata.labels)
-    errs += _annotations(_child(meta_path, "annotations"), template.metadata.annotations)
-    errs += _pod_spec(spec_path, template.spec, is_pod=False)
+    meta_path = child(path, "metadata")
+    spec_path = child(path, "spec")
+    errs = label_map(child(meta_path, "labels"), template.metadata.labels)
+    errs += validate_annotations(child(meta_path, "annotations"), template.metadata.annotations)
+    errs += validate_pod_spec(spec_path, template.spec, is_pod=False)
     if template.spec.restart_policy and template.spec.restart_policy != "Always":
         errs.append(
             unsupported(
-                _child(spec_path, "restartPolicy"), template.spec.restart_policy, ("Always",)
+                child(spec_path, "restartPolicy"), template.spec.restart_policy, ("Always",)
             )
         )
     if template.spec.HasField("active_deadline_seconds"):
         detail = f"activeDeadlineSeconds in {kind} is not Supported"
-        errs.append(forbidden(_child(spec_path, "activeDeadlineSeconds"), detail))
+        errs.append(forbidden(child(spec_path, "activeDeadlineSeconds"), detail))
     return errs
 
 
@@ -63,9 +62,9 @@ def _pod_template(path: str, template: core_pb2.PodTemplateSpec, kind: str) -> E
 
 def _int_or_percent(path: str, raw: str) -> tuple[int | None, bool, Errors]:
     """ValidatePositiveIntOrPercent: (value, is_percent, errors)."""
-    as_int = _parse_int64(raw)
+    as_int = labels.parse_int64(raw)
     if as_int is not None:
-        return as_int, False, _nonnegative(path, as_int)
+        return as_int, False, nonnegative(path, as_int)
     body = raw[:-1]
     if raw.endswith("%") and body.isascii() and body.isdigit():
         if len(body.lstrip("0")) > 10 or int(body) > MAX_INT32:
@@ -91,11 +90,11 @@ def _not_more_than_100_percent(path: str, raw: str, value: int | None, is_percen
 # ----------------------------------------------------------------------------- kinds: create
 
 
-def _pod_disruption_budget(pdb: Any) -> Errors:
+def validate_pod_disruption_budget(pdb: Any) -> Errors:
     spec = pdb.spec
     errs: Errors = []
     if spec.HasField("min_available") and spec.HasField("max_unavailable"):
-        shown = _shown(spec)
+        shown = show(spec)
         errs.append(invalid("spec", shown, "minAvailable and maxUnavailable cannot be both set"))
     for field, name in (("min_available", "minAvailable"), ("max_unavailable", "maxUnavailable")):
         if spec.HasField(field):
@@ -104,7 +103,7 @@ def _pod_disruption_budget(pdb: Any) -> Errors:
             errs += field_errs
             errs += _not_more_than_100_percent(f"spec.{name}", raw, value, is_percent)
     if spec.HasField("selector"):
-        errs += _selector("spec.selector", spec.selector)[1]
+        errs += validate_selector("spec.selector", spec.selector)[1]
     policy = spec.unhealthy_pod_eviction_policy
     if policy and policy not in UNHEALTHY_POD_EVICTION_POLICIES:
         errs.append(
@@ -117,19 +116,19 @@ def _workload_spec(spec: Any) -> Errors:
     """What ReplicaSet and Deployment specs share: replicas, selector, template."""
     errs: Errors = []
     if spec.HasField("replicas"):
-        errs += _nonnegative("spec.replicas", spec.replicas)
-    errs += _nonnegative("spec.minReadySeconds", spec.min_ready_seconds)
+        errs += nonnegative("spec.replicas", spec.replicas)
+    errs += nonnegative("spec.minReadySeconds", spec.min_ready_seconds)
     selector: labels.Selector | None = None
     if not spec.HasField("selector"):
         errs.append(required("spec.selector"))
     else:
-        selector, selector_errs = _selector("spec.selector", spec.selector)
+        selector, selector_errs = validate_selector("spec.selector", spec.selector)
         errs += selector_errs
         if not spec.selector.match_labels and not spec.selector.match_expressions:
             errs.append(
                 invalid(
                     "spec.selector",
-                    _shown(spec.selector),
+                    show(spec.selector),
                     "empty selector is invalid for deployment",
                 )
             )
@@ -137,16 +136,16 @@ def _workload_spec(spec: Any) -> Errors:
     template_labels = dict(spec.template.metadata.labels)
     if selector is not None and not selector.matches(template_labels):
         detail = "`selector` does not match template `labels`"
-        errs.append(invalid("spec.template.metadata.labels", _shown(template_labels), detail))
+        errs.append(invalid("spec.template.metadata.labels", show(template_labels), detail))
     errs += _pod_template("spec.template", spec.template, "ReplicaSet")
     return errs
 
 
-def _replica_set(rs: Any) -> Errors:
+def validate_replica_set(rs: Any) -> Errors:
     return _workload_spec(rs.spec)
 
 
-def _deployment(deploy: Any) -> Errors:
+def validate_deployment(deploy: Any) -> Errors:
     spec = deploy.spec
     errs = _workload_spec(spec)
     strategy = spec.strategy
@@ -175,9 +174,9 @@ def _deployment(deploy: Any) -> Errors:
     else:
         errs.append(unsupported("spec.strategy.type", strategy.type, DEPLOYMENT_STRATEGIES))
     if spec.HasField("revision_history_limit"):
-        errs += _nonnegative("spec.revisionHistoryLimit", spec.revision_history_limit)
+        errs += nonnegative("spec.revisionHistoryLimit", spec.revision_history_limit)
     if spec.HasField("progress_deadline_seconds"):
-        errs += _nonnegative("spec.progressDeadlineSeconds", spec.progress_deadline_seconds)
+        errs += nonnegative("spec.progressDeadlineSeconds", spec.progress_deadline_seconds)
         if spec.progress_deadline_seconds <= spec.min_ready_seconds:
             detail = "must be greater than minReadySeconds"
             errs.append(
@@ -189,9 +188,9 @@ def _deployment(deploy: Any) -> Errors:
 # ----------------------------------------------------------------------------- kinds: update
 
 
-def _workload_update(new: Any, old: Any) -> Errors:
+def validate_workload_update(new: Any, old: Any) -> Errors:
     if new.spec.selector != old.spec.selector or new.spec.HasField("selector") != old.spec.HasField(
         "selector"
     ):
-        return [invalid("spec.selector", _shown(new.spec.selector), FIELD_IMMUTABLE)]
+        return [invalid("spec.selector", show(new.spec.selector), FIELD_IMMUTABLE)]
     return []

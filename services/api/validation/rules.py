@@ -1,0 +1,99 @@
+"""The validation table: one row per kind, and the entry points the package re-exports.
+
+Why this module exists: it holds the entry points (:func:`validate_create`,
+:func:`validate_update`, :func:`validate_grace_period_seconds`) and the table they read.
+Each kind is one row in ``_RULES`` (name rule, a create function, optionally an update
+function), so adding a kind is one function plus one row. Unknown kinds get metadata
+checks only. The rules themselves live in the sibling modules (see the package docstring).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from services.api import names
+from services.api.errors import FieldError, invalid
+from services.api.kinds import BY_KIND
+from services.api.validation.cluster import (
+    validate_event,
+    validate_lease,
+    validate_namespace,
+    validate_node,
+    validate_priority_class,
+    validate_priority_class_update,
+    validate_runtime_class,
+    validate_runtime_class_update,
+)
+from services.api.validation.common import (
+    MAX_INT32,
+    SECONDS_TOO_LARGE,
+    Errors,
+    no_update_rules,
+    validate_object_meta,
+    validate_object_meta_update,
+)
+from services.api.validation.pod import validate_pod, validate_pod_update
+from services.api.validation.workloads import (
+    validate_deployment,
+    validate_pod_disruption_budget,
+    validate_replica_set,
+    validate_workload_update,
+)
+
+# ----------------------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class Rules:
+    """How one kind is validated: its name rule, create checks and update checks (its scope is in kinds.py)."""
+
+    create: Callable[[Any], Errors]
+    update: Callable[[Any, Any], Errors] = no_update_rules
+    name: Callable[[str], list[str]] = names.dns1123_subdomain
+
+
+_RULES: dict[str, Rules] = {
+    "Pod": Rules(validate_pod, validate_pod_update),
+    "Node": Rules(validate_node),
+    "Namespace": Rules(validate_namespace, name=names.dns1123_label),
+    "PriorityClass": Rules(validate_priority_class, validate_priority_class_update),
+    "PodDisruptionBudget": Rules(validate_pod_disruption_budget),
+    "ReplicaSet": Rules(validate_replica_set, validate_workload_update),
+    "Deployment": Rules(validate_deployment, validate_workload_update),
+    "RuntimeClass": Rules(validate_runtime_class, validate_runtime_class_update),
+    "Lease": Rules(validate_lease),
+    "Event": Rules(validate_event),
+}
+
+
+def validate_create(kind: str, obj: Any) -> list[FieldError]:
+    """Every problem with ``obj`` as a new object of ``kind`` (empty when valid)."""
+    rules = _RULES.get(kind)
+    known = BY_KIND.get(kind)
+    errs = validate_object_meta(
+        obj.metadata, rules.name if rules else None, known.namespaced if known else None
+    )
+    if rules is not None:
+        errs += rules.create(obj)
+    return errs
+
+
+def validate_update(kind: str, new: Any, old: Any) -> list[FieldError]:
+    """Every problem with replacing ``old`` by ``new``: immutable fields, then ``new`` itself."""
+    rules = _RULES.get(kind)
+    errs = validate_object_meta_update(new.metadata, old.metadata)
+    if rules is not None:
+        errs += rules.update(new, old)
+    return errs + validate_create(kind, new)
+
+
+def validate_grace_period_seconds(value: int) -> list[FieldError]:
+    """A delete's ``gracePeriodSeconds``: not negative, and (kubera's bound) an int32,
+    since the deletion timestamp is now + grace."""
+    if value < 0:
+        return [invalid("gracePeriodSeconds", value, "must be >= 0")]
+    if value > MAX_INT32:
+        return [invalid("gracePeriodSeconds", value, SECONDS_TOO_LARGE)]
+    return []

@@ -1,0 +1,40 @@
+"""`ApiServerConfig`: what an apiserver is built with, `ApiServer(storage, config)`.
+
+Why this module exists: the settings travel (from `kubera up` through the apiserver actor,
+from the fuzz harness and the tests) as one typed, validated value instead of loose
+keyword arguments. The defaults are the production ones; tests shorten the intervals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.apiserver.watchcache import TOO_LARGE_WAIT
+
+__all__ = ["ApiServerConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiServerConfig:
+    """The apiserver's settings. Raises ValueError on construction when they do not fit."""
+
+    #: Events each resource's watch cache keeps, for watches that resume from an older
+    #: resourceVersion (older ones answer 410 Gone). At least 1.
+    watch_cache_capacity: int = 10_000
+    #: Seconds between BOOKMARK events on a quiet watch that asked for bookmarks. Above 0.
+    bookmark_interval: float = 5.0
+    #: Seconds a watch from a resourceVersion beyond the store's revision waits for it
+    #: before ResourceVersionTooLargeError (upstream's cacher blockTimeout, 3 s). At least 0.
+    resource_version_wait: float = TOO_LARGE_WAIT
+
+    def __post_init__(self) -> None:
+        if self.watch_cache_capacity < 1:
+            raise ValueError(
+                f"watch_cache_capacity must be at least 1, not {self.watch_cache_capacity}"
+            )
+        if not self.bookmark_interval > 0:
+            raise ValueError(f"bookmark_interval must be above 0, not {self.bookmark_interval}")
+        if not self.resource_version_wait >= 0:
+            raise ValueError(
+                f"resource_version_wait must be at least 0, not {self.resource_version_wait}"
+            )

@@ -1,0 +1,130 @@
+"""Update and patch: what an update may change, its preconditions, and the guarded write.
+
+Why this module exists: batch update (``batch``) checks and merges each item with the
+same steps as a single update, so they are functions over a
+:class:`~services.apiserver.store.Store`: `merge_update` (spec and metadata, or only
+status), `prepare_update` (preconditions, merge, validation), then `Store.write`.
+A JSON merge patch (`patch`) is a get, the patch applied, and an update, retried on
+conflict like upstream's GuaranteedUpdate.
+"""
+
+from __future__ import annotations
+
+import json
+
+from google.protobuf.message import Message
+
+from services.api import codec
+from services.api.errors import BadRequestError, ConflictError, NotFoundError
+from services.api.kinds import Kind
+from services.api.limits import DepthError, loads_json
+from services.api.patch import merge_patch as apply_merge_patch
+from services.apiserver import admission
+from services.apiserver.admission_reads import AdmissionReads
+from services.apiserver.objects import MAX_RETRIES, conflict, copy_status, not_found
+from services.apiserver.objects import meta as _meta
+from services.apiserver.read import get
+from services.apiserver.store import Store
+from services.storage import KeyValue
+
+
+def merge_update(kind: Kind, new: Message, old: Message, *, status: bool) -> Message:
+    """What an update may change: spec and metadata (status kept), or only status."""
+    if status:
+        merged = codec.clone(old)
+        copy_status(merged, new)
+        return merged
+    merged = codec.clone(new)
+    merged.api_version, merged.kind = kind.api_version, kind.kind  # type: ignore[attr-defined]
+    if kind.kind == "Namespace":
+        # spec.finalizers belong to the namespace lifecycle, not to updates.
+        merged.spec.finalizers[:] = old.spec.finalizers  # type: ignore[attr-defined]
+    m, o = _meta(merged), _meta(old)
+    m.uid, m.creation_timestamp = o.uid, o.creation_timestamp
+    m.generation = o.generation
+    if o.deletion_timestamp:
+        m.deletion_timestamp = o.deletion_timestamp
+        m.deletion_grace_period_seconds = o.deletion_grace_period_seconds
+    else:
+        m.ClearField("deletion_timestamp")
+        m.ClearField("deletion_grace_period_seconds")
+    if kind.has_status:
+        copy_status(merged, old)
+    admission.apply_defaults(kind, merged)
+    if kind.has_status and hasattr(merged, "spec") and merged.spec != old.spec:  # type: ignore[attr-defined]
+        m.generation = o.generation + 1
+    return merged
+
+
+def prepare_update(
+    store: Store, kind: Kind, obj: Message, kv: KeyValue | None, *, status: bool
+) -> Message:
+    """The object an update of `kv` to `obj` writes, preconditions and validation done."""
+    meta = _meta(obj)
+    if kv is None:
+        raise not_found(kind, meta.name)
+    if meta.resource_version and meta.resource_version != str(kv.mod_revision):
+        raise conflict(kind, meta.name)
+    old = store.decode(kind, kv)
+    if meta.uid and meta.uid != _meta(old).uid:
+        raise ConflictError(
+            f"Precondition failed: UID in precondition: {meta.uid}, UID in object meta: {_meta(old).uid}"
+        )
+    obj = codec.clone(obj)
+    _meta(obj).namespace = _meta(old).namespace
+    new = merge_update(kind, obj, old, status=status)
+    store.validate(kind, new, old)
+    return new
+
+
+async def update(store: Store, obj: Message, *, status: bool = False) -> Message:
+    """Update `obj` (its spec and metadata, or with `status` only its status)."""
+    kind = store.kind(obj)
+    if status and not kind.has_status:
+        raise NotFoundError(f"{kind.resource} have no status subresource: use Update")
+    meta = _meta(obj)
+    ns = store.namespace(kind, meta.namespace)
+    kv = await store.storage.get(kind.key(ns, meta.name))
+    new = prepare_update(store, kind, obj, kv, status=status)
+    if not status:
+        await admission.check_single_global_default(kind, new, AdmissionReads(store))
+    return await store.write(kind, new, kv)  # type: ignore[arg-type]
+
+
+async def patch(
+    store: Store, kind: Kind, namespace: str, name: str, merge_patch: str, *, status: bool = False
+) -> Message:
+    """A JSON merge patch (RFC 7386), retried on conflict like GuaranteedUpdate."""
+    try:
+        doc_patch = loads_json(merge_patch, "the patch")
+    except json.JSONDecodeError as e:
+        raise BadRequestError(f"the patch is not valid JSON: {e}") from None
+    except DepthError as e:
+        raise BadRequestError(str(e)) from None
+    if not isinstance(doc_patch, dict):
+        raise BadRequestError("a merge patch must be a JSON object")
+    meta_patch = doc_patch.get("metadata")
+    # A patch that names a resourceVersion is conditional on it: no retry past a conflict.
+    pinned = meta_patch.get("resourceVersion") if isinstance(meta_patch, dict) else None
+    for _ in range(MAX_RETRIES):
+        current = await get(store, kind, namespace, name)
+        doc = apply_merge_patch(codec.encode(current), doc_patch)
+        if not isinstance(doc, dict):
+            raise BadRequestError("the patch did not produce an object")
+        doc.setdefault("metadata", {})["resourceVersion"] = (
+            str(pinned) if pinned else _meta(current).resource_version
+        )
+        doc["apiVersion"], doc["kind"] = kind.api_version, kind.kind
+        try:
+            decoded = codec.decode(doc, validate="strict")
+        except codec.DecodeError as e:
+            raise BadRequestError(
+                f'the patch cannot be applied to {kind.resource} "{name}": {e}'
+            ) from None
+        try:
+            return await update(store, decoded.obj, status=status)
+        except ConflictError:
+            if pinned:
+                raise
+            continue
+    raise conflict(kind, name)
