@@ -25,8 +25,15 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = ("services", "actors", "kubera")
 
-#: Modules anyone may import: the vocabulary layer below every component.
-VOCABULARY = ("services.api", "services.storage.keys", "services.clock", "services.grpcserver")
+#: Modules anyone may import: the vocabulary layer below every component, and the helpers
+#: every component's edge shares (gRPC server options, the lazy public-API exports).
+VOCABULARY = (
+    "services.api",
+    "services.storage.keys",
+    "services.clock",
+    "services.grpcserver",
+    "services.exports",
+)
 
 #: Submodules that are a component's public API beside its package, with why they stand apart.
 PUBLIC_MODULES = {
@@ -35,6 +42,11 @@ PUBLIC_MODULES = {
     "services.storage.memory": "in-memory fake (the same interface, for unit tests and fuzz)",
     # KubeSchedulerConfiguration loading is the scheduler's configuration API
     "services.scheduler.config": "scheduler configuration",
+    # each process is imported on its own: a node pool's process never loads the scheduler
+    "services.hosts.apiserver": "the apiserver process",
+    "services.hosts.nodepool": "a node pool process",
+    "services.hosts.scheduler": "a scheduler replica process",
+    "services.hosts.controllermanager": "a controller-manager replica process",
 }
 
 #: Only these may import ray.

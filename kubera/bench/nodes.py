@@ -29,7 +29,7 @@ import grpc
 from kubera.errors import CliError
 from kubera.testing import Cluster
 from services.api.quantity import parse_quantity
-from services.kubelet.template import default_template
+from services.kubelet import default_template
 
 #: Memory every bench pod uses (its usage annotation), bytes.
 POD_MEMORY = 100 * 2**20

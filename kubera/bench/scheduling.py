@@ -152,8 +152,7 @@ async def _run(ctx: dict, args: argparse.Namespace) -> dict[str, Any]:
         etcd_rate = 2000 / (time.perf_counter() - t0)
 
         if args.profile:
-            from services.scheduler.options import SchedulerOptions
-            from services.scheduler.scheduler import Scheduler
+            from services.scheduler import Scheduler, SchedulerOptions
 
             sched = Scheduler(client, SchedulerOptions(seed=1))
             sched_task = asyncio.create_task(sched.run(stop))

@@ -179,9 +179,7 @@ def overcommitted(pods: list, nodes: list) -> list[str]:
 async def _replica(args: argparse.Namespace) -> None:
     """One shared-state scheduler: schedule until SIGTERM, then write its stats."""
     from services.client import Client
-    from services.scheduler.omega import SharedState
-    from services.scheduler.options import SchedulerOptions
-    from services.scheduler.scheduler import Scheduler
+    from services.scheduler import Scheduler, SchedulerOptions, SharedState
 
     client = Client(args.apiserver, timeout=60)
     sched = Scheduler(
@@ -314,7 +312,7 @@ class _Replicas:
 
 
 def _pct(xs: list[float], q: float) -> float:
-    from services.scheduler.omega import percentile
+    from services.scheduler import percentile
 
     return percentile(xs, q)
 

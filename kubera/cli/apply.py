@@ -46,7 +46,7 @@ from services.api.errors import (
 from services.api.kinds import Kind
 from services.api.limits import loads_json
 from services.api.patch import merge_patch
-from services.apiserver import admission
+from services.apiserver import apply_defaults
 from services.client import Client
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -190,7 +190,7 @@ async def _normalized(client: Client, m: Manifest) -> dict[str, Any]:
     except UnavailableError:
         raise
     except ApiError:
-        admission.apply_defaults(m.kind, obj)
+        apply_defaults(m.kind, obj)
         doc = codec.encode(obj)
     meta, own = doc.setdefault("metadata", {}), plain.get("metadata", {})
     for key in _ASSIGNED_METADATA:

@@ -234,8 +234,7 @@ def _read_node_template(path: str, nodes: int | None) -> tuple[str, int]:
     except OSError as e:
         raise CliError(f"--node-template: cannot read {path}: {e.strerror}") from None
     from services.api.stages import TemplateError
-    from services.kubelet.eviction import EvictionConfig
-    from services.kubelet.template import load_template
+    from services.kubelet import EvictionConfig, load_template
 
     try:
         template = load_template(text)

@@ -292,7 +292,7 @@ class Supervisor:
 
         from actors.nodepool import NodePoolActor
         from services.hosts.nodepool import NodePoolHostConfig
-        from services.kubelet.pool import PoolConfig
+        from services.kubelet import PoolConfig
 
         o = self.opts.nodes
         total, per = o.count, max(1, o.per_pool)

@@ -1,2 +1,41 @@
 """Chaos and its proof: the partition relay a replica's traffic goes through, the control
-service `kubera chaos` drives, and the checker that replays etcd's history of a run."""
+service `kubera chaos` drives, and the checker that replays etcd's history of a run.
+
+Public API (other components and the layers above import these from this package): `Relay`
+and `serve_control` (a replica's partition relays and their control service), and the
+history check `check_history` / `wait_settled` / `HistoryCompactedError` with its
+`Verdict`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from services.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from services.chaos.control import serve_control
+    from services.chaos.history import HistoryCompactedError, check_history, wait_settled
+    from services.chaos.relay import Relay
+    from services.chaos.verdict import Verdict
+
+__all__ = [
+    "HistoryCompactedError",
+    "Relay",
+    "Verdict",
+    "check_history",
+    "serve_control",
+    "wait_settled",
+]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "serve_control": "services.chaos.control",
+        "HistoryCompactedError": "services.chaos.history",
+        "check_history": "services.chaos.history",
+        "wait_settled": "services.chaos.history",
+        "Relay": "services.chaos.relay",
+        "Verdict": "services.chaos.verdict",
+    },
+)

@@ -12,9 +12,15 @@ import grpc
 
 from services.client import Client
 from services.clock import clock_for
-from services.kubelet.pool import NodePool, PoolConfig
-from services.kubelet.server import serve
-from services.kubelet.template import NodeTemplate, default_template, load_template, plan_nodes
+from services.kubelet import (
+    NodePool,
+    NodeTemplate,
+    PoolConfig,
+    default_template,
+    load_template,
+    plan_nodes,
+    serve,
+)
 
 
 @dataclass(frozen=True)

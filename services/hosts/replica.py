@@ -28,8 +28,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from services.api.fencing import Fencing
-from services.chaos.control import serve_control
-from services.chaos.relay import Relay
+from services.chaos import Relay, serve_control
 from services.client import Client
 from services.leaderelection import (
     Callbacks,

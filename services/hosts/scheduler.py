@@ -25,11 +25,8 @@ import prometheus_client
 
 from services.hosts.replica import Replica, host_leading
 from services.leaderelection import LeaderElectionSettings, TimingOverrides
+from services.scheduler import Partition, Scheduler, SchedulerOptions, SharedState, serve
 from services.scheduler import config as config_mod
-from services.scheduler.omega import Partition, SharedState
-from services.scheduler.options import SchedulerOptions
-from services.scheduler.scheduler import Scheduler
-from services.scheduler.server import serve
 
 #: "leader": one elected replica per deployment schedules, fenced; "shared-state" (Omega):
 #: every replica schedules, each bind checked against the node's allocation record.

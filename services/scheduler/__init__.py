@@ -1,1 +1,43 @@
-"""kube-scheduler, rebuilt: queue, cache, framework and default plugins (asyncio, no Ray)."""
+"""kube-scheduler, rebuilt: queue, cache, framework and default plugins (asyncio, no Ray).
+
+Public API (other components and the layers above import these from this package):
+`Scheduler(client, SchedulerOptions(...))`, the shared-state (Omega) settings
+`SharedState` / `Partition` and its `percentile`, and `serve` (the scheduler's gRPC and
+metrics edge). KubeSchedulerConfiguration loading is its own public package,
+services/scheduler/config.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from services.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from services.scheduler.omega import Partition, SharedState, percentile
+    from services.scheduler.options import SchedulerOptions
+    from services.scheduler.scheduler import Scheduler
+    from services.scheduler.server import SchedulerHost, serve
+
+__all__ = [
+    "Partition",
+    "Scheduler",
+    "SchedulerHost",
+    "SchedulerOptions",
+    "SharedState",
+    "percentile",
+    "serve",
+]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Partition": "services.scheduler.omega",
+        "SharedState": "services.scheduler.omega",
+        "percentile": "services.scheduler.omega",
+        "SchedulerOptions": "services.scheduler.options",
+        "Scheduler": "services.scheduler.scheduler",
+        "SchedulerHost": "services.scheduler.server",
+        "serve": "services.scheduler.server",
+    },
+)
