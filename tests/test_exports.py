@@ -24,7 +24,7 @@ def test_every_public_name_resolves_to_its_module_object(package: str) -> None:
 def test_an_unexported_name_is_an_attribute_error(package: str) -> None:
     module = importlib.import_module(package)
     with pytest.raises(AttributeError, match="no_such_name"):
-        module.no_such_name
+        _ = module.no_such_name
 
 
 def test_from_import_of_a_public_name_and_of_a_submodule() -> None:
