@@ -33,6 +33,7 @@ VOCABULARY = (
     "services.clock",
     "services.grpcserver",
     "services.exports",
+    "services.lifecycle",
 )
 
 #: Submodules that are a component's public API beside its package, with why they stand apart.

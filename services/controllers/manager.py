@@ -37,6 +37,7 @@ from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycl
 from services.controllers.podgc import PodGCConfig, PodGCController
 from services.controllers.replicaset import ReplicaSetConfig, ReplicaSetController
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
+from services.lifecycle import Background
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +103,11 @@ def _build(
     return PodGCController(client, informers, config=config.podgc, clock=clock)
 
 
-class ControllerManager:
+class ControllerManager(Background):
     """The configured controllers over one set of shared informers (see the module
     docstring). Run it with `start()` / `stop()`, or `await run(stop)` (one leader term)."""
+
+    _background_name = "controller-manager"
 
     def __init__(
         self,
@@ -122,24 +125,6 @@ class ControllerManager:
             name: _build(name, client, self.informers, self.clock, self.config)
             for name in self.config.controllers
         }
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        """Run in the background until `stop()`."""
-        if self._task is not None:
-            raise RuntimeError("controller-manager already started")
-        self._task = asyncio.create_task(self.run(self._stop), name="controller-manager")
-
-    async def stop(self) -> None:
-        """Stop the controllers and the informers, and wait for them."""
-        self._stop.set()
-        if self._task is not None:
-            await self._task
-
-    @property
-    def running(self) -> bool:
-        return self._task is not None and not self._task.done()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Informers, then every controller, until `stop`; then everything stops."""

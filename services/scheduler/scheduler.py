@@ -35,6 +35,7 @@ from protos.kubera.v1 import core_pb2
 from services.api.kinds import BY_KIND
 from services.client import Client, FencingSource, Handlers, Informer
 from services.clock import Clock, RealClock
+from services.lifecycle import Background
 from services.scheduler import config as config_mod
 from services.scheduler import equivalence
 from services.scheduler.cache import Cache
@@ -106,9 +107,12 @@ class _Handle:
             fwk.reject_waiting_pod(uid, plugin, reason)
 
 
-class Scheduler:
+class Scheduler(Background):
     """kube-scheduler for one term: informers -> cache and queue -> ScheduleOne's cycles.
-    `config` is the KubeSchedulerConfiguration in use, `options` what it was built from."""
+    `config` is the KubeSchedulerConfiguration in use, `options` what it was built from.
+    Run it with `start()` / `stop()`, or `await run(stop)` (one leader term)."""
+
+    _background_name = "scheduler"
 
     def __init__(
         self,
