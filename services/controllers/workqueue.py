@@ -331,13 +331,15 @@ async def run_worker(
     sync: Callable[[T], Awaitable[None]],
     *,
     what: str,
-    retry: Callable[[T, Exception], bool] | None = None,
+    retry: Callable[[T, Exception], bool | None] | None = None,
 ) -> None:
     """A worker (client-go's processNextWorkItem + handleErr): take a key, sync it, and
     until the queue shuts down take the next. A sync that raises costs only its own key:
     the error is logged with the key and the key comes back after its per-key backoff
-    (`add_rate_limited`), unless `retry(key, error)` says it should not (then it is
-    forgotten). A sync that succeeds resets the key's backoff (`forget`)."""
+    (`add_rate_limited`), unless `retry(key, error)` says it should not (False: logged,
+    then forgotten; None: forgotten without a word, the policy has said what it had to,
+    as upstream's handleErr for a terminating namespace). A sync that succeeds resets the
+    key's backoff (`forget`)."""
     while (key := await queue.get()) is not None:
         try:
             await sync(key)
@@ -345,7 +347,10 @@ async def run_worker(
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 - one key's failure must not end the worker
-            again = retry is None or retry(key, e)
+            again = True if retry is None else retry(key, e)
+            if again is None:
+                queue.forget(key)
+                continue
             bug = not isinstance(e, _EXPECTED)
             log.log(
                 logging.ERROR if bug else logging.WARNING,
@@ -371,7 +376,7 @@ async def run_workers(
     workers: int,
     stop: asyncio.Event,
     what: str,
-    retry: Callable[[T, Exception], bool] | None = None,
+    retry: Callable[[T, Exception], bool | None] | None = None,
     shutdown: bool = True,
 ) -> None:
     """`workers` workers (`run_worker`) on `queue` until `stop` is set, as every queue-driven

@@ -254,3 +254,40 @@ async def test_a_raising_sync_costs_only_its_key(
     finally:
         q.shutdown()
         await asyncio.wait_for(worker, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("decision", "requeued", "logged"),
+    [
+        pytest.param(True, True, True, id="true-retries-with-backoff-and-logs"),
+        pytest.param(False, False, True, id="false-forgets-and-logs"),
+        pytest.param(None, False, False, id="none-forgets-without-a-word"),
+    ],
+)
+async def test_the_retry_policy_decides_requeue_and_logging(
+    decision: bool | None, requeued: bool, logged: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A controller's handleErr: None is upstream's silent Forget (a terminating
+    namespace, or a drop the policy has already logged)."""
+    clock = FakeClock()
+    q: WorkQueue[str] = WorkQueue(
+        clock=clock, rate_limiter=ItemExponentialFailureRateLimiter(1.0, 60.0)
+    )
+    calls: list[str] = []
+
+    async def sync(key: str) -> None:
+        calls.append(key)
+        raise ConflictError("the object changed")
+
+    q.add("k")
+    worker = asyncio.create_task(run_worker(q, sync, what="widget", retry=lambda _k, _e: decision))
+    try:
+        while not calls:
+            await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert q.num_requeues("k") == (1 if requeued else 0)
+        failures = [r for r in caplog.records if r.name == "services.controllers.workqueue"]
+        assert bool(failures) == logged
+    finally:
+        q.shutdown()
+        await asyncio.wait_for(worker, 1.0)

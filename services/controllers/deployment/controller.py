@@ -87,7 +87,8 @@ from services.controllers.events import EventRecorder
 from services.controllers.ref_manager import claim, recheck_owner
 from services.controllers.workqueue import WorkQueue, controller_queue, run_workers
 
-log = logging.getLogger(__name__)
+#: The logger of the controller as it was before it became a package.
+log = logging.getLogger("services.controllers.deployment")
 
 #: Upstream's maxRetries: a key failing this often is dropped until its next event.
 MAX_RETRIES = 15
@@ -193,16 +194,17 @@ class DeploymentController:
             self.queue.shutdown()
             await self.events.close()
 
-    def _retry(self, key: str, e: Exception) -> bool:
-        """Whether a failed sync is retried with backoff: not when the namespace is being
-        deleted (every create would fail), nor after max_retries (dropped until the
-        key's next event)."""
+    def _retry(self, key: str, e: Exception) -> bool | None:
+        """Whether a failed sync is retried with backoff (True). Not when the namespace
+        is being deleted (every create would fail: forgotten silently, as upstream's
+        handleErr), nor after max_retries (dropped until the key's next event, with one
+        warning)."""
         if isinstance(e, ApiError) and is_namespace_terminating(e):
-            return False
+            return None
         if self.queue.num_requeues(key) < self.config.max_retries:
             return True
         log.warning("dropping deployment %s out of the queue: %s", key, e)
-        return False
+        return None
 
     # ------------------------------------------------------------------ lookups
 
