@@ -136,9 +136,18 @@ class MakePod:
         return self.container(f"c{len(self._pod.spec.containers)}", requests=requests)
 
     def init_container(
-        self, name: str, image: str = "", *, requests: Mapping[str, str] | None = None
+        self,
+        name: str,
+        image: str = "",
+        *,
+        requests: Mapping[str, str] | None = None,
+        ports: Sequence[Json] | None = None,
+        restart_policy: str = "",
     ) -> MakePod:
-        self._pod.spec.init_containers.append(_container(name, image, requests, None, None))
+        """Append an init container; restart_policy="Always" makes it a sidecar."""
+        c = _container(name, image, requests, None, ports)
+        c.restart_policy = restart_policy
+        self._pod.spec.init_containers.append(c)
         return self
 
     def tolerations(self, tolerations: Sequence[Json]) -> MakePod:

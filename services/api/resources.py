@@ -2,15 +2,15 @@
 the kubelet and the chaos checker count with (upstream component-helpers/resource and
 framework.Resource).
 
-`pod_requests` is what a pod asks of its node: max(sum of containers, each init container)
-+ overhead. It never raises and every amount is at most MAX_AMOUNT (int64 milli-units), so a
+`pod_requests` is what a pod asks of its node: max(containers + sidecars, each init container
++ the sidecars before it) + overhead. It never raises and every amount is at most MAX_AMOUNT (int64 milli-units), so a
 stored value validation would have refused still counts (see `pod_requests`).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from protos.kubera.v1 import core_pb2
@@ -158,38 +158,69 @@ class Resource:
         )
 
 
+def is_restartable_init_container(c: core_pb2.Container) -> bool:
+    """An init container with restartPolicy Always: a sidecar, which keeps running beside the
+    regular containers (upstream isRestartableInitContainer)."""
+    return c.restart_policy == "Always"
+
+
+def _aggregate(
+    pod: core_pb2.Pod, request_of: Callable[[core_pb2.Container, str], Resource]
+) -> Resource:
+    """The containers' requests combined as the sidecar KEP says (upstream
+    aggregateContainerResourcesByFn): regular containers and sidecars add up; init
+    container i needs its own request plus every sidecar started before it; the pod
+    needs the larger of the two, per resource."""
+    total = Resource()
+    for i, c in enumerate(pod.spec.containers):
+        total.add(request_of(c, f"spec.containers[{i}].resources.requests"))
+    sidecars = Resource()
+    init_peak = Resource()
+    for i, c in enumerate(pod.spec.init_containers):
+        own = request_of(c, f"spec.initContainers[{i}].resources.requests")
+        if is_restartable_init_container(c):
+            total.add(own)
+            sidecars.add(own)
+            init_peak.set_max(sidecars)
+        else:
+            own.add(sidecars)
+            init_peak.set_max(own)
+    total.set_max(init_peak)
+    return total
+
+
 def pod_requests(pod: core_pb2.Pod, problems: list[str] | None = None) -> Resource:
-    """Effective requests: max(sum of containers, each init container) + overhead
-    (upstream resource.PodRequests; restartable init containers (sidecars) not modelled).
+    """Effective requests (upstream resource.PodRequests): max(regular containers + sidecars,
+    each init container + the sidecars started before it) + overhead.
 
     Never raises, and every amount is at most MAX_AMOUNT: a quantity validation would have
     refused counts as `_amount` says and is described in `problems` when given."""
-    total = Resource()
-    for i, c in enumerate(pod.spec.containers):
-        total.add_list(c.resources.requests, problems, f"spec.containers[{i}].resources.requests")
-    for i, c in enumerate(pod.spec.init_containers):
-        init = Resource()
-        init.add_list(
-            c.resources.requests, problems, f"spec.initContainers[{i}].resources.requests"
-        )
-        total.set_max(init)
+
+    def request_of(c: core_pb2.Container, path: str) -> Resource:
+        r = Resource()
+        r.add_list(c.resources.requests, problems, path)
+        return r
+
+    total = _aggregate(pod, request_of)
     if pod.spec.overhead:
         total.add_list(pod.spec.overhead, problems, "spec.overhead")
     return total.capped()
 
 
 def pod_non_zero_requests(pod: core_pb2.Pod) -> tuple[int, int]:
-    """(milli-cpu, memory) with the 100m / 200Mi defaults for containers that set none;
-    used by scoring so BestEffort pods still spread (upstream schedutil.GetNonzeroRequests)."""
-    cpu = mem = 0
-    for c in pod.spec.containers:
+    """(milli-cpu, memory) as `pod_requests` combines them, with 100m / 200Mi for a
+    container (sidecars and init containers included) that sets none; used by scoring so
+    BestEffort pods still spread (upstream PodRequests with NonMissingContainerRequests)."""
+
+    def request_of(c: core_pb2.Container, path: str) -> Resource:
         req = c.resources.requests
-        cpu += _qty_milli(req[CPU]) if CPU in req else DEFAULT_MILLI_CPU_REQUEST
-        mem += _qty(req[MEMORY]) if MEMORY in req else DEFAULT_MEMORY_REQUEST
-    for c in pod.spec.init_containers:
-        req = c.resources.requests
-        cpu = max(cpu, _qty_milli(req[CPU]) if CPU in req else DEFAULT_MILLI_CPU_REQUEST)
-        mem = max(mem, _qty(req[MEMORY]) if MEMORY in req else DEFAULT_MEMORY_REQUEST)
+        return Resource(
+            _qty_milli(req[CPU]) if CPU in req else DEFAULT_MILLI_CPU_REQUEST,
+            _qty(req[MEMORY]) if MEMORY in req else DEFAULT_MEMORY_REQUEST,
+        )
+
+    total = _aggregate(pod, request_of)
+    cpu, mem = total.milli_cpu, total.memory
     if pod.spec.overhead:
         cpu += _qty_milli(pod.spec.overhead.get(CPU, "0"))
         mem += _qty(pod.spec.overhead.get(MEMORY, "0"))
