@@ -16,6 +16,7 @@ from enum import IntFlag
 from typing import Any
 
 from protos.kubera.v1 import core_pb2, meta_pb2
+from services.api.hostports import host_ports
 from services.api.labels import Selector, from_label_selector
 from services.api.resources import Resource, pod_non_zero_requests, pod_requests
 
@@ -144,12 +145,7 @@ class PodInfo:
             self.required_affinity, self.required_anti_affinity = [], []
             self.preferred_affinity, self.preferred_anti_affinity = [], []
         self.problems = tuple(problems)
-        self.ports = [
-            (p.host_ip or "0.0.0.0", p.protocol or "TCP", p.host_port)
-            for c in (*pod.spec.init_containers, *pod.spec.containers)
-            for p in c.ports
-            if p.host_port > 0
-        ]
+        self.ports = host_ports(pod)
 
     @property
     def key(self) -> str:

@@ -1,7 +1,9 @@
 """NodePorts: a pod's hostPorts must be free on the node.
 
 Upstream plugins/nodeports. Ports are (hostIP, protocol, hostPort) with "" read as 0.0.0.0
-and TCP (PodInfo.ports already does this). A wildcard 0.0.0.0 port conflicts with the same
+and TCP, from the regular containers and sidecars only (services/api/hostports.py, which
+PodInfo.ports and so NodeInfo.used_ports read): an ordinary init container's hostPort is
+never held while the pod runs. A wildcard 0.0.0.0 port conflicts with the same
 protocol/port on any IP; a specific IP conflicts with itself and with the wildcard.
 """
 
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
+from services.api.hostports import DEFAULT_BIND_ALL_HOST_IP, HostPort, host_ports
 from services.scheduler.framework.interface import PreFilterResult
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
@@ -28,24 +31,12 @@ from services.scheduler.plugins.helpers import NODE, POD
 NAME = "NodePorts"
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
-DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
-
-Port = tuple[str, str, int]
+Port = HostPort
 
 
 @dataclass
 class Args:
     """NodePorts takes no arguments."""
-
-
-def host_ports(pod: core_pb2.Pod) -> list[Port]:
-    """util.GetHostPorts: init and regular containers' ports with hostPort > 0, sanitised."""
-    return [
-        (p.host_ip or DEFAULT_BIND_ALL_HOST_IP, p.protocol or "TCP", p.host_port)
-        for c in (*pod.spec.init_containers, *pod.spec.containers)
-        for p in c.ports
-        if p.host_port > 0
-    ]
 
 
 def check_conflict(used: set[Port], ip: str, protocol: str, port: int) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from protos.kubera.v1 import core_pb2
+from services.api.hostports import host_ports
 from services.scheduler.framework.status import Code
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
 from services.scheduler.plugins import nodeports
@@ -85,3 +86,76 @@ def test_hint_pod_deleted(deleted: core_pb2.Pod, want: QueueingHint, rule: str) 
     pod_ev = nodeports.new(None, None).events_to_register()[0]
     assert pod_ev.hint is not None
     assert pod_ev.hint(pod([p(8080)]), deleted, None) == want
+
+
+# Which containers hold host ports (upstream schedutil.GetHostPorts, used by NodePorts for
+# the incoming pod and by NodeInfo for the pods on a node): regular containers and sidecars
+# (init containers with restartPolicy Always); an ordinary init container has exited first.
+Ports = list[dict[str, object]]
+
+
+def shaped(kind: str, ports: Ports, uid: str = "p", node: str = "") -> core_pb2.Pod:
+    b = MakePod().name(uid).uid(uid).node(node)
+    if kind == "container":
+        b.container("c", ports=ports)
+    else:
+        b.container("c")
+        b.init_container("i", ports=ports, restart_policy="Always" if kind == "sidecar" else "")
+    return b.obj()
+
+
+INIT_CASES = [
+    ("init", [p(8080)], "container", [p(8080)], True, "an incoming init container's port is free"),
+    ("container", [p(8080)], "init", [p(8080)], True, "an init container on the node holds none"),
+    ("init", [p(8080)], "init", [p(8080)], True, "two init containers never conflict"),
+    ("sidecar", [p(8080)], "container", [p(8080)], False, "an incoming sidecar's port conflicts"),
+    ("container", [p(8080)], "sidecar", [p(8080)], False, "a sidecar on the node holds its port"),
+    ("sidecar", [p(8080)], "sidecar", [p(8081)], True, "sidecars on different ports"),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "want", "used_kind", "used", "fits", "rule"),
+    INIT_CASES,
+    ids=[c[5] for c in INIT_CASES],
+)
+def test_filter_counts_containers_and_sidecars_only(
+    kind: str, want: Ports, used_kind: str, used: Ports, fits: bool, rule: str
+) -> None:
+    pl = nodeports.new(None, None)
+    state = CycleState()
+    pi = PodInfo(shaped(kind, want))
+    _, st = pl.pre_filter(state, pi, [])
+    if kind == "init":  # no port the pod holds while running: nothing to filter
+        assert st.is_skip()
+        return
+    assert st.is_success()
+    got = pl.filter(state, pi, node_with(shaped(used_kind, used, uid="e", node="n")))
+    assert got.is_success() is fits
+
+
+@pytest.mark.parametrize(
+    ("kind", "want"),
+    [
+        ("container", QueueingHint.QUEUE),
+        ("sidecar", QueueingHint.QUEUE),
+        ("init", QueueingHint.SKIP),
+    ],
+    ids=[
+        "deleted container port",
+        "deleted sidecar port",
+        "deleted init container port frees nothing",
+    ],
+)
+def test_hint_counts_containers_and_sidecars_only(kind: str, want: QueueingHint) -> None:
+    pod_ev = nodeports.new(None, None).events_to_register()[0]
+    assert pod_ev.hint is not None
+    deleted = shaped(kind, [p(8080)], uid="d", node="n")
+    assert pod_ev.hint(pod([p(8080)]), deleted, None) == want
+
+
+def test_host_ports_lists_sidecars_then_containers_sanitised() -> None:
+    b = MakePod().name("p").container("c", ports=[p(80), {"containerPort": 81}])
+    b.init_container("init", ports=[p(70)])
+    b.init_container("sidecar", ports=[p(90, "UDP", "10.0.0.1")], restart_policy="Always")
+    assert host_ports(b.obj()) == [("10.0.0.1", "UDP", 90), ("0.0.0.0", "TCP", 80)]
