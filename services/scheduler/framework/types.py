@@ -104,6 +104,7 @@ class PodInfo:
     __slots__ = (
         "pod",
         "problems",
+        "affinity_error",
         "requests",
         "non_zero",
         "required_affinity",
@@ -123,6 +124,7 @@ class PodInfo:
         self.non_zero = pod_non_zero_requests(pod)
         aff = pod.spec.affinity
         pa, paa = aff.pod_affinity, aff.pod_anti_affinity
+        self.affinity_error = ""
         try:
             self.required_affinity = [
                 affinity_term(pod, t)
@@ -141,7 +143,9 @@ class PodInfo:
                 for w in paa.preferred_during_scheduling_ignored_during_execution
             ]
         except ValueError as e:  # SelectorError: a selector validation would have refused
-            problems.append(f"spec.affinity: {e}")
+            #: InterPodAffinity answers for it (PreFilter UnschedulableAndUnresolvable,
+            #: PreScore Error), as upstream's plugin does when NewPodInfo fails.
+            self.affinity_error = str(e)
             self.required_affinity, self.required_anti_affinity = [], []
             self.preferred_affinity, self.preferred_anti_affinity = [], []
         self.problems = tuple(problems)

@@ -21,6 +21,11 @@ required affinity terms the incoming pod matches, ±weight for its preferred (an
 terms. A node scores the sum over the domains it is in; NormalizeScore maps [min, max] to
 [0, 100].
 
+A term whose label selector cannot be parsed (stored without validation) is the plugin's to
+answer, as upstream's NewPodInfo error is: PreFilter UnschedulableAndUnresolvable "parsing
+pod: ...", PreScore Error "failed to parse pod: ...". PreScore skips when there is nothing to
+score: no nodes, or no term of the pod or of an existing pod contributing anywhere.
+
 Namespaces: a term applies to `namespaces`, plus namespaces whose labels its
 namespaceSelector matches (an empty selector: all); neither: the term owner's namespace. Upstream
 unrolls the incoming pod's namespaceSelector into names via the Namespace lister; here it is
@@ -221,6 +226,8 @@ class InterPodAffinity:
     def pre_filter(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
+        if pod_info.affinity_error:
+            return None, Status.unresolvable(f"parsing pod: {pod_info.affinity_error}", plugin=NAME)
         pod = pod_info.pod
         ns = _namespace_labels_of(self.handle)
         s = _PreFilterState(pod_info, ns(pod.metadata.namespace), ns)
@@ -309,10 +316,18 @@ class InterPodAffinity:
         s = _PreScoreState()
         state.write(PRE_SCORE_STATE_KEY, s)
         if not nodes:
-            return Status.success()
-        has_constraints = bool(pod_info.preferred_affinity or pod_info.preferred_anti_affinity)
+            return Status.skip(plugin=NAME)  # no nodes to score
+        aff = pod_info.pod.spec.affinity
+        has_constraints = bool(
+            aff.pod_affinity.preferred_during_scheduling_ignored_during_execution
+            or aff.pod_anti_affinity.preferred_during_scheduling_ignored_during_execution
+        )
         if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return Status.skip(plugin=NAME)
+        if pod_info.affinity_error:  # PreFilter normally refused the pod already
+            return Status.as_error(
+                ValueError(f"failed to parse pod: {pod_info.affinity_error}"), plugin=NAME
+            )
 
         # Unless the pod has preferred terms, only pods with affinity can contribute.
         if self.handle is not None:

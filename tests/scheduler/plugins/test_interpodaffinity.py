@@ -691,3 +691,100 @@ def test_node_change_hint(labels: dict[str, str], want: QueueingHint) -> None:
     node = json_format.ParseDict({"metadata": {"name": "n9", "labels": labels}}, core_pb2.Node())
     pl = ipa.new(None, cluster({}))
     assert pl.is_schedulable_after_node_change(WANTS_DB, None, node) == want
+
+
+# ------------------------------------------------- unparsable terms, nothing to score
+# filtering_test.go "invalid Affinity/AntiAffinity fails PreFilter" and scoring_test.go
+# "invalid Affinity/AntiAffinity fails PreScore": the plugin answers with a Status (a term
+# stored without validation), nothing raises.
+
+BAD_VALUE = term(
+    "zone", exprs=[{"key": "security", "operator": "In", "values": ["{{.bad-value.}}"]}]
+)
+BAD_OPERATOR = term("zone", exprs=[{"key": "security", "operator": "Bogus", "values": ["a"]}])
+BAD_VALUE_ERR = (
+    'matchExpressions[0].values[0]: Invalid value: "{{.bad-value.}}": a valid label must be '
+)
+BAD_OPERATOR_ERR = (
+    'matchExpressions[0].operator: Invalid value: "Bogus": not a valid selector operator'
+)
+
+INVALID_REQUIRED = [
+    pytest.param(required(aff=[BAD_VALUE]), BAD_VALUE_ERR, id="invalid affinity fails PreFilter"),
+    pytest.param(
+        required(anti=[BAD_VALUE]), BAD_VALUE_ERR, id="invalid anti-affinity fails PreFilter"
+    ),
+    pytest.param(
+        required(aff=[BAD_OPERATOR]), BAD_OPERATOR_ERR, id="invalid operator fails PreFilter"
+    ),
+    pytest.param(
+        preferred(aff=[weighted(1, BAD_VALUE)]),
+        BAD_VALUE_ERR,
+        id="an invalid preferred term fails PreFilter too (the pod cannot be parsed)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("affinity", "err"), INVALID_REQUIRED)
+def test_unparsable_term_is_unresolvable_from_pre_filter(affinity: Json, err: str) -> None:
+    handle = cluster({"node1": CHINA})
+    pi = PodInfo(mk_pod(labels=S1, affinity=affinity))
+    assert pi.problems == ()  # not the scheduler's InvalidPodError: the plugin's answer
+    _, st = ipa.new(ipa.Args(), handle).pre_filter(CycleState(), pi, handle.snapshot().list())
+    assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert st.plugin == ipa.NAME
+    assert st.message.startswith("parsing pod: " + err)
+
+
+INVALID_PREFERRED = [
+    pytest.param(
+        preferred(aff=[weighted(1, BAD_VALUE)]), BAD_VALUE_ERR, id="invalid affinity fails PreScore"
+    ),
+    pytest.param(
+        preferred(anti=[weighted(1, BAD_VALUE)]),
+        BAD_VALUE_ERR,
+        id="invalid anti-affinity fails PreScore",
+    ),
+]
+
+
+@pytest.mark.parametrize(("affinity", "err"), INVALID_PREFERRED)
+def test_unparsable_term_is_an_error_from_pre_score(affinity: Json, err: str) -> None:
+    handle = cluster({"node1": CHINA, "node2": INDIA})
+    st, _, _ = run_score(handle, mk_pod(labels=S1, affinity=affinity))
+    assert st.code == Code.ERROR
+    assert st.plugin == ipa.NAME
+    assert st.message.startswith("failed to parse pod: " + err)
+
+
+def test_pre_score_skips_without_nodes() -> None:
+    handle = cluster({"node1": CHINA})
+    pi = PodInfo(mk_pod(labels=S1, affinity=STAY_WITH_S1_AWAY_FROM_S2))
+    assert ipa.new(ipa.Args(), handle).pre_score(CycleState(), pi, []).is_skip()
+
+
+SKIP_CASES = [
+    pytest.param(
+        [mk_pod("a", S1, node="node1")],
+        mk_pod(labels=S1),
+        id="no terms on the pod and no existing pod with affinity: Skip",
+    ),
+    pytest.param(
+        [mk_pod("a", S2, node="node1", affinity=preferred(aff=[weighted(5, term("region", S2))]))],
+        mk_pod(labels=S1),
+        id="existing pods' terms that the pod does not match: Skip",
+    ),
+    pytest.param(
+        [mk_pod("a", S1, node="node1")],
+        mk_pod(labels=S1, affinity=required(aff=[term("region", S1)])),
+        id="only required terms on the pod: nothing for Score, Skip",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pods", "incoming"), SKIP_CASES)
+def test_pre_score_skips_when_nothing_to_score(
+    pods: list[core_pb2.Pod], incoming: core_pb2.Pod
+) -> None:
+    st, _, _ = run_score(cluster({"node1": CHINA, "node2": INDIA}, pods), incoming)
+    assert st.is_skip()
