@@ -8,9 +8,12 @@ lives here once.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 
 from protos.kubera.v1 import core_pb2
+
+log = logging.getLogger(__name__)
 
 NO_SCHEDULE = "NoSchedule"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
@@ -20,19 +23,45 @@ _MIN_INT64 = -(2**63)
 _MAX_INT64 = 2**63 - 1
 
 
-def is_decimal_integer(value: str) -> bool:
-    """apimachinery content.IsDecimalInteger: "0" or -?[1-9][0-9]* (no "+", no leading zeros)."""
+#: apimachinery content.IsDecimalInteger's message (and EmptyError's for "").
+ERR_NOT_DECIMAL_INTEGER = "must be a valid decimal integer in canonical form"
+ERR_EMPTY = "must be non-empty"
+
+
+def decimal_integer_error(value: str) -> str:
+    """apimachinery content.IsDecimalInteger: "" when `value` is "0" or -?[1-9][0-9]* (no
+    "+", no leading zeros), else what is wrong with it."""
+    if not value:
+        return ERR_EMPTY
     body = value[1:] if value.startswith("-") else value
     if not body or not body.isascii() or not body.isdigit():
-        return False
-    return not (body[0] == "0" and (len(body) > 1 or value.startswith("-")))
+        return ERR_NOT_DECIMAL_INTEGER
+    if body[0] == "0" and (len(body) > 1 or value.startswith("-")):
+        return ERR_NOT_DECIMAL_INTEGER
+    return ""
 
 
-def _parse_numeric(value: str) -> int | None:
-    if not is_decimal_integer(value):
-        return None
-    n = int(value)
-    return n if _MIN_INT64 <= n <= _MAX_INT64 else None
+def is_decimal_integer(value: str) -> bool:
+    return not decimal_integer_error(value)
+
+
+def _parse_int64(what: str, value: str) -> int | None:
+    """The int64 in `value`, or None after logging upstream's message for it (compareNumericValues:
+    `failed to parse taint value as int64` err=... taint=..., the same for toleration)."""
+    err = decimal_integer_error(value)
+    if not err:
+        n = int(value)
+        if _MIN_INT64 <= n <= _MAX_INT64:
+            return n
+        err = f'strconv.ParseInt: parsing "{value}": value out of range'
+    log.error(comparison_parse_error(what, value, err))
+    return None
+
+
+def comparison_parse_error(what: str, value: str, err: str) -> str:
+    """Upstream's log line for a Gt/Lt value that is not an int64, `what` being "taint" or
+    "toleration": failed to parse taint value as int64 err="..." taint="..."."""
+    return f'failed to parse {what} value as int64 err="{err}" {what}="{value}"'
 
 
 def toleration_tolerates_taint(toleration: core_pb2.Toleration, taint: core_pb2.Taint) -> bool:
@@ -42,7 +71,8 @@ def toleration_tolerates_taint(toleration: core_pb2.Toleration, taint: core_pb2.
     - an empty key matches every key (API validation pairs it with Exists);
     - Equal (the default) compares values; Exists matches any value;
     - Gt / Lt compare integers: the taint's value must be greater / less than the
-      toleration's; a value that is not a canonical decimal int64 matches nothing.
+      toleration's; a value that is not a canonical decimal int64 matches nothing and is
+      logged with upstream's message (`comparison_parse_error`).
     """
     if toleration.effect and toleration.effect != taint.effect:
         return False
@@ -54,9 +84,11 @@ def toleration_tolerates_taint(toleration: core_pb2.Toleration, taint: core_pb2.
     if op == "Exists":
         return True
     if op in ("Gt", "Lt"):
-        want = _parse_numeric(toleration.value)
-        have = _parse_numeric(taint.value)
-        if want is None or have is None:
+        want = _parse_int64("toleration", toleration.value)
+        if want is None:
+            return False
+        have = _parse_int64("taint", taint.value)
+        if have is None:
             return False
         return have > want if op == "Gt" else have < want
     return False

@@ -98,7 +98,7 @@ def unschedulable_message(
     post_filter_msg: str = "",
 ) -> str:
     """kube-scheduler's FitError text: "0/6 nodes are available: 1 node(s) had untolerated
-    taint {dedicated: accel}, 4 node(s) didn't match pod anti-affinity rules." — each reason
+    taint(s), 4 node(s) didn't match pod anti-affinity rules." — each reason
     counted over nodes, "<count> <reason>" sorted as strings."""
     msg = f"0/{num_all_nodes} nodes are available:"
     if pre_filter_msg:

@@ -148,7 +148,7 @@ def test_preferred_node_affinity_weights_and_taints(kubera: Kubera) -> None:
     assert kubera.node_of("with-affinity-preferred-weight") == "b"  # weight 50 beats weight 1
     kubera.apply(pod("picky", nodeSelector={"kubernetes.io/hostname": "gpu"}))
     assert kubera.pending_message("picky") == (
-        "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: accel}, "
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
         "2 node(s) didn't match Pod's node affinity/selector."
     )
     kubera.apply(

@@ -1,8 +1,9 @@
 """TaintToleration: NoSchedule/NoExecute taints must be tolerated; PreferNoSchedule ones are
 scored against.
 
-Upstream plugins/tainttoleration. Filter rejects with UnschedulableAndUnresolvable and the
-first untolerated taint, worded "node(s) had untolerated taint {key: value}". Score counts the
+Upstream plugins/tainttoleration. Filter rejects with UnschedulableAndUnresolvable worded as
+upstream 1.35 words it, "node(s) had untolerated taint(s)" (the taint's key and value are no
+longer in the reason; upstream logs the first one at V(4), as `filter` does at debug). Score counts the
 node's PreferNoSchedule taints that the pod's PreferNoSchedule (or effect-less) tolerations do
 not tolerate; NormalizeScore reverses it so the fewest intolerable taints score 100.
 Toleration matching (Equal, Exists, empty key/effect wildcards, numeric Gt/Lt) is in helpers.
@@ -15,6 +16,7 @@ their spec; new BestEffort pods are kept off a node under memory pressure.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +47,8 @@ from services.scheduler.plugins.helpers import (
     do_not_schedule_taints_filter,
 )
 
+log = logging.getLogger(__name__)
+
 NAME = "TaintToleration"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 ERR_REASON_NOT_MATCH = "node(s) had taints that the pod didn't tolerate"
@@ -72,8 +76,8 @@ def effective_tolerations(pod: core_pb2.Pod) -> Sequence[core_pb2.Toleration]:
     return [*pod.spec.tolerations, MEMORY_PRESSURE_TOLERATION]
 
 
-def untolerated_reason(taint: core_pb2.Taint) -> str:
-    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+#: The Filter reason (upstream 1.35 taint_toleration.go).
+ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
 
 def prefer_no_schedule_tolerations(
@@ -101,6 +105,9 @@ class TaintToleration:
 
     name = NAME
 
+    def __init__(self) -> None:
+        self._untolerated = Status.unresolvable(ERR_REASON_UNTOLERATED, plugin=NAME)
+
     def filter(self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo) -> Status:
         node = node_info.node
         if node is None or not node.spec.taints:
@@ -110,7 +117,17 @@ class TaintToleration:
         )
         if taint is None:
             return Status.success()
-        return Status.unresolvable(untolerated_reason(taint), plugin=NAME)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "node %s had untolerated taints: pod %s/%s, untoleratedTaint %s=%s:%s",
+                node.metadata.name,
+                pod_info.pod.metadata.namespace,
+                pod_info.pod.metadata.name,
+                taint.key,
+                taint.value,
+                taint.effect,
+            )
+        return self._untolerated
 
     def pre_score(self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         state.write(

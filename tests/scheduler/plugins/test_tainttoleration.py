@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from protos.kubera.v1 import core_pb2
@@ -31,13 +33,13 @@ FILTER = [
     (
         [t("dedicated", "accel", "NoSchedule")],
         [],
-        "node(s) had untolerated taint {dedicated: accel}",
+        "node(s) had untolerated taint(s)",
         "untolerated NoSchedule",
     ),
     (
         [t("dedicated", "accel", "NoExecute")],
         [],
-        "node(s) had untolerated taint {dedicated: accel}",
+        "node(s) had untolerated taint(s)",
         "untolerated NoExecute",
     ),
     ([t("soft", "x", "PreferNoSchedule")], [], None, "PreferNoSchedule never filters"),
@@ -62,8 +64,8 @@ FILTER = [
     (
         [t("a", "1", "NoSchedule"), t("b", "2", "NoSchedule")],
         [{"key": "a", "operator": "Exists"}],
-        "node(s) had untolerated taint {b: 2}",
-        "reports the first untolerated taint",
+        "node(s) had untolerated taint(s)",
+        "one untolerated taint among tolerated ones",
     ),
     (
         [
@@ -75,7 +77,7 @@ FILTER = [
             {"key": "key1", "operator": "Equal", "value": "value1", "effect": "NoSchedule"},
             {"key": "key1", "operator": "Equal", "value": "value1", "effect": "NoExecute"},
         ],
-        "node(s) had untolerated taint {key2: value2}",
+        "node(s) had untolerated taint(s)",
         "the seeds' three-taint example",
     ),
     (
@@ -87,7 +89,7 @@ FILTER = [
     (
         [t("sla", "800", "NoSchedule")],
         [{"key": "sla", "operator": "Gt", "value": "900"}],
-        "node(s) had untolerated taint {sla: 800}",
+        "node(s) had untolerated taint(s)",
         "Gt toleration: 800 not > 900",
     ),
     (
@@ -99,10 +101,10 @@ FILTER = [
     (
         [t("sla", "high", "NoSchedule")],
         [{"key": "sla", "operator": "Gt", "value": "900"}],
-        "node(s) had untolerated taint {sla: high}",
+        "node(s) had untolerated taint(s)",
         "Gt against a non-numeric taint value",
     ),
-    ([t("k", "", "NoSchedule")], [], "node(s) had untolerated taint {k: }", "empty taint value"),
+    ([t("k", "", "NoSchedule")], [], "node(s) had untolerated taint(s)", "empty taint value"),
 ]
 
 
@@ -264,3 +266,67 @@ def test_memory_pressure_keeps_only_best_effort_pods_off(qos: str, allowed: bool
         .filter(CycleState(), PodInfo(p), NodeInfo(disk))
         .is_success()
     )
+
+
+# A Gt/Lt toleration against a value that is not an int64: untolerated, and the parse error
+# logged as upstream's compareNumericValues logs it (toleration value first, then taint's).
+PARSE_ERRORS = [
+    pytest.param(
+        "sla",
+        "high",
+        "900",
+        'failed to parse taint value as int64 err="must be a valid decimal integer in '
+        'canonical form" taint="high"',
+        id="non-numeric taint value",
+    ),
+    pytest.param(
+        "sla",
+        "0950",
+        "900",
+        'failed to parse taint value as int64 err="must be a valid decimal integer in '
+        'canonical form" taint="0950"',
+        id="taint value with a leading zero",
+    ),
+    pytest.param(
+        "sla",
+        "",
+        "900",
+        'failed to parse taint value as int64 err="must be non-empty" taint=""',
+        id="empty taint value",
+    ),
+    pytest.param(
+        "sla",
+        "99999999999999999999",
+        "900",
+        'failed to parse taint value as int64 err="strconv.ParseInt: parsing '
+        '"99999999999999999999": value out of range" taint="99999999999999999999"',
+        id="taint value beyond int64",
+    ),
+    pytest.param(
+        "sla",
+        "950",
+        "high",
+        'failed to parse toleration value as int64 err="must be a valid decimal integer in '
+        'canonical form" toleration="high"',
+        id="non-numeric toleration value",
+    ),
+]
+
+
+@pytest.mark.parametrize(("key", "taint_value", "toleration_value", "logged"), PARSE_ERRORS)
+def test_gt_against_a_non_numeric_value_is_untolerated_and_logged(
+    key: str,
+    taint_value: str,
+    toleration_value: str,
+    logged: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.ERROR, logger="services.api.taints")
+    st = tainttoleration.new(None, None).filter(
+        CycleState(),
+        PodInfo(pod([{"key": key, "operator": "Gt", "value": toleration_value}])),
+        NodeInfo(node("n", [t(key, taint_value, "NoSchedule")])),
+    )
+    assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert st.reasons == ("node(s) had untolerated taint(s)",)
+    assert [r.getMessage() for r in caplog.records] == [logged]
