@@ -278,3 +278,28 @@ async def test_the_conflict_crosses_grpc_with_its_reason(api: ApiServer) -> None
     finally:
         await client.close()
         await server.stop(0.2)
+
+
+async def test_a_sidecar_counts_in_the_allocation_so_it_cannot_overcommit(api: ApiServer) -> None:
+    # services/api/resources.py pod_requests (upstream PodRequests): a sidecar (an init
+    # container with restartPolicy Always) adds to the regular containers: 400m + 400m.
+    await node(api, "n1", cpu="1")
+    await api.create(
+        pod(
+            "with-sidecar",
+            containers=[{"name": "c", "image": "i", "resources": {"requests": {"cpu": "400m"}}}],
+            initContainers=[
+                {
+                    "name": "proxy",
+                    "image": "i",
+                    "restartPolicy": "Always",
+                    "resources": {"requests": {"cpu": "400m"}},
+                }
+            ],
+        )
+    )
+    await sized(api, "second", cpu="300m")
+    await bind(api, "with-sidecar")
+    assert (await record(api, "n1"))[0]["requests"] == {"cpu": 800}
+    with pytest.raises(AllocationConflictError, match="cpu: requested 300m, allocated 800m"):
+        await bind(api, "second")
