@@ -170,3 +170,31 @@ async def test_a_bound_unvalidated_pod_fills_its_node_and_nothing_else(cluster: 
     await eventually(lambda: cluster.sched.nodes.store["b"].spec.unschedulable)
     await cluster.pod("back-on-a")
     assert await cluster.wait_bound("back-on-a") == {"back-on-a": "a"}
+
+
+async def test_an_unparsable_affinity_selector_is_inter_pod_affinitys_answer(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Upstream's InterPodAffinity answers for a term it cannot parse (PreFilter
+    UnschedulableAndUnresolvable "parsing pod: ..."): the pod is unschedulable, nothing
+    raises and nothing is logged as an error; the pods around it are bound."""
+    await cluster.node("n1")
+    pod = core_pb2.Pod(api_version="v1", kind="Pod")
+    pod.metadata.name, pod.metadata.namespace, pod.metadata.uid = "odd", "default", "uid-odd"
+    pod.spec.scheduler_name = "default-scheduler"
+    pod.spec.containers.add(name="c", image="i")
+    t = pod.spec.affinity.pod_affinity.required_during_scheduling_ignored_during_execution.add(
+        topology_key="zone"
+    )
+    t.label_selector.match_expressions.add(key="app", operator="Bogus", values=["a"])
+    pod.status.phase = "Pending"
+    await cluster.api.storage.txn([], [Put(PODS.key("default", "odd"), pod.SerializeToString())])
+    first = (await attempts(cluster, "odd", 1))[0]
+    assert (first.result, first.message) == (
+        "unschedulable",
+        "0/1 nodes are available: parsing pod: matchExpressions[0].operator: "
+        'Invalid value: "Bogus": not a valid selector operator.',
+    )
+    assert errors_logged(caplog, "default/odd") == []
+    await cluster.pod("after")
+    assert await cluster.wait_bound("after") == {"after": "n1"}
