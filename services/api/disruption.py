@@ -20,18 +20,23 @@ IF_HEALTHY_BUDGET = "IfHealthyBudget"
 ALWAYS_ALLOW = "AlwaysAllow"
 
 
-def budget_selector(pdb: policy_pb2.PodDisruptionBudget) -> Selector | None:
-    """The budget's selector; None when it selects nothing: unset (nil), empty (upstream:
-    "a PDB with a nil or empty selector ... should match nothing, not everything") or
-    invalid."""
+def parse_budget_selector(pdb: policy_pb2.PodDisruptionBudget) -> Selector | None:
+    """The budget's selector; None when unset (nil) or empty, which select nothing
+    (upstream: "a PDB with a nil or empty selector ... should match nothing, not
+    everything"). Raises SelectorError when it is invalid."""
     if not pdb.spec.HasField("selector"):
         return None
     sel = pdb.spec.selector
     if not sel.match_labels and not sel.match_expressions:
         return None
     exprs = [(e.key, e.operator, tuple(e.values)) for e in sel.match_expressions]
+    return from_label_selector(dict(sel.match_labels), exprs)
+
+
+def budget_selector(pdb: policy_pb2.PodDisruptionBudget) -> Selector | None:
+    """`parse_budget_selector`, an invalid selector also selecting nothing (None)."""
     try:
-        return from_label_selector(dict(sel.match_labels), exprs)
+        return parse_budget_selector(pdb)
     except SelectorError:
         return None
 
