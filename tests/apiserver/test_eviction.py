@@ -350,3 +350,17 @@ async def test_eviction_errors_cross_grpc_with_their_codes(api: ApiServer) -> No
     finally:
         await client.close()
         await server.stop(grace=0.5)
+
+
+async def test_kubelet_node_pressure_eviction_ignores_budgets(api: ApiServer) -> None:
+    """Node-pressure eviction is the kubelet's (docs: it does not respect PDBs): it fails
+    the pod (phase Failed, reason Evicted) and deletes it; neither write consults budgets,
+    and the budget's status is left to its controller."""
+    pod = await make_pod(api)
+    await make_pdb(api, **NO_BUDGET)
+    pod.status.phase, pod.status.reason = "Failed", "Evicted"
+    await api.update(pod, status=True)
+    await api.delete(POD, "default", "foo", grace_period_seconds=0)
+    assert await api.get_or_none(POD, "default", "foo") is None
+    pdb = await api.get(PDB, "default", "foo")
+    assert pdb.status.disruptions_allowed == 0 and not pdb.status.disrupted_pods  # type: ignore[attr-defined]
