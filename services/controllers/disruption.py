@@ -317,6 +317,9 @@ class DisruptionController:
         self.pod_informer.add_handlers(
             Handlers(self._pod_changed, self._pod_updated, self._pod_changed)
         )
+        scaled = Handlers(on_update=self._scale_updated)
+        self.rs_informer.add_handlers(scaled)
+        self.deployment_informer.add_handlers(scaled)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Sync budgets until `stop` is set."""
@@ -353,6 +356,14 @@ class DisruptionController:
         self._pod_changed(cur)
         if dict(old.metadata.labels) != dict(cur.metadata.labels):  # type: ignore[attr-defined]
             self._pod_changed(old)
+
+    def _scale_updated(self, old: Message, cur: Message) -> None:
+        """A controller's spec.replicas moved: the budgets that count its scale are stale
+        (upstream waits for the pods' own events or a resync; here they are synced now)."""
+        if old.spec.replicas == cur.spec.replicas:  # type: ignore[attr-defined]
+            return
+        for pdb in self._pdb_index.list(cur.metadata.namespace):  # type: ignore[attr-defined]
+            self._enqueue_pdb(pdb)
 
     # ------------------------------------------------------------------ lookups
 
