@@ -6,9 +6,11 @@ with kubectl's filters (`kubera.cli.drainplan`), deletes them, and waits on a wa
 they are gone. A refusal by any filter stops the drain before a pod is deleted; the node
 stays cordoned.
 
-Pods are deleted, not evicted: kubera has no Eviction API yet, so PodDisruptionBudgets are
-not consulted (that comes later). The output still says "evicting pod" / "evicted", as
-kubectl's does against a server with eviction, so what reads kubectl's output reads ours.
+Pods are evicted as kubectl drain evicts them: through the apiserver's pods/eviction
+subresource (the Evict RPC), which refuses (429 TooManyRequests) a pod whose
+PodDisruptionBudget allows no disruption now. Drain retries such a pod every 5 s until
+--timeout, then fails naming the pods still there and the budgets that blocked them;
+the node stays cordoned. `--disable-eviction` deletes the pods instead, budgets or not.
 Deleting a bound pod only marks it Terminating; its kubelet removes it once the containers
 have stopped, and that removal is what drain waits for.
 """
@@ -29,7 +31,14 @@ from kubera.errors import CliError
 from kubera.launch.context import apiserver_address
 from protos.kubera.v1 import core_pb2
 from services.api.duration import parse_duration
-from services.api.errors import ApiError, ConflictError, GoneError, NotFoundError, UnavailableError
+from services.api.errors import (
+    ApiError,
+    ConflictError,
+    GoneError,
+    NotFoundError,
+    TooManyRequestsError,
+    UnavailableError,
+)
 from services.api.kinds import BY_KIND
 from services.client import Client, WatchEvent
 
@@ -39,6 +48,8 @@ EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 #: kubectl waits forever by default (--timeout=0); without a kubelet to finish the pods that
 #: would hang, so kubera gives up after 5 minutes unless told otherwise.
 DEFAULT_TIMEOUT = "5m"
+#: How long drain waits before asking again to evict a pod its budget protects (kubectl: 5 s).
+EVICTION_RETRY = 5.0
 
 
 def _unable_to_drain(node: str, errors: Sequence[str], *, pending: Sequence[Message]) -> int:
@@ -189,13 +200,13 @@ def _key(pod: Message) -> tuple[str, str]:
 async def _delete_pods(
     client: Client, pods: Sequence[Message], *, grace: int | None
 ) -> tuple[list[Message], list[str]]:
-    """Delete each pod ("evicting pod ns/name"); the pods deleted (or already gone) and
-    kubectl's error for each that the apiserver refused."""
+    """--disable-eviction: delete each pod ("deleting pod ns/name"), budgets or not; the
+    pods deleted (or already gone) and kubectl's error for each the apiserver refused."""
     deleted: list[Message] = []
     errors: list[str] = []
     for pod in pods:
         namespace, name = _key(pod)
-        print(f"evicting pod {namespace}/{name}")
+        print(f"deleting pod {namespace}/{name}")
         try:
             await client.delete(PODS, name, namespace, grace_period_seconds=grace)
         except NotFoundError:
@@ -203,10 +214,53 @@ async def _delete_pods(
         except UnavailableError:
             raise
         except ApiError as e:
-            errors.append(f'error when evicting pods/"{name}" -n "{namespace}": {e.message}')
+            errors.append(f'error when deleting pods/"{name}" -n "{namespace}": {e.message}')
             continue
         deleted.append(pod)
     return deleted, errors
+
+
+async def _evict_pods(
+    client: Client, pods: Sequence[Message], *, grace: int | None, timeout: float | None
+) -> tuple[list[Message], list[str]]:
+    """kubectl drain's evictPods: evict every pod ("evicting pod ns/name"), each retried
+    every EVICTION_RETRY while its budget answers 429 (said on stderr), until `timeout`
+    (None: no limit). The pods evicted (or already gone) and an error for each that was
+    refused or still blocked at the timeout (naming the budget's last refusal)."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+
+    async def evict(pod: Message) -> str | None:
+        namespace, name = _key(pod)
+        what = f'pods/"{name}" -n "{namespace}"'
+        while True:
+            try:
+                await client.evict(name, namespace, grace_period_seconds=grace)
+                return None
+            except NotFoundError:
+                return None  # gone already: the watch reports it
+            except TooManyRequestsError as e:
+                left = None if deadline is None else deadline - loop.time()
+                if left is not None and left <= 0:
+                    return (
+                        f"error when evicting {what}: global timeout reached: "
+                        f"{go_duration(timeout or 0)} (last refusal: {e.message})"
+                    )
+                err(
+                    f"error when evicting {what} (will retry after "
+                    f"{go_duration(EVICTION_RETRY)}): {e.message}"
+                )
+                await asyncio.sleep(EVICTION_RETRY if left is None else min(EVICTION_RETRY, left))
+            except UnavailableError:
+                raise
+            except ApiError as e:
+                return f"error when evicting {what}: {e.message}"
+
+    for pod in pods:
+        print(f"evicting pod {'/'.join(_key(pod))}")
+    results = await asyncio.gather(*(evict(p) for p in pods))
+    evicted = [p for p, e in zip(pods, results, strict=True) if e is None]
+    return evicted, [e for e in results if e is not None]
 
 
 async def wait_until_gone(
@@ -294,15 +348,33 @@ async def cmd_drain(args: argparse.Namespace) -> int:
             print(f"node/{node} drained (dry run)")
             return 0
 
-        deleted, errors = await _delete_pods(client, plan.pods, grace=grace)
+        started = asyncio.get_running_loop().time()
+        if args.disable_eviction:
+            deleted, errors = await _delete_pods(client, plan.pods, grace=grace)
+        else:
+            deleted, errors = await _evict_pods(
+                client, plan.pods, grace=grace, timeout=args.timeout or None
+            )
+        spent = asyncio.get_running_loop().time() - started
+        verb = "deleted" if args.disable_eviction else "evicted"
         remaining = await wait_until_gone(
             client,
             deleted,
             node=node,
             resource_version=rv,
-            timeout=args.timeout or None,
-            on_gone=lambda pod: print(f"pod/{pod.metadata.name} evicted"),  # type: ignore[attr-defined]
+            timeout=max(args.timeout - spent, 0.001) if args.timeout else None,
+            on_gone=lambda pod: print(f"pod/{pod.metadata.name} {verb}"),  # type: ignore[attr-defined]
         )
+        if remaining:
+            # kubectl's wait checks once before its deadline counts: a pod that went while
+            # other pods' evictions were retried is gone, not pending.
+            now = {
+                _key(p): p.metadata.uid  # type: ignore[attr-defined]
+                for p in (await client.list(PODS, field_selector=f"spec.nodeName={node}"))[0]
+            }
+            for pod in [p for p in remaining if now.get(_key(p)) != p.metadata.uid]:  # type: ignore[attr-defined]
+                print(f"pod/{pod.metadata.name} {verb}")  # type: ignore[attr-defined]
+                remaining.remove(pod)
     for pod in remaining:
         namespace, name = _key(pod)
         errors.append(
@@ -356,9 +428,11 @@ deletes nothing) when the node has pods that declare no controller (--force dele
 anyway), pods with emptyDir volumes (--delete-emptydir-data) or DaemonSet-managed pods
 (--ignore-daemonsets leaves them in place). Mirror (static) pods are skipped.
 
-Pods are deleted, not evicted: kubera has no Eviction API yet, so PodDisruptionBudgets
-are not consulted; eviction that respects them comes later. Deleted pods turn Terminating
-and are removed by their kubelet after their grace period.
+Pods are evicted through the Eviction API, which honours PodDisruptionBudgets: a pod whose
+budget allows no disruption now is asked again every 5s until --timeout, then drain fails
+naming the pods left and the budgets blocking them (the node stays cordoned).
+--disable-eviction deletes the pods instead, bypassing budgets. Evicted pods turn
+Terminating and are removed by their kubelet after their grace period.
 
 When the node is back in service, `kubera uncordon NODE` makes it schedulable again."""
 
@@ -380,7 +454,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     t.set_defaults(func=cmd_taint)
     p = sub.add_parser(
         "drain",
-        help="cordon a node and delete its pods (no PDBs yet)",
+        help="cordon a node and evict its pods (honouring PodDisruptionBudgets)",
         description=DRAIN_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -415,6 +489,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--delete-emptydir-data",
         action="store_true",
         help="also delete pods with emptyDir volumes (their data is lost)",
+    )
+    p.add_argument(
+        "--disable-eviction",
+        action="store_true",
+        help="delete the pods instead of evicting them: PodDisruptionBudgets are bypassed",
     )
     p.add_argument(
         "--dry-run",

@@ -2,7 +2,8 @@
 apimachinery and component-helpers): any component may import it, it imports no component.
 
 - objects: `kinds` (the kinds table), `codec` (JSON/YAML <-> protobuf), `meta` (object
-  keys), `conditions`, `errors` (ApiError and its subclasses), `limits`, `names`,
+  keys), `conditions`, `disruption` (PodDisruptionBudget selection, pod health, the
+  DisruptionAllowed condition), `errors` (ApiError and its subclasses), `limits`, `names`,
   `quantity`, `duration`, `labels` (selectors), `validation`, `yamlload`;
 - scheduling words: `resources` (pod requests), `taints` (toleration matching),
   `nodeaffinity` (node selectors, required node affinity), `wellknown` (labels, taint keys);

@@ -200,6 +200,25 @@ class RequestTooLargeError(ApiError):
     reason = "RequestEntityTooLarge"
 
 
+class TooManyRequestsError(ApiError):
+    """Upstream's 429 TooManyRequests: try again later. The eviction subresource answers it
+    when the pod's PodDisruptionBudget allows no disruption now (or its status is not yet
+    current); kubectl drain retries it every 5 s. RESOURCE_EXHAUSTED, told apart from
+    RequestTooLargeError by its reason. The message ends with the causes (upstream's
+    StatusCause DisruptionBudget), which name the budget."""
+
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    reason = "TooManyRequests"
+
+
+class InternalError(ApiError):
+    """Upstream's 500 (StatusReasonInternalError) for a refusal the server words itself,
+    e.g. a pod covered by more than one PodDisruptionBudget asked to be evicted."""
+
+    code = grpc.StatusCode.INTERNAL
+    reason = "InternalError"
+
+
 #: The gRPC trailing-metadata key carrying `reason`, so a client can tell apart errors
 #: that share a status code (Invalid vs BadRequest, Forbidden vs PreconditionFailed).
 REASON_KEY = "kubera-reason"
@@ -220,6 +239,8 @@ ERRORS_BY_REASON: dict[str, type[ApiError]] = {
         ResourceVersionTooLargeError,
         CorruptObjectError,
         RequestTooLargeError,
+        TooManyRequestsError,
+        InternalError,
     )
 }
 

@@ -92,7 +92,7 @@ async def delete(
             raise ConflictError(
                 f"Precondition failed: ResourceVersion in precondition: {resource_version}, ResourceVersion in object meta: {meta.resource_version}"
             )
-        grace = _grace(kind, obj, grace_period_seconds)
+        grace = grace_period(kind, obj, grace_period_seconds)
         if grace == 0 and not held(kind, obj):
             res = await store.txn([Compare(key, "mod", "==", kv.mod_revision)], [Delete(key)])
             if res.succeeded:
@@ -136,7 +136,9 @@ async def _unsafe_delete(
     return gone
 
 
-def _grace(kind: Kind, obj: Message, requested: int | None) -> int:
+def grace_period(kind: Kind, obj: Message, requested: int | None) -> int:
+    """The grace period a delete of `obj` gets: 0 for all but a pod still bound and not
+    finished; else `requested`, or the pod's terminationGracePeriodSeconds."""
     if kind.kind != "Pod":
         return 0
     pod: core_pb2.Pod = obj  # type: ignore[assignment]

@@ -13,6 +13,7 @@ module back, so each one's dependencies stay visible at the call):
   `after_delete` is the Store's hook);
 * ``binding``: the pods/binding subresource and its fencing token (with ``allocation``,
   the node allocation records of shared-state binds);
+* ``eviction``: the pods/eviction subresource against PodDisruptionBudgets;
 * ``batch``: batch create and batch update, ~100 objects per txn;
 * ``admission_reads``: what admission reads, from the watch caches;
 * ``objects``: small object rules (selectors, finalizers, status, merge patch, errors).
@@ -31,11 +32,20 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import scheduling_pb2
+from protos.kubera.v1 import core_pb2, policy_pb2, scheduling_pb2
 from services.api.errors import AlreadyExistsError
 from services.api.fencing import Fencing
 from services.api.kinds import BY_KIND, KINDS, Kind
-from services.apiserver import admission, batch, binding, create, deletion, read, update
+from services.apiserver import (
+    admission,
+    batch,
+    binding,
+    create,
+    deletion,
+    eviction,
+    read,
+    update,
+)
 from services.apiserver.batch import BatchResult
 from services.apiserver.config import ApiServerConfig
 from services.apiserver.objects import meta as _meta
@@ -190,6 +200,11 @@ class ApiServer:
             resource_version=resource_version,
             ignore_store_read_error=ignore_store_read_error,
         )
+
+    async def evict(self, request: policy_pb2.Eviction) -> core_pb2.Pod:
+        """The pods/eviction subresource: delete the pod unless its PodDisruptionBudget
+        forbids it, spending the budget in the same txn (see eviction)."""
+        return await eviction.evict(self.store, request)
 
     # ----------------------------------------------------------------- bind
 

@@ -190,6 +190,11 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
         return pb.ObjectResponse(object=codec.pack(obj))
 
     @_unary
+    async def Evict(self, request: pb.EvictRequest, context: Any) -> pb.ObjectResponse:
+        obj = await self.api.evict(request.eviction)
+        return pb.ObjectResponse(object=codec.pack(obj))
+
+    @_unary
     async def Bind(self, request: pb.BindRequest, context: Any) -> pb.ObjectResponse:
         fencing = (
             Fencing(request.fencing.key, request.fencing.create_revision)

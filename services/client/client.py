@@ -26,6 +26,7 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
+from protos.kubera.v1 import policy_pb2
 from services.api import codec
 from services.api.errors import (
     ERRORS_BY_CODE,
@@ -263,6 +264,34 @@ class Client:
             req.grace_period_seconds = grace_period_seconds
         resp = await self._call(self._stub.Delete, req, write=True)
         return _decode(resp.object, f"delete {kind.resource} {name}")
+
+    async def evict(
+        self,
+        name: str,
+        namespace: str = "",
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str = "",
+        resource_version: str = "",
+        dry_run: bool = False,
+    ) -> Message:
+        """The pods/eviction subresource (policy/v1 Eviction): the pod as the delete left
+        it. A budget that allows no disruption now raises TooManyRequestsError (retry
+        later, as kubectl drain does every 5 s); a pod under several budgets
+        InternalError."""
+        ev = policy_pb2.Eviction(api_version="policy/v1", kind="Eviction")
+        ev.metadata.name, ev.metadata.namespace = name, namespace
+        opts = ev.delete_options
+        if grace_period_seconds is not None:
+            opts.grace_period_seconds = grace_period_seconds
+        if uid:
+            opts.preconditions.uid = uid
+        if resource_version:
+            opts.preconditions.resource_version = resource_version
+        if dry_run:
+            opts.dry_run.append("All")
+        resp = await self._call(self._stub.Evict, pb.EvictRequest(eviction=ev), write=True)
+        return _decode(resp.object, f"evict pods {name}")
 
     async def bind(
         self,

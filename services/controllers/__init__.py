@@ -14,6 +14,7 @@ Other components use the controller-manager through this package:
                          HealthTracker (health.py), Zones (zones.py), the tainting rate
                          limit (ratelimit.py) and the taint writes (taints.py)
     tainteviction.py     taint eviction controller
+    disruption.py        disruption controller: PodDisruptionBudget status
     podgc.py             pod garbage collector
     workqueue.py         the rate-limited work queue, run_worker and run_workers
     controller_utils.py  shared pod and owner helpers, indexes, slow start, waits; and, split

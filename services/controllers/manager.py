@@ -33,6 +33,7 @@ from typing import Protocol
 from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.deployment import DeploymentConfig, DeploymentController
+from services.controllers.disruption import DisruptionConfig, DisruptionController
 from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from services.controllers.podgc import PodGCConfig, PodGCController
 from services.controllers.replicaset import ReplicaSetConfig, ReplicaSetController
@@ -47,7 +48,14 @@ class Controller(Protocol):
 
 
 #: Controller names, in start order; `ControllerManagerConfig.controllers` picks from them.
-ALL_CONTROLLERS = ("nodelifecycle", "tainteviction", "replicaset", "deployment", "podgc")
+ALL_CONTROLLERS = (
+    "nodelifecycle",
+    "tainteviction",
+    "replicaset",
+    "deployment",
+    "disruption",
+    "podgc",
+)
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
 STOP_GRACE = 10.0
@@ -73,6 +81,9 @@ class ControllerManagerConfig:
 
     deployment: DeploymentConfig = field(default_factory=DeploymentConfig)
     """The Deployment controller: rolls pod templates out through ReplicaSets."""
+
+    disruption: DisruptionConfig = field(default_factory=DisruptionConfig)
+    """The disruption controller: keeps PodDisruptionBudgets' status for evictions."""
 
     podgc: PodGCConfig = field(default_factory=PodGCConfig)
     """The pod garbage collector: terminated, orphaned and unscheduled terminating pods."""
@@ -100,6 +111,8 @@ def _build(
         return ReplicaSetController(client, informers, config=config.replicaset, clock=clock)
     if name == "deployment":
         return DeploymentController(client, informers, config=config.deployment, clock=clock)
+    if name == "disruption":
+        return DisruptionController(client, informers, config=config.disruption, clock=clock)
     return PodGCController(client, informers, config=config.podgc, clock=clock)
 
 

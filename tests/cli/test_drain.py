@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from kubera.cli import nodes
 from kubera.cli.drainplan import DrainOptions, aggregate, go_duration, plan_drain
 from kubera.cli.nodes import wait_until_gone
 from protos.kubera.v1 import core_pb2
+from services.api import codec
 from services.api.errors import GoneError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.client import Client, WatchEvent
@@ -513,12 +515,173 @@ def test_bad_drains_are_one_clear_line_and_exit_1(
     assert (r.rc, r.out, r.err) == (1, "", err)
 
 
-def test_help_says_pdbs_are_not_consulted_yet(
+def test_help_says_drain_evicts_through_budgets(
     apiserver: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     r = kubera(capsys, apiserver, "drain", "--help")
     assert r.rc == 0
     text = " ".join(r.out.split())
-    assert "PodDisruptionBudgets are not consulted" in text
-    assert "eviction that respects them comes later" in text
+    assert "evicted through the Eviction API, which honours PodDisruptionBudgets" in text
+    assert "--disable-eviction deletes the pods instead, bypassing budgets" in text
     assert "0 waits forever (default 5m; kubectl's default is 0)" in text
+
+
+# ------------------------------------------------- eviction and PodDisruptionBudgets
+
+PDB = BY_KIND["PodDisruptionBudget"]
+WEB = "{app: web}"
+
+
+def web_pod(name: str, node: str = "n1") -> str:
+    return pod_yaml(name, node, owner=RS).replace(
+        f"  name: {name}\n", f"  name: {name}\n  labels: {WEB}\n", 1
+    )
+
+
+def budget(server: str, *, allowed: int, healthy: int = 2, desired: int = 2) -> None:
+    """A PodDisruptionBudget over app=web with the status its controller would write (no
+    controller runs here)."""
+
+    async def go() -> None:
+        async with Client(server) as c:
+            pdb = codec.decode(
+                {
+                    "apiVersion": "policy/v1",
+                    "kind": "PodDisruptionBudget",
+                    "metadata": {"name": "web", "namespace": "default"},
+                    "spec": {"minAvailable": desired, "selector": {"matchLabels": {"app": "web"}}},
+                },
+                validate="strict",
+            ).obj
+            try:
+                pdb = await c.get(PDB, "web", "default")
+            except NotFoundError:
+                pdb = await c.create(pdb)
+            st = pdb.status  # type: ignore[attr-defined]
+            st.observed_generation = pdb.metadata.generation  # type: ignore[attr-defined]
+            st.disruptions_allowed, st.current_healthy, st.desired_healthy = (
+                allowed,
+                healthy,
+                desired,
+            )
+            st.expected_pods = healthy
+            await c.update_status(pdb)
+
+    asyncio.run(go())
+
+
+def running(server: str, *names: str) -> None:
+    async def go() -> None:
+        async with Client(server) as c:
+            for name in names:
+                pod = await c.get(PODS, name, "default")
+                pod.status.phase = "Running"  # type: ignore[attr-defined]
+                pod.status.conditions.add(type="Ready", status="True")  # type: ignore[attr-defined]
+                await c.update_status(pod)
+
+    asyncio.run(go())
+
+
+BLOCKED = (
+    "Cannot evict pod as it would violate the pod's disruption budget. "
+    "The disruption budget web needs 2 healthy pods and has 2 currently"
+)
+
+
+def test_budget_blocking_eviction_fails_the_drain_naming_pods_and_budget(
+    apiserver: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 429 is retried until --timeout, said on stderr each time; then drain exits 1
+    naming the pods left and the budget's refusal; the pods are untouched."""
+    monkeypatch.setattr(nodes, "EVICTION_RETRY", 0.1)
+    setup(apiserver, capsys, tmp_path, web_pod("web-1"), web_pod("web-2"))
+    running(apiserver, "web-1", "web-2")
+    budget(apiserver, allowed=0)
+    r = kubera(capsys, apiserver, "drain", "n1", "--timeout", "350ms", "--grace-period", "0")
+    assert (r.rc, r.out) == (
+        1,
+        "node/n1 cordoned\nevicting pod default/web-1\nevicting pod default/web-2\n",
+    )
+    lines = r.err.splitlines()
+    retry = f'error when evicting pods/"web-1" -n "default" (will retry after 100ms): {BLOCKED}'
+    assert retry in lines
+    timed_out = [
+        f'error when evicting pods/"{n}" -n "default": global timeout reached: 350ms '
+        f"(last refusal: {BLOCKED})"
+        for n in ("web-1", "web-2")
+    ]
+    assert lines[-3:] == [" n1", *timed_out]
+    assert "pod/web-1" in lines and "pod/web-2" in lines  # the pending pods
+    assert pod_status(capsys, apiserver, "web-1") == "Running"
+    assert pod_status(capsys, apiserver, "web-2") == "Running"
+    assert unschedulable(capsys, apiserver, "n1")
+
+
+def test_budget_allowing_one_disruption_lets_one_pod_go_and_blocks_the_other(
+    apiserver: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(nodes, "EVICTION_RETRY", 0.1)
+    setup(apiserver, capsys, tmp_path, web_pod("web-1"), web_pod("web-2"), pod_yaml("db", owner=RS))
+    running(apiserver, "web-1", "web-2")
+    budget(apiserver, allowed=1, desired=1)
+    r = kubera(capsys, apiserver, "drain", "n1", "--timeout", "300ms", "--grace-period", "0")
+    assert r.rc == 1
+    assert "pod/web-1 evicted" in r.out and "pod/db evicted" in r.out
+    assert "pod/web-2 evicted" not in r.out
+    assert r.err.splitlines()[-1].startswith(
+        'error when evicting pods/"web-2" -n "default": global timeout reached: 300ms'
+    )
+    assert pod_names(capsys, apiserver) == ["pod/web-2"]
+
+
+def test_eviction_retried_until_the_budget_allows_it(
+    apiserver: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(nodes, "EVICTION_RETRY", 0.1)
+    setup(apiserver, capsys, tmp_path, web_pod("web-1"))
+    running(apiserver, "web-1")
+    budget(apiserver, allowed=0)
+    later = threading.Timer(0.3, lambda: budget(apiserver, allowed=1, healthy=3))
+    later.start()
+    try:
+        r = kubera(capsys, apiserver, "drain", "n1", "--timeout", "10s", "--grace-period", "0")
+    finally:
+        later.join()
+    assert r.rc == 0, r.err
+    assert r.out.splitlines()[-2:] == ["pod/web-1 evicted", "node/n1 drained"]
+    assert "(will retry after 100ms)" in r.err
+
+
+def test_disable_eviction_deletes_despite_the_budget(
+    apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    setup(apiserver, capsys, tmp_path, web_pod("web-1"))
+    running(apiserver, "web-1")
+    budget(apiserver, allowed=0)
+    r = kubera(capsys, apiserver, "drain", "n1", "--disable-eviction", "--grace-period", "0")
+    assert (r.rc, r.out, r.err) == (
+        0,
+        "node/n1 cordoned\ndeleting pod default/web-1\npod/web-1 deleted\nnode/n1 drained\n",
+        "",
+    )
+    assert pod_names(capsys, apiserver) == []
+
+
+def test_unbudgeted_node_drains_while_another_is_protected(
+    apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    setup(apiserver, capsys, tmp_path, web_pod("web-1"), pod_yaml("other", "n2", owner=RS))
+    running(apiserver, "web-1")
+    budget(apiserver, allowed=0)
+    r = kubera(capsys, apiserver, "drain", "n2", "--grace-period", "0")
+    assert (r.rc, r.err) == (0, "")
+    assert pod_names(capsys, apiserver) == ["pod/web-1"]

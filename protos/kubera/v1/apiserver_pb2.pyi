@@ -1,4 +1,5 @@
 from google.protobuf import any_pb2 as _any_pb2
+from protos.kubera.v1 import policy_pb2 as _policy_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -6,6 +7,12 @@ from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class EvictRequest(_message.Message):
+    __slots__ = ("eviction",)
+    EVICTION_FIELD_NUMBER: _ClassVar[int]
+    eviction: _policy_pb2.Eviction
+    def __init__(self, eviction: _Optional[_Union[_policy_pb2.Eviction, _Mapping]] = ...) -> None: ...
 
 class CreateRequest(_message.Message):
     __slots__ = ("resource", "object", "dry_run")

@@ -94,6 +94,11 @@ class ApiServerStub:
                 request_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.HealthRequest.SerializeToString,
                 response_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.HealthResponse.FromString,
                 _registered_method=True)
+        self.Evict = channel.unary_unary(
+                '/kubera.v1.ApiServer/Evict',
+                request_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.EvictRequest.SerializeToString,
+                response_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.ObjectResponse.FromString,
+                _registered_method=True)
 
 
 class ApiServerServicer:
@@ -173,6 +178,19 @@ class ApiServerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Evict(self, request, context):
+        """The pods/eviction subresource (policy/v1 Eviction): delete the pod named by
+        eviction.metadata (namespace, name) with eviction.delete_options, unless that would
+        violate its PodDisruptionBudget: then RESOURCE_EXHAUSTED with reason TooManyRequests
+        (upstream's 429, "Cannot evict pod as it would violate the pod's disruption
+        budget."); a pod matched by more than one budget is INTERNAL (upstream's 500). The
+        budget's status (disruptionsAllowed - 1, the pod in disruptedPods) is written in the
+        same txn as the deletion. The response holds the pod as the delete left it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ApiServerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -235,6 +253,11 @@ def add_ApiServerServicer_to_server(servicer, server):
                     servicer.Health,
                     request_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.HealthRequest.FromString,
                     response_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.HealthResponse.SerializeToString,
+            ),
+            'Evict': grpc.unary_unary_rpc_method_handler(
+                    servicer.Evict,
+                    request_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.EvictRequest.FromString,
+                    response_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.ObjectResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -561,6 +584,33 @@ class ApiServer:
             '/kubera.v1.ApiServer/Health',
             protos_dot_kubera_dot_v1_dot_apiserver__pb2.HealthRequest.SerializeToString,
             protos_dot_kubera_dot_v1_dot_apiserver__pb2.HealthResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Evict(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubera.v1.ApiServer/Evict',
+            protos_dot_kubera_dot_v1_dot_apiserver__pb2.EvictRequest.SerializeToString,
+            protos_dot_kubera_dot_v1_dot_apiserver__pb2.ObjectResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -59,15 +59,25 @@ class PodDisruptionBudget(_message.Message):
     status: PodDisruptionBudgetStatus
     def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[PodDisruptionBudgetSpec, _Mapping]] = ..., status: _Optional[_Union[PodDisruptionBudgetStatus, _Mapping]] = ...) -> None: ...
 
+class Preconditions(_message.Message):
+    __slots__ = ("uid", "resource_version")
+    UID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    uid: str
+    resource_version: str
+    def __init__(self, uid: _Optional[str] = ..., resource_version: _Optional[str] = ...) -> None: ...
+
 class DeleteOptions(_message.Message):
-    __slots__ = ("grace_period_seconds", "propagation_policy", "dry_run")
+    __slots__ = ("grace_period_seconds", "propagation_policy", "dry_run", "preconditions")
     GRACE_PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
     PROPAGATION_POLICY_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    PRECONDITIONS_FIELD_NUMBER: _ClassVar[int]
     grace_period_seconds: int
     propagation_policy: str
     dry_run: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, grace_period_seconds: _Optional[int] = ..., propagation_policy: _Optional[str] = ..., dry_run: _Optional[_Iterable[str]] = ...) -> None: ...
+    preconditions: Preconditions
+    def __init__(self, grace_period_seconds: _Optional[int] = ..., propagation_policy: _Optional[str] = ..., dry_run: _Optional[_Iterable[str]] = ..., preconditions: _Optional[_Union[Preconditions, _Mapping]] = ...) -> None: ...
 
 class Eviction(_message.Message):
     __slots__ = ("api_version", "kind", "metadata", "delete_options")

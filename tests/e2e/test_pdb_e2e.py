@@ -1,0 +1,76 @@
+"""End to end with hollow nodes: a PodDisruptionBudget kept by the controller-manager's
+disruption controller blocks `kubera drain` of the node its pods run on (non-zero exit,
+naming the budget, pods kept), while a node without budgeted pods drains."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from kubera.testing import Cluster
+from tests.e2e.helpers import running
+from tests.waiting import until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.ray]
+
+NODE0, NODE1 = "kubera-node-00000", "kubera-node-00001"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    home = tmp_path_factory.mktemp("kubera-home")
+    with running(home, "--nodes", "3", "--time-scale", "20", "--no-scheduler") as k:
+        yield k
+
+
+def _pod(name: str, node: str, labels: dict[str, str]) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "nginx"}]},
+    }
+
+
+def _get(k: Cluster, *argv: str) -> dict:
+    r = k("get", *argv, "-o", "json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_drain_is_blocked_by_a_budget_and_drains_an_unbudgeted_node(cluster: Cluster) -> None:
+    docs = [
+        _pod("web-0", NODE0, {"app": "web"}),
+        _pod("web-1", NODE0, {"app": "web"}),
+        _pod("batch-0", NODE1, {"app": "batch"}),
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+        },
+    ]
+    r = cluster("apply", "-f", "-", stdin="\n---\n".join(json.dumps(d) for d in docs))
+    assert r.returncode == 0, r.stderr
+
+    def budget_kept() -> bool:
+        st = _get(cluster, "pdb", "web").get("status", {})
+        return st.get("currentHealthy") == 2 and st.get("expectedPods") == 2
+
+    until(budget_kept)
+    assert _get(cluster, "pdb", "web")["status"].get("disruptionsAllowed", 0) == 0
+
+    r = cluster("drain", NODE0, "--force", "--timeout", "8s")
+    assert r.returncode == 1, r.stdout
+    assert "global timeout reached: 8s" in r.stderr
+    assert "The disruption budget web needs 2 healthy pods and has 2 currently" in r.stderr
+    names = sorted(p["metadata"]["name"] for p in _get(cluster, "pods")["items"])
+    assert names == ["batch-0", "web-0", "web-1"]
+    assert all(not p["metadata"].get("deletionTimestamp") for p in _get(cluster, "pods")["items"])
+
+    r = cluster("drain", NODE1, "--force", "--timeout", "60s")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == f"node/{NODE1} drained"
+    until(lambda: "batch-0" not in {p["metadata"]["name"] for p in _get(cluster, "pods")["items"]})
