@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from kubera.fuzz.harness import METHODS, POD_URL, SERVICE, Caller, Tally, pod_doc, valid_pod_bytes
 from protos.kubera.v1 import apiserver_pb2 as pb
+from protos.kubera.v1 import meta_pb2, policy_pb2
 from services.api import codec
 from services.api.kinds import BY_TYPE_URL, KINDS
 
@@ -487,6 +488,28 @@ def crafted(method: str, size: Size) -> st.SearchStrategy[bytes]:
             s = batch_requests(pb.BatchCreateRequest, size.max_batch)
         else:
             s = batch_requests(pb.BatchUpdateRequest, size.max_batch, status=st.booleans())
+    elif method == "Evict":
+        s = st.builds(
+            lambda ns, n, g, dry, uid, rv: pb.EvictRequest(
+                eviction=policy_pb2.Eviction(
+                    metadata=meta_pb2.ObjectMeta(namespace=ns, name=n),
+                    delete_options=policy_pb2.DeleteOptions(
+                        dry_run=["All"] if dry else [],
+                        preconditions=policy_pb2.Preconditions(
+                            **({} if uid is None else {"uid": uid}),
+                            **({} if rv is None else {"resource_version": rv}),
+                        ),
+                        **({} if g is None else {"grace_period_seconds": g}),
+                    ),
+                )
+            ),
+            names(),
+            names(),
+            st.one_of(st.none(), st.integers(*INT64), st.sampled_from([-1, 0, 1, INT64[1]])),
+            st.booleans(),
+            st.one_of(st.none(), st.text(max_size=40)),
+            st.one_of(st.none(), resource_versions()),
+        )
     elif method == "Health":
         s = st.just(pb.HealthRequest())
     elif method == "Watch":
