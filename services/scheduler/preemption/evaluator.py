@@ -173,12 +173,14 @@ class Evaluator:
         for c in candidates:
             d.candidates.append((c.name, [_key(v) for v in c.victims], c.num_pdb_violations))
         if errors and not candidates:
+            d.reason = errors[0].message
             return None, Status(Code.ERROR, errors[0].reasons, "", errors[0].error), d
         if not candidates:
             for n in all_nodes:
                 if n.name not in node_statuses:
                     node_statuses[n.name] = Status.unresolvable(NOT_HELPFUL)
             msg = unschedulable_message(len(all_nodes), node_statuses)
+            d.reason = msg
             return None, Status.unschedulable(msg), d
         best = pick_one_node_for_preemption(candidates, self.now())
         assert best is not None
