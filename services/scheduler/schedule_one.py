@@ -155,6 +155,10 @@ class ScheduleOne:
         self.reporter = reporter
         self._logged_errors: dict[str, str] = {}
         self.scheduled = 0
+        #: DefaultPreemption's attempts and the victims it chose (upstream's
+        #: preemption_attempts_total and preemption_victims).
+        self.preemption_attempts = 0
+        self.preemption_victims = 0
 
     @property
     def binding_cycles(self) -> int:
@@ -517,6 +521,11 @@ class ScheduleOne:
         decision = state.get(PREEMPTION_DECISION_KEY)
         if decision is not None:
             attempt.preemption = decision
+            self.preemption_attempts += 1
+            self.metrics.preemption_attempts_total.inc()
+            if decision.victims:
+                self.preemption_victims += len(decision.victims)
+                self.metrics.preemption_victims.observe(len(decision.victims))
         if result is None:
             return
         # upstream handleSchedulingFailure: the PostFilter result's nomination overrides.

@@ -129,6 +129,8 @@ class SchedulerServicer(pb_grpc.SchedulerServicer):
             pending=pending,
             mode=self.host.mode,
             terms=self.host.terms,
+            preemption_attempts=sched.cycles.preemption_attempts,
+            preemption_victims=sched.cycles.preemption_victims,
         )
         if sched.omega is not None:
             resp.shared_state.CopyFrom(shared_state_to_proto(sched.omega.summary()))

@@ -116,7 +116,7 @@ class SchedulerHealthRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class SchedulerHealthResponse(_message.Message):
-    __slots__ = ("leading", "identity", "scheduled", "pending", "mode", "terms", "shared_state")
+    __slots__ = ("leading", "identity", "scheduled", "pending", "mode", "terms", "shared_state", "preemption_attempts", "preemption_victims")
     class PendingEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -131,6 +131,8 @@ class SchedulerHealthResponse(_message.Message):
     MODE_FIELD_NUMBER: _ClassVar[int]
     TERMS_FIELD_NUMBER: _ClassVar[int]
     SHARED_STATE_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_VICTIMS_FIELD_NUMBER: _ClassVar[int]
     leading: bool
     identity: str
     scheduled: int
@@ -138,7 +140,9 @@ class SchedulerHealthResponse(_message.Message):
     mode: str
     terms: int
     shared_state: SharedStateStats
-    def __init__(self, leading: _Optional[bool] = ..., identity: _Optional[str] = ..., scheduled: _Optional[int] = ..., pending: _Optional[_Mapping[str, int]] = ..., mode: _Optional[str] = ..., terms: _Optional[int] = ..., shared_state: _Optional[_Union[SharedStateStats, _Mapping]] = ...) -> None: ...
+    preemption_attempts: int
+    preemption_victims: int
+    def __init__(self, leading: _Optional[bool] = ..., identity: _Optional[str] = ..., scheduled: _Optional[int] = ..., pending: _Optional[_Mapping[str, int]] = ..., mode: _Optional[str] = ..., terms: _Optional[int] = ..., shared_state: _Optional[_Union[SharedStateStats, _Mapping]] = ..., preemption_attempts: _Optional[int] = ..., preemption_victims: _Optional[int] = ...) -> None: ...
 
 class SharedStateStats(_message.Message):
     __slots__ = ("binds", "conflicts", "lost_pods", "conflict_fraction", "useful_busy_seconds", "wasted_busy_seconds", "bind_latency_mean_seconds", "queue_wait_p50_seconds", "queue_wait_p90_seconds", "queue_wait_p99_seconds", "attempts_per_pod_mean", "attempts_per_pod_max")
