@@ -37,11 +37,11 @@ from services.api.errors import (
 )
 from services.clock import Clock
 from services.scheduler import config as config_mod
-from services.scheduler import equivalence
+from services.scheduler import equivalence, nomination
 from services.scheduler.cache import Cache
 from services.scheduler.failure_report import FailureReporter
 from services.scheduler.framework.interface import PreFilterResult
-from services.scheduler.framework.nominator import Nominator, filter_with_nominated_pods_only
+from services.scheduler.framework.nominator import Nominator
 from services.scheduler.framework.runtime import Framework
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueuedPodInfo
@@ -244,6 +244,7 @@ class ScheduleOne:
         assumed_info = PodInfo(assumed)
         try:
             self.cache.assume_pod(assumed_info)
+            self.nominator.delete(pod.metadata.uid)
             st = fwk.run_reserve(state, assumed_info, result.node)
             if st.is_success():
                 st = fwk.run_permit(state, assumed_info, result.node)
@@ -366,6 +367,14 @@ class ScheduleOne:
             if st.code == Code.ERROR:
                 raise RuntimeError(st.message)
             raise FitError(len(nodes), {n.name: st for n in nodes}, pre_filter_msg=st.message)
+        nominated, st = nomination.evaluate_nominated_node(
+            fwk, state, pi, self.snapshot.get, pre_result, self.nominator
+        )
+        if st.code == Code.ERROR:
+            raise FilterError(st)
+        if nominated is not None:
+            attempt.nodes_evaluated = attempt.nodes_feasible = 1
+            return ScheduleResult(nominated.name, 1, 1)
         feasible, statuses = self._find_feasible(fwk, state, pi, nodes, pre_result)
         attempt.nodes_evaluated = len(statuses) + len(feasible)
         attempt.nodes_feasible = len(feasible)
@@ -485,12 +494,7 @@ class ScheduleOne:
     def _with_nominated(
         self, fwk: Framework, state: CycleState, pi: PodInfo, ni: NodeInfo
     ) -> Status:
-        """The first pass of upstream's two-pass filter for a node the pod passed: with the
-        pods nominated there that are not below it."""
-        nominated = self.nominator.pods_on(ni.name)
-        if not nominated:
-            return Status.success()
-        st = filter_with_nominated_pods_only(fwk, state, pi, ni, nominated)
+        st = nomination.with_nominated_pods(fwk, state, pi, ni, self.nominator)
         if st.code == Code.ERROR:
             raise FilterError(st)
         return st

@@ -146,3 +146,54 @@ async def test_the_preemptor_is_nominated_and_waits_while_its_victim_terminates(
     # the kubelet would confirm the deletion after the grace period: do it now
     await cluster.client.delete(PODS, "victim", "default", grace_period_seconds=0)
     assert await cluster.wait_bound("urgent", timeout=20) == {"urgent": "n1"}
+
+
+async def test_with_default_preemption_disabled_the_pod_stays_pending_and_evicts_nothing() -> None:
+    from services.scheduler.config import load
+
+    cfg = load.load_config(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "profiles:\n"
+        "- schedulerName: default-scheduler\n"
+        "  plugins:\n"
+        "    postFilter:\n"
+        "      disabled:\n"
+        "      - name: DefaultPreemption\n"
+    )
+    assert cfg.profiles[0].names("postFilter") == []
+    api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5))
+    await api.start()
+    server, port = await serve(api)
+    client = Client(f"127.0.0.1:{port}", timeout=10)
+    sched = Scheduler(client, SchedulerOptions(component_config=cfg, seed=7))
+    stop = asyncio.Event()
+    task = asyncio.create_task(sched.run(stop))
+    cluster = Cluster(api, client, sched)
+    try:
+        for name, value in (("low", 0), ("high", 1000)):
+            pc = scheduling_pb2.PriorityClass(value=value)
+            pc.metadata.name = name
+            await api.create(pc)
+        await cluster.node("n1", cpu="1")
+        await cluster.pod(
+            "victim",
+            cpu="900m",
+            nodeName="n1",
+            priorityClassName="low",
+            terminationGracePeriodSeconds=0,
+        )
+        await eventually(lambda: any(p.spec.node_name for p in sched.pods.store.values()))
+        await cluster.pod("urgent", cpu="900m", priorityClassName="high")
+        assert await cluster.wait_unschedulable("urgent") == (
+            "0/1 nodes are available: 1 Insufficient cpu."
+        )
+        assert not await gone(cluster, "victim")
+        assert sched.pdbs is None  # no PostFilter plugin: no PDB informer either
+    finally:
+        stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(task, 10)
+        await client.close()
+        await server.stop(0.2)
+        await api.stop()

@@ -332,3 +332,17 @@ def test_explain_says_why_a_pod_may_not_preempt() -> None:
     assert "preemption: not eligible due to preemptionPolicy=Never." in render_attempts(
         "default/p", [attempt_to_proto(a)]
     )
+
+
+def test_a_nominated_pod_takes_its_nominated_node_when_it_fits_there() -> None:
+    from services.scheduler.nomination import evaluate_nominated_node
+
+    h = Harness(
+        [node("node1", ONE_POD), node("node2", ONE_POD)], [pod("p1", LOW, node_name="node1")]
+    )
+    by_name = {ni.name: ni for ni in h.snapshot().list()}
+    for target, want in (("node2", "node2"), ("node1", None), ("gone", None)):
+        state, pi = h.state_for(nominated(pod("p", HIGH), target))
+        ni, st = evaluate_nominated_node(h.fwk, state, pi, by_name.get, None, Nominator())
+        assert (ni.name if ni else None) == want, target
+        assert st.code != Code.ERROR
