@@ -23,7 +23,6 @@ from services.scheduler.preemption import (
     Evaluator,
     PreemptionClient,
     prepare_candidate,
-    set_nominated_node_name,
 )
 
 NAME = "DefaultPreemption"
@@ -127,7 +126,6 @@ class DefaultPreemption:
         fwk = h.framework_for(pod.spec.scheduler_name)
         if fwk is None:
             return None, Status.as_error(RuntimeError("no framework for the pod's profile"))
-        nominator = h.nominator
         candidate, st, decision = self.evaluator.preempt(
             fwk,
             state,
@@ -135,16 +133,16 @@ class DefaultPreemption:
             statuses,
             list(h.snapshot().list()),
             list(h.pdbs()),
-            nominator.pods_on,
+            h.nominator.pods_on,
         )
         state.write(DECISION_KEY, decision)
         if candidate is None:
             result = None
             if decision.eligible and st.code != st.code.ERROR:
-                # No candidate: the pod's nomination, if any, is cleared.
+                # No candidate: the pod's nomination, if any, is cleared (the scheduler
+                # writes status.nominatedNodeName from this result).
                 result = PostFilterResult("")
-                nominator.delete(pod_info.uid)
-                await _quiet(set_nominated_node_name(h.client, pod, ""), pod_info.key)
+                h.nominator.delete(pod_info.uid)
             msg = st.message
             return result, Status(st.code, (f"preemption: {msg}",) if msg else (), NAME, st.error)
         problems = await prepare_candidate(
@@ -154,20 +152,13 @@ class DefaultPreemption:
             candidate=candidate,
             now=h.clock.now(),
             reject_waiting_pod=h.reject_preempted_waiting_pod,
-            nominated_on_node=nominator.pods_on(candidate.name),
-            forget_nomination=nominator.delete,
+            nominated_on_node=h.nominator.pods_on(candidate.name),
+            forget_nomination=h.nominator.delete,
         )
         for p in problems:
             log.info("preemption for %s: %s", pod_info.key, p)
         self.victims += len(candidate.victims)
         return PostFilterResult(candidate.name), Status.success()
-
-
-async def _quiet(coro: Any, key: str) -> None:
-    try:
-        await coro
-    except Exception as e:  # noqa: BLE001 - best effort, as upstream logs and goes on
-        log.info("could not clear the nomination of %s: %s", key, e)
 
 
 def new(args: Args | None, handle: Any) -> DefaultPreemption:
