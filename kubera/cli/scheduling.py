@@ -65,6 +65,10 @@ def render_attempts(key: str, attempts: list[spb.TraceAttempt]) -> str:
     return "\n".join(out)
 
 
+#: Candidates `explain pod` lists per preemption attempt (the chosen one always).
+MAX_CANDIDATES_SHOWN = 10
+
+
 def _preemption_lines(p: Any) -> list[str]:
     """The preemption part of an attempt: eligibility, candidates considered, victims."""
     if not p.eligible:
@@ -73,12 +77,16 @@ def _preemption_lines(p: Any) -> list[str]:
         f"   preemption: {p.potential_nodes} node(s) where it might help, "
         f"{p.dry_runs} dry run(s), {len(p.candidates)} candidate(s)"
     ]
-    for c in p.candidates:
+    shown = [c for c in p.candidates[:MAX_CANDIDATES_SHOWN]]
+    shown += [c for c in p.candidates[MAX_CANDIDATES_SHOWN:] if c.node == p.node]
+    for c in shown:
         chosen = "  ← chosen" if c.node == p.node else ""
         out.append(
             f"     {c.node}: {len(c.victims)} victim(s) [{', '.join(c.victims)}], "
             f"{c.pdb_violations} PDB violation(s){chosen}"
         )
+    if len(p.candidates) > len(shown):
+        out.append(f"     … {len(p.candidates) - len(shown)} more candidate(s)")
     if p.node:
         out.append(f"   nominated {p.node}; preempting {', '.join(p.victims)}")
     elif p.reason:
