@@ -89,6 +89,8 @@ def _preemption_lines(p: Any) -> list[str]:
         out.append(f"     … {len(p.candidates) - len(shown)} more candidate(s)")
     if p.node:
         out.append(f"   nominated {p.node}; preempting {', '.join(p.victims)}")
+        if p.why:
+            out.append(f"   chosen by: {p.why}")
     elif p.reason:
         out.append(f"   no candidate: {p.reason}")
     return out

@@ -80,6 +80,7 @@ def preemption_to_proto(d: Any) -> pb.TracePreemption | None:
         ],
         node=d.node,
         victims=d.victims,
+        why=d.why,
     )
 
 

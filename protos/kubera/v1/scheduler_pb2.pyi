@@ -88,7 +88,7 @@ class TracePreemptionCandidate(_message.Message):
     def __init__(self, node: _Optional[str] = ..., victims: _Optional[_Iterable[str]] = ..., pdb_violations: _Optional[int] = ...) -> None: ...
 
 class TracePreemption(_message.Message):
-    __slots__ = ("eligible", "reason", "potential_nodes", "dry_runs", "candidates", "node", "victims")
+    __slots__ = ("eligible", "reason", "potential_nodes", "dry_runs", "candidates", "node", "victims", "why")
     ELIGIBLE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     POTENTIAL_NODES_FIELD_NUMBER: _ClassVar[int]
@@ -96,6 +96,7 @@ class TracePreemption(_message.Message):
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     VICTIMS_FIELD_NUMBER: _ClassVar[int]
+    WHY_FIELD_NUMBER: _ClassVar[int]
     eligible: bool
     reason: str
     potential_nodes: int
@@ -103,7 +104,8 @@ class TracePreemption(_message.Message):
     candidates: _containers.RepeatedCompositeFieldContainer[TracePreemptionCandidate]
     node: str
     victims: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, eligible: _Optional[bool] = ..., reason: _Optional[str] = ..., potential_nodes: _Optional[int] = ..., dry_runs: _Optional[int] = ..., candidates: _Optional[_Iterable[_Union[TracePreemptionCandidate, _Mapping]]] = ..., node: _Optional[str] = ..., victims: _Optional[_Iterable[str]] = ...) -> None: ...
+    why: str
+    def __init__(self, eligible: _Optional[bool] = ..., reason: _Optional[str] = ..., potential_nodes: _Optional[int] = ..., dry_runs: _Optional[int] = ..., candidates: _Optional[_Iterable[_Union[TracePreemptionCandidate, _Mapping]]] = ..., node: _Optional[str] = ..., victims: _Optional[_Iterable[str]] = ..., why: _Optional[str] = ...) -> None: ...
 
 class ExplainResponse(_message.Message):
     __slots__ = ("attempts",)

@@ -24,7 +24,7 @@ from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
 from services.scheduler.preemption.victims import (
     Candidate,
-    pick_one_node_for_preemption,
+    pick_one_node_with_rule,
     select_victims_on_node,
 )
 from services.scheduler.trace import unschedulable_message
@@ -50,6 +50,8 @@ class Decision:
     candidates: list[tuple[str, list[str], int]] = field(default_factory=list)
     node: str = ""
     victims: list[str] = field(default_factory=list)
+    #: The rule that chose `node` among the candidates (victims.PICK_RULES).
+    why: str = ""
 
 
 def terminating_by_preemption(pod: Any) -> bool:
@@ -182,7 +184,7 @@ class Evaluator:
             msg = unschedulable_message(len(all_nodes), node_statuses)
             d.reason = msg
             return None, Status.unschedulable(msg), d
-        best = pick_one_node_for_preemption(candidates, self.now())
+        best, d.why = pick_one_node_with_rule(candidates, self.now())
         assert best is not None
         d.node, d.victims = best.name, [_key(v) for v in best.victims]
         return best, Status.success(), d

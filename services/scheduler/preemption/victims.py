@@ -168,11 +168,31 @@ def select_victims_on_node(
     return [v.pod for v in victims], num_violating, Status.success()
 
 
+#: The rules of pick_one_node_for_preemption, in order (what `explain` says decided).
+PICK_RULES = (
+    "fewest PDB violations",
+    "lowest highest victim priority",
+    "smallest sum of victim priorities",
+    "fewest victims",
+    "latest start time of the highest-priority victims",
+)
+
+
 def pick_one_node_for_preemption(candidates: Sequence[Candidate], now: float) -> Candidate | None:
     """Upstream's order: fewest PDB violations; lowest highest-victim priority; smallest sum
     of priorities; fewest victims; latest start among the highest-priority victims; first."""
+    return pick_one_node_with_rule(candidates, now)[0]
+
+
+def pick_one_node_with_rule(
+    candidates: Sequence[Candidate], now: float
+) -> tuple[Candidate | None, str]:
+    """pick_one_node_for_preemption, and the rule that singled the node out ("only
+    candidate", one of PICK_RULES, or "first of the tied candidates")."""
     if not candidates:
-        return None
+        return None, ""
+    if len(candidates) == 1:
+        return candidates[0], "only candidate"
 
     def highest(c: Candidate) -> int:
         return pod_priority(c.victims[0]) if c.victims else -(2**63)
@@ -191,13 +211,13 @@ def pick_one_node_for_preemption(candidates: Sequence[Candidate], now: float) ->
         earliest_of_highest,
     ]
     selected = list(candidates)
-    for f in score_funcs:
+    for rule, f in zip(PICK_RULES, score_funcs, strict=True):
         scores = [f(c) for c in selected]
         best = max(scores)
         selected = [c for c, s in zip(selected, scores, strict=True) if s == best]
         if len(selected) == 1:
-            break
-    return selected[0]
+            return selected[0], rule
+    return selected[0], "first of the tied candidates"
 
 
 def is_unresolvable(st: Status) -> bool:

@@ -17,6 +17,7 @@ from services.scheduler.framework.interface import PostFilterResult
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.plugins import defaultpreemption
 from services.scheduler.preemption import Candidate, pick_one_node_for_preemption
+from services.scheduler.preemption.victims import pick_one_node_with_rule
 from tests.scheduler.preemption._harness import (
     HIGH,
     LARGE,
@@ -544,6 +545,27 @@ PICK_CASES = [
 def test_pick_one_node_for_preemption(name: str, candidates: list[Candidate], want: str) -> None:
     got = pick_one_node_for_preemption(candidates, now=2_000_000_000.0)
     assert got is not None and got.name == want
+
+
+WHY_CASES = [(c[0], c[1]) for c in PICK_CASES]
+WANT_WHY = [
+    "fewest PDB violations",
+    "lowest highest victim priority",
+    "smallest sum of victim priorities",
+    "smallest sum of victim priorities",
+    "first of the tied candidates",
+    "latest start time of the highest-priority victims",
+    "latest start time of the highest-priority victims",
+    "only candidate",
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "want"), list(zip(WHY_CASES, WANT_WHY, strict=True)), ids=[c[0] for c in PICK_CASES]
+)
+def test_pick_one_node_says_which_rule_decided(case: tuple, want: str) -> None:
+    _, why = pick_one_node_with_rule(case[1], now=2_000_000_000.0)
+    assert why == want
 
 
 def test_pick_one_node_for_preemption_without_candidates() -> None:

@@ -320,6 +320,7 @@ def test_explain_shows_candidates_considered_and_victims_chosen() -> None:
     assert "node1: 1 victim(s) [default/p1], 0 PDB violation(s)" in text
     assert "node2: 1 victim(s) [default/p2], 0 PDB violation(s)  ← chosen" in text
     assert "nominated node2; preempting default/p2" in text
+    assert "chosen by: lowest highest victim priority" in text
 
 
 def test_explain_says_why_a_pod_may_not_preempt() -> None:
