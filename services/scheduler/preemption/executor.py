@@ -11,6 +11,7 @@ util.ClearNominatedNodeName), through the client:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -130,10 +131,11 @@ async def prepare_candidate(
     Returns the problems met (the caller logs them; preemption goes on)."""
     problems: list[str] = []
     pod_kind = BY_KIND["Pod"]
-    for v in candidate.victims:
+
+    async def evict(v: core_pb2.Pod) -> None:
         key = f"{v.metadata.namespace}/{v.metadata.name}"
         if reject_waiting_pod(v.metadata.uid):
-            continue
+            return
         try:
             await client.patch(
                 pod_kind,
@@ -144,21 +146,29 @@ async def prepare_candidate(
             )
             await client.delete(pod_kind, v.metadata.name, v.metadata.namespace, uid=v.metadata.uid)
         except NotFoundError:
-            continue
+            return
         except ApiError as e:
             problems.append(f"preempting {key}: {e}")
-            continue
+            return
         try:
             await client.create(preempted_event(v, preemptor, candidate.name, scheduler_name, now))
         except ApiError as e:
             log.info("could not record the preemption of %s: %s", key, e)
-    prio = pod_priority(preemptor)
-    for p in nominated_on_node:
-        if p.uid == preemptor.metadata.uid or pod_priority(p.pod) >= prio:
-            continue
+
+    async def clear(p: PodInfo) -> None:
         forget_nomination(p.uid)
         try:
             await set_nominated_node_name(client, p.pod, "")
         except ApiError as e:
             problems.append(f"clearing the nomination of {p.key}: {e}")
+
+    # Victims in parallel, as upstream's Parallelizer().Until over them.
+    await asyncio.gather(*(evict(v) for v in candidate.victims))
+    prio = pod_priority(preemptor)
+    lower = [
+        p
+        for p in nominated_on_node
+        if p.uid != preemptor.metadata.uid and pod_priority(p.pod) < prio
+    ]
+    await asyncio.gather(*(clear(p) for p in lower))
     return problems
