@@ -55,12 +55,45 @@ def render_attempts(key: str, attempts: list[spb.TraceAttempt]) -> str:
             for r in a.rejections:
                 sample = ", ".join(r.nodes[:5]) + (" …" if r.count > 5 else "")
                 out.append(f"     {r.plugin:<{width}}  {r.count:>5} × {r.reason}  [{sample}]")
+        if a.HasField("preemption"):
+            out.extend(_preemption_lines(a.preemption))
         if a.top_scores:
             out.append("   top scores:")
             for s in a.top_scores:
                 parts = ", ".join(f"{p} {v}" for p, v in sorted(s.by_plugin.items()))
                 out.append(f"     {s.node}: {s.total}  ({parts})")
     return "\n".join(out)
+
+
+#: Candidates `explain pod` lists per preemption attempt (the chosen one always).
+MAX_CANDIDATES_SHOWN = 10
+
+
+def _preemption_lines(p: Any) -> list[str]:
+    """The preemption part of an attempt: eligibility, candidates considered, victims."""
+    if not p.eligible:
+        return [f"   preemption: {p.reason}"]
+    out = [
+        f"   preemption: {p.potential_nodes} node(s) where it might help, "
+        f"{p.dry_runs} dry run(s), {len(p.candidates)} candidate(s)"
+    ]
+    shown = [c for c in p.candidates[:MAX_CANDIDATES_SHOWN]]
+    shown += [c for c in p.candidates[MAX_CANDIDATES_SHOWN:] if c.node == p.node]
+    for c in shown:
+        chosen = "  ← chosen" if c.node == p.node else ""
+        out.append(
+            f"     {c.node}: {len(c.victims)} victim(s) [{', '.join(c.victims)}], "
+            f"{c.pdb_violations} PDB violation(s){chosen}"
+        )
+    if len(p.candidates) > len(shown):
+        out.append(f"     … {len(p.candidates) - len(shown)} more candidate(s)")
+    if p.node:
+        out.append(f"   nominated {p.node}; preempting {', '.join(p.victims)}")
+        if p.why:
+            out.append(f"   chosen by: {p.why}")
+    elif p.reason:
+        out.append(f"   no candidate: {p.reason}")
+    return out
 
 
 async def _scheduler_replicas(ctx) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]

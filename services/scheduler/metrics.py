@@ -92,6 +92,19 @@ class SchedulerMetrics:
             registry=r,
             buckets=exponential_buckets(0.0001, 2, 12),
         )
+        self.preemption_attempts_total = Counter(
+            "preemption_attempts_total",
+            "Total preemption attempts in the cluster till now",
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.preemption_victims = Histogram(
+            "preemption_victims",
+            "Number of selected preemption victims",
+            namespace=NAMESPACE,
+            registry=r,
+            buckets=exponential_buckets(1, 2, 7),
+        )
         # Invariant: every queue label exists from the start, so an empty queue reads 0
         # rather than being absent from the exposition.
         for queue in PENDING_QUEUES:

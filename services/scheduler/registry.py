@@ -138,6 +138,7 @@ IN_TREE: tuple[InTreePlugin, ...] = (
         "PodTopologySpread", "podtopologyspread.plugin", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2
     ),
     InTreePlugin("InterPodAffinity", "interpodaffinity", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2),
+    InTreePlugin("DefaultPreemption", "defaultpreemption", (POST_FILTER,)),
     InTreePlugin(
         "NodeResourcesBalancedAllocation",
         "noderesources.balanced_allocation",

@@ -37,15 +37,17 @@ from services.api.errors import (
 )
 from services.clock import Clock
 from services.scheduler import config as config_mod
-from services.scheduler import equivalence
+from services.scheduler import equivalence, nomination
 from services.scheduler.cache import Cache
 from services.scheduler.failure_report import FailureReporter
 from services.scheduler.framework.interface import PreFilterResult
+from services.scheduler.framework.nominator import Nominator
 from services.scheduler.framework.runtime import Framework
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueuedPodInfo
 from services.scheduler.metrics import SchedulerMetrics
 from services.scheduler.omega import OmegaStats
+from services.scheduler.preemption import set_nominated_node_name
 from services.scheduler.queue import SchedulingQueue
 from services.scheduler.snapshot import Snapshot
 from services.scheduler.trace import Attempt, ScoredNode, TraceStore, unschedulable_message
@@ -54,6 +56,8 @@ from services.scheduler.trace import Attempt, ScoredNode, TraceStore, unschedula
 log = logging.getLogger("services.scheduler.scheduler")
 
 TOP_SCORES = 5
+#: Where DefaultPreemption leaves its decision in the CycleState (plugins/defaultpreemption.py).
+PREEMPTION_DECISION_KEY = "DefaultPreemption/decision"
 
 
 class InvalidPodError(Exception):
@@ -126,6 +130,7 @@ class ScheduleOne:
         equivalence_cache: equivalence.EquivalenceCache | None,
         omega: OmegaStats | None,
         max_binding_tasks: int,
+        nominator: Nominator | None = None,
     ) -> None:
         """`percentage_of_nodes_to_score`: the configuration's, for profiles without their
         own. `reporter`: writes FailedScheduling events. `omega`: Omega's measures, only in
@@ -141,6 +146,8 @@ class ScheduleOne:
         self.traces = traces
         self.equivalence = equivalence_cache
         self.omega = omega
+        #: Pods nominated to nodes by preemption (they count there for pods not above them).
+        self.nominator = nominator if nominator is not None else Nominator()
         self._binding_slots = asyncio.Semaphore(max_binding_tasks)
         self._bindings: set[asyncio.Task[None]] = set()
         self._side_tasks: set[asyncio.Task[None]] = set()
@@ -148,6 +155,10 @@ class ScheduleOne:
         self.reporter = reporter
         self._logged_errors: dict[str, str] = {}
         self.scheduled = 0
+        #: DefaultPreemption's attempts and the victims it chose (upstream's
+        #: preemption_attempts_total and preemption_victims).
+        self.preemption_attempts = 0
+        self.preemption_victims = 0
 
     @property
     def binding_cycles(self) -> int:
@@ -208,7 +219,7 @@ class ScheduleOne:
             result = await self._schedule_pod(fwk, state, qpi.pod_info, attempt)
         except FitError as fe:
             try:
-                await self._run_post_filter(fwk, state, qpi, fe)
+                await self._run_post_filter(fwk, state, qpi, fe, attempt)
             except Exception as e:  # noqa: BLE001 - the pod stays unschedulable; logged
                 self.log_error(qpi.key, f"PostFilter failed: {e}", e)
             self._fail(
@@ -233,6 +244,7 @@ class ScheduleOne:
         assumed_info = PodInfo(assumed)
         try:
             self.cache.assume_pod(assumed_info)
+            self.nominator.delete(pod.metadata.uid)
             st = fwk.run_reserve(state, assumed_info, result.node)
             if st.is_success():
                 st = fwk.run_permit(state, assumed_info, result.node)
@@ -355,6 +367,14 @@ class ScheduleOne:
             if st.code == Code.ERROR:
                 raise RuntimeError(st.message)
             raise FitError(len(nodes), {n.name: st for n in nodes}, pre_filter_msg=st.message)
+        nominated, st = nomination.evaluate_nominated_node(
+            fwk, state, pi, self.snapshot.get, pre_result, self.nominator
+        )
+        if st.code == Code.ERROR:
+            raise FilterError(st)
+        if nominated is not None:
+            attempt.nodes_evaluated = attempt.nodes_feasible = 1
+            return ScheduleResult(nominated.name, 1, 1)
         feasible, statuses = self._find_feasible(fwk, state, pi, nodes, pre_result)
         attempt.nodes_evaluated = len(statuses) + len(feasible)
         attempt.nodes_feasible = len(feasible)
@@ -429,6 +449,8 @@ class ScheduleOne:
                     raise FilterError(st)
             for ni, st in zip(batch, results, strict=True):
                 processed += 1
+                if st.is_success() and len(self.nominator):
+                    st = self._with_nominated(fwk, state, pi, ni)
                 if st.is_success():
                     feasible.append(ni)
                     if len(feasible) >= want:
@@ -469,6 +491,14 @@ class ScheduleOne:
                     known[batch[i].name] = (batch[i].generation, st)
         return results  # type: ignore[return-value]
 
+    def _with_nominated(
+        self, fwk: Framework, state: CycleState, pi: PodInfo, ni: NodeInfo
+    ) -> Status:
+        st = nomination.with_nominated_pods(fwk, state, pi, ni, self.nominator)
+        if st.code == Code.ERROR:
+            raise FilterError(st)
+        return st
+
     def _select_host(self, totals: dict[str, int]) -> str:
         """The highest total; ties broken uniformly at random (reservoir sampling)."""
         best, best_score, seen = "", -1, 0
@@ -482,11 +512,42 @@ class ScheduleOne:
         return best
 
     async def _run_post_filter(
-        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, fe: FitError
+        self,
+        fwk: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        fe: FitError,
+        attempt: Attempt,
     ) -> None:
         result, st = await fwk.run_post_filter(state, qpi.pod_info, fe.statuses)
         if st.reasons and not st.is_success():
             fe.post_filter_msg = st.message
+        decision = state.get(PREEMPTION_DECISION_KEY)
+        if decision is not None:
+            attempt.preemption = decision
+            self.preemption_attempts += 1
+            self.metrics.preemption_attempts_total.inc()
+            if decision.victims:
+                self.preemption_victims += len(decision.victims)
+                self.metrics.preemption_victims.observe(len(decision.victims))
+        if result is None:
+            return
+        # upstream handleSchedulingFailure: the PostFilter result's nomination overrides.
+        node = result.nominated_node_name
+        pod = qpi.pod
+        if pod.status.nominated_node_name != node:
+            copy = core_pb2.Pod()
+            copy.CopyFrom(pod)
+            copy.status.nominated_node_name = node
+            qpi.pod_info = PodInfo(copy)
+            self._spawn(self._set_nominated(pod, node))
+        self.nominator.add(qpi.pod_info, node)
+
+    async def _set_nominated(self, pod: core_pb2.Pod, node: str) -> None:
+        try:
+            await set_nominated_node_name(self.reporter.client, pod, node)
+        except Exception as e:  # noqa: BLE001 - best effort; the next attempt retries
+            log.info("could not set the nominated node of %s: %s", pod.metadata.name, e)
 
     def log_error(self, key: str, message: str, exc: BaseException | None) -> None:
         """Log a pod's Error once per distinct message (a pod backing off and failing the

@@ -40,6 +40,7 @@ from services.scheduler import config as config_mod
 from services.scheduler import equivalence
 from services.scheduler.cache import Cache
 from services.scheduler.failure_report import FailureReporter
+from services.scheduler.framework.nominator import Nominator
 from services.scheduler.framework.runtime import Framework
 from services.scheduler.framework.types import ActionType, ClusterEvent
 from services.scheduler.metrics import SchedulerMetrics, SharedStateMetrics
@@ -78,11 +79,30 @@ def node_update_event(old: core_pb2.Node, new: core_pb2.Node) -> ClusterEvent:
 
 
 class _Handle:
-    """What plugins get: the snapshot, the fenced Bind, waiting pods, the clock."""
+    """What plugins get: the snapshot, the fenced Bind, waiting pods, the clock; and for
+    DefaultPreemption the client, the nominator, the PDBs, the profile's framework and the
+    scheduler's seeded RNG."""
 
     def __init__(self, sched: Scheduler) -> None:
         self._sched = sched
         self.clock = sched.clock
+        self.client = sched.client
+        self.nominator = sched.nominator
+
+    def framework_for(self, scheduler_name: str) -> Framework | None:
+        return self._sched.frameworks.get(scheduler_name)
+
+    def pdbs(self) -> list[Any]:
+        return list(self._sched.pdbs.store.values()) if self._sched.pdbs is not None else []
+
+    def rand_int(self, n: int) -> int:
+        return self._sched.rng.randrange(n)
+
+    def reject_preempted_waiting_pod(self, uid: str) -> bool:
+        return any(
+            fwk.reject_waiting_pod(uid, "DefaultPreemption", "preempted")
+            for fwk in self._sched.frameworks.values()
+        )
 
     def snapshot(self) -> Snapshot:
         return self._sched.snapshot
@@ -151,6 +171,8 @@ class Scheduler(Background):
         self.equivalence = equivalence.EquivalenceCache() if options.reuse_filter_results else None
         self.cache = Cache(clock=self.clock)
         self.snapshot = Snapshot()
+        self.nominator = Nominator()
+        self.pdbs: Informer | None = None
         handle = _Handle(self)
         registry = self.config.registry()
         self.frameworks: dict[str, Framework] = {
@@ -175,6 +197,8 @@ class Scheduler(Background):
         self.pods = Informer(client, BY_KIND["Pod"], clock=self.clock)
         self.nodes = Informer(client, BY_KIND["Node"], clock=self.clock)
         self.namespaces = Informer(client, BY_KIND["Namespace"], clock=self.clock)
+        if any(fwk.has_post_filter_plugins() for fwk in self.frameworks.values()):
+            self.pdbs = Informer(client, BY_KIND["PodDisruptionBudget"], clock=self.clock)
         self.pods.add_handlers(Handlers(self._pod_added, self._pod_updated, self._pod_deleted))
         self.nodes.add_handlers(Handlers(self._node_added, self._node_updated, self._node_deleted))
         self.namespaces.add_handlers(
@@ -194,6 +218,7 @@ class Scheduler(Background):
             equivalence_cache=self.equivalence,
             omega=self.omega,
             max_binding_tasks=options.max_binding_tasks,
+            nominator=self.nominator,
         )
         self._informer_tasks: list[asyncio.Task[None]] = []
 
@@ -215,6 +240,7 @@ class Scheduler(Background):
         return self.shared_state is None or self.shared_state.owns(pod.metadata.uid)
 
     def _pod_added(self, pod: core_pb2.Pod) -> None:
+        self.nominator.pod_seen(None, pod)
         if pod.spec.node_name:
             self.cache.add_pod(pod)
             self.queue.assigned_pod_added(pod)
@@ -222,6 +248,7 @@ class Scheduler(Background):
             self.queue.add(pod)
 
     def _pod_updated(self, old: core_pb2.Pod, new: core_pb2.Pod) -> None:
+        self.nominator.pod_seen(old, new)
         if new.spec.node_name:
             if old.spec.node_name:
                 self.cache.update_pod(old, new)
@@ -238,6 +265,7 @@ class Scheduler(Background):
 
     def _pod_deleted(self, pod: core_pb2.Pod) -> None:
         self.cycles.forget(f"{pod.metadata.namespace}/{pod.metadata.name}")
+        self.nominator.delete(pod.metadata.uid)
         if pod.spec.node_name:
             self.cache.remove_pod(pod)
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
@@ -284,7 +312,11 @@ class Scheduler(Background):
             asyncio.create_task(self.namespaces.run(), name="informer-namespaces"),
             asyncio.create_task(self.nodes.run(), name="informer-nodes"),
         ]
-        await asyncio.gather(self.namespaces.synced.wait(), self.nodes.synced.wait())
+        synced = [self.namespaces.synced.wait(), self.nodes.synced.wait()]
+        if self.pdbs is not None:
+            self._informer_tasks.append(asyncio.create_task(self.pdbs.run(), name="informer-pdbs"))
+            synced.append(self.pdbs.synced.wait())
+        await asyncio.gather(*synced)
         self._informer_tasks.append(asyncio.create_task(self.pods.run(), name="informer-pods"))
         await self.pods.synced.wait()
 

@@ -61,6 +61,26 @@ def attempt_to_proto(a: Attempt) -> pb.TraceAttempt:
             pb.TraceScore(node=s.node, total=s.total, by_plugin=s.by_plugin) for s in a.top_scores
         ],
         duration_seconds=a.duration_s,
+        preemption=preemption_to_proto(a.preemption),
+    )
+
+
+def preemption_to_proto(d: Any) -> pb.TracePreemption | None:
+    """A preemption.Decision as its message (None when preemption did not run)."""
+    if d is None:
+        return None
+    return pb.TracePreemption(
+        eligible=d.eligible,
+        reason=d.reason,
+        potential_nodes=d.potential_nodes,
+        dry_runs=d.dry_runs,
+        candidates=[
+            pb.TracePreemptionCandidate(node=n, victims=v, pdb_violations=k)
+            for n, v, k in d.candidates
+        ],
+        node=d.node,
+        victims=d.victims,
+        why=d.why,
     )
 
 
@@ -110,6 +130,8 @@ class SchedulerServicer(pb_grpc.SchedulerServicer):
             pending=pending,
             mode=self.host.mode,
             terms=self.host.terms,
+            preemption_attempts=sched.cycles.preemption_attempts,
+            preemption_victims=sched.cycles.preemption_victims,
         )
         if sched.omega is not None:
             resp.shared_state.CopyFrom(shared_state_to_proto(sched.omega.summary()))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter, OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from services.scheduler.framework.status import Status
 
@@ -52,6 +53,8 @@ class Attempt:
     rejections: list[Rejection] = field(default_factory=list)
     top_scores: list[ScoredNode] = field(default_factory=list)
     duration_s: float = 0.0
+    #: The preemption attempt's decision (preemption.Decision), when PostFilter preempted.
+    preemption: Any = None
 
     def record_rejections(self, statuses: Mapping[str, Status]) -> None:
         by_key: dict[tuple[str, str], Rejection] = {}
@@ -111,5 +114,5 @@ def unschedulable_message(
         if counts:
             msg += " " + ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items())) + "."
     if post_filter_msg:
-        msg += f" {post_filter_msg}."
+        msg += f" {post_filter_msg}" if post_filter_msg.endswith(".") else f" {post_filter_msg}."
     return msg

@@ -149,7 +149,8 @@ def test_preferred_node_affinity_weights_and_taints(kubera: Kubera) -> None:
     kubera.apply(pod("picky", nodeSelector={"kubernetes.io/hostname": "gpu"}))
     assert kubera.pending_message("picky") == (
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
-        "2 node(s) didn't match Pod's node affinity/selector."
+        "2 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     kubera.apply(
         pod(
@@ -184,7 +185,8 @@ def test_pod_anti_affinity_spreads_and_affinity_colocates(kubera: Kubera) -> Non
     kubera.apply(pod("cache-3", labels={"app": "store"}, affinity=anti))
     assert (
         kubera.pending_message("cache-3")
-        == "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
+        == "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. "
+        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     )
     kubera.apply(pod("db", labels={"app": "db"}))
     db_node = kubera.node_of("db")
@@ -237,7 +239,9 @@ def test_topology_spread_by_zone_and_node_with_a_conflict_left_pending(kubera: K
     )
     assert kubera.pending_message("stuck") == (
         "0/3 nodes are available: 1 node(s) didn't match pod topology spread constraints, "
-        "2 node(s) didn't match Pod's node affinity/selector."
+        "2 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
+        "2 Preemption is not helpful for scheduling."
     )
 
 

@@ -153,7 +153,10 @@ async def test_a_pod_that_fits_nowhere_stays_pending_with_kubernetes_words(
     await cluster.node("n2", cpu="1")
     await cluster.pod("huge", cpu="3")
     msg = await cluster.wait_unschedulable("huge")
-    assert msg == "0/2 nodes are available: 2 Insufficient cpu."
+    assert msg == (
+        "0/2 nodes are available: 2 Insufficient cpu. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
     events, _ = await cluster.client.list(
         BY_KIND["Event"], namespace="default", field_selector="involvedObject.name=huge"
     )
@@ -179,7 +182,8 @@ async def test_taints_repel_pods_without_a_toleration(cluster: Cluster) -> None:
     msg = await cluster.wait_unschedulable("plain")
     assert (
         msg
-        == "0/2 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."
+        == "0/2 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
     await cluster.pod(
         "tolerant",
@@ -292,7 +296,9 @@ async def test_topology_spread_by_zone_and_conflicting_constraints_stay_pending(
     msg = await cluster.wait_unschedulable("stuck")
     assert msg == (
         "0/3 nodes are available: 1 node(s) didn't match pod topology spread constraints, "
-        "2 node(s) didn't match Pod's node affinity/selector."
+        "2 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
+        "2 Preemption is not helpful for scheduling."
     )
 
 
@@ -372,7 +378,8 @@ async def test_filter_results_are_reused_until_the_node_changes(cluster: Cluster
     await cluster.pod("same-after")
     assert (
         await cluster.wait_unschedulable("same-after")
-        == "0/3 nodes are available: 3 node(s) had untolerated taint(s)."
+        == "0/3 nodes are available: 3 node(s) had untolerated taint(s). "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n protos/kubera/v1/scheduler.proto\x12\tkubera.v1\"1\n\x0e\x45xplainRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"N\n\x0eTraceRejection\x12\x0e\n\x06plugin\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\x12\r\n\x05nodes\x18\x04 \x03(\t\"\x92\x01\n\nTraceScore\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\r\n\x05total\x18\x02 \x01(\x03\x12\x36\n\tby_plugin\x18\x03 \x03(\x0b\x32#.kubera.v1.TraceScore.ByPluginEntry\x1a/\n\rByPluginEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xbf\x02\n\x0cTraceAttempt\x12\x0b\n\x03pod\x18\x01 \x01(\t\x12\x0b\n\x03uid\x18\x02 \x01(\t\x12\x0f\n\x07profile\x18\x03 \x01(\t\x12\r\n\x05\x63ycle\x18\x04 \x01(\x03\x12\x0c\n\x04time\x18\x05 \x01(\x01\x12\x0e\n\x06result\x18\x06 \x01(\t\x12\x0c\n\x04node\x18\x07 \x01(\t\x12\x0f\n\x07message\x18\x08 \x01(\t\x12\x13\n\x0bnodes_total\x18\t \x01(\x05\x12\x17\n\x0fnodes_evaluated\x18\n \x01(\x05\x12\x16\n\x0enodes_feasible\x18\x0b \x01(\x05\x12-\n\nrejections\x18\x0c \x03(\x0b\x32\x19.kubera.v1.TraceRejection\x12)\n\ntop_scores\x18\r \x03(\x0b\x32\x15.kubera.v1.TraceScore\x12\x18\n\x10\x64uration_seconds\x18\x0e \x01(\x01\"<\n\x0f\x45xplainResponse\x12)\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x17.kubera.v1.TraceAttempt\"\x18\n\x16SchedulerHealthRequest\"\x91\x02\n\x17SchedulerHealthResponse\x12\x0f\n\x07leading\x18\x01 \x01(\x08\x12\x10\n\x08identity\x18\x02 \x01(\t\x12\x11\n\tscheduled\x18\x03 \x01(\x03\x12@\n\x07pending\x18\x04 \x03(\x0b\x32/.kubera.v1.SchedulerHealthResponse.PendingEntry\x12\x0c\n\x04mode\x18\x05 \x01(\t\x12\r\n\x05terms\x18\x06 \x01(\x03\x12\x31\n\x0cshared_state\x18\x07 \x01(\x0b\x32\x1b.kubera.v1.SharedStateStats\x1a.\n\x0cPendingEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xdc\x02\n\x10SharedStateStats\x12\r\n\x05\x62inds\x18\x01 \x01(\x03\x12\x11\n\tconflicts\x18\x02 \x01(\x03\x12\x11\n\tlost_pods\x18\x03 \x01(\x03\x12\x19\n\x11\x63onflict_fraction\x18\x04 \x01(\x01\x12\x1b\n\x13useful_busy_seconds\x18\x05 \x01(\x01\x12\x1b\n\x13wasted_busy_seconds\x18\x06 \x01(\x01\x12!\n\x19\x62ind_latency_mean_seconds\x18\x07 \x01(\x01\x12\x1e\n\x16queue_wait_p50_seconds\x18\x08 \x01(\x01\x12\x1e\n\x16queue_wait_p90_seconds\x18\t \x01(\x01\x12\x1e\n\x16queue_wait_p99_seconds\x18\n \x01(\x01\x12\x1d\n\x15\x61ttempts_per_pod_mean\x18\x0b \x01(\x01\x12\x1c\n\x14\x61ttempts_per_pod_max\x18\x0c \x01(\x03\x32\x9e\x01\n\tScheduler\x12@\n\x07\x45xplain\x12\x19.kubera.v1.ExplainRequest\x1a\x1a.kubera.v1.ExplainResponse\x12O\n\x06Health\x12!.kubera.v1.SchedulerHealthRequest\x1a\".kubera.v1.SchedulerHealthResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n protos/kubera/v1/scheduler.proto\x12\tkubera.v1\"1\n\x0e\x45xplainRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"N\n\x0eTraceRejection\x12\x0e\n\x06plugin\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\x12\r\n\x05nodes\x18\x04 \x03(\t\"\x92\x01\n\nTraceScore\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\r\n\x05total\x18\x02 \x01(\x03\x12\x36\n\tby_plugin\x18\x03 \x03(\x0b\x32#.kubera.v1.TraceScore.ByPluginEntry\x1a/\n\rByPluginEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xef\x02\n\x0cTraceAttempt\x12\x0b\n\x03pod\x18\x01 \x01(\t\x12\x0b\n\x03uid\x18\x02 \x01(\t\x12\x0f\n\x07profile\x18\x03 \x01(\t\x12\r\n\x05\x63ycle\x18\x04 \x01(\x03\x12\x0c\n\x04time\x18\x05 \x01(\x01\x12\x0e\n\x06result\x18\x06 \x01(\t\x12\x0c\n\x04node\x18\x07 \x01(\t\x12\x0f\n\x07message\x18\x08 \x01(\t\x12\x13\n\x0bnodes_total\x18\t \x01(\x05\x12\x17\n\x0fnodes_evaluated\x18\n \x01(\x05\x12\x16\n\x0enodes_feasible\x18\x0b \x01(\x05\x12-\n\nrejections\x18\x0c \x03(\x0b\x32\x19.kubera.v1.TraceRejection\x12)\n\ntop_scores\x18\r \x03(\x0b\x32\x15.kubera.v1.TraceScore\x12\x18\n\x10\x64uration_seconds\x18\x0e \x01(\x01\x12.\n\npreemption\x18\x0f \x01(\x0b\x32\x1a.kubera.v1.TracePreemption\"Q\n\x18TracePreemptionCandidate\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x0f\n\x07victims\x18\x02 \x03(\t\x12\x16\n\x0epdb_violations\x18\x03 \x01(\x05\"\xc3\x01\n\x0fTracePreemption\x12\x10\n\x08\x65ligible\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x17\n\x0fpotential_nodes\x18\x03 \x01(\x05\x12\x10\n\x08\x64ry_runs\x18\x04 \x01(\x05\x12\x37\n\ncandidates\x18\x05 \x03(\x0b\x32#.kubera.v1.TracePreemptionCandidate\x12\x0c\n\x04node\x18\x06 \x01(\t\x12\x0f\n\x07victims\x18\x07 \x03(\t\x12\x0b\n\x03why\x18\x08 \x01(\t\"<\n\x0f\x45xplainResponse\x12)\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x17.kubera.v1.TraceAttempt\"\x18\n\x16SchedulerHealthRequest\"\xca\x02\n\x17SchedulerHealthResponse\x12\x0f\n\x07leading\x18\x01 \x01(\x08\x12\x10\n\x08identity\x18\x02 \x01(\t\x12\x11\n\tscheduled\x18\x03 \x01(\x03\x12@\n\x07pending\x18\x04 \x03(\x0b\x32/.kubera.v1.SchedulerHealthResponse.PendingEntry\x12\x0c\n\x04mode\x18\x05 \x01(\t\x12\r\n\x05terms\x18\x06 \x01(\x03\x12\x31\n\x0cshared_state\x18\x07 \x01(\x0b\x32\x1b.kubera.v1.SharedStateStats\x12\x1b\n\x13preemption_attempts\x18\x08 \x01(\x03\x12\x1a\n\x12preemption_victims\x18\t \x01(\x03\x1a.\n\x0cPendingEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xdc\x02\n\x10SharedStateStats\x12\r\n\x05\x62inds\x18\x01 \x01(\x03\x12\x11\n\tconflicts\x18\x02 \x01(\x03\x12\x11\n\tlost_pods\x18\x03 \x01(\x03\x12\x19\n\x11\x63onflict_fraction\x18\x04 \x01(\x01\x12\x1b\n\x13useful_busy_seconds\x18\x05 \x01(\x01\x12\x1b\n\x13wasted_busy_seconds\x18\x06 \x01(\x01\x12!\n\x19\x62ind_latency_mean_seconds\x18\x07 \x01(\x01\x12\x1e\n\x16queue_wait_p50_seconds\x18\x08 \x01(\x01\x12\x1e\n\x16queue_wait_p90_seconds\x18\t \x01(\x01\x12\x1e\n\x16queue_wait_p99_seconds\x18\n \x01(\x01\x12\x1d\n\x15\x61ttempts_per_pod_mean\x18\x0b \x01(\x01\x12\x1c\n\x14\x61ttempts_per_pod_max\x18\x0c \x01(\x03\x32\x9e\x01\n\tScheduler\x12@\n\x07\x45xplain\x12\x19.kubera.v1.ExplainRequest\x1a\x1a.kubera.v1.ExplainResponse\x12O\n\x06Health\x12!.kubera.v1.SchedulerHealthRequest\x1a\".kubera.v1.SchedulerHealthResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -44,17 +44,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TRACESCORE_BYPLUGINENTRY']._serialized_start=278
   _globals['_TRACESCORE_BYPLUGINENTRY']._serialized_end=325
   _globals['_TRACEATTEMPT']._serialized_start=328
-  _globals['_TRACEATTEMPT']._serialized_end=647
-  _globals['_EXPLAINRESPONSE']._serialized_start=649
-  _globals['_EXPLAINRESPONSE']._serialized_end=709
-  _globals['_SCHEDULERHEALTHREQUEST']._serialized_start=711
-  _globals['_SCHEDULERHEALTHREQUEST']._serialized_end=735
-  _globals['_SCHEDULERHEALTHRESPONSE']._serialized_start=738
-  _globals['_SCHEDULERHEALTHRESPONSE']._serialized_end=1011
-  _globals['_SCHEDULERHEALTHRESPONSE_PENDINGENTRY']._serialized_start=965
-  _globals['_SCHEDULERHEALTHRESPONSE_PENDINGENTRY']._serialized_end=1011
-  _globals['_SHAREDSTATESTATS']._serialized_start=1014
-  _globals['_SHAREDSTATESTATS']._serialized_end=1362
-  _globals['_SCHEDULER']._serialized_start=1365
-  _globals['_SCHEDULER']._serialized_end=1523
+  _globals['_TRACEATTEMPT']._serialized_end=695
+  _globals['_TRACEPREEMPTIONCANDIDATE']._serialized_start=697
+  _globals['_TRACEPREEMPTIONCANDIDATE']._serialized_end=778
+  _globals['_TRACEPREEMPTION']._serialized_start=781
+  _globals['_TRACEPREEMPTION']._serialized_end=976
+  _globals['_EXPLAINRESPONSE']._serialized_start=978
+  _globals['_EXPLAINRESPONSE']._serialized_end=1038
+  _globals['_SCHEDULERHEALTHREQUEST']._serialized_start=1040
+  _globals['_SCHEDULERHEALTHREQUEST']._serialized_end=1064
+  _globals['_SCHEDULERHEALTHRESPONSE']._serialized_start=1067
+  _globals['_SCHEDULERHEALTHRESPONSE']._serialized_end=1397
+  _globals['_SCHEDULERHEALTHRESPONSE_PENDINGENTRY']._serialized_start=1351
+  _globals['_SCHEDULERHEALTHRESPONSE_PENDINGENTRY']._serialized_end=1397
+  _globals['_SHAREDSTATESTATS']._serialized_start=1400
+  _globals['_SHAREDSTATESTATS']._serialized_end=1748
+  _globals['_SCHEDULER']._serialized_start=1751
+  _globals['_SCHEDULER']._serialized_end=1909
 # @@protoc_insertion_point(module_scope)

@@ -44,7 +44,7 @@ class TraceScore(_message.Message):
     def __init__(self, node: _Optional[str] = ..., total: _Optional[int] = ..., by_plugin: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class TraceAttempt(_message.Message):
-    __slots__ = ("pod", "uid", "profile", "cycle", "time", "result", "node", "message", "nodes_total", "nodes_evaluated", "nodes_feasible", "rejections", "top_scores", "duration_seconds")
+    __slots__ = ("pod", "uid", "profile", "cycle", "time", "result", "node", "message", "nodes_total", "nodes_evaluated", "nodes_feasible", "rejections", "top_scores", "duration_seconds", "preemption")
     POD_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
     PROFILE_FIELD_NUMBER: _ClassVar[int]
@@ -59,6 +59,7 @@ class TraceAttempt(_message.Message):
     REJECTIONS_FIELD_NUMBER: _ClassVar[int]
     TOP_SCORES_FIELD_NUMBER: _ClassVar[int]
     DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_FIELD_NUMBER: _ClassVar[int]
     pod: str
     uid: str
     profile: str
@@ -73,7 +74,38 @@ class TraceAttempt(_message.Message):
     rejections: _containers.RepeatedCompositeFieldContainer[TraceRejection]
     top_scores: _containers.RepeatedCompositeFieldContainer[TraceScore]
     duration_seconds: float
-    def __init__(self, pod: _Optional[str] = ..., uid: _Optional[str] = ..., profile: _Optional[str] = ..., cycle: _Optional[int] = ..., time: _Optional[float] = ..., result: _Optional[str] = ..., node: _Optional[str] = ..., message: _Optional[str] = ..., nodes_total: _Optional[int] = ..., nodes_evaluated: _Optional[int] = ..., nodes_feasible: _Optional[int] = ..., rejections: _Optional[_Iterable[_Union[TraceRejection, _Mapping]]] = ..., top_scores: _Optional[_Iterable[_Union[TraceScore, _Mapping]]] = ..., duration_seconds: _Optional[float] = ...) -> None: ...
+    preemption: TracePreemption
+    def __init__(self, pod: _Optional[str] = ..., uid: _Optional[str] = ..., profile: _Optional[str] = ..., cycle: _Optional[int] = ..., time: _Optional[float] = ..., result: _Optional[str] = ..., node: _Optional[str] = ..., message: _Optional[str] = ..., nodes_total: _Optional[int] = ..., nodes_evaluated: _Optional[int] = ..., nodes_feasible: _Optional[int] = ..., rejections: _Optional[_Iterable[_Union[TraceRejection, _Mapping]]] = ..., top_scores: _Optional[_Iterable[_Union[TraceScore, _Mapping]]] = ..., duration_seconds: _Optional[float] = ..., preemption: _Optional[_Union[TracePreemption, _Mapping]] = ...) -> None: ...
+
+class TracePreemptionCandidate(_message.Message):
+    __slots__ = ("node", "victims", "pdb_violations")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    VICTIMS_FIELD_NUMBER: _ClassVar[int]
+    PDB_VIOLATIONS_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    victims: _containers.RepeatedScalarFieldContainer[str]
+    pdb_violations: int
+    def __init__(self, node: _Optional[str] = ..., victims: _Optional[_Iterable[str]] = ..., pdb_violations: _Optional[int] = ...) -> None: ...
+
+class TracePreemption(_message.Message):
+    __slots__ = ("eligible", "reason", "potential_nodes", "dry_runs", "candidates", "node", "victims", "why")
+    ELIGIBLE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    POTENTIAL_NODES_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUNS_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    VICTIMS_FIELD_NUMBER: _ClassVar[int]
+    WHY_FIELD_NUMBER: _ClassVar[int]
+    eligible: bool
+    reason: str
+    potential_nodes: int
+    dry_runs: int
+    candidates: _containers.RepeatedCompositeFieldContainer[TracePreemptionCandidate]
+    node: str
+    victims: _containers.RepeatedScalarFieldContainer[str]
+    why: str
+    def __init__(self, eligible: _Optional[bool] = ..., reason: _Optional[str] = ..., potential_nodes: _Optional[int] = ..., dry_runs: _Optional[int] = ..., candidates: _Optional[_Iterable[_Union[TracePreemptionCandidate, _Mapping]]] = ..., node: _Optional[str] = ..., victims: _Optional[_Iterable[str]] = ..., why: _Optional[str] = ...) -> None: ...
 
 class ExplainResponse(_message.Message):
     __slots__ = ("attempts",)
@@ -86,7 +118,7 @@ class SchedulerHealthRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class SchedulerHealthResponse(_message.Message):
-    __slots__ = ("leading", "identity", "scheduled", "pending", "mode", "terms", "shared_state")
+    __slots__ = ("leading", "identity", "scheduled", "pending", "mode", "terms", "shared_state", "preemption_attempts", "preemption_victims")
     class PendingEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -101,6 +133,8 @@ class SchedulerHealthResponse(_message.Message):
     MODE_FIELD_NUMBER: _ClassVar[int]
     TERMS_FIELD_NUMBER: _ClassVar[int]
     SHARED_STATE_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_VICTIMS_FIELD_NUMBER: _ClassVar[int]
     leading: bool
     identity: str
     scheduled: int
@@ -108,7 +142,9 @@ class SchedulerHealthResponse(_message.Message):
     mode: str
     terms: int
     shared_state: SharedStateStats
-    def __init__(self, leading: _Optional[bool] = ..., identity: _Optional[str] = ..., scheduled: _Optional[int] = ..., pending: _Optional[_Mapping[str, int]] = ..., mode: _Optional[str] = ..., terms: _Optional[int] = ..., shared_state: _Optional[_Union[SharedStateStats, _Mapping]] = ...) -> None: ...
+    preemption_attempts: int
+    preemption_victims: int
+    def __init__(self, leading: _Optional[bool] = ..., identity: _Optional[str] = ..., scheduled: _Optional[int] = ..., pending: _Optional[_Mapping[str, int]] = ..., mode: _Optional[str] = ..., terms: _Optional[int] = ..., shared_state: _Optional[_Union[SharedStateStats, _Mapping]] = ..., preemption_attempts: _Optional[int] = ..., preemption_victims: _Optional[int] = ...) -> None: ...
 
 class SharedStateStats(_message.Message):
     __slots__ = ("binds", "conflicts", "lost_pods", "conflict_fraction", "useful_busy_seconds", "wasted_busy_seconds", "bind_latency_mean_seconds", "queue_wait_p50_seconds", "queue_wait_p90_seconds", "queue_wait_p99_seconds", "attempts_per_pod_mean", "attempts_per_pod_max")

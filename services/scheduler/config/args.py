@@ -63,6 +63,7 @@ ARGS_SCHEMAS: dict[str, dict[str, Any]] = {
         "defaultingType": str,
     },
     "InterPodAffinity": {"hardPodAffinityWeight": int, "ignorePreferredTermsOfExistingPods": bool},
+    "DefaultPreemption": {"minCandidateNodesPercentage": int, "minCandidateNodesAbsolute": int},
 }
 
 
@@ -376,12 +377,31 @@ def _validate_inter_pod_affinity(obj: Mapping[str, Any], path: str, errs: Errors
         errs.append(invalid(f"{path}.hardPodAffinityWeight", w, "not in valid range [0, 100]"))
 
 
+def _validate_default_preemption(obj: Mapping[str, Any], path: str, errs: Errors) -> None:
+    """Upstream ValidateDefaultPreemptionArgs (unset fields take their defaults, 10 and 100)."""
+    pct_path, abs_path = f"{path}.minCandidateNodesPercentage", f"{path}.minCandidateNodesAbsolute"
+    pct = obj.get("minCandidateNodesPercentage", 10)
+    absolute = obj.get("minCandidateNodesAbsolute", 100)
+    if not 0 <= pct <= 100:
+        errs.append(invalid(pct_path, pct, "not in valid range [0, 100]"))
+    if absolute < 0:
+        errs.append(invalid(abs_path, absolute, "not in valid range [0, inf)"))
+    if pct == 0 and absolute == 0:
+        errs.append(
+            invalid(pct_path, 0, "cannot be zero at the same time as minCandidateNodesAbsolute")
+        )
+        errs.append(
+            invalid(abs_path, 0, "cannot be zero at the same time as minCandidateNodesPercentage")
+        )
+
+
 _ARGS_VALIDATORS: dict[str, Callable[[Mapping[str, Any], str, Errors], None]] = {
     "NodeResourcesFit": _validate_fit,
     "NodeResourcesBalancedAllocation": _validate_balanced,
     "NodeAffinity": _validate_node_affinity,
     "PodTopologySpread": _validate_topology_spread,
     "InterPodAffinity": _validate_inter_pod_affinity,
+    "DefaultPreemption": _validate_default_preemption,
 }
 
 

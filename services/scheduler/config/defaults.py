@@ -17,7 +17,7 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 #: The v1 default profile's multiPoint list, in upstream's order (default_plugins.go; the
-#: volume plugins, DefaultPreemption and ImageLocality are not part of kubera yet).
+#: volume plugins and ImageLocality are not part of kubera yet).
 DEFAULT_MULTI_POINT: tuple[str, ...] = (
     "PrioritySort",
     "NodeUnschedulable",
@@ -28,6 +28,7 @@ DEFAULT_MULTI_POINT: tuple[str, ...] = (
     "NodeResourcesFit",
     "PodTopologySpread",
     "InterPodAffinity",
+    "DefaultPreemption",
     "NodeResourcesBalancedAllocation",
     "DefaultBinder",
     "SchedulingGates",

@@ -84,3 +84,32 @@ def run_filter_batch(
                 statuses[i] = filter_failure(name, st)
         alive = still
     return statuses, bool(alive)
+
+
+_EXTENSION_NAMES = {"add_pod": "AddPod", "remove_pod": "RemovePod"}
+
+
+def run_pre_filter_extension(
+    plugins: Plugins,
+    op: str,
+    state: CycleState,
+    pod_info: PodInfo,
+    other: PodInfo,
+    node_info: NodeInfo,
+) -> Status:
+    """PreFilterExtensions (upstream RunPreFilterExtensionAddPod/RemovePod): `op` ("add_pod"
+    or "remove_pod") of every PreFilter plugin that has it and did not Skip, so its PreFilter
+    state sees `other` added to or removed from `node_info`. The first failure is an Error."""
+    skip = state.skip_filter_plugins
+    for name, plugin in plugins:
+        fn = getattr(plugin, op, None)
+        if name in skip or not callable(fn):
+            continue
+        try:
+            st = fn(state, pod_info, other, node_info)
+        except Exception as e:  # noqa: BLE001
+            return Status.as_error(e, plugin=name)
+        if not st.is_success():
+            what = _EXTENSION_NAMES.get(op, op)
+            return plugin_error(name, f"running {what} on PreFilter plugin {name!r}", st)
+    return Status.success()

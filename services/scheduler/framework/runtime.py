@@ -305,6 +305,14 @@ class Framework:
         """Whether the pod fits the node: the first plugin that rejects it decides."""
         return filtering.run_filter(self._at[reg.FILTER], state, pod_info, node_info)
 
+    def run_pre_filter_extension(
+        self, op: str, state: CycleState, pod_info: PodInfo, other: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        """PreFilter AddPod ("add_pod") / RemovePod ("remove_pod") (filtering.py)."""
+        return filtering.run_pre_filter_extension(
+            self._at[reg.PRE_FILTER], op, state, pod_info, other, node_info
+        )
+
     def run_filter_batch(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> list[Status]:

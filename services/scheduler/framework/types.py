@@ -214,14 +214,19 @@ class NodeInfo:
         for i, pi in enumerate(self.pods):
             if pi.uid == uid:
                 del self.pods[i]
-                self.pods_with_affinity = [p for p in self.pods_with_affinity if p.uid != uid]
-                self.pods_with_required_anti_affinity = [
-                    p for p in self.pods_with_required_anti_affinity if p.uid != uid
-                ]
+                # Only lists the pod can be in are rebuilt (preemption's dry runs remove and
+                # re-add pods many times per attempt).
+                if pi.has_affinity():
+                    self.pods_with_affinity = [p for p in self.pods_with_affinity if p.uid != uid]
+                if pi.required_anti_affinity:
+                    self.pods_with_required_anti_affinity = [
+                        p for p in self.pods_with_required_anti_affinity if p.uid != uid
+                    ]
                 self.requested.sub(pi.requests)
                 self.non_zero_requested.milli_cpu -= pi.non_zero[0]
                 self.non_zero_requested.memory -= pi.non_zero[1]
-                self.used_ports = {p for q in self.pods for p in q.ports}
+                if pi.ports:
+                    self.used_ports = {p for q in self.pods for p in q.ports}
                 self.generation = next_generation()
                 return True
         return False

@@ -64,7 +64,7 @@ DEFAULT_NAMES = {
         "PodTopologySpread",
         "InterPodAffinity",
     ],
-    "postFilter": [],
+    "postFilter": ["DefaultPreemption"],
     "preScore": [
         "TaintToleration",
         "NodeAffinity",

@@ -1,0 +1,120 @@
+"""Nominated pods (upstream's nominator in the scheduling queue, and the two-pass filter of
+RunFilterPluginsWithNominatedPods).
+
+A pod that preempted is nominated to a node (status.nominatedNodeName) while its victims
+terminate. Until it is bound, it counts on that node for every pod of equal or lower
+priority: such a pod passes a node only if it fits both with those nominated pods added
+(PreFilter AddPod extensions on a cloned CycleState/NodeInfo) and without them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from protos.kubera.v1 import core_pb2
+from services.scheduler.framework.status import Status
+from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
+
+
+def pod_priority(pod: core_pb2.Pod) -> int:
+    """spec.priority, 0 when unset (upstream corev1helpers.PodPriority)."""
+    return pod.spec.priority if pod.spec.HasField("priority") else 0
+
+
+class Nominator:
+    """Node name -> the pods nominated to it (by uid), and the reverse."""
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, dict[str, PodInfo]] = {}
+        self._node_of: dict[str, str] = {}
+
+    def add(self, pi: PodInfo, node: str) -> None:
+        """Nominate `pi` to `node` (replacing an earlier nomination; "" only removes it)."""
+        self.delete(pi.uid)
+        if not node:
+            return
+        self._by_node.setdefault(node, {})[pi.uid] = pi
+        self._node_of[pi.uid] = node
+
+    def delete(self, uid: str) -> None:
+        node = self._node_of.pop(uid, None)
+        if node is None:
+            return
+        pods = self._by_node.get(node)
+        if pods is not None:
+            pods.pop(uid, None)
+            if not pods:
+                del self._by_node[node]
+
+    def pod_seen(self, old: core_pb2.Pod | None, pod: core_pb2.Pod) -> None:
+        """The informer's view of an unbound pod: its status.nominatedNodeName wins when set;
+        cleared by someone else (it had one and now has none), the nomination goes too."""
+        if pod.spec.node_name or pod.metadata.deletion_timestamp:
+            self.delete(pod.metadata.uid)
+            return
+        nominated = pod.status.nominated_node_name
+        if nominated:
+            self.add(PodInfo(pod), nominated)
+        elif old is not None and old.status.nominated_node_name:
+            self.delete(pod.metadata.uid)
+
+    def node_of(self, uid: str) -> str:
+        return self._node_of.get(uid, "")
+
+    def pods_on(self, node: str) -> list[PodInfo]:
+        return list(self._by_node.get(node, {}).values())
+
+    def __len__(self) -> int:
+        return len(self._node_of)
+
+
+class FilterRunner(Protocol):
+    """What the two-pass filter needs of a Framework."""
+
+    def run_filter(self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo) -> Status: ...
+
+    def run_pre_filter_extension(
+        self, op: str, state: CycleState, pod_info: PodInfo, other: PodInfo, node_info: NodeInfo
+    ) -> Status: ...
+
+
+def nominated_pods_to_add(pi: PodInfo, nominated: Sequence[PodInfo]) -> list[PodInfo]:
+    """Those of `nominated` that count for `pi`: other pods of equal or higher priority."""
+    prio = pod_priority(pi.pod)
+    return [p for p in nominated if p.uid != pi.uid and pod_priority(p.pod) >= prio]
+
+
+def filter_with_nominated_pods_only(
+    fwk: FilterRunner,
+    state: CycleState,
+    pi: PodInfo,
+    node_info: NodeInfo,
+    nominated: Sequence[PodInfo],
+) -> Status:
+    """The first pass: Filter with the counting nominated pods added (Success when none)."""
+    pods = nominated_pods_to_add(pi, nominated)
+    if not pods:
+        return Status.success()
+    state2, node2 = state.clone(), node_info.clone()
+    for p in pods:
+        node2.add_pod(p)
+        st = fwk.run_pre_filter_extension("add_pod", state2, pi, p, node2)
+        if not st.is_success():
+            return st
+    return fwk.run_filter(state2, pi, node2)
+
+
+def run_filter_with_nominated_pods(
+    fwk: FilterRunner,
+    state: CycleState,
+    pi: PodInfo,
+    node_info: NodeInfo,
+    nominated: Sequence[PodInfo],
+) -> Status:
+    """Both passes (upstream RunFilterPluginsWithNominatedPods): with the nominated pods that
+    count, then without them; the first failure decides."""
+    st = filter_with_nominated_pods_only(fwk, state, pi, node_info, nominated)
+    if not st.is_success():
+        return st
+    return fwk.run_filter(state, pi, node_info)

@@ -1,0 +1,172 @@
+"""DefaultPreemption: the PostFilter plugin that preempts lower-priority pods (upstream
+plugins/defaultpreemption), on the evaluator in services/scheduler/preemption.
+
+Args (DefaultPreemptionArgs): minCandidateNodesPercentage (default 10, in [0, 100]) and
+minCandidateNodesAbsolute (default 100, >= 0), not both 0. A status message is prefixed
+"preemption: " as upstream's. What the attempt considered and chose is written to the
+CycleState under DECISION_KEY for the decision trace.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from services.clock import Clock
+from services.scheduler.framework.interface import PostFilterResult, Snapshot
+from services.scheduler.framework.nominator import FilterRunner, Nominator
+from services.scheduler.framework.status import Status
+from services.scheduler.framework.types import CycleState, PodInfo
+from services.scheduler.preemption import (
+    Evaluator,
+    PreemptionClient,
+    prepare_candidate,
+)
+
+NAME = "DefaultPreemption"
+#: CycleState key of the attempt's preemption.Decision.
+DECISION_KEY = "DefaultPreemption/decision"
+
+log = logging.getLogger("services.scheduler.scheduler")
+
+
+@dataclass
+class Args:
+    min_candidate_nodes_percentage: int = 10
+    min_candidate_nodes_absolute: int = 100
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> Args:
+        d = d or {}
+        args = cls(
+            int(d.get("minCandidateNodesPercentage", 10)),
+            int(d.get("minCandidateNodesAbsolute", 100)),
+        )
+        errs = validate_args(args)
+        if errs:
+            raise ValueError("; ".join(errs))
+        return args
+
+
+def validate_args(args: Args, path: str = "") -> list[str]:
+    """Upstream ValidateDefaultPreemptionArgs, as field error texts."""
+    p = f"{path}." if path else ""
+    pct, absolute = args.min_candidate_nodes_percentage, args.min_candidate_nodes_absolute
+    errs = []
+    if not 0 <= pct <= 100:
+        errs.append(
+            f"{p}minCandidateNodesPercentage: Invalid value: {pct}: not in valid range [0, 100]"
+        )
+    if absolute < 0:
+        errs.append(
+            f"{p}minCandidateNodesAbsolute: Invalid value: {absolute}: not in valid range [0, inf)"
+        )
+    if pct == 0 and absolute == 0:
+        errs.append(
+            f"{p}minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same "
+            "time as minCandidateNodesAbsolute"
+        )
+        errs.append(
+            f"{p}minCandidateNodesAbsolute: Invalid value: 0: cannot be zero at the same "
+            "time as minCandidateNodesPercentage"
+        )
+    return errs
+
+
+class PreemptionHandle(Protocol):
+    """What DefaultPreemption needs of the scheduler (services/scheduler/scheduler.py)."""
+
+    clock: Clock
+    client: PreemptionClient
+    nominator: Nominator
+
+    def snapshot(self) -> Snapshot: ...
+
+    def framework_for(self, scheduler_name: str) -> FilterRunner | None: ...
+
+    def pdbs(self) -> Sequence[Any]: ...
+
+    def rand_int(self, n: int) -> int: ...
+
+    def reject_preempted_waiting_pod(self, uid: str) -> bool: ...
+
+
+class DefaultPreemption:
+    """PostFilterPlugin."""
+
+    name = NAME
+
+    def __init__(self, args: Args, handle: PreemptionHandle) -> None:
+        self.args = args
+        self.handle = handle
+        #: Preemption attempts (upstream's preemption_attempts_total).
+        self.attempts = 0
+        self.victims = 0
+        self.evaluator = Evaluator(
+            min_candidate_nodes_percentage=args.min_candidate_nodes_percentage,
+            min_candidate_nodes_absolute=args.min_candidate_nodes_absolute,
+            rand=self._rand,
+            now=self._now,
+        )
+
+    def _now(self) -> float:
+        return self.handle.clock.now()
+
+    def _rand(self, n: int) -> int:
+        return self.handle.rand_int(n) if n > 0 else 0
+
+    async def post_filter(
+        self, state: CycleState, pod_info: PodInfo, statuses: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        self.attempts += 1
+        h = self.handle
+        pod = pod_info.pod
+        fwk = h.framework_for(pod.spec.scheduler_name)
+        if fwk is None:
+            return None, Status.as_error(RuntimeError("no framework for the pod's profile"))
+        candidate, st, decision = self.evaluator.preempt(
+            fwk,
+            state,
+            pod_info,
+            statuses,
+            list(h.snapshot().list()),
+            list(h.pdbs()),
+            h.nominator.pods_on,
+        )
+        state.write(DECISION_KEY, decision)
+        if candidate is None:
+            result = None
+            if decision.eligible and st.code != st.code.ERROR:
+                # No candidate: the pod's nomination, if any, is cleared (the scheduler
+                # writes status.nominatedNodeName from this result).
+                result = PostFilterResult("")
+                h.nominator.delete(pod_info.uid)
+            msg = st.message
+            return result, Status(st.code, (f"preemption: {msg}",) if msg else (), NAME, st.error)
+        problems = await prepare_candidate(
+            h.client,
+            scheduler_name=pod.spec.scheduler_name,
+            preemptor=pod,
+            candidate=candidate,
+            now=h.clock.now(),
+            reject_waiting_pod=h.reject_preempted_waiting_pod,
+            nominated_on_node=h.nominator.pods_on(candidate.name),
+            forget_nomination=h.nominator.delete,
+        )
+        for p in problems:
+            log.info("preemption for %s: %s", pod_info.key, p)
+        self.victims += len(candidate.victims)
+        return PostFilterResult(candidate.name), Status.success()
+
+
+def new(args: Args | None, handle: Any) -> DefaultPreemption:
+    args = args or Args()
+    errs = validate_args(args)
+    if errs:
+        raise ValueError("; ".join(errs))
+    return DefaultPreemption(args, handle)
+
+
+__all__: Sequence[str] = ["NAME", "Args", "DefaultPreemption", "new", "DECISION_KEY"]
