@@ -193,7 +193,8 @@ async def test_an_unparsable_affinity_selector_is_inter_pod_affinitys_answer(
     assert (first.result, first.message) == (
         "unschedulable",
         "0/1 nodes are available: parsing pod: matchExpressions[0].operator: "
-        'Invalid value: "Bogus": not a valid selector operator.',
+        'Invalid value: "Bogus": not a valid selector operator. '
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
     )
     assert errors_logged(caplog, "default/odd") == []
     await cluster.pod("after")
