@@ -15,6 +15,7 @@ from google.protobuf.message import Message
 
 from kubera.errors import CliError
 from protos.kubera.v1 import core_pb2
+from services.api.errors import GoneError
 from services.api.kinds import BY_KIND
 
 
@@ -60,20 +61,37 @@ async def create_all(client: Any, objs: list[Message], chunk: int = 500) -> None
 async def count_binds(
     client: Any, group: str, n: int, timeout: float, started: asyncio.Event
 ) -> list[float]:
-    """Timestamps of the binds of `n` pods labelled group=<group>."""
+    """Timestamps of the binds of `n` pods labelled group=<group>. A watch that falls
+    behind the watch cache's window (GoneError, e.g. 20,000 initial pods at once) lists
+    again, as a reflector does: binds found by that list are stamped with the list's time."""
     pods = BY_KIND["Pod"]
-    _, rv = await client.list(pods, namespace="default", label_selector=f"group={group}")
+    selector = f"group={group}"
     bound: dict[str, float] = {}
+
+    async def relist() -> str:
+        items, rv = await client.list(pods, namespace="default", label_selector=selector)
+        now = time.perf_counter()
+        for p in items:
+            if p.spec.node_name and p.metadata.name not in bound:
+                bound[p.metadata.name] = now
+        return str(rv)
+
+    rv = await relist()
     started.set()
 
     async def follow() -> None:
-        async for ev in client.watch(
-            pods, namespace="default", label_selector=f"group={group}", resource_version=rv
-        ):
-            if ev.object.spec.node_name and ev.object.metadata.name not in bound:
-                bound[ev.object.metadata.name] = time.perf_counter()
-                if len(bound) >= n:
-                    return
+        nonlocal rv
+        while len(bound) < n:
+            try:
+                async for ev in client.watch(
+                    pods, namespace="default", label_selector=selector, resource_version=rv
+                ):
+                    if ev.object.spec.node_name and ev.object.metadata.name not in bound:
+                        bound[ev.object.metadata.name] = time.perf_counter()
+                        if len(bound) >= n:
+                            return
+            except GoneError:
+                rv = await relist()
 
     try:
         await asyncio.wait_for(follow(), timeout)
