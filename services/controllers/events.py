@@ -10,56 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
 from services.api.errors import ApiError
+from services.api.events import new_event
 from services.client import Client
-from services.clock import Clock, rfc3339
+from services.clock import Clock
 
 log = logging.getLogger(__name__)
-
-
-def new_event(
-    now: float,
-    *,
-    kind: str,
-    name: str,
-    namespace: str = "",
-    uid: str = "",
-    api_version: str = "v1",
-    resource_version: str = "",
-    reason: str,
-    message: str,
-    type_: str = "Normal",
-    component: str,
-) -> core_pb2.Event:
-    """One core/v1 Event about an object, as client-go's recorder writes it (events about
-    cluster-scoped objects go to "default")."""
-    stamp = rfc3339(now)
-    ev = core_pb2.Event(
-        involved_object=core_pb2.ObjectReference(
-            kind=kind,
-            namespace=namespace,
-            name=name,
-            uid=uid,
-            api_version=api_version,
-            resource_version=resource_version,
-        ),
-        reason=reason,
-        message=message,
-        type=type_,
-        source=core_pb2.EventSource(component=component),
-        reporting_component=component,
-        first_timestamp=stamp,
-        last_timestamp=stamp,
-        count=1,
-    )
-    ev.metadata.namespace = namespace or "default"
-    ev.metadata.name = f"{name}.{secrets.token_hex(8)}"
-    return ev
 
 
 async def write_event(client: Client, ev: core_pb2.Event) -> None:
@@ -115,6 +75,5 @@ class EventRecorder:
 
 __all__ = [
     "EventRecorder",
-    "new_event",
     "write_event",
 ]

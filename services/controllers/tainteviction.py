@@ -38,13 +38,14 @@ from protos.kubera.v1 import core_pb2
 from services.api import codec
 from services.api.conditions import update_pod_condition
 from services.api.errors import ApiError, NotFoundError
+from services.api.events import new_event
 from services.api.kinds import BY_KIND
 from services.api.meta import pod_key
 from services.api.taints import NO_EXECUTE, toleration_tolerates_taint
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, parse_rfc3339, rfc3339
 from services.controllers.controller_utils import PodsByNode, wait_any
-from services.controllers.events import new_event, write_event
+from services.controllers.events import write_event
 
 log = logging.getLogger(__name__)
 

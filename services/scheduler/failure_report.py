@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 
 from protos.kubera.v1 import core_pb2
 from services.api.errors import ApiError
+from services.api.events import new_event
 from services.api.kinds import BY_KIND
 from services.client import Client
 from services.clock import Clock, rfc3339
@@ -40,7 +40,8 @@ class FailureReporter:
         if self._last_message.get(key) == message:
             return
         self._last_message[key] = message
-        now = rfc3339(self.clock.now())
+        at = self.clock.now()
+        now = rfc3339(at)
         reason = "SchedulerError" if result == "error" else "Unschedulable"
         conditions = [
             {
@@ -63,27 +64,19 @@ class FailureReporter:
             }
         )
         try:
-            ev = core_pb2.Event(
-                involved_object=core_pb2.ObjectReference(
-                    kind="Pod",
-                    namespace=pod.metadata.namespace,
-                    name=pod.metadata.name,
-                    uid=pod.metadata.uid,
-                    api_version="v1",
-                ),
+            ev = new_event(
+                at,
+                kind="Pod",
+                name=pod.metadata.name,
+                namespace=pod.metadata.namespace,
+                uid=pod.metadata.uid,
                 reason="FailedScheduling",
                 message=message,
-                type="Warning",
-                source=core_pb2.EventSource(component=profile),
-                reporting_component=profile,
-                reporting_instance=self.identity,
-                first_timestamp=now,
-                last_timestamp=now,
-                count=1,
+                type_="Warning",
+                component=profile,
                 action="Scheduling",
+                reporting_instance=self.identity,
             )
-            ev.metadata.namespace = pod.metadata.namespace
-            ev.metadata.name = f"{pod.metadata.name}.{secrets.token_hex(8)}"
             await self.client.create(ev)
             # The condition last: whoever sees it can already find the event.
             await self.client.patch(

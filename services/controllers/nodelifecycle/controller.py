@@ -47,6 +47,7 @@ from google.protobuf.message import Message
 from protos.kubera.v1 import core_pb2
 from services.api import codec
 from services.api.errors import ApiError, NotFoundError
+from services.api.events import new_event
 from services.api.kinds import BY_KIND
 from services.api.meta import pod_key
 from services.api.taints import NO_SCHEDULE
@@ -54,7 +55,7 @@ from services.api.wellknown import LABEL_EXCLUDE_DISRUPTION, TAINT_UNSCHEDULABLE
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import PodsByNode, run_periodically, wait_any
-from services.controllers.events import new_event, write_event
+from services.controllers.events import write_event
 from services.controllers.nodelifecycle.config import NodeLifecycleConfig
 from services.controllers.nodelifecycle.health import NODE_LEASE_NAMESPACE, HealthTracker
 from services.controllers.nodelifecycle.ratelimit import TimedValue

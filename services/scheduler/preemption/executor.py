@@ -15,12 +15,12 @@ import asyncio
 import contextlib
 import json
 import logging
-import secrets
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from protos.kubera.v1 import core_pb2
 from services.api.errors import ApiError, NotFoundError
+from services.api.events import new_event
 from services.api.kinds import BY_KIND
 from services.clock import rfc3339
 from services.scheduler.framework.nominator import pod_priority
@@ -91,28 +91,17 @@ def victim_conditions(
 def preempted_event(
     victim: core_pb2.Pod, preemptor: core_pb2.Pod, node: str, scheduler_name: str, now: float
 ) -> core_pb2.Event:
-    ts = rfc3339(now)
-    ev = core_pb2.Event(
-        involved_object=core_pb2.ObjectReference(
-            kind="Pod",
-            namespace=victim.metadata.namespace,
-            name=victim.metadata.name,
-            uid=victim.metadata.uid,
-            api_version="v1",
-        ),
+    return new_event(
+        now,
+        kind="Pod",
+        name=victim.metadata.name,
+        namespace=victim.metadata.namespace,
+        uid=victim.metadata.uid,
         reason="Preempted",
         message=f"Preempted by pod {preemptor.metadata.uid} on node {node}",
-        type="Normal",
-        source=core_pb2.EventSource(component=scheduler_name),
-        reporting_component=scheduler_name,
-        first_timestamp=ts,
-        last_timestamp=ts,
-        count=1,
+        component=scheduler_name,
         action="Preempting",
     )
-    ev.metadata.namespace = victim.metadata.namespace
-    ev.metadata.name = f"{victim.metadata.name}.{secrets.token_hex(8)}"
-    return ev
 
 
 async def prepare_candidate(
