@@ -92,6 +92,13 @@ class SchedulerMetrics:
             registry=r,
             buckets=exponential_buckets(0.0001, 2, 12),
         )
+        self.pod_scheduling_attempts = Histogram(
+            "pod_scheduling_attempts",
+            "Number of attempts to successfully schedule a pod.",
+            namespace=NAMESPACE,
+            registry=r,
+            buckets=exponential_buckets(1, 2, 5),
+        )
         self.preemption_attempts_total = Counter(
             "preemption_attempts_total",
             "Total preemption attempts in the cluster till now",

@@ -303,6 +303,7 @@ class ScheduleOne:
                 self.metrics.scheduling_attempt_duration_seconds.labels(
                     result="scheduled", profile=fwk.profile_name
                 ).observe(self.clock.monotonic() - start)
+                self.metrics.pod_scheduling_attempts.observe(qpi.attempts)
                 self.queue.done(assumed.uid)
                 return
             fwk.run_unreserve(state, assumed, node)

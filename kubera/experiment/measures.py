@@ -1,0 +1,274 @@
+"""The arithmetic of an experiment's measurements, with no I/O: pod timelines, per-second
+series, counters that survive restarts, Prometheus text samples and /proc figures.
+
+collect.py feeds these from watches, scrapes and /proc reads once a second; the unit tests
+feed them by hand. Every time here is seconds since the run's t0 (the runner's monotonic
+clock), so the numbers of one run share one clock.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+# ------------------------------------------------------------------ pods
+
+
+@dataclass
+class PodTimes:
+    """One pod incarnation (one UID): when it was seen first, bound, Running."""
+
+    key: str  # namespace/name
+    first_seen: float
+    bound: float | None = None
+    running: float | None = None
+
+
+class PodTimeline:
+    """Per-pod create/bound/Running times from a pod watch plus the runner's own create
+    stamps.
+
+    Create time is the runner's clock when it *sent* the create (`sent`): the apiserver's
+    creationTimestamp has second precision only, too coarse for sub-second latencies. A pod
+    the runner did not create (a controller's, a churn op's through createAny) is stamped
+    when the watch first saw it. A UID takes the latest send of its name at or before it
+    was first seen, so a name created, deleted and created again gets each send right.
+    Bound is the first event with spec.nodeName set; Running the first with phase Running.
+    """
+
+    def __init__(self) -> None:
+        self.pods: dict[str, PodTimes] = {}
+        self._sends: dict[str, list[float]] = {}
+        self.bound_count = 0
+        self.running_count = 0
+
+    def sent(self, keys: Iterable[str], t: float) -> None:
+        for key in keys:
+            bisect.insort(self._sends.setdefault(key, []), t)
+
+    def observe(self, uid: str, key: str, node_name: str, phase: str, t: float) -> None:
+        p = self.pods.get(uid)
+        if p is None:
+            p = self.pods[uid] = PodTimes(key, t)
+        if node_name and p.bound is None:
+            p.bound = t
+            self.bound_count += 1
+        if phase == "Running" and p.running is None:
+            p.running = t
+            self.running_count += 1
+
+    def created_at(self, p: PodTimes) -> float:
+        sends = self._sends.get(p.key, [])
+        i = bisect.bisect_right(sends, p.first_seen)
+        return sends[i - 1] if i else p.first_seen
+
+    def latencies(self) -> dict[str, list[float]]:
+        """Per-pod seconds: scheduling (create→bound) and startup (create→Running)."""
+        sched: list[float] = []
+        startup: list[float] = []
+        for p in self.pods.values():
+            c = self.created_at(p)
+            if p.bound is not None:
+                sched.append(round(max(0.0, p.bound - c), 6))
+            if p.running is not None:
+                startup.append(round(max(0.0, p.running - c), 6))
+        return {"scheduling": sched, "startup": startup}
+
+    def per_second(self, seconds: int) -> dict[str, list[float]]:
+        """Pods created, bound and Running in each second [i, i+1) of the run."""
+        out = {name: [0.0] * seconds for name in ("created", "bound", "running")}
+        for p in self.pods.values():
+            for name, t in (
+                ("created", self.created_at(p)),
+                ("bound", p.bound),
+                ("running", p.running),
+            ):
+                if t is not None and 0 <= t and int(t) < seconds:
+                    out[name][int(t)] += 1
+        return out
+
+
+# ------------------------------------------------------------ series
+
+
+class Series:
+    """Columns sampled once a second. A column that starts late is zero before it started,
+    and one whose source went away (a killed process) stays zero afterwards."""
+
+    def __init__(self) -> None:
+        self.t: list[float] = []
+        self.columns: dict[str, list[float]] = {}
+
+    def tick(self, t: float, values: dict[str, float]) -> None:
+        n = len(self.t)
+        self.t.append(t)
+        for name, col in self.columns.items():
+            col.append(float(values.get(name, 0.0)))
+        for name, v in values.items():
+            if name not in self.columns:
+                self.columns[name] = [0.0] * n + [float(v)]
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+
+# --------------------------------------------------------- counters
+
+
+class Counter:
+    """The increase of a Prometheus counter scraped now and then, across restarts of the
+    process behind it (a value below the last one starts from zero: Prometheus' rule)."""
+
+    def __init__(self, last: float | None = 0.0) -> None:
+        #: None: the first value is a baseline, not an increase (a process that ran before).
+        self.last = last
+        self.increase = 0.0
+
+    def observe(self, value: float) -> None:
+        if self.last is not None:
+            self.increase += value if value < self.last else value - self.last
+        self.last = value
+
+
+# -------------------------------------------------------- prometheus
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(frozen=True)
+class Sample:
+    name: str
+    labels: dict[str, str] = field(hash=False)
+    value: float
+
+
+def samples(text: str, prefixes: tuple[str, ...] = ("",)) -> list[Sample]:
+    """The samples of a Prometheus text exposition whose names start with one of `prefixes`
+    (comments and other series skipped cheaply, before any regex)."""
+    out = []
+    for line in text.splitlines():
+        if not line or line[0] == "#" or not line.startswith(prefixes):
+            continue
+        m = _SAMPLE.match(line)
+        if m is None:
+            continue
+        try:
+            value = float(m.group(4))
+        except ValueError:
+            continue
+        labels = dict(_LABEL.findall(m.group(3) or ""))
+        out.append(Sample(m.group(1), labels, value))
+    return out
+
+
+def total(found: list[Sample], name: str, **match: str) -> float:
+    """The sum of `name`'s samples whose labels include `match`."""
+    return sum(
+        s.value
+        for s in found
+        if s.name == name and all(s.labels.get(k) == v for k, v in match.items())
+    )
+
+
+def bucket_counts(cumulative: dict[float, float]) -> dict[int, int]:
+    """Per-bucket counts from a histogram's cumulative buckets (upper bound → count up to
+    it), keyed by the bucket's upper bound (+Inf as one past the largest finite bound)."""
+    out: dict[int, int] = {}
+    prev = 0.0
+    bounds = sorted(cumulative)
+    finite = [b for b in bounds if math.isfinite(b)]
+    for b in bounds:
+        n = cumulative[b] - prev
+        prev = cumulative[b]
+        if n > 0:
+            key = int(b) if math.isfinite(b) else int(max(finite, default=0)) + 1
+            out[key] = out.get(key, 0) + round(n)
+    return out
+
+
+# ------------------------------------------------------------- /proc
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def parse_stat(text: str) -> tuple[float, float]:
+    """(CPU seconds: utime + stime, RSS in MB) from the text of /proc/PID/stat."""
+    fields = text.rsplit(") ", 1)[1].split()
+    # fields[0] is field 3 (state): utime is field 14, stime 15, rss (pages) 24.
+    cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    rss = int(fields[21]) * PAGE_BYTES / 2**20
+    return cpu, rss
+
+
+def read_stat(pid: int) -> tuple[float, float] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return parse_stat(f.read())
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class CpuMeter:
+    """Cores used by each named process between two samples (Δ CPU seconds / Δ wall)."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[int, float, float]] = {}  # name → (pid, t, cpu s)
+
+    def sample(self, name: str, pid: int, t: float, cpu_s: float) -> float:
+        last = self._last.get(name)
+        self._last[name] = (pid, t, cpu_s)
+        if last is None or last[0] != pid or t <= last[1]:
+            return 0.0  # first sight of this process: no interval yet
+        return max(0.0, (cpu_s - last[2]) / (t - last[1]))
+
+
+class RateMeter:
+    """Increase per second of a monotone value (etcd's revision) between samples."""
+
+    def __init__(self) -> None:
+        self._last: tuple[float, float] | None = None
+
+    def sample(self, t: float, value: float) -> float:
+        last, self._last = self._last, (t, value)
+        if last is None or t <= last[0] or value < last[1]:
+            return 0.0
+        return (value - last[1]) / (t - last[0])
+
+
+# --------------------------------------------------------- leader terms
+
+
+@dataclass
+class Term:
+    component: str
+    identity: str
+    token: int  # the election key's create_revision
+    start: float
+    end: float | None = None
+
+
+class Terms:
+    """Leader terms of each component from samples of its election key: a new
+    (identity, create_revision) opens a term and ends the previous one; no key ends it."""
+
+    def __init__(self) -> None:
+        self.terms: list[Term] = []
+        self._open: dict[str, Term] = {}
+
+    def observe(self, component: str, holder: tuple[str, int] | None, t: float) -> None:
+        cur = self._open.get(component)
+        if cur is not None and holder == (cur.identity, cur.token):
+            return
+        if cur is not None:
+            cur.end = t
+            del self._open[component]
+        if holder is not None:
+            term = Term(component, holder[0], holder[1], t)
+            self.terms.append(term)
+            self._open[component] = term
