@@ -19,6 +19,7 @@ import json
 import os
 from pathlib import Path
 
+from kubera.experiment import dataitems
 from kubera.experiment.model import (
     VERSION,
     CheckVerdict,
@@ -111,6 +112,7 @@ def write(directory: str | os.PathLike[str], result: ExperimentResult) -> Path:
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / RESULTS, result.to_json())
+    write_json(out / DATA_ITEMS, dataitems.data_items_json(result))
     names = series_file_names(result)
     series_dir = out / "series"
     series_dir.mkdir(exist_ok=True)

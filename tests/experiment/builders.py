@@ -59,7 +59,7 @@ def make_run(run_id: str = "SchedulingBasic/500Nodes", **overrides: Any) -> RunR
             Phase(name="createNodes[0]", opcode="createNodes", start=0.0, end=2.0),
             Phase(name="createPods[1]", opcode="createPods", start=4.0, end=16.0),
         ],
-        "collected": [Window(start=4.0, end=16.0, name="createPods[1]")],
+        "collected": [Window(start=4.0, end=16.0, name="namespace-1")],
         "series": {
             "t": [float(i) for i in range(n)],
             "created": [0.0] * 4 + [10.0] * 10 + [0.0] * 6,
