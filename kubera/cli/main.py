@@ -10,12 +10,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kubera.cli import apply, bench, chaos, check, cluster, nodes, objects, scheduling
+from kubera.cli import apply, bench, chaos, check, cluster, experiment, nodes, objects, scheduling
 from kubera.errors import CliError
 from kubera.launch.context import ContextError
 
 #: Modules with `register(subparsers)`; each subcommand sets `func(args) -> int`.
-COMMANDS = (cluster, apply, objects, nodes, scheduling, chaos, check, bench)
+COMMANDS = (cluster, apply, objects, nodes, scheduling, chaos, check, bench, experiment)
 
 
 def build_parser() -> argparse.ArgumentParser:

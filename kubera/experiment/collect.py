@@ -50,7 +50,6 @@ from kubera.experiment.measures import (
     total,
 )
 from kubera.launch.context import Context
-from services.api.errors import ApiError
 from services.api.kinds import BY_KIND
 from services.client import Client
 from services.storage.etcd import EtcdStorage

@@ -87,7 +87,7 @@ class PodTimeline:
                 ("bound", p.bound),
                 ("running", p.running),
             ):
-                if t is not None and 0 <= t and int(t) < seconds:
+                if t is not None and t >= 0 and int(t) < seconds:
                     out[name][int(t)] += 1
         return out
 

@@ -1,0 +1,500 @@
+"""Executing a workload's planned ops against a running kubera, as scheduler_perf does.
+
+`OpExecutor.run(op)` runs one op to completion (or starts it in the background: churn,
+chaos); `finish()` stops the background work at the workload's end. What an op measures
+goes into the RunResult the executor was given (phases, windows, faults, the checker's
+verdict, the scheduler's metrics snapshots); the pod timings come from the Collector.
+
+Semantics kept from upstream (test/integration/scheduler_perf/scheduler_perf.go):
+createPods waits until every pod it created is bound unless skipWaitToCompletion;
+collectMetrics makes the op a measurement window; namespaces are created on first use;
+the default node and pod are upstream's. kubera's ops: `chaos` runs in the background
+from the op's start (a `check` first waits for every fault to finish, so the verdict
+covers them all); `check` replays etcd's history as `kubera check` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from google.protobuf.message import Message
+
+from kubera import chaos
+from kubera.errors import CliError
+from kubera.experiment import ops as o
+from kubera.experiment.collect import Collector
+from kubera.experiment.model import CheckVerdict, Fault, MetricsSnapshots, Phase, Window
+from kubera.experiment.results import RunResult
+from kubera.launch.context import Context
+from services.api import codec
+from services.api.errors import AlreadyExistsError, ApiError, NotFoundError
+from services.api.kinds import BY_KIND, kind_of
+from services.chaos import check_history, wait_settled
+from services.client import Client
+from services.storage.etcd import EtcdStorage
+
+#: Objects per batch_create call (the apiserver splits further by its own caps).
+CHUNK = 500
+POLL = 0.1
+
+#: chaos actions → the fault kind recorded in results.
+FAULT_KIND = {
+    "killLeader": "kill",
+    "pauseLeader": "pause",
+    "partitionLeader": "partition",
+    "restartEtcd": "restart-etcd",
+    "killPool": "kill-pool",
+    "killApiserver": "kill-apiserver",
+}
+
+
+class OpError(CliError):
+    """An op that could not complete; the run records it as its error."""
+
+
+def to_message(doc: dict[str, Any], *, kind: str = "", namespace: str = "") -> Message:
+    """A rendered template → its protobuf message (apiVersion/kind defaulted to `kind`'s
+    core/v1 when the template leaves them out), in `namespace` when the kind has one."""
+    doc = dict(doc)
+    if kind:
+        doc.setdefault("apiVersion", "v1")
+        doc.setdefault("kind", kind)
+    try:
+        decoded = codec.decode(doc, validate="ignore")
+    except codec.DecodeError as e:
+        raise OpError(f"cannot decode {doc.get('kind', 'object')}: {e}") from None
+    if namespace and decoded.kind.namespaced:
+        decoded.obj.metadata.namespace = namespace  # type: ignore[attr-defined]
+    return decoded.obj
+
+
+def node_doc(op: o.CreateNodes, i: int) -> dict[str, Any]:
+    """Node `i` of a createNodes op: its template rendered, then its strategy applied."""
+    if op.node_template is not None:
+        doc = op.node_template.render(i, op.count, op.template_params)
+    else:
+        doc = _copy(o.DEFAULT_NODE)
+    meta = doc.setdefault("metadata", {})
+    s = op.strategy
+    if isinstance(s, o.UniqueNodeLabelStrategy):
+        meta.setdefault("labels", {})[s.label_key] = f"node-{op.index}-{i}"
+    elif isinstance(s, o.LabelNodePrepareStrategy) and s.label_values:
+        meta.setdefault("labels", {})[s.label_key] = s.label_values[i % len(s.label_values)]
+    elif isinstance(s, o.NodeAllocatableStrategy):
+        status = doc.setdefault("status", {})
+        for field in ("capacity", "allocatable"):
+            status.setdefault(field, {}).update(s.node_allocatable)
+    return doc
+
+
+def pod_doc(template: Any, i: int, count: int, params: dict[str, Any]) -> dict[str, Any]:
+    return template.render(i, count, params) if template is not None else _copy(o.DEFAULT_POD)
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _key(obj: Message) -> str:
+    m = obj.metadata  # type: ignore[attr-defined]
+    return f"{m.namespace}/{m.name}"
+
+
+def _matches(labels: Any, selector: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+class OpExecutor:
+    """Runs one workload's ops on one cluster (see the module docstring)."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        client: Client,
+        collector: Collector,
+        result: RunResult,
+        *,
+        hollow_nodes: bool,
+        load_context: Callable[[], Context],
+        check_from_revision: int = 1,
+        timeout: float = 600.0,
+        on_phase: Callable[[str], None] = lambda phase: None,
+    ) -> None:
+        self.ctx = ctx
+        self.client = client
+        self.collector = collector
+        self.result = result
+        self.hollow_nodes = hollow_nodes
+        self.load_context = load_context
+        self.check_from_revision = check_from_revision
+        self.timeout = timeout
+        self.on_phase = on_phase
+        self.nodes_expected = 0  # hollow mode: nodes createNodes asked for so far
+        self.namespaces: set[str] = set()
+        self.background: list[asyncio.Task[None]] = []
+        self.faults: list[asyncio.Task[None]] = []
+        self.window: tuple[float, str] | None = None
+        self.snapshots: list[str] = []
+
+    def now(self) -> float:
+        return self.collector.now()
+
+    async def run(self, op: o.BaseOp) -> None:
+        """Run `op` and record its phase (its start and end on the run's clock)."""
+        self.on_phase(op.phase)
+        start = self.now()
+        handler = getattr(self, f"op_{op.opcode}")
+        try:
+            await handler(op)
+        finally:
+            self.result.phases.append(
+                Phase(
+                    name=op.phase, opcode=op.opcode, start=round(start, 3), end=round(self.now(), 3)
+                )
+            )
+
+    async def finish(self) -> None:
+        """The workload's end: every fault finishes, background work (churn) stops, an open
+        measurement window closes."""
+        await self._faults_done()
+        for task in self.background:
+            task.cancel()
+        await asyncio.gather(*self.background, return_exceptions=True)
+        if self.window is not None:
+            await self._close_window()
+
+    # ------------------------------------------------------------- helpers
+
+    async def _until(self, done: Callable[[], Coroutine[Any, Any, bool]], what: str) -> None:
+        deadline = time.monotonic() + self.timeout
+        while not await done():
+            if time.monotonic() > deadline:
+                raise OpError(f"{what}: not done within {self.timeout:g}s")
+            await asyncio.sleep(POLL)
+
+    async def _ensure_namespace(self, name: str) -> None:
+        if not name or name in self.namespaces:
+            return
+        ns = to_message({"metadata": {"name": name}}, kind="Namespace")
+        with contextlib.suppress(AlreadyExistsError):
+            await self.client.create(ns)
+        self.namespaces.add(name)
+
+    async def _create(self, objs: list[Message]) -> list[Message]:
+        """Create `objs` in batches; pods are stamped as sent on the collector's clock."""
+        out: list[Message] = []
+        for i in range(0, len(objs), CHUNK):
+            chunk = objs[i : i + CHUNK]
+            t = self.now()
+            res = await self.client.batch_create(chunk)
+            bad = [r.error for r in res if r.error is not None]
+            if bad:
+                raise OpError(f"create failed: {bad[0]}")
+            created = [r.object for r in res if r.object is not None]
+            if created and isinstance(created[0], BY_KIND["Pod"].message):
+                self.collector.pods.sent((_key(p) for p in created), t)
+            out.extend(created)
+        return out
+
+    async def _open_window(self, name: str) -> None:
+        self.window = (round(self.now(), 3), name)
+        if not self.snapshots:
+            self.snapshots.append(await self.collector.snapshot())
+
+    async def _close_window(self) -> None:
+        assert self.window is not None
+        start, name = self.window
+        self.window = None
+        self.result.collected.append(Window(start=start, end=round(self.now(), 3), name=name))
+        end = await self.collector.snapshot()
+        self.result.scheduler_metrics = MetricsSnapshots(start=self.snapshots[0], end=end)
+
+    async def _wait_bound(self, uids: list[str], what: str) -> None:
+        pods = self.collector.pods.pods
+        pending = list(uids)
+
+        async def done() -> bool:
+            nonlocal pending
+            pending = [u for u in pending if u not in pods or pods[u].bound is None]
+            return not pending
+
+        await self._until(done, what)
+
+    # ------------------------------------------------------ upstream opcodes
+
+    async def op_createNodes(self, op: o.CreateNodes) -> None:
+        if self.hollow_nodes:
+            # `kubera up --nodes N` started them: wait until this op's share is Ready.
+            self.nodes_expected += op.count
+            want = self.nodes_expected
+
+            async def ready() -> bool:
+                items, _ = await self.client.list(BY_KIND["Node"])
+                return sum(1 for n in items if _ready(n)) >= want
+
+            await self._until(ready, f"{op.phase}: {want} hollow nodes Ready")
+            return
+        await self._create([to_message(node_doc(op, i), kind="Node") for i in range(op.count)])
+
+    async def op_createNamespaces(self, op: o.CreateNamespaces) -> None:
+        objs = []
+        for i, name in enumerate(op.names()):
+            doc = (
+                op.namespace_template.render(i, op.count)
+                if op.namespace_template is not None
+                else {}
+            )
+            doc.setdefault("metadata", {})["name"] = name
+            objs.append(to_message(doc, kind="Namespace"))
+        await self._create(objs)
+        self.namespaces.update(op.names())
+
+    def _pods(self, op: o.CreatePods, first: int, n: int) -> list[Message]:
+        return [
+            to_message(
+                pod_doc(op.pod_template, first + i, op.count, op.template_params),
+                kind="Pod",
+                namespace=op.namespace,
+            )
+            for i in range(n)
+        ]
+
+    async def op_createPods(self, op: o.CreatePods) -> None:
+        await self._ensure_namespace(op.namespace)
+        if op.collect_metrics:
+            await self._open_window(op.phase)
+        if op.steady_state:
+            await self._steady_state(op)
+        else:
+            created = await self._create(self._pods(op, 0, op.count))
+            if not op.skip_wait_to_completion:
+                uids = [p.metadata.uid for p in created]  # type: ignore[attr-defined]
+                await self._wait_bound(uids, f"{op.phase}: {op.count} pods scheduled")
+        if op.collect_metrics:
+            await self._close_window()
+
+    async def _steady_state(self, op: o.CreatePods) -> None:
+        """Keep `count` pods: each one bound is deleted and replaced, for `duration` s."""
+        pods = self.collector.pods.pods
+        live = {p.metadata.uid: p for p in await self._create(self._pods(op, 0, op.count))}  # type: ignore[attr-defined]
+        made = op.count
+        end = time.monotonic() + op.duration
+        while time.monotonic() < end:
+            bound = [u for u in live if u in pods and pods[u].bound is not None]
+            if bound:
+                gone = [live.pop(u) for u in bound]
+                await asyncio.gather(*(self._delete_pod(p) for p in gone))
+                fresh = await self._create(self._pods(op, made, len(gone)))
+                made += len(gone)
+                live.update((p.metadata.uid, p) for p in fresh)  # type: ignore[attr-defined]
+            await asyncio.sleep(POLL)
+
+    async def _delete_pod(self, pod: Any) -> None:
+        with contextlib.suppress(NotFoundError):
+            await self.client.delete(
+                BY_KIND["Pod"], pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0
+            )
+
+    async def op_createAny(self, op: o.CreateAny) -> None:
+        if op.namespace:
+            await self._ensure_namespace(op.namespace)
+        objs = [
+            to_message(
+                op.template.render(i, op.count, op.template_params), namespace=op.namespace or ""
+            )
+            for i in range(op.count)
+        ]
+        await self._create(objs)
+
+    async def op_churn(self, op: o.Churn) -> None:
+        await self._ensure_namespace(op.namespace)
+        self.background.append(asyncio.create_task(self._churn(op), name=op.phase))
+
+    async def _churn(self, op: o.Churn) -> None:
+        interval = op.interval_milliseconds / 1000
+        made: list[Message] = []
+        rounds = 0
+        while True:
+            deleting = op.mode == "recreate" and (rounds // max(1, op.number)) % 2 == 1
+            if op.mode == "create" and op.number and rounds >= op.number:
+                return
+            with contextlib.suppress(ApiError):
+                if deleting:
+                    for obj in made[: len(op.templates)]:
+                        await self._delete_any(obj)
+                    made = made[len(op.templates) :]
+                else:
+                    for t in op.templates:
+                        doc = t.render(rounds, 0)
+                        doc.setdefault("metadata", {}).setdefault(
+                            "generateName", f"churn-{op.index}-"
+                        )
+                        obj = to_message(doc, namespace=op.namespace)
+                        made.extend(await self._create([obj]))
+            rounds += 1
+            await asyncio.sleep(interval)
+
+    async def _delete_any(self, obj: Any) -> None:
+        kind = kind_of(obj)
+        with contextlib.suppress(NotFoundError):
+            await self.client.delete(
+                kind, obj.metadata.name, obj.metadata.namespace, grace_period_seconds=0
+            )
+
+    async def op_barrier(self, op: o.Barrier) -> None:
+        async def reached() -> bool:
+            items, _ = await self.client.list(BY_KIND["Pod"])
+            for p in items:
+                if op.namespaces and p.metadata.namespace not in op.namespaces:  # type: ignore[attr-defined]
+                    continue
+                if not _matches(p.metadata.labels, op.label_selector):  # type: ignore[attr-defined]
+                    continue
+                if not p.spec.node_name and (  # type: ignore[attr-defined]
+                    op.stage_requirement == "Scheduled"
+                    or not any(c.type == "PodScheduled" for c in p.status.conditions)  # type: ignore[attr-defined]
+                ):
+                    return False
+            return True
+
+        await self._until(reached, f"{op.phase}: pods {op.stage_requirement}")
+
+    async def op_sleep(self, op: o.Sleep) -> None:
+        await asyncio.sleep(op.duration)
+
+    async def op_startCollectingMetrics(self, op: o.StartCollectingMetrics) -> None:
+        if self.window is not None:
+            raise OpError(f"{op.phase}: a measurement window is already open")
+        await self._open_window(op.name or op.phase)
+
+    async def op_stopCollectingMetrics(self, op: o.StopCollectingMetrics) -> None:
+        if self.window is None:
+            raise OpError(f"{op.phase}: no measurement window is open")
+        await self._close_window()
+
+    async def op_deletePods(self, op: o.DeletePods) -> None:
+        items, _ = await self.client.list(BY_KIND["Pod"], namespace=op.namespace)
+        victims = [p for p in items if _matches(p.metadata.labels, op.label_selector)]  # type: ignore[attr-defined]
+        if op.delete_pods_per_second > 0:
+            for p in victims:
+                await self._delete_pod(p)
+                await asyncio.sleep(1 / op.delete_pods_per_second)
+        else:
+            sem = asyncio.Semaphore(64)
+
+            async def one(p: Any) -> None:
+                async with sem:
+                    await self._delete_pod(p)
+
+            await asyncio.gather(*(one(p) for p in victims))
+        if op.skip_wait_to_completion:
+            return
+        names = {p.metadata.name for p in victims}  # type: ignore[attr-defined]
+
+        async def gone() -> bool:
+            left, _ = await self.client.list(BY_KIND["Pod"], namespace=op.namespace)
+            return not any(p.metadata.name in names for p in left)  # type: ignore[attr-defined]
+
+        await self._until(gone, f"{op.phase}: {len(names)} pods deleted")
+
+    # -------------------------------------------------------- kubera's opcodes
+
+    async def op_chaos(self, op: o.Chaos) -> None:
+        start = time.monotonic()
+        self.faults.append(asyncio.create_task(self._chaos(op, start), name=op.phase))
+
+    async def _chaos(self, op: o.Chaos, start: float) -> None:
+        for offset in op.offsets():
+            await asyncio.sleep(max(0.0, start + offset - time.monotonic()))
+            await self.fault(op)
+
+    async def fault(self, op: o.Chaos) -> None:
+        """One fault of `op`, recorded at the time it was injected."""
+        kind = FAULT_KIND[op.action]
+        self.ctx = self.load_context()  # etcd's and the apiserver's PIDs change on restarts
+        wait = max(30.0, self.timeout / 10)
+        if kind in ("kill", "pause", "partition"):
+            lease = chaos.COMPONENT_LEASES[op.component]
+            storage = await chaos.connect_storage(self.ctx)
+            try:
+                target = await chaos.wait_leader(storage, lease, wait)
+            finally:
+                await storage.close()
+            t = self.now()
+            seconds = op.duration or 0.0
+            self._record(
+                Fault(
+                    t=round(t, 3),
+                    kind=kind,
+                    target=target.identity,
+                    duration=seconds if kind != "kill" else None,
+                )
+            )
+            if kind == "kill":
+                chaos.kill(target)
+            elif kind == "pause":
+                await chaos.pause(target, seconds)
+            else:
+                await chaos.partition(target, seconds)
+        elif kind == "restart-etcd":
+            self._record(Fault(t=round(self.now(), 3), kind=kind, target="etcd"))
+            await asyncio.to_thread(chaos.restart_etcd, self.ctx, wait)
+        elif kind == "kill-pool":
+            pools = self.ctx.node_pools
+            if not pools:
+                raise OpError(f"{op.phase}: killPool needs hollow nodes (cluster.hollowNodes)")
+            name = op.pool or str(pools[0]["name"])
+            self._record(Fault(t=round(self.now(), 3), kind=kind, target=name))
+            chaos.kill_pool(self.ctx, name)
+        else:
+            self._record(Fault(t=round(self.now(), 3), kind=kind, target="apiserver"))
+            await chaos.kill_apiserver(self.ctx, timeout=wait, context_loader=self.load_context)
+
+    def _record(self, fault: Fault) -> None:
+        self.result.faults.append(fault)
+
+    async def _faults_done(self) -> None:
+        """Every chaos op's faults injected (and pauses over); the first failure raises."""
+        tasks, self.faults = self.faults, []
+        errors = [r for r in await asyncio.gather(*tasks, return_exceptions=True) if r]
+        if errors:
+            e = errors[0]
+            raise OpError(f"chaos: {e}") from (e if isinstance(e, BaseException) else None)
+
+    async def op_check(self, op: o.Check) -> None:
+        await self._faults_done()
+        self.result.check = await check(
+            self.ctx.etcd, op.settle, start_revision=self.check_from_revision
+        )
+
+    async def op_traceReplay(self, op: o.TraceReplay) -> None:
+        from kubera.experiment.replay import replay
+
+        await self._ensure_namespace(op.namespace)
+        await replay(op, self)
+
+
+def _ready(node: Any) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+
+
+async def check(etcd: str, settle: float, *, start_revision: int = 1) -> CheckVerdict:
+    """`kubera check --settle S --json`'s verdict: wait for the pods to settle, then replay
+    etcd's history (from `start_revision`) through the checker."""
+    storage = EtcdStorage(etcd)
+    try:
+        await wait_settled(storage, settle)
+        verdict = await check_history(storage, start_revision=start_revision)
+    finally:
+        await storage.close()
+    lines = verdict.lines()
+    return CheckVerdict(
+        ok=verdict.ok, violations=tuple(str(v) for v in verdict.violations), summary=lines[-1]
+    )
