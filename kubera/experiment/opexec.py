@@ -188,7 +188,7 @@ class OpExecutor:
             await self.client.create(ns)
         self.namespaces.add(name)
 
-    async def _create(self, objs: list[Message]) -> list[Message]:
+    async def create(self, objs: list[Message]) -> list[Message]:
         """Create `objs` in batches; pods are stamped as sent on the collector's clock."""
         out: list[Message] = []
         for i in range(0, len(objs), CHUNK):
@@ -242,7 +242,7 @@ class OpExecutor:
 
             await self._until(ready, f"{op.phase}: {want} hollow nodes Ready")
             return
-        await self._create([to_message(node_doc(op, i), kind="Node") for i in range(op.count)])
+        await self.create([to_message(node_doc(op, i), kind="Node") for i in range(op.count)])
 
     async def op_createNamespaces(self, op: o.CreateNamespaces) -> None:
         objs = []
@@ -254,7 +254,7 @@ class OpExecutor:
             )
             doc.setdefault("metadata", {})["name"] = name
             objs.append(to_message(doc, kind="Namespace"))
-        await self._create(objs)
+        await self.create(objs)
         self.namespaces.update(op.names())
 
     def _pods(self, op: o.CreatePods, first: int, n: int) -> list[Message]:
@@ -270,11 +270,11 @@ class OpExecutor:
     async def op_createPods(self, op: o.CreatePods) -> None:
         await self._ensure_namespace(op.namespace)
         if op.collect_metrics:
-            await self._open_window(op.phase)
+            await self._open_window(op.namespace)
         if op.steady_state:
             await self._steady_state(op)
         else:
-            created = await self._create(self._pods(op, 0, op.count))
+            created = await self.create(self._pods(op, 0, op.count))
             if not op.skip_wait_to_completion:
                 uids = [p.metadata.uid for p in created]  # type: ignore[attr-defined]
                 await self._wait_bound(uids, f"{op.phase}: {op.count} pods scheduled")
@@ -284,7 +284,7 @@ class OpExecutor:
     async def _steady_state(self, op: o.CreatePods) -> None:
         """Keep `count` pods: each one bound is deleted and replaced, for `duration` s."""
         pods = self.collector.pods.pods
-        live = {p.metadata.uid: p for p in await self._create(self._pods(op, 0, op.count))}  # type: ignore[attr-defined]
+        live = {p.metadata.uid: p for p in await self.create(self._pods(op, 0, op.count))}  # type: ignore[attr-defined]
         made = op.count
         end = time.monotonic() + op.duration
         while time.monotonic() < end:
@@ -292,10 +292,14 @@ class OpExecutor:
             if bound:
                 gone = [live.pop(u) for u in bound]
                 await asyncio.gather(*(self._delete_pod(p) for p in gone))
-                fresh = await self._create(self._pods(op, made, len(gone)))
+                fresh = await self.create(self._pods(op, made, len(gone)))
                 made += len(gone)
                 live.update((p.metadata.uid, p) for p in fresh)  # type: ignore[attr-defined]
             await asyncio.sleep(POLL)
+
+    async def delete_pod_named(self, namespace: str, name: str) -> None:
+        with contextlib.suppress(NotFoundError):
+            await self.client.delete(BY_KIND["Pod"], name, namespace, grace_period_seconds=0)
 
     async def _delete_pod(self, pod: Any) -> None:
         with contextlib.suppress(NotFoundError):
@@ -312,7 +316,7 @@ class OpExecutor:
             )
             for i in range(op.count)
         ]
-        await self._create(objs)
+        await self.create(objs)
 
     async def op_churn(self, op: o.Churn) -> None:
         await self._ensure_namespace(op.namespace)
@@ -338,7 +342,7 @@ class OpExecutor:
                             "generateName", f"churn-{op.index}-"
                         )
                         obj = to_message(doc, namespace=op.namespace)
-                        made.extend(await self._create([obj]))
+                        made.extend(await self.create([obj]))
             rounds += 1
             await asyncio.sleep(interval)
 
@@ -372,7 +376,7 @@ class OpExecutor:
     async def op_startCollectingMetrics(self, op: o.StartCollectingMetrics) -> None:
         if self.window is not None:
             raise OpError(f"{op.phase}: a measurement window is already open")
-        await self._open_window(op.name or op.phase)
+        await self._open_window(op.name)
 
     async def op_stopCollectingMetrics(self, op: o.StopCollectingMetrics) -> None:
         if self.window is None:

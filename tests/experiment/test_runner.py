@@ -1,0 +1,232 @@
+"""Op execution (kubera/experiment/opexec.py) against a fake apiserver, and the cluster
+flags a workload's settings become (runner.cluster_args)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import pytest
+
+from kubera import chaos
+from kubera.experiment import ops as o
+from kubera.experiment.config import ClusterSettings, LeaderElection
+from kubera.experiment.measures import PodTimeline
+from kubera.experiment.opexec import OpError, OpExecutor, node_doc
+from kubera.experiment.results import RunResult
+from kubera.experiment.runner import RunOptions, cluster_args
+from kubera.launch.context import Context
+from services.client.client import BatchResult
+
+
+class FakeCollector:
+    def __init__(self) -> None:
+        self.pods = PodTimeline()
+        self.t = 0.0
+
+    def now(self) -> float:
+        self.t += 0.01
+        return self.t
+
+    async def snapshot(self) -> str:
+        return f"snapshot at {self.t:.2f}"
+
+
+class FakeApiserver:
+    """Creates get a name and UID; pods are bound by the watch `bind_after` seconds later
+    (never when None)."""
+
+    def __init__(self, collector: FakeCollector, bind_after: float | None = 0.0) -> None:
+        self.collector = collector
+        self.bind_after = bind_after
+        self.created: list[Any] = []
+        self.deleted: list[str] = []
+        self.uids = itertools.count()
+        self.tasks: list[asyncio.Task[None]] = []
+
+    async def batch_create(self, objs: list[Any]) -> list[BatchResult]:
+        out = []
+        for obj in objs:
+            m = obj.metadata
+            if not m.name:
+                m.name = f"{m.generate_name}{next(self.uids)}"
+            m.uid = f"uid-{m.name}"
+            self.created.append(obj)
+            out.append(BatchResult(obj, None))
+            if type(obj).__name__ == "Pod" and self.bind_after is not None:
+                self.tasks.append(asyncio.create_task(self._bind(m.uid, f"{m.namespace}/{m.name}")))
+        return out
+
+    async def _bind(self, uid: str, key: str) -> None:
+        await asyncio.sleep(self.bind_after or 0)
+        self.collector.pods.observe(uid, key, "node-0", "Pending", self.collector.now())
+
+    async def create(self, obj: Any) -> Any:
+        return (await self.batch_create([obj]))[0].object
+
+    async def delete(self, kind: Any, name: str, namespace: str = "", **kw: Any) -> None:
+        self.deleted.append(f"{namespace}/{name}")
+
+
+def executor(bind_after: float | None = 0.0, timeout: float = 5.0) -> tuple[OpExecutor, Any]:
+    collector = FakeCollector()
+    api = FakeApiserver(collector, bind_after)
+    ctx = Context(apiserver="127.0.0.1:1", etcd="http://127.0.0.1:2")
+    ex = OpExecutor(
+        ctx,
+        api,  # type: ignore[arg-type]
+        collector,  # type: ignore[arg-type]
+        RunResult(id="T/w", test_case="T", workload="w"),
+        hollow_nodes=False,
+        load_context=lambda: ctx,
+        timeout=timeout,
+    )
+    return ex, api
+
+
+@pytest.mark.parametrize(
+    ("strategy", "label"),
+    [
+        (o.UniqueNodeLabelStrategy(label_key="k"), ["node-0-0", "node-0-1", "node-0-2"]),
+        (
+            o.LabelNodePrepareStrategy(label_key="k", label_values=("z1", "z2")),
+            ["z1", "z2", "z1"],
+        ),
+        (None, [None, None, None]),
+    ],
+)
+def test_create_nodes_applies_the_label_strategy_per_node(
+    strategy: o.NodeStrategy | None, label: list[str | None]
+) -> None:
+    op = o.CreateNodes(index=0, count=3, strategy=strategy)
+    docs = [node_doc(op, i) for i in range(3)]
+    assert [d["metadata"].get("labels", {}).get("k") for d in docs] == label
+    assert docs[0]["status"]["allocatable"]["cpu"] == "4"  # upstream's default node
+
+
+def test_node_allocatable_strategy_adds_to_capacity_and_allocatable() -> None:
+    op = o.CreateNodes(
+        index=0,
+        count=1,
+        strategy=o.NodeAllocatableStrategy(node_allocatable={"example.com/x": "8"}),
+    )
+    status = node_doc(op, 0)["status"]
+    assert status["capacity"]["example.com/x"] == status["allocatable"]["example.com/x"] == "8"
+
+
+async def test_create_nodes_creates_plain_nodes_through_the_api() -> None:
+    ex, api = executor()
+    await ex.run(o.CreateNodes(index=0, count=7))
+    assert [type(n).__name__ for n in api.created] == ["Node"] * 7
+    assert ex.result.phases[0].name == "createNodes[0]"
+
+
+async def test_create_pods_waits_until_every_pod_is_bound_and_measures_a_window() -> None:
+    ex, api = executor(bind_after=0.3)
+    op = o.CreatePods(index=1, count=5, namespace="ns-1", collect_metrics=True)
+    await ex.run(op)
+    pods = [p for p in api.created if type(p).__name__ == "Pod"]
+    assert len(pods) == 5
+    assert all(p.bound is not None for p in ex.collector.pods.pods.values())
+    assert [w.name for w in ex.result.collected] == ["ns-1"]
+    assert ex.result.scheduler_metrics is not None
+    # the namespace was created on first use
+    assert [type(x).__name__ for x in api.created[:1]] == ["Namespace"]
+
+
+async def test_create_pods_that_never_bind_fail_the_op_after_the_timeout() -> None:
+    ex, _ = executor(bind_after=None, timeout=0.3)
+    with pytest.raises(OpError, match="3 pods scheduled"):
+        await ex.run(o.CreatePods(index=2, count=3, namespace="ns"))
+    assert ex.result.phases[0].name == "createPods[2]"  # recorded even when it failed
+
+
+async def test_skip_wait_to_completion_returns_before_the_binds() -> None:
+    ex, _ = executor(bind_after=None)
+    await ex.run(o.CreatePods(index=0, count=3, namespace="ns", skip_wait_to_completion=True))
+    assert len(ex.collector.pods.pods) == 0
+
+
+async def test_steady_state_replaces_each_bound_pod() -> None:
+    ex, api = executor(bind_after=0.0)
+    op = o.CreatePods(index=0, count=4, namespace="ns", steady_state=True, duration=0.5)
+    await ex.run(op)
+    pods = [p for p in api.created if type(p).__name__ == "Pod"]
+    assert len(pods) > 4
+    assert len(api.deleted) == len(pods) - 4  # every bound pod deleted and replaced, once
+
+
+async def test_stop_collecting_without_a_window_is_an_error() -> None:
+    ex, _ = executor()
+    with pytest.raises(OpError, match="no measurement window"):
+        await ex.run(o.StopCollectingMetrics(index=3))
+
+
+async def test_chaos_faults_are_recorded_and_a_check_waits_for_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ex, _ = executor()
+    killed: list[str] = []
+
+    class Storage:
+        async def close(self) -> None:
+            pass
+
+    async def connect(ctx: Any) -> Storage:
+        return Storage()
+
+    async def wait_leader(storage: Any, lease: str, timeout: float, **kw: Any) -> chaos.Leader:
+        return chaos.Leader(lease, f"leader-of-{lease}", 7, 1, "", {})
+
+    monkeypatch.setattr(chaos, "connect_storage", connect)
+    monkeypatch.setattr(chaos, "wait_leader", wait_leader)
+    monkeypatch.setattr(chaos, "kill", lambda target: killed.append(target.identity))
+    verdicts: list[int] = []
+
+    async def fake_check(etcd: str, settle: float, *, start_revision: int = 1) -> Any:
+        verdicts.append(len(killed))
+        return None
+
+    monkeypatch.setattr("kubera.experiment.opexec.check", fake_check)
+    await ex.run(o.Chaos(index=0, action="killLeader", every=0.05, times=3))
+    assert killed == []  # in the background
+    await ex.run(o.Check(index=1, settle=0))
+    assert verdicts == [3]
+    assert [f.kind for f in ex.result.faults] == ["kill"] * 3
+    assert ex.result.faults[0].target == "leader-of-kube-system/kube-scheduler"
+
+
+@pytest.mark.parametrize(
+    ("cluster", "expected"),
+    [
+        (ClusterSettings(), ["--nodes", "0", "--schedulers", "1", "--scheduler-mode", "leader"]),
+        (
+            ClusterSettings(hollow_nodes=True, schedulers=3, scheduler_mode="shared-state"),
+            ["--nodes", "12", "--schedulers", "3", "--scheduler-mode", "shared-state"],
+        ),
+        (ClusterSettings(controller_managers=0), ["--no-controllers"]),
+        (
+            ClusterSettings(
+                leader_election=LeaderElection(
+                    lease_duration=2, renew_deadline=1.5, retry_period=0.5
+                )
+            ),
+            ["--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "1.5s"],
+        ),
+        (ClusterSettings(time_scale=10), ["--time-scale", "10"]),
+    ],
+)
+def test_cluster_settings_become_up_flags(cluster: ClusterSettings, expected: list[str]) -> None:
+    ops = [o.CreateNodes(index=0, count=10), o.CreateNodes(index=1, count=2)]
+    args = cluster_args(cluster, ops, RunOptions())
+    joined = " ".join(args)
+    assert " ".join(expected) in joined
+
+
+def test_ray_address_and_etcd_pass_through() -> None:
+    args = cluster_args(
+        ClusterSettings(), [], RunOptions(ray_address="10.0.0.1:6379", etcd="http://e:2379")
+    )
+    assert args[args.index("--ray-address") + 1] == "10.0.0.1:6379"
+    assert args[args.index("--etcd") + 1] == "http://e:2379"
