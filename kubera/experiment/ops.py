@@ -42,7 +42,11 @@ class BaseOp:
     OPCODE: ClassVar[str] = ""
 
     index: int
-    """Position in the test case's `workloadTemplate` (0-based)."""
+    """Position in the test case's `workloadTemplate` (0-based); after `plan`, the position
+    in the planned list (createPodSets unrolled), which upstream's default namespaces use."""
+    param_refs: dict[str, str] = field(default_factory=dict)
+    """kubera's ops: YAML field name → `"$name"` for fields given as a workload parameter
+    (resolved, and emptied, by `plan`)."""
 
     @property
     def opcode(self) -> str:
@@ -278,6 +282,24 @@ class DeletePods(BaseOp):
     """Deletion rate; 0: all at once."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class CreatePodSets(BaseOp):
+    """createPodSets: `count` copies of `create_pods`, copy i in namespace
+    `<namespace_prefix>-<i>`. Only in `TestCase.ops`: `plan` unrolls it into createPods ops,
+    as upstream's unrollWorkloadTemplate does."""
+
+    OPCODE: ClassVar[str] = "createPodSets"
+
+    count: int
+    """How many sets (resolved from `count_param` when planned)."""
+    count_param: str | None = None
+    """`"$name"` of the workload parameter giving `count`."""
+    namespace_prefix: str = ""
+    """Set i goes to namespace f"{namespace_prefix}-{i}"."""
+    create_pods: CreatePods
+    """The createPods op each set runs (`createPodsOp`)."""
+
+
 # ---------------------------------------------------------------------------------------------
 # kubera's opcodes.
 
@@ -360,6 +382,9 @@ Op = (
     | TraceReplay
 )
 
+#: What a test case's `workloadTemplate` holds: the ops, and createPodSets before `plan`.
+TemplateOp = Op | CreatePodSets
+
 #: opcode → dataclass, every opcode kubera runs.
 OP_TYPES: dict[str, type[BaseOp]] = {
     t.OPCODE: t
@@ -374,6 +399,7 @@ OP_TYPES: dict[str, type[BaseOp]] = {
         StartCollectingMetrics,
         StopCollectingMetrics,
         DeletePods,
+        CreatePodSets,
         Chaos,
         Check,
         TraceReplay,
