@@ -133,9 +133,13 @@ class Collector:
         ]
 
     async def stop(self) -> None:
+        """One last sample (the counters' final values), then every loop stops."""
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._tasks:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.sample(final=True), 5)
         self._tasks = []
         if self._client is not None:
             await self._client.close()
@@ -208,8 +212,9 @@ class Collector:
             next_at += self.period
             await asyncio.sleep(max(0.0, next_at - time.monotonic()))
 
-    async def sample(self) -> None:
-        """One row of the series: every measure that answers within its timeout."""
+    async def sample(self, *, final: bool = False) -> None:
+        """One row of the series: every measure that answers within its timeout (`final`:
+        the counters only, no row: the run's last partial second is not a sample)."""
         values: dict[str, float] = {}
         t = self.now()
         if self._load is not None:
@@ -230,6 +235,8 @@ class Collector:
         for q in QUEUES:
             if queue_source is not None:
                 values[f"queue:{q}"] = total(queue_source, "scheduler_pending_pods", queue=q)
+        if final:
+            return
         self._processes(values, t)
         self.series.tick(round(t, 3), values)
 
@@ -322,10 +329,16 @@ class Collector:
         )
         return await asyncio.to_thread(scrape, address) if address else ""
 
-    def replica_stats(self) -> list[tuple[str, int, int]]:
-        """(name, binds, conflicts) of every scheduler replica seen during the run."""
+    def replica_stats(
+        self, binds_by_holder: dict[str, int] | None = None
+    ) -> list[tuple[str, int, int]]:
+        """(name, binds, conflicts) of every scheduler replica seen during the run. The
+        checker's fenced binds per leader identity (`binds_by_holder`, exact: read from
+        etcd's history) replace the scraped count where they have the replica, since a
+        killed leader's last binds happen after its last scrape."""
+        exact = binds_by_holder or {}
         return [
-            (r.name, round(r.binds.increase), round(r.conflicts.increase))
+            (r.name, exact.get(r.identity, round(r.binds.increase)), round(r.conflicts.increase))
             for r in sorted(self.replicas.values(), key=lambda r: int(r.name.rsplit("-", 1)[1]))
         ]
 

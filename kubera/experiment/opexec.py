@@ -143,6 +143,8 @@ class OpExecutor:
         self.faults: list[asyncio.Task[None]] = []
         self.window: tuple[float, str] | None = None
         self.snapshots: list[str] = []
+        #: The last check's fenced binds per leader identity (exact per-replica binds).
+        self.binds_by_holder: dict[str, int] = {}
 
     def now(self) -> float:
         return self.collector.now()
@@ -474,7 +476,7 @@ class OpExecutor:
 
     async def op_check(self, op: o.Check) -> None:
         await self._faults_done()
-        self.result.check = await check(
+        self.result.check, self.binds_by_holder = await check(
             self.ctx.etcd, op.settle, start_revision=self.check_from_revision
         )
 
@@ -489,9 +491,12 @@ def _ready(node: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
 
 
-async def check(etcd: str, settle: float, *, start_revision: int = 1) -> CheckVerdict:
+async def check(
+    etcd: str, settle: float, *, start_revision: int = 1
+) -> tuple[CheckVerdict, dict[str, int]]:
     """`kubera check --settle S --json`'s verdict: wait for the pods to settle, then replay
-    etcd's history (from `start_revision`) through the checker."""
+    etcd's history (from `start_revision`) through the checker; with the fenced binds per
+    leader identity it counted."""
     storage = EtcdStorage(etcd)
     try:
         await wait_settled(storage, settle)
@@ -499,6 +504,9 @@ async def check(etcd: str, settle: float, *, start_revision: int = 1) -> CheckVe
     finally:
         await storage.close()
     lines = verdict.lines()
-    return CheckVerdict(
-        ok=verdict.ok, violations=tuple(str(v) for v in verdict.violations), summary=lines[-1]
+    return (
+        CheckVerdict(
+            ok=verdict.ok, violations=tuple(str(v) for v in verdict.violations), summary=lines[-1]
+        ),
+        dict(verdict.counts.binds_by_holder),
     )

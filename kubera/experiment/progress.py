@@ -33,7 +33,8 @@ class Progress:
         self.enabled = enabled
         self.stream = stream or sys.stdout
         self.live_mode = enabled and live_wanted(self.stream)
-        self.console = Console(file=self.stream)
+        # Off a terminal rich assumes 80 columns: too narrow for the summary table.
+        self.console = Console(file=self.stream, width=None if self.stream.isatty() else 160)
         self._live: Live | None = None
         self.run_id = ""
         self.position = ""

@@ -255,7 +255,7 @@ class Runner:
             await asyncio.gather(ticker, return_exceptions=True)
             await collector.stop()
             await client.close()
-            finish(run, collector, time.monotonic() - t0)
+            finish(run, collector, time.monotonic() - t0, executor.binds_by_holder)
 
     async def _tick(self, collector: Collector, run: RunResult) -> None:
         while True:
@@ -270,7 +270,12 @@ async def _cancel_background(executor: OpExecutor) -> None:
     await asyncio.gather(*executor.background, *executor.faults, return_exceptions=True)
 
 
-def finish(run: RunResult, collector: Collector, duration: float) -> None:
+def finish(
+    run: RunResult,
+    collector: Collector,
+    duration: float,
+    binds_by_holder: dict[str, int] | None = None,
+) -> None:
     """Everything the collector measured, into the run."""
     run.duration = round(duration, 3)
     seconds = len(collector.series)
@@ -280,7 +285,7 @@ def finish(run: RunResult, collector: Collector, duration: float) -> None:
     run.latency = collector.pods.latencies()
     run.attempts = collector.attempts()
     run.replicas = [
-        ReplicaStats(name=n, binds=b, conflicts=c) for n, b, c in collector.replica_stats()
+        ReplicaStats(name=n, binds=b, conflicts=c) for n, b, c in collector.replica_stats(binds_by_holder)
     ]
     run.leaders = [
         LeaderTerm(

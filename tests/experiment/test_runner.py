@@ -186,7 +186,7 @@ async def test_chaos_faults_are_recorded_and_a_check_waits_for_them(
 
     async def fake_check(etcd: str, settle: float, *, start_revision: int = 1) -> Any:
         verdicts.append(len(killed))
-        return None
+        return None, {}
 
     monkeypatch.setattr("kubera.experiment.opexec.check", fake_check)
     await ex.run(o.Chaos(index=0, action="killLeader", every=0.05, times=3))

@@ -1,0 +1,69 @@
+"""`kubera experiment run` end to end: a small upstream-format file with a leader kill and a
+history check, on a real cluster (hollow nodes, two scheduler replicas); and a bad file,
+refused before any cluster starts."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.helpers import ROOT, kubera_in
+
+SMOKE = ROOT / "examples" / "experiments" / "smoke.yaml"
+if not SMOKE.exists():
+    SMOKE = ROOT / "tests" / "experiment" / "data" / "smoke.yaml"
+
+
+@pytest.mark.e2e
+@pytest.mark.ray
+def test_experiment_run_writes_dataitems_results_and_report(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    r = kubera_in(tmp_path / "home").run(
+        "experiment", "run", str(SMOKE), "--output", str(out), "--timeout", "120", timeout=240
+    )
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert f"report:  {out / 'report.html'}" in r.stdout
+    for name in ("results.json", "DataItems.json", "report.html"):
+        assert (out / name).is_file(), name
+    results = json.loads((out / "results.json").read_text())
+    assert results["runs"], results
+    for run in results["runs"]:
+        assert run["error"] is None, run["error"]
+        assert run["check"]["ok"], run["check"]
+        # every pod created was bound: as many create→bound latencies as pods created
+        created = sum(run["series"]["created"])
+        assert len(run["latency"]["scheduling"]) == created > 0
+        assert run["series"]["bound"] and run["replicas"]
+        for fault in run["faults"]:
+            assert fault["kind"] == "kill"
+    items = json.loads((out / "DataItems.json").read_text())["dataItems"]
+    throughput = [i for i in items if i["labels"]["Metric"] == "SchedulingThroughput"]
+    names = {i["labels"]["Name"].split("/")[0] for i in throughput}
+    assert names == {run["test_case"] for run in results["runs"]}
+    assert all(i["data"]["Average"] > 0 for i in throughput)
+
+
+@pytest.mark.e2e
+def test_a_bad_experiment_file_fails_with_its_path_before_any_cluster(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "- name: Bad\n"
+        "  workloadTemplate:\n"
+        "  - opcode: createNodes\n"
+        "    count: 1\n"
+        "  - opcode: crateNodes\n"
+        "  workloads:\n"
+        "  - name: w\n"
+    )
+    home = tmp_path / "home"
+    t0 = time.monotonic()
+    r = kubera_in(home).run("experiment", "run", str(bad), "--output", str(tmp_path / "out"))
+    assert r.returncode == 2, r.stderr + r.stdout
+    assert r.stderr.startswith(f"error: {bad}: [0].workloadTemplate[1]"), r.stderr
+    assert "crateNodes" in r.stderr
+    assert not (tmp_path / "out").exists()
+    assert not (home / "context.json").exists()
+    assert time.monotonic() - t0 < 30
