@@ -10,6 +10,7 @@ run completed, met its threshold and passed its checks.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from pathlib import Path
@@ -87,11 +88,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = Progress()
     runner = Runner(experiment, opts, progress)
     interrupted = False
+    # SIGTERM (docker stop, timeout) ends the experiment as Ctrl-C does: the running
+    # cluster goes down and the runs so far are written.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         result = runner.run(args.workload)
     except KeyboardInterrupt:
         interrupted = True
         result = runner.result
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     report = results.write(out, result)
     progress.console.print(summary(result))
     failed = 0
@@ -110,6 +116,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if interrupted:
         return 130
     return 1 if failed else 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -133,13 +133,14 @@ class Collector:
         ]
 
     async def stop(self) -> None:
-        """One last sample (the counters' final values), then every loop stops."""
+        """Every loop stops, then one last sample: the counters' final values and the
+        row of the run's last (partial) second."""
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._tasks:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.sample(final=True), 5)
+                await asyncio.wait_for(self.sample(), 5)
         self._tasks = []
         if self._client is not None:
             await self._client.close()
@@ -212,9 +213,8 @@ class Collector:
             next_at += self.period
             await asyncio.sleep(max(0.0, next_at - time.monotonic()))
 
-    async def sample(self, *, final: bool = False) -> None:
-        """One row of the series: every measure that answers within its timeout (`final`:
-        the counters only, no row: the run's last partial second is not a sample)."""
+    async def sample(self) -> None:
+        """One row of the series: every measure that answers within its timeout."""
         values: dict[str, float] = {}
         t = self.now()
         if self._load is not None:
@@ -235,8 +235,6 @@ class Collector:
         for q in QUEUES:
             if queue_source is not None:
                 values[f"queue:{q}"] = total(queue_source, "scheduler_pending_pods", queue=q)
-        if final:
-            return
         self._processes(values, t)
         self.series.tick(round(t, 3), values)
 

@@ -79,16 +79,20 @@ class PodTimeline:
         return {"scheduling": sched, "startup": startup}
 
     def per_second(self, seconds: int) -> dict[str, list[float]]:
-        """Pods created, bound and Running in each second [i, i+1) of the run."""
+        """Pods created, bound and Running in the second ending at each tick i: (i-1, i]
+        (tick 0 holds t <= 0; what happens after the last tick counts in the last one,
+        the run's partial last second)."""
         out = {name: [0.0] * seconds for name in ("created", "bound", "running")}
+        if seconds <= 0:
+            return out
         for p in self.pods.values():
             for name, t in (
                 ("created", self.created_at(p)),
                 ("bound", p.bound),
                 ("running", p.running),
             ):
-                if t is not None and t >= 0 and int(t) < seconds:
-                    out[name][int(t)] += 1
+                if t is not None:
+                    out[name][min(seconds - 1, max(0, math.ceil(t)))] += 1
         return out
 
 

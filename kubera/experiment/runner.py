@@ -285,7 +285,8 @@ def finish(
     run.latency = collector.pods.latencies()
     run.attempts = collector.attempts()
     run.replicas = [
-        ReplicaStats(name=n, binds=b, conflicts=c) for n, b, c in collector.replica_stats(binds_by_holder)
+        ReplicaStats(name=n, binds=b, conflicts=c)
+        for n, b, c in collector.replica_stats(binds_by_holder)
     ]
     run.leaders = [
         LeaderTerm(

@@ -59,12 +59,12 @@ def test_bound_and_running_count_once_per_pod() -> None:
 @pytest.mark.parametrize(
     ("events", "expected_bound"),
     [
-        ([(0.2, "a"), (0.9, "b"), (1.0, "c"), (2.5, "d")], [2, 1, 1]),
-        ([(2.99, "a")], [0, 0, 1]),
-        ([(3.0, "a"), (-0.1, "b")], [0, 0, 0]),  # outside the run's seconds: not counted
+        ([(0.2, "a"), (0.9, "b"), (1.0, "c"), (1.5, "d")], [0, 3, 1]),
+        ([(0.0, "a")], [1, 0, 0]),  # tick 0 holds what happened by the start
+        ([(2.01, "a"), (7.5, "b")], [0, 0, 2]),  # after the last tick: the last second
     ],
 )
-def test_per_second_bins_each_second_half_open(
+def test_per_second_counts_the_second_ending_at_each_tick(
     events: list[tuple[float, str]], expected_bound: list[int]
 ) -> None:
     tl = PodTimeline()
