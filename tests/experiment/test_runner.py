@@ -230,3 +230,40 @@ def test_ray_address_and_etcd_pass_through() -> None:
     )
     assert args[args.index("--ray-address") + 1] == "10.0.0.1:6379"
     assert args[args.index("--etcd") + 1] == "http://e:2379"
+
+
+POD_CSV = """\
+name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+p-0,1000,1024,0,0,,LS,Running,100,100.4,100
+p-1,2000,2048,1,1000,,BE,Running,100.2,,100.2
+p-2,500,512,1,250,,LS,Running,100.6,100.8,100.6
+"""
+NODE_CSV = """\
+sn,cpu_milli,memory_mib,gpu,model
+n-0,32000,65536,2,V100M16
+"""
+
+
+async def test_trace_replay_creates_and_deletes_on_the_scaled_trace_clock(
+    tmp_path: Any,
+) -> None:
+    pods_csv, nodes_csv = tmp_path / "pods.csv", tmp_path / "nodes.csv"
+    pods_csv.write_text(POD_CSV)
+    nodes_csv.write_text(NODE_CSV)
+    ex, api = executor()
+    op = o.TraceReplay(
+        index=0,
+        pod_trace_path=str(pods_csv),
+        node_trace_path=str(nodes_csv),
+        time_scale=2.0,
+        namespace="trace",
+    )
+    t0 = asyncio.get_running_loop().time()
+    await ex.run(op)
+    took = asyncio.get_running_loop().time() - t0
+    kinds = [type(x).__name__ for x in api.created]
+    assert kinds == ["Namespace", "Node", "Pod", "Pod", "Pod"]
+    assert [p.metadata.name for p in api.created[2:]] == ["p-0", "p-1", "p-2"]
+    # deletions at (100.4 - 100) / 2 and (100.8 - 100) / 2 seconds; p-1 is never deleted
+    assert api.deleted == ["trace/p-0", "trace/p-2"]
+    assert 0.35 <= took < 2.0
