@@ -100,7 +100,8 @@ class ClusterSettings:
     """True: createNodes starts hollow kubelets (`kubera up --nodes N --node-template`), so
     pods become Running; False: plain Node objects created through the API, as upstream."""
     node_template: Template | None = None
-    """`nodeTemplatePath`: the node the hollow kubelets register (None: kubera's default)."""
+    """`nodeTemplatePath`: a kubera NodeTemplate (`kubera up --node-template`, checked at load)
+    for the hollow kubelets; None: kubera's default node."""
     schedulers: int = 1
     """Scheduler replicas."""
     scheduler_mode: SchedulerMode = "leader"
@@ -238,10 +239,34 @@ _LEADER_ELECTION = {
     "renewDeadline": Spec("renew_deadline", k_duration),
     "retryPeriod": Spec("retry_period", k_duration),
 }
+
+
+def k_node_template(ctx: Ctx, where: str, value: Any) -> Template:
+    """A kubera NodeTemplate (what `kubera up --node-template` reads), checked as kubera up
+    checks it."""
+    template = k_template(ctx, where, value)
+    if template.data.get("kind") != "NodeTemplate":
+        raise ctx.error(
+            where,
+            f"{template.source}: expected a kubera NodeTemplate (kind: NodeTemplate), got "
+            f"kind {template.data.get('kind')!r} (a Node object belongs in createNodes."
+            "nodeTemplatePath)",
+        )
+    from services.api.stages import TemplateError
+    from services.kubelet import EvictionConfig, load_template
+
+    try:
+        for kind in load_template(template.text).kinds:
+            EvictionConfig.from_dict(kind.eviction)
+    except (TemplateError, ValueError) as e:
+        raise ctx.error(where, f"{template.source}: {e}") from None
+    return template
+
+
 #: The `cluster:` block. `$param` values are substituted before these readers run.
 _CLUSTER = {
     "hollowNodes": Spec("hollow_nodes", k_bool),
-    "nodeTemplatePath": Spec("node_template", k_template),
+    "nodeTemplatePath": Spec("node_template", k_node_template),
     "schedulers": Spec("schedulers", k_positive_int),
     "schedulerMode": Spec("scheduler_mode", one_of("leader", "shared-state")),
     "controllerManagers": Spec("controller_managers", k_count),

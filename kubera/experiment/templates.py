@@ -199,9 +199,9 @@ class Template:
     """Absolute path of the file."""
     source: str
     """The path as the config file wrote it (relative to the config file)."""
-    text: str
+    text: str = field(repr=False)
     """The file's contents, actions included."""
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict, repr=False)
     """The object rendered for index 0 of 1 with the given params: a preview and the object
     itself for templates without actions."""
 
