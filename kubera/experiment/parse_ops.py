@@ -304,10 +304,13 @@ def check_chaos(ctx: Ctx, where: str, op: o.Chaos) -> None:
 def check_traces(ctx: Ctx, where: str, pod_path: str, node_path: str | None) -> None:
     try:
         read_pods(pod_path)
+    except TraceError as e:
+        raise ctx.error(f"{where}.podTracePath", str(e)) from None
+    try:
         if node_path:
             read_nodes(node_path)
     except TraceError as e:
-        raise ctx.error(where, str(e)) from None
+        raise ctx.error(f"{where}.nodeTracePath", str(e)) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,6 +365,13 @@ class Params:
         return out
 
 
+_TEMPLATE_FIELD = {
+    "node_template": "nodeTemplatePath",
+    "pod_template": "podTemplatePath",
+    "template": "templatePath",
+}
+
+
 def resolve_op(
     ctx: Ctx, where: str, op: o.Op, params: Params, *, index: int, template_index: int
 ) -> o.Op:
@@ -400,18 +410,21 @@ def resolve_op(
         template_index
     ):
         rep["namespace"] = default_namespace(index)
-    if isinstance(op, o.CreateNodes | o.CreatePods | o.CreateAny) and op.template_params:
+    if isinstance(op, o.CreateNodes | o.CreatePods | o.CreateAny):
         tp = params.template_params(where, op.template_params)
         rep["template_params"] = tp
         attr = {"CreateNodes": "node_template", "CreatePods": "pod_template"}.get(
             type(op).__name__, "template"
         )
         template = getattr(op, attr)
-        if template is not None:
+        if template is not None and template.has_actions:
+            # Render once now: a value the template needs and nobody gives fails the load.
             try:
                 rep[attr] = dataclasses.replace(template, data=template.render(0, 1, tp))
             except TemplateError as e:
-                raise ctx.error(where, f"{template.source}: {e}") from None
+                raise ctx.error(
+                    f"{where}.{_TEMPLATE_FIELD[attr]}", f"{template.source}: {e}"
+                ) from None
     if op.param_refs:
         specs = SPECS[op.OPCODE]
         for name, ref in op.param_refs.items():

@@ -31,6 +31,10 @@ class TemplateError(ValueError):
     """A template that does not parse, render or decode; the message says why."""
 
 
+class MissingValue(TemplateError):
+    """A `.Name` the environment does not define (a template param not given yet)."""
+
+
 _ACTION = re.compile(r"\{\{(-\s)?(.*?)(\s-)?\}\}", re.S)
 _TOKEN = re.compile(r'\s*(\(|\)|"(?:[^"\\]|\\.)*"|`[^`]*`|[^\s()]+)')
 _NUMBER = re.compile(r"^-?\d+(\.\d*)?([eE][-+]?\d+)?$")
@@ -142,7 +146,7 @@ def _eval(term: Any, env: Mapping[str, Any]) -> Any:
         value: Any = env
         for part in term[1:].split("."):
             if not isinstance(value, Mapping) or part not in value:
-                raise TemplateError(f"no value for {term}")
+                raise MissingValue(f"no value for {term}")
             value = value[part]
         return value
     if term.startswith('"'):
@@ -202,8 +206,8 @@ class Template:
     text: str = field(repr=False)
     """The file's contents, actions included."""
     data: dict[str, Any] = field(default_factory=dict, repr=False)
-    """The object rendered for index 0 of 1 with the given params: a preview and the object
-    itself for templates without actions."""
+    """The object rendered for index 0 of 1 (with the op's template params once planned): a
+    preview, and the object itself for templates without actions."""
 
     @property
     def has_actions(self) -> bool:
@@ -244,5 +248,8 @@ def read_template(path: str, source: str, params: Mapping[str, Any] | None = Non
         text = f.read()
     validate_text(text)
     env = {**(params or {}), "Index": 0, "Count": 1}
-    data = decode(render_text(text, env) if "{{" in text else text, source)
+    try:
+        data = decode(render_text(text, env) if "{{" in text else text, source)
+    except MissingValue:
+        data = {}  # uses template params: previewed once they are known (config.plan)
     return Template(path=path, source=source, text=text, data=data)
