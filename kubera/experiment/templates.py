@@ -159,10 +159,11 @@ def _eval(term: Any, env: Mapping[str, Any]) -> Any:
 
 
 def _format(value: Any) -> str:
+    """As Go's fmt %v prints it: true/false, 2.0 as 2, shortest float otherwise."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(value)  # Go prints 2.0 as 2; keep Python's for floats only from Float funcs
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
     return str(value)
 
 
