@@ -6,7 +6,7 @@ A researcher takes a file from kubernetes' test/integration/scheduler_perf/ (tes
 `kubera experiment run FILE`.
 
     config.py     the file → frozen dataclasses (`load`, `plan`, `ConfigError`), sweeps
-    model.py      TestCase, Workload, ClusterSettings, Experiment (re-exported by config)
+    cases.py      TestCase, Workload, ClusterSettings, Experiment (re-exported by config)
     ops.py        one frozen dataclass per opcode, with its fields typed and documented
     parse_ops.py  the ops' YAML fields and upstream's validity rules; planning one op
     fields.py     typed field readers whose errors name `<file>: <where>`

@@ -33,6 +33,15 @@ from typing import Any
 import yaml
 
 from kubera.experiment import ops as o
+from kubera.experiment.cases import (
+    ClusterSettings,
+    Experiment,
+    LeaderElection,
+    SchedulerMode,
+    TestCase,
+    ThresholdMetricSelector,
+    Workload,
+)
 from kubera.experiment.fields import (
     ConfigError,
     Ctx,
@@ -56,15 +65,6 @@ from kubera.experiment.fields import (
     one_of,
     read_fields,
     type_name,
-)
-from kubera.experiment.model import (
-    ClusterSettings,
-    Experiment,
-    LeaderElection,
-    SchedulerMode,
-    TestCase,
-    ThresholdMetricSelector,
-    Workload,
 )
 from kubera.experiment.ops import Op
 from kubera.experiment.parse_ops import Params, parse_op, resolve_op, unroll
