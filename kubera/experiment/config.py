@@ -228,7 +228,7 @@ def _test_case(ctx: Ctx, i: int, raw: Any) -> TestCase:
     )
     # The test case's own cluster block, checked on its own (its $params stay as written).
     tc_cluster = _cluster(
-        ctx, {k: (f"{where}.cluster", x) for k, x in tc_cluster_raw.items()}, None, tc
+        ctx, {k: (f"{where}.cluster.{k}", x) for k, x in tc_cluster_raw.items()}, None, tc
     )
     workloads: list[Workload] = []
     seen: dict[str, str] = {}
@@ -321,7 +321,7 @@ def _workloads(
     selector = selector or tc_selector or ThresholdMetricSelector()
     threshold = _threshold(ctx, f"{where}.threshold", v.get("threshold"))
     points = _sweep_points(ctx, f"{where}.sweep", v.get("sweep"), params)
-    origin = {k: (f"[{tc.index}].cluster", x) for k, x in tc_cluster.items()}
+    origin = {k: (f"[{tc.index}].cluster.{k}", x) for k, x in tc_cluster.items()}
     for k, x in v.get("cluster", {}).items():
         if str(k).lower() == "leaderelection" and isinstance(x, dict):
             base = next(
@@ -330,7 +330,7 @@ def _workloads(
             if isinstance(base, dict):
                 x = {**base, **x}
         origin = {kk: vv for kk, vv in origin.items() if str(kk).lower() != str(k).lower()}
-        origin[k] = (f"{where}.cluster", x)
+        origin[k] = (f"{where}.cluster.{k}", x)
     out = []
     for point in points:
         name = v["name"] + "".join(f"/{k}={_fmt(x)}" for k, x in point.items())
@@ -405,14 +405,15 @@ def _sweep_points(
 def _cluster(
     ctx: Ctx, raw: dict[Any, tuple[str, Any]], params: Params | None, tc: TestCase
 ) -> ClusterSettings:
-    """A `cluster:` block (key → (where it was written, value)) → ClusterSettings.
+    """A `cluster:` block (key → (where it was written: `[0].cluster.schedulers`, value)) →
+    ClusterSettings.
 
     With `params`, `$name` values are substituted first; without, they are only checked to
     be references and the setting keeps its default."""
     values: dict[str, Any] = {}
     by_lower = {n.lower(): n for n in _CLUSTER}
-    for key, (base, value) in raw.items():
-        at = f"{base}.{key}" if not base.endswith(f".{key}") and ".sweep." not in base else base
+    config_where = f"[{tc.index}].schedulerConfigPath"
+    for key, (at, value) in raw.items():
         canon = by_lower.get(str(key).lower())
         if canon is None:
             expected = ", ".join(sorted(_CLUSTER, key=str.lower))
@@ -422,21 +423,23 @@ def _cluster(
             continue
         spec = _CLUSTER[canon]
         values[spec.attr] = spec.kind(ctx, at, value)
+        if canon == "schedulerConfigPath":
+            config_where = at
         if canon == "leaderElection":
             le, _ = read_fields(ctx, at, value, _LEADER_ELECTION)
             values[spec.attr] = _leader_election(ctx, at, le)
     config_path = values.get("scheduler_config_path") or tc.scheduler_config_path
     values["scheduler_config_path"] = config_path
-    values["scheduler_config"] = (
-        _read_text(ctx, "schedulerConfigPath", config_path) if config_path else None
-    )
+    values["scheduler_config"] = _read_text(ctx, config_where, config_path) if config_path else None
     return ClusterSettings(**values)
 
 
 def _substitute(ctx: Ctx, where: str, value: Any, params: Params | None) -> Any:
-    """`$name` → the parameter's value (None while only checking); dicts recursively."""
+    """`$name` → the parameter's value; while only checking (no params), None, and dict
+    entries that are references are left out."""
     if isinstance(value, dict):
-        return {k: _substitute(ctx, f"{where}.{k}", x, params) for k, x in value.items()}
+        out = {k: _substitute(ctx, f"{where}.{k}", x, params) for k, x in value.items()}
+        return {k: x for k, x in out.items() if x is not None}
     if isinstance(value, str) and value.startswith("$"):
         k_param(ctx, where, value)
         return None if params is None else params.raw(where, value)
@@ -456,16 +459,20 @@ def _leader_election(ctx: Ctx, where: str, v: dict[str, Any]) -> LeaderElection:
 
 
 def _read_text(ctx: Ctx, where: str, path: str | None) -> str | None:
+    """A scheduler configuration's text, checked as `kubera up --scheduler-config` checks it."""
     if path is None:
         return None
+    from services.scheduler.config import ConfigError as SchedulerConfigError
+    from services.scheduler.config import load_config
+
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        yaml.safe_load(text)
+        load_config(text)
     except (OSError, UnicodeDecodeError) as e:
         raise ctx.error(where, f"cannot read {path}: {e}") from None
-    except yaml.YAMLError as e:
-        raise ctx.error(where, f"{path}: invalid YAML: {e}".replace("\n", " ")) from None
+    except (SchedulerConfigError, yaml.YAMLError, ValueError) as e:
+        raise ctx.error(where, f"{path}: {e}".replace("\n", " ")) from None
     return text
 
 

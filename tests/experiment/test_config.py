@@ -274,6 +274,59 @@ def test_cluster_settings_merge_workload_over_test_case_and_take_params(tmp_path
     )
 
 
+SCHEDULER_CONFIG = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+"""
+
+
+def test_scheduler_config_is_read_checked_and_overridable_per_workload(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        - name: S
+          schedulerConfigPath: sched.yaml
+          cluster:
+            leaderElection: {leaseDuration: $lease, renewDeadline: 1500ms, retryPeriod: 500ms}
+          workloadTemplate:
+          - {opcode: createPods, count: 1, collectMetrics: true}
+          workloads:
+          - name: a
+            sweep: {lease: [2s, 3s]}
+          - name: b
+            params: {lease: 4s}
+            cluster: {schedulerConfigPath: other.yaml}
+        """,
+        {"sched.yaml": SCHEDULER_CONFIG, "other.yaml": SCHEDULER_CONFIG + "# other\n"},
+    )
+    tc = load(str(path)).test_cases[0]
+    assert tc.scheduler_config == SCHEDULER_CONFIG
+    assert tc.scheduler_config_path == str(tmp_path / "sched.yaml")
+    a2, a3, b = tc.workloads
+    assert (a2.name, a2.cluster.leader_election.lease_duration) == ("a/lease=2s", 2.0)
+    assert a3.cluster.leader_election.lease_duration == 3.0
+    assert a2.cluster.scheduler_config == SCHEDULER_CONFIG
+    assert b.cluster.scheduler_config_path == str(tmp_path / "other.yaml")
+    assert b.cluster.scheduler_config.endswith("# other\n")
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("  schedulerConfigPath: sched.yaml\n", "[0].schedulerConfigPath: "),
+        ("  cluster: {schedulerConfigPath: sched.yaml}\n", "[0].cluster.schedulerConfigPath: "),
+    ],
+)
+def test_a_bad_scheduler_config_fails_the_load_naming_where_it_was_given(tmp_path, where, message):
+    text = BASE.replace("  workloadTemplate:", where + "  workloadTemplate:")
+    path = write(tmp_path, text, {"sched.yaml": "apiVersion: v1\nkind: Foo\n"})
+    with pytest.raises(ConfigError) as info:
+        load(str(path))
+    assert message in str(info.value) and "invalid KubeSchedulerConfiguration" in str(info.value)
+
+
 def test_kubera_ops_take_params_and_defaults(tmp_path):
     path = write(
         tmp_path,
