@@ -69,6 +69,7 @@ from kubera.experiment.fields import (
 from kubera.experiment.ops import Op
 from kubera.experiment.parse_ops import Params, parse_op, resolve_op, unroll
 from kubera.experiment.templates import Template
+from services.api import yamlload
 
 __all__ = [
     "SchedulerMode",
@@ -174,7 +175,7 @@ def load(path: str) -> Experiment:
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yamlload.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else ""

@@ -26,6 +26,8 @@ from typing import Any
 
 import yaml
 
+from services.api import yamlload
+
 
 class TemplateError(ValueError):
     """A template that does not parse, render or decode; the message says why."""
@@ -227,7 +229,7 @@ class Template:
 def decode(text: str, source: str) -> dict[str, Any]:
     """YAML text → one object (a mapping)."""
     try:
-        data = yaml.safe_load(text)
+        data = yamlload.safe_load(text)
     except yaml.YAMLError as e:
         raise TemplateError(f"invalid YAML: {e}".replace("\n", " ")) from e
     if not isinstance(data, dict):

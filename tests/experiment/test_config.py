@@ -762,6 +762,7 @@ def test_errors_name_the_file_and_the_place(tmp_path, text, files, message):
     [
         ("- name: [unclosed\n", ": line 2: invalid YAML"),
         ("name: not-a-list\n", "expected a non-empty YAML list of test cases"),
+        ("- name: a\n  name: b\n", ': line 2: invalid YAML: mapping key "name" already defined'),
         ("[]\n", "expected a non-empty YAML list of test cases"),
         (BASE + BASE, '[1].name: test case name "E" is not unique (see [0])'),
     ],
