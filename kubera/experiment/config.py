@@ -17,10 +17,16 @@ names match case-insensitively, as Go's encoding/json matches them), wrong types
 templates, `$param` references no workload defines, bad sweeps. Errors name the file and the
 place: `x.yaml: [0].workloadTemplate[2].podTemplatePath: file not found: pod.yaml`.
 
-Deliberate differences from upstream: featureGates are kept but ignored (kubera has no feature
-gates; a warning is logged); persistent-volume pods and the DRA / pod-group / updateAny opcodes
-are rejected as unsupported; `metricsCollectorConfig` is kept as data (kubera collects its own
-set of metrics).
+Every template is rendered once (index 0) and decoded with kubera's codec at load, so a
+pod template that is not a Pod, or a field of the wrong type, fails before anything starts;
+fields kubera does not model are warnings.
+
+Deliberate differences from upstream: featureGates are kept but ignored (kubera has no
+feature gates; a warning says so); persistent-volume pods and the DRA / pod-group /
+updateAny opcodes are rejected as unsupported; createAny of a kind kubera does not serve is
+an error, while churn leaves such templates out with a warning (upstream's mixed churn
+includes Services); `metricsCollectorConfig` is kept as data (kubera collects its own set
+of metrics); a per-topic threshold map uses topic "kubera".
 """
 
 from __future__ import annotations

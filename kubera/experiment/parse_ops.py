@@ -37,8 +37,9 @@ from kubera.experiment.fields import (
     read_fields,
     type_name,
 )
-from kubera.experiment.templates import TemplateError
+from kubera.experiment.templates import Template, TemplateError
 from kubera.experiment.trace import TraceError, read_nodes, read_pods
+from services.api import codec, kinds
 
 
 def _unsupported(what: str):  # type: ignore[no-untyped-def]
@@ -434,7 +435,61 @@ def resolve_op(
     out = dataclasses.replace(op, **rep)
     if isinstance(out, o.Chaos):
         check_chaos(ctx, where, out)
-    return out
+    return check_objects(ctx, where, out)
+
+
+def check_objects(ctx: Ctx, where: str, op: o.Op) -> o.Op:
+    """Every template of `op` decodes as the kind it must be, with kubera's codec (type
+    errors fail the load; unknown fields are warnings). Churn leaves out, with a warning,
+    templates of kinds kubera does not serve (upstream churns Services too)."""
+    if isinstance(op, o.CreateNodes) and op.node_template is not None:
+        decode_template(ctx, f"{where}.nodeTemplatePath", op.node_template, "Node")
+    if isinstance(op, o.CreatePods) and op.pod_template is not None:
+        decode_template(ctx, f"{where}.podTemplatePath", op.pod_template, "Pod")
+    if isinstance(op, o.CreateNamespaces) and op.namespace_template is not None:
+        decode_template(ctx, f"{where}.namespaceTemplatePath", op.namespace_template, "Namespace")
+    if isinstance(op, o.CreateAny):
+        decode_template(ctx, f"{where}.templatePath", op.template, None)
+    if isinstance(op, o.Churn):
+        kept = tuple(
+            t
+            for i, t in enumerate(op.templates)
+            if decode_template(ctx, f"{where}.templatePaths[{i}]", t, None, optional=True)
+        )
+        if not kept:
+            raise ctx.error(f"{where}.templatePaths", "no template of a kind kubera serves")
+        if len(kept) != len(op.templates):
+            op = dataclasses.replace(op, templates=kept)
+    return op
+
+
+def decode_template(
+    ctx: Ctx, where: str, template: Template, kind: str | None, *, optional: bool = False
+) -> bool:
+    """Decode the template's preview as kubera will decode each object; False when
+    `optional` and kubera does not serve its kind."""
+    doc = dict(template.data)
+    if kind:  # the runner defaults them the same way
+        doc.setdefault("apiVersion", "v1")
+        doc.setdefault("kind", kind)
+    api_version, kind_name = doc.get("apiVersion"), doc.get("kind")
+    if isinstance(api_version, str) and isinstance(kind_name, str):
+        try:
+            kinds.for_manifest(api_version, kind_name)
+        except kinds.UnknownKindError as e:
+            if not optional:
+                raise ctx.error(where, f"{template.source}: not supported by kubera: {e}") from None
+            ctx.warn(where, f"{template.source}: left out, kubera does not serve it: {e}")
+            return False
+    try:
+        decoded = codec.decode(doc, validate="warn")
+    except codec.DecodeError as e:
+        raise ctx.error(where, f"{template.source}: {e}".replace("\n", " ")) from None
+    if kind and decoded.kind.kind != kind:
+        raise ctx.error(where, f"{template.source}: expected a {kind}, got a {decoded.kind.kind}")
+    for path in decoded.unknown_fields:
+        ctx.warn(where, f'{template.source}: unknown field "{path}" (kubera ignores it)')
+    return True
 
 
 def unroll(

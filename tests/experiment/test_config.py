@@ -147,7 +147,13 @@ def test_upstream_templates_are_loaded_relative_to_the_config_and_rendered_per_i
     assert pod3["spec"]["containers"][0]["resources"]["limits"] == {"foo.com/bar-3": 1}
     churn = planned["SchedulingWithMixedChurn/10Nodes"][1]
     assert isinstance(churn, o.Churn) and churn.mode == "recreate" and churn.number == 1
-    assert [t.data["kind"] for t in churn.templates] == ["Node", "Pod", "Service"]
+    # kubera serves no Services: the churn leaves that template out, and says so.
+    assert [t.data["kind"] for t in churn.templates] == ["Node", "Pod"]
+    assert any(
+        "[5].workloadTemplate[1].templatePaths[2]: ../templates/churn/service-default.yaml: "
+        'left out, kubera does not serve it: no matches for kind "Service"' in w
+        for w in e.warnings
+    )
     assert churn.interval_milliseconds == 1000
     gated = planned["SchedulingWhileGated/1Node_10GatedPods"]
     assert gated[2] == o.Barrier(index=2, stage_requirement="Attempted")
@@ -410,6 +416,18 @@ def test_template_params_and_functions_render_per_index(tmp_path):
     assert nodes.node_template.data["metadata"]["name"] == "n-1-of-1"
 
 
+def test_unknown_template_fields_are_warnings_naming_the_place(tmp_path):
+    path = write(
+        tmp_path,
+        BASE.replace("collectMetrics: true}", "collectMetrics: true, podTemplatePath: pod.yaml}"),
+        {"pod.yaml": POD + "  colour: blue\n"},
+    )
+    assert load(str(path)).warnings == (
+        f'{path}: [0].workloadTemplate[1].podTemplatePath: pod.yaml: unknown field "spec.colour" '
+        "(kubera ignores it)",
+    )
+
+
 def test_runs_select_workloads_by_name_base_name_or_test_case_path():
     e = load(str(EXAMPLES / "shared-state.yaml"))
     assert len(e.runs()) == 6
@@ -490,6 +508,27 @@ ERRORS = [
         replace("collectMetrics: true}", "collectMetrics: true, podTemplatePath: pod.yaml}"),
         {"pod.yaml": "kind: Pod\n{{ if .Index }}x: 1{{ end }}\n"},
         'pod.yaml: unsupported template action or function "if"',
+    ),
+    (
+        "pod-template-of-another-kind",
+        replace("collectMetrics: true}", "collectMetrics: true, podTemplatePath: pod.yaml}"),
+        {"pod.yaml": "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"},
+        "[0].workloadTemplate[1].podTemplatePath: pod.yaml: expected a Pod, got a Node",
+    ),
+    (
+        "pod-template-type-error",
+        replace("collectMetrics: true}", "collectMetrics: true, podTemplatePath: pod.yaml}"),
+        {"pod.yaml": "apiVersion: v1\nkind: Pod\nspec: {containers: 3}\n"},
+        "[0].workloadTemplate[1].podTemplatePath: pod.yaml: ",
+    ),
+    (
+        "create-any-unserved-kind",
+        replace(
+            "- {opcode: createPods",
+            "- {opcode: createAny, templatePath: svc.yaml}\n  - {opcode: createPods",
+        ),
+        {"svc.yaml": "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"},
+        '[0].workloadTemplate[1].templatePath: svc.yaml: not supported by kubera: no matches for kind "Service"',
     ),
     (
         "template-value-not-given",
