@@ -17,6 +17,12 @@ names match case-insensitively, as Go's encoding/json matches them), wrong types
 templates, `$param` references no workload defines, bad sweeps. Errors name the file and the
 place: `x.yaml: [0].workloadTemplate[2].podTemplatePath: file not found: pod.yaml`.
 
+Sweeps: `sweep: {schedulers: [1, 2, 4]}` on a workload makes one workload per point (the
+cartesian product over several keys), named `<name>/schedulers=2`; each point's values are
+workload params (`$schedulers`), and a key naming a cluster setting (hollowNodes,
+schedulers, schedulerMode, controllerManagers, timeScale) also sets it directly. As
+upstream, a param no op or setting uses is an error (a typo, most likely).
+
 Every template is rendered once (index 0) and decoded with kubera's codec at load, so a
 pod template that is not a Pod, or a field of the wrong type, fails before anything starts;
 fields kubera does not model are warnings.

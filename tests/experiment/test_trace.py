@@ -221,3 +221,12 @@ def test_the_shipped_sample_is_the_documented_generator_output(tmp_path):
     assert len(pods) == 300 and 45.0 <= span <= 65.0
     assert {p.num_gpu > 0 for p in pods} == {True, False}
     assert any(0 < p.gpu_milli < 1000 for p in pods) and any(p.gpu_spec for p in pods)
+
+
+def test_every_sample_pod_and_node_decodes_strictly_with_kuberas_codec():
+    from services.api import codec
+
+    for p in read_pods(str(SAMPLE / "openb_pod_list_sample.csv")):
+        assert codec.decode(p.to_pod("trace"), validate="strict").kind.kind == "Pod"
+    for n in read_nodes(str(SAMPLE / "openb_node_list_sample.csv")):
+        assert codec.decode(n.to_node(), validate="strict").kind.kind == "Node"
