@@ -198,6 +198,25 @@ def test_every_example_experiment_loads_and_plans(path):
         assert plan(tc, w)
 
 
+PLANNED = [
+    *sorted(EXAMPLES.glob("*.yaml")),
+    DATA / "misc" / "performance-config.yaml",
+    DATA / "affinity" / "performance-config.yaml",
+]
+
+
+@pytest.mark.parametrize("path", PLANNED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_plan_holds_only_runnable_ops_numbered_in_order_with_every_param_resolved(path):
+    runnable = tuple(t for t in o.OP_TYPES.values() if t is not o.CreatePodSets)
+    for tc, w in load(str(path)).runs():
+        ops = plan(tc, w)
+        assert [op.index for op in ops] == list(range(len(ops)))
+        for op in ops:
+            assert isinstance(op, runnable) and not op.param_refs
+            assert getattr(op, "count", 0) >= 0
+        assert plan(tc, w) == ops  # planning is pure: the same workload, the same plan
+
+
 def test_demo_is_a_small_failover_with_faults_and_a_check():
     e = load(str(EXAMPLES / "demo.yaml"))
     [(tc, w)] = e.runs()
