@@ -174,10 +174,6 @@ SPECS: dict[str, dict[str, Spec]] = {
     },
 }
 
-#: Placeholders while a required-or-typed field waits for its `$param` (replaced by plan).
-_PLACEHOLDER: dict[str, Any] = {"times": 1}
-
-
 def default_namespace(index: int) -> str:
     return o.DEFAULT_NAMESPACE_FORMAT.format(index=index)
 
@@ -273,9 +269,7 @@ def _build(
     if opcode == "deletePods":
         v.setdefault("namespace", "")
         return o.DeletePods(index=index, **v)
-    for name in refs:
-        attr = SPECS[opcode][name].attr
-        v[attr] = _PLACEHOLDER.get(attr)
+    # kubera's ops: a field given as `$name` keeps its default until `plan` fills it in.
     if opcode == "chaos":
         op: o.TemplateOp = o.Chaos(index=index, param_refs=refs, **v)
         if not refs:
