@@ -468,14 +468,20 @@ class RunSummary:
     error: str | None
 
 
+def check_label(run: RunResult) -> str:
+    """The checker's verdict in a word: ``ok``, ``3 violations``, ``-`` (no check op)."""
+    if run.check is None:
+        return "-"
+    if run.check.ok:
+        return "ok"
+    n = len(run.check.violations)
+    return f"{n} violation" if n == 1 else f"{n} violations"
+
+
 def run_summary(run: RunResult, items: Sequence[DataItem] | None = None) -> RunSummary:
     items = run_items(run) if items is None else items
     throughput = next((i.data for i in items if i.metric == THROUGHPUT), {})
-    check = (
-        "-"
-        if run.check is None
-        else ("ok" if run.check.ok else f"{len(run.check.violations)} violations")
-    )
+    check = check_label(run)
     return RunSummary(
         run_id=run.id,
         throughput=throughput,

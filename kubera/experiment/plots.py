@@ -376,7 +376,15 @@ def sweep_groups(result: ExperimentResult) -> dict[tuple[str, str], list[RunResu
     for run in result.runs:
         if run.sweep:
             groups.setdefault((run.test_case, run.workload), []).append(run)
-    return {k: v for k, v in groups.items() if len(v) >= 2}
+    return {k: sorted(v, key=_sweep_key) for k, v in groups.items() if len(v) >= 2}
+
+
+def _sweep_key(run: RunResult) -> tuple[tuple[int, float, str], ...]:
+    """Sweep points in order: numbers by value (before text), text alphabetically."""
+    return tuple(
+        (0, float(v), "") if isinstance(v, int | float) else (1, 0.0, str(v))
+        for v in run.sweep.values()
+    )
 
 
 def sweep_label(run: RunResult) -> str:
