@@ -160,7 +160,7 @@ def plot_throughput(run: RunResult, path: Path) -> Path | None:
     handles: list[Any] = []
     for key, label in keys:
         (line,) = ax.plot(
-            *_xy(t, run.series[key]), label=label, drawstyle="steps-pre", **styles[key]
+            *_xy(t, run.series[key]), label=label, drawstyle="steps-post", **styles[key]
         )
         handles.append(line)
     handles += _windows(ax, run)
