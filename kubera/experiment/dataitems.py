@@ -384,7 +384,9 @@ def data_items_json(result: ExperimentResult) -> dict[str, Any]:
     out = []
     for item in items:
         labels = {k: item.labels.get(k, NOT_APPLICABLE) for k in all_labels}
-        out.append({"data": item.data, "unit": item.unit, "labels": labels})
+        # JSON has no NaN/Infinity (perfdash's Go decoder rejects them): such buckets are left out
+        data = {k: v for k, v in item.data.items() if math.isfinite(v)}
+        out.append({"data": data, "unit": item.unit, "labels": labels})
     return {"version": VERSION, "dataItems": out}
 
 

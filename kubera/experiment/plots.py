@@ -23,6 +23,7 @@ from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
 from kubera.experiment.dataitems import run_summary
 from kubera.experiment.model import ExperimentResult, RunResult, finite, slug
@@ -248,6 +249,7 @@ def plot_latency(run: RunResult, path: Path) -> Path | None:
     ax.axhline(0.5, color="#999999", linewidth=0.6, linestyle=":")
     ax.axhline(0.99, color="#999999", linewidth=0.6, linestyle=":")
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
     ax.set_xlabel("latency (ms, log scale)")
     ax.set_ylabel("fraction of pods")
     ax.set_ylim(0, 1.02)

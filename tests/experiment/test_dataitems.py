@@ -3,6 +3,7 @@ difference of two snapshots, kubera's own items and upstream's threshold rule.""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -225,3 +226,11 @@ def test_the_runs_own_selector_is_used() -> None:
     verdict = di.threshold_verdict(run, di.run_items(run))
     assert verdict.ok is False
     assert "expected SchedulingThroughput Perc99 to be lower: got 10.000000" in verdict.message
+
+
+def test_data_items_json_is_strict_json() -> None:
+    # a histogram with no +Inf bucket total yields NaN quantiles: left out, never "NaN"
+    run = make_run(scheduler_metrics=MetricsSnapshots(start="", end=EXTENSION_POINTS))
+    run.latency["scheduling"] = [float("nan"), 0.5]
+    text = json.dumps(di.data_items_json(make_experiment(run)), allow_nan=False)
+    assert "NaN" not in text

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from kubera.experiment import report, results
-from kubera.experiment.model import CheckVerdict, Fault
+from kubera.experiment.model import CheckVerdict, Fault, RunResult
 from tests.experiment.builders import make_experiment, make_run
 
 HOST = {"cores": "2", "memory": "4.0 GiB", "kubera": "0.1.0"}
@@ -99,3 +99,12 @@ def test_machine_reports_cores_memory_and_version() -> None:
     assert int(m["cores"]) >= 1
     assert m["memory"].endswith("GiB")
     assert m["kubera"]
+
+
+def test_a_run_that_failed_before_measuring_still_reports(tmp_path: Path) -> None:
+    run = RunResult(id="Broken/w", test_case="Broken", workload="w", error="etcd did not start")
+    path = results.write(tmp_path, make_experiment(run, make_run()))
+    page = path.read_text()
+    assert "etcd did not start" in page and "Run Broken/w" in page
+    assert results.load(tmp_path).runs[0].error == "etcd did not start"
+    assert not list((tmp_path / "plots").glob("Broken*"))
