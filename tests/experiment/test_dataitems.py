@@ -229,8 +229,20 @@ def test_the_runs_own_selector_is_used() -> None:
 
 
 def test_data_items_json_is_strict_json() -> None:
-    # a histogram with no +Inf bucket total yields NaN quantiles: left out, never "NaN"
-    run = make_run(scheduler_metrics=MetricsSnapshots(start="", end=EXTENSION_POINTS))
+    # a histogram with only the +Inf bucket has no quantiles (NaN): they are left out
+    only_inf = (
+        "# TYPE scheduler_pod_scheduling_sli_duration_seconds histogram\n"
+        'scheduler_pod_scheduling_sli_duration_seconds_bucket{le="+Inf"} 4.0\n'
+        "scheduler_pod_scheduling_sli_duration_seconds_count 4.0\n"
+        "scheduler_pod_scheduling_sli_duration_seconds_sum 2.0\n"
+    )
+    run = make_run(scheduler_metrics=MetricsSnapshots(start="", end=only_inf))
     run.latency["scheduling"] = [float("nan"), 0.5]
-    text = json.dumps(di.data_items_json(make_experiment(run)), allow_nan=False)
-    assert "NaN" not in text
+    doc = di.data_items_json(make_experiment(run))
+    json.dumps(doc, allow_nan=False)
+    (sli,) = [
+        i
+        for i in doc["dataItems"]
+        if i["labels"]["Metric"] == "scheduler_pod_scheduling_sli_duration_seconds"
+    ]
+    assert sli["data"] == {"Average": 500.0}
