@@ -17,10 +17,22 @@ names match case-insensitively, as Go's encoding/json matches them), wrong types
 templates, `$param` references no workload defines, bad sweeps. Errors name the file and the
 place: `x.yaml: [0].workloadTemplate[2].podTemplatePath: file not found: pod.yaml`.
 
-Deliberate differences from upstream: featureGates are kept but ignored (kubera has no feature
-gates; a warning is logged); persistent-volume pods and the DRA / pod-group / updateAny opcodes
-are rejected as unsupported; `metricsCollectorConfig` is kept as data (kubera collects its own
-set of metrics).
+Sweeps: `sweep: {schedulers: [1, 2, 4]}` on a workload makes one workload per point (the
+cartesian product over several keys), named `<name>/schedulers=2`; each point's values are
+workload params (`$schedulers`), and a key naming a cluster setting (hollowNodes,
+schedulers, schedulerMode, controllerManagers, timeScale) also sets it directly. As
+upstream, a param no op or setting uses is an error (a typo, most likely).
+
+Every template is rendered once (index 0) and decoded with kubera's codec at load, so a
+pod template that is not a Pod, or a field of the wrong type, fails before anything starts;
+fields kubera does not model are warnings.
+
+Deliberate differences from upstream: featureGates are kept but ignored (kubera has no
+feature gates; a warning says so); persistent-volume pods and the DRA / pod-group /
+updateAny opcodes are rejected as unsupported; createAny of a kind kubera does not serve is
+an error, while churn leaves such templates out with a warning (upstream's mixed churn
+includes Services); `metricsCollectorConfig` is kept as data (kubera collects its own set
+of metrics); a per-topic threshold map uses topic "kubera".
 """
 
 from __future__ import annotations
@@ -28,12 +40,20 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
 from kubera.experiment import ops as o
+from kubera.experiment.cases import (
+    ClusterSettings,
+    Experiment,
+    LeaderElection,
+    SchedulerMode,
+    TestCase,
+    ThresholdMetricSelector,
+    Workload,
+)
 from kubera.experiment.fields import (
     ConfigError,
     Ctx,
@@ -58,13 +78,13 @@ from kubera.experiment.fields import (
     read_fields,
     type_name,
 )
-from kubera.experiment.ops import Op, TemplateOp
+from kubera.experiment.ops import Op
 from kubera.experiment.parse_ops import Params, parse_op, resolve_op, unroll
 from kubera.experiment.templates import Template
-
-SchedulerMode = Literal["leader", "shared-state"]
+from services.api import yamlload
 
 __all__ = [
+    "SchedulerMode",
     "ClusterSettings",
     "ConfigError",
     "Experiment",
@@ -75,153 +95,6 @@ __all__ = [
     "load",
     "plan",
 ]
-
-
-@dataclass(frozen=True, kw_only=True)
-class LeaderElection:
-    """Leader-election durations of the schedulers and controller-managers, in seconds."""
-
-    lease_duration: float = 15.0
-    """How long a lease is valid (kube-scheduler default 15s)."""
-    renew_deadline: float = 10.0
-    """How long the leader retries renewing before giving up (default 10s)."""
-    retry_period: float = 2.0
-    """How often candidates try to acquire (default 2s)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ClusterSettings:
-    """kubera's `cluster:` block: the cluster a workload runs on (a fresh one per run).
-
-    Written in the test case and/or the workload (the workload's keys win); every value may
-    be a `$param`. Unset keys keep these defaults."""
-
-    hollow_nodes: bool = False
-    """True: createNodes starts hollow kubelets (`kubera up --nodes N --node-template`), so
-    pods become Running; False: plain Node objects created through the API, as upstream."""
-    node_template: Template | None = None
-    """`nodeTemplatePath`: the node the hollow kubelets register (None: kubera's default)."""
-    schedulers: int = 1
-    """Scheduler replicas."""
-    scheduler_mode: SchedulerMode = "leader"
-    """leader: one active scheduler, the others standbys; shared-state: all schedule."""
-    controller_managers: int = 1
-    """Controller-manager replicas (0: none)."""
-    leader_election: LeaderElection | None = None
-    """`leaderElection: {leaseDuration, renewDeadline, retryPeriod}`; None: kubera's defaults."""
-    time_scale: float = 1.0
-    """kubera's time scale (>1 runs kubelet/controller timers faster)."""
-    scheduler_config: str | None = None
-    """Text of `schedulerConfigPath` (a KubeSchedulerConfiguration), or None."""
-    scheduler_config_path: str | None = None
-    """Absolute path of that file, or None."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ThresholdMetricSelector:
-    """Which DataItem the threshold is compared with (upstream thresholdMetricSelector)."""
-
-    name: str = "SchedulingThroughput"
-    """The DataItem's "Metric" label."""
-    labels: dict[str, str] = field(default_factory=dict)
-    """Further labels the DataItem must carry."""
-    data_bucket: str = "Average"
-    """The data key compared: Average, Perc50, Perc90, Perc95, Perc99."""
-    expect_lower: bool = False
-    """True: the threshold is a maximum; False: a minimum (the workload fails below it)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Workload:
-    """One workload of a test case; one run per workload (per sweep point)."""
-
-    name: str
-    """The workload's name; a sweep point's name carries the point: `500Nodes/schedulers=2`."""
-    params: dict[str, Any] = field(default_factory=dict)
-    """Parameters referenced as `$name` by the ops (the sweep point's values merged in)."""
-    labels: tuple[str, ...] = ()
-    """The workload's labels (upstream uses them to select workloads)."""
-    threshold: float | None = None
-    """Minimum (or maximum, see threshold_metric) of the selected metric; None: no check.
-    Upstream's per-topic map form keeps its "" or first topic's value."""
-    threshold_metric: str = "SchedulingThroughput"
-    """The metric name of `threshold_metric_selector` (the results' `threshold_metric`)."""
-    threshold_metric_selector: ThresholdMetricSelector = field(
-        default_factory=ThresholdMetricSelector
-    )
-    """The full selector (workload's, else the test case's default, else SchedulingThroughput)."""
-    feature_gates: dict[str, bool] = field(default_factory=dict)
-    """Feature gates as written (test case's merged with the workload's); ignored by kubera."""
-    cluster: ClusterSettings = field(default_factory=ClusterSettings)
-    """The cluster this workload runs on (test case's `cluster:` overridden by the workload's,
-    `$param`s resolved)."""
-    sweep: dict[str, Any] = field(default_factory=dict)
-    """This run's sweep point, e.g. {"schedulers": 2}; {} when not a sweep point."""
-    base_name: str = ""
-    """The workload's name before sweep expansion (== name when not a sweep point)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class TestCase:
-    """One test case: a workload template and the workloads that fill it in."""
-
-    __test__ = False  # not a pytest class
-
-    name: str
-    """The test case's name."""
-    ops: list[TemplateOp]
-    """The `workloadTemplate`, parsed (params not yet substituted; see `plan`)."""
-    workloads: list[Workload]
-    """The workloads, sweeps expanded."""
-    labels: tuple[str, ...] = ()
-    """The test case's labels."""
-    feature_gates: dict[str, bool] = field(default_factory=dict)
-    """Feature gates as written; kept, ignored."""
-    scheduler_config: str | None = None
-    """Text of `schedulerConfigPath`, or None."""
-    scheduler_config_path: str | None = None
-    """Absolute path of `schedulerConfigPath`, or None."""
-    default_pod_template: Template | None = None
-    """`defaultPodTemplatePath`, used by createPods without podTemplatePath."""
-    metrics_collector_config: dict[str, Any] | None = None
-    """`metricsCollectorConfig` as written (kept as data)."""
-    cluster: ClusterSettings = field(default_factory=ClusterSettings)
-    """The test case's own `cluster:` block (before workload overrides)."""
-    index: int = 0
-    """Position in the file's list."""
-    path: str = ""
-    """The experiment file it came from (as given to `load`), for error messages."""
-
-    def workload(self, name: str) -> Workload:
-        """The workload called `name` (a sweep point's full name, or its base name when the
-        sweep has one point); KeyError if none."""
-        for w in self.workloads:
-            if w.name == name:
-                return w
-        raise KeyError(name)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Experiment:
-    """A loaded experiment file."""
-
-    path: str
-    """The file as given to `load`."""
-    test_cases: list[TestCase]
-    """Its test cases, in file order."""
-    warnings: tuple[str, ...] = ()
-    """Things accepted but ignored (feature gates, …), each naming its path."""
-
-    def runs(self, workload: str | None = None) -> list[tuple[TestCase, Workload]]:
-        """Every (test case, workload) pair in file order; with `workload`, those whose
-        workload name, base name or `<test case>/<workload>` equals it."""
-        out = []
-        for tc in self.test_cases:
-            for w in tc.workloads:
-                names = {w.name, w.base_name, f"{tc.name}/{w.name}", f"{tc.name}/{w.base_name}"}
-                if workload is None or workload in names:
-                    out.append((tc, w))
-        return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,10 +111,34 @@ _LEADER_ELECTION = {
     "renewDeadline": Spec("renew_deadline", k_duration),
     "retryPeriod": Spec("retry_period", k_duration),
 }
+
+
+def k_node_template(ctx: Ctx, where: str, value: Any) -> Template:
+    """A kubera NodeTemplate (what `kubera up --node-template` reads), checked as kubera up
+    checks it."""
+    template = k_template(ctx, where, value)
+    if template.data.get("kind") != "NodeTemplate":
+        raise ctx.error(
+            where,
+            f"{template.source}: expected a kubera NodeTemplate (kind: NodeTemplate), got "
+            f"kind {template.data.get('kind')!r} (a Node object belongs in createNodes."
+            "nodeTemplatePath)",
+        )
+    from services.api.stages import TemplateError
+    from services.kubelet import EvictionConfig, load_template
+
+    try:
+        for kind in load_template(template.text).kinds:
+            EvictionConfig.from_dict(kind.eviction)
+    except (TemplateError, ValueError) as e:
+        raise ctx.error(where, f"{template.source}: {e}") from None
+    return template
+
+
 #: The `cluster:` block. `$param` values are substituted before these readers run.
 _CLUSTER = {
     "hollowNodes": Spec("hollow_nodes", k_bool),
-    "nodeTemplatePath": Spec("node_template", k_template),
+    "nodeTemplatePath": Spec("node_template", k_node_template),
     "schedulers": Spec("schedulers", k_positive_int),
     "schedulerMode": Spec("scheduler_mode", one_of("leader", "shared-state")),
     "controllerManagers": Spec("controller_managers", k_count),
@@ -290,7 +187,7 @@ def load(path: str) -> Experiment:
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yamlload.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else ""
@@ -344,7 +241,7 @@ def _test_case(ctx: Ctx, i: int, raw: Any) -> TestCase:
     )
     # The test case's own cluster block, checked on its own (its $params stay as written).
     tc_cluster = _cluster(
-        ctx, {k: (f"{where}.cluster", x) for k, x in tc_cluster_raw.items()}, None, tc
+        ctx, {k: (f"{where}.cluster.{k}", x) for k, x in tc_cluster_raw.items()}, None, tc
     )
     workloads: list[Workload] = []
     seen: dict[str, str] = {}
@@ -437,7 +334,7 @@ def _workloads(
     selector = selector or tc_selector or ThresholdMetricSelector()
     threshold = _threshold(ctx, f"{where}.threshold", v.get("threshold"))
     points = _sweep_points(ctx, f"{where}.sweep", v.get("sweep"), params)
-    origin = {k: (f"[{tc.index}].cluster", x) for k, x in tc_cluster.items()}
+    origin = {k: (f"[{tc.index}].cluster.{k}", x) for k, x in tc_cluster.items()}
     for k, x in v.get("cluster", {}).items():
         if str(k).lower() == "leaderelection" and isinstance(x, dict):
             base = next(
@@ -446,7 +343,7 @@ def _workloads(
             if isinstance(base, dict):
                 x = {**base, **x}
         origin = {kk: vv for kk, vv in origin.items() if str(kk).lower() != str(k).lower()}
-        origin[k] = (f"{where}.cluster", x)
+        origin[k] = (f"{where}.cluster.{k}", x)
     out = []
     for point in points:
         name = v["name"] + "".join(f"/{k}={_fmt(x)}" for k, x in point.items())
@@ -521,14 +418,15 @@ def _sweep_points(
 def _cluster(
     ctx: Ctx, raw: dict[Any, tuple[str, Any]], params: Params | None, tc: TestCase
 ) -> ClusterSettings:
-    """A `cluster:` block (key → (where it was written, value)) → ClusterSettings.
+    """A `cluster:` block (key → (where it was written: `[0].cluster.schedulers`, value)) →
+    ClusterSettings.
 
     With `params`, `$name` values are substituted first; without, they are only checked to
     be references and the setting keeps its default."""
     values: dict[str, Any] = {}
     by_lower = {n.lower(): n for n in _CLUSTER}
-    for key, (base, value) in raw.items():
-        at = f"{base}.{key}" if not base.endswith(f".{key}") and ".sweep." not in base else base
+    config_where = f"[{tc.index}].schedulerConfigPath"
+    for key, (at, value) in raw.items():
         canon = by_lower.get(str(key).lower())
         if canon is None:
             expected = ", ".join(sorted(_CLUSTER, key=str.lower))
@@ -538,21 +436,23 @@ def _cluster(
             continue
         spec = _CLUSTER[canon]
         values[spec.attr] = spec.kind(ctx, at, value)
+        if canon == "schedulerConfigPath":
+            config_where = at
         if canon == "leaderElection":
             le, _ = read_fields(ctx, at, value, _LEADER_ELECTION)
             values[spec.attr] = _leader_election(ctx, at, le)
     config_path = values.get("scheduler_config_path") or tc.scheduler_config_path
     values["scheduler_config_path"] = config_path
-    values["scheduler_config"] = (
-        _read_text(ctx, "schedulerConfigPath", config_path) if config_path else None
-    )
+    values["scheduler_config"] = _read_text(ctx, config_where, config_path) if config_path else None
     return ClusterSettings(**values)
 
 
 def _substitute(ctx: Ctx, where: str, value: Any, params: Params | None) -> Any:
-    """`$name` → the parameter's value (None while only checking); dicts recursively."""
+    """`$name` → the parameter's value; while only checking (no params), None, and dict
+    entries that are references are left out."""
     if isinstance(value, dict):
-        return {k: _substitute(ctx, f"{where}.{k}", x, params) for k, x in value.items()}
+        out = {k: _substitute(ctx, f"{where}.{k}", x, params) for k, x in value.items()}
+        return {k: x for k, x in out.items() if x is not None}
     if isinstance(value, str) and value.startswith("$"):
         k_param(ctx, where, value)
         return None if params is None else params.raw(where, value)
@@ -572,16 +472,20 @@ def _leader_election(ctx: Ctx, where: str, v: dict[str, Any]) -> LeaderElection:
 
 
 def _read_text(ctx: Ctx, where: str, path: str | None) -> str | None:
+    """A scheduler configuration's text, checked as `kubera up --scheduler-config` checks it."""
     if path is None:
         return None
+    from services.scheduler.config import ConfigError as SchedulerConfigError
+    from services.scheduler.config import load_config
+
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        yaml.safe_load(text)
+        load_config(text)
     except (OSError, UnicodeDecodeError) as e:
         raise ctx.error(where, f"cannot read {path}: {e}") from None
-    except yaml.YAMLError as e:
-        raise ctx.error(where, f"{path}: invalid YAML: {e}".replace("\n", " ")) from None
+    except (SchedulerConfigError, yaml.YAMLError, ValueError) as e:
+        raise ctx.error(where, f"{path}: {e}".replace("\n", " ")) from None
     return text
 
 

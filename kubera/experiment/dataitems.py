@@ -108,8 +108,9 @@ def summarize(
 
 
 def throughput_samples(t: Sequence[float], bound: Sequence[float], window: Window) -> list[float]:
-    """Upstream's throughputCollector over ``window``: ``bound[i]`` pods were bound in the
-    second ending at ``t[i]``; ticks are the ``t[i]`` with ``start < t[i] <= end``."""
+    """Upstream's throughputCollector over ``window``. ``bound[i]`` pods were bound in the
+    second ``[t[i], t[i] + 1)``, so the tick at ``t[i] + 1`` has seen them; the ticks are those
+    with ``start < t[i] + 1 <= end``."""
     samples: list[float] = []
     scheduled = 0.0
     last_count = 0.0
@@ -117,21 +118,22 @@ def throughput_samples(t: Sequence[float], bound: Sequence[float], window: Windo
     started = False
     skipped = 0
     for ti, b in zip(t, bound, strict=False):
-        if ti <= window.start or ti > window.end:
+        tick = ti + 1.0
+        if tick <= window.start or tick > window.end:
             continue
         scheduled += b
         if scheduled == 0:
             continue
         if not started:
-            started, last_count, last_time = True, scheduled, ti
+            started, last_count, last_time = True, scheduled, tick
             continue
         new = scheduled - last_count
         if new == 0:
             skipped += 1
             continue
-        rate = new / (ti - last_time)
+        rate = new / (tick - last_time)
         samples.extend([rate] * (skipped + 1))
-        last_count, last_time, skipped = scheduled, ti, 0
+        last_count, last_time, skipped = scheduled, tick, 0
     return samples
 
 
@@ -382,7 +384,9 @@ def data_items_json(result: ExperimentResult) -> dict[str, Any]:
     out = []
     for item in items:
         labels = {k: item.labels.get(k, NOT_APPLICABLE) for k in all_labels}
-        out.append({"data": item.data, "unit": item.unit, "labels": labels})
+        # JSON has no NaN/Infinity (perfdash's Go decoder rejects them): such buckets are left out
+        data = {k: v for k, v in item.data.items() if math.isfinite(v)}
+        out.append({"data": data, "unit": item.unit, "labels": labels})
     return {"version": VERSION, "dataItems": out}
 
 
@@ -409,14 +413,16 @@ def threshold_verdict(
     run: RunResult, items: Sequence[DataItem], selector: str | Mapping[str, Any] | None = None
 ) -> ThresholdVerdict:
     """Upstream's compareMetricWithThreshold. ``selector`` is upstream's thresholdMetricSelector
-    (``{"name", "labels", "expectLower"}``) or just the metric name (default: the run's)."""
-    sel = run.threshold_metric if selector is None else selector
+    (``{"name", "labels", "expectLower", "dataBucket"}``) or just the metric name; default: the
+    run's ``threshold_selector``, else its ``threshold_metric``."""
+    sel = selector if selector is not None else run.threshold_selector or run.threshold_metric
     if isinstance(sel, str):
-        metric, want_labels, lower = sel, {}, False
+        metric, want_labels, lower, bucket = sel, {}, False, "Average"
     else:
-        metric = str(sel.get("name", THROUGHPUT))
+        metric = str(sel.get("name") or run.threshold_metric or THROUGHPUT)
         want_labels = {str(k): str(v) for k, v in (sel.get("labels") or {}).items()}
         lower = bool(sel.get("expectLower", False))
+        bucket = str(sel.get("dataBucket") or "Average")
     threshold = run.threshold
     if not threshold:
         return ThresholdVerdict(None, metric, threshold, None, "no threshold")
@@ -428,21 +434,22 @@ def threshold_verdict(
     if not matching:
         return ThresholdVerdict(None, metric, threshold, None, f"no {metric} measured")
     for item in matching:
-        avg = item.data.get("Average", math.nan)
-        within = avg < threshold if lower else avg > threshold
+        value = item.data.get(bucket, math.nan)
+        within = value < threshold if lower else value > threshold
         if not within:
             word = "lower" if lower else "higher"
             return ThresholdVerdict(
                 False,
                 metric,
                 threshold,
-                avg,
-                f"{item.labels.get('Name', run.id)}: expected {metric} Average to be {word}: "
-                f"got {avg:f}, want {threshold:f}",
+                value,
+                f"{item.labels.get('Name', run.id)}: expected {metric} {bucket} to be {word}: "
+                f"got {value:f}, want {threshold:f}",
             )
-    avg = matching[0].data.get("Average", math.nan)
+    value = matching[0].data.get(bucket, math.nan)
+    word = "<" if lower else ">"
     return ThresholdVerdict(
-        True, metric, threshold, avg, f"{metric} Average {avg:.1f} vs {threshold:g}"
+        True, metric, threshold, value, f"{metric} {bucket} {value:.1f} {word} {threshold:g}"
     )
 
 
@@ -468,14 +475,20 @@ class RunSummary:
     error: str | None
 
 
+def check_label(run: RunResult) -> str:
+    """The checker's verdict in a word: ``ok``, ``3 violations``, ``-`` (no check op)."""
+    if run.check is None:
+        return "-"
+    if run.check.ok:
+        return "ok"
+    n = len(run.check.violations)
+    return f"{n} violation" if n == 1 else f"{n} violations"
+
+
 def run_summary(run: RunResult, items: Sequence[DataItem] | None = None) -> RunSummary:
     items = run_items(run) if items is None else items
     throughput = next((i.data for i in items if i.metric == THROUGHPUT), {})
-    check = (
-        "-"
-        if run.check is None
-        else ("ok" if run.check.ok else f"{len(run.check.violations)} violations")
-    )
+    check = check_label(run)
     return RunSummary(
         run_id=run.id,
         throughput=throughput,

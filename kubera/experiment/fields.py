@@ -40,7 +40,9 @@ class Ctx:
         )
 
     def warn(self, where: str, message: str) -> None:
-        self.warnings.append(f"{self.file}: {where}: {message}")
+        text = f"{self.file}: {where}: {message}"
+        if text not in self.warnings:  # every workload is planned; say it once
+            self.warnings.append(text)
 
     def resolve(self, path: str) -> str:
         return os.path.normpath(os.path.join(self.base_dir, os.path.expanduser(path)))

@@ -186,8 +186,9 @@ class RunResult:
     """One run: a (test case, workload, sweep point) on a fresh cluster.
 
     ``series`` holds 1-second samples keyed as in results.json: ``t`` (0, 1, 2, …), ``created``,
-    ``bound``, ``running`` (pods per second), ``queue:<name>`` (depth), ``etcd_revisions``
-    (revisions per second), ``cpu:<component>`` (cores), ``rss_mb:<component>``. ``latency``
+    ``bound``, ``running`` (pods in the second ``[t[i], t[i] + 1)``), ``queue:<name>`` (depth
+    at ``t[i]``), ``etcd_revisions`` (revisions per second), ``cpu:<component>`` (cores),
+    ``rss_mb:<component>``. ``latency``
     holds per-pod seconds under ``scheduling`` (create→bound) and ``startup`` (create→Running).
     ``attempts`` maps scheduling attempts to the number of bound pods that needed that many.
     """
@@ -200,6 +201,10 @@ class RunResult:
     sweep: dict[str, Any] = dataclasses.field(default_factory=dict)
     threshold: float | None = None
     threshold_metric: str = "SchedulingThroughput"
+    threshold_selector: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Upstream's full thresholdMetricSelector when it says more than the metric's name:
+    ``{"name", "labels", "expectLower", "dataBucket"}``; {} means ``{"name": threshold_metric}``.
+    In results.json only when non-empty."""
     cluster: dict[str, Any] = dataclasses.field(default_factory=dict)
     t0: float = 0.0
     duration: float = 0.0
@@ -226,7 +231,7 @@ class RunResult:
         return slug(self.id)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id,
             "test_case": self.test_case,
             "workload": self.workload,
@@ -252,6 +257,9 @@ class RunResult:
             "check": None if self.check is None else self.check.to_json(),
             "error": self.error,
         }
+        if self.threshold_selector:
+            out["threshold_selector"] = dict(self.threshold_selector)
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunResult:
@@ -266,6 +274,7 @@ class RunResult:
             sweep=dict(data.get("sweep") or {}),
             threshold=_opt_float(data.get("threshold")),
             threshold_metric=str(data.get("threshold_metric") or "SchedulingThroughput"),
+            threshold_selector=dict(data.get("threshold_selector") or {}),
             cluster=dict(data.get("cluster") or {}),
             t0=float(data.get("t0", 0.0)),
             duration=float(data.get("duration", 0.0)),

@@ -37,8 +37,9 @@ from kubera.experiment.fields import (
     read_fields,
     type_name,
 )
-from kubera.experiment.templates import TemplateError
+from kubera.experiment.templates import Template, TemplateError
 from kubera.experiment.trace import TraceError, read_nodes, read_pods
+from services.api import codec, kinds
 
 
 def _unsupported(what: str):  # type: ignore[no-untyped-def]
@@ -173,10 +174,6 @@ SPECS: dict[str, dict[str, Spec]] = {
     },
 }
 
-#: Placeholders while a required-or-typed field waits for its `$param` (replaced by plan).
-_PLACEHOLDER: dict[str, Any] = {"times": 1}
-
-
 def default_namespace(index: int) -> str:
     return o.DEFAULT_NAMESPACE_FORMAT.format(index=index)
 
@@ -272,9 +269,7 @@ def _build(
     if opcode == "deletePods":
         v.setdefault("namespace", "")
         return o.DeletePods(index=index, **v)
-    for name in refs:
-        attr = SPECS[opcode][name].attr
-        v[attr] = _PLACEHOLDER.get(attr)
+    # kubera's ops: a field given as `$name` keeps its default until `plan` fills it in.
     if opcode == "chaos":
         op: o.TemplateOp = o.Chaos(index=index, param_refs=refs, **v)
         if not refs:
@@ -304,10 +299,13 @@ def check_chaos(ctx: Ctx, where: str, op: o.Chaos) -> None:
 def check_traces(ctx: Ctx, where: str, pod_path: str, node_path: str | None) -> None:
     try:
         read_pods(pod_path)
+    except TraceError as e:
+        raise ctx.error(f"{where}.podTracePath", str(e)) from None
+    try:
         if node_path:
             read_nodes(node_path)
     except TraceError as e:
-        raise ctx.error(where, str(e)) from None
+        raise ctx.error(f"{where}.nodeTracePath", str(e)) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,6 +360,13 @@ class Params:
         return out
 
 
+_TEMPLATE_FIELD = {
+    "node_template": "nodeTemplatePath",
+    "pod_template": "podTemplatePath",
+    "template": "templatePath",
+}
+
+
 def resolve_op(
     ctx: Ctx, where: str, op: o.Op, params: Params, *, index: int, template_index: int
 ) -> o.Op:
@@ -400,18 +405,21 @@ def resolve_op(
         template_index
     ):
         rep["namespace"] = default_namespace(index)
-    if isinstance(op, o.CreateNodes | o.CreatePods | o.CreateAny) and op.template_params:
+    if isinstance(op, o.CreateNodes | o.CreatePods | o.CreateAny):
         tp = params.template_params(where, op.template_params)
         rep["template_params"] = tp
         attr = {"CreateNodes": "node_template", "CreatePods": "pod_template"}.get(
             type(op).__name__, "template"
         )
         template = getattr(op, attr)
-        if template is not None:
+        if template is not None and template.has_actions:
+            # Render once now: a value the template needs and nobody gives fails the load.
             try:
                 rep[attr] = dataclasses.replace(template, data=template.render(0, 1, tp))
             except TemplateError as e:
-                raise ctx.error(where, f"{template.source}: {e}") from None
+                raise ctx.error(
+                    f"{where}.{_TEMPLATE_FIELD[attr]}", f"{template.source}: {e}"
+                ) from None
     if op.param_refs:
         specs = SPECS[op.OPCODE]
         for name, ref in op.param_refs.items():
@@ -421,7 +429,61 @@ def resolve_op(
     out = dataclasses.replace(op, **rep)
     if isinstance(out, o.Chaos):
         check_chaos(ctx, where, out)
-    return out
+    return check_objects(ctx, where, out)
+
+
+def check_objects(ctx: Ctx, where: str, op: o.Op) -> o.Op:
+    """Every template of `op` decodes as the kind it must be, with kubera's codec (type
+    errors fail the load; unknown fields are warnings). Churn leaves out, with a warning,
+    templates of kinds kubera does not serve (upstream churns Services too)."""
+    if isinstance(op, o.CreateNodes) and op.node_template is not None:
+        decode_template(ctx, f"{where}.nodeTemplatePath", op.node_template, "Node")
+    if isinstance(op, o.CreatePods) and op.pod_template is not None:
+        decode_template(ctx, f"{where}.podTemplatePath", op.pod_template, "Pod")
+    if isinstance(op, o.CreateNamespaces) and op.namespace_template is not None:
+        decode_template(ctx, f"{where}.namespaceTemplatePath", op.namespace_template, "Namespace")
+    if isinstance(op, o.CreateAny):
+        decode_template(ctx, f"{where}.templatePath", op.template, None)
+    if isinstance(op, o.Churn):
+        kept = tuple(
+            t
+            for i, t in enumerate(op.templates)
+            if decode_template(ctx, f"{where}.templatePaths[{i}]", t, None, optional=True)
+        )
+        if not kept:
+            raise ctx.error(f"{where}.templatePaths", "no template of a kind kubera serves")
+        if len(kept) != len(op.templates):
+            op = dataclasses.replace(op, templates=kept)
+    return op
+
+
+def decode_template(
+    ctx: Ctx, where: str, template: Template, kind: str | None, *, optional: bool = False
+) -> bool:
+    """Decode the template's preview as kubera will decode each object; False when
+    `optional` and kubera does not serve its kind."""
+    doc = dict(template.data)
+    if kind:  # the runner defaults them the same way
+        doc.setdefault("apiVersion", "v1")
+        doc.setdefault("kind", kind)
+    api_version, kind_name = doc.get("apiVersion"), doc.get("kind")
+    if isinstance(api_version, str) and isinstance(kind_name, str):
+        try:
+            kinds.for_manifest(api_version, kind_name)
+        except kinds.UnknownKindError as e:
+            if not optional:
+                raise ctx.error(where, f"{template.source}: not supported by kubera: {e}") from None
+            ctx.warn(where, f"{template.source}: left out, kubera does not serve it: {e}")
+            return False
+    try:
+        decoded = codec.decode(doc, validate="warn")
+    except codec.DecodeError as e:
+        raise ctx.error(where, f"{template.source}: {e}".replace("\n", " ")) from None
+    if kind and decoded.kind.kind != kind:
+        raise ctx.error(where, f"{template.source}: expected a {kind}, got a {decoded.kind.kind}")
+    for path in decoded.unknown_fields:
+        ctx.warn(where, f'{template.source}: unknown field "{path}" (kubera ignores it)')
+    return True
 
 
 def unroll(

@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from matplotlib.axes import Axes
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
 from kubera.experiment.dataitems import run_summary
 from kubera.experiment.model import ExperimentResult, RunResult, finite, slug
@@ -69,10 +71,48 @@ def _short(run: RunResult) -> str:
     return run.id if len(run.id) <= 48 else run.id[:45] + "..."
 
 
-def _fault_marks(ax: Axes, run: RunResult, *, labels: bool = True) -> list[Any]:
-    """Vertical lines at faults (and shaded pause/partition intervals); legend handles."""
-    kinds: list[str] = []
+def _ink(background: str) -> str:
+    """Text colour readable on ``background``: white on dark, near-black on light."""
+    r, g, b = to_rgb(background)
+    return "#1a1a1a" if 0.299 * r + 0.587 * g + 0.114 * b > 0.6 else "white"
+
+
+def _span(run: RunResult) -> float:
+    """The time axis' extent: the run's duration or its last sample, whichever is later."""
+    return max(run.duration, max(run.series.get("t", [0.0]) or [0.0]), 1.0)
+
+
+def _label_levels(run: RunResult) -> list[int]:
+    """A row above the axes for each fault's label, so that close faults do not overprint:
+    each label takes the lowest row where it clears the previous label (width estimated
+    from its length on a ~4.3 in wide axis, 6 pt text)."""
+    per_char = 6 * 0.6 / 72 * _span(run) / 4.3
+    row_end: list[float] = []
+    levels = []
     for f in run.faults:
+        half = len(f.kind) * per_char / 2 + per_char
+        for level, end in enumerate(row_end):
+            if f.t - half > end:
+                row_end[level] = f.t + half
+                levels.append(level)
+                break
+        else:
+            row_end.append(f.t + half)
+            levels.append(len(row_end) - 1)
+    return levels
+
+
+def _title(ax: Axes, text: str, run: RunResult) -> None:
+    """The plot's title, above however many rows of fault labels there are."""
+    rows = max(_label_levels(run), default=-1) + 1
+    ax.set_title(text, fontsize=10, pad=4 + 8 * rows)
+
+
+def _fault_marks(ax: Axes, run: RunResult, *, labels: bool = True) -> list[Any]:
+    """Vertical lines at faults (and shaded pause/partition intervals), each labelled with its
+    kind above the axes; returns the legend handles (one per kind)."""
+    kinds: list[str] = []
+    for f, level in zip(run.faults, _label_levels(run), strict=True):
         colour = FAULT_COLOURS.get(f.kind, "#7f7f7f")
         ax.axvline(f.t, color=colour, linestyle="--", linewidth=1.0, alpha=0.9)
         if f.kind in INTERVAL_KINDS and f.duration:
@@ -82,7 +122,7 @@ def _fault_marks(ax: Axes, run: RunResult, *, labels: bool = True) -> list[Any]:
                 f.kind,
                 xy=(f.t, 1.0),
                 xycoords=("data", "axes fraction"),
-                xytext=(0, 1.5),
+                xytext=(0, 1.5 + 8 * level),
                 textcoords="offset points",
                 va="bottom",
                 ha="center",
@@ -135,9 +175,7 @@ def _legend_right(ax: Axes, handles: list[Any], title: str | None = None) -> Non
 
 def _time_axis(ax: Axes, run: RunResult) -> None:
     ax.set_xlabel("time since start (s)")
-    end = max(run.duration, max(run.series.get("t", [0.0]) or [0.0]))
-    if end > 0:
-        ax.set_xlim(0, end)
+    ax.set_xlim(0, _span(run))
     ax.grid(True, alpha=0.3, linewidth=0.5)
 
 
@@ -160,7 +198,7 @@ def plot_throughput(run: RunResult, path: Path) -> Path | None:
     handles: list[Any] = []
     for key, label in keys:
         (line,) = ax.plot(
-            *_xy(t, run.series[key]), label=label, drawstyle="steps-pre", **styles[key]
+            *_xy(t, run.series[key]), label=label, drawstyle="steps-post", **styles[key]
         )
         handles.append(line)
     handles += _windows(ax, run)
@@ -168,7 +206,7 @@ def plot_throughput(run: RunResult, path: Path) -> Path | None:
     ax.set_ylabel("pods per second")
     ax.set_ylim(bottom=0)
     _time_axis(ax, run)
-    ax.set_title(f"Pod throughput: {_short(run)}", fontsize=10, pad=10)
+    _title(ax, f"Pod throughput: {_short(run)}", run)
     _legend_right(ax, handles)
     return _save(fig, path)
 
@@ -211,6 +249,7 @@ def plot_latency(run: RunResult, path: Path) -> Path | None:
     ax.axhline(0.5, color="#999999", linewidth=0.6, linestyle=":")
     ax.axhline(0.99, color="#999999", linewidth=0.6, linestyle=":")
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
     ax.set_xlabel("latency (ms, log scale)")
     ax.set_ylabel("fraction of pods")
     ax.set_ylim(0, 1.02)
@@ -244,7 +283,7 @@ def plot_queues(run: RunResult, path: Path) -> Path | None:
     ax.set_ylabel("pending pods")
     ax.set_ylim(bottom=0)
     _time_axis(ax, run)
-    ax.set_title(f"Scheduling queue depth: {_short(run)}", fontsize=10, pad=10)
+    _title(ax, f"Scheduling queue depth: {_short(run)}", run)
     _legend_right(ax, handles, title="queue")
     return _save(fig, path)
 
@@ -256,8 +295,7 @@ def plot_leaders(run: RunResult, path: Path) -> Path | None:
     identities = sorted({term.identity for term in run.leaders})
     colour = {ident: HOLDERS[i % len(HOLDERS)] for i, ident in enumerate(identities)}
     end = max([run.duration] + [t.end or t.start for t in run.leaders] + [f.t for f in run.faults])
-    height = max(2.2, 1.0 + 0.55 * len(components))
-    fig = _figure((SIZE[0], min(height, SIZE[1])))
+    fig = _figure()
     ax = fig.add_subplot()
     for row, component in enumerate(components):
         for term in (t for t in run.leaders if t.component == component):
@@ -270,7 +308,8 @@ def plot_leaders(run: RunResult, path: Path) -> Path | None:
                 linewidth=0.5,
             )
             width = stop - term.start
-            if end > 0 and width / end > 0.12:
+            text_width = len(term.identity) * 6.5 * 0.6 / 72 * end / 4.0
+            if end > 0 and width > 1.15 * text_width:
                 ax.text(
                     term.start + width / 2,
                     row,
@@ -278,17 +317,17 @@ def plot_leaders(run: RunResult, path: Path) -> Path | None:
                     ha="center",
                     va="center",
                     fontsize=6.5,
-                    color="white",
+                    color=_ink(colour[term.identity]),
                     clip_on=True,
                 )
     handles: list[Any] = [Patch(color=colour[i], label=i) for i in identities[:10]]
-    handles += _fault_marks(ax, run, labels=False)
+    handles += _fault_marks(ax, run)
     ax.set_yticks(range(len(components)), labels=components, fontsize=8)
     ax.set_ylim(-0.6, len(components) - 0.4)
     ax.set_xlabel("time since start (s)")
     ax.set_xlim(0, end if end > 0 else 1)
     ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)
-    ax.set_title(f"Leader terms: {_short(run)}", fontsize=10, pad=10)
+    _title(ax, f"Leader terms: {_short(run)}", run)
     ax.legend(
         handles=handles,
         fontsize=6.5,
@@ -324,7 +363,7 @@ def plot_cpu(run: RunResult, path: Path) -> Path | None:
     ax.set_ylabel("CPU (cores)" if smooth == 1 else f"CPU (cores, {smooth} s mean)")
     ax.set_ylim(bottom=0)
     _time_axis(ax, run)
-    ax.set_title(f"CPU per component: {_short(run)}", fontsize=10, pad=10)
+    _title(ax, f"CPU per component: {_short(run)}", run)
     _legend_right(ax, handles)
     return _save(fig, path)
 
@@ -362,6 +401,7 @@ RUN_PLOTS = {
 def plot_run(run: RunResult, directory: Path, stem: str | None = None) -> dict[str, Path]:
     """Every plot of a run that has data, as ``kind → path``."""
     stem = stem or run.slug
+    directory.mkdir(parents=True, exist_ok=True)
     out: dict[str, Path] = {}
     for kind, draw in RUN_PLOTS.items():
         path = draw(run, directory / f"{stem}-{kind}.png")
@@ -376,7 +416,15 @@ def sweep_groups(result: ExperimentResult) -> dict[tuple[str, str], list[RunResu
     for run in result.runs:
         if run.sweep:
             groups.setdefault((run.test_case, run.workload), []).append(run)
-    return {k: v for k, v in groups.items() if len(v) >= 2}
+    return {k: sorted(v, key=_sweep_key) for k, v in groups.items() if len(v) >= 2}
+
+
+def _sweep_key(run: RunResult) -> tuple[tuple[int, float, str], ...]:
+    """Sweep points in order: numbers by value (before text), text alphabetically."""
+    return tuple(
+        (0, float(v), "") if isinstance(v, int | float) else (1, 0.0, str(v))
+        for v in run.sweep.values()
+    )
 
 
 def sweep_label(run: RunResult) -> str:

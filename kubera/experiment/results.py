@@ -19,7 +19,7 @@ import json
 import os
 from pathlib import Path
 
-from kubera.experiment import dataitems, plots
+from kubera.experiment import dataitems, plots, report
 from kubera.experiment.model import (
     VERSION,
     CheckVerdict,
@@ -118,5 +118,5 @@ def write(directory: str | os.PathLike[str], result: ExperimentResult) -> Path:
     series_dir.mkdir(exist_ok=True)
     for run in result.runs:
         write_series(series_dir / f"{names[run.id]}.csv", run)
-    plots.plot_experiment(result, out / "plots", names)
-    return out / REPORT
+    figures = plots.plot_experiment(result, out / "plots", names)
+    return report.write_report(out / REPORT, result, figures)

@@ -26,9 +26,15 @@ from typing import Any
 
 import yaml
 
+from services.api import yamlload
+
 
 class TemplateError(ValueError):
     """A template that does not parse, render or decode; the message says why."""
+
+
+class MissingValue(TemplateError):
+    """A `.Name` the environment does not define (a template param not given yet)."""
 
 
 _ACTION = re.compile(r"\{\{(-\s)?(.*?)(\s-)?\}\}", re.S)
@@ -142,7 +148,7 @@ def _eval(term: Any, env: Mapping[str, Any]) -> Any:
         value: Any = env
         for part in term[1:].split("."):
             if not isinstance(value, Mapping) or part not in value:
-                raise TemplateError(f"no value for {term}")
+                raise MissingValue(f"no value for {term}")
             value = value[part]
         return value
     if term.startswith('"'):
@@ -155,10 +161,11 @@ def _eval(term: Any, env: Mapping[str, Any]) -> Any:
 
 
 def _format(value: Any) -> str:
+    """As Go's fmt %v prints it: true/false, 2.0 as 2, shortest float otherwise."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(value)  # Go prints 2.0 as 2; keep Python's for floats only from Float funcs
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
     return str(value)
 
 
@@ -199,11 +206,11 @@ class Template:
     """Absolute path of the file."""
     source: str
     """The path as the config file wrote it (relative to the config file)."""
-    text: str
+    text: str = field(repr=False)
     """The file's contents, actions included."""
-    data: dict[str, Any] = field(default_factory=dict)
-    """The object rendered for index 0 of 1 with the given params: a preview and the object
-    itself for templates without actions."""
+    data: dict[str, Any] = field(default_factory=dict, repr=False)
+    """The object rendered for index 0 of 1 (with the op's template params once planned): a
+    preview, and the object itself for templates without actions."""
 
     @property
     def has_actions(self) -> bool:
@@ -222,7 +229,7 @@ class Template:
 def decode(text: str, source: str) -> dict[str, Any]:
     """YAML text → one object (a mapping)."""
     try:
-        data = yaml.safe_load(text)
+        data = yamlload.safe_load(text)
     except yaml.YAMLError as e:
         raise TemplateError(f"invalid YAML: {e}".replace("\n", " ")) from e
     if not isinstance(data, dict):
@@ -244,5 +251,8 @@ def read_template(path: str, source: str, params: Mapping[str, Any] | None = Non
         text = f.read()
     validate_text(text)
     env = {**(params or {}), "Index": 0, "Count": 1}
-    data = decode(render_text(text, env) if "{{" in text else text, source)
+    try:
+        data = decode(render_text(text, env) if "{{" in text else text, source)
+    except MissingValue:
+        data = {}  # uses template params: previewed once they are known (config.plan)
     return Template(path=path, source=source, text=text, data=data)

@@ -121,11 +121,12 @@ class TracePod:
                 {
                     "name": "main",
                     "image": PAUSE_IMAGE,
-                    # Extended resources must have limits equal to requests.
-                    "resources": {"requests": requests, "limits": dict(extended)},
+                    "resources": {"requests": requests},
                 }
             ]
         }
+        if extended:  # extended resources must have limits equal to their requests
+            spec["containers"][0]["resources"]["limits"] = extended
         if self.gpu_spec:
             spec["affinity"] = {
                 "nodeAffinity": {

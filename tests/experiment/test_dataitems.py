@@ -3,6 +3,7 @@ difference of two snapshots, kubera's own items and upstream's threshold rule.""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -32,14 +33,14 @@ def by_metric(items: list[di.DataItem], metric: str) -> list[di.DataItem]:
 def test_throughput_samples_follow_the_upstream_collector(
     bound: list[float], expected: list[float]
 ) -> None:
-    t = [float(i + 1) for i in range(len(bound))]
+    t = [float(i) for i in range(len(bound))]  # bound[i]: pods bound in [i, i + 1)
     assert di.throughput_samples(t, bound, Window(start=0.0, end=100.0)) == expected
 
 
 def test_throughput_samples_only_inside_the_window() -> None:
     t = [float(i) for i in range(10)]
     bound = [100.0] * 10
-    # ticks 3..6 inside (2, 6]: baseline at 3, samples at 4, 5, 6.
+    # ticks 3..6 inside (2, 6] see seconds [2, 3) .. [5, 6): a baseline, then 3 samples.
     assert di.throughput_samples(t, bound, Window(start=2.0, end=6.0)) == [100.0] * 3
 
 
@@ -208,3 +209,40 @@ def test_summary_table_has_a_row_per_run() -> None:
     assert list(table.columns[0].cells) == ["SchedulingBasic/500Nodes", "X/y"]
     assert list(table.columns[9].cells) == ["pass (vs 5)", "FAIL (vs 100)"]
     assert list(table.columns[1].cells) == ["10.0", "10.0"]
+
+
+def test_the_runs_own_selector_is_used() -> None:
+    run = make_run(
+        threshold=20.0,
+        threshold_selector={
+            "name": "SchedulingThroughput",
+            "expectLower": True,
+            "dataBucket": "Perc99",
+        },
+    )
+    verdict = di.threshold_verdict(run, di.run_items(run))
+    assert verdict.ok is True and verdict.value == 10.0
+    run.threshold = 5.0
+    verdict = di.threshold_verdict(run, di.run_items(run))
+    assert verdict.ok is False
+    assert "expected SchedulingThroughput Perc99 to be lower: got 10.000000" in verdict.message
+
+
+def test_data_items_json_is_strict_json() -> None:
+    # a histogram with only the +Inf bucket has no quantiles (NaN): they are left out
+    only_inf = (
+        "# TYPE scheduler_pod_scheduling_sli_duration_seconds histogram\n"
+        'scheduler_pod_scheduling_sli_duration_seconds_bucket{le="+Inf"} 4.0\n'
+        "scheduler_pod_scheduling_sli_duration_seconds_count 4.0\n"
+        "scheduler_pod_scheduling_sli_duration_seconds_sum 2.0\n"
+    )
+    run = make_run(scheduler_metrics=MetricsSnapshots(start="", end=only_inf))
+    run.latency["scheduling"] = [float("nan"), 0.5]
+    doc = di.data_items_json(make_experiment(run))
+    json.dumps(doc, allow_nan=False)
+    (sli,) = [
+        i
+        for i in doc["dataItems"]
+        if i["labels"]["Metric"] == "scheduler_pod_scheduling_sli_duration_seconds"
+    ]
+    assert sli["data"] == {"Average": 500.0}

@@ -35,6 +35,12 @@ def test_json_follows_the_schema_names() -> None:
     assert make_experiment().to_json()["version"] == VERSION
 
 
+def test_a_threshold_selector_round_trips_and_is_omitted_when_empty() -> None:
+    assert "threshold_selector" not in make_run().to_json()
+    run = make_run(threshold_selector={"name": "X", "labels": {"a": "b"}, "expectLower": True})
+    assert RunResult.from_json(json.loads(json.dumps(run.to_json()))) == run
+
+
 def test_a_minimal_run_reads_with_defaults() -> None:
     run = RunResult.from_json({"id": "A/b", "test_case": "A", "workload": "b"})
     assert run.threshold_metric == "SchedulingThroughput"
