@@ -123,10 +123,6 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    import importlib
+    from kubera.experiment import compare
 
-    try:
-        compare = importlib.import_module("kubera.experiment.compare")
-    except ImportError:
-        raise CliError("experiment compare is not available in this build") from None
-    return int(compare.main(args.dirs, output=args.output) or 0)
+    return compare.main(args.dirs, output=args.output)

@@ -28,6 +28,7 @@ from kubera.errors import CliError
 from kubera.experiment import ops as o
 from kubera.experiment.collect import Collector
 from kubera.experiment.model import CheckVerdict, Fault, MetricsSnapshots, Phase, Window
+from kubera.experiment.replay import ReplayError, replay
 from kubera.experiment.results import RunResult
 from kubera.launch.context import Context
 from services.api import codec
@@ -481,10 +482,15 @@ class OpExecutor:
         )
 
     async def op_traceReplay(self, op: o.TraceReplay) -> None:
-        from kubera.experiment.replay import replay
-
         await self._ensure_namespace(op.namespace)
-        await replay(op, self)
+
+        async def create(docs: list[dict[str, Any]]) -> None:
+            await self.create([to_message(d) for d in docs])
+
+        try:
+            await replay(op, create, self.delete_pod_named)
+        except ReplayError as e:
+            raise OpError(str(e)) from None
 
 
 def _ready(node: Any) -> bool:

@@ -15,13 +15,21 @@ from __future__ import annotations
 import asyncio
 import heapq
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from kubera.experiment import trace
 from kubera.experiment.ops import TraceReplay
 
-if TYPE_CHECKING:
-    from kubera.experiment.opexec import OpExecutor
+#: Creates objects from their documents (the executor's batched create).
+Create = Callable[[list[dict[str, Any]]], Awaitable[object]]
+#: Deletes a pod by namespace and name.
+DeletePod = Callable[[str, str], Awaitable[None]]
+
+
+class ReplayError(ValueError):
+    """A trace that cannot be read; the message names file and line."""
+
 
 #: The shortest pause of the replay loop (seconds).
 TICK = 0.05
@@ -35,18 +43,16 @@ def plan_ticks(events: list[trace.ReplayEvent], now: float) -> tuple[list[Any], 
     return events[:i], events[i:]
 
 
-async def replay(op: TraceReplay, ex: OpExecutor) -> None:
-    from kubera.experiment.opexec import OpError, to_message
-
+async def replay(op: TraceReplay, create: Create, delete_pod: DeletePod) -> None:
     try:
         pods = trace.read_pods(op.pod_trace_path)
         nodes = trace.read_nodes(op.node_trace_path) if op.node_trace_path else []
         events = trace.schedule(pods, time_scale=op.time_scale, limit=op.limit)
     except (trace.TraceError, OSError, ValueError) as e:
-        raise OpError(f"{op.phase}: {e}") from None
+        raise ReplayError(f"{op.phase}: {e}") from None
     gpu = op.gpu_resource_name
     if nodes:
-        await ex.create([to_message(n.to_node(gpu_resource_name=gpu)) for n in nodes])
+        await create([n.to_node(gpu_resource_name=gpu) for n in nodes])
     start = time.monotonic()
     deletes: list[tuple[float, str]] = []  # (due, pod name), a heap
     pending = list(events)
@@ -55,7 +61,7 @@ async def replay(op: TraceReplay, ex: OpExecutor) -> None:
         due, pending = plan_ticks(pending, now)
         if due:
             docs = [ev.pod.to_pod(op.namespace, gpu_resource_name=gpu) for ev in due]
-            await ex.create([to_message(d) for d in docs])
+            await create(docs)
             for ev in due:
                 if ev.delete_at is not None:
                     heapq.heappush(deletes, (ev.delete_at, ev.pod.name))
@@ -63,7 +69,7 @@ async def replay(op: TraceReplay, ex: OpExecutor) -> None:
         while deletes and deletes[0][0] <= now:
             gone.append(heapq.heappop(deletes)[1])
         if gone:
-            await asyncio.gather(*(ex.delete_pod_named(op.namespace, name) for name in gone))
+            await asyncio.gather(*(delete_pod(op.namespace, name) for name in gone))
         upcoming = ([pending[0].create_at] if pending else []) + (
             [deletes[0][0]] if deletes else []
         )
