@@ -32,7 +32,7 @@ from kubera.experiment.replay import ReplayError, replay
 from kubera.experiment.results import RunResult
 from kubera.launch.context import Context
 from services.api import codec
-from services.api.errors import AlreadyExistsError, ApiError, NotFoundError
+from services.api.errors import AlreadyExistsError, ApiError, NotFoundError, UnavailableError
 from services.api.kinds import BY_KIND, kind_of
 from services.chaos import check_history, wait_settled
 from services.client import Client
@@ -41,6 +41,8 @@ from services.storage.etcd import EtcdStorage
 #: Objects per batch_create call (the apiserver splits further by its own caps).
 CHUNK = 500
 POLL = 0.1
+#: Times an object named by generateName is sent again after a name collision.
+GENERATE_NAME_RETRIES = 5
 
 #: chaos actions → the fault kind recorded in results.
 FAULT_KIND = {
@@ -192,20 +194,44 @@ class OpExecutor:
         self.namespaces.add(name)
 
     async def create(self, objs: list[Message]) -> list[Message]:
-        """Create `objs` in batches; pods are stamped as sent on the collector's clock."""
+        """Create `objs` in batches; pods are stamped as sent on the collector's clock.
+
+        An object named by generateName whose random name was taken is sent again (the
+        apiserver answers AlreadyExists, as Kubernetes does, and upstream's clients retry);
+        a batch refused as unavailable (the apiserver restarting under chaos) is sent again
+        until the op's timeout. Any other error fails the op."""
         out: list[Message] = []
         for i in range(0, len(objs), CHUNK):
             chunk = objs[i : i + CHUNK]
-            t = self.now()
-            res = await self.client.batch_create(chunk)
-            bad = [r.error for r in res if r.error is not None]
-            if bad:
-                raise OpError(f"create failed: {bad[0]}")
-            created = [r.object for r in res if r.object is not None]
-            if created and isinstance(created[0], BY_KIND["Pod"].message):
-                self.collector.pods.sent((_key(p) for p in created), t)
-            out.extend(created)
+            for attempt in range(GENERATE_NAME_RETRIES + 1):
+                t = self.now()
+                res = await self._batch(chunk)
+                created = [r.object for r in res if r.object is not None]
+                if created and isinstance(created[0], BY_KIND["Pod"].message):
+                    self.collector.pods.sent((_key(p) for p in created), t)
+                out.extend(created)
+                retry = [
+                    obj
+                    for obj, r in zip(chunk, res, strict=True)
+                    if isinstance(r.error, AlreadyExistsError) and _generated(obj)
+                ]
+                bad = [r.error for r in res if r.error is not None]
+                if len(bad) > len(retry) or (retry and attempt == GENERATE_NAME_RETRIES):
+                    raise OpError(f"create failed: {bad[0]}")
+                if not retry:
+                    break
+                chunk = retry
         return out
+
+    async def _batch(self, chunk: list[Message]) -> list[Any]:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return await self.client.batch_create(chunk)
+            except UnavailableError:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.2)
 
     async def _open_window(self, name: str) -> None:
         self.window = (round(self.now(), 3), name)
@@ -491,6 +517,12 @@ class OpExecutor:
             await replay(op, create, self.delete_pod_named)
         except ReplayError as e:
             raise OpError(str(e)) from None
+
+
+def _generated(obj: Message) -> bool:
+    """Whether the apiserver named `obj` (generateName, no name of its own)."""
+    m = obj.metadata  # type: ignore[attr-defined]
+    return bool(m.generate_name) and not m.name
 
 
 def _ready(node: Any) -> bool:

@@ -267,3 +267,23 @@ async def test_trace_replay_creates_and_deletes_on_the_scaled_trace_clock(
     # deletions at (100.4 - 100) / 2 and (100.8 - 100) / 2 seconds; p-1 is never deleted
     assert api.deleted == ["trace/p-0", "trace/p-2"]
     assert 0.35 <= took < 2.0
+
+
+async def test_a_generated_name_taken_is_sent_again() -> None:
+    from services.api.errors import AlreadyExistsError
+
+    ex, api = executor()
+    real = api.batch_create
+    collided: list[int] = []
+
+    async def once_colliding(objs: list[Any]) -> list[BatchResult]:
+        if not collided:
+            collided.append(len(objs))
+            rest = objs[1:]
+            return [BatchResult(None, AlreadyExistsError("taken")), *await real(rest)]
+        return await real(objs)
+
+    api.batch_create = once_colliding  # type: ignore[method-assign]
+    await ex.run(o.CreatePods(index=0, count=4, namespace="ns"))
+    pods = [p for p in api.created if type(p).__name__ == "Pod"]
+    assert len(pods) == 4 and len({p.metadata.name for p in pods}) == 4
