@@ -66,6 +66,7 @@ QUEUES = ("active", "backoff", "unschedulable")
 SCRAPED = ("scheduler_", "kubera_scheduler_shared_state_")
 ATTEMPTS = "scheduler_pod_scheduling_attempts_bucket"
 CALL_TIMEOUT = 2.0
+STOP_TIMEOUT = 5.0
 
 
 def scrape(address: str, timeout: float = CALL_TIMEOUT) -> str:
@@ -117,6 +118,7 @@ class Collector:
         self._storage: EtcdStorage | None = None
         self.leader_metrics = ""  # the scheduler leader's (else any replica's) address
         self.errors: dict[str, str] = {}  # the last error of each loop, for the report
+        self._stopping = False
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -134,19 +136,21 @@ class Collector:
 
     async def stop(self) -> None:
         """Every loop stops, then one last sample: the counters' final values and the
-        row of the run's last (partial) second."""
+        row of the run's last (partial) second. Bounded: grpc.aio can turn a cancellation
+        into a CANCELLED RPC error, so the loops also check `_stopping`, and nothing here
+        waits more than a few seconds."""
+        self._stopping = True
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._tasks:
+            await asyncio.wait(self._tasks, timeout=STOP_TIMEOUT)
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.sample(), 5)
+                await asyncio.wait_for(self.sample(), STOP_TIMEOUT)
         self._tasks = []
-        if self._client is not None:
-            await self._client.close()
-        if self._storage is not None:
-            with contextlib.suppress(Exception):
-                await self._storage.close()
+        for closing in (self._client, self._storage):
+            if closing is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(closing.close(), STOP_TIMEOUT)
 
     def sent(self, keys: Iterable[str]) -> None:
         """The runner sends creates of these pods (namespace/name) now."""
@@ -157,7 +161,7 @@ class Collector:
     async def _watch_pods(self) -> None:
         assert self._client is not None
         pods = BY_KIND["Pod"]
-        while True:
+        while not self._stopping:
             try:
                 items, rv = await self._client.list(pods)
                 t = self.now()
@@ -169,6 +173,8 @@ class Collector:
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - behind, or the apiserver restarting: list again
+                if self._stopping:
+                    return
                 self.errors["pods"] = str(e)
                 await asyncio.sleep(0.2)
 
@@ -180,7 +186,7 @@ class Collector:
 
     async def _poll_elections(self) -> None:
         assert self._storage is not None
-        while True:
+        while not self._stopping:
             try:
                 kvs, _ = await asyncio.wait_for(self._storage.list(ELECTION_PREFIX), CALL_TIMEOUT)
                 t = self.now()
@@ -196,6 +202,8 @@ class Collector:
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - etcd restarting: the next poll sees it
+                if self._stopping:
+                    return
                 self.errors["elections"] = str(e)
             await asyncio.sleep(0.25)
 
@@ -203,12 +211,14 @@ class Collector:
 
     async def _sample_loop(self) -> None:
         next_at = time.monotonic()
-        while True:
+        while not self._stopping:
             try:
                 await asyncio.wait_for(self.sample(), 5 * self.period)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - a lost sample, not a lost run
+                if self._stopping:
+                    return
                 self.errors["samples"] = str(e)
             next_at += self.period
             await asyncio.sleep(max(0.0, next_at - time.monotonic()))

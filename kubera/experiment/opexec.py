@@ -143,6 +143,7 @@ class OpExecutor:
         self.nodes_expected = 0  # hollow mode: nodes createNodes asked for so far
         self.namespaces: set[str] = set()
         self.background: list[asyncio.Task[None]] = []
+        self.stopping = False
         self.faults: list[asyncio.Task[None]] = []
         self.window: tuple[float, str] | None = None
         self.snapshots: list[str] = []
@@ -170,11 +171,18 @@ class OpExecutor:
         """The workload's end: every fault finishes, background work (churn) stops, an open
         measurement window closes."""
         await self._faults_done()
-        for task in self.background:
-            task.cancel()
-        await asyncio.gather(*self.background, return_exceptions=True)
+        await self.stop_background()
         if self.window is not None:
             await self._close_window()
+
+    async def stop_background(self) -> None:
+        """Churn stops (bounded: grpc.aio may turn the cancellation into an RPC error the
+        loop sees, so it also checks `stopping`)."""
+        self.stopping = True
+        for task in self.background:
+            task.cancel()
+        if self.background:
+            await asyncio.wait(self.background, timeout=10)
 
     # ------------------------------------------------------------- helpers
 
@@ -355,7 +363,7 @@ class OpExecutor:
         interval = op.interval_milliseconds / 1000
         made: list[Message] = []
         rounds = 0
-        while True:
+        while not self.stopping:
             deleting = op.mode == "recreate" and (rounds // max(1, op.number)) % 2 == 1
             if op.mode == "create" and op.number and rounds >= op.number:
                 return

@@ -265,9 +265,9 @@ class Runner:
 
 async def _cancel_background(executor: OpExecutor) -> None:
     """After a failed op: stop churn, let paused processes get their SIGCONT."""
-    for task in executor.background:
-        task.cancel()
-    await asyncio.gather(*executor.background, *executor.faults, return_exceptions=True)
+    await executor.stop_background()
+    if executor.faults:
+        await asyncio.wait(executor.faults, timeout=30)
 
 
 def finish(
