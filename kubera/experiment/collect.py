@@ -145,6 +145,8 @@ class Collector:
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=STOP_TIMEOUT)
             with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._relist(), STOP_TIMEOUT)
+            with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.sample(), STOP_TIMEOUT)
         self._tasks = []
         for closing in (self._client, self._storage):
@@ -177,6 +179,16 @@ class Collector:
                     return
                 self.errors["pods"] = str(e)
                 await asyncio.sleep(0.2)
+
+    async def _relist(self) -> None:
+        """One list at the end: binds and Running the watch had not delivered yet (it may
+        lag the apiserver by a second or more under load) are stamped now, so every pod
+        bound in the run has its latency (an upper bound for those few)."""
+        assert self._client is not None
+        items, _ = await self._client.list(BY_KIND["Pod"])
+        t = self.now()
+        for p in items:
+            self._observe(p, t)
 
     def _observe(self, pod: Any, t: float) -> None:
         m = pod.metadata

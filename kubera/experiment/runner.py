@@ -255,6 +255,8 @@ class Runner:
             await asyncio.gather(ticker, return_exceptions=True)
             await collector.stop()
             await client.close()
+            for loop, error in collector.errors.items():
+                self.progress.say(f"collector ({loop}): last error: {error}")
             finish(run, collector, time.monotonic() - t0, executor.binds_by_holder)
 
     async def _tick(self, collector: Collector, run: RunResult) -> None:
