@@ -287,3 +287,20 @@ async def test_a_generated_name_taken_is_sent_again() -> None:
     await ex.run(o.CreatePods(index=0, count=4, namespace="ns"))
     pods = [p for p in api.created if type(p).__name__ == "Pod"]
     assert len(pods) == 4 and len({p.metadata.name for p in pods}) == 4
+
+
+def test_an_unknown_workload_is_refused_before_any_cluster(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kubera.cli.main import main
+
+    path = tmp_path / "x.yaml"
+    path.write_text(
+        "- name: T\n  workloadTemplate:\n  - opcode: createPods\n    count: 1\n"
+        "    collectMetrics: true\n  workloads:\n  - name: w\n"
+    )
+    out = tmp_path / "out"
+    code = main(["experiment", "run", str(path), "--workload", "nope", "--output", str(out)])
+    assert code == 2
+    assert "no workload 'nope' (there are: T/w)" in capsys.readouterr().err
+    assert not out.exists()
