@@ -241,7 +241,7 @@ def _test_case(ctx: Ctx, i: int, raw: Any) -> TestCase:
     )
     # The test case's own cluster block, checked on its own (its $params stay as written).
     tc_cluster = _cluster(
-        ctx, {k: (f"{where}.cluster.{k}", x) for k, x in tc_cluster_raw.items()}, None, tc
+        ctx, {str(k): (f"{where}.cluster.{k}", x) for k, x in tc_cluster_raw.items()}, None, tc
     )
     workloads: list[Workload] = []
     seen: dict[str, str] = {}
@@ -334,16 +334,9 @@ def _workloads(
     selector = selector or tc_selector or ThresholdMetricSelector()
     threshold = _threshold(ctx, f"{where}.threshold", v.get("threshold"))
     points = _sweep_points(ctx, f"{where}.sweep", v.get("sweep"), params)
-    origin = {k: (f"[{tc.index}].cluster.{k}", x) for k, x in tc_cluster.items()}
+    origin = {str(k): (f"[{tc.index}].cluster.{k}", x) for k, x in tc_cluster.items()}
     for k, x in v.get("cluster", {}).items():
-        if str(k).lower() == "leaderelection" and isinstance(x, dict):
-            base = next(
-                (b for kk, (_, b) in origin.items() if str(kk).lower() == "leaderelection"), None
-            )
-            if isinstance(base, dict):
-                x = {**base, **x}
-        origin = {kk: vv for kk, vv in origin.items() if str(kk).lower() != str(k).lower()}
-        origin[k] = (f"{where}.cluster.{k}", x)
+        origin = _overlay(origin, str(k), f"{where}.cluster.{k}", x)
     out = []
     for point in points:
         name = v["name"] + "".join(f"/{k}={_fmt(x)}" for k, x in point.items())
@@ -353,10 +346,7 @@ def _workloads(
         for k, x in point.items():
             setting = _SWEEPABLE.get(k.lower())
             if setting is not None:
-                cluster_raw = {
-                    kk: vv for kk, vv in cluster_raw.items() if str(kk).lower() != k.lower()
-                }
-                cluster_raw[setting] = (f"{where}.sweep.{k}", x)
+                cluster_raw = _overlay(cluster_raw, setting, f"{where}.sweep.{k}", x)
                 tracker.used.add(k)
         w = Workload(
             name=name,
@@ -379,6 +369,20 @@ def _workloads(
                 "(check for typos)",
             )
         out.append(w)
+    return out
+
+
+def _overlay(
+    below: dict[str, tuple[str, Any]], key: str, where: str, value: Any
+) -> dict[str, tuple[str, Any]]:
+    """A cluster block (key → (where written, value)) with `key` set over `below`; keys
+    compare case-insensitively, as field names do, and a leaderElection mapping is merged key
+    by key into the one below it."""
+    old = next((x for k, (_, x) in below.items() if k.lower() == key.lower()), None)
+    if key.lower() == "leaderelection" and isinstance(value, dict) and isinstance(old, dict):
+        value = {**old, **value}
+    out = {k: x for k, x in below.items() if k.lower() != key.lower()}
+    out[key] = (where, value)
     return out
 
 
@@ -416,7 +420,7 @@ def _sweep_points(
 
 
 def _cluster(
-    ctx: Ctx, raw: dict[Any, tuple[str, Any]], params: Params | None, tc: TestCase
+    ctx: Ctx, raw: dict[str, tuple[str, Any]], params: Params | None, tc: TestCase
 ) -> ClusterSettings:
     """A `cluster:` block (key → (where it was written: `[0].cluster.schedulers`, value)) →
     ClusterSettings.

@@ -174,6 +174,7 @@ SPECS: dict[str, dict[str, Spec]] = {
     },
 }
 
+
 def default_namespace(index: int) -> str:
     return o.DEFAULT_NAMESPACE_FORMAT.format(index=index)
 
