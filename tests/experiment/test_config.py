@@ -265,6 +265,23 @@ def test_sweep_expands_into_one_workload_per_point_with_the_value_as_setting_and
     assert summary(plan(tc, w))[1] == ("createPods[1]", 7, "namespace-1")
 
 
+def test_a_sweep_point_overrides_the_same_setting_written_in_any_case(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        - name: S
+          cluster: {Schedulers: 5, TimeScale: 3}
+          workloadTemplate:
+          - {opcode: createPods, count: 1, collectMetrics: true}
+          workloads:
+          - {name: w, cluster: {SCHEDULERS: 6}, sweep: {schedulers: [1, 2]}}
+        """,
+    )
+    w1, w2 = load(str(path)).test_cases[0].workloads
+    assert (w1.cluster.schedulers, w2.cluster.schedulers) == (1, 2)
+    assert w1.cluster.time_scale == 3.0
+
+
 def test_cluster_settings_merge_workload_over_test_case_and_take_params(tmp_path):
     path = write(
         tmp_path,
