@@ -28,10 +28,12 @@ pod template that is not a Pod, or a field of the wrong type, fails before anyth
 fields kubera does not model are warnings.
 
 Deliberate differences from upstream: featureGates are kept but ignored (kubera has no
-feature gates; a warning says so); persistent-volume pods and the DRA / pod-group /
-updateAny opcodes are rejected as unsupported; createAny of a kind kubera does not serve is
-an error, while churn leaves such templates out with a warning (upstream's mixed churn
-includes Services); `metricsCollectorConfig` is kept as data (kubera collects its own set
+feature gates; a warning says so); a test case that uses what kubera lacks (persistent-
+volume pods, the DRA / pod-group / updateAny opcodes, createAny of a kind kubera does not
+serve) is left out with a warning naming the place (`TestCase.unsupported`), so the rest of
+an upstream file runs — the load fails only if nothing is left, and asking for such a
+workload is an error; churn leaves templates of unserved kinds out with a warning
+(upstream's mixed churn includes Services); `metricsCollectorConfig` is kept as data (kubera collects its own set
 of metrics); a per-topic threshold map uses topic "kubera".
 """
 
@@ -58,6 +60,7 @@ from kubera.experiment.fields import (
     ConfigError,
     Ctx,
     Spec,
+    Unsupported,
     check_mapping,
     k_bool,
     k_bool_map,
@@ -197,15 +200,43 @@ def load(path: str) -> Experiment:
         raise ctx.error("", "expected a non-empty YAML list of test cases")
     test_cases: list[TestCase] = []
     names: dict[str, int] = {}
+    skipped: list[Unsupported] = []
     for i, item in enumerate(raw):
-        tc = _test_case(ctx, i, item)
+        try:
+            tc = _test_case(ctx, i, item)
+        except Unsupported as e:
+            tc = _left_out(ctx, i, item, e)
+            skipped.append(e)
         if tc.name in names:
             raise ctx.error(
                 f"[{i}].name", f'test case name "{tc.name}" is not unique (see [{names[tc.name]}])'
             )
         names[tc.name] = i
         test_cases.append(tc)
+    if len(skipped) == len(test_cases):
+        raise skipped[0]  # nothing would run: say why
     return Experiment(path=str(path), test_cases=test_cases, warnings=tuple(ctx.warnings))
+
+
+def _left_out(ctx: Ctx, i: int, raw: dict[str, Any], e: Unsupported) -> TestCase:
+    """A test case kubera cannot run (its name is known valid: it is read first)."""
+    name = next(str(x) for k, x in raw.items() if str(k).lower() == "name")
+    workloads: Any = next((x for k, x in raw.items() if str(k).lower() == "workloads"), [])
+    names = tuple(
+        str(w["name"])
+        for w in (workloads if isinstance(workloads, list) else [])
+        if isinstance(w, dict) and w.get("name")
+    )
+    ctx.warn(f"[{i}]", f'test case "{name}" is left out: {e.reason}')
+    return TestCase(
+        name=name,
+        ops=[],
+        workloads=[],
+        index=i,
+        path=ctx.file,
+        unsupported=e.reason,
+        skipped_workloads=names,
+    )
 
 
 def _test_case(ctx: Ctx, i: int, raw: Any) -> TestCase:

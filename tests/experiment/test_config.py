@@ -850,6 +850,36 @@ def test_file_level_errors_name_the_file(tmp_path, content, message):
     assert str(info.value).startswith(str(path)) and message in str(info.value)
 
 
+def test_a_test_case_using_what_kubera_lacks_is_left_out_and_the_rest_runs(tmp_path):
+    # Like upstream's older config/performance-config.yaml: PV test cases beside plain ones.
+    path = write(
+        tmp_path,
+        BASE
+        + """\
+- name: SchedulingInTreePVs
+  workloadTemplate:
+  - {opcode: createNodes, count: 1}
+  - {opcode: createPods, count: 1, persistentVolumeTemplatePath: pv.yaml, collectMetrics: true}
+  workloads:
+  - {name: 5Nodes}
+  - {name: 500Nodes}
+""",
+    )
+    e = load(str(path))
+    assert [f"{tc.name}/{w.name}" for tc, w in e.runs()] == ["E/w"]
+    pv = e.test_cases[1]
+    assert pv.ops == [] and pv.workloads == [] and pv.skipped_workloads == ("5Nodes", "500Nodes")
+    reason = (
+        "[1].workloadTemplate[1].persistentVolumeTemplatePath: not supported by kubera "
+        "(persistent volumes are not implemented)"
+    )
+    assert pv.unsupported == reason
+    assert f'{path}: [1]: test case "SchedulingInTreePVs" is left out: {reason}' in e.warnings
+    with pytest.raises(ConfigError, match=r"persistentVolumeTemplatePath: not supported"):
+        e.runs("SchedulingInTreePVs/500Nodes")
+    assert e.runs("nope") == []
+
+
 def test_a_missing_file_is_a_config_error_and_a_cli_error(tmp_path):
     with pytest.raises(CliError, match=r"nope\.yaml: cannot read"):
         load(str(tmp_path / "nope.yaml"))
