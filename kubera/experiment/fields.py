@@ -202,11 +202,15 @@ def k_labels(ctx: Ctx, where: str, value: Any) -> tuple[str, ...]:
 
 
 def k_file(ctx: Ctx, where: str, value: Any) -> str:
-    """A path relative to the config file that must exist; → absolute."""
+    """A path that must exist → absolute: relative to the config file, else (as upstream's
+    older files are written, relative to where `go test` ran) to the working directory."""
     path = k_nonempty_str(ctx, where, value)
     full = ctx.resolve(path)
     if not os.path.isfile(full):
-        raise ctx.error(where, f"file not found: {path}")
+        cwd = os.path.abspath(os.path.expanduser(path))
+        if not os.path.isfile(cwd):
+            raise ctx.error(where, f"file not found: {path}")
+        full = cwd
     return full
 
 

@@ -415,6 +415,22 @@ def test_field_names_match_case_insensitively_as_go_json_does(tmp_path):
     assert summary(plan(tc, tc.workloads[0]))[0] == ("createNodes[0]", 3, None)
 
 
+def test_paths_fall_back_to_the_working_directory_as_older_upstream_files_need(
+    tmp_path, monkeypatch
+):
+    # upstream's older config/performance-config.yaml names config/templates/… relative to
+    # the package directory `go test` runs in, the parent of the config's own directory.
+    (tmp_path / "config" / "templates").mkdir(parents=True)
+    (tmp_path / "config" / "templates" / "pod.yaml").write_text(POD)
+    text = BASE.replace(
+        "collectMetrics: true}", "collectMetrics: true, podTemplatePath: config/templates/pod.yaml}"
+    )
+    (tmp_path / "config" / "performance-config.yaml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    tc = load("config/performance-config.yaml").test_cases[0]
+    assert tc.ops[1].pod_template.path == str(tmp_path / "config" / "templates" / "pod.yaml")
+
+
 def test_template_params_and_functions_render_per_index(tmp_path):
     path = write(
         tmp_path,
