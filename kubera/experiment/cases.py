@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kubera.experiment.fields import ConfigError
 from kubera.experiment.ops import TemplateOp
 from kubera.experiment.templates import Template
 
@@ -130,6 +131,11 @@ class TestCase:
     """Position in the file's list."""
     path: str = ""
     """The experiment file it came from (as given to `load`), for error messages."""
+    unsupported: str | None = None
+    """Why kubera cannot run this test case (`<where>: <what>`: persistent volumes, DRA, …);
+    such a test case is kept with no ops and no workloads, and a warning says so."""
+    skipped_workloads: tuple[str, ...] = ()
+    """The names of the workloads an unsupported test case would have run."""
 
     def workload(self, name: str) -> Workload:
         """The workload called `name` (a sweep point's full name, or its base name when the
@@ -153,11 +159,17 @@ class Experiment:
 
     def runs(self, workload: str | None = None) -> list[tuple[TestCase, Workload]]:
         """Every (test case, workload) pair in file order; with `workload`, those whose
-        workload name, base name or `<test case>/<workload>` equals it."""
+        workload name, base name or `<test case>/<workload>` equals it. Asking for a workload
+        of an unsupported test case raises ConfigError saying why it cannot run."""
         out = []
         for tc in self.test_cases:
             for w in tc.workloads:
                 names = {w.name, w.base_name, f"{tc.name}/{w.name}", f"{tc.name}/{w.base_name}"}
                 if workload is None or workload in names:
                     out.append((tc, w))
+        if workload is not None and not out:
+            for tc in self.test_cases:
+                names = {n for w in tc.skipped_workloads for n in (w, f"{tc.name}/{w}")}
+                if tc.unsupported and (workload in names or workload.split("/")[0] == tc.name):
+                    raise ConfigError(f"{self.path}: {tc.unsupported}")
         return out

@@ -28,10 +28,12 @@ pod template that is not a Pod, or a field of the wrong type, fails before anyth
 fields kubera does not model are warnings.
 
 Deliberate differences from upstream: featureGates are kept but ignored (kubera has no
-feature gates; a warning says so); persistent-volume pods and the DRA / pod-group /
-updateAny opcodes are rejected as unsupported; createAny of a kind kubera does not serve is
-an error, while churn leaves such templates out with a warning (upstream's mixed churn
-includes Services); `metricsCollectorConfig` is kept as data (kubera collects its own set
+feature gates; a warning says so); a test case that uses what kubera lacks (persistent-
+volume pods, the DRA / pod-group / updateAny opcodes, createAny of a kind kubera does not
+serve) is left out with a warning naming the place (`TestCase.unsupported`), so the rest of
+an upstream file runs — the load fails only if nothing is left, and asking for such a
+workload is an error; churn leaves templates of unserved kinds out with a warning
+(upstream's mixed churn includes Services); `metricsCollectorConfig` is kept as data (kubera collects its own set
 of metrics); a per-topic threshold map uses topic "kubera".
 """
 
@@ -58,6 +60,7 @@ from kubera.experiment.fields import (
     ConfigError,
     Ctx,
     Spec,
+    Unsupported,
     check_mapping,
     k_bool,
     k_bool_map,
@@ -197,15 +200,43 @@ def load(path: str) -> Experiment:
         raise ctx.error("", "expected a non-empty YAML list of test cases")
     test_cases: list[TestCase] = []
     names: dict[str, int] = {}
+    skipped: list[Unsupported] = []
     for i, item in enumerate(raw):
-        tc = _test_case(ctx, i, item)
+        try:
+            tc = _test_case(ctx, i, item)
+        except Unsupported as e:
+            tc = _left_out(ctx, i, item, e)
+            skipped.append(e)
         if tc.name in names:
             raise ctx.error(
                 f"[{i}].name", f'test case name "{tc.name}" is not unique (see [{names[tc.name]}])'
             )
         names[tc.name] = i
         test_cases.append(tc)
+    if len(skipped) == len(test_cases):
+        raise skipped[0]  # nothing would run: say why
     return Experiment(path=str(path), test_cases=test_cases, warnings=tuple(ctx.warnings))
+
+
+def _left_out(ctx: Ctx, i: int, raw: dict[str, Any], e: Unsupported) -> TestCase:
+    """A test case kubera cannot run (its name is known valid: it is read first)."""
+    name = next(str(x) for k, x in raw.items() if str(k).lower() == "name")
+    workloads: Any = next((x for k, x in raw.items() if str(k).lower() == "workloads"), [])
+    names = tuple(
+        str(w["name"])
+        for w in (workloads if isinstance(workloads, list) else [])
+        if isinstance(w, dict) and w.get("name")
+    )
+    ctx.warn(f"[{i}]", f'test case "{name}" is left out: {e.reason}')
+    return TestCase(
+        name=name,
+        ops=[],
+        workloads=[],
+        index=i,
+        path=ctx.file,
+        unsupported=e.reason,
+        skipped_workloads=names,
+    )
 
 
 def _test_case(ctx: Ctx, i: int, raw: Any) -> TestCase:
@@ -241,7 +272,7 @@ def _test_case(ctx: Ctx, i: int, raw: Any) -> TestCase:
     )
     # The test case's own cluster block, checked on its own (its $params stay as written).
     tc_cluster = _cluster(
-        ctx, {k: (f"{where}.cluster.{k}", x) for k, x in tc_cluster_raw.items()}, None, tc
+        ctx, {str(k): (f"{where}.cluster.{k}", x) for k, x in tc_cluster_raw.items()}, None, tc
     )
     workloads: list[Workload] = []
     seen: dict[str, str] = {}
@@ -334,16 +365,9 @@ def _workloads(
     selector = selector or tc_selector or ThresholdMetricSelector()
     threshold = _threshold(ctx, f"{where}.threshold", v.get("threshold"))
     points = _sweep_points(ctx, f"{where}.sweep", v.get("sweep"), params)
-    origin = {k: (f"[{tc.index}].cluster.{k}", x) for k, x in tc_cluster.items()}
+    origin = {str(k): (f"[{tc.index}].cluster.{k}", x) for k, x in tc_cluster.items()}
     for k, x in v.get("cluster", {}).items():
-        if str(k).lower() == "leaderelection" and isinstance(x, dict):
-            base = next(
-                (b for kk, (_, b) in origin.items() if str(kk).lower() == "leaderelection"), None
-            )
-            if isinstance(base, dict):
-                x = {**base, **x}
-        origin = {kk: vv for kk, vv in origin.items() if str(kk).lower() != str(k).lower()}
-        origin[k] = (f"{where}.cluster.{k}", x)
+        origin = _overlay(origin, str(k), f"{where}.cluster.{k}", x)
     out = []
     for point in points:
         name = v["name"] + "".join(f"/{k}={_fmt(x)}" for k, x in point.items())
@@ -353,10 +377,7 @@ def _workloads(
         for k, x in point.items():
             setting = _SWEEPABLE.get(k.lower())
             if setting is not None:
-                cluster_raw = {
-                    kk: vv for kk, vv in cluster_raw.items() if str(kk).lower() != k.lower()
-                }
-                cluster_raw[setting] = (f"{where}.sweep.{k}", x)
+                cluster_raw = _overlay(cluster_raw, setting, f"{where}.sweep.{k}", x)
                 tracker.used.add(k)
         w = Workload(
             name=name,
@@ -379,6 +400,20 @@ def _workloads(
                 "(check for typos)",
             )
         out.append(w)
+    return out
+
+
+def _overlay(
+    below: dict[str, tuple[str, Any]], key: str, where: str, value: Any
+) -> dict[str, tuple[str, Any]]:
+    """A cluster block (key → (where written, value)) with `key` set over `below`; keys
+    compare case-insensitively, as field names do, and a leaderElection mapping is merged key
+    by key into the one below it."""
+    old = next((x for k, (_, x) in below.items() if k.lower() == key.lower()), None)
+    if key.lower() == "leaderelection" and isinstance(value, dict) and isinstance(old, dict):
+        value = {**old, **value}
+    out = {k: x for k, x in below.items() if k.lower() != key.lower()}
+    out[key] = (where, value)
     return out
 
 
@@ -416,7 +451,7 @@ def _sweep_points(
 
 
 def _cluster(
-    ctx: Ctx, raw: dict[Any, tuple[str, Any]], params: Params | None, tc: TestCase
+    ctx: Ctx, raw: dict[str, tuple[str, Any]], params: Params | None, tc: TestCase
 ) -> ClusterSettings:
     """A `cluster:` block (key → (where it was written: `[0].cluster.schedulers`, value)) →
     ClusterSettings.

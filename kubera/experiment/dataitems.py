@@ -25,8 +25,9 @@ with no samples. A label filter selects series by one label and aggregates over 
 (``scheduler_scheduling_attempt_duration_seconds`` by ``result``, summed over ``profile``).
 
 kubera's own items carry ``Metric: kubera_*`` (see ``kubera_items``). The threshold check is
-upstream's compareMetricWithThreshold: threshold 0/None passes; otherwise every item of the
-selected metric needs ``Average > threshold`` (``< threshold`` with ``expectLower``).
+upstream's compareMetricWithThreshold: threshold 0/None passes, and so does a metric with no
+item; otherwise every item of the selected metric (and labels) needs its ``Average`` (or the
+selector's ``dataBucket``) strictly above the threshold (below with ``expectLower``).
 """
 
 from __future__ import annotations

@@ -23,6 +23,16 @@ class ConfigError(CliError):
     """An experiment file that cannot run; the message starts with the file's path."""
 
 
+class Unsupported(ConfigError):
+    """A valid upstream feature kubera does not implement (persistent volumes, DRA, …): the
+    test case using it is left out of the experiment rather than failing the whole file."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        #: The message without the file: `<where>: <what>`.
+        self.reason = reason
+
+
 @dataclass
 class Ctx:
     """Where errors point and relative paths start."""
@@ -38,6 +48,10 @@ class Ctx:
         return ConfigError(
             f"{self.file}: {where}: {message}" if where else f"{self.file}: {message}"
         )
+
+    def unsupported(self, where: str, message: str) -> Unsupported:
+        reason = f"{where}: {message}"
+        return Unsupported(f"{self.file}: {reason}", reason)
 
     def warn(self, where: str, message: str) -> None:
         text = f"{self.file}: {where}: {message}"
@@ -188,11 +202,15 @@ def k_labels(ctx: Ctx, where: str, value: Any) -> tuple[str, ...]:
 
 
 def k_file(ctx: Ctx, where: str, value: Any) -> str:
-    """A path relative to the config file that must exist; → absolute."""
+    """A path that must exist → absolute: relative to the config file, else (as upstream's
+    older files are written, relative to where `go test` ran) to the working directory."""
     path = k_nonempty_str(ctx, where, value)
     full = ctx.resolve(path)
     if not os.path.isfile(full):
-        raise ctx.error(where, f"file not found: {path}")
+        cwd = os.path.abspath(os.path.expanduser(path))
+        if not os.path.isfile(cwd):
+            raise ctx.error(where, f"file not found: {path}")
+        full = cwd
     return full
 
 

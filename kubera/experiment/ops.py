@@ -307,7 +307,8 @@ class CreatePodSets(BaseOp):
 @dataclass(frozen=True, kw_only=True)
 class Chaos(BaseOp):
     """chaos (kubera): inject faults while later ops run. Runs in the background: `at`
-    seconds after the op starts, or every `every` seconds `times` times (first after `every`)."""
+    seconds after the op starts (neither `at` nor `every`: at once), or every `every`
+    seconds `times` times (the first after `every`); see `offsets()`."""
 
     OPCODE: ClassVar[str] = "chaos"
 

@@ -44,7 +44,7 @@ from services.api import codec, kinds
 
 def _unsupported(what: str):  # type: ignore[no-untyped-def]
     def kind(ctx: Ctx, where: str, value: Any) -> None:
-        raise ctx.error(where, f"not supported by kubera ({what})")
+        raise ctx.unsupported(where, f"not supported by kubera ({what})")
 
     return kind
 
@@ -190,7 +190,7 @@ def parse_op(ctx: Ctx, where: str, raw: Any, index: int) -> o.TemplateOp:
     if not isinstance(opcode, str):
         raise ctx.error(at, f"expected a string, got {type_name(opcode)}")
     if opcode in o.UNSUPPORTED_OPCODES:
-        raise ctx.error(
+        raise ctx.unsupported(
             at, f'"{opcode}" is not supported by kubera ({o.UNSUPPORTED_OPCODES[opcode]})'
         )
     if opcode not in SPECS:
@@ -473,7 +473,9 @@ def decode_template(
             kinds.for_manifest(api_version, kind_name)
         except kinds.UnknownKindError as e:
             if not optional:
-                raise ctx.error(where, f"{template.source}: not supported by kubera: {e}") from None
+                raise ctx.unsupported(
+                    where, f"{template.source}: not supported by kubera: {e}"
+                ) from None
             ctx.warn(where, f"{template.source}: left out, kubera does not serve it: {e}")
             return False
     try:

@@ -4,7 +4,8 @@ Per run (``plots/<run>-<kind>.png``): ``throughput`` (created/bound/Running pods
 fault marks, pause/partition intervals and collectMetrics windows shaded), ``latency`` (CDFs of
 scheduling and startup latency, log x, p50/p99 marked), ``queues`` (pending pods per queue),
 ``leaders`` (one row per component, a bar per term coloured by holder, fault marks), ``cpu``
-(cores per component over time) and ``cpu-per-pod`` (CPU seconds per bound pod per component).
+(cores per component over time), ``cpu-per-pod`` (CPU seconds per bound pod per component) and
+``memory`` (resident MB per component over time).
 Per sweep (``plots/sweep-<test case>-<workload>.png``): throughput and p99 scheduling latency
 against the swept value. A plot whose data the run lacks is not drawn.
 
@@ -31,6 +32,8 @@ from kubera.experiment.model import ExperimentResult, RunResult, finite, slug
 SIZE = (6.4, 3.6)
 DPI = 150
 SMOOTH_SECONDS = 5
+#: Longer runs draw rates as a rolling mean: a step per second would be a solid block of ink.
+LONG_RUN_SECONDS = 300
 INTERVAL_KINDS = ("pause", "partition")
 FAULT_COLOURS = {
     "kill": "#d62728",
@@ -196,14 +199,17 @@ def plot_throughput(run: RunResult, path: Path) -> Path | None:
         "running": {"color": "#2ca02c", "linewidth": 0.9},
     }
     handles: list[Any] = []
+    smooth = SMOOTH_SECONDS if len(t) > LONG_RUN_SECONDS else 1
     for key, label in keys:
-        (line,) = ax.plot(
-            *_xy(t, run.series[key]), label=label, drawstyle="steps-post", **styles[key]
-        )
+        x, y = _xy(t, run.series[key])
+        if smooth > 1:
+            (line,) = ax.plot(x, _rolling(y, smooth), label=label, **styles[key])
+        else:
+            (line,) = ax.plot(x, y, label=label, drawstyle="steps-post", **styles[key])
         handles.append(line)
     handles += _windows(ax, run)
     handles += _fault_marks(ax, run)
-    ax.set_ylabel("pods per second")
+    ax.set_ylabel("pods per second" if smooth == 1 else f"pods per second ({smooth} s mean)")
     ax.set_ylim(bottom=0)
     _time_axis(ax, run)
     _title(ax, f"Pod throughput: {_short(run)}", run)
@@ -340,9 +346,10 @@ def plot_leaders(run: RunResult, path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def plot_cpu(run: RunResult, path: Path) -> Path | None:
+def _per_component(run: RunResult, path: Path, prefix: str, unit: str, title: str) -> Path | None:
+    """One line per component of the ``<prefix><component>`` series (5 s mean on long runs)."""
     t = run.series.get("t", [])
-    keys = sorted(k for k in run.series if k.startswith("cpu:"))
+    keys = sorted(k for k in run.series if k.startswith(prefix))
     if not t or not keys:
         return None
     fig = _figure()
@@ -354,18 +361,26 @@ def plot_cpu(run: RunResult, path: Path) -> Path | None:
         (line,) = ax.plot(
             x,
             _rolling(y, smooth) if smooth > 1 else y,
-            label=key[4:],
+            label=key[len(prefix) :],
             color=PALETTE[i % len(PALETTE)],
             linewidth=1.1,
         )
         handles.append(line)
     handles += _fault_marks(ax, run)
-    ax.set_ylabel("CPU (cores)" if smooth == 1 else f"CPU (cores, {smooth} s mean)")
+    ax.set_ylabel(unit if smooth == 1 else f"{unit[:-1]}, {smooth} s mean)")
     ax.set_ylim(bottom=0)
     _time_axis(ax, run)
-    _title(ax, f"CPU per component: {_short(run)}", run)
+    _title(ax, f"{title}: {_short(run)}", run)
     _legend_right(ax, handles)
     return _save(fig, path)
+
+
+def plot_cpu(run: RunResult, path: Path) -> Path | None:
+    return _per_component(run, path, "cpu:", "CPU (cores)", "CPU per component")
+
+
+def plot_memory(run: RunResult, path: Path) -> Path | None:
+    return _per_component(run, path, "rss_mb:", "resident memory (MB)", "Memory per component")
 
 
 def plot_cpu_per_pod(run: RunResult, path: Path) -> Path | None:
@@ -395,6 +410,7 @@ RUN_PLOTS = {
     "leaders": plot_leaders,
     "cpu": plot_cpu,
     "cpu-per-pod": plot_cpu_per_pod,
+    "memory": plot_memory,
 }
 
 

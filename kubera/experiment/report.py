@@ -41,6 +41,7 @@ PLOT_CAPTIONS = {
     "leaders": "Leadership terms per component, coloured by holder, with fault marks.",
     "cpu": "CPU per component process (cores).",
     "cpu-per-pod": "CPU time per bound pod, per component.",
+    "memory": "Resident memory per component process (MB).",
     "sweep": "Throughput and p99 scheduling latency against the swept parameter.",
 }
 

@@ -265,6 +265,23 @@ def test_sweep_expands_into_one_workload_per_point_with_the_value_as_setting_and
     assert summary(plan(tc, w))[1] == ("createPods[1]", 7, "namespace-1")
 
 
+def test_a_sweep_point_overrides_the_same_setting_written_in_any_case(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        - name: S
+          cluster: {Schedulers: 5, TimeScale: 3}
+          workloadTemplate:
+          - {opcode: createPods, count: 1, collectMetrics: true}
+          workloads:
+          - {name: w, cluster: {SCHEDULERS: 6}, sweep: {schedulers: [1, 2]}}
+        """,
+    )
+    w1, w2 = load(str(path)).test_cases[0].workloads
+    assert (w1.cluster.schedulers, w2.cluster.schedulers) == (1, 2)
+    assert w1.cluster.time_scale == 3.0
+
+
 def test_cluster_settings_merge_workload_over_test_case_and_take_params(tmp_path):
     path = write(
         tmp_path,
@@ -396,6 +413,22 @@ def test_field_names_match_case_insensitively_as_go_json_does(tmp_path):
     )
     tc = load(str(path)).test_cases[0]
     assert summary(plan(tc, tc.workloads[0]))[0] == ("createNodes[0]", 3, None)
+
+
+def test_paths_fall_back_to_the_working_directory_as_older_upstream_files_need(
+    tmp_path, monkeypatch
+):
+    # upstream's older config/performance-config.yaml names config/templates/… relative to
+    # the package directory `go test` runs in, the parent of the config's own directory.
+    (tmp_path / "config" / "templates").mkdir(parents=True)
+    (tmp_path / "config" / "templates" / "pod.yaml").write_text(POD)
+    text = BASE.replace(
+        "collectMetrics: true}", "collectMetrics: true, podTemplatePath: config/templates/pod.yaml}"
+    )
+    (tmp_path / "config" / "performance-config.yaml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    tc = load("config/performance-config.yaml").test_cases[0]
+    assert tc.ops[1].pod_template.path == str(tmp_path / "config" / "templates" / "pod.yaml")
 
 
 def test_template_params_and_functions_render_per_index(tmp_path):
@@ -831,6 +864,36 @@ def test_file_level_errors_name_the_file(tmp_path, content, message):
     with pytest.raises(ConfigError) as info:
         load(str(path))
     assert str(info.value).startswith(str(path)) and message in str(info.value)
+
+
+def test_a_test_case_using_what_kubera_lacks_is_left_out_and_the_rest_runs(tmp_path):
+    # Like upstream's older config/performance-config.yaml: PV test cases beside plain ones.
+    path = write(
+        tmp_path,
+        BASE
+        + """\
+- name: SchedulingInTreePVs
+  workloadTemplate:
+  - {opcode: createNodes, count: 1}
+  - {opcode: createPods, count: 1, persistentVolumeTemplatePath: pv.yaml, collectMetrics: true}
+  workloads:
+  - {name: 5Nodes}
+  - {name: 500Nodes}
+""",
+    )
+    e = load(str(path))
+    assert [f"{tc.name}/{w.name}" for tc, w in e.runs()] == ["E/w"]
+    pv = e.test_cases[1]
+    assert pv.ops == [] and pv.workloads == [] and pv.skipped_workloads == ("5Nodes", "500Nodes")
+    reason = (
+        "[1].workloadTemplate[1].persistentVolumeTemplatePath: not supported by kubera "
+        "(persistent volumes are not implemented)"
+    )
+    assert pv.unsupported == reason
+    assert f'{path}: [1]: test case "SchedulingInTreePVs" is left out: {reason}' in e.warnings
+    with pytest.raises(ConfigError, match=r"persistentVolumeTemplatePath: not supported"):
+        e.runs("SchedulingInTreePVs/500Nodes")
+    assert e.runs("nope") == []
 
 
 def test_a_missing_file_is_a_config_error_and_a_cli_error(tmp_path):

@@ -31,7 +31,7 @@ def test_a_run_without_data_draws_nothing(tmp_path: Path) -> None:
 
 def test_a_run_without_leaders_or_cpu_skips_those(tmp_path: Path) -> None:
     run = make_run(leaders=[], faults=[])
-    run.series = {k: v for k, v in run.series.items() if not k.startswith("cpu:")}
+    run.series = {k: v for k, v in run.series.items() if not k.startswith(("cpu:", "rss_mb:"))}
     assert sorted(plots.plot_run(run, tmp_path)) == ["latency", "queues", "throughput"]
 
 

@@ -55,7 +55,7 @@ def test_plots_are_inlined_and_nothing_is_external(tmp_path: Path) -> None:
     page = path.read_text()
     tags = parse(page).tags
     images = [a for t, a in tags if t == "img"]
-    assert len(images) == 6
+    assert len(images) == 7
     assert all((a.get("src") or "").startswith("data:image/png;base64,") for a in images)
     assert not [t for t, a in tags if t in ("script", "link", "iframe")]
     assert not re.search(r"(src|href)=\"(https?:|//)", page)
