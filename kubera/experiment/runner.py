@@ -191,10 +191,12 @@ class Runner:
                 run.error = f"cleaning etcd at {self.opts.etcd}: {e}"
                 return
         cluster = Cluster(timeout=max(300.0, self.opts.timeout))
+        up_returned = False
         self.progress.phase("kubera up")
         try:
             with kubera_home(cluster.home):
                 r = cluster.start(*cluster_args(w.cluster, ops, self.opts))
+                up_returned = True
                 if r.returncode != 0:
                     run.error = f"kubera up failed: {r.stderr.strip()}"
                     return
@@ -205,6 +207,8 @@ class Runner:
         finally:
             self.progress.phase("kubera down")
             with kubera_home(cluster.home):
+                if not up_returned:
+                    _settle_interrupted_up(cluster)
                 cluster.down()
 
     async def _execute(
@@ -263,6 +267,16 @@ class Runner:
         while True:
             self.progress.update(collector, len(run.faults))
             await asyncio.sleep(0.5)
+
+
+def _settle_interrupted_up(cluster: Cluster, wait: float = 60.0) -> None:
+    """A Ctrl-C during `kubera up --detach` ends the CLI but not the supervisor it started
+    in its own session; wait for it to write its context, so `down` finds what to stop."""
+    if cluster.context_file.exists() or not (cluster.home / "logs" / "supervisor.log").exists():
+        return
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and not cluster.context_file.exists():
+        time.sleep(0.2)
 
 
 async def _cancel_background(executor: OpExecutor) -> None:
