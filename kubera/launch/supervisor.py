@@ -52,6 +52,32 @@ REVIVE_INFLIGHT = 5
 #: The line prefix with which a detached supervisor reports why it could not start.
 FAILED_MARK = "kubera up failed: "
 
+#: The Ray namespace when neither --ray-namespace nor $KUBERA_RAY_NAMESPACE names one.
+DEFAULT_RAY_NAMESPACE = "kubera"
+
+
+def ray_namespace(opts: ClusterOptions) -> str:
+    return opts.ray_namespace or os.environ.get("KUBERA_RAY_NAMESPACE") or DEFAULT_RAY_NAMESPACE
+
+
+@dataclass(frozen=True)
+class ComponentHosts:
+    """Where the components' gRPC servers (apiserver, schedulers, node pools) bind, and
+    the host they advertise, from the environment of `kubera up`: $KUBERA_BIND_HOST
+    (default 127.0.0.1, the embedded default; 0.0.0.0 where other machines or containers
+    dial them, as in docker-compose.yml) and $KUBERA_ADVERTISE_HOST ("": the bind host,
+    or for 0.0.0.0 the address of the host each component runs on, looked up there)."""
+
+    bind: str = "127.0.0.1"
+    advertise: str = ""
+
+    @classmethod
+    def from_env(cls) -> ComponentHosts:
+        return cls(
+            bind=os.environ.get("KUBERA_BIND_HOST") or "127.0.0.1",
+            advertise=os.environ.get("KUBERA_ADVERTISE_HOST", ""),
+        )
+
 
 @dataclass(frozen=True)
 class ClusterOptions:
@@ -71,6 +97,9 @@ class ClusterOptions:
     with_controllers: bool = True
     #: Controller-manager replicas: one leader, the others standbys.
     controller_managers: int = 1
+    #: The Ray namespace of kubera's named actors ("" = $KUBERA_RAY_NAMESPACE, else
+    #: "kubera"): two control planes on one Ray cluster need two namespaces.
+    ray_namespace: str = ""
 
 
 @dataclass(frozen=True)
@@ -147,6 +176,7 @@ class Supervisor:
         self.pools: list = []
         self.controllers: list = []
         self.context: Context | None = None
+        self.hosts = ComponentHosts.from_env()
         self._stop = threading.Event()
 
     def start(self) -> Context:
@@ -171,7 +201,7 @@ class Supervisor:
         if self.opts.cluster.ray_address:
             ray.init(
                 address=self.opts.cluster.ray_address,
-                namespace="kubera",
+                namespace=ray_namespace(self.opts.cluster),
                 log_to_driver=False,
                 configure_logging=False,
             )
@@ -181,7 +211,7 @@ class Supervisor:
                 include_dashboard=False,
                 _temp_dir=self.ray_tmp,
                 _node_ip_address="127.0.0.1",
-                namespace="kubera",
+                namespace=ray_namespace(self.opts.cluster),
                 log_to_driver=False,
                 configure_logging=False,
             )
@@ -194,6 +224,8 @@ class Supervisor:
             etcd=etcd_endpoint,
             port=self.opts.cluster.apiserver_port,
             bookmark_interval=self.opts.cluster.bookmark_interval,
+            host=self.hosts.bind,
+            advertise=self.hosts.advertise,
         )
         self.actor = ray_actor_class(ApiServerActor).options(name="apiserver").remote(config)
         apiserver = ray.get(self.actor.ensure_started.remote(), timeout=120)
@@ -252,6 +284,8 @@ class Supervisor:
                     replica=i,
                     replicas=o.replicas,
                     partition=o.partition,
+                    host=self.hosts.bind,
+                    advertise=self.hosts.advertise,
                 )
                 name = "scheduler" if d == i == 0 else f"scheduler-{d}-{i}"
                 self.schedulers.append(
@@ -311,6 +345,8 @@ class Supervisor:
                 ),
                 time_scale=self.opts.cluster.time_scale,
                 time_origin=time_origin,
+                host=self.hosts.bind,
+                advertise=self.hosts.advertise,
             )
             actor = (
                 ray_actor_class(NodePoolActor)

@@ -12,6 +12,7 @@ import grpc
 
 from services.client import Client
 from services.clock import clock_for
+from services.grpcserver import advertised_host
 from services.kubelet import (
     NodePool,
     NodeTemplate,
@@ -38,8 +39,9 @@ class NodePoolHostConfig:
     #: Simulated durations are divided by this; the simulated clock's epoch (0: now).
     time_scale: float = 1.0
     time_origin: float = 0.0
-    #: Where the pool's gRPC API listens.
+    #: Where the pool's gRPC API listens, and the host clients dial ("" = derived from it).
     host: str = "127.0.0.1"
+    advertise: str = ""
 
 
 class NodePoolHost:
@@ -63,7 +65,7 @@ class NodePoolHost:
         self.pool = NodePool(self.client, plans, config=c.pool, clock=clock)
         await self.pool.start()
         self._server, port = await serve(self.pool, c.host)
-        self.address = f"{c.host}:{port}"
+        self.address = f"{advertised_host(c.host, c.advertise)}:{port}"
         return self.address
 
     async def stop(self) -> None:
