@@ -14,7 +14,6 @@ gRPC answers RESOURCE_EXHAUSTED itself ("Received message larger than max (N vs.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -107,21 +106,6 @@ class RequestDecodeGuard(grpc.aio.ServerInterceptor):
             )
         # Request-streaming methods: kubera's protos have none; left as grpc runs them.
         return handler
-
-
-#: Bind addresses that listen on every interface, which no client can dial.
-WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]", ""})
-
-
-def advertised_host(bind: str, advertise: str = "") -> str:
-    """The host other processes dial for a server bound to `bind`: `advertise` when given;
-    for a wildcard bind, the address this machine's (container's) name resolves to, looked
-    up here, in the process that serves; else the bind address itself."""
-    if advertise:
-        return advertise
-    if bind in WILDCARD_HOSTS:
-        return socket.gethostbyname(socket.gethostname())
-    return bind
 
 
 async def start_server(

@@ -61,25 +61,6 @@ def ray_namespace(opts: ClusterOptions) -> str:
 
 
 @dataclass(frozen=True)
-class ComponentHosts:
-    """Where the components' gRPC servers (apiserver, schedulers, node pools) bind, and
-    the host they advertise, from the environment of `kubera up`: $KUBERA_BIND_HOST
-    (default 127.0.0.1, the embedded default; 0.0.0.0 where other machines or containers
-    dial them, as in docker-compose.yml) and $KUBERA_ADVERTISE_HOST ("": the bind host,
-    or for 0.0.0.0 the address of the host each component runs on, looked up there)."""
-
-    bind: str = "127.0.0.1"
-    advertise: str = ""
-
-    @classmethod
-    def from_env(cls) -> ComponentHosts:
-        return cls(
-            bind=os.environ.get("KUBERA_BIND_HOST") or "127.0.0.1",
-            advertise=os.environ.get("KUBERA_ADVERTISE_HOST", ""),
-        )
-
-
-@dataclass(frozen=True)
 class ClusterOptions:
     """Where the cluster runs and what runs beside the scheduler."""
 
@@ -176,7 +157,6 @@ class Supervisor:
         self.pools: list = []
         self.controllers: list = []
         self.context: Context | None = None
-        self.hosts = ComponentHosts.from_env()
         self._stop = threading.Event()
 
     def start(self) -> Context:
@@ -224,8 +204,6 @@ class Supervisor:
             etcd=etcd_endpoint,
             port=self.opts.cluster.apiserver_port,
             bookmark_interval=self.opts.cluster.bookmark_interval,
-            host=self.hosts.bind,
-            advertise=self.hosts.advertise,
         )
         self.actor = ray_actor_class(ApiServerActor).options(name="apiserver").remote(config)
         apiserver = ray.get(self.actor.ensure_started.remote(), timeout=120)
@@ -284,8 +262,6 @@ class Supervisor:
                     replica=i,
                     replicas=o.replicas,
                     partition=o.partition,
-                    host=self.hosts.bind,
-                    advertise=self.hosts.advertise,
                 )
                 name = "scheduler" if d == i == 0 else f"scheduler-{d}-{i}"
                 self.schedulers.append(
@@ -345,8 +321,6 @@ class Supervisor:
                 ),
                 time_scale=self.opts.cluster.time_scale,
                 time_origin=time_origin,
-                host=self.hosts.bind,
-                advertise=self.hosts.advertise,
             )
             actor = (
                 ray_actor_class(NodePoolActor)

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import grpc
 
 from services.apiserver import ApiServer, ApiServerConfig, serve
-from services.grpcserver import advertised_host
 from services.storage.etcd import EtcdStorage
 
 
@@ -31,8 +30,6 @@ class ApiServerHostConfig:
     #: Where the gRPC API listens (port 0: any free one).
     host: str = "127.0.0.1"
     port: int = 0
-    #: The host clients dial ("" = services.grpcserver.advertised_host of `host`).
-    advertise: str = ""
     #: Events each resource's watch cache keeps.
     watch_cache_capacity: int = 10_000
     #: Seconds between BOOKMARK events on idle watches.
@@ -83,7 +80,7 @@ class ApiServerHost:
                 await storage.close()
             raise
         self.storage, self.api = storage, api
-        self.address = f"{advertised_host(self.config.host, self.config.advertise)}:{bound}"
+        self.address = f"{self.config.host}:{bound}"
         self.started = True
         self.start_seconds = time.monotonic() - t0
         return self.address

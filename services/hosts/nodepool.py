@@ -12,7 +12,6 @@ import grpc
 
 from services.client import Client
 from services.clock import clock_for
-from services.grpcserver import advertised_host
 from services.kubelet import (
     NodePool,
     NodeTemplate,
@@ -39,9 +38,8 @@ class NodePoolHostConfig:
     #: Simulated durations are divided by this; the simulated clock's epoch (0: now).
     time_scale: float = 1.0
     time_origin: float = 0.0
-    #: Where the pool's gRPC API listens, and the host clients dial ("" = derived from it).
+    #: Where the pool's gRPC API listens.
     host: str = "127.0.0.1"
-    advertise: str = ""
 
 
 class NodePoolHost:
@@ -65,7 +63,7 @@ class NodePoolHost:
         self.pool = NodePool(self.client, plans, config=c.pool, clock=clock)
         await self.pool.start()
         self._server, port = await serve(self.pool, c.host)
-        self.address = f"{advertised_host(c.host, c.advertise)}:{port}"
+        self.address = f"{c.host}:{port}"
         return self.address
 
     async def stop(self) -> None:

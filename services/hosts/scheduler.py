@@ -23,7 +23,6 @@ from typing import Any, Literal
 import grpc
 import prometheus_client
 
-from services.grpcserver import advertised_host
 from services.hosts.replica import Replica, host_leading
 from services.leaderelection import LeaderElectionSettings, TimingOverrides
 from services.scheduler import Partition, Scheduler, SchedulerOptions, SharedState, serve
@@ -42,10 +41,8 @@ class SchedulerReplicaConfig:
     etcd: str = ""
     #: KubeSchedulerConfiguration YAML text ("" = the defaults).
     config_yaml: str = ""
-    #: Where the replica's gRPC API and metrics listen, and the host clients dial ("" =
-    #: derived from it).
+    #: Where the replica's gRPC API and metrics listen.
     host: str = "127.0.0.1"
-    advertise: str = ""
     #: Seeds the scheduler's tie-breaking (None: random).
     seed: int | None = None
     #: `kubera up --leader-elect-*` flags; an unset one keeps the configuration's value.
@@ -126,7 +123,7 @@ class SchedulerReplica:
         await self.replica.open()
         self.scheduler = self._build()
         self._server, port = await serve(self, cfg.host)
-        self.address = f"{advertised_host(cfg.host, cfg.advertise)}:{port}"
+        self.address = f"{cfg.host}:{port}"
         self._serve_metrics()
         await self.scheduler.warm()
         await self.replica.register(
@@ -172,8 +169,7 @@ class SchedulerReplica:
         self._metrics_server, _ = prometheus_client.start_http_server(
             port, addr=self.config.host, registry=self.scheduler.metrics.registry
         )
-        host = advertised_host(self.config.host, self.config.advertise)
-        self.metrics_address = f"{host}:{self._metrics_server.server_port}"
+        self.metrics_address = f"{self.config.host}:{self._metrics_server.server_port}"
 
     async def _on_started_leading(self, term_over: asyncio.Event) -> None:
         assert self._ready is not None

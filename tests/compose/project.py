@@ -13,7 +13,8 @@ How a container is stood in for, and what differs:
 - Filesystem: each replica gets a private root directory; a mount target (named volume,
   tmpfs or bind mount) in an argument or environment value is replaced by a temp dir (or
   the bind source), and other paths of the container's own state (/var/lib/…) are
-  re-rooted under the replica's root. HOME, TMPDIR and RAY_TMPDIR point into it.
+  re-rooted under the replica's root. HOME points into it; TMPDIR and
+  RAY_TMPDIR to a short directory of its own (Ray's unix sockets live there).
 - The image: the test's virtualenv (its bin/ first on PATH) is the image `pip install .`
   builds; the Dockerfile's ENV is not read (the file sets what the services need).
 - Commands run as compose runs them: `$$` in the resolved file is a literal `$` for the
@@ -123,8 +124,11 @@ class LocalProject:
     workdir: Path
     net: str
     scale: dict[str, int] = field(default_factory=dict)
+    #: Addresses given in advance (the ones the file's address variables name): the first
+    #: replica of each of these services gets its own; every other replica the next free.
+    addresses: dict[str, str] = field(default_factory=dict)
     replicas: list[Replica] = field(default_factory=list)
-    _next_host: int = 2
+    _next_host: int = 10
 
     def _path_map(self, service: dict, root: Path) -> list[tuple[str, str]]:
         """(container path, local path) for the service's mounts, then its private state."""
@@ -157,19 +161,22 @@ class LocalProject:
     def replica(self, service_name: str, index: int = 1, argv: list[str] | None = None) -> Replica:
         """A replica's process settings (not started): `argv` replaces the command."""
         service = self.project["services"][service_name]
-        address = f"{self.net}.{self._next_host}"
-        self._next_host += 1
+        address = self.addresses.get(service_name, "") if index == 1 else ""
+        if not address:
+            address = f"{self.net}.{self._next_host}"
+            self._next_host += 1
         root = Path(self.workdir) / f"{service_name}-{index}"
         (root / "home").mkdir(parents=True, exist_ok=True)
-        (root / "tmp").mkdir(parents=True, exist_ok=True)
+        # Short: Ray's unix sockets live under it (107 bytes at most).
+        tmp = Path(self.workdir) / "t" / address.rpartition(".")[2]
+        tmp.mkdir(parents=True, exist_ok=True)
         mapping = self._path_map(service, root)
         env = {
             "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
             "HOME": str(root / "home"),
             "LANG": "C.UTF-8",
-            "TMPDIR": str(root / "tmp"),
-            # Ray's unix sockets must fit in 107 bytes: a short temp dir of its own.
-            "RAY_TMPDIR": str(root / "r"),
+            "TMPDIR": str(tmp),
+            "RAY_TMPDIR": str(tmp),
             "KUBERA_NODE_IP": address,
         }
         for k, v in (service.get("environment") or {}).items():
