@@ -11,9 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+from kubera.cli import components
 from kubera.errors import CliError
 from kubera.launch import procs
 from kubera.launch.context import Context, context_path, home, load_context
+from kubera.launch.placement import CONTROL_PLANE, NODE_POOL
 from kubera.launch.supervisor import (
     FAILED_MARK,
     ClusterOptions,
@@ -42,6 +44,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="NS",
         help="the Ray namespace of kubera's named actors (default: $KUBERA_RAY_NAMESPACE, else "
         "kubera); give each control plane sharing a Ray cluster its own",
+    )
+    up.add_argument(
+        "--control-plane-resource",
+        default=CONTROL_PLANE,
+        metavar="NAME",
+        help="the Ray custom resource of the nodes for the apiserver, schedulers and "
+        f"controller-managers (default {CONTROL_PLANE}; ignored when no node has it)",
+    )
+    up.add_argument(
+        "--node-pool-resource",
+        default=NODE_POOL,
+        metavar="NAME",
+        help=f"the Ray custom resource of the nodes for the node pools (default {NODE_POOL}; "
+        "ignored when no node has it)",
     )
     up.add_argument(
         "--nodes",
@@ -140,6 +156,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     down.add_argument("--timeout", type=float, default=60.0)
     down.set_defaults(func=cmd_down)
+    components.register(sub)  # where each of the cluster's processes runs
 
 
 def _print_ready(ctx: Context, elapsed: float) -> None:
@@ -147,6 +164,12 @@ def _print_ready(ctx: Context, elapsed: float) -> None:
     print(f"  apiserver: {ctx.apiserver}")
     print(f"  etcd:      {ctx.etcd}")
     print(f"  ray:       {ctx.ray_address}")
+    roles = {"control_plane": "control plane", "node_pool": "pools"}
+    placed = [f"{roles.get(k, k)} on {name}" for k, name in ctx.placement.items() if name]
+    if placed:
+        nodes = {c["node_id"] for c in ctx.components if c.get("node_id")}
+        print(f"  placement: {', '.join(placed)}; {len(nodes)} Ray node(s) in use")
+        print("             (kubera components: where each runs)")
     if ctx.scheduler:
         print(f"  scheduler: {ctx.scheduler} (metrics: http://{ctx.scheduler_metrics}/metrics)")
     if ctx.node_pools:
@@ -278,6 +301,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             time_scale=args.time_scale,
             with_controllers=not args.no_controllers,
             controller_managers=args.controller_managers,
+            control_plane_resource=args.control_plane_resource,
+            node_pool_resource=args.node_pool_resource,
         ),
         scheduling=SchedulingOptions(
             enabled=not args.no_scheduler,
