@@ -39,6 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     up.add_argument("--ray-address", default="", metavar="ADDR", help="use an existing Ray cluster")
     up.add_argument(
+        "--ray-namespace",
+        default="",
+        metavar="NS",
+        help="the Ray namespace of kubera's named actors (default: $KUBERA_RAY_NAMESPACE, else "
+        "kubera); give each control plane sharing a Ray cluster its own",
+    )
+    up.add_argument(
         "--control-plane-resource",
         default=CONTROL_PLANE,
         metavar="NAME",
@@ -289,6 +296,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         cluster=ClusterOptions(
             etcd=args.etcd,
             ray_address=args.ray_address,
+            ray_namespace=args.ray_namespace,
             apiserver_port=args.apiserver_port,
             time_scale=args.time_scale,
             with_controllers=not args.no_controllers,

@@ -56,6 +56,13 @@ PLACEMENT_REFRESH = 1.0
 #: The line prefix with which a detached supervisor reports why it could not start.
 FAILED_MARK = "kubera up failed: "
 
+#: The Ray namespace when neither --ray-namespace nor $KUBERA_RAY_NAMESPACE names one.
+DEFAULT_RAY_NAMESPACE = "kubera"
+
+
+def ray_namespace(opts: ClusterOptions) -> str:
+    return opts.ray_namespace or os.environ.get("KUBERA_RAY_NAMESPACE") or DEFAULT_RAY_NAMESPACE
+
 
 @dataclass(frozen=True)
 class ClusterOptions:
@@ -75,6 +82,9 @@ class ClusterOptions:
     with_controllers: bool = True
     #: Controller-manager replicas: one leader, the others standbys.
     controller_managers: int = 1
+    #: The Ray namespace of kubera's named actors ("" = $KUBERA_RAY_NAMESPACE, else
+    #: "kubera"): two control planes on one Ray cluster need two namespaces.
+    ray_namespace: str = ""
     #: The Ray custom resources that mark control-plane nodes (apiserver, schedulers,
     #: controller-managers) and node-pool nodes; one no node has places nothing.
     control_plane_resource: str = placement.CONTROL_PLANE
@@ -182,7 +192,7 @@ class Supervisor:
         if self.opts.cluster.ray_address:
             ray.init(
                 address=self.opts.cluster.ray_address,
-                namespace="kubera",
+                namespace=ray_namespace(self.opts.cluster),
                 log_to_driver=False,
                 configure_logging=False,
             )
@@ -192,7 +202,7 @@ class Supervisor:
                 include_dashboard=False,
                 _temp_dir=self.ray_tmp,
                 _node_ip_address="127.0.0.1",
-                namespace="kubera",
+                namespace=ray_namespace(self.opts.cluster),
                 log_to_driver=False,
                 configure_logging=False,
             )
