@@ -11,6 +11,8 @@ start on them), its scheduler replica on the head; `kubera check` finds the hist
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,6 @@ import yaml
 from kubera.testing import Cluster
 from tests.e2e.helpers import kubera_in
 from tests.e2e.raycluster import RayCluster
-from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -57,10 +58,29 @@ def _deployment(path: Path, replicas: int) -> Path:
     return path
 
 
+def until(check: Callable[[], Any], what: Callable[[], object], timeout: float) -> Any:
+    """Poll `check` until it returns something truthy; on timeout fail with `what()` (the
+    state that was not reached, for the log)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"not reached in {timeout:g}s: {what()}"
+        time.sleep(0.5)
+
+
 def _components(k: Cluster) -> dict[str, dict[str, Any]]:
     r = k("components", "-o", "json")
     assert r.returncode == 0, r.stderr
     return {c["name"]: c for c in json.loads(r.stdout)["components"]}
+
+
+def _elected(components: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]] | None:
+    """The components once each election has its leader (the other replica a standby)."""
+    roles = sorted(c["role"] for n, c in components.items() if n.startswith("scheduler"))
+    leading = components["controller-manager"]["role"] == "leader"
+    return components if roles == ["leader", "standby"] and leading else None
 
 
 def _json(k: Cluster, *args: str) -> list[dict[str, Any]]:
@@ -76,6 +96,15 @@ def _running(k: Cluster) -> dict[str, str]:
         for p in _json(k, "pods", "-l", "app=web")
         if p.get("status", {}).get("phase") == "Running"
     }
+
+
+def _phases(k: Cluster) -> dict[str, int]:
+    """How many of the Deployment's pods are in each phase (unbound: "Unbound")."""
+    out: dict[str, int] = {}
+    for p in _json(k, "pods", "-l", "app=web"):
+        phase = p.get("status", {}).get("phase", "") if p["spec"].get("nodeName") else "Unbound"
+        out[phase] = out.get(phase, 0) + 1
+    return out
 
 
 def _all_running(k: Cluster, count: int) -> dict[str, str] | None:
@@ -111,7 +140,7 @@ def test_components_placed_by_resource_and_back_after_a_worker_dies(tmp_path: Pa
             assert "placement: control plane on kubera/control-plane" in up.stdout
 
             # Placed on purpose, each serving on its own node's address.
-            before = _components(k)
+            before = until(lambda: _elected(_components(k)), lambda: _components(k), 30)
             assert set(before) == {
                 "apiserver",
                 "scheduler",
@@ -129,14 +158,10 @@ def test_components_placed_by_resource_and_back_after_a_worker_dies(tmp_path: Pa
             schedulers = [before["scheduler"]["node_ip"], before["scheduler-0-1"]["node_ip"]]
             assert sorted(schedulers) == [head.ip, w1.ip], schedulers
             assert before["controller-manager"]["node_ip"] in (head.ip, w1.ip)
-            assert sorted(c["role"] for n, c in before.items() if "scheduler" in n) == [
-                "leader",
-                "standby",
-            ]
 
             manifest = _deployment(tmp_path / "web.yaml", 30)
             assert k("apply", "-f", str(manifest)).returncode == 0
-            until(lambda: len(_running(k)) == 30, timeout=60)
+            until(lambda: len(_running(k)) == 30, lambda: _phases(k), 60)
 
             # Worker 1 dies: every process of it at once.
             lost = {n for n, c in before.items() if c["node_id"] == _node_id(before, w1.ip)}
@@ -156,7 +181,7 @@ def test_components_placed_by_resource_and_back_after_a_worker_dies(tmp_path: Pa
                 )
                 return now if ok else None
 
-            after = until(back, timeout=120, interval=1.0)
+            after = until(back, lambda: _components(k), 120)
             assert after[lost_pool]["node_ip"] == w2.ip
             assert after[lost_pool]["address"].startswith(w2.ip + ":")
             for n, c in after.items():
@@ -168,10 +193,10 @@ def test_components_placed_by_resource_and_back_after_a_worker_dies(tmp_path: Pa
 
             # Its nodes stay Ready and keep their pods; new pods start on them too.
             all_nodes = {f"kubera-node-{i:05d}" for i in range(NODES)}
-            until(lambda: _ready(k) == all_nodes, timeout=60)
+            until(lambda: _ready(k) == all_nodes, lambda: all_nodes - _ready(k), 60)
             assert len(_running(k)) == 30
             assert k("apply", "-f", str(_deployment(manifest, 50))).returncode == 0
-            running = until(lambda: _all_running(k, 50), timeout=90)
+            running = until(lambda: _all_running(k, 50), lambda: (_phases(k), _components(k)), 90)
             pool_nodes = _pool_nodes(k, lost_pool)
             assert any(node in pool_nodes for node in running.values()), running
 
