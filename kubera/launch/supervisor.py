@@ -148,6 +148,8 @@ class Supervisor:
         self.controllers: list = []
         self.context: Context | None = None
         self._stop = threading.Event()
+        #: Children this process had before start(): not ours to stop.
+        self._children_before = set(procs.descendants(os.getpid()))
 
     def start(self) -> Context:
         import ray
@@ -426,6 +428,12 @@ class Supervisor:
             ray.shutdown()
         if self.etcd is not None:
             self.etcd.stop()
+        # A start interrupted inside ray.init() can leave processes Ray had spawned but not
+        # yet recorded (ray.shutdown() stops only a head it finished starting): stop
+        # whatever this process started that still runs, by PID.
+        procs.stop_all(
+            [p for p in procs.descendants(os.getpid()) if p not in self._children_before]
+        )
         if self.context is not None:
             with contextlib.suppress(FileNotFoundError):
                 data = json.loads(context_path().read_text())
