@@ -169,6 +169,8 @@ class Supervisor:
         #: Every actor above, by name: where it runs, its process and addresses.
         self.components = Components()
         self._stop = threading.Event()
+        #: Children this process had before start(): not ours to stop.
+        self._children_before = set(procs.descendants(os.getpid()))
 
     def start(self) -> Context:
         import ray
@@ -491,6 +493,12 @@ class Supervisor:
             ray.shutdown()
         if self.etcd is not None:
             self.etcd.stop()
+        # A start interrupted inside ray.init() can leave processes Ray had spawned but not
+        # yet recorded (ray.shutdown() stops only a head it finished starting): stop
+        # whatever this process started that still runs, by PID.
+        procs.stop_all(
+            [p for p in procs.descendants(os.getpid()) if p not in self._children_before]
+        )
         if self.context is not None:
             with contextlib.suppress(FileNotFoundError):
                 data = json.loads(context_path().read_text())
