@@ -81,7 +81,7 @@ class Components:
         for c in self.items:
             info = table.get(c.record["actor_id"])
             if info is not None:
-                if info["pid"] != c.record["pid"]:
+                if (info["pid"], info["node_id"]) != (c.record["pid"], c.record["node_id"]):
                     for key in HEALTH_FIELDS:  # the old process's: asked anew below
                         c.record.pop(key, None)
                     c.record["address"] = ""

@@ -7,14 +7,18 @@ Ray nodes say what they are for with custom resources (`ray start --resources
     kubera/node-pool       the node pools (hollow kubelets)
 
 Each actor asks for a sliver of its resource (RESOURCE_SHARE), so any positive amount on a
-node admits up to a thousand actors there. The replicas of one deployment and the pools
-spread over the nodes that have their resource (Ray's SPREAD), so losing one node loses
-one replica, not a deployment. The apiserver prefers the head node: when the head dies
-the Ray cluster goes with it (its GCS lives there), so nothing is lost by putting it
-there, and any other node could take the apiserver's address with it.
+node admits up to a thousand actors there. The replicas of one deployment and the pools go
+round the nodes that have their resource, one per node while they last (a soft node
+affinity, so an actor whose node died is re-created on another node with the resource),
+so losing one node loses one replica, not a deployment. The apiserver goes to the first
+control-plane node, the head when it is one: when the head dies the Ray cluster goes with
+it (its GCS lives there), so nothing is lost by putting it there. On another node that
+dies, Ray re-creates the apiserver elsewhere and the supervisor starts it on the same port
+of the new node's address; the CLI follows (the context records it), but the components
+started with the old address keep dialling it until they are restarted.
 
-A resource that no node of the cluster has places nothing (the embedded single-node
-cluster has none), and the names are `kubera up --control-plane-resource/
+A resource that no node of the cluster has constrains nothing (the embedded single-node
+cluster has none; its actors all go to its one node, as before), and the names are `kubera up --control-plane-resource/
 --node-pool-resource` ("" never constrains).
 """
 
@@ -44,42 +48,39 @@ class Placement:
     #: The resources the actors ask for ("": that role is not placed).
     control_plane: str = ""
     node_pool: str = ""
-    #: The head node's id (the apiserver's preferred node).
-    head: str = ""
+    #: The nodes each role is spread over (ids, the head first): the nodes with its
+    #: resource, or every node when none has it ((): leave it to Ray).
+    control_plane_nodes: tuple[str, ...] = ()
+    node_pool_nodes: tuple[str, ...] = ()
 
     def apiserver(self) -> dict[str, Any]:
-        if not self.control_plane:
-            return {}
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        """The first control-plane node: the head when it is one."""
+        return self._options(self.control_plane, self.control_plane_nodes, 0)
 
-        return {
-            "resources": {self.control_plane: RESOURCE_SHARE},
-            # soft: on another control-plane node when the head has no such resource
-            "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=self.head, soft=True)
-            if self.head
-            else "SPREAD",
-        }
+    def replica(self, index: int) -> dict[str, Any]:
+        """Replica `index` of a scheduler or controller-manager deployment: replicas of
+        one deployment go round the control-plane nodes, one per node while they last."""
+        return self._options(self.control_plane, self.control_plane_nodes, index)
 
-    def replica(self) -> dict[str, Any]:
-        """A scheduler or controller-manager replica."""
-        out: dict[str, Any] = {"scheduling_strategy": "SPREAD"}
-        if self.control_plane:
-            out["resources"] = {self.control_plane: RESOURCE_SHARE}
+    def pool(self, index: int) -> dict[str, Any]:
+        return self._options(self.node_pool, self.node_pool_nodes, index)
+
+    @staticmethod
+    def _options(resource: str, nodes: tuple[str, ...], index: int) -> dict[str, Any]:
+        # num_cpus=0: an actor that names a resource would otherwise hold a whole CPU for
+        # its life (Ray's default then), and a node's CPUs would cap its actors
+        out: dict[str, Any] = {"num_cpus": 0}
+        if resource:
+            out["resources"] = {resource: RESOURCE_SHARE}
+        if nodes:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            # soft: once that node is gone, Ray re-creates the actor on another node
+            # that has the resource
+            out["scheduling_strategy"] = NodeAffinitySchedulingStrategy(
+                node_id=nodes[index % len(nodes)], soft=True
+            )
         return out
-
-    def pool(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"scheduling_strategy": "SPREAD"}
-        if self.node_pool:
-            out["resources"] = {self.node_pool: RESOURCE_SHARE}
-        return out
-
-    def describe(self) -> str:
-        """One line for `kubera up`'s summary."""
-        parts = [
-            f"{what} on nodes with {name}" if name else f"{what} anywhere"
-            for what, name in (("control plane", self.control_plane), ("pools", self.node_pool))
-        ]
-        return ", ".join(parts)
 
 
 def ray_nodes() -> list[dict[str, Any]]:
@@ -99,14 +100,23 @@ def ray_nodes() -> list[dict[str, Any]]:
 
 
 def plan(control_plane: str, node_pool: str) -> Placement:
-    """The placement on the connected Ray cluster: a resource no live node has is dropped."""
-    nodes = [n for n in ray_nodes() if n["alive"]]
+    """The placement on the connected Ray cluster: a resource no live node has is dropped,
+    and each role is spread over the nodes that have its resource (all nodes if none)."""
+    nodes = sorted(
+        (n for n in ray_nodes() if n["alive"]), key=lambda n: (not n["head"], n["ip"], n["id"])
+    )
     have = {name for n in nodes for name in n["resources"]}
-    head = next((n["id"] for n in nodes if n["head"]), "")
+    control_plane = control_plane if control_plane in have else ""
+    node_pool = node_pool if node_pool in have else ""
+
+    def spread(resource: str) -> tuple[str, ...]:
+        return tuple(n["id"] for n in nodes if not resource or resource in n["resources"])
+
     return Placement(
-        control_plane=control_plane if control_plane in have else "",
-        node_pool=node_pool if node_pool in have else "",
-        head=head,
+        control_plane=control_plane,
+        node_pool=node_pool,
+        control_plane_nodes=spread(control_plane),
+        node_pool_nodes=spread(node_pool),
     )
 
 

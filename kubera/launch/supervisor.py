@@ -291,7 +291,7 @@ class Supervisor:
                 name = "scheduler" if d == i == 0 else f"scheduler-{d}-{i}"
                 actor = (
                     ray_actor_class(SchedulerActor)
-                    .options(name=name, **self.placement.replica())
+                    .options(name=name, **self.placement.replica(i))
                     .remote(cfg)
                 )
                 self.schedulers.append(actor)
@@ -322,7 +322,7 @@ class Supervisor:
             name = "controller-manager" if i == 0 else f"controller-manager-{i}"
             actor = (
                 ray_actor_class(ControllerManagerActor)
-                .options(name=name, **self.placement.replica())
+                .options(name=name, **self.placement.replica(i))
                 .remote(cfg)
             )
             self.controllers.append(actor)
@@ -358,7 +358,7 @@ class Supervisor:
             )
             actor = (
                 ray_actor_class(NodePoolActor)
-                .options(name=f"pool-{i}", **self.placement.pool())
+                .options(name=f"pool-{i}", **self.placement.pool(i))
                 .remote(cfg)
             )
             self.pools.append(actor)
