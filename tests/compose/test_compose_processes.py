@@ -90,9 +90,7 @@ def project() -> Iterator[LocalProject]:
     # Short: Ray's unix sockets live under a replica's directory (107 bytes at most).
     work = Path(tempfile.mkdtemp(prefix="kc", dir="/tmp"))
     net = loopback_net()
-    # 8 CPUs a node: an actor that asks for a custom resource (kubera's placement) holds
-    # one CPU for its life (Ray's rule), and the head holds the whole control plane.
-    store = "--num-cpus=8 --object-store-memory=100000000"
+    store = "--num-cpus=2 --object-store-memory=100000000"
     env = {
         "ETCD_HOST": f"{net}.2",
         "ETCD_PORT": str(free_port()),
