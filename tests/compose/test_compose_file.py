@@ -79,6 +79,7 @@ def test_no_fixed_host_ports_or_container_names_so_workers_scale():
     for name, s in services.items():
         assert not s.get("ports"), name
         assert not s.get("container_name"), name
+        assert s.get("init") is True, name  # SIGTERM reaches the command; daemons reaped
 
 
 def test_etcd_has_a_healthcheck_with_etcdctl_and_the_cluster_waits_for_it():
