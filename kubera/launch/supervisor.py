@@ -546,6 +546,9 @@ def run_foreground(opts: UpOptions, *, on_ready=None) -> int:
             return 130
         except Exception as e:  # noqa: BLE001 - one line for the user; the log has the rest
             raise StartupError(f"{type(e).__name__}: {e}".splitlines()[0]) from e
+        # ray.init() put its own SIGTERM handler (sys.exit) in place of ours: ours again, so
+        # SIGTERM (`kubera down`, `docker compose stop`) stops the cluster in order, exit 0.
+        signal.signal(signal.SIGTERM, on_signal)
         starting = False
         if on_ready is not None:
             on_ready(ctx)

@@ -79,6 +79,7 @@ def test_no_fixed_host_ports_or_container_names_so_workers_scale():
     for name, s in services.items():
         assert not s.get("ports"), name
         assert not s.get("container_name"), name
+        assert s.get("init") is True, name  # SIGTERM reaches the command; daemons reaped
 
 
 def test_etcd_has_a_healthcheck_with_etcdctl_and_the_cluster_waits_for_it():
@@ -161,3 +162,23 @@ def test_the_experiment_service_runs_kubera_experiment_with_flags_it_accepts():
     assert args.output == "/results"
     assert args.ray_address == "ray-head:6379"
     assert args.etcd == "http://experiment-etcd:2379"
+
+
+def test_the_dockerfile_copies_what_pip_install_needs_and_dockerignore_keeps_it():
+    text = (ROOT / "Dockerfile").read_text()
+    assert text.startswith("#") and "FROM python:3.11-slim" in text
+    ignored = {
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    sources = [
+        word
+        for line in text.splitlines()
+        if line.startswith("COPY ")
+        for word in line.split()[1:-1]
+    ]
+    assert {"pyproject.toml", "README.md", "protos", "services", "actors", "kubera"} <= set(sources)
+    for source in sources:
+        assert (ROOT / source).exists(), source
+        assert source not in ignored, source

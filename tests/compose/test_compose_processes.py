@@ -90,9 +90,7 @@ def project() -> Iterator[LocalProject]:
     # Short: Ray's unix sockets live under a replica's directory (107 bytes at most).
     work = Path(tempfile.mkdtemp(prefix="kc", dir="/tmp"))
     net = loopback_net()
-    # 8 CPUs a node: an actor that asks for a custom resource (kubera's placement) holds
-    # one CPU for its life (Ray's rule), and the head holds the whole control plane.
-    store = "--num-cpus=8 --object-store-memory=100000000"
+    store = "--num-cpus=2 --object-store-memory=100000000"
     env = {
         "ETCD_HOST": f"{net}.2",
         "ETCD_PORT": str(free_port()),
@@ -228,8 +226,20 @@ def test_compose_services_as_processes_run_kubera_and_an_experiment(project: Loc
     assert wait_for(p, "the Deployment's pods Running", running_pods, 120, kubera)
     assert etcd.proc is not None and etcd.proc.poll() is None
 
+    if HAS_EXPERIMENT_CLI:
+        run_experiment(p)
+        assert kubera.proc is not None and kubera.proc.poll() is None  # undisturbed beside it
+
+    # `docker compose stop`: SIGTERM, and kubera up stops what it started and exits 0.
+    assert kubera.proc is not None
+    kubera.proc.terminate()
+    assert p.wait_exit(kubera, 60) == 0, kubera.tail()
     if not HAS_EXPERIMENT_CLI:
         pytest.skip("`kubera experiment` is not on this branch: the experiment step did not run")
+
+
+def run_experiment(p: LocalProject) -> None:
+    """The experiment service's command, to completion, and the report it wrote."""
     p.up("experiment-etcd")
     (experiment,) = p.up("experiment")
     assert p.wait_exit(experiment, 240) == 0, p.tails()
@@ -241,4 +251,4 @@ def test_compose_services_as_processes_run_kubera_and_an_experiment(project: Loc
     assert run["id"] == "ComposeSmoke/small"
     assert run["error"] is None
     assert sum(run["series"]["bound"]) == 10
-    assert kubera.proc is not None and kubera.proc.poll() is None  # undisturbed beside it
+    assert len(run["latency"]["scheduling"]) == 10
