@@ -1,0 +1,343 @@
+"""The results data model of ``kubera experiment``: what one run measured, as plain values.
+
+The JSON form (``results.json``, version ``kubera.experiment/v1``) is the contract between the
+runner that measures and the writers that turn a run into DataItems, CSV series, plots and
+report.html; ``to_json``/``from_json`` round-trip it exactly. All times are seconds since the
+run's ``t0`` (a unix time), so runs compare by shape.
+
+The small records (phases, windows, faults, leader terms, replica counts, the checker's verdict)
+are frozen. ``RunResult`` and ``ExperimentResult`` are not: the runner fills a run as it goes
+(series appended per second, faults as they fire) and hands it over when the run ends.
+
+This module imports nothing of kubera: ``results`` (load/write) and every writer import it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from typing import Any
+
+VERSION = "kubera.experiment/v1"
+"""The ``version`` of results.json this module reads and writes."""
+
+FAULT_KINDS = ("kill", "pause", "partition", "restart-etcd", "kill-pool", "kill-apiserver")
+"""The fault kinds the chaos op records (``Fault.kind``)."""
+
+
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Phase:
+    """One executed op: its display name (``createPods[2]``: opcode and index in the plan)."""
+
+    name: str
+    opcode: str
+    start: float
+    end: float
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Phase:
+        return cls(
+            name=str(data["name"]),
+            opcode=str(data["opcode"]),
+            start=float(data["start"]),
+            end=float(data["end"]),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """A collectMetrics window (createPods with collectMetrics, or start/stopCollectingMetrics)."""
+
+    start: float
+    end: float
+    name: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Window:
+        return cls(
+            start=float(data["start"]), end=float(data["end"]), name=str(data.get("name", ""))
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Fault:
+    """One injected fault: when, what (``FAULT_KINDS``), on whom, and for how long (pause,
+    partition) or ``None`` (instantaneous)."""
+
+    t: float
+    kind: str
+    target: str
+    duration: float | None = None
+
+    @property
+    def end(self) -> float | None:
+        """When an interval fault (pause, partition) was lifted; None for instantaneous ones."""
+        return None if self.duration is None else self.t + self.duration
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Fault:
+        return cls(
+            t=float(data["t"]),
+            kind=str(data["kind"]),
+            target=str(data["target"]),
+            duration=_opt_float(data.get("duration")),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaderTerm:
+    """One leadership term of a component's lease: ``end`` is None while it still held at the
+    run's end."""
+
+    component: str
+    identity: str
+    start: float
+    end: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LeaderTerm:
+        return cls(
+            component=str(data["component"]),
+            identity=str(data["identity"]),
+            start=float(data["start"]),
+            end=_opt_float(data.get("end")),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicaStats:
+    """A scheduler replica's binds and bind conflicts (shared-state mode loses races)."""
+
+    name: str
+    binds: int
+    conflicts: int
+
+    @property
+    def conflict_fraction(self) -> float:
+        """Conflicts per bind attempt (binds + conflicts); 0 when it never tried."""
+        attempts = self.binds + self.conflicts
+        return self.conflicts / attempts if attempts else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ReplicaStats:
+        return cls(
+            name=str(data["name"]), binds=int(data["binds"]), conflicts=int(data["conflicts"])
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckVerdict:
+    """The history checker's verdict of a ``check`` op."""
+
+    ok: bool
+    violations: tuple[str, ...] = ()
+    summary: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "violations": list(self.violations), "summary": self.summary}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CheckVerdict:
+        return cls(
+            ok=bool(data["ok"]),
+            violations=tuple(str(v) for v in data.get("violations", ())),
+            summary=str(data.get("summary", "")),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class MetricsSnapshots:
+    """The scheduler's Prometheus text exposition at the first collectMetrics window's start and
+    the last one's end; histogram DataItems come from their difference."""
+
+    start: str
+    end: str
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MetricsSnapshots:
+        return cls(start=str(data["start"]), end=str(data["end"]))
+
+
+@dataclasses.dataclass(kw_only=True)
+class RunResult:
+    """One run: a (test case, workload, sweep point) on a fresh cluster.
+
+    ``series`` holds 1-second samples keyed as in results.json: ``t`` (0, 1, 2, …), ``created``,
+    ``bound``, ``running`` (pods in the second ``[t[i], t[i] + 1)``), ``queue:<name>`` (depth
+    at ``t[i]``), ``etcd_revisions`` (revisions per second), ``cpu:<component>`` (cores),
+    ``rss_mb:<component>``. ``latency``
+    holds per-pod seconds under ``scheduling`` (create→bound) and ``startup`` (create→Running).
+    ``attempts`` maps scheduling attempts to the number of bound pods that needed that many.
+    """
+
+    id: str
+    test_case: str
+    workload: str
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    labels: list[str] = dataclasses.field(default_factory=list)
+    sweep: dict[str, Any] = dataclasses.field(default_factory=dict)
+    threshold: float | None = None
+    threshold_metric: str = "SchedulingThroughput"
+    threshold_selector: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Upstream's full thresholdMetricSelector when it says more than the metric's name:
+    ``{"name", "labels", "expectLower", "dataBucket"}``; {} means ``{"name": threshold_metric}``.
+    In results.json only when non-empty."""
+    cluster: dict[str, Any] = dataclasses.field(default_factory=dict)
+    t0: float = 0.0
+    duration: float = 0.0
+    phases: list[Phase] = dataclasses.field(default_factory=list)
+    collected: list[Window] = dataclasses.field(default_factory=list)
+    series: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    latency: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    attempts: dict[int, int] = dataclasses.field(default_factory=dict)
+    replicas: list[ReplicaStats] = dataclasses.field(default_factory=list)
+    leaders: list[LeaderTerm] = dataclasses.field(default_factory=list)
+    faults: list[Fault] = dataclasses.field(default_factory=list)
+    scheduler_metrics: MetricsSnapshots | None = None
+    check: CheckVerdict | None = None
+    error: str | None = None
+
+    @property
+    def name(self) -> str:
+        """``<TestCase>/<Workload>``: the ``Name`` label upstream puts on its DataItems."""
+        return f"{self.test_case}/{self.workload}"
+
+    @property
+    def slug(self) -> str:
+        """The id as a file name: ``SchedulingBasic_5000Nodes_schedulers=2``."""
+        return slug(self.id)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "id": self.id,
+            "test_case": self.test_case,
+            "workload": self.workload,
+            "params": dict(self.params),
+            "labels": list(self.labels),
+            "sweep": dict(self.sweep),
+            "threshold": self.threshold,
+            "threshold_metric": self.threshold_metric,
+            "cluster": dict(self.cluster),
+            "t0": self.t0,
+            "duration": self.duration,
+            "phases": [p.to_json() for p in self.phases],
+            "collected": [w.to_json() for w in self.collected],
+            "series": {k: list(v) for k, v in self.series.items()},
+            "latency": {k: list(v) for k, v in self.latency.items()},
+            "attempts": {str(k): v for k, v in sorted(self.attempts.items())},
+            "replicas": [r.to_json() for r in self.replicas],
+            "leaders": [term.to_json() for term in self.leaders],
+            "faults": [f.to_json() for f in self.faults],
+            "scheduler_metrics": (
+                None if self.scheduler_metrics is None else self.scheduler_metrics.to_json()
+            ),
+            "check": None if self.check is None else self.check.to_json(),
+            "error": self.error,
+        }
+        if self.threshold_selector:
+            out["threshold_selector"] = dict(self.threshold_selector)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunResult:
+        metrics = data.get("scheduler_metrics")
+        check = data.get("check")
+        return cls(
+            id=str(data["id"]),
+            test_case=str(data["test_case"]),
+            workload=str(data["workload"]),
+            params=dict(data.get("params") or {}),
+            labels=[str(x) for x in data.get("labels") or ()],
+            sweep=dict(data.get("sweep") or {}),
+            threshold=_opt_float(data.get("threshold")),
+            threshold_metric=str(data.get("threshold_metric") or "SchedulingThroughput"),
+            threshold_selector=dict(data.get("threshold_selector") or {}),
+            cluster=dict(data.get("cluster") or {}),
+            t0=float(data.get("t0", 0.0)),
+            duration=float(data.get("duration", 0.0)),
+            phases=[Phase.from_json(p) for p in data.get("phases") or ()],
+            collected=[Window.from_json(w) for w in data.get("collected") or ()],
+            series={str(k): [float(x) for x in v] for k, v in (data.get("series") or {}).items()},
+            latency={str(k): [float(x) for x in v] for k, v in (data.get("latency") or {}).items()},
+            attempts={int(k): int(v) for k, v in (data.get("attempts") or {}).items()},
+            replicas=[ReplicaStats.from_json(r) for r in data.get("replicas") or ()],
+            leaders=[LeaderTerm.from_json(t) for t in data.get("leaders") or ()],
+            faults=[Fault.from_json(f) for f in data.get("faults") or ()],
+            scheduler_metrics=None if metrics is None else MetricsSnapshots.from_json(metrics),
+            check=None if check is None else CheckVerdict.from_json(check),
+            error=None if data.get("error") is None else str(data["error"]),
+        )
+
+
+@dataclasses.dataclass(kw_only=True)
+class ExperimentResult:
+    """Every run of one ``kubera experiment run``: the config file and when it started."""
+
+    config: str
+    started: str
+    runs: list[RunResult] = dataclasses.field(default_factory=list)
+    version: str = VERSION
+
+    def run(self, run_id: str) -> RunResult:
+        """The run with that id (KeyError when there is none)."""
+        for r in self.runs:
+            if r.id == run_id:
+                return r
+        raise KeyError(run_id)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "config": self.config,
+            "started": self.started,
+            "runs": [r.to_json() for r in self.runs],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ExperimentResult:
+        version = data.get("version")
+        if version != VERSION:
+            raise ValueError(f"results version {version!r}: expected {VERSION!r}")
+        return cls(
+            version=VERSION,
+            config=str(data.get("config", "")),
+            started=str(data.get("started", "")),
+            runs=[RunResult.from_json(r) for r in data.get("runs") or ()],
+        )
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
+
+
+def slug(run_id: str) -> str:
+    """A run id as a file name: path separators and anything unsafe become ``_``."""
+    s = _UNSAFE.sub("_", run_id).strip("._")
+    return s or "run"
+
+
+def finite(values: list[float]) -> list[float]:
+    """The finite values (NaN and infinities dropped): what the statistics use."""
+    return [v for v in values if math.isfinite(v)]
