@@ -6,7 +6,11 @@ from typing import Any
 
 import ray
 
-from services.hosts.controllermanager import ControllerManagerReplica
+from actors.node import on_this_node
+from services.hosts.controllermanager import (
+    ControllerManagerReplica,
+    ControllerManagerReplicaConfig,
+)
 
 #: Ray's typed overloads of ray.remote omit max_concurrency, an actor option.
 OPTIONS: dict[str, Any] = dict(max_restarts=-1, max_concurrency=1000)
@@ -14,4 +18,5 @@ OPTIONS: dict[str, Any] = dict(max_restarts=-1, max_concurrency=1000)
 
 @ray.remote(**OPTIONS)
 class ControllerManagerActor(ControllerManagerReplica):
-    pass
+    def __init__(self, config: ControllerManagerReplicaConfig) -> None:
+        super().__init__(on_this_node(config))

@@ -5,7 +5,8 @@ from typing import Any
 
 import ray
 
-from services.hosts.scheduler import SchedulerReplica
+from actors.node import on_this_node
+from services.hosts.scheduler import SchedulerReplica, SchedulerReplicaConfig
 
 #: Ray's typed overloads of ray.remote omit max_concurrency, an actor option.
 OPTIONS: dict[str, Any] = dict(max_restarts=-1, max_concurrency=1000)
@@ -13,4 +14,5 @@ OPTIONS: dict[str, Any] = dict(max_restarts=-1, max_concurrency=1000)
 
 @ray.remote(**OPTIONS)
 class SchedulerActor(SchedulerReplica):
-    pass
+    def __init__(self, config: SchedulerReplicaConfig) -> None:
+        super().__init__(on_this_node(config))

@@ -77,7 +77,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--wait", type=float, default=60.0, metavar="S", help="seconds to wait for it to be back"
     )
     p.set_defaults(func=cmd_kill_apiserver)
-    p = verbs.add_parser("kill-pool", help="SIGKILL a node pool (its nodes go NotReady)")
+    p = verbs.add_parser(
+        "kill-pool",
+        help="SIGKILL a node pool (Ray brings it back and it takes its nodes over; they go "
+        "NotReady only if that takes longer than their lease)",
+    )
     p.add_argument("pool", metavar="POOL", help="pool name (pool-0) or index")
     p.set_defaults(func=cmd_kill_pool)
     p = verbs.add_parser("run", help="a scripted mix of leader faults, one every --interval")

@@ -11,9 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+from kubera.cli import components
 from kubera.errors import CliError
 from kubera.launch import procs
 from kubera.launch.context import Context, context_path, home, load_context
+from kubera.launch.placement import CONTROL_PLANE, NODE_POOL
 from kubera.launch.supervisor import (
     FAILED_MARK,
     ClusterOptions,
@@ -36,6 +38,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--etcd", default="", metavar="URL", help="use an existing etcd instead of starting one"
     )
     up.add_argument("--ray-address", default="", metavar="ADDR", help="use an existing Ray cluster")
+    up.add_argument(
+        "--ray-namespace",
+        default="",
+        metavar="NS",
+        help="the Ray namespace of kubera's named actors (default: $KUBERA_RAY_NAMESPACE, else "
+        "kubera); give each control plane sharing a Ray cluster its own",
+    )
+    up.add_argument(
+        "--control-plane-resource",
+        default=CONTROL_PLANE,
+        metavar="NAME",
+        help="the Ray custom resource of the nodes for the apiserver, schedulers and "
+        f"controller-managers (default {CONTROL_PLANE}; ignored when no node has it)",
+    )
+    up.add_argument(
+        "--node-pool-resource",
+        default=NODE_POOL,
+        metavar="NAME",
+        help=f"the Ray custom resource of the nodes for the node pools (default {NODE_POOL}; "
+        "ignored when no node has it)",
+    )
     up.add_argument(
         "--nodes",
         type=int,
@@ -133,6 +156,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     down.add_argument("--timeout", type=float, default=60.0)
     down.set_defaults(func=cmd_down)
+    components.register(sub)  # where each of the cluster's processes runs
 
 
 def _print_ready(ctx: Context, elapsed: float) -> None:
@@ -140,6 +164,12 @@ def _print_ready(ctx: Context, elapsed: float) -> None:
     print(f"  apiserver: {ctx.apiserver}")
     print(f"  etcd:      {ctx.etcd}")
     print(f"  ray:       {ctx.ray_address}")
+    roles = {"control_plane": "control plane", "node_pool": "pools"}
+    placed = [f"{roles.get(k, k)} on {name}" for k, name in ctx.placement.items() if name]
+    if placed:
+        nodes = {c["node_id"] for c in ctx.components if c.get("node_id")}
+        print(f"  placement: {', '.join(placed)}; {len(nodes)} Ray node(s) in use")
+        print("             (kubera components: where each runs)")
     if ctx.scheduler:
         print(f"  scheduler: {ctx.scheduler} (metrics: http://{ctx.scheduler_metrics}/metrics)")
     if ctx.node_pools:
@@ -266,10 +296,13 @@ def cmd_up(args: argparse.Namespace) -> int:
         cluster=ClusterOptions(
             etcd=args.etcd,
             ray_address=args.ray_address,
+            ray_namespace=args.ray_namespace,
             apiserver_port=args.apiserver_port,
             time_scale=args.time_scale,
             with_controllers=not args.no_controllers,
             controller_managers=args.controller_managers,
+            control_plane_resource=args.control_plane_resource,
+            node_pool_resource=args.node_pool_resource,
         ),
         scheduling=SchedulingOptions(
             enabled=not args.no_scheduler,

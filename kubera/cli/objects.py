@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
+from kubera.cli import components
 from kubera.cli.common import (
     add_file_args,
     add_namespace_arg,
@@ -154,6 +155,13 @@ async def _fetch(
             objs.sort(key=lambda o: (meta_of(o).namespace, meta_of(o).name))
         groups.append((kind, objs))
     return groups, errors
+
+
+def get_or_components(args: argparse.Namespace) -> int:
+    """`kubera get components` is `kubera components`: kubera's own processes, not objects."""
+    if args.resources[0] in ("components", "component"):
+        return components.cmd_components(args)
+    return cmd_get(args)
 
 
 @command
@@ -380,7 +388,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("-l", "--selector", help="label selector, e.g. app=web,tier!=db")
     p.add_argument("--field-selector", help="field selector, e.g. spec.nodeName=node-a")
     p.add_argument("-o", "--output", choices=output.OUTPUT_FORMATS, help="output format")
-    p.set_defaults(func=cmd_get)
+    p.set_defaults(func=get_or_components)
 
     p = sub.add_parser("delete", help="delete objects by name, selector or manifest")
     p.add_argument("resources", nargs="*", metavar="KIND [NAME ...] | KIND/NAME")

@@ -51,6 +51,11 @@ class Context:
     #: The apiserver actor's process (`kubera chaos kill-apiserver`); the supervisor
     #: records the new one when Ray re-creates the actor. Not stopped by `down` (Ray is).
     apiserver_pid: int = 0
+    #: Every component the supervisor started, where it runs and how it is
+    #: (kubera.launch.components; refreshed when something restarts or moves).
+    components: list[dict] = field(default_factory=list)
+    #: The Ray custom resources the control plane and the pools were placed by ("": none).
+    placement: dict[str, str] = field(default_factory=dict)
 
     def save(self) -> None:
         p = context_path()

@@ -54,14 +54,49 @@ def stop(pid: int, started: int = 0, timeout: float = 10.0) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def stop_all(pids: list[int], timeout: float = 5.0) -> None:
+    """`stop` for many processes at once: SIGTERM to all, SIGKILL to those left after
+    `timeout`. Each is identified by its start time read now."""
+    started = {pid: start_time(pid) for pid in pids}
+    for pid, st in started.items():
+        if alive(pid, st):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while any(alive(p, st) for p, st in started.items()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid, st in started.items():
+        if alive(pid, st):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
 def session_members(sid: int) -> list[int]:
-    """PIDs of every process in session `sid`."""
+    """PIDs of every live process (zombies left out: they run nothing and their parent or
+    init reaps them) in session `sid`."""
     out = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             fields = _stat(int(entry.name))
-            if fields and int(fields[3]) == sid:
+            if fields and int(fields[3]) == sid and fields[0] != "Z":
                 out.append(int(entry.name))
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """PIDs of every live process below `pid` in the process tree, parents before children."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat(int(entry.name))
+            if fields and fields[0] != "Z":
+                children.setdefault(int(fields[1]), []).append(int(entry.name))
+    out: list[int] = []
+    todo = list(children.get(pid, []))
+    while todo:
+        p = todo.pop(0)
+        out.append(p)
+        todo.extend(children.get(p, []))
     return out
 
 

@@ -22,7 +22,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from kubera.launch import procs
+from kubera.launch import placement, procs
+from kubera.launch.components import Components, record_in_context
 from kubera.launch.context import Context, context_path, home
 from kubera.launch.etcd import EtcdProcess
 from services.leaderelection import TimingOverrides
@@ -49,8 +50,18 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 REVIVE_RETRY = 0.25
 REVIVE_INFLIGHT = 5
 
+#: Seconds between looks at where the components run (Ray's actor table).
+PLACEMENT_REFRESH = 1.0
+
 #: The line prefix with which a detached supervisor reports why it could not start.
 FAILED_MARK = "kubera up failed: "
+
+#: The Ray namespace when neither --ray-namespace nor $KUBERA_RAY_NAMESPACE names one.
+DEFAULT_RAY_NAMESPACE = "kubera"
+
+
+def ray_namespace(opts: ClusterOptions) -> str:
+    return opts.ray_namespace or os.environ.get("KUBERA_RAY_NAMESPACE") or DEFAULT_RAY_NAMESPACE
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,13 @@ class ClusterOptions:
     with_controllers: bool = True
     #: Controller-manager replicas: one leader, the others standbys.
     controller_managers: int = 1
+    #: The Ray namespace of kubera's named actors ("" = $KUBERA_RAY_NAMESPACE, else
+    #: "kubera"): two control planes on one Ray cluster need two namespaces.
+    ray_namespace: str = ""
+    #: The Ray custom resources that mark control-plane nodes (apiserver, schedulers,
+    #: controller-managers) and node-pool nodes; one no node has places nothing.
+    control_plane_resource: str = placement.CONTROL_PLANE
+    node_pool_resource: str = placement.NODE_POOL
 
 
 @dataclass(frozen=True)
@@ -147,7 +165,12 @@ class Supervisor:
         self.pools: list = []
         self.controllers: list = []
         self.context: Context | None = None
+        self.placement = placement.Placement()
+        #: Every actor above, by name: where it runs, its process and addresses.
+        self.components = Components()
         self._stop = threading.Event()
+        #: Children this process had before start(): not ours to stop.
+        self._children_before = set(procs.descendants(os.getpid()))
 
     def start(self) -> Context:
         import ray
@@ -171,7 +194,7 @@ class Supervisor:
         if self.opts.cluster.ray_address:
             ray.init(
                 address=self.opts.cluster.ray_address,
-                namespace="kubera",
+                namespace=ray_namespace(self.opts.cluster),
                 log_to_driver=False,
                 configure_logging=False,
             )
@@ -181,7 +204,7 @@ class Supervisor:
                 include_dashboard=False,
                 _temp_dir=self.ray_tmp,
                 _node_ip_address="127.0.0.1",
-                namespace="kubera",
+                namespace=ray_namespace(self.opts.cluster),
                 log_to_driver=False,
                 configure_logging=False,
             )
@@ -190,12 +213,20 @@ class Supervisor:
             for name, running in node.all_processes.items():
                 for i, p in enumerate(running):
                     pids[f"ray-{name}-{i}"] = p.process.pid
+        self.placement = placement.plan(
+            self.opts.cluster.control_plane_resource, self.opts.cluster.node_pool_resource
+        )
         config = ApiServerHostConfig(
             etcd=etcd_endpoint,
             port=self.opts.cluster.apiserver_port,
             bookmark_interval=self.opts.cluster.bookmark_interval,
         )
-        self.actor = ray_actor_class(ApiServerActor).options(name="apiserver").remote(config)
+        self.actor = (
+            ray_actor_class(ApiServerActor)
+            .options(name="apiserver", **self.placement.apiserver())
+            .remote(config)
+        )
+        self.components.add("apiserver", "apiserver", self.actor)
         apiserver = ray.get(self.actor.ensure_started.remote(), timeout=120)
         address = str(apiserver["address"])
         self.apiserver_port = int(address.rpartition(":")[2])
@@ -207,6 +238,7 @@ class Supervisor:
         if self.opts.cluster.with_controllers:
             self._start_controllers(address, etcd_endpoint, time_origin)
         node_pools = self._start_pools(address, time_origin) if self.opts.nodes.count else []
+        self.components.refresh(wait=30)
         dirs = [str(self.cluster_dir)] + ([self.ray_tmp] if self.ray_tmp else [])
         me = os.getpid()
         self.context = Context(
@@ -226,6 +258,11 @@ class Supervisor:
             node_pools=node_pools,
             time_scale=self.opts.cluster.time_scale,
             time_origin=time_origin,
+            components=self.components.records(),
+            placement={
+                "control_plane": self.placement.control_plane,
+                "node_pool": self.placement.node_pool,
+            },
         )
         self.context.save()
         return self.context
@@ -254,9 +291,13 @@ class Supervisor:
                     partition=o.partition,
                 )
                 name = "scheduler" if d == i == 0 else f"scheduler-{d}-{i}"
-                self.schedulers.append(
-                    ray_actor_class(SchedulerActor).options(name=name).remote(cfg)
+                actor = (
+                    ray_actor_class(SchedulerActor)
+                    .options(name=name, **self.placement.replica(i))
+                    .remote(cfg)
                 )
+                self.schedulers.append(actor)
+                self.components.add(name, "scheduler", actor)
         addresses = ray.get([a.start.remote() for a in self.schedulers], timeout=180)
         metrics = ray.get(self.schedulers[0].health.remote(), timeout=30)["metrics"]
         return addresses[0], metrics
@@ -281,13 +322,18 @@ class Supervisor:
         )
         for i in range(o.controller_managers):
             name = "controller-manager" if i == 0 else f"controller-manager-{i}"
-            self.controllers.append(
-                ray_actor_class(ControllerManagerActor).options(name=name).remote(cfg)
+            actor = (
+                ray_actor_class(ControllerManagerActor)
+                .options(name=name, **self.placement.replica(i))
+                .remote(cfg)
             )
+            self.controllers.append(actor)
+            self.components.add(name, "controller-manager", actor)
         ray.get([a.start.remote() for a in self.controllers], timeout=120)
 
     def _start_pools(self, apiserver: str, time_origin: float) -> list[dict]:
-        """ceil(nodes / nodes_per_pool) pool actors, spread over the Ray cluster's nodes."""
+        """ceil(nodes / nodes_per_pool) pool actors, spread over the Ray cluster's
+        node-pool nodes (any node when none is marked)."""
         import ray
 
         from actors.nodepool import NodePoolActor
@@ -314,10 +360,11 @@ class Supervisor:
             )
             actor = (
                 ray_actor_class(NodePoolActor)
-                .options(name=f"pool-{i}", scheduling_strategy="SPREAD")
+                .options(name=f"pool-{i}", **self.placement.pool(i))
                 .remote(cfg)
             )
             self.pools.append(actor)
+            self.components.add(f"pool-{i}", "node-pool", actor)
         addresses = ray.get([a.start.remote() for a in self.pools], timeout=600)
         health = ray.get([a.health.remote() for a in self.pools], timeout=60)
         return [
@@ -333,10 +380,29 @@ class Supervisor:
         (started again; the apiserver on its first port)."""
         pending: dict[int, Any] = {}
         apiserver: list[tuple[float, object]] = []
+        refreshed = time.monotonic()
         while not self._stop.wait(0.2):
             self._revive_etcd()
             self._revive_apiserver(apiserver)
             self._restart_replicas(pending)
+            if time.monotonic() - refreshed >= PLACEMENT_REFRESH:
+                refreshed = time.monotonic()
+                self._refresh_components()
+
+    def _refresh_components(self) -> None:
+        """Where every component runs now (Ray's actor table, each new process's
+        addresses), saved in the context when anything changed."""
+        if self.context is None or self._stop.is_set():
+            return
+        try:
+            changed = self.components.refresh()
+        except Exception:  # noqa: BLE001 - the GCS is briefly unreachable: next round
+            return
+        if not changed:
+            return
+        for line in record_in_context(self.context, self.components.records()):
+            print(line, flush=True)
+        self.context.save()
 
     def _revive_apiserver(self, pending: list[tuple[float, Any]]) -> None:
         """ensure_started(first port) on the apiserver: a call to a re-created actor starts
@@ -387,11 +453,12 @@ class Supervisor:
             self.context.save()
 
     def _restart_replicas(self, pending: dict[int, Any]) -> None:
-        """ensure_started() on every replica, at most one call in flight per actor: a
-        call to a re-created actor starts it; a call to a restarting one waits for it."""
+        """ensure_started() on every replica and node pool, at most one call in flight
+        per actor: a call to a re-created actor starts it; a call to a restarting one
+        waits for it."""
         import ray
 
-        for i, actor in enumerate([*self.schedulers, *self.controllers]):
+        for i, actor in enumerate([*self.schedulers, *self.controllers, *self.pools]):
             ref = pending.get(i)
             if ref is not None:
                 done, _ = ray.wait([ref], timeout=0)
@@ -426,6 +493,12 @@ class Supervisor:
             ray.shutdown()
         if self.etcd is not None:
             self.etcd.stop()
+        # A start interrupted inside ray.init() can leave processes Ray had spawned but not
+        # yet recorded (ray.shutdown() stops only a head it finished starting): stop
+        # whatever this process started that still runs, by PID.
+        procs.stop_all(
+            [p for p in procs.descendants(os.getpid()) if p not in self._children_before]
+        )
         if self.context is not None:
             with contextlib.suppress(FileNotFoundError):
                 data = json.loads(context_path().read_text())
@@ -473,6 +546,9 @@ def run_foreground(opts: UpOptions, *, on_ready=None) -> int:
             return 130
         except Exception as e:  # noqa: BLE001 - one line for the user; the log has the rest
             raise StartupError(f"{type(e).__name__}: {e}".splitlines()[0]) from e
+        # ray.init() put its own SIGTERM handler (sys.exit) in place of ours: ours again, so
+        # SIGTERM (`kubera down`, `docker compose stop`) stops the cluster in order, exit 0.
+        signal.signal(signal.SIGTERM, on_signal)
         starting = False
         if on_ready is not None:
             on_ready(ctx)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import grpc
 
 from services.apiserver import ApiServer, ApiServerConfig, serve
+from services.hosts.address import join, listen_hosts
 from services.storage.etcd import EtcdStorage
 
 
@@ -27,7 +28,8 @@ from services.storage.etcd import EtcdStorage
 class ApiServerHostConfig:
     #: etcd endpoint (http://host:port).
     etcd: str
-    #: Where the gRPC API listens (port 0: any free one).
+    #: Where the gRPC API listens (port 0: any free one); actors/ sets the Ray node's
+    #: address, and $KUBERA_BIND_HOST / $KUBERA_ADVERTISE_HOST override it (address.py).
     host: str = "127.0.0.1"
     port: int = 0
     #: Events each resource's watch cache keeps.
@@ -70,9 +72,10 @@ class ApiServerHost:
                 bookmark_interval=self.config.bookmark_interval,
             ),
         )
+        bind, advertise = listen_hosts(self.config.host)
         try:
             await api.start()
-            self.server, bound = await serve(api, self.config.host, port or self.config.port)
+            self.server, bound = await serve(api, bind, port or self.config.port)
         except BaseException:
             with contextlib.suppress(Exception):
                 await api.stop()
@@ -80,7 +83,7 @@ class ApiServerHost:
                 await storage.close()
             raise
         self.storage, self.api = storage, api
-        self.address = f"{self.config.host}:{bound}"
+        self.address = join(advertise, bound)
         self.started = True
         self.start_seconds = time.monotonic() - t0
         return self.address

@@ -33,6 +33,8 @@ class ControllerManagerReplicaConfig:
     time_origin: float = 0.0
     #: None: no election, run at once (one replica).
     election: LeaderElectionSettings | None = None
+    #: Where the replica's chaos control listens (actors/ sets the Ray node's address).
+    host: str = "127.0.0.1"
 
 
 class ControllerManagerReplica:
@@ -68,6 +70,7 @@ class ControllerManagerReplica:
             group=group,
             election=election,
             client_timeout=60,
+            host=cfg.host,
         )
         await self.replica.open()
         await self.replica.register()

@@ -4,6 +4,7 @@ actors/nodepool.py runs one in a Ray actor."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ import grpc
 
 from services.client import Client
 from services.clock import clock_for
+from services.hosts.address import join, listen_hosts
 from services.kubelet import (
     NodePool,
     NodeTemplate,
@@ -38,12 +40,22 @@ class NodePoolHostConfig:
     #: Simulated durations are divided by this; the simulated clock's epoch (0: now).
     time_scale: float = 1.0
     time_origin: float = 0.0
-    #: Where the pool's gRPC API listens.
+    #: Where the pool's gRPC API listens (actors/ sets the Ray node's address; see
+    #: address.py for the environment's overrides).
     host: str = "127.0.0.1"
 
 
 class NodePoolHost:
-    """The hollow nodes of one slice of the cluster (unit-testable without Ray)."""
+    """The hollow nodes of one slice of the cluster (unit-testable without Ray).
+
+    A pool comes back like every other component: Ray re-creates a killed actor (on
+    another node when its node died) and the supervisor's `ensure_started()` starts it.
+    A restarted pool takes its nodes over — their Node and Lease objects exist, and are
+    written over — and adopts the pods bound to them from their status (a Running pod
+    stays Running, a pending one replays its stages), so no pod is lost or bound again.
+    It serves its gRPC API on a new address, which the supervisor records in the context.
+    Hollow nodes that chaos had killed come back alive (their state was the process's).
+    """
 
     def __init__(self, config: NodePoolHostConfig) -> None:
         self.config = config
@@ -51,8 +63,24 @@ class NodePoolHost:
         self.pool: NodePool | None = None
         self._server: grpc.aio.Server | None = None
         self.address = ""
+        self.started = False
+        self._lock = asyncio.Lock()
+
+    async def ensure_started(self) -> dict[str, object]:
+        """start() unless started (Ray re-creates a killed actor without calling it);
+        health() either way."""
+        async with self._lock:
+            if not self.started:
+                await self._start()
+        return await self.health()
 
     async def start(self) -> str:
+        async with self._lock:
+            if not self.started:
+                await self._start()
+        return self.address
+
+    async def _start(self) -> None:
         c = self.config
         template: NodeTemplate = (
             load_template(c.template_yaml) if c.template_yaml else default_template()
@@ -61,10 +89,15 @@ class NodePoolHost:
         self.client = Client(c.apiserver, timeout=120)
         clock = clock_for(c.time_scale, c.time_origin or None)
         self.pool = NodePool(self.client, plans, config=c.pool, clock=clock)
-        await self.pool.start()
-        self._server, port = await serve(self.pool, c.host)
-        self.address = f"{c.host}:{port}"
-        return self.address
+        try:
+            await self.pool.start()
+            bind, advertise = listen_hosts(c.host)
+            self._server, port = await serve(self.pool, bind)
+        except BaseException:
+            await self.stop()  # a half start is undone, so the next call starts afresh
+            raise
+        self.address = join(advertise, port)
+        self.started = True
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -74,6 +107,12 @@ class NodePoolHost:
         if self.client is not None:
             with contextlib.suppress(Exception):
                 await self.client.close()
+        self._server = self.pool = self.client = None
 
     async def health(self) -> dict[str, object]:
-        return {"address": self.address, "pid": os.getpid(), "nodes": self.config.count}
+        return {
+            "address": self.address,
+            "pid": os.getpid(),
+            "nodes": self.config.count,
+            "started": self.started,
+        }

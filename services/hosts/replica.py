@@ -30,6 +30,7 @@ from typing import Any
 from services.api.fencing import Fencing
 from services.chaos import Relay, serve_control
 from services.client import Client
+from services.hosts.address import join, listen_hosts
 from services.leaderelection import (
     Callbacks,
     LeaderElectionConfig,
@@ -71,6 +72,7 @@ class Replica:
         group: tuple[str, str],
         election: LeaderElectionSettings | None,
         client_timeout: float | None = 30.0,
+        host: str = "127.0.0.1",
     ) -> None:
         self.component = component
         self.identity = new_identity()
@@ -79,6 +81,8 @@ class Replica:
         self._etcd = etcd
         self._apiserver = apiserver
         self._client_timeout = client_timeout
+        #: Where the chaos control server listens (see address.py).
+        self._host = host
         self.relays: list[Relay] = []
         self.storage: EtcdStorage | None = None
         #: Unfenced client (reads, informers); `writer` carries the token when elected.
@@ -114,8 +118,9 @@ class Replica:
             self.publisher = LeasePublisher(
                 self.writer, e.lease_namespace, e.lease_name, self.identity
             )
-        self._control, port = await serve_control(self.relays, self.identity, self.component)
-        self.control_address = f"127.0.0.1:{port}"
+        bind, advertise = listen_hosts(self._host)
+        self._control, port = await serve_control(self.relays, self.identity, self.component, bind)
+        self.control_address = join(advertise, port)
 
     def fencing_token(self) -> Fencing | None:
         return self.elector.fencing_token if self.elector is not None else None

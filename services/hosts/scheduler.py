@@ -23,6 +23,7 @@ from typing import Any, Literal
 import grpc
 import prometheus_client
 
+from services.hosts.address import join, listen_hosts
 from services.hosts.replica import Replica, host_leading
 from services.leaderelection import LeaderElectionSettings, TimingOverrides
 from services.scheduler import Partition, Scheduler, SchedulerOptions, SharedState, serve
@@ -41,7 +42,8 @@ class SchedulerReplicaConfig:
     etcd: str = ""
     #: KubeSchedulerConfiguration YAML text ("" = the defaults).
     config_yaml: str = ""
-    #: Where the replica's gRPC API and metrics listen.
+    #: Where the replica's gRPC API, metrics and chaos control listen (actors/ sets the
+    #: Ray node's address; see address.py for the environment's overrides).
     host: str = "127.0.0.1"
     #: Seeds the scheduler's tie-breaking (None: random).
     seed: int | None = None
@@ -119,11 +121,13 @@ class SchedulerReplica:
             apiserver=cfg.apiserver,
             group=group,
             election=election,
+            host=cfg.host,
         )
         await self.replica.open()
         self.scheduler = self._build()
-        self._server, port = await serve(self, cfg.host)
-        self.address = f"{cfg.host}:{port}"
+        bind, advertise = listen_hosts(cfg.host)
+        self._server, port = await serve(self, bind)
+        self.address = join(advertise, port)
         self._serve_metrics()
         await self.scheduler.warm()
         await self.replica.register(
@@ -158,18 +162,19 @@ class SchedulerReplica:
         )
 
     def _serve_metrics(self) -> None:
-        """Prometheus metrics (kube-scheduler's names) on a loopback port that stays the
-        same across terms (each term's Scheduler has its own registry)."""
+        """Prometheus metrics (kube-scheduler's names) on a port that stays the same
+        across terms (each term's Scheduler has its own registry)."""
         assert self.scheduler is not None
         port = 0
         if self._metrics_server is not None:
             port = self._metrics_server.server_port
             self._metrics_server.shutdown()
             self._metrics_server.server_close()
+        bind, advertise = listen_hosts(self.config.host)
         self._metrics_server, _ = prometheus_client.start_http_server(
-            port, addr=self.config.host, registry=self.scheduler.metrics.registry
+            port, addr=bind, registry=self.scheduler.metrics.registry
         )
-        self.metrics_address = f"{self.config.host}:{self._metrics_server.server_port}"
+        self.metrics_address = join(advertise, self._metrics_server.server_port)
 
     async def _on_started_leading(self, term_over: asyncio.Event) -> None:
         assert self._ready is not None

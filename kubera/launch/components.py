@@ -1,0 +1,159 @@
+"""The supervisor's record of every component it started: which Ray node runs it, its
+process, its addresses, its state and restarts. The supervisor refreshes it from Ray's
+actor table in its wait loop and keeps it in the context file (`Context.components`),
+where `kubera components` reads it (and asks each component itself whether it answers).
+
+One record (a plain dict, as the context holds it):
+
+    name        apiserver, scheduler, scheduler-0-1, controller-manager, pool-0, …
+    kind        apiserver | scheduler | controller-manager | node-pool
+    actor_id    Ray's actor id
+    node_id     the Ray node it runs on, and that node's address (node_ip)
+    pid         its process (on that node)
+    state       alive | restarting | dead | pending (Ray's view)
+    restarts    how often Ray re-created it
+    address     its gRPC API (a controller-manager: its chaos control)
+    control     a replica's chaos control; metrics: a scheduler's /metrics host:port
+    identity    a replica's leader-election identity (this incarnation's)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubera.launch.context import Context
+from kubera.launch.placement import actor_id, actor_table
+
+#: The fields a component's health() gives that the record keeps.
+HEALTH_FIELDS = ("address", "control", "metrics", "identity")
+
+
+@dataclass
+class Component:
+    name: str
+    kind: str
+    handle: Any
+    record: dict[str, Any] = field(default_factory=dict)
+    #: The health() call in flight, and the process whose addresses the record holds.
+    probe: Any = None
+    known_pid: int = -1
+
+
+class Components:
+    def __init__(self) -> None:
+        self.items: list[Component] = []
+
+    def add(self, name: str, kind: str, handle: Any) -> Component:
+        c = Component(
+            name,
+            kind,
+            handle,
+            record={
+                "name": name,
+                "kind": kind,
+                "actor_id": actor_id(handle),
+                "node_id": "",
+                "node_ip": "",
+                "pid": 0,
+                "state": "pending",
+                "restarts": 0,
+                "address": "",
+            },
+        )
+        self.items.append(c)
+        return c
+
+    def get(self, name: str) -> Component | None:
+        return next((c for c in self.items if c.name == name), None)
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(c.record) for c in self.items]
+
+    def refresh(self, *, wait: float = 0.0) -> bool:
+        """Ray's view of every component, and the addresses of each new process (from its
+        health(), asked once per process; with `wait`, waited for up to that long).
+        Returns whether any record changed."""
+        import ray
+
+        table = actor_table()
+        changed = False
+        for c in self.items:
+            info = table.get(c.record["actor_id"])
+            if info is not None:
+                if (info["pid"], info["node_id"]) != (c.record["pid"], c.record["node_id"]):
+                    for key in HEALTH_FIELDS:  # the old process's: asked anew below
+                        c.record.pop(key, None)
+                    c.record["address"] = ""
+                for key, value in info.items():
+                    if c.record.get(key) != value:
+                        c.record[key] = value
+                        changed = True
+            if c.probe is None and c.record["state"] == "alive" and c.known_pid != c.record["pid"]:
+                c.probe = c.handle.health.remote()
+        probes = [c.probe for c in self.items if c.probe is not None]
+        if probes and wait:
+            ray.wait(probes, num_returns=len(probes), timeout=wait)
+        for c in self.items:
+            if c.probe is None:
+                continue
+            done, _ = ray.wait([c.probe], timeout=0)
+            if not done:
+                continue
+            try:
+                health = ray.get(c.probe)
+            except Exception:  # noqa: BLE001 - died meanwhile: the next process is asked
+                health = None
+            c.probe = None
+            changed |= self._take(c, health)
+        return changed
+
+    @staticmethod
+    def _take(c: Component, health: Any) -> bool:
+        """Record a health() answer when it is the current process's, once it serves."""
+        if not isinstance(health, dict) or int(health.get("pid", 0)) != c.record["pid"]:
+            return False
+        serving = health.get("address") or health.get("control")
+        if not serving or health.get("started") is False:
+            return False  # not (re)started yet: asked again on the next refresh
+        c.known_pid = c.record["pid"]
+        changed = False
+        for key in HEALTH_FIELDS:
+            value = health.get(key)
+            if key == "address" and not value:
+                value = health.get("control")  # a controller-manager serves only that
+            if value and c.record.get(key) != value:
+                c.record[key] = str(value)
+                changed = True
+        return changed
+
+
+def record_in_context(ctx: Context, records: list[dict[str, Any]]) -> list[str]:
+    """Put the records in `ctx`, with what other commands dial: a restarted node pool's
+    address and process (`kubera chaos kill-pool/kill-node/revive-node`), the first
+    scheduler's (`kubera explain`), the apiserver's when another node took it. Returns a
+    line for the supervisor's log per move."""
+    said = []
+    by_name = {r["name"]: r for r in records}
+    for pool in ctx.node_pools:
+        rec = by_name.get(pool["name"])
+        if not rec or not rec.get("address"):
+            continue  # not serving yet
+        if (rec["address"], rec["pid"]) != (pool["address"], pool.get("pid")):
+            pool["address"], pool["pid"] = rec["address"], rec["pid"]
+            said.append(
+                f"node pool {pool['name']} restarted: pid {rec['pid']} on Ray node "
+                f"{rec['node_ip']} ({rec['node_id'][:8]}), serving {rec['address']}"
+            )
+    first = by_name.get("scheduler")
+    if first and first.get("address"):
+        ctx.scheduler = first["address"]
+        ctx.scheduler_metrics = first.get("metrics", ctx.scheduler_metrics)
+    api = by_name.get("apiserver")
+    if api and api.get("address") and api["address"] != ctx.apiserver:
+        # Another node took the apiserver (its own died): the CLI follows the new address;
+        # the components started with the old one keep dialling it (see placement.py).
+        said.append(f"apiserver moved: {ctx.apiserver} -> {api['address']}")
+        ctx.apiserver = api["address"]
+    ctx.components = records
+    return said

@@ -1,0 +1,144 @@
+"""Where the actors run on a Ray cluster of several nodes, and where they run now.
+
+Ray nodes say what they are for with custom resources (`ray start --resources
+'{"kubera/control-plane": 1}'`):
+
+    kubera/control-plane   the apiserver, scheduler and controller-manager replicas
+    kubera/node-pool       the node pools (hollow kubelets)
+
+Each actor asks for a sliver of its resource (RESOURCE_SHARE), so any positive amount on a
+node admits up to a thousand actors there. The replicas of one deployment and the pools go
+round the nodes that have their resource, one per node while they last (a soft node
+affinity, so an actor whose node died is re-created on another node with the resource),
+so losing one node loses one replica, not a deployment. The apiserver goes to the first
+control-plane node, the head when it is one: when the head dies the Ray cluster goes with
+it (its GCS lives there), so nothing is lost by putting it there. On another node that
+dies, Ray re-creates the apiserver elsewhere and the supervisor starts it on the same port
+of the new node's address; the CLI follows (the context records it), but the components
+started with the old address keep dialling it until they are restarted.
+
+A resource that no node of the cluster has constrains nothing (the embedded single-node
+cluster has none; its actors all go to its one node, as before), and the names are `kubera up --control-plane-resource/
+--node-pool-resource` ("" never constrains).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: `kubera up`'s default resource names.
+CONTROL_PLANE = "kubera/control-plane"
+NODE_POOL = "kubera/node-pool"
+#: What one actor asks for of its resource.
+RESOURCE_SHARE = 0.001
+
+#: Ray's actor states as `kubera components` shows them.
+STATES = {
+    "ALIVE": "alive",
+    "RESTARTING": "restarting",
+    "DEAD": "dead",
+    "PENDING_CREATION": "pending",
+    "DEPENDENCIES_UNREADY": "pending",
+}
+
+
+@dataclass(frozen=True)
+class Placement:
+    #: The resources the actors ask for ("": that role is not placed).
+    control_plane: str = ""
+    node_pool: str = ""
+    #: The nodes each role is spread over (ids, the head first): the nodes with its
+    #: resource, or every node when none has it ((): leave it to Ray).
+    control_plane_nodes: tuple[str, ...] = ()
+    node_pool_nodes: tuple[str, ...] = ()
+
+    def apiserver(self) -> dict[str, Any]:
+        """The first control-plane node: the head when it is one."""
+        return self._options(self.control_plane, self.control_plane_nodes, 0)
+
+    def replica(self, index: int) -> dict[str, Any]:
+        """Replica `index` of a scheduler or controller-manager deployment: replicas of
+        one deployment go round the control-plane nodes, one per node while they last."""
+        return self._options(self.control_plane, self.control_plane_nodes, index)
+
+    def pool(self, index: int) -> dict[str, Any]:
+        return self._options(self.node_pool, self.node_pool_nodes, index)
+
+    @staticmethod
+    def _options(resource: str, nodes: tuple[str, ...], index: int) -> dict[str, Any]:
+        # num_cpus=0: an actor that names a resource would otherwise hold a whole CPU for
+        # its life (Ray's default then), and a node's CPUs would cap its actors
+        out: dict[str, Any] = {"num_cpus": 0}
+        if resource:
+            out["resources"] = {resource: RESOURCE_SHARE}
+        if nodes:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            # soft: once that node is gone, Ray re-creates the actor on another node
+            # that has the resource
+            out["scheduling_strategy"] = NodeAffinitySchedulingStrategy(
+                node_id=nodes[index % len(nodes)], soft=True
+            )
+        return out
+
+
+def ray_nodes() -> list[dict[str, Any]]:
+    """The Ray cluster's nodes: id, ip, alive, head, resources (ray.nodes())."""
+    import ray
+
+    return [
+        {
+            "id": n["NodeID"],
+            "ip": n.get("NodeManagerAddress", ""),
+            "alive": bool(n.get("Alive")),
+            "head": "node:__internal_head__" in n.get("Resources", {}),
+            "resources": dict(n.get("Resources", {})),
+        }
+        for n in ray.nodes()
+    ]
+
+
+def plan(control_plane: str, node_pool: str) -> Placement:
+    """The placement on the connected Ray cluster: a resource no live node has is dropped,
+    and each role is spread over the nodes that have its resource (all nodes if none)."""
+    nodes = sorted(
+        (n for n in ray_nodes() if n["alive"]), key=lambda n: (not n["head"], n["ip"], n["id"])
+    )
+    have = {name for n in nodes for name in n["resources"]}
+    control_plane = control_plane if control_plane in have else ""
+    node_pool = node_pool if node_pool in have else ""
+
+    def spread(resource: str) -> tuple[str, ...]:
+        return tuple(n["id"] for n in nodes if not resource or resource in n["resources"])
+
+    return Placement(
+        control_plane=control_plane,
+        node_pool=node_pool,
+        control_plane_nodes=spread(control_plane),
+        node_pool_nodes=spread(node_pool),
+    )
+
+
+def actor_table() -> dict[str, dict[str, Any]]:
+    """This job's actors by id (hex): state, node id and address, pid, restarts — from the
+    GCS (Ray's debugging API; the state API needs the dashboard, which kubera leaves out)."""
+    import ray
+    from ray._private import state
+
+    job = ray.JobID.from_hex(ray.get_runtime_context().get_job_id())
+    out: dict[str, dict[str, Any]] = {}
+    for actor_id, info in state.actors(job_id=job).items():
+        address = info.get("Address") or {}
+        out[actor_id] = {
+            "state": STATES.get(str(info.get("State")), str(info.get("State", "")).lower()),
+            "node_id": address.get("NodeID", ""),
+            "node_ip": address.get("IPAddress", ""),
+            "pid": int(info.get("Pid") or 0),
+            "restarts": int(info.get("NumRestarts") or 0),
+        }
+    return out
+
+
+def actor_id(handle: Any) -> str:
+    return str(handle._actor_id.hex())
