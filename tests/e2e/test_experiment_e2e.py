@@ -38,6 +38,11 @@ def test_experiment_run_writes_dataitems_results_and_report(tmp_path: Path) -> N
         created = sum(run["series"]["created"])
         assert len(run["latency"]["scheduling"]) == created > 0
         assert run["series"]["bound"] and run["replicas"]
+        series = run["series"]
+        for key in ("queue:active", "etcd_revisions", "cpu:apiserver", "cpu:etcd", "cpu:pool-0"):
+            assert len(series[key]) == len(series["t"]), key
+        assert any(v > 0 for v in series["etcd_revisions"])
+        assert any(v > 0 for v in series["rss_mb:scheduler-0"])
         assert [f["kind"] for f in run["faults"]] == ["kill"]
         killed = run["faults"][0]["target"]
         terms = [t for t in run["leaders"] if t["component"] == "scheduler"]
