@@ -192,7 +192,8 @@ class Collector:
 
     def _observe(self, pod: Any, t: float) -> None:
         m = pod.metadata
-        self.pods.observe(m.uid, f"{m.namespace}/{m.name}", pod.spec.node_name, pod.status.phase, t)
+        key = f"{m.namespace}/{m.name}"
+        self.pods.observe(m.uid, key, pod.spec.node_name, pod.status.phase, t, m.labels)
 
     # ------------------------------------------------------------ elections
 

@@ -12,7 +12,7 @@ import bisect
 import math
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 # ------------------------------------------------------------------ pods
@@ -26,6 +26,11 @@ class PodTimes:
     first_seen: float
     bound: float | None = None
     running: float | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def namespace(self) -> str:
+        return self.key.split("/", 1)[0]
 
 
 class PodTimeline:
@@ -50,10 +55,18 @@ class PodTimeline:
         for key in keys:
             bisect.insort(self._sends.setdefault(key, []), t)
 
-    def observe(self, uid: str, key: str, node_name: str, phase: str, t: float) -> None:
+    def observe(
+        self,
+        uid: str,
+        key: str,
+        node_name: str,
+        phase: str,
+        t: float,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
         p = self.pods.get(uid)
         if p is None:
-            p = self.pods[uid] = PodTimes(key, t)
+            p = self.pods[uid] = PodTimes(key, t, labels=dict(labels or {}))
         if node_name and p.bound is None:
             p.bound = t
             self.bound_count += 1
@@ -93,6 +106,24 @@ class PodTimeline:
             ):
                 if t is not None:
                     out[name][min(seconds - 1, max(0, math.ceil(t)))] += 1
+        return out
+
+    def bound_per_second(
+        self, seconds: int, namespaces: Iterable[str], selector: Mapping[str, str]
+    ) -> list[float]:
+        """`per_second`'s bound column for the pods of `namespaces` (all when empty) whose
+        labels include `selector`: what upstream's throughput collector counts for a
+        measurement window."""
+        wanted = set(namespaces)
+        out = [0.0] * seconds
+        for p in self.pods.values():
+            if p.bound is None or seconds <= 0:
+                continue
+            if wanted and p.namespace not in wanted:
+                continue
+            if any(p.labels.get(k) != v for k, v in selector.items()):
+                continue
+            out[min(seconds - 1, max(0, math.ceil(p.bound)))] += 1
         return out
 
 

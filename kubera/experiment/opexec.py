@@ -147,6 +147,9 @@ class OpExecutor:
         self.faults: list[asyncio.Task[None]] = []
         self.window: tuple[float, str] | None = None
         self.snapshots: list[str] = []
+        #: Window name → the pods it measures (namespaces, label selector), for its own
+        #: `bound:<name>` series.
+        self.window_pods: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {}
         #: The last check's fenced binds per leader identity (exact per-replica binds).
         self.binds_by_holder: dict[str, int] = {}
 
@@ -241,8 +244,11 @@ class OpExecutor:
                     raise
                 await asyncio.sleep(0.2)
 
-    async def _open_window(self, name: str) -> None:
+    async def _open_window(
+        self, name: str, namespaces: tuple[str, ...] = (), selector: dict[str, str] | None = None
+    ) -> None:
         self.window = (round(self.now(), 3), name)
+        self.window_pods[name] = (namespaces, dict(selector or {}))
         if not self.snapshots:
             self.snapshots.append(await self.collector.snapshot())
 
@@ -307,7 +313,7 @@ class OpExecutor:
     async def op_createPods(self, op: o.CreatePods) -> None:
         await self._ensure_namespace(op.namespace)
         if op.collect_metrics:
-            await self._open_window(op.namespace)
+            await self._open_window(op.namespace, (op.namespace,))
         if op.steady_state:
             await self._steady_state(op)
         else:
@@ -413,7 +419,7 @@ class OpExecutor:
     async def op_startCollectingMetrics(self, op: o.StartCollectingMetrics) -> None:
         if self.window is not None:
             raise OpError(f"{op.phase}: a measurement window is already open")
-        await self._open_window(op.name)
+        await self._open_window(op.name, op.namespaces, op.label_selector)
 
     async def op_stopCollectingMetrics(self, op: o.StopCollectingMetrics) -> None:
         if self.window is None:

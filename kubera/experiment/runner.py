@@ -13,6 +13,10 @@ stops the current run (its cluster goes down, it is recorded as interrupted) and
 experiment. With `--etcd URL` every run starts from a clean keyspace: kubera's prefixes
 (/registry/ and /kubera/) are deleted first (said on the progress line), and the `check`
 op replays only the history written after that.
+
+Beside the run's series, each measurement window gets `bound:<window name>`: binds per
+second of only the pods it measures (its namespaces and label selector), which is what
+upstream's throughput collector counts; the plain `bound` series counts every pod.
 """
 
 from __future__ import annotations
@@ -262,6 +266,10 @@ class Runner:
             for loop, error in collector.errors.items():
                 self.progress.say(f"collector ({loop}): last error: {error}")
             finish(run, collector, time.monotonic() - t0, executor.binds_by_holder)
+            for name, (namespaces, selector) in executor.window_pods.items():
+                run.series[f"bound:{name}"] = collector.pods.bound_per_second(
+                    len(run.series["t"]), namespaces, selector
+                )
 
     async def _tick(self, collector: Collector, run: RunResult) -> None:
         while True:

@@ -170,3 +170,14 @@ def test_terms_open_on_a_new_holder_and_close_on_a_gap() -> None:
     terms.observe("scheduler", ("b", 12), 4.0)  # same identity, new term (re-elected)
     got = [(t.identity, t.token, t.start, t.end) for t in terms.terms]
     assert got == [("a", 5, 0.0, 2.0), ("b", 9, 3.0, 4.0), ("b", 12, 4.0, None)]
+
+
+def test_a_window_counts_only_its_namespaces_and_labels() -> None:
+    tl = PodTimeline()
+    tl.observe("a", "measured/a", "n", "", 0.5, {"app": "x"})
+    tl.observe("b", "measured/b", "n", "", 1.5, {"app": "y"})
+    tl.observe("c", "other/c", "n", "", 1.5, {"app": "x"})
+    tl.observe("d", "measured/d", "", "", 1.5, {"app": "x"})  # not bound
+    assert tl.bound_per_second(3, ["measured"], {}) == [0, 1, 1]
+    assert tl.bound_per_second(3, ["measured"], {"app": "x"}) == [0, 1, 0]
+    assert tl.bound_per_second(3, [], {"app": "x"}) == [0, 1, 1]

@@ -130,6 +130,7 @@ async def test_create_pods_waits_until_every_pod_is_bound_and_measures_a_window(
     assert len(pods) == 5
     assert all(p.bound is not None for p in ex.collector.pods.pods.values())
     assert [w.name for w in ex.result.collected] == ["ns-1"]
+    assert ex.window_pods == {"ns-1": (("ns-1",), {})}
     assert ex.result.scheduler_metrics is not None
     # the namespace was created on first use
     assert [type(x).__name__ for x in api.created[:1]] == ["Namespace"]
