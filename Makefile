@@ -1,12 +1,13 @@
 # The two commands of the README, each self-contained on a fresh machine:
-#   make demo   start kubera on the embedded default (etcd + local Ray) with 6 hollow
-#               nodes, apply a Deployment, show it, and leave the cluster running
+#   make demo   the main job on the embedded default (etcd + local Ray): a small failover
+#               experiment (examples/experiments/demo.yaml) with its report and plots
 #   make test   the test suite (unit, integration on real etcd, end to end with Ray)
+# and `make up`: a cluster of 6 hollow nodes running a Deployment, left running.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: demo test bench proto lint down
+.PHONY: demo up test bench proto lint down
 
 $(BIN)/kubera: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +16,9 @@ $(BIN)/kubera: pyproject.toml
 	@touch $@
 
 demo: $(BIN)/kubera
+	$(BIN)/kubera experiment run examples/experiments/demo.yaml --output experiment-results/demo
+
+up: $(BIN)/kubera
 	$(BIN)/kubera up --detach --nodes 6
 	$(BIN)/kubera apply -f examples/deployment.yaml
 	$(BIN)/kubera get nodes -o wide

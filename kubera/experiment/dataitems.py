@@ -279,11 +279,13 @@ def window_name(run: RunResult, window: Window) -> str:
 
 
 def throughput_items(run: RunResult) -> list[DataItem]:
-    """One SchedulingThroughput item per collectMetrics window that saw pods scheduled."""
+    """One SchedulingThroughput item per collectMetrics window that saw pods scheduled,
+    counted over the window's own pods (its ``bound:<name>`` series: only its namespaces and
+    labels, as upstream's collector counts) when the run recorded one, else over all pods."""
     t = run.series.get("t", [])
-    bound = run.series.get("bound", [])
     items = []
     for window in run.collected:
+        bound = run.series.get(f"bound:{window.name}") or run.series.get("bound", [])
         data = summarize(throughput_samples(t, bound, window))
         if data:
             items.append(

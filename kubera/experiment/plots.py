@@ -294,6 +294,15 @@ def plot_queues(run: RunResult, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def holder_label(identity: str) -> str:
+    """A leader's identity as a label: kube-scheduler's `hostname_uuid` shortened to the
+    uuid's first 8 hex digits (still unique among a run's few holders), others as they are."""
+    host, _, tail = identity.rpartition("_")
+    if host and len(tail) == 36 and tail.count("-") == 4:
+        return f"{host}_{tail[:8]}"
+    return identity
+
+
 def plot_leaders(run: RunResult, path: Path) -> Path | None:
     if not run.leaders:
         return None
@@ -314,19 +323,20 @@ def plot_leaders(run: RunResult, path: Path) -> Path | None:
                 linewidth=0.5,
             )
             width = stop - term.start
-            text_width = len(term.identity) * 6.5 * 0.6 / 72 * end / 4.0
+            label = holder_label(term.identity)
+            text_width = len(label) * 6.5 * 0.6 / 72 * end / 4.0
             if end > 0 and width > 1.15 * text_width:
                 ax.text(
                     term.start + width / 2,
                     row,
-                    term.identity,
+                    label,
                     ha="center",
                     va="center",
                     fontsize=6.5,
                     color=_ink(colour[term.identity]),
                     clip_on=True,
                 )
-    handles: list[Any] = [Patch(color=colour[i], label=i) for i in identities[:10]]
+    handles: list[Any] = [Patch(color=colour[i], label=holder_label(i)) for i in identities[:10]]
     handles += _fault_marks(ax, run)
     ax.set_yticks(range(len(components)), labels=components, fontsize=8)
     ax.set_ylim(-0.6, len(components) - 0.4)
@@ -346,6 +356,25 @@ def plot_leaders(run: RunResult, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+#: Line styles that tell apart the processes of one kind (scheduler-0, scheduler-1, …).
+DASHES = ["-", "--", ":", "-."]
+
+
+def component_styles(names: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """(colour, line style) per process name: one colour per kind (the name without its
+    ``-N`` suffix: apiserver, etcd, scheduler, pool …), one line style per process of that
+    kind, so a reader sees the kinds at a glance and the replicas within them."""
+    kinds: dict[str, list[str]] = {}
+    for name in names:
+        head, _, tail = name.rpartition("-")
+        kinds.setdefault(head if head and tail.isdigit() else name, []).append(name)
+    styles = {}
+    for k, (_, members) in enumerate(sorted(kinds.items())):
+        for j, name in enumerate(members):
+            styles[name] = (PALETTE[k % len(PALETTE)], DASHES[j % len(DASHES)])
+    return styles
+
+
 def _per_component(run: RunResult, path: Path, prefix: str, unit: str, title: str) -> Path | None:
     """One line per component of the ``<prefix><component>`` series (5 s mean on long runs)."""
     t = run.series.get("t", [])
@@ -356,13 +385,16 @@ def _per_component(run: RunResult, path: Path, prefix: str, unit: str, title: st
     ax = fig.add_subplot()
     handles: list[Any] = []
     smooth = SMOOTH_SECONDS if len(t) > 6 * SMOOTH_SECONDS else 1
-    for i, key in enumerate(keys):
+    styles = component_styles([k[len(prefix) :] for k in keys])
+    for key in keys:
         x, y = _xy(t, run.series[key])
+        colour, dash = styles[key[len(prefix) :]]
         (line,) = ax.plot(
             x,
             _rolling(y, smooth) if smooth > 1 else y,
             label=key[len(prefix) :],
-            color=PALETTE[i % len(PALETTE)],
+            color=colour,
+            linestyle=dash,
             linewidth=1.1,
         )
         handles.append(line)

@@ -82,6 +82,18 @@ def test_one_throughput_item_per_window() -> None:
     assert names == [f"{run.id}/a", f"{run.id}/b"]
 
 
+def test_a_windows_throughput_counts_only_its_own_pods() -> None:
+    # All pods: 10 per second; the window's namespaces: 4 per second (its bound:<name>).
+    t = [float(i) for i in range(8)]
+    run = make_run(
+        series={"t": t, "bound": [10.0] * 8, "bound:mine": [4.0] * 8},
+        collected=[Window(start=0.0, end=8.0, name="mine")],
+        scheduler_metrics=None,
+    )
+    (item,) = by_metric(di.run_items(run), di.THROUGHPUT)
+    assert item.data["Average"] == 4.0
+
+
 def test_bucket_quantile_interpolates_as_prometheus() -> None:
     buckets = [(0.001, 0.0), (0.01, 50.0), (0.1, 100.0), (math.inf, 100.0)]
     assert di.bucket_quantile(0.5, buckets) == pytest.approx(0.01)
