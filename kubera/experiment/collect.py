@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kubera.experiment.histograms import ProcessTexts
 from kubera.experiment.measures import (
     Counter,
     CpuMeter,
@@ -118,6 +119,9 @@ class Collector:
         self._storage: EtcdStorage | None = None
         self.leader_metrics = ""  # the scheduler leader's (else any replica's) address
         self.errors: dict[str, str] = {}  # the last error of each loop, for the report
+        #: The latest scrape of every scheduler registry, for the windows' snapshots.
+        self.texts = ProcessTexts()
+        self._live: set[str] = set()  # identities of the replicas alive at the last sample
         self._stopping = False
 
     def now(self) -> float:
@@ -244,6 +248,8 @@ class Collector:
             with contextlib.suppress(Exception):
                 self.ctx = self._load()
         records = await self._records(values, t)
+        self._live = {r.identity for r in records}
+        scraped_at = time.monotonic()
         scraped = await asyncio.gather(
             *(asyncio.to_thread(scrape, r.metrics) for r in records), return_exceptions=True
         )
@@ -251,6 +257,7 @@ class Collector:
         for rep, text in zip(records, scraped, strict=True):
             if not isinstance(text, str) or not text:
                 continue
+            self.texts.observe(rep.name, text, scraped_at)
             found = samples(text, SCRAPED)
             self._count(rep, found)
             if rep.metrics == self.leader_metrics or queue_source is None:
@@ -343,12 +350,24 @@ class Collector:
 
     # ------------------------------------------------------------- results
 
-    async def snapshot(self) -> str:
-        """The scheduler leader's Prometheus text now (any replica's without a leader)."""
-        address = self.leader_metrics or next(
-            (r.metrics for r in self.replicas.values()), self.ctx.scheduler_metrics
-        )
-        return await asyncio.to_thread(scrape, address) if address else ""
+    async def snapshot(self, wait_first: float = CALL_TIMEOUT * 2) -> dict[str, str]:
+        """Every scheduler registry's Prometheus text now (histograms.py): the live replicas
+        scraped now, the others (dead, paused, an ended term's registry) by their last
+        scrape. Waits for the first sample (up to `wait_first` s) to know the replicas; with
+        none known, the context's scheduler as `scheduler`."""
+        deadline = time.monotonic() + wait_first
+        while not len(self.series) and not self._stopping and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        live = [r for r in self.replicas.values() if r.identity in self._live]
+        if not self.replicas:
+            address = self.ctx.scheduler_metrics
+            text = await asyncio.to_thread(scrape, address) if address else ""
+            return {"scheduler": text} if text else {}
+        at = time.monotonic()
+        texts = await asyncio.gather(*(asyncio.to_thread(scrape, r.metrics) for r in live))
+        for rep, text in zip(live, texts, strict=True):
+            self.texts.observe(rep.name, text, at)
+        return self.texts.texts()
 
     def replica_stats(
         self, binds_by_holder: dict[str, int] | None = None

@@ -18,8 +18,9 @@ mean of the samples; PercN is the sorted samples' element ``ceil(len * N / 100) 
 ticks are the run's 1-second ``bound`` series inside each collectMetrics window.
 
 Histogram items (unit ms; Perc50/90/95/99 by Prometheus' bucket interpolation, Average =
-sum/count) come from the difference of the scheduler's two Prometheus snapshots, since upstream
-resets those metrics when collection starts. Upstream's default metrics and label filters are
+sum/count) come, per collectMetrics window (upstream resets those metrics when collection
+starts), from the difference of the scheduler's Prometheus snapshots at the window's start and
+end, summed over every scheduler process (histograms.py: failovers and restarts). Upstream's default metrics and label filters are
 kept (``METRICS``); a metric kubera does not expose yields no item, as upstream skips a metric
 with no samples. A label filter selects series by one label and aggregates over the others
 (``scheduler_scheduling_attempt_duration_seconds`` by ``result``, summed over ``profile``).
@@ -37,10 +38,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from prometheus_client.parser import text_string_to_metric_families
 from rich.table import Table
 
-from kubera.experiment.model import ExperimentResult, RunResult, Window, finite
+from kubera.experiment.histograms import Histograms, window_difference
+from kubera.experiment.model import ExperimentResult, MetricsSnapshots, RunResult, Window, finite
 
 VERSION = "v1"
 THROUGHPUT = "SchedulingThroughput"
@@ -177,65 +178,6 @@ def bucket_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> float:
 # -- Prometheus snapshots ---------------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class HistogramSeries:
-    """One labelled histogram series: cumulative bucket counts by upper bound, count, sum."""
-
-    labels: dict[str, str]
-    buckets: dict[float, float] = dataclasses.field(default_factory=dict)
-    count: float = 0.0
-    sum: float = 0.0
-
-
-Histograms = dict[str, dict[tuple[tuple[str, str], ...], HistogramSeries]]
-
-
-def parse_histograms(text: str) -> Histograms:
-    """The histogram series of a Prometheus text exposition: metric → labels → series."""
-    out: Histograms = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            name = sample.name
-            for suffix in ("_bucket", "_count", "_sum"):
-                if name.endswith(suffix):
-                    base = name[: -len(suffix)]
-                    break
-            else:
-                continue
-            labels = {k: v for k, v in sample.labels.items() if k != "le"}
-            key = tuple(sorted(labels.items()))
-            series = out.setdefault(base, {}).setdefault(key, HistogramSeries(labels=labels))
-            if suffix == "_bucket":
-                series.buckets[float(sample.labels["le"])] = float(sample.value)
-            elif suffix == "_count":
-                series.count = float(sample.value)
-            else:
-                series.sum = float(sample.value)
-    return out
-
-
-def histogram_difference(start: str, end: str) -> Histograms:
-    """``end - start`` per series; a series absent at the start counts from zero, and one that
-    went backwards (its process restarted, e.g. after a failover) counts from its restart."""
-    before = parse_histograms(start)
-    after = parse_histograms(end)
-    out: Histograms = {}
-    for metric, series_by_key in after.items():
-        for key, s in series_by_key.items():
-            prev = before.get(metric, {}).get(key)
-            if prev is not None and s.count >= prev.count:
-                diff = HistogramSeries(
-                    labels=s.labels,
-                    buckets={le: c - prev.buckets.get(le, 0.0) for le, c in s.buckets.items()},
-                    count=s.count - prev.count,
-                    sum=s.sum - prev.sum,
-                )
-            else:
-                diff = s
-            out.setdefault(metric, {})[key] = diff
-    return out
-
-
 def histogram_items(
     histograms: Histograms, labels: Mapping[str, str], metrics: Mapping[str, Sequence[str]]
 ) -> list[DataItem]:
@@ -369,13 +311,23 @@ def kubera_items(run: RunResult) -> list[DataItem]:
     return items
 
 
+def snapshots_name(run: RunResult, snapshots: MetricsSnapshots) -> str:
+    """The ``Name`` label of a window's histogram items: its window's, as its throughput
+    item's. Snapshots of no window (results.json before per-window snapshots: the first
+    window's start to the last one's end) are named by the only window, else the run."""
+    if not snapshots.window:
+        return window_name(run, run.collected[0]) if len(run.collected) == 1 else run.id
+    window = next((w for w in run.collected if w.name == snapshots.window), None)
+    return window_name(run, window or Window(start=0.0, end=0.0, name=snapshots.window))
+
+
 def run_items(run: RunResult) -> list[DataItem]:
-    """Every DataItem of a run: throughput, the scheduler's histograms, kubera's own."""
+    """Every DataItem of a run: throughput, the scheduler's histograms (per window, summed
+    over the scheduler's processes: histograms.py), kubera's own."""
     items = throughput_items(run)
-    if run.scheduler_metrics is not None:
-        name = window_name(run, run.collected[0]) if len(run.collected) == 1 else run.id
-        diff = histogram_difference(run.scheduler_metrics.start, run.scheduler_metrics.end)
-        items += histogram_items(diff, {"Name": name}, METRICS)
+    for snapshots in run.scheduler_metrics:
+        diff = window_difference(snapshots.start, snapshots.end)
+        items += histogram_items(diff, {"Name": snapshots_name(run, snapshots)}, METRICS)
     return items + kubera_items(run)
 
 

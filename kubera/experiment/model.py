@@ -167,18 +167,42 @@ class CheckVerdict:
 
 @dataclasses.dataclass(frozen=True)
 class MetricsSnapshots:
-    """The scheduler's Prometheus text exposition at the first collectMetrics window's start and
-    the last one's end; histogram DataItems come from their difference."""
+    """The Prometheus text exposition of every scheduler process at one collectMetrics
+    window's start and end, keyed by process registry (``scheduler-0``; ``scheduler-0#1`` for
+    its next term's registry); the window's histogram DataItems come from their difference
+    summed over the keys (histograms.py). Keys whose text did not change are left out.
 
-    start: str
-    end: str
+    results.json before per-window snapshots held one ``{"start": text, "end": text}`` of the
+    leader (the first window's start, the last one's end): it reads as ``window`` "" with the
+    key ``scheduler``."""
+
+    window: str = ""
+    start: dict[str, str] = dataclasses.field(default_factory=dict)
+    end: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {"window": self.window, "start": dict(self.start), "end": dict(self.end)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> MetricsSnapshots:
-        return cls(start=str(data["start"]), end=str(data["end"]))
+        start, end = data.get("start") or {}, data.get("end") or {}
+        if isinstance(start, str) or isinstance(end, str):  # the old, single-process shape
+            return cls(window="", start={"scheduler": str(start)}, end={"scheduler": str(end)})
+        return cls(
+            window=str(data.get("window", "")),
+            start={str(k): str(v) for k, v in start.items()},
+            end={str(k): str(v) for k, v in end.items()},
+        )
+
+    @classmethod
+    def read_all(cls, data: Any) -> list[MetricsSnapshots]:
+        """results.json's ``scheduler_metrics``: a list (one per window), or the old single
+        object, or null."""
+        if data is None:
+            return []
+        if isinstance(data, dict):
+            return [cls.from_json(data)]
+        return [cls.from_json(d) for d in data]
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -190,7 +214,10 @@ class RunResult:
     at ``t[i]``), ``etcd_revisions`` (revisions per second), ``cpu:<component>`` (cores),
     ``rss_mb:<component>``. ``latency``
     holds per-pod seconds under ``scheduling`` (create→bound) and ``startup`` (create→Running).
-    ``attempts`` maps scheduling attempts to the number of bound pods that needed that many.
+    ``attempts`` maps a bucket of upstream's ``scheduler_pod_scheduling_attempts`` histogram
+    (buckets 1, 2, 4, 8, 16: the key is the bucket's upper bound, so ``4`` counts pods that
+    needed 3 or 4 attempts; one past the largest bound, ``17``, counts more than 16) to the
+    number of bound pods in it.
     """
 
     id: str
@@ -216,7 +243,10 @@ class RunResult:
     replicas: list[ReplicaStats] = dataclasses.field(default_factory=list)
     leaders: list[LeaderTerm] = dataclasses.field(default_factory=list)
     faults: list[Fault] = dataclasses.field(default_factory=list)
-    scheduler_metrics: MetricsSnapshots | None = None
+    scheduler_metrics: list[MetricsSnapshots] = dataclasses.field(default_factory=list)
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    """What went wrong without failing the run (a churn op's failed creates): in results.json
+    only when non-empty."""
     check: CheckVerdict | None = None
     error: str | None = None
 
@@ -251,19 +281,18 @@ class RunResult:
             "replicas": [r.to_json() for r in self.replicas],
             "leaders": [term.to_json() for term in self.leaders],
             "faults": [f.to_json() for f in self.faults],
-            "scheduler_metrics": (
-                None if self.scheduler_metrics is None else self.scheduler_metrics.to_json()
-            ),
+            "scheduler_metrics": [m.to_json() for m in self.scheduler_metrics],
             "check": None if self.check is None else self.check.to_json(),
             "error": self.error,
         }
         if self.threshold_selector:
             out["threshold_selector"] = dict(self.threshold_selector)
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunResult:
-        metrics = data.get("scheduler_metrics")
         check = data.get("check")
         return cls(
             id=str(data["id"]),
@@ -286,7 +315,8 @@ class RunResult:
             replicas=[ReplicaStats.from_json(r) for r in data.get("replicas") or ()],
             leaders=[LeaderTerm.from_json(t) for t in data.get("leaders") or ()],
             faults=[Fault.from_json(f) for f in data.get("faults") or ()],
-            scheduler_metrics=None if metrics is None else MetricsSnapshots.from_json(metrics),
+            scheduler_metrics=MetricsSnapshots.read_all(data.get("scheduler_metrics")),
+            warnings=[str(w) for w in data.get("warnings") or ()],
             check=None if check is None else CheckVerdict.from_json(check),
             error=None if data.get("error") is None else str(data["error"]),
         )

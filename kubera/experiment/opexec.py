@@ -27,6 +27,7 @@ from kubera import chaos
 from kubera.errors import CliError
 from kubera.experiment import ops as o
 from kubera.experiment.collect import Collector
+from kubera.experiment.histograms import compact
 from kubera.experiment.model import CheckVerdict, Fault, MetricsSnapshots, Phase, Window
 from kubera.experiment.replay import ReplayError, replay
 from kubera.experiment.results import RunResult
@@ -146,7 +147,8 @@ class OpExecutor:
         self.stopping = False
         self.faults: list[asyncio.Task[None]] = []
         self.window: tuple[float, str] | None = None
-        self.snapshots: list[str] = []
+        #: The scheduler registries' texts at the open window's start (histograms.py).
+        self.window_metrics: dict[str, str] = {}
         #: Window name → the pods it measures (namespaces, label selector), for its own
         #: `bound:<name>` series.
         self.window_pods: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {}
@@ -247,18 +249,25 @@ class OpExecutor:
     async def _open_window(
         self, name: str, namespaces: tuple[str, ...] = (), selector: dict[str, str] | None = None
     ) -> None:
-        self.window = (round(self.now(), 3), name)
-        self.window_pods[name] = (namespaces, dict(selector or {}))
-        if not self.snapshots:
-            self.snapshots.append(await self.collector.snapshot())
+        """A measurement window opens: its name unique in the run (a second `namespace-1`
+        is `namespace-1-2`), so its `bound:<name>` series and DataItems stay its own."""
+        unique, n = name, 2
+        while unique in self.window_pods:
+            unique, n = f"{name}-{n}", n + 1
+        self.window = (round(self.now(), 3), unique)
+        self.window_pods[unique] = (namespaces, dict(selector or {}))
+        self.window_metrics = await self.collector.snapshot()
 
     async def _close_window(self) -> None:
+        """The window closes: its span, and the scheduler registries' texts at its start and
+        end (what changed) for its histogram DataItems."""
         assert self.window is not None
         start, name = self.window
         self.window = None
         self.result.collected.append(Window(start=start, end=round(self.now(), 3), name=name))
-        end = await self.collector.snapshot()
-        self.result.scheduler_metrics = MetricsSnapshots(start=self.snapshots[0], end=end)
+        before, after = compact(self.window_metrics, await self.collector.snapshot())
+        self.window_metrics = {}
+        self.result.scheduler_metrics.append(MetricsSnapshots(window=name, start=before, end=after))
 
     async def _wait_bound(self, uids: list[str], what: str) -> None:
         pods = self.collector.pods.pods

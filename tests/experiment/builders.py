@@ -39,6 +39,20 @@ scheduler_scheduling_attempt_duration_seconds_sum{profile="default-scheduler",re
 """
 
 
+def attempt_durations(fast: float, slow: float) -> str:
+    """A scheduler's attempt-duration histogram: `fast` observations of 5 ms, `slow` of 50."""
+    labels = 'profile="default-scheduler",result="scheduled"'
+    name = "scheduler_scheduling_attempt_duration_seconds"
+    return (
+        f"# TYPE {name} histogram\n"
+        f'{name}_bucket{{{labels},le="0.01"}} {fast}\n'
+        f'{name}_bucket{{{labels},le="0.1"}} {fast + slow}\n'
+        f'{name}_bucket{{{labels},le="+Inf"}} {fast + slow}\n'
+        f"{name}_count{{{labels}}} {fast + slow}\n"
+        f"{name}_sum{{{labels}}} {fast * 0.005 + slow * 0.05}\n"
+    )
+
+
 def make_run(run_id: str = "SchedulingBasic/500Nodes", **overrides: Any) -> RunResult:
     """A plausible run: 20 s, 100 pods bound at 10/s in [5, 15), one leader failover."""
     n = 20
@@ -92,7 +106,13 @@ def make_run(run_id: str = "SchedulingBasic/500Nodes", **overrides: Any) -> RunR
             Fault(t=8.0, kind="kill", target="scheduler-0"),
             Fault(t=12.0, kind="pause", target="scheduler-1", duration=2.0),
         ],
-        "scheduler_metrics": MetricsSnapshots(start=SCHEDULER_START, end=SCHEDULER_END),
+        "scheduler_metrics": [
+            MetricsSnapshots(
+                window="namespace-1",
+                start={"scheduler-0": SCHEDULER_START},
+                end={"scheduler-0": SCHEDULER_END},
+            )
+        ],
         "check": CheckVerdict(ok=True, violations=(), summary="100 pods, 0 violations"),
         "error": None,
     }

@@ -9,8 +9,15 @@ import math
 import pytest
 
 from kubera.experiment import dataitems as di
+from kubera.experiment import histograms
 from kubera.experiment.model import MetricsSnapshots, ReplicaStats, Window
-from tests.experiment.builders import SCHEDULER_END, SCHEDULER_START, make_experiment, make_run
+from tests.experiment.builders import (
+    SCHEDULER_END,
+    SCHEDULER_START,
+    attempt_durations,
+    make_experiment,
+    make_run,
+)
 
 
 def by_metric(items: list[di.DataItem], metric: str) -> list[di.DataItem]:
@@ -59,7 +66,7 @@ def test_scheduling_throughput_item_of_a_known_series() -> None:
     run = make_run(
         series={"t": [float(i) for i in range(len(bound))], "bound": bound},
         collected=[Window(start=0.0, end=10.0, name="namespace-2")],
-        scheduler_metrics=None,
+        scheduler_metrics=[],
     )
     (item,) = by_metric(di.run_items(run), di.THROUGHPUT)
     assert item.unit == "pods/s"
@@ -88,7 +95,7 @@ def test_a_windows_throughput_counts_only_its_own_pods() -> None:
     run = make_run(
         series={"t": t, "bound": [10.0] * 8, "bound:mine": [4.0] * 8},
         collected=[Window(start=0.0, end=8.0, name="mine")],
-        scheduler_metrics=None,
+        scheduler_metrics=[],
     )
     (item,) = by_metric(di.run_items(run), di.THROUGHPUT)
     assert item.data["Average"] == 4.0
@@ -135,7 +142,7 @@ scheduler_framework_extension_point_duration_seconds_sum{extension_point="Score"
 
 
 def test_extension_point_items_aggregate_over_status_and_profile() -> None:
-    run = make_run(scheduler_metrics=MetricsSnapshots(start="", end=EXTENSION_POINTS))
+    run = make_run(scheduler_metrics=[MetricsSnapshots(end={"scheduler-0": EXTENSION_POINTS})])
     items = by_metric(di.run_items(run), "scheduler_framework_extension_point_duration_seconds")
     assert [i.labels["extension_point"] for i in items] == ["Filter", "Score"]
     filt = items[0]
@@ -144,7 +151,7 @@ def test_extension_point_items_aggregate_over_status_and_profile() -> None:
 
 
 def test_a_restarted_series_counts_from_its_restart() -> None:
-    diff = di.histogram_difference(SCHEDULER_END, SCHEDULER_START)  # end has fewer: a reset
+    diff = histograms.histogram_difference(SCHEDULER_END, SCHEDULER_START)  # end has fewer: a reset
     (series,) = diff["scheduler_scheduling_attempt_duration_seconds"].values()
     assert series.count == 10.0
 
@@ -248,7 +255,7 @@ def test_data_items_json_is_strict_json() -> None:
         "scheduler_pod_scheduling_sli_duration_seconds_count 4.0\n"
         "scheduler_pod_scheduling_sli_duration_seconds_sum 2.0\n"
     )
-    run = make_run(scheduler_metrics=MetricsSnapshots(start="", end=only_inf))
+    run = make_run(scheduler_metrics=[MetricsSnapshots(end={"scheduler-0": only_inf})])
     run.latency["scheduling"] = [float("nan"), 0.5]
     doc = di.data_items_json(make_experiment(run))
     json.dumps(doc, allow_nan=False)
@@ -258,3 +265,66 @@ def test_data_items_json_is_strict_json() -> None:
         if i["labels"]["Metric"] == "scheduler_pod_scheduling_sli_duration_seconds"
     ]
     assert sli["data"] == {"Average": 500.0}
+
+
+def attempts_item(items: list[di.DataItem]) -> di.DataItem:
+    (item,) = by_metric(items, "scheduler_scheduling_attempt_duration_seconds")
+    return item
+
+
+def test_a_failover_inside_the_window_sums_both_processes() -> None:
+    # scheduler-0 led at the window's start (10 observations before it) and was killed after
+    # 40 more fast ones (its last scrape); scheduler-1 took over and observed 60 slow ones.
+    # Its next term's registry (#1) was born in the window: it counts from zero.
+    snaps = MetricsSnapshots(
+        window="namespace-1",
+        start={"scheduler-0": attempt_durations(10, 0), "scheduler-1": attempt_durations(0, 0)},
+        end={
+            "scheduler-0": attempt_durations(50, 0),
+            "scheduler-1": attempt_durations(0, 50),
+            "scheduler-1#1": attempt_durations(0, 10),
+        },
+    )
+    item = attempts_item(di.run_items(make_run(scheduler_metrics=[snaps])))
+    assert item.labels["Name"] == "SchedulingBasic/500Nodes/namespace-1"
+    # 40 × 5 ms + 60 × 50 ms over 100 observations
+    assert item.data["Average"] == pytest.approx(32.0)
+    assert item.data["Perc50"] == pytest.approx(10 + 90 * 10 / 60)  # rank 50: 10th of 60 slow
+
+
+def test_a_process_restarted_since_the_window_started_counts_from_zero() -> None:
+    snaps = MetricsSnapshots(
+        window="namespace-1",
+        start={"scheduler-0": attempt_durations(100, 0)},
+        end={"scheduler-0": attempt_durations(0, 4)},  # fewer than at the start: a reset
+    )
+    item = attempts_item(di.run_items(make_run(scheduler_metrics=[snaps])))
+    assert item.data["Average"] == pytest.approx(50.0)
+
+
+def test_each_window_has_its_own_histogram_items() -> None:
+    run = make_run(
+        collected=[Window(start=4.0, end=9.0, name="a"), Window(start=9.0, end=16.0, name="b")],
+        scheduler_metrics=[
+            MetricsSnapshots(window="a", end={"scheduler-0": attempt_durations(10, 0)}),
+            MetricsSnapshots(
+                window="b",
+                start={"scheduler-0": attempt_durations(10, 0)},
+                end={"scheduler-0": attempt_durations(10, 5)},
+            ),
+        ],
+    )
+    items = by_metric(di.run_items(run), "scheduler_scheduling_attempt_duration_seconds")
+    assert [(i.labels["Name"], i.data["Average"]) for i in items] == [
+        (f"{run.id}/a", pytest.approx(5.0)),
+        (f"{run.id}/b", pytest.approx(50.0)),
+    ]
+
+
+def test_old_results_with_one_pair_of_snapshots_still_give_items() -> None:
+    run = make_run(
+        scheduler_metrics=MetricsSnapshots.read_all(
+            {"start": SCHEDULER_START, "end": SCHEDULER_END}
+        )
+    )
+    assert attempts_item(di.run_items(run)).labels["Name"] == f"{run.id}/namespace-1"

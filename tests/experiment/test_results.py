@@ -44,8 +44,26 @@ def test_a_threshold_selector_round_trips_and_is_omitted_when_empty() -> None:
 def test_a_minimal_run_reads_with_defaults() -> None:
     run = RunResult.from_json({"id": "A/b", "test_case": "A", "workload": "b"})
     assert run.threshold_metric == "SchedulingThroughput"
-    assert run.check is None and run.scheduler_metrics is None and run.series == {}
+    assert run.check is None and run.scheduler_metrics == [] and run.series == {}
     assert run.name == "A/b"
+
+
+def test_per_window_snapshots_and_warnings_round_trip() -> None:
+    run = make_run(warnings=["churn[2]: 3 creates failed, the last: boom"])
+    data = json.loads(json.dumps(run.to_json()))
+    assert data["scheduler_metrics"][0]["window"] == "namespace-1"
+    assert set(data["scheduler_metrics"][0]["end"]) == {"scheduler-0"}
+    assert RunResult.from_json(data) == run
+    assert "warnings" not in make_run().to_json()
+
+
+def test_the_old_single_snapshot_shape_still_reads() -> None:
+    data = make_run().to_json()
+    data["scheduler_metrics"] = {"start": "a 1\n", "end": "a 2\n"}
+    (m,) = RunResult.from_json(data).scheduler_metrics
+    assert (m.window, m.start, m.end) == ("", {"scheduler": "a 1\n"}, {"scheduler": "a 2\n"})
+    data["scheduler_metrics"] = None
+    assert RunResult.from_json(data).scheduler_metrics == []
 
 
 def test_an_unknown_version_is_refused() -> None:

@@ -29,8 +29,8 @@ class FakeCollector:
         self.t += 0.01
         return self.t
 
-    async def snapshot(self) -> str:
-        return f"snapshot at {self.t:.2f}"
+    async def snapshot(self) -> dict[str, str]:
+        return {"scheduler-0": f"snapshot at {self.t:.2f}"}
 
 
 class FakeApiserver:
@@ -131,7 +131,8 @@ async def test_create_pods_waits_until_every_pod_is_bound_and_measures_a_window(
     assert all(p.bound is not None for p in ex.collector.pods.pods.values())
     assert [w.name for w in ex.result.collected] == ["ns-1"]
     assert ex.window_pods == {"ns-1": (("ns-1",), {})}
-    assert ex.result.scheduler_metrics is not None
+    (metrics,) = ex.result.scheduler_metrics
+    assert metrics.window == "ns-1" and set(metrics.end) == {"scheduler-0"}
     # the namespace was created on first use
     assert [type(x).__name__ for x in api.created[:1]] == ["Namespace"]
 
