@@ -173,9 +173,12 @@ class Collector:
                 t = self.now()
                 for p in items:
                     self._observe(p, t)
+                self.pods.listed((p.metadata.uid for p in items), t)
                 async for ev in self._client.watch(pods, resource_version=str(rv)):
                     if ev.type in ("ADDED", "MODIFIED"):
                         self._observe(ev.object, self.now())
+                    elif ev.type == "DELETED":
+                        self.pods.deleted(ev.object.metadata.uid, self.now())
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - behind, or the apiserver restarting: list again
@@ -197,7 +200,10 @@ class Collector:
     def _observe(self, pod: Any, t: float) -> None:
         m = pod.metadata
         key = f"{m.namespace}/{m.name}"
-        self.pods.observe(m.uid, key, pod.spec.node_name, pod.status.phase, t, m.labels)
+        attempted = any(c.type == "PodScheduled" for c in pod.status.conditions)
+        self.pods.observe(
+            m.uid, key, pod.spec.node_name, pod.status.phase, t, m.labels, attempted=attempted
+        )
 
     # ------------------------------------------------------------ elections
 

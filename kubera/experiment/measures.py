@@ -27,6 +27,7 @@ class PodTimes:
     bound: float | None = None
     running: float | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    attempted: bool = False  # a PodScheduled condition seen: the scheduler tried it
 
     @property
     def namespace(self) -> str:
@@ -43,10 +44,13 @@ class PodTimeline:
     when the watch first saw it. A UID takes the latest send of its name at or before it
     was first seen, so a name created, deleted and created again gets each send right.
     Bound is the first event with spec.nodeName set; Running the first with phase Running.
+    `gone` holds when each deleted UID's deletion was seen (a DELETED event, or missing from
+    a list): what barriers and deletePods wait on instead of listing pods again and again.
     """
 
     def __init__(self) -> None:
         self.pods: dict[str, PodTimes] = {}
+        self.gone: dict[str, float] = {}
         self._sends: dict[str, list[float]] = {}
         self.bound_count = 0
         self.running_count = 0
@@ -63,16 +67,31 @@ class PodTimeline:
         phase: str,
         t: float,
         labels: Mapping[str, str] | None = None,
+        *,
+        attempted: bool = False,
     ) -> None:
         p = self.pods.get(uid)
         if p is None:
             p = self.pods[uid] = PodTimes(key, t, labels=dict(labels or {}))
+        p.attempted = p.attempted or attempted
         if node_name and p.bound is None:
             p.bound = t
             self.bound_count += 1
         if phase == "Running" and p.running is None:
             p.running = t
             self.running_count += 1
+
+    def deleted(self, uid: str, t: float) -> None:
+        """The pod `uid` was deleted (seen at `t`)."""
+        self.gone.setdefault(uid, t)
+
+    def listed(self, uids: Iterable[str], t: float) -> None:
+        """A full list at `t` held exactly `uids`: every other pod seen before is gone (its
+        DELETED event fell in a gap of the watch)."""
+        present = set(uids)
+        for uid in self.pods:
+            if uid not in present:
+                self.gone.setdefault(uid, t)
 
     def created_at(self, p: PodTimes) -> float:
         sends = self._sends.get(p.key, [])

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from google.protobuf.message import Message
@@ -41,7 +41,12 @@ from services.storage.etcd import EtcdStorage
 
 #: Objects per batch_create call (the apiserver splits further by its own caps).
 CHUNK = 500
+#: Seconds between checks of the collector's pod timeline (no API call).
 POLL = 0.1
+#: Seconds between API lists while waiting: nodes (hollow createNodes), and the cross-check
+#: of a pod wait against the apiserver (a DELETED the watch missed in a gap).
+LIST_EVERY = 1.0
+RECHECK_EVERY = 5.0
 #: Times an object named by generateName is sent again after a name collision.
 GENERATE_NAME_RETRIES = 5
 
@@ -191,12 +196,38 @@ class OpExecutor:
 
     # ------------------------------------------------------------- helpers
 
-    async def _until(self, done: Callable[[], Coroutine[Any, Any, bool]], what: str) -> None:
+    async def _until(
+        self, done: Callable[[], Coroutine[Any, Any, bool]], what: str, poll: float = POLL
+    ) -> None:
         deadline = time.monotonic() + self.timeout
         while not await done():
             if time.monotonic() > deadline:
                 raise OpError(f"{what}: not done within {self.timeout:g}s")
-            await asyncio.sleep(POLL)
+            await asyncio.sleep(poll)
+
+    async def _wait_pods(
+        self,
+        uids: Iterable[str],
+        done: Callable[[str], bool],
+        still_pending: Callable[[], Coroutine[Any, Any, set[str]]],
+        what: str,
+    ) -> None:
+        """Wait (bounded by the op timeout) until `done(uid)` holds for every one of `uids`
+        on the collector's pod timeline, which costs no API call; measurement windows stay
+        undisturbed. Every RECHECK_EVERY s the apiserver's view (`still_pending`: one list)
+        settles the pods the watch may have missed."""
+        pending = set(uids)
+        checked = time.monotonic()
+
+        async def finished() -> bool:
+            nonlocal pending, checked
+            pending = {u for u in pending if not done(u)}
+            if pending and time.monotonic() - checked >= RECHECK_EVERY:
+                pending &= await still_pending()
+                checked = time.monotonic()
+            return not pending
+
+        await self._until(finished, what)
 
     async def _ensure_namespace(self, name: str) -> None:
         if not name or name in self.namespaces:
@@ -292,7 +323,7 @@ class OpExecutor:
                 items, _ = await self.client.list(BY_KIND["Node"])
                 return sum(1 for n in items if _ready(n)) >= want
 
-            await self._until(ready, f"{op.phase}: {want} hollow nodes Ready")
+            await self._until(ready, f"{op.phase}: {want} hollow nodes Ready", LIST_EVERY)
             return
         await self.create([to_message(node_doc(op, i), kind="Node") for i in range(op.count)])
 
@@ -406,21 +437,33 @@ class OpExecutor:
             )
 
     async def op_barrier(self, op: o.Barrier) -> None:
-        async def reached() -> bool:
-            items, _ = await self.client.list(BY_KIND["Pod"])
-            for p in items:
-                if op.namespaces and p.metadata.namespace not in op.namespaces:  # type: ignore[attr-defined]
-                    continue
-                if not _matches(p.metadata.labels, op.label_selector):  # type: ignore[attr-defined]
-                    continue
-                if not p.spec.node_name and (  # type: ignore[attr-defined]
-                    op.stage_requirement == "Scheduled"
-                    or not any(c.type == "PodScheduled" for c in p.status.conditions)  # type: ignore[attr-defined]
-                ):
-                    return False
-            return True
+        """Every pod of the barrier's namespaces and labels there now is scheduled (or, for
+        stageRequirement Attempted, tried): one list, then the collector's pod timeline."""
+        timeline = self.collector.pods
+        scheduled_only = op.stage_requirement == "Scheduled"
 
-        await self._until(reached, f"{op.phase}: pods {op.stage_requirement}")
+        async def pending() -> set[str]:
+            items, _ = await self.client.list(BY_KIND["Pod"])
+            return {
+                p.metadata.uid  # type: ignore[attr-defined]
+                for p in items
+                if (not op.namespaces or p.metadata.namespace in op.namespaces)  # type: ignore[attr-defined]
+                and _matches(p.metadata.labels, op.label_selector)  # type: ignore[attr-defined]
+                and not p.spec.node_name  # type: ignore[attr-defined]
+                and (
+                    scheduled_only or not any(c.type == "PodScheduled" for c in p.status.conditions)  # type: ignore[attr-defined]
+                )
+            }
+
+        def done(uid: str) -> bool:
+            p = timeline.pods.get(uid)
+            if uid in timeline.gone:
+                return True
+            return p is not None and (p.bound is not None or (not scheduled_only and p.attempted))
+
+        await self._wait_pods(
+            await pending(), done, pending, f"{op.phase}: pods {op.stage_requirement}"
+        )
 
     async def op_sleep(self, op: o.Sleep) -> None:
         await asyncio.sleep(op.duration)
@@ -452,13 +495,16 @@ class OpExecutor:
             await asyncio.gather(*(one(p) for p in victims))
         if op.skip_wait_to_completion:
             return
-        names = {p.metadata.name for p in victims}  # type: ignore[attr-defined]
+        uids = {p.metadata.uid for p in victims}  # type: ignore[attr-defined]
+        gone = self.collector.pods.gone
 
-        async def gone() -> bool:
-            left, _ = await self.client.list(BY_KIND["Pod"], namespace=op.namespace)
-            return not any(p.metadata.name in names for p in left)  # type: ignore[attr-defined]
+        async def left() -> set[str]:
+            items, _ = await self.client.list(BY_KIND["Pod"], namespace=op.namespace)
+            return {p.metadata.uid for p in items} & uids  # type: ignore[attr-defined]
 
-        await self._until(gone, f"{op.phase}: {len(names)} pods deleted")
+        await self._wait_pods(
+            uids, gone.__contains__, left, f"{op.phase}: {len(uids)} pods deleted"
+        )
 
     # -------------------------------------------------------- kubera's opcodes
 

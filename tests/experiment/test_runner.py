@@ -44,6 +44,9 @@ class FakeApiserver:
         self.deleted: list[str] = []
         self.uids = itertools.count()
         self.tasks: list[asyncio.Task[None]] = []
+        self.lists = 0
+        #: Seconds after a delete until the watch says DELETED (never when None).
+        self.gone_after: float | None = 0.0
 
     async def batch_create(self, objs: list[Any]) -> list[BatchResult]:
         out = []
@@ -67,6 +70,24 @@ class FakeApiserver:
 
     async def delete(self, kind: Any, name: str, namespace: str = "", **kw: Any) -> None:
         self.deleted.append(f"{namespace}/{name}")
+        if self.gone_after is not None:
+            self.tasks.append(asyncio.create_task(self._gone(f"uid-{name}")))
+
+    async def _gone(self, uid: str) -> None:
+        await asyncio.sleep(self.gone_after or 0)
+        self.collector.pods.deleted(uid, self.collector.now())
+
+    async def list(self, kind: Any, namespace: str = "", **kw: Any) -> tuple[list[Any], int]:
+        self.lists += 1
+        gone = {key.split("/", 1)[1] for key in self.deleted}
+        items = [
+            obj
+            for obj in self.created
+            if isinstance(obj, kind.message)
+            and obj.metadata.name not in gone
+            and (not namespace or obj.metadata.namespace == namespace)
+        ]
+        return items, 1
 
 
 def executor(bind_after: float | None = 0.0, timeout: float = 5.0) -> tuple[OpExecutor, Any]:
@@ -157,6 +178,54 @@ async def test_steady_state_replaces_each_bound_pod() -> None:
     pods = [p for p in api.created if type(p).__name__ == "Pod"]
     assert len(pods) > 4
     assert len(api.deleted) == len(pods) - 4  # every bound pod deleted and replaced, once
+
+
+async def test_a_barrier_waits_on_the_pod_timeline_not_on_lists() -> None:
+    ex, api = executor(bind_after=0.5)
+    await ex.run(o.CreatePods(index=0, count=3, namespace="ns", skip_wait_to_completion=True))
+    await ex.run(o.Barrier(index=1, namespaces=("ns",)))
+    assert all(p.bound is not None for p in ex.collector.pods.pods.values())
+    assert len(ex.collector.pods.pods) == 3
+    assert api.lists == 1  # which pods; then the timeline (a list only every 5 s)
+
+
+async def test_a_barrier_that_is_never_reached_fails_after_the_timeout() -> None:
+    ex, _ = executor(bind_after=None, timeout=0.3)
+    await ex.run(o.CreatePods(index=0, count=2, namespace="ns", skip_wait_to_completion=True))
+    with pytest.raises(OpError, match="pods Scheduled"):
+        await ex.run(o.Barrier(index=1))
+
+
+async def test_delete_pods_waits_for_the_deletions_on_the_timeline() -> None:
+    ex, api = executor(bind_after=0.0)
+    api.gone_after = 0.3
+    await ex.run(o.CreatePods(index=0, count=4, namespace="ns"))
+    await ex.run(o.DeletePods(index=1, namespace="ns"))
+    assert len(api.deleted) == 4
+    assert set(ex.collector.pods.gone) == {p.metadata.uid for p in api.created[1:]}
+    assert api.lists == 1  # the victims; then the timeline
+
+
+async def test_delete_pods_falls_back_to_a_list_when_the_watch_misses_a_deletion(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("kubera.experiment.opexec.RECHECK_EVERY", 0.2)
+    ex, api = executor(bind_after=0.0)
+    api.gone_after = None  # no DELETED ever reaches the timeline
+    await ex.run(o.CreatePods(index=0, count=2, namespace="ns"))
+    await ex.run(o.DeletePods(index=1, namespace="ns"))
+    assert api.lists >= 2
+
+
+async def test_windows_of_the_same_name_get_unique_names() -> None:
+    ex, _ = executor(bind_after=0.0)
+    for i in range(3):
+        await ex.run(o.CreatePods(index=i, count=1, namespace="ns", collect_metrics=True))
+    names = ["ns", "ns-2", "ns-3"]
+    assert [w.name for w in ex.result.collected] == names
+    assert [m.window for m in ex.result.scheduler_metrics] == names
+    assert list(ex.window_pods) == names
+    assert all(pods == (("ns",), {}) for pods in ex.window_pods.values())
 
 
 async def test_stop_collecting_without_a_window_is_an_error() -> None:
