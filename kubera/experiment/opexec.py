@@ -151,6 +151,8 @@ class OpExecutor:
         self.background: list[asyncio.Task[None]] = []
         self.stopping = False
         self.faults: list[asyncio.Task[None]] = []
+        #: When the last planned fault of the chaos ops running is due (monotonic).
+        self.faults_due = 0.0
         self.window: tuple[float, str] | None = None
         #: The scheduler registries' texts at the open window's start (histograms.py).
         self.window_metrics: dict[str, str] = {}
@@ -159,6 +161,9 @@ class OpExecutor:
         self.window_pods: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {}
         #: The last check's fenced binds per leader identity (exact per-replica binds).
         self.binds_by_holder: dict[str, int] = {}
+        #: Background op phase → (failed rounds, the last error): churn goes on after a
+        #: failed create or delete, as upstream's does; the run's `warnings` say so.
+        self.failures: dict[str, tuple[int, str]] = {}
 
     def now(self) -> float:
         return self.collector.now()
@@ -187,12 +192,34 @@ class OpExecutor:
 
     async def stop_background(self) -> None:
         """Churn stops (bounded: grpc.aio may turn the cancellation into an RPC error the
-        loop sees, so it also checks `stopping`)."""
+        loop sees, so it also checks `stopping`). Its failed rounds become the run's
+        warnings; a churn task that died of an error fails the run with it."""
         self.stopping = True
-        for task in self.background:
+        tasks, self.background = self.background, []
+        for task in tasks:
             task.cancel()
-        if self.background:
-            await asyncio.wait(self.background, timeout=10)
+        if tasks:
+            await asyncio.wait(tasks, timeout=10)
+        self.result.warnings.extend(self.warnings())
+        died = [
+            (task.get_name(), task.exception())
+            for task in tasks
+            if task.done() and not task.cancelled() and task.exception() is not None
+        ]
+        if died:
+            name, e = died[0]
+            raise OpError(f"{name}: {e}") from e
+
+    def warnings(self) -> list[str]:
+        """The background ops' failures so far, one line each."""
+        return [
+            f"{phase}: {n} round{'s' if n != 1 else ''} failed, the last: {last}"
+            for phase, (n, last) in self.failures.items()
+        ]
+
+    def _failed(self, phase: str, e: Exception) -> None:
+        n, _ = self.failures.get(phase, (0, ""))
+        self.failures[phase] = (n + 1, str(e) or type(e).__name__)
 
     # ------------------------------------------------------------- helpers
 
@@ -413,7 +440,7 @@ class OpExecutor:
             deleting = op.mode == "recreate" and (rounds // max(1, op.number)) % 2 == 1
             if op.mode == "create" and op.number and rounds >= op.number:
                 return
-            with contextlib.suppress(ApiError):
+            try:
                 if deleting:
                     for obj in made[: len(op.templates)]:
                         await self._delete_any(obj)
@@ -426,6 +453,10 @@ class OpExecutor:
                         )
                         obj = to_message(doc, namespace=op.namespace)
                         made.extend(await self.create([obj]))
+            except (ApiError, OpError) as e:
+                if self.stopping:
+                    return
+                self._failed(op.phase, e)
             rounds += 1
             await asyncio.sleep(interval)
 
@@ -510,6 +541,7 @@ class OpExecutor:
 
     async def op_chaos(self, op: o.Chaos) -> None:
         start = time.monotonic()
+        self.faults_due = max(self.faults_due, start + max(op.offsets(), default=0.0))
         self.faults.append(asyncio.create_task(self._chaos(op, start), name=op.phase))
 
     async def _chaos(self, op: o.Chaos, start: float) -> None:
@@ -563,12 +595,36 @@ class OpExecutor:
         self.result.faults.append(fault)
 
     async def _faults_done(self) -> None:
-        """Every chaos op's faults injected (and pauses over); the first failure raises."""
+        """Every chaos op's faults injected (and pauses over); the first failure raises.
+        Bounded: a fault still running the op timeout after the last one was due is cut
+        short (cancelled: a paused process gets its SIGCONT), and the run's error says so."""
         tasks, self.faults = self.faults, []
-        errors = [r for r in await asyncio.gather(*tasks, return_exceptions=True) if r]
+        if not tasks:
+            return
+        wait = max(0.0, self.faults_due - time.monotonic()) + self.timeout
+        done, pending = await asyncio.wait(tasks, timeout=wait)
+        if pending:
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=30)
+            names = ", ".join(sorted(task.get_name() for task in pending))
+            self.note_error(
+                f"chaos: {names} cut short: not done {self.timeout:g}s after the last fault "
+                f"was due ({len(self.result.faults)} faults injected)"
+            )
+        errors = [
+            e
+            for task in tasks
+            if task in done and not task.cancelled() and (e := task.exception()) is not None
+        ]
         if errors:
             e = errors[0]
-            raise OpError(f"chaos: {e}") from (e if isinstance(e, BaseException) else None)
+            raise OpError(f"chaos: {e}") from e
+
+    def note_error(self, message: str) -> None:
+        """Record `message` in the run's error without ending the run (after any before)."""
+        old = self.result.error
+        self.result.error = f"{old}; {message}" if old else message
 
     async def op_check(self, op: o.Check) -> None:
         await self._faults_done()

@@ -42,6 +42,7 @@ class Progress:
         self.created = self.bound = self.running = 0
         self.rate = 0.0
         self.faults = 0
+        self.warnings: list[str] = []
         self.started = time.monotonic()
         self._last_line = 0.0
 
@@ -65,6 +66,7 @@ class Progress:
     def start_run(self, run_id: str, n: int, total: int) -> None:
         self.run_id, self.position = run_id, f"{n}/{total}"
         self.created = self.bound = self.running = self.faults = 0
+        self.warnings = []
         self.rate = 0.0
         self.started = time.monotonic()
         self.say(f"run {self.position}: {run_id}")
@@ -74,7 +76,7 @@ class Progress:
         self.current = name
         self._refresh(plain=True)
 
-    def update(self, collector: Any, faults: int) -> None:
+    def update(self, collector: Any, faults: int, warnings: list[str] | None = None) -> None:
         pods = collector.pods
         self.created, self.bound, self.running = (
             len(pods.pods),
@@ -86,6 +88,7 @@ class Progress:
             sum(1 for p in pods.pods.values() if p.bound is not None and now - p.bound <= 1.0)
         )
         self.faults = faults
+        self.warnings = list(warnings or ())
         self._refresh()
 
     def end_run(self, run: Any) -> None:
@@ -101,8 +104,11 @@ class Progress:
         return (
             f"[{self.position}] {self.run_id} · {self.current} · pods created {self.created}, "
             f"bound {self.bound}, running {self.running} · {self.rate:.0f} binds/s · "
-            f"faults {self.faults} · {self._elapsed():.0f}s"
+            f"faults {self.faults}{self._warned()} · {self._elapsed():.0f}s"
         )
+
+    def _warned(self) -> str:
+        return f" · warning: {self.warnings[-1]}" if self.warnings else ""
 
     def _render(self) -> Table:
         t = Table.grid(padding=(0, 2))
@@ -113,6 +119,8 @@ class Progress:
         t.add_row("pods", f"created {self.created}  bound {self.bound}  running {self.running}")
         t.add_row("bind rate", f"{self.rate:.0f} pods/s")
         t.add_row("faults", str(self.faults))
+        for warning in self.warnings:
+            t.add_row("warning", warning, style="yellow")
         t.add_row("elapsed", f"{self._elapsed():.0f}s")
         return t
 

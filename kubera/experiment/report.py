@@ -253,6 +253,9 @@ def _run_section(index: int, run: RunResult, plots: Mapping[str, Path]) -> str:
         out.append(f"<h3>Checker violations</h3><ul>{lis}{tail}</ul>")
     if run.error:
         out.append(f'<h3>Error</h3><div class="err">{e(run.error)}</div>')
+    if run.warnings:
+        lis = "".join(f"<li>{e(w)}</li>" for w in run.warnings)
+        out.append(f"<h3>Warnings</h3><ul>{lis}</ul>")
     out.append(_figures(plots))
     if run.phases:
         out.append("<h3>Phases</h3>")

@@ -244,16 +244,18 @@ class Runner:
             on_phase=self.progress.phase,
         )
         await collector.start()
-        ticker = asyncio.create_task(self._tick(collector, run))
+        ticker = asyncio.create_task(self._tick(collector, executor, run))
         try:
             for op in ops:
                 await executor.run(op)
             await executor.finish()
         except BaseException as e:
-            if isinstance(e, asyncio.CancelledError | KeyboardInterrupt):
-                run.error = "interrupted (Ctrl-C)"
-            else:
-                run.error = f"{e}"
+            what = (
+                "interrupted (Ctrl-C)"
+                if isinstance(e, asyncio.CancelledError | KeyboardInterrupt)
+                else f"{e}"
+            )
+            run.error = f"{run.error}; {what}" if run.error else what
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(_cancel_background(executor), 30)
             if not isinstance(e, Exception):
@@ -265,15 +267,17 @@ class Runner:
             await client.close()
             for loop, error in collector.errors.items():
                 self.progress.say(f"collector ({loop}): last error: {error}")
+            for warning in run.warnings:
+                self.progress.say(f"warning: {warning}")
             finish(run, collector, time.monotonic() - t0, executor.binds_by_holder)
             for name, (namespaces, selector) in executor.window_pods.items():
                 run.series[f"bound:{name}"] = collector.pods.bound_per_second(
                     len(run.series["t"]), namespaces, selector
                 )
 
-    async def _tick(self, collector: Collector, run: RunResult) -> None:
+    async def _tick(self, collector: Collector, executor: OpExecutor, run: RunResult) -> None:
         while True:
-            self.progress.update(collector, len(run.faults))
+            self.progress.update(collector, len(run.faults), executor.warnings())
             await asyncio.sleep(0.5)
 
 

@@ -375,3 +375,94 @@ def test_an_unknown_workload_is_refused_before_any_cluster(
     assert code == 2
     assert "no workload 'nope' (there are: T/w)" in capsys.readouterr().err
     assert not out.exists()
+
+
+def churn_op(**kw: Any) -> o.Churn:
+    from kubera.experiment.templates import Template
+
+    template = Template(
+        path="pod.yaml",
+        source="pod.yaml",
+        text="kind: Pod\napiVersion: v1\n",
+        data={"kind": "Pod", "apiVersion": "v1"},
+    )
+    return o.Churn(
+        index=4,
+        mode="create",
+        templates=(template,),
+        interval_milliseconds=10,
+        namespace="churn",
+        **kw,
+    )
+
+
+async def test_failed_churn_rounds_become_the_runs_warnings() -> None:
+    from services.api.errors import ForbiddenError
+
+    ex, api = executor()
+    real = api.batch_create
+    failures = 0
+
+    async def sometimes(objs: list[Any]) -> list[BatchResult]:
+        nonlocal failures
+        if type(objs[0]).__name__ == "Pod" and failures < 3:
+            failures += 1
+            raise ForbiddenError("quota exceeded")
+        return await real(objs)
+
+    api.batch_create = sometimes  # type: ignore[method-assign]
+    await ex.run(churn_op(number=5))
+    await asyncio.sleep(0.3)
+    assert len(ex.warnings()) == 1
+    await ex.finish()
+    (warning,) = ex.result.warnings
+    assert warning == "churn[4]: 3 rounds failed, the last: quota exceeded"
+    assert len([p for p in api.created if type(p).__name__ == "Pod"]) == 2  # rounds 3, 4
+
+
+async def test_a_churn_task_that_dies_fails_the_run_at_its_end() -> None:
+    ex, api = executor()
+    real = api.batch_create
+
+    async def broken(objs: list[Any]) -> list[BatchResult]:
+        if type(objs[0]).__name__ == "Pod":
+            raise RuntimeError("the client broke")
+        return await real(objs)
+
+    api.batch_create = broken  # type: ignore[method-assign]
+    await ex.run(churn_op())
+    await asyncio.sleep(0.1)
+    with pytest.raises(OpError, match="churn\\[4\\]: the client broke"):
+        await ex.finish()
+
+
+async def test_faults_still_running_after_the_timeout_are_cut_short(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ex, _ = executor(timeout=0.3)
+    stuck = asyncio.Event()
+
+    async def hanging_fault(op: o.Chaos) -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stuck.set()  # cancelled: a pause's SIGCONT would run here
+
+    monkeypatch.setattr(ex, "fault", hanging_fault)
+    await ex.run(o.Chaos(index=0, action="restartEtcd", at=0.1))
+    await ex.finish()
+    assert stuck.is_set()
+    assert ex.result.error is not None and "chaos[0] cut short" in ex.result.error
+
+
+def test_the_progress_line_shows_the_last_warning() -> None:
+    import io
+
+    from kubera.experiment.progress import Progress
+
+    out = io.StringIO()
+    progress = Progress(stream=out)
+    progress.start_run("T/w", 1, 1)
+    progress.update(FakeCollector(), 0, ["churn[4]: 2 rounds failed, the last: quota exceeded"])
+    progress.phase("barrier[5]")
+    assert "warning: churn[4]: 2 rounds failed" in out.getvalue().splitlines()[-1]
