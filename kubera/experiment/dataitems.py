@@ -245,7 +245,8 @@ def kubera_items(run: RunResult) -> list[DataItem]:
 
     - ``kubera_scheduling_latency`` / ``kubera_startup_latency`` (ms): per-pod create→bound and
       create→Running, upstream's percentile rule;
-    - ``kubera_attempts_per_pod`` (attempts): scheduling attempts of each bound pod;
+    - ``kubera_attempts_per_pod`` (attempts): scheduling attempts of each bound pod, as the
+      upper bound of its ``scheduler_pod_scheduling_attempts`` bucket (1, 2, 4, 8, 16);
     - ``kubera_conflict_fraction`` (fraction, per ``Replica``): conflicts / (binds + conflicts);
     - ``kubera_leader_terms`` (terms, per ``Component``): ``Count`` of leadership terms;
     - ``kubera_failover_gap`` (s, per ``Component``): from a term's end to the next term's start;

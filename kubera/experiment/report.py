@@ -291,10 +291,24 @@ def _run_section(index: int, run: RunResult, plots: Mapping[str, Path]) -> str:
             for r in run.replicas
         ]
         out.append(table(["replica", "binds", "conflicts", "conflict fraction"], rows))
+    if run.attempts:
+        out.append("<h3>Scheduling attempts per bound pod</h3>")
+        total = sum(run.attempts.values()) or 1
+        rows = [
+            [attempts_bucket(k), f"{n:,}", _num(n / total, 3)]
+            for k, n in sorted(run.attempts.items())
+        ]
+        out.append(table(["attempts (bucket ≤)", "pods", "fraction"], rows))
     if items:
         out.append("<h3>DataItems</h3>")
         out.append(_items_table(items))
     return "\n".join(out)
+
+
+def attempts_bucket(key: int) -> str:
+    """An ``attempts`` key as its bucket: upstream's bounds are 1, 2, 4, 8, 16 (a pod in
+    bucket 4 needed 3 or 4 attempts); the key past the last bound (17) is its overflow."""
+    return str(key) if key & (key - 1) == 0 else f"> {key - 1}"
 
 
 def _when(t0: float) -> str:

@@ -108,3 +108,12 @@ def test_a_run_that_failed_before_measuring_still_reports(tmp_path: Path) -> Non
     assert "etcd did not start" in page and "Run Broken/w" in page
     assert results.load(tmp_path).runs[0].error == "etcd did not start"
     assert not list((tmp_path / "plots").glob("Broken*"))
+
+
+def test_attempts_are_labelled_as_buckets_and_warnings_show() -> None:
+    run = make_run(attempts={1: 90, 4: 8, 17: 2}, warnings=["churn[2]: 1 round failed"])
+    page = report.render(make_experiment(run), host=HOST)
+    assert "attempts (bucket ≤)" in page
+    assert report.attempts_bucket(4) == "4" and report.attempts_bucket(17) == "> 16"
+    assert "&gt; 16" in page
+    assert "Warnings" in page and "churn[2]: 1 round failed" in page
