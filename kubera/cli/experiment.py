@@ -65,7 +65,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kubera.experiment import config, results
     from kubera.experiment.dataitems import run_items, summary, threshold_verdict
     from kubera.experiment.progress import Progress
-    from kubera.experiment.runner import Runner, RunOptions
+    from kubera.experiment.runner import Runner, RunOptions, signals_held
 
     try:
         experiment = config.load(args.file)
@@ -89,7 +89,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     runner = Runner(experiment, opts, progress)
     interrupted = False
     # SIGTERM (docker stop, timeout) ends the experiment as Ctrl-C does: the running
-    # cluster goes down and the runs so far are written.
+    # cluster goes down and the runs so far are written (the runner holds both signals
+    # while a cluster goes down, so a second one cannot cut that short).
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         result = runner.run(args.workload)
@@ -98,7 +99,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = runner.result
     finally:
         signal.signal(signal.SIGTERM, previous)
-    report = results.write(out, result)
+    with signals_held():  # the runs so far are written whole, even on a second signal
+        report = results.write(out, result)
     progress.console.print(summary(result))
     failed = 0
     for run in result.runs:

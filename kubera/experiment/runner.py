@@ -25,6 +25,8 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -119,6 +121,28 @@ async def clean_keyspace(endpoint: str) -> int:
 
 
 @contextlib.contextmanager
+def signals_held(signums: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> Iterator[list[int]]:
+    """SIGINT and SIGTERM wait while the block runs: a second Ctrl-C (or `docker stop`)
+    must not cut `kubera down` in the middle and leave processes behind. The block gets the
+    list of signals that came; the handlers before are back after it. (Only the main thread
+    can set handlers: elsewhere nothing is held.)"""
+    got: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+
+    def hold(signum: int, frame: object) -> None:
+        got.append(signum)
+
+    previous = {s: signal.signal(s, hold) for s in signums}
+    try:
+        yield got
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+@contextlib.contextmanager
 def kubera_home(home: Path) -> Iterator[None]:
     """KUBERA_HOME set to the run's cluster, for the chaos functions that read the context."""
     old = os.environ.get("KUBERA_HOME")
@@ -157,6 +181,8 @@ class Runner:
         self.progress = progress or Progress(enabled=False)
         #: The experiment so far (complete once `run` returns; partial after Ctrl-C).
         self.result = ExperimentResult(config=experiment.path, started="", runs=[])
+        #: A Ctrl-C/SIGTERM came while a cluster went down: no further run starts.
+        self.stop_requested = False
 
     def run(self, workload: str | None = None) -> ExperimentResult:
         self.result = result = ExperimentResult(
@@ -167,6 +193,8 @@ class Runner:
         selected = self.experiment.runs(workload)
         with self.progress:
             for i, (tc, w) in enumerate(selected):
+                if self.stop_requested:
+                    raise KeyboardInterrupt
                 run = new_run(tc, w)
                 result.runs.append(run)
                 self.progress.start_run(run.id, i + 1, len(selected))
@@ -210,10 +238,13 @@ class Runner:
             run.error = run.error or f"{type(e).__name__}: {e}"
         finally:
             self.progress.phase("kubera down")
-            with kubera_home(cluster.home):
+            with signals_held() as got, kubera_home(cluster.home):
                 if not up_returned:
                     _settle_interrupted_up(cluster)
                 cluster.down()
+            if got:
+                self.stop_requested = True
+                self.progress.say("interrupted while the cluster went down: no further run")
 
     async def _execute(
         self,

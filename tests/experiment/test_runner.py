@@ -466,3 +466,42 @@ def test_the_progress_line_shows_the_last_warning() -> None:
     progress.update(FakeCollector(), 0, ["churn[4]: 2 rounds failed, the last: quota exceeded"])
     progress.phase("barrier[5]")
     assert "warning: churn[4]: 2 rounds failed" in out.getvalue().splitlines()[-1]
+
+
+def test_signals_wait_while_the_cluster_goes_down() -> None:
+    import os
+    import signal
+
+    from kubera.experiment.runner import signals_held
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        with signals_held() as got:
+            os.kill(os.getpid(), signal.SIGTERM)  # delivered here, held: no KeyboardInterrupt
+            os.kill(os.getpid(), signal.SIGINT)
+            finished = True
+        assert finished and got == [signal.SIGTERM, signal.SIGINT]
+        assert signal.getsignal(signal.SIGTERM) is interrupt
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_a_signal_during_teardown_starts_no_further_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubera.experiment.cases import Experiment, TestCase, Workload
+    from kubera.experiment.runner import Runner
+
+    tc = TestCase(name="T", ops=[], workloads=[Workload(name="a"), Workload(name="b")])
+    runner = Runner(Experiment(path="x.yaml", test_cases=[tc]), RunOptions())
+
+    def run_one(tc: Any, w: Any, run: RunResult) -> None:
+        runner.stop_requested = True  # as the teardown does when a signal came
+
+    monkeypatch.setattr(runner, "run_one", run_one)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run()
+    assert [r.id for r in runner.result.runs] == ["T/a"]
+    assert runner.result.runs[0].error is None  # it completed: not marked interrupted
