@@ -17,7 +17,8 @@ as a missing sample, never a failed run):
   survive restarts), and CPU (Δ utime+stime) and RSS of every component process from
   /proc: etcd and the apiserver (context file, re-read as chaos restarts them), node
   pools, scheduler and controller-manager replicas (their records), Ray's own processes
-  (summed as "ray") and this runner ("runner").
+  (summed as "ray") and this runner ("runner"). Each replica's latest scrape is kept per
+  registry (histograms.ProcessTexts) for the measurement windows' snapshots (`snapshot()`).
 
 Replica processes are named by first appearance: `scheduler-0`, `scheduler-1`, …; a
 replica Ray re-creates after a kill is a new process with a new identity and so gets the
@@ -36,7 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubera.experiment.histograms import ProcessTexts
+from kubera.experiment.histograms import ProcessTexts, observations
 from kubera.experiment.measures import (
     Counter,
     CpuMeter,
@@ -263,8 +264,8 @@ class Collector:
         for rep, text in zip(records, scraped, strict=True):
             if not isinstance(text, str) or not text:
                 continue
-            self.texts.observe(rep.name, text, scraped_at)
             found = samples(text, SCRAPED)
+            self.texts.observe(rep.name, text, scraped_at, observations(found))
             self._count(rep, found)
             if rep.metrics == self.leader_metrics or queue_source is None:
                 queue_source = found

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubera.experiment.measures import samples
+from kubera.experiment.measures import Sample, samples
 
 
 @dataclasses.dataclass
@@ -126,7 +126,14 @@ def compact(
 
 def observed(text: str) -> float:
     """Every observation in a scrape: the sum of its scheduler histograms' ``_count``s."""
-    return sum(s.value for s in samples(text, ("scheduler_",)) if s.name.endswith("_count"))
+    return observations(samples(text, ("scheduler_",)))
+
+
+def observations(found: Iterable[Sample]) -> float:
+    """`observed` of samples parsed already."""
+    return sum(
+        s.value for s in found if s.name.startswith("scheduler_") and s.name.endswith("_count")
+    )
 
 
 class ProcessTexts:
@@ -140,13 +147,14 @@ class ProcessTexts:
         self._registries: dict[str, list[str]] = {}  # replica → its registries' last texts
         self._seen: dict[str, tuple[float, float]] = {}  # replica → (scrape start, observed)
 
-    def observe(self, name: str, text: str, at: float) -> None:
+    def observe(self, name: str, text: str, at: float, count: float | None = None) -> None:
+        """`count`: the scrape's `observed(text)` when the caller has parsed it already."""
         if not text:
             return
         last = self._seen.get(name)
         if last is not None and at < last[0]:
             return
-        count = observed(text)
+        count = observed(text) if count is None else count
         registries = self._registries.setdefault(name, [])
         if not registries or (last is not None and count < last[1]):
             registries.append(text)

@@ -11,6 +11,12 @@ collectMetrics makes the op a measurement window; namespaces are created on firs
 the default node and pod are upstream's. kubera's ops: `chaos` runs in the background
 from the op's start (a `check` first waits for every fault to finish, so the verdict
 covers them all); `check` replays etcd's history as `kubera check` does.
+
+Inside measurement windows the executor stays light: waits on pods (createPods, barrier,
+deletePods) read the collector's pod timeline (its watch) rather than listing pods, with
+one list every few seconds as a cross-check; hollow nodes are listed once a second.
+Measurement windows get names unique in the run; each window snapshots every scheduler
+process's metrics at its start and end (histograms.py).
 """
 
 from __future__ import annotations
