@@ -5,6 +5,7 @@ refused before any cluster starts."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -53,6 +54,19 @@ def test_experiment_run_writes_dataitems_results_and_report(tmp_path: Path) -> N
     names = {i["labels"]["Name"].split("/")[0] for i in throughput}
     assert names == {run["test_case"] for run in results["runs"]}
     assert all(i["data"]["Average"] > 0 for i in throughput)
+    # the scheduler's histograms: per window, from every scheduler process's snapshots
+    for run in results["runs"]:
+        windows = [w["name"] for w in run["collected"]]
+        assert [m["window"] for m in run["scheduler_metrics"]] == windows
+        for m in run["scheduler_metrics"]:
+            assert m["end"] and all(re.fullmatch(r"scheduler-\d+(#\d+)?", k) for k in m["end"])
+        attempts = [
+            i
+            for i in items
+            if i["labels"]["Metric"] == "scheduler_scheduling_attempt_duration_seconds"
+            and i["labels"]["Name"].startswith(run["id"])
+        ]
+        assert {i["labels"]["Name"] for i in attempts} == {f"{run['id']}/{w}" for w in windows}
 
 
 @pytest.mark.e2e
