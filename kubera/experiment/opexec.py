@@ -30,27 +30,20 @@ from typing import Any
 from google.protobuf.message import Message
 
 from kubera import chaos
+from kubera.errors import CliError
 from kubera.experiment import ops as o
 from kubera.experiment.collect import Collector
 from kubera.experiment.histograms import compact
-from kubera.experiment.model import Fault, MetricsSnapshots, Phase, Window
-from kubera.experiment.objects import (
-    OpError,
-    check,
-    generated_name,
-    matches_labels,
-    node_doc,
-    node_ready,
-    object_key,
-    pod_doc,
-    to_message,
-)
+from kubera.experiment.model import CheckVerdict, Fault, MetricsSnapshots, Phase, Window
 from kubera.experiment.replay import ReplayError, replay
 from kubera.experiment.results import RunResult
 from kubera.launch.context import Context
+from services.api import codec
 from services.api.errors import AlreadyExistsError, ApiError, NotFoundError, UnavailableError
 from services.api.kinds import BY_KIND, kind_of
+from services.chaos import check_history, wait_settled
 from services.client import Client
+from services.storage.etcd import EtcdStorage
 
 #: Objects per batch_create call (the apiserver splits further by its own caps).
 CHUNK = 500
@@ -72,6 +65,66 @@ FAULT_KIND = {
     "killPool": "kill-pool",
     "killApiserver": "kill-apiserver",
 }
+
+
+class OpError(CliError):
+    """An op that could not complete; the run records it as its error."""
+
+
+def to_message(doc: dict[str, Any], *, kind: str = "", namespace: str = "") -> Message:
+    """A rendered template → its protobuf message (apiVersion/kind defaulted to `kind`'s
+    core/v1 when the template leaves them out), in `namespace` when the kind has one."""
+    doc = dict(doc)
+    if kind:
+        doc.setdefault("apiVersion", "v1")
+        doc.setdefault("kind", kind)
+    try:
+        decoded = codec.decode(doc, validate="ignore")
+    except codec.DecodeError as e:
+        raise OpError(f"cannot decode {doc.get('kind', 'object')}: {e}") from None
+    if namespace and decoded.kind.namespaced:
+        decoded.obj.metadata.namespace = namespace  # type: ignore[attr-defined]
+    return decoded.obj
+
+
+def node_doc(op: o.CreateNodes, i: int) -> dict[str, Any]:
+    """Node `i` of a createNodes op: its template rendered, then its strategy applied."""
+    if op.node_template is not None:
+        doc = op.node_template.render(i, op.count, op.template_params)
+    else:
+        doc = _copy(o.DEFAULT_NODE)
+    meta = doc.setdefault("metadata", {})
+    s = op.strategy
+    if isinstance(s, o.UniqueNodeLabelStrategy):
+        meta.setdefault("labels", {})[s.label_key] = f"node-{op.index}-{i}"
+    elif isinstance(s, o.LabelNodePrepareStrategy) and s.label_values:
+        meta.setdefault("labels", {})[s.label_key] = s.label_values[i % len(s.label_values)]
+    elif isinstance(s, o.NodeAllocatableStrategy):
+        status = doc.setdefault("status", {})
+        for field in ("capacity", "allocatable"):
+            status.setdefault(field, {}).update(s.node_allocatable)
+    return doc
+
+
+def pod_doc(template: Any, i: int, count: int, params: dict[str, Any]) -> dict[str, Any]:
+    return template.render(i, count, params) if template is not None else _copy(o.DEFAULT_POD)
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _key(obj: Message) -> str:
+    m = obj.metadata  # type: ignore[attr-defined]
+    return f"{m.namespace}/{m.name}"
+
+
+def _matches(labels: Any, selector: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
 
 
 class OpExecutor:
@@ -232,12 +285,12 @@ class OpExecutor:
                 res = await self._batch(chunk)
                 created = [r.object for r in res if r.object is not None]
                 if created and isinstance(created[0], BY_KIND["Pod"].message):
-                    self.collector.pods.sent((object_key(p) for p in created), t)
+                    self.collector.pods.sent((_key(p) for p in created), t)
                 out.extend(created)
                 retry = [
                     obj
                     for obj, r in zip(chunk, res, strict=True)
-                    if isinstance(r.error, AlreadyExistsError) and generated_name(obj)
+                    if isinstance(r.error, AlreadyExistsError) and _generated(obj)
                 ]
                 bad = [r.error for r in res if r.error is not None]
                 if len(bad) > len(retry) or (retry and attempt == GENERATE_NAME_RETRIES):
@@ -301,7 +354,7 @@ class OpExecutor:
 
             async def ready() -> bool:
                 items, _ = await self.client.list(BY_KIND["Node"])
-                return sum(1 for n in items if node_ready(n)) >= want
+                return sum(1 for n in items if _ready(n)) >= want
 
             await self._until(ready, f"{op.phase}: {want} hollow nodes Ready", LIST_EVERY)
             return
@@ -432,7 +485,7 @@ class OpExecutor:
                 p.metadata.uid  # type: ignore[attr-defined]
                 for p in items
                 if (not op.namespaces or p.metadata.namespace in op.namespaces)  # type: ignore[attr-defined]
-                and matches_labels(p.metadata.labels, op.label_selector)  # type: ignore[attr-defined]
+                and _matches(p.metadata.labels, op.label_selector)  # type: ignore[attr-defined]
                 and not p.spec.node_name  # type: ignore[attr-defined]
                 and (
                     scheduled_only or not any(c.type == "PodScheduled" for c in p.status.conditions)  # type: ignore[attr-defined]
@@ -464,7 +517,7 @@ class OpExecutor:
 
     async def op_deletePods(self, op: o.DeletePods) -> None:
         items, _ = await self.client.list(BY_KIND["Pod"], namespace=op.namespace)
-        victims = [p for p in items if matches_labels(p.metadata.labels, op.label_selector)]  # type: ignore[attr-defined]
+        victims = [p for p in items if _matches(p.metadata.labels, op.label_selector)]  # type: ignore[attr-defined]
         if op.delete_pods_per_second > 0:
             for p in victims:
                 await self._delete_pod(p)
@@ -595,3 +648,34 @@ class OpExecutor:
             await replay(op, create, self.delete_pod_named)
         except ReplayError as e:
             raise OpError(str(e)) from None
+
+
+def _generated(obj: Message) -> bool:
+    """Whether the apiserver named `obj` (generateName, no name of its own)."""
+    m = obj.metadata  # type: ignore[attr-defined]
+    return bool(m.generate_name) and not m.name
+
+
+def _ready(node: Any) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+
+
+async def check(
+    etcd: str, settle: float, *, start_revision: int = 1
+) -> tuple[CheckVerdict, dict[str, int]]:
+    """`kubera check --settle S --json`'s verdict: wait for the pods to settle, then replay
+    etcd's history (from `start_revision`) through the checker; with the fenced binds per
+    leader identity it counted."""
+    storage = EtcdStorage(etcd)
+    try:
+        await wait_settled(storage, settle)
+        verdict = await check_history(storage, start_revision=start_revision)
+    finally:
+        await storage.close()
+    lines = verdict.lines()
+    return (
+        CheckVerdict(
+            ok=verdict.ok, violations=tuple(str(v) for v in verdict.violations), summary=lines[-1]
+        ),
+        dict(verdict.counts.binds_by_holder),
+    )
