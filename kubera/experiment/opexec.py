@@ -10,13 +10,10 @@ createPods waits until every pod it created is bound unless skipWaitToCompletion
 collectMetrics makes the op a measurement window; namespaces are created on first use;
 the default node and pod are upstream's. kubera's ops: `chaos` runs in the background
 from the op's start (a `check` first waits for every fault to finish, so the verdict
-covers them all); `check` replays etcd's history as `kubera check` does.
-
-Inside measurement windows the executor stays light: waits on pods (createPods, barrier,
-deletePods) read the collector's pod timeline (its watch) rather than listing pods, with
-one list every few seconds as a cross-check; hollow nodes are listed once a second.
-Measurement windows get names unique in the run; each window snapshots every scheduler
-process's metrics at its start and end (histograms.py).
+covers them all); `check` replays etcd's history as `kubera check` does (faults.py).
+Waits on pods (createPods, barrier, deletePods) read the collector's pod timeline, not
+lists, so measurement windows stay undisturbed. Each window (named uniquely in the run)
+snapshots every scheduler process's metrics at its start and end (histograms.py).
 """
 
 from __future__ import annotations
@@ -29,21 +26,19 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from kubera import chaos
 from kubera.errors import CliError
 from kubera.experiment import ops as o
 from kubera.experiment.collect import Collector
+from kubera.experiment.faults import check, inject, wait_faults
 from kubera.experiment.histograms import compact
-from kubera.experiment.model import CheckVerdict, Fault, MetricsSnapshots, Phase, Window
+from kubera.experiment.model import Fault, MetricsSnapshots, Phase, Window
 from kubera.experiment.replay import ReplayError, replay
 from kubera.experiment.results import RunResult
 from kubera.launch.context import Context
 from services.api import codec
 from services.api.errors import AlreadyExistsError, ApiError, NotFoundError, UnavailableError
 from services.api.kinds import BY_KIND, kind_of
-from services.chaos import check_history, wait_settled
 from services.client import Client
-from services.storage.etcd import EtcdStorage
 
 #: Objects per batch_create call (the apiserver splits further by its own caps).
 CHUNK = 500
@@ -55,16 +50,6 @@ LIST_EVERY = 1.0
 RECHECK_EVERY = 5.0
 #: Times an object named by generateName is sent again after a name collision.
 GENERATE_NAME_RETRIES = 5
-
-#: chaos actions → the fault kind recorded in results.
-FAULT_KIND = {
-    "killLeader": "kill",
-    "pauseLeader": "pause",
-    "partitionLeader": "partition",
-    "restartEtcd": "restart-etcd",
-    "killPool": "kill-pool",
-    "killApiserver": "kill-apiserver",
-}
 
 
 class OpError(CliError):
@@ -556,76 +541,36 @@ class OpExecutor:
             await self.fault(op)
 
     async def fault(self, op: o.Chaos) -> None:
-        """One fault of `op`, recorded at the time it was injected."""
-        kind = FAULT_KIND[op.action]
+        """One fault of `op`, recorded at the time it was injected (faults.inject)."""
         self.ctx = self.load_context()  # etcd's and the apiserver's PIDs change on restarts
-        wait = max(30.0, self.timeout / 10)
-        if kind in ("kill", "pause", "partition"):
-            lease = chaos.COMPONENT_LEASES[op.component]
-            storage = await chaos.connect_storage(self.ctx)
-            try:
-                target = await chaos.wait_leader(storage, lease, wait)
-            finally:
-                await storage.close()
-            t = self.now()
-            seconds = op.duration or 0.0
-            self._record(
-                Fault(
-                    t=round(t, 3),
-                    kind=kind,
-                    target=target.identity,
-                    duration=seconds if kind != "kill" else None,
-                )
-            )
-            if kind == "kill":
-                chaos.kill(target)
-            elif kind == "pause":
-                await chaos.pause(target, seconds)
-            else:
-                await chaos.partition(target, seconds)
-        elif kind == "restart-etcd":
-            self._record(Fault(t=round(self.now(), 3), kind=kind, target="etcd"))
-            await asyncio.to_thread(chaos.restart_etcd, self.ctx, wait)
-        elif kind == "kill-pool":
-            pools = self.ctx.node_pools
-            if not pools:
-                raise OpError(f"{op.phase}: killPool needs hollow nodes (cluster.hollowNodes)")
-            name = op.pool or str(pools[0]["name"])
-            self._record(Fault(t=round(self.now(), 3), kind=kind, target=name))
-            chaos.kill_pool(self.ctx, name)
-        else:
-            self._record(Fault(t=round(self.now(), 3), kind=kind, target="apiserver"))
-            await chaos.kill_apiserver(self.ctx, timeout=wait, context_loader=self.load_context)
+        await inject(
+            op,
+            self.ctx,
+            now=self.now,
+            record=self._record,
+            wait=max(30.0, self.timeout / 10),
+            load_context=self.load_context,
+        )
 
     def _record(self, fault: Fault) -> None:
         self.result.faults.append(fault)
 
     async def _faults_done(self) -> None:
         """Every chaos op's faults injected (and pauses over); the first failure raises.
-        Bounded: a fault still running the op timeout after the last one was due is cut
-        short (cancelled: a paused process gets its SIGCONT), and the run's error says so."""
+        Bounded: faults still running the op timeout after the last one was due are cut
+        short (faults.wait_faults), and the run's error says so."""
         tasks, self.faults = self.faults, []
         if not tasks:
             return
         wait = max(0.0, self.faults_due - time.monotonic()) + self.timeout
-        done, pending = await asyncio.wait(tasks, timeout=wait)
-        if pending:
-            for task in pending:
-                task.cancel()
-            await asyncio.wait(pending, timeout=30)
-            names = ", ".join(sorted(task.get_name() for task in pending))
+        cut, error = await wait_faults(tasks, wait)
+        if cut:
             self.note_error(
-                f"chaos: {names} cut short: not done {self.timeout:g}s after the last fault "
-                f"was due ({len(self.result.faults)} faults injected)"
+                f"chaos: {', '.join(cut)} cut short: not done {self.timeout:g}s after the last "
+                f"fault was due ({len(self.result.faults)} faults injected)"
             )
-        errors = [
-            e
-            for task in tasks
-            if task in done and not task.cancelled() and (e := task.exception()) is not None
-        ]
-        if errors:
-            e = errors[0]
-            raise OpError(f"chaos: {e}") from e
+        if error is not None:
+            raise OpError(f"chaos: {error}") from error
 
     def note_error(self, message: str) -> None:
         """Record `message` in the run's error without ending the run (after any before)."""
@@ -658,24 +603,3 @@ def _generated(obj: Message) -> bool:
 
 def _ready(node: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
-
-
-async def check(
-    etcd: str, settle: float, *, start_revision: int = 1
-) -> tuple[CheckVerdict, dict[str, int]]:
-    """`kubera check --settle S --json`'s verdict: wait for the pods to settle, then replay
-    etcd's history (from `start_revision`) through the checker; with the fenced binds per
-    leader identity it counted."""
-    storage = EtcdStorage(etcd)
-    try:
-        await wait_settled(storage, settle)
-        verdict = await check_history(storage, start_revision=start_revision)
-    finally:
-        await storage.close()
-    lines = verdict.lines()
-    return (
-        CheckVerdict(
-            ok=verdict.ok, violations=tuple(str(v) for v in verdict.violations), summary=lines[-1]
-        ),
-        dict(verdict.counts.binds_by_holder),
-    )
