@@ -26,16 +26,16 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from kubera.errors import CliError
+from kubera import chaos
 from kubera.experiment import ops as o
 from kubera.experiment.collect import Collector
-from kubera.experiment.faults import check, inject, wait_faults
+from kubera.experiment.faults import FAULT_KIND, check, wait_faults
 from kubera.experiment.histograms import compact
 from kubera.experiment.model import Fault, MetricsSnapshots, Phase, Window
+from kubera.experiment.objects import OpError, generated_name, node_ready, to_message
 from kubera.experiment.replay import ReplayError, replay
 from kubera.experiment.results import RunResult
 from kubera.launch.context import Context
-from services.api import codec
 from services.api.errors import AlreadyExistsError, ApiError, NotFoundError, UnavailableError
 from services.api.kinds import BY_KIND, kind_of
 from services.client import Client
@@ -50,26 +50,6 @@ LIST_EVERY = 1.0
 RECHECK_EVERY = 5.0
 #: Times an object named by generateName is sent again after a name collision.
 GENERATE_NAME_RETRIES = 5
-
-
-class OpError(CliError):
-    """An op that could not complete; the run records it as its error."""
-
-
-def to_message(doc: dict[str, Any], *, kind: str = "", namespace: str = "") -> Message:
-    """A rendered template → its protobuf message (apiVersion/kind defaulted to `kind`'s
-    core/v1 when the template leaves them out), in `namespace` when the kind has one."""
-    doc = dict(doc)
-    if kind:
-        doc.setdefault("apiVersion", "v1")
-        doc.setdefault("kind", kind)
-    try:
-        decoded = codec.decode(doc, validate="ignore")
-    except codec.DecodeError as e:
-        raise OpError(f"cannot decode {doc.get('kind', 'object')}: {e}") from None
-    if namespace and decoded.kind.namespaced:
-        decoded.obj.metadata.namespace = namespace  # type: ignore[attr-defined]
-    return decoded.obj
 
 
 def node_doc(op: o.CreateNodes, i: int) -> dict[str, Any]:
@@ -275,7 +255,7 @@ class OpExecutor:
                 retry = [
                     obj
                     for obj, r in zip(chunk, res, strict=True)
-                    if isinstance(r.error, AlreadyExistsError) and _generated(obj)
+                    if isinstance(r.error, AlreadyExistsError) and generated_name(obj)
                 ]
                 bad = [r.error for r in res if r.error is not None]
                 if len(bad) > len(retry) or (retry and attempt == GENERATE_NAME_RETRIES):
@@ -339,7 +319,7 @@ class OpExecutor:
 
             async def ready() -> bool:
                 items, _ = await self.client.list(BY_KIND["Node"])
-                return sum(1 for n in items if _ready(n)) >= want
+                return sum(1 for n in items if node_ready(n)) >= want
 
             await self._until(ready, f"{op.phase}: {want} hollow nodes Ready", LIST_EVERY)
             return
@@ -541,16 +521,46 @@ class OpExecutor:
             await self.fault(op)
 
     async def fault(self, op: o.Chaos) -> None:
-        """One fault of `op`, recorded at the time it was injected (faults.inject)."""
+        """One fault of `op`, recorded at the time it was injected."""
+        kind = FAULT_KIND[op.action]
         self.ctx = self.load_context()  # etcd's and the apiserver's PIDs change on restarts
-        await inject(
-            op,
-            self.ctx,
-            now=self.now,
-            record=self._record,
-            wait=max(30.0, self.timeout / 10),
-            load_context=self.load_context,
-        )
+        wait = max(30.0, self.timeout / 10)
+        if kind in ("kill", "pause", "partition"):
+            lease = chaos.COMPONENT_LEASES[op.component]
+            storage = await chaos.connect_storage(self.ctx)
+            try:
+                target = await chaos.wait_leader(storage, lease, wait)
+            finally:
+                await storage.close()
+            t = self.now()
+            seconds = op.duration or 0.0
+            self._record(
+                Fault(
+                    t=round(t, 3),
+                    kind=kind,
+                    target=target.identity,
+                    duration=seconds if kind != "kill" else None,
+                )
+            )
+            if kind == "kill":
+                chaos.kill(target)
+            elif kind == "pause":
+                await chaos.pause(target, seconds)
+            else:
+                await chaos.partition(target, seconds)
+        elif kind == "restart-etcd":
+            self._record(Fault(t=round(self.now(), 3), kind=kind, target="etcd"))
+            await asyncio.to_thread(chaos.restart_etcd, self.ctx, wait)
+        elif kind == "kill-pool":
+            pools = self.ctx.node_pools
+            if not pools:
+                raise OpError(f"{op.phase}: killPool needs hollow nodes (cluster.hollowNodes)")
+            name = op.pool or str(pools[0]["name"])
+            self._record(Fault(t=round(self.now(), 3), kind=kind, target=name))
+            chaos.kill_pool(self.ctx, name)
+        else:
+            self._record(Fault(t=round(self.now(), 3), kind=kind, target="apiserver"))
+            await chaos.kill_apiserver(self.ctx, timeout=wait, context_loader=self.load_context)
 
     def _record(self, fault: Fault) -> None:
         self.result.faults.append(fault)
@@ -593,13 +603,3 @@ class OpExecutor:
             await replay(op, create, self.delete_pod_named)
         except ReplayError as e:
             raise OpError(str(e)) from None
-
-
-def _generated(obj: Message) -> bool:
-    """Whether the apiserver named `obj` (generateName, no name of its own)."""
-    m = obj.metadata  # type: ignore[attr-defined]
-    return bool(m.generate_name) and not m.name
-
-
-def _ready(node: Any) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
