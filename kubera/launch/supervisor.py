@@ -183,6 +183,16 @@ class Supervisor:
         self.cluster_dir.mkdir(parents=True, mode=0o700)
         etcd_endpoint = self.opts.cluster.etcd
         pids: dict[str, int] = {}
+        if self.opts.cluster.ray_address:
+            ray.init(
+                address=self.opts.cluster.ray_address,
+                namespace=ray_namespace(self.opts.cluster),
+                log_to_driver=False,
+                configure_logging=False,
+            )
+            if not etcd_endpoint:
+                # before anything starts: the embedded etcd would listen on loopback
+                placement.require_one_host(placement.ray_nodes(), ray.util.get_node_ip_address())
         if not etcd_endpoint:
             # Assigned before it starts, so stop() can end a half-started etcd too.
             self.etcd = EtcdProcess(
@@ -191,14 +201,7 @@ class Supervisor:
             self.etcd.start()
             etcd_endpoint = self.etcd.endpoint
             pids["etcd"] = self.etcd.pid
-        if self.opts.cluster.ray_address:
-            ray.init(
-                address=self.opts.cluster.ray_address,
-                namespace=ray_namespace(self.opts.cluster),
-                log_to_driver=False,
-                configure_logging=False,
-            )
-        else:
+        if not self.opts.cluster.ray_address:
             self.ray_tmp = ray_temp_dir()
             ray.init(
                 include_dashboard=False,
