@@ -312,13 +312,22 @@ async def apiserver_pid(
     deadline = time.monotonic() + timeout
     while True:
         pid = ctx.apiserver_pid
-        if procs.alive(pid, ctx.started.get(str(pid), 0)):
+        if procs.alive(pid, ctx.started.get(str(pid), 0)) or await serving_elsewhere(
+            ctx.apiserver, pid
+        ):
             return pid, ctx
         if load is None or time.monotonic() >= deadline:
             raise CliError(f"the apiserver (pid {pid}) is not running (still restarting?)")
         await asyncio.sleep(0.05)
         with contextlib.suppress(Exception):  # the supervisor may be rewriting it
             ctx = load()
+
+
+async def serving_elsewhere(address: str, pid: int) -> bool:
+    """Whether process `pid` of another PID namespace (another machine, another
+    container) serves `address` (its chaos control's Status says so)."""
+    answer = await status(address, timeout=2.0)
+    return answer is not None and answer.pid == pid and not is_local(answer)
 
 
 def _probe_pod(name: str) -> core_pb2.Pod:
@@ -385,9 +394,18 @@ async def kill_apiserver(
     client = Client(ctx.apiserver, timeout=2)
     name = f"kubera-chaos-probe-{secrets.token_hex(4)}"
     try:
-        os.kill(pid, signal.SIGKILL)
+        # apiserver_pid() found it in our /proc (its start time checked) or answering from
+        # another PID namespace
+        elsewhere = not procs.alive(pid, started)
+        if elsewhere:
+            await _kill_at(ctx.apiserver)  # it kills itself: its PID is not ours to signal
+        else:
+            os.kill(pid, signal.SIGKILL)
         t_kill = time.monotonic()
-        while procs.alive(pid, started):  # gone before we read the revision it left
+        # gone before we read the revision it left
+        while (
+            await serving_elsewhere(ctx.apiserver, pid) if elsewhere else procs.alive(pid, started)
+        ):
             await asyncio.sleep(0.005)
         # Binds after this revision were written by the apiserver's next incarnation.
         revision = await storage.revision()

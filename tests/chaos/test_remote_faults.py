@@ -264,3 +264,20 @@ async def test_the_collector_takes_a_remote_replicas_figures_from_its_status(
     assert values["rss_mb:scheduler-0"] > 10
     assert "cpu:scheduler-0" in values and "cpu:scheduler-1" not in values
     assert values["etcd_revisions"] == 0.0
+
+
+async def test_an_apiserver_elsewhere_is_found_by_its_status(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ctx = Context(
+        apiserver=served.address,
+        etcd="",
+        apiserver_pid=served.pid,
+        started={str(served.pid): procs.start_time(served.pid) + 1},  # not ours to signal
+    )
+    with pytest.raises(CliError, match="not running"):
+        await chaos.apiserver_pid(ctx, 0)
+    monkeypatch.setattr(chaos, "is_local", lambda where: False)
+    assert await chaos.serving_elsewhere(served.address, served.pid)
+    assert not await chaos.serving_elsewhere(served.address, served.pid + 1)
+    assert (await chaos.apiserver_pid(ctx, 0))[0] == served.pid
