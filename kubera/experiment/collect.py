@@ -122,6 +122,8 @@ class Collector:
         #: (pid, CPU seconds, RSS MB) as their Status reported them).
         self._replica_pids: dict[str, int] = {}
         self._remote: dict[str, tuple[int, float, float]] = {}
+        #: The apiserver and node pools recorded as running elsewhere (never read in /proc).
+        self._elsewhere: set[str] = set()
         self._revisions = RateMeter()
         self._tasks: list[asyncio.Task[None]] = []
         self._client: Client | None = None
@@ -343,17 +345,21 @@ class Collector:
             rep.attempts.setdefault(le, Counter()).observe(v)
 
     async def _locate_others(self) -> None:
-        """The apiserver's and the node pools' own figures when they run elsewhere (their
-        chaos control's Status, on their gRPC port); local ones are read in /proc."""
-        targets = {"apiserver": (self.ctx.apiserver, self.ctx.apiserver_pid)}
+        """The apiserver's and the node pools' own figures when they run elsewhere (as
+        their records in the context say: their chaos control's Status, on their gRPC
+        port, answers for them); those here are read in /proc."""
+        api = next((c for c in self.ctx.components if c.get("name") == "apiserver"), {})
+        where: dict[str, tuple[dict, str, int]] = {
+            "apiserver": (api, self.ctx.apiserver, self.ctx.apiserver_pid)
+        }
         for pool in self.ctx.node_pools:
-            if pool.get("pid") and pool.get("address"):
-                targets[str(pool["name"])] = (str(pool["address"]), int(pool["pid"]))
-        if all(is_local(p) for p in self.ctx.node_pools) and all(
-            is_local(c) for c in self.ctx.components if c.get("name") == "apiserver"
-        ):
-            # recorded as local (or recorded by an older kubera): /proc, no RPC
-            return
+            where[str(pool["name"])] = (pool, str(pool.get("address", "")), int(pool.get("pid", 0)))
+        targets = {
+            name: (address, pid)
+            for name, (rec, address, pid) in where.items()
+            if pid and not is_local(rec)
+        }
+        self._elsewhere = set(targets)
         answers = await asyncio.gather(
             *(chaos.status(address, CALL_TIMEOUT) for address, _ in targets.values())
         )
@@ -375,7 +381,7 @@ class Collector:
                 procs[str(pool["name"])] = [int(pool["pid"])]
         for name, pid in self._replica_pids.items():
             procs[name] = [pid]
-        for name in self._remote:
+        for name in (*self._remote, *self._elsewhere):
             procs.pop(name, None)  # its PID is another namespace's: not ours to read
         ray = [pid for key, pid in self.ctx.pids.items() if key.startswith("ray-")]
         if ray:

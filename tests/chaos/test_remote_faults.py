@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -281,3 +282,26 @@ async def test_an_apiserver_elsewhere_is_found_by_its_status(
     assert await chaos.serving_elsewhere(served.address, served.pid)
     assert not await chaos.serving_elsewhere(served.address, served.pid + 1)
     assert (await chaos.apiserver_pid(ctx, 0))[0] == served.pid
+
+
+async def test_pools_elsewhere_report_through_status_and_are_never_read_in_proc(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A Status answer (a message, not a record) comes from elsewhere: as on another machine.
+    monkeypatch.setattr(
+        "kubera.experiment.collect.is_local",
+        lambda where: isinstance(where, dict) and where.get("boot_id") != "another-kernel",
+    )
+    elsewhere = {"boot_id": "another-kernel"}
+    pools = [
+        {"name": "pool-0", "address": served.address, "pid": served.pid, **elsewhere},
+        # gone; its PID names a live process here (this one), which must not be read
+        {"name": "pool-1", "address": "127.0.0.1:1", "pid": os.getpid(), **elsewhere},
+    ]
+    c = Collector(Context(apiserver="", etcd="", node_pools=pools), t0=time.monotonic())
+    values: dict[str, float] = {}
+    await c._locate_others()  # noqa: SLF001
+    c._processes(values, 1.0)  # noqa: SLF001
+    assert values["rss_mb:pool-0"] > 10 and "cpu:pool-0" in values
+    assert "cpu:pool-1" not in values and "rss_mb:pool-1" not in values
+    assert "cpu:runner" in values
