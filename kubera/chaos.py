@@ -41,7 +41,7 @@ from protos.kubera.v1 import nodepool_pb2 as npb
 from protos.kubera.v1 import nodepool_pb2_grpc as npb_grpc
 from services.api.errors import AlreadyExistsError, ApiError
 from services.api.kinds import BY_KIND
-from services.chaos import is_local
+from services.chaos import control_status, is_local
 from services.client import Client
 from services.storage import StorageUnavailableError
 from services.storage.etcd import EtcdStorage
@@ -105,15 +105,7 @@ async def replica_alive(rec: dict) -> bool:
 async def status(address: str, timeout: float = CONTROL_TIMEOUT) -> chaos_pb2.StatusResponse | None:
     """A process's chaos control Status (its figures, where it runs), or None when it
     does not answer within `timeout`."""
-    if not address:
-        return None
-    try:
-        async with grpc.aio.insecure_channel(address) as ch:
-            return await chaos_pb2_grpc.ChaosStub(ch).Status(  # type: ignore[no-any-return]
-                chaos_pb2.StatusRequest(), timeout=timeout
-            )
-    except grpc.RpcError:
-        return None
+    return await control_status(address, timeout)
 
 
 async def leader(storage: EtcdStorage, lease: str) -> Leader | None:

@@ -14,14 +14,16 @@ as a missing sample, never a failed run):
   (`/kubera/replicas/…`: pid, metrics address), a scrape of every scheduler replica's
   Prometheus endpoint (queue depth from the leader's `scheduler_pending_pods`, binds,
   conflicts and `scheduler_pod_scheduling_attempts` from every replica, as counters that
-  survive restarts), and CPU (Δ utime+stime) and RSS of every component process: etcd and
-  the apiserver (context file, re-read as chaos restarts them), node pools, scheduler and
-  controller-manager replicas (their records), Ray's own processes (summed as "ray") and
-  this runner ("runner"). A process in our PID namespace (services.chaos.is_local: the
-  same kernel boot id and PID namespace, from its record or its chaos control's Status)
-  is read in /proc; one elsewhere (another machine of the Ray cluster, another
-  container) reports its own figures through that Status, and a replica there counts as
-  alive while its Status answers as the recorded process.
+  survive restarts), and CPU (Δ utime+stime) and RSS of every component process from
+  /proc: etcd and the apiserver (context file, re-read as chaos restarts them), node
+  pools, scheduler and controller-manager replicas (their records), Ray's own processes
+  (summed as "ray") and this runner ("runner").
+
+Only a process in our PID namespace (services.chaos.is_local: the same kernel boot id and
+PID namespace, from its record) is read in /proc; one elsewhere (another machine of the
+Ray cluster, another container) reports its own figures through its chaos control's
+Status, and a replica there counts as alive while its Status answers as the recorded
+process.
 
 Replica processes are named by first appearance: `scheduler-0`, `scheduler-1`, …; a
 replica Ray re-creates after a kill is a new process with a new identity and so gets the
@@ -40,7 +42,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubera import chaos
 from kubera.experiment.measures import (
     Counter,
     CpuMeter,
@@ -56,7 +57,7 @@ from kubera.experiment.measures import (
 )
 from kubera.launch.context import Context
 from services.api.kinds import BY_KIND
-from services.chaos import is_local
+from services.chaos import control_status, is_local
 from services.client import Client
 from services.storage.etcd import EtcdStorage
 from services.storage.keys import ELECTION_PREFIX, REPLICAS_PREFIX
@@ -291,7 +292,7 @@ class Collector:
         # Replicas elsewhere answer for themselves (None: gone, or paused).
         answers = await asyncio.gather(
             *(
-                chaos.status(str(r.get("control", "")), CALL_TIMEOUT)
+                control_status(str(r.get("control", "")), CALL_TIMEOUT)
                 if not is_local(r)
                 else _none()
                 for r in recs
@@ -361,7 +362,7 @@ class Collector:
         }
         self._elsewhere = set(targets)
         answers = await asyncio.gather(
-            *(chaos.status(address, CALL_TIMEOUT) for address, _ in targets.values())
+            *(control_status(address, CALL_TIMEOUT) for address, _ in targets.values())
         )
         for (name, (_, pid)), answer in zip(targets.items(), answers, strict=True):
             if answer is not None and answer.pid == pid and not is_local(answer):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from services.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from services.chaos.control import add_control, serve_control
+    from services.chaos.control import add_control, control_status, serve_control
     from services.chaos.history import HistoryCompactedError, check_history, wait_settled
     from services.chaos.process import is_local, self_report
     from services.chaos.relay import Relay
@@ -28,6 +28,7 @@ __all__ = [
     "Verdict",
     "add_control",
     "check_history",
+    "control_status",
     "is_local",
     "self_report",
     "serve_control",
@@ -39,6 +40,7 @@ __getattr__ = lazy_exports(
     {
         "serve_control": "services.chaos.control",
         "add_control": "services.chaos.control",
+        "control_status": "services.chaos.control",
         "is_local": "services.chaos.process",
         "self_report": "services.chaos.process",
         "HistoryCompactedError": "services.chaos.history",

@@ -126,6 +126,20 @@ def _reap(proc: subprocess.Popen[bytes]) -> None:
         asyncio.get_running_loop().call_later(1.0, _reap, proc)
 
 
+async def control_status(address: str, timeout: float = 5.0) -> pb.StatusResponse | None:
+    """The Status of the chaos control at `address` (a process's figures and where it
+    runs), or None when it does not answer within `timeout`."""
+    if not address:
+        return None
+    try:
+        async with grpc.aio.insecure_channel(address) as ch:
+            return await pb_grpc.ChaosStub(ch).Status(  # type: ignore[no-any-return]
+                pb.StatusRequest(), timeout=timeout
+            )
+    except grpc.RpcError:
+        return None
+
+
 def add_control(
     server: grpc.aio.Server, relays: Sequence[Relay], identity: str, component: str
 ) -> None:
