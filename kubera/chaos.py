@@ -8,6 +8,13 @@ revive hollow nodes (through the pools' gRPC API), or run a scripted mix of thes
 The leader of record is the value of the election key (`/kubera/leaderelection/<ns>/<name>`);
 replicas register their process id and control address under `/kubera/replicas/…`
 (services/hosts/replica.py), so nothing here needs Ray.
+
+A PID is signalled only when its process is in our PID namespace (same kernel boot id
+and PID namespace as this process: services.chaos.is_local, from the replica's record or
+the node pool's Status) — the most faithful fault, and checked against the process's
+start time so a reused PID is never hit. A process elsewhere (another machine of a Ray
+cluster, another container) is killed or paused through its chaos control RPCs (Kill,
+Pause), which it carries out on itself.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from protos.kubera.v1 import nodepool_pb2 as npb
 from protos.kubera.v1 import nodepool_pb2_grpc as npb_grpc
 from services.api.errors import AlreadyExistsError, ApiError
 from services.api.kinds import BY_KIND
+from services.chaos import control_status, is_local
 from services.client import Client
 from services.storage import StorageUnavailableError
 from services.storage.etcd import EtcdStorage
@@ -46,6 +54,9 @@ Say = Callable[[str], None]
 def _say(line: str) -> None:
     print(line, flush=True)
 
+
+#: Seconds to wait for a component's chaos control to answer.
+CONTROL_TIMEOUT = 5.0
 
 #: `--component` names → the Lease their replicas elect on.
 COMPONENT_LEASES = {
@@ -69,16 +80,32 @@ async def replicas(storage: EtcdStorage, lease: str = "") -> list[dict]:
     record with its "lease" added (records of dead processes skipped)."""
     prefix = f"{REPLICAS_PREFIX}{lease}/" if lease else REPLICAS_PREFIX
     kvs, _ = await storage.list(prefix)
-    out = []
+    found = []
     for kv in kvs:
         try:
             rec = json.loads(kv.value)
         except ValueError:
             continue
-        if procs.alive(int(rec.get("pid", 0))):
-            namespace, name = kv.key[len(REPLICAS_PREFIX) :].split("/")[:2]
-            out.append({**rec, "lease": f"{namespace}/{name}"})
-    return out
+        namespace, name = kv.key[len(REPLICAS_PREFIX) :].split("/")[:2]
+        found.append({**rec, "lease": f"{namespace}/{name}"})
+    live = await asyncio.gather(*(replica_alive(rec) for rec in found))
+    return [rec for rec, ok in zip(found, live, strict=True) if ok]
+
+
+async def replica_alive(rec: dict) -> bool:
+    """Whether a replica record's process runs: in /proc when it is in our PID namespace
+    (its start time checked), else whether its chaos control answers as that process."""
+    pid = int(rec.get("pid", 0))
+    if is_local(rec):
+        return procs.alive(pid, int(rec.get("start_ticks", 0)))
+    answer = await status(str(rec.get("control", "")), timeout=2.0)
+    return answer is not None and answer.pid == pid
+
+
+async def status(address: str, timeout: float = CONTROL_TIMEOUT) -> chaos_pb2.StatusResponse | None:
+    """A process's chaos control Status (its figures, where it runs), or None when it
+    does not answer within `timeout`."""
+    return await control_status(address, timeout)
 
 
 async def leader(storage: EtcdStorage, lease: str) -> Leader | None:
@@ -113,18 +140,45 @@ async def wait_leader(
         await asyncio.sleep(0.05)
 
 
-def kill(target: Leader) -> None:
-    os.kill(target.pid, signal.SIGKILL)
+def local_pid(target: Leader) -> int:
+    """The leader's PID when it may be signalled from here (in our PID namespace and still
+    the process that registered); 0 when it runs elsewhere. A local process that is gone
+    is an error."""
+    if not is_local(target.record):
+        return 0
+    if not procs.alive(target.pid, int(target.record.get("start_ticks", 0))):
+        raise CliError(f"leader {target.identity} (pid {target.pid}) is not running")
+    return target.pid
+
+
+async def kill(target: Leader) -> None:
+    """SIGKILL the leader: a signal when it is local, its chaos control's Kill otherwise."""
+    pid = local_pid(target)
+    if pid:
+        os.kill(pid, signal.SIGKILL)
+        return
+    async with grpc.aio.insecure_channel(target.control) as ch:
+        await chaos_pb2_grpc.ChaosStub(ch).Kill(chaos_pb2.KillRequest(), timeout=CONTROL_TIMEOUT)
 
 
 async def pause(target: Leader, seconds: float) -> None:
-    """SIGSTOP, wait, SIGCONT (SIGCONT even if the wait is cancelled)."""
-    os.kill(target.pid, signal.SIGSTOP)
+    """SIGSTOP, wait, SIGCONT (SIGCONT even if the wait is cancelled). A leader on another
+    machine pauses itself (its chaos control's Pause: its own watchdog resumes it); this
+    waits the pause out the same way."""
+    pid = local_pid(target)
+    if not pid:
+        async with grpc.aio.insecure_channel(target.control) as ch:
+            await chaos_pb2_grpc.ChaosStub(ch).Pause(
+                chaos_pb2.PauseRequest(seconds=seconds), timeout=CONTROL_TIMEOUT
+            )
+        await asyncio.sleep(seconds)
+        return
+    os.kill(pid, signal.SIGSTOP)
     try:
         await asyncio.sleep(seconds)
     finally:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(target.pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGCONT)
 
 
 async def partition(target: Leader, seconds: float) -> float:
@@ -198,11 +252,25 @@ def kill_pool(ctx: Context, name: str) -> dict:
     pool = pools.get(name)
     if pool is None:
         raise CliError(f"no node pool {name!r}; this cluster has: {', '.join(pools) or 'none'}")
-    try:
-        os.kill(int(pool["pid"]), signal.SIGKILL)
-    except ProcessLookupError:
-        raise CliError(f"node pool {name} (pid {pool['pid']}) is not running") from None
+    pid = int(pool["pid"])
+    # Where it runs: its own word (Status on its gRPC port), else what the context recorded.
+    answer = asyncio.run(status(str(pool.get("address", ""))))
+    where: object = answer if answer is not None and answer.pid == pid else pool
+    if is_local(where):
+        started = int(ctx.started.get(str(pid), 0) or pool.get("start_ticks", 0))
+        if not procs.alive(pid, started):
+            raise CliError(f"node pool {name} (pid {pid}) is not running")
+        os.kill(pid, signal.SIGKILL)
+        return pool
+    if answer is None or answer.pid != pid:
+        raise CliError(f"node pool {name} (pid {pid} at {pool.get('address')}) does not answer")
+    asyncio.run(_kill_at(str(pool["address"])))
     return pool
+
+
+async def _kill_at(address: str) -> None:
+    async with grpc.aio.insecure_channel(address) as ch:
+        await chaos_pb2_grpc.ChaosStub(ch).Kill(chaos_pb2.KillRequest(), timeout=CONTROL_TIMEOUT)
 
 
 #: Where kill-apiserver's probe pod goes (it is deleted once the recovery is timed).
@@ -236,13 +304,22 @@ async def apiserver_pid(
     deadline = time.monotonic() + timeout
     while True:
         pid = ctx.apiserver_pid
-        if procs.alive(pid, ctx.started.get(str(pid), 0)):
+        if procs.alive(pid, ctx.started.get(str(pid), 0)) or await serving_elsewhere(
+            ctx.apiserver, pid
+        ):
             return pid, ctx
         if load is None or time.monotonic() >= deadline:
             raise CliError(f"the apiserver (pid {pid}) is not running (still restarting?)")
         await asyncio.sleep(0.05)
         with contextlib.suppress(Exception):  # the supervisor may be rewriting it
             ctx = load()
+
+
+async def serving_elsewhere(address: str, pid: int) -> bool:
+    """Whether process `pid` of another PID namespace (another machine, another
+    container) serves `address` (its chaos control's Status says so)."""
+    answer = await status(address, timeout=2.0)
+    return answer is not None and answer.pid == pid and not is_local(answer)
 
 
 def _probe_pod(name: str) -> core_pb2.Pod:
@@ -309,9 +386,18 @@ async def kill_apiserver(
     client = Client(ctx.apiserver, timeout=2)
     name = f"kubera-chaos-probe-{secrets.token_hex(4)}"
     try:
-        os.kill(pid, signal.SIGKILL)
+        # apiserver_pid() found it in our /proc (its start time checked) or answering from
+        # another PID namespace
+        elsewhere = not procs.alive(pid, started)
+        if elsewhere:
+            await _kill_at(ctx.apiserver)  # it kills itself: its PID is not ours to signal
+        else:
+            os.kill(pid, signal.SIGKILL)
         t_kill = time.monotonic()
-        while procs.alive(pid, started):  # gone before we read the revision it left
+        # gone before we read the revision it left
+        while (
+            await serving_elsewhere(ctx.apiserver, pid) if elsewhere else procs.alive(pid, started)
+        ):
             await asyncio.sleep(0.005)
         # Binds after this revision were written by the apiserver's next incarnation.
         revision = await storage.revision()
@@ -390,7 +476,7 @@ async def leader_fault(
         await storage.close()
     who = f"leader {target.identity} (pid {target.pid}, term {target.term}) of Lease {lease}"
     if fault == "kill":
-        kill(target)
+        await kill(target)
         return f"killed {who}"
     if fault == "pause":
         say(f"pausing {who} for {seconds:g}s")
@@ -465,7 +551,7 @@ async def run(ctx: Context, plan: RunPlan, lease: str, say: Say = _say) -> dict[
                 seconds = plan.seconds or 1.5 * published
                 who = f"{target.identity} (pid {target.pid}, term {target.term})"
                 if kind == "kill":
-                    kill(target)
+                    await kill(target)
                     say(f"[{i + 1}/{plan.faults}] killed {who}")
                 elif kind == "pause":
                     task = asyncio.create_task(pause(target, seconds))

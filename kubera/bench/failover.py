@@ -187,7 +187,7 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
             # the leader has bound under its term: it is a steady leader, not a new one
             await first_bind_after(0, target.term, 60, same=True)
             t_kill = time.monotonic()
-            chaos.kill(target)
+            await chaos.kill(target)
             new = await chaos.wait_leader(
                 storage, LEASE, 10 * lease_duration + 30, not_term=target.term
             )

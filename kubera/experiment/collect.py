@@ -20,6 +20,12 @@ as a missing sample, never a failed run):
   (summed as "ray") and this runner ("runner"). Each replica's latest scrape is kept per
   registry (histograms.ProcessTexts) for the measurement windows' snapshots (`snapshot()`).
 
+Only a process in our PID namespace (services.chaos.is_local: the same kernel boot id and
+PID namespace, from its record) is read in /proc; one elsewhere (another machine of the
+Ray cluster, another container) reports its own figures through its chaos control's
+Status, and a replica there counts as alive while its Status answers as the recorded
+process.
+
 Replica processes are named by first appearance: `scheduler-0`, `scheduler-1`, …; a
 replica Ray re-creates after a kill is a new process with a new identity and so gets the
 next number.
@@ -53,6 +59,7 @@ from kubera.experiment.measures import (
 )
 from kubera.launch.context import Context
 from services.api.kinds import BY_KIND
+from services.chaos import control_status, is_local
 from services.client import Client
 from services.storage.etcd import EtcdStorage
 from services.storage.keys import ELECTION_PREFIX, REPLICAS_PREFIX
@@ -114,6 +121,12 @@ class Collector:
         self._names: dict[str, str] = {}  # identity → process name
         self._counts: dict[str, int] = {}  # prefix → next number
         self._cpu = CpuMeter()
+        #: Replica processes alive now: in /proc (name → pid), or elsewhere (name →
+        #: (pid, CPU seconds, RSS MB) as their Status reported them).
+        self._replica_pids: dict[str, int] = {}
+        self._remote: dict[str, tuple[int, float, float]] = {}
+        #: The apiserver and node pools recorded as running elsewhere (never read in /proc).
+        self._elsewhere: set[str] = set()
         self._revisions = RateMeter()
         self._tasks: list[asyncio.Task[None]] = []
         self._client: Client | None = None
@@ -272,28 +285,48 @@ class Collector:
         for q in QUEUES:
             if queue_source is not None:
                 values[f"queue:{q}"] = total(queue_source, "scheduler_pending_pods", queue=q)
+        await self._locate_others()
         self._processes(values, t)
         self.series.tick(round(t, 3), values)
 
     async def _records(self, values: dict[str, float], t: float) -> list[Replica]:
-        """etcd's revision rate, and the scheduler replicas alive now (with the PIDs of
-        every replica, for the /proc figures)."""
+        """etcd's revision rate, and the scheduler replicas alive now (with every replica's
+        PID for the /proc figures, or its own figures when it runs elsewhere)."""
         assert self._storage is not None
         kvs, revision = await asyncio.wait_for(self._storage.list(REPLICAS_PREFIX), CALL_TIMEOUT)
         values["etcd_revisions"] = round(self._revisions.sample(t, revision), 3)
-        self._replica_pids: dict[str, int] = {}
-        live: list[Replica] = []
+        recs = []
         for kv in kvs:
             try:
                 rec = json.loads(kv.value)
             except ValueError:
                 continue
-            prefix = COMPONENTS.get(rec.get("component", ""))
-            identity, pid = rec.get("identity", ""), int(rec.get("pid", 0))
-            if prefix is None or not identity or read_stat(pid) is None:
-                continue  # a dead process's record
-            name = self._name(prefix, identity)
-            self._replica_pids[name] = pid
+            if COMPONENTS.get(rec.get("component", "")) and rec.get("identity"):
+                recs.append(rec)
+        # Replicas elsewhere answer for themselves (None: gone, or paused).
+        answers = await asyncio.gather(
+            *(
+                control_status(str(r.get("control", "")), CALL_TIMEOUT)
+                if not is_local(r)
+                else _none()
+                for r in recs
+            )
+        )
+        self._replica_pids, self._remote = {}, {}
+        live: list[Replica] = []
+        for rec, answer in zip(recs, answers, strict=True):
+            prefix, identity = COMPONENTS[rec["component"]], rec["identity"]
+            pid = int(rec.get("pid", 0))
+            if is_local(rec):
+                if read_stat(pid) is None:
+                    continue  # a dead process's record
+                name = self._name(prefix, identity)
+                self._replica_pids[name] = pid
+            else:
+                if answer is None or answer.pid != pid:
+                    continue  # gone (or not answering now)
+                name = self._name(prefix, identity)
+                self._remote[name] = (pid, answer.cpu_seconds, answer.rss_bytes / 2**20)
             if prefix == "scheduler" and rec.get("metrics"):
                 rep = self.replicas.get(identity)
                 if rep is None:
@@ -326,7 +359,33 @@ class Collector:
         for le, v in buckets.items():
             rep.attempts.setdefault(le, Counter()).observe(v)
 
+    async def _locate_others(self) -> None:
+        """The apiserver's and the node pools' own figures when they run elsewhere (as
+        their records in the context say: their chaos control's Status, on their gRPC
+        port, answers for them); those here are read in /proc."""
+        api = next((c for c in self.ctx.components if c.get("name") == "apiserver"), {})
+        where: dict[str, tuple[dict, str, int]] = {
+            "apiserver": (api, self.ctx.apiserver, self.ctx.apiserver_pid)
+        }
+        for pool in self.ctx.node_pools:
+            where[str(pool["name"])] = (pool, str(pool.get("address", "")), int(pool.get("pid", 0)))
+        targets = {
+            name: (address, pid)
+            for name, (rec, address, pid) in where.items()
+            if pid and not is_local(rec)
+        }
+        self._elsewhere = set(targets)
+        answers = await asyncio.gather(
+            *(control_status(address, CALL_TIMEOUT) for address, _ in targets.values())
+        )
+        for (name, (_, pid)), answer in zip(targets.items(), answers, strict=True):
+            if answer is not None and answer.pid == pid and not is_local(answer):
+                self._remote[name] = (pid, answer.cpu_seconds, answer.rss_bytes / 2**20)
+
     def _processes(self, values: dict[str, float], t: float) -> None:
+        for name, (pid, cpu, rss) in self._remote.items():
+            values[f"cpu:{name}"] = round(self._cpu.sample(name, pid, t, cpu), 4)
+            values[f"rss_mb:{name}"] = round(rss, 2)
         procs: dict[str, list[int]] = {"runner": [os.getpid()]}
         if self.ctx.pids.get("etcd"):
             procs["etcd"] = [self.ctx.pids["etcd"]]
@@ -335,8 +394,10 @@ class Collector:
         for pool in self.ctx.node_pools:
             if pool.get("pid"):
                 procs[str(pool["name"])] = [int(pool["pid"])]
-        for name, pid in getattr(self, "_replica_pids", {}).items():
+        for name, pid in self._replica_pids.items():
             procs[name] = [pid]
+        for name in (*self._remote, *self._elsewhere):
+            procs.pop(name, None)  # its PID is another namespace's: not ours to read
         ray = [pid for key, pid in self.ctx.pids.items() if key.startswith("ray-")]
         if ray:
             procs["ray"] = ray
@@ -397,3 +458,7 @@ class Collector:
             for le, c in r.attempts.items():
                 cumulative[le] = cumulative.get(le, 0.0) + c.increase
         return bucket_counts(cumulative)
+
+
+async def _none() -> None:
+    return None

@@ -543,7 +543,7 @@ class OpExecutor:
                 )
             )
             if kind == "kill":
-                chaos.kill(target)
+                await chaos.kill(target)
             elif kind == "pause":
                 await chaos.pause(target, seconds)
             else:
@@ -557,7 +557,7 @@ class OpExecutor:
                 raise OpError(f"{op.phase}: killPool needs hollow nodes (cluster.hollowNodes)")
             name = op.pool or str(pools[0]["name"])
             self._record(Fault(t=round(self.now(), 3), kind=kind, target=name))
-            chaos.kill_pool(self.ctx, name)
+            await asyncio.to_thread(chaos.kill_pool, self.ctx, name)
         else:
             self._record(Fault(t=round(self.now(), 3), kind=kind, target="apiserver"))
             await chaos.kill_apiserver(self.ctx, timeout=wait, context_loader=self.load_context)

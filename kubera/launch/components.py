@@ -15,6 +15,10 @@ One record (a plain dict, as the context holds it):
     address     its gRPC API (a controller-manager: its chaos control)
     control     a replica's chaos control; metrics: a scheduler's /metrics host:port
     identity    a replica's leader-election identity (this incarnation's)
+    start_ticks, host, boot_id, pid_ns
+                its process as it reports itself: start time (clock ticks since its
+                machine's boot), hostname, kernel boot id, PID namespace — whether its
+                pid may be signalled from here (services.chaos.is_local)
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from kubera.launch.placement import actor_id, actor_table
 
 #: The fields a component's health() gives that the record keeps.
 HEALTH_FIELDS = ("address", "control", "metrics", "identity")
+#: A process's own report (services.chaos.self_report) that the record keeps as given.
+PROCESS_FIELDS = ("pid", "start_ticks", "host", "boot_id", "pid_ns")
 
 
 @dataclass
@@ -82,7 +88,7 @@ class Components:
             info = table.get(c.record["actor_id"])
             if info is not None:
                 if (info["pid"], info["node_id"]) != (c.record["pid"], c.record["node_id"]):
-                    for key in HEALTH_FIELDS:  # the old process's: asked anew below
+                    for key in (*HEALTH_FIELDS, *PROCESS_FIELDS[1:]):  # asked anew below
                         c.record.pop(key, None)
                     c.record["address"] = ""
                 for key, value in info.items():
@@ -125,6 +131,11 @@ class Components:
             if value and c.record.get(key) != value:
                 c.record[key] = str(value)
                 changed = True
+        for key in PROCESS_FIELDS[1:]:
+            value = health.get(key)
+            if value and c.record.get(key) != value:
+                c.record[key] = value
+                changed = True
         return changed
 
 
@@ -140,7 +151,12 @@ def record_in_context(ctx: Context, records: list[dict[str, Any]]) -> list[str]:
         if not rec or not rec.get("address"):
             continue  # not serving yet
         if (rec["address"], rec["pid"]) != (pool["address"], pool.get("pid")):
+            if rec["pid"] != pool.get("pid"):
+                ctx.started.pop(str(pool.get("pid")), None)
+                ctx.started[str(rec["pid"])] = int(rec.get("start_ticks") or 0)
             pool["address"], pool["pid"] = rec["address"], rec["pid"]
+            for key in PROCESS_FIELDS[1:]:
+                pool[key] = rec.get(key, "")
             said.append(
                 f"node pool {pool['name']} restarted: pid {rec['pid']} on Ray node "
                 f"{rec['node_ip']} ({rec['node_id'][:8]}), serving {rec['address']}"

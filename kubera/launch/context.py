@@ -43,7 +43,9 @@ class Context:
     scheduler: str = ""
     #: The scheduler's Prometheus endpoint (host:port, path /metrics).
     scheduler_metrics: str = ""
-    #: The node pools' gRPC APIs: {"name", "address", "first", "count"} each.
+    #: The node pools' gRPC APIs: {"name", "address", "first", "count", "pid"} each, with
+    #: the process as it reports itself ("start_ticks", "host", "boot_id", "pid_ns": whether
+    #: its pid is ours to signal; its start time is in `started` too).
     node_pools: list[dict] = field(default_factory=list)
     #: Simulated time: scale and the wall time at which it equals the wall clock.
     time_scale: float = 1.0

@@ -142,3 +142,35 @@ def actor_table() -> dict[str, dict[str, Any]]:
 
 def actor_id(handle: Any) -> str:
     return str(handle._actor_id.hex())
+
+
+class PlacementError(Exception):
+    """The Ray cluster cannot run this kubera as asked (the message says what is needed)."""
+
+
+def is_loopback(ip: str) -> bool:
+    return ip.startswith("127.") or ip in ("::1", "localhost")
+
+
+def other_hosts(nodes: list[dict[str, Any]], driver_ip: str) -> list[str]:
+    """The addresses of live Ray nodes on another host than the driver's (any loopback
+    address counts as the driver's host: several raylets on one machine)."""
+    return sorted(
+        {
+            n["ip"]
+            for n in nodes
+            if n["alive"] and n["ip"] and n["ip"] != driver_ip and not is_loopback(n["ip"])
+        }
+    )
+
+
+def require_one_host(nodes: list[dict[str, Any]], driver_ip: str) -> None:
+    """Refuse a Ray cluster with nodes on other hosts when etcd would be the embedded one,
+    which listens on loopback: components placed there would dial their own 127.0.0.1."""
+    others = other_hosts(nodes, driver_ip)
+    if others:
+        raise PlacementError(
+            f"--etcd URL is needed: the Ray cluster has nodes on other hosts "
+            f"({', '.join(others)}; this one is {driver_ip}) and the embedded etcd "
+            "listens on loopback"
+        )

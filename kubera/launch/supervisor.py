@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from kubera.launch import placement, procs
-from kubera.launch.components import Components, record_in_context
+from kubera.launch.components import PROCESS_FIELDS, Components, record_in_context
 from kubera.launch.context import Context, context_path, home
 from kubera.launch.etcd import EtcdProcess
 from services.leaderelection import TimingOverrides
@@ -183,6 +183,16 @@ class Supervisor:
         self.cluster_dir.mkdir(parents=True, mode=0o700)
         etcd_endpoint = self.opts.cluster.etcd
         pids: dict[str, int] = {}
+        if self.opts.cluster.ray_address:
+            ray.init(
+                address=self.opts.cluster.ray_address,
+                namespace=ray_namespace(self.opts.cluster),
+                log_to_driver=False,
+                configure_logging=False,
+            )
+            if not etcd_endpoint:
+                # before anything starts: the embedded etcd would listen on loopback
+                placement.require_one_host(placement.ray_nodes(), ray.util.get_node_ip_address())
         if not etcd_endpoint:
             # Assigned before it starts, so stop() can end a half-started etcd too.
             self.etcd = EtcdProcess(
@@ -191,14 +201,7 @@ class Supervisor:
             self.etcd.start()
             etcd_endpoint = self.etcd.endpoint
             pids["etcd"] = self.etcd.pid
-        if self.opts.cluster.ray_address:
-            ray.init(
-                address=self.opts.cluster.ray_address,
-                namespace=ray_namespace(self.opts.cluster),
-                log_to_driver=False,
-                configure_logging=False,
-            )
-        else:
+        if not self.opts.cluster.ray_address:
             self.ray_tmp = ray_temp_dir()
             ray.init(
                 include_dashboard=False,
@@ -247,7 +250,10 @@ class Supervisor:
             supervisor_pid=me,
             pids=pids,
             started={
-                str(pid): procs.start_time(pid) for pid in [me, apiserver_pid, *pids.values()]
+                **{str(pid): procs.start_time(pid) for pid in [me, *pids.values()]},
+                # as they report themselves (they may run on another machine)
+                str(apiserver_pid): int(apiserver.get("start_ticks", 0)),  # type: ignore[call-overload]
+                **{str(p["pid"]): int(p.get("start_ticks") or 0) for p in node_pools},
             },
             apiserver_pid=apiserver_pid,
             dirs=dirs,
@@ -367,8 +373,17 @@ class Supervisor:
             self.components.add(f"pool-{i}", "node-pool", actor)
         addresses = ray.get([a.start.remote() for a in self.pools], timeout=600)
         health = ray.get([a.health.remote() for a in self.pools], timeout=60)
+        # Each pool's process as it reports itself: its start time (so `kubera chaos
+        # kill-pool` never signals a reused PID) and where it runs (whether its PID is
+        # ours to signal at all).
         return [
-            {"name": f"pool-{i}", "address": addr, "first": first, "count": count, "pid": h["pid"]}
+            {
+                "name": f"pool-{i}",
+                "address": addr,
+                "first": first,
+                "count": count,
+                **{k: h.get(k, "") for k in PROCESS_FIELDS},
+            }
             for i, (addr, (first, count), h) in enumerate(
                 zip(addresses, slices, health, strict=True)
             )
@@ -424,13 +439,17 @@ class Supervisor:
             except Exception:  # noqa: BLE001 - died again or failed to bind: next call retries
                 continue
             if isinstance(health, dict):
-                self._record_apiserver(int(health["pid"]), float(health.get("start_seconds", 0)))
+                self._record_apiserver(
+                    int(health["pid"]),
+                    float(health.get("start_seconds", 0)),
+                    int(health.get("start_ticks", 0)),
+                )
         now = time.monotonic()
         newest = max((sent for sent, _ in pending), default=-REVIVE_RETRY)
         if not pending or (len(pending) < REVIVE_INFLIGHT and now - newest >= REVIVE_RETRY):
             pending.append((now, self.actor.ensure_started.remote(self.apiserver_port)))
 
-    def _record_apiserver(self, pid: int, start_seconds: float) -> None:
+    def _record_apiserver(self, pid: int, start_seconds: float, start_ticks: int = 0) -> None:
         if self.context is None or pid == self.context.apiserver_pid:
             return
         print(
@@ -440,7 +459,7 @@ class Supervisor:
         )
         self.context.started.pop(str(self.context.apiserver_pid), None)
         self.context.apiserver_pid = pid
-        self.context.started[str(pid)] = procs.start_time(pid)
+        self.context.started[str(pid)] = start_ticks or procs.start_time(pid)
         self.context.save()
 
     def _revive_etcd(self) -> None:

@@ -254,11 +254,22 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
 
 
 async def serve(
-    api: ApiServer, host: str = "127.0.0.1", port: int = 0
+    api: ApiServer,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    also: Callable[[grpc.aio.Server], None] | None = None,
 ) -> tuple[grpc.aio.Server, int]:
-    """Start a grpc.aio server for `api`; returns it and the bound port."""
+    """Start a grpc.aio server for `api` (with whatever `also` adds to it: the process's
+    chaos control); returns it and the bound port."""
+
+    def register(s: grpc.aio.Server) -> None:
+        pb_grpc.add_ApiServerServicer_to_server(ApiServerServicer(api), s)
+        if also is not None:
+            also(s)
+
     return await start_server(
-        lambda s: pb_grpc.add_ApiServerServicer_to_server(ApiServerServicer(api), s),
+        register,
         "the apiserver",
         host,
         port,

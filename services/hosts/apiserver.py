@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from dataclasses import dataclass
 
 import grpc
 
 from services.apiserver import ApiServer, ApiServerConfig, serve
+from services.chaos import add_control, self_report
 from services.hosts.address import join, listen_hosts
 from services.storage.etcd import EtcdStorage
 
@@ -75,7 +75,12 @@ class ApiServerHost:
         bind, advertise = listen_hosts(self.config.host)
         try:
             await api.start()
-            self.server, bound = await serve(api, bind, port or self.config.port)
+            self.server, bound = await serve(
+                api,
+                bind,
+                port or self.config.port,
+                also=lambda s: add_control(s, [], "apiserver", "apiserver"),
+            )
         except BaseException:
             with contextlib.suppress(Exception):
                 await api.stop()
@@ -99,10 +104,10 @@ class ApiServerHost:
     async def health(self) -> dict[str, object]:
         rev = await self.storage.revision() if self.storage else 0
         return {
+            **self_report(),  # pid, CPU seconds, RSS bytes, host, boot id, PID namespace
             "address": self.address,
             "etcd": self.config.etcd,
             "revision": rev,
-            "pid": os.getpid(),
             "started": self.started,
             "start_seconds": self.start_seconds,
         }

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from dataclasses import dataclass
 
 import grpc
 
+from services.chaos import add_control, self_report
 from services.client import Client
 from services.clock import clock_for
 from services.hosts.address import join, listen_hosts
@@ -92,7 +92,11 @@ class NodePoolHost:
         try:
             await self.pool.start()
             bind, advertise = listen_hosts(c.host)
-            self._server, port = await serve(self.pool, bind)
+            self._server, port = await serve(
+                self.pool,
+                bind,
+                also=lambda s: add_control(s, [], c.pool.name, "node-pool"),
+            )
         except BaseException:
             await self.stop()  # a half start is undone, so the next call starts afresh
             raise
@@ -111,8 +115,8 @@ class NodePoolHost:
 
     async def health(self) -> dict[str, object]:
         return {
+            **self_report(),  # pid, CPU seconds, RSS bytes, host, boot id, PID namespace
             "address": self.address,
-            "pid": os.getpid(),
             "nodes": self.config.count,
             "started": self.started,
         }

@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import socket
 import time
 import uuid
@@ -28,7 +27,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from services.api.fencing import Fencing
-from services.chaos import Relay, serve_control
+from services.chaos import Relay, self_report, serve_control
 from services.client import Client
 from services.hosts.address import join, listen_hosts
 from services.leaderelection import (
@@ -129,11 +128,12 @@ class Replica:
         """Write this replica's record (again, with `extra` fields merged in)."""
         assert self.storage is not None
         self.extra.update(extra)
+        me = self_report()
         record = {
             "identity": self.identity,
             "component": self.component,
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
+            # pid, host, boot_id, pid_ns, start_ticks: whose PID namespace the pid is in
+            **{k: me[k] for k in ("pid", "host", "boot_id", "pid_ns", "start_ticks")},
             "control": self.control_address,
             "started": time.time(),
             **self.extra,
@@ -189,8 +189,8 @@ class Replica:
 
     def health(self) -> dict[str, object]:
         return {
+            **self_report(),  # pid, CPU seconds, RSS bytes, host, boot id, PID namespace
             "identity": self.identity,
-            "pid": os.getpid(),
             "control": self.control_address,
             "leading": self.leading,
             "fencing": list(self.fencing_token() or ()),

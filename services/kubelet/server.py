@@ -4,6 +4,7 @@ and figures. The pool itself knows nothing of gRPC."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import grpc
 
@@ -63,10 +64,21 @@ class NodePoolServicer(pb_grpc.NodePoolServicer):
 
 
 async def serve(
-    pool: NodePool, host: str = "127.0.0.1", port: int = 0
+    pool: NodePool,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    also: Callable[[grpc.aio.Server], None] | None = None,
 ) -> tuple[grpc.aio.Server, int]:
+    """Start the pool's gRPC server (with whatever `also` adds to it: its chaos control)."""
+
+    def register(s: grpc.aio.Server) -> None:
+        pb_grpc.add_NodePoolServicer_to_server(NodePoolServicer(pool), s)
+        if also is not None:
+            also(s)
+
     return await start_server(
-        lambda s: pb_grpc.add_NodePoolServicer_to_server(NodePoolServicer(pool), s),
+        register,
         "the node pool",
         host,
         port,

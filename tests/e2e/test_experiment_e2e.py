@@ -15,7 +15,8 @@ from tests.e2e.helpers import ROOT, kubera_in
 
 #: Not examples/experiments/smoke.yaml: its 50 pods bind within one second, too short for
 #: a SchedulingThroughput sample (upstream's collector needs two ticks with pods). This one
-#: measures 500 pods on hollow nodes while the scheduler leader is killed.
+#: measures 1,000 pods on 20 hollow nodes while the scheduler leader is killed (enough
+#: seconds of binding for several throughput samples on a loaded machine).
 SMOKE = ROOT / "tests" / "experiment" / "data" / "smoke.yaml"
 
 
@@ -90,3 +91,38 @@ def test_a_bad_experiment_file_fails_with_its_path_before_any_cluster(tmp_path: 
     assert not (tmp_path / "out").exists()
     assert not (home / "context.json").exists()
     assert time.monotonic() - t0 < 30
+
+
+#: upstream's misc/performance-config.yaml, copied unchanged with the templates it names.
+UPSTREAM = (
+    ROOT / "tests" / "experiment" / "data" / "scheduler_perf" / "misc" / "performance-config.yaml"
+)
+
+
+@pytest.mark.e2e
+@pytest.mark.ray
+def test_an_upstream_scheduler_perf_file_runs_unchanged(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    r = kubera_in(tmp_path / "home").run(
+        "experiment",
+        "run",
+        str(UPSTREAM),
+        "--workload",
+        "SchedulingBasic/500Nodes",
+        "--output",
+        str(out),
+        "--timeout",
+        "180",
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr + r.stdout
+    (run,) = json.loads((out / "results.json").read_text())["runs"]
+    assert (run["id"], run["error"]) == ("SchedulingBasic/500Nodes", None)
+    # initPods and measurePods: 1,500 pods, every one bound
+    assert len(run["latency"]["scheduling"]) == sum(run["series"]["created"]) == 1500
+    items = json.loads((out / "DataItems.json").read_text())["dataItems"]
+    (throughput,) = [i for i in items if i["labels"]["Metric"] == "SchedulingThroughput"]
+    # upstream names a createPods op's window after its namespace: namespace-<op index>
+    assert throughput["labels"]["Name"] == "SchedulingBasic/500Nodes/namespace-2"
+    assert throughput["unit"] == "pods/s" and throughput["data"]["Average"] > 0
+    assert sorted((out / "plots").iterdir()) and (out / "report.html").is_file()

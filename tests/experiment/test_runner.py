@@ -252,7 +252,11 @@ async def test_chaos_faults_are_recorded_and_a_check_waits_for_them(
 
     monkeypatch.setattr(chaos, "connect_storage", connect)
     monkeypatch.setattr(chaos, "wait_leader", wait_leader)
-    monkeypatch.setattr(chaos, "kill", lambda target: killed.append(target.identity))
+
+    async def kill(target: chaos.Leader) -> None:
+        killed.append(target.identity)
+
+    monkeypatch.setattr(chaos, "kill", kill)
     verdicts: list[int] = []
 
     async def fake_check(etcd: str, settle: float, *, start_revision: int = 1) -> Any:

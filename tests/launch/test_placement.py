@@ -163,3 +163,21 @@ def test_bind_and_advertise_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBERA_ADVERTISE_HOST", "ray-worker-2")
     assert listen_hosts("10.1.2.3") == ("0.0.0.0", "ray-worker-2")
     assert join("::1", 80) == "[::1]:80" and join("10.0.0.1", 80) == "10.0.0.1:80"
+
+
+# ---------------------------------------------- the embedded etcd on a multi-host cluster
+
+
+def test_a_cluster_on_loopback_raylets_needs_no_etcd_url() -> None:
+    nodes = [_node(HEAD, "127.0.0.2", head=True), _node(W1, "127.0.0.3"), _node(W2, "127.0.0.4")]
+    assert placement.other_hosts(nodes, "192.0.2.2") == []
+    placement.require_one_host(nodes, "192.0.2.2")
+
+
+def test_nodes_on_other_hosts_need_an_etcd_url() -> None:
+    gone = {**_node(GONE, "10.0.0.9"), "alive": False}  # a dead node is no reason
+    nodes = [_node(HEAD, "10.0.0.1", head=True), _node(W1, "10.0.0.2"), gone]
+    assert placement.other_hosts(nodes, "10.0.0.1") == ["10.0.0.2"]
+    with pytest.raises(placement.PlacementError, match=r"^--etcd URL is needed: .*10\.0\.0\.2"):
+        placement.require_one_host(nodes, "10.0.0.1")
+    placement.require_one_host(nodes[:1] + [gone], "10.0.0.1")

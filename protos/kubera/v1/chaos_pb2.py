@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cprotos/kubera/v1/chaos.proto\x12\tkubera.v1\"#\n\x10PartitionRequest\x12\x0f\n\x07seconds\x18\x01 \x01(\x01\"C\n\x11PartitionResponse\x12\x1e\n\x16until_seconds_from_now\x18\x01 \x01(\x01\x12\x0e\n\x06relays\x18\x02 \x03(\t\"\r\n\x0bHealRequest\"\'\n\x0cHealResponse\x12\x17\n\x0fwas_partitioned\x18\x01 \x01(\x08\"\x0f\n\rStatusRequest\"r\n\x0eStatusResponse\x12\x13\n\x0bpartitioned\x18\x01 \x01(\x08\x12\x19\n\x11remaining_seconds\x18\x02 \x01(\x01\x12\x0b\n\x03pid\x18\x03 \x01(\x05\x12\x10\n\x08identity\x18\x04 \x01(\t\x12\x11\n\tcomponent\x18\x05 \x01(\t2\xc7\x01\n\x05\x43haos\x12\x46\n\tPartition\x12\x1b.kubera.v1.PartitionRequest\x1a\x1c.kubera.v1.PartitionResponse\x12\x37\n\x04Heal\x12\x16.kubera.v1.HealRequest\x1a\x17.kubera.v1.HealResponse\x12=\n\x06Status\x12\x18.kubera.v1.StatusRequest\x1a\x19.kubera.v1.StatusResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cprotos/kubera/v1/chaos.proto\x12\tkubera.v1\"#\n\x10PartitionRequest\x12\x0f\n\x07seconds\x18\x01 \x01(\x01\"C\n\x11PartitionResponse\x12\x1e\n\x16until_seconds_from_now\x18\x01 \x01(\x01\x12\x0e\n\x06relays\x18\x02 \x03(\t\"\r\n\x0bHealRequest\"\'\n\x0cHealResponse\x12\x17\n\x0fwas_partitioned\x18\x01 \x01(\x08\"\x0f\n\rStatusRequest\"\xde\x01\n\x0eStatusResponse\x12\x13\n\x0bpartitioned\x18\x01 \x01(\x08\x12\x19\n\x11remaining_seconds\x18\x02 \x01(\x01\x12\x0b\n\x03pid\x18\x03 \x01(\x05\x12\x10\n\x08identity\x18\x04 \x01(\t\x12\x11\n\tcomponent\x18\x05 \x01(\t\x12\x13\n\x0b\x63pu_seconds\x18\x06 \x01(\x01\x12\x11\n\trss_bytes\x18\x07 \x01(\x01\x12\x0c\n\x04host\x18\x08 \x01(\t\x12\x0f\n\x07\x62oot_id\x18\t \x01(\t\x12\x0e\n\x06pid_ns\x18\n \x01(\t\x12\x13\n\x0bstart_ticks\x18\x0b \x01(\x03\"\r\n\x0bKillRequest\"\x1b\n\x0cKillResponse\x12\x0b\n\x03pid\x18\x01 \x01(\x05\"\x1f\n\x0cPauseRequest\x12\x0f\n\x07seconds\x18\x01 \x01(\x01\"2\n\rPauseResponse\x12\x0b\n\x03pid\x18\x01 \x01(\x05\x12\x14\n\x0cwatchdog_pid\x18\x02 \x01(\x05\x32\xbc\x02\n\x05\x43haos\x12\x46\n\tPartition\x12\x1b.kubera.v1.PartitionRequest\x1a\x1c.kubera.v1.PartitionResponse\x12\x37\n\x04Heal\x12\x16.kubera.v1.HealRequest\x1a\x17.kubera.v1.HealResponse\x12=\n\x06Status\x12\x18.kubera.v1.StatusRequest\x1a\x19.kubera.v1.StatusResponse\x12\x37\n\x04Kill\x12\x16.kubera.v1.KillRequest\x1a\x17.kubera.v1.KillResponse\x12:\n\x05Pause\x12\x17.kubera.v1.PauseRequest\x1a\x18.kubera.v1.PauseResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,8 +41,16 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HEALRESPONSE']._serialized_end=203
   _globals['_STATUSREQUEST']._serialized_start=205
   _globals['_STATUSREQUEST']._serialized_end=220
-  _globals['_STATUSRESPONSE']._serialized_start=222
-  _globals['_STATUSRESPONSE']._serialized_end=336
-  _globals['_CHAOS']._serialized_start=339
-  _globals['_CHAOS']._serialized_end=538
+  _globals['_STATUSRESPONSE']._serialized_start=223
+  _globals['_STATUSRESPONSE']._serialized_end=445
+  _globals['_KILLREQUEST']._serialized_start=447
+  _globals['_KILLREQUEST']._serialized_end=460
+  _globals['_KILLRESPONSE']._serialized_start=462
+  _globals['_KILLRESPONSE']._serialized_end=489
+  _globals['_PAUSEREQUEST']._serialized_start=491
+  _globals['_PAUSEREQUEST']._serialized_end=522
+  _globals['_PAUSERESPONSE']._serialized_start=524
+  _globals['_PAUSERESPONSE']._serialized_end=574
+  _globals['_CHAOS']._serialized_start=577
+  _globals['_CHAOS']._serialized_end=893
 # @@protoc_insertion_point(module_scope)

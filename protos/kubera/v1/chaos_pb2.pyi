@@ -35,15 +35,51 @@ class StatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("partitioned", "remaining_seconds", "pid", "identity", "component")
+    __slots__ = ("partitioned", "remaining_seconds", "pid", "identity", "component", "cpu_seconds", "rss_bytes", "host", "boot_id", "pid_ns", "start_ticks")
     PARTITIONED_FIELD_NUMBER: _ClassVar[int]
     REMAINING_SECONDS_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     COMPONENT_FIELD_NUMBER: _ClassVar[int]
+    CPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    RSS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    BOOT_ID_FIELD_NUMBER: _ClassVar[int]
+    PID_NS_FIELD_NUMBER: _ClassVar[int]
+    START_TICKS_FIELD_NUMBER: _ClassVar[int]
     partitioned: bool
     remaining_seconds: float
     pid: int
     identity: str
     component: str
-    def __init__(self, partitioned: _Optional[bool] = ..., remaining_seconds: _Optional[float] = ..., pid: _Optional[int] = ..., identity: _Optional[str] = ..., component: _Optional[str] = ...) -> None: ...
+    cpu_seconds: float
+    rss_bytes: float
+    host: str
+    boot_id: str
+    pid_ns: str
+    start_ticks: int
+    def __init__(self, partitioned: _Optional[bool] = ..., remaining_seconds: _Optional[float] = ..., pid: _Optional[int] = ..., identity: _Optional[str] = ..., component: _Optional[str] = ..., cpu_seconds: _Optional[float] = ..., rss_bytes: _Optional[float] = ..., host: _Optional[str] = ..., boot_id: _Optional[str] = ..., pid_ns: _Optional[str] = ..., start_ticks: _Optional[int] = ...) -> None: ...
+
+class KillRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class KillResponse(_message.Message):
+    __slots__ = ("pid",)
+    PID_FIELD_NUMBER: _ClassVar[int]
+    pid: int
+    def __init__(self, pid: _Optional[int] = ...) -> None: ...
+
+class PauseRequest(_message.Message):
+    __slots__ = ("seconds",)
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    seconds: float
+    def __init__(self, seconds: _Optional[float] = ...) -> None: ...
+
+class PauseResponse(_message.Message):
+    __slots__ = ("pid", "watchdog_pid")
+    PID_FIELD_NUMBER: _ClassVar[int]
+    WATCHDOG_PID_FIELD_NUMBER: _ClassVar[int]
+    pid: int
+    watchdog_pid: int
+    def __init__(self, pid: _Optional[int] = ..., watchdog_pid: _Optional[int] = ...) -> None: ...

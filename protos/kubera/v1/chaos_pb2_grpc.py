@@ -49,6 +49,16 @@ class ChaosStub:
                 request_serializer=protos_dot_kubera_dot_v1_dot_chaos__pb2.StatusRequest.SerializeToString,
                 response_deserializer=protos_dot_kubera_dot_v1_dot_chaos__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.Kill = channel.unary_unary(
+                '/kubera.v1.Chaos/Kill',
+                request_serializer=protos_dot_kubera_dot_v1_dot_chaos__pb2.KillRequest.SerializeToString,
+                response_deserializer=protos_dot_kubera_dot_v1_dot_chaos__pb2.KillResponse.FromString,
+                _registered_method=True)
+        self.Pause = channel.unary_unary(
+                '/kubera.v1.Chaos/Pause',
+                request_serializer=protos_dot_kubera_dot_v1_dot_chaos__pb2.PauseRequest.SerializeToString,
+                response_deserializer=protos_dot_kubera_dot_v1_dot_chaos__pb2.PauseResponse.FromString,
+                _registered_method=True)
 
 
 class ChaosServicer:
@@ -75,6 +85,22 @@ class ChaosServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Kill(self, request, context):
+        """SIGKILL this process right after answering (a leader or node pool on another
+        machine, whose PID the caller cannot signal).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Pause(self, request, context):
+        """SIGSTOP this process right after answering; a watchdog child it started first sends
+        SIGCONT after `seconds`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ChaosServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -92,6 +118,16 @@ def add_ChaosServicer_to_server(servicer, server):
                     servicer.Status,
                     request_deserializer=protos_dot_kubera_dot_v1_dot_chaos__pb2.StatusRequest.FromString,
                     response_serializer=protos_dot_kubera_dot_v1_dot_chaos__pb2.StatusResponse.SerializeToString,
+            ),
+            'Kill': grpc.unary_unary_rpc_method_handler(
+                    servicer.Kill,
+                    request_deserializer=protos_dot_kubera_dot_v1_dot_chaos__pb2.KillRequest.FromString,
+                    response_serializer=protos_dot_kubera_dot_v1_dot_chaos__pb2.KillResponse.SerializeToString,
+            ),
+            'Pause': grpc.unary_unary_rpc_method_handler(
+                    servicer.Pause,
+                    request_deserializer=protos_dot_kubera_dot_v1_dot_chaos__pb2.PauseRequest.FromString,
+                    response_serializer=protos_dot_kubera_dot_v1_dot_chaos__pb2.PauseResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -175,6 +211,60 @@ class Chaos:
             '/kubera.v1.Chaos/Status',
             protos_dot_kubera_dot_v1_dot_chaos__pb2.StatusRequest.SerializeToString,
             protos_dot_kubera_dot_v1_dot_chaos__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Kill(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubera.v1.Chaos/Kill',
+            protos_dot_kubera_dot_v1_dot_chaos__pb2.KillRequest.SerializeToString,
+            protos_dot_kubera_dot_v1_dot_chaos__pb2.KillResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Pause(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubera.v1.Chaos/Pause',
+            protos_dot_kubera_dot_v1_dot_chaos__pb2.PauseRequest.SerializeToString,
+            protos_dot_kubera_dot_v1_dot_chaos__pb2.PauseResponse.FromString,
             options,
             channel_credentials,
             insecure,
