@@ -15,8 +15,10 @@ the sum over every *process registry* of what it observed inside the window:
   in the window) counts from zero, and so does a series whose count went down; then the
   series are summed over the keys (``sum_histograms``).
 
-What a registry observed after its last scrape (at most the sampling period: one second)
-before its process died or its term ended is lost, as Prometheus loses it too.
+What a registry observed after its last scrape before its process died or its term ended
+is lost, as Prometheus loses it too: a second's worth at the sampling period, more when a
+CPU-starved replica answered its last scrapes late (then a failover window's histograms
+count fewer observations than pods bound; the binds per replica come from etcd's history).
 """
 
 from __future__ import annotations
