@@ -49,7 +49,10 @@ def test_experiment_run_writes_dataitems_results_and_report(tmp_path: Path) -> N
         killed = run["faults"][0]["target"]
         terms = [t for t in run["leaders"] if t["component"] == "scheduler"]
         assert terms[0]["identity"] == killed and terms[0]["end"] is not None
-        assert len(terms) == 2 and terms[1]["identity"] != killed
+        # the killed leader's term ended and another replica's began; on a loaded machine a
+        # 2 s lease may change hands again later, so only the handover itself is asserted
+        assert len(terms) >= 2 and terms[1]["identity"] != killed
+        assert terms[1]["start"] >= terms[0]["end"] - 0.5
     items = json.loads((out / "DataItems.json").read_text())["dataItems"]
     throughput = [i for i in items if i["labels"]["Metric"] == "SchedulingThroughput"]
     names = {i["labels"]["Name"].split("/")[0] for i in throughput}
