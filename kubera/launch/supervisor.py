@@ -26,6 +26,7 @@ from kubera.launch import placement, procs
 from kubera.launch.components import Components, record_in_context
 from kubera.launch.context import Context, context_path, home
 from kubera.launch.etcd import EtcdProcess
+from kubera.launch.revive import ActorTable, Reviver
 from services.leaderelection import TimingOverrides
 
 
@@ -168,6 +169,10 @@ class Supervisor:
         self.placement = placement.Placement()
         #: Every actor above, by name: where it runs, its process and addresses.
         self.components = Components()
+        #: Ray's actor table, read in a thread; the replicas and pools it brings back.
+        self.table = ActorTable()
+        self.reviver = Reviver()
+        self._refresh_failing = False
         self._stop = threading.Event()
         #: Children this process had before start(): not ours to stop.
         self._children_before = set(procs.descendants(os.getpid()))
@@ -376,28 +381,36 @@ class Supervisor:
 
     def wait(self) -> None:
         """Until asked to stop: bring back what chaos took down — etcd (restarted on its
-        ports and data dir), the apiserver and the replicas Ray re-created after a kill
-        (started again; the apiserver on its first port)."""
-        pending: dict[int, Any] = {}
+        ports and data dir), the apiserver and the replicas and pools Ray re-created after
+        a kill (started again; the apiserver on its first port; see revive.py)."""
         apiserver: list[tuple[float, object]] = []
         refreshed = time.monotonic()
+        self.reviver.add([*self.schedulers, *self.controllers, *self.pools])
+        self.table.start()
         while not self._stop.wait(0.2):
             self._revive_etcd()
             self._revive_apiserver(apiserver)
-            self._restart_replicas(pending)
+            self.reviver.step(self.table.latest())
             if time.monotonic() - refreshed >= PLACEMENT_REFRESH:
                 refreshed = time.monotonic()
                 self._refresh_components()
 
     def _refresh_components(self) -> None:
-        """Where every component runs now (Ray's actor table, each new process's
-        addresses), saved in the context when anything changed."""
-        if self.context is None or self._stop.is_set():
+        """Where every component runs now (the actor table's latest read, each new
+        process's addresses), saved in the context when anything changed."""
+        table = self.table.latest()
+        if self.context is None or self._stop.is_set() or table is None:
             return
         try:
-            changed = self.components.refresh()
-        except Exception:  # noqa: BLE001 - the GCS is briefly unreachable: next round
+            changed = self.components.refresh(table=table)
+        except Exception as e:  # noqa: BLE001 - a health() probe Ray could not wait on
+            if not self._refresh_failing:
+                print(f"components refresh failed (retrying): {type(e).__name__}: {e}", flush=True)
+            self._refresh_failing = True
             return
+        if self._refresh_failing:
+            print("components refresh works again", flush=True)
+            self._refresh_failing = False
         if not changed:
             return
         for line in record_in_context(self.context, self.components.records()):
@@ -452,28 +465,13 @@ class Supervisor:
             self.context.started[str(self.etcd.pid)] = procs.start_time(self.etcd.pid)
             self.context.save()
 
-    def _restart_replicas(self, pending: dict[int, Any]) -> None:
-        """ensure_started() on every replica and node pool, at most one call in flight
-        per actor: a call to a re-created actor starts it; a call to a restarting one
-        waits for it."""
-        import ray
-
-        for i, actor in enumerate([*self.schedulers, *self.controllers, *self.pools]):
-            ref = pending.get(i)
-            if ref is not None:
-                done, _ = ray.wait([ref], timeout=0)
-                if not done:
-                    continue
-                with contextlib.suppress(Exception):
-                    ray.get(ref)
-            pending[i] = actor.ensure_started.remote()
-
     def request_stop(self) -> None:
         self._stop.set()
 
     def stop(self) -> None:
         import ray
 
+        self.table.stop()
         actors = [*self.pools, *self.controllers, *self.schedulers]
         refs = []
         for actor in actors:  # all at once: a standby must not take over from a stopping leader
