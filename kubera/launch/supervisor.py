@@ -87,9 +87,10 @@ class ClusterOptions:
     #: "kubera"): two control planes on one Ray cluster need two namespaces.
     ray_namespace: str = ""
     #: The Ray custom resources that mark control-plane nodes (apiserver, schedulers,
-    #: controller-managers) and node-pool nodes; one no node has places nothing.
-    control_plane_resource: str = placement.CONTROL_PLANE
-    node_pool_resource: str = placement.NODE_POOL
+    #: controller-managers) and node-pool nodes; one no node has places nothing. None:
+    #: the default name (placement.CONTROL_PLANE / NODE_POOL), not reported when missing.
+    control_plane_resource: str | None = None
+    node_pool_resource: str | None = None
 
 
 @dataclass(frozen=True)
@@ -218,8 +219,11 @@ class Supervisor:
             for name, running in node.all_processes.items():
                 for i, p in enumerate(running):
                     pids[f"ray-{name}-{i}"] = p.process.pid
+        cp, pools = self.opts.cluster.control_plane_resource, self.opts.cluster.node_pool_resource
         self.placement = placement.plan(
-            self.opts.cluster.control_plane_resource, self.opts.cluster.node_pool_resource
+            placement.CONTROL_PLANE if cp is None else cp,
+            placement.NODE_POOL if pools is None else pools,
+            named=tuple(r for r in (cp, pools) if r),
         )
         config = ApiServerHostConfig(
             etcd=etcd_endpoint,
@@ -267,6 +271,7 @@ class Supervisor:
             placement={
                 "control_plane": self.placement.control_plane,
                 "node_pool": self.placement.node_pool,
+                "missing": ", ".join(self.placement.missing),
             },
         )
         self.context.save()
