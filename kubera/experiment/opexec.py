@@ -94,8 +94,26 @@ def node_doc(op: o.CreateNodes, i: int) -> dict[str, Any]:
     return doc
 
 
-def pod_doc(template: Any, i: int, count: int, params: dict[str, Any]) -> dict[str, Any]:
-    return template.render(i, count, params) if template is not None else _copy(o.DEFAULT_POD)
+#: The label upstream gives every pod made from a podTemplatePath: pods `index //
+#: signatureBatchSize` share its value, so a batch shares one scheduling signature.
+SIGNATURE_LABEL = "signature"
+
+
+def pod_doc(
+    template: Any, i: int, count: int, params: dict[str, Any], signature_batch_size: int = 1
+) -> dict[str, Any]:
+    """Pod `i` of `count`: the template rendered (with upstream's signature label), else
+    upstream's default pod (which has none)."""
+    if template is None:
+        return _copy(o.DEFAULT_POD)
+    doc = template.render(i, count, params)
+    meta = doc.get("metadata") or {}
+    doc["metadata"] = meta
+    meta["labels"] = {
+        **(meta.get("labels") or {}),
+        SIGNATURE_LABEL: f"signature-label-{i // max(1, signature_batch_size)}",
+    }
+    return doc
 
 
 def _copy(value: Any) -> Any:
@@ -303,7 +321,13 @@ class OpExecutor:
     def _pods(self, op: o.CreatePods, first: int, n: int) -> list[Message]:
         return [
             to_message(
-                pod_doc(op.pod_template, first + i, op.count, op.template_params),
+                pod_doc(
+                    op.pod_template,
+                    first + i,
+                    op.count,
+                    op.template_params,
+                    op.signature_batch_size,
+                ),
                 kind="Pod",
                 namespace=op.namespace,
             )
