@@ -30,6 +30,7 @@ from kubera.experiment.collect import Collector
 from kubera.experiment.model import CheckVerdict, Fault, MetricsSnapshots, Phase, Window
 from kubera.experiment.replay import ReplayError, replay
 from kubera.experiment.results import RunResult
+from kubera.experiment.templates import copy_data
 from kubera.launch.context import Context
 from services.api import codec
 from services.api.errors import AlreadyExistsError, ApiError, NotFoundError, UnavailableError
@@ -80,7 +81,7 @@ def node_doc(op: o.CreateNodes, i: int) -> dict[str, Any]:
     if op.node_template is not None:
         doc = op.node_template.render(i, op.count, op.template_params)
     else:
-        doc = _copy(o.DEFAULT_NODE)
+        doc = copy_data(o.DEFAULT_NODE)
     meta = doc.setdefault("metadata", {})
     s = op.strategy
     if isinstance(s, o.UniqueNodeLabelStrategy):
@@ -105,7 +106,7 @@ def pod_doc(
     """Pod `i` of `count`: the template rendered (with upstream's signature label), else
     upstream's default pod (which has none)."""
     if template is None:
-        return _copy(o.DEFAULT_POD)
+        return copy_data(o.DEFAULT_POD)
     doc = template.render(i, count, params)
     meta = doc.get("metadata") or {}
     doc["metadata"] = meta
@@ -114,14 +115,6 @@ def pod_doc(
         SIGNATURE_LABEL: f"signature-label-{i // max(1, signature_batch_size)}",
     }
     return doc
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
 
 
 def _key(obj: Message) -> str:

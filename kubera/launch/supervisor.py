@@ -230,12 +230,9 @@ class Supervisor:
             port=self.opts.cluster.apiserver_port,
             bookmark_interval=self.opts.cluster.bookmark_interval,
         )
-        self.actor = (
-            ray_actor_class(ApiServerActor)
-            .options(name="apiserver", **self.placement.apiserver())
-            .remote(config)
+        self.actor = self._spawn(
+            ApiServerActor, "apiserver", "apiserver", self.placement.apiserver(), config
         )
-        self.components.add("apiserver", "apiserver", self.actor)
         apiserver = ray.get(self.actor.ensure_started.remote(), timeout=120)
         address = str(apiserver["address"])
         self.apiserver_port = int(address.rpartition(":")[2])
@@ -277,6 +274,12 @@ class Supervisor:
         self.context.save()
         return self.context
 
+    def _spawn(self, shell: type, name: str, kind: str, options: dict, config: Any) -> Any:
+        """The named actor of an actors/ shell, placed by `options`, recorded as a component."""
+        actor = ray_actor_class(shell).options(name=name, **options).remote(config)
+        self.components.add(name, kind, actor)
+        return actor
+
     def _start_schedulers(self, apiserver: str, etcd: str) -> tuple[str, str]:
         """`schedulers` replicas of every scheduler deployment; returns the first
         replica's gRPC and metrics addresses (`kubera explain` finds the leader itself)."""
@@ -301,13 +304,9 @@ class Supervisor:
                     partition=o.partition,
                 )
                 name = "scheduler" if d == i == 0 else f"scheduler-{d}-{i}"
-                actor = (
-                    ray_actor_class(SchedulerActor)
-                    .options(name=name, **self.placement.replica(i))
-                    .remote(cfg)
+                self.schedulers.append(
+                    self._spawn(SchedulerActor, name, "scheduler", self.placement.replica(i), cfg)
                 )
-                self.schedulers.append(actor)
-                self.components.add(name, "scheduler", actor)
         addresses = ray.get([a.start.remote() for a in self.schedulers], timeout=180)
         metrics = ray.get(self.schedulers[0].health.remote(), timeout=30)["metrics"]
         return addresses[0], metrics
@@ -332,13 +331,15 @@ class Supervisor:
         )
         for i in range(o.controller_managers):
             name = "controller-manager" if i == 0 else f"controller-manager-{i}"
-            actor = (
-                ray_actor_class(ControllerManagerActor)
-                .options(name=name, **self.placement.replica(i))
-                .remote(cfg)
+            self.controllers.append(
+                self._spawn(
+                    ControllerManagerActor,
+                    name,
+                    "controller-manager",
+                    self.placement.replica(i),
+                    cfg,
+                )
             )
-            self.controllers.append(actor)
-            self.components.add(name, "controller-manager", actor)
         ray.get([a.start.remote() for a in self.controllers], timeout=120)
 
     def _start_pools(self, apiserver: str, time_origin: float) -> list[dict]:
@@ -368,13 +369,9 @@ class Supervisor:
                 time_scale=self.opts.cluster.time_scale,
                 time_origin=time_origin,
             )
-            actor = (
-                ray_actor_class(NodePoolActor)
-                .options(name=f"pool-{i}", **self.placement.pool(i))
-                .remote(cfg)
+            self.pools.append(
+                self._spawn(NodePoolActor, f"pool-{i}", "node-pool", self.placement.pool(i), cfg)
             )
-            self.pools.append(actor)
-            self.components.add(f"pool-{i}", "node-pool", actor)
         addresses = ray.get([a.start.remote() for a in self.pools], timeout=600)
         health = ray.get([a.health.remote() for a in self.pools], timeout=60)
         return [
