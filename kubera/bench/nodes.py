@@ -27,6 +27,7 @@ from pathlib import Path
 import grpc
 
 from kubera.errors import CliError
+from kubera.launch import procs
 from kubera.testing import Cluster
 from services.api.quantity import parse_quantity
 from services.kubelet import default_template
@@ -50,8 +51,10 @@ def register(bsub: argparse._SubParsersAction) -> None:
 
 
 def _proc_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    used = procs.usage(pid)
+    if used is None:
+        raise ProcessLookupError(f"process {pid} is gone")
+    return used[0]
 
 
 def _machine_busy() -> tuple[float, float]:

@@ -47,17 +47,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     up.add_argument(
         "--control-plane-resource",
-        default=CONTROL_PLANE,
+        default=None,
         metavar="NAME",
         help="the Ray custom resource of the nodes for the apiserver, schedulers and "
-        f"controller-managers (default {CONTROL_PLANE}; ignored when no node has it)",
+        f"controller-managers (default {CONTROL_PLANE}; ignored, with a warning when given, "
+        "when no node has it)",
     )
     up.add_argument(
         "--node-pool-resource",
-        default=NODE_POOL,
+        default=None,
         metavar="NAME",
         help=f"the Ray custom resource of the nodes for the node pools (default {NODE_POOL}; "
-        "ignored when no node has it)",
+        "ignored, with a warning when given, when no node has it)",
     )
     up.add_argument(
         "--nodes",
@@ -165,7 +166,9 @@ def _print_ready(ctx: Context, elapsed: float) -> None:
     print(f"  etcd:      {ctx.etcd}")
     print(f"  ray:       {ctx.ray_address}")
     roles = {"control_plane": "control plane", "node_pool": "pools"}
-    placed = [f"{roles.get(k, k)} on {name}" for k, name in ctx.placement.items() if name]
+    placed = [f"{role} on {ctx.placement[k]}" for k, role in roles.items() if ctx.placement.get(k)]
+    if ctx.placement.get("missing"):
+        print(f"  warning:   no Ray node has {ctx.placement['missing']}: placed as if not given")
     if placed:
         nodes = {c["node_id"] for c in ctx.components if c.get("node_id")}
         print(f"  placement: {', '.join(placed)}; {len(nodes)} Ray node(s) in use")

@@ -25,6 +25,7 @@ from typing import Any
 
 import grpc
 
+from kubera import chaos
 from kubera.errors import CliError
 from kubera.launch.context import Context, load_context
 from kubera.printing.tables import plain_table
@@ -38,7 +39,7 @@ from services.storage.keys import ELECTION_PREFIX
 #: Seconds each component has to answer.
 PROBE_TIMEOUT = 3.0
 #: The controller-manager replicas' election (as the supervisor starts them).
-CONTROLLER_LEASE = "kube-system/kube-controller-manager"
+CONTROLLER_LEASE = chaos.COMPONENT_LEASES["controller-manager"]
 HEADERS = ("NAME", "KIND", "ROLE", "NODE", "PID", "ADDRESS", "STATE", "RESTARTS")
 
 

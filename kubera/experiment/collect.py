@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kubera import chaos
 from kubera.experiment.histograms import ProcessTexts, observations
 from kubera.experiment.measures import (
     Counter,
@@ -65,10 +66,7 @@ from services.storage.etcd import EtcdStorage
 from services.storage.keys import ELECTION_PREFIX, REPLICAS_PREFIX
 
 #: Election Lease → the component name used in the results.
-LEASES = {
-    "kube-system/kube-scheduler": "scheduler",
-    "kube-system/kube-controller-manager": "controller-manager",
-}
+LEASES = {lease: component for component, lease in chaos.COMPONENT_LEASES.items()}
 #: Record `component` → the name prefix of its processes.
 COMPONENTS = {"kube-scheduler": "scheduler", "kube-controller-manager": "controller-manager"}
 QUEUES = ("active", "backoff", "unschedulable")

@@ -392,6 +392,8 @@ def _workloads(
             base_name=v["name"],
         )
         _plan(ctx, tc, w, tracker)
+        if w.cluster.hollow_nodes:
+            _check_hollow(ctx, tc)
         unused = sorted(set(merged) - tracker.used)
         if unused:
             raise ctx.error(
@@ -401,6 +403,42 @@ def _workloads(
             )
         out.append(w)
     return out
+
+
+#: What a createNodes op may say that hollow nodes do not follow, by upstream field name.
+_HOLLOW_IGNORES = {
+    "nodeTemplatePath": lambda op: op.node_template is not None,
+    "uniqueNodeLabelStrategy": lambda op: isinstance(op.strategy, o.UniqueNodeLabelStrategy),
+    "labelNodePrepareStrategy": lambda op: isinstance(op.strategy, o.LabelNodePrepareStrategy),
+    "nodeAllocatableStrategy": lambda op: isinstance(op.strategy, o.NodeAllocatableStrategy),
+    "templateParams": lambda op: bool(op.template_params),
+}
+
+
+def _check_hollow(ctx: Ctx, tc: TestCase) -> None:
+    """cluster.hollowNodes: `kubera up` starts the nodes of every createNodes op, from the
+    cluster's node template; what an op says otherwise is warned about, and a createNodes
+    after pods were created (nodes that upstream adds mid-run) is an error."""
+    pods_at = ""
+    for op in tc.ops:
+        where = f"[{tc.index}].workloadTemplate[{op.index}]"
+        if isinstance(op, o.CreatePods | o.CreatePodSets) and not pods_at:
+            pods_at = where
+        if not isinstance(op, o.CreateNodes):
+            continue
+        if pods_at:
+            raise ctx.error(
+                where,
+                f"createNodes after createPods ({pods_at}) with cluster.hollowNodes: hollow "
+                "nodes all start with the cluster (move it before the pods, or use plain nodes)",
+            )
+        ignored = [name for name, given in _HOLLOW_IGNORES.items() if given(op)]
+        if ignored:
+            ctx.warn(
+                where,
+                f"{', '.join(ignored)} ignored with cluster.hollowNodes (hollow nodes come "
+                "from cluster.nodeTemplatePath, or the default node, started with the cluster)",
+            )
 
 
 def _overlay(

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import bisect
 import math
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+
+from kubera.launch import procs
 
 # ------------------------------------------------------------------ pods
 
@@ -247,25 +248,8 @@ def bucket_counts(cumulative: dict[float, float]) -> dict[int, int]:
 
 # ------------------------------------------------------------- /proc
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-def parse_stat(text: str) -> tuple[float, float]:
-    """(CPU seconds: utime + stime, RSS in MB) from the text of /proc/PID/stat."""
-    fields = text.rsplit(") ", 1)[1].split()
-    # fields[0] is field 3 (state): utime is field 14, stime 15, rss (pages) 24.
-    cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-    rss = int(fields[21]) * PAGE_BYTES / 2**20
-    return cpu, rss
-
-
-def read_stat(pid: int) -> tuple[float, float] | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return parse_stat(f.read())
-    except (OSError, IndexError, ValueError):
-        return None
+#: (CPU seconds used, RSS in MB) of a process now, None when it is gone.
+read_stat = procs.usage
 
 
 class CpuMeter:

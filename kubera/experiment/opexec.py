@@ -35,6 +35,7 @@ from kubera.experiment.model import Fault, MetricsSnapshots, Phase, Window
 from kubera.experiment.objects import OpError, generated_name, node_ready, to_message
 from kubera.experiment.replay import ReplayError, replay
 from kubera.experiment.results import RunResult
+from kubera.experiment.templates import copy_data
 from kubera.launch.context import Context
 from services.api.errors import AlreadyExistsError, ApiError, NotFoundError, UnavailableError
 from services.api.kinds import BY_KIND, kind_of
@@ -57,7 +58,7 @@ def node_doc(op: o.CreateNodes, i: int) -> dict[str, Any]:
     if op.node_template is not None:
         doc = op.node_template.render(i, op.count, op.template_params)
     else:
-        doc = _copy(o.DEFAULT_NODE)
+        doc = copy_data(o.DEFAULT_NODE)
     meta = doc.setdefault("metadata", {})
     s = op.strategy
     if isinstance(s, o.UniqueNodeLabelStrategy):
@@ -71,16 +72,26 @@ def node_doc(op: o.CreateNodes, i: int) -> dict[str, Any]:
     return doc
 
 
-def pod_doc(template: Any, i: int, count: int, params: dict[str, Any]) -> dict[str, Any]:
-    return template.render(i, count, params) if template is not None else _copy(o.DEFAULT_POD)
+#: The label upstream gives every pod made from a podTemplatePath: pods `index //
+#: signatureBatchSize` share its value, so a batch shares one scheduling signature.
+SIGNATURE_LABEL = "signature"
 
 
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
+def pod_doc(
+    template: Any, i: int, count: int, params: dict[str, Any], signature_batch_size: int = 1
+) -> dict[str, Any]:
+    """Pod `i` of `count`: the template rendered (with upstream's signature label), else
+    upstream's default pod (which has none)."""
+    if template is None:
+        return copy_data(o.DEFAULT_POD)
+    doc = template.render(i, count, params)
+    meta = doc.get("metadata") or {}
+    doc["metadata"] = meta
+    meta["labels"] = {
+        **(meta.get("labels") or {}),
+        SIGNATURE_LABEL: f"signature-label-{i // max(1, signature_batch_size)}",
+    }
+    return doc
 
 
 def _key(obj: Message) -> str:
@@ -341,7 +352,13 @@ class OpExecutor:
     def _pods(self, op: o.CreatePods, first: int, n: int) -> list[Message]:
         return [
             to_message(
-                pod_doc(op.pod_template, first + i, op.count, op.template_params),
+                pod_doc(
+                    op.pod_template,
+                    first + i,
+                    op.count,
+                    op.template_params,
+                    op.signature_batch_size,
+                ),
                 kind="Pod",
                 namespace=op.namespace,
             )

@@ -164,12 +164,15 @@ def _rolling(values: Sequence[float], width: int) -> list[float]:
     return out
 
 
-def _legend_right(ax: Axes, handles: list[Any], title: str | None = None) -> None:
+def _legend_right(
+    ax: Axes, handles: list[Any], title: str | None = None, *, middle: bool = False
+) -> None:
+    """The legend outside the axes, on the right: at the top, or centred (`middle`)."""
     ax.legend(
         handles=handles,
         fontsize=6.5,
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
+        loc="center left" if middle else "upper left",
+        bbox_to_anchor=(1.01, 0.5 if middle else 1.0),
         framealpha=0.85,
         title=title,
         title_fontsize=7,
@@ -344,15 +347,7 @@ def plot_leaders(run: RunResult, path: Path) -> Path | None:
     ax.set_xlim(0, end if end > 0 else 1)
     ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)
     _title(ax, f"Leader terms: {_short(run)}", run)
-    ax.legend(
-        handles=handles,
-        fontsize=6.5,
-        loc="center left",
-        bbox_to_anchor=(1.01, 0.5),
-        framealpha=0.85,
-        title="holder / fault",
-        title_fontsize=7,
-    )
+    _legend_right(ax, handles, title="holder / fault", middle=True)
     return _save(fig, path)
 
 

@@ -221,7 +221,7 @@ class Template:
     ) -> dict[str, Any]:
         """The object for `index` of `count`, with `params` (template params) in scope."""
         if not self.has_actions:
-            return _deepcopy(self.data)
+            return copy_data(self.data)
         env = {**(params or {}), "Index": index, "Count": count}
         return decode(render_text(self.text, env), self.source)
 
@@ -237,11 +237,12 @@ def decode(text: str, source: str) -> dict[str, Any]:
     return data
 
 
-def _deepcopy(value: Any) -> Any:
+def copy_data(value: Any) -> Any:
+    """A deep copy of plain YAML data (mappings, lists, scalars)."""
     if isinstance(value, dict):
-        return {k: _deepcopy(v) for k, v in value.items()}
+        return {k: copy_data(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_deepcopy(v) for v in value]
+        return [copy_data(v) for v in value]
     return value
 
 

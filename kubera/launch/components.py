@@ -76,13 +76,14 @@ class Components:
     def records(self) -> list[dict[str, Any]]:
         return [dict(c.record) for c in self.items]
 
-    def refresh(self, *, wait: float = 0.0) -> bool:
-        """Ray's view of every component, and the addresses of each new process (from its
-        health(), asked once per process; with `wait`, waited for up to that long).
-        Returns whether any record changed."""
+    def refresh(self, *, wait: float = 0.0, table: dict[str, dict[str, Any]] | None = None) -> bool:
+        """Ray's view of every component (`table`, else read now), and the addresses of
+        each new process (from its health(), asked once per process; with `wait`, waited
+        for up to that long). Returns whether any record changed."""
         import ray
 
-        table = actor_table()
+        if table is None:
+            table = actor_table()
         changed = False
         for c in self.items:
             info = table.get(c.record["actor_id"])

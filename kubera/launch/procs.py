@@ -14,19 +14,44 @@ import signal
 import time
 from pathlib import Path
 
+#: Clock ticks per second (/proc times) and bytes per page (/proc sizes).
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
-def _stat(pid: int) -> list[str] | None:
+
+def parse_stat(text: str) -> list[str]:
+    """The fields of a /proc/PID/stat text from field 3 (state) on: index i is field i+3
+    (ppid 1, session 3, utime 11, stime 12, start time 19, rss pages 21). The command name
+    (field 2) may hold spaces and parentheses: the split is after the last ')'."""
+    return text.rsplit(") ", 1)[1].split()
+
+
+def stat(pid: int) -> list[str] | None:
+    """`parse_stat` of the process's /proc/PID/stat; None when it does not exist."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    return text.rsplit(") ", 1)[1].split()
+    return parse_stat(text)
+
+
+def cpu_and_rss(fields: list[str]) -> tuple[float, float]:
+    """(CPU seconds used: utime + stime, resident memory in MB) from `parse_stat` fields."""
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS, int(fields[21]) * PAGE_BYTES / 2**20
+
+
+def usage(pid: int) -> tuple[float, float] | None:
+    """`cpu_and_rss` of a process now; None when it is gone."""
+    fields = stat(pid)
+    try:
+        return cpu_and_rss(fields) if fields is not None else None
+    except (IndexError, ValueError):
+        return None
 
 
 def start_time(pid: int) -> int:
     """The process's start time in clock ticks since boot; 0 when it does not exist."""
-    fields = _stat(pid)
+    fields = stat(pid)
     return int(fields[19]) if fields else 0
 
 
@@ -34,7 +59,7 @@ def alive(pid: int, started: int = 0) -> bool:
     """Whether `pid` runs (not a zombie) and, when `started` is given, is still that process."""
     if pid <= 0:
         return False
-    fields = _stat(pid)
+    fields = stat(pid)
     if fields is None or fields[0] == "Z":
         return False
     return not started or int(fields[19]) == started
@@ -77,7 +102,7 @@ def session_members(sid: int) -> list[int]:
     out = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            fields = _stat(int(entry.name))
+            fields = stat(int(entry.name))
             if fields and int(fields[3]) == sid and fields[0] != "Z":
                 out.append(int(entry.name))
     return out
@@ -88,7 +113,7 @@ def descendants(pid: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            fields = _stat(int(entry.name))
+            fields = stat(int(entry.name))
             if fields and fields[0] != "Z":
                 children.setdefault(int(fields[1]), []).append(int(entry.name))
     out: list[int] = []

@@ -26,6 +26,7 @@ from kubera.launch import placement, procs
 from kubera.launch.components import PROCESS_FIELDS, Components, record_in_context
 from kubera.launch.context import Context, context_path, home
 from kubera.launch.etcd import EtcdProcess
+from kubera.launch.revive import ActorTable, Reviver
 from services.leaderelection import TimingOverrides
 
 
@@ -86,9 +87,10 @@ class ClusterOptions:
     #: "kubera"): two control planes on one Ray cluster need two namespaces.
     ray_namespace: str = ""
     #: The Ray custom resources that mark control-plane nodes (apiserver, schedulers,
-    #: controller-managers) and node-pool nodes; one no node has places nothing.
-    control_plane_resource: str = placement.CONTROL_PLANE
-    node_pool_resource: str = placement.NODE_POOL
+    #: controller-managers) and node-pool nodes; one no node has places nothing. None:
+    #: the default name (placement.CONTROL_PLANE / NODE_POOL), not reported when missing.
+    control_plane_resource: str | None = None
+    node_pool_resource: str | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,10 @@ class Supervisor:
         self.placement = placement.Placement()
         #: Every actor above, by name: where it runs, its process and addresses.
         self.components = Components()
+        #: Ray's actor table, read in a thread; the replicas and pools it brings back.
+        self.table = ActorTable()
+        self.reviver = Reviver()
+        self._refresh_failing = False
         self._stop = threading.Event()
         #: Children this process had before start(): not ours to stop.
         self._children_before = set(procs.descendants(os.getpid()))
@@ -216,20 +222,20 @@ class Supervisor:
             for name, running in node.all_processes.items():
                 for i, p in enumerate(running):
                     pids[f"ray-{name}-{i}"] = p.process.pid
+        cp, pools = self.opts.cluster.control_plane_resource, self.opts.cluster.node_pool_resource
         self.placement = placement.plan(
-            self.opts.cluster.control_plane_resource, self.opts.cluster.node_pool_resource
+            placement.CONTROL_PLANE if cp is None else cp,
+            placement.NODE_POOL if pools is None else pools,
+            named=tuple(r for r in (cp, pools) if r),
         )
         config = ApiServerHostConfig(
             etcd=etcd_endpoint,
             port=self.opts.cluster.apiserver_port,
             bookmark_interval=self.opts.cluster.bookmark_interval,
         )
-        self.actor = (
-            ray_actor_class(ApiServerActor)
-            .options(name="apiserver", **self.placement.apiserver())
-            .remote(config)
+        self.actor = self._spawn(
+            ApiServerActor, "apiserver", "apiserver", self.placement.apiserver(), config
         )
-        self.components.add("apiserver", "apiserver", self.actor)
         apiserver = ray.get(self.actor.ensure_started.remote(), timeout=120)
         address = str(apiserver["address"])
         self.apiserver_port = int(address.rpartition(":")[2])
@@ -268,10 +274,17 @@ class Supervisor:
             placement={
                 "control_plane": self.placement.control_plane,
                 "node_pool": self.placement.node_pool,
+                "missing": ", ".join(self.placement.missing),
             },
         )
         self.context.save()
         return self.context
+
+    def _spawn(self, shell: type, name: str, kind: str, options: dict, config: Any) -> Any:
+        """The named actor of an actors/ shell, placed by `options`, recorded as a component."""
+        actor = ray_actor_class(shell).options(name=name, **options).remote(config)
+        self.components.add(name, kind, actor)
+        return actor
 
     def _start_schedulers(self, apiserver: str, etcd: str) -> tuple[str, str]:
         """`schedulers` replicas of every scheduler deployment; returns the first
@@ -297,13 +310,9 @@ class Supervisor:
                     partition=o.partition,
                 )
                 name = "scheduler" if d == i == 0 else f"scheduler-{d}-{i}"
-                actor = (
-                    ray_actor_class(SchedulerActor)
-                    .options(name=name, **self.placement.replica(i))
-                    .remote(cfg)
+                self.schedulers.append(
+                    self._spawn(SchedulerActor, name, "scheduler", self.placement.replica(i), cfg)
                 )
-                self.schedulers.append(actor)
-                self.components.add(name, "scheduler", actor)
         addresses = ray.get([a.start.remote() for a in self.schedulers], timeout=180)
         metrics = ray.get(self.schedulers[0].health.remote(), timeout=30)["metrics"]
         return addresses[0], metrics
@@ -328,13 +337,15 @@ class Supervisor:
         )
         for i in range(o.controller_managers):
             name = "controller-manager" if i == 0 else f"controller-manager-{i}"
-            actor = (
-                ray_actor_class(ControllerManagerActor)
-                .options(name=name, **self.placement.replica(i))
-                .remote(cfg)
+            self.controllers.append(
+                self._spawn(
+                    ControllerManagerActor,
+                    name,
+                    "controller-manager",
+                    self.placement.replica(i),
+                    cfg,
+                )
             )
-            self.controllers.append(actor)
-            self.components.add(name, "controller-manager", actor)
         ray.get([a.start.remote() for a in self.controllers], timeout=120)
 
     def _start_pools(self, apiserver: str, time_origin: float) -> list[dict]:
@@ -364,13 +375,9 @@ class Supervisor:
                 time_scale=self.opts.cluster.time_scale,
                 time_origin=time_origin,
             )
-            actor = (
-                ray_actor_class(NodePoolActor)
-                .options(name=f"pool-{i}", **self.placement.pool(i))
-                .remote(cfg)
+            self.pools.append(
+                self._spawn(NodePoolActor, f"pool-{i}", "node-pool", self.placement.pool(i), cfg)
             )
-            self.pools.append(actor)
-            self.components.add(f"pool-{i}", "node-pool", actor)
         addresses = ray.get([a.start.remote() for a in self.pools], timeout=600)
         health = ray.get([a.health.remote() for a in self.pools], timeout=60)
         # Each pool's process as it reports itself: its start time (so `kubera chaos
@@ -391,28 +398,36 @@ class Supervisor:
 
     def wait(self) -> None:
         """Until asked to stop: bring back what chaos took down — etcd (restarted on its
-        ports and data dir), the apiserver and the replicas Ray re-created after a kill
-        (started again; the apiserver on its first port)."""
-        pending: dict[int, Any] = {}
+        ports and data dir), the apiserver and the replicas and pools Ray re-created after
+        a kill (started again; the apiserver on its first port; see revive.py)."""
         apiserver: list[tuple[float, object]] = []
         refreshed = time.monotonic()
+        self.reviver.add([*self.schedulers, *self.controllers, *self.pools])
+        self.table.start()
         while not self._stop.wait(0.2):
             self._revive_etcd()
             self._revive_apiserver(apiserver)
-            self._restart_replicas(pending)
+            self.reviver.step(self.table.latest())
             if time.monotonic() - refreshed >= PLACEMENT_REFRESH:
                 refreshed = time.monotonic()
                 self._refresh_components()
 
     def _refresh_components(self) -> None:
-        """Where every component runs now (Ray's actor table, each new process's
-        addresses), saved in the context when anything changed."""
-        if self.context is None or self._stop.is_set():
+        """Where every component runs now (the actor table's latest read, each new
+        process's addresses), saved in the context when anything changed."""
+        table = self.table.latest()
+        if self.context is None or self._stop.is_set() or table is None:
             return
         try:
-            changed = self.components.refresh()
-        except Exception:  # noqa: BLE001 - the GCS is briefly unreachable: next round
+            changed = self.components.refresh(table=table)
+        except Exception as e:  # noqa: BLE001 - a health() probe Ray could not wait on
+            if not self._refresh_failing:
+                print(f"components refresh failed (retrying): {type(e).__name__}: {e}", flush=True)
+            self._refresh_failing = True
             return
+        if self._refresh_failing:
+            print("components refresh works again", flush=True)
+            self._refresh_failing = False
         if not changed:
             return
         for line in record_in_context(self.context, self.components.records()):
@@ -471,28 +486,13 @@ class Supervisor:
             self.context.started[str(self.etcd.pid)] = procs.start_time(self.etcd.pid)
             self.context.save()
 
-    def _restart_replicas(self, pending: dict[int, Any]) -> None:
-        """ensure_started() on every replica and node pool, at most one call in flight
-        per actor: a call to a re-created actor starts it; a call to a restarting one
-        waits for it."""
-        import ray
-
-        for i, actor in enumerate([*self.schedulers, *self.controllers, *self.pools]):
-            ref = pending.get(i)
-            if ref is not None:
-                done, _ = ray.wait([ref], timeout=0)
-                if not done:
-                    continue
-                with contextlib.suppress(Exception):
-                    ray.get(ref)
-            pending[i] = actor.ensure_started.remote()
-
     def request_stop(self) -> None:
         self._stop.set()
 
     def stop(self) -> None:
         import ray
 
+        self.table.stop()
         actors = [*self.pools, *self.controllers, *self.schedulers]
         refs = []
         for actor in actors:  # all at once: a standby must not take over from a stopping leader

@@ -30,7 +30,6 @@ import json
 import os
 import random
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -72,12 +71,6 @@ def resolve(file: Path, env: dict[str, str] | None = None, profile: str = "") ->
     r = compose_cmd("config", "--format", "json", file=file, env=env, profile=profile)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("0.0.0.0", 0))
-        return int(s.getsockname()[1])
 
 
 def loopback_net() -> str:

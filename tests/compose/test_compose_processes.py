@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kubera.launch.etcd import free_port
 from tests.compose.project import (
     HAS_EXPERIMENT_CLI,
     ROOT,
     LocalProject,
     Replica,
-    free_port,
     loopback_net,
     resolve,
 )

@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kubera.launch import procs
+from kubera.launch.etcd import free_port
 
 RAY = str(Path(sys.executable).parent / "ray")
 
@@ -35,32 +35,6 @@ HEALTH_CHECKS = {
     "RAY_health_check_timeout_ms": "500",
     "RAY_health_check_failure_threshold": "4",
 }
-
-
-def free_port(host: str = "0.0.0.0") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def descendants(pid: int) -> list[int]:
-    """`pid` and every process below it (from /proc's parent links), parents first."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(") ", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(children.get(p, []))
-    return out
 
 
 @dataclass
@@ -114,7 +88,7 @@ class RayNode:
         """The node's processes now: `ray start`, the raylet, its agents and workers (and
         the head's GCS); remembered, so a stop reaches the ones that outlive a parent."""
         if procs.alive(self.pid, self.started):
-            for p in descendants(self.pid):
+            for p in [self.pid, *procs.descendants(self.pid)]:
                 self.seen.setdefault(p, procs.start_time(p))
         return [p for p, t in self.seen.items() if procs.alive(p, t)]
 

@@ -7,8 +7,6 @@ import math
 import pytest
 
 from kubera.experiment.measures import (
-    CLOCK_TICKS,
-    PAGE_BYTES,
     Counter,
     CpuMeter,
     PodTimeline,
@@ -16,7 +14,6 @@ from kubera.experiment.measures import (
     Series,
     Terms,
     bucket_counts,
-    parse_stat,
     samples,
     total,
 )
@@ -134,16 +131,6 @@ def test_bucket_counts_from_cumulative_buckets() -> None:
     cumulative = {float(s.labels["le"]): s.value for s in found}
     assert bucket_counts(cumulative) == {1: 30, 2: 8, 4: 4}
     assert bucket_counts({1.0: 1, math.inf: 3}) == {1: 1, 2: 2}
-
-
-def test_parse_stat_reads_cpu_and_rss_past_a_command_with_spaces() -> None:
-    fields = ["S"] + ["0"] * 40
-    fields[11], fields[12] = str(3 * CLOCK_TICKS), str(CLOCK_TICKS)  # utime, stime
-    fields[21] = str(2**20 // PAGE_BYTES * 7)  # rss pages: 7 MiB
-    text = "1234 (ray::Sched uler) " + " ".join(fields)
-    cpu, rss = parse_stat(text)
-    assert cpu == pytest.approx(4.0)
-    assert rss == pytest.approx(7.0)
 
 
 def test_cpu_meter_is_cores_between_samples_and_restarts_with_a_new_pid() -> None:

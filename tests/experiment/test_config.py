@@ -316,6 +316,66 @@ def test_cluster_settings_merge_workload_over_test_case_and_take_params(tmp_path
     )
 
 
+NODE_OBJECT = """\
+apiVersion: v1
+kind: Node
+metadata: {generateName: node-}
+status: {allocatable: {cpu: "4", pods: "110"}}
+"""
+
+
+def test_hollow_nodes_warn_about_what_a_create_nodes_op_says_that_they_ignore(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        - name: C
+          workloadTemplate:
+          - {opcode: createNodes, count: 2}
+          - opcode: createNodes
+            count: 3
+            nodeTemplatePath: node.yaml
+            uniqueNodeLabelStrategy: {labelKey: zone}
+            templateParams: {x: 1}
+          - {opcode: createPods, count: 1, collectMetrics: true}
+          workloads:
+          - name: hollow
+            cluster: {hollowNodes: true}
+          - name: plain
+        """,
+        {"node.yaml": NODE_OBJECT},
+    )
+    e = load(str(path))
+    assert e.warnings == (
+        f"{path}: [0].workloadTemplate[1]: nodeTemplatePath, uniqueNodeLabelStrategy, "
+        "templateParams ignored with cluster.hollowNodes (hollow nodes come from "
+        "cluster.nodeTemplatePath, or the default node, started with the cluster)",
+    )
+    # the plain-node workload of the same test case follows the op (no warning of its own)
+    assert [w.name for w in e.test_cases[0].workloads] == ["hollow", "plain"]
+
+
+def test_hollow_nodes_after_pods_are_an_error_a_plain_node_workload_is_not(tmp_path):
+    text = """\
+        - name: C
+          workloadTemplate:
+          - {opcode: createNodes, count: 2}
+          - {opcode: createPods, count: 1, collectMetrics: true}
+          - {opcode: createNodes, count: 1}
+          workloads:
+          - name: w
+            cluster: {hollowNodes: HOLLOW}
+        """
+    assert load(str(write(tmp_path, text.replace("HOLLOW", "false")))).warnings == ()
+    path = write(tmp_path, text.replace("HOLLOW", "true"))
+    with pytest.raises(ConfigError) as err:
+        load(str(path))
+    assert str(err.value) == (
+        f"{path}: [0].workloadTemplate[2]: createNodes after createPods "
+        "([0].workloadTemplate[1]) with cluster.hollowNodes: hollow nodes all start with the "
+        "cluster (move it before the pods, or use plain nodes)"
+    )
+
+
 SCHEDULER_CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration

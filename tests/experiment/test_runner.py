@@ -13,9 +13,10 @@ from kubera import chaos
 from kubera.experiment import ops as o
 from kubera.experiment.config import ClusterSettings, LeaderElection
 from kubera.experiment.measures import PodTimeline
-from kubera.experiment.opexec import OpError, OpExecutor, node_doc
+from kubera.experiment.opexec import OpError, OpExecutor, node_doc, pod_doc
 from kubera.experiment.results import RunResult
 from kubera.experiment.runner import RunOptions, cluster_args
+from kubera.experiment.templates import read_template
 from kubera.launch.context import Context
 from services.client.client import BatchResult
 
@@ -134,6 +135,44 @@ def test_node_allocatable_strategy_adds_to_capacity_and_allocatable() -> None:
     )
     status = node_doc(op, 0)["status"]
     assert status["capacity"]["example.com/x"] == status["allocatable"]["example.com/x"] == "8"
+
+
+def test_templated_pods_carry_upstreams_signature_label_one_value_per_batch(tmp_path: Any) -> None:
+    path = tmp_path / "pod.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: p-\n  labels: {app: a}\n"
+        "spec:\n  containers: [{name: c, image: i}]\n"
+    )
+    template = read_template(str(path), "pod.yaml")
+    docs = [pod_doc(template, i, 5, {}, signature_batch_size=2) for i in range(5)]
+    assert [d["metadata"]["labels"] for d in docs] == [
+        {"app": "a", "signature": f"signature-label-{v}"} for v in (0, 0, 1, 1, 2)
+    ]
+    # the default batch (upstream: 1) gives every pod its own value
+    assert pod_doc(template, 3, 5, {})["metadata"]["labels"]["signature"] == "signature-label-3"
+    # upstream's default pod (no podTemplatePath) gets none
+    assert "signature" not in pod_doc(None, 0, 1, {}).get("metadata", {}).get("labels", {})
+
+
+async def test_create_pods_applies_the_ops_signature_batch_size(tmp_path: Any) -> None:
+    path = tmp_path / "pod.yaml"
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {generateName: p-}\nspec: {}\n")
+    ex, api = executor()
+    op = o.CreatePods(
+        index=0,
+        count=4,
+        namespace="ns-0",
+        pod_template=read_template(str(path), "pod.yaml"),
+        signature_batch_size=3,
+    )
+    await ex.run(op)
+    pods = [p for p in api.created if type(p).__name__ == "Pod"]
+    assert [p.metadata.labels["signature"] for p in pods] == [
+        "signature-label-0",
+        "signature-label-0",
+        "signature-label-0",
+        "signature-label-1",
+    ]
 
 
 async def test_create_nodes_creates_plain_nodes_through_the_api() -> None:

@@ -73,6 +73,29 @@ def test_a_resource_no_node_has_constrains_nothing(monkeypatch: pytest.MonkeyPat
     assert placement.Placement().pool(3) == {"num_cpus": 0}  # nothing known: Ray decides
 
 
+def test_unconstrained_roles_leave_out_nodes_without_cpus_and_named_missing_resources_are_said(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    driver = _node(W2, "10.0.0.4") | {"resources": {"CPU": 0.0, "memory": 1.0}}
+    no_cpu_key = _node(GONE, "10.0.0.5") | {"resources": {"memory": 1.0}}
+    _nodes(
+        monkeypatch, [driver, no_cpu_key, _node(W1, "10.0.0.3"), _node(HEAD, "10.0.0.2", head=True)]
+    )
+    p = placement.plan(CP, "gpu-nodes", named=("gpu-nodes",))
+    assert p.control_plane_nodes == p.node_pool_nodes == (HEAD, W1)
+    assert p.missing == ("gpu-nodes",)  # named by the user, on no node
+    assert placement.plan(CP, NP).missing == ()  # the defaults: no node has them, unsaid
+    # a resource some node has keeps that node, CPUs or not (the user chose it)
+    _nodes(
+        monkeypatch, [driver | {"resources": {"CPU": 0.0, NP: 1.0}}, _node(HEAD, "h", head=True)]
+    )
+    p = placement.plan(CP, NP, named=(NP,))
+    assert p.node_pool_nodes == (W2,) and p.control_plane_nodes == (HEAD,) and p.missing == ()
+    # only drivers: better somewhere than nowhere
+    _nodes(monkeypatch, [driver])
+    assert placement.plan("", "").control_plane_nodes == (W2,)
+
+
 def _record(name: str, kind: str, **fields: Any) -> dict[str, Any]:
     base = {
         "name": name,

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from kubera.launch import procs
 
 #: A child that starts a grandchild, then both sleep.
@@ -57,3 +59,18 @@ def test_session_members_leaves_out_zombies() -> None:
     assert poll(lambda: not procs.alive(child.pid))  # exited: a zombie until waited for
     assert procs.session_members(child.pid) == []
     child.wait(10)
+
+
+def test_stat_reads_cpu_and_rss_past_a_command_with_spaces() -> None:
+    fields = ["S"] + ["0"] * 40
+    fields[11], fields[12] = str(3 * procs.CLOCK_TICKS), str(procs.CLOCK_TICKS)  # utime, stime
+    fields[21] = str(2**20 // procs.PAGE_BYTES * 7)  # rss pages: 7 MiB
+    fields[1] = "42"  # ppid
+    parsed = procs.parse_stat("1234 (ray::Sched) uler) " + " ".join(fields))
+    assert parsed[0] == "S" and parsed[1] == "42"
+    cpu, rss = procs.cpu_and_rss(parsed)
+    assert cpu == pytest.approx(4.0)
+    assert rss == pytest.approx(7.0)
+    mine = procs.usage(os.getpid())
+    assert mine is not None and mine[0] > 0 and mine[1] > 1
+    assert procs.usage(2**22 + 1) is None  # above pid_max: never a process
