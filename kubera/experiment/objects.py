@@ -1,5 +1,6 @@
-"""Objects for the apiserver from rendered templates, and small predicates on them, shared by
-op execution (opexec.py) and kubera's own ops. No I/O."""
+"""Objects for the apiserver from rendered templates (upstream's nodes and pods, with their
+strategies and signature labels), and small predicates on them, shared by op execution
+(opexec.py) and kubera's own ops. No I/O."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 from google.protobuf.message import Message
 
 from kubera.errors import CliError
+from kubera.experiment import ops as o
+from kubera.experiment.templates import copy_data
 from services.api import codec
 
 
@@ -39,3 +42,44 @@ def generated_name(obj: Message) -> bool:
 
 def node_ready(node: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+
+
+def node_doc(op: o.CreateNodes, i: int) -> dict[str, Any]:
+    """Node `i` of a createNodes op: its template rendered, then its strategy applied."""
+    if op.node_template is not None:
+        doc = op.node_template.render(i, op.count, op.template_params)
+    else:
+        doc = copy_data(o.DEFAULT_NODE)
+    meta = doc.setdefault("metadata", {})
+    s = op.strategy
+    if isinstance(s, o.UniqueNodeLabelStrategy):
+        meta.setdefault("labels", {})[s.label_key] = f"node-{op.index}-{i}"
+    elif isinstance(s, o.LabelNodePrepareStrategy) and s.label_values:
+        meta.setdefault("labels", {})[s.label_key] = s.label_values[i % len(s.label_values)]
+    elif isinstance(s, o.NodeAllocatableStrategy):
+        status = doc.setdefault("status", {})
+        for field in ("capacity", "allocatable"):
+            status.setdefault(field, {}).update(s.node_allocatable)
+    return doc
+
+
+#: The label upstream gives every pod made from a podTemplatePath: pods `index //
+#: signatureBatchSize` share its value, so a batch shares one scheduling signature.
+SIGNATURE_LABEL = "signature"
+
+
+def pod_doc(
+    template: Any, i: int, count: int, params: dict[str, Any], signature_batch_size: int = 1
+) -> dict[str, Any]:
+    """Pod `i` of `count`: the template rendered (with upstream's signature label), else
+    upstream's default pod (which has none)."""
+    if template is None:
+        return copy_data(o.DEFAULT_POD)
+    doc = template.render(i, count, params)
+    meta = doc.get("metadata") or {}
+    doc["metadata"] = meta
+    meta["labels"] = {
+        **(meta.get("labels") or {}),
+        SIGNATURE_LABEL: f"signature-label-{i // max(1, signature_batch_size)}",
+    }
+    return doc

@@ -32,10 +32,16 @@ from kubera.experiment.collect import Collector
 from kubera.experiment.faults import FAULT_KIND, check, wait_faults
 from kubera.experiment.histograms import compact
 from kubera.experiment.model import Fault, MetricsSnapshots, Phase, Window
-from kubera.experiment.objects import OpError, generated_name, node_ready, to_message
+from kubera.experiment.objects import (
+    OpError,
+    generated_name,
+    node_doc,
+    node_ready,
+    pod_doc,
+    to_message,
+)
 from kubera.experiment.replay import ReplayError, replay
 from kubera.experiment.results import RunResult
-from kubera.experiment.templates import copy_data
 from kubera.launch.context import Context
 from services.api.errors import AlreadyExistsError, ApiError, NotFoundError, UnavailableError
 from services.api.kinds import BY_KIND, kind_of
@@ -51,47 +57,6 @@ LIST_EVERY = 1.0
 RECHECK_EVERY = 5.0
 #: Times an object named by generateName is sent again after a name collision.
 GENERATE_NAME_RETRIES = 5
-
-
-def node_doc(op: o.CreateNodes, i: int) -> dict[str, Any]:
-    """Node `i` of a createNodes op: its template rendered, then its strategy applied."""
-    if op.node_template is not None:
-        doc = op.node_template.render(i, op.count, op.template_params)
-    else:
-        doc = copy_data(o.DEFAULT_NODE)
-    meta = doc.setdefault("metadata", {})
-    s = op.strategy
-    if isinstance(s, o.UniqueNodeLabelStrategy):
-        meta.setdefault("labels", {})[s.label_key] = f"node-{op.index}-{i}"
-    elif isinstance(s, o.LabelNodePrepareStrategy) and s.label_values:
-        meta.setdefault("labels", {})[s.label_key] = s.label_values[i % len(s.label_values)]
-    elif isinstance(s, o.NodeAllocatableStrategy):
-        status = doc.setdefault("status", {})
-        for field in ("capacity", "allocatable"):
-            status.setdefault(field, {}).update(s.node_allocatable)
-    return doc
-
-
-#: The label upstream gives every pod made from a podTemplatePath: pods `index //
-#: signatureBatchSize` share its value, so a batch shares one scheduling signature.
-SIGNATURE_LABEL = "signature"
-
-
-def pod_doc(
-    template: Any, i: int, count: int, params: dict[str, Any], signature_batch_size: int = 1
-) -> dict[str, Any]:
-    """Pod `i` of `count`: the template rendered (with upstream's signature label), else
-    upstream's default pod (which has none)."""
-    if template is None:
-        return copy_data(o.DEFAULT_POD)
-    doc = template.render(i, count, params)
-    meta = doc.get("metadata") or {}
-    doc["metadata"] = meta
-    meta["labels"] = {
-        **(meta.get("labels") or {}),
-        SIGNATURE_LABEL: f"signature-label-{i // max(1, signature_batch_size)}",
-    }
-    return doc
 
 
 def _key(obj: Message) -> str:

@@ -13,7 +13,8 @@ from kubera import chaos
 from kubera.experiment import ops as o
 from kubera.experiment.config import ClusterSettings, LeaderElection
 from kubera.experiment.measures import PodTimeline
-from kubera.experiment.opexec import OpError, OpExecutor, node_doc, pod_doc
+from kubera.experiment.objects import OpError, node_doc, pod_doc
+from kubera.experiment.opexec import OpExecutor
 from kubera.experiment.results import RunResult
 from kubera.experiment.runner import RunOptions, cluster_args
 from kubera.experiment.templates import read_template
