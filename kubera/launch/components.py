@@ -117,17 +117,22 @@ class Components:
 
     @staticmethod
     def _take(c: Component, health: Any) -> bool:
-        """Record a health() answer when it is the current process's, once it serves."""
+        """Record a health() answer when it is the current process's, once it serves: at
+        its own API address when it has one (a scheduler, a pool, the apiserver), else at
+        its chaos control (a controller-manager serves only that). A replica's control
+        server is up before its API (Replica.open() comes first in start()): an answer
+        with a control address but no API address yet is a half-started one, not one to
+        keep (its record would name the control server as its API for good)."""
         if not isinstance(health, dict) or int(health.get("pid", 0)) != c.record["pid"]:
             return False
-        serving = health.get("address") or health.get("control")
+        serving = health["address"] if "address" in health else health.get("control")
         if not serving or health.get("started") is False:
             return False  # not (re)started yet: asked again on the next refresh
         c.known_pid = c.record["pid"]
         changed = False
         for key in HEALTH_FIELDS:
             value = health.get(key)
-            if key == "address" and not value:
+            if key == "address" and "address" not in health:
                 value = health.get("control")  # a controller-manager serves only that
             if value and c.record.get(key) != value:
                 c.record[key] = str(value)

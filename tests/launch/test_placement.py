@@ -123,6 +123,18 @@ def test_a_health_answer_counts_only_for_the_current_process_once_it_serves() ->
     assert cm.record["address"] == cm.record["control"] == "127.0.0.3:5"
 
 
+def test_a_replica_between_its_control_server_and_its_api_is_asked_again() -> None:
+    """A re-created scheduler's start() opens its chaos control before its gRPC API: a
+    health() answer from between the two is not taken (its control address is no API)."""
+    c = Component("scheduler-0-1", "scheduler", None, record=_record("s", "scheduler", pid=11))
+    half = {"pid": 11, "address": "", "control": "127.0.0.2:7", "identity": "x_1"}
+    assert not Components._take(c, half)
+    assert not Components._take(c, half | {"address": "127.0.0.2:8", "started": False})
+    assert c.known_pid == -1 and c.record["address"] == ""  # asked again on the next refresh
+    assert Components._take(c, half | {"address": "127.0.0.2:8", "started": True})
+    assert c.record["address"] == "127.0.0.2:8" and c.record["control"] == "127.0.0.2:7"
+
+
 def test_the_context_follows_a_moved_pool_scheduler_and_apiserver() -> None:
     ctx = Context(
         apiserver="127.0.0.2:7000",
