@@ -347,9 +347,13 @@ def cmd_up(args: argparse.Namespace) -> int:
             start_new_session=True,
             cwd=os.getcwd(),
         )
+    leader_started = procs.start_time(proc.pid)
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
+            # It stopped what it started; what outlived it (a Ray worker whose raylet was
+            # killed a moment ago) is still in its session.
+            procs.sweep_session(proc.pid, leader_started)
             lines = log_path.read_text(errors="replace").strip().splitlines()
             said = [ln for ln in lines if ln.startswith(FAILED_MARK)]
             if said:
@@ -362,9 +366,8 @@ def cmd_up(args: argparse.Namespace) -> int:
                     _print_ready(ctx, time.monotonic() - t0)
                     return 0
         time.sleep(0.1)
-    started = procs.start_time(proc.pid)
-    procs.stop(proc.pid, started, 60)  # SIGTERM: it stops what it started
-    procs.sweep_session(proc.pid, started)
+    procs.stop(proc.pid, leader_started, 60)  # SIGTERM: it stops what it started
+    procs.sweep_session(proc.pid, leader_started)
     raise CliError(f"kubera up: not ready after {args.timeout:.0f}s; see {log_path}")
 
 

@@ -79,10 +79,16 @@ def stop(pid: int, started: int = 0, timeout: float = 10.0) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def stop_all(pids: list[int], timeout: float = 5.0) -> None:
+def started_below(pid: int, before: set[int]) -> dict[int, int]:
+    """The live processes below `pid` that are not in `before` (pid → start time)."""
+    return {p: start_time(p) for p in descendants(pid) if p not in before}
+
+
+def stop_all(pids: list[int] | dict[int, int], timeout: float = 5.0) -> None:
     """`stop` for many processes at once: SIGTERM to all, SIGKILL to those left after
-    `timeout`. Each is identified by its start time read now."""
-    started = {pid: start_time(pid) for pid in pids}
+    `timeout`. Each is identified by its start time: given (pid → start time, as read when
+    it was found), else read now."""
+    started = dict(pids) if isinstance(pids, dict) else {pid: start_time(pid) for pid in pids}
     for pid, st in started.items():
         if alive(pid, st):
             with contextlib.suppress(ProcessLookupError):

@@ -493,6 +493,10 @@ class Supervisor:
         import ray
 
         self.table.stop()
+        # What this process started, found while it is still below us in the process tree:
+        # Ray's workers outlive their raylet for a while once ray.shutdown() has killed it,
+        # and are no longer our descendants then.
+        started = procs.started_below(os.getpid(), self._children_before)
         actors = [*self.pools, *self.controllers, *self.schedulers]
         refs = []
         for actor in actors:  # all at once: a standby must not take over from a stopping leader
@@ -513,11 +517,10 @@ class Supervisor:
         if self.etcd is not None:
             self.etcd.stop()
         # A start interrupted inside ray.init() can leave processes Ray had spawned but not
-        # yet recorded (ray.shutdown() stops only a head it finished starting): stop
-        # whatever this process started that still runs, by PID.
-        procs.stop_all(
-            [p for p in procs.descendants(os.getpid()) if p not in self._children_before]
-        )
+        # yet recorded (ray.shutdown() stops only a head it finished starting), and Ray's
+        # workers can outlive their raylet: stop whatever this process started that still
+        # runs, by PID and start time.
+        procs.stop_all({**started, **procs.started_below(os.getpid(), self._children_before)})
         if self.context is not None:
             with contextlib.suppress(FileNotFoundError):
                 data = json.loads(context_path().read_text())

@@ -74,3 +74,17 @@ def test_stat_reads_cpu_and_rss_past_a_command_with_spaces() -> None:
     mine = procs.usage(os.getpid())
     assert mine is not None and mine[0] > 0 and mine[1] > 1
     assert procs.usage(2**22 + 1) is None  # above pid_max: never a process
+
+
+def test_started_below_leaves_out_what_was_there_before() -> None:
+    old = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    before = set(procs.descendants(os.getpid()))
+    new = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        found = procs.started_below(os.getpid(), before)
+        assert new.pid in found and old.pid not in found
+        assert found[new.pid] == procs.start_time(new.pid) > 0
+    finally:
+        procs.stop_all([old.pid, new.pid], timeout=5)
+        old.wait(10)
+        new.wait(10)
