@@ -43,6 +43,16 @@ def describe(relay: Relay) -> str:
     return f"{label}{relay.address} -> {relay.target}"
 
 
+async def _check_seconds(seconds: float, context: grpc.aio.ServicerContext) -> None:
+    """A partition's or a pause's length: INVALID_ARGUMENT unless in (0, the maximum]."""
+    # Written so NaN fails too.
+    if not 0 < seconds <= MAX_PARTITION_SECONDS:
+        await context.abort(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"seconds: must be > 0 and <= {MAX_PARTITION_SECONDS:g}, got {seconds:g}",
+        )
+
+
 class ChaosControl(pb_grpc.ChaosServicer):
     def __init__(self, relays: Sequence[Relay], identity: str, component: str) -> None:
         self.relays = list(relays)
@@ -53,12 +63,7 @@ class ChaosControl(pb_grpc.ChaosServicer):
         self, request: pb.PartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.PartitionResponse:
         seconds = request.seconds
-        # Written so NaN fails too.
-        if not 0 < seconds <= MAX_PARTITION_SECONDS:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"seconds: must be > 0 and <= {MAX_PARTITION_SECONDS:g}, got {seconds:g}",
-            )
+        await _check_seconds(seconds, context)
         for relay in self.relays:
             relay.partition(seconds)
         return pb.PartitionResponse(
@@ -100,11 +105,7 @@ class ChaosControl(pb_grpc.ChaosServicer):
         self, request: pb.PauseRequest, context: grpc.aio.ServicerContext
     ) -> pb.PauseResponse:
         seconds = request.seconds
-        if not 0 < seconds <= MAX_PARTITION_SECONDS:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"seconds: must be > 0 and <= {MAX_PARTITION_SECONDS:g}, got {seconds:g}",
-            )
+        await _check_seconds(seconds, context)
         pid = os.getpid()
         # The watchdog counts from the SIGSTOP, not from now.
         watchdog = subprocess.Popen(  # noqa: S603 - fixed argv, numbers only
