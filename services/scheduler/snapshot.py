@@ -53,6 +53,13 @@ class Snapshot:
         self.alloc: Int64Array = np.zeros((0, 4), dtype=np.int64)
         self.requested: Int64Array = np.zeros((0, 4), dtype=np.int64)
         self.non_zero: Int64Array = np.zeros((0, 2), dtype=np.int64)
+        #: NodeInfo.generation of each row when it was last written: per-node columns
+        #: derived from NodeInfos (taints, labels) recompute exactly the rows whose
+        #: generation differs from the one they were computed at.
+        self.row_gen: Int64Array = np.zeros(0, dtype=np.int64)
+        #: Bumped whenever rows are renumbered (the list rebuilt): columns kept beside the
+        #: snapshot start over when it differs from the one they were built at.
+        self.layout_version = 0
 
     def list(self) -> NodeInfoList:
         """Every node, in zone round-robin order."""
@@ -93,6 +100,7 @@ class Snapshot:
 
     def _write_row(self, i: int, ni: NodeInfo) -> None:
         self.alloc[i], self.requested[i], self.non_zero[i] = _rows(ni)
+        self.row_gen[i] = ni.generation
 
     def _rebuild_arrays(self) -> None:
         infos = self._list
@@ -101,6 +109,10 @@ class Snapshot:
         self.alloc = np.array([r[0] for r in rows], dtype=np.int64).reshape(len(infos), 4)
         self.requested = np.array([r[1] for r in rows], dtype=np.int64).reshape(len(infos), 4)
         self.non_zero = np.array([r[2] for r in rows], dtype=np.int64).reshape(len(infos), 2)
+        self.row_gen = np.fromiter(
+            (ni.generation for ni in infos), dtype=np.int64, count=len(infos)
+        )
+        self.layout_version += 1
 
     def _rebuild_affinity_lists(self) -> None:
         self._with_affinity = [ni for ni in self._list if ni.pods_with_affinity]

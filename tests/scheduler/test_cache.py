@@ -83,6 +83,7 @@ def assert_arrays_match(snap: Snapshot) -> None:
     assert snap.requested.shape == (len(infos), 4)
     assert snap.non_zero.shape == (len(infos), 2)
     assert snap.alloc.dtype == np.int64
+    assert snap.row_gen.tolist() == [ni.generation for ni in infos]
     for i, ni in enumerate(infos):
         assert snap.index_of(ni.name) == i
         a, r, nz = ni.allocatable, ni.requested, ni.non_zero_requested
@@ -518,6 +519,7 @@ def test_update_snapshot_copies_only_changed_nodes(
     # clone() gives each copy fresh lists: a NodeInfo re-copied has a new `pods` list.
     pods_before = {ni.name: ni.pods for ni in snap.list()}
     gen_before = snap.generation
+    layout_before = snap.layout_version
 
     change(cache)
     cache.update_snapshot(snap)
@@ -530,6 +532,7 @@ def test_update_snapshot_copies_only_changed_nodes(
         if ni.name in infos_before:
             assert ni is infos_before[ni.name], "snapshot NodeInfos keep their identity"
     assert (snap.list() is not list_before) == relisted
+    assert (snap.layout_version != layout_before) == relisted
     assert snap.generation >= gen_before
     if copied:
         assert snap.generation > gen_before
