@@ -338,6 +338,8 @@ class Scheduler(Background):
                 t.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
+            # Its queued FailedScheduling events and conditions belong to this term.
+            await self.cycles.reporter.close()
 
     async def close(self) -> None:
         """Stop the informers (after lead() returned, or instead of leading)."""
