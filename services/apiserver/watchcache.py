@@ -19,6 +19,15 @@ waits up to `TOO_LARGE_WAIT` (upstream's 3 s) for the cache to reach it, asks et
 more, then ends with ResourceVersionTooLargeError ("Too large resource version: X,
 current: Y", Y being etcd's revision).
 
+Fan-out (upstream's cacher dispatchEvents / cacheWatcher): each live watcher has its own
+bounded buffer. The cache's intake (`_apply`) classifies every new event for every watcher
+once and appends what matches to that watcher's buffer, never waiting: a slow watcher
+delays neither the others nor the apiserver's writes. A watcher whose buffer is full
+(`watcher_buffer` undelivered events) is terminated, as upstream's cacher closes an
+unresponsive watcher: its stream ends and the client rewatches from its last
+resourceVersion (served from the window, or "gone" and it relists). A watch first replays
+the window from its resourceVersion, then serves its buffer.
+
 Corrupt values: every value is decoded at intake (list, watch events), never later, so a
 watcher is only ever sent bytes that decode. A value that does not decode is skipped and
 logged once naming its key and revision (upstream names corrupt objects by key, KEP-3926):
@@ -31,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import collections
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -72,6 +82,20 @@ class CacheEvent:
     prev: Entry | None
 
 
+class _Watcher:
+    """One watch's buffer: (type, event) pairs already classified for its filter."""
+
+    __slots__ = ("match", "buf", "capacity", "wake", "terminated")
+
+    def __init__(self, match: Callable[[Message], bool], capacity: int) -> None:
+        self.match = match
+        self.buf: collections.deque[tuple[str, CacheEvent]] = collections.deque()
+        self.capacity = capacity
+        self.wake = asyncio.Event()
+        #: Why the cache ended this watch ("" while live): "gone" (relisted) or "full".
+        self.terminated = ""
+
+
 def decode(kind: Kind, kv: KeyValue, revision: int | None = None) -> Message:
     """The stored object at `kv`, its resourceVersion set; CorruptObjectError naming the
     key (upstream storage.NewCorruptObjError) when the value does not decode."""
@@ -102,6 +126,7 @@ class WatchCache:
         capacity: int = 10_000,
         clock: Clock | None = None,
         too_large_wait: float = TOO_LARGE_WAIT,
+        watcher_buffer: int | None = None,
     ) -> None:
         self.kind = kind
         self._storage = storage
@@ -122,6 +147,13 @@ class WatchCache:
         self._task: asyncio.Task[None] | None = None
         #: Secondary indexes of `store` (client-go's Indexers): name -> (fn, value -> keys).
         self._indexes: dict[str, tuple[Callable[[Message], str], dict[str, set[str]]]] = {}
+        #: Undelivered events a watcher may hold before it is terminated (by default the
+        #: window's size: a watcher that far behind could not have resumed from it either).
+        self._watcher_buffer = watcher_buffer or capacity
+        self._watchers: set[_Watcher] = set()
+        #: Watchers ended because their buffer was full (upstream's
+        #: apiserver_terminated_watchers_total).
+        self.terminated_watchers = 0
 
     async def start(self) -> None:
         await self._relist()
@@ -148,6 +180,10 @@ class WatchCache:
         self.events = []
         self.revision = self.oldest = rev
         self.epoch += 1
+        for w in self._watchers:
+            w.terminated = "gone"
+            w.wake.set()
+        self._watchers.clear()
         self._ready.set()
         self._wake()
 
@@ -214,7 +250,10 @@ class WatchCache:
                 self.store.pop(key, None)
             if self._indexes:
                 self._reindex(key, prev, cur if ev.type == "PUT" else None)
-            self.events.append(CacheEvent(ev.type, rev, cur, prev))
+            cev = CacheEvent(ev.type, rev, cur, prev)
+            self.events.append(cev)
+            if self._watchers:
+                self._dispatch(cev)
             self.revision = max(self.revision, rev)
         if not batch.events:
             self.revision = max(self.revision, batch.revision)
@@ -226,7 +265,37 @@ class WatchCache:
             # A revision can span many events (a batch txn); a watch from just below a
             # partly dropped revision would miss some, so the whole revision counts as gone.
             self.oldest = self.events_dropped_last
+        for w in self._watchers:
+            w.wake.set()
         self._wake()
+
+    def _dispatch(self, ev: CacheEvent) -> None:
+        """Hand `ev` to every watcher it concerns; never waits. A full buffer ends that
+        watcher (its client rewatches from where it got to)."""
+        full: list[_Watcher] = []
+        for w in self._watchers:
+            out = _classify(ev, w.match)
+            if out is None:
+                continue
+            if len(w.buf) >= w.capacity:
+                full.append(w)
+                continue
+            w.buf.append((out, ev))
+        for w in full:
+            log.warning(
+                "watch cache %s: terminating an unresponsive watcher (%d events undelivered)",
+                self.kind.resource,
+                len(w.buf),
+            )
+            self.terminated_watchers += 1
+            w.terminated = "full"
+            w.buf.clear()
+            w.wake.set()
+            self._watchers.discard(w)
+
+    @property
+    def watchers(self) -> int:
+        return len(self._watchers)
 
     def add_index(self, name: str, fn: Callable[[Message], str]) -> None:
         """Keep `store` indexed by `fn(obj)` from now on (built once, then kept as events
@@ -296,60 +365,79 @@ class WatchCache:
         await self._ready.wait()
         if resource_version is not None and resource_version > self.revision:
             await self._wait_fresh(resource_version)
-        epoch = self.epoch
+        w = _Watcher(match, self._watcher_buffer)
+        # From here to the registration nothing awaits: the snapshot or the window's
+        # replay ends exactly where the buffer's events begin.
+        replay: list[CacheEvent]
         if resource_version is None:
             snapshot = [e for e in self.store.values() if match(e.obj)]
-            idx = self.base + len(self.events)
+            replay = []
             progress = self.revision
-            for e in snapshot:
-                yield "ADDED", e
         else:
             if resource_version < self.oldest:
                 raise GoneError(
                     f"too old resource version: {resource_version} ({self.oldest}); "
                     "list again and watch from the list's resourceVersion"
                 )
+            snapshot = []
             revs = [e.revision for e in self.events]
-            idx = self.base + bisect.bisect_right(revs, resource_version)
+            replay = self.events[bisect.bisect_right(revs, resource_version) :]
             progress = resource_version
-        # Invariant: every change at or below `floor` is already known to the client (its
-        # list). A list's revision may be ahead of the cache, so events that arrive later at
-        # or below it are skipped, not replayed. `progress` is how far this watch has sent;
-        # one revision can hold many events (a batch txn), so it never filters.
-        floor = progress
-        next_bookmark = self._clock.monotonic() + bookmark_interval if bookmark_interval else 0.0
-        while True:
-            if epoch != self.epoch:
-                raise GoneError("the watch cache was relisted (etcd history compacted); list again")
-            if idx < self.base:
-                raise GoneError("watcher fell behind the watch cache window; list again")
-            if idx < self.base + len(self.events):
-                ev = self.events[idx - self.base]
-                idx += 1
+        self._watchers.add(w)
+        try:
+            for e in snapshot:
+                yield "ADDED", e
+            # Invariant: every change at or below `floor` is already known to the client
+            # (its list). A list's revision may be ahead of the cache, so events that
+            # arrive later at or below it are skipped, not replayed. `progress` is how far
+            # this watch has sent; one revision can hold many events (a batch txn), so it
+            # never filters.
+            floor = progress
+            for ev in replay:
+                if w.terminated:
+                    break
                 if ev.revision <= floor:
                     continue
                 progress = ev.revision
                 out = _classify(ev, match)
                 if out is not None:
                     yield out, ev.cur
-                continue
-            # Caught up: everything the cache has seen is delivered.
-            progress = max(progress, self.revision)
-            changed = self._changed
-            if not bookmark_interval:
-                await changed.wait()
-                continue
-            now = self._clock.monotonic()
-            if now >= next_bookmark:
-                # Every interval, busy or not: the client learns how far it is and that
-                # the stream is alive.
-                next_bookmark = now + bookmark_interval
-                bm = self.kind.message()
-                bm.metadata.resource_version = str(progress)  # type: ignore[attr-defined]
-                yield "BOOKMARK", Entry(bm)
-                continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), next_bookmark - now)
+            next_bookmark = (
+                self._clock.monotonic() + bookmark_interval if bookmark_interval else 0.0
+            )
+            while True:
+                if w.terminated == "gone":
+                    raise GoneError(
+                        "the watch cache was relisted (etcd history compacted); list again"
+                    )
+                if w.terminated:
+                    return  # too slow: the client rewatches from its resourceVersion
+                if w.buf:
+                    out, ev = w.buf.popleft()
+                    if ev.revision <= floor:
+                        continue
+                    progress = ev.revision
+                    yield out, ev.cur
+                    continue
+                # Caught up: everything the cache has seen is delivered.
+                progress = max(progress, self.revision)
+                w.wake.clear()
+                if not bookmark_interval:
+                    await w.wake.wait()
+                    continue
+                now = self._clock.monotonic()
+                if now >= next_bookmark:
+                    # Every interval, busy or not: the client learns how far it is and
+                    # that the stream is alive.
+                    next_bookmark = now + bookmark_interval
+                    bm = self.kind.message()
+                    bm.metadata.resource_version = str(progress)  # type: ignore[attr-defined]
+                    yield "BOOKMARK", Entry(bm)
+                    continue
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(w.wake.wait(), next_bookmark - now)
+        finally:
+            self._watchers.discard(w)
 
     async def _wait_fresh(self, resource_version: int) -> None:
         """Return once `resource_version` exists (see the module docstring), else raise
