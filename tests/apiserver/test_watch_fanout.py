@@ -1,0 +1,102 @@
+"""The watch cache's fan-out: a stalled watcher delays neither the other watchers nor the
+writes; once its buffer is full it is terminated (its stream ends, as upstream's cacher
+closes an unresponsive watcher) and it can resume from its resourceVersion."""
+
+from __future__ import annotations
+
+import asyncio
+
+from services.api.kinds import BY_KIND
+from services.apiserver.watchcache import WatchCache
+from services.storage import Put
+from services.storage.memory import MemoryStorage
+from tests.builders import pod
+
+PODS = BY_KIND["Pod"]
+
+
+def _everything(_obj) -> bool:
+    return True
+
+
+async def _put(storage: MemoryStorage, name: str) -> int:
+    await storage.txn([], [Put(f"{PODS.prefix()}default/{name}", pod(name).SerializeToString())])
+    return await storage.revision()
+
+
+async def test_a_stalled_watcher_is_terminated_and_the_others_get_everything() -> None:
+    storage = MemoryStorage()
+    cache = WatchCache(PODS, storage, capacity=100, watcher_buffer=5)
+    await cache.start()
+    try:
+        start = cache.revision
+        live = cache.watch(start, _everything)
+        stalled = cache.watch(start, _everything)
+        # Both registered (each generator runs to its first wait), then one stalls.
+        first_live = asyncio.ensure_future(anext(live))
+        first_stalled = asyncio.ensure_future(anext(stalled))
+        await asyncio.sleep(0)
+        got: list[str] = []
+        for i in range(20):  # four times the buffer: no write ever waits on a watcher
+            await _put(storage, f"p{i}")
+            nxt = first_live if i == 0 else anext(live)
+            _, entry = await asyncio.wait_for(nxt, 10)
+            got.append(entry.obj.metadata.name)
+        assert got == [f"p{i}" for i in range(20)]
+        # The stalled one got its first event, then its buffer filled: it was ended.
+        assert cache.terminated_watchers == 1
+        _, entry = await asyncio.wait_for(first_stalled, 10)
+        assert entry.obj.metadata.name == "p0"
+        rest = [e async for _, e in stalled]  # its stream ends (no error): rewatch
+        assert rest == []
+        assert cache.watchers == 1
+        # Resuming from where it got to replays the rest from the window.
+        resumed = cache.watch(int(entry.obj.metadata.resource_version), _everything)
+        names = [
+            (await asyncio.wait_for(anext(resumed), 10))[1].obj.metadata.name for _ in range(19)
+        ]
+        assert names == [f"p{i}" for i in range(1, 20)]
+        await resumed.aclose()
+        await live.aclose()
+    finally:
+        await cache.stop()
+
+
+async def test_a_watcher_only_buffers_what_its_filter_matches() -> None:
+    storage = MemoryStorage()
+    cache = WatchCache(PODS, storage, capacity=100, watcher_buffer=2)
+    await cache.start()
+    try:
+        only_p7 = cache.watch(cache.revision, lambda o: o.metadata.name == "p7")
+        nxt = asyncio.ensure_future(anext(only_p7))
+        await asyncio.sleep(0)
+        last = 0
+        for i in range(10):  # nine others pass by without filling its buffer of two
+            last = await _put(storage, f"p{i}")
+        assert await cache.wait_revision(last, 10)
+        kind, entry = await asyncio.wait_for(nxt, 10)
+        assert (kind, entry.obj.metadata.name) == ("ADDED", "p7")
+        assert cache.terminated_watchers == 0
+        await only_p7.aclose()
+        assert cache.watchers == 0
+    finally:
+        await cache.stop()
+
+
+async def test_a_relist_ends_live_watchers_with_gone() -> None:
+    import pytest
+
+    from services.api.errors import GoneError
+
+    storage = MemoryStorage()
+    cache = WatchCache(PODS, storage, capacity=100)
+    await cache.start()
+    try:
+        w = cache.watch(cache.revision, _everything)
+        nxt = asyncio.ensure_future(anext(w))
+        await asyncio.sleep(0)
+        await cache._relist()  # what a compacted etcd watch makes it do
+        with pytest.raises(GoneError):
+            await asyncio.wait_for(nxt, 10)
+    finally:
+        await cache.stop()
