@@ -2,7 +2,8 @@
 
 `Client` (client.py) is the asyncio gRPC client with typed errors; `SharedInformers`,
 `Informer` and `Handlers` (informer.py) are the list-watch caches with event handlers that
-the scheduler, the controllers and the kubelet read the cluster through.
+the scheduler, the controllers and the kubelet read the cluster through; `EventRecorder`
+(events.py) is how every component writes Events (client-go's tools/record).
 """
 
 from services.client.client import (
@@ -13,11 +14,14 @@ from services.client.client import (
     batches,
     error_from_rpc,
 )
+from services.client.events import EventCorrelator, EventRecorder
 from services.client.informer import Handlers, Informer, SharedInformers
 
 __all__ = [
     "BatchResult",
     "Client",
+    "EventCorrelator",
+    "EventRecorder",
     "FencingSource",
     "Handlers",
     "Informer",

@@ -13,8 +13,7 @@ import logging
 
 from protos.kubera.v1 import core_pb2
 from services.api.errors import ApiError
-from services.client import Client
-from services.client.events import EventRecorder
+from services.client import Client, EventRecorder
 
 log = logging.getLogger(__name__)
 

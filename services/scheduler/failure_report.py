@@ -26,8 +26,7 @@ from protos.kubera.v1 import core_pb2
 from services.api.errors import ApiError
 from services.api.events import new_event
 from services.api.kinds import BY_KIND
-from services.client import Client
-from services.client.events import EventRecorder
+from services.client import Client, EventRecorder
 from services.clock import Clock, rfc3339
 
 #: The scheduler's logger (one name for the loop and the Scheduler, as operators filter it).
