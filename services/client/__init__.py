@@ -14,7 +14,7 @@ from services.client.client import (
     batches,
     error_from_rpc,
 )
-from services.client.events import EventCorrelator, EventRecorder
+from services.client.events import EventCorrelator, EventRecorder, Pacer
 from services.client.informer import Handlers, Informer, SharedInformers
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "FencingSource",
     "Handlers",
     "Informer",
+    "Pacer",
     "SharedInformers",
     "WatchEvent",
     "batches",

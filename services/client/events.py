@@ -138,6 +138,23 @@ class TokenBucket:
         return False
 
 
+class Pacer:
+    """A token bucket that waits (client-go's client-side rate limiter, flowcontrol's
+    Wait): `wait()` returns once a token is taken. One pacer may be shared by several
+    writers so that together they stay under `qps` after a burst of `burst`."""
+
+    def __init__(self, clock: Clock, qps: float, burst: int) -> None:
+        self.clock = clock
+        self.bucket = TokenBucket(qps, burst, clock.monotonic())
+
+    async def wait(self) -> None:
+        for _ in range(1000):  # bounded: each sleep is the time one token takes
+            if self.bucket.try_accept(self.clock.monotonic()):
+                return
+            await self.clock.sleep(max(1.0 - self.bucket.tokens, 0.0) / self.bucket.qps)
+        self.bucket.tokens = 0.0
+
+
 @dataclass(slots=True)
 class _Aggregate:
     local_keys: set[str] = field(default_factory=set)
@@ -286,6 +303,7 @@ class EventRecorder:
         max_tries: int = MAX_TRIES_PER_EVENT,
         retry_sleep: float = SLEEP_BETWEEN_TRIES_S,
         correlator: EventCorrelator | None = None,
+        pacer: Pacer | None = None,
     ) -> None:
         self.client = client
         self.component = component
@@ -297,6 +315,8 @@ class EventRecorder:
         self.max_tries = max_tries
         self.retry_sleep = retry_sleep
         self.correlator = correlator or EventCorrelator(clock)
+        #: Paces the writes (a component's client QPS), shared with its other writers.
+        self.pacer = pacer
         #: Events dropped because the queue was full (upstream's DropIfChannelFull).
         self.dropped = 0
         #: Events the spam filter refused, and writes the server refused or that ran out
@@ -422,6 +442,8 @@ class EventRecorder:
         tries = 0
         written_before = self.written
         while True:
+            if self.pacer is not None:
+                await self.pacer.wait()
             if await self._write(result.event, result.patch):
                 return self.written > written_before
             tries += 1
@@ -476,6 +498,7 @@ __all__ = [
     "Correlation",
     "EventCorrelator",
     "EventRecorder",
+    "Pacer",
     "TokenBucket",
     "aggregate_key",
     "event_key",

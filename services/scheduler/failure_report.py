@@ -10,6 +10,7 @@ concurrent writes that starve the apiserver, so
 - the condition writes wait in a queue keyed by pod (a newer report of a pod replaces
   its older one) drained by `CONDITION_WRITERS` writers, each writing a pod's condition
   after its event was handled, so whoever sees the condition can already find the event;
+- all of these writes share one `Pacer` (kube-scheduler's client QPS);
 - as upstream's updatePod, a condition equal to the pod's current one (status, reason,
   message) is not written at all.
 """
@@ -26,7 +27,7 @@ from protos.kubera.v1 import core_pb2
 from services.api.errors import ApiError
 from services.api.events import new_event
 from services.api.kinds import BY_KIND
-from services.client import Client, EventRecorder
+from services.client import Client, EventRecorder, Pacer
 from services.clock import Clock, rfc3339
 
 #: The scheduler's logger (one name for the loop and the Scheduler, as operators filter it).
@@ -35,6 +36,13 @@ log = logging.getLogger("services.scheduler.scheduler")
 #: Condition writes in flight at most (upstream writes them from the scheduling goroutine,
 #: one at a time per failing pod; two keep the queue moving without a storm).
 CONDITION_WRITERS = 2
+
+#: What the reports may write per second, events and conditions together, after a burst:
+#: kube-scheduler's client limit (clientConnection qps 50, burst 100), which upstream's
+#: reports go through. Only the reports are paced here (binds are not), so a storm of
+#: unschedulable pods drains at this rate instead of crowding the apiserver's writes.
+REPORT_QPS = 50.0
+REPORT_BURST = 100
 
 
 @dataclass(slots=True)
@@ -98,12 +106,14 @@ class FailureReporter:
         *,
         recorder: EventRecorder | None = None,
         writers: int = CONDITION_WRITERS,
+        pacer: Pacer | None = None,
     ) -> None:
         self.client = client
         self.clock = clock
         self.identity = identity
+        self.pacer = pacer or Pacer(clock, REPORT_QPS, REPORT_BURST)
         self.recorder = recorder or EventRecorder(
-            client, "default-scheduler", clock, reporting_instance=identity
+            client, "default-scheduler", clock, reporting_instance=identity, pacer=self.pacer
         )
         self._writers = writers
         self._last_message: dict[str, str] = {}
@@ -188,6 +198,7 @@ class FailureReporter:
             item = self._pending.pop(key)
             if item.event_done is not None:
                 await item.event_done  # resolved by the recorder, never cancelled
+            await self.pacer.wait()
             await self._write_condition(key, item)
 
     async def _write_condition(self, key: str, item: _Pending) -> None:

@@ -212,3 +212,16 @@ async def test_close_resolves_what_is_still_queued() -> None:
     assert all(f.done() and f.result() is False for f in futs)
     rec.event(core_pb2.Pod(metadata={"name": "x"}), "Normal", "R", "m")  # closed: ignored
     assert rec.pending == 0
+
+
+async def test_a_pacer_lets_a_burst_through_then_qps() -> None:
+    from services.client.events import Pacer
+
+    clock = FakeClock()
+    pacer = Pacer(clock, qps=2.0, burst=3)
+    start = clock.monotonic()
+    times = []
+    for _ in range(7):
+        await pacer.wait()
+        times.append(round(clock.monotonic() - start, 6))
+    assert times == [0.0, 0.0, 0.0, 0.5, 1.0, 1.5, 2.0]
