@@ -59,7 +59,12 @@ async def create_all(client: Any, objs: list[Message], chunk: int = 500) -> None
 
 
 async def count_binds(
-    client: Any, group: str, n: int, timeout: float, started: asyncio.Event
+    client: Any,
+    group: str,
+    n: int,
+    timeout: float,
+    started: asyncio.Event,
+    namespace: str = "default",
 ) -> list[float]:
     """Timestamps of the binds of `n` pods labelled group=<group>. A watch that falls
     behind the watch cache's window (GoneError, e.g. 20,000 initial pods at once) lists
@@ -69,7 +74,7 @@ async def count_binds(
     bound: dict[str, float] = {}
 
     async def relist() -> str:
-        items, rv = await client.list(pods, namespace="default", label_selector=selector)
+        items, rv = await client.list(pods, namespace=namespace, label_selector=selector)
         now = time.perf_counter()
         for p in items:
             if p.spec.node_name and p.metadata.name not in bound:
@@ -84,7 +89,7 @@ async def count_binds(
         while len(bound) < n:
             try:
                 async for ev in client.watch(
-                    pods, namespace="default", label_selector=selector, resource_version=rv
+                    pods, namespace=namespace, label_selector=selector, resource_version=rv
                 ):
                     if ev.object.spec.node_name and ev.object.metadata.name not in bound:
                         bound[ev.object.metadata.name] = time.perf_counter()
