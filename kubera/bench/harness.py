@@ -6,6 +6,7 @@ its cluster), never another bench.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -105,3 +106,40 @@ async def count_binds(
             f"bench: only {len(bound)} of {n} pods bound within {timeout:.0f}s"
         ) from None
     return sorted(bound.values())
+
+
+#: The taints the node lifecycle controller puts on a node it stopped hearing from.
+LIFECYCLE_TAINTS = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+#: How often a node watch that fell behind (GoneError) starts over before giving up.
+WATCH_RESTARTS = 100
+
+
+async def first_lifecycle_taint(client: Any) -> str:
+    """Wait until some node carries one of LIFECYCLE_TAINTS; say which. The benches' API
+    nodes have no kubelet and no lease: a controller-manager taints them once its startup
+    grace period runs out, and pods stop binding to them."""
+    nodes = BY_KIND["Node"]
+    for _ in range(WATCH_RESTARTS):
+        try:
+            async for ev in client.watch(nodes):
+                for t in ev.object.spec.taints:
+                    if t.key in LIFECYCLE_TAINTS:
+                        return f"node {ev.object.metadata.name} was tainted {t.key}:{t.effect}"
+        except GoneError:
+            continue
+    raise CliError("bench: the node watch kept falling behind")
+
+
+async def unless(waiter: asyncio.Task[Any], guard: asyncio.Task[str] | None, hint: str) -> Any:
+    """`waiter`'s result, unless `guard` finishes first: then cancel `waiter` and raise a
+    CliError with what the guard saw and `hint`. A guard that failed (its watch broke)
+    guards nothing: `waiter` is awaited alone."""
+    if guard is None:
+        return await waiter
+    await asyncio.wait({waiter, guard}, return_when=asyncio.FIRST_COMPLETED)
+    if waiter.done() or guard.cancelled() or guard.exception() is not None:
+        return await waiter
+    waiter.cancel()
+    with contextlib.suppress(BaseException):
+        await waiter
+    raise CliError(f"bench: {guard.result()}; {hint}")

@@ -21,7 +21,8 @@ hottest functions are printed.
 
 The bench's nodes are API objects with no kubelet and no lease, as in scheduler_perf: past
 the node lifecycle controller's startup grace period (60 s) it would mark them unreachable.
-For runs longer than that give --no-controllers (scheduler_perf runs no controller-manager).
+The bench watches the nodes and stops the run with that advice when one is tainted: for
+runs longer than that give --no-controllers (scheduler_perf runs no controller-manager).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from kubera.bench import cpu
-from kubera.bench.harness import bounded, count_binds, create_all
+from kubera.bench.harness import bounded, count_binds, create_all, first_lifecycle_taint, unless
 from kubera.bench.report import assemble, render, summarize
 from kubera.bench.workloads import (
     PRIORITY_CLASSES,
@@ -52,6 +53,11 @@ from kubera.bench.workloads import (
 )
 from kubera.errors import CliError
 from kubera.testing import Cluster
+
+HINT = (
+    "the bench's nodes have no kubelet or lease, and the controller-manager gave up on them "
+    "after its startup grace period: rerun with --no-controllers (as scheduler_perf runs)"
+)
 
 
 def register(bsub: argparse._SubParsersAction) -> None:
@@ -169,6 +175,7 @@ async def _run(cluster: Cluster, args: argparse.Namespace, w: Workload) -> dict[
     profiler: cProfile.Profile | None = None
     sched_task: asyncio.Task[None] | None = None
     churn_task: asyncio.Task[None] | None = None
+    guard: asyncio.Task[str] | None = None
     stop = asyncio.Event()
     churn_stop = asyncio.Event()
     churned: dict[str, int] = {}
@@ -186,6 +193,8 @@ async def _run(cluster: Cluster, args: argparse.Namespace, w: Workload) -> dict[
             sched = Scheduler(client, SchedulerOptions(seed=1))
             sched_task = asyncio.create_task(sched.run(stop))
 
+        if not (args.no_controllers or w.no_controllers):
+            guard = asyncio.create_task(first_lifecycle_taint(client))
         t0 = time.perf_counter()
         await create_all(client, [node(i, w) for i in range(args.nodes)])
         nodes_s = time.perf_counter() - t0
@@ -203,7 +212,7 @@ async def _run(cluster: Cluster, args: argparse.Namespace, w: Workload) -> dict[
                     for i in range(args.init_pods)
                 ],
             )
-            await waiter
+            await unless(waiter, guard, HINT)
 
         started = asyncio.Event()
         waiter = asyncio.create_task(
@@ -226,7 +235,7 @@ async def _run(cluster: Cluster, args: argparse.Namespace, w: Workload) -> dict[
             ],
         )
         created_s = time.perf_counter() - t_start
-        stamps = await waiter
+        stamps = await unless(waiter, guard, HINT)
         after = cpu.sample(procs)
         if profiler is not None:
             profiler.disable()
@@ -259,10 +268,11 @@ async def _run(cluster: Cluster, args: argparse.Namespace, w: Workload) -> dict[
         return report
     finally:
         churn_stop.set()
-        if churn_task is not None and not churn_task.done():
-            churn_task.cancel()
-            with contextlib.suppress(BaseException):
-                await churn_task
+        for task in (churn_task, guard):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
         stop.set()
         if sched_task is not None:
             await asyncio.wait_for(sched_task, 30)
