@@ -229,7 +229,8 @@ def test_components_meet_through_public_api_or_vocabulary() -> None:
     assert offenders == []
 
 
-#: Modules of kubera/bench/ that are no bench (no subcommand of their own): any bench may use them.
+#: Modules of kubera/bench/ any bench may use: the shared harness and the scheduling bench's
+#: parts (capacity is also `kubera bench capacity`, the model again from saved reports).
 BENCH_HELPERS = (
     "kubera.bench.harness",
     "kubera.bench.workloads",

@@ -19,14 +19,21 @@ The model (bottleneck analysis, the utilisation law X·D ≤ capacity for every 
   controller-manager leader, etcd, Ray's head and the bench client are single processes too.
   These singletons are placed largest demand first, each on the least loaded machine.
 - X = the least of those bounds; the component (or machine) that sets it saturates first.
+`kubera bench capacity RUN.json [RUN-K2.json]` prints the table again from the JSON of
+`kubera bench scheduling-basic` runs; given a K = 1 and a K > 1 run it estimates f first.
 Not modelled: network and etcd disk latency, the client's watch fan-out to more apiservers,
 memory, contention between processes beyond the core count.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from kubera.errors import CliError
 
 #: Kinds that run as one process whatever N is (node pools and apiservers spread).
 SINGLETONS = ("scheduler", "controller-manager", "etcd", "ray", "bench-client")
@@ -172,3 +179,81 @@ def render(preds: list[dict[str, Any]], *, measured: float | None = None, f: flo
             f"{measured:.0f} measured: the gap is what CPU alone does not explain)"
         )
     return "\n".join(lines)
+
+
+def register(bsub: argparse._SubParsersAction) -> None:
+    p = bsub.add_parser(
+        "capacity",
+        help="the capacity model from `kubera bench scheduling-basic --output` JSON (a model)",
+    )
+    p.add_argument(
+        "runs",
+        nargs="+",
+        help="JSON reports; a K = 1 and a K > 1 run (--apiservers) give the model its f",
+    )
+    p.add_argument("--machines", default="1,2,4,8", help="machine counts (default 1,2,4,8)")
+    p.add_argument("--cores", type=float, default=2.0, help="cores per machine (default 2)")
+    p.add_argument(
+        "--f", type=float, default=None, help="apiserver fixed share (default: estimated)"
+    )
+    p.add_argument("--output", default="", help="also write the table as JSON here")
+    p.set_defaults(func=cmd_capacity)
+
+
+def run_demands(rep: dict[str, Any]) -> dict[str, float]:
+    """CPU s/pod per component kind of one scheduling-basic report."""
+    by_kind = rep.get("cpu", {}).get("by_kind", {})
+    if not by_kind:
+        raise CliError("bench capacity: the report has no CPU table (rerun scheduling-basic)")
+    return {k: float(v["cpu_s_per_pod"]) for k, v in by_kind.items()}
+
+
+def from_reports(
+    reports: list[dict[str, Any]], *, machines: tuple[int, ...], cores: float, f: float | None
+) -> dict[str, Any]:
+    """The model from the reports: demands from the run with the fewest apiservers; f
+    given, or estimated from that run and the one with the most apiservers, else 0."""
+    by_k = sorted(reports, key=lambda r: int(r.get("apiservers", 1)))
+    base, top = by_k[0], by_k[-1]
+    k1, kn = int(base.get("apiservers", 1)), int(top.get("apiservers", 1))
+    demands = run_demands(base)
+    if f is None:
+        f = 0.0
+        if kn > k1 == 1:
+            f = fixed_share(
+                demands.get("apiserver", 0.0), run_demands(top).get("apiserver", 0.0), kn
+            )
+    preds = model_table(demands, machines=machines, cores=cores, measured_apiservers=k1, f=f)
+    return {
+        "statement": "a model, not a measurement (kubera/bench/capacity.py)",
+        "cores_per_machine": cores,
+        "apiserver_fixed_share": f,
+        "measured_apiservers": k1,
+        "demands_cpu_s_per_pod": demands,
+        "measured_pods_per_s": base.get("throughput_avg"),
+        "predictions": [p.as_dict() for p in preds],
+    }
+
+
+def cmd_capacity(args: argparse.Namespace) -> int:
+    try:
+        machines = tuple(int(x) for x in args.machines.split(",") if x.strip())
+        reports = [json.loads(Path(p).read_text()) for p in args.runs]
+    except (OSError, ValueError) as e:
+        raise CliError(f"bench capacity: {e}") from None
+    if not machines or min(machines) < 1 or args.cores <= 0:
+        raise CliError("bench capacity: --machines wants counts >= 1, --cores > 0")
+    if args.f is not None and not 0 <= args.f <= 1:
+        raise CliError("bench capacity: --f must be in [0, 1]")
+    model = from_reports(reports, machines=machines, cores=args.cores, f=args.f)
+    print(
+        render(
+            model["predictions"],
+            measured=model["measured_pods_per_s"],
+            f=model["apiserver_fixed_share"],
+        )
+    )
+    if args.output:
+        Path(args.output).write_text(json.dumps(model, indent=2) + "\n")
+        print(f"model written to {args.output}")
+    return 0

@@ -3,10 +3,16 @@ the bottleneck it names, and the apiserver fixed share."""
 
 from __future__ import annotations
 
+import argparse
+import json
+from pathlib import Path
+
 import pytest
 
 from kubera.bench import capacity
 from kubera.bench.capacity import predict
+from kubera.cli import bench
+from kubera.errors import CliError
 
 
 @pytest.mark.parametrize(
@@ -116,3 +122,58 @@ def test_nothing_measured_and_bad_input() -> None:
         predict({"scheduler": 0.001}, 0, 2.0)
     with pytest.raises(ValueError):
         predict({"scheduler": 0.001}, 1, 2.0, apiservers=0)
+
+
+def report(k: int, apiserver: float, scheduler: float = 0.003, rate: float = 200.0) -> dict:
+    return {
+        "apiservers": k,
+        "throughput_avg": rate,
+        "cpu": {
+            "by_kind": {
+                "apiserver": {"cpu_s_per_pod": apiserver},
+                "scheduler": {"cpu_s_per_pod": scheduler},
+            }
+        },
+    }
+
+
+def test_from_reports_estimates_f_from_a_k1_and_a_k2_run() -> None:
+    model = capacity.from_reports(
+        [report(2, 0.006), report(1, 0.004)], machines=(1, 2), cores=2.0, f=None
+    )
+    assert model["apiserver_fixed_share"] == pytest.approx(0.5)
+    assert model["measured_apiservers"] == 1
+    assert model["demands_cpu_s_per_pod"] == {"apiserver": 0.004, "scheduler": 0.003}
+    assert [p["machines"] for p in model["predictions"]] == [1, 2]
+    # Given f wins; one run alone gives f = 0.
+    given = capacity.from_reports(
+        [report(1, 0.004), report(2, 0.006)], machines=(1,), cores=2, f=0.1
+    )
+    assert given["apiserver_fixed_share"] == 0.1
+    alone = capacity.from_reports([report(2, 0.006)], machines=(1,), cores=2, f=None)
+    assert alone["apiserver_fixed_share"] == 0.0 and alone["measured_apiservers"] == 2
+
+
+def test_bench_capacity_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b, out = tmp_path / "k1.json", tmp_path / "k2.json", tmp_path / "model.json"
+    a.write_text(json.dumps(report(1, 0.004)))
+    b.write_text(json.dumps(report(2, 0.006)))
+    p = argparse.ArgumentParser()
+    bench.register(p.add_subparsers(dest="cmd"))
+    args = p.parse_args(
+        ["bench", "capacity", str(a), str(b), "--machines", "1,3", "--output", str(out)]
+    )
+    assert args.func(args) == 0
+    assert "f = 0.50" in capsys.readouterr().out
+    assert [x["machines"] for x in json.loads(out.read_text())["predictions"]] == [1, 3]
+    for bad in (["--machines", "0"], ["--cores", "0"], ["--f", "2"]):
+        args = p.parse_args(["bench", "capacity", str(a), *bad])
+        with pytest.raises(CliError):
+            args.func(args)
+    (tmp_path / "empty.json").write_text("{}")
+    args = p.parse_args(["bench", "capacity", str(tmp_path / "empty.json")])
+    with pytest.raises(CliError, match="no CPU table"):
+        args.func(args)
+    args = p.parse_args(["bench", "capacity", str(tmp_path / "missing.json")])
+    with pytest.raises(CliError):
+        args.func(args)
