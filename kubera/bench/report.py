@@ -144,6 +144,11 @@ def render(rep: dict[str, Any]) -> str:
     )
     if "cpu" in rep:
         lines.append(cpu.render(rep["cpu"]))
+        if "profile" in rep:
+            lines.append(
+                "    (--profile: the scheduler ran inside the bench client, its CPU is counted "
+                "there; the capacity model has no scheduler of its own)"
+            )
     if "capacity_model" in rep:
         m = rep["capacity_model"]
         lines.append(
