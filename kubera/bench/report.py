@@ -44,6 +44,7 @@ def summarize(stamps: list[float], start: float, *, pods: int) -> dict[str, Any]
         "throughput_p50": pct(full, 0.50),
         "throughput_p90": pct(full, 0.90),
         "throughput_p99": pct(full, 0.99),
+        "windows": ws,
     }
 
 

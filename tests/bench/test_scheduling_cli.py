@@ -131,6 +131,7 @@ def test_summarize_windows_and_percentiles() -> None:
     assert s["measured_s"] == pytest.approx(2.5)
     assert s["throughput_avg"] == pytest.approx(6 / 2.5)
     assert (s["throughput_p50"], s["throughput_p90"], s["throughput_p99"]) == (1.0, 3.0, 3.0)
+    assert s["windows"] == [3, 1, 2]
     assert report.summarize([], 0.0, pods=0)["throughput_avg"] == 0.0
     assert report.pct([], 0.5) == 0.0
 
