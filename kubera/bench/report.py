@@ -60,6 +60,19 @@ def _judge(run: dict[str, Any], w: Workload) -> None:
     run["etcd_ratio"] = run["throughput_avg"] / etcd if etcd > 0 else None
 
 
+def run_line(run: dict[str, Any], w: Workload, i: int, n: int) -> str:
+    """One run's figures as it finishes: pods/s, share of the threshold, etcd ratio."""
+    r = dict(run)
+    _judge(r, w)
+    share = (
+        f", {r['share_of_threshold']:.2f}× of {r['upstream_threshold']}"
+        if r["share_of_threshold"] is not None
+        else ""
+    )
+    etcd = f", etcd ratio {r['etcd_ratio']:.3f}" if r["etcd_ratio"] is not None else ""
+    return f"run {i}/{n}: {r['throughput_avg']:.0f} pods/s{share}{etcd}"
+
+
 def demands(cpu_table: dict[str, Any]) -> dict[str, float]:
     """CPU seconds per pod per component kind: the capacity model's input."""
     return {k: v["cpu_s_per_pod"] for k, v in cpu_table.get("by_kind", {}).items()}

@@ -40,7 +40,7 @@ from typing import Any
 
 from kubera.bench import cpu
 from kubera.bench.harness import bounded, count_binds, create_all, first_lifecycle_taint, unless
-from kubera.bench.report import assemble, render, summarize
+from kubera.bench.report import assemble, render, run_line, summarize
 from kubera.bench.workloads import (
     PRIORITY_CLASSES,
     WORKLOADS,
@@ -343,9 +343,7 @@ def cmd_scheduling_basic(args: argparse.Namespace) -> int:
         try:
             cluster.up(*up_args)
             reports.append(asyncio.run(_run(cluster, args, w)))
-            print(
-                f"run {r + 1}/{args.repeat}: {reports[-1]['throughput_avg']:.0f} pods/s", flush=True
-            )
+            print(run_line(reports[-1], w, r + 1, args.repeat), flush=True)
         finally:
             cluster.down()
     rep = assemble(

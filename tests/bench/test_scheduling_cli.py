@@ -214,7 +214,12 @@ def test_command_runs_fresh_clusters_and_writes_the_json(
     assert events == ["up --no-scheduler --no-controllers", "down"] * 3
     rep = json.loads(out.read_text())
     assert rep["throughput_avg"] == 250.0 and len(rep["runs"]) == 3
-    assert "run 3/3: 250 pods/s" in capsys.readouterr().out
+    assert "run 3/3: 250 pods/s, etcd ratio 0.062" in capsys.readouterr().out
+
+
+def test_each_run_line_has_its_share_and_etcd_ratio() -> None:
+    line = report.run_line(fake_run(340.0), WORKLOADS["basic"], 1, 3)
+    assert line == "run 1/3: 340 pods/s, 0.50× of 680, etcd ratio 0.085"
 
 
 def test_command_takes_the_cluster_down_when_a_run_fails(monkeypatch: pytest.MonkeyPatch) -> None:
