@@ -6,6 +6,7 @@ its cluster), never another bench.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -59,7 +60,12 @@ async def create_all(client: Any, objs: list[Message], chunk: int = 500) -> None
 
 
 async def count_binds(
-    client: Any, group: str, n: int, timeout: float, started: asyncio.Event
+    client: Any,
+    group: str,
+    n: int,
+    timeout: float,
+    started: asyncio.Event,
+    namespace: str = "default",
 ) -> list[float]:
     """Timestamps of the binds of `n` pods labelled group=<group>. A watch that falls
     behind the watch cache's window (GoneError, e.g. 20,000 initial pods at once) lists
@@ -69,7 +75,7 @@ async def count_binds(
     bound: dict[str, float] = {}
 
     async def relist() -> str:
-        items, rv = await client.list(pods, namespace="default", label_selector=selector)
+        items, rv = await client.list(pods, namespace=namespace, label_selector=selector)
         now = time.perf_counter()
         for p in items:
             if p.spec.node_name and p.metadata.name not in bound:
@@ -84,7 +90,7 @@ async def count_binds(
         while len(bound) < n:
             try:
                 async for ev in client.watch(
-                    pods, namespace="default", label_selector=selector, resource_version=rv
+                    pods, namespace=namespace, label_selector=selector, resource_version=rv
                 ):
                     if ev.object.spec.node_name and ev.object.metadata.name not in bound:
                         bound[ev.object.metadata.name] = time.perf_counter()
@@ -100,3 +106,40 @@ async def count_binds(
             f"bench: only {len(bound)} of {n} pods bound within {timeout:.0f}s"
         ) from None
     return sorted(bound.values())
+
+
+#: The taints the node lifecycle controller puts on a node it stopped hearing from.
+LIFECYCLE_TAINTS = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+#: How often a node watch that fell behind (GoneError) starts over before giving up.
+WATCH_RESTARTS = 100
+
+
+async def first_lifecycle_taint(client: Any) -> str:
+    """Wait until some node carries one of LIFECYCLE_TAINTS; say which. The benches' API
+    nodes have no kubelet and no lease: a controller-manager taints them once its startup
+    grace period runs out, and pods stop binding to them."""
+    nodes = BY_KIND["Node"]
+    for _ in range(WATCH_RESTARTS):
+        try:
+            async for ev in client.watch(nodes):
+                for t in ev.object.spec.taints:
+                    if t.key in LIFECYCLE_TAINTS:
+                        return f"node {ev.object.metadata.name} was tainted {t.key}:{t.effect}"
+        except GoneError:
+            continue
+    raise CliError("bench: the node watch kept falling behind")
+
+
+async def unless(waiter: asyncio.Task[Any], guard: asyncio.Task[str] | None, hint: str) -> Any:
+    """`waiter`'s result, unless `guard` finishes first: then cancel `waiter` and raise a
+    CliError with what the guard saw and `hint`. A guard that failed (its watch broke)
+    guards nothing: `waiter` is awaited alone."""
+    if guard is None:
+        return await waiter
+    await asyncio.wait({waiter, guard}, return_when=asyncio.FIRST_COMPLETED)
+    if waiter.done() or guard.cancelled() or guard.exception() is not None:
+        return await waiter
+    waiter.cancel()
+    with contextlib.suppress(BaseException):
+        await waiter
+    raise CliError(f"bench: {guard.result()}; {hint}")

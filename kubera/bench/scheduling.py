@@ -1,19 +1,28 @@
-"""`kubera bench scheduling-basic`: scheduler_perf's SchedulingBasic (and its topology
-spreading and pod anti-affinity variants, and PreemptionBasic) through the real apiserver
-and etcd.
+"""`kubera bench scheduling-basic`: scheduler_perf's workloads (kubera/bench/workloads.py:
+SchedulingBasic, TopologySpreading, SchedulingPodAntiAffinity, SchedulingNodeAffinity,
+Unschedulable, SchedulingWithMixedChurn, PreemptionBasic) through the real apiserver and etcd,
+with upstream's shapes and thresholds at 5,000 nodes.
 
-PreemptionBasic (`--workload preemption`): every node is filled with 4 low-priority pods
-(900m CPU each, of 4 CPUs), then high-priority pods (3970m, priority 10000 through a
-PriorityClass) are created, each of which must preempt a node's low-priority pods; the
-measured rate is high-priority pods bound per second, and the scheduler's preemption
-attempts and victims are reported (from its Health RPC).
+Each run starts a fresh cluster (`kubera up`, K apiservers with --apiservers). Nodes and the
+initial pods are created and scheduled first; then the measured pods are created (batched)
+while the workload's churn, if any, runs, and every bind is timestamped from a watch.
+Throughput is pods bound per second: the average over the measured phase and p50/p90/p99
+over 1-second windows, as scheduler_perf reports it, as a share of upstream's threshold for
+that exact shape, beside the raw etcd put rate measured in the same run. The CPU seconds of
+every component process over the measured phase, per pod bound (kubera/bench/cpu.py), feed
+a capacity model for N machines (kubera/bench/capacity.py). With --repeat N the median run
+(by average pods/s) is reported and every run is kept in the JSON (--output).
 
-Nodes and initial pods are created and scheduled first; then the measured pods are
-created (batched) and every bind is timestamped from a watch. Throughput is pods bound per
-second: the average over the measured phase and p50/p90/p99 over 1-second windows, as
-scheduler_perf reports it, beside the raw etcd put rate measured in the same run. With
+PreemptionBasic: the measured rate is high-priority pods bound per second, and the
+scheduler's preemption attempts and victims are reported (from its Health RPC). With
 --profile the scheduler runs inside the benchmark process under cProfile (the cluster is
-started without its own scheduler) and the hottest functions are printed.
+started without its own scheduler; its CPU then counts as the bench client's) and the
+hottest functions are printed.
+
+The bench's nodes are API objects with no kubelet and no lease, as in scheduler_perf: past
+the node lifecycle controller's startup grace period (60 s) it would mark them unreachable.
+The bench watches the nodes and stops the run with that advice when one is tainted: for
+runs longer than that give --no-controllers (scheduler_perf runs no controller-manager).
 """
 
 from __future__ import annotations
@@ -24,163 +33,159 @@ import contextlib
 import cProfile
 import io
 import json
-import math
 import pstats
 import time
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import json_format
-
-from kubera.bench.harness import bounded, count_binds, create_all
+from kubera.bench import cpu
+from kubera.bench.harness import bounded, count_binds, create_all, first_lifecycle_taint, unless
+from kubera.bench.report import assemble, render, run_line, summarize
+from kubera.bench.workloads import (
+    PRIORITY_CLASSES,
+    WORKLOADS,
+    Churn,
+    Workload,
+    churn_node,
+    default_shape,
+    node,
+    pod,
+)
 from kubera.errors import CliError
 from kubera.testing import Cluster
 
-#: Upstream scheduler_perf thresholds (pods/s) for these workloads at 5,000 nodes (None:
-#: scheduler_perf sets none; its PreemptionBasic 5000Nodes case is disabled upstream).
-UPSTREAM: dict[str, int | None] = {
-    "basic": 680,
-    "topology-spread": 460,
-    "anti-affinity": 60,
-    "preemption": None,
-}
-HIGH_PRIORITY_CLASS = "bench-high-priority"
-ZONES = 3
+HINT = (
+    "the bench's nodes have no kubelet or lease, and the controller-manager gave up on them "
+    "after its startup grace period: rerun with --no-controllers (as scheduler_perf runs)"
+)
 
 
 def register(bsub: argparse._SubParsersAction) -> None:
     p = bsub.add_parser(
         "scheduling-basic",
-        help="scheduler throughput (scheduler_perf SchedulingBasic and variants)",
+        help="scheduler throughput (scheduler_perf SchedulingBasic and its other workloads)",
     )
-    p.add_argument("--workload", choices=sorted(UPSTREAM), default="basic")
-    p.add_argument("--nodes", type=int, default=5000)
+    p.add_argument("--workload", choices=sorted(WORKLOADS), default="basic")
+    p.add_argument("--nodes", type=int, default=None, help="default: upstream's 5000")
     p.add_argument(
-        "--init-pods", type=int, default=None, help="default 1000 (preemption: 4 per node)"
+        "--init-pods",
+        type=int,
+        default=None,
+        help="default: the workload's upstream case (preemption: 4 per node)",
     )
-    p.add_argument("--pods", type=int, default=None, help="default 10000 (preemption: 1 per node)")
+    p.add_argument(
+        "--pods",
+        type=int,
+        default=None,
+        help="measured pods; default: the workload's upstream case (preemption: 1 per node)",
+    )
     p.add_argument("--repeat", type=int, default=1, help="runs; the median run is reported")
+    p.add_argument(
+        "--apiservers", type=int, default=1, help="apiserver replicas (`kubera up --apiservers`)"
+    )
+    p.add_argument(
+        "--no-controllers",
+        action="store_true",
+        help="start no controller-manager (as scheduler_perf; needed past ~60 s of run)",
+    )
     p.add_argument(
         "--timeout", type=float, default=900.0, help="seconds allowed for the measured pods to bind"
     )
     p.add_argument(
         "--profile", action="store_true", help="run the scheduler in-process under cProfile"
     )
+    p.add_argument(
+        "--model-cores", type=float, default=2.0, help="cores per machine in the capacity model"
+    )
+    p.add_argument(
+        "--model-f",
+        type=float,
+        default=0.0,
+        help="capacity model: the share of an apiserver's per-pod work every replica repeats",
+    )
     p.add_argument("--output", default="", help="also write the report as JSON here")
     p.set_defaults(func=cmd_scheduling_basic)
 
 
-def _node(i: int):
-    from protos.kubera.v1 import core_pb2
+async def _prepare(client: Any, w: Workload) -> None:
+    """The PriorityClasses and namespaces the workload's pods name."""
+    from protos.kubera.v1 import core_pb2, scheduling_pb2
+    from services.api.errors import AlreadyExistsError
 
-    name = f"node-{i}"
-    return json_format.ParseDict(
-        {
-            "metadata": {
-                "name": name,
-                "labels": {
-                    "kubernetes.io/hostname": name,
-                    "topology.kubernetes.io/zone": f"zone-{i % ZONES}",
-                },
-            },
-            "status": {
-                "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-                "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-                "conditions": [{"type": "Ready", "status": "True"}],
-            },
-        },
-        core_pb2.Node(),
-    )
+    for name, value in PRIORITY_CLASSES.items():
+        pc = scheduling_pb2.PriorityClass(value=value, description="kubera bench")
+        pc.metadata.name = name
+        with contextlib.suppress(AlreadyExistsError):
+            await client.create(pc)
+    for ns in w.namespaces():
+        obj = core_pb2.Namespace()
+        obj.metadata.name = ns
+        with contextlib.suppress(AlreadyExistsError):
+            await client.create(obj)
 
 
-def _pod(name: str, workload: str, group: str):
-    from protos.kubera.v1 import core_pb2
+async def churn(client: Any, spec: Churn, stop: asyncio.Event, counts: dict[str, int]) -> None:
+    """scheduler_perf's churn op until `stop`: every `spec.interval_s`, create one object of
+    each kind (mode create), or create them and delete them on the next tick (recreate)."""
+    from services.api.kinds import BY_KIND
 
-    spec: dict[str, Any] = {
-        "containers": [
-            {
-                "name": "pause",
-                "image": "registry.k8s.io/pause:3.9",
-                "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}},
-            }
-        ]
-    }
-    labels = {"group": group}
-    if workload == "preemption":
-        # scheduler_perf's pod-low-priority.yaml / default_preemption pod-high-priority.yaml
-        high = group != "init"
-        cpu = "3970m" if high else "900m"
-        spec["terminationGracePeriodSeconds"] = 0
-        spec["containers"][0]["resources"] = {
-            "requests": {"cpu": cpu, "memory": "500Mi"},
-            "limits": {"cpu": cpu, "memory": "500Mi"},
-        }
-        if high:
-            spec["priorityClassName"] = HIGH_PRIORITY_CLASS
-    elif workload == "topology-spread":
-        labels["color"] = "blue"
-        spec["topologySpreadConstraints"] = [
-            {
-                "maxSkew": 5,
-                "topologyKey": "topology.kubernetes.io/zone",
-                "whenUnsatisfiable": "DoNotSchedule",
-                "labelSelector": {"matchLabels": {"color": "blue"}},
-            }
-        ]
-    elif workload == "anti-affinity":
-        labels["color"] = "green"
-        spec["affinity"] = {
-            "podAntiAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "labelSelector": {"matchLabels": {"color": "green"}},
-                        "topologyKey": "kubernetes.io/hostname",
-                    }
-                ]
-            }
-        }
-    return json_format.ParseDict(
-        {"metadata": {"name": name, "namespace": "default", "labels": labels}, "spec": spec},
-        core_pb2.Pod(),
-    )
+    live: list[tuple[str, str]] = []
+    tick = 0
+    while not stop.is_set():
+        if spec.mode == "recreate" and live:
+            for kind, name in live:
+                with contextlib.suppress(Exception):  # already gone: nothing to undo
+                    if kind == "Pod":
+                        await client.delete(BY_KIND["Pod"], name, "default", grace_period_seconds=0)
+                    else:
+                        await client.delete(BY_KIND["Node"], name)
+                    counts["deleted"] = counts.get("deleted", 0) + 1
+            live = []
+        else:
+            for what in spec.kinds:
+                name = f"churn-{what}-{tick}"
+                obj = churn_node(name) if what == "churn-node" else pod(name, "large-cpu", "churn")
+                await client.create(obj)
+                counts["created"] = counts.get("created", 0) + 1
+                live.append(("Node" if what == "churn-node" else "Pod", name))
+        tick += 1
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), spec.interval_s)
 
 
-def _windows(stamps: list[float], start: float) -> list[int]:
-    """Pods bound in each whole second after `start` (scheduler_perf's throughput samples)."""
-    if not stamps:
-        return []
-    counts = [0] * (int(stamps[-1] - start) + 1)
-    for t in stamps:
-        counts[int(t - start)] += 1
-    return counts
+def _processes(cluster: Cluster) -> list[cpu.Proc]:
+    """The cluster's processes as the context file names them now (the supervisor adds
+    each component's pid once it answers)."""
+    try:
+        ctx = json.loads(cluster.context_file.read_text())
+    except (OSError, ValueError):
+        ctx = cluster.context
+    return cpu.processes(ctx)
 
 
-def _pct(xs: list[int], q: float) -> float:
-    if not xs:
-        return 0.0
-    s = sorted(xs)
-    return float(s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))])
-
-
-async def _run(ctx: dict, args: argparse.Namespace) -> dict[str, Any]:
+async def _run(cluster: Cluster, args: argparse.Namespace, w: Workload) -> dict[str, Any]:
     from services.client import Client
     from services.storage import Put
     from services.storage.etcd import EtcdStorage
 
+    ctx = cluster.context
     client = Client(ctx["apiserver"], timeout=120)
     etcd = EtcdStorage(ctx["etcd"])
     await etcd.connect()
     profiler: cProfile.Profile | None = None
     sched_task: asyncio.Task[None] | None = None
+    churn_task: asyncio.Task[None] | None = None
+    guard: asyncio.Task[str] | None = None
     stop = asyncio.Event()
+    churn_stop = asyncio.Event()
+    churned: dict[str, int] = {}
     try:
-        payload = _pod("x", args.workload, "x").SerializeToString()
+        payload = pod("x", w.measured_template, "x").SerializeToString()
         t0 = time.perf_counter()
         await bounded(2000, 64, lambda i: etcd.txn([], [Put(f"/bench/sched/{i}", payload)]))
         etcd_rate = 2000 / (time.perf_counter() - t0)
 
-        if args.workload == "preemption":
-            await _priority_class(client)
+        await _prepare(client, w)
         sched: Any = None
         if args.profile:
             from services.scheduler import Scheduler, SchedulerOptions
@@ -188,56 +193,73 @@ async def _run(ctx: dict, args: argparse.Namespace) -> dict[str, Any]:
             sched = Scheduler(client, SchedulerOptions(seed=1))
             sched_task = asyncio.create_task(sched.run(stop))
 
+        if not (args.no_controllers or w.no_controllers):
+            guard = asyncio.create_task(first_lifecycle_taint(client))
         t0 = time.perf_counter()
-        await create_all(client, [_node(i) for i in range(args.nodes)])
+        await create_all(client, [node(i, w) for i in range(args.nodes)])
         nodes_s = time.perf_counter() - t0
 
         if args.init_pods:
             started = asyncio.Event()
             waiter = asyncio.create_task(
-                count_binds(client, "init", args.init_pods, args.timeout, started)
+                count_binds(client, "init", args.init_pods, args.timeout, started, w.init_namespace)
             )
             await started.wait()
             await create_all(
-                client, [_pod(f"init-{i}", args.workload, "init") for i in range(args.init_pods)]
+                client,
+                [
+                    pod(f"init-{i}", w.init_template, "init", w.init_namespace)
+                    for i in range(args.init_pods)
+                ],
             )
-            await waiter
+            await unless(waiter, guard, HINT)
 
         started = asyncio.Event()
         waiter = asyncio.create_task(
-            count_binds(client, "measured", args.pods, args.timeout, started)
+            count_binds(client, "measured", args.pods, args.timeout, started, w.measured_namespace)
         )
         await started.wait()
+        procs = _processes(cluster)
+        before = cpu.sample(procs)
         if args.profile:
             profiler = cProfile.Profile()
             profiler.enable()
         t_start = time.perf_counter()
+        if w.churn is not None:
+            churn_task = asyncio.create_task(churn(client, w.churn, churn_stop, churned))
         await create_all(
-            client, [_pod(f"m-{i}", args.workload, "measured") for i in range(args.pods)]
+            client,
+            [
+                pod(f"m-{i}", w.measured_template, "measured", w.measured_namespace)
+                for i in range(args.pods)
+            ],
         )
         created_s = time.perf_counter() - t_start
-        stamps = await waiter
+        stamps = await unless(waiter, guard, HINT)
+        after = cpu.sample(procs)
         if profiler is not None:
             profiler.disable()
-        elapsed = stamps[-1] - t_start
-        windows = _windows(stamps, t_start)
-        full = windows[:-1] if len(windows) > 1 else windows  # the last second is partial
-        report: dict[str, Any] = {
-            "workload": args.workload,
-            "nodes": args.nodes,
-            "init_pods": args.init_pods,
-            "pods": args.pods,
-            "create_nodes_s": nodes_s,
-            "create_measured_pods_s": created_s,
-            "measured_s": elapsed,
-            "throughput_avg": args.pods / elapsed,
-            "throughput_p50": _pct(full, 0.50),
-            "throughput_p90": _pct(full, 0.90),
-            "throughput_p99": _pct(full, 0.99),
-            "etcd_put_concurrent_per_s": etcd_rate,
-            "upstream_threshold": UPSTREAM[args.workload],
-        }
-        if args.workload == "preemption":
+        churn_stop.set()
+        if churn_task is not None:
+            await asyncio.wait_for(churn_task, 60)
+        report = summarize(stamps, t_start, pods=args.pods)
+        report.update(
+            {
+                "workload": w.name,
+                "upstream_workload": w.upstream,
+                "nodes": args.nodes,
+                "init_pods": args.init_pods,
+                "apiservers": args.apiservers,
+                "controllers": not (args.no_controllers or w.no_controllers),
+                "create_nodes_s": nodes_s,
+                "create_measured_pods_s": created_s,
+                "etcd_put_concurrent_per_s": etcd_rate,
+                "cpu": cpu.table(procs, before, after, args.pods, report["measured_s"]),
+            }
+        )
+        if w.churn is not None:
+            report["churn"] = {"mode": w.churn.mode, **churned}
+        if w.name == "preemption":
             report.update(await _preemption_counts(ctx, sched))
         if profiler is not None:
             buf = io.StringIO()
@@ -245,21 +267,17 @@ async def _run(ctx: dict, args: argparse.Namespace) -> dict[str, Any]:
             report["profile"] = buf.getvalue()
         return report
     finally:
+        churn_stop.set()
+        for task in (churn_task, guard):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
         stop.set()
         if sched_task is not None:
             await asyncio.wait_for(sched_task, 30)
         await client.close()
         await etcd.close()
-
-
-async def _priority_class(client: Any) -> None:
-    from protos.kubera.v1 import scheduling_pb2
-    from services.api.errors import AlreadyExistsError
-
-    pc = scheduling_pb2.PriorityClass(value=10000, description="kubera bench preemptors")
-    pc.metadata.name = HIGH_PRIORITY_CLASS
-    with contextlib.suppress(AlreadyExistsError):
-        await client.create(pc)
 
 
 async def _preemption_counts(ctx: dict, sched: Any) -> dict[str, int]:
@@ -283,62 +301,60 @@ async def _preemption_counts(ctx: dict, sched: Any) -> dict[str, int]:
     }
 
 
-def cmd_scheduling_basic(args: argparse.Namespace) -> int:
+def new_cluster(apiservers: int) -> Cluster:
+    """A Cluster with `apiservers` replicas. The keyword comes with `kubera up
+    --apiservers`: one replica needs nothing, more on a kubera without it is an error."""
+    if apiservers == 1:
+        return Cluster()
+    try:
+        return Cluster(apiservers=apiservers)  # type: ignore[call-arg,unused-ignore]
+    except TypeError:
+        raise CliError("bench: this kubera cannot start more than one apiserver") from None
+
+
+def resolve(args: argparse.Namespace) -> Workload:
+    """The workload, with the run's shape filled in from its upstream case; checks the
+    arguments."""
+    w = WORKLOADS[args.workload]
+    if args.nodes is None:
+        args.nodes = w.default.nodes
+    init, pods = default_shape(w, args.nodes)
     if args.init_pods is None:
-        args.init_pods = 4 * args.nodes if args.workload == "preemption" else 1000
+        args.init_pods = init
     if args.pods is None:
-        args.pods = args.nodes if args.workload == "preemption" else 10000
-    if min(args.nodes, args.pods, args.repeat) < 1 or args.init_pods < 0:
-        raise CliError("bench: --nodes, --pods and --repeat must be >= 1, --init-pods >= 0")
+        args.pods = pods
+    if min(args.nodes, args.pods, args.repeat, args.apiservers) < 1 or args.init_pods < 0:
+        raise CliError(
+            "bench: --nodes, --pods, --repeat and --apiservers must be >= 1, --init-pods >= 0"
+        )
+    if args.model_cores <= 0 or not 0 <= args.model_f <= 1:
+        raise CliError("bench: --model-cores must be > 0 and --model-f in [0, 1]")
+    return w
+
+
+def cmd_scheduling_basic(args: argparse.Namespace) -> int:
+    w = resolve(args)
+    up_args: tuple[str, ...] = ("--no-scheduler",) if args.profile else ()
+    if args.no_controllers or w.no_controllers:
+        up_args += ("--no-controllers",)
     reports = []
     for r in range(args.repeat):
-        cluster = Cluster()
+        cluster = new_cluster(args.apiservers)
         try:
-            up_args: tuple[str, ...] = ("--no-scheduler",) if args.profile else ()
-            if args.workload == "preemption":
-                # As scheduler_perf: apiserver and scheduler only. The bench's nodes have no
-                # kubelet, and preemption runs longer than the node monitor grace period:
-                # the node lifecycle controller would taint them unreachable mid-run.
-                up_args += ("--no-controllers",)
             cluster.up(*up_args)
-            reports.append(asyncio.run(_run(cluster.context, args)))
-            print(
-                f"run {r + 1}/{args.repeat}: {reports[-1]['throughput_avg']:.0f} pods/s", flush=True
-            )
+            reports.append(asyncio.run(_run(cluster, args, w)))
+            print(run_line(reports[-1], w, r + 1, args.repeat), flush=True)
         finally:
             cluster.down()
-    rep = sorted(reports, key=lambda x: x["throughput_avg"])[len(reports) // 2]
-    rep["runs_throughput_avg"] = [x["throughput_avg"] for x in reports]
-    print(
-        f"\nkubera bench scheduling-basic — workload {rep['workload']}, {rep['nodes']} nodes, "
-        f"{rep['init_pods']} initial pods, {rep['pods']} measured pods (median of {args.repeat} run(s))"
+    rep = assemble(
+        reports,
+        w,
+        machines=(1, 2, 4, 8),
+        cores=args.model_cores,
+        f=args.model_f,
     )
-    print(
-        f"  pods bound/s: avg {rep['throughput_avg']:.0f}, p50 {rep['throughput_p50']:.0f}, "
-        f"p90 {rep['throughput_p90']:.0f}, p99 {rep['throughput_p99']:.0f} (1-second windows)"
-    )
-    print(
-        f"  raw etcd put rate (same run, 64 in flight): {rep['etcd_put_concurrent_per_s']:.0f}/s → ratio "
-        f"{rep['throughput_avg'] / rep['etcd_put_concurrent_per_s']:.3f}"
-    )
-    if "preemption_attempts" in rep:
-        print(
-            f"  preemption attempts: {rep['preemption_attempts']}, victims: "
-            f"{rep['preemption_victims']} (whole run)"
-        )
-    if rep["upstream_threshold"]:
-        print(
-            f"  upstream threshold (Go, 5,000 nodes): {rep['upstream_threshold']} pods/s → we "
-            f"reach {rep['throughput_avg'] / rep['upstream_threshold']:.2f}×"
-        )
-    else:
-        print("  upstream threshold: none (scheduler_perf sets none for this workload)")
-    print(
-        f"  setup: nodes created in {rep['create_nodes_s']:.1f}s; measured pods created in {rep['create_measured_pods_s']:.1f}s"
-    )
-    if "profile" in rep:
-        print("\nprofile of the in-process scheduler during the measured phase (cumulative):")
-        print(rep["profile"])
+    print()
+    print(render(rep))
     if args.output:
         Path(args.output).write_text(json.dumps(rep, indent=2) + "\n")
         print(f"report written to {args.output}")
