@@ -96,20 +96,28 @@ class BindCoalescer:
             for (req, fut), r in zip(batch, resp.results, strict=True):
                 if fut.done():
                     continue
-                try:
-                    if r.code == 0:
-                        fut.set_result(self._decode(r.object, f"bind pod {req.name}"))
-                    else:
-                        code = _CODES.get(r.code, grpc.StatusCode.UNKNOWN)
-                        fut.set_exception(self._error_for(code, r.message, r.reason))
-                except Exception as e:  # noqa: BLE001 - CorruptObjectError from decode
-                    fut.set_exception(e)
+                got = outcome(r, req.name, self._error_for, self._decode)
+                if isinstance(got, Exception):
+                    fut.set_exception(got)
+                else:
+                    fut.set_result(got)
         finally:
             self._in_flight -= 1
             self._kick()
 
 
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
+
+
+def outcome(r: pb.BindResult, name: str, error_for: ErrorFor, decode: Decode) -> Any:
+    """One BindBatch result: the bound pod, or the exception (returned, not raised) that
+    a single Bind ending so would raise."""
+    if r.code != 0:
+        return error_for(_CODES.get(r.code, grpc.StatusCode.UNKNOWN), r.message, r.reason)
+    try:
+        return decode(r.object, f"bind pod {name}")
+    except Exception as e:  # noqa: BLE001 - CorruptObjectError from decode
+        return e
 
 
 def _copy(e: Exception) -> Exception:

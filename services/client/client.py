@@ -41,7 +41,7 @@ from services.api.fencing import METADATA_KEY as FENCING_METADATA
 from services.api.fencing import Fencing
 from services.api.kinds import Kind, kind_of
 from services.api.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
-from services.client.binds import BindCoalescer
+from services.client.binds import BindCoalescer, outcome
 from services.grpcserver import RECONNECT_OPTIONS
 
 log = logging.getLogger("services.client")
@@ -346,6 +346,22 @@ class Client:
         """One Bind call, not coalesced (the reference path of the batched one)."""
         resp = await self._call(self._stub.Bind, req)
         return _decode(resp.object, f"bind pod {req.name}")
+
+    async def bind_batch(
+        self, requests: Sequence[pb.BindRequest]
+    ) -> builtins.list[Message | ApiError]:
+        """Send these binds as BindBatch calls (at most MAX_BATCH_ITEMS each), not
+        coalesced with others: for each, in order, the bound pod or the ApiError its
+        single Bind would have raised (returned, not raised). Fencing as in the requests."""
+        out: builtins.list[Message | ApiError] = []
+        for start in range(0, len(requests), MAX_BATCH_ITEMS):
+            chunk = requests[start : start + MAX_BATCH_ITEMS]
+            resp = await self._call(self._stub.BindBatch, pb.BindBatchRequest(binds=chunk))
+            out.extend(
+                outcome(r, req.name, error_from_status, _decode)
+                for req, r in zip(chunk, resp.results, strict=True)
+            )
+        return out
 
     async def batch_create(self, objs: Sequence[Message]) -> builtins.list[BatchResult]:
         """Create many objects of one kind, in as many calls as the caps need; results
