@@ -122,19 +122,60 @@ async def prepare(
     """The pod (read as `kv`; with check_allocation, the node's record and Node read at
     the same revision) bound to the node, and the compares and puts that write it;
     the ApiError a bind of it ends with when it cannot be bound."""
+    if kv is None:
+        raise not_found(_PODS, item.name)
+    pod: core_pb2.Pod = store.decode(_PODS, kv)  # type: ignore[assignment]
+    return await prepare_pod(store, item, kv.key, pod, kv.mod_revision, record_kv, node_kv)
+
+
+def cached(store: Store, item: BindItem) -> tuple[core_pb2.Pod, int] | None:
+    """A copy of the pod and its mod_revision from the pods watch cache, when the cache
+    has it bindable as `item` asks (unbound, its UID, its resourceVersion); else None
+    and the bind reads etcd. Only a hint: the bind txn compares the pod's mod_revision,
+    so a stale copy fails the txn and the bind goes on from etcd's version, and a copy
+    that would refuse the bind is never trusted (etcd decides every refusal)."""
+    if item.check_allocation:
+        return None  # read with the record and the Node, at one revision
+    cache = store.caches.get(_PODS.resource)
+    if cache is None or not cache.started:
+        return None
+    entry = cache.store.get(_PODS.key(item.namespace, item.name))
+    if entry is None:
+        return None
+    obj: core_pb2.Pod = entry.obj  # type: ignore[assignment]
+    m = obj.metadata
+    if (
+        (item.uid and m.uid != item.uid)
+        or obj.spec.node_name
+        or m.deletion_timestamp
+        or obj.spec.scheduling_gates
+        or (item.resource_version and item.resource_version != m.resource_version)
+    ):
+        return None
+    pod = core_pb2.Pod()
+    pod.CopyFrom(obj)
+    return pod, int(m.resource_version)
+
+
+async def prepare_pod(
+    store: Store,
+    item: BindItem,
+    key: str,
+    pod: core_pb2.Pod,
+    mod_revision: int,
+    record_kv: KeyValue | None = None,
+    node_kv: KeyValue | None = None,
+) -> Prepared:
+    """`prepare` of a pod already decoded (`pod` is changed: it becomes the bound pod)."""
     kind = _PODS
     namespace, name, node_name = item.namespace, item.name, item.node_name
-    if kv is None:
-        raise not_found(kind, name)
-    pod: core_pb2.Pod = store.decode(kind, kv)  # type: ignore[assignment]
     _check_bindable(pod, namespace, name, item.uid)
     if item.resource_version and item.resource_version != pod.metadata.resource_version:
         raise conflict(kind, name)
-    key = kv.key
-    compares = [Compare(key, "mod", "==", kv.mod_revision)]
+    compares = [Compare(key, "mod", "==", mod_revision)]
     ops: list[Op] = []
     if item.check_allocation:
-        guard = await allocation.admit(store, pod, kv.mod_revision, node_name, record_kv, node_kv)
+        guard = await allocation.admit(store, pod, mod_revision, node_name, record_kv, node_kv)
         compares.append(guard.compare)
         ops.append(guard.put)
     pod.spec.node_name = node_name
@@ -159,26 +200,33 @@ async def bind_one(store: Store, item: BindItem) -> Message:
     name = item.name
     key = kind.key(item.namespace, name)
     record_moved = False
-    for _ in range(MAX_RETRIES):
+    # A pod the watch cache has bindable costs no read: one more pass when it was stale.
+    hit = cached(store, item)
+    for _ in range(MAX_RETRIES + (hit is not None)):
         record_kv: KeyValue | None = None
         node_kv: KeyValue | None = None
-        if item.check_allocation:
-            kv, record_kv, node_kv = await allocation.read(store, key, item.node_name)
+        from_cache = hit is not None
+        if hit is not None:
+            pod, rev = hit
+            hit = None
+            p = await prepare_pod(store, item, key, pod, rev)
         else:
-            kv = await store.storage.get(key)
-        p = await prepare(store, item, kv, record_kv, node_kv)
-        assert kv is not None
+            if item.check_allocation:
+                kv, record_kv, node_kv = await allocation.read(store, key, item.node_name)
+            else:
+                kv = await store.storage.get(key)
+            p = await prepare(store, item, kv, record_kv, node_kv)
+            assert kv is not None
+            rev = kv.mod_revision
         res = await store.txn(p.compares, p.ops, [Get(key)], fencing=item.fencing, what=what(item))
         if res.succeeded:
             p.pod.metadata.resource_version = str(res.revision)
             return p.pod
+        if from_cache:
+            continue  # the copy was stale: decide from etcd's version, as a fresh bind
         current = res.gets[0]
         # With check_allocation, a pod that did not move means the record did.
-        record_moved = (
-            item.check_allocation
-            and current is not None
-            and current.mod_revision == kv.mod_revision
-        )
+        record_moved = item.check_allocation and current is not None and current.mod_revision == rev
         if item.resource_version and not record_moved:
             if current is not None and store.decode(kind, current).spec.node_name:  # type: ignore[attr-defined]
                 continue  # report "already assigned" on the next pass

@@ -280,18 +280,23 @@ async def test_a_txn_that_fails_as_a_whole_falls_back_to_each_bind_alone(
         for name in ("p1", "p2", "p3"):
             await c.api.create(sized(name))
         p3: Any = await c.api.get(PODS, "default", "p3")
-        real = bindbatch.prepare
         calls: list[str] = []
 
-        async def prepare(store: Any, item: Any, *kvs: Any) -> Any:
-            # After the round read its pods, p2 and p3 change: their compares fail the txn.
-            if not calls:
-                for name in ("p2", "p3"):
-                    await c.api.patch(PODS, "default", name, '{"metadata":{"labels":{"x":"1"}}}')
-            calls.append(item.name)
-            return await real(store, item, *kvs)
+        def hooked(real: Any) -> Any:
+            async def prepare(store: Any, item: Any, *args: Any) -> Any:
+                # After the round read its pods, p2 and p3 change: their compares fail.
+                if not calls:
+                    for name in ("p2", "p3"):
+                        patch = '{"metadata":{"labels":{"x":"1"}}}'
+                        await c.api.patch(PODS, "default", name, patch)
+                calls.append(item.name)
+                return await real(store, item, *args)
 
-        monkeypatch.setattr(bindbatch, "prepare", prepare)
+            return prepare
+
+        # From etcd (`prepare`) or from the watch cache (`prepare_pod`).
+        monkeypatch.setattr(bindbatch, "prepare", hooked(bindbatch.prepare))
+        monkeypatch.setattr(bindbatch, "prepare_pod", hooked(bindbatch.prepare_pod))
         token = pb.FencingToken(key=c.token[0], create_revision=c.token[1])
         got = await c.client.bind_batch(
             [
@@ -310,6 +315,7 @@ async def test_a_txn_that_fails_as_a_whole_falls_back_to_each_bind_alone(
         assert isinstance(got[2], ConflictError)  # read before the change: as a single Bind
         state = await stored(c)
         assert state["p1"][0] == state["p2"][0] == "n1" and state["p3"][0] == ""
+        assert calls[:3] == ["p1", "p2", "p3"]  # the batch's round, then the fallbacks
         await assert_checked(c)
 
 
