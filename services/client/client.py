@@ -100,7 +100,7 @@ def batches(packed: Sequence[Any]) -> Iterator[tuple[int, int]]:
         yield start, len(packed)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WatchEvent:
     type: str  # ADDED, MODIFIED, DELETED, BOOKMARK
     object: Message
@@ -437,9 +437,12 @@ class Client:
                 allow_watch_bookmarks=allow_bookmarks,
             )
         )
+        what = f"watch {kind.resource}"
         try:
+            # Each event's object is decoded once here; an informer hands that one object
+            # to every handler (services/client/informer.py).
             async for ev in call:
-                yield WatchEvent(ev.type, _decode(ev.object, f"watch {kind.resource}"))
+                yield WatchEvent(ev.type, _decode(ev.object, what))
         except grpc.aio.AioRpcError as e:
             raise error_from_rpc(e) from None
         finally:
