@@ -82,6 +82,10 @@ class BindCoalescer:
             self.binds += len(batch)
             try:
                 resp = await self._send(pb.BindBatchRequest(binds=[r for r, _ in batch]))
+            except asyncio.CancelledError:
+                for _, fut in batch:
+                    fut.cancel()  # the call was abandoned (loop shutting down): so are its binds
+                raise
             except Exception as e:  # noqa: BLE001 - the call failed: every bind in it did
                 for _, fut in batch:
                     if not fut.done():
