@@ -167,7 +167,18 @@ async def _round(
                 continue
             ready.setdefault(item.fencing, []).append((i, item, p))
         chunks = [c for group in ready.values() for c in _chunks(group)]
-        await asyncio.gather(*(_commit(store, c, results) for c in chunks))
+        done = await asyncio.gather(
+            *(_commit(store, c, results) for c in chunks), return_exceptions=True
+        )
+        # A chunk whose txn broke (storage down) fails its own unsettled items; the
+        # others' outcomes stand (each chunk is settled before the round ends).
+        for chunk, err in zip(chunks, done, strict=True):
+            if isinstance(err, BaseException):
+                if not isinstance(err, Exception):
+                    raise err
+                for i, _, _ in chunk:
+                    if results[i] is None:
+                        results[i] = BindOutcome(None, err)
 
 
 def _chunks(

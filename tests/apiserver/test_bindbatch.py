@@ -29,7 +29,7 @@ from services.chaos.checker import LOST_POD
 from services.chaos.history import check_history
 from services.client import Client
 from services.leaderelection.lock import StorageLock
-from services.storage import Delete, Storage
+from services.storage import Delete, Storage, StorageUnavailableError
 from services.storage.memory import MemoryStorage
 from tests.builders import MakeNode, pod
 
@@ -333,3 +333,39 @@ async def test_a_batch_over_the_cap_is_refused_before_any_bind(storage: Storage)
         assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert f"{n} binds sent, at most {MAX_BATCH_ITEMS} per call" in (err.value.details() or "")
         assert (await stored(c))["p"][0] == ""
+
+
+async def test_a_chunk_whose_txn_breaks_fails_its_own_binds_only(
+    storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with cluster(storage) as c:
+        await node(c.api, "n1", "8")
+        for name in ("f1", "f2", "u1", "u2"):
+            await c.api.create(sized(name))
+        real = c.api.store.txn
+
+        async def txn(compares: Any, success: Any, *args: Any, **kw: Any) -> Any:
+            if any(op.key.endswith("/f1") for op in success):
+                raise StorageUnavailableError("etcd: connection reset")
+            return await real(compares, success, *args, **kw)
+
+        monkeypatch.setattr(c.api.store, "txn", txn)
+        token = pb.FencingToken(key=c.token[0], create_revision=c.token[1])
+        # Fenced and unfenced binds go in separate txns: only the fenced one breaks.
+        got = await c.client.bind_batch(
+            [
+                pb.BindRequest(namespace="default", name="f1", node_name="n1", fencing=token),
+                pb.BindRequest(namespace="default", name="u1", node_name="n1"),
+                pb.BindRequest(namespace="default", name="f2", node_name="n1", fencing=token),
+                pb.BindRequest(namespace="default", name="u2", node_name="n1"),
+            ]
+        )
+        assert [type(g).__name__ for g in got] == [
+            "UnavailableError",
+            "Pod",
+            "UnavailableError",
+            "Pod",
+        ]
+        assert "storage unavailable: etcd: connection reset" in got[0].message  # type: ignore[union-attr]
+        state = await stored(c)
+        assert [state[n][0] for n in ("f1", "u1", "f2", "u2")] == ["", "n1", "", "n1"]
