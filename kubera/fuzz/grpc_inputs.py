@@ -402,6 +402,35 @@ def batch_requests(
     )
 
 
+def bind_requests() -> st.SearchStrategy[pb.BindRequest]:
+    """BindRequests around the seeded pods' names, fencing tokens good and bad."""
+    return st.builds(
+        lambda ns, n, node, rv, uid, fencing, check: pb.BindRequest(
+            namespace=ns,
+            name=n,
+            node_name=node,
+            resource_version=rv,
+            uid=uid,
+            check_allocation=check,
+            **({} if fencing is None else {"fencing": fencing}),
+        ),
+        names(),
+        names(),
+        names(),
+        resource_versions(),
+        st.text(max_size=40),
+        st.one_of(
+            st.none(),
+            st.builds(
+                pb.FencingToken,
+                key=st.one_of(st.just("/kubera/election/x"), st.text(max_size=40)),
+                create_revision=st.integers(*INT64),
+            ),
+        ),
+        st.booleans(),
+    )
+
+
 @dataclass(frozen=True)
 class Size:
     """How big a run is: examples per shape per method, and the input caps."""
@@ -458,30 +487,16 @@ def crafted(method: str, size: Size) -> st.SearchStrategy[bytes]:
             resource_versions(),
         )
     elif method == "Bind":
-        s = st.builds(
-            lambda ns, n, node, rv, uid, fencing, check: pb.BindRequest(
-                namespace=ns,
-                name=n,
-                node_name=node,
-                resource_version=rv,
-                uid=uid,
-                check_allocation=check,
-                **({} if fencing is None else {"fencing": fencing}),
+        s = bind_requests()
+    elif method == "BindBatch":
+        one = bind_requests()
+        s = st.one_of(
+            st.builds(lambda binds: pb.BindBatchRequest(binds=binds), st.lists(one, max_size=8)),
+            st.builds(
+                lambda b, n: pb.BindBatchRequest(binds=[b] * n),
+                one,
+                st.one_of(st.just(size.max_batch), st.integers(0, size.max_batch)),
             ),
-            names(),
-            names(),
-            names(),
-            resource_versions(),
-            st.text(max_size=40),
-            st.one_of(
-                st.none(),
-                st.builds(
-                    pb.FencingToken,
-                    key=st.one_of(st.just("/kubera/election/x"), st.text(max_size=40)),
-                    create_revision=st.integers(*INT64),
-                ),
-            ),
-            st.booleans(),
         )
     elif method in ("BatchCreate", "BatchUpdate"):
         if method == "BatchCreate":

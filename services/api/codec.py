@@ -301,29 +301,53 @@ def _holds(desc: Descriptor, seen: set[str]) -> bool:
     return False
 
 
+#: What `iter_quantity_maps` does with a field: (yield the map itself, walk its values or
+#: its items, repeated).
+_Step = tuple[bool, bool, bool]
+
+
+def _ours(mt: Descriptor | None) -> bool:
+    return mt is not None and not mt.full_name.startswith("google.protobuf.")
+
+
+@functools.cache
+def _quantity_steps(desc: Descriptor) -> dict[int, _Step]:
+    """Field number -> its step, for the fields of `desc` that can hold a quantity map
+    (schema only, cached); the other fields are never walked."""
+    steps: dict[int, _Step] = {}
+    for f in desc.fields:
+        if _is_map(f):
+            vt = f.message_type.fields_by_name["value"].message_type
+            walk = _ours(vt) and _may_hold_quantities(vt)
+            if _opt(f, options_pb2.quantity) or walk:
+                steps[f.number] = (_opt(f, options_pb2.quantity), walk, False)
+        elif _ours(f.message_type) and _may_hold_quantities(f.message_type):
+            steps[f.number] = (False, True, _is_repeated(f))
+    return steps
+
+
 def iter_quantity_maps(msg: Message, path: str = "") -> Iterator[tuple[str, Any]]:
     """Every (field path, map container) holding quantities, anywhere inside `msg`."""
-    if not _may_hold_quantities(msg.DESCRIPTOR):
+    steps = _quantity_steps(msg.DESCRIPTOR)
+    if not steps:
         return
     for f, value in msg.ListFields():
+        step = steps.get(f.number)
+        if step is None:
+            continue
+        is_quantities, walk, repeated = step
         sub = f"{path}.{f.json_name}" if path else f.json_name
         if _is_map(f):
-            if _opt(f, options_pb2.quantity):
+            if is_quantities:
                 yield sub, value
-            vf = f.message_type.fields_by_name["value"]
-            if vf.message_type is not None and not vf.message_type.full_name.startswith(
-                "google.protobuf."
-            ):
+            if walk:
                 for k, item in value.items():
                     yield from iter_quantity_maps(item, f"{sub}[{k}]")
-        elif f.message_type is not None and not f.message_type.full_name.startswith(
-            "google.protobuf."
-        ):
-            if _is_repeated(f):
-                for i, item in enumerate(value):
-                    yield from iter_quantity_maps(item, f"{sub}[{i}]")
-            else:
-                yield from iter_quantity_maps(value, sub)
+        elif repeated:
+            for i, item in enumerate(value):
+                yield from iter_quantity_maps(item, f"{sub}[{i}]")
+        else:
+            yield from iter_quantity_maps(value, sub)
 
 
 def canonicalize_quantities(msg: Message) -> list[FieldError]:

@@ -12,6 +12,7 @@ on hostile input.  Lengths are counted in UTF-8 bytes, as Go's ``len`` does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Final
 
@@ -73,6 +74,27 @@ def empty_error() -> str:
     return "must be non-empty"
 
 
+#: Longest value whose verdict is remembered: any name a cluster uses twice (namespaces,
+#: container names, label and toleration keys) is far shorter; a longer one is invalid
+#: anyway, and is checked afresh each time so hostile input cannot fill the memory.
+_MEMO_MAX_CHARS: Final = DNS1123_SUBDOMAIN_MAX_LENGTH
+_MEMO_SIZE: Final = 16384
+
+
+def _memoized(fn: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    """`fn` with its verdicts remembered (the same names are checked for every object
+    created); each call still gets its own list."""
+    remembered = functools.lru_cache(maxsize=_MEMO_SIZE)(lambda value: tuple(fn(value)))
+
+    @functools.wraps(fn)
+    def check(value: str) -> list[str]:
+        if len(value) > _MEMO_MAX_CHARS:
+            return fn(value)
+        return list(remembered(value))
+
+    return check
+
+
 def _byte_len(value: str) -> int:
     return len(value.encode("utf-8", "surrogatepass"))
 
@@ -81,7 +103,7 @@ def _framed(value: str, first: frozenset[str], inner: frozenset[str], last: froz
     """Non-empty; first char in ``first``, last in ``last``, all others in ``inner``."""
     if not value or value[0] not in first or value[-1] not in last:
         return False
-    return all(c in inner for c in value[1:-1])
+    return inner.issuperset(value[1:-1])
 
 
 def _is_dns1123_label(value: str) -> bool:
@@ -96,6 +118,7 @@ def _is_qualified_name_part(value: str) -> bool:
     return _framed(value, _ALNUM, _QNAME_INNER, _ALNUM)
 
 
+@_memoized
 def dns1123_label(value: str) -> list[str]:
     """IsDNS1123Label: e.g. namespace names, container names."""
     errs: list[str] = []
@@ -110,6 +133,7 @@ def dns1123_label(value: str) -> list[str]:
     return errs
 
 
+@_memoized
 def dns1123_subdomain(value: str) -> list[str]:
     """IsDNS1123Subdomain: most object names (pods, deployments, nodes, ...)."""
     errs: list[str] = []
@@ -120,6 +144,7 @@ def dns1123_subdomain(value: str) -> list[str]:
     return errs
 
 
+@_memoized
 def dns1035_label(value: str) -> list[str]:
     """IsDNS1035Label: service names (must start with a letter)."""
     errs: list[str] = []
@@ -130,6 +155,7 @@ def dns1035_label(value: str) -> list[str]:
     return errs
 
 
+@_memoized
 def qualified_name(value: str) -> list[str]:
     """IsQualifiedName: label, annotation and taint keys, ``[prefix/]name``.
 
@@ -165,6 +191,7 @@ def qualified_name(value: str) -> list[str]:
     return errs
 
 
+@_memoized
 def label_value(value: str) -> list[str]:
     """IsValidLabelValue: empty, or at most 63 chars of ``[-A-Za-z0-9_.]`` framed by alphanumerics."""
     errs: list[str] = []

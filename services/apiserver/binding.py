@@ -15,19 +15,47 @@ The precondition wording follows upstream's.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
 from services.api.conditions import update_pod_condition
 from services.api.errors import AllocationConflictError, FieldError, InvalidError, PreconditionError
 from services.api.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
-from services.api.kinds import BY_KIND, Kind
+from services.api.kinds import BY_KIND
 from services.apiserver import allocation
 from services.apiserver.fencing import CURRENT
 from services.apiserver.objects import MAX_RETRIES, conflict, not_found
 from services.apiserver.store import Store
 from services.storage import Compare, Get, KeyValue, Op, Put
 from services.storage.keys import allocation_key
+
+_PODS = BY_KIND["Pod"]
+
+
+@dataclass(frozen=True, slots=True)
+class BindItem:
+    """One bind as a request states it (a Bind, or one of a BindBatch's)."""
+
+    namespace: str
+    name: str
+    node_name: str
+    resource_version: str = ""
+    uid: str = ""
+    fencing: Fencing | None = None
+    check_allocation: bool = False
+
+
+def resolve(item: BindItem) -> BindItem:
+    """The item as it is bound: the default namespace, the request's fencing token when
+    it carries none itself; InvalidError for a missing node or a malformed token."""
+    if not item.node_name:
+        raise InvalidError("Binding", item.name, [FieldError("target.name", "Required value")])
+    fencing = item.fencing or CURRENT.get()
+    if fencing is not None:
+        fencing.validate("Binding", item.name)
+    return replace(item, namespace=item.namespace or "default", fencing=fencing)
 
 
 async def bind(
@@ -45,27 +73,13 @@ async def bind(
     version read and, with `fencing`, that the caller's election key still exists with
     the create_revision it won it at; with `check_allocation`, that the pod fits the
     node's allocation record (AllocationConflictError when it does not)."""
-    kind = BY_KIND["Pod"]
-    namespace = namespace or "default"
-    if not node_name:
-        raise InvalidError("Binding", name, [FieldError("target.name", "Required value")])
-    fencing = fencing or CURRENT.get()
-    if fencing is not None:
-        fencing.validate("Binding", name)
+    item = resolve(
+        BindItem(namespace, name, node_name, resource_version, uid, fencing, check_allocation)
+    )
     if not check_allocation:
-        return await _bind(store, kind, namespace, name, node_name, resource_version, uid, fencing)
+        return await bind_one(store, item)
     async with allocation.node_lock(store, node_name):
-        return await _bind(
-            store,
-            kind,
-            namespace,
-            name,
-            node_name,
-            resource_version,
-            uid,
-            fencing,
-            check_allocation=True,
-        )
+        return await bind_one(store, item)
 
 
 def _check_bindable(pod: core_pb2.Pod, namespace: str, name: str, uid: str) -> None:
@@ -89,71 +103,137 @@ def _check_bindable(pod: core_pb2.Pod, namespace: str, name: str, uid: str) -> N
         )
 
 
-async def _bind(
+@dataclass(slots=True)
+class Prepared:
+    """A bind ready for its txn: the pod as it will be written, and the txn's part."""
+
+    pod: core_pb2.Pod
+    compares: list[Compare]
+    ops: list[Op]
+
+
+async def prepare(
     store: Store,
-    kind: Kind,
-    namespace: str,
-    name: str,
-    node_name: str,
-    resource_version: str,
-    uid: str,
-    fencing: Fencing | None,
-    *,
-    check_allocation: bool = False,
-) -> Message:
-    key = kind.key(namespace, name)
+    item: BindItem,
+    kv: KeyValue | None,
+    record_kv: KeyValue | None = None,
+    node_kv: KeyValue | None = None,
+) -> Prepared:
+    """The pod (read as `kv`; with check_allocation, the node's record and Node read at
+    the same revision) bound to the node, and the compares and puts that write it;
+    the ApiError a bind of it ends with when it cannot be bound."""
+    if kv is None:
+        raise not_found(_PODS, item.name)
+    pod: core_pb2.Pod = store.decode(_PODS, kv)  # type: ignore[assignment]
+    return await prepare_pod(store, item, kv.key, pod, kv.mod_revision, record_kv, node_kv)
+
+
+def cached(store: Store, item: BindItem) -> tuple[core_pb2.Pod, int] | None:
+    """A copy of the pod and its mod_revision from the pods watch cache, when the cache
+    has it bindable as `item` asks (unbound, its UID, its resourceVersion); else None
+    and the bind reads etcd. Only a hint: the bind txn compares the pod's mod_revision,
+    so a stale copy fails the txn and the bind goes on from etcd's version, and a copy
+    that would refuse the bind is never trusted (etcd decides every refusal)."""
+    if item.check_allocation:
+        return None  # read with the record and the Node, at one revision
+    cache = store.caches.get(_PODS.resource)
+    if cache is None or not cache.started:
+        return None
+    entry = cache.store.get(_PODS.key(item.namespace, item.name))
+    if entry is None:
+        return None
+    obj: core_pb2.Pod = entry.obj  # type: ignore[assignment]
+    m = obj.metadata
+    if (
+        (item.uid and m.uid != item.uid)
+        or obj.spec.node_name
+        or m.deletion_timestamp
+        or obj.spec.scheduling_gates
+        or (item.resource_version and item.resource_version != m.resource_version)
+    ):
+        return None
+    pod = core_pb2.Pod()
+    pod.CopyFrom(obj)
+    return pod, int(m.resource_version)
+
+
+async def prepare_pod(
+    store: Store,
+    item: BindItem,
+    key: str,
+    pod: core_pb2.Pod,
+    mod_revision: int,
+    record_kv: KeyValue | None = None,
+    node_kv: KeyValue | None = None,
+) -> Prepared:
+    """`prepare` of a pod already decoded (`pod` is changed: it becomes the bound pod)."""
+    kind = _PODS
+    namespace, name, node_name = item.namespace, item.name, item.node_name
+    _check_bindable(pod, namespace, name, item.uid)
+    if item.resource_version and item.resource_version != pod.metadata.resource_version:
+        raise conflict(kind, name)
+    compares = [Compare(key, "mod", "==", mod_revision)]
+    ops: list[Op] = []
+    if item.check_allocation:
+        guard = await allocation.admit(store, pod, mod_revision, node_name, record_kv, node_kv)
+        compares.append(guard.compare)
+        ops.append(guard.put)
+    pod.spec.node_name = node_name
+    update_pod_condition(pod.status, "PodScheduled", "True", store.clock.now())
+    if item.check_allocation:
+        pod.metadata.annotations[BOUND_BY] = bound_by_allocation(allocation_key(node_name))
+    elif item.fencing is not None:
+        pod.metadata.annotations[BOUND_BY] = bound_by_fenced(item.fencing)
+    else:
+        pod.metadata.annotations.pop(BOUND_BY, None)
+    return Prepared(pod, compares, [Put(key, store.encode(pod)), *ops])
+
+
+def what(item: BindItem) -> str:
+    return f"Binding of pod {item.namespace}/{item.name}"
+
+
+async def bind_one(store: Store, item: BindItem) -> Message:
+    """One resolved bind in its own txn, re-read and retried while the pod or (with
+    check_allocation, whose node lock the caller holds) the record moved on."""
+    kind = _PODS
+    name = item.name
+    key = kind.key(item.namespace, name)
     record_moved = False
-    for _ in range(MAX_RETRIES):
+    # A pod the watch cache has bindable costs no read: one more pass when it was stale.
+    hit = cached(store, item)
+    for _ in range(MAX_RETRIES + (hit is not None)):
         record_kv: KeyValue | None = None
         node_kv: KeyValue | None = None
-        if check_allocation:
-            kv, record_kv, node_kv = await allocation.read(store, key, node_name)
+        from_cache = hit is not None
+        if hit is not None:
+            pod, rev = hit
+            hit = None
+            p = await prepare_pod(store, item, key, pod, rev)
         else:
-            kv = await store.storage.get(key)
-        if kv is None:
-            raise not_found(kind, name)
-        pod: core_pb2.Pod = store.decode(kind, kv)  # type: ignore[assignment]
-        _check_bindable(pod, namespace, name, uid)
-        if resource_version and resource_version != pod.metadata.resource_version:
-            raise conflict(kind, name)
-        compares = [Compare(key, "mod", "==", kv.mod_revision)]
-        ops: list[Op] = []
-        if check_allocation:
-            guard = await allocation.admit(
-                store, pod, kv.mod_revision, node_name, record_kv, node_kv
-            )
-            compares.append(guard.compare)
-            ops.append(guard.put)
-        pod.spec.node_name = node_name
-        update_pod_condition(pod.status, "PodScheduled", "True", store.clock.now())
-        if check_allocation:
-            pod.metadata.annotations[BOUND_BY] = bound_by_allocation(allocation_key(node_name))
-        elif fencing is not None:
-            pod.metadata.annotations[BOUND_BY] = bound_by_fenced(fencing)
-        else:
-            pod.metadata.annotations.pop(BOUND_BY, None)
-        res = await store.txn(
-            compares,
-            [Put(key, store.encode(pod)), *ops],
-            [Get(key)],
-            fencing=fencing,
-            what=f"Binding of pod {namespace}/{name}",
-        )
+            if item.check_allocation:
+                kv, record_kv, node_kv = await allocation.read(store, key, item.node_name)
+            else:
+                kv = await store.storage.get(key)
+            p = await prepare(store, item, kv, record_kv, node_kv)
+            assert kv is not None
+            rev = kv.mod_revision
+        res = await store.txn(p.compares, p.ops, [Get(key)], fencing=item.fencing, what=what(item))
         if res.succeeded:
-            pod.metadata.resource_version = str(res.revision)
-            return pod
+            p.pod.metadata.resource_version = str(res.revision)
+            return p.pod
+        if from_cache:
+            continue  # the copy was stale: decide from etcd's version, as a fresh bind
         current = res.gets[0]
         # With check_allocation, a pod that did not move means the record did.
-        record_moved = (
-            check_allocation and current is not None and current.mod_revision == kv.mod_revision
-        )
-        if resource_version and not record_moved:
+        record_moved = item.check_allocation and current is not None and current.mod_revision == rev
+        if item.resource_version and not record_moved:
             if current is not None and store.decode(kind, current).spec.node_name:  # type: ignore[attr-defined]
                 continue  # report "already assigned" on the next pass
             raise conflict(kind, name)
     if record_moved:
         raise AllocationConflictError(
-            f'pod {namespace}/{name}: the allocation record of node "{node_name}" changed '
-            f"{MAX_RETRIES} times while binding; try again"
+            f'pod {item.namespace}/{name}: the allocation record of node "{item.node_name}" '
+            f"changed {MAX_RETRIES} times while binding; try again"
         )
     raise conflict(kind, name)

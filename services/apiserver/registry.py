@@ -12,7 +12,8 @@ module back, so each one's dependencies stay visible at the call):
 * ``deletion``: graceful deletion, finalizers, the namespace lifecycle (its
   `after_delete` is the Store's hook);
 * ``binding``: the pods/binding subresource and its fencing token (with ``allocation``,
-  the node allocation records of shared-state binds);
+  the node allocation records of shared-state binds), and ``bindbatch``, many binds in
+  few txns with a single bind's outcome each;
 * ``eviction``: the pods/eviction subresource against PodDisruptionBudgets;
 * ``batch``: batch create and batch update, ~100 objects per txn;
 * ``admission_reads``: what admission reads, from the watch caches;
@@ -39,6 +40,7 @@ from services.api.kinds import BY_KIND, KINDS, Kind
 from services.apiserver import (
     admission,
     batch,
+    bindbatch,
     binding,
     create,
     deletion,
@@ -47,6 +49,8 @@ from services.apiserver import (
     update,
 )
 from services.apiserver.batch import BatchResult
+from services.apiserver.bindbatch import BindOutcome
+from services.apiserver.binding import BindItem
 from services.apiserver.config import ApiServerConfig
 from services.apiserver.objects import meta as _meta
 from services.apiserver.read import Listed
@@ -55,7 +59,15 @@ from services.apiserver.watchcache import Entry, WatchCache
 from services.clock import Clock, RealClock
 from services.storage import Storage
 
-__all__ = ["ApiServer", "ApiServerConfig", "BatchResult", "Fencing", "Listed"]
+__all__ = [
+    "ApiServer",
+    "ApiServerConfig",
+    "BatchResult",
+    "BindItem",
+    "BindOutcome",
+    "Fencing",
+    "Listed",
+]
 
 
 class ApiServer:
@@ -233,6 +245,27 @@ class ApiServer:
             fencing=fencing,
             check_allocation=check_allocation,
         )
+
+    async def bind_batch(self, items: Sequence[BindItem]) -> builtins.list[BindOutcome]:
+        """Many binds in few txns, each with the outcome its single `bind` would have
+        (see bindbatch); outcomes in order. A batch of one is a single `bind`: the same
+        path, and no round of batching for the client that had nothing to gather."""
+        if len(items) == 1:
+            it = items[0]
+            try:
+                pod = await self.bind(
+                    it.namespace,
+                    it.name,
+                    it.node_name,
+                    resource_version=it.resource_version,
+                    uid=it.uid,
+                    fencing=it.fencing,
+                    check_allocation=it.check_allocation,
+                )
+            except Exception as e:  # noqa: BLE001 - reported as this item's outcome
+                return [BindOutcome(None, e)]
+            return [BindOutcome(pod, None)]
+        return await bindbatch.bind_batch(self.store, items)
 
     # ---------------------------------------------------------------- watch
 

@@ -27,7 +27,7 @@ from services.api.fencing import METADATA_KEY, Fencing
 from services.api.kinds import BY_RESOURCE, Kind
 from services.api.limits import MAX_BATCH_ITEMS
 from services.apiserver import fencing as fencing_mod
-from services.apiserver.registry import ApiServer, BatchResult
+from services.apiserver.registry import ApiServer, BatchResult, BindItem
 from services.grpcserver import start_server
 from services.storage import StorageRequestTooLargeError, StorageUnavailableError
 
@@ -88,17 +88,40 @@ def _clip(message: str) -> str:
     return f"{message[:MAX_MESSAGE_CHARS]}... ({len(message) - MAX_MESSAGE_CHARS} more characters)"
 
 
-async def _abort(context: grpc.aio.ServicerContext, e: Exception) -> None:
+def _status(e: BaseException) -> tuple[grpc.StatusCode, str, str]:
+    """The gRPC code, message and kubera-reason ("" for none) an exception crosses as."""
     if isinstance(e, ApiError):
-        context.set_trailing_metadata(((REASON_KEY, e.reason),))
-        await context.abort(e.code, _clip(e.message))
+        return e.code, _clip(e.message), e.reason
     if isinstance(e, StorageUnavailableError):
-        await context.abort(grpc.StatusCode.UNAVAILABLE, _clip(f"storage unavailable: {e}"))
+        return grpc.StatusCode.UNAVAILABLE, _clip(f"storage unavailable: {e}"), ""
     if isinstance(e, StorageRequestTooLargeError):
-        context.set_trailing_metadata(((REASON_KEY, RequestTooLargeError.reason),))
-        await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, _clip(str(e)))
-    log.exception("internal error")
-    await context.abort(grpc.StatusCode.INTERNAL, _clip(f"internal error: {type(e).__name__}: {e}"))
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, _clip(str(e)), RequestTooLargeError.reason
+    log.error("internal error", exc_info=e)
+    return grpc.StatusCode.INTERNAL, _clip(f"internal error: {type(e).__name__}: {e}"), ""
+
+
+async def _abort(context: grpc.aio.ServicerContext, e: Exception) -> None:
+    code, message, reason = _status(e)
+    if reason:
+        context.set_trailing_metadata(((REASON_KEY, reason),))
+    await context.abort(code, message)
+
+
+def _bind_item(request: pb.BindRequest) -> BindItem:
+    fencing = (
+        Fencing(request.fencing.key, request.fencing.create_revision)
+        if request.HasField("fencing")
+        else None
+    )
+    return BindItem(
+        request.namespace,
+        request.name,
+        request.node_name,
+        resource_version=request.resource_version,
+        uid=request.uid,
+        fencing=fencing,
+        check_allocation=request.check_allocation,
+    )
 
 
 def _unary(fn: Callable) -> Callable:
@@ -211,6 +234,23 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
             check_allocation=request.check_allocation,
         )
         return pb.ObjectResponse(object=codec.pack(obj))
+
+    @_unary
+    async def BindBatch(self, request: pb.BindBatchRequest, context: Any) -> pb.BindBatchResponse:
+        if len(request.binds) > MAX_BATCH_ITEMS:
+            raise RequestTooLargeError(
+                f"BindBatch: {len(request.binds)} binds sent, at most {MAX_BATCH_ITEMS} per "
+                "call: send them in several calls"
+            )
+        outcomes = await self.api.bind_batch([_bind_item(b) for b in request.binds])
+        out = pb.BindBatchResponse()
+        for o in outcomes:
+            if o.error is None:
+                out.results.add(code=0, object=codec.pack(o.pod))  # type: ignore[arg-type]
+            else:
+                code, message, reason = _status(o.error)
+                out.results.add(code=code.value[0], message=message, reason=reason)
+        return out
 
     @_unary
     async def BatchCreate(

@@ -41,6 +41,7 @@ from services.api.fencing import METADATA_KEY as FENCING_METADATA
 from services.api.fencing import Fencing
 from services.api.kinds import Kind, kind_of
 from services.api.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
+from services.client.binds import BindCoalescer, outcome
 from services.grpcserver import RECONNECT_OPTIONS
 
 log = logging.getLogger("services.client")
@@ -56,12 +57,18 @@ FencingSource = Callable[[], Fencing | None]
 
 def error_from_rpc(e: grpc.aio.AioRpcError) -> ApiError:
     reason = next((v for k, v in (e.trailing_metadata() or ()) if k == REASON_KEY), "")
-    cls = ERRORS_BY_REASON.get(str(reason)) or ERRORS_BY_CODE.get(e.code())
+    return error_from_status(e.code(), e.details() or "", str(reason))
+
+
+def error_from_status(code: grpc.StatusCode, details: str, reason: str) -> ApiError:
+    """The ApiError of a call that ended with `code`, `details` and kubera-reason `reason`
+    ("" for none): a whole call's status, or one bind's in a BindBatch."""
+    cls = ERRORS_BY_REASON.get(reason) or ERRORS_BY_CODE.get(code)
     if cls is None:
-        return ApiError(f"{e.code().name}: {e.details()}")
+        return ApiError(f"{code.name}: {details}")
     if cls is UnavailableError and not reason:
-        return UnavailableError(f"apiserver unavailable: {e.details()}")
-    return cls.from_message(e.details() or e.code().name)
+        return UnavailableError(f"apiserver unavailable: {details}")
+    return cls.from_message(details or code.name)
 
 
 def _decode(a: Any, what: str) -> Message:
@@ -93,7 +100,7 @@ def batches(packed: Sequence[Any]) -> Iterator[tuple[int, int]]:
         yield start, len(packed)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WatchEvent:
     type: str  # ADDED, MODIFIED, DELETED, BOOKMARK
     object: Message
@@ -133,6 +140,10 @@ class Client:
             ],
         )
         self._stub = pb_grpc.ApiServerStub(self._channel)
+        #: Concurrent binds go out together as BindBatch calls (services/client/binds.py).
+        self.binds = BindCoalescer(
+            lambda req: self._call(self._stub.BindBatch, req), error_from_status, _decode
+        )
 
     def fenced(self, fencing: FencingSource | None) -> Client:
         """This client's channel with another fencing source (None: unfenced); closing
@@ -305,6 +316,8 @@ class Client:
         check_allocation: bool = False,
     ) -> Message:
         """Bind a pod to a node; `fencing` = (election key, its create_revision).
+        Concurrent calls travel together in BindBatch calls; each gets its own pod or its
+        own error, exactly as from a single Bind.
 
         `check_allocation` (shared-state scheduling): the apiserver also checks the pod
         against the node's allocation record and raises AllocationConflictError when it no
@@ -327,8 +340,28 @@ class Client:
                 )
         if fencing is not None:
             req.fencing.key, req.fencing.create_revision = fencing
+        return await self.binds.bind(req)
+
+    async def bind_single(self, req: pb.BindRequest) -> Message:
+        """One Bind call, not coalesced (the reference path of the batched one)."""
         resp = await self._call(self._stub.Bind, req)
-        return _decode(resp.object, f"bind pod {name}")
+        return _decode(resp.object, f"bind pod {req.name}")
+
+    async def bind_batch(
+        self, requests: Sequence[pb.BindRequest]
+    ) -> builtins.list[Message | ApiError]:
+        """Send these binds as BindBatch calls (at most MAX_BATCH_ITEMS each), not
+        coalesced with others: for each, in order, the bound pod or the ApiError its
+        single Bind would have raised (returned, not raised). Fencing as in the requests."""
+        out: builtins.list[Message | ApiError] = []
+        for start in range(0, len(requests), MAX_BATCH_ITEMS):
+            chunk = requests[start : start + MAX_BATCH_ITEMS]
+            resp = await self._call(self._stub.BindBatch, pb.BindBatchRequest(binds=chunk))
+            out.extend(
+                outcome(r, req.name, error_from_status, _decode)
+                for req, r in zip(chunk, resp.results, strict=True)
+            )
+        return out
 
     async def batch_create(self, objs: Sequence[Message]) -> builtins.list[BatchResult]:
         """Create many objects of one kind, in as many calls as the caps need; results
@@ -404,9 +437,12 @@ class Client:
                 allow_watch_bookmarks=allow_bookmarks,
             )
         )
+        what = f"watch {kind.resource}"
         try:
+            # Each event's object is decoded once here; an informer hands that one object
+            # to every handler (services/client/informer.py).
             async for ev in call:
-                yield WatchEvent(ev.type, _decode(ev.object, f"watch {kind.resource}"))
+                yield WatchEvent(ev.type, _decode(ev.object, what))
         except grpc.aio.AioRpcError as e:
             raise error_from_rpc(e) from None
         finally:

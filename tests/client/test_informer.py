@@ -188,3 +188,44 @@ async def test_an_object_failing_the_same_way_again_is_counted_not_logged_again(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_every_handler_gets_the_one_decoded_object_of_an_event(setup) -> None:
+    api, client = setup
+    seen: list[list[object]] = [[], []]
+    changed = asyncio.Event()
+
+    def on(i: int) -> Handlers:
+        def add(o) -> None:
+            seen[i].append(o)
+            changed.set()
+
+        def update(old, new) -> None:
+            seen[i].append(new)
+            changed.set()
+
+        return Handlers(add, update)
+
+    inf = Informer(client, PODS)
+    inf.add_handlers(on(0))
+    inf.add_handlers(on(1))
+    task = asyncio.create_task(inf.run())
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 10)
+        await api.create(pod("a"))
+        await api.patch(PODS, "default", "a", '{"metadata": {"labels": {"x": "y"}}}')
+
+        async def both_updated() -> None:
+            while len(seen[1]) < 2:
+                changed.clear()
+                await changed.wait()
+
+        await asyncio.wait_for(both_updated(), 10)
+        assert len(seen[0]) == len(seen[1]) == 2
+        # Decoded once per event: both handlers hold the very object the store holds.
+        assert all(a is b for a, b in zip(seen[0], seen[1], strict=True))
+        assert seen[1][-1] is inf.store["default/a"]
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -152,6 +152,30 @@ class BindRequest(_message.Message):
     check_allocation: bool
     def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., node_name: _Optional[str] = ..., resource_version: _Optional[str] = ..., uid: _Optional[str] = ..., fencing: _Optional[_Union[FencingToken, _Mapping]] = ..., check_allocation: _Optional[bool] = ...) -> None: ...
 
+class BindBatchRequest(_message.Message):
+    __slots__ = ("binds",)
+    BINDS_FIELD_NUMBER: _ClassVar[int]
+    binds: _containers.RepeatedCompositeFieldContainer[BindRequest]
+    def __init__(self, binds: _Optional[_Iterable[_Union[BindRequest, _Mapping]]] = ...) -> None: ...
+
+class BindResult(_message.Message):
+    __slots__ = ("code", "message", "reason", "object")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    message: str
+    reason: str
+    object: _any_pb2.Any
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., object: _Optional[_Union[_any_pb2.Any, _Mapping]] = ...) -> None: ...
+
+class BindBatchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[BindResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[BindResult, _Mapping]]] = ...) -> None: ...
+
 class BatchCreateRequest(_message.Message):
     __slots__ = ("resource", "objects")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]

@@ -79,6 +79,11 @@ class ApiServerStub:
                 request_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BindRequest.SerializeToString,
                 response_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.ObjectResponse.FromString,
                 _registered_method=True)
+        self.BindBatch = channel.unary_unary(
+                '/kubera.v1.ApiServer/BindBatch',
+                request_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BindBatchRequest.SerializeToString,
+                response_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BindBatchResponse.FromString,
+                _registered_method=True)
         self.BatchCreate = channel.unary_unary(
                 '/kubera.v1.ApiServer/BatchCreate',
                 request_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BatchCreateRequest.SerializeToString,
@@ -154,6 +159,16 @@ class ApiServerServicer:
 
     def Bind(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BindBatch(self, request, context):
+        """Many binds in one call, committed in few etcd txns; each bind has exactly the
+        semantics (checks, fencing, allocation record, error code and reason) of a single
+        Bind, and its own result, in request order. At most 1,000 binds per call (more is
+        RESOURCE_EXHAUSTED before any is tried).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -238,6 +253,11 @@ def add_ApiServerServicer_to_server(servicer, server):
                     servicer.Bind,
                     request_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BindRequest.FromString,
                     response_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.ObjectResponse.SerializeToString,
+            ),
+            'BindBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.BindBatch,
+                    request_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BindBatchRequest.FromString,
+                    response_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BindBatchResponse.SerializeToString,
             ),
             'BatchCreate': grpc.unary_unary_rpc_method_handler(
                     servicer.BatchCreate,
@@ -503,6 +523,33 @@ class ApiServer:
             '/kubera.v1.ApiServer/Bind',
             protos_dot_kubera_dot_v1_dot_apiserver__pb2.BindRequest.SerializeToString,
             protos_dot_kubera_dot_v1_dot_apiserver__pb2.ObjectResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BindBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubera.v1.ApiServer/BindBatch',
+            protos_dot_kubera_dot_v1_dot_apiserver__pb2.BindBatchRequest.SerializeToString,
+            protos_dot_kubera_dot_v1_dot_apiserver__pb2.BindBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,
