@@ -80,6 +80,11 @@ class Interned(Generic[V]):
         self.rows[old] -= 1
         self.ids[row] = new
 
+    def renumber(self, src: npt.NDArray[np.int64]) -> None:
+        """Row i now holds what row src[i] held (rows are recounted)."""
+        self.ids = self.ids[src]
+        self.rows = np.bincount(self.ids, minlength=len(self.values)).tolist()
+
     def needs_compaction(self) -> bool:
         live = sum(1 for n in self.rows if n)
         return len(self.values) - live > live + _SLACK
@@ -93,7 +98,10 @@ class Interned(Generic[V]):
 def taint_key(node: core_pb2.Node | None) -> TaintKey | None:
     if node is None:
         return None
-    return tuple((t.key, t.value, t.effect) for t in node.spec.taints)
+    taints = node.spec.taints
+    if not taints:
+        return ()
+    return tuple((t.key, t.value, t.effect) for t in taints)
 
 
 class TaintSet:
@@ -112,6 +120,10 @@ class TaintSet:
         self.has_hard = NO_SCHEDULE in effects or NO_EXECUTE in effects
 
 
+#: Stands for "no Node seen yet" in a row's remembered Node (None means the row has none).
+_UNSEEN: Any = object()
+
+
 class NodeColumns:
     """The columns of one Snapshot; `columns_of` keeps them current.
 
@@ -126,7 +138,7 @@ class NodeColumns:
     def __init__(self) -> None:
         self.layout_version = -1
         self.row_gen: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
-        self._nodes: list[core_pb2.Node | None] = []
+        self._nodes: list[Any] = []
         self.taints: Interned[TaintSet] = Interned([])
         self.ports: Interned[frozenset[Port]] = Interned([])
         self.unschedulable: BoolArray = np.zeros(0, dtype=np.bool_)
@@ -139,7 +151,8 @@ class NodeColumns:
 
     # ----------------------------------------------------------------- upkeep
     def refresh(self, infos: list[NodeInfo], row_gen: npt.NDArray[np.int64], layout: int) -> None:
-        if layout != self.layout_version or len(row_gen) != len(self.row_gen):
+        relaid = layout != self.layout_version or len(row_gen) != len(self.row_gen)
+        if relaid and not self._relayout(infos, layout):
             self._rebuild(infos, row_gen, layout)
             return
         self._infos = infos
@@ -170,6 +183,28 @@ class NodeColumns:
             self.ports = _port_column(infos)
         for key in [k for k, c in self._labels.items() if c.needs_compaction()]:
             self._labels[key] = _label_column(self._nodes, key)
+
+    def _relayout(self, infos: list[NodeInfo], layout: int) -> bool:
+        """Rows renumbered: carry each kept NodeInfo's values to its new row (snapshot
+        NodeInfos keep their identity) and mark new rows changed, so that the refresh
+        recomputes only those. False when nothing can be kept (rebuild instead)."""
+        old = {id(ni): i for i, ni in enumerate(self._infos)}
+        m = np.fromiter((old.get(id(ni), -1) for ni in infos), dtype=np.int64, count=len(infos))
+        kept = m >= 0
+        if not kept.any():
+            return False
+        src = np.where(kept, m, int(m[kept][0]))
+        # -1 is never a generation: rows not kept count as changed.
+        self.row_gen = np.where(kept, self.row_gen[src], -1)
+        self._nodes = [self._nodes[j] if j >= 0 else _UNSEEN for j in m.tolist()]
+        self.taints.renumber(src)
+        self.ports.renumber(src)
+        for col in self._labels.values():
+            col.renumber(src)
+        self.unschedulable = self.unschedulable[src]
+        self.has_node = self.has_node[src]
+        self.layout_version = layout
+        return True
 
     def _rebuild(self, infos: list[NodeInfo], row_gen: npt.NDArray[np.int64], layout: int) -> None:
         self._infos = infos

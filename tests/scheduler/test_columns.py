@@ -74,14 +74,15 @@ def test_a_node_update_changes_its_row_only() -> None:
     assert cols.unschedulable.tolist() == [False, False, True]
 
 
-def test_a_new_node_rebuilds() -> None:
-    cluster = Cluster([spec()] * 2)
+def test_a_new_node_renumbers_rows_and_computes_only_its_own() -> None:
+    cluster = Cluster([spec(labels={"zone": "z1"})] * 3)
     cols = columns_of(cluster.snapshot)
     assert cols is not None
-    cluster.cache.add_node(rowcases.make_node(7, spec(labels={"zone": "z9"})))
+    cols.label("zone")
+    cluster.add_node(spec(labels={"zone": "z0"}))
     cluster.refresh()
     columns_of(cluster.snapshot)
-    assert cols.last_refreshed == 3
+    assert cols.last_refreshed == 1
     assert decoded(cols, ["zone"]) == decoded(fresh(cluster), ["zone"])
 
 

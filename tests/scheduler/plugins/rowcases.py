@@ -19,7 +19,8 @@ from tests.builders import MakeNode, MakePod
 
 Json = dict[str, Any]
 
-KEYS = ["a", "b", "zone", "num"]
+#: "topology.kubernetes.io/zone" makes the node tree interleave zones, so rows move.
+KEYS = ["a", "b", "topology.kubernetes.io/zone", "num"]
 #: Values for labels and taints; numbers (and non-canonical ones) for Gt/Lt.
 VALUES = ["", "x", "y", "1", "5", "10", "-3", "007"]
 EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -157,8 +158,9 @@ class Cluster:
 
     def __init__(self, specs: list[Json]) -> None:
         self.cache = Cache()
-        self.nodes = [make_node(i, s) for i, s in enumerate(specs)]
+        self.nodes: list[core_pb2.Node | None] = [make_node(i, s) for i, s in enumerate(specs)]
         for n in self.nodes:
+            assert n is not None
             self.cache.add_node(n)
         self.snapshot = Snapshot()
         self.pods = 0
@@ -168,11 +170,28 @@ class Cluster:
         self.cache.update_snapshot(self.snapshot)
 
     def update_node(self, i: int, spec: Json) -> None:
+        old = self.nodes[i]
+        if old is None:
+            return
         new = make_node(i, spec)
-        self.cache.update_node(self.nodes[i], new)
+        self.cache.update_node(old, new)
         self.nodes[i] = new
 
+    def add_node(self, spec: Json) -> None:
+        """A new node (renumbers the snapshot's rows)."""
+        n = make_node(len(self.nodes), spec)
+        self.cache.add_node(n)
+        self.nodes.append(n)
+
+    def remove_node(self, i: int) -> None:
+        old = self.nodes[i]
+        if old is not None:
+            self.cache.remove_node(old)
+            self.nodes[i] = None
+
     def add_port_pod(self, i: int, ports: list[Json]) -> None:
+        if self.nodes[i] is None:
+            return
         self.pods += 1
         self.cache.add_pod(port_pod(f"q{self.pods}", f"n{i}", ports))
 
@@ -183,12 +202,15 @@ class Cluster:
 @st.composite
 def cluster_changes(draw: st.DrawFn) -> tuple[list[Json], list[tuple[str, int, Any]]]:
     """Node specs, then changes applied between two checks: ("node", i, spec) replaces a
-    node, ("pod", i, ports) binds a pod with those host ports."""
+    node, ("pod", i, ports) binds a pod with those host ports, ("add", 0, spec) adds a node,
+    ("remove", i, None) removes one."""
     specs = draw(st.lists(node_spec(), min_size=1, max_size=NODE_COUNT))
     n = len(specs)
     change = st.one_of(
         st.tuples(st.just("node"), st.integers(0, n - 1), node_spec()),
         st.tuples(st.just("pod"), st.integers(0, n - 1), st.lists(host_port, max_size=2)),
+        st.tuples(st.just("add"), st.just(0), node_spec()),
+        st.tuples(st.just("remove"), st.integers(0, n - 1), st.none()),
     )
     return specs, draw(st.lists(change, max_size=4))
 
@@ -197,12 +219,19 @@ def apply(cluster: Cluster, changes: list[tuple[str, int, Any]]) -> None:
     for kind, i, arg in changes:
         if kind == "node":
             cluster.update_node(i, arg)
-        else:
+        elif kind == "pod":
             cluster.add_port_pod(i, arg)
+        elif kind == "add":
+            cluster.add_node(arg)
+        else:
+            cluster.remove_node(i)
     cluster.refresh()
 
 
-def some_rows(draw: st.DrawFn, n: int) -> np.ndarray:
-    """A random subset of the rows, in random order (the framework's feasible rows)."""
-    chosen = draw(st.lists(st.integers(0, n - 1), unique=True, max_size=n))
-    return np.array(chosen, dtype=np.int64)
+def rows(n: int) -> st.SearchStrategy[np.ndarray]:
+    """A random subset of n rows, in random order (the framework's feasible rows)."""
+    if n == 0:
+        return st.just(np.zeros(0, dtype=np.int64))
+    return st.lists(st.integers(0, n - 1), unique=True, max_size=n).map(
+        lambda xs: np.array(xs, dtype=np.int64)
+    )

@@ -95,7 +95,7 @@ def test_filter_rows_agree_with_filter(
     for phase in range(2):
         if phase:
             rowcases.apply(cluster, later)
-        rows = data.draw(_rows(len(specs)))
+        rows = data.draw(rowcases.rows(cluster.snapshot.num_nodes()))
         for pl in plugins(cluster.snapshot):
             check_filter(pl, cluster, pod, rows)
 
@@ -110,16 +110,10 @@ def test_score_rows_agree_with_score(
     for phase in range(2):
         if phase:
             rowcases.apply(cluster, later)
-        rows = data.draw(_rows(len(specs)))
+        rows = data.draw(rowcases.rows(cluster.snapshot.num_nodes()))
         for pl in plugins(cluster.snapshot):
             if hasattr(pl, "score_rows"):
                 check_score(pl, cluster, pod, rows)
-
-
-def _rows(n: int) -> st.SearchStrategy[np.ndarray]:
-    return st.lists(st.integers(0, n - 1), unique=True, max_size=n).map(
-        lambda xs: np.array(xs, dtype=np.int64)
-    )
 
 
 @SETTINGS
@@ -157,10 +151,10 @@ def test_node_affinity_added_affinity_rows(
         return  # addedAffinity is parsed strictly: a bad term is a configuration error
     specs, later = changes
     cluster = Cluster(specs)
-    rows = np.arange(len(specs), dtype=np.int64)[::-1].copy()
     for phase in range(2):
         if phase:
             rowcases.apply(cluster, later)
+        rows = np.arange(cluster.snapshot.num_nodes(), dtype=np.int64)[::-1].copy()
         check_filter(pl, cluster, pod, rows)
         check_score(pl, cluster, pod, rows)
 
