@@ -11,8 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from protos.kubera.v1 import core_pb2
 from services.api.labels import SelectorError
+from services.scheduler.columns import columns_of
 from services.scheduler.framework.interface import Handle, NodeScore, PreFilterResult
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
@@ -24,7 +28,8 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueueingHint,
 )
-from services.scheduler.plugins.helpers import NODE, POD
+from services.scheduler.plugins.helpers import NODE, POD, Int64Array
+from services.scheduler.plugins.podtopologyspread import rows as row_forms
 from services.scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
     HONOR,
@@ -56,7 +61,9 @@ from services.scheduler.plugins.podtopologyspread.scoring import (
 
 class PodTopologySpread:
     """PreFilterPlugin (+ add_pod/remove_pod extensions), FilterPlugin, PreScorePlugin,
-    ScorePlugin, NormalizeScorePlugin, EnqueueExtensions."""
+    ScorePlugin, NormalizeScorePlugin, EnqueueExtensions; FilterRowsPlugin and
+    ScoreRowsPlugin (rows.py). PreFilter / PreScore return Skip where upstream's do: no
+    DoNotSchedule / ScheduleAnyway constraints (own or default), or no nodes to score."""
 
     name = NAME
 
@@ -177,6 +184,35 @@ class PodTopologySpread:
             return missing_state(PRE_SCORE_STATE_KEY)
         normalize(s, scores)
         return Status.success()
+
+    # ------------------------------------------------------------------------- row forms
+    def filter_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
+    ) -> npt.NDArray[np.bool_] | None:
+        s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        cols = columns_of(snapshot)
+        if s is None or cols is None:
+            return None  # `filter` gives the error
+        return row_forms.filter_rows(s, pod_info.pod, cols, rows)
+
+    def score_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
+    ) -> Int64Array | None:
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        cols = columns_of(snapshot)
+        if s is None or cols is None or not cols.all_have_nodes:
+            return None  # `score` gives the error
+        ignored = row_forms.ignored_rows(s, cols, rows)
+        s.row_ignored = ignored
+        return row_forms.score_rows(s, pod_info.pod.metadata.namespace, cols, rows, ignored)
+
+    def normalize_rows(
+        self, state: CycleState, pod_info: PodInfo, scores: Int64Array
+    ) -> Int64Array:
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if s is None or s.row_ignored is None or len(s.row_ignored) != len(scores):
+            raise RuntimeError(f"{NAME}: normalize_rows without the score_rows it normalizes")
+        return row_forms.normalize_rows(scores, s.row_ignored)
 
     # ---------------------------------------------------------------------------- events
     def events_to_register(self) -> list[ClusterEventWithHint]:
