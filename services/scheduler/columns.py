@@ -21,7 +21,7 @@ Upkeep (`columns_of(snapshot)`, called by every row method):
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -85,6 +85,24 @@ class Interned(Generic[V]):
         self.ids = self.ids[src]
         self.rows = np.bincount(self.ids, minlength=len(self.values)).tolist()
 
+    def present(self, rows: npt.NDArray[np.int64]) -> BoolArray:
+        """Per row: its value is not None (for a label column: the node has the label)."""
+        none_id = self._index.get(None)
+        if none_id is None:
+            return np.ones(len(rows), dtype=np.bool_)
+        return np.asarray(self.ids[rows] != none_id, dtype=np.bool_)
+
+    def counts_table(self, counts: Mapping[Any, int]) -> npt.NDArray[np.int64]:
+        """counts.get(value, 0) per distinct value, as an array indexed by id: one step per
+        entry of `counts` (values no row holds are left out)."""
+        table = np.zeros(len(self.values), dtype=np.int64)
+        index = self._index
+        for value, n in counts.items():
+            i = index.get(value)
+            if i is not None:
+                table[i] = n
+        return table
+
     def needs_compaction(self) -> bool:
         live = sum(1 for n in self.rows if n)
         return len(self.values) - live > live + _SLACK
@@ -132,6 +150,7 @@ class NodeColumns:
     - `has_node`: whether the row has a Node (a snapshot's rows always do; kept so row forms
       can decline honestly rather than assume);
     - `ports`: the node's used host ports (frozenset), from its pods;
+    - `pod_count`: how many pods the node holds;
     - `label(key)`: one label's value per row (None: absent), built on first use.
     """
 
@@ -143,6 +162,7 @@ class NodeColumns:
         self.ports: Interned[frozenset[Port]] = Interned([])
         self.unschedulable: BoolArray = np.zeros(0, dtype=np.bool_)
         self.has_node: BoolArray = np.zeros(0, dtype=np.bool_)
+        self.pod_count: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.all_have_nodes = True
         self._labels: dict[str, Interned[str | None]] = {}
         self._infos: list[NodeInfo] = []
@@ -164,6 +184,7 @@ class NodeColumns:
             ni = infos[i]
             ports = frozenset(ni.used_ports)
             self.ports.assign(i, ports, ports)
+            self.pod_count[i] = len(ni.pods)
             node = ni.node
             if node is self._nodes[i]:
                 continue
@@ -203,6 +224,7 @@ class NodeColumns:
             col.renumber(src)
         self.unschedulable = self.unschedulable[src]
         self.has_node = self.has_node[src]
+        self.pod_count = self.pod_count[src]
         self.layout_version = layout
         return True
 
@@ -218,6 +240,9 @@ class NodeColumns:
         )
         self.has_node = np.fromiter(
             (n is not None for n in self._nodes), dtype=np.bool_, count=len(infos)
+        )
+        self.pod_count = np.fromiter(
+            (len(ni.pods) for ni in infos), dtype=np.int64, count=len(infos)
         )
         self.all_have_nodes = bool(self.has_node.all())
         self._labels = {}

@@ -29,6 +29,7 @@ def decoded(cols: NodeColumns, keys: list[str]) -> list[tuple[Any, ...]]:
             p.values[p.ids[i]],
             bool(cols.unschedulable[i]),
             bool(cols.has_node[i]),
+            int(cols.pod_count[i]),
             *(cols.label(k).values[cols.label(k).ids[i]] for k in keys),
         )
         out.append(row)

@@ -38,14 +38,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
-from services.scheduler.columns import NodeColumns, columns_of
+from services.scheduler.columns import Interned, NodeColumns, columns_of
 from services.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     Handle,
@@ -428,7 +427,7 @@ class InterPodAffinity:
         total = np.zeros(len(rows), dtype=np.int64)
         for key, by_value in s.topology_score.items():
             col = cols.label(key)
-            total += col.table(partial(_weight, by_value=by_value), np.int64)[col.ids[rows]]
+            total += col.counts_table(by_value)[col.ids[rows]]
         return total
 
     def normalize_rows(
@@ -546,12 +545,16 @@ def _satisfies_existing_pods_anti_affinity(s: _PreFilterState, labels: Mapping[s
     return not any(s.existing_anti.get(pair, 0) > 0 for pair in labels.items())
 
 
-def _weight(value: str | None, by_value: Mapping[str, int]) -> int:
-    return by_value.get(value, 0) if value is not None else 0
-
-
-def _positive(value: str | None, key: str, counts: Mapping[TopologyPair, int]) -> bool:
-    return value is not None and counts.get((key, value), 0) > 0
+def _positive(col: Interned[str | None], key: str, counts: Mapping[TopologyPair, int]) -> Any:
+    """Per distinct value of `key`'s column: some count of (key, value) is positive (absent
+    label: False). One step per entry of `counts`."""
+    table = np.zeros(len(col.values), dtype=np.bool_)
+    for (k, value), n in counts.items():
+        if k == key and n > 0:
+            i = col.id_of(value)
+            if i is not None:
+                table[i] = True
+    return table
 
 
 def _filter_rows(s: _PreFilterState, cols: NodeColumns, rows: Int64Array) -> npt.NDArray[np.bool_]:
@@ -564,15 +567,15 @@ def _filter_rows(s: _PreFilterState, cols: NodeColumns, rows: Int64Array) -> npt
         for t in terms:
             col = cols.label(t.topology_key)
             ids = col.ids[rows]
-            keys_ok &= col.table(lambda v: v is not None)[ids]
-            pods_exist &= col.table(partial(_positive, key=t.topology_key, counts=s.affinity))[ids]
+            keys_ok &= col.present(rows)
+            pods_exist &= _positive(col, t.topology_key, s.affinity)[ids]
         pi = s.pod_info
         first_of_series = not s.affinity and _matches_all(pi.required_affinity, pi.pod, s._ns)
         mask &= keys_ok & (pods_exist | first_of_series)
     if s.anti:
         for t in s.pod_info.required_anti_affinity:
             col = cols.label(t.topology_key)
-            mask &= ~col.table(partial(_positive, key=t.topology_key, counts=s.anti))[col.ids[rows]]
+            mask &= ~_positive(col, t.topology_key, s.anti)[col.ids[rows]]
     for (key, value), n in s.existing_anti.items():
         if n > 0:
             col = cols.label(key)

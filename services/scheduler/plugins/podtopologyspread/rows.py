@@ -8,9 +8,6 @@ node itself); it is a generator over the node's pods, without Status objects or 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from functools import partial
-
 import numpy as np
 import numpy.typing as npt
 
@@ -26,12 +23,6 @@ BoolArray = npt.NDArray[np.bool_]
 Int64Array = npt.NDArray[np.int64]
 
 
-def _within_skew(value: str | None, counts: Mapping[str, int], rest: int, max_skew: int) -> bool:
-    """filter_node's test for one constraint and one domain value (None: the key is missing);
-    `rest` is self_match - min_match."""
-    return value is not None and counts.get(value, 0) + rest <= max_skew
-
-
 def filter_rows(
     s: PreFilterState, pod: core_pb2.Pod, cols: NodeColumns, rows: Int64Array
 ) -> BoolArray:
@@ -41,27 +32,23 @@ def filter_rows(
     for i, c in enumerate(s.constraints):
         col = cols.label(c.topology_key)
         rest = (1 if c.selector.matches(pod_labels) else 0) - s.min_match(i)
-        within = partial(_within_skew, counts=s.counts[i], rest=rest, max_skew=c.max_skew)
-        table = col.table(within)
-        mask &= table[col.ids[rows]]
+        # filter_node: the key must be on the node, and count + self_match - min <= maxSkew.
+        within = col.counts_table(s.counts[i]) + rest <= c.max_skew
+        mask &= within[col.ids[rows]] & col.present(rows)
     return mask
-
-
-def _count(value: str | None, counts: Mapping[str, int]) -> int:
-    return counts.get(value, 0) if value is not None else 0
 
 
 def _hostname_counts(
     c: Constraint, namespace: str, cols: NodeColumns, rows: Int64Array
 ) -> Int64Array:
-    return np.fromiter(
-        (
-            sum(1 for p in cols.node_info(r).pods if c.counts(p.pod, namespace))
-            for r in rows.tolist()
-        ),
-        dtype=np.int64,
-        count=len(rows),
-    )
+    """Score's per-node count for kubernetes.io/hostname: only rows whose node has pods."""
+    out = np.zeros(len(rows), dtype=np.int64)
+    if c.selector.is_empty():
+        return out  # counts nothing
+    for j in np.flatnonzero(cols.pod_count[rows]).tolist():
+        pods = cols.node_info(int(rows[j])).pods
+        out[j] = sum(1 for p in pods if c.counts(p.pod, namespace))
+    return out
 
 
 def ignored_rows(s: PreScoreState, cols: NodeColumns, rows: Int64Array) -> BoolArray:
@@ -85,11 +72,11 @@ def score_rows(
     for i, c in enumerate(s.constraints):
         col = cols.label(c.topology_key)
         ids = col.ids[rows]
-        present = col.table(lambda v: v is not None)[ids]
+        present = col.present(rows)
         if c.topology_key == LABEL_HOSTNAME:
             cnt = _hostname_counts(c, namespace, cols, rows)
         else:
-            cnt = col.table(partial(_count, counts=s.counts[i]), np.int64)[ids]
+            cnt = col.counts_table(s.counts[i])[ids]
         total = np.where(present, total + (cnt * s.weights[i] + (c.max_skew - 1)), total)
     scores = np.floor(total + 0.5).astype(np.int64)  # Go math.Round (total >= 0)
     scores[ignored] = 0
