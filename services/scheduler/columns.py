@@ -8,7 +8,9 @@ once and gathers the answers with numpy (`table[column.ids[rows]]`).
 
 Upkeep (`columns_of(snapshot)`, called by every row method):
 - one `NodeColumns` per Snapshot object (a weak-keyed registry: the snapshot owns nothing new);
-- `snapshot.layout_version` changed (rows renumbered): everything is rebuilt, O(nodes);
+- `snapshot.layout_version` changed (rows renumbered, e.g. a node added): each kept row's
+  values move to its new row (snapshot NodeInfos keep their identity), O(nodes) numpy and
+  dict lookups; only new rows are derived afresh (everything when nothing is kept);
 - otherwise only rows whose `snapshot.row_gen` differs from the generation they were derived
   at are revisited, O(changed) Python plus one vectorised compare. A bind changes a row's
   generation without touching its Node; Node-derived values (taints, labels, unschedulable)
@@ -52,11 +54,15 @@ class Interned(Generic[V]):
     dead, kept until the column is compacted, so ids stay stable between compactions).
     """
 
-    __slots__ = ("ids", "values", "rows", "_index")
+    __slots__ = ("ids", "values", "rows", "live", "version", "_index")
 
     def __init__(self, keyed: list[tuple[Hashable, V]]) -> None:
         self.values: list[V] = []
         self.rows: list[int] = []
+        #: How many values some row holds (rows[i] > 0), kept as rows change.
+        self.live = 0
+        #: Bumped whenever some row's id changes (answers derived from the column go stale).
+        self.version = 0
         self._index: dict[Hashable, int] = {}
         ids = [self._intern(k, v) for k, v in keyed]
         self.ids: IdArray = np.array(ids, dtype=np.int32)
@@ -67,6 +73,8 @@ class Interned(Generic[V]):
             i = self._index[key] = len(self.values)
             self.values.append(value)
             self.rows.append(0)
+        if not self.rows[i]:
+            self.live += 1
         self.rows[i] += 1
         return i
 
@@ -78,12 +86,19 @@ class Interned(Generic[V]):
         old = int(self.ids[row])
         new = self._intern(key, value)
         self.rows[old] -= 1
-        self.ids[row] = new
+        if not self.rows[old]:
+            self.live -= 1
+        if new != old:
+            self.ids[row] = new
+            self.version += 1
 
     def renumber(self, src: npt.NDArray[np.int64]) -> None:
         """Row i now holds what row src[i] held (rows are recounted)."""
         self.ids = self.ids[src]
-        self.rows = np.bincount(self.ids, minlength=len(self.values)).tolist()
+        self.version += 1
+        counts = np.bincount(self.ids, minlength=len(self.values))
+        self.rows = counts.tolist()
+        self.live = int(np.count_nonzero(counts))
 
     def present(self, rows: npt.NDArray[np.int64]) -> BoolArray:
         """Per row: its value is not None (for a label column: the node has the label)."""
@@ -104,8 +119,7 @@ class Interned(Generic[V]):
         return table
 
     def needs_compaction(self) -> bool:
-        live = sum(1 for n in self.rows if n)
-        return len(self.values) - live > live + _SLACK
+        return len(self.values) - self.live > self.live + _SLACK
 
     def table(self, fn: Callable[[V], Any], dtype: Any = np.bool_) -> npt.NDArray[Any]:
         """fn over every distinct value (dead ones included: they are never gathered, but
@@ -166,6 +180,8 @@ class NodeColumns:
         self.all_have_nodes = True
         self._labels: dict[str, Interned[str | None]] = {}
         self._infos: list[NodeInfo] = []
+        #: has_prefer_no_schedule's answer, for (taints column, its version).
+        self._prefer: tuple[Any, int, bool] = (None, -1, False)
         #: Rows revisited by the last refresh (for tests and metrics).
         self.last_refreshed = 0
 
@@ -266,7 +282,11 @@ class NodeColumns:
     def has_prefer_no_schedule(self) -> bool:
         """Whether some row's Node has a PreferNoSchedule taint."""
         t = self.taints
-        return any(n and v.has_prefer for v, n in zip(t.values, t.rows, strict=True))
+        of, version, found = self._prefer
+        if of is not t or version != t.version:
+            found = any(n and v.has_prefer for v, n in zip(t.values, t.rows, strict=True))
+            self._prefer = (t, t.version, found)
+        return found
 
 
 def _taint_column(nodes: list[core_pb2.Node | None]) -> Interned[TaintSet]:

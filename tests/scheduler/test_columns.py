@@ -21,6 +21,9 @@ def spec(**kw: Any) -> dict[str, Any]:
 def decoded(cols: NodeColumns, keys: list[str]) -> list[tuple[Any, ...]]:
     """Every row's values, read back through the ids."""
     t, p = cols.taints, cols.ports
+    for col in (t, p, *(cols.label(k) for k in keys)):
+        assert col.rows == [int((col.ids == i).sum()) for i in range(len(col.values))]
+        assert col.live == sum(1 for n in col.rows if n)
     out = []
     for i in range(len(cols.row_gen)):
         ts = t.values[t.ids[i]].taints
