@@ -43,6 +43,8 @@ Port = tuple[str, str, int]
 #: More label keys than this tracked at once: start the label columns over (a bound on memory
 #: when pods ask for many different keys; any key is rebuilt on its next use).
 MAX_LABEL_COLUMNS = 128
+#: More per-node pod counts than this cached at once: start them over.
+MAX_POD_COUNTS = 64
 #: Dead values tolerated beyond the live ones before a column is rebuilt.
 _SLACK = 32
 
@@ -179,6 +181,8 @@ class NodeColumns:
         self.pod_count: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.all_have_nodes = True
         self._labels: dict[str, Interned[str | None]] = {}
+        #: pod_counts' cache: key -> (row generations counted at, counts).
+        self._pod_counts: dict[Hashable, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
         self._infos: list[NodeInfo] = []
         #: has_prefer_no_schedule's answer, for (taints column, its version).
         self._prefer: tuple[Any, int, bool] = (None, -1, False)
@@ -241,6 +245,7 @@ class NodeColumns:
         self.unschedulable = self.unschedulable[src]
         self.has_node = self.has_node[src]
         self.pod_count = self.pod_count[src]
+        self._pod_counts = {}
         self.layout_version = layout
         return True
 
@@ -262,6 +267,7 @@ class NodeColumns:
         )
         self.all_have_nodes = bool(self.has_node.all())
         self._labels = {}
+        self._pod_counts = {}
         self.row_gen = row_gen.copy()
         self.layout_version = layout
         self.last_refreshed = len(infos)
@@ -275,6 +281,27 @@ class NodeColumns:
                 self._labels = {}
             col = self._labels[key] = _label_column(self._nodes, key)
         return col
+
+    def pod_counts(self, key: Hashable, counts: Callable[[NodeInfo], int]) -> npt.NDArray[np.int64]:
+        """counts(node_info) for every row, cached under `key` (which must determine
+        `counts`): rows are recounted only when their generation changed since (a bind
+        recounts one node, not every pod of the cluster). The array is the cache's own:
+        read it, do not modify it."""
+        got = self._pod_counts.get(key)
+        if got is None:
+            if len(self._pod_counts) >= MAX_POD_COUNTS:
+                self._pod_counts = {}
+            out = np.zeros(len(self._infos), dtype=np.int64)
+            for i in np.flatnonzero(self.pod_count).tolist():
+                out[i] = counts(self._infos[i])
+            self._pod_counts[key] = (self.row_gen.copy(), out)
+            return out
+        gen, out = got
+        changed = np.flatnonzero(gen != self.row_gen)
+        for i in changed.tolist():
+            out[i] = counts(self._infos[i])
+        gen[changed] = self.row_gen[changed]
+        return out
 
     def node_info(self, row: int) -> NodeInfo:
         return self._infos[row]

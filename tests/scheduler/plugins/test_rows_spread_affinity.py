@@ -13,9 +13,12 @@ from hypothesis import strategies as st
 
 from protos.kubera.v1 import core_pb2
 from services.scheduler.cache import Cache
+from services.scheduler.columns import columns_of
 from services.scheduler.framework.types import CycleState, PodInfo
 from services.scheduler.plugins import interpodaffinity
 from services.scheduler.plugins.podtopologyspread import plugin as podtopologyspread
+from services.scheduler.plugins.podtopologyspread.filtering import pre_filter_state
+from services.scheduler.plugins.podtopologyspread.rows import pre_filter_state_rows
 from services.scheduler.snapshot import Snapshot
 from tests.builders import MakeNode, MakePod
 from tests.scheduler.plugins import rowcases
@@ -35,6 +38,8 @@ def node_labels(draw: st.DrawFn) -> Json:
         out["topology.kubernetes.io/zone"] = draw(st.sampled_from(["z1", "z2", "z3"]))
     if draw(st.booleans()):
         out["rack"] = draw(st.sampled_from(["r1", "r2"]))
+    if draw(st.integers(0, 3)) == 0:
+        out["disk"] = "ssd"
     return out
 
 
@@ -73,6 +78,8 @@ def incoming(draw: st.DrawFn) -> core_pb2.Pod:
                         {"matchLabels": st.fixed_dictionaries({"app": st.sampled_from(APPS)})}
                     ),
                     "minDomains": st.sampled_from([1, 1, 3]),
+                    "nodeAffinityPolicy": st.sampled_from(["", "Honor", "Ignore"]),
+                    "nodeTaintsPolicy": st.sampled_from(["", "Honor", "Ignore"]),
                 }
             ),
             max_size=2,
@@ -83,6 +90,10 @@ def incoming(draw: st.DrawFn) -> core_pb2.Pod:
             del c["minDomains"]
     if constraints:
         p.topology_spread_constraints(constraints)
+    if draw(st.booleans()):
+        p.node_selector({"disk": "ssd"})
+    if draw(st.booleans()):
+        p.tolerations([{"key": "dedicated", "operator": "Exists"}])
     term = st.builds(affinity_term, st.sampled_from(APPS), st.sampled_from(TOPOLOGY_KEYS))
     weighted = st.builds(
         lambda w, t: {"weight": w, "podAffinityTerm": t}, st.integers(1, 100), term
@@ -107,6 +118,8 @@ class SpreadCluster:
         self.cache = Cache()
         for i, extra in enumerate(labels):
             n = MakeNode().name(f"n{i}").label("kubernetes.io/hostname", f"n{i}").labels(extra)
+            if i % 3 == 1:
+                n.taints([{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])
             self.cache.add_node(n.allocatable({"cpu": "4", "memory": "8Gi", "pods": "110"}).obj())
         for j, (i, spec) in enumerate(pods):
             self.add_pod(j, i % len(labels), spec)
@@ -161,11 +174,27 @@ def test_spread_and_affinity_rows_agree_with_per_node(
             for j, (i, spec) in enumerate(later):
                 cluster.add_pod(100 + j, i % len(labels), spec)
             cluster.refresh()
+        check_pre_filter_counts(cluster, pod)
         rows = data.draw(rowcases.rows(len(labels)))
         for pl in plugins(cluster.snapshot):
             if _pre_filter_runs(pl, cluster, pod):
                 check_filter(pl, cluster, pod, rows)
             check_score(pl, cluster, pod, rows)
+
+
+def check_pre_filter_counts(cluster: SpreadCluster, pod: core_pb2.Pod) -> None:
+    """PreFilter over the snapshot's columns counts what the per-node loop counts."""
+    pl = podtopologyspread.new(None, Handle(cluster.snapshot))
+    constraints = pl.get_constraints(pod, "DoNotSchedule")
+    if not constraints:
+        return
+    cols = columns_of(cluster.snapshot)
+    assert cols is not None
+    rows = pre_filter_state_rows(constraints, pod, cols, cluster.snapshot)
+    nodes = pre_filter_state(constraints, pod, cluster.infos())
+    assert rows.counts == nodes.counts
+    for i in range(len(constraints)):
+        assert rows.min_match(i) == nodes.min_match(i)
 
 
 def _pre_filter_runs(pl: Any, cluster: SpreadCluster, pod: core_pb2.Pod) -> bool:

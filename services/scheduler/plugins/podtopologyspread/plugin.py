@@ -104,7 +104,13 @@ class PodTopologySpread:
         if not constraints:
             state.write(PRE_FILTER_STATE_KEY, PreFilterState([], None))
             return None, Status.skip(plugin=NAME)
-        state.write(PRE_FILTER_STATE_KEY, pre_filter_state(constraints, pod, nodes))
+        snapshot = self.handle.snapshot() if self.handle is not None else None
+        cols = columns_of(snapshot) if _lists_every_node(snapshot, nodes) else None
+        if cols is not None:
+            s = row_forms.pre_filter_state_rows(constraints, pod, cols, snapshot)
+        else:
+            s = pre_filter_state(constraints, pod, nodes)
+        state.write(PRE_FILTER_STATE_KEY, s)
         return None, Status.success()
 
     def add_pod(
@@ -303,6 +309,17 @@ class PodTopologySpread:
                 return QueueingHint.QUEUE
             return QueueingHint.SKIP
         return QueueingHint.QUEUE if (new_ok or old_ok) else QueueingHint.SKIP
+
+
+def _lists_every_node(snapshot: Any, nodes: Sequence[NodeInfo]) -> bool:
+    """Whether `nodes` are the snapshot's rows, in order (then PreFilter may count over the
+    snapshot's columns instead)."""
+    if snapshot is None or not hasattr(snapshot, "row_gen"):
+        return False
+    every = snapshot.list()
+    if nodes is every:
+        return True
+    return len(nodes) == len(every) and all(a is b for a, b in zip(nodes, every, strict=True))
 
 
 def _involved(other: core_pb2.Pod, pod: core_pb2.Pod) -> bool:

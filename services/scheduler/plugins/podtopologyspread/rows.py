@@ -1,6 +1,9 @@
 """PodTopologySpread's row forms: Filter and Score over snapshot rows, each constraint's skew
 or count answered once per distinct value of its topology key (services/scheduler/columns.py)
-instead of once per node, with the same results as filter_node / score_node / normalize.
+instead of once per node, with the same results as filter_node / score_node / normalize; and
+PreFilter's per-domain counts (`pre_filter_state_rows`, the same PreFilterState as
+pre_filter_state) from per-node match counts the columns cache across cycles, so a pod's
+PreFilter recounts only the nodes changed since the last pod with the same selector.
 
 The one per-row part left is Score's kubernetes.io/hostname count (the matching pods on the
 node itself); it is a generator over the node's pods, without Status objects or label lookups.
@@ -8,16 +11,29 @@ node itself); it is a generator over the node's pods, without Status objects or 
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
+from services.api.nodeaffinity import RequiredNodeAffinity
+from services.api.taints import find_matching_untolerated_taint
 from services.api.wellknown import LABEL_HOSTNAME
-from services.scheduler.columns import NodeColumns
+from services.scheduler.columns import NodeColumns, TaintSet
 from services.scheduler.framework.interface import MAX_NODE_SCORE
-from services.scheduler.plugins.podtopologyspread.common import Constraint
+from services.scheduler.framework.types import NodeInfo
+from services.scheduler.plugins.helpers import do_not_schedule_taints_filter
+from services.scheduler.plugins.podtopologyspread.common import (
+    HONOR,
+    NAME,
+    Constraint,
+    NodeEligibility,
+)
 from services.scheduler.plugins.podtopologyspread.filtering import PreFilterState
 from services.scheduler.plugins.podtopologyspread.scoring import PreScoreState
+from services.scheduler.plugins.selector_rows import required_mask
 
 BoolArray = npt.NDArray[np.bool_]
 Int64Array = npt.NDArray[np.int64]
@@ -38,6 +54,57 @@ def filter_rows(
     return mask
 
 
+def count_matching(ni: NodeInfo, c: Constraint, namespace: str) -> int:
+    """The node's pods that `c` counts for a pod of `namespace`."""
+    return sum(1 for p in ni.pods if c.counts(p.pod, namespace))
+
+
+def _tolerated(ts: TaintSet, tolerations: Any) -> bool:
+    if ts.taints is None:
+        return True
+    return (
+        find_matching_untolerated_taint(ts.taints, tolerations, do_not_schedule_taints_filter)
+        is None
+    )
+
+
+def pre_filter_state_rows(
+    constraints: list[Constraint], pod: core_pb2.Pod, cols: NodeColumns, snapshot: Any
+) -> PreFilterState:
+    """pre_filter_state over every row of the snapshot: nodes carrying every topology key,
+    eligible per constraint (NodeEligibility's policies as masks), their matching pods summed
+    per domain value (every eligible domain present, 0 included)."""
+    rows = np.arange(len(cols.row_gen), dtype=np.int64)
+    s = PreFilterState(constraints, NodeEligibility(pod))
+    namespace = pod.metadata.namespace
+    base = cols.has_node.copy()
+    for c in constraints:
+        base &= cols.label(c.topology_key).present(rows)
+    affinity: BoolArray | None = None
+    taints: BoolArray | None = None
+    for i, c in enumerate(constraints):
+        eligible = base
+        if c.node_affinity_policy == HONOR:
+            if affinity is None:
+                affinity = required_mask(cols, snapshot, RequiredNodeAffinity(pod), rows)
+            eligible = eligible & affinity
+        if c.node_taints_policy == HONOR:
+            if taints is None:
+                tolerated = partial(_tolerated, tolerations=pod.spec.tolerations)
+                taints = cols.taints.table(tolerated)[cols.taints.ids]
+            eligible = eligible & taints
+        col = cols.label(c.topology_key)
+        where = np.flatnonzero(eligible)
+        ids = col.ids[where]
+        per_node = cols.pod_counts(
+            (NAME, c.selector, namespace), partial(count_matching, c=c, namespace=namespace)
+        )
+        sums = np.bincount(ids, weights=per_node[where], minlength=len(col.values))
+        values = col.values
+        s.counts[i] = {values[j]: int(sums[j]) for j in np.unique(ids).tolist()}
+    return s
+
+
 def _hostname_counts(
     c: Constraint, namespace: str, cols: NodeColumns, rows: Int64Array
 ) -> Int64Array:
@@ -46,8 +113,7 @@ def _hostname_counts(
     if c.selector.is_empty():
         return out  # counts nothing
     for j in np.flatnonzero(cols.pod_count[rows]).tolist():
-        pods = cols.node_info(int(rows[j])).pods
-        out[j] = sum(1 for p in pods if c.counts(p.pod, namespace))
+        out[j] = count_matching(cols.node_info(int(rows[j])), c, namespace)
     return out
 
 
