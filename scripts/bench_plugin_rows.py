@@ -31,6 +31,8 @@ from services.scheduler.plugins import (
     tainttoleration,
 )
 from services.scheduler.plugins.podtopologyspread import plugin as podtopologyspread
+from services.scheduler.plugins.podtopologyspread.filtering import pre_filter_state
+from services.scheduler.plugins.podtopologyspread.rows import pre_filter_state_rows
 from services.scheduler.snapshot import Snapshot
 from tests.builders import MakeNode, MakePod
 
@@ -211,6 +213,25 @@ def run(n: int, pods: int, prefer: bool) -> None:
     ]
     for label, pl, pod in cases:
         print(bench_case(label, pl, pod, snap, pods))
+
+    # PodTopologySpread's PreFilter: per-domain counts over every node, per pod.
+    pts = cases[-2][1]
+    spread_pod = cases[-2][2]
+    constraints = pts.get_constraints(spread_pod, "DoNotSchedule")
+    per_node = timed(lambda: pre_filter_state(constraints, spread_pod, snap.list()), 3)
+
+    def rows_with_bind() -> None:
+        bind()
+        cols = columns_of(snap)
+        assert cols is not None
+        pre_filter_state_rows(constraints, spread_pod, cols, snap)
+
+    bind_only = timed(bind, pods)
+    rows_pf = timed(rows_with_bind, pods) - bind_only
+    print(
+        f"  {'PodTopologySpread PreFilter':30s} per-node {per_node:7.3f} ms  "
+        f"rows {rows_pf:7.3f} ms (one bind between pods)"
+    )
 
     def bind_and_refresh() -> None:
         bind()
