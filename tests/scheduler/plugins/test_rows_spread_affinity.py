@@ -18,7 +18,14 @@ from services.scheduler.framework.types import CycleState, PodInfo
 from services.scheduler.plugins import interpodaffinity
 from services.scheduler.plugins.podtopologyspread import plugin as podtopologyspread
 from services.scheduler.plugins.podtopologyspread.filtering import pre_filter_state
-from services.scheduler.plugins.podtopologyspread.rows import pre_filter_state_rows
+from services.scheduler.plugins.podtopologyspread.rows import (
+    fill_pre_score_state_rows,
+    pre_filter_state_rows,
+)
+from services.scheduler.plugins.podtopologyspread.scoring import (
+    PreScoreState,
+    fill_pre_score_state,
+)
 from services.scheduler.snapshot import Snapshot
 from tests.builders import MakeNode, MakePod
 from tests.scheduler.plugins import rowcases
@@ -35,7 +42,7 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 def node_labels(draw: st.DrawFn) -> Json:
     out: Json = {}
     if draw(st.integers(0, 5)):
-        out["topology.kubernetes.io/zone"] = draw(st.sampled_from(["z1", "z2", "z3"]))
+        out["topology.kubernetes.io/zone"] = draw(st.sampled_from(["z1", "z2", "z3", ""]))
     if draw(st.booleans()):
         out["rack"] = draw(st.sampled_from(["r1", "r2"]))
     if draw(st.integers(0, 3)) == 0:
@@ -90,6 +97,10 @@ def incoming(draw: st.DrawFn) -> core_pb2.Pod:
             del c["minDomains"]
     if constraints:
         p.topology_spread_constraints(constraints)
+    if draw(st.booleans()):  # without constraints of its own: the system defaults
+        p.owner_references(
+            [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs"}]
+        )
     if draw(st.booleans()):
         p.node_selector({"disk": "ssd"})
     if draw(st.booleans()):
@@ -176,6 +187,7 @@ def test_spread_and_affinity_rows_agree_with_per_node(
             cluster.refresh()
         check_pre_filter_counts(cluster, pod)
         rows = data.draw(rowcases.rows(len(labels)))
+        check_pre_score_state(cluster, pod, rows)
         for pl in plugins(cluster.snapshot):
             if _pre_filter_runs(pl, cluster, pod):
                 check_filter(pl, cluster, pod, rows)
@@ -195,6 +207,25 @@ def check_pre_filter_counts(cluster: SpreadCluster, pod: core_pb2.Pod) -> None:
     assert rows.counts == nodes.counts
     for i in range(len(constraints)):
         assert rows.min_match(i) == nodes.min_match(i)
+
+
+def check_pre_score_state(cluster: SpreadCluster, pod: core_pb2.Pod, rows: np.ndarray) -> None:
+    """PreScore's counts over the snapshot's columns equal the per-node loop's."""
+    pl = podtopologyspread.new(None, Handle(cluster.snapshot))
+    constraints = pl.get_constraints(pod, "ScheduleAnyway")
+    if not constraints:
+        return
+    require_all = bool(pod.spec.topology_spread_constraints)
+    cols = columns_of(cluster.snapshot)
+    assert cols is not None
+    by_rows, by_nodes = PreScoreState(), PreScoreState()
+    by_rows.constraints = by_nodes.constraints = constraints
+    fill_pre_score_state_rows(by_rows, pod, rows, cols, cluster.snapshot, require_all)
+    infos = cluster.infos()
+    fill_pre_score_state(by_nodes, pod, [infos[r] for r in rows], infos, require_all)
+    assert by_rows.ignored == by_nodes.ignored
+    assert by_rows.counts == by_nodes.counts
+    assert by_rows.weights == by_nodes.weights
 
 
 def _pre_filter_runs(pl: Any, cluster: SpreadCluster, pod: core_pb2.Pod) -> bool:
@@ -241,3 +272,23 @@ def test_normalize_rows_keeps_ignored_rows_at_zero() -> None:
     pl = podtopologyspread.new(None, Handle(cluster.snapshot))
     rows = np.arange(3, dtype=np.int64)
     check_score(pl, cluster, pod, rows)
+
+
+def test_pre_score_state_rows_leave_ignored_nodes_out_of_hostname_domains() -> None:
+    zone = "topology.kubernetes.io/zone"
+    cluster = SpreadCluster(
+        [{zone: "z1"}, {}, {zone: "z2"}, {zone: ""}],
+        [(0, {"app": "a", "namespace": "default", "anti": False, "key": zone})],
+    )
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": key,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app": "a"}},
+        }
+        for key in ("kubernetes.io/hostname", zone)
+    ]
+    pod = MakePod().name("p").namespace("default").uid("p").label("app", "a")
+    pod = pod.topology_spread_constraints(spread).container("c").obj()
+    check_pre_score_state(cluster, pod, np.array([3, 1, 0, 2], dtype=np.int64))

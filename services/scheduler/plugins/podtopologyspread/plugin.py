@@ -166,7 +166,13 @@ class PodTopologySpread:
         # With the system defaults, nodes need not carry every key (a zoneless node still
         # gets hostname spreading).
         require_all = bool(pod.spec.topology_spread_constraints) or not self.system_defaulted
-        fill_pre_score_state(s, pod, nodes, all_nodes, require_all)
+        snapshot = self.handle.snapshot() if self.handle is not None else None
+        candidates = _rows_of(snapshot, nodes)
+        cols = columns_of(snapshot) if candidates is not None else None
+        if cols is not None and candidates is not None:
+            row_forms.fill_pre_score_state_rows(s, pod, candidates, cols, snapshot, require_all)
+        else:
+            fill_pre_score_state(s, pod, nodes, all_nodes, require_all)
         return Status.success()
 
     def score(
@@ -320,6 +326,22 @@ def _lists_every_node(snapshot: Any, nodes: Sequence[NodeInfo]) -> bool:
     if nodes is every:
         return True
     return len(nodes) == len(every) and all(a is b for a, b in zip(nodes, every, strict=True))
+
+
+def _rows_of(snapshot: Any, nodes: Sequence[NodeInfo]) -> npt.NDArray[np.int64] | None:
+    """The snapshot rows of `nodes` (each the snapshot's own NodeInfo), or None."""
+    if snapshot is None or not hasattr(snapshot, "row_gen"):
+        return None
+    every = snapshot.list()
+    rows = np.empty(len(nodes), dtype=np.int64)
+    try:
+        for j, ni in enumerate(nodes):
+            r = rows[j] = snapshot.index_of(ni.name)
+            if every[r] is not ni:
+                return None
+    except KeyError:
+        return None
+    return rows
 
 
 def _involved(other: core_pb2.Pod, pod: core_pb2.Pod) -> bool:

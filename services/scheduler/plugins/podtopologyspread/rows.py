@@ -11,6 +11,7 @@ node itself); it is a generator over the node's pods, without Status objects or 
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Any
 
@@ -68,41 +69,113 @@ def _tolerated(ts: TaintSet, tolerations: Any) -> bool:
     )
 
 
+class _Eligibility:
+    """NodeEligibility as row masks (all rows), each policy's mask built on first use."""
+
+    def __init__(self, pod: core_pb2.Pod, cols: NodeColumns, snapshot: Any) -> None:
+        self.pod, self.cols, self.snapshot = pod, cols, snapshot
+        self.rows = np.arange(len(cols.row_gen), dtype=np.int64)
+        self._affinity: BoolArray | None = None
+        self._taints: BoolArray | None = None
+
+    def mask(self, c: Constraint, base: BoolArray) -> BoolArray:
+        """`base` and the nodes NodeEligibility.ok admits for `c`."""
+        if c.node_affinity_policy == HONOR:
+            if self._affinity is None:
+                req = RequiredNodeAffinity(self.pod)
+                self._affinity = required_mask(self.cols, self.snapshot, req, self.rows)
+            base = base & self._affinity
+        if c.node_taints_policy == HONOR:
+            if self._taints is None:
+                taints = self.cols.taints
+                tolerated = partial(_tolerated, tolerations=self.pod.spec.tolerations)
+                self._taints = taints.table(tolerated)[taints.ids]
+            base = base & self._taints
+        return base
+
+
+def _keys_present(cols: NodeColumns, constraints: list[Constraint], rows: Int64Array) -> BoolArray:
+    """Rows with a Node carrying every constraint's topology key."""
+    mask = cols.has_node[rows].copy()
+    for c in constraints:
+        mask &= cols.label(c.topology_key).present(rows)
+    return mask
+
+
+def _sums(
+    cols: NodeColumns, c: Constraint, namespace: str, eligible: BoolArray
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    """The label ids of the eligible rows' domains, and per id the matching pods summed."""
+    col = cols.label(c.topology_key)
+    where = np.flatnonzero(eligible)
+    ids = col.ids[where]
+    per_node = cols.pod_counts(
+        (NAME, c.selector, namespace), partial(count_matching, c=c, namespace=namespace)
+    )
+    return ids, np.bincount(ids, weights=per_node[where], minlength=len(col.values))
+
+
 def pre_filter_state_rows(
     constraints: list[Constraint], pod: core_pb2.Pod, cols: NodeColumns, snapshot: Any
 ) -> PreFilterState:
     """pre_filter_state over every row of the snapshot: nodes carrying every topology key,
     eligible per constraint (NodeEligibility's policies as masks), their matching pods summed
     per domain value (every eligible domain present, 0 included)."""
-    rows = np.arange(len(cols.row_gen), dtype=np.int64)
     s = PreFilterState(constraints, NodeEligibility(pod))
-    namespace = pod.metadata.namespace
-    base = cols.has_node.copy()
-    for c in constraints:
-        base &= cols.label(c.topology_key).present(rows)
-    affinity: BoolArray | None = None
-    taints: BoolArray | None = None
+    elig = _Eligibility(pod, cols, snapshot)
+    base = _keys_present(cols, constraints, elig.rows)
     for i, c in enumerate(constraints):
-        eligible = base
-        if c.node_affinity_policy == HONOR:
-            if affinity is None:
-                affinity = required_mask(cols, snapshot, RequiredNodeAffinity(pod), rows)
-            eligible = eligible & affinity
-        if c.node_taints_policy == HONOR:
-            if taints is None:
-                tolerated = partial(_tolerated, tolerations=pod.spec.tolerations)
-                taints = cols.taints.table(tolerated)[cols.taints.ids]
-            eligible = eligible & taints
-        col = cols.label(c.topology_key)
-        where = np.flatnonzero(eligible)
-        ids = col.ids[where]
-        per_node = cols.pod_counts(
-            (NAME, c.selector, namespace), partial(count_matching, c=c, namespace=namespace)
-        )
-        sums = np.bincount(ids, weights=per_node[where], minlength=len(col.values))
-        values = col.values
+        ids, sums = _sums(cols, c, pod.metadata.namespace, elig.mask(c, base))
+        values = cols.label(c.topology_key).values
         s.counts[i] = {values[j]: int(sums[j]) for j in np.unique(ids).tolist()}
     return s
+
+
+def fill_pre_score_state_rows(
+    s: PreScoreState,
+    pod: core_pb2.Pod,
+    candidates: Int64Array,
+    cols: NodeColumns,
+    snapshot: Any,
+    require_all: bool,
+) -> None:
+    """fill_pre_score_state with the candidate nodes given as rows and every row of the
+    snapshot as all_nodes. A missing key reads as the value "" there, so here an absent
+    label (None) and the value "" are one domain."""
+    every = np.arange(len(cols.row_gen), dtype=np.int64)
+    if require_all:
+        keys = _keys_present(cols, s.constraints, every)
+        missing = candidates[cols.has_node[candidates] & ~keys[candidates]]
+        s.ignored = {cols.node_info(r).name for r in missing.tolist()}
+        counted = keys
+    else:
+        counted = cols.has_node.copy()
+    valid = candidates[counted[candidates]]
+    s.counts = [{} for _ in s.constraints]
+    for i, c in enumerate(s.constraints):
+        if c.topology_key == LABEL_HOSTNAME:
+            size = len(candidates) - len(s.ignored)
+        else:
+            values = cols.label(c.topology_key).values
+            ids = np.unique(cols.label(c.topology_key).ids[valid]).tolist()
+            s.counts[i] = dict.fromkeys({_domain(values[j]) for j in ids}, 0)
+            size = len(s.counts[i])
+        s.weights.append(math.log(size + 2))
+    elig = _Eligibility(pod, cols, snapshot)
+    for i, c in enumerate(s.constraints):
+        counts = s.counts[i]
+        if not counts:
+            continue  # hostname: counted per node in Score
+        ids, sums = _sums(cols, c, pod.metadata.namespace, elig.mask(c, counted))
+        values = cols.label(c.topology_key).values
+        for j in np.unique(ids).tolist():
+            d = _domain(values[j])
+            if d in counts:
+                counts[d] += int(sums[j])
+
+
+def _domain(value: str | None) -> str:
+    return "" if value is None else value
 
 
 def _hostname_counts(
