@@ -32,7 +32,14 @@ from services.scheduler.plugins import (
 )
 from services.scheduler.plugins.podtopologyspread import plugin as podtopologyspread
 from services.scheduler.plugins.podtopologyspread.filtering import pre_filter_state
-from services.scheduler.plugins.podtopologyspread.rows import pre_filter_state_rows
+from services.scheduler.plugins.podtopologyspread.rows import (
+    fill_pre_score_state_rows,
+    pre_filter_state_rows,
+)
+from services.scheduler.plugins.podtopologyspread.scoring import (
+    PreScoreState,
+    fill_pre_score_state,
+)
 from services.scheduler.snapshot import Snapshot
 from tests.builders import MakeNode, MakePod
 
@@ -231,6 +238,43 @@ def run(n: int, pods: int, prefer: bool) -> None:
     print(
         f"  {'PodTopologySpread PreFilter':30s} per-node {per_node:7.3f} ms  "
         f"rows {rows_pf:7.3f} ms (one bind between pods)"
+    )
+
+    # ... and its PreScore (the system default constraints of a ReplicaSet's pod).
+    owned = (
+        MakePod()
+        .name("rs-pod")
+        .namespace("default")
+        .uid("rs-pod")
+        .label("app", "web")
+        .owner_references(
+            [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs"}]
+        )
+        .container("c")
+        .obj()
+    )
+    soft = pts.get_constraints(owned, "ScheduleAnyway")
+    every = snap.list()
+    all_rows = np.arange(len(every), dtype=np.int64)
+
+    def per_node_pre_score() -> None:
+        st = PreScoreState()
+        st.constraints = soft
+        fill_pre_score_state(st, owned, every, every, False)
+
+    def rows_pre_score() -> None:
+        bind()
+        cols = columns_of(snap)
+        assert cols is not None
+        st = PreScoreState()
+        st.constraints = soft
+        fill_pre_score_state_rows(st, owned, all_rows, cols, snap, False)
+
+    per_node = timed(per_node_pre_score, 3)
+    rows_ps = timed(rows_pre_score, pods) - bind_only
+    print(
+        f"  {'PodTopologySpread PreScore':30s} per-node {per_node:7.3f} ms  "
+        f"rows {rows_ps:7.3f} ms (system defaults, one bind between pods)"
     )
 
     def bind_and_refresh() -> None:
