@@ -8,6 +8,9 @@ taint-eviction controller and the kubelet must agree on) is vocabulary: services
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
+
 from protos.kubera.v1 import core_pb2
 from services.api.taints import NO_EXECUTE, NO_SCHEDULE
 from services.scheduler.framework.interface import NodeScore
@@ -16,6 +19,8 @@ from services.scheduler.framework.status import Status
 #: ClusterEvent resources the default plugins register for (upstream framework.Pod / Node).
 POD = "Pod"
 NODE = "Node"
+
+Int64Array = npt.NDArray[np.int64]
 
 
 def go_div(a: int, b: int) -> int:
@@ -56,3 +61,16 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeS
 def do_not_schedule_taints_filter(taint: core_pb2.Taint) -> bool:
     """The taints a Filter cares about (upstream helper.DoNotScheduleTaintsFilterFunc)."""
     return taint.effect in (NO_SCHEDULE, NO_EXECUTE)
+
+
+def default_normalize_rows(scores: Int64Array, max_priority: int, reverse: bool) -> Int64Array:
+    """default_normalize_score on an int64 array (a new array): the same results, element for
+    element, as the NodeScore-list form."""
+    max_count = max(int(scores.max()), 0) if len(scores) else 0
+    if max_count == 0:
+        if reverse:
+            return np.full(len(scores), max_priority, dtype=np.int64)
+        return scores.astype(np.int64, copy=True)
+    # numpy's // floors on int64 exactly as Python's does.
+    scaled = max_priority * scores.astype(np.int64, copy=False) // max_count
+    return max_priority - scaled if reverse else scaled

@@ -40,7 +40,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from protos.kubera.v1 import core_pb2
+from services.scheduler.columns import Interned, NodeColumns, columns_of
 from services.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     Handle,
@@ -58,7 +62,7 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueueingHint,
 )
-from services.scheduler.plugins.helpers import NODE, POD
+from services.scheduler.plugins.helpers import NODE, POD, Int64Array
 
 NAME = "InterPodAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -214,7 +218,10 @@ class _PreScoreState:
 
 class InterPodAffinity:
     """PreFilterPlugin (+ add_pod/remove_pod extensions), FilterPlugin, PreScorePlugin,
-    ScorePlugin, NormalizeScorePlugin, EnqueueExtensions."""
+    ScorePlugin, NormalizeScorePlugin, EnqueueExtensions; FilterRowsPlugin and
+    ScoreRowsPlugin (the per-domain counts gathered per distinct value of each topology key).
+    PreFilter / PreScore return Skip where upstream's do (no required terms of the pod and no
+    existing anti-affinity against it / nothing to score)."""
 
     name = NAME
 
@@ -400,6 +407,44 @@ class InterPodAffinity:
             ns.score = int(MAX_NODE_SCORE * ((ns.score - lo) / diff)) if diff > 0 else 0
         return Status.success()
 
+    # ------------------------------------------------------------------------- row forms
+    def filter_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
+    ) -> npt.NDArray[np.bool_] | None:
+        s: _PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        cols = columns_of(snapshot)
+        if s is None or cols is None:
+            return None  # `filter` gives the error
+        return _filter_rows(s, cols, rows)
+
+    def score_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
+    ) -> Int64Array | None:
+        s: _PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        cols = columns_of(snapshot)
+        if s is None or cols is None or not cols.all_have_nodes:
+            return None  # `score` gives the error
+        total = np.zeros(len(rows), dtype=np.int64)
+        for key, by_value in s.topology_score.items():
+            col = cols.label(key)
+            total += col.counts_table(by_value)[col.ids[rows]]
+        return total
+
+    def normalize_rows(
+        self, state: CycleState, pod_info: PodInfo, scores: Int64Array
+    ) -> Int64Array:
+        s: _PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if s is None:
+            raise RuntimeError(f"{NAME}: normalize_rows without PreScore state")
+        if not s.topology_score or not len(scores):
+            return scores
+        lo, hi = int(scores.min()), int(scores.max())
+        diff = hi - lo
+        if diff <= 0:
+            return np.zeros(len(scores), dtype=np.int64)
+        # int64(float64(MaxNodeScore) * float64(score-min) / float64(max-min)), as normalize_score.
+        return (MAX_NODE_SCORE * ((scores - lo) / diff)).astype(np.int64)
+
     # ---------------------------------------------------------------------------- events
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
@@ -498,6 +543,46 @@ def _satisfies_existing_pods_anti_affinity(s: _PreFilterState, labels: Mapping[s
     if not s.existing_anti:
         return True
     return not any(s.existing_anti.get(pair, 0) > 0 for pair in labels.items())
+
+
+def _positive(col: Interned[str | None], key: str, counts: Mapping[TopologyPair, int]) -> Any:
+    """Per distinct value of `key`'s column: some count of (key, value) is positive (absent
+    label: False). One step per entry of `counts`."""
+    table = np.zeros(len(col.values), dtype=np.bool_)
+    for (k, value), n in counts.items():
+        if k == key and n > 0:
+            i = col.id_of(value)
+            if i is not None:
+                table[i] = True
+    return table
+
+
+def _filter_rows(s: _PreFilterState, cols: NodeColumns, rows: Int64Array) -> npt.NDArray[np.bool_]:
+    """filter(...).is_success() per row: the three checks of `filter` over label columns."""
+    mask = cols.has_node[rows].copy()
+    terms = s.pod_info.required_affinity
+    if terms:
+        keys_ok = np.ones(len(rows), dtype=np.bool_)
+        pods_exist = np.ones(len(rows), dtype=np.bool_)
+        for t in terms:
+            col = cols.label(t.topology_key)
+            ids = col.ids[rows]
+            keys_ok &= col.present(rows)
+            pods_exist &= _positive(col, t.topology_key, s.affinity)[ids]
+        pi = s.pod_info
+        first_of_series = not s.affinity and _matches_all(pi.required_affinity, pi.pod, s._ns)
+        mask &= keys_ok & (pods_exist | first_of_series)
+    if s.anti:
+        for t in s.pod_info.required_anti_affinity:
+            col = cols.label(t.topology_key)
+            mask &= ~_positive(col, t.topology_key, s.anti)[col.ids[rows]]
+    for (key, value), n in s.existing_anti.items():
+        if n > 0:
+            col = cols.label(key)
+            i = col.id_of(value)
+            if i is not None:
+                mask &= col.ids[rows] != i
+    return mask
 
 
 def _missing(key: str) -> Status:

@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
@@ -30,6 +32,7 @@ from services.api.nodeaffinity import (
     RequiredNodeAffinity,
     has_required_node_affinity,
 )
+from services.scheduler.columns import columns_of
 from services.scheduler.framework.interface import MAX_NODE_SCORE, NodeScore, PreFilterResult
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
@@ -41,7 +44,17 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueueingHint,
 )
-from services.scheduler.plugins.helpers import NODE, default_normalize_score
+from services.scheduler.plugins.helpers import (
+    NODE,
+    Int64Array,
+    default_normalize_rows,
+    default_normalize_score,
+)
+from services.scheduler.plugins.selector_rows import (
+    node_selector_mask,
+    preferred_scores,
+    required_mask,
+)
 
 NAME = "NodeAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -90,7 +103,12 @@ def _added_affinity_proto(value: core_pb2.NodeAffinity | Mapping[str, Any] | Non
 
 class NodeAffinity:
     """PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, NormalizeScorePlugin,
-    EnqueueExtensions."""
+    EnqueueExtensions; FilterRowsPlugin and ScoreRowsPlugin (each requirement answered once
+    per distinct value of its label: plugins/selector_rows.py).
+
+    PreFilter / PreScore return Skip exactly where upstream's do: no required node affinity,
+    no nodeSelector and no addedAffinity required terms / no preferred terms of the pod or
+    of addedAffinity."""
 
     name = NAME
 
@@ -201,6 +219,46 @@ class NodeAffinity:
         self, state: CycleState, pod_info: PodInfo, scores: list[NodeScore]
     ) -> Status:
         return default_normalize_score(MAX_NODE_SCORE, False, scores)
+
+    # ------------------------------------------------------------------- row forms
+    def filter_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
+    ) -> npt.NDArray[np.bool_] | None:
+        cols = columns_of(snapshot)
+        if cols is None:
+            return None
+        required = state.get(PRE_FILTER_STATE_KEY)
+        if required is None:
+            required = RequiredNodeAffinity(pod_info.pod)
+        mask = required_mask(cols, snapshot, required, rows)
+        if self.added_node_selector is not None:
+            mask &= node_selector_mask(cols, snapshot, self.added_node_selector, rows)
+        return mask
+
+    def score_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
+    ) -> Int64Array | None:
+        cols = columns_of(snapshot)
+        if cols is None or not cols.all_have_nodes:
+            return None  # `score` gives the error
+        marker = object()
+        preferred = state.get(PRE_SCORE_STATE_KEY, marker)
+        if preferred is marker:
+            try:
+                preferred = _pod_preferred(pod_info.pod)
+            except NodeSelectorError:
+                return None  # `score` gives the error
+        total = np.zeros(len(rows), dtype=np.int64)
+        if self.added_pref_sched_terms is not None:
+            total += preferred_scores(cols, snapshot, self.added_pref_sched_terms, rows)
+        if preferred is not None:
+            total += preferred_scores(cols, snapshot, preferred, rows)
+        return total
+
+    def normalize_rows(
+        self, state: CycleState, pod_info: PodInfo, scores: Int64Array
+    ) -> Int64Array:
+        return default_normalize_rows(scores, MAX_NODE_SCORE, False)
 
     # ------------------------------------------------------------------- queueing
     def events_to_register(self) -> list[ClusterEventWithHint]:

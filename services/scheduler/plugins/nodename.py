@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from protos.kubera.v1 import core_pb2
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
@@ -20,7 +23,7 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueueingHint,
 )
-from services.scheduler.plugins.helpers import NODE
+from services.scheduler.plugins.helpers import NODE, Int64Array
 
 NAME = "NodeName"
 ERR_REASON = "node(s) didn't match the requested node name"
@@ -36,7 +39,7 @@ def fits(pod: core_pb2.Pod, node_name: str) -> bool:
 
 
 class NodeName:
-    """FilterPlugin, EnqueueExtensions."""
+    """FilterPlugin, FilterRowsPlugin (the row of the named node), EnqueueExtensions."""
 
     name = NAME
 
@@ -47,6 +50,21 @@ class NodeName:
         if fits(pod_info.pod, node_info.name):
             return Status.success()
         return self._reject
+
+    def filter_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
+    ) -> npt.NDArray[np.bool_] | None:
+        want = pod_info.pod.spec.node_name
+        if not want:
+            return np.ones(len(rows), dtype=np.bool_)
+        index_of = getattr(snapshot, "index_of", None)
+        if index_of is None:
+            return None
+        try:
+            row = index_of(want)
+        except KeyError:
+            return np.zeros(len(rows), dtype=np.bool_)
+        return np.asarray(rows) == row
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

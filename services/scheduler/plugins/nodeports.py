@@ -9,12 +9,16 @@ protocol/port on any IP; a specific IP conflicts with itself and with the wildca
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from protos.kubera.v1 import core_pb2
 from services.api.hostports import DEFAULT_BIND_ALL_HOST_IP, HostPort, host_ports
+from services.scheduler.columns import columns_of
 from services.scheduler.framework.interface import PreFilterResult
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
@@ -26,7 +30,7 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueueingHint,
 )
-from services.scheduler.plugins.helpers import NODE, POD
+from services.scheduler.plugins.helpers import NODE, POD, Int64Array
 
 NAME = "NodePorts"
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
@@ -39,7 +43,7 @@ class Args:
     """NodePorts takes no arguments."""
 
 
-def check_conflict(used: set[Port], ip: str, protocol: str, port: int) -> bool:
+def check_conflict(used: Set[Port], ip: str, protocol: str, port: int) -> bool:
     """HostPortInfo.CheckConflict."""
     if port <= 0:
         return False
@@ -50,12 +54,14 @@ def check_conflict(used: set[Port], ip: str, protocol: str, port: int) -> bool:
     return (DEFAULT_BIND_ALL_HOST_IP, protocol, port) in used or (ip, protocol, port) in used
 
 
-def fits_ports(want: Iterable[Port], used: set[Port]) -> bool:
+def fits_ports(want: Iterable[Port], used: Set[Port]) -> bool:
     return not any(check_conflict(used, ip, proto, port) for ip, proto, port in want)
 
 
 class NodePorts:
-    """PreFilterPlugin, FilterPlugin, EnqueueExtensions."""
+    """PreFilterPlugin, FilterPlugin, FilterRowsPlugin (the wanted ports checked once per
+    distinct set of used ports), EnqueueExtensions. PreFilter returns Skip for a pod without
+    host ports, as upstream's does."""
 
     name = NAME
 
@@ -79,6 +85,16 @@ class NodePorts:
         if not node_info.used_ports or fits_ports(want, node_info.used_ports):
             return Status.success()
         return self._reject
+
+    def filter_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
+    ) -> npt.NDArray[np.bool_] | None:
+        want = state.get(PRE_FILTER_STATE_KEY)
+        cols = columns_of(snapshot)
+        if want is None or cols is None:
+            return None  # `filter` gives the error
+        table = cols.ports.table(lambda used: not used or fits_ports(want, used))
+        return table[cols.ports.ids[rows]]
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

@@ -11,9 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from protos.kubera.v1 import core_pb2
 from services.api.taints import NO_SCHEDULE, tolerations_tolerate_taint
 from services.api.wellknown import TAINT_UNSCHEDULABLE as TAINT_NODE_UNSCHEDULABLE
+from services.scheduler.columns import columns_of
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
     ActionType,
@@ -24,7 +28,7 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueueingHint,
 )
-from services.scheduler.plugins.helpers import NODE, POD
+from services.scheduler.plugins.helpers import NODE, POD, Int64Array
 
 NAME = "NodeUnschedulable"
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
@@ -43,7 +47,7 @@ def tolerates_unschedulable(pod: core_pb2.Pod) -> bool:
 
 
 class NodeUnschedulable:
-    """FilterPlugin, EnqueueExtensions."""
+    """FilterPlugin, FilterRowsPlugin (the snapshot's unschedulable column), EnqueueExtensions."""
 
     name = NAME
 
@@ -57,6 +61,17 @@ class NodeUnschedulable:
         if not node.spec.unschedulable or tolerates_unschedulable(pod_info.pod):
             return Status.success()
         return self._reject
+
+    def filter_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
+    ) -> npt.NDArray[np.bool_] | None:
+        cols = columns_of(snapshot)
+        if cols is None:
+            return None
+        # A row without a Node is rejected (`filter` says "unknown conditions").
+        if tolerates_unschedulable(pod_info.pod):
+            return cols.has_node[rows]
+        return cols.has_node[rows] & ~cols.unschedulable[rows]
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

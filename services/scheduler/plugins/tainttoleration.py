@@ -21,6 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from protos.kubera.v1 import core_pb2
 from services.api.taints import (
     NO_SCHEDULE,
@@ -29,6 +32,7 @@ from services.api.taints import (
     tolerations_tolerate_taint,
 )
 from services.api.wellknown import TAINT_MEMORY_PRESSURE
+from services.scheduler.columns import TaintSet, columns_of
 from services.scheduler.framework.interface import MAX_NODE_SCORE, NodeScore
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
@@ -43,6 +47,8 @@ from services.scheduler.framework.types import (
 from services.scheduler.plugins.helpers import (
     NODE,
     POD,
+    Int64Array,
+    default_normalize_rows,
     default_normalize_score,
     do_not_schedule_taints_filter,
 )
@@ -100,12 +106,37 @@ def count_intolerable_prefer_no_schedule(
 _SUCCESS = Status.success()
 
 
+def _tolerated(ts: TaintSet, tolerations: Sequence[core_pb2.Toleration]) -> bool:
+    """`filter`'s answer for every node with this taint list (no Node: Success, as there)."""
+    if ts.taints is None or not ts.has_hard:
+        return True
+    return (
+        find_matching_untolerated_taint(ts.taints, tolerations, do_not_schedule_taints_filter)
+        is None
+    )
+
+
+def _intolerable(ts: TaintSet, tolerations: Sequence[core_pb2.Toleration]) -> int:
+    """`score`'s raw answer for every node with this taint list."""
+    if ts.taints is None or not ts.has_prefer:
+        return 0
+    return count_intolerable_prefer_no_schedule(ts.taints, tolerations)
+
+
 class TaintToleration:
-    """FilterPlugin, PreScorePlugin, ScorePlugin, NormalizeScorePlugin, EnqueueExtensions."""
+    """FilterPlugin, PreScorePlugin, ScorePlugin, NormalizeScorePlugin, EnqueueExtensions;
+    FilterRowsPlugin and ScoreRowsPlugin (tolerations evaluated once per distinct taint list
+    of the snapshot's nodes, services/scheduler/columns.py).
+
+    PreScore returns Skip when no node of the snapshot has a PreferNoSchedule taint (asked by
+    kubera issue 14; upstream scores anyway): every node would then score 0, normalised to
+    100, which adds the same amount to every node and changes no ranking. Without a handle
+    (plugin unit tests) there is no snapshot to ask, and PreScore never skips."""
 
     name = NAME
 
-    def __init__(self) -> None:
+    def __init__(self, handle: Any = None) -> None:
+        self.handle = handle
         self._untolerated = Status.unresolvable(ERR_REASON_UNTOLERATED, plugin=NAME)
 
     def filter(self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo) -> Status:
@@ -133,6 +164,10 @@ class TaintToleration:
         state.write(
             PRE_SCORE_STATE_KEY, prefer_no_schedule_tolerations(pod_info.pod.spec.tolerations)
         )
+        if self.handle is not None:
+            cols = columns_of(self.handle.snapshot())
+            if cols is not None and not cols.has_prefer_no_schedule():
+                return Status.skip(NAME)
         return Status.success()
 
     def score(
@@ -155,6 +190,32 @@ class TaintToleration:
         self, state: CycleState, pod_info: PodInfo, scores: list[NodeScore]
     ) -> Status:
         return default_normalize_score(MAX_NODE_SCORE, True, scores)
+
+    # ----------------------------------------------------------------- row forms
+    def filter_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
+    ) -> npt.NDArray[np.bool_] | None:
+        cols = columns_of(snapshot)
+        if cols is None:
+            return None
+        tolerations = effective_tolerations(pod_info.pod)
+        table = cols.taints.table(lambda ts: _tolerated(ts, tolerations))
+        return table[cols.taints.ids[rows]]
+
+    def score_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
+    ) -> Int64Array | None:
+        tolerations = state.get(PRE_SCORE_STATE_KEY)
+        cols = columns_of(snapshot)
+        if tolerations is None or cols is None or not cols.all_have_nodes:
+            return None  # `score` gives the error
+        table = cols.taints.table(lambda ts: _intolerable(ts, tolerations), np.int64)
+        return table[cols.taints.ids[rows]]
+
+    def normalize_rows(
+        self, state: CycleState, pod_info: PodInfo, scores: Int64Array
+    ) -> Int64Array:
+        return default_normalize_rows(scores, MAX_NODE_SCORE, True)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
@@ -197,4 +258,4 @@ def is_schedulable_after_pod_toleration_change(
 
 
 def new(args: Args | None, handle: Any) -> TaintToleration:
-    return TaintToleration()
+    return TaintToleration(handle)

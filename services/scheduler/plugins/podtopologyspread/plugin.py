@@ -11,8 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from protos.kubera.v1 import core_pb2
 from services.api.labels import SelectorError
+from services.scheduler.columns import columns_of
 from services.scheduler.framework.interface import Handle, NodeScore, PreFilterResult
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
@@ -24,7 +28,8 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueueingHint,
 )
-from services.scheduler.plugins.helpers import NODE, POD
+from services.scheduler.plugins.helpers import NODE, POD, Int64Array
+from services.scheduler.plugins.podtopologyspread import rows as row_forms
 from services.scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
     HONOR,
@@ -56,7 +61,9 @@ from services.scheduler.plugins.podtopologyspread.scoring import (
 
 class PodTopologySpread:
     """PreFilterPlugin (+ add_pod/remove_pod extensions), FilterPlugin, PreScorePlugin,
-    ScorePlugin, NormalizeScorePlugin, EnqueueExtensions."""
+    ScorePlugin, NormalizeScorePlugin, EnqueueExtensions; FilterRowsPlugin and
+    ScoreRowsPlugin (rows.py). PreFilter / PreScore return Skip where upstream's do: no
+    DoNotSchedule / ScheduleAnyway constraints (own or default), or no nodes to score."""
 
     name = NAME
 
@@ -97,7 +104,13 @@ class PodTopologySpread:
         if not constraints:
             state.write(PRE_FILTER_STATE_KEY, PreFilterState([], None))
             return None, Status.skip(plugin=NAME)
-        state.write(PRE_FILTER_STATE_KEY, pre_filter_state(constraints, pod, nodes))
+        snapshot = self.handle.snapshot() if self.handle is not None else None
+        cols = columns_of(snapshot) if _lists_every_node(snapshot, nodes) else None
+        if cols is not None:
+            s = row_forms.pre_filter_state_rows(constraints, pod, cols, snapshot)
+        else:
+            s = pre_filter_state(constraints, pod, nodes)
+        state.write(PRE_FILTER_STATE_KEY, s)
         return None, Status.success()
 
     def add_pod(
@@ -153,7 +166,13 @@ class PodTopologySpread:
         # With the system defaults, nodes need not carry every key (a zoneless node still
         # gets hostname spreading).
         require_all = bool(pod.spec.topology_spread_constraints) or not self.system_defaulted
-        fill_pre_score_state(s, pod, nodes, all_nodes, require_all)
+        snapshot = self.handle.snapshot() if self.handle is not None else None
+        candidates = _rows_of(snapshot, nodes)
+        cols = columns_of(snapshot) if candidates is not None else None
+        if cols is not None and candidates is not None:
+            row_forms.fill_pre_score_state_rows(s, pod, candidates, cols, snapshot, require_all)
+        else:
+            fill_pre_score_state(s, pod, nodes, all_nodes, require_all)
         return Status.success()
 
     def score(
@@ -177,6 +196,35 @@ class PodTopologySpread:
             return missing_state(PRE_SCORE_STATE_KEY)
         normalize(s, scores)
         return Status.success()
+
+    # ------------------------------------------------------------------------- row forms
+    def filter_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
+    ) -> npt.NDArray[np.bool_] | None:
+        s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        cols = columns_of(snapshot)
+        if s is None or cols is None:
+            return None  # `filter` gives the error
+        return row_forms.filter_rows(s, pod_info.pod, cols, rows)
+
+    def score_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
+    ) -> Int64Array | None:
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        cols = columns_of(snapshot)
+        if s is None or cols is None or not cols.all_have_nodes:
+            return None  # `score` gives the error
+        ignored = row_forms.ignored_rows(s, cols, rows)
+        s.row_ignored = ignored
+        return row_forms.score_rows(s, pod_info.pod.metadata.namespace, cols, rows, ignored)
+
+    def normalize_rows(
+        self, state: CycleState, pod_info: PodInfo, scores: Int64Array
+    ) -> Int64Array:
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if s is None or s.row_ignored is None or len(s.row_ignored) != len(scores):
+            raise RuntimeError(f"{NAME}: normalize_rows without the score_rows it normalizes")
+        return row_forms.normalize_rows(scores, s.row_ignored)
 
     # ---------------------------------------------------------------------------- events
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -267,6 +315,33 @@ class PodTopologySpread:
                 return QueueingHint.QUEUE
             return QueueingHint.SKIP
         return QueueingHint.QUEUE if (new_ok or old_ok) else QueueingHint.SKIP
+
+
+def _lists_every_node(snapshot: Any, nodes: Sequence[NodeInfo]) -> bool:
+    """Whether `nodes` are the snapshot's rows, in order (then PreFilter may count over the
+    snapshot's columns instead)."""
+    if snapshot is None or not hasattr(snapshot, "row_gen"):
+        return False
+    every = snapshot.list()
+    if nodes is every:
+        return True
+    return len(nodes) == len(every) and all(a is b for a, b in zip(nodes, every, strict=True))
+
+
+def _rows_of(snapshot: Any, nodes: Sequence[NodeInfo]) -> npt.NDArray[np.int64] | None:
+    """The snapshot rows of `nodes` (each the snapshot's own NodeInfo), or None."""
+    if snapshot is None or not hasattr(snapshot, "row_gen"):
+        return None
+    every = snapshot.list()
+    rows = np.empty(len(nodes), dtype=np.int64)
+    try:
+        for j, ni in enumerate(nodes):
+            r = rows[j] = snapshot.index_of(ni.name)
+            if every[r] is not ni:
+                return None
+    except KeyError:
+        return None
+    return rows
 
 
 def _involved(other: core_pb2.Pod, pod: core_pb2.Pod) -> bool:

@@ -13,6 +13,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from protos.kubera.v1 import core_pb2
 from services.api.wellknown import LABEL_HOSTNAME
 from services.scheduler.framework.interface import MAX_NODE_SCORE, NodeScore
@@ -25,7 +28,7 @@ from services.scheduler.plugins.podtopologyspread.common import (
 
 
 class PreScoreState:
-    __slots__ = ("constraints", "ignored", "counts", "weights")
+    __slots__ = ("constraints", "ignored", "counts", "weights", "row_ignored")
 
     def __init__(self) -> None:
         self.constraints: list[Constraint] = []
@@ -35,6 +38,8 @@ class PreScoreState:
         self.counts: list[dict[str, int]] = []
         #: Per soft constraint: log(#domains + 2).
         self.weights: list[float] = []
+        #: The rows the last score_rows scored that are ignored, for normalize_rows.
+        self.row_ignored: npt.NDArray[np.bool_] | None = None
 
     def clone(self) -> PreScoreState:
         return self  # read-only after PreScore
