@@ -60,6 +60,10 @@ class Informer:
     relists: int = 0
     #: Handler calls that raised (each logged with its object's key, then skipped).
     handler_errors: int = 0
+    #: Which objects are this informer's (a client-side selector, for what a field
+    #: selector cannot say: "bound to one of my nodes"). The others are neither stored nor
+    #: handed to handlers; one that stops being kept is handed to them as deleted.
+    keep: Callable[[Message], bool] | None = None
 
     def __post_init__(self) -> None:
         self.synced = asyncio.Event()
@@ -121,7 +125,8 @@ class Informer:
             label_selector=self.label_selector,
             field_selector=self.field_selector,
         )
-        fresh = {object_key(o): o for o in items}
+        keep = self.keep
+        fresh = {object_key(o): o for o in items if keep is None or keep(o)}
         old = self.store
         self.store = fresh
         self.resource_version = rv
@@ -139,6 +144,10 @@ class Informer:
         key = object_key(obj)
         if type_ == "BOOKMARK":
             pass
+        elif self.keep is not None and not self.keep(obj):
+            prev = self.store.pop(key, None)
+            if prev is not None:  # no longer ours: gone, as far as the handlers know
+                self._fire_delete(prev)
         elif type_ == "DELETED":
             prev = self.store.pop(key, None)
             self._fire_delete(prev if prev is not None else obj)
