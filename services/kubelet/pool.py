@@ -213,8 +213,15 @@ class NodePool:
         slots = min(LEASE_SLOTS, max(1, len(self.nodes)))
         tick = self.config.lease_renew_interval / slots
         slot = 0
+        due = self.clock.monotonic()
         while True:
-            await self.clock.sleep(tick)
+            # On a fixed grid, so the time each slot takes does not add up into lateness;
+            # after a stall (more than a tick behind) the grid restarts from now.
+            due += tick
+            now = self.clock.monotonic()
+            if due < now - tick:
+                due = now
+            await self.clock.sleep(due - now)
             self.renew_slot(slot, slots)
             slot = (slot + 1) % slots
 
