@@ -64,6 +64,9 @@ class Informer:
     #: selector cannot say: "bound to one of my nodes"). The others are neither stored nor
     #: handed to handlers; one that stops being kept is handed to them as deleted.
     keep: Callable[[Message], bool] | None = None
+    #: Which updates (old, new) any handler acts on; the others still replace the stored
+    #: object (handlers read the store) but reach no handler. None: every update does.
+    wants_update: Callable[[Message, Message], bool] | None = None
 
     def __post_init__(self) -> None:
         self.synced = asyncio.Event()
@@ -134,7 +137,9 @@ class Informer:
             prev = old.get(key)
             if prev is None:
                 self._fire_add(obj)
-            elif prev.metadata.resource_version != obj.metadata.resource_version:  # type: ignore[attr-defined]
+            elif prev.metadata.resource_version != obj.metadata.resource_version and (  # type: ignore[attr-defined]
+                self.wants_update is None or self.wants_update(prev, obj)
+            ):
                 self._fire_update(prev, obj)
         for key, obj in old.items():
             if key not in fresh:
@@ -156,7 +161,7 @@ class Informer:
             self.store[key] = obj
             if prev is None:
                 self._fire_add(obj)
-            else:
+            elif self.wants_update is None or self.wants_update(prev, obj):
                 self._fire_update(prev, obj)
         self.resource_version = obj.metadata.resource_version or self.resource_version  # type: ignore[attr-defined]
 
