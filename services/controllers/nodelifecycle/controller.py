@@ -109,7 +109,7 @@ class NodeLifecycleController:
         self.nodes = informers.get(NODES)
         self.leases = informers.get(LEASES, namespace=NODE_LEASE_NAMESPACE)
         self.pods = informers.get(PODS)
-        self.pods_by_node = PodsByNode()
+        self.pods_by_node = PodsByNode(self.pods)
         self.pods.add_handlers(self.pods_by_node.handlers())
         self.pods.add_handlers(
             Handlers(on_add=lambda p: self._pod_updated(None, p), on_update=self._pod_updated)
@@ -135,6 +135,12 @@ class NodeLifecycleController:
         self._lock = asyncio.Lock()
         self._tainting_wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+
+    @staticmethod
+    def wants_pod_update(old: Message, new: Message) -> bool:
+        """The pod updates this controller acts on (the pods-by-node index and the pod
+        queue): a new nodeName."""
+        return PodsByNode.wants_update(old, new)
 
     @property
     def zone_states(self) -> dict[str, ZoneState]:
