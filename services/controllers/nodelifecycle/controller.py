@@ -320,7 +320,7 @@ class NodeLifecycleController:
         """`_update_node` for a node that was Ready and still is, with no NoExecute taint
         and no pods left to mark: everything it would do, done without a copy or a task.
         None when so; otherwise the health check, for `_update_node` to go on from."""
-        checked = self.health.check(cached)
+        checked = self.health.check(cached, copy_observed=False)
         observed, current = checked.observed, checked.current
         name = cached.metadata.name
         if (

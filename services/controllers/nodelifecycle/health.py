@@ -54,7 +54,7 @@ class NodeHealth:
     lease_renew: float | None
 
 
-@dataclass
+@dataclass(slots=True)
 class Checked:
     """What `HealthTracker.check` found for one node in one pass: the Ready condition as
     observed and as it is, and what `finish` needs to mark the node Unknown."""
@@ -149,9 +149,11 @@ class HealthTracker:
         Returns the Ready condition as observed and as it is now."""
         return await self.finish(node, self.check(node))
 
-    def check(self, node: core_pb2.Node) -> Checked:
+    def check(self, node: core_pb2.Node, *, copy_observed: bool = True) -> Checked:
         """The first half of `try_update`, which writes nothing: refresh the node's health
-        record from `node` (not modified) and its Lease."""
+        record from `node` (not modified) and its Lease. Without `copy_observed` the
+        observed condition is `node`'s own: only for a `node` nobody modifies (the
+        informer's; `finish` is then handed a copy)."""
         name = node.metadata.name
         now = self.clock.now()
         health = self.records.get(name)
@@ -173,7 +175,7 @@ class HealthTracker:
                 at = parse_rfc3339(created) if created else now
                 health = NodeHealth(probe=at, ready_transition=at, ready=None, lease_renew=None)
         else:
-            observed = _copy_condition(current)
+            observed = _copy_condition(current) if copy_observed else current
             grace = self.config.node_monitor_grace_period
 
         saved = health.ready if health is not None else None
