@@ -37,6 +37,7 @@ import grpc
 from kubera.errors import CliError
 from kubera.launch import procs
 from kubera.testing import Cluster
+from services.api.errors import AlreadyExistsError, UnavailableError
 from services.api.quantity import parse_quantity
 from services.kubelet import default_template
 
@@ -50,6 +51,7 @@ LATE_GRACE = 1.0
 #: Pod creates in flight at once (each a batch of CREATE_BATCH).
 CREATE_BATCH = 500
 CREATES_IN_FLIGHT = 2
+CREATE_ATTEMPTS = 5
 
 
 def register(bsub: argparse._SubParsersAction) -> None:
@@ -195,8 +197,8 @@ async def _create_pods(c: Any, names: list[str], per_node: int) -> int:
                 ],
             },
         }
+        for j in range(per_node)  # round the nodes: every pool gets work from the start
         for i, name in enumerate(names)
-        for j in range(per_node)
     ]
     batches = [docs[k : k + CREATE_BATCH] for k in range(0, len(docs), CREATE_BATCH)]
     created = 0
@@ -204,10 +206,19 @@ async def _create_pods(c: Any, names: list[str], per_node: int) -> int:
 
     async def one(batch: list[dict]) -> None:
         nonlocal created
-        objs = [codec.decode(d, validate="strict").obj for d in batch]
-        async with gate:
-            res = await c.batch_create(objs)
-        created += sum(r.error is None for r in res)
+        async with gate:  # decoded when its turn comes: sending starts at once
+            objs = [codec.decode(d, validate="strict").obj for d in batch]
+            for attempt in range(CREATE_ATTEMPTS):
+                try:
+                    res = await c.batch_create(objs)
+                    break
+                except UnavailableError as e:  # etcd slow on a loaded machine: again
+                    if attempt == CREATE_ATTEMPTS - 1:
+                        raise
+                    print(f"  pod create: {e}; retrying", flush=True)
+                    await asyncio.sleep(1.0 + attempt)
+        # a retried batch finds the pods its failed attempt did create
+        created += sum(r.error is None or isinstance(r.error, AlreadyExistsError) for r in res)
 
     await asyncio.gather(*(one(b) for b in batches))
     return created

@@ -395,8 +395,7 @@ class NodePool:
     # -------------------------------------------------------------- pod statuses
 
     def _write_status(self, st: PodState, pod: core_pb2.Pod) -> None:
-        st.written = core_pb2.PodStatus()
-        st.written.CopyFrom(pod.status)
+        st.written = pod.status.SerializeToString()
         self.status_batcher.put(pod)
 
     def _creating(self, st: PodState) -> None:
