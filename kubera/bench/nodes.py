@@ -249,19 +249,25 @@ async def _measure(ctx: dict, args: argparse.Namespace) -> dict[str, float]:
             items, _ = await c.list(pods_kind, field_selector="status.phase=Running")
             return len(items)
 
+        async def patiently(count: Any) -> int:
+            """A count, or -1 when asking failed (a loaded machine): asked again later."""
+            try:
+                return int(await count())
+            except (UnavailableError, grpc.aio.AioRpcError) as e:
+                print(f"  counting pods: {e}; again", flush=True)
+                return -1
+
+        async def pools_running() -> int:
+            return (await _pool_phases(pools)).get("Running", 0)
+
         deadline = time.monotonic() + args.running_timeout
-        while (n := (await _pool_phases(pools)).get("Running", 0)) < total:
-            if time.monotonic() > deadline:
-                raise CliError(
-                    f"bench: only {n}/{total} pods Running after {args.running_timeout}s"
-                )
-            await asyncio.sleep(2)
-        while (n := await running()) < total:  # the kubelets' writes landed
-            if time.monotonic() > deadline:
-                raise CliError(
-                    f"bench: only {n}/{total} pods Running after {args.running_timeout}s"
-                )
-            await asyncio.sleep(5)
+        for count, every in ((pools_running, 2.0), (running, 5.0)):  # then the writes landed
+            while (n := await patiently(count)) < total:
+                if time.monotonic() > deadline:
+                    raise CliError(
+                        f"bench: only {n}/{total} pods Running after {args.running_timeout}s"
+                    )
+                await asyncio.sleep(every)
         out["all_running_s"] = time.monotonic() - t0
         await asyncio.sleep(args.settle)
 
