@@ -5,6 +5,8 @@ text (metav1.Time / MicroTime, RFC 3339)."""
 from __future__ import annotations
 
 import asyncio
+import math
+import re
 import time
 from datetime import UTC, datetime
 from typing import Protocol
@@ -91,20 +93,55 @@ def clock_for(scale: float, origin: float | None = None) -> Clock:
     return ScaledClock(scale, origin)
 
 
+#: The last second `rfc3339` formatted and its text: thousands of objects stamped within
+#: one second share it (strftime costs ~5 µs, the lookup ~0.1 µs). A tuple, replaced whole.
+_last_stamp: tuple[int, str] = (-(2**63), "")
+
+
 def rfc3339(ts: float) -> str:
     """Kubernetes' metav1.Time text: second precision, UTC, 'Z'."""
-    return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _last_stamp
+    second = int(ts)
+    last = _last_stamp
+    if last[0] == second:
+        return last[1]
+    text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _last_stamp = (second, text)
+    return text
 
 
 def rfc3339_micro(ts: float) -> str:
-    """Kubernetes' MicroTime text (leases): microsecond precision, UTC, 'Z'."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """Kubernetes' MicroTime text (leases): microsecond precision, UTC, 'Z'.
+
+    The second's text comes from `rfc3339`'s cache; the microseconds are rounded as
+    datetime.fromtimestamp rounds them (half to even on the fraction, a carry into the
+    next second), so the text is the same as strftime's "%Y-%m-%dT%H:%M:%S.%fZ"."""
+    frac, whole = math.modf(ts)
+    micro = round(frac * 1e6)
+    if micro >= 1_000_000:
+        whole, micro = whole + 1.0, micro - 1_000_000
+    elif micro < 0:
+        whole, micro = whole - 1.0, micro + 1_000_000
+    return f"{rfc3339(whole)[:-1]}.{micro:06d}Z"
+
+
+#: The canonical texts `rfc3339` and `rfc3339_micro` write; parsed without strptime.
+_CANONICAL = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?Z", re.ASCII
+)
 
 
 def parse_rfc3339(text: str) -> float:
     """Seconds since the epoch from a Time or MicroTime text (what `rfc3339` and
     `rfc3339_micro` write); a numeric offset instead of 'Z' is accepted too, as Go's
     time.RFC3339 does. Raises ValueError for anything else."""
+    m = _CANONICAL.fullmatch(text)
+    if m is not None:  # the common case, ~10x cheaper than strptime; the same result
+        y, mo, d, h, mi, sec, frac = m.groups()
+        micro = int(frac.ljust(6, "0")) if frac else 0
+        return datetime(
+            int(y), int(mo), int(d), int(h), int(mi), int(sec), micro, tzinfo=UTC
+        ).timestamp()
     if text.endswith("Z"):
         fmt = "%Y-%m-%dT%H:%M:%S.%fZ" if "." in text else "%Y-%m-%dT%H:%M:%SZ"
         return datetime.strptime(text, fmt).replace(tzinfo=UTC).timestamp()

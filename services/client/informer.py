@@ -60,6 +60,13 @@ class Informer:
     relists: int = 0
     #: Handler calls that raised (each logged with its object's key, then skipped).
     handler_errors: int = 0
+    #: Which objects are this informer's (a client-side selector, for what a field
+    #: selector cannot say: "bound to one of my nodes"). The others are neither stored nor
+    #: handed to handlers; one that stops being kept is handed to them as deleted.
+    keep: Callable[[Message], bool] | None = None
+    #: Which updates (old, new) any handler acts on; the others still replace the stored
+    #: object (handlers read the store) but reach no handler. None: every update does.
+    wants_update: Callable[[Message, Message], bool] | None = None
 
     def __post_init__(self) -> None:
         self.synced = asyncio.Event()
@@ -121,7 +128,8 @@ class Informer:
             label_selector=self.label_selector,
             field_selector=self.field_selector,
         )
-        fresh = {object_key(o): o for o in items}
+        keep = self.keep
+        fresh = {object_key(o): o for o in items if keep is None or keep(o)}
         old = self.store
         self.store = fresh
         self.resource_version = rv
@@ -129,7 +137,9 @@ class Informer:
             prev = old.get(key)
             if prev is None:
                 self._fire_add(obj)
-            elif prev.metadata.resource_version != obj.metadata.resource_version:  # type: ignore[attr-defined]
+            elif prev.metadata.resource_version != obj.metadata.resource_version and (  # type: ignore[attr-defined]
+                self.wants_update is None or self.wants_update(prev, obj)
+            ):
                 self._fire_update(prev, obj)
         for key, obj in old.items():
             if key not in fresh:
@@ -139,6 +149,10 @@ class Informer:
         key = object_key(obj)
         if type_ == "BOOKMARK":
             pass
+        elif self.keep is not None and not self.keep(obj):
+            prev = self.store.pop(key, None)
+            if prev is not None:  # no longer ours: gone, as far as the handlers know
+                self._fire_delete(prev)
         elif type_ == "DELETED":
             prev = self.store.pop(key, None)
             self._fire_delete(prev if prev is not None else obj)
@@ -147,7 +161,7 @@ class Informer:
             self.store[key] = obj
             if prev is None:
                 self._fire_add(obj)
-            else:
+            elif self.wants_update is None or self.wants_update(prev, obj):
                 self._fire_update(prev, obj)
         self.resource_version = obj.metadata.resource_version or self.resource_version  # type: ignore[attr-defined]
 

@@ -144,6 +144,15 @@ class NamespaceIndex:
         if key not in self._informer.store:
             self._keys[split_key(key)[0]].discard(key)
 
+    def has(self, namespace: str) -> bool:
+        """Whether any object may be in `namespace` (cheap; never a false no)."""
+        return bool(self._keys.get(namespace))
+
+    @staticmethod
+    def wants_update(old: Message, new: Message) -> bool:
+        """The index needs no update event: an object's namespace never changes."""
+        return False
+
     def list(self, namespace: str) -> list[Message]:
         store = self._informer.store
         return [store[k] for k in self._keys.get(namespace, ()) if k in store]
@@ -177,10 +186,13 @@ async def slow_start_batch(
 
 class PodsByNode:
     """The pods bound to each node, kept from pod informer events (client-go's
-    spec.nodeName index). Register `handlers()` before any handler that reads it."""
+    spec.nodeName index): their keys, each pod read from the informer's store when asked,
+    so only a change of nodeName needs its update event. Register `handlers()` before any
+    handler that reads it."""
 
-    def __init__(self) -> None:
-        self._by_node: dict[str, dict[str, core_pb2.Pod]] = {}
+    def __init__(self, informer: Informer) -> None:
+        self._informer = informer
+        self._by_node: dict[str, set[str]] = {}
         self._node_of: dict[str, str] = {}
 
     def handlers(self) -> Handlers:
@@ -188,8 +200,14 @@ class PodsByNode:
             on_add=self._set, on_update=lambda _old, new: self._set(new), on_delete=self._remove
         )
 
+    @staticmethod
+    def wants_update(old: Message, new: Message) -> bool:
+        """Whether the index needs this update: nodeName changed."""
+        return old.spec.node_name != new.spec.node_name  # type: ignore[attr-defined]
+
     def pods_on(self, node_name: str) -> list[core_pb2.Pod]:
-        return list(self._by_node.get(node_name, {}).values())
+        store = self._informer.store  # a relist replaces the store
+        return [store[k] for k in self._by_node.get(node_name, ()) if k in store]  # type: ignore[misc]
 
     def _set(self, pod: Message) -> None:
         key = pod_key(pod)
@@ -198,7 +216,7 @@ class PodsByNode:
         if prev is not None and prev != node:
             self._drop(prev, key)
         if node:
-            self._by_node.setdefault(node, {})[key] = pod  # type: ignore[assignment]
+            self._by_node.setdefault(node, set()).add(key)
             self._node_of[key] = node
 
     def _remove(self, pod: Message) -> None:
@@ -210,7 +228,7 @@ class PodsByNode:
     def _drop(self, node: str, key: str) -> None:
         pods = self._by_node.get(node)
         if pods is not None:
-            pods.pop(key, None)
+            pods.discard(key)
             if not pods:
                 del self._by_node[node]
 

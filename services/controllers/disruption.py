@@ -352,6 +352,11 @@ class DisruptionController:
             if covers(pdb, pod):  # type: ignore[arg-type]
                 self._enqueue_pdb(pdb)
 
+    def wants_pod_update(self, old: Message, new: Message) -> bool:
+        """The pod updates `_pod_updated` acts on: those in a namespace with a budget (a
+        budget added later is synced from the store in full)."""
+        return self._pdb_index.has(new.metadata.namespace)  # type: ignore[attr-defined]
+
     def _pod_updated(self, old: Message, cur: Message) -> None:
         self._pod_changed(cur)
         if dict(old.metadata.labels) != dict(cur.metadata.labels):  # type: ignore[attr-defined]

@@ -27,9 +27,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from google.protobuf.message import Message
+
+from services.api.kinds import BY_KIND
 from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.deployment import DeploymentConfig, DeploymentController
@@ -41,6 +45,8 @@ from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictio
 from services.lifecycle import Background
 
 log = logging.getLogger(__name__)
+
+PODS = BY_KIND["Pod"]
 
 
 class Controller(Protocol):
@@ -116,6 +122,25 @@ def _build(
     return PodGCController(client, informers, config=config.podgc, clock=clock)
 
 
+def pod_update_filter(controllers: Iterable[object]) -> Callable[[Message, Message], bool] | None:
+    """Whether any of `controllers` acts on a pod update (each says so with its
+    `wants_pod_update`); None, every update dispatched, when one of them does not say.
+    The pod informer drops the others before any handler runs (the store still takes
+    them): while pods change in ways no controller reads (a status write of a pod
+    without owner, in a namespace without budget), the controllers do nothing."""
+    wants: list[Callable[[Message, Message], bool]] = []
+    for c in controllers:
+        w = getattr(c, "wants_pod_update", None)
+        if w is None:
+            return None
+        wants.append(w)
+
+    def any_wants(old: Message, new: Message) -> bool:
+        return any(w(old, new) for w in wants)
+
+    return any_wants
+
+
 class ControllerManager(Background):
     """The configured controllers over one set of shared informers (see the module
     docstring). Run it with `start()` / `stop()`, or `await run(stop)` (one leader term)."""
@@ -138,6 +163,9 @@ class ControllerManager(Background):
             name: _build(name, client, self.informers, self.clock, self.config)
             for name in self.config.controllers
         }
+        pods = self.informers.informers.get((PODS.resource, "", "", ""))
+        if pods is not None:
+            pods.wants_update = pod_update_filter(self.controllers.values())
 
     async def run(self, stop: asyncio.Event) -> None:
         """Informers, then every controller, until `stop`; then everything stops."""
@@ -174,4 +202,5 @@ __all__ = [
     "Controller",
     "ControllerManager",
     "ControllerManagerConfig",
+    "pod_update_filter",
 ]

@@ -27,6 +27,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from google.protobuf.message import Message
+
 from protos.kubera.v1 import core_pb2
 from services.api import codec
 from services.api.conditions import update_pod_condition
@@ -131,6 +133,11 @@ class PodGCController:
             )
         finally:
             self.node_queue.shutdown()
+
+    @staticmethod
+    def wants_pod_update(old: Message, new: Message) -> bool:
+        """No pod update: each pass reads the store."""
+        return False
 
     async def gc(self) -> None:
         """One pass over the cached pods and nodes."""

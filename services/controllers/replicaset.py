@@ -312,6 +312,17 @@ class ReplicaSetController:
         for rs in self._replica_sets_selecting(pod):
             self.queue.add(object_key(rs))
 
+    @staticmethod
+    def wants_pod_update(old: Message, new: Message) -> bool:
+        """The pod updates `_update_pod` acts on: every update of a pod with an owner
+        (its ReplicaSet counts its replicas' states), a label change of an orphan
+        (whoever selects it may adopt it)."""
+        return bool(
+            old.metadata.owner_references  # type: ignore[attr-defined]
+            or new.metadata.owner_references  # type: ignore[attr-defined]
+            or old.metadata.labels != new.metadata.labels  # type: ignore[attr-defined]
+        )
+
     def _update_pod(self, old_obj: Message, cur_obj: Message) -> None:
         old: core_pb2.Pod = old_obj  # type: ignore[assignment]
         cur: core_pb2.Pod = cur_obj  # type: ignore[assignment]

@@ -218,7 +218,7 @@ class TaintEvictionController:
         self.clock = clock or RealClock()
         self.pods = informers.get(PODS)
         self.nodes = informers.get(NODES)
-        self.pods_by_node = PodsByNode()
+        self.pods_by_node = PodsByNode(self.pods)
         self.pods.add_handlers(self.pods_by_node.handlers())
         self.pods.add_handlers(
             Handlers(
@@ -243,6 +243,15 @@ class TaintEvictionController:
         self._workers = asyncio.Semaphore(self.config.deletion_workers)
 
     # ----------------------------------------------------------- informer handlers
+
+    @staticmethod
+    def wants_pod_update(old: Message, new: Message) -> bool:
+        """The pod updates this controller acts on: a new nodeName or new tolerations
+        (`_pod_changed` ignores the others)."""
+        return (
+            old.spec.node_name != new.spec.node_name  # type: ignore[attr-defined]
+            or list(old.spec.tolerations) != list(new.spec.tolerations)  # type: ignore[attr-defined]
+        )
 
     def _node_changed(self, old: Message | None, new: Message | None) -> None:
         old_taints = no_execute_taints(old)  # type: ignore[arg-type]

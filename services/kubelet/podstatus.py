@@ -28,8 +28,8 @@ def status_base(st: PodState) -> core_pb2.Pod:
     if st.written is None:
         pod.status.CopyFrom(st.pod.status)
     else:
-        pod.status.CopyFrom(st.written)
-        ours = {c.type for c in st.written.conditions}
+        pod.status.ParseFromString(st.written)
+        ours = {c.type for c in pod.status.conditions}
         for c in st.pod.status.conditions:
             if c.type not in ours:
                 pod.status.conditions.add().CopyFrom(c)

@@ -57,6 +57,9 @@ log = logging.getLogger(__name__)
 
 PODS = BY_KIND["Pod"]
 
+#: Lease renewals are spread over this many slots of the renew interval (one batch each).
+LEASE_SLOTS = 10
+
 
 @dataclass(frozen=True)
 class PoolConfig:
@@ -143,7 +146,16 @@ class NodePool:
                 for n in self.nodes
             ]
         else:
-            self.informers = [Informer(self.client, PODS, field_selector="spec.nodeName!=")]
+            # One watch of every bound pod; the other pools' pods are dropped as they
+            # arrive (nodeName never changes once set), so the store holds ours only.
+            self.informers = [
+                Informer(
+                    self.client,
+                    PODS,
+                    field_selector="spec.nodeName!=",
+                    keep=self._ours,
+                )
+            ]
         handlers = Handlers(
             on_add=self._on_pod,
             on_update=lambda _o, p: self._on_pod(p),
@@ -194,19 +206,39 @@ class NodePool:
                     raise r.error
 
     async def _lease_loop(self) -> None:
+        """Renew the leases slot by slot: node i is in slot i % LEASE_SLOTS, and one slot
+        is renewed every renew_interval / LEASE_SLOTS, so every lease is still renewed
+        once per renew_interval (the first time within it after registration) but the
+        apiserver sees a steady trickle of batches instead of the whole pool at once."""
+        slots = min(LEASE_SLOTS, max(1, len(self.nodes)))
+        tick = self.config.lease_renew_interval / slots
+        slot = 0
+        due = self.clock.monotonic()
         while True:
-            await self.clock.sleep(self.config.lease_renew_interval)
-            now = self.clock.now()
-            report = self.config.node_status_report_frequency
-            for n in self.nodes:
-                if not n.alive:
-                    continue
-                try:
-                    self._renew(n, now)
-                    if now - n.last_status_post >= report:
-                        self._post_node_status(n)
-                except Exception:  # noqa: BLE001 - one node's failure costs only its lease
-                    log.exception("node %s: lease renewal failed", n.plan.name)
+            # On a fixed grid, so the time each slot takes does not add up into lateness;
+            # after a stall (more than a tick behind) the grid restarts from now.
+            due += tick
+            now = self.clock.monotonic()
+            if due < now - tick:
+                due = now
+            await self.clock.sleep(due - now)
+            self.renew_slot(slot, slots)
+            slot = (slot + 1) % slots
+
+    def renew_slot(self, slot: int, slots: int) -> None:
+        """Renew the leases of the live nodes in `slot` (of `slots`), and post the status
+        of those whose last one is older than the report frequency."""
+        now = self.clock.now()
+        report = self.config.node_status_report_frequency
+        for n in self.nodes[slot::slots]:
+            if not n.alive:
+                continue
+            try:
+                self._renew(n, now)
+                if now - n.last_status_post >= report:
+                    self._post_node_status(n)
+            except Exception:  # noqa: BLE001 - one node's failure costs only its lease
+                log.exception("node %s: lease renewal failed", n.plan.name)
 
     def _renew(self, node: HollowNode, now: float) -> None:
         self.lease_batcher.put(lease_object(node, self.config.lease_duration_seconds, now))
@@ -217,6 +249,11 @@ class NodePool:
         self.node_batcher.put(node_status_object(node, node.last_status_post))
 
     # ------------------------------------------------------------------------ pods
+
+    def _ours(self, pod: Message) -> bool:
+        """Whether the pod is bound to one of this pool's nodes."""
+        return pod.spec.node_name in self.by_name  # type: ignore[attr-defined]
+
     def _on_pod(self, pod: core_pb2.Pod) -> None:
         try:
             self._pod_seen(pod)
@@ -358,8 +395,7 @@ class NodePool:
     # -------------------------------------------------------------- pod statuses
 
     def _write_status(self, st: PodState, pod: core_pb2.Pod) -> None:
-        st.written = core_pb2.PodStatus()
-        st.written.CopyFrom(pod.status)
+        st.written = pod.status.SerializeToString()
         self.status_batcher.put(pod)
 
     def _creating(self, st: PodState) -> None:

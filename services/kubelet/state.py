@@ -60,9 +60,10 @@ class PodState:
     restarts: int = 0
     deleting: bool = False
     evicted: bool = False
-    #: The status this kubelet last wrote: the base of its next write, so a step that
-    #: runs before the watch has shown the previous one loses nothing.
-    written: core_pb2.PodStatus | None = None
+    #: The status this kubelet last wrote (serialized: ~0.3 KB where a message takes
+    #: ~2.5 KB, times 100,000 pods): the base of its next write, so a step that runs
+    #: before the watch has shown the previous one loses nothing.
+    written: bytes | None = None
 
     @property
     def key(self) -> str:

@@ -309,6 +309,11 @@ class DeploymentController:
         if d is not None:
             self.queue.add(object_key(d))
 
+    @staticmethod
+    def wants_pod_update(old: Message, new: Message) -> bool:
+        """No pod update: this controller watches pods for their deletion only."""
+        return False
+
     def _delete_pod(self, obj: Message) -> None:
         """A Recreate rollout waits for the old pods to go: look again when the last one has."""
         pod: core_pb2.Pod = obj  # type: ignore[assignment]

@@ -57,7 +57,11 @@ from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import PodsByNode, run_periodically, wait_any
 from services.controllers.events import write_event
 from services.controllers.nodelifecycle.config import NodeLifecycleConfig
-from services.controllers.nodelifecycle.health import NODE_LEASE_NAMESPACE, HealthTracker
+from services.controllers.nodelifecycle.health import (
+    NODE_LEASE_NAMESPACE,
+    Checked,
+    HealthTracker,
+)
 from services.controllers.nodelifecycle.ratelimit import TimedValue
 from services.controllers.nodelifecycle.taints import (
     CONDITION_TAINT_KEYS,
@@ -105,7 +109,7 @@ class NodeLifecycleController:
         self.nodes = informers.get(NODES)
         self.leases = informers.get(LEASES, namespace=NODE_LEASE_NAMESPACE)
         self.pods = informers.get(PODS)
-        self.pods_by_node = PodsByNode()
+        self.pods_by_node = PodsByNode(self.pods)
         self.pods.add_handlers(self.pods_by_node.handlers())
         self.pods.add_handlers(
             Handlers(on_add=lambda p: self._pod_updated(None, p), on_update=self._pod_updated)
@@ -131,6 +135,12 @@ class NodeLifecycleController:
         self._lock = asyncio.Lock()
         self._tainting_wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+
+    @staticmethod
+    def wants_pod_update(old: Message, new: Message) -> bool:
+        """The pod updates this controller acts on (the pods-by-node index and the pod
+        queue): a new nodeName."""
+        return PodsByNode.wants_update(old, new)
 
     @property
     def zone_states(self) -> dict[str, ZoneState]:
@@ -284,34 +294,70 @@ class NodeLifecycleController:
         zone_conditions: dict[str, list[core_pb2.NodeCondition | None]] = {}
         workers = asyncio.Semaphore(self.config.node_update_workers)
 
-        async def one(node: core_pb2.Node) -> None:
+        async def one(node: core_pb2.Node, checked: Checked) -> None:
             async with workers:
                 try:
-                    await self._update_node(node, zone_conditions)
+                    await self._update_node(node, zone_conditions, checked)
                 except Exception:  # noqa: BLE001 - one node's failure costs only that node
                     log.exception(
                         "node lifecycle: updating the health of node %s failed",
                         node.metadata.name,
                     )
 
-        await asyncio.gather(*(one(n) for n in nodes))
+        # Most nodes are healthy and stay so: settled here, synchronously; a task each
+        # only for the others (a write, taints, pods to mark).
+        slow = [(n, c) for n in nodes if (c := self._update_healthy_node(n, zone_conditions))]
+        await asyncio.gather(*(one(n, c) for n, c in slow))
         await self.zones.handle_disruption(
             zone_conditions, nodes, health=self.health, mark_reachable=self.mark_node_as_reachable
         )
+
+    def _update_healthy_node(
+        self,
+        cached: core_pb2.Node,
+        zone_conditions: dict[str, list[core_pb2.NodeCondition | None]],
+    ) -> Checked | None:
+        """`_update_node` for a node that was Ready and still is, with no NoExecute taint
+        and no pods left to mark: everything it would do, done without a copy or a task.
+        None when so; otherwise the health check, for `_update_node` to go on from."""
+        checked = self.health.check(cached, copy_observed=False)
+        observed, current = checked.observed, checked.current
+        name = cached.metadata.name
+        if (
+            checked.silent
+            or current is None
+            or observed.status != TRUE
+            or current.status != TRUE
+            or name in self._nodes_to_retry
+            or has_taint(cached, UNREACHABLE_NO_EXECUTE)
+            or has_taint(cached, NOT_READY_NO_EXECUTE)
+        ):
+            return checked
+        if LABEL_EXCLUDE_DISRUPTION not in cached.metadata.labels:
+            zone_conditions.setdefault(zone_key(cached), []).append(current)
+        # mark_node_as_reachable with no taint to remove
+        if self.zones.add(cached).remove(name):
+            log.info("node lifecycle: node %s is healthy again; NoExecute taints removed", name)
+        return None
 
     async def _update_node(
         self,
         cached: core_pb2.Node,
         zone_conditions: dict[str, list[core_pb2.NodeCondition | None]],
+        checked: Checked | None = None,
     ) -> None:
         name = cached.metadata.name
         node: core_pb2.Node = codec.clone(cached)  # type: ignore[assignment]
         attempt = 0
         while True:
             try:
-                observed, current = await self.health.try_update(node)
+                if checked is not None:  # the first attempt, checked already
+                    observed, current = await self.health.finish(node, checked)
+                else:
+                    observed, current = await self.health.try_update(node)
                 break
             except ApiError as e:
+                checked = None
                 attempt += 1
                 if attempt == self.config.status_update_retries:
                     log.warning("node lifecycle: cannot update health of %s: %s", name, e)

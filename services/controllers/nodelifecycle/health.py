@@ -54,6 +54,24 @@ class NodeHealth:
     lease_renew: float | None
 
 
+@dataclass(slots=True)
+class Checked:
+    """What `HealthTracker.check` found for one node in one pass: the Ready condition as
+    observed and as it is, and what `finish` needs to mark the node Unknown."""
+
+    observed: core_pb2.NodeCondition
+    current: core_pb2.NodeCondition | None
+    health: NodeHealth
+    grace: float
+    now: float
+    renew: float | None
+
+    @property
+    def silent(self) -> bool:
+        """Past its grace period: its conditions are to be written Unknown."""
+        return self.now > self.health.probe + self.grace
+
+
 def _copy_condition(c: core_pb2.NodeCondition) -> core_pb2.NodeCondition:
     out = core_pb2.NodeCondition()
     out.CopyFrom(c)
@@ -91,12 +109,15 @@ class HealthTracker:
         self.leases = leases
         self.config = config
         self.records: dict[str, NodeHealth] = {}
+        #: node name -> (its Lease's renewTime text, that text parsed)
+        self._renew_parsed: dict[str, tuple[str | None, float | None]] = {}
 
     def get(self, name: str) -> NodeHealth | None:
         return self.records.get(name)
 
     def forget(self, name: str) -> None:
         self.records.pop(name, None)
+        self._renew_parsed.pop(name, None)
 
     def restart_grace(self, names: Iterable[str]) -> None:
         """Count each node's grace period from now (upstream, on leaving master
@@ -108,12 +129,31 @@ class HealthTracker:
             if health is not None:
                 health.probe = health.ready_transition = now
 
+    def _renew_time(self, name: str) -> float | None:
+        """The node's Lease renewTime, parsed once per distinct text (a pass reads every
+        node's lease; most have not changed since the last pass)."""
+        lease = self.leases.store.get(f"{NODE_LEASE_NAMESPACE}/{name}")
+        text = lease.spec.renew_time if lease is not None else None  # type: ignore[attr-defined]
+        cached = self._renew_parsed.get(name)
+        if cached is not None and cached[0] == text:
+            return cached[1]
+        value = _lease_renew_time(lease)
+        self._renew_parsed[name] = (text, value)
+        return value
+
     async def try_update(
         self, node: core_pb2.Node
     ) -> tuple[core_pb2.NodeCondition, core_pb2.NodeCondition | None]:
         """Refresh the node's health record and, past its grace period, write its
         conditions as Unknown (`node` is the caller's copy and is updated in place).
         Returns the Ready condition as observed and as it is now."""
+        return await self.finish(node, self.check(node))
+
+    def check(self, node: core_pb2.Node, *, copy_observed: bool = True) -> Checked:
+        """The first half of `try_update`, which writes nothing: refresh the node's health
+        record from `node` (not modified) and its Lease. Without `copy_observed` the
+        observed condition is `node`'s own: only for a `node` nobody modifies (the
+        informer's; `finish` is then handed a copy)."""
         name = node.metadata.name
         now = self.clock.now()
         health = self.records.get(name)
@@ -135,7 +175,7 @@ class HealthTracker:
                 at = parse_rfc3339(created) if created else now
                 health = NodeHealth(probe=at, ready_transition=at, ready=None, lease_renew=None)
         else:
-            observed = _copy_condition(current)
+            observed = _copy_condition(current) if copy_observed else current
             grace = self.config.node_monitor_grace_period
 
         saved = health.ready if health is not None else None
@@ -156,14 +196,23 @@ class HealthTracker:
             )
             health = NodeHealth(now, transition, _copy_condition(current), saved_lease)
         # A renewed lease always counts as a heartbeat (even with no Ready condition).
-        renew = _lease_renew_time(self.leases.store.get(f"{NODE_LEASE_NAMESPACE}/{name}"))
+        renew = self._renew_time(name)
         if renew is not None and (saved_lease is None or saved_lease < renew):
             health.lease_renew = renew
             health.probe = now
         self.records[name] = health
+        return Checked(observed, current, health, grace, now, renew)
 
-        if now <= health.probe + grace:
+    async def finish(
+        self, node: core_pb2.Node, checked: Checked
+    ) -> tuple[core_pb2.NodeCondition, core_pb2.NodeCondition | None]:
+        """The second half of `try_update`: past its grace period, the node's conditions
+        written Unknown (`node`, the caller's copy of what `check` saw, is updated in
+        place)."""
+        observed, current = checked.observed, checked.current
+        if not checked.silent:
             return observed, current
+        name, now, health = node.metadata.name, checked.now, checked.health
         stamp = rfc3339(now)
         for type_ in _UNKNOWN_ON_SILENCE:
             cond = get_condition(node, type_)
@@ -191,6 +240,6 @@ class HealthTracker:
         node.CopyFrom(updated)
         current = get_condition(node, READY)
         self.records[name] = NodeHealth(
-            health.probe, now, _copy_condition(current) if current else None, renew
+            health.probe, now, _copy_condition(current) if current else None, checked.renew
         )
         return observed, current
