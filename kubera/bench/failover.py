@@ -120,6 +120,7 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
     from services.api.kinds import BY_KIND
     from services.client import Client
     from services.storage.etcd import EtcdStorage
+    from services.storage.keys import election_key
 
     lease_duration = timings[0]
     storage = EtcdStorage(ctx["etcd"], timeout=5)
@@ -128,6 +129,8 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
     ns = "failover"
     await client.create(core_pb2.Namespace(metadata={"name": ns}))
     binds: list[tuple[float, int]] = []  # (monotonic arrival, term)
+    #: The election key's changes as seen on an etcd watch: (monotonic arrival, type, term).
+    key_events: list[tuple[float, str, int]] = []
     new_bind = asyncio.Event()
     POD = BY_KIND["Pod"]
     load = _PodLoad(client, ns, args.rate)
@@ -142,6 +145,36 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
                 binds.append((time.monotonic(), term))
                 new_bind.set()
             load.bound(pod.metadata.name)  # type: ignore[attr-defined]
+
+    async def watch_key() -> None:
+        key = election_key(*LEASE.split("/"))
+        _, rev = await storage.list(key)
+        async for batch in storage.watch(key, rev + 1):
+            now = time.monotonic()
+            for ev in batch.events:
+                if ev.kv.key != key:
+                    continue
+                kv = ev.prev if ev.type == "DELETE" and ev.prev is not None else ev.kv
+                key_events.append((now, ev.type, kv.create_revision))
+
+    def key_split(t_kill: float, old_term: int, new_term: int) -> dict[str, float | None]:
+        """kill → the old term's key deleted (its etcd lease expired, or a standby expired
+        it) and kill → the new term's key created (the campaign won), as an etcd watch saw
+        them."""
+        deleted = next(
+            (t for t, kind, term in key_events if t >= t_kill and kind == "DELETE"
+             and term == old_term),
+            None,
+        )  # fmt: skip
+        created = next(
+            (t for t, kind, term in key_events if t >= t_kill and kind == "PUT"
+             and term == new_term),
+            None,
+        )  # fmt: skip
+        return {
+            "key_deleted_s": None if deleted is None else deleted - t_kill,
+            "key_created_s": None if created is None else created - t_kill,
+        }
 
     async def first_bind_after(
         since: float, old_term: int, timeout: float, *, same: bool = False
@@ -176,7 +209,11 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
                 )
             await asyncio.sleep(0.1)
 
-    tasks = [asyncio.create_task(load.generate()), asyncio.create_task(watch())]
+    tasks = [
+        asyncio.create_task(load.generate()),
+        asyncio.create_task(watch()),
+        asyncio.create_task(watch_key()),
+    ]
     rows = []
     try:
         await chaos.wait_leader(storage, LEASE, 60)
@@ -193,6 +230,7 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
             )
             t_elected = time.monotonic()
             t_bind, term = await first_bind_after(t_kill, target.term, 10 * lease_duration + 30)
+            split = key_split(t_kill, target.term, term)
             row = {
                 "kill": k + 1,
                 "takeover_s": t_elected - t_kill,
@@ -200,11 +238,14 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
                 "old_term": target.term,
                 "new_term": term,
                 "new_leader": new.identity,
+                **split,
             }
             rows.append(row)
             print(
                 f"  kill {k + 1:>2}: takeover {row['takeover_s']:.2f}s, "
-                f"first bind by the new leader {row['first_bind_s']:.2f}s",
+                f"first bind by the new leader {row['first_bind_s']:.2f}s "
+                f"(key deleted {_secs(split['key_deleted_s'])}, "
+                f"new key {_secs(split['key_created_s'])})",
                 flush=True,
             )
     finally:
@@ -215,6 +256,10 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
         await client.close()
         await storage.close()
     return rows
+
+
+def _secs(value: float | None) -> str:
+    return "?" if value is None else f"{value:.3f}s"
 
 
 async def _measure_apiserver(home: str, args: argparse.Namespace) -> list[dict]:
