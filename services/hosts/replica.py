@@ -101,9 +101,12 @@ class Replica:
     async def open(self) -> None:
         etcd_host, etcd_port = parse_endpoint(self._etcd)
         api_host, _, api_port = self._apiserver.rpartition(":")
+        # Each relay is recorded as soon as it runs, so close() after a failed open() stops
+        # it too.
         etcd_relay = await Relay.start(etcd_host, etcd_port)
+        self.relays.append(etcd_relay)
         api_relay = await Relay.start(api_host, int(api_port))
-        self.relays = [etcd_relay, api_relay]
+        self.relays.append(api_relay)
         self.storage = EtcdStorage(f"http://{etcd_relay.address}")
         await self.storage.connect()
         self.client = Client(api_relay.address, timeout=self._client_timeout)

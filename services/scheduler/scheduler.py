@@ -43,7 +43,7 @@ from services.scheduler.failure_report import FailureReporter
 from services.scheduler.framework.nominator import Nominator
 from services.scheduler.framework.runtime import Framework
 from services.scheduler.framework.types import ActionType, ClusterEvent
-from services.scheduler.metrics import SchedulerMetrics, SharedStateMetrics
+from services.scheduler.metrics import SchedulerMetrics
 from services.scheduler.omega import OmegaStats
 from services.scheduler.options import SchedulerOptions
 from services.scheduler.queue import SchedulingQueue
@@ -141,11 +141,13 @@ class Scheduler(Background):
         *,
         clock: Clock | None = None,
         fencing: FencingSource | None = None,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         """`options`: the configuration and settings (options.py). `clock`: real time by
         default. `fencing`: the leader's fencing-token source its binds carry (none: unfenced);
         a shared-state scheduler's binds are checked against the nodes' allocation records
-        instead, so it takes no `fencing`."""
+        instead, so it takes no `fencing`. `metrics`: where to record (default: a registry of
+        this scheduler's own); a replica passes one for all its terms."""
         shared_state = options.shared_state
         if shared_state is not None and fencing is not None:
             raise ValueError(
@@ -159,13 +161,11 @@ class Scheduler(Background):
         self.fencing: FencingSource = fencing or (lambda: None)
         self.rng = random.Random(options.seed)
         self.identity = options.identity or f"kubera-scheduler-{secrets.token_hex(3)}"
-        self.metrics = SchedulerMetrics()
+        self.metrics = metrics if metrics is not None else SchedulerMetrics()
         self.shared_state = shared_state
         #: Omega's measures; only in shared-state mode.
         self.omega: OmegaStats | None = (
-            OmegaStats(SharedStateMetrics(self.metrics.registry))
-            if shared_state is not None
-            else None
+            OmegaStats(self.metrics.shared_state()) if shared_state is not None else None
         )
         self.traces = TraceStore()
         self.equivalence = equivalence.EquivalenceCache() if options.reuse_filter_results else None
