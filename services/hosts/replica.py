@@ -95,6 +95,8 @@ class Replica:
         self._stop = asyncio.Event()
         self._elector_task: asyncio.Task[None] | None = None
         self.extra: dict[str, Any] = {}
+        #: When the record was first written (kept by later writes).
+        self._registered_at = 0.0
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -131,6 +133,7 @@ class Replica:
         """Write this replica's record (again, with `extra` fields merged in)."""
         assert self.storage is not None
         self.extra.update(extra)
+        self._registered_at = self._registered_at or time.time()
         me = self_report()
         record = {
             "identity": self.identity,
@@ -138,7 +141,7 @@ class Replica:
             # pid, host, boot_id, pid_ns, start_ticks: whose PID namespace the pid is in
             **{k: me[k] for k in ("pid", "host", "boot_id", "pid_ns", "start_ticks")},
             "control": self.control_address,
-            "started": time.time(),
+            "started": self._registered_at,
             **self.extra,
         }
         key = replica_key(*self.group, self.identity)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,6 +31,8 @@ from services.leaderelection import LeaderElectionSettings, TimingOverrides
 from services.scheduler import Partition, Scheduler, SchedulerOptions, SharedState, serve
 from services.scheduler import config as config_mod
 from services.scheduler.metrics import SchedulerMetrics
+
+log = logging.getLogger(__name__)
 
 #: "leader": one elected replica per deployment schedules, fenced; "shared-state" (Omega):
 #: every replica schedules, each bind checked against the node's allocation record.
@@ -214,7 +218,34 @@ class SchedulerReplica:
         await self._ready  # the fresh Scheduler of this term is warm
         assert self.scheduler is not None
         self.terms += 1
-        await self.scheduler.lead(term_over)
+        report = asyncio.create_task(self._report_term(self.scheduler, time.time()))
+        try:
+            await self.scheduler.lead(term_over)
+        finally:
+            report.cancel()
+
+    async def _report_term(self, sched: Scheduler, started_at: float) -> None:
+        """Once the term's first bind is accepted, add when the term's steps happened to
+        this replica's record (wall clock): the key found free, the term won, the
+        Scheduler leading, the first bind — off the scheduling path, for `kubera bench
+        failover` to divide a takeover by."""
+        replica = self.replica
+        elector = replica.elector if replica is not None else None
+        token = replica.fencing_token() if replica is not None else None
+        if replica is None or elector is None or token is None:
+            return
+        await sched.first_bind.wait()
+        term = {
+            "token": token[1],
+            "free_at": elector.free_at,
+            "acquired_at": elector.acquired_at,
+            "started_at": started_at,
+            "first_bind_at": sched.first_bind_at,
+        }
+        try:
+            await replica.register(last_term=term)
+        except Exception as e:  # noqa: BLE001 - figures only
+            log.debug("recording the term's times failed: %s", e)
 
     def _on_stopped_leading(self) -> None:
         if not self._closing:

@@ -88,6 +88,10 @@ class LeaderElector:
         self._held: LockRecord | None = None
         self._renew_started = 0.0  # monotonic start of the last successful renewal
         self._acquire_time = 0.0
+        #: When (clock.now()) this elector last found the key free while campaigning: the
+        #: watch saw it deleted, a read found none, or its own expire deleted it. With
+        #: `acquired_at`, how a takeover's time divides (kubera bench failover reports it).
+        self.free_at = 0.0
         # What a standby last saw of the key, and when (monotonic) it last changed.
         self._observed: LockRecord | None = None
         self._observed_at = 0.0
@@ -113,6 +117,11 @@ class LeaderElector:
         if held is None or not self.is_leader:
             return None
         return Fencing(held.key, held.create_revision)
+
+    @property
+    def acquired_at(self) -> float:
+        """When (clock.now()) this elector's latest term began (0: never led)."""
+        return self._acquire_time
 
     @property
     def leader_identity(self) -> str:
@@ -168,6 +177,7 @@ class LeaderElector:
                 if not await self._bounded(self._lock.expire(current), deadline, stop):
                     self._expire_refused = current  # it changed: read it next time
                     return None
+            self.free_at = self._clock.now()
             started = self._clock.monotonic()
             won, holder = await self._bounded(
                 self._lock.create(self.config.identity), deadline, stop

@@ -117,6 +117,10 @@ class _Handle:
             fencing=None if shared else self._sched.fencing(),
             check_allocation=shared,
         )
+        sched = self._sched
+        if not sched.first_bind.is_set():
+            sched.first_bind_at = self.clock.now()
+            sched.first_bind.set()
 
     def allow_waiting_pod(self, uid: str, plugin: str) -> None:
         for fwk in self._sched.frameworks.values():
@@ -221,6 +225,11 @@ class Scheduler(Background):
             nominator=self.nominator,
         )
         self._informer_tasks: list[asyncio.Task[None]] = []
+        #: Set when this scheduler's first bind was accepted, at `first_bind_at`
+        #: (clock.now()): a leader's term measured from the kill of its predecessor to
+        #: its first bind (kubera bench failover).
+        self.first_bind = asyncio.Event()
+        self.first_bind_at = 0.0
 
     @property
     def scheduled(self) -> int:

@@ -6,6 +6,7 @@ starts start once, and a scheduler replica's metrics outlive its leadership term
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ from services.hosts.scheduler import SchedulerReplica, SchedulerReplicaConfig
 from services.leaderelection import LeaderElectionSettings, TimingOverrides
 from services.storage import Delete
 from services.storage.etcd import EtcdStorage
+from services.storage.keys import replica_key
 from tests.builders import MakeNode, MakePod
 from tests.waiting import eventually
 
@@ -207,5 +209,36 @@ async def test_a_scheduler_replicas_metrics_outlive_its_terms(api: Api) -> None:
         assert host.metrics.registry is registry and host.metrics_address == address
         active = registry.get_sample_value("scheduler_pending_pods", {"queue": "active"})
         assert active == 0
+    finally:
+        await host.stop()
+
+
+async def test_a_leader_records_when_its_terms_steps_happened(api: Api) -> None:
+    host = SchedulerReplica(
+        SchedulerReplicaConfig(
+            apiserver=api.address, etcd=api.etcd, election=TimingOverrides(**TIMINGS)
+        )
+    )
+    try:
+        await host.start()
+        await eventually(lambda: host.leading, timeout=5)
+        assert host.replica is not None
+        token = host.replica.fencing_token()
+        assert token is not None
+        await api.node("n1")
+        await api.pods("a")
+        await eventually(lambda: api.bound("a"))
+        key = replica_key("kube-system", "kube-scheduler", host.replica.identity)
+
+        async def term() -> dict[str, float]:
+            assert api.api.storage is not None
+            kv = await api.api.storage.get(key)
+            rec = json.loads(kv.value) if kv is not None else {}
+            return rec.get("last_term", {})  # type: ignore[no-any-return]
+
+        times = await eventually(term)
+        assert times["token"] == token[1]
+        steps = [times[f"{s}_at"] for s in ("free", "acquired", "started", "first_bind")]
+        assert steps[0] > 0 and steps == sorted(steps)
     finally:
         await host.stop()
