@@ -60,6 +60,12 @@ def register(bsub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="kube-scheduler's defaults instead (15s / 10s / 2s)",
     )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="keep the bound pods and run `kubera check` on the cluster after the kills "
+        "(scheduler target)",
+    )
     p.add_argument("--output", default="", help="also write the figures as JSON here")
     p.set_defaults(func=cmd_bench_failover)
 
@@ -76,8 +82,10 @@ class _PodLoad:
     each pod deleted once it is seen bound (so the load stays small over many kills).
     Errors during an outage are dropped: the load goes on through the fault."""
 
-    def __init__(self, client, ns: str, rate: float) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, client, ns: str, rate: float, *, keep: bool = False) -> None:  # type: ignore[no-untyped-def]
         self.client, self.ns, self.rate = client, ns, rate
+        #: Keep bound pods (for `--check`: the checker judges every bind at the end).
+        self.keep = keep
         self.stop = asyncio.Event()
         self.deleting: set[str] = set()
         self._background: set[asyncio.Task[None]] = set()
@@ -100,6 +108,8 @@ class _PodLoad:
         if name in self.deleting:
             return False
         self.deleting.add(name)
+        if self.keep:
+            return True
         task = asyncio.create_task(self._delete(name))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -133,7 +143,7 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
     key_events: list[tuple[float, str, int]] = []
     new_bind = asyncio.Event()
     POD = BY_KIND["Pod"]
-    load = _PodLoad(client, ns, args.rate)
+    load = _PodLoad(client, ns, args.rate, keep=args.check)
 
     async def watch() -> None:
         async for ev in client.watch(POD, namespace=ns):
@@ -260,6 +270,8 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
                 "old_term": target.term,
                 "new_term": term,
                 "new_leader": new.identity,
+                # ≠ new_term when the first leader after the kill lost its term unbound
+                "takeover_term": new.term,
                 **split,
                 **leader_split,
             }
@@ -359,6 +371,15 @@ async def _measure_apiserver(home: str, args: argparse.Namespace) -> list[dict]:
     return rows
 
 
+def _check(cluster: Cluster) -> dict:
+    """`kubera check --json` on the bench's cluster: its verdict (or why there is none)."""
+    r = cluster.run("check", "--json", "--settle", "30s", timeout=300)
+    try:
+        return json.loads(r.stdout[r.stdout.index("{") :])  # type: ignore[no-any-return]
+    except ValueError:
+        return {"ok": False, "error": (r.stderr or r.stdout).strip()[-500:]}
+
+
 def _apiserver_report(rows: list[dict]) -> dict:
     writes = [r["first_write_s"] for r in rows]
     binds = [r["first_bind_s"] for r in rows if r["first_bind_s"] is not None]
@@ -414,6 +435,7 @@ def cmd_bench_failover(args: argparse.Namespace) -> int:
             flush=True,
         )
         rows = asyncio.run(_measure(cluster.context, args, timings))  # type: ignore[arg-type]
+        verdict = _check(cluster) if args.check else None
     finally:
         cluster.down()
     first = [r["first_bind_s"] for r in rows]
@@ -435,6 +457,15 @@ def cmd_bench_failover(args: argparse.Namespace) -> int:
         },
         "rows": rows,
     }
+    if verdict is not None:
+        report["check"] = verdict
+        counts = verdict.get("counts", {})
+        print(
+            f"kubera check: {'OK' if verdict.get('ok') else 'FAILED'}, violations "
+            f"{verdict.get('violation_counts', {})}, fenced binds by holder "
+            f"{len(counts.get('binds_by_holder', {}))} holders / "
+            f"{sum(counts.get('binds_by_holder', {}).values())} binds"
+        )
     split = report["leader_split_median_s"]
     print(
         "the new leader's own times, medians from the kill: key free "
