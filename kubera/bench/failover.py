@@ -151,10 +151,11 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
             if ev.type != "MODIFIED" or not pod.spec.node_name:  # type: ignore[attr-defined]
                 continue
             mode, _, term = parse_bound_by(pod.metadata.annotations.get(BOUND_BY, ""))  # type: ignore[attr-defined]
-            if mode == "fenced":
+            # A bind is the first sighting of the pod bound; later changes of a bound pod
+            # (its status, its deletion) carry its old term and are not binds.
+            if load.bound(pod.metadata.name) and mode == "fenced":  # type: ignore[attr-defined]
                 binds.append((time.monotonic(), term))
                 new_bind.set()
-            load.bound(pod.metadata.name)  # type: ignore[attr-defined]
 
     async def watch_key() -> None:
         key = election_key(*LEASE.split("/"))

@@ -25,7 +25,11 @@ Differences from client-go, on purpose: run() campaigns again after losing a ter
 returning, so on_stopped_leading runs once per term rather than once per run(); the lock is
 always released on a clean stop (ReleaseOnCancel); if the work returns while we lead, the
 term ends, since a leader that does no work stalls the standbys; an elector never adopts a
-key left by an earlier process with the same identity, it waits for it to expire.
+key left by an earlier process with the same identity, it waits for it to expire; a standby
+follows the key on a watch rather than reading it every retry period (client-go polls): a
+renewal arrives as a record, a deleted key is campaigned for at once, and a holder silent
+for lease_duration has its key expired from the record the watch last told, so a takeover
+costs the expire and create round trips only (polling remains the fallback without a watch).
 
 Stop run() by setting its event: that releases the lock. Cancelling run()'s task still ends
 the term (work stopped, on_stopped_leading called) but leaves the key to expire.
