@@ -28,9 +28,15 @@ import prometheus_client
 from services.hosts.address import join, listen_hosts
 from services.hosts.replica import Replica, host_leading
 from services.leaderelection import LeaderElectionSettings, TimingOverrides
-from services.scheduler import Partition, Scheduler, SchedulerOptions, SharedState, serve
+from services.scheduler import (
+    Partition,
+    Scheduler,
+    SchedulerMetrics,
+    SchedulerOptions,
+    SharedState,
+    serve,
+)
 from services.scheduler import config as config_mod
-from services.scheduler.metrics import SchedulerMetrics
 
 log = logging.getLogger(__name__)
 
