@@ -145,17 +145,33 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
     POD = BY_KIND["Pod"]
     load = _PodLoad(client, ns, args.rate, keep=args.check)
 
+    def on_pod(kind: str, pod) -> None:  # type: ignore[no-untyped-def]
+        if kind not in ("ADDED", "MODIFIED") or not pod.spec.node_name:
+            return
+        mode, _, term = parse_bound_by(pod.metadata.annotations.get(BOUND_BY, ""))
+        # A bind is the first sighting of the pod bound; later changes of a bound pod (its
+        # status, its deletion) carry its old term and are not binds. A pod first seen
+        # bound on a restarted watch's list (ADDED) is not timed: its bind was missed.
+        if load.bound(pod.metadata.name) and mode == "fenced" and kind == "MODIFIED":
+            binds.append((time.monotonic(), term))
+            new_bind.set()
+
     async def watch() -> None:
-        async for ev in client.watch(POD, namespace=ns):
-            pod = ev.object
-            if ev.type != "MODIFIED" or not pod.spec.node_name:  # type: ignore[attr-defined]
-                continue
-            mode, _, term = parse_bound_by(pod.metadata.annotations.get(BOUND_BY, ""))  # type: ignore[attr-defined]
-            # A bind is the first sighting of the pod bound; later changes of a bound pod
-            # (its status, its deletion) carry its old term and are not binds.
-            if load.bound(pod.metadata.name) and mode == "fenced":  # type: ignore[attr-defined]
-                binds.append((time.monotonic(), term))
-                new_bind.set()
+        """The pods' watch, resumed when it breaks (the apiserver is busy or restarting):
+        a bench whose watch died would wait in vain for the next bind."""
+        from services.api.errors import GoneError
+
+        rv = ""
+        for _restart in range(10_000):  # bounded; cancelled at the end of the run
+            try:
+                async for ev in client.watch(POD, namespace=ns, resource_version=rv):
+                    rv = ev.object.metadata.resource_version  # type: ignore[attr-defined]
+                    on_pod(ev.type, ev.object)
+            except GoneError:
+                rv = ""  # too old: list again (as ADDED) and watch on
+            except Exception as e:  # noqa: BLE001 - a broken stream: resume it
+                logging.getLogger(__name__).info("bench: pod watch broke (%s); resuming", e)
+            await asyncio.sleep(0.1)
 
     async def watch_key() -> None:
         key = election_key(*LEASE.split("/"))
