@@ -108,16 +108,30 @@ class _Handle:
         return self._sched.snapshot
 
     async def bind(self, pod: core_pb2.Pod, node_name: str) -> None:
-        shared = self._sched.shared_state is not None
-        await self._sched.client.bind(
-            pod.metadata.name,
-            node_name,
-            pod.metadata.namespace,
-            uid=pod.metadata.uid,
-            fencing=None if shared else self._sched.fencing(),
-            check_allocation=shared,
-        )
         sched = self._sched
+        # This scheduler's first bind goes to the apiserver alone; the binds behind it
+        # wait for its answer (whatever it is) and then flow freely. A new leader takes
+        # over a backlog: sent together, its binds interleave in the apiserver and the
+        # first is answered only with the last. Per-pod semantics are unchanged.
+        gate = sched.first_bind_done
+        first = not gate.is_set() and not sched.first_bind_sent
+        if first:
+            sched.first_bind_sent = True
+        else:
+            await gate.wait()
+        shared = sched.shared_state is not None
+        try:
+            await sched.client.bind(
+                pod.metadata.name,
+                node_name,
+                pod.metadata.namespace,
+                uid=pod.metadata.uid,
+                fencing=None if shared else sched.fencing(),
+                check_allocation=shared,
+            )
+        finally:
+            if first:
+                gate.set()
         if not sched.first_bind.is_set():
             sched.first_bind_at = self.clock.now()
             sched.first_bind.set()
@@ -230,6 +244,9 @@ class Scheduler(Background):
         #: its first bind (kubera bench failover).
         self.first_bind = asyncio.Event()
         self.first_bind_at = 0.0
+        #: The first bind call was made / has been answered (see _Handle.bind).
+        self.first_bind_sent = False
+        self.first_bind_done = asyncio.Event()
 
     @property
     def scheduled(self) -> int:

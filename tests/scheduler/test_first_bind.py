@@ -1,7 +1,8 @@
 """The scheduling loop lets the binding cycles it starts send their binds promptly: a leader
 that takes over a backlog sends its first bind before it schedules the rest of the backlog
 (upstream runs each binding cycle in a goroutine of its own at once), and the whole backlog
-is still bound. The order of calls is what is checked, not how long anything took."""
+is still bound; it goes alone, the binds behind it sent once it is answered. The order of
+calls is what is checked, not how long anything took."""
 
 from __future__ import annotations
 
@@ -38,7 +39,10 @@ async def test_a_backlogs_first_bind_goes_out_before_the_rest_is_scheduled() -> 
 
     async def bind(name: str, *args: Any, **kwargs: Any) -> Any:
         calls.append(("bind", name))
-        return await real_bind(name, *args, **kwargs)
+        try:
+            return await real_bind(name, *args, **kwargs)
+        finally:
+            calls.append(("answered", name))
 
     sched.cycles.schedule_one = cycle  # type: ignore[method-assign]
     client.bind = bind  # type: ignore[method-assign]
@@ -67,6 +71,9 @@ async def test_a_backlogs_first_bind_goes_out_before_the_rest_is_scheduled() -> 
         first_bind = calls.index(("bind", cycles[0]))
         assert first_bind == 1, f"the first bind waited for other cycles: {calls[:first_bind]}"
         assert {name for kind, name in calls if kind == "bind"} == set(cycles)
+        # ... alone: the binds behind it are sent once it is answered, then together.
+        answered = calls.index(("answered", cycles[0]))
+        assert [c for c in calls[:answered] if c[0] == "bind"] == [("bind", cycles[0])]
     finally:
         stop.set()
         if lead is not None:
