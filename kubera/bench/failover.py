@@ -60,6 +60,12 @@ def register(bsub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="kube-scheduler's defaults instead (15s / 10s / 2s)",
     )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="keep the bound pods and run `kubera check` on the cluster after the kills "
+        "(scheduler target)",
+    )
     p.add_argument("--output", default="", help="also write the figures as JSON here")
     p.set_defaults(func=cmd_bench_failover)
 
@@ -76,8 +82,10 @@ class _PodLoad:
     each pod deleted once it is seen bound (so the load stays small over many kills).
     Errors during an outage are dropped: the load goes on through the fault."""
 
-    def __init__(self, client, ns: str, rate: float) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, client, ns: str, rate: float, *, keep: bool = False) -> None:  # type: ignore[no-untyped-def]
         self.client, self.ns, self.rate = client, ns, rate
+        #: Keep bound pods (for `--check`: the checker judges every bind at the end).
+        self.keep = keep
         self.stop = asyncio.Event()
         self.deleting: set[str] = set()
         self._background: set[asyncio.Task[None]] = set()
@@ -100,6 +108,8 @@ class _PodLoad:
         if name in self.deleting:
             return False
         self.deleting.add(name)
+        if self.keep:
+            return True
         task = asyncio.create_task(self._delete(name))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -120,6 +130,7 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
     from services.api.kinds import BY_KIND
     from services.client import Client
     from services.storage.etcd import EtcdStorage
+    from services.storage.keys import election_key, replica_key
 
     lease_duration = timings[0]
     storage = EtcdStorage(ctx["etcd"], timeout=5)
@@ -128,20 +139,88 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
     ns = "failover"
     await client.create(core_pb2.Namespace(metadata={"name": ns}))
     binds: list[tuple[float, int]] = []  # (monotonic arrival, term)
+    #: The election key's changes as seen on an etcd watch: (monotonic arrival, type, term).
+    key_events: list[tuple[float, str, int]] = []
     new_bind = asyncio.Event()
     POD = BY_KIND["Pod"]
-    load = _PodLoad(client, ns, args.rate)
+    load = _PodLoad(client, ns, args.rate, keep=args.check)
+
+    def on_pod(kind: str, pod) -> None:  # type: ignore[no-untyped-def]
+        if kind not in ("ADDED", "MODIFIED") or not pod.spec.node_name:
+            return
+        mode, _, term = parse_bound_by(pod.metadata.annotations.get(BOUND_BY, ""))
+        # A bind is the first sighting of the pod bound; later changes of a bound pod (its
+        # status, its deletion) carry its old term and are not binds. A pod first seen
+        # bound on a restarted watch's list (ADDED) is not timed: its bind was missed.
+        if load.bound(pod.metadata.name) and mode == "fenced" and kind == "MODIFIED":
+            binds.append((time.monotonic(), term))
+            new_bind.set()
 
     async def watch() -> None:
-        async for ev in client.watch(POD, namespace=ns):
-            pod = ev.object
-            if ev.type != "MODIFIED" or not pod.spec.node_name:  # type: ignore[attr-defined]
-                continue
-            mode, _, term = parse_bound_by(pod.metadata.annotations.get(BOUND_BY, ""))  # type: ignore[attr-defined]
-            if mode == "fenced":
-                binds.append((time.monotonic(), term))
-                new_bind.set()
-            load.bound(pod.metadata.name)  # type: ignore[attr-defined]
+        """The pods' watch, resumed when it breaks (the apiserver is busy or restarting):
+        a bench whose watch died would wait in vain for the next bind."""
+        from services.api.errors import GoneError
+
+        rv = ""
+        for _restart in range(10_000):  # bounded; cancelled at the end of the run
+            try:
+                async for ev in client.watch(POD, namespace=ns, resource_version=rv):
+                    rv = ev.object.metadata.resource_version  # type: ignore[attr-defined]
+                    on_pod(ev.type, ev.object)
+            except GoneError:
+                rv = ""  # too old: list again (as ADDED) and watch on
+            except Exception as e:  # noqa: BLE001 - a broken stream: resume it
+                logging.getLogger(__name__).info("bench: pod watch broke (%s); resuming", e)
+            await asyncio.sleep(0.1)
+
+    async def watch_key() -> None:
+        key = election_key(*LEASE.split("/"))
+        _, rev = await storage.list(key)
+        async for batch in storage.watch(key, rev + 1):
+            now = time.monotonic()
+            for ev in batch.events:
+                if ev.kv.key != key:
+                    continue
+                kv = ev.prev if ev.type == "DELETE" and ev.prev is not None else ev.kv
+                key_events.append((now, ev.type, kv.create_revision))
+
+    def key_split(t_kill: float, old_term: int, new_term: int) -> dict[str, float | None]:
+        """kill → the old term's key deleted (its etcd lease expired, or a standby expired
+        it) and kill → the new term's key created (the campaign won), as an etcd watch saw
+        them."""
+        deleted = next(
+            (t for t, kind, term in key_events if t >= t_kill and kind == "DELETE"
+             and term == old_term),
+            None,
+        )  # fmt: skip
+        created = next(
+            (t for t, kind, term in key_events if t >= t_kill and kind == "PUT"
+             and term == new_term),
+            None,
+        )  # fmt: skip
+        return {
+            "key_deleted_s": None if deleted is None else deleted - t_kill,
+            "key_created_s": None if created is None else created - t_kill,
+        }
+
+    async def term_split(identity: str, term: int, w_kill: float) -> dict[str, float | None]:
+        """The new leader's own account of its takeover (wall clock, relative to the kill;
+        the replica adds it to its record after its first bind): the key found free, the
+        term won, the Scheduler leading, the first bind accepted. Free of this process's
+        delays in seeing events, which a loaded machine makes large."""
+        namespace, name = LEASE.split("/")
+        key = replica_key(namespace, name, identity)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            kv = await storage.get(key)
+            term_rec = json.loads(kv.value).get("last_term", {}) if kv is not None else {}
+            if term_rec.get("token") == term:
+                return {
+                    f"{name}_s": term_rec[f"{name}_at"] - w_kill
+                    for name in ("free", "acquired", "started", "first_bind")
+                }
+            await asyncio.sleep(0.05)
+        return dict.fromkeys(("free_s", "acquired_s", "started_s", "first_bind_s"))
 
     async def first_bind_after(
         since: float, old_term: int, timeout: float, *, same: bool = False
@@ -176,7 +255,11 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
                 )
             await asyncio.sleep(0.1)
 
-    tasks = [asyncio.create_task(load.generate()), asyncio.create_task(watch())]
+    tasks = [
+        asyncio.create_task(load.generate()),
+        asyncio.create_task(watch()),
+        asyncio.create_task(watch_key()),
+    ]
     rows = []
     try:
         await chaos.wait_leader(storage, LEASE, 60)
@@ -186,13 +269,17 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
             target = await chaos.wait_leader(storage, LEASE, 60)
             # the leader has bound under its term: it is a steady leader, not a new one
             await first_bind_after(0, target.term, 60, same=True)
-            t_kill = time.monotonic()
+            t_kill, w_kill = time.monotonic(), time.time()
             await chaos.kill(target)
             new = await chaos.wait_leader(
                 storage, LEASE, 10 * lease_duration + 30, not_term=target.term
             )
             t_elected = time.monotonic()
             t_bind, term = await first_bind_after(t_kill, target.term, 10 * lease_duration + 30)
+            split = key_split(t_kill, target.term, term)
+            leader_split = {
+                f"leader_{k}": v for k, v in (await term_split(new.identity, term, w_kill)).items()
+            }
             row = {
                 "kill": k + 1,
                 "takeover_s": t_elected - t_kill,
@@ -200,11 +287,21 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
                 "old_term": target.term,
                 "new_term": term,
                 "new_leader": new.identity,
+                # ≠ new_term when the first leader after the kill lost its term unbound
+                "takeover_term": new.term,
+                **split,
+                **leader_split,
             }
             rows.append(row)
             print(
                 f"  kill {k + 1:>2}: takeover {row['takeover_s']:.2f}s, "
-                f"first bind by the new leader {row['first_bind_s']:.2f}s",
+                f"first bind by the new leader {row['first_bind_s']:.2f}s "
+                f"(key deleted {_secs(split['key_deleted_s'])}, "
+                f"new key {_secs(split['key_created_s'])}); the new leader's own times: "
+                f"key free {_secs(leader_split['leader_free_s'])}, won "
+                f"{_secs(leader_split['leader_acquired_s'])}, leading "
+                f"{_secs(leader_split['leader_started_s'])}, first bind accepted "
+                f"{_secs(leader_split['leader_first_bind_s'])}",
                 flush=True,
             )
     finally:
@@ -215,6 +312,15 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
         await client.close()
         await storage.close()
     return rows
+
+
+def _median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def _secs(value: float | None) -> str:
+    return "?" if value is None else f"{value:.3f}s"
 
 
 async def _measure_apiserver(home: str, args: argparse.Namespace) -> list[dict]:
@@ -282,6 +388,15 @@ async def _measure_apiserver(home: str, args: argparse.Namespace) -> list[dict]:
     return rows
 
 
+def _check(cluster: Cluster) -> dict:
+    """`kubera check --json` on the bench's cluster: its verdict (or why there is none)."""
+    r = cluster.run("check", "--json", "--settle", "30s", timeout=300)
+    try:
+        return json.loads(r.stdout[r.stdout.index("{") :])  # type: ignore[no-any-return]
+    except ValueError:
+        return {"ok": False, "error": (r.stderr or r.stdout).strip()[-500:]}
+
+
 def _apiserver_report(rows: list[dict]) -> dict:
     writes = [r["first_write_s"] for r in rows]
     binds = [r["first_bind_s"] for r in rows if r["first_bind_s"] is not None]
@@ -337,6 +452,7 @@ def cmd_bench_failover(args: argparse.Namespace) -> int:
             flush=True,
         )
         rows = asyncio.run(_measure(cluster.context, args, timings))  # type: ignore[arg-type]
+        verdict = _check(cluster) if args.check else None
     finally:
         cluster.down()
     first = [r["first_bind_s"] for r in rows]
@@ -351,8 +467,28 @@ def cmd_bench_failover(args: argparse.Namespace) -> int:
         "first_bind_min_s": min(first),
         "takeover_median_s": statistics.median(take),
         "takeover_max_s": max(take),
+        # Medians of each part, kill → …, as the new leader stamped them (None: unknown).
+        "leader_split_median_s": {
+            part: _median([r[f"leader_{part}_s"] for r in rows])
+            for part in ("free", "acquired", "started", "first_bind")
+        },
         "rows": rows,
     }
+    if verdict is not None:
+        report["check"] = verdict
+        counts = verdict.get("counts", {})
+        print(
+            f"kubera check: {'OK' if verdict.get('ok') else 'FAILED'}, violations "
+            f"{verdict.get('violation_counts', {})}, fenced binds by holder "
+            f"{len(counts.get('binds_by_holder', {}))} holders / "
+            f"{sum(counts.get('binds_by_holder', {}).values())} binds"
+        )
+    split = report["leader_split_median_s"]
+    print(
+        "the new leader's own times, medians from the kill: key free "
+        f"{_secs(split['free'])}, term won {_secs(split['acquired'])}, Scheduler leading "
+        f"{_secs(split['started'])}, first bind accepted {_secs(split['first_bind'])}"
+    )
     print(
         f"leader SIGKILL → first bind by the new leader over {len(rows)} kills: "
         f"median {report['first_bind_median_s']:.2f}s, max {report['first_bind_max_s']:.2f}s "

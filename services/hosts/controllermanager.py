@@ -48,14 +48,31 @@ class ControllerManagerReplica:
         self.terms = 0
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        #: Held by start(): one start at a time (ensure_started() may race a start()).
+        self._start_lock = asyncio.Lock()
 
     async def ensure_started(self) -> str:
-        if not self.started:
-            return await self.start()
-        return "running"
+        """start() unless started (Ray re-creates a killed actor without calling it)."""
+        return await self.start()
 
     async def start(self) -> str:
-        self.started = True
+        """Open the connections, register, and campaign (or run at once without an
+        election). Idempotent; a start that fails part way is undone, so the next call
+        starts afresh rather than finding a replica that claims to be started."""
+        async with self._start_lock:
+            if not self.started:
+                try:
+                    await self._start()
+                except BaseException:
+                    replica, self.replica = self.replica, None
+                    if replica is not None:
+                        with contextlib.suppress(Exception):
+                            await replica.close()
+                    raise
+                self.started = True
+        return "running"
+
+    async def _start(self) -> None:
         cfg = self.config
         election = cfg.election
         group = (
@@ -74,11 +91,12 @@ class ControllerManagerReplica:
         )
         await self.replica.open()
         await self.replica.register()
+        # Invariant: nothing after this point can fail, so a failed start never leaves an
+        # elector campaigning or controllers running behind the undo above.
         if election is not None:
             self.replica.elect(self._run_term, lambda: None)
         else:
             self._task = asyncio.create_task(self._run_term(self._stop))
-        return "running"
 
     async def _run_term(self, stop: asyncio.Event) -> None:
         assert self.replica is not None and self.replica.writer is not None

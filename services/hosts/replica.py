@@ -95,15 +95,20 @@ class Replica:
         self._stop = asyncio.Event()
         self._elector_task: asyncio.Task[None] | None = None
         self.extra: dict[str, Any] = {}
+        #: When the record was first written (kept by later writes).
+        self._registered_at = 0.0
 
     # -- lifecycle ------------------------------------------------------------------------
 
     async def open(self) -> None:
         etcd_host, etcd_port = parse_endpoint(self._etcd)
         api_host, _, api_port = self._apiserver.rpartition(":")
+        # Each relay is recorded as soon as it runs, so close() after a failed open() stops
+        # it too.
         etcd_relay = await Relay.start(etcd_host, etcd_port)
+        self.relays.append(etcd_relay)
         api_relay = await Relay.start(api_host, int(api_port))
-        self.relays = [etcd_relay, api_relay]
+        self.relays.append(api_relay)
         self.storage = EtcdStorage(f"http://{etcd_relay.address}")
         await self.storage.connect()
         self.client = Client(api_relay.address, timeout=self._client_timeout)
@@ -128,6 +133,7 @@ class Replica:
         """Write this replica's record (again, with `extra` fields merged in)."""
         assert self.storage is not None
         self.extra.update(extra)
+        self._registered_at = self._registered_at or time.time()
         me = self_report()
         record = {
             "identity": self.identity,
@@ -135,7 +141,7 @@ class Replica:
             # pid, host, boot_id, pid_ns, start_ticks: whose PID namespace the pid is in
             **{k: me[k] for k in ("pid", "host", "boot_id", "pid_ns", "start_ticks")},
             "control": self.control_address,
-            "started": time.time(),
+            "started": self._registered_at,
             **self.extra,
         }
         key = replica_key(*self.group, self.identity)

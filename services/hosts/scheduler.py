@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,8 +28,17 @@ import prometheus_client
 from services.hosts.address import join, listen_hosts
 from services.hosts.replica import Replica, host_leading
 from services.leaderelection import LeaderElectionSettings, TimingOverrides
-from services.scheduler import Partition, Scheduler, SchedulerOptions, SharedState, serve
+from services.scheduler import (
+    Partition,
+    Scheduler,
+    SchedulerMetrics,
+    SchedulerOptions,
+    SharedState,
+    serve,
+)
 from services.scheduler import config as config_mod
+
+log = logging.getLogger(__name__)
 
 #: "leader": one elected replica per deployment schedules, fenced; "shared-state" (Omega):
 #: every replica schedules, each bind checked against the node's allocation record.
@@ -87,6 +98,8 @@ class SchedulerReplica:
     def __init__(self, config: SchedulerReplicaConfig) -> None:
         self.config = config
         self.scheduler: Scheduler | None = None
+        #: The process's metrics, shared by every term's Scheduler (see _serve_metrics).
+        self.metrics = SchedulerMetrics()
         self.replica: Replica | None = None
         self.started = False
         self.terms = 0
@@ -95,6 +108,8 @@ class SchedulerReplica:
         self._ready: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
+        #: Held by start(): one start at a time (ensure_started() may race a start()).
+        self._start_lock = asyncio.Lock()
         self._server: grpc.aio.Server | None = None
         self._metrics_server: Any = None
         self.address = ""
@@ -102,12 +117,24 @@ class SchedulerReplica:
 
     async def ensure_started(self) -> str:
         """start() unless started (Ray re-creates a killed actor without calling it)."""
-        if not self.started:
-            return await self.start()
-        return self.address
+        return await self.start()
 
     async def start(self) -> str:
-        self.started = True
+        """Open the connections, serve the API and metrics, warm the Scheduler, register,
+        and campaign (or schedule at once without an election). Idempotent; a start that
+        fails part way is undone, so the next call starts afresh rather than finding a
+        replica that claims to be started and never campaigns."""
+        async with self._start_lock:
+            if not self.started:
+                try:
+                    await self._start()
+                except BaseException:
+                    await self._undo_start()
+                    raise
+                self.started = True
+        return self.address
+
+    async def _start(self) -> None:
         cfg = self.config
         self._sc = sc = load_config(cfg)
         election = election_for(sc, cfg.mode, cfg.election)
@@ -140,7 +167,23 @@ class SchedulerReplica:
             self.replica.elect(self._on_started_leading, self._on_stopped_leading)
         else:
             self._task = asyncio.create_task(self.scheduler.lead(self._stop))
-        return self.address
+
+    async def _undo_start(self) -> None:
+        """Close whatever a failed _start() opened (it never got as far as campaigning or
+        scheduling, which are its last steps) and forget it."""
+        replica, scheduler, server = self.replica, self.scheduler, self._server
+        self.replica = self.scheduler = self._server = None
+        self._ready = None
+        self.address = ""
+        if scheduler is not None:
+            with contextlib.suppress(Exception):
+                await scheduler.close()
+        if server is not None:
+            with contextlib.suppress(Exception):
+                await server.stop(0)
+        if replica is not None:
+            with contextlib.suppress(Exception):
+                await replica.close()
 
     def _build(self) -> Scheduler:
         assert self.replica is not None and self._sc is not None
@@ -153,26 +196,26 @@ class SchedulerReplica:
         elected = self.replica.election is not None
         client = self.replica.writer if elected else self.replica.client
         assert client is not None
+        # The last term's queue is gone: its pending pods are not this term's.
+        self.metrics.reset_pending()
         return Scheduler(
             client,
             SchedulerOptions(
                 component_config=self._sc, seed=cfg.seed, identity=self.replica.identity, **kwargs
             ),
             fencing=self.replica.fencing_token if elected else None,
+            metrics=self.metrics,
         )
 
     def _serve_metrics(self) -> None:
-        """Prometheus metrics (kube-scheduler's names) on a port that stays the same
-        across terms (each term's Scheduler has its own registry)."""
-        assert self.scheduler is not None
-        port = 0
+        """Prometheus metrics (kube-scheduler's names) from the replica's one registry,
+        served once per process: the registry outlives the terms, so what a term observed
+        after the last scrape of it is still there at the next scrape."""
         if self._metrics_server is not None:
-            port = self._metrics_server.server_port
-            self._metrics_server.shutdown()
-            self._metrics_server.server_close()
+            return
         bind, advertise = listen_hosts(self.config.host)
         self._metrics_server, _ = prometheus_client.start_http_server(
-            port, addr=bind, registry=self.scheduler.metrics.registry
+            0, addr=bind, registry=self.metrics.registry
         )
         self.metrics_address = join(advertise, self._metrics_server.server_port)
 
@@ -181,7 +224,34 @@ class SchedulerReplica:
         await self._ready  # the fresh Scheduler of this term is warm
         assert self.scheduler is not None
         self.terms += 1
-        await self.scheduler.lead(term_over)
+        report = asyncio.create_task(self._report_term(self.scheduler, time.time()))
+        try:
+            await self.scheduler.lead(term_over)
+        finally:
+            report.cancel()
+
+    async def _report_term(self, sched: Scheduler, started_at: float) -> None:
+        """Once the term's first bind is accepted, add when the term's steps happened to
+        this replica's record (wall clock): the key found free, the term won, the
+        Scheduler leading, the first bind — off the scheduling path, for `kubera bench
+        failover` to divide a takeover by."""
+        replica = self.replica
+        elector = replica.elector if replica is not None else None
+        token = replica.fencing_token() if replica is not None else None
+        if replica is None or elector is None or token is None:
+            return
+        await sched.first_bind.wait()
+        term = {
+            "token": token[1],
+            "free_at": elector.free_at,
+            "acquired_at": elector.acquired_at,
+            "started_at": started_at,
+            "first_bind_at": sched.first_bind_at,
+        }
+        try:
+            await replica.register(last_term=term)
+        except Exception as e:  # noqa: BLE001 - figures only
+            log.debug("recording the term's times failed: %s", e)
 
     def _on_stopped_leading(self) -> None:
         if not self._closing:
@@ -192,7 +262,6 @@ class SchedulerReplica:
         if old is not None:
             await old.close()
         self.scheduler = self._build()
-        self._serve_metrics()
         await self.scheduler.warm()
 
     async def stop(self) -> None:

@@ -25,7 +25,11 @@ Differences from client-go, on purpose: run() campaigns again after losing a ter
 returning, so on_stopped_leading runs once per term rather than once per run(); the lock is
 always released on a clean stop (ReleaseOnCancel); if the work returns while we lead, the
 term ends, since a leader that does no work stalls the standbys; an elector never adopts a
-key left by an earlier process with the same identity, it waits for it to expire.
+key left by an earlier process with the same identity, it waits for it to expire; a standby
+follows the key on a watch rather than reading it every retry period (client-go polls): a
+renewal arrives as a record, a deleted key is campaigned for at once, and a holder silent
+for lease_duration has its key expired from the record the watch last told, so a takeover
+costs the expire and create round trips only (polling remains the fallback without a watch).
 
 Stop run() by setting its event: that releases the lock. Cancelling run()'s task still ends
 the term (work stopped, on_stopped_leading called) but leaves the key to expire.
@@ -59,6 +63,13 @@ class _Stopped(Exception):
     """The run's stop event fired while waiting."""
 
 
+class _Unseen:
+    """A standby's wait ended without news of the key (its pause ran out, or no watch)."""
+
+
+UNSEEN = _Unseen()
+
+
 class LeaderElector:
     def __init__(
         self,
@@ -81,9 +92,16 @@ class LeaderElector:
         self._held: LockRecord | None = None
         self._renew_started = 0.0  # monotonic start of the last successful renewal
         self._acquire_time = 0.0
+        #: When (clock.now()) this elector last found the key free while campaigning: the
+        #: watch saw it deleted, a read found none, or its own expire deleted it. With
+        #: `acquired_at`, how a takeover's time divides (kubera bench failover reports it).
+        self.free_at = 0.0
         # What a standby last saw of the key, and when (monotonic) it last changed.
         self._observed: LockRecord | None = None
         self._observed_at = 0.0
+        #: The record an expire was last refused for (it had changed): not to be taken
+        #: for the key's state again without reading it.
+        self._expire_refused: LockRecord | None = None
         self._reported_leader = ""
         self._last_term = 0  # create_revision of the last term seen, to count transitions
         self._transitions = 0
@@ -103,6 +121,11 @@ class LeaderElector:
         if held is None or not self.is_leader:
             return None
         return Fencing(held.key, held.create_revision)
+
+    @property
+    def acquired_at(self) -> float:
+        """When (clock.now()) this elector's latest term began (0: never led)."""
+        return self._acquire_time
 
     @property
     def leader_identity(self) -> str:
@@ -127,18 +150,23 @@ class LeaderElector:
 
     async def _acquire(self, stop: asyncio.Event) -> LockRecord:
         log.info("%s: campaigning for %s", self.config.identity, self.config.key)
+        news: LockRecord | None | _Unseen = UNSEEN
         while True:
-            held = await self._try_acquire(stop)
+            held = await self._try_acquire(stop, news)
             if held is not None:
                 return held
-            await self._pause(self._standby_pause(), stop, self._key_changed())
+            news = await self._standby_wait(stop)
             if stop.is_set():
                 raise _Stopped
 
-    async def _try_acquire(self, stop: asyncio.Event) -> LockRecord | None:
+    async def _try_acquire(
+        self, stop: asyncio.Event, news: LockRecord | None | _Unseen = UNSEEN
+    ) -> LockRecord | None:
+        """One campaign attempt. `news`: the key as the standby's watch just saw it (None:
+        deleted), so no read is needed."""
         deadline = self.config.renew_deadline
         try:
-            current = await self._bounded(self._lock.get(), deadline, stop)
+            current = await self._current(news, stop)
             if current is not None:
                 self._observe(current)
                 silent = self._clock.monotonic() - self._observed_at
@@ -151,7 +179,9 @@ class LeaderElector:
                     silent,
                 )
                 if not await self._bounded(self._lock.expire(current), deadline, stop):
+                    self._expire_refused = current  # it changed: read it next time
                     return None
+            self.free_at = self._clock.now()
             started = self._clock.monotonic()
             won, holder = await self._bounded(
                 self._lock.create(self.config.identity), deadline, stop
@@ -171,6 +201,48 @@ class LeaderElector:
         self._observe(won)
         return won
 
+    async def _current(
+        self, news: LockRecord | None | _Unseen, stop: asyncio.Event
+    ) -> LockRecord | None:
+        """The key as it stands: what the standby's wait found out, else a read."""
+        if not isinstance(news, _Unseen):
+            return news
+        return await self._bounded(self._lock.get(), self.config.renew_deadline, stop)
+
+    async def _standby_wait(self, stop: asyncio.Event) -> LockRecord | None | _Unseen:
+        """Wait out the standby's pause (see _standby_pause) and say what the key is now:
+        its new state as soon as the watch sees it change (released, expired, renewed,
+        taken) after what this standby last saw; when the pause runs out with the watch
+        quiet, that last record itself (unchanged, so a silent holder's key is expired
+        without reading it first: the expire txn checks it is still that record). UNSEEN
+        — read the key — without a watch, after a broken one (which falls back to the
+        timer for the rest of the pause, so a store that is down cannot spin the
+        campaign), or when an expire was just refused for the record seen."""
+        seen = self._observed
+        wait_change = getattr(self._lock, "wait_change", None)
+        pause = self._standby_pause()
+        if seen is None or wait_change is None:
+            await self._pause(pause, stop)
+            return UNSEEN
+        until = self._clock.monotonic() + pause
+        watch: asyncio.Task[LockRecord | None] = asyncio.ensure_future(
+            wait_change(seen.mod_revision)
+        )
+        try:
+            await self._pause(pause, stop, watch)
+        finally:
+            told = watch.done()
+            if not told:
+                watch.cancel()
+        if told:
+            error = watch.exception()
+            if error is None:
+                return watch.result()
+            log.debug("%s: watch on %s broke: %s", self.config.identity, self.config.key, error)
+            await self._pause(max(0.0, until - self._clock.monotonic()), stop)
+            return UNSEEN
+        return seen if seen is not self._expire_refused else UNSEEN
+
     def _standby_pause(self) -> float:
         """client-go's jittered retry period, cut short at the moment the observed holder
         has been silent for lease_duration, so a dead leader's key is taken over on time
@@ -180,15 +252,6 @@ class LeaderElector:
             silent_at = self._observed_at + self.config.lease_duration
             pause = min(pause, max(0.0, silent_at - self._clock.monotonic()))
         return pause
-
-    def _key_changed(self) -> Awaitable[None] | None:
-        """Wakes a standby when the key changes after what it last saw (released, expired,
-        renewed), so a released or expired key is campaigned for at once."""
-        seen = self._observed
-        watch = getattr(self._lock, "wait_change", None)
-        if seen is None or watch is None:
-            return None
-        return watch(seen.mod_revision)  # type: ignore[no-any-return]
 
     async def _lead(self, held: LockRecord, stop: asyncio.Event) -> None:
         cfg = self.config
@@ -334,7 +397,7 @@ class LeaderElector:
         self,
         seconds: float,
         stop: asyncio.Event,
-        work: asyncio.Task[None] | Awaitable[None] | None = None,
+        work: asyncio.Task[Any] | Awaitable[Any] | None = None,
     ) -> None:
         """Sleep on the injected clock; wake early when `stop` is set or `work` ends (a
         task is left running; any other awaitable is cancelled with the sleep)."""

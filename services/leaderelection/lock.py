@@ -145,12 +145,16 @@ class StorageLock:
         )
         return res.succeeded
 
-    async def wait_change(self, after_revision: int) -> None:
-        """Return once the key is written or deleted at a revision after `after_revision`
-        (a watch, so standbys notice a released or expired key at once)."""
+    async def wait_change(self, after_revision: int) -> LockRecord | None:
+        """The key as it stands after its first change past `after_revision`: the record
+        written, or None when it was deleted (a watch, so standbys notice a released or
+        expired key at once, and learn of renewals without reading the key)."""
         async for batch in self._storage.watch(self._key, after_revision + 1):
-            if any(ev.kv.key == self._key for ev in batch.events):
-                return
+            mine = [ev for ev in batch.events if ev.kv.key == self._key]
+            if mine:
+                last = mine[-1]  # a batch is in revision order: the last is the newest
+                return None if last.type == "DELETE" else _record(last.kv)
+        raise ConnectionError(f"the watch on {self._key} ended")
 
     async def _revoke(self, lease: int) -> None:
         # Hygiene only: an unrevoked lease runs out by itself within its TTL.

@@ -2,8 +2,8 @@
 
 Public API (other components and the layers above import these from this package):
 `Scheduler(client, SchedulerOptions(...))`, the shared-state (Omega) settings
-`SharedState` / `Partition` and its `percentile`, and `serve` (the scheduler's gRPC and
-metrics edge). KubeSchedulerConfiguration loading is its own public package,
+`SharedState` / `Partition` and its `percentile`, `serve` (the scheduler's gRPC and
+metrics edge), and `SchedulerMetrics` (a process's metrics, handed to each term's Scheduler). KubeSchedulerConfiguration loading is its own public package,
 services/scheduler/config.
 """
 
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from services.exports import lazy_exports
 
 if TYPE_CHECKING:
+    from services.scheduler.metrics import SchedulerMetrics
     from services.scheduler.omega import Partition, SharedState, percentile
     from services.scheduler.options import SchedulerOptions
     from services.scheduler.scheduler import Scheduler
@@ -23,6 +24,7 @@ __all__ = [
     "Partition",
     "Scheduler",
     "SchedulerHost",
+    "SchedulerMetrics",
     "SchedulerOptions",
     "SharedState",
     "percentile",
@@ -38,6 +40,7 @@ __getattr__ = lazy_exports(
         "SchedulerOptions": "services.scheduler.options",
         "Scheduler": "services.scheduler.scheduler",
         "SchedulerHost": "services.scheduler.server",
+        "SchedulerMetrics": "services.scheduler.metrics",
         "serve": "services.scheduler.server",
     },
 )

@@ -5,6 +5,10 @@ pods, attempt latency per result) work unchanged against kubera because the name
 histogram buckets are upstream's (pkg/scheduler/metrics/metrics.go). Every `SchedulerMetrics`
 owns its own `CollectorRegistry`: tests and several schedulers in one process never collide on
 the global registry, and the component that serves /metrics exposes `registry` explicitly.
+
+One `SchedulerMetrics` lives as long as its process, as upstream's global registry does: a
+replica hands the same one to the Scheduler of every leadership term, so counters and
+histograms keep counting across terms and nothing observed after a term's last scrape is lost.
 """
 
 from __future__ import annotations
@@ -112,10 +116,23 @@ class SchedulerMetrics:
             registry=r,
             buckets=exponential_buckets(1, 2, 7),
         )
+        self._shared_state: SharedStateMetrics | None = None
         # Invariant: every queue label exists from the start, so an empty queue reads 0
         # rather than being absent from the exposition.
+        self.reset_pending()
+
+    def reset_pending(self) -> None:
+        """Every pending_pods series to 0: a new term's queue starts empty (the gauges are
+        absolute, set by the queue on every change)."""
         for queue in PENDING_QUEUES:
             self.pending_pods.labels(queue=queue).set(0)
+
+    def shared_state(self) -> SharedStateMetrics:
+        """The Omega series on this registry, registered once however many schedulers
+        (terms) record into them."""
+        if self._shared_state is None:
+            self._shared_state = SharedStateMetrics(self.registry)
+        return self._shared_state
 
     def observe_attempt(self, result: str, profile: str, seconds: float) -> None:
         """One finished scheduling attempt (result: scheduled | unschedulable | error)."""

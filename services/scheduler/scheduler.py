@@ -43,7 +43,7 @@ from services.scheduler.failure_report import FailureReporter
 from services.scheduler.framework.nominator import Nominator
 from services.scheduler.framework.runtime import Framework
 from services.scheduler.framework.types import ActionType, ClusterEvent
-from services.scheduler.metrics import SchedulerMetrics, SharedStateMetrics
+from services.scheduler.metrics import SchedulerMetrics
 from services.scheduler.omega import OmegaStats
 from services.scheduler.options import SchedulerOptions
 from services.scheduler.queue import SchedulingQueue
@@ -108,15 +108,33 @@ class _Handle:
         return self._sched.snapshot
 
     async def bind(self, pod: core_pb2.Pod, node_name: str) -> None:
-        shared = self._sched.shared_state is not None
-        await self._sched.client.bind(
-            pod.metadata.name,
-            node_name,
-            pod.metadata.namespace,
-            uid=pod.metadata.uid,
-            fencing=None if shared else self._sched.fencing(),
-            check_allocation=shared,
-        )
+        sched = self._sched
+        # This scheduler's first bind goes to the apiserver alone; the binds behind it
+        # wait for its answer (whatever it is) and then flow freely. A new leader takes
+        # over a backlog: sent together, its binds interleave in the apiserver and the
+        # first is answered only with the last. Per-pod semantics are unchanged.
+        gate = sched.first_bind_done
+        first = not gate.is_set() and not sched.first_bind_sent
+        if first:
+            sched.first_bind_sent = True
+        else:
+            await gate.wait()
+        shared = sched.shared_state is not None
+        try:
+            await sched.client.bind(
+                pod.metadata.name,
+                node_name,
+                pod.metadata.namespace,
+                uid=pod.metadata.uid,
+                fencing=None if shared else sched.fencing(),
+                check_allocation=shared,
+            )
+        finally:
+            if first:
+                gate.set()
+        if not sched.first_bind.is_set():
+            sched.first_bind_at = self.clock.now()
+            sched.first_bind.set()
 
     def allow_waiting_pod(self, uid: str, plugin: str) -> None:
         for fwk in self._sched.frameworks.values():
@@ -141,11 +159,13 @@ class Scheduler(Background):
         *,
         clock: Clock | None = None,
         fencing: FencingSource | None = None,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         """`options`: the configuration and settings (options.py). `clock`: real time by
         default. `fencing`: the leader's fencing-token source its binds carry (none: unfenced);
         a shared-state scheduler's binds are checked against the nodes' allocation records
-        instead, so it takes no `fencing`."""
+        instead, so it takes no `fencing`. `metrics`: where to record (default: a registry of
+        this scheduler's own); a replica passes one for all its terms."""
         shared_state = options.shared_state
         if shared_state is not None and fencing is not None:
             raise ValueError(
@@ -159,13 +179,11 @@ class Scheduler(Background):
         self.fencing: FencingSource = fencing or (lambda: None)
         self.rng = random.Random(options.seed)
         self.identity = options.identity or f"kubera-scheduler-{secrets.token_hex(3)}"
-        self.metrics = SchedulerMetrics()
+        self.metrics = metrics if metrics is not None else SchedulerMetrics()
         self.shared_state = shared_state
         #: Omega's measures; only in shared-state mode.
         self.omega: OmegaStats | None = (
-            OmegaStats(SharedStateMetrics(self.metrics.registry))
-            if shared_state is not None
-            else None
+            OmegaStats(self.metrics.shared_state()) if shared_state is not None else None
         )
         self.traces = TraceStore()
         self.equivalence = equivalence.EquivalenceCache() if options.reuse_filter_results else None
@@ -221,6 +239,14 @@ class Scheduler(Background):
             nominator=self.nominator,
         )
         self._informer_tasks: list[asyncio.Task[None]] = []
+        #: Set when this scheduler's first bind was accepted, at `first_bind_at`
+        #: (clock.now()): a leader's term measured from the kill of its predecessor to
+        #: its first bind (kubera bench failover).
+        self.first_bind = asyncio.Event()
+        self.first_bind_at = 0.0
+        #: The first bind call was made / has been answered (see _Handle.bind).
+        self.first_bind_sent = False
+        self.first_bind_done = asyncio.Event()
 
     @property
     def scheduled(self) -> int:
