@@ -41,6 +41,7 @@ from services.api.fencing import METADATA_KEY as FENCING_METADATA
 from services.api.fencing import Fencing
 from services.api.kinds import Kind, kind_of
 from services.api.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
+from services.client.endpoints import Endpoints, join_addresses
 from services.grpcserver import RECONNECT_OPTIONS
 
 log = logging.getLogger("services.client")
@@ -75,6 +76,19 @@ def _decode(a: Any, what: str) -> Message:
         ) from None
 
 
+def _dial(address: str) -> tuple[grpc.aio.Channel, pb_grpc.ApiServerStub]:
+    """A channel to one apiserver (redialling by itself after a drop) and its stub."""
+    channel = grpc.aio.insecure_channel(
+        address,
+        options=[
+            ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
+            ("grpc.max_send_message_length", MAX_REQUEST_BYTES),
+            *RECONNECT_OPTIONS,
+        ],
+    )
+    return channel, pb_grpc.ApiServerStub(channel)
+
+
 def _log_warning(message: str) -> None:
     log.warning("apiserver: %s", message)
 
@@ -106,33 +120,56 @@ class BatchResult:
 
 
 class Client:
-    """One gRPC channel to the apiserver. Use as `async with Client(address) as c:`."""
+    """One gRPC channel to the apiserver. Use as `async with Client(address) as c:`.
+
+    `address` may name several apiserver replicas (`host:port,host:port`, or a list): calls
+    go to one of them and move to the next when it is unreachable (services/client/
+    endpoints.py)."""
 
     def __init__(
         self,
-        address: str,
+        address: str | Sequence[str],
         *,
         timeout: float | None = 30.0,
         fencing: FencingSource | None = None,
         warning_handler: Callable[[str], None] | None = None,
+        spread_key: str = "",
     ) -> None:
         """`fencing`: where a leader's writes get their token. With it, every write carries
         the token and is refused by the apiserver once the term is over; while the source
         answers None (not leading) writes fail here without being sent.
-        `warning_handler`: called with each warning the apiserver sends (default: log)."""
-        self.address = address
+        `warning_handler`: called with each warning the apiserver sends (default: log).
+        `spread_key`: with several addresses, which one to start at (a stable hash of it;
+        "": the first)."""
+        self.endpoints: Endpoints[tuple[grpc.aio.Channel, pb_grpc.ApiServerStub]] = Endpoints(
+            address, _dial, spread_key=spread_key
+        )
+        self.address = join_addresses(self.endpoints.addresses)
         self.timeout = timeout
         self.fencing = fencing
         self.warning_handler = warning_handler or _log_warning
-        self._channel = grpc.aio.insecure_channel(
-            address,
-            options=[
-                ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
-                ("grpc.max_send_message_length", MAX_REQUEST_BYTES),
-                *RECONNECT_OPTIONS,
-            ],
-        )
-        self._stub = pb_grpc.ApiServerStub(self._channel)
+
+    @property
+    def _channel(self) -> grpc.aio.Channel:
+        """The channel to the apiserver calls go to now."""
+        return self.endpoints.connection()[0]
+
+    @property
+    def _stub(self) -> pb_grpc.ApiServerStub:
+        """The stub on that channel; a call made through it reports an unreachable
+        apiserver with `_unreachable` (both happen before the call's first await)."""
+        return self.endpoints.connection()[1]
+
+    def _unreachable(self, address: str, e: grpc.aio.AioRpcError) -> None:
+        """A call to `address` failed: the next call goes to the next replica when this
+        one is unreachable (a refused connection, a broken stream)."""
+        if e.code() == grpc.StatusCode.UNAVAILABLE and self.endpoints.failed(address):
+            log.warning(
+                "apiserver %s unreachable (%s); using %s",
+                address,
+                e.details(),
+                self.endpoints.current,
+            )
 
     def fenced(self, fencing: FencingSource | None) -> Client:
         """This client's channel with another fencing source (None: unfenced); closing
@@ -148,7 +185,8 @@ class Client:
         await self.close()
 
     async def close(self) -> None:
-        await self._channel.close()
+        for channel, _ in self.endpoints.connections():
+            await channel.close()
 
     def _write_metadata(self) -> tuple[tuple[str, str], ...] | None:
         if self.fencing is None:
@@ -164,9 +202,11 @@ class Client:
         self, method: Any, request: Any, timeout: float | None = None, *, write: bool = False
     ) -> Any:
         metadata = self._write_metadata() if write else None
+        address = self.endpoints.current  # the one `method`'s stub was taken from
         try:
             return await method(request, timeout=timeout or self.timeout, metadata=metadata)
         except grpc.aio.AioRpcError as e:
+            self._unreachable(address, e)
             raise error_from_rpc(e) from None
 
     async def health(self, timeout: float | None = None) -> pb.HealthResponse:
@@ -394,6 +434,7 @@ class Client:
     ) -> AsyncIterator[WatchEvent]:
         """Events from `resource_version` on (empty: current state as ADDED first).
         Raises GoneError when that version is too old: list again and watch from the list."""
+        address = self.endpoints.current
         call = self._stub.Watch(
             pb.WatchRequest(
                 resource=kind.resource,
@@ -408,6 +449,7 @@ class Client:
             async for ev in call:
                 yield WatchEvent(ev.type, _decode(ev.object, f"watch {kind.resource}"))
         except grpc.aio.AioRpcError as e:
+            self._unreachable(address, e)
             raise error_from_rpc(e) from None
         finally:
             call.cancel()
