@@ -89,6 +89,16 @@ def _dial(address: str) -> tuple[grpc.aio.Channel, pb_grpc.ApiServerStub]:
     return channel, pb_grpc.ApiServerStub(channel)
 
 
+def never_sent(e: grpc.aio.AioRpcError) -> bool:
+    """Whether a call failed before its request left: its channel could not connect (the
+    apiserver is down, or refused the connection). Such a call is safe to send again to
+    another replica, a write too; one that broke in flight may have been applied."""
+    return (
+        e.code() == grpc.StatusCode.UNAVAILABLE
+        and "failed to connect to all addresses" in (e.details() or "").lower()
+    )
+
+
 def _log_warning(message: str) -> None:
     log.warning("apiserver: %s", message)
 
@@ -160,16 +170,26 @@ class Client:
         apiserver with `_unreachable` (both happen before the call's first await)."""
         return self.endpoints.connection()[1]
 
-    def _unreachable(self, address: str, e: grpc.aio.AioRpcError) -> None:
+    def _unreachable(self, address: str, e: grpc.aio.AioRpcError) -> bool:
         """A call to `address` failed: the next call goes to the next replica when this
-        one is unreachable (a refused connection, a broken stream)."""
-        if e.code() == grpc.StatusCode.UNAVAILABLE and self.endpoints.failed(address):
-            log.warning(
-                "apiserver %s unreachable (%s); using %s",
-                address,
-                e.details(),
-                self.endpoints.current,
-            )
+        one is unreachable (a refused connection, a broken stream). Returns whether this
+        client moved on because of it."""
+        if e.code() != grpc.StatusCode.UNAVAILABLE or not self.endpoints.failed(address):
+            return False
+        log.warning(
+            "apiserver %s unreachable (%s); using %s",
+            address,
+            e.details(),
+            self.endpoints.current,
+        )
+        return True
+
+    def _on_current(self, method: Any, address: str) -> Any:
+        """The multicallable of the current replica's stub that `method` is on `address`'s
+        (a stub's methods are its instance attributes, one per RPC)."""
+        old = vars(self.endpoints.connection(address)[1])
+        name = next(k for k, v in old.items() if v is method)
+        return getattr(self._stub, name)
 
     def fenced(self, fencing: FencingSource | None) -> Client:
         """This client's channel with another fencing source (None: unfenced); closing
@@ -203,11 +223,18 @@ class Client:
     ) -> Any:
         metadata = self._write_metadata() if write else None
         address = self.endpoints.current  # the one `method`'s stub was taken from
-        try:
-            return await method(request, timeout=timeout or self.timeout, metadata=metadata)
-        except grpc.aio.AioRpcError as e:
-            self._unreachable(address, e)
-            raise error_from_rpc(e) from None
+        attempts = len(self.endpoints.addresses)
+        for attempt in range(attempts):
+            try:
+                return await method(request, timeout=timeout or self.timeout, metadata=metadata)
+            except grpc.aio.AioRpcError as e:
+                moved = self._unreachable(address, e)
+                if not moved or not never_sent(e) or attempt == attempts - 1:
+                    raise error_from_rpc(e) from None
+                # not sent anywhere: the same call on the next replica
+                method = self._on_current(method, address)
+                address = self.endpoints.current
+        raise AssertionError("not reached: the last attempt returns or raises")
 
     async def health(self, timeout: float | None = None) -> pb.HealthResponse:
         return await self._call(self._stub.Health, pb.HealthRequest(), timeout)
@@ -434,22 +461,27 @@ class Client:
     ) -> AsyncIterator[WatchEvent]:
         """Events from `resource_version` on (empty: current state as ADDED first).
         Raises GoneError when that version is too old: list again and watch from the list."""
-        address = self.endpoints.current
-        call = self._stub.Watch(
-            pb.WatchRequest(
-                resource=kind.resource,
-                namespace=namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                resource_version=resource_version,
-                allow_watch_bookmarks=allow_bookmarks,
-            )
+        request = pb.WatchRequest(
+            resource=kind.resource,
+            namespace=namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            resource_version=resource_version,
+            allow_watch_bookmarks=allow_bookmarks,
         )
-        try:
-            async for ev in call:
-                yield WatchEvent(ev.type, _decode(ev.object, f"watch {kind.resource}"))
-        except grpc.aio.AioRpcError as e:
-            self._unreachable(address, e)
-            raise error_from_rpc(e) from None
-        finally:
-            call.cancel()
+        for attempt in range(len(self.endpoints.addresses), 0, -1):
+            address = self.endpoints.current
+            call = self._stub.Watch(request)
+            started = False
+            try:
+                async for ev in call:
+                    started = True
+                    yield WatchEvent(ev.type, _decode(ev.object, f"watch {kind.resource}"))
+                return
+            except grpc.aio.AioRpcError as e:
+                moved = self._unreachable(address, e)
+                if started or attempt == 1 or not moved or not never_sent(e):
+                    raise error_from_rpc(e) from None
+                # not sent anywhere: the same watch on the next replica
+            finally:
+                call.cancel()
