@@ -69,8 +69,12 @@ def rotated(addresses: Sequence[str], index: int) -> list[str]:
 
 
 def first_address(addresses: str | Sequence[str]) -> str:
-    """The first address of an endpoint string (the first replica's, as given)."""
-    return parse_addresses(addresses)[0]
+    """The first address of an endpoint string (the first replica's, as given); "" when
+    it names none."""
+    try:
+        return parse_addresses(addresses)[0]
+    except ValueError:
+        return ""
 
 
 def spread_index(key: str, n: int) -> int:
@@ -91,7 +95,12 @@ class Endpoints(Generic[C]):
         *,
         spread_key: str = "",
     ) -> None:
-        self.addresses = parse_addresses(addresses)
+        try:
+            self.addresses = parse_addresses(addresses)
+        except ValueError:
+            # no address: one empty target, as a client of "" always had (its calls
+            # fail; making it does not)
+            self.addresses = [""]
         self._dial = dial
         self._index = spread_index(spread_key, len(self.addresses)) if spread_key else 0
         self._connections: dict[str, C] = {}

@@ -53,6 +53,13 @@ def test_no_address_is_an_error(blank: str | list[str]) -> None:
 
 def test_first_address_is_the_first_given() -> None:
     assert first_address("b:2,a:1") == "b:2"
+    assert first_address("") == ""
+
+
+def test_no_address_is_one_empty_target_as_before() -> None:
+    e = Endpoints("", Dialer())
+    assert e.addresses == [""] and e.current == ""
+    assert e.failed("") is False
 
 
 def test_one_address_never_moves() -> None:
