@@ -228,8 +228,11 @@ class Client:
             try:
                 return await method(request, timeout=timeout or self.timeout, metadata=metadata)
             except grpc.aio.AioRpcError as e:
-                moved = self._unreachable(address, e)
-                if not moved or not never_sent(e) or attempt == attempts - 1:
+                self._unreachable(address, e)
+                # moved on (by this failure or a concurrent one) and nothing was sent
+                if self.endpoints.current == address or not never_sent(e):
+                    raise error_from_rpc(e) from None
+                if attempt == attempts - 1:
                     raise error_from_rpc(e) from None
                 # not sent anywhere: the same call on the next replica
                 method = self._on_current(method, address)
@@ -479,7 +482,8 @@ class Client:
                     yield WatchEvent(ev.type, _decode(ev.object, f"watch {kind.resource}"))
                 return
             except grpc.aio.AioRpcError as e:
-                moved = self._unreachable(address, e)
+                self._unreachable(address, e)
+                moved = self.endpoints.current != address
                 if started or attempt == 1 or not moved or not never_sent(e):
                     raise error_from_rpc(e) from None
                 # not sent anywhere: the same watch on the next replica
