@@ -51,7 +51,7 @@ class Context:
     #: Simulated time: scale and the wall time at which it equals the wall clock.
     time_scale: float = 1.0
     time_origin: float = 0.0
-    #: The apiserver actor's process (`kubera chaos kill-apiserver`); the supervisor
+    #: The (first) apiserver actor's process (`kubera chaos kill-apiserver`); the supervisor
     #: records the new one when Ray re-creates the actor. Not stopped by `down` (Ray is).
     apiserver_pid: int = 0
     #: Each apiserver replica ({"name", "address", "pid"}; `kubera up --apiservers K`,
