@@ -37,6 +37,8 @@ from services.client import join_addresses, rotated
 #: moment the new process is up.
 REVIVE_RETRY = 0.25
 REVIVE_INFLIGHT = 5
+#: Tries of a replica's first start before `kubera up` fails.
+START_ATTEMPTS = 3
 
 
 def replica_name(index: int) -> str:
@@ -73,7 +75,6 @@ class ApiServerReplicas:
     ) -> None:
         """`count` replicas, started at once: `spawn(name, options)` makes the actor;
         `placement(i)` is replica i's Ray options."""
-        import ray
 
         if count < 1:
             raise ValueError(f"--apiservers must be at least 1, got {count}")
@@ -81,12 +82,37 @@ class ApiServerReplicas:
             ApiServerReplica(replica_name(i), spawn(replica_name(i), placement(i)))
             for i in range(count)
         ]
-        healths = ray.get([r.actor.ensure_started.remote() for r in self.items], timeout=timeout)
+        healths = [self._first_start(r, timeout) for r in self._started_all(timeout)]
         for r, h in zip(self.items, healths, strict=True):
             r.address = str(h["address"])
             r.port = int(r.address.rpartition(":")[2])
             r.pid = int(h["pid"])
             r.start_ticks = int(h.get("start_ticks", 0))
+
+    def _started_all(self, timeout: float) -> list[ApiServerReplica]:
+        """Every replica's first ensure_started sent at once (they start in parallel)."""
+        for r in self.items:
+            r.pending = [(time.monotonic(), r.actor.ensure_started.remote())]
+        return self.items
+
+    @staticmethod
+    def _first_start(r: ApiServerReplica, timeout: float) -> dict[str, Any]:
+        """The replica's health once started. A start that failed (etcd slow to answer
+        while K replicas fill their watch caches at once) is tried again, up to
+        START_ATTEMPTS times in all (ensure_started is idempotent)."""
+        import ray
+
+        deadline = time.monotonic() + timeout
+        for attempt in range(1, START_ATTEMPTS + 1):
+            ref = r.pending.pop()[1] if r.pending else r.actor.ensure_started.remote()
+            try:
+                health: dict[str, Any] = ray.get(ref, timeout=max(1.0, deadline - time.monotonic()))
+                return health
+            except ray.exceptions.RayTaskError:
+                if attempt == START_ATTEMPTS or time.monotonic() >= deadline:
+                    raise
+                print(f"{r.name}: start failed (attempt {attempt}); trying again", flush=True)
+        raise AssertionError("not reached: the last attempt returns or raises")
 
     @property
     def address(self) -> str:
