@@ -42,7 +42,7 @@ from protos.kubera.v1 import nodepool_pb2_grpc as npb_grpc
 from services.api.errors import AlreadyExistsError, ApiError
 from services.api.kinds import BY_KIND
 from services.chaos import control_status, is_local
-from services.client import Client
+from services.client import Client, first_address
 from services.storage import StorageUnavailableError
 from services.storage.etcd import EtcdStorage
 from services.storage.keys import ELECTION_PREFIX, REPLICAS_PREFIX
@@ -305,7 +305,7 @@ async def apiserver_pid(
     while True:
         pid = ctx.apiserver_pid
         if procs.alive(pid, ctx.started.get(str(pid), 0)) or await serving_elsewhere(
-            ctx.apiserver, pid
+            first_address(ctx.apiserver), pid
         ):
             return pid, ctx
         if load is None or time.monotonic() >= deadline:
@@ -381,6 +381,8 @@ async def kill_apiserver(
     load = context_loader or load_context
     pid, ctx = await apiserver_pid(ctx, timeout, load)
     started = ctx.started.get(str(pid), 0)
+    # the first replica's (`kubera up --apiservers K`); the probe's client may use any
+    killed = first_address(ctx.apiserver)
     storage = EtcdStorage(ctx.etcd, timeout=5)
     await storage.connect()
     client = Client(ctx.apiserver, timeout=2)
@@ -390,14 +392,12 @@ async def kill_apiserver(
         # another PID namespace
         elsewhere = not procs.alive(pid, started)
         if elsewhere:
-            await _kill_at(ctx.apiserver)  # it kills itself: its PID is not ours to signal
+            await _kill_at(killed)  # it kills itself: its PID is not ours to signal
         else:
             os.kill(pid, signal.SIGKILL)
         t_kill = time.monotonic()
         # gone before we read the revision it left
-        while (
-            await serving_elsewhere(ctx.apiserver, pid) if elsewhere else procs.alive(pid, started)
-        ):
+        while await serving_elsewhere(killed, pid) if elsewhere else procs.alive(pid, started):
             await asyncio.sleep(0.005)
         # Binds after this revision were written by the apiserver's next incarnation.
         revision = await storage.revision()
@@ -429,7 +429,7 @@ async def kill_apiserver(
     return ApiServerRecovery(
         pid=pid,
         new_pid=new_pid,
-        address=ctx.apiserver,
+        address=killed,
         first_write_s=t_write - t_kill,
         first_bind_s=None if t_bind is None else t_bind - t_kill,
     )

@@ -41,9 +41,16 @@ class Cluster:
     """The kubera CLI in its own KUBERA_HOME (a temporary directory unless `home` is given)."""
 
     def __init__(
-        self, home: str | Path | None = None, *, cwd: str | Path | None = None, timeout: float = 300
+        self,
+        home: str | Path | None = None,
+        *,
+        cwd: str | Path | None = None,
+        timeout: float = 300,
+        apiservers: int = 1,
     ) -> None:
+        """`apiservers`: `kubera up --apiservers K` on every start (1: up's default)."""
         self.owns_home = home is None
+        self.apiservers = apiservers
         self.home = Path(tempfile.mkdtemp(prefix="kubera-home-") if home is None else home)
         self.env = {**os.environ, "KUBERA_HOME": str(self.home)}
         self.cwd = cwd
@@ -74,7 +81,8 @@ class Cluster:
 
     def start(self, *up_args: str) -> subprocess.CompletedProcess[str]:
         """`kubera up --detach UP_ARGS`; on success the context is loaded."""
-        r = self.run("up", "--detach", *up_args)
+        extra = ("--apiservers", str(self.apiservers)) if self.apiservers != 1 else ()
+        r = self.run("up", "--detach", *extra, *up_args)
         self.up_stdout = r.stdout
         if r.returncode == 0:
             self.context = json.loads(self.context_file.read_text())

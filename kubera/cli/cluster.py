@@ -94,7 +94,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     up.add_argument("--no-controllers", action="store_true", help="start no controller-manager")
     up.add_argument(
-        "--apiserver-port", type=int, default=0, metavar="PORT", help="apiserver port (0: any free)"
+        "--apiserver-port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="apiserver port (0: any free; with --apiservers K, the first replica's)",
+    )
+    up.add_argument(
+        "--apiservers",
+        type=int,
+        default=1,
+        metavar="K",
+        help="active-active apiserver replicas on the one etcd, each with its own watch cache; "
+        "components spread over them and fail over when one dies",
     )
     up.add_argument(
         "--scheduler-config",
@@ -286,6 +298,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     if not args.time_scale > 0:
         raise CliError(f"--time-scale: must be > 0, got {args.time_scale}")
     for flag, value in (
+        ("--apiservers", args.apiservers),
         ("--schedulers", args.schedulers),
         ("--controller-managers", args.controller_managers),
     ):
@@ -301,6 +314,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             ray_address=args.ray_address,
             ray_namespace=args.ray_namespace,
             apiserver_port=args.apiserver_port,
+            apiservers=args.apiservers,
             time_scale=args.time_scale,
             with_controllers=not args.no_controllers,
             controller_managers=args.controller_managers,

@@ -47,6 +47,8 @@ class ClusterSettings:
     """leader: one active scheduler, the others standbys; shared-state: all schedule."""
     controller_managers: int = 1
     """Controller-manager replicas (0: none)."""
+    apiservers: int = 1
+    """`apiServers`: active-active apiserver replicas (`kubera up --apiservers K`)."""
     leader_election: LeaderElection | None = None
     """`leaderElection: {leaseDuration, renewDeadline, retryPeriod}`; None: kubera's defaults."""
     time_scale: float = 1.0

@@ -61,7 +61,7 @@ from kubera.experiment.measures import (
 from kubera.launch.context import Context
 from services.api.kinds import BY_KIND
 from services.chaos import control_status, is_local
-from services.client import Client
+from services.client import Client, first_address
 from services.storage.etcd import EtcdStorage
 from services.storage.keys import ELECTION_PREFIX, REPLICAS_PREFIX
 
@@ -363,7 +363,7 @@ class Collector:
         port, answers for them); those here are read in /proc."""
         api = next((c for c in self.ctx.components if c.get("name") == "apiserver"), {})
         where: dict[str, tuple[dict, str, int]] = {
-            "apiserver": (api, self.ctx.apiserver, self.ctx.apiserver_pid)
+            "apiserver": (api, first_address(self.ctx.apiserver), self.ctx.apiserver_pid)
         }
         for pool in self.ctx.node_pools:
             where[str(pool["name"])] = (pool, str(pool.get("address", "")), int(pool.get("pid", 0)))
@@ -388,7 +388,10 @@ class Collector:
         if self.ctx.pids.get("etcd"):
             procs["etcd"] = [self.ctx.pids["etcd"]]
         if self.ctx.apiserver_pid:
-            procs["apiserver"] = [self.ctx.apiserver_pid]
+            # every replica's (`kubera up --apiservers K`): the apiserver's CPU in all
+            procs["apiserver"] = [int(a["pid"]) for a in self.ctx.apiservers if a.get("pid")] or [
+                self.ctx.apiserver_pid
+            ]
         for pool in self.ctx.node_pools:
             if pool.get("pid"):
                 procs[str(pool["name"])] = [int(pool["pid"])]

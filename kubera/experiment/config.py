@@ -145,6 +145,7 @@ _CLUSTER = {
     "schedulers": Spec("schedulers", k_positive_int),
     "schedulerMode": Spec("scheduler_mode", one_of("leader", "shared-state")),
     "controllerManagers": Spec("controller_managers", k_count),
+    "apiServers": Spec("apiservers", k_positive_int),
     "leaderElection": Spec("leader_election", k_map),
     "timeScale": Spec("time_scale", k_positive_float),
     "schedulerConfigPath": Spec("scheduler_config_path", k_file),
@@ -152,7 +153,14 @@ _CLUSTER = {
 #: Cluster settings a sweep key may set directly (`sweep: {schedulers: [1, 2, 4]}`).
 _SWEEPABLE = {
     name.lower(): name
-    for name in ("hollowNodes", "schedulers", "schedulerMode", "controllerManagers", "timeScale")
+    for name in (
+        "hollowNodes",
+        "schedulers",
+        "schedulerMode",
+        "controllerManagers",
+        "apiServers",
+        "timeScale",
+    )
 }
 _TEST_CASE = {
     "name": Spec("name", k_nonempty_str, required=True),

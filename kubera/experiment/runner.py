@@ -75,6 +75,8 @@ def cluster_args(cluster: ClusterSettings, ops: list[Any], opts: RunOptions) -> 
         args.append("--no-controllers")
     else:
         args += ["--controller-managers", str(cluster.controller_managers)]
+    if cluster.apiservers != 1:
+        args += ["--apiservers", str(cluster.apiservers)]
     le = cluster.leader_election
     if le is not None:
         args += [

@@ -171,11 +171,18 @@ def record_in_context(ctx: Context, records: list[dict[str, Any]]) -> list[str]:
     if first and first.get("address"):
         ctx.scheduler = first["address"]
         ctx.scheduler_metrics = first.get("metrics", ctx.scheduler_metrics)
-    api = by_name.get("apiserver")
-    if api and api.get("address") and api["address"] != ctx.apiserver:
-        # Another node took the apiserver (its own died): the CLI follows the new address;
-        # the components started with the old one keep dialling it (see placement.py).
-        said.append(f"apiserver moved: {ctx.apiserver} -> {api['address']}")
-        ctx.apiserver = api["address"]
+    apis = [r for r in records if r["kind"] == "apiserver"]
+    if apis and all(r.get("address") for r in apis):
+        address = ",".join(r["address"] for r in apis)
+        if address != ctx.apiserver:
+            # Another node took an apiserver replica (its own died): the CLI follows the
+            # new address; the components started with the old one keep dialling it (see
+            # placement.py), or fail over to another replica.
+            said.append(f"apiserver moved: {ctx.apiserver} -> {address}")
+            ctx.apiserver = address
+            for entry in ctx.apiservers:
+                rec = by_name.get(entry.get("name", ""))
+                if rec is not None:
+                    entry["address"] = rec["address"]
     ctx.components = records
     return said

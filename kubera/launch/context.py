@@ -26,6 +26,7 @@ def context_path() -> Path:
 
 @dataclass
 class Context:
+    #: The apiserver's address (host:port); with several replicas, theirs, comma-separated.
     apiserver: str
     etcd: str
     #: The supervisor process that `kubera down` signals (it stops everything else).
@@ -50,9 +51,13 @@ class Context:
     #: Simulated time: scale and the wall time at which it equals the wall clock.
     time_scale: float = 1.0
     time_origin: float = 0.0
-    #: The apiserver actor's process (`kubera chaos kill-apiserver`); the supervisor
+    #: The (first) apiserver actor's process (`kubera chaos kill-apiserver`); the supervisor
     #: records the new one when Ray re-creates the actor. Not stopped by `down` (Ray is).
     apiserver_pid: int = 0
+    #: Each apiserver replica ({"name", "address", "pid"}; `kubera up --apiservers K`,
+    #: replica 0 first); `apiserver` above is their addresses, comma-separated, which every
+    #: client takes (services/client/endpoints.py).
+    apiservers: list[dict] = field(default_factory=list)
     #: Every component the supervisor started, where it runs and how it is
     #: (kubera.launch.components; refreshed when something restarts or moves).
     components: list[dict] = field(default_factory=list)

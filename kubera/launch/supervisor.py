@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from kubera.launch import placement, procs
+from kubera.launch.apiservers import ApiServerReplicas, replica_name
 from kubera.launch.components import PROCESS_FIELDS, Components, record_in_context
 from kubera.launch.context import Context, context_path, home
 from kubera.launch.etcd import EtcdProcess
@@ -42,14 +43,6 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
-
-#: A restarted apiserver: another ensure_started is sent when the newest has been in flight
-#: this long (seconds), up to this many at once. A call to a live apiserver returns in
-#: milliseconds; one sent just before a kill is stuck until Ray gives up on the dead
-#: process (about a second), while a call sent once Ray knows it is restarting runs the
-#: moment the new process is up.
-REVIVE_RETRY = 0.25
-REVIVE_INFLIGHT = 5
 
 #: Seconds between looks at where the components run (Ray's actor table).
 PLACEMENT_REFRESH = 1.0
@@ -73,8 +66,11 @@ class ClusterOptions:
     etcd: str = ""
     #: An existing Ray cluster's address ("" = start a local one on loopback).
     ray_address: str = ""
-    #: The apiserver's port (0 = any free one; a restarted apiserver keeps it).
+    #: The apiserver's port (0 = any free one; a restarted apiserver keeps it). With
+    #: several apiservers, replica 0's (the others take any free one).
     apiserver_port: int = 0
+    #: Active-active apiserver replicas on the one etcd (apiservers.py).
+    apiservers: int = 1
     #: Seconds between BOOKMARK events on idle watches.
     bookmark_interval: float = 5.0
     #: Simulated durations are divided by this (kubelets and controllers).
@@ -160,9 +156,10 @@ class Supervisor:
         self.cluster_dir = home() / "cluster"
         self.etcd: EtcdProcess | None = None
         self.ray_tmp = ""
-        self.actor: Any = None  # the apiserver actor handle (Ray, dynamic)
-        #: The port the apiserver's first start bound; a restarted apiserver binds it again.
-        self.apiserver_port = 0
+        #: The apiserver replicas (their actors, ports, processes).
+        self.apiservers = ApiServerReplicas()
+        #: Components handed an apiserver list so far (their rotation, see above).
+        self._components_started = 0
         self.schedulers: list = []
         self.pools: list = []
         self.controllers: list = []
@@ -228,25 +225,30 @@ class Supervisor:
             placement.NODE_POOL if pools is None else pools,
             named=tuple(r for r in (cp, pools) if r),
         )
-        config = ApiServerHostConfig(
-            etcd=etcd_endpoint,
-            port=self.opts.cluster.apiserver_port,
-            bookmark_interval=self.opts.cluster.bookmark_interval,
+        o = self.opts.cluster
+        self.apiservers.start(
+            o.apiservers,
+            lambda name, options: self._spawn(
+                ApiServerActor,
+                name,
+                "apiserver",
+                options,
+                ApiServerHostConfig(
+                    etcd=etcd_endpoint,
+                    port=o.apiserver_port if name == replica_name(0) else 0,
+                    bookmark_interval=o.bookmark_interval,
+                ),
+            ),
+            lambda i: self.placement.apiserver() if i == 0 else self.placement.replica(i),
         )
-        self.actor = self._spawn(
-            ApiServerActor, "apiserver", "apiserver", self.placement.apiserver(), config
-        )
-        apiserver = ray.get(self.actor.ensure_started.remote(), timeout=120)
-        address = str(apiserver["address"])
-        self.apiserver_port = int(address.rpartition(":")[2])
-        apiserver_pid = int(apiserver["pid"])  # type: ignore[call-overload]
+        address = self.apiservers.address
         scheduler_address = scheduler_metrics = ""
         if self.opts.scheduling.enabled:
-            scheduler_address, scheduler_metrics = self._start_schedulers(address, etcd_endpoint)
+            scheduler_address, scheduler_metrics = self._start_schedulers(etcd_endpoint)
         time_origin = time.time()
         if self.opts.cluster.with_controllers:
-            self._start_controllers(address, etcd_endpoint, time_origin)
-        node_pools = self._start_pools(address, time_origin) if self.opts.nodes.count else []
+            self._start_controllers(etcd_endpoint, time_origin)
+        node_pools = self._start_pools(time_origin) if self.opts.nodes.count else []
         self.components.refresh(wait=30)
         dirs = [str(self.cluster_dir)] + ([self.ray_tmp] if self.ray_tmp else [])
         me = os.getpid()
@@ -258,10 +260,11 @@ class Supervisor:
             started={
                 **{str(pid): procs.start_time(pid) for pid in [me, *pids.values()]},
                 # as they report themselves (they may run on another machine)
-                str(apiserver_pid): int(apiserver.get("start_ticks", 0)),  # type: ignore[call-overload]
+                **{str(r.pid): r.start_ticks for r in self.apiservers.items},
                 **{str(p["pid"]): int(p.get("start_ticks") or 0) for p in node_pools},
             },
-            apiserver_pid=apiserver_pid,
+            apiserver_pid=self.apiservers.first.pid,
+            apiservers=self.apiservers.records(),
             dirs=dirs,
             ray_address=self.opts.cluster.ray_address or "local",
             started_at=time.time(),
@@ -286,7 +289,13 @@ class Supervisor:
         self.components.add(name, kind, actor)
         return actor
 
-    def _start_schedulers(self, apiserver: str, etcd: str) -> tuple[str, str]:
+    def _apiserver_for_next(self) -> str:
+        """The apiserver list for the next component started: with K replicas, component j
+        dials replica j mod K first (the others are its failover order)."""
+        self._components_started += 1
+        return self.apiservers.for_component(self._components_started - 1)
+
+    def _start_schedulers(self, etcd: str) -> tuple[str, str]:
         """`schedulers` replicas of every scheduler deployment; returns the first
         replica's gRPC and metrics addresses (`kubera explain` finds the leader itself)."""
         import ray
@@ -299,7 +308,7 @@ class Supervisor:
         for d, config_yaml in enumerate(deployments):
             for i in range(o.replicas):
                 cfg = SchedulerReplicaConfig(
-                    apiserver=apiserver,
+                    apiserver=self._apiserver_for_next(),
                     etcd=etcd,
                     config_yaml=config_yaml,
                     seed=o.seed,
@@ -317,7 +326,7 @@ class Supervisor:
         metrics = ray.get(self.schedulers[0].health.remote(), timeout=30)["metrics"]
         return addresses[0], metrics
 
-    def _start_controllers(self, apiserver: str, etcd: str, time_origin: float) -> None:
+    def _start_controllers(self, etcd: str, time_origin: float) -> None:
         import ray
 
         from actors.controllers import ControllerManagerActor
@@ -328,14 +337,14 @@ class Supervisor:
         election = LeaderElectionSettings(lease_name="kube-controller-manager").with_timings(
             self.opts.election
         )
-        cfg = ControllerManagerReplicaConfig(
-            apiserver=apiserver,
-            etcd=etcd,
-            time_scale=o.time_scale,
-            time_origin=time_origin,
-            election=election,
-        )
         for i in range(o.controller_managers):
+            cfg = ControllerManagerReplicaConfig(
+                apiserver=self._apiserver_for_next(),
+                etcd=etcd,
+                time_scale=o.time_scale,
+                time_origin=time_origin,
+                election=election,
+            )
             name = "controller-manager" if i == 0 else f"controller-manager-{i}"
             self.controllers.append(
                 self._spawn(
@@ -348,7 +357,7 @@ class Supervisor:
             )
         ray.get([a.start.remote() for a in self.controllers], timeout=120)
 
-    def _start_pools(self, apiserver: str, time_origin: float) -> list[dict]:
+    def _start_pools(self, time_origin: float) -> list[dict]:
         """ceil(nodes / nodes_per_pool) pool actors, spread over the Ray cluster's
         node-pool nodes (any node when none is marked)."""
         import ray
@@ -362,7 +371,7 @@ class Supervisor:
         slices = [(first, min(per, total - first)) for first in range(0, total, per)]
         for i, (first, count) in enumerate(slices):
             cfg = NodePoolHostConfig(
-                apiserver=apiserver,
+                apiserver=self._apiserver_for_next(),
                 template_yaml=o.template,
                 total_nodes=total,
                 first=first,
@@ -400,13 +409,13 @@ class Supervisor:
         """Until asked to stop: bring back what chaos took down — etcd (restarted on its
         ports and data dir), the apiserver and the replicas and pools Ray re-created after
         a kill (started again; the apiserver on its first port; see revive.py)."""
-        apiserver: list[tuple[float, object]] = []
         refreshed = time.monotonic()
         self.reviver.add([*self.schedulers, *self.controllers, *self.pools])
         self.table.start()
         while not self._stop.wait(0.2):
             self._revive_etcd()
-            self._revive_apiserver(apiserver)
+            if not self._stop.is_set():
+                self.apiservers.revive(self.context)
             self.reviver.step(self.table.latest())
             if time.monotonic() - refreshed >= PLACEMENT_REFRESH:
                 refreshed = time.monotonic()
@@ -432,49 +441,6 @@ class Supervisor:
             return
         for line in record_in_context(self.context, self.components.records()):
             print(line, flush=True)
-        self.context.save()
-
-    def _revive_apiserver(self, pending: list[tuple[float, Any]]) -> None:
-        """ensure_started(first port) on the apiserver: a call to a re-created actor starts
-        it (Ray holds calls to a restarting actor until it is back); a new process id is
-        recorded in the context for `kubera chaos`. Normally one call is in flight; one sent
-        just before a kill can take a while to fail, so after REVIVE_RETRY seconds another
-        is sent beside it (at most REVIVE_INFLIGHT; ensure_started is idempotent)."""
-        import ray
-
-        if self.actor is None or self._stop.is_set():
-            return
-        for sent, ref in list(pending):
-            done, _ = ray.wait([ref], timeout=0)  # type: ignore[list-item]
-            if not done:
-                continue
-            pending.remove((sent, ref))
-            try:
-                health = ray.get(ref)  # type: ignore[call-overload]
-            except Exception:  # noqa: BLE001 - died again or failed to bind: next call retries
-                continue
-            if isinstance(health, dict):
-                self._record_apiserver(
-                    int(health["pid"]),
-                    float(health.get("start_seconds", 0)),
-                    int(health.get("start_ticks", 0)),
-                )
-        now = time.monotonic()
-        newest = max((sent for sent, _ in pending), default=-REVIVE_RETRY)
-        if not pending or (len(pending) < REVIVE_INFLIGHT and now - newest >= REVIVE_RETRY):
-            pending.append((now, self.actor.ensure_started.remote(self.apiserver_port)))
-
-    def _record_apiserver(self, pid: int, start_seconds: float, start_ticks: int = 0) -> None:
-        if self.context is None or pid == self.context.apiserver_pid:
-            return
-        print(
-            f"apiserver restarted: pid {pid} serving {self.context.apiserver} "
-            f"(its start took {start_seconds:.2f}s)",
-            flush=True,
-        )
-        self.context.started.pop(str(self.context.apiserver_pid), None)
-        self.context.apiserver_pid = pid
-        self.context.started[str(pid)] = start_ticks or procs.start_time(pid)
         self.context.save()
 
     def _revive_etcd(self) -> None:
@@ -507,11 +473,7 @@ class Supervisor:
         for actor in actors:
             with contextlib.suppress(Exception):
                 ray.kill(actor, no_restart=True)
-        if self.actor is not None:
-            with contextlib.suppress(Exception):
-                ray.get(self.actor.stop.remote(), timeout=10)
-            with contextlib.suppress(Exception):
-                ray.kill(self.actor)
+        self.apiservers.stop()
         with contextlib.suppress(Exception):
             ray.shutdown()
         if self.etcd is not None:

@@ -42,6 +42,7 @@ from services.api.fencing import Fencing
 from services.api.kinds import Kind, kind_of
 from services.api.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
 from services.client.binds import BindCoalescer, outcome
+from services.client.endpoints import Endpoints, join_addresses
 from services.grpcserver import RECONNECT_OPTIONS
 
 log = logging.getLogger("services.client")
@@ -82,6 +83,29 @@ def _decode(a: Any, what: str) -> Message:
         ) from None
 
 
+def _dial(address: str) -> tuple[grpc.aio.Channel, pb_grpc.ApiServerStub]:
+    """A channel to one apiserver (redialling by itself after a drop) and its stub."""
+    channel = grpc.aio.insecure_channel(
+        address,
+        options=[
+            ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
+            ("grpc.max_send_message_length", MAX_REQUEST_BYTES),
+            *RECONNECT_OPTIONS,
+        ],
+    )
+    return channel, pb_grpc.ApiServerStub(channel)
+
+
+def never_sent(e: grpc.aio.AioRpcError) -> bool:
+    """Whether a call failed before its request left: its channel could not connect (the
+    apiserver is down, or refused the connection). Such a call is safe to send again to
+    another replica, a write too; one that broke in flight may have been applied."""
+    return (
+        e.code() == grpc.StatusCode.UNAVAILABLE
+        and "failed to connect to all addresses" in (e.details() or "").lower()
+    )
+
+
 def _log_warning(message: str) -> None:
     log.warning("apiserver: %s", message)
 
@@ -113,37 +137,70 @@ class BatchResult:
 
 
 class Client:
-    """One gRPC channel to the apiserver. Use as `async with Client(address) as c:`."""
+    """One gRPC channel to the apiserver. Use as `async with Client(address) as c:`.
+
+    `address` may name several apiserver replicas (`host:port,host:port`, or a list): calls
+    go to one of them and move to the next when it is unreachable (services/client/
+    endpoints.py)."""
 
     def __init__(
         self,
-        address: str,
+        address: str | Sequence[str],
         *,
         timeout: float | None = 30.0,
         fencing: FencingSource | None = None,
         warning_handler: Callable[[str], None] | None = None,
+        spread_key: str = "",
     ) -> None:
         """`fencing`: where a leader's writes get their token. With it, every write carries
         the token and is refused by the apiserver once the term is over; while the source
         answers None (not leading) writes fail here without being sent.
-        `warning_handler`: called with each warning the apiserver sends (default: log)."""
-        self.address = address
+        `warning_handler`: called with each warning the apiserver sends (default: log).
+        `spread_key`: with several addresses, which one to start at (a stable hash of it;
+        "": the first)."""
+        self.endpoints: Endpoints[tuple[grpc.aio.Channel, pb_grpc.ApiServerStub]] = Endpoints(
+            address, _dial, spread_key=spread_key
+        )
+        self.address = join_addresses(self.endpoints.addresses)
         self.timeout = timeout
         self.fencing = fencing
         self.warning_handler = warning_handler or _log_warning
-        self._channel = grpc.aio.insecure_channel(
-            address,
-            options=[
-                ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
-                ("grpc.max_send_message_length", MAX_REQUEST_BYTES),
-                *RECONNECT_OPTIONS,
-            ],
-        )
-        self._stub = pb_grpc.ApiServerStub(self._channel)
         #: Concurrent binds go out together as BindBatch calls (services/client/binds.py).
         self.binds = BindCoalescer(
             lambda req: self._call(self._stub.BindBatch, req), error_from_status, _decode
         )
+
+    @property
+    def _channel(self) -> grpc.aio.Channel:
+        """The channel to the apiserver calls go to now."""
+        return self.endpoints.connection()[0]
+
+    @property
+    def _stub(self) -> pb_grpc.ApiServerStub:
+        """The stub on that channel; a call made through it reports an unreachable
+        apiserver with `_unreachable` (both happen before the call's first await)."""
+        return self.endpoints.connection()[1]
+
+    def _unreachable(self, address: str, e: grpc.aio.AioRpcError) -> bool:
+        """A call to `address` failed: the next call goes to the next replica when this
+        one is unreachable (a refused connection, a broken stream). Returns whether this
+        client moved on because of it."""
+        if e.code() != grpc.StatusCode.UNAVAILABLE or not self.endpoints.failed(address):
+            return False
+        log.warning(
+            "apiserver %s unreachable (%s); using %s",
+            address,
+            e.details(),
+            self.endpoints.current,
+        )
+        return True
+
+    def _on_current(self, method: Any, address: str) -> Any:
+        """The multicallable of the current replica's stub that `method` is on `address`'s
+        (a stub's methods are its instance attributes, one per RPC)."""
+        old = vars(self.endpoints.connection(address)[1])
+        name = next(k for k, v in old.items() if v is method)
+        return getattr(self._stub, name)
 
     def fenced(self, fencing: FencingSource | None) -> Client:
         """This client's channel with another fencing source (None: unfenced); closing
@@ -159,7 +216,8 @@ class Client:
         await self.close()
 
     async def close(self) -> None:
-        await self._channel.close()
+        for channel, _ in self.endpoints.connections():
+            await channel.close()
 
     def _write_metadata(self) -> tuple[tuple[str, str], ...] | None:
         if self.fencing is None:
@@ -175,10 +233,22 @@ class Client:
         self, method: Any, request: Any, timeout: float | None = None, *, write: bool = False
     ) -> Any:
         metadata = self._write_metadata() if write else None
-        try:
-            return await method(request, timeout=timeout or self.timeout, metadata=metadata)
-        except grpc.aio.AioRpcError as e:
-            raise error_from_rpc(e) from None
+        address = self.endpoints.current  # the one `method`'s stub was taken from
+        attempts = len(self.endpoints.addresses)
+        for attempt in range(attempts):
+            try:
+                return await method(request, timeout=timeout or self.timeout, metadata=metadata)
+            except grpc.aio.AioRpcError as e:
+                self._unreachable(address, e)
+                # moved on (by this failure or a concurrent one) and nothing was sent
+                if self.endpoints.current == address or not never_sent(e):
+                    raise error_from_rpc(e) from None
+                if attempt == attempts - 1:
+                    raise error_from_rpc(e) from None
+                # not sent anywhere: the same call on the next replica
+                method = self._on_current(method, address)
+                address = self.endpoints.current
+        raise AssertionError("not reached: the last attempt returns or raises")
 
     async def health(self, timeout: float | None = None) -> pb.HealthResponse:
         return await self._call(self._stub.Health, pb.HealthRequest(), timeout)
@@ -427,23 +497,31 @@ class Client:
     ) -> AsyncIterator[WatchEvent]:
         """Events from `resource_version` on (empty: current state as ADDED first).
         Raises GoneError when that version is too old: list again and watch from the list."""
-        call = self._stub.Watch(
-            pb.WatchRequest(
-                resource=kind.resource,
-                namespace=namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                resource_version=resource_version,
-                allow_watch_bookmarks=allow_bookmarks,
-            )
+        request = pb.WatchRequest(
+            resource=kind.resource,
+            namespace=namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            resource_version=resource_version,
+            allow_watch_bookmarks=allow_bookmarks,
         )
         what = f"watch {kind.resource}"
-        try:
-            # Each event's object is decoded once here; an informer hands that one object
-            # to every handler (services/client/informer.py).
-            async for ev in call:
-                yield WatchEvent(ev.type, _decode(ev.object, what))
-        except grpc.aio.AioRpcError as e:
-            raise error_from_rpc(e) from None
-        finally:
-            call.cancel()
+        for attempt in range(len(self.endpoints.addresses), 0, -1):
+            address = self.endpoints.current
+            call = self._stub.Watch(request)
+            started = False
+            try:
+                # Each event's object is decoded once here; an informer hands that one
+                # object to every handler (services/client/informer.py).
+                async for ev in call:
+                    started = True
+                    yield WatchEvent(ev.type, _decode(ev.object, what))
+                return
+            except grpc.aio.AioRpcError as e:
+                self._unreachable(address, e)
+                moved = self.endpoints.current != address
+                if started or attempt == 1 or not moved or not never_sent(e):
+                    raise error_from_rpc(e) from None
+                # not sent anywhere: the same watch on the next replica
+            finally:
+                call.cancel()

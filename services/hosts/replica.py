@@ -4,7 +4,8 @@ relays, the chaos control server, its record in etcd, the leader elector with it
 fencing token, and the Lease it publishes while it leads.
 
     component ──relay──▶ etcd        (election key; the elector's storage)
-              ──relay──▶ apiserver   (informers, fenced writes, the Lease)
+              ──relay──▶ apiserver   (informers, fenced writes, the Lease; one relay per
+                                      apiserver replica, the client fails over among them)
     kubera chaos ──gRPC──▶ control   (Partition / Heal / Status: the relays blackhole)
 
 Replica records live at `/kubera/replicas/<namespace>/<lease name>/<identity>` with the
@@ -28,7 +29,7 @@ from typing import Any
 
 from services.api.fencing import Fencing
 from services.chaos import Relay, self_report, serve_control
-from services.client import Client
+from services.client import Client, join_addresses, parse_addresses
 from services.hosts.address import join, listen_hosts
 from services.leaderelection import (
     Callbacks,
@@ -102,16 +103,21 @@ class Replica:
 
     async def open(self) -> None:
         etcd_host, etcd_port = parse_endpoint(self._etcd)
-        api_host, _, api_port = self._apiserver.rpartition(":")
         # Each relay is recorded as soon as it runs, so close() after a failed open() stops
-        # it too.
+        # it too (and empties the list for the next open()).
         etcd_relay = await Relay.start(etcd_host, etcd_port)
         self.relays.append(etcd_relay)
-        api_relay = await Relay.start(api_host, int(api_port))
-        self.relays.append(api_relay)
+        api_relays: list[Relay] = []
+        # one relay per apiserver replica, in the order given (the client's failover order)
+        for address in parse_addresses(self._apiserver):
+            api_host, _, api_port = address.rpartition(":")
+            api_relays.append(await Relay.start(api_host.strip("[]"), int(api_port)))
+            self.relays.append(api_relays[-1])
         self.storage = EtcdStorage(f"http://{etcd_relay.address}")
         await self.storage.connect()
-        self.client = Client(api_relay.address, timeout=self._client_timeout)
+        self.client = Client(
+            join_addresses(r.address for r in api_relays), timeout=self._client_timeout
+        )
         self.writer = self.client
         if self.election is not None:
             e = self.election
@@ -192,6 +198,7 @@ class Replica:
         for r in self.relays:
             with contextlib.suppress(Exception):
                 await r.close()
+        self.relays = []
 
     def health(self) -> dict[str, object]:
         return {

@@ -272,6 +272,7 @@ def test_cluster_settings_merge_workload_over_test_case_and_take_params(tmp_path
             params: {k: 1}
             cluster:
               controllerManagers: 0
+              apiServers: 2
               timeScale: 10
               leaderElection: {leaseDuration: 4s}
         """,
@@ -281,6 +282,7 @@ def test_cluster_settings_merge_workload_over_test_case_and_take_params(tmp_path
     assert a.cluster.schedulers == 3 and a.cluster.hollow_nodes
     assert a.cluster.node_template.data["kind"] == "NodeTemplate"
     assert b.cluster.schedulers == 1 and b.cluster.controller_managers == 0
+    assert (a.cluster.apiservers, b.cluster.apiservers) == (1, 2)
     assert b.cluster.time_scale == 10.0 and b.cluster.hollow_nodes
     assert b.cluster.leader_election == LeaderElection(
         lease_duration=4.0, renew_deadline=1.5, retry_period=0.5

@@ -247,7 +247,7 @@ ERRORS = [
         "cluster-unknown-field",
         replace("  workloadTemplate:", "  cluster: {schedulrs: 2}\n  workloadTemplate:"),
         {},
-        "[0].cluster.schedulrs: unknown field (expected one of: controllerManagers,",
+        "[0].cluster.schedulrs: unknown field (expected one of: apiServers, controllerManagers,",
     ),
     (
         "cluster-missing-param",

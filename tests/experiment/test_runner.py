@@ -330,6 +330,7 @@ async def test_chaos_faults_are_recorded_and_a_check_waits_for_them(
             ["--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "1.5s"],
         ),
         (ClusterSettings(time_scale=10), ["--time-scale", "10"]),
+        (ClusterSettings(apiservers=2), ["--apiservers", "2"]),
     ],
 )
 def test_cluster_settings_become_up_flags(cluster: ClusterSettings, expected: list[str]) -> None:
