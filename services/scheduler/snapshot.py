@@ -7,7 +7,7 @@ read-only otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -81,6 +81,13 @@ class Snapshot:
     def index_of(self, name: str) -> int:
         """The row of `name` in the arrays and its position in `list()`; KeyError if absent."""
         return self._index[name]
+
+    def rows_of(self, names: Iterable[str]) -> Int64Array:
+        """The rows of those of `names` that are listed, ascending (i.e. in `list()` order)."""
+        index = self._index
+        rows = [r for name in names if (r := index.get(name)) is not None]
+        rows.sort()
+        return np.array(rows, dtype=np.int64)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         """The namespace's labels, or None when the Namespace informer has not seen it."""

@@ -9,6 +9,9 @@ scheduler's handle. Semantics kept from upstream:
   intersection of PreFilterResults is UnschedulableAndUnresolvable.
 - Filter: plugins in order, the first rejection wins and names its plugin; a status that is
   neither Success nor a rejection is an Error.
+- Filter and Score over snapshot rows (int64 indexes into `snapshot.list()`) for the
+  scheduling cycle: plugins with `filter_rows` / `score_rows` run vectorised, the others
+  per node on the NodeInfos of the rows (filtering.py, scoring.py).
 - Score: per plugin, Score (or `score_batch`) -> NormalizeScore -> must lie in [0, 100] ->
   times the plugin's weight; the total is the sum.
 - Reserve in order, Unreserve in reverse order, always all of them.
@@ -36,6 +39,8 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from protos.kubera.v1 import core_pb2
 from services.clock import Clock
@@ -318,17 +323,34 @@ class Framework:
     ) -> list[Status]:
         """run_filter for many nodes (filtering.run_filter_batch). One Status per node."""
         start = self._rec.timer()
-        n = len(nodes)
         statuses, alive = filtering.run_filter_batch(self._at[reg.FILTER], state, pod_info, nodes)
         if self._rec.enabled:
-            if any(s.code == Code.ERROR for s in statuses):
-                summary = Status(Code.ERROR)
-            elif alive or not n:
-                summary = Status.success()
-            else:
-                summary = Status(Code.UNSCHEDULABLE)
-            self._rec.observe(EP_FILTER, summary, start)
+            errored = any(s.code == Code.ERROR for s in statuses)
+            self._observe_filter(errored, alive or not nodes, start)
         return statuses
+
+    def run_filter_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: np.ndarray
+    ) -> tuple[np.ndarray, dict[int, Status]]:
+        """run_filter for the snapshot's rows `rows` (filtering.run_filter_rows): (passed,
+        aligned with rows; position in rows -> Status of each position that did not)."""
+        start = self._rec.timer()
+        ok, rejected = filtering.run_filter_rows(
+            self._at[reg.FILTER], state, pod_info, snapshot, snapshot.list(), rows
+        )
+        if self._rec.enabled:
+            errored = any(s.code == Code.ERROR for s in rejected.values())
+            self._observe_filter(errored, bool(ok.any()) or not len(rows), start)
+        return ok, rejected
+
+    def _observe_filter(self, errored: bool, feasible: bool, start: float) -> None:
+        if errored:
+            summary = Status(Code.ERROR)
+        elif feasible:
+            summary = Status.success()
+        else:
+            summary = Status(Code.UNSCHEDULABLE)
+        self._rec.observe(EP_FILTER, summary, start)
 
     # ---------------------------------------------------------------- PostFilter
     async def run_post_filter(
@@ -405,6 +427,28 @@ class Framework:
         try:
             return scoring.run_score(
                 self._at[reg.SCORE], self.score_weights, state, pod_info, nodes
+            )
+        except FrameworkError as e:
+            status = e.status
+            raise
+        finally:
+            self._rec.observe(EP_SCORE, status, start)
+
+    def run_score_rows(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        snapshot: Any,
+        rows: np.ndarray,
+        nodes: Sequence[NodeInfo],
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """run_score over the snapshot's rows `rows` (`nodes`: their NodeInfos): (total per
+        row, plugin -> its weighted score per row), int64 arrays (scoring.run_score_rows)."""
+        start = self._rec.timer()
+        status = Status.success()
+        try:
+            return scoring.run_score_rows(
+                self._at[reg.SCORE], self.score_weights, state, pod_info, snapshot, rows, nodes
             )
         except FrameworkError as e:
             status = e.status

@@ -21,11 +21,12 @@ from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
 from services.scheduler.plugins.noderesources.resource_allocation import (
     ResourceAllocationScorer,
     ResourceSpec,
-    RowIndex,
     default_resources,
     defaulted,
+    has_arrays,
     pod_score_requests,
     resources_from,
+    score_batch,
 )
 
 NAME = "NodeResourcesBalancedAllocation"
@@ -106,7 +107,8 @@ def balanced_resource_score_v(requested: np.ndarray, allocatable: np.ndarray) ->
 
 
 class BalancedAllocation(ResourceAllocationScorer):
-    """NodeResourcesBalancedAllocation: PreScorePlugin, ScorePlugin (+ `score_batch`)."""
+    """NodeResourcesBalancedAllocation: PreScorePlugin, ScorePlugin (+ `score_rows`,
+    `score_batch`)."""
 
     name = NAME
     #: The module's NAME / Args / new contract, carried by the class as well (as it was when
@@ -120,7 +122,6 @@ class BalancedAllocation(ResourceAllocationScorer):
 
     def __init__(self, args: BalancedAllocationArgs, handle: Any) -> None:
         self.handle = handle
-        self._row_index = RowIndex()
         self.resources = defaulted(args.resources)
         self.use_requested = True
 
@@ -151,14 +152,23 @@ class BalancedAllocation(ResourceAllocationScorer):
         requested, allocatable = self._vectors(node_info, reqs)
         return balanced_resource_score(requested, allocatable), Status.success()
 
+    def score_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: np.ndarray
+    ) -> np.ndarray | None:
+        """`score` for the snapshot's rows at once (numpy); None without arrays."""
+        if not has_arrays(snapshot):
+            return None
+        reqs = self._pod_reqs(state, pod_info)
+        if reqs is None or not len(rows):
+            return np.zeros(len(rows), dtype=np.int64)
+        requested, allocatable = self._matrices(snapshot, rows, reqs)
+        return balanced_resource_score_v(requested, allocatable)
+
     def score_batch(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[list[int], Status]:
-        reqs = self._pod_reqs(state, pod_info)
-        if reqs is None or not nodes:
-            return [0] * len(nodes), Status.success()
-        requested, allocatable = self._matrices(nodes, reqs)
-        return balanced_resource_score_v(requested, allocatable).tolist(), Status.success()
+        """`score` for every node, through `score_rows` (a loop without arrays)."""
+        return score_batch(self, state, pod_info, nodes)
 
 
 new = BalancedAllocation.new
