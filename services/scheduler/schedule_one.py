@@ -231,10 +231,8 @@ class ScheduleOne:
             self._fail(fwk, qpi, cycle, attempt, str(e), Status.as_error(e), set(), start)
             return
         attempt.node = result.node
-        assumed = core_pb2.Pod()
-        assumed.CopyFrom(pod)
-        assumed.spec.node_name = result.node
-        assumed_info = PodInfo(assumed)
+        assumed_info = qpi.pod_info.assigned(result.node)
+        assumed = assumed_info.pod
         try:
             self.cache.assume_pod(assumed_info)
             self.nominator.delete(pod.metadata.uid)

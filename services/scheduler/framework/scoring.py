@@ -18,7 +18,6 @@ from services.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     NodeScore,
-    NormalizeScorePlugin,
     ScorePlugin,
 )
 from services.scheduler.framework.status import Code, FrameworkError, Status, plugin_error
@@ -117,7 +116,8 @@ def score_one(
                     raise RuntimeError(f"score_rows returned {scores.shape} for {len(rows)} rows")
         if scores is None:
             scores = _score_nodes(name, plugin, state, pod_info, nodes)
-        if isinstance(plugin, NormalizeScorePlugin):
+        normalize = getattr(plugin, "normalize_score", None)
+        if normalize is not None:  # a NormalizeScorePlugin (without isinstance: per cycle)
             by_rows = getattr(plugin, "normalize_rows", None)
             if by_rows is not None:
                 arr = scores if isinstance(scores, np.ndarray) else np.array(scores, np.int64)
@@ -129,7 +129,7 @@ def score_one(
             else:
                 values = scores.tolist() if isinstance(scores, np.ndarray) else scores
                 node_scores = [NodeScore(ni.name, s) for ni, s in zip(nodes, values, strict=True)]
-                st = plugin.normalize_score(state, pod_info, node_scores)
+                st = normalize(state, pod_info, node_scores)
                 if not st.is_success():
                     raise FrameworkError(
                         plugin_error(name, f"running Normalize on Score plugin {name!r}", st)

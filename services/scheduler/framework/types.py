@@ -151,6 +151,18 @@ class PodInfo:
         self.problems = tuple(problems)
         self.ports = host_ports(pod)
 
+    def assigned(self, node_name: str) -> PodInfo:
+        """A PodInfo of a copy of the pod with spec.nodeName set (the assumed pod). What is
+        derived from the pod does not depend on its node, so it is shared, not derived again."""
+        pod = core_pb2.Pod()
+        pod.CopyFrom(self.pod)
+        pod.spec.node_name = node_name
+        out = PodInfo.__new__(PodInfo)
+        for name in PodInfo.__slots__:
+            setattr(out, name, getattr(self, name))
+        out.pod = pod
+        return out
+
     @property
     def key(self) -> str:
         return f"{self.pod.metadata.namespace}/{self.pod.metadata.name}"
