@@ -75,6 +75,8 @@ def balanced_resource_score(requested: Sequence[int], allocatable: Sequence[int]
 def balanced_resource_score_v(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
     """balanced_resource_score per row, with the same float operations in the same order."""
     n, cols = requested.shape
+    if cols == 2:
+        return _balanced_two(requested, allocatable)
     count = np.zeros(n, dtype=np.int64)
     total = np.zeros(n, dtype=np.float64)
     first = np.zeros(n, dtype=np.float64)
@@ -103,6 +105,17 @@ def balanced_resource_score_v(requested: np.ndarray, allocatable: np.ndarray) ->
             d = fr[:, j] - mean
             acc = np.where(valid[:, j], acc + d * d, acc)
         std = np.where(many, np.sqrt(acc / k), std)
+    return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+
+
+def _balanced_two(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+    """balanced_resource_score_v for two resources (the default cpu, memory): the standard
+    deviation of two fractions is |f0 - f1| / 2, or 0 unless both resources are scored."""
+    valid = allocatable != 0
+    safe = np.where(valid, allocatable, 1).astype(np.float64)
+    f = requested.astype(np.float64) / safe
+    f = np.where(f > 1, 1.0, f)
+    std = np.where(valid[:, 0] & valid[:, 1], np.abs((f[:, 0] - f[:, 1]) / 2), 0.0)
     return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
 
 
