@@ -170,6 +170,10 @@ class ScheduleOne:
     async def loop(self) -> None:
         """Pop and schedule pods until the queue is closed."""
         while True:
+            # One turn of the event loop per pod: with pods queued, pop() and the cycle
+            # never wait, and the informers (nodes arriving, binds confirmed) and binding
+            # cycles would only run when the binding slots are all taken.
+            await asyncio.sleep(0)
             qpi = await self.queue.pop()
             if qpi is None:
                 return
