@@ -40,6 +40,14 @@ def _pod_of(pod: core_pb2.Pod | PodInfo) -> core_pb2.Pod:
     return pod.pod if isinstance(pod, PodInfo) else pod
 
 
+def _pod_info(pod: core_pb2.Pod | PodInfo, state: _PodState | None) -> PodInfo:
+    """`pod` as a PodInfo, sharing what the cached version derived when it still applies
+    (an informer's copy of an assumed pod, a status update)."""
+    if isinstance(pod, PodInfo):
+        return pod
+    return PodInfo(pod) if state is None else state.pod_info.updated(pod)
+
+
 def _cache_key(pod: core_pb2.Pod) -> str:
     """The UID, as upstream's GetPodKey; namespace/name only for UID-less test objects."""
     return pod.metadata.uid or f"{pod.metadata.namespace}/{pod.metadata.name}"
@@ -226,12 +234,13 @@ class Cache:
     def add_pod(self, pod: core_pb2.Pod | PodInfo) -> None:
         """An assigned pod from the informer: confirms an assumed pod, or adds a pod bound by
         someone else (or before this scheduler started)."""
-        pi = pod if isinstance(pod, PodInfo) else PodInfo(pod)
-        key = _cache_key(pi.pod)
-        if not pi.pod.spec.node_name:
+        p = _pod_of(pod)
+        key = _cache_key(p)
+        if not p.spec.node_name:
             raise CacheError(f"pod {key} is not assigned to a node")
         with self._lock:
             state = self._pod_states.get(key)
+            pi = _pod_info(pod, state)
             if state is None:
                 self._add_pod(pi, assumed=False)
             elif key in self._assumed:
@@ -242,10 +251,10 @@ class Cache:
 
     def update_pod(self, old: core_pb2.Pod | PodInfo, new: core_pb2.Pod | PodInfo) -> None:
         """An informer update of an added pod (labels, resources resized, …)."""
-        new_pi = new if isinstance(new, PodInfo) else PodInfo(new)
         key = _cache_key(_pod_of(old))
         with self._lock:
             state = self._pod_states.get(key)
+            new_pi = _pod_info(new, state)
             if state is None:
                 raise CacheError(f"pod {key} is not in the cache, so cannot be updated")
             # An assumed pod gets an Add event before any Update.

@@ -7,6 +7,8 @@ node-local filter plugins in its profile — the outcome on a node is a function
 pod's scheduling signature and that NodeInfo's generation (bumped on every change to the
 node or its pods). So it is cached under (signature, node) and reused while the
 generation is unchanged; any change to the node makes the entry stale by construction.
+Verdicts are kept per snapshot row (arrays beside the snapshot's `row_gen`), so a cycle
+looks up all of its candidate rows at once.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 
+import numpy as np
+
 from protos.kubera.v1 import core_pb2
-from services.scheduler.framework.status import Status
+from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import PodInfo
 
 #: Filter plugins whose verdict needs nothing beyond the pod and the node (for an eligible
@@ -66,20 +70,67 @@ def eligible(
     )
 
 
+class Verdicts:
+    """One signature's Filter verdicts per snapshot row: the NodeInfo generation each was
+    computed at (-1: none) and the verdict (0: the node passes; k > 0: `statuses[k]`).
+    Valid for one snapshot layout (`Snapshot.layout_version`): rows renumbered, it starts
+    over."""
+
+    __slots__ = ("layout", "gen", "verdict", "statuses", "_ids")
+
+    def __init__(self, layout: int, n: int) -> None:
+        self.layout = layout
+        self.gen = np.full(n, -1, dtype=np.int64)
+        self.verdict = np.zeros(n, dtype=np.int32)
+        self.statuses: list[Status] = [Status.success()]
+        self._ids: dict[Status, int] = {}
+
+    def hits(self, rows: np.ndarray, row_gen: np.ndarray) -> np.ndarray:
+        """bool aligned with `rows`: a verdict computed at the row's current generation."""
+        return self.gen[rows] == row_gen[rows]
+
+    def store(
+        self,
+        rows: np.ndarray,
+        row_gen: np.ndarray,
+        ok: np.ndarray,
+        rejected: dict[int, Status],
+    ) -> None:
+        """Remember the verdicts of `rows` (ok, aligned with rows; position -> Status of
+        the others). An Error says nothing about the node: not remembered."""
+        keep = np.ones(len(rows), dtype=bool)
+        verdict = np.zeros(len(rows), dtype=np.int32)
+        for j, st in rejected.items():
+            if st.code == Code.ERROR:
+                keep[j] = False
+                continue
+            k = self._ids.get(st)
+            if k is None:
+                k = self._ids[st] = len(self.statuses)
+                self.statuses.append(st)
+            verdict[j] = k
+        if not keep.all():
+            rows, verdict = rows[keep], verdict[keep]
+        self.gen[rows] = row_gen[rows]
+        self.verdict[rows] = verdict
+
+
 class EquivalenceCache:
-    """signature → node name → (node generation, filter Status); at most `max_classes`
-    signatures, least recently used dropped first."""
+    """signature → Verdicts; at most `max_classes` signatures, least recently used dropped
+    first."""
 
     def __init__(self, max_classes: int = 256) -> None:
         self._max = max_classes
-        self._classes: OrderedDict[bytes, dict[str, tuple[int, Status]]] = OrderedDict()
+        self._classes: OrderedDict[bytes, Verdicts] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
-    def entries(self, sig: bytes) -> dict[str, tuple[int, Status]]:
+    def entries(self, sig: bytes, layout: int, n: int) -> Verdicts:
+        """The verdicts of `sig` for a snapshot of `n` rows at layout `layout` (empty when
+        the layout changed since they were stored)."""
         d = self._classes.pop(sig, None)
-        if d is None:
-            d = {}
+        if d is None or d.layout != layout or len(d.gen) != n:
+            d = Verdicts(layout, n)
         self._classes[sig] = d
         while len(self._classes) > self._max:
             self._classes.popitem(last=False)

@@ -30,6 +30,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from protos.kubera.v1 import core_pb2
 from services.api.errors import (
     AllocationConflictError,
@@ -37,15 +39,15 @@ from services.api.errors import (
     PreconditionError,
 )
 from services.clock import Clock
-from services.scheduler import config as config_mod
 from services.scheduler import equivalence, nomination
 from services.scheduler.cache import Cache
 from services.scheduler.failure_report import FailureReporter
+from services.scheduler.feasible import Feasible, FilterError, find_feasible
 from services.scheduler.framework.interface import PreFilterResult
 from services.scheduler.framework.nominator import Nominator
 from services.scheduler.framework.runtime import Framework
 from services.scheduler.framework.status import Code, Status
-from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueuedPodInfo
+from services.scheduler.framework.types import CycleState, PodInfo, QueuedPodInfo
 from services.scheduler.metrics import SchedulerMetrics
 from services.scheduler.omega import OmegaStats
 from services.scheduler.preemption import set_nominated_node_name
@@ -69,15 +71,6 @@ class InvalidPodError(Exception):
     def __init__(self, problems: tuple[str, ...]) -> None:
         self.problems = problems
         super().__init__("invalid pod: " + "; ".join(problems))
-
-
-class FilterError(Exception):
-    """A Filter plugin answered Error (or raised) for some node: the attempt is an Error."""
-
-    def __init__(self, status: Status) -> None:
-        self.status = status
-        where = f"running Filter plugin {status.plugin!r}: " if status.plugin else ""
-        super().__init__(where + status.message)
 
 
 class FitError(Exception):
@@ -187,6 +180,10 @@ class ScheduleOne:
         """Pop and schedule pods until the queue is closed."""
         yielded = time.perf_counter()
         while True:
+            # One turn of the event loop per pod: with pods queued, pop() and the cycle
+            # never wait, and the informers (nodes arriving, binds confirmed) and binding
+            # cycles would only run when the binding slots are all taken.
+            await asyncio.sleep(0)
             qpi = await self.queue.pop()
             if qpi is None:
                 return
@@ -254,10 +251,8 @@ class ScheduleOne:
             self._fail(fwk, qpi, cycle, attempt, str(e), Status.as_error(e), set(), start)
             return
         attempt.node = result.node
-        assumed = core_pb2.Pod()
-        assumed.CopyFrom(pod)
-        assumed.spec.node_name = result.node
-        assumed_info = PodInfo(assumed)
+        assumed_info = qpi.pod_info.assigned(result.node)
+        assumed = assumed_info.pod
         try:
             self.cache.assume_pod(assumed_info)
             self.nominator.delete(pod.metadata.uid)
@@ -375,7 +370,8 @@ class ScheduleOne:
     async def _schedule_pod(
         self, fwk: Framework, state: CycleState, pi: PodInfo, attempt: Attempt
     ) -> ScheduleResult:
-        nodes = self.snapshot.list()
+        snap = self.snapshot
+        nodes = snap.list()
         attempt.nodes_total = len(nodes)
         if not nodes:
             raise FitError(0, {}, "no nodes available to schedule pods")
@@ -385,148 +381,85 @@ class ScheduleOne:
                 raise RuntimeError(st.message)
             raise FitError(len(nodes), {n.name: st for n in nodes}, pre_filter_msg=st.message)
         nominated, st = nomination.evaluate_nominated_node(
-            fwk, state, pi, self.snapshot.get, pre_result, self.nominator
+            fwk, state, pi, snap.get, pre_result, self.nominator
         )
         if st.code == Code.ERROR:
             raise FilterError(st)
         if nominated is not None:
             attempt.nodes_evaluated = attempt.nodes_feasible = 1
             return ScheduleResult(nominated.name, 1, 1)
-        feasible, statuses = self._find_feasible(fwk, state, pi, nodes, pre_result)
-        attempt.nodes_evaluated = len(statuses) + len(feasible)
-        attempt.nodes_feasible = len(feasible)
-        if not feasible:
+        found = self._find_feasible(fwk, state, pi, pre_result)
+        rows, statuses = found.rows, found.statuses
+        attempt.nodes_evaluated = len(statuses) + len(rows)
+        attempt.nodes_feasible = len(rows)
+        if not len(rows):
             attempt.record_rejections(statuses)
             raise FitError(len(nodes), statuses)
         if statuses:
             attempt.record_rejections(statuses)
-        if len(feasible) == 1:
-            return ScheduleResult(feasible[0].name, attempt.nodes_evaluated, 1)
+        if len(rows) == 1:
+            return ScheduleResult(nodes[rows[0]].name, attempt.nodes_evaluated, 1)
+        feasible = [nodes[r] for r in rows.tolist()]
         st = fwk.run_pre_score(state, pi, feasible)
         if not st.is_success():
             raise RuntimeError(st.message)
-        totals, by_plugin = fwk.run_score(state, pi, feasible)
+        totals, by_plugin = fwk.run_score_rows(state, pi, snap, rows, feasible)
         best = self._select_host(totals)
-        ranked = sorted(totals.items(), key=lambda kv: -kv[1])[:TOP_SCORES]
+        # the highest totals, ties in the order the nodes were found (a stable sort)
+        ranked = np.argsort(-totals, kind="stable")[:TOP_SCORES].tolist()
         attempt.top_scores = [
-            ScoredNode(n, s, {p: scores.get(n, 0) for p, scores in by_plugin.items()})
-            for n, s in ranked
+            ScoredNode(
+                feasible[i].name,
+                int(totals[i]),
+                {p: int(scores[i]) for p, scores in by_plugin.items()},
+            )
+            for i in ranked
         ]
-        return ScheduleResult(best, attempt.nodes_evaluated, len(feasible))
+        return ScheduleResult(feasible[best].name, attempt.nodes_evaluated, len(rows))
 
     def _find_feasible(
         self,
         fwk: Framework,
         state: CycleState,
         pi: PodInfo,
-        nodes: list[NodeInfo],
         pre_result: PreFilterResult | None,
-    ) -> tuple[list[NodeInfo], dict[str, Status]]:
+    ) -> Feasible:
         """Filter nodes from a rotating start until enough feasible ones are found
-        (percentageOfNodesToScore), as upstream's findNodesThatPassFilters."""
-        statuses: dict[str, Status] = {}
-        if pre_result is not None and pre_result.node_names is not None:
-            allowed = pre_result.node_names
-            candidates = [n for n in nodes if n.name in allowed]
-            for n in nodes:
-                if n.name not in allowed:
-                    statuses[n.name] = Status.unresolvable(
-                        "node(s) didn't satisfy plugin(s) [PreFilter]"
-                    )
-        else:
-            candidates = nodes
+        (percentageOfNodesToScore), as upstream's findNodesThatPassFilters (feasible.py)."""
+        snap = self.snapshot
         pct = fwk.percentage_of_nodes_to_score
         if pct is None:
             pct = self.percentage_of_nodes_to_score
-        want = config_mod.num_feasible_nodes_to_find(pct, len(candidates))
-        total = len(candidates)
-        if total == 0:
-            return [], statuses
-        start = self._next_start_node % total
-        ordered = list(candidates[start:]) + list(candidates[:start])
-        feasible: list[NodeInfo] = []
-        processed = 0
-        chunk = max(want, 64)
-        reuse = self.equivalence is not None and equivalence.eligible(
+        known = None
+        eq = self.equivalence
+        if eq is not None and equivalence.eligible(
             pi,
             fwk.list_plugins().get("filter", ()),
-            bool(self.snapshot.have_pods_with_required_anti_affinity()),
+            bool(snap.have_pods_with_required_anti_affinity()),
+        ):
+            known = eq.entries(equivalence.signature(pi.pod), snap.layout_version, snap.num_nodes())
+        found = find_feasible(
+            fwk,
+            state,
+            pi,
+            snap,
+            pre_result,
+            percentage=pct,
+            start=self._next_start_node,
+            nominator=self.nominator,
+            known=known,
+            eq=eq,
         )
-        known = (
-            self.equivalence.entries(equivalence.signature(pi.pod))
-            if reuse and self.equivalence
-            else None
-        )
-        while processed < total and len(feasible) < want:
-            batch = ordered[processed : processed + chunk]
-            results = self._filter(fwk, state, pi, batch, known)
-            for st in results:
-                if st.code == Code.ERROR:
-                    # upstream findNodesThatPassFilters: an Error aborts the attempt
-                    raise FilterError(st)
-            for ni, st in zip(batch, results, strict=True):
-                processed += 1
-                if st.is_success() and len(self.nominator):
-                    st = self._with_nominated(fwk, state, pi, ni)
-                if st.is_success():
-                    feasible.append(ni)
-                    if len(feasible) >= want:
-                        break
-                else:
-                    statuses[ni.name] = st
-        self._next_start_node = (self._next_start_node + processed) % max(len(nodes), 1)
-        return feasible, statuses
+        self._next_start_node = (self._next_start_node + found.processed) % max(snap.num_nodes(), 1)
+        return found
 
-    def _filter(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        pi: PodInfo,
-        batch: list[NodeInfo],
-        known: dict[str, tuple[int, Status]] | None,
-    ) -> list[Status]:
-        """run_filter_batch, answering from the equivalence cache where a node's generation
-        is the one its verdict was computed at."""
-        if known is None:
-            return fwk.run_filter_batch(state, pi, batch)
-        results: list[Status | None] = [None] * len(batch)
-        todo: list[int] = []
-        for i, ni in enumerate(batch):
-            hit = known.get(ni.name)
-            if hit is not None and hit[0] == ni.generation:
-                results[i] = hit[1]
-            else:
-                todo.append(i)
-        assert self.equivalence is not None
-        self.equivalence.hits += len(batch) - len(todo)
-        self.equivalence.misses += len(todo)
-        if todo:
-            fresh = fwk.run_filter_batch(state, pi, [batch[i] for i in todo])
-            for i, st in zip(todo, fresh, strict=True):
-                results[i] = st
-                if st.code != Code.ERROR:  # an error says nothing about the node
-                    known[batch[i].name] = (batch[i].generation, st)
-        return results  # type: ignore[return-value]
-
-    def _with_nominated(
-        self, fwk: Framework, state: CycleState, pi: PodInfo, ni: NodeInfo
-    ) -> Status:
-        st = nomination.with_nominated_pods(fwk, state, pi, ni, self.nominator)
-        if st.code == Code.ERROR:
-            raise FilterError(st)
-        return st
-
-    def _select_host(self, totals: dict[str, int]) -> str:
-        """The highest total; ties broken uniformly at random (reservoir sampling)."""
-        best, best_score, seen = "", -1, 0
-        for name, score in totals.items():
-            if score > best_score:
-                best, best_score, seen = name, score, 1
-            elif score == best_score:
-                seen += 1
-                if self.rng.randrange(seen) == 0:
-                    best = name
-        return best
+    def _select_host(self, totals: np.ndarray) -> int:
+        """The position of the highest total; ties broken uniformly at random, with one
+        draw per tie set."""
+        ties = np.flatnonzero(totals == totals.max())
+        if len(ties) == 1:
+            return int(ties[0])
+        return int(ties[self.rng.randrange(len(ties))])
 
     async def _run_post_filter(
         self,

@@ -7,7 +7,7 @@ read-only otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -82,6 +82,13 @@ class Snapshot:
         """The row of `name` in the arrays and its position in `list()`; KeyError if absent."""
         return self._index[name]
 
+    def rows_of(self, names: Iterable[str]) -> Int64Array:
+        """The rows of those of `names` that are listed, ascending (i.e. in `list()` order)."""
+        index = self._index
+        rows = [r for name in names if (r := index.get(name)) is not None]
+        rows.sort()
+        return np.array(rows, dtype=np.int64)
+
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         """The namespace's labels, or None when the Namespace informer has not seen it."""
         return self._namespace_labels.get(namespace)
@@ -103,15 +110,27 @@ class Snapshot:
         self.row_gen[i] = ni.generation
 
     def _rebuild_arrays(self) -> None:
+        """Rows renumbered for a new `list()` order: the row of a node whose NodeInfo
+        generation is the one its old row was written at is moved, not recomputed."""
         infos = self._list
+        n = len(infos)
+        old_index, old_gen = self._index, self.row_gen
+        old_alloc, old_requested, old_non_zero = self.alloc, self.requested, self.non_zero
         self._index = {ni.name: i for i, ni in enumerate(infos)}
-        rows = [_rows(ni) for ni in infos]
-        self.alloc = np.array([r[0] for r in rows], dtype=np.int64).reshape(len(infos), 4)
-        self.requested = np.array([r[1] for r in rows], dtype=np.int64).reshape(len(infos), 4)
-        self.non_zero = np.array([r[2] for r in rows], dtype=np.int64).reshape(len(infos), 2)
-        self.row_gen = np.fromiter(
-            (ni.generation for ni in infos), dtype=np.int64, count=len(infos)
-        )
+        gens = np.fromiter((ni.generation for ni in infos), dtype=np.int64, count=n)
+        src = np.fromiter((old_index.get(ni.name, -1) for ni in infos), dtype=np.int64, count=n)
+        reuse = src >= 0
+        reuse[reuse] = old_gen[src[reuse]] == gens[reuse]
+        self.alloc = np.zeros((n, 4), dtype=np.int64)
+        self.requested = np.zeros((n, 4), dtype=np.int64)
+        self.non_zero = np.zeros((n, 2), dtype=np.int64)
+        kept = src[reuse]
+        self.alloc[reuse] = old_alloc[kept]
+        self.requested[reuse] = old_requested[kept]
+        self.non_zero[reuse] = old_non_zero[kept]
+        for i in np.flatnonzero(~reuse).tolist():
+            self.alloc[i], self.requested[i], self.non_zero[i] = _rows(infos[i])
+        self.row_gen = gens
         self.layout_version += 1
 
     def _rebuild_affinity_lists(self) -> None:

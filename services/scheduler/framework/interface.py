@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 from protos.kubera.v1 import core_pb2
 from services.clock import Clock
 from services.scheduler.framework.status import Status
@@ -136,6 +138,41 @@ class BatchFilterPlugin(Protocol):
     def filter_batch(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> list[Status]: ...
+
+
+class FilterRowsPlugin(Protocol):
+    """Optional fast path: Filter over snapshot rows (int64 indexes into `snapshot.list()`,
+    the rows of `snapshot.alloc` and the other per-node arrays). `filter` stays the
+    reference semantics: the framework asks it for the Status of each rejected row."""
+
+    name: str
+
+    def filter_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: np.ndarray
+    ) -> np.ndarray | None:
+        """bool array aligned with `rows`: True where the node passes this plugin. None: not
+        vectorised for this pod; the framework calls `filter` per node."""
+        ...
+
+
+class ScoreRowsPlugin(Protocol):
+    """Optional fast path: Score over snapshot rows (see FilterRowsPlugin)."""
+
+    name: str
+
+    def score_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: np.ndarray
+    ) -> np.ndarray | None:
+        """int64 raw scores aligned with `rows` (before NormalizeScore); None: the framework
+        calls `score` per node."""
+        ...
+
+    def normalize_rows(
+        self, state: CycleState, pod_info: PodInfo, scores: np.ndarray
+    ) -> np.ndarray:
+        """Optional, with NormalizeScore only: normalize_score's vector form (the normalized
+        int64 array); without it the framework goes through NodeScore lists."""
+        ...
 
 
 @runtime_checkable

@@ -42,6 +42,8 @@ class MetricsRecorder:
         self.profile_name = profile_name
         self._histogram = getattr(metrics, "framework_extension_point_duration_seconds", None)
         self.timer = timer
+        #: (point, code) -> the histogram's child (labels() resolved once, not per cycle).
+        self._children: dict[tuple[str, Code], Any] = {}
 
     @property
     def enabled(self) -> bool:
@@ -51,6 +53,10 @@ class MetricsRecorder:
         """Record that `point` ended with `status`, `start` being a `timer()` reading."""
         if self._histogram is None:
             return
-        self._histogram.labels(
-            extension_point=point, status=code_label(status.code), profile=self.profile_name
-        ).observe(self.timer() - start)
+        key = (point, status.code)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self._histogram.labels(
+                extension_point=point, status=code_label(status.code), profile=self.profile_name
+            )
+        child.observe(self.timer() - start)

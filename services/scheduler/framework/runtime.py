@@ -9,6 +9,9 @@ scheduler's handle. Semantics kept from upstream:
   intersection of PreFilterResults is UnschedulableAndUnresolvable.
 - Filter: plugins in order, the first rejection wins and names its plugin; a status that is
   neither Success nor a rejection is an Error.
+- Filter and Score over snapshot rows (int64 indexes into `snapshot.list()`) for the
+  scheduling cycle: plugins with `filter_rows` / `score_rows` run vectorised, the others
+  per node on the NodeInfos of the rows (filtering.py, scoring.py).
 - Score: per plugin, Score (or `score_batch`) -> NormalizeScore -> must lie in [0, 100] ->
   times the plugin's weight; the total is the sum.
 - Reserve in order, Unreserve in reverse order, always all of them.
@@ -31,16 +34,18 @@ extension point durations (metrics_recorder.py) own their state.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
 
 from protos.kubera.v1 import core_pb2
 from services.clock import Clock
 from services.scheduler import registry as reg
 from services.scheduler.framework import filtering, scoring
+from services.scheduler.framework.instantiate import instantiate
 from services.scheduler.framework.interface import (
     BindPlugin,
     Handle,
@@ -93,6 +98,7 @@ if TYPE_CHECKING:
     from services.scheduler.config import Profile
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 #: The longest a Permit plugin may make a pod wait (upstream maxTimeout).
 MAX_PERMIT_TIMEOUT = 15 * 60.0
@@ -139,7 +145,8 @@ class Framework:
                 if entry.name not in needed:
                     needed.append(entry.name)
         self.plugins: dict[str, Any] = {
-            name: self._instantiate(name, registry, profile.plugin_config) for name in needed
+            name: instantiate(self.profile_name, name, registry, profile.plugin_config, handle)
+            for name in needed
         }
         #: point -> [(name, plugin)], in order.
         self._at: dict[str, list[tuple[str, Any]]] = {}
@@ -176,42 +183,6 @@ class Framework:
         #: The activeQ's order: less(a, b) is True when a pops before b.
         self.queue_sort_less: Callable[[QueuedPodInfo, QueuedPodInfo], bool] = qs.less
         self.pre_enqueue_plugins: list[PreEnqueuePlugin] = [p for _, p in self._at[reg.PRE_ENQUEUE]]
-
-    def _instantiate(
-        self, name: str, registry: Mapping[str, PluginSpec], plugin_config: Mapping[str, Any]
-    ) -> Any:
-        spec = registry.get(name)
-        if spec is None:
-            raise ValueError(f"profile {self.profile_name!r}: plugin {name!r} is not registered")
-        args = plugin_config.get(name)
-        if args is None and spec.args_type is not None:
-            args = spec.args_type()
-        elif isinstance(args, Mapping) and spec.args_type is not None:
-            args = self._typed_args(name, spec.args_type, args)
-        try:
-            plugin = spec.factory(args, self.handle)
-        except Exception as e:  # noqa: BLE001 - reported with the plugin's name
-            raise ValueError(f"initializing plugin {name!r}: {e}") from e
-        got = getattr(plugin, "name", None)
-        if got != name:
-            raise ValueError(f"plugin registered as {name!r} calls itself {got!r}")
-        return plugin
-
-    @staticmethod
-    def _typed_args(name: str, args_type: type, raw: Mapping[str, Any]) -> Any:
-        """Config read while the plugin module was missing keeps a dict: type it now."""
-        from services.scheduler.config import build_dataclass  # config imports the registry
-
-        from_dict = getattr(args_type, "from_dict", None)
-        if callable(from_dict):
-            return from_dict(raw)
-        if dataclasses.is_dataclass(args_type):
-            errs: list[Any] = []
-            args = build_dataclass(args_type, dict(raw), f"{name}.args", errs)
-            if errs:
-                raise ValueError("; ".join(map(str, errs)))
-            return args
-        return args_type(**raw)
 
     # -------------------------------------------------------------- introspection
     def list_plugins(self) -> dict[str, list[str]]:
@@ -318,17 +289,34 @@ class Framework:
     ) -> list[Status]:
         """run_filter for many nodes (filtering.run_filter_batch). One Status per node."""
         start = self._rec.timer()
-        n = len(nodes)
         statuses, alive = filtering.run_filter_batch(self._at[reg.FILTER], state, pod_info, nodes)
         if self._rec.enabled:
-            if any(s.code == Code.ERROR for s in statuses):
-                summary = Status(Code.ERROR)
-            elif alive or not n:
-                summary = Status.success()
-            else:
-                summary = Status(Code.UNSCHEDULABLE)
-            self._rec.observe(EP_FILTER, summary, start)
+            errored = any(s.code == Code.ERROR for s in statuses)
+            self._observe_filter(errored, alive or not nodes, start)
         return statuses
+
+    def run_filter_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: np.ndarray
+    ) -> tuple[np.ndarray, dict[int, Status]]:
+        """run_filter for the snapshot's rows `rows` (filtering.run_filter_rows): (passed,
+        aligned with rows; position in rows -> Status of each position that did not)."""
+        start = self._rec.timer()
+        ok, rejected = filtering.run_filter_rows(
+            self._at[reg.FILTER], state, pod_info, snapshot, snapshot.list(), rows
+        )
+        if self._rec.enabled:
+            errored = any(s.code == Code.ERROR for s in rejected.values())
+            self._observe_filter(errored, bool(ok.any()) or not len(rows), start)
+        return ok, rejected
+
+    def _observe_filter(self, errored: bool, feasible: bool, start: float) -> None:
+        if errored:
+            summary = Status(Code.ERROR)
+        elif feasible:
+            summary = Status.success()
+        else:
+            summary = Status(Code.UNSCHEDULABLE)
+        self._rec.observe(EP_FILTER, summary, start)
 
     # ---------------------------------------------------------------- PostFilter
     async def run_post_filter(
@@ -400,12 +388,25 @@ class Framework:
         Per plugin: Score (or `score_batch(state, pod_info, nodes) -> (scores, Status)` when
         the plugin has it), NormalizeScore, a [0, 100] check, times the weight. Plugins whose
         PreScore returned Skip are left out. Raises FrameworkError on an Error."""
+        return self._timed_score(scoring.run_score, state, pod_info, nodes)
+
+    def run_score_rows(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        snapshot: Any,
+        rows: np.ndarray,
+        nodes: Sequence[NodeInfo],
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """run_score over the snapshot's rows `rows` (`nodes`: their NodeInfos): (total per
+        row, plugin -> its weighted score per row), int64 arrays (scoring.run_score_rows)."""
+        return self._timed_score(scoring.run_score_rows, state, pod_info, snapshot, rows, nodes)
+
+    def _timed_score(self, runner: Callable[..., _T], *args: Any) -> _T:
         start = self._rec.timer()
         status = Status.success()
         try:
-            return scoring.run_score(
-                self._at[reg.SCORE], self.score_weights, state, pod_info, nodes
-            )
+            return runner(self._at[reg.SCORE], self.score_weights, *args)
         except FrameworkError as e:
             status = e.status
             raise

@@ -151,6 +151,33 @@ class PodInfo:
         self.problems = tuple(problems)
         self.ports = host_ports(pod)
 
+    def assigned(self, node_name: str) -> PodInfo:
+        """A PodInfo of a copy of the pod with spec.nodeName set (the assumed pod). What is
+        derived from the pod does not depend on its node, so it is shared, not derived again."""
+        pod = core_pb2.Pod()
+        pod.CopyFrom(self.pod)
+        pod.spec.node_name = node_name
+        return self._with_pod(pod)
+
+    def updated(self, pod: core_pb2.Pod) -> PodInfo:
+        """A PodInfo of `pod`, a newer version of this one's pod: what was derived is shared
+        when everything it is derived from (spec, namespace, labels) is unchanged."""
+        old = self.pod.metadata
+        if (
+            pod.spec == self.pod.spec
+            and pod.metadata.namespace == old.namespace
+            and dict(pod.metadata.labels) == dict(old.labels)
+        ):
+            return self._with_pod(pod)
+        return PodInfo(pod)
+
+    def _with_pod(self, pod: core_pb2.Pod) -> PodInfo:
+        out = PodInfo.__new__(PodInfo)
+        for name in PodInfo.__slots__:
+            setattr(out, name, getattr(self, name))
+        out.pod = pod
+        return out
+
     @property
     def key(self) -> str:
         return f"{self.pod.metadata.namespace}/{self.pod.metadata.name}"

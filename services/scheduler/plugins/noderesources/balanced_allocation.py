@@ -21,11 +21,12 @@ from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
 from services.scheduler.plugins.noderesources.resource_allocation import (
     ResourceAllocationScorer,
     ResourceSpec,
-    RowIndex,
     default_resources,
     defaulted,
+    has_arrays,
     pod_score_requests,
     resources_from,
+    score_batch,
 )
 
 NAME = "NodeResourcesBalancedAllocation"
@@ -74,6 +75,8 @@ def balanced_resource_score(requested: Sequence[int], allocatable: Sequence[int]
 def balanced_resource_score_v(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
     """balanced_resource_score per row, with the same float operations in the same order."""
     n, cols = requested.shape
+    if cols == 2:
+        return _balanced_two(requested, allocatable)
     count = np.zeros(n, dtype=np.int64)
     total = np.zeros(n, dtype=np.float64)
     first = np.zeros(n, dtype=np.float64)
@@ -105,8 +108,20 @@ def balanced_resource_score_v(requested: np.ndarray, allocatable: np.ndarray) ->
     return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
 
 
+def _balanced_two(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+    """balanced_resource_score_v for two resources (the default cpu, memory): the standard
+    deviation of two fractions is |f0 - f1| / 2, or 0 unless both resources are scored."""
+    valid = allocatable != 0
+    safe = np.where(valid, allocatable, 1).astype(np.float64)
+    f = requested.astype(np.float64) / safe
+    f = np.where(f > 1, 1.0, f)
+    std = np.where(valid[:, 0] & valid[:, 1], np.abs((f[:, 0] - f[:, 1]) / 2), 0.0)
+    return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+
+
 class BalancedAllocation(ResourceAllocationScorer):
-    """NodeResourcesBalancedAllocation: PreScorePlugin, ScorePlugin (+ `score_batch`)."""
+    """NodeResourcesBalancedAllocation: PreScorePlugin, ScorePlugin (+ `score_rows`,
+    `score_batch`)."""
 
     name = NAME
     #: The module's NAME / Args / new contract, carried by the class as well (as it was when
@@ -120,7 +135,6 @@ class BalancedAllocation(ResourceAllocationScorer):
 
     def __init__(self, args: BalancedAllocationArgs, handle: Any) -> None:
         self.handle = handle
-        self._row_index = RowIndex()
         self.resources = defaulted(args.resources)
         self.use_requested = True
 
@@ -151,14 +165,23 @@ class BalancedAllocation(ResourceAllocationScorer):
         requested, allocatable = self._vectors(node_info, reqs)
         return balanced_resource_score(requested, allocatable), Status.success()
 
+    def score_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: np.ndarray
+    ) -> np.ndarray | None:
+        """`score` for the snapshot's rows at once (numpy); None without arrays."""
+        if not has_arrays(snapshot):
+            return None
+        reqs = self._pod_reqs(state, pod_info)
+        if reqs is None or not len(rows):
+            return np.zeros(len(rows), dtype=np.int64)
+        requested, allocatable = self._matrices(snapshot, rows, reqs)
+        return balanced_resource_score_v(requested, allocatable)
+
     def score_batch(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[list[int], Status]:
-        reqs = self._pod_reqs(state, pod_info)
-        if reqs is None or not nodes:
-            return [0] * len(nodes), Status.success()
-        requested, allocatable = self._matrices(nodes, reqs)
-        return balanced_resource_score_v(requested, allocatable).tolist(), Status.success()
+        """`score` for every node, through `score_rows` (a loop without arrays)."""
+        return score_batch(self, state, pod_info, nodes)
 
 
 new = BalancedAllocation.new

@@ -2,8 +2,8 @@
 
 Upstream plugins/noderesources/fit.go. Filter rejects a node that lacks a requested resource
 (the arithmetic is in fits_request.py): UnschedulableAndUnresolvable when some request exceeds
-the node's whole allocatable, else Unschedulable. `filter_batch` does the same for many nodes
-at once with numpy over the snapshot's per-node arrays.
+the node's whole allocatable, else Unschedulable. `filter_rows` does the same for snapshot
+rows at once with numpy over the snapshot's per-node arrays (`score_rows` likewise).
 
 Score uses a strategy (strategies.py) over weighted resources (default cpu:1, memory:1), with
 the non-zero requests for cpu and memory (100m / 200Mi for containers that set none).
@@ -46,12 +46,13 @@ from services.scheduler.plugins.noderesources.resource_allocation import (
     COL_PODS,
     ResourceAllocationScorer,
     ResourceSpec,
-    RowIndex,
     default_resources,
     defaulted,
+    has_arrays,
     pod_score_requests,
     resources_from,
-    snapshot_arrays,
+    rows_of,
+    score_batch,
 )
 from services.scheduler.plugins.noderesources.strategies import (
     LEAST_ALLOCATED,
@@ -154,8 +155,8 @@ def _status_for(insufficient: Sequence[InsufficientResource]) -> Status:
 
 
 class Fit(ResourceAllocationScorer):
-    """NodeResourcesFit: PreFilterPlugin, FilterPlugin, BatchFilterPlugin, PreScorePlugin,
-    ScorePlugin, EnqueueExtensions; `score_batch` scores many nodes at once."""
+    """NodeResourcesFit: PreFilterPlugin, FilterPlugin (+ `filter_rows`, `filter_batch`),
+    PreScorePlugin, ScorePlugin (+ `score_rows`, `score_batch`), EnqueueExtensions."""
 
     name = NAME
 
@@ -163,7 +164,6 @@ class Fit(ResourceAllocationScorer):
         validate_fit_args(args)
         ss = args.scoring_strategy
         self.handle = handle
-        self._row_index = RowIndex()
         self.ignored = frozenset(args.ignored_resources)
         self.ignored_groups = frozenset(args.ignored_resource_groups)
         self.resources = defaulted(ss.resources)
@@ -197,71 +197,51 @@ class Fit(ResourceAllocationScorer):
             return Status.success()
         return _status_for(insufficient)
 
+    def filter_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: np.ndarray
+    ) -> np.ndarray | None:
+        """`filter` for the snapshot's rows (True: the node fits), vectorised over the
+        snapshot's arrays. The arrays describe the snapshot's NodeInfos; a caller filtering
+        modified copies (e.g. with nominated pods added) must use `filter`. None without
+        arrays or PreFilter state (then `filter` answers per node)."""
+        req = self._request(state)
+        if req is None or not has_arrays(snapshot):
+            return None
+        alloc = snapshot.alloc[rows]
+        used = snapshot.requested[rows]
+        bad = used[:, COL_PODS] + 1 > alloc[:, COL_PODS]
+        if requests_nothing(req):
+            return ~bad
+        for col, q in (
+            (COL_CPU, req.milli_cpu),
+            (COL_MEMORY, req.memory),
+            (COL_EPHEMERAL, req.ephemeral_storage),
+        ):
+            if q > 0:
+                bad |= q > alloc[:, col] - used[:, col]
+        scalars = checked_scalars(req, self.ignored, self.ignored_groups)
+        if scalars:
+            # Extended resources are not in the arrays: checked per node.
+            infos = snapshot.list()
+            for j, row in enumerate(rows.tolist()):
+                a, r = infos[row].allocatable.scalar, infos[row].requested.scalar
+                if any(q > a.get(name, 0) - r.get(name, 0) for name, q in scalars):
+                    bad[j] = True
+        return ~bad
+
     def filter_batch(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> list[Status]:
-        """`filter` for every node, vectorised over the snapshot's arrays.
-
-        The arrays describe the snapshot's NodeInfos; a caller filtering modified copies
-        (e.g. with nominated pods added) must use `filter`. Without arrays this is a loop."""
-        req = self._request(state)
-        if req is None:
-            return [self._missing_state()] * len(nodes)
-        arrays = snapshot_arrays(self.handle, nodes, self._row_index)
-        if arrays is None:
+        """`filter` for every node: `filter_rows` over the nodes' snapshot rows, `filter`
+        for the reasons of the rejected ones (a loop without arrays)."""
+        found = rows_of(self.handle, nodes)
+        ok = None if found is None else self.filter_rows(state, pod_info, *found)
+        if ok is None:
             return [self.filter(state, pod_info, ni) for ni in nodes]
-        a_all, r_all, idx, _ = arrays
-        alloc = a_all[idx]
-        used = r_all[idx]
-        n = len(nodes)
-        checks: list[tuple[np.ndarray, np.ndarray | None, str]] = [
-            (used[:, COL_PODS] + 1 > alloc[:, COL_PODS], None, "Too many pods")
-        ]
-        scalars: list[tuple[str, int]] = []
-        if not requests_nothing(req):
-            for col, q, reason in (
-                (COL_CPU, req.milli_cpu, "Insufficient cpu"),
-                (COL_MEMORY, req.memory, "Insufficient memory"),
-                (COL_EPHEMERAL, req.ephemeral_storage, "Insufficient ephemeral-storage"),
-            ):
-                if q > 0:
-                    a = alloc[:, col]
-                    checks.append((q > a - used[:, col], q > a, reason))
-            scalars = checked_scalars(req, self.ignored, self.ignored_groups)
-        bad = np.zeros(n, dtype=bool)
-        for short, _, _ in checks:
-            bad |= short
-        if scalars:
-            # Extended resources are not in the arrays: check them per node.
-            scalar_short = [
-                [
-                    (name, q > ni.allocatable.scalar.get(name, 0))
-                    for name, q in scalars
-                    if q > ni.allocatable.scalar.get(name, 0) - ni.requested.scalar.get(name, 0)
-                ]
-                for ni in nodes
-            ]
-            bad |= np.fromiter((bool(s) for s in scalar_short), dtype=bool, count=n)
         success = Status.success()
-        out: list[Status] = [success] * n
-        cache: dict[tuple[Code, tuple[str, ...]], Status] = {}
-        for i in np.flatnonzero(bad).tolist():
-            reasons: list[str] = []
-            unresolvable = False
-            for short, unres, reason in checks:
-                if short[i]:
-                    reasons.append(reason)
-                    unresolvable = unresolvable or bool(unres is not None and unres[i])
-            if scalars:
-                for name, unres_s in scalar_short[i]:
-                    reasons.append(f"Insufficient {name}")
-                    unresolvable = unresolvable or unres_s
-            code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
-            key = (code, tuple(reasons))
-            status = cache.get(key)
-            if status is None:
-                status = cache[key] = Status(code, key[1], NAME)
-            out[i] = status
+        out: list[Status] = [success] * len(nodes)
+        for i in np.flatnonzero(~ok).tolist():
+            out[i] = self.filter(state, pod_info, nodes[i])
         return out
 
     # ------------------------------------------------------------------- scoring
@@ -281,16 +261,23 @@ class Fit(ResourceAllocationScorer):
         requested, allocatable = self._vectors(node_info, self._pod_reqs(state, pod_info))
         return self._scorer.score(requested, allocatable), Status.success()
 
+    def score_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: np.ndarray
+    ) -> np.ndarray | None:
+        """`score` for the snapshot's rows at once (numpy over the snapshot's arrays, and
+        its `non_zero` (N, 2) [milli_cpu, memory] if it has one, else gathered from the
+        NodeInfos); None without arrays."""
+        if not has_arrays(snapshot):
+            return None
+        requested, allocatable = self._matrices(snapshot, rows, self._pod_reqs(state, pod_info))
+        return self._scorer.score_v(requested, allocatable)
+
     def score_batch(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[list[int], Status]:
-        """`score` for every node at once (numpy); equal to `score` node by node. Uses the
-        snapshot's arrays, and its `non_zero` (N, 2) [milli_cpu, memory] if it has
-        one, else gathers from the NodeInfos."""
-        if not nodes:
-            return [], Status.success()
-        requested, allocatable = self._matrices(nodes, self._pod_reqs(state, pod_info))
-        return self._scorer.score_v(requested, allocatable).tolist(), Status.success()
+        """`score` for every node: `score_rows` over the nodes' snapshot rows (a loop
+        without arrays); equal to `score` node by node."""
+        return score_batch(self, state, pod_info, nodes)
 
     # ------------------------------------------------------------------- queueing
     def events_to_register(self) -> list[ClusterEventWithHint]:

@@ -2,9 +2,9 @@
 
 Upstream resource_allocation.go: both plugins score a node from per-resource (allocatable,
 requested) pairs for their configured, weighted resources. This module gathers those pairs,
-from one NodeInfo (`_vectors`) or for many nodes at once from the snapshot's per-node numpy
-arrays (`_matrices`), and holds the `ResourceSpec` argument both plugins' Args list with
-its v1 defaulting (cpu:1, memory:1).
+from one NodeInfo (`_vectors`) or for snapshot rows at once from the snapshot's per-node
+numpy arrays (`_matrices`, read in place: nothing is rebuilt per pod), and holds the
+`ResourceSpec` argument both plugins' Args list with its v1 defaulting (cpu:1, memory:1).
 
 All integer arithmetic follows Go (int64, division truncating toward zero).
 """
@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from services.api.resources import CPU, EPHEMERAL, MAX_AMOUNT, MEMORY, is_scalar_resource
+from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import NodeInfo, PodInfo
 
 #: Columns of the snapshot's per-node arrays (`alloc`, `requested`).
@@ -90,7 +91,6 @@ class ResourceAllocationScorer:
     resources: list[ResourceSpec]
     use_requested: bool
     handle: Any
-    _row_index: RowIndex
 
     def _vectors(self, node_info: NodeInfo, pod_reqs: Sequence[int]) -> tuple[list[int], list[int]]:
         allocs, reqs = [], []
@@ -103,78 +103,81 @@ class ResourceAllocationScorer:
         return reqs, allocs
 
     def _matrices(
-        self, nodes: Sequence[NodeInfo], pod_reqs: Sequence[int]
+        self, snapshot: Any, rows: np.ndarray, pod_reqs: Sequence[int]
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(requested, allocatable) int64 (len(nodes), len(resources)); allocatable 0 marks a
-        resource left out for that node."""
-        n, k = len(nodes), len(self.resources)
+        """(requested, allocatable) int64 (len(rows), len(resources)) for the snapshot's
+        `rows` (`has_arrays(snapshot)`); allocatable 0 marks a resource left out for that
+        node. Columns the arrays lack (extended resources; the non-zero requests of a
+        snapshot without `non_zero`) are gathered from the rows' NodeInfos."""
+        n, k = len(rows), len(self.resources)
         req = np.zeros((n, k), dtype=np.int64)
         alloc = np.zeros((n, k), dtype=np.int64)
-        arrays = snapshot_arrays(self.handle, nodes, self._row_index)
-        non_zero = None
-        if arrays is not None and not self.use_requested:
-            non_zero = getattr(arrays[3], "non_zero", None)
+        a_rows = snapshot.alloc[rows]
+        non_zero = None if self.use_requested else getattr(snapshot, "non_zero", None)
+        r_rows: np.ndarray | None = None
+        nz_rows: np.ndarray | None = None
         for j, (r, q) in enumerate(zip(self.resources, pod_reqs, strict=True)):
             col = _COLUMN.get(r.name)
-            if arrays is not None and col is not None:
-                a_arr, r_arr, idx, _ = arrays
-                base = None
+            base = None
+            if col is not None:
                 if col == COL_EPHEMERAL or self.use_requested:
-                    base = r_arr[idx, col]
+                    if r_rows is None:
+                        r_rows = snapshot.requested[rows]
+                    base = r_rows[:, col]
                 elif non_zero is not None:
-                    base = np.asarray(non_zero)[idx, col]
-                if base is not None:
-                    alloc[:, j] = a_arr[idx, col]
-                    # saturating: base and q are each at most MAX_AMOUNT, their sum may not be
-                    req[:, j] = np.minimum(base, MAX_AMOUNT - q) + q
-                    continue
-            for i, ni in enumerate(nodes):
-                a, rq = allocatable_and_requested(ni, r.name, q, self.use_requested)
+                    if nz_rows is None:
+                        nz_rows = non_zero[rows]
+                    base = nz_rows[:, col]
+            if base is not None:
+                alloc[:, j] = a_rows[:, col]
+                # saturating: base and q are each at most MAX_AMOUNT, their sum may not be
+                req[:, j] = np.minimum(base, MAX_AMOUNT - q) + q
+                continue
+            infos = snapshot.list()
+            for i, row in enumerate(rows.tolist()):
+                a, rq = allocatable_and_requested(infos[row], r.name, q, self.use_requested)
                 alloc[i, j] = min(a, MAX_AMOUNT)
                 req[i, j] = min(rq, MAX_AMOUNT)
         return req, alloc
 
 
-class RowIndex:
-    """Rows of NodeInfos in the snapshot's arrays, remembered by object identity.
-
-    A remembered row is trusted only while `snapshot.list()[row] is node_info`, so a stale
-    entry (a list rebuilt, an id reused) falls back to `index_of(name)`."""
-
-    def __init__(self) -> None:
-        self._rows: dict[int, int] = {}
-
-    def rows(self, listed: Sequence[NodeInfo], index_of: Any, nodes: Sequence[NodeInfo]) -> Any:
-        if nodes is listed:
-            return slice(None)
-        known = self._rows
-        if len(known) > 4 * len(listed) + 1024:
-            known.clear()
-        n = len(listed)
-        out = []
-        for ni in nodes:
-            r = known.get(id(ni))
-            if r is None or r >= n or listed[r] is not ni:
-                r = known[id(ni)] = index_of(ni.name)
-            out.append(r)
-        return np.array(out, dtype=np.int64)
+def has_arrays(snapshot: Any) -> bool:
+    """Whether `snapshot` has the per-node arrays the row methods read: `alloc` and
+    `requested`, int64 (N, 4) [milli_cpu, memory, ephemeral_storage, pods] aligned with
+    `list()` (requested pods = pods on the node), and optionally `non_zero` (N, 2)."""
+    alloc = getattr(snapshot, "alloc", None)
+    return (
+        alloc is not None
+        and getattr(snapshot, "requested", None) is not None
+        and len(snapshot.list()) == alloc.shape[0]
+    )
 
 
-def snapshot_arrays(handle: Any, nodes: Sequence[NodeInfo], row_index: RowIndex) -> Any:
-    """(alloc, requested, row index, snapshot) for `nodes`, or None without arrays.
-
-    The snapshot's `alloc` / `requested` are int64 (N, 4) arrays [milli_cpu, memory,
-    ephemeral_storage, pods] aligned with `snapshot.list()` (requested pods = pods on the
-    node), with `index_of(name)` for the row of a node."""
+def rows_of(handle: Any, nodes: Sequence[NodeInfo]) -> tuple[Any, np.ndarray] | None:
+    """(the handle's snapshot, the rows of `nodes` in it) for the NodeInfo-list forms
+    (filter_batch, score_batch) of the row methods; None without arrays or `index_of`."""
     if handle is None:
         return None
     snap = handle.snapshot()
-    alloc = getattr(snap, "alloc", None)
-    requested = getattr(snap, "requested", None)
     index_of = getattr(snap, "index_of", None)
-    if alloc is None or requested is None or index_of is None:
+    if index_of is None or not has_arrays(snap):
         return None
-    listed = snap.list()
-    if len(listed) != alloc.shape[0]:
-        return None
-    return alloc, requested, row_index.rows(listed, index_of, nodes), snap
+    return snap, np.fromiter((index_of(ni.name) for ni in nodes), dtype=np.int64, count=len(nodes))
+
+
+def score_batch(
+    plugin: Any, state: Any, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+) -> tuple[list[int], Status]:
+    """A plugin's `score` for every node through its `score_rows` over the nodes' snapshot
+    rows; per node without arrays."""
+    found = rows_of(plugin.handle, nodes)
+    scores = None if found is None else plugin.score_rows(state, pod_info, *found)
+    if scores is None:
+        out = []
+        for ni in nodes:
+            s, st = plugin.score(state, pod_info, ni)
+            if not st.is_success():
+                return [], st
+            out.append(s)
+        return out, Status.success()
+    return [int(s) for s in scores.tolist()], Status.success()
