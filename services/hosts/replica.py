@@ -104,7 +104,7 @@ class Replica:
     async def open(self) -> None:
         etcd_host, etcd_port = parse_endpoint(self._etcd)
         # Each relay is recorded as soon as it runs, so close() after a failed open() stops
-        # it too (and empties the list for the next open()).
+        # it too (a Replica is opened once: a retried start makes a new one).
         etcd_relay = await Relay.start(etcd_host, etcd_port)
         self.relays.append(etcd_relay)
         api_relays: list[Relay] = []
@@ -198,7 +198,6 @@ class Replica:
         for r in self.relays:
             with contextlib.suppress(Exception):
                 await r.close()
-        self.relays = []
 
     def health(self) -> dict[str, object]:
         return {

@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import logging
 import random
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,14 +93,6 @@ class FitError(Exception):
 
     def rejecting_plugins(self) -> set[str]:
         return {s.plugin for s in self.statuses.values() if s.plugin}
-
-
-#: The longest the scheduling loop runs cycles back to back, in seconds, before it lets the
-#: other tasks run (the binding cycles it started, which then send their binds together; the
-#: informers). Upstream runs each binding cycle in its own goroutine at once; here they share
-#: one thread with the loop, so without a pause a backlog's binds would wait for the whole
-#: backlog — or for max_binding_tasks cycles — to be scheduled first.
-YIELD_INTERVAL = 0.02
 
 
 @dataclass
@@ -178,11 +169,12 @@ class ScheduleOne:
 
     async def loop(self) -> None:
         """Pop and schedule pods until the queue is closed."""
-        yielded = time.perf_counter()
         while True:
             # One turn of the event loop per pod: with pods queued, pop() and the cycle
             # never wait, and the informers (nodes arriving, binds confirmed) and binding
-            # cycles would only run when the binding slots are all taken.
+            # cycles would only run when the binding slots are all taken. The binding cycle
+            # the previous pod started thus sends its bind at once (the first bind of a
+            # burst, or of a leader's term, waits for nothing).
             await asyncio.sleep(0)
             qpi = await self.queue.pop()
             if qpi is None:
@@ -198,12 +190,6 @@ class ScheduleOne:
                         qpi, self.queue.scheduling_cycle, error=True
                     )
                 self.queue.done(qpi.pod_info.uid)
-            # The binding cycle just started goes out at once when no other is in flight
-            # (the first bind of a burst, or of a leader's term, waits for nothing), and the
-            # others at least every YIELD_INTERVAL, a batch at a time.
-            if len(self._bindings) <= 1 or time.perf_counter() - yielded >= YIELD_INTERVAL:
-                await asyncio.sleep(0)
-                yielded = time.perf_counter()
 
     # -------------------------------------------------------- the cycles
 
