@@ -130,6 +130,30 @@ async def test_an_unavailable_the_apiserver_sends_keeps_the_replica(
         assert client.endpoints.current != first and client.endpoints.failovers == 1
 
 
+async def test_a_call_through_a_relay_to_a_dead_replica_is_sent_to_the_next(
+    replicas: list[Restartable],
+) -> None:
+    """Replicas dial through chaos relays, which accept the TCP connection themselves:
+    when the relay's target refuses, the relay closes the connection before the HTTP/2
+    handshake, which gRPC reports as a failed connect, so a write is still sent on to
+    the next replica without an error, and applied once."""
+    relays = [
+        await Relay.start("127.0.0.1", free_port()),
+        await Relay.start("127.0.0.1", replicas[1].port),
+    ]
+    try:
+        async with Client(",".join(r.address for r in relays), timeout=5) as client:
+            created = await client.create(pod("a"))
+            assert created.metadata.name == "a"  # type: ignore[attr-defined]
+            assert client.endpoints.current == relays[1].address
+            assert client.endpoints.failovers == 1
+            items, _ = await client.list(PODS)
+            assert [p.metadata.name for p in items] == ["a"]  # type: ignore[attr-defined]
+    finally:
+        for relay in relays:
+            await relay.close()
+
+
 async def test_every_replica_down_is_one_error(replicas: list[Restartable]) -> None:
     async with Client(addresses(replicas), timeout=5) as client:
         for r in replicas:
