@@ -223,6 +223,13 @@ class InternalError(ApiError):
 #: that share a status code (Invalid vs BadRequest, Forbidden vs PreconditionFailed).
 REASON_KEY = "kubera-reason"
 
+#: How the message of an UNAVAILABLE the apiserver sends for its storage (etcd
+#: unreachable) begins. It carries no reason (callers see an UnavailableError, as for an
+#: unreachable apiserver), so a client tells it apart from a transport failure by this
+#: prefix: the apiserver answered, so moving to another replica (on the same etcd) helps
+#: nothing (services/client/client.py, `transport_failure`).
+STORAGE_UNAVAILABLE = "storage unavailable"
+
 ERRORS_BY_REASON: dict[str, type[ApiError]] = {
     cls.reason: cls
     for cls in (

@@ -22,7 +22,13 @@ import grpc
 from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
 from services.api import codec
-from services.api.errors import REASON_KEY, ApiError, BadRequestError, RequestTooLargeError
+from services.api.errors import (
+    REASON_KEY,
+    STORAGE_UNAVAILABLE,
+    ApiError,
+    BadRequestError,
+    RequestTooLargeError,
+)
 from services.api.fencing import METADATA_KEY, Fencing
 from services.api.kinds import BY_RESOURCE, Kind
 from services.api.limits import MAX_BATCH_ITEMS
@@ -93,7 +99,7 @@ def _status(e: BaseException) -> tuple[grpc.StatusCode, str, str]:
     if isinstance(e, ApiError):
         return e.code, _clip(e.message), e.reason
     if isinstance(e, StorageUnavailableError):
-        return grpc.StatusCode.UNAVAILABLE, _clip(f"storage unavailable: {e}"), ""
+        return grpc.StatusCode.UNAVAILABLE, _clip(f"{STORAGE_UNAVAILABLE}: {e}"), ""
     if isinstance(e, StorageRequestTooLargeError):
         return grpc.StatusCode.RESOURCE_EXHAUSTED, _clip(str(e)), RequestTooLargeError.reason
     log.error("internal error", exc_info=e)

@@ -184,7 +184,10 @@ class Relay:
                     self.target_host, self.target_port
                 )
             except OSError:
-                return  # the target refuses: the client sees its connection closed
+                # The target refuses: the client sees its connection closed before any
+                # byte came back, which gRPC reports as a failed connect ("failed to
+                # connect to all addresses"), as on a direct dial.
+                return
             self._writers.add(upstream_w)
             try:
                 async with asyncio.TaskGroup() as pumps:

@@ -32,6 +32,7 @@ from services.api.errors import (
     ERRORS_BY_CODE,
     ERRORS_BY_REASON,
     REASON_KEY,
+    STORAGE_UNAVAILABLE,
     ApiError,
     CorruptObjectError,
     PreconditionError,
@@ -104,6 +105,20 @@ def never_sent(e: grpc.aio.AioRpcError) -> bool:
         e.code() == grpc.StatusCode.UNAVAILABLE
         and "failed to connect to all addresses" in (e.details() or "").lower()
     )
+
+
+def transport_failure(e: grpc.aio.AioRpcError) -> bool:
+    """Whether a call failed UNAVAILABLE for want of its apiserver (a refused connection,
+    a dropped stream), not because the apiserver answered so. The apiserver's own errors
+    carry a kubera-reason, or, for its storage (etcd unreachable), none but a message that
+    starts with STORAGE_UNAVAILABLE. Only a transport failure says the replica is
+    unreachable: every replica is on the same etcd, so moving on for an etcd hiccup would
+    rotate every client at once and help none."""
+    if e.code() != grpc.StatusCode.UNAVAILABLE:
+        return False
+    if any(k == REASON_KEY for k, _ in (e.trailing_metadata() or ())):
+        return False
+    return not (e.details() or "").startswith(STORAGE_UNAVAILABLE)
 
 
 def _log_warning(message: str) -> None:
@@ -183,9 +198,10 @@ class Client:
 
     def _unreachable(self, address: str, e: grpc.aio.AioRpcError) -> bool:
         """A call to `address` failed: the next call goes to the next replica when this
-        one is unreachable (a refused connection, a broken stream). Returns whether this
-        client moved on because of it."""
-        if e.code() != grpc.StatusCode.UNAVAILABLE or not self.endpoints.failed(address):
+        one is unreachable (a refused connection, a broken stream: `transport_failure`;
+        not an error the apiserver sent, its etcd's included). Returns whether this client
+        moved on because of it."""
+        if not transport_failure(e) or not self.endpoints.failed(address):
             return False
         log.warning(
             "apiserver %s unreachable (%s); using %s",

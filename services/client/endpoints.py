@@ -8,15 +8,34 @@ launcher rotates the list per component, so components spread over the replicas;
 get the plain list.
 
     Endpoints("a:1,b:2")      current = a:1
-      call on a:1 fails UNAVAILABLE ─► failed("a:1") ─► current = b:2
-      call on b:2 fails UNAVAILABLE ─► failed("b:2") ─► current = a:1 (round and round)
+      a:1 unreachable (a call fails UNAVAILABLE) ─► failed("a:1") ─► current = b:2
+      b:2 unreachable (a call fails UNAVAILABLE) ─► failed("b:2") ─► current = a:1 (round)
 
 A client stays where it is while it works (as a connection through a load balancer
 sticks to one backend): it moves only when its current replica is unreachable, then to
-the next in its order. Nothing is retried here: the failed call's caller sees the
-UnavailableError as it did with one apiserver and retries (an informer re-watches from
-its last resourceVersion at once, on the next replica, keeping its cache; the replicas'
-revisions are etcd's, so a resourceVersion seen through one is valid at every other).
+the next in its order. Only a transport failure counts (client.py's `transport_failure`):
+an UNAVAILABLE the apiserver itself sends (its etcd unreachable, with no kubera-reason but
+a "storage unavailable" message, or any error with a kubera-reason) means the replica was
+reached, and every replica is on the same etcd.
+
+This module retries nothing. The client (client.py, `_call` and `watch`) sends a call
+again, to the next replica, only when it was never sent (`never_sent`: its channel could
+not connect, gRPC's "failed to connect to all addresses"), at most once per replica; a
+write is safe to resend then. A call that failed in flight may have been applied, so its
+caller sees the UnavailableError as it did with one apiserver and retries (an informer
+re-watches from its last resourceVersion at once, on the next replica, keeping its cache;
+the replicas' revisions are etcd's, so a resourceVersion seen through one is valid at
+every other).
+
+Through a chaos relay (services/chaos/relay.py; scheduler and controller-manager replicas
+dial the apiserver through one) the TCP connection is the relay's, accepted whatever the
+apiserver's state. While healed the relay dials the apiserver per connection and, when
+that is refused, closes the client's connection before the HTTP/2 handshake: gRPC
+reports that as "failed to connect to all addresses" too (…"Socket closed"), so such a
+call is resent to the next replica as on a direct dial (tests/client/
+test_apiserver_failover.py checks it). While partitioned the relay holds the connection
+without a handshake: calls wait out their deadline (DEADLINE_EXCEEDED, not unreachable)
+and the client stays where it is, as behind a dropped network.
 
 Connections are made lazily, one per address, and kept: a channel to a dead replica
 redials by itself, so a later failover back to it finds it once it is up again.

@@ -35,10 +35,8 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
 from services.api.errors import (
-    AlreadyExistsError,
     ApiError,
     NotFoundError,
-    TooManyRequestsError,
     UnavailableError,
 )
 from services.api.events import new_event
@@ -470,16 +468,17 @@ class EventRecorder:
             if written is None:
                 ev.metadata.resource_version = ""
                 written = await self.client.create(ev)
-        except (UnavailableError, TooManyRequestsError, OSError) as e:
+        except (UnavailableError, OSError) as e:
+            # Only the apiserver out of reach is retried, holding the queue meanwhile
+            # (upstream: "if we can't contact the server, then hold everything while we
+            # keep trying"); every answer it gave is final.
             log.info("could not write event %s for %s %s: %s", ev.reason, obj.kind, obj.name, e)
             return False
-        except AlreadyExistsError as e:
-            if patch is not None:  # a concurrent create of the same event: retry as a patch
-                return False
-            log.info("event %s for %s %s refused: %s", ev.reason, obj.kind, obj.name, e)
-            self.failed += 1
-            return True
         except ApiError as e:
+            # A StatusError upstream, not retried: 429 TooManyRequests (retrying on the
+            # single writer would hold every queued event through an overload) and
+            # AlreadyExists (a concurrent create of the same event, even after a patch
+            # found it gone) included.
             log.info("event %s for %s %s refused: %s", ev.reason, obj.kind, obj.name, e)
             self.failed += 1
             return True

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
@@ -18,6 +19,7 @@ from services.api.kinds import BY_KIND
 from services.chaos.relay import Relay
 from services.client import Client
 from services.client.informer import Handlers, Informer
+from services.storage import StorageUnavailableError
 from services.storage.memory import MemoryStorage
 from tests.builders import pod
 from tests.client.test_reconnect import Restartable
@@ -93,6 +95,63 @@ async def test_a_call_that_cannot_connect_is_sent_to_the_next_replica(
             seen.append(ev.object.metadata.name)  # type: ignore[attr-defined]
             break
         assert seen == ["a"] and client.endpoints.failovers == 1
+
+
+@pytest.mark.parametrize(
+    "error",
+    [StorageUnavailableError("etcd at 127.0.0.1:2379: connection reset"), UnavailableError("busy")],
+    ids=["storage", "with-reason"],
+)
+async def test_an_unavailable_the_apiserver_sends_keeps_the_replica(
+    replicas: list[Restartable],
+    error: Exception,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An UNAVAILABLE that the apiserver answered with (its etcd unreachable, or its own
+    ServiceUnavailable) is the caller's error, as with one apiserver, but the replica was
+    reached: the client stays on it (every replica is on the same etcd) and logs nothing;
+    a transport failure on the same client still moves it on."""
+    async with Client(addresses(replicas), timeout=5) as client:
+        first = client.endpoints.current
+
+        async def revision() -> int:
+            raise error
+
+        monkeypatch.setattr(replicas[0].storage, "revision", revision)  # Health's read
+        for _ in range(3):
+            with pytest.raises(UnavailableError):
+                await client.health()
+        assert client.endpoints.current == first and client.endpoints.failovers == 0
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+        monkeypatch.undo()
+        await replicas[0].kill()
+        await retried(client.health)
+        assert client.endpoints.current != first and client.endpoints.failovers == 1
+
+
+async def test_a_call_through_a_relay_to_a_dead_replica_is_sent_to_the_next(
+    replicas: list[Restartable],
+) -> None:
+    """Replicas dial through chaos relays, which accept the TCP connection themselves:
+    when the relay's target refuses, the relay closes the connection before the HTTP/2
+    handshake, which gRPC reports as a failed connect, so a write is still sent on to
+    the next replica without an error, and applied once."""
+    relays = [
+        await Relay.start("127.0.0.1", free_port()),
+        await Relay.start("127.0.0.1", replicas[1].port),
+    ]
+    try:
+        async with Client(",".join(r.address for r in relays), timeout=5) as client:
+            created = await client.create(pod("a"))
+            assert created.metadata.name == "a"  # type: ignore[attr-defined]
+            assert client.endpoints.current == relays[1].address
+            assert client.endpoints.failovers == 1
+            items, _ = await client.list(PODS)
+            assert [p.metadata.name for p in items] == ["a"]  # type: ignore[attr-defined]
+    finally:
+        for relay in relays:
+            await relay.close()
 
 
 async def test_every_replica_down_is_one_error(replicas: list[Restartable]) -> None:

@@ -10,7 +10,13 @@ import json
 import pytest
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import BadRequestError, NotFoundError, UnavailableError
+from services.api.errors import (
+    AlreadyExistsError,
+    BadRequestError,
+    NotFoundError,
+    TooManyRequestsError,
+    UnavailableError,
+)
 from services.api.events import new_event
 from services.client.events import EventCorrelator, EventRecorder, TokenBucket
 from services.clock import FakeClock
@@ -186,6 +192,8 @@ async def test_a_full_queue_drops_and_counts_and_one_write_is_in_flight() -> Non
     [
         ([UnavailableError("down"), UnavailableError("down")], 3, True),  # retried
         ([BadRequestError("bad")], 1, False),  # refused: not retried
+        ([TooManyRequestsError("slow down")], 1, False),  # an answer too (client-go)
+        ([OSError("reset")], 2, True),  # transport: retried
         ([UnavailableError("down")] * 5, 3, False),  # gives up after max_tries
     ],
 )
@@ -198,6 +206,21 @@ async def test_retries_only_what_may_succeed_later(errors, calls: int, written: 
     await rec.flush()
     assert len(client.calls) == calls
     assert fut.result() is written
+    await rec.close()
+
+
+async def test_a_patch_then_create_that_finds_it_exists_is_not_retried() -> None:
+    """client-go's recordEvent: the patch found the event gone (NotFound), the create
+    found it back (AlreadyExists, a concurrent create): a StatusError, given up."""
+    clock = FakeClock()
+    client = FakeClient()
+    rec = EventRecorder(client, "c", clock, max_tries=3)  # type: ignore[arg-type]
+    assert await rec.record_waitable(ev(clock)) is True
+    client.fail = [NotFoundError("gone"), AlreadyExistsError("exists")]
+    fut = rec.record_waitable(ev(clock))
+    await rec.flush()
+    assert client.calls == ["create", "patch", "create"]
+    assert fut.result() is False and rec.failed == 1
     await rec.close()
 
 
