@@ -20,8 +20,9 @@ Per-pod semantics are exactly those of `binding.bind` (the module's `prepare` an
   still at the version read, the fencing token still current); when it fails as a whole
   (a pod or a record moved, a stale token, a chunk over etcd's size) nothing of it was
   written, and each of its items falls back to `bind_one`, the single Bind's own path,
-  which re-reads and reports its own outcome. An item is reported bound only by a txn
-  that succeeded and wrote it.
+  which re-reads and reports its own outcome (the fallbacks of a chunk run concurrently:
+  they touch distinct pods and, under the round's locks, distinct records). An item is
+  reported bound only by a txn that succeeded and wrote it.
 """
 
 from __future__ import annotations
@@ -218,8 +219,19 @@ async def _commit(
             p.pod.metadata.resource_version = str(res.revision)
             results[i] = BindOutcome(p.pod, None)
         return
-    for i, item, _ in chunk:
-        try:
-            results[i] = BindOutcome(await bind_one(store, item), None)
-        except ApiError as e:
-            results[i] = BindOutcome(None, e)
+    # The fallbacks run at once, each with exactly its serial outcome: `_split` gave the
+    # round each pod key once and each shared-state node once, and the round holds those
+    # nodes' locks until every chunk is settled, so no two fallbacks read or write the same
+    # pod or allocation record (fenced ones only compare the shared election key). One
+    # stale cached pod costs one concurrent pass of single binds, not 40 in a row.
+    done = await asyncio.gather(
+        *(bind_one(store, item) for _, item, _ in chunk), return_exceptions=True
+    )
+    for (i, _, _), got in zip(chunk, done, strict=True):
+        if isinstance(got, BaseException):
+            if not isinstance(got, Exception):
+                raise got
+            # Its own ApiError, or (storage down) the error its single Bind would raise.
+            results[i] = BindOutcome(None, got)
+        else:
+            results[i] = BindOutcome(got, None)

@@ -190,6 +190,9 @@ async def prepare_pod(
 
 
 def what(item: BindItem) -> str:
+    """The write a bind's txn names in `Store.txn`'s fencing refusals ("stale leader:
+    ... Binding of pod ns/name refused"), so a BindBatch item ends with a single Bind's
+    words: a batch's chunk refused so falls back to `bind_one`, which names each pod."""
     return f"Binding of pod {item.namespace}/{item.name}"
 
 

@@ -225,21 +225,12 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
 
     @_unary
     async def Bind(self, request: pb.BindRequest, context: Any) -> pb.ObjectResponse:
-        fencing = (
-            Fencing(request.fencing.key, request.fencing.create_revision)
-            if request.HasField("fencing")
-            else None
-        )
-        obj = await self.api.bind(
-            request.namespace,
-            request.name,
-            request.node_name,
-            resource_version=request.resource_version,
-            uid=request.uid,
-            fencing=fencing,
-            check_allocation=request.check_allocation,
-        )
-        return pb.ObjectResponse(object=codec.pack(obj))
+        # A BindBatch of one: the request read by `_bind_item`, and `bind_batch` binds a
+        # lone item with `ApiServer.bind`, the single path; its error is this call's.
+        (outcome,) = await self.api.bind_batch([_bind_item(request)])
+        if outcome.error is not None:
+            raise outcome.error
+        return pb.ObjectResponse(object=codec.pack(outcome.pod))  # type: ignore[arg-type]
 
     @_unary
     async def BindBatch(self, request: pb.BindBatchRequest, context: Any) -> pb.BindBatchResponse:

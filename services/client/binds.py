@@ -6,6 +6,15 @@ gathered, a batch costs a few for all. The first bind after a quiet spell goes a
 added latency); binds that arrive while batches are in flight wait for the next one, up to
 `max_batch` per call. Each caller gets its own result, or its own exception of the class a
 single Bind would have raised (the server reports each bind's code, message and reason).
+
+A call that fails as a whole (a deadline passed, the stream broke, the apiserver went
+away after the request was sent) fails every bind it carried with that one error, and
+some of them may have been applied: the server commits a batch in several txns. That is
+the outcome of a single Bind failing so, once per bind: ambiguous, never a false success.
+The scheduler handles it as it handles a single Bind's: it forgets the assumed pod and
+requeues it with backoff; a bind that was applied reaches it through the pods watch (the
+pod turns up bound, leaves the queue), and a retry of it ends "already assigned".
+`MAX_BATCH` bounds how many binds one such failure makes ambiguous at once.
 """
 
 from __future__ import annotations
@@ -22,8 +31,10 @@ from services.api.errors import ApiError
 
 log = logging.getLogger("services.client")
 
-#: Binds per BindBatch call: well under the apiserver's cap (MAX_BATCH_ITEMS, 1,000).
-MAX_BATCH = 256
+#: Binds per BindBatch call: well under the apiserver's cap (MAX_BATCH_ITEMS, 1,000), and
+#: few enough that a failed call leaves at most this many binds ambiguous; the server
+#: commits them ~40 per txn (bindbatch.TXN_BINDS), so a call is a few txns.
+MAX_BATCH = 128
 #: BindBatch calls in flight at once: one being served while the next is sent.
 MAX_IN_FLIGHT = 2
 

@@ -369,3 +369,69 @@ async def test_a_chunk_whose_txn_breaks_fails_its_own_binds_only(
         assert "storage unavailable: etcd: connection reset" in got[0].message  # type: ignore[union-attr]
         state = await stored(c)
         assert [state[n][0] for n in ("f1", "u1", "f2", "u2")] == ["", "n1", "", "n1"]
+
+
+async def test_a_chunk_with_one_stale_pod_gives_every_other_pod_its_single_bind(
+    storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One stale pod fails its whole chunk's txn: the chunk's items fall back to single
+    binds, all at once (they are distinct pods), and each ends as its single Bind does."""
+    n = bindbatch.TXN_BINDS
+    async with cluster(storage) as c:
+        await node(c.api, "n1", "64")
+        names = [f"p{i}" for i in range(n)]
+        assert all(r.error is None for r in await c.api.batch_create([sized(x) for x in names]))
+        p7: Any = await c.api.get(PODS, "default", "p7")
+        token = pb.FencingToken(key=c.token[0], create_revision=c.token[1])
+        reqs = [
+            pb.BindRequest(namespace="default", name=x, node_name="n1", fencing=token)
+            for x in names
+        ]
+        reqs[7].resource_version = p7.metadata.resource_version
+        changed: list[str] = []
+
+        def hooked(real: Any) -> Any:
+            async def prepare(store: Any, item: Any, *args: Any) -> Any:
+                if not changed:  # after the round read its pods, p7 changes
+                    changed.append("p7")
+                    await c.api.patch(PODS, "default", "p7", '{"metadata":{"labels":{"x":"1"}}}')
+                return await real(store, item, *args)
+
+            return prepare
+
+        real_bind_one = bindbatch.bind_one
+        entered: list[str] = []
+        waited_out: list[str] = []
+        all_in = asyncio.Event()
+
+        async def bind_one(store: Any, item: Any) -> Any:
+            # A barrier: the fallbacks pass it only when all of them are in flight at once.
+            entered.append(item.name)
+            if len(entered) == n:
+                all_in.set()
+            try:
+                await asyncio.wait_for(all_in.wait(), 10)
+            except TimeoutError:  # one after another: let the rest through, and fail below
+                waited_out.append(item.name)
+                all_in.set()
+            return await real_bind_one(store, item)
+
+        monkeypatch.setattr(bindbatch, "prepare", hooked(bindbatch.prepare))
+        monkeypatch.setattr(bindbatch, "prepare_pod", hooked(bindbatch.prepare_pod))
+        monkeypatch.setattr(bindbatch, "bind_one", bind_one)
+        got = await c.client.bind_batch(reqs)
+        assert sorted(entered) == sorted(names)  # one chunk, every item fell back
+        assert waited_out == []
+        # The same binds sent alone: a fresh pod, and p7 at the version read.
+        await c.api.create(sized("ref"))
+        ref = await c.client.bind_single(
+            pb.BindRequest(namespace="default", name="ref", node_name="n1", fencing=token)
+        )
+        with pytest.raises(ConflictError) as alone:
+            await c.client.bind_single(reqs[7])
+        want = [summary(ref)] * n
+        want[7] = summary(alone.value)
+        assert [summary(g) for g in got] == want
+        state = await stored(c)
+        assert [state[x][0] for x in names] == ["n1"] * 7 + [""] + ["n1"] * (n - 8)
+        await assert_checked(c)
