@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+from services.api.errors import GoneError
 from services.api.kinds import BY_KIND
 from services.apiserver.watchcache import WatchCache
 from services.storage import Put
 from services.storage.memory import MemoryStorage
 from tests.builders import pod
+from tests.waiting import eventually
 
 PODS = BY_KIND["Pod"]
 
@@ -35,7 +39,7 @@ async def test_a_stalled_watcher_is_terminated_and_the_others_get_everything() -
         # Both registered (each generator runs to its first wait), then one stalls.
         first_live = asyncio.ensure_future(anext(live))
         first_stalled = asyncio.ensure_future(anext(stalled))
-        await asyncio.sleep(0)
+        await eventually(lambda: cache.watchers == 2)
         got: list[str] = []
         for i in range(20):  # four times the buffer: no write ever waits on a watcher
             await _put(storage, f"p{i}")
@@ -69,7 +73,7 @@ async def test_a_watcher_only_buffers_what_its_filter_matches() -> None:
     try:
         only_p7 = cache.watch(cache.revision, lambda o: o.metadata.name == "p7")
         nxt = asyncio.ensure_future(anext(only_p7))
-        await asyncio.sleep(0)
+        await eventually(lambda: cache.watchers == 1)
         last = 0
         for i in range(10):  # nine others pass by without filling its buffer of two
             last = await _put(storage, f"p{i}")
@@ -84,17 +88,13 @@ async def test_a_watcher_only_buffers_what_its_filter_matches() -> None:
 
 
 async def test_a_relist_ends_live_watchers_with_gone() -> None:
-    import pytest
-
-    from services.api.errors import GoneError
-
     storage = MemoryStorage()
     cache = WatchCache(PODS, storage, capacity=100)
     await cache.start()
     try:
         w = cache.watch(cache.revision, _everything)
         nxt = asyncio.ensure_future(anext(w))
-        await asyncio.sleep(0)
+        await eventually(lambda: cache.watchers == 1)
         await cache._relist()  # what a compacted etcd watch makes it do
         with pytest.raises(GoneError):
             await asyncio.wait_for(nxt, 10)
