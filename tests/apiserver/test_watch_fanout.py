@@ -11,7 +11,7 @@ import pytest
 from services.api.errors import GoneError
 from services.api.kinds import BY_KIND
 from services.apiserver.watchcache import WatchCache
-from services.storage import Put
+from services.storage import Event, KeyValue, Put, WatchBatch
 from services.storage.memory import MemoryStorage
 from tests.builders import pod
 from tests.waiting import eventually
@@ -23,9 +23,16 @@ def _everything(_obj) -> bool:
     return True
 
 
-async def _put(storage: MemoryStorage, name: str) -> int:
-    await storage.txn([], [Put(f"{PODS.prefix()}default/{name}", pod(name).SerializeToString())])
+async def _put(storage: MemoryStorage, *names: str) -> int:
+    """Write `names` in one txn (one revision, as BatchCreate does); returns it."""
+    await storage.txn(
+        [], [Put(f"{PODS.prefix()}default/{n}", pod(n).SerializeToString()) for n in names]
+    )
     return await storage.revision()
+
+
+async def _names(stream, n: int) -> list[str]:
+    return [(await asyncio.wait_for(anext(stream), 10))[1].obj.metadata.name for _ in range(n)]
 
 
 async def test_a_stalled_watcher_is_terminated_and_the_others_get_everything() -> None:
@@ -100,3 +107,88 @@ async def test_a_relist_ends_live_watchers_with_gone() -> None:
             await asyncio.wait_for(nxt, 10)
     finally:
         await cache.stop()
+
+
+# A batch txn puts many events at one revision, all with that resourceVersion: a client
+# resumes after the whole revision, so a stream the cache ends must not stop inside one.
+
+
+async def test_a_watcher_ended_inside_a_revision_first_gets_the_rest_of_it() -> None:
+    storage = MemoryStorage()
+    cache = WatchCache(PODS, storage, capacity=100, watcher_buffer=3)
+    await cache.start()
+    try:
+        w = cache.watch(cache.revision, _everything)
+        first = asyncio.ensure_future(anext(w))
+        await eventually(lambda: cache.watchers == 1)
+        await _put(storage, "a0", "a1", "a2")
+        _, a0 = await asyncio.wait_for(first, 10)
+        assert a0.obj.metadata.name == "a0"
+        # It stalls holding a1, a2; two more writes overflow its buffer of three.
+        await _put(storage, "p0")
+        assert await cache.wait_revision(await _put(storage, "p1"), 10)
+        assert cache.terminated_watchers == 1
+        # Its stream still sends the rest of a0's revision, then ends (no error) ...
+        rest = await asyncio.wait_for(_drain(w), 10)
+        assert rest == ["a1", "a2"]
+        # ... and resuming from a0's resourceVersion (its client's) gets the rest.
+        resumed = cache.watch(int(a0.obj.metadata.resource_version), _everything)
+        assert await _names(resumed, 2) == ["p0", "p1"]
+        await resumed.aclose()
+    finally:
+        await cache.stop()
+
+
+async def test_a_watcher_ended_during_its_replay_first_gets_the_rest_of_the_revision() -> None:
+    storage = MemoryStorage()
+    cache = WatchCache(PODS, storage, capacity=100, watcher_buffer=2)
+    await cache.start()
+    try:
+        start = cache.revision
+        assert await cache.wait_revision(await _put(storage, "a0", "a1", "a2"), 10)
+        w = cache.watch(start, _everything)
+        _, a0 = await asyncio.wait_for(anext(w), 10)  # from the window; registered now
+        assert a0.obj.metadata.name == "a0"
+        for name in ("p0", "p1"):
+            await _put(storage, name)
+        assert await cache.wait_revision(await _put(storage, "p2"), 10)
+        assert cache.terminated_watchers == 1
+        rest = await asyncio.wait_for(_drain(w), 10)
+        assert rest == ["a1", "a2"]
+        resumed = cache.watch(int(a0.obj.metadata.resource_version), _everything)
+        assert await _names(resumed, 3) == ["p0", "p1", "p2"]
+        await resumed.aclose()
+    finally:
+        await cache.stop()
+
+
+async def test_a_revision_that_overflows_a_watcher_it_is_inside_ends_it_with_gone() -> None:
+    """A revision split across two etcd watch responses (etcd sends a revision whole
+    unless asked to fragment; the cache does not rely on it): the client has part of it,
+    the rest does not fit, and no resume from its resourceVersion could deliver the
+    rest, so it relists."""
+    cache = WatchCache(PODS, MemoryStorage(), capacity=100, watcher_buffer=2)
+    await cache._relist()  # no etcd watch: the batches come from the test
+    rev = cache.revision + 1
+
+    def batch(*names: str) -> WatchBatch:
+        kvs = [
+            KeyValue(f"{PODS.prefix()}default/{n}", pod(n).SerializeToString(), rev, rev, 1)
+            for n in names
+        ]
+        return WatchBatch(tuple(Event("PUT", kv, None) for kv in kvs), rev)
+
+    w = cache.watch(cache.revision, _everything)
+    first = asyncio.ensure_future(anext(w))
+    await eventually(lambda: cache.watchers == 1)
+    cache._apply(batch("a0", "a1"))
+    _, a0 = await asyncio.wait_for(first, 10)
+    assert a0.obj.metadata.name == "a0"
+    cache._apply(batch("a2", "a3"))  # a1, a2 buffered: a3 does not fit
+    with pytest.raises(GoneError):
+        await asyncio.wait_for(_drain(w), 10)
+    assert cache.watchers == 0
+
+
+async def _drain(stream) -> list[str]:
+    return [e.obj.metadata.name async for _, e in stream]
