@@ -26,7 +26,9 @@ delays neither the others nor the apiserver's writes. A watcher whose buffer is 
 (`watcher_buffer` undelivered events) is terminated, as upstream's cacher closes an
 unresponsive watcher: its stream ends and the client rewatches from its last
 resourceVersion (served from the window, or "gone" and it relists). A watch first replays
-the window from its resourceVersion, then serves its buffer.
+the window from its resourceVersion, then serves its buffer. A filter that raises on a
+live event ends its own watcher with InternalError (raised during the replay, it reaches
+that watch's caller as is); the cache and the other watchers go on.
 
 Revisions and resourceVersions: one etcd revision can hold many events (a batch txn:
 BatchCreate, BindBatch, a node pool's status BatchUpdate), all carrying that revision as
@@ -34,7 +36,7 @@ their resourceVersion. In Kubernetes every write is its own txn, so each event h
 own resourceVersion and upstream's cacher replays from "the first event with
 resourceVersion > rv"; we do the same (`bisect_right`), which is only right if a client
 that holds rv R holds *every* event of R. Hence the invariant: a stream the cache ends
-stops at a revision boundary. A terminated watcher (its buffer full)
+stops at a revision boundary. A terminated watcher (buffer full, or its filter raised)
 keeps the buffered rest of the revision it has started sending (`_Watcher.sent`) and
 drops the rest; its stream sends that rest, then ends; a replay broken off by the
 termination runs to the end of its current revision first. If the rest cannot be kept
@@ -66,6 +68,7 @@ from google.protobuf.message import Message
 from services.api.errors import (
     CorruptObjectError,
     GoneError,
+    InternalError,
     ResourceVersionTooLargeError,
 )
 from services.api.kinds import Kind
@@ -104,7 +107,7 @@ class CacheEvent:
 class _Watcher:
     """One watch's buffer: (type, event) pairs already classified for its filter."""
 
-    __slots__ = ("match", "buf", "capacity", "wake", "terminated", "sent")
+    __slots__ = ("match", "buf", "capacity", "wake", "terminated", "sent", "error")
 
     def __init__(self, match: Callable[[Message], bool], capacity: int) -> None:
         self.match = match
@@ -112,11 +115,12 @@ class _Watcher:
         self.capacity = capacity
         self.wake = asyncio.Event()
         #: Why the cache ended this watch ("" while live): "gone" (relisted), "full",
-        #: or "split" (see `WatchCache._end`).
+        #: "error" (its filter raised: `error`), or "split" (see `WatchCache._end`).
         self.terminated = ""
         #: The revision of the last event handed to the client (0: none yet). Invariant
         #: once terminated: `buf` holds only events of this revision (the rest of it).
         self.sent = 0
+        self.error: InternalError | None = None
 
 
 def decode(kind: Kind, kv: KeyValue, revision: int | None = None) -> Message:
@@ -294,10 +298,26 @@ class WatchCache:
 
     def _dispatch(self, ev: CacheEvent) -> None:
         """Hand `ev` to every watcher it concerns; never waits. A full buffer ends that
-        watcher (its client rewatches from where it got to)."""
+        watcher (its client rewatches from where it got to); so does a filter that raises
+        (that watcher only: the cache and the others go on)."""
         ended: list[_Watcher] = []
         for w in self._watchers:
-            out = _classify(ev, w.match)
+            try:
+                out = _classify(ev, w.match)
+            except Exception as e:  # noqa: BLE001 - one watcher's filter must not stop the cache
+                log.exception(
+                    "watch cache %s: a watcher's filter failed on %s (revision %d); ending it",
+                    self.kind.resource,
+                    ev.cur.obj.metadata.name,  # type: ignore[attr-defined]
+                    ev.revision,
+                )
+                w.terminated = "error"
+                w.error = InternalError(
+                    f"watch filter failed on {self.kind.resource} "
+                    f"{ev.cur.obj.metadata.name!r} at revision {ev.revision}: {e!r}"  # type: ignore[attr-defined]
+                )
+                ended.append(w)
+                continue
             if out is None:
                 continue
             if len(w.buf) >= w.capacity:
@@ -457,6 +477,8 @@ class WatchCache:
                     progress = w.sent = ev.revision
                     yield out, ev.cur
                     continue
+                if w.error is not None:
+                    raise w.error
                 if w.terminated:
                     return  # too slow: the client rewatches from its resourceVersion
                 # Caught up: everything the cache has seen is delivered.

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from services.api.errors import GoneError
+from services.api.errors import GoneError, InternalError
 from services.api.kinds import BY_KIND
 from services.apiserver.watchcache import WatchCache
 from services.storage import Event, KeyValue, Put, WatchBatch
@@ -188,6 +188,39 @@ async def test_a_revision_that_overflows_a_watcher_it_is_inside_ends_it_with_gon
     with pytest.raises(GoneError):
         await asyncio.wait_for(_drain(w), 10)
     assert cache.watchers == 0
+
+
+async def test_a_raising_filter_ends_only_its_own_watcher() -> None:
+    def picky(obj) -> bool:
+        if obj.metadata.name == "bad":
+            raise ValueError("boom")
+        return True
+
+    storage = MemoryStorage()
+    cache = WatchCache(PODS, storage, capacity=100)
+    await cache.start()
+    try:
+        epoch = cache.epoch
+        good = cache.watch(cache.revision, _everything)
+        bad = cache.watch(cache.revision, picky)
+        first_good = asyncio.ensure_future(anext(good))
+        first_bad = asyncio.ensure_future(anext(bad))
+        await eventually(lambda: cache.watchers == 2)
+        await _put(storage, "ok0")
+        await _put(storage, "bad")
+        await _put(storage, "ok1")
+        _, entry = await asyncio.wait_for(first_good, 10)
+        assert [entry.obj.metadata.name, *await _names(good, 2)] == ["ok0", "bad", "ok1"]
+        # Ended at the boundary of what it was sent (nothing yet): ok0 is dropped with
+        # the rest, its client rewatches from its resourceVersion.
+        with pytest.raises(InternalError, match="boom"):
+            await asyncio.wait_for(first_bad, 10)
+        # The cache went on: no relist, the other watcher stays.
+        assert cache.epoch == epoch
+        assert cache.watchers == 1
+        await good.aclose()
+    finally:
+        await cache.stop()
 
 
 async def _drain(stream) -> list[str]:
