@@ -26,7 +26,24 @@ delays neither the others nor the apiserver's writes. A watcher whose buffer is 
 (`watcher_buffer` undelivered events) is terminated, as upstream's cacher closes an
 unresponsive watcher: its stream ends and the client rewatches from its last
 resourceVersion (served from the window, or "gone" and it relists). A watch first replays
-the window from its resourceVersion, then serves its buffer.
+the window from its resourceVersion, then serves its buffer. A filter that raises on a
+live event ends its own watcher with InternalError (raised during the replay, it reaches
+that watch's caller as is); the cache and the other watchers go on.
+
+Revisions and resourceVersions: one etcd revision can hold many events (a batch txn:
+BatchCreate, BindBatch, a node pool's status BatchUpdate), all carrying that revision as
+their resourceVersion. In Kubernetes every write is its own txn, so each event has its
+own resourceVersion and upstream's cacher replays from "the first event with
+resourceVersion > rv"; we do the same (`bisect_right`), which is only right if a client
+that holds rv R holds *every* event of R. Hence the invariant: a stream the cache ends
+stops at a revision boundary. A terminated watcher (buffer full, or its filter raised)
+keeps the buffered rest of the revision it has started sending (`_Watcher.sent`) and
+drops the rest; its stream sends that rest, then ends; a replay broken off by the
+termination runs to the end of its current revision first. If the rest cannot be kept
+(a revision split across etcd watch responses and bigger than the space left; etcd sends
+a revision whole unless asked to fragment) the stream ends with GoneError: the client
+relists. A stream broken by anything else (the connection, the apiserver exiting) may
+still end inside a revision: that is the client's to handle.
 
 Corrupt values: every value is decoded at intake (list, watch events), never later, so a
 watcher is only ever sent bytes that decode. A value that does not decode is skipped and
@@ -48,7 +65,12 @@ from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
 
-from services.api.errors import CorruptObjectError, GoneError, ResourceVersionTooLargeError
+from services.api.errors import (
+    CorruptObjectError,
+    GoneError,
+    InternalError,
+    ResourceVersionTooLargeError,
+)
 from services.api.kinds import Kind
 from services.clock import Clock, RealClock
 from services.storage import CompactedError, KeyValue, Storage, StorageUnavailableError, WatchBatch
@@ -85,15 +107,20 @@ class CacheEvent:
 class _Watcher:
     """One watch's buffer: (type, event) pairs already classified for its filter."""
 
-    __slots__ = ("match", "buf", "capacity", "wake", "terminated")
+    __slots__ = ("match", "buf", "capacity", "wake", "terminated", "sent", "error")
 
     def __init__(self, match: Callable[[Message], bool], capacity: int) -> None:
         self.match = match
         self.buf: collections.deque[tuple[str, CacheEvent]] = collections.deque()
         self.capacity = capacity
         self.wake = asyncio.Event()
-        #: Why the cache ended this watch ("" while live): "gone" (relisted) or "full".
+        #: Why the cache ended this watch ("" while live): "gone" (relisted), "full",
+        #: "error" (its filter raised: `error`), or "split" (see `WatchCache._end`).
         self.terminated = ""
+        #: The revision of the last event handed to the client (0: none yet). Invariant
+        #: once terminated: `buf` holds only events of this revision (the rest of it).
+        self.sent = 0
+        self.error: InternalError | None = None
 
 
 def decode(kind: Kind, kv: KeyValue, revision: int | None = None) -> Message:
@@ -271,27 +298,53 @@ class WatchCache:
 
     def _dispatch(self, ev: CacheEvent) -> None:
         """Hand `ev` to every watcher it concerns; never waits. A full buffer ends that
-        watcher (its client rewatches from where it got to)."""
-        full: list[_Watcher] = []
+        watcher (its client rewatches from where it got to); so does a filter that raises
+        (that watcher only: the cache and the others go on)."""
+        ended: list[_Watcher] = []
         for w in self._watchers:
-            out = _classify(ev, w.match)
+            try:
+                out = _classify(ev, w.match)
+            except Exception as e:  # noqa: BLE001 - one watcher's filter must not stop the cache
+                log.exception(
+                    "watch cache %s: a watcher's filter failed on %s (revision %d); ending it",
+                    self.kind.resource,
+                    ev.cur.obj.metadata.name,  # type: ignore[attr-defined]
+                    ev.revision,
+                )
+                w.terminated = "error"
+                w.error = InternalError(
+                    f"watch filter failed on {self.kind.resource} "
+                    f"{ev.cur.obj.metadata.name!r} at revision {ev.revision}: {e!r}"  # type: ignore[attr-defined]
+                )
+                ended.append(w)
+                continue
             if out is None:
                 continue
             if len(w.buf) >= w.capacity:
-                full.append(w)
+                log.warning(
+                    "watch cache %s: terminating an unresponsive watcher (%d events undelivered)",
+                    self.kind.resource,
+                    len(w.buf),
+                )
+                self.terminated_watchers += 1
+                w.terminated = "full"
+                ended.append(w)
                 continue
             w.buf.append((out, ev))
-        for w in full:
-            log.warning(
-                "watch cache %s: terminating an unresponsive watcher (%d events undelivered)",
-                self.kind.resource,
-                len(w.buf),
-            )
-            self.terminated_watchers += 1
-            w.terminated = "full"
-            w.buf.clear()
-            w.wake.set()
-            self._watchers.discard(w)
+        for w in ended:
+            self._end(w, ev)
+
+    def _end(self, w: _Watcher, ev: CacheEvent) -> None:
+        """End `w`, which could not take `ev`, at a revision boundary (module docstring):
+        keep the buffered rest of the revision its client is inside, drop the newer ones
+        (its client rewatches from that revision). If `ev` itself belongs to that
+        revision, the rest cannot be delivered: "split", the stream ends with GoneError."""
+        while w.buf and w.buf[-1][1].revision > w.sent:
+            w.buf.pop()
+        if ev.revision <= w.sent:
+            w.terminated = "split"
+        w.wake.set()
+        self._watchers.discard(w)
 
     @property
     def watchers(self) -> int:
@@ -394,13 +447,15 @@ class WatchCache:
             # never filters.
             floor = progress
             for ev in replay:
-                if w.terminated:
+                # Ended meanwhile: stop, but not inside the revision the client is in.
+                if w.terminated and ev.revision > w.sent:
                     break
                 if ev.revision <= floor:
                     continue
                 progress = ev.revision
                 out = _classify(ev, match)
                 if out is not None:
+                    w.sent = ev.revision
                     yield out, ev.cur
             next_bookmark = (
                 self._clock.monotonic() + bookmark_interval if bookmark_interval else 0.0
@@ -410,15 +465,22 @@ class WatchCache:
                     raise GoneError(
                         "the watch cache was relisted (etcd history compacted); list again"
                     )
-                if w.terminated:
-                    return  # too slow: the client rewatches from its resourceVersion
-                if w.buf:
+                if w.terminated == "split":
+                    raise GoneError(
+                        f"watch ended inside revision {w.sent}, the rest of which it could "
+                        "not buffer; list again"
+                    )
+                if w.buf:  # once terminated: the rest of revision `w.sent` only
                     out, ev = w.buf.popleft()
                     if ev.revision <= floor:
                         continue
-                    progress = ev.revision
+                    progress = w.sent = ev.revision
                     yield out, ev.cur
                     continue
+                if w.error is not None:
+                    raise w.error
+                if w.terminated:
+                    return  # too slow: the client rewatches from its resourceVersion
                 # Caught up: everything the cache has seen is delivered.
                 progress = max(progress, self.revision)
                 w.wake.clear()
