@@ -6,7 +6,7 @@ whole pool, and every write batched.
                         │                                                     │
                         │      status batcher ◄── pod stages (create/start/exit/evict)
                         │      delete workers ◄── deletion after the grace period
-    lease loop ──► lease batcher (every renew interval, all live nodes in one go)
+    lease loop ──► lease batcher (every renew interval, all live nodes; leases.py)
     eviction loop ──► usage totals for all nodes at once (numpy) ──► the managers of the
                       nodes near a threshold ──► conditions, image GC, one eviction each
 
@@ -30,14 +30,14 @@ import heapq
 import itertools
 import logging
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
+from services.api.errors import ApiError, ConflictError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.api.resources import pod_requests
 from services.api.stages import TemplateError
@@ -47,7 +47,9 @@ from services.kubelet import eviction as ev
 from services.kubelet import podstatus
 from services.kubelet.admission import admit
 from services.kubelet.batcher import Batcher
-from services.kubelet.nodestatus import lease_object, node_object, node_status_object, pod_ip
+from services.kubelet.leases import LEASE_SLOTS as LEASE_SLOTS  # re-exported
+from services.kubelet.leases import NodeLeases
+from services.kubelet.nodestatus import pod_ip
 from services.kubelet.pressure import IMAGE_BYTES_PER_INODE, PoolPressure
 from services.kubelet.state import PRESSURE_CONDITIONS, HollowNode, PodState
 from services.kubelet.template import NodePlan
@@ -56,9 +58,6 @@ from services.kubelet.usage import UsageTable, resolve_usage
 log = logging.getLogger(__name__)
 
 PODS = BY_KIND["Pod"]
-
-#: Lease renewals are spread over this many slots of the renew interval (one batch each).
-LEASE_SLOTS = 10
 
 
 @dataclass(frozen=True)
@@ -121,6 +120,14 @@ class NodePool:
         self.status_batcher = Batcher(client, status=True, max_batch=self.config.max_batch)
         self.node_batcher = Batcher(client, status=True, max_batch=self.config.max_batch)
         self.lease_batcher = Batcher(client, status=False, max_batch=self.config.max_batch)
+        self.leases = NodeLeases(
+            client,
+            self.nodes,
+            self.clock,
+            self.config,
+            node_batcher=self.node_batcher,
+            lease_batcher=self.lease_batcher,
+        )
         self._heap: list[tuple[float, int, str, int, str]] = []
         self._seq = itertools.count()
         self._wake = asyncio.Event()
@@ -136,7 +143,7 @@ class NodePool:
 
     async def start(self) -> None:
         """Register every node and its lease, then start watching pods."""
-        await self._register()
+        await self.leases.register()
         for b in (self.status_batcher, self.node_batcher, self.lease_batcher):
             self._tasks.append(asyncio.create_task(b.run()))
         # informers retry in wall time: reconnecting is infrastructure, not simulation
@@ -165,7 +172,7 @@ class NodePool:
             inf.add_handlers(handlers)
             self._tasks.append(asyncio.create_task(inf.run()))
         self._tasks.append(asyncio.create_task(self._timer_loop()))
-        self._tasks.append(asyncio.create_task(self._lease_loop()))
+        self._tasks.append(asyncio.create_task(self.leases.run()))
         self._tasks.append(asyncio.create_task(self._eviction_loop()))
         self._tasks.extend(
             asyncio.create_task(self._delete_worker()) for _ in range(self.config.workers)
@@ -178,75 +185,11 @@ class NodePool:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
-    # ------------------------------------------------------- registration, leases
-
-    async def _register(self) -> None:
-        now = self.clock.now()
-        await self._create_or_take_over(
-            [node_object(n, self.config.name, now) for n in self.nodes], self.node_batcher
-        )
-        duration = self.config.lease_duration_seconds
-        await self._create_or_take_over(
-            [lease_object(n, duration, now) for n in self.nodes], self.lease_batcher
-        )
-        for n in self.nodes:
-            n.registered = True
-            n.last_status_post = n.lease_renewed = now
-
-    async def _create_or_take_over(self, objs: Sequence[Message], batcher: Batcher) -> None:
-        """Create the objects; one that exists (ours from before a restart) is written
-        over through `batcher` instead."""
-        for start in range(0, len(objs), self.config.max_batch):
-            chunk = objs[start : start + self.config.max_batch]
-            results = await self.client.batch_create(chunk)
-            for obj, r in zip(chunk, results, strict=True):
-                if isinstance(r.error, AlreadyExistsError):
-                    batcher.put(obj)
-                elif r.error is not None:
-                    raise r.error
-
-    async def _lease_loop(self) -> None:
-        """Renew the leases slot by slot: node i is in slot i % LEASE_SLOTS, and one slot
-        is renewed every renew_interval / LEASE_SLOTS, so every lease is still renewed
-        once per renew_interval (the first time within it after registration) but the
-        apiserver sees a steady trickle of batches instead of the whole pool at once."""
-        slots = min(LEASE_SLOTS, max(1, len(self.nodes)))
-        tick = self.config.lease_renew_interval / slots
-        slot = 0
-        due = self.clock.monotonic()
-        while True:
-            # On a fixed grid, so the time each slot takes does not add up into lateness;
-            # after a stall (more than a tick behind) the grid restarts from now.
-            due += tick
-            now = self.clock.monotonic()
-            if due < now - tick:
-                due = now
-            await self.clock.sleep(due - now)
-            self.renew_slot(slot, slots)
-            slot = (slot + 1) % slots
+    # ---------------------------------------------------------------------- leases
 
     def renew_slot(self, slot: int, slots: int) -> None:
-        """Renew the leases of the live nodes in `slot` (of `slots`), and post the status
-        of those whose last one is older than the report frequency."""
-        now = self.clock.now()
-        report = self.config.node_status_report_frequency
-        for n in self.nodes[slot::slots]:
-            if not n.alive:
-                continue
-            try:
-                self._renew(n, now)
-                if now - n.last_status_post >= report:
-                    self._post_node_status(n)
-            except Exception:  # noqa: BLE001 - one node's failure costs only its lease
-                log.exception("node %s: lease renewal failed", n.plan.name)
-
-    def _renew(self, node: HollowNode, now: float) -> None:
-        self.lease_batcher.put(lease_object(node, self.config.lease_duration_seconds, now))
-        node.lease_renewed = now
-
-    def _post_node_status(self, node: HollowNode) -> None:
-        node.last_status_post = self.clock.now()
-        self.node_batcher.put(node_status_object(node, node.last_status_post))
+        """Renew the leases of the live nodes in `slot` (of `slots`); see NodeLeases."""
+        self.leases.renew_slot(slot, slots)
 
     # ------------------------------------------------------------------------ pods
 
@@ -555,7 +498,7 @@ class NodePool:
             node.images.pop(name, None)
         if decision.conditions != node.conditions:
             node.conditions = dict(decision.conditions)
-            self._post_node_status(node)
+            self.leases.post_node_status(node)
         for uid, grace, message, _signal in decision.evict:
             st = self.pods.get(uid)
             if st is None or st.evicted:
@@ -582,8 +525,8 @@ class NodePool:
             node.alive = alive
             changed.append(name)
             if alive:
-                self._renew(node, self.clock.now())
-                self._post_node_status(node)
+                self.leases.renew(node, self.clock.now())
+                self.leases.post_node_status(node)
                 parked, node.parked = node.parked, []
                 for uid, gen, step in parked:
                     st = self.pods.get(uid)

@@ -178,6 +178,42 @@ class FlakyStorage:
         return getattr(self._inner, name)
 
 
+class ManualClock:
+    """Time that moves only when the test calls `advance`; a sleep waits until then. Its
+    deadline is set when sleep() is called (not when the awaitable first runs), so what an
+    elector does right after a callback is timed from the moment the callback fired."""
+
+    scale = 1.0
+
+    def __init__(self) -> None:
+        self._now = 1_800_000_000.0
+        self._mono = 0.0
+        self._sleepers: list[tuple[float, asyncio.Future[None]]] = []
+
+    def now(self) -> float:
+        return self._now
+
+    def monotonic(self) -> float:
+        return self._mono
+
+    def sleep(self, seconds: float) -> asyncio.Future[None]:
+        done = asyncio.get_running_loop().create_future()
+        if seconds <= 0:
+            done.set_result(None)
+        else:
+            self._sleepers.append((self._mono + seconds, done))
+        return done
+
+    def advance(self, seconds: float) -> None:
+        self._now += seconds
+        self._mono += seconds
+        due = [f for t, f in self._sleepers if t <= self._mono]
+        self._sleepers = [(t, f) for t, f in self._sleepers if t > self._mono and not f.done()]
+        for f in due:
+            if not f.done():
+                f.set_result(None)
+
+
 class JumpClock(RealClock):
     """Real time whose monotonic reading can jump ahead, as after a SIGSTOP/SIGCONT."""
 
@@ -384,15 +420,20 @@ async def test_a_standby_takes_over_a_killed_leader_at_the_end_of_its_lease(
 @pytest.mark.integration
 @pytest.mark.parametrize("storage", ["etcd"], indirect=True)
 async def test_a_released_key_is_taken_at_once_thanks_to_the_watch(election: Election) -> None:
-    # A long retry period: a standby that only polled would wait about a second.
-    lease, renew, retry = 3.0, 2.0, 1.0
+    # A retry period far longer than the test's bounds: a standby that only polled would
+    # first read the key `retry` after it last saw it, so a takeover within the waits below
+    # (2 × guard < retry) can only come from the watch telling it the key was deleted.
+    lease, renew, retry = 120.0, 90.0, 60.0
+    guard = 10.0
     a = _start(election, "a", lease=lease, renew=renew, retry=retry)
-    await a.probe.wait_for(lambda: bool(a.probe.led_at), 2.0)
+    await a.probe.wait_for(lambda: bool(a.probe.led_at), guard)
     b = _start(election, "b", lease=lease, renew=renew, retry=retry)
-    await b.probe.wait_for(lambda: b.probe.leaders == ["a"], 2.0)
+    await b.probe.wait_for(lambda: b.probe.leaders == ["a"], guard)
+    seen = time.monotonic()  # b has read the key: its first poll is a retry period away
 
-    stopped = time.monotonic()
-    await a.shutdown()  # releases: the key is deleted
+    a.stop.set()
+    await asyncio.wait_for(a.task, guard)  # releases: the key is deleted
     assert a.probe.records[-1].holder == ""
-    await b.probe.wait_for(lambda: bool(b.probe.led_at), retry)
-    assert b.probe.led_at[0] - stopped < retry / 4
+    await b.probe.wait_for(lambda: bool(b.probe.led_at), guard)
+    assert b.probe.led_at[0] - seen < 2 * guard < retry
+    assert b.probe.leaders == ["a", "b"]
