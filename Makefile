@@ -53,7 +53,7 @@ bench-all: bench
 	$(BIN)/kubera bench capacity $(BENCH_OUT)/basic.json $(BENCH_OUT)/basic-k2.json \
 		--output $(BENCH_OUT)/capacity.json
 	$(BIN)/kubera bench nodes --nodes 10000 --pods-per-node 10 --output $(BENCH_OUT)/nodes.json
-	$(BIN)/kubera bench failover --lease-duration 1s --renew-deadline 750ms --retry-period 250ms \
+	$(BIN)/kubera bench failover --lease-duration 1s --renew-deadline 750ms --retry-period 500ms --check \
 		--output $(BENCH_OUT)/failover.json
 
 proto: $(BIN)/kubera
