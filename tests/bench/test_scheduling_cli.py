@@ -136,6 +136,27 @@ def test_summarize_windows_and_percentiles() -> None:
     assert report.pct([], 0.5) == 0.0
 
 
+@pytest.mark.parametrize(
+    ("windows", "average"),
+    [
+        pytest.param([], None, id="no pods: no sample"),
+        pytest.param([0, 0, 5], None, id="pods in one window only: baseline, no sample"),
+        pytest.param(
+            [0, 2, 192, 157, 815],
+            (192 + 157 + 815) / 3,
+            id="first window with pods is the baseline",
+        ),
+        pytest.param(
+            [4, 0, 8], 4.0, id="an empty window between: its interval shares the next rate"
+        ),
+    ],
+)
+def test_collector_average_is_upstreams_throughput_collector(
+    windows: list[int], average: float | None
+) -> None:
+    assert report.collector_average(windows) == average
+
+
 def test_assemble_reports_the_median_run_and_keeps_every_run() -> None:
     runs = [fake_run(300.0), fake_run(200.0, profile="x"), fake_run(250.0)]
     rep = report.assemble(runs, WORKLOADS["basic"])
