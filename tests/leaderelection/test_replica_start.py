@@ -8,13 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from kubera.launch.etcd import EtcdProcess
-from services.api.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.hosts.controllermanager import (
@@ -27,39 +25,17 @@ from services.leaderelection import LeaderElectionSettings, TimingOverrides
 from services.storage import Delete
 from services.storage.etcd import EtcdStorage
 from services.storage.keys import replica_key
-from tests.builders import MakeNode, MakePod
+from tests.leaderelection.harness import ApiCluster
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
-PODS = BY_KIND["Pod"]
 TIMINGS = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.5}
 SCHEDULER_KEY = election_key("kube-system", "kube-scheduler")
 
 
-@dataclass
-class Api:
-    api: ApiServer
-    address: str
-    etcd: str
-
-    async def node(self, name: str) -> None:
-        size = {"cpu": "8", "memory": "16Gi", "pods": "110"}
-        node = MakeNode().typed().name(name).label("kubernetes.io/hostname", name)
-        await self.api.create(node.allocatable(size).capacity(size).obj())
-
-    async def pods(self, *names: str) -> None:
-        for name in names:
-            pod = MakePod().typed().name(name).namespace("default")
-            await self.api.create(pod.container("c", "i", requests={"cpu": "10m"}).obj())
-
-    async def bound(self, *names: str) -> bool:
-        pods = [await self.api.get(PODS, "default", n) for n in names]
-        return all(p.spec.node_name for p in pods)  # type: ignore[attr-defined]
-
-
 @pytest.fixture
-async def api(etcd_server: EtcdProcess) -> AsyncIterator[Api]:
+async def api(etcd_server: EtcdProcess) -> AsyncIterator[ApiCluster]:
     storage = EtcdStorage(etcd_server.endpoint)
     await storage.connect()
     items, _ = await storage.list("/")
@@ -69,7 +45,7 @@ async def api(etcd_server: EtcdProcess) -> AsyncIterator[Api]:
     await server_api.start()
     server, port = await serve(server_api)
     try:
-        yield Api(server_api, f"127.0.0.1:{port}", etcd_server.endpoint)
+        yield ApiCluster(server_api, f"127.0.0.1:{port}", etcd_server.endpoint)
     finally:
         await server.stop(0.5)
         await server_api.stop()
@@ -99,7 +75,7 @@ class FailOnce:
 
 
 async def test_a_scheduler_replica_whose_start_failed_part_way_starts_afresh(
-    api: Api, monkeypatch: pytest.MonkeyPatch
+    api: ApiCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fail = FailOnce(monkeypatch)
     host = SchedulerReplica(
@@ -127,7 +103,7 @@ async def test_a_scheduler_replica_whose_start_failed_part_way_starts_afresh(
 
 
 async def test_a_controller_manager_replica_whose_start_failed_part_way_starts_afresh(
-    api: Api, monkeypatch: pytest.MonkeyPatch
+    api: ApiCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fail = FailOnce(monkeypatch)
     election = LeaderElectionSettings(**TIMINGS, lease_name="kube-controller-manager")
@@ -148,7 +124,7 @@ async def test_a_controller_manager_replica_whose_start_failed_part_way_starts_a
         await host.stop()
 
 
-async def test_concurrent_starts_start_a_replica_once(api: Api) -> None:
+async def test_concurrent_starts_start_a_replica_once(api: ApiCluster) -> None:
     hosts: list[Any] = [
         SchedulerReplica(
             SchedulerReplicaConfig(
@@ -179,7 +155,7 @@ def attempts(host: SchedulerReplica) -> float:
     return value or 0.0
 
 
-async def test_a_scheduler_replicas_metrics_outlive_its_terms(api: Api) -> None:
+async def test_a_scheduler_replicas_metrics_outlive_its_terms(api: ApiCluster) -> None:
     host = SchedulerReplica(
         SchedulerReplicaConfig(
             apiserver=api.address, etcd=api.etcd, election=TimingOverrides(**TIMINGS)
@@ -213,7 +189,7 @@ async def test_a_scheduler_replicas_metrics_outlive_its_terms(api: Api) -> None:
         await host.stop()
 
 
-async def test_a_leader_records_when_its_terms_steps_happened(api: Api) -> None:
+async def test_a_leader_records_when_its_terms_steps_happened(api: ApiCluster) -> None:
     host = SchedulerReplica(
         SchedulerReplicaConfig(
             apiserver=api.address, etcd=api.etcd, election=TimingOverrides(**TIMINGS)

@@ -19,7 +19,6 @@ from typing import Any, Protocol
 import pytest
 
 from kubera.launch.etcd import EtcdProcess
-from protos.kubera.v1 import core_pb2
 from services.api import codec
 from services.api.errors import NotFoundError, PreconditionError
 from services.api.fencing import BOUND_BY, Fencing, parse_bound_by
@@ -37,7 +36,7 @@ from services.hosts.scheduler import SchedulerReplica, SchedulerReplicaConfig
 from services.leaderelection import LeaderElectionSettings, TimingOverrides
 from services.storage import Delete, Get
 from services.storage.etcd import EtcdStorage
-from tests.builders import MakeNode, MakePod
+from tests.leaderelection.harness import ApiCluster, new_pod
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -82,38 +81,9 @@ class RecordingApiServer(ApiServer):
         return res
 
 
-def new_pod(name: str, scheduler: str = "default-scheduler") -> core_pb2.Pod:
-    return (
-        MakePod()
-        .typed()
-        .name(name)
-        .namespace("default")
-        .scheduler_name(scheduler)
-        .container("c", "i", requests={"cpu": "100m"})
-        .obj()
-    )
-
-
 @dataclass
-class Cluster:
+class Cluster(ApiCluster):
     api: RecordingApiServer
-    address: str
-    etcd: str
-
-    async def node(self, name: str) -> None:
-        size = {"cpu": "8", "memory": "16Gi", "pods": "110"}
-        node = MakeNode().typed().name(name).label("kubernetes.io/hostname", name)
-        await self.api.create(node.allocatable(size).capacity(size).obj())
-
-    async def pods(self, *names: str) -> None:
-        for name in names:
-            await self.api.create(new_pod(name))
-
-    async def pod(self, name: str) -> core_pb2.Pod:
-        return await self.api.get(PODS, "default", name)  # type: ignore[return-value]
-
-    async def bound(self, *names: str) -> bool:
-        return all([(await self.pod(n)).spec.node_name for n in names])
 
     async def lease_names(self, name: str, host: Host) -> bool:
         """Whether the Lease kube-system/<name> names `host` as its holder."""
