@@ -454,7 +454,8 @@ class WatchCache:
         events or `max_bytes` serialized bytes, and with `whole_revisions` (the
         default) only ever ends at a revision boundary, so a client that received a list
         holds every event of its last revision (the initial state of a watch from None
-        excepted: it is chunked by count alone). A BOOKMARK is a list of its own."""
+        excepted: it has no revisions and is chunked by the bounds alone). A BOOKMARK is
+        a list of its own."""
         await self._ready.wait()
         if resource_version is not None and resource_version > self.revision:
             await self._wait_fresh(resource_version)
@@ -485,8 +486,17 @@ class WatchCache:
 
         self._watchers.add(w)
         try:
-            for i in range(0, len(snapshot), max_events):
-                yield [("ADDED", e) for e in snapshot[i : i + max_events]]
+            chunk: list[tuple[str, Entry]] = []
+            size = 0
+            for e in snapshot:  # no revisions here: bounded by count and bytes alone
+                if chunk and (len(chunk) >= max_events or size >= max_bytes):
+                    yield chunk
+                    chunk, size = [], 0
+                chunk.append(("ADDED", e))
+                if whole_revisions:
+                    size += len(e.data)
+            if chunk:
+                yield chunk
             # Invariant: every change at or below `floor` is already known to the client
             # (its list). A list's revision may be ahead of the cache, so events that
             # arrive later at or below it are skipped, not replayed. `progress` is how far

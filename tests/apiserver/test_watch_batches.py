@@ -232,3 +232,27 @@ async def test_watch_batches_sends_bookmarks_and_the_initial_state(storage: Stor
                 assert batch[0].object.metadata.resource_version == str(rev)
                 break
         assert seen == [["ADDED"] * 3, ["BOOKMARK"]]
+
+
+@pytest.mark.parametrize(
+    ("max_events", "max_bytes", "sizes"),
+    [(1000, 1 << 30, [5]), (2, 1 << 30, [2, 2, 1]), (1000, 1, [1, 1, 1, 1, 1])],
+)
+async def test_the_initial_state_is_chunked_by_the_bounds(
+    storage: Storage, max_events: int, max_bytes: int, sizes: list[int]
+) -> None:
+    async with apiserver(storage) as (api, _):
+        await api.batch_create([_pod(f"i{i}") for i in range(5)])
+        cache: WatchCache = api.store.caches["pods"]
+        assert await cache.wait_revision(await api.storage.revision(), 10)
+        plain = cache.watch(None, lambda o: True)
+        want = [(await anext(plain))[1].obj.metadata.name for _ in range(5)]
+        await plain.aclose()
+        batches = cache.watch_batches(
+            None, lambda o: True, max_events=max_events, max_bytes=max_bytes
+        )
+        got = [await anext(batches) for _ in sizes]
+        await batches.aclose()
+        assert [len(b) for b in got] == sizes
+        assert [e.obj.metadata.name for b in got for _, e in b] == want
+        assert cache.watchers == 0
