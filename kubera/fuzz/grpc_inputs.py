@@ -527,7 +527,7 @@ def crafted(method: str, size: Size) -> st.SearchStrategy[bytes]:
         )
     elif method == "Health":
         s = st.just(pb.HealthRequest())
-    elif method == "Watch":
+    elif method in ("Watch", "WatchBatches"):
         s = st.builds(
             pb.WatchRequest,
             resource=resources(),

@@ -8,7 +8,8 @@ watch caches). A list does not fail for everyone when one stored value is corrup
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 from google.protobuf.message import Message
@@ -80,6 +81,28 @@ async def watch(
     cache = store.caches[kind.resource]
     async for item in cache.watch(rv, flt, bookmark_interval=bookmark_interval):
         yield item
+
+
+async def watch_batches(
+    store: Store,
+    kind: Kind,
+    *,
+    namespace: str = "",
+    label_selector: str = "",
+    field_selector: str = "",
+    resource_version: str = "",
+    bookmark_interval: float | None = None,
+) -> AsyncGenerator[list[tuple[str, Entry]], None]:
+    """`watch`'s events in lists that end at revision boundaries
+    (`WatchCache.watch_batches`)."""
+    flt = Filter(kind, namespace, label_selector, field_selector)
+    rv = parse_resource_version(resource_version)
+    cache = store.caches[kind.resource]
+    async with contextlib.aclosing(
+        cache.watch_batches(rv, flt, bookmark_interval=bookmark_interval)
+    ) as batches:
+        async for batch in batches:
+            yield batch
 
 
 def parse_resource_version(resource_version: str) -> int | None:

@@ -289,3 +289,28 @@ class ApiServer:
             bookmark_interval=self.config.bookmark_interval if allow_bookmarks else None,
         ):
             yield item
+
+    async def watch_batches(
+        self,
+        kind: Kind,
+        *,
+        namespace: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str = "",
+        allow_bookmarks: bool = False,
+    ) -> AsyncIterator[builtins.list[tuple[str, Entry]]]:
+        """`watch`'s events, several at a time, never splitting a revision."""
+        async with contextlib.aclosing(
+            read.watch_batches(
+                self.store,
+                kind,
+                namespace=namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                resource_version=resource_version,
+                bookmark_interval=self.config.bookmark_interval if allow_bookmarks else None,
+            )
+        ) as batches:
+            async for events in batches:
+                yield events

@@ -60,7 +60,7 @@ import bisect
 import collections
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
@@ -80,6 +80,14 @@ log = logging.getLogger(__name__)
 #: How long a watch from a resourceVersion beyond the store's waits for it (upstream's
 #: cacher blockTimeout) before ResourceVersionTooLargeError.
 TOO_LARGE_WAIT = 3.0
+
+#: A batched watch's message (`WatchCache.watch_batches`, the WatchBatches RPC) stops
+#: growing at the first revision boundary past this many events or serialized bytes. A
+#: revision is never split, so a message can exceed them by one revision (at most one
+#: etcd txn: MAX_BATCH_ITEMS objects within etcd's request limit), far below the
+#: apiserver's 256 MiB response limit.
+WATCH_BATCH_EVENTS = 1000
+WATCH_BATCH_BYTES = 4 << 20
 
 
 @dataclass(slots=True)
@@ -415,6 +423,39 @@ class WatchCache:
         """(ADDED|MODIFIED|DELETED|BOOKMARK, entry) from `resource_version` on, filtered by
         `match` with Kubernetes' semantics (an object leaving the filter is DELETED, one
         entering it ADDED). None: the current state as ADDED first."""
+        # Batches of one event that may split a revision: the stream is checked between
+        # any two events, as a stream of single events always was.
+        # Closed with this generator, so the watcher unregisters when its caller closes.
+        async with contextlib.aclosing(
+            self.watch_batches(
+                resource_version,
+                match,
+                bookmark_interval=bookmark_interval,
+                max_events=1,
+                whole_revisions=False,
+            )
+        ) as batches:
+            async for batch in batches:
+                for item in batch:
+                    yield item
+
+    async def watch_batches(
+        self,
+        resource_version: int | None,
+        match: Callable[[Message], bool],
+        *,
+        bookmark_interval: float | None = None,
+        max_events: int = WATCH_BATCH_EVENTS,
+        max_bytes: int = WATCH_BATCH_BYTES,
+        whole_revisions: bool = True,
+    ) -> AsyncGenerator[list[tuple[str, Entry]], None]:
+        """`watch`'s events, the same ones in the same order, as lists of what is ready:
+        a list grows until the watcher has nothing more ready or it holds `max_events`
+        events or `max_bytes` serialized bytes, and with `whole_revisions` (the
+        default) only ever ends at a revision boundary, so a client that received a list
+        holds every event of its last revision (the initial state of a watch from None
+        excepted: it has no revisions and is chunked by the bounds alone). A BOOKMARK is
+        a list of its own."""
         await self._ready.wait()
         if resource_version is not None and resource_version > self.revision:
             await self._wait_fresh(resource_version)
@@ -436,27 +477,56 @@ class WatchCache:
             revs = [e.revision for e in self.events]
             replay = self.events[bisect.bisect_right(revs, resource_version) :]
             progress = resource_version
+
+        def full(batch: list[tuple[str, Entry]], size: int, ev: CacheEvent) -> bool:
+            """Whether `batch` must end before `ev` (and, whole, at a boundary only)."""
+            if len(batch) < max_events and size < max_bytes:
+                return False
+            return not whole_revisions or ev.revision > w.sent
+
         self._watchers.add(w)
         try:
-            for e in snapshot:
-                yield "ADDED", e
+            chunk: list[tuple[str, Entry]] = []
+            size = 0
+            for e in snapshot:  # no revisions here: bounded by count and bytes alone
+                if chunk and (len(chunk) >= max_events or size >= max_bytes):
+                    yield chunk
+                    chunk, size = [], 0
+                chunk.append(("ADDED", e))
+                if whole_revisions:
+                    size += len(e.data)
+            if chunk:
+                yield chunk
             # Invariant: every change at or below `floor` is already known to the client
             # (its list). A list's revision may be ahead of the cache, so events that
             # arrive later at or below it are skipped, not replayed. `progress` is how far
             # this watch has sent; one revision can hold many events (a batch txn), so it
             # never filters.
             floor = progress
-            for ev in replay:
-                # Ended meanwhile: stop, but not inside the revision the client is in.
-                if w.terminated and ev.revision > w.sent:
-                    break
-                if ev.revision <= floor:
-                    continue
-                progress = ev.revision
-                out = _classify(ev, match)
-                if out is not None:
-                    w.sent = ev.revision
-                    yield out, ev.cur
+            i = 0
+            while i < len(replay):
+                batch: list[tuple[str, Entry]] = []
+                size = 0
+                while i < len(replay):
+                    ev = replay[i]
+                    # Ended meanwhile: stop, but not inside the revision the client is in.
+                    if w.terminated and ev.revision > w.sent:
+                        i = len(replay)
+                        break
+                    if batch and full(batch, size, ev):
+                        break
+                    i += 1
+                    if ev.revision <= floor:
+                        continue
+                    progress = ev.revision
+                    out = _classify(ev, match)
+                    if out is not None:
+                        w.sent = ev.revision
+                        batch.append((out, ev.cur))
+                        if whole_revisions:
+                            size += len(ev.cur.data)
+                if batch:
+                    yield batch
             next_bookmark = (
                 self._clock.monotonic() + bookmark_interval if bookmark_interval else 0.0
             )
@@ -471,11 +541,21 @@ class WatchCache:
                         "not buffer; list again"
                     )
                 if w.buf:  # once terminated: the rest of revision `w.sent` only
-                    out, ev = w.buf.popleft()
-                    if ev.revision <= floor:
-                        continue
-                    progress = w.sent = ev.revision
-                    yield out, ev.cur
+                    batch = []
+                    size = 0
+                    while w.buf:
+                        out, ev = w.buf[0]
+                        if batch and full(batch, size, ev):
+                            break
+                        w.buf.popleft()
+                        if ev.revision <= floor:
+                            continue
+                        progress = w.sent = ev.revision
+                        batch.append((out, ev.cur))
+                        if whole_revisions:
+                            size += len(ev.cur.data)
+                    if batch:
+                        yield batch
                     continue
                 if w.error is not None:
                     raise w.error
@@ -494,7 +574,7 @@ class WatchCache:
                     next_bookmark = now + bookmark_interval
                     bm = self.kind.message()
                     bm.metadata.resource_version = str(progress)  # type: ignore[attr-defined]
-                    yield "BOOKMARK", Entry(bm)
+                    yield [("BOOKMARK", Entry(bm))]
                     continue
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(w.wake.wait(), next_bookmark - now)

@@ -6,14 +6,26 @@ and relisting when the watch says "gone" (client-go's reflector + indexer, in as
       └──────── GoneError (rv too old) / stream broken ◄───────────────┘
 
 Handlers run synchronously in the informer's task, in event order; they must not block.
+
+Events arrive in lists (the WatchBatches RPC: one message per list, not per event), each
+ending at a revision boundary. One etcd revision can hold many events (BatchCreate,
+BindBatch), all with that revision as resourceVersion, and the server replays a watch
+from "every event after rv", so an informer that resumed from the resourceVersion of the
+last event it handled, with only part of that revision handled, would never see the rest.
+Hence `resource_version` is the last revision received *completely*: one a list ended
+with, one a later event or a bookmark went past, or the list's. The events of the newer,
+possibly partial revision (`_partial_rv`) are replayed on a resume and the ones already
+handled (`_partial_keys`: a revision changes a key at most once, as etcd refuses a txn
+that names a key twice) are skipped, so no event is applied twice.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from google.protobuf.message import Message
 
@@ -26,7 +38,7 @@ from services.api.errors import (
 )
 from services.api.kinds import Kind
 from services.api.meta import object_key
-from services.client.client import Client
+from services.client.client import Client, UnimplementedError, WatchEvent
 from services.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
@@ -55,7 +67,8 @@ class Informer:
     clock: Clock = field(default_factory=RealClock)
     handlers: list[Handlers] = field(default_factory=list)
     store: dict[str, Message] = field(default_factory=dict)
-    #: The resourceVersion the store is complete up to.
+    #: The resourceVersion the store is complete up to: every event at or below it is
+    #: applied (see the module docstring).
     resource_version: str = ""
     relists: int = 0
     #: Handler calls that raised (each logged with its object's key, then skipped).
@@ -67,11 +80,19 @@ class Informer:
     #: Which updates (old, new) any handler acts on; the others still replace the stored
     #: object (handlers read the store) but reach no handler. None: every update does.
     wants_update: Callable[[Message, Message], bool] | None = None
+    #: Watch with WatchBatches (many events per message); False: with Watch, one event
+    #: per message (set when the apiserver has no WatchBatches).
+    batched: bool = True
 
     def __post_init__(self) -> None:
         self.synced = asyncio.Event()
         #: object key -> the last handler failure logged for it (each logged once).
         self._failures: dict[str, str] = {}
+        #: The revision of the newest events applied (0: none since the list) and their
+        #: keys. Invariant: `resource_version` <= `_partial_rv`, and every event between
+        #: them is at `_partial_rv`, applied, its key in `_partial_keys`.
+        self._partial_rv = 0
+        self._partial_keys: set[str] = set()
 
     def add_handlers(self, handlers: Handlers) -> None:
         self.handlers.append(handlers)
@@ -133,6 +154,8 @@ class Informer:
         old = self.store
         self.store = fresh
         self.resource_version = rv
+        self._partial_rv = 0
+        self._partial_keys = set()
         for key, obj in fresh.items():
             prev = old.get(key)
             if prev is None:
@@ -145,11 +168,59 @@ class Informer:
             if key not in fresh:
                 self._fire_delete(obj)
 
+    def _apply_batch(self, events: list[WatchEvent], *, whole: bool = True) -> None:
+        """Apply one list of events; `whole`: it ends at a revision boundary (a
+        WatchBatches message), so its last revision is complete once it is applied."""
+        for ev in events:
+            self._apply(ev.type, ev.object)
+        if whole and self._partial_rv and str(self._partial_rv) != self.resource_version:
+            self.resource_version = str(self._partial_rv)
+
+    async def _watch(self) -> AsyncIterator[tuple[list[WatchEvent], bool]]:
+        """The watch from `resource_version`, as (events, whether they end at a revision
+        boundary): WatchBatches' lists, or Watch's single events from an apiserver that
+        has no WatchBatches (`batched` turns False the first time it says so)."""
+        args: dict[str, Any] = {
+            "namespace": self.namespace,
+            "label_selector": self.label_selector,
+            "field_selector": self.field_selector,
+            "resource_version": self.resource_version,
+            "allow_bookmarks": True,
+        }
+        if self.batched:
+            try:
+                async for batch in self.client.watch_batches(self.kind, **args):
+                    yield batch, True
+                return
+            except UnimplementedError as e:
+                log.info("informer %s: %s; watching event by event", self.kind.resource, e)
+                self.batched = False
+        async for ev in self.client.watch(self.kind, **args):
+            yield [ev], False
+
     def _apply(self, type_: str, obj: Message) -> None:
-        key = object_key(obj)
+        rv = obj.metadata.resource_version  # type: ignore[attr-defined]
         if type_ == "BOOKMARK":
-            pass
-        elif self.keep is not None and not self.keep(obj):
+            # Everything at or below a bookmark's revision has been sent.
+            if rv and int(rv) >= self._partial_rv:
+                self.resource_version = rv
+            return
+        key = object_key(obj)
+        revision = int(rv) if rv else 0
+        if revision and revision == self._partial_rv:
+            if key in self._partial_keys:
+                return  # handled before the stream broke; replayed on the resume
+            self._partial_keys.add(key)
+        elif revision > self._partial_rv:
+            # A newer revision: the one before it was received whole.
+            if self._partial_rv:
+                self.resource_version = str(self._partial_rv)
+            self._partial_rv = revision
+            self._partial_keys = {key}
+        self._handle(type_, key, obj)
+
+    def _handle(self, type_: str, key: str, obj: Message) -> None:
+        if self.keep is not None and not self.keep(obj):
             prev = self.store.pop(key, None)
             if prev is not None:  # no longer ours: gone, as far as the handlers know
                 self._fire_delete(prev)
@@ -163,7 +234,6 @@ class Informer:
                 self._fire_add(obj)
             elif self.wants_update is None or self.wants_update(prev, obj):
                 self._fire_update(prev, obj)
-        self.resource_version = obj.metadata.resource_version or self.resource_version  # type: ignore[attr-defined]
 
     async def run(self) -> None:
         """List, watch, relist on "gone"; runs until cancelled. Run again after a cancel,
@@ -176,15 +246,8 @@ class Informer:
                     await self._list()
                     self.synced.set()
                     need_list = False
-                async for ev in self.client.watch(
-                    self.kind,
-                    namespace=self.namespace,
-                    label_selector=self.label_selector,
-                    field_selector=self.field_selector,
-                    resource_version=self.resource_version,
-                    allow_bookmarks=True,
-                ):
-                    self._apply(ev.type, ev.object)
+                async for events, whole in self._watch():
+                    self._apply_batch(events, whole=whole)
                     delay = INITIAL_BACKOFF
             except GoneError:
                 log.info(
@@ -216,7 +279,7 @@ class Informer:
                 log.log(level, "informer %s: %s; retrying in %.2fs", self.kind.resource, e, delay)
                 await self.clock.sleep(delay)
                 delay = min(delay * 2, UNAVAILABLE_MAX_BACKOFF if unavailable else MAX_BACKOFF)
-            # a watch that simply ended is resumed from the last resourceVersion
+            # a watch that simply ended is resumed from the last complete revision
 
 
 @dataclass

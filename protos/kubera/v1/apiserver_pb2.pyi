@@ -126,6 +126,12 @@ class WatchEvent(_message.Message):
     object: _any_pb2.Any
     def __init__(self, type: _Optional[str] = ..., object: _Optional[_Union[_any_pb2.Any, _Mapping]] = ...) -> None: ...
 
+class WatchEventBatch(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[WatchEvent]
+    def __init__(self, events: _Optional[_Iterable[_Union[WatchEvent, _Mapping]]] = ...) -> None: ...
+
 class FencingToken(_message.Message):
     __slots__ = ("key", "create_revision")
     KEY_FIELD_NUMBER: _ClassVar[int]

@@ -74,6 +74,11 @@ class ApiServerStub:
                 request_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.WatchRequest.SerializeToString,
                 response_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.WatchEvent.FromString,
                 _registered_method=True)
+        self.WatchBatches = channel.unary_stream(
+                '/kubera.v1.ApiServer/WatchBatches',
+                request_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.WatchRequest.SerializeToString,
+                response_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.WatchEventBatch.FromString,
+                _registered_method=True)
         self.Bind = channel.unary_unary(
                 '/kubera.v1.ApiServer/Bind',
                 request_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.BindRequest.SerializeToString,
@@ -153,6 +158,19 @@ class ApiServerServicer:
 
     def Watch(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchBatches(self, request, context):
+        """Watch's events, the same ones in the same order with the same errors, several per
+        message: each message holds what the watcher has ready, ends at a revision
+        boundary (one etcd revision, e.g. a BatchCreate's or a BindBatch's, is never split
+        across messages; the initial state of a watch from "" or "0" excepted, which has no
+        revisions), and stops growing past WATCH_BATCH_EVENTS events or WATCH_BATCH_BYTES
+        bytes at the next boundary (services/apiserver/watchcache.py). A client that
+        received a message whole holds every event of the last revision in it.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -248,6 +266,11 @@ def add_ApiServerServicer_to_server(servicer, server):
                     servicer.Watch,
                     request_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.WatchRequest.FromString,
                     response_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.WatchEvent.SerializeToString,
+            ),
+            'WatchBatches': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchBatches,
+                    request_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.WatchRequest.FromString,
+                    response_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.WatchEventBatch.SerializeToString,
             ),
             'Bind': grpc.unary_unary_rpc_method_handler(
                     servicer.Bind,
@@ -496,6 +519,33 @@ class ApiServer:
             '/kubera.v1.ApiServer/Watch',
             protos_dot_kubera_dot_v1_dot_apiserver__pb2.WatchRequest.SerializeToString,
             protos_dot_kubera_dot_v1_dot_apiserver__pb2.WatchEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchBatches(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/kubera.v1.ApiServer/WatchBatches',
+            protos_dot_kubera_dot_v1_dot_apiserver__pb2.WatchRequest.SerializeToString,
+            protos_dot_kubera_dot_v1_dot_apiserver__pb2.WatchEventBatch.FromString,
             options,
             channel_credentials,
             insecure,
