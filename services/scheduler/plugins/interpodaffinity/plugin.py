@@ -63,6 +63,13 @@ from services.scheduler.framework.types import (
     QueueingHint,
 )
 from services.scheduler.plugins.helpers import NODE, POD, Int64Array
+from services.scheduler.plugins.interpodaffinity.index import (
+    AffinityIndex,
+    RowValues,
+    fill_pre_filter,
+    fill_pre_score,
+    index_of,
+)
 
 NAME = "InterPodAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -228,6 +235,9 @@ class InterPodAffinity:
     def __init__(self, args: Args, handle: Handle | None) -> None:
         self.args = args
         self.handle = handle
+        #: PreFilter / PreScore read the snapshot's AffinityIndex (cost per distinct label set
+        #: and term) instead of walking every pod; off: the walk, kept as the reference.
+        self.use_index = True
 
     # ---------------------------------------------------------------- PreFilter / Filter
     def pre_filter(
@@ -239,6 +249,44 @@ class InterPodAffinity:
         ns = _namespace_labels_of(self.handle)
         s = _PreFilterState(pod_info, ns(pod.metadata.namespace), ns)
 
+        aff, anti = pod_info.required_affinity, pod_info.required_anti_affinity
+        fast = self._fast(nodes)
+        if fast is not None:
+            fill_pre_filter(
+                *fast, pod_info, s.namespace_labels, ns, s.existing_anti, s.affinity, s.anti
+            )
+        else:
+            self._pre_filter_walk(s, pod_info, nodes, ns)
+
+        # The state is written even when skipping: a Filter run regardless sees "all pass".
+        state.write(PRE_FILTER_STATE_KEY, s)
+        if not s.existing_anti and not aff and not anti:
+            return None, Status.skip(plugin=NAME)
+        return None, Status.success()
+
+    def _fast(self, nodes: Sequence[NodeInfo] | None) -> tuple[AffinityIndex, RowValues] | None:
+        """The index of the handle's snapshot, when `nodes` are its rows (None: any) and
+        `use_index` is on; else None (walk every pod)."""
+        if not self.use_index or self.handle is None:
+            return None
+        snap = self.handle.snapshot()
+        if nodes is not None and nodes is not snap.list():
+            return None
+        idx = index_of(snap)
+        cols = columns_of(snap)
+        if idx is None or cols is None:
+            return None
+        return idx, RowValues(cols)
+
+    def _pre_filter_walk(
+        self,
+        s: _PreFilterState,
+        pod_info: PodInfo,
+        nodes: Sequence[NodeInfo],
+        ns: NamespaceLabels,
+    ) -> None:
+        """PreFilter's counts by walking every existing pod (the reference for the index)."""
+        pod = pod_info.pod
         # Existing pods' required anti-affinity against the incoming pod.
         with_anti = (
             self.handle.snapshot().have_pods_with_required_anti_affinity()
@@ -269,12 +317,6 @@ class InterPodAffinity:
                     for t in anti:
                         if _matches(t, p, ns):
                             _add(s.anti, labels, t.topology_key, 1)
-
-        # The state is written even when skipping: a Filter run regardless sees "all pass".
-        state.write(PRE_FILTER_STATE_KEY, s)
-        if not s.existing_anti and not aff and not anti:
-            return None, Status.skip(plugin=NAME)
-        return None, Status.success()
 
     def add_pod(
         self, state: CycleState, pod_to_schedule: PodInfo, pod_to_add: PodInfo, node_info: NodeInfo
@@ -336,6 +378,24 @@ class InterPodAffinity:
                 ValueError(f"failed to parse pod: {pod_info.affinity_error}"), plugin=NAME
             )
 
+        fast = self._fast(None)
+        if fast is not None:
+            ns = _namespace_labels_of(self.handle)
+            incoming_ns = ns(pod_info.pod.metadata.namespace)
+            hard = self.args.hard_pod_affinity_weight
+            fill_pre_score(
+                *fast, pod_info, incoming_ns, ns, hard, has_constraints, s.topology_score
+            )
+        else:
+            self._pre_score_walk(s, pod_info, nodes, has_constraints)
+        if not s.topology_score:
+            return Status.skip(plugin=NAME)
+        return Status.success()
+
+    def _pre_score_walk(
+        self, s: _PreScoreState, pod_info: PodInfo, nodes: Sequence[NodeInfo], has_constraints: bool
+    ) -> None:
+        """PreScore's topology scores by walking every existing pod (the reference)."""
         # Unless the pod has preferred terms, only pods with affinity can contribute.
         if self.handle is not None:
             snap = self.handle.snapshot()
@@ -369,10 +429,6 @@ class InterPodAffinity:
                 for t in existing.preferred_anti_affinity:
                     if t.matches(incoming, incoming_ns):
                         s.add(t, -t.weight, labels)
-
-        if not s.topology_score:
-            return Status.skip(plugin=NAME)
-        return Status.success()
 
     def score(
         self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo
