@@ -27,7 +27,7 @@ aggregate equals the sum of the current rows' digests, and holds no empty entry.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from services.scheduler.columns import NodeColumns
 from services.scheduler.framework.types import AffinityTerm, NodeInfo, PodInfo
+from services.scheduler.plugins.interpodaffinity.state import NamespaceLabels, TopologyPair
 
 #: (namespace, frozenset of label items): pods with equal keys match every term alike.
 LabelSetKey = tuple[str, frozenset[tuple[str, str]]]
@@ -189,9 +190,6 @@ def index_of(snapshot: Any) -> AffinityIndex | None:
 
 
 # ------------------------------------------------------------------ per-cycle queries
-
-TopologyPair = tuple[str, str]
-NamespaceLabels = Callable[[str], Mapping[str, str]]
 
 
 class RowValues:
