@@ -203,10 +203,20 @@ def filter_rows_mask(
         for t in s.pod_info.required_anti_affinity:
             col = cols.label(t.topology_key)
             mask &= ~_positive(col, t.topology_key, s.anti)[col.ids[rows]]
+    # Existing pods' anti-affinity: one table of blocked values per topology key (one step
+    # per pair, one gather per key; not one pass over the rows per pair).
+    blocked: dict[str, tuple[Interned[str | None], list[int]]] = {}
     for (key, value), n in s.existing_anti.items():
         if n > 0:
-            col = cols.label(key)
-            i = col.id_of(value)
+            got = blocked.get(key)
+            if got is None:
+                got = blocked[key] = (cols.label(key), [])
+            i = got[0].id_of(value)
             if i is not None:
-                mask &= col.ids[rows] != i
+                got[1].append(i)
+    for col, values in blocked.values():
+        if values:
+            table = np.zeros(len(col.values), dtype=np.bool_)
+            table[values] = True
+            mask &= ~table[col.ids[rows]]
     return mask
