@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -108,14 +109,23 @@ def make_node(i: int, labels: Json) -> core_pb2.Node:
 
 
 def results(pl: Any, pod: core_pb2.Pod, snapshot: Snapshot) -> tuple[Any, ...]:
-    """Everything PreFilter / Filter / PreScore / Score / AddPod-RemovePod give for `pod`."""
+    """Everything PreFilter / Filter (per node and per row) / AddPod-RemovePod on a clone /
+    PreScore / Score give for `pod`; filter_rows is checked against filter on the way."""
     pi = PodInfo(pod)
     infos = snapshot.list()
+    rows = np.arange(len(infos), dtype=np.int64)
+
+    def filters(state: CycleState) -> list[Any]:
+        per_node = [pl.filter(state, pi, ni) for ni in infos]
+        by_rows = pl.filter_rows(state, pi, snapshot, rows)
+        assert by_rows.tolist() == [st_.is_success() for st_ in per_node]
+        return per_node
+
     state = CycleState()
     _, pf = pl.pre_filter(state, pi, infos)
     s = state.get(ipa.PRE_FILTER_STATE_KEY)
     counts = (s.existing_anti, s.affinity, s.anti)
-    filters = [pl.filter(state, pi, ni) for ni in infos]
+    filtered = filters(state)
     # Preemption's what-if on a clone: take the first pod off its node, then put it back.
     what_if: list[Any] = []
     victims = [(ni, ni.pods[0]) for ni in infos if ni.pods][:1]
@@ -123,16 +133,15 @@ def results(pl: Any, pod: core_pb2.Pod, snapshot: Snapshot) -> tuple[Any, ...]:
         clone = state.clone()
         pl.remove_pod(clone, pi, victim, ni)
         c = clone.get(ipa.PRE_FILTER_STATE_KEY)
-        what_if.append(
-            (dict(c.existing_anti), dict(c.anti), [pl.filter(clone, pi, n) for n in infos])
-        )
+        what_if.append((dict(c.existing_anti), dict(c.affinity), dict(c.anti), filters(clone)))
         pl.add_pod(clone, pi, victim, ni)
-        what_if.append((c.existing_anti, c.affinity, c.anti))
+        what_if.append((c.existing_anti, c.affinity, c.anti, filters(clone)))
+    assert filters(state) == filtered  # the clone's changes did not reach the original
     score_state = CycleState()
     ps = pl.pre_score(score_state, pi, infos)
     topology = score_state.get(ipa.PRE_SCORE_STATE_KEY).topology_score
     scores = [pl.score(score_state, pi, ni) for ni in infos] if ps.is_success() else []
-    return pf, counts, filters, what_if, ps, topology, scores
+    return pf, counts, filtered, what_if, ps, topology, scores
 
 
 def check(snapshot: Snapshot, pod: core_pb2.Pod, args: ipa.Args) -> None:

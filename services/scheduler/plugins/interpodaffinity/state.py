@@ -4,13 +4,12 @@ over a PreFilter state (per node and per row); `plugin` runs them."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
-from services.scheduler.columns import Interned, NodeColumns
+from services.scheduler.columns import BoolArray, Interned, NodeColumns
 from services.scheduler.framework.interface import Handle
 from services.scheduler.framework.types import AffinityTerm, PodInfo
 from services.scheduler.plugins.helpers import Int64Array
@@ -78,7 +77,15 @@ class PreFilterState:
     - affinity: existing pods matching all of the incoming pod's required affinity terms;
     - anti: existing pods matching each of the incoming pod's required anti-affinity terms."""
 
-    __slots__ = ("existing_anti", "affinity", "anti", "pod_info", "namespace_labels", "_ns")
+    __slots__ = (
+        "existing_anti",
+        "affinity",
+        "anti",
+        "pod_info",
+        "namespace_labels",
+        "_ns",
+        "row_tables",
+    )
 
     def __init__(
         self, pod_info: PodInfo, namespace_labels: Mapping[str, str], ns: NamespaceLabels
@@ -90,6 +97,10 @@ class PreFilterState:
         #: The incoming pod's namespace labels (existing pods' terms match against them).
         self.namespace_labels = namespace_labels
         self._ns = ns
+        #: filter_rows' tables (`_positive_tables`) per counts dict, made on first use; the
+        #: counts they were made from must not change while they are kept (update_with_pod
+        #: drops them; a clone starts without).
+        self.row_tables: dict[int, dict[str, tuple[Interned[str | None], BoolArray]]] = {}
 
     def clone(self) -> PreFilterState:
         c = PreFilterState(self.pod_info, self.namespace_labels, self._ns)
@@ -100,6 +111,7 @@ class PreFilterState:
 
     def update_with_pod(self, other: PodInfo, node: core_pb2.Node, multiplier: int) -> None:
         """Account for `other` being added to (+1) or removed from (-1) `node`."""
+        self.row_tables = {}
         labels = node.metadata.labels
         incoming = self.pod_info
         for t in other.required_anti_affinity:
@@ -170,16 +182,46 @@ def satisfies_existing_pods_anti_affinity(s: PreFilterState, labels: Mapping[str
     return not any(s.existing_anti.get(pair, 0) > 0 for pair in labels.items())
 
 
-def _positive(col: Interned[str | None], key: str, counts: Mapping[TopologyPair, int]) -> Any:
-    """Per distinct value of `key`'s column: some count of (key, value) is positive (absent
-    label: False). One step per entry of `counts`."""
-    table = np.zeros(len(col.values), dtype=np.bool_)
-    for (k, value), n in counts.items():
-        if k == key and n > 0:
-            i = col.id_of(value)
-            if i is not None:
-                table[i] = True
-    return table
+def _positive_tables(
+    s: PreFilterState, which: int, counts: Mapping[TopologyPair, int], cols: NodeColumns
+) -> dict[str, tuple[Interned[str | None], BoolArray]]:
+    """Per topology key of `counts`: its label column and, per distinct value of the column,
+    whether some count of (key, value) is positive. One step per entry of `counts`, once per
+    state (filter_rows runs several times a cycle over chunks of rows); a table is remade
+    when its column was replaced or renumbered since."""
+    tables = s.row_tables.get(which)
+    if tables is not None and all(
+        cols.label(k) is col and len(col.values) == len(t) for k, (col, t) in tables.items()
+    ):
+        return tables
+    by_key: dict[str, list[str]] = {}
+    for (key, value), n in counts.items():
+        if n > 0:
+            got = by_key.get(key)
+            if got is None:
+                by_key[key] = [value]
+            else:
+                got.append(value)
+    tables = {}
+    for key, values in by_key.items():
+        col = cols.label(key)
+        tables[key] = (col, col.marked(values))
+    s.row_tables[which] = tables
+    return tables
+
+
+def _positive(
+    tables: Mapping[str, tuple[Interned[str | None], BoolArray]],
+    cols: NodeColumns,
+    key: str,
+    rows: Int64Array,
+) -> BoolArray:
+    """Per row: some count of (key, the row's value) is positive (absent label: False)."""
+    got = tables.get(key)
+    if got is None:
+        return np.zeros(len(rows), dtype=np.bool_)
+    col, table = got
+    return np.asarray(table[col.ids[rows]], dtype=np.bool_)
 
 
 def filter_rows_mask(
@@ -191,32 +233,20 @@ def filter_rows_mask(
     if terms:
         keys_ok = np.ones(len(rows), dtype=np.bool_)
         pods_exist = np.ones(len(rows), dtype=np.bool_)
+        affinity = _positive_tables(s, 0, s.affinity, cols)
         for t in terms:
-            col = cols.label(t.topology_key)
-            ids = col.ids[rows]
-            keys_ok &= col.present(rows)
-            pods_exist &= _positive(col, t.topology_key, s.affinity)[ids]
+            keys_ok &= cols.label(t.topology_key).present(rows)
+            pods_exist &= _positive(affinity, cols, t.topology_key, rows)
         pi = s.pod_info
         first_of_series = not s.affinity and matches_all(pi.required_affinity, pi.pod, s._ns)
         mask &= keys_ok & (pods_exist | first_of_series)
     if s.anti:
+        anti = _positive_tables(s, 1, s.anti, cols)
         for t in s.pod_info.required_anti_affinity:
-            col = cols.label(t.topology_key)
-            mask &= ~_positive(col, t.topology_key, s.anti)[col.ids[rows]]
-    # Existing pods' anti-affinity: one table of blocked values per topology key (one step
-    # per pair, one gather per key; not one pass over the rows per pair).
-    blocked: dict[str, tuple[Interned[str | None], list[int]]] = {}
-    for (key, value), n in s.existing_anti.items():
-        if n > 0:
-            got = blocked.get(key)
-            if got is None:
-                got = blocked[key] = (cols.label(key), [])
-            i = got[0].id_of(value)
-            if i is not None:
-                got[1].append(i)
-    for col, values in blocked.values():
-        if values:
-            table = np.zeros(len(col.values), dtype=np.bool_)
-            table[values] = True
-            mask &= ~table[col.ids[rows]]
+            mask &= ~_positive(anti, cols, t.topology_key, rows)
+    if s.existing_anti:
+        # Blocked wherever the row's value of some key has a positive count.
+        existing = _positive_tables(s, 2, s.existing_anti, cols)
+        for key in existing:
+            mask &= ~_positive(existing, cols, key, rows)
     return mask
