@@ -154,8 +154,9 @@ class InterPodAffinity:
         s = PreFilterState(pod_info, ns(pod.metadata.namespace), ns)
 
         aff, anti = pod_info.required_affinity, pod_info.required_anti_affinity
-        fast = self._fast(nodes)
-        if fast is not None:
+        if not aff and not anti and not self._any_pods(affinity=False):
+            pass  # nothing to count: no terms, and no existing pod has anti-affinity
+        elif (fast := self._fast(nodes)) is not None:
             fill_pre_filter(
                 *fast, pod_info, s.namespace_labels, ns, s.existing_anti, s.affinity, s.anti
             )
@@ -167,6 +168,17 @@ class InterPodAffinity:
         if not s.existing_anti and not aff and not anti:
             return None, Status.skip(plugin=NAME)
         return None, Status.success()
+
+    def _any_pods(self, *, affinity: bool) -> bool:
+        """Whether some node of the snapshot holds a pod with (anti-)affinity terms
+        (affinity=False: required anti-affinity ones); True without a handle (the walk
+        looks for itself)."""
+        if self.handle is None:
+            return True
+        snap = self.handle.snapshot()
+        if affinity:
+            return bool(snap.have_pods_with_affinity())
+        return bool(snap.have_pods_with_required_anti_affinity())
 
     def _fast(self, nodes: Sequence[NodeInfo] | None) -> tuple[AffinityIndex, RowValues] | None:
         """The index of the handle's snapshot, when `nodes` are its rows (None: any) and
@@ -280,8 +292,9 @@ class InterPodAffinity:
                 ValueError(f"failed to parse pod: {pod_info.affinity_error}"), plugin=NAME
             )
 
-        fast = self._fast(None)
-        if fast is not None:
+        if not has_constraints and not self._any_pods(affinity=True):
+            pass  # nothing to score: no preferred terms, and no existing pod has affinity
+        elif (fast := self._fast(None)) is not None:
             ns = namespace_labels_of(self.handle)
             incoming_ns = ns(pod_info.pod.metadata.namespace)
             hard = self.args.hard_pod_affinity_weight
