@@ -112,6 +112,8 @@ class AffinityIndex:
         self.terms: tuple[dict[AffinityTerm, RowCounts], ...] = ({}, {}, {}, {})
         #: Rows digested by the last refresh (for tests).
         self.last_refreshed = 0
+        #: RowValues' lists: key -> (label column, its version, value per row).
+        self.row_values: dict[str, tuple[Any, int, list[str | None]]] = {}
 
     def refresh(self, infos: list[NodeInfo], row_gen: npt.NDArray[np.int64], layout: int) -> None:
         if layout != self.layout_version or len(row_gen) != len(self.row_gen):
@@ -193,22 +195,28 @@ def index_of(snapshot: Any) -> AffinityIndex | None:
 
 
 class RowValues:
-    """Per cycle: a topology key's value per row (None: the node lacks the label), as lists
-    (indexing a numpy array per row costs more than the dict work it feeds)."""
+    """A topology key's value per row (None: the node lacks the label), as lists (indexing a
+    numpy array per row costs more than the dict work it feeds). Kept across cycles in
+    `cache` while the label column is the same object at the same version (its ids are
+    then unchanged)."""
 
-    __slots__ = ("_cols", "_memo")
+    __slots__ = ("_cols", "_cache")
 
-    def __init__(self, cols: NodeColumns) -> None:
+    def __init__(self, cols: NodeColumns, cache: dict[str, tuple[Any, int, list[str | None]]]):
         self._cols = cols
-        self._memo: dict[str, list[str | None]] = {}
+        self._cache = cache
 
     def __call__(self, key: str) -> list[str | None]:
-        got = self._memo.get(key)
-        if got is None:
-            col = self._cols.label(key)
-            values = col.values
-            got = self._memo[key] = [values[i] for i in col.ids.tolist()]
-        return got
+        col = self._cols.label(key)
+        got = self._cache.get(key)
+        if got is not None and got[0] is col and got[1] == col.version:
+            return got[2]
+        values = col.values
+        out = [values[i] for i in col.ids.tolist()]
+        if len(self._cache) >= 64:
+            self._cache.clear()
+        self._cache[key] = (col, col.version, out)
+        return out
 
 
 def _matches_set(t: AffinityTerm, ls: LabelSet, ns: NamespaceLabels) -> bool:

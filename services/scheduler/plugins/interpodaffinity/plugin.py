@@ -192,7 +192,7 @@ class InterPodAffinity:
         cols = columns_of(snap)
         if idx is None or cols is None:
             return None
-        return idx, RowValues(cols)
+        return idx, RowValues(cols, idx.row_values)
 
     def _pre_filter_walk(
         self,
