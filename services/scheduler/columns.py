@@ -23,7 +23,7 @@ Upkeep (`columns_of(snapshot)`, called by every row method):
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -118,6 +118,16 @@ class Interned(Generic[V]):
             i = index.get(value)
             if i is not None:
                 table[i] = n
+        return table
+
+    def marked(self, keys: Iterable[Hashable]) -> BoolArray:
+        """True at the id of each of `keys`, as an array indexed by id: one dict lookup per
+        key (keys no row has held are left out)."""
+        table = np.zeros(len(self.values), dtype=np.bool_)
+        get = self._index.get
+        ids = [i for k in keys if (i := get(k)) is not None]
+        if ids:
+            table[ids] = True
         return table
 
     def needs_compaction(self) -> bool:

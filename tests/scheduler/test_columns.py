@@ -123,3 +123,9 @@ def test_incremental_columns_equal_fresh_ones(
     rowcases.apply(cluster, later)
     assert columns_of(cluster.snapshot) is cols
     assert decoded(cols, keys) == decoded(fresh(cluster), keys)
+
+
+def test_marked_sets_the_ids_of_known_values_only() -> None:
+    col = columns.Interned([("a", "a"), ("b", "b"), (None, None), ("a", "a")])
+    assert col.marked(["b", "zz", None]).tolist() == [False, True, True]
+    assert col.marked([]).tolist() == [False, False, False]

@@ -36,7 +36,7 @@ mismatchLabelKeys are merged into the selector when the PodInfo is built (framew
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
-from services.scheduler.columns import Interned, NodeColumns, columns_of
+from services.scheduler.columns import columns_of
 from services.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     Handle,
@@ -54,7 +54,6 @@ from services.scheduler.framework.interface import (
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
     ActionType,
-    AffinityTerm,
     ClusterEvent,
     ClusterEventWithHint,
     CycleState,
@@ -63,6 +62,26 @@ from services.scheduler.framework.types import (
     QueueingHint,
 )
 from services.scheduler.plugins.helpers import NODE, POD, Int64Array
+from services.scheduler.plugins.interpodaffinity.index import (
+    AffinityIndex,
+    RowValues,
+    fill_pre_filter,
+    fill_pre_score,
+    index_of,
+)
+from services.scheduler.plugins.interpodaffinity.state import (
+    NamespaceLabels,
+    PreFilterState,
+    PreScoreState,
+    add_count,
+    filter_rows_mask,
+    matches,
+    matches_all,
+    namespace_labels_of,
+    satisfies_existing_pods_anti_affinity,
+    satisfies_pod_affinity,
+    satisfies_pod_anti_affinity,
+)
 
 NAME = "InterPodAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -74,8 +93,16 @@ ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = (
 ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
 ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
 
-TopologyPair = tuple[str, str]
-NamespaceLabels = Callable[[str], Mapping[str, str]]
+# Filter's answers, made once (Status is frozen): the framework asks Filter for the reason of
+# every row filter_rows rejected, hundreds a cycle when most nodes hold a conflicting pod.
+_AFFINITY_REJECTED = Status.unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH, plugin=NAME)
+_ANTI_AFFINITY_REJECTED = Status.unschedulable(
+    ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH, plugin=NAME
+)
+_EXISTING_ANTI_AFFINITY_REJECTED = Status.unschedulable(
+    ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH, plugin=NAME
+)
+_SUCCESS = Status.success()
 
 
 @dataclass
@@ -97,122 +124,6 @@ class Args:
             )
 
 
-# ----------------------------------------------------------------------------- matching
-
-
-def _matches(term: AffinityTerm, pod: core_pb2.Pod, ns_labels: NamespaceLabels) -> bool:
-    """term.matches, looking the pod's namespace labels up only when the term needs them."""
-    if term.namespace_selector is None:
-        return term.matches(pod, None)
-    return term.matches(pod, ns_labels(pod.metadata.namespace))
-
-
-def _matches_all(
-    terms: Sequence[AffinityTerm], pod: core_pb2.Pod, ns_labels: NamespaceLabels
-) -> bool:
-    """podMatchesAllAffinityTerms: false for no terms."""
-    return bool(terms) and all(_matches(t, pod, ns_labels) for t in terms)
-
-
-def _no_labels(namespace: str) -> Mapping[str, str]:
-    return {}
-
-
-def _namespace_labels_of(handle: Handle | None) -> NamespaceLabels:
-    """Namespace -> labels from the snapshot, memoised for one use; unknown: no labels
-    (upstream GetNamespaceLabelsSnapshot)."""
-    if handle is None:
-        return _no_labels
-    snapshot = handle.snapshot()
-    memo: dict[str, Mapping[str, str]] = {}
-
-    def lookup(namespace: str) -> Mapping[str, str]:
-        got = memo.get(namespace)
-        if got is None:
-            got = memo[namespace] = snapshot.namespace_labels(namespace) or {}
-        return got
-
-    return lookup
-
-
-def _add(counts: dict[TopologyPair, int], labels: Mapping[str, str], key: str, n: int) -> None:
-    value = labels.get(key)
-    if value is None:
-        return
-    pair = (key, value)
-    total = counts.get(pair, 0) + n
-    if total:
-        counts[pair] = total
-    else:
-        counts.pop(pair, None)
-
-
-# ---------------------------------------------------------------------------- PreFilter
-
-
-class _PreFilterState:
-    """Per-cycle counts, keyed by (topology key, value):
-    - existing_anti: existing pods whose required anti-affinity terms match the incoming pod;
-    - affinity: existing pods matching all of the incoming pod's required affinity terms;
-    - anti: existing pods matching each of the incoming pod's required anti-affinity terms."""
-
-    __slots__ = ("existing_anti", "affinity", "anti", "pod_info", "namespace_labels", "_ns")
-
-    def __init__(
-        self, pod_info: PodInfo, namespace_labels: Mapping[str, str], ns: NamespaceLabels
-    ) -> None:
-        self.existing_anti: dict[TopologyPair, int] = {}
-        self.affinity: dict[TopologyPair, int] = {}
-        self.anti: dict[TopologyPair, int] = {}
-        self.pod_info = pod_info
-        #: The incoming pod's namespace labels (existing pods' terms match against them).
-        self.namespace_labels = namespace_labels
-        self._ns = ns
-
-    def clone(self) -> _PreFilterState:
-        c = _PreFilterState(self.pod_info, self.namespace_labels, self._ns)
-        c.existing_anti = dict(self.existing_anti)
-        c.affinity = dict(self.affinity)
-        c.anti = dict(self.anti)
-        return c
-
-    def update_with_pod(self, other: PodInfo, node: core_pb2.Node, multiplier: int) -> None:
-        """Account for `other` being added to (+1) or removed from (-1) `node`."""
-        labels = node.metadata.labels
-        incoming = self.pod_info
-        for t in other.required_anti_affinity:
-            if t.matches(incoming.pod, self.namespace_labels):
-                _add(self.existing_anti, labels, t.topology_key, multiplier)
-        if _matches_all(incoming.required_affinity, other.pod, self._ns):
-            for t in incoming.required_affinity:
-                _add(self.affinity, labels, t.topology_key, multiplier)
-        for t in incoming.required_anti_affinity:
-            if _matches(t, other.pod, self._ns):
-                _add(self.anti, labels, t.topology_key, multiplier)
-
-
-# ------------------------------------------------------------------------------ PreScore
-
-
-class _PreScoreState:
-    """topology key -> value -> summed weight."""
-
-    __slots__ = ("topology_score",)
-
-    def __init__(self) -> None:
-        self.topology_score: dict[str, dict[str, int]] = {}
-
-    def clone(self) -> _PreScoreState:
-        return self  # read-only after PreScore
-
-    def add(self, term: AffinityTerm, weight: int, labels: Mapping[str, str]) -> None:
-        value = labels.get(term.topology_key)
-        if value is None:
-            return
-        by_value = self.topology_score.setdefault(term.topology_key, {})
-        by_value[value] = by_value.get(value, 0) + weight
-
-
 # -------------------------------------------------------------------------------- plugin
 
 
@@ -228,6 +139,9 @@ class InterPodAffinity:
     def __init__(self, args: Args, handle: Handle | None) -> None:
         self.args = args
         self.handle = handle
+        #: PreFilter / PreScore read the snapshot's AffinityIndex (cost per distinct label set
+        #: and term) instead of walking every pod; off: the walk, kept as the reference.
+        self.use_index = True
 
     # ---------------------------------------------------------------- PreFilter / Filter
     def pre_filter(
@@ -236,9 +150,59 @@ class InterPodAffinity:
         if pod_info.affinity_error:
             return None, Status.unresolvable(f"parsing pod: {pod_info.affinity_error}", plugin=NAME)
         pod = pod_info.pod
-        ns = _namespace_labels_of(self.handle)
-        s = _PreFilterState(pod_info, ns(pod.metadata.namespace), ns)
+        ns = namespace_labels_of(self.handle)
+        s = PreFilterState(pod_info, ns(pod.metadata.namespace), ns)
 
+        aff, anti = pod_info.required_affinity, pod_info.required_anti_affinity
+        if not aff and not anti and not self._any_pods(affinity=False):
+            pass  # nothing to count: no terms, and no existing pod has anti-affinity
+        elif (fast := self._fast(nodes)) is not None:
+            fill_pre_filter(
+                *fast, pod_info, s.namespace_labels, ns, s.existing_anti, s.affinity, s.anti
+            )
+        else:
+            self._pre_filter_walk(s, pod_info, nodes, ns)
+
+        # The state is written even when skipping: a Filter run regardless sees "all pass".
+        state.write(PRE_FILTER_STATE_KEY, s)
+        if not s.existing_anti and not aff and not anti:
+            return None, Status.skip(plugin=NAME)
+        return None, Status.success()
+
+    def _any_pods(self, *, affinity: bool) -> bool:
+        """Whether some node of the snapshot holds a pod with (anti-)affinity terms
+        (affinity=False: required anti-affinity ones); True without a handle (the walk
+        looks for itself)."""
+        if self.handle is None:
+            return True
+        snap = self.handle.snapshot()
+        if affinity:
+            return bool(snap.have_pods_with_affinity())
+        return bool(snap.have_pods_with_required_anti_affinity())
+
+    def _fast(self, nodes: Sequence[NodeInfo] | None) -> tuple[AffinityIndex, RowValues] | None:
+        """The index of the handle's snapshot, when `nodes` are its rows (None: any) and
+        `use_index` is on; else None (walk every pod)."""
+        if not self.use_index or self.handle is None:
+            return None
+        snap = self.handle.snapshot()
+        if nodes is not None and nodes is not snap.list():
+            return None
+        idx = index_of(snap)
+        cols = columns_of(snap)
+        if idx is None or cols is None:
+            return None
+        return idx, RowValues(cols, idx.row_values)
+
+    def _pre_filter_walk(
+        self,
+        s: PreFilterState,
+        pod_info: PodInfo,
+        nodes: Sequence[NodeInfo],
+        ns: NamespaceLabels,
+    ) -> None:
+        """PreFilter's counts by walking every existing pod (the reference for the index)."""
+        pod = pod_info.pod
         # Existing pods' required anti-affinity against the incoming pod.
         with_anti = (
             self.handle.snapshot().have_pods_with_required_anti_affinity()
@@ -252,7 +216,7 @@ class InterPodAffinity:
             for existing in ni.pods_with_required_anti_affinity:
                 for t in existing.required_anti_affinity:
                     if t.matches(pod, s.namespace_labels):
-                        _add(s.existing_anti, labels, t.topology_key, 1)
+                        add_count(s.existing_anti, labels, t.topology_key, 1)
 
         # Existing pods against the incoming pod's required terms.
         aff, anti = pod_info.required_affinity, pod_info.required_anti_affinity
@@ -263,18 +227,12 @@ class InterPodAffinity:
                 labels = ni.node.metadata.labels
                 for existing in ni.pods:
                     p = existing.pod
-                    if aff and _matches_all(aff, p, ns):
+                    if aff and matches_all(aff, p, ns):
                         for t in aff:
-                            _add(s.affinity, labels, t.topology_key, 1)
+                            add_count(s.affinity, labels, t.topology_key, 1)
                     for t in anti:
-                        if _matches(t, p, ns):
-                            _add(s.anti, labels, t.topology_key, 1)
-
-        # The state is written even when skipping: a Filter run regardless sees "all pass".
-        state.write(PRE_FILTER_STATE_KEY, s)
-        if not s.existing_anti and not aff and not anti:
-            return None, Status.skip(plugin=NAME)
-        return None, Status.success()
+                        if matches(t, p, ns):
+                            add_count(s.anti, labels, t.topology_key, 1)
 
     def add_pod(
         self, state: CycleState, pod_to_schedule: PodInfo, pod_to_add: PodInfo, node_info: NodeInfo
@@ -304,23 +262,21 @@ class InterPodAffinity:
         node = node_info.node
         if node is None:
             return Status.as_error(LookupError("node not found"), plugin=NAME)
-        s: _PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
         if s is None:
             return _missing(PRE_FILTER_STATE_KEY)
         labels = node.metadata.labels
-        if not _satisfies_pod_affinity(s, labels):
-            return Status.unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH, plugin=NAME)
-        if not _satisfies_pod_anti_affinity(s, labels):
-            return Status.unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH, plugin=NAME)
-        if not _satisfies_existing_pods_anti_affinity(s, labels):
-            return Status.unschedulable(
-                ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH, plugin=NAME
-            )
-        return Status.success()
+        if not satisfies_pod_affinity(s, labels):
+            return _AFFINITY_REJECTED
+        if not satisfies_pod_anti_affinity(s, labels):
+            return _ANTI_AFFINITY_REJECTED
+        if not satisfies_existing_pods_anti_affinity(s, labels):
+            return _EXISTING_ANTI_AFFINITY_REJECTED
+        return _SUCCESS
 
     # ------------------------------------------------------------------- PreScore / Score
     def pre_score(self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
-        s = _PreScoreState()
+        s = PreScoreState()
         state.write(PRE_SCORE_STATE_KEY, s)
         if not nodes:
             return Status.skip(plugin=NAME)  # no nodes to score
@@ -336,13 +292,32 @@ class InterPodAffinity:
                 ValueError(f"failed to parse pod: {pod_info.affinity_error}"), plugin=NAME
             )
 
+        if not has_constraints and not self._any_pods(affinity=True):
+            pass  # nothing to score: no preferred terms, and no existing pod has affinity
+        elif (fast := self._fast(None)) is not None:
+            ns = namespace_labels_of(self.handle)
+            incoming_ns = ns(pod_info.pod.metadata.namespace)
+            hard = self.args.hard_pod_affinity_weight
+            fill_pre_score(
+                *fast, pod_info, incoming_ns, ns, hard, has_constraints, s.topology_score
+            )
+        else:
+            self._pre_score_walk(s, pod_info, nodes, has_constraints)
+        if not s.topology_score:
+            return Status.skip(plugin=NAME)
+        return Status.success()
+
+    def _pre_score_walk(
+        self, s: PreScoreState, pod_info: PodInfo, nodes: Sequence[NodeInfo], has_constraints: bool
+    ) -> None:
+        """PreScore's topology scores by walking every existing pod (the reference)."""
         # Unless the pod has preferred terms, only pods with affinity can contribute.
         if self.handle is not None:
             snap = self.handle.snapshot()
             candidates = snap.list() if has_constraints else snap.have_pods_with_affinity()
         else:
             candidates = nodes
-        ns = _namespace_labels_of(self.handle)
+        ns = namespace_labels_of(self.handle)
         incoming = pod_info.pod
         incoming_ns = ns(incoming.metadata.namespace)
         hard_weight = self.args.hard_pod_affinity_weight
@@ -354,10 +329,10 @@ class InterPodAffinity:
             for existing in ni.pods if has_constraints else ni.pods_with_affinity:
                 p = existing.pod
                 for t in pod_info.preferred_affinity:
-                    if _matches(t, p, ns):
+                    if matches(t, p, ns):
                         s.add(t, t.weight, labels)
                 for t in pod_info.preferred_anti_affinity:
-                    if _matches(t, p, ns):
+                    if matches(t, p, ns):
                         s.add(t, -t.weight, labels)
                 if hard_weight > 0:
                     for t in existing.required_affinity:
@@ -370,17 +345,13 @@ class InterPodAffinity:
                     if t.matches(incoming, incoming_ns):
                         s.add(t, -t.weight, labels)
 
-        if not s.topology_score:
-            return Status.skip(plugin=NAME)
-        return Status.success()
-
     def score(
         self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo
     ) -> tuple[int, Status]:
         node = node_info.node
         if node is None:
             return 0, Status.as_error(LookupError("node not found"), plugin=NAME)
-        s: _PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
         if s is None:
             return 0, _missing(PRE_SCORE_STATE_KEY)
         labels = node.metadata.labels
@@ -394,7 +365,7 @@ class InterPodAffinity:
     def normalize_score(
         self, state: CycleState, pod_info: PodInfo, scores: list[NodeScore]
     ) -> Status:
-        s: _PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
         if s is None:
             return _missing(PRE_SCORE_STATE_KEY)
         if not s.topology_score or not scores:
@@ -411,16 +382,16 @@ class InterPodAffinity:
     def filter_rows(
         self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
     ) -> npt.NDArray[np.bool_] | None:
-        s: _PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
         cols = columns_of(snapshot)
         if s is None or cols is None:
             return None  # `filter` gives the error
-        return _filter_rows(s, cols, rows)
+        return filter_rows_mask(s, cols, rows)
 
     def score_rows(
         self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
     ) -> Int64Array | None:
-        s: _PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
         cols = columns_of(snapshot)
         if s is None or cols is None or not cols.all_have_nodes:
             return None  # `score` gives the error
@@ -433,7 +404,7 @@ class InterPodAffinity:
     def normalize_rows(
         self, state: CycleState, pod_info: PodInfo, scores: Int64Array
     ) -> Int64Array:
-        s: _PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
         if s is None:
             raise RuntimeError(f"{NAME}: normalize_rows without PreScore state")
         if not s.topology_score or not len(scores):
@@ -476,19 +447,19 @@ class InterPodAffinity:
         ):
             return QueueingHint.SKIP
         pi = PodInfo(pod)
-        ns = _namespace_labels_of(self.handle)
+        ns = namespace_labels_of(self.handle)
         aff, anti = pi.required_affinity, pi.required_anti_affinity
         if old is not None and new is not None:
-            if not _matches_all(aff, old, ns) and _matches_all(aff, new, ns):
+            if not matches_all(aff, old, ns) and matches_all(aff, new, ns):
                 return QueueingHint.QUEUE
-            if _matches_all(anti, old, ns) and not _matches_all(anti, new, ns):
+            if matches_all(anti, old, ns) and not matches_all(anti, new, ns):
                 return QueueingHint.QUEUE
             return QueueingHint.SKIP
         if new is not None:
-            return QueueingHint.QUEUE if _matches_all(aff, new, ns) else QueueingHint.SKIP
+            return QueueingHint.QUEUE if matches_all(aff, new, ns) else QueueingHint.SKIP
         if old is None:
             return QueueingHint.SKIP
-        if _matches_all(anti, old, ns):
+        if matches_all(anti, old, ns):
             return QueueingHint.QUEUE
         own_ns = ns(pod.metadata.namespace)
         deleted = PodInfo(old)
@@ -508,81 +479,6 @@ class InterPodAffinity:
             if t.topology_key in labels:
                 return QueueingHint.QUEUE
         return QueueingHint.SKIP
-
-
-# ---------------------------------------------------------------------- filter checks
-
-
-def _satisfies_pod_affinity(s: _PreFilterState, labels: Mapping[str, str]) -> bool:
-    pods_exist = True
-    for t in s.pod_info.required_affinity:
-        value = labels.get(t.topology_key)
-        if value is None:
-            return False  # every topology key must be on the node
-        if s.affinity.get((t.topology_key, value), 0) <= 0:
-            pods_exist = False
-    if pods_exist:
-        return True
-    # First pod of a series: nothing in the cluster matches yet, and the pod matches its own
-    # terms, so it may go to any node with all the topology keys (checked above).
-    pi = s.pod_info
-    return not s.affinity and _matches_all(pi.required_affinity, pi.pod, s._ns)
-
-
-def _satisfies_pod_anti_affinity(s: _PreFilterState, labels: Mapping[str, str]) -> bool:
-    if not s.anti:
-        return True
-    for t in s.pod_info.required_anti_affinity:
-        value = labels.get(t.topology_key)
-        if value is not None and s.anti.get((t.topology_key, value), 0) > 0:
-            return False
-    return True
-
-
-def _satisfies_existing_pods_anti_affinity(s: _PreFilterState, labels: Mapping[str, str]) -> bool:
-    if not s.existing_anti:
-        return True
-    return not any(s.existing_anti.get(pair, 0) > 0 for pair in labels.items())
-
-
-def _positive(col: Interned[str | None], key: str, counts: Mapping[TopologyPair, int]) -> Any:
-    """Per distinct value of `key`'s column: some count of (key, value) is positive (absent
-    label: False). One step per entry of `counts`."""
-    table = np.zeros(len(col.values), dtype=np.bool_)
-    for (k, value), n in counts.items():
-        if k == key and n > 0:
-            i = col.id_of(value)
-            if i is not None:
-                table[i] = True
-    return table
-
-
-def _filter_rows(s: _PreFilterState, cols: NodeColumns, rows: Int64Array) -> npt.NDArray[np.bool_]:
-    """filter(...).is_success() per row: the three checks of `filter` over label columns."""
-    mask = cols.has_node[rows].copy()
-    terms = s.pod_info.required_affinity
-    if terms:
-        keys_ok = np.ones(len(rows), dtype=np.bool_)
-        pods_exist = np.ones(len(rows), dtype=np.bool_)
-        for t in terms:
-            col = cols.label(t.topology_key)
-            ids = col.ids[rows]
-            keys_ok &= col.present(rows)
-            pods_exist &= _positive(col, t.topology_key, s.affinity)[ids]
-        pi = s.pod_info
-        first_of_series = not s.affinity and _matches_all(pi.required_affinity, pi.pod, s._ns)
-        mask &= keys_ok & (pods_exist | first_of_series)
-    if s.anti:
-        for t in s.pod_info.required_anti_affinity:
-            col = cols.label(t.topology_key)
-            mask &= ~_positive(col, t.topology_key, s.anti)[col.ids[rows]]
-    for (key, value), n in s.existing_anti.items():
-        if n > 0:
-            col = cols.label(key)
-            i = col.id_of(value)
-            if i is not None:
-                mask &= col.ids[rows] != i
-    return mask
 
 
 def _missing(key: str) -> Status:
