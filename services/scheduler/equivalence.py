@@ -59,14 +59,33 @@ def signature(pod: core_pb2.Pod) -> bytes:
     return spec.SerializeToString(deterministic=True)
 
 
+def pod_signature(pi: PodInfo) -> bytes:
+    """`signature(pi.pod)`, computed once per PodInfo: a pod retried, or the same PodInfo
+    popped again, does not serialise its spec again. PodInfos made for a changed spec
+    (PodInfo.assigned, .updated) do not inherit it (see PodInfo.signature)."""
+    sig = pi.signature
+    if sig is None:
+        sig = pi.signature = signature(pi.pod)
+    return sig
+
+
+def node_local(filter_plugins: Iterable[str]) -> bool:
+    """Whether a profile with these Filter plugins has only node-local ones."""
+    return set(filter_plugins) <= NODE_LOCAL_FILTERS
+
+
 def eligible(
     pi: PodInfo, filter_plugins: Iterable[str], cluster_has_required_anti_affinity: bool
 ) -> bool:
+    return eligible_pod(pi, cluster_has_required_anti_affinity) and node_local(filter_plugins)
+
+
+def eligible_pod(pi: PodInfo, cluster_has_required_anti_affinity: bool) -> bool:
+    """`eligible` without the profile's half (`node_local`, fixed per profile)."""
     return (
         not pi.has_affinity()
         and not pi.pod.spec.topology_spread_constraints
         and not cluster_has_required_anti_affinity
-        and set(filter_plugins) <= NODE_LOCAL_FILTERS
     )
 
 

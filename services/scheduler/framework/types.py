@@ -112,10 +112,14 @@ class PodInfo:
         "preferred_affinity",
         "preferred_anti_affinity",
         "ports",
+        "signature",
     )
 
     def __init__(self, pod: core_pb2.Pod) -> None:
         self.pod = pod
+        #: The equivalence signature (equivalence.pod_signature), once computed; it is
+        #: derived from the spec, so a PodInfo of another spec must not carry it over.
+        self.signature: bytes | None = None
         #: What validation would have refused in this pod (it was stored some other way):
         #: the scheduler does not place such a pod (an Error attempt naming the fields);
         #: the cache still counts it, as `pod_requests` says, if it is bound already.
@@ -157,7 +161,9 @@ class PodInfo:
         pod = core_pb2.Pod()
         pod.CopyFrom(self.pod)
         pod.spec.node_name = node_name
-        return self._with_pod(pod)
+        out = self._with_pod(pod)
+        out.signature = None  # the signature includes spec.nodeName
+        return out
 
     def updated(self, pod: core_pb2.Pod) -> PodInfo:
         """A PodInfo of `pod`, a newer version of this one's pod: what was derived is shared
