@@ -34,6 +34,7 @@ from services.scheduler import (
     SchedulerMetrics,
     SchedulerOptions,
     SharedState,
+    gctune,
     serve,
 )
 from services.scheduler import config as config_mod
@@ -95,7 +96,13 @@ def election_for(
 class SchedulerReplica:
     """One kube-scheduler replica (actors/scheduler.py runs it in a Ray actor)."""
 
+    #: Tune the process's garbage collector for a scheduler (gctune.py): only where the
+    #: replica owns its process (the actor), not in a test or tool process.
+    tune_gc = False
+
     def __init__(self, config: SchedulerReplicaConfig) -> None:
+        if self.tune_gc:
+            gctune.tune()
         self.config = config
         self.scheduler: Scheduler | None = None
         #: The process's metrics, shared by every term's Scheduler (see _serve_metrics).
@@ -157,6 +164,8 @@ class SchedulerReplica:
         self.address = join(advertise, port)
         self._serve_metrics()
         await self.scheduler.warm()
+        if self.tune_gc:
+            gctune.settle()
         await self.replica.register(
             scheduler=self.address, metrics=self.metrics_address, mode=cfg.mode
         )
@@ -263,6 +272,8 @@ class SchedulerReplica:
             await old.close()
         self.scheduler = self._build()
         await self.scheduler.warm()
+        if self.tune_gc:
+            gctune.settle()
 
     async def stop(self) -> None:
         self._closing = True
