@@ -60,13 +60,29 @@ def signature(pod: core_pb2.Pod) -> bytes:
 
 
 def pod_signature(pi: PodInfo) -> bytes:
-    """`signature(pi.pod)`, computed once per PodInfo: a pod retried, or the same PodInfo
-    popped again, does not serialise its spec again. PodInfos made for a changed spec
-    (PodInfo.assigned, .updated) do not inherit it (see PodInfo.signature)."""
+    """`signature(pi.pod)`, computed once per PodInfo and once per distinct spec: a pod
+    retried, or another pod of the same template, does not build it again. PodInfos made
+    for a changed spec (PodInfo.assigned, .updated) do not inherit it (PodInfo.signature)."""
     sig = pi.signature
     if sig is None:
-        sig = pi.signature = signature(pi.pod)
+        spec = pi.spec_bytes
+        if spec is None:
+            sig = signature(pi.pod)
+        else:
+            # The signature is a function of the spec alone: pods of one template share it.
+            sig = _BY_SPEC.get(spec)
+            if sig is None:
+                sig = signature(pi.pod)
+                if len(_BY_SPEC) >= SIGNATURE_MEMO_SIZE:
+                    _BY_SPEC.clear()
+                _BY_SPEC[spec] = sig
+        pi.signature = sig
     return sig
+
+
+#: signature by the spec's deterministic bytes (PodInfo.spec_bytes); cleared when full.
+_BY_SPEC: dict[bytes, bytes] = {}
+SIGNATURE_MEMO_SIZE = 4096
 
 
 def node_local(filter_plugins: Iterable[str]) -> bool:
