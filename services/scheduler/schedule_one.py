@@ -62,6 +62,18 @@ TOP_SCORES = 5
 PREEMPTION_DECISION_KEY = "DefaultPreemption/decision"
 
 
+def top_positions(totals: np.ndarray, k: int) -> np.ndarray:
+    """The positions of the k highest totals, highest first, ties in position order:
+    `np.argsort(-totals, kind="stable")[:k]`, sorting only the totals that can be among
+    them (those at least the k-th highest) rather than every feasible node's."""
+    n = len(totals)
+    if n <= 4 * k:
+        return np.argsort(-totals, kind="stable")[:k]
+    kth = np.partition(totals, n - k)[n - k]
+    candidates = np.flatnonzero(totals >= kth)  # ascending: ties keep position order
+    return candidates[np.argsort(-totals[candidates], kind="stable")[:k]]
+
+
 class InvalidPodError(Exception):
     """The pod holds values validation would have refused (it reached storage some other
     way): it is not placed; its attempt is an Error naming the fields, retried with backoff
@@ -388,15 +400,12 @@ class ScheduleOne:
             raise RuntimeError(st.message)
         totals, by_plugin = fwk.run_score_rows(state, pi, snap, rows, feasible)
         best = self._select_host(totals)
-        # the highest totals, ties in the order the nodes were found (a stable sort)
-        ranked = np.argsort(-totals, kind="stable")[:TOP_SCORES].tolist()
+        ranked = top_positions(totals, TOP_SCORES)
+        tops = totals[ranked].tolist()
+        plugin_tops = [(p, scores[ranked].tolist()) for p, scores in by_plugin.items()]
         attempt.top_scores = [
-            ScoredNode(
-                feasible[i].name,
-                int(totals[i]),
-                {p: int(scores[i]) for p, scores in by_plugin.items()},
-            )
-            for i in ranked
+            ScoredNode(feasible[i].name, tops[j], {p: v[j] for p, v in plugin_tops})
+            for j, i in enumerate(ranked.tolist())
         ]
         return ScheduleResult(feasible[best].name, attempt.nodes_evaluated, len(rows))
 
