@@ -12,7 +12,7 @@ from services.scheduler import gctune
 def test_tune_raises_only_the_young_threshold() -> None:
     before = gc.get_threshold()
     try:
-        gctune.tune()
+        gctune.tune_gc()
         assert gc.get_threshold() == (gctune.GEN0_THRESHOLD, before[1], before[2])
     finally:
         gc.set_threshold(*before)
@@ -26,16 +26,16 @@ def test_settle_freezes_survivors_and_releases_earlier_frozen_garbage() -> None:
     try:
         junk = Cyclic()
         ref = weakref.ref(junk)
-        gctune.settle()
+        gctune.settle_gc()
         assert gc.get_freeze_count() > 0
         assert ref() is not None  # alive then: frozen with the rest
         # garbage of an earlier term, frozen: the next settle unfreezes before collecting
         del junk
-        gctune.settle()
+        gctune.settle_gc()
         assert ref() is None
     finally:
         gc.unfreeze()
 
 
 def test_only_the_actor_tunes_its_process() -> None:
-    assert SchedulerReplica.tune_gc is False
+    assert SchedulerReplica.gc_tuned is False
