@@ -34,8 +34,9 @@ from services.scheduler import (
     SchedulerMetrics,
     SchedulerOptions,
     SharedState,
-    gctune,
     serve,
+    settle_gc,
+    tune_gc,
 )
 from services.scheduler import config as config_mod
 
@@ -98,11 +99,11 @@ class SchedulerReplica:
 
     #: Tune the process's garbage collector for a scheduler (gctune.py): only where the
     #: replica owns its process (the actor), not in a test or tool process.
-    tune_gc = False
+    gc_tuned = False
 
     def __init__(self, config: SchedulerReplicaConfig) -> None:
-        if self.tune_gc:
-            gctune.tune()
+        if self.gc_tuned:
+            tune_gc()
         self.config = config
         self.scheduler: Scheduler | None = None
         #: The process's metrics, shared by every term's Scheduler (see _serve_metrics).
@@ -164,8 +165,8 @@ class SchedulerReplica:
         self.address = join(advertise, port)
         self._serve_metrics()
         await self.scheduler.warm()
-        if self.tune_gc:
-            gctune.settle()
+        if self.gc_tuned:
+            settle_gc()
         await self.replica.register(
             scheduler=self.address, metrics=self.metrics_address, mode=cfg.mode
         )
@@ -272,8 +273,8 @@ class SchedulerReplica:
             await old.close()
         self.scheduler = self._build()
         await self.scheduler.warm()
-        if self.tune_gc:
-            gctune.settle()
+        if self.gc_tuned:
+            settle_gc()
 
     async def stop(self) -> None:
         self._closing = True
