@@ -14,5 +14,7 @@ OPTIONS: dict[str, Any] = dict(max_restarts=-1, max_concurrency=1000)
 
 @ray.remote(**OPTIONS)
 class SchedulerActor(SchedulerReplica):
+    gc_tuned = True  # the actor's process is the scheduler's own
+
     def __init__(self, config: SchedulerReplicaConfig) -> None:
         super().__init__(on_this_node(config))

@@ -35,6 +35,8 @@ from services.scheduler import (
     SchedulerOptions,
     SharedState,
     serve,
+    settle_gc,
+    tune_gc,
 )
 from services.scheduler import config as config_mod
 
@@ -95,7 +97,13 @@ def election_for(
 class SchedulerReplica:
     """One kube-scheduler replica (actors/scheduler.py runs it in a Ray actor)."""
 
+    #: Tune the process's garbage collector for a scheduler (gctune.py): only where the
+    #: replica owns its process (the actor), not in a test or tool process.
+    gc_tuned = False
+
     def __init__(self, config: SchedulerReplicaConfig) -> None:
+        if self.gc_tuned:
+            tune_gc()
         self.config = config
         self.scheduler: Scheduler | None = None
         #: The process's metrics, shared by every term's Scheduler (see _serve_metrics).
@@ -157,6 +165,8 @@ class SchedulerReplica:
         self.address = join(advertise, port)
         self._serve_metrics()
         await self.scheduler.warm()
+        if self.gc_tuned:
+            settle_gc()
         await self.replica.register(
             scheduler=self.address, metrics=self.metrics_address, mode=cfg.mode
         )
@@ -263,6 +273,8 @@ class SchedulerReplica:
             await old.close()
         self.scheduler = self._build()
         await self.scheduler.warm()
+        if self.gc_tuned:
+            settle_gc()
 
     async def stop(self) -> None:
         self._closing = True

@@ -59,14 +59,49 @@ def signature(pod: core_pb2.Pod) -> bytes:
     return spec.SerializeToString(deterministic=True)
 
 
+def pod_signature(pi: PodInfo) -> bytes:
+    """`signature(pi.pod)`, computed once per PodInfo and once per distinct spec: a pod
+    retried, or another pod of the same template, does not build it again. PodInfos made
+    for a changed spec (PodInfo.assigned, .updated) do not inherit it (PodInfo.signature)."""
+    sig = pi.signature
+    if sig is None:
+        spec = pi.spec_bytes
+        if spec is None:
+            sig = signature(pi.pod)
+        else:
+            # The signature is a function of the spec alone: pods of one template share it.
+            sig = _BY_SPEC.get(spec)
+            if sig is None:
+                sig = signature(pi.pod)
+                if len(_BY_SPEC) >= SIGNATURE_MEMO_SIZE:
+                    _BY_SPEC.clear()
+                _BY_SPEC[spec] = sig
+        pi.signature = sig
+    return sig
+
+
+#: signature by the spec's deterministic bytes (PodInfo.spec_bytes); cleared when full.
+_BY_SPEC: dict[bytes, bytes] = {}
+SIGNATURE_MEMO_SIZE = 4096
+
+
+def node_local(filter_plugins: Iterable[str]) -> bool:
+    """Whether a profile with these Filter plugins has only node-local ones."""
+    return set(filter_plugins) <= NODE_LOCAL_FILTERS
+
+
 def eligible(
     pi: PodInfo, filter_plugins: Iterable[str], cluster_has_required_anti_affinity: bool
 ) -> bool:
+    return eligible_pod(pi, cluster_has_required_anti_affinity) and node_local(filter_plugins)
+
+
+def eligible_pod(pi: PodInfo, cluster_has_required_anti_affinity: bool) -> bool:
+    """`eligible` without the profile's half (`node_local`, fixed per profile)."""
     return (
         not pi.has_affinity()
         and not pi.pod.spec.topology_spread_constraints
         and not cluster_has_required_anti_affinity
-        and set(filter_plugins) <= NODE_LOCAL_FILTERS
     )
 
 

@@ -12,11 +12,15 @@ LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 
 
 class _Entry:
-    __slots__ = ("qpi", "seq")
+    """A queued pod with its insertion number and its key (read on every swap: kept here
+    rather than formatted from the pod each time; a pod's key never changes)."""
 
-    def __init__(self, qpi: QueuedPodInfo, seq: int) -> None:
+    __slots__ = ("qpi", "seq", "key")
+
+    def __init__(self, qpi: QueuedPodInfo, seq: int, key: str) -> None:
         self.qpi = qpi
         self.seq = seq
+        self.key = key
 
 
 class Heap:
@@ -55,7 +59,7 @@ class Heap:
             self._fix(i)
             return
         self._seq += 1
-        self._items.append(_Entry(qpi, self._seq))
+        self._items.append(_Entry(qpi, self._seq, key))
         self._index[key] = len(self._items) - 1
         self._up(len(self._items) - 1)
 
@@ -88,9 +92,10 @@ class Heap:
 
     def _swap(self, i: int, j: int) -> None:
         items = self._items
-        items[i], items[j] = items[j], items[i]
-        self._index[items[i].qpi.key] = i
-        self._index[items[j].qpi.key] = j
+        a, b = items[j], items[i]
+        items[i], items[j] = a, b
+        self._index[a.key] = i
+        self._index[b.key] = j
 
     def _up(self, i: int) -> None:
         while i > 0:
@@ -115,7 +120,7 @@ class Heap:
             i = smallest
 
     def _fix(self, i: int) -> None:
-        key = self._items[i].qpi.key
+        key = self._items[i].key
         self._up(i)
         self._down(self._index[key])
 
@@ -124,6 +129,6 @@ class Heap:
         if i != last:
             self._swap(i, last)
         entry = self._items.pop()
-        del self._index[entry.qpi.key]
+        del self._index[entry.key]
         if i < len(self._items):
             self._fix(i)

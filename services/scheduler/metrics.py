@@ -13,6 +13,8 @@ histograms keep counting across terms and nothing observed after a term's last s
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from services.scheduler.framework.status import Code
@@ -117,6 +119,8 @@ class SchedulerMetrics:
             buckets=exponential_buckets(1, 2, 7),
         )
         self._shared_state: SharedStateMetrics | None = None
+        #: (extension point, code, profile) -> its histogram child (labels() resolved once).
+        self._extension_points: dict[tuple[str, Code, str], Any] = {}
         # Invariant: every queue label exists from the start, so an empty queue reads 0
         # rather than being absent from the exposition.
         self.reset_pending()
@@ -144,9 +148,14 @@ class SchedulerMetrics:
     def observe_extension_point(
         self, extension_point: str, code: Code, profile: str, seconds: float
     ) -> None:
-        self.framework_extension_point_duration_seconds.labels(
-            extension_point=extension_point, status=code_label(code), profile=profile
-        ).observe(seconds)
+        key = (extension_point, code, profile)
+        child = self._extension_points.get(key)
+        if child is None:
+            child = self.framework_extension_point_duration_seconds.labels(
+                extension_point=extension_point, status=code_label(code), profile=profile
+            )
+            self._extension_points[key] = child
+        child.observe(seconds)
 
 
 #: What the scheduling queue needs; the scheduler passes its SchedulerMetrics.

@@ -167,6 +167,12 @@ class SchedulingQueue:
             if metrics is not None
             else {}
         )
+        #: The sizes last written to the gauges (None: not written by this queue yet).
+        self._gauged: tuple[int, int, int, int] | None = None
+        #: (queue, event label) -> the queue_incoming_pods_total child.
+        self._incoming_children: dict[tuple[str, str], Any] = {}
+        #: event -> _is_event_of_interest (the registrations are fixed at construction).
+        self._interest: dict[ClusterEvent, bool] = {}
 
     # ---------------------------------------------------------------------- read side
     @property
@@ -445,7 +451,8 @@ class SchedulingQueue:
             return True
         start = self._clock.monotonic()
         result = Status.success()
-        ordered = sorted(plugins, key=lambda p: p.name != qpi.gating_plugin)
+        gating = qpi.gating_plugin
+        ordered = sorted(plugins, key=lambda p: p.name != gating) if gating else plugins
         for plugin in ordered:
             try:
                 status = plugin.pre_enqueue(qpi.pod)
@@ -467,14 +474,25 @@ class SchedulingQueue:
 
     def _incoming(self, queue: str, event: str) -> None:
         if self._metrics is not None:
-            self._metrics.queue_incoming_pods_total.labels(queue=queue, event=event).inc()
+            child = self._incoming_children.get((queue, event))
+            if child is None:
+                child = self._metrics.queue_incoming_pods_total.labels(queue=queue, event=event)
+                self._incoming_children[(queue, event)] = child
+            child.inc()
 
     def _sync_gauges(self) -> None:
-        if self._gauges:
-            self._gauges[QUEUE_ACTIVE].set(len(self._active))
-            self._gauges[QUEUE_BACKOFF].set(len(self._backoff))
-            self._gauges[QUEUE_UNSCHEDULABLE].set(len(self._unschedulable))
-            self._gauges[QUEUE_GATED].set(len(self._gated))
+        # Only sizes that changed since the last sync are written (every queue operation
+        # syncs; most change one size or none). The first sync writes all four.
+        if not self._gauges:
+            return
+        sizes = (len(self._active), len(self._backoff), len(self._unschedulable), len(self._gated))
+        last = self._gauged
+        if sizes == last:
+            return
+        self._gauged = sizes
+        for i, q in enumerate((QUEUE_ACTIVE, QUEUE_BACKOFF, QUEUE_UNSCHEDULABLE, QUEUE_GATED)):
+            if last is None or last[i] != sizes[i]:
+                self._gauges[q].set(sizes[i])
 
     def _move_to_active(self, qpi: QueuedPodInfo, event: str) -> str:
         """activeQ if PreEnqueue passes, else gated. Returns where it went."""
@@ -521,9 +539,13 @@ class SchedulingQueue:
         return self._move_to_active(qpi, event)
 
     def _is_event_of_interest(self, event: ClusterEvent) -> bool:
-        if is_wildcard(event):
-            return True
-        return any(event_matches(reg.event, event) for regs in self._hints.values() for reg in regs)
+        known = self._interest.get(event)
+        if known is None:
+            known = is_wildcard(event) or any(
+                event_matches(reg.event, event) for regs in self._hints.values() for reg in regs
+            )
+            self._interest[event] = known
+        return known
 
     def _worth_requeuing(
         self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any

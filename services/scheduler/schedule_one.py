@@ -62,6 +62,18 @@ TOP_SCORES = 5
 PREEMPTION_DECISION_KEY = "DefaultPreemption/decision"
 
 
+def top_positions(totals: np.ndarray, k: int) -> np.ndarray:
+    """The positions of the k highest totals, highest first, ties in position order:
+    `np.argsort(-totals, kind="stable")[:k]`, sorting only the totals that can be among
+    them (those at least the k-th highest) rather than every feasible node's."""
+    n = len(totals)
+    if n <= 4 * k:
+        return np.argsort(-totals, kind="stable")[:k]
+    kth = np.partition(totals, n - k)[n - k]
+    candidates = np.flatnonzero(totals >= kth)  # ascending: ties keep position order
+    return candidates[np.argsort(-totals[candidates], kind="stable")[:k]]
+
+
 class InvalidPodError(Exception):
     """The pod holds values validation would have refused (it reached storage some other
     way): it is not placed; its attempt is an Error naming the fields, retried with backoff
@@ -145,6 +157,8 @@ class ScheduleOne:
         self._bindings: set[asyncio.Task[None]] = set()
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._next_start_node = 0
+        self._node_local_profiles: dict[str, bool] = {}
+        self._attempt_children: dict[tuple[str, str], tuple[Any, Any]] = {}
         self.reporter = reporter
         self._logged_errors: dict[str, str] = {}
         self.scheduled = 0
@@ -294,12 +308,7 @@ class ScheduleOne:
                 self.scheduled += 1
                 if self.omega is not None:
                     self.omega.bound(busy, bind_s, queue_wait, qpi.attempts)
-                self.metrics.schedule_attempts_total.labels(
-                    result="scheduled", profile=fwk.profile_name
-                ).inc()
-                self.metrics.scheduling_attempt_duration_seconds.labels(
-                    result="scheduled", profile=fwk.profile_name
-                ).observe(self.clock.monotonic() - start)
+                self._observe_attempt("scheduled", fwk.profile_name, self.clock.monotonic() - start)
                 self.metrics.pod_scheduling_attempts.observe(qpi.attempts)
                 self.queue.done(assumed.uid)
                 return
@@ -385,21 +394,18 @@ class ScheduleOne:
             attempt.record_rejections(statuses)
         if len(rows) == 1:
             return ScheduleResult(nodes[rows[0]].name, attempt.nodes_evaluated, 1)
-        feasible = [nodes[r] for r in rows.tolist()]
+        feasible = snap.infos(rows)
         st = fwk.run_pre_score(state, pi, feasible)
         if not st.is_success():
             raise RuntimeError(st.message)
         totals, by_plugin = fwk.run_score_rows(state, pi, snap, rows, feasible)
         best = self._select_host(totals)
-        # the highest totals, ties in the order the nodes were found (a stable sort)
-        ranked = np.argsort(-totals, kind="stable")[:TOP_SCORES].tolist()
+        ranked = top_positions(totals, TOP_SCORES)
+        tops = totals[ranked].tolist()
+        plugin_tops = [(p, scores[ranked].tolist()) for p, scores in by_plugin.items()]
         attempt.top_scores = [
-            ScoredNode(
-                feasible[i].name,
-                int(totals[i]),
-                {p: int(scores[i]) for p, scores in by_plugin.items()},
-            )
-            for i in ranked
+            ScoredNode(feasible[i].name, tops[j], {p: v[j] for p, v in plugin_tops})
+            for j, i in enumerate(ranked.tolist())
         ]
         return ScheduleResult(feasible[best].name, attempt.nodes_evaluated, len(rows))
 
@@ -418,12 +424,12 @@ class ScheduleOne:
             pct = self.percentage_of_nodes_to_score
         known = None
         eq = self.equivalence
-        if eq is not None and equivalence.eligible(
-            pi,
-            fwk.list_plugins().get("filter", ()),
-            bool(snap.have_pods_with_required_anti_affinity()),
+        if (
+            eq is not None
+            and self._node_local(fwk)
+            and equivalence.eligible_pod(pi, bool(snap.have_pods_with_required_anti_affinity()))
         ):
-            known = eq.entries(equivalence.signature(pi.pod), snap.layout_version, snap.num_nodes())
+            known = eq.entries(equivalence.pod_signature(pi), snap.layout_version, snap.num_nodes())
         found = find_feasible(
             fwk,
             state,
@@ -438,6 +444,15 @@ class ScheduleOne:
         )
         self._next_start_node = (self._next_start_node + found.processed) % max(snap.num_nodes(), 1)
         return found
+
+    def _node_local(self, fwk: Framework) -> bool:
+        """equivalence.node_local of the profile's Filter plugins (fixed once the framework
+        is built, so asked once per profile, not per cycle)."""
+        ok = self._node_local_profiles.get(fwk.profile_name)
+        if ok is None:
+            ok = equivalence.node_local(fwk.list_plugins().get("filter", ()))
+            self._node_local_profiles[fwk.profile_name] = ok
+        return ok
 
     def _select_host(self, totals: np.ndarray) -> int:
         """The position of the highest total; ties broken uniformly at random, with one
@@ -485,6 +500,20 @@ class ScheduleOne:
         except Exception as e:  # noqa: BLE001 - best effort; the next attempt retries
             log.info("could not set the nominated node of %s: %s", pod.metadata.name, e)
 
+    def _observe_attempt(self, result: str, profile: str, seconds: float) -> None:
+        """schedule_attempts_total and scheduling_attempt_duration_seconds, their label
+        children resolved once per (result, profile)."""
+        children = self._attempt_children.get((result, profile))
+        if children is None:
+            m = self.metrics
+            children = (
+                m.schedule_attempts_total.labels(result=result, profile=profile),
+                m.scheduling_attempt_duration_seconds.labels(result=result, profile=profile),
+            )
+            self._attempt_children[(result, profile)] = children
+        children[0].inc()
+        children[1].observe(seconds)
+
     def log_error(self, key: str, message: str, exc: BaseException | None) -> None:
         """Log a pod's Error once per distinct message (a pod backing off and failing the
         same way again does not flood the log); the traceback, if any, goes with it."""
@@ -513,10 +542,7 @@ class ScheduleOne:
         attempt.duration_s = self.clock.monotonic() - start
         if record:
             self.traces.add(attempt)
-        self.metrics.schedule_attempts_total.labels(result=result, profile=fwk.profile_name).inc()
-        self.metrics.scheduling_attempt_duration_seconds.labels(
-            result=result, profile=fwk.profile_name
-        ).observe(attempt.duration_s)
+        self._observe_attempt(result, fwk.profile_name, attempt.duration_s)
         qpi.unschedulable_plugins = {p for p in plugins if p}
         if st.code == Code.ERROR:
             qpi.unschedulable_plugins = set()

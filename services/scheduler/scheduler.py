@@ -29,6 +29,7 @@ import contextlib
 import logging
 import random
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
@@ -76,6 +77,20 @@ def node_update_event(old: core_pb2.Node, new: core_pb2.Node) -> ClusterEvent:
     if old.metadata.annotations != new.metadata.annotations:
         action |= ActionType.UPDATE_NODE_ANNOTATION
     return ClusterEvent("Node", action, "NodeUpdate")
+
+
+def skip_unscheduled_update(
+    old: core_pb2.Pod, new: core_pb2.Pod, is_assumed: Callable[[core_pb2.Pod], bool]
+) -> bool:
+    """Whether an update of an unassigned pod is left out of the queue, as upstream's
+    updatePodInSchedulingQueue: the same resourceVersion (a replayed, identical object:
+    requeueing it could schedule the pod twice, kubernetes#96071), or a pod this scheduler
+    has assumed (its binding cycle owns it; the bind's watch event follows). Objects
+    without a resourceVersion (built by hand, not stored) are never taken as identical."""
+    rv = new.metadata.resource_version
+    if rv and rv == old.metadata.resource_version:
+        return True
+    return is_assumed(new)
 
 
 class _Handle:
@@ -286,7 +301,7 @@ class Scheduler(Background):
         elif self._responsible(new):
             if new.metadata.deletion_timestamp:
                 self.queue.delete(new)
-            else:
+            elif not skip_unscheduled_update(old, new, self.cache.is_assumed):
                 self.queue.update(old, new)
 
     def _pod_deleted(self, pod: core_pb2.Pod) -> None:

@@ -40,6 +40,9 @@ class Snapshot:
     def __init__(self) -> None:
         self._map: dict[str, NodeInfo] = {}
         self._list: NodeInfoList = []
+        #: `_list` as an object array (set with the rows, by _rebuild_arrays): a cycle's
+        #: feasible NodeInfos are taken by fancy indexing, not a Python loop over rows.
+        self._infos: npt.NDArray[np.object_] = np.empty(0, dtype=object)
         self._with_affinity: NodeInfoList = []
         self._with_required_anti_affinity: NodeInfoList = []
         self._index: dict[str, int] = {}
@@ -64,6 +67,18 @@ class Snapshot:
     def list(self) -> NodeInfoList:
         """Every node, in zone round-robin order."""
         return self._list
+
+    def infos(self, rows: Int64Array) -> NodeInfoList:
+        """The NodeInfos of `rows`, in their order (`[list()[r] for r in rows]`)."""
+        if len(self._infos) != len(self._list):  # a list set without _rebuild_arrays
+            self._set_infos()
+        out: NodeInfoList = self._infos[rows].tolist()
+        return out
+
+    def _set_infos(self) -> None:
+        infos = np.empty(len(self._list), dtype=object)
+        infos[:] = self._list
+        self._infos = infos
 
     def get(self, name: str) -> NodeInfo | None:
         ni = self._map.get(name)
@@ -131,6 +146,7 @@ class Snapshot:
         for i in np.flatnonzero(~reuse).tolist():
             self.alloc[i], self.requested[i], self.non_zero[i] = _rows(infos[i])
         self.row_gen = gens
+        self._set_infos()
         self.layout_version += 1
 
     def _rebuild_affinity_lists(self) -> None:

@@ -16,7 +16,7 @@ from enum import IntFlag
 from typing import Any
 
 from protos.kubera.v1 import core_pb2, meta_pb2
-from services.api.hostports import host_ports
+from services.api.hostports import HostPort, host_ports
 from services.api.labels import Selector, from_label_selector
 from services.api.resources import Resource, pod_non_zero_requests, pod_requests
 
@@ -98,6 +98,72 @@ class _MatchNothing(Selector):
 _NOTHING = _MatchNothing()
 
 
+#: PodInfo's derived fields, in slot order from `problems` to `ports`.
+_Derived = tuple[
+    tuple[str, ...],
+    str,
+    Resource,
+    tuple[int, int],
+    list[AffinityTerm],
+    list[AffinityTerm],
+    list[AffinityTerm],
+    list[AffinityTerm],
+    list[HostPort],
+]
+
+#: Derived fields by what they are derived from: the spec's bytes (and the namespace and
+#: labels when the pod has pod (anti-)affinity, which its terms read). Pods of one
+#: template (a Deployment's replicas, a load test) derive them once; each PodInfo gets
+#: its own containers of them (the terms themselves are frozen). Cleared when full.
+_DERIVED: dict[Any, _Derived] = {}
+DERIVED_MEMO_SIZE = 4096
+
+
+def _derive(pod: core_pb2.Pod) -> _Derived:
+    """What PodInfo derives from a pod (see its slots)."""
+    #: What validation would have refused in this pod (it was stored some other way):
+    #: the scheduler does not place such a pod (an Error attempt naming the fields);
+    #: the cache still counts it, as `pod_requests` says, if it is bound already.
+    problems: list[str] = []
+    requests = pod_requests(pod, problems)
+    non_zero = pod_non_zero_requests(pod)
+    aff = pod.spec.affinity
+    pa, paa = aff.pod_affinity, aff.pod_anti_affinity
+    affinity_error = ""
+    try:
+        required_affinity = [
+            affinity_term(pod, t) for t in pa.required_during_scheduling_ignored_during_execution
+        ]
+        required_anti_affinity = [
+            affinity_term(pod, t) for t in paa.required_during_scheduling_ignored_during_execution
+        ]
+        preferred_affinity = [
+            affinity_term(pod, w.pod_affinity_term, w.weight)
+            for w in pa.preferred_during_scheduling_ignored_during_execution
+        ]
+        preferred_anti_affinity = [
+            affinity_term(pod, w.pod_affinity_term, w.weight)
+            for w in paa.preferred_during_scheduling_ignored_during_execution
+        ]
+    except ValueError as e:  # SelectorError: a selector validation would have refused
+        # InterPodAffinity answers for it (PreFilter UnschedulableAndUnresolvable,
+        # PreScore Error), as upstream's plugin does when NewPodInfo fails.
+        affinity_error = str(e)
+        required_affinity, required_anti_affinity = [], []
+        preferred_affinity, preferred_anti_affinity = [], []
+    return (
+        tuple(problems),
+        affinity_error,
+        requests,
+        non_zero,
+        required_affinity,
+        required_anti_affinity,
+        preferred_affinity,
+        preferred_anti_affinity,
+        host_ports(pod),
+    )
+
+
 class PodInfo:
     """A pod with what the framework derives from it once (requests, parsed terms)."""
 
@@ -112,44 +178,45 @@ class PodInfo:
         "preferred_affinity",
         "preferred_anti_affinity",
         "ports",
+        "signature",
+        "spec_bytes",
     )
 
     def __init__(self, pod: core_pb2.Pod) -> None:
         self.pod = pod
-        #: What validation would have refused in this pod (it was stored some other way):
-        #: the scheduler does not place such a pod (an Error attempt naming the fields);
-        #: the cache still counts it, as `pod_requests` says, if it is bound already.
-        problems: list[str] = []
-        self.requests = pod_requests(pod, problems)
-        self.non_zero = pod_non_zero_requests(pod)
+        #: The equivalence signature (equivalence.pod_signature), once computed; it is
+        #: derived from the spec, so a PodInfo of another spec must not carry it over.
+        self.signature: bytes | None = None
+        #: The spec's deterministic serialisation: what everything below is derived from
+        #: (with the namespace and labels, for pod affinity terms).
+        #: (None on an assumed copy, PodInfo.assigned: nothing reads it there.)
+        spec_bytes = pod.spec.SerializeToString(deterministic=True)
+        self.spec_bytes: bytes | None = spec_bytes
         aff = pod.spec.affinity
-        pa, paa = aff.pod_affinity, aff.pod_anti_affinity
-        self.affinity_error = ""
-        try:
-            self.required_affinity = [
-                affinity_term(pod, t)
-                for t in pa.required_during_scheduling_ignored_during_execution
-            ]
-            self.required_anti_affinity = [
-                affinity_term(pod, t)
-                for t in paa.required_during_scheduling_ignored_during_execution
-            ]
-            self.preferred_affinity = [
-                affinity_term(pod, w.pod_affinity_term, w.weight)
-                for w in pa.preferred_during_scheduling_ignored_during_execution
-            ]
-            self.preferred_anti_affinity = [
-                affinity_term(pod, w.pod_affinity_term, w.weight)
-                for w in paa.preferred_during_scheduling_ignored_during_execution
-            ]
-        except ValueError as e:  # SelectorError: a selector validation would have refused
-            #: InterPodAffinity answers for it (PreFilter UnschedulableAndUnresolvable,
-            #: PreScore Error), as upstream's plugin does when NewPodInfo fails.
-            self.affinity_error = str(e)
-            self.required_affinity, self.required_anti_affinity = [], []
-            self.preferred_affinity, self.preferred_anti_affinity = [], []
-        self.problems = tuple(problems)
-        self.ports = host_ports(pod)
+        key: bytes | tuple[bytes, str, tuple[tuple[str, str], ...]] = spec_bytes
+        if aff.HasField("pod_affinity") or aff.HasField("pod_anti_affinity"):
+            labels = tuple(sorted(pod.metadata.labels.items()))
+            key = (spec_bytes, pod.metadata.namespace, labels)
+        derived = _DERIVED.get(key)
+        if derived is None:
+            derived = _derive(pod)
+            if len(_DERIVED) >= DERIVED_MEMO_SIZE:
+                _DERIVED.clear()
+            _DERIVED[key] = derived
+        # Fresh containers of the memoised values: a PodInfo derived anew owns its own
+        # (one made by assigned/updated shares its source's, see _with_pod).
+        (problems, error, requests, non_zero, req_aff, req_anti, pref_aff, pref_anti, ports) = (
+            derived
+        )
+        self.problems = problems
+        self.affinity_error = error
+        self.requests = requests.clone()
+        self.non_zero = non_zero
+        self.required_affinity = list(req_aff)
+        self.required_anti_affinity = list(req_anti)
+        self.preferred_affinity = list(pref_aff)
+        self.preferred_anti_affinity = list(pref_anti)
+        self.ports = list(ports)
 
     def assigned(self, node_name: str) -> PodInfo:
         """A PodInfo of a copy of the pod with spec.nodeName set (the assumed pod). What is
@@ -157,7 +224,10 @@ class PodInfo:
         pod = core_pb2.Pod()
         pod.CopyFrom(self.pod)
         pod.spec.node_name = node_name
-        return self._with_pod(pod)
+        out = self._with_pod(pod)
+        out.signature = None  # the signature includes spec.nodeName
+        out.spec_bytes = None
+        return out
 
     def updated(self, pod: core_pb2.Pod) -> PodInfo:
         """A PodInfo of `pod`, a newer version of this one's pod: what was derived is shared
