@@ -19,10 +19,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.scheduler.framework.nominator import FilterRunner, pod_priority
+from services.scheduler.framework.nominator import (
+    FilterRunner,
+    nominated_pods_to_add,
+    pod_priority,
+)
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
+from services.scheduler.preemption.fastpath import FitCheck
 from services.scheduler.preemption.victims import (
+    NO_VICTIMS,
     Candidate,
     pick_one_node_with_rule,
     select_victims_on_node,
@@ -103,7 +109,10 @@ class Evaluator:
         min_candidate_nodes_absolute: int,
         rand: Callable[[int], int],
         now: Callable[[], float],
+        fast: bool = True,
     ) -> None:
+        #: The exact shortcuts of fastpath.py (False: the reference path, for tests).
+        self.fast = fast
         self.percentage = min_candidate_nodes_percentage
         self.absolute = min_candidate_nodes_absolute
         self.rand = rand
@@ -152,11 +161,22 @@ class Evaluator:
             non_violating: list[Candidate] = []
             violating: list[Candidate] = []
             now = self.now()
+            fit = FitCheck.of(fwk, state, pi) if self.fast else None
+            prio = pod_priority(pi.pod)
+            #: Nodes that failed, in order; a None status is a certain failure whose
+            #: status is computed only if it is used (no candidate at all).
+            failed: list[tuple[NodeInfo, Status | None]] = []
             for i in range(len(potential)):
                 ni = potential[(offset + i) % len(potential)]
                 d.dry_runs += 1
+                on_node = nominated(ni.name)
+                if self.fast:
+                    fails, known = _foregone(ni, prio, pi, on_node, fit)
+                    if fails:
+                        failed.append((ni, known))
+                        continue
                 pods, n_viol, st = select_victims_on_node(
-                    fwk, state.clone(), pi, ni.clone(), pdbs, nominated(ni.name), now
+                    fwk, state.clone(), pi, ni.clone(), pdbs, on_node, now, fit
                 )
                 if st.is_success() and pods:
                     c = Candidate(ni.name, pods, n_viol)
@@ -164,6 +184,14 @@ class Evaluator:
                     if non_violating and len(non_violating) + len(violating) >= num:
                         break
                     continue
+                failed.append((ni, st))
+            candidates = non_violating + violating
+            for ni, maybe in failed if not candidates else ():
+                st = maybe
+                if st is None:  # the reference dry run, for its status
+                    st = select_victims_on_node(
+                        fwk, state.clone(), pi, ni.clone(), pdbs, nominated(ni.name), now
+                    )[2]
                 if st.is_success():
                     st = Status.as_error(
                         RuntimeError(f"expected at least one victim pod on node {ni.name!r}")
@@ -171,7 +199,6 @@ class Evaluator:
                 if st.code == Code.ERROR:
                     errors.append(st)
                 node_statuses[ni.name] = st
-            candidates = non_violating + violating
         for c in candidates:
             d.candidates.append((c.name, [_key(v) for v in c.victims], c.num_pdb_violations))
         if errors and not candidates:
@@ -188,6 +215,21 @@ class Evaluator:
         assert best is not None
         d.node, d.victims = best.name, [_key(v) for v in best.victims]
         return best, Status.success(), d
+
+
+def _foregone(
+    ni: NodeInfo, prio: int, pi: PodInfo, nominated: Sequence[PodInfo], fit: FitCheck | None
+) -> tuple[bool, Status | None]:
+    """Whether the dry run on `ni` certainly fails, known without running it (fastpath.py),
+    and its status when that is known too: NO_VICTIMS when no pod on `ni` has a lower
+    priority; unknown (None) when NodeResourcesFit rejects the pod even with all of them
+    gone and the counting nominated pods added."""
+    lower = [p for p in ni.pods if pod_priority(p.pod) < prio]
+    if not lower:
+        return True, Status.unresolvable(NO_VICTIMS)
+    if fit is not None and fit.fails(ni, lower, nominated_pods_to_add(pi, nominated)):
+        return True, None
+    return False, None
 
 
 def _key(pod: Any) -> str:

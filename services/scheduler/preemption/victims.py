@@ -19,11 +19,13 @@ from services.api.labels import from_label_selector
 from services.clock import parse_rfc3339
 from services.scheduler.framework.nominator import (
     FilterRunner,
+    nominated_pods_to_add,
     pod_priority,
     run_filter_with_nominated_pods,
 )
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
+from services.scheduler.preemption.fastpath import FitCheck
 
 #: Go's math.MaxInt32: priorities are shifted by it so their sum stays non-negative.
 MAX_INT32 = 2**31 - 1
@@ -113,10 +115,14 @@ def select_victims_on_node(
     pdbs: Sequence[Any],
     nominated: Sequence[PodInfo] = (),
     now: float = float("inf"),
+    fit: FitCheck | None = None,
 ) -> tuple[list[core_pb2.Pod], int, Status]:
     """(victims most important first, how many of them violate a PDB, status). `state` and
-    `node_info` are changed: pass clones."""
+    `node_info` are changed: pass clones. With `fit` (fastpath.FitCheck for this pod), a
+    reprieve NodeResourcesFit certainly rejects skips its Filter run (and its AddPod and
+    RemovePod when no extension is active): same outcome."""
     prio = pod_priority(pi.pod)
+    counting = nominated_pods_to_add(pi, nominated) if fit is not None else []
 
     def remove(v: PodInfo) -> Status:
         node_info.remove_pod(v.pod)
@@ -141,10 +147,17 @@ def select_victims_on_node(
     victims: list[PodInfo] = []
 
     def reprieve(v: PodInfo) -> tuple[bool, Status]:
+        if fit is not None and not fit.extensions and fit.fails(node_info, (), [v, *counting]):
+            # add, a rejecting Filter, remove: the NodeInfo ends as it was
+            victims.append(v)
+            return False, Status.success()
         st = add(v)
         if not st.is_success():
             return False, st
-        fits = run_filter_with_nominated_pods(fwk, state, pi, node_info, nominated).is_success()
+        if fit is not None and fit.fails(node_info, (), counting):
+            fits = False
+        else:
+            fits = run_filter_with_nominated_pods(fwk, state, pi, node_info, nominated).is_success()
         if not fits:
             st = remove(v)
             if not st.is_success():
