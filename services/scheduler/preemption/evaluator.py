@@ -26,7 +26,7 @@ from services.scheduler.framework.nominator import (
 )
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
-from services.scheduler.preemption.fastpath import FitCheck
+from services.scheduler.preemption.fastpath import DryRunCache, FitCheck, Outcome
 from services.scheduler.preemption.victims import (
     NO_VICTIMS,
     Candidate,
@@ -52,6 +52,8 @@ class Decision:
     offset: int = 0
     num_candidates: int = 0
     dry_runs: int = 0
+    #: Of `dry_runs`, outcomes reused from an earlier attempt (fastpath.DryRunCache).
+    cached: int = 0
     #: (node, victim keys, PDB violations) of every candidate found.
     candidates: list[tuple[str, list[str], int]] = field(default_factory=list)
     node: str = ""
@@ -113,6 +115,8 @@ class Evaluator:
     ) -> None:
         #: The exact shortcuts of fastpath.py (False: the reference path, for tests).
         self.fast = fast
+        #: Dry-run outcomes reused across attempts (fastpath.DryRunCache).
+        self.cache = DryRunCache()
         self.percentage = min_candidate_nodes_percentage
         self.absolute = min_candidate_nodes_absolute
         self.rand = rand
@@ -166,25 +170,39 @@ class Evaluator:
             #: Nodes that failed, in order; a None status is a certain failure whose
             #: status is computed only if it is used (no candidate at all).
             failed: list[tuple[NodeInfo, Status | None]] = []
+            cache = (
+                self.cache if self.fast and self.cache.begin(fwk, state, pi, fit, pdbs) else None
+            )
             for i in range(len(potential)):
                 ni = potential[(offset + i) % len(potential)]
                 d.dry_runs += 1
                 on_node = nominated(ni.name)
                 if self.fast:
-                    fails, known = _foregone(ni, prio, pi, on_node, fit)
-                    if fails:
+                    counting = nominated_pods_to_add(pi, on_node)
+                    out = cache.get(ni, counting) if cache is not None else None
+                    if out is None:
+                        out = _outcome(fwk, state, pi, ni, pdbs, on_node, now, fit, counting, prio)
+                        if cache is not None:
+                            lower = [p for p in ni.pods if pod_priority(p.pod) < prio]
+                            cache.put(ni, counting, lower, out)
+                    else:
+                        d.cached += 1
+                    pods, n_viol, known = out
+                    if known is None or not known.is_success() or not pods:
                         failed.append((ni, known))
                         continue
-                pods, n_viol, st = select_victims_on_node(
-                    fwk, state.clone(), pi, ni.clone(), pdbs, on_node, now, fit
-                )
-                if st.is_success() and pods:
-                    c = Candidate(ni.name, pods, n_viol)
-                    (violating if n_viol else non_violating).append(c)
-                    if non_violating and len(non_violating) + len(violating) >= num:
-                        break
-                    continue
-                failed.append((ni, st))
+                    pods = list(pods)
+                else:
+                    pods, n_viol, st = select_victims_on_node(
+                        fwk, state.clone(), pi, ni.clone(), pdbs, on_node, now
+                    )
+                    if not st.is_success() or not pods:
+                        failed.append((ni, st))
+                        continue
+                c = Candidate(ni.name, pods, n_viol)
+                (violating if n_viol else non_violating).append(c)
+                if non_violating and len(non_violating) + len(violating) >= num:
+                    break
             candidates = non_violating + violating
             for ni, maybe in failed if not candidates else ():
                 st = maybe
@@ -217,19 +235,25 @@ class Evaluator:
         return best, Status.success(), d
 
 
-def _foregone(
-    ni: NodeInfo, prio: int, pi: PodInfo, nominated: Sequence[PodInfo], fit: FitCheck | None
-) -> tuple[bool, Status | None]:
-    """Whether the dry run on `ni` certainly fails, known without running it (fastpath.py),
-    and its status when that is known too: NO_VICTIMS when no pod on `ni` has a lower
-    priority; unknown (None) when NodeResourcesFit rejects the pod even with all of them
-    gone and the counting nominated pods added."""
+def _outcome(
+    fwk: FilterRunner,
+    state: CycleState,
+    pi: PodInfo,
+    ni: NodeInfo,
+    pdbs: Sequence[Any],
+    nominated: Sequence[PodInfo],
+    now: float,
+    fit: FitCheck | None,
+    counting: Sequence[PodInfo],
+    prio: int,
+) -> Outcome:
+    """The dry run's outcome on `ni` with the shortcuts of fastpath.py."""
     lower = [p for p in ni.pods if pod_priority(p.pod) < prio]
     if not lower:
-        return True, Status.unresolvable(NO_VICTIMS)
-    if fit is not None and fit.fails(ni, lower, nominated_pods_to_add(pi, nominated)):
-        return True, None
-    return False, None
+        return [], 0, Status.unresolvable(NO_VICTIMS)
+    if fit is not None and fit.fails(ni, lower, counting):
+        return [], 0, None
+    return select_victims_on_node(fwk, state.clone(), pi, ni.clone(), pdbs, nominated, now, fit)
 
 
 def _key(pod: Any) -> str:

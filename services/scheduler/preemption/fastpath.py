@@ -28,10 +28,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from services.scheduler.framework.nominator import FilterRunner
+from services.scheduler.equivalence import NODE_LOCAL_FILTERS, signature
+from services.scheduler.framework.nominator import FilterRunner, pod_priority
+from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
 from services.scheduler.plugins.noderesources.fit import NAME as FIT
 from services.scheduler.plugins.noderesources.fit import PRE_FILTER_STATE_KEY
+from services.scheduler.preemption.victims import pod_start_time
 
 #: The PreFilter extension points a dry run calls.
 _EXTENSIONS = ("add_pod", "remove_pod")
@@ -98,3 +101,76 @@ class _Count:
 
     def __len__(self) -> int:
         return self.n
+
+
+#: One node's dry-run outcome: (victims, PDB violations, status); a status None is a
+#: certain failure whose status was not computed.
+Outcome = tuple[list[Any], int, Status | None]
+
+
+class DryRunCache:
+    """Dry-run outcomes reused across attempts while nothing they depend on changed.
+
+    A dry run is a function of the profile, the PreFilter state, the pod, the node's
+    contents, the nominated pods that count there, the PDBs and — through the start-time
+    order of pods without a start time — the clock. It is cached only for a pod whose
+    PreFilter state and Filter verdicts depend on the pod's own scheduling signature
+    (equivalence.signature) and the node alone: no PreFilter extension active (so
+    InterPodAffinity and PodTopologySpread skipped) and only node-local Filter plugins
+    (equivalence.NODE_LOCAL_FILTERS). Entries are for one context (profile, signature,
+    priority, the PDB objects) — a new context starts over — and per node under its
+    NodeInfo generation (bumped on every change) and the identities of the counting
+    nominated PodInfos (kept alive by the entry); a node whose lower-priority pods mix
+    pods with and without a start time (their order would depend on the clock) is not
+    cached."""
+
+    def __init__(self) -> None:
+        self._context: tuple[Any, ...] = ()
+        self._entries: dict[str, tuple[int, list[PodInfo], Outcome]] = {}
+
+    def begin(
+        self, fwk: Any, state: CycleState, pi: PodInfo, fit: FitCheck | None, pdbs: Sequence[Any]
+    ) -> bool:
+        """Set the attempt's context; False when the pod's dry runs cannot be cached."""
+        filters = getattr(fwk, "filter_plugins", None)
+        if fit is None or fit.extensions or filters is None:
+            return False
+        skip = state.skip_filter_plugins
+        if not {n for n, _ in filters() if n not in skip} <= NODE_LOCAL_FILTERS:
+            return False
+        context = (fwk, signature(pi.pod), pod_priority(pi.pod), tuple(pdbs))
+        if not _same_context(context, self._context):
+            self._context = context
+            self._entries = {}
+        return True
+
+    def get(self, ni: NodeInfo, counting: Sequence[PodInfo]) -> Outcome | None:
+        e = self._entries.get(ni.name)
+        if e is None or e[0] != ni.generation or len(e[1]) != len(counting):
+            return None
+        if any(a is not b for a, b in zip(e[1], counting, strict=True)):
+            return None
+        return e[2]
+
+    def put(
+        self, ni: NodeInfo, counting: Sequence[PodInfo], lower: Sequence[PodInfo], out: Outcome
+    ) -> None:
+        dated = [_dated(p) for p in lower]
+        if any(dated) and not all(dated):
+            return
+        self._entries[ni.name] = (ni.generation, list(counting), out)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def _same_context(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Same profile and PDB objects (by identity), same signature and priority."""
+    if not b or a[0] is not b[0] or a[1] != b[1] or a[2] != b[2] or len(a[3]) != len(b[3]):
+        return False
+    return all(x is y for x, y in zip(a[3], b[3], strict=True))
+
+
+def _dated(pi: PodInfo) -> bool:
+    """Whether the pod's start time does not depend on the clock (victims.pod_start_time)."""
+    return pod_start_time(pi.pod, 0.0) == pod_start_time(pi.pod, 1.0)

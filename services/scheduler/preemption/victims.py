@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protos.kubera.v1 import core_pb2
 from services.api.labels import from_label_selector
@@ -25,7 +25,9 @@ from services.scheduler.framework.nominator import (
 )
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
-from services.scheduler.preemption.fastpath import FitCheck
+
+if TYPE_CHECKING:
+    from services.scheduler.preemption.fastpath import FitCheck
 
 #: Go's math.MaxInt32: priorities are shifted by it so their sum stays non-negative.
 MAX_INT32 = 2**31 - 1

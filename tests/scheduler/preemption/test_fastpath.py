@@ -4,6 +4,7 @@ in the same order from the same offset, victims, chosen node, status, message an
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from hypothesis import given, settings
@@ -89,7 +90,7 @@ def clusters(draw: Any) -> dict[str, Any]:
     }
 
 
-def decide(c: dict[str, Any], fast: bool) -> tuple[Any, ...]:
+def harness(c: dict[str, Any]) -> Harness:
     h = Harness(
         c["nodes"],
         c["pods"],
@@ -101,12 +102,23 @@ def decide(c: dict[str, Any], fast: bool) -> tuple[Any, ...]:
     )
     for p, n in c["nominated"]:
         h.nominator.add(PodInfo(p), n)
-    state, pi = h.state_for(c["preemptor"])
+    return h
+
+
+def decide(c: dict[str, Any], fast: bool) -> tuple[Any, ...]:
+    return decide_on(harness(c), c["preemptor"], c["absolute"], c["pdbs"], fast=fast)
+
+
+def decide_on(
+    h: Harness, preemptor: Any, absolute: int, pdbs: Any, *, fast: bool, ev: Evaluator | None = None
+) -> tuple[Any, ...]:
+    """The evaluator's decision (a fresh one unless `ev`); the trace's `cached` count aside."""
+    state, pi = h.state_for(preemptor)
     infos = list(h.snapshot().list())
     statuses = {ni.name: h.fwk.run_filter(state, pi, ni) for ni in infos}
-    ev = Evaluator(
+    ev = ev or Evaluator(
         min_candidate_nodes_percentage=10,
-        min_candidate_nodes_absolute=c["absolute"],
+        min_candidate_nodes_absolute=absolute,
         rand=h.rand_int,
         now=h.clock.now,
         fast=fast,
@@ -117,20 +129,93 @@ def decide(c: dict[str, Any], fast: bool) -> tuple[Any, ...]:
         pi=pi,
         statuses=statuses,
         all_nodes=infos,
-        pdbs=c["pdbs"],
+        pdbs=pdbs,
         nominated=h.nominator.pods_on,
     )
     chosen = None
     if cand is not None:
         chosen = (cand.name, [v.metadata.name for v in cand.victims], cand.num_pdb_violations)
     err = str(status.error) if status.error is not None else None
-    return chosen, (status.code, status.reasons, status.plugin, err), d, h.rand_calls
+    d = dataclasses.replace(d, cached=0)
+    return chosen, (status.code, status.reasons, status.plugin, err), d, h.rand_calls[-1:]
 
 
 @settings(max_examples=400, deadline=None)
 @given(clusters())
 def test_fast_path_decides_as_the_reference(c: dict[str, Any]) -> None:
     assert decide(c, fast=True) == decide(c, fast=False)
+
+
+@st.composite
+def histories(draw: Any) -> tuple[dict[str, Any], list[tuple[str, int, int]]]:
+    """A cluster and the changes between attempts: (what, node index, a number)."""
+    c = draw(clusters())
+    steps = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(
+                    ("none", "remove", "add", "nominate", "unnominate", "pdbs", "clock", "pod")
+                ),
+                st.integers(0, 6),
+                st.integers(0, 40),
+            ),
+            min_size=1,
+            max_size=6,
+        )
+    )
+    return c, steps
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories())
+def test_cached_outcomes_decide_as_the_reference_across_attempts(
+    hist: tuple[dict[str, Any], list[tuple[str, int, int]]],
+) -> None:
+    """One fast evaluator over attempts while nodes, nominations, PDBs, the clock and the
+    preemptor change; each decision equals a fresh reference evaluator's."""
+    c, steps = hist
+    h = harness(c)
+    pdbs, preemptor = list(c["pdbs"]), c["preemptor"]
+    fast = Evaluator(
+        min_candidate_nodes_percentage=10,
+        min_candidate_nodes_absolute=c["absolute"],
+        rand=h.rand_int,
+        now=h.clock.now,
+    )
+    infos = list(h.snapshot().list())
+    for k, (what, i, x) in enumerate(steps):
+        ni = infos[i % len(infos)]
+        if what == "remove" and ni.pods:
+            ni.remove_pod(ni.pods[x % len(ni.pods)].pod)
+        elif what == "add":
+            ni.add_pod(
+                PodInfo(
+                    make_pod(
+                        f"a{k}",
+                        PRIORITIES[x % len(PRIORITIES)],
+                        node_name=ni.name,
+                        req={"cpu": f"{x * 50}m"},
+                        start="2026-01-01T00:00:00Z" if x % 3 else "",
+                    )
+                )
+            )
+        elif what == "nominate":
+            nom = make_pod(f"nn{k}", PRIORITIES[x % len(PRIORITIES)], req={"cpu": f"{x * 100}m"})
+            h.nominator.add(PodInfo(nom), ni.name)
+        elif what == "unnominate" and h.nominator.pods_on(ni.name):
+            h.nominator.delete(h.nominator.pods_on(ni.name)[0].uid)
+        elif what == "pdbs":
+            pdbs = [make_pdb(f"q{k}", {"app": "ab"[x % 2]}, x % 3)]
+        elif what == "clock":
+            h.clock.advance(x * 1e6)
+        elif what == "pod":
+            preemptor = make_pod(
+                f"x{k}", PRIORITIES[x % len(PRIORITIES)], req={"cpu": f"{x * 100}m"}
+            )
+        h.offset = x
+        got = decide_on(h, preemptor, c["absolute"], pdbs, fast=True, ev=fast)
+        want = decide_on(h, preemptor, c["absolute"], pdbs, fast=False)
+        assert got == want, (k, what)
 
 
 def test_fit_check_matches_the_plugin_on_the_changed_node() -> None:
