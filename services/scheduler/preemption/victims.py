@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from protos.kubera.v1 import core_pb2
 from services.api.labels import from_label_selector
@@ -25,9 +25,6 @@ from services.scheduler.framework.nominator import (
 )
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
-
-if TYPE_CHECKING:
-    from services.scheduler.preemption.fastpath import FitCheck
 
 #: Go's math.MaxInt32: priorities are shifted by it so their sum stays non-negative.
 MAX_INT32 = 2**31 - 1
@@ -109,6 +106,16 @@ def filter_pods_with_pdb_violation(
     return violating, ok
 
 
+class FitVerdict(Protocol):
+    """fastpath.FitCheck, as the dry run uses it."""
+
+    extensions: bool
+
+    def fails(
+        self, ni: NodeInfo, removed: Sequence[PodInfo] = (), added: Sequence[PodInfo] = ()
+    ) -> bool: ...
+
+
 def select_victims_on_node(
     fwk: FilterRunner,
     state: CycleState,
@@ -117,10 +124,10 @@ def select_victims_on_node(
     pdbs: Sequence[Any],
     nominated: Sequence[PodInfo] = (),
     now: float = float("inf"),
-    fit: FitCheck | None = None,
+    fit: FitVerdict | None = None,
 ) -> tuple[list[core_pb2.Pod], int, Status]:
     """(victims most important first, how many of them violate a PDB, status). `state` and
-    `node_info` are changed: pass clones. With `fit` (fastpath.FitCheck for this pod), a
+    `node_info` are changed: pass clones. With `fit` (a fastpath.FitCheck for this pod), a
     reprieve NodeResourcesFit certainly rejects skips its Filter run (and its AddPod and
     RemovePod when no extension is active): same outcome."""
     prio = pod_priority(pi.pod)
