@@ -11,7 +11,6 @@ from services.scheduler.framework.interface import PreFilterResult
 from services.scheduler.framework.nominator import (
     FilterRunner,
     Nominator,
-    filter_with_nominated_pods_only,
 )
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
@@ -21,10 +20,7 @@ def with_nominated_pods(
     fwk: FilterRunner, state: CycleState, pi: PodInfo, ni: NodeInfo, nominator: Nominator
 ) -> Status:
     """For a node the pod passed: the pass with the nominated pods there (Success when none)."""
-    nominated = nominator.pods_on(ni.name)
-    if not nominated:
-        return Status.success()
-    return filter_with_nominated_pods_only(fwk, state, pi, ni, nominated)
+    return nominator.filter_with_nominated(fwk, state, pi, ni)
 
 
 def evaluate_nominated_node(

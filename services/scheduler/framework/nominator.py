@@ -10,9 +10,10 @@ priority: such a pod passes a node only if it fits both with those nominated pod
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from protos.kubera.v1 import core_pb2
+from services.scheduler.equivalence import NODE_LOCAL_FILTERS, signature
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
 
@@ -28,6 +29,29 @@ class Nominator:
     def __init__(self) -> None:
         self._by_node: dict[str, dict[str, PodInfo]] = {}
         self._node_of: dict[str, str] = {}
+        #: The first pass's verdicts, reused across attempts (NominatedVerdicts).
+        self.verdicts = NominatedVerdicts()
+
+    def filter_with_nominated(
+        self, fwk: FilterRunner, state: CycleState, pi: PodInfo, ni: NodeInfo
+    ) -> Status:
+        """filter_with_nominated_pods_only with the pods nominated to `ni` (Success when
+        none count), its verdict reused while nothing it depends on changed."""
+        nominated = self._by_node.get(ni.name)
+        if not nominated:
+            return Status.success()
+        counting = nominated_pods_to_add(pi, list(nominated.values()))
+        if not counting:
+            return Status.success()
+        cacheable = self.verdicts.begin(fwk, state, pi)
+        if cacheable:
+            st = self.verdicts.get(ni, counting)
+            if st is not None:
+                return st
+        st = _filter_with(fwk, state, pi, ni, counting)
+        if cacheable:
+            self.verdicts.put(ni, counting, st)
+        return st
 
     def add(self, pi: PodInfo, node: str) -> None:
         """Nominate `pi` to `node` (replacing an earlier nomination; "" only removes it)."""
@@ -96,6 +120,16 @@ def filter_with_nominated_pods_only(
     pods = nominated_pods_to_add(pi, nominated)
     if not pods:
         return Status.success()
+    return _filter_with(fwk, state, pi, node_info, pods)
+
+
+def _filter_with(
+    fwk: FilterRunner,
+    state: CycleState,
+    pi: PodInfo,
+    node_info: NodeInfo,
+    pods: Sequence[PodInfo],
+) -> Status:
     state2, node2 = state.clone(), node_info.clone()
     for p in pods:
         node2.add_pod(p)
@@ -118,3 +152,70 @@ def run_filter_with_nominated_pods(
     if not st.is_success():
         return st
     return fwk.run_filter(state, pi, node_info)
+
+
+def active_extensions(fwk: Any, state: CycleState) -> bool:
+    """Whether some PreFilter plugin with an AddPod/RemovePod extension runs for the pod
+    (True when the framework does not say)."""
+    pre = getattr(fwk, "pre_filter_plugins", None)
+    if pre is None:
+        return True
+    skip = state.skip_filter_plugins
+    return any(
+        n not in skip
+        and (callable(getattr(p, "add_pod", None)) or callable(getattr(p, "remove_pod", None)))
+        for n, p in pre()
+    )
+
+
+class NominatedVerdicts:
+    """The first pass's verdicts (Filter with the counting nominated pods added) per node,
+    reused across attempts: a pod retried behind a long queue meets the same nominated
+    nodes every attempt.
+
+    Only for a pod whose PreFilter state and Filter verdicts depend on the pod's own
+    scheduling signature (equivalence.signature) and the node alone: no PreFilter
+    extension active and only node-local Filter plugins (equivalence.NODE_LOCAL_FILTERS),
+    as equivalence.py's filter cache. Entries belong to one context (profile, signature,
+    priority; a new one starts over) and are per node, under its NodeInfo generation and
+    the identities of the counting nominated PodInfos (kept alive by the entry)."""
+
+    def __init__(self) -> None:
+        self._context: tuple[Any, bytes, int] | None = None
+        self._entries: dict[str, tuple[int, list[PodInfo], Status]] = {}
+        #: (pod, state, whether cacheable) of the last `begin`: one answer per attempt.
+        self._last: tuple[PodInfo | None, CycleState | None, bool] = (None, None, False)
+
+    def begin(self, fwk: Any, state: CycleState, pi: PodInfo) -> bool:
+        """Set the context for this attempt; False when its verdicts cannot be cached."""
+        last_pi, last_state, ok = self._last
+        if pi is last_pi and state is last_state:
+            return ok
+        ok = self._eligible(fwk, state)
+        if ok:
+            context = (fwk, signature(pi.pod), pod_priority(pi.pod))
+            old = self._context
+            if old is None or old[0] is not fwk or old[1:] != context[1:]:
+                self._context = context
+                self._entries = {}
+        self._last = (pi, state, ok)
+        return ok
+
+    @staticmethod
+    def _eligible(fwk: Any, state: CycleState) -> bool:
+        filters = getattr(fwk, "filter_plugins", None)
+        if filters is None or active_extensions(fwk, state):
+            return False
+        skip = state.skip_filter_plugins
+        return {n for n, _ in filters() if n not in skip} <= NODE_LOCAL_FILTERS
+
+    def get(self, ni: NodeInfo, counting: Sequence[PodInfo]) -> Status | None:
+        e = self._entries.get(ni.name)
+        if e is None or e[0] != ni.generation or len(e[1]) != len(counting):
+            return None
+        if any(a is not b for a, b in zip(e[1], counting, strict=True)):
+            return None
+        return e[2]
+
+    def put(self, ni: NodeInfo, counting: Sequence[PodInfo], st: Status) -> None:
+        self._entries[ni.name] = (ni.generation, list(counting), st)

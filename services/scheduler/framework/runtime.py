@@ -189,6 +189,16 @@ class Framework:
         """Extension point -> plugin names, in the order they run."""
         return {point: [n for n, _ in entries] for point, entries in self._at.items()}
 
+    def filter_plugins(self) -> list[tuple[str, Any]]:
+        """(name, plugin) of the Filter plugins, in the order they run (preemption's exact
+        pre-checks call one of them directly)."""
+        return list(self._at[reg.FILTER])
+
+    def pre_filter_plugins(self) -> list[tuple[str, Any]]:
+        """(name, plugin) of the PreFilter plugins, in order (whose AddPod/RemovePod
+        extensions preemption's dry runs call)."""
+        return list(self._at[reg.PRE_FILTER])
+
     def has_filter_plugins(self) -> bool:
         return bool(self._at[reg.FILTER])
 

@@ -19,10 +19,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.scheduler.framework.nominator import FilterRunner, pod_priority
+from services.scheduler.framework.nominator import (
+    FilterRunner,
+    nominated_pods_to_add,
+    pod_priority,
+)
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
+from services.scheduler.preemption.fastpath import DryRunCache, FitCheck, Outcome
 from services.scheduler.preemption.victims import (
+    NO_VICTIMS,
     Candidate,
     pick_one_node_with_rule,
     select_victims_on_node,
@@ -46,6 +52,8 @@ class Decision:
     offset: int = 0
     num_candidates: int = 0
     dry_runs: int = 0
+    #: Of `dry_runs`, outcomes reused from an earlier attempt (fastpath.DryRunCache).
+    cached: int = 0
     #: (node, victim keys, PDB violations) of every candidate found.
     candidates: list[tuple[str, list[str], int]] = field(default_factory=list)
     node: str = ""
@@ -103,7 +111,12 @@ class Evaluator:
         min_candidate_nodes_absolute: int,
         rand: Callable[[int], int],
         now: Callable[[], float],
+        fast: bool = True,
     ) -> None:
+        #: The exact shortcuts of fastpath.py (False: the reference path, for tests).
+        self.fast = fast
+        #: Dry-run outcomes reused across attempts (fastpath.DryRunCache).
+        self.cache = DryRunCache()
         self.percentage = min_candidate_nodes_percentage
         self.absolute = min_candidate_nodes_absolute
         self.rand = rand
@@ -152,18 +165,51 @@ class Evaluator:
             non_violating: list[Candidate] = []
             violating: list[Candidate] = []
             now = self.now()
+            fit = FitCheck.of(fwk, state, pi) if self.fast else None
+            prio = pod_priority(pi.pod)
+            #: Nodes that failed, in order; a None status is a certain failure whose
+            #: status is computed only if it is used (no candidate at all).
+            failed: list[tuple[NodeInfo, Status | None]] = []
+            cache = (
+                self.cache if self.fast and self.cache.begin(fwk, state, pi, fit, pdbs) else None
+            )
             for i in range(len(potential)):
                 ni = potential[(offset + i) % len(potential)]
                 d.dry_runs += 1
-                pods, n_viol, st = select_victims_on_node(
-                    fwk, state.clone(), pi, ni.clone(), pdbs, nominated(ni.name), now
-                )
-                if st.is_success() and pods:
-                    c = Candidate(ni.name, pods, n_viol)
-                    (violating if n_viol else non_violating).append(c)
-                    if non_violating and len(non_violating) + len(violating) >= num:
-                        break
-                    continue
+                on_node = nominated(ni.name)
+                if self.fast:
+                    counting = nominated_pods_to_add(pi, on_node)
+                    out = cache.get(ni, counting) if cache is not None else None
+                    if out is None:
+                        out = _outcome(fwk, state, pi, ni, pdbs, on_node, now, fit, counting, prio)
+                        if cache is not None:
+                            lower = [p for p in ni.pods if pod_priority(p.pod) < prio]
+                            cache.put(ni, counting, lower, out)
+                    else:
+                        d.cached += 1
+                    pods, n_viol, known = out
+                    if known is None or not known.is_success() or not pods:
+                        failed.append((ni, known))
+                        continue
+                    pods = list(pods)
+                else:
+                    pods, n_viol, st = select_victims_on_node(
+                        fwk, state.clone(), pi, ni.clone(), pdbs, on_node, now
+                    )
+                    if not st.is_success() or not pods:
+                        failed.append((ni, st))
+                        continue
+                c = Candidate(ni.name, pods, n_viol)
+                (violating if n_viol else non_violating).append(c)
+                if non_violating and len(non_violating) + len(violating) >= num:
+                    break
+            candidates = non_violating + violating
+            for ni, maybe in failed if not candidates else ():
+                st = maybe
+                if st is None:  # the reference dry run, for its status
+                    st = select_victims_on_node(
+                        fwk, state.clone(), pi, ni.clone(), pdbs, nominated(ni.name), now
+                    )[2]
                 if st.is_success():
                     st = Status.as_error(
                         RuntimeError(f"expected at least one victim pod on node {ni.name!r}")
@@ -171,7 +217,6 @@ class Evaluator:
                 if st.code == Code.ERROR:
                     errors.append(st)
                 node_statuses[ni.name] = st
-            candidates = non_violating + violating
         for c in candidates:
             d.candidates.append((c.name, [_key(v) for v in c.victims], c.num_pdb_violations))
         if errors and not candidates:
@@ -188,6 +233,27 @@ class Evaluator:
         assert best is not None
         d.node, d.victims = best.name, [_key(v) for v in best.victims]
         return best, Status.success(), d
+
+
+def _outcome(
+    fwk: FilterRunner,
+    state: CycleState,
+    pi: PodInfo,
+    ni: NodeInfo,
+    pdbs: Sequence[Any],
+    nominated: Sequence[PodInfo],
+    now: float,
+    fit: FitCheck | None,
+    counting: Sequence[PodInfo],
+    prio: int,
+) -> Outcome:
+    """The dry run's outcome on `ni` with the shortcuts of fastpath.py."""
+    lower = [p for p in ni.pods if pod_priority(p.pod) < prio]
+    if not lower:
+        return [], 0, Status.unresolvable(NO_VICTIMS)
+    if fit is not None and fit.fails(ni, lower, counting):
+        return [], 0, None
+    return select_victims_on_node(fwk, state.clone(), pi, ni.clone(), pdbs, nominated, now, fit)
 
 
 def _key(pod: Any) -> str:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from protos.kubera.v1 import core_pb2
 from services.api.labels import from_label_selector
 from services.clock import parse_rfc3339
 from services.scheduler.framework.nominator import (
     FilterRunner,
+    nominated_pods_to_add,
     pod_priority,
     run_filter_with_nominated_pods,
 )
@@ -105,6 +106,16 @@ def filter_pods_with_pdb_violation(
     return violating, ok
 
 
+class FitVerdict(Protocol):
+    """fastpath.FitCheck, as the dry run uses it."""
+
+    extensions: bool
+
+    def fails(
+        self, ni: NodeInfo, removed: Sequence[PodInfo] = (), added: Sequence[PodInfo] = ()
+    ) -> bool: ...
+
+
 def select_victims_on_node(
     fwk: FilterRunner,
     state: CycleState,
@@ -113,10 +124,14 @@ def select_victims_on_node(
     pdbs: Sequence[Any],
     nominated: Sequence[PodInfo] = (),
     now: float = float("inf"),
+    fit: FitVerdict | None = None,
 ) -> tuple[list[core_pb2.Pod], int, Status]:
     """(victims most important first, how many of them violate a PDB, status). `state` and
-    `node_info` are changed: pass clones."""
+    `node_info` are changed: pass clones. With `fit` (a fastpath.FitCheck for this pod), a
+    reprieve NodeResourcesFit certainly rejects skips its Filter run (and its AddPod and
+    RemovePod when no extension is active): same outcome."""
     prio = pod_priority(pi.pod)
+    counting = nominated_pods_to_add(pi, nominated) if fit is not None else []
 
     def remove(v: PodInfo) -> Status:
         node_info.remove_pod(v.pod)
@@ -141,10 +156,17 @@ def select_victims_on_node(
     victims: list[PodInfo] = []
 
     def reprieve(v: PodInfo) -> tuple[bool, Status]:
+        if fit is not None and not fit.extensions and fit.fails(node_info, (), [v, *counting]):
+            # add, a rejecting Filter, remove: the NodeInfo ends as it was
+            victims.append(v)
+            return False, Status.success()
         st = add(v)
         if not st.is_success():
             return False, st
-        fits = run_filter_with_nominated_pods(fwk, state, pi, node_info, nominated).is_success()
+        if fit is not None and fit.fails(node_info, (), counting):
+            fits = False
+        else:
+            fits = run_filter_with_nominated_pods(fwk, state, pi, node_info, nominated).is_success()
         if not fits:
             st = remove(v)
             if not st.is_success():
