@@ -88,9 +88,10 @@ class Informer:
         self.synced = asyncio.Event()
         #: object key -> the last handler failure logged for it (each logged once).
         self._failures: dict[str, str] = {}
-        #: The revision of the newest events applied (0: none since the list) and their
-        #: keys. Invariant: `resource_version` <= `_partial_rv`, and every event between
-        #: them is at `_partial_rv`, applied, its key in `_partial_keys`.
+        #: The revision of the newest events applied (0: none since the list or the last
+        #: bookmark) and their keys. Invariant: `resource_version` <= `_partial_rv` (when
+        #: not 0), and every event between them is at `_partial_rv`, applied, its key in
+        #: `_partial_keys`.
         self._partial_rv = 0
         self._partial_keys: set[str] = set()
 
@@ -201,9 +202,14 @@ class Informer:
     def _apply(self, type_: str, obj: Message) -> None:
         rv = obj.metadata.resource_version  # type: ignore[attr-defined]
         if type_ == "BOOKMARK":
-            # Everything at or below a bookmark's revision has been sent.
-            if rv and int(rv) >= self._partial_rv:
+            # Everything at or below a bookmark's revision has been sent: nothing is partial
+            # any more, and the resume point moves up to it (never down), as client-go's
+            # reflector records a bookmark's resourceVersion.
+            current = int(self.resource_version) if self.resource_version else 0
+            if rv and int(rv) >= max(self._partial_rv, current):
                 self.resource_version = rv
+                self._partial_rv = 0
+                self._partial_keys = set()
             return
         key = object_key(obj)
         revision = int(rv) if rv else 0

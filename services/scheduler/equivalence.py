@@ -55,7 +55,9 @@ def signature(pod: core_pb2.Pod) -> bytes:
         (pod.spec.init_containers, spec.init_containers),
     ):
         for c in src:
-            dst.add(resources=c.resources, ports=c.ports)
+            # restartPolicy: an init container with Always is a sidecar, whose requests and
+            # host ports count beside the containers' instead of at their maximum.
+            dst.add(resources=c.resources, ports=c.ports, restart_policy=c.restart_policy)
     return spec.SerializeToString(deterministic=True)
 
 

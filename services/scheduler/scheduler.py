@@ -29,7 +29,6 @@ import contextlib
 import logging
 import random
 import secrets
-from collections.abc import Callable
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
@@ -79,18 +78,18 @@ def node_update_event(old: core_pb2.Node, new: core_pb2.Node) -> ClusterEvent:
     return ClusterEvent("Node", action, "NodeUpdate")
 
 
-def skip_unscheduled_update(
-    old: core_pb2.Pod, new: core_pb2.Pod, is_assumed: Callable[[core_pb2.Pod], bool]
-) -> bool:
-    """Whether an update of an unassigned pod is left out of the queue, as upstream's
-    updatePodInSchedulingQueue: the same resourceVersion (a replayed, identical object:
-    requeueing it could schedule the pod twice, kubernetes#96071), or a pod this scheduler
-    has assumed (its binding cycle owns it; the bind's watch event follows). Objects
-    without a resourceVersion (built by hand, not stored) are never taken as identical."""
+def skip_unscheduled_update(old: core_pb2.Pod, new: core_pb2.Pod) -> bool:
+    """Whether an update of an unassigned pod is left out of the queue: the same
+    resourceVersion (a replayed, identical object: requeueing it could schedule the pod
+    twice, upstream's updatePodInSchedulingQueue, kubernetes#96071). Objects without a
+    resourceVersion (built by hand, not stored) are never taken as identical.
+
+    Upstream also skips updates of assumed pods, because its failure handler re-reads the
+    pod from the informer before requeueing it. Here the queue keeps the update of a pod in
+    flight instead (queue.update), and a failed bind requeues that newer object, so an
+    assumed pod's update still reaches the queue."""
     rv = new.metadata.resource_version
-    if rv and rv == old.metadata.resource_version:
-        return True
-    return is_assumed(new)
+    return bool(rv) and rv == old.metadata.resource_version
 
 
 class _Handle:
@@ -301,7 +300,7 @@ class Scheduler(Background):
         elif self._responsible(new):
             if new.metadata.deletion_timestamp:
                 self.queue.delete(new)
-            elif not skip_unscheduled_update(old, new, self.cache.is_assumed):
+            elif not skip_unscheduled_update(old, new):
                 self.queue.update(old, new)
 
     def _pod_deleted(self, pod: core_pb2.Pod) -> None:

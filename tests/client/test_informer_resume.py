@@ -158,3 +158,37 @@ async def test_a_stream_cut_inside_a_revision_resumes_from_the_last_whole_one(
         await asyncio.gather(task, return_exceptions=True)
         await client.close()
         await server.stop(0)
+
+
+def _bookmark(rev: int) -> Any:
+    p = pod("")
+    p.metadata.resource_version = str(rev)
+    return p
+
+
+@pytest.mark.parametrize("batched", [True, False])
+async def test_a_bookmark_moves_the_resume_point_up_and_never_down(batched: bool) -> None:
+    """A bookmark says every event up to its revision was sent: the informer resumes from
+    it (so a selective watch does not fall out of the watch cache's window), and a later
+    event does not move the resume point back below it."""
+    inf = Informer(client=None, kind=PODS)  # type: ignore[arg-type]
+    inf.resource_version = "100"
+    seen: list[str] = []
+
+    def step(type_: str, obj: Any) -> None:
+        ev = type("Ev", (), {"type": type_, "object": obj})()
+        inf._apply_batch([ev], whole=batched)
+        seen.append(inf.resource_version)
+
+    p = pod("a")
+    p.metadata.resource_version = "101"
+    step("ADDED", p)
+    step("BOOKMARK", _bookmark(150))
+    q = pod("b")
+    q.metadata.resource_version = "151"
+    step("ADDED", q)
+    step("BOOKMARK", _bookmark(140))  # older than what was seen: ignored
+    assert seen[1] == "150"
+    assert all(int(a) <= int(b) for a, b in zip(seen, seen[1:], strict=False)), seen
+    assert seen[-1] == ("151" if batched else "150")
+    assert set(inf.store) == {"default/a", "default/b"}

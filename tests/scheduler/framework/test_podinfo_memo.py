@@ -144,3 +144,19 @@ def test_the_assumed_copy_has_its_own_signature() -> None:
     assert equivalence.pod_signature(assumed) == equivalence.signature(assumed.pod)
     assert equivalence.pod_signature(assumed) != unassigned
     assert assumed.requests is pi.requests  # derived fields shared, as before
+
+
+def test_a_sidecar_init_container_changes_the_signature() -> None:
+    """restartPolicy Always makes an init container a sidecar: its requests add to the
+    containers' instead of counting at their maximum, so the node-local verdicts (and the
+    caches keyed by the signature) must tell the two pods apart."""
+
+    def pod(restart_policy: str) -> core_pb2.Pod:
+        p = MakePod().name("p").namespace("default").req({"cpu": "1"}).obj()
+        init = p.spec.init_containers.add(name="init", restart_policy=restart_policy)
+        init.resources.requests["cpu"] = "1"
+        return p
+
+    plain, sidecar = pod(""), pod("Always")
+    assert PodInfo(plain).requests != PodInfo(sidecar).requests
+    assert equivalence.signature(plain) != equivalence.signature(sidecar)
