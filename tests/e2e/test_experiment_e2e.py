@@ -17,7 +17,7 @@ from tests.e2e.helpers import ROOT, kubera_in
 
 #: Not examples/experiments/smoke.yaml: its 50 pods bind within one second, too short for
 #: a SchedulingThroughput sample (upstream's collector needs two ticks with pods). This one
-#: measures 2,000 pods on 20 hollow nodes (110 pods each) while the scheduler leader is
+#: measures 2,000 pods on 40 hollow nodes (65 pods each fit) while the scheduler leader is
 #: killed: enough seconds of binding for several throughput samples. (1,000 bound in under
 #: 3 s once binds and watches were batched, leaving the window a baseline tick only.)
 SMOKE = ROOT / "tests" / "experiment" / "data" / "smoke.yaml"
