@@ -168,8 +168,10 @@ class ApiServer:
 
     # --------------------------------------------------------------- update
 
-    async def update(self, obj: Message, *, status: bool = False) -> Message:
-        return await update.update(self.store, obj, status=status)
+    async def update(
+        self, obj: Message, *, status: bool = False, dry_run: bool = False
+    ) -> Message:
+        return await update.update(self.store, obj, status=status, dry_run=dry_run)
 
     async def batch_update(
         self, objs: Sequence[Message], *, status: bool = False

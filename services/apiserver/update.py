@@ -77,8 +77,11 @@ def prepare_update(
     return new
 
 
-async def update(store: Store, obj: Message, *, status: bool = False) -> Message:
-    """Update `obj` (its spec and metadata, or with `status` only its status)."""
+async def update(
+    store: Store, obj: Message, *, status: bool = False, dry_run: bool = False
+) -> Message:
+    """Update `obj` (its spec and metadata, or with `status` only its status); with
+    `dry_run`, every check but no write (the object answered as it would be written)."""
     kind = store.kind(obj)
     if status and not kind.has_status:
         raise NotFoundError(f"{kind.resource} have no status subresource: use Update")
@@ -88,6 +91,8 @@ async def update(store: Store, obj: Message, *, status: bool = False) -> Message
     new = prepare_update(store, kind, obj, kv, status=status)
     if not status:
         await admission.check_single_global_default(kind, new, AdmissionReads(store))
+    if dry_run:
+        return new
     return await store.write(kind, new, kv)  # type: ignore[arg-type]
 
 

@@ -1,0 +1,402 @@
+"""The aiohttp application of the Kubernetes HTTP API, and the server that runs it.
+
+Why this module exists: it is the edge, and only composes. Each request goes through
+the same steps, in upstream's handler-chain order:
+
+    authenticate (Bearer token -> User; none or unknown: 401)
+    -> non-resource paths (/version, /api, /apis, /openapi/v3, /healthz): served as they are
+    -> RequestInfo (requestinfo.parse) -> authorize (denied: 403 in RBAC's wording)
+    -> the verb (verbs, watch) -> the answer negotiated by Accept (JSON, a meta/v1
+       Table, PartialObjectMetadata[List]) with Warning headers
+    -> any ApiError: a Status with its HTTP code (status.from_error)
+
+Discovery, OpenAPI and Table output come from services/httpapi/discovery.py, openapi.py
+and tables.py (looked up by name, with the stand-in `_standin` while a module is absent).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import logging
+import ssl
+from collections.abc import Awaitable, Callable
+from types import ModuleType
+from typing import Any, TypeVar
+
+from aiohttp import web
+from google.protobuf.message import Message
+from multidict import CIMultiDict
+
+from services.api.errors import ApiError
+from services.api.kinds import Kind
+from services.apiserver import ApiServer
+from services.auth import ALLOW_ALL, Authenticator, Authorizer, RequestAttributes, User
+from services.httpapi import _standin, requestinfo, verbs
+from services.httpapi.requestinfo import GROUP_VERSIONS, RequestInfo
+from services.httpapi.status import forbidden_message, from_error, status
+from services.httpapi.watch import serve_watch
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+JSON = "application/json"
+#: Bodies past this are refused (upstream's 3 MiB request limit, a little over etcd's 1.5 MiB value cap).
+MAX_BODY = 3 * 1024 * 1024
+
+
+async def maybe_await(value: T | Awaitable[T]) -> T:
+    """The authenticator and authorizer may be sync or async (services/auth)."""
+    if inspect.isawaitable(value):
+        return await value  # type: ignore[no-any-return]
+    return value  # type: ignore[return-value]
+
+
+def provider(name: str) -> ModuleType:
+    """services/httpapi/<name>.py, or the stand-in while it is absent."""
+    try:
+        return importlib.import_module(f"services.httpapi.{name}")
+    except ModuleNotFoundError:
+        return _standin
+
+
+# ------------------------------------------------------------------ negotiation
+
+
+class Negotiated:
+    """What the Accept header asks the answer to be: "json", "table", "partial"."""
+
+    def __init__(self, accept: str) -> None:
+        self.form = ""
+        for part in (accept or JSON).split(","):
+            media, *params = (p.strip() for p in part.split(";"))
+            opts = dict(p.split("=", 1) for p in params if "=" in p)
+            if media not in (JSON, "application/*", "*/*"):
+                continue
+            as_ = opts.get("as", "")
+            if not as_:
+                self.form = "json"
+            elif as_ == "Table" and opts.get("g") == "meta.k8s.io":
+                self.form = "table"
+            elif as_ in ("PartialObjectMetadata", "PartialObjectMetadataList") and opts.get(
+                "g"
+            ) == "meta.k8s.io":
+                self.form = "partial"
+            else:
+                continue
+            return
+
+    @property
+    def acceptable(self) -> bool:
+        return bool(self.form)
+
+
+def partial(kind: Kind, obj: Message) -> dict[str, Any]:
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": verbs.to_json(kind, obj).get("metadata", {}),
+    }
+
+
+def render_one(neg: Negotiated, call: verbs.Call, obj: Message) -> dict[str, Any]:
+    if neg.form == "table":
+        table: dict[str, Any] = provider("tables").to_table(
+            call.kind, [obj], wide=True, include_object=call.query.get("includeObject", "Metadata")
+        )
+        return table
+    if neg.form == "partial":
+        return partial(call.kind, obj)
+    return verbs.to_json(call.kind, obj)
+
+
+def render_page(neg: Negotiated, call: verbs.Call, page: verbs.Page) -> dict[str, Any]:
+    doc = verbs.list_doc(call.kind, page)
+    if neg.form == "table":
+        table: dict[str, Any] = provider("tables").to_table(
+            call.kind,
+            page.items,
+            wide=True,
+            include_object=call.query.get("includeObject", "Metadata"),
+            list_meta=doc["metadata"],
+        )
+        return table
+    if neg.form == "partial":
+        return {
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": doc["metadata"],
+            "items": [partial(call.kind, o) for o in page.items],
+        }
+    return doc
+
+
+def respond(code: int, doc: dict[str, Any], warnings: list[str] = ()) -> web.Response:  # type: ignore[assignment]
+    headers: CIMultiDict[str] = CIMultiDict()
+    headers["Content-Type"] = JSON
+    for w in warnings:
+        headers.add("Warning", "299 - " + json.dumps(w))
+    return web.Response(status=code, body=json.dumps(doc).encode(), headers=headers)
+
+
+def error(code: int, reason: str, message: str, **details: Any) -> web.Response:
+    return respond(code, status(code, reason, message, details=details or None))
+
+
+# ------------------------------------------------------------------ the handler
+
+
+class HttpApi:
+    """The request handler: one per app, holding the registry and the auth collaborators."""
+
+    def __init__(self, api: ApiServer, authn: Authenticator, authz: Authorizer) -> None:
+        self.api = api
+        self.authn = authn
+        self.authz = authz
+
+    async def __call__(self, request: web.Request) -> web.StreamResponse:
+        header = request.headers.get("Authorization", "")
+        token = header[7:].strip() if header[:7].lower() == "bearer " else ""
+        user: User | None = await maybe_await(self.authn.authenticate(token))
+        if user is None:
+            return error(401, "Unauthorized", "Unauthorized")
+        path = request.path
+        non_resource = self.non_resource(path)
+        if non_resource is not None:
+            if request.method not in ("GET", "HEAD"):
+                return error(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource")
+            return non_resource
+        try:
+            info = requestinfo.parse(request.method, path, request.query)
+        except requestinfo.NotAResource:
+            return error(404, "NotFound", "the server could not find the requested resource")
+        if info.kind is None:
+            return error(404, "NotFound", "the server could not find the requested resource")
+        decision = await maybe_await(
+            self.authz.authorize(
+                RequestAttributes(
+                    user=user,
+                    verb=info.verb,
+                    resource=info.resource,
+                    api_group=info.group,
+                    subresource=info.subresource,
+                    namespace=info.namespace,
+                    name=info.name,
+                )
+            )
+        )
+        if not decision.allowed:
+            msg = forbidden_message(
+                user=user.name,
+                verb=info.verb,
+                resource=info.resource,
+                subresource=info.subresource,
+                group=info.group,
+                namespace=info.namespace,
+                name=info.name,
+                reason=decision.reason,
+            )
+            return error(403, "Forbidden", msg, name=info.name, group=info.group, kind=info.resource)
+        if request.content_length and request.content_length > MAX_BODY:
+            return error(413, "RequestEntityTooLarge", "the request is too large")
+        body = await request.read() if request.can_read_body else b""
+        call = verbs.Call(
+            api=self.api,
+            info=info,
+            kind=info.kind,
+            query=request.query,
+            body=body,
+            content_type=request.headers.get("Content-Type", ""),
+            user=user,
+        )
+        try:
+            return await self.dispatch(request, call)
+        except ApiError as e:
+            return respond(
+                *_code(e, info), call.warnings
+            )
+        except Exception:
+            log.exception("%s %s failed", request.method, request.path_qs)
+            return error(500, "InternalError", "an internal error occurred")
+
+    def non_resource(self, path: str) -> web.Response | None:
+        parts = [p for p in path.split("/") if p]
+        disco = provider("discovery")
+        if parts == ["version"]:
+            return respond(200, disco.version_info())
+        if parts in (["healthz"], ["livez"], ["readyz"]):
+            return web.Response(text="ok")
+        if parts == ["api"]:
+            return respond(200, disco.core_api_versions())
+        if parts == ["apis"]:
+            return respond(200, disco.api_group_list())
+        if len(parts) == 2 and parts[0] == "api":
+            if ("", parts[1]) in GROUP_VERSIONS:
+                return respond(200, disco.resource_list("", parts[1]))
+            return error(404, "NotFound", "the server could not find the requested resource")
+        if len(parts) == 2 and parts[0] == "apis":
+            groups = {g["name"]: g for g in disco.api_group_list()["groups"]}
+            if parts[1] in groups:
+                return respond(200, {"kind": "APIGroup", "apiVersion": "v1", **groups[parts[1]]})
+            return error(404, "NotFound", "the server could not find the requested resource")
+        if len(parts) == 3 and parts[0] == "apis":
+            if (parts[1], parts[2]) in GROUP_VERSIONS:
+                return respond(200, disco.resource_list(parts[1], parts[2]))
+            return error(404, "NotFound", "the server could not find the requested resource")
+        if parts[:2] == ["openapi", "v3"]:
+            oa = provider("openapi")
+            rest = parts[2:]
+            if not rest:
+                return respond(200, oa.openapi_v3_paths())
+            if rest[0] == "api" and len(rest) == 2 and ("", rest[1]) in GROUP_VERSIONS:
+                return respond(200, oa.openapi_v3_document("", rest[1]))
+            if rest[0] == "apis" and len(rest) == 3 and (rest[1], rest[2]) in GROUP_VERSIONS:
+                return respond(200, oa.openapi_v3_document(rest[1], rest[2]))
+            return error(404, "NotFound", "the server could not find the requested resource")
+        if parts[:1] == ["openapi"] or not parts:
+            return error(404, "NotFound", "the server could not find the requested resource")
+        return None
+
+    async def dispatch(self, request: web.Request, call: verbs.Call) -> web.StreamResponse:
+        info, kind = call.info, call.kind
+        sub = info.subresource
+        verb = info.verb
+        neg = Negotiated(request.headers.get("Accept", ""))
+        if verb in ("get", "list", "watch") and not neg.acceptable:
+            return error(406, "NotAcceptable", "only application/json is served (as=Table and PartialObjectMetadata too)")
+        if sub == "status" and not kind.has_status:
+            return error(404, "NotFound", "the server could not find the requested resource")
+        if sub == "scale" and kind.resource not in verbs.SCALABLE:
+            return error(404, "NotFound", "the server could not find the requested resource")
+        if sub in ("binding", "eviction") and kind.resource != "pods":
+            return error(404, "NotFound", "the server could not find the requested resource")
+        if sub not in ("", "status", "scale", "binding", "eviction"):
+            return error(404, "NotFound", "the server could not find the requested resource")
+        handler = ROUTES.get((verb, sub))
+        if handler is None:
+            return error(
+                405,
+                "MethodNotAllowed",
+                f"the server does not allow this method on the requested resource",
+            )
+        return await handler(request, call, neg)
+
+
+Handler = Callable[[web.Request, verbs.Call, Negotiated], Awaitable[web.StreamResponse]]
+
+
+def _code(e: ApiError, info: RequestInfo) -> tuple[int, dict[str, Any]]:
+    doc = from_error(e, resource=info.resource, group=info.group, name=info.name)
+    return doc["code"], doc
+
+
+async def _get(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
+    return respond(200, render_one(neg, call, await verbs.get(call)), call.warnings)
+
+
+async def _list(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
+    return respond(200, render_page(neg, call, await verbs.list_(call)), call.warnings)
+
+
+async def _watch(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
+    if neg.form == "json":
+        return await serve_watch(request, call)
+    return await serve_watch(request, call, render=lambda o: render_one(neg, call, o))
+
+
+async def _create(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
+    if call.info.name:
+        return error(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+    code, doc = await verbs.create(call)
+    return respond(code, doc, call.warnings)
+
+
+async def _update(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
+    return respond(200, await verbs.update(call), call.warnings)
+
+
+async def _patch(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
+    return respond(200, await verbs.patch(call), call.warnings)
+
+
+async def _delete(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
+    code, doc = await verbs.delete(call)
+    return respond(code, doc, call.warnings)
+
+
+async def _delete_collection(
+    request: web.Request, call: verbs.Call, neg: Negotiated
+) -> web.StreamResponse:
+    return respond(200, await verbs.delete_collection(call), call.warnings)
+
+
+async def _bind(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
+    return respond(*await verbs.bind(call))
+
+
+async def _evict(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
+    return respond(*await verbs.evict(call))
+
+
+async def _get_scale(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
+    return respond(200, await verbs.get_scale(call))
+
+
+async def _update_scale(
+    request: web.Request, call: verbs.Call, neg: Negotiated
+) -> web.StreamResponse:
+    return respond(200, await verbs.update_scale(call))
+
+
+#: (verb, subresource) -> handler; a pair not here is 405 MethodNotAllowed.
+ROUTES: dict[tuple[str, str], Handler] = {
+    ("get", ""): _get,
+    ("get", "status"): _get,
+    ("list", ""): _list,
+    ("watch", ""): _watch,
+    ("create", ""): _create,
+    ("update", ""): _update,
+    ("update", "status"): _update,
+    ("patch", ""): _patch,
+    ("patch", "status"): _patch,
+    ("delete", ""): _delete,
+    ("deletecollection", ""): _delete_collection,
+    ("create", "binding"): _bind,
+    ("create", "eviction"): _evict,
+    ("get", "scale"): _get_scale,
+    ("update", "scale"): _update_scale,
+    ("patch", "scale"): _update_scale,
+}
+
+
+def build_app(
+    api: ApiServer, *, authn: Authenticator = ALLOW_ALL, authz: Authorizer = ALLOW_ALL
+) -> web.Application:
+    """The Kubernetes HTTP API over `api` (every path goes through `HttpApi`)."""
+    app = web.Application(client_max_size=MAX_BODY)
+    app.router.add_route("*", "/{tail:.*}", HttpApi(api, authn, authz))
+    return app
+
+
+async def serve_http(
+    api: ApiServer,
+    host: str,
+    port: int,
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    authn: Authenticator = ALLOW_ALL,
+    authz: Authorizer = ALLOW_ALL,
+) -> tuple[web.AppRunner, int]:
+    """Serve the HTTP API on host:port (0: any free port); the runner (`cleanup()` stops
+    it) and the bound port. A client that leaves cancels its handler (watches end)."""
+    runner = web.AppRunner(
+        build_app(api, authn=authn, authz=authz), handler_cancellation=True, access_log=None
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context, shutdown_timeout=1.0)
+    await site.start()
+    server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
+    bound = server.sockets[0].getsockname()[1] if server is not None else port  # type: ignore[union-attr]
+    return runner, int(bound)

@@ -1,0 +1,684 @@
+"""The verbs of the HTTP API over the registry: JSON in, the registry's call, JSON out.
+
+Why this module exists: the registry speaks protobuf messages and raises ApiErrors; the
+HTTP API speaks Kubernetes JSON with query parameters (dryRun, fieldValidation,
+fieldManager, gracePeriodSeconds, propagationPolicy, limit/continue, ...). Each verb here
+is one translation, with the registry doing every rule, so gRPC and HTTP clients see the
+same behaviour. Output negotiation (Table, PartialObjectMetadata) is `app`'s: the reads
+return messages, not JSON.
+
+Deliberate differences from upstream, kept small:
+
+* a list with `limit` pages over the current state (each page is read at the revision it
+  is read, not at the first page's); the continue token carries the last key, and a
+  token naming a compacted revision answers 410 Expired as upstream;
+* managedFields are tracked on HTTP writes only (services/api/fieldmanager.py); the gRPC
+  path leaves them as they are;
+* propagationPolicy: kubera has no garbage collector; Orphan removes the deleted object
+  from its dependents' ownerReferences, Background and Foreground delete its dependents
+  at once (as the namespace lifecycle empties a namespace).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import importlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import yaml
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from protos.kubera.v1 import policy_pb2
+from services.api import codec, patching
+from services.api.errors import (
+    ApiError,
+    BadRequestError,
+    ConflictError,
+    GoneError,
+    NotFoundError,
+    unsupported,
+)
+from services.api.kinds import KINDS, Kind
+from services.api.labels import SelectorError, from_label_selector
+from services.apiserver import ApiServer
+from services.apiserver.objects import MAX_RETRIES, conflict
+from services.apiserver.objects import meta as _meta
+from services.auth import User
+from services.clock import rfc3339
+from services.httpapi.requestinfo import RequestInfo, truthy
+from services.httpapi.status import success
+
+#: fieldValidation -> the codec's mode (upstream's default is Warn).
+FIELD_VALIDATION = {"Strict": "strict", "Warn": "warn", "Ignore": "ignore", "": "warn"}
+PROPAGATION = ("Orphan", "Background", "Foreground")
+#: The subresources each verb may name (status for every kind that has one).
+SCALABLE = frozenset({"deployments", "replicasets"})
+
+
+class UnsupportedMediaType(ApiError):
+    reason = "UnsupportedMediaType"
+
+
+class MethodNotAllowed(ApiError):
+    reason = "MethodNotAllowed"
+
+
+class NotImplementedYet(ApiError):
+    reason = "NotImplemented"
+
+
+def fieldmanager() -> ModuleType | None:
+    """services/api/fieldmanager.py when it is there (server-side apply, managedFields)."""
+    try:
+        return importlib.import_module("services.api.fieldmanager")
+    except ModuleNotFoundError:
+        return None
+
+
+@dataclass
+class Call:
+    """One resource request: what it names, its parameters and body, and who sent it."""
+
+    api: ApiServer
+    info: RequestInfo
+    kind: Kind
+    query: Mapping[str, str]
+    body: bytes = b""
+    content_type: str = ""
+    user: User | None = None
+    #: Warning headers for the response (unknown fields under fieldValidation=Warn).
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def namespace(self) -> str:
+        return self.info.namespace if self.kind.namespaced else ""
+
+    @property
+    def dry_run(self) -> bool:
+        values = self.query.get("dryRun", "")
+        if values and values != "All":
+            raise BadRequestError(str(unsupported("dryRun", values, ["All"])))
+        return values == "All"
+
+    @property
+    def validate(self) -> str:
+        v = self.query.get("fieldValidation", "")
+        if v not in FIELD_VALIDATION:
+            raise BadRequestError(
+                f"fieldValidation must be one of Strict, Warn or Ignore, not {v!r}"
+            )
+        return FIELD_VALIDATION[v]
+
+    @property
+    def manager(self) -> str:
+        return self.query.get("fieldManager", "") or "kubectl"
+
+    def now(self) -> str:
+        return rfc3339(self.api.clock.now())
+
+
+# ------------------------------------------------------------------ JSON
+
+
+def to_json(kind: Kind, obj: Message) -> dict[str, Any]:
+    """A message as Kubernetes JSON, apiVersion and kind always set."""
+    d = codec.encode(obj)
+    d["apiVersion"], d["kind"] = kind.api_version, kind.kind
+    return d
+
+
+def body_doc(call: Call) -> Any:
+    """The request body as a document: JSON, or YAML when the content type says so."""
+    if not call.body:
+        raise BadRequestError("the body of the request was empty")
+    try:
+        if "yaml" in call.content_type:
+            return yaml.safe_load(call.body)
+        return json.loads(call.body)
+    except (ValueError, yaml.YAMLError, UnicodeDecodeError) as e:
+        raise BadRequestError(f"the body of the request was in an unknown format: {e}") from None
+
+
+def decode_object(call: Call, doc: Any) -> Message:
+    """A body document as an object of the URL's kind (apiVersion and kind defaulted from
+    the URL, checked against it when given), unknown fields handled per fieldValidation."""
+    kind = call.kind
+    if not isinstance(doc, dict):
+        raise BadRequestError(f"expected a {kind.kind} object, got {type(doc).__name__}")
+    doc = dict(doc)
+    if doc.setdefault("apiVersion", kind.api_version) != kind.api_version:
+        raise BadRequestError(
+            f"the API version in the data ({doc['apiVersion']}) does not match the expected "
+            f"API version ({kind.api_version})"
+        )
+    if doc.setdefault("kind", kind.kind) != kind.kind:
+        raise BadRequestError(
+            f"the kind in the data ({doc['kind']}) does not match the expected kind ({kind.kind})"
+        )
+    try:
+        decoded = codec.decode(doc, validate=call.validate)
+    except codec.DecodeError as e:
+        if e.errors:
+            from services.api.errors import InvalidError
+
+            name = (doc.get("metadata") or {}).get("name", "") if isinstance(doc.get("metadata"), dict) else ""
+            raise InvalidError(kind.kind, name, e.errors) from None
+        raise BadRequestError(str(e)) from None
+    call.warnings.extend(f'unknown field "{p}"' for p in decoded.unknown_fields)
+    return decoded.obj
+
+
+def _same_namespace(call: Call, obj: Message) -> None:
+    m = _meta(obj)
+    if not call.kind.namespaced:
+        return
+    if m.namespace and m.namespace != call.info.namespace:
+        raise BadRequestError(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    m.namespace = call.info.namespace
+
+
+def _same_name(call: Call, obj: Message) -> None:
+    m = _meta(obj)
+    if m.name != call.info.name:
+        raise BadRequestError(
+            f"the name of the object ({m.name}) does not match the name on the URL ({call.info.name})"
+        )
+
+
+def track(call: Call, old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """`new` with metadata.managedFields updated for this write (when the field manager
+    is there)."""
+    fm = fieldmanager()
+    if fm is None:
+        return new
+    out: dict[str, Any] = fm.track_update(
+        call.kind,
+        old,
+        new,
+        manager=call.manager,
+        operation="Update",
+        subresource=call.info.subresource,
+        now=call.now(),
+    )
+    return out
+
+
+# ------------------------------------------------------------------ reads
+
+
+async def get(call: Call) -> Message:
+    return await call.api.get(call.kind, call.namespace, call.info.name)
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Message]
+    revision: int
+    continue_token: str = ""
+    remaining: int | None = None
+
+
+def _continue_token(revision: int, start: str) -> str:
+    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": start})
+    return base64.urlsafe_b64encode(raw.encode()).decode()
+
+
+def _parse_continue(token: str) -> tuple[int, str]:
+    try:
+        d = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return int(d["rv"]), str(d["start"])
+    except (ValueError, KeyError, TypeError):
+        raise BadRequestError("continue key is not valid: the token does not decode") from None
+
+
+async def list_(call: Call) -> Page:
+    q = call.query
+    rv, match = q.get("resourceVersion", ""), q.get("resourceVersionMatch", "")
+    if match and match not in ("NotOlderThan", "Exact"):
+        raise BadRequestError(
+            str(unsupported("resourceVersionMatch", match, ["Exact", "NotOlderThan"]))
+        )
+    if match and not rv:
+        raise BadRequestError(
+            "resourceVersionMatch is forbidden unless resourceVersion is provided"
+        )
+    try:
+        limit = int(q.get("limit") or 0)
+    except ValueError:
+        raise BadRequestError(f"limit must be an integer, not {q.get('limit')!r}") from None
+    token = q.get("continue", "")
+    if token and rv:
+        raise BadRequestError("specifying resource version is not allowed when using continue")
+    listed = await call.api.list_objects(
+        call.kind, call.namespace, q.get("labelSelector", ""), q.get("fieldSelector", "")
+    )
+    call.warnings.extend(listed.warnings)
+    if rv and rv != "0":
+        if not rv.isdigit():
+            raise BadRequestError(f'resourceVersion: Invalid value: "{rv}": must be an integer')
+        want = int(rv)
+        if want > listed.revision:
+            raise _too_large(want, listed.revision)
+        if match == "Exact" and want != listed.revision:
+            raise GoneError(
+                f"too old resource version: {want} ({listed.revision}); kubera serves exact "
+                "lists at the current revision only"
+            )
+    items = sorted(listed.items, key=lambda o: (_meta(o).namespace, _meta(o).name))
+    start = ""
+    if token:
+        first_rv, start = _parse_continue(token)
+        oldest = await _oldest_revision(call)
+        if first_rv < oldest:
+            raise GoneError(
+                "The provided continue parameter is too old to display a consistent list "
+                "result. You can start a new list without the continue parameter."
+            )
+        items = [o for o in items if (_meta(o).namespace, _meta(o).name) > _split(start)]
+    if limit > 0 and len(items) > limit:
+        last = items[limit - 1]
+        nxt = _continue_token(
+            _parse_continue(token)[0] if token else listed.revision,
+            f"{_meta(last).namespace}/{_meta(last).name}",
+        )
+        return Page(items[:limit], listed.revision, nxt, len(items) - limit)
+    return Page(items, listed.revision)
+
+
+def _split(start: str) -> tuple[str, str]:
+    ns, _, name = start.partition("/")
+    return ns, name
+
+
+async def _oldest_revision(call: Call) -> int:
+    cache = call.api.caches[call.kind.resource]
+    return int(getattr(cache, "oldest", 0) or 0)
+
+
+def _too_large(want: int, current: int) -> ApiError:
+    from services.api.errors import ResourceVersionTooLargeError
+
+    return ResourceVersionTooLargeError(
+        f"Too large resource version: {want}, current: {current}"
+    )
+
+
+def list_doc(kind: Kind, page: Page) -> dict[str, Any]:
+    meta: dict[str, Any] = {"resourceVersion": str(page.revision)}
+    if page.continue_token:
+        meta["continue"] = page.continue_token
+        meta["remainingItemCount"] = page.remaining
+    return {
+        "kind": f"{kind.kind}List",
+        "apiVersion": kind.api_version,
+        "metadata": meta,
+        "items": [to_json(kind, o) for o in page.items],
+    }
+
+
+# ------------------------------------------------------------------ writes
+
+
+async def create(call: Call) -> tuple[int, dict[str, Any]]:
+    obj = decode_object(call, body_doc(call))
+    _same_namespace(call, obj)
+    fm = fieldmanager()
+    if fm is not None:
+        obj = decode_object(call, track(call, None, to_json(call.kind, obj)))
+    created = await call.api.create(obj, dry_run=call.dry_run)
+    return 201, to_json(call.kind, created)
+
+
+async def update(call: Call) -> dict[str, Any]:
+    status = call.info.subresource == "status"
+    obj = decode_object(call, body_doc(call))
+    _same_namespace(call, obj)
+    _same_name(call, obj)
+    if fieldmanager() is not None:
+        current = await call.api.get(call.kind, call.namespace, call.info.name)
+        obj = decode_object(call, track(call, to_json(call.kind, current), to_json(call.kind, obj)))
+    updated = await call.api.update(obj, status=status, dry_run=call.dry_run)
+    return to_json(call.kind, updated)
+
+
+def _patch_type(call: Call) -> str:
+    ct = call.content_type.split(";")[0].strip()
+    if ct not in patching.PATCH_TYPES:
+        raise UnsupportedMediaType(
+            f"the body of the request was in an unknown format - accepted media types include: "
+            f"{', '.join(patching.PATCH_TYPES)}"
+        )
+    return ct
+
+
+async def patch(call: Call) -> dict[str, Any]:
+    """Every patch type: the patched JSON decoded and written as an update at the version
+    read, retried on conflict (GuaranteedUpdate) unless the patch pins a resourceVersion."""
+    ptype = _patch_type(call)
+    status = call.info.subresource == "status"
+    if ptype == patching.APPLY_PATCH_YAML:
+        return await _apply(call)
+    for _ in range(MAX_RETRIES):
+        current = await call.api.get(call.kind, call.namespace, call.info.name)
+        cur_doc = to_json(call.kind, current)
+        doc = patching.apply_patch(call.kind, cur_doc, ptype, call.body)
+        if not isinstance(doc, dict):
+            raise BadRequestError("the patch did not produce an object")
+        meta = doc.setdefault("metadata", {})
+        pinned = meta.get("resourceVersion") not in (None, "", cur_doc["metadata"].get("resourceVersion"))
+        if not meta.get("resourceVersion"):
+            meta["resourceVersion"] = _meta(current).resource_version
+        doc = track(call, cur_doc, doc)
+        call.warnings.clear()
+        obj = decode_object(call, doc)
+        _same_namespace(call, obj)
+        _same_name(call, obj)
+        try:
+            updated = await call.api.update(obj, status=status, dry_run=call.dry_run)
+        except ConflictError:
+            if pinned:
+                raise
+            continue
+        return to_json(call.kind, updated)
+    raise conflict(call.kind, call.info.name)
+
+
+async def _apply(call: Call) -> dict[str, Any]:
+    """Server-side apply through services/api/fieldmanager.py."""
+    fm = fieldmanager()
+    if fm is None:
+        raise UnsupportedMediaType("server-side apply is not served by this apiserver yet")
+    if not call.query.get("fieldManager"):
+        raise BadRequestError(
+            "PATCH, application/apply-patch+yaml: fieldManager: Required value: is required for apply patch"
+        )
+    try:
+        applied = yaml.safe_load(call.body)
+    except yaml.YAMLError as e:
+        raise BadRequestError(f"error decoding YAML: {e}") from None
+    force = truthy(call.query.get("force"))
+    for _ in range(MAX_RETRIES):
+        current = await call.api.get_or_none(call.kind, call.namespace, call.info.name)
+        live = to_json(call.kind, current) if current is not None else None
+        doc = fm.apply(call.kind, live, applied, manager=call.manager, force=force, now=call.now())
+        call.warnings.clear()
+        obj = decode_object(call, doc)
+        _same_namespace(call, obj)
+        _same_name(call, obj)
+        try:
+            if current is None:
+                return to_json(call.kind, await call.api.create(obj, dry_run=call.dry_run))
+            _meta(obj).resource_version = _meta(current).resource_version
+            return to_json(
+                call.kind,
+                await call.api.update(
+                    obj, status=call.info.subresource == "status", dry_run=call.dry_run
+                ),
+            )
+        except ConflictError as e:
+            if getattr(e, "causes", None):
+                raise
+            continue
+    raise conflict(call.kind, call.info.name)
+
+
+@dataclass(frozen=True)
+class DeleteOptions:
+    grace_period_seconds: int | None = None
+    propagation_policy: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    dry_run: bool = False
+
+
+def delete_options(call: Call) -> DeleteOptions:
+    """DeleteOptions from the body (JSON) or the query; the body wins where both say."""
+    doc: dict[str, Any] = {}
+    if call.body.strip():
+        d = body_doc(call)
+        if not isinstance(d, dict):
+            raise BadRequestError("DeleteOptions must be a JSON object")
+        doc = d
+    q = call.query
+    grace = doc.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
+    if grace is not None:
+        try:
+            grace = int(grace)
+        except (TypeError, ValueError):
+            raise BadRequestError(f"gracePeriodSeconds must be an integer, not {grace!r}") from None
+    policy = doc.get("propagationPolicy") or q.get("propagationPolicy", "")
+    if doc.get("orphanDependents") is True or q.get("orphanDependents") == "true":
+        policy = policy or "Orphan"
+    if policy and policy not in PROPAGATION:
+        raise BadRequestError(str(unsupported("propagationPolicy", policy, PROPAGATION)))
+    pre = doc.get("preconditions") or {}
+    dry = doc.get("dryRun") or ([q["dryRun"]] if q.get("dryRun") else [])
+    for v in dry:
+        if v != "All":
+            raise BadRequestError(str(unsupported("dryRun", v, ["All"])))
+    return DeleteOptions(
+        grace_period_seconds=grace,
+        propagation_policy=policy,
+        uid=str(pre.get("uid") or ""),
+        resource_version=str(pre.get("resourceVersion") or ""),
+        dry_run=bool(dry),
+    )
+
+
+async def delete(call: Call) -> tuple[int, dict[str, Any]]:
+    """Delete one object: 200 with the object while it terminates (grace, finalizers),
+    else 200 with a Success Status naming it."""
+    opts = delete_options(call)
+    kind, ns, name = call.kind, call.namespace, call.info.name
+    if opts.dry_run:
+        obj = await call.api.get(kind, ns, name)
+        return 200, to_json(kind, obj)
+    obj = await call.api.delete(
+        kind,
+        ns,
+        name,
+        grace_period_seconds=opts.grace_period_seconds,
+        uid=opts.uid,
+        resource_version=opts.resource_version,
+    )
+    await propagate(call.api, kind, obj, opts.propagation_policy)
+    if await call.api.get_or_none(kind, ns, name) is not None:
+        return 200, to_json(kind, obj)
+    m = _meta(obj)
+    return 200, success(
+        {"name": name, "group": kind.group, "kind": kind.resource, "uid": m.uid}
+    )
+
+
+async def propagate(api: ApiServer, kind: Kind, owner: Message, policy: str) -> None:
+    """The dependents of a deleted `owner` (objects whose ownerReferences name its uid):
+    Orphan drops the reference; Background/Foreground (and no policy, the default for
+    every kind kubera serves) delete them, their own dependents in turn."""
+    uid = _meta(owner).uid
+    if not uid:
+        return
+    ns = _meta(owner).namespace
+    for dk in KINDS:
+        if dk.namespaced != bool(ns) and dk.namespaced:
+            continue
+        items, _ = await api.list(dk, ns if dk.namespaced else "")
+        for dep in items:
+            refs = _meta(dep).owner_references
+            if not any(r.uid == uid for r in refs):
+                continue
+            with contextlib.suppress(NotFoundError, ConflictError):
+                if policy == "Orphan":
+                    dep = codec.clone(dep)
+                    kept = [r for r in _meta(dep).owner_references if r.uid != uid]
+                    del _meta(dep).owner_references[:]
+                    _meta(dep).owner_references.extend(kept)
+                    await api.update(dep)
+                else:
+                    gone = await api.delete(dk, _meta(dep).namespace, _meta(dep).name)
+                    await propagate(api, dk, gone, policy)
+
+
+async def delete_collection(call: Call) -> dict[str, Any]:
+    """DELETE on a collection: every object the selectors match, deleted one by one;
+    the answer lists them as the deletes left them."""
+    opts = delete_options(call)
+    q = call.query
+    items, rev = await call.api.list(
+        call.kind, call.namespace, q.get("labelSelector", ""), q.get("fieldSelector", "")
+    )
+    out = []
+    for obj in items:
+        m = _meta(obj)
+        if opts.dry_run:
+            out.append(obj)
+            continue
+        with contextlib.suppress(NotFoundError):
+            gone = await call.api.delete(
+                call.kind, m.namespace, m.name, grace_period_seconds=opts.grace_period_seconds
+            )
+            await propagate(call.api, call.kind, gone, opts.propagation_policy)
+            out.append(gone)
+    return list_doc(call.kind, Page(out, rev))
+
+
+# ------------------------------------------------------------------ subresources
+
+
+async def bind(call: Call) -> tuple[int, dict[str, Any]]:
+    """POST pods/NAME/binding: a Binding naming the node (upstream answers 201 Success)."""
+    doc = body_doc(call)
+    if not isinstance(doc, dict):
+        raise BadRequestError("expected a Binding object")
+    target = doc.get("target") or {}
+    meta = doc.get("metadata") or {}
+    if meta.get("name") and meta["name"] != call.info.name:
+        raise BadRequestError(
+            f"the name of the object ({meta['name']}) does not match the name on the URL ({call.info.name})"
+        )
+    node = target.get("name", "") if isinstance(target, dict) else ""
+    if not node:
+        raise BadRequestError("Binding: target.name: Required value")
+    if call.dry_run:
+        await call.api.get(call.kind, call.namespace, call.info.name)
+        return 201, success()
+    await call.api.bind(
+        call.namespace,
+        call.info.name,
+        node,
+        resource_version=str(meta.get("resourceVersion") or ""),
+        uid=str(meta.get("uid") or ""),
+    )
+    return 201, success()
+
+
+async def evict(call: Call) -> tuple[int, dict[str, Any]]:
+    """POST pods/NAME/eviction: a policy/v1 (or v1beta1) Eviction; 429 when a
+    PodDisruptionBudget forbids it now (kubectl drain retries)."""
+    doc = body_doc(call)
+    if not isinstance(doc, dict):
+        raise BadRequestError("expected an Eviction object")
+    ev = policy_pb2.Eviction()
+    try:
+        json_format.ParseDict(
+            {k: v for k, v in doc.items() if k not in ("apiVersion", "kind")},
+            ev,
+            ignore_unknown_fields=True,
+        )
+    except json_format.ParseError as e:
+        raise BadRequestError(f"Eviction: {e}") from None
+    if ev.metadata.name and ev.metadata.name != call.info.name:
+        raise BadRequestError(
+            f"name in URL does not match name in Eviction object ({call.info.name} != {ev.metadata.name})"
+        )
+    ev.metadata.name = call.info.name
+    ev.metadata.namespace = call.namespace
+    if call.dry_run and "All" not in ev.delete_options.dry_run:
+        ev.delete_options.dry_run.append("All")
+    await call.api.evict(ev)
+    return 201, success()
+
+
+def scale_doc(kind: Kind, obj: Message) -> dict[str, Any]:
+    """autoscaling/v1 Scale of a Deployment or ReplicaSet."""
+    m = _meta(obj)
+    sel = obj.spec.selector  # type: ignore[attr-defined]
+    try:
+        selector = str(
+            from_label_selector(
+                dict(sel.match_labels),
+                [
+                    {"key": e.key, "operator": e.operator, "values": list(e.values)}
+                    for e in sel.match_expressions
+                ],
+            )
+        )
+    except SelectorError:
+        selector = ""
+    meta: dict[str, Any] = {
+        "name": m.name,
+        "namespace": m.namespace,
+        "uid": m.uid,
+        "resourceVersion": m.resource_version,
+    }
+    if m.creation_timestamp:
+        meta["creationTimestamp"] = m.creation_timestamp
+    spec_replicas = obj.spec.replicas if obj.spec.HasField("replicas") else 1  # type: ignore[attr-defined]
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": meta,
+        "spec": {"replicas": spec_replicas},
+        "status": {"replicas": obj.status.replicas, "selector": selector},  # type: ignore[attr-defined]
+    }
+
+
+async def get_scale(call: Call) -> dict[str, Any]:
+    obj = await call.api.get(call.kind, call.namespace, call.info.name)
+    return scale_doc(call.kind, obj)
+
+
+async def update_scale(call: Call) -> dict[str, Any]:
+    """PUT or PATCH of a Scale: spec.replicas written to the object, at the Scale's
+    resourceVersion when it names one (else retried on conflict)."""
+    for _ in range(MAX_RETRIES):
+        current = await call.api.get(call.kind, call.namespace, call.info.name)
+        cur_scale = scale_doc(call.kind, current)
+        if call.info.verb == "patch":
+            ptype = _patch_type(call)
+            if ptype == patching.APPLY_PATCH_YAML:
+                raise UnsupportedMediaType("server-side apply of a Scale is not served")
+            if ptype == patching.STRATEGIC_MERGE_PATCH:
+                ptype = patching.MERGE_PATCH  # a Scale has no lists: the same result
+            new_scale = patching.apply_patch(call.kind, cur_scale, ptype, call.body)
+        else:
+            new_scale = body_doc(call)
+        if not isinstance(new_scale, dict):
+            raise BadRequestError("expected a Scale object")
+        rv = str((new_scale.get("metadata") or {}).get("resourceVersion") or "")
+        replicas = (new_scale.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or isinstance(replicas, bool):
+            from services.api.errors import InvalidError, invalid
+
+            raise InvalidError(
+                "Scale", call.info.name, [invalid("spec.replicas", replicas, "must be an integer")]
+            )
+        obj = codec.clone(current)
+        obj.spec.replicas = replicas  # type: ignore[attr-defined]
+        pinned = bool(rv) and rv != _meta(current).resource_version
+        _meta(obj).resource_version = rv or _meta(current).resource_version
+        try:
+            updated = await call.api.update(obj, dry_run=call.dry_run)
+        except ConflictError:
+            if pinned or call.info.verb == "update" and rv:
+                raise
+            continue
+        return scale_doc(call.kind, updated)
+    raise conflict(call.kind, call.info.name)
