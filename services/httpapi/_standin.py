@@ -108,10 +108,34 @@ def openapi_v3_paths() -> dict[str, Any]:
 
 
 def openapi_v3_document(group: str, version: str) -> dict[str, Any]:
+    """Only what kubectl's query-parameter verifier reads: each kind's PATCH operation
+    with its group-version-kind, and the fieldValidation parameter of its path."""
+    prefix = f"/apis/{group}/{version}" if group else f"/{version}"
+    prefix = prefix if group else "/api/v1"
+    paths: dict[str, Any] = {}
+    for k in KINDS:
+        if (k.group, k.version) != (group, version):
+            continue
+        ns = "/namespaces/{namespace}" if k.namespaced else ""
+        paths[f"{prefix}{ns}/{k.resource}/{{name}}"] = {
+            "patch": {
+                "operationId": f"patch{k.kind}",
+                "parameters": [
+                    {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
+                    {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
+                ],
+                "x-kubernetes-group-version-kind": {
+                    "group": k.group,
+                    "version": k.version,
+                    "kind": k.kind,
+                },
+                "responses": {"200": {"description": "OK"}},
+            },
+        }
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.32.0-kubera"},
-        "paths": {},
+        "paths": paths,
         "components": {"schemas": {}},
     }
 
