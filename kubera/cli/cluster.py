@@ -175,6 +175,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _print_ready(ctx: Context, elapsed: float) -> None:
     print(f"kubera is up ({elapsed:.1f}s)")
     print(f"  apiserver: {ctx.apiserver}")
+    if ctx.http:
+        print(f"  http api:  {ctx.http}")
     print(f"  etcd:      {ctx.etcd}")
     print(f"  ray:       {ctx.ray_address}")
     roles = {"control_plane": "control plane", "node_pool": "pools"}

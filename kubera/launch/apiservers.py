@@ -54,6 +54,9 @@ class ApiServerReplica:
     #: The port its first start bound; a restarted one binds it again.
     port: int = 0
     address: str = ""
+    #: Its HTTP API ("http(s)://host:port", "" when not served) and that port.
+    http_address: str = ""
+    http_port: int = 0
     pid: int = 0
     start_ticks: int = 0
     #: ensure_started calls in flight: (monotonic time sent, object ref).
@@ -86,6 +89,8 @@ class ApiServerReplicas:
         for r, h in zip(self.items, healths, strict=True):
             r.address = str(h["address"])
             r.port = int(r.address.rpartition(":")[2])
+            r.http_address = str(h.get("http_address") or "")
+            r.http_port = int(r.http_address.rpartition(":")[2]) if r.http_address else 0
             r.pid = int(h["pid"])
             r.start_ticks = int(h.get("start_ticks", 0))
 
@@ -129,7 +134,10 @@ class ApiServerReplicas:
 
     def records(self) -> list[dict[str, Any]]:
         """What the context keeps of each replica (`Context.apiservers`)."""
-        return [{"name": r.name, "address": r.address, "pid": r.pid} for r in self.items]
+        return [
+            {"name": r.name, "address": r.address, "http": r.http_address, "pid": r.pid}
+            for r in self.items
+        ]
 
     def revive(self, ctx: Context | None) -> None:
         """ensure_started(first port) on each replica: a call to a re-created actor starts
@@ -154,7 +162,7 @@ class ApiServerReplicas:
             now = time.monotonic()
             newest = max((sent for sent, _ in r.pending), default=-REVIVE_RETRY)
             if not r.pending or (len(r.pending) < REVIVE_INFLIGHT and now - newest >= REVIVE_RETRY):
-                r.pending.append((now, r.actor.ensure_started.remote(r.port)))
+                r.pending.append((now, r.actor.ensure_started.remote(r.port, r.http_port)))
 
     def _restarted(self, r: ApiServerReplica, health: dict[str, Any], ctx: Context | None) -> None:
         pid = int(health["pid"])

@@ -29,6 +29,9 @@ class Context:
     #: The apiserver's address (host:port); with several replicas, theirs, comma-separated.
     apiserver: str
     etcd: str
+    #: The first apiserver replica's Kubernetes HTTP API ("http(s)://host:port"; the
+    #: kubeconfig's server).
+    http: str = ""
     #: The supervisor process that `kubera down` signals (it stops everything else).
     supervisor_pid: int = 0
     #: Processes kubera started itself: etcd, the local Ray's processes; stopped by PID.

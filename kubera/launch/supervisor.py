@@ -254,6 +254,7 @@ class Supervisor:
         me = os.getpid()
         self.context = Context(
             apiserver=address,
+            http=self.apiservers.first.http_address,
             etcd=etcd_endpoint,
             supervisor_pid=me,
             pids=pids,

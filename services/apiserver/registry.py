@@ -168,9 +168,7 @@ class ApiServer:
 
     # --------------------------------------------------------------- update
 
-    async def update(
-        self, obj: Message, *, status: bool = False, dry_run: bool = False
-    ) -> Message:
+    async def update(self, obj: Message, *, status: bool = False, dry_run: bool = False) -> Message:
         return await update.update(self.store, obj, status=status, dry_run=dry_run)
 
     async def batch_update(

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import time
 from dataclasses import dataclass
 
 import grpc
+from aiohttp import web
 
 from services.apiserver import ApiServer, ApiServerConfig, serve
 from services.chaos import add_control, self_report
 from services.hosts.address import join, listen_hosts
+from services.httpapi.app import serve_http
 from services.storage.etcd import EtcdStorage
 
 
@@ -36,6 +39,24 @@ class ApiServerHostConfig:
     watch_cache_capacity: int = 10_000
     #: Seconds between BOOKMARK events on idle watches.
     bookmark_interval: float = 5.0
+    #: The Kubernetes HTTP API (kubectl, the Python client) beside gRPC, on the same
+    #: host; port 0: any free one (a re-created actor is given back its first port).
+    http_port: int = 0
+    serve_http: bool = True
+    #: PEM certificate and key for HTTPS; both empty: plain HTTP.
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+
+
+def server_ssl_context(cert_file: str, key_file: str) -> ssl.SSLContext | None:
+    """The HTTPS context of the HTTP API; None (plain HTTP) without a certificate."""
+    if not cert_file and not key_file:
+        return None
+    if not cert_file or not key_file:
+        raise ValueError("tls_cert_file and tls_key_file go together: give both or neither")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert_file, key_file)
+    return ctx
 
 
 class ApiServerHost:
@@ -47,21 +68,25 @@ class ApiServerHost:
         self.api: ApiServer | None = None
         self.server: grpc.aio.Server | None = None
         self.address = ""
+        self.http_runner: web.AppRunner | None = None
+        #: "http(s)://host:port" of the HTTP API ("" when not served).
+        self.http_address = ""
+        self.http_port = 0
         self.started = False
         #: How long the last start took (etcd connect, watch caches filled, port bound).
         self.start_seconds = 0.0
         self._lock = asyncio.Lock()
 
-    async def ensure_started(self, port: int = 0) -> dict[str, object]:
-        """start() unless started — on `port` (0: the config's), the port the first
-        incarnation bound, so a re-created actor serves where clients dial. Returns
-        health() either way (the supervisor records the new process id from it)."""
+    async def ensure_started(self, port: int = 0, http_port: int = 0) -> dict[str, object]:
+        """start() unless started — on `port` and `http_port` (0: the config's), the
+        ports the first incarnation bound, so a re-created actor serves where clients
+        dial. Returns health() either way (the supervisor records the new process id from it)."""
         async with self._lock:
             if not self.started:
-                await self.start(port)
+                await self.start(port, http_port)
         return await self.health()
 
-    async def start(self, port: int = 0) -> str:
+    async def start(self, port: int = 0, http_port: int = 0) -> str:
         t0 = time.monotonic()
         storage = EtcdStorage(self.config.etcd)
         await storage.connect()
@@ -81,7 +106,20 @@ class ApiServerHost:
                 port or self.config.port,
                 also=lambda s: add_control(s, [], "apiserver", "apiserver"),
             )
+            if self.config.serve_http:
+                tls = server_ssl_context(self.config.tls_cert_file, self.config.tls_key_file)
+                self.http_runner, self.http_port = await serve_http(
+                    api, bind, http_port or self.config.http_port, ssl_context=tls
+                )
+                scheme = "https" if tls is not None else "http"
+                self.http_address = f"{scheme}://{join(advertise, self.http_port)}"
         except BaseException:
+            if self.server is not None:
+                with contextlib.suppress(Exception):
+                    await self.server.stop(grace=None)
+            if self.http_runner is not None:
+                with contextlib.suppress(Exception):
+                    await self.http_runner.cleanup()
             with contextlib.suppress(Exception):
                 await api.stop()
             with contextlib.suppress(Exception):
@@ -94,6 +132,8 @@ class ApiServerHost:
         return self.address
 
     async def stop(self) -> None:
+        if self.http_runner is not None:
+            await self.http_runner.cleanup()
         if self.server is not None:
             await self.server.stop(grace=1.0)
         if self.api is not None:
@@ -106,6 +146,7 @@ class ApiServerHost:
         return {
             **self_report(),  # pid, CPU seconds, RSS bytes, host, boot id, PID namespace
             "address": self.address,
+            "http_address": self.http_address,
             "etcd": self.config.etcd,
             "revision": rev,
             "started": self.started,

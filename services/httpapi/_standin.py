@@ -94,7 +94,12 @@ def resource_list(group: str, version: str) -> dict[str, Any]:
                     }
                 )
     gv = f"{group}/{version}" if group else version
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": gv,
+        "resources": resources,
+    }
 
 
 def openapi_v3_paths() -> dict[str, Any]:

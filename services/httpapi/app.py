@@ -80,9 +80,10 @@ class Negotiated:
                 self.form = "json"
             elif as_ == "Table" and opts.get("g") == "meta.k8s.io":
                 self.form = "table"
-            elif as_ in ("PartialObjectMetadata", "PartialObjectMetadataList") and opts.get(
-                "g"
-            ) == "meta.k8s.io":
+            elif (
+                as_ in ("PartialObjectMetadata", "PartialObjectMetadataList")
+                and opts.get("g") == "meta.k8s.io"
+            ):
                 self.form = "partial"
             else:
                 continue
@@ -166,7 +167,11 @@ class HttpApi:
         non_resource = self.non_resource(path)
         if non_resource is not None:
             if request.method not in ("GET", "HEAD"):
-                return error(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource")
+                return error(
+                    405,
+                    "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                )
             return non_resource
         try:
             info = requestinfo.parse(request.method, path, request.query)
@@ -198,7 +203,9 @@ class HttpApi:
                 name=info.name,
                 reason=decision.reason,
             )
-            return error(403, "Forbidden", msg, name=info.name, group=info.group, kind=info.resource)
+            return error(
+                403, "Forbidden", msg, name=info.name, group=info.group, kind=info.resource
+            )
         if request.content_length and request.content_length > MAX_BODY:
             return error(413, "RequestEntityTooLarge", "the request is too large")
         body = await request.read() if request.can_read_body else b""
@@ -214,9 +221,7 @@ class HttpApi:
         try:
             return await self.dispatch(request, call)
         except ApiError as e:
-            return respond(
-                *_code(e, info), call.warnings
-            )
+            return respond(*_code(e, info), call.warnings)
         except Exception:
             log.exception("%s %s failed", request.method, request.path_qs)
             return error(500, "InternalError", "an internal error occurred")
@@ -265,7 +270,11 @@ class HttpApi:
         verb = info.verb
         neg = Negotiated(request.headers.get("Accept", ""))
         if verb in ("get", "list", "watch") and not neg.acceptable:
-            return error(406, "NotAcceptable", "only application/json is served (as=Table and PartialObjectMetadata too)")
+            return error(
+                406,
+                "NotAcceptable",
+                "only application/json is served (as=Table and PartialObjectMetadata too)",
+            )
         if sub == "status" and not kind.has_status:
             return error(404, "NotFound", "the server could not find the requested resource")
         if sub == "scale" and kind.resource not in verbs.SCALABLE:
@@ -279,7 +288,7 @@ class HttpApi:
             return error(
                 405,
                 "MethodNotAllowed",
-                f"the server does not allow this method on the requested resource",
+                "the server does not allow this method on the requested resource",
             )
         return await handler(request, call, neg)
 
@@ -308,7 +317,11 @@ async def _watch(request: web.Request, call: verbs.Call, neg: Negotiated) -> web
 
 async def _create(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
     if call.info.name:
-        return error(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        return error(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
     code, doc = await verbs.create(call)
     return respond(code, doc, call.warnings)
 
@@ -398,5 +411,5 @@ async def serve_http(
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context, shutdown_timeout=1.0)
     await site.start()
     server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
-    bound = server.sockets[0].getsockname()[1] if server is not None else port  # type: ignore[union-attr]
+    bound = server.sockets[0].getsockname()[1] if server is not None else port  # type: ignore[attr-defined]
     return runner, int(bound)

@@ -68,19 +68,15 @@ def parse(method: str, path: str, query: Mapping[str, str]) -> RequestInfo:
     if watch_prefix:
         rest = rest[1:]
     namespace = ""
-    if len(rest) >= 2 and rest[0] == "namespaces":
-        if len(rest) >= 3 and rest[2] not in NAMESPACE_SUBRESOURCES:
-            namespace, rest = rest[1], rest[2:]
+    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in NAMESPACE_SUBRESOURCES:
+        namespace, rest = rest[1], rest[2:]
     if not rest or len(rest) > 3:
         raise NotAResource(path)
     resource = rest[0]
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
     if method in ("GET", "HEAD"):
-        if watch_prefix or truthy(query.get("watch")):
-            verb = "watch"
-        else:
-            verb = "get" if name else "list"
+        verb = "watch" if watch_prefix or truthy(query.get("watch")) else "get" if name else "list"
     elif method == "DELETE":
         verb = "delete" if name else "deletecollection"
     elif method in METHOD_VERBS:

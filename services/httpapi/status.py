@@ -87,7 +87,12 @@ def status(
 
 
 def success(details: dict[str, Any] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+    out: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+    }
     if details:
         out["details"] = details
     return out
@@ -124,19 +129,30 @@ def from_error(
         # upstream's eviction: a DisruptionBudget cause naming the budget.
         details["causes"] = [{"reason": "DisruptionBudget", "message": err.message}]
     elif err.reason == "ResourceVersionTooLarge":
-        details["causes"] = [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]
+        details["causes"] = [
+            {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+        ]
         details["retryAfterSeconds"] = 1
     causes = getattr(err, "causes", None)
     if causes and not isinstance(err, InvalidError):
         # Server-side apply conflicts (services/api/fieldmanager.py): (field path, message).
         details["causes"] = [
-            {"reason": "FieldManagerConflict", "message": msg, "field": path} for path, msg in causes
+            {"reason": "FieldManagerConflict", "message": msg, "field": path}
+            for path, msg in causes
         ]
     return status(code, reason, err.message, details=details or None)
 
 
 def forbidden_message(
-    *, user: str, verb: str, resource: str, subresource: str, group: str, namespace: str, name: str, reason: str
+    *,
+    user: str,
+    verb: str,
+    resource: str,
+    subresource: str,
+    group: str,
+    namespace: str,
+    name: str,
+    reason: str,
 ) -> str:
     """kube-apiserver's 403 wording (RBAC's forbidden message shape)."""
     what = f"{resource}/{subresource}" if subresource else resource

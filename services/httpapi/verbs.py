@@ -167,7 +167,11 @@ def decode_object(call: Call, doc: Any) -> Message:
         if e.errors:
             from services.api.errors import InvalidError
 
-            name = (doc.get("metadata") or {}).get("name", "") if isinstance(doc.get("metadata"), dict) else ""
+            name = (
+                (doc.get("metadata") or {}).get("name", "")
+                if isinstance(doc.get("metadata"), dict)
+                else ""
+            )
             raise InvalidError(kind.kind, name, e.errors) from None
         raise BadRequestError(str(e)) from None
     call.warnings.extend(f'unknown field "{p}"' for p in decoded.unknown_fields)
@@ -306,9 +310,7 @@ async def _oldest_revision(call: Call) -> int:
 def _too_large(want: int, current: int) -> ApiError:
     from services.api.errors import ResourceVersionTooLargeError
 
-    return ResourceVersionTooLargeError(
-        f"Too large resource version: {want}, current: {current}"
-    )
+    return ResourceVersionTooLargeError(f"Too large resource version: {want}, current: {current}")
 
 
 def list_doc(kind: Kind, page: Page) -> dict[str, Any]:
@@ -373,7 +375,11 @@ async def patch(call: Call) -> dict[str, Any]:
         if not isinstance(doc, dict):
             raise BadRequestError("the patch did not produce an object")
         meta = doc.setdefault("metadata", {})
-        pinned = meta.get("resourceVersion") not in (None, "", cur_doc["metadata"].get("resourceVersion"))
+        pinned = meta.get("resourceVersion") not in (
+            None,
+            "",
+            cur_doc["metadata"].get("resourceVersion"),
+        )
         if not meta.get("resourceVersion"):
             meta["resourceVersion"] = _meta(current).resource_version
         doc = track(call, cur_doc, doc)
@@ -493,9 +499,7 @@ async def delete(call: Call) -> tuple[int, dict[str, Any]]:
     if await call.api.get_or_none(kind, ns, name) is not None:
         return 200, to_json(kind, obj)
     m = _meta(obj)
-    return 200, success(
-        {"name": name, "group": kind.group, "kind": kind.resource, "uid": m.uid}
-    )
+    return 200, success({"name": name, "group": kind.group, "kind": kind.resource, "uid": m.uid})
 
 
 async def propagate(api: ApiServer, kind: Kind, owner: Message, policy: str) -> None:

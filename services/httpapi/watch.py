@@ -103,7 +103,7 @@ async def serve_watch(
     await resp.prepare(request)
     batches = call.api.watch_batches(call.kind, **params)
     try:
-        async with contextlib.aclosing(batches), asyncio.timeout(timeout):
+        async with contextlib.aclosing(batches), asyncio.timeout(timeout):  # type: ignore[type-var]
             async for batch in batches:
                 chunk = b"".join(
                     line(t, bookmark(call, e.obj) if t == "BOOKMARK" else show(e.obj))
