@@ -157,7 +157,7 @@ class HttpApi:
         self.authn = authn
         self.authz = authz
 
-    async def __call__(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         header = request.headers.get("Authorization", "")
         token = header[7:].strip() if header[:7].lower() == "bearer " else ""
         user: User | None = await maybe_await(self.authn.authenticate(token))
@@ -284,7 +284,7 @@ class HttpApi:
         if sub not in ("", "status", "scale", "binding", "eviction"):
             return error(404, "NotFound", "the server could not find the requested resource")
         handler = ROUTES.get((verb, sub))
-        if handler is None:
+        if handler is None or (verb in ("update", "patch") and not info.name):
             return error(
                 405,
                 "MethodNotAllowed",
@@ -389,7 +389,7 @@ def build_app(
 ) -> web.Application:
     """The Kubernetes HTTP API over `api` (every path goes through `HttpApi`)."""
     app = web.Application(client_max_size=MAX_BODY)
-    app.router.add_route("*", "/{tail:.*}", HttpApi(api, authn, authz))
+    app.router.add_route("*", "/{tail:.*}", HttpApi(api, authn, authz).handle)
     return app
 
 
