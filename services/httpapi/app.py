@@ -405,10 +405,13 @@ async def serve_http(
     """Serve the HTTP API on host:port (0: any free port); the runner (`cleanup()` stops
     it) and the bound port. A client that leaves cancels its handler (watches end)."""
     runner = web.AppRunner(
-        build_app(api, authn=authn, authz=authz), handler_cancellation=True, access_log=None
+        build_app(api, authn=authn, authz=authz),
+        handler_cancellation=True,
+        access_log=None,
+        shutdown_timeout=1.0,
     )
     await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=ssl_context, shutdown_timeout=1.0)
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     await site.start()
     server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
     bound = server.sockets[0].getsockname()[1] if server is not None else port  # type: ignore[attr-defined]

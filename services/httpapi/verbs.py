@@ -57,6 +57,8 @@ from services.httpapi.status import success
 #: fieldValidation -> the codec's mode (upstream's default is Warn).
 FIELD_VALIDATION = {"Strict": "strict", "Warn": "warn", "Ignore": "ignore", "": "warn"}
 PROPAGATION = ("Orphan", "Background", "Foreground")
+#: The media types a create or update body may have (no protobuf, no CBOR).
+BODY_TYPES = ("application/json", "application/yaml")
 #: The subresources each verb may name (status for every kind that has one).
 SCALABLE = frozenset({"deployments", "replicasets"})
 
@@ -137,6 +139,12 @@ def body_doc(call: Call) -> Any:
     """The request body as a document: JSON, or YAML when the content type says so."""
     if not call.body:
         raise BadRequestError("the body of the request was empty")
+    media = call.content_type.split(";")[0].strip()
+    if media and media not in BODY_TYPES:
+        raise UnsupportedMediaType(
+            f"the body of the request was in an unknown format - accepted media types include: "
+            f"{', '.join(BODY_TYPES)}"
+        )
     try:
         if "yaml" in call.content_type:
             return yaml.safe_load(call.body)
