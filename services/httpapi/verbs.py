@@ -57,6 +57,8 @@ from services.httpapi.status import success
 #: fieldValidation -> the codec's mode (upstream's default is Warn).
 FIELD_VALIDATION = {"Strict": "strict", "Warn": "warn", "Ignore": "ignore", "": "warn"}
 PROPAGATION = ("Orphan", "Background", "Foreground")
+#: Kinds whose delete answers with the deleted object (upstream's ReturnDeletedObject).
+RETURN_DELETED = frozenset({"pods"})
 #: The media types a create or update body may have (no protobuf, no CBOR).
 BODY_TYPES = ("application/json", "application/yaml")
 #: The subresources each verb may name (status for every kind that has one).
@@ -489,7 +491,8 @@ def delete_options(call: Call) -> DeleteOptions:
 
 async def delete(call: Call) -> tuple[int, dict[str, Any]]:
     """Delete one object: 200 with the object while it terminates (grace, finalizers),
-    else 200 with a Success Status naming it."""
+    else 200 with the deleted object for kinds upstream answers so (pods), or a Success
+    Status naming it."""
     opts = delete_options(call)
     kind, ns, name = call.kind, call.namespace, call.info.name
     if opts.dry_run:
@@ -504,7 +507,7 @@ async def delete(call: Call) -> tuple[int, dict[str, Any]]:
         resource_version=opts.resource_version,
     )
     await propagate(call.api, kind, obj, opts.propagation_policy)
-    if await call.api.get_or_none(kind, ns, name) is not None:
+    if kind.resource in RETURN_DELETED or await call.api.get_or_none(kind, ns, name) is not None:
         return 200, to_json(kind, obj)
     m = _meta(obj)
     return 200, success({"name": name, "group": kind.group, "kind": kind.resource, "uid": m.uid})

@@ -305,11 +305,16 @@ async def test_list_resource_version_match(http: TestClient, params, code) -> No
     assert r.status == code, await r.text()
 
 
-async def test_delete_answers_success_status_or_the_terminating_object(http: TestClient) -> None:
-    await create_pod(http, "gone")
-    r = await http.delete(f"{PODS}/gone")
+async def test_delete_answers_success_status_or_the_object(http: TestClient) -> None:
+    assert (await http.post("/api/v1/nodes", json={"metadata": {"name": "gone"}})).status == 201
+    r = await http.delete("/api/v1/nodes/gone")
     body = await r.json()
     assert r.status == 200 and body["kind"] == "Status" and body["status"] == "Success"
+    assert body["details"]["name"] == "gone" and body["details"]["kind"] == "nodes"
+    await create_pod(http, "gone")
+    r = await http.delete(f"{PODS}/gone")  # pods answer with the deleted pod, as upstream
+    body = await r.json()
+    assert r.status == 200 and body["kind"] == "Pod" and body["metadata"]["name"] == "gone"
     await create_pod(http, "bound", nodeName="n1")
     r = await http.delete(f"{PODS}/bound", json={"kind": "DeleteOptions", "gracePeriodSeconds": 30})
     body = await r.json()
