@@ -1,10 +1,15 @@
 """The apiserver: `ApiServer(storage, config)` (the registry over a Storage, see registry)
 and `serve(api, host, port)` (its gRPC edge, see server). Also public for other components:
 `apply_defaults` (the defaulting every create and update gets, for a client-side preview)
-and `decode` (a stored value as an object, for readers of etcd such as the checker)."""
+and `decode` (a stored value as an object, for readers of etcd such as the checker).
+For the HTTP edge (services/httpapi), which words requests as the gRPC edge does:
+`Filter` (a list's or watch's selectors, parsed), `parse_resource_version`, `conflict`
+(the update conflict's wording) and `MAX_RETRIES` (read-modify-write retries)."""
 
 from services.apiserver.admission import apply_defaults
 from services.apiserver.config import ApiServerConfig
+from services.apiserver.objects import MAX_RETRIES, Filter, conflict
+from services.apiserver.read import parse_resource_version
 from services.apiserver.registry import ApiServer, BatchResult, Listed
 from services.apiserver.server import serve
 from services.apiserver.watchcache import decode
@@ -13,8 +18,12 @@ __all__ = [
     "ApiServer",
     "ApiServerConfig",
     "BatchResult",
+    "Filter",
+    "MAX_RETRIES",
     "Listed",
     "apply_defaults",
+    "conflict",
     "decode",
+    "parse_resource_version",
     "serve",
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
-from services.api.errors import BadRequestError, CorruptObjectError, invalid
+from services.api.errors import BadRequestError, CorruptObjectError, UnavailableError, invalid
 from services.api.kinds import Kind
 from services.apiserver.objects import Filter, not_found
 from services.apiserver.store import Store
@@ -62,6 +62,55 @@ async def list_objects(
         if flt(obj):
             out.append(obj)
     return Listed(out, rev, warnings)
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a paged list: its objects, the revision every page of the list is
+    read at, the key the next page starts after ("" on the last page) and how many
+    objects the later pages hold."""
+
+    items: list[Message]
+    revision: int
+    last_key: str = ""
+    remaining: int = 0
+
+
+async def list_page(
+    store: Store,
+    kind: Kind,
+    namespace: str = "",
+    label_selector: str = "",
+    field_selector: str = "",
+    *,
+    limit: int,
+    revision: int = 0,
+    after: str = "",
+) -> Page:
+    """A consistent paged list (upstream's limit/continue): the first page (`revision`
+    0) is read from the kind's watch cache at its current revision, once the cache has
+    seen this server's writes; later pages at that same revision (`WatchCache.state_at`,
+    GoneError once it has left the cache's window), keys after `after`, in key order."""
+    flt = Filter(kind, namespace, label_selector, field_selector)
+    cache = await store.fresh_cache(kind)
+    if cache is None:
+        raise UnavailableError(f"the {kind.resource} cache is not ready; try again")
+    rev = revision or cache.revision
+    state = cache.state_at(rev)
+    prefix = kind.prefix(flt.namespace)
+    keys = sorted(k for k in state if k.startswith(prefix) and k > after)
+    items: list[Message] = []
+    last = ""
+    for i, key in enumerate(keys):
+        obj = state[key].obj
+        if not flt(obj):
+            continue
+        if limit and len(items) == limit:
+            rest = sum(1 for k in keys[i:] if flt(state[k].obj))
+            return Page(items, rev, last, rest)
+        items.append(obj)
+        last = key
+    return Page(items, rev)
 
 
 async def watch(

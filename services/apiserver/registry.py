@@ -166,6 +166,29 @@ class ApiServer:
         left out (see read.list_objects)."""
         return await read.list_objects(self.store, kind, namespace, label_selector, field_selector)
 
+    async def list_page(
+        self,
+        kind: Kind,
+        namespace: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+        *,
+        limit: int,
+        revision: int = 0,
+        after: str = "",
+    ) -> read.Page:
+        """A page of a consistent paged list (the HTTP API's limit/continue; see read)."""
+        return await read.list_page(
+            self.store,
+            kind,
+            namespace,
+            label_selector,
+            field_selector,
+            limit=limit,
+            revision=revision,
+            after=after,
+        )
+
     # --------------------------------------------------------------- update
 
     async def update(self, obj: Message, *, status: bool = False, dry_run: bool = False) -> Message:

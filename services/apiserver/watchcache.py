@@ -358,6 +358,28 @@ class WatchCache:
     def watchers(self) -> int:
         return len(self._watchers)
 
+    def state_at(self, revision: int) -> dict[str, Entry]:
+        """Every object as of `revision` (from `oldest` to `revision`), by key: the store
+        with the window's newer events undone. What a consistent paged list reads its
+        later pages from (upstream reads etcd at the first page's revision); older than
+        the window: GoneError, as upstream's continue token of a compacted revision."""
+        if revision < self.oldest or revision > self.revision:
+            raise GoneError(
+                f"too old resource version: {revision} ({self.oldest}); the list must "
+                "start again without its continue token"
+            )
+        state = dict(self.store)
+        for ev in reversed(self.events):
+            if ev.revision <= revision:
+                break
+            m = ev.cur.obj.metadata  # type: ignore[attr-defined]
+            key = self.kind.key(m.namespace, m.name)
+            if ev.prev is None:
+                state.pop(key, None)
+            else:
+                state[key] = ev.prev
+        return state
+
     def add_index(self, name: str, fn: Callable[[Message], str]) -> None:
         """Keep `store` indexed by `fn(obj)` from now on (built once, then kept as events
         apply); "" means not indexed. Idempotent per name."""

@@ -23,7 +23,7 @@ from aiohttp import web
 from services.apiserver import ApiServer, ApiServerConfig, serve
 from services.chaos import add_control, self_report
 from services.hosts.address import join, listen_hosts
-from services.httpapi.app import serve_http
+from services.httpapi import serve_http
 from services.storage.etcd import EtcdStorage
 
 

@@ -15,3 +15,19 @@ The modules, from the wire inwards:
 * ``status``: every refusal as a meta/v1 Status with the HTTP code kube-apiserver gives it;
 * ``discovery``, ``openapi``, ``tables``: discovery documents, OpenAPI v3 and Table output.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from services.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from services.httpapi.app import build_app, serve_http
+
+__all__ = ["build_app", "serve_http"]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {"build_app": "services.httpapi.app", "serve_http": "services.httpapi.app"},
+)

@@ -41,14 +41,15 @@ from services.api.errors import (
     BadRequestError,
     ConflictError,
     GoneError,
+    InvalidError,
     NotFoundError,
+    ResourceVersionTooLargeError,
+    invalid,
     unsupported,
 )
 from services.api.kinds import KINDS, Kind
 from services.api.labels import SelectorError, from_label_selector
-from services.apiserver import ApiServer
-from services.apiserver.objects import MAX_RETRIES, conflict
-from services.apiserver.objects import meta as _meta
+from services.apiserver import MAX_RETRIES, ApiServer, conflict
 from services.auth import User
 from services.clock import rfc3339
 from services.httpapi.requestinfo import RequestInfo, truthy
@@ -63,6 +64,10 @@ RETURN_DELETED = frozenset({"pods"})
 BODY_TYPES = ("application/json", "application/yaml")
 #: The subresources each verb may name (status for every kind that has one).
 SCALABLE = frozenset({"deployments", "replicasets"})
+
+
+def _meta(obj: Message):  # type: ignore[no-untyped-def]  # -> meta_pb2.ObjectMeta
+    return obj.metadata  # type: ignore[attr-defined]
 
 
 class UnsupportedMediaType(ApiError):
@@ -175,8 +180,6 @@ def decode_object(call: Call, doc: Any) -> Message:
         decoded = codec.decode(doc, validate=call.validate)
     except codec.DecodeError as e:
         if e.errors:
-            from services.api.errors import InvalidError
-
             name = (
                 (doc.get("metadata") or {}).get("name", "")
                 if isinstance(doc.get("metadata"), dict)
@@ -240,12 +243,13 @@ class Page:
     remaining: int | None = None
 
 
-def _continue_token(revision: int, start: str) -> str:
-    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": start})
+def continue_token(revision: int, last_key: str) -> str:
+    """Opaque to clients: the revision every page is read at and the last key served."""
+    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": last_key})
     return base64.urlsafe_b64encode(raw.encode()).decode()
 
 
-def _parse_continue(token: str) -> tuple[int, str]:
+def parse_continue(token: str) -> tuple[int, str]:
     try:
         d = json.loads(base64.urlsafe_b64decode(token.encode()))
         return int(d["rv"]), str(d["start"])
@@ -254,6 +258,8 @@ def _parse_continue(token: str) -> tuple[int, str]:
 
 
 async def list_(call: Call) -> Page:
+    """A list: the current state from storage (a quorum read, as upstream's
+    resourceVersion=""), or with limit/continue a consistent page from the watch cache."""
     q = call.query
     rv, match = q.get("resourceVersion", ""), q.get("resourceVersionMatch", "")
     if match and match not in ("NotOlderThan", "Exact"):
@@ -268,58 +274,64 @@ async def list_(call: Call) -> Page:
         limit = int(q.get("limit") or 0)
     except ValueError:
         raise BadRequestError(f"limit must be an integer, not {q.get('limit')!r}") from None
+    if limit < 0:
+        raise BadRequestError("limit must not be negative")
+    if rv and not rv.isdigit():
+        raise BadRequestError(f'resourceVersion: Invalid value: "{rv}": must be an integer')
     token = q.get("continue", "")
-    if token and rv:
-        raise BadRequestError("specifying resource version is not allowed when using continue")
-    listed = await call.api.list_objects(
-        call.kind, call.namespace, q.get("labelSelector", ""), q.get("fieldSelector", "")
-    )
-    call.warnings.extend(listed.warnings)
-    if rv and rv != "0":
-        if not rv.isdigit():
-            raise BadRequestError(f'resourceVersion: Invalid value: "{rv}": must be an integer')
-        want = int(rv)
-        if want > listed.revision:
-            raise _too_large(want, listed.revision)
-        if match == "Exact" and want != listed.revision:
-            raise GoneError(
-                f"too old resource version: {want} ({listed.revision}); kubera serves exact "
-                "lists at the current revision only"
-            )
-    items = sorted(listed.items, key=lambda o: (_meta(o).namespace, _meta(o).name))
-    start = ""
+    labels, fields = q.get("labelSelector", ""), q.get("fieldSelector", "")
     if token:
-        first_rv, start = _parse_continue(token)
-        oldest = await _oldest_revision(call)
-        if first_rv < oldest:
+        if rv:
+            raise BadRequestError("specifying resource version is not allowed when using continue")
+        first_rv, after = parse_continue(token)
+        try:
+            page = await call.api.list_page(
+                call.kind,
+                call.namespace,
+                labels,
+                fields,
+                limit=limit,
+                revision=first_rv,
+                after=after,
+            )
+        except GoneError:
             raise GoneError(
                 "The provided continue parameter is too old to display a consistent list "
                 "result. You can start a new list without the continue parameter."
-            )
-        items = [o for o in items if (_meta(o).namespace, _meta(o).name) > _split(start)]
-    if limit > 0 and len(items) > limit:
-        last = items[limit - 1]
-        nxt = _continue_token(
-            _parse_continue(token)[0] if token else listed.revision,
-            f"{_meta(last).namespace}/{_meta(last).name}",
-        )
-        return Page(items[:limit], listed.revision, nxt, len(items) - limit)
+            ) from None
+        return _page(page)
+    if limit:
+        page = await call.api.list_page(call.kind, call.namespace, labels, fields, limit=limit)
+        _check_rv(rv, match, page.revision)
+        return _page(page)
+    listed = await call.api.list_objects(call.kind, call.namespace, labels, fields)
+    call.warnings.extend(listed.warnings)
+    _check_rv(rv, match, listed.revision)
+    items = sorted(listed.items, key=lambda o: (_meta(o).namespace, _meta(o).name))
     return Page(items, listed.revision)
 
 
-def _split(start: str) -> tuple[str, str]:
-    ns, _, name = start.partition("/")
-    return ns, name
+def _page(page: Any) -> Page:
+    token = continue_token(page.revision, page.last_key) if page.last_key else ""
+    return Page(page.items, page.revision, token, page.remaining if token else None)
 
 
-async def _oldest_revision(call: Call) -> int:
-    cache = call.api.caches[call.kind.resource]
-    return int(getattr(cache, "oldest", 0) or 0)
+def _check_rv(rv: str, match: str, revision: int) -> None:
+    """resourceVersion on a list: "" or "0" any state; NotOlderThan (the default for
+    others) at least `rv`; Exact exactly it (kubera serves the current revision only)."""
+    if rv in ("", "0"):
+        return
+    want = int(rv)
+    if want > revision:
+        raise _too_large(want, revision)
+    if match == "Exact" and want != revision:
+        raise GoneError(
+            f"too old resource version: {want} ({revision}); kubera serves exact lists "
+            "at the current revision only"
+        )
 
 
 def _too_large(want: int, current: int) -> ApiError:
-    from services.api.errors import ResourceVersionTooLargeError
-
     return ResourceVersionTooLargeError(f"Too large resource version: {want}, current: {current}")
 
 
@@ -680,8 +692,6 @@ async def update_scale(call: Call) -> dict[str, Any]:
         rv = str((new_scale.get("metadata") or {}).get("resourceVersion") or "")
         replicas = (new_scale.get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or isinstance(replicas, bool):
-            from services.api.errors import InvalidError, invalid
-
             raise InvalidError(
                 "Scale", call.info.name, [invalid("spec.replicas", replicas, "must be an integer")]
             )

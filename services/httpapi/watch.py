@@ -30,8 +30,7 @@ from aiohttp import web
 from google.protobuf.message import Message
 
 from services.api.errors import ApiError, BadRequestError
-from services.apiserver.objects import Filter
-from services.apiserver.read import parse_resource_version
+from services.apiserver import Filter, parse_resource_version
 from services.httpapi.status import from_error
 from services.httpapi.verbs import Call, to_json
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from aiohttp.test_utils import TestClient
 
-from services.httpapi.verbs import _continue_token
+from services.httpapi.verbs import continue_token
 from tests.builders import MakeNode, pod
 from tests.httpapi.conftest import as_json
 
@@ -281,11 +281,44 @@ async def test_list_pages_with_limit_and_continue(http: TestClient) -> None:
     assert seen == [f"p{i}" for i in range(5)] and pages == 3
 
 
-async def test_an_expired_continue_token_is_410(http: TestClient, registry) -> None:
-    registry.caches["pods"].oldest = 100
-    r = await http.get(PODS, params={"limit": "1", "continue": _continue_token(5, "default/a")})
+async def test_later_pages_read_at_the_first_pages_revision(http: TestClient) -> None:
+    for i in range(4):
+        await create_pod(http, f"p{i}")
+    first = await (await http.get(PODS, params={"limit": "2"})).json()
+    assert [i["metadata"]["name"] for i in first["items"]] == ["p0", "p1"]
+    assert first["metadata"]["remainingItemCount"] == 2
+    await http.delete(f"{PODS}/p2")
+    await create_pod(http, "p9")
+    await http.patch(f"{PODS}/p3", data=b'{"metadata":{"labels":{"late":"yes"}}}', headers=MERGE)
+    rest = await (
+        await http.get(PODS, params={"limit": "5", "continue": first["metadata"]["continue"]})
+    ).json()
+    assert [i["metadata"]["name"] for i in rest["items"]] == ["p2", "p3"]
+    assert "labels" not in rest["items"][1]["metadata"]
+    assert rest["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    assert "continue" not in rest["metadata"]
+
+
+async def test_an_expired_continue_token_is_410(http: TestClient) -> None:
+    for i in range(3):
+        await create_pod(http, f"p{i}")
+    first = await (await http.get(PODS, params={"limit": "1"})).json()
+    for i in range(60):  # past the test cache's window of 50 events
+        await http.patch(
+            f"{PODS}/p0",
+            data=json.dumps({"metadata": {"labels": {"n": str(i)}}}).encode(),
+            headers=MERGE,
+        )
+    r = await http.get(PODS, params={"limit": "1", "continue": first["metadata"]["continue"]})
     body = await r.json()
     assert r.status == 410 and body["reason"] == "Expired"
+    assert body["message"].startswith("The provided continue parameter is too old")
+
+
+async def test_a_forged_continue_token_is_400(http: TestClient) -> None:
+    r = await http.get(PODS, params={"limit": "1", "continue": "not-base64-json"})
+    assert r.status == 400
+    assert continue_token(1, "k")  # opaque, but decodable by the server
 
 
 @pytest.mark.parametrize(
