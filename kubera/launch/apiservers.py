@@ -134,10 +134,7 @@ class ApiServerReplicas:
 
     def records(self) -> list[dict[str, Any]]:
         """What the context keeps of each replica (`Context.apiservers`)."""
-        return [
-            {"name": r.name, "address": r.address, "http": r.http_address, "pid": r.pid}
-            for r in self.items
-        ]
+        return [{"name": r.name, "address": r.address, "pid": r.pid} for r in self.items]
 
     def revive(self, ctx: Context | None) -> None:
         """ensure_started(first port) on each replica: a call to a re-created actor starts

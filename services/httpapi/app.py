@@ -275,6 +275,11 @@ class HttpApi:
                 "NotAcceptable",
                 "only application/json is served (as=Table and PartialObjectMetadata too)",
             )
+        scoped = bool(info.namespace) if kind.resource != "namespaces" else False
+        if scoped and not kind.namespaced:
+            return error(404, "NotFound", "the server could not find the requested resource")
+        if kind.namespaced and not info.namespace and verb not in ("list", "watch"):
+            return error(404, "NotFound", "the server could not find the requested resource")
         if sub == "status" and not kind.has_status:
             return error(404, "NotFound", "the server could not find the requested resource")
         if sub == "scale" and kind.resource not in verbs.SCALABLE:

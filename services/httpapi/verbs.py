@@ -232,6 +232,15 @@ def track(call: Call, old: dict[str, Any] | None, new: dict[str, Any]) -> dict[s
 
 
 async def get(call: Call) -> Message:
+    """One object, as of now; a resourceVersion past the store's answers 504 (upstream's
+    "Too large resource version"), any other is served by the current state."""
+    rv = call.query.get("resourceVersion", "")
+    if rv not in ("", "0"):
+        if not rv.isdigit():
+            raise BadRequestError(f'resourceVersion: Invalid value: "{rv}": must be an integer')
+        current = await call.api.storage.revision()
+        if int(rv) > current:
+            raise _too_large(int(rv), current)
     return await call.api.get(call.kind, call.namespace, call.info.name)
 
 

@@ -234,6 +234,9 @@ async def test_status_of_a_kind_without_one_is_404(http: TestClient) -> None:
         ("POST", f"{PODS}/p", 405),
         ("PUT", PODS, 405),
         ("POST", "/api/v1/namespaces/default/pods/p/exec", 404),
+        ("GET", "/api/v1/namespaces/default/nodes", 404),
+        ("POST", "/api/v1/pods", 404),
+        ("GET", "/api/v1/pods/p", 404),
     ],
 )
 async def test_unknown_routes_are_404_and_wrong_methods_405(
@@ -336,6 +339,21 @@ async def test_list_resource_version_match(http: TestClient, params, code) -> No
     await create_pod(http, "rv")
     r = await http.get(PODS, params=params)
     assert r.status == code, await r.text()
+
+
+@pytest.mark.parametrize(
+    ("rv", "code"), [("", 200), ("0", 200), ("1", 200), ("999999", 504), ("x", 400)]
+)
+async def test_get_with_a_resource_version(http: TestClient, rv: str, code: int) -> None:
+    await create_pod(http, "g")
+    r = await http.get(f"{PODS}/g", params={"resourceVersion": rv} if rv else {})
+    assert r.status == code, await r.text()
+    if code == 504:
+        body = await r.json()
+        assert (
+            body["reason"] == "Timeout"
+            and body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+        )
 
 
 async def test_delete_answers_success_status_or_the_object(http: TestClient) -> None:
