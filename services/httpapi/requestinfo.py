@@ -11,7 +11,8 @@ and testable without a server. The grammar, as kube-apiserver's:
     /apis/GROUP/VERSION/... (the same shapes)
     /api/v1/watch/...        (the deprecated watch prefix)
 
-The verb: GET is get (with a name) or list, and watch with ``?watch=true|1`` or the watch
+A list or watch whose field selector requires one metadata.name carries that name, as
+upstream's (so an authorizer can allow watching one object). The verb: GET is get (with a name) or list, and watch with ``?watch=true|1`` or the watch
 prefix; POST create; PUT update; PATCH patch; DELETE delete, or deletecollection without
 a name.
 """
@@ -49,6 +50,15 @@ class NotAResource(ValueError):
     """The path is not a resource path (discovery, openapi, or nothing at all)."""
 
 
+def selected_name(field_selector: str) -> str:
+    """The name a field selector requires exactly (metadata.name=X or ==X), or ""."""
+    for part in field_selector.split(","):
+        key, sep, value = part.partition("==") if "==" in part else part.partition("=")
+        if sep and key.strip() == "metadata.name" and not key.endswith("!"):
+            return value.strip()
+    return ""
+
+
 def truthy(value: str | None) -> bool:
     return value in ("1", "true", "True")
 
@@ -83,6 +93,9 @@ def parse(method: str, path: str, query: Mapping[str, str]) -> RequestInfo:
         verb = METHOD_VERBS[method]
     else:
         verb = method.lower()
+    if verb in ("list", "watch") and not name:
+        # As upstream: a list or watch selecting one name is authorized as for that name.
+        name = selected_name(query.get("fieldSelector", ""))
     return RequestInfo(
         verb=verb,
         group=group,
