@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 JSON = "application/json"
+#: What anyone may read without a token (upstream's system:public-info-viewer role, bound
+#: to system:unauthenticated too): health and the server's version.
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 #: Bodies past this are refused (upstream's 3 MiB request limit, a little over etcd's 1.5 MiB value cap).
 MAX_BODY = 3 * 1024 * 1024
 
@@ -158,6 +161,10 @@ class HttpApi:
         self.authz = authz
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        if request.path.rstrip("/") in PUBLIC_PATHS and request.method in ("GET", "HEAD"):
+            served = self.non_resource(request.path)
+            if served is not None:
+                return served
         header = request.headers.get("Authorization", "")
         token = header[7:].strip() if header[:7].lower() == "bearer " else ""
         user: User | None = await maybe_await(self.authn.authenticate(token))

@@ -57,6 +57,13 @@ async def test_no_or_unknown_token_is_401(guarded, headers) -> None:
     assert r.status == 401 and body["reason"] == "Unauthorized" and body["kind"] == "Status"
 
 
+@pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz", "/version"])
+async def test_health_and_version_need_no_token(guarded, path: str) -> None:
+    client, _ = guarded
+    assert (await client.get(path)).status == 200
+    assert (await client.get("/api")).status == 401  # discovery is for authenticated callers
+
+
 async def test_denied_request_is_403_with_rbacs_message(guarded) -> None:
     client, authz = guarded
     auth = {"Authorization": "Bearer node-token"}
