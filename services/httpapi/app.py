@@ -33,7 +33,7 @@ from services.api.errors import ApiError
 from services.api.kinds import Kind
 from services.apiserver import ApiServer
 from services.auth import ALLOW_ALL, Authenticator, Authorizer, RequestAttributes, User
-from services.httpapi import _standin, requestinfo, verbs
+from services.httpapi import _standin, requestinfo, subresources, verbs
 from services.httpapi.requestinfo import GROUP_VERSIONS, RequestInfo
 from services.httpapi.status import forbidden_message, from_error, status
 from services.httpapi.watch import serve_watch
@@ -289,7 +289,7 @@ class HttpApi:
             return error(404, "NotFound", "the server could not find the requested resource")
         if sub == "status" and not kind.has_status:
             return error(404, "NotFound", "the server could not find the requested resource")
-        if sub == "scale" and kind.resource not in verbs.SCALABLE:
+        if sub == "scale" and kind.resource not in subresources.SCALABLE:
             return error(404, "NotFound", "the server could not find the requested resource")
         if sub in ("binding", "eviction") and kind.resource != "pods":
             return error(404, "NotFound", "the server could not find the requested resource")
@@ -358,21 +358,21 @@ async def _delete_collection(
 
 
 async def _bind(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
-    return respond(*await verbs.bind(call))
+    return respond(*await subresources.bind(call))
 
 
 async def _evict(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
-    return respond(*await verbs.evict(call))
+    return respond(*await subresources.evict(call))
 
 
 async def _get_scale(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
-    return respond(200, await verbs.get_scale(call))
+    return respond(200, await subresources.get_scale(call))
 
 
 async def _update_scale(
     request: web.Request, call: verbs.Call, neg: Negotiated
 ) -> web.StreamResponse:
-    return respond(200, await verbs.update_scale(call))
+    return respond(200, await subresources.update_scale(call))
 
 
 #: (verb, subresource) -> handler; a pair not here is 405 MethodNotAllowed.

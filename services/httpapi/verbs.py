@@ -31,10 +31,8 @@ from types import ModuleType
 from typing import Any
 
 import yaml
-from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import policy_pb2
 from services.api import codec, patching
 from services.api.errors import (
     ApiError,
@@ -44,11 +42,9 @@ from services.api.errors import (
     InvalidError,
     NotFoundError,
     ResourceVersionTooLargeError,
-    invalid,
     unsupported,
 )
 from services.api.kinds import KINDS, Kind
-from services.api.labels import SelectorError, from_label_selector
 from services.apiserver import MAX_RETRIES, ApiServer, conflict
 from services.auth import User
 from services.clock import rfc3339
@@ -58,12 +54,13 @@ from services.httpapi.status import success
 #: fieldValidation -> the codec's mode (upstream's default is Warn).
 FIELD_VALIDATION = {"Strict": "strict", "Warn": "warn", "Ignore": "ignore", "": "warn"}
 PROPAGATION = ("Orphan", "Background", "Foreground")
+#: The kinds whose objects own others in kubera (Deployment -> ReplicaSet -> Pod; a Node
+#: its Lease): only their deletes look for dependents.
+OWNER_KINDS = frozenset({"Deployment", "ReplicaSet", "Node"})
 #: Kinds whose delete answers with the deleted object (upstream's ReturnDeletedObject).
 RETURN_DELETED = frozenset({"pods"})
 #: The media types a create or update body may have (no protobuf, no CBOR).
 BODY_TYPES = ("application/json", "application/yaml")
-#: The subresources each verb may name (status for every kind that has one).
-SCALABLE = frozenset({"deployments", "replicasets"})
 
 
 def _meta(obj: Message):  # type: ignore[no-untyped-def]  # -> meta_pb2.ObjectMeta
@@ -72,14 +69,6 @@ def _meta(obj: Message):  # type: ignore[no-untyped-def]  # -> meta_pb2.ObjectMe
 
 class UnsupportedMediaType(ApiError):
     reason = "UnsupportedMediaType"
-
-
-class MethodNotAllowed(ApiError):
-    reason = "MethodNotAllowed"
-
-
-class NotImplementedYet(ApiError):
-    reason = "NotImplemented"
 
 
 def fieldmanager() -> ModuleType | None:
@@ -382,7 +371,7 @@ async def update(call: Call) -> dict[str, Any]:
     return to_json(call.kind, updated)
 
 
-def _patch_type(call: Call) -> str:
+def patch_type(call: Call) -> str:
     ct = call.content_type.split(";")[0].strip()
     if ct not in patching.PATCH_TYPES:
         raise UnsupportedMediaType(
@@ -395,7 +384,7 @@ def _patch_type(call: Call) -> str:
 async def patch(call: Call) -> dict[str, Any]:
     """Every patch type: the patched JSON decoded and written as an update at the version
     read, retried on conflict (GuaranteedUpdate) unless the patch pins a resourceVersion."""
-    ptype = _patch_type(call)
+    ptype = patch_type(call)
     status = call.info.subresource == "status"
     if ptype == patching.APPLY_PATCH_YAML:
         return await _apply(call)
@@ -535,11 +524,12 @@ async def delete(call: Call) -> tuple[int, dict[str, Any]]:
 
 
 async def propagate(api: ApiServer, kind: Kind, owner: Message, policy: str) -> None:
-    """The dependents of a deleted `owner` (objects whose ownerReferences name its uid):
-    Orphan drops the reference; Background/Foreground (and no policy, the default for
-    every kind kubera serves) delete them, their own dependents in turn."""
+    """The dependents of a deleted `owner` of an OWNER_KINDS kind (objects whose
+    ownerReferences name its uid): Orphan drops the reference; Background/Foreground (and
+    no policy, the default for every kind kubera serves) delete them, their own
+    dependents in turn."""
     uid = _meta(owner).uid
-    if not uid:
+    if not uid or kind.kind not in OWNER_KINDS:
         return
     ns = _meta(owner).namespace
     for dk in KINDS:
@@ -583,136 +573,3 @@ async def delete_collection(call: Call) -> dict[str, Any]:
             await propagate(call.api, call.kind, gone, opts.propagation_policy)
             out.append(gone)
     return list_doc(call.kind, Page(out, rev))
-
-
-# ------------------------------------------------------------------ subresources
-
-
-async def bind(call: Call) -> tuple[int, dict[str, Any]]:
-    """POST pods/NAME/binding: a Binding naming the node (upstream answers 201 Success)."""
-    doc = body_doc(call)
-    if not isinstance(doc, dict):
-        raise BadRequestError("expected a Binding object")
-    target = doc.get("target") or {}
-    meta = doc.get("metadata") or {}
-    if meta.get("name") and meta["name"] != call.info.name:
-        raise BadRequestError(
-            f"the name of the object ({meta['name']}) does not match the name on the URL ({call.info.name})"
-        )
-    node = target.get("name", "") if isinstance(target, dict) else ""
-    if not node:
-        raise BadRequestError("Binding: target.name: Required value")
-    if call.dry_run:
-        await call.api.get(call.kind, call.namespace, call.info.name)
-        return 201, success()
-    await call.api.bind(
-        call.namespace,
-        call.info.name,
-        node,
-        resource_version=str(meta.get("resourceVersion") or ""),
-        uid=str(meta.get("uid") or ""),
-    )
-    return 201, success()
-
-
-async def evict(call: Call) -> tuple[int, dict[str, Any]]:
-    """POST pods/NAME/eviction: a policy/v1 (or v1beta1) Eviction; 429 when a
-    PodDisruptionBudget forbids it now (kubectl drain retries)."""
-    doc = body_doc(call)
-    if not isinstance(doc, dict):
-        raise BadRequestError("expected an Eviction object")
-    ev = policy_pb2.Eviction()
-    try:
-        json_format.ParseDict(
-            {k: v for k, v in doc.items() if k not in ("apiVersion", "kind")},
-            ev,
-            ignore_unknown_fields=True,
-        )
-    except json_format.ParseError as e:
-        raise BadRequestError(f"Eviction: {e}") from None
-    if ev.metadata.name and ev.metadata.name != call.info.name:
-        raise BadRequestError(
-            f"name in URL does not match name in Eviction object ({call.info.name} != {ev.metadata.name})"
-        )
-    ev.metadata.name = call.info.name
-    ev.metadata.namespace = call.namespace
-    if call.dry_run and "All" not in ev.delete_options.dry_run:
-        ev.delete_options.dry_run.append("All")
-    await call.api.evict(ev)
-    return 201, success()
-
-
-def scale_doc(kind: Kind, obj: Message) -> dict[str, Any]:
-    """autoscaling/v1 Scale of a Deployment or ReplicaSet."""
-    m = _meta(obj)
-    sel = obj.spec.selector  # type: ignore[attr-defined]
-    try:
-        selector = str(
-            from_label_selector(
-                dict(sel.match_labels),
-                [
-                    {"key": e.key, "operator": e.operator, "values": list(e.values)}
-                    for e in sel.match_expressions
-                ],
-            )
-        )
-    except SelectorError:
-        selector = ""
-    meta: dict[str, Any] = {
-        "name": m.name,
-        "namespace": m.namespace,
-        "uid": m.uid,
-        "resourceVersion": m.resource_version,
-    }
-    if m.creation_timestamp:
-        meta["creationTimestamp"] = m.creation_timestamp
-    spec_replicas = obj.spec.replicas if obj.spec.HasField("replicas") else 1  # type: ignore[attr-defined]
-    return {
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": meta,
-        "spec": {"replicas": spec_replicas},
-        "status": {"replicas": obj.status.replicas, "selector": selector},  # type: ignore[attr-defined]
-    }
-
-
-async def get_scale(call: Call) -> dict[str, Any]:
-    obj = await call.api.get(call.kind, call.namespace, call.info.name)
-    return scale_doc(call.kind, obj)
-
-
-async def update_scale(call: Call) -> dict[str, Any]:
-    """PUT or PATCH of a Scale: spec.replicas written to the object, at the Scale's
-    resourceVersion when it names one (else retried on conflict)."""
-    for _ in range(MAX_RETRIES):
-        current = await call.api.get(call.kind, call.namespace, call.info.name)
-        cur_scale = scale_doc(call.kind, current)
-        if call.info.verb == "patch":
-            ptype = _patch_type(call)
-            if ptype == patching.APPLY_PATCH_YAML:
-                raise UnsupportedMediaType("server-side apply of a Scale is not served")
-            if ptype == patching.STRATEGIC_MERGE_PATCH:
-                ptype = patching.MERGE_PATCH  # a Scale has no lists: the same result
-            new_scale = patching.apply_patch(call.kind, cur_scale, ptype, call.body)
-        else:
-            new_scale = body_doc(call)
-        if not isinstance(new_scale, dict):
-            raise BadRequestError("expected a Scale object")
-        rv = str((new_scale.get("metadata") or {}).get("resourceVersion") or "")
-        replicas = (new_scale.get("spec") or {}).get("replicas")
-        if not isinstance(replicas, int) or isinstance(replicas, bool):
-            raise InvalidError(
-                "Scale", call.info.name, [invalid("spec.replicas", replicas, "must be an integer")]
-            )
-        obj = codec.clone(current)
-        obj.spec.replicas = replicas  # type: ignore[attr-defined]
-        pinned = bool(rv) and rv != _meta(current).resource_version
-        _meta(obj).resource_version = rv or _meta(current).resource_version
-        try:
-            updated = await call.api.update(obj, dry_run=call.dry_run)
-        except ConflictError:
-            if pinned or call.info.verb == "update" and rv:
-                raise
-            continue
-        return scale_doc(call.kind, updated)
-    raise conflict(call.kind, call.info.name)
