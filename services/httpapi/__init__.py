@@ -8,9 +8,9 @@ The modules, from the wire inwards:
   authorization of each request, and the dispatch of a parsed request to its verb;
 * ``requestinfo``: a URL and method -> `RequestInfo` (upstream's RequestInfoFactory:
   API prefix, group, version, namespace, resource, name, subresource, verb);
-* ``verbs``: get, list, create, update, patch, delete, deletecollection and the
-  subresources (status, binding, eviction, scale), JSON in and out through
-  services/api/codec.py;
+* ``verbs``: get, list, create, update, patch, delete, deletecollection (and the
+  status subresource), JSON in and out through services/api/codec.py;
+* ``subresources``: pods/binding, pods/eviction, deployments|replicasets/scale;
 * ``watch``: the chunked watch stream (ADDED/MODIFIED/DELETED/BOOKMARK/ERROR);
 * ``status``: every refusal as a meta/v1 Status with the HTTP code kube-apiserver gives it;
 * ``discovery``, ``openapi``, ``tables``: discovery documents, OpenAPI v3 and Table output.
