@@ -48,6 +48,7 @@ from services.api.kinds import KINDS, Kind
 from services.apiserver import MAX_RETRIES, ApiServer, conflict
 from services.auth import User
 from services.clock import rfc3339
+from services.httpapi import kprotobuf
 from services.httpapi.requestinfo import RequestInfo, truthy
 from services.httpapi.status import success
 
@@ -59,7 +60,8 @@ PROPAGATION = ("Orphan", "Background", "Foreground")
 OWNER_KINDS = frozenset({"Deployment", "ReplicaSet", "Node"})
 #: Kinds whose delete answers with the deleted object (upstream's ReturnDeletedObject).
 RETURN_DELETED = frozenset({"pods"})
-#: The media types a create or update body may have (no protobuf, no CBOR).
+#: The media types a create or update body may have (and Kubernetes protobuf, for the
+#: kinds services/httpapi/kprotobuf.py decodes; no CBOR).
 BODY_TYPES = ("application/json", "application/yaml")
 
 
@@ -136,6 +138,11 @@ def body_doc(call: Call) -> Any:
     if not call.body:
         raise BadRequestError("the body of the request was empty")
     media = call.content_type.split(";")[0].strip()
+    if media == kprotobuf.MEDIA_TYPE:
+        try:
+            return kprotobuf.decode(call.body)
+        except kprotobuf.ProtobufBodyError as e:
+            raise UnsupportedMediaType(f"the body of the request was in protobuf: {e}") from None
     if media and media not in BODY_TYPES:
         raise UnsupportedMediaType(
             f"the body of the request was in an unknown format - accepted media types include: "

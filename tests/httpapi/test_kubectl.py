@@ -303,9 +303,54 @@ def test_get_watch_prints_events_until_stopped(kubectl, host: HostThread) -> Non
         proc.wait(timeout=10)
 
 
-def test_typed_create_commands_send_protobuf_and_are_refused_with_415(kubectl) -> None:
-    out = kubectl("create", "namespace", "pb", check=False)
-    assert out.returncode == 1 and "unknown format" in out.stderr
+def test_typed_create_commands_send_protobuf_and_are_decoded(kubectl) -> None:
+    kubectl("create", "namespace", "pb")
+    kubectl(
+        "create", "deployment", "d", "-n", "pb", "--image=nginx:1.27", "--replicas=3", "--port=8080"
+    )
+    kubectl(
+        "create",
+        "priorityclass",
+        "pb-pc",
+        "--value=100",
+        "--description=from protobuf",
+        "--preemption-policy=Never",
+    )
+    kubectl("create", "pdb", "min", "-n", "pb", "--selector=app=d", "--min-available=50%")
+    kubectl("create", "pdb", "max", "-n", "pb", "--selector=app=d", "--max-unavailable=1")
+    dep = as_json(kubectl, "get", "deployment", "d", "-n", "pb")
+    want = json.loads(
+        kubectl(
+            "create",
+            "deployment",
+            "d",
+            "-n",
+            "pb",
+            "--image=nginx:1.27",
+            "--replicas=3",
+            "--port=8080",
+            "--dry-run=client",
+            "-o",
+            "json",
+        ).stdout
+    )
+    assert dep["metadata"]["labels"] == want["metadata"]["labels"] == {"app": "d"}
+    assert dep["spec"]["replicas"] == 3 and dep["spec"]["selector"] == want["spec"]["selector"]
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    (w,) = want["spec"]["template"]["spec"]["containers"]
+    assert (c["name"], c["image"], c["ports"][0]["containerPort"]) == (
+        w["name"],
+        w["image"],
+        w["ports"][0]["containerPort"],
+    )
+    pc = as_json(kubectl, "get", "priorityclass", "pb-pc")
+    assert (pc["value"], pc["description"], pc["preemptionPolicy"]) == (
+        100,
+        "from protobuf",
+        "Never",
+    )
+    assert as_json(kubectl, "get", "pdb", "min", "-n", "pb")["spec"]["minAvailable"] == "50%"
+    assert as_json(kubectl, "get", "pdb", "max", "-n", "pb")["spec"]["maxUnavailable"] == 1
 
 
 def test_kubectl_delete_namespace_empties_it(kubectl) -> None:

@@ -193,6 +193,17 @@ async def test_patch_types(http: TestClient, headers, body, labels) -> None:
     assert (await r.json())["metadata"].get("labels") == labels
 
 
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [("application/vnd.kubernetes.protobuf", b"k8s\x00\x0a\xff"), ("application/cbor", b"\xa0")],
+)
+async def test_bodies_kubera_cannot_read_are_415(
+    http: TestClient, content_type: str, body: bytes
+) -> None:
+    r = await http.post(PODS, data=body, headers={"Content-Type": content_type})
+    assert r.status == 415 and (await r.json())["reason"] == "UnsupportedMediaType"
+
+
 async def test_patch_with_an_unknown_content_type_is_415(http: TestClient) -> None:
     await create_pod(http, "ct")
     r = await http.patch(f"{PODS}/ct", data=b"{}", headers={"Content-Type": "text/plain"})

@@ -1,0 +1,98 @@
+"""Kubernetes protobuf request bodies: the envelope, upstream's field numbers, zero
+values left out, and a set field kubera does not know refused rather than dropped."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.httpapi.kprotobuf import MAGIC, ProtobufBodyError, decode
+
+
+def varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def field(num: int, value: bytes | int | str) -> bytes:
+    if isinstance(value, int):
+        return varint(num << 3) + varint(value)
+    data = value.encode() if isinstance(value, str) else value
+    return varint(num << 3 | 2) + varint(len(data)) + data
+
+
+def envelope(api_version: str, kind: str, raw: bytes) -> bytes:
+    return MAGIC + field(1, field(1, api_version) + field(2, kind)) + field(2, raw)
+
+
+def test_a_namespace_with_labels() -> None:
+    meta = (
+        field(1, "ns1") + field(2, "") + field(11, field(1, "team") + field(2, "a")) + field(8, b"")
+    )
+    doc = decode(envelope("v1", "Namespace", field(1, meta) + field(2, b"") + field(3, b"")))
+    assert doc == {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "ns1", "labels": {"team": "a"}},
+        "spec": {},
+    }
+
+
+@pytest.mark.parametrize(
+    ("spec", "want"),
+    [
+        (field(1, field(1, 1) + field(3, "50%")), {"minAvailable": "50%"}),
+        (field(3, field(1, 0) + field(2, 2)), {"maxUnavailable": 2}),
+        (field(3, field(1, 0) + field(2, 0)), {"maxUnavailable": 0}),  # a pointer: zero is a value
+    ],
+)
+def test_int_or_string_fields(spec: bytes, want: dict) -> None:
+    doc = decode(
+        envelope("policy/v1", "PodDisruptionBudget", field(1, field(1, "p")) + field(2, spec))
+    )
+    assert doc["spec"] == want
+
+
+def test_quantities_and_containers() -> None:
+    qty = field(1, "cpu") + field(2, field(1, "250m"))
+    container = field(1, "c") + field(2, "img") + field(8, field(2, qty)) + field(5, "")
+    dep_spec = field(1, 0) + field(3, field(2, field(2, container)))
+    doc = decode(envelope("apps/v1", "Deployment", field(1, field(1, "d")) + field(2, dep_spec)))
+    assert doc["spec"] == {
+        "replicas": 0,
+        "template": {
+            "spec": {
+                "containers": [
+                    {"name": "c", "image": "img", "resources": {"requests": {"cpu": "250m"}}}
+                ]
+            }
+        },
+    }
+
+
+def test_an_unknown_field_at_its_zero_value_is_skipped_and_a_set_one_refused() -> None:
+    pod_spec_zero = field(2, field(1, "c")) + field(14, field(1, 0))  # securityContext, all zero
+    ok = decode(envelope("apps/v1", "Deployment", field(2, field(3, field(2, pod_spec_zero)))))
+    assert ok["spec"]["template"]["spec"] == {"containers": [{"name": "c"}]}
+    pod_spec_set = field(2, field(1, "c")) + field(14, field(1, 1000))
+    with pytest.raises(ProtobufBodyError, match="field 14 of PodSpec"):
+        decode(envelope("apps/v1", "Deployment", field(2, field(3, field(2, pod_spec_set)))))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not protobuf",
+        MAGIC + b"\x0a\xff",  # truncated
+        envelope("v1", "ConfigMap", b""),
+        envelope("v1", "Namespace", b"") + field(3, "gzip"),
+    ],
+    ids=["no-magic", "truncated", "unknown-kind", "content-encoding"],
+)
+def test_bodies_that_cannot_be_read_are_refused(body: bytes) -> None:
+    with pytest.raises(ProtobufBodyError):
+        decode(body)
