@@ -21,6 +21,7 @@ import grpc
 from aiohttp import web
 
 from services.apiserver import ApiServer, ApiServerConfig, serve
+from services.auth import ALLOW_ALL, Authenticator, Authorizer
 from services.chaos import add_control, self_report
 from services.hosts.address import join, listen_hosts
 from services.httpapi import serve_http
@@ -108,8 +109,14 @@ class ApiServerHost:
             )
             if self.config.serve_http:
                 tls = server_ssl_context(self.config.tls_cert_file, self.config.tls_key_file)
+                authn, authz = self.http_auth(api)
                 self.http_runner, self.http_port = await serve_http(
-                    api, bind, http_port or self.config.http_port, ssl_context=tls
+                    api,
+                    bind,
+                    http_port or self.config.http_port,
+                    ssl_context=tls,
+                    authn=authn,
+                    authz=authz,
                 )
                 scheme = "https" if tls is not None else "http"
                 self.http_address = f"{scheme}://{join(advertise, self.http_port)}"
@@ -130,6 +137,11 @@ class ApiServerHost:
         self.started = True
         self.start_seconds = time.monotonic() - t0
         return self.address
+
+    def http_auth(self, api: ApiServer) -> tuple[Authenticator, Authorizer]:
+        """Who may call the HTTP API and what they may do (services/auth): everyone
+        everything until the host is configured with identities (issue 15)."""
+        return ALLOW_ALL, ALLOW_ALL
 
     async def stop(self) -> None:
         if self.http_runner is not None:

@@ -16,6 +16,7 @@ and tables.py (looked up by name, with the stand-in `_standin` while a module is
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import json
@@ -151,6 +152,22 @@ def error(code: int, reason: str, message: str, **details: Any) -> web.Response:
 
 # ------------------------------------------------------------------ the handler
 
+#: Whether the authorizer's attributes carry the object a create or update writes
+#: (services/auth may add `obj` to RequestAttributes; see issue 15's interfaces).
+WITH_OBJECT = "obj" in {f.name for f in dataclasses.fields(RequestAttributes)}
+
+
+def written_object(call: verbs.Call) -> Message | None:
+    """The object a create or update body holds, for the authorizer; None when it does
+    not decode (the verb then refuses it with the reason)."""
+    try:
+        return verbs.decode_object(
+            verbs.Call(call.api, call.info, call.kind, call.query, call.body, call.content_type),
+            verbs.body_doc(call),
+        )
+    except ApiError:
+        return None
+
 
 class HttpApi:
     """The request handler: one per app, holding the registry and the auth collaborators."""
@@ -186,19 +203,30 @@ class HttpApi:
             return error(404, "NotFound", "the server could not find the requested resource")
         if info.kind is None:
             return error(404, "NotFound", "the server could not find the requested resource")
-        decision = await maybe_await(
-            self.authz.authorize(
-                RequestAttributes(
-                    user=user,
-                    verb=info.verb,
-                    resource=info.resource,
-                    api_group=info.group,
-                    subresource=info.subresource,
-                    namespace=info.namespace,
-                    name=info.name,
-                )
-            )
+        if request.content_length and request.content_length > MAX_BODY:
+            return error(413, "RequestEntityTooLarge", "the request is too large")
+        body = await request.read() if request.can_read_body else b""
+        call = verbs.Call(
+            api=self.api,
+            info=info,
+            kind=info.kind,
+            query=request.query,
+            body=body,
+            content_type=request.headers.get("Content-Type", ""),
+            user=user,
         )
+        attrs = RequestAttributes(
+            user=user,
+            verb=info.verb,
+            resource=info.resource,
+            api_group=info.group,
+            subresource=info.subresource,
+            namespace=info.namespace,
+            name=info.name,
+        )
+        if WITH_OBJECT and info.verb in ("create", "update") and not info.subresource:
+            attrs = dataclasses.replace(attrs, obj=written_object(call))  # type: ignore[call-arg]
+        decision = await maybe_await(self.authz.authorize(attrs))
         if not decision.allowed:
             msg = forbidden_message(
                 user=user.name,
@@ -213,18 +241,6 @@ class HttpApi:
             return error(
                 403, "Forbidden", msg, name=info.name, group=info.group, kind=info.resource
             )
-        if request.content_length and request.content_length > MAX_BODY:
-            return error(413, "RequestEntityTooLarge", "the request is too large")
-        body = await request.read() if request.can_read_body else b""
-        call = verbs.Call(
-            api=self.api,
-            info=info,
-            kind=info.kind,
-            query=request.query,
-            body=body,
-            content_type=request.headers.get("Content-Type", ""),
-            user=user,
-        )
         try:
             return await self.dispatch(request, call)
         except ApiError as e:

@@ -10,6 +10,7 @@ from aiohttp.test_utils import TestClient
 
 from services.apiserver import ApiServer
 from services.auth import Decision, RequestAttributes, User
+from services.httpapi.app import WITH_OBJECT
 from services.httpapi.status import forbidden_message
 from tests.builders import pod
 from tests.httpapi.conftest import as_json, client_for
@@ -171,3 +172,14 @@ async def test_version_and_openapi_paths(http: TestClient) -> None:
     assert (await http.get("/openapi/v3/api/v1")).status == 200
     assert (await http.get("/openapi/v3/apis/nope/v1")).status == 404
     assert (await http.get("/openapi/v2")).status == 404
+
+
+@pytest.mark.skipif(
+    not WITH_OBJECT, reason="RequestAttributes.obj arrives with services/auth (issue 15, H4)"
+)
+async def test_the_authorizer_sees_the_object_a_create_writes(guarded) -> None:
+    client, authz = guarded
+    doc = as_json(pod("seen", nodeName="n1"))
+    await client.post(PODS, json=doc, headers={"Authorization": "Bearer node-token"})
+    obj = authz.seen[-1].obj  # type: ignore[attr-defined]
+    assert obj is not None and obj.spec.node_name == "n1"
