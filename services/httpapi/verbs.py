@@ -514,6 +514,16 @@ async def delete(call: Call) -> tuple[int, dict[str, Any]]:
     kind, ns, name = call.kind, call.namespace, call.info.name
     if opts.dry_run:
         obj = await call.api.get(kind, ns, name)
+        m = _meta(obj)
+        if opts.uid and opts.uid != m.uid:
+            raise ConflictError(
+                f"Precondition failed: UID in precondition: {opts.uid}, UID in object meta: {m.uid}"
+            )
+        if opts.resource_version and opts.resource_version != m.resource_version:
+            raise ConflictError(
+                f"Precondition failed: ResourceVersion in precondition: {opts.resource_version}, "
+                f"ResourceVersion in object meta: {m.resource_version}"
+            )
         return 200, to_json(kind, obj)
     obj = await call.api.delete(
         kind,

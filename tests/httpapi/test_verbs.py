@@ -387,6 +387,7 @@ async def test_delete_answers_success_status_or_the_object(http: TestClient) -> 
     ("options", "code"),
     [
         ({"preconditions": {"uid": "not-it"}}, 409),
+        ({"preconditions": {"uid": "not-it"}, "dryRun": ["All"]}, 409),
         ({"preconditions": {"resourceVersion": "1"}}, 409),
         ({"propagationPolicy": "Sometimes"}, 400),
         ({"gracePeriodSeconds": -5}, 422),
