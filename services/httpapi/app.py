@@ -214,6 +214,7 @@ class HttpApi:
             body=body,
             content_type=request.headers.get("Content-Type", ""),
             user=user,
+            user_agent=request.headers.get("User-Agent", ""),
         )
         attrs = RequestAttributes(
             user=user,

@@ -92,6 +92,7 @@ class Call:
     body: bytes = b""
     content_type: str = ""
     user: User | None = None
+    user_agent: str = ""
     #: Warning headers for the response (unknown fields under fieldValidation=Warn).
     warnings: list[str] = field(default_factory=list)
 
@@ -117,7 +118,12 @@ class Call:
 
     @property
     def manager(self) -> str:
-        return self.query.get("fieldManager", "") or "kubectl"
+        """fieldManager, else the User-Agent up to its first "/" (upstream's default)."""
+        return (
+            self.query.get("fieldManager", "")
+            or self.user_agent.split("/", 1)[0][:128]
+            or "unknown"
+        )
 
     def now(self) -> str:
         return rfc3339(self.api.clock.now())
