@@ -7,6 +7,7 @@ skipped with that reason (they run once it is merged)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -150,6 +151,35 @@ def test_get_output_forms_and_selectors(kubectl, args, check) -> None:
         make_pod(kubectl, "gets", "g2", app="two", node="gn")
     out = kubectl("get", "pods", "-n", "gets", *args).stdout
     assert check(out), out
+
+
+def test_get_in_chunks_pages_with_limit_and_continue(kubectl) -> None:
+    make_namespace(kubectl, "chunks")
+    for i in range(5):
+        make_pod(kubectl, "chunks", f"c{i}")
+    proc = subprocess.run(
+        ["kubectl", "get", "pods", "-n", "chunks", "-o", "name", "--chunk-size=2", "-v=6"],
+        env=kubectl.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert proc.stdout.split() == [f"pod/c{i}" for i in range(5)]
+    assert proc.stderr.count("continue=") == 2  # three pages
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("services.api.fieldmanager") is None,
+    reason="server-side apply arrives with services/api/fieldmanager.py (issue 15, H2)",
+)
+def test_apply_server_side(kubectl) -> None:
+    make_namespace(kubectl, "ssa")
+    manifest = str(ROOT / "examples/deployment.yaml")
+    out = kubectl("apply", "--server-side", "-n", "ssa", "-f", manifest).stdout
+    assert "serverside-applied" in out
+    fields = as_json(kubectl, "get", "deployment", "web", "-n", "ssa")["metadata"]["managedFields"]
+    assert any(m["manager"] == "kubectl" and m["operation"] == "Apply" for m in fields)
 
 
 def test_get_all_namespaces_and_json(kubectl) -> None:

@@ -68,6 +68,21 @@ def test_pods_create_read_list_patch_delete(api_client: Any, ns: str) -> None:
     assert e.value.status == 404
 
 
+def test_paged_list_with_limit_and_continue(api_client: Any, ns: str) -> None:
+    core = k8s.CoreV1Api(api_client)
+    for i in range(3):
+        core.create_namespaced_pod(ns, make_pod(f"pg{i}", {"page": "yes"}))
+    names, token, pages = [], None, 0
+    while pages < 10:
+        page = core.list_namespaced_pod(ns, label_selector="page=yes", limit=2, _continue=token)
+        names += [p.metadata.name for p in page.items]
+        pages += 1
+        token = page.metadata._continue
+        if not token:
+            break
+    assert names == ["pg0", "pg1", "pg2"] and pages == 2
+
+
 def test_create_conflicts_raise_api_exceptions_with_the_status(api_client: Any, ns: str) -> None:
     core = k8s.CoreV1Api(api_client)
     core.create_namespaced_pod(ns, make_pod("dup"))
