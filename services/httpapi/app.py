@@ -98,6 +98,24 @@ class Negotiated:
         return bool(self.form)
 
 
+#: The aggregated discovery document's media type (kubectl 1.32 asks for it first).
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def wants_aggregated(accept: str) -> bool:
+    """Whether Accept asks for aggregated discovery (v2) before plain JSON."""
+    for part in accept.split(","):
+        media, *params = (p.strip() for p in part.split(";"))
+        opts = dict(p.split("=", 1) for p in params if "=" in p)
+        if media == JSON and opts.get("as") == "APIGroupDiscoveryList":
+            if opts.get("g") == "apidiscovery.k8s.io" and opts.get("v") == "v2":
+                return True
+            continue
+        if media in (JSON, "*/*"):
+            return False
+    return False
+
+
 def partial(kind: Kind, obj: Message) -> dict[str, Any]:
     return {
         "kind": "PartialObjectMetadata",
@@ -138,9 +156,15 @@ def render_page(neg: Negotiated, call: verbs.Call, page: verbs.Page) -> dict[str
     return doc
 
 
-def respond(code: int, doc: dict[str, Any], warnings: list[str] = ()) -> web.Response:  # type: ignore[assignment]
+def respond(
+    code: int,
+    doc: dict[str, Any],
+    warnings: list[str] = (),  # type: ignore[assignment]
+    *,
+    content_type: str = JSON,
+) -> web.Response:
     headers: CIMultiDict[str] = CIMultiDict()
-    headers["Content-Type"] = JSON
+    headers["Content-Type"] = content_type
     for w in warnings:
         headers.add("Warning", "299 - " + json.dumps(w))
     return web.Response(status=code, body=json.dumps(doc).encode(), headers=headers)
@@ -188,7 +212,7 @@ class HttpApi:
         if user is None:
             return error(401, "Unauthorized", "Unauthorized")
         path = request.path
-        non_resource = self.non_resource(path)
+        non_resource = self.non_resource(path, request.headers.get("Accept", ""))
         if non_resource is not None:
             if request.method not in ("GET", "HEAD"):
                 return error(
@@ -250,9 +274,13 @@ class HttpApi:
             log.exception("%s %s failed", request.method, request.path_qs)
             return error(500, "InternalError", "an internal error occurred")
 
-    def non_resource(self, path: str) -> web.Response | None:
+    def non_resource(self, path: str, accept: str = "") -> web.Response | None:
         parts = [p for p in path.split("/") if p]
         disco = provider("discovery")
+        if parts in (["api"], ["apis"]) and wants_aggregated(accept):
+            aggregated = getattr(disco, "aggregated_discovery", None)
+            if aggregated is not None:
+                return respond(200, aggregated(core=parts == ["api"]), content_type=AGGREGATED)
         if parts == ["version"]:
             return respond(200, disco.version_info())
         if parts in (["healthz"], ["livez"], ["readyz"]):
