@@ -202,6 +202,15 @@ class HttpApi:
         self.authz = authz
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self.serve(request)
+        except Exception:
+            # A bug or a broken collaborator (authenticator, authorizer): a 500 Status,
+            # logged with its traceback, never aiohttp's bare text answer.
+            log.exception("%s %s failed", request.method, request.path_qs)
+            return error(500, "InternalError", "an internal error occurred")
+
+    async def serve(self, request: web.Request) -> web.StreamResponse:
         if request.path.rstrip("/") in PUBLIC_PATHS and request.method in ("GET", "HEAD"):
             served = self.non_resource(request.path)
             if served is not None:
@@ -270,9 +279,6 @@ class HttpApi:
             return await self.dispatch(request, call)
         except ApiError as e:
             return respond(*_code(e, info), call.warnings)
-        except Exception:
-            log.exception("%s %s failed", request.method, request.path_qs)
-            return error(500, "InternalError", "an internal error occurred")
 
     def non_resource(self, path: str, accept: str = "") -> web.Response | None:
         parts = [p for p in path.split("/") if p]

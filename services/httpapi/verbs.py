@@ -401,6 +401,7 @@ async def patch(call: Call) -> dict[str, Any]:
     status = call.info.subresource == "status"
     if ptype == patching.APPLY_PATCH_YAML:
         return await _apply(call)
+    pinned = names_resource_version(ptype, call.body)
     for _ in range(MAX_RETRIES):
         current = await call.api.get(call.kind, call.namespace, call.info.name)
         cur_doc = to_json(call.kind, current)
@@ -408,11 +409,6 @@ async def patch(call: Call) -> dict[str, Any]:
         if not isinstance(doc, dict):
             raise BadRequestError("the patch did not produce an object")
         meta = doc.setdefault("metadata", {})
-        pinned = meta.get("resourceVersion") not in (
-            None,
-            "",
-            cur_doc["metadata"].get("resourceVersion"),
-        )
         if not meta.get("resourceVersion"):
             meta["resourceVersion"] = _meta(current).resource_version
         doc = track(call, cur_doc, doc)
@@ -428,6 +424,21 @@ async def patch(call: Call) -> dict[str, Any]:
             continue
         return to_json(call.kind, updated)
     raise conflict(call.kind, call.info.name)
+
+
+def names_resource_version(ptype: str, body: bytes) -> bool:
+    """Whether a patch sets metadata.resourceVersion: it is then conditional on that
+    version, and a conflict is the answer rather than a retry (as upstream)."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    if ptype == patching.JSON_PATCH:
+        return isinstance(doc, list) and any(
+            isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" for op in doc
+        )
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    return isinstance(meta, dict) and bool(meta.get("resourceVersion"))
 
 
 async def _apply(call: Call) -> dict[str, Any]:

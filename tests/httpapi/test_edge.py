@@ -232,3 +232,19 @@ async def test_without_aggregated_discovery_the_legacy_documents_answer(
     r = await http.get("/apis", headers={"Accept": AGGREGATED_ACCEPT})
     assert r.headers["Content-Type"] == "application/json"
     assert (await r.json())["kind"] == "APIGroupList"
+
+
+class Broken:
+    def authorize(self, attrs: RequestAttributes) -> Decision:
+        raise RuntimeError("the authorizer's lookup failed")
+
+
+async def test_a_failing_collaborator_is_a_500_status(registry: ApiServer, caplog) -> None:
+    client = await client_for(registry, authz=Broken())
+    try:
+        r = await client.get(PODS)
+        body = await r.json()
+        assert r.status == 500 and body["reason"] == "InternalError" and body["kind"] == "Status"
+        assert "the authorizer's lookup failed" in caplog.text
+    finally:
+        await client.close()

@@ -8,7 +8,7 @@ import json
 import pytest
 from aiohttp.test_utils import TestClient
 
-from services.httpapi.verbs import continue_token
+from services.httpapi.verbs import continue_token, names_resource_version
 from tests.builders import MakeNode, pod
 from tests.httpapi.conftest import as_json
 
@@ -554,3 +554,28 @@ async def test_node_status_patch(http: TestClient) -> None:
     )
     assert r.status == 200, await r.text()
     assert (await r.json())["status"]["capacity"] == {"cpu": "4"}
+
+
+@pytest.mark.parametrize(
+    ("ptype", "body", "pinned"),
+    [
+        ("application/merge-patch+json", b'{"metadata":{"resourceVersion":"5"}}', True),
+        ("application/merge-patch+json", b'{"metadata":{"labels":{"a":"b"}}}', False),
+        ("application/strategic-merge-patch+json", b'{"metadata":{"resourceVersion":"5"}}', True),
+        (
+            "application/json-patch+json",
+            b'[{"op":"test","path":"/metadata/resourceVersion","value":"5"}]',
+            True,
+        ),
+        (
+            "application/json-patch+json",
+            b'[{"op":"add","path":"/metadata/labels","value":{}}]',
+            False,
+        ),
+        ("application/merge-patch+json", b"not json", False),
+    ],
+)
+def test_a_patch_naming_a_resource_version_is_conditional(
+    ptype: str, body: bytes, pinned: bool
+) -> None:
+    assert names_resource_version(ptype, body) is pinned
