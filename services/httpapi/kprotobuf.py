@@ -26,6 +26,8 @@ from typing import Any
 
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
+#: How deep an unknown field's nested messages are searched for a set value.
+MAX_DEPTH = 32
 
 
 class ProtobufBodyError(ValueError):
@@ -263,7 +265,7 @@ def _intstr(data: bytes) -> int | str:
     return _signed(parts.get(2, 0))
 
 
-def _zero(wt: int, value: Any) -> bool:
+def _zero(wt: int, value: Any, depth: int = 0) -> bool:
     """Whether an unknown field holds its zero value: 0, empty, or a message whose
     fields all do (upstream writes nested non-pointer structs even when unset)."""
     if wt == _VARINT:
@@ -272,8 +274,10 @@ def _zero(wt: int, value: Any) -> bool:
         return not any(value)
     if not value:
         return True
+    if depth > MAX_DEPTH:
+        return False  # refused, not searched further
     try:
-        return all(_zero(w, v) for _, w, v in fields(value))
+        return all(_zero(w, v, depth + 1) for _, w, v in fields(value))
     except ProtobufBodyError:
         return False
 

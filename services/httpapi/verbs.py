@@ -9,9 +9,11 @@ return messages, not JSON.
 
 Deliberate differences from upstream, kept small:
 
-* a list with `limit` pages over the current state (each page is read at the revision it
-  is read, not at the first page's); the continue token carries the last key, and a
-  token naming a compacted revision answers 410 Expired as upstream;
+* a list with `limit` is read from the kind's watch cache, every page at the first
+  page's revision (upstream reads etcd at it); the continue token carries that revision
+  and the last key, and answers 410 Expired once the revision has left the cache's
+  window (upstream: once etcd compacted it). Without `limit` a list is a quorum read of
+  etcd, as upstream's resourceVersion="";
 * managedFields are tracked on HTTP writes only (services/api/fieldmanager.py); the gRPC
   path leaves them as they are;
 * propagationPolicy: kubera has no garbage collector; Orphan removes the deleted object
@@ -33,7 +35,7 @@ from typing import Any
 import yaml
 from google.protobuf.message import Message
 
-from services.api import codec, patching
+from services.api import codec, patching, yamlload
 from services.api.errors import (
     ApiError,
     BadRequestError,
@@ -45,6 +47,7 @@ from services.api.errors import (
     unsupported,
 )
 from services.api.kinds import KINDS, Kind
+from services.api.limits import DepthError, loads_json
 from services.apiserver import MAX_RETRIES, ApiServer, conflict
 from services.auth import User
 from services.clock import rfc3339
@@ -156,8 +159,10 @@ def body_doc(call: Call) -> Any:
         )
     try:
         if "yaml" in call.content_type:
-            return yaml.safe_load(call.body)
-        return json.loads(call.body)
+            return yamlload.safe_load(call.body.decode())
+        return loads_json(call.body, "the request body")
+    except DepthError as e:
+        raise BadRequestError(str(e)) from None
     except (ValueError, yaml.YAMLError, UnicodeDecodeError) as e:
         raise BadRequestError(f"the body of the request was in an unknown format: {e}") from None
 
@@ -430,8 +435,8 @@ def names_resource_version(ptype: str, body: bytes) -> bool:
     """Whether a patch sets metadata.resourceVersion: it is then conditional on that
     version, and a conflict is the answer rather than a retry (as upstream)."""
     try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        doc = loads_json(body, "the patch")
+    except (ValueError, UnicodeDecodeError):  # DepthError is a ValueError
         return False
     if ptype == patching.JSON_PATCH:
         return isinstance(doc, list) and any(
@@ -451,8 +456,8 @@ async def _apply(call: Call) -> dict[str, Any]:
             "PATCH, application/apply-patch+yaml: fieldManager: Required value: is required for apply patch"
         )
     try:
-        applied = yaml.safe_load(call.body)
-    except yaml.YAMLError as e:
+        applied = yamlload.safe_load(call.body.decode())
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise BadRequestError(f"error decoding YAML: {e}") from None
     force = truthy(call.query.get("force"))
     for _ in range(MAX_RETRIES):

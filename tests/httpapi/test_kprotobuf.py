@@ -96,3 +96,11 @@ def test_an_unknown_field_at_its_zero_value_is_skipped_and_a_set_one_refused() -
 def test_bodies_that_cannot_be_read_are_refused(body: bytes) -> None:
     with pytest.raises(ProtobufBodyError):
         decode(body)
+
+
+def test_a_deeply_nested_unknown_field_is_refused_not_searched_forever() -> None:
+    nested = b""
+    for _ in range(2000):
+        nested = field(1, nested)
+    with pytest.raises(ProtobufBodyError, match="field 99 of Namespace"):
+        decode(envelope("v1", "Namespace", field(99, nested)))

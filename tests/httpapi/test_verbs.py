@@ -579,3 +579,18 @@ def test_a_patch_naming_a_resource_version_is_conditional(
     ptype: str, body: bytes, pinned: bool
 ) -> None:
     assert names_resource_version(ptype, body) is pinned
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("application/json", b'{"a":' * 100_000 + b"1" + b"}" * 100_000),
+        ("application/yaml", b"a: [" * 50_000 + b"]" * 50_000),
+    ],
+    ids=["json", "yaml"],
+)
+async def test_deeply_nested_bodies_are_400_not_500(
+    http: TestClient, content_type: str, body: bytes
+) -> None:
+    r = await http.post(PODS, data=body, headers={"Content-Type": content_type})
+    assert r.status == 400, await r.text()
