@@ -3,12 +3,15 @@
 Why this module exists: it is the edge, and only composes. Each request goes through
 the same steps, in upstream's handler-chain order:
 
-    authenticate (Bearer token -> User; none or unknown: 401)
+    health and version (public, upstream's system:public-info-viewer)
+    -> authenticate (Bearer token -> User; none or unknown: 401)
     -> non-resource paths (/version, /api, /apis, /openapi/v3, /healthz): served as they are
-    -> RequestInfo (requestinfo.parse) -> authorize (denied: 403 in RBAC's wording)
+    -> RequestInfo (requestinfo.parse) -> authorize, with the written object when the
+       attributes carry one (denied: 403 in RBAC's wording)
     -> the verb (verbs, watch) -> the answer negotiated by Accept (JSON, a meta/v1
        Table, PartialObjectMetadata[List]) with Warning headers
-    -> any ApiError: a Status with its HTTP code (status.from_error)
+    -> any ApiError: a Status with its HTTP code (status.from_error); anything else a
+       500 Status, logged
 
 Discovery, OpenAPI and Table output come from services/httpapi/discovery.py, openapi.py
 and tables.py (looked up by name, with the stand-in `_standin` while a module is absent).
