@@ -1,0 +1,210 @@
+"""A small aiohttp server of the read-only documents (discovery, OpenAPI v3, Table lists
+of fixed objects) and a real `kubectl` run against it, for the discovery, OpenAPI and
+Table tests. The full HTTP API is services/httpapi/app.py's; this one serves only what
+those modules produce, so their tests need no apiserver or etcd.
+
+Every request is recorded (method, path with query, Accept) so a test can assert what
+kubectl asked for. kubectl runs with its own kubeconfig and discovery cache under the
+test's tmp_path, and is killed by PID if it outlives its timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from google.protobuf.message import Message
+
+from services.api import kinds
+from services.httpapi import discovery, openapi, tables
+
+KUBECTL_TIMEOUT = 30.0
+TABLE_ACCEPT = "as=Table"
+
+
+@dataclass
+class Recorded:
+    method: str
+    path_qs: str
+    accept: str
+
+
+@dataclass
+class DocServer:
+    url: str
+    tmp: Path
+    requests: list[Recorded] = field(default_factory=list)
+    #: Objects served by the list/get endpoints, by resource.
+    objects: dict[str, list[Message]] = field(default_factory=dict)
+    #: Bodies of PATCH/POST/PUT requests, by path.
+    bodies: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.tmp / "kubeconfig"
+
+    async def kubectl(self, *args: str) -> tuple[int, str, str]:
+        """Run kubectl against the server; (exit code, stdout, stderr)."""
+        proc = await asyncio.create_subprocess_exec(
+            "kubectl",
+            f"--kubeconfig={self.kubeconfig}",
+            f"--cache-dir={self.tmp / 'kube-cache'}",
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), KUBECTL_TIMEOUT)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        return proc.returncode or 0, out.decode(), err.decode()
+
+
+def _json(doc: Any, content_type: str = "application/json") -> web.Response:
+    return web.Response(body=json.dumps(doc).encode(), headers={"Content-Type": content_type})
+
+
+def _not_found(what: str) -> web.Response:
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": f"{what} not found",
+        "reason": "NotFound",
+        "code": 404,
+    }
+    return web.json_response(status, status=404)
+
+
+def _app(server: DocServer) -> web.Application:
+    @web.middleware
+    async def record(request: web.Request, handler: Any) -> web.StreamResponse:
+        server.requests.append(
+            Recorded(request.method, request.path_qs, request.headers.get("Accept", ""))
+        )
+        if request.method in ("PATCH", "POST", "PUT") and request.can_read_body:
+            server.bodies[request.path] = await request.text()
+        return await handler(request)
+
+    async def version(request: web.Request) -> web.Response:
+        return web.json_response(discovery.version_info())
+
+    async def core(request: web.Request) -> web.Response:
+        if discovery.wants_aggregated(request.headers.get("Accept", "")):
+            return _json(discovery.aggregated_discovery(True), discovery.AGGREGATED_MEDIA_TYPE)
+        return web.json_response(discovery.core_api_versions())
+
+    async def groups(request: web.Request) -> web.Response:
+        if discovery.wants_aggregated(request.headers.get("Accept", "")):
+            return _json(discovery.aggregated_discovery(False), discovery.AGGREGATED_MEDIA_TYPE)
+        return web.json_response(discovery.api_group_list())
+
+    async def resources(request: web.Request) -> web.Response:
+        group = request.match_info.get("group", "")
+        doc = discovery.resource_list(group, request.match_info["version"])
+        return _not_found(request.path) if doc is None else web.json_response(doc)
+
+    async def openapi_index(request: web.Request) -> web.Response:
+        return web.json_response(openapi.openapi_v3_paths())
+
+    async def openapi_doc(request: web.Request) -> web.Response:
+        group = request.match_info.get("group", "")
+        doc = openapi.openapi_v3_document(group, request.match_info["version"])
+        return _not_found(request.path) if doc is None else web.json_response(doc)
+
+    async def listing(request: web.Request) -> web.Response:
+        kind = kinds.BY_RESOURCE.get(request.match_info["resource"])
+        if kind is None:
+            return _not_found(request.path)
+        objs = server.objects.get(kind.resource, [])
+        name = request.match_info.get("name")
+        if name is not None:
+            objs = [o for o in objs if o.metadata.name == name]  # type: ignore[attr-defined]
+            if not objs:
+                return _not_found(f'{kind.resource} "{name}"')
+        if TABLE_ACCEPT in request.headers.get("Accept", ""):
+            include = request.query.get("includeObject", "Metadata")
+            return web.json_response(
+                tables.to_table(
+                    kind,
+                    objs,
+                    wide=True,
+                    include_object=include,
+                    list_meta={"resourceVersion": "7"},
+                )
+            )
+        from services.api import codec
+
+        if name is not None:
+            return web.json_response(codec.encode(objs[0]))
+        return web.json_response(
+            {
+                "kind": kind.kind + "List",
+                "apiVersion": kind.api_version,
+                "metadata": {"resourceVersion": "7"},
+                "items": [codec.encode(o) for o in objs],
+            }
+        )
+
+    app = web.Application(middlewares=[record])
+    app.router.add_get("/version", version)
+    app.router.add_get("/api", core)
+    app.router.add_get("/apis", groups)
+    app.router.add_get("/api/{version}", resources)
+    app.router.add_get("/apis/{group}/{version}", resources)
+    app.router.add_get("/openapi/v3", openapi_index)
+    app.router.add_get("/openapi/v3/api/{version}", openapi_doc)
+    app.router.add_get("/openapi/v3/apis/{group}/{version}", openapi_doc)
+    for prefix in ("/api/{version}", "/apis/{group}/{version}"):
+        for ns in ("", "/namespaces/{namespace}"):
+            app.router.add_get(prefix + ns + "/{resource}", listing)
+            app.router.add_get(prefix + ns + "/{resource}/{name}", listing)
+    return app
+
+
+def write_kubeconfig(path: Path, url: str) -> None:
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "kubera", "cluster": {"server": url}}],
+                "users": [{"name": "admin", "user": {"token": "test-token"}}],
+                "contexts": [
+                    {
+                        "name": "kubera",
+                        "context": {"cluster": "kubera", "user": "admin", "namespace": "default"},
+                    }
+                ],
+                "current-context": "kubera",
+            }
+        )
+    )
+
+
+@asynccontextmanager
+async def doc_server(
+    tmp: Path, objects: dict[str, Sequence[Message]] | None = None
+) -> AsyncIterator[DocServer]:
+    """Serve the documents on a loopback port for the duration of the block."""
+    server = DocServer(url="", tmp=tmp, objects={k: list(v) for k, v in (objects or {}).items()})
+    runner = web.AppRunner(_app(server))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        server.url = f"http://127.0.0.1:{port}"
+        write_kubeconfig(server.kubeconfig, server.url)
+        yield server
+    finally:
+        await runner.cleanup()
