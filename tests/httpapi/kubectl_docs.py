@@ -155,6 +155,14 @@ def _app(server: DocServer) -> web.Application:
             }
         )
 
+    async def create(request: web.Request) -> web.Response:
+        """Echo the object kubectl sends (no validation: the real edge's job)."""
+        doc = json.loads(server.bodies[request.path])
+        doc.setdefault("metadata", {}).setdefault(
+            "namespace", request.match_info.get("namespace", "")
+        )
+        return web.json_response(doc, status=201)
+
     app = web.Application(middlewares=[record])
     app.router.add_get("/version", version)
     app.router.add_get("/api", core)
@@ -168,6 +176,7 @@ def _app(server: DocServer) -> web.Application:
         for ns in ("", "/namespaces/{namespace}"):
             app.router.add_get(prefix + ns + "/{resource}", listing)
             app.router.add_get(prefix + ns + "/{resource}/{name}", listing)
+            app.router.add_post(prefix + ns + "/{resource}", create)
     return app
 
 
