@@ -14,7 +14,7 @@ import pytest
 from protos.kubera.v1 import apps_pb2, core_pb2
 from services.api import listtypes
 from services.api.kinds import KINDS, Kind
-from services.httpapi import discovery, openapi
+from services.httpapi import discovery, openapi, openapischemas
 from tests.httpapi.kubectl_docs import doc_server
 
 SCHEMAS = "#/components/schemas/"
@@ -83,13 +83,13 @@ def test_unknown_group_version_has_no_document() -> None:
 )
 def test_schemas_are_named_as_upstream(message: Any, name: str) -> None:
     desc = message if hasattr(message, "full_name") else message.DESCRIPTOR
-    assert openapi.schema_name(desc) == name
+    assert openapischemas.schema_name(desc) == name
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.resource)
 def test_every_kind_and_its_list_carry_their_gvk(kind: Kind) -> None:
     schemas = _doc(kind)["components"]["schemas"]
-    name = openapi.schema_name(kind.message.DESCRIPTOR)
+    name = openapischemas.schema_name(kind.message.DESCRIPTOR)
     gvk = {"group": kind.group, "version": kind.version, "kind": kind.kind}
     assert schemas[name]["x-kubernetes-group-version-kind"] == [gvk]
     assert schemas[name + "List"]["x-kubernetes-group-version-kind"] == [
@@ -196,14 +196,14 @@ def test_list_strategies_come_from_the_list_types_table(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(listtypes, "strategy", strategy)
     spec = core_pb2.PodSpec.DESCRIPTOR
-    schema = openapi.field_schema(spec, spec.fields_by_name["containers"])
+    schema = openapischemas.field_schema(spec, spec.fields_by_name["containers"])
     assert {k: v for k, v in schema.items() if k.startswith("x-")} == {
         "x-kubernetes-list-type": "map",
         "x-kubernetes-list-map-keys": ["name"],
         "x-kubernetes-patch-strategy": "merge",
         "x-kubernetes-patch-merge-key": "name",
     }
-    assert "x-kubernetes-list-type" not in openapi.field_schema(
+    assert "x-kubernetes-list-type" not in openapischemas.field_schema(
         spec, spec.fields_by_name["tolerations"]
     )
 
