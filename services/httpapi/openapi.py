@@ -350,3 +350,10 @@ def openapi_v3_paths() -> dict[str, Any]:
             for g, v in discovery.group_versions()
         }
     }
+
+
+def clear_caches() -> None:
+    """Forget the built documents (they are built once per process from static tables;
+    tests that swap a table call this)."""
+    _document.cache_clear()
+    document_hash.cache_clear()

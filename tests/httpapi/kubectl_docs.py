@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 from google.protobuf.message import Message
 
-from services.api import kinds
+from services.api import codec, kinds
 from services.httpapi import discovery, openapi, tables
 
 KUBECTL_TIMEOUT = 30.0
@@ -142,8 +142,6 @@ def _app(server: DocServer) -> web.Application:
                     list_meta={"resourceVersion": "7"},
                 )
             )
-        from services.api import codec
-
         if name is not None:
             return web.json_response(codec.encode(objs[0]))
         return web.json_response(
@@ -163,6 +161,15 @@ def _app(server: DocServer) -> web.Application:
         )
         return web.json_response(doc, status=201)
 
+    async def patch(request: web.Request) -> web.Response:
+        """Answer with the object as served (the patch is recorded, not applied)."""
+        kind = kinds.BY_RESOURCE[request.match_info["resource"]]
+        name = request.match_info["name"]
+        objs = [o for o in server.objects.get(kind.resource, []) if o.metadata.name == name]  # type: ignore[attr-defined]
+        if not objs:
+            return _not_found(f'{kind.resource} "{name}"')
+        return web.json_response(codec.encode(objs[0]))
+
     app = web.Application(middlewares=[record])
     app.router.add_get("/version", version)
     app.router.add_get("/api", core)
@@ -177,6 +184,7 @@ def _app(server: DocServer) -> web.Application:
             app.router.add_get(prefix + ns + "/{resource}", listing)
             app.router.add_get(prefix + ns + "/{resource}/{name}", listing)
             app.router.add_post(prefix + ns + "/{resource}", create)
+            app.router.add_patch(prefix + ns + "/{resource}/{name}", patch)
     return app
 
 

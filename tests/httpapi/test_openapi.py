@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from protos.kubera.v1 import apps_pb2, core_pb2
-from services.api import listtypes
+from services.api import codec, listtypes
 from services.api.kinds import KINDS, Kind
 from services.httpapi import discovery, openapi, openapischemas
 from tests.httpapi.kubectl_docs import doc_server
@@ -329,3 +329,65 @@ async def test_kubectl_apply_validate_strict_leaves_validation_to_the_server(
     # The unknown field reached the server, which decides; kubectl needed no /openapi/v2.
     assert "bogus" in server.bodies["/api/v1/namespaces/default/pods"]
     assert not any(r.path_qs.startswith("/openapi/v2") for r in server.requests)
+
+
+@pytest.fixture
+def containers_merge_by_name(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The list types table saying what upstream's PodSpec says of containers."""
+
+    def strategy(message: str, json_name: str) -> listtypes.ListStrategy | None:
+        if (message, json_name) == ("kubera.v1.PodSpec", "containers"):
+            return listtypes.ListStrategy("map", ("name",), "merge", "name")
+        return None
+
+    monkeypatch.setattr(listtypes, "strategy", strategy)
+    openapi.clear_caches()
+    yield
+    monkeypatch.undo()
+    openapi.clear_caches()
+
+
+def _live_pod() -> Any:
+    applied = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    }
+    live = json.loads(json.dumps(applied))
+    live["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": json.dumps(applied)
+    }
+    return codec.decode(live).obj
+
+
+async def _apply_new_image(tmp_path: Path) -> dict[str, Any]:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\n"
+        "spec:\n  containers:\n  - {name: c, image: 'nginx:1.27'}\n"
+    )
+    async with doc_server(tmp_path, {"pods": [_live_pod()]}) as server:
+        rc, out, err = await server.kubectl("apply", "-f", str(manifest))
+    assert rc == 0, err
+    assert "pod/web configured" in out
+    return json.loads(server.bodies["/api/v1/namespaces/default/pods/web"])
+
+
+async def test_kubectl_apply_merges_lists_by_the_documents_patch_merge_key(
+    tmp_path: Path, containers_merge_by_name: None
+) -> None:
+    patch = await _apply_new_image(tmp_path)
+    assert patch["spec"] == {
+        "$setElementOrder/containers": [{"name": "c"}],
+        "containers": [{"image": "nginx:1.27", "name": "c"}],
+    }
+
+
+async def test_kubectl_apply_replaces_lists_the_document_gives_no_strategy(tmp_path: Path) -> None:
+    openapi.clear_caches()
+    patch = await _apply_new_image(tmp_path)
+    if listtypes.strategy("kubera.v1.PodSpec", "containers") is None:
+        assert patch["spec"] == {"containers": [{"image": "nginx:1.27", "name": "c"}]}
+    else:  # the real list types table (issue 15's H2) knows containers merge by name
+        assert "$setElementOrder/containers" in patch["spec"]
