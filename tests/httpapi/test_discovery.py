@@ -3,8 +3,10 @@ real kubectl reading them (aggregated discovery first)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -188,3 +190,26 @@ async def test_kubectl_version_shows_the_server_without_a_skew_warning(tmp_path:
     assert rc == 0, err
     assert f"Server Version: {discovery.GIT_VERSION}" in out
     assert "WARNING" not in err
+
+
+async def test_python_dynamic_client_finds_kinds_and_subresources_unaggregated(
+    tmp_path: Path,
+) -> None:
+    """The official Python client's DynamicClient reads /apis and each APIResourceList."""
+    from kubernetes import client, dynamic
+
+    async with doc_server(tmp_path) as server:
+
+        def discover() -> tuple[Any, Any]:
+            cfg = client.Configuration()
+            cfg.host = server.url
+            dc = dynamic.DynamicClient(client.ApiClient(cfg))
+            deploy = dc.resources.get(api_version="apps/v1", kind="Deployment")
+            pod = dc.resources.get(api_version="v1", kind="Pod")
+            return deploy, pod
+
+        deploy, pod = await asyncio.to_thread(discover)
+    assert (deploy.name, deploy.namespaced, deploy.short_names) == ("deployments", True, ["deploy"])
+    assert sorted(deploy.subresources) == ["scale", "status"]
+    assert sorted(pod.subresources) == ["binding", "eviction", "status"]
+    assert all("as=APIGroupDiscoveryList" not in r.accept for r in server.requests)
