@@ -87,8 +87,23 @@ def _clean(comment: str) -> str:
     return " ".join(line.strip() for line in comment.strip().splitlines() if line.strip())
 
 
+#: What the fields every object has mean, for the messages whose .proto says nothing.
+_OBJECT_FIELDS = {
+    "api_version": "The versioned schema of this object (group/version, or v1 for the core group).",
+    "kind": "The REST resource this object represents, in CamelCase.",
+    "metadata": "The object's metadata: name, namespace, labels, annotations, owners, versions.",
+    "spec": "The desired state of the object.",
+    "status": "The most recently observed state of the object; written by the system.",
+}
+
+
 def description(message: Descriptor, field: FieldDescriptor | None = None) -> str:
-    return _comments().get((message.full_name, field.number if field else 0), "")
+    """The .proto comment of a message or field; for the common object fields without one
+    (apiVersion, kind, metadata, spec, status), what they mean on every kind."""
+    text = _comments().get((message.full_name, field.number if field else 0), "")
+    if not text and field is not None and field.number <= 5:
+        text = _OBJECT_FIELDS.get(field.name, "") if "metadata" in message.fields_by_name else ""
+    return text
 
 
 # -------------------------------------------------------------- schemas

@@ -188,6 +188,16 @@ def test_descriptions_are_the_proto_comments() -> None:
     assert effect["description"] == "NoSchedule, PreferNoSchedule or NoExecute."
 
 
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.resource)
+def test_every_kind_and_its_object_fields_are_described(kind: Kind) -> None:
+    schema = _doc(kind)["components"]["schemas"][
+        openapischemas.schema_name(kind.message.DESCRIPTOR)
+    ]
+    assert schema["description"]
+    for field in ("apiVersion", "kind", "metadata"):
+        assert schema["properties"][field]["description"], field
+
+
 def test_list_strategies_come_from_the_list_types_table(monkeypatch: pytest.MonkeyPatch) -> None:
     def strategy(message: str, json_name: str) -> listtypes.ListStrategy | None:
         if (message, json_name) == ("kubera.v1.PodSpec", "containers"):
