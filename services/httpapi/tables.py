@@ -30,6 +30,16 @@ INCLUDE_OBJECT = ("None", "Metadata", "Object")
 TABLE_API_VERSION = "meta.k8s.io/v1"
 
 
+def wants_table(accept: str) -> bool:
+    """Whether an Accept header asks for a meta.k8s.io/v1 Table (kubectl get names it first,
+    then v1beta1, then plain JSON as the fallback; only v1 is served)."""
+    for part in accept.split(","):
+        params = {p.strip() for p in part.split(";")[1:]}
+        if {"as=Table", "v=v1", "g=meta.k8s.io"} <= params:
+            return True
+    return False
+
+
 class IncludeObjectError(ValueError):
     """An includeObject value other than None, Metadata or Object (a 400 at the edge)."""
 

@@ -25,7 +25,6 @@ from services.api import codec, kinds
 from services.httpapi import discovery, openapi, tables
 
 KUBECTL_TIMEOUT = 30.0
-TABLE_ACCEPT = "as=Table"
 
 
 @dataclass
@@ -131,7 +130,7 @@ def _app(server: DocServer) -> web.Application:
             objs = [o for o in objs if o.metadata.name == name]  # type: ignore[attr-defined]
             if not objs:
                 return _not_found(f'{kind.resource} "{name}"')
-        if TABLE_ACCEPT in request.headers.get("Accept", ""):
+        if tables.wants_table(request.headers.get("Accept", "")):
             include = request.query.get("includeObject", "Metadata")
             return web.json_response(
                 tables.to_table(

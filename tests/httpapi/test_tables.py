@@ -180,6 +180,24 @@ def test_list_meta_becomes_the_tables_metadata() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("accept", "table"),
+    [
+        (
+            "application/json;as=Table;v=v1;g=meta.k8s.io,"
+            "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json",
+            True,
+        ),
+        ("application/json; as=Table; v=v1; g=meta.k8s.io", True),
+        ("application/json;as=Table;v=v1beta1;g=meta.k8s.io", False),
+        ("application/json", False),
+        ("", False),
+    ],
+)
+def test_table_only_when_accept_names_meta_v1_table(accept: str, table: bool) -> None:
+    assert tables.wants_table(accept) is table
+
+
 # ------------------------------------------------------------------ kubectl
 
 
@@ -241,3 +259,18 @@ async def test_kubectl_get_nodes_and_deployments_look_as_on_a_cluster(tmp_path: 
     ]
     assert _lines(deploys)[1][:4] == ["web", "2/3", "3", "2"]
     assert _lines(deploys)[1][5:] == ["web", "nginx:1.27", "app=web"]
+
+
+async def test_kubectl_get_all_lists_the_all_category(tmp_path: Path) -> None:
+    objects = {"pods": [_running_pod("web-1")], "deployments": [_deployment("web")]}
+    async with doc_server(tmp_path, objects) as server:
+        rc, out, err = await server.kubectl("get", "all")
+    assert rc == 0, err
+    listed = {r.path_qs.split("?")[0] for r in server.requests if r.method == "GET"}
+    assert {
+        "/api/v1/namespaces/default/pods",
+        "/apis/apps/v1/namespaces/default/deployments",
+        "/apis/apps/v1/namespaces/default/replicasets",
+    } <= listed
+    names = [line.split()[0] for line in out.splitlines() if line and not line.startswith("NAME")]
+    assert names == ["pod/web-1", "deployment.apps/web"]
