@@ -17,6 +17,7 @@ leaves those columns out, as a real cluster's would.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -340,6 +341,8 @@ class Column:
     priority: int = 0
     #: kubera's own column, not kubectl's (left out of the HTTP Table).
     kubera_only: bool = False
+    #: kubectl's column that kubera's own CLI does not print (only in the HTTP Table).
+    table_only: bool = False
 
     @property
     def header(self) -> str:
@@ -353,14 +356,18 @@ class Columns:
 
     columns: tuple[Column, ...]
     row: Callable[[Message, float, bool], list[str]]
+    #: The order of kubectl's Table columns by name, when it interleaves wide columns
+    #: with the default ones (empty: the order of `columns`).
+    table_order: tuple[str, ...] = ()
 
     @property
     def headers(self) -> tuple[str, ...]:
-        return tuple(c.header for c in self.columns if c.priority == 0)
+        """kubera's CLI headers (its `-o wide` ones are `wide`)."""
+        return tuple(c.header for c in self.columns if c.priority == 0 and not c.table_only)
 
     @property
     def wide(self) -> tuple[str, ...]:
-        return tuple(c.header for c in self.columns if c.priority > 0)
+        return tuple(c.header for c in self.columns if c.priority > 0 and not c.table_only)
 
 
 NAME = Column("Name", format="name", description="The object's name, unique in its namespace.")
@@ -368,7 +375,7 @@ AGE = Column("Age", description="Time since the object was created (metadata.cre
 
 
 def _wide(*columns: Column) -> tuple[Column, ...]:
-    return tuple(Column(c.name, c.type, c.description, c.format, 1, c.kubera_only) for c in columns)
+    return tuple(dataclasses.replace(c, priority=1) for c in columns)
 
 
 def _pod_row(pod: Message, now: float, wide: bool) -> list[str]:
@@ -436,6 +443,7 @@ def _event_row(ev: Message, now: float, wide: bool) -> list[str]:
             str(e.count or 1),
             age(e.first_timestamp or e.event_time or e.metadata.creation_timestamp, now),
             e.metadata.name,
+            io.field_path,
         ]
     return row
 
@@ -563,12 +571,25 @@ COLUMNS: dict[str, Columns] = {
             Column("Message", S, "What happened, for a human."),
             *_wide(
                 Column("Source", S, "The component that reported the event."),
-                Column("Count", INT, "How many times the event happened."),
+                Column("Count", S, "How many times the event happened."),
                 Column("First Seen", S, "Time since the event was first seen."),
                 Column("Name", S, "The event object's name.", format="name"),
+                Column("Subobject", S, "The part of the object (fieldPath).", table_only=True),
             ),
         ),
         _event_row,
+        table_order=(
+            "Last Seen",
+            "Type",
+            "Reason",
+            "Object",
+            "Subobject",
+            "Source",
+            "Message",
+            "First Seen",
+            "Count",
+            "Name",
+        ),
     ),
     "PriorityClass": Columns(
         (
@@ -640,11 +661,18 @@ def rows(
     now: float,
     wide: bool = False,
     usage: Mapping[str, NodeUsage] | None = None,
+    table: bool = False,
 ) -> list[list[str]]:
-    """The cells of each object, default columns then (when `wide`) the wide ones. `usage`
-    (`node_usage` of the bound pods) fills the CPU / MEMORY / PODS columns of nodes in
-    `-o wide`; without it they say <unknown>."""
-    row_of = columns_of(kind).row
+    """The cells of each object, default columns then (when `wide`) the wide ones, in the
+    order of the kind's `columns`. `usage` (`node_usage` of the bound pods) fills the CPU /
+    MEMORY / PODS columns of nodes in `-o wide`; without it they say <unknown>. `table`
+    keeps the cells of kubectl's columns kubera's CLI does not print (`table_only`)."""
+    cols = columns_of(kind)
+    row_of = cols.row
     if kind.kind == "Node":
         row_of = functools.partial(_node_row, usage=usage)
-    return [row_of(obj, now, wide) for obj in objs]
+    out = [row_of(obj, now, wide) for obj in objs]
+    if table or not wide:  # table_only columns are all wide ones
+        return out
+    keep = [i for i, c in enumerate(cols.columns) if not c.table_only]
+    return [[row[i] for i in keep] for row in out]

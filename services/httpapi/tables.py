@@ -44,25 +44,31 @@ class IncludeObjectError(ValueError):
     """An includeObject value other than None, Metadata or Object (a 400 at the edge)."""
 
 
+def _shown(kind: Kind, *, wide: bool) -> list[int]:
+    """Indices into the kind's columns (and row cells) of the Table's columns, in kubectl's
+    order: kubera's own columns left out, priority-1 ones only when `wide`."""
+    cols = printers.columns_of(kind)
+    shown = [
+        i for i, c in enumerate(cols.columns) if not c.kubera_only and (wide or c.priority == 0)
+    ]
+    if cols.table_order:
+        rank = {name: n for n, name in enumerate(cols.table_order)}
+        shown.sort(key=lambda i: rank.get(cols.columns[i].name, len(rank)))
+    return shown
+
+
 def column_definitions(kind: Kind, *, wide: bool) -> list[dict[str, Any]]:
     """TableColumnDefinitions of `kind`, priority-1 ones included when `wide`."""
+    columns = printers.columns_of(kind).columns
     return [
         {
-            "name": c.name,
-            "type": c.type,
-            "format": c.format,
-            "description": c.description,
-            "priority": c.priority,
+            "name": columns[i].name,
+            "type": columns[i].type,
+            "format": columns[i].format,
+            "description": columns[i].description,
+            "priority": columns[i].priority,
         }
-        for c in _shown(kind, wide=wide)
-    ]
-
-
-def _shown(kind: Kind, *, wide: bool) -> list[printers.Column]:
-    return [
-        c
-        for c in printers.columns_of(kind).columns
-        if not c.kubera_only and (wide or c.priority == 0)
+        for i in _shown(kind, wide=wide)
     ]
 
 
@@ -111,14 +117,15 @@ def to_table(
             f"must be one of {', '.join(INCLUDE_OBJECT)}"
         )
     all_columns = printers.columns_of(kind).columns
-    keep = [i for i, c in enumerate(all_columns) if not c.kubera_only and (wide or c.priority == 0)]
-    cells = printers.rows(kind, objects, now=RealClock().now() if now is None else now, wide=wide)
+    shown = _shown(kind, wide=wide)
+    at = RealClock().now() if now is None else now
+    cells = printers.rows(kind, objects, now=at, wide=wide, table=True)
     rows = []
     for obj, row in zip(objects, cells, strict=True):
-        out: dict[str, Any] = {"cells": [_cell(row[i], all_columns[i]) for i in keep]}
-        shown = _row_object(obj, include_object)
-        if shown is not None:
-            out["object"] = shown
+        out: dict[str, Any] = {"cells": [_cell(row[i], all_columns[i]) for i in shown]}
+        included = _row_object(obj, include_object)
+        if included is not None:
+            out["object"] = included
         rows.append(out)
     return {
         "kind": "Table",

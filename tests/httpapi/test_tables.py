@@ -127,6 +127,50 @@ def test_wide_columns_have_priority_one(kind: str, wide_columns: list[str]) -> N
     assert [c["name"] for c in defs if c["priority"] == 1] == wide_columns
 
 
+def test_event_table_interleaves_wide_columns_as_kubectl() -> None:
+    event = BY_KIND["Event"].new()
+    json_format.ParseDict(
+        {
+            "metadata": {"name": "web.1", "namespace": "default", "creationTimestamp": CREATED},
+            "involvedObject": {"kind": "Pod", "name": "web", "fieldPath": "spec.containers{c}"},
+            "reason": "Pulled",
+            "message": "pulled",
+            "type": "Normal",
+            "source": {"component": "kubelet"},
+            "count": 1,
+            "lastTimestamp": CREATED,
+        },
+        event,
+    )
+    table = tables.to_table(BY_KIND["Event"], [event], wide=True, now=NOW)
+    assert _names(table) == [
+        "Last Seen",
+        "Type",
+        "Reason",
+        "Object",
+        "Subobject",
+        "Source",
+        "Message",
+        "First Seen",
+        "Count",
+        "Name",
+    ]
+    assert table["rows"][0]["cells"] == [
+        "5m",
+        "Normal",
+        "Pulled",
+        "pod/web",
+        "spec.containers{c}",
+        "kubelet",
+        "pulled",
+        "5m",
+        "1",
+        "web.1",
+    ]
+    # kubera's own CLI keeps its columns (no Subobject).
+    assert "SUBOBJECT" not in printers.columns_of(BY_KIND["Event"]).wide
+
+
 def test_pod_row_is_kubectls_pod_status() -> None:
     table = tables.to_table(BY_KIND["Pod"], [_running_pod("web")], wide=True, now=NOW)
     assert table["rows"][0]["cells"] == [
