@@ -318,3 +318,16 @@ async def test_kubectl_get_all_lists_the_all_category(tmp_path: Path) -> None:
     } <= listed
     names = [line.split()[0] for line in out.splitlines() if line and not line.startswith("NAME")]
     assert names == ["pod/web-1", "deployment.apps/web"]
+
+
+async def test_kubectl_sort_by_asks_for_whole_objects_in_the_rows(tmp_path: Path) -> None:
+    pods = [
+        _running_pod("b", node="n2"),
+        _running_pod("a", node="n1"),
+        _running_pod("c", node="n0"),
+    ]
+    async with doc_server(tmp_path, {"pods": pods}) as server:
+        rc, out, err = await server.kubectl("get", "pods", "--sort-by=.spec.nodeName")
+    assert rc == 0, err
+    assert [line[0] for line in _lines(out)[1:]] == ["c", "a", "b"]
+    assert any("includeObject=Object" in r.path_qs for r in server.requests)
