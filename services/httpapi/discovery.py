@@ -288,3 +288,28 @@ def wants_aggregated(accept: str) -> bool:
         if {"g=apidiscovery.k8s.io", "v=v2", "as=APIGroupDiscoveryList"} <= params:
             return True
     return False
+
+
+JSON = "application/json"
+
+
+def document_for(path: str, accept: str = "") -> tuple[dict[str, Any], str] | None:
+    """The discovery document a GET of `path` answers with, and its Content-Type; None when
+    `path` is not a discovery path kubera serves (the edge's 404). One dispatch for every
+    discovery URL, so the edge cannot serve the aggregated form under the wrong type."""
+    parts = [p for p in path.split("/") if p]
+    if parts == ["version"]:
+        return version_info(), JSON
+    if parts in (["api"], ["apis"]):
+        core = parts == ["api"]
+        if wants_aggregated(accept):
+            return aggregated_discovery(core), AGGREGATED_MEDIA_TYPE
+        return (core_api_versions() if core else api_group_list()), JSON
+    doc: dict[str, Any] | None = None
+    if len(parts) == 2 and parts[0] == "api":
+        doc = resource_list("", parts[1])
+    elif len(parts) == 2 and parts[0] == "apis":
+        doc = api_group(parts[1])
+    elif len(parts) == 3 and parts[0] == "apis":
+        doc = resource_list(parts[1], parts[2])
+    return None if doc is None else (doc, JSON)

@@ -357,3 +357,19 @@ def clear_caches() -> None:
     tests that swap a table call this)."""
     _document.cache_clear()
     document_hash.cache_clear()
+
+
+def document_for(path: str) -> dict[str, Any] | None:
+    """The OpenAPI v3 document a GET of `path` answers with (the ?hash= query is the
+    client's cache key and does not change the answer); None when there is none."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:2] != ["openapi", "v3"]:
+        return None
+    rest = parts[2:]
+    if not rest:
+        return openapi_v3_paths()
+    if len(rest) == 2 and rest[0] == "api":
+        return openapi_v3_document("", rest[1])
+    if len(rest) == 3 and rest[0] == "apis":
+        return openapi_v3_document(rest[1], rest[2])
+    return None

@@ -94,30 +94,12 @@ def _app(server: DocServer) -> web.Application:
             server.bodies[request.path] = await request.text()
         return await handler(request)
 
-    async def version(request: web.Request) -> web.Response:
-        return web.json_response(discovery.version_info())
-
-    async def core(request: web.Request) -> web.Response:
-        if discovery.wants_aggregated(request.headers.get("Accept", "")):
-            return _json(discovery.aggregated_discovery(True), discovery.AGGREGATED_MEDIA_TYPE)
-        return web.json_response(discovery.core_api_versions())
-
-    async def groups(request: web.Request) -> web.Response:
-        if discovery.wants_aggregated(request.headers.get("Accept", "")):
-            return _json(discovery.aggregated_discovery(False), discovery.AGGREGATED_MEDIA_TYPE)
-        return web.json_response(discovery.api_group_list())
-
-    async def resources(request: web.Request) -> web.Response:
-        group = request.match_info.get("group", "")
-        doc = discovery.resource_list(group, request.match_info["version"])
-        return _not_found(request.path) if doc is None else web.json_response(doc)
-
-    async def openapi_index(request: web.Request) -> web.Response:
-        return web.json_response(openapi.openapi_v3_paths())
+    async def discovery_doc(request: web.Request) -> web.Response:
+        found = discovery.document_for(request.path, request.headers.get("Accept", ""))
+        return _not_found(request.path) if found is None else _json(*found)
 
     async def openapi_doc(request: web.Request) -> web.Response:
-        group = request.match_info.get("group", "")
-        doc = openapi.openapi_v3_document(group, request.match_info["version"])
+        doc = openapi.document_for(request.path)
         return _not_found(request.path) if doc is None else web.json_response(doc)
 
     async def listing(request: web.Request) -> web.Response:
@@ -170,14 +152,10 @@ def _app(server: DocServer) -> web.Application:
         return web.json_response(codec.encode(objs[0]))
 
     app = web.Application(middlewares=[record])
-    app.router.add_get("/version", version)
-    app.router.add_get("/api", core)
-    app.router.add_get("/apis", groups)
-    app.router.add_get("/api/{version}", resources)
-    app.router.add_get("/apis/{group}/{version}", resources)
-    app.router.add_get("/openapi/v3", openapi_index)
-    app.router.add_get("/openapi/v3/api/{version}", openapi_doc)
-    app.router.add_get("/openapi/v3/apis/{group}/{version}", openapi_doc)
+    for path in ("/version", "/api", "/apis", "/api/{v}", "/apis/{g}", "/apis/{g}/{v}"):
+        app.router.add_get(path, discovery_doc)
+    for path in ("/openapi/v3", "/openapi/v3/api/{v}", "/openapi/v3/apis/{g}/{v}"):
+        app.router.add_get(path, openapi_doc)
     for prefix in ("/api/{version}", "/apis/{group}/{version}"):
         for ns in ("", "/namespaces/{namespace}"):
             app.router.add_get(prefix + ns + "/{resource}", listing)

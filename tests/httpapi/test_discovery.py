@@ -213,3 +213,35 @@ async def test_python_dynamic_client_finds_kinds_and_subresources_unaggregated(
     assert sorted(deploy.subresources) == ["scale", "status"]
     assert sorted(pod.subresources) == ["binding", "eviction", "status"]
     assert all("as=APIGroupDiscoveryList" not in r.accept for r in server.requests)
+
+
+AGGREGATED = discovery.AGGREGATED_MEDIA_TYPE
+
+
+@pytest.mark.parametrize(
+    ("path", "accept", "kind", "content_type"),
+    [
+        ("/version", "", None, "application/json"),
+        ("/api", "application/json", "APIVersions", "application/json"),
+        ("/api", AGGREGATED + ",application/json", "APIGroupDiscoveryList", AGGREGATED),
+        ("/apis", "application/json, */*", "APIGroupList", "application/json"),
+        ("/apis/", AGGREGATED, "APIGroupDiscoveryList", AGGREGATED),
+        ("/api/v1", AGGREGATED, "APIResourceList", "application/json"),
+        ("/apis/apps", "", "APIGroup", "application/json"),
+        ("/apis/apps/v1", "", "APIResourceList", "application/json"),
+    ],
+)
+def test_document_for_dispatches_every_discovery_path(
+    path: str, accept: str, kind: str | None, content_type: str
+) -> None:
+    found = discovery.document_for(path, accept)
+    assert found is not None
+    doc, ctype = found
+    assert (doc.get("kind"), ctype) == (kind, content_type)
+
+
+@pytest.mark.parametrize(
+    "path", ["/apis/batch", "/apis/batch/v1", "/api/v2", "/apis/apps/v1/x", "/healthz"]
+)
+def test_document_for_unknown_paths_is_none(path: str) -> None:
+    assert discovery.document_for(path, "") is None

@@ -401,3 +401,18 @@ async def test_kubectl_apply_replaces_lists_the_document_gives_no_strategy(tmp_p
         assert patch["spec"] == {"containers": [{"image": "nginx:1.27", "name": "c"}]}
     else:  # the real list types table (issue 15's H2) knows containers merge by name
         assert "$setElementOrder/containers" in patch["spec"]
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/openapi/v3", lambda: openapi.openapi_v3_paths()),
+        ("/openapi/v3/api/v1", lambda: openapi.openapi_v3_document("", "v1")),
+        ("/openapi/v3/apis/apps/v1", lambda: openapi.openapi_v3_document("apps", "v1")),
+        ("/openapi/v3/apis/batch/v1", lambda: None),
+        ("/openapi/v3/apis/apps", lambda: None),
+        ("/openapi/v2", lambda: None),
+    ],
+)
+def test_document_for_dispatches_openapi_paths(path: str, expected: Any) -> None:
+    assert openapi.document_for(path) == expected()
