@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ListStrategy:
-    list_type: str  # "map" | "set" | "atomic"
+    list_type: str = ""  # "map" | "set" | "atomic" for lists
     keys: tuple[str, ...] = ()
     patch_strategy: str = ""  # "merge" | "replace" | "retainKeys" | ""
     merge_key: str = ""
+    map_type: str = ""  # "granular" | "atomic" for maps and structs
 
 
 def strategy(message_full_name: str, json_name: str) -> ListStrategy | None:

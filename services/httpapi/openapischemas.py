@@ -172,15 +172,20 @@ def _value_schema(f: FieldDescriptor, *, quantity: bool, intstr: bool, time: str
     return dict(_SCALARS.get(f.type, {"type": "string"}))
 
 
-def _list_extensions(owner: Descriptor, f: FieldDescriptor) -> dict[str, Any]:
-    """x-kubernetes-list-type / list-map-keys / patch-strategy / patch-merge-key of a list."""
+def _merge_extensions(owner: Descriptor, f: FieldDescriptor) -> dict[str, Any]:
+    """x-kubernetes-list-type / list-map-keys / patch-strategy / patch-merge-key of a list,
+    x-kubernetes-map-type (and a patch strategy) of a map or struct, as the list types table
+    says; read by attribute so the table may grow fields."""
     s = listtypes.strategy(owner.full_name, f.json_name)
     if s is None:
         return {}
     out: dict[str, Any] = {}
-    list_type = getattr(s, "list_type", "")
+    list_type = getattr(s, "list_type", "") if f.is_repeated and not _is_map(f) else ""
     if list_type:
         out["x-kubernetes-list-type"] = list_type
+    map_type = getattr(s, "map_type", "")
+    if map_type and not list_type:
+        out["x-kubernetes-map-type"] = map_type
     keys = tuple(getattr(s, "keys", ()) or ())
     if list_type == "map" and keys:
         out["x-kubernetes-list-map-keys"] = list(keys)
@@ -209,11 +214,12 @@ def field_schema(owner: Descriptor, f: FieldDescriptor) -> dict[str, Any]:
         item = _value_schema(
             f, quantity=False, intstr=_opt(f, options_pb2.int_or_string), time=time
         )
-        schema = {"type": "array", "items": item, **_list_extensions(owner, f)}
+        schema = {"type": "array", "items": item}
     else:
         schema = _value_schema(
             f, quantity=False, intstr=_opt(f, options_pb2.int_or_string), time=time
         )
+    schema.update(_merge_extensions(owner, f))
     text = description(owner, f)
     if text:
         schema["description"] = text

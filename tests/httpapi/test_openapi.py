@@ -202,6 +202,8 @@ def test_list_strategies_come_from_the_list_types_table(monkeypatch: pytest.Monk
     def strategy(message: str, json_name: str) -> listtypes.ListStrategy | None:
         if (message, json_name) == ("kubera.v1.PodSpec", "containers"):
             return listtypes.ListStrategy("map", ("name",), "merge", "name")
+        if (message, json_name) == ("kubera.v1.PodAffinityTerm", "labelSelector"):
+            return listtypes.ListStrategy(map_type="atomic")
         return None
 
     monkeypatch.setattr(listtypes, "strategy", strategy)
@@ -216,6 +218,10 @@ def test_list_strategies_come_from_the_list_types_table(monkeypatch: pytest.Monk
     assert "x-kubernetes-list-type" not in openapischemas.field_schema(
         spec, spec.fields_by_name["tolerations"]
     )
+    term = core_pb2.PodAffinityTerm.DESCRIPTOR
+    selector = openapischemas.field_schema(term, term.fields_by_name["label_selector"])
+    assert selector["x-kubernetes-map-type"] == "atomic"
+    assert _target(selector) == "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"
 
 
 # ------------------------------------------------------------------ paths
