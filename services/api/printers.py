@@ -12,7 +12,12 @@ CONDITIONS, TAINTS and what the node's pods request against allocatable (CPU, ME
 PODS). A node object does not carry its pods, so the caller lists the pods once for all
 nodes and passes the `node_usage` of that list; requests are the scheduler's
 (`pod_requests`), so the numbers are the ones NodeResourcesFit compares. The HTTP Table
-leaves those columns out, as a real cluster's would.
+leaves those columns out, as a real cluster's would. The other way round, kubectl's event
+Table has a Subobject column and interleaves its wide columns (`Column.table_only`,
+`Columns.table_order`), which kubera's CLI, appending wide columns, does not print.
+
+Row functions return cells in the order of their kind's `columns`, default ones first:
+`rows` and services/httpapi/tables.py pick cells by column index on that invariant.
 """
 
 from __future__ import annotations
