@@ -2,7 +2,7 @@
 
 Split from `kubera.printing.output` because describe is a layout of its own (kubectl's
 PrefixWriter lines aligned by Go's text/tabwriter, per-kind sections for pods and nodes,
-a generic field walk for the rest) that shares only the cell helpers of `kubera.printing.tables`
+a generic field walk for the rest) that shares only the cell helpers of `services.api.printers`
 and the Kubernetes-shaped dict of `kubera.printing.output`.
 """
 
@@ -16,7 +16,8 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from kubera.printing.output import to_dict
-from kubera.printing.tables import (
+from services.api.kinds import kind_of
+from services.api.printers import (
     NONE,
     age,
     allocatable,
@@ -28,7 +29,6 @@ from kubera.printing.tables import (
     parse_time,
     pod_status,
 )
-from services.api.kinds import kind_of
 from services.api.resources import Resource, pod_requests
 
 

@@ -1,525 +1,57 @@
-"""`kubectl get`'s tables: the default output format and `-o wide`.
+"""`kubectl get`'s tables as kubera's CLI prints them: the default output format and `-o wide`.
 
-Split from `kubera.printing.output` because the per-kind columns are most of the printing code
-and change for their own reasons (a new kind, a new column) rather than with the JSON/YAML
-formats. Tables have kubectl's columns per kind (and `-o wide`'s extra ones), its pod and
-node STATUS rules, and its AGE arithmetic; when stdout is not a terminal they come out as
-plain space-aligned columns like kubectl's tabwriter (so scripts and tests can read them),
-on a terminal through rich.
-
-`get nodes -o wide` has kubera's own columns after kubectl's: CONDITIONS, TAINTS and what
-the node's pods request against allocatable (CPU, MEMORY, PODS). A node object does not
-carry its pods, so the caller lists the pods once for all nodes and passes the
-`node_usage` of that list; requests are the scheduler's (`pod_requests`), so the numbers
-are the ones NodeResourcesFit compares.
+The columns and cells of each kind live in `services.api.printers` (shared with the HTTP
+API's Table output, so `kubera get` and `kubectl get` agree); this module lays them out:
+NAMESPACE and `kind/name` prefixes, and text. When stdout is not a terminal tables come out
+as plain space-aligned columns like kubectl's tabwriter (so scripts and tests can read
+them), on a terminal through rich. The cell helpers are re-exported for existing callers.
 """
 
 from __future__ import annotations
 
-import functools
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from decimal import Decimal
-from typing import Any, TextIO
+from collections.abc import Mapping, Sequence
+from typing import TextIO
 
-from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from kubera.printing.output import resource_name
+from services.api import printers
 from services.api.kinds import Kind
-from services.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, canonicalize
-from services.api.resources import CPU, MEMORY, PODS, Resource, pod_requests
-from services.api.wellknown import LABEL_NODE_ROLE_PREFIX
-from services.clock import parse_rfc3339
-
-NONE = "<none>"
-UNKNOWN = "<unknown>"
-
-
-# ------------------------------------------------------------------ time
-
-
-def parse_time(text: str) -> float | None:
-    """An RFC 3339 timestamp (seconds or micro-seconds, as metav1.Time and MicroTime) →
-    epoch seconds; None when empty or unreadable."""
-    if not text:
-        return None
-    try:
-        return parse_rfc3339(text)
-    except ValueError:
-        return None
-
-
-def human_duration(seconds: float) -> str:
-    """apimachinery's duration.HumanDuration: `5s`, `3m20s`, `2h`, `4d5h`, `3y`."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    if s < 60 * 2:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        rest = s % 60
-        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
-    if minutes < 60 * 3:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = (hours // 24) % 365
-        years = hours // 24 // 365
-        return f"{years}y" if days == 0 else f"{years}y{days}d"
-    return f"{hours // 24 // 365}y"
-
-
-def age(timestamp: str, now: float) -> str:
-    t = parse_time(timestamp)
-    return UNKNOWN if t is None else human_duration(now - t)
-
-
-# ----------------------------------------------------------------- cells
-
-
-def format_label_selector(sel: Message | None) -> str:
-    """metav1.FormatLabelSelector: `app=web,tier in (a,b),!gone`."""
-    if sel is None:
-        return NONE
-    parts = [f"{k}={v}" for k, v in sorted(sel.match_labels.items())]  # type: ignore[attr-defined]
-    for req in sel.match_expressions:  # type: ignore[attr-defined]
-        op = req.operator
-        if op == "In":
-            parts.append(f"{req.key} in ({','.join(req.values)})")
-        elif op == "NotIn":
-            parts.append(f"{req.key} notin ({','.join(req.values)})")
-        elif op == "Exists":
-            parts.append(req.key)
-        elif op == "DoesNotExist":
-            parts.append(f"!{req.key}")
-        else:
-            parts.append(f"{req.key} {op} ({','.join(req.values)})")
-    return ",".join(parts) or NONE
-
-
-def format_labels(labels: dict[str, str] | Any) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or NONE
-
-
-def format_taint(t: Message) -> str:
-    """`key=value:Effect` (or `key:Effect`), as kubectl describe prints taints."""
-    key = f"{t.key}={t.value}" if t.value else t.key  # type: ignore[attr-defined]
-    return f"{key}:{t.effect}" if t.effect else key  # type: ignore[attr-defined]
-
-
-# ------------------------------------------------------------ pod status
-
-
-def container_state(cs: Message) -> dict[str, Any]:
-    """A container status's state (running / waiting / terminated) as a dict; {} when unset."""
-    return json_format.MessageToDict(cs.state) if cs.HasField("state") else {}  # type: ignore[attr-defined]
-
-
-def pod_status(pod: Message) -> tuple[str, int, int, int]:
-    """kubectl's printPod: (STATUS, ready containers, total containers, restarts)."""
-    spec, status, meta = pod.spec, pod.status, pod.metadata  # type: ignore[attr-defined]
-    total = len(spec.containers)
-    ready = 0
-    restarts = 0
-    reason = status.phase or "Pending"
-    if status.reason:
-        reason = status.reason
-    gated = any(
-        c.type == "PodScheduled" and c.reason == "SchedulingGated" for c in status.conditions
-    )
-    if gated or (spec.scheduling_gates and not spec.node_name):
-        reason = "SchedulingGated"
-    initializing = False
-    for i, cs in enumerate(status.init_container_statuses):
-        restarts += cs.restart_count
-        state = container_state(cs)
-        term, wait = state.get("terminated"), state.get("waiting")
-        if term is not None and int(term.get("exitCode", 0)) == 0:
-            continue
-        if term is not None:
-            if term.get("reason"):
-                reason = "Init:" + term["reason"]
-            elif term.get("signal"):
-                reason = f"Init:Signal:{int(term['signal'])}"
-            else:
-                reason = f"Init:ExitCode:{int(term.get('exitCode', 0))}"
-        elif wait is not None and wait.get("reason") and wait["reason"] != "PodInitializing":
-            reason = "Init:" + wait["reason"]
-        else:
-            reason = f"Init:{i}/{len(spec.init_containers)}"
-        initializing = True
-        break
-    if not initializing:
-        restarts = 0
-        has_running = False
-        for cs in reversed(status.container_statuses):
-            restarts += cs.restart_count
-            state = container_state(cs)
-            term, wait = state.get("terminated"), state.get("waiting")
-            if wait is not None and wait.get("reason"):
-                reason = wait["reason"]
-            elif term is not None and term.get("reason"):
-                reason = term["reason"]
-            elif term is not None:
-                if term.get("signal"):
-                    reason = f"Signal:{int(term['signal'])}"
-                else:
-                    reason = f"ExitCode:{int(term.get('exitCode', 0))}"
-            elif cs.ready and "running" in state:
-                has_running = True
-                ready += 1
-        if reason == "Completed" and has_running:
-            pod_ready = any(c.type == "Ready" and c.status == "True" for c in status.conditions)
-            reason = "Running" if pod_ready else "NotReady"
-    if meta.deletion_timestamp:
-        if status.reason == "NodeLost":
-            reason = "Unknown"
-        elif status.phase not in ("Succeeded", "Failed"):
-            reason = "Terminating"
-    return reason, ready, total, restarts
-
-
-def node_status(node: Message) -> str:
-    """kubectl's node STATUS: Ready / NotReady / Unknown, plus SchedulingDisabled."""
-    parts = []
-    for c in node.status.conditions:  # type: ignore[attr-defined]
-        if c.type == "Ready":
-            parts = ["Ready" if c.status == "True" else "NotReady"]
-    if not parts:
-        parts = ["Unknown"]
-    if node.spec.unschedulable:  # type: ignore[attr-defined]
-        parts.append("SchedulingDisabled")
-    return ",".join(parts)
-
-
-def node_roles(node: Message) -> str:
-    roles = set()
-    for k, v in node.metadata.labels.items():  # type: ignore[attr-defined]
-        if k.startswith(LABEL_NODE_ROLE_PREFIX):
-            roles.add(k.removeprefix(LABEL_NODE_ROLE_PREFIX))
-        elif k == "kubernetes.io/role" and v:
-            roles.add(v)
-    return ",".join(sorted(r for r in roles if r)) or NONE
-
-
-def node_problems(node: Message) -> str:
-    """The CONDITIONS column: every condition but Ready that is True, in the node's order.
-    Node conditions other than Ready (MemoryPressure, DiskPressure, PIDPressure,
-    NetworkUnavailable, node-problem-detector's) all mean trouble when True."""
-    bad = [c.type for c in node.status.conditions if c.type != "Ready" and c.status == "True"]  # type: ignore[attr-defined]
-    return ",".join(bad) or NONE
-
-
-def _address(node: Message, type_: str) -> str:
-    for a in node.status.addresses:  # type: ignore[attr-defined]
-        if a.type == type_:
-            return a.address
-    return NONE
-
-
-def _or(value: Any, default: str = NONE) -> str:
-    return str(value) if value not in ("", None) else default
-
-
-def _containers(spec: Message) -> tuple[str, str]:
-    cs = spec.template.spec.containers  # type: ignore[attr-defined]
-    return ",".join(c.name for c in cs) or NONE, ",".join(c.image for c in cs) or NONE
-
-
-# ------------------------------------------------------------ node usage
-
-TERMINATED_PHASES = ("Succeeded", "Failed")
-
-
-def bound_pods_selector(nodes: Sequence[str]) -> str:
-    """The field selector of the pods that count against `nodes`: bound there and not
-    finished. One list serves any number of nodes; one node narrows it to its own pods."""
-    node = f"spec.nodeName={nodes[0]}" if len(nodes) == 1 else "spec.nodeName!="
-    return f"{node},status.phase!=Succeeded,status.phase!=Failed"
-
-
-def is_byte_resource(name: str) -> bool:
-    return name in (MEMORY, "ephemeral-storage") or name.startswith("hugepages-")
-
-
-def format_amount(name: str, amount: int) -> str:
-    """An amount in the scheduler's units (milli-CPU for cpu, bytes, counts) as a canonical
-    quantity: cpu 3500 → `3500m`, 4000 → `4`; bytes in binary suffixes when a whole number
-    of Ki (`6Gi`), else decimal (`1500M`). kubectl prints a sum in the suffix family of its
-    first term, which agrees unless a node's pods mix `Gi` and `G`."""
-    if name == CPU:
-        return Quantity(Decimal(amount).scaleb(-3), DECIMAL_SI).canonical()
-    if is_byte_resource(name) and amount % 1024 == 0:
-        return Quantity(Decimal(amount), BINARY_SI).canonical()
-    return Quantity(Decimal(amount), DECIMAL_SI).canonical()
-
-
-def allocatable(node: Message) -> Mapping[str, str]:
-    """Allocatable, or capacity when the node reports no allocatable (kubectl's fallback)."""
-    status: Any = node.status  # type: ignore[attr-defined]
-    return status.allocatable or status.capacity
-
-
-@dataclass
-class NodeUsage:
-    """What the non-terminated pods bound to one node request."""
-
-    pods: int = 0
-    requested: Resource = field(default_factory=Resource)
-
-
-def is_terminated(pod: Message) -> bool:
-    return pod.status.phase in TERMINATED_PHASES  # type: ignore[attr-defined]
-
-
-def node_usage(pods: Iterable[Message]) -> dict[str, NodeUsage]:
-    """Per node name, from one list of pods on any nodes: how many non-terminated pods are
-    bound there and the sum of their effective requests (the scheduler's `pod_requests`:
-    max(sum of containers, largest init container) + overhead)."""
-    usage: dict[str, NodeUsage] = {}
-    for pod in pods:
-        node = pod.spec.node_name  # type: ignore[attr-defined]
-        if not node or is_terminated(pod):
-            continue
-        u = usage.setdefault(node, NodeUsage())
-        u.pods += 1
-        u.requested.add(pod_requests(pod))  # type: ignore[arg-type]
-    return usage
-
-
-def _used_of(name: str, requested: int, node: Message) -> str:
-    """`3500m/4`: requested / allocatable, `<none>` for an allocatable the node lacks."""
-    total = allocatable(node).get(name)
-    if total is None:
-        shown = NONE
-    else:
-        try:
-            shown = canonicalize(total)
-        except QuantityError:
-            shown = total
-    return f"{format_amount(name, requested)}/{shown}"
-
-
-def _usage_cells(node: Message, usage: Mapping[str, NodeUsage] | None) -> list[str]:
-    if usage is None:  # the caller did not list the pods: say so rather than print 0
-        return [UNKNOWN, UNKNOWN, UNKNOWN]
-    u = usage.get(node.metadata.name) or NodeUsage()  # type: ignore[attr-defined]
-    return [
-        _used_of(CPU, u.requested.milli_cpu, node),
-        _used_of(MEMORY, u.requested.memory, node),
-        _used_of(PODS, u.pods, node),
-    ]
-
-
-# ----------------------------------------------------------------- tables
-
-
-@dataclass(frozen=True)
-class Columns:
-    """A kind's table: headers, `-o wide`'s extra headers, and the row function."""
-
-    headers: tuple[str, ...]
-    wide: tuple[str, ...]
-    row: Callable[[Message, float, bool], list[str]]
-
-
-def _pod_row(pod: Message, now: float, wide: bool) -> list[str]:
-    status, ready, total, restarts = pod_status(pod)
-    row = [
-        pod.metadata.name,  # type: ignore[attr-defined]
-        f"{ready}/{total}",
-        status,
-        str(restarts),
-        age(pod.metadata.creation_timestamp, now),  # type: ignore[attr-defined]
-    ]
-    if wide:
-        row += [
-            _or(pod.status.pod_ip),  # type: ignore[attr-defined]
-            _or(pod.spec.node_name),  # type: ignore[attr-defined]
-            _or(pod.status.nominated_node_name),  # type: ignore[attr-defined]
-            NONE,  # readiness gates: kubera's pods have none
-        ]
-    return row
-
-
-def _node_row(
-    node: Message, now: float, wide: bool, usage: Mapping[str, NodeUsage] | None = None
-) -> list[str]:
-    info = node.status.node_info  # type: ignore[attr-defined]
-    row = [
-        node.metadata.name,  # type: ignore[attr-defined]
-        node_status(node),
-        node_roles(node),
-        age(node.metadata.creation_timestamp, now),  # type: ignore[attr-defined]
-        _or(info.kubelet_version),
-    ]
-    if wide:
-        taints = node.spec.taints  # type: ignore[attr-defined]
-        row += [
-            _address(node, "InternalIP"),
-            _address(node, "ExternalIP"),
-            # kubectl's printNode says <unknown> (not <none>) for these three.
-            _or(info.os_image, UNKNOWN),
-            _or(info.kernel_version, UNKNOWN),
-            _or(info.container_runtime_version, UNKNOWN),
-            node_problems(node),
-            ",".join(format_taint(t) for t in taints) or NONE,
-            *_usage_cells(node, usage),
-        ]
-    return row
-
-
-def _namespace_row(ns: Message, now: float, wide: bool) -> list[str]:
-    return [ns.metadata.name, ns.status.phase, age(ns.metadata.creation_timestamp, now)]  # type: ignore[attr-defined]
-
-
-def _event_row(ev: Message, now: float, wide: bool) -> list[str]:
-    e: Any = ev
-    last = e.last_timestamp or e.event_time or e.metadata.creation_timestamp
-    seen = age(last, now)
-    if e.count > 1 and e.first_timestamp:
-        seen = f"{seen} (x{e.count} over {age(e.first_timestamp, now)})"
-    io = e.involved_object
-    obj = f"{io.kind.lower()}/{io.name}" if io.kind else io.name
-    row = [seen, e.type, e.reason, obj, e.message]
-    if wide:
-        row += [
-            e.source.component or e.reporting_component or NONE,
-            str(e.count or 1),
-            age(e.first_timestamp or e.event_time or e.metadata.creation_timestamp, now),
-            e.metadata.name,
-        ]
-    return row
-
-
-def _priority_class_row(pc: Message, now: float, wide: bool) -> list[str]:
-    p: Any = pc
-    return [
-        p.metadata.name,
-        str(p.value),
-        "true" if p.global_default else "false",
-        age(p.metadata.creation_timestamp, now),
-        p.preemption_policy if p.HasField("preemption_policy") else "PreemptLowerPriority",
-    ]
-
-
-def _pdb_row(pdb: Message, now: float, wide: bool) -> list[str]:
-    p: Any = pdb
-    return [
-        p.metadata.name,
-        p.spec.min_available if p.spec.HasField("min_available") else "N/A",
-        p.spec.max_unavailable if p.spec.HasField("max_unavailable") else "N/A",
-        str(p.status.disruptions_allowed),
-        age(p.metadata.creation_timestamp, now),
-    ]
-
-
-def _rs_row(rs: Message, now: float, wide: bool) -> list[str]:
-    r: Any = rs
-    row = [
-        r.metadata.name,
-        str(r.spec.replicas if r.spec.HasField("replicas") else 1),
-        str(r.status.replicas),
-        str(r.status.ready_replicas),
-        age(r.metadata.creation_timestamp, now),
-    ]
-    if wide:
-        row += [*_containers(r.spec), format_label_selector(r.spec.selector)]
-    return row
-
-
-def _deploy_row(d: Message, now: float, wide: bool) -> list[str]:
-    x: Any = d
-    desired = x.spec.replicas if x.spec.HasField("replicas") else 1
-    row = [
-        x.metadata.name,
-        f"{x.status.ready_replicas}/{desired}",
-        str(x.status.updated_replicas),
-        str(x.status.available_replicas),
-        age(x.metadata.creation_timestamp, now),
-    ]
-    if wide:
-        row += [*_containers(x.spec), format_label_selector(x.spec.selector)]
-    return row
-
-
-def _lease_row(lease: Message, now: float, wide: bool) -> list[str]:
-    x: Any = lease
-    return [x.metadata.name, x.spec.holder_identity, age(x.metadata.creation_timestamp, now)]
-
-
-def _runtime_class_row(rc: Message, now: float, wide: bool) -> list[str]:
-    x: Any = rc
-    return [x.metadata.name, x.handler, age(x.metadata.creation_timestamp, now)]
-
-
-def _generic_row(obj: Message, now: float, wide: bool) -> list[str]:
-    return [obj.metadata.name, age(obj.metadata.creation_timestamp, now)]  # type: ignore[attr-defined]
-
-
-COLUMNS: dict[str, Columns] = {
-    "Pod": Columns(
-        ("NAME", "READY", "STATUS", "RESTARTS", "AGE"),
-        ("IP", "NODE", "NOMINATED NODE", "READINESS GATES"),
-        _pod_row,
-    ),
-    "Node": Columns(
-        ("NAME", "STATUS", "ROLES", "AGE", "VERSION"),
-        (
-            "INTERNAL-IP",
-            "EXTERNAL-IP",
-            "OS-IMAGE",
-            "KERNEL-VERSION",
-            "CONTAINER-RUNTIME",
-            "CONDITIONS",
-            "TAINTS",
-            "CPU",
-            "MEMORY",
-            "PODS",
-        ),
-        _node_row,
-    ),
-    "Namespace": Columns(("NAME", "STATUS", "AGE"), (), _namespace_row),
-    "Event": Columns(
-        ("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"),
-        ("SOURCE", "COUNT", "FIRST SEEN", "NAME"),
-        _event_row,
-    ),
-    "PriorityClass": Columns(
-        ("NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"), (), _priority_class_row
-    ),
-    "PodDisruptionBudget": Columns(
-        ("NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"), (), _pdb_row
-    ),
-    "ReplicaSet": Columns(
-        ("NAME", "DESIRED", "CURRENT", "READY", "AGE"),
-        ("CONTAINERS", "IMAGES", "SELECTOR"),
-        _rs_row,
-    ),
-    "Deployment": Columns(
-        ("NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"),
-        ("CONTAINERS", "IMAGES", "SELECTOR"),
-        _deploy_row,
-    ),
-    "Lease": Columns(("NAME", "HOLDER", "AGE"), (), _lease_row),
-    "RuntimeClass": Columns(("NAME", "HANDLER", "AGE"), (), _runtime_class_row),
-}
-_GENERIC = Columns(("NAME", "AGE"), (), _generic_row)
+from services.api.printers import (
+    NONE,
+    UNKNOWN,
+    NodeUsage,
+    age,
+    bound_pods_selector,
+    format_amount,
+    human_duration,
+    is_terminated,
+    node_problems,
+    node_status,
+    node_usage,
+    parse_time,
+    pod_status,
+)
+
+__all__ = [
+    "NONE",
+    "UNKNOWN",
+    "NodeUsage",
+    "age",
+    "bound_pods_selector",
+    "format_amount",
+    "human_duration",
+    "is_terminated",
+    "node_problems",
+    "node_status",
+    "node_usage",
+    "parse_time",
+    "plain_table",
+    "pod_status",
+    "print_table",
+    "table",
+]
 
 
 def table(
@@ -535,15 +67,12 @@ def table(
     """Headers and rows for `objs` of one kind, as `kubectl get` lays them out. `usage`
     (`node_usage` of the bound pods) fills the CPU / MEMORY / PODS columns of nodes in
     `-o wide`; without it they say <unknown>."""
-    cols = COLUMNS.get(kind.kind, _GENERIC)
-    row_of = cols.row
-    if kind.kind == "Node":
-        row_of = functools.partial(_node_row, usage=usage)
+    cols = printers.columns_of(kind)
     headers = list(cols.headers) + (list(cols.wide) if wide else [])
     name_col = headers.index("NAME") if "NAME" in headers else -1
     rows = []
-    for obj in objs:
-        row = row_of(obj, now, wide)
+    cells = printers.rows(kind, objs, now=now, wide=wide, usage=usage)
+    for obj, row in zip(objs, cells, strict=True):
         if prefix_names and name_col >= 0:
             row[name_col] = f"{resource_name(kind)}/{row[name_col]}"
         if all_namespaces and kind.namespaced:
