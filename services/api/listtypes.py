@@ -74,6 +74,7 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     # meta/v1 ObjectMeta, LabelSelector, Condition
     (_P + "ObjectMeta", "finalizers"): _SET_MERGE,
     (_P + "ObjectMeta", "ownerReferences"): _keyed("uid"),
+    (_P + "ObjectMeta", "managedFields"): _ATOMIC,
     (_P + "LabelSelector", "matchExpressions"): _ATOMIC,
     (_P + "LabelSelectorRequirement", "values"): _ATOMIC,
     # core/v1 Namespace, Node

@@ -1,0 +1,523 @@
+"""Server-side apply and managedFields: which manager owns which field of an object.
+
+Upstream's semantics (kubernetes-sigs/structured-merge-diff, merge.Updater, and
+k8s.io/apiserver's fieldmanager), on Kubernetes JSON dicts with the schema of
+services/api/listtypes.py:
+
+- A field set is a set of paths. A path is a tuple of path elements as FieldsV1 spells
+  them: "f:<field>", "k:<json of the key fields>" (an item of a list of type map),
+  "v:<json value>" (an item of a set). Atomic lists and maps are one leaf.
+- `apply`: the applied configuration is merged into the live object (maps by key, lists
+  of type map by their keys, sets as unions, atomic values replaced); the applier then
+  owns exactly the fields its configuration sets (its leaves and list items). A field it
+  owned before and no longer sets is removed from the object unless another manager owns
+  it. A field another manager owns that the apply changes is a conflict (409,
+  `ApplyConflictError`) unless `force`, which moves the field to the applier; setting the
+  same value shares ownership.
+- `track_update`: an Update (create, update, patch through the HTTP API) gives its manager
+  the fields it added or changed (taking them from other managers) and removes the fields
+  it removed from every manager. Its set also holds the maps and items it created, which
+  FieldsV1 shows as "." entries.
+- One managedFields entry per (manager, operation, subresource); empty entries go; the
+  acting manager's entry gets the time `now`. Entries are sorted as upstream sorts them
+  (operation, time, manager).
+- An object without managedFields (created through gRPC, which does not track them) that
+  is applied to has its fields owned by "before-first-apply" (operation Update), as upstream.
+
+Fields no manager owns (upstream's stripped fields): apiVersion, kind, the metadata map
+itself and metadata.name, namespace, uid, resourceVersion, generation, creationTimestamp,
+selfLink, managedFields. On the main resource of a kind with a status subresource the
+status is ignored (an applied status is dropped; upstream's reset fields); through the
+status subresource the spec is.
+
+Differences from upstream: no version conversion (kubera serves one version per kind);
+lists of type map keep the applied items' order, then the live-only items in live order;
+nulls in an applied configuration mean "not set".
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from services.api.errors import BadRequestError, ConflictError
+from services.api.kinds import Kind
+from services.api.listtypes import (
+    ATOMIC,
+    MAP,
+    SET,
+    ListStrategy,
+    MessageSchema,
+    PatchSchema,
+    schema_for,
+)
+
+Path = tuple[str, ...]
+FieldSet = frozenset[Path]
+
+APPLY = "Apply"
+UPDATE = "Update"
+FIELDS_V1 = "FieldsV1"
+BEFORE_FIRST_APPLY = "before-first-apply"
+
+_STRIPPED: frozenset[Path] = frozenset(
+    {("f:apiVersion",), ("f:kind",), ("f:metadata",)}
+    | {
+        ("f:metadata", "f:" + f)
+        for f in (
+            "name",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "selfLink",
+            "managedFields",
+        )
+    }
+)
+
+# What a flattened path is: a leaf (scalar, atomic list or map), a list item, a map or
+# list that holds members, or a struct (a typed message: never a member of a set, as
+# upstream's non-pointer structs, which its "empty" objects always carry).
+_LEAF, _ITEM, _NODE, _STRUCT = 0, 1, 2, 3
+
+
+class ApplyConflictError(ConflictError):
+    """An apply that would change fields other managers own. `causes` holds one
+    (field path, message) per conflicting field, as upstream's Status details.causes
+    (type FieldManagerConflict)."""
+
+    def __init__(self, message: str, causes: list[tuple[str, str]]) -> None:
+        super().__init__(message)
+        self.causes = causes
+
+
+# ---------------------------------------------------------------- field sets
+
+
+def _walk_map(d: dict[str, Any], schema: PatchSchema, path: Path, out: dict[Path, Any]) -> None:
+    for k, v in d.items():
+        if v is None:
+            continue
+        st, sub = schema.field(k)
+        _walk_value(v, st, sub, (*path, "f:" + k), out)
+
+
+def item_key(item: dict[str, Any], keys: Iterable[str]) -> str:
+    """The "k:" path element of a list item: its key fields as compact JSON, sorted."""
+    return "k:" + json.dumps(
+        {k: item[k] for k in sorted(keys) if k in item}, separators=(",", ":"), sort_keys=True
+    )
+
+
+def _walk_value(
+    v: Any, st: ListStrategy | None, sub: PatchSchema, path: Path, out: dict[Path, Any]
+) -> None:
+    if isinstance(v, dict):
+        if st is not None and (st.map_type == ATOMIC or st.patch_strategy == "replace"):
+            out[path] = (_LEAF, v)
+            return
+        typed = isinstance(sub, MessageSchema) and (st is None or not st.map_type)
+        out[path] = (_STRUCT if typed else _NODE, None)
+        _walk_map(v, sub, path, out)
+        return
+    if isinstance(v, list):
+        list_type = st.list_type if st is not None else ATOMIC
+        if list_type == MAP and st is not None and all(isinstance(x, dict) for x in v):
+            out[path] = (_NODE, None)
+            for item in v:
+                p = (*path, item_key(item, st.keys))
+                out[p] = (_ITEM, None)
+                _walk_map(item, sub, p, out)
+            return
+        if list_type == SET and not any(isinstance(x, dict | list) for x in v):
+            out[path] = (_NODE, None)
+            for item in v:
+                out[(*path, "v:" + json.dumps(item, separators=(",", ":")))] = (_ITEM, item)
+            return
+    out[path] = (_LEAF, v)
+
+
+def _flatten(obj: dict[str, Any], schema: PatchSchema) -> dict[Path, Any]:
+    out: dict[Path, Any] = {}
+    _walk_map(obj, schema, (), out)
+    return out
+
+
+def _ignored(kind: Kind, subresource: str) -> tuple[Path, ...]:
+    """Path prefixes no manager owns for this kind and subresource."""
+    if not kind.has_status:
+        return ()
+    return (("f:spec",),) if subresource == "status" else (("f:status",),)
+
+
+def _clean(paths: Iterable[Path], ignored: tuple[Path, ...]) -> FieldSet:
+    return frozenset(
+        p for p in paths if p not in _STRIPPED and not any(p[: len(i)] == i for i in ignored)
+    )
+
+
+def field_set(kind: Kind, obj: dict[str, Any], subresource: str = "") -> FieldSet:
+    """The fields an applied configuration sets: its leaves and list items (upstream's
+    ToFieldSet), less the stripped and ignored ones."""
+    flat = _flatten(obj, schema_for(kind.message.DESCRIPTOR))
+    return _clean(
+        (p for p, (k, _) in flat.items() if k in (_LEAF, _ITEM)), _ignored(kind, subresource)
+    )
+
+
+def compare(
+    kind: Kind, old: dict[str, Any], new: dict[str, Any]
+) -> tuple[set[Path], set[Path], set[Path]]:
+    """(added, modified, removed) paths from `old` to `new`; added and removed include the
+    maps and items that appear or go, modified only changed leaves."""
+    schema = schema_for(kind.message.DESCRIPTOR)
+    a, b = _flatten(old, schema), _flatten(new, schema)
+    added = {p for p in b if p not in a and b[p][0] != _STRUCT}
+    removed = {p for p in a if p not in b and a[p][0] != _STRUCT}
+    modified = {p for p in b if p in a and (a[p][0] != b[p][0] or a[p][1] != b[p][1])}
+    return added, modified, removed
+
+
+def to_fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
+    """A field set in upstream's FieldsV1 JSON: nested path elements, leaves as {}, and
+    "." marking a member that also has members below it."""
+    root: dict[str, Any] = {}
+    members = set(fields)
+    for p in sorted(members):
+        node = root
+        for pe in p:
+            node = node.setdefault(pe, {})
+    _mark(root, (), members)
+    return root
+
+
+def _mark(node: dict[str, Any], path: Path, members: set[Path]) -> None:
+    for pe, child in node.items():
+        p = (*path, pe)
+        if child:
+            _mark(child, p, members)
+            if p in members:
+                child["."] = {}
+
+
+def from_fields_v1(tree: dict[str, Any], path: Path = ()) -> FieldSet:
+    out: set[Path] = set()
+    for pe, child in tree.items():
+        if pe == ".":
+            out.add(path)
+        elif not child:
+            out.add((*path, pe))
+        elif isinstance(child, dict):
+            out |= from_fields_v1(child, (*path, pe))
+    return frozenset(out)
+
+
+def path_string(path: Path) -> str:
+    """A path as upstream prints it: .spec.containers[name="c"].image, .metadata.finalizers[="x"]."""
+    out = ""
+    for pe in path:
+        kind, _, rest = pe.partition(":")
+        if kind == "f":
+            out += "." + rest
+        elif kind == "k":
+            fields = json.loads(rest)
+            out += "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in fields.items()) + "]"
+        elif kind == "v":
+            out += "[=" + rest + "]"
+        else:
+            out += "[" + rest + "]"
+    return out
+
+
+# ---------------------------------------------------------------- managers
+
+ManagerKey = tuple[str, str, str]  # (manager, operation, subresource)
+
+
+class _Managers:
+    """The decoded managedFields: one field set, apiVersion and time per manager key."""
+
+    def __init__(self, entries: list[dict[str, Any]]) -> None:
+        self.sets: dict[ManagerKey, FieldSet] = {}
+        self.meta: dict[ManagerKey, tuple[str, str]] = {}
+        for e in entries:
+            key = (e.get("manager", ""), e.get("operation", ""), e.get("subresource", ""))
+            fields = e.get("fieldsV1") or {}
+            if not isinstance(fields, dict):
+                raise BadRequestError("metadata.managedFields: fieldsV1 must be an object")
+            self.sets[key] = self.sets.get(key, frozenset()) | from_fields_v1(fields)
+            self.meta[key] = (e.get("apiVersion", ""), e.get("time", ""))
+
+    def entries(self, kind: Kind, acting: ManagerKey, now: str) -> list[dict[str, Any]]:
+        out = []
+        for key, fields in self.sets.items():
+            if not fields:
+                continue
+            api_version, time = self.meta.get(key, (kind.api_version, now))
+            if key == acting:
+                api_version, time = kind.api_version, now
+            entry: dict[str, Any] = {"manager": key[0], "operation": key[1]}
+            entry["apiVersion"] = api_version or kind.api_version
+            if time:
+                entry["time"] = time
+            entry["fieldsType"] = FIELDS_V1
+            entry["fieldsV1"] = to_fields_v1(fields)
+            if key[2]:
+                entry["subresource"] = key[2]
+            out.append(entry)
+        out.sort(
+            key=lambda e: (
+                e["operation"],
+                e.get("time", ""),
+                e["manager"],
+                e.get("subresource", ""),
+            )
+        )
+        return out
+
+
+def _describe(key: ManagerKey, api_version: str) -> str:
+    """A manager as upstream's conflict messages name it."""
+    text = json.dumps(key[0])
+    if key[2]:
+        text += f" with subresource {json.dumps(key[2])}"
+    if key[1] == UPDATE:
+        text += f" using {api_version}"
+    return text
+
+
+def _conflict_error(
+    conflicts: list[tuple[str, str]], by_manager: dict[str, list[str]]
+) -> ApplyConflictError:
+    if len(conflicts) == 1:
+        path, message = conflicts[0]
+        text = f"Apply failed with 1 conflict: {message}: {path}"
+    else:
+        lines = []
+        for manager in sorted(by_manager):
+            lines.append(f"conflicts with {manager}:")
+            lines.extend(f"- {p}" for p in by_manager[manager])
+        text = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+    return ApplyConflictError(text, conflicts)
+
+
+def _entries_of(obj: dict[str, Any] | None) -> list[dict[str, Any]] | None:
+    if obj is None:
+        return None
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return None
+    got = meta["managedFields"]
+    if got is None:
+        return None
+    if not isinstance(got, list) or not all(isinstance(e, dict) for e in got):
+        raise BadRequestError("metadata.managedFields must be a list of objects")
+    return got
+
+
+def _with_entries(obj: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
+    meta = obj.setdefault("metadata", {})
+    if entries:
+        meta["managedFields"] = entries
+    else:
+        meta.pop("managedFields", None)
+    return obj
+
+
+# ---------------------------------------------------------------- merge and prune
+
+
+def _merge(live: Any, cfg: Any, st: ListStrategy | None, sub: PatchSchema) -> Any:
+    if isinstance(cfg, dict) and isinstance(live, dict):
+        if st is not None and (st.map_type == ATOMIC or st.patch_strategy == "replace"):
+            return _drop_nulls(cfg)
+        out = dict(live)
+        for k, v in cfg.items():
+            if v is None:
+                continue
+            st2, sub2 = sub.field(k)
+            out[k] = _merge(live.get(k), v, st2, sub2) if k in live else _drop_nulls(v)
+        return out
+    if isinstance(cfg, list) and isinstance(live, list) and st is not None:
+        if st.list_type == MAP and all(isinstance(x, dict) for x in cfg + live):
+            live_by_key = {item_key(x, st.keys): x for x in live}
+            merged, seen = [], set()
+            for item in cfg:
+                k = item_key(item, st.keys)
+                seen.add(k)
+                merged.append(
+                    _merge(live_by_key[k], item, None, sub)
+                    if k in live_by_key
+                    else _drop_nulls(item)
+                )
+            merged.extend(copy.deepcopy(x) for x in live if item_key(x, st.keys) not in seen)
+            return merged
+        if st.list_type == SET:
+            return list(cfg) + [x for x in live if x not in cfg]
+    return _drop_nulls(cfg)
+
+
+def _drop_nulls(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _drop_nulls(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_drop_nulls(x) for x in v]
+    return v
+
+
+def _remove(obj: dict[str, Any], path: Path) -> None:
+    """Delete the node at `path` (if present) from `obj`."""
+    parent: Any = obj
+    for pe in path[:-1]:
+        parent = _child(parent, pe)
+        if parent is None:
+            return
+    last = path[-1]
+    if isinstance(parent, dict) and last.startswith("f:"):
+        parent.pop(last[2:], None)
+    elif isinstance(parent, list):
+        parent[:] = [x for x in parent if not _is(x, last)]
+
+
+def _is(item: Any, pe: str) -> bool:
+    if pe.startswith("k:") and isinstance(item, dict):
+        want = json.loads(pe[2:])
+        return all(item.get(k) == v for k, v in want.items())
+    if pe.startswith("v:"):
+        return bool(json.loads(pe[2:]) == item)
+    return False
+
+
+def _child(node: Any, pe: str) -> Any:
+    if isinstance(node, dict) and pe.startswith("f:"):
+        return node.get(pe[2:])
+    if isinstance(node, list):
+        return next((x for x in node if _is(x, pe)), None)
+    return None
+
+
+def _prune(obj: dict[str, Any], last: FieldSet, owned: set[Path]) -> None:
+    """Remove what the applier owned before and nobody owns now; keep a node when a field
+    below it is still owned (its other unowned fields go one by one)."""
+    for p in sorted(last - owned, key=len):
+        if not any(q[: len(p)] == p for q in owned):
+            _remove(obj, p)
+
+
+# ---------------------------------------------------------------- operations
+
+
+def apply(
+    kind: Kind,
+    live: dict[str, Any] | None,
+    applied: dict[str, Any],
+    *,
+    manager: str,
+    force: bool,
+    now: str,
+    subresource: str = "",
+) -> dict[str, Any]:
+    """Server-side apply of `applied` by `manager` onto `live` (None: create). Returns
+    the new object with metadata.managedFields; raises ApplyConflictError (409) when the
+    apply changes fields other managers own and `force` is false. Arguments unchanged."""
+    if not isinstance(applied, dict):
+        raise BadRequestError("apply: the configuration must be an object")
+    if not manager:
+        raise BadRequestError("fieldManager is required for apply requests")
+    cfg = copy.deepcopy(applied)
+    if isinstance(cfg.get("metadata"), dict):
+        cfg["metadata"].pop("managedFields", None)
+    for prefix in _ignored(kind, subresource):
+        cfg.pop(prefix[0][2:], None)
+    base = copy.deepcopy(live) if live is not None else {}
+    entries = _entries_of(live)
+    managers = _Managers(entries or [])
+    schema = schema_for(kind.message.DESCRIPTOR)
+    if live is not None and entries is None:
+        old = field_set_of_object(kind, base, subresource)
+        if old:
+            managers.sets[(BEFORE_FIRST_APPLY, UPDATE, "")] = old
+            managers.meta[(BEFORE_FIRST_APPLY, UPDATE, "")] = (kind.api_version, now)
+    merged = _merge(_without_managed(base), cfg, None, schema)
+    me: ManagerKey = (manager, APPLY, subresource)
+    last = managers.sets.get(me, frozenset())
+    mine = field_set(kind, cfg, subresource)
+    managers.sets[me] = mine
+    owned: set[Path] = set().union(*managers.sets.values())
+    _prune(merged, last, owned)
+
+    added, modified, removed = compare(kind, _without_managed(base), merged)
+    changed = added | modified
+    conflicts: list[tuple[str, str]] = []
+    by_manager: dict[str, list[str]] = {}
+    for key, fields in sorted(managers.sets.items()):
+        if key == me:
+            continue
+        hit = fields & changed
+        if not hit:
+            continue
+        who = _describe(key, managers.meta.get(key, (kind.api_version, ""))[0] or kind.api_version)
+        for p in sorted(hit):
+            conflicts.append((path_string(p), f"conflict with {who}"))
+            by_manager.setdefault(who, []).append(path_string(p))
+        if force:
+            managers.sets[key] = fields - hit
+    if conflicts and not force:
+        raise _conflict_error(conflicts, by_manager)
+    for key, fields in managers.sets.items():
+        if key != me:
+            managers.sets[key] = frozenset(fields - removed)
+    return _with_entries(merged, managers.entries(kind, me, now))
+
+
+def field_set_of_object(kind: Kind, obj: dict[str, Any], subresource: str = "") -> FieldSet:
+    """Every leaf and list item of an existing object (upstream's before-first-apply set)."""
+    return field_set(kind, _without_managed(obj), subresource)
+
+
+def _without_managed(obj: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    if isinstance(out.get("metadata"), dict):
+        out["metadata"].pop("managedFields", None)
+    return out
+
+
+def track_update(
+    kind: Kind,
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
+    *,
+    manager: str,
+    operation: str = UPDATE,
+    subresource: str = "",
+    now: str,
+) -> dict[str, Any]:
+    """`new` with metadata.managedFields recording an Update by `manager`: it owns what it
+    added or changed, every manager loses what it removed. managedFields sent in `new`
+    that differ from `old`'s replace them (an empty list clears them, as upstream)."""
+    if not manager:
+        manager = "unknown"
+    out = copy.deepcopy(new)
+    sent = _entries_of(new)
+    before = _entries_of(old) or []
+    if sent is not None and sent != before:
+        if not sent:
+            return _with_entries(out, [])
+        before = sent
+    managers = _Managers(before)
+    added, modified, removed = compare(
+        kind, _without_managed(old) if old is not None else {}, _without_managed(new)
+    )
+    ignored = _ignored(kind, subresource)
+    taken = _clean(added | modified, ignored)
+    gone = _clean(removed, ignored)
+    me: ManagerKey = (manager, operation, subresource)
+    for key, fields in managers.sets.items():
+        if key != me:
+            managers.sets[key] = frozenset(fields - taken - gone)
+    managers.sets[me] = frozenset((managers.sets.get(me, frozenset()) | taken) - gone)
+    return _with_entries(out, managers.entries(kind, me, now))

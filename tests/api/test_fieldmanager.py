@@ -1,0 +1,322 @@
+"""Server-side apply and managedFields (services/api/fieldmanager.py), with scenarios
+after kubernetes-sigs/structured-merge-diff merge/*_test.go (conflicts, multiple
+appliers, leaving fields, lists of maps) and the apiserver's fieldmanager tests."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from services.api import codec, fieldmanager
+from services.api.errors import ConflictError
+from services.api.fieldmanager import ApplyConflictError, apply, track_update
+from services.api.kinds import BY_KIND
+
+DEPLOY = BY_KIND["Deployment"]
+POD = BY_KIND["Pod"]
+T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"
+
+
+def deploy(spec: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "default", **meta},
+        "spec": spec,
+    }
+
+
+def pod(containers: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": containers},
+        **extra,
+    }
+
+
+def managers(obj: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {
+        (e["manager"], e["operation"]): e["fieldsV1"]
+        for e in obj["metadata"].get("managedFields", [])
+    }
+
+
+def test_create_through_apply_owns_exactly_the_applied_fields() -> None:
+    out = apply(
+        DEPLOY,
+        None,
+        deploy({"replicas": 3}, labels={"app": "a"}),
+        manager="kubectl",
+        force=False,
+        now=T0,
+    )
+    assert out["spec"] == {"replicas": 3}
+    assert out["metadata"]["managedFields"] == [
+        {
+            "manager": "kubectl",
+            "operation": "Apply",
+            "apiVersion": "apps/v1",
+            "time": T0,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:labels": {"f:app": {}}}, "f:spec": {"f:replicas": {}}},
+        }
+    ]
+
+
+def test_reapply_without_a_field_removes_it() -> None:
+    live = apply(
+        DEPLOY, None, deploy({"replicas": 3, "paused": True}), manager="a", force=False, now=T0
+    )
+    out = apply(DEPLOY, live, deploy({"replicas": 3}), manager="a", force=False, now=T1)
+    assert out["spec"] == {"replicas": 3}
+    assert managers(out)[("a", "Apply")] == {"f:spec": {"f:replicas": {}}}
+
+
+def test_a_field_left_by_one_applier_stays_when_another_owns_it() -> None:
+    live = apply(
+        DEPLOY, None, deploy({"replicas": 3, "paused": True}), manager="a", force=False, now=T0
+    )
+    live = apply(DEPLOY, live, deploy({"paused": True}), manager="b", force=False, now=T1)
+    out = apply(DEPLOY, live, deploy({"replicas": 3}), manager="a", force=False, now=T2)
+    assert out["spec"] == {"replicas": 3, "paused": True}
+    assert managers(out)[("b", "Apply")] == {"f:spec": {"f:paused": {}}}
+
+
+def test_same_value_is_shared_ownership_not_a_conflict() -> None:
+    live = apply(DEPLOY, None, deploy({"replicas": 3}), manager="a", force=False, now=T0)
+    out = apply(DEPLOY, live, deploy({"replicas": 3}), manager="b", force=False, now=T1)
+    assert set(managers(out)) == {("a", "Apply"), ("b", "Apply")}
+
+
+def test_changing_a_field_another_applier_owns_conflicts() -> None:
+    live = apply(DEPLOY, None, deploy({"replicas": 3}), manager="a", force=False, now=T0)
+    with pytest.raises(ApplyConflictError) as err:
+        apply(DEPLOY, live, deploy({"replicas": 5}), manager="b", force=False, now=T1)
+    assert err.value.message == 'Apply failed with 1 conflict: conflict with "a": .spec.replicas'
+    assert err.value.causes == [(".spec.replicas", 'conflict with "a"')]
+    assert isinstance(err.value, ConflictError) and err.value.reason == "Conflict"
+
+
+def test_conflict_with_an_update_manager_names_its_api_version() -> None:
+    created = track_update(
+        DEPLOY, None, deploy({"replicas": 1}), manager="kubectl-client-side-apply", now=T0
+    )
+    with pytest.raises(ApplyConflictError) as err:
+        apply(DEPLOY, created, deploy({"replicas": 2}), manager="kubectl", force=False, now=T1)
+    assert err.value.message == (
+        'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using apps/v1: .spec.replicas'
+    )
+
+
+def test_several_conflicts_are_listed_by_manager() -> None:
+    live = apply(
+        DEPLOY, None, deploy({"replicas": 3, "paused": True}), manager="a", force=False, now=T0
+    )
+    with pytest.raises(ApplyConflictError) as err:
+        apply(
+            DEPLOY, live, deploy({"replicas": 5, "paused": False}), manager="b", force=False, now=T1
+        )
+    assert err.value.message == (
+        'Apply failed with 2 conflicts: conflicts with "a":\n- .spec.paused\n- .spec.replicas'
+    )
+    assert len(err.value.causes) == 2
+
+
+def test_force_takes_ownership_and_drops_the_emptied_manager() -> None:
+    live = apply(DEPLOY, None, deploy({"replicas": 3}), manager="a", force=False, now=T0)
+    out = apply(DEPLOY, live, deploy({"replicas": 5}), manager="b", force=True, now=T1)
+    assert out["spec"]["replicas"] == 5
+    assert managers(out) == {("b", "Apply"): {"f:spec": {"f:replicas": {}}}}
+
+
+def test_lists_of_maps_merge_by_key_and_each_applier_owns_its_items() -> None:
+    a = {"name": "a", "image": "a:1"}
+    b = {"name": "b", "image": "b:1"}
+    live = apply(POD, None, pod([a]), manager="ma", force=False, now=T0)
+    live = apply(POD, live, pod([b]), manager="mb", force=False, now=T1)
+    # applied items first, then the live-only ones
+    assert [c["name"] for c in live["spec"]["containers"]] == ["b", "a"]
+    assert managers(live)[("mb", "Apply")] == {
+        "f:spec": {"f:containers": {'k:{"name":"b"}': {".": {}, "f:image": {}, "f:name": {}}}}
+    }
+    out = apply(POD, live, pod([]), manager="ma", force=False, now=T2)
+    assert out["spec"]["containers"] == [b]
+
+
+def test_an_item_owned_by_another_keeps_the_fields_it_owns() -> None:
+    live = apply(
+        POD,
+        None,
+        pod([{"name": "c", "image": "x", "args": ["1"]}]),
+        manager="ma",
+        force=False,
+        now=T0,
+    )
+    live = apply(POD, live, pod([{"name": "c", "image": "x"}]), manager="mb", force=False, now=T1)
+    out = apply(POD, live, pod([]), manager="ma", force=False, now=T2)
+    assert out["spec"]["containers"] == [{"name": "c", "image": "x"}]
+
+
+def test_sets_merge_as_unions_with_value_elements() -> None:
+    live = apply(
+        POD,
+        None,
+        {**pod([]), "metadata": {"name": "p", "finalizers": ["x"]}},
+        manager="a",
+        force=False,
+        now=T0,
+    )
+    out = apply(
+        POD,
+        live,
+        {**pod([]), "metadata": {"name": "p", "finalizers": ["y"]}},
+        manager="b",
+        force=False,
+        now=T1,
+    )
+    assert out["metadata"]["finalizers"] == ["y", "x"]
+    assert managers(out)[("b", "Apply")]["f:metadata"] == {"f:finalizers": {'v:"y"': {}}}
+
+
+def test_atomic_lists_are_owned_whole() -> None:
+    tol = [{"key": "k", "operator": "Exists"}]
+    out = apply(
+        POD,
+        None,
+        {**pod([]), "spec": {"containers": [], "tolerations": tol}},
+        manager="a",
+        force=False,
+        now=T0,
+    )
+    assert managers(out)[("a", "Apply")]["f:spec"]["f:tolerations"] == {}
+
+
+def test_update_moves_ownership_of_the_fields_it_changes() -> None:
+    live = apply(
+        DEPLOY, None, deploy({"replicas": 3, "paused": True}), manager="a", force=False, now=T0
+    )
+    changed = {**live, "spec": {"replicas": 4, "paused": True}}
+    out = track_update(DEPLOY, live, changed, manager="hpa", now=T1)
+    assert managers(out) == {
+        ("a", "Apply"): {"f:spec": {"f:paused": {}}},
+        ("hpa", "Update"): {"f:spec": {"f:replicas": {}}},
+    }
+
+
+def test_update_removing_a_field_removes_it_from_every_manager() -> None:
+    live = apply(
+        DEPLOY, None, deploy({"replicas": 3, "paused": True}), manager="a", force=False, now=T0
+    )
+    out = track_update(DEPLOY, live, {**live, "spec": {"replicas": 3}}, manager="edit", now=T1)
+    assert managers(out) == {("a", "Apply"): {"f:spec": {"f:replicas": {}}}}
+
+
+def test_update_that_creates_a_map_owns_it_with_a_dot_entry() -> None:
+    out = track_update(
+        POD,
+        None,
+        pod([{"name": "c", "image": "x"}], metadata={"name": "p", "labels": {"app": "a"}}),
+        manager="kubectl-create",
+        now=T0,
+    )
+    assert managers(out)[("kubectl-create", "Update")] == {
+        "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+        "f:spec": {
+            "f:containers": {".": {}, 'k:{"name":"c"}': {".": {}, "f:image": {}, "f:name": {}}}
+        },
+    }
+
+
+def test_update_sending_empty_managed_fields_clears_them() -> None:
+    live = apply(DEPLOY, None, deploy({"replicas": 3}), manager="a", force=False, now=T0)
+    new = deploy({"replicas": 3}, managedFields=[])
+    assert "managedFields" not in track_update(DEPLOY, live, new, manager="x", now=T1)["metadata"]
+
+
+def test_one_entry_per_manager_operation_and_only_the_actor_gets_a_new_time() -> None:
+    live = apply(DEPLOY, None, deploy({"replicas": 3}), manager="a", force=False, now=T0)
+    live = track_update(
+        DEPLOY, live, {**live, "spec": {"replicas": 3, "paused": True}}, manager="a", now=T1
+    )
+    live = apply(
+        DEPLOY,
+        live,
+        deploy({"replicas": 3, "minReadySeconds": 5}),
+        manager="a",
+        force=False,
+        now=T2,
+    )
+    entries = live["metadata"]["managedFields"]
+    assert [(e["manager"], e["operation"], e["time"]) for e in entries] == [
+        ("a", "Apply", T2),
+        ("a", "Update", T1),
+    ]
+
+
+def test_first_apply_to_an_untracked_object_conflicts_with_before_first_apply() -> None:
+    live = deploy({"replicas": 1})
+    with pytest.raises(
+        ApplyConflictError, match='conflict with "before-first-apply" using apps/v1: .spec.replicas'
+    ):
+        apply(DEPLOY, live, deploy({"replicas": 2}), manager="kubectl", force=False, now=T0)
+    out = apply(DEPLOY, live, deploy({"replicas": 1}), manager="kubectl", force=False, now=T0)
+    assert set(managers(out)) == {("before-first-apply", "Update"), ("kubectl", "Apply")}
+
+
+def test_status_in_an_apply_to_the_main_resource_is_ignored() -> None:
+    config = pod([{"name": "c", "image": "x"}], status={"phase": "Running"})
+    out = apply(POD, None, config, manager="a", force=False, now=T0)
+    assert "status" not in out
+    assert "f:status" not in managers(out)[("a", "Apply")]
+
+
+def test_apply_changes_neither_argument() -> None:
+    live = apply(DEPLOY, None, deploy({"replicas": 3}), manager="a", force=False, now=T0)
+    snapshot = copy.deepcopy(live)
+    cfg = deploy({"replicas": 3, "paused": None})
+    apply(DEPLOY, live, cfg, manager="b", force=False, now=T1)
+    assert live == snapshot and cfg == deploy({"replicas": 3, "paused": None})
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        (("f:spec", "f:replicas"), ".spec.replicas"),
+        (
+            ("f:spec", "f:containers", 'k:{"name":"c"}', "f:image"),
+            '.spec.containers[name="c"].image',
+        ),
+        (
+            ("f:spec", "f:containers", 'k:{"containerPort":80,"protocol":"TCP"}'),
+            '.spec.containers[containerPort=80,protocol="TCP"]',
+        ),
+        (("f:metadata", "f:finalizers", 'v:"x"'), '.metadata.finalizers[="x"]'),
+    ],
+)
+def test_paths_print_as_upstream(path: tuple[str, ...], text: str) -> None:
+    assert fieldmanager.path_string(path) == text
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}},
+        {"f:spec": {"f:containers": {'k:{"name":"c"}': {".": {}, "f:image": {}}}}},
+        {"f:a": {}, "f:b": {"f:c": {}}},
+    ],
+)
+def test_fields_v1_round_trips(fields: dict[str, Any]) -> None:
+    assert fieldmanager.to_fields_v1(fieldmanager.from_fields_v1(fields)) == fields
+
+
+def test_managed_fields_round_trip_through_the_codec() -> None:
+    out = apply(
+        POD, None, pod([{"name": "c", "image": "x"}]), manager="kubectl", force=False, now=T0
+    )
+    decoded = codec.decode(out, validate="strict")
+    assert decoded.unknown_fields == ()
+    assert codec.encode(decoded.obj) == out
