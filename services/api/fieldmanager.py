@@ -31,7 +31,6 @@ status is ignored (an applied status is dropped; upstream's reset fields); throu
 status subresource the spec is.
 
 Differences from upstream: no version conversion (kubera serves one version per kind);
-lists of type map keep the applied items' order, then the live-only items in live order;
 nulls in an applied configuration mean "not set".
 """
 
@@ -344,21 +343,63 @@ def _merge(live: Any, cfg: Any, st: ListStrategy | None, sub: PatchSchema) -> An
         return out
     if isinstance(cfg, list) and isinstance(live, list) and st is not None:
         if st.list_type == MAP and all(isinstance(x, dict) for x in cfg + live):
-            live_by_key = {item_key(x, st.keys): x for x in live}
-            merged, seen = [], set()
-            for item in cfg:
-                k = item_key(item, st.keys)
-                seen.add(k)
-                merged.append(
-                    _merge(live_by_key[k], item, None, sub)
-                    if k in live_by_key
-                    else _drop_nulls(item)
-                )
-            merged.extend(copy.deepcopy(x) for x in live if item_key(x, st.keys) not in seen)
-            return merged
-        if st.list_type == SET:
-            return list(cfg) + [x for x in live if x not in cfg]
+            keys = st.keys
+            return _merge_items(
+                [(item_key(x, keys), x) for x in live],
+                [(item_key(x, keys), x) for x in cfg],
+                lambda lv, cv: _drop_nulls(cv) if lv is None else _merge(lv, cv, None, sub),
+            )
+        if st.list_type == SET and not any(isinstance(x, dict | list) for x in cfg + live):
+            return _merge_items(
+                [(json.dumps(x), x) for x in live],
+                [(json.dumps(x), x) for x in cfg],
+                lambda lv, cv: cv,
+            )
     return _drop_nulls(cfg)
+
+
+def _merge_items(lhs: list[tuple[str, Any]], rhs: list[tuple[str, Any]], merge: Any) -> list[Any]:
+    """Upstream's list item order (structured-merge-diff mergingWalker.visitListItems):
+    live-only items keep their place, applied items come in applied order, and an item in
+    both comes where the applied order puts it. Duplicate keys: the first one counts."""
+    left: dict[str, Any] = {}
+    right: dict[str, Any] = {}
+    for pe, x in lhs:
+        left.setdefault(pe, x)
+    for pe, x in rhs:
+        right.setdefault(pe, x)
+    lorder, rorder = list(left), list(right)
+    shared = [pe for pe in rorder if pe in left]
+    nxt = shared.pop(0) if shared else None
+    out: list[Any] = []
+    li = ri = 0
+    # Each round consumes an item or skips a shared one taken later; bounded by both lengths.
+    for _ in range(2 * (len(lorder) + len(rorder)) + 1):
+        if li >= len(lorder) and ri >= len(rorder):
+            break
+        if li < len(lorder) and ri < len(rorder):
+            pe = lorder[li]
+            if pe == rorder[ri]:
+                out.append(merge(left[pe], right[pe]))
+                li, ri = li + 1, ri + 1
+                nxt = shared.pop(0) if shared else None
+                continue
+            if pe in right and nxt is not None and nxt != pe:
+                li += 1
+                continue
+        if li < len(lorder) and lorder[li] not in right:
+            out.append(left[lorder[li]])
+            li += 1
+            continue
+        if ri < len(rorder):
+            pe = rorder[ri]
+            out.append(merge(left.get(pe), right[pe]))
+            ri += 1
+            if nxt is not None and nxt == pe:
+                nxt = shared.pop(0) if shared else None
+            continue
+        li += 1  # a shared item already taken from the applied side
+    return [copy.deepcopy(x) for x in out]
 
 
 def _drop_nulls(v: Any) -> Any:

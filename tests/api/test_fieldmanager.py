@@ -138,8 +138,8 @@ def test_lists_of_maps_merge_by_key_and_each_applier_owns_its_items() -> None:
     b = {"name": "b", "image": "b:1"}
     live = apply(POD, None, pod([a]), manager="ma", force=False, now=T0)
     live = apply(POD, live, pod([b]), manager="mb", force=False, now=T1)
-    # applied items first, then the live-only ones
-    assert [c["name"] for c in live["spec"]["containers"]] == ["b", "a"]
+    # live-only items keep their place; applied items follow in applied order
+    assert [c["name"] for c in live["spec"]["containers"]] == ["a", "b"]
     assert managers(live)[("mb", "Apply")] == {
         "f:spec": {"f:containers": {'k:{"name":"b"}': {".": {}, "f:image": {}, "f:name": {}}}}
     }
@@ -178,7 +178,7 @@ def test_sets_merge_as_unions_with_value_elements() -> None:
         force=False,
         now=T1,
     )
-    assert out["metadata"]["finalizers"] == ["y", "x"]
+    assert out["metadata"]["finalizers"] == ["x", "y"]
     assert managers(out)[("b", "Apply")]["f:metadata"] == {"f:finalizers": {'v:"y"': {}}}
 
 
@@ -280,6 +280,27 @@ def test_apply_changes_neither_argument() -> None:
     cfg = deploy({"replicas": 3, "paused": None})
     apply(DEPLOY, live, cfg, manager="b", force=False, now=T1)
     assert live == snapshot and cfg == deploy({"replicas": 3, "paused": None})
+
+
+@pytest.mark.parametrize(
+    ("live", "applied", "merged"),
+    [
+        (["a", "b"], ["b", "a"], ["b", "a"]),
+        (["a", "x"], ["b", "a"], ["b", "a", "x"]),
+        (["a", "c", "b"], ["b", "a"], ["c", "b", "a"]),
+        (["b", "a"], ["a", "c", "b"], ["a", "c", "b"]),
+        (["x", "a", "y"], ["a", "n"], ["x", "a", "y", "n"]),
+        ([], ["a"], ["a"]),
+        (["a"], [], ["a"]),
+    ],
+)
+def test_merged_list_order_is_upstreams(
+    live: list[str], applied: list[str], merged: list[str]
+) -> None:
+    got = fieldmanager._merge_items(
+        [(x, x) for x in live], [(x, x) for x in applied], lambda lv, cv: cv
+    )
+    assert got == merged
 
 
 @pytest.mark.parametrize(
