@@ -344,13 +344,13 @@ def _merge(live: Any, cfg: Any, st: ListStrategy | None, sub: PatchSchema) -> An
     if isinstance(cfg, list) and isinstance(live, list) and st is not None:
         if st.list_type == MAP and all(isinstance(x, dict) for x in cfg + live):
             keys = st.keys
-            return _merge_items(
+            return merge_items(
                 [(item_key(x, keys), x) for x in live],
                 [(item_key(x, keys), x) for x in cfg],
                 lambda lv, cv: _drop_nulls(cv) if lv is None else _merge(lv, cv, None, sub),
             )
         if st.list_type == SET and not any(isinstance(x, dict | list) for x in cfg + live):
-            return _merge_items(
+            return merge_items(
                 [(json.dumps(x), x) for x in live],
                 [(json.dumps(x), x) for x in cfg],
                 lambda lv, cv: cv,
@@ -358,7 +358,7 @@ def _merge(live: Any, cfg: Any, st: ListStrategy | None, sub: PatchSchema) -> An
     return _drop_nulls(cfg)
 
 
-def _merge_items(lhs: list[tuple[str, Any]], rhs: list[tuple[str, Any]], merge: Any) -> list[Any]:
+def merge_items(lhs: list[tuple[str, Any]], rhs: list[tuple[str, Any]], merge: Any) -> list[Any]:
     """Upstream's list item order (structured-merge-diff mergingWalker.visitListItems):
     live-only items keep their place, applied items come in applied order, and an item in
     both comes where the applied order puts it. Duplicate keys: the first one counts."""

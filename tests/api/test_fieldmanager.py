@@ -297,7 +297,7 @@ def test_apply_changes_neither_argument() -> None:
 def test_merged_list_order_is_upstreams(
     live: list[str], applied: list[str], merged: list[str]
 ) -> None:
-    got = fieldmanager._merge_items(
+    got = fieldmanager.merge_items(
         [(x, x) for x in live], [(x, x) for x in applied], lambda lv, cv: cv
     )
     assert got == merged
