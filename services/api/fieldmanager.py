@@ -10,8 +10,8 @@ services/api/listtypes.py:
 - `apply`: the applied configuration is merged into the live object (maps by key, lists
   of type map by their keys, sets as unions, atomic values replaced); the applier then
   owns exactly the fields its configuration sets (its leaves and list items). A field it
-  owned before and no longer sets is removed from the object unless another manager owns
-  it. A field another manager owns that the apply changes is a conflict (409,
+  owned before and no longer sets is removed from the object (with everything below it)
+  unless another manager owns it. A field another manager owns that the apply changes is a conflict (409,
   `ApplyConflictError`) unless `force`, which moves the field to the applier; setting the
   same value shares ownership.
 - `track_update`: an Update (create, update, patch through the HTTP API) gives its manager
@@ -442,11 +442,12 @@ def _child(node: Any, pe: str) -> Any:
 
 
 def _prune(obj: dict[str, Any], last: FieldSet, owned: set[Path]) -> None:
-    """Remove what the applier owned before and nobody owns now; keep a node when a field
-    below it is still owned (its other unowned fields go one by one)."""
+    """Remove what the applier owned before and nobody owns now, each with everything below
+    it: a list item goes even when another manager owns a field inside it but not the item
+    (structured-merge-diff's prune: RemoveItems(last), add back what is owned, then remove
+    (merged - pruned) & last)."""
     for p in sorted(last - owned, key=len):
-        if not any(q[: len(p)] == p for q in owned):
-            _remove(obj, p)
+        _remove(obj, p)
 
 
 # ---------------------------------------------------------------- operations

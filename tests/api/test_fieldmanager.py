@@ -341,3 +341,133 @@ def test_managed_fields_round_trip_through_the_codec() -> None:
     decoded = codec.decode(out, validate="strict")
     assert decoded.unknown_fields == ()
     assert codec.encode(decoded.obj) == out
+
+
+def _fin(items: list[str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "finalizers": items}}
+
+
+def _owned_values(obj: dict[str, Any], manager: str, operation: str) -> set[str]:
+    fields = managers(obj)[(manager, operation)]["f:metadata"]["f:finalizers"]
+    return {k[3:-1] for k in fields if k.startswith("v:")}
+
+
+@pytest.mark.parametrize(
+    ("ops", "result", "owners"),
+    [
+        pytest.param(
+            [("apply", "default", ["a", "c"]), ("apply", "default", ["a", "b", "c", "d"])],
+            {"a", "b", "c", "d"},
+            {("default", "Apply"): {"a", "b", "c", "d"}},
+            id="apply twice",
+        ),
+        pytest.param(
+            [
+                ("apply", "default", ["a", "c"]),
+                ("update", "controller", ["a", "b", "c", "d"]),
+                ("apply", "default", ["a", "aprime", "c", "cprime"]),
+            ],
+            {"a", "aprime", "b", "c", "cprime", "d"},
+            {
+                ("default", "Apply"): {"a", "aprime", "c", "cprime"},
+                ("controller", "Update"): {"b", "d"},
+            },
+            id="apply update apply no overlap",
+        ),
+        pytest.param(
+            [
+                ("apply", "default", ["a", "c"]),
+                ("update", "controller", ["a", "b", "c", "d"]),
+                ("apply", "default", ["a", "b", "c"]),
+            ],
+            {"a", "b", "c", "d"},
+            {("default", "Apply"): {"a", "b", "c"}, ("controller", "Update"): {"b", "d"}},
+            id="apply update apply with overlap",
+        ),
+        pytest.param(
+            [("apply", "default", ["a", "b", "c", "d"]), ("apply", "default", ["a", "c"])],
+            {"a", "c"},
+            {("default", "Apply"): {"a", "c"}},
+            id="apply twice remove",
+        ),
+    ],
+)
+def test_set_ownership_as_structured_merge_diff(
+    ops: list[tuple[str, str, list[str]]], result: set[str], owners: dict[tuple[str, str], set[str]]
+) -> None:
+    """structured-merge-diff merge/set_test.go TestUpdateSet on ObjectMeta.finalizers (a set)."""
+    live: dict[str, Any] | None = None
+    for op, manager, items in ops:
+        if op == "apply":
+            live = apply(POD, live, _fin(items), manager=manager, force=False, now=T0)
+        else:
+            assert live is not None
+            new = copy.deepcopy(live)
+            new["metadata"]["finalizers"] = items
+            live = track_update(POD, live, new, manager=manager, now=T0)
+    assert live is not None
+    assert set(live["metadata"]["finalizers"]) == result
+    assert {k: _owned_values(live, *k) for k in owners} == owners
+    assert set(managers(live)) == set(owners)
+
+
+def _containers(*items: tuple[str, list[str]]) -> dict[str, Any]:
+    return pod(
+        [{"name": n, **({"env": [{"name": e} for e in env]} if env else {})} for n, env in items]
+    )
+
+
+def _env(obj: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    return [(c["name"], [e["name"] for e in c.get("env", [])]) for c in obj["spec"]["containers"]]
+
+
+@pytest.mark.parametrize(
+    ("ops", "result"),
+    [
+        pytest.param(
+            [
+                ("apply", "apply-one", [("a", []), ("b", ["c"])]),
+                ("apply", "apply-two", [("b", ["d"])]),
+                ("apply", "apply-one", [("a", [])]),
+            ],
+            [("a", []), ("b", ["d"])],
+            id="remove one keep one with sub item",
+        ),
+        pytest.param(
+            [
+                ("apply", "apply-one", [("a", []), ("b", ["c"])]),
+                ("apply", "apply-two", [("b", ["d"])]),
+                ("update", "controller", [("a", []), ("b", ["c", "d", "e"])]),
+                ("apply", "apply-one", [("a", [])]),
+            ],
+            [("a", []), ("b", ["d", "e"])],
+            id="remove one keep one with dangling subitem",
+        ),
+        pytest.param(
+            [
+                ("apply", "apply-one", [("a", []), ("b", ["c"])]),
+                ("apply", "apply-two", [("a", ["b"])]),
+                ("update", "controller", [("a", ["b"]), ("b", ["c", "d"])]),
+                ("apply", "apply-one", [("a", [])]),
+            ],
+            [("a", ["b"])],
+            id="remove one with dangling subitem keep one",
+        ),
+    ],
+)
+def test_nested_lists_as_structured_merge_diff(
+    ops: list[tuple[str, str, list[tuple[str, list[str]]]]], result: list[tuple[str, list[str]]]
+) -> None:
+    """structured-merge-diff merge/multiple_appliers_test.go TestMultipleAppliersNestedType,
+    with containers (keyed by name) holding env (keyed by name) for its listOfLists."""
+    live: dict[str, Any] | None = None
+    for op, manager, items in ops:
+        if op == "apply":
+            live = apply(POD, live, _containers(*items), manager=manager, force=False, now=T0)
+        else:
+            assert live is not None
+            new = copy.deepcopy(live)
+            new["spec"] = _containers(*items)["spec"]
+            live = track_update(POD, live, new, manager=manager, now=T0)
+    assert live is not None
+    assert _env(live) == result
