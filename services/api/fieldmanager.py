@@ -60,6 +60,14 @@ APPLY = "Apply"
 UPDATE = "Update"
 FIELDS_V1 = "FieldsV1"
 BEFORE_FIRST_APPLY = "before-first-apply"
+#: The bucket the oldest Update entries merge into past MAX_UPDATE_MANAGERS (upstream's
+#: capManagers: one bucket per apiVersion).
+ANCIENT_CHANGES = "ancient-changes"
+MAX_UPDATE_MANAGERS = 10
+#: The reason of each StatusCause of an apply conflict.
+CONFLICT_CAUSE = "FieldManagerConflict"
+#: Longest fieldManager upstream accepts.
+MAX_MANAGER_LENGTH = 128
 
 _STRIPPED: frozenset[Path] = frozenset(
     {("f:apiVersion",), ("f:kind",), ("f:metadata",)}
@@ -87,7 +95,9 @@ _LEAF, _ITEM, _NODE, _STRUCT = 0, 1, 2, 3
 class ApplyConflictError(ConflictError):
     """An apply that would change fields other managers own. `causes` holds one
     (field path, message) per conflicting field, as upstream's Status details.causes
-    (type FieldManagerConflict)."""
+    (reason CONFLICT_CAUSE)."""
+
+    cause_reason = CONFLICT_CAUSE
 
     def __init__(self, message: str, causes: list[tuple[str, str]]) -> None:
         super().__init__(message)
@@ -251,7 +261,39 @@ class _Managers:
             self.sets[key] = self.sets.get(key, frozenset()) | from_fields_v1(fields)
             self.meta[key] = (e.get("apiVersion", ""), e.get("time", ""))
 
+    def cap_updates(self, acting: ManagerKey, now: str) -> None:
+        """Merge the oldest Update entries into one "ancient-changes" entry per apiVersion
+        while there are more than MAX_UPDATE_MANAGERS (upstream's capManagers)."""
+        updates = [k for k, f in self.sets.items() if k[1] == UPDATE and f]
+        if len(updates) <= MAX_UPDATE_MANAGERS:
+            return
+        updates.sort(key=lambda k: now if k == acting else self.meta.get(k, ("", ""))[1])
+        first: dict[str, ManagerKey] = {}
+        count = len(updates)
+        # kubera serves one version per kind, so the bucket key needs no apiVersion.
+        bucket: ManagerKey = (ANCIENT_CHANGES, UPDATE, "")
+        for key in updates:
+            if count <= MAX_UPDATE_MANAGERS:
+                break
+            if key == bucket:
+                continue
+            version, time = self.meta.get(key, ("", ""))
+            if version not in first:
+                first[version] = key
+                continue
+            if bucket not in self.sets:
+                oldest = first[version]
+                self.sets[bucket] = self.sets.pop(oldest)
+                self.meta[bucket] = self.meta.pop(oldest, (version, time))
+            self.sets[bucket] = self.sets[bucket] | self.sets.pop(key)
+            self.meta[bucket] = (version, time)
+            self.meta.pop(key, None)
+            count -= 1
+
     def entries(self, kind: Kind, acting: ManagerKey, now: str) -> list[dict[str, Any]]:
+        if acting[1] == UPDATE:
+            self.meta[acting] = (kind.api_version, now)
+        self.cap_updates(acting, now)
         out = []
         for key, fields in self.sets.items():
             if not fields:
@@ -277,6 +319,26 @@ class _Managers:
             )
         )
         return out
+
+
+def manager_from_user_agent(user_agent: str) -> str:
+    """The fieldManager of a non-apply write that names none: the User-Agent's product
+    (upstream: "kubectl-client-side-apply/v1.32.0 (linux/amd64) kubernetes/..." gives
+    "kubectl-client-side-apply"), cut to MAX_MANAGER_LENGTH."""
+    return user_agent.split("/", 1)[0].strip()[:MAX_MANAGER_LENGTH] or "unknown"
+
+
+def check_manager(manager: str) -> None:
+    """BadRequestError for a fieldManager upstream refuses (too long, not printable)."""
+    if len(manager) > MAX_MANAGER_LENGTH:
+        raise BadRequestError(
+            f"fieldManager: Invalid value: {json.dumps(manager)}: "
+            f"must be less than {MAX_MANAGER_LENGTH} characters"
+        )
+    if not manager.isprintable():
+        raise BadRequestError(
+            f"fieldManager: Invalid value: {json.dumps(manager)}: must only contain printable characters"
+        )
 
 
 def _describe(key: ManagerKey, api_version: str) -> str:
@@ -470,6 +532,7 @@ def apply(
         raise BadRequestError("apply: the configuration must be an object")
     if not manager:
         raise BadRequestError("fieldManager is required for apply requests")
+    check_manager(manager)
     cfg = copy.deepcopy(applied)
     if isinstance(cfg.get("metadata"), dict):
         cfg["metadata"].pop("managedFields", None)
@@ -480,7 +543,8 @@ def apply(
     managers = _Managers(entries or [])
     schema = schema_for(kind.message.DESCRIPTOR)
     if live is not None and entries is None:
-        old = field_set_of_object(kind, base, subresource)
+        added, _, _ = compare(kind, {}, _without_managed(base))
+        old = _clean(added, _ignored(kind, subresource))
         if old:
             managers.sets[(BEFORE_FIRST_APPLY, UPDATE, "")] = old
             managers.meta[(BEFORE_FIRST_APPLY, UPDATE, "")] = (kind.api_version, now)
@@ -514,11 +578,6 @@ def apply(
         if key != me:
             managers.sets[key] = frozenset(fields - removed)
     return _with_entries(merged, managers.entries(kind, me, now))
-
-
-def field_set_of_object(kind: Kind, obj: dict[str, Any], subresource: str = "") -> FieldSet:
-    """Every leaf and list item of an existing object (upstream's before-first-apply set)."""
-    return field_set(kind, _without_managed(obj), subresource)
 
 
 def _without_managed(obj: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from services.api import codec, fieldmanager
-from services.api.errors import ConflictError
+from services.api.errors import BadRequestError, ConflictError
 from services.api.fieldmanager import ApplyConflictError, apply, track_update
 from services.api.kinds import BY_KIND
 
@@ -471,3 +471,54 @@ def test_nested_lists_as_structured_merge_diff(
             live = track_update(POD, live, new, manager=manager, now=T0)
     assert live is not None
     assert _env(live) == result
+
+
+def test_more_than_ten_update_managers_merge_the_oldest_into_ancient_changes() -> None:
+    live = deploy({"replicas": 0})
+    for i in range(11):
+        new = copy.deepcopy(live)
+        new["metadata"].setdefault("labels", {})[f"l{i}"] = "x"
+        live = track_update(DEPLOY, live, new, manager=f"m{i}", now=f"2026-01-01T00:00:{i:02d}Z")
+    names = [e["manager"] for e in live["metadata"]["managedFields"]]
+    assert len(names) == 10
+    assert "ancient-changes" in names and "m0" not in names and "m1" not in names
+    bucket = managers(live)[("ancient-changes", "Update")]
+    assert {"f:l0", "f:l1"} <= set(bucket["f:metadata"]["f:labels"])
+
+
+@pytest.mark.parametrize(
+    ("user_agent", "manager"),
+    [
+        (
+            "kubectl-client-side-apply/v1.32.0 (linux/amd64) kubernetes/abc",
+            "kubectl-client-side-apply",
+        ),
+        ("kubectl/v1.32.0 (linux/amd64) kubernetes/abc", "kubectl"),
+        ("OpenAPI-Generator/31.0.0/python", "OpenAPI-Generator"),
+        ("", "unknown"),
+    ],
+)
+def test_default_manager_is_the_user_agent_product(user_agent: str, manager: str) -> None:
+    assert fieldmanager.manager_from_user_agent(user_agent) == manager
+
+
+@pytest.mark.parametrize(
+    ("manager", "message"),
+    [
+        ("", "fieldManager is required for apply requests"),
+        ("x" * 129, "must be less than 128 characters"),
+        ("a\nb", "printable"),
+    ],
+)
+def test_apply_refuses_a_bad_field_manager(manager: str, message: str) -> None:
+    with pytest.raises(BadRequestError, match=message):
+        apply(DEPLOY, None, deploy({"replicas": 1}), manager=manager, force=False, now=T0)
+
+
+def test_before_first_apply_owns_the_untracked_object_as_an_update() -> None:
+    live = deploy({"replicas": 1}, labels={"app": "a"})
+    out = apply(DEPLOY, live, deploy({"paused": True}), manager="kubectl", force=False, now=T0)
+    assert managers(out)[("before-first-apply", "Update")] == {
+        "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+        "f:spec": {"f:replicas": {}},
+    }
