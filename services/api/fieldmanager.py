@@ -4,9 +4,8 @@ Upstream's semantics (kubernetes-sigs/structured-merge-diff, merge.Updater, and
 k8s.io/apiserver's fieldmanager), on Kubernetes JSON dicts with the schema of
 services/api/listtypes.py:
 
-- A field set is a set of paths. A path is a tuple of path elements as FieldsV1 spells
-  them: "f:<field>", "k:<json of the key fields>" (an item of a list of type map),
-  "v:<json value>" (an item of a set). Atomic lists and maps are one leaf.
+- A field set is a set of paths (services/api/fieldpath.py: "f:<field>", "k:<keys>",
+  "v:<value>" elements as FieldsV1 spells them; atomic lists and maps are one leaf).
 - `apply`: the applied configuration is merged into the live object (maps by key, lists
   of type map by their keys, sets as unions, atomic values replaced); the applier then
   owns exactly the fields its configuration sets (its leaves and list items). A field it
@@ -41,20 +40,19 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from services.api import fieldpath
 from services.api.errors import BadRequestError, ConflictError
-from services.api.kinds import Kind
-from services.api.listtypes import (
-    ATOMIC,
-    MAP,
-    SET,
-    ListStrategy,
-    MessageSchema,
-    PatchSchema,
-    schema_for,
+from services.api.fieldpath import (
+    FieldSet,
+    Path,
+    from_fields_v1,
+    item_key,
+    path_string,
+    remove,
+    to_fields_v1,
 )
-
-Path = tuple[str, ...]
-FieldSet = frozenset[Path]
+from services.api.kinds import Kind
+from services.api.listtypes import ATOMIC, MAP, SET, ListStrategy, PatchSchema, schema_for
 
 APPLY = "Apply"
 UPDATE = "Update"
@@ -86,11 +84,6 @@ _STRIPPED: frozenset[Path] = frozenset(
     }
 )
 
-# What a flattened path is: a leaf (scalar, atomic list or map), a list item, a map or
-# list that holds members, or a struct (a typed message: never a member of a set, as
-# upstream's non-pointer structs, which its "empty" objects always carry).
-_LEAF, _ITEM, _NODE, _STRUCT = 0, 1, 2, 3
-
 
 class ApplyConflictError(ConflictError):
     """An apply that would change fields other managers own. `causes` holds one
@@ -107,55 +100,6 @@ class ApplyConflictError(ConflictError):
 # ---------------------------------------------------------------- field sets
 
 
-def _walk_map(d: dict[str, Any], schema: PatchSchema, path: Path, out: dict[Path, Any]) -> None:
-    for k, v in d.items():
-        if v is None:
-            continue
-        st, sub = schema.field(k)
-        _walk_value(v, st, sub, (*path, "f:" + k), out)
-
-
-def item_key(item: dict[str, Any], keys: Iterable[str]) -> str:
-    """The "k:" path element of a list item: its key fields as compact JSON, sorted."""
-    return "k:" + json.dumps(
-        {k: item[k] for k in sorted(keys) if k in item}, separators=(",", ":"), sort_keys=True
-    )
-
-
-def _walk_value(
-    v: Any, st: ListStrategy | None, sub: PatchSchema, path: Path, out: dict[Path, Any]
-) -> None:
-    if isinstance(v, dict):
-        if st is not None and (st.map_type == ATOMIC or st.patch_strategy == "replace"):
-            out[path] = (_LEAF, v)
-            return
-        typed = isinstance(sub, MessageSchema) and (st is None or not st.map_type)
-        out[path] = (_STRUCT if typed else _NODE, None)
-        _walk_map(v, sub, path, out)
-        return
-    if isinstance(v, list):
-        list_type = st.list_type if st is not None else ATOMIC
-        if list_type == MAP and st is not None and all(isinstance(x, dict) for x in v):
-            out[path] = (_NODE, None)
-            for item in v:
-                p = (*path, item_key(item, st.keys))
-                out[p] = (_ITEM, None)
-                _walk_map(item, sub, p, out)
-            return
-        if list_type == SET and not any(isinstance(x, dict | list) for x in v):
-            out[path] = (_NODE, None)
-            for item in v:
-                out[(*path, "v:" + json.dumps(item, separators=(",", ":")))] = (_ITEM, item)
-            return
-    out[path] = (_LEAF, v)
-
-
-def _flatten(obj: dict[str, Any], schema: PatchSchema) -> dict[Path, Any]:
-    out: dict[Path, Any] = {}
-    _walk_map(obj, schema, (), out)
-    return out
-
-
 def _ignored(kind: Kind, subresource: str) -> tuple[Path, ...]:
     """Path prefixes no manager owns for this kind and subresource."""
     if not kind.has_status:
@@ -169,77 +113,18 @@ def _clean(paths: Iterable[Path], ignored: tuple[Path, ...]) -> FieldSet:
     )
 
 
-def field_set(kind: Kind, obj: dict[str, Any], subresource: str = "") -> FieldSet:
-    """The fields an applied configuration sets: its leaves and list items (upstream's
-    ToFieldSet), less the stripped and ignored ones."""
-    flat = _flatten(obj, schema_for(kind.message.DESCRIPTOR))
-    return _clean(
-        (p for p, (k, _) in flat.items() if k in (_LEAF, _ITEM)), _ignored(kind, subresource)
-    )
-
-
 def compare(
     kind: Kind, old: dict[str, Any], new: dict[str, Any]
 ) -> tuple[set[Path], set[Path], set[Path]]:
-    """(added, modified, removed) paths from `old` to `new`; added and removed include the
-    maps and items that appear or go, modified only changed leaves."""
-    schema = schema_for(kind.message.DESCRIPTOR)
-    a, b = _flatten(old, schema), _flatten(new, schema)
-    added = {p for p in b if p not in a and b[p][0] != _STRUCT}
-    removed = {p for p in a if p not in b and a[p][0] != _STRUCT}
-    modified = {p for p in b if p in a and (a[p][0] != b[p][0] or a[p][1] != b[p][1])}
-    return added, modified, removed
+    """fieldpath.compare under the kind's schema."""
+    return fieldpath.compare(schema_for(kind.message.DESCRIPTOR), old, new)
 
 
-def to_fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
-    """A field set in upstream's FieldsV1 JSON: nested path elements, leaves as {}, and
-    "." marking a member that also has members below it."""
-    root: dict[str, Any] = {}
-    members = set(fields)
-    for p in sorted(members):
-        node = root
-        for pe in p:
-            node = node.setdefault(pe, {})
-    _mark(root, (), members)
-    return root
-
-
-def _mark(node: dict[str, Any], path: Path, members: set[Path]) -> None:
-    for pe, child in node.items():
-        p = (*path, pe)
-        if child:
-            _mark(child, p, members)
-            if p in members:
-                child["."] = {}
-
-
-def from_fields_v1(tree: dict[str, Any], path: Path = ()) -> FieldSet:
-    out: set[Path] = set()
-    for pe, child in tree.items():
-        if pe == ".":
-            out.add(path)
-        elif not child:
-            out.add((*path, pe))
-        elif isinstance(child, dict):
-            out |= from_fields_v1(child, (*path, pe))
-    return frozenset(out)
-
-
-def path_string(path: Path) -> str:
-    """A path as upstream prints it: .spec.containers[name="c"].image, .metadata.finalizers[="x"]."""
-    out = ""
-    for pe in path:
-        kind, _, rest = pe.partition(":")
-        if kind == "f":
-            out += "." + rest
-        elif kind == "k":
-            fields = json.loads(rest)
-            out += "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in fields.items()) + "]"
-        elif kind == "v":
-            out += "[=" + rest + "]"
-        else:
-            out += "[" + rest + "]"
-    return out
+def field_set(kind: Kind, obj: dict[str, Any], subresource: str = "") -> FieldSet:
+    """The fields an applied configuration sets: its leaves and list items (upstream's
+    ToFieldSet), less the stripped and ignored ones."""
+    members = fieldpath.members(obj, schema_for(kind.message.DESCRIPTOR))
+    return _clean(members, _ignored(kind, subresource))
 
 
 # ---------------------------------------------------------------- managers
@@ -472,44 +357,13 @@ def _drop_nulls(v: Any) -> Any:
     return v
 
 
-def _remove(obj: dict[str, Any], path: Path) -> None:
-    """Delete the node at `path` (if present) from `obj`."""
-    parent: Any = obj
-    for pe in path[:-1]:
-        parent = _child(parent, pe)
-        if parent is None:
-            return
-    last = path[-1]
-    if isinstance(parent, dict) and last.startswith("f:"):
-        parent.pop(last[2:], None)
-    elif isinstance(parent, list):
-        parent[:] = [x for x in parent if not _is(x, last)]
-
-
-def _is(item: Any, pe: str) -> bool:
-    if pe.startswith("k:") and isinstance(item, dict):
-        want = json.loads(pe[2:])
-        return all(item.get(k) == v for k, v in want.items())
-    if pe.startswith("v:"):
-        return bool(json.loads(pe[2:]) == item)
-    return False
-
-
-def _child(node: Any, pe: str) -> Any:
-    if isinstance(node, dict) and pe.startswith("f:"):
-        return node.get(pe[2:])
-    if isinstance(node, list):
-        return next((x for x in node if _is(x, pe)), None)
-    return None
-
-
 def _prune(obj: dict[str, Any], last: FieldSet, owned: set[Path]) -> None:
     """Remove what the applier owned before and nobody owns now, each with everything below
     it: a list item goes even when another manager owns a field inside it but not the item
     (structured-merge-diff's prune: RemoveItems(last), add back what is owned, then remove
     (merged - pruned) & last)."""
     for p in sorted(last - owned, key=len):
-        _remove(obj, p)
+        remove(obj, p)
 
 
 # ---------------------------------------------------------------- operations

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from services.api import codec, fieldmanager
+from services.api import codec, fieldmanager, fieldpath
 from services.api.errors import BadRequestError, ConflictError
 from services.api.fieldmanager import ApplyConflictError, apply, track_update
 from services.api.kinds import BY_KIND
@@ -319,7 +319,7 @@ def test_merged_list_order_is_upstreams(
     ],
 )
 def test_paths_print_as_upstream(path: tuple[str, ...], text: str) -> None:
-    assert fieldmanager.path_string(path) == text
+    assert fieldpath.path_string(path) == text
 
 
 @pytest.mark.parametrize(
@@ -331,7 +331,7 @@ def test_paths_print_as_upstream(path: tuple[str, ...], text: str) -> None:
     ],
 )
 def test_fields_v1_round_trips(fields: dict[str, Any]) -> None:
-    assert fieldmanager.to_fields_v1(fieldmanager.from_fields_v1(fields)) == fields
+    assert fieldpath.to_fields_v1(fieldpath.from_fields_v1(fields)) == fields
 
 
 def test_managed_fields_round_trip_through_the_codec() -> None:
