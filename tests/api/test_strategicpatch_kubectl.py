@@ -1,0 +1,259 @@
+"""Strategic merge patch checked against upstream itself: `kubectl patch --local` (kubectl
+1.32 on PATH) applies the same patch with apimachinery's strategicpatch and k8s.io/api's
+struct tags, offline; kubera's apply_patch must give the same object, or refuse the
+patch when kubectl does."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.api.errors import ApiError
+from services.api.kinds import BY_KIND
+from services.api.patching import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, apply_patch
+
+KUBECTL = shutil.which("kubectl")
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH")
+
+POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "p",
+        "labels": {"a": "1", "b": "2"},
+        "finalizers": ["x", "y"],
+        "ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u1"}
+        ],
+    },
+    "spec": {
+        "containers": [
+            {
+                "name": "a",
+                "image": "a:1",
+                "env": [{"name": "X", "value": "1"}, {"name": "Z", "value": "3"}],
+                "ports": [{"containerPort": 80, "protocol": "TCP"}],
+            },
+            {"name": "b", "image": "b:1", "args": ["--one"]},
+        ],
+        "tolerations": [{"key": "t", "operator": "Exists"}],
+        "volumes": [{"name": "v", "hostPath": {"path": "/x"}}],
+    },
+    "status": {
+        "conditions": [
+            {"type": "PodScheduled", "status": "True"},
+            {"type": "Ready", "status": "False"},
+        ]
+    },
+}
+NODE: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"name": "n1", "labels": {"zone": "a"}},
+    "spec": {
+        "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}],
+        "podCIDRs": ["10.0.0.0/24"],
+    },
+    "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.1"}]},
+}
+DEPLOY: dict[str, Any] = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "d"},
+    "spec": {
+        "replicas": 2,
+        "selector": {"matchLabels": {"app": "a"}},
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
+        "template": {
+            "metadata": {"labels": {"app": "a"}},
+            "spec": {"containers": [{"name": "a", "image": "a:1"}]},
+        },
+    },
+}
+
+CASES = [
+    ("kubectl cordon", NODE, {"spec": {"unschedulable": True}}),
+    ("kubectl label and unlabel", POD, {"metadata": {"labels": {"a": None, "c": "3"}}}),
+    (
+        "kubectl taint replaces the atomic list",
+        NODE,
+        {"spec": {"taints": [{"key": "n", "effect": "NoExecute"}]}},
+    ),
+    (
+        "client-side apply with setElementOrder",
+        POD,
+        {
+            "spec": {
+                "$setElementOrder/containers": [{"name": "b"}, {"name": "a"}],
+                "containers": [{"name": "a", "image": "a:2"}],
+            }
+        },
+    ),
+    ("new container goes first", POD, {"spec": {"containers": [{"name": "c", "image": "c"}]}}),
+    (
+        "delete a container by key",
+        POD,
+        {"spec": {"containers": [{"name": "b", "$patch": "delete"}]}},
+    ),
+    (
+        "replace the container list",
+        POD,
+        {"spec": {"containers": [{"name": "c", "image": "c"}, {"$patch": "replace"}]}},
+    ),
+    (
+        "env merges by name",
+        POD,
+        {"spec": {"containers": [{"name": "a", "env": [{"name": "Y", "value": "2"}]}]}},
+    ),
+    (
+        "env order from setElementOrder",
+        POD,
+        {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "a",
+                        "$setElementOrder/env": [{"name": "Z"}, {"name": "Y"}, {"name": "X"}],
+                        "env": [{"name": "Y", "value": "2"}],
+                    }
+                ]
+            }
+        },
+    ),
+    (
+        "ports merge on containerPort",
+        POD,
+        {"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 81}]}]}},
+    ),
+    ("args are atomic", POD, {"spec": {"containers": [{"name": "b", "args": ["--two"]}]}}),
+    ("finalizers merge as a set", POD, {"metadata": {"finalizers": ["z", "x"]}}),
+    ("deleteFromPrimitiveList", POD, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["x"]}}),
+    ("labels replaced whole", POD, {"metadata": {"labels": {"$patch": "replace", "z": "1"}}}),
+    (
+        "ownerReferences merge by uid",
+        POD,
+        {
+            "metadata": {
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "u2"}]
+            }
+        },
+    ),
+    (
+        "tolerations are atomic",
+        POD,
+        {"spec": {"tolerations": [{"key": "u", "operator": "Exists"}]}},
+    ),
+    (
+        "volumes retainKeys",
+        POD,
+        {"spec": {"volumes": [{"name": "v", "$retainKeys": ["name", "emptyDir"], "emptyDir": {}}]}},
+    ),
+    (
+        "status conditions merge by type",
+        POD,
+        {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+    ),
+    (
+        "node addresses merge by type",
+        NODE,
+        {"status": {"addresses": [{"type": "Hostname", "address": "n1"}]}},
+    ),
+    ("podCIDRs merge as a set", NODE, {"spec": {"podCIDRs": ["10.0.1.0/24"]}}),
+    ("kubectl scale", DEPLOY, {"spec": {"replicas": 5}}),
+    (
+        "deployment strategy retainKeys",
+        DEPLOY,
+        {"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}},
+    ),
+    (
+        "kubectl rollout restart annotates the template",
+        DEPLOY,
+        {
+            "spec": {
+                "template": {
+                    "metadata": {
+                        "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-01-01T00:00:00Z"}
+                    }
+                }
+            }
+        },
+    ),
+    ("a null deletes a whole field", DEPLOY, {"spec": {"strategy": None}}),
+    ("missing merge key is refused", POD, {"spec": {"containers": [{"image": "q"}]}}),
+    (
+        "patch merge in a list is refused",
+        POD,
+        {"spec": {"containers": [{"name": "a", "$patch": "merge"}]}},
+    ),
+]
+
+
+def kubectl_patch(
+    tmp_path: Path, obj: dict[str, Any], patch_type: str, patch: Any
+) -> dict[str, Any] | None:
+    """kubectl's result, or None when kubectl refuses the patch."""
+    src = tmp_path / "obj.json"
+    src.write_text(json.dumps(obj))
+    assert KUBECTL is not None
+    done = subprocess.run(
+        [
+            KUBECTL,
+            "patch",
+            "--local",
+            "-f",
+            str(src),
+            "--type",
+            patch_type,
+            "-p",
+            json.dumps(patch),
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "KUBECONFIG": os.devnull},
+        check=False,
+    )
+    if done.returncode != 0:
+        return None
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def kubera_patch(obj: dict[str, Any], content_type: str, patch: Any) -> dict[str, Any] | None:
+    try:
+        return apply_patch(BY_KIND[obj["kind"]], obj, content_type, json.dumps(patch).encode())
+    except ApiError:
+        return None
+
+
+@pytest.mark.parametrize(("name", "obj", "patch"), CASES, ids=[c[0] for c in CASES])
+def test_strategic_merge_patch_matches_kubectl(
+    name: str, obj: dict[str, Any], patch: Any, tmp_path: Path
+) -> None:
+    assert kubera_patch(obj, STRATEGIC_MERGE_PATCH, patch) == kubectl_patch(
+        tmp_path, obj, "strategic", patch
+    )
+
+
+@pytest.mark.parametrize(
+    ("content_type", "patch_type", "patch"),
+    [
+        (MERGE_PATCH, "merge", {"metadata": {"finalizers": ["q"], "labels": {"a": None}}}),
+        (JSON_PATCH, "json", [{"op": "replace", "path": "/spec/containers/0/image", "value": "z"}]),
+        (JSON_PATCH, "json", [{"op": "add", "path": "/metadata/finalizers/-", "value": "w"}]),
+        (JSON_PATCH, "json", [{"op": "test", "path": "/metadata/name", "value": "other"}]),
+        (JSON_PATCH, "json", [{"op": "remove", "path": "/metadata/nothere"}]),
+    ],
+    ids=["merge", "json replace", "json append", "json failing test", "json remove missing"],
+)
+def test_merge_and_json_patch_match_kubectl(
+    content_type: str, patch_type: str, patch: Any, tmp_path: Path
+) -> None:
+    assert kubera_patch(POD, content_type, patch) == kubectl_patch(tmp_path, POD, patch_type, patch)
