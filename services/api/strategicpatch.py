@@ -17,9 +17,15 @@ Order of a merged list (upstream's "preserve order" design): items named by
 $setElementOrder (else the patch's items) come in that order; live-only items keep their
 relative live order and are interleaved by their live position.
 
-Differences from upstream, on purpose: a value added where the live object had none is
-merged into an empty value (so directives and nulls inside it do not leak into the
-object; upstream copies it raw); an unknown `$` key is an error rather than a field.
+Differences from upstream, on purpose: a value added where the live object had none loses
+its directives and nulls (upstream copies it raw, so a `$patch: delete` item in a new list
+would become an item); an unknown `$` key is an error rather than a field; the live order
+used to place live-only items is the live list before the patch (upstream's Go code reads
+it after its own in-place deletions have shifted it, which can place a live-only item
+differently when a patch both deletes and adds items under $setElementOrder); an empty
+$setElementOrder beside a non-empty patch list keeps the merged order (upstream sorts with
+a comparator that is not an order); a scalar both added and deleted by one patch is
+deleted (upstream: either, by Go's map order).
 
 Pure functions on JSON values; the schema comes from services/api/listtypes.py (or a test
 table). Errors are `StrategicPatchError`, which services/api/patching.py turns into 400/422.
@@ -72,7 +78,10 @@ def _merge_map(
     _retain_keys(original, patch)
     for key in [k for k in patch if k.startswith(SET_ELEMENT_ORDER)]:
         _set_element_order(original, patch, key, schema)
-    for key, value in patch.items():
+    # Deletion lists go last: a patch that both adds and deletes one scalar deletes it
+    # (upstream's outcome depends on Go's random map order).
+    ordered = sorted(patch.items(), key=lambda kv: kv[0].startswith(DELETE_FROM_PRIMITIVE_LIST))
+    for key, value in ordered:
         is_delete_list = key.startswith(DELETE_FROM_PRIMITIVE_LIST)
         if is_delete_list:
             key = key[len(DELETE_FROM_PRIMITIVE_LIST) :]
@@ -107,13 +116,18 @@ def _merge_map(
 
 
 def _fresh(value: Any, strategy: ListStrategy | None, sub: PatchSchema) -> Any:
-    """A patch value for a key the live object lacks: merged into an empty value."""
+    """A patch value for a key the live object lacks: taken as it is (duplicates and order
+    kept, as upstream), less directives and nulls, which would otherwise be stored."""
     if isinstance(value, dict):
         if strategy is not None and strategy.patch_strategy == REPLACE:
             return value
         return _merge_map({}, value, sub)
     if isinstance(value, list) and strategy is not None and strategy.merges:
-        return _merge_list([], value, strategy, sub, False)
+        return [
+            _merge_map({}, x, sub) if isinstance(x, dict) else x
+            for x in value
+            if not (isinstance(x, dict) and DIRECTIVE in x)
+        ]
     return value
 
 
@@ -171,7 +185,10 @@ def _set_element_order(
 
 def _check_order(change: list[Any], order: list[Any], merge_key: str) -> None:
     """Every (non-deleting) item of the patch list appears in $setElementOrder, in the same
-    relative order (upstream's validatePatchWithSetOrderList)."""
+    relative order (upstream's validatePatchWithSetOrderList; an empty list on either side
+    passes)."""
+    if not change or not order:
+        return
     ident = _identity(merge_key)
     named = [ident(o) for o in order]
     last = -1

@@ -285,6 +285,18 @@ def test_apply_changes_neither_argument() -> None:
             {},
             id="deleteFromPrimitiveList on a missing list adds nothing",
         ),
+        pytest.param(
+            {"mergingIntList": [1]},
+            {"$deleteFromPrimitiveList/mergingIntList": [2], "mergingIntList": [2, 3]},
+            {"mergingIntList": [3, 1]},
+            id="a scalar both added and deleted is deleted whatever the key order",
+        ),
+        pytest.param(
+            {},
+            {"mergingList": [{"name": 1, "value": "a"}, {"name": 1, "value": "b"}]},
+            {"mergingList": [{"name": 1, "value": "a"}, {"name": 1, "value": "b"}]},
+            id="a new list is taken as sent, duplicates included",
+        ),
     ],
 )
 def test_directives(

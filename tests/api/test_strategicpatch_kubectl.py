@@ -238,6 +238,22 @@ CASES = [
         POD,
         {"spec": {"containers": [{"name": "b", "args": None}]}},
     ),
+    (
+        "a new list keeps duplicate keys as sent",
+        POD,
+        {
+            "spec": {
+                "containers": [
+                    {"name": "b", "env": [{"name": "Q", "value": "1"}, {"name": "Q", "value": "2"}]}
+                ]
+            }
+        },
+    ),
+    (
+        "an empty setElementOrder passes",
+        POD,
+        {"metadata": {"finalizers": ["x"], "$setElementOrder/finalizers": []}},
+    ),
     ("missing merge key is refused", POD, {"spec": {"containers": [{"image": "q"}]}}),
     (
         "patch merge in a list is refused",
