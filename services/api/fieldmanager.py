@@ -35,7 +35,6 @@ nulls in an applied configuration mean "not set".
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -45,6 +44,7 @@ from services.api.errors import BadRequestError, ConflictError
 from services.api.fieldpath import (
     FieldSet,
     Path,
+    copy_json,
     from_fields_v1,
     item_key,
     path_string,
@@ -346,10 +346,11 @@ def merge_items(lhs: list[tuple[str, Any]], rhs: list[tuple[str, Any]], merge: A
                 nxt = shared.pop(0) if shared else None
             continue
         li += 1  # a shared item already taken from the applied side
-    return [copy.deepcopy(x) for x in out]
+    return out
 
 
 def _drop_nulls(v: Any) -> Any:
+    """A copy of `v` without null map values."""
     if isinstance(v, dict):
         return {k: _drop_nulls(x) for k, x in v.items() if x is not None}
     if isinstance(v, list):
@@ -387,22 +388,23 @@ def apply(
     if not manager:
         raise BadRequestError("fieldManager is required for apply requests")
     check_manager(manager)
-    cfg = copy.deepcopy(applied)
-    if isinstance(cfg.get("metadata"), dict):
-        cfg["metadata"].pop("managedFields", None)
+    if _entries_of(applied):
+        raise BadRequestError("metadata.managedFields must be nil")
+    # Neither argument is changed: cfg and base are shallow views, merged a fresh copy.
+    cfg = _without_managed(applied)
     for prefix in _ignored(kind, subresource):
         cfg.pop(prefix[0][2:], None)
-    base = copy.deepcopy(live) if live is not None else {}
+    base = _without_managed(live) if live is not None else {}
     entries = _entries_of(live)
     managers = _Managers(entries or [])
     schema = schema_for(kind.message.DESCRIPTOR)
     if live is not None and entries is None:
-        added, _, _ = compare(kind, {}, _without_managed(base))
+        added, _, _ = compare(kind, {}, base)
         old = _clean(added, _ignored(kind, subresource))
         if old:
             managers.sets[(BEFORE_FIRST_APPLY, UPDATE, "")] = old
             managers.meta[(BEFORE_FIRST_APPLY, UPDATE, "")] = (kind.api_version, now)
-    merged = _merge(_without_managed(base), cfg, None, schema)
+    merged = copy_json(_merge(base, cfg, None, schema))
     me: ManagerKey = (manager, APPLY, subresource)
     last = managers.sets.get(me, frozenset())
     mine = field_set(kind, cfg, subresource)
@@ -410,7 +412,7 @@ def apply(
     owned: set[Path] = set().union(*managers.sets.values())
     _prune(merged, last, owned)
 
-    added, modified, removed = compare(kind, _without_managed(base), merged)
+    added, modified, removed = compare(kind, base, merged)
     changed = added | modified
     conflicts: list[tuple[str, str]] = []
     by_manager: dict[str, list[str]] = {}
@@ -435,10 +437,11 @@ def apply(
 
 
 def _without_managed(obj: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(obj)
-    if isinstance(out.get("metadata"), dict):
-        out["metadata"].pop("managedFields", None)
-    return out
+    """`obj` without metadata.managedFields, sharing everything else (read-only use)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return dict(obj)
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
 def track_update(
@@ -456,7 +459,7 @@ def track_update(
     that differ from `old`'s replace them (an empty list clears them, as upstream)."""
     if not manager:
         manager = "unknown"
-    out = copy.deepcopy(new)
+    out = copy_json(new)
     sent = _entries_of(new)
     before = _entries_of(old) or []
     if sent is not None and sent != before:

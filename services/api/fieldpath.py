@@ -69,6 +69,16 @@ def _walk_value(
     out[path] = (LEAF, v)
 
 
+def copy_json(v: Any) -> Any:
+    """A deep copy of a JSON value (dicts, lists, scalars): several times faster than
+    copy.deepcopy, which the apply and patch paths would otherwise spend most time in."""
+    if isinstance(v, dict):
+        return {k: copy_json(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [copy_json(x) for x in v]
+    return v
+
+
 def flatten(obj: dict[str, Any], schema: PatchSchema) -> dict[Path, Any]:
     """Every path of `obj` -> (what it is, its value for leaves and set items)."""
     out: dict[Path, Any] = {}

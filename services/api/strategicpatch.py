@@ -33,9 +33,9 @@ table). Errors are `StrategicPatchError`, which services/api/patching.py turns i
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from services.api.fieldpath import copy_json
 from services.api.listtypes import ListStrategy, PatchSchema
 
 DIRECTIVE = "$patch"
@@ -62,7 +62,7 @@ def apply(original: dict[str, Any], patch: dict[str, Any], schema: PatchSchema) 
     is changed; the result shares no mutable value with them."""
     if not isinstance(patch, dict):
         raise StrategicPatchError("a strategic merge patch must be a JSON object")
-    return _merge_map(copy.deepcopy(original), copy.deepcopy(patch), schema)
+    return _merge_map(copy_json(original), copy_json(patch), schema)
 
 
 def _merge_map(

@@ -522,3 +522,21 @@ def test_before_first_apply_owns_the_untracked_object_as_an_update() -> None:
         "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
         "f:spec": {"f:replicas": {}},
     }
+
+
+def test_an_applied_configuration_may_not_carry_managed_fields() -> None:
+    cfg = deploy({"replicas": 1}, managedFields=[{"manager": "x", "operation": "Apply"}])
+    with pytest.raises(BadRequestError, match="metadata.managedFields must be nil"):
+        apply(DEPLOY, None, cfg, manager="kubectl", force=False, now=T0)
+
+
+def test_track_update_changes_neither_argument() -> None:
+    old = apply(
+        DEPLOY, None, deploy({"replicas": 3}, labels={"a": "1"}), manager="a", force=False, now=T0
+    )
+    new = copy.deepcopy(old)
+    new["metadata"]["labels"]["b"] = "2"
+    old_copy, new_copy = copy.deepcopy(old), copy.deepcopy(new)
+    out = track_update(DEPLOY, old, new, manager="edit", now=T1)
+    assert (old, new) == (old_copy, new_copy)
+    assert out["metadata"]["managedFields"] != new["metadata"]["managedFields"]
