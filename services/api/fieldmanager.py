@@ -390,6 +390,17 @@ def apply(
     check_manager(manager)
     if _entries_of(applied):
         raise BadRequestError("metadata.managedFields must be nil")
+    version = applied.get("apiVersion")
+    if version != kind.api_version:
+        raise BadRequestError(
+            "Incorrect version specified in apply patch. "
+            f"Specified patch version: {version or ''}, expected: {kind.api_version}"
+        )
+    if applied.get("kind") != kind.kind:
+        raise BadRequestError(
+            f"Incorrect kind specified in apply patch. Specified: {applied.get('kind') or ''}, "
+            f"expected: {kind.kind}"
+        )
     # Neither argument is changed: cfg and base are shallow views, merged a fresh copy.
     cfg = _without_managed(applied)
     for prefix in _ignored(kind, subresource):

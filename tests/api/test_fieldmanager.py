@@ -540,3 +540,17 @@ def test_track_update_changes_neither_argument() -> None:
     out = track_update(DEPLOY, old, new, manager="edit", now=T1)
     assert (old, new) == (old_copy, new_copy)
     assert out["metadata"]["managedFields"] != new["metadata"]["managedFields"]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"apiVersion": "apps/v2"}, "Specified patch version: apps/v2, expected: apps/v1"),
+        ({"apiVersion": None}, "Specified patch version: , expected: apps/v1"),
+        ({"kind": "ReplicaSet"}, "Specified: ReplicaSet, expected: Deployment"),
+    ],
+)
+def test_apply_refuses_another_version_or_kind(override: dict[str, Any], message: str) -> None:
+    cfg = {**deploy({"replicas": 1}), **override}
+    with pytest.raises(BadRequestError, match=message):
+        apply(DEPLOY, None, cfg, manager="kubectl", force=False, now=T0)
