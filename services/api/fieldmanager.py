@@ -10,9 +10,9 @@ services/api/listtypes.py:
   of type map by their keys, sets as unions, atomic values replaced); the applier then
   owns exactly the fields its configuration sets (its leaves and list items). A field it
   owned before and no longer sets is removed from the object (with everything below it)
-  unless another manager owns it. A field another manager owns that the apply changes is a conflict (409,
-  `ApplyConflictError`) unless `force`, which moves the field to the applier; setting the
-  same value shares ownership.
+  unless another manager owns it. A field another manager owns that the apply changes is
+  a conflict (409, `ApplyConflictError`) unless `force`, which moves the field to the
+  applier; setting the same value shares ownership.
 - `track_update`: an Update (create, update, patch through the HTTP API) gives its manager
   the fields it added or changed (taking them from other managers) and removes the fields
   it removed from every manager. Its set also holds the maps and items it created, which
@@ -52,6 +52,7 @@ from services.api.fieldpath import (
     to_fields_v1,
 )
 from services.api.kinds import Kind
+from services.api.limits import DepthError, depth_exceeds
 from services.api.listtypes import ATOMIC, MAP, SET, ListStrategy, PatchSchema, schema_for
 
 APPLY = "Apply"
@@ -388,6 +389,8 @@ def apply(
     if not manager:
         raise BadRequestError("fieldManager is required for apply requests")
     check_manager(manager)
+    if depth_exceeds(applied):
+        raise BadRequestError(str(DepthError("the applied configuration")))
     if _entries_of(applied):
         raise BadRequestError("metadata.managedFields must be nil")
     version = applied.get("apiVersion")

@@ -11,13 +11,13 @@ them: a body that does not decode, or is not the shape its type needs, is 400 Ba
 a patch that decodes but does not apply to this object (a JSON patch op on a missing path,
 a failed `test` op, a strategic patch against the schema) is 422 (`PatchInvalidError`,
 reason Invalid, no field causes); more than MAX_JSON_PATCH_OPERATIONS operations is 413.
-Every message names the operation or directive that failed.
+Every message names the operation or directive that failed. A patch nested past
+services/api/limits.py's MAX_DEPTH is refused (400) before anything recursive reads it.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 import jsonpatch
@@ -26,6 +26,7 @@ import jsonpointer
 from services.api import strategicpatch
 from services.api.errors import ApiError, BadRequestError, InvalidError, RequestTooLargeError
 from services.api.kinds import Kind
+from services.api.limits import DepthError, loads_json
 from services.api.listtypes import schema_for
 from services.api.patch import merge_patch
 
@@ -60,7 +61,9 @@ def apply_patch(
     (400) for a body that does not parse, PatchInvalidError (422) for a patch that does not
     apply, naming why. Neither argument is changed."""
     try:
-        doc = json.loads(body)
+        doc = loads_json(body, "the patch")
+    except DepthError as e:
+        raise BadRequestError(str(e)) from None
     except (ValueError, UnicodeDecodeError) as e:
         raise BadRequestError(f"the body of the request was in an unknown format: {e}") from None
     if patch_type == MERGE_PATCH:

@@ -554,3 +554,14 @@ def test_apply_refuses_another_version_or_kind(override: dict[str, Any], message
     cfg = {**deploy({"replicas": 1}), **override}
     with pytest.raises(BadRequestError, match=message):
         apply(DEPLOY, None, cfg, manager="kubectl", force=False, now=T0)
+
+
+def test_apply_refuses_a_configuration_nested_past_the_depth_cap() -> None:
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(120):
+        node["x"] = {}
+        node = node["x"]
+    cfg = deploy({"template": deep})
+    with pytest.raises(BadRequestError, match="the applied configuration is nested too deeply"):
+        apply(DEPLOY, None, cfg, manager="kubectl", force=False, now=T0)
