@@ -565,3 +565,58 @@ def test_apply_refuses_a_configuration_nested_past_the_depth_cap() -> None:
     cfg = deploy({"template": deep})
     with pytest.raises(BadRequestError, match="the applied configuration is nested too deeply"):
         apply(DEPLOY, None, cfg, manager="kubectl", force=False, now=T0)
+
+
+def test_kubectl_scale_then_server_side_apply_conflicts_on_replicas() -> None:
+    """The classic: `kubectl apply --server-side`, `kubectl scale` (an Update through the
+    scale subresource), then a re-apply with the manifest's replicas."""
+    live = apply(
+        DEPLOY,
+        None,
+        deploy({"replicas": 2, "paused": False}),
+        manager="kubectl",
+        force=False,
+        now=T0,
+    )
+    scaled = copy.deepcopy(live)
+    scaled["spec"]["replicas"] = 5
+    live = track_update(DEPLOY, live, scaled, manager="kubectl", subresource="scale", now=T1)
+    entry = [e for e in live["metadata"]["managedFields"] if e.get("subresource") == "scale"]
+    assert entry == [
+        {
+            "manager": "kubectl",
+            "operation": "Update",
+            "apiVersion": "apps/v1",
+            "time": T1,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:replicas": {}}},
+            "subresource": "scale",
+        }
+    ]
+    with pytest.raises(ApplyConflictError) as err:
+        apply(
+            DEPLOY,
+            live,
+            deploy({"replicas": 2, "paused": False}),
+            manager="kubectl",
+            force=False,
+            now=T2,
+        )
+    assert err.value.message == (
+        'Apply failed with 1 conflict: conflict with "kubectl" with subresource "scale" using apps/v1: .spec.replicas'
+    )
+    forced = apply(
+        DEPLOY,
+        live,
+        deploy({"replicas": 2, "paused": False}),
+        manager="kubectl",
+        force=True,
+        now=T2,
+    )
+    assert forced["spec"]["replicas"] == 2
+    assert [(e["manager"], e["operation"]) for e in forced["metadata"]["managedFields"]] == [
+        ("kubectl", "Apply")
+    ]
+    # leaving replicas out of the manifest instead keeps the scaled value, owned by scale
+    kept = apply(DEPLOY, live, deploy({"paused": False}), manager="kubectl", force=False, now=T2)
+    assert kept["spec"]["replicas"] == 5
