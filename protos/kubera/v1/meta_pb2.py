@@ -22,9 +22,10 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bprotos/kubera/v1/meta.proto\x12\tkubera.v1\"\xb2\x01\n\x0eOwnerReference\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0b\n\x03uid\x18\x04 \x01(\t\x12\x17\n\ncontroller\x18\x05 \x01(\x08H\x00\x88\x01\x01\x12!\n\x14\x62lock_owner_deletion\x18\x06 \x01(\x08H\x01\x88\x01\x01\x42\r\n\x0b_controllerB\x17\n\x15_block_owner_deletion\"\xa1\x04\n\nObjectMeta\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x15\n\rgenerate_name\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x0b\n\x03uid\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\x12\x12\n\ngeneration\x18\x06 \x01(\x03\x12\x1a\n\x12\x63reation_timestamp\x18\x07 \x01(\t\x12\x1a\n\x12\x64\x65letion_timestamp\x18\x08 \x01(\t\x12*\n\x1d\x64\x65letion_grace_period_seconds\x18\t \x01(\x03H\x00\x88\x01\x01\x12\x31\n\x06labels\x18\n \x03(\x0b\x32!.kubera.v1.ObjectMeta.LabelsEntry\x12;\n\x0b\x61nnotations\x18\x0b \x03(\x0b\x32&.kubera.v1.ObjectMeta.AnnotationsEntry\x12\x33\n\x10owner_references\x18\x0c \x03(\x0b\x32\x19.kubera.v1.OwnerReference\x12\x12\n\nfinalizers\x18\r \x03(\t\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x32\n\x10\x41nnotationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42 \n\x1e_deletion_grace_period_seconds\"6\n\x08ListMeta\x12\x18\n\x10resource_version\x18\x01 \x01(\t\x12\x10\n\x08\x63ontinue\x18\x02 \x01(\t\"I\n\x18LabelSelectorRequirement\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x10\n\x08operator\x18\x02 \x01(\t\x12\x0e\n\x06values\x18\x03 \x03(\t\"\xc4\x01\n\rLabelSelector\x12?\n\x0cmatch_labels\x18\x01 \x03(\x0b\x32).kubera.v1.LabelSelector.MatchLabelsEntry\x12>\n\x11match_expressions\x18\x02 \x03(\x0b\x32#.kubera.v1.LabelSelectorRequirement\x1a\x32\n\x10MatchLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x85\x01\n\tCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x1b\n\x13observed_generation\x18\x03 \x01(\x03\x12\x1c\n\x14last_transition_time\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bprotos/kubera/v1/meta.proto\x12\tkubera.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xb2\x01\n\x0eOwnerReference\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0b\n\x03uid\x18\x04 \x01(\t\x12\x17\n\ncontroller\x18\x05 \x01(\x08H\x00\x88\x01\x01\x12!\n\x14\x62lock_owner_deletion\x18\x06 \x01(\x08H\x01\x88\x01\x01\x42\r\n\x0b_controllerB\x17\n\x15_block_owner_deletion\"\xd8\x04\n\nObjectMeta\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x15\n\rgenerate_name\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x0b\n\x03uid\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\x12\x12\n\ngeneration\x18\x06 \x01(\x03\x12\x1a\n\x12\x63reation_timestamp\x18\x07 \x01(\t\x12\x1a\n\x12\x64\x65letion_timestamp\x18\x08 \x01(\t\x12*\n\x1d\x64\x65letion_grace_period_seconds\x18\t \x01(\x03H\x00\x88\x01\x01\x12\x31\n\x06labels\x18\n \x03(\x0b\x32!.kubera.v1.ObjectMeta.LabelsEntry\x12;\n\x0b\x61nnotations\x18\x0b \x03(\x0b\x32&.kubera.v1.ObjectMeta.AnnotationsEntry\x12\x33\n\x10owner_references\x18\x0c \x03(\x0b\x32\x19.kubera.v1.OwnerReference\x12\x12\n\nfinalizers\x18\r \x03(\t\x12\x35\n\x0emanaged_fields\x18\x0e \x03(\x0b\x32\x1d.kubera.v1.ManagedFieldsEntry\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x32\n\x10\x41nnotationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42 \n\x1e_deletion_grace_period_seconds\"\xb1\x01\n\x12ManagedFieldsEntry\x12\x0f\n\x07manager\x18\x01 \x01(\t\x12\x11\n\toperation\x18\x02 \x01(\t\x12\x13\n\x0b\x61pi_version\x18\x03 \x01(\t\x12\x0c\n\x04time\x18\x04 \x01(\t\x12\x13\n\x0b\x66ields_type\x18\x05 \x01(\t\x12*\n\tfields_v1\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x13\n\x0bsubresource\x18\x07 \x01(\t\"6\n\x08ListMeta\x12\x18\n\x10resource_version\x18\x01 \x01(\t\x12\x10\n\x08\x63ontinue\x18\x02 \x01(\t\"I\n\x18LabelSelectorRequirement\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x10\n\x08operator\x18\x02 \x01(\t\x12\x0e\n\x06values\x18\x03 \x03(\t\"\xc4\x01\n\rLabelSelector\x12?\n\x0cmatch_labels\x18\x01 \x03(\x0b\x32).kubera.v1.LabelSelector.MatchLabelsEntry\x12>\n\x11match_expressions\x18\x02 \x03(\x0b\x32#.kubera.v1.LabelSelectorRequirement\x1a\x32\n\x10MatchLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x85\x01\n\tCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x1b\n\x13observed_generation\x18\x03 \x01(\x03\x12\x1c\n\x14last_transition_time\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,22 +38,24 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_OBJECTMETA_ANNOTATIONSENTRY']._serialized_options = b'8\001'
   _globals['_LABELSELECTOR_MATCHLABELSENTRY']._loaded_options = None
   _globals['_LABELSELECTOR_MATCHLABELSENTRY']._serialized_options = b'8\001'
-  _globals['_OWNERREFERENCE']._serialized_start=43
-  _globals['_OWNERREFERENCE']._serialized_end=221
-  _globals['_OBJECTMETA']._serialized_start=224
-  _globals['_OBJECTMETA']._serialized_end=769
-  _globals['_OBJECTMETA_LABELSENTRY']._serialized_start=638
-  _globals['_OBJECTMETA_LABELSENTRY']._serialized_end=683
-  _globals['_OBJECTMETA_ANNOTATIONSENTRY']._serialized_start=685
-  _globals['_OBJECTMETA_ANNOTATIONSENTRY']._serialized_end=735
-  _globals['_LISTMETA']._serialized_start=771
-  _globals['_LISTMETA']._serialized_end=825
-  _globals['_LABELSELECTORREQUIREMENT']._serialized_start=827
-  _globals['_LABELSELECTORREQUIREMENT']._serialized_end=900
-  _globals['_LABELSELECTOR']._serialized_start=903
-  _globals['_LABELSELECTOR']._serialized_end=1099
-  _globals['_LABELSELECTOR_MATCHLABELSENTRY']._serialized_start=1049
-  _globals['_LABELSELECTOR_MATCHLABELSENTRY']._serialized_end=1099
-  _globals['_CONDITION']._serialized_start=1102
-  _globals['_CONDITION']._serialized_end=1235
+  _globals['_OWNERREFERENCE']._serialized_start=73
+  _globals['_OWNERREFERENCE']._serialized_end=251
+  _globals['_OBJECTMETA']._serialized_start=254
+  _globals['_OBJECTMETA']._serialized_end=854
+  _globals['_OBJECTMETA_LABELSENTRY']._serialized_start=723
+  _globals['_OBJECTMETA_LABELSENTRY']._serialized_end=768
+  _globals['_OBJECTMETA_ANNOTATIONSENTRY']._serialized_start=770
+  _globals['_OBJECTMETA_ANNOTATIONSENTRY']._serialized_end=820
+  _globals['_MANAGEDFIELDSENTRY']._serialized_start=857
+  _globals['_MANAGEDFIELDSENTRY']._serialized_end=1034
+  _globals['_LISTMETA']._serialized_start=1036
+  _globals['_LISTMETA']._serialized_end=1090
+  _globals['_LABELSELECTORREQUIREMENT']._serialized_start=1092
+  _globals['_LABELSELECTORREQUIREMENT']._serialized_end=1165
+  _globals['_LABELSELECTOR']._serialized_start=1168
+  _globals['_LABELSELECTOR']._serialized_end=1364
+  _globals['_LABELSELECTOR_MATCHLABELSENTRY']._serialized_start=1314
+  _globals['_LABELSELECTOR_MATCHLABELSENTRY']._serialized_end=1364
+  _globals['_CONDITION']._serialized_start=1367
+  _globals['_CONDITION']._serialized_end=1500
 # @@protoc_insertion_point(module_scope)
