@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import argparse
 
-from kubera.bench import apiserver, capacity, chaos, failover, fuzz, nodes, scheduling, shared
+from kubera.bench import (
+    apiserver,
+    capacity,
+    chaos,
+    failover,
+    fuzz,
+    httpapi,
+    nodes,
+    scheduling,
+    shared,
+)
 
 #: Each module has `register(bench_subparsers)`, in `kubera bench --help` order.
-BENCHES = (apiserver, scheduling, capacity, nodes, shared, failover, chaos, fuzz)
+BENCHES = (apiserver, httpapi, scheduling, capacity, nodes, shared, failover, chaos, fuzz)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

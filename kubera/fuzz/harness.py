@@ -44,7 +44,7 @@ from protos.kubera.v1 import apiserver_pb2 as pb
 from services.api import codec
 from services.api.kinds import KINDS
 from services.apiserver import ApiServer, ApiServerConfig, serve
-from services.storage import Storage
+from services.storage import Delete, Put, Storage
 from services.storage.memory import MemoryStorage
 
 SERVICE = pb.DESCRIPTOR.services_by_name["ApiServer"]
@@ -148,6 +148,38 @@ def traceback_head(record: logging.LogRecord) -> str:
 FUZZ_API_CONFIG = ApiServerConfig(watch_cache_capacity=200, bookmark_interval=0.5)
 
 
+class RecordingStorage:
+    """A Storage that keeps the keys of every write that committed, so the fuzz can tell
+    whether a request answered with an error wrote anything (a partial write). The fuzz
+    sends one request at a time and the apiserver writes nothing by itself, so the writes
+    between a request's start and its answer are that request's."""
+
+    def __init__(self, inner: Storage) -> None:
+        self.inner = inner
+        self.log: list[str] = []
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def txn(self, compares: Any, success: Any, failure: Any = ()) -> Any:
+        result = await self.inner.txn(compares, success, failure)
+        ops = success if result.succeeded else failure
+        keys = [op.key for op in ops if isinstance(op, Put | Delete)]
+        if keys:
+            with self._lock:
+                self.log.extend(keys)
+        return result
+
+    def mark(self) -> int:
+        with self._lock:
+            return len(self.log)
+
+    def since(self, mark: int) -> list[str]:
+        with self._lock:
+            return self.log[mark:]
+
+
 class ServerThread:
     """A real apiserver gRPC server on its own event loop in a background thread (the fuzz
     harness's, and the CLI tests'), built with `config` (ApiServerConfig's defaults if None)."""
@@ -156,15 +188,28 @@ class ServerThread:
         self,
         storage_factory: Callable[[], Storage] = MemoryStorage,
         config: ApiServerConfig | None = None,
+        *,
+        http: bool = False,
+        auth: Any = None,
+        record_writes: bool = False,
     ) -> None:
+        """`http`: also serve the Kubernetes HTTP API (services/httpapi); `auth`: the
+        authenticator and authorizer of both APIs (None: allow all); `record_writes`:
+        wrap the storage in a RecordingStorage (`self.writes`)."""
         self.storage_factory = storage_factory
         self.config = config
+        self.http = http
+        self.auth = auth
+        self.record_writes = record_writes
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.api: ApiServer | None = None
         self.server: grpc.aio.Server | None = None
         self.storage: Storage | None = None
+        self.writes: RecordingStorage | None = None
+        self.http_runner: Any = None
         self.address = ""
+        self.url = ""
 
     def start(self) -> str:
         self.thread.start()
@@ -177,12 +222,29 @@ class ServerThread:
         connect = getattr(self.storage, "connect", None)
         if connect is not None:
             await connect()
-        self.api = ApiServer(self.storage, self.config)
+        storage: Storage = self.storage
+        if self.record_writes:
+            self.writes = RecordingStorage(self.storage)
+            storage = self.writes  # type: ignore[assignment]
+        self.api = ApiServer(storage, self.config)
         await self.api.start()
-        self.server, port = await serve(self.api)
+        if self.auth is not None:
+            from services.auth.grpcauth import serve_authenticated
+
+            self.server, port = await serve_authenticated(self.api, self.auth)
+        else:
+            self.server, port = await serve(self.api)
+        if self.http:
+            from services.httpapi.app import serve_http
+
+            kw = {} if self.auth is None else {"authn": self.auth, "authz": self.auth}
+            self.http_runner, http_port = await serve_http(self.api, "127.0.0.1", 0, **kw)
+            self.url = f"http://127.0.0.1:{http_port}"
         return port
 
     async def _stop(self) -> None:
+        if self.http_runner is not None:
+            await self.http_runner.cleanup()
         if self.server is not None:
             await self.server.stop(grace=None)
         if self.api is not None:
@@ -223,12 +285,24 @@ class Tally:
     failures: dict[tuple[str, str, str, str], Failure] = field(default_factory=dict)
 
     def record(
-        self, method: str, shape: str, code: str, message: str, request: bytes, logged: list[str]
+        self,
+        method: str,
+        shape: str,
+        code: str,
+        message: str,
+        request: bytes,
+        logged: list[str],
+        *,
+        failed: bool | None = None,
     ) -> None:
+        """One answer. `failed`: whether `code` is a failure (default: a gRPC code not in
+        ALLOWED); `logged`: the server's ERROR records (and partial writes) meanwhile."""
         self.tried[method] += 1
         self.codes.setdefault(method, Counter())[code] += 1
         problems: list[tuple[str, str, str]] = []
-        if code not in ALLOWED and code != OPEN:
+        if failed is None:
+            failed = code not in ALLOWED and code != OPEN
+        if failed:
             problems.append((code, _first_line(message), ""))
         for head in logged:
             problems.append(("logged at ERROR", head, head))
@@ -262,14 +336,17 @@ class Tally:
         return sum(self.tried.values())
 
     def report(self) -> str:
-        lines = [f"fuzz: {self.total} inputs over {len(self.tried)} methods"]
-        for method in METHODS:
-            if method not in self.tried:
-                continue
+        lines = [f"fuzz: {self.total} inputs over {len(self.tried)} methods or routes"]
+        order = [m for m in METHODS if m in self.tried] + sorted(set(self.tried) - set(METHODS))
+        width = max((len(m) for m in order), default=13)
+        for method in order:
             codes = ", ".join(f"{c} {n}" for c, n in sorted(self.codes[method].items()))
-            lines.append(f"  {method:<13} {self.tried[method]:>6} tried: {codes}")
+            lines.append(f"  {method:<{width}} {self.tried[method]:>6} tried: {codes}")
         if not self.failures:
-            lines.append("no UNKNOWN, no INTERNAL, no hang, no traceback in the server's log")
+            lines.append(
+                "no UNKNOWN, INTERNAL or 500, no hang, no traceback in the server's log, "
+                "no write by a request answered with an error"
+            )
         else:
             lines.append(f"{len(self.failures)} failure classes:")
             for f in sorted(self.failures.values(), key=lambda f: (f.method, f.shape, f.code)):
@@ -302,7 +379,18 @@ class Caller:
     """Sends raw request bytes to one method over a real channel and classifies the
     answer (a status code name, or OPEN for a watch still streaming)."""
 
-    def __init__(self, address: str, errors: ErrorLog) -> None:
+    def __init__(
+        self,
+        address: str,
+        errors: ErrorLog,
+        *,
+        token: str = "",
+        writes: RecordingStorage | None = None,
+    ) -> None:
+        #: Sent as `authorization: Bearer` on every call (a server with a token file).
+        self.metadata = (("authorization", f"Bearer {token}"),) if token else None
+        #: The storage's write log: a call answered with an error must not have written.
+        self.writes = writes
         self.channel = grpc.insecure_channel(
             address,
             options=[
@@ -329,7 +417,7 @@ class Caller:
         try:
             if method in self.stream:
                 return self._watch(method, request)
-            self.unary[method](request, timeout=UNARY_TIMEOUT)
+            self.unary[method](request, timeout=UNARY_TIMEOUT, metadata=self.metadata)
             return "OK", ""
         except grpc.RpcError as e:
             code = e.code()  # type: ignore[attr-defined]
@@ -339,7 +427,7 @@ class Caller:
             return name, e.details() or ""  # type: ignore[attr-defined]
 
     def _watch(self, method: str, request: bytes) -> tuple[str, str]:
-        call = self.stream[method](request, timeout=WATCH_READ_SECONDS)
+        call = self.stream[method](request, timeout=WATCH_READ_SECONDS, metadata=self.metadata)
         seen = 0
         try:
             for _ in call:
@@ -358,8 +446,13 @@ class Caller:
 
     def run(self, tally: Tally, method: str, shape: str, request: bytes) -> None:
         self.errors.drain()
+        mark = self.writes.mark() if self.writes is not None else 0
         code, message = self.call(method, request)
         logged = [traceback_head(r) for r in self.errors.drain()]
+        if self.writes is not None and code not in ("OK", OPEN):
+            wrote = self.writes.since(mark)
+            if wrote:
+                logged.append(f"partial write: answered {code} but wrote {wrote[:3]}")
         tally.record(method, shape, code, message, request, logged)
 
     def healthy(self) -> bool:
@@ -383,7 +476,7 @@ class Caller:
         watch = pb.WatchRequest(
             resource="pods", namespace="default", field_selector=f"metadata.name={name}"
         )
-        call = self.stream["Watch"](watch.SerializeToString(), timeout=5)
+        call = self.stream["Watch"](watch.SerializeToString(), timeout=5, metadata=self.metadata)
         try:
             next(iter(call))
             call.cancel()

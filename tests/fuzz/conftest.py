@@ -23,9 +23,9 @@ def errors() -> Iterator[ErrorLog]:
 
 @pytest.fixture
 def caller(errors: ErrorLog) -> Iterator[Caller]:
-    server = ServerThread(config=FUZZ_API_CONFIG)
+    server = ServerThread(config=FUZZ_API_CONFIG, record_writes=True)
     address = server.start()
-    c = Caller(address, errors)
+    c = Caller(address, errors, writes=server.writes)
     try:
         yield c
     finally:

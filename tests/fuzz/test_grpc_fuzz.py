@@ -57,3 +57,38 @@ def test_an_answer_fails_when_it_is_not_a_meant_code_or_the_server_logged_an_err
     tally.record("Create", "raw", code, "why", b"\x00", logged)
     assert bool(tally.failures) == failed
     assert tally.tried["Create"] == 1 and tally.codes["Create"][code] == 1
+
+
+@pytest.mark.parametrize(
+    ("code", "writes", "failed"),
+    [
+        ("INVALID_ARGUMENT", False, False),
+        ("OK", True, False),
+        ("INVALID_ARGUMENT", True, True),
+        ("ABORTED", True, True),
+    ],
+)
+def test_a_call_answered_with_an_error_that_wrote_to_storage_is_a_partial_write(
+    code: str, writes: bool, failed: bool
+) -> None:
+    import asyncio
+
+    from kubera.fuzz.harness import ErrorLog, RecordingStorage
+    from services.storage import Put
+    from services.storage.memory import MemoryStorage
+
+    recording = RecordingStorage(MemoryStorage())
+    caller = Caller.__new__(Caller)
+    caller.errors, caller.writes = ErrorLog(), recording
+
+    def call(method: str, request: bytes) -> tuple[str, str]:  # a handler that writes, then answers
+        if writes:
+            asyncio.run(recording.txn([], [Put("/registry/pods/default/x", b"x")]))
+        return code, "why"
+
+    caller.call = call  # type: ignore[method-assign]
+    tally = Tally()
+    caller.run(tally, "Create", "raw", b"\x00")
+    assert bool(tally.failures) == failed, tally.report()
+    if failed:
+        assert "partial write" in tally.report()

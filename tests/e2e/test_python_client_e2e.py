@@ -1,0 +1,144 @@
+"""The official `kubernetes` Python client against a real `kubera up`, configured from the
+kubeconfig `up` wrote and nothing else: CoreV1Api on pods and nodes, a watch that relists
+after a 410, AppsV1Api deployments."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from kubera.testing import Cluster
+from tests.e2e.helpers import running
+from tests.waiting import until
+
+kubernetes = pytest.importorskip("kubernetes")
+from kubernetes import client as k8s  # noqa: E402
+from kubernetes import config, watch  # noqa: E402
+from kubernetes.client.rest import ApiException  # noqa: E402
+
+pytestmark = [pytest.mark.e2e, pytest.mark.ray]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    home = tmp_path_factory.mktemp("kubera-home")
+    with running(home, "--nodes", "2", "--time-scale", "20") as k:
+        yield k
+
+
+@pytest.fixture(scope="module")
+def api(cluster: Cluster) -> Iterator[k8s.ApiClient]:
+    c = config.new_client_from_config(config_file=str(cluster.home / "kubeconfig"))
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def _pod(name: str, **labels: str) -> k8s.V1Pod:
+    return k8s.V1Pod(
+        metadata=k8s.V1ObjectMeta(name=name, labels=labels or None),
+        spec=k8s.V1PodSpec(containers=[k8s.V1Container(name="c", image="nginx")]),
+    )
+
+
+def test_core_v1_lists_and_reads_nodes_and_patches_a_label(api: k8s.ApiClient) -> None:
+    core = k8s.CoreV1Api(api)
+    until(lambda: len(core.list_node().items) == 2, timeout=60)
+    nodes = core.list_node()
+    name = nodes.items[0].metadata.name
+    node = core.read_node(name)
+    assert node.metadata.name == name and node.status.allocatable["cpu"]
+    patched = core.patch_node(name, {"metadata": {"labels": {"tier": "gold"}}})
+    assert patched.metadata.labels["tier"] == "gold"
+    assert [n.metadata.name for n in core.list_node(label_selector="tier=gold").items] == [name]
+
+
+def test_core_v1_creates_reads_patches_lists_and_deletes_a_pod(api: k8s.ApiClient) -> None:
+    core = k8s.CoreV1Api(api)
+    created = core.create_namespaced_pod("default", _pod("py-1", app="py"))
+    assert created.metadata.uid and created.metadata.resource_version
+    with pytest.raises(ApiException) as e:
+        core.create_namespaced_pod("default", _pod("py-1"))
+    assert e.value.status == 409
+    got = core.read_namespaced_pod("py-1", "default")
+    assert got.metadata.labels == {"app": "py"}
+    patched = core.patch_namespaced_pod("py-1", "default", {"metadata": {"labels": {"v": "2"}}})
+    assert patched.metadata.labels == {"app": "py", "v": "2"}
+    assert [
+        p.metadata.name for p in core.list_namespaced_pod("default", label_selector="app=py").items
+    ] == ["py-1"]
+    assert any(p.metadata.name == "py-1" for p in core.list_pod_for_all_namespaces().items)
+    core.delete_namespaced_pod("py-1", "default", grace_period_seconds=0)
+
+    def gone() -> bool:
+        try:
+            core.read_namespaced_pod("py-1", "default")
+        except ApiException as e:
+            return e.status == 404
+        return False
+
+    until(gone, timeout=60)
+    with pytest.raises(ApiException) as e:
+        core.read_namespaced_pod("never", "default")
+    assert e.value.status == 404
+
+
+def test_a_watch_from_an_expired_resource_version_gets_410_and_a_relist_watches_on(
+    api: k8s.ApiClient,
+) -> None:
+    core = k8s.CoreV1Api(api)
+    w = watch.Watch()
+    with pytest.raises(ApiException) as e:
+        for _ in w.stream(
+            core.list_namespaced_pod, "default", resource_version="1", timeout_seconds=10
+        ):
+            pass
+    assert e.value.status == 410
+    listed = core.list_namespaced_pod("default")
+    rv = listed.metadata.resource_version
+    core.create_namespaced_pod("default", _pod("py-watched", app="watched"))
+    seen = []
+    for ev in w.stream(
+        core.list_namespaced_pod,
+        "default",
+        resource_version=rv,
+        label_selector="app=watched",
+        timeout_seconds=30,
+    ):
+        seen.append((ev["type"], ev["object"].metadata.name))
+        if ev["object"].metadata.name == "py-watched":
+            w.stop()
+    assert ("ADDED", "py-watched") in seen
+
+
+def test_apps_v1_creates_scales_and_deletes_a_deployment(api: k8s.ApiClient) -> None:
+    apps = k8s.AppsV1Api(api)
+    dep = k8s.V1Deployment(
+        metadata=k8s.V1ObjectMeta(name="py-web"),
+        spec=k8s.V1DeploymentSpec(
+            replicas=2,
+            selector=k8s.V1LabelSelector(match_labels={"app": "py-web"}),
+            template=k8s.V1PodTemplateSpec(
+                metadata=k8s.V1ObjectMeta(labels={"app": "py-web"}),
+                spec=k8s.V1PodSpec(containers=[k8s.V1Container(name="c", image="nginx")]),
+            ),
+        ),
+    )
+    apps.create_namespaced_deployment("default", dep)
+    until(
+        lambda: (
+            (apps.read_namespaced_deployment("py-web", "default").status.ready_replicas or 0) == 2
+        ),
+        timeout=90,
+    )
+    scale = apps.read_namespaced_deployment_scale("py-web", "default")
+    assert scale.spec.replicas == 2
+    apps.patch_namespaced_deployment_scale("py-web", "default", {"spec": {"replicas": 1}})
+    until(
+        lambda: apps.read_namespaced_deployment("py-web", "default").status.replicas == 1,
+        timeout=90,
+    )
+    assert [d.metadata.name for d in apps.list_namespaced_deployment("default").items] == ["py-web"]
+    apps.delete_namespaced_deployment("py-web", "default")

@@ -1,0 +1,74 @@
+"""Every route of the Kubernetes HTTP API under hypothesis, at a small size, through a real
+socket into a real apiserver (in-memory storage, recorded): random bytes, random JSON and
+bent valid objects and patches. Every answer is a status the API means (never 500), the
+server logs no traceback, no request answered with an error wrote anything, and a wrong
+token is always a 401."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from kubera.fuzz.harness import FUZZ_API_CONFIG, ErrorLog, ServerThread, Tally
+from kubera.fuzz.http_inputs import HttpCaller, Request, Route, fuzz_http
+
+EXAMPLES = 150
+
+
+@pytest.fixture
+def http_caller(errors: ErrorLog) -> Iterator[HttpCaller]:
+    server = ServerThread(config=FUZZ_API_CONFIG, http=True, record_writes=True)
+    server.start()
+    c = HttpCaller(server.url, errors, writes=server.writes)
+    try:
+        yield c
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("shape", ["raw", "random", "crafted"])
+def test_no_http_input_makes_the_apiserver_answer_500_hang_log_a_traceback_or_write_partly(
+    http_caller: HttpCaller, shape: str
+) -> None:
+    tally = Tally()
+    fuzz_http(http_caller, tally, shape, examples=EXAMPLES, derandomize=True)
+    print(tally.report())
+    assert tally.total == EXAMPLES
+    assert not tally.failures, tally.report()
+    # and it still serves: a create and a get of a pod
+    create = Request(
+        "POST",
+        Route("/api/v1/namespaces/default/pods", "pods"),
+        "",
+        "application/json",
+        "application/json",
+        b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"after-'
+        + shape.encode()
+        + b'"},"spec":{"containers":[{"name":"c","image":"i"}]}}',
+    )
+    assert http_caller.call(create)[0] == "201"
+    get = Request(
+        "GET",
+        Route(f"/api/v1/namespaces/default/pods/after-{shape}", "pods/{name}"),
+        "",
+        "",
+        "",
+        b"",
+    )
+    assert http_caller.call(get)[0] == "200"
+
+
+@pytest.mark.parametrize(
+    ("code", "failed"),
+    [("200", False), ("422", False), ("404", False), ("500", True), ("hung", True), ("502", True)],
+)
+def test_an_http_answer_fails_when_it_is_500_or_a_code_the_api_does_not_mean(
+    code: str, failed: bool
+) -> None:
+    caller = HttpCaller.__new__(HttpCaller)
+    caller.errors, caller.writes = ErrorLog(), None
+    caller.call = lambda req: (code, "why")  # type: ignore[method-assign]
+    tally = Tally()
+    caller.run(tally, "raw", Request("GET", Route("/api", "/api"), "", "", "", b""))
+    assert bool(tally.failures) == failed
