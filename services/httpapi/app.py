@@ -14,19 +14,17 @@ the same steps, in upstream's handler-chain order:
        500 Status, logged
 
 Discovery, OpenAPI and Table output come from services/httpapi/discovery.py, openapi.py
-and tables.py (looked up by name, with the stand-in `_standin` while a module is absent).
+and tables.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
 import json
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
-from types import ModuleType
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -37,8 +35,8 @@ from services.api.errors import ApiError
 from services.api.kinds import Kind
 from services.apiserver import ApiServer
 from services.auth import ALLOW_ALL, Authenticator, Authorizer, RequestAttributes, User
-from services.httpapi import _standin, requestinfo, subresources, verbs
-from services.httpapi.requestinfo import GROUP_VERSIONS, RequestInfo
+from services.httpapi import discovery, openapi, requestinfo, subresources, tables, verbs
+from services.httpapi.requestinfo import RequestInfo
 from services.httpapi.status import forbidden_message, from_error, status
 from services.httpapi.watch import serve_watch
 
@@ -59,14 +57,6 @@ async def maybe_await(value: T | Awaitable[T]) -> T:
     if inspect.isawaitable(value):
         return await value  # type: ignore[no-any-return]
     return value  # type: ignore[return-value]
-
-
-def provider(name: str) -> ModuleType:
-    """services/httpapi/<name>.py, or the stand-in while it is absent."""
-    try:
-        return importlib.import_module(f"services.httpapi.{name}")
-    except ModuleNotFoundError:
-        return _standin
 
 
 # ------------------------------------------------------------------ negotiation
@@ -101,24 +91,6 @@ class Negotiated:
         return bool(self.form)
 
 
-#: The aggregated discovery document's media type (kubectl 1.32 asks for it first).
-AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
-
-
-def wants_aggregated(accept: str) -> bool:
-    """Whether Accept asks for aggregated discovery (v2) before plain JSON."""
-    for part in accept.split(","):
-        media, *params = (p.strip() for p in part.split(";"))
-        opts = dict(p.split("=", 1) for p in params if "=" in p)
-        if media == JSON and opts.get("as") == "APIGroupDiscoveryList":
-            if opts.get("g") == "apidiscovery.k8s.io" and opts.get("v") == "v2":
-                return True
-            continue
-        if media in (JSON, "*/*"):
-            return False
-    return False
-
-
 def partial(kind: Kind, obj: Message) -> dict[str, Any]:
     return {
         "kind": "PartialObjectMetadata",
@@ -129,7 +101,7 @@ def partial(kind: Kind, obj: Message) -> dict[str, Any]:
 
 def render_one(neg: Negotiated, call: verbs.Call, obj: Message) -> dict[str, Any]:
     if neg.form == "table":
-        table: dict[str, Any] = provider("tables").to_table(
+        table: dict[str, Any] = tables.to_table(
             call.kind, [obj], wide=True, include_object=call.query.get("includeObject", "Metadata")
         )
         return table
@@ -141,7 +113,7 @@ def render_one(neg: Negotiated, call: verbs.Call, obj: Message) -> dict[str, Any
 def render_page(neg: Negotiated, call: verbs.Call, page: verbs.Page) -> dict[str, Any]:
     doc = verbs.list_doc(call.kind, page)
     if neg.form == "table":
-        table: dict[str, Any] = provider("tables").to_table(
+        table: dict[str, Any] = tables.to_table(
             call.kind,
             page.items,
             wide=True,
@@ -284,45 +256,29 @@ class HttpApi:
             return respond(*_code(e, info), call.warnings)
 
     def non_resource(self, path: str, accept: str = "") -> web.Response | None:
+        """Health, discovery and OpenAPI; None when `path` is a resource path."""
         parts = [p for p in path.split("/") if p]
-        disco = provider("discovery")
-        if parts in (["api"], ["apis"]) and wants_aggregated(accept):
-            aggregated = getattr(disco, "aggregated_discovery", None)
-            if aggregated is not None:
-                return respond(200, aggregated(core=parts == ["api"]), content_type=AGGREGATED)
-        if parts == ["version"]:
-            return respond(200, disco.version_info())
         if parts in (["healthz"], ["livez"], ["readyz"]):
             return web.Response(text="ok")
-        if parts == ["api"]:
-            return respond(200, disco.core_api_versions())
-        if parts == ["apis"]:
-            return respond(200, disco.api_group_list())
-        if len(parts) == 2 and parts[0] == "api":
-            if ("", parts[1]) in GROUP_VERSIONS:
-                return respond(200, disco.resource_list("", parts[1]))
+        if parts[:1] == ["openapi"]:
+            doc = openapi.document_for(path)
+            if doc is None:
+                return error(404, "NotFound", "the server could not find the requested resource")
+            return respond(200, doc)
+        if not parts:
             return error(404, "NotFound", "the server could not find the requested resource")
-        if len(parts) == 2 and parts[0] == "apis":
-            groups = {g["name"]: g for g in disco.api_group_list()["groups"]}
-            if parts[1] in groups:
-                return respond(200, {"kind": "APIGroup", "apiVersion": "v1", **groups[parts[1]]})
-            return error(404, "NotFound", "the server could not find the requested resource")
-        if len(parts) == 3 and parts[0] == "apis":
-            if (parts[1], parts[2]) in GROUP_VERSIONS:
-                return respond(200, disco.resource_list(parts[1], parts[2]))
-            return error(404, "NotFound", "the server could not find the requested resource")
-        if parts[:2] == ["openapi", "v3"]:
-            oa = provider("openapi")
-            rest = parts[2:]
-            if not rest:
-                return respond(200, oa.openapi_v3_paths())
-            if rest[0] == "api" and len(rest) == 2 and ("", rest[1]) in GROUP_VERSIONS:
-                return respond(200, oa.openapi_v3_document("", rest[1]))
-            if rest[0] == "apis" and len(rest) == 3 and (rest[1], rest[2]) in GROUP_VERSIONS:
-                return respond(200, oa.openapi_v3_document(rest[1], rest[2]))
-            return error(404, "NotFound", "the server could not find the requested resource")
-        if parts[:1] == ["openapi"] or not parts:
-            return error(404, "NotFound", "the server could not find the requested resource")
+        if (
+            parts == ["version"]
+            or parts in (["api"], ["apis"])
+            or len(parts) == 2
+            or (len(parts) == 3 and parts[0] == "apis")
+        ):
+            if parts[0] not in ("api", "apis", "version"):
+                return None
+            found = discovery.document_for(path, accept)
+            if found is None:
+                return error(404, "NotFound", "the server could not find the requested resource")
+            return respond(200, found[0], content_type=found[1])
         return None
 
     async def dispatch(self, request: web.Request, call: verbs.Call) -> web.StreamResponse:

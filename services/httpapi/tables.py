@@ -23,6 +23,7 @@ from typing import Any
 from google.protobuf.message import Message
 
 from services.api import codec, printers
+from services.api.errors import BadRequestError
 from services.api.kinds import Kind
 from services.clock import RealClock
 
@@ -40,7 +41,7 @@ def wants_table(accept: str) -> bool:
     return False
 
 
-class IncludeObjectError(ValueError):
+class IncludeObjectError(BadRequestError):
     """An includeObject value other than None, Metadata or Object (a 400 at the edge)."""
 
 
