@@ -25,17 +25,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import importlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 import yaml
 from google.protobuf.message import Message
 
-from services.api import codec, patching, yamlload
+from services.api import codec, fieldmanager, patching, yamlload
 from services.api.errors import (
     ApiError,
     BadRequestError,
@@ -74,14 +72,6 @@ def _meta(obj: Message):  # type: ignore[no-untyped-def]  # -> meta_pb2.ObjectMe
 
 class UnsupportedMediaType(ApiError):
     reason = "UnsupportedMediaType"
-
-
-def fieldmanager() -> ModuleType | None:
-    """services/api/fieldmanager.py when it is there (server-side apply, managedFields)."""
-    try:
-        return importlib.import_module("services.api.fieldmanager")
-    except ModuleNotFoundError:
-        return None
 
 
 @dataclass
@@ -218,12 +208,8 @@ def _same_name(call: Call, obj: Message) -> None:
 
 
 def track(call: Call, old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
-    """`new` with metadata.managedFields updated for this write (when the field manager
-    is there)."""
-    fm = fieldmanager()
-    if fm is None:
-        return new
-    out: dict[str, Any] = fm.track_update(
+    """`new` with metadata.managedFields updated for this write."""
+    out: dict[str, Any] = fieldmanager.track_update(
         call.kind,
         old,
         new,
@@ -370,9 +356,7 @@ def list_doc(kind: Kind, page: Page) -> dict[str, Any]:
 async def create(call: Call) -> tuple[int, dict[str, Any]]:
     obj = decode_object(call, body_doc(call))
     _same_namespace(call, obj)
-    fm = fieldmanager()
-    if fm is not None:
-        obj = decode_object(call, track(call, None, to_json(call.kind, obj)))
+    obj = decode_object(call, track(call, None, to_json(call.kind, obj)))
     created = await call.api.create(obj, dry_run=call.dry_run)
     return 201, to_json(call.kind, created)
 
@@ -382,9 +366,8 @@ async def update(call: Call) -> dict[str, Any]:
     obj = decode_object(call, body_doc(call))
     _same_namespace(call, obj)
     _same_name(call, obj)
-    if fieldmanager() is not None:
-        current = await call.api.get(call.kind, call.namespace, call.info.name)
-        obj = decode_object(call, track(call, to_json(call.kind, current), to_json(call.kind, obj)))
+    current = await call.api.get(call.kind, call.namespace, call.info.name)
+    obj = decode_object(call, track(call, to_json(call.kind, current), to_json(call.kind, obj)))
     updated = await call.api.update(obj, status=status, dry_run=call.dry_run)
     return to_json(call.kind, updated)
 
@@ -448,9 +431,6 @@ def names_resource_version(ptype: str, body: bytes) -> bool:
 
 async def _apply(call: Call) -> dict[str, Any]:
     """Server-side apply through services/api/fieldmanager.py."""
-    fm = fieldmanager()
-    if fm is None:
-        raise UnsupportedMediaType("server-side apply is not served by this apiserver yet")
     if not call.query.get("fieldManager"):
         raise BadRequestError(
             "PATCH, application/apply-patch+yaml: fieldManager: Required value: is required for apply patch"
@@ -463,7 +443,15 @@ async def _apply(call: Call) -> dict[str, Any]:
     for _ in range(MAX_RETRIES):
         current = await call.api.get_or_none(call.kind, call.namespace, call.info.name)
         live = to_json(call.kind, current) if current is not None else None
-        doc = fm.apply(call.kind, live, applied, manager=call.manager, force=force, now=call.now())
+        doc = fieldmanager.apply(
+            call.kind,
+            live,
+            applied,
+            manager=call.manager,
+            force=force,
+            subresource=call.info.subresource,
+            now=call.now(),
+        )
         call.warnings.clear()
         obj = decode_object(call, doc)
         _same_namespace(call, obj)

@@ -1,13 +1,9 @@
 """Server-side apply and managedFields over HTTP: the edge's half (PATCH with
 application/apply-patch+yaml, 409 with causes, fieldManager required; managedFields on
-HTTP writes). The field manager itself is services/api/fieldmanager.py (issue 15, H2):
-until it is on this branch these tests are skipped, and apply answers 415."""
+HTTP writes). The field manager itself is services/api/fieldmanager.py."""
 
 from __future__ import annotations
 
-import importlib.util
-
-import pytest
 from aiohttp.test_utils import TestClient
 
 from tests.builders import pod
@@ -15,11 +11,6 @@ from tests.httpapi.conftest import as_json
 
 PODS = "/api/v1/namespaces/default/pods"
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
-HAVE_FIELDMANAGER = importlib.util.find_spec("services.api.fieldmanager") is not None
-after_merge = pytest.mark.skipif(
-    not HAVE_FIELDMANAGER,
-    reason="server-side apply arrives with services/api/fieldmanager.py (issue 15, H2)",
-)
 
 MANIFEST = """apiVersion: v1
 kind: Pod
@@ -33,15 +24,6 @@ spec:
 """
 
 
-@pytest.mark.skipif(HAVE_FIELDMANAGER, reason="the field manager is here: apply is served")
-async def test_apply_without_the_field_manager_is_415(http: TestClient) -> None:
-    r = await http.patch(
-        f"{PODS}/ssa?fieldManager=a", data=(MANIFEST % "a").encode(), headers=APPLY
-    )
-    assert r.status == 415 and (await r.json())["reason"] == "UnsupportedMediaType"
-
-
-@after_merge
 async def test_apply_creates_then_updates(http: TestClient) -> None:
     r = await http.patch(
         f"{PODS}/ssa?fieldManager=a", data=(MANIFEST % "a").encode(), headers=APPLY
@@ -58,7 +40,6 @@ async def test_apply_creates_then_updates(http: TestClient) -> None:
     assert r.status == 200 and (await r.json())["metadata"]["labels"] == {"owner": "b"}
 
 
-@after_merge
 async def test_apply_conflict_is_409_with_causes_and_force_takes_over(http: TestClient) -> None:
     await http.patch(f"{PODS}/ssa?fieldManager=a", data=(MANIFEST % "a").encode(), headers=APPLY)
     r = await http.patch(
@@ -73,13 +54,11 @@ async def test_apply_conflict_is_409_with_causes_and_force_takes_over(http: Test
     assert r.status == 200 and (await r.json())["metadata"]["labels"] == {"owner": "b"}
 
 
-@after_merge
 async def test_apply_needs_a_field_manager(http: TestClient) -> None:
     r = await http.patch(f"{PODS}/ssa", data=(MANIFEST % "a").encode(), headers=APPLY)
     assert r.status == 400
 
 
-@after_merge
 async def test_http_writes_record_managed_fields(http: TestClient) -> None:
     r = await http.post(PODS + "?fieldManager=maker", json=as_json(pod("mf")))
     fields = (await r.json())["metadata"]["managedFields"]

@@ -1,13 +1,8 @@
 """Real kubectl (1.32, on PATH) against a real apiserver on real etcd over plain HTTP:
-the commands users type, each checked by what the server then holds.
-
-Commands whose patches are strategic merge patches (cordon, taint, a second `apply`) need
-services/api/patching.py's strategic merge patch; until it is on this branch they are
-skipped with that reason (they run once it is merged)."""
+the commands users type, each checked by what the server then holds."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -17,8 +12,6 @@ from typing import Any
 
 import pytest
 
-from services.api import patching
-from services.api.kinds import BY_KIND
 from tests.httpapi.conftest import HostThread
 from tests.waiting import until
 
@@ -28,25 +21,6 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def strategic_supported() -> bool:
-    try:
-        patching.apply_patch(
-            BY_KIND["Node"],
-            {"spec": {}},
-            patching.STRATEGIC_MERGE_PATCH,
-            b'{"spec":{"unschedulable":true}}',
-        )
-    except Exception:  # noqa: BLE001 - the stub refuses every strategic patch
-        return False
-    return True
-
-
-needs_strategic = pytest.mark.skipif(
-    not strategic_supported(),
-    reason="strategic merge patch arrives with services/api/patching.py (issue 15, H2)",
-)
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +93,6 @@ def test_create_and_apply_the_examples_then_get_them(kubectl) -> None:
     }
 
 
-@needs_strategic
 def test_apply_twice_patches_with_a_strategic_merge_patch(kubectl) -> None:
     kubectl("apply", "-f", str(ROOT / "examples/deployment.yaml"))
     out = kubectl("apply", "-f", str(ROOT / "examples/deployment.yaml")).stdout
@@ -239,7 +212,6 @@ def test_scale_deployment(kubectl) -> None:
     assert as_json(kubectl, "get", "deployment", "s", "-n", "sc")["spec"]["replicas"] == 4
 
 
-@needs_strategic
 def test_cordon_uncordon_and_taint(kubectl) -> None:
     kubectl("create", "-f", "-", stdin="apiVersion: v1\nkind: Node\nmetadata: {name: cn}\n")
     kubectl("cordon", "cn")
