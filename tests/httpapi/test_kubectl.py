@@ -142,10 +142,6 @@ def test_get_in_chunks_pages_with_limit_and_continue(kubectl) -> None:
     assert proc.stderr.count("continue=") == 2  # three pages
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("services.api.fieldmanager") is None,
-    reason="server-side apply arrives with services/api/fieldmanager.py (issue 15, H2)",
-)
 def test_apply_server_side(kubectl) -> None:
     make_namespace(kubectl, "ssa")
     manifest = str(ROOT / "examples/deployment.yaml")
@@ -225,12 +221,7 @@ def test_cordon_uncordon_and_taint(kubectl) -> None:
 
 
 def _cordon(kubectl, node: str) -> None:
-    """`kubectl cordon` when strategic merge patch is served, else the same field set with
-    a merge patch (drain then finds the node already cordoned)."""
-    if strategic_supported():
-        kubectl("cordon", node)
-    else:
-        kubectl("patch", "node", node, "--type", "merge", "-p", '{"spec":{"unschedulable":true}}')
+    kubectl("cordon", node)
 
 
 def test_drain_evicts_and_a_pdb_blocks_it(kubectl) -> None:
