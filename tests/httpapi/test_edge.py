@@ -194,44 +194,19 @@ AGGREGATED_ACCEPT = (
 @pytest.mark.parametrize(
     ("accept", "aggregated"), [(AGGREGATED_ACCEPT, True), ("application/json", False), ("", False)]
 )
-async def test_aggregated_discovery_when_asked_and_served(
-    http: TestClient, monkeypatch, accept: str, aggregated: bool
+async def test_aggregated_discovery_only_when_asked_and_under_its_media_type(
+    http: TestClient, accept: str, aggregated: bool
 ) -> None:
-    import types
+    from services.httpapi import discovery
 
-    from services.httpapi import _standin, app
-
-    fake = types.SimpleNamespace(
-        **{n: getattr(_standin, n) for n in dir(_standin) if not n.startswith("_")}
-    )
-    fake.aggregated_discovery = lambda core: {
-        "kind": "APIGroupDiscoveryList",
-        "apiVersion": "apidiscovery.k8s.io/v2",
-        "core": core,
-    }
-    monkeypatch.setattr(app, "provider", lambda name: fake)
-    for path, core in (("/api", True), ("/apis", False)):
+    for path, legacy in (("/api", "APIVersions"), ("/apis", "APIGroupList")):
         r = await http.get(path, headers={"Accept": accept} if accept else {})
         body = await r.json(content_type=None)
         if aggregated:
-            assert r.headers["Content-Type"] == app.AGGREGATED
-            assert body["kind"] == "APIGroupDiscoveryList" and body["core"] is core
+            assert r.headers["Content-Type"] == discovery.AGGREGATED_MEDIA_TYPE
+            assert body["kind"] == "APIGroupDiscoveryList"
         else:
-            assert (
-                r.headers["Content-Type"] == "application/json"
-                and body["kind"] != "APIGroupDiscoveryList"
-            )
-
-
-async def test_without_aggregated_discovery_the_legacy_documents_answer(
-    http: TestClient, monkeypatch
-) -> None:
-    from services.httpapi import _standin, app
-
-    monkeypatch.setattr(app, "provider", lambda name: _standin)
-    r = await http.get("/apis", headers={"Accept": AGGREGATED_ACCEPT})
-    assert r.headers["Content-Type"] == "application/json"
-    assert (await r.json())["kind"] == "APIGroupList"
+            assert r.headers["Content-Type"] == "application/json" and body["kind"] == legacy
 
 
 class Broken:

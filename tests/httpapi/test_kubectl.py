@@ -144,10 +144,16 @@ def test_get_in_chunks_pages_with_limit_and_continue(kubectl) -> None:
 
 def test_apply_server_side(kubectl) -> None:
     make_namespace(kubectl, "ssa")
-    manifest = str(ROOT / "examples/deployment.yaml")
-    out = kubectl("apply", "--server-side", "-n", "ssa", "-f", manifest).stdout
+    manifest = (
+        (ROOT / "examples/deployment.yaml")
+        .read_text()
+        .replace("namespace: default", "namespace: ssa")
+    )
+    out = kubectl("apply", "--server-side", "-f", "-", stdin=manifest).stdout
     assert "serverside-applied" in out
-    fields = as_json(kubectl, "get", "deployment", "web", "-n", "ssa")["metadata"]["managedFields"]
+    fields = as_json(kubectl, "get", "deployment", "web", "-n", "ssa", "--show-managed-fields")[
+        "metadata"
+    ]["managedFields"]
     assert any(m["manager"] == "kubectl" and m["operation"] == "Apply" for m in fields)
 
 
