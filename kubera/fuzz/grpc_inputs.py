@@ -314,7 +314,7 @@ def _set_random(draw: st.DrawFn, msg: Message, f: FieldDescriptor, depth: int) -
 def example_texts() -> list[tuple[str, str]]:
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1] / "examples"
+    root = Path(__file__).resolve().parents[2] / "examples"
     return [
         (p.name, p.read_text())
         for p in sorted(root.rglob("*"))

@@ -100,6 +100,7 @@ PARAMS = (
     "includeObject",
     "sendInitialEvents",
 )
+PATCH_CONTENT_TYPES = CONTENT_TYPES[1:5]
 DOCUMENTS = (
     "/version",
     "/api",
@@ -113,6 +114,10 @@ DOCUMENTS = (
     "/livez",
     "/readyz",
 )
+
+
+#: Every kind has objects of these names in "default" (`seed_http`), so items are found.
+SEEDED = ("fz-0", "fz-1")
 
 
 def _base(kind: Kind) -> str:
@@ -143,7 +148,7 @@ def routes(draw: st.DrawFn) -> Route:
     shape = draw(st.sampled_from(["collection", "item", "item", "sub"]))
     if shape == "collection":
         return Route(f"{prefix}/{kind.resource}", kind.resource, kind)
-    name = draw(names())
+    name = draw(st.one_of(st.sampled_from(SEEDED), names()))
     item = f"{prefix}/{kind.resource}/{urllib.parse.quote(name, safe='')}"
     if shape == "item":
         return Route(item, f"{kind.resource}/{{name}}", kind)
@@ -177,8 +182,8 @@ def param_values(name: str) -> st.SearchStrategy[str]:
 
 @st.composite
 def queries(draw: st.DrawFn, raw: bool = False) -> str:
-    if raw:
-        return draw(st.text(max_size=80))
+    if raw:  # any text, percent-encoded where a request line cannot carry it
+        return urllib.parse.quote(draw(st.text(max_size=80)), safe="=&;%/:?+,!$'()*@[]~")
     keys = draw(st.lists(st.sampled_from(PARAMS), max_size=4, unique=True))
     pairs = [(k, draw(param_values(k))) for k in keys]
     return urllib.parse.urlencode(pairs)
@@ -245,6 +250,34 @@ def crafted_bodies(draw: st.DrawFn, route: Route, content_type: str, max_depth: 
     return b""
 
 
+def seed_objects() -> list[tuple[str, bytes]]:
+    """(collection path, JSON body) of one valid object per kind and name in SEEDED."""
+    from kubera.fuzz.grpc_inputs import example_objects
+    from services.api import codec
+
+    out = []
+    seen: set[str] = set()
+    for packed in example_objects():
+        doc = codec.encode(codec.unpack(packed))
+        kind = next((k for k in KINDS if k.kind == doc.get("kind")), None)
+        if kind is None or kind.kind in seen:
+            continue
+        seen.add(kind.kind)
+        for name in SEEDED:
+            d = json.loads(json.dumps(doc))
+            d["metadata"] = {**d.get("metadata", {}), "name": name}
+            if kind.namespaced:
+                d["metadata"]["namespace"] = "default"
+            base = _base(kind)
+            path = (
+                f"{base}/namespaces/default/{kind.resource}"
+                if kind.namespaced
+                else f"{base}/{kind.resource}"
+            )
+            out.append((path, json.dumps(d).encode()))
+    return out
+
+
 @dataclass(frozen=True)
 class Request:
     method: str
@@ -272,8 +305,14 @@ def requests(draw: st.DrawFn, shape: str, max_raw: int, max_depth: int) -> Reque
         if shape == "raw"
         else st.sampled_from(METHODS)
     )
-    content_type = draw(st.sampled_from(CONTENT_TYPES))
-    accept = draw(st.sampled_from(ACCEPTS))
+    if shape == "raw" or draw(st.integers(0, 4)) == 0:
+        content_type = draw(st.sampled_from(CONTENT_TYPES))
+        accept = draw(st.sampled_from(ACCEPTS))
+    else:  # mostly what a client sends, so inputs get past negotiation to the verbs
+        content_type = (
+            draw(st.sampled_from(PATCH_CONTENT_TYPES)) if method == "PATCH" else "application/json"
+        )
+        accept = "application/json"
     query = draw(queries(raw=shape == "raw"))
     if shape == "raw":
         body = draw(st.binary(max_size=max_raw))
@@ -372,6 +411,15 @@ class HttpCaller:
 
 
 _ALLOWED = frozenset(str(c) for c in ALLOWED_HTTP)
+
+
+def seed_http(caller: HttpCaller) -> int:
+    """Create the seed objects; returns how many were created."""
+    created = 0
+    for path, body in seed_objects():
+        req = Request("POST", Route(path, "seed"), "", "application/json", "application/json", body)
+        created += caller.call(req)[0] == "201"
+    return created
 
 
 def fuzz_http(

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from kubera.fuzz.harness import FUZZ_API_CONFIG, ErrorLog, ServerThread, Tally
-from kubera.fuzz.http_inputs import HttpCaller, Request, Route, fuzz_http
+from kubera.fuzz.http_inputs import HttpCaller, Request, Route, fuzz_http, seed_http
 
 EXAMPLES = 150
 
@@ -32,6 +32,7 @@ def test_no_http_input_makes_the_apiserver_answer_500_hang_log_a_traceback_or_wr
     http_caller: HttpCaller, shape: str
 ) -> None:
     tally = Tally()
+    assert seed_http(http_caller) >= 10  # an object of (almost) every kind to find
     fuzz_http(http_caller, tally, shape, examples=EXAMPLES, derandomize=True)
     print(tally.report())
     assert tally.total == EXAMPLES
