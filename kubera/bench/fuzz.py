@@ -3,8 +3,8 @@
 It starts a real apiserver gRPC server in this process (on in-memory storage, or on an
 etcd it starts itself with `--storage etcd`), sends every method `--examples` inputs of
 each shape (random bytes, random fields, bent valid requests), then checks the server
-still answers Health, a create, a get and a watch; then fuzzes the CLI's manifest
-decoder. It prints the inputs tried per method, the count of each status code and every
+still answers Health, a create, a get and a watch; then the same for every route of
+the HTTP API (kubera/fuzz/http_inputs.py); then fuzzes the CLI's manifest decoder. It prints the inputs tried per method, the count of each status code and every
 failure class (UNKNOWN, INTERNAL, a hang, a traceback in the server's log) with its
 smallest input, and exits 1 when there is one. hypothesis is a test dependency, so it is
 imported only when the bench runs.
@@ -18,13 +18,15 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from kubera.errors import CliError
 
 
 def register(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = bsub.add_parser(
-        "fuzz", help="hypothesis over every apiserver gRPC method and the manifest decoder"
+        "fuzz",
+        help="hypothesis over every apiserver gRPC method, every HTTP route and the manifest decoder",
     )
     p.add_argument(
         "--examples", type=int, default=500, help="inputs per shape per method (3 shapes)"
@@ -88,6 +90,7 @@ def cmd_bench_fuzz(args: argparse.Namespace) -> int:
         if args.dump:
             tally.dump(args.dump)
             print(f"smallest failing inputs written to {args.dump}")
+        http_tally, http_broken = _fuzz_http(args, errors, harness)
         decoder = manifests.DecoderTally()
         start = time.monotonic()
         if args.manifests:
@@ -102,4 +105,34 @@ def cmd_bench_fuzz(args: argparse.Namespace) -> int:
             etcd.stop()
         if etcd_dir:
             shutil.rmtree(etcd_dir, ignore_errors=True)
-    return 1 if tally.failures or broken or decoder.failures else 0
+    failed = tally.failures or broken or decoder.failures or http_tally.failures or http_broken
+    return 1 if failed else 0
+
+
+def _fuzz_http(args: argparse.Namespace, errors: Any, harness: Any) -> tuple[Any, bool]:
+    """The HTTP API's routes, `--examples` inputs per shape, on in-memory storage whose
+    writes are recorded (a request answered with an error must not have written)."""
+    from kubera.fuzz import http_inputs
+
+    server = harness.ServerThread(config=harness.FUZZ_API_CONFIG, http=True, record_writes=True)
+    server.start()
+    tally = harness.Tally()
+    try:
+        caller = http_inputs.HttpCaller(server.url, errors, writes=server.writes)
+        seeded = http_inputs.seed_http(caller)
+        start = time.monotonic()
+        for shape in ("raw", "random", "crafted"):
+            http_inputs.fuzz_http(caller, tally, shape, examples=args.examples)
+        elapsed = time.monotonic() - start
+        after = http_inputs.Request(
+            "GET", http_inputs.Route("/api/v1/namespaces/default/pods", "pods"), "", "", "", b""
+        )
+        broken = caller.call(after)[0] != "200"
+    finally:
+        server.stop()
+    print(tally.report())
+    print(
+        f"HTTP: {tally.total} inputs in {elapsed:.0f} s ({seeded} seed objects); then a list of "
+        f"pods: {'BROKEN' if broken else 'answers'}"
+    )
+    return tally, broken

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from google.protobuf.message import Message
 from multidict import CIMultiDict
 
@@ -415,6 +416,27 @@ def build_app(
     return app
 
 
+class MalformedRequests(logging.Filter):
+    """aiohttp logs a request it cannot parse (a bad request line, method or header) at
+    ERROR with a traceback, after answering it 400. That is the client's error, not the
+    server's: kube-apiserver's HTTP server logs nothing for it. Such records go down to
+    DEBUG; everything else aiohttp logs passes untouched."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError) and (exc.code or 400) < 500:
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("malformed request: %s", exc)
+            return False
+        return True
+
+
+def _quiet_malformed_requests() -> None:
+    server_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, MalformedRequests) for f in server_log.filters):
+        server_log.addFilter(MalformedRequests())
+
+
 async def serve_http(
     api: ApiServer,
     host: str,
@@ -426,6 +448,7 @@ async def serve_http(
 ) -> tuple[web.AppRunner, int]:
     """Serve the HTTP API on host:port (0: any free port); the runner (`cleanup()` stops
     it) and the bound port. A client that leaves cancels its handler (watches end)."""
+    _quiet_malformed_requests()
     runner = web.AppRunner(
         build_app(api, authn=authn, authz=authz),
         handler_cancellation=True,
