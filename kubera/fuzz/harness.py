@@ -235,7 +235,7 @@ class ServerThread:
         else:
             self.server, port = await serve(self.api)
         if self.http:
-            from services.httpapi.app import serve_http
+            from services.httpapi import serve_http
 
             kw = {} if self.auth is None else {"authn": self.auth, "authz": self.auth}
             self.http_runner, http_port = await serve_http(self.api, "127.0.0.1", 0, **kw)
