@@ -34,6 +34,9 @@ from services.api.kinds import BY_RESOURCE, Kind
 from services.api.limits import MAX_BATCH_ITEMS
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.registry import ApiServer, BatchResult, BindItem
+from services.auth import Authenticator
+from services.auth.authorizer import KuberaAuthorizer, Lookup
+from services.auth.grpcauth import AuthInterceptor
 from services.grpcserver import start_server
 from services.storage import StorageRequestTooLargeError, StorageUnavailableError
 
@@ -321,9 +324,20 @@ async def serve(
     port: int = 0,
     *,
     also: Callable[[grpc.aio.Server], None] | None = None,
+    authn: Authenticator | None = None,
+    credentials: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Start a grpc.aio server for `api` (with whatever `also` adds to it: the process's
-    chaos control); returns it and the bound port."""
+    chaos control); returns it and the bound port. With `authn`, every call is
+    authenticated and authorized (services/auth/grpcauth.py, the rules of
+    services/auth/authorizer.py reading objects through `registry_lookup`); without,
+    every caller may do everything (the in-process servers of tests). `credentials`:
+    serve TLS."""
+    interceptors = []
+    if authn is not None:
+        interceptors.append(
+            AuthInterceptor(authn, KuberaAuthorizer(registry_lookup(api)), public=(HEALTH_METHOD,))
+        )
 
     def register(s: grpc.aio.Server) -> None:
         pb_grpc.add_ApiServerServicer_to_server(ApiServerServicer(api), s)
@@ -336,4 +350,31 @@ async def serve(
         host,
         port,
         large_messages=True,
+        interceptors=interceptors,
+        credentials=credentials,
     )
+
+
+#: Health answers any caller (a probe before the caller has a token, `kubera components`).
+HEALTH_METHOD = "/kubera.v1.ApiServer/Health"
+
+
+def registry_lookup(api: ApiServer) -> Lookup:
+    """The authorizer's object reads: the watch cache first, etcd when the cache has no
+    bound pod. A pod's spec.nodeName never changes once set (binding is final), so a
+    cached pod bound to a node is bound to it now; one the cache does not have yet, or
+    has unbound while the bind is in flight, is read from etcd."""
+
+    async def lookup(resource: str, namespace: str, name: str) -> Any:
+        kind = BY_RESOURCE.get(resource)
+        if kind is None or not name:
+            return None
+        cache = api.store.caches.get(resource)
+        if cache is not None and cache.started:
+            entry = cache.store.get(kind.key(namespace if kind.namespaced else "", name))
+            spec = getattr(entry.obj, "spec", None) if entry is not None else None
+            if entry is not None and getattr(spec, "node_name", None):
+                return entry.obj
+        return await api.get_or_none(kind, namespace, name)
+
+    return lookup

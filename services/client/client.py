@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import builtins
 import copy
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
@@ -42,6 +44,7 @@ from services.api.fencing import METADATA_KEY as FENCING_METADATA
 from services.api.fencing import Fencing
 from services.api.kinds import Kind, kind_of
 from services.api.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
+from services.auth.grpcauth import bearer
 from services.client.binds import BindCoalescer, outcome
 from services.client.endpoints import Endpoints, join_addresses
 from services.grpcserver import RECONNECT_OPTIONS
@@ -92,16 +95,21 @@ def _decode(a: Any, what: str) -> Message:
         ) from None
 
 
-def _dial(address: str) -> tuple[grpc.aio.Channel, pb_grpc.ApiServerStub]:
-    """A channel to one apiserver (redialling by itself after a drop) and its stub."""
-    channel = grpc.aio.insecure_channel(
-        address,
-        options=[
-            ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
-            ("grpc.max_send_message_length", MAX_REQUEST_BYTES),
-            *RECONNECT_OPTIONS,
-        ],
-    )
+def _dial(
+    address: str, *, ca: bytes | None = None
+) -> tuple[grpc.aio.Channel, pb_grpc.ApiServerStub]:
+    """A channel to one apiserver (redialling by itself after a drop) and its stub; TLS
+    trusting `ca` (PEM) when given."""
+    options = [
+        ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
+        ("grpc.max_send_message_length", MAX_REQUEST_BYTES),
+        *RECONNECT_OPTIONS,
+    ]
+    if ca is not None:
+        creds = grpc.ssl_channel_credentials(root_certificates=ca)
+        channel = grpc.aio.secure_channel(address, creds, options=options)
+    else:
+        channel = grpc.aio.insecure_channel(address, options=options)
     return channel, pb_grpc.ApiServerStub(channel)
 
 
@@ -174,16 +182,24 @@ class Client:
         fencing: FencingSource | None = None,
         warning_handler: Callable[[str], None] | None = None,
         spread_key: str = "",
+        token: str = "",
+        ca_file: str = "",
     ) -> None:
         """`fencing`: where a leader's writes get their token. With it, every write carries
         the token and is refused by the apiserver once the term is over; while the source
         answers None (not leading) writes fail here without being sent.
         `warning_handler`: called with each warning the apiserver sends (default: log).
         `spread_key`: with several addresses, which one to start at (a stable hash of it;
-        "": the first)."""
+        "": the first).
+        `token`: the bearer token every call carries (services/auth/grpcauth.py; "": none,
+        for an apiserver without authentication). `ca_file`: dial TLS, trusting this CA
+        (PEM path; "": plaintext, the loopback default)."""
+        ca = Path(ca_file).read_bytes() if ca_file else None
         self.endpoints: Endpoints[tuple[grpc.aio.Channel, pb_grpc.ApiServerStub]] = Endpoints(
-            address, _dial, spread_key=spread_key
+            address, functools.partial(_dial, ca=ca), spread_key=spread_key
         )
+        self.token = token
+        self._auth: tuple[tuple[str, str], ...] = bearer(token)
         self.address = join_addresses(self.endpoints.addresses)
         self.timeout = timeout
         self.fencing = fencing
@@ -243,20 +259,20 @@ class Client:
         for channel, _ in self.endpoints.connections():
             await channel.close()
 
-    def _write_metadata(self) -> tuple[tuple[str, str], ...] | None:
+    def _write_metadata(self) -> tuple[tuple[str, str], ...]:
         if self.fencing is None:
-            return None
+            return self._auth
         token = self.fencing()
         if token is None:
             raise PreconditionError(
                 "not the leader: this client writes only under a current fencing token"
             )
-        return ((FENCING_METADATA, f"{token[0]}@{token[1]}"),)
+        return (*self._auth, (FENCING_METADATA, f"{token[0]}@{token[1]}"))
 
     async def _call(
         self, method: Any, request: Any, timeout: float | None = None, *, write: bool = False
     ) -> Any:
-        metadata = self._write_metadata() if write else None
+        metadata = self._write_metadata() if write else self._auth
         address = self.endpoints.current  # the one `method`'s stub was taken from
         attempts = len(self.endpoints.addresses)
         for attempt in range(attempts):
@@ -558,7 +574,7 @@ class Client:
         error is raised typed."""
         for attempt in range(len(self.endpoints.addresses), 0, -1):
             address = self.endpoints.current
-            call = getattr(self._stub, method)(request)
+            call = getattr(self._stub, method)(request, metadata=self._auth)
             started = False
             try:
                 async for msg in call:
