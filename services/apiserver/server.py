@@ -36,7 +36,7 @@ from services.apiserver import fencing as fencing_mod
 from services.apiserver.registry import ApiServer, BatchResult, BindItem
 from services.auth import Authenticator
 from services.auth.authorizer import KuberaAuthorizer, Lookup
-from services.auth.grpcauth import AuthInterceptor
+from services.auth.grpcauth import CHAOS_STATUS, AuthInterceptor
 from services.grpcserver import start_server
 from services.storage import StorageRequestTooLargeError, StorageUnavailableError
 
@@ -336,7 +336,9 @@ async def serve(
     interceptors = []
     if authn is not None:
         interceptors.append(
-            AuthInterceptor(authn, KuberaAuthorizer(registry_lookup(api)), public=(HEALTH_METHOD,))
+            AuthInterceptor(
+                authn, KuberaAuthorizer(registry_lookup(api)), public=(HEALTH_METHOD, CHAOS_STATUS)
+            )
         )
 
     def register(s: grpc.aio.Server) -> None:

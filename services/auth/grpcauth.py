@@ -36,6 +36,8 @@ tests start keep their ALLOW_ALL default; `kubera up` is the secure one.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -43,6 +45,7 @@ import grpc
 
 from services.api.kinds import BY_RESOURCE, BY_TYPE_URL
 from services.auth import (
+    ADMIN,
     MASTERS,
     Authenticator,
     Authorizer,
@@ -51,6 +54,11 @@ from services.auth import (
     maybe_await,
 )
 from services.auth.authorizer import forbidden_message
+
+#: Read-only methods of the components' own servers, open to any caller (a process's
+#: figures; a pool's stats); the rest of those servers is the admin's (`admin_only`).
+CHAOS_STATUS = "/kubera.v1.Chaos/Status"
+POOL_STATS = "/kubera.v1.NodePool/Stats"
 
 #: The metadata key a client sends its token in (gRPC keys are lower-case).
 METADATA_KEY = "authorization"
@@ -264,3 +272,65 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
             return handler._replace(unary_stream=unary_stream)  # type: ignore[attr-defined,no-any-return]
         return handler  # request-streaming: kubera's protos have none
+
+
+# -- the other servers: admin only -------------------------------------------------------
+
+
+def token_hash(token: str) -> str:
+    """What a component is given to recognise the admin's token without holding it (so a
+    component's config never carries a credential it could act as admin with)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class AdminTokenAuthenticator:
+    """The admin, recognised by its token's sha256 (`token_hash`); nobody else."""
+
+    def __init__(self, admin_sha256: str) -> None:
+        self._sha = admin_sha256
+
+    def authenticate(self, token: str) -> User | None:
+        if token and hmac.compare_digest(token_hash(token), self._sha):
+            return ADMIN
+        return None
+
+
+def admin_only(
+    admin_sha256: str, *, public: Iterable[str] = ()
+) -> list[grpc.aio.ServerInterceptor]:
+    """The interceptors of a component's own server (chaos control, a scheduler's trace
+    API, a node pool's API): every method but `public` the admin's only. [] when
+    `admin_sha256` is "" (no authentication: tests, a cluster started without it)."""
+    if not admin_sha256:
+        return []
+    return [AuthInterceptor(AdminTokenAuthenticator(admin_sha256), public=public)]
+
+
+# -- the client side ---------------------------------------------------------------------
+
+
+class _BearerUnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):
+    def __init__(self, token: str) -> None:
+        self._md = bearer(token)
+
+    async def intercept_unary_unary(self, continuation, client_call_details, request):  # type: ignore[no-untyped-def]
+        return await continuation(_with_token(client_call_details, self._md), request)
+
+
+class _BearerUnaryStream(grpc.aio.UnaryStreamClientInterceptor):
+    def __init__(self, token: str) -> None:
+        self._md = bearer(token)
+
+    async def intercept_unary_stream(self, continuation, client_call_details, request):  # type: ignore[no-untyped-def]
+        return await continuation(_with_token(client_call_details, self._md), request)
+
+
+def _with_token(details: Any, md: tuple[tuple[str, str], ...]) -> Any:
+    metadata = [*(details.metadata or ()), *md]
+    return details._replace(metadata=metadata)
+
+
+def token_channel(address: str, token: str, **kwargs: Any) -> grpc.aio.Channel:
+    """An insecure channel whose every call carries `token` (none for "")."""
+    interceptors = [_BearerUnaryUnary(token), _BearerUnaryStream(token)] if token else None
+    return grpc.aio.insecure_channel(address, interceptors=interceptors, **kwargs)

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 import grpc
 
 from services.apiserver import ApiServer, ApiServerConfig, serve
+from services.auth import Authenticator
+from services.auth.tokens import TokenAuthenticator
 from services.chaos import add_control, self_report
 from services.hosts.address import join, listen_hosts
-from services.storage.etcd import EtcdStorage
+from services.storage.etcd import EtcdStorage, EtcdTLS
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,33 @@ class ApiServerHostConfig:
     watch_cache_capacity: int = 10_000
     #: Seconds between BOOKMARK events on idle watches.
     bookmark_interval: float = 5.0
+    #: Who may call (both APIs): a static token file (kube-apiserver's --token-auth-file
+    #: CSV, services/auth/tokens.py) by path, or its contents (`token_csv`, what `kubera
+    #: up` passes: an actor on another machine has no such path); both "": no
+    #: authentication, every caller is the admin (the in-process servers of tests).
+    token_file: str = ""
+    token_csv: str = ""
+    #: etcd over TLS with a client certificate: PEM paths (`--etcd-cafile` ...), or the
+    #: contents (`etcd_tls`, which wins; what `kubera up` passes).
+    etcd_ca_file: str = ""
+    etcd_cert_file: str = ""
+    etcd_key_file: str = ""
+    etcd_tls: EtcdTLS | None = None
+
+    def authenticator(self) -> Authenticator | None:
+        """The token authenticator of `token_csv` / `token_file`; None when neither."""
+        if self.token_csv:
+            return TokenAuthenticator.from_text(self.token_csv)
+        if self.token_file:
+            return TokenAuthenticator.from_file(self.token_file)
+        return None
+
+    def etcd_credentials(self) -> EtcdTLS | None:
+        if self.etcd_tls is not None:
+            return self.etcd_tls
+        if self.etcd_ca_file:
+            return EtcdTLS.from_files(self.etcd_ca_file, self.etcd_cert_file, self.etcd_key_file)
+        return None
 
 
 class ApiServerHost:
@@ -51,6 +80,8 @@ class ApiServerHost:
         #: How long the last start took (etcd connect, watch caches filled, port bound).
         self.start_seconds = 0.0
         self._lock = asyncio.Lock()
+        #: Who may call (None: anyone, as the admin); the HTTP edge takes the same one.
+        self.authn: Authenticator | None = config.authenticator()
 
     async def ensure_started(self, port: int = 0) -> dict[str, object]:
         """start() unless started — on `port` (0: the config's), the port the first
@@ -63,7 +94,7 @@ class ApiServerHost:
 
     async def start(self, port: int = 0) -> str:
         t0 = time.monotonic()
-        storage = EtcdStorage(self.config.etcd)
+        storage = EtcdStorage(self.config.etcd, tls=self.config.etcd_credentials())
         await storage.connect()
         api = ApiServer(
             storage,
@@ -80,6 +111,7 @@ class ApiServerHost:
                 bind,
                 port or self.config.port,
                 also=lambda s: add_control(s, [], "apiserver", "apiserver"),
+                authn=self.authn,
             )
         except BaseException:
             with contextlib.suppress(Exception):

@@ -153,7 +153,9 @@ async def test_a_pools_token_acts_for_its_nodes_and_is_refused_for_anothers(
     async with cluster.client("pool-0") as pool:
         results = await pool.batch_create([lease("n1"), lease("n3")])
         assert [r.error for r in results] == [None, None]
-        with pytest.raises(PermissionDeniedError, match='leases.coordination.k8s.io "n2" is forbidden'):
+        with pytest.raises(
+            PermissionDeniedError, match='leases.coordination.k8s.io "n2" is forbidden'
+        ):
             await pool.batch_create([lease("n1"), lease("n2")])
         await pool.create(MakeNode().typed().name("n3").obj())
         with pytest.raises(PermissionDeniedError):
