@@ -26,9 +26,17 @@ from kubera.launch import placement, procs
 from kubera.launch.apiservers import ApiServerReplicas, replica_name
 from kubera.launch.components import PROCESS_FIELDS, Components, record_in_context
 from kubera.launch.context import Context, context_path, home
+from kubera.launch.credentials import (
+    Credentials,
+    issue_credentials,
+    kubeconfig_path,
+    pki_dir,
+    write_kubeconfig,
+)
 from kubera.launch.etcd import EtcdProcess
 from kubera.launch.revive import ActorTable, Reviver
 from services.leaderelection import TimingOverrides
+from services.storage.etcd import EtcdTLS
 
 
 def ray_actor_class(shell: type) -> Any:
@@ -87,6 +95,16 @@ class ClusterOptions:
     #: the default name (placement.CONTROL_PLANE / NODE_POOL), not reported when missing.
     control_plane_resource: str | None = None
     node_pool_resource: str | None = None
+    #: Issue credentials (kubera/launch/credentials.py): tokens on both APIs, HTTPS, etcd
+    #: with client certificates. False: everything open, as before (`--insecure`).
+    secure: bool = True
+    #: Where the apiservers listen (gRPC and HTTP); "": 127.0.0.1 in the embedded mode,
+    #: the Ray node's address on a Ray cluster.
+    bind_address: str = ""
+    #: An existing etcd's TLS files (with `etcd`): its CA, and a client certificate.
+    etcd_cafile: str = ""
+    etcd_certfile: str = ""
+    etcd_keyfile: str = ""
 
 
 @dataclass(frozen=True)
@@ -164,6 +182,10 @@ class Supervisor:
         self.pools: list = []
         self.controllers: list = []
         self.context: Context | None = None
+        #: What `issue_credentials` made (None: an open cluster).
+        self.credentials: Credentials | None = None
+        #: etcd's CA and client certificate for every component (None: plain etcd).
+        self.etcd_tls: EtcdTLS | None = None
         self.placement = placement.Placement()
         #: Every actor above, by name: where it runs, its process and addresses.
         self.components = Components()
@@ -196,11 +218,20 @@ class Supervisor:
             if not etcd_endpoint:
                 # before anything starts: the embedded etcd would listen on loopback
                 placement.require_one_host(placement.ray_nodes(), ray.util.get_node_ip_address())
+        self._issue_credentials()
+        creds = self.credentials
+        if etcd_endpoint and self.opts.cluster.etcd_cafile:
+            c = self.opts.cluster
+            self.etcd_tls = EtcdTLS.from_files(c.etcd_cafile, c.etcd_certfile, c.etcd_keyfile)
         if not etcd_endpoint:
             # Assigned before it starts, so stop() can end a half-started etcd too.
             self.etcd = EtcdProcess(
-                self.cluster_dir / "etcd", log_path=self.cluster_dir / "etcd.log"
+                self.cluster_dir / "etcd",
+                log_path=self.cluster_dir / "etcd.log",
+                tls=creds.etcd_server() if creds is not None else None,
             )
+            if creds is not None:
+                self.etcd_tls = creds.etcd_client()
             self.etcd.start()
             etcd_endpoint = self.etcd.endpoint
             pids["etcd"] = self.etcd.pid
@@ -237,6 +268,7 @@ class Supervisor:
                     etcd=etcd_endpoint,
                     port=o.apiserver_port if name == replica_name(0) else 0,
                     bookmark_interval=o.bookmark_interval,
+                    **self._apiserver_security(),
                 ),
             ),
             lambda i: self.placement.apiserver() if i == 0 else self.placement.replica(i),
@@ -279,9 +311,113 @@ class Supervisor:
                 "node_pool": self.placement.node_pool,
                 "missing": ", ".join(self.placement.missing),
             },
+            **self._context_security(),
         )
+        if hasattr(self.context, "http") and not self.context.http:  # type: ignore[has-type]
+            self.context.http = self._first_http()  # type: ignore[has-type]
         self.context.save()
+        write_kubeconfig(self.context)
         return self.context
+
+    # -- credentials (kubera/launch/credentials.py) ---------------------------------------
+
+    def _issue_credentials(self) -> None:
+        """Certificates and tokens for every component `start` will run (none without
+        `secure`): the names here are the ones the _start_* methods give them."""
+        if not self.opts.cluster.secure:
+            return
+        o, s = self.opts, self.opts.scheduling
+        schedulers: list[str] = []
+        if s.enabled:
+            for d in range(1 + len(s.extra_configs)):
+                for i in range(s.replicas):
+                    schedulers.append("scheduler" if d == i == 0 else f"scheduler-{d}-{i}")
+        cms = (
+            [
+                "controller-manager" if i == 0 else f"controller-manager-{i}"
+                for i in range(o.cluster.controller_managers)
+            ]
+            if o.cluster.with_controllers
+            else []
+        )
+        hosts = [h for h in (o.cluster.bind_address,) if h]
+        if o.cluster.ray_address:
+            hosts += [str(n["ip"]) for n in placement.ray_nodes()]
+        self.credentials = issue_credentials(
+            hosts=[h for h in hosts if h],
+            schedulers=schedulers,
+            controller_managers=cms,
+            pools=self._pool_nodes(),
+        )
+
+    def _pool_nodes(self) -> dict[str, list[str]]:
+        """pool name -> the node names it will run (as `_start_pools` slices them)."""
+        from services.kubelet import default_template, load_template, plan_nodes
+
+        o = self.opts.nodes
+        if not o.count:
+            return {}
+        template = load_template(o.template) if o.template else default_template()
+        names = [p.name for p in plan_nodes(template, o.count)]
+        per = max(1, o.per_pool)
+        return {
+            f"pool-{i}": names[first : first + per]
+            for i, first in enumerate(range(0, o.count, per))
+        }
+
+    def _token(self, component: str) -> str:
+        return self.credentials.tokens.token_for(component) if self.credentials else ""
+
+    def _admin_sha256(self) -> str:
+        return self.credentials.admin_sha256 if self.credentials else ""
+
+    def _apiserver_security(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"etcd_tls": self.etcd_tls}
+        if self.opts.cluster.bind_address:
+            out["bind_address"] = self.opts.cluster.bind_address
+        creds = self.credentials
+        if creds is None:
+            return out
+        out["token_csv"] = creds.tokens.csv()
+        from services.hosts.apiserver import ApiServerHostConfig
+
+        if (
+            "tls_cert_file" in ApiServerHostConfig.__dataclass_fields__
+        ):  # the HTTP edge's serving certificate (issue 15, H1)
+            out["tls_cert_file"] = creds.files.apiserver_cert
+            out["tls_key_file"] = creds.files.apiserver_key
+        return out
+
+    def _context_security(self) -> dict[str, Any]:
+        creds = self.credentials
+        out: dict[str, Any] = {}
+        if creds is not None:
+            out.update(token_file=creds.admin_token_file, ca_file=creds.files.ca_cert)
+        c = self.opts.cluster
+        if creds is not None and self.etcd is not None:
+            f = creds.files
+            out.update(
+                etcd_ca_file=f.etcd_ca_cert,
+                etcd_cert_file=f.etcd_client_cert,
+                etcd_key_file=f.etcd_client_key,
+            )
+        elif c.etcd_cafile:
+            out.update(
+                etcd_ca_file=c.etcd_cafile,
+                etcd_cert_file=c.etcd_certfile,
+                etcd_key_file=c.etcd_keyfile,
+            )
+        return out
+
+    def _first_http(self) -> str:
+        """The first apiserver replica's HTTP address, as its health() reports it."""
+        import ray
+
+        try:
+            health = ray.get(self.apiservers.first.actor.health.remote(), timeout=30)
+        except Exception:  # noqa: BLE001 - no HTTP address to write a kubeconfig for
+            return ""
+        return str(health.get("http_address", "") or "")
 
     def _spawn(self, shell: type, name: str, kind: str, options: dict, config: Any) -> Any:
         """The named actor of an actors/ shell, placed by `options`, recorded as a component."""
@@ -307,9 +443,13 @@ class Supervisor:
         deployments = [o.config, *o.extra_configs]
         for d, config_yaml in enumerate(deployments):
             for i in range(o.replicas):
+                name = "scheduler" if d == i == 0 else f"scheduler-{d}-{i}"
                 cfg = SchedulerReplicaConfig(
                     apiserver=self._apiserver_for_next(),
                     etcd=etcd,
+                    token=self._token(name),
+                    admin_sha256=self._admin_sha256(),
+                    etcd_tls=self.etcd_tls,
                     config_yaml=config_yaml,
                     seed=o.seed,
                     election=self.opts.election,
@@ -318,7 +458,6 @@ class Supervisor:
                     replicas=o.replicas,
                     partition=o.partition,
                 )
-                name = "scheduler" if d == i == 0 else f"scheduler-{d}-{i}"
                 self.schedulers.append(
                     self._spawn(SchedulerActor, name, "scheduler", self.placement.replica(i), cfg)
                 )
@@ -338,14 +477,17 @@ class Supervisor:
             self.opts.election
         )
         for i in range(o.controller_managers):
+            name = "controller-manager" if i == 0 else f"controller-manager-{i}"
             cfg = ControllerManagerReplicaConfig(
                 apiserver=self._apiserver_for_next(),
                 etcd=etcd,
                 time_scale=o.time_scale,
                 time_origin=time_origin,
                 election=election,
+                token=self._token(name),
+                admin_sha256=self._admin_sha256(),
+                etcd_tls=self.etcd_tls,
             )
-            name = "controller-manager" if i == 0 else f"controller-manager-{i}"
             self.controllers.append(
                 self._spawn(
                     ControllerManagerActor,
@@ -383,6 +525,8 @@ class Supervisor:
                 ),
                 time_scale=self.opts.cluster.time_scale,
                 time_origin=time_origin,
+                token=self._token(f"pool-{i}"),
+                admin_sha256=self._admin_sha256(),
             )
             self.pools.append(
                 self._spawn(NodePoolActor, f"pool-{i}", "node-pool", self.placement.pool(i), cfg)
@@ -491,6 +635,10 @@ class Supervisor:
         for d in (self.cluster_dir, self.ray_tmp):
             if d:
                 shutil.rmtree(d, ignore_errors=True)
+        if self.credentials is not None:
+            # the tokens and the kubeconfig are void once the cluster is gone
+            shutil.rmtree(pki_dir(), ignore_errors=True)
+            kubeconfig_path().unlink(missing_ok=True)
 
 
 class StartupInterrupted(BaseException):

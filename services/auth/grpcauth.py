@@ -60,6 +60,10 @@ from services.auth.authorizer import forbidden_message
 CHAOS_STATUS = "/kubera.v1.Chaos/Status"
 POOL_STATS = "/kubera.v1.NodePool/Stats"
 
+#: The environment variable a client takes its token from when given none (the kubera
+#: CLI sets it from the context `kubera up` wrote, as kubectl reads $KUBECONFIG).
+TOKEN_ENV = "KUBERA_TOKEN"
+
 #: The metadata key a client sends its token in (gRPC keys are lower-case).
 METADATA_KEY = "authorization"
 API_SERVICE = "/kubera.v1.ApiServer/"

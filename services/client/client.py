@@ -18,6 +18,7 @@ import builtins
 import copy
 import functools
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,7 @@ from services.api.fencing import METADATA_KEY as FENCING_METADATA
 from services.api.fencing import Fencing
 from services.api.kinds import Kind, kind_of
 from services.api.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
-from services.auth.grpcauth import bearer
+from services.auth.grpcauth import TOKEN_ENV, bearer
 from services.client.binds import BindCoalescer, outcome
 from services.client.endpoints import Endpoints, join_addresses
 from services.grpcserver import RECONNECT_OPTIONS
@@ -182,7 +183,7 @@ class Client:
         fencing: FencingSource | None = None,
         warning_handler: Callable[[str], None] | None = None,
         spread_key: str = "",
-        token: str = "",
+        token: str | None = None,
         ca_file: str = "",
     ) -> None:
         """`fencing`: where a leader's writes get their token. With it, every write carries
@@ -192,12 +193,14 @@ class Client:
         `spread_key`: with several addresses, which one to start at (a stable hash of it;
         "": the first).
         `token`: the bearer token every call carries (services/auth/grpcauth.py; "": none,
-        for an apiserver without authentication). `ca_file`: dial TLS, trusting this CA
+        for an apiserver without authentication; None: $KUBERA_TOKEN, else none). `ca_file`: dial TLS, trusting this CA
         (PEM path; "": plaintext, the loopback default)."""
         ca = Path(ca_file).read_bytes() if ca_file else None
         self.endpoints: Endpoints[tuple[grpc.aio.Channel, pb_grpc.ApiServerStub]] = Endpoints(
             address, functools.partial(_dial, ca=ca), spread_key=spread_key
         )
+        if token is None:
+            token = os.environ.get(TOKEN_ENV, "")
         self.token = token
         self._auth: tuple[tuple[str, str], ...] = bearer(token)
         self.address = join_addresses(self.endpoints.addresses)

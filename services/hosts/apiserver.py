@@ -22,7 +22,7 @@ from services.apiserver import ApiServer, ApiServerConfig, serve
 from services.auth import Authenticator
 from services.auth.tokens import TokenAuthenticator
 from services.chaos import add_control, self_report
-from services.hosts.address import join, listen_hosts
+from services.hosts.address import WILDCARDS, join, listen_hosts
 from services.storage.etcd import EtcdStorage, EtcdTLS
 
 
@@ -34,6 +34,9 @@ class ApiServerHostConfig:
     #: address, and $KUBERA_BIND_HOST / $KUBERA_ADVERTISE_HOST override it (address.py).
     host: str = "127.0.0.1"
     port: int = 0
+    #: The interface to listen on instead of `host` (`kubera up --bind-address`; "":
+    #: `host`). A wildcard (0.0.0.0) listens everywhere and still advertises `host`.
+    bind_address: str = ""
     #: Events each resource's watch cache keeps.
     watch_cache_capacity: int = 10_000
     #: Seconds between BOOKMARK events on idle watches.
@@ -104,6 +107,10 @@ class ApiServerHost:
             ),
         )
         bind, advertise = listen_hosts(self.config.host)
+        if self.config.bind_address:
+            bind = self.config.bind_address
+            if bind not in WILDCARDS:
+                advertise = bind
         try:
             await api.start()
             self.server, bound = await serve(
