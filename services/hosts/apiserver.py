@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import grpc
 
-from services.apiserver import ApiServer, ApiServerConfig, serve
-from services.auth import Authenticator
+from services.apiserver import ApiServer, ApiServerConfig, registry_lookup, serve
+from services.auth import ALLOW_ALL, Authenticator, Authorizer
+from services.auth.authorizer import KuberaAuthorizer
 from services.auth.tokens import TokenAuthenticator
 from services.chaos import add_control, self_report
 from services.hosts.address import WILDCARDS, join, listen_hosts
@@ -53,6 +54,11 @@ class ApiServerHostConfig:
     etcd_cert_file: str = ""
     etcd_key_file: str = ""
     etcd_tls: EtcdTLS | None = None
+    #: Serve gRPC over TLS with this certificate and key (PEM contents; both empty:
+    #: plaintext, the embedded default on loopback, where the bearer tokens suffice).
+    #: Clients then dial with `Client(..., ca_file=...)`.
+    grpc_tls_cert: bytes = b""
+    grpc_tls_key: bytes = b""
 
     def authenticator(self) -> Authenticator | None:
         """The token authenticator of `token_csv` / `token_file`; None when neither."""
@@ -83,7 +89,8 @@ class ApiServerHost:
         #: How long the last start took (etcd connect, watch caches filled, port bound).
         self.start_seconds = 0.0
         self._lock = asyncio.Lock()
-        #: Who may call (None: anyone, as the admin); the HTTP edge takes the same one.
+        #: Who may call (None: anyone, as the admin). The HTTP edge takes the same:
+        #: `http_auth()` gives its (authn, authz) pair.
         self.authn: Authenticator | None = config.authenticator()
 
     async def ensure_started(self, port: int = 0) -> dict[str, object]:
@@ -119,6 +126,13 @@ class ApiServerHost:
                 port or self.config.port,
                 also=lambda s: add_control(s, [], "apiserver", "apiserver"),
                 authn=self.authn,
+                credentials=(
+                    grpc.ssl_server_credentials(
+                        [(self.config.grpc_tls_key, self.config.grpc_tls_cert)]
+                    )
+                    if self.config.grpc_tls_cert
+                    else None
+                ),
             )
         except BaseException:
             with contextlib.suppress(Exception):
@@ -131,6 +145,14 @@ class ApiServerHost:
         self.started = True
         self.start_seconds = time.monotonic() - t0
         return self.address
+
+    def http_auth(self) -> tuple[Authenticator, Authorizer]:
+        """The (authenticator, authorizer) the HTTP edge (services/httpapi) serves with, the
+        gRPC edge's rules: ALLOW_ALL for both without a token file. The authorizer's
+        `authorize` is a coroutine function (it reads pods: services/auth/authorizer.py)."""
+        if self.authn is None or self.api is None:
+            return ALLOW_ALL, ALLOW_ALL
+        return self.authn, KuberaAuthorizer(registry_lookup(self.api))
 
     async def stop(self) -> None:
         if self.server is not None:
