@@ -32,6 +32,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import yaml
@@ -98,6 +99,71 @@ def issue_credentials(
     token_file = write_private(d / "tokens.csv", tokens.csv())
     admin = write_private(d / "admin.token", tokens.admin + "\n")
     return Credentials(files, tokens, str(token_file), str(admin))
+
+
+# -- the components `up` starts, by the names their tokens are issued to ---------------------
+
+
+def scheduler_name(deployment: int, replica: int) -> str:
+    return "scheduler" if deployment == replica == 0 else f"scheduler-{deployment}-{replica}"
+
+
+def controller_manager_name(replica: int) -> str:
+    return "controller-manager" if replica == 0 else f"controller-manager-{replica}"
+
+
+def pool_nodes(template_yaml: str, count: int, per_pool: int) -> dict[str, list[str]]:
+    """pool name -> the nodes it runs: the supervisor's slices of the template's plan, as
+    each pool plans them itself (services/hosts/nodepool.py)."""
+    from services.kubelet import default_template, load_template, plan_nodes
+
+    if not count:
+        return {}
+    template = load_template(template_yaml) if template_yaml else default_template()
+    names = [p.name for p in plan_nodes(template, count)]
+    per = max(1, per_pool)
+    return {f"pool-{i}": names[first : first + per] for i, first in enumerate(range(0, count, per))}
+
+
+def apiserver_fields(
+    creds: Credentials | None,
+    etcd_tls: EtcdTLS | None,
+    bind_address: str,
+    *,
+    has_http_tls: bool,
+) -> dict[str, Any]:
+    """The ApiServerHostConfig fields of the cluster's security: the token file's contents,
+    etcd's client TLS, the bind address, and (with the HTTP edge's fields) the serving
+    certificate's paths."""
+    out: dict[str, Any] = {"etcd_tls": etcd_tls}
+    if bind_address:
+        out["bind_address"] = bind_address
+    if creds is None:
+        return out
+    out["token_csv"] = creds.tokens.csv()
+    if has_http_tls:
+        out["tls_cert_file"] = creds.files.apiserver_cert
+        out["tls_key_file"] = creds.files.apiserver_key
+    return out
+
+
+def context_fields(
+    creds: Credentials | None, *, embedded_etcd: bool, etcd_files: tuple[str, str, str]
+) -> dict[str, str]:
+    """The Context fields later commands read their credentials from."""
+    out: dict[str, str] = {}
+    if creds is not None:
+        out.update(token_file=creds.admin_token_file, ca_file=creds.files.ca_cert)
+        if embedded_etcd:
+            f = creds.files
+            etcd_files = (f.etcd_ca_cert, f.etcd_client_cert, f.etcd_client_key)
+    if embedded_etcd and creds is None:
+        return out
+    if etcd_files[0]:
+        out.update(
+            etcd_ca_file=etcd_files[0], etcd_cert_file=etcd_files[1], etcd_key_file=etcd_files[2]
+        )
+    return out
 
 
 def kubeconfig(server: str, ca_pem: bytes, token: str, *, name: str = "kubera") -> dict:

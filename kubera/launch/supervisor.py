@@ -28,9 +28,14 @@ from kubera.launch.components import PROCESS_FIELDS, Components, record_in_conte
 from kubera.launch.context import Context, context_path, home
 from kubera.launch.credentials import (
     Credentials,
+    apiserver_fields,
+    context_fields,
+    controller_manager_name,
     issue_credentials,
     kubeconfig_path,
     pki_dir,
+    pool_nodes,
+    scheduler_name,
     write_kubeconfig,
 )
 from kubera.launch.etcd import EtcdProcess
@@ -323,47 +328,29 @@ class Supervisor:
 
     def _issue_credentials(self) -> None:
         """Certificates and tokens for every component `start` will run (none without
-        `secure`): the names here are the ones the _start_* methods give them."""
-        if not self.opts.cluster.secure:
-            return
+        `secure`), by the names the _start_* methods give them."""
         o, s = self.opts, self.opts.scheduling
-        schedulers: list[str] = []
-        if s.enabled:
-            for d in range(1 + len(s.extra_configs)):
-                for i in range(s.replicas):
-                    schedulers.append("scheduler" if d == i == 0 else f"scheduler-{d}-{i}")
-        cms = (
-            [
-                "controller-manager" if i == 0 else f"controller-manager-{i}"
-                for i in range(o.cluster.controller_managers)
-            ]
-            if o.cluster.with_controllers
-            else []
-        )
-        hosts = [h for h in (o.cluster.bind_address,) if h]
+        if not o.cluster.secure:
+            return
+        hosts = [o.cluster.bind_address] if o.cluster.bind_address else []
         if o.cluster.ray_address:
             hosts += [str(n["ip"]) for n in placement.ray_nodes()]
         self.credentials = issue_credentials(
             hosts=[h for h in hosts if h],
-            schedulers=schedulers,
-            controller_managers=cms,
-            pools=self._pool_nodes(),
+            schedulers=[
+                scheduler_name(d, i)
+                for d in range(1 + len(s.extra_configs))
+                for i in range(s.replicas)
+            ]
+            if s.enabled
+            else [],
+            controller_managers=[
+                controller_manager_name(i) for i in range(o.cluster.controller_managers)
+            ]
+            if o.cluster.with_controllers
+            else [],
+            pools=pool_nodes(o.nodes.template, o.nodes.count, o.nodes.per_pool),
         )
-
-    def _pool_nodes(self) -> dict[str, list[str]]:
-        """pool name -> the node names it will run (as `_start_pools` slices them)."""
-        from services.kubelet import default_template, load_template, plan_nodes
-
-        o = self.opts.nodes
-        if not o.count:
-            return {}
-        template = load_template(o.template) if o.template else default_template()
-        names = [p.name for p in plan_nodes(template, o.count)]
-        per = max(1, o.per_pool)
-        return {
-            f"pool-{i}": names[first : first + per]
-            for i, first in enumerate(range(0, o.count, per))
-        }
 
     def _token(self, component: str) -> str:
         return self.credentials.tokens.token_for(component) if self.credentials else ""
@@ -372,42 +359,22 @@ class Supervisor:
         return self.credentials.admin_sha256 if self.credentials else ""
 
     def _apiserver_security(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"etcd_tls": self.etcd_tls}
-        if self.opts.cluster.bind_address:
-            out["bind_address"] = self.opts.cluster.bind_address
-        creds = self.credentials
-        if creds is None:
-            return out
-        out["token_csv"] = creds.tokens.csv()
         from services.hosts.apiserver import ApiServerHostConfig
 
-        if (
-            "tls_cert_file" in ApiServerHostConfig.__dataclass_fields__
-        ):  # the HTTP edge's serving certificate (issue 15, H1)
-            out["tls_cert_file"] = creds.files.apiserver_cert
-            out["tls_key_file"] = creds.files.apiserver_key
-        return out
+        return apiserver_fields(
+            self.credentials,
+            self.etcd_tls,
+            self.opts.cluster.bind_address,
+            has_http_tls="tls_cert_file" in ApiServerHostConfig.__dataclass_fields__,
+        )
 
     def _context_security(self) -> dict[str, Any]:
-        creds = self.credentials
-        out: dict[str, Any] = {}
-        if creds is not None:
-            out.update(token_file=creds.admin_token_file, ca_file=creds.files.ca_cert)
         c = self.opts.cluster
-        if creds is not None and self.etcd is not None:
-            f = creds.files
-            out.update(
-                etcd_ca_file=f.etcd_ca_cert,
-                etcd_cert_file=f.etcd_client_cert,
-                etcd_key_file=f.etcd_client_key,
-            )
-        elif c.etcd_cafile:
-            out.update(
-                etcd_ca_file=c.etcd_cafile,
-                etcd_cert_file=c.etcd_certfile,
-                etcd_key_file=c.etcd_keyfile,
-            )
-        return out
+        return context_fields(
+            self.credentials,
+            embedded_etcd=self.etcd is not None,
+            etcd_files=(c.etcd_cafile, c.etcd_certfile, c.etcd_keyfile),
+        )
 
     def _first_http(self) -> str:
         """The first apiserver replica's HTTP address, as its health() reports it."""
@@ -443,7 +410,7 @@ class Supervisor:
         deployments = [o.config, *o.extra_configs]
         for d, config_yaml in enumerate(deployments):
             for i in range(o.replicas):
-                name = "scheduler" if d == i == 0 else f"scheduler-{d}-{i}"
+                name = scheduler_name(d, i)
                 cfg = SchedulerReplicaConfig(
                     apiserver=self._apiserver_for_next(),
                     etcd=etcd,
@@ -477,7 +444,7 @@ class Supervisor:
             self.opts.election
         )
         for i in range(o.controller_managers):
-            name = "controller-manager" if i == 0 else f"controller-manager-{i}"
+            name = controller_manager_name(i)
             cfg = ControllerManagerReplicaConfig(
                 apiserver=self._apiserver_for_next(),
                 etcd=etcd,

@@ -17,10 +17,10 @@ from kubera.launch.credentials import (
     admin_token,
     issue_credentials,
     kubeconfig,
+    pool_nodes,
     use_context_credentials,
     write_kubeconfig,
 )
-from kubera.launch.supervisor import NodeOptions, Supervisor, UpOptions
 from services.auth import node_names
 from services.auth.grpcauth import TOKEN_ENV
 from services.auth.tokens import TokenAuthenticator, issue_tokens
@@ -85,8 +85,7 @@ def test_the_cli_takes_the_admin_token_and_etcd_files_from_the_context(home: Pat
 
 
 def test_each_pool_acts_for_exactly_the_nodes_it_will_run() -> None:
-    sup = Supervisor(UpOptions(nodes=NodeOptions(count=5, per_pool=2)))
-    pools = sup._pool_nodes()
+    pools = pool_nodes("", 5, 2)
     names = [p.name for p in plan_nodes(default_template(), 5)]
     assert pools == {"pool-0": names[0:2], "pool-1": names[2:4], "pool-2": names[4:5]}
     issued = issue_tokens(pools=pools)
