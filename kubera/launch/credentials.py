@@ -204,10 +204,21 @@ def admin_token(ctx: Context | None = None) -> str:
     return ""
 
 
-def use_context_credentials(ctx: Context) -> None:
-    """Put the cluster's admin token and etcd client files in this process's environment
-    (unless already set), for every Client / EtcdStorage / admin_channel made later."""
-    token = admin_token(ctx)
+#: The environment variables a cluster's credentials travel in (see the module docstring).
+CREDENTIAL_ENV = (TOKEN_ENV, ENV_CAFILE, ENV_CERTFILE, ENV_KEYFILE)
+
+
+def use_context_credentials(ctx: Context, *, override: bool = False) -> None:
+    """Put the cluster's admin token and etcd client files in this process's environment,
+    for every Client / EtcdStorage / admin_channel made later: unless already set (the
+    CLI: $KUBERA_TOKEN given by the user wins), or, with `override`, replacing what an
+    earlier cluster put there (a bench or an experiment that starts clusters in turn)."""
+    if override:
+        for var in CREDENTIAL_ENV:
+            os.environ.pop(var, None)
+    token = "" if override else admin_token(ctx)
+    if override and ctx.token_file and Path(ctx.token_file).exists():
+        token = Path(ctx.token_file).read_text().strip()
     if token:
         os.environ.setdefault(TOKEN_ENV, token)
     if ctx.etcd_ca_file:

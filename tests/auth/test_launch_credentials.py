@@ -93,3 +93,16 @@ def test_each_pool_acts_for_exactly_the_nodes_it_will_run() -> None:
     for pool, nodes in pools.items():
         user = authn.authenticate(issued.token_for(pool))
         assert user is not None and node_names(user) == set(nodes)
+
+
+def test_a_new_cluster_replaces_the_last_ones_credentials_only_when_asked(home: Path) -> None:
+    first = issue_credentials()
+    ctx1 = Context(apiserver="x", etcd="y", token_file=first.admin_token_file)
+    use_context_credentials(ctx1)
+    second = issue_credentials()  # a second `up` in the same home: new tokens
+    ctx2 = Context(apiserver="x", etcd="y", token_file=second.admin_token_file)
+    use_context_credentials(ctx2)
+    assert os.environ[TOKEN_ENV] == first.tokens.admin  # the CLI: what is set wins
+    use_context_credentials(ctx2, override=True)
+    assert os.environ[TOKEN_ENV] == second.tokens.admin  # a bench's next cluster
+    assert ENV_CAFILE not in os.environ  # that cluster's etcd is plain
