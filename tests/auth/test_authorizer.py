@@ -85,6 +85,11 @@ CASES = [
         False,
     ),
     ("node deletes its pod", a(N1, "delete", "pods", "mine", ns="default"), True),
+    (
+        "node writes a pod that is gone (404 follows)",
+        a(N1, "update", "pods", "gone", ns="default", sub="status"),
+        True,
+    ),
     ("node deletes another's pod", a(N1, "delete", "pods", "theirs", ns="default"), False),
     ("node updates a pod spec", a(N1, "update", "pods", "mine", ns="default"), False),
     ("node creates a pod", a(N1, "create", "pods", "x", ns="default"), False),
