@@ -214,3 +214,22 @@ async def test_grpc_over_tls_with_a_token(etcd_server: EtcdProcess, tmp_path) ->
                 await plain.list(PODS)
     finally:
         await host.stop()
+
+
+@pytest.mark.parametrize(
+    ("who", "code"),
+    [
+        ("", grpc.StatusCode.UNAUTHENTICATED),  # who asks comes first
+        ("admin", grpc.StatusCode.INVALID_ARGUMENT),
+        ("node:n1", grpc.StatusCode.INVALID_ARGUMENT),
+    ],
+)
+async def test_an_undecodable_request_is_answered_after_authentication(
+    cluster: Cluster, who: str, code: grpc.StatusCode
+) -> None:
+    token = cluster.tokens.token_for(who) if who else ""
+    async with grpc.aio.insecure_channel(cluster.address) as ch:
+        call = ch.unary_unary("/kubera.v1.ApiServer/Create")
+        with pytest.raises(grpc.aio.AioRpcError) as e:
+            await call(b"\xff\xff\xff", metadata=bearer(token))
+        assert e.value.code() == code
