@@ -47,8 +47,9 @@ class NodePoolHostConfig:
     #: Bearer token its calls to the apiserver carry (services/auth; "": none, for an
     #: apiserver without authentication).
     token: str = ""
-    #: sha256 of the admin's token: its own servers' writes (chaos control, SetAlive, InjectUsage) are the
-    #: admin's only (services/auth/grpcauth.py `admin_only`; "": open, as in tests).
+    #: sha256 of the admin's token: its own server's writes (chaos control, SetAlive,
+    #: InjectUsage) are the admin's only (services/auth/grpcauth.py `admin_only`; "":
+    #: open, as in tests).
     admin_sha256: str = ""
 
 
