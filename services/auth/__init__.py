@@ -2,9 +2,17 @@
 
 The vocabulary both edges share: a caller's `User` (from its bearer token), the
 `RequestAttributes` of one request (upstream's authorizer.Attributes), and the
-`Authenticator` / `Authorizer` protocols the edges call. The implementations (the static
-token file, the node/scheduler/controller-manager/admin rules) live in this package's
-modules; `ALLOW_ALL` and `ADMIN` are for unit tests of an edge that is not about auth.
+`Authenticator` / `Authorizer` protocols the edges call. The implementations live in this
+package's modules; `ALLOW_ALL` and `ADMIN` are for unit tests of an edge that is not about
+auth:
+
+    tokens.py      the static token file (--token-auth-file CSV) and the identities
+                   `kubera up` issues (why a node pool has one token for its nodes)
+    authorizer.py  who may do what (admin, scheduler, controller-manager, nodes), and
+                   upstream's 403 message (`forbidden_message`); `authorize` is async
+    grpcauth.py    the gRPC edge: the interceptor, the method -> attributes mapping, the
+                   admin-only servers of the components, the client's token metadata
+    certs.py       the CAs and certificates (apiserver serving; etcd server and client)
 """
 
 from __future__ import annotations
