@@ -146,13 +146,14 @@ class ApiServerHost:
         self.start_seconds = time.monotonic() - t0
         return self.address
 
-    def http_auth(self) -> tuple[Authenticator, Authorizer]:
-        """The (authenticator, authorizer) the HTTP edge (services/httpapi) serves with, the
-        gRPC edge's rules: ALLOW_ALL for both without a token file. The authorizer's
-        `authorize` is a coroutine function (it reads pods: services/auth/authorizer.py)."""
-        if self.authn is None or self.api is None:
+    def http_auth(self, api: ApiServer) -> tuple[Authenticator, Authorizer]:
+        """The (authenticator, authorizer) the HTTP edge (services/httpapi) serves `api`
+        with, the gRPC edge's rules: ALLOW_ALL for both without a token file. The
+        authorizer's `authorize` is a coroutine function (it reads pods:
+        services/auth/authorizer.py)."""
+        if self.authn is None:
             return ALLOW_ALL, ALLOW_ALL
-        return self.authn, KuberaAuthorizer(registry_lookup(self.api))
+        return self.authn, KuberaAuthorizer(registry_lookup(api))
 
     async def stop(self) -> None:
         if self.server is not None:

@@ -37,7 +37,7 @@ def test_the_token_file_by_path_or_contents_authenticates(tmp_path: Path, by: st
 def test_no_token_file_means_no_authentication() -> None:
     host = ApiServerHost(ApiServerHostConfig(etcd="http://127.0.0.1:1"))
     assert host.authn is None
-    assert host.http_auth() == (ALLOW_ALL, ALLOW_ALL)
+    assert host.http_auth(object()) == (ALLOW_ALL, ALLOW_ALL)  # type: ignore[arg-type]
 
 
 @pytest.mark.integration
@@ -61,7 +61,8 @@ async def test_bind_address_is_where_it_listens_and_what_it_advertises(
         async with Client(host.address, timeout=5, token="") as anon:
             with pytest.raises(UnauthorizedError):
                 await anon.list(PODS)
-        authn, authz = host.http_auth()
+        assert host.api is not None
+        authn, authz = host.http_auth(host.api)
         assert authn.authenticate(tokens.admin) is not None and authz is not ALLOW_ALL
     finally:
         await host.stop()
