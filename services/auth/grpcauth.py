@@ -63,6 +63,8 @@ POOL_STATS = "/kubera.v1.NodePool/Stats"
 #: The environment variable a client takes its token from when given none (the kubera
 #: CLI sets it from the context `kubera up` wrote, as kubectl reads $KUBECONFIG).
 TOKEN_ENV = "KUBERA_TOKEN"
+#: ... and the CA it trusts when the apiserver serves gRPC over TLS (`kubera up --grpc-tls`).
+CA_ENV = "KUBERA_CA_FILE"
 
 #: The metadata key a client sends its token in (gRPC keys are lower-case).
 METADATA_KEY = "authorization"
@@ -334,7 +336,11 @@ def _with_token(details: Any, md: tuple[tuple[str, str], ...]) -> Any:
     return details._replace(metadata=metadata)
 
 
-def token_channel(address: str, token: str, **kwargs: Any) -> grpc.aio.Channel:
-    """An insecure channel whose every call carries `token` (none for "")."""
+def token_channel(address: str, token: str, *, ca: bytes = b"", **kwargs: Any) -> grpc.aio.Channel:
+    """A channel whose every call carries `token` (none for ""): TLS trusting `ca` when
+    given, else plaintext."""
     interceptors = [_BearerUnaryUnary(token), _BearerUnaryStream(token)] if token else None
+    if ca:
+        creds = grpc.ssl_channel_credentials(root_certificates=ca)
+        return grpc.aio.secure_channel(address, creds, interceptors=interceptors, **kwargs)
     return grpc.aio.insecure_channel(address, interceptors=interceptors, **kwargs)

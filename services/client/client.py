@@ -45,7 +45,7 @@ from services.api.fencing import METADATA_KEY as FENCING_METADATA
 from services.api.fencing import Fencing
 from services.api.kinds import Kind, kind_of
 from services.api.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
-from services.auth.grpcauth import TOKEN_ENV, bearer
+from services.auth.grpcauth import CA_ENV, TOKEN_ENV, bearer
 from services.client.binds import BindCoalescer, outcome
 from services.client.endpoints import Endpoints, join_addresses
 from services.grpcserver import RECONNECT_OPTIONS
@@ -185,6 +185,7 @@ class Client:
         spread_key: str = "",
         token: str | None = None,
         ca_file: str = "",
+        ca: bytes = b"",
     ) -> None:
         """`fencing`: where a leader's writes get their token. With it, every write carries
         the token and is refused by the apiserver once the term is over; while the source
@@ -193,11 +194,13 @@ class Client:
         `spread_key`: with several addresses, which one to start at (a stable hash of it;
         "": the first).
         `token`: the bearer token every call carries (services/auth/grpcauth.py; "": none,
-        for an apiserver without authentication; None: $KUBERA_TOKEN, else none). `ca_file`: dial TLS, trusting this CA
-        (PEM path; "": plaintext, the loopback default)."""
-        ca = Path(ca_file).read_bytes() if ca_file else None
+        for an apiserver without authentication; None: $KUBERA_TOKEN, else none).
+        `ca` / `ca_file`: dial TLS, trusting this CA (PEM contents / path; neither: the
+        file $KUBERA_CA_FILE names, else plaintext, the loopback default)."""
+        ca_file = ca_file or ("" if ca else os.environ.get(CA_ENV, ""))
+        pem = ca or (Path(ca_file).read_bytes() if ca_file else b"")
         self.endpoints: Endpoints[tuple[grpc.aio.Channel, pb_grpc.ApiServerStub]] = Endpoints(
-            address, functools.partial(_dial, ca=ca), spread_key=spread_key
+            address, functools.partial(_dial, ca=pem or None), spread_key=spread_key
         )
         if token is None:
             token = os.environ.get(TOKEN_ENV, "")

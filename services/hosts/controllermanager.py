@@ -42,6 +42,8 @@ class ControllerManagerReplicaConfig:
     #: sha256 of the admin's token: its own servers' writes (chaos control) are the
     #: admin's only (services/auth/grpcauth.py `admin_only`; "": open, as in tests).
     admin_sha256: str = ""
+    #: The CA of the apiserver's gRPC TLS (PEM contents; b"": it serves plaintext).
+    apiserver_ca: bytes = b""
     #: etcd's CA and a client certificate (contents) when etcd serves TLS; None: plain.
     etcd_tls: EtcdTLS | None = None
 
@@ -100,6 +102,7 @@ class ControllerManagerReplica:
             token=cfg.token,
             admin_sha256=cfg.admin_sha256,
             etcd_tls=cfg.etcd_tls,
+            apiserver_ca=cfg.apiserver_ca,
         )
         await self.replica.open()
         await self.replica.register()

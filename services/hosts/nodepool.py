@@ -51,6 +51,8 @@ class NodePoolHostConfig:
     #: InjectUsage) are the admin's only (services/auth/grpcauth.py `admin_only`; "":
     #: open, as in tests).
     admin_sha256: str = ""
+    #: The CA of the apiserver's gRPC TLS (PEM contents; b"": it serves plaintext).
+    apiserver_ca: bytes = b""
 
 
 class NodePoolHost:
@@ -94,7 +96,7 @@ class NodePoolHost:
             load_template(c.template_yaml) if c.template_yaml else default_template()
         )
         plans = plan_nodes(template, c.total_nodes)[c.first : c.first + c.count]
-        self.client = Client(c.apiserver, timeout=120, token=c.token)
+        self.client = Client(c.apiserver, timeout=120, token=c.token, ca=c.apiserver_ca)
         clock = clock_for(c.time_scale, c.time_origin or None)
         self.pool = NodePool(self.client, plans, config=c.pool, clock=clock)
         try:

@@ -77,9 +77,12 @@ class Replica:
         token: str = "",
         admin_sha256: str = "",
         etcd_tls: EtcdTLS | None = None,
+        apiserver_ca: bytes = b"",
     ) -> None:
         """`token`: the bearer token of its apiserver calls; `admin_sha256`: its chaos
-        control is the admin's (but Status); `etcd_tls`: etcd serves TLS."""
+        control is the admin's (but Status); `etcd_tls`: etcd serves TLS; `apiserver_ca`:
+        the apiserver serves gRPC over TLS with a certificate this CA signed (the relays
+        carry TLS through untouched; the certificate names 127.0.0.1, where they listen)."""
         self.component = component
         self.identity = new_identity()
         self.group = group
@@ -90,6 +93,7 @@ class Replica:
         self._token = token
         self._admin_sha256 = admin_sha256
         self._etcd_tls = etcd_tls
+        self._apiserver_ca = apiserver_ca
         #: Where the chaos control server listens (see address.py).
         self._host = host
         self.relays: list[Relay] = []
@@ -129,6 +133,7 @@ class Replica:
             join_addresses(r.address for r in api_relays),
             timeout=self._client_timeout,
             token=self._token,
+            ca=self._apiserver_ca,
         )
         self.writer = self.client
         if self.election is not None:

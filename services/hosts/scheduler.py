@@ -75,6 +75,8 @@ class SchedulerReplicaConfig:
     #: sha256 of the admin's token: its own servers' writes (chaos control) are the
     #: admin's only (services/auth/grpcauth.py `admin_only`; "": open, as in tests).
     admin_sha256: str = ""
+    #: The CA of the apiserver's gRPC TLS (PEM contents; b"": it serves plaintext).
+    apiserver_ca: bytes = b""
     #: etcd's CA and a client certificate (contents) when etcd serves TLS; None: plain.
     etcd_tls: EtcdTLS | None = None
 
@@ -169,6 +171,7 @@ class SchedulerReplica:
             token=cfg.token,
             admin_sha256=cfg.admin_sha256,
             etcd_tls=cfg.etcd_tls,
+            apiserver_ca=cfg.apiserver_ca,
         )
         await self.replica.open()
         self.scheduler = self._build()
