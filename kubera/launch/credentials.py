@@ -227,7 +227,7 @@ def use_context_credentials(ctx: Context, *, override: bool = False) -> None:
         os.environ.setdefault(ENV_KEYFILE, ctx.etcd_key_file)
 
 
-def admin_channel(address: str, **kwargs: object) -> grpc.aio.Channel:
-    """A channel to a component's own server (chaos control, a pool's API) whose calls
-    carry the admin's token ($KUBERA_TOKEN)."""
-    return token_channel(address, os.environ.get(TOKEN_ENV, ""), **kwargs)
+def admin_channel(address: str) -> grpc.aio.Channel:
+    """A plaintext channel to a component's own server (chaos control, a pool's API) whose
+    calls carry the admin's token ($KUBERA_TOKEN)."""
+    return token_channel(address, os.environ.get(TOKEN_ENV, ""))
