@@ -25,6 +25,7 @@ from services.auth.tokens import IssuedTokens, TokenAuthenticator, issue_tokens
 from services.chaos import add_control
 from services.client import Client
 from services.hosts.apiserver import ApiServerHost, ApiServerHostConfig
+from services.hosts.replica import Replica
 from services.storage import Delete
 from services.storage.etcd import EtcdStorage
 from tests.builders import MakeNode, pod
@@ -233,3 +234,41 @@ async def test_an_undecodable_request_is_answered_after_authentication(
         with pytest.raises(grpc.aio.AioRpcError) as e:
             await call(b"\xff\xff\xff", metadata=bearer(token))
         assert e.value.code() == code
+
+
+async def test_a_replica_reaches_a_tls_apiserver_through_its_relay(
+    etcd_server: EtcdProcess,
+) -> None:
+    """The component side of the TLS option: a scheduler replica's client dials through
+    its chaos relay (TCP, TLS passes through) with the CA and its own token."""
+    pki = new_pki()
+    tokens = issue_tokens(schedulers=["scheduler"])
+    host = ApiServerHost(
+        ApiServerHostConfig(
+            etcd=etcd_server.endpoint,
+            token_csv=tokens.csv(),
+            grpc_tls_cert=pki.apiserver.cert,
+            grpc_tls_key=pki.apiserver.key,
+            bookmark_interval=0.2,
+        )
+    )
+    await host.start()
+    replica = Replica(
+        component="kube-scheduler",
+        etcd=etcd_server.endpoint,
+        apiserver=host.address,
+        group=("kube-system", "tls-test"),
+        election=None,
+        token=tokens.token_for("scheduler"),
+        apiserver_ca=pki.ca.cert,
+    )
+    try:
+        await replica.open()
+        assert replica.client is not None
+        _items, rv = await replica.client.list(PODS)
+        assert int(rv) > 0
+        with pytest.raises(PermissionDeniedError):
+            await replica.client.create(MakeNode().typed().name("n-tls").obj())
+    finally:
+        await replica.close()
+        await host.stop()
