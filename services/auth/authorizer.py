@@ -9,12 +9,12 @@ bootstrap roles grant them, in one place:
     system:kube-scheduler               read everything; pods/binding; pods/status (its
                                         conditions, nominatedNodeName); delete pods
                                         (preemption victims); events; leases (its leader
-                                        Lease)
+                                        Lease; never a node's in kube-node-lease)
     system:kube-controller-manager      read everything; write what its controllers write:
                                         pods, replicasets, deployments, nodes (lifecycle:
                                         conditions, taints), poddisruptionbudgets,
-                                        namespaces, events, leases; evictions; delete any
-                                        kind (garbage collection)
+                                        namespaces, events, leases (not nodes'); evictions;
+                                        delete any kind (garbage collection)
     a node (system:node:N, or a pool    read what a kubelet reads (nodes, pods, leases,
     acting for its nodes)               namespaces, runtimeclasses, priorityclasses,
                                         events); write its own Node and nodes/status, its
@@ -189,6 +189,8 @@ def _scheduler(attrs: RequestAttributes) -> Decision:
     if resource == "events" and verb in EVENT_VERBS:
         return ALLOWED
     if resource == "leases" and verb in WRITE_VERBS:
+        if attrs.namespace == NODE_LEASE_NAMESPACE:
+            return _deny("the scheduler may not write nodes' leases")
         return ALLOWED
     what = f"{resource}/{sub}" if sub else resource
     return _deny(f"the scheduler may not {verb} {what}")
@@ -204,6 +206,8 @@ def _controller_manager(attrs: RequestAttributes) -> Decision:
         return _deny("the controller-manager does not bind pods")
     if resource == "pods" and sub == "eviction" and verb == "create":
         return ALLOWED
+    if resource == "leases" and attrs.namespace == NODE_LEASE_NAMESPACE:
+        return _deny("the controller-manager may not write nodes' leases (their kubelets do)")
     allowed = CONTROLLER_MANAGER_WRITES.get(resource, frozenset())
     if verb in allowed and sub in ("", "status", "scale"):
         return ALLOWED

@@ -126,6 +126,21 @@ CASES = [
         a(SCHED, "update", "leases", "kube-scheduler", ns="kube-system"),
         True,
     ),
+    (
+        "scheduler does not renew a node's lease",
+        a(SCHED, "update", "leases", "n1", ns="kube-node-lease"),
+        False,
+    ),
+    (
+        "cm does not renew a node's lease",
+        a(CM, "update", "leases", "n1", ns="kube-node-lease"),
+        False,
+    ),
+    (
+        "cm renews its own lease",
+        a(CM, "update", "leases", "kube-controller-manager", ns="kube-system"),
+        True,
+    ),
     ("scheduler does not create pods", a(SCHED, "create", "pods", "x", ns="default"), False),
     ("scheduler does not write nodes", a(SCHED, "update", "nodes", "n1"), False),
     # the controller-manager
