@@ -54,6 +54,7 @@ from services.auth import (
     maybe_await,
 )
 from services.auth.authorizer import forbidden_message
+from services.grpcserver import Undecodable
 
 #: Read-only methods of the components' own servers, open to any caller (a process's
 #: figures; a pool's stats); the rest of those servers is the admin's (`admin_only`).
@@ -252,7 +253,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         check = self.check
 
         async def guard(request: Any, context: grpc.aio.ServicerContext) -> None:
-            if type(request).__name__ == "Undecodable":
+            if isinstance(request, Undecodable):
                 # the decode guard behind this answers INVALID_ARGUMENT; authenticate first
                 request = None
             try:
