@@ -23,9 +23,10 @@ The mapping of the apiserver's methods to upstream's verbs is here and only here
     Bind, BindBatch       create pods/binding (per bind)
     Health                any authenticated caller
 
-A batch is allowed only when every item is: a node pool sends its own nodes' items, so a
-denied item means a pool acting for a node it does not run, and the whole call is refused
-(PERMISSION_DENIED naming the first item denied) rather than partly applied.
+A batch (BatchCreate, BatchUpdate, BindBatch) is authorized item by item, as its other
+outcomes are: the denied items' indices and messages go to the servicer through
+`DENIED_ITEMS` (a context variable of the call), which answers them PERMISSION_DENIED in
+their places and applies the rest; a batch with every item denied is refused whole.
 
 Any other service on the server (chaos control, a scheduler's Explain, a pool's SetAlive)
 is the admin's only (`ADMIN_ONLY`), except what `public` names (health probes).
@@ -36,6 +37,7 @@ tests start keep their ALLOW_ALL default; `kubera up` is the secure one.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import hmac
 from collections.abc import Awaitable, Callable, Iterable
@@ -64,12 +66,21 @@ POOL_STATS = "/kubera.v1.NodePool/Stats"
 #: The environment variable a client takes its token from when given none (the kubera
 #: CLI sets it from the context `kubera up` wrote, as kubectl reads $KUBECONFIG).
 TOKEN_ENV = "KUBERA_TOKEN"
-#: ... and the CA it trusts when the apiserver serves gRPC over TLS (`kubera up --grpc-tls`).
+#: ... and the CA it trusts when the apiserver serves gRPC over TLS (its host's option).
 CA_ENV = "KUBERA_CA_FILE"
 
 #: The metadata key a client sends its token in (gRPC keys are lower-case).
 METADATA_KEY = "authorization"
 API_SERVICE = "/kubera.v1.ApiServer/"
+
+#: Batch methods, authorized per item (see the module docstring).
+BATCH_METHODS = frozenset(f"{API_SERVICE}{m}" for m in ("BatchCreate", "BatchUpdate", "BindBatch"))
+
+#: index -> 403 message of the items of this call's batch the authorizer denied (None:
+#: none denied, or no authorization on this server).
+DENIED_ITEMS: contextvars.ContextVar[dict[int, str] | None] = contextvars.ContextVar(
+    "denied_items", default=None
+)
 
 
 def bearer(token: str) -> tuple[tuple[str, str], ...]:
@@ -226,12 +237,18 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                 grpc.StatusCode.PERMISSION_DENIED,
                 f'User "{user.name}" cannot call {method}: no rule for this method',
             ) from None
-        for a in attrs or ():
+        denied: dict[int, str] = {}
+        for i, a in enumerate(attrs or ()):
             decision = await maybe_await(self.authz.authorize(a))
             if not decision.allowed:
-                raise Denied(
-                    grpc.StatusCode.PERMISSION_DENIED, forbidden_message(a, decision.reason)
-                )
+                message = forbidden_message(a, decision.reason)
+                if method not in BATCH_METHODS:
+                    raise Denied(grpc.StatusCode.PERMISSION_DENIED, message)
+                denied[i] = message
+        if denied:
+            if len(denied) == len(attrs or ()):
+                raise Denied(grpc.StatusCode.PERMISSION_DENIED, denied[min(denied)])
+            DENIED_ITEMS.set(denied)
         return user
 
     async def intercept_service(

@@ -78,6 +78,9 @@ def error_from_status(code: grpc.StatusCode, details: str, reason: str) -> ApiEr
     """The ApiError of a call that ended with `code`, `details` and kubera-reason `reason`
     ("" for none): a whole call's status, or one bind's in a BindBatch."""
     cls = ERRORS_BY_REASON.get(reason) or ERRORS_BY_CODE.get(code)
+    by_code = ERRORS_BY_CODE.get(code)
+    if cls is not None and by_code is not None and issubclass(by_code, cls):
+        cls = by_code  # one reason, two codes (Forbidden: admission's, the authorizer's)
     if cls is None:
         return ApiError(f"{code.name}: {details}")
     if cls is UnavailableError and not reason:

@@ -159,7 +159,7 @@ async def test_a_pools_token_acts_for_its_nodes_and_is_refused_for_anothers(
         with pytest.raises(
             PermissionDeniedError, match='leases.coordination.k8s.io "n2" is forbidden'
         ):
-            await pool.batch_create([lease("n1"), lease("n2")])
+            await pool.batch_create([lease("n2")])  # every item denied: the whole call
         await pool.create(MakeNode().typed().name("n3").obj())
         with pytest.raises(PermissionDeniedError):
             await pool.create(MakeNode().typed().name("n2").obj())
@@ -272,3 +272,16 @@ async def test_a_replica_reaches_a_tls_apiserver_through_its_relay(
     finally:
         await replica.close()
         await host.stop()
+
+
+async def test_a_batch_is_authorized_item_by_item(cluster: Cluster) -> None:
+    """A pool's batch holding another node's item: its own items are applied, the other
+    one answers PERMISSION_DENIED in its place; BindBatch likewise for a node's binds."""
+    async with cluster.client("pool-0") as pool:
+        results = await pool.batch_create([lease("n1"), lease("n2"), lease("n3")])
+        assert results[0].error is None and results[2].error is None
+        assert isinstance(results[1].error, PermissionDeniedError)
+        assert 'leases.coordination.k8s.io "n2" is forbidden' in str(results[1].error)
+    async with cluster.client("admin") as admin:
+        _items, _ = await admin.list(LEASES, namespace="kube-node-lease")
+        assert sorted(i.metadata.name for i in _items) == ["n1", "n3"]
