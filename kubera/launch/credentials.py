@@ -104,6 +104,14 @@ def issue_credentials(
 # -- the components `up` starts, by the names their tokens are issued to ---------------------
 
 
+def owns_pki(creds: Credentials) -> bool:
+    """Whether $KUBERA_HOME/pki is still the one `creds` wrote (its admin token there)."""
+    try:
+        return Path(creds.admin_token_file).read_text().strip() == creds.tokens.admin
+    except OSError:
+        return False
+
+
 def scheduler_name(deployment: int, replica: int) -> str:
     return "scheduler" if deployment == replica == 0 else f"scheduler-{deployment}-{replica}"
 

@@ -33,6 +33,7 @@ from kubera.launch.credentials import (
     controller_manager_name,
     issue_credentials,
     kubeconfig_path,
+    owns_pki,
     pki_dir,
     pool_nodes,
     scheduler_name,
@@ -602,8 +603,9 @@ class Supervisor:
         for d in (self.cluster_dir, self.ray_tmp):
             if d:
                 shutil.rmtree(d, ignore_errors=True)
-        if self.credentials is not None:
-            # the tokens and the kubeconfig are void once the cluster is gone
+        if self.credentials is not None and owns_pki(self.credentials):
+            # the tokens and the kubeconfig are void once the cluster is gone (and only
+            # ours: a later `up` in this home has written its own)
             shutil.rmtree(pki_dir(), ignore_errors=True)
             kubeconfig_path().unlink(missing_ok=True)
 

@@ -17,6 +17,7 @@ from kubera.launch.credentials import (
     admin_token,
     issue_credentials,
     kubeconfig,
+    owns_pki,
     pool_nodes,
     use_context_credentials,
     write_kubeconfig,
@@ -106,3 +107,10 @@ def test_a_new_cluster_replaces_the_last_ones_credentials_only_when_asked(home: 
     use_context_credentials(ctx2, override=True)
     assert os.environ[TOKEN_ENV] == second.tokens.admin  # a bench's next cluster
     assert ENV_CAFILE not in os.environ  # that cluster's etcd is plain
+
+
+def test_a_cluster_owns_its_pki_until_a_later_up_replaces_it(home: Path) -> None:
+    first = issue_credentials()
+    assert owns_pki(first)
+    second = issue_credentials()
+    assert not owns_pki(first) and owns_pki(second)
