@@ -31,11 +31,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-import grpc
-
 from kubera.errors import CliError
 from kubera.launch import procs
 from kubera.launch.context import Context, load_context
+from kubera.launch.credentials import admin_channel
 from protos.kubera.v1 import chaos_pb2, chaos_pb2_grpc, core_pb2
 from protos.kubera.v1 import nodepool_pb2 as npb
 from protos.kubera.v1 import nodepool_pb2_grpc as npb_grpc
@@ -157,7 +156,7 @@ async def kill(target: Leader) -> None:
     if pid:
         os.kill(pid, signal.SIGKILL)
         return
-    async with grpc.aio.insecure_channel(target.control) as ch:
+    async with admin_channel(target.control) as ch:
         await chaos_pb2_grpc.ChaosStub(ch).Kill(chaos_pb2.KillRequest(), timeout=CONTROL_TIMEOUT)
 
 
@@ -167,7 +166,7 @@ async def pause(target: Leader, seconds: float) -> None:
     waits the pause out the same way."""
     pid = local_pid(target)
     if not pid:
-        async with grpc.aio.insecure_channel(target.control) as ch:
+        async with admin_channel(target.control) as ch:
             await chaos_pb2_grpc.ChaosStub(ch).Pause(
                 chaos_pb2.PauseRequest(seconds=seconds), timeout=CONTROL_TIMEOUT
             )
@@ -184,7 +183,7 @@ async def pause(target: Leader, seconds: float) -> None:
 async def partition(target: Leader, seconds: float) -> float:
     """Cut the leader off from etcd and the apiserver for `seconds` (its relays hold all
     traffic, then deliver it); returns the seconds the partition lasts."""
-    async with grpc.aio.insecure_channel(target.control) as ch:
+    async with admin_channel(target.control) as ch:
         resp = await chaos_pb2_grpc.ChaosStub(ch).Partition(
             chaos_pb2.PartitionRequest(seconds=seconds), timeout=10
         )
@@ -269,7 +268,7 @@ def kill_pool(ctx: Context, name: str) -> dict:
 
 
 async def _kill_at(address: str) -> None:
-    async with grpc.aio.insecure_channel(address) as ch:
+    async with admin_channel(address) as ch:
         await chaos_pb2_grpc.ChaosStub(ch).Kill(chaos_pb2.KillRequest(), timeout=CONTROL_TIMEOUT)
 
 
@@ -444,7 +443,7 @@ async def set_alive(pools: list[dict], nodes: list[str], alive: bool) -> tuple[s
     unchanged: set[str] = set()
 
     async def one(address: str) -> None:
-        async with grpc.aio.insecure_channel(address) as ch:
+        async with admin_channel(address) as ch:
             resp = await npb_grpc.NodePoolStub(ch).SetAlive(
                 npb.SetAliveRequest(nodes=nodes, alive=alive), timeout=15
             )

@@ -26,6 +26,8 @@ from typing import Any
 
 from kubera.errors import CliError
 from kubera.launch import procs
+from kubera.launch.context import Context
+from kubera.launch.credentials import CREDENTIAL_ENV, use_context_credentials
 
 
 class ClusterError(CliError):
@@ -52,7 +54,12 @@ class Cluster:
         self.owns_home = home is None
         self.apiservers = apiservers
         self.home = Path(tempfile.mkdtemp(prefix="kubera-home-") if home is None else home)
-        self.env = {**os.environ, "KUBERA_HOME": str(self.home)}
+        # Its own cluster's credentials, not whatever cluster this process used before:
+        # the CLI reads them from this home's context (a test may set them to others).
+        self.env = {
+            **{k: v for k, v in os.environ.items() if k not in CREDENTIAL_ENV},
+            "KUBERA_HOME": str(self.home),
+        }
         self.cwd = cwd
         self.timeout = timeout
         #: The context file `kubera up` wrote (endpoints, PIDs), once it is up.
@@ -86,6 +93,8 @@ class Cluster:
         self.up_stdout = r.stdout
         if r.returncode == 0:
             self.context = json.loads(self.context_file.read_text())
+            # this process's own clients (a bench's, an experiment's) talk to it now
+            use_context_credentials(Context(**self.context), override=True)
         return r
 
     def up(self, *up_args: str) -> float:

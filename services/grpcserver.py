@@ -115,11 +115,16 @@ async def start_server(
     port: int = 0,
     *,
     large_messages: bool = False,
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    credentials: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """A started server with the servicer(s) `register` adds; returns it and its port.
     `what` names the component in the error when the address cannot be bound.
     `large_messages`: requests up to MAX_REQUEST_BYTES (gRPC's default is 4 MiB) and
-    responses up to MAX_RESPONSE_BYTES (a whole cluster's list, the apiserver's)."""
+    responses up to MAX_RESPONSE_BYTES (a whole cluster's list, the apiserver's).
+    `interceptors` run before the decode guard (authentication: services/auth/grpcauth.py,
+    so an unauthenticated caller learns nothing about its request); `credentials`: serve
+    TLS (grpc.ssl_server_credentials) instead of plaintext."""
     options: Sequence[tuple[str, int]] = [("grpc.so_reuseport", 0)]
     if large_messages:
         options = [
@@ -127,9 +132,14 @@ async def start_server(
             ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
             ("grpc.max_send_message_length", MAX_RESPONSE_BYTES),
         ]
-    server = grpc.aio.server(options=list(options), interceptors=[RequestDecodeGuard()])
+    server = grpc.aio.server(
+        options=list(options), interceptors=[*interceptors, RequestDecodeGuard()]
+    )
     register(server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    if credentials is not None:
+        bound = server.add_secure_port(f"{host}:{port}", credentials)
+    else:
+        bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"could not bind {what} to {host}:{port}")
     await server.start()

@@ -30,6 +30,8 @@ PRODUCT = ("services", "actors", "kubera")
 #: every component's edge shares (gRPC server options, the lazy public-API exports).
 VOCABULARY = (
     "services.api",
+    # who is calling and what they may do: both API edges and every component's client
+    "services.auth",
     "services.storage.keys",
     "services.clock",
     "services.grpcserver",

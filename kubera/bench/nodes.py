@@ -36,6 +36,7 @@ import grpc
 
 from kubera.errors import CliError
 from kubera.launch import procs
+from kubera.launch.credentials import admin_channel
 from kubera.testing import Cluster
 from services.api.errors import AlreadyExistsError, UnavailableError
 from services.api.quantity import parse_quantity
@@ -125,7 +126,7 @@ async def _pool_phases(pools: list[dict]) -> dict[str, int]:
 
     total: dict[str, int] = {}
     for p in pools:
-        async with grpc.aio.insecure_channel(p["address"]) as ch:
+        async with admin_channel(p["address"]) as ch:
             resp = await npb_grpc.NodePoolStub(ch).Stats(npb.PoolStatsRequest(), timeout=30)
         for phase, n in json.loads(resp.json)["pods"].items():
             total[phase] = total.get(phase, 0) + n
@@ -335,7 +336,7 @@ async def _measure(ctx: dict, args: argparse.Namespace) -> dict[str, float]:
         watcher = asyncio.create_task(evictions())
         t_inject = time.monotonic()
         for p in pools:
-            async with grpc.aio.insecure_channel(p["address"]) as ch:
+            async with admin_channel(p["address"]) as ch:
                 await npb_grpc.NodePoolStub(ch).InjectUsage(
                     npb.InjectUsageRequest(nodes=targets, usage={"memory": str(inject)}),
                     timeout=30,

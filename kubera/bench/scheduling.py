@@ -52,6 +52,7 @@ from kubera.bench.workloads import (
     pod,
 )
 from kubera.errors import CliError
+from kubera.launch.credentials import admin_channel
 from kubera.testing import Cluster
 
 HINT = (
@@ -287,11 +288,10 @@ async def _preemption_counts(ctx: dict, sched: Any) -> dict[str, int]:
             "preemption_attempts": sched.cycles.preemption_attempts,
             "preemption_victims": sched.cycles.preemption_victims,
         }
-    import grpc
 
     from protos.kubera.v1 import scheduler_pb2, scheduler_pb2_grpc
 
-    async with grpc.aio.insecure_channel(ctx["scheduler"]) as ch:
+    async with admin_channel(ctx["scheduler"]) as ch:
         h = await scheduler_pb2_grpc.SchedulerStub(ch).Health(
             scheduler_pb2.SchedulerHealthRequest(), timeout=10
         )

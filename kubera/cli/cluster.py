@@ -15,6 +15,7 @@ from kubera.cli import components
 from kubera.errors import CliError
 from kubera.launch import procs
 from kubera.launch.context import Context, context_path, home, load_context
+from kubera.launch.credentials import kubeconfig_path, write_kubeconfig
 from kubera.launch.placement import CONTROL_PLANE, NODE_POOL
 from kubera.launch.supervisor import (
     FAILED_MARK,
@@ -163,7 +164,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument(
         "--timeout", type=float, default=180.0, help="seconds to wait for the cluster to be ready"
     )
+    up.add_argument(
+        "--bind-address",
+        default="",
+        metavar="IP",
+        help="where the apiservers listen, gRPC and HTTP (default 127.0.0.1; on a Ray cluster "
+        "the node's address; 0.0.0.0: every interface)",
+    )
+    up.add_argument(
+        "--insecure",
+        action="store_true",
+        help="issue no credentials: no tokens, plain HTTP, etcd without TLS (tests, demos)",
+    )
+    for flag, what in (
+        ("--etcd-cafile", "the CA that signed the --etcd server's certificate"),
+        ("--etcd-certfile", "a client certificate for the --etcd (PEM)"),
+        ("--etcd-keyfile", "the key of --etcd-certfile (PEM)"),
+    ):
+        up.add_argument(flag, default="", metavar="FILE", help=what)
     up.set_defaults(func=cmd_up)
+    kc = sub.add_parser(
+        "kubeconfig", help="print the kubeconfig of the running cluster (kubectl, client libraries)"
+    )
+    kc.set_defaults(func=cmd_kubeconfig)
     down = sub.add_parser(
         "down", help="stop everything `kubera up` started and remove what it wrote"
     )
@@ -195,6 +218,20 @@ def _print_ready(ctx: Context, elapsed: float) -> None:
     if ctx.time_scale != 1:
         print(f"  time:      simulated, {ctx.time_scale:g}x")
     print(f"  context:   {context_path()}")
+    if kubeconfig_path().exists():
+        print(f"  kubeconfig: {kubeconfig_path()} (kubectl --kubeconfig ...; `kubera kubeconfig`)")
+    elif ctx.token_file:
+        print(f"  admin token: {ctx.token_file}")
+
+
+def cmd_kubeconfig(args: argparse.Namespace) -> int:
+    """Print the kubeconfig `kubera up` wrote (written again from the context if gone)."""
+    ctx = load_context()
+    path = kubeconfig_path()
+    if not path.exists() and write_kubeconfig(ctx) is None:
+        raise CliError("the cluster serves no HTTP API: there is no kubeconfig to print")
+    sys.stdout.write(path.read_text())
+    return 0
 
 
 def _check_not_running() -> None:
@@ -306,6 +343,14 @@ def cmd_up(args: argparse.Namespace) -> int:
     ):
         if value < 1:
             raise CliError(f"{flag}: must be >= 1, got {value}")
+    etcd_tls = (args.etcd_cafile, args.etcd_certfile, args.etcd_keyfile)
+    if any(etcd_tls) and not args.etcd:
+        raise CliError("--etcd-cafile/--etcd-certfile/--etcd-keyfile need --etcd URL")
+    if bool(args.etcd_certfile) != bool(args.etcd_keyfile):
+        raise CliError("--etcd-certfile and --etcd-keyfile go together")
+    for path in etcd_tls:
+        if path and not os.path.isfile(path):
+            raise CliError(f"{path}: no such file")
     _check_not_running()
     scheduler_configs = _read_scheduler_configs(args.scheduler_config)
     election = _lease_flags(args)
@@ -322,6 +367,11 @@ def cmd_up(args: argparse.Namespace) -> int:
             controller_managers=args.controller_managers,
             control_plane_resource=args.control_plane_resource,
             node_pool_resource=args.node_pool_resource,
+            secure=not args.insecure,
+            bind_address=args.bind_address,
+            etcd_cafile=os.path.abspath(args.etcd_cafile) if args.etcd_cafile else "",
+            etcd_certfile=os.path.abspath(args.etcd_certfile) if args.etcd_certfile else "",
+            etcd_keyfile=os.path.abspath(args.etcd_keyfile) if args.etcd_keyfile else "",
         ),
         scheduling=SchedulingOptions(
             enabled=not args.no_scheduler,

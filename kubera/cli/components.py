@@ -23,11 +23,10 @@ import contextlib
 import json
 from typing import Any
 
-import grpc
-
 from kubera import chaos
 from kubera.errors import CliError
 from kubera.launch.context import Context, load_context
+from kubera.launch.credentials import admin_channel
 from kubera.printing.tables import plain_table
 from protos.kubera.v1 import chaos_pb2, chaos_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
 from protos.kubera.v1 import nodepool_pb2 as npb
@@ -122,7 +121,7 @@ async def _ask(rec: dict[str, Any], holders: dict[str, str]) -> str:
         finally:
             await client.close()
         return ""
-    async with grpc.aio.insecure_channel(address) as ch:
+    async with admin_channel(address) as ch:
         if kind == "scheduler":
             h = await scheduler_pb2_grpc.SchedulerStub(ch).Health(
                 scheduler_pb2.SchedulerHealthRequest(), timeout=PROBE_TIMEOUT

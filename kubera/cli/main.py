@@ -7,12 +7,14 @@ expected failure into one clear line on stderr and a non-zero exit, never a trac
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 
 from kubera.cli import apply, bench, chaos, check, cluster, experiment, nodes, objects, scheduling
 from kubera.errors import CliError
-from kubera.launch.context import ContextError
+from kubera.launch.context import ContextError, load_context
+from kubera.launch.credentials import use_context_credentials
 
 #: Modules with `register(subparsers)`; each subcommand sets `func(args) -> int`.
 COMMANDS = (cluster, apply, objects, nodes, scheduling, chaos, check, bench, experiment)
@@ -35,6 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command != "up":
+        # the running cluster's admin token and etcd client files, for every client made
+        with contextlib.suppress(ContextError):
+            use_context_credentials(load_context())
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

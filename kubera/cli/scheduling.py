@@ -13,6 +13,7 @@ import grpc
 
 from kubera.errors import CliError
 from kubera.launch.context import load_context
+from kubera.launch.credentials import admin_channel
 from protos.kubera.v1 import scheduler_pb2 as spb
 from protos.kubera.v1 import scheduler_pb2_grpc as spb_grpc
 from services.clock import rfc3339
@@ -126,7 +127,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     ctx = load_context()
 
     async def one(address: str) -> list[spb.TraceAttempt]:
-        async with grpc.aio.insecure_channel(address) as ch:
+        async with admin_channel(address) as ch:
             stub = spb_grpc.SchedulerStub(ch)
             resp = await stub.Explain(
                 spb.ExplainRequest(namespace=args.namespace, name=args.name), timeout=10
@@ -155,7 +156,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 async def _health(address: str) -> spb.SchedulerHealthResponse | str:
     """A replica's health, or what went wrong asking it."""
     try:
-        async with grpc.aio.insecure_channel(address) as ch:
+        async with admin_channel(address) as ch:
             return await spb_grpc.SchedulerStub(ch).Health(  # type: ignore[no-any-return]
                 spb.SchedulerHealthRequest(), timeout=5
             )

@@ -66,6 +66,13 @@ class Context:
     components: list[dict] = field(default_factory=list)
     #: The Ray custom resources the control plane and the pools were placed by ("": none).
     placement: dict[str, str] = field(default_factory=dict)
+    #: The credentials `up` issued (kubera/launch/credentials.py; "": an open cluster):
+    #: the admin's token file, the apiservers' CA, etcd's CA and client certificate.
+    token_file: str = ""
+    ca_file: str = ""
+    etcd_ca_file: str = ""
+    etcd_cert_file: str = ""
+    etcd_key_file: str = ""
 
     def save(self) -> None:
         p = context_path()

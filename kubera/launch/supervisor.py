@@ -26,9 +26,23 @@ from kubera.launch import placement, procs
 from kubera.launch.apiservers import ApiServerReplicas, replica_name
 from kubera.launch.components import PROCESS_FIELDS, Components, record_in_context
 from kubera.launch.context import Context, context_path, home
+from kubera.launch.credentials import (
+    Credentials,
+    apiserver_fields,
+    context_fields,
+    controller_manager_name,
+    issue_credentials,
+    kubeconfig_path,
+    owns_pki,
+    pki_dir,
+    pool_nodes,
+    scheduler_name,
+    write_kubeconfig,
+)
 from kubera.launch.etcd import EtcdProcess
 from kubera.launch.revive import ActorTable, Reviver
 from services.leaderelection import TimingOverrides
+from services.storage.etcd import EtcdTLS
 
 
 def ray_actor_class(shell: type) -> Any:
@@ -87,6 +101,16 @@ class ClusterOptions:
     #: the default name (placement.CONTROL_PLANE / NODE_POOL), not reported when missing.
     control_plane_resource: str | None = None
     node_pool_resource: str | None = None
+    #: Issue credentials (kubera/launch/credentials.py): tokens on both APIs, HTTPS, etcd
+    #: with client certificates. False: everything open, as before (`--insecure`).
+    secure: bool = True
+    #: Where the apiservers listen (gRPC and HTTP); "": 127.0.0.1 in the embedded mode,
+    #: the Ray node's address on a Ray cluster.
+    bind_address: str = ""
+    #: An existing etcd's TLS files (with `etcd`): its CA, and a client certificate.
+    etcd_cafile: str = ""
+    etcd_certfile: str = ""
+    etcd_keyfile: str = ""
 
 
 @dataclass(frozen=True)
@@ -164,6 +188,10 @@ class Supervisor:
         self.pools: list = []
         self.controllers: list = []
         self.context: Context | None = None
+        #: What `issue_credentials` made (None: an open cluster).
+        self.credentials: Credentials | None = None
+        #: etcd's CA and client certificate for every component (None: plain etcd).
+        self.etcd_tls: EtcdTLS | None = None
         self.placement = placement.Placement()
         #: Every actor above, by name: where it runs, its process and addresses.
         self.components = Components()
@@ -196,11 +224,20 @@ class Supervisor:
             if not etcd_endpoint:
                 # before anything starts: the embedded etcd would listen on loopback
                 placement.require_one_host(placement.ray_nodes(), ray.util.get_node_ip_address())
+        self._issue_credentials()
+        creds = self.credentials
+        if etcd_endpoint and self.opts.cluster.etcd_cafile:
+            c = self.opts.cluster
+            self.etcd_tls = EtcdTLS.from_files(c.etcd_cafile, c.etcd_certfile, c.etcd_keyfile)
         if not etcd_endpoint:
             # Assigned before it starts, so stop() can end a half-started etcd too.
             self.etcd = EtcdProcess(
-                self.cluster_dir / "etcd", log_path=self.cluster_dir / "etcd.log"
+                self.cluster_dir / "etcd",
+                log_path=self.cluster_dir / "etcd.log",
+                tls=creds.etcd_server() if creds is not None else None,
             )
+            if creds is not None:
+                self.etcd_tls = creds.etcd_client()
             self.etcd.start()
             etcd_endpoint = self.etcd.endpoint
             pids["etcd"] = self.etcd.pid
@@ -237,6 +274,7 @@ class Supervisor:
                     etcd=etcd_endpoint,
                     port=o.apiserver_port if name == replica_name(0) else 0,
                     bookmark_interval=o.bookmark_interval,
+                    **self._apiserver_security(),
                 ),
             ),
             lambda i: self.placement.apiserver() if i == 0 else self.placement.replica(i),
@@ -280,9 +318,68 @@ class Supervisor:
                 "node_pool": self.placement.node_pool,
                 "missing": ", ".join(self.placement.missing),
             },
+            **self._context_security(),
         )
+        if hasattr(self.context, "http") and not self.context.http:  # type: ignore[has-type]
+            self.context.http = self._first_http()  # type: ignore[has-type]
         self.context.save()
+        write_kubeconfig(self.context)
         return self.context
+
+    # -- credentials (kubera/launch/credentials.py) ---------------------------------------
+
+    def _issue_credentials(self) -> None:
+        """Certificates and tokens for every component `start` will run (none without
+        `secure`), by the names the _start_* methods give them."""
+        o, s = self.opts, self.opts.scheduling
+        if not o.cluster.secure:
+            return
+        hosts = [o.cluster.bind_address] if o.cluster.bind_address else []
+        if o.cluster.ray_address:
+            hosts += [str(n["ip"]) for n in placement.ray_nodes()]
+        self.credentials = issue_credentials(
+            hosts=[h for h in hosts if h],
+            schedulers=[
+                scheduler_name(d, i)
+                for d in range(1 + len(s.extra_configs))
+                for i in range(s.replicas)
+            ]
+            if s.enabled
+            else [],
+            controller_managers=[
+                controller_manager_name(i) for i in range(o.cluster.controller_managers)
+            ]
+            if o.cluster.with_controllers
+            else [],
+            pools=pool_nodes(o.nodes.template, o.nodes.count, o.nodes.per_pool),
+        )
+
+    def _token(self, component: str) -> str:
+        return self.credentials.tokens.token_for(component) if self.credentials else ""
+
+    def _admin_sha256(self) -> str:
+        return self.credentials.admin_sha256 if self.credentials else ""
+
+    def _apiserver_security(self) -> dict[str, Any]:
+        return apiserver_fields(self.credentials, self.etcd_tls, self.opts.cluster.bind_address)
+
+    def _context_security(self) -> dict[str, Any]:
+        c = self.opts.cluster
+        return context_fields(
+            self.credentials,
+            embedded_etcd=self.etcd is not None,
+            etcd_files=(c.etcd_cafile, c.etcd_certfile, c.etcd_keyfile),
+        )
+
+    def _first_http(self) -> str:
+        """The first apiserver replica's HTTP address, as its health() reports it."""
+        import ray
+
+        try:
+            health = ray.get(self.apiservers.first.actor.health.remote(), timeout=30)
+        except Exception:  # noqa: BLE001 - no HTTP address to write a kubeconfig for
+            return ""
+        return str(health.get("http_address", "") or "")
 
     def _spawn(self, shell: type, name: str, kind: str, options: dict, config: Any) -> Any:
         """The named actor of an actors/ shell, placed by `options`, recorded as a component."""
@@ -308,9 +405,13 @@ class Supervisor:
         deployments = [o.config, *o.extra_configs]
         for d, config_yaml in enumerate(deployments):
             for i in range(o.replicas):
+                name = scheduler_name(d, i)
                 cfg = SchedulerReplicaConfig(
                     apiserver=self._apiserver_for_next(),
                     etcd=etcd,
+                    token=self._token(name),
+                    admin_sha256=self._admin_sha256(),
+                    etcd_tls=self.etcd_tls,
                     config_yaml=config_yaml,
                     seed=o.seed,
                     election=self.opts.election,
@@ -319,7 +420,6 @@ class Supervisor:
                     replicas=o.replicas,
                     partition=o.partition,
                 )
-                name = "scheduler" if d == i == 0 else f"scheduler-{d}-{i}"
                 self.schedulers.append(
                     self._spawn(SchedulerActor, name, "scheduler", self.placement.replica(i), cfg)
                 )
@@ -339,14 +439,17 @@ class Supervisor:
             self.opts.election
         )
         for i in range(o.controller_managers):
+            name = controller_manager_name(i)
             cfg = ControllerManagerReplicaConfig(
                 apiserver=self._apiserver_for_next(),
                 etcd=etcd,
                 time_scale=o.time_scale,
                 time_origin=time_origin,
                 election=election,
+                token=self._token(name),
+                admin_sha256=self._admin_sha256(),
+                etcd_tls=self.etcd_tls,
             )
-            name = "controller-manager" if i == 0 else f"controller-manager-{i}"
             self.controllers.append(
                 self._spawn(
                     ControllerManagerActor,
@@ -384,6 +487,8 @@ class Supervisor:
                 ),
                 time_scale=self.opts.cluster.time_scale,
                 time_origin=time_origin,
+                token=self._token(f"pool-{i}"),
+                admin_sha256=self._admin_sha256(),
             )
             self.pools.append(
                 self._spawn(NodePoolActor, f"pool-{i}", "node-pool", self.placement.pool(i), cfg)
@@ -492,6 +597,11 @@ class Supervisor:
         for d in (self.cluster_dir, self.ray_tmp):
             if d:
                 shutil.rmtree(d, ignore_errors=True)
+        if self.credentials is not None and owns_pki(self.credentials):
+            # the tokens and the kubeconfig are void once the cluster is gone (and only
+            # ours: a later `up` in this home has written its own)
+            shutil.rmtree(pki_dir(), ignore_errors=True)
+            kubeconfig_path().unlink(missing_ok=True)
 
 
 class StartupInterrupted(BaseException):

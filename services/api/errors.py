@@ -151,6 +151,20 @@ class ForbiddenError(ApiError):
     reason = "Forbidden"
 
 
+class PermissionDeniedError(ForbiddenError):
+    """Refused by the authorizer (services/auth): HTTP 403, gRPC PERMISSION_DENIED; the
+    message names who and what (services/auth/authorizer.py, `forbidden_message`)."""
+
+    code = grpc.StatusCode.PERMISSION_DENIED
+
+
+class UnauthorizedError(ApiError):
+    """No bearer token, or one nobody issued: HTTP 401, gRPC UNAUTHENTICATED."""
+
+    code = grpc.StatusCode.UNAUTHENTICATED
+    reason = "Unauthorized"
+
+
 class PreconditionError(ApiError):
     """A precondition no longer holds: a stale leader's bind, a pod already bound."""
 
@@ -240,6 +254,7 @@ ERRORS_BY_REASON: dict[str, type[ApiError]] = {
         BadRequestError,
         InvalidError,
         ForbiddenError,
+        UnauthorizedError,
         PreconditionError,
         GoneError,
         UnavailableError,
@@ -263,6 +278,8 @@ ERRORS_BY_CODE: dict[grpc.StatusCode, type[ApiError]] = {
         UnavailableError,
         CorruptObjectError,
         RequestTooLargeError,
+        PermissionDeniedError,
+        UnauthorizedError,
     )
 }
 

@@ -4,14 +4,15 @@ and `serve(api, host, port)` (its gRPC edge, see server). Also public for other 
 and `decode` (a stored value as an object, for readers of etcd such as the checker).
 For the HTTP edge (services/httpapi), which words requests as the gRPC edge does:
 `Filter` (a list's or watch's selectors, parsed), `parse_resource_version`, `conflict`
-(the update conflict's wording) and `MAX_RETRIES` (read-modify-write retries)."""
+(the update conflict's wording) and `MAX_RETRIES` (read-modify-write retries). For the
+authorizer (services/auth): `registry_lookup` (its reads of stored objects)."""
 
 from services.apiserver.admission import apply_defaults
 from services.apiserver.config import ApiServerConfig
 from services.apiserver.objects import MAX_RETRIES, Filter, conflict
 from services.apiserver.read import parse_resource_version
 from services.apiserver.registry import ApiServer, BatchResult, Listed
-from services.apiserver.server import serve
+from services.apiserver.server import registry_lookup, serve
 from services.apiserver.watchcache import decode
 
 __all__ = [
@@ -25,5 +26,6 @@ __all__ = [
     "conflict",
     "decode",
     "parse_resource_version",
+    "registry_lookup",
     "serve",
 ]

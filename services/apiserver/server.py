@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -27,13 +27,18 @@ from services.api.errors import (
     STORAGE_UNAVAILABLE,
     ApiError,
     BadRequestError,
+    PermissionDeniedError,
     RequestTooLargeError,
 )
 from services.api.fencing import METADATA_KEY, Fencing
 from services.api.kinds import BY_RESOURCE, Kind
 from services.api.limits import MAX_BATCH_ITEMS
 from services.apiserver import fencing as fencing_mod
+from services.apiserver.bindbatch import BindOutcome
 from services.apiserver.registry import ApiServer, BatchResult, BindItem
+from services.auth import Authenticator
+from services.auth.authorizer import KuberaAuthorizer, Lookup
+from services.auth.grpcauth import CHAOS_STATUS, DENIED_ITEMS, AuthInterceptor
 from services.grpcserver import start_server
 from services.storage import StorageRequestTooLargeError, StorageUnavailableError
 
@@ -71,6 +76,21 @@ def _unpack_all(kind: Kind, items: Any, verb: str) -> list:
             "them in several calls"
         )
     return [_unpack(kind, a, f"objects[{i}]") for i, a in enumerate(items)]
+
+
+async def _authorized_items(
+    objs: list, apply: Callable[[list], Awaitable[list[BatchResult]]]
+) -> list[BatchResult]:
+    """`apply` to the items the authorizer allowed (services/auth/grpcauth.py,
+    DENIED_ITEMS); the denied ones answer PERMISSION_DENIED in their places."""
+    denied = DENIED_ITEMS.get() or {}
+    if not denied:
+        return await apply(objs)
+    done = iter(await apply([o for i, o in enumerate(objs) if i not in denied]))
+    return [
+        BatchResult(None, PermissionDeniedError(denied[i])) if i in denied else next(done)
+        for i in range(len(objs))
+    ]
 
 
 def _batch_response(results: list[BatchResult]) -> pb.BatchCreateResponse:
@@ -239,7 +259,13 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
                 f"BindBatch: {len(request.binds)} binds sent, at most {MAX_BATCH_ITEMS} per "
                 "call: send them in several calls"
             )
-        outcomes = await self.api.bind_batch([_bind_item(b) for b in request.binds])
+        denied = DENIED_ITEMS.get() or {}
+        allowed = [b for i, b in enumerate(request.binds) if i not in denied]
+        done = iter(await self.api.bind_batch([_bind_item(b) for b in allowed]))
+        outcomes = [
+            BindOutcome(None, PermissionDeniedError(denied[i])) if i in denied else next(done)
+            for i in range(len(request.binds))
+        ]
         out = pb.BindBatchResponse()
         for o in outcomes:
             if o.error is None:
@@ -255,7 +281,7 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
     ) -> pb.BatchCreateResponse:
         kind = _resource(request.resource)
         objs = _unpack_all(kind, request.objects, "BatchCreate")
-        return _batch_response(await self.api.batch_create(objs))
+        return _batch_response(await _authorized_items(objs, self.api.batch_create))
 
     @_unary
     async def BatchUpdate(
@@ -263,7 +289,11 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
     ) -> pb.BatchCreateResponse:
         kind = _resource(request.resource)
         objs = _unpack_all(kind, request.objects, "BatchUpdate")
-        return _batch_response(await self.api.batch_update(objs, status=request.status))
+        return _batch_response(
+            await _authorized_items(
+                objs, functools.partial(self.api.batch_update, status=request.status)
+            )
+        )
 
     @_unary
     async def Health(self, request: pb.HealthRequest, context: Any) -> pb.HealthResponse:
@@ -321,9 +351,22 @@ async def serve(
     port: int = 0,
     *,
     also: Callable[[grpc.aio.Server], None] | None = None,
+    authn: Authenticator | None = None,
+    credentials: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Start a grpc.aio server for `api` (with whatever `also` adds to it: the process's
-    chaos control); returns it and the bound port."""
+    chaos control); returns it and the bound port. With `authn`, every call is
+    authenticated and authorized (services/auth/grpcauth.py, the rules of
+    services/auth/authorizer.py reading objects through `registry_lookup`); without,
+    every caller may do everything (the in-process servers of tests). `credentials`:
+    serve TLS."""
+    interceptors = []
+    if authn is not None:
+        interceptors.append(
+            AuthInterceptor(
+                authn, KuberaAuthorizer(registry_lookup(api)), public=(HEALTH_METHOD, CHAOS_STATUS)
+            )
+        )
 
     def register(s: grpc.aio.Server) -> None:
         pb_grpc.add_ApiServerServicer_to_server(ApiServerServicer(api), s)
@@ -336,4 +379,31 @@ async def serve(
         host,
         port,
         large_messages=True,
+        interceptors=interceptors,
+        credentials=credentials,
     )
+
+
+#: Health answers any caller (a probe before the caller has a token, `kubera components`).
+HEALTH_METHOD = "/kubera.v1.ApiServer/Health"
+
+
+def registry_lookup(api: ApiServer) -> Lookup:
+    """The authorizer's object reads: the watch cache first, etcd when the cache has no
+    bound pod. A pod's spec.nodeName never changes once set (binding is final), so a
+    cached pod bound to a node is bound to it now; one the cache does not have yet, or
+    has unbound while the bind is in flight, is read from etcd."""
+
+    async def lookup(resource: str, namespace: str, name: str) -> Any:
+        kind = BY_RESOURCE.get(resource)
+        if kind is None or not name:
+            return None
+        cache = api.store.caches.get(resource)
+        if cache is not None and cache.started:
+            entry = cache.store.get(kind.key(namespace if kind.namespaced else "", name))
+            spec = getattr(entry.obj, "spec", None) if entry is not None else None
+            if entry is not None and getattr(spec, "node_name", None):
+                return entry.obj
+        return await api.get_or_none(kind, namespace, name)
+
+    return lookup

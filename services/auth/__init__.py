@@ -2,15 +2,25 @@
 
 The vocabulary both edges share: a caller's `User` (from its bearer token), the
 `RequestAttributes` of one request (upstream's authorizer.Attributes), and the
-`Authenticator` / `Authorizer` protocols the edges call. The implementations (the static
-token file, the node/scheduler/controller-manager/admin rules) live in this package's
-modules; `ALLOW_ALL` and `ADMIN` are for unit tests of an edge that is not about auth.
+`Authenticator` / `Authorizer` protocols the edges call. The implementations live in this
+package's modules; `ALLOW_ALL` and `ADMIN` are for unit tests of an edge that is not about
+auth:
+
+    tokens.py      the static token file (--token-auth-file CSV) and the identities
+                   `kubera up` issues (why a node pool has one token for its nodes)
+    authorizer.py  who may do what (admin, scheduler, controller-manager, nodes), and
+                   upstream's 403 message (`forbidden_message`); `authorize` is async
+    grpcauth.py    the gRPC edge: the interceptor, the method -> attributes mapping, the
+                   admin-only servers of the components, the client's token metadata
+    certs.py       the CAs and certificates (apiserver serving; etcd server and client)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+import inspect
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 #: kube-apiserver's group of every authenticated caller, and the admin group.
 AUTHENTICATED = "system:authenticated"
@@ -41,6 +51,10 @@ class RequestAttributes:
     subresource: str = ""
     namespace: str = ""
     name: str = ""
+    #: The object a create/update/patch writes (the new one), when the edge has it: the
+    #: authorizer checks a node's writes against it (the Node it registers, the pod
+    #: whose status it sets). Not part of equality or the hash.
+    obj: Any = field(default=None, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -56,7 +70,33 @@ class Authenticator(Protocol):
 
 
 class Authorizer(Protocol):
-    def authorize(self, attrs: RequestAttributes) -> Decision: ...
+    """`authorize` may be a coroutine function (services/auth/authorizer.py's is: it reads
+    objects, is this pod bound to this node?): callers `await maybe_await(...)`."""
+
+    def authorize(self, attrs: RequestAttributes) -> Decision | Awaitable[Decision]: ...
+
+
+T = TypeVar("T")
+
+
+async def maybe_await(value: T | Awaitable[T]) -> T:
+    """`value`, awaited when it is awaitable (a sync or an async authorizer's answer)."""
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def node_names(user: User) -> frozenset[str]:
+    """The nodes `user` acts for: its own (system:node:NAME), or a node pool's (its groups
+    system:node:NAME; services/auth/tokens.py says why); empty for anyone else."""
+    names = {g[len(NODE_PREFIX) :] for g in user.groups if g.startswith(NODE_PREFIX)}
+    if user.name.startswith(NODE_PREFIX):
+        names.add(user.name[len(NODE_PREFIX) :])
+    return frozenset(names)
+
+
+def is_node(user: User) -> bool:
+    return NODES in user.groups or user.name.startswith(NODE_PREFIX)
 
 
 ADMIN = User("kubera-admin", groups=(MASTERS, AUTHENTICATED))

@@ -150,12 +150,20 @@ def add_control(
 
 
 async def serve_control(
-    relays: Sequence[Relay], identity: str, component: str, host: str = "127.0.0.1"
+    relays: Sequence[Relay],
+    identity: str,
+    component: str,
+    host: str = "127.0.0.1",
+    *,
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
 ) -> tuple[grpc.aio.Server, int]:
-    """A started Chaos server over `relays` on an ephemeral port; returns it and the port."""
+    """A started Chaos server over `relays` on an ephemeral port; returns it and the port.
+    `interceptors`: authentication (services/auth/grpcauth.py `admin_only`: every method
+    but Status the admin's)."""
     servicer = ChaosControl(relays, identity, component)
     return await start_server(
         lambda s: pb_grpc.add_ChaosServicer_to_server(servicer, s),
         f"the chaos control of {component} {identity}",
         host,
+        interceptors=interceptors,
     )

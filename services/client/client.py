@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import builtins
 import copy
+import functools
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
@@ -42,6 +45,7 @@ from services.api.fencing import METADATA_KEY as FENCING_METADATA
 from services.api.fencing import Fencing
 from services.api.kinds import Kind, kind_of
 from services.api.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
+from services.auth.grpcauth import CA_ENV, TOKEN_ENV, bearer
 from services.client.binds import BindCoalescer, outcome
 from services.client.endpoints import Endpoints, join_addresses
 from services.grpcserver import RECONNECT_OPTIONS
@@ -74,6 +78,9 @@ def error_from_status(code: grpc.StatusCode, details: str, reason: str) -> ApiEr
     """The ApiError of a call that ended with `code`, `details` and kubera-reason `reason`
     ("" for none): a whole call's status, or one bind's in a BindBatch."""
     cls = ERRORS_BY_REASON.get(reason) or ERRORS_BY_CODE.get(code)
+    by_code = ERRORS_BY_CODE.get(code)
+    if cls is not None and by_code is not None and issubclass(by_code, cls):
+        cls = by_code  # one reason, two codes (Forbidden: admission's, the authorizer's)
     if cls is None:
         return ApiError(f"{code.name}: {details}")
     if cls is UnavailableError and not reason:
@@ -92,16 +99,21 @@ def _decode(a: Any, what: str) -> Message:
         ) from None
 
 
-def _dial(address: str) -> tuple[grpc.aio.Channel, pb_grpc.ApiServerStub]:
-    """A channel to one apiserver (redialling by itself after a drop) and its stub."""
-    channel = grpc.aio.insecure_channel(
-        address,
-        options=[
-            ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
-            ("grpc.max_send_message_length", MAX_REQUEST_BYTES),
-            *RECONNECT_OPTIONS,
-        ],
-    )
+def _dial(
+    address: str, *, ca: bytes | None = None
+) -> tuple[grpc.aio.Channel, pb_grpc.ApiServerStub]:
+    """A channel to one apiserver (redialling by itself after a drop) and its stub; TLS
+    trusting `ca` (PEM) when given."""
+    options = [
+        ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
+        ("grpc.max_send_message_length", MAX_REQUEST_BYTES),
+        *RECONNECT_OPTIONS,
+    ]
+    if ca is not None:
+        creds = grpc.ssl_channel_credentials(root_certificates=ca)
+        channel = grpc.aio.secure_channel(address, creds, options=options)
+    else:
+        channel = grpc.aio.insecure_channel(address, options=options)
     return channel, pb_grpc.ApiServerStub(channel)
 
 
@@ -174,16 +186,29 @@ class Client:
         fencing: FencingSource | None = None,
         warning_handler: Callable[[str], None] | None = None,
         spread_key: str = "",
+        token: str | None = None,
+        ca_file: str = "",
+        ca: bytes = b"",
     ) -> None:
         """`fencing`: where a leader's writes get their token. With it, every write carries
         the token and is refused by the apiserver once the term is over; while the source
         answers None (not leading) writes fail here without being sent.
         `warning_handler`: called with each warning the apiserver sends (default: log).
         `spread_key`: with several addresses, which one to start at (a stable hash of it;
-        "": the first)."""
+        "": the first).
+        `token`: the bearer token every call carries (services/auth/grpcauth.py; "": none,
+        for an apiserver without authentication; None: $KUBERA_TOKEN, else none).
+        `ca` / `ca_file`: dial TLS, trusting this CA (PEM contents / path; neither: the
+        file $KUBERA_CA_FILE names, else plaintext, the loopback default)."""
+        ca_file = ca_file or ("" if ca else os.environ.get(CA_ENV, ""))
+        pem = ca or (Path(ca_file).read_bytes() if ca_file else b"")
         self.endpoints: Endpoints[tuple[grpc.aio.Channel, pb_grpc.ApiServerStub]] = Endpoints(
-            address, _dial, spread_key=spread_key
+            address, functools.partial(_dial, ca=pem or None), spread_key=spread_key
         )
+        if token is None:
+            token = os.environ.get(TOKEN_ENV, "")
+        self.token = token
+        self._auth: tuple[tuple[str, str], ...] = bearer(token)
         self.address = join_addresses(self.endpoints.addresses)
         self.timeout = timeout
         self.fencing = fencing
@@ -243,20 +268,20 @@ class Client:
         for channel, _ in self.endpoints.connections():
             await channel.close()
 
-    def _write_metadata(self) -> tuple[tuple[str, str], ...] | None:
+    def _write_metadata(self) -> tuple[tuple[str, str], ...]:
         if self.fencing is None:
-            return None
+            return self._auth
         token = self.fencing()
         if token is None:
             raise PreconditionError(
                 "not the leader: this client writes only under a current fencing token"
             )
-        return ((FENCING_METADATA, f"{token[0]}@{token[1]}"),)
+        return (*self._auth, (FENCING_METADATA, f"{token[0]}@{token[1]}"))
 
     async def _call(
         self, method: Any, request: Any, timeout: float | None = None, *, write: bool = False
     ) -> Any:
-        metadata = self._write_metadata() if write else None
+        metadata = self._write_metadata() if write else self._auth
         address = self.endpoints.current  # the one `method`'s stub was taken from
         attempts = len(self.endpoints.addresses)
         for attempt in range(attempts):
@@ -558,7 +583,7 @@ class Client:
         error is raised typed."""
         for attempt in range(len(self.endpoints.addresses), 0, -1):
             address = self.endpoints.current
-            call = getattr(self._stub, method)(request)
+            call = getattr(self._stub, method)(request, metadata=self._auth)
             started = False
             try:
                 async for msg in call:

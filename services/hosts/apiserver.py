@@ -14,18 +14,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 from aiohttp import web
 
-from services.apiserver import ApiServer, ApiServerConfig, serve
+from services.apiserver import ApiServer, ApiServerConfig, registry_lookup, serve
 from services.auth import ALLOW_ALL, Authenticator, Authorizer
+from services.auth.authorizer import KuberaAuthorizer
+from services.auth.tokens import TokenAuthenticator
 from services.chaos import add_control, self_report
-from services.hosts.address import join, listen_hosts
+from services.hosts.address import WILDCARDS, join, listen_hosts
 from services.httpapi import serve_http
-from services.storage.etcd import EtcdStorage
+from services.storage.etcd import EtcdStorage, EtcdTLS
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,9 @@ class ApiServerHostConfig:
     #: address, and $KUBERA_BIND_HOST / $KUBERA_ADVERTISE_HOST override it (address.py).
     host: str = "127.0.0.1"
     port: int = 0
+    #: The interface to listen on instead of `host` (`kubera up --bind-address`; "":
+    #: `host`). A wildcard (0.0.0.0) listens everywhere and still advertises `host`.
+    bind_address: str = ""
     #: Events each resource's watch cache keeps.
     watch_cache_capacity: int = 10_000
     #: Seconds between BOOKMARK events on idle watches.
@@ -44,13 +51,63 @@ class ApiServerHostConfig:
     #: host; port 0: any free one (a re-created actor is given back its first port).
     http_port: int = 0
     serve_http: bool = True
-    #: PEM certificate and key for HTTPS; both empty: plain HTTP.
+    #: PEM certificate and key for HTTPS, as paths or as contents (`tls_cert`/`tls_key`,
+    #: which win; what `kubera up` passes: an actor on another machine has no such path);
+    #: all empty: plain HTTP.
     tls_cert_file: str = ""
     tls_key_file: str = ""
+    tls_cert: bytes = b""
+    tls_key: bytes = b""
+
+    #: Who may call (both APIs): a static token file (kube-apiserver's --token-auth-file
+    #: CSV, services/auth/tokens.py) by path, or its contents (`token_csv`, what `kubera
+    #: up` passes: an actor on another machine has no such path); both "": no
+    #: authentication, every caller is the admin (the in-process servers of tests).
+    token_file: str = ""
+    token_csv: str = ""
+    #: etcd over TLS with a client certificate: PEM paths (`--etcd-cafile` ...), or the
+    #: contents (`etcd_tls`, which wins; what `kubera up` passes).
+    etcd_ca_file: str = ""
+    etcd_cert_file: str = ""
+    etcd_key_file: str = ""
+    etcd_tls: EtcdTLS | None = None
+    #: Serve gRPC over TLS with this certificate and key (PEM contents; both empty:
+    #: plaintext, the embedded default on loopback, where the bearer tokens suffice).
+    #: Clients then dial with `Client(..., ca_file=...)`.
+    grpc_tls_cert: bytes = b""
+    grpc_tls_key: bytes = b""
+
+    def authenticator(self) -> Authenticator | None:
+        """The token authenticator of `token_csv` / `token_file`; None when neither."""
+        if self.token_csv:
+            return TokenAuthenticator.from_text(self.token_csv)
+        if self.token_file:
+            return TokenAuthenticator.from_file(self.token_file)
+        return None
+
+    def etcd_credentials(self) -> EtcdTLS | None:
+        if self.etcd_tls is not None:
+            return self.etcd_tls
+        if self.etcd_ca_file:
+            return EtcdTLS.from_files(self.etcd_ca_file, self.etcd_cert_file, self.etcd_key_file)
+        return None
 
 
-def server_ssl_context(cert_file: str, key_file: str) -> ssl.SSLContext | None:
-    """The HTTPS context of the HTTP API; None (plain HTTP) without a certificate."""
+def server_ssl_context(
+    cert_file: str, key_file: str, cert: bytes = b"", key: bytes = b""
+) -> ssl.SSLContext | None:
+    """The HTTPS context of the HTTP API; None (plain HTTP) without a certificate.
+    Contents win over paths (ssl loads only files: they go through a private temporary
+    directory, removed at once)."""
+    if cert or key:
+        if not cert or not key:
+            raise ValueError("tls_cert and tls_key go together: give both or neither")
+        with tempfile.TemporaryDirectory(prefix="kubera-tls-") as d:
+            cert_path, key_path = Path(d) / "tls.crt", Path(d) / "tls.key"
+            cert_path.write_bytes(cert)
+            key_path.touch(mode=0o600)
+            key_path.write_bytes(key)
+            return server_ssl_context(str(cert_path), str(key_path))
     if not cert_file and not key_file:
         return None
     if not cert_file or not key_file:
@@ -77,6 +134,9 @@ class ApiServerHost:
         #: How long the last start took (etcd connect, watch caches filled, port bound).
         self.start_seconds = 0.0
         self._lock = asyncio.Lock()
+        #: Who may call (None: anyone, as the admin). The HTTP edge takes the same:
+        #: `http_auth()` gives its (authn, authz) pair.
+        self.authn: Authenticator | None = config.authenticator()
 
     async def ensure_started(self, port: int = 0, http_port: int = 0) -> dict[str, object]:
         """start() unless started — on `port` and `http_port` (0: the config's), the
@@ -89,7 +149,7 @@ class ApiServerHost:
 
     async def start(self, port: int = 0, http_port: int = 0) -> str:
         t0 = time.monotonic()
-        storage = EtcdStorage(self.config.etcd)
+        storage = EtcdStorage(self.config.etcd, tls=self.config.etcd_credentials())
         await storage.connect()
         api = ApiServer(
             storage,
@@ -99,6 +159,10 @@ class ApiServerHost:
             ),
         )
         bind, advertise = listen_hosts(self.config.host)
+        if self.config.bind_address:
+            bind = self.config.bind_address
+            if bind not in WILDCARDS:
+                advertise = bind
         try:
             await api.start()
             self.server, bound = await serve(
@@ -106,9 +170,18 @@ class ApiServerHost:
                 bind,
                 port or self.config.port,
                 also=lambda s: add_control(s, [], "apiserver", "apiserver"),
+                authn=self.authn,
+                credentials=(
+                    grpc.ssl_server_credentials(
+                        [(self.config.grpc_tls_key, self.config.grpc_tls_cert)]
+                    )
+                    if self.config.grpc_tls_cert
+                    else None
+                ),
             )
             if self.config.serve_http:
-                tls = server_ssl_context(self.config.tls_cert_file, self.config.tls_key_file)
+                c = self.config
+                tls = server_ssl_context(c.tls_cert_file, c.tls_key_file, c.tls_cert, c.tls_key)
                 authn, authz = self.http_auth(api)
                 self.http_runner, self.http_port = await serve_http(
                     api,
@@ -139,9 +212,13 @@ class ApiServerHost:
         return self.address
 
     def http_auth(self, api: ApiServer) -> tuple[Authenticator, Authorizer]:
-        """Who may call the HTTP API and what they may do (services/auth): everyone
-        everything until the host is configured with identities (issue 15)."""
-        return ALLOW_ALL, ALLOW_ALL
+        """The (authenticator, authorizer) the HTTP edge (services/httpapi) serves `api`
+        with, the gRPC edge's rules: ALLOW_ALL for both without a token file. The
+        authorizer's `authorize` is a coroutine function (it reads pods:
+        services/auth/authorizer.py)."""
+        if self.authn is None:
+            return ALLOW_ALL, ALLOW_ALL
+        return self.authn, KuberaAuthorizer(registry_lookup(api))
 
     async def stop(self) -> None:
         if self.http_runner is not None:

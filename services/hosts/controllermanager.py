@@ -19,6 +19,7 @@ from services.clock import clock_for
 from services.controllers import ControllerManager
 from services.hosts.replica import Replica, host_leading
 from services.leaderelection import LeaderElectionSettings
+from services.storage.etcd import EtcdTLS
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,16 @@ class ControllerManagerReplicaConfig:
     election: LeaderElectionSettings | None = None
     #: Where the replica's chaos control listens (actors/ sets the Ray node's address).
     host: str = "127.0.0.1"
+    #: Bearer token its calls to the apiserver carry (services/auth; "": none, for an
+    #: apiserver without authentication).
+    token: str = ""
+    #: sha256 of the admin's token: its own servers' writes (chaos control) are the
+    #: admin's only (services/auth/grpcauth.py `admin_only`; "": open, as in tests).
+    admin_sha256: str = ""
+    #: The CA of the apiserver's gRPC TLS (PEM contents; b"": it serves plaintext).
+    apiserver_ca: bytes = b""
+    #: etcd's CA and a client certificate (contents) when etcd serves TLS; None: plain.
+    etcd_tls: EtcdTLS | None = None
 
 
 class ControllerManagerReplica:
@@ -88,6 +99,10 @@ class ControllerManagerReplica:
             election=election,
             client_timeout=60,
             host=cfg.host,
+            token=cfg.token,
+            admin_sha256=cfg.admin_sha256,
+            etcd_tls=cfg.etcd_tls,
+            apiserver_ca=cfg.apiserver_ca,
         )
         await self.replica.open()
         await self.replica.register()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import grpc
 
+from services.auth.grpcauth import CHAOS_STATUS, POOL_STATS, admin_only
 from services.chaos import add_control, self_report
 from services.client import Client
 from services.clock import clock_for
@@ -43,6 +44,15 @@ class NodePoolHostConfig:
     #: Where the pool's gRPC API listens (actors/ sets the Ray node's address; see
     #: address.py for the environment's overrides).
     host: str = "127.0.0.1"
+    #: Bearer token its calls to the apiserver carry (services/auth; "": none, for an
+    #: apiserver without authentication).
+    token: str = ""
+    #: sha256 of the admin's token: its own server's writes (chaos control, SetAlive,
+    #: InjectUsage) are the admin's only (services/auth/grpcauth.py `admin_only`; "":
+    #: open, as in tests).
+    admin_sha256: str = ""
+    #: The CA of the apiserver's gRPC TLS (PEM contents; b"": it serves plaintext).
+    apiserver_ca: bytes = b""
 
 
 class NodePoolHost:
@@ -86,7 +96,7 @@ class NodePoolHost:
             load_template(c.template_yaml) if c.template_yaml else default_template()
         )
         plans = plan_nodes(template, c.total_nodes)[c.first : c.first + c.count]
-        self.client = Client(c.apiserver, timeout=120)
+        self.client = Client(c.apiserver, timeout=120, token=c.token, ca=c.apiserver_ca)
         clock = clock_for(c.time_scale, c.time_origin or None)
         self.pool = NodePool(self.client, plans, config=c.pool, clock=clock)
         try:
@@ -96,6 +106,7 @@ class NodePoolHost:
                 self.pool,
                 bind,
                 also=lambda s: add_control(s, [], c.pool.name, "node-pool"),
+                interceptors=admin_only(c.admin_sha256, public=(CHAOS_STATUS, POOL_STATS)),
             )
         except BaseException:
             await self.stop()  # a half start is undone, so the next call starts afresh

@@ -28,6 +28,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from services.api.fencing import Fencing
+from services.auth.grpcauth import CHAOS_STATUS, admin_only
 from services.chaos import Relay, self_report, serve_control
 from services.client import Client, join_addresses, parse_addresses
 from services.hosts.address import join, listen_hosts
@@ -39,7 +40,7 @@ from services.leaderelection import (
     LeasePublisher,
 )
 from services.storage import Delete, Put
-from services.storage.etcd import EtcdStorage, parse_endpoint
+from services.storage.etcd import EtcdStorage, EtcdTLS, parse_endpoint
 from services.storage.keys import election_key, replica_key
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,15 @@ class Replica:
         election: LeaderElectionSettings | None,
         client_timeout: float | None = 30.0,
         host: str = "127.0.0.1",
+        token: str = "",
+        admin_sha256: str = "",
+        etcd_tls: EtcdTLS | None = None,
+        apiserver_ca: bytes = b"",
     ) -> None:
+        """`token`: the bearer token of its apiserver calls; `admin_sha256`: its chaos
+        control is the admin's (but Status); `etcd_tls`: etcd serves TLS; `apiserver_ca`:
+        the apiserver serves gRPC over TLS with a certificate this CA signed (the relays
+        carry TLS through untouched; the certificate names 127.0.0.1, where they listen)."""
         self.component = component
         self.identity = new_identity()
         self.group = group
@@ -81,6 +90,10 @@ class Replica:
         self._etcd = etcd
         self._apiserver = apiserver
         self._client_timeout = client_timeout
+        self._token = token
+        self._admin_sha256 = admin_sha256
+        self._etcd_tls = etcd_tls
+        self._apiserver_ca = apiserver_ca
         #: Where the chaos control server listens (see address.py).
         self._host = host
         self.relays: list[Relay] = []
@@ -113,10 +126,14 @@ class Replica:
             api_host, _, api_port = address.rpartition(":")
             api_relays.append(await Relay.start(api_host.strip("[]"), int(api_port)))
             self.relays.append(api_relays[-1])
-        self.storage = EtcdStorage(f"http://{etcd_relay.address}")
+        scheme = "https" if self._etcd_tls is not None else "http"
+        self.storage = EtcdStorage(f"{scheme}://{etcd_relay.address}", tls=self._etcd_tls)
         await self.storage.connect()
         self.client = Client(
-            join_addresses(r.address for r in api_relays), timeout=self._client_timeout
+            join_addresses(r.address for r in api_relays),
+            timeout=self._client_timeout,
+            token=self._token,
+            ca=self._apiserver_ca,
         )
         self.writer = self.client
         if self.election is not None:
@@ -129,7 +146,13 @@ class Replica:
                 self.writer, e.lease_namespace, e.lease_name, self.identity
             )
         bind, advertise = listen_hosts(self._host)
-        self._control, port = await serve_control(self.relays, self.identity, self.component, bind)
+        self._control, port = await serve_control(
+            self.relays,
+            self.identity,
+            self.component,
+            bind,
+            interceptors=admin_only(self._admin_sha256, public=(CHAOS_STATUS,)),
+        )
         self.control_address = join(advertise, port)
 
     def fencing_token(self) -> Fencing | None:

@@ -39,6 +39,7 @@ from services.scheduler import (
     tune_gc,
 )
 from services.scheduler import config as config_mod
+from services.storage.etcd import EtcdTLS
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,16 @@ class SchedulerReplicaConfig:
     replicas: int = 1
     #: shared-state: "hash" (pods split by UID hash) or "none" (all compete).
     partition: Partition = "none"
+    #: Bearer token its calls to the apiserver carry (services/auth; "": none, for an
+    #: apiserver without authentication).
+    token: str = ""
+    #: sha256 of the admin's token: its own servers' writes (chaos control) are the
+    #: admin's only (services/auth/grpcauth.py `admin_only`; "": open, as in tests).
+    admin_sha256: str = ""
+    #: The CA of the apiserver's gRPC TLS (PEM contents; b"": it serves plaintext).
+    apiserver_ca: bytes = b""
+    #: etcd's CA and a client certificate (contents) when etcd serves TLS; None: plain.
+    etcd_tls: EtcdTLS | None = None
 
 
 def load_config(cfg: SchedulerReplicaConfig) -> config_mod.SchedulerConfiguration:
@@ -157,6 +168,10 @@ class SchedulerReplica:
             group=group,
             election=election,
             host=cfg.host,
+            token=cfg.token,
+            admin_sha256=cfg.admin_sha256,
+            etcd_tls=cfg.etcd_tls,
+            apiserver_ca=cfg.apiserver_ca,
         )
         await self.replica.open()
         self.scheduler = self._build()

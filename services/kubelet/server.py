@@ -4,7 +4,7 @@ and figures. The pool itself knows nothing of gRPC."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import grpc
 
@@ -69,8 +69,11 @@ async def serve(
     port: int = 0,
     *,
     also: Callable[[grpc.aio.Server], None] | None = None,
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
 ) -> tuple[grpc.aio.Server, int]:
-    """Start the pool's gRPC server (with whatever `also` adds to it: its chaos control)."""
+    """Start the pool's gRPC server (with whatever `also` adds to it: its chaos control).
+    `interceptors`: authentication (SetAlive and InjectUsage are the admin's; Stats
+    public: see services/hosts/nodepool.py)."""
 
     def register(s: grpc.aio.Server) -> None:
         pb_grpc.add_NodePoolServicer_to_server(NodePoolServicer(pool), s)
@@ -82,4 +85,5 @@ async def serve(
         "the node pool",
         host,
         port,
+        interceptors=interceptors,
     )

@@ -3,14 +3,28 @@
 aetcd manages the channel; transactions and watches use the raw KV/Watch stubs it
 carries so we keep what its convenience layer drops: the response header revision of
 a txn, whole multi-event watch responses, progress notifications and compaction.
+
+TLS with client certificates (etcd's --client-cert-auth, what `kubera up` runs): aetcd
+0.x only opens plaintext channels (`rpc.insecure_channel` in `Client.connect`), so
+`_TlsClient` swaps the channel it just made (lazy: nothing was dialled yet) for a
+grpc.aio.secure_channel with the CA and the client certificate, and rebuilds the stubs
+aetcd made on it. The swap happens in the same step as aetcd's connect (no await in
+between), so no call ever goes out on the plaintext channel. `EtcdTLS.from_env()` reads
+the files etcdctl-style from $KUBERA_ETCD_CAFILE / _CERTFILE / _KEYFILE (the kubera CLI
+sets them from the context `kubera up` wrote).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import os
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import aetcd
+import aetcd.watcher
 import grpc
 from aetcd import rpc
 
@@ -58,12 +72,87 @@ def parse_endpoint(url: str) -> tuple[str, int]:
     return host, int(port)
 
 
+#: The environment variables `EtcdTLS.from_env` reads (PEM file paths).
+ENV_CAFILE, ENV_CERTFILE, ENV_KEYFILE = (
+    "KUBERA_ETCD_CAFILE",
+    "KUBERA_ETCD_CERTFILE",
+    "KUBERA_ETCD_KEYFILE",
+)
+
+
+@dataclass(frozen=True)
+class EtcdTLS:
+    """What a client needs to reach an etcd serving TLS: the CA that signed etcd's serving
+    certificate, and a client certificate with its key (PEM contents, not paths, so a
+    config carrying them works on any machine)."""
+
+    ca: bytes
+    cert: bytes = b""
+    key: bytes = b""
+
+    @classmethod
+    def from_files(cls, ca_file: str, cert_file: str = "", key_file: str = "") -> EtcdTLS:
+        return cls(
+            Path(ca_file).read_bytes(),
+            Path(cert_file).read_bytes() if cert_file else b"",
+            Path(key_file).read_bytes() if key_file else b"",
+        )
+
+    @classmethod
+    def from_env(cls) -> EtcdTLS | None:
+        ca = os.environ.get(ENV_CAFILE, "")
+        if not ca:
+            return None
+        return cls.from_files(ca, os.environ.get(ENV_CERTFILE, ""), os.environ.get(ENV_KEYFILE, ""))
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        return grpc.ssl_channel_credentials(
+            root_certificates=self.ca,
+            private_key=self.key or None,
+            certificate_chain=self.cert or None,
+        )
+
+
+class _TlsClient(aetcd.Client):
+    """aetcd's client on a TLS channel (see the module docstring)."""
+
+    def __init__(self, *, tls: EtcdTLS, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._tls = tls
+
+    async def connect(self) -> None:
+        if self._connected.is_set():
+            return
+        await super().connect()
+        plain: grpc.aio.Channel | None = self.channel  # type: ignore[has-type]
+        if plain is None or getattr(self, "_tls_channel", None) is plain:
+            return
+        self.channel = grpc.aio.secure_channel(
+            f"{self._host}:{self._port}", self._tls.credentials(), options=self._options.items()
+        )
+        self._tls_channel = self.channel
+        self.kvstub = rpc.KVStub(self.channel)
+        self.clusterstub = rpc.ClusterStub(self.channel)
+        self.leasestub = rpc.LeaseStub(self.channel)
+        self.maintenancestub = rpc.MaintenanceStub(self.channel)
+        self._watcher = aetcd.watcher.Watcher(
+            rpc.WatchStub(self.channel), timeout=self._timeout, metadata=self.metadata
+        )
+        await plain.close()
+
+
 class EtcdStorage:
-    def __init__(self, endpoint: str, *, timeout: float = 10.0) -> None:
+    def __init__(self, endpoint: str, *, timeout: float = 10.0, tls: EtcdTLS | None = None) -> None:
+        """`tls`: reach etcd over TLS (None: from the environment, `EtcdTLS.from_env`,
+        when `endpoint` is https://; else plaintext)."""
         host, port = parse_endpoint(endpoint)
         self.endpoint = endpoint
         self._timeout = timeout
-        self._client = aetcd.Client(
+        if tls is None and endpoint.startswith("https://"):
+            tls = EtcdTLS.from_env()
+        self.tls = tls
+        client_cls = functools.partial(_TlsClient, tls=tls) if tls is not None else aetcd.Client
+        self._client = client_cls(
             host=host,
             port=port,
             options={

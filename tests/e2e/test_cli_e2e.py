@@ -20,8 +20,20 @@ pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 def test_up_writes_a_context_with_endpoints(cluster: Cluster) -> None:
     ctx = cluster.context  # type: ignore[attr-defined]
     assert ctx["apiserver"].startswith("127.0.0.1:")
-    assert ctx["etcd"].startswith("http://127.0.0.1:")
+    # secure by default: etcd with client certificates, the admin's token in a 0600 file
+    assert ctx["etcd"].startswith("https://127.0.0.1:")
+    assert os.stat(ctx["token_file"]).st_mode & 0o777 == 0o600
     assert alive(ctx["supervisor_pid"]) and alive(ctx["pids"]["etcd"])
+
+
+def test_a_cli_call_with_another_token_is_refused(cluster: Cluster) -> None:
+    saved = cluster.env
+    cluster.env = {**saved, "KUBERA_TOKEN": "not-issued"}
+    try:
+        r = cluster("get", "pods")
+    finally:
+        cluster.env = saved
+    assert r.returncode == 1 and "Unauthorized" in r.stderr
 
 
 def test_second_up_is_refused_while_running(cluster: Cluster) -> None:

@@ -1,0 +1,236 @@
+"""Who may do what: kubera's authorizer, for both APIs (gRPC and HTTP).
+
+Upstream runs a chain (Node authorizer, then RBAC with the bootstrap ClusterRoles) and
+the NodeRestriction admission plugin after it. kubera has no RBAC objects; its identities
+are fixed (services/auth/tokens.py), so the rules are fixed too, written as upstream's
+bootstrap roles grant them, in one place:
+
+    system:masters (the admin)          everything
+    system:kube-scheduler               read everything; pods/binding; pods/status (its
+                                        conditions, nominatedNodeName); delete pods
+                                        (preemption victims); events; leases (its leader
+                                        Lease; never a node's in kube-node-lease)
+    system:kube-controller-manager      read everything; write what its controllers write:
+                                        pods, replicasets, deployments, nodes (lifecycle:
+                                        conditions, taints), poddisruptionbudgets,
+                                        namespaces, events, leases (not nodes'); evictions;
+                                        delete any kind (garbage collection)
+    a node (system:node:N, or a pool    read what a kubelet reads (nodes, pods, leases,
+    acting for its nodes)               namespaces, runtimeclasses, priorityclasses,
+                                        events); write its own Node and nodes/status, its
+                                        own Lease (kube-node-lease/N), the status of pods
+                                        bound to it, delete pods bound to it, evict them;
+                                        create/update/patch events. Never: other nodes'
+                                        objects, bindings, pods of other nodes, pod specs.
+
+What a node may touch is decided by the object: a pod is "its" when the pod as stored is
+bound to one of its nodes (spec.nodeName), read through `lookup` (the apiserver's watch
+cache); so `authorize` is a coroutine function (callers `await`). A node's create of a
+Node or Lease is checked against the object it sends (`RequestAttributes.obj`).
+
+Deliberate differences from upstream: a node may change its own Node's taints (kubera's
+hollow kubelets set the memory/disk/pid-pressure taints themselves; upstream's
+NodeRestriction forbids nodes modifying taints); no RBAC objects, so these rules are
+not configurable; no mirror pods (a node may not create pods).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from services.auth import MASTERS, Decision, RequestAttributes, User, is_node, node_names
+from services.auth.tokens import CONTROLLER_MANAGER_USER, SCHEDULER_USER
+
+#: lookup(resource, namespace, name) -> the stored object, or None.
+Lookup = Callable[[str, str, str], Awaitable[Any]]
+
+READ_VERBS = frozenset({"get", "list", "watch"})
+WRITE_VERBS = frozenset({"create", "update", "patch"})
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+
+#: What a kubelet reads (upstream's system:node role, for the kinds kubera has).
+NODE_READABLE = frozenset(
+    {
+        "nodes",
+        "pods",
+        "leases",
+        "namespaces",
+        "runtimeclasses",
+        "priorityclasses",
+        "events",
+        "poddisruptionbudgets",
+    }
+)
+EVENT_VERBS = frozenset({"create", "update", "patch"})
+
+#: The controller-manager's writes (resource -> verbs), beside reading everything and
+#: deleting any kind (its garbage collector and namespace controller).
+CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
+    "pods": frozenset({"create", "update", "patch", "delete"}),
+    "replicasets": frozenset({"create", "update", "patch", "delete"}),
+    "deployments": frozenset({"create", "update", "patch", "delete"}),
+    "nodes": frozenset({"update", "patch", "delete"}),
+    "poddisruptionbudgets": frozenset({"update", "patch"}),
+    "namespaces": frozenset({"create", "update", "patch", "delete"}),
+    "events": frozenset({"create", "update", "patch", "delete"}),
+    "leases": frozenset({"create", "update", "patch", "delete"}),
+}
+
+ALLOWED = Decision(True)
+
+
+def forbidden_message(attrs: RequestAttributes, reason: str = "") -> str:
+    """Upstream's 403 message: `pods "x" is forbidden: User "u" cannot patch resource
+    "pods/status" in API group "" in the namespace "default": <reason>`."""
+    resource = attrs.resource + (f"/{attrs.subresource}" if attrs.subresource else "")
+    who = f"User {_q(attrs.user.name)} cannot {attrs.verb} resource {_q(resource)}"
+    where = f"in the namespace {_q(attrs.namespace)}" if attrs.namespace else "at the cluster scope"
+    msg = f"{who} in API group {_q(attrs.api_group)} {where}"
+    if reason:
+        msg = f"{msg}: {reason}"
+    qualified = attrs.resource + (f".{attrs.api_group}" if attrs.api_group else "")
+    if attrs.name:
+        return f"{qualified} {_q(attrs.name)} is forbidden: {msg}"
+    return f"{qualified} is forbidden: {msg}"
+
+
+def _q(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _deny(reason: str) -> Decision:
+    return Decision(False, reason)
+
+
+class KuberaAuthorizer:
+    """The rules of the module docstring. `lookup` reads stored objects (see above)."""
+
+    def __init__(self, lookup: Lookup) -> None:
+        self._lookup = lookup
+
+    async def authorize(self, attrs: RequestAttributes) -> Decision:
+        user = attrs.user
+        if MASTERS in user.groups:
+            return ALLOWED
+        if user.name == SCHEDULER_USER:
+            return _scheduler(attrs)
+        if user.name == CONTROLLER_MANAGER_USER:
+            return _controller_manager(attrs)
+        if is_node(user):
+            return await self._node(attrs, user)
+        return _deny(f"no rule allows {user.name!r} (not the admin nor a kubera component)")
+
+    async def _node(self, attrs: RequestAttributes, user: User) -> Decision:
+        nodes = node_names(user)
+        verb, resource, sub = attrs.verb, attrs.resource, attrs.subresource
+        if not nodes:
+            return _deny("unknown node: the identity names no node")
+        if verb in READ_VERBS and not sub:
+            if resource in NODE_READABLE:
+                return ALLOWED
+            return _deny(f"a node does not read {resource}")
+        if resource == "events" and verb in EVENT_VERBS:
+            return ALLOWED
+        if resource == "nodes":
+            name = attrs.name or _name_of(attrs.obj)
+            if verb in WRITE_VERBS or verb == "delete":
+                if name in nodes:
+                    return ALLOWED
+                return _deny(f"node(s) {_few(nodes)} may not modify node {name!r}")
+            return _deny(f"a node may not {verb} nodes")
+        if resource == "leases":
+            name = attrs.name or _name_of(attrs.obj)
+            if attrs.namespace != NODE_LEASE_NAMESPACE:
+                return _deny(f"a node may write leases only in {NODE_LEASE_NAMESPACE}")
+            if verb in WRITE_VERBS or verb == "delete":
+                if name in nodes:
+                    return ALLOWED
+                return _deny(f"node(s) {_few(nodes)} may not modify the lease of node {name!r}")
+            return _deny(f"a node may not {verb} leases")
+        if resource == "pods":
+            ok_pod = (sub == "status" and verb in {"update", "patch"}) or (
+                (not sub and verb == "delete") or (sub == "eviction" and verb == "create")
+            )
+            if not ok_pod:
+                return _deny(f"a node may not {verb} pods{'/' + sub if sub else ''}")
+            name = attrs.name or _name_of(attrs.obj)
+            pod = await self._lookup("pods", attrs.namespace, name)
+            if pod is None:
+                # Nothing to act on: the registry answers 404 (a kubelet's status batch
+                # that holds a pod deleted meanwhile must not fail as a whole). A pod
+                # created under that name since carries another uid and resourceVersion,
+                # which the kubelet's write names, so it cannot touch that one either.
+                return ALLOWED
+            bound = _node_of(pod)
+            if bound not in nodes:
+                return _deny(
+                    f"can only modify pods bound to node(s) {_few(nodes)}; "
+                    f"{attrs.namespace}/{name} is bound to {bound or 'no node'}"
+                )
+            new_bound = _node_of(attrs.obj)
+            if attrs.obj is not None and new_bound and new_bound != bound:
+                return _deny("a node may not move a pod to another node")
+            return ALLOWED
+        return _deny(f"a node may not {verb} {resource}{'/' + sub if sub else ''}")
+
+
+def _scheduler(attrs: RequestAttributes) -> Decision:
+    verb, resource, sub = attrs.verb, attrs.resource, attrs.subresource
+    if verb in READ_VERBS and not sub:
+        return ALLOWED
+    if resource == "pods":
+        if sub == "binding" and verb == "create":
+            return ALLOWED
+        if sub == "status" and verb in {"update", "patch"}:
+            return ALLOWED
+        if not sub and verb == "delete":
+            return ALLOWED
+    if resource == "events" and verb in EVENT_VERBS:
+        return ALLOWED
+    if resource == "leases" and verb in WRITE_VERBS:
+        if attrs.namespace == NODE_LEASE_NAMESPACE:
+            return _deny("the scheduler may not write nodes' leases")
+        return ALLOWED
+    what = f"{resource}/{sub}" if sub else resource
+    return _deny(f"the scheduler may not {verb} {what}")
+
+
+def _controller_manager(attrs: RequestAttributes) -> Decision:
+    verb, resource, sub = attrs.verb, attrs.resource, attrs.subresource
+    if verb in READ_VERBS and not sub:
+        return ALLOWED
+    if verb in {"delete", "deletecollection"} and not sub:
+        return ALLOWED  # garbage collector, namespace controller
+    if resource == "pods" and sub == "binding":
+        return _deny("the controller-manager does not bind pods")
+    if resource == "pods" and sub == "eviction" and verb == "create":
+        return ALLOWED
+    if resource == "leases" and attrs.namespace == NODE_LEASE_NAMESPACE:
+        return _deny("the controller-manager may not write nodes' leases (their kubelets do)")
+    allowed = CONTROLLER_MANAGER_WRITES.get(resource, frozenset())
+    if verb in allowed and sub in ("", "status", "scale"):
+        return ALLOWED
+    what = f"{resource}/{sub}" if sub else resource
+    return _deny(f"the controller-manager may not {verb} {what}")
+
+
+def _name_of(obj: Any) -> str:
+    if obj is None:
+        return ""
+    meta = getattr(obj, "metadata", None)
+    return str(getattr(meta, "name", "") or "")
+
+
+def _node_of(pod: Any) -> str:
+    if pod is None:
+        return ""
+    spec = getattr(pod, "spec", None)
+    return str(getattr(spec, "node_name", "") or "")
+
+
+def _few(nodes: frozenset[str]) -> str:
+    names = sorted(nodes)
+    if len(names) <= 3:
+        return ", ".join(repr(n) for n in names)
+    return f"{', '.join(repr(n) for n in names[:3])} and {len(names) - 3} more"

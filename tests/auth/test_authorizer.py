@@ -1,0 +1,198 @@
+"""The authorizer's rules (services/auth/authorizer.py), table-driven: who, verb, resource,
+object -> allowed? Pods are read through a fake lookup (pod "mine" bound to n1, "theirs"
+to n2, "pending" unbound)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from services.auth import ADMIN, AUTHENTICATED, NODES, RequestAttributes, User
+from services.auth.authorizer import KuberaAuthorizer, forbidden_message
+from services.auth.tokens import CONTROLLER_MANAGER_USER, SCHEDULER_USER, node_user
+from tests.builders import MakeNode, MakePod
+
+N1 = User(node_user("n1"), "n1", (NODES, AUTHENTICATED))
+POOL = User(
+    "kubera:node-pool:pool-0",
+    "pool-0",
+    (NODES, AUTHENTICATED, node_user("n1"), node_user("n3")),
+)
+SCHED = User(SCHEDULER_USER, "scheduler", (AUTHENTICATED,))
+CM = User(CONTROLLER_MANAGER_USER, "controller-manager", (AUTHENTICATED,))
+STRANGER = User("alice", "a", (AUTHENTICATED,))
+
+STORED = {
+    ("pods", "default", "mine"): MakePod().name("mine").namespace("default").node("n1").obj(),
+    ("pods", "default", "also-mine"): MakePod().name("also-mine").node("n3").obj(),
+    ("pods", "default", "theirs"): MakePod().name("theirs").namespace("default").node("n2").obj(),
+    ("pods", "default", "pending"): MakePod().name("pending").namespace("default").obj(),
+}
+
+
+async def lookup(resource: str, namespace: str, name: str) -> Any:
+    return STORED.get((resource, namespace, name))
+
+
+def a(
+    user: User,
+    verb: str,
+    resource: str,
+    name: str = "",
+    *,
+    ns: str = "",
+    sub: str = "",
+    group: str = "",
+    obj: Any = None,
+) -> RequestAttributes:
+    return RequestAttributes(user, verb, resource, group, sub, ns, name, obj=obj)
+
+
+CASES = [
+    # the admin: everything
+    ("admin deletes a node", a(ADMIN, "delete", "nodes", "n2"), True),
+    ("admin binds", a(ADMIN, "create", "pods", "p", ns="default", sub="binding"), True),
+    # a node reads what a kubelet reads
+    ("node lists pods", a(N1, "list", "pods"), True),
+    ("node watches nodes", a(N1, "watch", "nodes"), True),
+    ("node gets runtimeclasses", a(N1, "get", "runtimeclasses", "rc", group="node.k8s.io"), True),
+    ("node does not list replicasets", a(N1, "list", "replicasets", group="apps"), False),
+    # its own Node, and no other
+    ("node creates its own node", a(N1, "create", "nodes", obj=MakeNode().name("n1").obj()), True),
+    ("node creates another node", a(N1, "create", "nodes", obj=MakeNode().name("n2").obj()), False),
+    ("node updates its node status", a(N1, "update", "nodes", "n1", sub="status"), True),
+    ("node patches another's status", a(N1, "patch", "nodes", "n2", sub="status"), False),
+    ("node labels another node", a(N1, "patch", "nodes", "n2"), False),
+    # its own Lease in kube-node-lease
+    ("node renews its lease", a(N1, "update", "leases", "n1", ns="kube-node-lease"), True),
+    ("node renews another's lease", a(N1, "update", "leases", "n2", ns="kube-node-lease"), False),
+    ("node writes a lease elsewhere", a(N1, "update", "leases", "n1", ns="kube-system"), False),
+    # pods bound to it
+    (
+        "node sets status of its pod",
+        a(N1, "update", "pods", "mine", ns="default", sub="status"),
+        True,
+    ),
+    (
+        "node sets status of another's pod",
+        a(N1, "patch", "pods", "theirs", ns="default", sub="status"),
+        False,
+    ),
+    (
+        "node sets status of a pending pod",
+        a(N1, "update", "pods", "pending", ns="default", sub="status"),
+        False,
+    ),
+    ("node deletes its pod", a(N1, "delete", "pods", "mine", ns="default"), True),
+    (
+        "node writes a pod that is gone (404 follows)",
+        a(N1, "update", "pods", "gone", ns="default", sub="status"),
+        True,
+    ),
+    ("node deletes another's pod", a(N1, "delete", "pods", "theirs", ns="default"), False),
+    ("node updates a pod spec", a(N1, "update", "pods", "mine", ns="default"), False),
+    ("node creates a pod", a(N1, "create", "pods", "x", ns="default"), False),
+    ("node binds a pod", a(N1, "create", "pods", "pending", ns="default", sub="binding"), False),
+    ("node creates events", a(N1, "create", "events", ns="default"), True),
+    # a pool acts for its nodes, and only those
+    ("pool renews its node's lease", a(POOL, "update", "leases", "n3", ns="kube-node-lease"), True),
+    ("pool renews a foreign lease", a(POOL, "update", "leases", "n2", ns="kube-node-lease"), False),
+    (
+        "pool sets status of its pod",
+        a(POOL, "update", "pods", "also-mine", ns="default", sub="status"),
+        True,
+    ),
+    (
+        "pool sets a foreign pod's status",
+        a(POOL, "update", "pods", "theirs", ns="default", sub="status"),
+        False,
+    ),
+    (
+        "pool registers a foreign node",
+        a(POOL, "create", "nodes", obj=MakeNode().name("n2").obj()),
+        False,
+    ),
+    # the scheduler
+    ("scheduler binds", a(SCHED, "create", "pods", "pending", ns="default", sub="binding"), True),
+    (
+        "scheduler sets pod conditions",
+        a(SCHED, "patch", "pods", "pending", ns="default", sub="status"),
+        True,
+    ),
+    ("scheduler deletes victims", a(SCHED, "delete", "pods", "theirs", ns="default"), True),
+    (
+        "scheduler renews its lease",
+        a(SCHED, "update", "leases", "kube-scheduler", ns="kube-system"),
+        True,
+    ),
+    (
+        "scheduler does not renew a node's lease",
+        a(SCHED, "update", "leases", "n1", ns="kube-node-lease"),
+        False,
+    ),
+    (
+        "cm does not renew a node's lease",
+        a(CM, "update", "leases", "n1", ns="kube-node-lease"),
+        False,
+    ),
+    (
+        "cm renews its own lease",
+        a(CM, "update", "leases", "kube-controller-manager", ns="kube-system"),
+        True,
+    ),
+    ("scheduler does not create pods", a(SCHED, "create", "pods", "x", ns="default"), False),
+    ("scheduler does not write nodes", a(SCHED, "update", "nodes", "n1"), False),
+    # the controller-manager
+    ("cm creates pods", a(CM, "create", "pods", "x", ns="default"), True),
+    (
+        "cm updates replicaset status",
+        a(CM, "update", "replicasets", "r", ns="d", sub="status", group="apps"),
+        True,
+    ),
+    ("cm taints nodes", a(CM, "update", "nodes", "n1"), True),
+    ("cm sets node conditions", a(CM, "update", "nodes", "n1", sub="status"), True),
+    ("cm garbage-collects anything", a(CM, "delete", "runtimeclasses", "rc"), True),
+    ("cm does not bind", a(CM, "create", "pods", "p", ns="default", sub="binding"), False),
+    ("cm does not write runtimeclasses", a(CM, "create", "runtimeclasses", "rc"), False),
+    # nobody else
+    ("a stranger reads nothing", a(STRANGER, "get", "pods", "mine", ns="default"), False),
+]
+
+
+@pytest.mark.parametrize(("rule", "attrs", "allowed"), CASES, ids=[c[0] for c in CASES])
+async def test_authorizer_rule(rule: str, attrs: RequestAttributes, allowed: bool) -> None:
+    decision = await KuberaAuthorizer(lookup).authorize(attrs)
+    assert decision.allowed is allowed, decision.reason
+    if not allowed:
+        assert decision.reason  # every denial says why
+
+
+async def test_denial_of_another_nodes_pod_names_the_node_it_is_bound_to() -> None:
+    d = await KuberaAuthorizer(lookup).authorize(
+        a(N1, "patch", "pods", "theirs", ns="default", sub="status")
+    )
+    assert "n2" in d.reason and "n1" in d.reason
+
+
+@pytest.mark.parametrize(
+    ("attrs", "reason", "message"),
+    [
+        (
+            a(N1, "patch", "pods", "x", ns="default", sub="status"),
+            "no",
+            'pods "x" is forbidden: User "system:node:n1" cannot patch resource "pods/status" '
+            'in API group "" in the namespace "default": no',
+        ),
+        (
+            a(N1, "list", "replicasets", group="apps"),
+            "",
+            'replicasets.apps is forbidden: User "system:node:n1" cannot list resource '
+            '"replicasets" in API group "apps" at the cluster scope',
+        ),
+    ],
+)
+def test_forbidden_message_has_upstreams_shape(
+    attrs: RequestAttributes, reason: str, message: str
+) -> None:
+    assert forbidden_message(attrs, reason) == message
