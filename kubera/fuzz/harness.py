@@ -190,16 +190,17 @@ class ServerThread:
         config: ApiServerConfig | None = None,
         *,
         http: bool = False,
-        auth: Any = None,
+        tokens: str = "",
         record_writes: bool = False,
     ) -> None:
-        """`http`: also serve the Kubernetes HTTP API (services/httpapi); `auth`: the
-        authenticator and authorizer of both APIs (None: allow all); `record_writes`:
+        """`http`: also serve the Kubernetes HTTP API (services/httpapi); `tokens`: a
+        static token file's text (services/auth/tokens.py), which both APIs then
+        authenticate and authorize by (""): every caller is the admin); `record_writes`:
         wrap the storage in a RecordingStorage (`self.writes`)."""
         self.storage_factory = storage_factory
         self.config = config
         self.http = http
-        self.auth = auth
+        self.tokens = tokens
         self.record_writes = record_writes
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -228,16 +229,18 @@ class ServerThread:
             storage = self.writes  # type: ignore[assignment]
         self.api = ApiServer(storage, self.config)
         await self.api.start()
-        if self.auth is not None:
-            from services.auth.grpcauth import serve_authenticated
+        kw: dict[str, Any] = {}
+        if self.tokens:
+            from services.apiserver import registry_lookup
+            from services.auth.authorizer import KuberaAuthorizer
+            from services.auth.tokens import TokenAuthenticator
 
-            self.server, port = await serve_authenticated(self.api, self.auth)
-        else:
-            self.server, port = await serve(self.api)
+            authn = TokenAuthenticator.from_text(self.tokens)
+            kw = {"authn": authn, "authz": KuberaAuthorizer(registry_lookup(self.api))}
+        self.server, port = await serve(self.api, authn=kw.get("authn"))
         if self.http:
             from services.httpapi import serve_http
 
-            kw = {} if self.auth is None else {"authn": self.auth, "authz": self.auth}
             self.http_runner, http_port = await serve_http(self.api, "127.0.0.1", 0, **kw)
             self.url = f"http://127.0.0.1:{http_port}"
         return port

@@ -10,8 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from kubera.fuzz.harness import FUZZ_API_CONFIG, ErrorLog, ServerThread, Tally
+from kubera.fuzz.grpc_inputs import fuzz_method
+from kubera.fuzz.harness import FUZZ_API_CONFIG, METHODS, Caller, ErrorLog, ServerThread, Tally
 from kubera.fuzz.http_inputs import HttpCaller, Request, Route, fuzz_http, seed_http
+from tests.fuzz.test_grpc_fuzz import SMALL
 
 EXAMPLES = 150
 
@@ -73,3 +75,47 @@ def test_an_http_answer_fails_when_it_is_500_or_a_code_the_api_does_not_mean(
     tally = Tally()
     caller.run(tally, "raw", Request("GET", Route("/api", "/api"), "", "", "", b""))
     assert bool(tally.failures) == failed
+
+
+ADMIN_TOKEN = "fuzz-admin-token"
+TOKENS = f'{ADMIN_TOKEN},kubera-admin,admin,"system:masters"\nnode-token,system:node:n1,n1,"system:nodes"\n'
+
+
+@pytest.fixture
+def guarded(errors: ErrorLog) -> Iterator[tuple[HttpCaller, Caller]]:
+    server = ServerThread(config=FUZZ_API_CONFIG, http=True, tokens=TOKENS, record_writes=True)
+    address = server.start()
+    http_caller = HttpCaller(server.url, errors, token=ADMIN_TOKEN, writes=server.writes)
+    grpc_caller = Caller(address, errors, writes=server.writes)
+    try:
+        yield http_caller, grpc_caller
+    finally:
+        grpc_caller.close()
+        server.stop()
+
+
+def test_a_wrong_or_missing_token_is_401_on_every_route_and_writes_nothing(guarded) -> None:
+    http_caller, _ = guarded
+    tally = Tally()
+    fuzz_http(http_caller, tally, "tokens", examples=EXAMPLES, derandomize=True)
+    assert tally.total == EXAMPLES
+    assert not tally.failures, tally.report()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_grpc_call_without_a_token_is_unauthenticated_and_writes_nothing(guarded, method) -> None:
+    _, grpc_caller = guarded
+    tally = Tally()
+    fuzz_method(grpc_caller, tally, method, "crafted", SMALL)
+    codes = set(tally.codes[method])
+    # Health is public (a load balancer's probe), every other method refuses first
+    assert codes == ({"OK"} if method == "Health" else {"UNAUTHENTICATED"}), tally.report()
+
+
+def test_with_the_admin_token_the_routes_answer_as_without_auth(guarded) -> None:
+    http_caller, _ = guarded
+    tally = Tally()
+    seed_http(http_caller)
+    fuzz_http(http_caller, tally, "crafted", examples=EXAMPLES, derandomize=True)
+    assert not tally.failures, tally.report()
+    assert any(code == "200" for c in tally.codes.values() for code in c)
