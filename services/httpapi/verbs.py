@@ -126,10 +126,26 @@ class Call:
 
 
 def to_json(kind: Kind, obj: Message) -> dict[str, Any]:
-    """A message as Kubernetes JSON, apiVersion and kind always set."""
+    """A message as Kubernetes JSON, apiVersion and kind always set, and `metadata`,
+    `spec` and `status` always there when the kind has them (as `{}` when empty): Go's
+    encoding/json never leaves out a struct, so clients that read `obj.status.x` (the
+    official Python client's models) expect the object even before anything is in it."""
     d = codec.encode(obj)
     d["apiVersion"], d["kind"] = kind.api_version, kind.kind
+    for name in _STRUCT_FIELDS.get(kind.kind, ()):
+        d.setdefault(name, {})
     return d
+
+
+#: Per kind, its top-level struct fields of those names.
+_STRUCT_FIELDS: dict[str, tuple[str, ...]] = {
+    k.kind: tuple(
+        f.json_name
+        for f in k.message.DESCRIPTOR.fields
+        if f.json_name in ("metadata", "spec", "status") and f.message_type is not None
+    )
+    for k in KINDS
+}
 
 
 def body_doc(call: Call) -> Any:

@@ -3,6 +3,8 @@ reports (upstream's reasons and messages) and its Lease in kube-node-lease."""
 
 from __future__ import annotations
 
+import uuid
+
 from protos.kubera.v1 import coordination_pb2, core_pb2
 from services.api import codec
 from services.clock import rfc3339, rfc3339_micro
@@ -91,6 +93,10 @@ def node_object(node: HollowNode, pool_name: str, now: float) -> core_pb2.Node:
                 "operatingSystem": "linux",
                 "architecture": "amd64",
                 "machineID": plan.name,
+                # What a kubelet reads off its machine; clients (the official Python
+                # client among them) require both, as upstream never leaves them out.
+                "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_DNS, plan.name)),
+                "bootID": str(uuid.uuid4()),
             },
             "phase": "Running",
         },

@@ -49,6 +49,14 @@ def kubectl(
     return r
 
 
+def node_token(k: Cluster, node: str) -> str:
+    """The token `up` issued to hollow node `node` (its static token file, pki/tokens.csv)."""
+    from services.auth.tokens import parse_token_file
+
+    users = parse_token_file((k.home / "pki" / "tokens.csv").read_text())
+    return next(t for t, u in users.items() if u.name == f"system:node:{node}")
+
+
 def header(out: str) -> list[str]:
     return out.splitlines()[0].split()
 
@@ -93,8 +101,12 @@ def test_apply_creates_then_configures_and_rollout_status_waits_for_the_deployme
     assert r.stdout.strip() == "deployment.apps/web configured"
     r = kubectl(cluster, "rollout", "status", "deployment/web", "--timeout=120s", timeout=150)
     assert "successfully rolled out" in r.stdout
-    names = kubectl(cluster, "get", "pods", "-l", "app=web", "-o", "name").stdout.split()
-    assert len(names) == 4 and all(n.startswith("pod/web-") for n in names)
+
+    def names() -> list[str]:  # the two scaled away terminate within their grace period
+        return kubectl(cluster, "get", "pods", "-l", "app=web", "-o", "name").stdout.split()
+
+    until(lambda: len(names()) == 4, timeout=60)
+    assert all(n.startswith("pod/web-") for n in names())
 
 
 def test_get_selects_by_label_and_field_and_prints_json_yaml_and_all_namespaces(
@@ -363,8 +375,6 @@ def test_a_wrong_token_is_unauthorized_and_a_node_pools_token_is_forbidden_on_an
 ) -> None:
     r = kubectl(cluster, "--token=not-a-token", "get", "nodes", check=False)
     assert r.returncode != 0 and "Unauthorized" in r.stderr
-    from tests.e2e.helpers import node_token  # the token file `up` wrote
-
     token = node_token(cluster, NODES[0])
     own = kubectl(cluster, f"--token={token}", "get", "node", NODES[0], check=False)
     assert own.returncode == 0, own.stderr
