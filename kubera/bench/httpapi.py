@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import base64
 import json
+import os
 import ssl
 import statistics
 import subprocess
@@ -164,7 +165,11 @@ async def _lists(ctx: dict, http: Http, client: Any, ns: str, args: argparse.Nam
     def kubectl() -> None:
         r = subprocess.run(
             ["kubectl", "get", "pods", "-n", ns, "--no-headers"],
-            env={"KUBECONFIG": str(http_kubeconfig(ctx)), "PATH": "/usr/bin:/bin:/usr/local/bin"},
+            env={
+                "KUBECONFIG": str(http_kubeconfig(ctx)),
+                "HOME": ctx["_home"],
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            },
             capture_output=True,
             text=True,
             timeout=args.timeout,

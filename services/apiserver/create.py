@@ -24,6 +24,7 @@ from services.api.errors import (
 from services.api.kinds import BY_KIND, Kind
 from services.apiserver import admission
 from services.apiserver.admission_reads import AdmissionReads
+from services.apiserver.noderestriction import admit_node
 from services.apiserver.objects import MAX_RETRIES, conflict
 from services.apiserver.objects import meta as _meta
 from services.apiserver.store import Store
@@ -61,6 +62,8 @@ async def prepare_create(
         raise ForbiddenError(
             f'priorityclasses "{meta.name}" is forbidden: priority class names with a "system-" prefix are reserved for system use'
         )
+    if kind.kind == "Node":
+        admit_node(obj, None)
     await admission.mutate(kind, obj, reads or AdmissionReads(store))
     store.validate(kind, obj)
     return kind, obj

@@ -45,6 +45,22 @@ from services.storage import Compare, Delete, KeyValue
 log = logging.getLogger(__name__)
 
 
+def admit_delete(kind: Kind, name: str, grace_period_seconds: int | None = None) -> None:
+    """What refuses a delete before anything is read: the system priority classes and
+    namespaces that may not go, a grace period out of range. A delete of many objects
+    (deletecollection) checks every one first, so it refuses before deleting any."""
+    if kind.kind == "PriorityClass" and name in admission.SYSTEM_PRIORITY_CLASSES:
+        raise ForbiddenError(
+            f'priorityclasses "{name}" is forbidden: this is a system priority class and may not be deleted'
+        )
+    if kind.kind == "Namespace" and name in admission.UNDELETABLE_NAMESPACES:
+        raise ForbiddenError(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
+    if grace_period_seconds is not None:
+        grace_errors = validation.validate_grace_period_seconds(grace_period_seconds)
+        if grace_errors:
+            raise InvalidError(kind.kind, name, grace_errors)
+
+
 async def delete(
     store: Store,
     kind: Kind,
@@ -62,16 +78,7 @@ async def delete(
     `ignore_store_read_error` (upstream's ignoreStoreReadErrorWithClusterBreakingPotential):
     then the key is removed as it is, no grace, finalizers or preconditions."""
     namespace = store.namespace(kind, namespace)
-    if kind.kind == "PriorityClass" and name in admission.SYSTEM_PRIORITY_CLASSES:
-        raise ForbiddenError(
-            f'priorityclasses "{name}" is forbidden: this is a system priority class and may not be deleted'
-        )
-    if kind.kind == "Namespace" and name in admission.UNDELETABLE_NAMESPACES:
-        raise ForbiddenError(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
-    if grace_period_seconds is not None:
-        grace_errors = validation.validate_grace_period_seconds(grace_period_seconds)
-        if grace_errors:
-            raise InvalidError(kind.kind, name, grace_errors)
+    admit_delete(kind, name, grace_period_seconds)
     key = kind.key(namespace, name)
     for _ in range(MAX_RETRIES):
         kv = await store.storage.get(key)

@@ -211,6 +211,11 @@ class ApiServer:
 
     # --------------------------------------------------------------- delete
 
+    def admit_delete(self, kind: Kind, name: str, grace_period_seconds: int | None = None) -> None:
+        """Raise what a delete of `name` would be refused with before reading anything
+        (deletion.admit_delete); nothing when it may go ahead."""
+        deletion.admit_delete(kind, name, grace_period_seconds)
+
     async def delete(
         self,
         kind: Kind,

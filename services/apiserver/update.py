@@ -21,6 +21,7 @@ from services.api.limits import DepthError, loads_json
 from services.api.patch import merge_patch as apply_merge_patch
 from services.apiserver import admission
 from services.apiserver.admission_reads import AdmissionReads
+from services.apiserver.noderestriction import admit_node
 from services.apiserver.objects import MAX_RETRIES, conflict, copy_status, not_found
 from services.apiserver.objects import meta as _meta
 from services.apiserver.read import get
@@ -33,6 +34,11 @@ def merge_update(kind: Kind, new: Message, old: Message, *, status: bool) -> Mes
     if status:
         merged = codec.clone(old)
         copy_status(merged, new)
+        if _meta(new).managed_fields:
+            # who owns the status fields (an HTTP write's, services/api/fieldmanager.py;
+            # the gRPC fast path sends none and leaves them as they were)
+            del _meta(merged).managed_fields[:]
+            _meta(merged).managed_fields.extend(_meta(new).managed_fields)
         return merged
     merged = codec.clone(new)
     merged.api_version, merged.kind = kind.api_version, kind.kind  # type: ignore[attr-defined]
@@ -73,6 +79,8 @@ def prepare_update(
     obj = codec.clone(obj)
     _meta(obj).namespace = _meta(old).namespace
     new = merge_update(kind, obj, old, status=status)
+    if kind.kind == "Node":
+        admit_node(new, old)
     store.validate(kind, new, old)
     return new
 

@@ -17,6 +17,7 @@ auth:
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -100,6 +101,13 @@ def is_node(user: User) -> bool:
 
 
 ADMIN = User("kubera-admin", groups=(MASTERS, AUTHENTICATED))
+
+#: The caller of the request being served, set by both edges once it is authenticated
+#: (None: a server without authentication, or work of the apiserver's own). Admission
+#: that depends on who writes (services/apiserver/noderestriction.py) reads it.
+CURRENT_USER: contextvars.ContextVar[User | None] = contextvars.ContextVar(
+    "kubera_current_user", default=None
+)
 
 
 class AllowAll:

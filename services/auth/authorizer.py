@@ -175,6 +175,11 @@ class KuberaAuthorizer:
         return _deny(f"a node may not {verb} {resource}{'/' + sub if sub else ''}")
 
 
+#: The controller-manager's leader Lease (kube-system), which only it writes; the
+#: schedulers' Lease names come from their configurations (leaderElection.resourceName).
+CONTROLLER_MANAGER_LEASE = "kube-controller-manager"
+
+
 def _scheduler(attrs: RequestAttributes) -> Decision:
     verb, resource, sub = attrs.verb, attrs.resource, attrs.subresource
     if verb in READ_VERBS and not sub:
@@ -191,6 +196,8 @@ def _scheduler(attrs: RequestAttributes) -> Decision:
     if resource == "leases" and verb in WRITE_VERBS:
         if attrs.namespace == NODE_LEASE_NAMESPACE:
             return _deny("the scheduler may not write nodes' leases")
+        if (attrs.name or _name_of(attrs.obj)) == CONTROLLER_MANAGER_LEASE:
+            return _deny("the scheduler may not write the controller-manager's lease")
         return ALLOWED
     what = f"{resource}/{sub}" if sub else resource
     return _deny(f"the scheduler may not {verb} {what}")

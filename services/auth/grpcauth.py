@@ -46,8 +46,10 @@ from typing import Any
 import grpc
 
 from services.api.kinds import BY_RESOURCE, BY_TYPE_URL
+from services.api.limits import MAX_BATCH_ITEMS
 from services.auth import (
     ADMIN,
+    CURRENT_USER,
     MASTERS,
     Authenticator,
     Authorizer,
@@ -237,6 +239,14 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                 grpc.StatusCode.PERMISSION_DENIED,
                 f'User "{user.name}" cannot call {method}: no rule for this method',
             ) from None
+        if method in BATCH_METHODS and len(attrs or ()) > MAX_BATCH_ITEMS:
+            # refused before any item is authorized (each may read a pod): the servicer's
+            # own limit, answered here first
+            raise Denied(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{method.rsplit('/', 1)[-1]}: {len(attrs or ())} items sent, at most "
+                f"{MAX_BATCH_ITEMS} per call: send them in several calls",
+            )
         denied: dict[int, str] = {}
         for i, a in enumerate(attrs or ()):
             decision = await maybe_await(self.authz.authorize(a))
@@ -274,9 +284,11 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
                 # the decode guard behind this answers INVALID_ARGUMENT; authenticate first
                 request = None
             try:
-                await check(method, request, context.invocation_metadata())
+                user = await check(method, request, context.invocation_metadata())
             except Denied as d:
                 await context.abort(d.code, d.message)
+            else:
+                CURRENT_USER.set(user)
 
         if handler.unary_unary is not None:
             unary = handler.unary_unary

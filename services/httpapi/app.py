@@ -20,7 +20,7 @@ and tables.py.
 from __future__ import annotations
 
 import dataclasses
-import inspect
+import functools
 import json
 import logging
 import ssl
@@ -32,13 +32,22 @@ from aiohttp.http_exceptions import HttpProcessingError
 from google.protobuf.message import Message
 from multidict import CIMultiDict
 
-from services.api.errors import ApiError
+from services.api.errors import ApiError, PermissionDeniedError
 from services.api.kinds import Kind
 from services.apiserver import ApiServer
-from services.auth import ALLOW_ALL, Authenticator, Authorizer, RequestAttributes, User
+from services.auth import (
+    ALLOW_ALL,
+    CURRENT_USER,
+    Authenticator,
+    Authorizer,
+    RequestAttributes,
+    User,
+    maybe_await,
+)
+from services.auth.authorizer import forbidden_message
 from services.httpapi import discovery, openapi, requestinfo, subresources, tables, verbs
 from services.httpapi.requestinfo import RequestInfo
-from services.httpapi.status import forbidden_message, from_error, status
+from services.httpapi.status import from_error, status
 from services.httpapi.watch import serve_watch
 
 log = logging.getLogger(__name__)
@@ -51,13 +60,6 @@ JSON = "application/json"
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 #: Bodies past this are refused (upstream's 3 MiB request limit, a little over etcd's 1.5 MiB value cap).
 MAX_BODY = 3 * 1024 * 1024
-
-
-async def maybe_await(value: T | Awaitable[T]) -> T:
-    """The authenticator and authorizer may be sync or async (services/auth)."""
-    if inspect.isawaitable(value):
-        return await value  # type: ignore[no-any-return]
-    return value  # type: ignore[return-value]
 
 
 # ------------------------------------------------------------------ negotiation
@@ -152,10 +154,6 @@ def error(code: int, reason: str, message: str, **details: Any) -> web.Response:
 
 # ------------------------------------------------------------------ the handler
 
-#: Whether the authorizer's attributes carry the object a create or update writes
-#: (services/auth may add `obj` to RequestAttributes; see issue 15's interfaces).
-WITH_OBJECT = "obj" in {f.name for f in dataclasses.fields(RequestAttributes)}
-
 
 def written_object(call: verbs.Call) -> Message | None:
     """The object a create or update body holds, for the authorizer; None when it does
@@ -196,6 +194,7 @@ class HttpApi:
         user: User | None = await maybe_await(self.authn.authenticate(token))
         if user is None:
             return error(401, "Unauthorized", "Unauthorized")
+        CURRENT_USER.set(user)
         path = request.path
         non_resource = self.non_resource(path, request.headers.get("Accept", ""))
         if non_resource is not None:
@@ -234,27 +233,27 @@ class HttpApi:
             namespace=info.namespace,
             name=info.name,
         )
-        if WITH_OBJECT and info.verb in ("create", "update") and not info.subresource:
-            attrs = dataclasses.replace(attrs, obj=written_object(call))  # type: ignore[call-arg]
+        if info.verb in ("create", "update") and not info.subresource:
+            attrs = dataclasses.replace(attrs, obj=written_object(call))
         decision = await maybe_await(self.authz.authorize(attrs))
         if not decision.allowed:
-            msg = forbidden_message(
-                user=user.name,
-                verb=info.verb,
-                resource=info.resource,
-                subresource=info.subresource,
-                group=info.group,
-                namespace=info.namespace,
-                name=info.name,
-                reason=decision.reason,
-            )
+            msg = forbidden_message(attrs, decision.reason)
             return error(
                 403, "Forbidden", msg, name=info.name, group=info.group, kind=info.resource
             )
+        call.authorize_create = functools.partial(self._authorize_create, attrs)
         try:
             return await self.dispatch(request, call)
         except ApiError as e:
             return respond(*_code(e, info), call.warnings)
+
+    async def _authorize_create(self, attrs: RequestAttributes, obj: Message) -> None:
+        """Server-side apply of an object that is not there creates it: the caller must
+        also be allowed to create it (upstream authorizes the create as well)."""
+        attrs = dataclasses.replace(attrs, verb="create", obj=obj)
+        decision = await maybe_await(self.authz.authorize(attrs))
+        if not decision.allowed:
+            raise PermissionDeniedError(forbidden_message(attrs, decision.reason))
 
     def non_resource(self, path: str, accept: str = "") -> web.Response | None:
         """Health, discovery and OpenAPI; None when `path` is a resource path."""

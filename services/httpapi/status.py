@@ -141,22 +141,3 @@ def from_error(
             for path, msg in causes
         ]
     return status(code, reason, err.message, details=details or None)
-
-
-def forbidden_message(
-    *,
-    user: str,
-    verb: str,
-    resource: str,
-    subresource: str,
-    group: str,
-    namespace: str,
-    name: str,
-    reason: str,
-) -> str:
-    """kube-apiserver's 403 wording (RBAC's forbidden message shape)."""
-    what = f"{resource}/{subresource}" if subresource else resource
-    subject = f'{resource} "{name}"' if name else resource
-    msg = f'{subject} is forbidden: User "{user}" cannot {verb} resource "{what}" in API group "{group}"'
-    msg += f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
-    return f"{msg}: {reason}" if reason else msg

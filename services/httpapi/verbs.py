@@ -26,7 +26,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +88,9 @@ class Call:
     user_agent: str = ""
     #: Warning headers for the response (unknown fields under fieldValidation=Warn).
     warnings: list[str] = field(default_factory=list)
+    #: Authorizes creating `obj` for the caller (PermissionDeniedError when not allowed):
+    #: what a server-side apply of a missing object does too. None: anyone may.
+    authorize_create: Callable[[Message], Awaitable[None]] | None = None
 
     @property
     def namespace(self) -> str:
@@ -474,6 +477,10 @@ async def _apply(call: Call) -> dict[str, Any]:
         _same_name(call, obj)
         try:
             if current is None:
+                if call.info.subresource:  # a subresource of nothing (upstream: 404)
+                    raise NotFoundError(f'{call.kind.resource} "{call.info.name}" not found')
+                if call.authorize_create is not None:
+                    await call.authorize_create(obj)
                 return to_json(call.kind, await call.api.create(obj, dry_run=call.dry_run))
             _meta(obj).resource_version = _meta(current).resource_version
             return to_json(
@@ -576,9 +583,10 @@ async def propagate(api: ApiServer, kind: Kind, owner: Message, policy: str) -> 
         return
     ns = _meta(owner).namespace
     for dk in KINDS:
-        if dk.namespaced != bool(ns) and dk.namespaced:
-            continue
-        items, _ = await api.list(dk, ns if dk.namespaced else "")
+        if not dk.namespaced and ns:
+            continue  # a namespaced owner has no cluster-scoped dependents
+        # a cluster-scoped owner's namespaced dependents may be in any namespace ("")
+        items, _ = await api.list(dk, ns)
         for dep in items:
             refs = _meta(dep).owner_references
             if not any(r.uid == uid for r in refs):
@@ -597,12 +605,16 @@ async def propagate(api: ApiServer, kind: Kind, owner: Message, policy: str) -> 
 
 async def delete_collection(call: Call) -> dict[str, Any]:
     """DELETE on a collection: every object the selectors match, deleted one by one;
-    the answer lists them as the deletes left them."""
+    the answer lists them as the deletes left them. What would refuse one of the deletes
+    before it reads anything (a system priority class, a bad grace period) refuses the
+    whole collection before any is deleted (upstream deletes up to the first refusal)."""
     opts = delete_options(call)
     q = call.query
     items, rev = await call.api.list(
         call.kind, call.namespace, q.get("labelSelector", ""), q.get("fieldSelector", "")
     )
+    for obj in items:
+        call.api.admit_delete(call.kind, _meta(obj).name, opts.grace_period_seconds)
     out = []
     for obj in items:
         m = _meta(obj)

@@ -127,6 +127,11 @@ CASES = [
         True,
     ),
     (
+        "scheduler does not write the controller-manager's lease",
+        a(SCHED, "update", "leases", "kube-controller-manager", ns="kube-system"),
+        False,
+    ),
+    (
         "scheduler does not renew a node's lease",
         a(SCHED, "update", "leases", "n1", ns="kube-node-lease"),
         False,

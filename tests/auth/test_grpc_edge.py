@@ -28,7 +28,7 @@ from services.hosts.apiserver import ApiServerHost, ApiServerHostConfig
 from services.hosts.replica import Replica
 from services.storage import Delete
 from services.storage.etcd import EtcdStorage
-from tests.builders import MakeNode, pod
+from tests.builders import MakeNode, MakePod, pod
 
 pytestmark = pytest.mark.integration
 PODS, NODES, LEASES = BY_KIND["Pod"], BY_KIND["Node"], BY_KIND["Lease"]
@@ -285,3 +285,25 @@ async def test_a_batch_is_authorized_item_by_item(cluster: Cluster) -> None:
     async with cluster.client("admin") as admin:
         _items, _ = await admin.list(LEASES, namespace="kube-node-lease")
         assert sorted(i.metadata.name for i in _items) == ["n1", "n3"]
+
+
+async def test_a_batch_over_the_limit_is_refused_before_its_items_are_authorized(
+    cluster: Cluster,
+) -> None:
+    from services.api import codec
+    from services.api.limits import MAX_BATCH_ITEMS
+
+    request = pb.BatchUpdateRequest(
+        resource="pods",
+        status=True,
+        objects=[
+            codec.pack(MakePod().name(f"b{i}").namespace("default").node("n1").obj())
+            for i in range(MAX_BATCH_ITEMS + 1)
+        ],
+    )
+    async with grpc.aio.insecure_channel(cluster.address) as ch:
+        stub = pb_grpc.ApiServerStub(ch)
+        with pytest.raises(grpc.aio.AioRpcError) as e:
+            await stub.BatchUpdate(request, metadata=bearer(cluster.tokens.token_for("node:n1")))
+    assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert f"at most {MAX_BATCH_ITEMS}" in (e.value.details() or "")

@@ -10,8 +10,6 @@ from aiohttp.test_utils import TestClient
 
 from services.apiserver import ApiServer
 from services.auth import Decision, RequestAttributes, User
-from services.httpapi.app import WITH_OBJECT
-from services.httpapi.status import forbidden_message
 from tests.builders import pod
 from tests.httpapi.conftest import as_json, client_for
 
@@ -91,30 +89,6 @@ async def test_denied_request_is_403_with_rbacs_message(guarded) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "want"),
-    [
-        (
-            dict(resource="nodes", subresource="", name="", namespace="", verb="list", group=""),
-            'nodes is forbidden: User "u" cannot list resource "nodes" in API group "" at the cluster scope: r',
-        ),
-        (
-            dict(
-                resource="deployments",
-                subresource="scale",
-                name="d",
-                namespace="ns",
-                verb="update",
-                group="apps",
-            ),
-            'deployments "d" is forbidden: User "u" cannot update resource "deployments/scale" in API group "apps" in the namespace "ns": r',
-        ),
-    ],
-)
-def test_forbidden_message_shape(kwargs, want) -> None:
-    assert forbidden_message(user="u", reason="r", **kwargs) == want
-
-
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
 PARTIAL = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 
@@ -174,9 +148,6 @@ async def test_version_and_openapi_paths(http: TestClient) -> None:
     assert (await http.get("/openapi/v2")).status == 404
 
 
-@pytest.mark.skipif(
-    not WITH_OBJECT, reason="RequestAttributes.obj arrives with services/auth (issue 15, H4)"
-)
 async def test_the_authorizer_sees_the_object_a_create_writes(guarded) -> None:
     client, authz = guarded
     doc = as_json(pod("seen", nodeName="n1"))
