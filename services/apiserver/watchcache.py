@@ -96,12 +96,21 @@ class Entry:
 
     obj: Message
     _data: bytes | None = field(default=None, repr=False)
+    _json: bytes | None = field(default=None, repr=False)
 
     @property
     def data(self) -> bytes:
         if self._data is None:
             self._data = self.obj.SerializeToString()
         return self._data
+
+    def json(self, encode: Callable[[Message], bytes]) -> bytes:
+        """`encode(obj)`, computed once however many watchers send it: the HTTP API's
+        JSON of the object (services/httpapi/watch.py), the same for every watcher of
+        the kind, as upstream's watch cache keeps one serialization per encoder."""
+        if self._json is None:
+            self._json = encode(self.obj)
+        return self._json
 
 
 @dataclass(slots=True)

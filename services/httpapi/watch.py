@@ -78,6 +78,11 @@ def line(event_type: str, obj: dict[str, Any]) -> bytes:
     return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
 
 
+def encoded_line(event_type: str, obj_json: bytes) -> bytes:
+    """`line` with the object already JSON (one encoding shared by every watcher)."""
+    return b'{"type":"' + event_type.encode() + b'","object":' + obj_json + b"}\n"
+
+
 def bookmark(call: Call, obj: Message) -> dict[str, Any]:
     return {
         "kind": call.kind.kind,
@@ -97,6 +102,18 @@ async def serve_watch(
     params = _watch_params(call)
     timeout = _timeout(call)
     show: Render = render or (lambda o: to_json(call.kind, o))
+    kind = call.kind
+
+    def encode(o: Message) -> bytes:
+        return json.dumps(to_json(kind, o), separators=(",", ":")).encode()
+
+    def event_line(t: str, e: Any) -> bytes:
+        if t == "BOOKMARK":
+            return line(t, bookmark(call, e.obj))
+        if render is None:  # the plain JSON form: encoded once per object version
+            return encoded_line(t, e.json(encode))
+        return line(t, show(e.obj))
+
     resp = web.StreamResponse(status=200, headers={"Content-Type": content_type})
     resp.enable_chunked_encoding()
     await resp.prepare(request)
@@ -104,10 +121,7 @@ async def serve_watch(
     try:
         async with contextlib.aclosing(batches), asyncio.timeout(timeout):  # type: ignore[type-var]
             async for batch in batches:
-                chunk = b"".join(
-                    line(t, bookmark(call, e.obj) if t == "BOOKMARK" else show(e.obj))
-                    for t, e in batch
-                )
+                chunk = b"".join(event_line(t, e) for t, e in batch)
                 await resp.write(chunk)
     except TimeoutError:
         pass

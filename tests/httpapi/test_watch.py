@@ -144,3 +144,25 @@ async def test_a_client_that_leaves_ends_its_watch(http: TestClient, registry: A
     assert cache.watchers == before + 1
     resp.close()
     await eventually(lambda: cache.watchers == before)
+
+
+async def test_two_watchers_share_one_json_encoding_per_event(
+    http: TestClient, monkeypatch
+) -> None:
+    from services.httpapi import watch
+
+    calls: list[str] = []
+    real = watch.to_json
+
+    def counting(kind, obj):  # type: ignore[no-untyped-def]
+        calls.append(obj.metadata.name)
+        return real(kind, obj)
+
+    monkeypatch.setattr(watch, "to_json", counting)
+    url = "/api/v1/namespaces/default/pods?watch=1&resourceVersion=0&timeoutSeconds=1"
+    assert (
+        await http.post("/api/v1/namespaces/default/pods", json=as_json(pod("shared")))
+    ).status == 201
+    bodies = [await (await http.get(url)).read() for _ in range(2)]
+    assert bodies[0] == bodies[1] and b'"name":"shared"' in bodies[0]
+    assert calls.count("shared") == 1
