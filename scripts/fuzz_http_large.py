@@ -10,7 +10,9 @@ import time
 
 from kubera.fuzz import harness, http_inputs
 
-TOKENS = 'fuzz-admin,kubera-admin,admin,"system:masters"\nnode-tok,system:node:n1,n1,"system:nodes"\n'
+TOKENS = (
+    'fuzz-admin,kubera-admin,admin,"system:masters"\nnode-tok,system:node:n1,n1,"system:nodes"\n'
+)
 
 
 def main() -> None:

@@ -60,9 +60,13 @@ def test_kubeconfig_names_the_server_ca_and_admin_token() -> None:
 
 def test_write_kubeconfig_from_the_context(home: Path) -> None:
     creds = issue_credentials()
-    ctx = Context(apiserver="x", etcd="y", token_file=creds.admin_token_file)
-    ctx.ca_file = creds.files.ca_cert
-    ctx.http = "https://127.0.0.1:1234"  # type: ignore[attr-defined]  # issue 15, H1's field
+    ctx = Context(
+        apiserver="x",
+        etcd="y",
+        token_file=creds.admin_token_file,
+        ca_file=creds.files.ca_cert,
+        http="https://127.0.0.1:1234",
+    )
     path = write_kubeconfig(ctx)
     assert path is not None and stat.S_IMODE(path.stat().st_mode) == 0o600
     doc = yaml.safe_load(path.read_text())
