@@ -14,6 +14,7 @@ when the config names none; a wildcard (0.0.0.0, ::) is never advertised.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 
@@ -35,6 +36,16 @@ def listen_hosts(host: str) -> tuple[str, str]:
     if not advertise:
         advertise = socket.gethostbyname(socket.gethostname())
     return bind, advertise
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (an address or "localhost") is on this machine's loopback only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def join(host: str, port: int) -> str:

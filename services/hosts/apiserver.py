@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import ssl
 import tempfile
 import time
@@ -27,9 +28,11 @@ from services.auth import ALLOW_ALL, Authenticator, Authorizer
 from services.auth.authorizer import KuberaAuthorizer
 from services.auth.tokens import TokenAuthenticator
 from services.chaos import add_control, self_report
-from services.hosts.address import WILDCARDS, join, listen_hosts
+from services.hosts.address import WILDCARDS, is_loopback, join, listen_hosts
 from services.httpapi import serve_http
 from services.storage.etcd import EtcdStorage, EtcdTLS
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -159,15 +162,27 @@ class ApiServerHost:
             ),
         )
         bind, advertise = listen_hosts(self.config.host)
+        grpc_bind, grpc_advertise = bind, advertise
         if self.config.bind_address:
             bind = self.config.bind_address
             if bind not in WILDCARDS:
                 advertise = bind
+            if self.config.grpc_tls_cert or is_loopback(bind):
+                grpc_bind, grpc_advertise = bind, advertise
+            else:
+                # Plaintext gRPC carries bearer tokens: it stays where the host config
+                # puts it (loopback in the embedded mode) unless it serves TLS; the
+                # HTTP API (TLS) is what listens on the wider address.
+                log.info(
+                    "--bind-address %s applies to the HTTP API; gRPC (plaintext) stays on %s",
+                    bind,
+                    grpc_bind,
+                )
         try:
             await api.start()
             self.server, bound = await serve(
                 api,
-                bind,
+                grpc_bind,
                 port or self.config.port,
                 also=lambda s: add_control(s, [], "apiserver", "apiserver"),
                 authn=self.authn,
@@ -206,7 +221,7 @@ class ApiServerHost:
                 await storage.close()
             raise
         self.storage, self.api = storage, api
-        self.address = join(advertise, bound)
+        self.address = join(grpc_advertise, bound)
         self.started = True
         self.start_seconds = time.monotonic() - t0
         return self.address

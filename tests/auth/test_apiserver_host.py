@@ -66,3 +66,57 @@ async def test_bind_address_is_where_it_listens_and_what_it_advertises(
         assert authn.authenticate(tokens.admin) is not None and authz is not ALLOW_ALL
     finally:
         await host.stop()
+
+
+@pytest.mark.integration
+async def test_a_wide_bind_address_takes_the_http_api_and_leaves_plaintext_grpc_on_loopback(
+    etcd_server: EtcdProcess,
+) -> None:
+    import socket
+
+    tokens = issue_tokens()
+    host = ApiServerHost(
+        ApiServerHostConfig(
+            etcd=etcd_server.endpoint,
+            bind_address="0.0.0.0",
+            token_csv=tokens.csv(),
+            bookmark_interval=0.2,
+        )
+    )
+    await host.start()
+    try:
+        grpc_port = int(host.address.rsplit(":", 1)[1])
+        assert host.address.startswith("127.0.0.1:")
+
+        def reachable(addr: str, port: int) -> bool:
+            with socket.socket() as s:
+                s.settimeout(2)
+                return s.connect_ex((addr, port)) == 0
+
+        # 127.0.0.2 is loopback too, but only a wildcard listener answers there
+        assert reachable("127.0.0.2", host.http_port)
+        assert not reachable("127.0.0.2", grpc_port)
+        assert reachable("127.0.0.1", grpc_port)
+        async with Client(host.address, timeout=5, token=tokens.admin) as c:
+            await c.list(PODS)
+    finally:
+        await host.stop()
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("10.1.2.3", False),
+        ("example.com", False),
+    ],
+)
+def test_is_loopback(host: str, loopback: bool) -> None:
+    from services.hosts.address import is_loopback
+
+    assert is_loopback(host) is loopback
