@@ -20,7 +20,6 @@ from services.api.kinds import BY_KIND
 from services.api.patching import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, apply_patch
 
 KUBECTL = shutil.which("kubectl")
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH")
 
 POD: dict[str, Any] = {
     "apiVersion": "v1",
@@ -269,7 +268,7 @@ def kubectl_patch(
     """kubectl's result, or None when kubectl refuses the patch."""
     src = tmp_path / "obj.json"
     src.write_text(json.dumps(obj))
-    assert KUBECTL is not None
+    assert KUBECTL is not None, "these tests run real kubectl: put kubectl 1.32 on PATH"
     done = subprocess.run(
         [
             KUBECTL,

@@ -40,19 +40,23 @@ def test_no_token_file_means_no_authentication() -> None:
     assert host.http_auth(object()) == (ALLOW_ALL, ALLOW_ALL)  # type: ignore[arg-type]
 
 
+def bound_host(etcd: EtcdProcess, bind_address: str, token_csv: str) -> ApiServerHost:
+    return ApiServerHost(
+        ApiServerHostConfig(
+            etcd=etcd.endpoint,
+            bind_address=bind_address,
+            token_csv=token_csv,
+            bookmark_interval=0.2,
+        )
+    )
+
+
 @pytest.mark.integration
 async def test_bind_address_is_where_it_listens_and_what_it_advertises(
     etcd_server: EtcdProcess,
 ) -> None:
     tokens = issue_tokens()
-    host = ApiServerHost(
-        ApiServerHostConfig(
-            etcd=etcd_server.endpoint,
-            bind_address="127.0.0.2",
-            token_csv=tokens.csv(),
-            bookmark_interval=0.2,
-        )
-    )
+    host = bound_host(etcd_server, "127.0.0.2", tokens.csv())
     await host.start()
     try:
         assert host.address.startswith("127.0.0.2:")
@@ -75,14 +79,7 @@ async def test_a_wide_bind_address_takes_the_http_api_and_leaves_plaintext_grpc_
     import socket
 
     tokens = issue_tokens()
-    host = ApiServerHost(
-        ApiServerHostConfig(
-            etcd=etcd_server.endpoint,
-            bind_address="0.0.0.0",
-            token_csv=tokens.csv(),
-            bookmark_interval=0.2,
-        )
-    )
+    host = bound_host(etcd_server, "0.0.0.0", tokens.csv())
     await host.start()
     try:
         grpc_port = int(host.address.rsplit(":", 1)[1])

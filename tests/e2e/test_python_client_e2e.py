@@ -7,15 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from kubernetes import client as k8s
+from kubernetes import config, watch
+from kubernetes.client.rest import ApiException
 
 from kubera.testing import Cluster
 from tests.e2e.helpers import running
 from tests.waiting import until
-
-kubernetes = pytest.importorskip("kubernetes")
-from kubernetes import client as k8s  # noqa: E402
-from kubernetes import config, watch  # noqa: E402
-from kubernetes.client.rest import ApiException  # noqa: E402
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 

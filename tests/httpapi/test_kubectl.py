@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -15,10 +14,7 @@ import pytest
 from tests.httpapi.conftest import HostThread
 from tests.waiting import until
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH"),
-]
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 
