@@ -21,7 +21,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from protos.kubera.v1 import core_pb2
+from protos.kubera.v1 import core_pb2, podgroup_pb2, resource_pb2
 
 Json = dict[str, Any]
 
@@ -170,6 +170,27 @@ class MakePod:
         self._pod.spec.overhead.update(overhead)
         return self
 
+    def resource_claim(
+        self, name: str, *, claim: str | None = None, template: str | None = None
+    ) -> MakePod:
+        """Append a spec.resourceClaims entry naming an existing claim or a template."""
+        self._pod.spec.SetInParent()
+        entry = self._pod.spec.resource_claims.add(name=name)
+        if claim is not None:
+            entry.resource_claim_name = claim
+        if template is not None:
+            entry.resource_claim_template_name = template
+        return self
+
+    def container_claims(self, *names: str) -> MakePod:
+        """resources.claims of the last container (each "name" or "name/request")."""
+        resources = self._pod.spec.containers[-1].resources
+        resources.SetInParent()
+        for n in names:
+            claim, _, request = n.partition("/")
+            resources.claims.add(name=claim, request=request)
+        return self
+
     def spec(self, doc: Json) -> MakePod:
         """Merge a Kubernetes-shaped spec dict (lists replace the field's items)."""
         self._pod.spec.SetInParent()
@@ -192,6 +213,13 @@ class MakePod:
         self, name: str, *, restart_count: int = 0, ready: bool = False
     ) -> MakePod:
         self._pod.status.container_statuses.add(name=name, restart_count=restart_count, ready=ready)
+        return self
+
+    def claim_status(self, name: str, claim_name: str | None) -> MakePod:
+        """A status.resourceClaimStatuses entry (the claim made for template entry `name`)."""
+        entry = self._pod.status.resource_claim_statuses.add(name=name)
+        if claim_name is not None:
+            entry.resource_claim_name = claim_name
         return self
 
 
@@ -290,4 +318,157 @@ def pod(name: str, namespace: str = "default", **spec: Any) -> core_pb2.Pod:
         .container("c", PAUSE_IMAGE)
         .spec(spec)
         .obj()
+    )
+
+
+# ----------------------------------------------------------------------------- DRA and gangs
+# Kubernetes-shaped dicts parsed with json_format, like MakePod.spec: these objects are
+# mostly nested data, so a builder per field would only rename the JSON.
+
+
+def _parse(msg: Any, api_version: str, kind: str, name: str, namespace: str, doc: Json) -> Any:
+    msg.api_version, msg.kind = api_version, kind
+    msg.metadata.name = name
+    if namespace:
+        msg.metadata.namespace = namespace
+    json_format.ParseDict(doc, msg)
+    return msg
+
+
+def device_class(name: str, *selectors: str, **doc: Any) -> resource_pb2.DeviceClass:
+    """A DeviceClass whose spec.selectors are the CEL `selectors`; `doc`: more top-level fields."""
+    cls = _parse(resource_pb2.DeviceClass(), "resource.k8s.io/v1", "DeviceClass", name, "", doc)
+    for expr in selectors:
+        cls.spec.selectors.add().cel.expression = expr
+    return cls
+
+
+def gpu(
+    name: str, *, model: str = "A100", memory: str = "80Gi", index: int = 0, **attrs: Any
+) -> Json:
+    """A device dict for resource_slice: attributes model (string) and index (int), capacity
+    memory; `attrs` adds attributes (int, bool or str values)."""
+    attributes: Json = {"model": {"string": model}, "index": {"int": index}}
+    for k, v in attrs.items():
+        attributes[k] = (
+            {"bool": v}
+            if isinstance(v, bool)
+            else {"int": v}
+            if isinstance(v, int)
+            else {"string": v}
+        )
+    return {"name": name, "attributes": attributes, "capacity": {"memory": {"value": memory}}}
+
+
+def resource_slice(
+    name: str,
+    *,
+    driver: str = "gpu.example.com",
+    node: str | None = None,
+    pool: str | None = None,
+    devices: Sequence[Json] = (),
+    generation: int = 1,
+    slice_count: int = 1,
+    **spec: Any,
+) -> resource_pb2.ResourceSlice:
+    """A ResourceSlice of `driver` for `node` (pool defaults to the node's name); `spec`:
+    more spec fields in their Kubernetes shape (nodeSelector, allNodes)."""
+    doc: Json = {
+        "spec": {
+            "driver": driver,
+            "pool": {
+                "name": pool or node or name,
+                "generation": generation,
+                "resourceSliceCount": slice_count,
+            },
+            "devices": list(devices),
+            **spec,
+        }
+    }
+    if node is not None:
+        doc["spec"]["nodeName"] = node
+    return _parse(
+        resource_pb2.ResourceSlice(), "resource.k8s.io/v1", "ResourceSlice", name, "", doc
+    )
+
+
+def exact_request(
+    name: str,
+    device_class: str,
+    *selectors: str,
+    count: int = 0,
+    mode: str = "",
+    admin: bool | None = None,
+) -> Json:
+    """A DeviceRequest dict with `exactly` (count 0: unset, i.e. 1)."""
+    exactly: Json = {"deviceClassName": device_class}
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+    if count:
+        exactly["count"] = count
+    if mode:
+        exactly["allocationMode"] = mode
+    if admin is not None:
+        exactly["adminAccess"] = admin
+    return {"name": name, "exactly": exactly}
+
+
+def resource_claim(
+    name: str,
+    namespace: str = "default",
+    *requests: Json,
+    constraints: Sequence[Json] = (),
+    **doc: Any,
+) -> resource_pb2.ResourceClaim:
+    """A ResourceClaim with spec.devices.requests `requests` (exact_request dicts or
+    firstAvailable ones) and constraints; `doc`: more top-level fields (status, metadata)."""
+    claim = _parse(
+        resource_pb2.ResourceClaim(), "resource.k8s.io/v1", "ResourceClaim", name, namespace, doc
+    )
+    json_format.ParseDict(
+        {"spec": {"devices": {"requests": list(requests), "constraints": list(constraints)}}}, claim
+    )
+    return claim
+
+
+def resource_claim_template(
+    name: str, namespace: str = "default", *requests: Json, constraints: Sequence[Json] = ()
+) -> resource_pb2.ResourceClaimTemplate:
+    tmpl = _parse(
+        resource_pb2.ResourceClaimTemplate(),
+        "resource.k8s.io/v1",
+        "ResourceClaimTemplate",
+        name,
+        namespace,
+        {},
+    )
+    json_format.ParseDict(
+        {
+            "spec": {
+                "spec": {"devices": {"requests": list(requests), "constraints": list(constraints)}}
+            }
+        },
+        tmpl,
+    )
+    return tmpl
+
+
+#: The label a pod joins a PodGroup with (scheduler-plugins PodGroupLabel).
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+def pod_group(
+    name: str,
+    namespace: str = "default",
+    *,
+    min_member: int,
+    timeout: int | None = None,
+    **spec: Any,
+) -> podgroup_pb2.PodGroup:
+    """A PodGroup; `spec`: more spec fields in their Kubernetes shape (minResources)."""
+    doc: Json = {"spec": {"minMember": min_member, **spec}}
+    if timeout is not None:
+        doc["spec"]["scheduleTimeoutSeconds"] = timeout
+    return _parse(
+        podgroup_pb2.PodGroup(), "scheduling.x-k8s.io/v1alpha1", "PodGroup", name, namespace, doc
     )

@@ -17,7 +17,9 @@ from protos.kubera.v1 import (
     coordination_pb2,
     core_pb2,
     node_pb2,
+    podgroup_pb2,
     policy_pb2,
+    resource_pb2,
     scheduling_pb2,
 )
 from services.storage.keys import resource_prefix
@@ -55,6 +57,14 @@ def _event_fields(ev: Message) -> dict[str, str]:
         "involvedObject.uid": io.uid,
         "reason": ev.reason,  # type: ignore[attr-defined]
         "type": ev.type,  # type: ignore[attr-defined]
+    }
+
+
+def _resource_slice_fields(rs: Message) -> dict[str, str]:
+    return {
+        **_meta_fields(rs),
+        "spec.nodeName": rs.spec.node_name,  # type: ignore[attr-defined]
+        "spec.driver": rs.spec.driver,  # type: ignore[attr-defined]
     }
 
 
@@ -158,6 +168,43 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind("RuntimeClass", "node.k8s.io", "v1", "runtimeclasses", node_pb2.RuntimeClass, False),
     Kind("Lease", "coordination.k8s.io", "v1", "leases", coordination_pb2.Lease, True),
+    Kind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", resource_pb2.DeviceClass, False),
+    Kind(
+        "ResourceSlice",
+        "resource.k8s.io",
+        "v1",
+        "resourceslices",
+        resource_pb2.ResourceSlice,
+        False,
+        fields=_resource_slice_fields,
+    ),
+    Kind(
+        "ResourceClaim",
+        "resource.k8s.io",
+        "v1",
+        "resourceclaims",
+        resource_pb2.ResourceClaim,
+        True,
+        has_status=True,
+    ),
+    Kind(
+        "ResourceClaimTemplate",
+        "resource.k8s.io",
+        "v1",
+        "resourceclaimtemplates",
+        resource_pb2.ResourceClaimTemplate,
+        True,
+    ),
+    Kind(
+        "PodGroup",
+        "scheduling.x-k8s.io",
+        "v1alpha1",
+        "podgroups",
+        podgroup_pb2.PodGroup,
+        True,
+        ("pg", "pgs"),
+        has_status=True,
+    ),
 )
 
 BY_RESOURCE: dict[str, Kind] = {k.resource: k for k in KINDS}

@@ -29,6 +29,7 @@ import contextlib
 import logging
 import random
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
@@ -121,6 +122,14 @@ class _Handle:
     def snapshot(self) -> Snapshot:
         return self._sched.snapshot
 
+    def informer(self, kind: str) -> Informer:
+        """The scheduler's informer of `kind` (a Kind name: "ResourceClaim", "PodGroup"),
+        made on first call, which must come before warm() (from a plugin's factory). Its
+        store is the plugin's lister; the scheduler turns every add, update and delete into
+        the cluster event (kind, ADD | UPDATE | DELETE) for the queue's hints. A plugin may
+        add its own handlers."""
+        return self._sched.kind_informer(kind)
+
     async def bind(self, pod: core_pb2.Pod, node_name: str) -> None:
         sched = self._sched
         # This scheduler's first bind goes to the apiserver alone; the binds behind it
@@ -205,6 +214,8 @@ class Scheduler(Background):
         self.snapshot = Snapshot()
         self.nominator = Nominator()
         self.pdbs: Informer | None = None
+        #: Informers plugins asked for through the handle (Handle.informer), by kind.
+        self.kind_informers: dict[str, Informer] = {}
         handle = _Handle(self)
         registry = self.config.registry()
         self.frameworks: dict[str, Framework] = {
@@ -327,6 +338,30 @@ class Scheduler(Background):
     def _node_deleted(self, node: core_pb2.Node) -> None:
         self.cache.remove_node(node)
 
+    def kind_informer(self, kind: str) -> Informer:
+        """See _Handle.informer."""
+        informer = self.kind_informers.get(kind)
+        if informer is not None:
+            return informer
+        if self._informer_tasks:
+            raise RuntimeError(f"informer for {kind} asked for after warm()")
+        informer = Informer(self.client, BY_KIND[kind], clock=self.clock)
+
+        def moved(action: ActionType) -> Callable[[Any, Any], None]:
+            event = ClusterEvent(kind, action)
+            return lambda old, new: self.queue.move_all_to_active_or_backoff(event, old, new)
+
+        add, update, delete = (
+            moved(ActionType.ADD),
+            moved(ActionType.UPDATE),
+            moved(ActionType.DELETE),
+        )
+        informer.add_handlers(
+            Handlers(lambda obj: add(None, obj), update, lambda obj: delete(obj, None))
+        )
+        self.kind_informers[kind] = informer
+        return informer
+
     def _ns_changed(self, ns: Any) -> None:
         self.snapshot.set_namespace_labels(ns.metadata.name, dict(ns.metadata.labels))
 
@@ -356,6 +391,11 @@ class Scheduler(Background):
         if self.pdbs is not None:
             self._informer_tasks.append(asyncio.create_task(self.pdbs.run(), name="informer-pdbs"))
             synced.append(self.pdbs.synced.wait())
+        for kind, informer in self.kind_informers.items():
+            self._informer_tasks.append(
+                asyncio.create_task(informer.run(), name=f"informer-{kind.lower()}")
+            )
+            synced.append(informer.synced.wait())
         await asyncio.gather(*synced)
         self._informer_tasks.append(asyncio.create_task(self.pods.run(), name="informer-pods"))
         await self.pods.synced.wait()

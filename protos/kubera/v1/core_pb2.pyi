@@ -188,7 +188,7 @@ class EnvVar(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ..., value_from: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class ResourceRequirements(_message.Message):
-    __slots__ = ("limits", "requests")
+    __slots__ = ("limits", "requests", "claims")
     class LimitsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -205,9 +205,37 @@ class ResourceRequirements(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     LIMITS_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    CLAIMS_FIELD_NUMBER: _ClassVar[int]
     limits: _containers.ScalarMap[str, str]
     requests: _containers.ScalarMap[str, str]
-    def __init__(self, limits: _Optional[_Mapping[str, str]] = ..., requests: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    claims: _containers.RepeatedCompositeFieldContainer[ContainerResourceClaim]
+    def __init__(self, limits: _Optional[_Mapping[str, str]] = ..., requests: _Optional[_Mapping[str, str]] = ..., claims: _Optional[_Iterable[_Union[ContainerResourceClaim, _Mapping]]] = ...) -> None: ...
+
+class ContainerResourceClaim(_message.Message):
+    __slots__ = ("name", "request")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    request: str
+    def __init__(self, name: _Optional[str] = ..., request: _Optional[str] = ...) -> None: ...
+
+class PodResourceClaim(_message.Message):
+    __slots__ = ("name", "resource_claim_name", "resource_claim_template_name")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_TEMPLATE_NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    resource_claim_name: str
+    resource_claim_template_name: str
+    def __init__(self, name: _Optional[str] = ..., resource_claim_name: _Optional[str] = ..., resource_claim_template_name: _Optional[str] = ...) -> None: ...
+
+class PodResourceClaimStatus(_message.Message):
+    __slots__ = ("name", "resource_claim_name")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    resource_claim_name: str
+    def __init__(self, name: _Optional[str] = ..., resource_claim_name: _Optional[str] = ...) -> None: ...
 
 class Container(_message.Message):
     __slots__ = ("name", "image", "command", "args", "working_dir", "ports", "env", "resources", "image_pull_policy", "stdin", "stdin_once", "tty", "restart_policy", "termination_message_path", "termination_message_policy", "env_from", "volume_mounts", "liveness_probe", "readiness_probe", "startup_probe", "lifecycle", "security_context")
@@ -388,7 +416,7 @@ class PodSchedulingGate(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class PodSpec(_message.Message):
-    __slots__ = ("containers", "init_containers", "node_name", "node_selector", "affinity", "tolerations", "topology_spread_constraints", "priority_class_name", "priority", "preemption_policy", "scheduler_name", "scheduling_gates", "overhead", "runtime_class_name", "termination_grace_period_seconds", "restart_policy", "active_deadline_seconds", "dns_policy", "service_account_name", "hostname", "subdomain", "host_network", "volumes", "security_context", "image_pull_secrets")
+    __slots__ = ("containers", "init_containers", "node_name", "node_selector", "affinity", "tolerations", "topology_spread_constraints", "priority_class_name", "priority", "preemption_policy", "scheduler_name", "scheduling_gates", "resource_claims", "overhead", "runtime_class_name", "termination_grace_period_seconds", "restart_policy", "active_deadline_seconds", "dns_policy", "service_account_name", "hostname", "subdomain", "host_network", "volumes", "security_context", "image_pull_secrets")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -415,6 +443,7 @@ class PodSpec(_message.Message):
     PREEMPTION_POLICY_FIELD_NUMBER: _ClassVar[int]
     SCHEDULER_NAME_FIELD_NUMBER: _ClassVar[int]
     SCHEDULING_GATES_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIMS_FIELD_NUMBER: _ClassVar[int]
     OVERHEAD_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
     TERMINATION_GRACE_PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
@@ -440,6 +469,7 @@ class PodSpec(_message.Message):
     preemption_policy: str
     scheduler_name: str
     scheduling_gates: _containers.RepeatedCompositeFieldContainer[PodSchedulingGate]
+    resource_claims: _containers.RepeatedCompositeFieldContainer[PodResourceClaim]
     overhead: _containers.ScalarMap[str, str]
     runtime_class_name: str
     termination_grace_period_seconds: int
@@ -453,7 +483,7 @@ class PodSpec(_message.Message):
     volumes: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
     security_context: _struct_pb2.Struct
     image_pull_secrets: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
-    def __init__(self, containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., node_name: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., topology_spread_constraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., priority_class_name: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., scheduling_gates: _Optional[_Iterable[_Union[PodSchedulingGate, _Mapping]]] = ..., overhead: _Optional[_Mapping[str, str]] = ..., runtime_class_name: _Optional[str] = ..., termination_grace_period_seconds: _Optional[int] = ..., restart_policy: _Optional[str] = ..., active_deadline_seconds: _Optional[int] = ..., dns_policy: _Optional[str] = ..., service_account_name: _Optional[str] = ..., hostname: _Optional[str] = ..., subdomain: _Optional[str] = ..., host_network: _Optional[bool] = ..., volumes: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., security_context: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., image_pull_secrets: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ...) -> None: ...
+    def __init__(self, containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., node_name: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., topology_spread_constraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., priority_class_name: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., scheduling_gates: _Optional[_Iterable[_Union[PodSchedulingGate, _Mapping]]] = ..., resource_claims: _Optional[_Iterable[_Union[PodResourceClaim, _Mapping]]] = ..., overhead: _Optional[_Mapping[str, str]] = ..., runtime_class_name: _Optional[str] = ..., termination_grace_period_seconds: _Optional[int] = ..., restart_policy: _Optional[str] = ..., active_deadline_seconds: _Optional[int] = ..., dns_policy: _Optional[str] = ..., service_account_name: _Optional[str] = ..., hostname: _Optional[str] = ..., subdomain: _Optional[str] = ..., host_network: _Optional[bool] = ..., volumes: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., security_context: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., image_pull_secrets: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ...) -> None: ...
 
 class PodCondition(_message.Message):
     __slots__ = ("type", "status", "last_probe_time", "last_transition_time", "reason", "message")
@@ -500,7 +530,7 @@ class ContainerStatus(_message.Message):
     def __init__(self, name: _Optional[str] = ..., ready: _Optional[bool] = ..., restart_count: _Optional[int] = ..., image: _Optional[str] = ..., image_id: _Optional[str] = ..., container_id: _Optional[str] = ..., started: _Optional[bool] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., last_state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class PodStatus(_message.Message):
-    __slots__ = ("phase", "conditions", "message", "reason", "nominated_node_name", "host_ip", "pod_ip", "pod_ips", "start_time", "qos_class", "container_statuses", "init_container_statuses")
+    __slots__ = ("phase", "conditions", "message", "reason", "nominated_node_name", "host_ip", "pod_ip", "pod_ips", "start_time", "qos_class", "container_statuses", "init_container_statuses", "resource_claim_statuses")
     PHASE_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -513,6 +543,7 @@ class PodStatus(_message.Message):
     QOS_CLASS_FIELD_NUMBER: _ClassVar[int]
     CONTAINER_STATUSES_FIELD_NUMBER: _ClassVar[int]
     INIT_CONTAINER_STATUSES_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_STATUSES_FIELD_NUMBER: _ClassVar[int]
     phase: str
     conditions: _containers.RepeatedCompositeFieldContainer[PodCondition]
     message: str
@@ -525,7 +556,8 @@ class PodStatus(_message.Message):
     qos_class: str
     container_statuses: _containers.RepeatedCompositeFieldContainer[ContainerStatus]
     init_container_statuses: _containers.RepeatedCompositeFieldContainer[ContainerStatus]
-    def __init__(self, phase: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., nominated_node_name: _Optional[str] = ..., host_ip: _Optional[str] = ..., pod_ip: _Optional[str] = ..., pod_ips: _Optional[_Iterable[_Union[PodIP, _Mapping]]] = ..., start_time: _Optional[str] = ..., qos_class: _Optional[str] = ..., container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., init_container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ...) -> None: ...
+    resource_claim_statuses: _containers.RepeatedCompositeFieldContainer[PodResourceClaimStatus]
+    def __init__(self, phase: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., nominated_node_name: _Optional[str] = ..., host_ip: _Optional[str] = ..., pod_ip: _Optional[str] = ..., pod_ips: _Optional[_Iterable[_Union[PodIP, _Mapping]]] = ..., start_time: _Optional[str] = ..., qos_class: _Optional[str] = ..., container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., init_container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., resource_claim_statuses: _Optional[_Iterable[_Union[PodResourceClaimStatus, _Mapping]]] = ...) -> None: ...
 
 class Pod(_message.Message):
     __slots__ = ("api_version", "kind", "metadata", "spec", "status")

@@ -80,6 +80,12 @@ class Handle(Protocol):
 
     def snapshot(self) -> Snapshot: ...
 
+    def informer(self, kind: str) -> Any:
+        """The scheduler's Informer of another kind ("ResourceClaim", "PodGroup"), made on
+        first call (from a plugin's factory); its events reach the queue as
+        ClusterEvent(kind, ADD | UPDATE | DELETE)."""
+        ...
+
     async def bind(self, pod: core_pb2.Pod, node_name: str) -> None:
         """The apiserver's Bind with this scheduler's fencing token (DefaultBinder's call)."""
         ...

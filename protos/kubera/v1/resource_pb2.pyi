@@ -1,0 +1,303 @@
+from google.protobuf import struct_pb2 as _struct_pb2
+from protos.kubera.v1 import core_pb2 as _core_pb2
+from protos.kubera.v1 import meta_pb2 as _meta_pb2
+from protos.kubera.v1 import options_pb2 as _options_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class CELDeviceSelector(_message.Message):
+    __slots__ = ("expression",)
+    EXPRESSION_FIELD_NUMBER: _ClassVar[int]
+    expression: str
+    def __init__(self, expression: _Optional[str] = ...) -> None: ...
+
+class DeviceSelector(_message.Message):
+    __slots__ = ("cel",)
+    CEL_FIELD_NUMBER: _ClassVar[int]
+    cel: CELDeviceSelector
+    def __init__(self, cel: _Optional[_Union[CELDeviceSelector, _Mapping]] = ...) -> None: ...
+
+class OpaqueDeviceConfiguration(_message.Message):
+    __slots__ = ("driver", "parameters")
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    driver: str
+    parameters: _struct_pb2.Value
+    def __init__(self, driver: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
+
+class DeviceClassConfiguration(_message.Message):
+    __slots__ = ("opaque",)
+    OPAQUE_FIELD_NUMBER: _ClassVar[int]
+    opaque: OpaqueDeviceConfiguration
+    def __init__(self, opaque: _Optional[_Union[OpaqueDeviceConfiguration, _Mapping]] = ...) -> None: ...
+
+class DeviceClassSpec(_message.Message):
+    __slots__ = ("selectors", "config")
+    SELECTORS_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    selectors: _containers.RepeatedCompositeFieldContainer[DeviceSelector]
+    config: _containers.RepeatedCompositeFieldContainer[DeviceClassConfiguration]
+    def __init__(self, selectors: _Optional[_Iterable[_Union[DeviceSelector, _Mapping]]] = ..., config: _Optional[_Iterable[_Union[DeviceClassConfiguration, _Mapping]]] = ...) -> None: ...
+
+class DeviceClass(_message.Message):
+    __slots__ = ("api_version", "kind", "metadata", "spec")
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    api_version: str
+    kind: str
+    metadata: _meta_pb2.ObjectMeta
+    spec: DeviceClassSpec
+    def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[DeviceClassSpec, _Mapping]] = ...) -> None: ...
+
+class DeviceAttribute(_message.Message):
+    __slots__ = ("int", "bool", "string", "version")
+    INT_FIELD_NUMBER: _ClassVar[int]
+    BOOL_FIELD_NUMBER: _ClassVar[int]
+    STRING_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    int: int
+    bool: bool
+    string: str
+    version: str
+    def __init__(self, int: _Optional[int] = ..., bool: _Optional[bool] = ..., string: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
+
+class DeviceCapacity(_message.Message):
+    __slots__ = ("value",)
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    value: str
+    def __init__(self, value: _Optional[str] = ...) -> None: ...
+
+class Device(_message.Message):
+    __slots__ = ("name", "attributes", "capacity")
+    class AttributesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: DeviceAttribute
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[DeviceAttribute, _Mapping]] = ...) -> None: ...
+    class CapacityEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: DeviceCapacity
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[DeviceCapacity, _Mapping]] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    attributes: _containers.MessageMap[str, DeviceAttribute]
+    capacity: _containers.MessageMap[str, DeviceCapacity]
+    def __init__(self, name: _Optional[str] = ..., attributes: _Optional[_Mapping[str, DeviceAttribute]] = ..., capacity: _Optional[_Mapping[str, DeviceCapacity]] = ...) -> None: ...
+
+class ResourcePool(_message.Message):
+    __slots__ = ("name", "generation", "resource_slice_count")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_SLICE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    generation: int
+    resource_slice_count: int
+    def __init__(self, name: _Optional[str] = ..., generation: _Optional[int] = ..., resource_slice_count: _Optional[int] = ...) -> None: ...
+
+class ResourceSliceSpec(_message.Message):
+    __slots__ = ("driver", "pool", "node_name", "node_selector", "all_nodes", "devices")
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    ALL_NODES_FIELD_NUMBER: _ClassVar[int]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    driver: str
+    pool: ResourcePool
+    node_name: str
+    node_selector: _core_pb2.NodeSelector
+    all_nodes: bool
+    devices: _containers.RepeatedCompositeFieldContainer[Device]
+    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[_Union[ResourcePool, _Mapping]] = ..., node_name: _Optional[str] = ..., node_selector: _Optional[_Union[_core_pb2.NodeSelector, _Mapping]] = ..., all_nodes: _Optional[bool] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ...) -> None: ...
+
+class ResourceSlice(_message.Message):
+    __slots__ = ("api_version", "kind", "metadata", "spec")
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    api_version: str
+    kind: str
+    metadata: _meta_pb2.ObjectMeta
+    spec: ResourceSliceSpec
+    def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[ResourceSliceSpec, _Mapping]] = ...) -> None: ...
+
+class DeviceSubRequest(_message.Message):
+    __slots__ = ("name", "device_class_name", "selectors", "allocation_mode", "count")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    SELECTORS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_MODE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    device_class_name: str
+    selectors: _containers.RepeatedCompositeFieldContainer[DeviceSelector]
+    allocation_mode: str
+    count: int
+    def __init__(self, name: _Optional[str] = ..., device_class_name: _Optional[str] = ..., selectors: _Optional[_Iterable[_Union[DeviceSelector, _Mapping]]] = ..., allocation_mode: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
+
+class ExactDeviceRequest(_message.Message):
+    __slots__ = ("device_class_name", "selectors", "allocation_mode", "count", "admin_access")
+    DEVICE_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    SELECTORS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_MODE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_ACCESS_FIELD_NUMBER: _ClassVar[int]
+    device_class_name: str
+    selectors: _containers.RepeatedCompositeFieldContainer[DeviceSelector]
+    allocation_mode: str
+    count: int
+    admin_access: bool
+    def __init__(self, device_class_name: _Optional[str] = ..., selectors: _Optional[_Iterable[_Union[DeviceSelector, _Mapping]]] = ..., allocation_mode: _Optional[str] = ..., count: _Optional[int] = ..., admin_access: _Optional[bool] = ...) -> None: ...
+
+class DeviceRequest(_message.Message):
+    __slots__ = ("name", "exactly", "first_available")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    EXACTLY_FIELD_NUMBER: _ClassVar[int]
+    FIRST_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    exactly: ExactDeviceRequest
+    first_available: _containers.RepeatedCompositeFieldContainer[DeviceSubRequest]
+    def __init__(self, name: _Optional[str] = ..., exactly: _Optional[_Union[ExactDeviceRequest, _Mapping]] = ..., first_available: _Optional[_Iterable[_Union[DeviceSubRequest, _Mapping]]] = ...) -> None: ...
+
+class DeviceConstraint(_message.Message):
+    __slots__ = ("requests", "match_attribute")
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    MATCH_ATTRIBUTE_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.RepeatedScalarFieldContainer[str]
+    match_attribute: str
+    def __init__(self, requests: _Optional[_Iterable[str]] = ..., match_attribute: _Optional[str] = ...) -> None: ...
+
+class DeviceClaimConfiguration(_message.Message):
+    __slots__ = ("requests", "opaque")
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    OPAQUE_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.RepeatedScalarFieldContainer[str]
+    opaque: OpaqueDeviceConfiguration
+    def __init__(self, requests: _Optional[_Iterable[str]] = ..., opaque: _Optional[_Union[OpaqueDeviceConfiguration, _Mapping]] = ...) -> None: ...
+
+class DeviceClaim(_message.Message):
+    __slots__ = ("requests", "constraints", "config")
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.RepeatedCompositeFieldContainer[DeviceRequest]
+    constraints: _containers.RepeatedCompositeFieldContainer[DeviceConstraint]
+    config: _containers.RepeatedCompositeFieldContainer[DeviceClaimConfiguration]
+    def __init__(self, requests: _Optional[_Iterable[_Union[DeviceRequest, _Mapping]]] = ..., constraints: _Optional[_Iterable[_Union[DeviceConstraint, _Mapping]]] = ..., config: _Optional[_Iterable[_Union[DeviceClaimConfiguration, _Mapping]]] = ...) -> None: ...
+
+class ResourceClaimSpec(_message.Message):
+    __slots__ = ("devices",)
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    devices: DeviceClaim
+    def __init__(self, devices: _Optional[_Union[DeviceClaim, _Mapping]] = ...) -> None: ...
+
+class DeviceRequestAllocationResult(_message.Message):
+    __slots__ = ("request", "driver", "pool", "device", "admin_access")
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_ACCESS_FIELD_NUMBER: _ClassVar[int]
+    request: str
+    driver: str
+    pool: str
+    device: str
+    admin_access: bool
+    def __init__(self, request: _Optional[str] = ..., driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., admin_access: _Optional[bool] = ...) -> None: ...
+
+class DeviceAllocationConfiguration(_message.Message):
+    __slots__ = ("source", "requests", "opaque")
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    OPAQUE_FIELD_NUMBER: _ClassVar[int]
+    source: str
+    requests: _containers.RepeatedScalarFieldContainer[str]
+    opaque: OpaqueDeviceConfiguration
+    def __init__(self, source: _Optional[str] = ..., requests: _Optional[_Iterable[str]] = ..., opaque: _Optional[_Union[OpaqueDeviceConfiguration, _Mapping]] = ...) -> None: ...
+
+class DeviceAllocationResult(_message.Message):
+    __slots__ = ("results", "config")
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[DeviceRequestAllocationResult]
+    config: _containers.RepeatedCompositeFieldContainer[DeviceAllocationConfiguration]
+    def __init__(self, results: _Optional[_Iterable[_Union[DeviceRequestAllocationResult, _Mapping]]] = ..., config: _Optional[_Iterable[_Union[DeviceAllocationConfiguration, _Mapping]]] = ...) -> None: ...
+
+class AllocationResult(_message.Message):
+    __slots__ = ("devices", "node_selector", "allocation_timestamp")
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    devices: DeviceAllocationResult
+    node_selector: _core_pb2.NodeSelector
+    allocation_timestamp: str
+    def __init__(self, devices: _Optional[_Union[DeviceAllocationResult, _Mapping]] = ..., node_selector: _Optional[_Union[_core_pb2.NodeSelector, _Mapping]] = ..., allocation_timestamp: _Optional[str] = ...) -> None: ...
+
+class ResourceClaimConsumerReference(_message.Message):
+    __slots__ = ("api_group", "resource", "name", "uid")
+    API_GROUP_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    api_group: str
+    resource: str
+    name: str
+    uid: str
+    def __init__(self, api_group: _Optional[str] = ..., resource: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ...) -> None: ...
+
+class ResourceClaimStatus(_message.Message):
+    __slots__ = ("allocation", "reserved_for")
+    ALLOCATION_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_FOR_FIELD_NUMBER: _ClassVar[int]
+    allocation: AllocationResult
+    reserved_for: _containers.RepeatedCompositeFieldContainer[ResourceClaimConsumerReference]
+    def __init__(self, allocation: _Optional[_Union[AllocationResult, _Mapping]] = ..., reserved_for: _Optional[_Iterable[_Union[ResourceClaimConsumerReference, _Mapping]]] = ...) -> None: ...
+
+class ResourceClaim(_message.Message):
+    __slots__ = ("api_version", "kind", "metadata", "spec", "status")
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    api_version: str
+    kind: str
+    metadata: _meta_pb2.ObjectMeta
+    spec: ResourceClaimSpec
+    status: ResourceClaimStatus
+    def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[ResourceClaimSpec, _Mapping]] = ..., status: _Optional[_Union[ResourceClaimStatus, _Mapping]] = ...) -> None: ...
+
+class ResourceClaimTemplateSpec(_message.Message):
+    __slots__ = ("metadata", "spec")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    metadata: _meta_pb2.ObjectMeta
+    spec: ResourceClaimSpec
+    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[ResourceClaimSpec, _Mapping]] = ...) -> None: ...
+
+class ResourceClaimTemplate(_message.Message):
+    __slots__ = ("api_version", "kind", "metadata", "spec")
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    api_version: str
+    kind: str
+    metadata: _meta_pb2.ObjectMeta
+    spec: ResourceClaimTemplateSpec
+    def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[ResourceClaimTemplateSpec, _Mapping]] = ...) -> None: ...
