@@ -472,3 +472,20 @@ def pod_group(
     return _parse(
         podgroup_pb2.PodGroup(), "scheduling.x-k8s.io/v1alpha1", "PodGroup", name, namespace, doc
     )
+
+
+def device(
+    name: str = "dev", attributes: Mapping[str, Any] = (), capacity: Mapping[str, str] = ()
+) -> resource_pb2.Device:
+    """A resource_pb2.Device: attribute values int, bool or str, {"version": "1.2.3"} for a
+    version; capacity values quantity strings. Names as in a slice ("model", "x.io/model")."""
+    attrs: Json = {}
+    for k, v in dict(attributes).items():
+        kind = "bool" if isinstance(v, bool) else "int" if isinstance(v, int) else "string"
+        attrs[k] = v if isinstance(v, dict) else {kind: v}
+    doc = {
+        "name": name,
+        "attributes": attrs,
+        "capacity": {k: {"value": v} for k, v in dict(capacity).items()},
+    }
+    return json_format.ParseDict(doc, resource_pb2.Device())

@@ -88,15 +88,21 @@ class CELRuntimeError(RuntimeError):
     """Evaluation failed for a device (e.g. a missing attribute that is not guarded)."""
 
 
-_ENV: Final = cel.NewEnv(
-    celkube.POOL,
-    variables={_DEVICE: cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
-    extensions=[
-        celkube.EXTENSION,
-        ext_bindings.ExtBindings(),
-        ext_strings.ExtStrings(),
-    ],
-)
+def _env(device_type: Any) -> Any:
+    return cel.NewEnv(
+        celkube.POOL,
+        variables={_DEVICE: device_type},
+        extensions=[celkube.EXTENSION, ext_bindings.ExtBindings(), ext_strings.ExtStrings()],
+    )
+
+
+# Two environments, one library: the checker sees `device` as the object type
+# kubernetes.DRADevice (undeclared fields are compile errors, attributes[d] is a map, as
+# upstream); programs run with `device` a plain map, since Quantity and Semver values do
+# not fit that type's Struct values. A checked expression moves from one to the other
+# serialized (the runtime does not check again).
+_CHECK_ENV: Final = _env(celkube.DEVICE)
+_ENV: Final = _env(cel.Type.Map(cel.Type.STRING, cel.Type.DYN))
 
 _lock = threading.Lock()
 # Every string literal that some compiled selector uses as a domain index. Only grows; a
@@ -157,7 +163,7 @@ def _compile(expression: str) -> Selector:
             f"may not be longer than {MAX_EXPRESSION_LENGTH} bytes (got {len(expression)})"
         )
     try:
-        checked = _ENV.compile(expression)
+        checked = _CHECK_ENV.compile(expression)
     except RuntimeError as err:
         raise CELCompileError("compilation failed: " + _compile_message(str(err))) from None
     out = checked.return_type()
