@@ -132,6 +132,10 @@ def _cmp(a: Any, b: Any) -> int:
     return (a > b) - (a < b)
 
 
+def _sign(message: Any) -> int:
+    return _cmp(_q(message), 0)
+
+
 def _as_int64(value: Decimal) -> int | None:
     """upstream Quantity.AsInt64: the value if it is an integer that fits an int64."""
     if value != value.to_integral_value(context=_EXACT):
@@ -154,7 +158,24 @@ def _quantity_overloads() -> list[Any]:
         cel.FunctionDecl("quantity", [ov("string_to_quantity", Q, [S], impl=_quantity)]),
         cel.FunctionDecl("isQuantity", [ov("is_quantity_string", B, [S], impl=_is_quantity)]),
         cel.FunctionDecl(
-            "sign", [ov("quantity_sign", N, [Q], is_member=True, impl=lambda q: _cmp(_q(q), 0))]
+            "sign",
+            [
+                # upstream declares sign(q) global and documents q.sign(): both work here.
+                ov("quantity_sign", N, [Q], impl=_sign),
+                ov("quantity_sign_member", N, [Q], is_member=True, impl=_sign),
+            ],
+        ),
+        cel.FunctionDecl(
+            "mul",
+            [
+                ov(
+                    "quantity_multiply_int",
+                    Q,
+                    [Q, N],
+                    is_member=True,
+                    impl=lambda a, n: _from_decimal(_q(a) * n),
+                )
+            ],
         ),
         cel.FunctionDecl(
             "isInteger",
