@@ -459,7 +459,7 @@ def test_compile_selector_caches_by_expression() -> None:
 
 def test_expression_longer_than_upstream_limit_does_not_compile() -> None:
     expr = "true || " * (cel.MAX_EXPRESSION_LENGTH // 8) + "true"
-    with pytest.raises(cel.CELCompileError, match="may not be longer than 10240"):
+    with pytest.raises(cel.CELCompileError, match="may not be more than 10240 bytes"):
         cel.compile_selector(expr)
 
 
