@@ -60,6 +60,7 @@ Deliberate differences:
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from typing import Any, Final
@@ -75,10 +76,6 @@ from services.api.dra import celast, celkube
 MAX_EXPRESSION_LENGTH: Final = 10 * 1024
 #: upstream resourceapi.CELSelectorExpressionMaxCost.
 MAX_COST: Final = 1_000_000
-#: upstream resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice: the most entries
-#: of a device's attribute or capacity map, the bound of a comprehension over one.
-MAX_ATTRIBUTES_PER_DEVICE: Final = 32
-
 #: How many compiled selectors are kept (DeviceClasses and claims of a cluster).
 COMPILE_CACHE_SIZE: Final = 4096
 #: How many devices are kept converted to Python values (~1-2 KB each); a scheduling
@@ -323,9 +320,16 @@ def _compile_message(text: str) -> str:
 
 
 def _runtime_message(text: str) -> str:
-    """cel-cpp's error text in upstream's (cel-go) wording where they differ."""
-    for prefix in ("NOT_FOUND: Key not found in map : ", "Key not found in map : "):
-        if text.startswith(prefix):
-            key = text[len(prefix) :].strip().strip('"')
-            return f"no such key: {key}"
+    """cel-cpp's error text in upstream's (cel-go) wording: without the status code
+    ("NOT_FOUND: ", "UNKNOWN: " for an exception of a library function), and a missing
+    map key as "no such key: <key>"."""
+    code = _STATUS_CODE.match(text)
+    if code:
+        text = text[code.end() :]
+    if text.startswith(_KEY_NOT_FOUND):
+        return "no such key: " + text[len(_KEY_NOT_FOUND) :].strip().strip('"')
     return text
+
+
+_STATUS_CODE: Final = re.compile(r"^[A-Z_]+: ")
+_KEY_NOT_FOUND: Final = "Key not found in map : "

@@ -551,3 +551,21 @@ def test_matches_stay_right_when_device_caches_roll_over(monkeypatch: pytest.Mon
     sel = cel.compile_selector('device.attributes["dra.example.com"].index % 2 == 0')
     for _ in range(2):
         assert [sel.matches(DRA, d) for d in devices] == [i % 2 == 0 for i in range(10)]
+
+
+@pytest.mark.parametrize(
+    "expression,message",
+    [
+        ('device.attributes["dra.example.com"].missing', "no such key: missing"),
+        (
+            'quantity("9999999999999999999999999999999999999G").asInteger() == 0',
+            "cannot convert value to integer",
+        ),
+    ],
+)
+def test_runtime_error_message_is_upstream_wording_without_status_code(
+    expression: str, message: str
+) -> None:
+    with pytest.raises(cel.CELRuntimeError) as err:
+        cel.compile_selector(expression).matches(DRA, device())
+    assert str(err.value) == message
