@@ -569,3 +569,27 @@ def test_runtime_error_message_is_upstream_wording_without_status_code(
     with pytest.raises(cel.CELRuntimeError) as err:
         cel.compile_selector(expression).matches(DRA, device())
     assert str(err.value) == message
+
+
+def test_device_is_converted_once_for_many_selectors_and_matches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    converted: list[str] = []
+    real = cel._device_value
+
+    def counting(driver: str, dev: Any) -> Any:
+        converted.append(dev.name)
+        return real(driver, dev)
+
+    monkeypatch.setattr(cel, "_device_value", counting)
+    cel._devices.clear()
+    first, same_content = device("once", {"index": 1}), device("once", {"index": 1})
+    selectors = [
+        cel.compile_selector(f'device.attributes["dra.example.com"].index < {n}') for n in (2, 3)
+    ]
+    for _ in range(3):
+        assert all(s.matches(DRA, first) for s in selectors)
+    assert converted == ["once"]
+    # Another message (a new informer object) is another device, even with equal content.
+    assert selectors[0].matches(DRA, same_content)
+    assert converted == ["once", "once"]
