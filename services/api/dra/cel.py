@@ -48,8 +48,11 @@ Deliberate differences:
   CELSelectorExpressionMaxCost at compile time ("too complex, exceeds cost limit",
   upstream validation's wording); upstream compiles such an expression and stops it
   at run time ("actual cost limit exceeded").
-- An index of ``device.attributes`` by a computed (non-literal) key does not default
-  to an empty map: a missing domain is then a runtime error.
+- An index of ``device.attributes`` by a computed (non-literal) key, or through an
+  alias (``cel.bind(m, device.attributes, m["x.io"])``), does not default to an empty
+  map: a missing domain is then a runtime error. Through an alias of ``device`` itself
+  (``cel.bind(d, device, ...)``) the maps carry the default domains, so ``"x.io" in
+  d.attributes`` can be true for a domain some selector names.
 - isGreaterThan, isLessThan and compareTo take dyn arguments (the C++ runtime cannot
   hold two message-typed overloads of one name); a call on other types fails at run
   time ("no such overload") instead of at compile time.
