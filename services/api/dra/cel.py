@@ -49,10 +49,8 @@ Deliberate differences:
   upstream validation's wording); upstream compiles such an expression and stops it
   at run time ("actual cost limit exceeded").
 - An index of ``device.attributes`` by a computed (non-literal) key, or through an
-  alias (``cel.bind(m, device.attributes, m["x.io"])``), does not default to an empty
-  map: a missing domain is then a runtime error. Through an alias of ``device`` itself
-  (``cel.bind(d, device, ...)``) the maps carry the default domains, so ``"x.io" in
-  d.attributes`` can be true for a domain some selector names.
+  alias (``cel.bind(m, device.attributes, m["x.io"])``, ``cel.bind(d, device, ...)``),
+  does not default to an empty map: a missing domain is then a runtime error.
 - isGreaterThan, isLessThan and compareTo take dyn arguments (the C++ runtime cannot
   hold two message-typed overloads of one name); a call on other types fails at run
   time ("no such overload") instead of at compile time.
@@ -96,6 +94,8 @@ _CAPACITY: Final = "capacity"
 #: The sibling maps, without default domains, that every other read of the two maps is
 #: renamed to. A name no selector can write (CEL field names are identifiers).
 _EXACT: Final = {_ATTRIBUTES: "attributes@exact", _CAPACITY: "capacity@exact"}
+#: The same for the whole device (an alias of `device`): driver and the exact maps.
+_WHOLE: Final = "device@exact"
 
 
 class CELCompileError(ValueError):
@@ -189,7 +189,7 @@ def _compile(expression: str) -> Selector:
         raise CELCompileError(f"must evaluate to bool or the unknown type, not {_type_name(out)}")
     wrapped = any_pb2.Any()
     wrapped.ParseFromString(checked.serialize())
-    rewrite = celast.rewrite(wrapped.value, device=_DEVICE, exact=_EXACT)
+    rewrite = celast.rewrite(wrapped.value, device=_DEVICE, exact=_EXACT, whole=_WHOLE)
     if rewrite.cost > MAX_COST:
         raise CELCompileError("too complex, exceeds cost limit")
     wrapped.value = rewrite.checked
@@ -275,6 +275,8 @@ def _device_value(driver: str, device: resource_pb2.Device) -> dict[str, Any]:
         except ValueError as err:
             raise CELRuntimeError(f"capacity {name}: {err}") from None
     value: dict[str, Any] = {_DRIVER: driver}
+    if _WHOLE in _exact_used:
+        value[_WHOLE] = {_DRIVER: driver, _ATTRIBUTES: attributes, _CAPACITY: capacity}
     for field, exact in ((_ATTRIBUTES, attributes), (_CAPACITY, capacity)):
         if field in _exact_used:
             value[_EXACT[field]] = exact

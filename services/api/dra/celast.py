@@ -114,23 +114,66 @@ class Rewrite:
     cost: int = 0
 
 
-def rewrite(checked: bytes, *, device: str, exact: dict[str, str]) -> Rewrite:
+def rewrite(checked: bytes, *, device: str, exact: dict[str, str], whole: str) -> Rewrite:
     """Rename every read of ``device.<f>`` (f in `exact`) that is not an index by a string
-    literal (``device.<f>["d"]``, ``device.<f>.d``) to ``device.<exact[f]>``; record the
-    literal domains; estimate the cost."""
+    literal (``device.<f>["d"]``, ``device.<f>.d``) to ``device.<exact[f]>``, and every use
+    of ``device`` other than a field select (an alias: ``cel.bind(d, device, ...)``) to
+    ``device.<whole>`` (recorded in `exact` as `whole`); record the literal domains;
+    estimate the cost."""
     msg = _CheckedExpr()
     msg.ParseFromString(checked)
     out = Rewrite(checked=b"", domains={f: set() for f in exact})
-    out.cost = _Pass(device, exact, out).visit(msg.expr, frozenset())
+    pass_ = _Pass(device, exact, whole, out, _max_id(msg.expr))
+    out.cost = pass_.visit(msg.expr, frozenset())
     out.checked = msg.SerializeToString()
     return out
 
 
+def _max_id(e: Any) -> int:
+    """The largest node id under `e` (new nodes take ids above it)."""
+    best = e.id
+    for child in _children(e):
+        best = max(best, _max_id(child))
+    return best
+
+
+def _children(e: Any) -> list[Any]:
+    if e.HasField("select_expr"):
+        return [e.select_expr.operand]
+    if e.HasField("call_expr"):
+        c = e.call_expr
+        return ([c.target] if c.HasField("target") else []) + list(c.args)
+    if e.HasField("list_expr"):
+        return list(e.list_expr.elements)
+    if e.HasField("struct_expr"):
+        out = []
+        for entry in e.struct_expr.entries:
+            if entry.HasField("map_key"):
+                out.append(entry.map_key)
+            out.append(entry.value)
+        return out
+    if e.HasField("comprehension_expr"):
+        c = e.comprehension_expr
+        return [c.iter_range, c.accu_init, c.loop_condition, c.loop_step, c.result]
+    return []
+
+
 class _Pass:
-    def __init__(self, device: str, exact: dict[str, str], out: Rewrite) -> None:
+    def __init__(
+        self, device: str, exact: dict[str, str], whole: str, out: Rewrite, max_id: int
+    ) -> None:
         self.device = device
         self.exact = exact
+        self.whole = whole
         self.out = out
+        self.next_id = max_id + 1
+
+    def _is_device(self, e: Any, shadowed: frozenset[str]) -> bool:
+        return (
+            e.HasField("ident_expr")
+            and e.ident_expr.name == self.device
+            and self.device not in shadowed
+        )
 
     def _device_map(self, e: Any, shadowed: frozenset[str]) -> Any | None:
         """The Select of ``device.<f>`` (f a map field) that `e` is, else None."""
@@ -145,10 +188,24 @@ class _Pass:
         return None
 
     def visit(self, e: Any, shadowed: frozenset[str]) -> int:
+        if self._is_device(e, shadowed):
+            # `device` used whole (every field select returns before visiting it): make
+            # it device.<whole>, the device without default domains.
+            # The ident keeps its id: the reference map resolves that id to the variable.
+            e.ClearField("ident_expr")
+            e.select_expr.operand.id = e.id
+            e.select_expr.operand.ident_expr.name = self.device
+            e.select_expr.field = self.whole
+            e.id = self.next_id
+            self.next_id += 1
+            self.out.exact.add(self.whole)
+            return 2
         if e.HasField("ident_expr") or e.HasField("const_expr"):
             return 1
         if e.HasField("select_expr"):
             sel = e.select_expr
+            if self._is_device(sel.operand, shadowed) and sel.field not in self.exact:
+                return 2  # device.driver
             whole = self._device_map(e, shadowed)
             if whole is not None:
                 # device.<f> read as a whole: the exact map (no default domains).

@@ -229,6 +229,20 @@ device.attributes["dra.example.com"]["version"].isGreaterThan(semver("0.0.1"))
         {},
         True,
     ),
+    "alias-of-device-has-no-default-domains": (
+        'device.attributes["alias.example.com"].size() == 0 && cel.bind(d, device, !("alias.example.com" in d.attributes))',
+        DRA,
+        {},
+        {},
+        True,
+    ),
+    "alias-of-map-has-no-default-domains": (
+        'device.capacity["alias.example.com"].size() == 0 && cel.bind(m, device.capacity, !("alias.example.com" in m))',
+        DRA,
+        {},
+        {},
+        True,
+    ),
     "missing-attribute-unguarded-is-runtime-error": (
         'device.attributes["dra.example.com"].model == "A100"',
         DRA,
