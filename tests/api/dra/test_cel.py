@@ -607,3 +607,39 @@ def test_device_is_converted_once_for_many_selectors_and_matches(
     # Another message (a new informer object) is another device, even with equal content.
     assert selectors[0].matches(DRA, same_content)
     assert converted == ["once", "once"]
+
+
+def test_compile_cache_keeps_the_least_recently_used_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """upstream TestCacheSemantic: successes are cached, failures are not, and a third
+    entry pushes out the least recently used of two."""
+    from collections import OrderedDict
+
+    monkeypatch.setattr(cel, "COMPILE_CACHE_SIZE", 2)
+    monkeypatch.setattr(cel, "_compiled", OrderedDict())
+    true = cel.compile_selector("true")
+    assert cel.compile_selector("true") is true
+    for _ in range(2):
+        with pytest.raises(cel.CELCompileError):
+            cel.compile_selector("no-such-variable")
+    assert "no-such-variable" not in cel._compiled
+    false = cel.compile_selector("false")
+    assert cel.compile_selector("false") is false
+    assert cel.compile_selector("true") is true  # now the most recently used
+    other = cel.compile_selector("false && true")
+    assert cel.compile_selector("false && true") is other
+    assert cel.compile_selector("true") is true
+    assert cel.compile_selector("false") is not false  # evicted, compiled anew
+
+
+def test_compile_and_match_from_many_threads() -> None:
+    """upstream TestCacheConcurrency, with matching too."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    dev = device("threads", {"index": 3})
+
+    def work(i: int) -> bool:
+        sel = cel.compile_selector(f'{i} == {i} && device.attributes["dra.example.com"].index == 3')
+        return sel.matches(DRA, dev)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert all(pool.map(work, range(64)))
