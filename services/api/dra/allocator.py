@@ -344,7 +344,8 @@ class Allocator:
         """One AllocationResult per claim, in order (nodeSelector set to the node for
         node-local devices), or why not. Raises AllocationError."""
         if self._index is None:
-            self._index = _SliceIndex(self.slices, self.cache or DeviceCache())
+            cache = self.cache if self.cache is not None else DeviceCache()
+            self._index = _SliceIndex(self.slices, cache)
         return _Search(self, self._index.pools(node)).run()
 
 
@@ -448,7 +449,7 @@ class _Search:
             r.all_devices = [d for p in self.pools for d in p.devices() if _selectable(r, d)]
             r.count = len(r.all_devices)
         else:
-            raise AllocationError(f"{what}: unsupported allocation mode {mode!r}")
+            raise AllocationError(f"{what}: unsupported count mode {mode}")
         return r
 
     def _constraints(self, claim: resource_pb2.ResourceClaim) -> list[_MatchAttribute]:
