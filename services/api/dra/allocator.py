@@ -105,7 +105,8 @@ class _Device:
         self.id = id_
         self.device = device
         self.slice = slice_
-        self.verdicts: dict[str, bool] = {}
+        # by expression, and by a request's tuple of expressions (class's, then its own)
+        self.verdicts: dict[str | tuple[str, ...], bool] = {}
 
 
 class _Slice:
@@ -207,7 +208,11 @@ class _SliceIndex:
     def pools(self, node: core_pb2.Node) -> list[_Pool]:
         """The pools reaching the node, in order of first appearance (upstream GatherPools)."""
         mine = self.by_node.get(node.metadata.name, [])
-        reaching = sorted(mine + [(p, s) for p, s in self.other if s.reaches(node)])
+        reaching = (
+            sorted(mine + [(p, s) for p, s in self.other if s.reaches(node)])
+            if self.other
+            else mine
+        )
         pools: dict[tuple[str, str], _Pool] = {}
         for _, s in reaching:
             pool = pools.get((s.driver, s.pool))
@@ -245,6 +250,10 @@ class _Request:
     admin: bool
     all_devices: list[_Device] | None = None  # allocationMode All: exactly these
     candidates: list[_Device] | None = None  # selectable devices, computed on first need
+    key: tuple[str, ...] = ()  # every selector's expression, the class's first
+
+    def __post_init__(self) -> None:
+        self.key = tuple(s.expression for s in (*self.class_selectors, *self.selectors))
 
     @property
     def name(self) -> str:
@@ -670,22 +679,25 @@ def _compile(selectors: Sequence[resource_pb2.DeviceSelector], owner: str) -> li
 
 
 def _selectable(r: _Request, d: _Device) -> bool:
-    """Every class selector and every request selector is true for the device."""
-    for owner, selectors in (
-        (f'class "{r.cls.metadata.name}"', r.class_selectors),
-        (
-            r.describe(),
-            r.selectors,
-        ),
-    ):
+    """Every class selector and every request selector is true for the device. Verdicts
+    are kept on the device per expression and per request's whole selector list."""
+    verdict = d.verdicts.get(r.key)
+    if verdict is None:
+        verdict = d.verdicts[r.key] = _evaluate(r, d)
+    return verdict
+
+
+def _evaluate(r: _Request, d: _Device) -> bool:
+    for owner, selectors in ((None, r.class_selectors), (r, r.selectors)):
         for i, sel in enumerate(selectors):
             verdict = d.verdicts.get(sel.expression)
             if verdict is None:
                 try:
                     verdict = sel.matches(d.id.driver, d.device)
                 except CELRuntimeError as err:
+                    who = f'class "{r.cls.metadata.name}"' if owner is None else r.describe()
                     raise AllocationError(
-                        f"{owner}: selector #{i} on device {d.id}: CEL runtime error: {err}"
+                        f"{who}: selector #{i} on device {d.id}: CEL runtime error: {err}"
                     ) from err
                 d.verdicts[sel.expression] = verdict
             if not verdict:
