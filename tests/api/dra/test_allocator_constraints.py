@@ -526,6 +526,39 @@ CASES: dict[str, Case] = {
             )
         ],
     ),
+    # req-0 takes the 4Gi device through its second alternative so req-1 gets the 8Gi one.
+    "prioritized-list-with-backtracking": Case(
+        claims=[
+            claim(
+                CLAIM0,
+                first(
+                    REQ0,
+                    sub(SUB0, CLASS_A, 1, mem_at_least("8Gi")),
+                    sub(SUB1, CLASS_A, 1, mem_at_least("4Gi")),
+                ),
+                req(REQ1, CLASS_A, 1, mem_at_least("8Gi")),
+            )
+        ],
+        classes=[CA],
+        slices=[
+            slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1, capacity={"memory": "8Gi"})),
+            slc(SLICE2, NODE1, POOL2, DRIVER_A, device(DEV2, capacity={"memory": "4Gi"})),
+        ],
+        results=[
+            result(
+                local(NODE1),
+                dev(f"{REQ0}/{SUB1}", DRIVER_A, POOL2, DEV2),
+                dev(REQ1, DRIVER_A, POOL1, DEV1),
+            )
+        ],
+    ),
+    # A first alternative over the result size limit is skipped, not an error.
+    "prioritized-list-too-many-in-first-subrequest": Case(
+        claims=[claim(CLAIM0, first(REQ0, sub(SUB0, CLASS_B, 500), sub(SUB1, CLASS_A)))],
+        classes=[CA, CB],
+        slices=[one(SLICE1, NODE1, POOL1, DRIVER_A)],
+        results=[result(local(NODE1), dev(f"{REQ0}/{SUB1}", DRIVER_A, POOL1, DEV1))],
+    ),
 }
 
 
