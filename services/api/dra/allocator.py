@@ -52,6 +52,7 @@ its parsed form and each selector's verdict per device (CEL is the expensive par
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -65,6 +66,18 @@ EXACT_COUNT = "ExactCount"
 ALL = "All"
 SOURCE_CLASS = "FromClass"
 SOURCE_CLAIM = "FromClaim"
+
+
+class _Outcome(enum.Enum):
+    """A step of the search: a full solution below it, none, or none because the claim
+    would exceed ALLOCATION_RESULTS_MAX_SIZE (upstream errAllocationResultMaxSizeExceeded)."""
+
+    OK = "ok"
+    FAIL = "fail"
+    EXCEEDED = "exceeded"
+
+
+_OK, _FAIL, _EXCEEDED = _Outcome.OK, _Outcome.FAIL, _Outcome.EXCEEDED
 
 
 @dataclass(frozen=True, order=True)
@@ -348,6 +361,8 @@ class Allocator:
     admin_namespaces: frozenset[str] = frozenset()
     cache: DeviceCache | None = None
     _index: _SliceIndex | None = field(default=None, init=False, repr=False)
+    #: Device placements tried by all allocate() calls so far (the search's work).
+    steps: int = field(default=0, init=False)
 
     def allocate(self, node: core_pb2.Node) -> list[resource_pb2.AllocationResult] | Unfit:
         """One AllocationResult per claim, in order (nodeSelector set to the node for
@@ -355,7 +370,11 @@ class Allocator:
         if self._index is None:
             cache = self.cache if self.cache is not None else DeviceCache()
             self._index = _SliceIndex(self.slices, cache)
-        return _Search(self, self._index.pools(node)).run()
+        search = _Search(self, self._index.pools(node))
+        try:
+            return search.run()
+        finally:
+            self.steps += search.steps
 
 
 class _Search:
@@ -379,6 +398,7 @@ class _Search:
         self.results: list[list[tuple[_Device, _Request]]] = [[] for _ in self.claims]
         self.chosen: list[list[int]] = [[0] * len(p) for p in self.plans]
         self.frontier = (0, 0)  # the furthest (claim, request) the search reached
+        self.steps = 0  # device placements tried (upstream NumAllocateOneInvocations)
 
     # --------------------------------------------------------------- preparation
 
@@ -480,48 +500,68 @@ class _Search:
     # --------------------------------------------------------------- search
 
     def run(self) -> list[resource_pb2.AllocationResult] | Unfit:
-        if self._claim(0):
+        outcome = self._claim(0)
+        if outcome is _OK:
             return [self._result(c) for c in range(len(self.claims))]
+        if outcome is _EXCEEDED:  # only claim 0's can come up this far
+            raise AllocationError(
+                f"claim {_key(self.claims[0])}: number of requested devices exceeds the "
+                f"claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+            )
         return self._unfit()
 
-    def _claim(self, c: int) -> bool:
-        return c == len(self.claims) or self._requests(c, 0)
+    def _claim(self, c: int) -> _Outcome:
+        return _OK if c == len(self.claims) else self._requests(c, 0)
 
-    def _requests(self, c: int, r: int) -> bool:
+    def _requests(self, c: int, r: int) -> _Outcome:
         if r == len(self.plans[c]):
-            return self._claim(c + 1)
+            outcome = self._claim(c + 1)
+            # The next claim's size limit is its own: here it is a plain failure, and
+            # another choice in this claim may still do.
+            return _FAIL if outcome is _EXCEEDED else outcome
         self.frontier = max(self.frontier, (c, r))
+        all_exceeded = True
         for i, req in enumerate(self.plans[c][r]):
-            if self._devices(c, r, req, 0, 0):
+            outcome = self._devices(c, r, req, 0, 0)
+            if outcome is _EXCEEDED:
+                continue  # a later alternative may need fewer devices
+            all_exceeded = False
+            if outcome is _OK:
                 self.chosen[c][r] = i
-                return True
-        return False
+                return _OK
+        return _EXCEEDED if all_exceeded else _FAIL
 
-    def _devices(self, c: int, r: int, req: _Request, n: int, start: int) -> bool:
-        """Pick device n of `req` (of request r of claim c) from candidates[start:]."""
+    def _devices(self, c: int, r: int, req: _Request, n: int, start: int) -> _Outcome:
+        """Pick device n of `req` (of request r of claim c) from candidates[start:].
+        _EXCEEDED: the claim cannot stay within the size limit whatever this request's
+        devices are, so no other candidate is tried (upstream's aggressive backtracking)."""
+        self.steps += 1
         if req.all_devices is not None and not req.all_devices:
-            return False  # All needs at least one device
+            return _FAIL  # All needs at least one device
         if n == req.count:
             return self._requests(c, r + 1)
         if len(self.results[c]) + req.count - n > ALLOCATION_RESULTS_MAX_SIZE:
-            return False
+            return _EXCEEDED
         if req.all_devices is not None:
             d = req.all_devices[n]
             if not self._take(c, req, d, must=True):
-                return False
-            if self._devices(c, r, req, n + 1, 0):
-                return True
-            self._give_back(c, req, d)
-            return False
+                return _FAIL
+            outcome = self._devices(c, r, req, n + 1, 0)
+            if outcome is not _OK:
+                self._give_back(c, req, d)
+            return outcome
         cands = self.candidates(req)
         for i in range(start, len(cands)):
             d = cands[i]
             if not self._take(c, req, d, must=False):
                 continue
-            if self._devices(c, r, req, n + 1, i + 1):
-                return True
+            outcome = self._devices(c, r, req, n + 1, i + 1)
+            if outcome is _OK:
+                return _OK
             self._give_back(c, req, d)
-        return False
+            if outcome is _EXCEEDED:
+                return _EXCEEDED
+        return _FAIL
 
     def _take(self, c: int, req: _Request, d: _Device, *, must: bool) -> bool:
         holders = self.allocating.get(d.id)

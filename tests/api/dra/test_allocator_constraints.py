@@ -1,12 +1,12 @@
-"""Upstream's allocator test table (allocatortesting.TestAllocator), second half:
-matchAttribute constraints, configs, broken inputs, the result size limit and
-firstAvailable (prioritized list). Row names are upstream's."""
+"""Upstream's allocator test table (allocatortesting.TestAllocator), second part:
+matchAttribute constraints, configs, broken inputs and the result size limit (firstAvailable
+rows are in test_allocator_first_available). Row names are upstream's."""
 
 from __future__ import annotations
 
 import pytest
 
-from services.api.dra.allocator import ALLOCATION_RESULTS_MAX_SIZE, DeviceID
+from services.api.dra.allocator import ALLOCATION_RESULTS_MAX_SIZE
 from tests.api.dra.allocator_table import (
     ATTRS_1,
     BOOL_ATTR,
@@ -25,15 +25,12 @@ from tests.api.dra.allocator_table import (
     NODE1,
     NS,
     POOL1,
-    POOL2,
     REQ0,
     REQ1,
     REQ2,
     SLICE1,
     SLICE2,
     STRING_ATTR,
-    SUB0,
-    SUB1,
     VERSION_ATTR,
     Case,
     all_req,
@@ -42,17 +39,14 @@ from tests.api.dra.allocator_table import (
     claim,
     cls,
     dev,
-    first,
     local,
     many,
     match,
-    mem_at_least,
     one,
     opaque,
     req,
     result,
     slc,
-    sub,
 )
 from tests.builders import device, device_class
 
@@ -312,252 +306,6 @@ CASES: dict[str, Case] = {
         classes=[CA],
         slices=[many(SLICE1, NODE1, POOL1, DRIVER_A, ALLOCATION_RESULTS_MAX_SIZE + 1)],
         error="exceeds the claim limit",
-    ),
-    "prioritized-list-first-unavailable": Case(
-        claims=[claim(CLAIM0, first(REQ0, sub(SUB0, CLASS_B), sub(SUB1, CLASS_A)))],
-        classes=[CA, CB],
-        slices=[one(SLICE1, NODE1, POOL1, DRIVER_A)],
-        results=[result(local(NODE1), dev(f"{REQ0}/{SUB1}", DRIVER_A, POOL1, DEV1))],
-    ),
-    "prioritized-list-non-available": Case(
-        claims=[claim(CLAIM0, first(REQ0, sub(SUB0, CLASS_B, 2), sub(SUB1, CLASS_A, 2)))],
-        classes=[CA, CB],
-        slices=[one(SLICE1, NODE1, POOL1, DRIVER_A), one(SLICE2, NODE1, POOL2, DRIVER_B)],
-        unfit=(
-            f"{NS}/{CLAIM0}",
-            f'request "{REQ0}": no subrequest can be allocated ({SUB0}: needs 2 device(s) of class "{CLASS_B}", 1 of 1 matching are free; {SUB1}: needs 2',
-        ),
-    ),
-    "prioritized-list-device-config": Case(
-        claims=[
-            claim(
-                CLAIM0,
-                first(REQ0, sub(SUB0, CLASS_A), sub(SUB1, CLASS_B, 2)),
-                config=[
-                    {"requests": [f"{REQ0}/{SUB0}"], "opaque": opaque(DRIVER_A, "foo")},
-                    {"requests": [f"{REQ0}/{SUB1}"], "opaque": opaque(DRIVER_B, "bar")},
-                ],
-            )
-        ],
-        classes=[CA, CB],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_B, device(DEV1), device(DEV2))],
-        results=[
-            result(
-                local(NODE1),
-                dev(f"{REQ0}/{SUB1}", DRIVER_B, POOL1, DEV1),
-                dev(f"{REQ0}/{SUB1}", DRIVER_B, POOL1, DEV2),
-                config=[cfg("FromClaim", [], DRIVER_B, "bar")],
-            )
-        ],
-    ),
-    "prioritized-list-class-config": Case(
-        claims=[claim(CLAIM0, first(REQ0, sub(SUB0, CLASS_A, 2), sub(SUB1, CLASS_B, 2)))],
-        classes=[cls(CLASS_A, DRIVER_A, "foo"), cls(CLASS_B, DRIVER_B, "bar")],
-        slices=[
-            slc(SLICE1, NODE1, POOL1, DRIVER_B, device(DEV1), device(DEV2)),
-            slc(SLICE2, NODE1, POOL2, DRIVER_A, device(DEV3)),
-        ],
-        results=[
-            result(
-                local(NODE1),
-                dev(f"{REQ0}/{SUB1}", DRIVER_B, POOL1, DEV1),
-                dev(f"{REQ0}/{SUB1}", DRIVER_B, POOL1, DEV2),
-                config=[cfg("FromClass", [], DRIVER_B, "bar")],
-            )
-        ],
-    ),
-    "prioritized-list-subrequests-with-expressions": Case(
-        claims=[
-            claim(
-                CLAIM0,
-                req(REQ0, CLASS_A, 1, mem_at_least("1Gi")),
-                first(
-                    REQ1,
-                    sub(SUB0, CLASS_A, 1, mem_at_least("4Gi")),
-                    sub(SUB1, CLASS_A, 2, mem_at_least("2Gi")),
-                ),
-            )
-        ],
-        classes=[CA],
-        slices=[
-            slc(
-                SLICE1,
-                NODE1,
-                POOL1,
-                DRIVER_A,
-                device(DEV1, capacity={"memory": "2Gi"}),
-                device(DEV2, capacity={"memory": "2Gi"}),
-                device(DEV3, capacity={"memory": "1Gi"}),
-            )
-        ],
-        results=[
-            result(
-                local(NODE1),
-                dev(REQ0, DRIVER_A, POOL1, DEV3),
-                dev(f"{REQ1}/{SUB1}", DRIVER_A, POOL1, DEV1),
-                dev(f"{REQ1}/{SUB1}", DRIVER_A, POOL1, DEV2),
-            )
-        ],
-    ),
-    "prioritized-list-subrequests-with-constraints-ref-parent-request": Case(
-        claims=[
-            claim(
-                CLAIM0,
-                req(REQ0, CLASS_A, 1, mem_at_least("8Gi")),
-                first(
-                    REQ1,
-                    sub(SUB0, CLASS_A, 1, mem_at_least("2Gi")),
-                    sub(SUB1, CLASS_A, 1, mem_at_least("1Gi")),
-                ),
-                constraints=[match(VERSION_ATTR, REQ0, REQ1)],
-            )
-        ],
-        classes=[CA],
-        slices=[
-            slc(
-                SLICE1,
-                NODE1,
-                POOL1,
-                DRIVER_A,
-                device(DEV1, capacity={"memory": "8Gi"}, driverVersion={"version": "1.0.0"}),
-            ),
-            slc(
-                SLICE2,
-                NODE1,
-                POOL2,
-                DRIVER_A,
-                device(DEV2, capacity={"memory": "2Gi"}, driverVersion={"version": "2.0.0"}),
-                device(DEV3, capacity={"memory": "1Gi"}, driverVersion={"version": "1.0.0"}),
-            ),
-        ],
-        results=[
-            result(
-                local(NODE1),
-                dev(REQ0, DRIVER_A, POOL1, DEV1),
-                dev(f"{REQ1}/{SUB1}", DRIVER_A, POOL2, DEV3),
-            )
-        ],
-    ),
-    "prioritized-list-subrequests-with-constraints-ref-sub-request": Case(
-        claims=[
-            claim(
-                CLAIM0,
-                req(REQ0, CLASS_A, 1, mem_at_least("8Gi")),
-                first(
-                    REQ1,
-                    sub(SUB0, CLASS_A, 1, mem_at_least("2Gi")),
-                    sub(SUB1, CLASS_A, 1, mem_at_least("1Gi")),
-                ),
-                constraints=[match(VERSION_ATTR, REQ0, f"{REQ1}/{SUB0}")],
-            )
-        ],
-        classes=[CA],
-        slices=[
-            slc(
-                SLICE1,
-                NODE1,
-                POOL1,
-                DRIVER_A,
-                device(DEV1, capacity={"memory": "8Gi"}, driverVersion={"version": "1.0.0"}),
-            ),
-            slc(
-                SLICE2,
-                NODE1,
-                POOL2,
-                DRIVER_A,
-                device(DEV2, capacity={"memory": "2Gi"}, driverVersion={"version": "2.0.0"}),
-            ),
-        ],
-        results=[
-            result(
-                local(NODE1),
-                dev(REQ0, DRIVER_A, POOL1, DEV1),
-                dev(f"{REQ1}/{SUB1}", DRIVER_A, POOL2, DEV2),
-            )
-        ],
-    ),
-    "prioritized-list-subrequests-with-allocation-mode-all": Case(
-        claims=[claim(CLAIM0, first(REQ0, sub(SUB0, CLASS_A, 0, mode="All"), sub(SUB1, CLASS_A)))],
-        classes=[CA],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2))],
-        allocated={DeviceID(DRIVER_A, POOL1, DEV1)},
-        results=[result(local(NODE1), dev(f"{REQ0}/{SUB1}", DRIVER_A, POOL1, DEV2))],
-    ),
-    "prioritized-list-allocation-mode-all-multiple-requests": Case(
-        claims=[
-            claim(
-                CLAIM0,
-                req(REQ0, CLASS_A),
-                first(REQ1, sub(SUB0, CLASS_A, 0, mode="All"), sub(SUB1, CLASS_A)),
-            )
-        ],
-        classes=[CA],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2))],
-        results=[
-            result(
-                local(NODE1),
-                dev(REQ0, DRIVER_A, POOL1, DEV1),
-                dev(f"{REQ1}/{SUB1}", DRIVER_A, POOL1, DEV2),
-            )
-        ],
-    ),
-    "prioritized-list-multi-request": Case(
-        claims=[
-            claim(
-                CLAIM0,
-                req(REQ1, CLASS_A, 1, mem_at_least("8Gi")),
-                first(
-                    REQ0,
-                    sub(SUB0, CLASS_A, 1, mem_at_least("8Gi")),
-                    sub(SUB1, CLASS_A, 1, mem_at_least("4Gi")),
-                ),
-            )
-        ],
-        classes=[CA],
-        slices=[
-            slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1, capacity={"memory": "8Gi"})),
-            slc(SLICE2, NODE1, POOL2, DRIVER_A, device(DEV2, capacity={"memory": "4Gi"})),
-        ],
-        results=[
-            result(
-                local(NODE1),
-                dev(REQ1, DRIVER_A, POOL1, DEV1),
-                dev(f"{REQ0}/{SUB1}", DRIVER_A, POOL2, DEV2),
-            )
-        ],
-    ),
-    # req-0 takes the 4Gi device through its second alternative so req-1 gets the 8Gi one.
-    "prioritized-list-with-backtracking": Case(
-        claims=[
-            claim(
-                CLAIM0,
-                first(
-                    REQ0,
-                    sub(SUB0, CLASS_A, 1, mem_at_least("8Gi")),
-                    sub(SUB1, CLASS_A, 1, mem_at_least("4Gi")),
-                ),
-                req(REQ1, CLASS_A, 1, mem_at_least("8Gi")),
-            )
-        ],
-        classes=[CA],
-        slices=[
-            slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1, capacity={"memory": "8Gi"})),
-            slc(SLICE2, NODE1, POOL2, DRIVER_A, device(DEV2, capacity={"memory": "4Gi"})),
-        ],
-        results=[
-            result(
-                local(NODE1),
-                dev(f"{REQ0}/{SUB1}", DRIVER_A, POOL2, DEV2),
-                dev(REQ1, DRIVER_A, POOL1, DEV1),
-            )
-        ],
-    ),
-    # A first alternative over the result size limit is skipped, not an error.
-    "prioritized-list-too-many-in-first-subrequest": Case(
-        claims=[claim(CLAIM0, first(REQ0, sub(SUB0, CLASS_B, 500), sub(SUB1, CLASS_A)))],
-        classes=[CA, CB],
-        slices=[one(SLICE1, NODE1, POOL1, DRIVER_A)],
-        results=[result(local(NODE1), dev(f"{REQ0}/{SUB1}", DRIVER_A, POOL1, DEV1))],
     ),
 }
 
