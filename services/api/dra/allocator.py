@@ -1,14 +1,14 @@
 """Structured allocation: which of a node's devices satisfy a pod's claims (upstream
 k8s.io/dynamic-resource-allocation/structured, the stable allocator for resource.k8s.io/v1:
-allocator.go and pools.go).
+allocator.go; which pools reach a node is services/api/dra/pools.py).
 
 The scheduler's DynamicResources plugin asks, for every (pod, node) in Filter, whether the
 pod's unallocated claims can get devices on that node, and at Reserve takes the answer as
 the claims' status.allocation. The rules, as upstream:
 
-* Pools. A slice reaches the node by spec.nodeName == node, a nodeSelector matching the
-  node, or allNodes. Per (driver, pool) only the reaching slices of the newest generation
-  count. A pool with fewer slices at that generation than resourceSliceCount is
+* Pools (pools.py). A slice reaches the node by spec.nodeName == node, a nodeSelector
+  matching the node, or allNodes. Per (driver, pool) only the reaching slices of the newest
+  generation count. A pool with fewer slices at that generation than resourceSliceCount is
   *incomplete*, one with a device name twice is *invalid*: ExactCount requests skip both
   (other pools may still do), an All request on either is an AllocationError naming the
   pool. If nothing fits and an invalid pool was seen, the Unfit says so.
@@ -53,12 +53,22 @@ its parsed form and each selector's verdict per device (CEL is the expensive par
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.dra.cel import CELCompileError, CELRuntimeError, Selector, compile_selector
-from services.api.nodeaffinity import OBJECT_NAME_FIELD, NodeSelector
+from services.api.dra.pools import DeviceCache, DeviceID, Pool, PoolDevice, SliceIndex
+from services.api.nodeaffinity import OBJECT_NAME_FIELD
+
+__all__ = [
+    "ALLOCATION_RESULTS_MAX_SIZE",
+    "AllocationError",
+    "Allocator",
+    "DeviceCache",
+    "DeviceID",
+    "Unfit",
+]
 
 #: Most devices one claim's allocation may hold (upstream AllocationResultsMaxSize).
 ALLOCATION_RESULTS_MAX_SIZE = 32
@@ -80,16 +90,6 @@ class _Outcome(enum.Enum):
 _OK, _FAIL, _EXCEEDED = _Outcome.OK, _Outcome.FAIL, _Outcome.EXCEEDED
 
 
-@dataclass(frozen=True, order=True)
-class DeviceID:
-    driver: str
-    pool: str
-    device: str
-
-    def __str__(self) -> str:
-        return f"{self.driver}/{self.pool}/{self.device}"
-
-
 @dataclass(frozen=True)
 class Unfit:
     """Why the claims cannot be allocated on a node; `claim` is "namespace/name" and
@@ -103,147 +103,6 @@ class AllocationError(Exception):
     """Not a fit problem but a broken input (a class that does not exist, a selector that
     fails at runtime): the pod is unschedulable until something changes. Message names
     the claim and request."""
-
-
-# ----------------------------------------------------------------------------- slices
-
-
-class _Device:
-    """One device of a parsed slice, with each selector's verdict once computed (a slice
-    message is never changed in place, so the verdicts hold while it is cached)."""
-
-    __slots__ = ("id", "device", "slice", "verdicts")
-
-    def __init__(self, id_: DeviceID, device: resource_pb2.Device, slice_: _Slice) -> None:
-        self.id = id_
-        self.device = device
-        self.slice = slice_
-        # by expression, and by a request's tuple of expressions (class's, then its own)
-        self.verdicts: dict[str | tuple[str, ...], bool] = {}
-
-
-class _Slice:
-    """A ResourceSlice made ready to allocate from."""
-
-    __slots__ = (
-        "msg",
-        "driver",
-        "pool",
-        "generation",
-        "count",
-        "node_name",
-        "all_nodes",
-        "node_selector",
-        "devices",
-    )
-
-    def __init__(self, msg: resource_pb2.ResourceSlice) -> None:
-        spec = msg.spec
-        self.msg = msg
-        self.driver = spec.driver
-        self.pool = spec.pool.name
-        self.generation = spec.pool.generation
-        self.count = spec.pool.resource_slice_count
-        self.node_name = spec.node_name if spec.HasField("node_name") else ""
-        self.all_nodes = spec.HasField("all_nodes") and spec.all_nodes
-        self.node_selector: NodeSelector | None = (
-            NodeSelector(spec.node_selector) if spec.HasField("node_selector") else None
-        )
-        self.devices = [
-            _Device(DeviceID(self.driver, self.pool, d.name), d, self) for d in spec.devices
-        ]
-
-    def reaches(self, node: core_pb2.Node) -> bool:
-        if self.node_name:
-            return node.metadata.name == self.node_name
-        if self.all_nodes:
-            return True
-        if self.node_selector is not None:
-            return self.node_selector.match(node)
-        return False  # nothing known is set: some future extension, not ours to use
-
-
-class DeviceCache:
-    """Parsed slices and selector verdicts kept across allocations (e.g. by the scheduler
-    plugin across cycles). Entries are keyed by the identity of the ResourceSlice message
-    and hold it, so an updated slice (a new message in the informer's store) gets a fresh
-    entry; `prune` drops entries whose message is no longer listed. Not thread-safe: one
-    cache per scheduler loop."""
-
-    def __init__(self) -> None:
-        self._slices: dict[int, _Slice] = {}
-
-    def __len__(self) -> int:
-        return len(self._slices)
-
-    def slice(self, msg: resource_pb2.ResourceSlice) -> _Slice:
-        entry = self._slices.get(id(msg))
-        if entry is None or entry.msg is not msg:
-            entry = self._slices[id(msg)] = _Slice(msg)
-        return entry
-
-    def prune(self, slices: Sequence[resource_pb2.ResourceSlice]) -> None:
-        keep = {id(s) for s in slices}
-        for key in [k for k in self._slices if k not in keep]:
-            del self._slices[key]
-
-
-@dataclass
-class _Pool:
-    driver: str
-    name: str
-    slices: list[_Slice]
-    incomplete: bool = False
-    invalid: str = ""  # why, when invalid
-
-    def __str__(self) -> str:
-        return f"{self.driver}/{self.name}"
-
-    def devices(self) -> Iterator[_Device]:
-        for s in self.slices:
-            yield from s.devices
-
-
-class _SliceIndex:
-    """The slices by the node they name, and the others (nodeSelector, allNodes), each
-    with its listing position so a node's slices come out in listing order."""
-
-    def __init__(self, slices: Sequence[resource_pb2.ResourceSlice], cache: DeviceCache) -> None:
-        self.by_node: dict[str, list[tuple[int, _Slice]]] = {}
-        self.other: list[tuple[int, _Slice]] = []
-        for pos, msg in enumerate(slices):
-            s = cache.slice(msg)
-            if s.node_name:
-                self.by_node.setdefault(s.node_name, []).append((pos, s))
-            else:
-                self.other.append((pos, s))
-
-    def pools(self, node: core_pb2.Node) -> list[_Pool]:
-        """The pools reaching the node, in order of first appearance (upstream GatherPools)."""
-        mine = self.by_node.get(node.metadata.name, [])
-        reaching = (
-            sorted(mine + [(p, s) for p, s in self.other if s.reaches(node)])
-            if self.other
-            else mine
-        )
-        pools: dict[tuple[str, str], _Pool] = {}
-        for _, s in reaching:
-            pool = pools.get((s.driver, s.pool))
-            if pool is None:
-                pools[(s.driver, s.pool)] = _Pool(s.driver, s.pool, [s])
-            elif s.generation > pool.slices[0].generation:
-                pool.slices = [s]  # a newer generation replaces the older slices
-            elif s.generation == pool.slices[0].generation:
-                pool.slices.append(s)
-        for pool in pools.values():
-            pool.incomplete = len(pool.slices) != pool.slices[0].count
-            seen: set[str] = set()
-            for d in pool.devices():
-                if d.id.device in seen:
-                    pool.invalid = f"duplicate device name {d.id.device}"
-                    break
-                seen.add(d.id.device)
-        return list(pools.values())
 
 
 # ----------------------------------------------------------------------------- requests
@@ -261,8 +120,8 @@ class _Request:
     selectors: list[Selector]
     count: int
     admin: bool
-    all_devices: list[_Device] | None = None  # allocationMode All: exactly these
-    candidates: list[_Device] | None = None  # selectable devices, computed on first need
+    all_devices: list[PoolDevice] | None = None  # allocationMode All: exactly these
+    candidates: list[PoolDevice] | None = None  # selectable devices, computed on first need
     key: tuple[str, ...] = ()  # every selector's expression, the class's first
 
     def __post_init__(self) -> None:
@@ -299,7 +158,7 @@ class _MatchAttribute:
             or (bool(r.sub) and r.name in self.requests)
         )
 
-    def add(self, r: _Request, d: _Device) -> bool:
+    def add(self, r: _Request, d: PoolDevice) -> bool:
         if not self.applies(r):
             return True
         value = _attribute(d, self.attribute)
@@ -317,7 +176,7 @@ class _MatchAttribute:
             self.n -= 1
 
 
-def _attribute(d: _Device, name: str) -> tuple[str, object] | None:
+def _attribute(d: PoolDevice, name: str) -> tuple[str, object] | None:
     """The device's value of a fully qualified attribute ("domain/name"; an attribute
     written without domain in the slice belongs to the driver's domain), as (kind, value);
     kind "" when no value is set."""
@@ -360,7 +219,7 @@ class Allocator:
     slices: Sequence[resource_pb2.ResourceSlice]
     admin_namespaces: frozenset[str] = frozenset()
     cache: DeviceCache | None = None
-    _index: _SliceIndex | None = field(default=None, init=False, repr=False)
+    _index: SliceIndex | None = field(default=None, init=False, repr=False)
     #: Device placements tried by all allocate() calls so far (the search's work).
     steps: int = field(default=0, init=False)
 
@@ -369,7 +228,7 @@ class Allocator:
         node-local devices), or why not. Raises AllocationError."""
         if self._index is None:
             cache = self.cache if self.cache is not None else DeviceCache()
-            self._index = _SliceIndex(self.slices, cache)
+            self._index = SliceIndex(self.slices, cache)
         search = _Search(self, self._index.pools(node))
         try:
             return search.run()
@@ -383,7 +242,7 @@ class _Search:
     device in the current partial solution, `results[c]` its devices for claim c in pick
     order, and each constraint's count equals the devices in `results` it applies to."""
 
-    def __init__(self, alloc: Allocator, pools: list[_Pool]) -> None:
+    def __init__(self, alloc: Allocator, pools: list[Pool]) -> None:
         self.alloc = alloc
         self.pools = pools
         self.usable = [p for p in pools if not p.incomplete and not p.invalid]
@@ -395,7 +254,7 @@ class _Search:
             self.plans.append(self._plan(claim))
             self.constraints.append(self._constraints(claim))
         self.allocating: dict[DeviceID, set[int]] = {}
-        self.results: list[list[tuple[_Device, _Request]]] = [[] for _ in self.claims]
+        self.results: list[list[tuple[PoolDevice, _Request]]] = [[] for _ in self.claims]
         self.chosen: list[list[int]] = [[0] * len(p) for p in self.plans]
         self.frontier = (0, 0)  # the furthest (claim, request) the search reached
         self.steps = 0  # device placements tried (upstream NumAllocateOneInvocations)
@@ -492,7 +351,7 @@ class _Search:
             out.append(_MatchAttribute(c.requests, c.match_attribute))
         return out
 
-    def candidates(self, r: _Request) -> list[_Device]:
+    def candidates(self, r: _Request) -> list[PoolDevice]:
         if r.candidates is None:
             r.candidates = [d for p in self.usable for d in p.devices() if _selectable(r, d)]
         return r.candidates
@@ -563,7 +422,7 @@ class _Search:
                 return _EXCEEDED
         return _FAIL
 
-    def _take(self, c: int, req: _Request, d: _Device, *, must: bool) -> bool:
+    def _take(self, c: int, req: _Request, d: PoolDevice, *, must: bool) -> bool:
         holders = self.allocating.get(d.id)
         if req.admin:
             if holders and c in holders:
@@ -586,7 +445,7 @@ class _Search:
         self.results[c].append((d, req))
         return True
 
-    def _give_back(self, c: int, req: _Request, d: _Device) -> None:
+    def _give_back(self, c: int, req: _Request, d: PoolDevice) -> None:
         for con in self.constraints[c]:
             con.remove(req)
         self.allocating[d.id].discard(c)
@@ -718,7 +577,7 @@ def _compile(selectors: Sequence[resource_pb2.DeviceSelector], owner: str) -> li
     return out
 
 
-def _selectable(r: _Request, d: _Device) -> bool:
+def _selectable(r: _Request, d: PoolDevice) -> bool:
     """Every class selector and every request selector is true for the device. Verdicts
     are kept on the device per expression and per request's whole selector list."""
     verdict = d.verdicts.get(r.key)
@@ -727,7 +586,7 @@ def _selectable(r: _Request, d: _Device) -> bool:
     return verdict
 
 
-def _evaluate(r: _Request, d: _Device) -> bool:
+def _evaluate(r: _Request, d: PoolDevice) -> bool:
     for owner, selectors in ((None, r.class_selectors), (r, r.selectors)):
         for i, sel in enumerate(selectors):
             verdict = d.verdicts.get(sel.expression)
