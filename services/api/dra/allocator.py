@@ -46,8 +46,11 @@ leave out).
 
 Speed: an Allocator indexes the slices by node on first use and caches which devices each
 request can select, so one Allocator per pod serves every node of a Filter pass. A
-DeviceCache kept by the caller across cycles also remembers, per ResourceSlice message,
-its parsed form and each selector's verdict per device (CEL is the expensive part).
+DeviceCache kept by the caller across cycles (pass the same one to every Allocator) also
+keeps, per ResourceSlice message, its parsed form and each selector's verdict per device
+(CEL is the expensive part), and the index itself while the listing is unchanged.
+Measured (scripts/bench_allocator.py): ~30 µs per allocate() of 1 GPU out of 8 with a warm
+cache, ~0.3 ms to set up an Allocator over 5,000 unchanged slices, ~5 ms when one changed.
 """
 
 from __future__ import annotations
@@ -228,7 +231,7 @@ class Allocator:
         node-local devices), or why not. Raises AllocationError."""
         if self._index is None:
             cache = self.cache if self.cache is not None else DeviceCache()
-            self._index = SliceIndex(self.slices, cache)
+            self._index = cache.index(self.slices)
         search = _Search(self, self._index.pools(node))
         try:
             return search.run()

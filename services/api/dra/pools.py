@@ -88,14 +88,21 @@ class ParsedSlice:
 
 
 class DeviceCache:
-    """Parsed slices and selector verdicts kept across allocations (e.g. by the scheduler
-    plugin across cycles). Entries are keyed by the identity of the ResourceSlice message
-    and hold it, so an updated slice (a new message in the informer's store) gets a fresh
-    entry; `prune` drops entries whose message is no longer listed. Not thread-safe: one
-    cache per scheduler loop."""
+    """Parsed slices, selector verdicts and the last listing's SliceIndex, kept across
+    allocations (by the scheduler plugin across cycles: give every Allocator the same one).
+
+    Entries are keyed by the identity of the ResourceSlice message and hold it, so an
+    updated slice (a new message in the informer's store; messages there are never changed
+    in place) gets a fresh entry. `index` reuses the last SliceIndex while the listing holds
+    the same messages in the same order (the ids compare equal, and the cached index keeps
+    those messages alive, so equal ids are the same messages); a new listing rebuilds it
+    and drops the entries of slices no longer listed. Not thread-safe: one cache per
+    scheduler loop."""
 
     def __init__(self) -> None:
         self._slices: dict[int, ParsedSlice] = {}
+        self._listing: tuple[int, ...] | None = None
+        self._index: SliceIndex | None = None
 
     def __len__(self) -> int:
         return len(self._slices)
@@ -105,6 +112,16 @@ class DeviceCache:
         if entry is None or entry.msg is not msg:
             entry = self._slices[id(msg)] = ParsedSlice(msg)
         return entry
+
+    def index(self, slices: Sequence[resource_pb2.ResourceSlice]) -> SliceIndex:
+        """The SliceIndex of this listing (every ResourceSlice in the cluster)."""
+        listing = tuple(map(id, slices))
+        if self._index is None or listing != self._listing:
+            self._index = SliceIndex(slices, self)
+            self._listing = listing
+            if len(self._slices) > len(slices):
+                self.prune(slices)
+        return self._index
 
     def prune(self, slices: Sequence[resource_pb2.ResourceSlice]) -> None:
         keep = {id(s) for s in slices}

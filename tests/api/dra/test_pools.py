@@ -91,3 +91,16 @@ def test_cache_reuses_parsed_slice_until_the_message_changes() -> None:
     assert cache.slice(copy) is not first
     cache.prune([copy])
     assert len(cache) == 1
+
+
+def test_cache_keeps_the_index_while_the_listing_holds_the_same_slices() -> None:
+    cache = DeviceCache()
+    a, b = _s("a", "node-1", "p1", "d1"), _s("b", "node-2", "p2", "d1")
+    index = cache.index([a, b])
+    assert cache.index([a, b]) is index  # a new list of the same messages
+    assert cache.index([b, a]) is not index  # order matters for listing order
+    newer = resource_pb2.ResourceSlice()
+    newer.CopyFrom(a)
+    rebuilt = cache.index([newer, b])
+    assert rebuilt.pools(N1)[0].slices[0].msg is newer
+    assert len(cache) == 2  # the entry of the replaced message is gone
