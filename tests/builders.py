@@ -474,24 +474,26 @@ def pod_group(
     )
 
 
-def device(name: str, *, capacity: Mapping[str, str] | None = None, **attrs: Any) -> Json:
-    """A bare device dict for resource_slice (no attributes unless given): `attrs` values
-    are int, bool or str, or {"version": "1.2.3"} for a semver attribute; an attribute
-    name with a domain is passed as a ** mapping, e.g. **{"other.io/numa": 1}."""
-    attributes: Json = {}
-    for k, v in attrs.items():
-        attributes[k] = (
-            v
-            if isinstance(v, dict)
-            else {"bool": v}
-            if isinstance(v, bool)
-            else {"int": v}
-            if isinstance(v, int)
-            else {"string": v}
-        )
-    doc: Json = {"name": name}
-    if attributes:
-        doc["attributes"] = attributes
-    if capacity:
-        doc["capacity"] = {k: {"value": q} for k, q in capacity.items()}
-    return doc
+def device(
+    name: str = "dev", attributes: Mapping[str, Any] = (), capacity: Mapping[str, str] = ()
+) -> resource_pb2.Device:
+    """A resource_pb2.Device: attribute values int, bool or str, {"version": "1.2.3"} for a
+    version; capacity values quantity strings. Names as in a slice ("model", "x.io/model")."""
+    attrs: Json = {}
+    for k, v in dict(attributes).items():
+        kind = "bool" if isinstance(v, bool) else "int" if isinstance(v, int) else "string"
+        attrs[k] = v if isinstance(v, dict) else {kind: v}
+    doc = {
+        "name": name,
+        "attributes": attrs,
+        "capacity": {k: {"value": v} for k, v in dict(capacity).items()},
+    }
+    return json_format.ParseDict(doc, resource_pb2.Device())
+
+
+def slice_device(
+    name: str, *, capacity: Mapping[str, str] | None = None, **attributes: Any
+) -> Json:
+    """`device` as a dict for resource_slice(devices=...): attributes as keywords (a domain
+    name through **{"x.io/numa": 1}); only the fields given are set."""
+    return json_format.MessageToDict(device(name, attributes, capacity or {}))

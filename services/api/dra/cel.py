@@ -74,9 +74,9 @@ _DEVICE: Final = "device"
 _DRIVER: Final = "driver"
 _ATTRIBUTES: Final = "attributes"
 _CAPACITY: Final = "capacity"
-#: The sibling maps that literal-domain lookups read after the AST rewrite. A name no
-#: selector can write (CEL field names are identifiers) so user expressions never see it.
-_LOOKUP: Final = {_ATTRIBUTES: "attributes@lookup", _CAPACITY: "capacity@lookup"}
+#: The sibling maps, without default domains, that every other read of the two maps is
+#: renamed to. A name no selector can write (CEL field names are identifiers).
+_EXACT: Final = {_ATTRIBUTES: "attributes@exact", _CAPACITY: "capacity@exact"}
 
 
 class CELCompileError(ValueError):
@@ -88,21 +88,31 @@ class CELRuntimeError(RuntimeError):
     """Evaluation failed for a device (e.g. a missing attribute that is not guarded)."""
 
 
-_ENV: Final = cel.NewEnv(
-    celkube.POOL,
-    variables={_DEVICE: cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
-    extensions=[
-        celkube.EXTENSION,
-        ext_bindings.ExtBindings(),
-        ext_strings.ExtStrings(),
-    ],
-)
+def _env(device_type: Any) -> Any:
+    return cel.NewEnv(
+        celkube.POOL,
+        variables={_DEVICE: device_type},
+        extensions=[celkube.EXTENSION, ext_bindings.ExtBindings(), ext_strings.ExtStrings()],
+    )
+
+
+# Two environments, one library: the checker sees `device` as the object type
+# kubernetes.DRADevice (undeclared fields are compile errors, attributes[d] is a map, as
+# upstream); programs run with `device` a plain map, since Quantity and Semver values do
+# not fit that type's Struct values. A checked expression moves from one to the other
+# serialized (the runtime does not check again).
+_CHECK_ENV: Final = _env(celkube.DEVICE)
+_ENV: Final = _env(cel.Type.Map(cel.Type.STRING, cel.Type.DYN))
+
+_VERSION_FIELD: Final = resource_pb2.DeviceAttribute.VERSION_FIELD_NUMBER
 
 _lock = threading.Lock()
-# Every string literal that some compiled selector uses as a domain index. Only grows; a
-# device converted before a new domain appeared is converted again (generation check).
+# Every string literal that some compiled selector indexes a map field by, and the map
+# fields some selector reads whole (so devices carry their exact sibling). Both only
+# grow; a device converted before they changed is converted again (generation check).
 _domains: dict[str, set[str]] = {_ATTRIBUTES: set(), _CAPACITY: set()}
-_domains_generation = 0
+_exact_used: set[str] = set()
+_generation = 0
 _compiled: OrderedDict[str, Selector] = OrderedDict()
 # id(device message) -> (the message, its driver, generation, activation). The message is
 # held so its id cannot be reused while the entry lives; informer objects are immutable.
@@ -151,13 +161,13 @@ def compile_selector(expression: str) -> Selector:
 
 
 def _compile(expression: str) -> Selector:
-    global _domains_generation
+    global _generation
     if len(expression) > MAX_EXPRESSION_LENGTH:
         raise CELCompileError(
             f"may not be longer than {MAX_EXPRESSION_LENGTH} bytes (got {len(expression)})"
         )
     try:
-        checked = _ENV.compile(expression)
+        checked = _CHECK_ENV.compile(expression)
     except RuntimeError as err:
         raise CELCompileError("compilation failed: " + _compile_message(str(err))) from None
     out = checked.return_type()
@@ -165,13 +175,7 @@ def _compile(expression: str) -> Selector:
         raise CELCompileError(f"must evaluate to bool or the unknown type, not {_type_name(out)}")
     wrapped = any_pb2.Any()
     wrapped.ParseFromString(checked.serialize())
-    rewrite = celast.rewrite(
-        wrapped.value, device=_DEVICE, fields=(_DRIVER, _ATTRIBUTES, _CAPACITY), lookup=_LOOKUP
-    )
-    if rewrite.undefined_field is not None:
-        raise CELCompileError(
-            f"compilation failed: ERROR: <input>: undefined field '{rewrite.undefined_field}'"
-        )
+    rewrite = celast.rewrite(wrapped.value, device=_DEVICE, exact=_EXACT)
     if rewrite.cost > MAX_COST:
         raise CELCompileError("too complex, exceeds cost limit")
     wrapped.value = rewrite.checked
@@ -181,13 +185,16 @@ def _compile(expression: str) -> Selector:
             new = names - _domains[field]
             if new:
                 _domains[field] |= new
-                _domains_generation += 1
+                _generation += 1
+        if rewrite.exact - _exact_used:
+            _exact_used.update(rewrite.exact)
+            _generation += 1
     return Selector(expression, program)
 
 
 def _activation(driver: str, device: resource_pb2.Device) -> Any:
     key = id(device)
-    generation = _domains_generation
+    generation = _generation
     entry = _devices.get(key)
     if entry is not None and entry[0] is device and entry[1] == driver and entry[2] == generation:
         return entry[3]
@@ -213,28 +220,32 @@ def _device_value(driver: str, device: resource_pb2.Device) -> dict[str, Any]:
             capacity.setdefault(domain, {})[ident] = celkube.quantity_message(cap.value)
         except ValueError as err:
             raise CELRuntimeError(f"capacity {name}: {err}") from None
-    value = {_DRIVER: driver, _ATTRIBUTES: attributes, _CAPACITY: capacity}
-    for field, source in ((_ATTRIBUTES, attributes), (_CAPACITY, capacity)):
-        lookup = dict(source)
+    value: dict[str, Any] = {_DRIVER: driver}
+    for field, exact in ((_ATTRIBUTES, attributes), (_CAPACITY, capacity)):
+        if field in _exact_used:
+            value[_EXACT[field]] = exact
+        with_defaults = exact
         for domain in _domains[field]:
-            lookup.setdefault(domain, {})
-        value[_LOOKUP[field]] = lookup
+            if domain not in exact:
+                if with_defaults is exact:
+                    with_defaults = dict(exact)
+                with_defaults[domain] = {}
+        value[field] = with_defaults
     return value
 
 
 def _attribute_value(name: str, attr: resource_pb2.DeviceAttribute) -> Any:
-    if attr.HasField("int"):
-        return attr.int
-    if attr.HasField("bool"):
-        return attr.bool
-    if attr.HasField("string"):
-        return attr.string
-    if attr.HasField("version"):
-        try:
-            return celkube.semver_message(attr.version)
-        except ValueError as err:
-            raise CELRuntimeError(f"attribute {name}: parse semantic version: {err}") from None
-    raise CELRuntimeError(f"attribute {name}: unsupported attribute value")
+    """upstream getAttributeValue: the one value set (validation allows exactly one)."""
+    fields = attr.ListFields()  # one call for the set field, in field-number order
+    if not fields:
+        raise CELRuntimeError(f"attribute {name}: unsupported attribute value")
+    descriptor, value = fields[0]
+    if descriptor.number != _VERSION_FIELD:
+        return value
+    try:
+        return celkube.semver_message(value)
+    except ValueError as err:
+        raise CELRuntimeError(f"attribute {name}: parse semantic version: {err}") from None
 
 
 def _split(name: str, default_domain: str) -> tuple[str, str]:

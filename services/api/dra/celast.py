@@ -1,11 +1,11 @@
 """A pass over a checked CEL expression (cel.expr.CheckedExpr, as cel-expr-python
 serializes it) for what the C++ runtime does not do the way Kubernetes does.
 
-Three things (see cel.py for why): a literal-domain index of ``device.attributes`` or
-``device.capacity`` is pointed at a sibling map that defaults missing domains to an
-empty map; a field of ``device`` other than the declared ones is a compile error
-(upstream declares ``device`` as an object type, cel-expr-python only as a map); and a
-static worst-case cost bounds comprehensions, since the runtime has no cost limit.
+Two things (see cel.py for why): ``device.attributes`` and ``device.capacity`` hold an
+empty map for every domain a selector indexes by a string literal (upstream's default
+for a missing domain), so every other read of them (``in``, has(), iteration, a computed
+key) is pointed at a sibling map without those defaults; and a static worst-case cost
+bounds comprehensions, since the runtime has no cost limit.
 
 Only the fields this pass reads are declared in the descriptors below; every other field
 (type map, reference map, source info, other constant kinds) stays an unknown field
@@ -105,41 +105,37 @@ class Rewrite:
     checked: bytes
     #: Per map field ("attributes", "capacity"): the literal domains it is indexed by.
     domains: dict[str, set[str]] = field(default_factory=dict)
-    #: A field of ``device`` that is not declared (compile error), else None.
-    undefined_field: str | None = None
+    #: The map fields read other than by a literal domain (``in``, has(), iteration, a
+    #: computed key): those reads were renamed to the exact map, ``exact[f]``.
+    exact: set[str] = field(default_factory=set)
     #: Worst-case cost in CEL's units (one per node visit, loops multiplied).
     cost: int = 0
 
 
-def rewrite(
-    checked: bytes, *, device: str, fields: tuple[str, ...], lookup: dict[str, str]
-) -> Rewrite:
-    """Rewrite literal-domain lookups of ``device.<f>`` (f in `lookup`) to ``device.<lookup[f]>``
-    and estimate the cost. `fields` are the declared fields of ``device``."""
+def rewrite(checked: bytes, *, device: str, exact: dict[str, str]) -> Rewrite:
+    """Rename every read of ``device.<f>`` (f in `exact`) that is not an index by a string
+    literal (``device.<f>["d"]``, ``device.<f>.d``) to ``device.<exact[f]>``; record the
+    literal domains; estimate the cost."""
     msg = _CheckedExpr()
     msg.ParseFromString(checked)
-    out = Rewrite(checked=b"", domains={f: set() for f in lookup})
-    pass_ = _Pass(device, fields, lookup, out)
-    out.cost = pass_.visit(msg.expr, frozenset())
+    out = Rewrite(checked=b"", domains={f: set() for f in exact})
+    out.cost = _Pass(device, exact, out).visit(msg.expr, frozenset())
     out.checked = msg.SerializeToString()
     return out
 
 
 class _Pass:
-    def __init__(
-        self, device: str, fields: tuple[str, ...], lookup: dict[str, str], out: Rewrite
-    ) -> None:
+    def __init__(self, device: str, exact: dict[str, str], out: Rewrite) -> None:
         self.device = device
-        self.fields = fields
-        self.lookup = lookup
+        self.exact = exact
         self.out = out
 
     def _device_map(self, e: Any, shadowed: frozenset[str]) -> Any | None:
-        """The Select of ``device.<f>`` (f a lookup field) that `e` is, else None."""
+        """The Select of ``device.<f>`` (f a map field) that `e` is, else None."""
         if not e.HasField("select_expr"):
             return None
         sel = e.select_expr
-        if sel.test_only or sel.field not in self.lookup:
+        if sel.test_only or sel.field not in self.exact:
             return None
         op = sel.operand
         if op.HasField("ident_expr") and op.ident_expr.name == self.device:
@@ -151,37 +147,35 @@ class _Pass:
             return 1
         if e.HasField("select_expr"):
             sel = e.select_expr
-            op = sel.operand
-            if (
-                op.HasField("ident_expr")
-                and op.ident_expr.name == self.device
-                and self.device not in shadowed
-                and sel.field not in self.fields
-                and sel.field not in self.lookup.values()
-            ):
-                self.out.undefined_field = self.out.undefined_field or sel.field
-            inner = self._device_map(op, shadowed)
+            whole = self._device_map(e, shadowed)
+            if whole is not None:
+                # device.<f> read as a whole: the exact map (no default domains).
+                self.out.exact.add(whole.field)
+                whole.field = self.exact[whole.field]
+                return 2
+            inner = self._device_map(sel.operand, shadowed)
             if inner is not None and not sel.test_only:
                 # device.attributes.<domain>: a select on a map is a lookup by that key.
                 self.out.domains[inner.field].add(sel.field)
-                inner.field = self.lookup[inner.field]
-            return 1 + self.visit(op, shadowed)
+                return 3
+            return 1 + self.visit(sel.operand, shadowed)
         if e.HasField("call_expr"):
             call = e.call_expr
             cost = 1
-            if call.function == "_[_]" and len(call.args) == 2:
-                inner = self._device_map(call.args[0], shadowed)
-                key = call.args[1]
+            args = list(call.args)
+            if call.function == "_[_]" and len(args) == 2:
+                inner = self._device_map(args[0], shadowed)
+                key = args[1]
                 if (
                     inner is not None
                     and key.HasField("const_expr")
                     and key.const_expr.HasField("string_value")
                 ):
                     self.out.domains[inner.field].add(key.const_expr.string_value)
-                    inner.field = self.lookup[inner.field]
+                    return cost + 3
             if call.HasField("target"):
                 cost += self.visit(call.target, shadowed)
-            for arg in call.args:
+            for arg in args:
                 cost += self.visit(arg, shadowed)
             return cost
         if e.HasField("list_expr"):

@@ -19,7 +19,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from cel_expr_python import cel
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2
 
 from services.api.quantity import Quantity, QuantityError, parse_quantity
 
@@ -27,16 +27,46 @@ _F = descriptor_pb2.FieldDescriptorProto
 
 
 def _pool() -> descriptor_pool.DescriptorPool:
+    pool = descriptor_pool.DescriptorPool()
+    struct = descriptor_pb2.FileDescriptorProto()
+    struct_pb2.DESCRIPTOR.CopyToProto(struct)
+    pool.Add(struct)
     fd = descriptor_pb2.FileDescriptorProto(
-        name="kubera/cel/kubernetes.proto", package="kubernetes", syntax="proto3"
+        name="kubera/cel/kubernetes.proto",
+        package="kubernetes",
+        syntax="proto3",
+        dependency=["google/protobuf/struct.proto"],
     )
+    # The type the checker sees for `device` (upstream's kubernetes.DRADevice object):
+    # driver string, attributes and capacity map(string, map(string, dyn)) (a Struct is
+    # map(string, dyn) to CEL). Only the checker uses it: at run time `device` is a map,
+    # since a Struct cannot hold a Quantity or Semver.
+    dev = fd.message_type.add(name="DRADevice")
+    dev.field.add(name="driver", number=1, type=_F.TYPE_STRING, label=_F.LABEL_OPTIONAL)
+    for number, name in ((2, "attributes"), (3, "capacity")):
+        entry = dev.nested_type.add(name=name.capitalize() + "Entry")
+        entry.options.map_entry = True
+        entry.field.add(name="key", number=1, type=_F.TYPE_STRING, label=_F.LABEL_OPTIONAL)
+        entry.field.add(
+            name="value",
+            number=2,
+            type=_F.TYPE_MESSAGE,
+            type_name=".google.protobuf.Struct",
+            label=_F.LABEL_OPTIONAL,
+        )
+        dev.field.add(
+            name=name,
+            number=number,
+            type=_F.TYPE_MESSAGE,
+            type_name=f".kubernetes.DRADevice.{entry.name}",
+            label=_F.LABEL_REPEATED,
+        )
     q = fd.message_type.add(name="Quantity")
     q.field.add(name="value", number=1, type=_F.TYPE_STRING, label=_F.LABEL_OPTIONAL)
     s = fd.message_type.add(name="Semver")
     for number, name in enumerate(("major", "minor", "patch"), start=1):
         s.field.add(name=name, number=number, type=_F.TYPE_INT64, label=_F.LABEL_OPTIONAL)
     s.field.add(name="pre", number=4, type=_F.TYPE_STRING, label=_F.LABEL_OPTIONAL)
-    pool = descriptor_pool.DescriptorPool()
     pool.Add(fd)
     return pool
 
@@ -51,6 +81,8 @@ SemverMessage: Final[Any] = message_factory.GetMessageClass(
 )
 QUANTITY: Final = cel.Type("kubernetes.Quantity")
 SEMVER: Final = cel.Type("kubernetes.Semver")
+#: The declared type of the `device` variable for the checker.
+DEVICE: Final = cel.Type("kubernetes.DRADevice")
 
 _EXACT: Final = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
 _INT64_MIN: Final = -(2**63)
@@ -100,6 +132,10 @@ def _cmp(a: Any, b: Any) -> int:
     return (a > b) - (a < b)
 
 
+def _sign(message: Any) -> int:
+    return _cmp(_q(message), 0)
+
+
 def _as_int64(value: Decimal) -> int | None:
     """upstream Quantity.AsInt64: the value if it is an integer that fits an int64."""
     if value != value.to_integral_value(context=_EXACT):
@@ -122,7 +158,24 @@ def _quantity_overloads() -> list[Any]:
         cel.FunctionDecl("quantity", [ov("string_to_quantity", Q, [S], impl=_quantity)]),
         cel.FunctionDecl("isQuantity", [ov("is_quantity_string", B, [S], impl=_is_quantity)]),
         cel.FunctionDecl(
-            "sign", [ov("quantity_sign", N, [Q], is_member=True, impl=lambda q: _cmp(_q(q), 0))]
+            "sign",
+            [
+                # upstream declares sign(q) global and documents q.sign(): both work here.
+                ov("quantity_sign", N, [Q], impl=_sign),
+                ov("quantity_sign_member", N, [Q], is_member=True, impl=_sign),
+            ],
+        ),
+        cel.FunctionDecl(
+            "mul",
+            [
+                ov(
+                    "quantity_multiply_int",
+                    Q,
+                    [Q, N],
+                    is_member=True,
+                    impl=lambda a, n: _from_decimal(_q(a) * n),
+                )
+            ],
         ),
         cel.FunctionDecl(
             "isInteger",

@@ -23,7 +23,7 @@ from services.api.dra.allocator import (
     DeviceID,
     Unfit,
 )
-from tests.builders import MakeNode, device, device_class, resource_claim, resource_slice
+from tests.builders import MakeNode, device_class, resource_claim, resource_slice, slice_device
 
 Json = dict[str, Any]
 
@@ -97,11 +97,11 @@ def slc(
 
 
 def one(name: str, where: str | Json, pool: str, driver: str) -> resource_pb2.ResourceSlice:
-    return slc(name, where, pool, driver, device(DEV1))
+    return slc(name, where, pool, driver, slice_device(DEV1))
 
 
 def many(name: str, where: str, pool: str, driver: str, n: int) -> resource_pb2.ResourceSlice:
-    return slc(name, where, pool, driver, *(device(f"device-{i}") for i in range(n)))
+    return slc(name, where, pool, driver, *(slice_device(f"device-{i}") for i in range(n)))
 
 
 def label_selector(key: str, value: str) -> Json:

@@ -51,7 +51,7 @@ from tests.api.dra.allocator_table import (
     slc,
     sub,
 )
-from tests.builders import device
+from tests.builders import slice_device
 
 CASES: dict[str, Case] = {
     "empty": Case(results=[]),
@@ -83,8 +83,8 @@ CASES: dict[str, Case] = {
                 NODE1,
                 POOL1,
                 DRIVER_A,
-                device(DEV1, capacity={"memory": "1Gi"}),
-                device(DEV2, capacity={"memory": "2Gi"}),
+                slice_device(DEV1, capacity={"memory": "1Gi"}),
+                slice_device(DEV2, capacity={"memory": "2Gi"}),
             )
         ],
         results=[
@@ -107,8 +107,8 @@ CASES: dict[str, Case] = {
                 NODE1,
                 POOL1,
                 DRIVER_A,
-                device(DEV2, capacity={"memory": "2Gi"}),
-                device(DEV1, capacity={"memory": "1Gi"}),
+                slice_device(DEV2, capacity={"memory": "2Gi"}),
+                slice_device(DEV1, capacity={"memory": "1Gi"}),
             )
         ],
         results=[
@@ -127,8 +127,8 @@ CASES: dict[str, Case] = {
                 NODE1,
                 POOL1,
                 DRIVER_A,
-                device(DEV2, capacity={"memory": "2Gi"}),
-                device(DEV1, capacity={"memory": "1Gi"}),
+                slice_device(DEV2, capacity={"memory": "2Gi"}),
+                slice_device(DEV1, capacity={"memory": "1Gi"}),
             )
         ],
         results=[
@@ -149,8 +149,16 @@ CASES: dict[str, Case] = {
         claims=[claim(CLAIM0, req(REQ0, CLASS_A))],
         classes=[CA],
         slices=[
-            slc("slice-1-obsolete", NODE1, POOL1, DRIVER_A, device(DEV1), count=2),
-            slc("slice-1-obsolete", NODE1, POOL1, DRIVER_A, device(DEV2), count=2, generation=2),
+            slc("slice-1-obsolete", NODE1, POOL1, DRIVER_A, slice_device(DEV1), count=2),
+            slc(
+                "slice-1-obsolete",
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                slice_device(DEV2),
+                count=2,
+                generation=2,
+            ),
         ],
         unfit=(f"{NS}/{CLAIM0}", f'request "{REQ0}": no device of class "{CLASS_A}" matches'),
     ),
@@ -158,8 +166,8 @@ CASES: dict[str, Case] = {
         claims=[claim(CLAIM0, req(REQ0, CLASS_A))],
         classes=[CA],
         slices=[
-            slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), count=2),
-            slc(SLICE1 + "-2", NODE1, POOL1, DRIVER_A, device(DEV1), count=2),
+            slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), count=2),
+            slc(SLICE1 + "-2", NODE1, POOL1, DRIVER_A, slice_device(DEV1), count=2),
         ],
         unfit=(
             f"{NS}/{CLAIM0}",
@@ -220,7 +228,7 @@ CASES: dict[str, Case] = {
     "all-devices-of-the-incomplete-pool": Case(
         claims=[claim(CLAIM0, all_req(REQ0, CLASS_A))],
         classes=[CA],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), count=2)],
+        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), count=2)],
         error=f'claim {NS}/{CLAIM0}, request "{REQ0}": asks for all devices, but resource pool driver-a/pool-1 is currently being updated',
     ),
     "all-devices-plus-another": Case(
@@ -245,7 +253,7 @@ CASES: dict[str, Case] = {
         claims=[claim(CLAIM0, all_req(REQ0, CLASS_A)), claim(CLAIM1, req(REQ0, CLASS_B))],
         classes=[CA, CB],
         slices=[
-            slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2)),
+            slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), slice_device(DEV2)),
             one(SLICE1, NODE1, POOL1, DRIVER_B),
         ],
         results=[
@@ -259,7 +267,7 @@ CASES: dict[str, Case] = {
         claims=[claim(CLAIM1, req(REQ0, CLASS_B)), claim(CLAIM0, all_req(REQ0, CLASS_A))],
         classes=[CA, CB],
         slices=[
-            slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2)),
+            slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), slice_device(DEV2)),
             one(SLICE1, NODE1, POOL1, DRIVER_B),
         ],
         results=[
@@ -302,14 +310,14 @@ CASES: dict[str, Case] = {
         claims=[claim(CLAIM0, all_req(REQ0, CLASS_A))],
         allocated={DeviceID(DRIVER_A, POOL1, DEV1)},
         classes=[CA],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2))],
+        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), slice_device(DEV2))],
         unfit=(f"{NS}/{CLAIM0}", f'asks for all 2 devices of class "{CLASS_A}", 1 in use'),
     ),
     "all-devices-some-allocated-admin-access": Case(
         claims=[claim(CLAIM0, all_req(REQ0, CLASS_A, admin=True))],
         allocated={DeviceID(DRIVER_A, POOL1, DEV1)},
         classes=[CA],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2))],
+        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), slice_device(DEV2))],
         results=[
             result(
                 local(NODE1),
@@ -322,14 +330,14 @@ CASES: dict[str, Case] = {
     "all-devices-some-allocating-admin-access": Case(
         claims=[claim(CLAIM0, req(REQ0, CLASS_A, admin=True), all_req(REQ1, CLASS_A, admin=True))],
         classes=[CA],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2))],
+        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), slice_device(DEV2))],
         unfit=(f"{NS}/{CLAIM0}", f'request "{REQ1}"'),
     ),
     "count-devices-some-allocated-admin-access": Case(
         claims=[claim(CLAIM0, req(REQ0, CLASS_A, 2, admin=True))],
         allocated={DeviceID(DRIVER_A, POOL1, DEV1)},
         classes=[CA],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2))],
+        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), slice_device(DEV2))],
         results=[
             result(
                 local(NODE1),
@@ -344,7 +352,7 @@ CASES: dict[str, Case] = {
             claim(CLAIM1, req(REQ0, CLASS_A, admin=True)),
         ],
         classes=[CA],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2))],
+        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), slice_device(DEV2))],
         results=[
             result(local(NODE1), dev(REQ0, DRIVER_A, POOL1, DEV1, True)),
             result(local(NODE1), dev(REQ0, DRIVER_A, POOL1, DEV1, True)),
@@ -353,7 +361,7 @@ CASES: dict[str, Case] = {
     "admin-access-claims-device-allocating-for-non-admin-access": Case(
         claims=[claim(CLAIM0, req(REQ0, CLASS_A)), claim(CLAIM1, req(REQ0, CLASS_A, admin=True))],
         classes=[CA],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2))],
+        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), slice_device(DEV2))],
         results=[
             result(local(NODE1), dev(REQ0, DRIVER_A, POOL1, DEV1)),
             result(local(NODE1), dev(REQ0, DRIVER_A, POOL1, DEV1, True)),
@@ -376,7 +384,7 @@ CASES: dict[str, Case] = {
         allocated={DeviceID(DRIVER_A, POOL1, DEV1)},
         classes=[CA, CB],
         slices=[
-            slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2)),
+            slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), slice_device(DEV2)),
             one(SLICE2, NODE1, POOL2, DRIVER_B),
         ],
         results=[result(local(NODE1), dev(f"{REQ0}/{SUB1}", DRIVER_B, POOL2, DEV1))],
@@ -437,7 +445,7 @@ CASES: dict[str, Case] = {
         claims=[claim(CLAIM0, req(REQ0, CLASS_A)), claim(CLAIM0, req(REQ0, CLASS_B))],
         classes=[CA, CB],
         slices=[
-            slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2)),
+            slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), slice_device(DEV2)),
             one(SLICE1, NODE1, POOL1, DRIVER_B),
         ],
         results=[

@@ -48,7 +48,7 @@ from tests.api.dra.allocator_table import (
     result,
     slc,
 )
-from tests.builders import device, device_class
+from tests.builders import device_class, slice_device
 
 CASES: dict[str, Case] = {
     "with-constraint": Case(
@@ -67,7 +67,14 @@ CASES: dict[str, Case] = {
         ],
         classes=[CA],
         slices=[
-            slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1, **ATTRS_1), device(DEV2, **ATTRS_1))
+            slc(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                slice_device(DEV1, **ATTRS_1),
+                slice_device(DEV2, **ATTRS_1),
+            )
         ],
         results=[
             result(local(NODE1), dev(REQ0, DRIVER_A, POOL1, DEV1), dev(REQ1, DRIVER_A, POOL1, DEV2))
@@ -89,13 +96,31 @@ CASES: dict[str, Case] = {
     "with-constraint-not-matching-int-attribute": Case(
         claims=[claim(CLAIM0, req(REQ0, CLASS_A, 2), constraints=[match(INT_ATTR)])],
         classes=[CA, CB],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1, numa=1), device(DEV2, numa=2))],
+        slices=[
+            slc(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                slice_device(DEV1, numa=1),
+                slice_device(DEV2, numa=2),
+            )
+        ],
         unfit=(f"{NS}/{CLAIM0}", "constraints (matchAttribute driver-a/numa)"),
     ),
     "with-constraint-not-matching-int-attribute-all-devices": Case(
         claims=[claim(CLAIM0, all_req(REQ0, CLASS_A), constraints=[match(INT_ATTR)])],
         classes=[CA, CB],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1, numa=1), device(DEV2, numa=2))],
+        slices=[
+            slc(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                slice_device(DEV1, numa=1),
+                slice_device(DEV2, numa=2),
+            )
+        ],
         error=f'claim {NS}/{CLAIM0}, request "{REQ0}": cannot add device driver-a/pool-1/device-2 because a claim constraint would not be satisfied',
     ),
     "with-constraint-not-matching-string-attribute": Case(
@@ -107,8 +132,8 @@ CASES: dict[str, Case] = {
                 NODE1,
                 POOL1,
                 DRIVER_A,
-                device(DEV1, stringAttribute="stringAttributeValue"),
-                device(DEV2, stringAttribute="stringAttributeValue2"),
+                slice_device(DEV1, stringAttribute="stringAttributeValue"),
+                slice_device(DEV2, stringAttribute="stringAttributeValue2"),
             )
         ],
         unfit=(f"{NS}/{CLAIM0}", "matchAttribute driver-a/stringAttribute"),
@@ -122,8 +147,8 @@ CASES: dict[str, Case] = {
                 NODE1,
                 POOL1,
                 DRIVER_A,
-                device(DEV1, boolAttribute=True),
-                device(DEV2, boolAttribute=False),
+                slice_device(DEV1, boolAttribute=True),
+                slice_device(DEV2, boolAttribute=False),
             )
         ],
         unfit=(f"{NS}/{CLAIM0}", "matchAttribute driver-a/boolAttribute"),
@@ -137,8 +162,8 @@ CASES: dict[str, Case] = {
                 NODE1,
                 POOL1,
                 DRIVER_A,
-                device(DEV1, driverVersion={"version": "1.0.0"}),
-                device(DEV2, driverVersion={"version": "2.0.0"}),
+                slice_device(DEV1, driverVersion={"version": "1.0.0"}),
+                slice_device(DEV2, driverVersion={"version": "2.0.0"}),
             )
         ],
         unfit=(f"{NS}/{CLAIM0}", "matchAttribute driver-a/driverVersion"),
@@ -159,8 +184,8 @@ CASES: dict[str, Case] = {
                 NODE1,
                 POOL1,
                 DRIVER_A,
-                device(DEV1, driverVersion={"version": "1.0.0"}),
-                device(DEV2, driverVersion={"version": "2.0.0"}),
+                slice_device(DEV1, driverVersion={"version": "1.0.0"}),
+                slice_device(DEV2, driverVersion={"version": "2.0.0"}),
             )
         ],
         results=[
@@ -184,9 +209,9 @@ CASES: dict[str, Case] = {
                 NODE1,
                 POOL1,
                 DRIVER_A,
-                device(DEV1, driverVersion={"version": "1.0.0"}, stringAttribute="a"),
-                device(DEV2, driverVersion={"version": "2.0.0"}, stringAttribute="b"),
-                device(DEV3, driverVersion={"version": "3.0.0"}, stringAttribute="b"),
+                slice_device(DEV1, driverVersion={"version": "1.0.0"}, stringAttribute="a"),
+                slice_device(DEV2, driverVersion={"version": "2.0.0"}, stringAttribute="b"),
+                slice_device(DEV3, driverVersion={"version": "3.0.0"}, stringAttribute="b"),
             )
         ],
         results=[

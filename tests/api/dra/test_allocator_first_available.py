@@ -52,7 +52,7 @@ from tests.api.dra.allocator_table import (
     slc,
     sub,
 )
-from tests.builders import device, device_class
+from tests.builders import device_class, slice_device
 
 GEN_V5 = f'device.attributes["{DRIVER_A}"].generation == "v5"'
 GEN_V6 = f'device.attributes["{DRIVER_A}"].generation == "v6"'
@@ -85,7 +85,7 @@ CASES: dict[str, Case] = {
             )
         ],
         classes=[CA, CB],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_B, device(DEV1), device(DEV2))],
+        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_B, slice_device(DEV1), slice_device(DEV2))],
         results=[
             result(
                 local(NODE1),
@@ -99,8 +99,8 @@ CASES: dict[str, Case] = {
         claims=[claim(CLAIM0, first(REQ0, sub(SUB0, CLASS_A, 2), sub(SUB1, CLASS_B, 2)))],
         classes=[cls(CLASS_A, DRIVER_A, "foo"), cls(CLASS_B, DRIVER_B, "bar")],
         slices=[
-            slc(SLICE1, NODE1, POOL1, DRIVER_B, device(DEV1), device(DEV2)),
-            slc(SLICE2, NODE1, POOL2, DRIVER_A, device(DEV3)),
+            slc(SLICE1, NODE1, POOL1, DRIVER_B, slice_device(DEV1), slice_device(DEV2)),
+            slc(SLICE2, NODE1, POOL2, DRIVER_A, slice_device(DEV3)),
         ],
         results=[
             result(
@@ -130,9 +130,9 @@ CASES: dict[str, Case] = {
                 NODE1,
                 POOL1,
                 DRIVER_A,
-                device(DEV1, capacity={"memory": "2Gi"}),
-                device(DEV2, capacity={"memory": "2Gi"}),
-                device(DEV3, capacity={"memory": "1Gi"}),
+                slice_device(DEV1, capacity={"memory": "2Gi"}),
+                slice_device(DEV2, capacity={"memory": "2Gi"}),
+                slice_device(DEV3, capacity={"memory": "1Gi"}),
             )
         ],
         results=[
@@ -164,15 +164,15 @@ CASES: dict[str, Case] = {
                 NODE1,
                 POOL1,
                 DRIVER_A,
-                device(DEV1, capacity={"memory": "8Gi"}, driverVersion={"version": "1.0.0"}),
+                slice_device(DEV1, capacity={"memory": "8Gi"}, driverVersion={"version": "1.0.0"}),
             ),
             slc(
                 SLICE2,
                 NODE1,
                 POOL2,
                 DRIVER_A,
-                device(DEV2, capacity={"memory": "2Gi"}, driverVersion={"version": "2.0.0"}),
-                device(DEV3, capacity={"memory": "1Gi"}, driverVersion={"version": "1.0.0"}),
+                slice_device(DEV2, capacity={"memory": "2Gi"}, driverVersion={"version": "2.0.0"}),
+                slice_device(DEV3, capacity={"memory": "1Gi"}, driverVersion={"version": "1.0.0"}),
             ),
         ],
         results=[
@@ -203,14 +203,14 @@ CASES: dict[str, Case] = {
                 NODE1,
                 POOL1,
                 DRIVER_A,
-                device(DEV1, capacity={"memory": "8Gi"}, driverVersion={"version": "1.0.0"}),
+                slice_device(DEV1, capacity={"memory": "8Gi"}, driverVersion={"version": "1.0.0"}),
             ),
             slc(
                 SLICE2,
                 NODE1,
                 POOL2,
                 DRIVER_A,
-                device(DEV2, capacity={"memory": "2Gi"}, driverVersion={"version": "2.0.0"}),
+                slice_device(DEV2, capacity={"memory": "2Gi"}, driverVersion={"version": "2.0.0"}),
             ),
         ],
         results=[
@@ -224,7 +224,7 @@ CASES: dict[str, Case] = {
     "prioritized-list-subrequests-with-allocation-mode-all": Case(
         claims=[claim(CLAIM0, first(REQ0, sub(SUB0, CLASS_A, 0, mode="All"), sub(SUB1, CLASS_A)))],
         classes=[CA],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2))],
+        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), slice_device(DEV2))],
         allocated={DeviceID(DRIVER_A, POOL1, DEV1)},
         results=[result(local(NODE1), dev(f"{REQ0}/{SUB1}", DRIVER_A, POOL1, DEV2))],
     ),
@@ -237,7 +237,7 @@ CASES: dict[str, Case] = {
             )
         ],
         classes=[CA],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2))],
+        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), slice_device(DEV2))],
         results=[
             result(
                 local(NODE1),
@@ -260,8 +260,8 @@ CASES: dict[str, Case] = {
         ],
         classes=[CA],
         slices=[
-            slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1, capacity={"memory": "8Gi"})),
-            slc(SLICE2, NODE1, POOL2, DRIVER_A, device(DEV2, capacity={"memory": "4Gi"})),
+            slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1, capacity={"memory": "8Gi"})),
+            slc(SLICE2, NODE1, POOL2, DRIVER_A, slice_device(DEV2, capacity={"memory": "4Gi"})),
         ],
         results=[
             result(
@@ -286,8 +286,8 @@ CASES: dict[str, Case] = {
         ],
         classes=[CA],
         slices=[
-            slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1, capacity={"memory": "8Gi"})),
-            slc(SLICE2, NODE1, POOL2, DRIVER_A, device(DEV2, capacity={"memory": "4Gi"})),
+            slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1, capacity={"memory": "8Gi"})),
+            slc(SLICE2, NODE1, POOL2, DRIVER_A, slice_device(DEV2, capacity={"memory": "4Gi"})),
         ],
         results=[
             result(
@@ -307,7 +307,7 @@ CASES: dict[str, Case] = {
     "prioritized-list-allocation-mode-all": Case(
         claims=[claim(CLAIM0, first(REQ0, sub(SUB0, CLASS_A, 0, mode="All"), sub(SUB1, CLASS_A)))],
         classes=[CA],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2))],
+        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), slice_device(DEV2))],
         allocated={DeviceID(DRIVER_A, POOL1, DEV2)},
         results=[result(local(NODE1), dev(f"{REQ0}/{SUB1}", DRIVER_A, POOL1, DEV1))],
     ),
@@ -324,7 +324,7 @@ CASES: dict[str, Case] = {
             )
         ],
         classes=[CA],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1, generation="v5"))],
+        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1, generation="v5"))],
         results=[result(local(NODE1), dev(f"{REQ0}/{SUB1}", DRIVER_A, POOL1, DEV1))],
     ),
     # All takes the selected devices of every pool reaching the node.
@@ -341,8 +341,8 @@ CASES: dict[str, Case] = {
         ],
         classes=[CA],
         slices=[
-            slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1, generation="v5")),
-            slc(SLICE2, NODE1, POOL2, DRIVER_A, device(DEV1, generation="v5")),
+            slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1, generation="v5")),
+            slc(SLICE2, NODE1, POOL2, DRIVER_A, slice_device(DEV1, generation="v5")),
         ],
         results=[
             result(
@@ -366,14 +366,14 @@ CASES: dict[str, Case] = {
         ],
         classes=[CA],
         slices=[
-            slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1, generation="v5")),
+            slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1, generation="v5")),
             slc(
                 SLICE2,
                 NODE2,
                 POOL2,
                 DRIVER_A,
-                device(DEV1, generation="v5"),
-                device(DEV2, generation="v6"),
+                slice_device(DEV1, generation="v5"),
+                slice_device(DEV2, generation="v6"),
             ),
         ],
         results=[result(local(NODE1), dev(f"{REQ0}/{SUB1}", DRIVER_A, POOL1, DEV1))],
@@ -402,9 +402,9 @@ CASES: dict[str, Case] = {
                 NODE1,
                 POOL1,
                 DRIVER_A,
-                device(DEV1, generation="v6", selected=False),
-                device(DEV2, generation="v5", selected=False),
-                device(DEV3, generation="v5", selected=True),
+                slice_device(DEV1, generation="v6", selected=False),
+                slice_device(DEV2, generation="v5", selected=False),
+                slice_device(DEV3, generation="v5", selected=True),
             )
         ],
         results=[result(local(NODE1), dev(f"{REQ0}/{SUB1}", DRIVER_A, POOL1, DEV3))],

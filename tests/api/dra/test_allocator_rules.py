@@ -43,7 +43,7 @@ from tests.api.dra.allocator_table import (
     run,
     slc,
 )
-from tests.builders import device, device_class, resource_slice
+from tests.builders import device_class, resource_slice, slice_device
 
 # ----------------------------------------------------------------------------- kubera's rows
 
@@ -55,7 +55,7 @@ def gpus(node_name: str, n: int, **kw: Any) -> resource_pb2.ResourceSlice:
     return resource_slice(
         f"{node_name}-gpu",
         node=node_name,
-        devices=[device(f"gpu-{i}", index=i, **kw) for i in range(n)],
+        devices=[slice_device(f"gpu-{i}", index=i, **kw) for i in range(n)],
         driver=GPU,
     )
 
@@ -102,8 +102,8 @@ CASES: dict[str, Case] = {
         claims=[claim("c1", req(REQ0, CLASS_A))],
         classes=[CA],
         slices=[
-            slc(SLICE2, NODE1, POOL1, DRIVER_A, device(DEV2), generation=2),
-            slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), generation=1),
+            slc(SLICE2, NODE1, POOL1, DRIVER_A, slice_device(DEV2), generation=2),
+            slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), generation=1),
         ],
         results=[result(local(NODE1), dev(REQ0, DRIVER_A, POOL1, DEV2))],
     ),
@@ -111,8 +111,8 @@ CASES: dict[str, Case] = {
         claims=[claim("c1", req(REQ0, CLASS_A))],
         classes=[CA],
         slices=[
-            slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), count=2),
-            slc(SLICE2, NODE1, POOL2, DRIVER_A, device(DEV2)),
+            slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), count=2),
+            slc(SLICE2, NODE1, POOL2, DRIVER_A, slice_device(DEV2)),
         ],
         results=[result(local(NODE1), dev(REQ0, DRIVER_A, POOL2, DEV2))],
     ),
@@ -138,9 +138,9 @@ CASES: dict[str, Case] = {
                 NODE1,
                 POOL1,
                 DRIVER_A,
-                device(DEV1, **{"other.io/numa": 1}),
-                device(DEV2, numa=1),
-                device(DEV3, **{"other.io/numa": 1}),
+                slice_device(DEV1, **{"other.io/numa": 1}),
+                slice_device(DEV2, numa=1),
+                slice_device(DEV3, **{"other.io/numa": 1}),
             )
         ],
         results=[
@@ -157,7 +157,7 @@ CASES: dict[str, Case] = {
             )
         ],
         classes=[CA],
-        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, device(DEV1), device(DEV2))],
+        slices=[slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), slice_device(DEV2))],
         results=[
             result(
                 local(NODE1),

@@ -10,13 +10,13 @@ import pytest
 from protos.kubera.v1 import resource_pb2
 from services.api.dra.pools import DeviceCache, SliceIndex
 from tests.api.dra.allocator_table import ALL_NODES, label_selector, local, node, slc
-from tests.builders import device
+from tests.builders import slice_device
 
 N1 = node("node-1", "region-1")
 
 
 def _s(name: str, where: Any, pool: str, *devs: str, **kw: Any) -> resource_pb2.ResourceSlice:
-    return slc(name, where, pool, "driver-a", *(device(d) for d in devs), **kw)
+    return slc(name, where, pool, "driver-a", *(slice_device(d) for d in devs), **kw)
 
 
 # Each row: slices, then the pools reaching node-1 as (pool, [slice names], incomplete,
