@@ -58,6 +58,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.dra.cel import CELCompileError, CELRuntimeError, Selector, compile_selector
@@ -111,28 +112,48 @@ class AllocationError(Exception):
 # ----------------------------------------------------------------------------- requests
 
 
-@dataclass
-class _Request:
-    """A request with `exactly`, or one subrequest of a firstAvailable request."""
+class _Spec(NamedTuple):
+    """A request with `exactly`, or one subrequest of a firstAvailable request, checked
+    and compiled once per Allocator (nothing here depends on the node)."""
 
     claim: str  # "namespace/name"
     base: str  # the request's name
     sub: str  # the subrequest's name, "" for an exact request
     cls: resource_pb2.DeviceClass
-    class_selectors: list[Selector]
-    selectors: list[Selector]
-    count: int
+    class_selectors: tuple[Selector, ...]
+    selectors: tuple[Selector, ...]
+    exact: int  # ExactCount's count; 0 with All
+    all_mode: bool
     admin: bool
-    all_devices: list[PoolDevice] | None = None  # allocationMode All: exactly these
-    candidates: list[PoolDevice] | None = None  # selectable devices, computed on first need
-    key: tuple[str, ...] = ()  # every selector's expression, the class's first
+    key: tuple[str, ...]  # every selector's expression, the class's first: verdicts' key
 
-    def __post_init__(self) -> None:
-        self.key = tuple(s.expression for s in (*self.class_selectors, *self.selectors))
 
-    @property
-    def name(self) -> str:
-        return f"{self.base}/{self.sub}" if self.sub else self.base
+class _Request:
+    """A _Spec on one node: with All, its devices there; the selectable devices once
+    computed."""
+
+    __slots__ = (
+        "claim",
+        "base",
+        "sub",
+        "name",
+        "cls",
+        "class_selectors",
+        "selectors",
+        "count",
+        "admin",
+        "key",
+        "all_devices",
+        "candidates",
+    )
+
+    def __init__(self, spec: _Spec) -> None:
+        self.claim, self.base, self.sub, self.cls = spec.claim, spec.base, spec.sub, spec.cls
+        self.name = f"{spec.base}/{spec.sub}" if spec.sub else spec.base
+        self.class_selectors, self.selectors = spec.class_selectors, spec.selectors
+        self.count, self.admin, self.key = spec.exact, spec.admin, spec.key
+        self.all_devices: list[PoolDevice] | None = None  # allocationMode All: exactly these
+        self.candidates: list[PoolDevice] | None = None  # selectable, computed on first need
 
     def describe(self) -> str:
         return f'claim {self.claim}, request "{self.name}"'
@@ -223,6 +244,7 @@ class Allocator:
     admin_namespaces: frozenset[str] = frozenset()
     cache: DeviceCache | None = None
     _index: SliceIndex | None = field(default=None, init=False, repr=False)
+    _specs: list[list[list[_Spec]]] | None = field(default=None, init=False, repr=False)
     #: Device placements tried by all allocate() calls so far (the search's work).
     steps: int = field(default=0, init=False)
 
@@ -232,7 +254,9 @@ class Allocator:
         if self._index is None:
             cache = self.cache if self.cache is not None else DeviceCache()
             self._index = cache.index(self.slices)
-        search = _Search(self, self._index.pools(node))
+        if self._specs is None:
+            self._specs = [_specs(c, self.classes, self.admin_namespaces) for c in self.claims]
+        search = _Search(self, self._specs, self._index.pools(node))
         try:
             return search.run()
         finally:
@@ -245,7 +269,7 @@ class _Search:
     device in the current partial solution, `results[c]` its devices for claim c in pick
     order, and each constraint's count equals the devices in `results` it applies to."""
 
-    def __init__(self, alloc: Allocator, pools: list[Pool]) -> None:
+    def __init__(self, alloc: Allocator, specs: list[list[list[_Spec]]], pools: list[Pool]) -> None:
         self.alloc = alloc
         self.pools = pools
         self.usable = [p for p in pools if not p.incomplete and not p.invalid]
@@ -253,8 +277,8 @@ class _Search:
         # plans[c][r]: the alternatives of request r of claim c (one unless firstAvailable)
         self.plans: list[list[list[_Request]]] = []
         self.constraints: list[list[_MatchAttribute]] = []
-        for claim in self.claims:
-            self.plans.append(self._plan(claim))
+        for claim, claim_specs in zip(self.claims, specs, strict=True):
+            self.plans.append(self._plan(claim, claim_specs))
             self.constraints.append(self._constraints(claim))
         self.allocating: dict[DeviceID, set[int]] = {}
         self.results: list[list[tuple[PoolDevice, _Request]]] = [[] for _ in self.claims]
@@ -264,26 +288,11 @@ class _Search:
 
     # --------------------------------------------------------------- preparation
 
-    def _plan(self, claim: resource_pb2.ResourceClaim) -> list[list[_Request]]:
-        plan: list[list[_Request]] = []
-        least = 0
-        for req in claim.spec.devices.requests:
-            if req.first_available:
-                alts = [
-                    self._request(claim, req.name, sub.name, sub, admin=False)
-                    for sub in req.first_available
-                ]
-            elif req.HasField("exactly"):
-                ex = req.exactly
-                admin = ex.HasField("admin_access") and ex.admin_access
-                alts = [self._request(claim, req.name, "", ex, admin=admin)]
-            else:
-                raise AllocationError(
-                    f"{_request_name(claim, req.name)}: neither exactly nor firstAvailable "
-                    "(unsupported request type?)"
-                )
-            plan.append(alts)
-            least += min(r.count for r in alts)
+    def _plan(
+        self, claim: resource_pb2.ResourceClaim, specs: list[list[_Spec]]
+    ) -> list[list[_Request]]:
+        plan = [[self._request(spec) for spec in alts] for alts in specs]
+        least = sum(min(r.count for r in alts) for alts in plan)
         if least > ALLOCATION_RESULTS_MAX_SIZE:
             raise AllocationError(
                 f"claim {_key(claim)}: number of requested devices {least} exceeds the "
@@ -291,56 +300,22 @@ class _Search:
             )
         return plan
 
-    def _request(
-        self,
-        claim: resource_pb2.ResourceClaim,
-        base: str,
-        sub: str,
-        spec: resource_pb2.ExactDeviceRequest | resource_pb2.DeviceSubRequest,
-        *,
-        admin: bool,
-    ) -> _Request:
-        what = _request_name(claim, f"{base}/{sub}" if sub else base)
-        if admin and claim.metadata.namespace not in self.alloc.admin_namespaces:
-            raise AllocationError(
-                f"{what}: admin access to devices requires the namespace "
-                f'"{claim.metadata.namespace}" to be labelled '
-                "resource.kubernetes.io/admin-access=true"
-            )
-        if not spec.device_class_name:
-            raise AllocationError(f"{what}: missing device class name")
-        cls = self.alloc.classes.get(spec.device_class_name)
-        if cls is None:
-            raise AllocationError(f'{what}: device class "{spec.device_class_name}" does not exist')
-        r = _Request(
-            claim=_key(claim),
-            base=base,
-            sub=sub,
-            cls=cls,
-            class_selectors=_compile(cls.spec.selectors, f'class "{cls.metadata.name}"'),
-            selectors=_compile(spec.selectors, what),
-            count=0,
-            admin=admin,
-        )
-        mode = spec.allocation_mode or EXACT_COUNT
-        if mode == EXACT_COUNT:
-            r.count = spec.count or 1
-        elif mode == ALL:
+    def _request(self, spec: _Spec) -> _Request:
+        r = _Request(spec)
+        if spec.all_mode:
             for pool in self.pools:
                 if pool.incomplete:
                     raise AllocationError(
-                        f"{what}: asks for all devices, but resource pool {pool} is "
+                        f"{r.describe()}: asks for all devices, but resource pool {pool} is "
                         "currently being updated"
                     )
                 if pool.invalid:
                     raise AllocationError(
-                        f"{what}: asks for all devices, but resource pool {pool} is "
+                        f"{r.describe()}: asks for all devices, but resource pool {pool} is "
                         f"currently invalid ({pool.invalid})"
                     )
             r.all_devices = [d for p in self.pools for d in p.devices() if _selectable(r, d)]
             r.count = len(r.all_devices)
-        else:
-            raise AllocationError(f"{what}: unsupported count mode {mode}")
         return r
 
     def _constraints(self, claim: resource_pb2.ResourceClaim) -> list[_MatchAttribute]:
@@ -559,6 +534,77 @@ class _Search:
         return f"{label}the matching devices {kind} are taken by other requests"
 
 
+# ----------------------------------------------------------------------------- requests, checked
+
+
+def _specs(
+    claim: resource_pb2.ResourceClaim,
+    classes: Mapping[str, resource_pb2.DeviceClass],
+    admin_namespaces: frozenset[str],
+) -> list[list[_Spec]]:
+    """Per request of the claim its alternatives (one unless firstAvailable), checked:
+    the class exists, selectors compile, the mode is known, admin access is allowed."""
+    out: list[list[_Spec]] = []
+    for req in claim.spec.devices.requests:
+        if req.first_available:
+            out.append(
+                [
+                    _spec(claim, req.name, sub.name, sub, False, classes, admin_namespaces)
+                    for sub in req.first_available
+                ]
+            )
+        elif req.HasField("exactly"):
+            ex = req.exactly
+            admin = ex.HasField("admin_access") and ex.admin_access
+            out.append([_spec(claim, req.name, "", ex, admin, classes, admin_namespaces)])
+        else:
+            raise AllocationError(
+                f"{_request_name(claim, req.name)}: neither exactly nor firstAvailable "
+                "(unsupported request type?)"
+            )
+    return out
+
+
+def _spec(
+    claim: resource_pb2.ResourceClaim,
+    base: str,
+    sub: str,
+    spec: resource_pb2.ExactDeviceRequest | resource_pb2.DeviceSubRequest,
+    admin: bool,
+    classes: Mapping[str, resource_pb2.DeviceClass],
+    admin_namespaces: frozenset[str],
+) -> _Spec:
+    what = _request_name(claim, f"{base}/{sub}" if sub else base)
+    if admin and claim.metadata.namespace not in admin_namespaces:
+        raise AllocationError(
+            f"{what}: admin access to devices requires the namespace "
+            f'"{claim.metadata.namespace}" to be labelled '
+            "resource.kubernetes.io/admin-access=true"
+        )
+    if not spec.device_class_name:
+        raise AllocationError(f"{what}: missing device class name")
+    cls = classes.get(spec.device_class_name)
+    if cls is None:
+        raise AllocationError(f'{what}: device class "{spec.device_class_name}" does not exist')
+    mode = spec.allocation_mode or EXACT_COUNT
+    if mode not in (EXACT_COUNT, ALL):
+        raise AllocationError(f"{what}: unsupported count mode {mode}")
+    class_selectors = _compile(cls.spec.selectors, f'class "{cls.metadata.name}"')
+    selectors = _compile(spec.selectors, what)
+    return _Spec(
+        claim=_key(claim),
+        base=base,
+        sub=sub,
+        cls=cls,
+        class_selectors=class_selectors,
+        selectors=selectors,
+        exact=(spec.count or 1) if mode == EXACT_COUNT else 0,
+        all_mode=mode == ALL,
+        admin=admin,
+        key=tuple(x.expression for x in (*class_selectors, *selectors)),
+    )
+
+
 # ----------------------------------------------------------------------------- helpers
 
 
@@ -566,7 +612,7 @@ def _key(claim: resource_pb2.ResourceClaim) -> str:
     return f"{claim.metadata.namespace}/{claim.metadata.name}"
 
 
-def _compile(selectors: Sequence[resource_pb2.DeviceSelector], owner: str) -> list[Selector]:
+def _compile(selectors: Sequence[resource_pb2.DeviceSelector], owner: str) -> tuple[Selector, ...]:
     out = []
     for i, sel in enumerate(selectors):
         if not sel.HasField("cel"):
@@ -577,7 +623,7 @@ def _compile(selectors: Sequence[resource_pb2.DeviceSelector], owner: str) -> li
             out.append(compile_selector(sel.cel.expression))
         except CELCompileError as err:
             raise AllocationError(f"{owner}, selector #{i}: CEL compile error: {err}") from err
-    return out
+    return tuple(out)
 
 
 def _selectable(r: _Request, d: PoolDevice) -> bool:

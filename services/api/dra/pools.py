@@ -152,6 +152,7 @@ class SliceIndex:
     def __init__(self, slices: Sequence[resource_pb2.ResourceSlice], cache: DeviceCache) -> None:
         self.by_node: dict[str, list[tuple[int, ParsedSlice]]] = {}
         self.other: list[tuple[int, ParsedSlice]] = []
+        self._pools: dict[object, list[Pool]] = {}
         for pos, msg in enumerate(slices):
             s = cache.slice(msg)
             if s.node_name:
@@ -160,7 +161,18 @@ class SliceIndex:
                 self.other.append((pos, s))
 
     def pools(self, node: core_pb2.Node) -> list[Pool]:
-        """The pools reaching the node, in order of first appearance (upstream GatherPools)."""
+        """The pools reaching the node, in order of first appearance (upstream GatherPools).
+        Kept per node name (and labels, when selector slices exist): callers must not
+        change the Pools."""
+        key: object = node.metadata.name
+        if self.other:
+            key = (key, tuple(sorted(node.metadata.labels.items())))
+        pools = self._pools.get(key)
+        if pools is None:
+            pools = self._pools[key] = self._gather(node)
+        return pools
+
+    def _gather(self, node: core_pb2.Node) -> list[Pool]:
         mine = self.by_node.get(node.metadata.name, [])
         reaching = (
             sorted(mine + [(p, s) for p, s in self.other if s.reaches(node)])
