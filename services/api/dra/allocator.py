@@ -233,8 +233,9 @@ class Allocator:
     resource.kubernetes.io/admin-access=true. `cache`: parsed slices and selector verdicts
     to share with other Allocators (see DeviceCache); a private one when not given.
 
-    One Allocator answers for any number of nodes; it indexes `slices` on first use, so
-    the inputs must not change while it is used.
+    One Allocator answers for any number of nodes; on first use it checks and compiles the
+    claims' requests (AllocationError) and indexes `slices`, so the inputs must not change
+    while it is used.
     """
 
     claims: Sequence[resource_pb2.ResourceClaim]
