@@ -66,9 +66,13 @@ MAX_ATTRIBUTES_PER_DEVICE: Final = 32
 
 #: How many compiled selectors are kept (DeviceClasses and claims of a cluster).
 COMPILE_CACHE_SIZE: Final = 4096
-#: How many converted devices are kept; a scheduler cycle walks every device of the
-#: candidate nodes, so this should exceed the devices of one cluster's slices.
-DEVICE_CACHE_SIZE: Final = 65536
+#: How many devices are kept converted to Python values (~1-2 KB each); a scheduling
+#: cycle walks every device of the candidate nodes, so this should exceed the devices of
+#: one cluster's slices.
+DEVICE_CACHE_SIZE: Final = 32768
+#: How many of those also keep a ready CEL activation (~3.5 KB each in a shared arena,
+#: measured): a match on one costs ~3 µs instead of ~8 µs.
+ACTIVATION_CACHE_SIZE: Final = 16384
 
 _DEVICE: Final = "device"
 _DRIVER: Final = "driver"
@@ -110,13 +114,10 @@ _lock = threading.Lock()
 # Every string literal that some compiled selector indexes a map field by, and the map
 # fields some selector reads whole (so devices carry their exact sibling). Both only
 # grow; a device converted before they changed is converted again (generation check).
-_domains: dict[str, set[str]] = {_ATTRIBUTES: set(), _CAPACITY: set()}
-_exact_used: set[str] = set()
+_domains: dict[str, frozenset[str]] = {_ATTRIBUTES: frozenset(), _CAPACITY: frozenset()}
+_exact_used: frozenset[str] = frozenset()
 _generation = 0
 _compiled: OrderedDict[str, Selector] = OrderedDict()
-# id(device message) -> (the message, its driver, generation, activation). The message is
-# held so its id cannot be reused while the entry lives; informer objects are immutable.
-_devices: OrderedDict[int, tuple[resource_pb2.Device, str, int, Any]] = OrderedDict()
 
 
 class Selector:
@@ -131,7 +132,7 @@ class Selector:
 
     def matches(self, driver: str, device: resource_pb2.Device) -> bool:
         """Whether the device satisfies the selector. Raises CELRuntimeError."""
-        result = self._program.eval(_activation(driver, device))
+        result = self._program.eval(_devices.activation(driver, device))
         value = result.value()
         if value is True or value is False:
             return value
@@ -161,7 +162,7 @@ def compile_selector(expression: str) -> Selector:
 
 
 def _compile(expression: str) -> Selector:
-    global _generation
+    global _generation, _exact_used
     if len(expression) > MAX_EXPRESSION_LENGTH:
         raise CELCompileError(
             f"may not be longer than {MAX_EXPRESSION_LENGTH} bytes (got {len(expression)})"
@@ -181,29 +182,69 @@ def _compile(expression: str) -> Selector:
     wrapped.value = rewrite.checked
     program = _ENV.deserialize(wrapped.SerializeToString())
     with _lock:
+        # Copy on write: a conversion running meanwhile iterates the old sets.
         for field, names in rewrite.domains.items():
-            new = names - _domains[field]
-            if new:
-                _domains[field] |= new
+            if names - _domains[field]:
+                _domains[field] = _domains[field] | names
                 _generation += 1
         if rewrite.exact - _exact_used:
-            _exact_used.update(rewrite.exact)
+            _exact_used = _exact_used | rewrite.exact
             _generation += 1
     return Selector(expression, program)
 
 
-def _activation(driver: str, device: resource_pb2.Device) -> Any:
-    key = id(device)
-    generation = _generation
-    entry = _devices.get(key)
-    if entry is not None and entry[0] is device and entry[1] == driver and entry[2] == generation:
-        return entry[3]
-    activation = _ENV.Activation({_DEVICE: _device_value(driver, device)})
-    with _lock:
-        _devices[key] = (device, driver, generation, activation)
-        while len(_devices) > DEVICE_CACHE_SIZE:
-            _devices.popitem(last=False)
-    return activation
+class _DeviceCache:
+    """Devices converted for CEL, keyed by id() of the message. An entry holds the message,
+    so its id cannot be reused while the entry lives; informer objects are immutable, so
+    a message seen again is the same device. An entry is valid for one driver and one
+    generation of the default domains.
+
+    Two levels: the Python value of up to DEVICE_CACHE_SIZE devices (oldest dropped
+    first), and a CEL activation for up to ACTIVATION_CACHE_SIZE of them, all in one
+    arena that is dropped whole (with the activations) when full: the C++ runtime frees
+    an arena only once nothing of it is referenced."""
+
+    def __init__(self) -> None:
+        self._values: OrderedDict[int, tuple[resource_pb2.Device, str, int, Any]] = OrderedDict()
+        self._activations: dict[int, tuple[resource_pb2.Device, str, int, Any]] = {}
+        self._arena = cel.Arena()
+
+    def activation(self, driver: str, device: resource_pb2.Device) -> Any:
+        key = id(device)
+        generation = _generation
+        hit = self._activations.get(key)
+        if hit is not None and hit[0] is device and hit[1] == driver and hit[2] == generation:
+            return hit[3]
+        entry = self._values.get(key)
+        if (
+            entry is not None
+            and entry[0] is device
+            and entry[1] == driver
+            and entry[2] == generation
+        ):
+            value = entry[3]
+        else:
+            value = _device_value(driver, device)
+            with _lock:
+                self._values[key] = (device, driver, generation, value)
+                while len(self._values) > DEVICE_CACHE_SIZE:
+                    self._values.popitem(last=False)
+        with _lock:
+            if len(self._activations) >= ACTIVATION_CACHE_SIZE:
+                self._activations = {}
+                self._arena = cel.Arena()
+            activation = _ENV.Activation({_DEVICE: value}, arena=self._arena)
+            self._activations[key] = (device, driver, generation, activation)
+        return activation
+
+    def clear(self) -> None:
+        with _lock:
+            self._values.clear()
+            self._activations = {}
+            self._arena = cel.Arena()
+
+
+_devices: Final = _DeviceCache()
 
 
 def _device_value(driver: str, device: resource_pb2.Device) -> dict[str, Any]:

@@ -21,10 +21,12 @@ from typing import Any, Final
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 _F = descriptor_pb2.FieldDescriptorProto
-#: Comprehensions over something other than a literal are bounded by this many elements:
-#: upstream's most attributes per device (32) and longest attribute string (64), the
-#: larger. A worst case, as upstream's estimator assumes.
-MAX_RANGE: Final = 64
+#: A comprehension over a device map runs at most upstream's
+#: ResourceSliceMaxAttributesAndCapacitiesPerDevice times, over anything else that is not
+#: a literal (split() of an attribute of at most 64 characters, ...) at most MAX_RANGE.
+#: Worst cases, as upstream's estimator assumes.
+MAX_MAP_SIZE: Final = 32
+MAX_RANGE: Final = 65
 
 
 def _pool() -> descriptor_pool.DescriptorPool:
@@ -201,8 +203,19 @@ class _Pass:
 
 
 def _range_size(e: Any) -> int:
+    """The most elements `e` can have: literals count, concatenations add up, a
+    comprehension's result (map, filter) is at most its range; anything else (device data,
+    split(), ...) at most MAX_RANGE."""
     if e.HasField("list_expr"):
         return len(e.list_expr.elements)
     if e.HasField("struct_expr"):
         return len(e.struct_expr.entries)
+    if e.HasField("call_expr") and e.call_expr.function == "_+_" and len(e.call_expr.args) == 2:
+        return _range_size(e.call_expr.args[0]) + _range_size(e.call_expr.args[1])
+    if e.HasField("comprehension_expr"):
+        return _range_size(e.comprehension_expr.iter_range)
+    if e.HasField("select_expr") or (e.HasField("call_expr") and e.call_expr.function == "_[_]"):
+        # device.attributes, device.capacity["d"], ...: the device's maps. (Attribute
+        # values are scalars; kubera has no list-typed attributes.)
+        return MAX_MAP_SIZE
     return MAX_RANGE

@@ -501,3 +501,53 @@ def test_same_device_message_with_another_driver_converts_again() -> None:
     sel = cel.compile_selector('has(device.attributes["dra.example.com"].model)')
     assert sel.matches(DRA, dev) is True
     assert sel.matches("other.example.com", dev) is False
+
+
+@pytest.mark.parametrize(
+    "expression,compiles",
+    [
+        # 10^7 iterations (upstream's "expensive" case) and 32^4 over device data: refused.
+        (
+            "[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, [1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, [1,2,3,4,5,6,7,8,9,10].all(f, true))))))",
+            False,
+        ),
+        (
+            "device.attributes.all(a, device.attributes.all(b, device.attributes.all(c, device.attributes.all(d, true))))",
+            False,
+        ),
+        # Concatenated lists count by their total length: 40^4 > 10^6.
+        (
+            "("
+            + "+".join(["[1,2,3,4,5,6,7,8,9,10]"] * 4)
+            + ").all(a, ("
+            + "+".join(["[1,2,3,4,5,6,7,8,9,10]"] * 4)
+            + ").all(b, ("
+            + "+".join(["[1,2,3,4,5,6,7,8,9,10]"] * 4)
+            + ").all(c, ("
+            + "+".join(["[1,2,3,4,5,6,7,8,9,10]"] * 4)
+            + ").all(d, true))))",
+            False,
+        ),
+        # Two nested loops over device data, or a typical selector: far below the limit.
+        ("device.attributes.all(a, device.attributes.exists(b, a == b))", True),
+        (
+            'device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].model == "A100"',
+            True,
+        ),
+    ],
+)
+def test_cost_above_upstream_limit_does_not_compile(expression: str, compiles: bool) -> None:
+    if compiles:
+        cel.compile_selector(expression)
+    else:
+        with pytest.raises(cel.CELCompileError, match="too complex, exceeds cost limit"):
+            cel.compile_selector(expression)
+
+
+def test_matches_stay_right_when_device_caches_roll_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cel, "ACTIVATION_CACHE_SIZE", 2)
+    monkeypatch.setattr(cel, "DEVICE_CACHE_SIZE", 3)
+    devices = [device(f"d{i}", {"index": i}) for i in range(10)]
+    sel = cel.compile_selector('device.attributes["dra.example.com"].index % 2 == 0')
+    for _ in range(2):
+        assert [sel.matches(DRA, d) for d in devices] == [i % 2 == 0 for i in range(10)]
