@@ -489,3 +489,11 @@ def device(
         "capacity": {k: {"value": v} for k, v in dict(capacity).items()},
     }
     return json_format.ParseDict(doc, resource_pb2.Device())
+
+
+def slice_device(
+    name: str, *, capacity: Mapping[str, str] | None = None, **attributes: Any
+) -> Json:
+    """`device` as a dict for resource_slice(devices=...): attributes as keywords (a domain
+    name through **{"x.io/numa": 1}); only the fields given are set."""
+    return json_format.MessageToDict(device(name, attributes, capacity or {}))

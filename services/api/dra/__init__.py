@@ -5,5 +5,6 @@ the CLI (upstream's k8s.io/dynamic-resource-allocation and component-helpers):
 * ``claims``: which ResourceClaim a pod's entry names, and who a claim is reserved for;
 * ``cel``: device selectors in CEL, compiled once and evaluated per device, with
   Kubernetes' CEL libraries (quantity, semver) and its cost limit;
+* ``pools``: which ResourceSlices (newest generation, complete) reach a node;
 * ``allocator``: structured allocation of a node's devices to claims (pure logic).
 """

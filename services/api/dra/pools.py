@@ -1,0 +1,199 @@
+"""Device pools as the allocator sees them from one node (upstream
+k8s.io/dynamic-resource-allocation/structured, pools.go: GatherPools).
+
+A ResourceSlice reaches a node by spec.nodeName, a nodeSelector matching the node's labels
+and name, or allNodes (a slice with none of them is some future extension and is ignored).
+Per (driver, pool) only the reaching slices of the newest generation count; the pool is
+*incomplete* when they are fewer than its resourceSliceCount and *invalid* when a device
+name repeats. Pools come out in order of first appearance in the listing, their devices
+in slice and listing order: the allocator's search is deterministic because of it.
+
+The parsed forms are what the allocator keeps across calls: a DeviceCache holds one
+ParsedSlice per ResourceSlice message (with each device's selector verdicts), a SliceIndex
+sorts one listing by node so that finding a node's pools does not walk every slice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from protos.kubera.v1 import core_pb2, resource_pb2
+from services.api.nodeaffinity import NodeSelector
+
+
+@dataclass(frozen=True, order=True)
+class DeviceID:
+    driver: str
+    pool: str
+    device: str
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.device}"
+
+
+class PoolDevice:
+    """One device of a parsed slice, with each selector's verdict once computed (a slice
+    message is never changed in place, so the verdicts hold while it is cached)."""
+
+    __slots__ = ("id", "device", "slice", "verdicts")
+
+    def __init__(self, id_: DeviceID, device: resource_pb2.Device, slice_: ParsedSlice) -> None:
+        self.id = id_
+        self.device = device
+        self.slice = slice_
+        # by expression, and by a request's tuple of expressions (class's, then its own)
+        self.verdicts: dict[str | tuple[str, ...], bool] = {}
+
+
+class ParsedSlice:
+    """A ResourceSlice made ready to allocate from."""
+
+    __slots__ = (
+        "msg",
+        "driver",
+        "pool",
+        "generation",
+        "count",
+        "node_name",
+        "all_nodes",
+        "node_selector",
+        "devices",
+    )
+
+    def __init__(self, msg: resource_pb2.ResourceSlice) -> None:
+        spec = msg.spec
+        self.msg = msg
+        self.driver = spec.driver
+        self.pool = spec.pool.name
+        self.generation = spec.pool.generation
+        self.count = spec.pool.resource_slice_count
+        self.node_name = spec.node_name if spec.HasField("node_name") else ""
+        self.all_nodes = spec.HasField("all_nodes") and spec.all_nodes
+        self.node_selector: NodeSelector | None = (
+            NodeSelector(spec.node_selector) if spec.HasField("node_selector") else None
+        )
+        self.devices = [
+            PoolDevice(DeviceID(self.driver, self.pool, d.name), d, self) for d in spec.devices
+        ]
+
+    def reaches(self, node: core_pb2.Node) -> bool:
+        if self.node_name:
+            return node.metadata.name == self.node_name
+        if self.all_nodes:
+            return True
+        if self.node_selector is not None:
+            return self.node_selector.match(node)
+        return False  # nothing known is set: some future extension, not ours to use
+
+
+class DeviceCache:
+    """Parsed slices, selector verdicts and the last listing's SliceIndex, kept across
+    allocations (by the scheduler plugin across cycles: give every Allocator the same one).
+
+    Entries are keyed by the identity of the ResourceSlice message and hold it, so an
+    updated slice (a new message in the informer's store; messages there are never changed
+    in place) gets a fresh entry. `index` reuses the last SliceIndex while the listing holds
+    the same messages in the same order (the ids compare equal, and the cached index keeps
+    those messages alive, so equal ids are the same messages); a new listing rebuilds it
+    and drops the entries of slices no longer listed. Not thread-safe: one cache per
+    scheduler loop."""
+
+    def __init__(self) -> None:
+        self._slices: dict[int, ParsedSlice] = {}
+        self._listing: tuple[int, ...] | None = None
+        self._index: SliceIndex | None = None
+
+    def __len__(self) -> int:
+        return len(self._slices)
+
+    def slice(self, msg: resource_pb2.ResourceSlice) -> ParsedSlice:
+        entry = self._slices.get(id(msg))
+        if entry is None or entry.msg is not msg:
+            entry = self._slices[id(msg)] = ParsedSlice(msg)
+        return entry
+
+    def index(self, slices: Sequence[resource_pb2.ResourceSlice]) -> SliceIndex:
+        """The SliceIndex of this listing (every ResourceSlice in the cluster)."""
+        listing = tuple(map(id, slices))
+        if self._index is None or listing != self._listing:
+            self._index = SliceIndex(slices, self)
+            self._listing = listing
+            if len(self._slices) > len(slices):
+                self.prune(slices)
+        return self._index
+
+    def prune(self, slices: Sequence[resource_pb2.ResourceSlice]) -> None:
+        keep = {id(s) for s in slices}
+        for key in [k for k in self._slices if k not in keep]:
+            del self._slices[key]
+
+
+@dataclass
+class Pool:
+    driver: str
+    name: str
+    slices: list[ParsedSlice]
+    incomplete: bool = False
+    invalid: str = ""  # why, when invalid
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.name}"
+
+    def devices(self) -> Iterator[PoolDevice]:
+        for s in self.slices:
+            yield from s.devices
+
+
+class SliceIndex:
+    """The slices by the node they name, and the others (nodeSelector, allNodes), each
+    with its listing position so a node's slices come out in listing order."""
+
+    def __init__(self, slices: Sequence[resource_pb2.ResourceSlice], cache: DeviceCache) -> None:
+        self.by_node: dict[str, list[tuple[int, ParsedSlice]]] = {}
+        self.other: list[tuple[int, ParsedSlice]] = []
+        self._pools: dict[object, list[Pool]] = {}
+        for pos, msg in enumerate(slices):
+            s = cache.slice(msg)
+            if s.node_name:
+                self.by_node.setdefault(s.node_name, []).append((pos, s))
+            else:
+                self.other.append((pos, s))
+
+    def pools(self, node: core_pb2.Node) -> list[Pool]:
+        """The pools reaching the node, in order of first appearance (upstream GatherPools).
+        Kept per node name (and labels, when selector slices exist): callers must not
+        change the Pools."""
+        key: object = node.metadata.name
+        if self.other:
+            key = (key, tuple(sorted(node.metadata.labels.items())))
+        pools = self._pools.get(key)
+        if pools is None:
+            pools = self._pools[key] = self._gather(node)
+        return pools
+
+    def _gather(self, node: core_pb2.Node) -> list[Pool]:
+        mine = self.by_node.get(node.metadata.name, [])
+        reaching = (
+            sorted(mine + [(p, s) for p, s in self.other if s.reaches(node)])
+            if self.other
+            else mine
+        )
+        pools: dict[tuple[str, str], Pool] = {}
+        for _, s in reaching:
+            pool = pools.get((s.driver, s.pool))
+            if pool is None:
+                pools[(s.driver, s.pool)] = Pool(s.driver, s.pool, [s])
+            elif s.generation > pool.slices[0].generation:
+                pool.slices = [s]  # a newer generation replaces the older slices
+            elif s.generation == pool.slices[0].generation:
+                pool.slices.append(s)
+        for pool in pools.values():
+            pool.incomplete = len(pool.slices) != pool.slices[0].count
+            seen: set[str] = set()
+            for d in pool.devices():
+                if d.id.device in seen:
+                    pool.invalid = f"duplicate device name {d.id.device}"
+                    break
+                seen.add(d.id.device)
+        return list(pools.values())
