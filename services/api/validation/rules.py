@@ -35,6 +35,16 @@ from services.api.validation.common import (
     validate_object_meta_update,
 )
 from services.api.validation.pod import validate_pod, validate_pod_update
+from services.api.validation.resource import (
+    validate_device_class,
+    validate_pod_group,
+    validate_resource_claim,
+    validate_resource_claim_template,
+    validate_resource_claim_template_update,
+    validate_resource_claim_update,
+    validate_resource_slice,
+    validate_resource_slice_update,
+)
 from services.api.validation.workloads import (
     validate_deployment,
     validate_pod_disruption_budget,
@@ -65,6 +75,13 @@ _RULES: dict[str, Rules] = {
     "RuntimeClass": Rules(validate_runtime_class, validate_runtime_class_update),
     "Lease": Rules(validate_lease),
     "Event": Rules(validate_event),
+    "DeviceClass": Rules(validate_device_class),
+    "ResourceSlice": Rules(validate_resource_slice, validate_resource_slice_update),
+    "ResourceClaim": Rules(validate_resource_claim, validate_resource_claim_update),
+    "ResourceClaimTemplate": Rules(
+        validate_resource_claim_template, validate_resource_claim_template_update
+    ),
+    "PodGroup": Rules(validate_pod_group),
 }
 
 
