@@ -90,6 +90,8 @@ REQUEST_REF = (
 ONE_REQUEST_TYPE = "exactly one of `exactly` or `firstAvailable` is required"
 ONE_NODE_SELECTION = "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required"
 ONE_VALUE = "exactly one value must be specified"
+#: upstream's words for a selector over the cost limit (a Forbidden, not an Invalid).
+CEL_TOO_COMPLEX = "too complex, exceeds cost limit"
 
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _C_IDENTIFIER_ERR = names.regex_error(
@@ -238,6 +240,8 @@ def _validate_cel(path: str, sel: resource_pb2.CELDeviceSelector) -> Errors:
         # The CEL helper's skeleton: no compiler yet, so the expression goes unchecked.
         return []
     except cel.CELCompileError as exc:
+        if str(exc) == CEL_TOO_COMPLEX:
+            return [forbidden(expr_path, CEL_TOO_COMPLEX)]
         return [invalid(expr_path, sel.expression, str(exc))]
     return []
 
@@ -489,7 +493,9 @@ def _validate_request(path: str, req: resource_pb2.DeviceRequest) -> Errors:
     if not has_exactly and not has_first:
         errs.append(required(path, ONE_REQUEST_TYPE))
     elif has_exactly and has_first:
-        errs.append(invalid(path, None, ONE_REQUEST_TYPE + ", but multiple fields are set"))
+        errs.append(
+            invalid(path, Shown("null"), ONE_REQUEST_TYPE + ", but multiple fields are set")
+        )
     elif has_first:
         errs += _validate_list(
             child(path, "firstAvailable"),
@@ -593,12 +599,10 @@ def _validate_allocation(
     return errs
 
 
-def validate_claim_status(
-    claim: resource_pb2.ResourceClaim, old: resource_pb2.ResourceClaim | None
-) -> Errors:
-    """validateResourceClaimStatusUpdate (on create, against an empty status)."""
+def validate_claim_status(claim: resource_pb2.ResourceClaim) -> Errors:
+    """The status rules that need no old object: reservedFor (at most 256 consumers, unique
+    uids, each complete, only while allocated) and the allocation's results and config."""
     status = claim.status
-    old_status = old.status if old is not None else resource_pb2.ResourceClaimStatus()
     errs = _validate_list(
         "status.reservedFor",
         status.reserved_for,
@@ -606,48 +610,54 @@ def validate_claim_status(
         _validate_consumer,
         lambda r: (r.uid, "uid"),
     )
-    allocated = status.HasField("allocation")
-    if status.reserved_for:
-        if not allocated:
-            errs.append(
-                forbidden("status.reservedFor", "may not be specified when `allocated` is not set")
-            )
-        elif claim.metadata.deletion_timestamp:
-            before = {r.SerializeToString(deterministic=True) for r in old_status.reserved_for}
-            if any(
-                r.SerializeToString(deterministic=True) not in before for r in status.reserved_for
-            ):
-                errs.append(
-                    forbidden(
-                        "status.reservedFor",
-                        "new entries may not be added while `deallocationRequested` or "
-                        "`deletionTimestamp` are set",
-                    )
-                )
-    if allocated and old_status.HasField("allocation"):
-        if status.allocation != old_status.allocation:
-            errs.append(invalid("status.allocation", show(status.allocation), FIELD_IMMUTABLE))
-    elif allocated:
-        errs += _validate_allocation(
-            "status.allocation", status.allocation, request_names(claim.spec.devices)
+    if status.reserved_for and not status.HasField("allocation"):
+        errs.append(
+            forbidden("status.reservedFor", "may not be specified when `allocated` is not set")
         )
+    if status.HasField("allocation"):
+        names_ = request_names(claim.spec.devices)
+        errs += _validate_allocation("status.allocation", status.allocation, names_)
+    return errs
+
+
+def validate_claim_status_update(
+    new: resource_pb2.ResourceClaim, old: resource_pb2.ResourceClaim
+) -> Errors:
+    """The status rules against the stored claim: an allocation is never changed in place
+    (only removed, then set again), and a claim being deleted gains no consumers."""
+    errs: Errors = []
+    status, old_status = new.status, old.status
+    if new.metadata.deletion_timestamp and status.HasField("allocation"):
+        before = {r.SerializeToString(deterministic=True) for r in old_status.reserved_for}
+        if any(r.SerializeToString(deterministic=True) not in before for r in status.reserved_for):
+            errs.append(
+                forbidden(
+                    "status.reservedFor",
+                    "new entries may not be added while `deallocationRequested` or "
+                    "`deletionTimestamp` are set",
+                )
+            )
+    if (
+        status.HasField("allocation")
+        and old_status.HasField("allocation")
+        and status.allocation != old_status.allocation
+    ):
+        errs.append(invalid("status.allocation", show(status.allocation), FIELD_IMMUTABLE))
     return errs
 
 
 def validate_resource_claim(claim: resource_pb2.ResourceClaim) -> Errors:
-    return validate_claim_spec("spec", claim.spec) + validate_claim_status(claim, None)
+    return validate_claim_spec("spec", claim.spec) + validate_claim_status(claim)
 
 
 def validate_resource_claim_update(
     new: resource_pb2.ResourceClaim, old: resource_pb2.ResourceClaim
 ) -> Errors:
-    """The spec never changes; the status keeps its invariants against the old one. (The
-    create checks, run after these, check the status again against an empty one: only
-    the allocation rules differ, and an unchanged stored allocation passes both.)"""
+    """The spec never changes, nor an allocation in place (the create rules run next)."""
     errs: Errors = []
     if new.spec != old.spec:
         errs.append(invalid("spec", show(new.spec), FIELD_IMMUTABLE))
-    return errs + validate_claim_status(new, old)
+    return errs + validate_claim_status_update(new, old)
 
 
 # ----------------------------------------------------------------------------- ResourceClaimTemplate
