@@ -9,24 +9,37 @@ bootstrap roles grant them, in one place:
     system:kube-scheduler               read everything; pods/binding; pods/status (its
                                         conditions, nominatedNodeName); delete pods
                                         (preemption victims); events; leases (its leader
-                                        Lease; never a node's in kube-node-lease)
+                                        Lease; never a node's in kube-node-lease);
+                                        resourceclaims/status (allocation, reservedFor)
     system:kube-controller-manager      read everything; write what its controllers write:
                                         pods, replicasets, deployments, nodes (lifecycle:
                                         conditions, taints), poddisruptionbudgets,
-                                        namespaces, events, leases (not nodes'); evictions;
+                                        namespaces, events, leases (not nodes'),
+                                        resourceclaims and their status (the resourceclaim
+                                        controller), podgroups and their status; evictions;
                                         delete any kind (garbage collection)
     a node (system:node:N, or a pool    read what a kubelet reads (nodes, pods, leases,
     acting for its nodes)               namespaces, runtimeclasses, priorityclasses,
-                                        events); write its own Node and nodes/status, its
-                                        own Lease (kube-node-lease/N), the status of pods
-                                        bound to it, delete pods bound to it, evict them;
-                                        create/update/patch events. Never: other nodes'
-                                        objects, bindings, pods of other nodes, pod specs.
+                                        events, resourceslices, deviceclasses); write its
+                                        own Node and nodes/status, its own Lease
+                                        (kube-node-lease/N), the status of pods bound to
+                                        it, delete pods bound to it, evict them;
+                                        create/update/patch events; create/update/patch/
+                                        delete the ResourceSlices of its nodes
+                                        (spec.nodeName); get a ResourceClaim reserved for
+                                        a pod bound to it. Never: other nodes' objects,
+                                        bindings, pods of other nodes, pod specs.
 
 What a node may touch is decided by the object: a pod is "its" when the pod as stored is
 bound to one of its nodes (spec.nodeName), read through `lookup` (the apiserver's watch
 cache); so `authorize` is a coroutine function (callers `await`). A node's create of a
 Node or Lease is checked against the object it sends (`RequestAttributes.obj`).
+
+A node's ResourceClaim is found as upstream's Node authorizer finds it through its graph
+of pods, but from the claim's side: the claim's status.reservedFor names the pods that use
+it (the scheduler reserves a claim before the pod is bound, so every claim a kubelet
+prepares names its pod), and a reserved pod bound to one of the node's nodes makes the
+claim the node's. Upstream lets a node get, not list or watch, claims; so does kubera.
 
 Deliberate differences from upstream: a node may change its own Node's taints (kubera's
 hollow kubelets set the memory/disk/pid-pressure taints themselves; upstream's
@@ -60,8 +73,11 @@ NODE_READABLE = frozenset(
         "priorityclasses",
         "events",
         "poddisruptionbudgets",
+        "resourceslices",
+        "deviceclasses",
     }
 )
+SLICE_WRITE_VERBS = frozenset({"create", "update", "patch", "delete"})
 EVENT_VERBS = frozenset({"create", "update", "patch"})
 
 #: The controller-manager's writes (resource -> verbs), beside reading everything and
@@ -75,6 +91,8 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "namespaces": frozenset({"create", "update", "patch", "delete"}),
     "events": frozenset({"create", "update", "patch", "delete"}),
     "leases": frozenset({"create", "update", "patch", "delete"}),
+    "resourceclaims": frozenset({"create", "update", "patch", "delete"}),
+    "podgroups": frozenset({"update", "patch"}),
 }
 
 ALLOWED = Decision(True)
@@ -129,7 +147,11 @@ class KuberaAuthorizer:
         if verb in READ_VERBS and not sub:
             if resource in NODE_READABLE:
                 return ALLOWED
+            if resource == "resourceclaims" and verb == "get":
+                return await self._node_claim(attrs, nodes)
             return _deny(f"a node does not read {resource}")
+        if resource == "resourceslices" and not sub and verb in SLICE_WRITE_VERBS:
+            return await self._node_slice(attrs, nodes)
         if resource == "events" and verb in EVENT_VERBS:
             return ALLOWED
         if resource == "nodes":
@@ -174,6 +196,40 @@ class KuberaAuthorizer:
             return ALLOWED
         return _deny(f"a node may not {verb} {resource}{'/' + sub if sub else ''}")
 
+    async def _node_slice(self, attrs: RequestAttributes, nodes: frozenset[str]) -> Decision:
+        """A ResourceSlice write: the slice as stored (update, patch, delete) and as sent
+        (create, update) must both be of one of the node's nodes (spec.nodeName)."""
+        sent = _slice_node(attrs.obj) if attrs.obj is not None else None
+        if attrs.verb == "create":
+            stored = sent
+        else:
+            name = attrs.name or _name_of(attrs.obj)
+            current = await self._lookup("resourceslices", "", name)
+            if current is None:
+                return ALLOWED  # nothing to act on: the registry answers 404
+            stored = _slice_node(current)
+        for node in (stored, sent):
+            if node is not None and node not in nodes:
+                return _deny(
+                    f"node(s) {_few(nodes)} may only modify resourceslices of their own nodes; "
+                    f"this one is for {node or 'no single node'!s}"
+                )
+        if stored is None:
+            return _deny("a node may only create resourceslices it sends")
+        return ALLOWED
+
+    async def _node_claim(self, attrs: RequestAttributes, nodes: frozenset[str]) -> Decision:
+        """A ResourceClaim get: allowed when the claim is reserved for a pod bound to one of
+        the node's nodes (see the module docstring)."""
+        claim = await self._lookup("resourceclaims", attrs.namespace, attrs.name)
+        for ref in getattr(getattr(claim, "status", None), "reserved_for", ()):
+            if ref.api_group or ref.resource != "pods":
+                continue
+            pod = await self._lookup("pods", attrs.namespace, ref.name)
+            if pod is not None and pod.metadata.uid == ref.uid and _node_of(pod) in nodes:
+                return ALLOWED
+        return _deny(f"no relationship found between node(s) {_few(nodes)} and this object")
+
 
 #: The controller-manager's leader Lease (kube-system), which only it writes; the
 #: schedulers' Lease names come from their configurations (leaderElection.resourceName).
@@ -192,6 +248,8 @@ def _scheduler(attrs: RequestAttributes) -> Decision:
         if not sub and verb == "delete":
             return ALLOWED
     if resource == "events" and verb in EVENT_VERBS:
+        return ALLOWED
+    if resource == "resourceclaims" and sub == "status" and verb in {"update", "patch"}:
         return ALLOWED
     if resource == "leases" and verb in WRITE_VERBS:
         if attrs.namespace == NODE_LEASE_NAMESPACE:
@@ -227,6 +285,12 @@ def _name_of(obj: Any) -> str:
         return ""
     meta = getattr(obj, "metadata", None)
     return str(getattr(meta, "name", "") or "")
+
+
+def _slice_node(rs: Any) -> str:
+    """A ResourceSlice's node ("" for one reached by a node selector or all nodes)."""
+    spec = getattr(rs, "spec", None)
+    return str(getattr(spec, "node_name", "") or "")
 
 
 def _node_of(pod: Any) -> str:
