@@ -30,3 +30,27 @@ def test_apply_creates_then_leaves_each_kind_unchanged(
     assert r.rc == 0, r.err
     got = json.loads(r.out)
     assert got["spec"] == stored(kind)["spec"]
+
+
+def test_get_prints_the_kinds_columns(
+    apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for kind in ("ResourceSlice", "ResourceClaim", "PodGroup"):
+        assert (
+            kubera(
+                capsys, apiserver, "apply", "-f", write(tmp_path, f"{kind}.yaml", MANIFESTS[kind])
+            ).rc
+            == 0
+        )
+    slices = kubera(capsys, apiserver, "get", "resourceslices").out.splitlines()
+    assert slices[0].split() == ["NAME", "NODE", "DRIVER", "POOL", "AGE"]
+    assert slices[1].split()[:4] == [
+        "node-1-gpu-example-com",
+        "node-1",
+        "gpu.example.com",
+        "node-1",
+    ]
+    claims = kubera(capsys, apiserver, "get", "resourceclaims").out.splitlines()
+    assert [line.split()[:2] for line in claims] == [["NAME", "STATE"], ["two-gpus", "pending"]]
+    groups = kubera(capsys, apiserver, "get", "podgroups").out.splitlines()
+    assert groups[1].split()[:3] == ["training", "<none>", "4"]
