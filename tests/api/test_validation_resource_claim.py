@@ -215,6 +215,179 @@ CLAIM_CASES: list[tuple[str, Doc, list[str]]] = [
 ]
 
 
+FOO_PARAMS = {
+    "driver": "dra.example.com",
+    "parameters": {"kind": "foo", "apiVersion": "dra.example.com/v1"},
+}
+C_IDENT = (
+    "a valid C identifier must start with alphabetic character or '_', followed by a string "
+    "of alphanumeric characters or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName', regex "
+    "used for validation is '[A-Za-z_][A-Za-z0-9_]*')"
+)
+FIRST_AVAILABLE = first(
+    "foo",
+    sub("foo", deviceClassName="foo", allocationMode="ExactCount", count=1),
+    sub("bar", deviceClassName="foo", allocationMode="ExactCount", count=1),
+)
+
+
+def _upstream_valid(**devices: Any) -> Doc:
+    """upstream's validClaimSpec: one request "foo" of class "foo", ExactCount 1."""
+    return claim(
+        exact("foo", deviceClassName="foo", allocationMode="ExactCount", count=1), **devices
+    )
+
+
+#: Rows of upstream's TestValidateClaim, under its names.
+UPSTREAM_CLAIM_CASES: list[tuple[str, Doc, list[str]]] = [
+    ("good-claim", _upstream_valid(), []),
+    (
+        "valid-request",
+        claim(
+            *[exact(f"foo{i}" if i else "foo") for i in range(32)],
+            constraints=[{"matchAttribute": "foo/bar"}] * 32,
+            config=[{"opaque": FOO_PARAMS}] * 32,
+        ),
+        [],
+    ),
+    (
+        "invalid-spec",
+        _upstream_valid(
+            constraints=[
+                {"requests": ["foo", BAD], "matchAttribute": "missing-domain"},
+                {"matchAttribute": ""},
+                {},
+            ],
+            config=[{"requests": ["foo", BAD], "opaque": FOO_PARAMS}],
+        ),
+        [
+            f'spec.devices.constraints[0].requests[1]: Invalid value: "{BAD}": {LABEL}',
+            f'spec.devices.constraints[0].requests[1]: Invalid value: "{BAD}": {REF}',
+            f'spec.devices.constraints[0].matchAttribute: Invalid value: "missing-domain": {C_IDENT}',
+            'spec.devices.constraints[0].matchAttribute: Invalid value: "missing-domain": must '
+            "include a domain",
+            "spec.devices.constraints[1].matchAttribute: Required value: name required",
+            "spec.devices.constraints[2].matchAttribute: Required value",
+            f'spec.devices.config[0].requests[1]: Invalid value: "{BAD}": {LABEL}',
+            f'spec.devices.config[0].requests[1]: Invalid value: "{BAD}": {REF}',
+        ],
+    ),
+    (
+        "allocation-mode",
+        claim(
+            exact("foo", allocationMode="ExactCount", count=1),
+            exact("foo2", allocationMode="All"),
+            exact("foo3", allocationMode="ExactCount", count=-1),
+            exact("foo4", allocationMode="other", count=1),
+            exact("foo5", allocationMode="All", count=2),
+            exact("foo", allocationMode="ExactCount", count=1),
+        ),
+        [
+            "spec.devices.requests[2].exactly.count: Invalid value: -1: must be greater than zero",
+            'spec.devices.requests[3].exactly.allocationMode: Unsupported value: "other": '
+            'supported values: "All", "ExactCount"',
+            "spec.devices.requests[4].exactly.count: Invalid value: 2: must not be specified "
+            "when allocationMode is 'All'",
+            'spec.devices.requests[5].name: Duplicate value: "foo"',
+        ],
+    ),
+    (
+        # Adapted: kubera holds parameters as parsed JSON, so unparseable bytes cannot reach
+        # validation, and the size is that of the compact encoding.
+        "configuration",
+        _upstream_valid(
+            config=[
+                {"opaque": {"driver": "dra.example.com"}},
+                {"opaque": {"driver": "dra.example.com", "parameters": "hello-world"}},
+                {"opaque": {"driver": "dra.example.com", "parameters": None}},
+                {
+                    "opaque": {
+                        "driver": "dra.example.com",
+                        "parameters": {"str": "x" * (10240 - 10)},
+                    }
+                },
+                {"opaque": {"driver": "dra.example.com", "parameters": {"str": "x" * (10240 - 9)}}},
+            ]
+        ),
+        [
+            "spec.devices.config[0].opaque.parameters: Required value",
+            'spec.devices.config[1].opaque.parameters: Invalid value: "<value omitted>": '
+            "parameters must be a valid JSON object",
+            "spec.devices.config[2].opaque.parameters: Required value",
+            "spec.devices.config[4].opaque.parameters: Too long: may not be more than 10240 bytes",
+        ],
+    ),
+    (
+        "CEL-length",
+        claim(
+            exact("foo"),
+            exact(
+                "foo-2",
+                selectors=[
+                    {"cel": {"expression": 'device.driver == "' + "x" * (10 * 1024 - 18) + '"'}}
+                ],
+            ),
+        ),
+        [
+            "spec.devices.requests[1].exactly.selectors[0].cel.expression: Too long: may not be "
+            "more than 10240 bytes"
+        ],
+    ),
+    ("prioritized-list-valid", claim(FIRST_AVAILABLE), []),
+    (
+        "prioritized-list-invalid-nested-request",
+        claim(first("foo", {"name": BAD, "allocationMode": "Other"}, sub("bar"))),
+        [
+            f'spec.devices.requests[0].firstAvailable[0].name: Invalid value: "{BAD}": {LABEL}',
+            "spec.devices.requests[0].firstAvailable[0].deviceClassName: Required value",
+            "spec.devices.requests[0].firstAvailable[0].allocationMode: Unsupported value: "
+            '"Other": supported values: "All", "ExactCount"',
+        ],
+    ),
+    (
+        "prioritized-list-nested-requests-same-name",
+        claim(first("foo", sub("foo"), sub("foo"))),
+        ['spec.devices.requests[0].firstAvailable[1].name: Duplicate value: "foo"'],
+    ),
+    (
+        "prioritized-list-config-requests-with-subrequest-reference",
+        claim(FIRST_AVAILABLE, config=[{"requests": ["foo/bar"], "opaque": FOO_PARAMS}]),
+        [],
+    ),
+    (
+        "prioritized-list-config-requests-with-parent-request-reference",
+        claim(FIRST_AVAILABLE, config=[{"requests": ["foo"], "opaque": FOO_PARAMS}]),
+        [],
+    ),
+    (
+        "prioritized-list-config-requests-with-invalid-subrequest-reference",
+        claim(FIRST_AVAILABLE, config=[{"requests": ["foo/baz"], "opaque": FOO_PARAMS}]),
+        [f'spec.devices.config[0].requests[0]: Invalid value: "foo/baz": {REF}'],
+    ),
+    (
+        "prioritized-list-constraints-requests-with-subrequest-reference",
+        claim(
+            FIRST_AVAILABLE,
+            constraints=[
+                {"requests": ["foo/bar"], "matchAttribute": "dra.example.com/driverVersion"}
+            ],
+        ),
+        [],
+    ),
+    (
+        "prioritized-list-constraints-requests-with-invalid-subrequest-reference",
+        claim(
+            FIRST_AVAILABLE,
+            constraints=[
+                {"requests": ["foo/baz"], "matchAttribute": "dra.example.com/driverVersion"}
+            ],
+        ),
+        [f'spec.devices.constraints[0].requests[0]: Invalid value: "foo/baz": {REF}'],
+    ),
+]
+CLAIM_CASES += [(f"upstream-{n}", d, w) for n, d, w in UPSTREAM_CLAIM_CASES]
+
+
 @pytest.mark.parametrize(
     ("doc", "want"), [(d, w) for _, d, w in CLAIM_CASES], ids=[n for n, _, _ in CLAIM_CASES]
 )
