@@ -552,6 +552,71 @@ STATUS_CASES: list[tuple[str, Doc, Doc, list[str]]] = [
 ]
 
 
+BIG_PARAMS = {"driver": "dra.example.com", "parameters": {"str": "x" * 10240}}
+STATUS_CASES += [
+    (
+        # upstream's valid-configuration-update: a stored allocation is not validated again.
+        "upstream-valid-configuration-update",
+        {
+            "allocation": {
+                **ALLOCATION,
+                "devices": {
+                    **ALLOCATION["devices"],
+                    "config": [{"source": "FromClaim", "opaque": BIG_PARAMS}],
+                },
+            }
+        },
+        {
+            "allocation": {
+                **ALLOCATION,
+                "devices": {
+                    **ALLOCATION["devices"],
+                    "config": [{"source": "FromClaim", "opaque": BIG_PARAMS}],
+                },
+            }
+        },
+        [],
+    ),
+    (
+        "upstream-configuration",
+        {},
+        {
+            "allocation": {
+                **ALLOCATION,
+                "devices": {
+                    **ALLOCATION["devices"],
+                    "config": [
+                        {"source": "FromClaim", "opaque": OPAQUE},
+                        {"opaque": OPAQUE},
+                        {"source": "no-such-source", "opaque": OPAQUE},
+                        {"source": "FromClaim"},
+                        {"source": "FromClaim", "opaque": {}},
+                        {"source": "FromClaim", "opaque": BIG_PARAMS},
+                    ],
+                },
+            }
+        },
+        [
+            "status.allocation.devices.config[1].source: Required value",
+            'status.allocation.devices.config[2].source: Unsupported value: "no-such-source": '
+            'supported values: "FromClaim", "FromClass"',
+            "status.allocation.devices.config[3].opaque: Required value",
+            "status.allocation.devices.config[4].opaque.driver: Required value",
+            f'status.allocation.devices.config[4].opaque.driver: Invalid value: "": {SUBDOMAIN}',
+            "status.allocation.devices.config[4].opaque.parameters: Required value",
+            "status.allocation.devices.config[5].opaque.parameters: Too long: may not be more "
+            "than 10240 bytes",
+        ],
+    ),
+    (
+        "upstream-invalid-reserved-deleted",
+        {"allocation": ALLOCATION},
+        {"allocation": ALLOCATION, "reservedFor": [consumer("1", "foo")]},
+        [],  # not deleted: adding is fine (the deleted case is its own test below)
+    ),
+]
+
+
 @pytest.mark.parametrize(
     ("old", "new", "want"),
     [(o, n, w) for _, o, n, w in STATUS_CASES],

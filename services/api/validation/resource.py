@@ -599,10 +599,16 @@ def _validate_allocation(
     return errs
 
 
-def validate_claim_status(claim: resource_pb2.ResourceClaim) -> Errors:
-    """The status rules that need no old object: reservedFor (at most 256 consumers, unique
-    uids, each complete, only while allocated) and the allocation's results and config."""
+def validate_claim_status(
+    claim: resource_pb2.ResourceClaim, old: resource_pb2.ResourceClaim | None = None
+) -> Errors:
+    """validateResourceClaimStatusUpdate (`old` None: a new claim, against an empty
+    status): reservedFor holds at most 256 complete consumers with unique uids, only
+    while allocated, and gains none while the claim is being deleted; an allocation is
+    validated when it is set, never changed in place (only removed, then set again), and
+    a stored one is not validated again (rules for new results may be stricter)."""
     status = claim.status
+    old_status = old.status if old is not None else resource_pb2.ResourceClaimStatus()
     errs = _validate_list(
         "status.reservedFor",
         status.reserved_for,
@@ -610,39 +616,30 @@ def validate_claim_status(claim: resource_pb2.ResourceClaim) -> Errors:
         _validate_consumer,
         lambda r: (r.uid, "uid"),
     )
-    if status.reserved_for and not status.HasField("allocation"):
-        errs.append(
-            forbidden("status.reservedFor", "may not be specified when `allocated` is not set")
-        )
-    if status.HasField("allocation"):
+    allocated = status.HasField("allocation")
+    if status.reserved_for:
+        if not allocated:
+            errs.append(
+                forbidden("status.reservedFor", "may not be specified when `allocated` is not set")
+            )
+        elif claim.metadata.deletion_timestamp:
+            before = {r.SerializeToString(deterministic=True) for r in old_status.reserved_for}
+            if any(
+                r.SerializeToString(deterministic=True) not in before for r in status.reserved_for
+            ):
+                errs.append(
+                    forbidden(
+                        "status.reservedFor",
+                        "new entries may not be added while `deallocationRequested` or "
+                        "`deletionTimestamp` are set",
+                    )
+                )
+    if allocated and old_status.HasField("allocation"):
+        if status.allocation != old_status.allocation:
+            errs.append(invalid("status.allocation", show(status.allocation), FIELD_IMMUTABLE))
+    elif allocated:
         names_ = request_names(claim.spec.devices)
         errs += _validate_allocation("status.allocation", status.allocation, names_)
-    return errs
-
-
-def validate_claim_status_update(
-    new: resource_pb2.ResourceClaim, old: resource_pb2.ResourceClaim
-) -> Errors:
-    """The status rules against the stored claim: an allocation is never changed in place
-    (only removed, then set again), and a claim being deleted gains no consumers."""
-    errs: Errors = []
-    status, old_status = new.status, old.status
-    if new.metadata.deletion_timestamp and status.HasField("allocation"):
-        before = {r.SerializeToString(deterministic=True) for r in old_status.reserved_for}
-        if any(r.SerializeToString(deterministic=True) not in before for r in status.reserved_for):
-            errs.append(
-                forbidden(
-                    "status.reservedFor",
-                    "new entries may not be added while `deallocationRequested` or "
-                    "`deletionTimestamp` are set",
-                )
-            )
-    if (
-        status.HasField("allocation")
-        and old_status.HasField("allocation")
-        and status.allocation != old_status.allocation
-    ):
-        errs.append(invalid("status.allocation", show(status.allocation), FIELD_IMMUTABLE))
     return errs
 
 
@@ -653,11 +650,13 @@ def validate_resource_claim(claim: resource_pb2.ResourceClaim) -> Errors:
 def validate_resource_claim_update(
     new: resource_pb2.ResourceClaim, old: resource_pb2.ResourceClaim
 ) -> Errors:
-    """The spec never changes, nor an allocation in place (the create rules run next)."""
+    """The whole update (the create rules are not run again, see rules.py): the spec never
+    changes and is valid; the status keeps its invariants against the stored one."""
     errs: Errors = []
     if new.spec != old.spec:
         errs.append(invalid("spec", show(new.spec), FIELD_IMMUTABLE))
-    return errs + validate_claim_status_update(new, old)
+    errs += validate_claim_spec("spec", new.spec)
+    return errs + validate_claim_status(new, old)
 
 
 # ----------------------------------------------------------------------------- ResourceClaimTemplate
