@@ -60,9 +60,10 @@ def test_claim_selectors_are_compiled_too() -> None:
 
 
 def test_a_selector_beyond_the_cost_limit_is_forbidden() -> None:
-    # upstream's CEL-cost row (from its ValidatingAdmissionPolicy cost test).
+    # upstream's CEL-cost row (seven nested comprehensions over ten items), with its
+    # innermost `'1'.find(...)` (Kubernetes' regex library) replaced by a plain `int('1')`.
     ten = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"
-    expression = "int('1'.find('[0-9]*')) < 100"
+    expression = "int('1') < 100"
     for var in ("z5", "z4", "z3", "z2", "z", "y", "x"):
         expression = f"{ten}.all({var}, {expression})"
     (err,) = validate_create("DeviceClass", _class(expression))
