@@ -10,7 +10,8 @@ bootstrap roles grant them, in one place:
                                         conditions, nominatedNodeName); delete pods
                                         (preemption victims); events; leases (its leader
                                         Lease; never a node's in kube-node-lease);
-                                        resourceclaims/status (allocation, reservedFor)
+                                        resourceclaims and their status (its finalizer,
+                                        allocation, reservedFor)
     system:kube-controller-manager      read everything; write what its controllers write:
                                         pods, replicasets, deployments, nodes (lifecycle:
                                         conditions, taints), poddisruptionbudgets,
@@ -20,31 +21,29 @@ bootstrap roles grant them, in one place:
                                         delete any kind (garbage collection)
     a node (system:node:N, or a pool    read what a kubelet reads (nodes, pods, leases,
     acting for its nodes)               namespaces, runtimeclasses, priorityclasses,
-                                        events, resourceslices, deviceclasses); write its
-                                        own Node and nodes/status, its own Lease
-                                        (kube-node-lease/N), the status of pods bound to
-                                        it, delete pods bound to it, evict them;
-                                        create/update/patch events; create/update/patch/
-                                        delete the ResourceSlices of its nodes
-                                        (spec.nodeName); get a ResourceClaim reserved for
-                                        a pod bound to it. Never: other nodes' objects,
-                                        bindings, pods of other nodes, pod specs.
+                                        events, resourceslices, deviceclasses,
+                                        resourceclaims); write its own Node and
+                                        nodes/status, its own Lease (kube-node-lease/N),
+                                        the status of pods bound to it, delete pods bound
+                                        to it, evict them; create/update/patch events;
+                                        create/update/patch/delete the ResourceSlices of
+                                        its nodes (spec.nodeName). Never: other nodes'
+                                        objects, bindings, pods of other nodes, pod specs.
 
 What a node may touch is decided by the object: a pod is "its" when the pod as stored is
 bound to one of its nodes (spec.nodeName), read through `lookup` (the apiserver's watch
 cache); so `authorize` is a coroutine function (callers `await`). A node's create of a
 Node or Lease is checked against the object it sends (`RequestAttributes.obj`).
 
-A node's ResourceClaim is found as upstream's Node authorizer finds it through its graph
-of pods, but from the claim's side: the claim's status.reservedFor names the pods that use
-it (the scheduler reserves a claim before the pod is bound, so every claim a kubelet
-prepares names its pod), and a reserved pod bound to one of the node's nodes makes the
-claim the node's. Upstream lets a node get, not list or watch, claims; so does kubera.
+A node's ResourceSlice write is checked against the slice as stored and as sent: both
+must be of one of its nodes (upstream's NodeRestriction for slices).
 
 Deliberate differences from upstream: a node may change its own Node's taints (kubera's
 hollow kubelets set the memory/disk/pid-pressure taints themselves; upstream's
-NodeRestriction forbids nodes modifying taints); no RBAC objects, so these rules are
-not configurable; no mirror pods (a node may not create pods).
+NodeRestriction forbids nodes modifying taints); a node reads every ResourceClaim, as it
+reads every pod (upstream's Node authorizer lets it get only the claims of its pods; a
+node pool watches the claims allocated to its nodes to gate their pods); no RBAC
+objects, so these rules are not configurable; no mirror pods (a node may not create pods).
 """
 
 from __future__ import annotations
@@ -75,6 +74,7 @@ NODE_READABLE = frozenset(
         "poddisruptionbudgets",
         "resourceslices",
         "deviceclasses",
+        "resourceclaims",
     }
 )
 SLICE_WRITE_VERBS = frozenset({"create", "update", "patch", "delete"})
@@ -147,8 +147,6 @@ class KuberaAuthorizer:
         if verb in READ_VERBS and not sub:
             if resource in NODE_READABLE:
                 return ALLOWED
-            if resource == "resourceclaims" and verb == "get":
-                return await self._node_claim(attrs, nodes)
             return _deny(f"a node does not read {resource}")
         if resource == "resourceslices" and not sub and verb in SLICE_WRITE_VERBS:
             return await self._node_slice(attrs, nodes)
@@ -218,18 +216,6 @@ class KuberaAuthorizer:
             return _deny("a node may only create resourceslices it sends")
         return ALLOWED
 
-    async def _node_claim(self, attrs: RequestAttributes, nodes: frozenset[str]) -> Decision:
-        """A ResourceClaim get: allowed when the claim is reserved for a pod bound to one of
-        the node's nodes (see the module docstring)."""
-        claim = await self._lookup("resourceclaims", attrs.namespace, attrs.name)
-        for ref in getattr(getattr(claim, "status", None), "reserved_for", ()):
-            if ref.api_group or ref.resource != "pods":
-                continue
-            pod = await self._lookup("pods", attrs.namespace, ref.name)
-            if pod is not None and pod.metadata.uid == ref.uid and _node_of(pod) in nodes:
-                return ALLOWED
-        return _deny(f"no relationship found between node(s) {_few(nodes)} and this object")
-
 
 #: The controller-manager's leader Lease (kube-system), which only it writes; the
 #: schedulers' Lease names come from their configurations (leaderElection.resourceName).
@@ -249,8 +235,8 @@ def _scheduler(attrs: RequestAttributes) -> Decision:
             return ALLOWED
     if resource == "events" and verb in EVENT_VERBS:
         return ALLOWED
-    if resource == "resourceclaims" and sub == "status" and verb in {"update", "patch"}:
-        return ALLOWED
+    if resource == "resourceclaims" and sub in ("", "status") and verb in {"update", "patch"}:
+        return ALLOWED  # its finalizer on the claim; the allocation and reservedFor
     if resource == "leases" and verb in WRITE_VERBS:
         if attrs.namespace == NODE_LEASE_NAMESPACE:
             return _deny("the scheduler may not write nodes' leases")
