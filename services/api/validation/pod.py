@@ -49,7 +49,7 @@ from services.api.validation.pod_scheduling import (
     validate_tolerations,
     validate_topology_spread,
 )
-from services.api.validation.resource import (
+from services.api.validation.resource_claims import (
     validate_container_claims,
     validate_pod_claim_statuses,
     validate_pod_resource_claims,

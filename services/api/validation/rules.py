@@ -38,12 +38,14 @@ from services.api.validation.pod import validate_pod, validate_pod_update
 from services.api.validation.resource import (
     validate_device_class,
     validate_pod_group,
+    validate_resource_slice,
+    validate_resource_slice_update,
+)
+from services.api.validation.resource_claims import (
     validate_resource_claim,
     validate_resource_claim_template,
     validate_resource_claim_template_update,
     validate_resource_claim_update,
-    validate_resource_slice,
-    validate_resource_slice_update,
 )
 from services.api.validation.workloads import (
     validate_deployment,
