@@ -59,3 +59,26 @@ def test_get_prints_upstreams_columns(kubeconfig: Path) -> None:
         "AGE",
     ]
     assert groups[1].split()[:3] == ["training", "<none>", "4"]
+
+
+@pytest.mark.parametrize("kind", ["ResourceSlice", "ResourceClaimTemplate", "PodGroup"])
+def test_server_side_apply_of_each_kind(kubeconfig: Path, kind: str) -> None:
+    k = BY_KIND[kind]
+    doc = manifest(kind)
+    doc["metadata"]["name"] = name = "ssa-" + doc["metadata"]["name"]
+    text = json.dumps(doc)
+    out = _kubectl(kubeconfig, "apply", "--server-side", "--field-manager=t", "-f", "-", stdin=text)
+    assert out == f"{k.singular}.{k.group}/{name} serverside-applied\n"
+    got = json.loads(
+        _kubectl(
+            kubeconfig,
+            "get",
+            f"{k.resource}.{k.group}",
+            name,
+            "-o",
+            "json",
+            "--show-managed-fields",
+        )
+    )
+    assert got["spec"] == stored(kind)["spec"]
+    assert [m["manager"] for m in got["metadata"]["managedFields"]] == ["t"]
