@@ -259,6 +259,9 @@ def _fix_output(d: dict[str, Any], desc: Descriptor) -> None:
                     _fix_output(item, vf.message_type)
             continue
         if f.message_type is not None:
+            if f.message_type.full_name in _JSON_TYPES:
+                d[f.json_name] = _json_numbers(v)
+                continue
             if f.message_type.full_name.startswith("google.protobuf."):
                 continue
             for item in v if _is_repeated(f) else [v]:
@@ -267,6 +270,25 @@ def _fix_output(d: dict[str, Any], desc: Descriptor) -> None:
             d[f.json_name] = [int(x) for x in v] if _is_repeated(f) else int(v)
         elif _opt(f, options_pb2.int_or_string) and isinstance(v, str) and v.lstrip("-").isdigit():
             d[f.json_name] = int(v)
+
+
+#: The well-known types that hold arbitrary JSON (a Struct, one Value, a ListValue).
+_JSON_TYPES = frozenset(
+    {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
+)
+
+
+def _json_numbers(v: Any) -> Any:
+    """Arbitrary JSON as the user wrote it: protobuf keeps every JSON number as a double, so
+    `1` comes back `1.0`; whole numbers are written as integers again (exact up to 2**53,
+    as in any JSON reader that uses doubles)."""
+    if isinstance(v, float) and v.is_integer() and abs(v) <= 2**53:
+        return int(v)
+    if isinstance(v, dict):
+        return {k: _json_numbers(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_json_numbers(x) for x in v]
+    return v
 
 
 def encode(obj: Message) -> dict[str, Any]:
@@ -301,9 +323,9 @@ def _holds(desc: Descriptor, seen: set[str]) -> bool:
     return False
 
 
-#: What `iter_quantity_maps` does with a field: (yield the map itself, walk its values or
-#: its items, repeated).
-_Step = tuple[bool, bool, bool]
+#: What the quantity walks do with a field: (yield the map itself, walk its values or its
+#: items, repeated, yield the field itself: a scalar quantity such as DeviceCapacity.value).
+_Step = tuple[bool, bool, bool, bool]
 
 
 def _ours(mt: Descriptor | None) -> bool:
@@ -320,14 +342,19 @@ def _quantity_steps(desc: Descriptor) -> dict[int, _Step]:
             vt = f.message_type.fields_by_name["value"].message_type
             walk = _ours(vt) and _may_hold_quantities(vt)
             if _opt(f, options_pb2.quantity) or walk:
-                steps[f.number] = (_opt(f, options_pb2.quantity), walk, False)
+                steps[f.number] = (_opt(f, options_pb2.quantity), walk, False, False)
         elif _ours(f.message_type) and _may_hold_quantities(f.message_type):
-            steps[f.number] = (False, True, _is_repeated(f))
+            steps[f.number] = (False, True, _is_repeated(f), False)
+        elif f.message_type is None and not _is_repeated(f) and _opt(f, options_pb2.quantity):
+            steps[f.number] = (False, False, False, True)
     return steps
 
 
-def iter_quantity_maps(msg: Message, path: str = "") -> Iterator[tuple[str, Any]]:
-    """Every (field path, map container) holding quantities, anywhere inside `msg`."""
+def _iter_quantities(
+    msg: Message, path: str, *, scalars: bool
+) -> Iterator[tuple[str, Any, FieldDescriptor | None]]:
+    """(path, map container, None) for each quantity map and, when `scalars`, (path, owner
+    message, field) for each scalar quantity field set, anywhere inside `msg`."""
     steps = _quantity_steps(msg.DESCRIPTOR)
     if not steps:
         return
@@ -335,30 +362,47 @@ def iter_quantity_maps(msg: Message, path: str = "") -> Iterator[tuple[str, Any]
         step = steps.get(f.number)
         if step is None:
             continue
-        is_quantities, walk, repeated = step
+        is_quantities, walk, repeated, scalar = step
         sub = f"{path}.{f.json_name}" if path else f.json_name
-        if _is_map(f):
+        if scalar:
+            if scalars:
+                yield sub, msg, f
+        elif _is_map(f):
             if is_quantities:
-                yield sub, value
+                yield sub, value, None
             if walk:
                 for k, item in value.items():
-                    yield from iter_quantity_maps(item, f"{sub}[{k}]")
+                    yield from _iter_quantities(item, f"{sub}[{k}]", scalars=scalars)
         elif repeated:
             for i, item in enumerate(value):
-                yield from iter_quantity_maps(item, f"{sub}[{i}]")
+                yield from _iter_quantities(item, f"{sub}[{i}]", scalars=scalars)
         else:
-            yield from iter_quantity_maps(value, sub)
+            yield from _iter_quantities(value, sub, scalars=scalars)
+
+
+def iter_quantity_maps(msg: Message, path: str = "") -> Iterator[tuple[str, Any]]:
+    """Every (field path, map container) holding quantities, anywhere inside `msg`."""
+    for sub, m, _ in _iter_quantities(msg, path, scalars=False):
+        yield sub, m
 
 
 def canonicalize_quantities(msg: Message) -> list[FieldError]:
-    """Rewrite every quantity in place in canonical form; errors for those that do not parse."""
+    """Rewrite every quantity (map values and scalar quantity fields) in place in canonical
+    form; errors for those that do not parse."""
     errors = []
-    for path, m in iter_quantity_maps(msg):
-        for k in list(m):
+    for path, holder, f in _iter_quantities(msg, "", scalars=True):
+        if f is not None:
+            value = getattr(holder, f.name)
             try:
-                m[k] = canonicalize(m[k])
+                setattr(holder, f.name, canonicalize(value))
             except QuantityError as e:
-                errors.append(invalid(f"{path}[{k}]", m[k], str(e)))
+                errors.append(invalid(path, value, str(e)))
+            continue
+        for k in list(holder):
+            try:
+                holder[k] = canonicalize(holder[k])
+            except QuantityError as e:
+                errors.append(invalid(f"{path}[{k}]", holder[k], str(e)))
     return errors
 
 

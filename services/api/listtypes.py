@@ -96,12 +96,15 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     ),
     (_P + "PodSpec", "schedulingGates"): _keyed("name"),
     (_P + "PodSpec", "nodeSelector"): _ATOMIC_MAP,
+    (_P + "PodSpec", "resourceClaims"): _keyed("name", retain=True),
     (_P + "Container", "command"): _ATOMIC,
     (_P + "Container", "args"): _ATOMIC,
     (_P + "Container", "ports"): _keyed("containerPort", "protocol"),
     (_P + "Container", "env"): _keyed("name"),
     (_P + "Container", "envFrom"): _ATOMIC,
     (_P + "Container", "volumeMounts"): _keyed("mountPath"),
+    # +listType=map +listMapKey=name and no patch strategy: strategic merge replaces it.
+    (_P + "ResourceRequirements", "claims"): ListStrategy(MAP, ("name",)),
     # core/v1 affinity
     (_P + "NodeSelector", "nodeSelectorTerms"): _ATOMIC,
     (_P + "NodeSelectorTerm", "matchExpressions"): _ATOMIC,
@@ -121,6 +124,7 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "PodStatus", "podIPs"): _keyed("ip"),
     (_P + "PodStatus", "containerStatuses"): _ATOMIC,
     (_P + "PodStatus", "initContainerStatuses"): _ATOMIC,
+    (_P + "PodStatus", "resourceClaimStatuses"): _keyed("name", retain=True),
     # policy/v1, apps/v1, node/v1
     (_P + "PodDisruptionBudgetStatus", "conditions"): _BY_TYPE,
     (_P + "ReplicaSetStatus", "conditions"): _BY_TYPE,
@@ -128,6 +132,23 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "DeploymentSpec", "strategy"): ListStrategy(patch_strategy="retainKeys"),
     (_P + "Scheduling", "nodeSelector"): _ATOMIC_MAP,
     (_P + "Scheduling", "tolerations"): _ATOMIC,
+    # resource.k8s.io/v1: every list is +listType=atomic but reservedFor (map by uid,
+    # patchStrategy=merge); scheduling.x-k8s.io/v1alpha1 PodGroup has no lists.
+    (_P + "DeviceClassSpec", "selectors"): _ATOMIC,
+    (_P + "DeviceClassSpec", "config"): _ATOMIC,
+    (_P + "ResourceSliceSpec", "devices"): _ATOMIC,
+    (_P + "DeviceClaim", "requests"): _ATOMIC,
+    (_P + "DeviceClaim", "constraints"): _ATOMIC,
+    (_P + "DeviceClaim", "config"): _ATOMIC,
+    (_P + "DeviceRequest", "firstAvailable"): _ATOMIC,
+    (_P + "ExactDeviceRequest", "selectors"): _ATOMIC,
+    (_P + "DeviceSubRequest", "selectors"): _ATOMIC,
+    (_P + "DeviceConstraint", "requests"): _ATOMIC,
+    (_P + "DeviceClaimConfiguration", "requests"): _ATOMIC,
+    (_P + "DeviceAllocationResult", "results"): _ATOMIC,
+    (_P + "DeviceAllocationResult", "config"): _ATOMIC,
+    (_P + "DeviceAllocationConfiguration", "requests"): _ATOMIC,
+    (_P + "ResourceClaimStatus", "reservedFor"): _keyed("uid"),
 }
 
 

@@ -22,9 +22,8 @@ Row functions return cells in the order of their kind's `columns`, default ones 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -33,66 +32,24 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from services.api.kinds import Kind
+from services.api.printcolumns import (
+    AGE,
+    INT,
+    NAME,
+    NONE,
+    UNKNOWN,
+    Column,
+    Columns,
+    S,
+    age,
+    human_duration,
+    parse_time,
+    wide_columns,
+)
+from services.api.printers_resource import RESOURCE_COLUMNS
 from services.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError, canonicalize
 from services.api.resources import CPU, MEMORY, PODS, Resource, pod_requests
 from services.api.wellknown import LABEL_NODE_ROLE_PREFIX
-from services.clock import parse_rfc3339
-
-NONE = "<none>"
-UNKNOWN = "<unknown>"
-
-
-# ------------------------------------------------------------------ time
-
-
-def parse_time(text: str) -> float | None:
-    """An RFC 3339 timestamp (seconds or micro-seconds, as metav1.Time and MicroTime) →
-    epoch seconds; None when empty or unreadable."""
-    if not text:
-        return None
-    try:
-        return parse_rfc3339(text)
-    except ValueError:
-        return None
-
-
-def human_duration(seconds: float) -> str:
-    """apimachinery's duration.HumanDuration: `5s`, `3m20s`, `2h`, `4d5h`, `3y`."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    if s < 60 * 2:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        rest = s % 60
-        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
-    if minutes < 60 * 3:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = (hours // 24) % 365
-        years = hours // 24 // 365
-        return f"{years}y" if days == 0 else f"{years}y{days}d"
-    return f"{hours // 24 // 365}y"
-
-
-def age(timestamp: str, now: float) -> str:
-    t = parse_time(timestamp)
-    return UNKNOWN if t is None else human_duration(now - t)
-
 
 # ----------------------------------------------------------------- cells
 
@@ -334,55 +291,6 @@ def _usage_cells(node: Message, usage: Mapping[str, NodeUsage] | None) -> list[s
 # ----------------------------------------------------------------- tables
 
 
-@dataclass(frozen=True)
-class Column:
-    """One column as meta.k8s.io/v1 TableColumnDefinition describes it. kubectl prints
-    `name` upper-cased; priority 1 columns only show with `-o wide`."""
-
-    name: str
-    type: str = "string"
-    description: str = ""
-    format: str = ""
-    priority: int = 0
-    #: kubera's own column, not kubectl's (left out of the HTTP Table).
-    kubera_only: bool = False
-    #: kubectl's column that kubera's own CLI does not print (only in the HTTP Table).
-    table_only: bool = False
-
-    @property
-    def header(self) -> str:
-        return self.name.upper()
-
-
-@dataclass(frozen=True)
-class Columns:
-    """A kind's table: its columns (default ones first, then `-o wide`'s) and the row
-    function, which returns the default cells and, when wide, the wide ones after them."""
-
-    columns: tuple[Column, ...]
-    row: Callable[[Message, float, bool], list[str]]
-    #: The order of kubectl's Table columns by name, when it interleaves wide columns
-    #: with the default ones (empty: the order of `columns`).
-    table_order: tuple[str, ...] = ()
-
-    @property
-    def headers(self) -> tuple[str, ...]:
-        """kubera's CLI headers (its `-o wide` ones are `wide`)."""
-        return tuple(c.header for c in self.columns if c.priority == 0 and not c.table_only)
-
-    @property
-    def wide(self) -> tuple[str, ...]:
-        return tuple(c.header for c in self.columns if c.priority > 0 and not c.table_only)
-
-
-NAME = Column("Name", format="name", description="The object's name, unique in its namespace.")
-AGE = Column("Age", description="Time since the object was created (metadata.creationTimestamp).")
-
-
-def _wide(*columns: Column) -> tuple[Column, ...]:
-    return tuple(dataclasses.replace(c, priority=1) for c in columns)
-
-
 def _pod_row(pod: Message, now: float, wide: bool) -> list[str]:
     status, ready, total, restarts = pod_status(pod)
     row = [
@@ -518,8 +426,6 @@ def _generic_row(obj: Message, now: float, wide: bool) -> list[str]:
     return [obj.metadata.name, age(obj.metadata.creation_timestamp, now)]  # type: ignore[attr-defined]
 
 
-S, INT = "string", "integer"
-
 COLUMNS: dict[str, Columns] = {
     "Pod": Columns(
         (
@@ -528,7 +434,7 @@ COLUMNS: dict[str, Columns] = {
             Column("Status", S, "The pod's status as kubectl sums it up from its containers."),
             Column("Restarts", S, "How many times the pod's containers have restarted."),
             AGE,
-            *_wide(
+            *wide_columns(
                 Column("IP", S, "The pod's IP address."),
                 Column("Node", S, "The node the pod is bound to."),
                 Column("Nominated Node", S, "The node preemption nominated for the pod."),
@@ -544,7 +450,7 @@ COLUMNS: dict[str, Columns] = {
             Column("Roles", S, "The node's roles, from node-role.kubernetes.io/ labels."),
             AGE,
             Column("Version", S, "The kubelet version the node reports."),
-            *_wide(
+            *wide_columns(
                 Column("Internal-IP", S, "The node's InternalIP address."),
                 Column("External-IP", S, "The node's ExternalIP address."),
                 Column("OS-Image", S, "The OS image the node reports."),
@@ -574,7 +480,7 @@ COLUMNS: dict[str, Columns] = {
             Column("Reason", S, "Why the event happened, in one CamelCase word."),
             Column("Object", S, "The object the event is about."),
             Column("Message", S, "What happened, for a human."),
-            *_wide(
+            *wide_columns(
                 Column("Source", S, "The component that reported the event."),
                 Column("Count", S, "How many times the event happened."),
                 Column("First Seen", S, "Time since the event was first seen."),
@@ -623,7 +529,7 @@ COLUMNS: dict[str, Columns] = {
             Column("Current", INT, "The replicas that exist."),
             Column("Ready", INT, "The replicas that are ready."),
             AGE,
-            *_wide(
+            *wide_columns(
                 Column("Containers", S, "The pod template's container names."),
                 Column("Images", S, "The pod template's images."),
                 Column("Selector", S, "The label selector of the replicas."),
@@ -638,7 +544,7 @@ COLUMNS: dict[str, Columns] = {
             Column("Up-to-date", INT, "Replicas running the latest pod template."),
             Column("Available", INT, "Replicas available to users."),
             AGE,
-            *_wide(
+            *wide_columns(
                 Column("Containers", S, "The pod template's container names."),
                 Column("Images", S, "The pod template's images."),
                 Column("Selector", S, "The label selector of the replicas."),
@@ -652,7 +558,42 @@ COLUMNS: dict[str, Columns] = {
         _runtime_class_row,
     ),
 }
+COLUMNS.update(RESOURCE_COLUMNS)
 GENERIC = Columns((NAME, AGE), _generic_row)
+
+__all__ = [
+    "AGE",
+    "COLUMNS",
+    "GENERIC",
+    "INT",
+    "NAME",
+    "NONE",
+    "UNKNOWN",
+    "Column",
+    "Columns",
+    "NodeUsage",
+    "S",
+    "age",
+    "allocatable",
+    "bound_pods_selector",
+    "columns_of",
+    "container_state",
+    "format_amount",
+    "format_label_selector",
+    "format_labels",
+    "format_taint",
+    "human_duration",
+    "is_byte_resource",
+    "is_terminated",
+    "node_problems",
+    "node_roles",
+    "node_status",
+    "node_usage",
+    "parse_time",
+    "pod_status",
+    "rows",
+    "wide_columns",
+]
 
 
 def columns_of(kind: Kind) -> Columns:

@@ -1,7 +1,8 @@
 """The admission chain every create passes before validation and storage, in
 kube-apiserver's order: defaulting, then the mutating plugins (Priority, RuntimeClass,
 DefaultTolerationSeconds), then the validating checks that need other objects
-(NamespaceLifecycle). Each step is a small function over (lookup, object).
+(NamespaceLifecycle, DRA's admin access). Each step is a small function over (lookup,
+object).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from typing import Protocol
 
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import apps_pb2, core_pb2, node_pb2, scheduling_pb2
-from services.api.errors import INVALID, FieldError, ForbiddenError, InvalidError
+from protos.kubera.v1 import apps_pb2, core_pb2, node_pb2, resource_pb2, scheduling_pb2
+from services.api.dra.claims import ADMIN_ACCESS_NAMESPACE_LABEL
+from services.api.errors import INVALID, FieldError, ForbiddenError, InvalidError, forbidden
 from services.api.kinds import BY_KIND, Kind
 from services.api.quantity import QuantityError, parse_quantity
 from services.api.stages import STAGES_ANNOTATION, Stages, TemplateError
@@ -292,6 +294,8 @@ async def mutate(kind: Kind, obj: Message, lookup: Lookup) -> None:
         pod.status.qos_class = qos_class(pod.spec)
     elif kind.kind == "PriorityClass":
         await check_single_global_default(kind, obj, lookup)
+    elif kind.kind in ("ResourceClaim", "ResourceClaimTemplate"):
+        await check_admin_access(kind, obj, lookup)
 
 
 # -------------------------------------------------------- validating plugins
@@ -347,3 +351,34 @@ async def check_single_global_default(kind: Kind, obj: Message, lookup: Lookup) 
                     pc.metadata.name,
                     f"PriorityClass {existing.metadata.name} is already marked as default. Only one default can exist",
                 )
+
+
+async def check_admin_access(kind: Kind, obj: Message, lookup: Lookup) -> None:
+    """DRA's AuthorizedForAdmin: a ResourceClaim or ResourceClaimTemplate whose request asks
+    for admin access (devices in use by others may be handed out, for monitoring or
+    maintenance) is refused unless its namespace carries the label
+    resource.kubernetes.io/admin-access=true. Upstream words and paths: the first such
+    request, at spec.devices.requests[i].adminAccess (for a template too). The spec of
+    both kinds is immutable, so creates are all that need the check."""
+    claim_spec: resource_pb2.ResourceClaimSpec = (
+        obj.spec if kind.kind == "ResourceClaim" else obj.spec.spec  # type: ignore[attr-defined]
+    )
+    path = next(
+        (
+            f"spec.devices.requests[{i}].adminAccess"
+            for i, r in enumerate(claim_spec.devices.requests)
+            if r.HasField("exactly") and r.exactly.admin_access
+        ),
+        None,
+    )
+    if path is None:
+        return
+    meta = obj.metadata  # type: ignore[attr-defined]
+    ns = await lookup.cached_or_none(BY_KIND["Namespace"], "", meta.namespace)
+    labels = ns.metadata.labels if ns is not None else {}  # type: ignore[attr-defined]
+    if labels.get(ADMIN_ACCESS_NAMESPACE_LABEL) != "true":
+        why = (
+            f"admin access to devices requires the `{ADMIN_ACCESS_NAMESPACE_LABEL}: true` "
+            "label on the containing namespace"
+        )
+        raise InvalidError(kind.kind, meta.name, [forbidden(path, why)])

@@ -9,18 +9,25 @@ bootstrap roles grant them, in one place:
     system:kube-scheduler               read everything; pods/binding; pods/status (its
                                         conditions, nominatedNodeName); delete pods
                                         (preemption victims); events; leases (its leader
-                                        Lease; never a node's in kube-node-lease)
+                                        Lease; never a node's in kube-node-lease);
+                                        resourceclaims and their status (its finalizer,
+                                        allocation, reservedFor)
     system:kube-controller-manager      read everything; write what its controllers write:
                                         pods, replicasets, deployments, nodes (lifecycle:
                                         conditions, taints), poddisruptionbudgets,
-                                        namespaces, events, leases (not nodes'); evictions;
+                                        namespaces, events, leases (not nodes'),
+                                        resourceclaims and their status (the resourceclaim
+                                        controller), podgroups and their status; evictions;
                                         delete any kind (garbage collection)
     a node (system:node:N, or a pool    read what a kubelet reads (nodes, pods, leases,
     acting for its nodes)               namespaces, runtimeclasses, priorityclasses,
-                                        events); write its own Node and nodes/status, its
-                                        own Lease (kube-node-lease/N), the status of pods
-                                        bound to it, delete pods bound to it, evict them;
-                                        create/update/patch events. Never: other nodes'
+                                        events, resourceslices, deviceclasses,
+                                        resourceclaims); write its own Node and
+                                        nodes/status, its own Lease (kube-node-lease/N),
+                                        the status of pods bound to it, delete pods bound
+                                        to it, evict them; create/update/patch events;
+                                        create/update/patch/delete the ResourceSlices of
+                                        its nodes (spec.nodeName). Never: other nodes'
                                         objects, bindings, pods of other nodes, pod specs.
 
 What a node may touch is decided by the object: a pod is "its" when the pod as stored is
@@ -28,10 +35,15 @@ bound to one of its nodes (spec.nodeName), read through `lookup` (the apiserver'
 cache); so `authorize` is a coroutine function (callers `await`). A node's create of a
 Node or Lease is checked against the object it sends (`RequestAttributes.obj`).
 
+A node's ResourceSlice write is checked against the slice as stored and as sent: both
+must be of one of its nodes (upstream's NodeRestriction for slices).
+
 Deliberate differences from upstream: a node may change its own Node's taints (kubera's
 hollow kubelets set the memory/disk/pid-pressure taints themselves; upstream's
-NodeRestriction forbids nodes modifying taints); no RBAC objects, so these rules are
-not configurable; no mirror pods (a node may not create pods).
+NodeRestriction forbids nodes modifying taints); a node reads every ResourceClaim, as it
+reads every pod (upstream's Node authorizer lets it get only the claims of its pods; a
+node pool watches the claims allocated to its nodes to gate their pods); no RBAC
+objects, so these rules are not configurable; no mirror pods (a node may not create pods).
 """
 
 from __future__ import annotations
@@ -60,8 +72,12 @@ NODE_READABLE = frozenset(
         "priorityclasses",
         "events",
         "poddisruptionbudgets",
+        "resourceslices",
+        "deviceclasses",
+        "resourceclaims",
     }
 )
+SLICE_WRITE_VERBS = frozenset({"create", "update", "patch", "delete"})
 EVENT_VERBS = frozenset({"create", "update", "patch"})
 
 #: The controller-manager's writes (resource -> verbs), beside reading everything and
@@ -75,6 +91,8 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "namespaces": frozenset({"create", "update", "patch", "delete"}),
     "events": frozenset({"create", "update", "patch", "delete"}),
     "leases": frozenset({"create", "update", "patch", "delete"}),
+    "resourceclaims": frozenset({"create", "update", "patch", "delete"}),
+    "podgroups": frozenset({"update", "patch"}),
 }
 
 ALLOWED = Decision(True)
@@ -130,6 +148,8 @@ class KuberaAuthorizer:
             if resource in NODE_READABLE:
                 return ALLOWED
             return _deny(f"a node does not read {resource}")
+        if resource == "resourceslices" and not sub and verb in SLICE_WRITE_VERBS:
+            return await self._node_slice(attrs, nodes)
         if resource == "events" and verb in EVENT_VERBS:
             return ALLOWED
         if resource == "nodes":
@@ -174,6 +194,28 @@ class KuberaAuthorizer:
             return ALLOWED
         return _deny(f"a node may not {verb} {resource}{'/' + sub if sub else ''}")
 
+    async def _node_slice(self, attrs: RequestAttributes, nodes: frozenset[str]) -> Decision:
+        """A ResourceSlice write: the slice as stored (update, patch, delete) and as sent
+        (create, update) must both be of one of the node's nodes (spec.nodeName)."""
+        sent = _slice_node(attrs.obj) if attrs.obj is not None else None
+        if attrs.verb == "create":
+            stored = sent
+        else:
+            name = attrs.name or _name_of(attrs.obj)
+            current = await self._lookup("resourceslices", "", name)
+            if current is None:
+                return ALLOWED  # nothing to act on: the registry answers 404
+            stored = _slice_node(current)
+        for node in (stored, sent):
+            if node is not None and node not in nodes:
+                return _deny(
+                    f"node(s) {_few(nodes)} may only modify resourceslices of their own nodes; "
+                    f"this one is for {node or 'no single node'!s}"
+                )
+        if stored is None:
+            return _deny("a node may only create resourceslices it sends")
+        return ALLOWED
+
 
 #: The controller-manager's leader Lease (kube-system), which only it writes; the
 #: schedulers' Lease names come from their configurations (leaderElection.resourceName).
@@ -193,6 +235,8 @@ def _scheduler(attrs: RequestAttributes) -> Decision:
             return ALLOWED
     if resource == "events" and verb in EVENT_VERBS:
         return ALLOWED
+    if resource == "resourceclaims" and sub in ("", "status") and verb in {"update", "patch"}:
+        return ALLOWED  # its finalizer on the claim; the allocation and reservedFor
     if resource == "leases" and verb in WRITE_VERBS:
         if attrs.namespace == NODE_LEASE_NAMESPACE:
             return _deny("the scheduler may not write nodes' leases")
@@ -227,6 +271,12 @@ def _name_of(obj: Any) -> str:
         return ""
     meta = getattr(obj, "metadata", None)
     return str(getattr(meta, "name", "") or "")
+
+
+def _slice_node(rs: Any) -> str:
+    """A ResourceSlice's node ("" for one reached by a node selector or all nodes)."""
+    spec = getattr(rs, "spec", None)
+    return str(getattr(spec, "node_name", "") or "")
 
 
 def _node_of(pod: Any) -> str:

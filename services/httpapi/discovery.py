@@ -42,8 +42,16 @@ STATUS_VERBS = ("get", "patch", "update")
 #: Kinds in the `all` category (`kubectl get all`); upstream also has services, jobs, … .
 ALL_CATEGORY = frozenset({"pods", "deployments", "replicasets"})
 
-#: Group order of /apis (kube-apiserver's priority order, restricted to kubera's groups).
-GROUP_ORDER = ("apps", "policy", "scheduling.k8s.io", "coordination.k8s.io", "node.k8s.io")
+#: Group order of /apis (kube-apiserver's priority order, restricted to kubera's groups);
+#: groups not named here (scheduling.x-k8s.io, a CRD group upstream) follow, by name.
+GROUP_ORDER = (
+    "apps",
+    "policy",
+    "scheduling.k8s.io",
+    "coordination.k8s.io",
+    "node.k8s.io",
+    "resource.k8s.io",
+)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,9 @@ _FILE_PREFIX = {
     "protos/kubera/v1/scheduling.proto": "io.k8s.api.scheduling.v1",
     "protos/kubera/v1/coordination.proto": "io.k8s.api.coordination.v1",
     "protos/kubera/v1/node.proto": "io.k8s.api.node.v1",
+    "protos/kubera/v1/resource.proto": "io.k8s.api.resource.v1",
+    # A custom resource upstream: kube-apiserver names CRD schemas by the reversed group.
+    "protos/kubera/v1/podgroup.proto": "io.x-k8s.scheduling.v1alpha1",
     "protos/kubera/v1/meta.proto": META,
 }
 #: Messages that live in another file than upstream's package (meta/v1's options).
@@ -216,8 +219,12 @@ def field_schema(owner: Descriptor, f: FieldDescriptor) -> dict[str, Any]:
         )
         schema = {"type": "array", "items": item}
     else:
+        # A scalar quantity (DeviceCapacity.value) is a Quantity like a map's values.
         schema = _value_schema(
-            f, quantity=False, intstr=_opt(f, options_pb2.int_or_string), time=time
+            f,
+            quantity=_opt(f, options_pb2.quantity),
+            intstr=_opt(f, options_pb2.int_or_string),
+            time=time,
         )
     schema.update(_merge_extensions(owner, f))
     text = description(owner, f)

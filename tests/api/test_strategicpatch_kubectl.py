@@ -420,6 +420,13 @@ def _nest(path: tuple[Step, ...], leaf: list[Any]) -> dict[str, Any]:
     return build(0)  # type: ignore[no-any-return]
 
 
+#: kubectl 1.32 predates resource.k8s.io/v1 (1.34) and patches only the types it compiles
+#: in; its resource.k8s.io/v1beta1 carries the same list tags on every list both versions
+#: have. The v1-only lists (requests[].exactly, requests[].firstAvailable) sit below the
+#: atomic spec.devices.requests, which kubectl replaces whole without looking inside; their
+#: tags are checked against the markers in test_strategicpatch_listtypes.py.
+KUBECTL_API_VERSION = {"resource.k8s.io/v1": "resource.k8s.io/v1beta1"}
+
 # kubectl never prints metadata.managedFields (--show-managed-fields defaults to false).
 LIST_FIELDS = [f for f in _list_fields() if f[1][-1][1] != "managedFields"]
 
@@ -434,11 +441,14 @@ def test_every_list_field_patches_as_kubectl(
 ) -> None:
     """Each list field of each kind, patched with a new item: kubectl (k8s.io/api's struct
     tags) and kubera (services/api/listtypes.py) must merge or replace it alike."""
-    head = {"apiVersion": BY_KIND[kind].api_version, "kind": kind, "metadata": {"name": "o"}}
+    api_version = BY_KIND[kind].api_version
+    head = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "o"}}
     obj = {**_nest(path, [_item(field, 1)]), **head}
     if path[0][1] == "metadata":
         obj["metadata"] = {**obj["metadata"], "name": "o"}
     patch = _nest(path, [_item(field, 2)])
-    theirs = kubectl_patch(tmp_path, obj, "strategic", patch)
+    asked = {**obj, "apiVersion": KUBECTL_API_VERSION.get(api_version, api_version)}
+    theirs = kubectl_patch(tmp_path, asked, "strategic", patch)
     assert theirs is not None, "kubectl refused the patch"
+    theirs["apiVersion"] = api_version
     assert kubera_patch(obj, STRATEGIC_MERGE_PATCH, patch) == theirs

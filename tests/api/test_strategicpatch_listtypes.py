@@ -43,6 +43,14 @@ P = "kubera.v1."
         ("NodeSpec", "podCIDRs", "set", (), "merge", ""),
         ("LabelSelector", "matchExpressions", "atomic", (), "", ""),
         ("DeploymentStatus", "conditions", "map", ("type",), "merge", "type"),
+        ("PodSpec", "resourceClaims", "map", ("name",), "merge,retainKeys", "name"),
+        ("PodStatus", "resourceClaimStatuses", "map", ("name",), "merge,retainKeys", "name"),
+        ("ResourceRequirements", "claims", "map", ("name",), "", ""),
+        # resource.k8s.io/v1 fields kubectl 1.32 (v1beta1) does not have: the markers say.
+        ("DeviceRequest", "firstAvailable", "atomic", (), "", ""),
+        ("ExactDeviceRequest", "selectors", "atomic", (), "", ""),
+        ("DeviceSubRequest", "selectors", "atomic", (), "", ""),
+        ("ResourceClaimStatus", "reservedFor", "map", ("uid",), "merge", "uid"),
     ],
 )
 def test_strategy_matches_upstream_tags(

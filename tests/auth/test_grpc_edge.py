@@ -28,7 +28,15 @@ from services.hosts.apiserver import ApiServerHost, ApiServerHostConfig
 from services.hosts.replica import Replica
 from services.storage import Delete
 from services.storage.etcd import EtcdStorage
-from tests.builders import MakeNode, MakePod, pod
+from tests.builders import (
+    MakeNode,
+    MakePod,
+    exact_request,
+    gpu,
+    pod,
+    resource_claim,
+    resource_slice,
+)
 
 pytestmark = pytest.mark.integration
 PODS, NODES, LEASES = BY_KIND["Pod"], BY_KIND["Node"], BY_KIND["Lease"]
@@ -307,3 +315,49 @@ async def test_a_batch_over_the_limit_is_refused_before_its_items_are_authorized
             await stub.BatchUpdate(request, metadata=bearer(cluster.tokens.token_for("node:n1")))
     assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert f"at most {MAX_BATCH_ITEMS}" in (e.value.details() or "")
+
+
+async def test_a_pool_writes_the_resource_slices_of_its_nodes_only(cluster: Cluster) -> None:
+    slices = BY_KIND["ResourceSlice"]
+    async with cluster.client("pool-0") as pool0, cluster.client("pool-1") as pool1:
+        await pool0.create(resource_slice("n1-gpu", node="n1", devices=[gpu("gpu-0")]))
+        await pool0.create(resource_slice("n3-gpu", node="n3"))
+        with pytest.raises(PermissionDeniedError) as e:
+            await pool0.create(resource_slice("n2-gpu", node="n2"))
+        assert 'cannot create resource "resourceslices" in API group "resource.k8s.io"' in str(
+            e.value
+        )
+        await pool0.patch(slices, "n1-gpu", '{"spec":{"pool":{"generation":2}}}')
+        with pytest.raises(PermissionDeniedError, match='resourceslices.resource.k8s.io "n1-gpu"'):
+            await pool1.delete(slices, "n1-gpu")
+        listed, _ = await pool1.list(slices)
+        assert [s.metadata.name for s in listed] == ["n1-gpu", "n3-gpu"]  # type: ignore[attr-defined]
+        await pool0.delete(slices, "n1-gpu")
+
+
+async def test_the_scheduler_allocates_a_claim_and_a_node_reads_it(cluster: Cluster) -> None:
+    claims = BY_KIND["ResourceClaim"]
+    async with cluster.client("admin") as admin:
+        await admin.create(pod("p"))
+        await admin.create(resource_claim("c", "default", exact_request("gpu", "gpu")))
+    async with cluster.client("scheduler") as sched:
+        bound = await sched.bind("p", "n1", "default")
+        claim = await sched.get(claims, "c", "default")
+        claim.metadata.finalizers.append("resource.kubernetes.io/delete-protection")  # type: ignore[attr-defined]
+        claim = await sched.update(claim)
+        claim.status.allocation.devices.results.add(  # type: ignore[attr-defined]
+            request="gpu", driver="gpu.example.com", pool="n1", device="gpu-0"
+        )
+        claim.status.reserved_for.add(  # type: ignore[attr-defined]
+            resource="pods", name="p", uid=bound.metadata.uid
+        )
+        await sched.update_status(claim)
+    async with cluster.client("node:n1") as n1:
+        got = await n1.get(claims, "c", "default")
+        assert [r.uid for r in got.status.reserved_for] == [bound.metadata.uid]  # type: ignore[attr-defined]
+        listed, _ = await n1.list(claims, namespace="default")
+        assert len(listed) == 1
+        with pytest.raises(
+            PermissionDeniedError, match='cannot update resource "resourceclaims/status"'
+        ):
+            await n1.update_status(got)

@@ -9,7 +9,7 @@ import pytest
 
 from kubera.printing import tables
 from protos.kubera.v1 import core_pb2
-from services.api import printers
+from services.api import printcolumns
 from services.api.kinds import BY_KIND
 from services.client import Client
 from tests.cli.helpers import kubera, pod, write
@@ -94,7 +94,7 @@ def cluster(apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) 
 @pytest.fixture
 def pinned_age(monkeypatch: pytest.MonkeyPatch) -> None:
     """AGE is wall-clock time since the server created the object: pin it."""
-    monkeypatch.setattr(printers, "human_duration", lambda seconds: "5m")
+    monkeypatch.setattr(printcolumns, "human_duration", lambda seconds: "5m")
 
 
 # ------------------------------------------------------------ get nodes

@@ -43,9 +43,21 @@ def test_api_group_list_names_each_group_once_with_its_preferred_version() -> No
     groups = discovery.api_group_list()["groups"]
     names = [g["name"] for g in groups]
     assert sorted(names) == sorted({k.group for k in KINDS if k.group})
+    served = {k.group: k.version for k in KINDS}
     for g in groups:
-        assert g["preferredVersion"] == {"groupVersion": f"{g['name']}/v1", "version": "v1"}
-        assert g["versions"] == [g["preferredVersion"]]
+        version = served[g["name"]]
+        preferred = {"groupVersion": f"{g['name']}/{version}", "version": version}
+        assert g["preferredVersion"] == preferred
+        assert g["versions"] == [preferred]
+
+
+@pytest.mark.parametrize(
+    ("group", "version"), [("resource.k8s.io", "v1"), ("scheduling.x-k8s.io", "v1alpha1")]
+)
+def test_new_groups_are_served_at_their_preferred_version(group: str, version: str) -> None:
+    got = discovery.api_group(group)
+    assert got is not None
+    assert got["preferredVersion"] == {"groupVersion": f"{group}/{version}", "version": version}
 
 
 def test_api_group_list_follows_kube_apiservers_group_priority() -> None:

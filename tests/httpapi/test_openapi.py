@@ -164,13 +164,29 @@ def test_apimachinery_value_types(name: str, shape: dict[str, Any]) -> None:
             "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime",
         ),
         ("", "io.k8s.api.core.v1.PodSpec.containers[]", "io.k8s.api.core.v1.Container"),
+        (
+            "resource.k8s.io",
+            "io.k8s.api.resource.v1.DeviceCapacity.value",
+            "io.k8s.apimachinery.pkg.api.resource.Quantity",
+        ),
+        (
+            "resource.k8s.io",
+            "io.k8s.api.resource.v1.ResourceSliceSpec.devices[]",
+            "io.k8s.api.resource.v1.Device",
+        ),
+        (
+            "scheduling.x-k8s.io",
+            "io.x-k8s.scheduling.v1alpha1.PodGroupSpec.minResources*",
+            "io.k8s.apimachinery.pkg.api.resource.Quantity",
+        ),
     ],
 )
 def test_fields_refer_to_kubernetes_value_types(group: str, path: str, target: str) -> None:
     """`*`: a map's values; `[]`: a list's items."""
     schema_name, _, field = path.rpartition(".")
     field = field.rstrip("*[]")
-    schema = _schemas(group)[schema_name]["properties"][field]
+    version = next((k.version for k in KINDS if k.group == group), "v1")
+    schema = _schemas(group, version)[schema_name]["properties"][field]
     if path.endswith("*"):
         schema = schema["additionalProperties"]
     elif path.endswith("[]"):

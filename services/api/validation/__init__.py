@@ -6,7 +6,7 @@ refuses, worded the same way (clients, tests and people compare the text, e.g.
 match ...``), and everything downstream (scheduler, controllers) may then trust that a
 stored object is well formed: quantities parse, selectors compile, operators are known,
 Gt/Lt values are integers. Rules and messages are carried over from upstream's
-pkg/apis/{core,apps,policy,scheduling}/validation and apimachinery's metadata checks.
+pkg/apis/{core,apps,policy,scheduling,resource}/validation and apimachinery's metadata checks.
 
 Why this package's ``__init__`` exists: it is the package's only public face and
 re-exports the entry points of ``rules``: :func:`validate_create`, :func:`validate_update`
@@ -20,7 +20,11 @@ imports only the ones below it, never this package):
 * ``pod_scheduling``: node and pod affinity, tolerations, topology spread, scheduling
   gates and preemption policy;
 * ``workloads``: ReplicaSet, Deployment and PodDisruptionBudget;
-* ``cluster``: Node, Namespace, PriorityClass, RuntimeClass, Lease and Event.
+* ``cluster``: Node, Namespace, PriorityClass, RuntimeClass, Lease and Event;
+* ``resource``: DeviceClass, ResourceSlice and PodGroup, and the DRA vocabulary (names,
+  CEL selectors, opaque configuration, upstream's limits);
+* ``resource_claims``: ResourceClaim (spec and status), ResourceClaimTemplate and a pod's
+  resource claims (``pod`` calls it).
 
 Deliberate adaptations (kubera has no defaulting pass before validation):
 * fields upstream defaults and then requires (container port protocol, pull policy,

@@ -49,6 +49,11 @@ from services.api.validation.pod_scheduling import (
     validate_tolerations,
     validate_topology_spread,
 )
+from services.api.validation.resource_claims import (
+    validate_container_claims,
+    validate_pod_claim_statuses,
+    validate_pod_resource_claims,
+)
 
 # ----------------------------------------------------------------------------- constants
 
@@ -113,6 +118,12 @@ def validate_pod_spec(path: str, spec: core_pb2.PodSpec, is_pod: bool) -> Errors
         errs += validate_preemption_policy(child(path, "preemptionPolicy"), spec.preemption_policy)
     overhead_path = child(path, "overhead")
     resource_list(overhead_path, spec.overhead, errs)
+    errs += validate_pod_resource_claims(child(path, "resourceClaims"), spec.resource_claims)
+    pod_claims = {c.name: c for c in spec.resource_claims if c.name}
+    for field, name in (("containers", "containers"), ("init_containers", "initContainers")):
+        for i, c in enumerate(getattr(spec, field)):
+            claims_path = child(child(index(child(path, name), i), "resources"), "claims")
+            errs += validate_container_claims(claims_path, c.resources.claims, pod_claims)
     return errs
 
 
@@ -127,6 +138,10 @@ def validate_pod(pod: core_pb2.Pod) -> Errors:
         )
     if pod.status.phase and pod.status.phase not in POD_PHASES:
         errs.append(unsupported("status.phase", pod.status.phase, POD_PHASES))
+    pod_claims = {c.name: c for c in pod.spec.resource_claims if c.name}
+    errs += validate_pod_claim_statuses(
+        "status.resourceClaimStatuses", pod.status.resource_claim_statuses, pod_claims
+    )
     return errs
 
 

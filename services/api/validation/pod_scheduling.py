@@ -113,6 +113,18 @@ def _node_selector_term(path: str, term: core_pb2.NodeSelectorTerm, check_values
     return errs
 
 
+def validate_node_selector(path: str, selector: core_pb2.NodeSelector) -> Errors:
+    """ValidateNodeSelector: at least one term, each term's requirements valid (a
+    ResourceSlice's spec.nodeSelector, a claim allocation's nodeSelector)."""
+    errs: Errors = []
+    terms_path = child(path, "nodeSelectorTerms")
+    if not selector.node_selector_terms:
+        errs.append(required(terms_path, "must have at least one node selector term"))
+    for i, term in enumerate(selector.node_selector_terms):
+        errs += _node_selector_term(index(terms_path, i), term, check_values=True)
+    return errs
+
+
 def _node_affinity(path: str, na: core_pb2.NodeAffinity) -> Errors:
     errs: Errors = []
     if has_field(na, "required_during_scheduling_ignored_during_execution"):

@@ -35,6 +35,18 @@ from services.api.validation.common import (
     validate_object_meta_update,
 )
 from services.api.validation.pod import validate_pod, validate_pod_update
+from services.api.validation.resource import (
+    validate_device_class,
+    validate_pod_group,
+    validate_resource_slice,
+    validate_resource_slice_update,
+)
+from services.api.validation.resource_claims import (
+    validate_resource_claim,
+    validate_resource_claim_template,
+    validate_resource_claim_template_update,
+    validate_resource_claim_update,
+)
 from services.api.validation.workloads import (
     validate_deployment,
     validate_pod_disruption_budget,
@@ -52,6 +64,10 @@ class Rules:
     create: Callable[[Any], Errors]
     update: Callable[[Any, Any], Errors] = no_update_rules
     name: Callable[[str], list[str]] = names.dns1123_subdomain
+    #: The update function checks the new object whole (its create rules are not run
+    #: again), for kinds whose stored parts must not be judged by rules for new ones
+    #: (upstream: a claim's allocation, once stored, is not validated again).
+    update_checks_all: bool = False
 
 
 _RULES: dict[str, Rules] = {
@@ -65,16 +81,30 @@ _RULES: dict[str, Rules] = {
     "RuntimeClass": Rules(validate_runtime_class, validate_runtime_class_update),
     "Lease": Rules(validate_lease),
     "Event": Rules(validate_event),
+    "DeviceClass": Rules(validate_device_class),
+    "ResourceSlice": Rules(validate_resource_slice, validate_resource_slice_update),
+    "ResourceClaim": Rules(
+        validate_resource_claim, validate_resource_claim_update, update_checks_all=True
+    ),
+    "ResourceClaimTemplate": Rules(
+        validate_resource_claim_template, validate_resource_claim_template_update
+    ),
+    "PodGroup": Rules(validate_pod_group),
 }
+
+
+def _meta(kind: str, obj: Any) -> list[FieldError]:
+    rules = _RULES.get(kind)
+    known = BY_KIND.get(kind)
+    return validate_object_meta(
+        obj.metadata, rules.name if rules else None, known.namespaced if known else None
+    )
 
 
 def validate_create(kind: str, obj: Any) -> list[FieldError]:
     """Every problem with ``obj`` as a new object of ``kind`` (empty when valid)."""
     rules = _RULES.get(kind)
-    known = BY_KIND.get(kind)
-    errs = validate_object_meta(
-        obj.metadata, rules.name if rules else None, known.namespaced if known else None
-    )
+    errs = _meta(kind, obj)
     if rules is not None:
         errs += rules.create(obj)
     return errs
@@ -86,6 +116,8 @@ def validate_update(kind: str, new: Any, old: Any) -> list[FieldError]:
     errs = validate_object_meta_update(new.metadata, old.metadata)
     if rules is not None:
         errs += rules.update(new, old)
+        if rules.update_checks_all:
+            return errs + _meta(kind, new)
     return errs + validate_create(kind, new)
 
 
