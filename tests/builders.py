@@ -472,3 +472,26 @@ def pod_group(
     return _parse(
         podgroup_pb2.PodGroup(), "scheduling.x-k8s.io/v1alpha1", "PodGroup", name, namespace, doc
     )
+
+
+def device(name: str, *, capacity: Mapping[str, str] | None = None, **attrs: Any) -> Json:
+    """A bare device dict for resource_slice (no attributes unless given): `attrs` values
+    are int, bool or str, or {"version": "1.2.3"} for a semver attribute; an attribute
+    name with a domain is passed as a ** mapping, e.g. **{"other.io/numa": 1}."""
+    attributes: Json = {}
+    for k, v in attrs.items():
+        attributes[k] = (
+            v
+            if isinstance(v, dict)
+            else {"bool": v}
+            if isinstance(v, bool)
+            else {"int": v}
+            if isinstance(v, int)
+            else {"string": v}
+        )
+    doc: Json = {"name": name}
+    if attributes:
+        doc["attributes"] = attributes
+    if capacity:
+        doc["capacity"] = {k: {"value": q} for k, q in capacity.items()}
+    return doc

@@ -1,16 +1,70 @@
 """Structured allocation: which of a node's devices satisfy a pod's claims (upstream
-k8s.io/dynamic-resource-allocation/structured, allocator.go).
+k8s.io/dynamic-resource-allocation/structured, the stable allocator for resource.k8s.io/v1:
+allocator.go and pools.go).
 
-SKELETON (issue 16): the interface below is fixed; the helper that owns this module
-implements it and ports upstream's allocator_test.go table.
+The scheduler's DynamicResources plugin asks, for every (pod, node) in Filter, whether the
+pod's unallocated claims can get devices on that node, and at Reserve takes the answer as
+the claims' status.allocation. The rules, as upstream:
+
+* Pools. A slice reaches the node by spec.nodeName == node, a nodeSelector matching the
+  node, or allNodes. Per (driver, pool) only the reaching slices of the newest generation
+  count. A pool with fewer slices at that generation than resourceSliceCount is
+  *incomplete*, one with a device name twice is *invalid*: ExactCount requests skip both
+  (other pools may still do), an All request on either is an AllocationError naming the
+  pool. If nothing fits and an invalid pool was seen, the Unfit says so.
+* Requests. `exactly`: the class must exist; a device is *selectable* when every class
+  selector and every request selector is true. ExactCount takes `count` (default 1) devices,
+  All every selectable device of the node (at least one; all must be free).
+  `firstAvailable`: the subrequests are tried in order, the first that can be allocated
+  wins and results name "request/subrequest". adminAccess needs the claim's namespace in
+  `admin_namespaces`; such a request may take devices in use (but not one device twice in
+  one claim), and its results carry adminAccess=true.
+* Constraints. matchAttribute: every device allocated for the named requests (none named:
+  all requests; "req" also covers its subrequests, "req/sub" only that one) has the
+  attribute with one value; a device without it cannot serve them.
+* A device serves at most one non-admin request among all claims being allocated, never
+  one in `allocated`. A claim gets at most 32 devices (AllocationResultsMaxSize).
+* Search. Claims in order, requests in order, devices in listing order (pools by first
+  appearance, slices, devices): depth-first, a choice that leaves a later device, request
+  or claim unsatisfiable is undone and the next candidate tried. The first full solution
+  is the answer. Unlike upstream (which tries every order of the devices of one request),
+  the devices of one request are chosen as a combination (each pick after the previous in
+  listing order): the state after picking a set is the same whatever the order, so this
+  finds the same first solution with fewer steps.
+* Results. One AllocationResult per claim: devices.results (request, driver, pool, device,
+  adminAccess when set); config: each class's configs once (source FromClass, the requests
+  that used the class), then the claim's configs that name an allocated request or
+  subrequest, or none (FromClaim); a config that applies to every request of the claim
+  lists no requests. nodeSelector: for a device of a node-local slice, matchFields
+  metadata.name In [node]; otherwise the single terms of nodeSelector slices merged;
+  allNodes only: none.
+
+Differences from upstream: Unfit names the claim and the request the search could not get
+past (upstream only says "cannot allocate all claims"); device taints, partitionable
+devices and consumable capacity are not modelled (they are alpha/beta fields the protos
+leave out).
+
+Speed: an Allocator indexes the slices by node on first use and caches which devices each
+request can select, so one Allocator per pod serves every node of a Filter pass. A
+DeviceCache kept by the caller across cycles also remembers, per ResourceSlice message,
+its parsed form and each selector's verdict per device (CEL is the expensive part).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from protos.kubera.v1 import core_pb2, resource_pb2
+from services.api.dra.cel import CELCompileError, CELRuntimeError, Selector, compile_selector
+from services.api.nodeaffinity import OBJECT_NAME_FIELD, NodeSelector
+
+#: Most devices one claim's allocation may hold (upstream AllocationResultsMaxSize).
+ALLOCATION_RESULTS_MAX_SIZE = 32
+EXACT_COUNT = "ExactCount"
+ALL = "All"
+SOURCE_CLASS = "FromClass"
+SOURCE_CLAIM = "FromClaim"
 
 
 @dataclass(frozen=True, order=True)
@@ -38,6 +92,231 @@ class AllocationError(Exception):
     the claim and request."""
 
 
+# ----------------------------------------------------------------------------- slices
+
+
+class _Device:
+    """One device of a parsed slice, with each selector's verdict once computed (a slice
+    message is never changed in place, so the verdicts hold while it is cached)."""
+
+    __slots__ = ("id", "device", "slice", "verdicts")
+
+    def __init__(self, id_: DeviceID, device: resource_pb2.Device, slice_: _Slice) -> None:
+        self.id = id_
+        self.device = device
+        self.slice = slice_
+        self.verdicts: dict[str, bool] = {}
+
+
+class _Slice:
+    """A ResourceSlice made ready to allocate from."""
+
+    __slots__ = (
+        "msg",
+        "driver",
+        "pool",
+        "generation",
+        "count",
+        "node_name",
+        "all_nodes",
+        "node_selector",
+        "devices",
+    )
+
+    def __init__(self, msg: resource_pb2.ResourceSlice) -> None:
+        spec = msg.spec
+        self.msg = msg
+        self.driver = spec.driver
+        self.pool = spec.pool.name
+        self.generation = spec.pool.generation
+        self.count = spec.pool.resource_slice_count
+        self.node_name = spec.node_name if spec.HasField("node_name") else ""
+        self.all_nodes = spec.HasField("all_nodes") and spec.all_nodes
+        self.node_selector: NodeSelector | None = (
+            NodeSelector(spec.node_selector) if spec.HasField("node_selector") else None
+        )
+        self.devices = [
+            _Device(DeviceID(self.driver, self.pool, d.name), d, self) for d in spec.devices
+        ]
+
+    def reaches(self, node: core_pb2.Node) -> bool:
+        if self.node_name:
+            return node.metadata.name == self.node_name
+        if self.all_nodes:
+            return True
+        if self.node_selector is not None:
+            return self.node_selector.match(node)
+        return False  # nothing known is set: some future extension, not ours to use
+
+
+class DeviceCache:
+    """Parsed slices and selector verdicts kept across allocations (e.g. by the scheduler
+    plugin across cycles). Entries are keyed by the identity of the ResourceSlice message
+    and hold it, so an updated slice (a new message in the informer's store) gets a fresh
+    entry; `prune` drops entries whose message is no longer listed. Not thread-safe: one
+    cache per scheduler loop."""
+
+    def __init__(self) -> None:
+        self._slices: dict[int, _Slice] = {}
+
+    def __len__(self) -> int:
+        return len(self._slices)
+
+    def slice(self, msg: resource_pb2.ResourceSlice) -> _Slice:
+        entry = self._slices.get(id(msg))
+        if entry is None or entry.msg is not msg:
+            entry = self._slices[id(msg)] = _Slice(msg)
+        return entry
+
+    def prune(self, slices: Sequence[resource_pb2.ResourceSlice]) -> None:
+        keep = {id(s) for s in slices}
+        for key in [k for k in self._slices if k not in keep]:
+            del self._slices[key]
+
+
+@dataclass
+class _Pool:
+    driver: str
+    name: str
+    slices: list[_Slice]
+    incomplete: bool = False
+    invalid: str = ""  # why, when invalid
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.name}"
+
+    def devices(self) -> Iterator[_Device]:
+        for s in self.slices:
+            yield from s.devices
+
+
+class _SliceIndex:
+    """The slices by the node they name, and the others (nodeSelector, allNodes), each
+    with its listing position so a node's slices come out in listing order."""
+
+    def __init__(self, slices: Sequence[resource_pb2.ResourceSlice], cache: DeviceCache) -> None:
+        self.by_node: dict[str, list[tuple[int, _Slice]]] = {}
+        self.other: list[tuple[int, _Slice]] = []
+        for pos, msg in enumerate(slices):
+            s = cache.slice(msg)
+            if s.node_name:
+                self.by_node.setdefault(s.node_name, []).append((pos, s))
+            else:
+                self.other.append((pos, s))
+
+    def pools(self, node: core_pb2.Node) -> list[_Pool]:
+        """The pools reaching the node, in order of first appearance (upstream GatherPools)."""
+        mine = self.by_node.get(node.metadata.name, [])
+        reaching = sorted(mine + [(p, s) for p, s in self.other if s.reaches(node)])
+        pools: dict[tuple[str, str], _Pool] = {}
+        for _, s in reaching:
+            pool = pools.get((s.driver, s.pool))
+            if pool is None:
+                pools[(s.driver, s.pool)] = _Pool(s.driver, s.pool, [s])
+            elif s.generation > pool.slices[0].generation:
+                pool.slices = [s]  # a newer generation replaces the older slices
+            elif s.generation == pool.slices[0].generation:
+                pool.slices.append(s)
+        for pool in pools.values():
+            pool.incomplete = len(pool.slices) != pool.slices[0].count
+            seen: set[str] = set()
+            for d in pool.devices():
+                if d.id.device in seen:
+                    pool.invalid = f"duplicate device name {d.id.device}"
+                    break
+                seen.add(d.id.device)
+        return list(pools.values())
+
+
+# ----------------------------------------------------------------------------- requests
+
+
+@dataclass
+class _Request:
+    """A request with `exactly`, or one subrequest of a firstAvailable request."""
+
+    claim: str  # "namespace/name"
+    base: str  # the request's name
+    sub: str  # the subrequest's name, "" for an exact request
+    cls: resource_pb2.DeviceClass
+    class_selectors: list[Selector]
+    selectors: list[Selector]
+    count: int
+    admin: bool
+    all_devices: list[_Device] | None = None  # allocationMode All: exactly these
+    candidates: list[_Device] | None = None  # selectable devices, computed on first need
+
+    @property
+    def name(self) -> str:
+        return f"{self.base}/{self.sub}" if self.sub else self.base
+
+    def describe(self) -> str:
+        return f'claim {self.claim}, request "{self.name}"'
+
+
+def _request_name(claim: resource_pb2.ResourceClaim, request: str) -> str:
+    return f'claim {claim.metadata.namespace}/{claim.metadata.name}, request "{request}"'
+
+
+class _MatchAttribute:
+    """One matchAttribute constraint of a claim while searching: the value the devices
+    added so far share, and how many there are (only the count is needed to undo)."""
+
+    __slots__ = ("requests", "attribute", "value", "n")
+
+    def __init__(self, requests: Sequence[str], attribute: str) -> None:
+        self.requests = frozenset(requests)
+        self.attribute = attribute
+        self.value: tuple[str, object] | None = None
+        self.n = 0
+
+    def applies(self, r: _Request) -> bool:
+        return (
+            not self.requests
+            or r.base in self.requests
+            or (bool(r.sub) and r.name in self.requests)
+        )
+
+    def add(self, r: _Request, d: _Device) -> bool:
+        if not self.applies(r):
+            return True
+        value = _attribute(d, self.attribute)
+        if value is None:
+            return False
+        if self.n == 0:
+            self.value = value
+        elif value[0] == "" or value != self.value:
+            return False
+        self.n += 1
+        return True
+
+    def remove(self, r: _Request) -> None:
+        if self.applies(r):
+            self.n -= 1
+
+
+def _attribute(d: _Device, name: str) -> tuple[str, object] | None:
+    """The device's value of a fully qualified attribute ("domain/name"; an attribute
+    written without domain in the slice belongs to the driver's domain), as (kind, value);
+    kind "" when no value is set."""
+    attrs = d.device.attributes
+    attr = attrs.get(name)
+    if attr is None:
+        domain, _, short = name.partition("/")
+        if not short or domain != d.id.driver:
+            return None
+        attr = attrs.get(short)
+        if attr is None:
+            return None
+    for kind in ("string", "int", "bool", "version"):
+        if attr.HasField(kind):
+            return kind, getattr(attr, kind)
+    return "", None
+
+
+# ----------------------------------------------------------------------------- allocator
+
+
 @dataclass
 class Allocator:
     """Allocates `claims` (not yet allocated) together on one node at a time.
@@ -46,7 +325,11 @@ class Allocator:
     cannot be given again (admin-access requests ignore this). `classes` by name;
     `slices`: every ResourceSlice in the cluster (the allocator picks those reaching the
     node, the newest generation of each pool). `admin_namespaces`: namespaces labelled
-    resource.kubernetes.io/admin-access=true.
+    resource.kubernetes.io/admin-access=true. `cache`: parsed slices and selector verdicts
+    to share with other Allocators (see DeviceCache); a private one when not given.
+
+    One Allocator answers for any number of nodes; it indexes `slices` on first use, so
+    the inputs must not change while it is used.
     """
 
     claims: Sequence[resource_pb2.ResourceClaim]
@@ -54,8 +337,370 @@ class Allocator:
     classes: Mapping[str, resource_pb2.DeviceClass]
     slices: Sequence[resource_pb2.ResourceSlice]
     admin_namespaces: frozenset[str] = frozenset()
+    cache: DeviceCache | None = None
+    _index: _SliceIndex | None = field(default=None, init=False, repr=False)
 
     def allocate(self, node: core_pb2.Node) -> list[resource_pb2.AllocationResult] | Unfit:
         """One AllocationResult per claim, in order (nodeSelector set to the node for
         node-local devices), or why not. Raises AllocationError."""
-        raise NotImplementedError
+        if self._index is None:
+            cache = self.cache if self.cache is not None else DeviceCache()
+            self._index = _SliceIndex(self.slices, cache)
+        return _Search(self, self._index.pools(node)).run()
+
+
+class _Search:
+    """One allocate() call: the request plans, the devices being allocated and the partial
+    results. Invariants: `allocating[id]` holds the indices of the claims that took the
+    device in the current partial solution, `results[c]` its devices for claim c in pick
+    order, and each constraint's count equals the devices in `results` it applies to."""
+
+    def __init__(self, alloc: Allocator, pools: list[_Pool]) -> None:
+        self.alloc = alloc
+        self.pools = pools
+        self.usable = [p for p in pools if not p.incomplete and not p.invalid]
+        self.claims = list(alloc.claims)
+        # plans[c][r]: the alternatives of request r of claim c (one unless firstAvailable)
+        self.plans: list[list[list[_Request]]] = []
+        self.constraints: list[list[_MatchAttribute]] = []
+        for claim in self.claims:
+            self.plans.append(self._plan(claim))
+            self.constraints.append(self._constraints(claim))
+        self.allocating: dict[DeviceID, set[int]] = {}
+        self.results: list[list[tuple[_Device, _Request]]] = [[] for _ in self.claims]
+        self.chosen: list[list[int]] = [[0] * len(p) for p in self.plans]
+        self.frontier = (0, 0)  # the furthest (claim, request) the search reached
+
+    # --------------------------------------------------------------- preparation
+
+    def _plan(self, claim: resource_pb2.ResourceClaim) -> list[list[_Request]]:
+        plan: list[list[_Request]] = []
+        least = 0
+        for req in claim.spec.devices.requests:
+            if req.first_available:
+                alts = [
+                    self._request(claim, req.name, sub.name, sub, admin=False)
+                    for sub in req.first_available
+                ]
+            elif req.HasField("exactly"):
+                ex = req.exactly
+                admin = ex.HasField("admin_access") and ex.admin_access
+                alts = [self._request(claim, req.name, "", ex, admin=admin)]
+            else:
+                raise AllocationError(
+                    f"{_request_name(claim, req.name)}: neither exactly nor firstAvailable "
+                    "(unsupported request type?)"
+                )
+            plan.append(alts)
+            least += min(r.count for r in alts)
+        if least > ALLOCATION_RESULTS_MAX_SIZE:
+            raise AllocationError(
+                f"claim {_key(claim)}: number of requested devices {least} exceeds the "
+                f"claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+            )
+        return plan
+
+    def _request(
+        self,
+        claim: resource_pb2.ResourceClaim,
+        base: str,
+        sub: str,
+        spec: resource_pb2.ExactDeviceRequest | resource_pb2.DeviceSubRequest,
+        *,
+        admin: bool,
+    ) -> _Request:
+        what = _request_name(claim, f"{base}/{sub}" if sub else base)
+        if admin and claim.metadata.namespace not in self.alloc.admin_namespaces:
+            raise AllocationError(
+                f"{what}: admin access to devices requires the namespace "
+                f'"{claim.metadata.namespace}" to be labelled '
+                "resource.kubernetes.io/admin-access=true"
+            )
+        if not spec.device_class_name:
+            raise AllocationError(f"{what}: missing device class name")
+        cls = self.alloc.classes.get(spec.device_class_name)
+        if cls is None:
+            raise AllocationError(f'{what}: device class "{spec.device_class_name}" does not exist')
+        r = _Request(
+            claim=_key(claim),
+            base=base,
+            sub=sub,
+            cls=cls,
+            class_selectors=_compile(cls.spec.selectors, f'class "{cls.metadata.name}"'),
+            selectors=_compile(spec.selectors, what),
+            count=0,
+            admin=admin,
+        )
+        mode = spec.allocation_mode or EXACT_COUNT
+        if mode == EXACT_COUNT:
+            r.count = spec.count or 1
+        elif mode == ALL:
+            for pool in self.pools:
+                if pool.incomplete:
+                    raise AllocationError(
+                        f"{what}: asks for all devices, but resource pool {pool} is "
+                        "currently being updated"
+                    )
+                if pool.invalid:
+                    raise AllocationError(
+                        f"{what}: asks for all devices, but resource pool {pool} is "
+                        f"currently invalid ({pool.invalid})"
+                    )
+            r.all_devices = [d for p in self.pools for d in p.devices() if _selectable(r, d)]
+            r.count = len(r.all_devices)
+        else:
+            raise AllocationError(f"{what}: unsupported count mode {mode}")
+        return r
+
+    def _constraints(self, claim: resource_pb2.ResourceClaim) -> list[_MatchAttribute]:
+        out = []
+        for i, c in enumerate(claim.spec.devices.constraints):
+            if not c.HasField("match_attribute"):
+                raise AllocationError(
+                    f"claim {_key(claim)}, constraint #{i}: empty constraint "
+                    "(unsupported constraint type?)"
+                )
+            out.append(_MatchAttribute(c.requests, c.match_attribute))
+        return out
+
+    def candidates(self, r: _Request) -> list[_Device]:
+        if r.candidates is None:
+            r.candidates = [d for p in self.usable for d in p.devices() if _selectable(r, d)]
+        return r.candidates
+
+    # --------------------------------------------------------------- search
+
+    def run(self) -> list[resource_pb2.AllocationResult] | Unfit:
+        if self._claim(0):
+            return [self._result(c) for c in range(len(self.claims))]
+        return self._unfit()
+
+    def _claim(self, c: int) -> bool:
+        return c == len(self.claims) or self._requests(c, 0)
+
+    def _requests(self, c: int, r: int) -> bool:
+        if r == len(self.plans[c]):
+            return self._claim(c + 1)
+        self.frontier = max(self.frontier, (c, r))
+        for i, req in enumerate(self.plans[c][r]):
+            if self._devices(c, r, req, 0, 0):
+                self.chosen[c][r] = i
+                return True
+        return False
+
+    def _devices(self, c: int, r: int, req: _Request, n: int, start: int) -> bool:
+        """Pick device n of `req` (of request r of claim c) from candidates[start:]."""
+        if req.all_devices is not None and not req.all_devices:
+            return False  # All needs at least one device
+        if n == req.count:
+            return self._requests(c, r + 1)
+        if len(self.results[c]) + req.count - n > ALLOCATION_RESULTS_MAX_SIZE:
+            return False
+        if req.all_devices is not None:
+            d = req.all_devices[n]
+            if not self._take(c, req, d, must=True):
+                return False
+            if self._devices(c, r, req, n + 1, 0):
+                return True
+            self._give_back(c, req, d)
+            return False
+        cands = self.candidates(req)
+        for i in range(start, len(cands)):
+            d = cands[i]
+            if not self._take(c, req, d, must=False):
+                continue
+            if self._devices(c, r, req, n + 1, i + 1):
+                return True
+            self._give_back(c, req, d)
+        return False
+
+    def _take(self, c: int, req: _Request, d: _Device, *, must: bool) -> bool:
+        holders = self.allocating.get(d.id)
+        if req.admin:
+            if holders and c in holders:
+                return False
+        elif holders or d.id in self.alloc.allocated:
+            return False
+        added: list[_MatchAttribute] = []
+        for con in self.constraints[c]:
+            if not con.add(req, d):
+                if must:
+                    raise AllocationError(
+                        f"{req.describe()}: cannot add device {d.id} because a claim "
+                        "constraint would not be satisfied"
+                    )
+                for done in added:
+                    done.remove(req)
+                return False
+            added.append(con)
+        self.allocating.setdefault(d.id, set()).add(c)
+        self.results[c].append((d, req))
+        return True
+
+    def _give_back(self, c: int, req: _Request, d: _Device) -> None:
+        for con in self.constraints[c]:
+            con.remove(req)
+        self.allocating[d.id].discard(c)
+        self.results[c].pop()
+
+    # --------------------------------------------------------------- answers
+
+    def _result(self, c: int) -> resource_pb2.AllocationResult:
+        claim = self.claims[c]
+        out = resource_pb2.AllocationResult()
+        for d, req in self.results[c]:
+            res = out.devices.results.add(
+                request=req.name, driver=d.id.driver, pool=d.id.pool, device=d.id.device
+            )
+            if req.admin:
+                res.admin_access = True
+        chosen = [alts[self.chosen[c][r]] for r, alts in enumerate(self.plans[c])]
+        by_class: dict[str, list[resource_pb2.DeviceAllocationConfiguration]] = {}
+        for req in chosen:
+            name = req.cls.metadata.name
+            if name in by_class:
+                for cfg in by_class[name]:
+                    cfg.requests.append(req.name)
+                continue
+            by_class[name] = []
+            for cc in req.cls.spec.config:
+                cfg = out.devices.config.add(source=SOURCE_CLASS, requests=[req.name])
+                cfg.opaque.CopyFrom(cc.opaque)
+                by_class[name].append(cfg)
+        names = {req.base for req in chosen} | {req.name for req in chosen}
+        for cc in claim.spec.devices.config:
+            if not cc.requests or names.intersection(cc.requests):
+                cfg = out.devices.config.add(source=SOURCE_CLAIM, requests=cc.requests)
+                cfg.opaque.CopyFrom(cc.opaque)
+        for cfg in out.devices.config:
+            if len(cfg.requests) == len(chosen):
+                del cfg.requests[:]
+        selector = self._node_selector(c)
+        if selector is not None:
+            out.node_selector.CopyFrom(selector)
+        return out
+
+    def _node_selector(self, c: int) -> core_pb2.NodeSelector | None:
+        term = core_pb2.NodeSelectorTerm()
+        for d, _ in self.results[c]:
+            s = d.slice
+            if s.node_name:
+                # One node-local device ties the whole allocation to that node.
+                local = core_pb2.NodeSelectorTerm()
+                local.match_fields.add(key=OBJECT_NAME_FIELD, operator="In", values=[s.node_name])
+                return core_pb2.NodeSelector(node_selector_terms=[local])
+            if s.node_selector is None:
+                continue
+            terms = s.msg.spec.node_selector.node_selector_terms
+            if len(terms) > 1:
+                raise AllocationError(
+                    f"claim {self.results[c][0][1].claim}: unsupported ResourceSlice "
+                    f"nodeSelector with {len(terms)} terms (slice {s.msg.metadata.name})"
+                )
+            for t in terms:
+                _merge(t.match_fields, term.match_fields)
+                _merge(t.match_expressions, term.match_expressions)
+        if term.match_fields or term.match_expressions:
+            return core_pb2.NodeSelector(node_selector_terms=[term])
+        return None
+
+    def _unfit(self) -> Unfit:
+        c, r = self.frontier
+        claim = self.claims[c]
+        alts = self.plans[c][r]
+        why = "; ".join(self._why(c, req) for req in alts)
+        if len(alts) > 1:
+            why = f"no subrequest can be allocated ({why})"
+        reason = f"{_request_name(claim, claim.spec.devices.requests[r].name)}: {why}"
+        invalid = [f"{p} ({p.invalid})" for p in self.pools if p.invalid]
+        if invalid:
+            reason += f"; invalid resource pools were encountered: {', '.join(invalid)}"
+        return Unfit(_key(claim), reason)
+
+    def _why(self, c: int, req: _Request) -> str:
+        """Why `req` could not be satisfied in the search, judged on its own."""
+        label = f"{req.sub}: " if req.sub else ""
+        kind = f'of class "{req.cls.metadata.name}"'
+        if req.all_devices is not None:
+            matching = req.all_devices
+            if not matching:
+                return f"{label}no device {kind} matches"
+            busy = sum(1 for d in matching if d.id in self.alloc.allocated)
+            if busy and not req.admin:
+                return f"{label}asks for all {len(matching)} devices {kind}, {busy} in use"
+            return f"{label}all {len(matching)} devices {kind} cannot be allocated together"
+        matching = self.candidates(req)
+        if not matching:
+            return f"{label}no device {kind} matches"
+        free = sum(1 for d in matching if req.admin or d.id not in self.alloc.allocated)
+        if free < req.count:
+            return (
+                f"{label}needs {req.count} device(s) {kind}, {free} of {len(matching)} "
+                "matching are free"
+            )
+        if self.constraints[c]:
+            attrs = ", ".join(sorted({m.attribute for m in self.constraints[c]}))
+            return (
+                f"{label}{len(matching)} matching devices {kind}, but not {req.count} that "
+                f"satisfy the claim's constraints (matchAttribute {attrs}) together with "
+                "the other requests"
+            )
+        return f"{label}the matching devices {kind} are taken by other requests"
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _key(claim: resource_pb2.ResourceClaim) -> str:
+    return f"{claim.metadata.namespace}/{claim.metadata.name}"
+
+
+def _compile(selectors: Sequence[resource_pb2.DeviceSelector], owner: str) -> list[Selector]:
+    out = []
+    for i, sel in enumerate(selectors):
+        if not sel.HasField("cel"):
+            raise AllocationError(
+                f"{owner}, selector #{i}: CEL expression empty (unsupported selector type?)"
+            )
+        try:
+            out.append(compile_selector(sel.cel.expression))
+        except CELCompileError as err:
+            raise AllocationError(f"{owner}, selector #{i}: CEL compile error: {err}") from err
+    return out
+
+
+def _selectable(r: _Request, d: _Device) -> bool:
+    """Every class selector and every request selector is true for the device."""
+    for owner, selectors in (
+        (f'class "{r.cls.metadata.name}"', r.class_selectors),
+        (
+            r.describe(),
+            r.selectors,
+        ),
+    ):
+        for i, sel in enumerate(selectors):
+            verdict = d.verdicts.get(sel.expression)
+            if verdict is None:
+                try:
+                    verdict = sel.matches(d.id.driver, d.device)
+                except CELRuntimeError as err:
+                    raise AllocationError(
+                        f"{owner}: selector #{i} on device {d.id}: CEL runtime error: {err}"
+                    ) from err
+                d.verdicts[sel.expression] = verdict
+            if not verdict:
+                return False
+    return True
+
+
+def _merge(
+    src: Sequence[core_pb2.NodeSelectorRequirement],
+    dst: Sequence[core_pb2.NodeSelectorRequirement],
+) -> None:
+    """Append to `dst` (a repeated field) the requirements of `src` it lacks."""
+    for req in src:
+        if not any(
+            e.key == req.key and e.operator == req.operator and set(e.values) == set(req.values)
+            for e in dst
+        ):
+            dst.add().CopyFrom(req)  # type: ignore[attr-defined]
