@@ -216,6 +216,8 @@ class Scheduler(Background):
         self.pdbs: Informer | None = None
         #: Informers plugins asked for through the handle (Handle.informer), by kind.
         self.kind_informers: dict[str, Informer] = {}
+        # Before the frameworks: plugin factories ask for informers (kind_informer checks it).
+        self._informer_tasks: list[asyncio.Task[None]] = []
         handle = _Handle(self)
         registry = self.config.registry()
         self.frameworks: dict[str, Framework] = {
@@ -263,7 +265,6 @@ class Scheduler(Background):
             max_binding_tasks=options.max_binding_tasks,
             nominator=self.nominator,
         )
-        self._informer_tasks: list[asyncio.Task[None]] = []
         #: Set when this scheduler's first bind was accepted, at `first_bind_at`
         #: (clock.now()): a leader's term measured from the kill of its predecessor to
         #: its first bind (kubera bench failover).

@@ -43,7 +43,7 @@ from typing import Any
 
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.dra import claims as dra_claims
-from services.api.dra.allocator import AllocationError, Allocator, Unfit
+from services.api.dra.allocator import AllocationError, Allocator, DeviceCache, Unfit
 from services.api.duration import parse_duration
 from services.api.errors import ConflictError
 from services.api.kinds import BY_KIND
@@ -60,7 +60,7 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueueingHint,
 )
-from services.scheduler.plugins.dynamicresources.tracker import ClaimTracker
+from services.scheduler.plugins.dynamicresources.tracker import ClaimTracker, lister
 
 NAME = "DynamicResources"
 STATE_KEY = NAME
@@ -163,25 +163,29 @@ class DynamicResources:
         self,
         args: Args,
         *,
-        claims: Mapping[str, resource_pb2.ResourceClaim],
-        slices: Mapping[str, resource_pb2.ResourceSlice],
-        classes: Mapping[str, resource_pb2.DeviceClass],
+        claims: Any,
+        slices: Any,
+        classes: Any,
         client: Any = None,
         handle: Any = None,
         allocator_factory: AllocatorFactory = Allocator,
         tracker: ClaimTracker | None = None,
     ) -> None:
-        """`claims`, `slices`, `classes`: the informers' stores (keys "ns/name" and "name").
+        """`claims`, `slices`, `classes`: the informers (or, in tests, their stores: keys
+        "ns/name" and "name"); an informer's store is read anew each time (a relist replaces it).
         `client`: the scheduler's Client (PreBind, PostFilter, Unreserve write claims).
         `handle`: for the clock and namespace labels (admin access). `allocator_factory`:
         the Allocator class, or a fake in unit tests."""
         self.args = args
-        self._slices = slices
-        self._classes = classes
+        self._slices = lister(slices)
+        self._classes = lister(classes)
         self._client = client
         self._handle = handle
         self._allocator_factory = allocator_factory
         self.tracker = tracker if tracker is not None else ClaimTracker(claims)
+        #: Parsed slices and selector verdicts, kept across cycles (pruned to the listed
+        #: slices at each PreFilter that allocates).
+        self.device_cache = DeviceCache()
         #: Unreserve's background writes (kept so they are not collected; see drain()).
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -288,7 +292,7 @@ class DynamicResources:
                         return None, Status.as_error(
                             ValueError(f"request {req_name}: unsupported request type"), NAME
                         )
-                    if class_name not in self._classes:
+                    if class_name not in self._classes():
                         return None, Status.unresolvable(
                             f"request {req_name}: device class {class_name} does not exist",
                             plugin=NAME,
@@ -296,12 +300,15 @@ class DynamicResources:
             s.to_allocate.append(claim)
         s.claims = claims
         if s.to_allocate:
+            slices = list(self._slices().values())
+            self.device_cache.prune(slices)
             s.allocator = self._allocator_factory(
                 claims=list(s.to_allocate),
                 allocated=frozenset(self.tracker.allocated_devices()),
-                classes=dict(self._classes),
-                slices=list(self._slices.values()),
+                classes=dict(self._classes()),
+                slices=slices,
                 admin_namespaces=self._admin_namespaces(pod.metadata.namespace),
+                cache=self.device_cache,
             )
         result = PreFilterResult(allowed) if allowed is not None else None
         return result, Status.success()
@@ -595,9 +602,9 @@ def new(args: Args | None, handle: Any) -> DynamicResources:
     classes = informer("DeviceClass")
     plugin = DynamicResources(
         args or Args(),
-        claims=claims.store,
-        slices=slices.store,
-        classes=classes.store,
+        claims=claims,
+        slices=slices,
+        classes=classes,
         client=getattr(handle, "client", None),
         handle=handle,
     )

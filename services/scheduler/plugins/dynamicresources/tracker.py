@@ -21,7 +21,8 @@ allocated as soon as PreBind wrote it; `allocated_devices()` counts every alloca
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from protos.kubera.v1 import resource_pb2
 from services.api.dra.allocator import DeviceID
@@ -45,13 +46,21 @@ def allocation_devices(claim: resource_pb2.ResourceClaim) -> Iterable[DeviceID]:
     )
 
 
+def lister(source: Any) -> Callable[[], Mapping[str, Any]]:
+    """The current store of `source`: an Informer (whose `store` is replaced on relist, so
+    it is read anew each time) or a plain mapping (tests)."""
+    if hasattr(source, "store"):
+        return lambda: source.store  # type: ignore[no-any-return]
+    return lambda: source  # type: ignore[no-any-return]
+
+
 class ClaimTracker:
     """The claims store of the scheduler's ResourceClaim informer, overlaid with this
-    scheduler's own allocations (see the module docstring). `store`: the informer's
-    `namespace/name -> ResourceClaim` map (read, never written)."""
+    scheduler's own allocations (see the module docstring). `claims`: the informer (or a
+    `namespace/name -> ResourceClaim` map), read, never written."""
 
-    def __init__(self, store: Mapping[str, resource_pb2.ResourceClaim]) -> None:
-        self._store = store
+    def __init__(self, claims: Any) -> None:
+        self._lister = lister(claims)
         #: uid -> claim with the allocation Reserve chose (not written yet).
         self._pending: dict[str, resource_pb2.ResourceClaim] = {}
         #: uid -> the claim as PreBind wrote it (the informer has not shown it yet).
@@ -60,7 +69,7 @@ class ClaimTracker:
     # ------------------------------------------------------------------ reads
     def claim(self, namespace: str, name: str) -> resource_pb2.ResourceClaim | None:
         """The newest claim known: the informer's, or this scheduler's write of it."""
-        stored = self._store.get(f"{namespace}/{name}")
+        stored = self._lister().get(f"{namespace}/{name}")
         if stored is None:
             return None
         assumed = self._assumed.get(stored.metadata.uid)
@@ -75,7 +84,7 @@ class ClaimTracker:
         """Devices held by allocated claims (informer and assumed) and pending allocations."""
         out: set[DeviceID] = set()
         # An assumed claim counts through its stored one: once deleted, its devices are free.
-        for claim in self._store.values():
+        for claim in self._lister().values():
             if claim.metadata.uid in self._pending:
                 continue
             newest = self.claim(claim.metadata.namespace, claim.metadata.name) or claim
@@ -98,7 +107,7 @@ class ClaimTracker:
         """PreBind wrote `written` (allocation and/or reservation): answer it until the
         informer catches up."""
         self._pending.pop(written.metadata.uid, None)
-        stored = self._store.get(f"{written.metadata.namespace}/{written.metadata.name}")
+        stored = self._lister().get(f"{written.metadata.namespace}/{written.metadata.name}")
         if stored is not None and _rv(stored) >= _rv(written):
             return
         self._assumed[written.metadata.uid] = written
