@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from kubera.cli.scheduling import render_attempts
 from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import resource_pb2
 from services.api.kinds import BY_KIND
@@ -23,6 +24,7 @@ from services.apiserver.server import serve
 from services.client import Client
 from services.scheduler.options import SchedulerOptions
 from services.scheduler.scheduler import Scheduler
+from services.scheduler.server import attempt_to_proto
 from services.storage.etcd import EtcdStorage
 from tests.builders import (
     MakePod,
@@ -158,6 +160,10 @@ async def test_template_claims_land_only_on_free_matching_devices_and_never_shar
     rejections = [r for r in attempts[-1].rejections if r.plugin == "DynamicResources"]
     assert sum(r.count for r in rejections) == 3
     assert all("default/p3-gpu" in r.reason for r in rejections)
+    shown = render_attempts("default/p3", [attempt_to_proto(attempts[-1])])
+    assert (
+        "DynamicResources" in shown and "cannot allocate all claims: claim default/p3-gpu" in shown
+    )
 
     # p1's claim is released (deallocated, as the controller does when p1 is gone): p3 fits.
     c1 = await _claim(cluster, "p1-gpu")
