@@ -17,7 +17,7 @@ import pytest
 
 from kubera.cli.scheduling import render_attempts
 from kubera.launch.etcd import EtcdProcess
-from protos.kubera.v1 import resource_pb2
+from protos.kubera.v1 import resource_pb2, scheduling_pb2
 from services.api.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
@@ -92,7 +92,7 @@ async def _devices(c: Cluster) -> None:
     await eventually(lambda: len(c.sched.kind_informers["ResourceSlice"].store) == 2)
 
 
-async def _template_pod(c: Cluster, name: str) -> None:
+async def _template_pod(c: Cluster, name: str, priority_class: str = "") -> None:
     """A pod with a claim from template `a100`, then its claim (owned by it) and the status
     entry naming it, as the resourceclaim controller would make them."""
     pod = (
@@ -105,6 +105,8 @@ async def _template_pod(c: Cluster, name: str) -> None:
         .container_claims("gpu")
         .obj()
     )
+    if priority_class:
+        pod.spec.priority_class_name = priority_class
     created = await c.api.create(pod)
     claim = resource_claim(
         f"{name}-gpu",
@@ -228,3 +230,27 @@ async def test_a_pod_whose_claim_does_not_exist_waits_until_it_is_created(
         )
     )
     assert await cluster.wait_bound("w", timeout=20) == {"w": "n1"}
+
+
+async def test_preemption_never_evicts_for_devices_the_victims_claims_still_hold(
+    cluster: Cluster,
+) -> None:
+    # Upstream 1.34: every DynamicResources rejection is UnschedulableAndUnresolvable, so
+    # preemption does not consider those nodes (evicting a pod does not deallocate its
+    # claim; the controller does that later, and its update requeues the pod).
+    for name, value in (("low", 0), ("high", 1000)):
+        pc = scheduling_pb2.PriorityClass(value=value)
+        pc.metadata.name = name
+        await cluster.api.create(pc)
+    await _devices(cluster)
+    for name in ("v1", "v2"):
+        await _template_pod(cluster, name, "low")
+    assert await cluster.wait_bound("v1", "v2", timeout=20) == {"v1": "n1", "v2": "n1"}
+    await _template_pod(cluster, "urgent", "high")
+    msg = await cluster.wait_unschedulable("urgent", timeout=20)
+    assert "cannot allocate all claims" in msg
+    assert msg.endswith(
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
+    for victim in ("v1", "v2"):
+        assert (await cluster.node_of(victim)) == "n1"  # still there, not evicted
