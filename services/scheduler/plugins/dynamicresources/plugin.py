@@ -170,18 +170,21 @@ class DynamicResources:
         handle: Any = None,
         allocator_factory: AllocatorFactory = Allocator,
         tracker: ClaimTracker | None = None,
+        on_restore: Callable[[Any, Any], None] | None = None,
     ) -> None:
         """`claims`, `slices`, `classes`: the informers (or, in tests, their stores: keys
         "ns/name" and "name"); an informer's store is read anew each time (a relist replaces it).
         `client`: the scheduler's Client (PreBind, PostFilter, Unreserve write claims).
         `handle`: for the clock and namespace labels (admin access). `allocator_factory`:
-        the Allocator class, or a fake in unit tests."""
+        the Allocator class, or a fake in unit tests. `on_restore(pending, current)`: how
+        an allocation dropped by Unreserve is announced to the queue (a claim update)."""
         self.args = args
         self._slices = lister(slices)
         self._classes = lister(classes)
         self._client = client
         self._handle = handle
         self._allocator_factory = allocator_factory
+        self._on_restore = on_restore
         self.tracker = tracker if tracker is not None else ClaimTracker(claims)
         #: Parsed slices and selector verdicts, kept across cycles (pruned to the listed
         #: slices at each PreFilter that allocates).
@@ -414,8 +417,15 @@ class DynamicResources:
             return
         pod = pod_info.pod
         for claim in s.claims:
-            if self.tracker.remove_pending(claim.metadata.uid):
+            pending = self.tracker.remove_pending(claim.metadata.uid)
+            if pending is not None:
                 self.tracker.restore(claim.metadata.uid)
+                # Its devices are free again: pods that waited for them or for this claim
+                # ("in the process of being allocated") get their claim-update event, as
+                # upstream's assume cache announces a restore.
+                current = self.tracker.claim(claim.metadata.namespace, claim.metadata.name)
+                if self._on_restore is not None and current is not None:
+                    self._on_restore(pending, current)
             if claim.status.HasField("allocation") and dra_claims.is_reserved_for_pod(pod, claim):
                 self._spawn(self._unreserve_claim(claim, pod))
 
@@ -483,7 +493,6 @@ class DynamicResources:
     ) -> resource_pb2.ResourceClaim:
         """upstream bindClaim: record the allocation (if Reserve made one) and the
         reservation; on a resourceVersion conflict read the claim again and retry."""
-        uid = claim.metadata.uid
         current = resource_pb2.ResourceClaim()
         current.CopyFrom(claim)
         written: resource_pb2.ResourceClaim | None = None
@@ -515,10 +524,10 @@ class DynamicResources:
                         raise
             raise AssertionError("not reached")
         finally:
-            if allocation is not None:
-                if written is not None:
-                    self.tracker.assume(written)
-                self.tracker.remove_pending(uid)
+            # Written: the claim is assumed (no longer pending). Not written: it stays
+            # pending until Unreserve, which the framework runs after a failed PreBind.
+            if allocation is not None and written is not None:
+                self.tracker.assume(written)
 
     # ----------------------------------------------------------- events
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -600,6 +609,14 @@ def new(args: Args | None, handle: Any) -> DynamicResources:
     claims = informer("ResourceClaim")
     slices = informer("ResourceSlice")
     classes = informer("DeviceClass")
+
+    def announce(old: Any, new: Any) -> None:
+        # The claim informer's handlers: the scheduler's turns it into the queue's
+        # ClusterEvent("ResourceClaim", UPDATE); the tracker's ignores an older object.
+        for h in list(claims.handlers):
+            if h.on_update is not None:
+                h.on_update(old, new)
+
     plugin = DynamicResources(
         args or Args(),
         claims=claims,
@@ -607,6 +624,7 @@ def new(args: Args | None, handle: Any) -> DynamicResources:
         classes=classes,
         client=getattr(handle, "client", None),
         handle=handle,
+        on_restore=announce,
     )
     tracker = plugin.tracker
     claims.add_handlers(

@@ -99,9 +99,9 @@ class ClaimTracker:
         self._assumed.pop(claim.metadata.uid, None)
         self._pending[claim.metadata.uid] = claim
 
-    def remove_pending(self, uid: str) -> bool:
-        """Unreserve / the end of PreBind; whether it was pending."""
-        return self._pending.pop(uid, None) is not None
+    def remove_pending(self, uid: str) -> resource_pb2.ResourceClaim | None:
+        """Unreserve / the end of PreBind: the pending claim, if it was pending."""
+        return self._pending.pop(uid, None)
 
     def assume(self, written: resource_pb2.ResourceClaim) -> None:
         """PreBind wrote `written` (allocation and/or reservation): answer it until the

@@ -640,3 +640,28 @@ def test_registers_upstreams_events() -> None:
         ("DeviceClass", int(A.ADD | A.UPDATE)),
         ("ResourceSlice", int(A.ADD | A.UPDATE)),
     }
+
+
+async def test_unreserve_announces_the_dropped_allocation_as_a_claim_update() -> None:
+    announced: list[tuple[Any, Any]] = []
+    api = FakeClaimsAPI([claim()])
+    plugin = DynamicResources(
+        Args(),
+        claims=api.store,
+        slices={"s": worker_slice()},
+        classes={CLASS: CLASSES[0]},
+        client=api,
+        handle=FakeHandle(),
+        allocator_factory=FakeAllocator,
+        on_restore=lambda old, new: announced.append((old, new)),
+    )
+    pod, node, state = pod_with_claim_name(), NodeInfo(WORKER_NODE), CycleState()
+    plugin.pre_filter(state, PodInfo(pod), [node])
+    assert plugin.filter(state, PodInfo(pod), node).is_success()
+    plugin.reserve(state, PodInfo(pod), WORKER)
+    plugin.unreserve(state, PodInfo(pod), WORKER)
+    [(old, new)] = announced
+    assert old.status.HasField("allocation") and not new.status.HasField("allocation")
+    # What the queue does with it: a deallocation requeues any pod whose claims exist.
+    waiting = pod_with_claim_name("b")
+    assert plugin.is_schedulable_after_claim_change(waiting, old, new) == HINT_QUEUE
