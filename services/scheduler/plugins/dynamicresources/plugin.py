@@ -249,6 +249,9 @@ class DynamicResources:
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
         pod = pod_info.pod
+        if not pod.spec.resource_claims:
+            # Most pods: nothing to write; Filter is skipped, Reserve and PreBind find no state.
+            return None, Status.skip(NAME)
         s = _State()
         state.write(STATE_KEY, s)
         claims: list[resource_pb2.ResourceClaim] = []
