@@ -554,19 +554,19 @@ class DynamicResources:
         self, pod: core_pb2.Pod, old: Any, new: Any
     ) -> QueueingHint:
         """upstream isSchedulableAfterClaimChange (add and update; never called for delete)."""
-        if new is None:
-            return QueueingHint.QUEUE
         uses = False
 
         def check(claim: resource_pb2.ResourceClaim) -> None:
             nonlocal uses
-            if claim.metadata.uid == new.metadata.uid:
+            if new is not None and claim.metadata.uid == new.metadata.uid:
                 uses = True
 
         try:
             self._foreach_claim(pod, check)
         except _NotSchedulable:
             return QueueingHint.SKIP
+        if new is None:  # not registered; a deleted claim may have held devices
+            return QueueingHint.QUEUE
         if (
             old is not None
             and old.status.HasField("allocation")

@@ -574,7 +574,7 @@ def _claim_hint_cases() -> dict[str, tuple[core_pb2.Pod, list[Any], Any, Any, Qu
     other = claim("not-my-claim")
     alloc = allocated(pending)
     return {
-        "skip-deletes": (pod_with_claim_name(), [], alloc, None, HINT_QUEUE),
+        "skip-deletes": (pod_with_template(in_status=False), [], alloc, None, HINT_SKIP),
         "backoff-wrong-old-object": (pod_with_claim_name(), [pending], None, pending, HINT_QUEUE),
         "skip-unrelated-claim": (pod_with_claim_name(), [pending, other], None, other, HINT_SKIP),
         "queue-on-add": (pod_with_claim_name(), [pending], None, pending, HINT_QUEUE),
@@ -606,9 +606,6 @@ def test_is_schedulable_after_claim_change(name: str) -> None:
     plugin = DynamicResources(Args(), claims=api.store, slices={}, classes={})
     if name == "structured-claim-deallocate":
         pod = pod_with_claim_name(POD_UID, CLAIM2)
-    if new is None:  # a delete never reaches the hint; the queue treats None as "queue"
-        assert plugin.is_schedulable_after_claim_change(pod, old, new) == want
-        return
     assert plugin.is_schedulable_after_claim_change(pod, old, new) == want
 
 
