@@ -575,7 +575,6 @@ def _claim_hint_cases() -> dict[str, tuple[core_pb2.Pod, list[Any], Any, Any, Qu
     alloc = allocated(pending)
     return {
         "skip-deletes": (pod_with_template(in_status=False), [], alloc, None, HINT_SKIP),
-        "backoff-wrong-old-object": (pod_with_claim_name(), [pending], None, pending, HINT_QUEUE),
         "skip-unrelated-claim": (pod_with_claim_name(), [pending, other], None, other, HINT_SKIP),
         "queue-on-add": (pod_with_claim_name(), [pending], None, pending, HINT_QUEUE),
         "skip-claim-not-yet-in-store": (pod_with_claim_name(), [], None, pending, HINT_SKIP),
@@ -590,7 +589,7 @@ def _claim_hint_cases() -> dict[str, tuple[core_pb2.Pod, list[Any], Any, Any, Qu
         ),
         "queue-status-change": (pod_with_claim_name(), [alloc], pending, alloc, HINT_QUEUE),
         "structured-claim-deallocate": (
-            pod_with_claim_name(CLAIM2),
+            pod_with_claim_name(POD_UID, CLAIM2),
             [pending, claim(CLAIM2)],
             allocated(other),
             other,
@@ -604,8 +603,6 @@ def test_is_schedulable_after_claim_change(name: str) -> None:
     pod, claims, old, new, want = _claim_hint_cases()[name]
     api = FakeClaimsAPI(claims)
     plugin = DynamicResources(Args(), claims=api.store, slices={}, classes={})
-    if name == "structured-claim-deallocate":
-        pod = pod_with_claim_name(POD_UID, CLAIM2)
     assert plugin.is_schedulable_after_claim_change(pod, old, new) == want
 
 
