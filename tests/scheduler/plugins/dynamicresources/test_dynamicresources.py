@@ -659,3 +659,14 @@ async def test_unreserve_announces_the_dropped_allocation_as_a_claim_update() ->
     # What the queue does with it: a deallocation requeues any pod whose claims exist.
     waiting = pod_with_claim_name("b")
     assert plugin.is_schedulable_after_claim_change(waiting, old, new) == HINT_QUEUE
+
+
+def test_filter_verdicts_are_reused_only_for_pods_without_claims() -> None:
+    from services.scheduler import equivalence
+    from services.scheduler.config import default_config
+
+    # The default profile (with DynamicResources) keeps the equivalence cache ...
+    assert equivalence.node_local(default_config().profiles[0].names("filter"))
+    # ... for pods whose DynamicResources verdict is "pass": those without claims.
+    assert equivalence.eligible_pod(PodInfo(MakePod().name("plain").obj()), False)
+    assert not equivalence.eligible_pod(PodInfo(pod_with_claim_name()), False)
