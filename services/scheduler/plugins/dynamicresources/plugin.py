@@ -29,7 +29,11 @@ search short; a node whose search took longer than FilterTimeout is rejected aft
 ("timed out trying to allocate devices") so slow searches show up and are not retried by
 Reserve. Unreserve's reservation removal is a status update (get, edit, update with the
 resourceVersion, retried on conflict) run in the background, where upstream sends a
-strategic-merge patch.
+strategic-merge patch. Known gap: in shared-state (Omega) mode each replica's in-flight
+allocations are its own and the bind's allocation check covers node resources, not
+devices, so two replicas may give one device to two claims; schedule DRA pods with one
+leader. A deposed leader's claim writes are not fenced (its bind is): an allocation it
+wrote without a bind is left unreserved, and the resourceclaim controller deallocates it.
 """
 
 from __future__ import annotations
