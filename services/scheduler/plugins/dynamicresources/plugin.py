@@ -513,6 +513,16 @@ class DynamicResources:
                     current.CopyFrom(got)
                 if current.metadata.deletion_timestamp:
                     raise RuntimeError(f"claim {_key(claim)} got deleted in the meantime")
+                if attempt and dra_claims.is_reserved_for_pod(pod, current):
+                    # An earlier try was written though its answer was lost: done.
+                    written = current
+                    return written
+                if not dra_claims.can_be_reserved(current):
+                    raise RuntimeError(
+                        f"claim {_key(claim)}: status.reservedFor: Too many: "
+                        f"{len(current.status.reserved_for) + 1}: must have at most "
+                        f"{dra_claims.RESERVED_FOR_MAX} items"
+                    )
                 try:
                     if allocation is not None:
                         if current.status.HasField("allocation"):

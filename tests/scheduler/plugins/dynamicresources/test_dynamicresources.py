@@ -14,6 +14,7 @@ import pytest
 
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.dra.allocator import DeviceID
+from services.api.errors import ConflictError
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
 from services.scheduler.plugins.dynamicresources import (
@@ -307,6 +308,17 @@ CASES: dict[str, Case] = {
         slices=[worker_slice(2)],
         before_prebind=lambda api: _allocate_behind(api),
     ),
+    "bind-failure-reserved-for-filled-meanwhile": Case(
+        pod_with_claim_name(),
+        [allocated(claim(), reserved=255)],
+        Want(
+            prebind=(
+                ERROR,
+                f"claim {NS}/{CLAIM}: status.reservedFor: Too many: 257: must have at most 256 items",
+            )
+        ),
+        before_prebind=lambda api: _reserve_behind(api),
+    ),
     "bind-conflict-retried": Case(
         pod_with_claim_name(),
         [claim()],
@@ -319,6 +331,13 @@ CASES: dict[str, Case] = {
 
 def _touched(c: Any) -> None:
     c.metadata.labels["touched"] = "yes"
+
+
+def _reserve_behind(api: FakeClaimsAPI) -> None:
+    key = f"{NS}/{CLAIM}"
+    c = api.objects[key]
+    c.status.reserved_for.add(resource="pods", name="late", uid="late-uid")
+    api.store[key] = api._put(c)
 
 
 def _allocate_behind(api: FakeClaimsAPI) -> None:
@@ -670,3 +689,21 @@ def test_filter_verdicts_are_reused_only_for_pods_without_claims() -> None:
     # ... for pods whose DynamicResources verdict is "pass": those without claims.
     assert equivalence.eligible_pod(PodInfo(MakePod().name("plain").obj()), False)
     assert not equivalence.eligible_pod(PodInfo(pod_with_claim_name()), False)
+
+
+async def test_prebind_retry_finds_its_own_lost_write_and_does_not_reserve_twice() -> None:
+    plugin, api = build(Case(pod_with_claim_name(), [allocated(claim())], Want()))
+    pod, node, state = pod_with_claim_name(), NodeInfo(WORKER_NODE), CycleState()
+    plugin.pre_filter(state, PodInfo(pod), [node])
+    assert plugin.filter(state, PodInfo(pod), node).is_success()
+    plugin.reserve(state, PodInfo(pod), WORKER)
+    real = api.update_status
+
+    async def lost_answer(obj: Any) -> Any:
+        await real(obj)  # written, but the caller sees a conflict
+        api.update_status = real  # type: ignore[method-assign]
+        raise ConflictError("the answer was lost")
+
+    api.update_status = lost_answer  # type: ignore[method-assign]
+    assert (await plugin.pre_bind(state, PodInfo(pod), WORKER)).is_success()
+    assert [r.uid for r in api.objects[f"{NS}/{CLAIM}"].status.reserved_for] == [POD_UID]
