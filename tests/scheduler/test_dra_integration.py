@@ -222,6 +222,12 @@ async def test_a_pod_whose_claim_does_not_exist_waits_until_it_is_created(
     await cluster.api.create(pod)
     await eventually(lambda: cluster.sched.queue.get("default/w") is not None)
     assert (await cluster.node_of("w")) == ""
+    # `kubera explain pod w` says who holds it and why, though no cycle has tried it.
+    gated = cluster.sched.gated_attempt("default/w")
+    assert gated is not None and gated.result == "gated"
+    assert gated.message == 'DynamicResources: resourceclaim.resource.k8s.io "later" not found'
+    shown = render_attempts("default/w", [attempt_to_proto(gated)])
+    assert "gated" in shown and '"later" not found' in shown and "nodes:" not in shown
     await cluster.api.create(
         resource_claim(
             "later",
