@@ -265,6 +265,11 @@ class DynamicResources:
             return None, Status.unresolvable(str(e), plugin=NAME)
         if not claims:
             return None, Status.skip(NAME)
+        # Two entries may name one claim: it is allocated (and reserved) once.
+        unique: dict[str, resource_pb2.ResourceClaim] = {}
+        for c in claims:
+            unique.setdefault(c.metadata.uid, c)
+        claims = list(unique.values())
         s.infos = [_ClaimInfo() for _ in claims]
         allowed: frozenset[str] | None = None
         for i, claim in enumerate(claims):

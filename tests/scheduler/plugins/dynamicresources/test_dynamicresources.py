@@ -319,6 +319,12 @@ CASES: dict[str, Case] = {
         ),
         before_prebind=lambda api: _reserve_behind(api),
     ),
+    "duplicate-claim-allocated-once": Case(
+        pod_with_claim_name(POD_UID, CLAIM, CLAIM),
+        [claim()],
+        Want(claim=_allocated_by_scheduler),
+        slices=[worker_slice()],
+    ),
     "bind-conflict-retried": Case(
         pod_with_claim_name(),
         [claim()],
