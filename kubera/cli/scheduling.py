@@ -47,6 +47,8 @@ def render_attempts(key: str, attempts: list[spb.TraceAttempt]) -> str:
         out.append(f"{head}  ({a.duration_seconds * 1000:.1f} ms)")
         if a.message:
             out.append(f"   {a.message}")
+        if a.result == "gated":  # held before any scheduling cycle: no nodes were looked at
+            continue
         out.append(
             f"   nodes: {a.nodes_total} in cluster, {a.nodes_evaluated} evaluated, {a.nodes_feasible} feasible"
         )

@@ -25,6 +25,8 @@ from services.scheduler.framework.types import PodInfo
 #: Filter plugins whose verdict needs nothing beyond the pod and the node (for an eligible
 #: pod: InterPodAffinity and PodTopologySpread pass every node when the pod has no terms
 #: or constraints and no existing pod has required anti-affinity).
+#: (DynamicResources passes every node for a pod without resource claims, so a profile
+#: with it is node-local too: `node_local`; `eligible_pod` leaves out pods with claims.)
 NODE_LOCAL_FILTERS = frozenset(
     {
         "NodeName",
@@ -89,7 +91,7 @@ SIGNATURE_MEMO_SIZE = 4096
 
 def node_local(filter_plugins: Iterable[str]) -> bool:
     """Whether a profile with these Filter plugins has only node-local ones."""
-    return set(filter_plugins) <= NODE_LOCAL_FILTERS
+    return set(filter_plugins) <= NODE_LOCAL_FILTERS | {"DynamicResources"}
 
 
 def eligible(
@@ -104,6 +106,7 @@ def eligible_pod(pi: PodInfo, cluster_has_required_anti_affinity: bool) -> bool:
         not pi.has_affinity()
         and not pi.pod.spec.topology_spread_constraints
         and not cluster_has_required_anti_affinity
+        and not pi.pod.spec.resource_claims
     )
 
 

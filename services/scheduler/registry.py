@@ -138,6 +138,11 @@ IN_TREE: tuple[InTreePlugin, ...] = (
         "PodTopologySpread", "podtopologyspread.plugin", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2
     ),
     InTreePlugin("InterPodAffinity", "interpodaffinity", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2),
+    InTreePlugin(
+        "DynamicResources",
+        "dynamicresources.plugin",
+        (PRE_ENQUEUE, PRE_FILTER, FILTER, POST_FILTER, RESERVE, PRE_BIND),
+    ),
     InTreePlugin("DefaultPreemption", "defaultpreemption", (POST_FILTER,)),
     InTreePlugin(
         "NodeResourcesBalancedAllocation",

@@ -50,7 +50,7 @@ from services.scheduler.options import SchedulerOptions
 from services.scheduler.queue import SchedulingQueue
 from services.scheduler.schedule_one import ScheduleOne
 from services.scheduler.snapshot import Snapshot
-from services.scheduler.trace import TraceStore
+from services.scheduler.trace import Attempt, TraceStore
 
 log = logging.getLogger(__name__)
 
@@ -216,6 +216,8 @@ class Scheduler(Background):
         self.pdbs: Informer | None = None
         #: Informers plugins asked for through the handle (Handle.informer), by kind.
         self.kind_informers: dict[str, Informer] = {}
+        # Before the frameworks: plugin factories ask for informers (kind_informer checks it).
+        self._informer_tasks: list[asyncio.Task[None]] = []
         handle = _Handle(self)
         registry = self.config.registry()
         self.frameworks: dict[str, Framework] = {
@@ -263,7 +265,6 @@ class Scheduler(Background):
             max_binding_tasks=options.max_binding_tasks,
             nominator=self.nominator,
         )
-        self._informer_tasks: list[asyncio.Task[None]] = []
         #: Set when this scheduler's first bind was accepted, at `first_bind_at`
         #: (clock.now()): a leader's term measured from the kill of its predecessor to
         #: its first bind (kubera bench failover).
@@ -361,6 +362,29 @@ class Scheduler(Background):
         )
         self.kind_informers[kind] = informer
         return informer
+
+    def gated_attempt(self, key: str) -> Attempt | None:
+        """For `kubera explain pod`: a pod held out of activeQ by a PreEnqueue plugin has no
+        attempt to show, so say which plugin holds it and why (its PreEnqueue asked again:
+        a pure check), as a "gated" attempt. None when the pod is not gated here."""
+        qpi = self.queue.get(key)
+        if qpi is None or not qpi.gating_plugin:
+            return None
+        fwk = self.frameworks.get(qpi.pod.spec.scheduler_name)
+        plugin = next(
+            (p for p in (fwk.pre_enqueue_plugins if fwk else ()) if p.name == qpi.gating_plugin),
+            None,
+        )
+        why = plugin.pre_enqueue(qpi.pod).message if plugin is not None else ""
+        return Attempt(
+            pod=key,
+            uid=qpi.pod_info.uid,
+            profile=qpi.pod.spec.scheduler_name,
+            cycle=0,
+            time=qpi.timestamp,
+            result="gated",
+            message=f"{qpi.gating_plugin}: {why}" if why else qpi.gating_plugin,
+        )
 
     def _ns_changed(self, ns: Any) -> None:
         self.snapshot.set_namespace_labels(ns.metadata.name, dict(ns.metadata.labels))

@@ -114,7 +114,11 @@ class SchedulerServicer(pb_grpc.SchedulerServicer):
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the scheduler is not running")
             raise AssertionError("abort() raises")
         key = f"{request.namespace or 'default'}/{request.name}"
-        return pb.ExplainResponse(attempts=[attempt_to_proto(a) for a in sched.traces.get(key)])
+        attempts = sched.traces.get(key)
+        gated = sched.gated_attempt(key)
+        if gated is not None:  # held by a PreEnqueue plugin (e.g. waiting for its claims)
+            attempts.append(gated)
+        return pb.ExplainResponse(attempts=[attempt_to_proto(a) for a in attempts])
 
     async def Health(
         self, request: pb.SchedulerHealthRequest, context: grpc.aio.ServicerContext

@@ -160,6 +160,8 @@ async def test_with_default_preemption_disabled_the_pod_stays_pending_and_evicts
         "    postFilter:\n"
         "      disabled:\n"
         "      - name: DefaultPreemption\n"
+        # The default profile's other PostFilter plugin (it deallocates idle claims).
+        "      - name: DynamicResources\n"
     )
     assert cfg.profiles[0].names("postFilter") == []
     api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5))

@@ -21,6 +21,7 @@ from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
+from services.api.duration import parse_duration
 from services.api.errors import (
     FieldError,
     duplicate,
@@ -64,6 +65,7 @@ ARGS_SCHEMAS: dict[str, dict[str, Any]] = {
     },
     "InterPodAffinity": {"hardPodAffinityWeight": int, "ignorePreferredTermsOfExistingPods": bool},
     "DefaultPreemption": {"minCandidateNodesPercentage": int, "minCandidateNodesAbsolute": int},
+    "DynamicResources": {"filterTimeout": str},
 }
 
 
@@ -395,6 +397,20 @@ def _validate_default_preemption(obj: Mapping[str, Any], path: str, errs: Errors
         )
 
 
+def _validate_dynamic_resources(obj: Mapping[str, Any], path: str, errs: Errors) -> None:
+    """Upstream ValidateDynamicResourcesArgs: filterTimeout is a duration, zero or positive."""
+    raw = obj.get("filterTimeout")
+    if raw is None:
+        return
+    try:
+        seconds = parse_duration(raw)
+    except ValueError:
+        errs.append(invalid(f"{path}.filterTimeout", raw, "must be a duration such as 10s"))
+        return
+    if seconds < 0:
+        errs.append(invalid(f"{path}.filterTimeout", raw, "must be zero or positive"))
+
+
 _ARGS_VALIDATORS: dict[str, Callable[[Mapping[str, Any], str, Errors], None]] = {
     "NodeResourcesFit": _validate_fit,
     "NodeResourcesBalancedAllocation": _validate_balanced,
@@ -402,6 +418,7 @@ _ARGS_VALIDATORS: dict[str, Callable[[Mapping[str, Any], str, Errors], None]] = 
     "PodTopologySpread": _validate_topology_spread,
     "InterPodAffinity": _validate_inter_pod_affinity,
     "DefaultPreemption": _validate_default_preemption,
+    "DynamicResources": _validate_dynamic_resources,
 }
 
 

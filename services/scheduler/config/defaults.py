@@ -16,9 +16,12 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 #: ... and the adaptive percentage never drops below this.
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
-#: The v1 default profile's multiPoint list, in upstream's order (default_plugins.go; the
-#: volume plugins and ImageLocality are not part of kubera yet).
+#: The v1 default profile's multiPoint list, in upstream's order (1.34 default_plugins.go;
+#: the volume plugins and ImageLocality are not part of kubera yet): SchedulingGates first,
+#: and DynamicResources right before DefaultPreemption, where applyFeatureGates puts it
+#: (DRA is GA and on by default): deallocating an idle claim comes before evicting a pod.
 DEFAULT_MULTI_POINT: tuple[str, ...] = (
+    "SchedulingGates",
     "PrioritySort",
     "NodeUnschedulable",
     "NodeName",
@@ -28,10 +31,10 @@ DEFAULT_MULTI_POINT: tuple[str, ...] = (
     "NodeResourcesFit",
     "PodTopologySpread",
     "InterPodAffinity",
+    "DynamicResources",
     "DefaultPreemption",
     "NodeResourcesBalancedAllocation",
     "DefaultBinder",
-    "SchedulingGates",
 )
 
 

@@ -45,7 +45,7 @@ def arg(args: Any, attr: str, key: str) -> Any:
 # ============================================================== the default profile
 
 DEFAULT_NAMES = {
-    "preEnqueue": ["SchedulingGates"],
+    "preEnqueue": ["SchedulingGates", "DynamicResources"],
     "queueSort": ["PrioritySort"],
     "preFilter": [
         "NodeAffinity",
@@ -53,6 +53,7 @@ DEFAULT_NAMES = {
         "NodeResourcesFit",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
     ],
     "filter": [
         "NodeUnschedulable",
@@ -63,8 +64,9 @@ DEFAULT_NAMES = {
         "NodeResourcesFit",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
     ],
-    "postFilter": ["DefaultPreemption"],
+    "postFilter": ["DynamicResources", "DefaultPreemption"],
     "preScore": [
         "TaintToleration",
         "NodeAffinity",
@@ -81,9 +83,9 @@ DEFAULT_NAMES = {
         "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
     ],
-    "reserve": [],
+    "reserve": ["DynamicResources"],
     "permit": [],
-    "preBind": [],
+    "preBind": ["DynamicResources"],
     "bind": ["DefaultBinder"],
     "postBind": [],
 }
@@ -308,11 +310,38 @@ def test_seed_percentage_in_v1_loads() -> None:
     assert load("percentageOfNodesToScore: 50\n").percentage_of_nodes_to_score == 50
 
 
-def test_seed_dynamic_resources_is_an_unknown_plugin_here() -> None:
+def test_seed_dynamic_resources_binding_timeout_needs_binding_conditions_kubera_lacks() -> None:
+    # Upstream refuses bindingTimeout unless DRADeviceBindingConditions (alpha in 1.34, off
+    # by default) is on; kubera has no binding conditions, so the field does not exist here.
     errors = errors_of(SEED_DYNAMIC_RESOURCES)
-    assert errors == [
-        'profiles[0].pluginConfig[0].name: Invalid value: "DynamicResources": unknown plugin'
-    ]
+    assert errors == ["profiles[0].pluginConfig[0].args.bindingTimeout: unknown field"]
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds", "error"),
+    [
+        ("250ms", 0.25, ""),
+        ("0s", 0.0, ""),
+        ("-1s", None, '"-1s": must be zero or positive'),
+        ("soon", None, '"soon": must be a duration such as 10s'),
+    ],
+)
+def test_dynamic_resources_filter_timeout_is_a_duration_zero_or_positive(
+    value: str, seconds: float | None, error: str
+) -> None:
+    doc = SEED_DYNAMIC_RESOURCES.replace("bindingTimeout: 60s", f"filterTimeout: {value}")
+    if error:
+        assert errors_of(doc) == [
+            f"profiles[0].pluginConfig[0].args.filterTimeout: Invalid value: {error}"
+        ]
+    else:
+        assert load(doc).profiles[0].plugin_config["DynamicResources"].filter_timeout == seconds
+
+
+def test_dynamic_resources_filter_timeout_defaults_to_upstreams_10s() -> None:
+    from services.scheduler.plugins import dynamicresources
+
+    assert dynamicresources.Args().filter_timeout == 10.0
 
 
 # ========================================================================= profiles

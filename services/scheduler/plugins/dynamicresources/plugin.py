@@ -1,0 +1,659 @@
+"""DynamicResources: a pod's ResourceClaims are allocated before it is bound (upstream
+plugins/dynamicresources, DRA as GA in 1.34, structured parameters only).
+
+    PreEnqueue   every claim the pod names exists (a template's claim: made, and owned by
+                 the pod), none is being deleted; else the pod waits, gated
+    PreFilter    gather the claims (Skip without any); an allocated claim must still take
+                 the pod (reservedFor < 256) and restricts nodes to its nodeSelector; an
+                 unallocated one must not be in flight for another pod, and its classes
+                 must exist; the Allocator is set up once for all nodes
+    Filter       allocated claims: the node matches the allocation's nodeSelector;
+                 unallocated ones: the Allocator finds devices on the node (kept per node)
+    PostFilter   deallocate an allocated claim that kept the pod off nodes and nobody else
+                 uses (reservedFor empty, or only this pod)
+    Reserve      the chosen node's allocations become pending in the ClaimTracker, so no
+                 other pod's Filter can take those devices
+    Unreserve    drop the pending allocations; take the pod out of reservedFor where PreBind
+                 already wrote it (the allocation stays: the resourceclaim controller
+                 deallocates a claim nobody reserves)
+    PreBind      write status.allocation (after adding the finalizer) and append the pod to
+                 status.reservedFor, resourceVersion-checked, refreshed and retried on conflict
+
+Every rejection is UnschedulableAndUnresolvable, as upstream's statusUnschedulable: so
+DefaultPreemption never picks a node where the pod's claims cannot be allocated, and
+evicting victims never frees devices (their claims stay allocated until the controller
+deallocates them).
+
+Differences from upstream: the Allocator runs synchronously, so FilterTimeout cannot cut a
+search short; a node whose search took longer than FilterTimeout is rejected afterwards
+("timed out trying to allocate devices") so slow searches show up and are not retried by
+Reserve. Unreserve's reservation removal is a status update (get, edit, update with the
+resourceVersion, retried on conflict) run in the background, where upstream sends a
+strategic-merge patch. Known gap: in shared-state (Omega) mode each replica's in-flight
+allocations are its own and the bind's allocation check covers node resources, not
+devices, so two replicas may give one device to two claims; schedule DRA pods with one
+leader. A deposed leader's claim writes are not fenced (its bind is): an allocation it
+wrote without a bind is left unreserved, and the resourceclaim controller deallocates it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from protos.kubera.v1 import core_pb2, resource_pb2
+from services.api.dra import claims as dra_claims
+from services.api.dra.allocator import AllocationError, Allocator, DeviceCache, Unfit
+from services.api.duration import parse_duration
+from services.api.errors import ConflictError
+from services.api.kinds import BY_KIND
+from services.api.nodeaffinity import NodeSelector, NodeSelectorError
+from services.client import Handlers
+from services.scheduler.framework.interface import PostFilterResult, PreFilterResult
+from services.scheduler.framework.status import Status
+from services.scheduler.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    QueueingHint,
+)
+from services.scheduler.plugins.dynamicresources.tracker import ClaimTracker, lister
+
+NAME = "DynamicResources"
+STATE_KEY = NAME
+#: The finalizer the scheduler puts on a claim it allocates (upstream resourceapi.Finalizer);
+#: the resourceclaim controller removes it when it deallocates the claim.
+FINALIZER = "resource.kubernetes.io/delete-protection"
+#: retry.DefaultRetry's steps: PreBind's tries of one claim's status update on conflict.
+CONFLICT_RETRIES = 5
+DEFAULT_FILTER_TIMEOUT = 10.0
+
+ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
+ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
+ERR_IN_USE = "resourceclaim in use"
+ERR_TIMEOUT = "timed out trying to allocate devices"
+
+log = logging.getLogger("services.scheduler.scheduler")
+
+#: Allocator(claims, allocated, classes, slices, admin_namespaces): how Filter searches.
+AllocatorFactory = Callable[..., Any]
+
+
+@dataclass
+class Args:
+    """DynamicResourcesArgs (kubescheduler.config.k8s.io/v1)."""
+
+    #: filterTimeout: how long Filter may search one node, in seconds (default 10 s, 0: no
+    #: limit), from a Duration string such as "10s".
+    filter_timeout: float = DEFAULT_FILTER_TIMEOUT
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> Args:
+        d = d or {}
+        unknown = set(d) - {"filterTimeout"}
+        if unknown:
+            raise ValueError(f"unknown field(s) {sorted(unknown)}")
+        raw = d.get("filterTimeout")
+        timeout = DEFAULT_FILTER_TIMEOUT if raw is None else parse_duration(str(raw))
+        if timeout < 0:
+            raise ValueError(f"filterTimeout: Invalid value: {raw!r}: must be zero or positive")
+        return cls(timeout)
+
+
+@dataclass
+class _ClaimInfo:
+    #: The allocation's nodeSelector (allocated claims with one only).
+    available_on: NodeSelector | None = None
+    #: Set by Reserve, written by PreBind.
+    allocation: resource_pb2.AllocationResult | None = None
+
+
+@dataclass
+class _State:
+    """One attempt's claims (1:1 with the pod's resolved entries). Shared, not copied, by
+    CycleState.clone (upstream stateData.Clone returns itself): preemption's dry runs see
+    the same Filter results."""
+
+    claims: list[resource_pb2.ResourceClaim] = field(default_factory=list)
+    infos: list[_ClaimInfo] = field(default_factory=list)
+    #: The claims to allocate (unallocated ones), in the Allocator's order.
+    to_allocate: list[resource_pb2.ResourceClaim] = field(default_factory=list)
+    allocator: Any = None
+    #: Filter's allocations per node name (Reserve takes the chosen node's).
+    node_allocations: dict[str, list[resource_pb2.AllocationResult]] = field(default_factory=dict)
+    #: Indexes of allocated claims whose nodeSelector rejected some node (for PostFilter).
+    unavailable: set[int] = field(default_factory=set)
+
+    def clone(self) -> _State:
+        return self
+
+
+class _NotSchedulable(Exception):
+    """A claim the pod names is missing, not the pod's or being deleted (upstream's
+    foreachPodResourceClaim errors); the message is upstream's."""
+
+
+def _key(claim: resource_pb2.ResourceClaim) -> str:
+    return f"{claim.metadata.namespace}/{claim.metadata.name}"
+
+
+def _single_nodes(sel: core_pb2.NodeSelector) -> frozenset[str] | None:
+    """The node names a nodeSelector allows when every term is only `metadata.name In
+    [...]` (what the allocator writes for node-local devices); None: not that shape."""
+    names: set[str] = set()
+    for term in sel.node_selector_terms:
+        if term.match_expressions or len(term.match_fields) != 1:
+            return None
+        f = term.match_fields[0]
+        if f.key != "metadata.name" or f.operator != "In":
+            return None
+        names.update(f.values)
+    return frozenset(names) if sel.node_selector_terms else None
+
+
+class DynamicResources:
+    """PreEnqueue, PreFilter, Filter, PostFilter, Reserve, PreBind and EnqueueExtensions."""
+
+    name = NAME
+
+    def __init__(
+        self,
+        args: Args,
+        *,
+        claims: Any,
+        slices: Any,
+        classes: Any,
+        client: Any = None,
+        handle: Any = None,
+        allocator_factory: AllocatorFactory = Allocator,
+        tracker: ClaimTracker | None = None,
+        on_restore: Callable[[Any, Any], None] | None = None,
+    ) -> None:
+        """`claims`, `slices`, `classes`: the informers (or, in tests, their stores: keys
+        "ns/name" and "name"); an informer's store is read anew each time (a relist replaces it).
+        `client`: the scheduler's Client (PreBind, PostFilter, Unreserve write claims).
+        `handle`: for the clock and namespace labels (admin access). `allocator_factory`:
+        the Allocator class, or a fake in unit tests. `on_restore(pending, current)`: how
+        an allocation dropped by Unreserve is announced to the queue (a claim update)."""
+        self.args = args
+        self._slices = lister(slices)
+        self._classes = lister(classes)
+        self._client = client
+        self._handle = handle
+        self._allocator_factory = allocator_factory
+        self._on_restore = on_restore
+        self.tracker = tracker if tracker is not None else ClaimTracker(claims)
+        #: Parsed slices and selector verdicts, kept across cycles (pruned to the listed
+        #: slices at each PreFilter that allocates).
+        self.device_cache = DeviceCache()
+        #: Unreserve's background writes (kept so they are not collected; see drain()).
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # ------------------------------------------------------------- lookups
+    def _foreach_claim(
+        self, pod: core_pb2.Pod, cb: Callable[[resource_pb2.ResourceClaim], None] | None = None
+    ) -> None:
+        """upstream foreachPodResourceClaim: raises _NotSchedulable."""
+        ns, name = pod.metadata.namespace, pod.metadata.name
+        for entry in pod.spec.resource_claims:
+            try:
+                ref = dra_claims.claim_name(pod, entry)
+            except dra_claims.ClaimNotCreatedError:
+                raise _NotSchedulable(f'pod "{ns}/{name}": ResourceClaim not created yet') from None
+            except ValueError:
+                raise _NotSchedulable(
+                    f'pod "{ns}/{name}", spec.resourceClaim "{entry.name}": '
+                    "none of the supported fields are set"
+                ) from None
+            if ref.name is None:
+                continue  # the controller decided no claim is needed
+            claim = self.tracker.claim(ns, ref.name)
+            if claim is None:
+                raise _NotSchedulable(f'resourceclaim.resource.k8s.io "{ref.name}" not found')
+            if claim.metadata.deletion_timestamp:
+                raise _NotSchedulable(f'resourceclaim "{ref.name}" is being deleted')
+            if ref.check_owner and not dra_claims.is_for_pod(pod, claim):
+                raise _NotSchedulable(
+                    f"ResourceClaim {ns}/{ref.name} was not created for pod {ns}/{name} "
+                    "(pod is not owner)"
+                )
+            if cb is not None:
+                cb(claim)
+
+    def _admin_namespaces(self, namespace: str) -> frozenset[str]:
+        snapshot = self._handle.snapshot() if self._handle is not None else None
+        labels = snapshot.namespace_labels(namespace) if snapshot is not None else None
+        if labels and labels.get(dra_claims.ADMIN_ACCESS_NAMESPACE_LABEL) == "true":
+            return frozenset([namespace])
+        return frozenset()
+
+    def _now(self) -> float:
+        clock = getattr(self._handle, "clock", None)
+        return clock.now() if clock is not None else 0.0
+
+    # ---------------------------------------------------------- PreEnqueue
+    def pre_enqueue(self, pod: core_pb2.Pod) -> Status:
+        if not pod.spec.resource_claims:
+            return Status.success()
+        try:
+            self._foreach_claim(pod)
+        except _NotSchedulable as e:
+            return Status.unresolvable(str(e), plugin=NAME)
+        return Status.success()
+
+    # ----------------------------------------------------------- PreFilter
+    def pre_filter(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        pod = pod_info.pod
+        if not pod.spec.resource_claims:
+            # Most pods: nothing to write; Filter is skipped, Reserve and PreBind find no state.
+            return None, Status.skip(NAME)
+        s = _State()
+        state.write(STATE_KEY, s)
+        claims: list[resource_pb2.ResourceClaim] = []
+        try:
+            self._foreach_claim(pod, claims.append)
+        except _NotSchedulable as e:
+            return None, Status.unresolvable(str(e), plugin=NAME)
+        if not claims:
+            return None, Status.skip(NAME)
+        # Two entries may name one claim: it is allocated (and reserved) once.
+        unique: dict[str, resource_pb2.ResourceClaim] = {}
+        for c in claims:
+            unique.setdefault(c.metadata.uid, c)
+        claims = list(unique.values())
+        s.infos = [_ClaimInfo() for _ in claims]
+        allowed: frozenset[str] | None = None
+        for i, claim in enumerate(claims):
+            if claim.status.HasField("allocation"):
+                if not dra_claims.can_be_reserved(claim) and not dra_claims.is_reserved_for_pod(
+                    pod, claim
+                ):
+                    return None, Status.unresolvable(ERR_IN_USE, plugin=NAME)
+                alloc = claim.status.allocation
+                if alloc.HasField("node_selector"):
+                    try:
+                        s.infos[i].available_on = NodeSelector.strict(alloc.node_selector)
+                    except NodeSelectorError as e:
+                        return None, Status.as_error(e, plugin=NAME)
+                    names = _single_nodes(alloc.node_selector)
+                    if names is not None:
+                        allowed = names if allowed is None else allowed & names
+                continue
+            if self.tracker.has_pending_allocation(claim.metadata.uid):
+                return None, Status.unresolvable(
+                    f"resource claim {_key(claim)} is in the process of being allocated",
+                    plugin=NAME,
+                )
+            for request in claim.spec.devices.requests:
+                alternatives = (
+                    [
+                        (f"{request.name}/{sub.name}", sub.device_class_name)
+                        for sub in request.first_available
+                    ]
+                    if request.first_available
+                    else [(request.name, request.exactly.device_class_name)]
+                )
+                for req_name, class_name in alternatives:
+                    if not class_name:
+                        return None, Status.as_error(
+                            ValueError(f"request {req_name}: unsupported request type"), NAME
+                        )
+                    if class_name not in self._classes():
+                        return None, Status.unresolvable(
+                            f"request {req_name}: device class {class_name} does not exist",
+                            plugin=NAME,
+                        )
+            s.to_allocate.append(claim)
+        s.claims = claims
+        if s.to_allocate:
+            slices = list(self._slices().values())
+            self.device_cache.prune(slices)
+            s.allocator = self._allocator_factory(
+                claims=list(s.to_allocate),
+                allocated=frozenset(self.tracker.allocated_devices()),
+                classes=dict(self._classes()),
+                slices=slices,
+                admin_namespaces=self._admin_namespaces(pod.metadata.namespace),
+                cache=self.device_cache,
+            )
+        result = PreFilterResult(allowed) if allowed is not None else None
+        return result, Status.success()
+
+    # -------------------------------------------------------------- Filter
+    def filter(self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo) -> Status:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None:
+            return Status.as_error(KeyError(f"{NAME}: PreFilter did not run"), NAME)
+        if not s.claims:
+            return Status.success()
+        node = node_info.node
+        if node is None:
+            return Status.as_error(RuntimeError("node not found"), NAME)
+        unavailable = [
+            i
+            for i, info in enumerate(s.infos)
+            if info.available_on is not None and not info.available_on.match(node)
+        ]
+        allocations: list[resource_pb2.AllocationResult] | None = None
+        if s.allocator is not None:
+            start = self._now()
+            try:
+                got = s.allocator.allocate(node)
+            except AllocationError as e:
+                # A broken claim or class, not a fit problem: abort the attempt (retried).
+                return Status.as_error(e, NAME)
+            timeout = self.args.filter_timeout
+            if timeout > 0 and self._now() - start > timeout:
+                return Status.unresolvable(ERR_TIMEOUT, plugin=NAME)
+            if isinstance(got, Unfit):
+                return Status.unresolvable(_unfit_reason(got), plugin=NAME)
+            if len(got) != len(s.to_allocate):
+                names = ", ".join(_key(c) for c in s.to_allocate)
+                return Status.unresolvable(f"{ERR_CANNOT_ALLOCATE}: {names}", plugin=NAME)
+            allocations = got
+        if unavailable:
+            s.unavailable.update(unavailable)
+            return Status.unresolvable(ERR_NOT_AVAILABLE, plugin=NAME)
+        if allocations is not None:
+            s.node_allocations[node_info.name] = allocations
+        return Status.success()
+
+    # ---------------------------------------------------------- PostFilter
+    async def post_filter(
+        self, state: CycleState, pod_info: PodInfo, statuses: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        pod = pod_info.pod
+        if not pod.spec.resource_claims:
+            return None, Status.unschedulable(plugin=NAME)
+        s: _State | None = state.get(STATE_KEY)
+        if s is None:
+            return None, Status.as_error(KeyError(f"{NAME}: PreFilter did not run"), NAME)
+        if not s.claims:
+            return None, Status.unschedulable("no new claims to deallocate", plugin=NAME)
+        for i in sorted(s.unavailable):
+            claim = s.claims[i]
+            reserved = claim.status.reserved_for
+            if len(reserved) == 0 or (len(reserved) == 1 and reserved[0].uid == pod.metadata.uid):
+                fresh = resource_pb2.ResourceClaim()
+                fresh.CopyFrom(claim)
+                fresh.status.ClearField("allocation")
+                del fresh.status.reserved_for[:]
+                try:
+                    await self._client.update_status(fresh)
+                except Exception as e:  # noqa: BLE001 - reported as the attempt's error
+                    return None, Status.as_error(e, NAME)
+                return None, Status.unschedulable(
+                    "deallocation of ResourceClaim completed", plugin=NAME
+                )
+        return None, Status.unschedulable("still not schedulable", plugin=NAME)
+
+    # ------------------------------------------------------------- Reserve
+    def reserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims or not s.to_allocate:
+            return Status.success()
+        allocations = s.node_allocations.get(node_name)
+        if allocations is None:
+            return Status.as_error(RuntimeError("claim allocation not found for node"), NAME)
+        if len(allocations) != len(s.to_allocate):
+            return Status.as_error(
+                RuntimeError(
+                    f"internal error, have {len(allocations)} allocations, "
+                    f"{len(s.to_allocate)} claims to allocate"
+                ),
+                NAME,
+            )
+        for claim, allocation in zip(s.to_allocate, allocations, strict=True):
+            index = next(i for i, c in enumerate(s.claims) if c is claim)
+            s.infos[index].allocation = allocation
+            pending = resource_pb2.ResourceClaim()
+            pending.CopyFrom(claim)
+            if FINALIZER not in pending.metadata.finalizers:
+                pending.metadata.finalizers.append(FINALIZER)
+            pending.status.allocation.CopyFrom(allocation)
+            self.tracker.signal_pending(pending)
+        return Status.success()
+
+    def unreserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return
+        pod = pod_info.pod
+        for claim in s.claims:
+            pending = self.tracker.remove_pending(claim.metadata.uid)
+            if pending is not None:
+                self.tracker.restore(claim.metadata.uid)
+                # Its devices are free again: pods that waited for them or for this claim
+                # ("in the process of being allocated") get their claim-update event, as
+                # upstream's assume cache announces a restore.
+                current = self.tracker.claim(claim.metadata.namespace, claim.metadata.name)
+                if self._on_restore is not None and current is not None:
+                    self._on_restore(pending, current)
+            if claim.status.HasField("allocation") and dra_claims.is_reserved_for_pod(pod, claim):
+                self._spawn(self._unreserve_claim(claim, pod))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self) -> None:
+        """Wait for Unreserve's background writes (tests; shutdown)."""
+        while self._tasks:
+            with contextlib.suppress(Exception):
+                await asyncio.gather(*list(self._tasks))
+
+    async def _unreserve_claim(self, claim: resource_pb2.ResourceClaim, pod: core_pb2.Pod) -> None:
+        """Take the pod out of the claim's reservedFor; a later attempt retries on failure."""
+        uid = pod.metadata.uid
+        current: Any = claim
+        for _ in range(CONFLICT_RETRIES):
+            if current.metadata.uid != claim.metadata.uid:
+                return
+            edited = resource_pb2.ResourceClaim()
+            edited.CopyFrom(current)
+            kept = [r for r in edited.status.reserved_for if r.uid != uid]
+            if len(kept) == len(edited.status.reserved_for):
+                return
+            del edited.status.reserved_for[:]
+            edited.status.reserved_for.extend(kept)
+            try:
+                written = await self._client.update_status(edited)
+                self.tracker.assume(written)
+                return
+            except ConflictError:
+                try:
+                    current = await self._client.get(
+                        BY_KIND["ResourceClaim"], claim.metadata.name, claim.metadata.namespace
+                    )
+                except Exception as e:  # noqa: BLE001
+                    log.info("unreserve %s for pod %s: %s", _key(claim), pod.metadata.name, e)
+                    return
+            except Exception as e:  # noqa: BLE001 - retried with the pod's next attempt
+                log.info("unreserve %s for pod %s: %s", _key(claim), pod.metadata.name, e)
+                return
+
+    # ------------------------------------------------------------- PreBind
+    async def pre_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return Status.success()
+        pod = pod_info.pod
+        for i, claim in enumerate(s.claims):
+            if dra_claims.is_reserved_for_pod(pod, claim):
+                continue
+            try:
+                s.claims[i] = await self._bind_claim(claim, s.infos[i].allocation, pod)
+            except Exception as e:  # noqa: BLE001 - the attempt fails; Unreserve follows
+                return Status.as_error(e, NAME)
+        return Status.success()
+
+    async def _bind_claim(
+        self,
+        claim: resource_pb2.ResourceClaim,
+        allocation: resource_pb2.AllocationResult | None,
+        pod: core_pb2.Pod,
+    ) -> resource_pb2.ResourceClaim:
+        """upstream bindClaim: record the allocation (if Reserve made one) and the
+        reservation; on a resourceVersion conflict read the claim again and retry."""
+        current = resource_pb2.ResourceClaim()
+        current.CopyFrom(claim)
+        written: resource_pb2.ResourceClaim | None = None
+        try:
+            for attempt in range(CONFLICT_RETRIES):
+                if attempt:
+                    got = await self._client.get(
+                        BY_KIND["ResourceClaim"], claim.metadata.name, claim.metadata.namespace
+                    )
+                    current = resource_pb2.ResourceClaim()
+                    current.CopyFrom(got)
+                if current.metadata.deletion_timestamp:
+                    raise RuntimeError(f"claim {_key(claim)} got deleted in the meantime")
+                if attempt and dra_claims.is_reserved_for_pod(pod, current):
+                    # An earlier try was written though its answer was lost: done.
+                    written = current
+                    return written
+                if not dra_claims.can_be_reserved(current):
+                    raise RuntimeError(
+                        f"claim {_key(claim)}: status.reservedFor: Too many: "
+                        f"{len(current.status.reserved_for) + 1}: must have at most "
+                        f"{dra_claims.RESERVED_FOR_MAX} items"
+                    )
+                try:
+                    if allocation is not None:
+                        if current.status.HasField("allocation"):
+                            raise RuntimeError(
+                                f"claim {_key(claim)} got allocated elsewhere in the meantime"
+                            )
+                        if FINALIZER not in current.metadata.finalizers:
+                            current.metadata.finalizers.append(FINALIZER)
+                            current = await self._client.update(current)
+                        current.status.allocation.CopyFrom(allocation)
+                    current.status.reserved_for.append(dra_claims.pod_reference(pod))
+                    written = await self._client.update_status(current)
+                    return written
+                except ConflictError:
+                    if attempt == CONFLICT_RETRIES - 1:
+                        raise
+            raise AssertionError("not reached")
+        finally:
+            # Written: the claim is assumed (no longer pending). Not written: it stays
+            # pending until Unreserve, which the framework runs after a failed PreBind.
+            if allocation is not None and written is not None:
+                self.tracker.assume(written)
+
+    # ----------------------------------------------------------- events
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
+            ),
+            ClusterEventWithHint(
+                ClusterEvent("ResourceClaim", ActionType.ADD | ActionType.UPDATE),
+                self.is_schedulable_after_claim_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent("Pod", ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                self.is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(ClusterEvent("DeviceClass", ActionType.ADD | ActionType.UPDATE)),
+            ClusterEventWithHint(ClusterEvent("ResourceSlice", ActionType.ADD | ActionType.UPDATE)),
+        ]
+
+    def is_schedulable_after_claim_change(
+        self, pod: core_pb2.Pod, old: Any, new: Any
+    ) -> QueueingHint:
+        """upstream isSchedulableAfterClaimChange (add and update; never called for delete)."""
+        uses = False
+
+        def check(claim: resource_pb2.ResourceClaim) -> None:
+            nonlocal uses
+            if new is not None and claim.metadata.uid == new.metadata.uid:
+                uses = True
+
+        try:
+            self._foreach_claim(pod, check)
+        except _NotSchedulable:
+            return QueueingHint.SKIP
+        if new is None:  # not registered; a deleted claim may have held devices
+            return QueueingHint.QUEUE
+        if (
+            old is not None
+            and old.status.HasField("allocation")
+            and not new.status.HasField("allocation")
+        ):
+            return QueueingHint.QUEUE  # deallocated: its devices are free for any pod
+        if not uses:
+            return QueueingHint.SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        if old.status == new.status:
+            return QueueingHint.SKIP  # e.g. a finalizer added
+        return QueueingHint.QUEUE
+
+    def is_schedulable_after_pod_change(
+        self, pod: core_pb2.Pod, old: Any, new: Any
+    ) -> QueueingHint:
+        """upstream isSchedulableAfterPodChange: the pod's own claims got made."""
+        if new is None or new.metadata.uid != pod.metadata.uid:
+            return QueueingHint.SKIP
+        try:
+            self._foreach_claim(new)
+        except _NotSchedulable:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
+
+
+def _unfit_reason(unfit: Unfit) -> str:
+    """Filter's reason: upstream's "cannot allocate all claims", naming the claim and why."""
+    claim = f'resourceclaim "{unfit.claim}"'
+    detail = unfit.reason if unfit.claim in unfit.reason else f"{claim}: {unfit.reason}"
+    return f"{ERR_CANNOT_ALLOCATE}: {detail}"
+
+
+def new(args: Args | None, handle: Any) -> DynamicResources:
+    """The factory: the scheduler's informers of claims, slices and classes are the listers;
+    claim events also tell the tracker when the informer caught up with our writes."""
+    informer = getattr(handle, "informer", None)
+    if informer is None:
+        # A handle without informers (framework unit tests): no claims, slices or classes
+        # exist for this plugin, so pods without claims pass and pods with claims wait.
+        return DynamicResources(args or Args(), claims={}, slices={}, classes={}, handle=handle)
+    claims = informer("ResourceClaim")
+    slices = informer("ResourceSlice")
+    classes = informer("DeviceClass")
+
+    def announce(old: Any, new: Any) -> None:
+        # The claim informer's handlers: the scheduler's turns it into the queue's
+        # ClusterEvent("ResourceClaim", UPDATE); the tracker's ignores an older object.
+        for h in list(claims.handlers):
+            if h.on_update is not None:
+                h.on_update(old, new)
+
+    plugin = DynamicResources(
+        args or Args(),
+        claims=claims,
+        slices=slices,
+        classes=classes,
+        client=getattr(handle, "client", None),
+        handle=handle,
+        on_restore=announce,
+    )
+    tracker = plugin.tracker
+    claims.add_handlers(
+        Handlers(
+            tracker.observed,
+            lambda old, new: tracker.observed(new),
+            lambda obj: tracker.observed(obj, deleted=True),
+        )
+    )
+    return plugin
