@@ -20,7 +20,9 @@ bootstrap roles grant them, in one place:
                                         events); write its own Node and nodes/status, its
                                         own Lease (kube-node-lease/N), the status of pods
                                         bound to it, delete pods bound to it, evict them;
-                                        create/update/patch events. Never: other nodes'
+                                        create/update/patch events; read resourceclaims
+                                        and resourceslices, write the ResourceSlices of
+                                        its nodes (spec.nodeName). Never: other nodes'
                                         objects, bindings, pods of other nodes, pod specs.
 
 What a node may touch is decided by the object: a pod is "its" when the pod as stored is
@@ -60,6 +62,8 @@ NODE_READABLE = frozenset(
         "priorityclasses",
         "events",
         "poddisruptionbudgets",
+        "resourceclaims",
+        "resourceslices",
     }
 )
 EVENT_VERBS = frozenset({"create", "update", "patch"})
@@ -75,6 +79,8 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "namespaces": frozenset({"create", "update", "patch", "delete"}),
     "events": frozenset({"create", "update", "patch", "delete"}),
     "leases": frozenset({"create", "update", "patch", "delete"}),
+    # the resourceclaim controller: claims from templates, reservations, deallocation
+    "resourceclaims": frozenset({"create", "update", "patch", "delete"}),
 }
 
 ALLOWED = Decision(True)
@@ -148,6 +154,17 @@ class KuberaAuthorizer:
                     return ALLOWED
                 return _deny(f"node(s) {_few(nodes)} may not modify the lease of node {name!r}")
             return _deny(f"a node may not {verb} leases")
+        if resource == "resourceslices" and (verb in WRITE_VERBS or verb == "delete"):
+            # upstream's Node authorizer: a node writes only the slices of its own node
+            if verb == "create":
+                node = _slice_node(attrs.obj)
+            else:
+                node = _slice_node(await self._lookup("resourceslices", "", attrs.name))
+                if attrs.obj is not None and _slice_node(attrs.obj) not in nodes:
+                    return _deny("a node may not move a ResourceSlice to another node")
+            if node in nodes:
+                return ALLOWED
+            return _deny(f"node(s) {_few(nodes)} may not modify the ResourceSlices of {node!r}")
         if resource == "pods":
             ok_pod = (sub == "status" and verb in {"update", "patch"}) or (
                 (not sub and verb == "delete") or (sub == "eviction" and verb == "create")
@@ -227,6 +244,13 @@ def _name_of(obj: Any) -> str:
         return ""
     meta = getattr(obj, "metadata", None)
     return str(getattr(meta, "name", "") or "")
+
+
+def _slice_node(obj: Any) -> str:
+    if obj is None:
+        return ""
+    spec = getattr(obj, "spec", None)
+    return str(getattr(spec, "node_name", "") or "")
 
 
 def _node_of(pod: Any) -> str:
