@@ -8,7 +8,7 @@ and the Kubernetes-shaped dict of `kubera.printing.output`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +16,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from kubera.printing.output import to_dict
+from services.api.dra.claims import ClaimNotCreatedError, claim_name, is_reserved_for_pod
 from services.api.kinds import kind_of
 from services.api.printers import (
     NONE,
@@ -232,8 +233,14 @@ def _value_from(struct: Any) -> str:
     return ", ".join(sorted(d))
 
 
-def describe_pod(pod: Message, events: Sequence[Message], now: float) -> str:
-    """kubectl describe pod."""
+def describe_pod(
+    pod: Message,
+    events: Sequence[Message],
+    now: float,
+    claims: Mapping[str, Message] | None = None,
+) -> str:
+    """kubectl describe pod; `claims` (ResourceClaims by name, those found) fills its
+    Resource Claims section."""
     p: Any = pod
     spec, status, meta = p.spec, p.status, p.metadata
     w = _Describe()
@@ -302,8 +309,39 @@ def describe_pod(pod: Message, events: Sequence[Message], now: float) -> str:
                 for c in spec.topology_spread_constraints
             ],
         )
+    if spec.resource_claims:
+        _describe_pod_claims(w, pod, claims or {})
     _describe_events(w, events, now)
     return w.text()
+
+
+def _describe_pod_claims(w: _Describe, pod: Message, claims: Mapping[str, Message]) -> None:
+    """Each spec.resourceClaims entry: the claim it names, its devices, its reservation."""
+    p: Any = pod
+    w.line(0, "Resource Claims:")
+    for entry in p.spec.resource_claims:
+        try:
+            ref = claim_name(p, entry)
+        except ClaimNotCreatedError:
+            template = entry.resource_claim_template_name
+            w.line(1, f"{entry.name}:", f"<not created yet> (from template {template})")
+            continue
+        except ValueError:
+            w.line(1, f"{entry.name}:", "<names no claim>")
+            continue
+        if ref.name is None:
+            w.line(1, f"{entry.name}:", "<no claim needed>")
+            continue
+        source = f" (from template {entry.resource_claim_template_name})" if ref.check_owner else ""
+        w.line(1, f"{entry.name}:", ref.name + source)
+        claim: Any = claims.get(ref.name)
+        if claim is None:
+            w.line(2, "State:", "not found")
+            continue
+        results = claim.status.allocation.devices.results
+        w.line(2, "Allocated:", "true" if claim.status.HasField("allocation") else "false")
+        w.multiline(2, "Devices", [f"{r.driver}/{r.pool}/{r.device}" for r in results])
+        w.line(2, "Reserved:", "true" if is_reserved_for_pod(p, claim) else "false")
 
 
 # Resource arithmetic for describe node (kubectl's resourcehelper.PodRequestsAndLimits):

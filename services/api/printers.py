@@ -514,6 +514,27 @@ def _runtime_class_row(rc: Message, now: float, wide: bool) -> list[str]:
     return [x.metadata.name, x.handler, age(x.metadata.creation_timestamp, now)]
 
 
+def claim_state(claim: Message) -> str:
+    """kubectl's STATE of a ResourceClaim: deleted, pending, allocated, reserved (joined)."""
+    c: Any = claim
+    states = []
+    if c.metadata.deletion_timestamp:
+        states.append("deleted")
+    if not c.status.HasField("allocation"):
+        if not c.metadata.deletion_timestamp:
+            states.append("pending")
+    else:
+        states.append("allocated")
+        if c.status.reserved_for:
+            states.append("reserved")
+    return ",".join(states)
+
+
+def _resource_claim_row(claim: Message, now: float, wide: bool) -> list[str]:
+    x: Any = claim
+    return [x.metadata.name, claim_state(claim), age(x.metadata.creation_timestamp, now)]
+
+
 def _generic_row(obj: Message, now: float, wide: bool) -> list[str]:
     return [obj.metadata.name, age(obj.metadata.creation_timestamp, now)]  # type: ignore[attr-defined]
 
@@ -650,6 +671,14 @@ COLUMNS: dict[str, Columns] = {
     "RuntimeClass": Columns(
         (NAME, Column("Handler", S, "The CRI handler pods of this class run with."), AGE),
         _runtime_class_row,
+    ),
+    "ResourceClaim": Columns(
+        (
+            NAME,
+            Column("State", S, "A summary of the current state (allocated, pending, reserved)."),
+            AGE,
+        ),
+        _resource_claim_row,
     ),
 }
 GENERIC = Columns((NAME, AGE), _generic_row)
