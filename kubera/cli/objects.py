@@ -42,7 +42,7 @@ from kubera.cli.common import (
     server_error,
 )
 from kubera.errors import CliError
-from kubera.printing import describe, dra, output, tables
+from kubera.printing import describe, output, tables
 from services.api import kinds, labels
 from services.api.dra.claims import ClaimNotCreatedError, claim_name
 from services.api.errors import (
@@ -358,7 +358,7 @@ async def _describe(client: Client, kind: Kind, obj: Message, now: float) -> str
     if kind.kind == "Pod":
         return describe.describe_pod(obj, events, now, await _pod_claims(client, obj))
     if kind.kind == "ResourceClaim":
-        return dra.describe_resource_claim(obj, events, now)
+        return describe.describe_resource_claim(obj, events, now)
     if kind.kind == "Node":
         name = meta_of(obj).name
         pods, _ = await client.list(
