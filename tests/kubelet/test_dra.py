@@ -331,3 +331,30 @@ async def test_pod_without_claims_is_not_gated() -> None:
 
         await eventually(runs)
         assert not env.pool.waiting_for_claims
+
+
+async def test_gate_follows_a_template_claim_recorded_later_in_the_pod_status() -> None:
+    """The resourceclaim controller's part played by hand: the claim is made, allocated
+    and reserved, then recorded in the pod's status; the pod update lets the pod run."""
+    async with running(gpu_template(count=1)) as env:
+        node = env.pool.nodes[0].name
+        p = MakePod().typed().name("t").namespace("default").node(node).container("c", "nginx:1.27")
+        pod: core_pb2.Pod = await env.api.create(p.resource_claim("gpu", template="tmpl").obj())
+        uid = pod.metadata.uid
+        await eventually(lambda: "to be created" in env.pool.waiting_for_claims.get(uid, ""))
+
+        claim = claim_obj("t-gpu-x1", allocated=True, reserved=pod, owner=pod)
+        made = await env.client.create(claim_obj("t-gpu-x1", owner=pod))
+        made.status.CopyFrom(claim.status)  # type: ignore[attr-defined]
+        await env.client.update_status(made)
+        await eventually(lambda: "default/t-gpu-x1" in env.pool.claims.store)
+        assert uid in env.pool.waiting_for_claims, "no status entry yet: still waiting"
+
+        fresh = await env.get("t")
+        fresh.status.resource_claim_statuses.add(name="gpu", resource_claim_name="t-gpu-x1")
+        await env.client.update_status(fresh)
+
+        async def runs() -> bool:
+            return await env.phase("t") == "Running"
+
+        await eventually(runs)
