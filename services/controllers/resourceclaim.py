@@ -6,7 +6,9 @@ Two kinds of keys share one queue:
     "pod:<ns>/<name>"    a pod with resourceClaimTemplateName entries and no claim recorded
                          for some of them: find the claim it owns for the entry (one made
                          before a crash) or create one from the template, then record all
-                         of them in status.resourceClaimStatuses (one UpdateStatus).
+                         of them in status.resourceClaimStatuses (one UpdateStatus). A pod
+                         bound without the scheduler (nodeName set by hand) also gets its
+                         allocated claims reserved for it.
     "claim:<ns>/<name>"  drop status.reservedFor entries of pods that are gone, replaced
                          (other UID) or done; on the transition to "no reservation" clear
                          the allocation (deallocate); a claim made for a pod that is done or
@@ -39,7 +41,15 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api import codec
-from services.api.dra.claims import POD_CLAIM_NAME_ANNOTATION, ClaimNotCreatedError, claim_name
+from services.api.dra.claims import (
+    POD_CLAIM_NAME_ANNOTATION,
+    ClaimNotCreatedError,
+    can_be_reserved,
+    claim_name,
+    is_for_pod,
+    is_reserved_for_pod,
+    pod_reference,
+)
 from services.api.errors import ConflictError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.api.meta import object_key
@@ -111,6 +121,23 @@ def pending_template_entries(pod: core_pb2.Pod) -> list[core_pb2.PodResourceClai
     ]
 
 
+#: A generateName base leaves room for "-" and the 5 random characters in 63 (upstream).
+_MAX_BASE_LEN = 57
+
+
+def generate_name(pod: str, entry: str) -> str:
+    """ "<pod>-<entry>-"; when longer than 57 both parts are cut in proportion to their
+    lengths (upstream: the apiserver would cut the end, losing the entry's name)."""
+    base = f"{pod}-{entry}-"
+    if len(base) <= _MAX_BASE_LEN:
+        return base
+    return (
+        pod[: len(pod) * _MAX_BASE_LEN // len(base)]
+        + "-"
+        + entry[: len(entry) * _MAX_BASE_LEN // len(base)]
+    )
+
+
 def claim_from_template(
     pod: core_pb2.Pod,
     entry: core_pb2.PodResourceClaim,
@@ -121,7 +148,7 @@ def claim_from_template(
     annotation, its spec, controlled by the pod."""
     claim = resource_pb2.ResourceClaim(api_version=CLAIMS.api_version, kind=CLAIMS.kind)
     claim.metadata.namespace = pod.metadata.namespace
-    claim.metadata.generate_name = f"{pod.metadata.name}-{entry.name}-"
+    claim.metadata.generate_name = generate_name(pod.metadata.name, entry.name)
     claim.metadata.labels.update(template.spec.metadata.labels)
     claim.metadata.annotations.update(template.spec.metadata.annotations)
     claim.metadata.annotations[POD_CLAIM_NAME_ANNOTATION] = entry.name
@@ -214,7 +241,7 @@ class ResourceClaimController:
             # Its reservations may go now (done), or once it is gone (deleting on a node).
             self._enqueue_claims_of(pod)
             return
-        if pending_template_entries(pod):
+        if pending_template_entries(pod) or self._claims_to_reserve(pod):
             self.queue.add(f"pod:{object_key(pod)}")
 
     def _delete_pod(self, obj: Message) -> None:
@@ -289,11 +316,47 @@ class ResourceClaimController:
                 return claim
         return None
 
+    def _claims_to_reserve(self, pod: core_pb2.Pod) -> list[resource_pb2.ResourceClaim]:
+        """The allocated claims of a pod bound without the scheduler (spec.nodeName set by
+        hand) that are not reserved for it yet: the scheduler reserves the claims of the
+        pods it binds, these the controller does (upstream reserveForPod)."""
+        if not pod.spec.node_name:
+            return []
+        out = []
+        for entry in pod.spec.resource_claims:
+            try:
+                ref = claim_name(pod, entry)
+            except (ClaimNotCreatedError, ValueError):
+                continue
+            if ref.name is None:
+                continue
+            claim: resource_pb2.ResourceClaim | None = self.claim_informer.store.get(  # type: ignore[assignment]
+                f"{pod.metadata.namespace}/{ref.name}"
+            )
+            if claim is None or (ref.check_owner and not is_for_pod(pod, claim)):
+                continue
+            if (
+                claim.status.HasField("allocation")
+                and not is_reserved_for_pod(pod, claim)
+                and can_be_reserved(claim)
+            ):
+                out.append(claim)
+        return out
+
     async def sync_pod(self, key: str) -> None:
-        """Claims for the pod's template entries, recorded in its status."""
+        """Claims for the pod's template entries, recorded in its status; reservations for
+        a pod bound by hand."""
         pod: core_pb2.Pod | None = self.pod_informer.store.get(key)  # type: ignore[assignment]
         if pod is None or is_pod_done(pod) or pod.metadata.deletion_timestamp:
             return
+        await self._record_claims(key, pod)
+        for claim in self._claims_to_reserve(pod):
+            updated: resource_pb2.ResourceClaim = codec.clone(claim)  # type: ignore[assignment]
+            updated.status.reserved_for.append(pod_reference(pod))
+            # A stale cache (the scheduler reserved it already): Conflict, retried.
+            await self.client.update_status(updated)
+
+    async def _record_claims(self, key: str, pod: core_pb2.Pod) -> None:
         entries = pending_template_entries(pod)
         if not entries:
             return
@@ -392,6 +455,7 @@ __all__ = [
     "ResourceClaimConfig",
     "ResourceClaimController",
     "claim_from_template",
+    "generate_name",
     "is_pod_done",
     "owning_pod",
 ]

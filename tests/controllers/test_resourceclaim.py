@@ -25,6 +25,7 @@ from services.controllers.manager import ALL_CONTROLLERS
 from services.controllers.resourceclaim import (
     DELETE_PROTECTION_FINALIZER,
     ResourceClaimController,
+    generate_name,
     is_pod_done,
 )
 from tests.builders import MakePod, exact_request, resource_claim, resource_claim_template
@@ -330,6 +331,33 @@ async def _owned_pod_deleting_on_node(w: World) -> None:
     await w.cluster.client.delete(PODS, "p", NS, grace_period_seconds=30)
 
 
+async def _bound_by_hand(w: World) -> None:
+    # nodeName set by hand, the claim allocated beforehand: the controller reserves it
+    await w.claim("shared", allocated=True)
+    await w.pod("p", claim="shared", node="n1")
+
+
+def _check_reserved(
+    w: World, cs: list[resource_pb2.ResourceClaim], pod: core_pb2.Pod | None
+) -> None:
+    (c,) = cs
+    assert [(r.resource, r.name, r.uid) for r in c.status.reserved_for] == [
+        ("pods", "p", w.pods["p"].metadata.uid)
+    ]
+
+
+async def _unbound(w: World) -> None:
+    await w.claim("shared", allocated=True)
+    await w.pod("p", claim="shared")
+
+
+def _check_unreserved(
+    w: World, cs: list[resource_pb2.ResourceClaim], pod: core_pb2.Pod | None
+) -> None:
+    (c,) = cs
+    assert not c.status.reserved_for, "the scheduler reserves for the pods it binds"
+
+
 CASES = [
     Case("create", _create, lambda w: "pod:default/p", _check_created),
     Case("find-existing-claim", _find_existing, lambda w: "pod:default/p", _check_found),
@@ -346,6 +374,8 @@ CASES = [
     Case("delete-claim-when-pod-done", _owned_pod_done, lambda w: "claim:default/p-gpu-1", _check_deleted),
     Case("delete-claim-when-pod-gone", _owned_pod_gone, lambda w: "claim:default/p-gpu-1", _check_deleted),
     Case("keep-claim-of-running-pod", _owned_pod_running, lambda w: "claim:default/p-gpu-1", _check_kept),
+    Case("add-reserved", _bound_by_hand, lambda w: "pod:default/p", _check_reserved),
+    Case("no-reservation-for-unbound-pod", _unbound, lambda w: "pod:default/p", _check_unreserved),
     Case("keep-claim-of-pod-deleting-on-node", _owned_pod_deleting_on_node, lambda w: "claim:default/p-gpu-1", _check_kept),
 ]  # fmt: skip
 
@@ -384,6 +414,20 @@ def test_is_pod_done() -> None:
         if deleting:
             b.deletion_timestamp("2026-01-01T00:00:00Z")
         assert is_pod_done(b.obj()) is want, (phase, node, deleting)
+
+
+@pytest.mark.parametrize(
+    ("pod", "entry", "want"),
+    [
+        ("my-pod", "gpu", "my-pod-gpu-"),
+        ("p" * 60, "gpu", "p" * 52 + "-gp"),
+        ("p" * 30, "c" * 30, "p" * 27 + "-" + "c" * 27),
+    ],
+)
+def test_generated_names_keep_both_parts(pod: str, entry: str, want: str) -> None:
+    got = generate_name(pod, entry)
+    assert got == want
+    assert len(got) <= 57
 
 
 def test_registered_in_the_controller_manager() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import core_pb2, resource_pb2
+from services.api.errors import ConflictError
 from services.api.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
@@ -49,8 +50,13 @@ class Cluster:
             claim.status.allocation.devices.results.add(
                 request="gpu", driver="gpu.example.com", pool="n1", device="gpu-0"
             )
+        if any(r.uid == pod.metadata.uid for r in claim.status.reserved_for):
+            return  # the controller reserved it already (a pod bound by hand)
         claim.status.reserved_for.add(resource="pods", name=pod_name, uid=pod.metadata.uid)
-        await self.client.update_status(claim)
+        try:
+            await self.client.update_status(claim)
+        except ConflictError:
+            await self.reserve(claim_name, pod_name)  # the controller was faster
 
 
 @pytest.fixture
