@@ -241,7 +241,7 @@ class ResourceClaimController:
             # Its reservations may go now (done), or once it is gone (deleting on a node).
             self._enqueue_claims_of(pod)
             return
-        if pending_template_entries(pod) or self._claims_to_reserve(pod):
+        if pending_template_entries(pod) or self._lost_claims(pod) or self._claims_to_reserve(pod):
             self.queue.add(f"pod:{object_key(pod)}")
 
     def _delete_pod(self, obj: Message) -> None:
@@ -273,6 +273,8 @@ class ResourceClaimController:
         claim: resource_pb2.ResourceClaim = obj  # type: ignore[assignment]
         owner = owning_pod(claim)
         if owner is not None:
+            # Its pod may still need it (deleted by someone else): made again.
+            self.queue.add(f"pod:{claim.metadata.namespace}/{owner[0]}")
             keys = self._owned.get(owner[1])
             if keys is not None:
                 keys.discard(object_key(claim))
@@ -356,8 +358,42 @@ class ResourceClaimController:
             # A stale cache (the scheduler reserved it already): Conflict, retried.
             await self.client.update_status(updated)
 
+    def _lost_claims(self, pod: core_pb2.Pod) -> list[core_pb2.PodResourceClaim]:
+        """Template entries whose recorded claim the cache does not hold as the pod's (deleted
+        by someone, or taken over): upstream makes a new claim for them."""
+        recorded = {
+            st.name: st.resource_claim_name
+            for st in pod.status.resource_claim_statuses
+            if st.HasField("resource_claim_name")
+        }
+        made = {c.metadata.name for (uid, _), c in self._created.items() if uid == pod.metadata.uid}
+        lost = []
+        for e in pod.spec.resource_claims:
+            name = recorded.get(e.name)
+            if not e.HasField("resource_claim_template_name") or name is None or name in made:
+                continue
+            claim = self.claim_informer.store.get(f"{pod.metadata.namespace}/{name}")
+            if claim is None or not is_for_pod(pod, claim):  # type: ignore[arg-type]
+                lost.append(e)
+        return lost
+
+    async def _really_lost(self, pod: core_pb2.Pod, entry: core_pb2.PodResourceClaim) -> bool:
+        """The apiserver confirms the recorded claim is gone or not the pod's (the claim
+        cache may lag behind the pod cache: never make a second claim on its word)."""
+        ref = claim_name(pod, entry)
+        assert ref.name is not None
+        try:
+            claim = await self.client.get(CLAIMS, ref.name, pod.metadata.namespace)
+        except NotFoundError:
+            return True
+        return not is_for_pod(pod, claim)  # type: ignore[arg-type]
+
     async def _record_claims(self, key: str, pod: core_pb2.Pod) -> None:
         entries = pending_template_entries(pod)
+        for entry in self._lost_claims(pod):
+            if await self._really_lost(pod, entry):
+                log.info("pod %s: the claim of %s is gone; making a new one", key, entry.name)
+                entries.append(entry)
         if not entries:
             return
         found: list[tuple[str, str]] = []
@@ -377,8 +413,12 @@ class ResourceClaimController:
                 log.info("pod %s: created claim %s for %s", key, claim.metadata.name, entry.name)
             found.append((entry.name, claim.metadata.name))
         updated: core_pb2.Pod = codec.clone(pod)  # type: ignore[assignment]
+        statuses = {st.name: st for st in updated.status.resource_claim_statuses}
         for name, cname in found:
-            updated.status.resource_claim_statuses.add(name=name, resource_claim_name=cname)
+            if name in statuses:
+                statuses[name].resource_claim_name = cname
+            else:
+                updated.status.resource_claim_statuses.add(name=name, resource_claim_name=cname)
         # Conflict: the pod changed meanwhile; retried from the fresh cache (claims found).
         await self.client.update_status(updated)
 

@@ -358,6 +358,31 @@ def _check_unreserved(
     assert not c.status.reserved_for, "the scheduler reserves for the pods it binds"
 
 
+async def _recreate(w: World) -> None:
+    # The recorded claim was deleted by someone while the pod still needs it.
+    await w.cluster.client.create(gpu_template())
+    await w.pod("p", template="gpu-template", statuses={"gpu": "p-gpu-gone1"})
+
+
+def _check_recreated(
+    w: World, cs: list[resource_pb2.ResourceClaim], pod: core_pb2.Pod | None
+) -> None:
+    (c,) = cs
+    assert c.metadata.name.startswith("p-gpu-") and c.metadata.name != "p-gpu-gone1"
+    assert pod is not None
+    assert [(s.name, s.resource_claim_name) for s in pod.status.resource_claim_statuses] == [
+        ("gpu", c.metadata.name)
+    ]
+
+
+async def _claim_being_deleted(w: World) -> None:
+    # Deleted while allocated but unused: the allocation is cleared, the finalizer goes.
+    await w.claim("shared", allocated=True, finalizer=True)
+    await w.cluster.client.delete(CLAIMS, "shared", NS)
+    held = await w.cluster.client.get(CLAIMS, "shared", NS)
+    assert held.metadata.deletion_timestamp, "the finalizer holds it"  # type: ignore[attr-defined]
+
+
 CASES = [
     Case("create", _create, lambda w: "pod:default/p", _check_created),
     Case("find-existing-claim", _find_existing, lambda w: "pod:default/p", _check_found),
@@ -374,6 +399,8 @@ CASES = [
     Case("delete-claim-when-pod-done", _owned_pod_done, lambda w: "claim:default/p-gpu-1", _check_deleted),
     Case("delete-claim-when-pod-gone", _owned_pod_gone, lambda w: "claim:default/p-gpu-1", _check_deleted),
     Case("keep-claim-of-running-pod", _owned_pod_running, lambda w: "claim:default/p-gpu-1", _check_kept),
+    Case("recreate", _recreate, lambda w: "pod:default/p", _check_recreated),
+    Case("structured-deleted", _claim_being_deleted, lambda w: "claim:default/shared", _check_deleted),
     Case("add-reserved", _bound_by_hand, lambda w: "pod:default/p", _check_reserved),
     Case("no-reservation-for-unbound-pod", _unbound, lambda w: "pod:default/p", _check_unreserved),
     Case("keep-claim-of-pod-deleting-on-node", _owned_pod_deleting_on_node, lambda w: "claim:default/p-gpu-1", _check_kept),
@@ -398,6 +425,20 @@ async def test_sync(cluster: ControllerCluster, case: Case) -> None:
     except NotFoundError:
         pod = None
     case.check(w, await claims(cluster), pod)
+
+
+async def test_stay_reserved_for_a_pod_the_cache_has_not_seen(cluster: ControllerCluster) -> None:
+    """upstream stay-reserved-not-seen: a pod missing from the cache is looked up in the
+    apiserver before its reservation is dropped."""
+    ctrl = ResourceClaimController(cluster.client, cluster.informers)
+    await cluster.start()
+    w = World(cluster)
+    p = await w.pod("p", claim="shared", node="n1", phase="Running")
+    await w.claim("shared", reserved_for=[p], allocated=True)
+    await settle(cluster, ctrl)
+    del ctrl.pod_informer.store["default/p"]  # as if the pod were too new for the cache
+    await ctrl.sync("claim:default/shared")
+    _check_kept(w, await claims(cluster), None)
 
 
 def test_is_pod_done() -> None:
