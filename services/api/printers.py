@@ -530,6 +530,18 @@ def claim_state(claim: Message) -> str:
     return ",".join(states)
 
 
+def _resource_slice_row(rs: Message, now: float, wide: bool) -> list[str]:
+    x: Any = rs
+    node = x.spec.node_name if x.spec.HasField("node_name") and x.spec.node_name else NONE
+    return [
+        x.metadata.name,
+        node,
+        x.spec.driver,
+        x.spec.pool.name,
+        age(x.metadata.creation_timestamp, now),
+    ]
+
+
 def _resource_claim_row(claim: Message, now: float, wide: bool) -> list[str]:
     x: Any = claim
     return [x.metadata.name, claim_state(claim), age(x.metadata.creation_timestamp, now)]
@@ -671,6 +683,16 @@ COLUMNS: dict[str, Columns] = {
     "RuntimeClass": Columns(
         (NAME, Column("Handler", S, "The CRI handler pods of this class run with."), AGE),
         _runtime_class_row,
+    ),
+    "ResourceSlice": Columns(
+        (
+            NAME,
+            Column("Node", S, "The node whose devices the slice publishes."),
+            Column("Driver", S, "The DRA driver of the devices."),
+            Column("Pool", S, "The pool the slice belongs to."),
+            AGE,
+        ),
+        _resource_slice_row,
     ),
     "ResourceClaim": Columns(
         (

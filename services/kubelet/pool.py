@@ -49,7 +49,7 @@ from services.kubelet import eviction as ev
 from services.kubelet import podstatus
 from services.kubelet.admission import admit
 from services.kubelet.batcher import Batcher
-from services.kubelet.claimgate import unprepared, wants_claims
+from services.kubelet.claimgate import REASON_FAILED_PREPARE, unprepared, wants_claims
 from services.kubelet.leases import LEASE_SLOTS as LEASE_SLOTS  # re-exported
 from services.kubelet.leases import NodeLeases
 from services.kubelet.nodestatus import pod_ip
@@ -378,7 +378,7 @@ class NodePool:
             if why is not None:
                 # Stays Pending (upstream: FailedPrepareDynamicResources, retried).
                 if st.uid not in self.waiting_for_claims:
-                    log.info("pod %s waits for its claims: %s", st.key, why)
+                    log.info("pod %s: %s: %s", st.key, REASON_FAILED_PREPARE, why)
                 self.waiting_for_claims[st.uid] = why
                 return
             self._creating(st)

@@ -132,6 +132,27 @@ def test_get_and_describe_claims(
     assert reserved[0] == "pods/trainer"
 
 
+def test_get_resourceslices_shows_node_driver_and_pool(
+    apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    manifest = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-a-gpu-example-com}
+spec:
+  driver: gpu.example.com
+  nodeName: node-a
+  pool: {name: node-a, generation: 1, resourceSliceCount: 1}
+  devices: [{name: gpu-0}]
+"""
+    assert kubera(capsys, apiserver, "apply", "-f", write(tmp_path, "s.yaml", manifest)).rc == 0
+    r = kubera(capsys, apiserver, "get", "resourceslices")
+    assert r.rc == 0, r.err
+    rows = [line.split() for line in r.out.splitlines()]
+    assert rows[0] == ["NAME", "NODE", "DRIVER", "POOL", "AGE"]
+    assert rows[1][:4] == ["node-a-gpu-example-com", "node-a", "gpu.example.com", "node-a"]
+
+
 def test_describe_pending_claim_and_pod_whose_claim_is_missing(
     apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
