@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 
 from google.protobuf.message import Message
@@ -121,6 +121,9 @@ def pending_template_entries(pod: core_pb2.Pod) -> list[core_pb2.PodResourceClai
     ]
 
 
+#: How many deleted pods' UIDs are remembered (upstream maxUIDCacheEntries).
+_DELETED_PODS_REMEMBERED = 500
+
 #: A generateName base leaves room for "-" and the 5 random characters in 63 (upstream).
 _MAX_BASE_LEN = 57
 
@@ -197,6 +200,9 @@ class ResourceClaimController:
         self._owned: dict[str, set[str]] = defaultdict(set)
         #: (pod UID, entry) -> claim created here and not yet seen by the informer.
         self._created: dict[tuple[str, str], resource_pb2.ResourceClaim] = {}
+        #: UIDs of pods seen deleted, newest last (upstream's deletedObjects LRU): their
+        #: reservations go without asking the apiserver.
+        self._deleted: OrderedDict[str, None] = OrderedDict()
         self.pod_informer.add_handlers(Handlers(self._add_pod, self._update_pod, self._delete_pod))
         self.claim_informer.add_handlers(
             Handlers(self._add_claim, self._update_claim, self._delete_claim)
@@ -246,6 +252,9 @@ class ResourceClaimController:
 
     def _delete_pod(self, obj: Message) -> None:
         pod: core_pb2.Pod = obj  # type: ignore[assignment]
+        self._deleted[pod.metadata.uid] = None
+        if len(self._deleted) > _DELETED_PODS_REMEMBERED:
+            self._deleted.popitem(last=False)
         self._enqueue_claims_of(pod)
         # Created claims the informer has not shown yet are found through _owned later.
         for k in [k for k in self._created if k[0] == pod.metadata.uid]:
@@ -425,6 +434,8 @@ class ResourceClaimController:
     async def _pod_gone_or_replaced(self, namespace: str, name: str, uid: str) -> bool | None:
         """True: no pod of that name and UID exists; False: it exists; None: it exists and is
         done (upstream's three cases, the cache first, then the apiserver)."""
+        if uid in self._deleted:
+            return True
         pod: core_pb2.Pod | None = self.pod_informer.store.get(f"{namespace}/{name}")  # type: ignore[assignment]
         if pod is None:
             # Maybe too new for the cache: only the apiserver can say it is gone.
