@@ -1,6 +1,7 @@
 """The resourceclaim controller in the controller-manager, on a real etcd behind a real
 gRPC apiserver: claims made from templates and recorded in the pods' status, reservations
-of finished pods cleared (shared claims deallocated), claims deleted with their pods."""
+of finished pods cleared (shared claims deallocated), claims deleted with their pods; and
+with a hollow node pool, the kubelet's claim gate in between."""
 
 from __future__ import annotations
 
@@ -17,7 +18,10 @@ from services.api.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
+from services.clock import ScaledClock
 from services.controllers.manager import ControllerManager, ControllerManagerConfig
+from services.kubelet.pool import NodePool, PoolConfig
+from services.kubelet.template import parse_template, plan_nodes
 from services.storage import Delete
 from services.storage.etcd import EtcdStorage
 from tests.builders import MakePod, exact_request, resource_claim, resource_claim_template
@@ -149,3 +153,65 @@ async def test_shared_claim_is_released_by_finished_pods(cluster: Cluster) -> No
 
     await eventually(released)
     assert "shared" in await cluster.claims(), "a shared claim is deallocated, not deleted"
+
+
+async def test_a_template_claim_through_the_kubelet_gate(cluster: Cluster) -> None:
+    """The whole path but the scheduler (played here): a pod bound to a hollow GPU node
+    waits Pending for its claim; the controller makes it from the template; once it is
+    allocated and reserved the kubelet runs the pod; when the pod succeeds the claim goes."""
+    c = cluster.client
+    template = {
+        "nodes": [
+            {
+                "name": "g",
+                "count": 1,
+                "stages": {
+                    "creatingDelay": "1s",
+                    "startDelay": "1s",
+                    "runDuration": "2s",
+                    "jitter": 0,
+                },
+                "devices": [{"driver": "gpu.example.com", "count": 2, "namePrefix": "gpu"}],
+            }
+        ]
+    }
+    pool = NodePool(
+        c,
+        plan_nodes(parse_template(template)),
+        config=PoolConfig(seed=1),
+        clock=ScaledClock(50),
+    )
+    await pool.start()
+    try:
+        node = pool.nodes[0].name
+        items, _ = await c.list(BY_KIND["ResourceSlice"])
+        assert [s.spec.node_name for s in items] == [node]  # type: ignore[attr-defined]
+        await c.create(
+            resource_claim_template("one-gpu", NS, exact_request("gpu", "gpu.example.com"))
+        )
+        p = MakePod().typed().name("job").namespace(NS).container("c", "app:v1")
+        p.spec({"restartPolicy": "Never"})
+        await c.create(p.node(node).resource_claim("gpu", template="one-gpu").obj())
+
+        async def claim_made() -> str:
+            pod = await cluster.pod("job")
+            return (
+                pod.status.resource_claim_statuses[0].resource_claim_name
+                if pod.status.resource_claim_statuses
+                else ""
+            )
+
+        name = await eventually(claim_made)
+        uid = (await cluster.pod("job")).metadata.uid
+        await eventually(lambda: uid in pool.waiting_for_claims)
+        assert (await cluster.pod("job")).status.phase == "Pending"
+
+        await cluster.reserve(name, "job")  # the scheduler's part
+
+        async def succeeded() -> bool:
+            return (await cluster.pod("job")).status.phase == "Succeeded"
+
+        await eventually(succeeded)
+        await eventually(lambda: _gone(cluster, name))
+    finally:
+        await pool.stop()
