@@ -49,7 +49,7 @@ from services.kubelet import eviction as ev
 from services.kubelet import podstatus
 from services.kubelet.admission import admit
 from services.kubelet.batcher import Batcher
-from services.kubelet.claimgate import REASON_FAILED_PREPARE, unprepared, wants_claims
+from services.kubelet.claimgate import REASON_FAILED_PREPARE, unprepared, usable_on
 from services.kubelet.leases import LEASE_SLOTS as LEASE_SLOTS  # re-exported
 from services.kubelet.leases import NodeLeases
 from services.kubelet.nodestatus import pod_ip
@@ -136,8 +136,13 @@ class NodePool:
         self.slices = NodeSlices(
             client, [n.plan for n in self.nodes], max_batch=self.config.max_batch
         )
-        #: Allocated ResourceClaims (the claim gate reads them; none: an empty store).
-        self.claims = Informer(client, CLAIMS, keep=wants_claims)
+        #: Allocated ResourceClaims usable on this pool's nodes (the claim gate reads them;
+        #: none: an empty store).
+        self.claims = Informer(
+            client,
+            CLAIMS,
+            keep=lambda c: usable_on(c, self.by_name),  # type: ignore[arg-type]
+        )
         self.claims.add_handlers(
             Handlers(on_add=self._on_claim, on_update=lambda _o, c: self._on_claim(c))
         )

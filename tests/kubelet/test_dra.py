@@ -13,7 +13,7 @@ from google.protobuf import json_format
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.kinds import BY_KIND
 from services.api.stages import TemplateError
-from services.kubelet.claimgate import unprepared
+from services.kubelet.claimgate import unprepared, usable_on
 from services.kubelet.slices import slice_name
 from services.kubelet.template import MAX_DEVICES_PER_SLICE, load_template, parse_template
 from tests.builders import MakePod, exact_request, resource_claim
@@ -358,3 +358,49 @@ async def test_gate_follows_a_template_claim_recorded_later_in_the_pod_status() 
             return await env.phase("t") == "Running"
 
         await eventually(runs)
+
+
+def _allocated(node_selector: dict[str, Any] | None) -> resource_pb2.ResourceClaim:
+    c = claim_obj("c", allocated=True)
+    if node_selector is not None:
+        json_format.ParseDict(node_selector, c.status.allocation.node_selector)
+    return c
+
+
+def _names(key: str, *nodes: str, field: bool = True) -> dict[str, Any]:
+    req = {"key": key, "operator": "In", "values": list(nodes)}
+    return {"matchFields" if field else "matchExpressions": [req]}
+
+
+@pytest.mark.parametrize(
+    ("claim", "want"),
+    [
+        (claim_obj("c"), False),  # not allocated
+        (_allocated(None), True),  # no node selector: usable anywhere
+        (_allocated({"nodeSelectorTerms": [_names("metadata.name", "mine")]}), True),
+        (_allocated({"nodeSelectorTerms": [_names("metadata.name", "theirs")]}), False),
+        (
+            _allocated(
+                {"nodeSelectorTerms": [_names("kubernetes.io/hostname", "mine", field=False)]}
+            ),
+            True,
+        ),
+        (
+            _allocated(
+                {
+                    "nodeSelectorTerms": [
+                        _names("metadata.name", "theirs"),
+                        _names("metadata.name", "mine"),
+                    ]
+                }
+            ),
+            True,
+        ),
+        (_allocated({"nodeSelectorTerms": [_names("zone", "a", field=False)]}), True),
+    ],
+    ids=["unallocated", "anywhere", "mine", "theirs", "by-hostname", "second-term", "by-label"],
+)
+def test_pool_keeps_the_claims_usable_on_its_nodes(
+    claim: resource_pb2.ResourceClaim, want: bool
+) -> None:
+    assert usable_on(claim, {"mine"}) is want
