@@ -21,9 +21,11 @@ module registers and runs get, delete and describe.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from google.protobuf.message import Message
 
@@ -42,6 +44,7 @@ from kubera.cli.common import (
 from kubera.errors import CliError
 from kubera.printing import describe, output, tables
 from services.api import kinds, labels
+from services.api.dra.claims import ClaimNotCreatedError, claim_name
 from services.api.errors import (
     ApiError,
     NotFoundError,
@@ -332,10 +335,30 @@ async def _events(client: Client, kind: Kind, obj: Message) -> list[Message]:
     return events
 
 
+async def _pod_claims(client: Client, pod: Message) -> dict[str, Message]:
+    """The ResourceClaims the pod's entries name, by name (those that exist)."""
+    p: Any = pod
+    out: dict[str, Message] = {}
+    for entry in p.spec.resource_claims:
+        try:
+            ref = claim_name(p, entry)
+        except (ClaimNotCreatedError, ValueError):
+            continue
+        if ref.name is None or ref.name in out:
+            continue
+        with contextlib.suppress(NotFoundError):
+            out[ref.name] = await client.get(
+                kinds.BY_KIND["ResourceClaim"], ref.name, p.metadata.namespace
+            )
+    return out
+
+
 async def _describe(client: Client, kind: Kind, obj: Message, now: float) -> str:
     events = await _events(client, kind, obj)
     if kind.kind == "Pod":
-        return describe.describe_pod(obj, events, now)
+        return describe.describe_pod(obj, events, now, await _pod_claims(client, obj))
+    if kind.kind == "ResourceClaim":
+        return describe.describe_resource_claim(obj, events, now)
     if kind.kind == "Node":
         name = meta_of(obj).name
         pods, _ = await client.list(

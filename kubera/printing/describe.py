@@ -1,14 +1,14 @@
 """`kubectl describe`'s text: one object in detail, with its events.
 
 Split from `kubera.printing.output` because describe is a layout of its own (kubectl's
-PrefixWriter lines aligned by Go's text/tabwriter, per-kind sections for pods and nodes,
-a generic field walk for the rest) that shares only the cell helpers of `services.api.printers`
-and the Kubernetes-shaped dict of `kubera.printing.output`.
+PrefixWriter lines aligned by Go's text/tabwriter, per-kind sections for pods, nodes and
+ResourceClaims, a generic field walk for the rest) that shares only the cell helpers of
+`services.api.printers` and the Kubernetes-shaped dict of `kubera.printing.output`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,11 +16,13 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from kubera.printing.output import to_dict
+from services.api.dra.claims import ClaimNotCreatedError, claim_name, is_reserved_for_pod
 from services.api.kinds import kind_of
 from services.api.printers import (
     NONE,
     age,
     allocatable,
+    claim_state,
     container_state,
     format_amount,
     format_label_selector,
@@ -232,8 +234,14 @@ def _value_from(struct: Any) -> str:
     return ", ".join(sorted(d))
 
 
-def describe_pod(pod: Message, events: Sequence[Message], now: float) -> str:
-    """kubectl describe pod."""
+def describe_pod(
+    pod: Message,
+    events: Sequence[Message],
+    now: float,
+    claims: Mapping[str, Message] | None = None,
+) -> str:
+    """kubectl describe pod; `claims` (ResourceClaims by name, those found) fills its
+    Resource Claims section."""
     p: Any = pod
     spec, status, meta = p.spec, p.status, p.metadata
     w = _Describe()
@@ -302,8 +310,39 @@ def describe_pod(pod: Message, events: Sequence[Message], now: float) -> str:
                 for c in spec.topology_spread_constraints
             ],
         )
+    if spec.resource_claims:
+        _describe_pod_claims(w, pod, claims or {})
     _describe_events(w, events, now)
     return w.text()
+
+
+def _describe_pod_claims(w: _Describe, pod: Message, claims: Mapping[str, Message]) -> None:
+    """Each spec.resourceClaims entry: the claim it names, its devices, its reservation."""
+    p: Any = pod
+    w.line(0, "Resource Claims:")
+    for entry in p.spec.resource_claims:
+        try:
+            ref = claim_name(p, entry)
+        except ClaimNotCreatedError:
+            template = entry.resource_claim_template_name
+            w.line(1, f"{entry.name}:", f"<not created yet> (from template {template})")
+            continue
+        except ValueError:
+            w.line(1, f"{entry.name}:", "<names no claim>")
+            continue
+        if ref.name is None:
+            w.line(1, f"{entry.name}:", "<no claim needed>")
+            continue
+        source = f" (from template {entry.resource_claim_template_name})" if ref.check_owner else ""
+        w.line(1, f"{entry.name}:", ref.name + source)
+        claim: Any = claims.get(ref.name)
+        if claim is None:
+            w.line(2, "State:", "not found")
+            continue
+        results = claim.status.allocation.devices.results
+        w.line(2, "Allocated:", "true" if claim.status.HasField("allocation") else "false")
+        w.multiline(2, "Devices", [f"{r.driver}/{r.pool}/{r.device}" for r in results])
+        w.line(2, "Reserved:", "true" if is_reserved_for_pod(p, claim) else "false")
 
 
 # Resource arithmetic for describe node (kubectl's resourcehelper.PodRequestsAndLimits):
@@ -546,5 +585,78 @@ def describe_object(obj: Message, events: Sequence[Message], now: float) -> str:
         if key in ("apiVersion", "kind", "metadata"):
             continue
         _describe_value(w, 0, key, value)
+    _describe_events(w, events, now)
+    return w.text()
+
+
+# ------------------------------------------------------------------ DRA
+def _describe_exactly(w: _Describe, level: int, x: Any) -> None:
+    w.line(level, "Device Class Name:", x.device_class_name)
+    w.multiline(level, "Selectors", [s.cel.expression for s in x.selectors])
+    w.line(level, "Allocation Mode:", x.allocation_mode or "ExactCount")
+    if (x.allocation_mode or "ExactCount") == "ExactCount":
+        w.line(level, "Count:", str(x.count or 1))
+    if "admin_access" in x.DESCRIPTOR.fields_by_name and x.HasField("admin_access"):
+        w.line(level, "Admin Access:", "true" if x.admin_access else "false")
+
+
+def _node_selector_terms(sel: Any) -> list[str]:
+    out = []
+    for term in sel.node_selector_terms:
+        parts = [
+            f"{e.key} {e.operator} [{', '.join(e.values)}]"
+            for e in [*term.match_expressions, *term.match_fields]
+        ]
+        out.append("; ".join(parts) or "<empty term>")
+    return out
+
+
+def describe_resource_claim(claim: Message, events: Sequence[Message], now: float) -> str:
+    """kubectl describe resourceclaim: metadata, spec requests and constraints, allocation
+    (devices, node selector), reservedFor, events."""
+    c: Any = claim
+    w = _Describe()
+    _describe_meta(w, claim, namespaced=True)
+    w.multiline(0, "Labels", _labels_list(c.metadata.labels))
+    w.multiline(0, "Annotations", _annotations_list(c.metadata.annotations))
+    w.line(0, "CreationTimestamp:", _rfc1123(c.metadata.creation_timestamp))
+    owners = [f"{r.kind}/{r.name}" for r in c.metadata.owner_references]
+    if owners:
+        w.multiline(0, "Controlled By" if len(owners) == 1 else "Owners", owners)
+    w.line(0, "State:", claim_state(claim))
+    w.line(0, "Spec:")
+    w.line(1, "Devices:")
+    w.line(2, "Requests:")
+    for r in c.spec.devices.requests:
+        w.line(3, "Name:", r.name)
+        if r.HasField("exactly"):
+            _describe_exactly(w, 4, r.exactly)
+        if r.first_available:
+            w.line(4, "First Available:")
+            for sub in r.first_available:
+                w.line(5, "Name:", sub.name)
+                _describe_exactly(w, 6, sub)
+    if c.spec.devices.constraints:
+        w.line(2, "Constraints:")
+        for k in c.spec.devices.constraints:
+            w.line(3, "Requests:", ", ".join(k.requests) or "<all>")
+            w.line(4, "Match Attribute:", k.match_attribute)
+    w.line(0, "Status:")
+    if c.status.HasField("allocation"):
+        a = c.status.allocation
+        w.line(1, "Allocation:")
+        w.line(2, "Devices:")
+        w.line(3, "Request", "Driver", "Pool", "Device")
+        for r in a.devices.results:
+            request = r.request + (" (admin access)" if r.admin_access else "")
+            w.line(3, request, r.driver, r.pool, r.device)
+        w.multiline(2, "Node Selector", _node_selector_terms(a.node_selector))
+    else:
+        w.line(1, "Allocation:", NONE)
+    refs = [
+        f"{r.resource}{'.' + r.api_group if r.api_group else ''}/{r.name} ({r.uid})"
+        for r in c.status.reserved_for
+    ]
+    w.multiline(1, "Reserved For", refs)
     _describe_events(w, events, now)
     return w.text()

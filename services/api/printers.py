@@ -422,6 +422,39 @@ def _runtime_class_row(rc: Message, now: float, wide: bool) -> list[str]:
     return [x.metadata.name, x.handler, age(x.metadata.creation_timestamp, now)]
 
 
+def claim_state(claim: Message) -> str:
+    """kubectl's STATE of a ResourceClaim: deleted, pending, allocated, reserved (joined)."""
+    c: Any = claim
+    states = []
+    if c.metadata.deletion_timestamp:
+        states.append("deleted")
+    if not c.status.HasField("allocation"):
+        if not c.metadata.deletion_timestamp:
+            states.append("pending")
+    else:
+        states.append("allocated")
+        if c.status.reserved_for:
+            states.append("reserved")
+    return ",".join(states)
+
+
+def _resource_slice_row(rs: Message, now: float, wide: bool) -> list[str]:
+    x: Any = rs
+    node = x.spec.node_name if x.spec.HasField("node_name") and x.spec.node_name else NONE
+    return [
+        x.metadata.name,
+        node,
+        x.spec.driver,
+        x.spec.pool.name,
+        age(x.metadata.creation_timestamp, now),
+    ]
+
+
+def _resource_claim_row(claim: Message, now: float, wide: bool) -> list[str]:
+    x: Any = claim
+    return [x.metadata.name, claim_state(claim), age(x.metadata.creation_timestamp, now)]
+
+
 def _generic_row(obj: Message, now: float, wide: bool) -> list[str]:
     return [obj.metadata.name, age(obj.metadata.creation_timestamp, now)]  # type: ignore[attr-defined]
 
@@ -556,6 +589,24 @@ COLUMNS: dict[str, Columns] = {
     "RuntimeClass": Columns(
         (NAME, Column("Handler", S, "The CRI handler pods of this class run with."), AGE),
         _runtime_class_row,
+    ),
+    "ResourceSlice": Columns(
+        (
+            NAME,
+            Column("Node", S, "The node whose devices the slice publishes."),
+            Column("Driver", S, "The DRA driver of the devices."),
+            Column("Pool", S, "The pool the slice belongs to."),
+            AGE,
+        ),
+        _resource_slice_row,
+    ),
+    "ResourceClaim": Columns(
+        (
+            NAME,
+            Column("State", S, "A summary of the current state (allocated, pending, reserved)."),
+            AGE,
+        ),
+        _resource_claim_row,
     ),
 }
 COLUMNS.update(RESOURCE_COLUMNS)

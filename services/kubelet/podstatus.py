@@ -20,7 +20,7 @@ TERMINAL_REASON_PREFIXES = ("Evicted", "OutOf")
 def status_base(st: PodState) -> core_pb2.Pod:
     """The next status write for the pod: what this kubelet wrote last (or the pod's
     status when nothing yet), plus conditions others added since (DisruptionTarget from
-    taint eviction, PodScheduled)."""
+    taint eviction, PodScheduled) and the claims the resourceclaim controller recorded."""
     pod = core_pb2.Pod(api_version="v1", kind="Pod")
     pod.metadata.name = st.pod.metadata.name
     pod.metadata.namespace = st.pod.metadata.namespace
@@ -33,6 +33,10 @@ def status_base(st: PodState) -> core_pb2.Pod:
         for c in st.pod.status.conditions:
             if c.type not in ours:
                 pod.status.conditions.add().CopyFrom(c)
+        # resourceClaimStatuses are the resourceclaim controller's: never written back older
+        if st.pod.status.resource_claim_statuses:
+            del pod.status.resource_claim_statuses[:]
+            pod.status.resource_claim_statuses.extend(st.pod.status.resource_claim_statuses)
     pod.status.host_ip = node_ip(st.node.ordinal)
     return pod
 

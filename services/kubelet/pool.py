@@ -19,7 +19,9 @@ A pod's stages on its kubelet (upstream phases and container states):
 
 A killed node (chaos) keeps its state but does nothing: no lease renewals, no status, its
 pods' steps are parked until it is revived. Whether a bound pod may start at all is
-admission.py's decision.
+admission.py's decision; a pod with resource claims waits, Pending, before
+ContainerCreating until claimgate.py lets it (its claims allocated and reserved for it).
+The nodes' DRA devices are published as ResourceSlices (slices.py) when they register.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import core_pb2
+from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.errors import ApiError, ConflictError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.api.resources import pod_requests
@@ -47,10 +49,12 @@ from services.kubelet import eviction as ev
 from services.kubelet import podstatus
 from services.kubelet.admission import admit
 from services.kubelet.batcher import Batcher
+from services.kubelet.claimgate import REASON_FAILED_PREPARE, unprepared, usable_on
 from services.kubelet.leases import LEASE_SLOTS as LEASE_SLOTS  # re-exported
 from services.kubelet.leases import NodeLeases
 from services.kubelet.nodestatus import pod_ip
 from services.kubelet.pressure import IMAGE_BYTES_PER_INODE, PoolPressure
+from services.kubelet.slices import NodeSlices
 from services.kubelet.state import PRESSURE_CONDITIONS, HollowNode, PodState
 from services.kubelet.template import NodePlan
 from services.kubelet.usage import UsageTable, resolve_usage
@@ -58,6 +62,7 @@ from services.kubelet.usage import UsageTable, resolve_usage
 log = logging.getLogger(__name__)
 
 PODS = BY_KIND["Pod"]
+CLAIMS = BY_KIND["ResourceClaim"]
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,21 @@ class NodePool:
             node_batcher=self.node_batcher,
             lease_batcher=self.lease_batcher,
         )
+        self.slices = NodeSlices(
+            client, [n.plan for n in self.nodes], max_batch=self.config.max_batch
+        )
+        #: Allocated ResourceClaims usable on this pool's nodes (the claim gate reads them;
+        #: none: an empty store).
+        self.claims = Informer(
+            client,
+            CLAIMS,
+            keep=lambda c: usable_on(c, self.by_name),  # type: ignore[arg-type]
+        )
+        self.claims.add_handlers(
+            Handlers(on_add=self._on_claim, on_update=lambda _o, c: self._on_claim(c))
+        )
+        #: pod uid -> why the pod waits for its claims (Pending until they are ready).
+        self.waiting_for_claims: dict[str, str] = {}
         self._heap: list[tuple[float, int, str, int, str]] = []
         self._seq = itertools.count()
         self._wake = asyncio.Event()
@@ -144,6 +164,11 @@ class NodePool:
     async def start(self) -> None:
         """Register every node and its lease, then start watching pods."""
         await self.leases.register()
+        await self.slices.publish()
+        if self.slices.informer is not None:
+            self._tasks.append(asyncio.create_task(self.slices.informer.run()))
+            self._tasks.append(asyncio.create_task(self.slices.run()))
+        self._tasks.append(asyncio.create_task(self.claims.run()))
         for b in (self.status_batcher, self.node_batcher, self.lease_batcher):
             self._tasks.append(asyncio.create_task(b.run()))
         # informers retry in wall time: reconnecting is infrastructure, not simulation
@@ -177,7 +202,7 @@ class NodePool:
         self._tasks.extend(
             asyncio.create_task(self._delete_worker()) for _ in range(self.config.workers)
         )
-        await asyncio.gather(*(i.synced.wait() for i in self.informers))
+        await asyncio.gather(*(i.synced.wait() for i in [*self.informers, self.claims]))
 
     async def stop(self) -> None:
         for t in self._tasks:
@@ -223,6 +248,8 @@ class NodePool:
                 return
         else:
             st.pod = pod
+            if uid in self.waiting_for_claims:
+                self._retry_claims(st)
         if pod.metadata.deletion_timestamp and not st.deleting:
             self._begin_deletion(st)
 
@@ -267,6 +294,7 @@ class NodePool:
 
     def _on_pod_gone(self, pod: core_pb2.Pod) -> None:
         self._failures.pop(f"{pod.metadata.namespace}/{pod.metadata.name}", None)
+        self.waiting_for_claims.pop(pod.metadata.uid, None)
         st = self.pods.pop(pod.metadata.uid, None)
         if st is None:
             return
@@ -275,6 +303,7 @@ class NodePool:
         self.usage.remove(st.uid)
 
     def _begin_deletion(self, st: PodState) -> None:
+        self.waiting_for_claims.pop(st.uid, None)
         st.deleting = True
         st.gen += 1
         grace = float(st.pod.metadata.deletion_grace_period_seconds)
@@ -320,8 +349,43 @@ class NodePool:
                     log.exception("pod %s: step %s failed", st.key, step)
             await asyncio.sleep(0)
 
+    # ---------------------------------------------------------------- claim gate
+
+    def _claim_unprepared(self, st: PodState) -> str | None:
+        if not st.pod.spec.resource_claims:
+            return None
+        store = self.claims.store
+        return unprepared(st.pod, lambda key: store.get(key))  # type: ignore[arg-type,return-value]
+
+    def _on_claim(self, obj: Message) -> None:
+        claim: resource_pb2.ResourceClaim = obj  # type: ignore[assignment]
+        for ref in claim.status.reserved_for:
+            if ref.uid in self.waiting_for_claims:
+                st = self.pods.get(ref.uid)
+                if st is not None:
+                    self._retry_claims(st)
+
+    def _retry_claims(self, st: PodState) -> None:
+        """A waiting pod whose claims may be ready now: it goes on to ContainerCreating."""
+        if st.deleting or st.phase != "Pending":
+            self.waiting_for_claims.pop(st.uid, None)
+            return
+        why = self._claim_unprepared(st)
+        if why is not None:
+            self.waiting_for_claims[st.uid] = why
+            return
+        del self.waiting_for_claims[st.uid]
+        self._after(st, 0.0, "create")
+
     def _step(self, st: PodState, step: str) -> None:
         if step == "create":
+            why = self._claim_unprepared(st)
+            if why is not None:
+                # Stays Pending (upstream: FailedPrepareDynamicResources, retried).
+                if st.uid not in self.waiting_for_claims:
+                    log.info("pod %s: %s: %s", st.key, REASON_FAILED_PREPARE, why)
+                self.waiting_for_claims[st.uid] = why
+                return
             self._creating(st)
             self._after(st, st.stages.delay(st.stages.start_delay, self.rng), "start")
         elif step == "start":
@@ -569,4 +633,6 @@ class NodePool:
             "eviction_ticks": self.eviction_ticks,
             "eviction_tick_seconds": self.eviction_tick_seconds,
             "queued_steps": len(self._heap),
+            "waiting_for_claims": len(self.waiting_for_claims),
+            "resource_slices": len(self.slices.wanted),
         }

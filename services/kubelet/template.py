@@ -21,6 +21,14 @@ A template is YAML:
         stages: {creatingDelay: 1s, startDelay: 2s, jitter: 500ms, runDuration: 0, failureRate: 0}
         usageDefaults: [{selector: {app: web}, usage: {memory: {start: 200Mi}}}]
         eviction: {evictionHard: {memory.available: "<100Mi"}, evictionMonitoringPeriod: 10s}
+        devices:                   # DRA devices, published as ResourceSlices (slices.py)
+          - driver: gpu.example.com
+            count: 8               # devices <namePrefix>-0 .. -7
+            namePrefix: gpu        # default "device"
+            attributes: {model: A100, driverVersion: {version: 1.2.3}, nvlink: true}
+            capacity: {memory: 80Gi}
+
+Every device also gets the int attribute `index` (0..count-1).
 
 `imagefs: 0` means images share the node filesystem (nodefs), Kubernetes' default layout.
 Every duration is simulated time (see services/clock.ScaledClock). Pod annotations
@@ -30,6 +38,7 @@ override the stages (`kubera.io/stages`, same keys: services/api/stages.py) and 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +76,139 @@ class Disk:
     pid_max: int = 32_768
 
 
+#: Upstream's ResourceSliceMaxDevices: at most this many devices in one slice (and kubera
+#: publishes one slice per node and driver).
+MAX_DEVICES_PER_SLICE = 128
+#: Upstream's ResourceSliceMaxAttributesAndCapacitiesPerDevice.
+MAX_ATTRIBUTES_AND_CAPACITIES = 32
+#: The attribute every device gets: its number within its set (0..count-1).
+INDEX_ATTRIBUTE = "index"
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+)
+
+
+@dataclass(frozen=True)
+class DeviceSet:
+    """`count` devices of one driver on every node of a kind (one ResourceSlice per node)."""
+
+    driver: str
+    count: int
+    name_prefix: str
+    #: attribute name -> its value in the DeviceAttribute shape ({"string": ..}, {"int": ..},
+    #: {"bool": ..} or {"version": ..}); `index` is added per device.
+    attributes: dict[str, dict[str, Any]]
+    #: capacity name -> quantity, as given (validated).
+    capacity: dict[str, str]
+
+    def device_names(self) -> list[str]:
+        return [f"{self.name_prefix}-{i}" for i in range(self.count)]
+
+
+def _attribute_name(path: str, name: Any) -> str:
+    """A qualified attribute or capacity name: a C identifier of at most 32 characters,
+    optionally prefixed by a DNS subdomain and "/" (upstream's validation)."""
+    if not isinstance(name, str):
+        raise TemplateError(f"{path}: {name!r}: expected a name")
+    domain, _, ident = name.rpartition("/")
+    if domain and (len(domain) > 63 or not _DNS_SUBDOMAIN.match(domain)):
+        raise TemplateError(f"{path}: {name!r}: the prefix must be a DNS subdomain")
+    if not _C_IDENTIFIER.match(ident):
+        raise TemplateError(
+            f"{path}: {name!r}: expected a C identifier of at most 32 characters (optionally <domain>/ before it)"
+        )
+    return name
+
+
+def _attribute_value(path: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"bool": value}
+    if isinstance(value, int):
+        if not -(2**63) <= value < 2**63:
+            raise TemplateError(f"{path}: {value!r}: out of the int64 range")
+        return {"int": value}
+    if isinstance(value, str):
+        if len(value) > 64:
+            raise TemplateError(f"{path}: {value!r}: a string attribute has at most 64 characters")
+        return {"string": value}
+    if isinstance(value, Mapping):
+        known(path, value, ("version",))
+        version = value.get("version")
+        if not isinstance(version, str) or not _SEMVER.match(version) or len(version) > 64:
+            raise TemplateError(
+                f"{path}.version: {version!r}: expected a semantic version like 1.2.3"
+            )
+        return {"version": version}
+    raise TemplateError(
+        f"{path}: {value!r}: expected a string, a whole number, true/false or {{version: X.Y.Z}}"
+    )
+
+
+_DEVICE_FIELDS = ("driver", "count", "namePrefix", "attributes", "capacity")
+
+
+def _device_set(doc: Mapping[str, Any], path: str) -> DeviceSet:
+    known(path, doc, _DEVICE_FIELDS)
+    driver = doc.get("driver")
+    if not isinstance(driver, str) or len(driver) > 63 or not _DNS_SUBDOMAIN.match(driver):
+        raise TemplateError(
+            f"{path}.driver: {driver!r}: expected a lowercase DNS subdomain of at most 63 characters, like gpu.example.com"
+        )
+    count = doc.get("count", 1)
+    if (
+        isinstance(count, bool)
+        or not isinstance(count, int)
+        or not 1 <= count <= MAX_DEVICES_PER_SLICE
+    ):
+        raise TemplateError(
+            f"{path}.count: {count!r}: expected a whole number from 1 to {MAX_DEVICES_PER_SLICE}"
+        )
+    prefix = doc.get("namePrefix", "device")
+    if not isinstance(prefix, str) or not _DNS_LABEL.match(f"{prefix}-{count - 1}"):
+        raise TemplateError(f"{path}.namePrefix: {prefix!r}: expected a lowercase DNS label")
+    attributes: dict[str, dict[str, Any]] = {}
+    for k, v in mapping(f"{path}.attributes", doc.get("attributes")).items():
+        name = _attribute_name(f"{path}.attributes.{k}", k)
+        if name == INDEX_ATTRIBUTE:
+            raise TemplateError(
+                f"{path}.attributes.{k}: set by kubera on every device (0..count-1)"
+            )
+        attributes[name] = _attribute_value(f"{path}.attributes.{k}", v)
+    capacity: dict[str, str] = {}
+    for k, v in mapping(f"{path}.capacity", doc.get("capacity")).items():
+        name = _attribute_name(f"{path}.capacity.{k}", k)
+        if isinstance(v, bool):
+            raise TemplateError(f'{path}.capacity.{k}: {v!r}: expected a quantity like "80Gi"')
+        _qty(f"{path}.capacity.{k}", v)
+        capacity[name] = str(v)
+    if len(attributes) + 1 + len(capacity) > MAX_ATTRIBUTES_AND_CAPACITIES:
+        raise TemplateError(
+            f"{path}: at most {MAX_ATTRIBUTES_AND_CAPACITIES} attributes and capacities per device (index included)"
+        )
+    return DeviceSet(driver, count, prefix, attributes, capacity)
+
+
+def _device_sets(path: str, value: Any) -> list[DeviceSet]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TemplateError(f"{path}: expected a list of device sets")
+    sets = [_device_set(mapping(f"{path}[{i}]", d), f"{path}[{i}]") for i, d in enumerate(value)]
+    drivers = [d.driver for d in sets]
+    for i, d in enumerate(drivers):
+        if d in drivers[:i]:
+            raise TemplateError(
+                f"{path}[{i}].driver: {d!r} appears twice (one ResourceSlice per node and driver)"
+            )
+    return sets
+
+
 @dataclass(frozen=True)
 class NodeKind:
     """One shape of node and how many of it."""
@@ -87,6 +229,8 @@ class NodeKind:
     usage_defaults: list[tuple[dict[str, str], dict[str, Any]]]
     #: KubeletConfiguration eviction keys, as given (validated by the eviction module).
     eviction: dict[str, Any]
+    #: DRA devices, one set per driver.
+    devices: list[DeviceSet] = field(default_factory=list)
 
     def image_size(self, image: str) -> int:
         repo = image.rsplit("@", 1)[0]
@@ -120,6 +264,7 @@ _KIND_FIELDS = (
     "stages",
     "usageDefaults",
     "eviction",
+    "devices",
 )
 _DEFAULT_CAPACITY = {"cpu": "8", "memory": "32Gi", "ephemeral-storage": "100Gi", "pods": "110"}
 
@@ -214,6 +359,7 @@ def _kind(doc: Mapping[str, Any], path: str) -> NodeKind:
         stages=Stages.from_dict(mapping(f"{path}.stages", doc.get("stages")), f"{path}.stages"),
         usage_defaults=defaults,
         eviction=dict(mapping(f"{path}.eviction", doc.get("eviction"))),
+        devices=_device_sets(f"{path}.devices", doc.get("devices")),
     )
 
 

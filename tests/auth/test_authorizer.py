@@ -11,7 +11,7 @@ import pytest
 from services.auth import ADMIN, AUTHENTICATED, NODES, RequestAttributes, User
 from services.auth.authorizer import KuberaAuthorizer, forbidden_message
 from services.auth.tokens import CONTROLLER_MANAGER_USER, SCHEDULER_USER, node_user
-from tests.builders import MakeNode, MakePod
+from tests.builders import MakeNode, MakePod, resource_claim, resource_slice
 
 N1 = User(node_user("n1"), "n1", (NODES, AUTHENTICATED))
 POOL = User(
@@ -28,6 +28,8 @@ STORED = {
     ("pods", "default", "also-mine"): MakePod().name("also-mine").node("n3").obj(),
     ("pods", "default", "theirs"): MakePod().name("theirs").namespace("default").node("n2").obj(),
     ("pods", "default", "pending"): MakePod().name("pending").namespace("default").obj(),
+    ("resourceslices", "", "n1-gpu"): resource_slice("n1-gpu", node="n1"),
+    ("resourceslices", "", "n2-gpu"): resource_slice("n2-gpu", node="n2"),
 }
 
 
@@ -50,6 +52,44 @@ def a(
 
 
 CASES = [
+    # DRA: a node publishes the slices of its own nodes and reads claims
+    (
+        "node creates its slice",
+        a(POOL, "create", "resourceslices", obj=resource_slice("x", node="n3")),
+        True,
+    ),
+    (
+        "node creates another node's slice",
+        a(N1, "create", "resourceslices", obj=resource_slice("x", node="n2")),
+        False,
+    ),
+    (
+        "node updates its slice",
+        a(N1, "update", "resourceslices", "n1-gpu", obj=resource_slice("n1-gpu", node="n1")),
+        True,
+    ),
+    (
+        "node moves its slice",
+        a(N1, "update", "resourceslices", "n1-gpu", obj=resource_slice("n1-gpu", node="n2")),
+        False,
+    ),
+    ("node deletes another node's slice", a(N1, "delete", "resourceslices", "n2-gpu"), False),
+    ("node lists resourceclaims", a(N1, "list", "resourceclaims", group="resource.k8s.io"), True),
+    (
+        "node may not write resourceclaims",
+        a(N1, "update", "resourceclaims", "c", ns="default", sub="status"),
+        False,
+    ),
+    (
+        "controller-manager creates a claim",
+        a(CM, "create", "resourceclaims", ns="default", obj=resource_claim("c")),
+        True,
+    ),
+    (
+        "controller-manager clears reservedFor",
+        a(CM, "update", "resourceclaims", "c", ns="default", sub="status"),
+        True,
+    ),
     # the admin: everything
     ("admin deletes a node", a(ADMIN, "delete", "nodes", "n2"), True),
     ("admin binds", a(ADMIN, "create", "pods", "p", ns="default", sub="binding"), True),

@@ -1,0 +1,137 @@
+"""The DRA devices of a pool's hollow nodes, published as ResourceSlices (what a kubelet
+plugin of each DRA driver publishes upstream, through the kubelet's ResourceSlice
+controller).
+
+Each node of a kind with `devices` gets one ResourceSlice per driver (template.py's
+DeviceSet): name `<node>-<driver, dots as dashes>`, spec.nodeName the node, one pool per
+node (pool name = node name, generation 1, resourceSliceCount 1), devices
+`<namePrefix>-<i>` with the set's attributes plus the int attribute `index` = i.
+
+Publishing is batched as node registration is (BatchCreate, 500 a call; a slice that
+exists, ours from before a restart, is written over). While the pool runs, an informer on
+ResourceSlice (only when the pool has devices at all; it keeps only this pool's slices)
+re-creates a slice someone deleted, as the upstream slice controller does. Like the Node
+objects, the slices stay when the pool stops: a pool that comes back takes them over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from google.protobuf.message import Message
+
+from protos.kubera.v1 import resource_pb2
+from services.api import codec
+from services.api.errors import AlreadyExistsError
+from services.api.kinds import BY_KIND
+from services.client import Client, Handlers, Informer
+from services.kubelet.template import INDEX_ATTRIBUTE, DeviceSet, NodePlan
+
+log = logging.getLogger(__name__)
+
+SLICES = BY_KIND["ResourceSlice"]
+
+#: Seconds before a failed re-creation is tried again.
+_RETRY = 1.0
+
+
+def slice_name(node: str, driver: str) -> str:
+    """The name of a node's slice of `driver`: unique, since a node has one slice per driver."""
+    return f"{node}-{driver.replace('.', '-')}"
+
+
+def slice_object(node: str, devices: DeviceSet) -> resource_pb2.ResourceSlice:
+    """The ResourceSlice that publishes `devices` on `node`."""
+    items: list[dict[str, Any]] = []
+    for i, name in enumerate(devices.device_names()):
+        attributes: dict[str, Any] = {**devices.attributes, INDEX_ATTRIBUTE: {"int": i}}
+        items.append(
+            {
+                "name": name,
+                "attributes": attributes,
+                "capacity": {k: {"value": v} for k, v in devices.capacity.items()},
+            }
+        )
+    doc = {
+        "apiVersion": SLICES.api_version,
+        "kind": SLICES.kind,
+        "metadata": {"name": slice_name(node, devices.driver)},
+        "spec": {
+            "driver": devices.driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": items,
+        },
+    }
+    obj: resource_pb2.ResourceSlice = codec.decode(doc, validate="strict").obj  # type: ignore[assignment]
+    return obj
+
+
+def slices_for(plans: Sequence[NodePlan]) -> dict[str, resource_pb2.ResourceSlice]:
+    """Every slice the nodes of `plans` publish, by name."""
+    out: dict[str, resource_pb2.ResourceSlice] = {}
+    for plan in plans:
+        for devices in plan.kind.devices:
+            s = slice_object(plan.name, devices)
+            out[s.metadata.name] = s
+    return out
+
+
+class NodeSlices:
+    """The slices of a pool's nodes: published at registration, kept while it runs."""
+
+    def __init__(self, client: Client, plans: Sequence[NodePlan], *, max_batch: int = 500) -> None:
+        self.client = client
+        self.max_batch = max_batch
+        self.wanted = slices_for(plans)
+        self.recreated = 0
+        self._again: asyncio.Queue[str] = asyncio.Queue()
+        self.informer: Informer | None = None
+        if self.wanted:
+            self.informer = Informer(client, SLICES, keep=self._ours)
+            self.informer.add_handlers(Handlers(on_delete=self._deleted))
+
+    def _ours(self, obj: Message) -> bool:
+        return obj.metadata.name in self.wanted  # type: ignore[attr-defined]
+
+    async def publish(self) -> None:
+        """Create every slice (a slice that exists is written over), in batches."""
+        objs = list(self.wanted.values())
+        for start in range(0, len(objs), self.max_batch):
+            chunk = objs[start : start + self.max_batch]
+            results = await self.client.batch_create(chunk)
+            existing = []
+            for obj, r in zip(chunk, results, strict=True):
+                if isinstance(r.error, AlreadyExistsError):
+                    existing.append(obj)
+                elif r.error is not None:
+                    raise r.error
+            for r in await self.client.batch_update(existing):
+                if r.error is not None:
+                    raise r.error
+
+    def _deleted(self, obj: Message) -> None:
+        name = obj.metadata.name  # type: ignore[attr-defined]
+        if name in self.wanted:
+            self._again.put_nowait(name)
+
+    async def run(self) -> None:
+        """Re-create the slices deleted while the pool runs; until cancelled."""
+        while True:
+            name = await self._again.get()
+            try:
+                await self.client.create(self.wanted[name])
+                self.recreated += 1
+                log.info("resourceslice %s was deleted; re-created it", name)
+            except AlreadyExistsError:
+                pass
+            except Exception as e:  # noqa: BLE001 - retried; one slice must not stop the loop
+                log.warning("resourceslice %s: re-creating failed: %s; retrying", name, e)
+                await asyncio.sleep(_RETRY)
+                self._again.put_nowait(name)
+
+
+__all__ = ["SLICES", "NodeSlices", "slice_name", "slice_object", "slices_for"]
