@@ -44,8 +44,10 @@ def arg(args: Any, attr: str, key: str) -> Any:
 
 # ============================================================== the default profile
 
+#: Upstream's v1 default lists, plus kubera's Coscheduling (gang scheduling) at its
+#: single points (config/defaults.DEFAULT_POINT_PLUGINS), after the multiPoint ones.
 DEFAULT_NAMES = {
-    "preEnqueue": ["SchedulingGates"],
+    "preEnqueue": ["SchedulingGates", "Coscheduling"],
     "queueSort": ["PrioritySort"],
     "preFilter": [
         "NodeAffinity",
@@ -53,6 +55,7 @@ DEFAULT_NAMES = {
         "NodeResourcesFit",
         "PodTopologySpread",
         "InterPodAffinity",
+        "Coscheduling",
     ],
     "filter": [
         "NodeUnschedulable",
@@ -64,7 +67,7 @@ DEFAULT_NAMES = {
         "PodTopologySpread",
         "InterPodAffinity",
     ],
-    "postFilter": ["DefaultPreemption"],
+    "postFilter": ["DefaultPreemption", "Coscheduling"],
     "preScore": [
         "TaintToleration",
         "NodeAffinity",
@@ -81,8 +84,8 @@ DEFAULT_NAMES = {
         "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
     ],
-    "reserve": [],
-    "permit": [],
+    "reserve": ["Coscheduling"],
+    "permit": ["Coscheduling"],
     "preBind": [],
     "bind": ["DefaultBinder"],
     "postBind": [],
