@@ -40,6 +40,7 @@ from services.controllers.deployment import DeploymentConfig, DeploymentControll
 from services.controllers.disruption import DisruptionConfig, DisruptionController
 from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from services.controllers.podgc import PodGCConfig, PodGCController
+from services.controllers.podgroup import PodGroupConfig, PodGroupController
 from services.controllers.replicaset import ReplicaSetConfig, ReplicaSetController
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
 from services.lifecycle import Background
@@ -61,6 +62,7 @@ ALL_CONTROLLERS = (
     "deployment",
     "disruption",
     "podgc",
+    "podgroup",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -94,6 +96,9 @@ class ControllerManagerConfig:
     podgc: PodGCConfig = field(default_factory=PodGCConfig)
     """The pod garbage collector: terminated, orphaned and unscheduled terminating pods."""
 
+    podgroup: PodGroupConfig = field(default_factory=PodGroupConfig)
+    """The PodGroup controller: each gang's phase and pod counts (scheduling.x-k8s.io)."""
+
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
         if unknown:
@@ -119,6 +124,8 @@ def _build(
         return DeploymentController(client, informers, config=config.deployment, clock=clock)
     if name == "disruption":
         return DisruptionController(client, informers, config=config.disruption, clock=clock)
+    if name == "podgroup":
+        return PodGroupController(client, informers, config=config.podgroup, clock=clock)
     return PodGCController(client, informers, config=config.podgc, clock=clock)
 
 

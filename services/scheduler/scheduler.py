@@ -224,6 +224,9 @@ class Scheduler(Background):
         self.pdbs: Informer | None = None
         #: Informers plugins asked for through the handle (Handle.informer), by kind.
         self.kind_informers: dict[str, Informer] = {}
+        #: Set by warm(); empty while plugins are built (they may ask for informers then).
+        self._informer_tasks: list[asyncio.Task[None]] = []
+        #: Made before the plugins: a plugin may add handlers to it (Handle.pod_informer).
         self.pods = Informer(client, BY_KIND["Pod"], clock=self.clock)
         handle = _Handle(self)
         registry = self.config.registry()
@@ -271,7 +274,6 @@ class Scheduler(Background):
             max_binding_tasks=options.max_binding_tasks,
             nominator=self.nominator,
         )
-        self._informer_tasks: list[asyncio.Task[None]] = []
         #: Set when this scheduler's first bind was accepted, at `first_bind_at`
         #: (clock.now()): a leader's term measured from the kill of its predecessor to
         #: its first bind (kubera bench failover).

@@ -223,6 +223,9 @@ class Coscheduling:
     ) -> tuple[PostFilterResult | None, Status]:
         pod = pod_info.pod
         full, pg = self.manager.get_pod_group(pod)
+        if not full:
+            # Not a gang pod: nothing to say (no reason joins the pod's message).
+            return None, Status.unschedulable(plugin=NAME)
         if pg is None:
             return PostFilterResult(), Status.unschedulable("can not find pod group", plugin=NAME)
         assigned = self.manager.assigned_count(full)

@@ -498,3 +498,10 @@ def test_a_pod_without_the_label_passes_every_point_untouched() -> None:
     cs.unreserve(state, PodInfo(pod), "n1")
     assert state.get(GANG_KEY) is None
     assert rfc3339(NOW)  # the handle's clock is untouched by a pod without a group
+
+
+def test_post_filter_of_a_pod_without_the_label_adds_no_reason() -> None:
+    result, st = asyncio.run(
+        plugin(GangHandle()).post_filter(CycleState(), PodInfo(member("solo", "")), {})
+    )
+    assert result is None and st.code == Code.UNSCHEDULABLE and st.reasons == ()
