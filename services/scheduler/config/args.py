@@ -64,6 +64,11 @@ ARGS_SCHEMAS: dict[str, dict[str, Any]] = {
     },
     "InterPodAffinity": {"hardPodAffinityWeight": int, "ignorePreferredTermsOfExistingPods": bool},
     "DefaultPreemption": {"minCandidateNodesPercentage": int, "minCandidateNodesAbsolute": int},
+    "Coscheduling": {
+        "permitWaitingTimeSeconds": int,
+        "podGroupBackoffSeconds": int,
+        "podGroupRejectPercentage": int,
+    },
 }
 
 
