@@ -251,7 +251,11 @@ class Scheduler(Background):
         )
         self.nodes = Informer(client, BY_KIND["Node"], clock=self.clock)
         self.namespaces = Informer(client, BY_KIND["Namespace"], clock=self.clock)
-        if any(fwk.has_post_filter_plugins() for fwk in self.frameworks.values()):
+        # PostFilter plugins preempt and read PDBs; Coscheduling's (gangs) does not.
+        if any(
+            set(fwk.list_plugins()["postFilter"]) - {"Coscheduling"}
+            for fwk in self.frameworks.values()
+        ):
             self.pdbs = Informer(client, BY_KIND["PodDisruptionBudget"], clock=self.clock)
         self.pods.add_handlers(Handlers(self._pod_added, self._pod_updated, self._pod_deleted))
         self.nodes.add_handlers(Handlers(self._node_added, self._node_updated, self._node_deleted))
