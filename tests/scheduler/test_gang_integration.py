@@ -156,7 +156,7 @@ async def test_a_gang_that_fits_only_partly_binds_nobody_until_a_node_is_added(
     assert any("optimistic rejection in PostFilter" in m or "Unreserve" in m for m in msgs), msgs
     assert gang.rec.bind_calls == []
     assert await gang.bound() == {}
-    assert len(gang.sched.frameworks["default-scheduler"].waiting_pods) == 0
+    await eventually(lambda: len(gang.sched.frameworks["default-scheduler"].waiting_pods) == 0)
 
     await gang.node("n2", "4")
     found = await eventually(lambda: _all(gang, 3), timeout=30)
