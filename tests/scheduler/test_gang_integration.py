@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from kubera.launch.etcd import EtcdProcess
-from protos.kubera.v1 import core_pb2
+from protos.kubera.v1 import core_pb2, scheduling_pb2
+from services.api.errors import NotFoundError
 from services.api.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
@@ -63,10 +64,32 @@ class Gang:
         await self.client.create(pod_group(name, "default", min_member=min_member, timeout=timeout))
         await eventually(lambda: f"default/{name}" in self.sched.kind_informers["PodGroup"].store)
 
-    async def member(self, name: str, group: str, cpu: str) -> None:
+    async def member(self, name: str, group: str, cpu: str, **spec: Any) -> None:
         p = MakePod().typed().name(name).namespace("default").label(POD_GROUP_LABEL, group)
         p.container("c", "i", requests={"cpu": cpu})
-        await self.api.create(p.obj())
+        await self.api.create(p.spec(spec).obj())
+
+    async def priorities(self) -> None:
+        for name, value in (("low", 0), ("high", 1000)):
+            pc = scheduling_pb2.PriorityClass(value=value)
+            pc.metadata.name = name
+            await self.api.create(pc)
+
+    async def victim(self, name: str, node: str, cpu: str) -> None:
+        p = MakePod().typed().name(name).namespace("default").node(node)
+        p.container("c", "i", requests={"cpu": cpu})
+        spec = {"priorityClassName": "low", "terminationGracePeriodSeconds": 0}
+        await self.api.create(p.spec(spec).obj())
+        await eventually(
+            lambda: any(q.metadata.name == name for q in self.sched.pods.store.values())
+        )
+
+    async def exists(self, name: str) -> bool:
+        try:
+            await self.client.get(PODS, name, "default")
+        except NotFoundError:
+            return False
+        return True
 
     async def bound(self) -> dict[str, str]:
         items, _ = await self.client.list(PODS, namespace="default")
@@ -219,6 +242,42 @@ async def _times_out_together(gang: Gang) -> None:
     assert all(timeout in m or "rejection in Unreserve" in m for m in msgs), msgs
     assert gang.rec.bind_calls == []
     assert await gang.bound() == {}
+
+
+async def test_a_gang_that_would_fit_only_partly_after_preemption_preempts_nobody(
+    gang: Gang,
+) -> None:
+    await gang.priorities()
+    await gang.node("n1", "4")
+    await gang.victim("low", "n1", "4")
+    await gang.group("pg", 3)
+    for i in range(3):  # preempting "low" frees room for two of the three
+        await gang.member(f"g{i}", "pg", "2", priorityClassName="high")
+
+    async def refused() -> bool:
+        return all([await gang.message(f"g{i}") for i in range(3)])
+
+    await eventually(refused, timeout=20)
+    msgs = {await gang.message(f"g{i}") for i in range(3)}
+    assert any("would fit after preemption" in m for m in msgs), msgs
+    assert await gang.exists("low")
+    assert gang.rec.bind_calls == []
+
+
+async def test_a_gang_that_fits_whole_after_preemption_preempts_and_binds(gang: Gang) -> None:
+    await gang.priorities()
+    await gang.node("n1", "4")
+    await gang.victim("low", "n1", "4")
+    await gang.group("pg", 2)
+    for i in range(2):
+        await gang.member(f"g{i}", "pg", "2", priorityClassName="high")
+
+    async def victim_gone() -> bool:
+        return not await gang.exists("low")
+
+    await eventually(victim_gone, timeout=20)
+    found = await eventually(lambda: _all(gang, 2), timeout=30)
+    assert found == {"g0": "n1", "g1": "n1"}
 
 
 def _all(gang: Gang, n: int) -> Any:
