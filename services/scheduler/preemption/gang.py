@@ -19,8 +19,8 @@ then rejected by them (they wait at Permit and time out as before).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from protos.kubera.v1 import core_pb2
 from services.api.resources import Resource
@@ -38,8 +38,9 @@ class GangNeed:
     group: str
     #: How many more members must be placed (besides the preemptor) to reach minMember.
     needed: int
-    #: The group's unassigned members other than the preemptor, in queue order.
-    pending: list[PodInfo] = field(default_factory=list)
+    #: The group's unassigned members other than the preemptor, by name; asked only when
+    #: a preemption is checked (a gang's PreFilter runs once per member: no O(n^2) work).
+    pending: Callable[[], Sequence[core_pb2.Pod]]
 
     def clone(self) -> GangNeed:
         """Immutable in practice; CycleState.clone shares it."""
@@ -89,10 +90,11 @@ def gang_fits_after(
             _take(preemptor.requests, f)
         free.append(f)
     placed = 0
-    for sibling in need.pending:
+    for sibling in need.pending():
+        req = PodInfo(sibling).requests
         for f in free:
-            if _fits(sibling.requests, f):
-                _take(sibling.requests, f)
+            if _fits(req, f):
+                _take(req, f)
                 placed += 1
                 break
         if placed >= need.needed:

@@ -42,7 +42,7 @@ def test_a_gang_member_preempts_only_when_the_whole_gang_then_fits(
     gang = _gang(size)
     h = Harness(nodes, victims)
     state, pi = h.state_for(gang[0])
-    state.write(GANG_KEY, GangNeed("default/pg", needed, [PodInfo(p) for p in gang[1:]]))
+    state.write(GANG_KEY, GangNeed("default/pg", needed, lambda: gang[1:]))
     # Only n1 is worth preempting on (n2 is refused for some other reason).
     statuses = {"n1": Status(Code.UNSCHEDULABLE), "n2": Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)}
     result, st = asyncio.run(h.plugin.post_filter(state, pi, statuses))
@@ -62,7 +62,7 @@ def test_gang_fits_after_counts_victims_as_freed_and_the_preemptor_as_placed() -
     low = pod("low", LOW, node_name="n1", req={"cpu": "2", "memory": "1Gi"})
     n1.add_pod(PodInfo(low))
     gang = _gang(2)
-    need = GangNeed("default/pg", 1, [PodInfo(gang[1])])
+    need = GangNeed("default/pg", 1, lambda: [gang[1]])
     assert gang_fits_after(need, PodInfo(gang[0]), "n1", [low], [n1]) == ""
     assert gang_fits_after(need, PodInfo(gang[0]), "n1", [], [n1]).endswith(
         "only 0 of the 1 other members it still needs would fit after preemption"

@@ -207,14 +207,18 @@ class Coscheduling:
 
     def _gang_need(self, full: str, pg: podgroup_pb2.PodGroup, pod: core_pb2.Pod) -> GangNeed:
         uid = pod.metadata.uid
-        pending = [
-            PodInfo(p)
-            for p in sorted(self.manager.members(full), key=_namespaced)
-            if p.metadata.uid != uid
-            and not p.spec.node_name
-            and not self.manager.is_assigned(full, p.metadata.uid)
-        ]
-        assigned = self.manager.assigned_count(full) - self.manager.is_assigned(full, uid)
+        manager = self.manager
+
+        def pending() -> list[core_pb2.Pod]:
+            return [
+                p
+                for p in sorted(manager.members(full), key=_namespaced)
+                if p.metadata.uid != uid
+                and not p.spec.node_name
+                and not manager.is_assigned(full, p.metadata.uid)
+            ]
+
+        assigned = manager.assigned_count(full) - manager.is_assigned(full, uid)
         return GangNeed(full, max(pg.spec.min_member - assigned - 1, 0), pending)
 
     # ------------------------------------------------------------- PostFilter

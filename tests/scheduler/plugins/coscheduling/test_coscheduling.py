@@ -457,7 +457,7 @@ def test_pre_filter_leaves_what_the_rest_of_the_gang_needs_for_preemption() -> N
     need: GangNeed = state.read(GANG_KEY)
     assert need.group == "ns/pg1"
     assert need.needed == 1  # 3 - 1 bound - the preemptor
-    assert [p.pod.metadata.name for p in need.pending] == ["b", "c"]
+    assert [p.metadata.name for p in need.pending()] == ["b", "c"]
 
 
 def test_a_pod_without_group_leaves_no_gang_need() -> None:
