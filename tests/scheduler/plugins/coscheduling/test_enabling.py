@@ -72,3 +72,17 @@ def test_invalid_coscheduling_args_are_refused_naming_the_field(args: str, field
             + "profiles:\n  - pluginConfig:\n      - name: Coscheduling\n"
             + f"        args: {args}\n"
         )
+
+
+def test_the_gang_example_decodes_to_a_group_and_its_members() -> None:
+    import pathlib
+
+    import yaml
+
+    from services.api import codec
+
+    text = (pathlib.Path(__file__).parents[4] / "examples" / "gang.yaml").read_text()
+    objs = [codec.decode(d, validate="strict").obj for d in yaml.safe_load_all(text)]
+    group, *pods = objs
+    assert group.spec.min_member == len(pods) == 3
+    assert {p.metadata.labels["scheduling.x-k8s.io/pod-group"] for p in pods} == {"trainer"}
