@@ -40,6 +40,7 @@ from services.controllers.deployment import DeploymentConfig, DeploymentControll
 from services.controllers.disruption import DisruptionConfig, DisruptionController
 from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from services.controllers.podgc import PodGCConfig, PodGCController
+from services.controllers.podgroup import PodGroupConfig, PodGroupController
 from services.controllers.replicaset import ReplicaSetConfig, ReplicaSetController
 from services.controllers.resourceclaim import ResourceClaimConfig, ResourceClaimController
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
@@ -63,6 +64,7 @@ ALL_CONTROLLERS = (
     "disruption",
     "podgc",
     "resourceclaim",
+    "podgroup",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -98,6 +100,8 @@ class ControllerManagerConfig:
 
     resourceclaim: ResourceClaimConfig = field(default_factory=ResourceClaimConfig)
     """The resourceclaim controller: claims from templates for pods, and their cleanup."""
+    podgroup: PodGroupConfig = field(default_factory=PodGroupConfig)
+    """The PodGroup controller: each gang's phase and pod counts (scheduling.x-k8s.io)."""
 
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
@@ -126,6 +130,8 @@ def _build(
         return DisruptionController(client, informers, config=config.disruption, clock=clock)
     if name == "resourceclaim":
         return ResourceClaimController(client, informers, config=config.resourceclaim, clock=clock)
+    if name == "podgroup":
+        return PodGroupController(client, informers, config=config.podgroup, clock=clock)
     return PodGCController(client, informers, config=config.podgc, clock=clock)
 
 

@@ -151,6 +151,13 @@ IN_TREE: tuple[InTreePlugin, ...] = (
         1,
     ),
     InTreePlugin("DefaultBinder", "defaultbinder", (BIND,)),
+    # scheduler-plugins' Coscheduling (gang scheduling), built in; the default profile
+    # enables it at DEFAULT_POINT_PLUGINS' points only (config/defaults.py), not QueueSort.
+    InTreePlugin(
+        "Coscheduling",
+        "coscheduling",
+        (PRE_ENQUEUE, QUEUE_SORT, PRE_FILTER, POST_FILTER, RESERVE, PERMIT),
+    ),
 )
 
 IN_TREE_BY_NAME: dict[str, InTreePlugin] = {p.name: p for p in IN_TREE}

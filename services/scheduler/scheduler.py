@@ -34,6 +34,7 @@ from typing import Any
 
 from protos.kubera.v1 import core_pb2
 from services.api.kinds import BY_KIND
+from services.api.podgroups import POD_GROUP_LABEL
 from services.client import Client, FencingSource, Handlers, Informer
 from services.clock import Clock, RealClock
 from services.lifecycle import Background
@@ -48,6 +49,7 @@ from services.scheduler.metrics import SchedulerMetrics
 from services.scheduler.omega import OmegaStats
 from services.scheduler.options import SchedulerOptions
 from services.scheduler.queue import SchedulingQueue
+from services.scheduler.queue_events import EVENT_UNSCHEDULED_POD_ADD
 from services.scheduler.schedule_one import ScheduleOne
 from services.scheduler.snapshot import Snapshot
 from services.scheduler.trace import Attempt, TraceStore
@@ -129,6 +131,12 @@ class _Handle:
         the cluster event (kind, ADD | UPDATE | DELETE) for the queue's hints. A plugin may
         add its own handlers."""
         return self._sched.kind_informer(kind)
+
+    def pod_informer(self) -> Informer:
+        """The scheduler's own Pod informer (its store is every pod): a plugin that keeps
+        an index of pods adds its handlers here, from its factory; they run before the
+        scheduler's own, so the index is current when the queue sees the pod."""
+        return self._sched.pods
 
     async def bind(self, pod: core_pb2.Pod, node_name: str) -> None:
         sched = self._sched
@@ -216,8 +224,10 @@ class Scheduler(Background):
         self.pdbs: Informer | None = None
         #: Informers plugins asked for through the handle (Handle.informer), by kind.
         self.kind_informers: dict[str, Informer] = {}
-        # Before the frameworks: plugin factories ask for informers (kind_informer checks it).
+        #: Set by warm(); empty while plugins are built (they may ask for informers then).
         self._informer_tasks: list[asyncio.Task[None]] = []
+        #: Made before the plugins: a plugin may add handlers to it (Handle.pod_informer).
+        self.pods = Informer(client, BY_KIND["Pod"], clock=self.clock)
         handle = _Handle(self)
         registry = self.config.registry()
         self.frameworks: dict[str, Framework] = {
@@ -239,10 +249,13 @@ class Scheduler(Background):
             metrics=self.metrics,
             namespace_labels=self.snapshot.namespace_labels,
         )
-        self.pods = Informer(client, BY_KIND["Pod"], clock=self.clock)
         self.nodes = Informer(client, BY_KIND["Node"], clock=self.clock)
         self.namespaces = Informer(client, BY_KIND["Namespace"], clock=self.clock)
-        if any(fwk.has_post_filter_plugins() for fwk in self.frameworks.values()):
+        # PostFilter plugins preempt and read PDBs; Coscheduling's (gangs) does not.
+        if any(
+            set(fwk.list_plugins()["postFilter"]) - {"Coscheduling"}
+            for fwk in self.frameworks.values()
+        ):
             self.pdbs = Informer(client, BY_KIND["PodDisruptionBudget"], clock=self.clock)
         self.pods.add_handlers(Handlers(self._pod_added, self._pod_updated, self._pod_deleted))
         self.nodes.add_handlers(Handlers(self._node_added, self._node_updated, self._node_deleted))
@@ -298,6 +311,10 @@ class Scheduler(Background):
             self.queue.assigned_pod_added(pod)
         elif self._responsible(pod) and not pod.metadata.deletion_timestamp:
             self.queue.add(pod)
+            if POD_GROUP_LABEL in pod.metadata.labels:
+                # A new gang member may complete its gated siblings' quorum (upstream
+                # fires this under its GangScheduling gate; only gang pods fire it here).
+                self.queue.move_all_to_active_or_backoff(EVENT_UNSCHEDULED_POD_ADD, None, pod)
 
     def _pod_updated(self, old: core_pb2.Pod, new: core_pb2.Pod) -> None:
         self.nominator.pod_seen(old, new)

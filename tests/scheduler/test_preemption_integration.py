@@ -163,7 +163,7 @@ async def test_with_default_preemption_disabled_the_pod_stays_pending_and_evicts
         # The default profile's other PostFilter plugin (it deallocates idle claims).
         "      - name: DynamicResources\n"
     )
-    assert cfg.profiles[0].names("postFilter") == []
+    assert "DefaultPreemption" not in cfg.profiles[0].names("postFilter")
     api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5))
     await api.start()
     server, port = await serve(api)

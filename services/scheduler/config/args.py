@@ -66,6 +66,11 @@ ARGS_SCHEMAS: dict[str, dict[str, Any]] = {
     "InterPodAffinity": {"hardPodAffinityWeight": int, "ignorePreferredTermsOfExistingPods": bool},
     "DefaultPreemption": {"minCandidateNodesPercentage": int, "minCandidateNodesAbsolute": int},
     "DynamicResources": {"filterTimeout": str},
+    "Coscheduling": {
+        "permitWaitingTimeSeconds": int,
+        "podGroupBackoffSeconds": int,
+        "podGroupRejectPercentage": int,
+    },
 }
 
 

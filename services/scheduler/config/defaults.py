@@ -37,6 +37,20 @@ DEFAULT_MULTI_POINT: tuple[str, ...] = (
     "DefaultBinder",
 )
 
+#: Plugins the default profile enables at single extension points, after the multiPoint
+#: ones (kubera's, not upstream's: upstream has no gang scheduling in its default profile).
+#: Coscheduling returns at once for a pod without the pod-group label, so it costs nothing
+#: there; its QueueSort is not enabled (PrioritySort stays the default order): a
+#: KubeSchedulerConfiguration selects it with `queueSort: {enabled: [{name: Coscheduling}],
+#: disabled: [{name: "*"}]}`.
+DEFAULT_POINT_PLUGINS: dict[str, tuple[str, ...]] = {
+    "preEnqueue": ("Coscheduling",),
+    "preFilter": ("Coscheduling",),
+    "postFilter": ("Coscheduling",),
+    "reserve": ("Coscheduling",),
+    "permit": ("Coscheduling",),
+}
+
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
     """How many feasible nodes to find before scoring (schedule_one.go numFeasibleNodesToFind).

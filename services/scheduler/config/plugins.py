@@ -23,7 +23,7 @@ from services.scheduler.config.checks import (
     is_int,
     short_value,
 )
-from services.scheduler.config.defaults import DEFAULT_MULTI_POINT
+from services.scheduler.config.defaults import DEFAULT_MULTI_POINT, DEFAULT_POINT_PLUGINS
 
 MULTI_POINT = "multiPoint"
 MIN_SCORE_WEIGHT, MAX_SCORE_WEIGHT = 1, 100
@@ -139,6 +139,8 @@ def _default_sets() -> dict[str, _PluginSet]:
         (name, reg.IN_TREE_BY_NAME[name].weight or None, "<default>")
         for name in DEFAULT_MULTI_POINT
     ]
+    for point, names in DEFAULT_POINT_PLUGINS.items():
+        sets[point].enabled = [(name, None, "<default>") for name in names]
     return sets
 
 
@@ -154,6 +156,16 @@ def resolve_plugins(
         point: _merge_plugin_set(defaults[point], custom[point]) if custom else defaults[point]
         for point in defaults
     }
+    if custom:
+        # The single-point defaults stand in for multiPoint entries: disabling the plugin
+        # (or "*") in multiPoint disables them too.
+        off = custom[MULTI_POINT].disabled
+        for point, names in DEFAULT_POINT_PLUGINS.items():
+            merged[point].enabled = [
+                e
+                for e in merged[point].enabled
+                if not (e[2] == "<default>" and e[0] in names and ("*" in off or e[0] in off))
+            ]
     multi = merged[MULTI_POINT]
     resolved: dict[str, list[str]] = {}
     for point in reg.EXTENSION_POINTS:

@@ -4,7 +4,8 @@ plugins/defaultpreemption), on the evaluator in services/scheduler/preemption.
 Args (DefaultPreemptionArgs): minCandidateNodesPercentage (default 10, in [0, 100]) and
 minCandidateNodesAbsolute (default 100, >= 0), not both 0. A status message is prefixed
 "preemption: " as upstream's. What the attempt considered and chose is written to the
-CycleState under DECISION_KEY for the decision trace.
+CycleState under DECISION_KEY for the decision trace. A gang member (Coscheduling left its
+GangNeed in the CycleState) preempts only when its whole gang then fits (preemption/gang.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from services.scheduler.preemption import (
     PreemptionClient,
     prepare_candidate,
 )
+from services.scheduler.preemption.gang import GANG_KEY, gang_fits_after
 
 NAME = "DefaultPreemption"
 #: CycleState key of the attempt's preemption.Decision.
@@ -145,6 +147,15 @@ class DefaultPreemption:
                 h.nominator.delete(pod_info.uid)
             msg = st.message
             return result, Status(st.code, (f"preemption: {msg}",) if msg else (), NAME, st.error)
+        need = state.get(GANG_KEY)
+        if need is not None:
+            # A gang member preempts only when its whole gang then fits (preemption/gang.py).
+            why = gang_fits_after(
+                need, pod_info, candidate.name, candidate.victims, h.snapshot().list()
+            )
+            if why:
+                decision.node, decision.victims, decision.reason = "", [], why
+                return None, Status.unschedulable(f"preemption: {why}", plugin=NAME)
         problems = await prepare_candidate(
             h.client,
             scheduler_name=pod.spec.scheduler_name,

@@ -44,8 +44,10 @@ def arg(args: Any, attr: str, key: str) -> Any:
 
 # ============================================================== the default profile
 
+#: Upstream's v1 default lists, plus kubera's Coscheduling (gang scheduling) at its
+#: single points (config/defaults.DEFAULT_POINT_PLUGINS), after the multiPoint ones.
 DEFAULT_NAMES = {
-    "preEnqueue": ["SchedulingGates", "DynamicResources"],
+    "preEnqueue": ["SchedulingGates", "DynamicResources", "Coscheduling"],
     "queueSort": ["PrioritySort"],
     "preFilter": [
         "NodeAffinity",
@@ -54,6 +56,7 @@ DEFAULT_NAMES = {
         "PodTopologySpread",
         "InterPodAffinity",
         "DynamicResources",
+        "Coscheduling",
     ],
     "filter": [
         "NodeUnschedulable",
@@ -66,7 +69,7 @@ DEFAULT_NAMES = {
         "InterPodAffinity",
         "DynamicResources",
     ],
-    "postFilter": ["DynamicResources", "DefaultPreemption"],
+    "postFilter": ["DynamicResources", "DefaultPreemption", "Coscheduling"],
     "preScore": [
         "TaintToleration",
         "NodeAffinity",
@@ -83,8 +86,8 @@ DEFAULT_NAMES = {
         "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
     ],
-    "reserve": ["DynamicResources"],
-    "permit": [],
+    "reserve": ["DynamicResources", "Coscheduling"],
+    "permit": ["Coscheduling"],
     "preBind": ["DynamicResources"],
     "bind": ["DefaultBinder"],
     "postBind": [],

@@ -1,0 +1,287 @@
+"""Gang scheduling end to end: a real apiserver on real etcd, the scheduler (Coscheduling in
+its default profile), Nodes as objects, and the controller-manager's PodGroup controller.
+
+What users see: a gang that fits binds whole; a gang that fits only partly binds nobody
+(every Bind call the scheduler makes is recorded: none is made) and binds whole once a
+node is added; a gang whose quorum times out at Permit goes back to the queue together;
+a gang short of members waits gated, and goes once the last member is created.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from kubera.launch.etcd import EtcdProcess
+from protos.kubera.v1 import core_pb2, scheduling_pb2
+from services.api.errors import NotFoundError
+from services.api.kinds import BY_KIND
+from services.apiserver.registry import ApiServer, ApiServerConfig
+from services.apiserver.server import serve
+from services.client import Client, SharedInformers
+from services.controllers.podgroup import PodGroupController
+from services.scheduler.config import SchedulerConfiguration
+from services.scheduler.config.load import load_config
+from services.scheduler.metrics import QUEUE_GATED
+from services.scheduler.options import SchedulerOptions
+from services.scheduler.scheduler import Scheduler
+from services.storage import Delete
+from services.storage.etcd import EtcdStorage
+from tests.builders import POD_GROUP_LABEL, MakeNode, MakePod, pod_group
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.integration
+PODS, POD_GROUPS = BY_KIND["Pod"], BY_KIND["PodGroup"]
+
+
+class RecordingClient(Client):
+    """The scheduler's client, recording every Bind it sends (pod names)."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.bind_calls: list[str] = []
+
+    async def bind(self, name: str, *args: Any, **kw: Any) -> Any:
+        self.bind_calls.append(name)
+        return await super().bind(name, *args, **kw)
+
+
+class Gang:
+    def __init__(self, api: ApiServer, client: Client, sched: Scheduler, rec: RecordingClient):
+        self.api, self.client, self.sched, self.rec = api, client, sched, rec
+
+    async def node(self, name: str, cpu: str) -> None:
+        size = {"cpu": cpu, "memory": "8Gi", "pods": "110"}
+        n = MakeNode().typed().name(name).label("kubernetes.io/hostname", name)
+        await self.api.create(n.allocatable(size).capacity(size).obj())
+        await eventually(lambda: name in self.sched.nodes.store)
+
+    async def group(self, name: str, min_member: int, timeout: int | None = None) -> None:
+        await self.client.create(pod_group(name, "default", min_member=min_member, timeout=timeout))
+        await eventually(lambda: f"default/{name}" in self.sched.kind_informers["PodGroup"].store)
+
+    async def member(self, name: str, group: str, cpu: str, **spec: Any) -> None:
+        p = MakePod().typed().name(name).namespace("default").label(POD_GROUP_LABEL, group)
+        p.container("c", "i", requests={"cpu": cpu})
+        await self.api.create(p.spec(spec).obj())
+
+    async def priorities(self) -> None:
+        for name, value in (("low", 0), ("high", 1000)):
+            pc = scheduling_pb2.PriorityClass(value=value)
+            pc.metadata.name = name
+            await self.api.create(pc)
+
+    async def victim(self, name: str, node: str, cpu: str) -> None:
+        p = MakePod().typed().name(name).namespace("default").node(node)
+        p.container("c", "i", requests={"cpu": cpu})
+        spec = {"priorityClassName": "low", "terminationGracePeriodSeconds": 0}
+        await self.api.create(p.spec(spec).obj())
+        await eventually(
+            lambda: any(q.metadata.name == name for q in self.sched.pods.store.values())
+        )
+
+    async def exists(self, name: str) -> bool:
+        try:
+            await self.client.get(PODS, name, "default")
+        except NotFoundError:
+            return False
+        return True
+
+    async def bound(self) -> dict[str, str]:
+        items, _ = await self.client.list(PODS, namespace="default")
+        return {p.metadata.name: p.spec.node_name for p in items if p.spec.node_name}
+
+    async def message(self, name: str) -> str:
+        p: core_pb2.Pod = await self.client.get(PODS, name, "default")
+        for c in p.status.conditions:
+            if c.type == "PodScheduled" and c.status == "False":
+                return str(c.message)
+        return ""
+
+
+async def _gang(
+    etcd: EtcdProcess, cfg: SchedulerConfiguration | None = None
+) -> AsyncIterator[Gang]:
+    storage = EtcdStorage(etcd.endpoint)
+    await storage.connect()
+    items, _ = await storage.list("/registry/")
+    for kv in items:
+        await storage.txn([], [Delete(kv.key)])
+    api = ApiServer(storage, ApiServerConfig(bookmark_interval=0.5))
+    await api.start()
+    server, port = await serve(api)
+    client = Client(f"127.0.0.1:{port}", timeout=10)
+    rec = RecordingClient(f"127.0.0.1:{port}", timeout=10)
+    sched = Scheduler(rec, SchedulerOptions(component_config=cfg, seed=7))
+    informers = SharedInformers(client)
+    controller = PodGroupController(client, informers)
+    stop = asyncio.Event()
+    informers.start()
+    tasks = [asyncio.create_task(sched.run(stop)), asyncio.create_task(controller.run(stop))]
+    try:
+        await eventually(lambda: sched.pods.synced.is_set())
+        yield Gang(api, client, sched, rec)
+    finally:
+        stop.set()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(t, 10)
+        await informers.stop()
+        await client.close()
+        await rec.close()
+        await server.stop(0.2)
+        await api.stop()
+        await storage.close()
+
+
+@pytest.fixture
+async def gang(etcd_server: EtcdProcess) -> AsyncIterator[Gang]:
+    async for g in _gang(etcd_server):
+        yield g
+
+
+async def test_a_gang_that_fits_binds_whole_and_its_status_says_scheduled(gang: Gang) -> None:
+    await gang.node("n1", "4")
+    await gang.node("n2", "4")
+    await gang.group("pg", 3)
+    for i in range(3):
+        await gang.member(f"g{i}", "pg", "1")
+    assert set(await eventually(lambda: _all(gang, 3), timeout=20)) == {"g0", "g1", "g2"}
+    assert sorted(gang.rec.bind_calls) == ["g0", "g1", "g2"]
+
+    async def scheduled() -> Any:
+        pg = await gang.client.get(POD_GROUPS, "pg", "default")
+        return pg if pg.status.phase == "Scheduled" else None
+
+    pg = await eventually(scheduled, timeout=20)
+    assert pg.status.scheduled == 3 and pg.status.schedule_start_time
+
+
+async def test_a_gang_that_fits_only_partly_binds_nobody_until_a_node_is_added(
+    gang: Gang,
+) -> None:
+    await gang.node("n1", "4")
+    await gang.group("pg", 3)
+    for i in range(3):
+        await gang.member(f"g{i}", "pg", "2")  # two fit on n1, the third nowhere
+
+    async def all_refused() -> bool:
+        msgs = [await gang.message(f"g{i}") for i in range(3)]
+        return all(msgs)
+
+    await eventually(all_refused, timeout=20)
+    # The two that fit were assumed and waited at Permit, then rejected with the third.
+    msgs = {await gang.message(f"g{i}") for i in range(3)}
+    assert any("optimistic rejection in PostFilter" in m or "Unreserve" in m for m in msgs), msgs
+    assert gang.rec.bind_calls == []
+    assert await gang.bound() == {}
+    await eventually(lambda: len(gang.sched.frameworks["default-scheduler"].waiting_pods) == 0)
+
+    await gang.node("n2", "4")
+    found = await eventually(lambda: _all(gang, 3), timeout=30)
+    assert set(found) == {"g0", "g1", "g2"}
+    assert sorted(gang.rec.bind_calls) == ["g0", "g1", "g2"]  # each bound once, together
+
+
+async def test_a_gang_short_of_members_waits_gated_until_the_last_one_is_created(
+    gang: Gang,
+) -> None:
+    await gang.node("n1", "4")
+    await gang.group("pg", 3)
+    await gang.member("g0", "pg", "1")
+    await gang.member("g1", "pg", "1")
+
+    def gated() -> bool:
+        names = {p.metadata.name for p in gang.sched.queue.pending_pods()[QUEUE_GATED]}
+        return names == {"g0", "g1"}
+
+    await eventually(gated)
+    assert gang.rec.bind_calls == []
+    assert await gang.message("g0") == ""  # gated pods are not attempted, so not refused
+    await gang.member("g2", "pg", "1")
+    assert set(await eventually(lambda: _all(gang, 3), timeout=20)) == {"g0", "g1", "g2"}
+
+
+async def test_a_gang_whose_quorum_times_out_goes_back_together(
+    etcd_server: EtcdProcess,
+) -> None:
+    # With podGroupRejectPercentage 100 the failing member does not reject its waiting
+    # siblings at PostFilter: they wait at Permit until the group's 1 s timeout.
+    cfg = load_config(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "profiles:\n"
+        "  - pluginConfig:\n"
+        "      - name: Coscheduling\n"
+        "        args:\n"
+        "          podGroupRejectPercentage: 100\n"
+    )
+    async for gang in _gang(etcd_server, cfg):
+        await gang.node("n1", "4")
+        await gang.group("pg", 3, timeout=1)
+        for i in range(3):
+            await gang.member(f"g{i}", "pg", "2")
+        await _times_out_together(gang)
+
+
+async def _times_out_together(gang: Gang) -> None:
+    fwk = gang.sched.frameworks["default-scheduler"]
+    await eventually(lambda: len(fwk.waiting_pods) == 2, timeout=20)
+
+    async def both_back() -> bool:
+        return bool(await gang.message("g0")) and bool(await gang.message("g1"))
+
+    await eventually(both_back, timeout=20)
+    msgs = [await gang.message("g0"), await gang.message("g1")]
+    timeout = "rejected due to timeout after waiting 1s at plugin Coscheduling"
+    assert any(timeout in m for m in msgs), msgs
+    assert all(timeout in m or "rejection in Unreserve" in m for m in msgs), msgs
+    assert gang.rec.bind_calls == []
+    assert await gang.bound() == {}
+
+
+async def test_a_gang_that_would_fit_only_partly_after_preemption_preempts_nobody(
+    gang: Gang,
+) -> None:
+    await gang.priorities()
+    await gang.node("n1", "4")
+    await gang.victim("low", "n1", "4")
+    await gang.group("pg", 3)
+    for i in range(3):  # preempting "low" frees room for two of the three
+        await gang.member(f"g{i}", "pg", "2", priorityClassName="high")
+
+    async def refused() -> bool:
+        return all([await gang.message(f"g{i}") for i in range(3)])
+
+    await eventually(refused, timeout=20)
+    msgs = {await gang.message(f"g{i}") for i in range(3)}
+    assert any("would fit after preemption" in m for m in msgs), msgs
+    assert await gang.exists("low")
+    assert gang.rec.bind_calls == []
+
+
+async def test_a_gang_that_fits_whole_after_preemption_preempts_and_binds(gang: Gang) -> None:
+    await gang.priorities()
+    await gang.node("n1", "4")
+    await gang.victim("low", "n1", "4")
+    await gang.group("pg", 2)
+    for i in range(2):
+        await gang.member(f"g{i}", "pg", "2", priorityClassName="high")
+
+    async def victim_gone() -> bool:
+        return not await gang.exists("low")
+
+    await eventually(victim_gone, timeout=20)
+    found = await eventually(lambda: _all(gang, 2), timeout=30)
+    assert found == {"g0": "n1", "g1": "n1"}
+
+
+def _all(gang: Gang, n: int) -> Any:
+    """The bound pods, once `n` are bound (eventually() polls a sync callable)."""
+    store = gang.sched.pods.store
+    bound = {p.metadata.name: p.spec.node_name for p in store.values() if p.spec.node_name}
+    return bound if len(bound) == n else None
