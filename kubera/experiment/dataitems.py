@@ -245,6 +245,8 @@ def kubera_items(run: RunResult) -> list[DataItem]:
 
     - ``kubera_scheduling_latency`` / ``kubera_startup_latency`` (ms): per-pod create→bound and
       create→Running, upstream's percentile rule;
+    - ``kubera_gang_latency`` (ms): per whole gang (pods sharing a pod-group label), its first
+      member created → its last member bound; ``Count``: the gangs all of whose members bound;
     - ``kubera_attempts_per_pod`` (attempts): scheduling attempts of each bound pod, as the
       upper bound of its ``scheduler_pod_scheduling_attempts`` bucket (1, 2, 4, 8, 16);
     - ``kubera_conflict_fraction`` (fraction, per ``Replica``): conflicts / (binds + conflicts);
@@ -272,6 +274,13 @@ def kubera_items(run: RunResult) -> list[DataItem]:
         summarize(run.latency.get("startup", []), scale=1000, extra=True),
         "ms",
     )
+    gangs = run.latency.get("gang", [])
+    if gangs:
+        add(
+            "kubera_gang_latency",
+            {**summarize(gangs, scale=1000, extra=True), "Count": float(len(gangs))},
+            "ms",
+        )
     attempts = [float(k) for k, n in sorted(run.attempts.items()) for _ in range(n)]
     add("kubera_attempts_per_pod", summarize(attempts, extra=True), "attempts")
     for r in run.replicas:
