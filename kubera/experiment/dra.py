@@ -102,16 +102,18 @@ async def allocate_claims(
     write: Callable[[resource_pb2.ResourceClaim], Awaitable[resource_pb2.ResourceClaim]],
     admin_namespaces: frozenset[str] = frozenset(),
     rng: random.Random | None = None,
-    allocator: AllocatorFactory = Allocator,
+    allocator: AllocatorFactory | None = None,
 ) -> int:
     """Allocate each unallocated claim of `claims` in turn on a random node where it fits
     and `write` it (its status.allocation set); returns how many were allocated.
 
     Devices in use start as those of every allocated claim of the cluster (`every_claim`)
     and grow with each allocation made here, so no device is given twice. The node order is
-    shuffled per claim (seeded `rng`: a run is reproducible). Raises AllocationFailed when a
+    shuffled per claim (seeded `rng`: a run is reproducible). `allocator` makes the allocator
+    (default: the structured one, services.api.dra.allocator). Raises AllocationFailed when a
     claim fits nowhere, and the allocator's AllocationError as is."""
     rng = rng or random.Random(0)
+    make = allocator or Allocator
     in_use = allocated_devices(every_claim)
     order = list(nodes)
     done = 0
@@ -120,7 +122,7 @@ async def allocate_claims(
             continue
         rng.shuffle(order)
         for node in order:
-            result = allocator([claim], in_use, classes, slices, admin_namespaces).allocate(node)
+            result = make([claim], in_use, classes, slices, admin_namespaces).allocate(node)
             if isinstance(result, Unfit):
                 continue
             updated = resource_pb2.ResourceClaim()
