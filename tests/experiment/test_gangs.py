@@ -8,12 +8,15 @@ from typing import Any
 
 import pytest
 
+from kubera.experiment import dra
 from kubera.experiment import ops as o
-from kubera.experiment.config import load
+from kubera.experiment.config import load, plan
 from kubera.experiment.dataitems import kubera_items
 from kubera.experiment.measures import POD_GROUP_LABEL, PodTimeline, groups_short
 from kubera.experiment.model import RunResult
 from kubera.experiment.objects import pod_doc, to_message
+from kubera.experiment.runner import RunOptions, cluster_args
+from services.kubelet.template import load_template, plan_nodes
 from tests.experiment.configfiles import EXAMPLES, runs
 
 # A recorded pod timeline: (uid, namespace, group or None, sent, first seen, bound or None).
@@ -212,3 +215,30 @@ def test_gang_pods_are_consecutive_and_their_groups_need_them_all() -> None:
     ]
     assert members[:7] == ["gang-0"] * 3 + ["gang-1"] * 3 + ["gang-2"]
     assert {members.count(f"gang-{g}") for g in range(groups.count)} == {3}
+
+
+@pytest.mark.parametrize(
+    ("file", "run", "flags", "absent"),
+    [
+        # claims need the controller-manager, so nodes with leases: hollow, named for the glob
+        (
+            "dra.yaml",
+            f"{SCHEDULING}/5000pods_500nodes",
+            ["--nodes", "500", "--node-template", "--controller-managers"],
+            "--no-controllers",
+        ),
+        ("dra.yaml", f"{STEADY}/full_500nodes", ["--nodes", "500"], "--no-controllers"),
+        # gangs: plain Node objects and no controller-manager, as scheduler_perf runs
+        ("gang.yaml", "GangScheduling/10gangs_1000pods_5000nodes", ["--no-controllers"], "0x"),
+    ],
+)
+def test_the_figures_clusters(file: str, run: str, flags: list[str], absent: str) -> None:
+    e = load(str(EXAMPLES / file))
+    ((tc, w),) = [(tc, w) for tc, w in e.runs() if f"{tc.name}/{w.name}" == run]
+    args = cluster_args(w.cluster, plan(tc, w), RunOptions())
+    assert all(f in args for f in flags), args
+    assert absent not in args
+    if w.cluster.hollow_nodes:
+        with open(args[args.index("--node-template") + 1]) as f:
+            names = [p.name for p in plan_nodes(load_template(f.read()), 3)]
+        assert dra.matching_nodes("scheduler-perf-dra-*", names) == names  # the driver's glob
