@@ -447,3 +447,34 @@ async def test_wait_for_pod_groups_fails_after_the_timeout_when_a_gang_stays_sho
     api.created.append(_pod_group("g0", "gangs", 3))
     with pytest.raises(OpError, match="1 pod groups with minMember pods bound"):
         await ex.run(o.WaitForPodGroups(index=4, namespace="gangs"))
+
+
+def test_a_case_whose_template_uses_go_features_kubera_lacks_is_left_out(tmp_path: Any) -> None:
+    """Upstream's claim templates use variables, range and pipelines: that test case is left
+    out with the reason, the file's others still run."""
+    claim_template = (
+        "{{$n := (or .numRequests 1) | Int}}\n"
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+        "metadata: {name: t}\nspec:\n  spec:\n    devices:\n      requests:{{range $n}}\n"
+        "      - {name: req-{{.}}, exactly: {deviceClassName: c}}{{end}}\n"
+    )
+    text = """\
+    - name: Upstream
+      workloadTemplate:
+      - {opcode: createNodes, count: 1}
+      - {opcode: createAny, templatePath: t.yaml, namespace: test}
+      - {opcode: createPods, count: 1, collectMetrics: true}
+      workloads:
+      - {name: w}
+    - name: Ours
+      workloadTemplate:
+      - {opcode: createNodes, count: 1}
+      - {opcode: createPods, count: 1, collectMetrics: true}
+      workloads:
+      - {name: w}
+    """
+    e = load(str(write(tmp_path, text, {"t.yaml": claim_template})))
+    assert list(runs(e)) == ["Ours/w"]
+    (warning,) = [w for w in e.warnings if "left out" in w]
+    assert 'test case "Upstream" is left out' in warning
+    assert 'unsupported template action or function "$n"' in warning
