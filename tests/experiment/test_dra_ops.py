@@ -212,6 +212,25 @@ def test_the_driver_publishes_one_pool_per_node_with_upstreams_devices() -> None
 # ------------------------------------------------------------- pre-allocation
 
 
+def test_an_allocation_sees_the_nodes_own_slices_and_the_shared_ones() -> None:
+    own = resource_slice("a-gpu", driver=DRIVER, node="a")
+    other = resource_slice("b-gpu", driver=DRIVER, node="b")
+    everywhere = resource_slice("net", driver=DRIVER, pool="net", allNodes=True)
+    selected = resource_slice(
+        "rack",
+        driver=DRIVER,
+        pool="rack",
+        nodeSelector={
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}
+            ]
+        },
+    )
+    reaching = dra.slices_by_node([own, other, everywhere, selected])
+    assert [s.metadata.name for s in reaching("a")] == ["a-gpu", "net", "rack"]
+    assert [s.metadata.name for s in reaching("c")] == ["net", "rack"]
+
+
 class FirstFree:
     """Fake allocator: the node's first device (slices with its nodeName) not in use."""
 
