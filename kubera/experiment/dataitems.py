@@ -511,4 +511,20 @@ def summary(result: ExperimentResult) -> Table:
         if row[-2].startswith("FAIL") or row[-1] not in ("ok", "-"):
             style = "red"
         table.add_row(*row, style=style)
+    gangs = [line for run in result.runs if (line := gang_line(run))]
+    if gangs:
+        table.caption = "\n".join(gangs)
+        table.caption_justify = "left"
     return table
+
+
+def gang_line(run: RunResult) -> str:
+    """The time to a whole gang bound of a run, in one line ("" when it had no gangs)."""
+    ms = summarize(run.latency.get("gang", []), scale=1000, extra=True)
+    if not ms:
+        return ""
+    n = len(run.latency["gang"])
+    return (
+        f"{run.id}: whole gang bound in p50 {_fmt(ms['Perc50'])} ms, p90 {_fmt(ms['Perc90'])}, "
+        f"p99 {_fmt(ms['Perc99'])}, max {_fmt(ms['Max'])} ({n} gang{'s' if n != 1 else ''})"
+    )

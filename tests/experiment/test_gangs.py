@@ -11,9 +11,9 @@ import pytest
 from kubera.experiment import dra
 from kubera.experiment import ops as o
 from kubera.experiment.config import load, plan
-from kubera.experiment.dataitems import kubera_items
+from kubera.experiment.dataitems import kubera_items, summary
 from kubera.experiment.measures import POD_GROUP_LABEL, PodTimeline, groups_short
-from kubera.experiment.model import RunResult
+from kubera.experiment.model import ExperimentResult, RunResult
 from kubera.experiment.objects import pod_doc, to_message
 from kubera.experiment.runner import RunOptions, cluster_args
 from services.kubelet.template import load_template, plan_nodes
@@ -98,6 +98,17 @@ def test_the_gang_data_item_reports_percentiles_max_and_count_in_ms() -> None:
     assert item.data["Max"] == 100_000.0
     assert item.data["Count"] == 100.0
     assert RunResult.from_json(run.to_json()).latency["gang"] == run.latency["gang"]
+
+
+def test_the_summary_table_says_how_fast_whole_gangs_were_bound() -> None:
+    gangs = RunResult(id="G/w", test_case="G", workload="w", latency={"gang": [0.5, 1.0, 2.0]})
+    plain = RunResult(id="P/w", test_case="P", workload="w", latency={"scheduling": [0.1]})
+    table = summary(ExperimentResult(config="x.yaml", started="now", runs=[plain, gangs]))
+    assert table.caption == (
+        "G/w: whole gang bound in p50 1,000.0 ms, p90 2,000.0, p99 2,000.0, max 2,000.0 (3 gangs)"
+    )
+    no_gangs = summary(ExperimentResult(config="x.yaml", started="now", runs=[plain]))
+    assert no_gangs.caption is None
 
 
 def test_a_run_without_gangs_has_no_gang_item() -> None:
