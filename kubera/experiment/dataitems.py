@@ -245,6 +245,8 @@ def kubera_items(run: RunResult) -> list[DataItem]:
 
     - ``kubera_scheduling_latency`` / ``kubera_startup_latency`` (ms): per-pod create→bound and
       create→Running, upstream's percentile rule;
+    - ``kubera_gang_latency`` (ms): per whole gang (pods sharing a pod-group label), its first
+      member created → its last member bound; ``Count``: the gangs all of whose members bound;
     - ``kubera_attempts_per_pod`` (attempts): scheduling attempts of each bound pod, as the
       upper bound of its ``scheduler_pod_scheduling_attempts`` bucket (1, 2, 4, 8, 16);
     - ``kubera_conflict_fraction`` (fraction, per ``Replica``): conflicts / (binds + conflicts);
@@ -272,6 +274,13 @@ def kubera_items(run: RunResult) -> list[DataItem]:
         summarize(run.latency.get("startup", []), scale=1000, extra=True),
         "ms",
     )
+    gangs = run.latency.get("gang", [])
+    if gangs:
+        add(
+            "kubera_gang_latency",
+            {**summarize(gangs, scale=1000, extra=True), "Count": float(len(gangs))},
+            "ms",
+        )
     attempts = [float(k) for k, n in sorted(run.attempts.items()) for _ in range(n)]
     add("kubera_attempts_per_pod", summarize(attempts, extra=True), "attempts")
     for r in run.replicas:
@@ -502,4 +511,20 @@ def summary(result: ExperimentResult) -> Table:
         if row[-2].startswith("FAIL") or row[-1] not in ("ok", "-"):
             style = "red"
         table.add_row(*row, style=style)
+    gangs = [line for run in result.runs if (line := gang_line(run))]
+    if gangs:
+        table.caption = "\n".join(gangs)
+        table.caption_justify = "left"
     return table
+
+
+def gang_line(run: RunResult) -> str:
+    """The time to a whole gang bound of a run, in one line ("" when it had no gangs)."""
+    ms = summarize(run.latency.get("gang", []), scale=1000, extra=True)
+    if not ms:
+        return ""
+    n = len(run.latency["gang"])
+    return (
+        f"{run.id}: whole gang bound in p50 {_fmt(ms['Perc50'])} ms, p90 {_fmt(ms['Perc90'])}, "
+        f"p99 {_fmt(ms['Perc99'])}, max {_fmt(ms['Max'])} ({n} gang{'s' if n != 1 else ''})"
+    )

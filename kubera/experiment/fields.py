@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubera.errors import CliError
-from kubera.experiment.templates import Template, TemplateError, read_template
+from kubera.experiment.templates import Template, TemplateError, UnsupportedTemplate, read_template
 from services.api.duration import parse_duration
 
 
@@ -222,6 +222,8 @@ def load_template(
     full = k_file(ctx, where, path)
     try:
         return read_template(full, path, params)
+    except UnsupportedTemplate as e:
+        raise ctx.unsupported(where, f"{path}: {e}") from None
     except TemplateError as e:
         raise ctx.error(where, f"{path}: {e}") from None
     except (OSError, UnicodeDecodeError) as e:

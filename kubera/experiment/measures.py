@@ -35,6 +35,23 @@ class PodTimes:
         return self.key.split("/", 1)[0]
 
 
+#: The label a pod joins a scheduler-plugins PodGroup (gang) with, its value the group's name
+#: in the pod's namespace.
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+@dataclass(frozen=True)
+class GangTimes:
+    """One gang (pods sharing a pod-group label value in a namespace) on the timeline."""
+
+    key: str  # namespace/group
+    members: int
+    bound: int
+    first_created: float
+    last_bound: float | None
+    """When its last member was bound, once all `members` are; None before."""
+
+
 class PodTimeline:
     """Per-pod create/bound/Running times from a pod watch plus the runner's own create
     stamps.
@@ -145,6 +162,57 @@ class PodTimeline:
                 continue
             out[min(seconds - 1, max(0, math.ceil(p.bound)))] += 1
         return out
+
+    def gangs(self, label: str = POD_GROUP_LABEL) -> list[GangTimes]:
+        """The gangs on the timeline: pods grouped by namespace and the value of `label`
+        (scheduler-plugins' pod-group label), sorted by key. A pod deleted before it was
+        bound left its gang and is not a member."""
+        groups: dict[str, list[PodTimes]] = {}
+        for uid, p in self.pods.items():
+            group = p.labels.get(label)
+            if not group or (p.bound is None and uid in self.gone):
+                continue
+            groups.setdefault(f"{p.namespace}/{group}", []).append(p)
+        out = []
+        for key in sorted(groups):
+            members = groups[key]
+            bound = [p.bound for p in members if p.bound is not None]
+            out.append(
+                GangTimes(
+                    key=key,
+                    members=len(members),
+                    bound=len(bound),
+                    first_created=min(self.created_at(p) for p in members),
+                    last_bound=max(bound) if len(bound) == len(members) else None,
+                )
+            )
+        return out
+
+    def bound_by_group(self, label: str = POD_GROUP_LABEL) -> dict[str, int]:
+        """`namespace/group` → how many of its pods were ever bound (a bound pod deleted
+        since still counts: the gang got it)."""
+        out: dict[str, int] = {}
+        for p in self.pods.values():
+            group = p.labels.get(label)
+            if group and p.bound is not None:
+                key = f"{p.namespace}/{group}"
+                out[key] = out.get(key, 0) + 1
+        return out
+
+    def gang_latencies(self, label: str = POD_GROUP_LABEL) -> list[float]:
+        """Seconds from each whole gang's first member created to its last member bound,
+        for the gangs every member of which is bound (see `gangs`)."""
+        return [
+            round(max(0.0, g.last_bound - g.first_created), 6)
+            for g in self.gangs(label)
+            if g.last_bound is not None
+        ]
+
+
+def groups_short(want: Mapping[str, int], bound: Mapping[str, int]) -> list[str]:
+    """The groups of `want` (`namespace/name` → minMember) with fewer than minMember pods
+    bound, sorted: what waitForPodGroups still waits for."""
+    return sorted(k for k, n in want.items() if bound.get(k, 0) < n)
 
 
 # ------------------------------------------------------------ series

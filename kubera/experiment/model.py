@@ -213,7 +213,9 @@ class RunResult:
     ``bound``, ``running`` (pods in the second ``[t[i], t[i] + 1)``), ``queue:<name>`` (depth
     at ``t[i]``), ``etcd_revisions`` (revisions per second), ``cpu:<component>`` (cores),
     ``rss_mb:<component>``. ``latency``
-    holds per-pod seconds under ``scheduling`` (create→bound) and ``startup`` (create→Running).
+    holds per-pod seconds under ``scheduling`` (create→bound) and ``startup`` (create→Running),
+    and, when pods carry scheduler-plugins' pod-group label, per-gang seconds under ``gang``
+    (first member created→last member bound, for the gangs all of whose members were bound).
     ``attempts`` maps a bucket of upstream's ``scheduler_pod_scheduling_attempts`` histogram
     (buckets 1, 2, 4, 8, 16: the key is the bucket's upper bound, so ``4`` counts pods that
     needed 3 or 4 attempts; one past the largest bound, ``17``, counts more than 16) to the

@@ -29,8 +29,15 @@ from google.protobuf.message import Message
 from kubera import chaos
 from kubera.experiment import ops as o
 from kubera.experiment.collect import Collector
+from kubera.experiment.dra import (
+    AllocationFailed,
+    allocate_claims,
+    matching_nodes,
+    resource_slice_doc,
+)
 from kubera.experiment.faults import FAULT_KIND, check, wait_faults
 from kubera.experiment.histograms import compact
+from kubera.experiment.measures import groups_short
 from kubera.experiment.model import Fault, MetricsSnapshots, Phase, Window
 from kubera.experiment.objects import (
     OpError,
@@ -43,6 +50,8 @@ from kubera.experiment.objects import (
 from kubera.experiment.replay import ReplayError, replay
 from kubera.experiment.results import RunResult
 from kubera.launch.context import Context
+from services.api.dra.allocator import AllocationError
+from services.api.dra.claims import ADMIN_ACCESS_NAMESPACE_LABEL
 from services.api.errors import AlreadyExistsError, ApiError, NotFoundError, UnavailableError
 from services.api.kinds import BY_KIND, kind_of
 from services.client import Client
@@ -489,6 +498,70 @@ class OpExecutor:
         await self._wait_pods(
             uids, gone.__contains__, left, f"{op.phase}: {len(uids)} pods deleted"
         )
+
+    # --------------------------------------------- DRA and pod-group opcodes
+
+    async def op_createResourceDriver(self, op: o.CreateResourceDriver) -> None:
+        """One slice per node matching the glob, as upstream's test driver publishes them;
+        no node matching is a warning (upstream silently publishes nothing)."""
+        items, _ = await self.client.list(BY_KIND["Node"])
+        names = matching_nodes(op.nodes, (n.metadata.name for n in items))  # type: ignore[attr-defined]
+        if not names:
+            self.result.warnings.append(
+                f"{op.phase}: no node matches {op.nodes!r}: driver {op.driver_name} has no devices"
+            )
+        await self.create(
+            [
+                to_message(resource_slice_doc(op.driver_name, n, op.max_claims_per_node))
+                for n in names
+            ]
+        )
+
+    async def op_createResourceClaims(self, op: o.CreateResourceClaims) -> None:
+        await self._ensure_namespace(op.namespace)
+        await self.create(
+            [
+                to_message(op.template.render(i, op.count), namespace=op.namespace)
+                for i in range(op.count)
+            ]
+        )
+
+    async def op_allocResourceClaims(self, op: o.AllocResourceClaims) -> None:
+        """Every unallocated claim of the namespace allocated on a random node (dra.py)."""
+        claims, _ = await self.client.list(BY_KIND["ResourceClaim"], namespace=op.namespace)
+        every = (
+            claims if not op.namespace else (await self.client.list(BY_KIND["ResourceClaim"]))[0]
+        )
+        nodes, _ = await self.client.list(BY_KIND["Node"])
+        classes, _ = await self.client.list(BY_KIND["DeviceClass"])
+        slices, _ = await self.client.list(BY_KIND["ResourceSlice"])
+        admin, _ = await self.client.list(
+            BY_KIND["Namespace"], label_selector=f"{ADMIN_ACCESS_NAMESPACE_LABEL}=true"
+        )
+        try:
+            await allocate_claims(
+                claims,
+                every_claim=every,
+                nodes=nodes,
+                classes={c.metadata.name: c for c in classes},
+                slices=slices,
+                write=self.client.update_status,
+                admin_namespaces=frozenset(n.metadata.name for n in admin),
+            )
+        except (AllocationFailed, AllocationError) as e:
+            raise OpError(f"{op.phase}: {e}") from None
+
+    async def op_waitForPodGroups(self, op: o.WaitForPodGroups) -> None:
+        """Every PodGroup there now has minMember pods bound (the collector's pod timeline,
+        by the pod-group label)."""
+        groups, _ = await self.client.list(BY_KIND["PodGroup"], namespace=op.namespace)
+        want = {f"{g.metadata.namespace}/{g.metadata.name}": g.spec.min_member for g in groups}
+        timeline = self.collector.pods
+
+        async def done() -> bool:
+            return not groups_short(want, timeline.bound_by_group())
+
+        await self._until(done, f"{op.phase}: {len(want)} pod groups with minMember pods bound")
 
     # -------------------------------------------------------- kubera's opcodes
 

@@ -1,7 +1,8 @@
 """One frozen dataclass per opcode of an experiment's `workloadTemplate`.
 
 The upstream opcodes keep scheduler_perf's names and meanings (test/integration/scheduler_perf/
-operations.go); kubera adds `chaos`, `check` and `traceReplay`. Fields are snake_case here and
+operations.go, dra.go for the DRA ones); kubera adds `chaos`, `check`, `traceReplay` and
+`waitForPodGroups` (for scheduler-plugins PodGroups). Fields are snake_case here and
 camelCase in the YAML (`countParam` → `count_param`). Durations are seconds (floats) here and Go
 durations ("500ms", "2m") in the YAML.
 
@@ -300,6 +301,67 @@ class CreatePodSets(BaseOp):
     """The createPods op each set runs (`createPodsOp`)."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class CreateResourceDriver(BaseOp):
+    """createResourceDriver: a DRA driver's ResourceSlices, published through the API as a
+    driver would: one slice per node whose name matches the glob `nodes` (the nodes there
+    when the op runs), named after the node, pool = the node, `max_claims_per_node` devices
+    `instance-<i>` with upstream's attributes (kubera.experiment.dra.resource_slice_doc)."""
+
+    OPCODE: ClassVar[str] = "createResourceDriver"
+
+    driver_name: str
+    """The driver (`driverName`), e.g. test-driver.cdi.k8s.io."""
+    nodes: str
+    """Glob over node names (Go filepath.Match / fnmatch), e.g. scheduler-perf-dra-*."""
+    max_claims_per_node: int = 0
+    """Devices per node (resolved from `max_claims_per_node_param` when planned)."""
+    max_claims_per_node_param: str | None = None
+    """`"$name"` of the workload parameter giving `max_claims_per_node`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreateResourceClaims(BaseOp):
+    """createResourceClaims: `count` ResourceClaims from `template` in `namespace`."""
+
+    OPCODE: ClassVar[str] = "createResourceClaims"
+
+    count: int
+    """How many claims (resolved from `count_param` when planned)."""
+    count_param: str | None = None
+    """`"$name"` of the workload parameter giving `count`."""
+    namespace: str
+    """Where the claims go (required, as upstream)."""
+    template: Template
+    """The ResourceClaim (`templatePath`), rendered per index."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AllocResourceClaims(BaseOp):
+    """allocResourceClaims: allocate every unallocated claim of `namespace` (all when empty)
+    without a pod, one claim at a time on a random node where it fits, as upstream does to
+    pre-fill a cluster (its status.allocation written, no reservedFor)."""
+
+    OPCODE: ClassVar[str] = "allocResourceClaims"
+
+    namespace: str = ""
+    """Namespace of the claims; empty: every namespace."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitForPodGroups(BaseOp):
+    """waitForPodGroups (kubera's definition; upstream scheduler_perf has no such op for
+    scheduler-plugins PodGroups): wait until every PodGroup of `namespace` (all when empty)
+    there when the op starts has at least `spec.minMember` pods bound, counted by the pod-group
+    label on the collector's pod timeline (not the PodGroup's status, which a controller
+    writes later)."""
+
+    OPCODE: ClassVar[str] = "waitForPodGroups"
+
+    namespace: str = ""
+    """Namespace of the PodGroups; empty: every namespace."""
+
+
 # ---------------------------------------------------------------------------------------------
 # kubera's opcodes.
 
@@ -381,6 +443,10 @@ Op = (
     | Chaos
     | Check
     | TraceReplay
+    | CreateResourceDriver
+    | CreateResourceClaims
+    | AllocResourceClaims
+    | WaitForPodGroups
 )
 
 #: What a test case's `workloadTemplate` holds: the ops, and createPodSets before `plan`.
@@ -404,16 +470,18 @@ OP_TYPES: dict[str, type[BaseOp]] = {
         Chaos,
         Check,
         TraceReplay,
+        CreateResourceDriver,
+        CreateResourceClaims,
+        AllocResourceClaims,
+        WaitForPodGroups,
     )
 }
 
 #: Upstream opcodes kubera does not run, each with the reason given in the error.
 UNSUPPORTED_OPCODES: dict[str, str] = {
-    "allocResourceClaims": "dynamic resource allocation is not implemented",
-    "createResourceClaims": "dynamic resource allocation is not implemented",
-    "createResourceDriver": "dynamic resource allocation is not implemented",
     "updateAny": "object updates from templates are not implemented",
-    "waitForPodGroups": "pod groups (gang scheduling) are not implemented",
+    "createPodGroups": "upstream's Workload API pod groups (scheduling.k8s.io) are not "
+    "served; kubera's gangs are scheduler-plugins PodGroups, made with createAny",
 }
 
 #: upstream's default pod (util.go makeBasePod): one pause container requesting 100m / 500Mi.

@@ -163,6 +163,19 @@ SPECS: dict[str, dict[str, Spec]] = {
         "times": Spec("times", k_positive_int, param_ok=True),
         "pool": Spec("pool", k_nonempty_str),
     },
+    "createResourceDriver": {
+        "driverName": Spec("driver_name", k_nonempty_str, required=True),
+        "nodes": Spec("nodes", k_nonempty_str, required=True),
+        "maxClaimsPerNode": Spec("max_claims_per_node", k_count),
+        "maxClaimsPerNodeParam": Spec("max_claims_per_node_param", k_param),
+    },
+    "createResourceClaims": {
+        **_COUNT,
+        "namespace": Spec("namespace", k_nonempty_str, required=True),
+        "templatePath": Spec("template", k_template, required=True),
+    },
+    "allocResourceClaims": {"namespace": Spec("namespace", k_str)},
+    "waitForPodGroups": {"namespace": Spec("namespace", k_str)},
     "check": {"settle": Spec("settle", k_duration, param_ok=True)},
     "traceReplay": {
         "podTracePath": Spec("pod_trace_path", k_file, required=True),
@@ -270,6 +283,17 @@ def _build(
     if opcode == "deletePods":
         v.setdefault("namespace", "")
         return o.DeletePods(index=index, **v)
+    if opcode == "createResourceDriver":
+        if v.get("max_claims_per_node_param"):
+            v["max_claims_per_node"] = 0
+        return o.CreateResourceDriver(index=index, **v)
+    if opcode == "createResourceClaims":
+        count_ok()
+        return o.CreateResourceClaims(index=index, **v)
+    if opcode == "allocResourceClaims":
+        return o.AllocResourceClaims(index=index, **v)
+    if opcode == "waitForPodGroups":
+        return o.WaitForPodGroups(index=index, **v)
     # kubera's ops: a field given as `$name` keeps its default until `plan` fills it in.
     if opcode == "chaos":
         op: o.TemplateOp = o.Chaos(index=index, param_refs=refs, **v)
@@ -374,7 +398,14 @@ def resolve_op(
     """`op` for this workload (upstream patchParams), at position `index` of the plan."""
     rep: dict[str, Any] = {"index": index}
     if (
-        isinstance(op, o.CreateNodes | o.CreateNamespaces | o.CreatePods | o.CreateAny)
+        isinstance(
+            op,
+            o.CreateNodes
+            | o.CreateNamespaces
+            | o.CreatePods
+            | o.CreateAny
+            | o.CreateResourceClaims,
+        )
         and op.count_param
     ):
         rep["count"] = params.int(f"{where}.countParam", op.count_param)
@@ -400,6 +431,11 @@ def resolve_op(
             raise ctx.error(where, "when creating pods in a steady state, duration must be > 0")
         if op.namespace == default_namespace(template_index):
             rep["namespace"] = default_namespace(index)
+    if isinstance(op, o.CreateResourceDriver) and op.max_claims_per_node_param:
+        at = f"{where}.maxClaimsPerNodeParam"
+        rep["max_claims_per_node"] = params.int(at, op.max_claims_per_node_param)
+        if rep["max_claims_per_node"] < 0:
+            raise ctx.error(at, f"must not be negative, got {rep['max_claims_per_node']}")
     if isinstance(op, o.Sleep) and op.duration_param:
         rep["duration"] = params.duration(f"{where}.durationParam", op.duration_param)
     if isinstance(op, o.Churn | o.TraceReplay) and op.namespace == default_namespace(
@@ -445,6 +481,8 @@ def check_objects(ctx: Ctx, where: str, op: o.Op) -> o.Op:
         decode_template(ctx, f"{where}.namespaceTemplatePath", op.namespace_template, "Namespace")
     if isinstance(op, o.CreateAny):
         decode_template(ctx, f"{where}.templatePath", op.template, None)
+    if isinstance(op, o.CreateResourceClaims):
+        decode_template(ctx, f"{where}.templatePath", op.template, "ResourceClaim")
     if isinstance(op, o.Churn):
         kept = tuple(
             t

@@ -232,6 +232,7 @@ def plot_latency(run: RunResult, path: Path) -> Path | None:
         for k, lbl in (
             ("scheduling", "scheduling (create→bound)"),
             ("startup", "startup (create→Running)"),
+            ("gang", "whole gang (first created→last bound)"),
         )
         if _cdf(run.latency.get(k, []))[0]
     ]
@@ -239,7 +240,7 @@ def plot_latency(run: RunResult, path: Path) -> Path | None:
         return None
     fig = _figure()
     ax = fig.add_subplot()
-    colours = {"scheduling": "#1f77b4", "startup": "#2ca02c"}
+    colours = {"scheduling": "#1f77b4", "startup": "#2ca02c", "gang": "#9467bd"}
     for key, label in series:
         xs, ys = _cdf([v * 1000 for v in run.latency[key]])
         n = len(xs)

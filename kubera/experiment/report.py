@@ -36,7 +36,9 @@ from kubera.experiment.plots import sweep_groups
 PLOT_CAPTIONS = {
     "throughput": "Pods created, bound and Running per second; dashed lines mark faults, shaded "
     "spans pause/partition intervals and the measured (collectMetrics) window.",
-    "latency": "CDF of per-pod scheduling (create→bound) and startup (create→Running) latency.",
+    "latency": "CDF of per-pod scheduling (create→bound) and startup (create→Running) latency, "
+    "and of the time to a whole gang bound (first member created→last bound) when pods carry "
+    "the pod-group label.",
     "queues": "Pending pods per scheduling queue.",
     "leaders": "Leadership terms per component, coloured by holder, with fault marks.",
     "cpu": "CPU per component process (cores).",

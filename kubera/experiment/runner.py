@@ -344,6 +344,15 @@ def finish(
     run.series = {"t": [float(i) for i in range(seconds)], **per_second}
     run.series.update(collector.series.columns)
     run.latency = collector.pods.latencies()
+    gangs = collector.pods.gangs()
+    if gangs:
+        run.latency["gang"] = collector.pods.gang_latencies()
+        partial = [g for g in gangs if g.last_bound is None]
+        if partial:
+            run.warnings.append(
+                f"{len(partial)} of {len(gangs)} gangs never had every member bound "
+                f"(the first: {partial[0].key}, {partial[0].bound} of {partial[0].members})"
+            )
     run.attempts = collector.attempts()
     run.replicas = [
         ReplicaStats(name=n, binds=b, conflicts=c)

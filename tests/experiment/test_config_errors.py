@@ -17,7 +17,7 @@ ERRORS = [
         "unknown-opcode",
         replace("opcode: createNodes", "opcode: crateNodes"),
         {},
-        '[0].workloadTemplate[0].opcode: unknown opcode "crateNodes" (expected one of: barrier,',
+        '[0].workloadTemplate[0].opcode: unknown opcode "crateNodes" (expected one of: allocResourceClaims, barrier,',
     ),
     (
         "unknown-field",
@@ -166,9 +166,9 @@ ERRORS = [
     ),
     (
         "unsupported-opcode",
-        replace("{opcode: createNodes, countParam: $nodes}", "{opcode: createResourceClaims}"),
+        replace("{opcode: createNodes, countParam: $nodes}", "{opcode: updateAny}"),
         {},
-        '[0].workloadTemplate[0].opcode: "createResourceClaims" is not supported by kubera',
+        '[0].workloadTemplate[0].opcode: "updateAny" is not supported by kubera',
     ),
     (
         "no-metrics",
