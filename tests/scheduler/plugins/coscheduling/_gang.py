@@ -38,11 +38,15 @@ class GangHandle:
         self.clock = FakeClock(NOW)
         self.pod_groups = _Store()
         self.pods = _Store()
+        self.others: dict[str, _Store] = {}
         self.fwk = _Fwk()
 
     def informer(self, kind: str) -> _Store:
-        assert kind == "PodGroup"
-        return self.pod_groups
+        """PodGroups are the test's; other kinds (DynamicResources' in the default profile)
+        stay empty."""
+        if kind == "PodGroup":
+            return self.pod_groups
+        return self.others.setdefault(kind, _Store())
 
     def pod_informer(self) -> _Store:
         return self.pods

@@ -21,7 +21,7 @@ def test_the_default_profile_runs_coscheduling_everywhere_but_queue_sort() -> No
     for point in GANG_POINTS:
         assert profile.names(point)[-1] == "Coscheduling", point
     assert profile.names("queueSort") == ["PrioritySort"]
-    assert profile.names("postFilter") == ["DefaultPreemption", "Coscheduling"]
+    assert profile.names("postFilter") == ["DynamicResources", "DefaultPreemption", "Coscheduling"]
 
 
 def test_a_configuration_may_select_coschedulings_queue_sort() -> None:
