@@ -212,6 +212,22 @@ SLICE_CASES: list[tuple[str, Doc, list[str]]] = [
         ],
     ),
     (
+        # semver.org's grammar takes it, but no CEL value can hold it: every selector on the
+        # device would fail at conversion (review finding 6).
+        "version-number-beyond-int64",
+        _set(slice_with(1), _attrs(0, {"v": {"version": "99999999999999999999999.0.0"}})),
+        [
+            'spec.devices[0].attributes[v].version: Invalid value: "99999999999999999999999.0.0": '
+            "must be a usable semantic version: Major number out of range "
+            "'99999999999999999999999'"
+        ],
+    ),
+    (
+        "version-largest-int64-major",
+        _set(slice_with(1), _attrs(0, {"v": {"version": "9223372036854775807.1.2"}})),
+        [],
+    ),
+    (
         "string-too-long",
         _set(slice_with(1), _attrs(0, {"s": {"string": "x" * 65}})),
         ["spec.devices[0].attributes[s].string: Too long: may not be more than 64 bytes"],

@@ -247,12 +247,18 @@ def _parse_number(part: str, what: str) -> int:
         raise ValueError(f"Invalid character(s) found in {what} number {part!r}")
     if len(part) > 1 and part[0] == "0":
         raise ValueError(f"{what.capitalize()} number must not contain leading zeroes {part!r}")
-    return int(part)
+    n = int(part)
+    if n > _INT64_MAX:
+        # blang parses uint64; a CEL int (major(), comparisons) is int64, so a larger number
+        # could not become a value here: refused alike by validation and conversion.
+        raise ValueError(f"{what.capitalize()} number out of range {part!r}")
+    return n
 
 
 def parse_semver(text: str) -> tuple[int, int, int, tuple[str, ...]]:
     """blang/semver v4 Parse (semver 2.0.0): (major, minor, patch, prerelease parts); the
-    build metadata is validated and dropped. Raises ValueError."""
+    build metadata is validated and dropped. Major, minor and patch must fit an int64 (blang:
+    uint64), the bound of the CEL values they become. Raises ValueError."""
     if not text:
         raise ValueError("Version string empty")
     parts = text.split(".", 2)

@@ -34,7 +34,7 @@ from google.protobuf import json_format
 
 from protos.kubera.v1 import podgroup_pb2, resource_pb2
 from services.api import names
-from services.api.dra import cel
+from services.api.dra import cel, celkube
 from services.api.errors import (
     TOO_MANY,
     FieldError,
@@ -300,6 +300,15 @@ def _validate_attribute(path: str, attr: resource_pb2.DeviceAttribute) -> Errors
                     vpath, attr.version, "must be a string compatible with semver.org spec 2.0.0"
                 )
             )
+        else:
+            # The regex takes numbers of any size; the allocator must be able to turn every
+            # stored version into its CEL value, so the CEL layer's parse has the last word.
+            try:
+                celkube.parse_semver(attr.version)
+            except ValueError as err:
+                errs.append(
+                    invalid(vpath, attr.version, f"must be a usable semantic version: {err}")
+                )
         if len(attr.version) > ATTRIBUTE_MAX_VALUE_LENGTH:
             errs.append(too_long(vpath, ATTRIBUTE_MAX_VALUE_LENGTH))
     if not set_fields:

@@ -453,6 +453,10 @@ def test_semver_orders_by_semver_precedence(lower: str, higher: str) -> None:
         ("1.2.3+", False),  # empty build
         ("1.2.3-a_b", False),
         ("", False),
+        ("9223372036854775807.0.0", True),  # the largest CEL int
+        ("9223372036854775808.0.0", False),  # beyond int64: no CEL value (blang: uint64)
+        ("1.99999999999999999999999.0", False),
+        ("1.0.99999999999999999999999", False),
     ],
 )
 def test_semver_parse_follows_semver_2(text: str, valid: bool) -> None:
