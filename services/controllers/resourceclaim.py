@@ -465,9 +465,12 @@ class ResourceClaimController:
             updated: resource_pb2.ResourceClaim = codec.clone(claim)  # type: ignore[assignment]
             del updated.status.reserved_for[:]
             updated.status.reserved_for.extend(valid)
-            if not valid:
+            if not valid and has_finalizer:
                 # The last consumer is gone: release the devices for the next one. Only on
                 # this transition: a claim allocated but not yet reserved is left alone.
+                # Only an allocation the scheduler made (it adds the finalizer with it) is
+                # ours to clear; any other belongs to whoever wrote it (upstream's
+                # builtinAllocation check).
                 updated.status.ClearField("allocation")
             claim = await self.client.update_status(updated)
             if has_finalizer and not claim.status.HasField("allocation"):

@@ -272,6 +272,20 @@ def _check_deallocated(
     assert DELETE_PROTECTION_FINALIZER not in c.metadata.finalizers
 
 
+async def _reserved_done_no_finalizer(w: World) -> None:
+    # Allocated by someone other than the scheduler (no delete-protection finalizer).
+    done = await w.pod("done", claim="shared", node="n1", phase="Failed")
+    await w.claim("shared", reserved_for=[done], allocated=True)
+
+
+def _check_unreserved_still_allocated(
+    w: World, cs: list[resource_pb2.ResourceClaim], pod: core_pb2.Pod | None
+) -> None:
+    (c,) = cs
+    assert not c.status.reserved_for
+    assert c.status.HasField("allocation"), "not the scheduler's allocation: left alone"
+
+
 async def _replaced(w: World) -> None:
     # A pod of the same name but another UID: the reservation was the old one's.
     p = await w.pod("p", claim="shared", node="n1", phase="Running")
@@ -394,6 +408,7 @@ CASES = [
     Case("no-such-pod", _no_pod, lambda w: "pod:default/p", _check_none),
     Case("remove-reserved-gone-pod", _reserved_gone, lambda w: "claim:default/shared", _check_one_left),
     Case("clear-reserved-and-deallocate", _reserved_done, lambda w: "claim:default/shared", _check_deallocated),
+    Case("clear-reserved-keep-allocation-without-finalizer", _reserved_done_no_finalizer, lambda w: "claim:default/shared", _check_unreserved_still_allocated),
     Case("remove-reserved-replaced-pod", _replaced, lambda w: "claim:default/shared", _check_replaced),
     Case("dont-deallocate-never-reserved", _allocated_unreserved, lambda w: "claim:default/shared", _check_still_allocated),
     Case("delete-claim-when-pod-done", _owned_pod_done, lambda w: "claim:default/p-gpu-1", _check_deleted),
