@@ -20,6 +20,7 @@ from services.apiserver.server import serve
 from services.client import Client
 from services.clock import ScaledClock
 from services.controllers.manager import ControllerManager, ControllerManagerConfig
+from services.controllers.resourceclaim import DELETE_PROTECTION_FINALIZER
 from services.kubelet.pool import NodePool, PoolConfig
 from services.kubelet.template import parse_template, plan_nodes
 from services.storage import Delete
@@ -51,6 +52,14 @@ class Cluster:
         pod = await self.pod(pod_name)
         claim: resource_pb2.ResourceClaim = await self.client.get(CLAIMS, claim_name, NS)  # type: ignore[assignment]
         if not claim.status.HasField("allocation"):
+            # As the scheduler: the finalizer first (an update), then the allocation.
+            if DELETE_PROTECTION_FINALIZER not in claim.metadata.finalizers:
+                claim.metadata.finalizers.append(DELETE_PROTECTION_FINALIZER)
+                try:
+                    claim = await self.client.update(claim)  # type: ignore[assignment]
+                except ConflictError:
+                    await self.reserve(claim_name, pod_name)
+                    return
             claim.status.allocation.devices.results.add(
                 request="gpu", driver="gpu.example.com", pool="n1", device="gpu-0"
             )
