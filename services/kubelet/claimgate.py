@@ -20,6 +20,7 @@ from services.api.dra.claims import (
     is_for_pod,
     is_reserved_for_pod,
 )
+from services.api.nodeaffinity import NodeSelector
 from services.api.wellknown import LABEL_HOSTNAME
 
 #: The reason of upstream's event when PrepareResources fails.
@@ -55,12 +56,28 @@ def usable_on(claim: resource_pb2.ResourceClaim, nodes: Container[str]) -> bool:
     return False
 
 
+def usable_by(claim: resource_pb2.ResourceClaim, node: core_pb2.Node) -> bool:
+    """Whether the claim's allocation may be used on `node` (its name and labels): no node
+    selector (devices reachable from every node) or one that matches the node."""
+    allocation = claim.status.allocation
+    if not allocation.HasField("node_selector"):
+        return True
+    return NodeSelector(allocation.node_selector).match(node)
+
+
 def unprepared(
-    pod: core_pb2.Pod, lookup: Callable[[str], resource_pb2.ResourceClaim | None]
+    pod: core_pb2.Pod,
+    lookup: Callable[[str], resource_pb2.ResourceClaim | None],
+    node: core_pb2.Node,
 ) -> str | None:
-    """None when the pod may run; else why not (upstream's wording). `lookup` takes
-    "<namespace>/<name>" and gives the claim, or None when it is not known (or not
-    allocated)."""
+    """None when the pod may run on `node` (the pod's own, with its labels); else why not
+    (upstream's wording). `lookup` takes "<namespace>/<name>" and gives the claim, or None
+    when it is not known (or not allocated).
+
+    Unlike upstream's kubelet, the claim's allocation must also select `node`: a pool runs
+    many nodes and keeps the claims of all of them, so a pod bound to one node while its
+    claim was re-allocated on another (the scheduler's race, review finding 4) must wait
+    rather than start with devices it cannot reach."""
     for entry in pod.spec.resource_claims:
         try:
             ref = claim_name(pod, entry)
@@ -77,6 +94,11 @@ def unprepared(
             return f"ResourceClaim {ref.name} was not created for pod {pod.metadata.name}"
         if not claim.status.HasField("allocation"):
             return f"ResourceClaim {ref.name}: not allocated"
+        if not usable_by(claim, node):
+            return (
+                f"ResourceClaim {ref.name} is allocated to devices that node "
+                f"{node.metadata.name} cannot use"
+            )
         if not is_reserved_for_pod(pod, claim):
             return (
                 f"pod {pod.metadata.name} ({pod.metadata.uid}) is not allowed to use "
@@ -85,4 +107,4 @@ def unprepared(
     return None
 
 
-__all__ = ["REASON_FAILED_PREPARE", "unprepared", "usable_on"]
+__all__ = ["REASON_FAILED_PREPARE", "unprepared", "usable_by", "usable_on"]

@@ -355,7 +355,10 @@ class NodePool:
         if not st.pod.spec.resource_claims:
             return None
         store = self.claims.store
-        return unprepared(st.pod, lambda key: store.get(key))  # type: ignore[arg-type,return-value]
+        node = core_pb2.Node()
+        node.metadata.name = st.node.name
+        node.metadata.labels.update(st.node.plan.labels)
+        return unprepared(st.pod, lambda key: store.get(key), node)  # type: ignore[arg-type,return-value]
 
     def _on_claim(self, obj: Message) -> None:
         claim: resource_pb2.ResourceClaim = obj  # type: ignore[assignment]

@@ -243,8 +243,10 @@ def test_unprepared() -> None:
          {"default/t-gpu-1": claim_obj("t-gpu-1", allocated=True, reserved=tpod, owner=tpod)}, None),
         ("template, no claim needed", tpod_none.obj(), {}, None),
     ]  # fmt: skip
+    node = core_pb2.Node()
+    node.metadata.name = "n1"
     for what, p, store, want in cases:
-        got = unprepared(p, store.get)
+        got = unprepared(p, store.get, node)
         if want is None:
             assert got is None, what
         else:
@@ -370,6 +372,55 @@ def _allocated(node_selector: dict[str, Any] | None) -> resource_pb2.ResourceCla
 def _names(key: str, *nodes: str, field: bool = True) -> dict[str, Any]:
     req = {"key": key, "operator": "In", "values": list(nodes)}
     return {"matchFields" if field else "matchExpressions": [req]}
+
+
+def _on(node_selector: dict[str, Any], pod: core_pb2.Pod) -> resource_pb2.ResourceClaim:
+    c = claim_obj("c", allocated=True, reserved=pod)
+    json_format.ParseDict(node_selector, c.status.allocation.node_selector)
+    return c
+
+
+_GATED = MakePod().name("p").namespace("default").uid("pod-uid").resource_claim("gpu", claim="c")
+
+
+@pytest.mark.parametrize(
+    ("claim", "want"),
+    [
+        (_on({"nodeSelectorTerms": [_names("metadata.name", "n1")]}, _GATED.obj()), None),
+        (_on({"nodeSelectorTerms": [_names("metadata.name", "n2")]}, _GATED.obj()), "cannot use"),
+        (_on({"nodeSelectorTerms": [_names("zone", "a", field=False)]}, _GATED.obj()), None),
+        (
+            _on({"nodeSelectorTerms": [_names("zone", "b", field=False)]}, _GATED.obj()),
+            "cannot use",
+        ),
+        (
+            _on(
+                {
+                    "nodeSelectorTerms": [
+                        _names("metadata.name", "n2"),
+                        _names("metadata.name", "n1"),
+                    ]
+                },
+                _GATED.obj(),
+            ),
+            None,
+        ),
+    ],
+    ids=["this-node", "other-node", "by-matching-label", "by-other-label", "second-term"],
+)
+def test_pod_waits_while_its_claim_is_allocated_for_another_node(
+    claim: resource_pb2.ResourceClaim, want: str | None
+) -> None:
+    """A pool runs several nodes and keeps all their claims: a pod bound to n1 whose claim
+    (reserved for it) was allocated on n2 must not start (review finding 4)."""
+    node = core_pb2.Node()
+    node.metadata.name = "n1"
+    node.metadata.labels["zone"] = "a"
+    got = unprepared(_GATED.obj(), {"default/c": claim}.get, node)
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None and want in got
 
 
 @pytest.mark.parametrize(
