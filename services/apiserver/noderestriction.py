@@ -1,5 +1,6 @@
-"""NodeRestriction: what a node may change on its own Node object (upstream's admission
-plugin of that name, plugin/pkg/admission/noderestriction, for Node writes).
+"""NodeRestriction: what a node may change on its own Node object and on the status of
+its pods (upstream's admission plugin of that name, plugin/pkg/admission/noderestriction,
+for Node writes and pods/status).
 
 The authorizer (services/auth/authorizer.py) already lets a node write only its own Node;
 this admission step, which sees the old and the new object, limits what it may change
@@ -8,6 +9,15 @@ there, so a kubelet cannot steer workloads to itself:
 - on create: no label it may not set (below);
 - on update: not its taints (a kubelet sets them at registration only), not its
   ownerReferences, and no label it may not set, added, changed or removed.
+
+On a pod's status (the authorizer already limits a node to pods bound to it): not its
+status.resourceClaimStatuses, which only the resourceclaim controller records; the
+scheduler and the kubelet trust them to name the pod's claims, so a node that rewrote
+them could make a pod use another pod's claim. A write that carries none keeps the
+stored ones: kubera's kubelets send the whole status where upstream's patch the fields
+they own, so an empty list means "not mine", not "clear" (a kubelet whose cache has not
+yet seen the controller's write would otherwise erase it). (Pod labels cannot change
+through kubera's status writes at all, so upstream's label rule has nothing to check.)
 
 The labels a node may not set are upstream's: every `node-restriction.kubernetes.io/`
 label, and every label in the `kubernetes.io` / `k8s.io` namespaces except the well-known
@@ -98,3 +108,25 @@ def admit_node(new: Message, old: Message | None) -> None:
         raise PermissionDeniedError(
             f'nodes "{name}" is forbidden: is not allowed to modify labels: {", ".join(bad)}'
         )
+
+
+def admit_pod_status(new: Message, old: Message) -> None:
+    """Refuse (ForbiddenError, upstream's wording) a node's pods/status write that changes
+    status.resourceClaimStatuses; one that sends none keeps the stored ones (in `new`, the
+    merged object about to be written). Nothing when the caller is no node."""
+    user = CURRENT_USER.get()
+    if user is None or not is_node(user):
+        return
+    stored = old.status.resource_claim_statuses  # type: ignore[attr-defined]
+    sent = new.status.resource_claim_statuses  # type: ignore[attr-defined]
+    if list(sent) == list(stored):
+        return
+    if not sent:
+        sent.extend(stored)
+        return
+    bound = old.spec.node_name  # type: ignore[attr-defined]
+    node = bound if bound in node_names(user) else user.name
+    raise PermissionDeniedError(
+        f'pods "{new.metadata.name}" is forbidden: node "{node}" cannot update '  # type: ignore[attr-defined]
+        "resource claim statuses"
+    )

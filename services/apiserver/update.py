@@ -21,7 +21,7 @@ from services.api.limits import DepthError, loads_json
 from services.api.patch import merge_patch as apply_merge_patch
 from services.apiserver import admission
 from services.apiserver.admission_reads import AdmissionReads
-from services.apiserver.noderestriction import admit_node
+from services.apiserver.noderestriction import admit_node, admit_pod_status
 from services.apiserver.objects import MAX_RETRIES, conflict, copy_status, not_found
 from services.apiserver.objects import meta as _meta
 from services.apiserver.read import get
@@ -81,6 +81,8 @@ def prepare_update(
     new = merge_update(kind, obj, old, status=status)
     if kind.kind == "Node":
         admit_node(new, old)
+    elif kind.kind == "Pod" and status:
+        admit_pod_status(new, old)
     store.validate(kind, new, old)
     return new
 

@@ -1,6 +1,6 @@
 """NodeRestriction and the creates server-side apply makes, through the HTTP edge with the
 real token authenticator and authorizer (in-memory storage): what a node may change on
-its own Node (services/apiserver/noderestriction.py), an apply of a missing object
+its own Node and on its pods' status (services/apiserver/noderestriction.py), an apply of a missing object
 authorized as a create, an apply of a missing object's subresource a 404, and the owners
 of status fields kept by a status apply."""
 
@@ -193,3 +193,64 @@ async def test_a_status_apply_keeps_its_owners_and_conflicts_with_another_manage
     )
     assert r.status == 409, await r.text()
     assert ".status.phase" in await r.text()
+
+
+async def _pod_with_claim_status(http: TestClient, node_name: str) -> str:
+    """A pod bound to `node_name` whose template claim the controller recorded as c1."""
+    admin = {"Authorization": f"Bearer {TOKENS.admin}"}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {
+            "nodeName": node_name,
+            "containers": [{"name": "c", "image": "i"}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}],
+        },
+    }
+    r = await http.post("/api/v1/namespaces/default/pods", json=pod, headers=admin)
+    assert r.status == 201, await r.text()
+    url = "/api/v1/namespaces/default/pods/p/status"
+    recorded = {"status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "c1"}]}}
+    r = await http.patch(url, data=json.dumps(recorded), headers=hdr("controller-manager", MERGE))
+    assert r.status == 200, await r.text()
+    return url
+
+
+@pytest.mark.parametrize(
+    ("patch", "status", "claim"),
+    [
+        ({"status": {"phase": "Running"}}, 200, "c1"),
+        # kubera's kubelets send whole statuses: none sent keeps the recorded ones
+        ({"status": {"phase": "Running", "resourceClaimStatuses": []}}, 200, "c1"),
+        (
+            {"status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "c2"}]}},
+            403,
+            "c1",
+        ),
+        ({"status": {"resourceClaimStatuses": [{"name": "gpu"}]}}, 403, "c1"),
+    ],
+    ids=["other-fields", "none-sent", "other-claim", "no-claim-needed"],
+)
+async def test_a_node_may_not_change_its_pods_resource_claim_statuses(
+    http: TestClient, patch: dict, status: int, claim: str
+) -> None:
+    url = await _pod_with_claim_status(http, "n1")
+    r = await http.patch(url, data=json.dumps(patch), headers=hdr("node:n1", MERGE))
+    assert r.status == status, await r.text()
+    if status == 403:
+        assert 'node "n1" cannot update resource claim statuses' in (await r.json())["message"]
+    r = await http.get("/api/v1/namespaces/default/pods/p", headers=hdr("node:n1"))
+    got = (await r.json())["status"]["resourceClaimStatuses"]
+    assert got == [{"name": "gpu", "resourceClaimName": claim}]
+
+
+async def test_the_controller_manager_may_change_resource_claim_statuses(
+    http: TestClient,
+) -> None:
+    url = await _pod_with_claim_status(http, "n1")
+    patch = {"status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "c2"}]}}
+    r = await http.patch(url, data=json.dumps(patch), headers=hdr("controller-manager", MERGE))
+    assert r.status == 200, await r.text()
+    got = (await r.json())["status"]["resourceClaimStatuses"]
+    assert got == [{"name": "gpu", "resourceClaimName": "c2"}]
