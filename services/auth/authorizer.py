@@ -17,7 +17,7 @@ bootstrap roles grant them, in one place:
                                         conditions, taints), poddisruptionbudgets,
                                         namespaces, events, leases (not nodes'),
                                         resourceclaims and their status (the resourceclaim
-                                        controller), podgroups and their status; evictions;
+                                        controller), podgroups/status; evictions;
                                         delete any kind (garbage collection)
     a node (system:node:N, or a pool    read what a kubelet reads (nodes, pods, leases,
     acting for its nodes)               namespaces, runtimeclasses, priorityclasses,
@@ -36,7 +36,14 @@ cache); so `authorize` is a coroutine function (callers `await`). A node's creat
 Node or Lease is checked against the object it sends (`RequestAttributes.obj`).
 
 A node's ResourceSlice write is checked against the slice as stored and as sent: both
-must be of one of its nodes (upstream's NodeRestriction for slices).
+must be of one of its nodes (upstream's NodeRestriction for slices). Nothing ties the
+slice's pool name to the node, upstream neither: a node may publish a slice in a pool
+named after another node. Pools are gathered per node from the slices that reach it, so
+the other node's pool is not changed by it; but the allocator keys devices by (driver,
+pool, device), as upstream's does, not by node, so a device of the same name in both
+slices is one ID: allocated on either node, it counts as allocated on the other too (a
+denial of service by a node against another's devices, accepted as upstream accepts it;
+the slice names its node, so the culprit is known).
 
 Deliberate differences from upstream: a node may change its own Node's taints (kubera's
 hollow kubelets set the memory/disk/pid-pressure taints themselves; upstream's
@@ -94,6 +101,9 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "resourceclaims": frozenset({"create", "update", "patch", "delete"}),
     "podgroups": frozenset({"update", "patch"}),
 }
+#: Of those, the kinds it writes only through status (the podgroup controller records
+#: phase and counts; PodGroup specs are their users').
+CONTROLLER_MANAGER_STATUS_ONLY = frozenset({"podgroups"})
 
 ALLOWED = Decision(True)
 
@@ -260,7 +270,8 @@ def _controller_manager(attrs: RequestAttributes) -> Decision:
     if resource == "leases" and attrs.namespace == NODE_LEASE_NAMESPACE:
         return _deny("the controller-manager may not write nodes' leases (their kubelets do)")
     allowed = CONTROLLER_MANAGER_WRITES.get(resource, frozenset())
-    if verb in allowed and sub in ("", "status", "scale"):
+    subs = ("status",) if resource in CONTROLLER_MANAGER_STATUS_ONLY else ("", "status", "scale")
+    if verb in allowed and sub in subs:
         return ALLOWED
     what = f"{resource}/{sub}" if sub else resource
     return _deny(f"the controller-manager may not {verb} {what}")

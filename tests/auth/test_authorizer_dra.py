@@ -158,10 +158,18 @@ CASES = [
             ("get", ""),
             ("list", ""),
             ("watch", ""),
-            ("update", ""),
             ("update", "status"),
             ("patch", "status"),
         )
+    ],
+    # the podgroup controller writes only status (review finding 9c)
+    *[
+        (
+            f"controller-manager may not {verb} podgroups",
+            a(CM, verb, "podgroups", "g", ns="default", group=PG),
+            False,
+        )
+        for verb in ("create", "update", "patch")
     ],
     ("controller-manager may not write slices", a(CM, "create", "resourceslices"), False),
     # nodes: read slices and classes, not claims in bulk, not templates or podgroups
