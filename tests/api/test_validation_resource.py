@@ -291,6 +291,31 @@ def test_resource_slice_rules(doc: Doc, want: list[str]) -> None:
     assert errors("ResourceSlice", doc) == want
 
 
+@pytest.mark.parametrize(
+    "version",
+    [
+        "1.2.3",
+        "9223372036854775807.0.9223372036854775807-rc.1+b",
+        "9223372036854775808.0.0",
+        "0.18446744073709551616.0",
+        "99999999999999999999999.0.0",
+    ],
+)
+def test_a_version_that_passes_validation_converts_for_cel(version: str) -> None:
+    """Validation and the allocator's CEL conversion agree: a slice that is stored never
+    makes a selector fail at runtime on its version (review finding 6)."""
+    doc = _set(slice_with(1), _attrs(0, {"v": {"version": version}}))
+    valid = errors("ResourceSlice", doc) == []
+    device = codec.decode(doc, validate="strict").obj.spec.devices[0]  # type: ignore[attr-defined]
+    sel = cel.compile_selector('device.attributes["dra.example.com"].v.major() >= 0')
+    try:
+        sel.matches("dra.example.com", device)
+        converts = True
+    except cel.CELRuntimeError:
+        converts = False
+    assert valid is converts, (valid, converts)
+
+
 SLICE_UPDATES: list[tuple[str, Callable[[Doc], None], list[str]]] = [
     ("valid-no-op-update", lambda d: None, []),
     ("add-device", lambda d: d["spec"]["devices"].append({"name": "device-9"}), []),
