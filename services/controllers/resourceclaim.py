@@ -11,8 +11,9 @@ Two kinds of keys share one queue:
                          allocated claims reserved for it.
     "claim:<ns>/<name>"  drop status.reservedFor entries of pods that are gone, replaced
                          (other UID) or done; on the transition to "no reservation" clear
-                         the allocation (deallocate); a claim made for a pod that is done or
-                         gone is deleted.
+                         the allocation (deallocate) if the scheduler made it (the
+                         delete-protection finalizer says so); a claim made for a pod that
+                         is done or gone is deleted.
 
 A pod is done (isPodDone) when its phase is Succeeded or Failed, or when it is being
 deleted and was never scheduled: then no container of it runs and none will. A pod being

@@ -1,7 +1,7 @@
 """Whether a hollow kubelet may start a pod's containers: every ResourceClaim the pod names
-must exist, be allocated and be reserved for the pod (upstream kubelet's DRA manager,
-PrepareResources, which fails the pod's sync until then; the pod stays Pending and the
-kubelet retries on its next sync).
+must exist, be allocated (to devices the pod's node can use) and be reserved for the pod
+(upstream kubelet's DRA manager, PrepareResources, which fails the pod's sync until then;
+the pod stays Pending and the kubelet retries on its next sync).
 
 The pool keeps the allocated claims usable on its nodes (the only ones that can pass),
 from one informer, and asks `unprepared` before it takes a pod to ContainerCreating; a pod that
