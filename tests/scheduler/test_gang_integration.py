@@ -4,7 +4,8 @@ its default profile), Nodes as objects, and the controller-manager's PodGroup co
 What users see: a gang that fits binds whole; a gang that fits only partly binds nobody
 (every Bind call the scheduler makes is recorded: none is made) and binds whole once a
 node is added; a gang whose quorum times out at Permit goes back to the queue together;
-a gang short of members waits gated, and goes once the last member is created.
+a gang short of members waits gated, and goes once the last member is created, or once
+the last member's scheduling gates are removed.
 """
 
 from __future__ import annotations
@@ -204,6 +205,32 @@ async def test_a_gang_short_of_members_waits_gated_until_the_last_one_is_created
     assert await gang.message("g0") == ""  # gated pods are not attempted, so not refused
     await gang.member("g2", "pg", "1")
     assert set(await eventually(lambda: _all(gang, 3), timeout=20)) == {"g0", "g1", "g2"}
+
+
+async def test_a_gang_whose_scheduling_gates_are_removed_one_at_a_time_binds_whole(
+    gang: Gang,
+) -> None:
+    await gang.node("n1", "4")
+    await gang.group("pg", 2)
+    for name in ("a", "b"):
+        p = MakePod().typed().name(name).namespace("default").label(POD_GROUP_LABEL, "pg")
+        p.container("c", "i", requests={"cpu": "1"}).scheduling_gates(["example.com/hold"])
+        await gang.api.create(p.obj())
+
+    async def ungate(name: str) -> None:
+        pod: core_pb2.Pod = await gang.client.get(PODS, name, "default")
+        del pod.spec.scheduling_gates[:]
+        await gang.client.update(pod)
+
+    def gated(names: set[str]) -> Any:
+        queued = gang.sched.queue.pending_pods()[QUEUE_GATED]
+        return {p.metadata.name for p in queued if not p.spec.scheduling_gates} == names
+
+    await ungate("a")
+    await eventually(lambda: gated({"a"}))  # a now waits for its quorum (Coscheduling)
+    await ungate("b")  # completes it: a must be woken too, not only b
+    assert await eventually(lambda: _all(gang, 2), timeout=20) == {"a": "n1", "b": "n1"}
+    assert sorted(gang.rec.bind_calls) == ["a", "b"]
 
 
 async def test_a_gang_whose_quorum_times_out_goes_back_together(
