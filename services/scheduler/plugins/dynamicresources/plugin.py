@@ -52,6 +52,7 @@ from services.api.duration import parse_duration
 from services.api.errors import ConflictError
 from services.api.kinds import BY_KIND
 from services.api.nodeaffinity import NodeSelector, NodeSelectorError
+from services.api.podgroups import pod_group_full_name
 from services.client import Handlers
 from services.scheduler.framework.interface import PostFilterResult, PreFilterResult
 from services.scheduler.framework.status import Status
@@ -74,6 +75,10 @@ FINALIZER = "resource.kubernetes.io/delete-protection"
 #: retry.DefaultRetry's steps: PreBind's tries of one claim's status update on conflict.
 CONFLICT_RETRIES = 5
 DEFAULT_FILTER_TIMEOUT = 10.0
+#: How long PreBind of a gang pod sharing a sibling's pending allocation waits for the
+#: sibling's PreBind to write it, polling the tracker every SIBLING_POLL seconds.
+SIBLING_WAIT = 30.0
+SIBLING_POLL = 0.05
 
 ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
 ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
@@ -113,6 +118,9 @@ class _ClaimInfo:
     available_on: NodeSelector | None = None
     #: Set by Reserve, written by PreBind.
     allocation: resource_pb2.AllocationResult | None = None
+    #: The claim is a gang sibling's pending allocation, taken as allocated (see
+    #: DynamicResources._gang_pending): PreBind waits for the sibling to write it.
+    borrowed: bool = False
 
 
 @dataclass
@@ -195,6 +203,11 @@ class DynamicResources:
         self.device_cache = DeviceCache()
         #: Unreserve's background writes (kept so they are not collected; see drain()).
         self._tasks: set[asyncio.Task[None]] = set()
+        #: claim uid -> (namespace/PodGroup, pending claim) for allocations Reserve made for
+        #: a gang pod; its siblings sharing the claim take it as allocated (review finding 1:
+        #: refusing them would make Coscheduling reject the whole gang, forever).
+        #: Invariant: an entry exists only while the tracker holds that pending allocation.
+        self._gang_pending: dict[str, tuple[str, resource_pb2.ResourceClaim]] = {}
 
     # ------------------------------------------------------------- lookups
     def _foreach_claim(
@@ -288,6 +301,17 @@ class DynamicResources:
                     if names is not None:
                         allowed = names if allowed is None else allowed & names
                 continue
+            sibling = self._sibling_allocation(pod, claim)
+            if sibling is not None:
+                claims[i] = sibling
+                s.infos[i].borrowed = True
+                s.infos[i].available_on = NodeSelector.strict(
+                    sibling.status.allocation.node_selector
+                )
+                names = _single_nodes(sibling.status.allocation.node_selector)
+                if names is not None:
+                    allowed = names if allowed is None else allowed & names
+                continue
             if self.tracker.has_pending_allocation(claim.metadata.uid):
                 return None, Status.unresolvable(
                     f"resource claim {_key(claim)} is in the process of being allocated",
@@ -327,6 +351,19 @@ class DynamicResources:
             )
         result = PreFilterResult(allowed) if allowed is not None else None
         return result, Status.success()
+
+    def _sibling_allocation(
+        self, pod: core_pb2.Pod, claim: resource_pb2.ResourceClaim
+    ) -> resource_pb2.ResourceClaim | None:
+        """The pending copy of `claim` when Reserve allocated it for a pod of `pod`'s own
+        PodGroup and it has a nodeSelector (node-local devices); else None."""
+        entry = self._gang_pending.get(claim.metadata.uid)
+        if entry is None or not self.tracker.has_pending_allocation(claim.metadata.uid):
+            return None
+        group, pending = entry
+        if not group or group != pod_group_full_name(pod):
+            return None
+        return pending if pending.status.allocation.HasField("node_selector") else None
 
     # -------------------------------------------------------------- Filter
     def filter(self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo) -> Status:
@@ -381,6 +418,8 @@ class DynamicResources:
             return None, Status.unschedulable("no new claims to deallocate", plugin=NAME)
         for i in sorted(s.unavailable):
             claim = s.claims[i]
+            if s.infos[i].borrowed:
+                continue  # not written yet: nothing to deallocate
             reserved = claim.status.reserved_for
             if len(reserved) == 0 or (len(reserved) == 1 and reserved[0].uid == pod.metadata.uid):
                 fresh = resource_pb2.ResourceClaim()
@@ -421,6 +460,9 @@ class DynamicResources:
                 pending.metadata.finalizers.append(FINALIZER)
             pending.status.allocation.CopyFrom(allocation)
             self.tracker.signal_pending(pending)
+            group = pod_group_full_name(pod_info.pod)
+            if group:
+                self._gang_pending[claim.metadata.uid] = (group, pending)
         return Status.success()
 
     def unreserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
@@ -428,7 +470,10 @@ class DynamicResources:
         if s is None or not s.claims:
             return
         pod = pod_info.pod
-        for claim in s.claims:
+        for i, claim in enumerate(s.claims):
+            if s.infos[i].borrowed:
+                continue  # the sibling's allocation: its own Unreserve drops it
+            self._gang_pending.pop(claim.metadata.uid, None)
             pending = self.tracker.remove_pending(claim.metadata.uid)
             if pending is not None:
                 self.tracker.restore(claim.metadata.uid)
@@ -492,10 +537,36 @@ class DynamicResources:
             if dra_claims.is_reserved_for_pod(pod, claim):
                 continue
             try:
+                if s.infos[i].borrowed:
+                    claim = await self._sibling_written(claim)
+                    s.claims[i] = claim
+                    s.infos[i].borrowed = False
                 s.claims[i] = await self._bind_claim(claim, s.infos[i].allocation, pod)
             except Exception as e:  # noqa: BLE001 - the attempt fails; Unreserve follows
                 return Status.as_error(e, NAME)
         return Status.success()
+
+    async def _sibling_written(
+        self, pending: resource_pb2.ResourceClaim
+    ) -> resource_pb2.ResourceClaim:
+        """The claim once the gang sibling's PreBind wrote the allocation this pod was
+        filtered with (bounded: SIBLING_WAIT seconds); an error if it was dropped or a
+        different allocation was written."""
+        ns, name = pending.metadata.namespace, pending.metadata.name
+        for _ in range(int(SIBLING_WAIT / SIBLING_POLL)):
+            current = self.tracker.claim(ns, name)
+            if current is None or current.metadata.uid != pending.metadata.uid:
+                raise RuntimeError(f"claim {_key(pending)} got deleted in the meantime")
+            if current.status.HasField("allocation"):
+                if current.status.allocation != pending.status.allocation:
+                    raise RuntimeError(
+                        f"claim {_key(pending)} got allocated elsewhere in the meantime"
+                    )
+                return current
+            if not self.tracker.has_pending_allocation(pending.metadata.uid):
+                raise RuntimeError(f"claim {_key(pending)}: the gang's allocation was dropped")
+            await asyncio.sleep(SIBLING_POLL)
+        raise RuntimeError(f"claim {_key(pending)}: the gang's allocation was not written")
 
     async def _bind_claim(
         self,
@@ -549,6 +620,7 @@ class DynamicResources:
             # Written: the claim is assumed (no longer pending). Not written: it stays
             # pending until Unreserve, which the framework runs after a failed PreBind.
             if allocation is not None and written is not None:
+                self._gang_pending.pop(claim.metadata.uid, None)
                 self.tracker.assume(written)
 
     # ----------------------------------------------------------- events
