@@ -65,6 +65,7 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueueingHint,
 )
+from services.scheduler.plugins.dynamicresources import gang
 from services.scheduler.plugins.dynamicresources.tracker import ClaimTracker, lister
 
 NAME = "DynamicResources"
@@ -75,10 +76,6 @@ FINALIZER = "resource.kubernetes.io/delete-protection"
 #: retry.DefaultRetry's steps: PreBind's tries of one claim's status update on conflict.
 CONFLICT_RETRIES = 5
 DEFAULT_FILTER_TIMEOUT = 10.0
-#: How long PreBind of a gang pod sharing a sibling's pending allocation waits for the
-#: sibling's PreBind to write it, polling the tracker every SIBLING_POLL seconds.
-SIBLING_WAIT = 30.0
-SIBLING_POLL = 0.05
 
 ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
 ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
@@ -301,7 +298,7 @@ class DynamicResources:
                     if names is not None:
                         allowed = names if allowed is None else allowed & names
                 continue
-            sibling = self._sibling_allocation(pod, claim)
+            sibling = gang.sibling_allocation(self._gang_pending, self.tracker, pod, claim)
             if sibling is not None:
                 claims[i] = sibling
                 s.infos[i].borrowed = True
@@ -351,19 +348,6 @@ class DynamicResources:
             )
         result = PreFilterResult(allowed) if allowed is not None else None
         return result, Status.success()
-
-    def _sibling_allocation(
-        self, pod: core_pb2.Pod, claim: resource_pb2.ResourceClaim
-    ) -> resource_pb2.ResourceClaim | None:
-        """The pending copy of `claim` when Reserve allocated it for a pod of `pod`'s own
-        PodGroup and it has a nodeSelector (node-local devices); else None."""
-        entry = self._gang_pending.get(claim.metadata.uid)
-        if entry is None or not self.tracker.has_pending_allocation(claim.metadata.uid):
-            return None
-        group, pending = entry
-        if not group or group != pod_group_full_name(pod):
-            return None
-        return pending if pending.status.allocation.HasField("node_selector") else None
 
     # -------------------------------------------------------------- Filter
     def filter(self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo) -> Status:
@@ -538,35 +522,13 @@ class DynamicResources:
                 continue
             try:
                 if s.infos[i].borrowed:
-                    claim = await self._sibling_written(claim)
+                    claim = await gang.sibling_written(self.tracker, claim)
                     s.claims[i] = claim
                     s.infos[i].borrowed = False
                 s.claims[i] = await self._bind_claim(claim, s.infos[i].allocation, pod)
             except Exception as e:  # noqa: BLE001 - the attempt fails; Unreserve follows
                 return Status.as_error(e, NAME)
         return Status.success()
-
-    async def _sibling_written(
-        self, pending: resource_pb2.ResourceClaim
-    ) -> resource_pb2.ResourceClaim:
-        """The claim once the gang sibling's PreBind wrote the allocation this pod was
-        filtered with (bounded: SIBLING_WAIT seconds); an error if it was dropped or a
-        different allocation was written."""
-        ns, name = pending.metadata.namespace, pending.metadata.name
-        for _ in range(int(SIBLING_WAIT / SIBLING_POLL)):
-            current = self.tracker.claim(ns, name)
-            if current is None or current.metadata.uid != pending.metadata.uid:
-                raise RuntimeError(f"claim {_key(pending)} got deleted in the meantime")
-            if current.status.HasField("allocation"):
-                if current.status.allocation != pending.status.allocation:
-                    raise RuntimeError(
-                        f"claim {_key(pending)} got allocated elsewhere in the meantime"
-                    )
-                return current
-            if not self.tracker.has_pending_allocation(pending.metadata.uid):
-                raise RuntimeError(f"claim {_key(pending)}: the gang's allocation was dropped")
-            await asyncio.sleep(SIBLING_POLL)
-        raise RuntimeError(f"claim {_key(pending)}: the gang's allocation was not written")
 
     async def _bind_claim(
         self,
