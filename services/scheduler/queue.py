@@ -76,6 +76,7 @@ from services.scheduler.queue_events import (
     EVENT_UNSCHEDULABLE_TIMEOUT,
     EVENT_UNSCHEDULED_POD_ADD,
     EVENT_UNSCHEDULED_POD_UPDATE,
+    FORCE_ACTIVATE,
     POD_SCALE_DOWN,
     POD_TOPOLOGY_SPREAD,
     SCHEDULE_ATTEMPT_FAILURE,
@@ -364,6 +365,16 @@ class SchedulingQueue:
             if precheck is None or precheck(q.pod)
         ]
         self._move_pods(pods, event, old, new)
+
+    def activate(self, pods: Iterable[core_pb2.Pod]) -> None:
+        """Upstream PriorityQueue.Activate: these pods (when waiting here) go to activeQ
+        now, gated ones through PreEnqueue again; pods not held here are ignored."""
+        for pod in pods:
+            key = pod_key(pod)
+            qpi = self._unschedulable.get(key) or self._gated.get(key) or self._backoff.get(key)
+            if qpi is not None:
+                self._move_to_active(qpi, FORCE_ACTIVATE)
+        self._sync_gauges()
 
     def assigned_pod_added(self, pod: core_pb2.Pod) -> None:
         """A bound pod appeared: only pods it could help through a cross-node term (required

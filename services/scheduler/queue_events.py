@@ -22,6 +22,8 @@ POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 # Event labels of queue_incoming_pods_total (upstream framework/events.go).
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 BACKOFF_COMPLETE = "BackoffComplete"
+#: Upstream framework.ForceActivate: a plugin asked for the pods (Handle.activate).
+FORCE_ACTIVATE = "ForceActivate"
 UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
 EVENT_UNSCHEDULED_POD_ADD = ClusterEvent(UNSCHEDULABLE_POD, ActionType.ADD, "UnschedulablePodAdd")
 EVENT_UNSCHEDULED_POD_UPDATE = ClusterEvent(

@@ -29,12 +29,11 @@ import contextlib
 import logging
 import random
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
 from services.api.kinds import BY_KIND
-from services.api.podgroups import POD_GROUP_LABEL
 from services.client import Client, FencingSource, Handlers, Informer
 from services.clock import Clock, RealClock
 from services.lifecycle import Background
@@ -49,7 +48,6 @@ from services.scheduler.metrics import SchedulerMetrics
 from services.scheduler.omega import OmegaStats
 from services.scheduler.options import SchedulerOptions
 from services.scheduler.queue import SchedulingQueue
-from services.scheduler.queue_events import EVENT_UNSCHEDULED_POD_ADD
 from services.scheduler.schedule_one import ScheduleOne
 from services.scheduler.snapshot import Snapshot
 from services.scheduler.trace import Attempt, TraceStore
@@ -137,6 +135,11 @@ class _Handle:
         an index of pods adds its handlers here, from its factory; they run before the
         scheduler's own, so the index is current when the queue sees the pod."""
         return self._sched.pods
+
+    def activate(self, pods: Iterable[core_pb2.Pod]) -> None:
+        """Upstream Handle.Activate: the queue tries these pods now (gated ones through
+        PreEnqueue again); pods it does not hold are ignored."""
+        self._sched.queue.activate(pods)
 
     async def bind(self, pod: core_pb2.Pod, node_name: str) -> None:
         sched = self._sched
@@ -310,11 +313,9 @@ class Scheduler(Background):
             self.cache.add_pod(pod)
             self.queue.assigned_pod_added(pod)
         elif self._responsible(pod) and not pod.metadata.deletion_timestamp:
+            # A gang member completing its gated siblings' quorum wakes them through
+            # Handle.activate (Coscheduling's member counters), not a move per pod.
             self.queue.add(pod)
-            if POD_GROUP_LABEL in pod.metadata.labels:
-                # A new gang member may complete its gated siblings' quorum (upstream
-                # fires this under its GangScheduling gate; only gang pods fire it here).
-                self.queue.move_all_to_active_or_backoff(EVENT_UNSCHEDULED_POD_ADD, None, pod)
 
     def _pod_updated(self, old: core_pb2.Pod, new: core_pb2.Pod) -> None:
         self.nominator.pod_seen(old, new)

@@ -4,7 +4,9 @@ its default profile), Nodes as objects, and the controller-manager's PodGroup co
 What users see: a gang that fits binds whole; a gang that fits only partly binds nobody
 (every Bind call the scheduler makes is recorded: none is made) and binds whole once a
 node is added; a gang whose quorum times out at Permit goes back to the queue together;
-a gang short of members waits gated, and goes once the last member is created.
+a gang short of members waits gated, and goes once the last member is created, or once
+the last member's scheduling gates are removed; a gang whose pods share one unallocated
+claim binds whole on the node of the devices the first member's Reserve chose.
 """
 
 from __future__ import annotations
@@ -31,7 +33,17 @@ from services.scheduler.options import SchedulerOptions
 from services.scheduler.scheduler import Scheduler
 from services.storage import Delete
 from services.storage.etcd import EtcdStorage
-from tests.builders import POD_GROUP_LABEL, MakeNode, MakePod, pod_group
+from tests.builders import (
+    POD_GROUP_LABEL,
+    MakeNode,
+    MakePod,
+    device_class,
+    exact_request,
+    gpu,
+    pod_group,
+    resource_claim,
+    resource_slice,
+)
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -204,6 +216,65 @@ async def test_a_gang_short_of_members_waits_gated_until_the_last_one_is_created
     assert await gang.message("g0") == ""  # gated pods are not attempted, so not refused
     await gang.member("g2", "pg", "1")
     assert set(await eventually(lambda: _all(gang, 3), timeout=20)) == {"g0", "g1", "g2"}
+
+
+async def test_a_gang_whose_scheduling_gates_are_removed_one_at_a_time_binds_whole(
+    gang: Gang,
+) -> None:
+    await gang.node("n1", "4")
+    await gang.group("pg", 2)
+    for name in ("a", "b"):
+        p = MakePod().typed().name(name).namespace("default").label(POD_GROUP_LABEL, "pg")
+        p.container("c", "i", requests={"cpu": "1"}).scheduling_gates(["example.com/hold"])
+        await gang.api.create(p.obj())
+
+    async def ungate(name: str) -> None:
+        pod: core_pb2.Pod = await gang.client.get(PODS, name, "default")
+        del pod.spec.scheduling_gates[:]
+        await gang.client.update(pod)
+
+    def gated(names: set[str]) -> Any:
+        queued = gang.sched.queue.pending_pods()[QUEUE_GATED]
+        return {p.metadata.name for p in queued if not p.spec.scheduling_gates} == names
+
+    await ungate("a")
+    await eventually(lambda: gated({"a"}))  # a now waits for its quorum (Coscheduling)
+    await ungate("b")  # completes it: a must be woken too, not only b
+    assert await eventually(lambda: _all(gang, 2), timeout=20) == {"a": "n1", "b": "n1"}
+    assert sorted(gang.rec.bind_calls) == ["a", "b"]
+
+
+async def test_a_gang_sharing_one_unallocated_claim_binds_whole_on_the_claims_node(
+    gang: Gang,
+) -> None:
+    driver = "gpu.example.com"
+    await gang.api.create(device_class("gpu", f'device.driver == "{driver}"'))
+    for node, model in (("n1", "T4"), ("n2", "A100")):
+        await gang.node(node, "4")
+        await gang.api.create(
+            resource_slice(
+                f"{node}-gpu-example-com",
+                driver=driver,
+                node=node,
+                devices=[gpu("gpu-0", model=model, index=0)],
+            )
+        )
+    sel = f'device.attributes["{driver}"].model == "A100"'
+    await gang.api.create(resource_claim("shared", "default", exact_request("gpu", "gpu", sel)))
+    await eventually(lambda: len(gang.sched.kind_informers["ResourceSlice"].store) == 2)
+    await gang.group("pg", 2, timeout=10)
+    for name in ("s1", "s2"):
+        p = MakePod().typed().name(name).namespace("default").label(POD_GROUP_LABEL, "pg")
+        p.container("c", "i", requests={"cpu": "1"})
+        await gang.api.create(p.resource_claim("gpu", claim="shared").container_claims("gpu").obj())
+    assert await eventually(lambda: _all(gang, 2), timeout=20) == {"s1": "n2", "s2": "n2"}
+    assert sorted(gang.rec.bind_calls) == ["s1", "s2"]  # each bound once, with its sibling
+    claim = await gang.client.get(BY_KIND["ResourceClaim"], "shared", "default")
+    assert [r.device for r in claim.status.allocation.devices.results] == ["gpu-0"]
+    assert claim.status.allocation.node_selector.node_selector_terms[0].match_fields[0].values == [
+        "n2"
+    ]
+    assert sorted(r.name for r in claim.status.reserved_for) == ["s1", "s2"]
 
 
 async def test_a_gang_whose_quorum_times_out_goes_back_together(

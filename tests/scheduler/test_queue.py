@@ -674,3 +674,17 @@ def test_registered_pod_events_also_match_assigned_and_unschedulable_pods(
 )
 def test_event_labels_spell_actions_as_upstream(event: ClusterEvent, label: str) -> None:
     assert event_label(event) == label
+
+
+async def test_activate_moves_held_pods_to_active_q_and_regates_those_still_gated(
+    clock: FakeClock,
+) -> None:
+    q = make_queue(clock)
+    q.add(make_pod("u"))
+    await fail(q, "SomePlugin")  # no move request since its cycle: unschedulable
+    assert where(q, "u") == "unschedulable"
+    q.add(make_pod("g", gates=["example.com/wait"]))
+    q.activate([make_pod("u"), make_pod("g"), make_pod("unknown")])
+    assert where(q, "u") == "active"
+    assert where(q, "g") == "gated"  # PreEnqueue ran again and still refuses it
+    assert where(q, "unknown") == ""

@@ -4,7 +4,8 @@ and tested without a framework.
 
 It holds, per PodGroup (key namespace/name):
 - members: every pod carrying the group's label, from the scheduler's own Pod informer
-  (the plugin adds its handlers there; nothing is listed per call);
+  (the plugin adds its handlers there; nothing is listed per call), and how many of them
+  have no scheduling gates (kept by the handlers, so the quorum check is O(1));
 - assigned: members bound (seen bound by the informer) or permitted by this scheduler
   (assumed, waiting at Permit or binding); a member leaves on Unreserve or deletion.
   Permit counts this set, so the quorum covers the snapshot's assumed/bound pods and the
@@ -43,6 +44,12 @@ class PermitResult(Enum):
 class _Group:
     members: dict[str, core_pb2.Pod] = field(default_factory=dict)
     assigned: set[str] = field(default_factory=set)
+    #: Invariant: the number of `members` without scheduling gates.
+    ungated: int = 0
+
+
+def _ungated(pod: core_pb2.Pod) -> int:
+    return 0 if pod.spec.scheduling_gates else 1
 
 
 class PodGroupManager:
@@ -55,8 +62,12 @@ class PodGroupManager:
         *,
         clock: Clock,
         schedule_timeout: float,
+        on_quorum: Callable[[Sequence[core_pb2.Pod]], None] | None = None,
     ) -> None:
         self.pod_groups = pod_groups
+        #: Called with a group's members when the informer handlers bring it to its
+        #: quorum (minMember members, that many without gates): the plugin wakes them.
+        self.on_quorum = on_quorum
         self.clock = clock
         self.schedule_timeout = schedule_timeout
         self._groups: dict[str, _Group] = {}
@@ -72,9 +83,18 @@ class PodGroupManager:
         if not full:
             return
         g = self._groups.setdefault(full, _Group())
+        before = self._has_quorum(full, g)
+        stored = g.members.get(pod.metadata.uid)
+        if stored is not None:
+            g.ungated -= _ungated(stored)
         g.members[pod.metadata.uid] = pod
+        g.ungated += _ungated(pod)
         if pod.spec.node_name:
             g.assigned.add(pod.metadata.uid)
+        if not before and self.on_quorum is not None and self._has_quorum(full, g):
+            # Only the change that completes the quorum wakes the group: its gated pods
+            # were refused for lack of it, and nothing else about them changed.
+            self.on_quorum(list(g.members.values()))
 
     def pod_updated(self, old: core_pb2.Pod, new: core_pb2.Pod) -> None:
         if pod_group_full_name(old) != pod_group_full_name(new):
@@ -86,7 +106,9 @@ class PodGroupManager:
         g = self._groups.get(full)
         if g is None:
             return
-        g.members.pop(pod.metadata.uid, None)
+        stored = g.members.pop(pod.metadata.uid, None)
+        if stored is not None:
+            g.ungated -= _ungated(stored)
         g.assigned.discard(pod.metadata.uid)
         if not g.members and not g.assigned:
             del self._groups[full]
@@ -135,19 +157,31 @@ class PodGroupManager:
         return t
 
     # --------------------------------------------------------------- decisions
+    def _has_quorum(self, full: str, g: _Group) -> bool:
+        pg = self.pod_groups.get(full)
+        if pg is None:
+            return False
+        return min(len(g.members), g.ungated) >= pg.spec.min_member
+
     def quorum_gap(self, pod: core_pb2.Pod, pg: podgroup_pb2.PodGroup) -> str:
         """Why the group cannot be tried yet ("" when it can): fewer members than
-        minMember, or members still held by scheduling gates (upstream PreFilter)."""
-        full = pod_group_full_name(pod)
-        members = dict(self._groups[full].members) if full in self._groups else {}
-        members[pod.metadata.uid] = pod
+        minMember, or members still held by scheduling gates (upstream PreFilter).
+        O(1): the counters, with `pod` (the queue's copy) in place of the informer's."""
+        g = self._groups.get(pod_group_full_name(pod))
+        count = len(g.members) if g is not None else 0
+        ungated = g.ungated if g is not None else 0
+        stored = g.members.get(pod.metadata.uid) if g is not None else None
+        if stored is None:
+            count += 1
+        else:
+            ungated -= _ungated(stored)
+        ungated += _ungated(pod)
         min_member = pg.spec.min_member
-        if len(members) < min_member:
+        if count < min_member:
             return (
                 f"pre-filter pod {pod.metadata.name} cannot find enough sibling pods, "
-                f"current pods number: {len(members)}, minMember of group: {min_member}"
+                f"current pods number: {count}, minMember of group: {min_member}"
             )
-        ungated = sum(1 for p in members.values() if not p.spec.scheduling_gates)
         if ungated < min_member:
             return (
                 f"pre-filter pod {pod.metadata.name} cannot proceed due to gated pods in "

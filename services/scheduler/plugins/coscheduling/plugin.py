@@ -25,8 +25,8 @@ costs nothing in kubera's default profile and changes nothing for other pods.
 Differences from upstream, on purpose:
 - The member count lives in PreEnqueue (upstream does it in PreFilter, newer upstream in
   PreEnqueue too), so short gangs wait gated instead of cycling through backoff; the
-  scheduler fires UnschedulablePodAdd for a new gang pod so its gated siblings are looked
-  at again (upstream kube-scheduler does it under its GangScheduling gate).
+  member add or gate removal that completes a group's quorum activates the group's pods
+  (Handle.activate), once, so a k-pod gang costs O(k), not a requeue per new pod.
 - EventsToRegister adds Node add/allocatable updates and assigned Pod deletes with a hint
   that only wakes gang members: a gang rejected as a whole at Permit/Unreserve/PostFilter
   is helped by whatever helps any member fit (upstream re-activates siblings through
@@ -325,10 +325,12 @@ def new(args: Args | None, handle: Any) -> Coscheduling:
     pod_groups: Mapping[str, podgroup_pb2.PodGroup] = (
         _StoreView(informer_of(POD_GROUP_KIND)) if callable(informer_of) else {}
     )
+    activate = getattr(handle, "activate", None)
     manager = PodGroupManager(
         pod_groups,
         clock=getattr(handle, "clock", None) or RealClock(),
         schedule_timeout=float(args.permit_waiting_time_seconds),
+        on_quorum=activate if callable(activate) else None,
     )
     pod_informer = getattr(handle, "pod_informer", None)
     if callable(pod_informer):

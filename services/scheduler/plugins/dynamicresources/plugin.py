@@ -52,6 +52,7 @@ from services.api.duration import parse_duration
 from services.api.errors import ConflictError
 from services.api.kinds import BY_KIND
 from services.api.nodeaffinity import NodeSelector, NodeSelectorError
+from services.api.podgroups import pod_group_full_name
 from services.client import Handlers
 from services.scheduler.framework.interface import PostFilterResult, PreFilterResult
 from services.scheduler.framework.status import Status
@@ -64,6 +65,7 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueueingHint,
 )
+from services.scheduler.plugins.dynamicresources import gang
 from services.scheduler.plugins.dynamicresources.tracker import ClaimTracker, lister
 
 NAME = "DynamicResources"
@@ -113,6 +115,9 @@ class _ClaimInfo:
     available_on: NodeSelector | None = None
     #: Set by Reserve, written by PreBind.
     allocation: resource_pb2.AllocationResult | None = None
+    #: The claim is a gang sibling's pending allocation, taken as allocated (see
+    #: DynamicResources._gang_pending): PreBind waits for the sibling to write it.
+    borrowed: bool = False
 
 
 @dataclass
@@ -195,6 +200,11 @@ class DynamicResources:
         self.device_cache = DeviceCache()
         #: Unreserve's background writes (kept so they are not collected; see drain()).
         self._tasks: set[asyncio.Task[None]] = set()
+        #: claim uid -> (namespace/PodGroup, pending claim) for allocations Reserve made for
+        #: a gang pod; its siblings sharing the claim take it as allocated (review finding 1:
+        #: refusing them would make Coscheduling reject the whole gang, forever).
+        #: Invariant: an entry exists only while the tracker holds that pending allocation.
+        self._gang_pending: dict[str, tuple[str, resource_pb2.ResourceClaim]] = {}
 
     # ------------------------------------------------------------- lookups
     def _foreach_claim(
@@ -287,6 +297,17 @@ class DynamicResources:
                     names = _single_nodes(alloc.node_selector)
                     if names is not None:
                         allowed = names if allowed is None else allowed & names
+                continue
+            sibling = gang.sibling_allocation(self._gang_pending, self.tracker, pod, claim)
+            if sibling is not None:
+                claims[i] = sibling
+                s.infos[i].borrowed = True
+                s.infos[i].available_on = NodeSelector.strict(
+                    sibling.status.allocation.node_selector
+                )
+                names = _single_nodes(sibling.status.allocation.node_selector)
+                if names is not None:
+                    allowed = names if allowed is None else allowed & names
                 continue
             if self.tracker.has_pending_allocation(claim.metadata.uid):
                 return None, Status.unresolvable(
@@ -381,6 +402,8 @@ class DynamicResources:
             return None, Status.unschedulable("no new claims to deallocate", plugin=NAME)
         for i in sorted(s.unavailable):
             claim = s.claims[i]
+            if s.infos[i].borrowed:
+                continue  # not written yet: nothing to deallocate
             reserved = claim.status.reserved_for
             if len(reserved) == 0 or (len(reserved) == 1 and reserved[0].uid == pod.metadata.uid):
                 fresh = resource_pb2.ResourceClaim()
@@ -421,6 +444,9 @@ class DynamicResources:
                 pending.metadata.finalizers.append(FINALIZER)
             pending.status.allocation.CopyFrom(allocation)
             self.tracker.signal_pending(pending)
+            group = pod_group_full_name(pod_info.pod)
+            if group:
+                self._gang_pending[claim.metadata.uid] = (group, pending)
         return Status.success()
 
     def unreserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
@@ -428,7 +454,10 @@ class DynamicResources:
         if s is None or not s.claims:
             return
         pod = pod_info.pod
-        for claim in s.claims:
+        for i, claim in enumerate(s.claims):
+            if s.infos[i].borrowed:
+                continue  # the sibling's allocation: its own Unreserve drops it
+            self._gang_pending.pop(claim.metadata.uid, None)
             pending = self.tracker.remove_pending(claim.metadata.uid)
             if pending is not None:
                 self.tracker.restore(claim.metadata.uid)
@@ -492,6 +521,10 @@ class DynamicResources:
             if dra_claims.is_reserved_for_pod(pod, claim):
                 continue
             try:
+                if s.infos[i].borrowed:
+                    claim = await gang.sibling_written(self.tracker, claim)
+                    s.claims[i] = claim
+                    s.infos[i].borrowed = False
                 s.claims[i] = await self._bind_claim(claim, s.infos[i].allocation, pod)
             except Exception as e:  # noqa: BLE001 - the attempt fails; Unreserve follows
                 return Status.as_error(e, NAME)
@@ -549,6 +582,7 @@ class DynamicResources:
             # Written: the claim is assumed (no longer pending). Not written: it stays
             # pending until Unreserve, which the framework runs after a failed PreBind.
             if allocation is not None and written is not None:
+                self._gang_pending.pop(claim.metadata.uid, None)
                 self.tracker.assume(written)
 
     # ----------------------------------------------------------- events

@@ -40,6 +40,8 @@ class GangHandle:
         self.pods = _Store()
         self.others: dict[str, _Store] = {}
         self.fwk = _Fwk()
+        #: Every Handle.activate call: the names of the pods it was given.
+        self.activated: list[list[str]] = []
 
     def informer(self, kind: str) -> _Store:
         """PodGroups are the test's; other kinds (DynamicResources' in the default profile)
@@ -64,7 +66,15 @@ class GangHandle:
         if wp is not None:
             wp.reject(plugin, reason)
 
+    def activate(self, pods: Sequence[core_pb2.Pod]) -> None:
+        self.activated.append(sorted(p.metadata.name for p in pods))
+
     # ------------------------------------------------------------- test side
+    def update_pod(self, old: core_pb2.Pod, new: core_pb2.Pod) -> None:
+        for h in self.pods.handlers:
+            assert h.on_update is not None
+            h.on_update(old, new)
+
     def add_group(self, pg: podgroup_pb2.PodGroup, created: float = NOW) -> None:
         pg.metadata.creation_timestamp = rfc3339(created)
         self.pod_groups.store[f"{pg.metadata.namespace}/{pg.metadata.name}"] = pg

@@ -133,6 +133,35 @@ def test_a_deleted_member_no_longer_counts_towards_the_quorum() -> None:
     assert not cs.pre_enqueue(a).is_success()
 
 
+def test_the_member_that_completes_a_large_gangs_quorum_activates_the_group_once() -> None:
+    h = GangHandle()
+    cs = plugin(h)
+    h.add_group(group(min_member=1000))
+    pods = [member(f"p{i:04}") for i in range(1001)]
+    h.add_pods(pods[:999])
+    assert h.activated == [] and not cs.pre_enqueue(pods[0]).is_success()
+    h.add_pods(pods[999:])  # the 1000th completes the quorum; the 1001st changes nothing
+    assert h.activated == [[p.metadata.name for p in pods[:1000]]]
+    assert cs.pre_enqueue(pods[0]).is_success()
+
+
+def test_removing_the_last_scheduling_gate_of_a_quorum_activates_the_group() -> None:
+    h = GangHandle()
+    cs = plugin(h)
+    h.add_group(group(min_member=2))
+    a, b = member("a", gates=["hold"]), member("b", gates=["hold"])
+    h.add_pods([a, b])
+    a2, b2 = member("a"), member("b")
+    h.update_pod(a, a2)
+    assert h.activated == [] and not cs.pre_enqueue(a2).is_success()
+    assert cs.pre_enqueue(b2).is_success()  # the queue's newer copy of b counts as ungated
+    h.update_pod(b, b2)
+    assert h.activated == [["a", "b"]]
+    assert cs.pre_enqueue(a2).is_success()
+    h.update_pod(b2, member("b", gates=["hold"]))  # gated again: the quorum is lost
+    assert not cs.pre_enqueue(a2).is_success()
+
+
 def test_a_backed_off_group_is_refused_at_pre_filter_until_its_backoff_ends() -> None:
     h = GangHandle()
     cs = plugin(h, Args(pod_group_backoff_seconds=5))

@@ -25,6 +25,7 @@ from services.scheduler.plugins.dynamicresources import (
 )
 from services.scheduler.plugins.dynamicresources.tracker import ClaimTracker
 from tests.builders import (
+    POD_GROUP_LABEL,
     MakeNode,
     MakePod,
     device_class,
@@ -639,3 +640,72 @@ async def test_prebind_retry_finds_its_own_lost_write_and_does_not_reserve_twice
     api.update_status = lost_answer  # type: ignore[method-assign]
     assert (await plugin.pre_bind(state, PodInfo(pod), WORKER)).is_success()
     assert [r.uid for r in api.objects[f"{NS}/{CLAIM}"].status.reserved_for] == [POD_UID]
+
+
+def _gang_pod(uid: str, group: str) -> core_pb2.Pod:
+    p = MakePod().name(f"pod-{uid}").namespace(NS).uid(uid).resource_claim("r", claim=CLAIM)
+    return (p.label(POD_GROUP_LABEL, group) if group else p).obj()
+
+
+@pytest.mark.parametrize(
+    "group_a,group_b,shares",
+    [("pg", "pg", True), ("pg", "other", False), ("", "", False), ("pg", "", False)],
+    ids=["same group", "other group", "no groups", "only the allocating pod in a group"],
+)
+def test_only_a_gang_sibling_takes_a_pending_allocation_as_allocated(
+    group_a: str, group_b: str, shares: bool
+) -> None:
+    plugin, _ = build(Case(pod_with_claim_name(), [claim()], Want(), slices=[worker_slice(1)]))
+    node = NodeInfo(WORKER_NODE)
+    a, b = _gang_pod("a", group_a), _gang_pod("b", group_b)
+    s1 = CycleState()
+    plugin.pre_filter(s1, PodInfo(a), [node])
+    assert plugin.filter(s1, PodInfo(a), node).is_success()
+    plugin.reserve(s1, PodInfo(a), WORKER)
+    result, st = plugin.pre_filter(CycleState(), PodInfo(b), [node])
+    if shares:
+        assert st.is_success() and result is not None and result.node_names == {WORKER}
+    else:
+        assert (st.code, st.message) == (
+            UNRESOLVABLE,
+            f"resource claim {NS}/{CLAIM} is in the process of being allocated",
+        )
+
+
+async def test_a_gang_sibling_binds_the_shared_claim_after_the_allocating_pod_wrote_it() -> None:
+    plugin, api = build(Case(pod_with_claim_name(), [claim()], Want(), slices=[worker_slice(1)]))
+    node = NodeInfo(WORKER_NODE)
+    a, b = _gang_pod("a", "pg"), _gang_pod("b", "pg")
+    sa, sb = CycleState(), CycleState()
+    plugin.pre_filter(sa, PodInfo(a), [node])
+    plugin.filter(sa, PodInfo(a), node)
+    plugin.reserve(sa, PodInfo(a), WORKER)
+    plugin.pre_filter(sb, PodInfo(b), [node])
+    assert plugin.filter(sb, PodInfo(b), node).is_success()
+    assert plugin.reserve(sb, PodInfo(b), WORKER).is_success()
+    # b's PreBind starts first: it waits for a's write instead of writing the copy itself.
+    b_bind = asyncio.create_task(plugin.pre_bind(sb, PodInfo(b), WORKER))
+    await asyncio.sleep(0)
+    assert not b_bind.done()
+    assert (await plugin.pre_bind(sa, PodInfo(a), WORKER)).is_success()
+    assert (await asyncio.wait_for(b_bind, 5)).is_success()
+    written = api.objects[f"{NS}/{CLAIM}"]
+    assert [r.device for r in written.status.allocation.devices.results] == ["instance-1"]
+    assert sorted(r.uid for r in written.status.reserved_for) == ["a", "b"]
+
+
+async def test_a_gang_siblings_prebind_fails_when_the_shared_allocation_is_dropped() -> None:
+    plugin, api = build(Case(pod_with_claim_name(), [claim()], Want(), slices=[worker_slice(1)]))
+    node = NodeInfo(WORKER_NODE)
+    a, b = _gang_pod("a", "pg"), _gang_pod("b", "pg")
+    sa, sb = CycleState(), CycleState()
+    plugin.pre_filter(sa, PodInfo(a), [node])
+    plugin.filter(sa, PodInfo(a), node)
+    plugin.reserve(sa, PodInfo(a), WORKER)
+    plugin.pre_filter(sb, PodInfo(b), [node])
+    plugin.unreserve(sa, PodInfo(a), WORKER)
+    st = await plugin.pre_bind(sb, PodInfo(b), WORKER)
+    assert st.code == Code.ERROR and "the gang's allocation was dropped" in st.message
+    plugin.unreserve(sb, PodInfo(b), WORKER)  # leaves nothing pending, writes nothing
+    assert not plugin.tracker.has_pending_allocation(f"uid-{CLAIM}")
+    assert not api.objects[f"{NS}/{CLAIM}"].status.HasField("allocation")
