@@ -52,7 +52,6 @@ from services.api.duration import parse_duration
 from services.api.errors import ConflictError
 from services.api.kinds import BY_KIND
 from services.api.nodeaffinity import NodeSelector, NodeSelectorError
-from services.client import Handlers
 from services.scheduler.framework.interface import PostFilterResult, PreFilterResult
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
@@ -439,6 +438,9 @@ class DynamicResources:
                 if self._on_restore is not None and current is not None:
                     self._on_restore(pending, current)
             if claim.status.HasField("allocation") and dra_claims.is_reserved_for_pod(pod, claim):
+                # Until the informer shows the removal, the claim counts as not reserved for
+                # the pod, so a quick retry's PreBind writes the reservation again.
+                self.tracker.mark_unreserving(claim.metadata.uid, pod.metadata.uid)
                 self._spawn(self._unreserve_claim(claim, pod))
 
     def _spawn(self, coro: Any) -> None:
@@ -457,12 +459,16 @@ class DynamicResources:
         uid = pod.metadata.uid
         current: Any = claim
         for _ in range(CONFLICT_RETRIES):
+            if not self.tracker.is_unreserving(claim.metadata.uid, uid):
+                return  # a later attempt's PreBind reserved the claim again
             if current.metadata.uid != claim.metadata.uid:
+                self.tracker.unreserving_done(claim.metadata.uid, uid)
                 return
             edited = resource_pb2.ResourceClaim()
             edited.CopyFrom(current)
             kept = [r for r in edited.status.reserved_for if r.uid != uid]
             if len(kept) == len(edited.status.reserved_for):
+                self.tracker.unreserving_done(claim.metadata.uid, uid)
                 return
             del edited.status.reserved_for[:]
             edited.status.reserved_for.extend(kept)
@@ -477,10 +483,13 @@ class DynamicResources:
                     )
                 except Exception as e:  # noqa: BLE001
                     log.info("unreserve %s for pod %s: %s", _key(claim), pod.metadata.name, e)
+                    self.tracker.unreserving_done(claim.metadata.uid, uid)
                     return
             except Exception as e:  # noqa: BLE001 - retried with the pod's next attempt
                 log.info("unreserve %s for pod %s: %s", _key(claim), pod.metadata.name, e)
+                self.tracker.unreserving_done(claim.metadata.uid, uid)
                 return
+        self.tracker.unreserving_done(claim.metadata.uid, uid)
 
     # ------------------------------------------------------------- PreBind
     async def pre_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
@@ -518,6 +527,14 @@ class DynamicResources:
                     current.CopyFrom(got)
                 if current.metadata.deletion_timestamp:
                     raise RuntimeError(f"claim {_key(claim)} got deleted in the meantime")
+                if allocation is None and current.status.allocation != claim.status.allocation:
+                    # Filter chose the node by the allocation PreFilter saw; a claim since
+                    # deallocated or allocated anew (maybe on another node) must not be
+                    # reserved for a pod bound there (the attempt fails and is retried).
+                    raise RuntimeError(
+                        f"claim {_key(claim)} got deallocated or allocated differently "
+                        "in the meantime"
+                    )
                 if attempt and dra_claims.is_reserved_for_pod(pod, current):
                     # An earlier try was written though its answer was lost: done.
                     written = current
@@ -548,6 +565,9 @@ class DynamicResources:
         finally:
             # Written: the claim is assumed (no longer pending). Not written: it stays
             # pending until Unreserve, which the framework runs after a failed PreBind.
+            if written is not None:
+                # Reserved again: a background removal from an earlier Unreserve must stop.
+                self.tracker.unreserving_done(claim.metadata.uid, pod.metadata.uid)
             if allocation is not None and written is not None:
                 self.tracker.assume(written)
 
@@ -648,12 +668,6 @@ def new(args: Args | None, handle: Any) -> DynamicResources:
         handle=handle,
         on_restore=announce,
     )
-    tracker = plugin.tracker
-    claims.add_handlers(
-        Handlers(
-            tracker.observed,
-            lambda old, new: tracker.observed(new),
-            lambda obj: tracker.observed(obj, deleted=True),
-        )
-    )
+    # The tracker registered its own handlers on the claim informer (device counts, and
+    # dropping its copies once the informer caught up with our writes).
     return plugin
