@@ -593,6 +593,24 @@ class DynamicResources:
         self, pod: core_pb2.Pod, old: Any, new: Any
     ) -> QueueingHint:
         """upstream isSchedulableAfterClaimChange (add and update; never called for delete)."""
+        if new is not None and not (
+            old is not None
+            and old.status.HasField("allocation")
+            and not new.status.HasField("allocation")
+        ):
+            # Cheap first (every claim event asks this of every gated and unschedulable
+            # pod): a claim of another namespace, or not named by the pod, or a pod whose
+            # claims are not all made yet, is SKIP, as the full check below would say.
+            if new.metadata.namespace != pod.metadata.namespace:
+                return QueueingHint.SKIP
+            names: set[str | None] = set()
+            for entry in pod.spec.resource_claims:
+                try:
+                    names.add(dra_claims.claim_name(pod, entry).name)
+                except (dra_claims.ClaimNotCreatedError, ValueError):
+                    return QueueingHint.SKIP
+            if new.metadata.name not in names:
+                return QueueingHint.SKIP
         uses = False
 
         def check(claim: resource_pb2.ResourceClaim) -> None:

@@ -188,3 +188,46 @@ async def test_a_removal_the_informer_showed_stops_hiding_the_reservation() -> N
     await asyncio.wait_for(plugin.drain(), 5)
     plugin.tracker.observed(api.objects[f"{NS}/{CLAIM}"])
     assert not plugin.tracker.is_unreserving(f"uid-{CLAIM}", POD_UID)
+
+
+def _named(name: str, ns: str = NS) -> Any:
+    c = claim(name)
+    c.metadata.namespace = ns
+    return c
+
+
+@pytest.mark.parametrize(
+    ("new", "pod_in_status", "want"),
+    [
+        (_named(CLAIM, "elsewhere"), True, "SKIP"),  # another namespace
+        (_named("someone-elses"), True, "SKIP"),  # not named by the pod
+        (_named(CLAIM), False, "SKIP"),  # the pod's claim is not made yet
+        (_named(CLAIM), True, "LOOKUP"),  # its own claim: the full check runs
+    ],
+    ids=["other-namespace", "other-name", "claim-not-made", "own-claim"],
+)
+def test_claim_event_hint_skips_unrelated_claims_without_looking_them_up(
+    new: Any, pod_in_status: bool, want: str
+) -> None:
+    """Every claim event asks the hint of every gated and unschedulable pod (the profile of
+    the 5,000-pod run: 60% of the scheduler's time): unrelated claims are answered from the
+    pod and the event alone."""
+    from tests.scheduler.plugins.dynamicresources.test_dynamicresources import (
+        pod_with_template,
+    )
+
+    plugin, _ = build(Case(pod_with_claim_name(), [claim()], Want()))
+
+    class Lookup(Exception):
+        pass
+
+    def refuse(*_: Any) -> Any:
+        raise Lookup
+
+    plugin.tracker.claim = refuse  # type: ignore[method-assign]
+    pod = pod_with_template(in_status=pod_in_status)
+    if want == "LOOKUP":
+        with pytest.raises(Lookup):
+            plugin.is_schedulable_after_claim_change(pod, None, new)
+    else:
+        assert plugin.is_schedulable_after_claim_change(pod, None, new).name == want
