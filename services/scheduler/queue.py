@@ -174,6 +174,9 @@ class SchedulingQueue:
         self._incoming_children: dict[tuple[str, str], Any] = {}
         #: event -> _is_event_of_interest (the registrations are fixed at construction).
         self._interest: dict[ClusterEvent, bool] = {}
+        #: (plugin, event) -> that plugin's registrations matching the event (memoized:
+        #: every event asks this for each unschedulable and gated pod).
+        self._matching: dict[tuple[str, ClusterEvent], tuple[ClusterEventWithHint, ...]] = {}
 
     # ---------------------------------------------------------------------- read side
     @property
@@ -558,6 +561,14 @@ class SchedulingQueue:
             self._interest[event] = known
         return known
 
+    def _regs_for(self, plugin: str, event: ClusterEvent) -> tuple[ClusterEventWithHint, ...]:
+        key = (plugin, event)
+        regs = self._matching.get(key)
+        if regs is None:
+            regs = tuple(r for r in self._hints.get(plugin, ()) if event_matches(r.event, event))
+            self._matching[key] = regs
+        return regs
+
     def _worth_requeuing(
         self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any
     ) -> QueueingStrategy:
@@ -573,9 +584,7 @@ class SchedulingQueue:
             return QueueingStrategy.AFTER_BACKOFF
         strategy = QueueingStrategy.SKIP
         for plugin in rejectors:
-            for reg in self._hints.get(plugin, ()):
-                if not event_matches(reg.event, event):
-                    continue
+            for reg in self._regs_for(plugin, event):
                 hint = QueueingHint.QUEUE
                 if reg.hint is not None:
                     try:
@@ -599,9 +608,7 @@ class SchedulingQueue:
             return
         label = event_label(event)
         for qpi in list(pods):
-            if qpi.gating_plugin and not any(
-                event_matches(reg.event, event) for reg in self._hints.get(qpi.gating_plugin, ())
-            ):
+            if qpi.gating_plugin and not self._regs_for(qpi.gating_plugin, event):
                 continue  # only its gating plugin's events can ungate it
             strategy = self._worth_requeuing(qpi, event, old, new)
             if strategy == QueueingStrategy.SKIP:

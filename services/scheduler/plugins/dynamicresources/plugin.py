@@ -53,7 +53,6 @@ from services.api.errors import ConflictError
 from services.api.kinds import BY_KIND
 from services.api.nodeaffinity import NodeSelector, NodeSelectorError
 from services.api.podgroups import pod_group_full_name
-from services.client import Handlers
 from services.scheduler.framework.interface import PostFilterResult, PreFilterResult
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
@@ -468,6 +467,9 @@ class DynamicResources:
                 if self._on_restore is not None and current is not None:
                     self._on_restore(pending, current)
             if claim.status.HasField("allocation") and dra_claims.is_reserved_for_pod(pod, claim):
+                # Until the informer shows the removal, the claim counts as not reserved for
+                # the pod, so a quick retry's PreBind writes the reservation again.
+                self.tracker.mark_unreserving(claim.metadata.uid, pod.metadata.uid)
                 self._spawn(self._unreserve_claim(claim, pod))
 
     def _spawn(self, coro: Any) -> None:
@@ -486,12 +488,16 @@ class DynamicResources:
         uid = pod.metadata.uid
         current: Any = claim
         for _ in range(CONFLICT_RETRIES):
+            if not self.tracker.is_unreserving(claim.metadata.uid, uid):
+                return  # a later attempt's PreBind reserved the claim again
             if current.metadata.uid != claim.metadata.uid:
+                self.tracker.unreserving_done(claim.metadata.uid, uid)
                 return
             edited = resource_pb2.ResourceClaim()
             edited.CopyFrom(current)
             kept = [r for r in edited.status.reserved_for if r.uid != uid]
             if len(kept) == len(edited.status.reserved_for):
+                self.tracker.unreserving_done(claim.metadata.uid, uid)
                 return
             del edited.status.reserved_for[:]
             edited.status.reserved_for.extend(kept)
@@ -506,10 +512,13 @@ class DynamicResources:
                     )
                 except Exception as e:  # noqa: BLE001
                     log.info("unreserve %s for pod %s: %s", _key(claim), pod.metadata.name, e)
+                    self.tracker.unreserving_done(claim.metadata.uid, uid)
                     return
             except Exception as e:  # noqa: BLE001 - retried with the pod's next attempt
                 log.info("unreserve %s for pod %s: %s", _key(claim), pod.metadata.name, e)
+                self.tracker.unreserving_done(claim.metadata.uid, uid)
                 return
+        self.tracker.unreserving_done(claim.metadata.uid, uid)
 
     # ------------------------------------------------------------- PreBind
     async def pre_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
@@ -551,6 +560,14 @@ class DynamicResources:
                     current.CopyFrom(got)
                 if current.metadata.deletion_timestamp:
                     raise RuntimeError(f"claim {_key(claim)} got deleted in the meantime")
+                if allocation is None and current.status.allocation != claim.status.allocation:
+                    # Filter chose the node by the allocation PreFilter saw; a claim since
+                    # deallocated or allocated anew (maybe on another node) must not be
+                    # reserved for a pod bound there (the attempt fails and is retried).
+                    raise RuntimeError(
+                        f"claim {_key(claim)} got deallocated or allocated differently "
+                        "in the meantime"
+                    )
                 if attempt and dra_claims.is_reserved_for_pod(pod, current):
                     # An earlier try was written though its answer was lost: done.
                     written = current
@@ -581,6 +598,9 @@ class DynamicResources:
         finally:
             # Written: the claim is assumed (no longer pending). Not written: it stays
             # pending until Unreserve, which the framework runs after a failed PreBind.
+            if written is not None:
+                # Reserved again: a background removal from an earlier Unreserve must stop.
+                self.tracker.unreserving_done(claim.metadata.uid, pod.metadata.uid)
             if allocation is not None and written is not None:
                 self._gang_pending.pop(claim.metadata.uid, None)
                 self.tracker.assume(written)
@@ -607,6 +627,24 @@ class DynamicResources:
         self, pod: core_pb2.Pod, old: Any, new: Any
     ) -> QueueingHint:
         """upstream isSchedulableAfterClaimChange (add and update; never called for delete)."""
+        if new is not None and not (
+            old is not None
+            and old.status.HasField("allocation")
+            and not new.status.HasField("allocation")
+        ):
+            # Cheap first (every claim event asks this of every gated and unschedulable
+            # pod): a claim of another namespace, or not named by the pod, or a pod whose
+            # claims are not all made yet, is SKIP, as the full check below would say.
+            if new.metadata.namespace != pod.metadata.namespace:
+                return QueueingHint.SKIP
+            names: set[str | None] = set()
+            for entry in pod.spec.resource_claims:
+                try:
+                    names.add(dra_claims.claim_name(pod, entry).name)
+                except (dra_claims.ClaimNotCreatedError, ValueError):
+                    return QueueingHint.SKIP
+            if new.metadata.name not in names:
+                return QueueingHint.SKIP
         uses = False
 
         def check(claim: resource_pb2.ResourceClaim) -> None:
@@ -682,12 +720,6 @@ def new(args: Args | None, handle: Any) -> DynamicResources:
         handle=handle,
         on_restore=announce,
     )
-    tracker = plugin.tracker
-    claims.add_handlers(
-        Handlers(
-            tracker.observed,
-            lambda old, new: tracker.observed(new),
-            lambda obj: tracker.observed(obj, deleted=True),
-        )
-    )
+    # The tracker registered its own handlers on the claim informer (device counts, and
+    # dropping its copies once the informer caught up with our writes).
     return plugin

@@ -17,6 +17,18 @@ A claim's life here, by UID:
 Invariants: a claim is pending or assumed, never both; `claim()` answers the assumed copy
 while the informer's is older (a lower resourceVersion), so the next cycles see a claim
 allocated as soon as PreBind wrote it; `allocated_devices()` counts every allocation once.
+
+Speed (upstream allocatedDevices tracker): over an Informer the tracker keeps a reference
+count per device of the informer's allocated claims, updated by its own informer handlers
+(add, update, delete, and a relist's differences), so `allocated_devices()` costs the
+number of allocated devices plus the claims in flight, not a walk over every claim (30 ms
+at 5,000 claims). Invariant: `_held[key]` is the exclusive devices of the informer's claim
+at `key`, and `_counts[d]` is how many `_held` entries name d (no zero entries). Over a
+plain mapping (unit tests) it walks the mapping, as before.
+
+Reservation removals (Unreserve, written in the background): until the informer shows the
+claim without the pod, `claim()` answers a copy without it (`mark_unreserving`), so a quick
+retry's PreBind writes the reservation again instead of trusting a stale copy.
 """
 
 from __future__ import annotations
@@ -26,6 +38,7 @@ from typing import Any
 
 from protos.kubera.v1 import resource_pb2
 from services.api.dra.allocator import DeviceID
+from services.client import Handlers
 
 
 def _rv(claim: resource_pb2.ResourceClaim) -> int:
@@ -65,6 +78,47 @@ class ClaimTracker:
         self._pending: dict[str, resource_pb2.ResourceClaim] = {}
         #: uid -> the claim as PreBind wrote it (the informer has not shown it yet).
         self._assumed: dict[str, resource_pb2.ResourceClaim] = {}
+        #: claim uid -> pod uids whose reservation Unreserve is taking out (not seen yet).
+        self._unreserving: dict[str, set[str]] = {}
+        #: Informer source only: "ns/name" -> exclusive devices of the informer's claim,
+        #: and the reference count of each device over `_held` (see the module docstring).
+        self._held: dict[str, tuple[DeviceID, ...]] = {}
+        self._counts: dict[DeviceID, int] = {}
+        self._incremental = hasattr(claims, "add_handlers")
+        if self._incremental:
+            for key, claim in list(claims.store.items()):
+                self._hold(key, claim)
+            claims.add_handlers(
+                Handlers(
+                    lambda obj: self._informer_event(None, obj),
+                    self._informer_event,
+                    lambda obj: self._informer_event(obj, None),
+                )
+            )
+
+    # ------------------------------------------------------ device counts
+    def _hold(self, key: str, claim: resource_pb2.ResourceClaim | None) -> None:
+        """`_held[key]` becomes `claim`'s devices (None: the claim is gone)."""
+        old = self._held.pop(key, ())
+        for d in old:
+            n = self._counts[d] - 1
+            if n:
+                self._counts[d] = n
+            else:
+                del self._counts[d]
+        new = tuple(allocation_devices(claim)) if claim is not None else ()
+        if new:
+            self._held[key] = new
+            for d in new:
+                self._counts[d] = self._counts.get(d, 0) + 1
+
+    def _informer_event(self, old: Any, new: Any) -> None:
+        if new is not None:
+            self._hold(f"{new.metadata.namespace}/{new.metadata.name}", new)
+            self.observed(new)
+        elif old is not None:
+            self._hold(f"{old.metadata.namespace}/{old.metadata.name}", None)
+            self.observed(old, deleted=True)
 
     # ------------------------------------------------------------------ reads
     def claim(self, namespace: str, name: str) -> resource_pb2.ResourceClaim | None:
@@ -72,16 +126,27 @@ class ClaimTracker:
         stored = self._lister().get(f"{namespace}/{name}")
         if stored is None:
             return None
+        newest = stored
         assumed = self._assumed.get(stored.metadata.uid)
         if assumed is not None and _rv(assumed) > _rv(stored):
-            return assumed
-        return stored
+            newest = assumed
+        leaving = self._unreserving.get(stored.metadata.uid)
+        if leaving and any(r.uid in leaving for r in newest.status.reserved_for):
+            edited = resource_pb2.ResourceClaim()
+            edited.CopyFrom(newest)
+            kept = [r for r in edited.status.reserved_for if r.uid not in leaving]
+            del edited.status.reserved_for[:]
+            edited.status.reserved_for.extend(kept)
+            return edited
+        return newest
 
     def has_pending_allocation(self, uid: str) -> bool:
         return uid in self._pending
 
     def allocated_devices(self) -> set[DeviceID]:
         """Devices held by allocated claims (informer and assumed) and pending allocations."""
+        if self._incremental:
+            return self._allocated_from_counts()
         out: set[DeviceID] = set()
         # An assumed claim counts through its stored one: once deleted, its devices are free.
         for claim in self._lister().values():
@@ -89,6 +154,39 @@ class ClaimTracker:
                 continue
             newest = self.claim(claim.metadata.namespace, claim.metadata.name) or claim
             out.update(allocation_devices(newest))
+        for claim in self._pending.values():
+            out.update(allocation_devices(claim))
+        return out
+
+    def _allocated_from_counts(self) -> set[DeviceID]:
+        """allocated_devices() from the counts, corrected by the claims in flight: an
+        assumed copy newer than the informer's replaces its devices; a pending claim's
+        informer copy is not counted (as the walk above)."""
+        delta: dict[DeviceID, int] = {}
+        store = self._lister()
+        in_flight: list[tuple[str, resource_pb2.ResourceClaim | None]] = [
+            (uid, c) for uid, c in self._assumed.items()
+        ]
+        in_flight += [(uid, None) for uid in self._pending]
+        for uid, replacement in in_flight:
+            source = replacement if replacement is not None else self._pending[uid]
+            key = f"{source.metadata.namespace}/{source.metadata.name}"
+            stored = store.get(key)
+            if stored is None or stored.metadata.uid != uid:
+                continue  # gone (or a new claim of that name): the assumed copy does not count
+            if replacement is not None and _rv(replacement) <= _rv(stored):
+                continue
+            for d in self._held.get(key, ()):
+                delta[d] = delta.get(d, 0) - 1
+            if replacement is not None:
+                for d in allocation_devices(replacement):
+                    delta[d] = delta.get(d, 0) + 1
+        out = set(self._counts)
+        for d, n in delta.items():
+            if self._counts.get(d, 0) + n > 0:
+                out.add(d)
+            else:
+                out.discard(d)
         for claim in self._pending.values():
             out.update(allocation_devices(claim))
         return out
@@ -124,10 +222,34 @@ class ClaimTracker:
         if deleted:
             self._assumed.pop(uid, None)
             self._pending.pop(uid, None)
+            self._unreserving.pop(uid, None)
             return
         assumed = self._assumed.get(uid)
         if assumed is not None and _rv(claim) >= _rv(assumed):
             del self._assumed[uid]
+        leaving = self._unreserving.get(uid)
+        if leaving:
+            leaving.difference_update(
+                [p for p in list(leaving) if all(r.uid != p for r in claim.status.reserved_for)]
+            )
+            if not leaving:
+                del self._unreserving[uid]
+
+    def mark_unreserving(self, claim_uid: str, pod_uid: str) -> None:
+        """Unreserve is taking pod `pod_uid` out of the claim's reservedFor in the
+        background: answer the claim without it until the informer shows it gone."""
+        self._unreserving.setdefault(claim_uid, set()).add(pod_uid)
+
+    def is_unreserving(self, claim_uid: str, pod_uid: str) -> bool:
+        return pod_uid in self._unreserving.get(claim_uid, ())
+
+    def unreserving_done(self, claim_uid: str, pod_uid: str) -> None:
+        """The background removal gave up (or the pod reserved the claim again)."""
+        leaving = self._unreserving.get(claim_uid)
+        if leaving is not None:
+            leaving.discard(pod_uid)
+            if not leaving:
+                del self._unreserving[claim_uid]
 
     def __len__(self) -> int:
         """Claims this scheduler holds a copy of (pending or assumed), for tests and metrics."""
