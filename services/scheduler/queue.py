@@ -177,6 +177,21 @@ class SchedulingQueue:
         #: (plugin, event) -> that plugin's registrations matching the event (memoized:
         #: every event asks this for each unschedulable and gated pod).
         self._matching: dict[tuple[str, ClusterEvent], tuple[ClusterEventWithHint, ...]] = {}
+        #: The registrations' pod_keys functions (each once), and the index they feed:
+        #: index key -> keys of the waiting (unschedulable or gated) pods filed under it.
+        #: Invariant: a pod key is filed exactly under the keys its current object gives,
+        #: and only while the pod is in _unschedulable or _gated (see _wait / _unwait).
+        fns: dict[Any, None] = {}
+        for regs in self._hints.values():
+            for reg in regs:
+                if reg.pod_keys is not None:
+                    fns[reg.pod_keys] = None
+        self._pod_key_fns = tuple(fns)
+        self._index: dict[str, set[str]] = {}
+        self._filed: dict[str, frozenset[str]] = {}
+        #: event -> every plugin's registrations matching it, if all of them narrow the
+        #: pods they concern (have `affected`), else None (memoized like _matching).
+        self._narrowing: dict[ClusterEvent, tuple[ClusterEventWithHint, ...] | None] = {}
 
     # ---------------------------------------------------------------------- read side
     @property
@@ -270,6 +285,7 @@ class SchedulingQueue:
             if key in self._unschedulable:
                 qpi = self._unschedulable[key]
                 qpi.pod_info = PodInfo(new)
+                self._wait(self._unschedulable, qpi)  # refiled under the new object's keys
                 if not is_pod_updated(old, new):
                     return  # nothing that could change the scheduling result changed
                 if self.is_backing_off(qpi):
@@ -287,8 +303,7 @@ class SchedulingQueue:
         # Invariant: the key is in at most one place, so removing from all is exact.
         self._active.remove(key)
         self._backoff.remove(key)
-        self._unschedulable.pop(key, None)
-        self._gated.pop(key, None)
+        self._unwait(key)
         if uid in self._in_flight:
             self._in_flight_deleted.add(uid)
         self._sync_gauges()
@@ -362,11 +377,13 @@ class SchedulingQueue:
         """A cluster event: requeue the unschedulable (and gated) pods it may help."""
         if not self._is_event_of_interest(event):
             return
-        pods = [
-            q
-            for q in (*self._unschedulable.values(), *self._gated.values())
-            if precheck is None or precheck(q.pod)
-        ]
+        concerned = self._concerned(event, old, new)
+        everyone = (
+            (*self._unschedulable.values(), *self._gated.values())
+            if concerned is None
+            else concerned
+        )
+        pods = [q for q in everyone if precheck is None or precheck(q.pod)]
         self._move_pods(pods, event, old, new)
 
     def activate(self, pods: Iterable[core_pb2.Pod]) -> None:
@@ -518,12 +535,11 @@ class SchedulingQueue:
             if key not in self._gated:
                 # Upstream counts gated pods as entering the unschedulable pool.
                 self._incoming(QUEUE_UNSCHEDULABLE, event)
-            self._gated[key] = qpi
+            self._wait(self._gated, qpi)
             return QUEUE_GATED
         if qpi.initial_attempt_timestamp is None:
             qpi.initial_attempt_timestamp = self._clock.now()
-        self._unschedulable.pop(key, None)
-        self._gated.pop(key, None)
+        self._unwait(key)
         self._backoff.remove(key)
         self._active.push(qpi)
         self._incoming(QUEUE_ACTIVE, event)
@@ -532,8 +548,7 @@ class SchedulingQueue:
 
     def _move_to_backoff(self, qpi: QueuedPodInfo, event: str) -> None:
         key = qpi.key
-        self._unschedulable.pop(key, None)
-        self._gated.pop(key, None)
+        self._unwait(key)
         self._active.remove(key)
         self._backoff.push(qpi)
         self._incoming(QUEUE_BACKOFF, event)
@@ -541,7 +556,65 @@ class SchedulingQueue:
     def _add_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
         if qpi.key not in self._unschedulable:
             self._incoming(QUEUE_UNSCHEDULABLE, event)
-        self._unschedulable[qpi.key] = qpi
+        self._wait(self._unschedulable, qpi)
+
+    def _wait(self, where: dict[str, QueuedPodInfo], qpi: QueuedPodInfo) -> None:
+        """Put qpi in _unschedulable or _gated (out of the other) and file it in the index."""
+        key = qpi.key
+        (self._gated if where is self._unschedulable else self._unschedulable).pop(key, None)
+        where[key] = qpi
+        if not self._pod_key_fns:
+            return
+        keys = frozenset(k for fn in self._pod_key_fns for k in fn(qpi.pod))
+        old = self._filed.get(key, frozenset())
+        if keys == old:
+            return
+        for k in old - keys:
+            self._unfile(k, key)
+        for k in keys - old:
+            self._index.setdefault(k, set()).add(key)
+        self._filed[key] = keys
+
+    def _unwait(self, key: str) -> None:
+        """Take a pod key out of _unschedulable and _gated, and out of the index."""
+        self._unschedulable.pop(key, None)
+        self._gated.pop(key, None)
+        for k in self._filed.pop(key, ()):
+            self._unfile(k, key)
+
+    def _unfile(self, index_key: str, key: str) -> None:
+        pods = self._index.get(index_key)
+        if pods is not None:
+            pods.discard(key)
+            if not pods:
+                del self._index[index_key]
+
+    def _concerned(self, event: ClusterEvent, old: Any, new: Any) -> list[QueuedPodInfo] | None:
+        """The waiting pods an event may concern by the index, or None: look at all of them
+        (some registration matching the event does not narrow, or its answer is "any")."""
+        if is_wildcard(event):
+            return None
+        if event in self._narrowing:
+            regs = self._narrowing[event]
+        else:
+            found = tuple(
+                r for rs in self._hints.values() for r in rs if event_matches(r.event, event)
+            )
+            regs = found if all(r.affected is not None for r in found) else None
+            self._narrowing[event] = regs
+        if not regs:  # some registration does not narrow, or none matches
+            return None
+        keys: set[str] = set()
+        for reg in regs:
+            assert reg.affected is not None
+            got = reg.affected(old, new)
+            if got is None:
+                return None
+            for k in got:
+                keys.update(self._index.get(k, ()))
+        out = [q for k in keys if (q := self._unschedulable.get(k)) is not None]
+        out.extend(q for k in keys if (q := self._gated.get(k)) is not None)
+        return out
 
     def _requeue(self, qpi: QueuedPodInfo, strategy: QueueingStrategy, event: str) -> str:
         if strategy == QueueingStrategy.SKIP:

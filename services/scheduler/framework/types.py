@@ -451,10 +451,28 @@ class QueueingHint(IntFlag):
 QueueingHintFn = Callable[[core_pb2.Pod, Any, Any], QueueingHint]
 
 
+#: affected(old_obj, new_obj) -> the index keys of the waiting pods this event may concern
+#: (None: any pod may be concerned).
+AffectedFn = Callable[[Any, Any], Iterable[str] | None]
+#: pod_keys(pod) -> the index keys under which the queue files this waiting pod.
+PodKeysFn = Callable[[core_pb2.Pod], Iterable[str]]
+
+
 @dataclass(frozen=True)
 class ClusterEventWithHint:
+    """A registered event, its hint, and optionally a narrowing of the pods it is asked for.
+
+    With `affected` and `pod_keys` set, the registering plugin promises: for an event where
+    affected(old, new) returns keys K, the hint says SKIP for every pod P with
+    pod_keys(P) disjoint from K. The queue then runs the hint only on the waiting pods filed
+    under a key in K (an index kept by the queue) instead of on every waiting pod.
+    pod_keys must depend on the pod object alone (the queue refiles a pod whenever its
+    object changes)."""
+
     event: ClusterEvent
     hint: QueueingHintFn | None = None  # None: always queue
+    affected: AffectedFn | None = None
+    pod_keys: PodKeysFn | None = None
 
 
 def node_infos_by_name(infos: Iterable[NodeInfo]) -> dict[str, NodeInfo]:

@@ -614,6 +614,8 @@ class DynamicResources:
             ClusterEventWithHint(
                 ClusterEvent("ResourceClaim", ActionType.ADD | ActionType.UPDATE),
                 self.is_schedulable_after_claim_change,
+                affected=claim_event_keys,
+                pod_keys=pod_claim_keys,
             ),
             ClusterEventWithHint(
                 ClusterEvent("Pod", ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
@@ -683,6 +685,40 @@ class DynamicResources:
         except _NotSchedulable:
             return QueueingHint.SKIP
         return QueueingHint.QUEUE
+
+
+def _claim_index_key(namespace: str, name: str) -> str:
+    return f"ResourceClaim/{namespace}/{name}"
+
+
+def claim_event_keys(old: Any, new: Any) -> list[str] | None:
+    """The queue's narrowing of a claim event (see ClusterEventWithHint): the claim's own
+    key, or None (any pod) for a delete or a deallocation, which may free devices for any
+    pod whose claims are all made. Every other claim event is SKIP, in
+    is_schedulable_after_claim_change, for a pod that does not name this claim."""
+    if new is None or (
+        old is not None
+        and old.status.HasField("allocation")
+        and not new.status.HasField("allocation")
+    ):
+        return None
+    return [_claim_index_key(new.metadata.namespace, new.metadata.name)]
+
+
+def pod_claim_keys(pod: core_pb2.Pod) -> list[str]:
+    """The claims a waiting pod names (namespace/name); none while one of its claims is not
+    made yet (or an entry is invalid): such a pod is SKIP for every claim event filed by
+    claim_event_keys, and is woken by its own status update instead."""
+    ns = pod.metadata.namespace
+    keys: list[str] = []
+    for entry in pod.spec.resource_claims:
+        try:
+            name = dra_claims.claim_name(pod, entry).name
+        except (dra_claims.ClaimNotCreatedError, ValueError):
+            return []
+        if name is not None:
+            keys.append(_claim_index_key(ns, name))
+    return keys
 
 
 def _unfit_reason(unfit: Unfit) -> str:
