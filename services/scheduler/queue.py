@@ -34,6 +34,13 @@ Rules kept from upstream:
 - Pods in unschedulable longer than max_in_unschedulable (5 min) are requeued by the leftover
   flush (every 30 s) with the wildcard UnschedulableTimeout event.
 
+A registration may narrow the pods an event concerns (ClusterEventWithHint.affected and
+pod_keys): the queue files every waiting pod under the keys pod_keys gives it, and an event
+whose matching registrations all narrow looks only at the pods filed under the keys
+affected(old, new) names (DRA: a claim event asks only the pods naming that claim, not the
+hundreds gated on claims not made yet). The plugin promises its hint is SKIP for the others,
+so the outcome equals the full scan.
+
 The structures live apart: activeQ and backoffQ are `heap.Heap`s, and the event vocabulary
 (which registered event matches which incoming one, the event labels) is queue_events.py.
 
