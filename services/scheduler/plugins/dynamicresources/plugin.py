@@ -339,7 +339,7 @@ class DynamicResources:
             self.device_cache.prune(slices)
             s.allocator = self._allocator_factory(
                 claims=list(s.to_allocate),
-                allocated=frozenset(self.tracker.allocated_devices()),
+                allocated=self.tracker.allocated_devices(),
                 classes=dict(self._classes()),
                 slices=slices,
                 admin_namespaces=self._admin_namespaces(pod.metadata.namespace),

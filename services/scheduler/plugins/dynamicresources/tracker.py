@@ -20,9 +20,12 @@ allocated as soon as PreBind wrote it; `allocated_devices()` counts every alloca
 
 Speed (upstream allocatedDevices tracker): over an Informer the tracker keeps a reference
 count per device of the informer's allocated claims, updated by its own informer handlers
-(add, update, delete, and a relist's differences), so `allocated_devices()` costs the
-number of allocated devices plus the claims in flight, not a walk over every claim (30 ms
-at 5,000 claims). Invariant: `_held[key]` is the exclusive devices of the informer's claim
+(add, update, delete, and a relist's differences), and each claim in flight (pending or
+assumed) as a correction of those counts, recomputed when the claim or the informer's copy
+of it changes; `_present` is the devices whose count plus correction is positive, so
+`allocated_devices()` is one set copy, not a walk over every claim (30 ms at 5,000 claims)
+nor over the claims in flight (hundreds while the informer lags, measured at 40% of the
+scheduler's loop in the 500-node DRA run). Invariant: `_held[key]` is the exclusive devices of the informer's claim
 at `key`, and `_counts[d]` is how many `_held` entries name d (no zero entries). Over a
 plain mapping (unit tests) it walks the mapping, as before.
 
@@ -84,6 +87,15 @@ class ClaimTracker:
         #: and the reference count of each device over `_held` (see the module docstring).
         self._held: dict[str, tuple[DeviceID, ...]] = {}
         self._counts: dict[DeviceID, int] = {}
+        #: The claims in flight (pending or assumed) as corrections of `_counts`, kept up to
+        #: date as they change: uid -> its correction, "ns/name" -> uids in flight there,
+        #: the sum of corrections per device, and the devices whose count plus correction
+        #: is positive (what allocated_devices() answers).
+        self._contrib: dict[str, dict[DeviceID, int]] = {}
+        self._inflight_keys: dict[str, set[str]] = {}
+        self._key_of: dict[str, str] = {}
+        self._delta: dict[DeviceID, int] = {}
+        self._present: set[DeviceID] = set()
         self._incremental = hasattr(claims, "add_handlers")
         if self._incremental:
             for key, claim in list(claims.store.items()):
@@ -101,24 +113,96 @@ class ClaimTracker:
         """`_held[key]` becomes `claim`'s devices (None: the claim is gone)."""
         old = self._held.pop(key, ())
         for d in old:
-            n = self._counts[d] - 1
-            if n:
-                self._counts[d] = n
-            else:
-                del self._counts[d]
+            self._bump(self._counts, d, -1)
         new = tuple(allocation_devices(claim)) if claim is not None else ()
         if new:
             self._held[key] = new
             for d in new:
-                self._counts[d] = self._counts.get(d, 0) + 1
+                self._bump(self._counts, d, 1)
+
+    def _bump(self, table: dict[DeviceID, int], d: DeviceID, n: int) -> None:
+        """Add `n` to `table[d]` (`_counts` or `_delta`, no zero entries) and keep d's
+        membership of `_present` (count + correction > 0)."""
+        v = table.get(d, 0) + n
+        if v:
+            table[d] = v
+        else:
+            table.pop(d, None)
+        if self._counts.get(d, 0) + self._delta.get(d, 0) > 0:
+            self._present.add(d)
+        else:
+            self._present.discard(d)
+
+    def _correction(self, uid: str) -> dict[DeviceID, int]:
+        """What claim `uid` in flight changes in the informer's counts (the rules of the
+        walk: an assumed copy newer than the informer's replaces its devices; a pending
+        claim's informer copy is not counted, its chosen devices are)."""
+        replacement = self._assumed.get(uid)
+        pending = self._pending.get(uid)
+        source = replacement if replacement is not None else pending
+        out: dict[DeviceID, int] = {}
+        if source is None:
+            return out
+        key = f"{source.metadata.namespace}/{source.metadata.name}"
+        stored = self._lister().get(key)
+        if not (
+            stored is None
+            or stored.metadata.uid != uid
+            or (replacement is not None and _rv(replacement) <= _rv(stored))
+        ):
+            for d in self._held.get(key, ()):
+                out[d] = out.get(d, 0) - 1
+            if replacement is not None:
+                for d in allocation_devices(replacement):
+                    out[d] = out.get(d, 0) + 1
+        if pending is not None:
+            for d in allocation_devices(pending):
+                out[d] = out.get(d, 0) + 1
+        return out
+
+    def _refresh(self, uid: str, key: str = "") -> None:
+        """Recompute the correction of claim `uid` after it or the informer's copy changed
+        (`key`: its "ns/name", when the caller knows it; otherwise the one recorded)."""
+        if not self._incremental:
+            return
+        for d, n in self._contrib.pop(uid, {}).items():
+            self._bump(self._delta, d, -n)
+        source = self._assumed.get(uid)
+        if source is None:
+            source = self._pending.get(uid)
+        old_key = self._key_of.pop(uid, "")
+        if old_key:
+            uids = self._inflight_keys[old_key]
+            uids.discard(uid)
+            if not uids:
+                del self._inflight_keys[old_key]
+        if source is None:
+            return
+        key = f"{source.metadata.namespace}/{source.metadata.name}"
+        self._key_of[uid] = key
+        self._inflight_keys.setdefault(key, set()).add(uid)
+        contrib = {d: n for d, n in self._correction(uid).items() if n}
+        if contrib:
+            self._contrib[uid] = contrib
+            for d, n in contrib.items():
+                self._bump(self._delta, d, n)
+
+    def _refresh_key(self, key: str) -> None:
+        for uid in list(self._inflight_keys.get(key, ())):
+            self._refresh(uid)
 
     def _informer_event(self, old: Any, new: Any) -> None:
         if new is not None:
-            self._hold(f"{new.metadata.namespace}/{new.metadata.name}", new)
+            key = f"{new.metadata.namespace}/{new.metadata.name}"
+            self._hold(key, new)
             self.observed(new)
         elif old is not None:
-            self._hold(f"{old.metadata.namespace}/{old.metadata.name}", None)
+            key = f"{old.metadata.namespace}/{old.metadata.name}"
+            self._hold(key, None)
             self.observed(old, deleted=True)
+        else:
+            return
+        self._refresh_key(key)
 
     # ------------------------------------------------------------------ reads
     def claim(self, namespace: str, name: str) -> resource_pb2.ResourceClaim | None:
@@ -159,8 +243,13 @@ class ClaimTracker:
         return out
 
     def _allocated_from_counts(self) -> set[DeviceID]:
-        """allocated_devices() from the counts, corrected by the claims in flight: an
-        assumed copy newer than the informer's replaces its devices; a pending claim's
+        """allocated_devices() from the counts and the corrections of the claims in flight,
+        kept up to date as either changes: a copy of `_present`."""
+        return set(self._present)
+
+    def _allocated_recomputed(self) -> set[DeviceID]:
+        """The same from scratch over the claims in flight (tests compare the two):
+        an assumed copy newer than the informer's replaces its devices; a pending claim's
         informer copy is not counted (as the walk above)."""
         delta: dict[DeviceID, int] = {}
         store = self._lister()
@@ -196,23 +285,28 @@ class ClaimTracker:
         """Reserve: `claim` carries the allocation chosen for it."""
         self._assumed.pop(claim.metadata.uid, None)
         self._pending[claim.metadata.uid] = claim
+        self._refresh(claim.metadata.uid)
 
     def remove_pending(self, uid: str) -> resource_pb2.ResourceClaim | None:
         """Unreserve / the end of PreBind: the pending claim, if it was pending."""
-        return self._pending.pop(uid, None)
+        claim = self._pending.pop(uid, None)
+        self._refresh(uid)
+        return claim
 
     def assume(self, written: resource_pb2.ResourceClaim) -> None:
         """PreBind wrote `written` (allocation and/or reservation): answer it until the
         informer catches up."""
-        self._pending.pop(written.metadata.uid, None)
+        uid = written.metadata.uid
+        self._pending.pop(uid, None)
         stored = self._lister().get(f"{written.metadata.namespace}/{written.metadata.name}")
-        if stored is not None and _rv(stored) >= _rv(written):
-            return
-        self._assumed[written.metadata.uid] = written
+        if stored is None or _rv(stored) < _rv(written):
+            self._assumed[uid] = written
+        self._refresh(uid, f"{written.metadata.namespace}/{written.metadata.name}")
 
     def restore(self, uid: str) -> None:
         """Forget this scheduler's copy of a claim (upstream AssumedClaimRestore)."""
         self._assumed.pop(uid, None)
+        self._refresh(uid)
 
     def observed(self, claim: resource_pb2.ResourceClaim | None, *, deleted: bool = False) -> None:
         """The informer delivered `claim`: our copy is no longer needed once it is as new."""
@@ -223,10 +317,12 @@ class ClaimTracker:
             self._assumed.pop(uid, None)
             self._pending.pop(uid, None)
             self._unreserving.pop(uid, None)
+            self._refresh(uid, f"{claim.metadata.namespace}/{claim.metadata.name}")
             return
         assumed = self._assumed.get(uid)
         if assumed is not None and _rv(claim) >= _rv(assumed):
             del self._assumed[uid]
+            self._refresh(uid, f"{claim.metadata.namespace}/{claim.metadata.name}")
         leaving = self._unreserving.get(uid)
         if leaving:
             leaving.difference_update(

@@ -60,10 +60,10 @@ class FakeInformer:
                 h.on_delete(prev)
 
 
-def _claim(i: int, rv: int, devices: list[int], *, admin: bool = False) -> Any:
+def _claim(i: int, rv: int, devices: list[int], *, admin: bool = False, gen: int = 0) -> Any:
     c = resource_pb2.ResourceClaim()
     c.metadata.namespace, c.metadata.name = NS, f"c{i}"
-    c.metadata.uid = f"uid-c{i}"
+    c.metadata.uid = f"uid-c{i}" + (f"-{gen}" if gen else "")
     c.metadata.resource_version = str(rv)
     for d in devices:
         c.status.allocation.devices.results.add(
@@ -72,41 +72,51 @@ def _claim(i: int, rv: int, devices: list[int], *, admin: bool = False) -> Any:
     return c
 
 
-def test_device_counts_answer_what_a_walk_over_every_claim_answers() -> None:
-    """Random adds, updates, deletes, pending and assumed allocations, and informer
-    catch-ups over 12 claims and 6 devices (two claims may name one device, as after a
-    forced write): after every step the counting tracker and the walking one agree."""
-    rng = random.Random(16)
+@pytest.mark.parametrize("seed", [16, 17, 18, 19])
+def test_device_counts_answer_what_a_walk_over_every_claim_answers(seed: int) -> None:
+    """Random adds, updates, deletes (a claim made again under its name gets a new uid),
+    pending and assumed allocations, and informer catch-ups over 12 claims and 6 devices
+    (two claims may name one device, as after a forced write): after every step the
+    counting tracker, its corrections recomputed from scratch, and the walking one agree."""
+    rng = random.Random(seed)
     informer = FakeInformer()
     counting = ClaimTracker(informer)
     walking = ClaimTracker(informer.store)  # a plain mapping: the walk
+    gens = [0] * 12
     rv = 1
-    for _ in range(2000):
+    for _ in range(3000):
         rv += 1
         i = rng.randrange(12)
-        key, uid = f"{NS}/c{i}", f"uid-c{i}"
+        key = f"{NS}/c{i}"
         op = rng.randrange(6)
         devices = rng.sample(range(6), rng.randrange(3))
+        # an in-flight call may name the claim's current uid or (rarely) an older one
+        gen = gens[i] if rng.random() < 0.9 else max(0, gens[i] - 1)
+        uid = _claim(i, rv, [], gen=gen).metadata.uid
         if op == 0 and key in informer.store:
+            gone = informer.store[key]
             informer.delete(key)
-            walking.observed(_claim(i, rv, []), deleted=True)
+            walking.observed(gone, deleted=True)
+            gens[i] += 1
         elif op == 1:
-            c = _claim(i, rv, devices, admin=rng.random() < 0.2)
+            c = _claim(i, rv, devices, admin=rng.random() < 0.2, gen=gens[i])
             informer.put(c)
             walking.observed(c)
         elif op == 2 and key in informer.store and not informer.store[key].status.allocation:
             for t in (counting, walking):
-                t.signal_pending(_claim(i, rv, devices))
+                t.signal_pending(_claim(i, rv, devices, gen=gens[i]))
         elif op == 3:
             for t in (counting, walking):
                 t.remove_pending(uid)
         elif op == 4:
             for t in (counting, walking):
-                t.assume(_claim(i, rv, devices))
+                t.assume(_claim(i, rv, devices, gen=gen))
         elif op == 5:
             for t in (counting, walking):
                 t.restore(uid)
-        assert counting.allocated_devices() == walking.allocated_devices(), f"step with op {op}"
+        expected = walking.allocated_devices()
+        assert counting.allocated_devices() == expected, f"step with op {op}"
+        assert counting._allocated_recomputed() == expected, f"step with op {op}"
 
 
 def test_device_counts_start_from_the_informers_store_and_follow_deletes() -> None:
