@@ -117,7 +117,7 @@ class ScheduleResult:
 
 class ScheduleOne:
     """The scheduling loop: pops pods, runs their scheduling cycle, and spawns their binding
-    cycles (at most `max_binding_tasks` at once)."""
+    cycles (at most `max_binding_tasks` at once, not counting pods still waiting at Permit)."""
 
     def __init__(
         self,
@@ -271,10 +271,24 @@ class ScheduleOne:
         attempt.result = "scheduled"
         attempt.duration_s = self.clock.monotonic() - start
         self.traces.add(attempt)
-        await self._binding_slots.acquire()
+        # A pod waiting at Permit (a gang member) takes its binding slot only once allowed:
+        # a gang larger than the slots would otherwise hold them all while it waits for
+        # members that can never be scheduled, and the loop would block on the next one.
+        waiting = st.is_wait()
+        if not waiting:
+            await self._binding_slots.acquire()
         task = asyncio.create_task(
             self._binding_cycle(
-                fwk, state, qpi, assumed_info, result.node, cycle, attempt, start, queue_wait
+                fwk,
+                state,
+                qpi,
+                assumed_info,
+                result.node,
+                cycle,
+                attempt,
+                start,
+                queue_wait,
+                holds_slot=not waiting,
             )
         )
         self._bindings.add(task)
@@ -291,9 +305,14 @@ class ScheduleOne:
         attempt: Attempt,
         start: float,
         queue_wait: float = 0.0,
+        *,
+        holds_slot: bool = True,
     ) -> None:
         try:
             st = await fwk.wait_on_permit(assumed)
+            if not holds_slot:
+                await self._binding_slots.acquire()
+                holds_slot = True
             bind_start = self.clock.monotonic()
             if st.is_success():
                 st = await fwk.run_pre_bind(state, assumed, node)
@@ -360,7 +379,8 @@ class ScheduleOne:
             st = Status.as_error(e)
             self._fail(fwk, qpi, cycle, attempt, st.message, st, set(), start, record=False)
         finally:
-            self._binding_slots.release()
+            if holds_slot:
+                self._binding_slots.release()
 
     async def _schedule_pod(
         self, fwk: Framework, state: CycleState, pi: PodInfo, attempt: Attempt

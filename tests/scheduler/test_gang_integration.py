@@ -116,7 +116,7 @@ class Gang:
 
 
 async def _gang(
-    etcd: EtcdProcess, cfg: SchedulerConfiguration | None = None
+    etcd: EtcdProcess, cfg: SchedulerConfiguration | None = None, *, max_binding_tasks: int = 256
 ) -> AsyncIterator[Gang]:
     storage = EtcdStorage(etcd.endpoint)
     await storage.connect()
@@ -128,7 +128,8 @@ async def _gang(
     server, port = await serve(api)
     client = Client(f"127.0.0.1:{port}", timeout=10)
     rec = RecordingClient(f"127.0.0.1:{port}", timeout=10)
-    sched = Scheduler(rec, SchedulerOptions(component_config=cfg, seed=7))
+    options = SchedulerOptions(component_config=cfg, seed=7, max_binding_tasks=max_binding_tasks)
+    sched = Scheduler(rec, options)
     informers = SharedInformers(client)
     controller = PodGroupController(client, informers)
     stop = asyncio.Event()
@@ -171,6 +172,19 @@ async def test_a_gang_that_fits_binds_whole_and_its_status_says_scheduled(gang: 
 
     pg = await eventually(scheduled, timeout=20)
     assert pg.status.scheduled == 3 and pg.status.schedule_start_time
+
+
+async def test_a_gang_larger_than_the_binding_slots_binds_whole(etcd_server: EtcdProcess) -> None:
+    """Members waiting at Permit hold no binding slot: a gang of 5 under 2 slots would
+    otherwise block the scheduling loop on the 3rd member until the Permit timeout."""
+    async for gang in _gang(etcd_server, max_binding_tasks=2):
+        await gang.node("n1", "8")
+        await gang.group("pg", 5, timeout=600)
+        for i in range(5):
+            await gang.member(f"g{i}", "pg", "1")
+        found = await eventually(lambda g=gang: _all(g, 5), timeout=20)  # type: ignore[misc]
+        assert set(found) == {f"g{i}" for i in range(5)}
+        assert sorted(gang.rec.bind_calls) == [f"g{i}" for i in range(5)]
 
 
 async def test_a_gang_that_fits_only_partly_binds_nobody_until_a_node_is_added(
