@@ -50,7 +50,7 @@ from services.api.podgroups import (
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import NamespaceIndex, wait_synced
-from services.controllers.workqueue import WorkQueue, controller_queue, run_workers
+from services.controllers.workqueue import WorkerSettings, WorkQueue, controller_queue, run_workers
 
 log = logging.getLogger(__name__)
 
@@ -60,25 +60,11 @@ TERMINAL = (PHASE_FINISHED, PHASE_FAILED)
 
 
 @dataclass
-class PodGroupConfig:
+class PodGroupConfig(WorkerSettings):
     """Settings of the PodGroup controller."""
 
     workers: int = 1
     """Groups synced at once."""
-
-    base_backoff: float = 0.005
-    """First retry delay of a failed sync; doubles per consecutive failure."""
-
-    max_backoff: float = 1000.0
-    """Cap of the per-key retry delay."""
-
-    def __post_init__(self) -> None:
-        if self.workers < 1:
-            raise ValueError(f"workers must be at least 1, got {self.workers}")
-        if not 0 < self.base_backoff <= self.max_backoff:
-            raise ValueError(
-                f"need 0 < base_backoff <= max_backoff, got {self.base_backoff} and {self.max_backoff}"
-            )
 
 
 def compute_status(

@@ -62,7 +62,7 @@ from services.controllers.controller_utils import (
     split_key,
     wait_synced,
 )
-from services.controllers.workqueue import WorkQueue, controller_queue, run_workers
+from services.controllers.workqueue import WorkerSettings, WorkQueue, controller_queue, run_workers
 
 log = logging.getLogger(__name__)
 
@@ -76,25 +76,14 @@ DELETE_PROTECTION_FINALIZER = "resource.kubernetes.io/delete-protection"
 
 
 @dataclass
-class ResourceClaimConfig:
+class ResourceClaimConfig(WorkerSettings):
     """Settings of the resourceclaim controller."""
 
     workers: int = 10
     """Keys synced at once (upstream --concurrent-resourceclaim-syncs... default 10)."""
 
-    base_backoff: float = 0.005
-    """First retry delay of a failed sync; doubles per consecutive failure."""
-
     max_backoff: float = 60.0
     """Cap of the per-key retry delay (a missing template is retried at least this often)."""
-
-    def __post_init__(self) -> None:
-        if self.workers < 1:
-            raise ValueError(f"workers must be at least 1, got {self.workers}")
-        if not 0 < self.base_backoff <= self.max_backoff:
-            raise ValueError(
-                f"need 0 < base_backoff <= max_backoff, got {self.base_backoff} and {self.max_backoff}"
-            )
 
 
 def is_pod_done(pod: core_pb2.Pod) -> bool:

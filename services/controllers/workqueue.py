@@ -402,3 +402,26 @@ async def run_workers(
 
 #: Errors that are the world's, not a bug: logged without a traceback.
 _EXPECTED: tuple[type[Exception], ...] = (ApiError, ConnectionError, TimeoutError)
+
+
+@dataclass
+class WorkerSettings:
+    """The settings a controller with one work queue shares: its workers and the per-key
+    retry backoff. A controller's config subclasses it and may change the defaults."""
+
+    workers: int = 1
+    """Keys synced at once."""
+
+    base_backoff: float = 0.005
+    """First retry delay of a failed sync; doubles per consecutive failure."""
+
+    max_backoff: float = 1000.0
+    """Cap of the per-key retry delay."""
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
+        if not 0 < self.base_backoff <= self.max_backoff:
+            raise ValueError(
+                f"need 0 < base_backoff <= max_backoff, got {self.base_backoff} and {self.max_backoff}"
+            )
