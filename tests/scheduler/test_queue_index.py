@@ -19,7 +19,7 @@ from services.scheduler.framework.types import (
     QueueingHint,
 )
 from services.scheduler.plugins.dynamicresources import Args, DynamicResources
-from services.scheduler.plugins.dynamicresources.plugin import (
+from services.scheduler.plugins.dynamicresources.hints import (
     claim_event_keys,
     pod_claim_keys,
 )

@@ -64,7 +64,7 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueueingHint,
 )
-from services.scheduler.plugins.dynamicresources import gang
+from services.scheduler.plugins.dynamicresources import gang, hints
 from services.scheduler.plugins.dynamicresources.tracker import ClaimTracker, lister
 
 NAME = "DynamicResources"
@@ -614,8 +614,8 @@ class DynamicResources:
             ClusterEventWithHint(
                 ClusterEvent("ResourceClaim", ActionType.ADD | ActionType.UPDATE),
                 self.is_schedulable_after_claim_change,
-                affected=claim_event_keys,
-                pod_keys=pod_claim_keys,
+                affected=hints.claim_event_keys,
+                pod_keys=hints.pod_claim_keys,
             ),
             ClusterEventWithHint(
                 ClusterEvent("Pod", ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
@@ -625,100 +625,23 @@ class DynamicResources:
             ClusterEventWithHint(ClusterEvent("ResourceSlice", ActionType.ADD | ActionType.UPDATE)),
         ]
 
+    def _claims_or_none(self, pod: core_pb2.Pod) -> list[resource_pb2.ResourceClaim] | None:
+        found: list[resource_pb2.ResourceClaim] = []
+        try:
+            self._foreach_claim(pod, found.append)
+        except _NotSchedulable:
+            return None
+        return found
+
     def is_schedulable_after_claim_change(
         self, pod: core_pb2.Pod, old: Any, new: Any
     ) -> QueueingHint:
-        """upstream isSchedulableAfterClaimChange (add and update; never called for delete)."""
-        if new is not None and not (
-            old is not None
-            and old.status.HasField("allocation")
-            and not new.status.HasField("allocation")
-        ):
-            # Cheap first (every claim event asks this of every gated and unschedulable
-            # pod): a claim of another namespace, or not named by the pod, or a pod whose
-            # claims are not all made yet, is SKIP, as the full check below would say.
-            if new.metadata.namespace != pod.metadata.namespace:
-                return QueueingHint.SKIP
-            names: set[str | None] = set()
-            for entry in pod.spec.resource_claims:
-                try:
-                    names.add(dra_claims.claim_name(pod, entry).name)
-                except (dra_claims.ClaimNotCreatedError, ValueError):
-                    return QueueingHint.SKIP
-            if new.metadata.name not in names:
-                return QueueingHint.SKIP
-        uses = False
-
-        def check(claim: resource_pb2.ResourceClaim) -> None:
-            nonlocal uses
-            if new is not None and claim.metadata.uid == new.metadata.uid:
-                uses = True
-
-        try:
-            self._foreach_claim(pod, check)
-        except _NotSchedulable:
-            return QueueingHint.SKIP
-        if new is None:  # not registered; a deleted claim may have held devices
-            return QueueingHint.QUEUE
-        if (
-            old is not None
-            and old.status.HasField("allocation")
-            and not new.status.HasField("allocation")
-        ):
-            return QueueingHint.QUEUE  # deallocated: its devices are free for any pod
-        if not uses:
-            return QueueingHint.SKIP
-        if old is None:
-            return QueueingHint.QUEUE
-        if old.status == new.status:
-            return QueueingHint.SKIP  # e.g. a finalizer added
-        return QueueingHint.QUEUE
+        return hints.after_claim_change(pod, old, new, self._claims_or_none)
 
     def is_schedulable_after_pod_change(
         self, pod: core_pb2.Pod, old: Any, new: Any
     ) -> QueueingHint:
-        """upstream isSchedulableAfterPodChange: the pod's own claims got made."""
-        if new is None or new.metadata.uid != pod.metadata.uid:
-            return QueueingHint.SKIP
-        try:
-            self._foreach_claim(new)
-        except _NotSchedulable:
-            return QueueingHint.SKIP
-        return QueueingHint.QUEUE
-
-
-def _claim_index_key(namespace: str, name: str) -> str:
-    return f"ResourceClaim/{namespace}/{name}"
-
-
-def claim_event_keys(old: Any, new: Any) -> list[str] | None:
-    """The queue's narrowing of a claim event (see ClusterEventWithHint): the claim's own
-    key, or None (any pod) for a delete or a deallocation, which may free devices for any
-    pod whose claims are all made. Every other claim event is SKIP, in
-    is_schedulable_after_claim_change, for a pod that does not name this claim."""
-    if new is None or (
-        old is not None
-        and old.status.HasField("allocation")
-        and not new.status.HasField("allocation")
-    ):
-        return None
-    return [_claim_index_key(new.metadata.namespace, new.metadata.name)]
-
-
-def pod_claim_keys(pod: core_pb2.Pod) -> list[str]:
-    """The claims a waiting pod names (namespace/name); none while one of its claims is not
-    made yet (or an entry is invalid): such a pod is SKIP for every claim event filed by
-    claim_event_keys, and is woken by its own status update instead."""
-    ns = pod.metadata.namespace
-    keys: list[str] = []
-    for entry in pod.spec.resource_claims:
-        try:
-            name = dra_claims.claim_name(pod, entry).name
-        except (dra_claims.ClaimNotCreatedError, ValueError):
-            return []
-        if name is not None:
-            keys.append(_claim_index_key(ns, name))
-    return keys
+        return hints.after_pod_change(pod, old, new, self._claims_or_none)
 
 
 def _unfit_reason(unfit: Unfit) -> str:
