@@ -522,7 +522,13 @@ def test_signals_wait_while_the_cluster_goes_down() -> None:
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    before = signal.signal(signal.SIGTERM, interrupt)
+    def interrupt_int(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    # Both handlers are set here, so the test does not depend on the ones it inherits (a suite
+    # started as a background job inherits SIGINT as SIG_IGN).
+    before_term = signal.signal(signal.SIGTERM, interrupt)
+    before_int = signal.signal(signal.SIGINT, interrupt_int)
     try:
         with signals_held() as got:
             os.kill(os.getpid(), signal.SIGTERM)  # delivered here, held: no KeyboardInterrupt
@@ -530,9 +536,10 @@ def test_signals_wait_while_the_cluster_goes_down() -> None:
             finished = True
         assert finished and got == [signal.SIGTERM, signal.SIGINT]
         assert signal.getsignal(signal.SIGTERM) is interrupt
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGINT) is interrupt_int
     finally:
-        signal.signal(signal.SIGTERM, before)
+        signal.signal(signal.SIGTERM, before_term)
+        signal.signal(signal.SIGINT, before_int)
 
 
 def test_a_signal_during_teardown_starts_no_further_run(monkeypatch: pytest.MonkeyPatch) -> None:
