@@ -6,7 +6,6 @@ preemptionPolicy Never pod stays pending and evicts nothing."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,12 +14,8 @@ import pytest
 from protos.kubera.v1 import core_pb2, policy_pb2, scheduling_pb2
 from services.api.errors import NotFoundError
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
-from services.client import Client
 from services.scheduler.options import SchedulerOptions
-from services.scheduler.scheduler import Scheduler
-from services.storage.memory import MemoryStorage
+from tests.harness import control_plane
 from tests.scheduler.test_scheduler_integration import Cluster
 from tests.waiting import eventually
 
@@ -29,22 +24,8 @@ PODS = BY_KIND["Pod"]
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[Cluster]:
-    api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5))
-    await api.start()
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=10)
-    sched = Scheduler(client, SchedulerOptions(seed=7))
-    stop = asyncio.Event()
-    task = asyncio.create_task(sched.run(stop))
-    try:
-        yield Cluster(api, client, sched)
-    finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(task, 10)
-        await client.close()
-        await server.stop(0.2)
-        await api.stop()
+    async with control_plane() as cp:
+        yield Cluster(cp.api, cp.client, cp.scheduler(SchedulerOptions(seed=7)))
 
 
 async def gone(cluster: Cluster, name: str) -> bool:
@@ -164,19 +145,13 @@ async def test_with_default_preemption_disabled_the_pod_stays_pending_and_evicts
         "      - name: DynamicResources\n"
     )
     assert "DefaultPreemption" not in cfg.profiles[0].names("postFilter")
-    api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5))
-    await api.start()
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=10)
-    sched = Scheduler(client, SchedulerOptions(component_config=cfg, seed=7))
-    stop = asyncio.Event()
-    task = asyncio.create_task(sched.run(stop))
-    cluster = Cluster(api, client, sched)
-    try:
+    async with control_plane() as cp:
+        sched = cp.scheduler(SchedulerOptions(component_config=cfg, seed=7))
+        cluster = Cluster(cp.api, cp.client, sched)
         for name, value in (("low", 0), ("high", 1000)):
             pc = scheduling_pb2.PriorityClass(value=value)
             pc.metadata.name = name
-            await api.create(pc)
+            await cp.api.create(pc)
         await cluster.node("n1", cpu="1")
         await cluster.pod(
             "victim",
@@ -192,10 +167,3 @@ async def test_with_default_preemption_disabled_the_pod_stays_pending_and_evicts
         )
         assert not await gone(cluster, "victim")
         assert sched.pdbs is None  # no PostFilter plugin: no PDB informer either
-    finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(task, 10)
-        await client.close()
-        await server.stop(0.2)
-        await api.stop()

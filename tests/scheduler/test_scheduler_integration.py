@@ -5,7 +5,6 @@ and the FailedScheduling words when they cannot."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,14 +12,13 @@ import pytest
 
 from protos.kubera.v1 import core_pb2
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
+from services.apiserver.registry import ApiServer
 from services.client import Client
 from services.scheduler import config as config_mod
 from services.scheduler.options import SchedulerOptions
 from services.scheduler.scheduler import Scheduler
-from services.storage.memory import MemoryStorage
 from tests.builders import MakeNode, MakePod
+from tests.harness import control_plane
 from tests.waiting import eventually
 
 PODS, NODES = BY_KIND["Pod"], BY_KIND["Node"]
@@ -115,22 +113,9 @@ class Cluster:
 async def _cluster(
     cfg: config_mod.SchedulerConfiguration | None = None, fencing=None
 ) -> AsyncIterator[Cluster]:
-    api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5))
-    await api.start()
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=10)
-    sched = Scheduler(client, SchedulerOptions(component_config=cfg, seed=7), fencing=fencing)
-    stop = asyncio.Event()
-    task = asyncio.create_task(sched.run(stop))
-    try:
-        yield Cluster(api, client, sched)
-    finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(task, 10)
-        await client.close()
-        await server.stop(0.2)
-        await api.stop()
+    async with control_plane() as cp:
+        sched = cp.scheduler(SchedulerOptions(component_config=cfg, seed=7), fencing=fencing)
+        yield Cluster(cp.api, cp.client, sched)
 
 
 @pytest.fixture
