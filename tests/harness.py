@@ -60,14 +60,14 @@ async def wipe(storage: Storage, prefix: str = "/") -> None:
 
 
 @contextlib.asynccontextmanager
-async def etcd_store(endpoint: str, *, clean: bool = True) -> AsyncIterator[EtcdStorage]:
-    """An EtcdStorage connected to `endpoint` (wiped first unless `clean` is False), closed
-    after the block."""
+async def etcd_store(endpoint: str, *, wipe_prefix: str | None = "/") -> AsyncIterator[EtcdStorage]:
+    """An EtcdStorage connected to `endpoint`, every key under `wipe_prefix` deleted first
+    (None: none), closed after the block."""
     storage = EtcdStorage(endpoint)
     await storage.connect()
     try:
-        if clean:
-            await wipe(storage)
+        if wipe_prefix is not None:
+            await wipe(storage, wipe_prefix)
         yield storage
     finally:
         await storage.close()

@@ -11,16 +11,13 @@ import contextlib
 
 from services.api import codec
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
-from services.client import Client
 from services.clock import ScaledClock, parse_rfc3339
 from services.controllers.manager import ControllerManager
-from services.kubelet.pool import NodePool, PoolConfig
+from services.kubelet.pool import PoolConfig
 from services.kubelet.template import parse_template, plan_nodes
 from services.scheduler.options import SchedulerOptions
 from services.scheduler.scheduler import Scheduler
-from services.storage.memory import MemoryStorage
+from tests.harness import control_plane
 from tests.waiting import eventually
 
 PODS, RS = BY_KIND["Pod"], BY_KIND["ReplicaSet"]
@@ -29,100 +26,97 @@ TOLERATION_SECONDS = 30
 
 
 async def test_a_lost_node_has_its_pods_evicted_after_toleration_and_replaced_elsewhere() -> None:
-    api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5))
-    await api.start()
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=10)
-    clock = ScaledClock(SCALE)
-    template = {
-        "zones": 2,
-        "nodes": [
-            {
-                "name": "n",
-                "count": 4,
-                "stages": {"creatingDelay": "1s", "startDelay": "1s", "jitter": 0},
-            }
-        ],
-    }
-    pool = NodePool(
-        client, plan_nodes(parse_template(template)), config=PoolConfig(seed=3), clock=clock
-    )
-    await pool.start()
-    sched = Scheduler(client, SchedulerOptions(seed=5))
-    cm = ControllerManager(client, clock=clock)
-    stop = asyncio.Event()
-    tasks = [asyncio.create_task(sched.run(stop)), asyncio.create_task(cm.run(stop))]
-    try:
-        rs = {
-            "apiVersion": "apps/v1",
-            "kind": "ReplicaSet",
-            "metadata": {"name": "web", "namespace": "default"},
-            "spec": {
-                "replicas": 4,
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": {
-                    "metadata": {"labels": {"app": "web"}},
-                    "spec": {
-                        "tolerations": [
-                            {
-                                "key": "node.kubernetes.io/unreachable",
-                                "operator": "Exists",
-                                "effect": "NoExecute",
-                                "tolerationSeconds": TOLERATION_SECONDS,
-                            }
-                        ],
-                        "containers": [
-                            {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}
-                        ],
+    async with control_plane() as cp:
+        api, client = cp.api, cp.client
+        clock = ScaledClock(SCALE)
+        template = {
+            "zones": 2,
+            "nodes": [
+                {
+                    "name": "n",
+                    "count": 4,
+                    "stages": {"creatingDelay": "1s", "startDelay": "1s", "jitter": 0},
+                }
+            ],
+        }
+        pool = await cp.node_pool(
+            plan_nodes(parse_template(template)), config=PoolConfig(seed=3), clock=clock
+        )
+        sched = Scheduler(client, SchedulerOptions(seed=5))
+        cm = ControllerManager(client, clock=clock)
+        stop = asyncio.Event()
+        tasks = [asyncio.create_task(sched.run(stop)), asyncio.create_task(cm.run(stop))]
+        try:
+            rs = {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {
+                    "replicas": 4,
+                    "selector": {"matchLabels": {"app": "web"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "web"}},
+                        "spec": {
+                            "tolerations": [
+                                {
+                                    "key": "node.kubernetes.io/unreachable",
+                                    "operator": "Exists",
+                                    "effect": "NoExecute",
+                                    "tolerationSeconds": TOLERATION_SECONDS,
+                                }
+                            ],
+                            "containers": [
+                                {
+                                    "name": "c",
+                                    "image": "nginx",
+                                    "resources": {"requests": {"cpu": "1"}},
+                                }
+                            ],
+                        },
                     },
                 },
-            },
-        }
-        await api.create(codec.decode(rs, validate="strict").obj)
-
-        async def running() -> dict[str, str]:
-            items, _ = await client.list(PODS, namespace="default")
-            return {
-                p.metadata.name: p.spec.node_name
-                for p in items
-                if p.status.phase == "Running" and not p.metadata.deletion_timestamp
             }
+            await api.create(codec.decode(rs, validate="strict").obj)
 
-        await eventually(lambda: _count(running(), 4), timeout=20)
-        before = await running()
-        lost = sorted(before.values())[0]
-        victims = {name for name, node in before.items() if node == lost}
-        t_lost = clock.now()
-        pool.set_alive([lost], False)
+            async def running() -> dict[str, str]:
+                items, _ = await client.list(PODS, namespace="default")
+                return {
+                    p.metadata.name: p.spec.node_name
+                    for p in items
+                    if p.status.phase == "Running" and not p.metadata.deletion_timestamp
+                }
 
-        async def evicted() -> bool:
-            items, _ = await client.list(PODS, namespace="default")
-            gone = [p for p in items if p.metadata.name in victims]
-            return all(p.metadata.deletion_timestamp for p in gone)
+            await eventually(lambda: _count(running(), 4), timeout=20)
+            before = await running()
+            lost = sorted(before.values())[0]
+            victims = {name for name, node in before.items() if node == lost}
+            t_lost = clock.now()
+            pool.set_alive([lost], False)
 
-        await eventually(evicted, timeout=30)
-        t_evicted = clock.now()
-        node = await client.get(BY_KIND["Node"], lost)
-        taint = next(
-            t
-            for t in node.spec.taints
-            if t.key == "node.kubernetes.io/unreachable" and t.effect == "NoExecute"
-        )
-        # grace (50 s) before the taint, then at least the toleration before the deletion
-        assert parse_rfc3339(taint.time_added) - t_lost >= 40
-        assert t_evicted - parse_rfc3339(taint.time_added) >= TOLERATION_SECONDS - 1
-        await eventually(lambda: _replaced(running(), victims, lost), timeout=30)
-        got = await client.get(RS, "web", "default")
-        assert got.spec.replicas == 4
-    finally:
-        stop.set()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
-                await asyncio.wait_for(t, 15)
-        await pool.stop()
-        await client.close()
-        await server.stop(0.2)
-        await api.stop()
+            async def evicted() -> bool:
+                items, _ = await client.list(PODS, namespace="default")
+                gone = [p for p in items if p.metadata.name in victims]
+                return all(p.metadata.deletion_timestamp for p in gone)
+
+            await eventually(evicted, timeout=30)
+            t_evicted = clock.now()
+            node = await client.get(BY_KIND["Node"], lost)
+            taint = next(
+                t
+                for t in node.spec.taints
+                if t.key == "node.kubernetes.io/unreachable" and t.effect == "NoExecute"
+            )
+            # grace (50 s) before the taint, then at least the toleration before the deletion
+            assert parse_rfc3339(taint.time_added) - t_lost >= 40
+            assert t_evicted - parse_rfc3339(taint.time_added) >= TOLERATION_SECONDS - 1
+            await eventually(lambda: _replaced(running(), victims, lost), timeout=30)
+            got = await client.get(RS, "web", "default")
+            assert got.spec.replicas == 4
+        finally:
+            stop.set()
+            for t in tasks:
+                with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
+                    await asyncio.wait_for(t, 15)
 
 
 async def _count(got, n: int) -> bool:

@@ -14,14 +14,13 @@ from google.protobuf import json_format
 
 from services.api import codec
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
+from services.apiserver.registry import ApiServer
 from services.client import Client
 from services.clock import ScaledClock, parse_rfc3339
 from services.kubelet.pool import NodePool, PoolConfig
 from services.kubelet.template import parse_template, plan_nodes
-from services.storage.memory import MemoryStorage
 from tests.builders import MakePod
+from tests.harness import control_plane
 from tests.waiting import eventually
 
 PODS, NODES, LEASES = BY_KIND["Pod"], BY_KIND["Node"], BY_KIND["Lease"]
@@ -61,21 +60,11 @@ def _template(**kind: Any) -> dict:
 
 @contextlib.asynccontextmanager
 async def running(template: dict, **pool_config: Any) -> AsyncIterator[Env]:
-    api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5))
-    await api.start()
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=10)
-    clock = ScaledClock(SCALE)
-    plans = plan_nodes(parse_template(template))
-    pool = NodePool(client, plans, config=PoolConfig(seed=1, **pool_config), clock=clock)
-    await pool.start()
-    try:
-        yield Env(api, client, pool, clock)
-    finally:
-        await pool.stop()
-        await client.close()
-        await server.stop(0.2)
-        await api.stop()
+    async with control_plane() as cp:
+        clock = ScaledClock(SCALE)
+        plans = plan_nodes(parse_template(template))
+        pool = await cp.node_pool(plans, config=PoolConfig(seed=1, **pool_config), clock=clock)
+        yield Env(cp.api, cp.client, pool, clock)
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ status.resourceClaimStatuses themselves."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,13 +17,8 @@ from kubera.cli.scheduling import render_attempts
 from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import resource_pb2, scheduling_pb2
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
-from services.client import Client
 from services.scheduler.options import SchedulerOptions
-from services.scheduler.scheduler import Scheduler
 from services.scheduler.server import attempt_to_proto
-from services.storage.etcd import EtcdStorage
 from tests.builders import (
     MakePod,
     device_class,
@@ -35,7 +28,7 @@ from tests.builders import (
     resource_claim_template,
     resource_slice,
 )
-from tests.conftest import _wipe
+from tests.harness import control_plane, etcd_store
 from tests.scheduler.test_scheduler_integration import Cluster
 from tests.waiting import eventually
 
@@ -46,26 +39,8 @@ NS = "default"
 
 @pytest.fixture
 async def cluster(etcd_server: EtcdProcess) -> AsyncIterator[Cluster]:
-    storage = EtcdStorage(etcd_server.endpoint)
-    await storage.connect()
-    await _wipe(storage)
-    api = ApiServer(storage, ApiServerConfig(bookmark_interval=0.5))
-    await api.start()
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=10)
-    sched = Scheduler(client, SchedulerOptions(seed=7))
-    stop = asyncio.Event()
-    task = asyncio.create_task(sched.run(stop))
-    try:
-        yield Cluster(api, client, sched)
-    finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(task, 10)
-        await client.close()
-        await server.stop(0.2)
-        await api.stop()
-        await storage.close()
+    async with etcd_store(etcd_server.endpoint) as storage, control_plane(storage) as cp:
+        yield Cluster(cp.api, cp.client, cp.scheduler(SchedulerOptions(seed=7)))
 
 
 async def _devices(c: Cluster) -> None:

@@ -11,8 +11,6 @@ claim binds whole on the node of the devices the first member's Reserve chose.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,8 +20,7 @@ from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import core_pb2, scheduling_pb2
 from services.api.errors import NotFoundError
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
+from services.apiserver.registry import ApiServer
 from services.client import Client, SharedInformers
 from services.controllers.podgroup import PodGroupController
 from services.scheduler.config import SchedulerConfiguration
@@ -31,8 +28,6 @@ from services.scheduler.config.load import load_config
 from services.scheduler.metrics import QUEUE_GATED
 from services.scheduler.options import SchedulerOptions
 from services.scheduler.scheduler import Scheduler
-from services.storage import Delete
-from services.storage.etcd import EtcdStorage
 from tests.builders import (
     POD_GROUP_LABEL,
     MakeNode,
@@ -44,6 +39,7 @@ from tests.builders import (
     resource_claim,
     resource_slice,
 )
+from tests.harness import control_plane, etcd_store
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -118,37 +114,21 @@ class Gang:
 async def _gang(
     etcd: EtcdProcess, cfg: SchedulerConfiguration | None = None, *, max_binding_tasks: int = 256
 ) -> AsyncIterator[Gang]:
-    storage = EtcdStorage(etcd.endpoint)
-    await storage.connect()
-    items, _ = await storage.list("/registry/")
-    for kv in items:
-        await storage.txn([], [Delete(kv.key)])
-    api = ApiServer(storage, ApiServerConfig(bookmark_interval=0.5))
-    await api.start()
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=10)
-    rec = RecordingClient(f"127.0.0.1:{port}", timeout=10)
-    options = SchedulerOptions(component_config=cfg, seed=7, max_binding_tasks=max_binding_tasks)
-    sched = Scheduler(rec, options)
-    informers = SharedInformers(client)
-    controller = PodGroupController(client, informers)
-    stop = asyncio.Event()
-    informers.start()
-    tasks = [asyncio.create_task(sched.run(stop)), asyncio.create_task(controller.run(stop))]
-    try:
+    async with (
+        etcd_store(etcd.endpoint, wipe_prefix="/registry/") as storage,
+        control_plane(storage) as cp,
+    ):
+        rec = cp.new_client(RecordingClient)
+        options = SchedulerOptions(
+            component_config=cfg, seed=7, max_binding_tasks=max_binding_tasks
+        )
+        sched = cp.scheduler(options, client=rec, start=False)
+        informers = SharedInformers(cp.client)
+        cp.defer(informers.stop)
+        informers.start()
+        cp.run(sched, PodGroupController(cp.client, informers))
         await eventually(lambda: sched.pods.synced.is_set())
-        yield Gang(api, client, sched, rec)
-    finally:
-        stop.set()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait_for(t, 10)
-        await informers.stop()
-        await client.close()
-        await rec.close()
-        await server.stop(0.2)
-        await api.stop()
-        await storage.close()
+        yield Gang(cp.api, cp.client, sched, rec)
 
 
 @pytest.fixture

@@ -20,16 +20,15 @@ from protos.kubera.v1 import core_pb2
 from services.api.fencing import BOUND_BY, bound_by_allocation
 from services.api.kinds import BY_KIND
 from services.api.resources import pod_requests
-from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
+from services.apiserver.registry import ApiServer
 from services.client import Client
 from services.scheduler import config as config_mod
 from services.scheduler.omega import OmegaStats, SharedState, pod_hash
 from services.scheduler.options import SchedulerOptions
 from services.scheduler.scheduler import Scheduler
 from services.storage.keys import allocation_key
-from services.storage.memory import MemoryStorage
 from tests.builders import MakeNode, MakePod
+from tests.harness import control_plane
 from tests.waiting import eventually
 
 PODS, NODES = BY_KIND["Pod"], BY_KIND["Node"]
@@ -173,36 +172,24 @@ async def _omega(replicas: int, partition: Any) -> AsyncIterator[Omega]:
             if next_owner[0] is None or pod_hash(uid) % 2 == next_owner[0]:
                 return uid
 
-    api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5), new_uid=new_uid)
-    await api.start()
-    server, port = await serve(api)
-    clients = [Client(f"127.0.0.1:{port}", timeout=10) for _ in range(replicas)]
-    cfg = config_mod.default_config()
-    cfg.pod_initial_backoff_seconds = cfg.pod_max_backoff_seconds = 0.2
-    scheds = [
-        Scheduler(
-            c,
-            SchedulerOptions(
-                component_config=cfg,
-                seed=i,
-                shared_state=SharedState(i, replicas, partition),
-            ),
-        )
-        for i, c in enumerate(clients)
-    ]
-    stop = asyncio.Event()
-    tasks = [asyncio.create_task(s.run(stop)) for s in scheds]
-    try:
-        yield Omega(api, clients[0], scheds, next_owner)
-    finally:
-        stop.set()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait_for(t, 10)
-        for c in clients:
-            await c.close()
-        await server.stop(0.2)
-        await api.stop()
+    async with control_plane(new_uid=new_uid) as cp:
+        clients = [cp.client, *(cp.new_client() for _ in range(replicas - 1))]
+        cfg = config_mod.default_config()
+        cfg.pod_initial_backoff_seconds = cfg.pod_max_backoff_seconds = 0.2
+        scheds = [
+            cp.scheduler(
+                SchedulerOptions(
+                    component_config=cfg,
+                    seed=i,
+                    shared_state=SharedState(i, replicas, partition),
+                ),
+                client=c,
+                start=False,
+            )
+            for i, c in enumerate(clients)
+        ]
+        cp.run(*scheds)
+        yield Omega(cp.api, clients[0], scheds, next_owner)
 
 
 @pytest.fixture
