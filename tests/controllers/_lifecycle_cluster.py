@@ -21,16 +21,15 @@ from typing import Any
 from protos.kubera.v1 import core_pb2
 from services.api.kinds import BY_KIND
 from services.api.meta import object_key
-from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
+from services.apiserver.registry import ApiServer
 from services.client import Client
 from services.client.informer import Informer, SharedInformers
 from services.clock import Clock, parse_rfc3339, rfc3339, rfc3339_micro
 from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from services.controllers.nodelifecycle.health import NODE_LEASE_NAMESPACE
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
-from services.storage.memory import MemoryStorage
 from tests.builders import MakeNode, MakePod
+from tests.harness import control_plane
 from tests.waiting import eventually
 
 NODES, PODS, LEASES, EVENTS = BY_KIND["Node"], BY_KIND["Pod"], BY_KIND["Lease"], BY_KIND["Event"]
@@ -258,44 +257,39 @@ async def lifecycle_cluster(
 ) -> AsyncIterator[LifecycleCluster]:
     """The apiserver and the controllers asked for (True: default config, False: none),
     informers started and synced; with `run` the controllers' loops run too."""
-    api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5), clock=clock)
-    await api.start()
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=10)
-    informers = SharedInformers(client, clock=clock)
-    nlc = (
-        NodeLifecycleController(
-            client, informers, config=None if lifecycle is True else lifecycle, clock=clock
+    async with control_plane(clock=clock) as cp:
+        api, client = cp.api, cp.client
+        informers = SharedInformers(client, clock=clock)
+        nlc = (
+            NodeLifecycleController(
+                client, informers, config=None if lifecycle is True else lifecycle, clock=clock
+            )
+            if lifecycle is not False
+            else None
         )
-        if lifecycle is not False
-        else None
-    )
-    tec = (
-        TaintEvictionController(
-            client, informers, config=None if eviction is True else eviction, clock=clock
+        tec = (
+            TaintEvictionController(
+                client, informers, config=None if eviction is True else eviction, clock=clock
+            )
+            if eviction is not False
+            else None
         )
-        if eviction is not False
-        else None
-    )
-    informers.start()
-    await informers.wait_synced()
-    cluster = LifecycleCluster(api, client, clock, informers, nlc, tec)
-    stop = asyncio.Event()
-    tasks = [asyncio.create_task(c.run(stop)) for c in (nlc, tec) if c is not None and run]
-    try:
-        yield cluster
-    finally:
-        stop.set()
-        for name in list(cluster._kubelets):
-            await cluster.stop_kubelet(name)
-        # run() must return promptly once stop is set.
-        done, pending = await asyncio.wait(tasks, timeout=5) if tasks else (set(), set())
-        for t in pending:
-            t.cancel()
-        await informers.stop()
-        await client.close()
-        await server.stop(0.2)
-        await api.stop()
-        assert not pending, "a controller did not stop promptly"
-        for t in done:
-            t.result()
+        informers.start()
+        await informers.wait_synced()
+        cluster = LifecycleCluster(api, client, clock, informers, nlc, tec)
+        stop = asyncio.Event()
+        tasks = [asyncio.create_task(c.run(stop)) for c in (nlc, tec) if c is not None and run]
+        try:
+            yield cluster
+        finally:
+            stop.set()
+            for name in list(cluster._kubelets):
+                await cluster.stop_kubelet(name)
+            # run() must return promptly once stop is set.
+            done, pending = await asyncio.wait(tasks, timeout=5) if tasks else (set(), set())
+            for t in pending:
+                t.cancel()
+            await informers.stop()
+            assert not pending, "a controller did not stop promptly"
+            for t in done:
+                t.result()

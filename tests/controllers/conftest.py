@@ -22,14 +22,13 @@ from protos.kubera.v1 import apps_pb2, core_pb2
 from services.api import codec
 from services.api.errors import ConflictError, NotFoundError
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
+from services.apiserver.registry import ApiServer
 from services.client import Client
 from services.client.informer import Handlers, SharedInformers
 from services.clock import RealClock, rfc3339
 from services.controllers.controller_utils import controller_of, is_pod_active, is_pod_ready
-from services.storage.memory import MemoryStorage
 from tests.builders import MakeNode, MakePod
+from tests.harness import control_plane
 
 PODS, NODES = BY_KIND["Pod"], BY_KIND["Node"]
 REPLICA_SETS, DEPLOYMENTS = BY_KIND["ReplicaSet"], BY_KIND["Deployment"]
@@ -311,15 +310,9 @@ class ReadinessDriver:
 @pytest.fixture
 async def cluster() -> AsyncIterator[ControllerCluster]:
     api_clock = OffsetClock()
-    api = ApiServer(MemoryStorage(), ApiServerConfig(bookmark_interval=0.5), clock=api_clock)
-    await api.start()
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=10)
-    c = ControllerCluster(api, client, api_clock)
-    try:
-        yield c
-    finally:
-        await c.stop()
-        await client.close()
-        await server.stop(0.2)
-        await api.stop()
+    async with control_plane(clock=api_clock) as cp:
+        c = ControllerCluster(cp.api, cp.client, api_clock)
+        try:
+            yield c
+        finally:
+            await c.stop()
