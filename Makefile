@@ -1,13 +1,14 @@
 # The two commands of the README, each self-contained on a fresh machine:
 #   make demo   the main job on the embedded default (etcd + local Ray): a small failover
 #               experiment (examples/experiments/demo.yaml) with its report and plots
-#   make test   the test suite (unit, integration on real etcd, end to end with Ray)
+#   make test   the test suite (unit, integration on real etcd, end to end with Ray), with
+#               hypothesis's fast profile and the 25 slowest tests listed at the end
 # and `make up`: a cluster of 6 hollow nodes running a Deployment, left running.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: demo up test bench bench-all proto lint down
+.PHONY: demo up test test-deep bench bench-all proto lint down
 
 $(BIN)/kubera: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +30,11 @@ down: $(BIN)/kubera
 	$(BIN)/kubera down
 
 test: $(BIN)/kubera
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=25
+
+# The same suite with every property run as deep as before the profiles (tests/profiles.py).
+test-deep: $(BIN)/kubera
+	HYPOTHESIS_PROFILE=deep $(BIN)/pytest -q --durations=25
 
 # The figures of docs/benchmarks.md: `make bench` the headline two (apiserver, SchedulingBasic
 # median of 3), `make bench-all` every one of issue 14 (hours at 5,000 nodes); JSON in BENCH_OUT.

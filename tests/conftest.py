@@ -1,5 +1,7 @@
 """Fixtures shared by every test folder: a real etcd (started by the test session, stopped
-by PID at its end) and the storage backends the same tests run against."""
+by PID at its end) and the storage backends the same tests run against. Loading it also
+loads the hypothesis profile $HYPOTHESIS_PROFILE names (tests/profiles.py: `fast` unless
+`make test-deep` asks for `deep`)."""
 
 from __future__ import annotations
 
@@ -13,10 +15,12 @@ from kubera.launch.etcd import EtcdProcess
 from services.storage import Delete, Storage
 from services.storage.etcd import EtcdStorage
 from services.storage.memory import MemoryStorage
+from tests import profiles
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+profiles.load()
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ from services.controllers.manager import ControllerManager, ControllerManagerCon
 from services.controllers.tainteviction import EvictionQueue
 from services.controllers.workqueue import WorkQueue
 from tests.builders import MakePod
+from tests.profiles import examples
 
 PODS, RS, PDBS, NODES = (
     BY_KIND["Pod"],
@@ -108,7 +109,7 @@ def pod_pairs(draw: Any) -> tuple[core_pb2.Pod, core_pb2.Pod]:
     return versions[0], versions[1]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pod_pairs())
 def test_a_dropped_pod_update_is_one_no_handler_acts_on(
     pair: tuple[core_pb2.Pod, core_pb2.Pod],

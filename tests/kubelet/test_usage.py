@@ -22,6 +22,7 @@ from services.api.usage import (
 )
 from services.kubelet import eviction as ev
 from services.kubelet.usage import UsageTable, resolve_usage
+from tests.profiles import examples
 
 Mi, Gi = 2**20, 2**30
 
@@ -334,7 +335,7 @@ pods_strategy = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     pods=pods_strategy,
     now=st.floats(min_value=0, max_value=2000, allow_nan=False),

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from services.scheduler import columns
 from services.scheduler.columns import NodeColumns, columns_of
+from tests.profiles import examples
 from tests.scheduler.plugins import rowcases
 from tests.scheduler.plugins.rowcases import Cluster
 
@@ -110,7 +111,7 @@ def test_a_fake_snapshot_has_no_columns() -> None:
     assert columns_of(Fake()) is None
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(rowcases.cluster_changes(), st.lists(st.sampled_from(rowcases.KEYS), max_size=2))
 def test_incremental_columns_equal_fresh_ones(
     changes: tuple[list[Any], list[Any]], keys: list[str]

@@ -32,6 +32,7 @@ from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
 from services.scheduler.plugins import noderesources as nr
 from services.scheduler.snapshot import Snapshot
 from tests.builders import MakeNode, MakePod
+from tests.profiles import examples
 from tests.scheduler.framework.test_framework import build
 
 # ======================================================================= fakes
@@ -323,7 +324,7 @@ case = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case)
 def test_find_feasible_by_rows_equals_the_per_node_reference(c: dict[str, Any]) -> None:
     cache, snap = cluster(c["seed"], c["n"])

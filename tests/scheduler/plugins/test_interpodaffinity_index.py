@@ -20,13 +20,16 @@ from services.scheduler.plugins import interpodaffinity as ipa
 from services.scheduler.plugins.interpodaffinity.index import index_of
 from services.scheduler.snapshot import Snapshot
 from tests.builders import MakeNode, MakePod
+from tests.profiles import examples
 from tests.scheduler.plugins.test_rows_equivalence import Handle
 
 Json = dict[str, Any]
 HOST, ZONE, RACK = "kubernetes.io/hostname", "topology.kubernetes.io/zone", "rack"
 NAMESPACES = ["default", "other", "third"]
 
-SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @st.composite

@@ -22,10 +22,13 @@ from services.scheduler.plugins import (
 )
 from services.scheduler.plugins.helpers import default_normalize_rows, default_normalize_score
 from services.scheduler.snapshot import Snapshot
+from tests.profiles import examples
 from tests.scheduler.plugins import rowcases
 from tests.scheduler.plugins.rowcases import Cluster
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 class Handle:

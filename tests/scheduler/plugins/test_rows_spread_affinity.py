@@ -28,6 +28,7 @@ from services.scheduler.plugins.podtopologyspread.scoring import (
 )
 from services.scheduler.snapshot import Snapshot
 from tests.builders import MakeNode, MakePod
+from tests.profiles import examples
 from tests.scheduler.plugins import rowcases
 from tests.scheduler.plugins.test_rows_equivalence import Handle, check_filter, check_score
 
@@ -35,7 +36,9 @@ Json = dict[str, Any]
 TOPOLOGY_KEYS = ["kubernetes.io/hostname", "topology.kubernetes.io/zone", "rack"]
 APPS = ["a", "b"]
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @st.composite

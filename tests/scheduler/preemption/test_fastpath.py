@@ -14,6 +14,7 @@ from services.scheduler.framework.types import PodInfo
 from services.scheduler.plugins.defaultpreemption import Args
 from services.scheduler.preemption import Evaluator
 from services.scheduler.preemption.fastpath import FitCheck
+from tests.profiles import examples
 from tests.scheduler.preemption._harness import HIGH, LOW, MID, NEG, VERY_HIGH, Harness, node
 from tests.scheduler.preemption._harness import pdb as make_pdb
 from tests.scheduler.preemption._harness import pod as make_pod
@@ -140,7 +141,7 @@ def decide_on(
     return chosen, (status.code, status.reasons, status.plugin, err), d, h.rand_calls[-1:]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(clusters())
 def test_fast_path_decides_as_the_reference(c: dict[str, Any]) -> None:
     assert decide(c, fast=True) == decide(c, fast=False)
@@ -166,7 +167,7 @@ def histories(draw: Any) -> tuple[dict[str, Any], list[tuple[str, int, int]]]:
     return c, steps
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(histories())
 def test_cached_outcomes_decide_as_the_reference_across_attempts(
     hist: tuple[dict[str, Any], list[tuple[str, int, int]]],

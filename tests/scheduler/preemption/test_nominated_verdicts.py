@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from services.scheduler.framework.nominator import filter_with_nominated_pods_only
 from services.scheduler.framework.types import PodInfo
+from tests.profiles import examples
 from tests.scheduler.preemption._harness import HIGH, LOW, MID, Harness, node
 from tests.scheduler.preemption._harness import pod as make_pod
 
@@ -23,7 +24,7 @@ FILTER_SETS = (
 STEPS = ("none", "remove", "add", "nominate", "unnominate", "pod", "renominate")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     filters=st.sampled_from(FILTER_SETS),
     sizes=st.lists(st.integers(0, 4), min_size=1, max_size=5),
