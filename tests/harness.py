@@ -97,11 +97,13 @@ class ControlPlane:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def new_client(self, cls: Callable[..., C] = Client, **kwargs: Any) -> C:  # type: ignore[assignment]
-        """Another client of this apiserver (`cls`: a Client subclass that records calls),
-        closed when the block ends."""
+    def new_client(
+        self, cls: Callable[..., C] = Client, *, address: str | None = None, **kwargs: Any
+    ) -> C:  # type: ignore[assignment]
+        """Another client of this apiserver (`cls`: a Client subclass that records calls;
+        `address`: another way to it, a relay's), closed when the block ends."""
         kwargs.setdefault("timeout", self._client_timeout)
-        client = cls(self.address, **kwargs)
+        client = cls(address or self.address, **kwargs)
         self._stack.push_async_callback(client.close)
         return client
 
