@@ -177,9 +177,10 @@ async def control_plane(
     **serve_kwargs: Any,
 ) -> AsyncIterator[ControlPlane]:
     """An apiserver on `storage` (default: a fresh MemoryStorage; the caller owns any other)
-    with `config` (default TEST_API_CONFIG), served on 127.0.0.1:`port` (0: any free port).
-    `api`: an ApiServer (subclass) the test built itself, used instead of building one.
-    `serve_kwargs`: `serve`'s own (authn, credentials, also)."""
+    with `config` (default TEST_API_CONFIG), started, served on 127.0.0.1:`port` (0: any
+    free port) and stopped after the block. `api`: an ApiServer (subclass) the test built
+    itself, used instead of building one. `serve_kwargs`: `serve`'s own (authn,
+    credentials, also)."""
     if api is None:
         api = ApiServer(
             storage if storage is not None else MemoryStorage(),
@@ -187,9 +188,21 @@ async def control_plane(
             clock=clock,
             new_uid=new_uid,
         )
+    await api.start()
+    try:
+        async with served(api, client_timeout=client_timeout, port=port, **serve_kwargs) as cp:
+            yield cp
+    finally:
+        await api.stop()
+
+
+@contextlib.asynccontextmanager
+async def served(
+    api: ApiServer, *, client_timeout: float | None = 10.0, port: int = 0, **serve_kwargs: Any
+) -> AsyncIterator[ControlPlane]:
+    """`api`, which the caller started and stops, served over gRPC for the block: for the
+    tests of one registry that also check what crosses the wire."""
     async with contextlib.AsyncExitStack() as stack:
-        await api.start()
-        stack.push_async_callback(api.stop)
         server, bound = await serve(api, port=port, **serve_kwargs)
         stack.push_async_callback(server.stop, 0.2)
         yield ControlPlane(api, server, bound, stack, client_timeout)

@@ -15,12 +15,11 @@ from services.api.fencing import BOUND_BY, bound_by_allocation
 from services.api.kinds import BY_KIND
 from services.apiserver import allocation
 from services.apiserver.registry import ApiServer
-from services.apiserver.server import serve
-from services.client import Client
 from services.storage import Storage
 from services.storage.keys import allocation_key
 from tests.apiserver.conftest import running_apiserver
 from tests.builders import MakeNode, pod
+from tests.harness import served
 
 PODS = BY_KIND["Pod"]
 
@@ -264,9 +263,8 @@ async def test_a_checked_bind_keeps_the_pod_preconditions(api: ApiServer) -> Non
 
 
 async def test_the_conflict_crosses_grpc_with_its_reason(api: ApiServer) -> None:
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=10, fencing=lambda: None)
-    try:
+    async with served(api) as cp:
+        client = cp.new_client(fencing=lambda: None)
         await node(api, "n1", cpu="1")
         await sized(api, "a", cpu="600m")
         await sized(api, "b", cpu="600m")
@@ -275,9 +273,6 @@ async def test_the_conflict_crosses_grpc_with_its_reason(api: ApiServer) -> None
         assert bound.spec.node_name == "n1"
         with pytest.raises(AllocationConflictError, match='pod default/b does not fit node "n1"'):
             await client.bind("b", "n1", check_allocation=True)
-    finally:
-        await client.close()
-        await server.stop(0.2)
 
 
 async def test_a_sidecar_counts_in_the_allocation_so_it_cannot_overcommit(api: ApiServer) -> None:

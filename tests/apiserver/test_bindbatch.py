@@ -24,14 +24,14 @@ from services.api.kinds import BY_KIND
 from services.api.limits import MAX_BATCH_ITEMS
 from services.apiserver import bindbatch
 from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
 from services.chaos.checker import LOST_POD
 from services.chaos.history import check_history
 from services.client import Client
 from services.leaderelection.lock import StorageLock
-from services.storage import Delete, Storage, StorageUnavailableError
+from services.storage import Storage, StorageUnavailableError
 from services.storage.memory import MemoryStorage
 from tests.builders import MakeNode, pod
+from tests.harness import control_plane, wipe
 
 PODS = BY_KIND["Pod"]
 KEY = "/kubera/leaderelection/kube-system/kube-scheduler"
@@ -53,27 +53,16 @@ async def cluster(storage: Storage) -> AsyncIterator[Cluster]:
     if isinstance(storage, MemoryStorage):
         storage = MemoryStorage()
     else:
-        items, _ = await storage.list("/")
-        for kv in items:
-            await storage.txn([], [Delete(kv.key)])
+        await wipe(storage)
     start = await storage.revision() + 1
     counter = itertools.count(1)
-    api = ApiServer(
-        storage,
-        ApiServerConfig(watch_cache_capacity=200, bookmark_interval=0.2),
-        new_uid=lambda: f"uid-{next(counter)}",
-    )
-    await api.start()
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=20)
-    held, _ = await StorageLock(storage, KEY, lease_duration=15).create("a")
-    assert held is not None
-    try:
-        yield Cluster(api, client, f"127.0.0.1:{port}", (KEY, held.create_revision), start)
-    finally:
-        await client.close()
-        await server.stop(0.2)
-        await api.stop()
+    config = ApiServerConfig(watch_cache_capacity=200, bookmark_interval=0.2)
+    async with control_plane(
+        storage, config, new_uid=lambda: f"uid-{next(counter)}", client_timeout=20
+    ) as cp:
+        held, _ = await StorageLock(storage, KEY, lease_duration=15).create("a")
+        assert held is not None
+        yield Cluster(cp.api, cp.client, cp.address, (KEY, held.create_revision), start)
 
 
 async def node(api: ApiServer, name: str, cpu: str) -> None:

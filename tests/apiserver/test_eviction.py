@@ -25,9 +25,8 @@ from services.api.errors import (
 from services.api.kinds import BY_KIND
 from services.apiserver.eviction import MULTIPLE_BUDGETS, VIOLATION
 from services.apiserver.registry import ApiServer
-from services.apiserver.server import serve
-from services.client import Client
 from tests.apiserver.conftest import obj
+from tests.harness import served
 
 POD = BY_KIND["Pod"]
 PDB = BY_KIND["PodDisruptionBudget"]
@@ -330,9 +329,8 @@ async def test_budget_changed_between_read_and_write_is_decided_again(
 
 
 async def test_eviction_errors_cross_grpc_with_their_codes(api: ApiServer) -> None:
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=10)
-    try:
+    async with served(api) as cp:
+        client = cp.client
         await make_pod(api)
         await make_pdb(api, **NO_BUDGET)
         with pytest.raises(TooManyRequestsError) as info:
@@ -347,9 +345,6 @@ async def test_eviction_errors_cross_grpc_with_their_codes(api: ApiServer) -> No
         assert pod.metadata.name == "foo"  # type: ignore[attr-defined]
         with pytest.raises(NotFoundError):
             await client.evict("foo", "default")
-    finally:
-        await client.close()
-        await server.stop(grace=0.5)
 
 
 async def test_kubelet_node_pressure_eviction_ignores_budgets(api: ApiServer) -> None:

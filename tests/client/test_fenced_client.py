@@ -20,11 +20,11 @@ from services.api.errors import PreconditionError
 from services.api.fencing import BOUND_BY, METADATA_KEY
 from services.api.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
 from services.client import Client
 from services.leaderelection.lock import LockRecord, StorageLock
 from services.storage.memory import MemoryStorage
 from tests.builders import pod
+from tests.harness import control_plane
 
 PODS = BY_KIND["Pod"]
 KEY = "/kubera/leaderelection/kube-system/kube-scheduler"
@@ -64,18 +64,12 @@ class Setup:
 @pytest.fixture
 async def setup() -> AsyncIterator[Setup]:
     storage = MemoryStorage()
-    api = ApiServer(storage, ApiServerConfig(watch_cache_capacity=20, bookmark_interval=0.1))
-    await api.start()
-    server, port = await serve(api)
-    address = f"127.0.0.1:{port}"
-    source = Source()
-    client = Client(address, timeout=10, fencing=source)
-    try:
-        yield Setup(api, address, StorageLock(storage, KEY, lease_duration=15), source, client)
-    finally:
-        await client.close()
-        await server.stop(0.2)
-        await api.stop()
+    config = ApiServerConfig(watch_cache_capacity=20, bookmark_interval=0.1)
+    async with control_plane(storage, config) as cp:
+        source = Source()
+        client = cp.new_client(fencing=source)
+        lock = StorageLock(storage, KEY, lease_duration=15)
+        yield Setup(cp.api, cp.address, lock, source, client)
 
 
 async def _labelled(c: Client) -> core_pb2.Pod:

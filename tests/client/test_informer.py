@@ -10,29 +10,19 @@ import pytest
 
 from services.api.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
 from services.client import Client
 from services.client.informer import Handlers, Informer
-from services.storage.memory import MemoryStorage
 from tests.builders import pod
+from tests.harness import control_plane
 
 PODS = BY_KIND["Pod"]
 
 
 @pytest.fixture
 async def setup() -> AsyncIterator[tuple[ApiServer, Client]]:
-    api = ApiServer(
-        MemoryStorage(), ApiServerConfig(watch_cache_capacity=10, bookmark_interval=0.1)
-    )
-    await api.start()
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=10)
-    try:
-        yield api, client
-    finally:
-        await client.close()
-        await server.stop(0.2)
-        await api.stop()
+    config = ApiServerConfig(watch_cache_capacity=10, bookmark_interval=0.1)
+    async with control_plane(config=config) as cp:
+        yield cp.api, cp.client
 
 
 class Recorder:

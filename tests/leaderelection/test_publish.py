@@ -15,13 +15,13 @@ from protos.kubera.v1 import coordination_pb2
 from services.api.errors import NotFoundError
 from services.api.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
 from services.client import Client
 from services.clock import rfc3339_micro
 from services.leaderelection import LeaderElectionRecord
 from services.leaderelection.lock import StorageLock
 from services.leaderelection.publish import LeasePublisher
 from services.storage.memory import MemoryStorage
+from tests.harness import control_plane
 
 LEASE = BY_KIND["Lease"]
 NS, NAME = "kube-system", "kube-scheduler"
@@ -71,21 +71,16 @@ def _counting(setup: Setup, verb: str, fn: Callable[..., Any]) -> Callable[..., 
 @pytest.fixture
 async def setup() -> AsyncIterator[Setup]:
     storage = MemoryStorage()
-    api = ApiServer(storage, ApiServerConfig(watch_cache_capacity=20, bookmark_interval=0.1))
-    await api.start()
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=10)
-    s = Setup(api, client, StorageLock(storage, KEY, lease_duration=15))
-    api.create = _counting(s, "create", api.create)  # type: ignore[method-assign]
-    api.update = _counting(s, "update", api.update)  # type: ignore[method-assign]
-    try:
-        yield s
-    finally:
-        for p in s.publishers:
-            await p.close()
-        await client.close()
-        await server.stop(0.2)
-        await api.stop()
+    config = ApiServerConfig(watch_cache_capacity=20, bookmark_interval=0.1)
+    async with control_plane(storage, config) as cp:
+        s = Setup(cp.api, cp.client, StorageLock(storage, KEY, lease_duration=15))
+        cp.api.create = _counting(s, "create", cp.api.create)  # type: ignore[method-assign]
+        cp.api.update = _counting(s, "update", cp.api.update)  # type: ignore[method-assign]
+        try:
+            yield s
+        finally:
+            for p in s.publishers:
+                await p.close()
 
 
 async def publish(p: LeasePublisher, record: LeaderElectionRecord) -> None:
