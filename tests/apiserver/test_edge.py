@@ -27,12 +27,13 @@ from services.api.errors import (
 from services.api.kinds import BY_KIND
 from services.api.limits import MAX_BATCH_ITEMS, MAX_DEPTH, MAX_REQUEST_BYTES
 from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import MAX_MESSAGE_CHARS, serve
+from services.apiserver.server import MAX_MESSAGE_CHARS
 from services.client import Client
 from services.client.informer import Informer
-from services.storage import Delete, Put
+from services.storage import Put
 from services.storage.etcd import EtcdStorage
 from tests.builders import pod
+from tests.harness import control_plane, etcd_store
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -81,26 +82,16 @@ class Edge:
 
 @pytest.fixture
 async def edge(etcd_server: EtcdProcess) -> AsyncIterator[Edge]:
-    storage = EtcdStorage(etcd_server.endpoint)
-    await storage.connect()
-    items, _ = await storage.list("/registry/")
-    for kv in items:
-        await storage.txn([], [Delete(kv.key)])
-    api = ApiServer(
-        storage,
-        ApiServerConfig(watch_cache_capacity=50, bookmark_interval=0.2, resource_version_wait=WAIT),
+    config = ApiServerConfig(
+        watch_cache_capacity=50, bookmark_interval=0.2, resource_version_wait=WAIT
     )
-    await api.start()
-    server, port = await serve(api)
-    warnings: list[str] = []
-    client = Client(f"127.0.0.1:{port}", timeout=10, warning_handler=warnings.append)
-    try:
-        yield Edge(api, storage, client, f"127.0.0.1:{port}", warnings)
-    finally:
-        await client.close()
-        await server.stop(grace=0.5)
-        await api.stop()
-        await storage.close()
+    async with (
+        etcd_store(etcd_server.endpoint, wipe_prefix="/registry/") as storage,
+        control_plane(storage, config) as cp,
+    ):
+        warnings: list[str] = []
+        client = cp.new_client(warning_handler=warnings.append)
+        yield Edge(cp.api, storage, client, cp.address, warnings)
 
 
 def _any(obj: Message) -> any_pb2.Any:

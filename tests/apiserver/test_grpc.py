@@ -18,11 +18,10 @@ from services.api.errors import (
     PreconditionError,
 )
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
+from services.apiserver.registry import ApiServerConfig
 from services.client import Client
-from services.storage.etcd import EtcdStorage
 from tests.builders import pod
+from tests.harness import control_plane, etcd_store
 
 pytestmark = pytest.mark.integration
 PODS = BY_KIND["Pod"]
@@ -30,25 +29,14 @@ PODS = BY_KIND["Pod"]
 
 @pytest.fixture
 async def client(etcd_server: EtcdProcess) -> AsyncIterator[Client]:
-    storage = EtcdStorage(etcd_server.endpoint)
-    await storage.connect()
-    items, _ = await storage.list("/registry/")
-    from services.storage import Delete
-
-    for kv in items:
-        await storage.txn([], [Delete(kv.key)])
-    api = ApiServer(storage, ApiServerConfig(watch_cache_capacity=20, bookmark_interval=0.2))
-    await api.start()
-    server, port = await serve(api)
-    c = Client(f"127.0.0.1:{port}", timeout=10)
-    c.api = api  # type: ignore[attr-defined]  # lets a test wait for the watch cache
-    try:
+    config = ApiServerConfig(watch_cache_capacity=20, bookmark_interval=0.2)
+    async with (
+        etcd_store(etcd_server.endpoint, wipe_prefix="/registry/") as storage,
+        control_plane(storage, config) as cp,
+    ):
+        c = cp.client
+        c.api = cp.api  # type: ignore[attr-defined]  # lets a test wait for the watch cache
         yield c
-    finally:
-        await c.close()
-        await server.stop(grace=0.5)
-        await api.stop()
-        await storage.close()
 
 
 async def test_errors_cross_grpc_as_typed_status_codes(client: Client) -> None:

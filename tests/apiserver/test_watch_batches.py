@@ -16,11 +16,11 @@ from protos.kubera.v1 import core_pb2
 from services.api.errors import BadRequestError, GoneError, ResourceVersionTooLargeError
 from services.api.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig, BindItem
-from services.apiserver.server import serve
 from services.apiserver.watchcache import WatchCache
 from services.client import Client
 from services.storage import Storage
 from tests.builders import pod
+from tests.harness import control_plane
 
 PODS = BY_KIND["Pod"]
 
@@ -39,20 +39,13 @@ BOUNDS = [(1, 1 << 30), (2, 1 << 30), (1000, 1 << 30), (1000, 1)]
 
 @contextlib.asynccontextmanager
 async def apiserver(storage: Storage) -> AsyncIterator[tuple[ApiServer, Client]]:
-    api = ApiServer(storage, ApiServerConfig(watch_cache_capacity=1000, bookmark_interval=0.2))
-    await api.start()
-    for name in ("a", "b"):
-        ns = core_pb2.Namespace()
-        ns.metadata.name = name
-        await api.create(ns)
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=10)
-    try:
-        yield api, client
-    finally:
-        await client.close()
-        await server.stop(0.2)
-        await api.stop()
+    config = ApiServerConfig(watch_cache_capacity=1000, bookmark_interval=0.2)
+    async with control_plane(storage, config) as cp:
+        for name in ("a", "b"):
+            ns = core_pb2.Namespace()
+            ns.metadata.name = name
+            await cp.api.create(ns)
+        yield cp.api, cp.client
 
 
 def _pod(name: str, namespace: str = "a", app: str = "web") -> Any:
