@@ -18,7 +18,6 @@ from protos.kubera.v1 import coordination_pb2
 from services.api.errors import PermissionDeniedError, UnauthorizedError, UnavailableError
 from services.api.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
 from services.auth.certs import new_pki
 from services.auth.grpcauth import bearer
 from services.auth.tokens import IssuedTokens, TokenAuthenticator, issue_tokens
@@ -26,8 +25,6 @@ from services.chaos import add_control
 from services.client import Client
 from services.hosts.apiserver import ApiServerHost, ApiServerHostConfig
 from services.hosts.replica import Replica
-from services.storage import Delete
-from services.storage.etcd import EtcdStorage
 from tests.builders import (
     MakeNode,
     MakePod,
@@ -37,6 +34,7 @@ from tests.builders import (
     resource_claim,
     resource_slice,
 )
+from tests.harness import control_plane, etcd_store
 
 pytestmark = pytest.mark.integration
 PODS, NODES, LEASES = BY_KIND["Pod"], BY_KIND["Node"], BY_KIND["Lease"]
@@ -55,29 +53,22 @@ class Cluster:
 
 @pytest.fixture
 async def cluster(etcd_server: EtcdProcess) -> AsyncIterator[Cluster]:
-    storage = EtcdStorage(etcd_server.endpoint)
-    await storage.connect()
-    items, _ = await storage.list("/registry/")
-    for kv in items:
-        await storage.txn([], [Delete(kv.key)])
     tokens = issue_tokens(
         schedulers=["scheduler"],
         controller_managers=["controller-manager"],
         pools={"pool-0": ["n1", "n3"], "pool-1": ["n2"]},
     )
-    api = ApiServer(storage, ApiServerConfig(watch_cache_capacity=50, bookmark_interval=0.2))
-    await api.start()
-    server, port = await serve(
-        api,
-        authn=TokenAuthenticator(tokens.users),
-        also=lambda s: add_control(s, [], "apiserver", "apiserver"),
-    )
-    try:
-        yield Cluster(f"127.0.0.1:{port}", tokens, api)
-    finally:
-        await server.stop(grace=0.5)
-        await api.stop()
-        await storage.close()
+    config = ApiServerConfig(watch_cache_capacity=50, bookmark_interval=0.2)
+    async with (
+        etcd_store(etcd_server.endpoint, wipe_prefix="/registry/") as storage,
+        control_plane(
+            storage,
+            config,
+            authn=TokenAuthenticator(tokens.users),
+            also=lambda s: add_control(s, [], "apiserver", "apiserver"),
+        ) as cp,
+    ):
+        yield Cluster(cp.address, tokens, cp.api)
 
 
 def lease(node: str) -> coordination_pb2.Lease:

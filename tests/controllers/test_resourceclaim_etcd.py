@@ -15,17 +15,14 @@ from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.errors import ConflictError
 from services.api.kinds import BY_KIND
-from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
 from services.client import Client
 from services.clock import ScaledClock
 from services.controllers.manager import ControllerManager, ControllerManagerConfig
 from services.controllers.resourceclaim import DELETE_PROTECTION_FINALIZER
 from services.kubelet.pool import NodePool, PoolConfig
 from services.kubelet.template import parse_template, plan_nodes
-from services.storage import Delete
-from services.storage.etcd import EtcdStorage
 from tests.builders import MakePod, exact_request, resource_claim, resource_claim_template
+from tests.harness import control_plane, etcd_store
 from tests.waiting import eventually
 
 PODS, CLAIMS = BY_KIND["Pod"], BY_KIND["ResourceClaim"]
@@ -74,27 +71,16 @@ class Cluster:
 
 @pytest.fixture
 async def cluster(etcd_server: EtcdProcess) -> AsyncIterator[Cluster]:
-    storage = EtcdStorage(etcd_server.endpoint)
-    await storage.connect()
-    items, _ = await storage.list("/")
-    for kv in items:
-        await storage.txn([], [Delete(kv.key)])
-    api = ApiServer(storage, ApiServerConfig(bookmark_interval=0.5))
-    await api.start()
-    server, port = await serve(api)
-    client = Client(f"127.0.0.1:{port}", timeout=10)
-    manager = ControllerManager(client, ControllerManagerConfig(controllers=("resourceclaim",)))
-    stop = asyncio.Event()
-    task = asyncio.create_task(manager.run(stop))
-    try:
-        yield Cluster(client)
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 15)
-        await client.close()
-        await server.stop(0.2)
-        await api.stop()
-        await storage.close()
+    async with etcd_store(etcd_server.endpoint) as storage, control_plane(storage) as cp:
+        manager = ControllerManager(
+            cp.client, ControllerManagerConfig(controllers=("resourceclaim",))
+        )
+        task = asyncio.create_task(manager.run(cp.stop_event))
+        try:
+            yield Cluster(cp.client)
+        finally:
+            cp.stop_event.set()
+            await asyncio.wait_for(task, 15)
 
 
 async def test_claims_from_templates_live_and_die_with_their_pods(cluster: Cluster) -> None:

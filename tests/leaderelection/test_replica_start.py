@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from kubera.launch.etcd import EtcdProcess
-from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
+from services.apiserver.registry import ApiServerConfig
 from services.hosts.controllermanager import (
     ControllerManagerReplica,
     ControllerManagerReplicaConfig,
@@ -23,8 +22,8 @@ from services.hosts.replica import Replica, election_key
 from services.hosts.scheduler import SchedulerReplica, SchedulerReplicaConfig
 from services.leaderelection import LeaderElectionSettings, TimingOverrides
 from services.storage import Delete
-from services.storage.etcd import EtcdStorage
 from services.storage.keys import replica_key
+from tests.harness import control_plane, etcd_store
 from tests.leaderelection.harness import ApiCluster
 from tests.waiting import eventually
 
@@ -36,20 +35,9 @@ SCHEDULER_KEY = election_key("kube-system", "kube-scheduler")
 
 @pytest.fixture
 async def api(etcd_server: EtcdProcess) -> AsyncIterator[ApiCluster]:
-    storage = EtcdStorage(etcd_server.endpoint)
-    await storage.connect()
-    items, _ = await storage.list("/")
-    for kv in items:
-        await storage.txn([], [Delete(kv.key)])
-    server_api = ApiServer(storage, ApiServerConfig(watch_cache_capacity=200))
-    await server_api.start()
-    server, port = await serve(server_api)
-    try:
-        yield ApiCluster(server_api, f"127.0.0.1:{port}", etcd_server.endpoint)
-    finally:
-        await server.stop(0.5)
-        await server_api.stop()
-        await storage.close()
+    config = ApiServerConfig(watch_cache_capacity=200)
+    async with etcd_store(etcd_server.endpoint) as storage, control_plane(storage, config) as cp:
+        yield ApiCluster(cp.api, cp.address, etcd_server.endpoint)
 
 
 class FailOnce:

@@ -25,7 +25,6 @@ from services.api.fencing import BOUND_BY, Fencing, parse_bound_by
 from services.api.kinds import BY_KIND
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.registry import ApiServer, ApiServerConfig
-from services.apiserver.server import serve
 from services.client import Client
 from services.hosts.controllermanager import (
     ControllerManagerReplica,
@@ -34,8 +33,8 @@ from services.hosts.controllermanager import (
 from services.hosts.replica import Replica, election_key
 from services.hosts.scheduler import SchedulerReplica, SchedulerReplicaConfig
 from services.leaderelection import LeaderElectionSettings, TimingOverrides
-from services.storage import Delete, Get
-from services.storage.etcd import EtcdStorage
+from services.storage import Get
+from tests.harness import control_plane, etcd_store
 from tests.leaderelection.harness import ApiCluster, new_pod
 from tests.waiting import eventually
 
@@ -110,22 +109,10 @@ class Cluster(ApiCluster):
 
 @pytest.fixture
 async def cluster(etcd_server: EtcdProcess) -> AsyncIterator[Cluster]:
-    storage = EtcdStorage(etcd_server.endpoint)
-    await storage.connect()
-    items, _ = await storage.list("/")
-    for kv in items:
-        await storage.txn([], [Delete(kv.key)])
-    api = RecordingApiServer(
-        storage, ApiServerConfig(watch_cache_capacity=200, bookmark_interval=0.2)
-    )
-    await api.start()
-    server, port = await serve(api)
-    try:
-        yield Cluster(api, f"127.0.0.1:{port}", etcd_server.endpoint)
-    finally:
-        await server.stop(0.5)
-        await api.stop()
-        await storage.close()
+    async with etcd_store(etcd_server.endpoint) as storage:
+        config = ApiServerConfig(watch_cache_capacity=200, bookmark_interval=0.2)
+        async with control_plane(api=RecordingApiServer(storage, config)) as cp:
+            yield Cluster(cp.api, cp.address, etcd_server.endpoint)  # type: ignore[arg-type]
 
 
 class Host(Protocol):
