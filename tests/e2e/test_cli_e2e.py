@@ -12,9 +12,16 @@ from pathlib import Path
 import pytest
 
 from kubera.testing import Cluster, alive
+from tests.e2e import helpers
 from tests.e2e.helpers import ROOT, kubera_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
+
+
+@pytest.fixture(scope="module")
+def own_ray() -> bool:
+    """`kubera up` as a user runs it: with a Ray it starts, and `kubera down` stops."""
+    return True
 
 
 def test_up_writes_a_context_with_endpoints(cluster: Cluster) -> None:
@@ -152,42 +159,8 @@ def test_up_with_an_existing_etcd_leaves_that_etcd_running(tmp_path: Path, etcd_
 @pytest.fixture
 def ray_head() -> Iterator[str]:
     """A separate Ray cluster (`ray start --head --block`), stopped by PID afterwards."""
-    import shutil
-    import signal
-    import tempfile
-    import time
-
-    tmp = tempfile.mkdtemp(prefix="krh-", dir="/tmp")  # Ray's socket paths must stay short
-    ray_cli = str(Path(sys.executable).with_name("ray"))
-    head = subprocess.Popen(
-        [
-            ray_cli,
-            "start",
-            "--head",
-            "--block",
-            "--port=0",
-            "--node-ip-address=127.0.0.1",
-            f"--temp-dir={tmp}",
-            "--include-dashboard=false",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        marker = Path(tmp) / "ray_current_cluster"
-        deadline = time.monotonic() + 60
-        while not marker.exists() and time.monotonic() < deadline and head.poll() is None:
-            time.sleep(0.1)
-        assert marker.exists(), "ray start --head did not come up"
-        yield marker.read_text().strip()
-    finally:
-        head.send_signal(signal.SIGTERM)  # --block tears its own processes down
-        try:
-            head.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
-        shutil.rmtree(tmp, ignore_errors=True)
+    with helpers.ray_head() as address:
+        yield address
 
 
 def test_up_on_an_existing_ray_cluster_leaves_it_running(tmp_path: Path, ray_head: str) -> None:

@@ -163,11 +163,13 @@ def gpu_pod(name: str, template: str, labels: dict[str, str] | None = None) -> d
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("kubera-home")
     template = home / "gpu-nodes.yaml"
     template.write_text(yaml.safe_dump(TEMPLATE))
-    with running(home, "--node-template", str(template), "--time-scale", "20") as k:
+    with running(
+        home, "--node-template", str(template), "--time-scale", "20", ray_address=shared_ray
+    ) as k:
         yield k
 
 

@@ -18,10 +18,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("kubera-home")
     up_args = ("--nodes", "4", "--nodes-per-pool", "2", "--time-scale", "20", "--no-scheduler")
-    with running(home, *up_args) as k:
+    with running(home, *up_args, ray_address=shared_ray) as k:
         assert "4 hollow nodes in 2 pool(s)" in k.up_stdout
         yield k
 

@@ -19,9 +19,11 @@ NODE0, NODE1 = "kubera-node-00000", "kubera-node-00001"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("kubera-home")
-    with running(home, "--nodes", "3", "--time-scale", "20", "--no-scheduler") as k:
+    with running(
+        home, "--nodes", "3", "--time-scale", "20", "--no-scheduler", ray_address=shared_ray
+    ) as k:
         yield k
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import ROOT
+from tests.e2e.helpers import ROOT, on_ray
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -61,9 +61,9 @@ def pod(name: str, cls: str, cpu: str, *, node: str = "", labels: dict | None = 
 
 
 @pytest.fixture
-def kubera(tmp_path: Path) -> Iterator[Cluster]:
+def kubera(tmp_path: Path, shared_ray: str) -> Iterator[Cluster]:
     k = Cluster(tmp_path / "home", cwd=ROOT, timeout=240)
-    up = k.start("--nodes", "3", "--scheduler-seed", "1")
+    up = k.start(*on_ray(k.home, shared_ray), "--nodes", "3", "--scheduler-seed", "1")
     assert up.returncode == 0, up.stderr
     try:
         yield k

@@ -19,9 +19,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("kubera-home")
-    with running(home, "--nodes", "2", "--time-scale", "20") as k:
+    with running(home, "--nodes", "2", "--time-scale", "20", ray_address=shared_ray) as k:
         yield k
 
 

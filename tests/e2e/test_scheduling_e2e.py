@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import yaml
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import ROOT
+from tests.e2e.helpers import ROOT, on_ray
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -72,18 +71,44 @@ class Kubera(Cluster):
 
         return msg(self.wait(name, msg, "reported unschedulable"))
 
+    def clear(self, timeout: float = 60.0) -> None:
+        """Delete every pod (at once) and every node; return once none is listed."""
+        for args in (("pods", "--all", "--grace-period", "0"), ("nodes", "--all")):
+            r = self("delete", *args)
+            assert r.returncode == 0, r.stderr
+        deadline = time.monotonic() + timeout
+        while True:
+            left = [self("get", kind, "-o", "name").stdout.strip() for kind in ("pods", "nodes")]
+            if not any(left):
+                return
+            assert time.monotonic() < deadline, f"not cleared within {timeout}s: {left}"
+            time.sleep(0.2)
 
-@pytest.fixture
-def kubera(tmp_path: Path) -> Iterator[Kubera]:
-    cfg = tmp_path / "scheduler.yaml"
+
+@pytest.fixture(scope="module")
+def running_kubera(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Kubera]:
+    """One cluster for the module: `kubera up` with no nodes and the two profiles."""
+    tmp = tmp_path_factory.mktemp("scheduling")
+    cfg = tmp / "scheduler.yaml"
     cfg.write_text(TWO_PROFILES)
-    k = Kubera(tmp_path / "home", cwd=ROOT, timeout=240)
-    up = k.start("--nodes", "0", "--scheduler-config", str(cfg), "--scheduler-seed", "1")
+    k = Kubera(tmp / "home", cwd=ROOT, timeout=240)
+    up = k.start(
+        *on_ray(k.home, shared_ray),
+        *("--nodes", "0", "--scheduler-config", str(cfg), "--scheduler-seed", "1"),
+    )
     assert up.returncode == 0, up.stderr
     try:
         yield k
     finally:
         k.stop()
+
+
+@pytest.fixture
+def kubera(running_kubera: Kubera) -> Iterator[Kubera]:
+    """The module's cluster, left as the test found it: with no pod and no node (each test
+    makes its own nodes, and the FailedScheduling words count them)."""
+    yield running_kubera
+    running_kubera.clear()
 
 
 def nodes(*specs: tuple[str, str, dict, list]) -> str:
