@@ -1,5 +1,6 @@
-"""Fixtures shared by every test folder: a real etcd (started by the test session, stopped
-by PID at its end) and the storage backends the same tests run against. Loading it also
+"""Fixtures shared by every test folder: a real etcd and a Ray head (each started by the
+first test of the session that asks for it, stopped by PID at the end of the session),
+and the storage backends the same tests run against. Loading it also
 loads the hypothesis profile $HYPOTHESIS_PROFILE names (tests/profiles.py: `fast` unless
 `make test-deep` asks for `deep`)."""
 
@@ -16,6 +17,7 @@ from services.storage import Delete, Storage
 from services.storage.etcd import EtcdStorage
 from services.storage.memory import MemoryStorage
 from tests import profiles
+from tests.rayhead import ray_head
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
@@ -31,6 +33,14 @@ def etcd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdProces
         yield proc
     finally:
         proc.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_ray() -> Iterator[str]:
+    """The address of one Ray cluster (a head on loopback) for the whole session, for the
+    clusters tests start with `kubera up --ray-address` (tests/rayhead.py `on_ray`)."""
+    with ray_head() as address:
+        yield address
 
 
 async def _wipe(storage: Storage) -> None:

@@ -14,6 +14,7 @@ import pytest
 from kubera.launch.etcd import EtcdProcess, EtcdTLSFiles
 from services.auth.certs import PkiFiles, new_pki, write_pki
 from tests.e2e.helpers import kubera_in
+from tests.rayhead import on_ray
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -35,12 +36,15 @@ def tls_etcd(tmp_path: Path) -> Iterator[tuple[EtcdProcess, PkiFiles]]:
         proc.stop()
 
 
-def test_up_on_an_external_etcd_with_client_certificates(tmp_path: Path, tls_etcd) -> None:
+def test_up_on_an_external_etcd_with_client_certificates(
+    tmp_path: Path, tls_etcd, shared_ray: str
+) -> None:
     etcd, files = tls_etcd
     k = kubera_in(tmp_path / "home")
     up = k(
         "up",
         "--detach",
+        *on_ray(k.home, shared_ray),
         "--no-scheduler",
         "--etcd",
         etcd.endpoint,
@@ -66,10 +70,13 @@ def test_up_on_an_external_etcd_with_client_certificates(tmp_path: Path, tls_etc
     assert down.returncode == 0
 
 
-def test_up_on_a_tls_etcd_without_its_files_fails_in_one_line(tmp_path: Path, tls_etcd) -> None:
+def test_up_on_a_tls_etcd_without_its_files_fails_in_one_line(
+    tmp_path: Path, tls_etcd, shared_ray: str
+) -> None:
     etcd, _files = tls_etcd
     k = kubera_in(tmp_path / "home")
-    up = k("up", "--detach", "--no-scheduler", "--no-controllers", "--etcd", etcd.endpoint)
+    on = on_ray(k.home, shared_ray)
+    up = k("up", "--detach", *on, "--no-scheduler", "--no-controllers", "--etcd", etcd.endpoint)
     try:
         assert up.returncode == 1
         assert "kubera up failed" in up.stderr and "Traceback" not in up.stderr

@@ -1,6 +1,6 @@
 """Fixtures of the end-to-end tests: `cluster`, one `kubera up --detach` (in a private
 KUBERA_HOME, kubera.testing.Cluster) per test module, stopped after the module's tests,
-and `shared_ray`, the one Ray cluster of the session those clusters run their actors on.
+its actors on the session's one Ray (`shared_ray`, tests/conftest.py).
 
 A module passes its `kubera up` flags by overriding the `up_args` fixture, and gets a Ray
 of its cluster's own (started and stopped by `kubera up` and `kubera down`, as a user's
@@ -14,22 +14,13 @@ from collections.abc import Iterator
 import pytest
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import ray_head, running
+from tests.e2e.helpers import running
 
 
 @pytest.fixture(scope="module")
 def up_args() -> tuple[str, ...]:
     """The flags of the module's `kubera up --detach` (none: the defaults)."""
     return ()
-
-
-@pytest.fixture(scope="session")
-def shared_ray() -> Iterator[str]:
-    """The address of one Ray cluster (a head on loopback) for the whole session. Starting
-    a Ray head costs a cluster most of its `kubera up`; the e2e clusters share this one,
-    each in a Ray namespace of its own, and `kubera down` removes its actors from it."""
-    with ray_head() as address:
-        yield address
 
 
 @pytest.fixture(scope="module")

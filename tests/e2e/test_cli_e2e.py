@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kubera.testing import Cluster, alive
-from tests.e2e import helpers
+from tests import rayhead
 from tests.e2e.helpers import ROOT, kubera_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -159,7 +159,7 @@ def test_up_with_an_existing_etcd_leaves_that_etcd_running(tmp_path: Path, etcd_
 @pytest.fixture
 def ray_head() -> Iterator[str]:
     """A separate Ray cluster (`ray start --head --block`), stopped by PID afterwards."""
-    with helpers.ray_head() as address:
+    with rayhead.ray_head() as address:
         yield address
 
 

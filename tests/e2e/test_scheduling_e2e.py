@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import ROOT, on_ray
+from tests.e2e.helpers import ROOT
+from tests.rayhead import on_ray
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
