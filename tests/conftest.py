@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from kubera.launch.etcd import EtcdProcess
-from services.storage import Delete, Storage
+from services.storage import Storage
 from services.storage.etcd import EtcdStorage
 from services.storage.memory import MemoryStorage
 from tests import profiles
+from tests.harness import wipe
 from tests.rayhead import ray_head
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -44,9 +45,7 @@ def shared_ray() -> Iterator[str]:
 
 
 async def _wipe(storage: Storage) -> None:
-    items, _ = await storage.list("/")
-    for kv in items:
-        await storage.txn([], [Delete(kv.key)])
+    await wipe(storage)
 
 
 @pytest.fixture(params=["memory", "etcd"])

@@ -52,11 +52,17 @@ class Runnable(Protocol):
 C = TypeVar("C", bound=Client)
 
 
+#: Deletes per transaction when wiping (etcd's --max-txn-ops is 1024 as kubera starts it).
+WIPE_BATCH = 500
+
+
 async def wipe(storage: Storage, prefix: str = "/") -> None:
-    """Delete every key under `prefix` (a shared etcd starts each test empty)."""
+    """Delete every key under `prefix` (a shared etcd starts each test empty), a batch of
+    keys a transaction."""
     items, _ = await storage.list(prefix)
-    for kv in items:
-        await storage.txn([], [Delete(kv.key)])
+    keys = [kv.key for kv in items]
+    for start in range(0, len(keys), WIPE_BATCH):
+        await storage.txn([], [Delete(k) for k in keys[start : start + WIPE_BATCH]])
 
 
 @contextlib.asynccontextmanager

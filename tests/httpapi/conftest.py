@@ -19,9 +19,8 @@ from services.apiserver import ApiServer, ApiServerConfig
 from services.auth import ALLOW_ALL, Authenticator, Authorizer
 from services.hosts.apiserver import ApiServerHost, ApiServerHostConfig
 from services.httpapi.app import build_app
-from services.storage import Delete
-from services.storage.etcd import EtcdStorage
 from services.storage.memory import MemoryStorage
+from tests.harness import etcd_store
 
 
 @pytest.fixture
@@ -89,14 +88,8 @@ class HostThread:
 
 
 async def _wipe(endpoint: str) -> None:
-    s = EtcdStorage(endpoint)
-    await s.connect()
-    try:
-        items, _ = await s.list("/")
-        for kv in items:
-            await s.txn([], [Delete(kv.key)])
-    finally:
-        await s.close()
+    async with etcd_store(endpoint):
+        pass  # wiped on connecting
 
 
 @pytest.fixture(scope="module")
