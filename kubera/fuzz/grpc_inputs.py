@@ -322,9 +322,12 @@ def example_texts() -> list[tuple[str, str]]:
     ]
 
 
-def example_objects() -> list[any_pb2.Any]:
+@functools.cache
+def example_objects() -> tuple[any_pb2.Any, ...]:
     """Every object of examples/ (nodes, namespaces, deployments, priority classes, pods
-    of every scheduling feature), as a client would send it."""
+    of every scheduling feature), as a client would send it. Parsed once a process (each
+    draw of an example object used to parse every manifest again: most of a fuzz run's
+    time); callers read them and never change them."""
     from kubera.cli import manifests
 
     out = [codec.pack(codec.decode(pod_doc("fz-ex", "default", "", {}), validate="strict").obj)]
@@ -337,7 +340,7 @@ def example_objects() -> list[any_pb2.Any]:
             if m.kind.namespaced and not m.namespace:
                 m.obj.metadata.namespace = "default"  # type: ignore[attr-defined]
             out.append(codec.pack(m.obj))
-    return out
+    return tuple(out)
 
 
 @st.composite
