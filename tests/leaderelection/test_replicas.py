@@ -33,7 +33,7 @@ from services.hosts.controllermanager import (
 )
 from services.hosts.replica import Replica, election_key
 from services.hosts.scheduler import SchedulerReplica, SchedulerReplicaConfig
-from services.leaderelection import LeaderElectionSettings, TimingOverrides
+from services.leaderelection import LeaderElectionSettings, LeaseTimings, TimingOverrides
 from services.storage import Delete, Get
 from services.storage.etcd import EtcdStorage
 from tests.leaderelection.harness import ApiCluster, new_pod
@@ -333,9 +333,11 @@ async def test_controller_manager_replicas_fence_their_writes_and_hand_over(
     cluster: Cluster,
 ) -> None:
     election = LeaderElectionSettings(
-        lease_duration=LEASE_DURATION,
-        renew_deadline=RENEW_DEADLINE,
-        retry_period=RETRY_PERIOD,
+        timings=LeaseTimings(
+            lease_duration=LEASE_DURATION,
+            renew_deadline=RENEW_DEADLINE,
+            retry_period=RETRY_PERIOD,
+        ),
         lease_name="kube-controller-manager",
     )
     config = ControllerManagerReplicaConfig(
