@@ -33,6 +33,7 @@ from pathlib import Path
 from kubera.bench.harness import pod as bench_pod
 from kubera.errors import CliError
 from kubera.testing import Cluster
+from services.api.machinery.listoptions import ListOptions
 
 LEASE = "kube-system/kube-scheduler"
 
@@ -164,7 +165,9 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
         rv = ""
         for _restart in range(10_000):  # bounded; cancelled at the end of the run
             try:
-                async for ev in client.watch(POD, namespace=ns, resource_version=rv):
+                async for ev in client.watch(
+                    POD, namespace=ns, options=ListOptions(resource_version=rv)
+                ):
                     rv = ev.object.metadata.resource_version  # type: ignore[attr-defined]
                     on_pod(ev.type, ev.object)
             except GoneError:

@@ -39,6 +39,7 @@ from kubera.launch import procs
 from kubera.launch.credentials import admin_channel
 from kubera.testing import Cluster
 from services.api.errors import AlreadyExistsError, UnavailableError
+from services.api.machinery.listoptions import ListOptions
 from services.api.quantity import parse_quantity
 from services.kubelet import default_template
 
@@ -247,7 +248,9 @@ async def _measure(ctx: dict, args: argparse.Namespace) -> dict[str, float]:
         out["create_s"] = time.monotonic() - t0
 
         async def running() -> int:
-            items, _ = await c.list(pods_kind, field_selector="status.phase=Running")
+            items, _ = await c.list(
+                pods_kind, options=ListOptions(field_selector="status.phase=Running")
+            )
             return len(items)
 
         async def patiently(count: Any) -> int:
@@ -278,7 +281,9 @@ async def _measure(ctx: dict, args: argparse.Namespace) -> dict[str, float]:
         watch = LeaseWatch({x.metadata.name: parse_rfc3339(x.spec.renew_time) for x in ls})
 
         async def follow() -> None:
-            async for ev in c.watch(leases, namespace="kube-node-lease", resource_version=rv):
+            async for ev in c.watch(
+                leases, namespace="kube-node-lease", options=ListOptions(resource_version=rv)
+            ):
                 lease = ev.object
                 if ev.type in ("ADDED", "MODIFIED"):
                     watch.saw(
@@ -322,11 +327,11 @@ async def _measure(ctx: dict, args: argparse.Namespace) -> dict[str, float]:
         cap = parse_quantity(kind.capacity["memory"]).int_value()
         pods_use = args.pods_per_node * POD_MEMORY
         inject = cap - kind.system["memory"] - pods_use - 50 * 2**20  # 50Mi left available
-        _, rv = await c.list(pods_kind, field_selector="status.phase=Failed")
+        _, rv = await c.list(pods_kind, options=ListOptions(field_selector="status.phase=Failed"))
         evicted_nodes: set[str] = set()
 
         async def evictions() -> None:
-            async for ev in c.watch(pods_kind, resource_version=rv):
+            async for ev in c.watch(pods_kind, options=ListOptions(resource_version=rv)):
                 p = ev.object
                 if p.status.phase == "Failed" and p.status.reason == "Evicted":
                     evicted_nodes.add(p.spec.node_name)

@@ -40,6 +40,7 @@ from services.api.errors import (
     UnavailableError,
 )
 from services.api.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.client import Client, WatchEvent
 
 PODS = BY_KIND["Pod"]
@@ -292,7 +293,9 @@ async def wait_until_gone(
         while pending:
             try:
                 # Client.watch is an async generator (annotated as an AsyncIterator)
-                stream = client.watch(PODS, field_selector=selector, resource_version=rv)
+                stream = client.watch(
+                    PODS, options=ListOptions(field_selector=selector, resource_version=rv)
+                )
                 async with contextlib.aclosing(cast(AsyncGenerator[WatchEvent], stream)) as events:
                     async for ev in events:
                         if ev.type != "BOOKMARK":
@@ -302,7 +305,7 @@ async def wait_until_gone(
                         rv = ev.object.metadata.resource_version or rv  # type: ignore[attr-defined]
             except GoneError:
                 # The history since `rv` is gone: what is not in a fresh list has gone.
-                current, rv = await client.list(PODS, field_selector=selector)
+                current, rv = await client.list(PODS, options=ListOptions(field_selector=selector))
                 present = {_key(p): p for p in current}
                 for key, pod in list(pending.items()):
                     now = present.get(key)
@@ -335,7 +338,9 @@ async def cmd_drain(args: argparse.Namespace) -> int:
             word = await update_node(client, node, cordon)
         print(f"node/{node} {'already cordoned' if word == 'unchanged' else word}{suffix}")
 
-        pods, rv = await client.list(PODS, field_selector=f"spec.nodeName={node}")
+        pods, rv = await client.list(
+            PODS, options=ListOptions(field_selector=f"spec.nodeName={node}")
+        )
         pods.sort(key=_key)
         plan = plan_drain(pods, opts)
         if plan.errors:
@@ -370,7 +375,11 @@ async def cmd_drain(args: argparse.Namespace) -> int:
             # other pods' evictions were retried is gone, not pending.
             now = {
                 _key(p): p.metadata.uid  # type: ignore[attr-defined]
-                for p in (await client.list(PODS, field_selector=f"spec.nodeName={node}"))[0]
+                for p in (
+                    await client.list(
+                        PODS, options=ListOptions(field_selector=f"spec.nodeName={node}")
+                    )
+                )[0]
             }
             for pod in [p for p in remaining if now.get(_key(p)) != p.metadata.uid]:  # type: ignore[attr-defined]
                 print(f"pod/{pod.metadata.name} {verb}")  # type: ignore[attr-defined]

@@ -51,6 +51,7 @@ from services.api.errors import (
     UnavailableError,
 )
 from services.api.kinds import Kind
+from services.api.machinery.listoptions import ListOptions
 from services.client import Client
 from services.clock import RealClock
 
@@ -153,7 +154,9 @@ async def _fetch(
                     errors.append(server_error(e))
         else:
             objs, _ = await client.list(
-                kind, namespace=ns, label_selector=label_selector, field_selector=field_selector
+                kind,
+                namespace=ns,
+                options=ListOptions(label_selector=label_selector, field_selector=field_selector),
             )
             objs.sort(key=lambda o: (meta_of(o).namespace, meta_of(o).name))
         groups.append((kind, objs))
@@ -185,7 +188,8 @@ async def cmd_get(args: argparse.Namespace) -> int:
         if fmt == "wide" and nodes:
             # One list for every node's CPU / MEMORY / PODS columns, never one per node.
             pods, _ = await client.list(
-                kinds.BY_KIND["Pod"], field_selector=tables.bound_pods_selector(nodes)
+                kinds.BY_KIND["Pod"],
+                options=ListOptions(field_selector=tables.bound_pods_selector(nodes)),
             )
             usage = tables.node_usage(pods)
     objs = [o for _, group in groups for o in group]
@@ -330,7 +334,7 @@ async def _events(client: Client, kind: Kind, obj: Message) -> list[Message]:
     events, _ = await client.list(
         kinds.BY_KIND["Event"],
         namespace=meta.namespace if kind.namespaced else "",
-        field_selector=selector,
+        options=ListOptions(field_selector=selector),
     )
     return events
 
@@ -363,7 +367,9 @@ async def _describe(client: Client, kind: Kind, obj: Message, now: float) -> str
         name = meta_of(obj).name
         pods, _ = await client.list(
             kinds.BY_KIND["Pod"],
-            field_selector=f"spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed",
+            options=ListOptions(
+                field_selector=f"spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed"
+            ),
         )
         pods.sort(key=lambda p: (meta_of(p).namespace, meta_of(p).name))
         lease, lease_error = None, ""

@@ -10,6 +10,7 @@ from services.api.errors import BadRequestError, ConflictError, NotFoundError
 from services.api.fields import FieldRequirement, field_matches, parse_field_selector
 from services.api.kinds import Kind
 from services.api.labels import Selector, SelectorError
+from services.api.machinery.listoptions import LIST_ALL, ListOptions
 
 #: How often a read-modify-write (update, delete, bind, patch) retries after losing a race
 #: before it answers with a conflict.
@@ -34,9 +35,8 @@ def not_found(kind: Kind, name: str) -> NotFoundError:
 class Filter:
     """A parsed label + field selector (and namespace) for list and watch."""
 
-    def __init__(
-        self, kind: Kind, namespace: str, label_selector: str, field_selector: str
-    ) -> None:
+    def __init__(self, kind: Kind, namespace: str, options: ListOptions = LIST_ALL) -> None:
+        label_selector, field_selector = options.label_selector, options.field_selector
         try:
             self.labels = Selector.parse(label_selector) if label_selector else None
         except SelectorError as e:

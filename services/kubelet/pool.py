@@ -41,6 +41,7 @@ from google.protobuf.message import Message
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.errors import ApiError, ConflictError, NotFoundError
 from services.api.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.api.resources import pod_requests
 from services.api.stages import TemplateError
 from services.client import Client, Handlers, Informer
@@ -174,7 +175,9 @@ class NodePool:
         # informers retry in wall time: reconnecting is infrastructure, not simulation
         if self.config.watch_per_node:
             self.informers = [
-                Informer(self.client, PODS, field_selector=f"spec.nodeName={n.name}")
+                Informer(
+                    self.client, PODS, options=ListOptions(field_selector=f"spec.nodeName={n.name}")
+                )
                 for n in self.nodes
             ]
         else:
@@ -184,8 +187,8 @@ class NodePool:
                 Informer(
                     self.client,
                     PODS,
-                    field_selector="spec.nodeName!=",
                     keep=self._ours,
+                    options=ListOptions(field_selector="spec.nodeName!="),
                 )
             ]
         handlers = Handlers(

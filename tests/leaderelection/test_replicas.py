@@ -23,6 +23,7 @@ from services.api import codec
 from services.api.errors import NotFoundError, PreconditionError
 from services.api.fencing import BOUND_BY, Fencing, parse_bound_by
 from services.api.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
@@ -315,7 +316,9 @@ async def _deployment(cluster: Cluster, name: str, replicas: int) -> None:
 
 
 async def _pod_keys(cluster: Cluster, app: str) -> set[str]:
-    pods, _ = await cluster.api.list(PODS, "default", label_selector=f"app={app}")
+    pods, _ = await cluster.api.list(
+        PODS, "default", options=ListOptions(label_selector=f"app={app}")
+    )
     return {PODS.key("default", p.metadata.name) for p in pods}  # type: ignore[attr-defined]
 
 
