@@ -43,6 +43,7 @@ from kubera.cli.common import (
 )
 from kubera.errors import CliError
 from kubera.printing import describe, output, tables
+from protos.kubera.v1 import core_pb2
 from services.api import kinds, labels
 from services.api.dra.claims import ClaimNotCreatedError, claim_name
 from services.api.errors import (
@@ -51,6 +52,7 @@ from services.api.errors import (
     UnavailableError,
 )
 from services.api.kinds import Kind
+from services.api.machinery.kubeobject import narrow
 from services.api.machinery.listoptions import ListOptions
 from services.client import Client
 from services.clock import RealClock
@@ -191,7 +193,7 @@ async def cmd_get(args: argparse.Namespace) -> int:
                 kinds.BY_KIND["Pod"],
                 options=ListOptions(field_selector=tables.bound_pods_selector(nodes)),
             )
-            usage = tables.node_usage(pods)
+            usage = tables.node_usage(narrow(p, core_pb2.Pod) for p in pods)
     objs = [o for _, group in groups for o in group]
     if fmt in ("json", "yaml"):
         if objs or not req.single:

@@ -22,11 +22,15 @@ from protos.kubera.v1 import (
     resource_pb2,
     scheduling_pb2,
 )
+from services.api.machinery.kubeobject import object_meta
 from services.storage.keys import resource_prefix
 
 
 def _meta_fields(obj: Message) -> dict[str, str]:
-    return {"metadata.name": obj.metadata.name, "metadata.namespace": obj.metadata.namespace}  # type: ignore[attr-defined]
+    return {
+        "metadata.name": object_meta(obj).name,
+        "metadata.namespace": object_meta(obj).namespace,
+    }
 
 
 def _pod_fields(pod: Message) -> dict[str, str]:

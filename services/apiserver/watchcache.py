@@ -72,6 +72,7 @@ from services.api.errors import (
     ResourceVersionTooLargeError,
 )
 from services.api.kinds import Kind
+from services.api.machinery.kubeobject import object_meta
 from services.clock import Clock, RealClock
 from services.storage import CompactedError, KeyValue, Storage, StorageUnavailableError, WatchBatch
 
@@ -148,7 +149,7 @@ def decode(kind: Kind, kv: KeyValue, revision: int | None = None) -> Message:
         obj.ParseFromString(kv.value)
     except Exception as e:  # noqa: BLE001 - DecodeError, or anything a bad value raises
         raise corrupt(kind, kv, e) from None
-    obj.metadata.resource_version = str(revision or kv.mod_revision)  # type: ignore[attr-defined]
+    object_meta(obj).resource_version = str(revision or kv.mod_revision)
     return obj
 
 
@@ -325,13 +326,13 @@ class WatchCache:
                 log.exception(
                     "watch cache %s: a watcher's filter failed on %s (revision %d); ending it",
                     self.kind.resource,
-                    ev.cur.obj.metadata.name,  # type: ignore[attr-defined]
+                    object_meta(ev.cur.obj).name,
                     ev.revision,
                 )
                 w.terminated = "error"
                 w.error = InternalError(
                     f"watch filter failed on {self.kind.resource} "
-                    f"{ev.cur.obj.metadata.name!r} at revision {ev.revision}: {e!r}"  # type: ignore[attr-defined]
+                    f"{object_meta(ev.cur.obj).name!r} at revision {ev.revision}: {e!r}"
                 )
                 ended.append(w)
                 continue
@@ -381,7 +382,7 @@ class WatchCache:
         for ev in reversed(self.events):
             if ev.revision <= revision:
                 break
-            m = ev.cur.obj.metadata  # type: ignore[attr-defined]
+            m = object_meta(ev.cur.obj)
             key = self.kind.key(m.namespace, m.name)
             if ev.prev is None:
                 state.pop(key, None)
@@ -586,7 +587,7 @@ class WatchCache:
                     # that the stream is alive.
                     next_bookmark = now + bookmark_interval
                     bm = self.kind.message()
-                    bm.metadata.resource_version = str(progress)  # type: ignore[attr-defined]
+                    object_meta(bm).resource_version = str(progress)
                     yield [("BOOKMARK", Entry(bm))]
                     continue
                 with contextlib.suppress(TimeoutError):
@@ -654,7 +655,7 @@ class _Batcher:
 def _with_rv(obj: Message, rev: int) -> Message:
     out = type(obj)()
     out.CopyFrom(obj)
-    out.metadata.resource_version = str(rev)  # type: ignore[attr-defined]
+    object_meta(out).resource_version = str(rev)
     return out
 
 

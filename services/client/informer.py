@@ -37,6 +37,7 @@ from services.api.errors import (
     UnavailableError,
 )
 from services.api.kinds import Kind
+from services.api.machinery.kubeobject import object_meta
 from services.api.machinery.listoptions import LIST_ALL, ListOptions
 from services.api.meta import object_key
 from services.client.client import Client, UnimplementedError, WatchEvent
@@ -160,7 +161,7 @@ class Informer:
             prev = old.get(key)
             if prev is None:
                 self._fire_add(obj)
-            elif prev.metadata.resource_version != obj.metadata.resource_version and (  # type: ignore[attr-defined]
+            elif object_meta(prev).resource_version != object_meta(obj).resource_version and (
                 self.wants_update is None or self.wants_update(prev, obj)
             ):
                 self._fire_update(prev, obj)
@@ -197,7 +198,7 @@ class Informer:
             yield [ev], False
 
     def _apply(self, type_: str, obj: Message) -> None:
-        rv = obj.metadata.resource_version  # type: ignore[attr-defined]
+        rv = object_meta(obj).resource_version
         if type_ == "BOOKMARK":
             # Everything at or below a bookmark's revision has been sent: nothing is partial
             # any more, and the resume point moves up to it (never down), as client-go's

@@ -22,6 +22,7 @@ from protos.kubera.v1 import core_pb2, meta_pb2
 from services.api.errors import ApiError
 from services.api.kinds import BY_KIND, Kind
 from services.api.labels import Selector, SelectorError, from_label_selector
+from services.api.machinery.kubeobject import object_meta
 from services.api.meta import object_key, pod_key
 from services.client import Handlers, Informer
 from services.clock import Clock, parse_rfc3339
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 
 def controller_of(obj: Message) -> meta_pb2.OwnerReference | None:
     """The owner reference with controller=true (metav1.GetControllerOf)."""
-    for ref in obj.metadata.owner_references:  # type: ignore[attr-defined]
+    for ref in object_meta(obj).owner_references:
         if ref.HasField("controller") and ref.controller:
             return ref  # type: ignore[no-any-return]
     return None
@@ -48,7 +49,7 @@ def controller_of(obj: Message) -> meta_pb2.OwnerReference | None:
 
 def new_controller_ref(owner: Message, kind: Kind) -> meta_pb2.OwnerReference:
     """metav1.NewControllerRef: controller and blockOwnerDeletion both true."""
-    meta = owner.metadata  # type: ignore[attr-defined]
+    meta = object_meta(owner)
     return meta_pb2.OwnerReference(
         api_version=kind.api_version,
         kind=kind.kind,

@@ -48,6 +48,7 @@ from services.api.disruption import (
 from services.api.errors import ConflictError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.api.labels import SelectorError
+from services.api.machinery.kubeobject import narrow, object_meta
 from services.api.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock
@@ -333,7 +334,7 @@ class DisruptionController:
         self.queue.add(object_key(pdb))
 
     def _pod_changed(self, obj: Message) -> None:
-        pod: core_pb2.Pod = obj  # type: ignore[assignment]
+        pod = narrow(obj, core_pb2.Pod)
         for pdb in self._pdb_index.list(pod.metadata.namespace):
             if covers(pdb, pod):  # type: ignore[arg-type]
                 self._enqueue_pdb(pdb)
@@ -341,11 +342,11 @@ class DisruptionController:
     def wants_pod_update(self, old: Message, new: Message) -> bool:
         """The pod updates `_pod_updated` acts on: those in a namespace with a budget (a
         budget added later is synced from the store in full)."""
-        return self._pdb_index.has(new.metadata.namespace)  # type: ignore[attr-defined]
+        return self._pdb_index.has(object_meta(new).namespace)
 
     def _pod_updated(self, old: Message, cur: Message) -> None:
         self._pod_changed(cur)
-        if dict(old.metadata.labels) != dict(cur.metadata.labels):  # type: ignore[attr-defined]
+        if dict(object_meta(old).labels) != dict(object_meta(cur).labels):
             self._pod_changed(old)
 
     def _scale_updated(self, old: Message, cur: Message) -> None:
@@ -353,7 +354,7 @@ class DisruptionController:
         (upstream waits for the pods' own events or a resync; here they are synced now)."""
         if old.spec.replicas == cur.spec.replicas:  # type: ignore[attr-defined]
             return
-        for pdb in self._pdb_index.list(cur.metadata.namespace):  # type: ignore[attr-defined]
+        for pdb in self._pdb_index.list(object_meta(cur).namespace):
             self._enqueue_pdb(pdb)
 
     # ------------------------------------------------------------------ lookups
@@ -376,7 +377,7 @@ class DisruptionController:
         stored = self.pdb_informer.store.get(key)
         if stored is None:
             return
-        pdb: policy_pb2.PodDisruptionBudget = stored  # type: ignore[assignment]
+        pdb = narrow(stored, policy_pb2.PodDisruptionBudget)
         now = self.clock.now()
         try:
             pods = self.pods_for(pdb)

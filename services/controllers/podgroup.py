@@ -36,6 +36,7 @@ from google.protobuf.message import Message
 from protos.kubera.v1 import core_pb2, podgroup_pb2
 from services.api.errors import ConflictError, NotFoundError
 from services.api.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow
 from services.api.meta import object_key
 from services.api.podgroups import (
     PHASE_FAILED,
@@ -176,7 +177,7 @@ class PodGroupController:
         stored = self.pg_informer.store.get(key)
         if stored is None:
             return
-        pg: podgroup_pb2.PodGroup = stored  # type: ignore[assignment]
+        pg = narrow(stored, podgroup_pb2.PodGroup)
         status = compute_status(pg, self.pods_of(pg), self.clock.now())
         if status == pg.status:
             return

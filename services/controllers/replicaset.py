@@ -40,6 +40,7 @@ from services.api import codec
 from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.api.labels import Selector
+from services.api.machinery.kubeobject import narrow, object_meta
 from services.api.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
@@ -241,7 +242,7 @@ class ReplicaSetController:
         if ref.kind != REPLICA_SETS.kind:
             return None
         rs = self.rs_informer.store.get(f"{namespace}/{ref.name}")
-        if rs is None or rs.metadata.uid != ref.uid:  # type: ignore[attr-defined]
+        if rs is None or object_meta(rs).uid != ref.uid:
             return None
         return rs  # type: ignore[return-value]
 
@@ -281,7 +282,7 @@ class ReplicaSetController:
         self.queue.add(object_key(rs))
 
     def _update_rs(self, old: Message, cur: Message) -> None:
-        if old.metadata.uid != cur.metadata.uid:  # type: ignore[attr-defined]
+        if object_meta(old).uid != object_meta(cur).uid:
             self._delete_rs(old)  # deleted and re-created between two looks
         self._add_rs(cur)
 
@@ -290,11 +291,11 @@ class ReplicaSetController:
         # A new ReplicaSet of the same name starts clean.
         self.expectations.delete(key)
         if self.config.cascade_delete:
-            self._dead_owners.setdefault(key, set()).add(rs.metadata.uid)  # type: ignore[attr-defined]
+            self._dead_owners.setdefault(key, set()).add(object_meta(rs).uid)
         self.queue.add(key)
 
     def _add_pod(self, obj: Message) -> None:
-        pod: core_pb2.Pod = obj  # type: ignore[assignment]
+        pod = narrow(obj, core_pb2.Pod)
         if pod.metadata.deletion_timestamp:
             # Seen for the first time already terminating (e.g. after a restart): that is
             # a deletion to observe, never a creation.
@@ -318,14 +319,14 @@ class ReplicaSetController:
         (its ReplicaSet counts its replicas' states), a label change of an orphan
         (whoever selects it may adopt it)."""
         return bool(
-            old.metadata.owner_references  # type: ignore[attr-defined]
-            or new.metadata.owner_references  # type: ignore[attr-defined]
-            or old.metadata.labels != new.metadata.labels  # type: ignore[attr-defined]
+            object_meta(old).owner_references
+            or object_meta(new).owner_references
+            or object_meta(old).labels != object_meta(new).labels
         )
 
     def _update_pod(self, old_obj: Message, cur_obj: Message) -> None:
-        old: core_pb2.Pod = old_obj  # type: ignore[assignment]
-        cur: core_pb2.Pod = cur_obj  # type: ignore[assignment]
+        old = narrow(old_obj, core_pb2.Pod)
+        cur = narrow(cur_obj, core_pb2.Pod)
         if cur.metadata.resource_version == old.metadata.resource_version:
             return
         labels_changed = dict(cur.metadata.labels) != dict(old.metadata.labels)
@@ -377,7 +378,7 @@ class ReplicaSetController:
         if cached is None:
             self.expectations.delete(key)
             return
-        rs: apps_pb2.ReplicaSet = cached  # type: ignore[assignment]
+        rs = narrow(cached, apps_pb2.ReplicaSet)
         needs_sync = self.expectations.satisfied(key)
         selector = selector_for(rs.spec.selector)
         if selector is None:
@@ -439,7 +440,7 @@ class ReplicaSetController:
                         rs,
                         "Normal",
                         "SuccessfulCreate",
-                        f"Created pod: {r.object.metadata.name}",  # type: ignore[attr-defined]
+                        f"Created pod: {object_meta(r.object).name}",
                     )
                 elif r.error is not None and is_namespace_terminating(r.error):
                     ok += 1  # nothing more can be created; the namespace is going away
@@ -495,7 +496,7 @@ class ReplicaSetController:
         ):
             return rs
         status.observed_generation = rs.metadata.generation
-        target: apps_pb2.ReplicaSet = codec.clone(rs)  # type: ignore[assignment]
+        target = narrow(codec.clone(rs), apps_pb2.ReplicaSet)
         for attempt in range(2):
             target.status.CopyFrom(status)
             try:
@@ -514,7 +515,7 @@ class ReplicaSetController:
         if not dead:
             return
         if current is not None:
-            dead.discard(current.metadata.uid)  # type: ignore[attr-defined]
+            dead.discard(object_meta(current).uid)
         ns = split_key(key)[0]
         doomed = []
         for pod in self.pods_in(ns):

@@ -40,6 +40,7 @@ from services.api.conditions import update_pod_condition
 from services.api.errors import ApiError, NotFoundError
 from services.api.events import new_event
 from services.api.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow
 from services.api.meta import pod_key
 from services.api.taints import NO_EXECUTE, toleration_tolerates_taint
 from services.client import Client, Handlers, SharedInformers
@@ -411,8 +412,8 @@ class TaintEvictionController:
     async def _mark_and_delete(self, namespace: str, name: str) -> None:
         """DisruptionTarget=True first (so whoever sees the pod go knows why), then a
         delete with the pod's own grace period, pinned to the pod we marked."""
-        pod: core_pb2.Pod = await self.client.get(PODS, name, namespace)  # type: ignore[assignment]
-        marked: core_pb2.Pod = codec.clone(pod)  # type: ignore[assignment]
+        pod = narrow(await self.client.get(PODS, name, namespace), core_pb2.Pod)
+        marked = narrow(codec.clone(pod), core_pb2.Pod)
         if set_disruption_target(marked, self.clock.now()):
             await self.client.update_status(marked)
         await self.client.delete(PODS, name, namespace, uid=pod.metadata.uid)

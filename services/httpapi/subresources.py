@@ -19,6 +19,7 @@ from services.api import codec, patching
 from services.api.errors import BadRequestError, ConflictError, InvalidError, invalid
 from services.api.kinds import Kind
 from services.api.labels import SelectorError, from_label_selector
+from services.api.machinery.kubeobject import object_meta
 from services.apiserver import MAX_RETRIES, conflict
 from services.httpapi.status import success
 from services.httpapi.verbs import Call, UnsupportedMediaType, body_doc, patch_type
@@ -28,7 +29,7 @@ SCALABLE = frozenset({"deployments", "replicasets"})
 
 
 def _meta(obj: Message):  # type: ignore[no-untyped-def]  # -> meta_pb2.ObjectMeta
-    return obj.metadata  # type: ignore[attr-defined]
+    return object_meta(obj)
 
 
 async def bind(call: Call) -> tuple[int, dict[str, Any]]:

@@ -25,6 +25,7 @@ from google.protobuf.message import Message
 from services.api import codec, printers
 from services.api.errors import BadRequestError
 from services.api.kinds import Kind
+from services.api.machinery.kubeobject import object_meta
 from services.clock import RealClock
 
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
@@ -88,7 +89,7 @@ def partial_object_metadata(obj: Message) -> dict[str, Any]:
     return {
         "kind": "PartialObjectMetadata",
         "apiVersion": TABLE_API_VERSION,
-        "metadata": codec.encode(obj.metadata),  # type: ignore[attr-defined]
+        "metadata": codec.encode(object_meta(obj)),
     }
 
 

@@ -46,6 +46,7 @@ from services.api.errors import (
 )
 from services.api.kinds import KINDS, Kind
 from services.api.limits import DepthError, loads_json
+from services.api.machinery.kubeobject import object_meta
 from services.api.machinery.listoptions import ListOptions
 from services.apiserver import MAX_RETRIES, ApiServer, conflict
 from services.auth import User
@@ -68,7 +69,7 @@ BODY_TYPES = ("application/json", "application/yaml")
 
 
 def _meta(obj: Message):  # type: ignore[no-untyped-def]  # -> meta_pb2.ObjectMeta
-    return obj.metadata  # type: ignore[attr-defined]
+    return object_meta(obj)
 
 
 class UnsupportedMediaType(ApiError):

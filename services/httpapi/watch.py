@@ -31,6 +31,7 @@ from aiohttp import web
 from google.protobuf.message import Message
 
 from services.api.errors import ApiError, BadRequestError
+from services.api.machinery.kubeobject import object_meta
 from services.api.machinery.listoptions import ListOptions
 from services.apiserver import Filter, parse_resource_version
 from services.httpapi.status import from_error
@@ -89,7 +90,7 @@ def bookmark(call: Call, obj: Message) -> dict[str, Any]:
     return {
         "kind": call.kind.kind,
         "apiVersion": call.kind.api_version,
-        "metadata": {"resourceVersion": obj.metadata.resource_version},  # type: ignore[attr-defined]
+        "metadata": {"resourceVersion": object_meta(obj).resource_version},
     }
 
 

@@ -41,6 +41,7 @@ from google.protobuf.message import Message
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.errors import ApiError, ConflictError, NotFoundError
 from services.api.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow
 from services.api.machinery.listoptions import ListOptions
 from services.api.resources import pod_requests
 from services.api.stages import TemplateError
@@ -364,7 +365,7 @@ class NodePool:
         return unprepared(st.pod, lambda key: store.get(key), node)  # type: ignore[arg-type,return-value]
 
     def _on_claim(self, obj: Message) -> None:
-        claim: resource_pb2.ResourceClaim = obj  # type: ignore[assignment]
+        claim = narrow(obj, resource_pb2.ResourceClaim)
         for ref in claim.status.reserved_for:
             if ref.uid in self.waiting_for_claims:
                 st = self.pods.get(ref.uid)

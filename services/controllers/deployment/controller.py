@@ -55,6 +55,7 @@ from protos.kubera.v1 import core_pb2, meta_pb2
 from services.api import codec
 from services.api.errors import ApiError, NotFoundError
 from services.api.labels import Selector
+from services.api.machinery.kubeobject import narrow, object_meta
 from services.api.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock
@@ -215,7 +216,7 @@ class DeploymentController:
         if ref is None or ref.kind != DEPLOYMENTS.kind:
             return None
         d = self.d_informer.store.get(f"{namespace}/{ref.name}")
-        if d is None or d.metadata.uid != ref.uid:  # type: ignore[attr-defined]
+        if d is None or object_meta(d).uid != ref.uid:
             return None
         return d  # type: ignore[return-value]
 
@@ -256,18 +257,18 @@ class DeploymentController:
         self.queue.add(object_key(d))
 
     def _update_deployment(self, old: Message, cur: Message) -> None:
-        if old.metadata.uid != cur.metadata.uid:  # type: ignore[attr-defined]
+        if object_meta(old).uid != object_meta(cur).uid:
             self._delete_deployment(old)
         self.queue.add(object_key(cur))
 
     def _delete_deployment(self, d: Message) -> None:
         key = object_key(d)
         if self.config.cascade_delete:
-            self._dead_owners.setdefault(key, set()).add(d.metadata.uid)  # type: ignore[attr-defined]
+            self._dead_owners.setdefault(key, set()).add(object_meta(d).uid)
         self.queue.add(key)
 
     def _add_rs(self, obj: Message) -> None:
-        rs: ReplicaSet = obj  # type: ignore[assignment]
+        rs = narrow(obj, ReplicaSet)
         if rs.metadata.deletion_timestamp:
             self._delete_rs(rs)
             return
@@ -281,8 +282,8 @@ class DeploymentController:
             self.queue.add(object_key(d))
 
     def _update_rs(self, old_obj: Message, cur_obj: Message) -> None:
-        old: ReplicaSet = old_obj  # type: ignore[assignment]
-        cur: ReplicaSet = cur_obj  # type: ignore[assignment]
+        old = narrow(old_obj, ReplicaSet)
+        cur = narrow(cur_obj, ReplicaSet)
         if cur.metadata.resource_version == old.metadata.resource_version:
             return
         cur_ref, old_ref = controller_of(cur), controller_of(old)
@@ -305,7 +306,7 @@ class DeploymentController:
         ref = controller_of(obj)
         if ref is None:
             return
-        d = self._resolve(obj.metadata.namespace, ref)  # type: ignore[attr-defined]
+        d = self._resolve(object_meta(obj).namespace, ref)
         if d is not None:
             self.queue.add(object_key(d))
 
@@ -316,12 +317,12 @@ class DeploymentController:
 
     def _delete_pod(self, obj: Message) -> None:
         """A Recreate rollout waits for the old pods to go: look again when the last one has."""
-        pod: core_pb2.Pod = obj  # type: ignore[assignment]
+        pod = narrow(obj, core_pb2.Pod)
         ref = controller_of(pod)
         if ref is None or ref.kind != REPLICA_SETS.kind:
             return
         rs = self.rs_informer.store.get(f"{pod.metadata.namespace}/{ref.name}")
-        if rs is None or rs.metadata.uid != ref.uid:  # type: ignore[attr-defined]
+        if rs is None or object_meta(rs).uid != ref.uid:
             return
         d = self._resolve(pod.metadata.namespace, controller_of(rs))
         if d is None or d.spec.strategy.type != RECREATE:
@@ -338,7 +339,7 @@ class DeploymentController:
         await self._cascade(key, cached)
         if cached is None:
             return
-        d: Deployment = codec.clone(cached)  # type: ignore[assignment]
+        d = narrow(codec.clone(cached), Deployment)
         selector = selector_for(d.spec.selector)
         if selector is None or selector.is_empty():
             self.events.event(
@@ -386,7 +387,7 @@ class DeploymentController:
         if not dead:
             return
         if current is not None:
-            dead.discard(current.metadata.uid)  # type: ignore[attr-defined]
+            dead.discard(object_meta(current).uid)
         rss: list[ReplicaSet] = self._rs_index.list(split_key(key)[0])  # type: ignore[assignment]
         for rs in rss:
             ref = controller_of(rs)

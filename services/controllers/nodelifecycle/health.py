@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
+from services.api.machinery.kubeobject import object_meta
 from services.client import Client, Informer
 from services.clock import Clock, parse_rfc3339, rfc3339
 from services.controllers.nodelifecycle.config import NodeLifecycleConfig
@@ -87,7 +88,7 @@ def _lease_renew_time(lease: Message | None) -> float | None:
     try:
         return parse_rfc3339(text)
     except ValueError:
-        log.warning("lease %s: unreadable renewTime %r", lease.metadata.name, text)  # type: ignore[attr-defined]
+        log.warning("lease %s: unreadable renewTime %r", object_meta(lease).name, text)
         return None
 
 
