@@ -45,6 +45,7 @@ from services.api.fencing import METADATA_KEY as FENCING_METADATA
 from services.api.fencing import Fencing
 from services.api.kinds import Kind, kind_of
 from services.api.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
+from services.api.machinery.kubeobject import narrow
 from services.api.machinery.listoptions import LIST_ALL, ListOptions
 from services.auth.grpcauth import CA_ENV, TOKEN_ENV, bearer
 from services.client.binds import BindCoalescer, outcome
@@ -310,7 +311,7 @@ class Client:
             pb.CreateRequest(resource=kind.resource, object=codec.pack(obj), dry_run=dry_run),
             write=not dry_run,
         )
-        return _decode(resp.object, f"create {kind.resource}")  # type: ignore[return-value]
+        return narrow(_decode(resp.object, f"create {kind.resource}"), type(obj))
 
     async def get(self, kind: Kind, name: str, namespace: str = "") -> Message:
         resp = await self._call(
@@ -342,7 +343,7 @@ class Client:
             pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)),
             write=True,
         )
-        return _decode(resp.object, f"update {kind.resource}")  # type: ignore[return-value]
+        return narrow(_decode(resp.object, f"update {kind.resource}"), type(obj))
 
     async def update_status(self, obj: M) -> M:
         kind = kind_of(obj)
@@ -351,7 +352,7 @@ class Client:
             pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)),
             write=True,
         )
-        return _decode(resp.object, f"update {kind.resource}")  # type: ignore[return-value]
+        return narrow(_decode(resp.object, f"update {kind.resource}"), type(obj))
 
     async def patch(
         self, kind: Kind, name: str, merge_patch: str, *, namespace: str = "", status: bool = False

@@ -22,7 +22,7 @@ from protos.kubera.v1 import core_pb2, meta_pb2
 from services.api.errors import ApiError
 from services.api.kinds import BY_KIND, Kind
 from services.api.labels import Selector, SelectorError, from_label_selector
-from services.api.machinery.kubeobject import object_meta
+from services.api.machinery.kubeobject import narrow, object_meta
 from services.api.meta import object_key, pod_key
 from services.client import Handlers, Informer
 from services.clock import Clock, parse_rfc3339
@@ -204,7 +204,7 @@ class PodsByNode:
     @staticmethod
     def wants_update(old: Message, new: Message) -> bool:
         """Whether the index needs this update: nodeName changed."""
-        return old.spec.node_name != new.spec.node_name  # type: ignore[attr-defined]
+        return narrow(old, core_pb2.Pod).spec.node_name != narrow(new, core_pb2.Pod).spec.node_name
 
     def pods_on(self, node_name: str) -> list[core_pb2.Pod]:
         store = self._informer.store  # a relist replaces the store
@@ -212,7 +212,7 @@ class PodsByNode:
 
     def _set(self, pod: Message) -> None:
         key = pod_key(pod)
-        node = pod.spec.node_name  # type: ignore[attr-defined]
+        node = narrow(pod, core_pb2.Pod).spec.node_name
         prev = self._node_of.get(key)
         if prev is not None and prev != node:
             self._drop(prev, key)

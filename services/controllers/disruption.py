@@ -349,10 +349,17 @@ class DisruptionController:
         if dict(object_meta(old).labels) != dict(object_meta(cur).labels):
             self._pod_changed(old)
 
+    @staticmethod
+    def _replicas(obj: Message) -> int:
+        """spec.replicas of a ReplicaSet or a Deployment (the scales a budget counts)."""
+        if isinstance(obj, apps_pb2.Deployment):
+            return obj.spec.replicas
+        return narrow(obj, apps_pb2.ReplicaSet).spec.replicas
+
     def _scale_updated(self, old: Message, cur: Message) -> None:
         """A controller's spec.replicas moved: the budgets that count its scale are stale
         (upstream waits for the pods' own events or a resync; here they are synced now)."""
-        if old.spec.replicas == cur.spec.replicas:  # type: ignore[attr-defined]
+        if self._replicas(old) == self._replicas(cur):
             return
         for pdb in self._pdb_index.list(object_meta(cur).namespace):
             self._enqueue_pdb(pdb)

@@ -223,13 +223,14 @@ class ResourceClaimController:
     @staticmethod
     def wants_pod_update(old: Message, new: Message) -> bool:
         """Only pods with claims matter to this controller."""
-        return bool(old.spec.resource_claims or new.spec.resource_claims)  # type: ignore[attr-defined]
+        old, new = narrow(old, core_pb2.Pod), narrow(new, core_pb2.Pod)
+        return bool(old.spec.resource_claims or new.spec.resource_claims)
 
     def _add_pod(self, obj: Message) -> None:
-        self._pod_changed(obj)  # type: ignore[arg-type]
+        self._pod_changed(narrow(obj, core_pb2.Pod))
 
     def _update_pod(self, old: Message, cur: Message) -> None:
-        self._pod_changed(cur)  # type: ignore[arg-type]
+        self._pod_changed(narrow(cur, core_pb2.Pod))
 
     def _pod_changed(self, pod: core_pb2.Pod) -> None:
         if not pod.spec.resource_claims:

@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 from google.protobuf.message import Message
 
+from protos.kubera.v1 import meta_pb2
 from services.api import codec, fieldmanager, patching, yamlload
 from services.api.errors import (
     ApiError,
@@ -68,7 +69,7 @@ RETURN_DELETED = frozenset({"pods"})
 BODY_TYPES = ("application/json", "application/yaml")
 
 
-def _meta(obj: Message):  # type: ignore[no-untyped-def]  # -> meta_pb2.ObjectMeta
+def _meta(obj: Message) -> meta_pb2.ObjectMeta:
     return object_meta(obj)
 
 

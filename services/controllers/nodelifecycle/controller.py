@@ -452,8 +452,8 @@ class NodeLifecycleController:
     # ----------------------------------------------------------- pods
 
     def _pod_updated(self, old: Message | None, new: Message) -> None:
-        node = new.spec.node_name  # type: ignore[attr-defined]
-        if node and (old is None or old.spec.node_name != node):  # type: ignore[attr-defined]
+        node = narrow(new, core_pb2.Pod).spec.node_name
+        if node and (old is None or narrow(old, core_pb2.Pod).spec.node_name != node):
             self.pod_queue.add(pod_key(new))
 
     async def _process_pod(self, key: str) -> None:
