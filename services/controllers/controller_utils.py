@@ -14,7 +14,7 @@ import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Generic
 
 from google.protobuf.message import Message
 
@@ -22,7 +22,7 @@ from protos.kubera.v1 import core_pb2, meta_pb2
 from services.api.errors import ApiError
 from services.api.kinds import BY_KIND, Kind
 from services.api.labels import Selector, SelectorError, from_label_selector
-from services.api.machinery.kubeobject import narrow, object_meta
+from services.api.machinery.kubeobject import M, all_instances, narrow, object_meta
 from services.api.meta import object_key, pod_key
 from services.client import Handlers, Informer
 from services.clock import Clock, parse_rfc3339
@@ -121,13 +121,14 @@ def is_namespace_terminating(err: ApiError) -> bool:
 # ============================================================================ indexes
 
 
-class NamespaceIndex:
+class NamespaceIndex(Generic[M]):
     """The keys of one shared informer's store by namespace (client-go's namespace
-    index). Construct it before registering the handlers that read it: handlers run in
-    registration order, so the index is current when they look."""
+    index), whose objects are `cls`'s. Construct it before registering the handlers that
+    read it: handlers run in registration order, so the index is current when they look."""
 
-    def __init__(self, informer: Informer) -> None:
+    def __init__(self, informer: Informer, cls: type[M]) -> None:
         self._informer = informer
+        self._cls = cls
         self._keys: dict[str, set[str]] = defaultdict(set)
         for key in informer.store:
             self._keys[split_key(key)[0]].add(key)
@@ -154,9 +155,12 @@ class NamespaceIndex:
         """The index needs no update event: an object's namespace never changes."""
         return False
 
-    def list(self, namespace: str) -> list[Message]:
+    def list(self, namespace: str) -> list[M]:
         store = self._informer.store
-        return [store[k] for k in self._keys.get(namespace, ()) if k in store]
+        out = [store[k] for k in self._keys.get(namespace, ()) if k in store]
+        if not all_instances(out, self._cls):
+            raise TypeError(f"{self._informer.kind.resource}: not all {self._cls.__name__}")
+        return out
 
 
 # ============================================================================ slow start
@@ -208,7 +212,10 @@ class PodsByNode:
 
     def pods_on(self, node_name: str) -> list[core_pb2.Pod]:
         store = self._informer.store  # a relist replaces the store
-        return [store[k] for k in self._by_node.get(node_name, ()) if k in store]  # type: ignore[misc]
+        out = [store[k] for k in self._by_node.get(node_name, ()) if k in store]
+        if not all_instances(out, core_pb2.Pod):
+            raise TypeError("pods: not all Pod")
+        return out
 
     def _set(self, pod: Message) -> None:
         key = pod_key(pod)

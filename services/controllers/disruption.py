@@ -297,8 +297,8 @@ class DisruptionController:
             base_delay=self.config.base_backoff,
             max_delay=self.config.max_backoff,
         )
-        self._pdb_index = NamespaceIndex(self.pdb_informer)
-        self._pod_index = NamespaceIndex(self.pod_informer)
+        self._pdb_index = NamespaceIndex(self.pdb_informer, policy_pb2.PodDisruptionBudget)
+        self._pod_index = NamespaceIndex(self.pod_informer, core_pb2.Pod)
         enqueue = self._enqueue_pdb
         self.pdb_informer.add_handlers(Handlers(enqueue, lambda _o, n: enqueue(n), enqueue))
         self.pod_informer.add_handlers(
@@ -367,7 +367,7 @@ class DisruptionController:
     # ------------------------------------------------------------------ lookups
 
     def pods_for(self, pdb: policy_pb2.PodDisruptionBudget) -> list[core_pb2.Pod]:
-        return pods_for(pdb, self._pod_index.list(pdb.metadata.namespace))  # type: ignore[arg-type]
+        return pods_for(pdb, self._pod_index.list(pdb.metadata.namespace))
 
     def find_scale(self, pod: core_pb2.Pod, ref: meta_pb2.OwnerReference) -> tuple[str, int] | None:
         return find_scale(

@@ -40,7 +40,7 @@ from services.api import codec
 from services.api.errors import ApiError, NotFoundError
 from services.api.kinds import BY_KIND
 from services.api.labels import Selector
-from services.api.machinery.kubeobject import narrow, object_meta
+from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.api.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
@@ -210,8 +210,8 @@ class ReplicaSetController:
         self.events = EventRecorder(
             client, "replicaset-controller", self.clock, enabled=self.config.record_events
         )
-        self._rs_index = NamespaceIndex(self.rs_informer)
-        self._pod_index = NamespaceIndex(self.pod_informer)
+        self._rs_index = NamespaceIndex(self.rs_informer, apps_pb2.ReplicaSet)
+        self._pod_index = NamespaceIndex(self.pod_informer, core_pb2.Pod)
         # RS key -> UIDs of deleted ReplicaSets of that name whose pods are still to go.
         self._dead_owners: dict[str, set[str]] = {}
         self.rs_informer.add_handlers(Handlers(self._add_rs, self._update_rs, self._delete_rs))
@@ -233,18 +233,20 @@ class ReplicaSetController:
     # ------------------------------------------------------------------ lookups
 
     def replica_sets_in(self, namespace: str) -> list[apps_pb2.ReplicaSet]:
-        return self._rs_index.list(namespace)  # type: ignore[return-value]
+        return self._rs_index.list(namespace)
 
     def pods_in(self, namespace: str) -> list[core_pb2.Pod]:
-        return self._pod_index.list(namespace)  # type: ignore[return-value]
+        return self._pod_index.list(namespace)
 
     def _resolve(self, namespace: str, ref: meta_pb2.OwnerReference) -> apps_pb2.ReplicaSet | None:
         if ref.kind != REPLICA_SETS.kind:
             return None
-        rs = self.rs_informer.store.get(f"{namespace}/{ref.name}")
-        if rs is None or object_meta(rs).uid != ref.uid:
+        rs = narrow_optional(
+            self.rs_informer.store.get(f"{namespace}/{ref.name}"), apps_pb2.ReplicaSet
+        )
+        if rs is None or rs.metadata.uid != ref.uid:
             return None
-        return rs  # type: ignore[return-value]
+        return rs
 
     def _replica_sets_selecting(self, pod: core_pb2.Pod) -> list[apps_pb2.ReplicaSet]:
         out = []

@@ -14,7 +14,7 @@ class satisfies it structurally. Two checked narrowings get from a `Message` to 
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeGuard, TypeVar
 
 from google.protobuf.message import Message
 
@@ -53,3 +53,7 @@ def narrow_optional(obj: Message | None, cls: type[M]) -> M | None:
     """`narrow` for a lookup that may find nothing (None stays None)."""
     return None if obj is None else narrow(obj, cls)
 
+
+def all_instances(objs: list[Message], cls: type[M]) -> TypeGuard[list[M]]:
+    """Whether every one of `objs` is a `cls` (a store's list read as its kind's objects)."""
+    return all(isinstance(o, cls) for o in objs)

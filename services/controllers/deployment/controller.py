@@ -55,7 +55,7 @@ from protos.kubera.v1 import core_pb2, meta_pb2
 from services.api import codec
 from services.api.errors import ApiError, NotFoundError
 from services.api.labels import Selector
-from services.api.machinery.kubeobject import narrow, object_meta
+from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.api.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock
@@ -165,9 +165,9 @@ class DeploymentController:
             replica_sets=self.rs_informer,
             queue=self.queue,
         )
-        self._d_index = NamespaceIndex(self.d_informer)
-        self._rs_index = NamespaceIndex(self.rs_informer)
-        self._pod_index = NamespaceIndex(self.pod_informer)
+        self._d_index = NamespaceIndex(self.d_informer, Deployment)
+        self._rs_index = NamespaceIndex(self.rs_informer, ReplicaSet)
+        self._pod_index = NamespaceIndex(self.pod_informer, core_pb2.Pod)
         # Deployment key -> UIDs of deleted Deployments of that name whose RSes are to go.
         self._dead_owners: dict[str, set[str]] = {}
         self.d_informer.add_handlers(
@@ -210,15 +210,15 @@ class DeploymentController:
     # ------------------------------------------------------------------ lookups
 
     def _deployments_in(self, namespace: str) -> list[Deployment]:
-        return self._d_index.list(namespace)  # type: ignore[return-value]
+        return self._d_index.list(namespace)
 
     def _resolve(self, namespace: str, ref: meta_pb2.OwnerReference | None) -> Deployment | None:
         if ref is None or ref.kind != DEPLOYMENTS.kind:
             return None
-        d = self.d_informer.store.get(f"{namespace}/{ref.name}")
-        if d is None or object_meta(d).uid != ref.uid:
+        d = narrow_optional(self.d_informer.store.get(f"{namespace}/{ref.name}"), Deployment)
+        if d is None or d.metadata.uid != ref.uid:
             return None
-        return d  # type: ignore[return-value]
+        return d
 
     def _deployments_selecting(self, rs: ReplicaSet) -> list[Deployment]:
         out = []
@@ -230,7 +230,7 @@ class DeploymentController:
         return out
 
     def _owned_replica_sets(self, d: Deployment) -> list[ReplicaSet]:
-        rss: list[ReplicaSet] = self._rs_index.list(d.metadata.namespace)  # type: ignore[assignment]
+        rss = self._rs_index.list(d.metadata.namespace)
         out = []
         for rs in rss:
             ref = controller_of(rs)
@@ -244,7 +244,7 @@ class DeploymentController:
         pod_map: dict[str, list[core_pb2.Pod]] = {rs.metadata.uid: [] for rs in rss}
         if sel is None:
             return pod_map
-        pods: list[core_pb2.Pod] = self._pod_index.list(d.metadata.namespace)  # type: ignore[assignment]
+        pods = self._pod_index.list(d.metadata.namespace)
         for p in pods:
             ref = controller_of(p)
             if ref is not None and ref.uid in pod_map and sel.matches(p.metadata.labels):
@@ -388,7 +388,7 @@ class DeploymentController:
             return
         if current is not None:
             dead.discard(object_meta(current).uid)
-        rss: list[ReplicaSet] = self._rs_index.list(split_key(key)[0])  # type: ignore[assignment]
+        rss = self._rs_index.list(split_key(key)[0])
         for rs in rss:
             ref = controller_of(rs)
             if ref is not None and ref.uid in dead and not rs.metadata.deletion_timestamp:
