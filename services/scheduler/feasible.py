@@ -19,13 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from services.scheduler import config as config_mod
-from services.scheduler import equivalence, nomination
+from services.scheduler.cache import equivalence
+from services.scheduler.cache.snapshot import Snapshot
 from services.scheduler.framework.interface import PreFilterResult
 from services.scheduler.framework.nominator import Nominator
 from services.scheduler.framework.runtime import Framework
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, PodInfo
-from services.scheduler.snapshot import Snapshot
+from services.scheduler.queue import nomination
 
 #: The fewest rows filtered in one go (a chunk is max(wanted, MIN_CHUNK)).
 MIN_CHUNK = 64

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from protos.kubera.v1 import core_pb2
-from services.scheduler.equivalence import NODE_LOCAL_FILTERS, signature
+from services.scheduler.cache.equivalence import NODE_LOCAL_FILTERS, signature
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
 

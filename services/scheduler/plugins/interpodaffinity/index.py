@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from services.scheduler.columns import NodeColumns
+from services.scheduler.cache.columns import NodeColumns
 from services.scheduler.framework.types import AffinityTerm, NodeInfo, PodInfo
 from services.scheduler.plugins.interpodaffinity.state import NamespaceLabels, TopologyPair
 
