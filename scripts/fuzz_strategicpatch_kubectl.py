@@ -2,8 +2,9 @@
 (containers merged by name with nested env, finalizers as a set, labels, directives
 $patch/$setElementOrder/$deleteFromPrimitiveList) applied by kubera's apply_patch and by
 `kubectl patch --local` (offline, apimachinery's code). Prints each disagreement; asserts
-nothing. Known, documented disagreements (services/api/machinery/strategicpatch.py docstring): a scalar
-both added and deleted by one patch (upstream: Go's random map order decides).
+nothing. Known, documented disagreements (services/api/machinery/strategicpatch.py
+docstring): a scalar both added and deleted by one patch (upstream: Go's random map order
+decides).
 
     PYTHONPATH=. .venv/bin/python scripts/fuzz_strategicpatch_kubectl.py [--seed 1] [--cases 100]
 

@@ -135,7 +135,8 @@ def from_error(
         details["retryAfterSeconds"] = 1
     causes = getattr(err, "causes", None)
     if causes and not isinstance(err, InvalidError):
-        # Server-side apply conflicts (services/api/machinery/fieldmanager.py): (field path, message).
+        # Server-side apply conflicts (services/api/machinery/fieldmanager.py):
+        # (field path, message).
         details["causes"] = [
             {"reason": "FieldManagerConflict", "message": msg, "field": path}
             for path, msg in causes

@@ -27,8 +27,9 @@ $setElementOrder beside a non-empty patch list keeps the merged order (upstream 
 a comparator that is not an order); a scalar both added and deleted by one patch is
 deleted (upstream: either, by Go's map order).
 
-Pure functions on JSON values; the schema comes from services/api/machinery/listtypes.py (or a test
-table). Errors are `StrategicPatchError`, which services/api/machinery/patching.py turns into 400/422.
+Pure functions on JSON values; the schema comes from services/api/machinery/listtypes.py (or a
+test table). Errors are `StrategicPatchError`, which services/api/machinery/patching.py turns
+into 400/422.
 """
 
 from __future__ import annotations

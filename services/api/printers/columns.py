@@ -2,7 +2,7 @@
 function, and the AGE arithmetic (apimachinery's HumanDuration).
 
 Why this module exists: the tables are split by API group (printers.py for the core,
-apps, policy, scheduling and node kinds; printers_resource.py for resource.k8s.io and
+apps, policy, scheduling and node kinds; resource.py for resource.k8s.io and
 scheduling.x-k8s.io), and both build on these shared pieces; printers.py joins the
 groups' tables into one COLUMNS and re-exports these names, so callers import printers.
 """

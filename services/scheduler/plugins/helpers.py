@@ -3,7 +3,8 @@ taints a Filter cares about.
 
 Upstream keeps these in pkg/scheduler/framework/plugins/helper. Toleration matching itself
 (what "tolerated" means, which TaintToleration, NodeUnschedulable, PodTopologySpread, the
-taint-eviction controller and the kubelet must agree on) is vocabulary: services/api/helpers/taints.py.
+taint-eviction controller and the kubelet must agree on) is vocabulary:
+services/api/helpers/taints.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Node selectors matched over snapshot rows: the vector form of services/api/helpers/nodeaffinity.py.
+"""Node selectors matched over snapshot rows: the vector form of
+services/api/helpers/nodeaffinity.py.
 
 Why it exists: NodeAffinity (nodeSelector, required and preferred terms, addedAffinity) and
 PodTopologySpread (nodeAffinityPolicy) ask the same questions of every node. A label

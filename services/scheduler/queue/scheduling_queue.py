@@ -42,7 +42,7 @@ hundreds gated on claims not made yet). The plugin promises its hint is SKIP for
 so the outcome equals the full scan.
 
 The structures live apart: activeQ and backoffQ are `heap.Heap`s, and the event vocabulary
-(which registered event matches which incoming one, the event labels) is queue_events.py.
+(which registered event matches which incoming one, the event labels) is events.py.
 
 Concurrency: every method runs on the event loop thread; only `pop` and `run` suspend, and no
 method suspends while the queue's structures are half-updated, so no lock is needed.

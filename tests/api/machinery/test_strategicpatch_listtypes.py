@@ -1,4 +1,5 @@
-"""The list-type table (services/api/machinery/listtypes.py) says what k8s.io/api's struct tags say."""
+"""The list-type table (services/api/machinery/listtypes.py) says what k8s.io/api's struct
+tags say."""
 
 from __future__ import annotations
 
