@@ -23,6 +23,7 @@ from protos.kubera.v1 import options_pb2
 from services.api import kinds as kinds_mod
 from services.api.errors import FieldError, invalid
 from services.api.kinds import Kind
+from services.api.machinery.zerovalues import ALWAYS_WRITTEN
 from services.api.quantity import QuantityError, canonicalize
 
 _STRUCT = "google.protobuf.Struct"
@@ -245,7 +246,14 @@ def decode(doc: Any, *, validate: str = "warn") -> Decoded:
 
 
 def _fix_output(d: dict[str, Any], desc: Descriptor) -> None:
-    """MessageToDict writes int64 as strings; Kubernetes writes numbers. Same for int-or-string."""
+    """MessageToDict writes int64 as strings; Kubernetes writes numbers. Same for int-or-string.
+    It also drops zero values, which upstream writes for every field its Go types do not mark
+    `omitempty` (restartCount 0, ready false): those are written back (zerovalues)."""
+    zeros = ALWAYS_WRITTEN.get(desc.full_name)
+    if zeros:
+        for name, zero in zeros.items():
+            if name not in d:
+                d[name] = copy.copy(zero)
     for f in desc.fields:
         if f.json_name not in d:
             continue
