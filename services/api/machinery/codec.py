@@ -24,6 +24,7 @@ from services.api.machinery import kinds as kinds_mod
 from services.api.machinery.errors import FieldError, invalid
 from services.api.machinery.kinds import Kind
 from services.api.machinery.quantity import QuantityError, canonicalize
+from services.api.machinery.zerovalues import ALWAYS_WRITTEN
 
 _STRUCT = "google.protobuf.Struct"
 _INT_TYPES = {
@@ -245,7 +246,14 @@ def decode(doc: Any, *, validate: str = "warn") -> Decoded:
 
 
 def _fix_output(d: dict[str, Any], desc: Descriptor) -> None:
-    """MessageToDict writes int64 as strings; Kubernetes writes numbers. Same for int-or-string."""
+    """MessageToDict writes int64 as strings; Kubernetes writes numbers. Same for int-or-string.
+    It also drops zero values, which upstream writes for every field its Go types do not mark
+    `omitempty` (restartCount 0, ready false): those are written back (zerovalues)."""
+    zeros = ALWAYS_WRITTEN.get(desc.full_name)
+    if zeros:
+        for name, zero in zeros.items():
+            if name not in d:
+                d[name] = copy.copy(zero)
     for f in desc.fields:
         if f.json_name not in d:
             continue
