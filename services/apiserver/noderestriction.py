@@ -34,7 +34,7 @@ from __future__ import annotations
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import PermissionDeniedError
+from services.api.machinery.errors import PermissionDeniedError
 from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.auth import CURRENT_USER, is_node, node_names
 

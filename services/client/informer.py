@@ -29,17 +29,17 @@ from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
 
-from services.api.errors import (
+from services.api.machinery.errors import (
     ApiError,
     CorruptObjectError,
     GoneError,
     ResourceVersionTooLargeError,
     UnavailableError,
 )
-from services.api.kinds import Kind
+from services.api.machinery.kinds import Kind
 from services.api.machinery.kubeobject import object_meta
 from services.api.machinery.listoptions import LIST_ALL, ListOptions
-from services.api.meta import object_key
+from services.api.machinery.meta import object_key
 from services.client.client import Client, UnimplementedError, WatchEvent
 from services.clock import Clock, RealClock
 

@@ -30,7 +30,7 @@ from typing import Any
 from aiohttp import web
 from google.protobuf.message import Message
 
-from services.api.errors import ApiError, BadRequestError
+from services.api.machinery.errors import ApiError, BadRequestError
 from services.api.machinery.kubeobject import object_meta
 from services.api.machinery.listoptions import ListOptions
 from services.apiserver import Filter, parse_resource_version
