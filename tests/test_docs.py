@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -28,8 +29,9 @@ def _gendocs() -> ModuleType:
 gendocs = _gendocs()
 
 
-@pytest.mark.parametrize(("page", "name", "generate"), gendocs.BLOCKS, ids=lambda x: str(x))
-def test_generated_block_matches_the_code(page: str, name: str, generate) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("block", gendocs.BLOCKS, ids=[name for _, name, _ in gendocs.BLOCKS])
+def test_generated_block_matches_the_code(block: tuple[str, str, Callable[[], str]]) -> None:
+    page, name, generate = block
     path = ROOT / "docs" / page
     text = path.read_text(encoding="utf-8")
     assert gendocs.render(text, name, generate()) == text, (
