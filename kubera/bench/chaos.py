@@ -69,7 +69,7 @@ def register(bsub: argparse._SubParsersAction) -> None:
 async def _load(ctx: dict, n: int, rate: float, stop: threading.Event, done: list[int]) -> None:
     from kubera.bench.harness import pod as bench_pod
     from protos.kubera.v1 import core_pb2
-    from services.api.errors import AlreadyExistsError, ApiError
+    from services.api.machinery.errors import AlreadyExistsError, ApiError
     from services.client import Client
 
     ns = "chaos-load"
@@ -116,7 +116,7 @@ def _fault_counts(outputs: list[str]) -> list[str]:
 
 def cmd_bench_chaos(args: argparse.Namespace) -> int:
     from kubera.testing import Cluster
-    from services.api.duration import parse_duration
+    from services.api.machinery.duration import parse_duration
 
     interval = parse_duration(args.interval)
     seconds = parse_duration(args.seconds)

@@ -91,7 +91,7 @@ class _PodLoad:
         self._background: set[asyncio.Task[None]] = set()
 
     async def generate(self) -> None:
-        from services.api.errors import ApiError
+        from services.api.machinery.errors import ApiError
 
         i = 0
         t0 = time.monotonic()
@@ -116,8 +116,8 @@ class _PodLoad:
         return True
 
     async def _delete(self, name: str) -> None:
-        from services.api.errors import ApiError
-        from services.api.kinds import BY_KIND
+        from services.api.machinery.errors import ApiError
+        from services.api.machinery.kinds import BY_KIND
 
         with contextlib.suppress(ApiError):
             await self.client.delete(BY_KIND["Pod"], name, self.ns, grace_period_seconds=0)
@@ -126,8 +126,8 @@ class _PodLoad:
 async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, float, float]):
     from kubera import chaos
     from protos.kubera.v1 import core_pb2
-    from services.api.fencing import BOUND_BY, parse_bound_by
-    from services.api.kinds import BY_KIND
+    from services.api.helpers.fencing import BOUND_BY, parse_bound_by
+    from services.api.machinery.kinds import BY_KIND
     from services.client import Client
     from services.storage.etcd import EtcdStorage
     from services.storage.keys import election_key, replica_key
@@ -159,7 +159,7 @@ async def _measure(ctx: dict, args: argparse.Namespace, timings: tuple[float, fl
     async def watch() -> None:
         """The pods' watch, resumed when it breaks (the apiserver is busy or restarting):
         a bench whose watch died would wait in vain for the next bind."""
-        from services.api.errors import GoneError
+        from services.api.machinery.errors import GoneError
 
         rv = ""
         for _restart in range(10_000):  # bounded; cancelled at the end of the run
@@ -327,7 +327,7 @@ async def _measure_apiserver(home: str, args: argparse.Namespace) -> list[dict]:
     from kubera import chaos
     from kubera.launch.context import Context
     from protos.kubera.v1 import core_pb2
-    from services.api.kinds import BY_KIND
+    from services.api.machinery.kinds import BY_KIND
     from services.client import Client, Handlers, Informer
 
     # Its broken watch at each kill is the point, not news: keep the figures readable.
@@ -424,7 +424,7 @@ def _apiserver_report(rows: list[dict]) -> dict:
 
 
 def cmd_bench_failover(args: argparse.Namespace) -> int:
-    from services.api.duration import parse_duration
+    from services.api.machinery.duration import parse_duration
 
     if args.target == "apiserver":
         return _bench_apiserver(args)

@@ -38,8 +38,8 @@ from kubera.errors import CliError
 from kubera.launch import procs
 from kubera.launch.credentials import admin_channel
 from kubera.testing import Cluster
-from services.api.errors import AlreadyExistsError, UnavailableError
-from services.api.quantity import parse_quantity
+from services.api.machinery.errors import AlreadyExistsError, UnavailableError
+from services.api.machinery.quantity import parse_quantity
 from services.kubelet import default_template
 
 #: Memory every bench pod uses (its usage annotation), bytes.
@@ -175,7 +175,7 @@ class LeaseWatch:
 
 
 async def _create_pods(c: Any, names: list[str], per_node: int) -> int:
-    from services.api import codec
+    from services.api.machinery import codec
 
     usage = json.dumps({"memory": {"start": str(POD_MEMORY)}})
     docs = [
@@ -228,7 +228,7 @@ async def _create_pods(c: Any, names: list[str], per_node: int) -> int:
 async def _measure(ctx: dict, args: argparse.Namespace) -> dict[str, float]:
     from protos.kubera.v1 import nodepool_pb2 as npb
     from protos.kubera.v1 import nodepool_pb2_grpc as npb_grpc
-    from services.api.kinds import BY_KIND
+    from services.api.machinery.kinds import BY_KIND
     from services.client import Client
     from services.clock import parse_rfc3339
 

@@ -111,7 +111,7 @@ def register(bsub: argparse._SubParsersAction) -> None:
 async def _prepare(client: Any, w: Workload) -> None:
     """The PriorityClasses and namespaces the workload's pods name."""
     from protos.kubera.v1 import core_pb2, scheduling_pb2
-    from services.api.errors import AlreadyExistsError
+    from services.api.machinery.errors import AlreadyExistsError
 
     for name, value in PRIORITY_CLASSES.items():
         pc = scheduling_pb2.PriorityClass(value=value, description="kubera bench")
@@ -128,7 +128,7 @@ async def _prepare(client: Any, w: Workload) -> None:
 async def churn(client: Any, spec: Churn, stop: asyncio.Event, counts: dict[str, int]) -> None:
     """scheduler_perf's churn op until `stop`: every `spec.interval_s`, create one object of
     each kind (mode create), or create them and delete them on the next tick (recreate)."""
-    from services.api.kinds import BY_KIND
+    from services.api.machinery.kinds import BY_KIND
 
     live: list[tuple[str, str]] = []
     tick = 0

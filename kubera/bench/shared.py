@@ -148,7 +148,7 @@ def _pods(args: argparse.Namespace) -> list:
 def overcommitted(pods: list, nodes: list) -> list[str]:
     """Every node whose bound pods request more than its allocatable (any resource, or the
     pod count), said in words; empty when none is."""
-    from services.api.resources import Resource, pod_requests
+    from services.api.helpers.resources import Resource, pod_requests
 
     used: dict[str, Resource] = {}
     count: dict[str, int] = {}
@@ -318,7 +318,7 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 async def _run(ctx: dict, args: argparse.Namespace, k: int, workdir: Path) -> dict[str, Any]:
-    from services.api.kinds import BY_KIND
+    from services.api.machinery.kinds import BY_KIND
     from services.client import Client
 
     client = Client(ctx["apiserver"], timeout=120)

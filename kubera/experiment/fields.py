@@ -16,7 +16,7 @@ from typing import Any
 
 from kubera.errors import CliError
 from kubera.experiment.templates import Template, TemplateError, UnsupportedTemplate, read_template
-from services.api.duration import parse_duration
+from services.api.machinery.duration import parse_duration
 
 
 class ConfigError(CliError):
