@@ -2,7 +2,7 @@
 
 `run` loads the file first (every error, with its place in the file, before any cluster
 starts: exit 2), runs every selected (test case, workload, sweep point) on a fresh kubera
-(kubera.experiment.runner), writes the output directory (kubera.experiment.results) and
+(kubera.experiment.run.runner), writes the output directory (kubera.experiment.output.results) and
 prints the summary table and where report.html is. Its exit code is 0 only when every
 run completed, met its threshold and passed its checks.
 """
@@ -62,10 +62,11 @@ def default_output(config: str) -> Path:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from kubera.experiment import config, results
-    from kubera.experiment.dataitems import run_items, summary, threshold_verdict
-    from kubera.experiment.progress import Progress
-    from kubera.experiment.runner import Runner, RunOptions, signals_held
+    from kubera.experiment.measure.dataitems import run_items, summary, threshold_verdict
+    from kubera.experiment.output import results
+    from kubera.experiment.run.progress import Progress
+    from kubera.experiment.run.runner import Runner, RunOptions, signals_held
+    from kubera.experiment.spec import config
 
     try:
         experiment = config.load(args.file)
@@ -125,6 +126,6 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from kubera.experiment import compare
+    from kubera.experiment.output import compare
 
     return compare.main(args.dirs, output=args.output)
