@@ -231,15 +231,9 @@ def test_components_meet_through_public_api_or_vocabulary() -> None:
     assert offenders == []
 
 
-#: Modules of kubera/bench/ any bench may use: the shared harness and the scheduling bench's
-#: parts (capacity is also `kubera bench capacity`, the model again from saved reports).
-BENCH_HELPERS = (
-    "kubera.bench.harness",
-    "kubera.bench.workloads",
-    "kubera.bench.report",
-    "kubera.bench.cpu",
-    "kubera.bench.capacity",
-)
+#: Modules of kubera/bench/ any bench may use: the shared harness (the scheduling scenarios
+#: are experiment files: kubera.experiment.run.bench).
+BENCH_HELPERS = ("kubera.bench.harness",)
 
 
 def test_benches_do_not_import_each_other() -> None:

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubera import chaos
+from kubera.experiment.measure.cpu import CpuSample
 from kubera.experiment.measure.histograms import ProcessTexts, observations
 from kubera.experiment.measure.measures import (
     Counter,
@@ -388,6 +389,34 @@ class Collector:
         for name, (pid, cpu, rss) in self._remote.items():
             values[f"cpu:{name}"] = round(self._cpu.sample(name, pid, t, cpu), 4)
             values[f"rss_mb:{name}"] = round(rss, 2)
+        for name, pids in self._local_processes().items():
+            cpu = rss = 0.0
+            seen = False
+            for pid in pids:
+                stat = read_stat(pid)
+                if stat is None:
+                    continue
+                seen = True
+                cpu += stat[0]
+                rss += stat[1]
+            if seen:
+                key = name if len(pids) == 1 else f"{name}:{','.join(map(str, pids))}"
+                values[f"cpu:{name}"] = round(self._cpu.sample(key, pids[0], t, cpu), 4)
+                values[f"rss_mb:{name}"] = round(rss, 2)
+
+    def cpu_now(self) -> CpuSample:
+        """Every component process's CPU seconds used so far (measure/cpu.py): read now in
+        /proc, or as its own Status last reported it when it runs elsewhere."""
+        out: CpuSample = {name: ((pid,), cpu) for name, (pid, cpu, _) in self._remote.items()}
+        for name, pids in self._local_processes().items():
+            stats = [read_stat(pid) for pid in pids]
+            if all(s is not None for s in stats):
+                out[name] = (tuple(pids), sum(s[0] for s in stats if s is not None))
+        return out
+
+    def _local_processes(self) -> dict[str, list[int]]:
+        """Component name → its PIDs in our PID namespace (the apiserver's replicas and
+        Ray's processes each summed under one name)."""
         procs: dict[str, list[int]] = {"runner": [os.getpid()]}
         if self.ctx.pids.get("etcd"):
             procs["etcd"] = [self.ctx.pids["etcd"]]
@@ -406,20 +435,7 @@ class Collector:
         ray = [pid for key, pid in self.ctx.pids.items() if key.startswith("ray-")]
         if ray:
             procs["ray"] = ray
-        for name, pids in procs.items():
-            cpu = rss = 0.0
-            seen = False
-            for pid in pids:
-                stat = read_stat(pid)
-                if stat is None:
-                    continue
-                seen = True
-                cpu += stat[0]
-                rss += stat[1]
-            if seen:
-                key = name if len(pids) == 1 else f"{name}:{','.join(map(str, pids))}"
-                values[f"cpu:{name}"] = round(self._cpu.sample(key, pids[0], t, cpu), 4)
-                values[f"rss_mb:{name}"] = round(rss, 2)
+        return procs
 
     # ------------------------------------------------------------- results
 

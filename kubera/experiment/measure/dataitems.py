@@ -40,6 +40,7 @@ from typing import Any
 
 from rich.table import Table
 
+from kubera.experiment.measure import capacity, cpu
 from kubera.experiment.measure.histograms import Histograms, window_difference
 from kubera.experiment.measure.model import (
     ExperimentResult,
@@ -259,7 +260,9 @@ def kubera_items(run: RunResult) -> list[DataItem]:
     - ``kubera_leader_terms`` (terms, per ``Component``): ``Count`` of leadership terms;
     - ``kubera_failover_gap`` (s, per ``Component``): from a term's end to the next term's start;
     - ``kubera_cpu_seconds_per_pod`` (cpu-s/pod, per ``Component``): CPU over the run / pods bound;
-    - ``kubera_etcd_revision_rate`` (revisions/s): the per-second etcd revision series.
+    - ``kubera_etcd_revision_rate`` (revisions/s): the per-second etcd revision series;
+    - ``kubera_etcd_put_rate`` (puts/s): the same run's raw etcd rate (run/etcdprobe.py);
+    - and each measurement window's ``measured_items``.
     """
     name = run.id
     items: list[DataItem] = []
@@ -324,6 +327,69 @@ def kubera_items(run: RunResult) -> list[DataItem]:
         summarize(run.series.get("etcd_revisions", []), extra=True),
         "revisions/s",
     )
+    if run.etcd_put_rate is not None:
+        add("kubera_etcd_put_rate", {"Value": run.etcd_put_rate}, "puts/s")
+    items.extend(measured_items(run))
+    return items
+
+
+def measured_items(run: RunResult) -> list[DataItem]:
+    """What `kubera bench` reports of each measurement window (``Name`` as its throughput
+    item's), from the run's ``measured`` phases:
+
+    - ``kubera_measured_throughput`` (pods/s): ``Value`` = the window's pods / seconds from
+      its start to its last bind (the whole phase: stricter than SchedulingThroughput,
+      which leaves out the first second with pods), ``Pods``, ``Seconds``, and ``EtcdRatio``
+      = ``Value`` / the same run's etcd put rate;
+    - ``kubera_measured_cpu_per_pod`` (cpu-s/pod, per ``Component`` kind): the CPU seconds
+      its processes spent in the window / the window's pods (measure/cpu.py);
+    - ``kubera_capacity_model`` (pods/s, per ``Machines``): the capacity model's prediction
+      from the last window's CPU (measure/capacity.py; a model, not a measurement), its
+      ``Bottleneck`` named.
+    """
+    items: list[DataItem] = []
+    windows = {w.name: w for w in run.collected}
+    for phase in run.measured:
+        if phase.pods <= 0:
+            continue
+        window = windows.get(phase.window)
+        name = window_name(run, window) if window is not None else run.id
+        data = {
+            "Value": phase.pods_per_s,
+            "Pods": float(phase.pods),
+            "Seconds": phase.seconds,
+        }
+        if run.etcd_put_rate:
+            data["EtcdRatio"] = phase.pods_per_s / run.etcd_put_rate
+        labels = {"Metric": "kubera_measured_throughput", "Name": name}
+        items.append(DataItem(data=data, unit="pods/s", labels=labels))
+        table = cpu.table(phase.cpu, phase.pods, phase.seconds)
+        for kind, row in table["by_kind"].items():
+            items.append(
+                DataItem(
+                    data={"Value": row["cpu_s_per_pod"], "CPUSeconds": row["cpu_s"]},
+                    unit="cpu-s/pod",
+                    labels={
+                        "Metric": "kubera_measured_cpu_per_pod",
+                        "Name": name,
+                        "Component": kind,
+                    },
+                )
+            )
+    model = capacity.run_model(run)
+    for p in (model or {}).get("predictions", []):
+        items.append(
+            DataItem(
+                data={"Value": p["pods_per_s"]},
+                unit="pods/s",
+                labels={
+                    "Metric": "kubera_capacity_model",
+                    "Name": run.id,
+                    "Machines": str(p["machines"]),
+                    "Bottleneck": p["bottleneck"],
+                },
+            )
+        )
     return items
 
 

@@ -163,6 +163,21 @@ class PodTimeline:
             out[min(seconds - 1, max(0, math.ceil(p.bound)))] += 1
         return out
 
+    def bound_between(
+        self, start: float, end: float, namespaces: Iterable[str], selector: Mapping[str, str]
+    ) -> list[float]:
+        """The sorted bind times in [start, end] of the pods of `namespaces` (all when empty)
+        whose labels include `selector`: a measurement window's binds."""
+        wanted = set(namespaces)
+        return sorted(
+            p.bound
+            for p in self.pods.values()
+            if p.bound is not None
+            and start <= p.bound <= end
+            and (not wanted or p.namespace in wanted)
+            and all(p.labels.get(k) == v for k, v in selector.items())
+        )
+
     def gangs(self, label: str = POD_GROUP_LABEL) -> list[GangTimes]:
         """The gangs on the timeline: pods grouped by namespace and the value of `label`
         (scheduler-plugins' pod-group label), sorted by key. A pod deleted before it was

@@ -205,6 +205,35 @@ class MetricsSnapshots:
         return [cls.from_json(d) for d in data]
 
 
+@dataclasses.dataclass(frozen=True)
+class MeasuredPhase:
+    """A measurement window as `kubera bench` reports it: the pods it bound, the seconds
+    from its start to its last bind, and each component process's CPU seconds between its
+    start and its end (None: the process was gone or replaced by the end; measure/cpu.py)."""
+
+    window: str
+    pods: int
+    seconds: float
+    cpu: dict[str, float | None] = dataclasses.field(default_factory=dict)
+
+    @property
+    def pods_per_s(self) -> float:
+        """The whole phase's average: pods bound / seconds to the last bind."""
+        return self.pods / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MeasuredPhase:
+        return cls(
+            window=str(data.get("window", "")),
+            pods=int(data.get("pods", 0)),
+            seconds=float(data.get("seconds", 0.0)),
+            cpu={str(k): _opt_float(v) for k, v in (data.get("cpu") or {}).items()},
+        )
+
+
 @dataclasses.dataclass(kw_only=True)
 class RunResult:
     """One run: a (test case, workload, sweep point) on a fresh cluster.
@@ -251,6 +280,13 @@ class RunResult:
     only when non-empty."""
     check: CheckVerdict | None = None
     error: str | None = None
+    etcd_put_rate: float | None = None
+    """Concurrent etcd puts per second measured on this run's etcd before its first op
+    (`etcdprobe.py`): the same-run yardstick of the scheduling rate. In results.json only
+    when measured."""
+    measured: list[MeasuredPhase] = dataclasses.field(default_factory=list)
+    """Per measurement window: its pods, seconds to the last bind and CPU per process. In
+    results.json only when non-empty."""
 
     @property
     def name(self) -> str:
@@ -291,6 +327,10 @@ class RunResult:
             out["threshold_selector"] = dict(self.threshold_selector)
         if self.warnings:
             out["warnings"] = list(self.warnings)
+        if self.etcd_put_rate is not None:
+            out["etcd_put_rate"] = self.etcd_put_rate
+        if self.measured:
+            out["measured"] = [m.to_json() for m in self.measured]
         return out
 
     @classmethod
@@ -321,6 +361,8 @@ class RunResult:
             warnings=[str(w) for w in data.get("warnings") or ()],
             check=None if check is None else CheckVerdict.from_json(check),
             error=None if data.get("error") is None else str(data["error"]),
+            etcd_put_rate=_opt_float(data.get("etcd_put_rate")),
+            measured=[MeasuredPhase.from_json(m) for m in data.get("measured") or ()],
         )
 
 

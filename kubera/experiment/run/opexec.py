@@ -27,10 +27,18 @@ from typing import Any
 from google.protobuf.message import Message
 
 from kubera import chaos
+from kubera.experiment.measure import cpu
 from kubera.experiment.measure.collect import Collector
 from kubera.experiment.measure.histograms import compact
 from kubera.experiment.measure.measures import groups_short
-from kubera.experiment.measure.model import Fault, MetricsSnapshots, Phase, RunResult, Window
+from kubera.experiment.measure.model import (
+    Fault,
+    MeasuredPhase,
+    MetricsSnapshots,
+    Phase,
+    RunResult,
+    Window,
+)
 from kubera.experiment.run.dra import (
     AllocationFailed,
     allocate_claims,
@@ -111,6 +119,8 @@ class OpExecutor:
         self.window: tuple[float, str] | None = None
         #: The scheduler registries' texts at the open window's start (histograms.py).
         self.window_metrics: dict[str, str] = {}
+        #: Every component's CPU seconds at the open window's start (measure/cpu.py).
+        self.window_cpu: cpu.CpuSample = {}
         #: Window name → the pods it measures (namespaces, label selector), for its own
         #: `bound:<name>` series.
         self.window_pods: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {}
@@ -270,6 +280,7 @@ class OpExecutor:
         self.window = (round(self.now(), 3), unique)
         self.window_pods[unique] = (namespaces, dict(selector or {}))
         self.window_metrics = await self.collector.snapshot()
+        self.window_cpu = self.collector.cpu_now()
 
     async def _close_window(self) -> None:
         """The window closes: its span, and the scheduler registries' texts at its start and
@@ -277,7 +288,20 @@ class OpExecutor:
         assert self.window is not None
         start, name = self.window
         self.window = None
-        self.result.collected.append(Window(start=start, end=round(self.now(), 3), name=name))
+        end = round(self.now(), 3)
+        cpu_after = self.collector.cpu_now()
+        self.result.collected.append(Window(start=start, end=end, name=name))
+        namespaces, selector = self.window_pods[name]
+        binds = self.collector.pods.bound_between(start, end, namespaces, selector)
+        self.result.measured.append(
+            MeasuredPhase(
+                window=name,
+                pods=len(binds),
+                seconds=round(binds[-1] - start, 3) if binds else 0.0,
+                cpu=cpu.used(self.window_cpu, cpu_after),
+            )
+        )
+        self.window_cpu = {}
         before, after = compact(self.window_metrics, await self.collector.snapshot())
         self.window_metrics = {}
         self.result.scheduler_metrics.append(MetricsSnapshots(window=name, start=before, end=after))

@@ -36,6 +36,7 @@ from typing import Any
 
 from kubera.experiment.measure.collect import Collector
 from kubera.experiment.measure.model import ExperimentResult, LeaderTerm, ReplicaStats, RunResult
+from kubera.experiment.run import etcdprobe
 from kubera.experiment.run.opexec import OpExecutor
 from kubera.experiment.run.progress import Progress
 from kubera.experiment.spec import ops as o
@@ -256,6 +257,12 @@ class Runner:
         run: RunResult,
         check_from: int,
     ) -> None:
+        # before the run's clock starts: its timeline is the workload's alone
+        self.progress.phase("etcd put rate")
+        try:
+            run.etcd_put_rate = round(await etcdprobe.put_rate(ctx.etcd), 1)
+        except Exception as e:  # noqa: BLE001 - a yardstick missing, not a failed run
+            run.warnings.append(f"etcd put rate not measured: {e}")
         t0 = time.monotonic()
         run.t0 = time.time()
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -186,11 +187,12 @@ _WORKLOAD = {
 }
 
 
-def load(path: str) -> Experiment:
+def load(path: str, *, edit: Callable[[Any], Any] | None = None) -> Experiment:
     """Read, check and expand an experiment file; ConfigError naming the place if it is wrong.
 
     Every workload (every sweep point) is planned once here, so a missing or mistyped
-    parameter fails the load, not the run."""
+    parameter fails the load, not the run. `edit` changes the parsed YAML before it is
+    checked (`kubera bench`'s flags: run/bench.py); paths stay relative to the file."""
     ctx = Ctx(file=str(path), base_dir=os.path.dirname(os.path.abspath(path)))
     try:
         with open(path, encoding="utf-8") as f:
@@ -204,6 +206,8 @@ def load(path: str) -> Experiment:
         where = f"line {mark.line + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e)
         raise ctx.error(where, f"invalid YAML: {problem}") from None
+    if edit is not None:
+        raw = edit(raw)
     if not isinstance(raw, list) or not raw:
         raise ctx.error("", "expected a non-empty YAML list of test cases")
     test_cases: list[TestCase] = []

@@ -34,6 +34,9 @@ class FakeCollector:
     async def snapshot(self) -> dict[str, str]:
         return {"scheduler-0": f"snapshot at {self.t:.2f}"}
 
+    def cpu_now(self) -> dict[str, tuple[tuple[int, ...], float]]:
+        return {"scheduler-0": ((7,), self.t), "gone": ((8,), 0.0)}
+
 
 class FakeApiserver:
     """Creates get a name and UID; pods are bound by the watch `bind_after` seconds later

@@ -1,5 +1,5 @@
-"""A capacity model: from the CPU seconds each component spends per pod (kubera/bench/cpu.py,
-measured on one machine), what N machines of C cores each would reach. A model, not a
+"""A capacity model: from the CPU seconds each component spends per pod (measure/cpu.py: a
+run's measured phase, on one machine), what N machines of C cores each would reach. A model, not a
 measurement: it predicts, it is not checked by a run on N machines.
 
 The model (bottleneck analysis, the utilisation law X·D ≤ capacity for every resource):
@@ -19,24 +19,27 @@ The model (bottleneck analysis, the utilisation law X·D ≤ capacity for every 
   controller-manager leader, etcd, Ray's head and the bench client are single processes too.
   These singletons are placed largest demand first, each on the least loaded machine.
 - X = the least of those bounds; the component (or machine) that sets it saturates first.
-`kubera bench capacity RUN.json [RUN-K2.json]` prints the table again from the JSON of
-`kubera bench scheduling-basic` runs; given a K = 1 and a K > 1 run it estimates f first.
+Every run with a measured phase reports the model (results.json's runs, the report and
+`kubera bench`'s printout); `kubera bench capacity DIR [DIR-K2]` prints it again from the
+output directories of `kubera bench`/`kubera experiment run`; given a K = 1 and a K > 1 run
+it estimates f first.
 Not modelled: network and etcd disk latency, the client's watch fan-out to more apiservers,
 memory, contention between processes beyond the core count.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from kubera.errors import CliError
+from kubera.experiment.measure import cpu
+from kubera.experiment.measure.model import MeasuredPhase, RunResult
 
-#: Kinds that run as one process whatever N is (node pools and apiservers spread).
-SINGLETONS = ("scheduler", "controller-manager", "etcd", "ray", "bench-client")
+#: Kinds that run as one process whatever N is (node pools and apiservers spread); any kind
+#: but the apiserver and the node pools is placed as one.
+SINGLETONS = ("scheduler", "controller-manager", "etcd", "ray", "runner")
+MACHINES = (1, 2, 4, 8)
+STATEMENT = "a model, not a measurement (kubera/experiment/measure/capacity.py)"
 #: Kinds whose process uses every core of its machine (Go); the rest are one-core Python.
 MULTI_CORE = ("etcd",)
 
@@ -104,7 +107,7 @@ def predict(
     f: float = 0.0,
 ) -> Prediction:
     """Pods/s on `machines` machines of `cores` cores from the measured CPU s/pod per kind
-    (`demands`, keys as kubera/bench/cpu.py's kinds; the apiservers' total over the
+    (`demands`, keys as measure/cpu.py's kinds; the apiservers' total over the
     `measured_apiservers` replicas of the measured run)."""
     if machines < 1 or cores <= 0:
         raise ValueError("machines must be >= 1 and cores > 0")
@@ -150,7 +153,7 @@ def predict(
 def model_table(
     demands: dict[str, float],
     *,
-    machines: tuple[int, ...] = (1, 2, 4, 8),
+    machines: tuple[int, ...] = MACHINES,
     cores: float = 2.0,
     measured_apiservers: int = 1,
     f: float = 0.0,
@@ -165,7 +168,7 @@ def render(preds: list[dict[str, Any]], *, measured: float | None = None, f: flo
     lines = [
         "  capacity model (a model, not a measurement: CPU s/pod per component as measured, "
         f"apiservers K = N, f = {f:.2f}, one scheduler leader, one etcd; "
-        "see kubera/bench/capacity.py):",
+        "see kubera/experiment/measure/capacity.py):",
         f"    {'machines':>8} {'cores':>5} {'K':>3} {'pods/s':>8}  saturates first",
     ]
     for p in preds:
@@ -181,79 +184,67 @@ def render(preds: list[dict[str, Any]], *, measured: float | None = None, f: flo
     return "\n".join(lines)
 
 
-def register(bsub: argparse._SubParsersAction) -> None:
-    p = bsub.add_parser(
-        "capacity",
-        help="the capacity model from `kubera bench scheduling-basic --output` JSON (a model)",
-    )
-    p.add_argument(
-        "runs",
-        nargs="+",
-        help="JSON reports; a K = 1 and a K > 1 run (--apiservers) give the model its f",
-    )
-    p.add_argument("--machines", default="1,2,4,8", help="machine counts (default 1,2,4,8)")
-    p.add_argument("--cores", type=float, default=2.0, help="cores per machine (default 2)")
-    p.add_argument(
-        "--f", type=float, default=None, help="apiserver fixed share (default: estimated)"
-    )
-    p.add_argument("--output", default="", help="also write the table as JSON here")
-    p.set_defaults(func=cmd_capacity)
+def run_demands(run: RunResult) -> dict[str, float]:
+    """CPU s/pod per component kind of a run's measured phase (its last measurement window
+    that bound pods); {} when it measured none."""
+    phase = measured_phase(run)
+    if phase is None:
+        return {}
+    return cpu.demands(cpu.table(phase.cpu, phase.pods, phase.seconds))
 
 
-def run_demands(rep: dict[str, Any]) -> dict[str, float]:
-    """CPU s/pod per component kind of one scheduling-basic report."""
-    by_kind = rep.get("cpu", {}).get("by_kind", {})
-    if not by_kind:
-        raise CliError("bench capacity: the report has no CPU table (rerun scheduling-basic)")
-    return {k: float(v["cpu_s_per_pod"]) for k, v in by_kind.items()}
+def measured_phase(run: RunResult) -> MeasuredPhase | None:
+    """The run's measured phase: its last measurement window that bound pods."""
+    return next((m for m in reversed(run.measured) if m.pods > 0), None)
 
 
-def from_reports(
-    reports: list[dict[str, Any]], *, machines: tuple[int, ...], cores: float, f: float | None
-) -> dict[str, Any]:
-    """The model from the reports: demands from the run with the fewest apiservers; f
-    given, or estimated from that run and the one with the most apiservers, else 0."""
-    by_k = sorted(reports, key=lambda r: int(r.get("apiservers", 1)))
-    base, top = by_k[0], by_k[-1]
-    k1, kn = int(base.get("apiservers", 1)), int(top.get("apiservers", 1))
-    demands = run_demands(base)
-    if f is None:
-        f = 0.0
-        if kn > k1 == 1:
-            f = fixed_share(
-                demands.get("apiserver", 0.0), run_demands(top).get("apiserver", 0.0), kn
-            )
-    preds = model_table(demands, machines=machines, cores=cores, measured_apiservers=k1, f=f)
+def apiservers_of(run: RunResult) -> int:
+    return int(run.cluster.get("apiservers", 1) or 1)
+
+
+def run_model(
+    run: RunResult,
+    *,
+    machines: tuple[int, ...] = MACHINES,
+    cores: float = 2.0,
+    f: float = 0.0,
+) -> dict[str, Any] | None:
+    """The model from one run's measured phase (None when it measured no CPU)."""
+    demands = run_demands(run)
+    if not demands:
+        return None
+    k = apiservers_of(run)
+    preds = model_table(demands, machines=machines, cores=cores, measured_apiservers=k, f=f)
+    phase = measured_phase(run)
     return {
-        "statement": "a model, not a measurement (kubera/bench/capacity.py)",
+        "statement": STATEMENT,
         "cores_per_machine": cores,
         "apiserver_fixed_share": f,
-        "measured_apiservers": k1,
+        "measured_apiservers": k,
         "demands_cpu_s_per_pod": demands,
-        "measured_pods_per_s": base.get("throughput_avg"),
+        "measured_pods_per_s": phase.pods_per_s if phase is not None else None,
         "predictions": [p.as_dict() for p in preds],
     }
 
 
-def cmd_capacity(args: argparse.Namespace) -> int:
-    try:
-        machines = tuple(int(x) for x in args.machines.split(",") if x.strip())
-        reports = [json.loads(Path(p).read_text()) for p in args.runs]
-    except (OSError, ValueError) as e:
-        raise CliError(f"bench capacity: {e}") from None
-    if not machines or min(machines) < 1 or args.cores <= 0:
-        raise CliError("bench capacity: --machines wants counts >= 1, --cores > 0")
-    if args.f is not None and not 0 <= args.f <= 1:
-        raise CliError("bench capacity: --f must be in [0, 1]")
-    model = from_reports(reports, machines=machines, cores=args.cores, f=args.f)
-    print(
-        render(
-            model["predictions"],
-            measured=model["measured_pods_per_s"],
-            f=model["apiserver_fixed_share"],
-        )
-    )
-    if args.output:
-        Path(args.output).write_text(json.dumps(model, indent=2) + "\n")
-        print(f"model written to {args.output}")
-    return 0
+def from_runs(
+    runs: list[RunResult], *, machines: tuple[int, ...], cores: float, f: float | None
+) -> dict[str, Any]:
+    """The model from several runs: demands from the run with the fewest apiservers; f
+    given, or estimated from that run and the one with the most apiservers, else 0.
+    ValueError when no run measured CPU."""
+    measured = [r for r in runs if run_demands(r)]
+    if not measured:
+        raise ValueError("no run has a measured phase with CPU figures (a collectMetrics op)")
+    by_k = sorted(measured, key=apiservers_of)
+    base, top = by_k[0], by_k[-1]
+    k1, kn = apiservers_of(base), apiservers_of(top)
+    if f is None:
+        f = 0.0
+        if kn > k1 == 1:
+            f = fixed_share(
+                run_demands(base).get("apiserver", 0.0), run_demands(top).get("apiserver", 0.0), kn
+            )
+    model = run_model(base, machines=machines, cores=cores, f=f)
+    assert model is not None
+    return model
