@@ -328,3 +328,83 @@ def test_old_results_with_one_pair_of_snapshots_still_give_items() -> None:
         )
     )
     assert attempts_item(di.run_items(run)).labels["Name"] == f"{run.id}/namespace-1"
+
+
+# The bench's own statistics (kubera/bench/report.py `windows`, `pct`, `collector_average`)
+# were deleted as duplicates of these; their cases, on the surviving code:
+
+
+def test_summarize_windows_and_percentiles() -> None:
+    # report.pct's nearest rank is upstream_percentile's ceil index
+    assert di.upstream_percentile([1.0, 1.0, 3.0], 50) == 1.0
+    assert di.upstream_percentile([1.0, 1.0, 3.0], 90) == 3.0
+    assert di.summarize([]) == {}
+    s = di.summarize([3.0, 1.0, 2.0], extra=True)
+    assert (s["Average"], s["Perc50"], s["Perc99"], s["Max"]) == (2.0, 2.0, 3.0, 3.0)
+
+
+@pytest.mark.parametrize(
+    ("windows", "average"),
+    [
+        pytest.param([], None, id="no pods: no sample"),
+        pytest.param([0, 0, 5], None, id="pods in one window only: baseline, no sample"),
+        pytest.param(
+            [0, 2, 192, 157, 815],
+            (192 + 157 + 815) / 3,
+            id="first window with pods is the baseline",
+        ),
+        pytest.param(
+            [4, 0, 8], 4.0, id="an empty window between: its interval shares the next rate"
+        ),
+    ],
+)
+def test_collector_average_is_upstreams_throughput_collector(
+    windows: list[float], average: float | None
+) -> None:
+    t = [float(i) for i in range(len(windows))]
+    samples = di.throughput_samples(t, windows, Window(start=0.0, end=100.0))
+    assert di.summarize(samples).get("Average") == (
+        None if average is None else pytest.approx(average)
+    )
+
+
+def test_measured_items_report_the_etcd_ratio_cpu_per_pod_and_the_model() -> None:
+    from kubera.experiment.measure.model import MeasuredPhase, RunResult
+
+    run = RunResult(
+        id="Basic/w",
+        test_case="Basic",
+        workload="w",
+        collected=[Window(start=1.0, end=6.0, name="namespace-1")],
+        etcd_put_rate=4000.0,
+        measured=[
+            MeasuredPhase(window="init", pods=0, seconds=0.0),
+            MeasuredPhase(
+                window="namespace-1",
+                pods=1000,
+                seconds=4.0,
+                cpu={"apiserver": 2.0, "scheduler-0": 3.0, "scheduler-1": None, "etcd": 1.0},
+            ),
+        ],
+    )
+    items = di.kubera_items(run)
+    (etcd,) = by_metric(items, "kubera_etcd_put_rate")
+    assert etcd.data == {"Value": 4000.0} and etcd.unit == "puts/s"
+    (tp,) = by_metric(items, "kubera_measured_throughput")
+    assert tp.labels["Name"] == "Basic/w/namespace-1"
+    assert tp.data == {"Value": 250.0, "Pods": 1000.0, "Seconds": 4.0, "EtcdRatio": 250 / 4000}
+    cpu = {
+        i.labels["Component"]: i.data["Value"]
+        for i in by_metric(items, "kubera_measured_cpu_per_pod")
+    }
+    assert cpu == {"apiserver": 0.002, "scheduler": 0.003, "etcd": 0.001}
+    model = by_metric(items, "kubera_capacity_model")
+    assert [i.labels["Machines"] for i in model] == ["1", "2", "4", "8"]
+    # 6 ms/pod on 2 cores → 333/s on one machine; the scheduler's 3 ms caps 8 machines too
+    assert model[0].data["Value"] == pytest.approx(2 / 0.006)
+    assert model[3].labels["Bottleneck"] == "scheduler"
+    # a run measured before these figures existed reports none of them
+    assert not by_metric(di.kubera_items(make_run()), "kubera_measured_throughput")
+    back = RunResult.from_json(json.loads(json.dumps(run.to_json())))
+    assert back.measured == run.measured and back.etcd_put_rate == 4000.0
+    assert "measured" not in make_run().to_json() and "etcd_put_rate" not in make_run().to_json()

@@ -201,6 +201,19 @@ async def test_create_pods_waits_until_every_pod_is_bound_and_measures_a_window(
     assert [type(x).__name__ for x in api.created[:1]] == ["Namespace"]
 
 
+async def test_a_window_records_its_measured_phase_pods_seconds_and_cpu() -> None:
+    ex, _ = executor(bind_after=0.3)
+    await ex.run(o.CreatePods(index=1, count=5, namespace="ns-1", collect_metrics=True))
+    (phase,) = ex.result.measured
+    (window,) = ex.result.collected
+    assert (phase.window, phase.pods) == ("ns-1", 5)
+    last_bind = max(p.bound for p in ex.collector.pods.pods.values() if p.bound is not None)
+    assert phase.seconds == pytest.approx(last_bind - window.start, abs=1e-3)
+    # the fake collector's scheduler used CPU over the window; "gone" never changed
+    assert phase.cpu["scheduler-0"] is not None and phase.cpu["scheduler-0"] > 0
+    assert phase.cpu["gone"] == 0.0
+
+
 async def test_create_pods_that_never_bind_fail_the_op_after_the_timeout() -> None:
     ex, _ = executor(bind_after=None, timeout=0.3)
     with pytest.raises(OpError, match="3 pods scheduled"):

@@ -1,4 +1,4 @@
-"""The capacity model's arithmetic (kubera/bench/capacity.py), by tables: bounds, placement,
+"""The capacity model's arithmetic (kubera/experiment/measure/capacity.py), by tables: bounds, placement,
 the bottleneck it names, and the apiserver fixed share."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from kubera.bench import capacity
-from kubera.bench.capacity import predict
 from kubera.cli import bench
 from kubera.errors import CliError
+from kubera.experiment.measure import capacity
+from kubera.experiment.measure.capacity import predict
+from kubera.experiment.measure.model import ExperimentResult, MeasuredPhase, RunResult
 
 
 @pytest.mark.parametrize(
@@ -124,21 +125,28 @@ def test_nothing_measured_and_bad_input() -> None:
         predict({"scheduler": 0.001}, 1, 2.0, apiservers=0)
 
 
-def report(k: int, apiserver: float, scheduler: float = 0.003, rate: float = 200.0) -> dict:
-    return {
-        "apiservers": k,
-        "throughput_avg": rate,
-        "cpu": {
-            "by_kind": {
-                "apiserver": {"cpu_s_per_pod": apiserver},
-                "scheduler": {"cpu_s_per_pod": scheduler},
-            }
-        },
-    }
+def report(k: int, apiserver: float, scheduler: float = 0.003, rate: float = 200.0) -> RunResult:
+    """A run with K apiservers whose measured phase bound 100 pods at `rate` pods/s, its
+    apiservers and its scheduler spending these CPU seconds per pod."""
+    return RunResult(
+        id=f"Basic/k{k}",
+        test_case="Basic",
+        workload=f"k{k}",
+        cluster={"apiservers": k},
+        measured=[
+            MeasuredPhase(window="init", pods=0, seconds=1.0, cpu={"apiserver": 9.0}),
+            MeasuredPhase(
+                window="namespace-2",
+                pods=100,
+                seconds=100 / rate,
+                cpu={"apiserver": apiserver * 100, "scheduler-0": scheduler * 100},
+            ),
+        ],
+    )
 
 
 def test_from_reports_estimates_f_from_a_k1_and_a_k2_run() -> None:
-    model = capacity.from_reports(
+    model = capacity.from_runs(
         [report(2, 0.006), report(1, 0.004)], machines=(1, 2), cores=2.0, f=None
     )
     assert model["apiserver_fixed_share"] == pytest.approx(0.5)
@@ -146,18 +154,23 @@ def test_from_reports_estimates_f_from_a_k1_and_a_k2_run() -> None:
     assert model["demands_cpu_s_per_pod"] == {"apiserver": 0.004, "scheduler": 0.003}
     assert [p["machines"] for p in model["predictions"]] == [1, 2]
     # Given f wins; one run alone gives f = 0.
-    given = capacity.from_reports(
-        [report(1, 0.004), report(2, 0.006)], machines=(1,), cores=2, f=0.1
-    )
+    given = capacity.from_runs([report(1, 0.004), report(2, 0.006)], machines=(1,), cores=2, f=0.1)
     assert given["apiserver_fixed_share"] == 0.1
-    alone = capacity.from_reports([report(2, 0.006)], machines=(1,), cores=2, f=None)
+    alone = capacity.from_runs([report(2, 0.006)], machines=(1,), cores=2, f=None)
     assert alone["apiserver_fixed_share"] == 0.0 and alone["measured_apiservers"] == 2
 
 
+def write(directory: Path, *runs: RunResult) -> Path:
+    directory.mkdir()
+    result = ExperimentResult(config="x.yaml", started="", runs=list(runs))
+    (directory / "results.json").write_text(json.dumps(result.to_json()))
+    return directory
+
+
 def test_bench_capacity_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    a, b, out = tmp_path / "k1.json", tmp_path / "k2.json", tmp_path / "model.json"
-    a.write_text(json.dumps(report(1, 0.004)))
-    b.write_text(json.dumps(report(2, 0.006)))
+    a = write(tmp_path / "k1", report(1, 0.004))
+    b = write(tmp_path / "k2", report(2, 0.006)) / "results.json"  # a dir or its results.json
+    out = tmp_path / "model.json"
     p = argparse.ArgumentParser()
     bench.register(p.add_subparsers(dest="cmd"))
     args = p.parse_args(
@@ -170,10 +183,20 @@ def test_bench_capacity_command(tmp_path: Path, capsys: pytest.CaptureFixture[st
         args = p.parse_args(["bench", "capacity", str(a), *bad])
         with pytest.raises(CliError):
             args.func(args)
-    (tmp_path / "empty.json").write_text("{}")
-    args = p.parse_args(["bench", "capacity", str(tmp_path / "empty.json")])
-    with pytest.raises(CliError, match="no CPU table"):
+    empty = write(tmp_path / "empty")
+    args = p.parse_args(["bench", "capacity", str(empty)])
+    with pytest.raises(CliError, match="no run has a measured phase"):
         args.func(args)
     args = p.parse_args(["bench", "capacity", str(tmp_path / "missing.json")])
     with pytest.raises(CliError):
         args.func(args)
+
+
+def test_a_run_reports_its_model_from_its_measured_phase() -> None:
+    run = report(1, 0.004, rate=250.0)
+    assert capacity.run_demands(run) == pytest.approx({"apiserver": 0.004, "scheduler": 0.003})
+    model = capacity.run_model(run, machines=(1, 2))
+    assert model is not None
+    assert model["measured_pods_per_s"] == pytest.approx(250.0)
+    assert [p["machines"] for p in model["predictions"]] == [1, 2]
+    assert capacity.run_model(RunResult(id="x", test_case="x", workload="x")) is None
