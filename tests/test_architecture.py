@@ -10,7 +10,7 @@ The rules (DESIGN.md "Layers", STYLE.md, issue 11):
   (services/api/, services/storage/keys.py, services/clock.py, services/grpcserver.py) is open to
   everyone;
 - the benches in kubera/bench/ do not import each other (they share the helper modules in
-  BENCH_HELPERS: harness.py, and the scheduling bench's workloads, report, cpu and capacity);
+  BENCH_HELPERS: harness.py);
 - a name imported from another module is public (no leading underscore).
 """
 
