@@ -262,6 +262,8 @@ def kubera_items(run: RunResult) -> list[DataItem]:
     - ``kubera_cpu_seconds_per_pod`` (cpu-s/pod, per ``Component``): CPU over the run / pods bound;
     - ``kubera_etcd_revision_rate`` (revisions/s): the per-second etcd revision series;
     - ``kubera_etcd_put_rate`` (puts/s): the same run's raw etcd rate (run/etcdprobe.py);
+    - ``kubera_fault_to_first_bind`` (s, per ``Fault`` kind): each fault → the first pod bound
+      after it (a leader's: once the next term began; model.first_binds), ``Count`` faults;
     - and each measurement window's ``measured_items``.
     """
     name = run.id
@@ -329,6 +331,17 @@ def kubera_items(run: RunResult) -> list[DataItem]:
     )
     if run.etcd_put_rate is not None:
         add("kubera_etcd_put_rate", {"Value": run.etcd_put_rate}, "puts/s")
+    recovery: dict[str, list[float]] = {}
+    for fault, first in zip(run.faults, run.fault_first_bind, strict=False):
+        if first is not None:
+            recovery.setdefault(fault.kind, []).append(first)
+    for kind, values in sorted(recovery.items()):
+        add(
+            "kubera_fault_to_first_bind",
+            {**summarize(values, extra=True), "Count": float(len(values))},
+            "s",
+            Fault=kind,
+        )
     items.extend(measured_items(run))
     return items
 

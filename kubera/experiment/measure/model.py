@@ -14,6 +14,7 @@ This module imports nothing of kubera: ``results`` (load/write) and every writer
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
 import re
@@ -205,6 +206,33 @@ class MetricsSnapshots:
         return [cls.from_json(d) for d in data]
 
 
+LEADER_FAULTS = ("kill", "pause", "partition")
+"""Faults of a leader (``Fault.target`` is its identity): the next term ends them."""
+
+
+def first_binds(
+    faults: list[Fault], leaders: list[LeaderTerm], binds: list[float]
+) -> list[float | None]:
+    """Seconds from each fault to the first bind (sorted `binds`) after it. For a leader's
+    fault the first bind counted is one at or after the start of the next term of that
+    component (a bind of the deposed leader seen late does not count), as `kubera bench
+    failover` timed kill → first bind of the new term."""
+    out: list[float | None] = []
+    for f in faults:
+        anchor = f.t
+        if f.kind in LEADER_FAULTS:
+            mine = next((x for x in leaders if x.identity == f.target), None)
+            later = sorted(
+                x.start
+                for x in leaders
+                if x.start > f.t and (mine is None or x.component == mine.component)
+            )
+            anchor = later[0] if later else f.t
+        i = bisect.bisect_left(binds, anchor)
+        out.append(round(binds[i] - f.t, 3) if i < len(binds) else None)
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class MeasuredPhase:
     """A measurement window as `kubera bench` reports it: the pods it bound, the seconds
@@ -287,6 +315,10 @@ class RunResult:
     measured: list[MeasuredPhase] = dataclasses.field(default_factory=list)
     """Per measurement window: its pods, seconds to the last bind and CPU per process. In
     results.json only when non-empty."""
+    fault_first_bind: list[float | None] = dataclasses.field(default_factory=list)
+    """Per fault (as ``faults``): seconds from it to the first pod bound after it — for a
+    leader's fault, the first bound once the next leader term began (`first_binds`); None:
+    no pod bound after it. In results.json only when there were faults."""
 
     @property
     def name(self) -> str:
@@ -299,7 +331,7 @@ class RunResult:
         return slug(self.id)
 
     def to_json(self) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "id": self.id,
             "test_case": self.test_case,
             "workload": self.workload,
@@ -331,6 +363,8 @@ class RunResult:
             out["etcd_put_rate"] = self.etcd_put_rate
         if self.measured:
             out["measured"] = [m.to_json() for m in self.measured]
+        if self.fault_first_bind:
+            out["fault_first_bind"] = list(self.fault_first_bind)
         return out
 
     @classmethod
@@ -363,6 +397,7 @@ class RunResult:
             error=None if data.get("error") is None else str(data["error"]),
             etcd_put_rate=_opt_float(data.get("etcd_put_rate")),
             measured=[MeasuredPhase.from_json(m) for m in data.get("measured") or ()],
+            fault_first_bind=[_opt_float(x) for x in data.get("fault_first_bind") or ()],
         )
 
 

@@ -6,6 +6,7 @@ run's DataItems and measured phase (no statistics of its own).
     raw etcd put rate      the same run's (run/etcdprobe.py) and the ratio to it
     upstream threshold     the workload's, and the share reached; none when the shape was
                            changed (run/bench.py drops it)
+    fault → first bind     per fault kind (kubera_fault_to_first_bind), when it had faults
     CPU per pod            per component kind over the measured phase (measure/cpu.py)
     capacity model         measure/capacity.py (a model, not a measurement)
 """
@@ -88,6 +89,14 @@ def render(
         lines.append(
             "  upstream threshold: none for this shape (upstream's hold for their exact shape)"
         )
+    for item in items:
+        if item.metric == "kubera_fault_to_first_bind":
+            d = item.data
+            lines.append(
+                f"  {item.labels['Fault']} → first bind (a leader's: of the next term): "
+                f"p50 {d['Perc50']:.2f}s, p90 {d['Perc90']:.2f}s, max {d['Max']:.2f}s "
+                f"over {d['Count']:.0f} fault(s)"
+            )
     if phase is not None:
         lines.append(cpu.render(cpu.table(phase.cpu, phase.pods, phase.seconds)))
     model = capacity.run_model(run, cores=cores, f=f)

@@ -35,7 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from kubera.experiment.measure.collect import Collector
-from kubera.experiment.measure.model import ExperimentResult, LeaderTerm, ReplicaStats, RunResult
+from kubera.experiment.measure.model import (
+    ExperimentResult,
+    LeaderTerm,
+    ReplicaStats,
+    RunResult,
+    first_binds,
+)
 from kubera.experiment.run import etcdprobe
 from kubera.experiment.run.opexec import OpExecutor
 from kubera.experiment.run.progress import Progress
@@ -373,3 +379,5 @@ def finish(
         )
         for t in collector.terms.terms
     ]
+    binds = sorted(p.bound for p in collector.pods.pods.values() if p.bound is not None)
+    run.fault_first_bind = first_binds(run.faults, run.leaders, binds)

@@ -408,3 +408,32 @@ def test_measured_items_report_the_etcd_ratio_cpu_per_pod_and_the_model() -> Non
     back = RunResult.from_json(json.loads(json.dumps(run.to_json())))
     assert back.measured == run.measured and back.etcd_put_rate == 4000.0
     assert "measured" not in make_run().to_json() and "etcd_put_rate" not in make_run().to_json()
+
+
+def test_each_fault_is_timed_to_the_first_bind_of_the_next_term() -> None:
+    from kubera.experiment.measure.model import Fault, LeaderTerm, RunResult, first_binds
+
+    leaders = [
+        LeaderTerm(component="scheduler", identity="a", start=0.0, end=5.2),
+        LeaderTerm(component="scheduler", identity="b", start=5.2, end=None),
+        LeaderTerm(component="controller-manager", identity="cm", start=0.0, end=None),
+    ]
+    faults = [
+        Fault(t=3.0, kind="kill", target="a"),
+        Fault(t=8.0, kind="restart-etcd", target="etcd"),
+        Fault(t=20.0, kind="kill", target="b"),  # no later term, no later bind
+    ]
+    # 3.1: a bind of the deposed leader seen late; 5.5: the new term's first
+    binds = [1.0, 3.1, 5.5, 8.4, 9.0]
+    assert first_binds(faults, leaders, binds) == [2.5, pytest.approx(0.4), None]
+    run = RunResult(
+        id="F/w", test_case="F", workload="w", faults=faults, leaders=leaders,
+        fault_first_bind=[2.5, 0.4, None],
+    )  # fmt: skip
+    items = {
+        i.labels["Fault"]: i for i in by_metric(di.kubera_items(run), "kubera_fault_to_first_bind")
+    }
+    assert items["kill"].data["Count"] == 1.0 and items["kill"].data["Average"] == 2.5
+    assert items["restart-etcd"].data["Max"] == pytest.approx(0.4)
+    back = RunResult.from_json(json.loads(json.dumps(run.to_json())))
+    assert back.fault_first_bind == [2.5, 0.4, None]
