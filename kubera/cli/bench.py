@@ -99,6 +99,11 @@ def _register_scenario(bsub: argparse._SubParsersAction, name: str, about: str) 
         "--k8s-defaults", action="store_true", help="kube-scheduler's lease timings (15s/10s/2s)"
     )
     p.add_argument(
+        "--partition",
+        choices=("hash", "none"),
+        help="shared-state mode: hash (each pod belongs to one scheduler) or none (all try all)",
+    )
+    p.add_argument(
         "--check", action="store_true", help="run the history checker at the end (a check op)"
     )
     p.add_argument(
@@ -160,6 +165,7 @@ def overrides(args: argparse.Namespace, workload: str | None) -> Overrides:
         renew_deadline=args.renew_deadline,
         retry_period=args.retry_period,
         k8s_defaults=args.k8s_defaults,
+        partition=args.partition,
         check=args.check,
         repeat=args.repeat,
     )

@@ -15,7 +15,7 @@ written the flags into it:
                       defines); a flag the workload has no param for is an error
     --set KEY=VALUE   any param (VALUE read as YAML)
     --apiservers, --schedulers, --controller-managers, --no-controllers,
-    --lease-duration/--renew-deadline/--retry-period, --k8s-defaults
+    --lease-duration/--renew-deadline/--retry-period, --k8s-defaults, --partition
                       the workload's `cluster:` settings (`--schedulers 1,2,4`: a sweep)
     --check           a `check` op at the end when the file has none
 
@@ -85,6 +85,7 @@ class Overrides:
     renew_deadline: str | None = None
     retry_period: str | None = None
     k8s_defaults: bool = False
+    partition: str | None = None
     check: bool = False
     repeat: int = 1
 
@@ -183,6 +184,8 @@ def edit(raw: Any, o: Overrides, where: str = "bench") -> list[Any]:
     cluster: dict[str, Any] = dict(w.get("cluster") or {})
     if o.apiservers is not None:
         cluster["apiServers"] = o.apiservers
+    if o.partition is not None:
+        cluster["sharedStatePartition"] = o.partition
     if o.no_controllers:
         cluster["controllerManagers"] = 0
     elif o.controller_managers is not None:

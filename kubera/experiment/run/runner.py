@@ -77,6 +77,8 @@ def cluster_args(cluster: ClusterSettings, ops: list[Any], opts: RunOptions) -> 
     else:
         args += ["--nodes", "0"]
     args += ["--schedulers", str(cluster.schedulers), "--scheduler-mode", cluster.scheduler_mode]
+    if cluster.shared_state_partition != "hash":
+        args += ["--shared-state-partition", cluster.shared_state_partition]
     if cluster.controller_managers < 1:
         args.append("--no-controllers")
     else:

@@ -45,6 +45,9 @@ class ClusterSettings:
     """Scheduler replicas."""
     scheduler_mode: SchedulerMode = "leader"
     """leader: one active scheduler, the others standbys; shared-state: all schedule."""
+    shared_state_partition: Literal["hash", "none"] = "hash"
+    """`sharedStatePartition` (shared-state mode): hash — each pod belongs to one replica;
+    none — every replica tries every pod (`kubera up --shared-state-partition`)."""
     controller_managers: int = 1
     """Controller-manager replicas (0: none)."""
     apiservers: int = 1

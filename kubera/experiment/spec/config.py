@@ -145,6 +145,7 @@ _CLUSTER = {
     "nodeTemplatePath": Spec("node_template", k_node_template),
     "schedulers": Spec("schedulers", k_positive_int),
     "schedulerMode": Spec("scheduler_mode", one_of("leader", "shared-state")),
+    "sharedStatePartition": Spec("shared_state_partition", one_of("hash", "none")),
     "controllerManagers": Spec("controller_managers", k_count),
     "apiServers": Spec("apiservers", k_positive_int),
     "leaderElection": Spec("leader_election", k_map),

@@ -147,6 +147,16 @@ def test_cluster_flags_leases_sweeps_check_and_repeats() -> None:
         "500Nodes_5000Pods/schedulers=2",
     ]
     assert [w.cluster.schedulers for _, w in e.runs()] == [1, 2]
+    _, e = load(parse("--partition", "none", scenario="shared-state"))
+    (tc, w) = e.runs()[0]
+    assert w.cluster.shared_state_partition == "none"
+    args = cluster_args(w.cluster, config.plan(tc, w), runner_module.RunOptions())
+    assert args[args.index("--shared-state-partition") + 1] == "none"
+    _, e = load(parse(scenario="shared-state"))
+    (tc, w) = e.runs()[0]
+    assert "--shared-state-partition" not in cluster_args(
+        w.cluster, config.plan(tc, w), runner_module.RunOptions()
+    )
     _, e = load(parse("--repeat", "2", "--pods-per-node", "3", "--nodes", "10", scenario="nodes"))
     assert [w.name for _, w in e.runs()] == ["1000Nodes/run=1", "1000Nodes/run=2"]
     assert e.runs()[0][1].params["pods"] == 30
