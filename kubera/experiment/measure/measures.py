@@ -165,18 +165,21 @@ class PodTimeline:
 
     def bound_between(
         self, start: float, end: float, namespaces: Iterable[str], selector: Mapping[str, str]
-    ) -> list[float]:
+    ) -> tuple[list[float], float | None]:
         """The sorted bind times in [start, end] of the pods of `namespaces` (all when empty)
-        whose labels include `selector`: a measurement window's binds."""
+        whose labels include `selector` (a measurement window's binds), and when the first
+        of those pods was created (sent), None without one."""
         wanted = set(namespaces)
-        return sorted(
-            p.bound
+        chosen = [
+            p
             for p in self.pods.values()
             if p.bound is not None
             and start <= p.bound <= end
             and (not wanted or p.namespace in wanted)
             and all(p.labels.get(k) == v for k, v in selector.items())
-        )
+        ]
+        first = min((self.created_at(p) for p in chosen), default=None)
+        return sorted(p.bound for p in chosen if p.bound is not None), first
 
     def gangs(self, label: str = POD_GROUP_LABEL) -> list[GangTimes]:
         """The gangs on the timeline: pods grouped by namespace and the value of `label`

@@ -236,8 +236,9 @@ def first_binds(
 @dataclasses.dataclass(frozen=True)
 class MeasuredPhase:
     """A measurement window as `kubera bench` reports it: the pods it bound, the seconds
-    from its start to its last bind, and each component process's CPU seconds between its
-    start and its end (None: the process was gone or replaced by the end; measure/cpu.py)."""
+    from its first pod sent (or its start, if later) to its last bind, and each component
+    process's CPU seconds between the window's start and its end (None: the process was
+    gone or replaced by the end; measure/cpu.py)."""
 
     window: str
     pods: int
@@ -246,7 +247,8 @@ class MeasuredPhase:
 
     @property
     def pods_per_s(self) -> float:
-        """The whole phase's average: pods bound / seconds to the last bind."""
+        """The whole phase's average: pods bound / seconds from the first sent to the last
+        bind."""
         return self.pods / self.seconds if self.seconds > 0 else 0.0
 
     def to_json(self) -> dict[str, Any]:

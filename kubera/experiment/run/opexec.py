@@ -292,12 +292,14 @@ class OpExecutor:
         cpu_after = self.collector.cpu_now()
         self.result.collected.append(Window(start=start, end=end, name=name))
         namespaces, selector = self.window_pods[name]
-        binds = self.collector.pods.bound_between(start, end, namespaces, selector)
+        binds, first = self.collector.pods.bound_between(start, end, namespaces, selector)
+        # the phase starts when its first pod is sent (building the pods comes before)
+        begin = start if first is None else max(start, first)
         self.result.measured.append(
             MeasuredPhase(
                 window=name,
                 pods=len(binds),
-                seconds=round(binds[-1] - start, 3) if binds else 0.0,
+                seconds=round(binds[-1] - begin, 3) if binds else 0.0,
                 cpu=cpu.used(self.window_cpu, cpu_after),
             )
         )
