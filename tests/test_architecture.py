@@ -11,7 +11,9 @@ The rules (DESIGN.md "Layers", STYLE.md, issue 11):
   everyone;
 - the benches in kubera/bench/ do not import each other (they share the helper modules in
   BENCH_HELPERS: harness.py);
-- a name imported from another module is public (no leading underscore).
+- a name imported from another module is public (no leading underscore);
+- the long halls stay split (issue 25): services/api, services/scheduler and kubera/experiment
+  hold at most ``MAX_ROOT_MODULES`` modules at their root, the rest in subpackages.
 """
 
 from __future__ import annotations
@@ -254,3 +256,22 @@ def test_names_imported_across_modules_are_public() -> None:
         if imp.name and imp.name.startswith("_") and not imp.name.startswith("__")
     ]
     assert offenders == []
+
+
+#: Issue 25's bar: a package this long is split into subpackages that show its rooms.
+MAX_ROOT_MODULES = 20
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        "services/api",
+        "services/scheduler",
+        "kubera/experiment",
+    ],
+)
+def test_long_packages_hold_few_modules_at_their_root(package: str) -> None:
+    root = ROOT / package
+    modules = sorted(p.name for p in root.glob("*.py"))
+    assert modules, f"{package} is a package"
+    assert len(modules) <= MAX_ROOT_MODULES, f"{package}: {len(modules)} modules: {modules}"

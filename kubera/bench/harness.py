@@ -16,8 +16,8 @@ from google.protobuf import json_format
 
 from kubera.errors import CliError
 from protos.kubera.v1 import core_pb2
-from services.api.errors import GoneError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import GoneError
+from services.api.machinery.kinds import BY_KIND
 
 
 def pod(name: str, namespace: str = "default") -> core_pb2.Pod:

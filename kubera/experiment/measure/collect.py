@@ -60,7 +60,7 @@ from kubera.experiment.measure.measures import (
     total,
 )
 from kubera.launch.context import Context
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.chaos import control_status, is_local
 from services.client import Client, first_address
 from services.storage.etcd import EtcdStorage

@@ -59,8 +59,13 @@ from kubera.experiment.spec.objects import (
 from kubera.launch.context import Context
 from services.api.dra.allocator import AllocationError
 from services.api.dra.claims import ADMIN_ACCESS_NAMESPACE_LABEL
-from services.api.errors import AlreadyExistsError, ApiError, NotFoundError, UnavailableError
-from services.api.kinds import BY_KIND, kind_of
+from services.api.machinery.errors import (
+    AlreadyExistsError,
+    ApiError,
+    NotFoundError,
+    UnavailableError,
+)
+from services.api.machinery.kinds import BY_KIND, kind_of
 from services.client import Client
 
 #: Objects per batch_create call (the apiserver splits further by its own caps).

@@ -85,7 +85,7 @@ from kubera.experiment.spec.fields import (
 from kubera.experiment.spec.ops import Op
 from kubera.experiment.spec.parse_ops import Params, parse_op, resolve_op, unroll
 from kubera.experiment.spec.templates import Template
-from services.api import yamlload
+from services.api.machinery import yamlload
 
 __all__ = [
     "SchedulerMode",
@@ -128,7 +128,7 @@ def k_node_template(ctx: Ctx, where: str, value: Any) -> Template:
             f"kind {template.data.get('kind')!r} (a Node object belongs in createNodes."
             "nodeTemplatePath)",
         )
-    from services.api.stages import TemplateError
+    from services.api.helpers.stages import TemplateError
     from services.kubelet import EvictionConfig, load_template
 
     try:

@@ -21,7 +21,7 @@ from kubera.experiment.spec.templates import (
     UnsupportedTemplate,
     read_template,
 )
-from services.api.duration import parse_duration
+from services.api.machinery.duration import parse_duration
 
 
 class ConfigError(CliError):

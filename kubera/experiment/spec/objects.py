@@ -11,7 +11,7 @@ from google.protobuf.message import Message
 from kubera.errors import CliError
 from kubera.experiment.spec import ops as o
 from kubera.experiment.spec.templates import copy_data
-from services.api import codec
+from services.api.machinery import codec
 
 
 class OpError(CliError):

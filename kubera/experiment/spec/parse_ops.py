@@ -39,7 +39,7 @@ from kubera.experiment.spec.fields import (
 )
 from kubera.experiment.spec.templates import Template, TemplateError
 from kubera.experiment.spec.trace import TraceError, read_nodes, read_pods
-from services.api import codec, kinds
+from services.api.machinery import codec, kinds
 
 
 def _unsupported(what: str):  # type: ignore[no-untyped-def]

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from services.api import yamlload
+from services.api.machinery import yamlload
 
 
 class TemplateError(ValueError):

@@ -405,7 +405,7 @@ async def test_trace_replay_creates_and_deletes_on_the_scaled_trace_clock(
 
 
 async def test_a_generated_name_taken_is_sent_again() -> None:
-    from services.api.errors import AlreadyExistsError
+    from services.api.machinery.errors import AlreadyExistsError
 
     ex, api = executor()
     real = api.batch_create
@@ -461,7 +461,7 @@ def churn_op(**kw: Any) -> o.Churn:
 
 
 async def test_failed_churn_rounds_become_the_runs_warnings() -> None:
-    from services.api.errors import ForbiddenError
+    from services.api.machinery.errors import ForbiddenError
 
     ex, api = executor()
     real = api.batch_create

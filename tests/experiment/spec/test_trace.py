@@ -224,7 +224,7 @@ def test_the_shipped_sample_is_the_documented_generator_output(tmp_path):
 
 
 def test_every_sample_pod_and_node_decodes_strictly_with_kuberas_codec():
-    from services.api import codec
+    from services.api.machinery import codec
 
     for p in read_pods(str(SAMPLE / "openb_pod_list_sample.csv")):
         assert codec.decode(p.to_pod("trace"), validate="strict").kind.kind == "Pod"
