@@ -24,7 +24,6 @@ import importlib
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: import this checkout
@@ -37,17 +36,6 @@ END = "<!-- END GENERATED: {name} -->"
 def _cell(text: str | None) -> str:
     """Text fit for one markdown table cell: one line, pipes escaped."""
     return " ".join((text or "").split()).replace("|", "\\|")
-
-
-def _first_module(*names: str) -> ModuleType:
-    """The first of `names` that imports (a module that moves keeps its table generated)."""
-    for name in names:
-        try:
-            return importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name is None or not name.startswith(e.name):
-                raise  # the module exists but something it imports does not
-    raise ModuleNotFoundError(f"none of {', '.join(names)} imports")
 
 
 # -- the CLI ------------------------------------------------------------------------------
@@ -131,7 +119,7 @@ def cli_block() -> str:
 
 
 def kinds_block() -> str:
-    kinds = _first_module("services.api.machinery.kinds", "services.api.kinds")
+    kinds = importlib.import_module("services.api.machinery.kinds")
     discovery = importlib.import_module("services.httpapi.discovery")
     out = [
         "| group/version | kind | resource | namespaced | short names | subresources |",
