@@ -10,7 +10,7 @@ The rules (DESIGN.md "Layers", STYLE.md, issue 11):
   (services/api/, services/storage/keys.py, services/clock.py, services/grpcserver.py) is open to
   everyone;
 - the benches in kubera/bench/ do not import each other (they share the helper modules in
-  BENCH_HELPERS: harness.py, and the scheduling bench's workloads, report, cpu and capacity);
+  BENCH_HELPERS: harness.py);
 - a name imported from another module is public (no leading underscore);
 - the long halls stay split (issue 25): services/api, services/scheduler and kubera/experiment
   hold at most ``MAX_ROOT_MODULES`` modules at their root, the rest in subpackages.
@@ -233,15 +233,9 @@ def test_components_meet_through_public_api_or_vocabulary() -> None:
     assert offenders == []
 
 
-#: Modules of kubera/bench/ any bench may use: the shared harness and the scheduling bench's
-#: parts (capacity is also `kubera bench capacity`, the model again from saved reports).
-BENCH_HELPERS = (
-    "kubera.bench.harness",
-    "kubera.bench.workloads",
-    "kubera.bench.report",
-    "kubera.bench.cpu",
-    "kubera.bench.capacity",
-)
+#: Modules of kubera/bench/ any bench may use: the shared harness (the scheduling scenarios
+#: are experiment files: kubera.experiment.run.bench).
+BENCH_HELPERS = ("kubera.bench.harness",)
 
 
 def test_benches_do_not_import_each_other() -> None:
@@ -273,9 +267,7 @@ MAX_ROOT_MODULES = 20
     [
         "services/api",
         "services/scheduler",
-        # kubera/experiment is split into spec/, run/, measure/ and output/ on another branch of
-        # issue 25; the lead removes this xfail once that branch is merged.
-        pytest.param("kubera/experiment", marks=pytest.mark.xfail(strict=False)),
+        "kubera/experiment",
     ],
 )
 def test_long_packages_hold_few_modules_at_their_root(package: str) -> None:

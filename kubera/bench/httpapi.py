@@ -35,9 +35,9 @@ from typing import Any
 
 import yaml
 
-from kubera.bench.cpu import read_stat
 from kubera.bench.harness import pod
 from kubera.errors import CliError
+from kubera.launch import procs
 from kubera.testing import Cluster
 
 TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -96,8 +96,8 @@ class Http:
 
 
 def _cpu(pid: int) -> float:
-    stat = read_stat(pid) if pid else None
-    return stat[1] if stat else 0.0
+    used = procs.usage(pid) if pid else None  # (CPU seconds, RSS MB)
+    return used[0] if used else 0.0
 
 
 async def _timed(n: int, fn: Any) -> tuple[float, Any]:
