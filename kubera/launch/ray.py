@@ -11,7 +11,7 @@ Two things Ray answers only through private API are found another way:
 - The actor table (where every component runs, and which ones Ray re-created): Ray's state
   API needs the dashboard, which kubera leaves out (`include_dashboard=False` here,
   `--include-dashboard=false` in the compose file), so it is read from the GCS itself —
-  its `GetAllActorInfo` call, which the state API and `ray._private.state` make too — at
+  its `GetAllActorInfo` call, which the state API and Ray's private state module make — at
   the address `ray.get_runtime_context().gcs_address` gives. Plain gRPC: kubera runs Ray
   with RAY_AUTH_MODE=disabled; with RAY_USE_TLS, Ray's own TLS files are used.
 """
