@@ -5,6 +5,8 @@ and removes what it wrote. `kubera down` signals it, then stops by PID whatever 
     kubera up ─┬─ (foreground) Supervisor.run()
                └─ (--detach) python -m kubera.launch.supervisor … in its own session; the
                   parent waits for context.json to name it ready, prints, exits.
+
+What it starts comes as `UpOptions` (options.py); how it joins or starts Ray is ray.py.
 """
 
 from __future__ import annotations
