@@ -170,7 +170,11 @@ def actor_table() -> ActorTable:
             job_id=bytes.fromhex(context.get_job_id())
         )
     )
-    reply = _actor_info_stub(context.gcs_address).GetAllActorInfo(request, timeout=TABLE_TIMEOUT)
+    # wait_for_ready: a channel between connection attempts waits for the GCS (up to the
+    # timeout), as Ray's own GCS client does, instead of failing the read at once
+    reply = _actor_info_stub(context.gcs_address).GetAllActorInfo(
+        request, timeout=TABLE_TIMEOUT, wait_for_ready=True
+    )
     if reply.status.code != 0:
         raise RuntimeError(f"GetAllActorInfo: {reply.status.message or reply.status.code}")
     out: ActorTable = {}
