@@ -285,7 +285,7 @@ def _read_scheduler_configs(paths: list[str]) -> list[str]:
 def _lease_flags(args: argparse.Namespace) -> TimingOverrides:
     """--leader-elect-* as seconds, checked by client-go's rules against each other and
     the defaults they do not override (lease > renew > 1.2 × retry)."""
-    from services.api.duration import parse_duration
+    from services.api.machinery.duration import parse_duration
 
     out: dict[str, float | None] = {}
     for name in ("lease_duration", "renew_deadline", "retry_period"):
@@ -315,7 +315,7 @@ def _read_node_template(path: str, nodes: int | None) -> tuple[str, int]:
         text = Path(path).read_text()
     except OSError as e:
         raise CliError(f"--node-template: cannot read {path}: {e.strerror}") from None
-    from services.api.stages import TemplateError
+    from services.api.helpers.stages import TemplateError
     from services.kubelet import EvictionConfig, load_template
 
     try:

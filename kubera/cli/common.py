@@ -18,9 +18,14 @@ from kubera.cli import manifests
 from kubera.cli.manifests import Manifest
 from kubera.errors import CliError
 from kubera.launch.context import apiserver_address
-from services.api import codec, kinds
-from services.api.errors import ApiError, BadRequestError, PreconditionError, UnavailableError
-from services.api.kinds import Kind
+from services.api.machinery import codec, kinds
+from services.api.machinery.errors import (
+    ApiError,
+    BadRequestError,
+    PreconditionError,
+    UnavailableError,
+)
+from services.api.machinery.kinds import Kind
 from services.client import Client
 
 # ------------------------------------------------------------------ errors

@@ -24,10 +24,10 @@ import yaml
 from google.protobuf.message import Message
 
 from kubera.errors import CliError
-from services.api import codec
-from services.api.kinds import Kind
-from services.api.limits import DepthError, check_depth
-from services.api.yamlload import KubeLoader
+from services.api.machinery import codec
+from services.api.machinery.kinds import Kind
+from services.api.machinery.limits import DepthError, check_depth
+from services.api.machinery.yamlload import KubeLoader
 
 #: What a directory contributes, as kubectl's FileExtensions.
 EXTENSIONS = (".yaml", ".yml", ".json")

@@ -30,8 +30,8 @@ from kubera.cli.drainplan import DrainOptions, aggregate, go_duration, plan_drai
 from kubera.errors import CliError
 from kubera.launch.context import apiserver_address
 from protos.kubera.v1 import core_pb2
-from services.api.duration import parse_duration
-from services.api.errors import (
+from services.api.machinery.duration import parse_duration
+from services.api.machinery.errors import (
     ApiError,
     ConflictError,
     GoneError,
@@ -39,7 +39,7 @@ from services.api.errors import (
     TooManyRequestsError,
     UnavailableError,
 )
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client, WatchEvent
 
 PODS = BY_KIND["Pod"]

@@ -43,14 +43,14 @@ from kubera.cli.common import (
 )
 from kubera.errors import CliError
 from kubera.printing import describe, output, tables
-from services.api import kinds, labels
 from services.api.dra.claims import ClaimNotCreatedError, claim_name
-from services.api.errors import (
+from services.api.machinery import kinds, labels
+from services.api.machinery.errors import (
     ApiError,
     NotFoundError,
     UnavailableError,
 )
-from services.api.kinds import Kind
+from services.api.machinery.kinds import Kind
 from services.client import Client
 from services.clock import RealClock
 

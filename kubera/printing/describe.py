@@ -3,7 +3,7 @@
 Split from `kubera.printing.output` because describe is a layout of its own (kubectl's
 PrefixWriter lines aligned by Go's text/tabwriter, per-kind sections for pods, nodes and
 ResourceClaims, a generic field walk for the rest) that shares only the cell helpers of
-`services.api.printers` and the Kubernetes-shaped dict of `kubera.printing.output`.
+`services.api.printers.printers` and the Kubernetes-shaped dict of `kubera.printing.output`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from google.protobuf.message import Message
 
 from kubera.printing.output import to_dict
 from services.api.dra.claims import ClaimNotCreatedError, claim_name, is_reserved_for_pod
-from services.api.kinds import kind_of
-from services.api.printers import (
+from services.api.helpers.resources import Resource, pod_requests
+from services.api.machinery.kinds import kind_of
+from services.api.printers.printers import (
     NONE,
     age,
     allocatable,
@@ -31,7 +32,6 @@ from services.api.printers import (
     parse_time,
     pod_status,
 )
-from services.api.resources import Resource, pod_requests
 
 
 def tabwrite(text: str, *, padding: int = 2, minwidth: int = 0) -> str:

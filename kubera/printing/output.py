@@ -18,8 +18,8 @@ import yaml
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from services.api import codec
-from services.api.kinds import Kind, kind_of
+from services.api.machinery import codec
+from services.api.machinery.kinds import Kind, kind_of
 
 OUTPUT_FORMATS = ("wide", "json", "yaml", "name")
 

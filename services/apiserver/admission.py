@@ -14,12 +14,18 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import apps_pb2, core_pb2, node_pb2, resource_pb2, scheduling_pb2
 from services.api.dra.claims import ADMIN_ACCESS_NAMESPACE_LABEL
-from services.api.errors import INVALID, FieldError, ForbiddenError, InvalidError, forbidden
-from services.api.kinds import BY_KIND, Kind
-from services.api.quantity import QuantityError, parse_quantity
-from services.api.stages import STAGES_ANNOTATION, Stages, TemplateError
-from services.api.usage import USAGE_ANNOTATION, UsageSpecError, parse_usage
-from services.api.wellknown import TAINT_NOT_READY, TAINT_UNREACHABLE
+from services.api.helpers.stages import STAGES_ANNOTATION, Stages, TemplateError
+from services.api.helpers.usage import USAGE_ANNOTATION, UsageSpecError, parse_usage
+from services.api.helpers.wellknown import TAINT_NOT_READY, TAINT_UNREACHABLE
+from services.api.machinery.errors import (
+    INVALID,
+    FieldError,
+    ForbiddenError,
+    InvalidError,
+    forbidden,
+)
+from services.api.machinery.kinds import BY_KIND, Kind
+from services.api.machinery.quantity import QuantityError, parse_quantity
 
 
 class Lookup(Protocol):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import scheduling_pb2
-from services.api.kinds import BY_KIND, Kind
+from services.api.machinery.kinds import BY_KIND, Kind
 from services.apiserver.store import Store
 
 

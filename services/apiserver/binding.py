@@ -20,10 +20,15 @@ from dataclasses import dataclass, replace
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
-from services.api.conditions import update_pod_condition
-from services.api.errors import AllocationConflictError, FieldError, InvalidError, PreconditionError
-from services.api.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
-from services.api.kinds import BY_KIND
+from services.api.helpers.conditions import update_pod_condition
+from services.api.helpers.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
+from services.api.machinery.errors import (
+    AllocationConflictError,
+    FieldError,
+    InvalidError,
+    PreconditionError,
+)
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver import allocation
 from services.apiserver.fencing import CURRENT
 from services.apiserver.objects import MAX_RETRIES, conflict, not_found

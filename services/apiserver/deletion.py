@@ -27,14 +27,14 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
 from services.api import validation
-from services.api.errors import (
+from services.api.machinery.errors import (
     ConflictError,
     CorruptObjectError,
     ForbiddenError,
     InvalidError,
     NotFoundError,
 )
-from services.api.kinds import BY_KIND, KINDS, Kind
+from services.api.machinery.kinds import BY_KIND, KINDS, Kind
 from services.apiserver import admission
 from services.apiserver.objects import MAX_RETRIES, conflict, held, not_found
 from services.apiserver.objects import meta as _meta

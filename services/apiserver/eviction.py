@@ -30,14 +30,14 @@ from __future__ import annotations
 
 from protos.kubera.v1 import core_pb2, policy_pb2
 from services.api import validation
-from services.api.conditions import update_pod_condition
-from services.api.disruption import (
+from services.api.helpers.conditions import update_pod_condition
+from services.api.helpers.disruption import (
     ALWAYS_ALLOW,
     covers,
     pod_ready,
     update_disruption_allowed_condition,
 )
-from services.api.errors import (
+from services.api.machinery.errors import (
     ApiError,
     BadRequestError,
     ConflictError,
@@ -47,7 +47,7 @@ from services.api.errors import (
     TooManyRequestsError,
     unsupported,
 )
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.deletion import grace_period
 from services.apiserver.objects import MAX_RETRIES, held, not_found
 from services.apiserver.store import Store

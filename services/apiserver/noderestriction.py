@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from google.protobuf.message import Message
 
-from services.api.errors import PermissionDeniedError
+from services.api.machinery.errors import PermissionDeniedError
 from services.auth import CURRENT_USER, is_node, node_names
 
 RESTRICTION_PREFIX = "node-restriction.kubernetes.io/"

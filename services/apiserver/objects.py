@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from google.protobuf.message import Message
 
-from services.api.errors import BadRequestError, ConflictError, NotFoundError
-from services.api.fields import FieldRequirement, field_matches, parse_field_selector
-from services.api.kinds import Kind
-from services.api.labels import Selector, SelectorError
+from services.api.machinery.errors import BadRequestError, ConflictError, NotFoundError
+from services.api.machinery.fields import FieldRequirement, field_matches, parse_field_selector
+from services.api.machinery.kinds import Kind
+from services.api.machinery.labels import Selector, SelectorError
 
 #: How often a read-modify-write (update, delete, bind, patch) retries after losing a race
 #: before it answers with a conflict.

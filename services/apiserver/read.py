@@ -14,8 +14,13 @@ from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
-from services.api.errors import BadRequestError, CorruptObjectError, UnavailableError, invalid
-from services.api.kinds import Kind
+from services.api.machinery.errors import (
+    BadRequestError,
+    CorruptObjectError,
+    UnavailableError,
+    invalid,
+)
+from services.api.machinery.kinds import Kind
 from services.apiserver.objects import Filter, not_found
 from services.apiserver.store import Store
 from services.apiserver.watchcache import Entry

@@ -34,9 +34,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, policy_pb2, scheduling_pb2
-from services.api.errors import AlreadyExistsError
-from services.api.fencing import Fencing
-from services.api.kinds import BY_KIND, KINDS, Kind
+from services.api.helpers.fencing import Fencing
+from services.api.machinery.errors import AlreadyExistsError
+from services.api.machinery.kinds import BY_KIND, KINDS, Kind
 from services.apiserver import (
     admission,
     batch,

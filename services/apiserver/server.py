@@ -2,7 +2,7 @@
 errors become gRPC status codes (ApiError subclasses carry theirs; anything else is a
 bug or broken infrastructure and crosses as INTERNAL / UNAVAILABLE).
 
-What arrives is checked here before any work (the limits are services/api/limits.py):
+What arrives is checked here before any work (the limits are services/api/machinery/limits.py):
 a request that does not decode is answered INVALID_ARGUMENT by the server's
 RequestDecodeGuard (services/grpcserver.py) before it reaches a method; an object inside
 one (the Any payloads) is decoded in one place, `_unpack`, which names the field that did
@@ -21,8 +21,9 @@ import grpc
 
 from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
-from services.api import codec
-from services.api.errors import (
+from services.api.helpers.fencing import METADATA_KEY, Fencing
+from services.api.machinery import codec
+from services.api.machinery.errors import (
     REASON_KEY,
     STORAGE_UNAVAILABLE,
     ApiError,
@@ -30,9 +31,8 @@ from services.api.errors import (
     PermissionDeniedError,
     RequestTooLargeError,
 )
-from services.api.fencing import METADATA_KEY, Fencing
-from services.api.kinds import BY_RESOURCE, Kind
-from services.api.limits import MAX_BATCH_ITEMS
+from services.api.machinery.kinds import BY_RESOURCE, Kind
+from services.api.machinery.limits import MAX_BATCH_ITEMS
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.bindbatch import BindOutcome
 from services.apiserver.registry import ApiServer, BatchResult, BindItem

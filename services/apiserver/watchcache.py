@@ -65,13 +65,13 @@ from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
 
-from services.api.errors import (
+from services.api.machinery.errors import (
     CorruptObjectError,
     GoneError,
     InternalError,
     ResourceVersionTooLargeError,
 )
-from services.api.kinds import Kind
+from services.api.machinery.kinds import Kind
 from services.clock import Clock, RealClock
 from services.storage import CompactedError, KeyValue, Storage, StorageUnavailableError, WatchBatch
 

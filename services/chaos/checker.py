@@ -50,10 +50,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import CorruptObjectError
-from services.api.fencing import BOUND_BY, parse_bound_by
-from services.api.kinds import BY_KIND
-from services.api.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
+from services.api.helpers.fencing import BOUND_BY, parse_bound_by
+from services.api.helpers.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
+from services.api.machinery.errors import CorruptObjectError
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver import decode
 from services.chaos.verdict import Counts, PodRef, Verdict, Violation
 from services.storage import Event

@@ -1,13 +1,13 @@
 """An asyncio client for the kubera apiserver, with typed errors.
 
-gRPC status codes become the ApiError subclasses of services/api/errors.py in one place
+gRPC status codes become the ApiError subclasses of services/api/machinery/errors.py in one place
 (`_call`), so callers catch `NotFoundError`, `ConflictError`, `GoneError`, ... and never
 look at grpc. Objects are the kubera.v1 protobuf messages; one that arrives and does not
 decode raises CorruptObjectError (`_decode`), never a protobuf exception, so a caller's
 loop (an informer's) can handle it like any other ApiError.
 
 Batches are sent in calls of at most MAX_BATCH_ITEMS objects and MAX_REQUEST_BYTES (the
-apiserver's caps, services/api/limits.py), so a caller may pass any number. Warnings the
+apiserver's caps, services/api/machinery/limits.py), so a caller may pass any number. Warnings the
 apiserver sends (a list that left out a corrupt object) go to `warning_handler`, by
 default the log (client-go's WarningHandler; the CLI prints them as kubectl does).
 """
@@ -30,8 +30,10 @@ from google.protobuf.message import Message
 from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
 from protos.kubera.v1 import policy_pb2
-from services.api import codec
-from services.api.errors import (
+from services.api.helpers.fencing import METADATA_KEY as FENCING_METADATA
+from services.api.helpers.fencing import Fencing
+from services.api.machinery import codec
+from services.api.machinery.errors import (
     ERRORS_BY_CODE,
     ERRORS_BY_REASON,
     REASON_KEY,
@@ -41,10 +43,8 @@ from services.api.errors import (
     PreconditionError,
     UnavailableError,
 )
-from services.api.fencing import METADATA_KEY as FENCING_METADATA
-from services.api.fencing import Fencing
-from services.api.kinds import Kind, kind_of
-from services.api.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
+from services.api.machinery.kinds import Kind, kind_of
+from services.api.machinery.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
 from services.auth.grpcauth import CA_ENV, TOKEN_ENV, bearer
 from services.client.binds import BindCoalescer, outcome
 from services.client.endpoints import Endpoints, join_addresses

@@ -34,13 +34,13 @@ from typing import Any
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import (
+from services.api.helpers.events import new_event
+from services.api.machinery.errors import (
     ApiError,
     NotFoundError,
     UnavailableError,
 )
-from services.api.events import new_event
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.client.client import Client
 from services.clock import Clock, rfc3339
 

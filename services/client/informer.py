@@ -29,15 +29,15 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from services.api.errors import (
+from services.api.machinery.errors import (
     ApiError,
     CorruptObjectError,
     GoneError,
     ResourceVersionTooLargeError,
     UnavailableError,
 )
-from services.api.kinds import Kind
-from services.api.meta import object_key
+from services.api.machinery.kinds import Kind
+from services.api.machinery.meta import object_key
 from services.client.client import Client, UnimplementedError, WatchEvent
 from services.clock import Clock, RealClock
 

@@ -19,10 +19,10 @@ from typing import Any
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, meta_pb2
-from services.api.errors import ApiError
-from services.api.kinds import BY_KIND, Kind
-from services.api.labels import Selector, SelectorError, from_label_selector
-from services.api.meta import object_key, pod_key
+from services.api.machinery.errors import ApiError
+from services.api.machinery.kinds import BY_KIND, Kind
+from services.api.machinery.labels import Selector, SelectorError, from_label_selector
+from services.api.machinery.meta import object_key, pod_key
 from services.client import Handlers, Informer
 from services.clock import Clock, parse_rfc3339
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import apps_pb2, core_pb2, meta_pb2, policy_pb2
-from services.api.disruption import (
+from services.api.helpers.disruption import (
     SYNC_FAILED,
     covers,
     parse_budget_selector,
@@ -45,10 +45,10 @@ from services.api.disruption import (
     set_condition,
     update_disruption_allowed_condition,
 )
-from services.api.errors import ConflictError, NotFoundError
-from services.api.kinds import BY_KIND
-from services.api.labels import SelectorError
-from services.api.meta import object_key
+from services.api.machinery.errors import ConflictError, NotFoundError
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.labels import SelectorError
+from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.controller_utils import (

@@ -33,7 +33,7 @@ from typing import Protocol
 
 from google.protobuf.message import Message
 
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.deployment import DeploymentConfig, DeploymentController

@@ -34,10 +34,7 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, podgroup_pb2
-from services.api.errors import ConflictError, NotFoundError
-from services.api.kinds import BY_KIND
-from services.api.meta import object_key
-from services.api.podgroups import (
+from services.api.helpers.podgroups import (
     PHASE_FAILED,
     PHASE_FINISHED,
     PHASE_PENDING,
@@ -47,6 +44,9 @@ from services.api.podgroups import (
     pod_group_full_name,
     pod_group_name,
 )
+from services.api.machinery.errors import ConflictError, NotFoundError
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import NamespaceIndex, wait_synced

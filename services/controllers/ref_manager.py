@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import meta_pb2
-from services.api import codec
-from services.api.errors import ApiError, NotFoundError
-from services.api.kinds import Kind
-from services.api.labels import Selector
+from services.api.machinery import codec
+from services.api.machinery.errors import ApiError, NotFoundError
+from services.api.machinery.kinds import Kind
+from services.api.machinery.labels import Selector
 from services.client import Client
 from services.controllers.controller_utils import controller_of, new_controller_ref
 

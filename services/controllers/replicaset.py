@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import apps_pb2, core_pb2, meta_pb2
-from services.api import codec
-from services.api.errors import ApiError, NotFoundError
-from services.api.kinds import BY_KIND
-from services.api.labels import Selector
-from services.api.meta import object_key
+from services.api.machinery import codec
+from services.api.machinery.errors import ApiError, NotFoundError
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.labels import Selector
+from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import (

@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, resource_pb2
-from services.api import codec
 from services.api.dra.claims import (
     POD_CLAIM_NAME_ANNOTATION,
     ClaimNotCreatedError,
@@ -51,9 +50,10 @@ from services.api.dra.claims import (
     is_reserved_for_pod,
     pod_reference,
 )
-from services.api.errors import ConflictError, NotFoundError
-from services.api.kinds import BY_KIND
-from services.api.meta import object_key
+from services.api.machinery import codec
+from services.api.machinery.errors import ConflictError, NotFoundError
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.controller_utils import (

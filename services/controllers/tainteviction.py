@@ -35,13 +35,13 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
-from services.api import codec
-from services.api.conditions import update_pod_condition
-from services.api.errors import ApiError, NotFoundError
-from services.api.events import new_event
-from services.api.kinds import BY_KIND
-from services.api.meta import pod_key
-from services.api.taints import NO_EXECUTE, toleration_tolerates_taint
+from services.api.helpers.conditions import update_pod_condition
+from services.api.helpers.events import new_event
+from services.api.helpers.taints import NO_EXECUTE, toleration_tolerates_taint
+from services.api.machinery import codec
+from services.api.machinery.errors import ApiError, NotFoundError
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.meta import pod_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, parse_rfc3339, rfc3339
 from services.controllers.controller_utils import PodsByNode, wait_any

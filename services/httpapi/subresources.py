@@ -15,10 +15,10 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import policy_pb2
-from services.api import codec, patching
-from services.api.errors import BadRequestError, ConflictError, InvalidError, invalid
-from services.api.kinds import Kind
-from services.api.labels import SelectorError, from_label_selector
+from services.api.machinery import codec, patching
+from services.api.machinery.errors import BadRequestError, ConflictError, InvalidError, invalid
+from services.api.machinery.kinds import Kind
+from services.api.machinery.labels import SelectorError, from_label_selector
 from services.apiserver import MAX_RETRIES, conflict
 from services.httpapi.status import success
 from services.httpapi.verbs import Call, UnsupportedMediaType, body_doc, patch_type

@@ -14,7 +14,7 @@ Deliberate differences from upstream, kept small:
   and the last key, and answers 410 Expired once the revision has left the cache's
   window (upstream: once etcd compacted it). Without `limit` a list is a quorum read of
   etcd, as upstream's resourceVersion="";
-* managedFields are tracked on HTTP writes only (services/api/fieldmanager.py); the gRPC
+* managedFields are tracked on HTTP writes only (services/api/machinery/fieldmanager.py); the gRPC
   path leaves them as they are;
 * propagationPolicy: kubera has no garbage collector; Orphan removes the deleted object
   from its dependents' ownerReferences, Background and Foreground delete its dependents
@@ -33,8 +33,8 @@ from typing import Any
 import yaml
 from google.protobuf.message import Message
 
-from services.api import codec, fieldmanager, patching, yamlload
-from services.api.errors import (
+from services.api.machinery import codec, fieldmanager, patching, yamlload
+from services.api.machinery.errors import (
     ApiError,
     BadRequestError,
     ConflictError,
@@ -44,8 +44,8 @@ from services.api.errors import (
     ResourceVersionTooLargeError,
     unsupported,
 )
-from services.api.kinds import KINDS, Kind
-from services.api.limits import DepthError, loads_json
+from services.api.machinery.kinds import KINDS, Kind
+from services.api.machinery.limits import DepthError, loads_json
 from services.apiserver import MAX_RETRIES, ApiServer, conflict
 from services.auth import User
 from services.clock import rfc3339
@@ -449,7 +449,7 @@ def names_resource_version(ptype: str, body: bytes) -> bool:
 
 
 async def _apply(call: Call) -> dict[str, Any]:
-    """Server-side apply through services/api/fieldmanager.py."""
+    """Server-side apply through services/api/machinery/fieldmanager.py."""
     if not call.query.get("fieldManager"):
         raise BadRequestError(
             "PATCH, application/apply-patch+yaml: fieldManager: Required value: is required for apply patch"

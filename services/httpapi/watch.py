@@ -29,7 +29,7 @@ from typing import Any
 from aiohttp import web
 from google.protobuf.message import Message
 
-from services.api.errors import ApiError, BadRequestError
+from services.api.machinery.errors import ApiError, BadRequestError
 from services.apiserver import Filter, parse_resource_version
 from services.httpapi.status import from_error
 from services.httpapi.verbs import Call, to_json

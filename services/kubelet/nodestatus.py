@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 from protos.kubera.v1 import coordination_pb2, core_pb2
-from services.api import codec
+from services.api.machinery import codec
 from services.clock import rfc3339, rfc3339_micro
 from services.kubelet.state import PRESSURE_CONDITIONS, HollowNode
 

@@ -39,10 +39,10 @@ from typing import Any
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, resource_pb2
-from services.api.errors import ApiError, ConflictError, NotFoundError
-from services.api.kinds import BY_KIND
-from services.api.resources import pod_requests
-from services.api.stages import TemplateError
+from services.api.helpers.resources import pod_requests
+from services.api.helpers.stages import TemplateError
+from services.api.machinery.errors import ApiError, ConflictError, NotFoundError
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client, Handlers, Informer
 from services.clock import Clock, RealClock, parse_rfc3339
 from services.kubelet import eviction as ev

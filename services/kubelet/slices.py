@@ -24,9 +24,9 @@ from typing import Any
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import resource_pb2
-from services.api import codec
-from services.api.errors import AlreadyExistsError
-from services.api.kinds import BY_KIND
+from services.api.machinery import codec
+from services.api.machinery.errors import AlreadyExistsError
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client, Handlers, Informer
 from services.kubelet.template import INDEX_ATTRIBUTE, DeviceSet, NodePlan
 

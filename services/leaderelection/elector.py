@@ -43,7 +43,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from services.api.fencing import Fencing
+from services.api.helpers.fencing import Fencing
 from services.clock import Clock, RealClock
 from services.leaderelection.config import (
     JITTER_FACTOR,

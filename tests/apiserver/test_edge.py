@@ -17,15 +17,15 @@ from google.protobuf.message import Message
 
 from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import apiserver_pb2 as pb
-from services.api import codec
-from services.api.errors import (
+from services.api.machinery import codec
+from services.api.machinery.errors import (
     BadRequestError,
     CorruptObjectError,
     NotFoundError,
     ResourceVersionTooLargeError,
 )
-from services.api.kinds import BY_KIND
-from services.api.limits import MAX_BATCH_ITEMS, MAX_DEPTH, MAX_REQUEST_BYTES
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.limits import MAX_BATCH_ITEMS, MAX_DEPTH, MAX_REQUEST_BYTES
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import MAX_MESSAGE_CHARS, serve
 from services.client import Client
@@ -501,7 +501,7 @@ def _over_etcds_limit(name: str) -> Message:
 async def test_an_object_over_etcds_limit_is_resource_exhausted_and_costs_only_itself(
     edge: Edge,
 ) -> None:
-    from services.api.errors import RequestTooLargeError
+    from services.api.machinery.errors import RequestTooLargeError
 
     with pytest.raises(RequestTooLargeError, match="etcd refused the request as too large"):
         await edge.client.create(_over_etcds_limit("huge"))

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from kubera.launch.etcd import EtcdProcess
-from services.api.errors import (
+from services.api.machinery.errors import (
     AlreadyExistsError,
     BadRequestError,
     ConflictError,
@@ -17,7 +17,7 @@ from services.api.errors import (
     NotFoundError,
     PreconditionError,
 )
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client

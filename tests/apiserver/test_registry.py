@@ -6,8 +6,9 @@ import asyncio
 
 import pytest
 
-from services.api import codec
-from services.api.errors import (
+from services.api.helpers.fencing import Fencing
+from services.api.machinery import codec
+from services.api.machinery.errors import (
     AlreadyExistsError,
     ConflictError,
     ForbiddenError,
@@ -16,8 +17,7 @@ from services.api.errors import (
     NotFoundError,
     PreconditionError,
 )
-from services.api.fencing import Fencing
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.storage import Compare, Put
 from tests.apiserver.conftest import obj

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import BadRequestError, GoneError, ResourceVersionTooLargeError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import BadRequestError, GoneError, ResourceVersionTooLargeError
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig, BindItem
 from services.apiserver.server import serve
 from services.apiserver.watchcache import WatchCache

@@ -19,9 +19,9 @@ from kubera.cli import nodes
 from kubera.cli.drainplan import DrainOptions, aggregate, go_duration, plan_drain
 from kubera.cli.nodes import wait_until_gone
 from protos.kubera.v1 import core_pb2
-from services.api import codec
-from services.api.errors import GoneError, NotFoundError
-from services.api.kinds import BY_KIND
+from services.api.machinery import codec
+from services.api.machinery.errors import GoneError, NotFoundError
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client, WatchEvent
 from tests.cli.helpers import kubera, write
 

@@ -9,8 +9,8 @@ import pytest
 
 from kubera.printing import tables
 from protos.kubera.v1 import core_pb2
-from services.api import printcolumns
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
+from services.api.printers import columns as printcolumns
 from services.client import Client
 from tests.cli.helpers import kubera, pod, write
 

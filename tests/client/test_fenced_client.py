@@ -15,10 +15,10 @@ import pytest
 from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
 from protos.kubera.v1 import core_pb2
-from services.api import codec
-from services.api.errors import PreconditionError
-from services.api.fencing import BOUND_BY, METADATA_KEY
-from services.api.kinds import BY_KIND
+from services.api.helpers.fencing import BOUND_BY, METADATA_KEY
+from services.api.machinery import codec
+from services.api.machinery.errors import PreconditionError
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client

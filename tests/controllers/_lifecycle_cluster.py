@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
-from services.api.kinds import BY_KIND
-from services.api.meta import object_key
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.meta import object_key
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client

@@ -19,9 +19,9 @@ import pytest
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import apps_pb2, core_pb2
-from services.api import codec
-from services.api.errors import ConflictError, NotFoundError
-from services.api.kinds import BY_KIND
+from services.api.machinery import codec
+from services.api.machinery.errors import ConflictError, NotFoundError
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client

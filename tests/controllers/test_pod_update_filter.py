@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protos.kubera.v1 import core_pb2
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.clock import FakeClock
 from services.controllers.controller_utils import PodsByNode
 from services.controllers.manager import ControllerManager, ControllerManagerConfig

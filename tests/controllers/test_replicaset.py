@@ -14,9 +14,9 @@ import pytest
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
-from services.api import codec
-from services.api.errors import ApiError, ForbiddenError
-from services.api.kinds import BY_KIND
+from services.api.machinery import codec
+from services.api.machinery.errors import ApiError, ForbiddenError
+from services.api.machinery.kinds import BY_KIND
 from services.client import BatchResult, Client, WatchEvent
 from services.client.informer import SharedInformers
 from services.clock import FakeClock, rfc3339

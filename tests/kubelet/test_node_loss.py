@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from services.api import codec
-from services.api.kinds import BY_KIND
+from services.api.machinery import codec
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client

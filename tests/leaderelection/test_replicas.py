@@ -19,10 +19,10 @@ from typing import Any, Protocol
 import pytest
 
 from kubera.launch.etcd import EtcdProcess
-from services.api import codec
-from services.api.errors import NotFoundError, PreconditionError
-from services.api.fencing import BOUND_BY, Fencing, parse_bound_by
-from services.api.kinds import BY_KIND
+from services.api.helpers.fencing import BOUND_BY, Fencing, parse_bound_by
+from services.api.machinery import codec
+from services.api.machinery.errors import NotFoundError, PreconditionError
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve

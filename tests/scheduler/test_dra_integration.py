@@ -18,7 +18,7 @@ import pytest
 from kubera.cli.scheduling import render_attempts
 from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import resource_pb2, scheduling_pb2
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client

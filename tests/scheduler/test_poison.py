@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from protos.kubera.v1 import core_pb2
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.scheduler import config as config_mod
-from services.scheduler.queue import QUEUE_BACKOFF
+from services.scheduler.queue.scheduling_queue import QUEUE_BACKOFF
 from services.storage import Put
 from tests.scheduler.test_scheduler_integration import Cluster, _cluster
 from tests.waiting import eventually

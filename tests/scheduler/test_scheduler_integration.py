@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from protos.kubera.v1 import core_pb2
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
@@ -384,7 +384,7 @@ async def test_filter_results_are_reused_until_the_node_changes(cluster: Cluster
 
 
 def test_only_node_local_pods_share_filter_results() -> None:
-    from services.scheduler import equivalence
+    from services.scheduler.cache import equivalence
     from services.scheduler.framework.types import PodInfo
 
     def info(**spec: Any) -> PodInfo:

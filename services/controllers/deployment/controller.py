@@ -52,10 +52,10 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, meta_pb2
-from services.api import codec
-from services.api.errors import ApiError, NotFoundError
-from services.api.labels import Selector
-from services.api.meta import object_key
+from services.api.machinery import codec
+from services.api.machinery.errors import ApiError, NotFoundError
+from services.api.machinery.labels import Selector
+from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.controller_utils import (

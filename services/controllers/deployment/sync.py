@@ -17,9 +17,9 @@ import logging
 from collections.abc import Sequence
 
 from protos.kubera.v1 import core_pb2
-from services.api import codec
-from services.api.errors import AlreadyExistsError, ApiError, NotFoundError
-from services.api.meta import object_key
+from services.api.machinery import codec
+from services.api.machinery.errors import AlreadyExistsError, ApiError, NotFoundError
+from services.api.machinery.meta import object_key
 from services.controllers.controller_utils import (
     REPLICA_SETS,
     controller_of,

@@ -45,13 +45,13 @@ from collections.abc import Awaitable, Sequence
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
-from services.api import codec
-from services.api.errors import ApiError, NotFoundError
-from services.api.events import new_event
-from services.api.kinds import BY_KIND
-from services.api.meta import pod_key
-from services.api.taints import NO_SCHEDULE
-from services.api.wellknown import LABEL_EXCLUDE_DISRUPTION, TAINT_UNSCHEDULABLE
+from services.api.helpers.events import new_event
+from services.api.helpers.taints import NO_SCHEDULE
+from services.api.helpers.wellknown import LABEL_EXCLUDE_DISRUPTION, TAINT_UNSCHEDULABLE
+from services.api.machinery import codec
+from services.api.machinery.errors import ApiError, NotFoundError
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.meta import pod_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import PodsByNode, run_periodically, wait_any

@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from services.api import yamlload
-from services.api.duration import parse_duration
-from services.api.errors import (
+from services.api.machinery import yamlload
+from services.api.machinery.duration import parse_duration
+from services.api.machinery.errors import (
     duplicate,
     forbidden,
     invalid,

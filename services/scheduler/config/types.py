@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.api.errors import FieldError
+from services.api.machinery.errors import FieldError
 from services.scheduler import registry as reg
 from services.scheduler.config.defaults import DEFAULT_SCHEDULER_NAME
 from services.scheduler.config.plugins import DEFAULT_RESOLVED, EnabledPlugin
