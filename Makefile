@@ -37,29 +37,33 @@ test-deep: $(BIN)/kubera
 	HYPOTHESIS_PROFILE=deep $(BIN)/pytest -q --durations=25
 
 # The figures of docs/benchmarks.md: `make bench` the headline two (apiserver, SchedulingBasic
-# median of 3), `make bench-all` every one of issue 14 (hours at 5,000 nodes); JSON in BENCH_OUT.
+# median of 3), `make bench-all` every one of issue 14 (hours at 5,000 nodes). Each scenario
+# is an experiment file (examples/experiments/NAME.yaml, `kubera bench NAME`); its output
+# directory (results.json, DataItems, report.html) goes in BENCH_OUT.
 BENCH_OUT ?= bench-results
 SCHED      = $(BIN)/kubera bench scheduling-basic --repeat 3
 
 bench: $(BIN)/kubera
 	mkdir -p $(BENCH_OUT)
 	$(BIN)/kubera bench apiserver --output $(BENCH_OUT)/apiserver.json
-	$(SCHED) --output $(BENCH_OUT)/basic.json
+	$(SCHED) --output $(BENCH_OUT)/basic
 
 bench-all: bench
-	$(SCHED) --apiservers 2 --output $(BENCH_OUT)/basic-k2.json
-	$(SCHED) --init-pods 5000 --pods 50000 --no-controllers --output $(BENCH_OUT)/basic-50k.json
-	$(SCHED) --workload topology-spread --no-controllers --output $(BENCH_OUT)/topology-spread.json
-	$(SCHED) --workload anti-affinity --no-controllers --output $(BENCH_OUT)/anti-affinity.json
-	$(SCHED) --workload node-affinity --no-controllers --output $(BENCH_OUT)/node-affinity.json
-	$(SCHED) --workload unschedulable --no-controllers --output $(BENCH_OUT)/unschedulable.json
-	$(SCHED) --workload mixed-churn --no-controllers --output $(BENCH_OUT)/mixed-churn.json
-	$(SCHED) --workload preemption --output $(BENCH_OUT)/preemption.json
-	$(BIN)/kubera bench capacity $(BENCH_OUT)/basic.json $(BENCH_OUT)/basic-k2.json \
+	$(SCHED) --apiservers 2 --output $(BENCH_OUT)/basic-k2
+	$(SCHED) --init-pods 5000 --pods 50000 --no-controllers --output $(BENCH_OUT)/basic-50k
+	$(SCHED) --workload topology-spread --no-controllers --output $(BENCH_OUT)/topology-spread
+	$(SCHED) --workload anti-affinity --no-controllers --output $(BENCH_OUT)/anti-affinity
+	$(SCHED) --workload node-affinity --no-controllers --output $(BENCH_OUT)/node-affinity
+	$(SCHED) --workload unschedulable --no-controllers --output $(BENCH_OUT)/unschedulable
+	$(SCHED) --workload mixed-churn --no-controllers --output $(BENCH_OUT)/mixed-churn
+	$(SCHED) --workload preemption --output $(BENCH_OUT)/preemption
+	$(BIN)/kubera bench capacity $(BENCH_OUT)/basic $(BENCH_OUT)/basic-k2 \
 		--output $(BENCH_OUT)/capacity.json
-	$(BIN)/kubera bench nodes --nodes 10000 --pods-per-node 10 --output $(BENCH_OUT)/nodes.json
-	$(BIN)/kubera bench failover --lease-duration 1s --renew-deadline 750ms --retry-period 500ms --check \
-		--output $(BENCH_OUT)/failover.json
+	$(BIN)/kubera bench nodes --nodes 10000 --pods-per-node 10 --output $(BENCH_OUT)/nodes
+	$(BIN)/kubera bench shared-state --output $(BENCH_OUT)/shared-state
+	$(BIN)/kubera bench failover --lease-duration 1s --renew-deadline 750ms --retry-period 500ms \
+		--output $(BENCH_OUT)/failover
+	$(BIN)/kubera bench chaos --output $(BENCH_OUT)/chaos
 
 proto: $(BIN)/kubera
 	PYTHON=$(BIN)/python scripts/genproto.sh

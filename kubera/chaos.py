@@ -38,8 +38,8 @@ from kubera.launch.credentials import admin_channel
 from protos.kubera.v1 import chaos_pb2, chaos_pb2_grpc, core_pb2
 from protos.kubera.v1 import nodepool_pb2 as npb
 from protos.kubera.v1 import nodepool_pb2_grpc as npb_grpc
-from services.api.errors import AlreadyExistsError, ApiError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import AlreadyExistsError, ApiError
+from services.api.machinery.kinds import BY_KIND
 from services.chaos import control_status, is_local
 from services.client import Client, first_address
 from services.storage import StorageUnavailableError

@@ -15,8 +15,8 @@ import json
 import time
 from typing import Any
 
-from services.api import fieldmanager, patching
-from services.api.kinds import BY_KIND
+from services.api.machinery import fieldmanager, patching
+from services.api.machinery.kinds import BY_KIND
 
 POD = BY_KIND["Pod"]
 

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from protos.kubera.v1 import core_pb2
-from services.scheduler.cache import Cache
-from services.scheduler.columns import NodeColumns, columns_of
+from services.scheduler.cache.cache import Cache
+from services.scheduler.cache.columns import NodeColumns, columns_of
+from services.scheduler.cache.snapshot import Snapshot
 from services.scheduler.framework.interface import NodeScore
 from services.scheduler.framework.types import CycleState, PodInfo
 from services.scheduler.plugins import (
@@ -40,7 +41,6 @@ from services.scheduler.plugins.podtopologyspread.scoring import (
     PreScoreState,
     fill_pre_score_state,
 )
-from services.scheduler.snapshot import Snapshot
 from tests.builders import MakeNode, MakePod
 
 

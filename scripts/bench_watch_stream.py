@@ -52,7 +52,7 @@ async def serve_forever(port_file: str, capacity: int) -> None:
 async def drive(args: argparse.Namespace, port: int, pid: int) -> None:
     from protos.kubera.v1 import apiserver_pb2 as pb
     from protos.kubera.v1 import core_pb2
-    from services.api.kinds import BY_KIND
+    from services.api.machinery.kinds import BY_KIND
     from services.client import Client
 
     def pod(name: str) -> core_pb2.Pod:

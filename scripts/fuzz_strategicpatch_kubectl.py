@@ -2,12 +2,13 @@
 (containers merged by name with nested env, finalizers as a set, labels, directives
 $patch/$setElementOrder/$deleteFromPrimitiveList) applied by kubera's apply_patch and by
 `kubectl patch --local` (offline, apimachinery's code). Prints each disagreement; asserts
-nothing. Known, documented disagreements (services/api/strategicpatch.py docstring): a scalar
-both added and deleted by one patch (upstream: Go's random map order decides).
+nothing. Known, documented disagreements (services/api/machinery/strategicpatch.py
+docstring): a scalar both added and deleted by one patch (upstream: Go's random map order
+decides).
 
     PYTHONPATH=. .venv/bin/python scripts/fuzz_strategicpatch_kubectl.py [--seed 1] [--cases 100]
 
-The cases it found are kept as rows of tests/api/test_strategicpatch_kubectl.py.
+The cases it found are kept as rows of tests/api/machinery/test_strategicpatch_kubectl.py.
 """
 
 from __future__ import annotations
@@ -19,8 +20,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from services.api.patching import STRATEGIC_MERGE_PATCH
-from tests.api.test_strategicpatch_kubectl import POD, kubectl_patch, kubera_patch, normalized
+from services.api.machinery.patching import STRATEGIC_MERGE_PATCH
+from tests.api.machinery.test_strategicpatch_kubectl import (
+    POD,
+    kubectl_patch,
+    kubera_patch,
+    normalized,
+)
 
 NAMES = ["a", "b", "c", "d"]
 

@@ -59,7 +59,7 @@ async def serve_forever(endpoint: str, port_file: str, profile: str) -> None:
 
 async def drive(args: argparse.Namespace, port: int, pid: int) -> None:
     from protos.kubera.v1 import apiserver_pb2 as pb
-    from services.api.kinds import BY_KIND
+    from services.api.machinery.kinds import BY_KIND
     from services.client import Client
     from tests.builders import MakeNode, pod
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import grpc
 
-from services.api.limits import MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
+from services.api.machinery.limits import MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
 
 #: How soon a channel dials again after losing its server (a restarted apiserver, back on
 #: its address; a restarted etcd, back on its ports): gRPC's defaults (1 s, x1.6, up to

@@ -10,8 +10,10 @@ The rules (DESIGN.md "Layers", STYLE.md, issue 11):
   (services/api/, services/storage/keys.py, services/clock.py, services/grpcserver.py) is open to
   everyone;
 - the benches in kubera/bench/ do not import each other (they share the helper modules in
-  BENCH_HELPERS: harness.py, and the scheduling bench's workloads, report, cpu and capacity);
-- a name imported from another module is public (no leading underscore).
+  BENCH_HELPERS: harness.py);
+- a name imported from another module is public (no leading underscore);
+- the long halls stay split (issue 25): services/api, services/scheduler and kubera/experiment
+  hold at most ``MAX_ROOT_MODULES`` modules at their root, the rest in subpackages.
 """
 
 from __future__ import annotations
@@ -231,15 +233,9 @@ def test_components_meet_through_public_api_or_vocabulary() -> None:
     assert offenders == []
 
 
-#: Modules of kubera/bench/ any bench may use: the shared harness and the scheduling bench's
-#: parts (capacity is also `kubera bench capacity`, the model again from saved reports).
-BENCH_HELPERS = (
-    "kubera.bench.harness",
-    "kubera.bench.workloads",
-    "kubera.bench.report",
-    "kubera.bench.cpu",
-    "kubera.bench.capacity",
-)
+#: Modules of kubera/bench/ any bench may use: the shared harness (the scheduling scenarios
+#: are experiment files: kubera.experiment.run.bench).
+BENCH_HELPERS = ("kubera.bench.harness",)
 
 
 def test_benches_do_not_import_each_other() -> None:
@@ -260,3 +256,22 @@ def test_names_imported_across_modules_are_public() -> None:
         if imp.name and imp.name.startswith("_") and not imp.name.startswith("__")
     ]
     assert offenders == []
+
+
+#: Issue 25's bar: a package this long is split into subpackages that show its rooms.
+MAX_ROOT_MODULES = 20
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        "services/api",
+        "services/scheduler",
+        "kubera/experiment",
+    ],
+)
+def test_long_packages_hold_few_modules_at_their_root(package: str) -> None:
+    root = ROOT / package
+    modules = sorted(p.name for p in root.glob("*.py"))
+    assert modules, f"{package} is a package"
+    assert len(modules) <= MAX_ROOT_MODULES, f"{package}: {len(modules)} modules: {modules}"

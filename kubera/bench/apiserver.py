@@ -38,7 +38,7 @@ def register(bsub: argparse._SubParsersAction) -> None:
 
 
 async def _measure(ctx: dict, args: argparse.Namespace, run: int) -> dict[str, float]:
-    from services.api.kinds import BY_KIND
+    from services.api.machinery.kinds import BY_KIND
     from services.client import Client
     from services.storage import Put
     from services.storage.etcd import EtcdStorage

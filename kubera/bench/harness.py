@@ -1,23 +1,23 @@
-"""What the benches share: a pod to create, bounded concurrency, batched creates and bind
-timestamps from a watch. Each bench module imports this (and `kubera.testing.Cluster` for
-its cluster), never another bench.
+"""What the micro-benchmarks share: a pod to create and bounded concurrency; and the guard
+that names the node lifecycle controller when it taints API-created nodes (no kubelet, no
+lease) past its startup grace period. Each bench module imports this (and
+`kubera.testing.Cluster` for its cluster), never another bench. The scheduling scenarios
+are experiment files (`kubera bench NAME`, kubera.experiment.run.bench).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from google.protobuf import json_format
-from google.protobuf.message import Message
 
 from kubera.errors import CliError
 from protos.kubera.v1 import core_pb2
-from services.api.errors import GoneError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import GoneError
+from services.api.machinery.kinds import BY_KIND
 
 
 def pod(name: str, namespace: str = "default") -> core_pb2.Pod:
@@ -48,68 +48,6 @@ async def bounded(n: int, inflight: int, op: Callable[[int], Awaitable[object]])
             await op(i)
 
     await asyncio.gather(*(one(i) for i in range(n)))
-
-
-async def create_all(client: Any, objs: list[Message], chunk: int = 500) -> None:
-    """Create `objs` in batches of `chunk`; the first failure raises."""
-    for i in range(0, len(objs), chunk):
-        res = await client.batch_create(objs[i : i + chunk])
-        bad = [r.error for r in res if r.error is not None]
-        if bad:
-            raise CliError(f"bench: create failed: {bad[0]}")
-
-
-async def count_binds(
-    client: Any,
-    group: str,
-    n: int,
-    timeout: float,
-    started: asyncio.Event,
-    namespace: str = "default",
-) -> list[float]:
-    """Timestamps of the binds of `n` pods labelled group=<group>. A watch that falls
-    behind the watch cache's window (GoneError, e.g. 20,000 initial pods at once) lists
-    again, as a reflector does: binds found by that list are stamped with the list's time."""
-    pods = BY_KIND["Pod"]
-    selector = f"group={group}"
-    bound: dict[str, float] = {}
-
-    async def relist() -> str:
-        items, rv = await client.list(pods, namespace=namespace, label_selector=selector)
-        now = time.perf_counter()
-        for p in items:
-            if p.spec.node_name and p.metadata.name not in bound:
-                bound[p.metadata.name] = now
-        return str(rv)
-
-    rv = await relist()
-    started.set()
-
-    async def follow() -> None:
-        nonlocal rv
-        while len(bound) < n:
-            try:
-                # WatchBatches: one message for what is ready, not one per event (the
-                # bench's own CPU per pod is on the same cores as what it measures).
-                async for batch in client.watch_batches(
-                    pods, namespace=namespace, label_selector=selector, resource_version=rv
-                ):
-                    now = time.perf_counter()
-                    for ev in batch:
-                        if ev.object.spec.node_name and ev.object.metadata.name not in bound:
-                            bound[ev.object.metadata.name] = now
-                    if len(bound) >= n:
-                        return
-            except GoneError:
-                rv = await relist()
-
-    try:
-        await asyncio.wait_for(follow(), timeout)
-    except TimeoutError:
-        raise CliError(
-            f"bench: only {len(bound)} of {n} pods bound within {timeout:.0f}s"
-        ) from None
-    return sorted(bound.values())
 
 
 #: The taints the node lifecycle controller puts on a node it stopped hearing from.

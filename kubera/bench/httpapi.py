@@ -35,9 +35,9 @@ from typing import Any
 
 import yaml
 
-from kubera.bench.cpu import read_stat
 from kubera.bench.harness import pod
 from kubera.errors import CliError
+from kubera.launch import procs
 from kubera.testing import Cluster
 
 TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -96,8 +96,8 @@ class Http:
 
 
 def _cpu(pid: int) -> float:
-    stat = read_stat(pid) if pid else None
-    return stat[1] if stat else 0.0
+    used = procs.usage(pid) if pid else None  # (CPU seconds, RSS MB)
+    return used[0] if used else 0.0
 
 
 async def _timed(n: int, fn: Any) -> tuple[float, Any]:
@@ -111,7 +111,7 @@ async def _timed(n: int, fn: Any) -> tuple[float, Any]:
 
 
 async def _lists(ctx: dict, http: Http, client: Any, ns: str, args: argparse.Namespace) -> dict:
-    from services.api.kinds import BY_KIND
+    from services.api.machinery.kinds import BY_KIND
 
     pods_kind = BY_KIND["Pod"]
     api_pid = int(ctx.get("apiserver_pid") or 0)
@@ -221,7 +221,7 @@ async def _http_watch(
 async def _grpc_watch(
     client: Any, ns: str, rv: str, names: set[str], arrivals: dict, stop: asyncio.Event
 ) -> None:
-    from services.api.kinds import BY_KIND
+    from services.api.machinery.kinds import BY_KIND
 
     async for batch in client.watch_batches(BY_KIND["Pod"], namespace=ns, resource_version=rv):
         now = time.perf_counter()
@@ -291,7 +291,7 @@ def _client(ctx: dict) -> Any:
 
 
 def _pods_kind() -> Any:
-    from services.api.kinds import BY_KIND
+    from services.api.machinery.kinds import BY_KIND
 
     return BY_KIND["Pod"]
 

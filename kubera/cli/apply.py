@@ -34,8 +34,9 @@ from kubera.cli.common import (
 from kubera.cli.manifests import Manifest
 from kubera.errors import CliError
 from kubera.printing import output
-from services.api import codec, validation
-from services.api.errors import (
+from services.api import validation
+from services.api.machinery import codec
+from services.api.machinery.errors import (
     AlreadyExistsError,
     ApiError,
     ConflictError,
@@ -43,9 +44,9 @@ from services.api.errors import (
     NotFoundError,
     UnavailableError,
 )
-from services.api.kinds import Kind
-from services.api.limits import loads_json
-from services.api.patch import merge_patch
+from services.api.machinery.kinds import Kind
+from services.api.machinery.limits import loads_json
+from services.api.machinery.patch import merge_patch
 from services.apiserver import apply_defaults
 from services.client import Client
 

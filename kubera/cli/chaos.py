@@ -25,7 +25,7 @@ import grpc
 from kubera import chaos
 from kubera.errors import CliError
 from kubera.launch.context import load_context
-from services.api.duration import parse_duration
+from services.api.machinery.duration import parse_duration
 
 
 def _leader_args(p: argparse.ArgumentParser) -> None:

@@ -11,7 +11,7 @@ import sys
 
 from kubera.errors import CliError
 from kubera.launch.context import ContextError, load_context
-from services.api.duration import parse_duration
+from services.api.machinery.duration import parse_duration
 from services.chaos import HistoryCompactedError, Verdict, check_history, wait_settled
 from services.storage import StorageUnavailableError
 from services.storage.etcd import EtcdStorage, parse_endpoint

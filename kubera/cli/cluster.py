@@ -16,17 +16,15 @@ from kubera.errors import CliError
 from kubera.launch import procs
 from kubera.launch.context import Context, context_path, home, load_context
 from kubera.launch.credentials import kubeconfig_path, write_kubeconfig
-from kubera.launch.placement import CONTROL_PLANE, NODE_POOL
-from kubera.launch.supervisor import (
-    FAILED_MARK,
+from kubera.launch.options import (
     ClusterOptions,
     NodeOptions,
     SchedulingOptions,
-    StartupError,
     UpOptions,
     options_json,
-    run_foreground,
 )
+from kubera.launch.placement import CONTROL_PLANE, NODE_POOL
+from kubera.launch.supervisor import FAILED_MARK, StartupError, run_foreground
 from services.leaderelection import TimingOverrides
 
 
@@ -287,7 +285,7 @@ def _read_scheduler_configs(paths: list[str]) -> list[str]:
 def _lease_flags(args: argparse.Namespace) -> TimingOverrides:
     """--leader-elect-* as seconds, checked by client-go's rules against each other and
     the defaults they do not override (lease > renew > 1.2 × retry)."""
-    from services.api.duration import parse_duration
+    from services.api.machinery.duration import parse_duration
 
     out: dict[str, float | None] = {}
     for name in ("lease_duration", "renew_deadline", "retry_period"):
@@ -317,7 +315,7 @@ def _read_node_template(path: str, nodes: int | None) -> tuple[str, int]:
         text = Path(path).read_text()
     except OSError as e:
         raise CliError(f"--node-template: cannot read {path}: {e.strerror}") from None
-    from services.api.stages import TemplateError
+    from services.api.helpers.stages import TemplateError
     from services.kubelet import EvictionConfig, load_template
 
     try:

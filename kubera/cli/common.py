@@ -18,9 +18,15 @@ from kubera.cli import manifests
 from kubera.cli.manifests import Manifest
 from kubera.errors import CliError
 from kubera.launch.context import apiserver_address
-from services.api import codec, kinds
-from services.api.errors import ApiError, BadRequestError, PreconditionError, UnavailableError
-from services.api.kinds import Kind
+from services.api.machinery import codec, kinds
+from services.api.machinery.errors import (
+    ApiError,
+    BadRequestError,
+    PreconditionError,
+    UnavailableError,
+)
+from services.api.machinery.kinds import Kind
+from services.api.machinery.kubeobject import object_meta
 from services.client import Client
 
 # ------------------------------------------------------------------ errors
@@ -86,7 +92,7 @@ def client_for(args: argparse.Namespace) -> Client:
 
 
 def meta_of(obj: Message) -> Any:
-    return obj.metadata  # type: ignore[attr-defined]
+    return object_meta(obj)
 
 
 def lookup_kind(name: str) -> Kind:

@@ -2,7 +2,7 @@
 
 `run` loads the file first (every error, with its place in the file, before any cluster
 starts: exit 2), runs every selected (test case, workload, sweep point) on a fresh kubera
-(kubera.experiment.runner), writes the output directory (kubera.experiment.results) and
+(kubera.experiment.run.runner), writes the output directory (kubera.experiment.output.results) and
 prints the summary table and where report.html is. Its exit code is 0 only when every
 run completed, met its threshold and passed its checks.
 """
@@ -14,8 +14,13 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kubera.errors import CliError
+
+if TYPE_CHECKING:
+    from kubera.experiment.measure.model import ExperimentResult
+    from kubera.experiment.spec.cases import Experiment
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,18 +67,13 @@ def default_output(config: str) -> Path:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from kubera.experiment import config, results
-    from kubera.experiment.dataitems import run_items, summary, threshold_verdict
-    from kubera.experiment.progress import Progress
-    from kubera.experiment.runner import Runner, RunOptions, signals_held
+    from kubera.experiment.spec import config
 
     try:
         experiment = config.load(args.file)
     except config.ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if not args.timeout > 0:
-        raise CliError(f"--timeout must be > 0, got {args.timeout}")
     if args.workload and not experiment.runs(args.workload):
         names = sorted({f"{tc.name}/{w.name}" for tc, w in experiment.runs()})
         print(
@@ -81,9 +81,27 @@ def cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    out = Path(args.output) if args.output else default_output(args.file)
+    code, _ = execute(experiment, out, args)
+    return code
+
+
+def execute(
+    experiment: Experiment, out: Path, args: argparse.Namespace
+) -> tuple[int, ExperimentResult]:
+    """Run `experiment` (`args.workload`, or every workload) with `args`' --ray-address,
+    --etcd and --timeout, write `out` and print the summary: (exit code, the result). Exit
+    code 0 when every run completed, met its threshold and passed its checks; 130 after
+    Ctrl-C or SIGTERM."""
+    from kubera.experiment.measure.dataitems import run_items, summary, threshold_verdict
+    from kubera.experiment.output import results
+    from kubera.experiment.run.progress import Progress
+    from kubera.experiment.run.runner import Runner, RunOptions, signals_held
+
+    if not args.timeout > 0:
+        raise CliError(f"--timeout must be > 0, got {args.timeout}")
     for warning in experiment.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    out = Path(args.output) if args.output else default_output(args.file)
     opts = RunOptions(ray_address=args.ray_address, etcd=args.etcd, timeout=args.timeout)
     progress = Progress()
     runner = Runner(experiment, opts, progress)
@@ -116,8 +134,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"results: {out}")
     print(f"report:  {report}")
     if interrupted:
-        return 130
-    return 1 if failed else 0
+        return 130, result
+    return (1 if failed else 0), result
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -125,6 +143,6 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from kubera.experiment import compare
+    from kubera.experiment.output import compare
 
     return compare.main(args.dirs, output=args.output)

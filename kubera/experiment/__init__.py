@@ -3,14 +3,19 @@
 A researcher takes a file from kubernetes' test/integration/scheduler_perf/ (test cases with a
 `workloadTemplate` of ops and `workloads` with `params`), optionally adds kubera's own fields
 (`cluster:` settings, `sweep:`, the `chaos`, `check` and `traceReplay` opcodes), and runs it with
-`kubera experiment run FILE`.
+`kubera experiment run FILE`. `kubera bench NAME` runs examples/experiments/NAME.yaml the same
+way, with its command-line flags mapped to the file's params.
 
-    config.py     the file → frozen dataclasses (`load`, `plan`, `ConfigError`), sweeps
-    cases.py      TestCase, Workload, ClusterSettings, Experiment (re-exported by config)
-    ops.py        one frozen dataclass per opcode, with its fields typed and documented
-    parse_ops.py  the ops' YAML fields and upstream's validity rules; planning one op
-    fields.py     typed field readers whose errors name `<file>: <where>`
-    templates.py  pod/node/object templates: YAML with upstream's Go text/template actions
-    trace.py      Alibaba openb pod/node CSVs (cluster-trace-gpu-v2023) and a synthetic sample
-    runner.py … execution, measurements, results and the report (other modules)
+The package is four stages; each imports only the stages before it (spec ← run → measure ←
+output; run never imports output):
+
+    spec/     the file → frozen dataclasses: config (`load`, `plan`, `ConfigError`), cases,
+              ops, parse_ops, fields, templates, objects, trace (Alibaba openb CSVs)
+    run/      a planned workload on a fresh kubera: runner, opexec, faults, replay, dra,
+              progress, bench (`kubera bench NAME`: a named file with overrides)
+    measure/  what a run measures: collect (the background loops), measures, histograms,
+              model (RunResult, ExperimentResult), dataitems (upstream's DataItems and
+              kubera's), cpu (CPU per pod per component), capacity (the capacity model)
+    output/   what a run writes: results (results.json, series CSVs), plots, report
+              (report.html), compare
 """

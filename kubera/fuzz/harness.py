@@ -41,8 +41,8 @@ import grpc
 from google.protobuf import any_pb2
 
 from protos.kubera.v1 import apiserver_pb2 as pb
-from services.api import codec
-from services.api.kinds import KINDS
+from services.api.machinery import codec
+from services.api.machinery.kinds import KINDS
 from services.apiserver import ApiServer, ApiServerConfig, serve
 from services.storage import Delete, Put, Storage
 from services.storage.memory import MemoryStorage

@@ -43,7 +43,7 @@ from kubera.fuzz.grpc_inputs import (
     selectors,
 )
 from kubera.fuzz.harness import ErrorLog, Tally, pod_doc, traceback_head
-from services.api.kinds import KINDS, Kind
+from services.api.machinery.kinds import KINDS, Kind
 
 #: Statuses the HTTP API answers on purpose (upstream's, for the same inputs). 500 is not
 #: among them: upstream answers 500 only for a bug or a broken store, as we mean to.
@@ -255,7 +255,7 @@ def crafted_bodies(draw: st.DrawFn, route: Route, content_type: str, max_depth: 
 def seed_objects() -> list[tuple[str, bytes]]:
     """(collection path, JSON body) of one valid object per kind and name in SEEDED."""
     from kubera.fuzz.grpc_inputs import example_objects
-    from services.api import codec
+    from services.api.machinery import codec
 
     out = []
     seen: set[str] = set()

@@ -1,6 +1,6 @@
 """`kubectl get`'s tables as kubera's CLI prints them: the default output format and `-o wide`.
 
-The columns and cells of each kind live in `services.api.printers` (shared with the HTTP
+The columns and cells of each kind live in `services.api.printers.printers` (shared with the HTTP
 API's Table output, so `kubera get` and `kubectl get` agree); this module lays them out:
 NAMESPACE and `kind/name` prefixes, and text. When stdout is not a terminal tables come out
 as plain space-aligned columns like kubectl's tabwriter (so scripts and tests can read
@@ -16,9 +16,10 @@ from typing import TextIO
 from google.protobuf.message import Message
 
 from kubera.printing.output import resource_name
-from services.api import printers
-from services.api.kinds import Kind
-from services.api.printers import (
+from services.api.machinery.kinds import Kind
+from services.api.machinery.kubeobject import object_meta
+from services.api.printers import printers
+from services.api.printers.printers import (
     NONE,
     UNKNOWN,
     NodeUsage,
@@ -76,7 +77,7 @@ def table(
         if prefix_names and name_col >= 0:
             row[name_col] = f"{resource_name(kind)}/{row[name_col]}"
         if all_namespaces and kind.namespaced:
-            row.insert(0, obj.metadata.namespace)  # type: ignore[attr-defined]
+            row.insert(0, object_meta(obj).namespace)
         rows.append(row)
     if all_namespaces and kind.namespaced:
         headers.insert(0, "NAMESPACE")

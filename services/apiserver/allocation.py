@@ -31,7 +31,7 @@ Invariant: the record never under-counts, however far the apiserver's watch cach
 Node allocatable is read in the same revision as the record but not compared in the txn:
 node status changes every heartbeat, and allocatable itself rarely does.
 
-Fit is NodeResourcesFit's arithmetic on `pod_requests` (services/api/resources.py,
+Fit is NodeResourcesFit's arithmetic on `pod_requests` (services/api/helpers/resources.py,
 which the kubelet admits with too, so the three never disagree): the pod count, cpu, memory,
 ephemeral-storage and every extended resource against status.allocatable.
 """
@@ -48,10 +48,11 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import AllocationConflictError, CorruptObjectError
-from services.api.kinds import BY_KIND
-from services.api.limits import loads_json
-from services.api.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
+from services.api.helpers.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
+from services.api.machinery.errors import AllocationConflictError, CorruptObjectError
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow, object_meta
+from services.api.machinery.limits import loads_json
 from services.apiserver.store import Store
 from services.apiserver.watchcache import WatchCache
 from services.storage import Compare, Get, KeyValue, Put, Storage
@@ -200,7 +201,7 @@ def prune_cached(cache: WatchCache, pods: Sequence[Allocated]) -> list[Allocated
     out = []
     for p in pods:
         entry = cache.store.get(p.key)
-        if entry is not None and entry.obj.metadata.uid == p.uid:  # type: ignore[attr-defined]
+        if entry is not None and object_meta(entry.obj).uid == p.uid:
             if entry.obj.status.phase not in TERMINAL_PHASES:  # type: ignore[attr-defined]
                 out.append(p)
         elif cache.revision < p.rev:
@@ -214,7 +215,7 @@ def adopt_cached(cache: WatchCache, node_name: str, pods: list[Allocated]) -> No
         return
     have = {p.uid for p in pods}
     for key in cache.by_index(NODE_INDEX, node_name):
-        pod: core_pb2.Pod = cache.store[key].obj  # type: ignore[assignment]
+        pod = narrow(cache.store[key].obj, core_pb2.Pod)
         if pod.metadata.uid not in have and pod.status.phase not in TERMINAL_PHASES:
             pods.append(Allocated.of(pod, int(pod.metadata.resource_version)))
 

@@ -16,8 +16,13 @@ from typing import TypeVar
 
 from google.protobuf.message import Message
 
-from services.api.errors import ApiError, BadRequestError, NotFoundError, RequestTooLargeError
-from services.api.kinds import Kind, kind_of
+from services.api.machinery.errors import (
+    ApiError,
+    BadRequestError,
+    NotFoundError,
+    RequestTooLargeError,
+)
+from services.api.machinery.kinds import Kind, kind_of
 from services.apiserver import admission
 from services.apiserver.admission_reads import AdmissionReads
 from services.apiserver.create import create_one, create_txn, namespace_guard, prepare_create

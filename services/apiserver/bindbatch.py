@@ -34,9 +34,9 @@ from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
-from services.api.errors import ApiError, PreconditionError, RequestTooLargeError
-from services.api.fencing import Fencing
-from services.api.kinds import BY_KIND
+from services.api.helpers.fencing import Fencing
+from services.api.machinery.errors import ApiError, PreconditionError, RequestTooLargeError
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver import allocation
 from services.apiserver.batch import BATCH_CHUNK, BATCH_CHUNK_BYTES
 from services.apiserver.binding import (

@@ -14,14 +14,14 @@ import secrets
 
 from google.protobuf.message import Message
 
-from services.api import codec
-from services.api.errors import (
+from services.api.machinery import codec
+from services.api.machinery.errors import (
     AlreadyExistsError,
     BadRequestError,
     ForbiddenError,
     NotFoundError,
 )
-from services.api.kinds import BY_KIND, Kind
+from services.api.machinery.kinds import BY_KIND, Kind
 from services.apiserver import admission
 from services.apiserver.admission_reads import AdmissionReads
 from services.apiserver.noderestriction import admit_node

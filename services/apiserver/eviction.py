@@ -30,14 +30,14 @@ from __future__ import annotations
 
 from protos.kubera.v1 import core_pb2, policy_pb2
 from services.api import validation
-from services.api.conditions import update_pod_condition
-from services.api.disruption import (
+from services.api.helpers.conditions import update_pod_condition
+from services.api.helpers.disruption import (
     ALWAYS_ALLOW,
     covers,
     pod_ready,
     update_disruption_allowed_condition,
 )
-from services.api.errors import (
+from services.api.machinery.errors import (
     ApiError,
     BadRequestError,
     ConflictError,
@@ -47,7 +47,8 @@ from services.api.errors import (
     TooManyRequestsError,
     unsupported,
 )
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow
 from services.apiserver.deletion import grace_period
 from services.apiserver.objects import MAX_RETRIES, held, not_found
 from services.apiserver.store import Store
@@ -123,7 +124,7 @@ async def budgets_for(
     items, _ = await store.storage.list(PDB.prefix(pod.metadata.namespace))
     out = []
     for kv in items:
-        pdb: policy_pb2.PodDisruptionBudget = store.decode(PDB, kv)  # type: ignore[assignment]
+        pdb = narrow(store.decode(PDB, kv), policy_pb2.PodDisruptionBudget)
         if covers(pdb, pod):
             out.append((kv, pdb))
     return out
@@ -172,7 +173,7 @@ async def evict(store: Store, eviction: policy_pb2.Eviction) -> core_pb2.Pod:
         pod_kv = await store.storage.get(key)
         if pod_kv is None:
             raise not_found(POD, name)
-        pod: core_pb2.Pod = store.decode(POD, pod_kv)  # type: ignore[assignment]
+        pod = narrow(store.decode(POD, pod_kv), core_pb2.Pod)
         _check_preconditions(pod, eviction.delete_options.preconditions)
         budget: tuple[KeyValue, policy_pb2.PodDisruptionBudget] | None = None
         if not can_ignore_pdb(pod):

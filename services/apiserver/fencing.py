@@ -1,5 +1,5 @@
 """Fencing tokens on any write: the election key a leader won, and the create_revision it
-won it at (services/api/fencing.py), compared in the same etcd txn as the write.
+won it at (services/api/helpers/fencing.py), compared in the same etcd txn as the write.
 
 Why this module exists: client-go's leader election does not fence, so a deposed leader
 (paused past its lease, or cut off while it still believes it leads) can write after a new
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import contextvars
 
-from services.api.errors import PreconditionError
-from services.api.fencing import Fencing
+from services.api.helpers.fencing import Fencing
+from services.api.machinery.errors import PreconditionError
 from services.storage import KeyValue
 
 #: The token of the request being served (set by the gRPC edge, per request task).

@@ -2,7 +2,7 @@
 errors become gRPC status codes (ApiError subclasses carry theirs; anything else is a
 bug or broken infrastructure and crosses as INTERNAL / UNAVAILABLE).
 
-What arrives is checked here before any work (the limits are services/api/limits.py):
+What arrives is checked here before any work (the limits are services/api/machinery/limits.py):
 a request that does not decode is answered INVALID_ARGUMENT by the server's
 RequestDecodeGuard (services/grpcserver.py) before it reaches a method; an object inside
 one (the Any payloads) is decoded in one place, `_unpack`, which names the field that did
@@ -21,8 +21,9 @@ import grpc
 
 from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
-from services.api import codec
-from services.api.errors import (
+from services.api.helpers.fencing import METADATA_KEY, Fencing
+from services.api.machinery import codec
+from services.api.machinery.errors import (
     REASON_KEY,
     STORAGE_UNAVAILABLE,
     ApiError,
@@ -30,9 +31,9 @@ from services.api.errors import (
     PermissionDeniedError,
     RequestTooLargeError,
 )
-from services.api.fencing import METADATA_KEY, Fencing
-from services.api.kinds import BY_RESOURCE, Kind
-from services.api.limits import MAX_BATCH_ITEMS
+from services.api.machinery.kinds import BY_RESOURCE, Kind
+from services.api.machinery.limits import MAX_BATCH_ITEMS
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.bindbatch import BindOutcome
 from services.apiserver.registry import ApiServer, BatchResult, BindItem
@@ -191,8 +192,9 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
         listed = await self.api.list_objects(
             _resource(request.resource),
             request.namespace,
-            request.label_selector,
-            request.field_selector,
+            ListOptions(
+                label_selector=request.label_selector, field_selector=request.field_selector
+            ),
         )
         return pb.ListResponse(
             items=[codec.pack(o) for o in listed.items],
@@ -306,12 +308,7 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
         try:
             kind = _resource(request.resource)
             async for type_, entry in self.api.watch(
-                kind,
-                namespace=request.namespace,
-                label_selector=request.label_selector,
-                field_selector=request.field_selector,
-                resource_version=request.resource_version,
-                allow_bookmarks=request.allow_watch_bookmarks,
+                kind, namespace=request.namespace, options=_watch_options(request)
             ):
                 yield pb.WatchEvent(type=type_, object=codec.pack_bytes(kind, entry.data))
         except grpc.aio.AbortError:
@@ -326,12 +323,7 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
         try:
             kind = _resource(request.resource)
             async for batch in self.api.watch_batches(
-                kind,
-                namespace=request.namespace,
-                label_selector=request.label_selector,
-                field_selector=request.field_selector,
-                resource_version=request.resource_version,
-                allow_bookmarks=request.allow_watch_bookmarks,
+                kind, namespace=request.namespace, options=_watch_options(request)
             ):
                 yield pb.WatchEventBatch(
                     events=[
@@ -407,3 +399,12 @@ def registry_lookup(api: ApiServer) -> Lookup:
         return await api.get_or_none(kind, namespace, name)
 
     return lookup
+
+
+def _watch_options(request: pb.WatchRequest) -> ListOptions:
+    return ListOptions(
+        label_selector=request.label_selector,
+        field_selector=request.field_selector,
+        resource_version=request.resource_version,
+        allow_bookmarks=request.allow_watch_bookmarks,
+    )

@@ -24,14 +24,15 @@ from collections.abc import Awaitable, Callable
 
 from google.protobuf.message import Message
 
-from services.api import codec, validation
-from services.api.errors import (
+from services.api import validation
+from services.api.machinery import codec
+from services.api.machinery.errors import (
     BadRequestError,
     FieldError,
     InvalidError,
     RequestTooLargeError,
 )
-from services.api.kinds import Kind, UnknownKindError, kind_of
+from services.api.machinery.kinds import Kind, UnknownKindError, kind_of
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.objects import conflict, held
 from services.apiserver.objects import meta as _meta

@@ -14,11 +14,11 @@ import json
 
 from google.protobuf.message import Message
 
-from services.api import codec
-from services.api.errors import BadRequestError, ConflictError, NotFoundError
-from services.api.kinds import Kind
-from services.api.limits import DepthError, loads_json
-from services.api.patch import merge_patch as apply_merge_patch
+from services.api.machinery import codec
+from services.api.machinery.errors import BadRequestError, ConflictError, NotFoundError
+from services.api.machinery.kinds import Kind
+from services.api.machinery.limits import DepthError, loads_json
+from services.api.machinery.patch import merge_patch as apply_merge_patch
 from services.apiserver import admission
 from services.apiserver.admission_reads import AdmissionReads
 from services.apiserver.noderestriction import admit_node, admit_pod_status
@@ -35,7 +35,7 @@ def merge_update(kind: Kind, new: Message, old: Message, *, status: bool) -> Mes
         merged = codec.clone(old)
         copy_status(merged, new)
         if _meta(new).managed_fields:
-            # who owns the status fields (an HTTP write's, services/api/fieldmanager.py;
+            # who owns the status fields (an HTTP write's, services/api/machinery/fieldmanager.py;
             # the gRPC fast path sends none and leaves them as they were)
             del _meta(merged).managed_fields[:]
             _meta(merged).managed_fields.extend(_meta(new).managed_fields)

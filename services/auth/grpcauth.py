@@ -45,8 +45,8 @@ from typing import Any
 
 import grpc
 
-from services.api.kinds import BY_RESOURCE, BY_TYPE_URL
-from services.api.limits import MAX_BATCH_ITEMS
+from services.api.machinery.kinds import BY_RESOURCE, BY_TYPE_URL
+from services.api.machinery.limits import MAX_BATCH_ITEMS
 from services.auth import (
     ADMIN,
     CURRENT_USER,

@@ -27,7 +27,7 @@ from typing import Any
 import grpc
 
 from protos.kubera.v1 import apiserver_pb2 as pb
-from services.api.errors import ApiError
+from services.api.machinery.errors import ApiError
 
 log = logging.getLogger("services.client")
 

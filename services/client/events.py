@@ -34,13 +34,14 @@ from typing import Any
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import (
+from services.api.helpers.events import new_event
+from services.api.machinery.errors import (
     ApiError,
     NotFoundError,
     UnavailableError,
 )
-from services.api.events import new_event
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import object_meta
 from services.client.client import Client
 from services.clock import Clock, rfc3339
 
@@ -343,7 +344,7 @@ class EventRecorder:
         """Record an event about `obj` (a Kubernetes object with metadata)."""
         if not self.enabled or self._closed:
             return
-        meta = obj.metadata  # type: ignore[attr-defined]
+        meta = object_meta(obj)
         ev = new_event(
             self.clock.now(),
             kind=obj.kind or type(obj).__name__,  # type: ignore[attr-defined]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import ApiError
+from services.api.machinery.errors import ApiError
 from services.client import Client, EventRecorder
 
 log = logging.getLogger(__name__)

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
-from services.api import codec
-from services.api.conditions import update_pod_condition
-from services.api.errors import ApiError, NotFoundError
-from services.api.kinds import BY_KIND
-from services.api.wellknown import TAINT_OUT_OF_SERVICE
+from services.api.helpers.conditions import update_pod_condition
+from services.api.helpers.wellknown import TAINT_OUT_OF_SERVICE
+from services.api.machinery import codec
+from services.api.machinery.errors import ApiError, NotFoundError
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.controller_utils import run_periodically, timestamp, wait_synced

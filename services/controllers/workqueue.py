@@ -44,7 +44,7 @@ from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from services.api.errors import ApiError
+from services.api.machinery.errors import ApiError
 from services.clock import Clock, RealClock
 
 T = TypeVar("T", bound=Hashable)

@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from services.api.fencing import Fencing
+from services.api.helpers.fencing import Fencing
 from services.auth.grpcauth import CHAOS_STATUS, admin_only
 from services.chaos import Relay, self_report, serve_control
 from services.client import Client, join_addresses, parse_addresses

@@ -9,7 +9,7 @@ The modules, from the wire inwards:
 * ``requestinfo``: a URL and method -> `RequestInfo` (upstream's RequestInfoFactory:
   API prefix, group, version, namespace, resource, name, subresource, verb);
 * ``verbs``: get, list, create, update, patch, delete, deletecollection (and the
-  status subresource), JSON in and out through services/api/codec.py;
+  status subresource), JSON in and out through services/api/machinery/codec.py;
 * ``subresources``: pods/binding, pods/eviction, deployments|replicasets/scale;
 * ``watch``: the chunked watch stream (ADDED/MODIFIED/DELETED/BOOKMARK/ERROR);
 * ``status``: every refusal as a meta/v1 Status with the HTTP code kube-apiserver gives it;

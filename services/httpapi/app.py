@@ -32,8 +32,8 @@ from aiohttp.http_exceptions import HttpProcessingError
 from google.protobuf.message import Message
 from multidict import CIMultiDict
 
-from services.api.errors import ApiError, PermissionDeniedError
-from services.api.kinds import Kind
+from services.api.machinery.errors import ApiError, PermissionDeniedError
+from services.api.machinery.kinds import Kind
 from services.apiserver import ApiServer
 from services.auth import (
     ALLOW_ALL,

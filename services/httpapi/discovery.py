@@ -6,8 +6,8 @@ kubectl (1.32) asks /api and /apis for the aggregated form first (Accept names
 trips, and kube-apiserver 1.32 does, so kubera does too. The unaggregated documents stay for
 older clients and the official Python client.
 
-Everything here is read off `services.api.kinds.KINDS` plus one table of subresources, so a
-new kind appears in discovery without touching this module. The documents are pure data (no
+Everything here is read off `services.api.machinery.kinds.KINDS` plus one table of
+subresources, so a new kind appears in discovery without touching this module. The documents are pure data (no
 request, no I/O); the HTTP edge (services/httpapi/app.py) mounts them.
 
 Differences from kube-apiserver: no storageVersionHash (kubectl only uses it to invalidate
@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from services.api.kinds import KINDS, Kind
+from services.api.machinery.kinds import KINDS, Kind
 
 #: The Kubernetes minor version kubera claims: kubectl warns when it is more than one minor
 #: away from the server, and kubera follows the 1.32 API.

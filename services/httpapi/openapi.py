@@ -21,7 +21,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from services.api.kinds import Kind
+from services.api.machinery.kinds import Kind
 from services.httpapi import discovery
 from services.httpapi.openapischemas import META, ref, schema_name, schemas_for
 

@@ -8,7 +8,7 @@ apimachinery's meta/v1). kubera's field options say what JSON cannot: `(quantity
 hold Quantity strings, `(int_or_string)` fields are IntOrString; string fields named like
 timestamps are Time (MicroTime for event and lease times). Descriptions are the .proto
 comments, read from the descriptor set `make proto` writes beside the code
-(protos/kubera/v1/descriptors.binpb). List strategies come from services.api.listtypes
+(protos/kubera/v1/descriptors.binpb). List strategies come from services.api.machinery.listtypes
 (the table strategic merge uses), as x-kubernetes-list-type / list-map-keys /
 patch-strategy / patch-merge-key.
 
@@ -28,8 +28,8 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 import protos.kubera.v1
 from protos.kubera.v1 import options_pb2
-from services.api import listtypes
-from services.api.kinds import KINDS, Kind
+from services.api.machinery import listtypes
+from services.api.machinery.kinds import KINDS, Kind
 
 DESCRIPTOR_SET = Path(protos.kubera.v1.__file__).with_name("descriptors.binpb")
 

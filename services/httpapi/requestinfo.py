@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from services.api.kinds import KINDS, Kind
+from services.api.machinery.kinds import KINDS, Kind
 
 #: (group, version, resource) -> its Kind.
 BY_GVR: dict[tuple[str, str, str], Kind] = {(k.group, k.version, k.resource): k for k in KINDS}

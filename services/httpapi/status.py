@@ -1,7 +1,7 @@
 """Refusals as Kubernetes `Status` objects, with the HTTP code kube-apiserver answers.
 
 Why this module exists: the registry raises `ApiError`s that carry a reason and a gRPC
-code (services/api/errors.py); HTTP clients (client-go's `errors.IsNotFound`, the Python
+code (services/api/machinery/errors.py); HTTP clients (client-go's `errors.IsNotFound`, the Python
 client's `ApiException.status`) read the HTTP code and `reason` of a meta/v1 Status
 instead. This is the one place the two vocabularies meet for HTTP, as server.py is for
 gRPC. Differences from upstream: kubera's PreconditionFailed (a pod already bound, a
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.api.errors import (
+from services.api.machinery.errors import (
     DUPLICATE,
     FORBIDDEN,
     INVALID,
@@ -135,7 +135,8 @@ def from_error(
         details["retryAfterSeconds"] = 1
     causes = getattr(err, "causes", None)
     if causes and not isinstance(err, InvalidError):
-        # Server-side apply conflicts (services/api/fieldmanager.py): (field path, message).
+        # Server-side apply conflicts (services/api/machinery/fieldmanager.py):
+        # (field path, message).
         details["causes"] = [
             {"reason": "FieldManagerConflict", "message": msg, "field": path}
             for path, msg in causes

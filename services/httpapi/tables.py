@@ -3,7 +3,7 @@
 kubectl asks for lists and objects as a Table (Accept `application/json;as=Table;v=v1;
 g=meta.k8s.io`) and prints the server's columns: that is how a real cluster's `kubectl get
 pods` shows READY and STATUS without kubectl knowing pods. The columns and cells are
-`services.api.printers`', the ones `kubera get` prints, so both CLIs agree.
+`services.api.printers.printers`', the ones `kubera get` prints, so both CLIs agree.
 
 As upstream, the server sends every column, `-o wide`'s ones with priority 1; kubectl
 hides those unless asked for `-o wide`, so the HTTP edge passes `wide=True`. kubera's own
@@ -22,9 +22,11 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from services.api import codec, printers
-from services.api.errors import BadRequestError
-from services.api.kinds import Kind
+from services.api.machinery import codec
+from services.api.machinery.errors import BadRequestError
+from services.api.machinery.kinds import Kind
+from services.api.machinery.kubeobject import object_meta
+from services.api.printers import printers
 from services.clock import RealClock
 
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
@@ -88,7 +90,7 @@ def partial_object_metadata(obj: Message) -> dict[str, Any]:
     return {
         "kind": "PartialObjectMetadata",
         "apiVersion": TABLE_API_VERSION,
-        "metadata": codec.encode(obj.metadata),  # type: ignore[attr-defined]
+        "metadata": codec.encode(object_meta(obj)),
     }
 
 

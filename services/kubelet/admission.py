@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from protos.kubera.v1 import core_pb2
-from services.api.quantity import parse_quantity
-from services.api.resources import pod_requests
-from services.api.taints import tolerations_tolerate_taint
+from services.api.helpers.resources import pod_requests
+from services.api.helpers.taints import tolerations_tolerate_taint
+from services.api.machinery.quantity import parse_quantity
 from services.kubelet import eviction as ev
 from services.kubelet.state import PodState
 

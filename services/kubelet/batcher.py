@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
 
-from services.api.errors import NotFoundError
-from services.api.meta import object_key
+from services.api.machinery.errors import NotFoundError
+from services.api.machinery.meta import object_key
 from services.client import Client
 
 log = logging.getLogger(__name__)

@@ -20,8 +20,8 @@ from services.api.dra.claims import (
     is_for_pod,
     is_reserved_for_pod,
 )
-from services.api.nodeaffinity import NodeSelector
-from services.api.wellknown import LABEL_HOSTNAME
+from services.api.helpers.nodeaffinity import NodeSelector
+from services.api.helpers.wellknown import LABEL_HOSTNAME
 
 #: The reason of upstream's event when PrepareResources fails.
 REASON_FAILED_PREPARE = "FailedPrepareDynamicResources"

@@ -11,7 +11,7 @@ from typing import Protocol
 
 from google.protobuf.message import Message
 
-from services.api.errors import AlreadyExistsError
+from services.api.machinery.errors import AlreadyExistsError
 from services.client import Client
 from services.clock import Clock
 from services.kubelet.batcher import Batcher

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
-from services.api.conditions import update_pod_condition
+from services.api.helpers.conditions import update_pod_condition
 from services.clock import rfc3339
 from services.kubelet.nodestatus import node_ip
 from services.kubelet.state import PodState

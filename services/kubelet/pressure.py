@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from services.api.quantity import parse_quantity
-from services.api.usage import RESOURCES
+from services.api.helpers.usage import RESOURCES
+from services.api.machinery.quantity import parse_quantity
 from services.kubelet import eviction as ev
 from services.kubelet.state import HollowNode
 from services.kubelet.usage import UsageTable

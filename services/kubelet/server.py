@@ -10,8 +10,8 @@ import grpc
 
 from protos.kubera.v1 import nodepool_pb2 as pb
 from protos.kubera.v1 import nodepool_pb2_grpc as pb_grpc
-from services.api.quantity import ERR_BEYOND_INT64_MILLI, QuantityError, parse_quantity
-from services.api.usage import RESOURCES
+from services.api.helpers.usage import RESOURCES
+from services.api.machinery.quantity import ERR_BEYOND_INT64_MILLI, QuantityError, parse_quantity
 from services.grpcserver import start_server
 from services.kubelet.pool import NodePool
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from protos.kubera.v1 import core_pb2
-from services.api.stages import Stages
+from services.api.helpers.stages import Stages
 from services.kubelet import eviction as ev
 from services.kubelet.template import NodePlan
 

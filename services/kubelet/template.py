@@ -32,8 +32,8 @@ Every device also gets the int attribute `index` (0..count-1).
 
 `imagefs: 0` means images share the node filesystem (nodefs), Kubernetes' default layout.
 Every duration is simulated time (see services/clock.ScaledClock). Pod annotations
-override the stages (`kubera.io/stages`, same keys: services/api/stages.py) and the usage
-(`kubera.io/usage`: services/api/usage.py).
+override the stages (`kubera.io/stages`, same keys: services/api/helpers/stages.py) and the usage
+(`kubera.io/usage`: services/api/helpers/usage.py).
 """
 
 from __future__ import annotations
@@ -45,16 +45,16 @@ from typing import Any
 
 import yaml
 
-from services.api import yamlload
-from services.api.quantity import QuantityError, parse_quantity
-from services.api.stages import Stages, TemplateError, known, mapping
-from services.api.wellknown import (
+from services.api.helpers.stages import Stages, TemplateError, known, mapping
+from services.api.helpers.wellknown import (
     LABEL_ARCH,
     LABEL_HOSTNAME,
     LABEL_OS,
     LABEL_TOPOLOGY_REGION,
     LABEL_TOPOLOGY_ZONE,
 )
+from services.api.machinery import yamlload
+from services.api.machinery.quantity import QuantityError, parse_quantity
 
 DEFAULT_NAME_PREFIX = "kubera-node"
 

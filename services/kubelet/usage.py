@@ -1,7 +1,7 @@
 """A pod's usage model on a hollow kubelet, and the node totals of many pods at once.
 
 The model comes from the pod's ``kubera.io/usage`` annotation (its schema and parser are
-vocabulary: services/api/usage.py) or a node template's default for the pod's labels
+vocabulary: services/api/helpers/usage.py) or a node template's default for the pod's labels
 (`resolve_usage`). The eviction loop needs every node's totals every monitoring period for
 tens of thousands of pods in one Python process, so :class:`UsageTable` keeps the linear
 part of every model in numpy arrays and sums per node with one scatter-add; only pods with
@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from services.api.labels import Selector, SelectorError, from_label_selector
-from services.api.usage import (
+from services.api.helpers.usage import (
     RESOURCES,
     USAGE_ANNOTATION,
     USAGE_CEILING,
@@ -27,6 +26,7 @@ from services.api.usage import (
     parse_usage,
     parse_usage_object,
 )
+from services.api.machinery.labels import Selector, SelectorError, from_label_selector
 
 
 @functools.lru_cache(maxsize=1024)

@@ -23,8 +23,8 @@ import contextlib
 import logging
 
 from protos.kubera.v1 import coordination_pb2
-from services.api.errors import ApiError, ConflictError, NotFoundError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import ApiError, ConflictError, NotFoundError
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client
 from services.clock import rfc3339_micro
 from services.leaderelection.config import LeaderElectionRecord

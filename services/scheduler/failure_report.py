@@ -24,9 +24,9 @@ import logging
 from dataclasses import dataclass
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import ApiError
-from services.api.events import new_event
-from services.api.kinds import BY_KIND
+from services.api.helpers.events import new_event
+from services.api.machinery.errors import ApiError
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client, EventRecorder, Pacer
 from services.clock import Clock, rfc3339
 

@@ -4,9 +4,9 @@ schedule_one.go findNodesThatPassFilters).
 Candidates are int64 rows of the snapshot (indexes into `snapshot.list()`): those a
 PreFilterResult allows, or all. They are filtered in chunks from a rotating start until
 numFeasibleNodesToFind feasible nodes are found (percentageOfNodesToScore); a node only
-counts once it also fits with the pods nominated there (nomination.py). An Error of any
+counts once it also fits with the pods nominated there (queue/nomination.py). An Error of any
 node filtered aborts the attempt (FilterError). For a pod whose verdicts depend only on
-the pod and the node, the equivalence cache (equivalence.py) answers for the rows whose
+the pod and the node, the equivalence cache (cache/equivalence.py) answers for the rows whose
 NodeInfo generation is unchanged since the verdict was computed.
 
 Status objects are made for rejected nodes only; feasible ones are just rows.
@@ -19,13 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from services.scheduler import config as config_mod
-from services.scheduler import equivalence, nomination
+from services.scheduler.cache import equivalence
+from services.scheduler.cache.snapshot import Snapshot
 from services.scheduler.framework.interface import PreFilterResult
 from services.scheduler.framework.nominator import Nominator
 from services.scheduler.framework.runtime import Framework
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, PodInfo
-from services.scheduler.snapshot import Snapshot
+from services.scheduler.queue import nomination
 
 #: The fewest rows filtered in one go (a chunk is max(wanted, MIN_CHUNK)).
 MIN_CHUNK = 64

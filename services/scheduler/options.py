@@ -27,7 +27,7 @@ class SchedulerOptions:
     identity: str = ""
     #: Binding cycles in flight at most; the scheduling loop waits for a slot beyond that.
     max_binding_tasks: int = 256
-    #: Reuse Filter verdicts across equivalent pods (equivalence.py) while a node is unchanged.
+    #: Reuse Filter verdicts across equivalent pods (cache/equivalence.py) while a node is unchanged.
     reuse_filter_results: bool = True
     #: Run as one of several active replicas (Omega, omega.py): take only this replica's share
     #: of the pods and bind with check_allocation instead of a fencing token. None: the one

@@ -32,14 +32,15 @@ from typing import Any
 import numpy as np
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import (
+from services.api.machinery.errors import (
     AllocationConflictError,
     NotFoundError,
     PreconditionError,
 )
 from services.clock import Clock
-from services.scheduler import equivalence, nomination
-from services.scheduler.cache import Cache
+from services.scheduler.cache import equivalence
+from services.scheduler.cache.cache import Cache
+from services.scheduler.cache.snapshot import Snapshot
 from services.scheduler.failure_report import FailureReporter
 from services.scheduler.feasible import Feasible, FilterError, find_feasible
 from services.scheduler.framework.interface import PreFilterResult
@@ -50,8 +51,8 @@ from services.scheduler.framework.types import CycleState, PodInfo, QueuedPodInf
 from services.scheduler.metrics import SchedulerMetrics
 from services.scheduler.omega import OmegaStats
 from services.scheduler.preemption import set_nominated_node_name
-from services.scheduler.queue import SchedulingQueue
-from services.scheduler.snapshot import Snapshot
+from services.scheduler.queue import nomination
+from services.scheduler.queue.scheduling_queue import SchedulingQueue
 from services.scheduler.trace import Attempt, ScoredNode, TraceStore, unschedulable_message
 
 #: The scheduler's logger (one name for the loop and the Scheduler, as operators filter it).

@@ -33,13 +33,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client, FencingSource, Handlers, Informer
 from services.clock import Clock, RealClock
 from services.lifecycle import Background
 from services.scheduler import config as config_mod
-from services.scheduler import equivalence
-from services.scheduler.cache import Cache
+from services.scheduler.cache import equivalence
+from services.scheduler.cache.cache import Cache
+from services.scheduler.cache.snapshot import Snapshot
 from services.scheduler.failure_report import FailureReporter
 from services.scheduler.framework.nominator import Nominator
 from services.scheduler.framework.runtime import Framework
@@ -47,9 +48,8 @@ from services.scheduler.framework.types import ActionType, ClusterEvent
 from services.scheduler.metrics import SchedulerMetrics
 from services.scheduler.omega import OmegaStats
 from services.scheduler.options import SchedulerOptions
-from services.scheduler.queue import SchedulingQueue
+from services.scheduler.queue.scheduling_queue import SchedulingQueue
 from services.scheduler.schedule_one import ScheduleOne
-from services.scheduler.snapshot import Snapshot
 from services.scheduler.trace import Attempt, TraceStore
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 
-from services.api import codec
+from services.api.machinery import codec
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.storage import Storage
 

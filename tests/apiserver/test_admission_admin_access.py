@@ -12,7 +12,7 @@ import pytest
 
 from protos.kubera.v1 import core_pb2
 from services.api.dra.claims import ADMIN_ACCESS_NAMESPACE_LABEL
-from services.api.errors import InvalidError
+from services.api.machinery.errors import InvalidError
 from services.apiserver.registry import ApiServer
 from services.storage.memory import MemoryStorage
 from tests.apiserver.conftest import running_apiserver

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from services.api.errors import InvalidError
+from services.api.machinery.errors import InvalidError
 from services.apiserver.registry import ApiServer
 from services.storage.memory import MemoryStorage
 from tests.apiserver.conftest import obj, running_apiserver

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from services.api.errors import AllocationConflictError, PreconditionError
-from services.api.fencing import BOUND_BY, bound_by_allocation
-from services.api.kinds import BY_KIND
+from services.api.helpers.fencing import BOUND_BY, bound_by_allocation
+from services.api.machinery.errors import AllocationConflictError, PreconditionError
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver import allocation
 from services.apiserver.registry import ApiServer
 from services.storage import Storage
@@ -276,7 +276,7 @@ async def test_the_conflict_crosses_grpc_with_its_reason(api: ApiServer) -> None
 
 
 async def test_a_sidecar_counts_in_the_allocation_so_it_cannot_overcommit(api: ApiServer) -> None:
-    # services/api/resources.py pod_requests (upstream PodRequests): a sidecar (an init
+    # services/api/helpers/resources.py pod_requests (upstream PodRequests): a sidecar (an init
     # container with restartPolicy Always) adds to the regular containers: 400m + 400m.
     await node(api, "n1", cpu="1")
     await api.create(

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import ApiError, NotFoundError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import ApiError, NotFoundError
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver import bindbatch, binding
 from services.apiserver.binding import BindItem
 from services.apiserver.registry import ApiServer

@@ -18,10 +18,10 @@ import pytest
 from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
 from protos.kubera.v1 import core_pb2
-from services.api.errors import ApiError, ConflictError
-from services.api.fencing import BOUND_BY
-from services.api.kinds import BY_KIND
-from services.api.limits import MAX_BATCH_ITEMS
+from services.api.helpers.fencing import BOUND_BY
+from services.api.machinery.errors import ApiError, ConflictError
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.limits import MAX_BATCH_ITEMS
 from services.apiserver import bindbatch
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.chaos.checker import LOST_POD

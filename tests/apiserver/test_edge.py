@@ -17,15 +17,16 @@ from google.protobuf.message import Message
 
 from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import apiserver_pb2 as pb
-from services.api import codec
-from services.api.errors import (
+from services.api.machinery import codec
+from services.api.machinery.errors import (
     BadRequestError,
     CorruptObjectError,
     NotFoundError,
     ResourceVersionTooLargeError,
 )
-from services.api.kinds import BY_KIND
-from services.api.limits import MAX_BATCH_ITEMS, MAX_DEPTH, MAX_REQUEST_BYTES
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.limits import MAX_BATCH_ITEMS, MAX_DEPTH, MAX_REQUEST_BYTES
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import MAX_MESSAGE_CHARS
 from services.client import Client
@@ -203,7 +204,7 @@ async def test_a_watch_from_far_in_the_future_ends_too_large_after_a_short_wait(
     t0 = loop.time()
 
     with pytest.raises(ResourceVersionTooLargeError) as e:
-        async for _ in edge.client.watch(PODS, resource_version=str(future)):
+        async for _ in edge.client.watch(PODS, options=ListOptions(resource_version=str(future))):
             pass
 
     assert loop.time() - t0 >= WAIT
@@ -215,7 +216,7 @@ async def test_a_watch_from_the_next_revision_is_served_when_it_comes(edge: Edge
     nxt = await edge.storage.revision() + 1
 
     async def first() -> str:
-        async for ev in edge.client.watch(PODS, resource_version=str(nxt)):
+        async for ev in edge.client.watch(PODS, options=ListOptions(resource_version=str(nxt))):
             return ev.object.metadata.name  # type: ignore[attr-defined,no-any-return]
         return ""
 
@@ -236,7 +237,9 @@ async def test_a_watch_from_a_revision_etcd_has_but_the_cache_has_not_seen_stays
     assert edge.api.caches["pods"].revision < rev
 
     bookmarks = 0
-    async for ev in edge.client.watch(PODS, resource_version=str(rev), allow_bookmarks=True):
+    async for ev in edge.client.watch(
+        PODS, options=ListOptions(resource_version=str(rev), allow_bookmarks=True)
+    ):
         assert ev.type == "BOOKMARK"
         bookmarks += 1
         if bookmarks == 4:  # 4 bookmarks of 0.2 s: well past the too-large wait
@@ -248,7 +251,7 @@ async def test_a_negative_or_non_numeric_resource_version_is_invalid_argument(
     edge: Edge, rv: str
 ) -> None:
     with pytest.raises(BadRequestError) as e:
-        async for _ in edge.client.watch(PODS, resource_version=rv):
+        async for _ in edge.client.watch(PODS, options=ListOptions(resource_version=rv)):
             pass
 
     assert e.value.message == (
@@ -492,7 +495,7 @@ def _over_etcds_limit(name: str) -> Message:
 async def test_an_object_over_etcds_limit_is_resource_exhausted_and_costs_only_itself(
     edge: Edge,
 ) -> None:
-    from services.api.errors import RequestTooLargeError
+    from services.api.machinery.errors import RequestTooLargeError
 
     with pytest.raises(RequestTooLargeError, match="etcd refused the request as too large"):
         await edge.client.create(_over_etcds_limit("huge"))

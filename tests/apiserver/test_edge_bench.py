@@ -21,7 +21,7 @@ import pytest
 
 from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import apiserver_pb2 as pb
-from services.api import codec
+from services.api.machinery import codec
 from tests.builders import pod
 
 pytestmark = pytest.mark.bench

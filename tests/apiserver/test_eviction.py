@@ -15,14 +15,14 @@ import grpc
 import pytest
 
 from protos.kubera.v1 import core_pb2, policy_pb2
-from services.api.errors import (
+from services.api.machinery.errors import (
     ApiError,
     ConflictError,
     InternalError,
     NotFoundError,
     TooManyRequestsError,
 )
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.eviction import MULTIPLE_BUDGETS, VIOLATION
 from services.apiserver.registry import ApiServer
 from tests.apiserver.conftest import obj

@@ -10,9 +10,9 @@ from collections.abc import Awaitable, Callable, Iterator
 import pytest
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import InvalidError, PreconditionError
-from services.api.fencing import BOUND_BY, Fencing, parse_bound_by
-from services.api.kinds import BY_KIND
+from services.api.helpers.fencing import BOUND_BY, Fencing, parse_bound_by
+from services.api.machinery.errors import InvalidError, PreconditionError
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver import fencing
 from services.apiserver.registry import ApiServer
 from services.leaderelection.lock import StorageLock

@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 
-from services.api.errors import GoneError, InternalError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import GoneError, InternalError
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.watchcache import WatchCache
 from services.storage import Event, KeyValue, Put, WatchBatch
 from services.storage.memory import MemoryStorage

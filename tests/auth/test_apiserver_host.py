@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kubera.launch.etcd import EtcdProcess
-from services.api.errors import UnauthorizedError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import UnauthorizedError
+from services.api.machinery.kinds import BY_KIND
 from services.auth import ALLOW_ALL
 from services.auth.tokens import issue_tokens, write_private
 from services.client import Client

@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from protos.kubera.v1 import apiserver_pb2 as pb
-from services.api import codec
+from services.api.machinery import codec
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import ApiServerServicer
 from services.auth.grpcauth import DENIED_ITEMS

@@ -15,8 +15,8 @@ from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
 from protos.kubera.v1 import coordination_pb2
-from services.api.errors import PermissionDeniedError, UnauthorizedError, UnavailableError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import PermissionDeniedError, UnauthorizedError, UnavailableError
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.auth.certs import new_pki
 from services.auth.grpcauth import bearer
@@ -289,8 +289,8 @@ async def test_a_batch_is_authorized_item_by_item(cluster: Cluster) -> None:
 async def test_a_batch_over_the_limit_is_refused_before_its_items_are_authorized(
     cluster: Cluster,
 ) -> None:
-    from services.api import codec
-    from services.api.limits import MAX_BATCH_ITEMS
+    from services.api.machinery import codec
+    from services.api.machinery.limits import MAX_BATCH_ITEMS
 
     request = pb.BatchUpdateRequest(
         resource="pods",

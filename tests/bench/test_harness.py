@@ -11,7 +11,7 @@ import pytest
 from kubera.bench import harness
 from kubera.errors import CliError
 from protos.kubera.v1 import core_pb2
-from services.api.errors import GoneError
+from services.api.machinery.errors import GoneError
 from services.client import WatchEvent
 
 

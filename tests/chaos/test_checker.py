@@ -19,9 +19,9 @@ import pytest
 from kubera.cli import main as cli
 from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import core_pb2
-from services.api.conditions import update_pod_condition
-from services.api.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
-from services.api.kinds import BY_KIND
+from services.api.helpers.conditions import update_pod_condition
+from services.api.helpers.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.chaos import checker as ck
 from services.chaos.checker import Checker

@@ -17,8 +17,8 @@ import pytest
 from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import chaos_pb2 as chaos_pb
 from protos.kubera.v1 import chaos_pb2_grpc as chaos_grpc
-from services.api.errors import ApiError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import ApiError
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.chaos.control import describe, serve_control
 from services.chaos.relay import Relay

@@ -23,7 +23,7 @@ import pytest
 
 from kubera import chaos
 from kubera.errors import CliError
-from kubera.experiment.collect import Collector
+from kubera.experiment.measure.collect import Collector
 from kubera.launch import procs
 from kubera.launch.context import Context
 from protos.kubera.v1 import chaos_pb2, chaos_pb2_grpc
@@ -289,7 +289,7 @@ async def test_pools_elsewhere_report_through_status_and_are_never_read_in_proc(
 ) -> None:
     # A Status answer (a message, not a record) comes from elsewhere: as on another machine.
     monkeypatch.setattr(
-        "kubera.experiment.collect.is_local",
+        "kubera.experiment.measure.collect.is_local",
         lambda where: isinstance(where, dict) and where.get("boot_id") != "another-kernel",
     )
     elsewhere = {"boot_id": "another-kernel"}

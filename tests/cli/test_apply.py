@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from services.api import codec
-from services.api.kinds import BY_KIND
+from services.api.machinery import codec
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client
 from tests.cli.helpers import kubera, pod, write
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from kubera.fuzz.harness import ServerThread
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.storage import Put
 from tests.cli.helpers import kubera, pod, write
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client
 from tests.cli.helpers import kubera, write
 

@@ -12,7 +12,7 @@ import pytest
 
 from kubera.cli import manifests
 from kubera.errors import CliError
-from services.api import yamlload
+from services.api.machinery import yamlload
 
 
 def test_empty_documents_are_skipped_and_documents_keep_their_index() -> None:

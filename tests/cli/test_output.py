@@ -159,7 +159,7 @@ def test_tolerations_are_described_like_kubectl() -> None:
 
 
 def test_object_names_carry_the_group() -> None:
-    from services.api.kinds import lookup
+    from services.api.machinery.kinds import lookup
 
     assert output.resource_name(lookup("pods")) == "pod"
     assert output.resource_name(lookup("deploy")) == "deployment.apps"

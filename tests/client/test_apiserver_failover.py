@@ -14,8 +14,8 @@ from typing import TypeVar
 
 import pytest
 
-from services.api.errors import UnavailableError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import UnavailableError
+from services.api.machinery.kinds import BY_KIND
 from services.chaos.relay import Relay
 from services.client import Client
 from services.client.informer import Handlers, Informer

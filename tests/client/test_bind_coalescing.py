@@ -11,7 +11,7 @@ import pytest
 
 from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import core_pb2
-from services.api.errors import ConflictError, NotFoundError, UnavailableError
+from services.api.machinery.errors import ConflictError, NotFoundError, UnavailableError
 from services.client.binds import BindCoalescer
 from services.client.client import _decode, error_from_status
 

@@ -10,14 +10,14 @@ import json
 import pytest
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import (
+from services.api.helpers.events import new_event
+from services.api.machinery.errors import (
     AlreadyExistsError,
     BadRequestError,
     NotFoundError,
     TooManyRequestsError,
     UnavailableError,
 )
-from services.api.events import new_event
 from services.client.events import EventCorrelator, EventRecorder, TokenBucket
 from services.clock import FakeClock
 

@@ -15,10 +15,11 @@ import pytest
 from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
 from protos.kubera.v1 import core_pb2
-from services.api import codec
-from services.api.errors import PreconditionError
-from services.api.fencing import BOUND_BY, METADATA_KEY
-from services.api.kinds import BY_KIND
+from services.api.helpers.fencing import BOUND_BY, METADATA_KEY
+from services.api.machinery import codec
+from services.api.machinery.errors import PreconditionError
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.client import Client
 from services.leaderelection.lock import LockRecord, StorageLock
@@ -179,7 +180,7 @@ async def test_reads_and_watches_work_whatever_the_token(setup: Setup, token: st
     assert [o.metadata.name for o in items] == ["p"]  # type: ignore[attr-defined]
     assert (await c.create(pod("dry"), dry_run=True)).metadata.name == "dry"
 
-    events = c.watch(PODS, namespace="default", resource_version=rv)
+    events = c.watch(PODS, namespace="default", options=ListOptions(resource_version=rv))
     nxt = asyncio.ensure_future(anext(events))
     await setup.api.create(pod("q"))
     ev = await asyncio.wait_for(nxt, 5)

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.client import Client
 from services.client.informer import Handlers, Informer

@@ -16,8 +16,8 @@ import pytest
 
 from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
-from services.api import codec
-from services.api.kinds import BY_KIND
+from services.api.machinery import codec
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client
 from services.client.informer import Handlers, Informer
 from services.grpcserver import start_server

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import grpc
 import pytest
 
-from services.api.errors import UnavailableError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import UnavailableError
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.chaos.relay import Relay

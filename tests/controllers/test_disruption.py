@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from protos.kubera.v1 import apps_pb2, core_pb2, policy_pb2
-from services.api.errors import TooManyRequestsError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import TooManyRequestsError
+from services.api.machinery.kinds import BY_KIND
 from services.clock import rfc3339
 from services.controllers.disruption import (
     DELETION_TIMEOUT,

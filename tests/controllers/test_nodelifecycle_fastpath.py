@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.clock import FakeClock
 from services.controllers.nodelifecycle.controller import NodeLifecycleController
 from tests.controllers._lifecycle_cluster import LifecycleCluster, lifecycle_cluster

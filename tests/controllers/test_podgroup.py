@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from protos.kubera.v1 import core_pb2
-from services.api.podgroups import POD_GROUP_LABEL
+from services.api.helpers.podgroups import POD_GROUP_LABEL
 from services.clock import rfc3339
 from services.controllers.podgroup import PodGroupConfig, compute_status
 from tests.builders import MakePod, pod_group

@@ -19,8 +19,8 @@ from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.dra.claims import POD_CLAIM_NAME_ANNOTATION
-from services.api.errors import NotFoundError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import NotFoundError
+from services.api.machinery.kinds import BY_KIND
 from services.controllers.manager import ALL_CONTROLLERS
 from services.controllers.resourceclaim import (
     DELETE_PROTECTION_FINALIZER,

@@ -13,8 +13,8 @@ import pytest
 
 from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import core_pb2, resource_pb2
-from services.api.errors import ConflictError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import ConflictError
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client
 from services.clock import ScaledClock
 from services.controllers.manager import ControllerManager, ControllerManagerConfig

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from protos.kubera.v1 import core_pb2
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.clock import FakeClock, ScaledClock, rfc3339
 from services.controllers.tainteviction import (
     EvictionQueue,

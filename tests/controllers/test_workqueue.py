@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from services.api.errors import ConflictError
+from services.api.machinery.errors import ConflictError
 from services.clock import FakeClock
 from services.controllers.workqueue import (
     BucketRateLimiter,

@@ -1,6 +1,6 @@
-"""`kubera bench scheduling-basic`'s plumbing with tiny counts: a churning workload runs
-twice on fresh clusters, and the report holds every figure the bench promises (the
-numbers themselves are not judged)."""
+"""`kubera bench scheduling-basic`'s plumbing with tiny counts: a churning workload (the file
+mixed-churn.yaml) runs twice on fresh clusters through the experiment runner, and the output
+holds every figure the bench promises (the numbers themselves are not judged)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from kubera.experiment.measure.dataitems import run_items
+from kubera.experiment.measure.model import ExperimentResult
 from tests.e2e.helpers import kubera_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
 def test_bench_scheduling_reports_throughput_cpu_per_pod_and_the_model(tmp_path: Path) -> None:
-    out = tmp_path / "mixed.json"
+    out = tmp_path / "mixed"
     args = ["--workload", "mixed-churn", "--nodes", "5", "--pods", "20", "--repeat", "2"]
     r = kubera_in(tmp_path / "home").run(
         "bench", "scheduling-basic", *args, "--output", str(out), timeout=600
@@ -23,12 +25,25 @@ def test_bench_scheduling_reports_throughput_cpu_per_pod_and_the_model(tmp_path:
     assert r.returncode == 0, r.stdout + r.stderr
     for words in ("pods bound/s: avg", "raw etcd put rate", "CPU per pod", "capacity model"):
         assert words in r.stdout
-    rep = json.loads(out.read_text())
-    assert rep["workload"] == "mixed-churn" and rep["median_of"] == 2 and len(rep["runs"]) == 2
-    assert rep["throughput_avg"] > 0 and rep["etcd_ratio"] > 0
-    assert rep["upstream_threshold"] is None  # not upstream's 5,000-node shape
-    assert rep["churn"]["created"] >= 1
-    kinds = rep["cpu"]["by_kind"]
-    assert {"apiserver", "scheduler", "etcd", "bench-client"} <= set(kinds)
-    assert kinds["scheduler"]["processes"] == 1
-    assert [p["machines"] for p in rep["capacity_model"]["predictions"]] == [1, 2, 4, 8]
+    assert "median of 2 runs" in r.stdout
+    result = ExperimentResult.from_json(json.loads((out / "results.json").read_text()))
+    assert [run.workload for run in result.runs] == [
+        "5000Nodes_10000Pods/run=1",
+        "5000Nodes_10000Pods/run=2",
+    ]
+    for run in result.runs:
+        assert run.error is None and run.threshold is None  # not upstream's 5,000-node shape
+        assert run.etcd_put_rate and run.etcd_put_rate > 0
+        (phase,) = run.measured
+        assert phase.pods == 20 and phase.seconds > 0
+        items = run_items(run)
+        kinds = {i.labels["Component"] for i in items if i.metric == "kubera_measured_cpu_per_pod"}
+        assert {"apiserver", "scheduler", "etcd", "runner"} <= kinds
+        machines = [i.labels["Machines"] for i in items if i.metric == "kubera_capacity_model"]
+        assert machines == ["1", "2", "4", "8"]
+        (tp,) = [i for i in items if i.metric == "kubera_measured_throughput"]
+        assert tp.data["EtcdRatio"] > 0
+    # the churn ran: a 9-CPU pod was created and never scheduled
+    assert any(sum(run.series.get("created", [])) > 20 for run in result.runs), (
+        "no churn pod created"
+    )

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kubera.experiment.dataitems import throughput_samples
-from kubera.experiment.model import RunResult
+from kubera.experiment.measure.dataitems import throughput_samples
+from kubera.experiment.measure.model import RunResult
 from tests.e2e.helpers import ROOT, kubera_in
 
 #: Not examples/experiments/smoke.yaml: its 50 pods bind within one second, too short for

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from kubera.testing import Cluster
-from services.api.errors import NotFoundError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import NotFoundError
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client
 from tests.e2e.helpers import ROOT
 from tests.rayhead import on_ray

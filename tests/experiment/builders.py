@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubera.experiment.model import (
+from kubera.experiment.measure.model import (
     CheckVerdict,
     ExperimentResult,
     Fault,

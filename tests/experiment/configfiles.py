@@ -6,8 +6,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from kubera.experiment import ops as o
-from kubera.experiment.config import Experiment, plan
+from kubera.experiment.spec import ops as o
+from kubera.experiment.spec.config import Experiment, plan
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data" / "scheduler_perf"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from services.api import codec
+from services.api.machinery import codec
 from services.apiserver import ApiServer, ApiServerConfig
 from services.auth import ALLOW_ALL, Authenticator, Authorizer
 from services.hosts.apiserver import ApiServerHost, ApiServerHostConfig

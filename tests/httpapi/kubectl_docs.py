@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 from google.protobuf.message import Message
 
-from services.api import codec, kinds
+from services.api.machinery import codec, kinds
 from services.httpapi import discovery, openapi, tables
 
 KUBECTL_TIMEOUT = 30.0

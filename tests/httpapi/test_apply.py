@@ -1,6 +1,6 @@
 """Server-side apply and managedFields over HTTP: the edge's half (PATCH with
 application/apply-patch+yaml, 409 with causes, fieldManager required; managedFields on
-HTTP writes). The field manager itself is services/api/fieldmanager.py."""
+HTTP writes). The field manager itself is services/api/machinery/fieldmanager.py."""
 
 from __future__ import annotations
 

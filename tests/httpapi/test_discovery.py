@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from services.api.kinds import KINDS, Kind
+from services.api.machinery.kinds import KINDS, Kind
 from services.httpapi import discovery
 from tests.httpapi.kubectl_docs import doc_server
 

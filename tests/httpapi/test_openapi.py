@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from protos.kubera.v1 import apps_pb2, core_pb2
-from services.api import codec, listtypes
-from services.api.kinds import KINDS, Kind
+from services.api.machinery import codec, listtypes
+from services.api.machinery.kinds import KINDS, Kind
 from services.httpapi import discovery, openapi, openapischemas
 from tests.httpapi.kubectl_docs import doc_server
 

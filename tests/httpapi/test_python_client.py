@@ -15,7 +15,7 @@ from tests.httpapi.conftest import HostThread
 pytestmark = pytest.mark.integration
 
 #: The client sends a dict as a strategic merge patch unless told otherwise; kubera's
-#: strategic merge patch is services/api/patching.py's (tested in tests/api).
+#: strategic merge patch is services/api/machinery/patching.py's (tested in tests/api).
 MERGE = "application/merge-patch+json"
 
 

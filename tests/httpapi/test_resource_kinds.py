@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from tests.api.resource_manifests import MANIFESTS, manifest, stored
 
 SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")

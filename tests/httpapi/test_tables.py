@@ -10,8 +10,9 @@ import pytest
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from services.api import codec, printers
-from services.api.kinds import BY_KIND, KINDS, Kind
+from services.api.machinery import codec
+from services.api.machinery.kinds import BY_KIND, KINDS, Kind
+from services.api.printers import printers
 from services.clock import parse_rfc3339
 from services.httpapi import tables
 from tests.builders import MakeNode, MakePod

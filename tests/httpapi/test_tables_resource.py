@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from google.protobuf.message import Message
 
-from services.api import printers
-from services.api.kinds import BY_KIND
-from services.api.printers_resource import resource_claim_state
+from services.api.machinery.kinds import BY_KIND
+from services.api.printers import printers
+from services.api.printers.resource import resource_claim_state
 from services.clock import parse_rfc3339
 from services.httpapi import tables
 from tests.builders import (

@@ -10,8 +10,8 @@ import pytest
 from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2, resource_pb2
-from services.api.kinds import BY_KIND
-from services.api.stages import TemplateError
+from services.api.helpers.stages import TemplateError
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client
 from services.kubelet.claimgate import unprepared, usable_on
 from services.kubelet.slices import slice_name

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from services.api import codec
-from services.api.kinds import BY_KIND
+from services.api.machinery import codec
+from services.api.machinery.kinds import BY_KIND
 from services.clock import ScaledClock, parse_rfc3339
 from services.controllers.manager import ControllerManager
 from services.kubelet.pool import PoolConfig

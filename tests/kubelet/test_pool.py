@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 
-from services.api import codec
-from services.api.kinds import BY_KIND
+from services.api.machinery import codec
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer
 from services.client import Client
 from services.clock import ScaledClock, parse_rfc3339

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from services.api.stages import STAGES_ANNOTATION, Stages, TemplateError
+from services.api.helpers.stages import STAGES_ANNOTATION, Stages, TemplateError
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.api.usage import (
+from services.api.helpers.usage import (
     RESOURCES,
     USAGE_ANNOTATION,
     ResourceUsage,

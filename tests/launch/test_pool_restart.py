@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.hosts.nodepool import NodePoolHost, NodePoolHostConfig

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from protos.kubera.v1 import core_pb2
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer
 from tests.builders import MakeNode, MakePod
 

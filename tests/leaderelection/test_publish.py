@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from protos.kubera.v1 import coordination_pb2
-from services.api.errors import NotFoundError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import NotFoundError
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.client import Client
 from services.clock import rfc3339_micro

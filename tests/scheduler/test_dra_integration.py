@@ -16,7 +16,8 @@ import pytest
 from kubera.cli.scheduling import render_attempts
 from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import resource_pb2, scheduling_pb2
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.scheduler.options import SchedulerOptions
 from services.scheduler.server import attempt_to_proto
 from tests.builders import (
@@ -129,7 +130,7 @@ async def test_template_claims_land_only_on_free_matching_devices_and_never_shar
     assert "cannot allocate all claims" in msg and "default/p3-gpu" in msg
     assert (await cluster.node_of("p3")) == ""
     events, _ = await cluster.client.list(
-        BY_KIND["Event"], namespace=NS, field_selector="involvedObject.name=p3"
+        BY_KIND["Event"], namespace=NS, options=ListOptions(field_selector="involvedObject.name=p3")
     )
     assert any(e.reason == "FailedScheduling" and "default/p3-gpu" in e.message for e in events)
     # `kubera explain pod` prints the trace: the DynamicResources rejections name the claim.

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from services.api.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND
 from services.scheduler.options import SchedulerOptions
 from tests.builders import MakeNode, MakePod
 from tests.harness import control_plane

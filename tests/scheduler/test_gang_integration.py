@@ -18,8 +18,8 @@ import pytest
 
 from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import core_pb2, scheduling_pb2
-from services.api.errors import NotFoundError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import NotFoundError
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer
 from services.client import Client, SharedInformers
 from services.controllers.podgroup import PodGroupController

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from protos.kubera.v1 import core_pb2, policy_pb2, scheduling_pb2
-from services.api.errors import NotFoundError
-from services.api.kinds import BY_KIND
+from services.api.machinery.errors import NotFoundError
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.scheduler.options import SchedulerOptions
 from tests.harness import control_plane
 from tests.scheduler.test_scheduler_integration import Cluster
@@ -82,7 +83,9 @@ async def test_a_high_priority_pod_preempts_the_minimal_victims_the_pdb_allows(
     urgent = await get(cluster, "urgent")
     assert urgent.status.nominated_node_name in ("n2", "")
     events, _ = await cluster.client.list(
-        BY_KIND["Event"], namespace="default", field_selector="involvedObject.name=plain"
+        BY_KIND["Event"],
+        namespace="default",
+        options=ListOptions(field_selector="involvedObject.name=plain"),
     )
     assert [e.reason for e in events] == ["Preempted"]
     trace = cluster.sched.traces.get("default/urgent")

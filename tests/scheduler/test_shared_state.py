@@ -17,9 +17,9 @@ import pytest
 from prometheus_client import generate_latest
 
 from protos.kubera.v1 import core_pb2
-from services.api.fencing import BOUND_BY, bound_by_allocation
-from services.api.kinds import BY_KIND
-from services.api.resources import pod_requests
+from services.api.helpers.fencing import BOUND_BY, bound_by_allocation
+from services.api.helpers.resources import pod_requests
+from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer
 from services.client import Client
 from services.scheduler import config as config_mod

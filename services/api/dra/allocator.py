@@ -63,7 +63,7 @@ from typing import NamedTuple
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.dra.cel import CELCompileError, CELRuntimeError, Selector, compile_selector
 from services.api.dra.pools import DeviceCache, DeviceID, Pool, PoolDevice, SliceIndex
-from services.api.nodeaffinity import OBJECT_NAME_FIELD
+from services.api.helpers.nodeaffinity import OBJECT_NAME_FIELD
 
 __all__ = [
     "ALLOCATION_RESULTS_MAX_SIZE",

@@ -21,7 +21,7 @@ from typing import Any, Final
 from cel_expr_python import cel
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2
 
-from services.api.quantity import Quantity, QuantityError, parse_quantity
+from services.api.machinery.quantity import Quantity, QuantityError, parse_quantity
 
 _F = descriptor_pb2.FieldDescriptorProto
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from protos.kubera.v1 import core_pb2, resource_pb2
-from services.api.nodeaffinity import NodeSelector
+from services.api.helpers.nodeaffinity import NodeSelector
 
 
 @dataclass(frozen=True, order=True)

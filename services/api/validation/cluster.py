@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
-from services.api import names
-from services.api.errors import DUPLICATE, FieldError, forbidden, invalid, required
+from services.api.machinery import names
+from services.api.machinery.errors import DUPLICATE, FieldError, forbidden, invalid, required
 from services.api.validation.common import (
     FIELD_IMMUTABLE,
     Errors,

@@ -21,8 +21,8 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import meta_pb2
-from services.api import labels, names
-from services.api.errors import (
+from services.api.machinery import labels, names
+from services.api.machinery.errors import (
     DUPLICATE,
     FORBIDDEN,
     INVALID,
@@ -34,7 +34,12 @@ from services.api.errors import (
     required,
     too_long,
 )
-from services.api.quantity import ERR_BEYOND_INT64_MILLI, Quantity, QuantityError, parse_quantity
+from services.api.machinery.quantity import (
+    ERR_BEYOND_INT64_MILLI,
+    Quantity,
+    QuantityError,
+    parse_quantity,
+)
 
 Errors = list[FieldError]
 

@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
-from services.api import names
-from services.api.errors import (
+from services.api.machinery import names
+from services.api.machinery.errors import (
     INVALID,
     FieldError,
     forbidden,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from protos.kubera.v1 import core_pb2
-from services.api import names
-from services.api.errors import (
+from services.api.machinery import names
+from services.api.machinery.errors import (
     duplicate,
     forbidden,
     invalid,

@@ -33,9 +33,9 @@ from typing import Any, TypeVar
 from google.protobuf import json_format
 
 from protos.kubera.v1 import podgroup_pb2, resource_pb2
-from services.api import names
 from services.api.dra import cel, celkube
-from services.api.errors import (
+from services.api.machinery import names
+from services.api.machinery.errors import (
     TOO_MANY,
     FieldError,
     duplicate,

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from protos.kubera.v1 import core_pb2, meta_pb2, resource_pb2
-from services.api import names
 from services.api.dra.claims import RESERVED_FOR_MAX
-from services.api.errors import (
+from services.api.machinery import names
+from services.api.machinery.errors import (
     NOT_FOUND,
     FieldError,
     duplicate,

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from services.api import names
-from services.api.errors import FieldError, invalid
-from services.api.kinds import BY_KIND
+from services.api.machinery import names
+from services.api.machinery.errors import FieldError, invalid
+from services.api.machinery.kinds import BY_KIND
 from services.api.validation.cluster import (
     validate_event,
     validate_lease,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
-from services.api import labels, names
-from services.api.errors import forbidden, invalid, required, unsupported
+from services.api.machinery import labels, names
+from services.api.machinery.errors import forbidden, invalid, required, unsupported
 from services.api.validation.common import (
     FIELD_IMMUTABLE,
     MAX_INT32,

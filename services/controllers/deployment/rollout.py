@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from protos.kubera.v1 import apps_pb2, core_pb2
-from services.api.meta import object_key
+from services.api.machinery.meta import object_key
 from services.controllers.controller_utils import timestamp
 from services.controllers.deployment.conditions import (
     NEW_RS_AVAILABLE,

@@ -15,9 +15,9 @@ import logging
 from collections.abc import Sequence
 
 from protos.kubera.v1 import apps_pb2, core_pb2
-from services.api import codec
-from services.api.errors import ApiError
-from services.api.kinds import BY_KIND
+from services.api.machinery import codec
+from services.api.machinery.errors import ApiError
+from services.api.machinery.kinds import BY_KIND
 from services.controllers.controller_utils import timestamp
 
 log = logging.getLogger(__name__)

@@ -14,11 +14,8 @@ import logging
 from collections.abc import Sequence
 
 from protos.kubera.v1 import core_pb2
-from services.api import codec
-from services.api.errors import ApiError, ConflictError, NotFoundError
-from services.api.kinds import BY_KIND
-from services.api.taints import NO_EXECUTE, NO_SCHEDULE
-from services.api.wellknown import (
+from services.api.helpers.taints import NO_EXECUTE, NO_SCHEDULE
+from services.api.helpers.wellknown import (
     TAINT_DISK_PRESSURE,
     TAINT_MEMORY_PRESSURE,
     TAINT_NETWORK_UNAVAILABLE,
@@ -27,6 +24,9 @@ from services.api.wellknown import (
     TAINT_UNREACHABLE,
     TAINT_UNSCHEDULABLE,
 )
+from services.api.machinery import codec
+from services.api.machinery.errors import ApiError, ConflictError, NotFoundError
+from services.api.machinery.kinds import BY_KIND
 from services.client import Client
 from services.clock import Clock, rfc3339
 

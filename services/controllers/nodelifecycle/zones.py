@@ -27,10 +27,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
 
 from protos.kubera.v1 import core_pb2
-from services.api.wellknown import LABEL_FAILURE_DOMAIN_BETA_REGION as LABEL_BETA_REGION
-from services.api.wellknown import LABEL_FAILURE_DOMAIN_BETA_ZONE as LABEL_BETA_ZONE
-from services.api.wellknown import LABEL_TOPOLOGY_REGION as LABEL_REGION
-from services.api.wellknown import LABEL_TOPOLOGY_ZONE as LABEL_ZONE
+from services.api.helpers.wellknown import LABEL_FAILURE_DOMAIN_BETA_REGION as LABEL_BETA_REGION
+from services.api.helpers.wellknown import LABEL_FAILURE_DOMAIN_BETA_ZONE as LABEL_BETA_ZONE
+from services.api.helpers.wellknown import LABEL_TOPOLOGY_REGION as LABEL_REGION
+from services.api.helpers.wellknown import LABEL_TOPOLOGY_ZONE as LABEL_ZONE
 from services.clock import Clock
 from services.controllers.nodelifecycle.config import NodeLifecycleConfig
 from services.controllers.nodelifecycle.health import HealthTracker

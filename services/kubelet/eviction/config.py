@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from services.api.duration import parse_duration
-from services.api.errors import quote as _q
-from services.api.quantity import ERR_BEYOND_INT64_MILLI, Quantity, QuantityError
+from services.api.machinery.duration import parse_duration
+from services.api.machinery.errors import quote as _q
+from services.api.machinery.quantity import ERR_BEYOND_INT64_MILLI, Quantity, QuantityError
 from services.kubelet.eviction.signals import (
     CONTAINERFS_AVAILABLE,
     CONTAINERFS_INODES_FREE,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, NamedTuple
 
-from services.api.quantity import BINARY_SI, DECIMAL_SI
+from services.api.machinery.quantity import BINARY_SI, DECIMAL_SI
 from services.kubelet.eviction.config import EvictionConfig
 from services.kubelet.eviction.observations import (
     QOS_BEST_EFFORT,

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from typing import Final
 
-from services.api.wellknown import TAINT_DISK_PRESSURE, TAINT_MEMORY_PRESSURE, TAINT_PID_PRESSURE
+from services.api.helpers.wellknown import (
+    TAINT_DISK_PRESSURE,
+    TAINT_MEMORY_PRESSURE,
+    TAINT_PID_PRESSURE,
+)
 
 MEMORY_AVAILABLE: Final = "memory.available"
 NODEFS_AVAILABLE: Final = "nodefs.available"

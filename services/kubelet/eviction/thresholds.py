@@ -19,7 +19,7 @@ from typing import Final
 
 import numpy as np
 
-from services.api.quantity import BINARY_SI, DECIMAL_SI, Quantity
+from services.api.machinery.quantity import BINARY_SI, DECIMAL_SI, Quantity
 from services.kubelet.eviction.observations import FsLayout, Observation
 from services.kubelet.eviction.signals import SIGNAL_TO_RESOURCE
 

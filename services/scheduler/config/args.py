@@ -21,8 +21,8 @@ from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
-from services.api.duration import parse_duration
-from services.api.errors import (
+from services.api.machinery.duration import parse_duration
+from services.api.machinery.errors import (
     FieldError,
     duplicate,
     forbidden,

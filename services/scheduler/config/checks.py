@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from services.api.errors import FieldError, invalid
+from services.api.machinery.errors import FieldError, invalid
 
 
 def unknown_field(path: str) -> FieldError:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from services.api.errors import duplicate, invalid, required
+from services.api.machinery.errors import duplicate, invalid, required
 from services.scheduler import registry as reg
 from services.scheduler.config.checks import (
     Errors,

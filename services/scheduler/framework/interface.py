@@ -58,7 +58,7 @@ class PostFilterResult:
 
 
 class Snapshot(Protocol):
-    """The cluster as of the start of a scheduling cycle (see services/scheduler/snapshot.py)."""
+    """The cluster as of the start of a scheduling cycle (services/scheduler/cache/snapshot.py)."""
 
     def list(self) -> Sequence[NodeInfo]:
         """Every node, in zone round-robin order."""

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from protos.kubera.v1 import core_pb2
-from services.scheduler.equivalence import NODE_LOCAL_FILTERS, signature
+from services.scheduler.cache.equivalence import NODE_LOCAL_FILTERS, signature
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
 
@@ -176,7 +176,7 @@ class NominatedVerdicts:
     Only for a pod whose PreFilter state and Filter verdicts depend on the pod's own
     scheduling signature (equivalence.signature) and the node alone: no PreFilter
     extension active and only node-local Filter plugins (equivalence.NODE_LOCAL_FILTERS),
-    as equivalence.py's filter cache. Entries belong to one context (profile, signature,
+    as cache/equivalence.py's filter cache. Entries belong to one context (profile, signature,
     priority; a new one starts over) and are per node, under its NodeInfo generation and
     the identities of the counting nominated PodInfos (kept alive by the entry)."""
 

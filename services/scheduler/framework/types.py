@@ -16,9 +16,9 @@ from enum import IntFlag
 from typing import Any
 
 from protos.kubera.v1 import core_pb2, meta_pb2
-from services.api.hostports import HostPort, host_ports
-from services.api.labels import Selector, from_label_selector
-from services.api.resources import Resource, pod_non_zero_requests, pod_requests
+from services.api.helpers.hostports import HostPort, host_ports
+from services.api.helpers.resources import Resource, pod_non_zero_requests, pod_requests
+from services.api.machinery.labels import Selector, from_label_selector
 
 _generation = itertools.count(1)
 

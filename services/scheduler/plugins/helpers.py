@@ -3,7 +3,8 @@ taints a Filter cares about.
 
 Upstream keeps these in pkg/scheduler/framework/plugins/helper. Toleration matching itself
 (what "tolerated" means, which TaintToleration, NodeUnschedulable, PodTopologySpread, the
-taint-eviction controller and the kubelet must agree on) is vocabulary: services/api/taints.py.
+taint-eviction controller and the kubelet must agree on) is vocabulary:
+services/api/helpers/taints.py.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
-from services.api.taints import NO_EXECUTE, NO_SCHEDULE
+from services.api.helpers.taints import NO_EXECUTE, NO_SCHEDULE
 from services.scheduler.framework.interface import NodeScore
 from services.scheduler.framework.status import Status
 

@@ -2,7 +2,7 @@
 score them; a profile's `addedAffinity` applies to every pod it schedules.
 
 Upstream plugins/nodeaffinity on component-helpers' nodeaffinity matcher
-(services/api/nodeaffinity.py, which says how terms match):
+(services/api/helpers/nodeaffinity.py, which says how terms match):
 
 - terms that pin `metadata.name` with `In` let PreFilter narrow the nodes to filter (the
   union over terms of the intersection within a term); if every term pins a disjoint set the
@@ -24,7 +24,7 @@ import numpy.typing as npt
 from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
-from services.api.nodeaffinity import (
+from services.api.helpers.nodeaffinity import (
     OBJECT_NAME_FIELD,
     NodeSelector,
     NodeSelectorError,
@@ -32,7 +32,7 @@ from services.api.nodeaffinity import (
     RequiredNodeAffinity,
     has_required_node_affinity,
 )
-from services.scheduler.columns import columns_of
+from services.scheduler.cache.columns import columns_of
 from services.scheduler.framework.interface import MAX_NODE_SCORE, NodeScore, PreFilterResult
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (

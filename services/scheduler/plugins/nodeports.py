@@ -1,7 +1,7 @@
 """NodePorts: a pod's hostPorts must be free on the node.
 
 Upstream plugins/nodeports. Ports are (hostIP, protocol, hostPort) with "" read as 0.0.0.0
-and TCP, from the regular containers and sidecars only (services/api/hostports.py, which
+and TCP, from the regular containers and sidecars only (services/api/helpers/hostports.py, which
 PodInfo.ports and so NodeInfo.used_ports read): an ordinary init container's hostPort is
 never held while the pod runs. A wildcard 0.0.0.0 port conflicts with the same
 protocol/port on any IP; a specific IP conflicts with itself and with the wildcard.
@@ -17,8 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
-from services.api.hostports import DEFAULT_BIND_ALL_HOST_IP, HostPort, host_ports
-from services.scheduler.columns import columns_of
+from services.api.helpers.hostports import DEFAULT_BIND_ALL_HOST_IP, HostPort, host_ports
+from services.scheduler.cache.columns import columns_of
 from services.scheduler.framework.interface import PreFilterResult
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (

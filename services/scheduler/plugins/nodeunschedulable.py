@@ -15,9 +15,9 @@ import numpy as np
 import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
-from services.api.taints import NO_SCHEDULE, tolerations_tolerate_taint
-from services.api.wellknown import TAINT_UNSCHEDULABLE as TAINT_NODE_UNSCHEDULABLE
-from services.scheduler.columns import columns_of
+from services.api.helpers.taints import NO_SCHEDULE, tolerations_tolerate_taint
+from services.api.helpers.wellknown import TAINT_UNSCHEDULABLE as TAINT_NODE_UNSCHEDULABLE
+from services.scheduler.cache.columns import columns_of
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
     ActionType,

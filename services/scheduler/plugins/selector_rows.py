@@ -1,9 +1,10 @@
-"""Node selectors matched over snapshot rows: the vector form of services/api/nodeaffinity.py.
+"""Node selectors matched over snapshot rows: the vector form of
+services/api/helpers/nodeaffinity.py.
 
 Why it exists: NodeAffinity (nodeSelector, required and preferred terms, addedAffinity) and
 PodTopologySpread (nodeAffinityPolicy) ask the same questions of every node. A label
 requirement depends on one label's value only, so it is answered once per distinct value of
-that label (services/scheduler/columns.py) and gathered per row; `metadata.name` field
+that label (services/scheduler/cache/columns.py) and gathered per row; `metadata.name` field
 requirements compare rows with the named node's row. Every function here gives, row for row,
 what the per-node matcher gives (tests/scheduler/plugins/test_rows_*.py check it); rows
 without a Node never match (the per-node plugins answer those with an Error or a rejection).
@@ -17,14 +18,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from services.api.labels import DOES_NOT_EXIST, EXISTS, IN, NOT_IN, Requirement, Selector
-from services.api.nodeaffinity import (
+from services.api.helpers.nodeaffinity import (
     OBJECT_NAME_FIELD,
     NodeSelector,
     PreferredSchedulingTerms,
     RequiredNodeAffinity,
 )
-from services.scheduler.columns import Interned, NodeColumns
+from services.api.machinery.labels import DOES_NOT_EXIST, EXISTS, IN, NOT_IN, Requirement, Selector
+from services.scheduler.cache.columns import Interned, NodeColumns
 
 BoolArray = npt.NDArray[np.bool_]
 Int64Array = npt.NDArray[np.int64]

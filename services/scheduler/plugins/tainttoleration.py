@@ -25,14 +25,14 @@ import numpy as np
 import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
-from services.api.taints import (
+from services.api.helpers.taints import (
     NO_SCHEDULE,
     PREFER_NO_SCHEDULE,
     find_matching_untolerated_taint,
     tolerations_tolerate_taint,
 )
-from services.api.wellknown import TAINT_MEMORY_PRESSURE
-from services.scheduler.columns import TaintSet, columns_of
+from services.api.helpers.wellknown import TAINT_MEMORY_PRESSURE
+from services.scheduler.cache.columns import TaintSet, columns_of
 from services.scheduler.framework.interface import MAX_NODE_SCORE, NodeScore
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
@@ -126,7 +126,7 @@ def _intolerable(ts: TaintSet, tolerations: Sequence[core_pb2.Toleration]) -> in
 class TaintToleration:
     """FilterPlugin, PreScorePlugin, ScorePlugin, NormalizeScorePlugin, EnqueueExtensions;
     FilterRowsPlugin and ScoreRowsPlugin (tolerations evaluated once per distinct taint list
-    of the snapshot's nodes, services/scheduler/columns.py).
+    of the snapshot's nodes, services/scheduler/cache/columns.py).
 
     PreScore returns Skip when no node of the snapshot has a PreferNoSchedule taint (asked by
     kubera issue 14; upstream scores anyway): every node would then score 0, normalised to

@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from protos.kubera.v1 import core_pb2
-from services.api.errors import ApiError, NotFoundError
-from services.api.events import new_event
-from services.api.kinds import BY_KIND
+from services.api.helpers.events import new_event
+from services.api.machinery.errors import ApiError, NotFoundError
+from services.api.machinery.kinds import BY_KIND
 from services.clock import rfc3339
 from services.scheduler.framework.nominator import pod_priority
 from services.scheduler.framework.types import PodInfo

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from services.scheduler.equivalence import NODE_LOCAL_FILTERS, signature
+from services.scheduler.cache.equivalence import NODE_LOCAL_FILTERS, signature
 from services.scheduler.framework.nominator import FilterRunner, pod_priority
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from protos.kubera.v1 import core_pb2
-from services.api.resources import Resource
+from services.api.helpers.resources import Resource
 from services.scheduler.framework.types import NodeInfo, PodInfo
 
 #: CycleState key of a gang member's GangNeed (written by Coscheduling's PreFilter).

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from protos.kubera.v1 import core_pb2
-from services.api.labels import from_label_selector
+from services.api.machinery.labels import from_label_selector
 from services.clock import parse_rfc3339
 from services.scheduler.framework.nominator import (
     FilterRunner,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.api.duration import parse_duration
+from services.api.machinery.duration import parse_duration
 from services.kubelet import eviction as ev
 from services.kubelet.eviction import (
     EvictionConfig,

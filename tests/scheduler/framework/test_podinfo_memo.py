@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from protos.kubera.v1 import core_pb2
-from services.scheduler import equivalence
+from services.scheduler.cache import equivalence
 from services.scheduler.framework import types
 from services.scheduler.framework.types import PodInfo
 from tests.builders import MakePod

@@ -20,8 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.scheduler import equivalence, nomination
-from services.scheduler.cache import Cache
+from services.scheduler.cache import equivalence
+from services.scheduler.cache.cache import Cache
+from services.scheduler.cache.snapshot import Snapshot
 from services.scheduler.config import num_feasible_nodes_to_find
 from services.scheduler.feasible import FilterError, find_feasible
 from services.scheduler.framework.interface import NodeScore, PreFilterResult
@@ -30,7 +31,7 @@ from services.scheduler.framework.runtime import Framework
 from services.scheduler.framework.status import Code, FrameworkError, Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
 from services.scheduler.plugins import noderesources as nr
-from services.scheduler.snapshot import Snapshot
+from services.scheduler.queue import nomination
 from tests.builders import MakeNode, MakePod
 from tests.profiles import examples
 from tests.scheduler.framework.test_framework import build

@@ -12,9 +12,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 from protos.kubera.v1 import core_pb2
-from services.scheduler.cache import Cache
+from services.scheduler.cache.cache import Cache
+from services.scheduler.cache.snapshot import Snapshot
 from services.scheduler.framework.types import NodeInfo
-from services.scheduler.snapshot import Snapshot
 from tests.builders import MakeNode, MakePod
 
 Json = dict[str, Any]

@@ -6,7 +6,7 @@ import pytest
 from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
-from services.api.taints import (
+from services.api.helpers.taints import (
     find_matching_untolerated_taint,
     is_decimal_integer,
     toleration_tolerates_taint,

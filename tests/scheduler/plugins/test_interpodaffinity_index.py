@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protos.kubera.v1 import core_pb2
-from services.scheduler.cache import Cache
+from services.scheduler.cache.cache import Cache
+from services.scheduler.cache.snapshot import Snapshot
 from services.scheduler.framework.types import CycleState, PodInfo
 from services.scheduler.plugins import interpodaffinity as ipa
 from services.scheduler.plugins.interpodaffinity.index import index_of
-from services.scheduler.snapshot import Snapshot
 from tests.builders import MakeNode, MakePod
 from tests.profiles import examples
 from tests.scheduler.plugins.test_rows_equivalence import Handle

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from protos.kubera.v1 import core_pb2
-from services.api.hostports import host_ports
+from services.api.helpers.hostports import host_ports
 from services.scheduler.framework.status import Code
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
 from services.scheduler.plugins import nodeports

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protos.kubera.v1 import core_pb2
+from services.scheduler.cache.snapshot import Snapshot
 from services.scheduler.framework.interface import NodeScore
 from services.scheduler.framework.types import CycleState, PodInfo
 from services.scheduler.plugins import (
@@ -21,7 +22,6 @@ from services.scheduler.plugins import (
     tainttoleration,
 )
 from services.scheduler.plugins.helpers import default_normalize_rows, default_normalize_score
-from services.scheduler.snapshot import Snapshot
 from tests.profiles import examples
 from tests.scheduler.plugins import rowcases
 from tests.scheduler.plugins.rowcases import Cluster

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protos.kubera.v1 import core_pb2
-from services.scheduler.cache import Cache
-from services.scheduler.columns import columns_of
+from services.scheduler.cache.cache import Cache
+from services.scheduler.cache.columns import columns_of
+from services.scheduler.cache.snapshot import Snapshot
 from services.scheduler.framework.types import CycleState, PodInfo
 from services.scheduler.plugins import interpodaffinity
 from services.scheduler.plugins.podtopologyspread import plugin as podtopologyspread
@@ -26,7 +27,6 @@ from services.scheduler.plugins.podtopologyspread.scoring import (
     PreScoreState,
     fill_pre_score_state,
 )
-from services.scheduler.snapshot import Snapshot
 from tests.builders import MakeNode, MakePod
 from tests.profiles import examples
 from tests.scheduler.plugins import rowcases

@@ -321,7 +321,7 @@ def test_gt_against_a_non_numeric_value_is_untolerated_and_logged(
     logged: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="services.api.taints")
+    caplog.set_level(logging.ERROR, logger="services.api.helpers.taints")
     st = tainttoleration.new(None, None).filter(
         CycleState(),
         PodInfo(pod([{"key": key, "operator": "Gt", "value": toleration_value}])),

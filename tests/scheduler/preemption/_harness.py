@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from protos.kubera.v1 import core_pb2, policy_pb2
-from services.api.errors import NotFoundError
+from services.api.machinery.errors import NotFoundError
 from services.clock import FakeClock
 from services.scheduler.config import EnabledPlugin, Profile
 from services.scheduler.framework.interface import PluginSpec

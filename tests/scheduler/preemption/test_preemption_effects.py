@@ -335,7 +335,7 @@ def test_explain_says_why_a_pod_may_not_preempt() -> None:
 
 
 def test_a_nominated_pod_takes_its_nominated_node_when_it_fits_there() -> None:
-    from services.scheduler.nomination import evaluate_nominated_node
+    from services.scheduler.queue.nomination import evaluate_nominated_node
 
     h = Harness(
         [node("node1", ONE_POD), node("node2", ONE_POD)], [pod("p1", LOW, node_name="node1")]

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from protos.kubera.v1 import core_pb2, podgroup_pb2
-from services.api.podgroups import pod_group_full_name
-from services.api.resources import PODS, Resource
+from services.api.helpers.podgroups import pod_group_full_name
+from services.api.helpers.resources import PODS, Resource
 from services.clock import Clock, parse_rfc3339
 from services.scheduler.framework.types import NodeInfo
 

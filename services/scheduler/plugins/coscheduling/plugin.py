@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protos.kubera.v1 import core_pb2, podgroup_pb2
-from services.api.podgroups import POD_GROUP_LABEL, pod_group_full_name, pod_group_name
+from services.api.helpers.podgroups import POD_GROUP_LABEL, pod_group_full_name, pod_group_name
 from services.client import Handlers
 from services.clock import RealClock
 from services.scheduler.framework.interface import PostFilterResult, PreFilterResult

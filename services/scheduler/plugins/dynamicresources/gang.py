@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Mapping
 
 from protos.kubera.v1 import core_pb2, resource_pb2
-from services.api.podgroups import pod_group_full_name
+from services.api.helpers.podgroups import pod_group_full_name
 from services.scheduler.plugins.dynamicresources.tracker import ClaimTracker
 
 #: How long a sibling's PreBind waits for the allocating member's PreBind to write the

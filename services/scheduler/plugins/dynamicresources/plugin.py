@@ -48,11 +48,11 @@ from typing import Any
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.dra import claims as dra_claims
 from services.api.dra.allocator import AllocationError, Allocator, DeviceCache, Unfit
-from services.api.duration import parse_duration
-from services.api.errors import ConflictError
-from services.api.kinds import BY_KIND
-from services.api.nodeaffinity import NodeSelector, NodeSelectorError
-from services.api.podgroups import pod_group_full_name
+from services.api.helpers.nodeaffinity import NodeSelector, NodeSelectorError
+from services.api.helpers.podgroups import pod_group_full_name
+from services.api.machinery.duration import parse_duration
+from services.api.machinery.errors import ConflictError
+from services.api.machinery.kinds import BY_KIND
 from services.scheduler.framework.interface import PostFilterResult, PreFilterResult
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (

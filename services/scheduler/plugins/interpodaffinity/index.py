@@ -17,7 +17,7 @@ Pods share few distinct label sets and fewer distinct terms, so this index keeps
 A term is its frozen `AffinityTerm` (selector, namespaces, namespaceSelector, topology key,
 weight): equal terms match the same pods, so counting them together changes no sum.
 
-Upkeep follows `columns.py`: rows are `snapshot.list()` rows; a row whose `row_gen` differs
+Upkeep follows `cache/columns.py`: rows are `snapshot.list()` rows; a row whose `row_gen` differs
 from the one it was digested at is digested again from its NodeInfo (O(pods on that node)) and
 its contribution replaced; a changed `layout_version` carries digests of kept NodeInfos (by
 identity) to their new rows and rebuilds the aggregates from the digests. Invariant: every
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from services.scheduler.columns import NodeColumns
+from services.scheduler.cache.columns import NodeColumns
 from services.scheduler.framework.types import AffinityTerm, NodeInfo, PodInfo
 from services.scheduler.plugins.interpodaffinity.state import NamespaceLabels, TopologyPair
 

@@ -44,7 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
-from services.scheduler.columns import columns_of
+from services.scheduler.cache.columns import columns_of
 from services.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     Handle,

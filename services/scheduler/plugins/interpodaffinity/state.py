@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
-from services.scheduler.columns import BoolArray, Interned, NodeColumns
+from services.scheduler.cache.columns import BoolArray, Interned, NodeColumns
 from services.scheduler.framework.interface import Handle
 from services.scheduler.framework.types import AffinityTerm, PodInfo
 from services.scheduler.plugins.helpers import Int64Array

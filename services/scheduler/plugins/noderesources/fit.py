@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from protos.kubera.v1 import core_pb2
-from services.api.resources import CPU, EPHEMERAL, MEMORY, Resource, pod_requests
+from services.api.helpers.resources import CPU, EPHEMERAL, MEMORY, Resource, pod_requests
 from services.scheduler.framework.interface import PreFilterResult
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import (

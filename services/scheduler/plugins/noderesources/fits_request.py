@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.api.names import qualified_name
-from services.api.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource
+from services.api.helpers.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource
+from services.api.machinery.names import qualified_name
 from services.scheduler.framework.types import NodeInfo, PodInfo
 
 

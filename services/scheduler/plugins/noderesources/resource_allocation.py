@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from services.api.resources import CPU, EPHEMERAL, MAX_AMOUNT, MEMORY, is_scalar_resource
+from services.api.helpers.resources import CPU, EPHEMERAL, MAX_AMOUNT, MEMORY, is_scalar_resource
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import NodeInfo, PodInfo
 

@@ -34,10 +34,10 @@ from typing import Any
 from google.protobuf import json_format
 
 from protos.kubera.v1 import core_pb2
-from services.api.labels import Requirement, Selector, SelectorError, from_label_selector
-from services.api.nodeaffinity import RequiredNodeAffinity
-from services.api.taints import find_matching_untolerated_taint
-from services.api.wellknown import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE
+from services.api.helpers.nodeaffinity import RequiredNodeAffinity
+from services.api.helpers.taints import find_matching_untolerated_taint
+from services.api.helpers.wellknown import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE
+from services.api.machinery.labels import Requirement, Selector, SelectorError, from_label_selector
 from services.scheduler.framework.status import Status
 from services.scheduler.plugins.helpers import do_not_schedule_taints_filter
 

@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
-from services.api.labels import SelectorError
-from services.scheduler.columns import columns_of
+from services.api.machinery.labels import SelectorError
+from services.scheduler.cache.columns import columns_of
 from services.scheduler.framework.interface import Handle, NodeScore, PreFilterResult
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (

@@ -1,5 +1,5 @@
 """PodTopologySpread's row forms: Filter and Score over snapshot rows, each constraint's skew
-or count answered once per distinct value of its topology key (services/scheduler/columns.py)
+or count answered once per distinct value of its topology key (services/scheduler/cache/columns.py)
 instead of once per node, with the same results as filter_node / score_node / normalize; and
 PreFilter's per-domain counts (`pre_filter_state_rows`, the same PreFilterState as
 pre_filter_state) from per-node match counts the columns cache across cycles, so a pod's
@@ -19,10 +19,10 @@ import numpy as np
 import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
-from services.api.nodeaffinity import RequiredNodeAffinity
-from services.api.taints import find_matching_untolerated_taint
-from services.api.wellknown import LABEL_HOSTNAME
-from services.scheduler.columns import NodeColumns, TaintSet
+from services.api.helpers.nodeaffinity import RequiredNodeAffinity
+from services.api.helpers.taints import find_matching_untolerated_taint
+from services.api.helpers.wellknown import LABEL_HOSTNAME
+from services.scheduler.cache.columns import NodeColumns, TaintSet
 from services.scheduler.framework.interface import MAX_NODE_SCORE
 from services.scheduler.framework.types import NodeInfo
 from services.scheduler.plugins.helpers import do_not_schedule_taints_filter

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
-from services.api.wellknown import LABEL_HOSTNAME
+from services.api.helpers.wellknown import LABEL_HOSTNAME
 from services.scheduler.framework.interface import MAX_NODE_SCORE, NodeScore
 from services.scheduler.framework.types import NodeInfo
 from services.scheduler.plugins.podtopologyspread.common import (

@@ -198,7 +198,7 @@ CLUSTER_RESOURCE_CASES = [
 def test_check_cluster_resource_counts_the_groups_own_pods_as_free(
     name: str, pods: list[core_pb2.Pod], want: bool
 ) -> None:
-    from services.api.resources import Resource
+    from services.api.helpers.resources import Resource
 
     nodes = _nodes("3", "node-a", "node-b", pods=pods)
     assert (check_cluster_resource(nodes, Resource(milli_cpu=4000), "ns/pg1") == "") is want

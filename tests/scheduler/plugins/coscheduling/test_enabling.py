@@ -79,7 +79,7 @@ def test_the_gang_example_decodes_to_a_group_and_its_members() -> None:
 
     import yaml
 
-    from services.api import codec
+    from services.api.machinery import codec
 
     text = (pathlib.Path(__file__).parents[4] / "examples" / "gang.yaml").read_text()
     objs = [codec.decode(d, validate="strict").obj for d in yaml.safe_load_all(text)]

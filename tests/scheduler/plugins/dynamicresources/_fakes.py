@@ -10,8 +10,8 @@ from typing import Any
 
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.dra.allocator import AllocationError, DeviceID, Unfit
-from services.api.errors import ConflictError, NotFoundError
-from services.api.meta import object_key
+from services.api.machinery.errors import ConflictError, NotFoundError
+from services.api.machinery.meta import object_key
 
 #: A class whose selectors contain this fails at "runtime", as a broken CEL expression does.
 BROKEN = "broken"

@@ -14,7 +14,7 @@ import pytest
 
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.dra.allocator import DeviceID
-from services.api.errors import ConflictError
+from services.api.machinery.errors import ConflictError
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
 from services.scheduler.plugins.dynamicresources import (
@@ -614,7 +614,7 @@ async def test_unreserve_announces_the_dropped_allocation_as_a_claim_update() ->
 
 
 def test_filter_verdicts_are_reused_only_for_pods_without_claims() -> None:
-    from services.scheduler import equivalence
+    from services.scheduler.cache import equivalence
     from services.scheduler.config import default_config
 
     # The default profile (with DynamicResources) keeps the equivalence cache ...

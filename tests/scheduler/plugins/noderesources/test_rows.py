@@ -9,14 +9,14 @@ import random
 import numpy as np
 import pytest
 
-from services.scheduler.cache import Cache
+from services.scheduler.cache.cache import Cache
+from services.scheduler.cache.snapshot import Snapshot
 from services.scheduler.framework.types import CycleState
 from services.scheduler.plugins import noderesources as nr
 from services.scheduler.plugins.noderesources.balanced_allocation import (
     balanced_resource_score,
     balanced_resource_score_v,
 )
-from services.scheduler.snapshot import Snapshot
 from tests.scheduler.plugins.noderesources.test_noderesources import (
     pod,
     random_nodes,

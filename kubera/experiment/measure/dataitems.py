@@ -1,0 +1,615 @@
+"""scheduler_perf's DataItems from a run, computed as upstream computes them.
+
+Upstream (test/integration/scheduler_perf/util.go, scheduler_perf.go) writes one DataItems file
+per benchmark: ``{"version": "v1", "dataItems": [{"data": {...}, "unit": ..., "labels": {...}}]}``.
+Every item carries ``Metric`` and ``Name``; ``Name`` is the workload's test name without the
+benchmark prefix plus the collecting op's suffix: ``<TestCase>/<Workload>/<namespace>`` for a
+``createPods`` with ``collectMetrics`` (its namespace, ``namespace-<opIndex>`` by default) and
+``<TestCase>/<Workload>/<name>`` for ``startCollectingMetrics``. Here the prefix is the run id (so
+sweep points stay apart: ``SchedulingBasic/500Nodes/schedulers=2/namespace-1``) and the suffix
+is the window's ``name``.
+
+SchedulingThroughput (pods/s), as upstream's throughputCollector: a tick every second counts
+the pods scheduled so far; ticks before the first scheduled pod are ignored, the first one with
+pods is only a baseline (an outlier: sampling and creating start independently); a tick that
+saw no new pod is skipped and the next one that does records its rate once per interval it
+covered (so percentiles keep their weight); trailing empty ticks record nothing. Average is the
+mean of the samples; PercN is the sorted samples' element ``ceil(len * N / 100) - 1``. Here the
+ticks are the run's 1-second ``bound`` series inside each collectMetrics window.
+
+Histogram items (unit ms; Perc50/90/95/99 by Prometheus' bucket interpolation, Average =
+sum/count) come, per collectMetrics window (upstream resets those metrics when collection
+starts), from the difference of the scheduler's Prometheus snapshots at the window's start and
+end, summed over every scheduler process (histograms.py: failovers and restarts). Upstream's default metrics and label filters are
+kept (``METRICS``); a metric kubera does not expose yields no item, as upstream skips a metric
+with no samples. A label filter selects series by one label and aggregates over the others
+(``scheduler_scheduling_attempt_duration_seconds`` by ``result``, summed over ``profile``).
+
+kubera's own items carry ``Metric: kubera_*`` (see ``kubera_items``). The threshold check is
+upstream's compareMetricWithThreshold: threshold 0/None passes, and so does a metric with no
+item; otherwise every item of the selected metric (and labels) needs its ``Average`` (or the
+selector's ``dataBucket``) strictly above the threshold (below with ``expectLower``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rich.table import Table
+
+from kubera.experiment.measure import capacity, cpu
+from kubera.experiment.measure.histograms import Histograms, window_difference
+from kubera.experiment.measure.model import (
+    ExperimentResult,
+    MetricsSnapshots,
+    RunResult,
+    Window,
+    finite,
+)
+
+VERSION = "v1"
+THROUGHPUT = "SchedulingThroughput"
+PERCENTILES = (50, 90, 95, 99)
+NOT_APPLICABLE = "not applicable"
+
+#: Upstream's defaultMetricsCollectorConfig: metric -> labels whose values split the items
+#: (() = one item aggregating every series).
+METRICS: dict[str, tuple[str, ...]] = {
+    "scheduler_framework_extension_point_duration_seconds": ("extension_point",),
+    "scheduler_scheduling_attempt_duration_seconds": ("result",),
+    "scheduler_pod_scheduling_sli_duration_seconds": (),
+    "scheduler_pod_scheduling_duration_seconds": (),
+    "scheduler_plugin_execution_duration_seconds": ("plugin", "extension_point"),
+}
+
+
+@dataclasses.dataclass
+class DataItem:
+    """One perf-dashboard data point: ``data`` buckets (``Perc90`` → 23.5), a unit, labels."""
+
+    data: dict[str, float]
+    unit: str
+    labels: dict[str, str]
+
+    @property
+    def metric(self) -> str:
+        return self.labels.get("Metric", "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"data": dict(self.data), "unit": self.unit, "labels": dict(self.labels)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DataItem:
+        return cls(
+            data={str(k): float(v) for k, v in data.get("data", {}).items()},
+            unit=str(data.get("unit", "")),
+            labels={str(k): str(v) for k, v in data.get("labels", {}).items()},
+        )
+
+
+# -- statistics as upstream computes them ------------------------------------------------------
+
+
+def upstream_percentile(sorted_values: Sequence[float], perc: int) -> float:
+    """scheduler_perf's PercN of sorted samples: element ``ceil(len * N / 100) - 1``."""
+    if not sorted_values:
+        return math.nan
+    return sorted_values[max(0, math.ceil(len(sorted_values) * perc / 100) - 1)]
+
+
+def summarize(
+    values: Iterable[float], *, scale: float = 1.0, extra: bool = False
+) -> dict[str, float]:
+    """Average and Perc50/90/95/99 (``Max`` too with ``extra``), each times ``scale``; {} for
+    no values."""
+    s = sorted(finite(list(values)))
+    if not s:
+        return {}
+    out = {"Average": sum(s) / len(s) * scale}
+    for p in PERCENTILES:
+        out[f"Perc{p}"] = upstream_percentile(s, p) * scale
+    if extra:
+        out["Max"] = s[-1] * scale
+    return out
+
+
+def throughput_samples(t: Sequence[float], bound: Sequence[float], window: Window) -> list[float]:
+    """Upstream's throughputCollector over ``window``. ``bound[i]`` pods were bound in the
+    second ``[t[i], t[i] + 1)``, so the tick at ``t[i] + 1`` has seen them; the ticks are those
+    with ``start < t[i] + 1 <= end``."""
+    samples: list[float] = []
+    scheduled = 0.0
+    last_count = 0.0
+    last_time = 0.0
+    started = False
+    skipped = 0
+    for ti, b in zip(t, bound, strict=False):
+        tick = ti + 1.0
+        if tick <= window.start or tick > window.end:
+            continue
+        scheduled += b
+        if scheduled == 0:
+            continue
+        if not started:
+            started, last_count, last_time = True, scheduled, tick
+            continue
+        new = scheduled - last_count
+        if new == 0:
+            skipped += 1
+            continue
+        rate = new / (tick - last_time)
+        samples.extend([rate] * (skipped + 1))
+        last_count, last_time, skipped = scheduled, tick, 0
+    return samples
+
+
+def bucket_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> float:
+    """Prometheus' bucketQuantile over cumulative ``(upper_bound, count)`` buckets: linear
+    interpolation inside the bucket holding rank ``q * total``; the highest finite bound when it
+    falls in +Inf; NaN without a +Inf bucket or observations."""
+    if q < 0:
+        return -math.inf
+    if q > 1:
+        return math.inf
+    merged: dict[float, float] = {}
+    for upper, count in buckets:
+        merged[upper] = merged.get(upper, 0.0) + count
+    bs = sorted(merged.items())
+    if len(bs) < 2 or not math.isinf(bs[-1][0]):
+        return math.nan
+    for i in range(1, len(bs)):  # ensure monotonic (series reset between snapshots)
+        if bs[i][1] < bs[i - 1][1]:
+            bs[i] = (bs[i][0], bs[i - 1][1])
+    total = bs[-1][1]
+    if total == 0:
+        return math.nan
+    rank = q * total
+    b = next((i for i in range(len(bs) - 1) if bs[i][1] >= rank), len(bs) - 1)
+    if b == len(bs) - 1:
+        return bs[-2][0]
+    if b == 0 and bs[0][0] <= 0:
+        return bs[0][0]
+    start, end, count = 0.0, bs[b][0], bs[b][1]
+    if b > 0:
+        start = bs[b - 1][0]
+        count -= bs[b - 1][1]
+        rank -= bs[b - 1][1]
+    if count <= 0:
+        return start
+    return start + (end - start) * (rank / count)
+
+
+# -- Prometheus snapshots ---------------------------------------------------------------------
+
+
+def histogram_items(
+    histograms: Histograms, labels: Mapping[str, str], metrics: Mapping[str, Sequence[str]]
+) -> list[DataItem]:
+    """Upstream's collectHistogramVec for each metric and each present combination of its
+    filter labels: series matching the combination are aggregated; no samples, no item."""
+    items: list[DataItem] = []
+    for metric, filter_labels in metrics.items():
+        series = list(histograms.get(metric, {}).values())
+        combos = sorted({tuple(s.labels.get(lbl, "") for lbl in filter_labels) for s in series})
+        for combo in combos:
+            chosen = [
+                s for s in series if tuple(s.labels.get(lbl, "") for lbl in filter_labels) == combo
+            ]
+            count = sum(s.count for s in chosen)
+            if count <= 0:
+                continue
+            merged: dict[float, float] = {}
+            for s in chosen:
+                for le, c in s.buckets.items():
+                    merged[le] = merged.get(le, 0.0) + c
+            if math.inf not in merged:
+                merged[math.inf] = count
+            buckets = list(merged.items())
+            data = {f"Perc{p}": bucket_quantile(p / 100, buckets) * 1000 for p in PERCENTILES}
+            data["Average"] = sum(s.sum for s in chosen) / count * 1000
+            item_labels = {
+                "Metric": metric,
+                **labels,
+                **dict(zip(filter_labels, combo, strict=True)),
+            }
+            items.append(DataItem(data=data, unit="ms", labels=item_labels))
+    return items
+
+
+# -- the items of a run -----------------------------------------------------------------------
+
+
+def window_name(run: RunResult, window: Window) -> str:
+    """The ``Name`` label of a window's items (see the module docstring)."""
+    return f"{run.id}/{window.name}" if window.name else run.id
+
+
+def throughput_items(run: RunResult) -> list[DataItem]:
+    """One SchedulingThroughput item per collectMetrics window that saw pods scheduled,
+    counted over the window's own pods (its ``bound:<name>`` series: only its namespaces and
+    labels, as upstream's collector counts) when the run recorded one, else over all pods."""
+    t = run.series.get("t", [])
+    items = []
+    for window in run.collected:
+        bound = run.series.get(f"bound:{window.name}") or run.series.get("bound", [])
+        data = summarize(throughput_samples(t, bound, window))
+        if data:
+            items.append(
+                DataItem(
+                    data=data,
+                    unit="pods/s",
+                    labels={"Metric": THROUGHPUT, "Name": window_name(run, window)},
+                )
+            )
+    return items
+
+
+def kubera_items(run: RunResult) -> list[DataItem]:
+    """kubera's own measures, labelled like upstream's items.
+
+    - ``kubera_scheduling_latency`` / ``kubera_startup_latency`` (ms): per-pod create→bound and
+      create→Running, upstream's percentile rule;
+    - ``kubera_gang_latency`` (ms): per whole gang (pods sharing a pod-group label), its first
+      member created → its last member bound; ``Count``: the gangs all of whose members bound;
+    - ``kubera_attempts_per_pod`` (attempts): scheduling attempts of each bound pod, as the
+      upper bound of its ``scheduler_pod_scheduling_attempts`` bucket (1, 2, 4, 8, 16);
+    - ``kubera_conflict_fraction`` (fraction, per ``Replica``): conflicts / (binds + conflicts);
+    - ``kubera_leader_terms`` (terms, per ``Component``): ``Count`` of leadership terms;
+    - ``kubera_failover_gap`` (s, per ``Component``): from a term's end to the next term's start;
+    - ``kubera_cpu_seconds_per_pod`` (cpu-s/pod, per ``Component``): CPU over the run / pods bound;
+    - ``kubera_etcd_revision_rate`` (revisions/s): the per-second etcd revision series;
+    - ``kubera_etcd_put_rate`` (puts/s): the same run's raw etcd rate (run/etcdprobe.py);
+    - ``kubera_fault_to_first_bind`` (s, per ``Fault`` kind): each fault → the first pod bound
+      after it (a leader's: once the next term began; model.first_binds), ``Count`` faults;
+    - and each measurement window's ``measured_items``.
+    """
+    name = run.id
+    items: list[DataItem] = []
+
+    def add(metric: str, data: dict[str, float], unit: str, **extra: str) -> None:
+        if data:
+            items.append(
+                DataItem(data=data, unit=unit, labels={"Metric": metric, "Name": name, **extra})
+            )
+
+    add(
+        "kubera_scheduling_latency",
+        summarize(run.latency.get("scheduling", []), scale=1000, extra=True),
+        "ms",
+    )
+    add(
+        "kubera_startup_latency",
+        summarize(run.latency.get("startup", []), scale=1000, extra=True),
+        "ms",
+    )
+    gangs = run.latency.get("gang", [])
+    if gangs:
+        add(
+            "kubera_gang_latency",
+            {**summarize(gangs, scale=1000, extra=True), "Count": float(len(gangs))},
+            "ms",
+        )
+    attempts = [float(k) for k, n in sorted(run.attempts.items()) for _ in range(n)]
+    add("kubera_attempts_per_pod", summarize(attempts, extra=True), "attempts")
+    for r in run.replicas:
+        add(
+            "kubera_conflict_fraction",
+            {
+                "Value": r.conflict_fraction,
+                "Binds": float(r.binds),
+                "Conflicts": float(r.conflicts),
+            },
+            "fraction",
+            Replica=r.name,
+        )
+    for component in sorted({term.component for term in run.leaders}):
+        terms = sorted((x for x in run.leaders if x.component == component), key=lambda x: x.start)
+        add("kubera_leader_terms", {"Count": float(len(terms))}, "terms", Component=component)
+        gaps = [
+            nxt.start - prev.end
+            for prev, nxt in zip(terms, terms[1:], strict=False)
+            if prev.end is not None
+        ]
+        add("kubera_failover_gap", summarize(gaps, extra=True), "s", Component=component)
+    pods = sum(run.series.get("bound", []))
+    if pods > 0:
+        for key in sorted(k for k in run.series if k.startswith("cpu:")):
+            cpu_seconds = sum(finite(run.series[key]))
+            add(
+                "kubera_cpu_seconds_per_pod",
+                {"Value": cpu_seconds / pods},
+                "cpu-s/pod",
+                Component=key[4:],
+            )
+    add(
+        "kubera_etcd_revision_rate",
+        summarize(run.series.get("etcd_revisions", []), extra=True),
+        "revisions/s",
+    )
+    if run.etcd_put_rate is not None:
+        add("kubera_etcd_put_rate", {"Value": run.etcd_put_rate}, "puts/s")
+    recovery: dict[str, list[float]] = {}
+    for fault, first in zip(run.faults, run.fault_first_bind, strict=False):
+        if first is not None:
+            recovery.setdefault(fault.kind, []).append(first)
+    for kind, values in sorted(recovery.items()):
+        add(
+            "kubera_fault_to_first_bind",
+            {**summarize(values, extra=True), "Count": float(len(values))},
+            "s",
+            Fault=kind,
+        )
+    items.extend(measured_items(run))
+    return items
+
+
+def measured_items(run: RunResult) -> list[DataItem]:
+    """What `kubera bench` reports of each measurement window (``Name`` as its throughput
+    item's), from the run's ``measured`` phases:
+
+    - ``kubera_measured_throughput`` (pods/s): ``Value`` = the window's pods / seconds from
+      its start to its last bind (the whole phase: stricter than SchedulingThroughput,
+      which leaves out the first second with pods), ``Pods``, ``Seconds``, and ``EtcdRatio``
+      = ``Value`` / the same run's etcd put rate;
+    - ``kubera_measured_cpu_per_pod`` (cpu-s/pod, per ``Component`` kind): the CPU seconds
+      its processes spent in the window / the window's pods (measure/cpu.py);
+    - ``kubera_capacity_model`` (pods/s, per ``Machines``): the capacity model's prediction
+      from the last window's CPU (measure/capacity.py; a model, not a measurement), its
+      ``Bottleneck`` named.
+    """
+    items: list[DataItem] = []
+    windows = {w.name: w for w in run.collected}
+    for phase in run.measured:
+        if phase.pods <= 0:
+            continue
+        window = windows.get(phase.window)
+        name = window_name(run, window) if window is not None else run.id
+        data = {
+            "Value": phase.pods_per_s,
+            "Pods": float(phase.pods),
+            "Seconds": phase.seconds,
+        }
+        if run.etcd_put_rate:
+            data["EtcdRatio"] = phase.pods_per_s / run.etcd_put_rate
+        labels = {"Metric": "kubera_measured_throughput", "Name": name}
+        items.append(DataItem(data=data, unit="pods/s", labels=labels))
+        table = cpu.table(phase.cpu, phase.pods, phase.seconds)
+        for kind, row in table["by_kind"].items():
+            items.append(
+                DataItem(
+                    data={"Value": row["cpu_s_per_pod"], "CPUSeconds": row["cpu_s"]},
+                    unit="cpu-s/pod",
+                    labels={
+                        "Metric": "kubera_measured_cpu_per_pod",
+                        "Name": name,
+                        "Component": kind,
+                    },
+                )
+            )
+    model = capacity.run_model(run)
+    for p in (model or {}).get("predictions", []):
+        items.append(
+            DataItem(
+                data={"Value": p["pods_per_s"]},
+                unit="pods/s",
+                labels={
+                    "Metric": "kubera_capacity_model",
+                    "Name": run.id,
+                    "Machines": str(p["machines"]),
+                    "Bottleneck": p["bottleneck"],
+                },
+            )
+        )
+    return items
+
+
+def snapshots_name(run: RunResult, snapshots: MetricsSnapshots) -> str:
+    """The ``Name`` label of a window's histogram items: its window's, as its throughput
+    item's. Snapshots of no window (results.json before per-window snapshots: the first
+    window's start to the last one's end) are named by the only window, else the run."""
+    if not snapshots.window:
+        return window_name(run, run.collected[0]) if len(run.collected) == 1 else run.id
+    window = next((w for w in run.collected if w.name == snapshots.window), None)
+    return window_name(run, window or Window(start=0.0, end=0.0, name=snapshots.window))
+
+
+def run_items(run: RunResult) -> list[DataItem]:
+    """Every DataItem of a run: throughput, the scheduler's histograms (per window, summed
+    over the scheduler's processes: histograms.py), kubera's own."""
+    items = throughput_items(run)
+    for snapshots in run.scheduler_metrics:
+        diff = window_difference(snapshots.start, snapshots.end)
+        items += histogram_items(diff, {"Name": snapshots_name(run, snapshots)}, METRICS)
+    return items + kubera_items(run)
+
+
+def data_items_json(result: ExperimentResult) -> dict[str, Any]:
+    """DataItems.json of an experiment; as upstream, every item gets every label used by any
+    (missing ones read "not applicable") so perfdash shows them all."""
+    items = [item for run in result.runs for item in run_items(run)]
+    all_labels = sorted({k for item in items for k in item.labels})
+    out = []
+    for item in items:
+        labels = {k: item.labels.get(k, NOT_APPLICABLE) for k in all_labels}
+        # JSON has no NaN/Infinity (perfdash's Go decoder rejects them): such buckets are left out
+        data = {k: v for k, v in item.data.items() if math.isfinite(v)}
+        out.append({"data": data, "unit": item.unit, "labels": labels})
+    return {"version": VERSION, "dataItems": out}
+
+
+# -- the threshold ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ThresholdVerdict:
+    """The threshold comparison of one run: ``ok`` None when there is no threshold or no item
+    of the metric (upstream passes both), else whether every matching item passed."""
+
+    ok: bool | None
+    metric: str
+    threshold: float | None
+    value: float | None
+    message: str
+
+    @property
+    def label(self) -> str:
+        return {True: "pass", False: "FAIL", None: "-"}[self.ok]
+
+
+def threshold_verdict(
+    run: RunResult, items: Sequence[DataItem], selector: str | Mapping[str, Any] | None = None
+) -> ThresholdVerdict:
+    """Upstream's compareMetricWithThreshold. ``selector`` is upstream's thresholdMetricSelector
+    (``{"name", "labels", "expectLower", "dataBucket"}``) or just the metric name; default: the
+    run's ``threshold_selector``, else its ``threshold_metric``."""
+    sel = selector if selector is not None else run.threshold_selector or run.threshold_metric
+    if isinstance(sel, str):
+        metric, want_labels, lower, bucket = sel, {}, False, "Average"
+    else:
+        metric = str(sel.get("name") or run.threshold_metric or THROUGHPUT)
+        want_labels = {str(k): str(v) for k, v in (sel.get("labels") or {}).items()}
+        lower = bool(sel.get("expectLower", False))
+        bucket = str(sel.get("dataBucket") or "Average")
+    threshold = run.threshold
+    if not threshold:
+        return ThresholdVerdict(None, metric, threshold, None, "no threshold")
+    matching = [
+        i
+        for i in items
+        if i.metric == metric and all(i.labels.get(k) == v for k, v in want_labels.items())
+    ]
+    if not matching:
+        return ThresholdVerdict(None, metric, threshold, None, f"no {metric} measured")
+    for item in matching:
+        value = item.data.get(bucket, math.nan)
+        within = value < threshold if lower else value > threshold
+        if not within:
+            word = "lower" if lower else "higher"
+            return ThresholdVerdict(
+                False,
+                metric,
+                threshold,
+                value,
+                f"{item.labels.get('Name', run.id)}: expected {metric} {bucket} to be {word}: "
+                f"got {value:f}, want {threshold:f}",
+            )
+    value = matching[0].data.get(bucket, math.nan)
+    word = "<" if lower else ">"
+    return ThresholdVerdict(
+        True, metric, threshold, value, f"{metric} {bucket} {value:.1f} {word} {threshold:g}"
+    )
+
+
+# -- the summary table ------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSummary:
+    """The headline numbers of a run, shared by the CLI table, report.html and compare."""
+
+    run_id: str
+    throughput: dict[str, float]
+    scheduling_ms: dict[str, float]
+    startup_ms: dict[str, float]
+    threshold: ThresholdVerdict
+    check: str
+    error: str | None
+
+
+def check_label(run: RunResult) -> str:
+    """The checker's verdict in a word: ``ok``, ``3 violations``, ``-`` (no check op)."""
+    if run.check is None:
+        return "-"
+    if run.check.ok:
+        return "ok"
+    n = len(run.check.violations)
+    return f"{n} violation" if n == 1 else f"{n} violations"
+
+
+def run_summary(run: RunResult, items: Sequence[DataItem] | None = None) -> RunSummary:
+    items = run_items(run) if items is None else items
+    throughput = next((i.data for i in items if i.metric == THROUGHPUT), {})
+    check = check_label(run)
+    return RunSummary(
+        run_id=run.id,
+        throughput=throughput,
+        scheduling_ms=summarize(run.latency.get("scheduling", []), scale=1000),
+        startup_ms=summarize(run.latency.get("startup", []), scale=1000),
+        threshold=threshold_verdict(run, items),
+        check=check,
+        error=run.error,
+    )
+
+
+SUMMARY_COLUMNS = (
+    "run",
+    "pods/s avg",
+    "p50",
+    "p90",
+    "p99",
+    "sched p50 ms",
+    "sched p99 ms",
+    "startup p50 ms",
+    "startup p99 ms",
+    "threshold",
+    "check",
+)
+
+
+def summary_row(s: RunSummary) -> list[str]:
+    """The cells of a run's summary line, in SUMMARY_COLUMNS order (plain text)."""
+    thr = s.threshold.label
+    if s.threshold.threshold:
+        thr += f" (vs {s.threshold.threshold:g})"
+    return [
+        s.run_id,
+        _fmt(s.throughput.get("Average")),
+        _fmt(s.throughput.get("Perc50")),
+        _fmt(s.throughput.get("Perc90")),
+        _fmt(s.throughput.get("Perc99")),
+        _fmt(s.scheduling_ms.get("Perc50")),
+        _fmt(s.scheduling_ms.get("Perc99")),
+        _fmt(s.startup_ms.get("Perc50")),
+        _fmt(s.startup_ms.get("Perc99")),
+        thr,
+        "error" if s.error else s.check,
+    ]
+
+
+def summary(result: ExperimentResult) -> Table:
+    """The table the CLI prints when an experiment ends: one line per run."""
+    table = Table(title=f"kubera experiment: {result.config}", title_justify="left")
+    for i, col in enumerate(SUMMARY_COLUMNS):
+        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=i == 0)
+    for run in result.runs:
+        row = summary_row(run_summary(run))
+        style = None
+        if row[-2].startswith("FAIL") or row[-1] not in ("ok", "-"):
+            style = "red"
+        table.add_row(*row, style=style)
+    gangs = [line for run in result.runs if (line := gang_line(run))]
+    if gangs:
+        table.caption = "\n".join(gangs)
+        table.caption_justify = "left"
+    return table
+
+
+def gang_line(run: RunResult) -> str:
+    """The time to a whole gang bound of a run, in one line ("" when it had no gangs)."""
+    ms = summarize(run.latency.get("gang", []), scale=1000, extra=True)
+    if not ms:
+        return ""
+    n = len(run.latency["gang"])
+    return (
+        f"{run.id}: whole gang bound in p50 {_fmt(ms['Perc50'])} ms, p90 {_fmt(ms['Perc90'])}, "
+        f"p99 {_fmt(ms['Perc99'])}, max {_fmt(ms['Max'])} ({n} gang{'s' if n != 1 else ''})"
+    )

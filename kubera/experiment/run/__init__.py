@@ -1,0 +1,1 @@
+"""kubera.experiment.run: running a planned workload on a fresh kubera: the runner, op execution, faults, replay."""

@@ -1,0 +1,1 @@
+"""kubera.experiment.spec: the experiment file → frozen dataclasses: ops, templates, test cases, traces."""

@@ -1,0 +1,85 @@
+"""Objects for the apiserver from rendered templates (upstream's nodes and pods, with their
+strategies and signature labels), and small predicates on them, shared by op execution
+(opexec.py) and kubera's own ops. No I/O."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf.message import Message
+
+from kubera.errors import CliError
+from kubera.experiment.spec import ops as o
+from kubera.experiment.spec.templates import copy_data
+from services.api.machinery import codec
+
+
+class OpError(CliError):
+    """An op that could not complete; the run records it as its error."""
+
+
+def to_message(doc: dict[str, Any], *, kind: str = "", namespace: str = "") -> Message:
+    """A rendered template → its protobuf message (apiVersion/kind defaulted to `kind`'s
+    core/v1 when the template leaves them out), in `namespace` when the kind has one."""
+    doc = dict(doc)
+    if kind:
+        doc.setdefault("apiVersion", "v1")
+        doc.setdefault("kind", kind)
+    try:
+        decoded = codec.decode(doc, validate="ignore")
+    except codec.DecodeError as e:
+        raise OpError(f"cannot decode {doc.get('kind', 'object')}: {e}") from None
+    if namespace and decoded.kind.namespaced:
+        decoded.obj.metadata.namespace = namespace  # type: ignore[attr-defined]
+    return decoded.obj
+
+
+def generated_name(obj: Message) -> bool:
+    """Whether the apiserver named `obj` (generateName, no name of its own)."""
+    m = obj.metadata  # type: ignore[attr-defined]
+    return bool(m.generate_name) and not m.name
+
+
+def node_ready(node: Any) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+
+
+def node_doc(op: o.CreateNodes, i: int) -> dict[str, Any]:
+    """Node `i` of a createNodes op: its template rendered, then its strategy applied."""
+    if op.node_template is not None:
+        doc = op.node_template.render(i, op.count, op.template_params)
+    else:
+        doc = copy_data(o.DEFAULT_NODE)
+    meta = doc.setdefault("metadata", {})
+    s = op.strategy
+    if isinstance(s, o.UniqueNodeLabelStrategy):
+        meta.setdefault("labels", {})[s.label_key] = f"node-{op.index}-{i}"
+    elif isinstance(s, o.LabelNodePrepareStrategy) and s.label_values:
+        meta.setdefault("labels", {})[s.label_key] = s.label_values[i % len(s.label_values)]
+    elif isinstance(s, o.NodeAllocatableStrategy):
+        status = doc.setdefault("status", {})
+        for field in ("capacity", "allocatable"):
+            status.setdefault(field, {}).update(s.node_allocatable)
+    return doc
+
+
+#: The label upstream gives every pod made from a podTemplatePath: pods `index //
+#: signatureBatchSize` share its value, so a batch shares one scheduling signature.
+SIGNATURE_LABEL = "signature"
+
+
+def pod_doc(
+    template: Any, i: int, count: int, params: dict[str, Any], signature_batch_size: int = 1
+) -> dict[str, Any]:
+    """Pod `i` of `count`: the template rendered (with upstream's signature label), else
+    upstream's default pod (which has none)."""
+    if template is None:
+        return copy_data(o.DEFAULT_POD)
+    doc = template.render(i, count, params)
+    meta = doc.get("metadata") or {}
+    doc["metadata"] = meta
+    meta["labels"] = {
+        **(meta.get("labels") or {}),
+        SIGNATURE_LABEL: f"signature-label-{i // max(1, signature_batch_size)}",
+    }
+    return doc

@@ -1,0 +1,170 @@
+"""The collector's arithmetic (kubera/experiment/measure/measures.py), fed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kubera.experiment.measure.measures import (
+    Counter,
+    CpuMeter,
+    PodTimeline,
+    RateMeter,
+    Series,
+    Terms,
+    bucket_counts,
+    samples,
+    total,
+)
+
+
+def test_pod_latency_counts_from_the_send_not_from_the_watch() -> None:
+    tl = PodTimeline()
+    tl.sent(["ns/a"], 1.0)
+    tl.observe("u1", "ns/a", "", "Pending", 1.2)
+    tl.observe("u1", "ns/a", "node-1", "Pending", 1.5)
+    tl.observe("u1", "ns/a", "node-1", "Running", 3.0)
+    assert tl.latencies() == {"scheduling": [0.5], "startup": [2.0]}
+
+
+def test_a_pod_nobody_sent_is_created_when_first_seen() -> None:
+    tl = PodTimeline()
+    tl.observe("u1", "ns/rs-x", "", "", 4.0)
+    tl.observe("u1", "ns/rs-x", "n", "", 4.25)
+    assert tl.latencies()["scheduling"] == [0.25]
+
+
+def test_a_recreated_name_takes_its_own_send() -> None:
+    tl = PodTimeline()
+    tl.sent(["ns/a"], 1.0)
+    tl.observe("old", "ns/a", "n", "", 1.5)
+    tl.sent(["ns/a"], 5.0)
+    tl.observe("new", "ns/a", "", "", 5.1)
+    tl.observe("new", "ns/a", "n", "", 5.3)
+    assert sorted(tl.latencies()["scheduling"]) == [pytest.approx(0.3), pytest.approx(0.5)]
+
+
+def test_bound_and_running_count_once_per_pod() -> None:
+    tl = PodTimeline()
+    for t in (1.0, 2.0, 3.0):
+        tl.observe("u", "ns/a", "n", "Running", t)
+    assert (tl.bound_count, tl.running_count) == (1, 1)
+    assert tl.pods["u"].bound == 1.0
+
+
+@pytest.mark.parametrize(
+    ("events", "expected_bound"),
+    [
+        ([(0.2, "a"), (0.9, "b"), (1.0, "c"), (1.5, "d")], [0, 3, 1]),
+        ([(0.0, "a")], [1, 0, 0]),  # tick 0 holds what happened by the start
+        ([(2.01, "a"), (7.5, "b")], [0, 0, 2]),  # after the last tick: the last second
+    ],
+)
+def test_per_second_counts_the_second_ending_at_each_tick(
+    events: list[tuple[float, str]], expected_bound: list[int]
+) -> None:
+    tl = PodTimeline()
+    for t, name in events:
+        tl.observe(name, f"ns/{name}", "n", "", t)
+    assert tl.per_second(3)["bound"] == expected_bound
+
+
+def test_series_backfills_late_columns_and_zeroes_vanished_ones() -> None:
+    s = Series()
+    s.tick(0, {"a": 1})
+    s.tick(1, {"a": 2, "b": 5})
+    s.tick(2, {"b": 6})
+    assert s.columns == {"a": [1, 2, 0], "b": [0, 5, 6]}
+    assert len(s) == 3
+
+
+@pytest.mark.parametrize(
+    ("values", "increase"),
+    [
+        ([0, 5, 9], 9),
+        ([0, 5, 2, 4], 9),  # restart after 5: 2 new, then +2
+        ([3, 3, 3], 3),  # a fresh cluster's counter: its first value is an increase too
+    ],
+)
+def test_counter_increase_survives_restarts(values: list[float], increase: float) -> None:
+    c = Counter()
+    for v in values:
+        c.observe(v)
+    assert c.increase == increase
+
+
+def test_counter_with_a_baseline_ignores_its_first_value() -> None:
+    c = Counter(last=None)
+    for v in (10, 12):
+        c.observe(v)
+    assert c.increase == 2
+
+
+PROM = """\
+# HELP scheduler_pending_pods Number of pending pods
+# TYPE scheduler_pending_pods gauge
+scheduler_pending_pods{queue="active"} 3.0
+scheduler_pending_pods{queue="backoff"} 1.0
+scheduler_pending_pods{queue="unschedulable"} 0.0
+scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 40.0
+scheduler_schedule_attempts_total{profile="other",result="scheduled"} 2.0
+scheduler_schedule_attempts_total{profile="default-scheduler",result="unschedulable"} 7.0
+python_gc_objects_collected_total{generation="0"} 123.0
+scheduler_pod_scheduling_attempts_bucket{le="1.0"} 30.0
+scheduler_pod_scheduling_attempts_bucket{le="2.0"} 38.0
+scheduler_pod_scheduling_attempts_bucket{le="4.0"} 42.0
+scheduler_pod_scheduling_attempts_bucket{le="+Inf"} 42.0
+"""
+
+
+def test_samples_keep_only_the_prefixes_asked_for() -> None:
+    found = samples(PROM, ("scheduler_",))
+    assert all(s.name.startswith("scheduler_") for s in found)
+    assert total(found, "scheduler_pending_pods", queue="active") == 3
+    assert total(found, "scheduler_schedule_attempts_total", result="scheduled") == 42
+    assert total(found, "scheduler_schedule_attempts_total") == 49
+
+
+def test_bucket_counts_from_cumulative_buckets() -> None:
+    found = samples(PROM, ("scheduler_pod_scheduling_attempts_bucket",))
+    cumulative = {float(s.labels["le"]): s.value for s in found}
+    assert bucket_counts(cumulative) == {1: 30, 2: 8, 4: 4}
+    assert bucket_counts({1.0: 1, math.inf: 3}) == {1: 1, 2: 2}
+
+
+def test_cpu_meter_is_cores_between_samples_and_restarts_with_a_new_pid() -> None:
+    m = CpuMeter()
+    assert m.sample("apiserver", 10, 0.0, 5.0) == 0.0
+    assert m.sample("apiserver", 10, 2.0, 6.0) == pytest.approx(0.5)
+    assert m.sample("apiserver", 11, 3.0, 0.2) == 0.0  # restarted: no interval yet
+    assert m.sample("apiserver", 11, 4.0, 1.2) == pytest.approx(1.0)
+
+
+def test_rate_meter_is_the_increase_per_second() -> None:
+    r = RateMeter()
+    assert r.sample(0.0, 100) == 0.0
+    assert r.sample(0.5, 150) == pytest.approx(100.0)
+    assert r.sample(1.5, 140) == 0.0  # went back (a new etcd): no rate
+
+
+def test_terms_open_on_a_new_holder_and_close_on_a_gap() -> None:
+    terms = Terms()
+    terms.observe("scheduler", ("a", 5), 0.0)
+    terms.observe("scheduler", ("a", 5), 1.0)
+    terms.observe("scheduler", None, 2.0)
+    terms.observe("scheduler", ("b", 9), 3.0)
+    terms.observe("scheduler", ("b", 12), 4.0)  # same identity, new term (re-elected)
+    got = [(t.identity, t.token, t.start, t.end) for t in terms.terms]
+    assert got == [("a", 5, 0.0, 2.0), ("b", 9, 3.0, 4.0), ("b", 12, 4.0, None)]
+
+
+def test_a_window_counts_only_its_namespaces_and_labels() -> None:
+    tl = PodTimeline()
+    tl.observe("a", "measured/a", "n", "", 0.5, {"app": "x"})
+    tl.observe("b", "measured/b", "n", "", 1.5, {"app": "y"})
+    tl.observe("c", "other/c", "n", "", 1.5, {"app": "x"})
+    tl.observe("d", "measured/d", "", "", 1.5, {"app": "x"})  # not bound
+    assert tl.bound_per_second(3, ["measured"], {}) == [0, 1, 1]
+    assert tl.bound_per_second(3, ["measured"], {"app": "x"}) == [0, 1, 0]
+    assert tl.bound_per_second(3, [], {"app": "x"}) == [0, 1, 1]
