@@ -124,9 +124,10 @@ async def _gang(
         )
         sched = cp.scheduler(options, client=rec, start=False)
         informers = SharedInformers(cp.client)
+        controller = PodGroupController(cp.client, informers)  # its handlers, then start
         cp.defer(informers.stop)
         informers.start()
-        cp.run(sched, PodGroupController(cp.client, informers))
+        cp.run(sched, controller)
         await eventually(lambda: sched.pods.synced.is_set())
         yield Gang(cp.api, cp.client, sched, rec)
 
