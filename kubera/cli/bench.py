@@ -77,6 +77,9 @@ def _register_scenario(bsub: argparse._SubParsersAction, name: str, about: str) 
     p.add_argument("--window", help="param window (a duration: 60s)")
     p.add_argument("--duration", help="param duration (a duration: 70s)")
     p.add_argument(
+        "--settle", help="param settle: the sleep between all pods running and the window (15s)"
+    )
+    p.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="any param (repeatable)"
     )
     p.add_argument("--apiservers", type=int, help="apiserver replicas (cluster apiServers)")
@@ -86,6 +89,9 @@ def _register_scenario(bsub: argparse._SubParsersAction, name: str, about: str) 
         help="scheduler replicas; a comma-separated list sweeps them (shared-state: 1,2,4)",
     )
     p.add_argument("--controller-managers", type=int, help="controller-manager replicas")
+    p.add_argument(
+        "--nodes-per-pool", type=int, help="hollow nodes per node-pool actor (cluster nodesPerPool)"
+    )
     p.add_argument(
         "--no-controllers",
         action="store_true",
@@ -135,11 +141,18 @@ def overrides(args: argparse.Namespace, workload: str | None) -> Overrides:
     """The bench flags as `Overrides` (checked), selecting `workload`."""
     from kubera.experiment.run.bench import Overrides, parse_set
 
-    counts = [args.nodes, args.pods, args.pods_per_node, args.apiservers, args.kills]
+    counts = [
+        args.nodes,
+        args.pods,
+        args.pods_per_node,
+        args.apiservers,
+        args.kills,
+        args.nodes_per_pool,
+    ]
     if any(c is not None and c < 1 for c in counts) or args.repeat < 1:
         raise CliError(
-            "bench: --nodes, --pods, --pods-per-node, --apiservers, --kills and --repeat "
-            "must be >= 1"
+            "bench: --nodes, --pods, --pods-per-node, --apiservers, --kills, --nodes-per-pool "
+            "and --repeat must be >= 1"
         )
     if (args.init_pods is not None and args.init_pods < 0) or (
         args.controller_managers is not None and args.controller_managers < 0
@@ -156,10 +169,12 @@ def overrides(args: argparse.Namespace, workload: str | None) -> Overrides:
         kills=args.kills,
         window=args.window,
         duration=args.duration,
+        settle=args.settle,
         params=parse_set(args.set),
         apiservers=args.apiservers,
         schedulers=args.schedulers or (),
         controller_managers=args.controller_managers,
+        nodes_per_pool=args.nodes_per_pool,
         no_controllers=args.no_controllers,
         lease_duration=args.lease_duration,
         renew_deadline=args.renew_deadline,

@@ -17,8 +17,12 @@ as a missing sample, never a failed run):
   survive restarts), and CPU (Δ utime+stime) and RSS of every component process from
   /proc: etcd and the apiserver (context file, re-read as chaos restarts them), node
   pools, scheduler and controller-manager replicas (their records), Ray's own processes
-  (summed as "ray") and this runner ("runner"). Each replica's latest scrape is kept per
-  registry (histograms.ProcessTexts) for the measurement windows' snapshots (`snapshot()`).
+  (summed as "ray") and this runner ("runner"), and the whole machine's busy cores
+  (`machine_cpu`, /proc/stat). Each replica's latest scrape is kept per
+  registry (histograms.ProcessTexts) for the measurement windows' snapshots (`snapshot()`);
+- with hollow nodes (node pools in the context), a watch of the node Leases in
+  kube-node-lease (`nodes.LeaseLog`: every renewal as it lands) and, as the run ends, one
+  count of the nodes Ready (measure/nodes.py turns both into the run's `nodes` figures).
 
 Only a process in our PID namespace (services.chaos.is_local: the same kernel boot id and
 PID namespace, from its record) is read in /proc; one elsewhere (another machine of the
@@ -55,14 +59,17 @@ from kubera.experiment.measure.measures import (
     Series,
     Terms,
     bucket_counts,
+    machine_busy,
     read_stat,
     samples,
     total,
 )
+from kubera.experiment.measure.nodes import NODE_LEASES, LeaseLog, ready_nodes
 from kubera.launch.context import Context
 from services.api.machinery.kinds import BY_KIND
 from services.chaos import control_status, is_local
 from services.client import Client, first_address
+from services.clock import parse_rfc3339
 from services.storage.etcd import EtcdStorage
 from services.storage.keys import ELECTION_PREFIX, REPLICAS_PREFIX
 
@@ -127,6 +134,10 @@ class Collector:
         #: The apiserver and node pools recorded as running elsewhere (never read in /proc).
         self._elsewhere: set[str] = set()
         self._revisions = RateMeter()
+        self._machine = RateMeter()
+        #: Node Lease renewals (hollow nodes only) and the nodes (Ready, all) as the run ended.
+        self.leases = LeaseLog()
+        self.nodes_ready: tuple[int, int] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._client: Client | None = None
         self._storage: EtcdStorage | None = None
@@ -150,12 +161,18 @@ class Collector:
             asyncio.create_task(self._poll_elections(), name="collect-elections"),
             asyncio.create_task(self._sample_loop(), name="collect-samples"),
         ]
+        if self.ctx.node_pools:
+            self._tasks.append(asyncio.create_task(self._watch_leases(), name="collect-leases"))
 
     async def stop(self) -> None:
         """Every loop stops, then one last sample: the counters' final values and the
         row of the run's last (partial) second. Bounded: grpc.aio can turn a cancellation
         into a CANCELLED RPC error, so the loops also check `_stopping`, and nothing here
         waits more than a few seconds."""
+        if self.ctx.node_pools and self._client is not None:
+            with contextlib.suppress(Exception):
+                nodes, _ = await asyncio.wait_for(self._client.list(BY_KIND["Node"]), 30)
+                self.nodes_ready = (ready_nodes(nodes), len(nodes))
         self._stopping = True
         for task in self._tasks:
             task.cancel()
@@ -221,6 +238,41 @@ class Collector:
         self.pods.observe(
             m.uid, key, pod.spec.node_name, pod.status.phase, t, m.labels, attempted=attempted
         )
+
+    # --------------------------------------------------------- node leases
+
+    async def _watch_leases(self) -> None:
+        assert self._client is not None
+        leases = BY_KIND["Lease"]
+
+        def saw(lease: Any) -> None:
+            spec = lease.spec
+            if spec.renew_time:
+                self.leases.saw(
+                    lease.metadata.name,
+                    parse_rfc3339(spec.renew_time),
+                    self.now(),
+                    float(spec.lease_duration_seconds),
+                )
+
+        while not self._stopping:
+            try:
+                items, rv = await self._client.list(leases, namespace=NODE_LEASES)
+                for lease in items:
+                    saw(lease)
+                async for batch in self._client.watch_batches(
+                    leases, namespace=NODE_LEASES, resource_version=str(rv)
+                ):
+                    for ev in batch:
+                        if ev.type in ("ADDED", "MODIFIED"):
+                            saw(ev.object)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - behind, or the apiserver restarting
+                if self._stopping:
+                    return
+                self.errors["leases"] = str(e)
+                await asyncio.sleep(0.2)
 
     # ------------------------------------------------------------ elections
 
@@ -289,6 +341,9 @@ class Collector:
             if queue_source is not None:
                 values[f"queue:{q}"] = total(queue_source, "scheduler_pending_pods", queue=q)
         await self._locate_others()
+        busy = machine_busy()
+        if busy is not None:
+            values["machine_cpu"] = round(self._machine.sample(t, busy), 4)
         self._processes(values, t)
         self.series.tick(round(t, 3), values)
 

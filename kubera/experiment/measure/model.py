@@ -321,6 +321,10 @@ class RunResult:
     """Per fault (as ``faults``): seconds from it to the first pod bound after it — for a
     leader's fault, the first bound once the next leader term began (`first_binds`); None:
     no pod bound after it. In results.json only when there were faults."""
+    nodes: dict[str, float] = dataclasses.field(default_factory=dict)
+    """What the hollow nodes cost and how they kept up (measure/nodes.py): leases on time
+    and their lateness over the steady window, nodes Ready, memory per hollow node, CPU at
+    idle, the eviction reaction. In results.json only when measured (hollow nodes)."""
 
     @property
     def name(self) -> str:
@@ -367,6 +371,8 @@ class RunResult:
             out["measured"] = [m.to_json() for m in self.measured]
         if self.fault_first_bind:
             out["fault_first_bind"] = list(self.fault_first_bind)
+        if self.nodes:
+            out["nodes"] = dict(self.nodes)
         return out
 
     @classmethod
@@ -400,6 +406,7 @@ class RunResult:
             etcd_put_rate=_opt_float(data.get("etcd_put_rate")),
             measured=[MeasuredPhase.from_json(m) for m in data.get("measured") or ()],
             fault_first_bind=[_opt_float(x) for x in data.get("fault_first_bind") or ()],
+            nodes={str(k): float(v) for k, v in (data.get("nodes") or {}).items()},
         )
 
 

@@ -8,6 +8,8 @@ run's DataItems and measured phase (no statistics of its own).
                            changed (run/bench.py drops it)
     fault → first bind     per fault kind (kubera_fault_to_first_bind), when it had faults
     CPU per pod            per component kind over the measured phase (measure/cpu.py)
+    hollow nodes           leases on time and lateness, nodes Ready, memory per hollow
+                           node, CPU at idle, eviction reaction (measure/nodes.py)
     capacity model         measure/capacity.py (a model, not a measurement)
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kubera.experiment.measure import capacity, cpu
+from kubera.experiment.measure import capacity, cpu, nodes
 from kubera.experiment.measure.dataitems import THROUGHPUT, DataItem, run_items
 from kubera.experiment.measure.model import RunResult
 
@@ -97,6 +99,7 @@ def render(
                 f"p50 {d['Perc50']:.2f}s, p90 {d['Perc90']:.2f}s, max {d['Max']:.2f}s "
                 f"over {d['Count']:.0f} fault(s)"
             )
+    lines += nodes.render(run.nodes)
     if phase is not None:
         lines.append(cpu.render(cpu.table(phase.cpu, phase.pods, phase.seconds)))
     model = capacity.run_model(run, cores=cores, f=f)

@@ -10,12 +10,13 @@ written the flags into it:
                       `kubera bench scheduling-basic --workload` (basic, topology-spread,
                       anti-affinity, node-affinity, unschedulable, mixed-churn, preemption)
                       name the file that holds that shape (`SCENARIO_OF_WORKLOAD`).
-    --nodes, --pods, --init-pods, --pods-per-node, --kills, --window, --duration
+    --nodes, --pods, --init-pods, --pods-per-node, --kills, --window, --duration, --settle
                       the workload's params (`PARAMS`: the first of the names the workload
                       defines); a flag the workload has no param for is an error
     --set KEY=VALUE   any param (VALUE read as YAML)
     --apiservers, --schedulers, --controller-managers, --no-controllers,
-    --lease-duration/--renew-deadline/--retry-period, --k8s-defaults, --partition
+    --lease-duration/--renew-deadline/--retry-period, --k8s-defaults, --partition,
+    --nodes-per-pool
                       the workload's `cluster:` settings (`--schedulers 1,2,4`: a sweep)
     --check           a `check` op at the end when the file has none
 
@@ -57,6 +58,7 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "kills": ("kills",),
     "window": ("window",),
     "duration": ("duration",),
+    "settle": ("settle",),
 }
 
 #: kube-scheduler's lease timings (`--k8s-defaults`).
@@ -76,10 +78,12 @@ class Overrides:
     kills: int | None = None
     window: str | None = None
     duration: str | None = None
+    settle: str | None = None
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
     apiservers: int | None = None
     schedulers: tuple[int, ...] = ()
     controller_managers: int | None = None
+    nodes_per_pool: int | None = None
     no_controllers: bool = False
     lease_duration: str | None = None
     renew_deadline: str | None = None
@@ -186,6 +190,8 @@ def edit(raw: Any, o: Overrides, where: str = "bench") -> list[Any]:
         cluster["apiServers"] = o.apiservers
     if o.partition is not None:
         cluster["sharedStatePartition"] = o.partition
+    if o.nodes_per_pool is not None:
+        cluster["nodesPerPool"] = o.nodes_per_pool
     if o.no_controllers:
         cluster["controllerManagers"] = 0
     elif o.controller_managers is not None:

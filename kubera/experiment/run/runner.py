@@ -42,6 +42,7 @@ from kubera.experiment.measure.model import (
     RunResult,
     first_binds,
 )
+from kubera.experiment.measure.nodes import steady_window, window_figures
 from kubera.experiment.run import etcdprobe
 from kubera.experiment.run.opexec import OpExecutor
 from kubera.experiment.run.progress import Progress
@@ -74,6 +75,8 @@ def cluster_args(cluster: ClusterSettings, ops: list[Any], opts: RunOptions) -> 
         args += ["--nodes", str(nodes)]
         if cluster.node_template is not None:
             args += ["--node-template", cluster.node_template.path]
+        if cluster.nodes_per_pool is not None:
+            args += ["--nodes-per-pool", str(cluster.nodes_per_pool)]
     else:
         args += ["--nodes", "0"]
     args += ["--schedulers", str(cluster.schedulers), "--scheduler-mode", cluster.scheduler_mode]
@@ -383,3 +386,21 @@ def finish(
     ]
     binds = sorted(p.bound for p in collector.pods.pods.values() if p.bound is not None)
     run.fault_first_bind = first_binds(run.faults, run.leaders, binds)
+    run.nodes.update(node_figures(run, collector))
+
+
+def node_figures(run: RunResult, collector: Collector) -> dict[str, float]:
+    """The hollow nodes' figures (measure/nodes.py) of a run with node pools; {} without."""
+    pools = [str(p.get("name", "")) for p in collector.ctx.node_pools]
+    if not pools:
+        return {}
+    start, end = steady_window(run.phases, run.duration)
+    out: dict[str, float] = {}
+    count = sum(int(p.get("count", 0)) for p in collector.ctx.node_pools)
+    if collector.nodes_ready is not None:
+        out["nodes_ready"], out["nodes"] = collector.nodes_ready
+        count = collector.nodes_ready[1] or count
+    if len(collector.leases):
+        out.update(collector.leases.figures(start, end, run.t0))
+    out.update(window_figures(run.series, start, end, pools, count))
+    return out

@@ -130,6 +130,25 @@ def test_threshold_applies_to_its_exact_shape_only() -> None:
     assert pre.runs()[0][1].threshold is None  # upstream sets none
 
 
+def test_nodes_flags_set_the_settle_param_and_the_pool_size() -> None:
+    _, e = load(parse("--settle", "3s", "--nodes-per-pool", "7", "--nodes", "20", scenario="nodes"))
+    (tc, w) = e.runs()[0]
+    assert w.params["settle"] == "3s"
+    assert w.cluster.nodes_per_pool == 7
+    planned = config.plan(tc, w)
+    sleeps = [op for op in planned if isinstance(op, o.Sleep)]
+    assert [op.duration for op in sleeps] == [3.0, 60.0]  # settle, then the window
+    args = cluster_args(w.cluster, planned, runner_module.RunOptions())
+    assert args[args.index("--nodes-per-pool") + 1] == "7"
+    _, e = load(parse(scenario="nodes"))
+    assert e.runs()[0][1].cluster.nodes_per_pool == 2500  # the old bench's pools
+    _, e = load(parse(scenario="scheduling-basic"))
+    (tc, w) = e.runs()[0]
+    assert "--nodes-per-pool" not in cluster_args(
+        w.cluster, config.plan(tc, w), runner_module.RunOptions()
+    )
+
+
 def test_cluster_flags_leases_sweeps_check_and_repeats() -> None:
     _, e = load(parse("--k8s-defaults", "--retry-period", "1s", "--check", scenario="failover"))
     (tc, w) = e.runs()[0]
