@@ -77,6 +77,11 @@ def _register_scenario(bsub: argparse._SubParsersAction, name: str, about: str) 
     p.add_argument("--window", help="param window (a duration: 60s)")
     p.add_argument("--duration", help="param duration (a duration: 70s)")
     p.add_argument(
+        "--pressure-nodes",
+        type=int,
+        help="param pressureNodes: nodes put under memory pressure at once (0: none)",
+    )
+    p.add_argument(
         "--settle", help="param settle: the sleep between all pods running and the window (15s)"
     )
     p.add_argument(
@@ -154,6 +159,8 @@ def overrides(args: argparse.Namespace, workload: str | None) -> Overrides:
             "bench: --nodes, --pods, --pods-per-node, --apiservers, --kills, --nodes-per-pool "
             "and --repeat must be >= 1"
         )
+    if args.pressure_nodes is not None and args.pressure_nodes < 0:
+        raise CliError("bench: --pressure-nodes must be >= 0")
     if (args.init_pods is not None and args.init_pods < 0) or (
         args.controller_managers is not None and args.controller_managers < 0
     ):
@@ -170,6 +177,7 @@ def overrides(args: argparse.Namespace, workload: str | None) -> Overrides:
         window=args.window,
         duration=args.duration,
         settle=args.settle,
+        pressure_nodes=args.pressure_nodes,
         params=parse_set(args.set),
         apiservers=args.apiservers,
         schedulers=args.schedulers or (),

@@ -10,7 +10,8 @@ written the flags into it:
                       `kubera bench scheduling-basic --workload` (basic, topology-spread,
                       anti-affinity, node-affinity, unschedulable, mixed-churn, preemption)
                       name the file that holds that shape (`SCENARIO_OF_WORKLOAD`).
-    --nodes, --pods, --init-pods, --pods-per-node, --kills, --window, --duration, --settle
+    --nodes, --pods, --init-pods, --pods-per-node, --kills, --window, --duration, --settle,
+                      --pressure-nodes
                       the workload's params (`PARAMS`: the first of the names the workload
                       defines); a flag the workload has no param for is an error
     --set KEY=VALUE   any param (VALUE read as YAML)
@@ -59,6 +60,7 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "window": ("window",),
     "duration": ("duration",),
     "settle": ("settle",),
+    "pressure_nodes": ("pressureNodes",),
 }
 
 #: kube-scheduler's lease timings (`--k8s-defaults`).
@@ -79,6 +81,7 @@ class Overrides:
     window: str | None = None
     duration: str | None = None
     settle: str | None = None
+    pressure_nodes: int | None = None
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
     apiservers: int | None = None
     schedulers: tuple[int, ...] = ()

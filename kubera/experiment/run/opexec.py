@@ -39,6 +39,7 @@ from kubera.experiment.measure.model import (
     RunResult,
     Window,
 )
+from kubera.experiment.run import pressure
 from kubera.experiment.run.dra import (
     AllocationFailed,
     allocate_claims,
@@ -104,6 +105,7 @@ class OpExecutor:
         check_from_revision: int = 1,
         timeout: float = 600.0,
         on_phase: Callable[[str], None] = lambda phase: None,
+        node_template: str | None = None,
     ) -> None:
         self.ctx = ctx
         self.client = client
@@ -114,6 +116,7 @@ class OpExecutor:
         self.check_from_revision = check_from_revision
         self.timeout = timeout
         self.on_phase = on_phase
+        self.node_template = node_template  # the hollow nodes' template text (None: default)
         self.nodes_expected = 0  # hollow mode: nodes createNodes asked for so far
         self.namespaces: set[str] = set()
         self.background: list[asyncio.Task[None]] = []
@@ -671,6 +674,27 @@ class OpExecutor:
         """Record `message` in the run's error without ending the run (after any before)."""
         old = self.result.error
         self.result.error = f"{old}; {message}" if old else message
+
+    async def op_memoryPressure(self, op: o.MemoryPressure) -> None:
+        if op.nodes <= 0:
+            return
+        if not self.hollow_nodes or not self.ctx.node_pools:
+            raise OpError(f"{op.phase}: memoryPressure needs hollow nodes (cluster.hollowNodes)")
+        try:
+            figures = await pressure.eviction_reaction(
+                self.client,
+                self.ctx.node_pools,
+                count=op.nodes,
+                leave=op.leave,
+                template_text=self.node_template,
+                time_scale=self.ctx.time_scale,
+                timeout=op.timeout,
+            )
+        except TimeoutError:
+            raise OpError(
+                f"{op.phase}: not every node evicted a pod within {op.timeout:g}s"
+            ) from None
+        self.result.nodes.update(figures)
 
     async def op_check(self, op: o.Check) -> None:
         await self._faults_done()

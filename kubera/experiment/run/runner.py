@@ -292,6 +292,7 @@ class Runner:
             check_from_revision=check_from,
             timeout=self.opts.timeout,
             on_phase=self.progress.phase,
+            node_template=w.cluster.node_template.text if w.cluster.node_template else None,
         )
         await collector.start()
         ticker = asyncio.create_task(self._tick(collector, executor, run))

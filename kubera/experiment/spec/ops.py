@@ -1,7 +1,7 @@
 """One frozen dataclass per opcode of an experiment's `workloadTemplate`.
 
 The upstream opcodes keep scheduler_perf's names and meanings (test/integration/scheduler_perf/
-operations.go, dra.go for the DRA ones); kubera adds `chaos`, `check`, `traceReplay` and
+operations.go, dra.go for the DRA ones); kubera adds `chaos`, `check`, `memoryPressure`, `traceReplay` and
 `waitForPodGroups` (for scheduler-plugins PodGroups). Fields are snake_case here and
 camelCase in the YAML (`countParam` → `count_param`). Durations are seconds (floats) here and Go
 durations ("500ms", "2m") in the YAML.
@@ -397,6 +397,24 @@ class Chaos(BaseOp):
 
 
 @dataclass(frozen=True, kw_only=True)
+class MemoryPressure(BaseOp):
+    """memoryPressure (kubera, hollow nodes): put `nodes` nodes (spread over the sorted
+    names) under memory pressure at once, a node-level usage that leaves `leave` bytes of
+    memory available (below the 100Mi hard threshold: one 100Mi pod's eviction resolves
+    it), and time until every one of them has evicted a pod: the run's
+    `eviction_reaction_s` (`kubera bench nodes --pressure-nodes`). 0 nodes: nothing."""
+
+    OPCODE: ClassVar[str] = "memoryPressure"
+
+    nodes: int = 0
+    """How many nodes."""
+    leave: str = "50Mi"
+    """Memory left available on each (a quantity)."""
+    timeout: float = 300.0
+    """Seconds to wait for every node's eviction."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Check(BaseOp):
     """check (kubera): let the cluster settle `settle` seconds, then run the history checker
     and store its verdict."""
@@ -442,6 +460,7 @@ Op = (
     | DeletePods
     | Chaos
     | Check
+    | MemoryPressure
     | TraceReplay
     | CreateResourceDriver
     | CreateResourceClaims
@@ -469,6 +488,7 @@ OP_TYPES: dict[str, type[BaseOp]] = {
         CreatePodSets,
         Chaos,
         Check,
+        MemoryPressure,
         TraceReplay,
         CreateResourceDriver,
         CreateResourceClaims,

@@ -40,6 +40,7 @@ from kubera.experiment.spec.fields import (
 from kubera.experiment.spec.templates import Template, TemplateError
 from kubera.experiment.spec.trace import TraceError, read_nodes, read_pods
 from services.api.machinery import codec, kinds
+from services.api.machinery.quantity import QuantityError, parse_quantity
 
 
 def _unsupported(what: str):  # type: ignore[no-untyped-def]
@@ -177,6 +178,11 @@ SPECS: dict[str, dict[str, Spec]] = {
     "allocResourceClaims": {"namespace": Spec("namespace", k_str)},
     "waitForPodGroups": {"namespace": Spec("namespace", k_str)},
     "check": {"settle": Spec("settle", k_duration, param_ok=True)},
+    "memoryPressure": {
+        "nodes": Spec("nodes", k_count, param_ok=True),
+        "leave": Spec("leave", k_nonempty_str),
+        "timeout": Spec("timeout", k_duration, param_ok=True),
+    },
     "traceReplay": {
         "podTracePath": Spec("pod_trace_path", k_file, required=True),
         "nodeTracePath": Spec("node_trace_path", k_file),
@@ -302,6 +308,12 @@ def _build(
         return op
     if opcode == "check":
         return o.Check(index=index, param_refs=refs, **v)
+    if opcode == "memoryPressure":
+        try:
+            parse_quantity(v.get("leave", "50Mi"))
+        except QuantityError as e:
+            raise ctx.error(f"{where}.leave", f"{v.get('leave')!r}: {e}") from None
+        return o.MemoryPressure(index=index, param_refs=refs, **v)
     assert opcode == "traceReplay", opcode
     v.setdefault("namespace", default_namespace(index))
     check_traces(ctx, where, v["pod_trace_path"], v.get("node_trace_path"))

@@ -131,9 +131,24 @@ def test_threshold_applies_to_its_exact_shape_only() -> None:
 
 
 def test_nodes_flags_set_the_settle_param_and_the_pool_size() -> None:
-    _, e = load(parse("--settle", "3s", "--nodes-per-pool", "7", "--nodes", "20", scenario="nodes"))
+    _, e = load(
+        parse(
+            "--settle",
+            "3s",
+            "--nodes-per-pool",
+            "7",
+            "--nodes",
+            "20",
+            "--pressure-nodes",
+            "4",
+            scenario="nodes",
+        )
+    )
     (tc, w) = e.runs()[0]
     assert w.params["settle"] == "3s"
+    assert w.params["pressureNodes"] == 4
+    pressure = [op for op in config.plan(tc, w) if isinstance(op, o.MemoryPressure)]
+    assert [op.nodes for op in pressure] == [4]
     assert w.cluster.nodes_per_pool == 7
     planned = config.plan(tc, w)
     sleeps = [op for op in planned if isinstance(op, o.Sleep)]
