@@ -55,6 +55,8 @@ def _counts(text: str) -> tuple[int, ...]:
 
 
 def _register_scenario(bsub: argparse._SubParsersAction, name: str, about: str) -> None:
+    from kubera.experiment.run.bench import TARGETS
+
     p = bsub.add_parser(
         name,
         help=f"run examples/experiments/{name}.yaml (experiment runner, flags → params)",
@@ -69,6 +71,13 @@ def _register_scenario(bsub: argparse._SubParsersAction, name: str, about: str) 
         "basic, topology-spread, anti-affinity, node-affinity, unschedulable, mixed-churn, "
         "preemption (the file of that shape)",
     )
+    if name == "failover":
+        p.add_argument(
+            "--target",
+            choices=tuple(TARGETS),
+            help="whose process to kill: the scheduler leader (SchedulerFailover, the default) "
+            "or the apiserver (ApiserverFailover)",
+        )
     p.add_argument("--nodes", type=int, help="param initNodes or nodes")
     p.add_argument("--init-pods", type=int, help="param initPods")
     p.add_argument("--pods", type=int, help="param measurePods or pods")
@@ -201,7 +210,9 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     from kubera.experiment.spec import config
 
     try:
-        path, workload = scenarios.scenario_path(args.scenario, args.workload)
+        path, workload = scenarios.scenario_path(
+            args.scenario, args.workload, getattr(args, "target", None)
+        )
         o = overrides(args, workload)
         experiment = config.load(str(path), edit=lambda raw: scenarios.edit(raw, o, str(path)))
     except config.ConfigError as e:

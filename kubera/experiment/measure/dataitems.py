@@ -264,6 +264,10 @@ def kubera_items(run: RunResult) -> list[DataItem]:
     - ``kubera_etcd_put_rate`` (puts/s): the same run's raw etcd rate (run/etcdprobe.py);
     - ``kubera_fault_to_first_bind`` (s, per ``Fault`` kind): each fault → the first pod bound
       after it (a leader's: once the next term began; model.first_binds), ``Count`` faults;
+    - ``kubera_fault_to_takeover`` (s, per ``Fault`` kind): each leader fault → the next
+      term's start (model.takeovers);
+    - ``kubera_fault_to_first_write`` (s, per ``Fault`` kind): each apiserver kill → the
+      first write through the apiserver that succeeded;
     - and each measurement window's ``measured_items``.
     """
     name = run.id
@@ -331,17 +335,22 @@ def kubera_items(run: RunResult) -> list[DataItem]:
     )
     if run.etcd_put_rate is not None:
         add("kubera_etcd_put_rate", {"Value": run.etcd_put_rate}, "puts/s")
-    recovery: dict[str, list[float]] = {}
-    for fault, first in zip(run.faults, run.fault_first_bind, strict=False):
-        if first is not None:
-            recovery.setdefault(fault.kind, []).append(first)
-    for kind, values in sorted(recovery.items()):
-        add(
-            "kubera_fault_to_first_bind",
-            {**summarize(values, extra=True), "Count": float(len(values))},
-            "s",
-            Fault=kind,
-        )
+    for metric, per_fault in (
+        ("kubera_fault_to_first_bind", run.fault_first_bind),
+        ("kubera_fault_to_takeover", run.fault_takeover),
+        ("kubera_fault_to_first_write", run.fault_first_write),
+    ):
+        recovery: dict[str, list[float]] = {}
+        for fault, first in zip(run.faults, per_fault, strict=False):
+            if first is not None:
+                recovery.setdefault(fault.kind, []).append(first)
+        for kind, values in sorted(recovery.items()):
+            add(
+                metric,
+                {**summarize(values, extra=True), "Count": float(len(values))},
+                "s",
+                Fault=kind,
+            )
     items.extend(measured_items(run))
     return items
 

@@ -233,6 +233,27 @@ def first_binds(
     return out
 
 
+def takeovers(faults: list[Fault], leaders: list[LeaderTerm]) -> list[float | None]:
+    """Seconds from each leader fault to the start of the next term of that component (a
+    new holder named by the election key, as `kubera bench failover` timed kill →
+    takeover); None for other faults and for a fault no later term followed."""
+    out: list[float | None] = []
+    for f in faults:
+        if f.kind not in LEADER_FAULTS:
+            out.append(None)
+            continue
+        mine = next((x for x in leaders if x.identity == f.target), None)
+        later = sorted(
+            x.start
+            for x in leaders
+            if x.start > f.t
+            and x.identity != f.target
+            and (mine is None or x.component == mine.component)
+        )
+        out.append(round(later[0] - f.t, 3) if later else None)
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class MeasuredPhase:
     """A measurement window as `kubera bench` reports it: the pods it bound, the seconds
@@ -321,6 +342,13 @@ class RunResult:
     """Per fault (as ``faults``): seconds from it to the first pod bound after it — for a
     leader's fault, the first bound once the next leader term began (`first_binds`); None:
     no pod bound after it. In results.json only when there were faults."""
+    fault_takeover: list[float | None] = dataclasses.field(default_factory=list)
+    """Per fault (as ``faults``): for a leader's fault, seconds from it to the next term's
+    start (`takeovers`); None otherwise. In results.json only when there were faults."""
+    fault_first_write: list[float | None] = dataclasses.field(default_factory=list)
+    """Per fault (as ``faults``): for an apiserver kill, seconds from it to the first write
+    through the apiserver's address that succeeded (kubera.chaos.kill_apiserver's probe);
+    None otherwise. In results.json only when there were faults."""
     nodes: dict[str, float] = dataclasses.field(default_factory=dict)
     """What the hollow nodes cost and how they kept up (measure/nodes.py): leases on time
     and their lateness over the steady window, nodes Ready, memory per hollow node, CPU at
@@ -371,6 +399,10 @@ class RunResult:
             out["measured"] = [m.to_json() for m in self.measured]
         if self.fault_first_bind:
             out["fault_first_bind"] = list(self.fault_first_bind)
+        if self.fault_takeover:
+            out["fault_takeover"] = list(self.fault_takeover)
+        if self.fault_first_write:
+            out["fault_first_write"] = list(self.fault_first_write)
         if self.nodes:
             out["nodes"] = dict(self.nodes)
         return out
@@ -406,6 +438,8 @@ class RunResult:
             etcd_put_rate=_opt_float(data.get("etcd_put_rate")),
             measured=[MeasuredPhase.from_json(m) for m in data.get("measured") or ()],
             fault_first_bind=[_opt_float(x) for x in data.get("fault_first_bind") or ()],
+            fault_takeover=[_opt_float(x) for x in data.get("fault_takeover") or ()],
+            fault_first_write=[_opt_float(x) for x in data.get("fault_first_write") or ()],
             nodes={str(k): float(v) for k, v in (data.get("nodes") or {}).items()},
         )
 

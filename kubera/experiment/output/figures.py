@@ -6,7 +6,9 @@ run's DataItems and measured phase (no statistics of its own).
     raw etcd put rate      the same run's (run/etcdprobe.py) and the ratio to it
     upstream threshold     the workload's, and the share reached; none when the shape was
                            changed (run/bench.py drops it)
-    fault → first bind     per fault kind (kubera_fault_to_first_bind), when it had faults
+    fault → first bind     per fault kind (kubera_fault_to_first_bind), when it had faults;
+                           also → takeover (kubera_fault_to_takeover, a leader's) and →
+                           first write (kubera_fault_to_first_write, an apiserver kill)
     CPU per pod            per component kind over the measured phase (measure/cpu.py)
     hollow nodes           leases on time and lateness, nodes Ready, memory per hollow
                            node, CPU at idle, eviction reaction (measure/nodes.py)
@@ -20,6 +22,13 @@ from collections.abc import Sequence
 from kubera.experiment.measure import capacity, cpu, nodes
 from kubera.experiment.measure.dataitems import THROUGHPUT, DataItem, run_items
 from kubera.experiment.measure.model import RunResult
+
+#: The recovery DataItems printed per fault kind, and what each times.
+RECOVERY = {
+    "kubera_fault_to_takeover": "takeover (the next leader term)",
+    "kubera_fault_to_first_bind": "first bind (a leader's: of the next term)",
+    "kubera_fault_to_first_write": "first write through the apiserver",
+}
 
 
 def _item(items: Sequence[DataItem], metric: str) -> DataItem | None:
@@ -92,10 +101,11 @@ def render(
             "  upstream threshold: none for this shape (upstream's hold for their exact shape)"
         )
     for item in items:
-        if item.metric == "kubera_fault_to_first_bind":
+        what = RECOVERY.get(item.metric)
+        if what is not None:
             d = item.data
             lines.append(
-                f"  {item.labels['Fault']} → first bind (a leader's: of the next term): "
+                f"  {item.labels['Fault']} → {what}: "
                 f"p50 {d['Perc50']:.2f}s, p90 {d['Perc90']:.2f}s, max {d['Max']:.2f}s "
                 f"over {d['Count']:.0f} fault(s)"
             )

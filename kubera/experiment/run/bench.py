@@ -4,7 +4,9 @@ A bench is an experiment file with a name: no scenario lives in Python. The file
 as `kubera experiment run` loads it, after `edit` has narrowed it to one workload and
 written the flags into it:
 
-    --workload W      the workload W of the file (its name or TestCase/Workload); default
+    --target T        failover only: the test case that kills T (scheduler, apiserver)
+    --workload W      the workload W of the file (its name, TestCase/Workload, or a test
+                      case's name: its default workload); default
                       the one labelled `performance` (upstream's 5,000-node shape), else
                       the file's first. For `scheduling-basic`, the old workload names of
                       `kubera bench scheduling-basic --workload` (basic, topology-spread,
@@ -50,6 +52,9 @@ SCENARIO_OF_WORKLOAD = {
     "mixed-churn": "mixed-churn",
     "preemption": "preemption",
 }
+
+#: `kubera bench failover --target X` → the test case of failover.yaml that kills X.
+TARGETS = {"scheduler": "SchedulerFailover", "apiserver": "ApiserverFailover"}
 
 #: Flag (its `Overrides` field) → the params it sets: the first one the workload defines.
 PARAMS: dict[str, tuple[str, ...]] = {
@@ -97,10 +102,19 @@ class Overrides:
     repeat: int = 1
 
 
-def scenario_path(name: str, workload: str | None = None) -> tuple[Path, str | None]:
+def scenario_path(
+    name: str, workload: str | None = None, target: str | None = None
+) -> tuple[Path, str | None]:
     """The file of scenario `name` (a name in SCENARIOS, or a path to a YAML file), and the
     workload to select in it: `scheduling-basic --workload topology-spread` is the file
-    topology-spread.yaml with its default workload. ConfigError for an unknown name."""
+    topology-spread.yaml with its default workload; `failover --target apiserver` the test
+    case ApiserverFailover (`TARGETS`). ConfigError for an unknown name."""
+    if target is not None:
+        if name != "failover":
+            raise ConfigError(f"--target: only for failover, not {name!r}")
+        if workload is not None:
+            raise ConfigError("--target and --workload: give one")
+        workload = TARGETS[target]
     if workload in SCENARIO_OF_WORKLOAD and name == "scheduling-basic":
         name, workload = SCENARIO_OF_WORKLOAD[workload], None
     path = Path(name)
@@ -147,8 +161,16 @@ def _pick(raw: list[Any], workload: str | None, where: str) -> tuple[dict, dict]
         for tc, w in pairs:
             if workload in (w.get("name"), f"{tc.get('name')}/{w.get('name')}"):
                 return tc, w
+        named = [(tc, w) for tc, w in pairs if tc.get("name") == workload]  # a test case
+        if named:
+            return _default(named)
         known = ", ".join(f"{tc.get('name')}/{w.get('name')}" for tc, w in pairs)
         raise ConfigError(f"{where}: no workload {workload!r} (there are: {known})")
+    return _default(pairs)
+
+
+def _default(pairs: list[tuple[dict, dict]]) -> tuple[dict, dict]:
+    """The one labelled performance, else the first."""
     for tc, w in pairs:
         if PERFORMANCE_LABEL in (w.get("labels") or []):
             return tc, w

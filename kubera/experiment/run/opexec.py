@@ -407,10 +407,23 @@ class OpExecutor:
             await self.client.delete(BY_KIND["Pod"], name, namespace, grace_period_seconds=0)
 
     async def _delete_pod(self, pod: Any) -> None:
-        with contextlib.suppress(NotFoundError):
-            await self.client.delete(
-                BY_KIND["Pod"], pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0
-            )
+        """Delete a pod; refused as unavailable (the apiserver restarting under chaos): sent
+        again until the op's timeout, as creates are."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                with contextlib.suppress(NotFoundError):
+                    await self.client.delete(
+                        BY_KIND["Pod"],
+                        pod.metadata.name,
+                        pod.metadata.namespace,
+                        grace_period_seconds=0,
+                    )
+                return
+            except UnavailableError:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.2)
 
     async def op_createAny(self, op: o.CreateAny) -> None:
         if op.namespace:
@@ -648,7 +661,11 @@ class OpExecutor:
             await asyncio.to_thread(chaos.kill_pool, self.ctx, name)
         else:
             self._record(Fault(t=round(self.now(), 3), kind=kind, target="apiserver"))
-            await chaos.kill_apiserver(self.ctx, timeout=wait, context_loader=self.load_context)
+            index = len(self.result.faults) - 1
+            r = await chaos.kill_apiserver(self.ctx, timeout=wait, context_loader=self.load_context)
+            writes = self.result.fault_first_write
+            writes.extend([None] * (index + 1 - len(writes)))
+            writes[index] = round(r.first_write_s, 3)
 
     def _record(self, fault: Fault) -> None:
         self.result.faults.append(fault)

@@ -41,6 +41,7 @@ from kubera.experiment.measure.model import (
     ReplicaStats,
     RunResult,
     first_binds,
+    takeovers,
 )
 from kubera.experiment.measure.nodes import steady_window, window_figures
 from kubera.experiment.run import etcdprobe
@@ -387,6 +388,10 @@ def finish(
     ]
     binds = sorted(p.bound for p in collector.pods.pods.values() if p.bound is not None)
     run.fault_first_bind = first_binds(run.faults, run.leaders, binds)
+    run.fault_takeover = takeovers(run.faults, run.leaders) if run.faults else []
+    if run.fault_first_write or any(f.kind == "kill-apiserver" for f in run.faults):
+        writes = run.fault_first_write[: len(run.faults)]
+        run.fault_first_write = writes + [None] * (len(run.faults) - len(writes))
     run.nodes.update(node_figures(run, collector))
 
 

@@ -437,3 +437,39 @@ def test_each_fault_is_timed_to_the_first_bind_of_the_next_term() -> None:
     assert items["restart-etcd"].data["Max"] == pytest.approx(0.4)
     back = RunResult.from_json(json.loads(json.dumps(run.to_json())))
     assert back.fault_first_bind == [2.5, 0.4, None]
+
+
+def test_each_leader_fault_is_timed_to_the_next_terms_start_and_an_apiserver_kill_to_its_first_write() -> (
+    None
+):
+    from kubera.experiment.measure.model import Fault, LeaderTerm, RunResult, takeovers
+    from kubera.experiment.output import figures
+
+    leaders = [
+        LeaderTerm(component="scheduler", identity="a", start=0.0, end=5.2),
+        LeaderTerm(component="controller-manager", identity="cm", start=4.0, end=None),
+        LeaderTerm(component="scheduler", identity="b", start=5.2, end=None),
+    ]
+    faults = [
+        Fault(t=3.0, kind="kill", target="a"),  # the controller-manager's term is not its
+        Fault(t=8.0, kind="kill-apiserver", target="apiserver"),
+        Fault(t=20.0, kind="kill", target="b"),  # no later term
+    ]
+    assert takeovers(faults, leaders) == [pytest.approx(2.2), None, None]
+    run = RunResult(
+        id="F/w", test_case="F", workload="w", faults=faults, leaders=leaders,
+        fault_takeover=[2.2, None, None], fault_first_write=[None, 1.5, None],
+    )  # fmt: skip
+    takeover = by_metric(di.kubera_items(run), "kubera_fault_to_takeover")
+    assert [(i.labels["Fault"], i.data["Max"], i.data["Count"]) for i in takeover] == [
+        ("kill", 2.2, 1.0)
+    ]
+    write = by_metric(di.kubera_items(run), "kubera_fault_to_first_write")
+    assert [(i.labels["Fault"], i.data["Perc50"]) for i in write] == [("kill-apiserver", 1.5)]
+    back = RunResult.from_json(json.loads(json.dumps(run.to_json())))
+    assert back.fault_takeover == [2.2, None, None]
+    assert back.fault_first_write == [None, 1.5, None]
+    text = figures.render(run)
+    assert "kill → takeover (the next leader term): p50 2.20s" in text
+    assert "kill-apiserver → first write through the apiserver: p50 1.50s" in text
+    assert "fault_takeover" not in RunResult(id="x", test_case="a", workload="b").to_json()

@@ -33,7 +33,9 @@ def parse(*argv: str, scenario: str = "scheduling-basic") -> argparse.Namespace:
 
 
 def load(args: argparse.Namespace) -> tuple[Path, config.Experiment]:
-    path, workload = scenarios.scenario_path(args.scenario, args.workload)
+    path, workload = scenarios.scenario_path(
+        args.scenario, args.workload, getattr(args, "target", None)
+    )
     o_ = bench.overrides(args, workload)
     return path, config.load(str(path), edit=lambda raw: scenarios.edit(raw, o_, str(path)))
 
@@ -162,6 +164,22 @@ def test_nodes_flags_set_the_settle_param_and_the_pool_size() -> None:
     assert "--nodes-per-pool" not in cluster_args(
         w.cluster, config.plan(tc, w), runner_module.RunOptions()
     )
+
+
+def test_failover_target_names_the_test_case_that_kills_it() -> None:
+    _, e = load(parse("--target", "apiserver", "--kills", "2", scenario="failover"))
+    [(tc, w)] = e.runs()
+    assert (tc.name, w.name) == ("ApiserverFailover", "20Nodes_10Kills")
+    chaos = [op for op in config.plan(tc, w) if isinstance(op, o.Chaos)]
+    assert [(op.action, op.times) for op in chaos] == [("killApiserver", 2)]
+    _, e = load(parse("--target", "scheduler", scenario="failover"))
+    assert e.runs()[0][0].name == "SchedulerFailover"
+    _, e = load(parse(scenario="failover"))
+    assert e.runs()[0][0].name == "SchedulerFailover"
+    with pytest.raises(config.ConfigError, match="give one"):
+        scenarios.scenario_path("failover", "20Nodes_10Kills", "apiserver")
+    with pytest.raises(config.ConfigError, match="only for failover"):
+        scenarios.scenario_path("chaos", None, "apiserver")
 
 
 def test_cluster_flags_leases_sweeps_check_and_repeats() -> None:
