@@ -44,7 +44,7 @@ import os
 import time
 import urllib.request
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubera import chaos
@@ -103,6 +103,10 @@ class Replica:
     binds: Counter
     conflicts: Counter
     attempts: dict[float, Counter]
+    #: Shared-state mode (Omega's measures): pods lost to another replica, busy seconds.
+    lost: Counter = field(default_factory=Counter)
+    useful: Counter = field(default_factory=Counter)
+    wasted: Counter = field(default_factory=Counter)
 
 
 class Collector:
@@ -406,6 +410,12 @@ class Collector:
         if shared:
             rep.binds.observe(total(found, "kubera_scheduler_shared_state_binds_total"))
             rep.conflicts.observe(total(found, "kubera_scheduler_shared_state_conflicts_total"))
+            rep.lost.observe(
+                total(found, "kubera_scheduler_shared_state_conflicts_total", reason="pod")
+            )
+            busy = "kubera_scheduler_shared_state_busy_seconds_total"
+            rep.useful.observe(total(found, busy, work="useful"))
+            rep.wasted.observe(total(found, busy, work="wasted"))
         else:
             rep.binds.observe(total(found, "scheduler_schedule_attempts_total", result="scheduled"))
             rep.conflicts.observe(0.0)
@@ -525,6 +535,18 @@ class Collector:
             (r.name, exact.get(r.identity, round(r.binds.increase)), round(r.conflicts.increase))
             for r in sorted(self.replicas.values(), key=lambda r: int(r.name.rsplit("-", 1)[1]))
         ]
+
+    def omega_stats(self) -> dict[str, tuple[int, float, float]]:
+        """Replica name → (pods lost to another replica, useful busy seconds, wasted busy
+        seconds): the shared-state replicas' Omega counters over the run."""
+        return {
+            r.name: (
+                round(r.lost.increase),
+                round(r.useful.increase, 3),
+                round(r.wasted.increase, 3),
+            )
+            for r in self.replicas.values()
+        }
 
     def attempts(self) -> dict[int, int]:
         """Bound pods per scheduling attempts needed (bucket upper bounds of upstream's

@@ -64,6 +64,10 @@ METRICS: dict[str, tuple[str, ...]] = {
     "scheduler_pod_scheduling_duration_seconds": (),
     "scheduler_plugin_execution_duration_seconds": ("plugin", "extension_point"),
 }
+#: kubera's own scheduler histograms made items the same way (shared-state replicas only).
+KUBERA_HISTOGRAMS: dict[str, tuple[str, ...]] = {
+    "kubera_scheduler_shared_state_queue_wait_seconds": (),
+}
 
 
 @dataclasses.dataclass
@@ -257,6 +261,9 @@ def kubera_items(run: RunResult) -> list[DataItem]:
     - ``kubera_attempts_per_pod`` (attempts): scheduling attempts of each bound pod, as the
       upper bound of its ``scheduler_pod_scheduling_attempts`` bucket (1, 2, 4, 8, 16);
     - ``kubera_conflict_fraction`` (fraction, per ``Replica``): conflicts / (binds + conflicts);
+      its ``Lost``: binds of pods another replica had bound first (shared-state);
+    - ``kubera_busy_seconds`` (s, per ``Replica``, shared-state): scheduling-cycle seconds of
+      attempts that ended bound (``Useful``) or in a conflict (``Wasted``);
     - ``kubera_leader_terms`` (terms, per ``Component``): ``Count`` of leadership terms;
     - ``kubera_failover_gap`` (s, per ``Component``): from a term's end to the next term's start;
     - ``kubera_cpu_seconds_per_pod`` (cpu-s/pod, per ``Component``): CPU over the run / pods bound;
@@ -305,10 +312,18 @@ def kubera_items(run: RunResult) -> list[DataItem]:
                 "Value": r.conflict_fraction,
                 "Binds": float(r.binds),
                 "Conflicts": float(r.conflicts),
+                "Lost": float(r.lost),
             },
             "fraction",
             Replica=r.name,
         )
+        if r.useful_busy_s or r.wasted_busy_s:
+            add(
+                "kubera_busy_seconds",
+                {"Useful": r.useful_busy_s, "Wasted": r.wasted_busy_s},
+                "s",
+                Replica=r.name,
+            )
     for component in sorted({term.component for term in run.leaders}):
         terms = sorted((x for x in run.leaders if x.component == component), key=lambda x: x.start)
         add("kubera_leader_terms", {"Count": float(len(terms))}, "terms", Component=component)
@@ -431,7 +446,9 @@ def run_items(run: RunResult) -> list[DataItem]:
     items = throughput_items(run)
     for snapshots in run.scheduler_metrics:
         diff = window_difference(snapshots.start, snapshots.end)
-        items += histogram_items(diff, {"Name": snapshots_name(run, snapshots)}, METRICS)
+        labels = {"Name": snapshots_name(run, snapshots)}
+        items += histogram_items(diff, labels, METRICS)
+        items += histogram_items(diff, labels, KUBERA_HISTOGRAMS)
     return items + kubera_items(run)
 
 

@@ -124,11 +124,18 @@ class LeaderTerm:
 
 @dataclasses.dataclass(frozen=True)
 class ReplicaStats:
-    """A scheduler replica's binds and bind conflicts (shared-state mode loses races)."""
+    """A scheduler replica's binds and bind conflicts (shared-state mode loses races), and
+    in shared-state mode Omega's measures (services/scheduler/omega.py, as `kubera bench
+    shared-state` reported them): `lost` binds of pods another replica had bound first
+    (counted in `conflicts` too), and the scheduling-cycle seconds of attempts that ended
+    bound (`useful_busy_s`) or in either kind of conflict (`wasted_busy_s`)."""
 
     name: str
     binds: int
     conflicts: int
+    lost: int = 0
+    useful_busy_s: float = 0.0
+    wasted_busy_s: float = 0.0
 
     @property
     def conflict_fraction(self) -> float:
@@ -142,7 +149,12 @@ class ReplicaStats:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ReplicaStats:
         return cls(
-            name=str(data["name"]), binds=int(data["binds"]), conflicts=int(data["conflicts"])
+            name=str(data["name"]),
+            binds=int(data["binds"]),
+            conflicts=int(data["conflicts"]),
+            lost=int(data.get("lost", 0)),
+            useful_busy_s=float(data.get("useful_busy_s", 0.0)),
+            wasted_busy_s=float(data.get("wasted_busy_s", 0.0)),
         )
 
 

@@ -31,6 +31,28 @@ RECOVERY = {
 }
 
 
+def shared_state(run: RunResult, items: Sequence[DataItem]) -> list[str]:
+    """The shared-state replicas' Omega figures, as `kubera bench shared-state` printed
+    them: per replica binds, conflicts, lost pods, useful and wasted busy seconds; the
+    queue wait over every bound pod (its histogram)."""
+    lines = []
+    for r in run.replicas:
+        if r.lost or r.useful_busy_s or r.wasted_busy_s:
+            lines.append(
+                f"  {r.name}: {r.binds} binds, {r.conflicts} conflicts "
+                f"({r.conflict_fraction:.3f}), {r.lost} lost; busy useful "
+                f"{r.useful_busy_s:.2f}s, wasted {r.wasted_busy_s:.2f}s"
+            )
+    wait = _item(items, "kubera_scheduler_shared_state_queue_wait_seconds")
+    if wait is not None:
+        d = wait.data
+        lines.append(
+            f"  queue wait (shared-state, histogram): p50 {d['Perc50'] / 1000:.2f}s, "
+            f"p90 {d['Perc90'] / 1000:.2f}s, p99 {d['Perc99'] / 1000:.2f}s"
+        )
+    return lines
+
+
 def _item(items: Sequence[DataItem], metric: str) -> DataItem | None:
     return next((i for i in reversed(items) if i.metric == metric), None)
 
@@ -109,6 +131,7 @@ def render(
                 f"p50 {d['Perc50']:.2f}s, p90 {d['Perc90']:.2f}s, max {d['Max']:.2f}s "
                 f"over {d['Count']:.0f} fault(s)"
             )
+    lines += shared_state(run, items)
     lines += nodes.render(run.nodes)
     if phase is not None:
         lines.append(cpu.render(cpu.table(phase.cpu, phase.pods, phase.seconds)))

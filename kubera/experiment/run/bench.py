@@ -223,6 +223,11 @@ def edit(raw: Any, o: Overrides, where: str = "bench") -> list[Any]:
         cluster["controllerManagers"] = o.controller_managers
     if len(o.schedulers) == 1:
         cluster["schedulers"] = o.schedulers[0]
+        sweep = {k: v for k, v in (w.get("sweep") or {}).items() if k != "schedulers"}
+        if "sweep" in w:  # one count given: the file's sweep over the counts is replaced
+            w["sweep"] = sweep
+            if not sweep:
+                del w["sweep"]
     elif o.schedulers:
         w["sweep"] = {**(w.get("sweep") or {}), "schedulers": list(o.schedulers)}
     leases = dict(K8S_LEASES) if o.k8s_defaults else {}

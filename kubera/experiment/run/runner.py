@@ -373,8 +373,9 @@ def finish(
                 f"(the first: {partial[0].key}, {partial[0].bound} of {partial[0].members})"
             )
     run.attempts = collector.attempts()
+    omega = collector.omega_stats()
     run.replicas = [
-        ReplicaStats(name=n, binds=b, conflicts=c)
+        ReplicaStats(name=n, binds=b, conflicts=c, **_omega(omega.get(n)))
         for n, b, c in collector.replica_stats(binds_by_holder)
     ]
     run.leaders = [
@@ -393,6 +394,13 @@ def finish(
         writes = run.fault_first_write[: len(run.faults)]
         run.fault_first_write = writes + [None] * (len(run.faults) - len(writes))
     run.nodes.update(node_figures(run, collector))
+
+
+def _omega(stats: tuple[int, float, float] | None) -> dict[str, Any]:
+    if stats is None:
+        return {}
+    lost, useful, wasted = stats
+    return {"lost": lost, "useful_busy_s": useful, "wasted_busy_s": wasted}
 
 
 def node_figures(run: RunResult, collector: Collector) -> dict[str, float]:

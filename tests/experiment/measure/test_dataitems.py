@@ -473,3 +473,43 @@ def test_each_leader_fault_is_timed_to_the_next_terms_start_and_an_apiserver_kil
     assert "kill → takeover (the next leader term): p50 2.20s" in text
     assert "kill-apiserver → first write through the apiserver: p50 1.50s" in text
     assert "fault_takeover" not in RunResult(id="x", test_case="a", workload="b").to_json()
+
+
+def test_shared_state_replicas_report_lost_pods_busy_seconds_and_the_queue_wait() -> None:
+    from kubera.experiment.measure.model import MetricsSnapshots, ReplicaStats, RunResult
+    from kubera.experiment.output import figures
+
+    wait = "kubera_scheduler_shared_state_queue_wait_seconds"
+    end = (
+        f'{wait}_bucket{{le="0.5"}} 2\n{wait}_bucket{{le="1.0"}} 4\n'
+        f'{wait}_bucket{{le="+Inf"}} 4\n{wait}_count 4\n{wait}_sum 2.0\n'
+    )
+    run = RunResult(
+        id="S/w", test_case="S", workload="w",
+        replicas=[
+            ReplicaStats(name="scheduler-0", binds=8, conflicts=2, lost=1,
+                         useful_busy_s=1.5, wasted_busy_s=0.25),
+            ReplicaStats(name="scheduler-1", binds=4, conflicts=0),
+        ],
+        scheduler_metrics=[MetricsSnapshots(window="", start={}, end={"scheduler-0": end})],
+    )  # fmt: skip
+    items = di.run_items(run)
+    busy = by_metric(items, "kubera_busy_seconds")
+    assert [(i.labels["Replica"], i.data) for i in busy] == [
+        ("scheduler-0", {"Useful": 1.5, "Wasted": 0.25})
+    ]
+    conflict = by_metric(items, "kubera_conflict_fraction")
+    assert [i.data["Lost"] for i in conflict] == [1.0, 0.0]
+    [queue] = by_metric(items, wait)
+    assert queue.data["Perc50"] == pytest.approx(500.0)
+    assert queue.data["Average"] == pytest.approx(500.0)
+    back = RunResult.from_json(json.loads(json.dumps(run.to_json())))
+    assert back.replicas == run.replicas
+    old = {"name": "scheduler-0", "binds": 1, "conflicts": 0}  # results.json before
+    assert ReplicaStats.from_json(old) == ReplicaStats(name="scheduler-0", binds=1, conflicts=0)
+    text = figures.render(run)
+    assert (
+        "scheduler-0: 8 binds, 2 conflicts (0.200), 1 lost; busy useful 1.50s, wasted 0.25s" in text
+    )
+    assert "scheduler-1:" not in text
+    assert "queue wait (shared-state, histogram): p50 0.50s" in text

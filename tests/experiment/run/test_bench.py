@@ -199,6 +199,8 @@ def test_cluster_flags_leases_sweeps_check_and_repeats() -> None:
         "500Nodes_5000Pods/schedulers=2",
     ]
     assert [w.cluster.schedulers for _, w in e.runs()] == [1, 2]
+    _, e = load(parse("--schedulers", "2", scenario="shared-state"))  # the sweep replaced
+    assert [(w.name, w.cluster.schedulers) for _, w in e.runs()] == [("500Nodes_5000Pods", 2)]
     _, e = load(parse("--partition", "none", scenario="shared-state"))
     (tc, w) = e.runs()[0]
     assert w.cluster.shared_state_partition == "none"
