@@ -85,6 +85,21 @@ def _register_scenario(bsub: argparse._SubParsersAction, name: str, about: str) 
     p.add_argument("--kills", type=int, help="param kills")
     p.add_argument("--window", help="param window (a duration: 60s)")
     p.add_argument("--duration", help="param duration (a duration: 70s)")
+    if name == "chaos":
+        p.add_argument("--faults", type=int, help="param faults: faults drawn from --kinds")
+        p.add_argument(
+            "--cm-faults",
+            type=int,
+            help="param cmFaults: controller-manager-leader faults (its leader kinds of --kinds)",
+        )
+        p.add_argument(
+            "--kinds",
+            help="param kinds: the mix, comma-separated (kill, pause, partition, "
+            "kill-apiserver, restart-etcd, kill-pool); a kind named twice is drawn twice as often",
+        )
+        p.add_argument("--interval", help="param interval: between faults (1s)")
+        p.add_argument("--for", dest="fault_for", help="param faultDuration: pause/partition (3s)")
+        p.add_argument("--seed", type=int, help="param seed: of the draw")
     p.add_argument(
         "--pressure-nodes",
         type=int,
@@ -168,6 +183,8 @@ def overrides(args: argparse.Namespace, workload: str | None) -> Overrides:
             "bench: --nodes, --pods, --pods-per-node, --apiservers, --kills, --nodes-per-pool "
             "and --repeat must be >= 1"
         )
+    if any((getattr(args, f, None) or 0) < 0 for f in ("faults", "cm_faults")):
+        raise CliError("bench: --faults and --cm-faults must be >= 0")
     if args.pressure_nodes is not None and args.pressure_nodes < 0:
         raise CliError("bench: --pressure-nodes must be >= 0")
     if (args.init_pods is not None and args.init_pods < 0) or (
@@ -187,6 +204,14 @@ def overrides(args: argparse.Namespace, workload: str | None) -> Overrides:
         duration=args.duration,
         settle=args.settle,
         pressure_nodes=args.pressure_nodes,
+        faults=getattr(args, "faults", None),
+        cm_faults=getattr(args, "cm_faults", None),
+        interval=getattr(args, "interval", None),
+        fault_for=getattr(args, "fault_for", None),
+        seed=getattr(args, "seed", None),
+        kinds=tuple(
+            k.strip() for k in (getattr(args, "kinds", None) or "").split(",") if k.strip()
+        ),
         params=parse_set(args.set),
         apiservers=args.apiservers,
         schedulers=args.schedulers or (),
@@ -213,6 +238,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         path, workload = scenarios.scenario_path(
             args.scenario, args.workload, getattr(args, "target", None)
         )
+        workload = scenarios.mix_workload(args.scenario, workload, vars(args))
         o = overrides(args, workload)
         experiment = config.load(str(path), edit=lambda raw: scenarios.edit(raw, o, str(path)))
     except config.ConfigError as e:

@@ -13,7 +13,9 @@ written the flags into it:
                       anti-affinity, node-affinity, unschedulable, mixed-churn, preemption)
                       name the file that holds that shape (`SCENARIO_OF_WORKLOAD`).
     --nodes, --pods, --init-pods, --pods-per-node, --kills, --window, --duration, --settle,
-                      --pressure-nodes
+                      --pressure-nodes, --faults, --cm-faults, --kinds (also the
+                      controller-manager's leader kinds), --interval, --for, --seed (chaos:
+                      given without --workload, they select the random mix ChaosMix)
                       the workload's params (`PARAMS`: the first of the names the workload
                       defines); a flag the workload has no param for is an error
     --set KEY=VALUE   any param (VALUE read as YAML)
@@ -66,7 +68,17 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "duration": ("duration",),
     "settle": ("settle",),
     "pressure_nodes": ("pressureNodes",),
+    "faults": ("faults",),
+    "cm_faults": ("cmFaults",),
+    "interval": ("interval",),
+    "fault_for": ("faultDuration",),
+    "seed": ("seed",),
 }
+#: The flags of chaos.yaml's random fault mix: given without --workload, they pick it.
+MIX_FLAGS = ("faults", "cm_faults", "interval", "fault_for", "seed", "kinds")
+MIX_TEST_CASE = "ChaosMix"
+#: The controller-manager's share of --kinds: its leader's kinds.
+LEADER_KINDS = ("kill", "pause", "partition")
 
 #: kube-scheduler's lease timings (`--k8s-defaults`).
 K8S_LEASES = {"leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "2s"}
@@ -87,6 +99,12 @@ class Overrides:
     duration: str | None = None
     settle: str | None = None
     pressure_nodes: int | None = None
+    faults: int | None = None
+    cm_faults: int | None = None
+    interval: str | None = None
+    fault_for: str | None = None
+    seed: int | None = None
+    kinds: tuple[str, ...] = ()
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
     apiservers: int | None = None
     schedulers: tuple[int, ...] = ()
@@ -123,6 +141,13 @@ def scenario_path(
     if not path.is_file():
         raise ConfigError(f"no scenario {name!r} (there are: {', '.join(names())})")
     return path, workload
+
+
+def mix_workload(name: str, workload: str | None, flags: dict[str, Any]) -> str | None:
+    """`kubera bench chaos` with a flag of the random mix and no --workload: ChaosMix."""
+    if name == "chaos" and workload is None and any(flags.get(f) for f in MIX_FLAGS):
+        return MIX_TEST_CASE
+    return workload
 
 
 def names() -> list[str]:
@@ -178,7 +203,7 @@ def _default(pairs: list[tuple[dict, dict]]) -> tuple[dict, dict]:
 
 
 def _param_key(params: dict[str, Any], flag: str, where: str) -> str:
-    for key in PARAMS[flag]:
+    for key in PARAMS.get(flag, (flag,)):
         if key in params:
             return key
     raise ConfigError(
@@ -201,6 +226,10 @@ def edit(raw: Any, o: Overrides, where: str = "bench") -> list[Any]:
         value = getattr(o, flag)
         if value is not None:
             params[_param_key(params, flag, where)] = value
+    if o.kinds:
+        params[_param_key(params, "kinds", where)] = list(o.kinds)
+        if "cmKinds" in params:
+            params["cmKinds"] = [k for k in o.kinds if k in LEADER_KINDS]
     if o.pods_per_node is not None:
         nodes = params[_param_key(params, "nodes", where)]
         params[_param_key(params, "pods", where)] = int(nodes) * o.pods_per_node

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
@@ -617,9 +618,9 @@ class OpExecutor:
         self.faults.append(asyncio.create_task(self._chaos(op, start), name=op.phase))
 
     async def _chaos(self, op: o.Chaos, start: float) -> None:
-        for offset in op.offsets():
+        for offset, action in zip(op.offsets(), op.draws(), strict=True):
             await asyncio.sleep(max(0.0, start + offset - time.monotonic()))
-            await self.fault(op)
+            await self.fault(op if action == op.action else dataclasses.replace(op, action=action))
 
     async def fault(self, op: o.Chaos) -> None:
         """One fault of `op`, recorded at the time it was injected."""

@@ -20,6 +20,7 @@ phase in results.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -31,8 +32,24 @@ DEFAULT_NAMESPACE_FORMAT = "namespace-{index}"
 ChurnMode = Literal["create", "recreate"]
 StageRequirement = Literal["Scheduled", "Attempted"]
 ChaosAction = Literal[
-    "killLeader", "pauseLeader", "partitionLeader", "restartEtcd", "killPool", "killApiserver"
+    "killLeader",
+    "pauseLeader",
+    "partitionLeader",
+    "restartEtcd",
+    "killPool",
+    "killApiserver",
+    "random",
 ]
+#: `chaos` with action `random`: the fault kinds its `kinds` may name → the action each is
+#: (the kinds `kubera chaos run` and results use).
+RANDOM_KINDS: dict[str, ChaosAction] = {
+    "kill": "killLeader",
+    "pause": "pauseLeader",
+    "partition": "partitionLeader",
+    "kill-apiserver": "killApiserver",
+    "restart-etcd": "restartEtcd",
+    "kill-pool": "killPool",
+}
 ChaosComponent = Literal["scheduler", "controller-manager"]
 
 
@@ -388,6 +405,20 @@ class Chaos(BaseOp):
     """How many faults with `every` (1 with `at`)."""
     pool: str | None = None
     """The node pool to kill (killPool; None: the first pool)."""
+    kinds: tuple[str, ...] = ()
+    """action random: the mix each fault is drawn from, uniformly (a kind named twice is
+    drawn twice as often): kill, pause, partition, kill-apiserver, restart-etcd, kill-pool
+    (`RANDOM_KINDS`), as `kubera bench chaos --kinds` drew them."""
+    seed: int = 1
+    """action random: the draw's seed, so a run can be repeated."""
+
+    def draws(self) -> list[ChaosAction]:
+        """The action of each fault (action random: drawn from `kinds` with `seed`)."""
+        n = len(self.offsets())
+        if self.action != "random":
+            return [self.action] * n
+        rng = random.Random(self.seed)
+        return [RANDOM_KINDS[rng.choice(self.kinds)] for _ in range(n)]
 
     def offsets(self) -> list[float]:
         """Seconds after the op's start of each fault."""

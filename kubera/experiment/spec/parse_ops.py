@@ -23,6 +23,7 @@ from kubera.experiment.spec.fields import (
     k_count,
     k_duration,
     k_file,
+    k_int,
     k_map,
     k_nonempty_str,
     k_param,
@@ -161,8 +162,10 @@ SPECS: dict[str, dict[str, Spec]] = {
         "duration": Spec("duration", k_duration, param_ok=True),
         "at": Spec("at", k_duration, param_ok=True),
         "every": Spec("every", k_duration, param_ok=True),
-        "times": Spec("times", k_positive_int, param_ok=True),
+        "times": Spec("times", k_count, param_ok=True),
         "pool": Spec("pool", k_nonempty_str),
+        "kinds": Spec("kinds", k_str_list, param_ok=True),
+        "seed": Spec("seed", k_int, param_ok=True),
     },
     "createResourceDriver": {
         "driverName": Spec("driver_name", k_nonempty_str, required=True),
@@ -323,6 +326,19 @@ def _build(
 def check_chaos(ctx: Ctx, where: str, op: o.Chaos) -> None:
     if op.action in ("pauseLeader", "partitionLeader") and not op.duration:
         raise ctx.error(f"{where}.duration", f"required (> 0) for action {op.action}")
+    if op.action == "random":
+        if not op.kinds:
+            raise ctx.error(f"{where}.kinds", "required (at least one kind) for action random")
+        unknown = [k for k in op.kinds if k not in o.RANDOM_KINDS]
+        if unknown:
+            raise ctx.error(
+                f"{where}.kinds",
+                f"unknown kind {unknown[0]!r} (expected: {', '.join(o.RANDOM_KINDS)})",
+            )
+        if {"pause", "partition"} & set(op.kinds) and not op.duration:
+            raise ctx.error(f"{where}.duration", "required (> 0) when kinds has pause or partition")
+    elif op.kinds:
+        raise ctx.error(f"{where}.kinds", "only for action random")
     if op.at is not None and op.every is not None:
         raise ctx.error(where, "give either at or every, not both")
     if op.every is not None and op.every <= 0:

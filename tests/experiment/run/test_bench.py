@@ -182,6 +182,62 @@ def test_failover_target_names_the_test_case_that_kills_it() -> None:
         scenarios.scenario_path("chaos", None, "apiserver")
 
 
+def test_chaos_mix_flags_select_the_random_mix_and_set_its_params() -> None:
+    _, e = load(parse(scenario="chaos"))
+    assert e.runs()[0][0].name == "Chaos"  # the fixed schedule by default
+    args = parse(
+        "--faults", "6", "--kinds", "kill,kill,restart-etcd", "--cm-faults", "2",
+        "--interval", "2s", "--for", "1s", "--seed", "7", scenario="chaos",
+    )  # fmt: skip
+    path, workload = scenarios.scenario_path(args.scenario, args.workload)
+    workload = scenarios.mix_workload(args.scenario, workload, vars(args))
+    assert workload == "ChaosMix"
+    o_ = bench.overrides(args, workload)
+    e = config.load(str(path), edit=lambda raw: scenarios.edit(raw, o_, str(path)))
+    [(tc, w)] = e.runs()
+    assert tc.name == "ChaosMix"
+    ops = [op for op in config.plan(tc, w) if isinstance(op, o.Chaos)]
+    assert [(op.component, op.kinds, op.times, op.every, op.duration, op.seed) for op in ops] == [
+        ("scheduler", ("kill", "kill", "restart-etcd"), 6, 2.0, 1.0, 7),
+        ("controller-manager", ("kill", "kill"), 2, 2.0, 1.0, 7),
+    ]
+    draws = ops[0].draws()
+    assert len(draws) == 6 and set(draws) <= {"killLeader", "restartEtcd"}
+    assert draws == ops[0].draws()  # seeded: the same draw again
+    assert scenarios.mix_workload("chaos", "Chaos", {"faults": 3}) == "Chaos"
+    assert scenarios.mix_workload("failover", None, {"faults": 3}) is None
+
+
+def test_a_random_chaos_op_wants_known_kinds_and_a_duration_for_pauses(tmp_path: Path) -> None:
+    from tests.experiment.configfiles import write
+
+    def load_op(op: str) -> config.Experiment:
+        text = f"""
+- name: T
+  cluster: {{hollowNodes: true}}
+  workloadTemplate:
+  - opcode: createNodes
+    count: 2
+  - {op}
+  - opcode: createPods
+    count: 2
+    collectMetrics: true
+  workloads:
+  - name: w
+"""
+        return config.load(str(write(tmp_path, text)))
+
+    load_op("{opcode: chaos, action: random, kinds: [kill, restart-etcd], every: 1s, times: 2}")
+    for op, match in (
+        ("{opcode: chaos, action: random, every: 1s, times: 2}", "kinds"),
+        ("{opcode: chaos, action: random, kinds: [boom], every: 1s, times: 2}", "unknown kind"),
+        ("{opcode: chaos, action: random, kinds: [pause], every: 1s, times: 2}", "duration"),
+        ("{opcode: chaos, action: killLeader, kinds: [kill]}", "only for action random"),
+    ):
+        with pytest.raises(config.ConfigError, match=match):
+            load_op(op)
+
+
 def test_cluster_flags_leases_sweeps_check_and_repeats() -> None:
     _, e = load(parse("--k8s-defaults", "--retry-period", "1s", "--check", scenario="failover"))
     (tc, w) = e.runs()[0]
