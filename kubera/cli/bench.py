@@ -161,7 +161,12 @@ def _register_scenario(bsub: argparse._SubParsersAction, name: str, about: str) 
     p.add_argument("--ray-address", default="", metavar="ADDR", help="use an existing Ray cluster")
     p.add_argument("--etcd", default="", metavar="URL", help="use an existing etcd (cleaned first)")
     p.add_argument(
-        "--timeout", type=float, default=900.0, metavar="S", help="seconds any one op may wait"
+        "--timeout",
+        "--running-timeout",
+        type=float,
+        default=900.0,
+        metavar="S",
+        help="seconds any one op may wait (nodes: for all pods to run)",
     )
     p.set_defaults(func=cmd_scenario, scenario=name)
 

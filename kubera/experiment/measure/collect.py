@@ -107,6 +107,9 @@ class Replica:
     lost: Counter = field(default_factory=Counter)
     useful: Counter = field(default_factory=Counter)
     wasted: Counter = field(default_factory=Counter)
+    #: DefaultPreemption's attempts and victims (upstream's series).
+    preemptions: Counter = field(default_factory=Counter)
+    victims: Counter = field(default_factory=Counter)
 
 
 class Collector:
@@ -419,6 +422,8 @@ class Collector:
         else:
             rep.binds.observe(total(found, "scheduler_schedule_attempts_total", result="scheduled"))
             rep.conflicts.observe(0.0)
+        rep.preemptions.observe(total(found, "scheduler_preemption_attempts_total"))
+        rep.victims.observe(total(found, "scheduler_preemption_victims_sum"))
         buckets: dict[float, float] = {}
         for s in found:
             if s.name == ATTEMPTS:
@@ -545,6 +550,13 @@ class Collector:
                 round(r.useful.increase, 3),
                 round(r.wasted.increase, 3),
             )
+            for r in self.replicas.values()
+        }
+
+    def preemption_stats(self) -> dict[str, tuple[int, int]]:
+        """Replica name → (preemption attempts, victims) over the run."""
+        return {
+            r.name: (round(r.preemptions.increase), round(r.victims.increase))
             for r in self.replicas.values()
         }
 

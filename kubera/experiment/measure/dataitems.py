@@ -266,6 +266,9 @@ def kubera_items(run: RunResult) -> list[DataItem]:
       attempts that ended bound (``Useful``) or in a conflict (``Wasted``);
     - ``kubera_leader_terms`` (terms, per ``Component``): ``Count`` of leadership terms;
     - ``kubera_failover_gap`` (s, per ``Component``): from a term's end to the next term's start;
+    - ``kubera_preemption`` (count): DefaultPreemption's ``Attempts`` and ``Victims`` over
+      every replica (upstream's scheduler_preemption_* series), when it tried;
+    - ``kubera_churn`` (objects, per ``Op``): what each churn op ``Created`` and ``Deleted``;
     - ``kubera_cpu_seconds_per_pod`` (cpu-s/pod, per ``Component``): CPU over the run / pods bound;
     - ``kubera_etcd_revision_rate`` (revisions/s): the per-second etcd revision series;
     - ``kubera_etcd_put_rate`` (puts/s): the same run's raw etcd rate (run/etcdprobe.py);
@@ -333,6 +336,23 @@ def kubera_items(run: RunResult) -> list[DataItem]:
             if prev.end is not None
         ]
         add("kubera_failover_gap", summarize(gaps, extra=True), "s", Component=component)
+    attempts_made = sum(r.preemption_attempts for r in run.replicas)
+    if attempts_made:
+        add(
+            "kubera_preemption",
+            {
+                "Attempts": float(attempts_made),
+                "Victims": float(sum(r.preemption_victims for r in run.replicas)),
+            },
+            "count",
+        )
+    for phase, counts in sorted(run.churn.items()):
+        add(
+            "kubera_churn",
+            {k.capitalize(): float(v) for k, v in counts.items()},
+            "objects",
+            Op=phase,
+        )
     pods = sum(run.series.get("bound", []))
     if pods > 0:
         for key in sorted(k for k in run.series if k.startswith("cpu:")):

@@ -136,6 +136,10 @@ class ReplicaStats:
     lost: int = 0
     useful_busy_s: float = 0.0
     wasted_busy_s: float = 0.0
+    preemption_attempts: int = 0
+    """DefaultPreemption's attempts (upstream's scheduler_preemption_attempts_total)."""
+    preemption_victims: int = 0
+    """The victims it chose (the sum of upstream's scheduler_preemption_victims)."""
 
     @property
     def conflict_fraction(self) -> float:
@@ -155,6 +159,8 @@ class ReplicaStats:
             lost=int(data.get("lost", 0)),
             useful_busy_s=float(data.get("useful_busy_s", 0.0)),
             wasted_busy_s=float(data.get("wasted_busy_s", 0.0)),
+            preemption_attempts=int(data.get("preemption_attempts", 0)),
+            preemption_victims=int(data.get("preemption_victims", 0)),
         )
 
 
@@ -361,6 +367,9 @@ class RunResult:
     """Per fault (as ``faults``): for an apiserver kill, seconds from it to the first write
     through the apiserver's address that succeeded (kubera.chaos.kill_apiserver's probe);
     None otherwise. In results.json only when there were faults."""
+    churn: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    """Per churn op (its phase name): the objects it created and deleted. In results.json
+    only when the run churned."""
     nodes: dict[str, float] = dataclasses.field(default_factory=dict)
     """What the hollow nodes cost and how they kept up (measure/nodes.py): leases on time
     and their lateness over the steady window, nodes Ready, memory per hollow node, CPU at
@@ -415,6 +424,8 @@ class RunResult:
             out["fault_takeover"] = list(self.fault_takeover)
         if self.fault_first_write:
             out["fault_first_write"] = list(self.fault_first_write)
+        if self.churn:
+            out["churn"] = {k: dict(v) for k, v in self.churn.items()}
         if self.nodes:
             out["nodes"] = dict(self.nodes)
         return out
@@ -452,6 +463,10 @@ class RunResult:
             fault_first_bind=[_opt_float(x) for x in data.get("fault_first_bind") or ()],
             fault_takeover=[_opt_float(x) for x in data.get("fault_takeover") or ()],
             fault_first_write=[_opt_float(x) for x in data.get("fault_first_write") or ()],
+            churn={
+                str(k): {str(a): int(b) for a, b in v.items()}
+                for k, v in (data.get("churn") or {}).items()
+            },
             nodes={str(k): float(v) for k, v in (data.get("nodes") or {}).items()},
         )
 

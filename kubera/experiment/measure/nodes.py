@@ -146,7 +146,8 @@ def window_figures(
     """Memory and CPU at idle over the window from the run's 1-second series: each
     component's mean cores (`cpu_pct_<name>`, % of a core; pools summed as `pools`), RSS at
     the window's end (`rss_mb_<name>`), memory per hollow node, the pools' CPU per 1,000
-    nodes and the whole machine's CPU (% of one core, as /proc/stat counts it)."""
+    nodes and the whole machine's CPU (% of one core, as /proc/stat counts it). A process
+    with no RSS at the window's end (killed during the run) is left out."""
     t = series.get("t", [])
     rows = [i for i, x in enumerate(t) if start <= x < end] or ([len(t) - 1] if t else [])
     if not rows:
@@ -165,10 +166,13 @@ def window_figures(
             cpu[group] = cpu.get(group, 0.0) + _mean([col[i] for i in rows])
         else:
             rss[group] = rss.get(group, 0.0) + col[last]
+    gone = {name for name, v in rss.items() if v <= 0}  # a process dead by the window's end
     for name, v in sorted(cpu.items()):
-        out[f"cpu_pct_{name}"] = round(100 * v, 3)
+        if name not in gone:
+            out[f"cpu_pct_{name}"] = round(100 * v, 3)
     for name, v in sorted(rss.items()):
-        out[f"rss_mb_{name}"] = round(v, 2)
+        if name not in gone:
+            out[f"rss_mb_{name}"] = round(v, 2)
     if "machine_cpu" in series:
         out["machine_cpu_pct"] = round(100 * _mean([series["machine_cpu"][i] for i in rows]), 3)
     if nodes > 0 and "rss_mb_pools" in out:

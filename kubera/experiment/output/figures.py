@@ -132,6 +132,16 @@ def render(
                 f"over {d['Count']:.0f} fault(s)"
             )
     lines += shared_state(run, items)
+    for item in items:
+        if item.metric == "kubera_preemption":
+            d = item.data
+            lines.append(f"  preemption: {d['Attempts']:.0f} attempts, {d['Victims']:.0f} victims")
+        elif item.metric == "kubera_churn":
+            d = item.data
+            lines.append(
+                f"  churn ({item.labels['Op']}): {d.get('Created', 0):.0f} created, "
+                f"{d.get('Deleted', 0):.0f} deleted"
+            )
     lines += nodes.render(run.nodes)
     if phase is not None:
         lines.append(cpu.render(cpu.table(phase.cpu, phase.pods, phase.seconds)))

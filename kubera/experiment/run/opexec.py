@@ -453,6 +453,7 @@ class OpExecutor:
                 if deleting:
                     for obj in made[: len(op.templates)]:
                         await self._delete_any(obj)
+                        self._churned(op, "deleted")
                     made = made[len(op.templates) :]
                 else:
                     for t in op.templates:
@@ -462,12 +463,18 @@ class OpExecutor:
                         )
                         obj = to_message(doc, namespace=op.namespace)
                         made.extend(await self.create([obj]))
+                        self._churned(op, "created")
             except (ApiError, OpError) as e:
                 if self.stopping:
                     return
                 self._failed(op.phase, e)
             rounds += 1
             await asyncio.sleep(interval)
+
+    def _churned(self, op: o.Churn, what: str) -> None:
+        """Count one object a churn op created or deleted (`kubera bench`'s churn counts)."""
+        counts = self.result.churn.setdefault(op.phase, {"created": 0, "deleted": 0})
+        counts[what] += 1
 
     async def _delete_any(self, obj: Any) -> None:
         kind = kind_of(obj)

@@ -374,8 +374,16 @@ def finish(
             )
     run.attempts = collector.attempts()
     omega = collector.omega_stats()
+    preemption = collector.preemption_stats()
     run.replicas = [
-        ReplicaStats(name=n, binds=b, conflicts=c, **_omega(omega.get(n)))
+        ReplicaStats(
+            name=n,
+            binds=b,
+            conflicts=c,
+            **_omega(omega.get(n)),
+            preemption_attempts=preemption.get(n, (0, 0))[0],
+            preemption_victims=preemption.get(n, (0, 0))[1],
+        )
         for n, b, c in collector.replica_stats(binds_by_holder)
     ]
     run.leaders = [

@@ -192,3 +192,20 @@ def test_a_shared_state_replica_counts_its_lost_pods_and_busy_seconds() -> None:
     collector._count(rep, samples(text(9, 2, 3, 1.25, 0.4), SCRAPED))
     assert collector.replica_stats() == [("scheduler-0", 9, 5)]
     assert collector.omega_stats() == {"scheduler-0": (3, 1.25, 0.4)}
+
+
+def test_a_replica_counts_its_preemption_attempts_and_victims() -> None:
+    from kubera.experiment.measure.collect import SCRAPED, Collector, Replica
+    from kubera.experiment.measure.measures import Counter, samples
+    from kubera.launch.context import Context
+
+    collector = Collector(Context(apiserver="", etcd=""), t0=0.0)
+    rep = collector.replicas["id-0"] = Replica("scheduler-0", "id-0", "", Counter(), Counter(), {})
+    for attempts, victims in ((2, 3), (5, 9)):
+        text = (
+            f"scheduler_preemption_attempts_total {attempts}\n"
+            f"scheduler_preemption_victims_count {attempts}\n"
+            f"scheduler_preemption_victims_sum {victims}\n"
+        )
+        collector._count(rep, samples(text, SCRAPED))
+    assert collector.preemption_stats() == {"scheduler-0": (5, 9)}

@@ -513,3 +513,31 @@ def test_shared_state_replicas_report_lost_pods_busy_seconds_and_the_queue_wait(
     )
     assert "scheduler-1:" not in text
     assert "queue wait (shared-state, histogram): p50 0.50s" in text
+
+
+def test_preemption_attempts_and_victims_and_churn_counts_are_reported() -> None:
+    from kubera.experiment.measure.model import ReplicaStats, RunResult
+    from kubera.experiment.output import figures
+
+    run = RunResult(
+        id="P/w", test_case="P", workload="w",
+        replicas=[
+            ReplicaStats(name="scheduler-0", binds=5, conflicts=0,
+                         preemption_attempts=3, preemption_victims=4),
+            ReplicaStats(name="scheduler-1", binds=5, conflicts=0, preemption_attempts=1),
+        ],
+        churn={"churn[3]": {"created": 10, "deleted": 8}},
+    )  # fmt: skip
+    items = di.kubera_items(run)
+    [pre] = by_metric(items, "kubera_preemption")
+    assert pre.data == {"Attempts": 4.0, "Victims": 4.0}
+    [churn] = by_metric(items, "kubera_churn")
+    assert (churn.labels["Op"], churn.data) == ("churn[3]", {"Created": 10.0, "Deleted": 8.0})
+    back = RunResult.from_json(json.loads(json.dumps(run.to_json())))
+    assert back.replicas == run.replicas and back.churn == run.churn
+    text = figures.render(run)
+    assert "preemption: 4 attempts, 4 victims" in text
+    assert "churn (churn[3]): 10 created, 8 deleted" in text
+    plain = RunResult(id="x", test_case="a", workload="b")
+    assert not by_metric(di.kubera_items(plain), "kubera_preemption")
+    assert "churn" not in plain.to_json()

@@ -84,6 +84,8 @@ def test_window_figures_sum_the_pools_and_divide_their_memory_by_the_nodes() -> 
         "rss_mb:etcd": [10, 10, 20, 20],
         "cpu:apiserver:1,2": [9, 9, 9, 9],  # a summed-pids key form is not a component
         "machine_cpu": [2.0, 0.5, 0.7, 2.0],
+        "cpu:scheduler-0": [0.5, 0.1, 0, 0],  # killed in the window
+        "rss_mb:scheduler-0": [100, 100, 0, 0],
     }
     got = nodes.window_figures(series, 1.0, 3.0, ["pool-0", "pool-1"], 2000)
     assert got["cpu_pct_pools"] == pytest.approx(30.0)
@@ -94,6 +96,7 @@ def test_window_figures_sum_the_pools_and_divide_their_memory_by_the_nodes() -> 
     assert got["rss_mb_etcd"] == 20
     assert got["machine_cpu_pct"] == pytest.approx(60.0)
     assert "cpu_pct_apiserver:1,2" not in got
+    assert "rss_mb_scheduler-0" not in got and "cpu_pct_scheduler-0" not in got
 
 
 def test_a_run_with_node_figures_prints_them_and_round_trips() -> None:
