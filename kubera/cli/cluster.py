@@ -16,17 +16,15 @@ from kubera.errors import CliError
 from kubera.launch import procs
 from kubera.launch.context import Context, context_path, home, load_context
 from kubera.launch.credentials import kubeconfig_path, write_kubeconfig
-from kubera.launch.placement import CONTROL_PLANE, NODE_POOL
-from kubera.launch.supervisor import (
-    FAILED_MARK,
+from kubera.launch.options import (
     ClusterOptions,
     NodeOptions,
     SchedulingOptions,
-    StartupError,
     UpOptions,
     options_json,
-    run_foreground,
 )
+from kubera.launch.placement import CONTROL_PLANE, NODE_POOL
+from kubera.launch.supervisor import FAILED_MARK, StartupError, run_foreground
 from services.leaderelection import TimingOverrides
 
 

@@ -26,6 +26,7 @@ from services.api.machinery.errors import (
     UnavailableError,
 )
 from services.api.machinery.kinds import Kind
+from services.api.machinery.kubeobject import object_meta
 from services.client import Client
 
 # ------------------------------------------------------------------ errors
@@ -91,7 +92,7 @@ def client_for(args: argparse.Namespace) -> Client:
 
 
 def meta_of(obj: Message) -> Any:
-    return obj.metadata  # type: ignore[attr-defined]
+    return object_meta(obj)
 
 
 def lookup_kind(name: str) -> Kind:

@@ -14,6 +14,7 @@ from typing import Any
 from google.protobuf.message import Message
 
 from kubera.printing.tables import is_terminated
+from services.api.machinery.kubeobject import object_meta
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
@@ -62,7 +63,7 @@ _OKAY = PodDecision(True, Verdict.OKAY)
 
 def controller_of(pod: Message) -> Any | None:
     """The ownerReference with controller=true (metav1.GetControllerOf), or None."""
-    for ref in pod.metadata.owner_references:  # type: ignore[attr-defined]
+    for ref in object_meta(pod).owner_references:
         if ref.HasField("controller") and ref.controller:
             return ref
     return None
@@ -151,7 +152,7 @@ def _by_message(items: Iterable[tuple[str, Message]]) -> list[tuple[str, str]]:
     """(message, "ns/a, ns/b") per message, in order of first appearance."""
     grouped: dict[str, list[str]] = {}
     for message, pod in items:
-        meta: Any = pod.metadata  # type: ignore[attr-defined]
+        meta: Any = object_meta(pod)
         grouped.setdefault(message, []).append(f"{meta.namespace}/{meta.name}")
     return [(m, ", ".join(names)) for m, names in grouped.items()]
 

@@ -26,6 +26,7 @@ from google.protobuf.message import Message
 from kubera.errors import CliError
 from services.api.machinery import codec
 from services.api.machinery.kinds import Kind
+from services.api.machinery.kubeobject import object_meta
 from services.api.machinery.limits import DepthError, check_depth
 from services.api.machinery.yamlload import KubeLoader
 
@@ -101,11 +102,11 @@ class Manifest:
 
     @property
     def name(self) -> str:
-        return self.obj.metadata.name or self.obj.metadata.generate_name  # type: ignore[attr-defined]
+        return object_meta(self.obj).name or object_meta(self.obj).generate_name
 
     @property
     def namespace(self) -> str:
-        return self.obj.metadata.namespace  # type: ignore[attr-defined]
+        return object_meta(self.obj).namespace
 
     @property
     def what(self) -> str:

@@ -40,6 +40,8 @@ from services.api.machinery.errors import (
     UnavailableError,
 )
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import object_meta
+from services.api.machinery.listoptions import ListOptions
 from services.client import Client, WatchEvent
 
 PODS = BY_KIND["Pod"]
@@ -59,7 +61,7 @@ def _unable_to_drain(node: str, errors: Sequence[str], *, pending: Sequence[Mess
     if pending:
         err(f'There are pending pods in node "{node}" when an error occurred: {text}')
         for pod in pending:
-            err(f"pod/{pod.metadata.name}")  # type: ignore[attr-defined]
+            err(f"pod/{object_meta(pod).name}")
     err(f'error: unable to drain node "{node}" due to error:{text}, continuing command...')
     err("There are pending nodes to be drained:")
     err(f" {node}")
@@ -193,7 +195,7 @@ def cmd_taint(args: argparse.Namespace) -> int:
 
 
 def _key(pod: Message) -> tuple[str, str]:
-    meta: Any = pod.metadata  # type: ignore[attr-defined]
+    meta: Any = object_meta(pod)
     return meta.namespace, meta.name
 
 
@@ -283,7 +285,7 @@ async def wait_until_gone(
         pod = pending.get(key)
         if pod is None:
             return
-        if deleted or obj.metadata.uid != pod.metadata.uid:  # type: ignore[attr-defined]
+        if deleted or object_meta(obj).uid != object_meta(pod).uid:
             del pending[key]
             on_gone(pod)
 
@@ -292,17 +294,19 @@ async def wait_until_gone(
         while pending:
             try:
                 # Client.watch is an async generator (annotated as an AsyncIterator)
-                stream = client.watch(PODS, field_selector=selector, resource_version=rv)
+                stream = client.watch(
+                    PODS, options=ListOptions(field_selector=selector, resource_version=rv)
+                )
                 async with contextlib.aclosing(cast(AsyncGenerator[WatchEvent], stream)) as events:
                     async for ev in events:
                         if ev.type != "BOOKMARK":
                             check(ev.object, ev.type == "DELETED")
                             if not pending:
                                 return
-                        rv = ev.object.metadata.resource_version or rv  # type: ignore[attr-defined]
+                        rv = object_meta(ev.object).resource_version or rv
             except GoneError:
                 # The history since `rv` is gone: what is not in a fresh list has gone.
-                current, rv = await client.list(PODS, field_selector=selector)
+                current, rv = await client.list(PODS, options=ListOptions(field_selector=selector))
                 present = {_key(p): p for p in current}
                 for key, pod in list(pending.items()):
                     now = present.get(key)
@@ -335,7 +339,9 @@ async def cmd_drain(args: argparse.Namespace) -> int:
             word = await update_node(client, node, cordon)
         print(f"node/{node} {'already cordoned' if word == 'unchanged' else word}{suffix}")
 
-        pods, rv = await client.list(PODS, field_selector=f"spec.nodeName={node}")
+        pods, rv = await client.list(
+            PODS, options=ListOptions(field_selector=f"spec.nodeName={node}")
+        )
         pods.sort(key=_key)
         plan = plan_drain(pods, opts)
         if plan.errors:
@@ -363,17 +369,21 @@ async def cmd_drain(args: argparse.Namespace) -> int:
             node=node,
             resource_version=rv,
             timeout=max(args.timeout - spent, 0.001) if args.timeout else None,
-            on_gone=lambda pod: print(f"pod/{pod.metadata.name} {verb}"),  # type: ignore[attr-defined]
+            on_gone=lambda pod: print(f"pod/{object_meta(pod).name} {verb}"),
         )
         if remaining:
             # kubectl's wait checks once before its deadline counts: a pod that went while
             # other pods' evictions were retried is gone, not pending.
             now = {
-                _key(p): p.metadata.uid  # type: ignore[attr-defined]
-                for p in (await client.list(PODS, field_selector=f"spec.nodeName={node}"))[0]
+                _key(p): object_meta(p).uid
+                for p in (
+                    await client.list(
+                        PODS, options=ListOptions(field_selector=f"spec.nodeName={node}")
+                    )
+                )[0]
             }
-            for pod in [p for p in remaining if now.get(_key(p)) != p.metadata.uid]:  # type: ignore[attr-defined]
-                print(f"pod/{pod.metadata.name} {verb}")  # type: ignore[attr-defined]
+            for pod in [p for p in remaining if now.get(_key(p)) != object_meta(p).uid]:
+                print(f"pod/{object_meta(pod).name} {verb}")
                 remaining.remove(pod)
     for pod in remaining:
         namespace, name = _key(pod)

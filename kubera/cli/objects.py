@@ -43,6 +43,7 @@ from kubera.cli.common import (
 )
 from kubera.errors import CliError
 from kubera.printing import describe, output, tables
+from protos.kubera.v1 import core_pb2
 from services.api.dra.claims import ClaimNotCreatedError, claim_name
 from services.api.machinery import kinds, labels
 from services.api.machinery.errors import (
@@ -51,6 +52,8 @@ from services.api.machinery.errors import (
     UnavailableError,
 )
 from services.api.machinery.kinds import Kind
+from services.api.machinery.kubeobject import narrow
+from services.api.machinery.listoptions import ListOptions
 from services.client import Client
 from services.clock import RealClock
 
@@ -153,7 +156,9 @@ async def _fetch(
                     errors.append(server_error(e))
         else:
             objs, _ = await client.list(
-                kind, namespace=ns, label_selector=label_selector, field_selector=field_selector
+                kind,
+                namespace=ns,
+                options=ListOptions(label_selector=label_selector, field_selector=field_selector),
             )
             objs.sort(key=lambda o: (meta_of(o).namespace, meta_of(o).name))
         groups.append((kind, objs))
@@ -185,9 +190,10 @@ async def cmd_get(args: argparse.Namespace) -> int:
         if fmt == "wide" and nodes:
             # One list for every node's CPU / MEMORY / PODS columns, never one per node.
             pods, _ = await client.list(
-                kinds.BY_KIND["Pod"], field_selector=tables.bound_pods_selector(nodes)
+                kinds.BY_KIND["Pod"],
+                options=ListOptions(field_selector=tables.bound_pods_selector(nodes)),
             )
-            usage = tables.node_usage(pods)
+            usage = tables.node_usage(narrow(p, core_pb2.Pod) for p in pods)
     objs = [o for _, group in groups for o in group]
     if fmt in ("json", "yaml"):
         if objs or not req.single:
@@ -330,7 +336,7 @@ async def _events(client: Client, kind: Kind, obj: Message) -> list[Message]:
     events, _ = await client.list(
         kinds.BY_KIND["Event"],
         namespace=meta.namespace if kind.namespaced else "",
-        field_selector=selector,
+        options=ListOptions(field_selector=selector),
     )
     return events
 
@@ -363,7 +369,9 @@ async def _describe(client: Client, kind: Kind, obj: Message, now: float) -> str
         name = meta_of(obj).name
         pods, _ = await client.list(
             kinds.BY_KIND["Pod"],
-            field_selector=f"spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed",
+            options=ListOptions(
+                field_selector=f"spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed"
+            ),
         )
         pods.sort(key=lambda p: (meta_of(p).namespace, meta_of(p).name))
         lease, lease_error = None, ""

@@ -21,6 +21,7 @@ from protos.kubera.v1 import apiserver_pb2 as pb
 from protos.kubera.v1 import meta_pb2, policy_pb2
 from services.api.machinery import codec
 from services.api.machinery.kinds import BY_TYPE_URL, KINDS
+from services.api.machinery.kubeobject import object_meta
 
 # ------------------------------------------------------------------ strategies
 
@@ -335,7 +336,7 @@ def example_objects() -> list[any_pb2.Any]:
             continue
         for m in docs:
             if m.kind.namespaced and not m.namespace:
-                m.obj.metadata.namespace = "default"  # type: ignore[attr-defined]
+                object_meta(m.obj).namespace = "default"
             out.append(codec.pack(m.obj))
     return out
 

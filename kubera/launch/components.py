@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubera.launch.context import Context
-from kubera.launch.placement import actor_id, actor_table
+from kubera.launch.ray import actor_id, actor_table
 
 #: The fields a component's health() gives that the record keeps.
 HEALTH_FIELDS = ("address", "control", "metrics", "identity")

@@ -1,4 +1,4 @@
-"""Where the actors run on a Ray cluster of several nodes, and where they run now.
+"""Where the actors run on a Ray cluster of several nodes.
 
 Ray nodes say what they are for with custom resources (`ray start --resources
 '{"kubera/control-plane": 1}'`):
@@ -35,15 +35,6 @@ CONTROL_PLANE = "kubera/control-plane"
 NODE_POOL = "kubera/node-pool"
 #: What one actor asks for of its resource.
 RESOURCE_SHARE = 0.001
-
-#: Ray's actor states as `kubera components` shows them.
-STATES = {
-    "ALIVE": "alive",
-    "RESTARTING": "restarting",
-    "DEAD": "dead",
-    "PENDING_CREATION": "pending",
-    "DEPENDENCIES_UNREADY": "pending",
-}
 
 
 @dataclass(frozen=True)
@@ -88,29 +79,20 @@ class Placement:
         return out
 
 
-def ray_nodes() -> list[dict[str, Any]]:
-    """The Ray cluster's nodes: id, ip, alive, head, resources (ray.nodes())."""
-    import ray
-
-    return [
-        {
-            "id": n["NodeID"],
-            "ip": n.get("NodeManagerAddress", ""),
-            "alive": bool(n.get("Alive")),
-            "head": "node:__internal_head__" in n.get("Resources", {}),
-            "resources": dict(n.get("Resources", {})),
-        }
-        for n in ray.nodes()
-    ]
-
-
-def plan(control_plane: str, node_pool: str, *, named: tuple[str, ...] = ()) -> Placement:
-    """The placement on the connected Ray cluster: a resource no live node has is dropped
+def plan(
+    ray_nodes: list[dict[str, Any]],
+    control_plane: str,
+    node_pool: str,
+    *,
+    named: tuple[str, ...] = (),
+) -> Placement:
+    """The placement on a Ray cluster of `ray_nodes` (kubera.launch.ray.ray_nodes): a
+    resource no live node has is dropped
     (and listed in `missing` when it is one of `named`, the ones the user gave), and each
     role is spread over the nodes that have its resource (when none does: the nodes with
     CPUs, else every node)."""
     nodes = sorted(
-        (n for n in ray_nodes() if n["alive"]), key=lambda n: (not n["head"], n["ip"], n["id"])
+        (n for n in ray_nodes if n["alive"]), key=lambda n: (not n["head"], n["ip"], n["id"])
     )
     have = {name for n in nodes for name in n["resources"]}
     missing = tuple(dict.fromkeys(r for r in named if r and r not in have))
@@ -130,30 +112,6 @@ def plan(control_plane: str, node_pool: str, *, named: tuple[str, ...] = ()) -> 
         node_pool_nodes=spread(node_pool),
         missing=missing,
     )
-
-
-def actor_table() -> dict[str, dict[str, Any]]:
-    """This job's actors by id (hex): state, node id and address, pid, restarts — from the
-    GCS (Ray's debugging API; the state API needs the dashboard, which kubera leaves out)."""
-    import ray
-    from ray._private import state
-
-    job = ray.JobID.from_hex(ray.get_runtime_context().get_job_id())
-    out: dict[str, dict[str, Any]] = {}
-    for actor_id, info in state.actors(job_id=job).items():
-        address = info.get("Address") or {}
-        out[actor_id] = {
-            "state": STATES.get(str(info.get("State")), str(info.get("State", "")).lower()),
-            "node_id": address.get("NodeID", ""),
-            "node_ip": address.get("IPAddress", ""),
-            "pid": int(info.get("Pid") or 0),
-            "restarts": int(info.get("NumRestarts") or 0),
-        }
-    return out
-
-
-def actor_id(handle: Any) -> str:
-    return str(handle._actor_id.hex())
 
 
 class PlacementError(Exception):

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kubera.launch.placement import actor_id, actor_table
+from kubera.launch.ray import actor_id, actor_table
 
 #: Seconds between reads of Ray's actor table.
 TABLE_INTERVAL = 0.2

@@ -5,6 +5,8 @@ and removes what it wrote. `kubera down` signals it, then stops by PID whatever 
     kubera up ─┬─ (foreground) Supervisor.run()
                └─ (--detach) python -m kubera.launch.supervisor … in its own session; the
                   parent waits for context.json to name it ready, prints, exits.
+
+What it starts comes as `UpOptions` (options.py); how it joins or starts Ray is ray.py.
 """
 
 from __future__ import annotations
@@ -16,11 +18,9 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from kubera.launch import placement, procs
 from kubera.launch.apiservers import ApiServerReplicas, replica_name
@@ -40,8 +40,16 @@ from kubera.launch.credentials import (
     write_kubeconfig,
 )
 from kubera.launch.etcd import EtcdProcess
+from kubera.launch.options import UpOptions
+from kubera.launch.ray import (
+    join_cluster,
+    node_ip,
+    ray_namespace,
+    ray_nodes,
+    ray_temp_dir,
+    start_local_head,
+)
 from kubera.launch.revive import ActorTable, Reviver
-from services.leaderelection import TimingOverrides
 from services.storage.etcd import EtcdTLS
 
 
@@ -52,126 +60,11 @@ def ray_actor_class(shell: type) -> Any:
     return shell
 
 
-# Keep the embedded Ray on loopback and quiet, before ray is imported anywhere.
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-
-
 #: Seconds between looks at where the components run (Ray's actor table).
 PLACEMENT_REFRESH = 1.0
 
 #: The line prefix with which a detached supervisor reports why it could not start.
 FAILED_MARK = "kubera up failed: "
-
-#: The Ray namespace when neither --ray-namespace nor $KUBERA_RAY_NAMESPACE names one.
-DEFAULT_RAY_NAMESPACE = "kubera"
-
-
-def ray_namespace(opts: ClusterOptions) -> str:
-    return opts.ray_namespace or os.environ.get("KUBERA_RAY_NAMESPACE") or DEFAULT_RAY_NAMESPACE
-
-
-@dataclass(frozen=True)
-class ClusterOptions:
-    """Where the cluster runs and what runs beside the scheduler."""
-
-    #: An existing etcd's URL ("" = start an embedded one).
-    etcd: str = ""
-    #: An existing Ray cluster's address ("" = start a local one on loopback).
-    ray_address: str = ""
-    #: The apiserver's port (0 = any free one; a restarted apiserver keeps it). With
-    #: several apiservers, replica 0's (the others take any free one).
-    apiserver_port: int = 0
-    #: Active-active apiserver replicas on the one etcd (apiservers.py).
-    apiservers: int = 1
-    #: Seconds between BOOKMARK events on idle watches.
-    bookmark_interval: float = 5.0
-    #: Simulated durations are divided by this (kubelets and controllers).
-    time_scale: float = 1.0
-    #: False: no controller-manager actor.
-    with_controllers: bool = True
-    #: Controller-manager replicas: one leader, the others standbys.
-    controller_managers: int = 1
-    #: The Ray namespace of kubera's named actors ("" = $KUBERA_RAY_NAMESPACE, else
-    #: "kubera"): two control planes on one Ray cluster need two namespaces.
-    ray_namespace: str = ""
-    #: The Ray custom resources that mark control-plane nodes (apiserver, schedulers,
-    #: controller-managers) and node-pool nodes; one no node has places nothing. None:
-    #: the default name (placement.CONTROL_PLANE / NODE_POOL), not reported when missing.
-    control_plane_resource: str | None = None
-    node_pool_resource: str | None = None
-    #: Issue credentials (kubera/launch/credentials.py): tokens on both APIs, HTTPS, etcd
-    #: with client certificates. False: everything open, as before (`--insecure`).
-    secure: bool = True
-    #: Where the apiservers listen (gRPC and HTTP); "": 127.0.0.1 in the embedded mode,
-    #: the Ray node's address on a Ray cluster.
-    bind_address: str = ""
-    #: An existing etcd's TLS files (with `etcd`): its CA, and a client certificate.
-    etcd_cafile: str = ""
-    etcd_certfile: str = ""
-    etcd_keyfile: str = ""
-
-
-@dataclass(frozen=True)
-class SchedulingOptions:
-    """The scheduler deployments and how their replicas share the work."""
-
-    #: False: no scheduler actor (bring your own, or profile one in-process).
-    enabled: bool = True
-    #: KubeSchedulerConfiguration YAML text ("" = the defaults).
-    config: str = ""
-    #: More scheduler deployments (KubeSchedulerConfiguration texts), each with its own
-    #: schedulerName(s) and its own Lease, running beside the first.
-    extra_configs: tuple[str, ...] = ()
-    #: Replicas per scheduler deployment.
-    replicas: int = 1
-    #: Seeds the schedulers' tie-breaking (None: random).
-    seed: int | None = None
-    #: "leader": one elected leader per deployment binds, fenced; "shared-state" (Omega):
-    #: every replica schedules, binds checked against node allocation records.
-    mode: Literal["leader", "shared-state"] = "leader"
-    #: shared-state: every replica competes for every pod ("none") or pods are split by
-    #: UID hash ("hash").
-    partition: Literal["none", "hash"] = "none"
-
-
-@dataclass(frozen=True)
-class NodeOptions:
-    """The hollow nodes and the pool actors that run them."""
-
-    #: How many hollow nodes (0: none).
-    count: int = 0
-    #: Node template YAML text ("" = the default template).
-    template: str = ""
-    #: Hollow nodes per node-pool actor.
-    per_pool: int = 1000
-    #: One pod watch per hollow node instead of one per pool.
-    watch_per_node: bool = False
-
-
-@dataclass(frozen=True)
-class UpOptions:
-    """What `kubera up` starts, by concern (the flags of `kubera up` fill it)."""
-
-    cluster: ClusterOptions = field(default_factory=ClusterOptions)
-    scheduling: SchedulingOptions = field(default_factory=SchedulingOptions)
-    #: --leader-elect-* (seconds), for the schedulers and the controller-manager; an unset
-    #: one keeps the scheduler configuration's (else 15 s / 10 s / 2 s).
-    election: TimingOverrides = field(default_factory=TimingOverrides)
-    nodes: NodeOptions = field(default_factory=NodeOptions)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> UpOptions:
-        """The inverse of `dataclasses.asdict` (the detached supervisor's argument)."""
-        scheduling = dict(data.get("scheduling", {}))
-        scheduling["extra_configs"] = tuple(scheduling.get("extra_configs", ()))
-        return cls(
-            cluster=ClusterOptions(**data.get("cluster", {})),
-            scheduling=SchedulingOptions(**scheduling),
-            election=TimingOverrides(**data.get("election", {})),
-            nodes=NodeOptions(**data.get("nodes", {})),
-        )
 
 
 class Supervisor:
@@ -180,6 +73,8 @@ class Supervisor:
         self.cluster_dir = home() / "cluster"
         self.etcd: EtcdProcess | None = None
         self.ray_tmp = ""
+        #: The processes start() ran here (etcd, a local Ray head's), for `kubera down`.
+        self.pids: dict[str, int] = {}
         #: The apiserver replicas (their actors, ports, processes).
         self.apiservers = ApiServerReplicas()
         #: Components handed an apiserver list so far (their rotation, see above).
@@ -204,64 +99,80 @@ class Supervisor:
         self._children_before = set(procs.descendants(os.getpid()))
 
     def start(self) -> Context:
-        import ray
+        """Start the cluster, step by step (the order matters: see each step)."""
+        self._fresh_cluster_dir()
+        if self.opts.cluster.ray_address:
+            self._join_ray_cluster()
+        self._issue_credentials()
+        etcd = self._start_etcd()
+        if not self.opts.cluster.ray_address:
+            self._start_local_ray()
+        self._plan_placement()
+        self._start_apiservers(etcd)
+        scheduler = ("", "")
+        if self.opts.scheduling.enabled:
+            scheduler = self._start_schedulers(etcd)
+        time_origin = time.time()
+        if self.opts.cluster.with_controllers:
+            self._start_controllers(etcd, time_origin)
+        node_pools = self._start_pools(time_origin) if self.opts.nodes.count else []
+        self.components.refresh(wait=30)
+        return self._write_context(etcd, scheduler, time_origin, node_pools)
 
-        from actors.apiserver import ApiServerActor
-        from services.hosts.apiserver import ApiServerHostConfig
+    # -- the steps of start(), in order ---------------------------------------------------
 
+    def _fresh_cluster_dir(self) -> None:
         if self.cluster_dir.exists():
             shutil.rmtree(self.cluster_dir)
         self.cluster_dir.mkdir(parents=True, mode=0o700)
-        etcd_endpoint = self.opts.cluster.etcd
-        pids: dict[str, int] = {}
-        if self.opts.cluster.ray_address:
-            ray.init(
-                address=self.opts.cluster.ray_address,
-                namespace=ray_namespace(self.opts.cluster),
-                log_to_driver=False,
-                configure_logging=False,
-            )
-            if not etcd_endpoint:
-                # before anything starts: the embedded etcd would listen on loopback
-                placement.require_one_host(placement.ray_nodes(), ray.util.get_node_ip_address())
-        self._issue_credentials()
+
+    def _join_ray_cluster(self) -> None:
+        """Connect to the given Ray cluster — first of all: its nodes' addresses go into the
+        certificates, and they decide whether the embedded etcd may serve them."""
+        join_cluster(self.opts.cluster.ray_address, ray_namespace(self.opts.cluster))
+        if not self.opts.cluster.etcd:
+            # before anything starts: the embedded etcd would listen on loopback
+            placement.require_one_host(ray_nodes(), node_ip())
+
+    def _start_etcd(self) -> str:
+        """The given etcd (with its TLS files, if any), else a started embedded one; returns
+        its endpoint."""
+        c = self.opts.cluster
+        if c.etcd:
+            if c.etcd_cafile:
+                self.etcd_tls = EtcdTLS.from_files(c.etcd_cafile, c.etcd_certfile, c.etcd_keyfile)
+            return c.etcd
         creds = self.credentials
-        if etcd_endpoint and self.opts.cluster.etcd_cafile:
-            c = self.opts.cluster
-            self.etcd_tls = EtcdTLS.from_files(c.etcd_cafile, c.etcd_certfile, c.etcd_keyfile)
-        if not etcd_endpoint:
-            # Assigned before it starts, so stop() can end a half-started etcd too.
-            self.etcd = EtcdProcess(
-                self.cluster_dir / "etcd",
-                log_path=self.cluster_dir / "etcd.log",
-                tls=creds.etcd_server() if creds is not None else None,
-            )
-            if creds is not None:
-                self.etcd_tls = creds.etcd_client()
-            self.etcd.start()
-            etcd_endpoint = self.etcd.endpoint
-            pids["etcd"] = self.etcd.pid
-        if not self.opts.cluster.ray_address:
-            self.ray_tmp = ray_temp_dir()
-            ray.init(
-                include_dashboard=False,
-                _temp_dir=self.ray_tmp,
-                _node_ip_address="127.0.0.1",
-                namespace=ray_namespace(self.opts.cluster),
-                log_to_driver=False,
-                configure_logging=False,
-            )
-            node = ray._private.worker._global_node  # the head we started
-            assert node is not None, "ray.init() started no head node"
-            for name, running in node.all_processes.items():
-                for i, p in enumerate(running):
-                    pids[f"ray-{name}-{i}"] = p.process.pid
+        # Assigned before it starts, so stop() can end a half-started etcd too.
+        self.etcd = EtcdProcess(
+            self.cluster_dir / "etcd",
+            log_path=self.cluster_dir / "etcd.log",
+            tls=creds.etcd_server() if creds is not None else None,
+        )
+        if creds is not None:
+            self.etcd_tls = creds.etcd_client()
+        self.etcd.start()
+        self.pids["etcd"] = self.etcd.pid
+        return self.etcd.endpoint
+
+    def _start_local_ray(self) -> None:
+        """A one-node Ray cluster on loopback, its processes recorded for `kubera down`."""
+        self.ray_tmp = ray_temp_dir()
+        self.pids.update(start_local_head(self.ray_tmp, ray_namespace(self.opts.cluster)))
+
+    def _plan_placement(self) -> None:
         cp, pools = self.opts.cluster.control_plane_resource, self.opts.cluster.node_pool_resource
         self.placement = placement.plan(
+            ray_nodes(),
             placement.CONTROL_PLANE if cp is None else cp,
             placement.NODE_POOL if pools is None else pools,
             named=tuple(r for r in (cp, pools) if r),
         )
+
+    def _start_apiservers(self, etcd: str) -> None:
+        from actors.apiserver import ApiServerActor
+        from services.hosts.apiserver import ApiServerHostConfig
+
         o = self.opts.cluster
         self.apiservers.start(
             o.apiservers,
@@ -271,7 +182,7 @@ class Supervisor:
                 "apiserver",
                 options,
                 ApiServerHostConfig(
-                    etcd=etcd_endpoint,
+                    etcd=etcd,
                     port=o.apiserver_port if name == replica_name(0) else 0,
                     bookmark_interval=o.bookmark_interval,
                     **self._apiserver_security(),
@@ -279,21 +190,18 @@ class Supervisor:
             ),
             lambda i: self.placement.apiserver() if i == 0 else self.placement.replica(i),
         )
-        address = self.apiservers.address
-        scheduler_address = scheduler_metrics = ""
-        if self.opts.scheduling.enabled:
-            scheduler_address, scheduler_metrics = self._start_schedulers(etcd_endpoint)
-        time_origin = time.time()
-        if self.opts.cluster.with_controllers:
-            self._start_controllers(etcd_endpoint, time_origin)
-        node_pools = self._start_pools(time_origin) if self.opts.nodes.count else []
-        self.components.refresh(wait=30)
+
+    def _write_context(
+        self, etcd: str, scheduler: tuple[str, str], time_origin: float, node_pools: list[dict]
+    ) -> Context:
+        """The context file (what later commands dial and stop) and the kubeconfig."""
         dirs = [str(self.cluster_dir)] + ([self.ray_tmp] if self.ray_tmp else [])
         me = os.getpid()
+        pids = self.pids
         self.context = Context(
-            apiserver=address,
+            apiserver=self.apiservers.address,
             http=self.apiservers.first.http_address,
-            etcd=etcd_endpoint,
+            etcd=etcd,
             supervisor_pid=me,
             pids=pids,
             started={
@@ -307,8 +215,8 @@ class Supervisor:
             dirs=dirs,
             ray_address=self.opts.cluster.ray_address or "local",
             started_at=time.time(),
-            scheduler=scheduler_address,
-            scheduler_metrics=scheduler_metrics,
+            scheduler=scheduler[0],
+            scheduler_metrics=scheduler[1],
             node_pools=node_pools,
             time_scale=self.opts.cluster.time_scale,
             time_origin=time_origin,
@@ -336,7 +244,7 @@ class Supervisor:
             return
         hosts = [o.cluster.bind_address] if o.cluster.bind_address else []
         if o.cluster.ray_address:
-            hosts += [str(n["ip"]) for n in placement.ray_nodes()]
+            hosts += [str(n["ip"]) for n in ray_nodes()]
         self.credentials = issue_credentials(
             hosts=[h for h in hosts if h],
             schedulers=[
@@ -612,16 +520,6 @@ class StartupError(Exception):
     """The cluster could not start; the message is one line for the user."""
 
 
-def ray_temp_dir() -> str:
-    """Ray's temp dir: under $KUBERA_HOME when the path is short enough for the unix
-    sockets Ray puts inside it (107 bytes in all), else a fresh one directly in /tmp."""
-    candidate = home() / "ray"
-    if len(str(candidate)) <= 32:
-        candidate.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return str(candidate)
-    return tempfile.mkdtemp(prefix="kray-", dir="/tmp")
-
-
 def run_foreground(opts: UpOptions, *, on_ready=None) -> int:
     """Start, wait for SIGTERM/SIGINT, stop — stopping also when a signal or an error
     interrupts the start, so nothing is left running either way."""
@@ -670,10 +568,6 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         print(f"{FAILED_MARK}{e}", file=sys.stderr, flush=True)
         return 1
-
-
-def options_json(opts: UpOptions) -> str:
-    return json.dumps(asdict(opts))
 
 
 if __name__ == "__main__":

@@ -16,9 +16,11 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from kubera.printing.output import to_dict
+from protos.kubera.v1 import apps_pb2, coordination_pb2, core_pb2
 from services.api.dra.claims import ClaimNotCreatedError, claim_name, is_reserved_for_pod
 from services.api.helpers.resources import Resource, pod_requests
 from services.api.machinery.kinds import kind_of
+from services.api.machinery.kubeobject import narrow, object_meta
 from services.api.printers.printers import (
     NONE,
     age,
@@ -132,7 +134,7 @@ def format_toleration(t: Message) -> str:
 
 
 def _describe_meta(w: _Describe, obj: Message, *, namespaced: bool) -> None:
-    meta: Any = obj.metadata  # type: ignore[attr-defined]
+    meta: Any = object_meta(obj)
     w.line(0, "Name:", meta.name)
     if namespaced:
         w.line(0, "Namespace:", meta.namespace)
@@ -242,8 +244,8 @@ def describe_pod(
 ) -> str:
     """kubectl describe pod; `claims` (ResourceClaims by name, those found) fills its
     Resource Claims section."""
-    p: Any = pod
-    spec, status, meta = p.spec, p.status, p.metadata
+    pod = narrow(pod, core_pb2.Pod)
+    spec, status, meta = pod.spec, pod.status, pod.metadata
     w = _Describe()
     _describe_meta(w, pod, namespaced=True)
     w.line(0, "Priority:", str(spec.priority))
@@ -291,8 +293,8 @@ def describe_pod(
     if status.conditions:
         w.line(0, "Conditions:")
         w.line(1, "Type", "Status")
-        for c in status.conditions:
-            w.line(1, c.type, c.status)
+        for cond in status.conditions:
+            w.line(1, cond.type, cond.status)
     w.line(0, "QoS Class:", status.qos_class or NONE)
     w.multiline(0, "Node-Selectors", _labels_list(spec.node_selector))
     w.multiline(0, "Tolerations", [format_toleration(t) for t in spec.tolerations])
@@ -353,10 +355,10 @@ _PER_POD = ("cpu", "memory")
 _POD_COLUMNS = ("CPU Requests", "CPU Limits", "Memory Requests", "Memory Limits")
 
 
-def pod_limits(pod: Message) -> Resource:
+def pod_limits(pod: core_pb2.Pod) -> Resource:
     """kubectl's podLimits: sum of containers, at least the largest init container, plus
     the overhead on the resources that have a limit at all."""
-    spec: Any = pod.spec  # type: ignore[attr-defined]
+    spec = pod.spec
     total = Resource()
     for c in spec.containers:
         total.add_list(c.resources.limits)
@@ -391,7 +393,7 @@ def _describe_lease(w: _Describe, lease: Message | None, lease_error: str) -> No
         if lease_error:
             w.line(0, "Lease:", f"Failed to get lease: {lease_error}")
         return
-    spec: Any = lease.spec  # type: ignore[attr-defined]
+    spec = narrow(lease, coordination_pb2.Lease).spec
     w.line(0, "Lease:")
     holder = spec.holder_identity if spec.HasField("holder_identity") else ""
     w.line(1, "HolderIdentity:", holder or "<unset>")
@@ -411,8 +413,8 @@ def describe_node(
     """kubectl describe node, with its pods' requests against allocatable. `lease` is the
     node's Lease in kube-node-lease; `lease_error` why it could not be read (no Lease
     section when neither is given)."""
-    n: Any = node
-    spec, status, meta = n.spec, n.status, n.metadata
+    node = narrow(node, core_pb2.Node)
+    spec, status, meta = node.spec, node.status, node.metadata
     w = _Describe()
     _describe_meta(w, node, namespaced=False)
     w.line(0, "Roles:", node_roles(node))
@@ -472,7 +474,7 @@ def describe_node(
 
 
 def _describe_node_resources(
-    w: _Describe, node: Message, pods: Sequence[Message], now: float
+    w: _Describe, node: core_pb2.Node, pods: Sequence[Message], now: float
 ) -> None:
     """kubectl's describeNodeResource: the non-terminated pods, then their totals."""
     alloc_map = allocatable(node)
@@ -481,11 +483,11 @@ def _describe_node_resources(
     w.line(1, "Namespace", "Name", "", *_POD_COLUMNS, "Age")
     w.line(1, "---------", "----", "", *("-" * len(c) for c in _POD_COLUMNS), "---")
     requests, limits = Resource(), Resource()
-    for pod in pods:
-        req, lim = pod_requests(pod), pod_limits(pod)  # type: ignore[arg-type]
+    for pod in (narrow(p, core_pb2.Pod) for p in pods):
+        req, lim = pod_requests(pod), pod_limits(pod)
         requests.add(req)
         limits.add(lim)
-        pm: Any = pod.metadata  # type: ignore[attr-defined]
+        pm = pod.metadata
         cells = [
             _amount(name, r.get(name), alloc.get(name)) for name in _PER_POD for r in (req, lim)
         ]
@@ -573,14 +575,19 @@ def describe_object(obj: Message, events: Sequence[Message], now: float) -> str:
     """Any other kind: metadata, then its fields the way kubectl describes custom objects."""
     kind = kind_of(obj)
     d = to_dict(obj)
-    meta: Any = obj.metadata  # type: ignore[attr-defined]
+    meta: Any = object_meta(obj)
     w = _Describe()
     _describe_meta(w, obj, namespaced=kind.namespaced)
     w.multiline(0, "Labels", _labels_list(meta.labels))
     w.multiline(0, "Annotations", _annotations_list(meta.annotations))
     w.line(0, "CreationTimestamp:", _rfc1123(meta.creation_timestamp))
     if kind.kind == "Deployment" or kind.kind == "ReplicaSet":
-        w.line(0, "Selector:", format_label_selector(obj.spec.selector))  # type: ignore[attr-defined]
+        owner: apps_pb2.Deployment | apps_pb2.ReplicaSet = (
+            narrow(obj, apps_pb2.Deployment)
+            if kind.kind == "Deployment"
+            else narrow(obj, apps_pb2.ReplicaSet)
+        )
+        w.line(0, "Selector:", format_label_selector(owner.spec.selector))
     for key, value in d.items():
         if key in ("apiVersion", "kind", "metadata"):
             continue

@@ -20,6 +20,7 @@ from google.protobuf.message import Message
 
 from services.api.machinery import codec
 from services.api.machinery.kinds import Kind, kind_of
+from services.api.machinery.kubeobject import object_meta
 
 OUTPUT_FORMATS = ("wide", "json", "yaml", "name")
 
@@ -34,7 +35,7 @@ def resource_name(kind: Kind) -> str:
 
 def object_name(obj: Message, kind: Kind | None = None) -> str:
     """`-o name`: `pod/nginx`."""
-    return f"{resource_name(kind or kind_of(obj))}/{obj.metadata.name}"  # type: ignore[attr-defined]
+    return f"{resource_name(kind or kind_of(obj))}/{object_meta(obj).name}"
 
 
 def no_resources(namespace: str | None) -> str:

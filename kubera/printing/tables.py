@@ -17,6 +17,7 @@ from google.protobuf.message import Message
 
 from kubera.printing.output import resource_name
 from services.api.machinery.kinds import Kind
+from services.api.machinery.kubeobject import object_meta
 from services.api.printers import printers
 from services.api.printers.printers import (
     NONE,
@@ -76,7 +77,7 @@ def table(
         if prefix_names and name_col >= 0:
             row[name_col] = f"{resource_name(kind)}/{row[name_col]}"
         if all_namespaces and kind.namespaced:
-            row.insert(0, obj.metadata.namespace)  # type: ignore[attr-defined]
+            row.insert(0, object_meta(obj).namespace)
         rows.append(row)
     if all_namespaces and kind.namespaced:
         headers.insert(0, "NAMESPACE")

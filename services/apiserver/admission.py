@@ -25,6 +25,7 @@ from services.api.machinery.errors import (
     forbidden,
 )
 from services.api.machinery.kinds import BY_KIND, Kind
+from services.api.machinery.kubeobject import M, narrow, narrow_optional, object_meta
 from services.api.machinery.quantity import QuantityError, parse_quantity
 
 
@@ -143,12 +144,17 @@ def _default_priority_class(pc: scheduling_pb2.PriorityClass) -> None:
         pc.preemption_policy = PREEMPT_LOWER
 
 
+def _for(cls: type[M], fn: Callable[[M], None]) -> Callable[[Message], None]:
+    """`fn`, for the objects of its kind that arrive typed as Message (checked)."""
+    return lambda obj: fn(narrow(obj, cls))
+
+
 _DEFAULTS: dict[str, Callable[[Message], None]] = {
-    "Pod": _default_pod,  # type: ignore[dict-item]
-    "ReplicaSet": _default_template_owner,  # type: ignore[dict-item]
-    "Deployment": _default_template_owner,  # type: ignore[dict-item]
-    "Node": _default_node,  # type: ignore[dict-item]
-    "PriorityClass": _default_priority_class,  # type: ignore[dict-item]
+    "Pod": _for(core_pb2.Pod, _default_pod),
+    "ReplicaSet": _for(apps_pb2.ReplicaSet, _default_template_owner),
+    "Deployment": _for(apps_pb2.Deployment, _default_template_owner),
+    "Node": _for(core_pb2.Node, _default_node),
+    "PriorityClass": _for(scheduling_pb2.PriorityClass, _default_priority_class),
 }
 
 
@@ -165,13 +171,15 @@ def initial_status(kind: Kind, obj: Message) -> None:
     excepted: a registering kubelet reports its status with the create). A namespace also
     gets the "kubernetes" spec finalizer, which holds it until its contents are gone."""
     if kind.kind == "Pod":
-        obj.status.Clear()  # type: ignore[attr-defined]
-        obj.status.phase = "Pending"  # type: ignore[attr-defined]
+        pod = narrow(obj, core_pb2.Pod)
+        pod.status.Clear()
+        pod.status.phase = "Pending"
     elif kind.kind == "Namespace":
-        obj.status.Clear()  # type: ignore[attr-defined]
-        obj.status.phase = "Active"  # type: ignore[attr-defined]
-        if NAMESPACE_FINALIZER not in obj.spec.finalizers:  # type: ignore[attr-defined]
-            obj.spec.finalizers.append(NAMESPACE_FINALIZER)  # type: ignore[attr-defined]
+        ns = narrow(obj, core_pb2.Namespace)
+        ns.status.Clear()
+        ns.status.phase = "Active"
+        if NAMESPACE_FINALIZER not in ns.spec.finalizers:
+            ns.spec.finalizers.append(NAMESPACE_FINALIZER)
     elif kind.has_status and kind.kind != "Node":
         obj.ClearField("status")
 
@@ -186,13 +194,15 @@ async def _priority(pod: core_pb2.Pod, lookup: Lookup) -> None:
     name = pod.spec.priority_class_name
     value, policy = 0, PREEMPT_LOWER
     if name:
-        pc = await lookup.cached_or_none(pc_kind, "", name)
+        pc = narrow_optional(
+            await lookup.cached_or_none(pc_kind, "", name), scheduling_pb2.PriorityClass
+        )
         if pc is None:
             raise _forbidden(
                 kind, pod.metadata.name, f"no PriorityClass with name {name} was found"
             )
-        value = pc.value  # type: ignore[attr-defined]
-        policy = pc.preemption_policy or PREEMPT_LOWER  # type: ignore[attr-defined]
+        value = pc.value
+        policy = pc.preemption_policy or PREEMPT_LOWER
     else:
         default = await _global_default(lookup)
         if default is not None:
@@ -225,7 +235,10 @@ async def _runtime_class(pod: core_pb2.Pod, lookup: Lookup) -> None:
     kind = BY_KIND["Pod"]
     rc: node_pb2.RuntimeClass | None = None
     if pod.spec.HasField("runtime_class_name") and pod.spec.runtime_class_name:
-        rc = await lookup.cached_or_none(BY_KIND["RuntimeClass"], "", pod.spec.runtime_class_name)  # type: ignore[assignment]
+        rc = narrow_optional(
+            await lookup.cached_or_none(BY_KIND["RuntimeClass"], "", pod.spec.runtime_class_name),
+            node_pb2.RuntimeClass,
+        )
         if rc is None:
             raise _forbidden(
                 kind,
@@ -293,7 +306,7 @@ async def mutate(kind: Kind, obj: Message, lookup: Lookup) -> None:
     """The mutating admission plugins, for a create."""
     check_hollow_kubelet_annotations(kind, obj)
     if kind.kind == "Pod":
-        pod: core_pb2.Pod = obj  # type: ignore[assignment]
+        pod = narrow(obj, core_pb2.Pod)
         await _priority(pod, lookup)
         await _runtime_class(pod, lookup)
         _default_toleration_seconds(pod)
@@ -314,10 +327,15 @@ def check_hollow_kubelet_annotations(kind: Kind, obj: Message) -> None:
     duration) is refused here, naming the annotation and the field inside it, rather than
     ignored by the kubelet with a log line. Checked on pods and on pod templates."""
     if kind.kind == "Pod":
-        path, annotations = "metadata.annotations", obj.metadata.annotations  # type: ignore[attr-defined]
+        path, annotations = "metadata.annotations", object_meta(obj).annotations
     elif kind.kind in ("ReplicaSet", "Deployment"):
         path = "spec.template.metadata.annotations"
-        annotations = obj.spec.template.metadata.annotations  # type: ignore[attr-defined]
+        owner: apps_pb2.Deployment | apps_pb2.ReplicaSet = (
+            narrow(obj, apps_pb2.Deployment)
+            if kind.kind == "Deployment"
+            else narrow(obj, apps_pb2.ReplicaSet)
+        )
+        annotations = owner.spec.template.metadata.annotations
     else:
         return
     errors: list[FieldError] = []
@@ -333,7 +351,7 @@ def check_hollow_kubelet_annotations(kind: Kind, obj: Message) -> None:
         except TemplateError as e:
             errors.append(_annotation_error(path, STAGES_ANNOTATION, str(e)))
     if errors:
-        raise InvalidError(kind.kind, obj.metadata.name, errors)  # type: ignore[attr-defined]
+        raise InvalidError(kind.kind, object_meta(obj).name, errors)
 
 
 def _annotation_error(path: str, key: str, message: str) -> FieldError:
@@ -348,7 +366,7 @@ def _annotation_error(path: str, key: str, message: str) -> FieldError:
 async def check_single_global_default(kind: Kind, obj: Message, lookup: Lookup) -> None:
     """Only one PriorityClass may be the global default (on create and on update)."""
     if kind.kind == "PriorityClass":
-        pc: scheduling_pb2.PriorityClass = obj  # type: ignore[assignment]
+        pc = narrow(obj, scheduling_pb2.PriorityClass)
         if pc.global_default:
             existing = await _global_default(lookup)
             if existing is not None and existing.metadata.name != pc.metadata.name:
@@ -366,8 +384,10 @@ async def check_admin_access(kind: Kind, obj: Message, lookup: Lookup) -> None:
     resource.kubernetes.io/admin-access=true. Upstream words and paths: the first such
     request, at spec.devices.requests[i].adminAccess (for a template too). The spec of
     both kinds is immutable, so creates are all that need the check."""
-    claim_spec: resource_pb2.ResourceClaimSpec = (
-        obj.spec if kind.kind == "ResourceClaim" else obj.spec.spec  # type: ignore[attr-defined]
+    claim_spec = (
+        narrow(obj, resource_pb2.ResourceClaim).spec
+        if kind.kind == "ResourceClaim"
+        else narrow(obj, resource_pb2.ResourceClaimTemplate).spec.spec
     )
     path = next(
         (
@@ -379,9 +399,9 @@ async def check_admin_access(kind: Kind, obj: Message, lookup: Lookup) -> None:
     )
     if path is None:
         return
-    meta = obj.metadata  # type: ignore[attr-defined]
+    meta = object_meta(obj)
     ns = await lookup.cached_or_none(BY_KIND["Namespace"], "", meta.namespace)
-    labels = ns.metadata.labels if ns is not None else {}  # type: ignore[attr-defined]
+    labels = object_meta(ns).labels if ns is not None else {}
     if labels.get(ADMIN_ACCESS_NAMESPACE_LABEL) != "true":
         why = (
             f"admin access to devices requires the `{ADMIN_ACCESS_NAMESPACE_LABEL}: true` "

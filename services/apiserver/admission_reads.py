@@ -12,6 +12,7 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import scheduling_pb2
 from services.api.machinery.kinds import BY_KIND, Kind
+from services.api.machinery.kubeobject import narrow
 from services.apiserver.store import Store
 
 
@@ -49,8 +50,9 @@ class AdmissionReads:
                 ]
             else:
                 objs = [e.obj for e in cache.store.values()]
-            found = [pc for pc in objs if pc.global_default]  # type: ignore[attr-defined]
+            pcs = [narrow(o, scheduling_pb2.PriorityClass) for o in objs]
+            found = [pc for pc in pcs if pc.global_default]
             # Should there be several, Kubernetes takes the lowest value.
-            found.sort(key=lambda pc: (pc.value, pc.metadata.name))  # type: ignore[attr-defined]
-            self._default.append(found[0] if found else None)  # type: ignore[arg-type]
+            found.sort(key=lambda pc: (pc.value, pc.metadata.name))
+            self._default.append(found[0] if found else None)
         return self._default[0]

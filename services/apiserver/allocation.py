@@ -51,6 +51,7 @@ from protos.kubera.v1 import core_pb2
 from services.api.helpers.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
 from services.api.machinery.errors import AllocationConflictError, CorruptObjectError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow, object_meta
 from services.api.machinery.limits import loads_json
 from services.apiserver.store import Store
 from services.apiserver.watchcache import WatchCache
@@ -200,7 +201,7 @@ def prune_cached(cache: WatchCache, pods: Sequence[Allocated]) -> list[Allocated
     out = []
     for p in pods:
         entry = cache.store.get(p.key)
-        if entry is not None and entry.obj.metadata.uid == p.uid:  # type: ignore[attr-defined]
+        if entry is not None and object_meta(entry.obj).uid == p.uid:
             if entry.obj.status.phase not in TERMINAL_PHASES:  # type: ignore[attr-defined]
                 out.append(p)
         elif cache.revision < p.rev:
@@ -214,7 +215,7 @@ def adopt_cached(cache: WatchCache, node_name: str, pods: list[Allocated]) -> No
         return
     have = {p.uid for p in pods}
     for key in cache.by_index(NODE_INDEX, node_name):
-        pod: core_pb2.Pod = cache.store[key].obj  # type: ignore[assignment]
+        pod = narrow(cache.store[key].obj, core_pb2.Pod)
         if pod.metadata.uid not in have and pod.status.phase not in TERMINAL_PHASES:
             pods.append(Allocated.of(pod, int(pod.metadata.resource_version)))
 

@@ -29,6 +29,7 @@ from services.api.machinery.errors import (
     PreconditionError,
 )
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow
 from services.apiserver import allocation
 from services.apiserver.fencing import CURRENT
 from services.apiserver.objects import MAX_RETRIES, conflict, not_found
@@ -129,7 +130,7 @@ async def prepare(
     the ApiError a bind of it ends with when it cannot be bound."""
     if kv is None:
         raise not_found(_PODS, item.name)
-    pod: core_pb2.Pod = store.decode(_PODS, kv)  # type: ignore[assignment]
+    pod = narrow(store.decode(_PODS, kv), core_pb2.Pod)
     return await prepare_pod(store, item, kv.key, pod, kv.mod_revision, record_kv, node_kv)
 
 
@@ -147,7 +148,7 @@ def cached(store: Store, item: BindItem) -> tuple[core_pb2.Pod, int] | None:
     entry = cache.store.get(_PODS.key(item.namespace, item.name))
     if entry is None:
         return None
-    obj: core_pb2.Pod = entry.obj  # type: ignore[assignment]
+    obj = narrow(entry.obj, core_pb2.Pod)
     m = obj.metadata
     if (
         (item.uid and m.uid != item.uid)

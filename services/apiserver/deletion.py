@@ -35,6 +35,7 @@ from services.api.machinery.errors import (
     NotFoundError,
 )
 from services.api.machinery.kinds import BY_KIND, KINDS, Kind
+from services.api.machinery.kubeobject import narrow
 from services.apiserver import admission
 from services.apiserver.objects import MAX_RETRIES, conflict, held, not_found
 from services.apiserver.objects import meta as _meta
@@ -148,7 +149,7 @@ def grace_period(kind: Kind, obj: Message, requested: int | None) -> int:
     finished; else `requested`, or the pod's terminationGracePeriodSeconds."""
     if kind.kind != "Pod":
         return 0
-    pod: core_pb2.Pod = obj  # type: ignore[assignment]
+    pod = narrow(obj, core_pb2.Pod)
     # An unscheduled or finished pod has no kubelet to wait for.
     if not pod.spec.node_name or pod.status.phase in ("Succeeded", "Failed"):
         return 0
@@ -193,7 +194,7 @@ async def _finish_namespace(store: Store, namespace: str) -> None:
         kv = await store.storage.get(ns_kind.key("", namespace))
         if kv is None:
             return
-        ns: core_pb2.Namespace = store.decode(ns_kind, kv)  # type: ignore[assignment]
+        ns = narrow(store.decode(ns_kind, kv), core_pb2.Namespace)
         if not ns.metadata.deletion_timestamp:
             return
         for kind in KINDS:

@@ -48,6 +48,7 @@ from services.api.machinery.errors import (
     unsupported,
 )
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow
 from services.apiserver.deletion import grace_period
 from services.apiserver.objects import MAX_RETRIES, held, not_found
 from services.apiserver.store import Store
@@ -123,7 +124,7 @@ async def budgets_for(
     items, _ = await store.storage.list(PDB.prefix(pod.metadata.namespace))
     out = []
     for kv in items:
-        pdb: policy_pb2.PodDisruptionBudget = store.decode(PDB, kv)  # type: ignore[assignment]
+        pdb = narrow(store.decode(PDB, kv), policy_pb2.PodDisruptionBudget)
         if covers(pdb, pod):
             out.append((kv, pdb))
     return out
@@ -172,7 +173,7 @@ async def evict(store: Store, eviction: policy_pb2.Eviction) -> core_pb2.Pod:
         pod_kv = await store.storage.get(key)
         if pod_kv is None:
             raise not_found(POD, name)
-        pod: core_pb2.Pod = store.decode(POD, pod_kv)  # type: ignore[assignment]
+        pod = narrow(store.decode(POD, pod_kv), core_pb2.Pod)
         _check_preconditions(pod, eviction.delete_options.preconditions)
         budget: tuple[KeyValue, policy_pb2.PodDisruptionBudget] | None = None
         if not can_ignore_pdb(pod):

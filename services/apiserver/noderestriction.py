@@ -33,7 +33,9 @@ from __future__ import annotations
 
 from google.protobuf.message import Message
 
+from protos.kubera.v1 import core_pb2
 from services.api.machinery.errors import PermissionDeniedError
+from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.auth import CURRENT_USER, is_node, node_names
 
 RESTRICTION_PREFIX = "node-restriction.kubernetes.io/"
@@ -80,9 +82,11 @@ def admit_node(new: Message, old: Message | None) -> None:
     user = CURRENT_USER.get()
     if user is None or not is_node(user):
         return
-    name = new.metadata.name  # type: ignore[attr-defined]
+    new = narrow(new, core_pb2.Node)
+    old = narrow_optional(old, core_pb2.Node)
+    name = new.metadata.name
     node = name if name in node_names(user) else user.name
-    new_labels = dict(new.metadata.labels)  # type: ignore[attr-defined]
+    new_labels = dict(new.metadata.labels)
     if old is None:
         bad = sorted(k for k in new_labels if forbidden_label(k))
         if bad:
@@ -91,19 +95,15 @@ def admit_node(new: Message, old: Message | None) -> None:
                 f"following labels: {', '.join(bad)}"
             )
         return
-    if list(new.spec.taints) != list(old.spec.taints):  # type: ignore[attr-defined]
+    if list(new.spec.taints) != list(old.spec.taints):
         raise PermissionDeniedError(
             f'nodes "{name}" is forbidden: node "{node}" is not allowed to modify taints'
         )
-    if list(new.metadata.owner_references) != list(old.metadata.owner_references):  # type: ignore[attr-defined]
+    if list(new.metadata.owner_references) != list(old.metadata.owner_references):
         raise PermissionDeniedError(
             f'nodes "{name}" is forbidden: node "{node}" is not allowed to modify ownerReferences'
         )
-    bad = sorted(
-        k
-        for k in _modified(new_labels, dict(old.metadata.labels))
-        if forbidden_label(k)  # type: ignore[attr-defined]
-    )
+    bad = sorted(k for k in _modified(new_labels, dict(old.metadata.labels)) if forbidden_label(k))
     if bad:
         raise PermissionDeniedError(
             f'nodes "{name}" is forbidden: is not allowed to modify labels: {", ".join(bad)}'
@@ -117,16 +117,17 @@ def admit_pod_status(new: Message, old: Message) -> None:
     user = CURRENT_USER.get()
     if user is None or not is_node(user):
         return
-    stored = old.status.resource_claim_statuses  # type: ignore[attr-defined]
-    sent = new.status.resource_claim_statuses  # type: ignore[attr-defined]
+    new, old = narrow(new, core_pb2.Pod), narrow(old, core_pb2.Pod)
+    stored = old.status.resource_claim_statuses
+    sent = new.status.resource_claim_statuses
     if list(sent) == list(stored):
         return
     if not sent:
         sent.extend(stored)
         return
-    bound = old.spec.node_name  # type: ignore[attr-defined]
+    bound = old.spec.node_name
     node = bound if bound in node_names(user) else user.name
     raise PermissionDeniedError(
-        f'pods "{new.metadata.name}" is forbidden: node "{node}" cannot update '  # type: ignore[attr-defined]
+        f'pods "{object_meta(new).name}" is forbidden: node "{node}" cannot update '
         "resource claim statuses"
     )

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from google.protobuf.message import Message
 
+from protos.kubera.v1 import core_pb2
 from services.api.machinery.errors import BadRequestError, ConflictError, NotFoundError
 from services.api.machinery.fields import FieldRequirement, field_matches, parse_field_selector
 from services.api.machinery.kinds import Kind
+from services.api.machinery.kubeobject import narrow, object_meta
 from services.api.machinery.labels import Selector, SelectorError
+from services.api.machinery.listoptions import LIST_ALL, ListOptions
 
 #: How often a read-modify-write (update, delete, bind, patch) retries after losing a race
 #: before it answers with a conflict.
@@ -17,7 +20,7 @@ MAX_RETRIES = 16
 
 
 def meta(obj: Message):  # -> meta_pb2.ObjectMeta
-    return obj.metadata  # type: ignore[attr-defined]
+    return object_meta(obj)
 
 
 def conflict(kind: Kind, name: str) -> ConflictError:
@@ -34,9 +37,8 @@ def not_found(kind: Kind, name: str) -> NotFoundError:
 class Filter:
     """A parsed label + field selector (and namespace) for list and watch."""
 
-    def __init__(
-        self, kind: Kind, namespace: str, label_selector: str, field_selector: str
-    ) -> None:
+    def __init__(self, kind: Kind, namespace: str, options: ListOptions = LIST_ALL) -> None:
+        label_selector, field_selector = options.label_selector, options.field_selector
         try:
             self.labels = Selector.parse(label_selector) if label_selector else None
         except SelectorError as e:
@@ -69,7 +71,7 @@ def held(kind: Kind, obj: Message) -> bool:
     """Whether finalizers still hold the object (a namespace also by its spec finalizers)."""
     if meta(obj).finalizers:
         return True
-    return kind.kind == "Namespace" and bool(obj.spec.finalizers)  # type: ignore[attr-defined]
+    return kind.kind == "Namespace" and bool(narrow(obj, core_pb2.Namespace).spec.finalizers)
 
 
 def copy_status(dst: Message, src: Message) -> None:

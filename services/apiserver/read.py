@@ -21,6 +21,7 @@ from services.api.machinery.errors import (
     invalid,
 )
 from services.api.machinery.kinds import Kind
+from services.api.machinery.listoptions import LIST_ALL, ListOptions
 from services.apiserver.objects import Filter, not_found
 from services.apiserver.store import Store
 from services.apiserver.watchcache import Entry
@@ -44,17 +45,13 @@ async def get(store: Store, kind: Kind, namespace: str, name: str) -> Message:
 
 
 async def list_objects(
-    store: Store,
-    kind: Kind,
-    namespace: str = "",
-    label_selector: str = "",
-    field_selector: str = "",
+    store: Store, kind: Kind, namespace: str = "", options: ListOptions = LIST_ALL
 ) -> Listed:
     """A list that does not fail for everyone when one stored value is corrupt: the
     good objects, and a warning naming each corrupt key (upstream fails the whole
     list with "unable to transform or decode N objects"; kubera answers with the rest
     and says which, as kubectl shows warnings)."""
-    flt = Filter(kind, namespace, label_selector, field_selector)
+    flt = Filter(kind, namespace, options)
     items, rev = await store.storage.list(kind.prefix(flt.namespace))
     out = []
     warnings = []
@@ -84,19 +81,19 @@ class Page:
 async def list_page(
     store: Store,
     kind: Kind,
-    namespace: str = "",
-    label_selector: str = "",
-    field_selector: str = "",
+    namespace: str,
+    options: ListOptions,
     *,
-    limit: int,
     revision: int = 0,
     after: str = "",
 ) -> Page:
     """A consistent paged list (upstream's limit/continue): the first page (`revision`
     0) is read from the kind's watch cache at its current revision, once the cache has
     seen this server's writes; later pages at that same revision (`WatchCache.state_at`,
-    GoneError once it has left the cache's window), keys after `after`, in key order."""
-    flt = Filter(kind, namespace, label_selector, field_selector)
+    GoneError once it has left the cache's window), keys after `after`, in key order.
+    Pages hold `options.limit` objects (0: one page holds them all)."""
+    flt = Filter(kind, namespace, options)
+    limit = options.limit
     cache = await store.fresh_cache(kind)
     if cache is None:
         raise UnavailableError(f"the {kind.resource} cache is not ready; try again")
@@ -123,15 +120,13 @@ async def watch(
     kind: Kind,
     *,
     namespace: str = "",
-    label_selector: str = "",
-    field_selector: str = "",
-    resource_version: str = "",
+    options: ListOptions = LIST_ALL,
     bookmark_interval: float | None = None,
 ) -> AsyncIterator[tuple[str, Entry]]:
-    """The kind's watch cache's events from `resource_version` that match the selectors;
-    with `bookmark_interval`, a BOOKMARK that often when nothing else is sent."""
-    flt = Filter(kind, namespace, label_selector, field_selector)
-    rv = parse_resource_version(resource_version)
+    """The kind's watch cache's events from `options.resource_version` that match the
+    selectors; with `bookmark_interval`, a BOOKMARK that often when nothing else is sent."""
+    flt = Filter(kind, namespace, options)
+    rv = parse_resource_version(options.resource_version)
     cache = store.caches[kind.resource]
     async for item in cache.watch(rv, flt, bookmark_interval=bookmark_interval):
         yield item
@@ -142,15 +137,13 @@ async def watch_batches(
     kind: Kind,
     *,
     namespace: str = "",
-    label_selector: str = "",
-    field_selector: str = "",
-    resource_version: str = "",
+    options: ListOptions = LIST_ALL,
     bookmark_interval: float | None = None,
 ) -> AsyncGenerator[list[tuple[str, Entry]], None]:
     """`watch`'s events in lists that end at revision boundaries
     (`WatchCache.watch_batches`)."""
-    flt = Filter(kind, namespace, label_selector, field_selector)
-    rv = parse_resource_version(resource_version)
+    flt = Filter(kind, namespace, options)
+    rv = parse_resource_version(options.resource_version)
     cache = store.caches[kind.resource]
     async with contextlib.aclosing(
         cache.watch_batches(rv, flt, bookmark_interval=bookmark_interval)

@@ -37,6 +37,7 @@ from protos.kubera.v1 import core_pb2, policy_pb2, scheduling_pb2
 from services.api.helpers.fencing import Fencing
 from services.api.machinery.errors import AlreadyExistsError
 from services.api.machinery.kinds import BY_KIND, KINDS, Kind
+from services.api.machinery.listoptions import LIST_ALL, ListOptions
 from services.apiserver import (
     admission,
     batch,
@@ -152,41 +153,33 @@ class ApiServer:
         return await read.get(self.store, kind, namespace, name)
 
     async def list(
-        self, kind: Kind, namespace: str = "", label_selector: str = "", field_selector: str = ""
+        self, kind: Kind, namespace: str = "", options: ListOptions = LIST_ALL
     ) -> tuple[list[Message], int]:
         """The matching objects and the revision; corrupt values are left out (see
         `list_objects` for the warnings naming them)."""
-        listed = await self.list_objects(kind, namespace, label_selector, field_selector)
+        listed = await self.list_objects(kind, namespace, options)
         return listed.items, listed.revision
 
     async def list_objects(
-        self, kind: Kind, namespace: str = "", label_selector: str = "", field_selector: str = ""
+        self, kind: Kind, namespace: str = "", options: ListOptions = LIST_ALL
     ) -> Listed:
         """The matching objects, the revision, and a warning naming each corrupt key
         left out (see read.list_objects)."""
-        return await read.list_objects(self.store, kind, namespace, label_selector, field_selector)
+        return await read.list_objects(self.store, kind, namespace, options)
 
     async def list_page(
         self,
         kind: Kind,
-        namespace: str = "",
-        label_selector: str = "",
-        field_selector: str = "",
+        namespace: str,
+        options: ListOptions,
         *,
-        limit: int,
         revision: int = 0,
         after: str = "",
     ) -> read.Page:
-        """A page of a consistent paged list (the HTTP API's limit/continue; see read)."""
+        """A page of `options.limit` objects of a consistent paged list (the HTTP API's
+        limit/continue, `revision` and `after` decoded from its token; see read)."""
         return await read.list_page(
-            self.store,
-            kind,
-            namespace,
-            label_selector,
-            field_selector,
-            limit=limit,
-            revision=revision,
-            after=after,
+            self.store, kind, namespace, options, revision=revision, after=after
         )
 
     # --------------------------------------------------------------- update
@@ -297,36 +290,24 @@ class ApiServer:
 
     # ---------------------------------------------------------------- watch
 
+    def _bookmarks(self, options: ListOptions) -> float | None:
+        """How often a watch with `options` gets a BOOKMARK (None: never)."""
+        return self.config.bookmark_interval if options.allow_bookmarks else None
+
     async def watch(
-        self,
-        kind: Kind,
-        *,
-        namespace: str = "",
-        label_selector: str = "",
-        field_selector: str = "",
-        resource_version: str = "",
-        allow_bookmarks: bool = False,
+        self, kind: Kind, *, namespace: str = "", options: ListOptions = LIST_ALL
     ) -> AsyncIterator[tuple[str, Entry]]:
         async for item in read.watch(
             self.store,
             kind,
             namespace=namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            resource_version=resource_version,
-            bookmark_interval=self.config.bookmark_interval if allow_bookmarks else None,
+            options=options,
+            bookmark_interval=self._bookmarks(options),
         ):
             yield item
 
     async def watch_batches(
-        self,
-        kind: Kind,
-        *,
-        namespace: str = "",
-        label_selector: str = "",
-        field_selector: str = "",
-        resource_version: str = "",
-        allow_bookmarks: bool = False,
+        self, kind: Kind, *, namespace: str = "", options: ListOptions = LIST_ALL
     ) -> AsyncIterator[builtins.list[tuple[str, Entry]]]:
         """`watch`'s events, several at a time, never splitting a revision."""
         async with contextlib.aclosing(
@@ -334,10 +315,8 @@ class ApiServer:
                 self.store,
                 kind,
                 namespace=namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                resource_version=resource_version,
-                bookmark_interval=self.config.bookmark_interval if allow_bookmarks else None,
+                options=options,
+                bookmark_interval=self._bookmarks(options),
             )
         ) as batches:
             async for events in batches:

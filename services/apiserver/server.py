@@ -33,6 +33,7 @@ from services.api.machinery.errors import (
 )
 from services.api.machinery.kinds import BY_RESOURCE, Kind
 from services.api.machinery.limits import MAX_BATCH_ITEMS
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.bindbatch import BindOutcome
 from services.apiserver.registry import ApiServer, BatchResult, BindItem
@@ -191,8 +192,9 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
         listed = await self.api.list_objects(
             _resource(request.resource),
             request.namespace,
-            request.label_selector,
-            request.field_selector,
+            ListOptions(
+                label_selector=request.label_selector, field_selector=request.field_selector
+            ),
         )
         return pb.ListResponse(
             items=[codec.pack(o) for o in listed.items],
@@ -306,12 +308,7 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
         try:
             kind = _resource(request.resource)
             async for type_, entry in self.api.watch(
-                kind,
-                namespace=request.namespace,
-                label_selector=request.label_selector,
-                field_selector=request.field_selector,
-                resource_version=request.resource_version,
-                allow_bookmarks=request.allow_watch_bookmarks,
+                kind, namespace=request.namespace, options=_watch_options(request)
             ):
                 yield pb.WatchEvent(type=type_, object=codec.pack_bytes(kind, entry.data))
         except grpc.aio.AbortError:
@@ -326,12 +323,7 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
         try:
             kind = _resource(request.resource)
             async for batch in self.api.watch_batches(
-                kind,
-                namespace=request.namespace,
-                label_selector=request.label_selector,
-                field_selector=request.field_selector,
-                resource_version=request.resource_version,
-                allow_bookmarks=request.allow_watch_bookmarks,
+                kind, namespace=request.namespace, options=_watch_options(request)
             ):
                 yield pb.WatchEventBatch(
                     events=[
@@ -407,3 +399,12 @@ def registry_lookup(api: ApiServer) -> Lookup:
         return await api.get_or_none(kind, namespace, name)
 
     return lookup
+
+
+def _watch_options(request: pb.WatchRequest) -> ListOptions:
+    return ListOptions(
+        label_selector=request.label_selector,
+        field_selector=request.field_selector,
+        resource_version=request.resource_version,
+        allow_bookmarks=request.allow_watch_bookmarks,
+    )

@@ -72,6 +72,7 @@ from services.api.machinery.errors import (
     ResourceVersionTooLargeError,
 )
 from services.api.machinery.kinds import Kind
+from services.api.machinery.kubeobject import object_meta
 from services.clock import Clock, RealClock
 from services.storage import CompactedError, KeyValue, Storage, StorageUnavailableError, WatchBatch
 
@@ -148,7 +149,7 @@ def decode(kind: Kind, kv: KeyValue, revision: int | None = None) -> Message:
         obj.ParseFromString(kv.value)
     except Exception as e:  # noqa: BLE001 - DecodeError, or anything a bad value raises
         raise corrupt(kind, kv, e) from None
-    obj.metadata.resource_version = str(revision or kv.mod_revision)  # type: ignore[attr-defined]
+    object_meta(obj).resource_version = str(revision or kv.mod_revision)
     return obj
 
 
@@ -325,13 +326,13 @@ class WatchCache:
                 log.exception(
                     "watch cache %s: a watcher's filter failed on %s (revision %d); ending it",
                     self.kind.resource,
-                    ev.cur.obj.metadata.name,  # type: ignore[attr-defined]
+                    object_meta(ev.cur.obj).name,
                     ev.revision,
                 )
                 w.terminated = "error"
                 w.error = InternalError(
                     f"watch filter failed on {self.kind.resource} "
-                    f"{ev.cur.obj.metadata.name!r} at revision {ev.revision}: {e!r}"  # type: ignore[attr-defined]
+                    f"{object_meta(ev.cur.obj).name!r} at revision {ev.revision}: {e!r}"
                 )
                 ended.append(w)
                 continue
@@ -381,7 +382,7 @@ class WatchCache:
         for ev in reversed(self.events):
             if ev.revision <= revision:
                 break
-            m = ev.cur.obj.metadata  # type: ignore[attr-defined]
+            m = object_meta(ev.cur.obj)
             key = self.kind.key(m.namespace, m.name)
             if ev.prev is None:
                 state.pop(key, None)
@@ -509,25 +510,15 @@ class WatchCache:
             replay = self.events[bisect.bisect_right(revs, resource_version) :]
             progress = resource_version
 
-        def full(batch: list[tuple[str, Entry]], size: int, ev: CacheEvent) -> bool:
-            """Whether `batch` must end before `ev` (and, whole, at a boundary only)."""
-            if len(batch) < max_events and size < max_bytes:
-                return False
-            return not whole_revisions or ev.revision > w.sent
-
+        batches = _Batcher(max_events, max_bytes, whole_revisions=whole_revisions)
         self._watchers.add(w)
         try:
-            chunk: list[tuple[str, Entry]] = []
-            size = 0
             for e in snapshot:  # no revisions here: bounded by count and bytes alone
-                if chunk and (len(chunk) >= max_events or size >= max_bytes):
-                    yield chunk
-                    chunk, size = [], 0
-                chunk.append(("ADDED", e))
-                if whole_revisions:
-                    size += len(e.data)
-            if chunk:
-                yield chunk
+                if batches.ends_before(None):
+                    yield batches.take()
+                batches.add("ADDED", e, None)
+            if batches.items:
+                yield batches.take()
             # Invariant: every change at or below `floor` is already known to the client
             # (its list). A list's revision may be ahead of the cache, so events that
             # arrive later at or below it are skipped, not replayed. `progress` is how far
@@ -536,15 +527,13 @@ class WatchCache:
             floor = progress
             i = 0
             while i < len(replay):
-                batch: list[tuple[str, Entry]] = []
-                size = 0
                 while i < len(replay):
                     ev = replay[i]
                     # Ended meanwhile: stop, but not inside the revision the client is in.
                     if w.terminated and ev.revision > w.sent:
                         i = len(replay)
                         break
-                    if batch and full(batch, size, ev):
+                    if batches.ends_before(ev.revision):
                         break
                     i += 1
                     if ev.revision <= floor:
@@ -553,11 +542,9 @@ class WatchCache:
                     out = _classify(ev, match)
                     if out is not None:
                         w.sent = ev.revision
-                        batch.append((out, ev.cur))
-                        if whole_revisions:
-                            size += len(ev.cur.data)
-                if batch:
-                    yield batch
+                        batches.add(out, ev.cur, ev.revision)
+                if batches.items:
+                    yield batches.take()
             next_bookmark = (
                 self._clock.monotonic() + bookmark_interval if bookmark_interval else 0.0
             )
@@ -572,21 +559,17 @@ class WatchCache:
                         "not buffer; list again"
                     )
                 if w.buf:  # once terminated: the rest of revision `w.sent` only
-                    batch = []
-                    size = 0
                     while w.buf:
                         out, ev = w.buf[0]
-                        if batch and full(batch, size, ev):
+                        if batches.ends_before(ev.revision):
                             break
                         w.buf.popleft()
                         if ev.revision <= floor:
                             continue
                         progress = w.sent = ev.revision
-                        batch.append((out, ev.cur))
-                        if whole_revisions:
-                            size += len(ev.cur.data)
-                    if batch:
-                        yield batch
+                        batches.add(out, ev.cur, ev.revision)
+                    if batches.items:
+                        yield batches.take()
                     continue
                 if w.error is not None:
                     raise w.error
@@ -604,7 +587,7 @@ class WatchCache:
                     # that the stream is alive.
                     next_bookmark = now + bookmark_interval
                     bm = self.kind.message()
-                    bm.metadata.resource_version = str(progress)  # type: ignore[attr-defined]
+                    object_meta(bm).resource_version = str(progress)
                     yield [("BOOKMARK", Entry(bm))]
                     continue
                 with contextlib.suppress(TimeoutError):
@@ -630,10 +613,49 @@ class WatchCache:
 _EMPTY: frozenset[str] = frozenset()
 
 
+class _Batcher:
+    """The one rule `watch_batches` cuts its three streams by (the initial state, the
+    replayed window, the live buffer): the open list ends before the next event once it
+    holds `max_events` events or `max_bytes` serialized bytes, and, with
+    `whole_revisions`, only where the revision changes (an event of the initial state has
+    no revision: None, bounded by the counts alone). Bytes are counted only with
+    `whole_revisions` (a watch of single events is bounded by `max_events` alone)."""
+
+    __slots__ = ("max_events", "max_bytes", "whole_revisions", "items", "size", "revision")
+
+    def __init__(self, max_events: int, max_bytes: int, *, whole_revisions: bool) -> None:
+        self.max_events = max_events
+        self.max_bytes = max_bytes
+        self.whole_revisions = whole_revisions
+        self.items: list[tuple[str, Entry]] = []
+        self.size = 0
+        #: The revision of the last event added (None: the initial state's, or none yet).
+        self.revision: int | None = None
+
+    def ends_before(self, revision: int | None) -> bool:
+        """Whether the open list must be handed out before an event at `revision` joins."""
+        if not self.items or (len(self.items) < self.max_events and self.size < self.max_bytes):
+            return False
+        if revision is None or self.revision is None or not self.whole_revisions:
+            return True
+        return revision > self.revision
+
+    def add(self, type_: str, entry: Entry, revision: int | None) -> None:
+        self.items.append((type_, entry))
+        self.revision = revision
+        if self.whole_revisions:
+            self.size += len(entry.data)
+
+    def take(self) -> list[tuple[str, Entry]]:
+        """The open list, handed out; a new one opens empty."""
+        out, self.items, self.size = self.items, [], 0
+        return out
+
+
 def _with_rv(obj: Message, rev: int) -> Message:
     out = type(obj)()
     out.CopyFrom(obj)
-    out.metadata.resource_version = str(rev)  # type: ignore[attr-defined]
+    object_meta(out).resource_version = str(rev)
     return out
 
 

@@ -54,6 +54,7 @@ from services.api.helpers.fencing import BOUND_BY, parse_bound_by
 from services.api.helpers.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
 from services.api.machinery.errors import CorruptObjectError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow_optional
 from services.apiserver import decode
 from services.chaos.verdict import Counts, PodRef, Verdict, Violation
 from services.storage import Event
@@ -256,7 +257,7 @@ class Checker:
             if old is not None:
                 self._remove_pod(key, old)
             return
-        pod: core_pb2.Pod | None = self._decode(_POD, e)  # type: ignore[assignment]
+        pod = narrow_optional(self._decode(_POD, e), core_pb2.Pod)
         if pod is None:
             return
         meta = pod.metadata
@@ -413,7 +414,7 @@ class Checker:
             n.exists = False
             n.over = frozenset()
             return
-        node: core_pb2.Node | None = self._decode(_NODE, e)  # type: ignore[assignment]
+        node = narrow_optional(self._decode(_NODE, e), core_pb2.Node)
         if node is None:
             return
         if not n.seen:

@@ -44,7 +44,9 @@ from services.api.machinery.errors import (
     UnavailableError,
 )
 from services.api.machinery.kinds import Kind, kind_of
+from services.api.machinery.kubeobject import narrow
 from services.api.machinery.limits import MAX_BATCH_ITEMS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
+from services.api.machinery.listoptions import LIST_ALL, ListOptions
 from services.auth.grpcauth import CA_ENV, TOKEN_ENV, bearer
 from services.client.binds import BindCoalescer, outcome
 from services.client.endpoints import Endpoints, join_addresses
@@ -309,7 +311,7 @@ class Client:
             pb.CreateRequest(resource=kind.resource, object=codec.pack(obj), dry_run=dry_run),
             write=not dry_run,
         )
-        return _decode(resp.object, f"create {kind.resource}")  # type: ignore[return-value]
+        return narrow(_decode(resp.object, f"create {kind.resource}"), type(obj))
 
     async def get(self, kind: Kind, name: str, namespace: str = "") -> Message:
         resp = await self._call(
@@ -318,16 +320,16 @@ class Client:
         return _decode(resp.object, f"get {kind.resource} {name}")
 
     async def list(
-        self, kind: Kind, *, namespace: str = "", label_selector: str = "", field_selector: str = ""
+        self, kind: Kind, *, namespace: str = "", options: ListOptions = LIST_ALL
     ) -> tuple[list[Message], str]:
-        """The matching objects and the resourceVersion to watch from."""
+        """The objects `options`' selectors match and the resourceVersion to watch from."""
         resp = await self._call(
             self._stub.List,
             pb.ListRequest(
                 resource=kind.resource,
                 namespace=namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
+                label_selector=options.label_selector,
+                field_selector=options.field_selector,
             ),
         )
         for w in resp.warnings:
@@ -341,7 +343,7 @@ class Client:
             pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)),
             write=True,
         )
-        return _decode(resp.object, f"update {kind.resource}")  # type: ignore[return-value]
+        return narrow(_decode(resp.object, f"update {kind.resource}"), type(obj))
 
     async def update_status(self, obj: M) -> M:
         kind = kind_of(obj)
@@ -350,7 +352,7 @@ class Client:
             pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)),
             write=True,
         )
-        return _decode(resp.object, f"update {kind.resource}")  # type: ignore[return-value]
+        return narrow(_decode(resp.object, f"update {kind.resource}"), type(obj))
 
     async def patch(
         self, kind: Kind, name: str, merge_patch: str, *, namespace: str = "", status: bool = False
@@ -535,20 +537,11 @@ class Client:
         return out
 
     async def watch(
-        self,
-        kind: Kind,
-        *,
-        namespace: str = "",
-        label_selector: str = "",
-        field_selector: str = "",
-        resource_version: str = "",
-        allow_bookmarks: bool = False,
+        self, kind: Kind, *, namespace: str = "", options: ListOptions = LIST_ALL
     ) -> AsyncIterator[WatchEvent]:
-        """Events from `resource_version` on (empty: current state as ADDED first).
+        """Events from `options.resource_version` on (empty: current state as ADDED first).
         Raises GoneError when that version is too old: list again and watch from the list."""
-        request = _watch_request(
-            kind, namespace, label_selector, field_selector, resource_version, allow_bookmarks
-        )
+        request = _watch_request(kind, namespace, options)
         what = f"watch {kind.resource}"
         # Each event's object is decoded once here; an informer hands that one object to
         # every handler (services/client/informer.py).
@@ -556,23 +549,14 @@ class Client:
             yield WatchEvent(ev.type, _decode(ev.object, what))
 
     async def watch_batches(
-        self,
-        kind: Kind,
-        *,
-        namespace: str = "",
-        label_selector: str = "",
-        field_selector: str = "",
-        resource_version: str = "",
-        allow_bookmarks: bool = False,
+        self, kind: Kind, *, namespace: str = "", options: ListOptions = LIST_ALL
     ) -> AsyncIterator[builtins.list[WatchEvent]]:
         """`watch`'s events, the same ones in the same order with the same errors, in
         lists as the server sent them (the WatchBatches RPC): each list ends at a revision
         boundary (after the initial state of a watch from ""), so once a list is handled
         its last event's resourceVersion is complete. One message per list instead of per
         event is most of what a busy watch costs either side."""
-        request = _watch_request(
-            kind, namespace, label_selector, field_selector, resource_version, allow_bookmarks
-        )
+        request = _watch_request(kind, namespace, options)
         what = f"watch {kind.resource}"
         async for msg in self._stream("WatchBatches", request, what):
             yield [WatchEvent(ev.type, _decode(ev.object, what)) for ev in msg.events]
@@ -602,19 +586,12 @@ class Client:
                 call.cancel()
 
 
-def _watch_request(
-    kind: Kind,
-    namespace: str,
-    label_selector: str,
-    field_selector: str,
-    resource_version: str,
-    allow_bookmarks: bool,
-) -> pb.WatchRequest:
+def _watch_request(kind: Kind, namespace: str, options: ListOptions) -> pb.WatchRequest:
     return pb.WatchRequest(
         resource=kind.resource,
         namespace=namespace,
-        label_selector=label_selector,
-        field_selector=field_selector,
-        resource_version=resource_version,
-        allow_watch_bookmarks=allow_bookmarks,
+        label_selector=options.label_selector,
+        field_selector=options.field_selector,
+        resource_version=options.resource_version,
+        allow_watch_bookmarks=options.allow_bookmarks,
     )

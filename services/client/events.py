@@ -41,6 +41,7 @@ from services.api.machinery.errors import (
     UnavailableError,
 )
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import object_meta
 from services.client.client import Client
 from services.clock import Clock, rfc3339
 
@@ -343,7 +344,7 @@ class EventRecorder:
         """Record an event about `obj` (a Kubernetes object with metadata)."""
         if not self.enabled or self._closed:
             return
-        meta = obj.metadata  # type: ignore[attr-defined]
+        meta = object_meta(obj)
         ev = new_event(
             self.clock.now(),
             kind=obj.kind or type(obj).__name__,  # type: ignore[attr-defined]

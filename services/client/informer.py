@@ -22,10 +22,10 @@ that names a key twice) are skipped, so no event is applied twice.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from google.protobuf.message import Message
 
@@ -37,6 +37,8 @@ from services.api.machinery.errors import (
     UnavailableError,
 )
 from services.api.machinery.kinds import Kind
+from services.api.machinery.kubeobject import object_meta
+from services.api.machinery.listoptions import LIST_ALL, ListOptions
 from services.api.machinery.meta import object_key
 from services.client.client import Client, UnimplementedError, WatchEvent
 from services.clock import Clock, RealClock
@@ -62,8 +64,9 @@ class Informer:
     client: Client
     kind: Kind
     namespace: str = ""
-    label_selector: str = ""
-    field_selector: str = ""
+    #: What the list and watch select (their selectors; the resourceVersion and
+    #: bookmarks are the informer's own).
+    options: ListOptions = LIST_ALL
     clock: Clock = field(default_factory=RealClock)
     handlers: list[Handlers] = field(default_factory=list)
     store: dict[str, Message] = field(default_factory=dict)
@@ -145,10 +148,7 @@ class Informer:
 
     async def _list(self) -> None:
         items, rv = await self.client.list(
-            self.kind,
-            namespace=self.namespace,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
+            self.kind, namespace=self.namespace, options=self.options
         )
         keep = self.keep
         fresh = {object_key(o): o for o in items if keep is None or keep(o)}
@@ -161,7 +161,7 @@ class Informer:
             prev = old.get(key)
             if prev is None:
                 self._fire_add(obj)
-            elif prev.metadata.resource_version != obj.metadata.resource_version and (  # type: ignore[attr-defined]
+            elif object_meta(prev).resource_version != object_meta(obj).resource_version and (
                 self.wants_update is None or self.wants_update(prev, obj)
             ):
                 self._fire_update(prev, obj)
@@ -181,26 +181,24 @@ class Informer:
         """The watch from `resource_version`, as (events, whether they end at a revision
         boundary): WatchBatches' lists, or Watch's single events from an apiserver that
         has no WatchBatches (`batched` turns False the first time it says so)."""
-        args: dict[str, Any] = {
-            "namespace": self.namespace,
-            "label_selector": self.label_selector,
-            "field_selector": self.field_selector,
-            "resource_version": self.resource_version,
-            "allow_bookmarks": True,
-        }
+        options = dataclasses.replace(
+            self.options, resource_version=self.resource_version, allow_bookmarks=True
+        )
         if self.batched:
             try:
-                async for batch in self.client.watch_batches(self.kind, **args):
+                async for batch in self.client.watch_batches(
+                    self.kind, namespace=self.namespace, options=options
+                ):
                     yield batch, True
                 return
             except UnimplementedError as e:
                 log.info("informer %s: %s; watching event by event", self.kind.resource, e)
                 self.batched = False
-        async for ev in self.client.watch(self.kind, **args):
+        async for ev in self.client.watch(self.kind, namespace=self.namespace, options=options):
             yield [ev], False
 
     def _apply(self, type_: str, obj: Message) -> None:
-        rv = obj.metadata.resource_version  # type: ignore[attr-defined]
+        rv = object_meta(obj).resource_version
         if type_ == "BOOKMARK":
             # Everything at or below a bookmark's revision has been sent: nothing is partial
             # any more, and the resume point moves up to it (never down), as client-go's
@@ -295,24 +293,17 @@ class SharedInformers:
 
     client: Client
     clock: Clock = field(default_factory=RealClock)
-    informers: dict[tuple[str, str, str, str], Informer] = field(default_factory=dict)
+    informers: dict[tuple[str, str, ListOptions], Informer] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._tasks: list[asyncio.Task[None]] = []
 
-    def get(
-        self, kind: Kind, *, namespace: str = "", label_selector: str = "", field_selector: str = ""
-    ) -> Informer:
-        key = (kind.resource, namespace, label_selector, field_selector)
+    def get(self, kind: Kind, *, namespace: str = "", options: ListOptions = LIST_ALL) -> Informer:
+        key = (kind.resource, namespace, options)
         inf = self.informers.get(key)
         if inf is None:
             inf = Informer(
-                self.client,
-                kind,
-                namespace=namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                clock=self.clock,
+                self.client, kind, namespace=namespace, options=options, clock=self.clock
             )
             self.informers[key] = inf
             if self._tasks:  # started already: run the late one too

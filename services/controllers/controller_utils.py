@@ -14,13 +14,14 @@ import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Generic
 
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, meta_pb2
 from services.api.machinery.errors import ApiError
 from services.api.machinery.kinds import BY_KIND, Kind
+from services.api.machinery.kubeobject import M, all_instances, narrow, object_meta
 from services.api.machinery.labels import Selector, SelectorError, from_label_selector
 from services.api.machinery.meta import object_key, pod_key
 from services.client import Handlers, Informer
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 
 def controller_of(obj: Message) -> meta_pb2.OwnerReference | None:
     """The owner reference with controller=true (metav1.GetControllerOf)."""
-    for ref in obj.metadata.owner_references:  # type: ignore[attr-defined]
+    for ref in object_meta(obj).owner_references:
         if ref.HasField("controller") and ref.controller:
             return ref  # type: ignore[no-any-return]
     return None
@@ -48,7 +49,7 @@ def controller_of(obj: Message) -> meta_pb2.OwnerReference | None:
 
 def new_controller_ref(owner: Message, kind: Kind) -> meta_pb2.OwnerReference:
     """metav1.NewControllerRef: controller and blockOwnerDeletion both true."""
-    meta = owner.metadata  # type: ignore[attr-defined]
+    meta = object_meta(owner)
     return meta_pb2.OwnerReference(
         api_version=kind.api_version,
         kind=kind.kind,
@@ -120,13 +121,14 @@ def is_namespace_terminating(err: ApiError) -> bool:
 # ============================================================================ indexes
 
 
-class NamespaceIndex:
+class NamespaceIndex(Generic[M]):
     """The keys of one shared informer's store by namespace (client-go's namespace
-    index). Construct it before registering the handlers that read it: handlers run in
-    registration order, so the index is current when they look."""
+    index), whose objects are `cls`'s. Construct it before registering the handlers that
+    read it: handlers run in registration order, so the index is current when they look."""
 
-    def __init__(self, informer: Informer) -> None:
+    def __init__(self, informer: Informer, cls: type[M]) -> None:
         self._informer = informer
+        self._cls = cls
         self._keys: dict[str, set[str]] = defaultdict(set)
         for key in informer.store:
             self._keys[split_key(key)[0]].add(key)
@@ -153,9 +155,12 @@ class NamespaceIndex:
         """The index needs no update event: an object's namespace never changes."""
         return False
 
-    def list(self, namespace: str) -> list[Message]:
+    def list(self, namespace: str) -> list[M]:
         store = self._informer.store
-        return [store[k] for k in self._keys.get(namespace, ()) if k in store]
+        out = [store[k] for k in self._keys.get(namespace, ()) if k in store]
+        if not all_instances(out, self._cls):
+            raise TypeError(f"{self._informer.kind.resource}: not all {self._cls.__name__}")
+        return out
 
 
 # ============================================================================ slow start
@@ -203,15 +208,18 @@ class PodsByNode:
     @staticmethod
     def wants_update(old: Message, new: Message) -> bool:
         """Whether the index needs this update: nodeName changed."""
-        return old.spec.node_name != new.spec.node_name  # type: ignore[attr-defined]
+        return narrow(old, core_pb2.Pod).spec.node_name != narrow(new, core_pb2.Pod).spec.node_name
 
     def pods_on(self, node_name: str) -> list[core_pb2.Pod]:
         store = self._informer.store  # a relist replaces the store
-        return [store[k] for k in self._by_node.get(node_name, ()) if k in store]  # type: ignore[misc]
+        out = [store[k] for k in self._by_node.get(node_name, ()) if k in store]
+        if not all_instances(out, core_pb2.Pod):
+            raise TypeError("pods: not all Pod")
+        return out
 
     def _set(self, pod: Message) -> None:
         key = pod_key(pod)
-        node = pod.spec.node_name  # type: ignore[attr-defined]
+        node = narrow(pod, core_pb2.Pod).spec.node_name
         prev = self._node_of.get(key)
         if prev is not None and prev != node:
             self._drop(prev, key)

@@ -47,6 +47,7 @@ from services.api.helpers.disruption import (
 )
 from services.api.machinery.errors import ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow, object_meta
 from services.api.machinery.labels import SelectorError
 from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
@@ -296,8 +297,8 @@ class DisruptionController:
             base_delay=self.config.base_backoff,
             max_delay=self.config.max_backoff,
         )
-        self._pdb_index = NamespaceIndex(self.pdb_informer)
-        self._pod_index = NamespaceIndex(self.pod_informer)
+        self._pdb_index = NamespaceIndex(self.pdb_informer, policy_pb2.PodDisruptionBudget)
+        self._pod_index = NamespaceIndex(self.pod_informer, core_pb2.Pod)
         enqueue = self._enqueue_pdb
         self.pdb_informer.add_handlers(Handlers(enqueue, lambda _o, n: enqueue(n), enqueue))
         self.pod_informer.add_handlers(
@@ -333,7 +334,7 @@ class DisruptionController:
         self.queue.add(object_key(pdb))
 
     def _pod_changed(self, obj: Message) -> None:
-        pod: core_pb2.Pod = obj  # type: ignore[assignment]
+        pod = narrow(obj, core_pb2.Pod)
         for pdb in self._pdb_index.list(pod.metadata.namespace):
             if covers(pdb, pod):  # type: ignore[arg-type]
                 self._enqueue_pdb(pdb)
@@ -341,25 +342,32 @@ class DisruptionController:
     def wants_pod_update(self, old: Message, new: Message) -> bool:
         """The pod updates `_pod_updated` acts on: those in a namespace with a budget (a
         budget added later is synced from the store in full)."""
-        return self._pdb_index.has(new.metadata.namespace)  # type: ignore[attr-defined]
+        return self._pdb_index.has(object_meta(new).namespace)
 
     def _pod_updated(self, old: Message, cur: Message) -> None:
         self._pod_changed(cur)
-        if dict(old.metadata.labels) != dict(cur.metadata.labels):  # type: ignore[attr-defined]
+        if dict(object_meta(old).labels) != dict(object_meta(cur).labels):
             self._pod_changed(old)
+
+    @staticmethod
+    def _replicas(obj: Message) -> int:
+        """spec.replicas of a ReplicaSet or a Deployment (the scales a budget counts)."""
+        if isinstance(obj, apps_pb2.Deployment):
+            return obj.spec.replicas
+        return narrow(obj, apps_pb2.ReplicaSet).spec.replicas
 
     def _scale_updated(self, old: Message, cur: Message) -> None:
         """A controller's spec.replicas moved: the budgets that count its scale are stale
         (upstream waits for the pods' own events or a resync; here they are synced now)."""
-        if old.spec.replicas == cur.spec.replicas:  # type: ignore[attr-defined]
+        if self._replicas(old) == self._replicas(cur):
             return
-        for pdb in self._pdb_index.list(cur.metadata.namespace):  # type: ignore[attr-defined]
+        for pdb in self._pdb_index.list(object_meta(cur).namespace):
             self._enqueue_pdb(pdb)
 
     # ------------------------------------------------------------------ lookups
 
     def pods_for(self, pdb: policy_pb2.PodDisruptionBudget) -> list[core_pb2.Pod]:
-        return pods_for(pdb, self._pod_index.list(pdb.metadata.namespace))  # type: ignore[arg-type]
+        return pods_for(pdb, self._pod_index.list(pdb.metadata.namespace))
 
     def find_scale(self, pod: core_pb2.Pod, ref: meta_pb2.OwnerReference) -> tuple[str, int] | None:
         return find_scale(
@@ -376,7 +384,7 @@ class DisruptionController:
         stored = self.pdb_informer.store.get(key)
         if stored is None:
             return
-        pdb: policy_pb2.PodDisruptionBudget = stored  # type: ignore[assignment]
+        pdb = narrow(stored, policy_pb2.PodDisruptionBudget)
         now = self.clock.now()
         try:
             pods = self.pods_for(pdb)

@@ -34,6 +34,7 @@ from typing import Protocol
 from google.protobuf.message import Message
 
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import LIST_ALL
 from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.deployment import DeploymentConfig, DeploymentController
@@ -176,7 +177,7 @@ class ControllerManager(Background):
             name: _build(name, client, self.informers, self.clock, self.config)
             for name in self.config.controllers
         }
-        pods = self.informers.informers.get((PODS.resource, "", "", ""))
+        pods = self.informers.informers.get((PODS.resource, "", LIST_ALL))
         if pods is not None:
             pods.wants_update = pod_update_filter(self.controllers.values())
 

@@ -46,6 +46,7 @@ from services.api.helpers.podgroups import (
 )
 from services.api.machinery.errors import ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow
 from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
@@ -127,7 +128,7 @@ class PodGroupController:
             base_delay=self.config.base_backoff,
             max_delay=self.config.max_backoff,
         )
-        self._pod_index = NamespaceIndex(self.pod_informer)
+        self._pod_index = NamespaceIndex(self.pod_informer, core_pb2.Pod)
         enqueue = self._enqueue_group
         self.pg_informer.add_handlers(Handlers(enqueue, lambda _o, n: enqueue(n), None))
         self.pod_informer.add_handlers(
@@ -165,18 +166,14 @@ class PodGroupController:
     # ---------------------------------------------------------------------- sync
     def pods_of(self, pg: podgroup_pb2.PodGroup) -> list[core_pb2.Pod]:
         name = pg.metadata.name
-        return [
-            p  # type: ignore[misc]
-            for p in self._pod_index.list(pg.metadata.namespace)
-            if pod_group_name(p) == name
-        ]
+        return [p for p in self._pod_index.list(pg.metadata.namespace) if pod_group_name(p) == name]
 
     async def sync(self, key: str) -> None:
         """One group: compute its status and write it if it changed."""
         stored = self.pg_informer.store.get(key)
         if stored is None:
             return
-        pg: podgroup_pb2.PodGroup = stored  # type: ignore[assignment]
+        pg = narrow(stored, podgroup_pb2.PodGroup)
         status = compute_status(pg, self.pods_of(pg), self.clock.now())
         if status == pg.status:
             return

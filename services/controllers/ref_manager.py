@@ -18,6 +18,7 @@ from protos.kubera.v1 import meta_pb2
 from services.api.machinery import codec
 from services.api.machinery.errors import ApiError, NotFoundError
 from services.api.machinery.kinds import Kind
+from services.api.machinery.kubeobject import object_meta
 from services.api.machinery.labels import Selector
 from services.client import Client
 from services.controllers.controller_utils import controller_of, new_controller_ref
@@ -35,7 +36,7 @@ async def adopt(
     client: Client, kind: Kind, obj: Message, owner: Message, owner_kind: Kind
 ) -> Message:
     """Add `owner` as controller of `obj`, if `obj` is still the version we saw."""
-    meta = obj.metadata  # type: ignore[attr-defined]
+    meta = object_meta(obj)
     refs = [
         *_owner_refs_json(meta.owner_references),
         codec.encode(new_controller_ref(owner, owner_kind)),
@@ -45,7 +46,7 @@ async def adopt(
 
 async def release(client: Client, kind: Kind, obj: Message, owner_uid: str) -> Message:
     """Drop `owner_uid`'s reference from `obj`, if `obj` is still the version we saw."""
-    meta = obj.metadata  # type: ignore[attr-defined]
+    meta = object_meta(obj)
     refs = _owner_refs_json(r for r in meta.owner_references if r.uid != owner_uid)
     return await _patch_owner_refs(client, kind, obj, refs)
 
@@ -54,7 +55,7 @@ async def _patch_owner_refs(
     client: Client, kind: Kind, obj: Message, refs: list[dict[str, object]]
 ) -> Message:
     """Set `obj`'s ownerReferences to `refs`, pinned to the uid and resourceVersion we saw."""
-    meta = obj.metadata  # type: ignore[attr-defined]
+    meta = object_meta(obj)
     patch = {
         "metadata": {
             "ownerReferences": refs,
@@ -79,13 +80,13 @@ async def claim(
     controlled by someone else are left alone. `can_adopt` (run once, before the first
     adoption) raises when the owner must not adopt. Raises the first error after trying
     every candidate."""
-    owner_meta = owner.metadata  # type: ignore[attr-defined]
+    owner_meta = object_meta(owner)
     claimed: list[Message] = []
     errors: list[ApiError] = []
     adopt_error: ApiError | None = None
     adopt_checked = False
     for obj in candidates:
-        meta = obj.metadata  # type: ignore[attr-defined]
+        meta = object_meta(obj)
         matches = selector is not None and selector.matches(meta.labels)
         ref = controller_of(obj)
         if ref is not None:
@@ -131,9 +132,9 @@ def recheck_owner(client: Client, kind: Kind, owner: Message) -> Callable[[], Aw
     only safe while the owner exists with the same UID and is not being deleted."""
 
     async def check() -> None:
-        meta = owner.metadata  # type: ignore[attr-defined]
+        meta = object_meta(owner)
         fresh = await client.get(kind, meta.name, meta.namespace)
-        fmeta = fresh.metadata  # type: ignore[attr-defined]
+        fmeta = object_meta(fresh)
         if fmeta.uid != meta.uid:
             raise CannotAdoptError(
                 f"original {kind.kind} {meta.namespace}/{meta.name} is gone: got uid {fmeta.uid}, wanted {meta.uid}"

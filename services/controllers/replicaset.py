@@ -39,6 +39,7 @@ from protos.kubera.v1 import apps_pb2, core_pb2, meta_pb2
 from services.api.machinery import codec
 from services.api.machinery.errors import ApiError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.api.machinery.labels import Selector
 from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
@@ -209,8 +210,8 @@ class ReplicaSetController:
         self.events = EventRecorder(
             client, "replicaset-controller", self.clock, enabled=self.config.record_events
         )
-        self._rs_index = NamespaceIndex(self.rs_informer)
-        self._pod_index = NamespaceIndex(self.pod_informer)
+        self._rs_index = NamespaceIndex(self.rs_informer, apps_pb2.ReplicaSet)
+        self._pod_index = NamespaceIndex(self.pod_informer, core_pb2.Pod)
         # RS key -> UIDs of deleted ReplicaSets of that name whose pods are still to go.
         self._dead_owners: dict[str, set[str]] = {}
         self.rs_informer.add_handlers(Handlers(self._add_rs, self._update_rs, self._delete_rs))
@@ -232,18 +233,20 @@ class ReplicaSetController:
     # ------------------------------------------------------------------ lookups
 
     def replica_sets_in(self, namespace: str) -> list[apps_pb2.ReplicaSet]:
-        return self._rs_index.list(namespace)  # type: ignore[return-value]
+        return self._rs_index.list(namespace)
 
     def pods_in(self, namespace: str) -> list[core_pb2.Pod]:
-        return self._pod_index.list(namespace)  # type: ignore[return-value]
+        return self._pod_index.list(namespace)
 
     def _resolve(self, namespace: str, ref: meta_pb2.OwnerReference) -> apps_pb2.ReplicaSet | None:
         if ref.kind != REPLICA_SETS.kind:
             return None
-        rs = self.rs_informer.store.get(f"{namespace}/{ref.name}")
-        if rs is None or rs.metadata.uid != ref.uid:  # type: ignore[attr-defined]
+        rs = narrow_optional(
+            self.rs_informer.store.get(f"{namespace}/{ref.name}"), apps_pb2.ReplicaSet
+        )
+        if rs is None or rs.metadata.uid != ref.uid:
             return None
-        return rs  # type: ignore[return-value]
+        return rs
 
     def _replica_sets_selecting(self, pod: core_pb2.Pod) -> list[apps_pb2.ReplicaSet]:
         out = []
@@ -281,7 +284,7 @@ class ReplicaSetController:
         self.queue.add(object_key(rs))
 
     def _update_rs(self, old: Message, cur: Message) -> None:
-        if old.metadata.uid != cur.metadata.uid:  # type: ignore[attr-defined]
+        if object_meta(old).uid != object_meta(cur).uid:
             self._delete_rs(old)  # deleted and re-created between two looks
         self._add_rs(cur)
 
@@ -290,11 +293,11 @@ class ReplicaSetController:
         # A new ReplicaSet of the same name starts clean.
         self.expectations.delete(key)
         if self.config.cascade_delete:
-            self._dead_owners.setdefault(key, set()).add(rs.metadata.uid)  # type: ignore[attr-defined]
+            self._dead_owners.setdefault(key, set()).add(object_meta(rs).uid)
         self.queue.add(key)
 
     def _add_pod(self, obj: Message) -> None:
-        pod: core_pb2.Pod = obj  # type: ignore[assignment]
+        pod = narrow(obj, core_pb2.Pod)
         if pod.metadata.deletion_timestamp:
             # Seen for the first time already terminating (e.g. after a restart): that is
             # a deletion to observe, never a creation.
@@ -318,14 +321,14 @@ class ReplicaSetController:
         (its ReplicaSet counts its replicas' states), a label change of an orphan
         (whoever selects it may adopt it)."""
         return bool(
-            old.metadata.owner_references  # type: ignore[attr-defined]
-            or new.metadata.owner_references  # type: ignore[attr-defined]
-            or old.metadata.labels != new.metadata.labels  # type: ignore[attr-defined]
+            object_meta(old).owner_references
+            or object_meta(new).owner_references
+            or object_meta(old).labels != object_meta(new).labels
         )
 
     def _update_pod(self, old_obj: Message, cur_obj: Message) -> None:
-        old: core_pb2.Pod = old_obj  # type: ignore[assignment]
-        cur: core_pb2.Pod = cur_obj  # type: ignore[assignment]
+        old = narrow(old_obj, core_pb2.Pod)
+        cur = narrow(cur_obj, core_pb2.Pod)
         if cur.metadata.resource_version == old.metadata.resource_version:
             return
         labels_changed = dict(cur.metadata.labels) != dict(old.metadata.labels)
@@ -377,7 +380,7 @@ class ReplicaSetController:
         if cached is None:
             self.expectations.delete(key)
             return
-        rs: apps_pb2.ReplicaSet = cached  # type: ignore[assignment]
+        rs = narrow(cached, apps_pb2.ReplicaSet)
         needs_sync = self.expectations.satisfied(key)
         selector = selector_for(rs.spec.selector)
         if selector is None:
@@ -439,7 +442,7 @@ class ReplicaSetController:
                         rs,
                         "Normal",
                         "SuccessfulCreate",
-                        f"Created pod: {r.object.metadata.name}",  # type: ignore[attr-defined]
+                        f"Created pod: {object_meta(r.object).name}",
                     )
                 elif r.error is not None and is_namespace_terminating(r.error):
                     ok += 1  # nothing more can be created; the namespace is going away
@@ -495,7 +498,7 @@ class ReplicaSetController:
         ):
             return rs
         status.observed_generation = rs.metadata.generation
-        target: apps_pb2.ReplicaSet = codec.clone(rs)  # type: ignore[assignment]
+        target = narrow(codec.clone(rs), apps_pb2.ReplicaSet)
         for attempt in range(2):
             target.status.CopyFrom(status)
             try:
@@ -514,7 +517,7 @@ class ReplicaSetController:
         if not dead:
             return
         if current is not None:
-            dead.discard(current.metadata.uid)  # type: ignore[attr-defined]
+            dead.discard(object_meta(current).uid)
         ns = split_key(key)[0]
         doomed = []
         for pod in self.pods_in(ns):

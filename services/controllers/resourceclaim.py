@@ -53,6 +53,7 @@ from services.api.dra.claims import (
 from services.api.machinery import codec
 from services.api.machinery.errors import ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow, narrow_optional
 from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock
@@ -222,13 +223,14 @@ class ResourceClaimController:
     @staticmethod
     def wants_pod_update(old: Message, new: Message) -> bool:
         """Only pods with claims matter to this controller."""
-        return bool(old.spec.resource_claims or new.spec.resource_claims)  # type: ignore[attr-defined]
+        old, new = narrow(old, core_pb2.Pod), narrow(new, core_pb2.Pod)
+        return bool(old.spec.resource_claims or new.spec.resource_claims)
 
     def _add_pod(self, obj: Message) -> None:
-        self._pod_changed(obj)  # type: ignore[arg-type]
+        self._pod_changed(narrow(obj, core_pb2.Pod))
 
     def _update_pod(self, old: Message, cur: Message) -> None:
-        self._pod_changed(cur)  # type: ignore[arg-type]
+        self._pod_changed(narrow(cur, core_pb2.Pod))
 
     def _pod_changed(self, pod: core_pb2.Pod) -> None:
         if not pod.spec.resource_claims:
@@ -241,7 +243,7 @@ class ResourceClaimController:
             self.queue.add(f"pod:{object_key(pod)}")
 
     def _delete_pod(self, obj: Message) -> None:
-        pod: core_pb2.Pod = obj  # type: ignore[assignment]
+        pod = narrow(obj, core_pb2.Pod)
         self._deleted[pod.metadata.uid] = None
         if len(self._deleted) > _DELETED_PODS_REMEMBERED:
             self._deleted.popitem(last=False)
@@ -256,7 +258,7 @@ class ResourceClaimController:
             self.queue.add(f"claim:{key}")
 
     def _add_claim(self, obj: Message) -> None:
-        claim: resource_pb2.ResourceClaim = obj  # type: ignore[assignment]
+        claim = narrow(obj, resource_pb2.ResourceClaim)
         key = object_key(claim)
         owner = owning_pod(claim)
         if owner is not None:
@@ -269,7 +271,7 @@ class ResourceClaimController:
         self._add_claim(cur)
 
     def _delete_claim(self, obj: Message) -> None:
-        claim: resource_pb2.ResourceClaim = obj  # type: ignore[assignment]
+        claim = narrow(obj, resource_pb2.ResourceClaim)
         owner = owning_pod(claim)
         if owner is not None:
             # Its pod may still need it (deleted by someone else): made again.
@@ -282,10 +284,10 @@ class ResourceClaimController:
 
     def _add_template(self, obj: Message) -> None:
         """Pods that waited for this template get their claims now, not after a backoff."""
-        tmpl: resource_pb2.ResourceClaimTemplate = obj  # type: ignore[assignment]
+        tmpl = narrow(obj, resource_pb2.ResourceClaimTemplate)
         ns, name = tmpl.metadata.namespace, tmpl.metadata.name
         for pod in list(self.pod_informer.store.values()):
-            p: core_pb2.Pod = pod  # type: ignore[assignment]
+            p = narrow(pod, core_pb2.Pod)
             if p.metadata.namespace != ns or not p.spec.resource_claims:
                 continue
             if any(e.resource_claim_template_name == name for e in pending_template_entries(p)):
@@ -310,7 +312,7 @@ class ResourceClaimController:
         if made is not None:
             return made
         for key in self._owned.get(pod.metadata.uid, ()):
-            claim: resource_pb2.ResourceClaim | None = self.claim_informer.store.get(key)  # type: ignore[assignment]
+            claim = narrow_optional(self.claim_informer.store.get(key), resource_pb2.ResourceClaim)
             if claim is None:
                 continue
             if claim.metadata.annotations.get(POD_CLAIM_NAME_ANNOTATION) == entry.name:
@@ -347,12 +349,12 @@ class ResourceClaimController:
     async def sync_pod(self, key: str) -> None:
         """Claims for the pod's template entries, recorded in its status; reservations for
         a pod bound by hand."""
-        pod: core_pb2.Pod | None = self.pod_informer.store.get(key)  # type: ignore[assignment]
+        pod = narrow_optional(self.pod_informer.store.get(key), core_pb2.Pod)
         if pod is None or is_pod_done(pod) or pod.metadata.deletion_timestamp:
             return
         await self._record_claims(key, pod)
         for claim in self._claims_to_reserve(pod):
-            updated: resource_pb2.ResourceClaim = codec.clone(claim)  # type: ignore[assignment]
+            updated = narrow(codec.clone(claim), resource_pb2.ResourceClaim)
             updated.status.reserved_for.append(pod_reference(pod))
             # A stale cache (the scheduler reserved it already): Conflict, retried.
             await self.client.update_status(updated)
@@ -411,7 +413,7 @@ class ResourceClaimController:
                 self._created[(pod.metadata.uid, entry.name)] = claim
                 log.info("pod %s: created claim %s for %s", key, claim.metadata.name, entry.name)
             found.append((entry.name, claim.metadata.name))
-        updated: core_pb2.Pod = codec.clone(pod)  # type: ignore[assignment]
+        updated = narrow(codec.clone(pod), core_pb2.Pod)
         statuses = {st.name: st for st in updated.status.resource_claim_statuses}
         for name, cname in found:
             if name in statuses:
@@ -426,7 +428,7 @@ class ResourceClaimController:
         done (upstream's three cases, the cache first, then the apiserver)."""
         if uid in self._deleted:
             return True
-        pod: core_pb2.Pod | None = self.pod_informer.store.get(f"{namespace}/{name}")  # type: ignore[assignment]
+        pod = narrow_optional(self.pod_informer.store.get(f"{namespace}/{name}"), core_pb2.Pod)
         if pod is None:
             # Maybe too new for the cache: only the apiserver can say it is gone.
             try:
@@ -439,9 +441,10 @@ class ResourceClaimController:
         return None if is_pod_done(pod) else False
 
     async def sync_claim(self, key: str) -> None:
-        claim: resource_pb2.ResourceClaim | None = self.claim_informer.store.get(key)  # type: ignore[assignment]
-        if claim is None:
+        found = narrow_optional(self.claim_informer.store.get(key), resource_pb2.ResourceClaim)
+        if found is None:
             return
+        claim = found
         ns, name = split_key(key)
         valid: list[resource_pb2.ResourceClaimConsumerReference] = []
         for ref in claim.status.reserved_for:
@@ -452,7 +455,7 @@ class ResourceClaimController:
             valid.append(ref)  # another kind of consumer: not ours to judge
         has_finalizer = DELETE_PROTECTION_FINALIZER in claim.metadata.finalizers
         if len(valid) < len(claim.status.reserved_for):
-            updated: resource_pb2.ResourceClaim = codec.clone(claim)  # type: ignore[assignment]
+            updated = narrow(codec.clone(claim), resource_pb2.ResourceClaim)
             del updated.status.reserved_for[:]
             updated.status.reserved_for.extend(valid)
             if not valid and has_finalizer:
@@ -467,7 +470,7 @@ class ResourceClaimController:
                 await self._remove_finalizer(claim)
         elif has_finalizer and claim.metadata.deletion_timestamp and not valid:
             if claim.status.HasField("allocation"):
-                updated = codec.clone(claim)  # type: ignore[assignment]
+                updated = codec.clone(claim)
                 updated.status.ClearField("allocation")
                 claim = await self.client.update_status(updated)
             await self._remove_finalizer(claim)
@@ -486,7 +489,7 @@ class ResourceClaimController:
             await self.client.delete(CLAIMS, name, ns, uid=claim.metadata.uid)
 
     async def _remove_finalizer(self, claim: resource_pb2.ResourceClaim) -> None:
-        updated: resource_pb2.ResourceClaim = codec.clone(claim)  # type: ignore[assignment]
+        updated = narrow(codec.clone(claim), resource_pb2.ResourceClaim)
         keep = [f for f in updated.metadata.finalizers if f != DELETE_PROTECTION_FINALIZER]
         del updated.metadata.finalizers[:]
         updated.metadata.finalizers.extend(keep)

@@ -41,6 +41,7 @@ from services.api.helpers.taints import NO_EXECUTE, toleration_tolerates_taint
 from services.api.machinery import codec
 from services.api.machinery.errors import ApiError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow, narrow_optional
 from services.api.machinery.meta import pod_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, parse_rfc3339, rfc3339
@@ -248,17 +249,22 @@ class TaintEvictionController:
     def wants_pod_update(old: Message, new: Message) -> bool:
         """The pod updates this controller acts on: a new nodeName or new tolerations
         (`_pod_changed` ignores the others)."""
-        return (
-            old.spec.node_name != new.spec.node_name  # type: ignore[attr-defined]
-            or list(old.spec.tolerations) != list(new.spec.tolerations)  # type: ignore[attr-defined]
+        old, new = narrow(old, core_pb2.Pod), narrow(new, core_pb2.Pod)
+        return old.spec.node_name != new.spec.node_name or list(old.spec.tolerations) != list(
+            new.spec.tolerations
         )
 
-    def _node_changed(self, old: Message | None, new: Message | None) -> None:
-        old_taints = no_execute_taints(old)  # type: ignore[arg-type]
-        new_taints = no_execute_taints(new)  # type: ignore[arg-type]
+    def _node_changed(self, old_obj: Message | None, new_obj: Message | None) -> None:
+        old = narrow_optional(old_obj, core_pb2.Node)
+        new = narrow_optional(new_obj, core_pb2.Node)
+        old_taints = no_execute_taints(old)
+        new_taints = no_execute_taints(new)
         if old is not None and new is not None and old_taints == new_taints:
             return
-        name = (new if new is not None else old).metadata.name  # type: ignore[union-attr]
+        either = new if new is not None else old
+        if either is None:
+            return  # neither side: nothing to do
+        name = either.metadata.name
         if new is None or not new_taints:
             self.tainted.pop(name, None)
         else:
@@ -274,21 +280,24 @@ class TaintEvictionController:
         for pod in pods:
             self.process_pod_on_node(pod, name, new_taints, now)
 
-    def _pod_changed(self, old: Message | None, new: Message | None) -> None:
+    def _pod_changed(self, old_obj: Message | None, new_obj: Message | None) -> None:
+        old = narrow_optional(old_obj, core_pb2.Pod)
+        new = narrow_optional(new_obj, core_pb2.Pod)
         if (
             old is not None
             and new is not None
-            and list(old.spec.tolerations) == list(new.spec.tolerations)  # type: ignore[attr-defined]
-            and old.spec.node_name == new.spec.node_name  # type: ignore[attr-defined]
+            and list(old.spec.tolerations) == list(new.spec.tolerations)
+            and old.spec.node_name == new.spec.node_name
         ):
             return
         if new is None:
-            self._cancel_with_event(pod_key(old))  # type: ignore[arg-type]
+            if old is not None:
+                self._cancel_with_event(pod_key(old))
             return
-        node = new.spec.node_name  # type: ignore[attr-defined]
+        node = new.spec.node_name
         taints = self.tainted.get(node) if node else None
         if taints:
-            self.process_pod_on_node(new, node, taints, self.clock.now())  # type: ignore[arg-type]
+            self.process_pod_on_node(new, node, taints, self.clock.now())
 
     # ----------------------------------------------------------- the decision
 
@@ -411,8 +420,8 @@ class TaintEvictionController:
     async def _mark_and_delete(self, namespace: str, name: str) -> None:
         """DisruptionTarget=True first (so whoever sees the pod go knows why), then a
         delete with the pod's own grace period, pinned to the pod we marked."""
-        pod: core_pb2.Pod = await self.client.get(PODS, name, namespace)  # type: ignore[assignment]
-        marked: core_pb2.Pod = codec.clone(pod)  # type: ignore[assignment]
+        pod = narrow(await self.client.get(PODS, name, namespace), core_pb2.Pod)
+        marked = narrow(codec.clone(pod), core_pb2.Pod)
         if set_disruption_target(marked, self.clock.now()):
             await self.client.update_status(marked)
         await self.client.delete(PODS, name, namespace, uid=pod.metadata.uid)

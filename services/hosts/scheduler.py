@@ -97,9 +97,7 @@ def election_for(
     if mode != "leader" or not le.leader_elect:
         return None
     return LeaderElectionSettings(
-        lease_duration=le.lease_duration,
-        renew_deadline=le.renew_deadline,
-        retry_period=le.retry_period,
+        timings=le.timings,
         lease_name=le.resource_name,
         lease_namespace=le.resource_namespace,
     ).with_timings(overrides)

@@ -14,10 +14,11 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import policy_pb2
+from protos.kubera.v1 import apps_pb2, meta_pb2, policy_pb2
 from services.api.machinery import codec, patching
 from services.api.machinery.errors import BadRequestError, ConflictError, InvalidError, invalid
 from services.api.machinery.kinds import Kind
+from services.api.machinery.kubeobject import object_meta
 from services.api.machinery.labels import SelectorError, from_label_selector
 from services.apiserver import MAX_RETRIES, conflict
 from services.httpapi.status import success
@@ -27,8 +28,15 @@ from services.httpapi.verbs import Call, UnsupportedMediaType, body_doc, patch_t
 SCALABLE = frozenset({"deployments", "replicasets"})
 
 
-def _meta(obj: Message):  # type: ignore[no-untyped-def]  # -> meta_pb2.ObjectMeta
-    return obj.metadata  # type: ignore[attr-defined]
+def _meta(obj: Message) -> meta_pb2.ObjectMeta:
+    return object_meta(obj)
+
+
+def _scalable(obj: Message) -> apps_pb2.Deployment | apps_pb2.ReplicaSet:
+    """`obj` as a kind with a scale subresource (SCALABLE)."""
+    if isinstance(obj, apps_pb2.Deployment | apps_pb2.ReplicaSet):
+        return obj
+    raise TypeError(f"{type(obj).__name__} has no scale subresource")
 
 
 async def bind(call: Call) -> tuple[int, dict[str, Any]]:
@@ -88,7 +96,8 @@ async def evict(call: Call) -> tuple[int, dict[str, Any]]:
 def scale_doc(kind: Kind, obj: Message) -> dict[str, Any]:
     """autoscaling/v1 Scale of a Deployment or ReplicaSet."""
     m = _meta(obj)
-    sel = obj.spec.selector  # type: ignore[attr-defined]
+    owner = _scalable(obj)
+    sel = owner.spec.selector
     try:
         selector = str(
             from_label_selector(
@@ -109,13 +118,13 @@ def scale_doc(kind: Kind, obj: Message) -> dict[str, Any]:
     }
     if m.creation_timestamp:
         meta["creationTimestamp"] = m.creation_timestamp
-    spec_replicas = obj.spec.replicas if obj.spec.HasField("replicas") else 1  # type: ignore[attr-defined]
+    spec_replicas = owner.spec.replicas if owner.spec.HasField("replicas") else 1
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": meta,
         "spec": {"replicas": spec_replicas},
-        "status": {"replicas": obj.status.replicas, "selector": selector},  # type: ignore[attr-defined]
+        "status": {"replicas": owner.status.replicas, "selector": selector},
     }
 
 
@@ -147,8 +156,8 @@ async def update_scale(call: Call) -> dict[str, Any]:
             raise InvalidError(
                 "Scale", call.info.name, [invalid("spec.replicas", replicas, "must be an integer")]
             )
-        obj = codec.clone(current)
-        obj.spec.replicas = replicas  # type: ignore[attr-defined]
+        obj = _scalable(codec.clone(current))
+        obj.spec.replicas = replicas
         pinned = bool(rv) and rv != _meta(current).resource_version
         _meta(obj).resource_version = rv or _meta(current).resource_version
         try:

@@ -25,6 +25,7 @@ from google.protobuf.message import Message
 from services.api.machinery import codec
 from services.api.machinery.errors import BadRequestError
 from services.api.machinery.kinds import Kind
+from services.api.machinery.kubeobject import object_meta
 from services.api.printers import printers
 from services.clock import RealClock
 
@@ -89,7 +90,7 @@ def partial_object_metadata(obj: Message) -> dict[str, Any]:
     return {
         "kind": "PartialObjectMetadata",
         "apiVersion": TABLE_API_VERSION,
-        "metadata": codec.encode(obj.metadata),  # type: ignore[attr-defined]
+        "metadata": codec.encode(object_meta(obj)),
     }
 
 

@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 from google.protobuf.message import Message
 
+from protos.kubera.v1 import meta_pb2
 from services.api.machinery import codec, fieldmanager, patching, yamlload
 from services.api.machinery.errors import (
     ApiError,
@@ -45,7 +46,9 @@ from services.api.machinery.errors import (
     unsupported,
 )
 from services.api.machinery.kinds import KINDS, Kind
+from services.api.machinery.kubeobject import object_meta
 from services.api.machinery.limits import DepthError, loads_json
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver import MAX_RETRIES, ApiServer, conflict
 from services.auth import User
 from services.clock import rfc3339
@@ -66,8 +69,8 @@ RETURN_DELETED = frozenset({"pods"})
 BODY_TYPES = ("application/json", "application/yaml")
 
 
-def _meta(obj: Message):  # type: ignore[no-untyped-def]  # -> meta_pb2.ObjectMeta
-    return obj.metadata  # type: ignore[attr-defined]
+def _meta(obj: Message) -> meta_pb2.ObjectMeta:
+    return object_meta(obj)
 
 
 class UnsupportedMediaType(ApiError):
@@ -299,21 +302,21 @@ async def list_(call: Call) -> Page:
         raise BadRequestError("limit must not be negative")
     if rv and not rv.isdigit():
         raise BadRequestError(f'resourceVersion: Invalid value: "{rv}": must be an integer')
-    token = q.get("continue", "")
-    labels, fields = q.get("labelSelector", ""), q.get("fieldSelector", "")
-    if token:
+    opts = ListOptions(
+        label_selector=q.get("labelSelector", ""),
+        field_selector=q.get("fieldSelector", ""),
+        resource_version=rv,
+        resource_version_match=match,
+        limit=limit,
+        continue_=q.get("continue", ""),
+    )
+    if opts.continue_:
         if rv:
             raise BadRequestError("specifying resource version is not allowed when using continue")
-        first_rv, after = parse_continue(token)
+        first_rv, after = parse_continue(opts.continue_)
         try:
             page = await call.api.list_page(
-                call.kind,
-                call.namespace,
-                labels,
-                fields,
-                limit=limit,
-                revision=first_rv,
-                after=after,
+                call.kind, call.namespace, opts, revision=first_rv, after=after
             )
         except GoneError:
             raise GoneError(
@@ -322,10 +325,10 @@ async def list_(call: Call) -> Page:
             ) from None
         return _page(page)
     if limit:
-        page = await call.api.list_page(call.kind, call.namespace, labels, fields, limit=limit)
+        page = await call.api.list_page(call.kind, call.namespace, opts)
         _check_rv(rv, match, page.revision)
         return _page(page)
-    listed = await call.api.list_objects(call.kind, call.namespace, labels, fields)
+    listed = await call.api.list_objects(call.kind, call.namespace, opts)
     call.warnings.extend(listed.warnings)
     _check_rv(rv, match, listed.revision)
     items = sorted(listed.items, key=lambda o: (_meta(o).namespace, _meta(o).name))
@@ -611,7 +614,11 @@ async def delete_collection(call: Call) -> dict[str, Any]:
     opts = delete_options(call)
     q = call.query
     items, rev = await call.api.list(
-        call.kind, call.namespace, q.get("labelSelector", ""), q.get("fieldSelector", "")
+        call.kind,
+        call.namespace,
+        ListOptions(
+            label_selector=q.get("labelSelector", ""), field_selector=q.get("fieldSelector", "")
+        ),
     )
     for obj in items:
         call.api.admit_delete(call.kind, _meta(obj).name, opts.grace_period_seconds)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +31,8 @@ from aiohttp import web
 from google.protobuf.message import Message
 
 from services.api.machinery.errors import ApiError, BadRequestError
+from services.api.machinery.kubeobject import object_meta
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver import Filter, parse_resource_version
 from services.httpapi.status import from_error
 from services.httpapi.verbs import Call, to_json
@@ -54,24 +57,24 @@ def _timeout(call: Call) -> float:
     return float(value) if value else DEFAULT_TIMEOUT_SECONDS
 
 
-def _watch_params(call: Call) -> dict[str, Any]:
-    """The registry's watch arguments, validated up front (400 before the stream)."""
+def _watch_options(call: Call) -> ListOptions:
+    """The watch's options, validated up front (400 before the stream)."""
     q = call.query
     fields = q.get("fieldSelector", "")
     name = call.info.name
     if name:  # GET .../pods/NAME?watch=1: upstream's single-object watch
         fields = f"metadata.name={name}" + (f",{fields}" if fields else "")
     labels = q.get("labelSelector", "")
-    Filter(call.kind, call.namespace, labels, fields)
     rv = q.get("resourceVersion", "")
+    options = ListOptions(
+        label_selector=labels,
+        field_selector=fields,
+        resource_version=rv,
+        allow_bookmarks=q.get("allowWatchBookmarks") in ("1", "true", "True"),
+    )
+    Filter(call.kind, call.namespace, options)
     parse_resource_version(rv)
-    return {
-        "namespace": call.namespace,
-        "label_selector": labels,
-        "field_selector": fields,
-        "resource_version": rv,
-        "allow_bookmarks": q.get("allowWatchBookmarks") in ("1", "true", "True"),
-    }
+    return dataclasses.replace(options, timeout_seconds=_timeout(call))
 
 
 def line(event_type: str, obj: dict[str, Any]) -> bytes:
@@ -87,7 +90,7 @@ def bookmark(call: Call, obj: Message) -> dict[str, Any]:
     return {
         "kind": call.kind.kind,
         "apiVersion": call.kind.api_version,
-        "metadata": {"resourceVersion": obj.metadata.resource_version},  # type: ignore[attr-defined]
+        "metadata": {"resourceVersion": object_meta(obj).resource_version},
     }
 
 
@@ -99,8 +102,7 @@ async def serve_watch(
     content_type: str = "application/json",
 ) -> web.StreamResponse:
     """Stream the watch `call` asks for until its timeout, an error, or the client leaves."""
-    params = _watch_params(call)
-    timeout = _timeout(call)
+    options = _watch_options(call)
     show: Render = render or (lambda o: to_json(call.kind, o))
     kind = call.kind
 
@@ -117,9 +119,9 @@ async def serve_watch(
     resp = web.StreamResponse(status=200, headers={"Content-Type": content_type})
     resp.enable_chunked_encoding()
     await resp.prepare(request)
-    batches = call.api.watch_batches(call.kind, **params)
+    batches = call.api.watch_batches(call.kind, namespace=call.namespace, options=options)
     try:
-        async with contextlib.aclosing(batches), asyncio.timeout(timeout):  # type: ignore[type-var]
+        async with contextlib.aclosing(batches), asyncio.timeout(options.timeout_seconds):  # type: ignore[type-var]
             async for batch in batches:
                 chunk = b"".join(event_line(t, e) for t, e in batch)
                 await resp.write(chunk)

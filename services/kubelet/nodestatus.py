@@ -7,6 +7,7 @@ import uuid
 
 from protos.kubera.v1 import coordination_pb2, core_pb2
 from services.api.machinery import codec
+from services.api.machinery.kubeobject import narrow
 from services.clock import rfc3339, rfc3339_micro
 from services.kubelet.state import PRESSURE_CONDITIONS, HollowNode
 
@@ -101,7 +102,7 @@ def node_object(node: HollowNode, pool_name: str, now: float) -> core_pb2.Node:
             "phase": "Running",
         },
     }
-    obj: core_pb2.Node = codec.decode(doc, validate="strict").obj  # type: ignore[assignment]
+    obj = narrow(codec.decode(doc, validate="strict").obj, core_pb2.Node)
     node.status.CopyFrom(obj.status)
     set_conditions(node, now)
     obj.status.CopyFrom(node.status)

@@ -43,6 +43,8 @@ from services.api.helpers.resources import pod_requests
 from services.api.helpers.stages import TemplateError
 from services.api.machinery.errors import ApiError, ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow
+from services.api.machinery.listoptions import ListOptions
 from services.client import Client, Handlers, Informer
 from services.clock import Clock, RealClock, parse_rfc3339
 from services.kubelet import eviction as ev
@@ -174,7 +176,9 @@ class NodePool:
         # informers retry in wall time: reconnecting is infrastructure, not simulation
         if self.config.watch_per_node:
             self.informers = [
-                Informer(self.client, PODS, field_selector=f"spec.nodeName={n.name}")
+                Informer(
+                    self.client, PODS, options=ListOptions(field_selector=f"spec.nodeName={n.name}")
+                )
                 for n in self.nodes
             ]
         else:
@@ -184,8 +188,8 @@ class NodePool:
                 Informer(
                     self.client,
                     PODS,
-                    field_selector="spec.nodeName!=",
                     keep=self._ours,
+                    options=ListOptions(field_selector="spec.nodeName!="),
                 )
             ]
         handlers = Handlers(
@@ -361,7 +365,7 @@ class NodePool:
         return unprepared(st.pod, lambda key: store.get(key), node)  # type: ignore[arg-type,return-value]
 
     def _on_claim(self, obj: Message) -> None:
-        claim: resource_pb2.ResourceClaim = obj  # type: ignore[assignment]
+        claim = narrow(obj, resource_pb2.ResourceClaim)
         for ref in claim.status.reserved_for:
             if ref.uid in self.waiting_for_claims:
                 st = self.pods.get(ref.uid)

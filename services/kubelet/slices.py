@@ -27,6 +27,7 @@ from protos.kubera.v1 import resource_pb2
 from services.api.machinery import codec
 from services.api.machinery.errors import AlreadyExistsError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow, object_meta
 from services.client import Client, Handlers, Informer
 from services.kubelet.template import INDEX_ATTRIBUTE, DeviceSet, NodePlan
 
@@ -66,7 +67,7 @@ def slice_object(node: str, devices: DeviceSet) -> resource_pb2.ResourceSlice:
             "devices": items,
         },
     }
-    obj: resource_pb2.ResourceSlice = codec.decode(doc, validate="strict").obj  # type: ignore[assignment]
+    obj = narrow(codec.decode(doc, validate="strict").obj, resource_pb2.ResourceSlice)
     return obj
 
 
@@ -95,7 +96,7 @@ class NodeSlices:
             self.informer.add_handlers(Handlers(on_delete=self._deleted))
 
     def _ours(self, obj: Message) -> bool:
-        return obj.metadata.name in self.wanted  # type: ignore[attr-defined]
+        return object_meta(obj).name in self.wanted
 
     async def publish(self) -> None:
         """Create every slice (a slice that exists is written over), in batches."""
@@ -114,7 +115,7 @@ class NodeSlices:
                     raise r.error
 
     def _deleted(self, obj: Message) -> None:
-        name = obj.metadata.name  # type: ignore[attr-defined]
+        name = object_meta(obj).name
         if name in self.wanted:
             self._again.put_nowait(name)
 

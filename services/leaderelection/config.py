@@ -1,14 +1,6 @@
 """What a leader elector is told: its timings, its name in the election, and its callbacks.
 
-The timing rules are client-go's (tools/leaderelection NewLeaderElector), checked when the
-config is built so a bad flag fails at start-up, not at the first missed renewal:
-
-    lease_duration > renew_deadline > JITTER_FACTOR × retry_period, all positive.
-
-lease_duration bounds how long standbys wait for a silent leader; renew_deadline is how long
-a leader keeps trying to renew before it stops acting as leader; retry_period is the pause
-between attempts. A standby's campaign pause is jittered up to JITTER_FACTOR × retry_period
-extra (client-go's wait.JitterUntil), which is why renew_deadline must exceed it.
+The timings are a `LeaseTimings` (timings.py), validated like client-go's when built.
 """
 
 from __future__ import annotations
@@ -18,55 +10,22 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-#: client-go's JitterFactor: a campaign waits retry_period × (1 + U[0, JITTER_FACTOR)).
-JITTER_FACTOR = 1.2
-
-
-def check_timings(lease_duration: float, renew_deadline: float, retry_period: float) -> None:
-    """Raise ValueError unless the timings obey client-go's rules (module docstring)."""
-    timings = {
-        "lease_duration": lease_duration,
-        "renew_deadline": renew_deadline,
-        "retry_period": retry_period,
-    }
-    for name, value in timings.items():
-        if not value > 0:
-            raise ValueError(f"{name} must be greater than zero, got {value}")
-    if not lease_duration > renew_deadline:
-        raise ValueError(
-            f"lease_duration must be greater than renew_deadline, got "
-            f"lease_duration={lease_duration} renew_deadline={renew_deadline}"
-        )
-    if not renew_deadline > JITTER_FACTOR * retry_period:
-        raise ValueError(
-            f"renew_deadline must be greater than retry_period × {JITTER_FACTOR} "
-            f"(client-go's JitterFactor), got renew_deadline={renew_deadline} "
-            f"retry_period={retry_period}"
-        )
+from services.leaderelection.timings import LeaseTimings
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeaderElectionConfig:
-    """Timings in seconds; defaults are kube-scheduler's (15 s / 10 s / 2 s)."""
+    """One candidate in one election: its timings, its identity and the key it campaigns on."""
 
-    #: How long a standby waits, from the last change it saw to the election key, before it
-    #: treats a silent leader as gone; also the TTL (rounded up) of the etcd lease under it.
-    lease_duration: float = 15.0
-    #: How long the leader keeps retrying a failing renewal before it steps down.
-    renew_deadline: float = 10.0
-    #: Pause between campaign attempts (standbys, jittered) and between renewals (leader).
-    retry_period: float = 2.0
+    #: lease_duration / renew_deadline / retry_period; defaults are kube-scheduler's.
+    timings: LeaseTimings = LeaseTimings()
     #: This candidate's name in the election; unique per process incarnation.
     identity: str
     #: The etcd key the election runs on; its create_revision is the fencing token.
     key: str
-    #: The coordination.k8s.io/v1 Lease the holder is published as (by the caller).
-    lease_name: str = "kube-scheduler"
-    lease_namespace: str = "kube-system"
 
     def __post_init__(self) -> None:
-        check_timings(self.lease_duration, self.renew_deadline, self.retry_period)
-        for name in ("identity", "key", "lease_name", "lease_namespace"):
+        for name in ("identity", "key"):
             if not getattr(self, name):
                 raise ValueError(f"{name} must not be empty")
 

@@ -45,13 +45,9 @@ from typing import Any, TypeVar
 
 from services.api.helpers.fencing import Fencing
 from services.clock import Clock, RealClock
-from services.leaderelection.config import (
-    JITTER_FACTOR,
-    Callbacks,
-    LeaderElectionConfig,
-    LeaderElectionRecord,
-)
+from services.leaderelection.config import Callbacks, LeaderElectionConfig, LeaderElectionRecord
 from services.leaderelection.lock import Lock, LockRecord, StorageLock
+from services.leaderelection.timings import JITTER_FACTOR
 from services.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -85,7 +81,7 @@ class LeaderElector:
         self._callbacks = callbacks
         self._clock: Clock = clock or RealClock()
         self._lock: Lock = lock or StorageLock(
-            storage, config.key, lease_duration=config.lease_duration
+            storage, config.key, lease_duration=config.timings.lease_duration
         )
         self._rng = rng or random.Random()
         # The current term; None while standing by.
@@ -111,7 +107,7 @@ class LeaderElector:
     @property
     def is_leader(self) -> bool:
         return self._held is not None and (
-            self._clock.monotonic() - self._renew_started < self.config.renew_deadline
+            self._clock.monotonic() - self._renew_started < self.config.timings.renew_deadline
         )
 
     @property
@@ -146,7 +142,7 @@ class LeaderElector:
             await self._lead(held, stop)
             # One retry period between terms, so work that fails at once cannot spin the
             # loop and a standby gets its turn at a key we just released.
-            await self._pause(self.config.retry_period, stop)
+            await self._pause(self.config.timings.retry_period, stop)
 
     async def _acquire(self, stop: asyncio.Event) -> LockRecord:
         log.info("%s: campaigning for %s", self.config.identity, self.config.key)
@@ -164,13 +160,13 @@ class LeaderElector:
     ) -> LockRecord | None:
         """One campaign attempt. `news`: the key as the standby's watch just saw it (None:
         deleted), so no read is needed."""
-        deadline = self.config.renew_deadline
+        deadline = self.config.timings.renew_deadline
         try:
             current = await self._current(news, stop)
             if current is not None:
                 self._observe(current)
                 silent = self._clock.monotonic() - self._observed_at
-                if silent < self.config.lease_duration:
+                if silent < self.config.timings.lease_duration:
                     return None
                 log.info(
                     "%s: holder %s silent for %.1fs; expiring its key",
@@ -207,7 +203,7 @@ class LeaderElector:
         """The key as it stands: what the standby's wait found out, else a read."""
         if not isinstance(news, _Unseen):
             return news
-        return await self._bounded(self._lock.get(), self.config.renew_deadline, stop)
+        return await self._bounded(self._lock.get(), self.config.timings.renew_deadline, stop)
 
     async def _standby_wait(self, stop: asyncio.Event) -> LockRecord | None | _Unseen:
         """Wait out the standby's pause (see _standby_pause) and say what the key is now:
@@ -247,9 +243,9 @@ class LeaderElector:
         """client-go's jittered retry period, cut short at the moment the observed holder
         has been silent for lease_duration, so a dead leader's key is taken over on time
         rather than up to one retry period late."""
-        pause = self.config.retry_period * (1 + self._rng.random() * JITTER_FACTOR)
+        pause = self.config.timings.retry_period * (1 + self._rng.random() * JITTER_FACTOR)
         if self._observed is not None:
-            silent_at = self._observed_at + self.config.lease_duration
+            silent_at = self._observed_at + self.config.timings.lease_duration
             pause = min(pause, max(0.0, silent_at - self._clock.monotonic()))
         return pause
 
@@ -262,11 +258,13 @@ class LeaderElector:
         clean = False
         try:
             while True:
-                remaining = cfg.renew_deadline - (self._clock.monotonic() - self._renew_started)
+                remaining = cfg.timings.renew_deadline - (
+                    self._clock.monotonic() - self._renew_started
+                )
                 if remaining <= 0:
                     log.warning("%s: no renewal within renew_deadline", cfg.identity)
                     break
-                await self._pause(min(cfg.retry_period, remaining), stop, work)
+                await self._pause(min(cfg.timings.retry_period, remaining), stop, work)
                 if stop.is_set():
                     clean = True
                     break
@@ -274,7 +272,9 @@ class LeaderElector:
                     log.warning("%s: leader work ended; stepping down", cfg.identity)
                     clean = True
                     break
-                remaining = cfg.renew_deadline - (self._clock.monotonic() - self._renew_started)
+                remaining = cfg.timings.renew_deadline - (
+                    self._clock.monotonic() - self._renew_started
+                )
                 if remaining <= 0:
                     log.warning("%s: no renewal within renew_deadline", cfg.identity)
                     break
@@ -307,7 +307,7 @@ class LeaderElector:
     async def _finish(self, work: asyncio.Task[None]) -> None:
         """Give the work one retry_period to notice its stop event, then cancel it."""
         if not work.done():
-            timer = asyncio.ensure_future(self._clock.sleep(self.config.retry_period))
+            timer = asyncio.ensure_future(self._clock.sleep(self.config.timings.retry_period))
             try:
                 await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
             finally:
@@ -324,7 +324,7 @@ class LeaderElector:
     async def _release(self, held: LockRecord) -> None:
         try:
             released = await self._bounded(
-                self._lock.release(held), self.config.renew_deadline, None
+                self._lock.release(held), self.config.timings.renew_deadline, None
             )
         except Exception as e:  # noqa: BLE001 - the lease runs out on its own
             log.warning("%s: release of %s failed: %s", self.config.identity, held.key, e)
@@ -360,7 +360,7 @@ class LeaderElector:
             holder,
             self._acquire_time,
             self._clock.now(),
-            max(1, int(self.config.lease_duration)),
+            max(1, int(self.config.timings.lease_duration)),
             self._transitions,
         )
         self._call(self._callbacks.on_transition, record)

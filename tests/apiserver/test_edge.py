@@ -26,6 +26,7 @@ from services.api.machinery.errors import (
 )
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.limits import MAX_BATCH_ITEMS, MAX_DEPTH, MAX_REQUEST_BYTES
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import MAX_MESSAGE_CHARS, serve
 from services.client import Client
@@ -212,7 +213,7 @@ async def test_a_watch_from_far_in_the_future_ends_too_large_after_a_short_wait(
     t0 = loop.time()
 
     with pytest.raises(ResourceVersionTooLargeError) as e:
-        async for _ in edge.client.watch(PODS, resource_version=str(future)):
+        async for _ in edge.client.watch(PODS, options=ListOptions(resource_version=str(future))):
             pass
 
     assert loop.time() - t0 >= WAIT
@@ -224,7 +225,7 @@ async def test_a_watch_from_the_next_revision_is_served_when_it_comes(edge: Edge
     nxt = await edge.storage.revision() + 1
 
     async def first() -> str:
-        async for ev in edge.client.watch(PODS, resource_version=str(nxt)):
+        async for ev in edge.client.watch(PODS, options=ListOptions(resource_version=str(nxt))):
             return ev.object.metadata.name  # type: ignore[attr-defined,no-any-return]
         return ""
 
@@ -245,7 +246,9 @@ async def test_a_watch_from_a_revision_etcd_has_but_the_cache_has_not_seen_stays
     assert edge.api.caches["pods"].revision < rev
 
     bookmarks = 0
-    async for ev in edge.client.watch(PODS, resource_version=str(rev), allow_bookmarks=True):
+    async for ev in edge.client.watch(
+        PODS, options=ListOptions(resource_version=str(rev), allow_bookmarks=True)
+    ):
         assert ev.type == "BOOKMARK"
         bookmarks += 1
         if bookmarks == 4:  # 4 bookmarks of 0.2 s: well past the too-large wait
@@ -257,7 +260,7 @@ async def test_a_negative_or_non_numeric_resource_version_is_invalid_argument(
     edge: Edge, rv: str
 ) -> None:
     with pytest.raises(BadRequestError) as e:
-        async for _ in edge.client.watch(PODS, resource_version=rv):
+        async for _ in edge.client.watch(PODS, options=ListOptions(resource_version=rv)):
             pass
 
     assert e.value.message == (

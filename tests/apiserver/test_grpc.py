@@ -18,6 +18,7 @@ from services.api.machinery.errors import (
     PreconditionError,
 )
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
@@ -66,7 +67,7 @@ async def test_errors_cross_grpc_as_typed_status_codes(client: Client) -> None:
     with pytest.raises(InvalidError, match="metadata.name"):
         await client.create(bad)
     with pytest.raises(BadRequestError, match="field label not supported"):
-        await client.list(PODS, field_selector="spec.bogus=1")
+        await client.list(PODS, options=ListOptions(field_selector="spec.bogus=1"))
     await client.bind("a", "n1", "default")
     with pytest.raises(PreconditionError, match='already assigned to node "n1"'):
         await client.bind("a", "n2", "default")
@@ -86,7 +87,7 @@ async def test_watch_stream_resumes_and_relists_after_gone(client: Client) -> No
     assert await client.api.caches["pods"].wait_revision(int(now), 10)  # type: ignore[attr-defined]
 
     async def first(rv: str):
-        async for ev in client.watch(PODS, resource_version=rv):
+        async for ev in client.watch(PODS, options=ListOptions(resource_version=rv)):
             return ev
         return None
 

@@ -18,6 +18,7 @@ from services.api.machinery.errors import (
     PreconditionError,
 )
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.storage import Compare, Put
 from tests.apiserver.conftest import obj
@@ -218,8 +219,11 @@ async def test_list_with_label_and_field_selectors(api: ApiServer) -> None:
         await api.create(p)
     await api.bind("default", "a", "n1")
 
+    def opts(ls: str, fs: str) -> ListOptions:
+        return ListOptions(label_selector=ls, field_selector=fs)
+
     async def names(ls: str = "", fs: str = "") -> list[str]:
-        return sorted(o.metadata.name for o in (await api.list(PODS, "default", ls, fs))[0])
+        return sorted(o.metadata.name for o in (await api.list(PODS, "default", opts(ls, fs)))[0])
 
     assert await names("app=web") == ["a"]
     assert await names("app!=web") == ["b", "c"]
@@ -356,7 +360,9 @@ async def test_watch_resumes_after_a_resource_version(api: ApiServer) -> None:
     await api.create(pod("w2"))
     await api.patch(PODS, "default", "w2", '{"metadata": {"labels": {"a": "b"}}}')
     await api.delete(PODS, "default", "w1")
-    events = await _take(api.watch(PODS, namespace="default", resource_version=str(rv)), 3)
+    events = await _take(
+        api.watch(PODS, namespace="default", options=ListOptions(resource_version=str(rv))), 3
+    )
     assert [(t, e.obj.metadata.name) for t, e in events] == [
         ("ADDED", "w2"),
         ("MODIFIED", "w2"),
@@ -378,7 +384,9 @@ async def test_watch_with_selector_sees_objects_enter_and_leave(api: ApiServer) 
     _, rv = await api.list(PODS)
     await api.patch(PODS, "default", "sel", '{"metadata": {"labels": {"app": "web"}}}')
     await api.patch(PODS, "default", "sel", '{"metadata": {"labels": {"app": "db"}}}')
-    events = await _take(api.watch(PODS, label_selector="app=web", resource_version=str(rv)), 2)
+    events = await _take(
+        api.watch(PODS, options=ListOptions(label_selector="app=web", resource_version=str(rv))), 2
+    )
     assert [t for t, _ in events] == ["ADDED", "DELETED"]
 
 
@@ -389,12 +397,12 @@ async def test_watch_from_a_version_older_than_the_window_is_gone(api: ApiServer
     cache = api.caches["pods"]
     assert await cache.wait_revision((await api.list(PODS))[1], 10)
     with pytest.raises(GoneError, match="too old resource version"):
-        await _take(api.watch(PODS, resource_version=str(rv)), 1)
+        await _take(api.watch(PODS, options=ListOptions(resource_version=str(rv))), 1)
     # the client's recovery: relist, then watch from the list's version
     items, rv2 = await api.list(PODS)
     assert len(items) == 60
     await api.create(pod("after"))
-    events = await _take(api.watch(PODS, resource_version=str(rv2)), 1)
+    events = await _take(api.watch(PODS, options=ListOptions(resource_version=str(rv2))), 1)
     assert events[0][1].obj.metadata.name == "after"
 
 
@@ -402,7 +410,9 @@ async def test_watch_bookmarks_carry_the_latest_version(api: ApiServer) -> None:
     await api.create(pod("bm"))
     _, rv = await api.list(PODS)
     events = await _take(
-        api.watch(PODS, resource_version=str(rv), allow_bookmarks=True), 1, timeout=5
+        api.watch(PODS, options=ListOptions(resource_version=str(rv), allow_bookmarks=True)),
+        1,
+        timeout=5,
     )
     assert events[0][0] == "BOOKMARK"
     assert int(events[0][1].obj.metadata.resource_version) >= rv
@@ -413,7 +423,7 @@ async def test_watch_from_a_list_revision_never_replays_what_the_list_had(api: A
         await api.create(pod(f"r{i}"))
     items, rv = await api.list(PODS)  # read from etcd: may be ahead of the watch cache
     await api.create(pod("next"))
-    events = await _take(api.watch(PODS, resource_version=str(rv)), 1)
+    events = await _take(api.watch(PODS, options=ListOptions(resource_version=str(rv))), 1)
     assert [(t, e.obj.metadata.name) for t, e in events] == [("ADDED", "next")]
 
 
@@ -430,8 +440,12 @@ async def test_window_trim_inside_a_batch_revision_makes_that_revision_gone(stor
         assert await api.caches["pods"].wait_revision(now, 10)
         # b0 fell out of the window with part of its revision: resuming below it is gone
         with pytest.raises(GoneError):
-            await _take(api.watch(PODS, resource_version=str(batch_rev - 1)), 1)
-        events = await _take(api.watch(PODS, resource_version=str(batch_rev)), 2)
+            await _take(
+                api.watch(PODS, options=ListOptions(resource_version=str(batch_rev - 1))), 1
+            )
+        events = await _take(
+            api.watch(PODS, options=ListOptions(resource_version=str(batch_rev))), 2
+        )
         assert [e.obj.metadata.name for _, e in events] == ["c1", "c2"]
         assert before < batch_rev
     finally:
@@ -449,7 +463,10 @@ async def test_bookmarks_keep_coming_while_the_resource_is_busy(api: ApiServer) 
 
     task = asyncio.create_task(churn())
     async for t, _ in api.watch(
-        PODS, label_selector="app=none", resource_version=str(rv), allow_bookmarks=True
+        PODS,
+        options=ListOptions(
+            label_selector="app=none", resource_version=str(rv), allow_bookmarks=True
+        ),
     ):
         kinds_seen.append(t)
         if t == "BOOKMARK":
@@ -597,7 +614,7 @@ async def test_a_watch_delivers_every_event_of_a_batch_revision(api: ApiServer) 
     _, rv = await api.list(PODS)
     res = await api.batch_create([pod(f"batch{i}") for i in range(20)])
     assert len({r.obj.metadata.resource_version for r in res}) == 1  # one txn, one revision
-    events = await _take(api.watch(PODS, resource_version=str(rv)), 20)
+    events = await _take(api.watch(PODS, options=ListOptions(resource_version=str(rv))), 20)
     assert sorted(e.obj.metadata.name for _, e in events) == sorted(f"batch{i}" for i in range(20))
 
 

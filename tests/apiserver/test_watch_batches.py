@@ -15,6 +15,7 @@ import pytest
 from protos.kubera.v1 import core_pb2
 from services.api.machinery.errors import BadRequestError, GoneError, ResourceVersionTooLargeError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver.registry import ApiServer, ApiServerConfig, BindItem
 from services.apiserver.server import serve
 from services.apiserver.watchcache import WatchCache
@@ -130,7 +131,7 @@ async def test_cache_batches_replay_the_same_events_as_the_plain_watch(
         last = await write_history(api)
         cache: WatchCache = api.store.caches["pods"]
         assert await cache.wait_revision(last, 10)
-        flt = Filter(PODS, namespace, labels, fields)
+        flt = Filter(PODS, namespace, ListOptions(label_selector=labels, field_selector=fields))
         plain = await _collect(cache.watch(start, flt), batched=False)
         batches = await _collect(
             cache.watch_batches(start, flt, max_events=max_events, max_bytes=max_bytes),
@@ -143,13 +144,19 @@ async def test_cache_batches_replay_the_same_events_as_the_plain_watch(
             assert max(len(b) for b in batches) > 1
 
 
-async def _grpc_events(client: Client, batched: bool, rv: str, **sel: str) -> list:
+async def _grpc_events(
+    client: Client, batched: bool, rv: str, namespace: str = "", **sel: str
+) -> list:
     """The messages of a Watch or WatchBatches from `rv`, up to pod "end" bound."""
     out: list[Any] = []
     if batched:
-        stream: Any = client.watch_batches(PODS, resource_version=rv, **sel)
+        stream: Any = client.watch_batches(
+            PODS, namespace=namespace, options=ListOptions(resource_version=rv, **sel)
+        )
     else:
-        stream = client.watch(PODS, resource_version=rv, **sel)
+        stream = client.watch(
+            PODS, namespace=namespace, options=ListOptions(resource_version=rv, **sel)
+        )
     async with contextlib.aclosing(stream):
         async for item in stream:
             events = item if batched else [item]
@@ -205,7 +212,7 @@ async def test_watch_batches_ends_with_the_same_errors_as_watch(
         watch = client.watch_batches if batched else client.watch
 
         async def first(rv: str) -> None:
-            async for _ in watch(PODS, resource_version=rv):
+            async for _ in watch(PODS, options=ListOptions(resource_version=rv)):
                 return
 
         with pytest.raises(BadRequestError, match="resourceVersion"):
@@ -226,7 +233,7 @@ async def test_watch_batches_sends_bookmarks_and_the_initial_state(storage: Stor
         rev = await api.storage.revision()
         assert await api.store.caches["pods"].wait_revision(rev, 10)
         seen: list[list[str]] = []
-        async for batch in client.watch_batches(PODS, allow_bookmarks=True):
+        async for batch in client.watch_batches(PODS, options=ListOptions(allow_bookmarks=True)):
             seen.append([e.type for e in batch])
             if batch[0].type == "BOOKMARK":
                 assert batch[0].object.metadata.resource_version == str(rev)

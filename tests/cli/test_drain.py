@@ -22,6 +22,7 @@ from protos.kubera.v1 import core_pb2
 from services.api.machinery import codec
 from services.api.machinery.errors import GoneError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.client import Client, WatchEvent
 from tests.cli.helpers import kubera, write
 
@@ -97,7 +98,7 @@ class FakeKubelet:
         self.task = asyncio.create_task(self._run(rv))
 
     async def _run(self, rv: str) -> None:
-        async for ev in self.client.watch(PODS, resource_version=rv):
+        async for ev in self.client.watch(PODS, options=ListOptions(resource_version=rv)):
             meta = ev.object.metadata  # type: ignore[attr-defined]
             if ev.type == "MODIFIED" and meta.deletion_timestamp:
                 with contextlib.suppress(NotFoundError):

@@ -10,6 +10,7 @@ import pytest
 from kubera.printing import tables
 from protos.kubera.v1 import core_pb2
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import LIST_ALL
 from services.api.printers import columns as printcolumns
 from services.client import Client
 from tests.cli.helpers import kubera, pod, write
@@ -168,7 +169,7 @@ def test_get_nodes_wide_lists_pods_once_never_per_node(
     real_list = Client.list
 
     async def recording_list(self, kind, **kw):  # type: ignore[no-untyped-def]
-        calls.append((kind.resource, kw.get("field_selector", "")))
+        calls.append((kind.resource, kw.get("options", LIST_ALL).field_selector))
         return await real_list(self, kind, **kw)
 
     monkeypatch.setattr(Client, "list", recording_list)

@@ -17,6 +17,7 @@ from protos.kubera.v1 import apiserver_pb2_grpc as pb_grpc
 from services.api.machinery import codec
 from services.api.machinery.errors import CorruptObjectError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.client import Client
 from services.client.informer import Informer
 from services.grpcserver import start_server
@@ -70,7 +71,7 @@ async def _watch_first(c: Client) -> None:
 CALLS: list[tuple[str, Callable[[Client], Awaitable[Any]], str]] = [
     ("get-garbage", lambda c: c.get(PODS, "bad", "default"), "get pods bad: "),
     ("get-unknown-type", lambda c: c.get(PODS, "x", "default"), "unknown object type"),
-    ("list", lambda c: c.list(PODS, label_selector="bad"), "list pods: "),
+    ("list", lambda c: c.list(PODS, options=ListOptions(label_selector="bad")), "list pods: "),
     ("watch", _watch_first, "watch pods: "),
 ]
 

@@ -19,6 +19,7 @@ from services.api.helpers.fencing import BOUND_BY, METADATA_KEY
 from services.api.machinery import codec
 from services.api.machinery.errors import PreconditionError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
@@ -185,7 +186,7 @@ async def test_reads_and_watches_work_whatever_the_token(setup: Setup, token: st
     assert [o.metadata.name for o in items] == ["p"]  # type: ignore[attr-defined]
     assert (await c.create(pod("dry"), dry_run=True)).metadata.name == "dry"
 
-    events = c.watch(PODS, namespace="default", resource_version=rv)
+    events = c.watch(PODS, namespace="default", options=ListOptions(resource_version=rv))
     nxt = asyncio.ensure_future(anext(events))
     await setup.api.create(pod("q"))
     ev = await asyncio.wait_for(nxt, 5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+from services.api.machinery.listoptions import ListOptions
 from services.client.informer import Informer
 from tests.builders import pod
 from tests.client.test_informer import PODS, Recorder, setup  # noqa: F401 - the fixture
@@ -22,7 +23,7 @@ async def test_keep_is_a_label_selector_evaluated_by_the_client(setup) -> None: 
     await api.create(labeled("mine-before", "a"))
     await api.create(labeled("other-before", "b"))
     by_server, by_client = Recorder(), Recorder()
-    served = Informer(client, PODS, label_selector="team=a")
+    served = Informer(client, PODS, options=ListOptions(label_selector="team=a"))
     kept = Informer(client, PODS, keep=lambda p: p.metadata.labels.get("team") == "a")
     served.add_handlers(by_server.handlers())
     kept.add_handlers(by_client.handlers())

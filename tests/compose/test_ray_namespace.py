@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kubera.cli.main import build_parser
-from kubera.launch.supervisor import ClusterOptions, ray_namespace
+from kubera.launch.options import ClusterOptions
+from kubera.launch.ray import ray_namespace
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from typing import Any
 
 from protos.kubera.v1 import core_pb2
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.api.machinery.meta import object_key
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
@@ -186,13 +187,16 @@ class LifecycleCluster:
         self, name: str, pred: Callable[[core_pb2.Node], bool], timeout: float = 10.0
     ) -> core_pb2.Node:
         """Follow the node's watch until `pred` holds; returns the node then."""
-        items, rv = await self.client.list(NODES, field_selector=f"metadata.name={name}")
+        items, rv = await self.client.list(
+            NODES, options=ListOptions(field_selector=f"metadata.name={name}")
+        )
         if items and pred(items[0]):  # type: ignore[arg-type]
             return items[0]  # type: ignore[return-value]
 
         async def follow() -> core_pb2.Node:
             async for ev in self.client.watch(
-                NODES, field_selector=f"metadata.name={name}", resource_version=rv
+                NODES,
+                options=ListOptions(field_selector=f"metadata.name={name}", resource_version=rv),
             ):
                 if ev.type != "BOOKMARK" and pred(ev.object):  # type: ignore[arg-type]
                     return ev.object  # type: ignore[return-value]
@@ -203,7 +207,7 @@ class LifecycleCluster:
     async def wait_pod_deleting(self, name: str, timeout: float = 10.0) -> core_pb2.Pod:
         """Follow the pod until it carries a deletionTimestamp (no kubelet finishes it)."""
         items, rv = await self.client.list(
-            PODS, namespace="default", field_selector=f"metadata.name={name}"
+            PODS, namespace="default", options=ListOptions(field_selector=f"metadata.name={name}")
         )
         if items and items[0].metadata.deletion_timestamp:  # type: ignore[attr-defined]
             return items[0]  # type: ignore[return-value]
@@ -212,8 +216,7 @@ class LifecycleCluster:
             async for ev in self.client.watch(
                 PODS,
                 namespace="default",
-                field_selector=f"metadata.name={name}",
-                resource_version=rv,
+                options=ListOptions(field_selector=f"metadata.name={name}", resource_version=rv),
             ):
                 if ev.object.metadata.deletion_timestamp:  # type: ignore[attr-defined]
                     return ev.object  # type: ignore[return-value]
@@ -230,7 +233,9 @@ class LifecycleCluster:
 
     async def events(self, name: str) -> list[tuple[str, str]]:
         items, _ = await self.client.list(
-            EVENTS, namespace="default", field_selector=f"involvedObject.name={name}"
+            EVENTS,
+            namespace="default",
+            options=ListOptions(field_selector=f"involvedObject.name={name}"),
         )
         return [(e.reason, e.message) for e in items]  # type: ignore[attr-defined]
 

@@ -22,6 +22,7 @@ from protos.kubera.v1 import apps_pb2, core_pb2
 from services.api.machinery import codec
 from services.api.machinery.errors import ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
@@ -259,7 +260,9 @@ class ReadinessDriver:
 
     async def __aenter__(self) -> ReadinessDriver:
         selector = ",".join(f"{k}={v}" for k, v in self.labels.items())
-        items, rv = await self.cluster.client.list(PODS, namespace=NS, label_selector=selector)
+        items, rv = await self.cluster.client.list(
+            PODS, namespace=NS, options=ListOptions(label_selector=selector)
+        )
         pods: list[core_pb2.Pod] = items  # type: ignore[assignment]
         for p in pods:
             if is_pod_active(p):
@@ -277,7 +280,7 @@ class ReadinessDriver:
 
     async def _follow(self, selector: str, rv: str) -> None:
         async for ev in self.cluster.client.watch(
-            PODS, namespace=NS, label_selector=selector, resource_version=rv
+            PODS, namespace=NS, options=ListOptions(label_selector=selector, resource_version=rv)
         ):
             if ev.type not in ("ADDED", "MODIFIED", "DELETED"):
                 continue

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from protos.kubera.v1 import core_pb2
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import LIST_ALL
 from services.clock import FakeClock
 from services.controllers.controller_utils import PodsByNode
 from services.controllers.manager import ControllerManager, ControllerManagerConfig
@@ -46,9 +47,9 @@ def _manager() -> ControllerManager:
     node.metadata.name = "n1"
     node.spec.taints.add(key="dedicated", effect="NoExecute")
     for key, obj in (
-        (("replicasets", "", "", ""), rs),
-        (("poddisruptionbudgets", "", "", ""), pdb),
-        (("nodes", "", "", ""), node),
+        (("replicasets", "", LIST_ALL), rs),
+        (("poddisruptionbudgets", "", LIST_ALL), pdb),
+        (("nodes", "", LIST_ALL), node),
     ):
         inf[key]._apply("ADDED", obj)
     return m
@@ -117,7 +118,7 @@ def test_a_dropped_pod_update_is_one_no_handler_acts_on(
 
     async def run() -> None:
         m = _manager()
-        pods = m.informers.informers[("pods", "", "", "")]
+        pods = m.informers.informers[("pods", "", LIST_ALL)]
         assert pods.wants_update is not None
         pods._apply("ADDED", old)
         before = _state(m)
@@ -134,7 +135,7 @@ def test_a_dropped_pod_update_is_one_no_handler_acts_on(
 def test_the_filter_passes_what_controllers_act_on() -> None:
     async def run() -> None:
         m = _manager()
-        want = m.informers.informers[("pods", "", "", "")].wants_update
+        want = m.informers.informers[("pods", "", LIST_ALL)].wants_update
         assert want is not None
         base = MakePod().typed().name("p").namespace("default").container("c", "i").obj()
         bound = copy.deepcopy(base)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import pytest
 
 from protos.kubera.v1 import core_pb2
+from services.api.machinery.listoptions import ListOptions
 from services.clock import FakeClock
 from services.controllers.podgc import PodGCConfig, PodGCController, gc_order
 from tests.controllers.conftest import NS, PODS, ControllerCluster
@@ -138,7 +139,9 @@ async def test_an_orphaned_pod_is_failed_and_deleted_only_after_a_40s_quarantine
     async def last_words() -> list[tuple[str, str, list[tuple[str, str, str]]]]:
         seen = []
         async for ev in cluster.client.watch(
-            PODS, namespace=NS, field_selector="metadata.name=orphan", resource_version=rv
+            PODS,
+            namespace=NS,
+            options=ListOptions(field_selector="metadata.name=orphan", resource_version=rv),
         ):
             pod: core_pb2.Pod = ev.object  # type: ignore[assignment]
             conds = [(c.type, c.status, c.reason) for c in pod.status.conditions]

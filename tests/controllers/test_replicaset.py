@@ -17,6 +17,7 @@ from protos.kubera.v1 import core_pb2
 from services.api.machinery import codec
 from services.api.machinery.errors import ApiError, ForbiddenError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.client import BatchResult, Client, WatchEvent
 from services.client.informer import SharedInformers
 from services.clock import FakeClock, rfc3339
@@ -261,7 +262,9 @@ async def test_rs_creates_replicas_named_and_owned_like_upstream(
 async def wait_events(cluster: ControllerCluster, name: str, reason: str, count: int) -> None:
     """Wait (on a watch) until `count` events of `reason` about `name` exist."""
     selector = f"involvedObject.name={name}"
-    items, rv = await cluster.client.list(EVENTS, namespace=NS, field_selector=selector)
+    items, rv = await cluster.client.list(
+        EVENTS, namespace=NS, options=ListOptions(field_selector=selector)
+    )
     seen = {e.metadata.name for e in items if e.reason == reason}  # type: ignore[attr-defined]
     if len(seen) >= count:
         assert len(seen) == count
@@ -269,7 +272,7 @@ async def wait_events(cluster: ControllerCluster, name: str, reason: str, count:
 
     async def follow() -> None:
         async for ev in cluster.client.watch(
-            EVENTS, namespace=NS, field_selector=selector, resource_version=rv
+            EVENTS, namespace=NS, options=ListOptions(field_selector=selector, resource_version=rv)
         ):
             if ev.type == "ADDED" and ev.object.reason == reason:  # type: ignore[attr-defined]
                 seen.add(ev.object.metadata.name)  # type: ignore[attr-defined]

@@ -1,19 +1,17 @@
 """The launcher's apiserver replicas without Ray (kubera/launch/apiservers.py): names,
 the rotated address list each component gets, the context following a moved replica,
-a restarted replica recorded, and `--apiservers` through the detached supervisor's
-options."""
+and a restarted replica recorded (`--apiservers` through the detached supervisor's
+options: test_options.py)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from kubera.launch.apiservers import ApiServerReplica, ApiServerReplicas, replica_name
 from kubera.launch.components import record_in_context
 from kubera.launch.context import Context
-from kubera.launch.supervisor import ClusterOptions, UpOptions
 from services.client import parse_addresses
-from tests.launch.test_placement import _record
+from tests.launch.test_components import _record
 
 
 def _replicas(*addresses: str) -> ApiServerReplicas:
@@ -87,9 +85,3 @@ def test_the_context_follows_a_moved_replica_once_every_replica_serves() -> None
     ]
     assert ctx.apiserver == "127.0.0.2:7000,127.0.0.4:7001"
     assert ctx.apiservers[1]["address"] == "127.0.0.4:7001"
-
-
-def test_apiservers_survive_the_detached_supervisors_options() -> None:
-    opts = UpOptions(cluster=ClusterOptions(apiservers=3))
-    assert UpOptions.from_dict(asdict(opts)).cluster.apiservers == 3
-    assert UpOptions().cluster.apiservers == 1

@@ -1,4 +1,5 @@
-"""LeaderElectionConfig and Callbacks validate like client-go's NewLeaderElector."""
+"""LeaseTimings, LeaderElectionConfig, LeaderElectionSettings and Callbacks validate like
+client-go's NewLeaderElector."""
 
 from __future__ import annotations
 
@@ -8,15 +9,38 @@ from typing import Any
 
 import pytest
 
-from services.leaderelection import Callbacks, LeaderElectionConfig
+from services.leaderelection import (
+    Callbacks,
+    LeaderElectionConfig,
+    LeaderElectionSettings,
+    LeaseTimings,
+    TimingOverrides,
+    violations,
+)
 
 BASE: dict[str, Any] = {"identity": "sched-0", "key": "/kubera/election/kube-scheduler"}
 
 
 def test_defaults_are_kube_schedulers() -> None:
-    cfg = LeaderElectionConfig(**BASE)
-    assert (cfg.lease_duration, cfg.renew_deadline, cfg.retry_period) == (15.0, 10.0, 2.0)
-    assert (cfg.lease_namespace, cfg.lease_name) == ("kube-system", "kube-scheduler")
+    t = LeaderElectionConfig(**BASE).timings
+    assert (t.lease_duration, t.renew_deadline, t.retry_period) == (15.0, 10.0, 2.0)
+    settings = LeaderElectionSettings()
+    assert settings.timings == t
+    assert (settings.lease_namespace, settings.lease_name) == ("kube-system", "kube-scheduler")
+
+
+TIMING_FIELDS = ("lease_duration", "renew_deadline", "retry_period")
+
+
+def _build(overrides: dict[str, Any]) -> None:
+    """The config `overrides` describes: timing fields go into its LeaseTimings, the
+    Lease's name into the deployment's settings, the rest into the elector's config."""
+    timings = {k: v for k, v in overrides.items() if k in TIMING_FIELDS}
+    if "lease_name" in overrides:
+        LeaderElectionSettings(lease_name=overrides["lease_name"])
+        return
+    rest = {k: v for k, v in overrides.items() if k not in TIMING_FIELDS}
+    LeaderElectionConfig(timings=LeaseTimings(**timings), **{**BASE, **rest})
 
 
 @pytest.mark.parametrize(
@@ -68,7 +92,7 @@ def test_defaults_are_kube_schedulers() -> None:
 )
 def test_invalid_config_names_field_and_rule(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
-        LeaderElectionConfig(**{**BASE, **overrides})
+        _build(overrides)
 
 
 @pytest.mark.parametrize(
@@ -82,9 +106,38 @@ def test_invalid_config_names_field_and_rule(overrides: dict[str, Any], message:
 def test_valid_timings_are_accepted(timings: tuple[float, float, float]) -> None:
     lease, renew, retry = timings
     cfg = LeaderElectionConfig(
-        lease_duration=lease, renew_deadline=renew, retry_period=retry, **BASE
+        timings=LeaseTimings(lease_duration=lease, renew_deadline=renew, retry_period=retry),
+        **BASE,
     )
-    assert cfg.retry_period == retry
+    assert cfg.timings.retry_period == retry
+
+
+@pytest.mark.parametrize(
+    ("timings", "broken"),
+    [
+        pytest.param((15.0, 10.0, 2.0), [], id="valid_timings_break_no_rule"),
+        pytest.param(
+            (0.0, 10.0, 20.0),
+            [
+                ("lease_duration", "positive"),
+                ("lease_duration", "over_renew"),
+                ("renew_deadline", "over_jittered_retry"),
+            ],
+            id="every_broken_rule_is_reported_positivity_first",
+        ),
+    ],
+)
+def test_violations_lists_every_broken_rule(
+    timings: tuple[float, float, float], broken: list[tuple[str, str]]
+) -> None:
+    assert [(v.field, v.rule) for v in violations(*timings)] == broken
+
+
+def test_overrides_replace_only_the_timings_they_set_and_are_checked_together() -> None:
+    base = LeaseTimings()
+    assert base.with_overrides(TimingOverrides(retry_period=1.0)) == LeaseTimings(retry_period=1.0)
+    with pytest.raises(ValueError, match="lease_duration must be greater than renew_deadline"):
+        base.with_overrides(TimingOverrides(renew_deadline=20.0))
 
 
 async def _work(stop: asyncio.Event) -> None:

@@ -23,6 +23,7 @@ from services.leaderelection import (
     LeaderElectionConfig,
     LeaderElectionRecord,
     LeaderElector,
+    LeaseTimings,
 )
 from services.storage import Storage, StorageUnavailableError
 
@@ -101,9 +102,7 @@ class Election:
 
     def start(self, name: str, *, storage: Storage | None = None, clock: Any = None) -> Candidate:
         cfg = LeaderElectionConfig(
-            lease_duration=LEASE,
-            renew_deadline=RENEW,
-            retry_period=RETRY,
+            timings=LeaseTimings(lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY),
             identity=name,
             key=self.key,
         )
@@ -348,9 +347,7 @@ async def test_work_that_returns_ends_the_term_and_releases(election: Election) 
         await probe._work(stop)
 
     cfg = LeaderElectionConfig(
-        lease_duration=LEASE,
-        renew_deadline=RENEW,
-        retry_period=RETRY,
+        timings=LeaseTimings(lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY),
         identity="a",
         key=election.key,
     )
@@ -371,9 +368,7 @@ async def test_work_that_returns_ends_the_term_and_releases(election: Election) 
 
 def _start(election: Election, name: str, *, lease: float, renew: float, retry: float) -> Candidate:
     cfg = LeaderElectionConfig(
-        lease_duration=lease,
-        renew_deadline=renew,
-        retry_period=retry,
+        timings=LeaseTimings(lease_duration=lease, renew_deadline=renew, retry_period=retry),
         identity=name,
         key=election.key,
     )

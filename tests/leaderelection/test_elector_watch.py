@@ -22,7 +22,12 @@ from typing import Any
 
 import pytest
 
-from services.leaderelection import JITTER_FACTOR, LeaderElectionConfig, LeaderElector
+from services.leaderelection import (
+    JITTER_FACTOR,
+    LeaderElectionConfig,
+    LeaderElector,
+    LeaseTimings,
+)
 from services.storage import Storage, StorageUnavailableError
 from tests.leaderelection.test_elector import Candidate, Election, ManualClock, Probe
 
@@ -85,9 +90,7 @@ async def election(storage: Storage) -> AsyncIterator[Election]:
 
 def start(election: Election, name: str, clock: ManualClock, storage: Any = None) -> Candidate:
     cfg = LeaderElectionConfig(
-        lease_duration=LEASE,
-        renew_deadline=RENEW,
-        retry_period=RETRY,
+        timings=LeaseTimings(lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY),
         identity=name,
         key=election.key,
     )

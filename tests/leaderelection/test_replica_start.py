@@ -21,7 +21,7 @@ from services.hosts.controllermanager import (
 )
 from services.hosts.replica import Replica, election_key
 from services.hosts.scheduler import SchedulerReplica, SchedulerReplicaConfig
-from services.leaderelection import LeaderElectionSettings, TimingOverrides
+from services.leaderelection import LeaderElectionSettings, LeaseTimings, TimingOverrides
 from services.storage import Delete
 from services.storage.etcd import EtcdStorage
 from services.storage.keys import replica_key
@@ -106,7 +106,9 @@ async def test_a_controller_manager_replica_whose_start_failed_part_way_starts_a
     api: ApiCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fail = FailOnce(monkeypatch)
-    election = LeaderElectionSettings(**TIMINGS, lease_name="kube-controller-manager")
+    election = LeaderElectionSettings(
+        timings=LeaseTimings(**TIMINGS), lease_name="kube-controller-manager"
+    )
     host = ControllerManagerReplica(
         ControllerManagerReplicaConfig(apiserver=api.address, etcd=api.etcd, election=election)
     )

@@ -23,6 +23,7 @@ from services.api.helpers.fencing import BOUND_BY, Fencing, parse_bound_by
 from services.api.machinery import codec
 from services.api.machinery.errors import NotFoundError, PreconditionError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
@@ -33,7 +34,7 @@ from services.hosts.controllermanager import (
 )
 from services.hosts.replica import Replica, election_key
 from services.hosts.scheduler import SchedulerReplica, SchedulerReplicaConfig
-from services.leaderelection import LeaderElectionSettings, TimingOverrides
+from services.leaderelection import LeaderElectionSettings, LeaseTimings, TimingOverrides
 from services.storage import Delete, Get
 from services.storage.etcd import EtcdStorage
 from tests.leaderelection.harness import ApiCluster, new_pod
@@ -315,7 +316,9 @@ async def _deployment(cluster: Cluster, name: str, replicas: int) -> None:
 
 
 async def _pod_keys(cluster: Cluster, app: str) -> set[str]:
-    pods, _ = await cluster.api.list(PODS, "default", label_selector=f"app={app}")
+    pods, _ = await cluster.api.list(
+        PODS, "default", options=ListOptions(label_selector=f"app={app}")
+    )
     return {PODS.key("default", p.metadata.name) for p in pods}  # type: ignore[attr-defined]
 
 
@@ -333,9 +336,11 @@ async def test_controller_manager_replicas_fence_their_writes_and_hand_over(
     cluster: Cluster,
 ) -> None:
     election = LeaderElectionSettings(
-        lease_duration=LEASE_DURATION,
-        renew_deadline=RENEW_DEADLINE,
-        retry_period=RETRY_PERIOD,
+        timings=LeaseTimings(
+            lease_duration=LEASE_DURATION,
+            renew_deadline=RENEW_DEADLINE,
+            retry_period=RETRY_PERIOD,
+        ),
         lease_name="kube-controller-manager",
     )
     config = ControllerManagerReplicaConfig(

@@ -19,6 +19,7 @@ from kubera.cli.scheduling import render_attempts
 from kubera.launch.etcd import EtcdProcess
 from protos.kubera.v1 import resource_pb2, scheduling_pb2
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
@@ -154,7 +155,7 @@ async def test_template_claims_land_only_on_free_matching_devices_and_never_shar
     assert "cannot allocate all claims" in msg and "default/p3-gpu" in msg
     assert (await cluster.node_of("p3")) == ""
     events, _ = await cluster.client.list(
-        BY_KIND["Event"], namespace=NS, field_selector="involvedObject.name=p3"
+        BY_KIND["Event"], namespace=NS, options=ListOptions(field_selector="involvedObject.name=p3")
     )
     assert any(e.reason == "FailedScheduling" and "default/p3-gpu" in e.message for e in events)
     # `kubera explain pod` prints the trace: the DynamicResources rejections name the claim.

@@ -14,6 +14,7 @@ import pytest
 
 from protos.kubera.v1 import core_pb2
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.scheduler import config as config_mod
 from services.scheduler.queue.scheduling_queue import QUEUE_BACKOFF
 from services.storage import Put
@@ -63,7 +64,9 @@ async def attempts(cluster: Cluster, name: str, n: int) -> list:
 async def failed_scheduling(cluster: Cluster, name: str) -> list[str]:
     async def messages() -> list[str]:
         events, _ = await cluster.client.list(
-            EVENTS, namespace="default", field_selector=f"involvedObject.name={name}"
+            EVENTS,
+            namespace="default",
+            options=ListOptions(field_selector=f"involvedObject.name={name}"),
         )
         return [e.message for e in events if e.reason == "FailedScheduling"]
 

@@ -15,6 +15,7 @@ import pytest
 from protos.kubera.v1 import core_pb2, policy_pb2, scheduling_pb2
 from services.api.machinery.errors import NotFoundError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
@@ -101,7 +102,9 @@ async def test_a_high_priority_pod_preempts_the_minimal_victims_the_pdb_allows(
     urgent = await get(cluster, "urgent")
     assert urgent.status.nominated_node_name in ("n2", "")
     events, _ = await cluster.client.list(
-        BY_KIND["Event"], namespace="default", field_selector="involvedObject.name=plain"
+        BY_KIND["Event"],
+        namespace="default",
+        options=ListOptions(field_selector="involvedObject.name=plain"),
     )
     assert [e.reason for e in events] == ["Preempted"]
     trace = cluster.sched.traces.get("default/urgent")

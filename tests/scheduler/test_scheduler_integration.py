@@ -13,6 +13,7 @@ import pytest
 
 from protos.kubera.v1 import core_pb2
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.apiserver.server import serve
 from services.client import Client
@@ -69,7 +70,9 @@ class Cluster:
             return found
 
         async def follow() -> None:
-            async for ev in self.client.watch(PODS, namespace="default", resource_version=rv):
+            async for ev in self.client.watch(
+                PODS, namespace="default", options=ListOptions(resource_version=rv)
+            ):
                 p = ev.object
                 if p.metadata.name in want and p.spec.node_name:
                     found[p.metadata.name] = p.spec.node_name
@@ -82,7 +85,7 @@ class Cluster:
     async def wait_unschedulable(self, name: str, timeout: float = 10.0) -> str:
         """Wait until the pod carries PodScheduled=False; returns its message."""
         items, rv = await self.client.list(
-            PODS, namespace="default", field_selector=f"metadata.name={name}"
+            PODS, namespace="default", options=ListOptions(field_selector=f"metadata.name={name}")
         )
 
         def msg(p: core_pb2.Pod) -> str | None:
@@ -98,8 +101,7 @@ class Cluster:
             async for ev in self.client.watch(
                 PODS,
                 namespace="default",
-                field_selector=f"metadata.name={name}",
-                resource_version=rv,
+                options=ListOptions(field_selector=f"metadata.name={name}", resource_version=rv),
             ):
                 m = msg(ev.object)
                 if m:
@@ -158,7 +160,9 @@ async def test_a_pod_that_fits_nowhere_stays_pending_with_kubernetes_words(
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
     events, _ = await cluster.client.list(
-        BY_KIND["Event"], namespace="default", field_selector="involvedObject.name=huge"
+        BY_KIND["Event"],
+        namespace="default",
+        options=ListOptions(field_selector="involvedObject.name=huge"),
     )
     assert [(e.reason, e.type, e.message) for e in events] == [("FailedScheduling", "Warning", msg)]
     assert [a.result for a in cluster.sched.traces.get("default/huge")][-1] == "unschedulable"

@@ -67,6 +67,7 @@ from kubera.experiment.measure.measures import (
 from kubera.experiment.measure.nodes import NODE_LEASES, LeaseLog, ready_nodes
 from kubera.launch.context import Context
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.chaos import control_status, is_local
 from services.client import Client, first_address
 from services.clock import parse_rfc3339
@@ -213,7 +214,9 @@ class Collector:
                 self.pods.listed((p.metadata.uid for p in items), t)
                 # Batched as the components' informers watch, so the collector's timestamps
                 # do not trail the binds the workload's own watch has already seen.
-                async for batch in self._client.watch_batches(pods, resource_version=str(rv)):
+                async for batch in self._client.watch_batches(
+                    pods, options=ListOptions(resource_version=str(rv))
+                ):
                     t = self.now()
                     for ev in batch:
                         if ev.type in ("ADDED", "MODIFIED"):

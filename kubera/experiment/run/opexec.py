@@ -68,6 +68,7 @@ from services.api.machinery.errors import (
     UnavailableError,
 )
 from services.api.machinery.kinds import BY_KIND, kind_of
+from services.api.machinery.listoptions import ListOptions
 from services.client import Client
 
 #: Objects per batch_create call (the apiserver splits further by its own caps).
@@ -590,7 +591,8 @@ class OpExecutor:
         classes, _ = await self.client.list(BY_KIND["DeviceClass"])
         slices, _ = await self.client.list(BY_KIND["ResourceSlice"])
         admin, _ = await self.client.list(
-            BY_KIND["Namespace"], label_selector=f"{ADMIN_ACCESS_NAMESPACE_LABEL}=true"
+            BY_KIND["Namespace"],
+            options=ListOptions(label_selector=f"{ADMIN_ACCESS_NAMESPACE_LABEL}=true"),
         )
         try:
             await allocate_claims(

@@ -12,20 +12,9 @@ from typing import Any, Literal
 from kubera.experiment.spec.fields import ConfigError
 from kubera.experiment.spec.ops import TemplateOp
 from kubera.experiment.spec.templates import Template
+from services.leaderelection import LeaseTimings
 
 SchedulerMode = Literal["leader", "shared-state"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class LeaderElection:
-    """Leader-election durations of the schedulers and controller-managers, in seconds."""
-
-    lease_duration: float = 15.0
-    """How long a lease is valid (kube-scheduler default 15s)."""
-    renew_deadline: float = 10.0
-    """How long the leader retries renewing before giving up (default 10s)."""
-    retry_period: float = 2.0
-    """How often candidates try to acquire (default 2s)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,7 +41,7 @@ class ClusterSettings:
     """Controller-manager replicas (0: none)."""
     apiservers: int = 1
     """`apiServers`: active-active apiserver replicas (`kubera up --apiservers K`)."""
-    leader_election: LeaderElection | None = None
+    leader_election: LeaseTimings | None = None
     """`leaderElection: {leaseDuration, renewDeadline, retryPeriod}`; None: kubera's defaults."""
     time_scale: float = 1.0
     """kubera's time scale (>1 runs kubelet/controller timers faster)."""

@@ -51,7 +51,6 @@ from kubera.experiment.spec import ops as o
 from kubera.experiment.spec.cases import (
     ClusterSettings,
     Experiment,
-    LeaderElection,
     SchedulerMode,
     TestCase,
     ThresholdMetricSelector,
@@ -86,13 +85,13 @@ from kubera.experiment.spec.ops import Op
 from kubera.experiment.spec.parse_ops import Params, parse_op, resolve_op, unroll
 from kubera.experiment.spec.templates import Template
 from services.api.machinery import yamlload
+from services.leaderelection import LeaseTimings, violations
 
 __all__ = [
     "SchedulerMode",
     "ClusterSettings",
     "ConfigError",
     "Experiment",
-    "LeaderElection",
     "TestCase",
     "ThresholdMetricSelector",
     "Workload",
@@ -546,16 +545,24 @@ def _substitute(ctx: Ctx, where: str, value: Any, params: Params | None) -> Any:
     return value
 
 
-def _leader_election(ctx: Ctx, where: str, v: dict[str, Any]) -> LeaderElection:
-    le = LeaderElection(**{k: x for k, x in v.items() if x is not None})
-    # client-go's rules: lease > renew > 1.2 × retry, all positive.
-    if min(le.lease_duration, le.renew_deadline, le.retry_period) <= 0:
-        raise ctx.error(where, "durations must be positive")
-    if le.lease_duration <= le.renew_deadline:
-        raise ctx.error(where, "leaseDuration must be greater than renewDeadline")
-    if le.renew_deadline <= 1.2 * le.retry_period:
-        raise ctx.error(where, "renewDeadline must be greater than 1.2 × retryPeriod")
-    return le
+#: This file's words for the rules LeaseTimings checks (client-go's: lease > renew >
+#: 1.2 × retry, all positive).
+_TIMING_RULES = {
+    "positive": "durations must be positive",
+    "over_renew": "leaseDuration must be greater than renewDeadline",
+    "over_jittered_retry": "renewDeadline must be greater than 1.2 × retryPeriod",
+}
+
+
+def _leader_election(ctx: Ctx, where: str, v: dict[str, Any]) -> LeaseTimings:
+    d = LeaseTimings()
+    lease = d.lease_duration if v.get("lease_duration") is None else v["lease_duration"]
+    renew = d.renew_deadline if v.get("renew_deadline") is None else v["renew_deadline"]
+    retry = d.retry_period if v.get("retry_period") is None else v["retry_period"]
+    broken = violations(lease, renew, retry)
+    if broken:
+        raise ctx.error(where, _TIMING_RULES[broken[0].rule])
+    return LeaseTimings(lease_duration=lease, renew_deadline=renew, retry_period=retry)
 
 
 def _read_text(ctx: Ctx, where: str, path: str | None) -> str | None:

@@ -13,7 +13,7 @@ import copy
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf import any_pb2, json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -434,5 +434,9 @@ def unpack(a: any_pb2.Any) -> Message:
     return obj
 
 
-def clone(obj: Message) -> Message:
+M = TypeVar("M", bound=Message)
+
+
+def clone(obj: M) -> M:
+    """A deep copy of `obj`, of its own type (copy what a cache hands out before changing it)."""
     return copy.deepcopy(obj)

@@ -22,49 +22,57 @@ from protos.kubera.v1 import (
     resource_pb2,
     scheduling_pb2,
 )
+from services.api.machinery.kubeobject import narrow, object_meta
 from services.storage.keys import resource_prefix
 
 
 def _meta_fields(obj: Message) -> dict[str, str]:
-    return {"metadata.name": obj.metadata.name, "metadata.namespace": obj.metadata.namespace}  # type: ignore[attr-defined]
-
-
-def _pod_fields(pod: Message) -> dict[str, str]:
     return {
-        **_meta_fields(pod),
-        "spec.nodeName": pod.spec.node_name,  # type: ignore[attr-defined]
-        "spec.schedulerName": pod.spec.scheduler_name,  # type: ignore[attr-defined]
-        "status.phase": pod.status.phase,  # type: ignore[attr-defined]
-        "status.nominatedNodeName": pod.status.nominated_node_name,  # type: ignore[attr-defined]
-        "spec.restartPolicy": pod.spec.restart_policy,  # type: ignore[attr-defined]
+        "metadata.name": object_meta(obj).name,
+        "metadata.namespace": object_meta(obj).namespace,
     }
 
 
-def _node_fields(node: Message) -> dict[str, str]:
+def _pod_fields(obj: Message) -> dict[str, str]:
+    pod = narrow(obj, core_pb2.Pod)
+    return {
+        **_meta_fields(pod),
+        "spec.nodeName": pod.spec.node_name,
+        "spec.schedulerName": pod.spec.scheduler_name,
+        "status.phase": pod.status.phase,
+        "status.nominatedNodeName": pod.status.nominated_node_name,
+        "spec.restartPolicy": pod.spec.restart_policy,
+    }
+
+
+def _node_fields(obj: Message) -> dict[str, str]:
+    node = narrow(obj, core_pb2.Node)
     return {
         **_meta_fields(node),
         "spec.unschedulable": "true" if node.spec.unschedulable else "false",
-    }  # type: ignore[attr-defined]
+    }
 
 
-def _event_fields(ev: Message) -> dict[str, str]:
-    io = ev.involved_object  # type: ignore[attr-defined]
+def _event_fields(obj: Message) -> dict[str, str]:
+    ev = narrow(obj, core_pb2.Event)
+    io = ev.involved_object
     return {
         **_meta_fields(ev),
         "involvedObject.kind": io.kind,
         "involvedObject.name": io.name,
         "involvedObject.namespace": io.namespace,
         "involvedObject.uid": io.uid,
-        "reason": ev.reason,  # type: ignore[attr-defined]
-        "type": ev.type,  # type: ignore[attr-defined]
+        "reason": ev.reason,
+        "type": ev.type,
     }
 
 
-def _resource_slice_fields(rs: Message) -> dict[str, str]:
+def _resource_slice_fields(obj: Message) -> dict[str, str]:
+    rs = narrow(obj, resource_pb2.ResourceSlice)
     return {
         **_meta_fields(rs),
-        "spec.nodeName": rs.spec.node_name,  # type: ignore[attr-defined]
-        "spec.driver": rs.spec.driver,  # type: ignore[attr-defined]
+        "spec.nodeName": rs.spec.node_name,
+        "spec.driver": rs.spec.driver,
     }
 
 

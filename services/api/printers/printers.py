@@ -31,9 +31,11 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from protos.kubera.v1 import apps_pb2, core_pb2, meta_pb2
 from services.api.helpers.resources import CPU, MEMORY, PODS, Resource, pod_requests
 from services.api.helpers.wellknown import LABEL_NODE_ROLE_PREFIX
 from services.api.machinery.kinds import Kind
+from services.api.machinery.kubeobject import narrow, object_meta
 from services.api.machinery.quantity import (
     BINARY_SI,
     DECIMAL_SI,
@@ -60,12 +62,12 @@ from services.api.printers.resource import RESOURCE_COLUMNS
 # ----------------------------------------------------------------- cells
 
 
-def format_label_selector(sel: Message | None) -> str:
+def format_label_selector(sel: meta_pb2.LabelSelector | None) -> str:
     """metav1.FormatLabelSelector: `app=web,tier in (a,b),!gone`."""
     if sel is None:
         return NONE
-    parts = [f"{k}={v}" for k, v in sorted(sel.match_labels.items())]  # type: ignore[attr-defined]
-    for req in sel.match_expressions:  # type: ignore[attr-defined]
+    parts = [f"{k}={v}" for k, v in sorted(sel.match_labels.items())]
+    for req in sel.match_expressions:
         op = req.operator
         if op == "In":
             parts.append(f"{req.key} in ({','.join(req.values)})")
@@ -84,23 +86,23 @@ def format_labels(labels: dict[str, str] | Any) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or NONE
 
 
-def format_taint(t: Message) -> str:
+def format_taint(t: core_pb2.Taint) -> str:
     """`key=value:Effect` (or `key:Effect`), as kubectl describe prints taints."""
-    key = f"{t.key}={t.value}" if t.value else t.key  # type: ignore[attr-defined]
-    return f"{key}:{t.effect}" if t.effect else key  # type: ignore[attr-defined]
+    key = f"{t.key}={t.value}" if t.value else t.key
+    return f"{key}:{t.effect}" if t.effect else key
 
 
 # ------------------------------------------------------------ pod status
 
 
-def container_state(cs: Message) -> dict[str, Any]:
+def container_state(cs: core_pb2.ContainerStatus) -> dict[str, Any]:
     """A container status's state (running / waiting / terminated) as a dict; {} when unset."""
-    return json_format.MessageToDict(cs.state) if cs.HasField("state") else {}  # type: ignore[attr-defined]
+    return json_format.MessageToDict(cs.state) if cs.HasField("state") else {}
 
 
-def pod_status(pod: Message) -> tuple[str, int, int, int]:
+def pod_status(pod: core_pb2.Pod) -> tuple[str, int, int, int]:
     """kubectl's printPod: (STATUS, ready containers, total containers, restarts)."""
-    spec, status, meta = pod.spec, pod.status, pod.metadata  # type: ignore[attr-defined]
+    spec, status, meta = pod.spec, pod.status, object_meta(pod)
     total = len(spec.containers)
     ready = 0
     restarts = 0
@@ -162,22 +164,22 @@ def pod_status(pod: Message) -> tuple[str, int, int, int]:
     return reason, ready, total, restarts
 
 
-def node_status(node: Message) -> str:
+def node_status(node: core_pb2.Node) -> str:
     """kubectl's node STATUS: Ready / NotReady / Unknown, plus SchedulingDisabled."""
     parts = []
-    for c in node.status.conditions:  # type: ignore[attr-defined]
+    for c in node.status.conditions:
         if c.type == "Ready":
             parts = ["Ready" if c.status == "True" else "NotReady"]
     if not parts:
         parts = ["Unknown"]
-    if node.spec.unschedulable:  # type: ignore[attr-defined]
+    if node.spec.unschedulable:
         parts.append("SchedulingDisabled")
     return ",".join(parts)
 
 
-def node_roles(node: Message) -> str:
+def node_roles(node: core_pb2.Node) -> str:
     roles = set()
-    for k, v in node.metadata.labels.items():  # type: ignore[attr-defined]
+    for k, v in object_meta(node).labels.items():
         if k.startswith(LABEL_NODE_ROLE_PREFIX):
             roles.add(k.removeprefix(LABEL_NODE_ROLE_PREFIX))
         elif k == "kubernetes.io/role" and v:
@@ -185,16 +187,16 @@ def node_roles(node: Message) -> str:
     return ",".join(sorted(r for r in roles if r)) or NONE
 
 
-def node_problems(node: Message) -> str:
+def node_problems(node: core_pb2.Node) -> str:
     """The CONDITIONS column: every condition but Ready that is True, in the node's order.
     Node conditions other than Ready (MemoryPressure, DiskPressure, PIDPressure,
     NetworkUnavailable, node-problem-detector's) all mean trouble when True."""
-    bad = [c.type for c in node.status.conditions if c.type != "Ready" and c.status == "True"]  # type: ignore[attr-defined]
+    bad = [c.type for c in node.status.conditions if c.type != "Ready" and c.status == "True"]
     return ",".join(bad) or NONE
 
 
-def _address(node: Message, type_: str) -> str:
-    for a in node.status.addresses:  # type: ignore[attr-defined]
+def _address(node: core_pb2.Node, type_: str) -> str:
+    for a in node.status.addresses:
         if a.type == type_:
             return a.address
     return NONE
@@ -204,8 +206,8 @@ def _or(value: Any, default: str = NONE) -> str:
     return str(value) if value not in ("", None) else default
 
 
-def _containers(spec: Message) -> tuple[str, str]:
-    cs = spec.template.spec.containers  # type: ignore[attr-defined]
+def _containers(spec: apps_pb2.ReplicaSetSpec | apps_pb2.DeploymentSpec) -> tuple[str, str]:
+    cs = spec.template.spec.containers
     return ",".join(c.name for c in cs) or NONE, ",".join(c.image for c in cs) or NONE
 
 
@@ -237,10 +239,9 @@ def format_amount(name: str, amount: int) -> str:
     return Quantity(Decimal(amount), DECIMAL_SI).canonical()
 
 
-def allocatable(node: Message) -> Mapping[str, str]:
+def allocatable(node: core_pb2.Node) -> Mapping[str, str]:
     """Allocatable, or capacity when the node reports no allocatable (kubectl's fallback)."""
-    status: Any = node.status  # type: ignore[attr-defined]
-    return status.allocatable or status.capacity
+    return node.status.allocatable or node.status.capacity
 
 
 @dataclass
@@ -251,26 +252,26 @@ class NodeUsage:
     requested: Resource = field(default_factory=Resource)
 
 
-def is_terminated(pod: Message) -> bool:
-    return pod.status.phase in TERMINATED_PHASES  # type: ignore[attr-defined]
+def is_terminated(pod: core_pb2.Pod) -> bool:
+    return pod.status.phase in TERMINATED_PHASES
 
 
-def node_usage(pods: Iterable[Message]) -> dict[str, NodeUsage]:
+def node_usage(pods: Iterable[core_pb2.Pod]) -> dict[str, NodeUsage]:
     """Per node name, from one list of pods on any nodes: how many non-terminated pods are
     bound there and the sum of their effective requests (the scheduler's `pod_requests`:
     max(sum of containers, largest init container) + overhead)."""
     usage: dict[str, NodeUsage] = {}
     for pod in pods:
-        node = pod.spec.node_name  # type: ignore[attr-defined]
+        node = pod.spec.node_name
         if not node or is_terminated(pod):
             continue
         u = usage.setdefault(node, NodeUsage())
         u.pods += 1
-        u.requested.add(pod_requests(pod))  # type: ignore[arg-type]
+        u.requested.add(pod_requests(pod))
     return usage
 
 
-def _used_of(name: str, requested: int, node: Message) -> str:
+def _used_of(name: str, requested: int, node: core_pb2.Node) -> str:
     """`3500m/4`: requested / allocatable, `<none>` for an allocatable the node lacks."""
     total = allocatable(node).get(name)
     if total is None:
@@ -283,10 +284,10 @@ def _used_of(name: str, requested: int, node: Message) -> str:
     return f"{format_amount(name, requested)}/{shown}"
 
 
-def _usage_cells(node: Message, usage: Mapping[str, NodeUsage] | None) -> list[str]:
+def _usage_cells(node: core_pb2.Node, usage: Mapping[str, NodeUsage] | None) -> list[str]:
     if usage is None:  # the caller did not list the pods: say so rather than print 0
         return [UNKNOWN, UNKNOWN, UNKNOWN]
-    u = usage.get(node.metadata.name) or NodeUsage()  # type: ignore[attr-defined]
+    u = usage.get(object_meta(node).name) or NodeUsage()
     return [
         _used_of(CPU, u.requested.milli_cpu, node),
         _used_of(MEMORY, u.requested.memory, node),
@@ -297,38 +298,40 @@ def _usage_cells(node: Message, usage: Mapping[str, NodeUsage] | None) -> list[s
 # ----------------------------------------------------------------- tables
 
 
-def _pod_row(pod: Message, now: float, wide: bool) -> list[str]:
+def _pod_row(obj: Message, now: float, wide: bool) -> list[str]:
+    pod = narrow(obj, core_pb2.Pod)
     status, ready, total, restarts = pod_status(pod)
     row = [
-        pod.metadata.name,  # type: ignore[attr-defined]
+        object_meta(pod).name,
         f"{ready}/{total}",
         status,
         str(restarts),
-        age(pod.metadata.creation_timestamp, now),  # type: ignore[attr-defined]
+        age(object_meta(pod).creation_timestamp, now),
     ]
     if wide:
         row += [
-            _or(pod.status.pod_ip),  # type: ignore[attr-defined]
-            _or(pod.spec.node_name),  # type: ignore[attr-defined]
-            _or(pod.status.nominated_node_name),  # type: ignore[attr-defined]
+            _or(pod.status.pod_ip),
+            _or(pod.spec.node_name),
+            _or(pod.status.nominated_node_name),
             NONE,  # readiness gates: kubera's pods have none
         ]
     return row
 
 
 def _node_row(
-    node: Message, now: float, wide: bool, usage: Mapping[str, NodeUsage] | None = None
+    obj: Message, now: float, wide: bool, usage: Mapping[str, NodeUsage] | None = None
 ) -> list[str]:
-    info = node.status.node_info  # type: ignore[attr-defined]
+    node = narrow(obj, core_pb2.Node)
+    info = node.status.node_info
     row = [
-        node.metadata.name,  # type: ignore[attr-defined]
+        object_meta(node).name,
         node_status(node),
         node_roles(node),
-        age(node.metadata.creation_timestamp, now),  # type: ignore[attr-defined]
+        age(object_meta(node).creation_timestamp, now),
         _or(info.kubelet_version),
     ]
     if wide:
-        taints = node.spec.taints  # type: ignore[attr-defined]
+        taints = node.spec.taints
         row += [
             _address(node, "InternalIP"),
             _address(node, "ExternalIP"),
@@ -343,8 +346,9 @@ def _node_row(
     return row
 
 
-def _namespace_row(ns: Message, now: float, wide: bool) -> list[str]:
-    return [ns.metadata.name, ns.status.phase, age(ns.metadata.creation_timestamp, now)]  # type: ignore[attr-defined]
+def _namespace_row(obj: Message, now: float, wide: bool) -> list[str]:
+    ns = narrow(obj, core_pb2.Namespace)
+    return [object_meta(ns).name, ns.status.phase, age(object_meta(ns).creation_timestamp, now)]
 
 
 def _event_row(ev: Message, now: float, wide: bool) -> list[str]:
@@ -462,7 +466,7 @@ def _resource_claim_row(claim: Message, now: float, wide: bool) -> list[str]:
 
 
 def _generic_row(obj: Message, now: float, wide: bool) -> list[str]:
-    return [obj.metadata.name, age(obj.metadata.creation_timestamp, now)]  # type: ignore[attr-defined]
+    return [object_meta(obj).name, age(object_meta(obj).creation_timestamp, now)]
 
 
 COLUMNS: dict[str, Columns] = {

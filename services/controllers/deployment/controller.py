@@ -54,6 +54,7 @@ from google.protobuf.message import Message
 from protos.kubera.v1 import core_pb2, meta_pb2
 from services.api.machinery import codec
 from services.api.machinery.errors import ApiError, NotFoundError
+from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.api.machinery.labels import Selector
 from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
@@ -164,9 +165,9 @@ class DeploymentController:
             replica_sets=self.rs_informer,
             queue=self.queue,
         )
-        self._d_index = NamespaceIndex(self.d_informer)
-        self._rs_index = NamespaceIndex(self.rs_informer)
-        self._pod_index = NamespaceIndex(self.pod_informer)
+        self._d_index = NamespaceIndex(self.d_informer, Deployment)
+        self._rs_index = NamespaceIndex(self.rs_informer, ReplicaSet)
+        self._pod_index = NamespaceIndex(self.pod_informer, core_pb2.Pod)
         # Deployment key -> UIDs of deleted Deployments of that name whose RSes are to go.
         self._dead_owners: dict[str, set[str]] = {}
         self.d_informer.add_handlers(
@@ -209,15 +210,15 @@ class DeploymentController:
     # ------------------------------------------------------------------ lookups
 
     def _deployments_in(self, namespace: str) -> list[Deployment]:
-        return self._d_index.list(namespace)  # type: ignore[return-value]
+        return self._d_index.list(namespace)
 
     def _resolve(self, namespace: str, ref: meta_pb2.OwnerReference | None) -> Deployment | None:
         if ref is None or ref.kind != DEPLOYMENTS.kind:
             return None
-        d = self.d_informer.store.get(f"{namespace}/{ref.name}")
-        if d is None or d.metadata.uid != ref.uid:  # type: ignore[attr-defined]
+        d = narrow_optional(self.d_informer.store.get(f"{namespace}/{ref.name}"), Deployment)
+        if d is None or d.metadata.uid != ref.uid:
             return None
-        return d  # type: ignore[return-value]
+        return d
 
     def _deployments_selecting(self, rs: ReplicaSet) -> list[Deployment]:
         out = []
@@ -229,7 +230,7 @@ class DeploymentController:
         return out
 
     def _owned_replica_sets(self, d: Deployment) -> list[ReplicaSet]:
-        rss: list[ReplicaSet] = self._rs_index.list(d.metadata.namespace)  # type: ignore[assignment]
+        rss = self._rs_index.list(d.metadata.namespace)
         out = []
         for rs in rss:
             ref = controller_of(rs)
@@ -243,7 +244,7 @@ class DeploymentController:
         pod_map: dict[str, list[core_pb2.Pod]] = {rs.metadata.uid: [] for rs in rss}
         if sel is None:
             return pod_map
-        pods: list[core_pb2.Pod] = self._pod_index.list(d.metadata.namespace)  # type: ignore[assignment]
+        pods = self._pod_index.list(d.metadata.namespace)
         for p in pods:
             ref = controller_of(p)
             if ref is not None and ref.uid in pod_map and sel.matches(p.metadata.labels):
@@ -256,18 +257,18 @@ class DeploymentController:
         self.queue.add(object_key(d))
 
     def _update_deployment(self, old: Message, cur: Message) -> None:
-        if old.metadata.uid != cur.metadata.uid:  # type: ignore[attr-defined]
+        if object_meta(old).uid != object_meta(cur).uid:
             self._delete_deployment(old)
         self.queue.add(object_key(cur))
 
     def _delete_deployment(self, d: Message) -> None:
         key = object_key(d)
         if self.config.cascade_delete:
-            self._dead_owners.setdefault(key, set()).add(d.metadata.uid)  # type: ignore[attr-defined]
+            self._dead_owners.setdefault(key, set()).add(object_meta(d).uid)
         self.queue.add(key)
 
     def _add_rs(self, obj: Message) -> None:
-        rs: ReplicaSet = obj  # type: ignore[assignment]
+        rs = narrow(obj, ReplicaSet)
         if rs.metadata.deletion_timestamp:
             self._delete_rs(rs)
             return
@@ -281,8 +282,8 @@ class DeploymentController:
             self.queue.add(object_key(d))
 
     def _update_rs(self, old_obj: Message, cur_obj: Message) -> None:
-        old: ReplicaSet = old_obj  # type: ignore[assignment]
-        cur: ReplicaSet = cur_obj  # type: ignore[assignment]
+        old = narrow(old_obj, ReplicaSet)
+        cur = narrow(cur_obj, ReplicaSet)
         if cur.metadata.resource_version == old.metadata.resource_version:
             return
         cur_ref, old_ref = controller_of(cur), controller_of(old)
@@ -305,7 +306,7 @@ class DeploymentController:
         ref = controller_of(obj)
         if ref is None:
             return
-        d = self._resolve(obj.metadata.namespace, ref)  # type: ignore[attr-defined]
+        d = self._resolve(object_meta(obj).namespace, ref)
         if d is not None:
             self.queue.add(object_key(d))
 
@@ -316,12 +317,12 @@ class DeploymentController:
 
     def _delete_pod(self, obj: Message) -> None:
         """A Recreate rollout waits for the old pods to go: look again when the last one has."""
-        pod: core_pb2.Pod = obj  # type: ignore[assignment]
+        pod = narrow(obj, core_pb2.Pod)
         ref = controller_of(pod)
         if ref is None or ref.kind != REPLICA_SETS.kind:
             return
         rs = self.rs_informer.store.get(f"{pod.metadata.namespace}/{ref.name}")
-        if rs is None or rs.metadata.uid != ref.uid:  # type: ignore[attr-defined]
+        if rs is None or object_meta(rs).uid != ref.uid:
             return
         d = self._resolve(pod.metadata.namespace, controller_of(rs))
         if d is None or d.spec.strategy.type != RECREATE:
@@ -338,7 +339,7 @@ class DeploymentController:
         await self._cascade(key, cached)
         if cached is None:
             return
-        d: Deployment = codec.clone(cached)  # type: ignore[assignment]
+        d = narrow(codec.clone(cached), Deployment)
         selector = selector_for(d.spec.selector)
         if selector is None or selector.is_empty():
             self.events.event(
@@ -386,8 +387,8 @@ class DeploymentController:
         if not dead:
             return
         if current is not None:
-            dead.discard(current.metadata.uid)  # type: ignore[attr-defined]
-        rss: list[ReplicaSet] = self._rs_index.list(split_key(key)[0])  # type: ignore[assignment]
+            dead.discard(object_meta(current).uid)
+        rss = self._rs_index.list(split_key(key)[0])
         for rs in rss:
             ref = controller_of(rs)
             if ref is not None and ref.uid in dead and not rs.metadata.deletion_timestamp:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from protos.kubera.v1 import core_pb2
 from services.api.machinery import codec
 from services.api.machinery.errors import AlreadyExistsError, ApiError, NotFoundError
+from services.api.machinery.kubeobject import narrow, object_meta
 from services.api.machinery.meta import object_key
 from services.controllers.controller_utils import (
     REPLICA_SETS,
@@ -77,7 +78,7 @@ async def write_deployment(deps: Deps, d: Deployment) -> None:
     """Persist our working copy: its revision annotation (pinned to the version we
     read) and its status; `d` then carries the new resourceVersion."""
     cached = deps.deployments.store.get(object_key(d))
-    before = dict(cached.metadata.annotations) if cached is not None else {}  # type: ignore[attr-defined]
+    before = dict(object_meta(cached).annotations) if cached is not None else {}
     changed = {k: v for k, v in d.metadata.annotations.items() if before.get(k) != v}
     if changed:
         patch = {
@@ -90,7 +91,7 @@ async def write_deployment(deps: Deps, d: Deployment) -> None:
         patched = await deps.client.patch(
             DEPLOYMENTS, d.metadata.name, json.dumps(patch), namespace=d.metadata.namespace
         )
-        d.metadata.resource_version = patched.metadata.resource_version  # type: ignore[attr-defined]
+        object_meta(d).resource_version = object_meta(patched).resource_version
     updated = await deps.client.update_status(d)
     d.metadata.resource_version = updated.metadata.resource_version
 
@@ -116,7 +117,7 @@ async def _new_replica_set(
     new_revision = str(max_revision(old_rss) + 1)
     now = deps.clock.now()
     if existing is not None:
-        rs_copy: ReplicaSet = codec.clone(existing)  # type: ignore[assignment]
+        rs_copy = narrow(codec.clone(existing), ReplicaSet)
         annotations_changed = set_new_rs_annotations(d, rs_copy, new_revision, exists=True)
         if annotations_changed or rs_copy.spec.min_ready_seconds != d.spec.min_ready_seconds:
             rs_copy.spec.min_ready_seconds = d.spec.min_ready_seconds
@@ -137,7 +138,7 @@ async def _new_replica_set(
     template.CopyFrom(d.spec.template)
     pod_hash = compute_hash(template, collision)
     template.metadata.labels[DEFAULT_UNIQUE_LABEL_KEY] = pod_hash
-    new_rs: ReplicaSet = REPLICA_SETS.new()  # type: ignore[assignment]
+    new_rs = narrow(REPLICA_SETS.new(), ReplicaSet)
     new_rs.metadata.name = f"{d.metadata.name}-{pod_hash}"
     new_rs.metadata.namespace = d.metadata.namespace
     new_rs.metadata.owner_references.append(new_controller_ref(d, DEPLOYMENTS))
@@ -216,7 +217,7 @@ async def scale_replica_set(
         return False, rs
     operation = operation or ("up" if rs.spec.replicas < new_scale else "down")
     old_scale = rs.spec.replicas
-    rs_copy: ReplicaSet = codec.clone(rs)  # type: ignore[assignment]
+    rs_copy = narrow(codec.clone(rs), ReplicaSet)
     rs_copy.spec.replicas = new_scale
     set_replicas_annotations(rs_copy, d.spec.replicas, max_replicas)
     updated = await deps.client.update(rs_copy)

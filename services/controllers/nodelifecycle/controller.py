@@ -51,6 +51,7 @@ from services.api.helpers.wellknown import LABEL_EXCLUDE_DISRUPTION, TAINT_UNSCH
 from services.api.machinery import codec
 from services.api.machinery.errors import ApiError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.api.machinery.meta import pod_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
@@ -122,9 +123,9 @@ class NodeLifecycleController:
         )
         self.nodes.add_handlers(
             Handlers(
-                on_add=lambda n: self.node_queue.add(n.metadata.name),  # type: ignore[attr-defined]
-                on_update=lambda _old, n: self.node_queue.add(n.metadata.name),  # type: ignore[attr-defined]
-                on_delete=lambda n: self._nodes_to_retry.discard(n.metadata.name),  # type: ignore[attr-defined]
+                on_add=lambda n: self.node_queue.add(object_meta(n).name),
+                on_update=lambda _old, n: self.node_queue.add(object_meta(n).name),
+                on_delete=lambda n: self._nodes_to_retry.discard(object_meta(n).name),
             )
         )
         self.known_nodes: dict[str, core_pb2.Node] = {}
@@ -225,7 +226,7 @@ class NodeLifecycleController:
 
     async def do_no_schedule_tainting_pass(self, name: str) -> None:
         """Make the node's condition NoSchedule taints match its conditions."""
-        node: core_pb2.Node | None = self.nodes.store.get(name)  # type: ignore[assignment]
+        node = narrow_optional(self.nodes.store.get(name), core_pb2.Node)
         if node is None:
             return
         wanted = condition_taints(node)
@@ -249,7 +250,7 @@ class NodeLifecycleController:
                 await queue.process(self._taint_one)
 
     async def _taint_one(self, tv: TimedValue) -> tuple[bool, float]:
-        node: core_pb2.Node | None = self.nodes.store.get(tv.value)  # type: ignore[assignment]
+        node = narrow_optional(self.nodes.store.get(tv.value), core_pb2.Node)
         if node is None:
             return True, 0.0
         ready = get_condition(node, READY)
@@ -347,7 +348,7 @@ class NodeLifecycleController:
         checked: Checked | None = None,
     ) -> None:
         name = cached.metadata.name
-        node: core_pb2.Node = codec.clone(cached)  # type: ignore[assignment]
+        node = narrow(codec.clone(cached), core_pb2.Node)
         attempt = 0
         while True:
             try:
@@ -451,13 +452,13 @@ class NodeLifecycleController:
     # ----------------------------------------------------------- pods
 
     def _pod_updated(self, old: Message | None, new: Message) -> None:
-        node = new.spec.node_name  # type: ignore[attr-defined]
-        if node and (old is None or old.spec.node_name != node):  # type: ignore[attr-defined]
+        node = narrow(new, core_pb2.Pod).spec.node_name
+        if node and (old is None or narrow(old, core_pb2.Pod).spec.node_name != node):
             self.pod_queue.add(pod_key(new))
 
     async def _process_pod(self, key: str) -> None:
         """A pod newly bound to a node that is not Ready is marked not Ready too."""
-        pod: core_pb2.Pod | None = self.pods.store.get(key)  # type: ignore[assignment]
+        pod = narrow_optional(self.pods.store.get(key), core_pb2.Pod)
         if pod is None:
             return
         node_name = pod.spec.node_name
@@ -478,7 +479,7 @@ class NodeLifecycleController:
             ready = next((c for c in pod.status.conditions if c.type == READY), None)
             if ready is None or ready.status == FALSE:
                 continue
-            marked: core_pb2.Pod = codec.clone(pod)  # type: ignore[assignment]
+            marked = narrow(codec.clone(pod), core_pb2.Pod)
             for c in marked.status.conditions:
                 if c.type == READY:
                     c.status = FALSE

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import core_pb2
+from protos.kubera.v1 import coordination_pb2, core_pb2
+from services.api.machinery.kubeobject import narrow, object_meta
 from services.client import Client, Informer
 from services.clock import Clock, parse_rfc3339, rfc3339
 from services.controllers.nodelifecycle.config import NodeLifecycleConfig
@@ -81,13 +82,13 @@ def _copy_condition(c: core_pb2.NodeCondition) -> core_pb2.NodeCondition:
 def _lease_renew_time(lease: Message | None) -> float | None:
     if lease is None:
         return None
-    text = lease.spec.renew_time  # type: ignore[attr-defined]
+    text = narrow(lease, coordination_pb2.Lease).spec.renew_time
     if not text:
         return None
     try:
         return parse_rfc3339(text)
     except ValueError:
-        log.warning("lease %s: unreadable renewTime %r", lease.metadata.name, text)  # type: ignore[attr-defined]
+        log.warning("lease %s: unreadable renewTime %r", object_meta(lease).name, text)
         return None
 
 
@@ -133,7 +134,7 @@ class HealthTracker:
         """The node's Lease renewTime, parsed once per distinct text (a pass reads every
         node's lease; most have not changed since the last pass)."""
         lease = self.leases.store.get(f"{NODE_LEASE_NAMESPACE}/{name}")
-        text = lease.spec.renew_time if lease is not None else None  # type: ignore[attr-defined]
+        text = narrow(lease, coordination_pb2.Lease).spec.renew_time if lease is not None else None
         cached = self._renew_parsed.get(name)
         if cached is not None and cached[0] == text:
             return cached[1]

@@ -24,6 +24,7 @@ from services.api.machinery.errors import (
     required,
     unsupported,
 )
+from services.leaderelection import JITTER_FACTOR, LeaseTimings, violations
 from services.scheduler import registry as reg
 from services.scheduler.config.args import read_plugin_config
 from services.scheduler.config.checks import (
@@ -41,7 +42,7 @@ from services.scheduler.config.types import (
     API_VERSION,
     KIND,
     ConfigError,
-    LeaderElectionConfig,
+    LeaderElectionConfiguration,
     Profile,
     SchedulerConfiguration,
 )
@@ -87,8 +88,17 @@ _LEADER_KEYS = (
     "resourceName",
     "resourceNamespace",
 )
-#: client-go's JitterFactor: the renew deadline must leave room for a jittered retry.
-_JITTER_FACTOR = 1.2
+_CAMEL = {
+    "lease_duration": "leaseDuration",
+    "renew_deadline": "renewDeadline",
+    "retry_period": "retryPeriod",
+}
+#: Upstream's texts (ValidateLeaderElectionConfiguration) for the rules LeaseTimings checks.
+_RULE_TEXT = {
+    "positive": "must be greater than zero",
+    "over_renew": "LeaseDuration must be greater than RenewDeadline",
+    "over_jittered_retry": f"RenewDeadline must be greater than retryPeriod*{JITTER_FACTOR}",
+}
 
 
 def load_config(text_or_path: str | os.PathLike[str]) -> SchedulerConfiguration:
@@ -208,8 +218,8 @@ def _duration(obj: Mapping[str, Any], key: str, path: str, default: float, errs:
         return default
 
 
-def _leader_election(raw: Any, errs: Errors) -> LeaderElectionConfig:
-    le = LeaderElectionConfig()
+def _leader_election(raw: Any, errs: Errors) -> LeaderElectionConfiguration:
+    le = LeaderElectionConfiguration()
     obj = as_mapping(raw, "leaderElection", errs)
     if not obj:
         return le
@@ -222,9 +232,9 @@ def _leader_election(raw: Any, errs: Errors) -> LeaderElectionConfig:
             errs.append(
                 invalid(f"{p}.leaderElect", short_value(obj["leaderElect"]), "must be a bool")
             )
-    le.lease_duration = _duration(obj, "leaseDuration", f"{p}.leaseDuration", 15.0, errs)
-    le.renew_deadline = _duration(obj, "renewDeadline", f"{p}.renewDeadline", 10.0, errs)
-    le.retry_period = _duration(obj, "retryPeriod", f"{p}.retryPeriod", 2.0, errs)
+    lease_duration = _duration(obj, "leaseDuration", f"{p}.leaseDuration", 15.0, errs)
+    renew_deadline = _duration(obj, "renewDeadline", f"{p}.renewDeadline", 10.0, errs)
+    retry_period = _duration(obj, "retryPeriod", f"{p}.retryPeriod", 2.0, errs)
     for key, attr in (
         ("resourceLock", "resource_lock"),
         ("resourceName", "resource_name"),
@@ -236,31 +246,15 @@ def _leader_election(raw: Any, errs: Errors) -> LeaderElectionConfig:
                 setattr(le, attr, value)
             else:
                 errs.append(invalid(f"{p}.{key}", short_value(value), "must be a string"))
+    broken = violations(lease_duration, renew_deadline, retry_period)
+    if not broken:
+        le.timings = LeaseTimings(
+            lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period
+        )
     if not le.leader_elect:
         return le
-    for key, value in (
-        ("leaseDuration", le.lease_duration),
-        ("renewDeadline", le.renew_deadline),
-        ("retryPeriod", le.retry_period),
-    ):
-        if value <= 0:
-            errs.append(invalid(f"{p}.{key}", _go_duration(value), "must be greater than zero"))
-    if le.lease_duration <= le.renew_deadline:
-        errs.append(
-            invalid(
-                f"{p}.leaseDuration",
-                _go_duration(le.lease_duration),
-                "LeaseDuration must be greater than RenewDeadline",
-            )
-        )
-    if le.renew_deadline <= _JITTER_FACTOR * le.retry_period:
-        errs.append(
-            invalid(
-                f"{p}.renewDeadline",
-                _go_duration(le.renew_deadline),
-                f"RenewDeadline must be greater than retryPeriod*{_JITTER_FACTOR}",
-            )
-        )
+    for v in broken:
+        errs.append(invalid(f"{p}.{_CAMEL[v.field]}", _go_duration(v.value), _RULE_TEXT[v.rule]))
     if le.resource_lock != "leases":
         errs.append(
             invalid(f"{p}.resourceLock", le.resource_lock, 'resourceLock value must be "leases"')

@@ -1,7 +1,7 @@
 """The configuration as plain data: what the scheduler and the framework consume.
 
 Why it exists: everything else in the package produces or reads these classes
-(SchedulerConfiguration, Profile, LeaderElectionConfig, ConfigError); keeping them together and
+(SchedulerConfiguration, Profile, LeaderElectionConfiguration, ConfigError); keeping them together and
 free of parsing logic shows the result of loading at a glance. `EnabledPlugin` is defined in
 `plugins` (the merge produces it) and only used here.
 """
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.api.machinery.errors import FieldError
+from services.leaderelection import LeaseTimings
 from services.scheduler import registry as reg
 from services.scheduler.config.defaults import DEFAULT_SCHEDULER_NAME
 from services.scheduler.config.plugins import DEFAULT_RESOLVED, EnabledPlugin
@@ -31,17 +32,14 @@ class ConfigError(ValueError):
 
 
 @dataclass
-class LeaderElectionConfig:
+class LeaderElectionConfiguration:
     """componentbaseconfig.LeaderElectionConfiguration (durations in seconds)."""
 
     #: Whether to run leader election at all (one replica may run without it).
     leader_elect: bool = True
-    #: How long a non-leader waits after the last renewal before it may take the lease.
-    lease_duration: float = 15.0
-    #: How long the leader keeps retrying to renew before it gives up leading.
-    renew_deadline: float = 10.0
-    #: How long clients wait between tries to acquire or renew.
-    retry_period: float = 2.0
+    #: leaseDuration / renewDeadline / retryPeriod (validated only when leader_elect, as
+    #: upstream; a replica that does not elect keeps the defaults for timings it cannot hold).
+    timings: LeaseTimings = LeaseTimings()
     #: The lock object's type; only "leases" is supported (as upstream today).
     resource_lock: str = "leases"
     #: The Lease's name.
@@ -92,7 +90,9 @@ class SchedulerConfiguration:
     #: How many nodes are filtered/scored concurrently (upstream's parallelizer width).
     parallelism: int = 16
     #: The leader election's settings.
-    leader_election: LeaderElectionConfig = field(default_factory=LeaderElectionConfig)
+    leader_election: LeaderElectionConfiguration = field(
+        default_factory=LeaderElectionConfiguration
+    )
     #: Out-of-tree plugins loaded from `outOfTreePlugins`, by NAME; merge them with
     #: registry.in_tree_registry() to build frameworks (see `registry()`).
     out_of_tree_plugins: dict[str, PluginSpec] = field(default_factory=dict)

@@ -15,11 +15,12 @@ from kubera.experiment.output.results import RunResult
 from kubera.experiment.run.opexec import OpExecutor
 from kubera.experiment.run.runner import RunOptions, cluster_args
 from kubera.experiment.spec import ops as o
-from kubera.experiment.spec.config import ClusterSettings, LeaderElection
+from kubera.experiment.spec.config import ClusterSettings
 from kubera.experiment.spec.objects import OpError, node_doc, pod_doc
 from kubera.experiment.spec.templates import read_template
 from kubera.launch.context import Context
 from services.client.client import BatchResult
+from services.leaderelection import LeaseTimings
 
 
 class FakeCollector:
@@ -342,9 +343,7 @@ async def test_chaos_faults_are_recorded_and_a_check_waits_for_them(
         (ClusterSettings(controller_managers=0), ["--no-controllers"]),
         (
             ClusterSettings(
-                leader_election=LeaderElection(
-                    lease_duration=2, renew_deadline=1.5, retry_period=0.5
-                )
+                leader_election=LeaseTimings(lease_duration=2, renew_deadline=1.5, retry_period=0.5)
             ),
             ["--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "1.5s"],
         ),

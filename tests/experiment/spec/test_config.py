@@ -8,7 +8,8 @@ import textwrap
 import pytest
 
 from kubera.experiment.spec import ops as o
-from kubera.experiment.spec.config import ConfigError, LeaderElection, load, plan
+from kubera.experiment.spec.config import ConfigError, load, plan
+from services.leaderelection import LeaseTimings
 from tests.experiment.configfiles import (
     BASE,
     DATA,
@@ -192,7 +193,7 @@ def test_demo_is_a_small_failover_with_faults_and_a_check():
     e = load(str(EXAMPLES / "demo.yaml"))
     [(tc, w)] = e.runs()
     assert w.cluster.hollow_nodes and w.cluster.schedulers == 3
-    assert w.cluster.leader_election == LeaderElection(
+    assert w.cluster.leader_election == LeaseTimings(
         lease_duration=2.0, renew_deadline=1.5, retry_period=0.5
     )
     ops = plan(tc, w)
@@ -284,7 +285,7 @@ def test_cluster_settings_merge_workload_over_test_case_and_take_params(tmp_path
     assert b.cluster.schedulers == 1 and b.cluster.controller_managers == 0
     assert (a.cluster.apiservers, b.cluster.apiservers) == (1, 2)
     assert b.cluster.time_scale == 10.0 and b.cluster.hollow_nodes
-    assert b.cluster.leader_election == LeaderElection(
+    assert b.cluster.leader_election == LeaseTimings(
         lease_duration=4.0, renew_deadline=1.5, retry_period=0.5
     )
 

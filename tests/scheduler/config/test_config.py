@@ -126,7 +126,11 @@ def test_default_globals() -> None:
     assert cfg.parallelism == 16
     le = cfg.leader_election
     assert le.leader_elect is True
-    assert (le.lease_duration, le.renew_deadline, le.retry_period) == (15.0, 10.0, 2.0)
+    assert (le.timings.lease_duration, le.timings.renew_deadline, le.timings.retry_period) == (
+        15.0,
+        10.0,
+        2.0,
+    )
     assert (le.resource_lock, le.resource_namespace, le.resource_name) == (
         "leases",
         "kube-system",
@@ -911,7 +915,8 @@ def test_leader_election_durations_are_parsed() -> None:
         "leaderElection:\n  leaderElect: false\n  leaseDuration: 1m\n"
         "  renewDeadline: 1500ms\n  retryPeriod: 500ms\n  resourceName: sched\n"
     ).leader_election
-    assert (le.leader_elect, le.lease_duration, le.renew_deadline, le.retry_period) == (
+    t = le.timings
+    assert (le.leader_elect, t.lease_duration, t.renew_deadline, t.retry_period) == (
         False,
         60.0,
         1.5,
