@@ -271,7 +271,7 @@ class Collector:
                 for lease in items:
                     saw(lease)
                 async for batch in self._client.watch_batches(
-                    leases, namespace=NODE_LEASES, resource_version=str(rv)
+                    leases, namespace=NODE_LEASES, options=ListOptions(resource_version=str(rv))
                 ):
                     for ev in batch:
                         if ev.type in ("ADDED", "MODIFIED"):

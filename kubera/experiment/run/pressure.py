@@ -21,6 +21,7 @@ from kubera.experiment.measure.nodes import reaction_periods
 from kubera.launch.credentials import admin_channel
 from services.api.helpers.usage import USAGE_ANNOTATION, UsageSpecError, parse_usage
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.listoptions import ListOptions
 from services.api.machinery.quantity import parse_quantity
 from services.client import Client
 from services.kubelet import default_template, load_template
@@ -121,7 +122,7 @@ async def eviction_reaction(
     want = set(chosen)
 
     async def evictions() -> None:
-        async for ev in client.watch(BY_KIND["Pod"], resource_version=str(rv)):
+        async for ev in client.watch(BY_KIND["Pod"], options=ListOptions(resource_version=str(rv))):
             p = ev.object
             if p.status.phase == "Failed" and p.status.reason == "Evicted":
                 evicted.add(p.spec.node_name)
