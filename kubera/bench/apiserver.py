@@ -157,7 +157,10 @@ async def _watch_latency(client, etcd, pods_kind, ns: str, prefix: str, n: int) 
     _, rv = await client.list(pods_kind, namespace=ns)
 
     async def api_watch():
-        async for ev in client.watch(pods_kind, namespace=ns, resource_version=rv):
+        from services.api.machinery.listoptions import ListOptions
+
+        options = ListOptions(resource_version=rv)
+        async for ev in client.watch(pods_kind, namespace=ns, options=options):
             yield ev.object.metadata.name
 
     async def api_write(i: int) -> None:

@@ -222,8 +222,10 @@ async def _grpc_watch(
     client: Any, ns: str, rv: str, names: set[str], arrivals: dict, stop: asyncio.Event
 ) -> None:
     from services.api.machinery.kinds import BY_KIND
+    from services.api.machinery.listoptions import ListOptions
 
-    async for batch in client.watch_batches(BY_KIND["Pod"], namespace=ns, resource_version=rv):
+    options = ListOptions(resource_version=rv)
+    async for batch in client.watch_batches(BY_KIND["Pod"], namespace=ns, options=options):
         now = time.perf_counter()
         for ev in batch:
             name = ev.object.metadata.name

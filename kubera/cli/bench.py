@@ -55,6 +55,8 @@ def _counts(text: str) -> tuple[int, ...]:
 
 
 def _register_scenario(bsub: argparse._SubParsersAction, name: str, about: str) -> None:
+    from kubera.experiment.run.bench import TARGETS
+
     p = bsub.add_parser(
         name,
         help=f"run examples/experiments/{name}.yaml (experiment runner, flags → params)",
@@ -69,6 +71,13 @@ def _register_scenario(bsub: argparse._SubParsersAction, name: str, about: str) 
         "basic, topology-spread, anti-affinity, node-affinity, unschedulable, mixed-churn, "
         "preemption (the file of that shape)",
     )
+    if name == "failover":
+        p.add_argument(
+            "--target",
+            choices=tuple(TARGETS),
+            help="whose process to kill: the scheduler leader (SchedulerFailover, the default) "
+            "or the apiserver (ApiserverFailover)",
+        )
     p.add_argument("--nodes", type=int, help="param initNodes or nodes")
     p.add_argument("--init-pods", type=int, help="param initPods")
     p.add_argument("--pods", type=int, help="param measurePods or pods")
@@ -76,6 +85,29 @@ def _register_scenario(bsub: argparse._SubParsersAction, name: str, about: str) 
     p.add_argument("--kills", type=int, help="param kills")
     p.add_argument("--window", help="param window (a duration: 60s)")
     p.add_argument("--duration", help="param duration (a duration: 70s)")
+    if name == "chaos":
+        p.add_argument("--faults", type=int, help="param faults: faults drawn from --kinds")
+        p.add_argument(
+            "--cm-faults",
+            type=int,
+            help="param cmFaults: controller-manager-leader faults (its leader kinds of --kinds)",
+        )
+        p.add_argument(
+            "--kinds",
+            help="param kinds: the mix, comma-separated (kill, pause, partition, "
+            "kill-apiserver, restart-etcd, kill-pool); a kind named twice is drawn twice as often",
+        )
+        p.add_argument("--interval", help="param interval: between faults (1s)")
+        p.add_argument("--for", dest="fault_for", help="param faultDuration: pause/partition (3s)")
+        p.add_argument("--seed", type=int, help="param seed: of the draw")
+    p.add_argument(
+        "--pressure-nodes",
+        type=int,
+        help="param pressureNodes: nodes put under memory pressure at once (0: none)",
+    )
+    p.add_argument(
+        "--settle", help="param settle: the sleep between all pods running and the window (15s)"
+    )
     p.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="any param (repeatable)"
     )
@@ -86,6 +118,9 @@ def _register_scenario(bsub: argparse._SubParsersAction, name: str, about: str) 
         help="scheduler replicas; a comma-separated list sweeps them (shared-state: 1,2,4)",
     )
     p.add_argument("--controller-managers", type=int, help="controller-manager replicas")
+    p.add_argument(
+        "--nodes-per-pool", type=int, help="hollow nodes per node-pool actor (cluster nodesPerPool)"
+    )
     p.add_argument(
         "--no-controllers",
         action="store_true",
@@ -126,7 +161,12 @@ def _register_scenario(bsub: argparse._SubParsersAction, name: str, about: str) 
     p.add_argument("--ray-address", default="", metavar="ADDR", help="use an existing Ray cluster")
     p.add_argument("--etcd", default="", metavar="URL", help="use an existing etcd (cleaned first)")
     p.add_argument(
-        "--timeout", type=float, default=900.0, metavar="S", help="seconds any one op may wait"
+        "--timeout",
+        "--running-timeout",
+        type=float,
+        default=900.0,
+        metavar="S",
+        help="seconds any one op may wait (nodes: for all pods to run)",
     )
     p.set_defaults(func=cmd_scenario, scenario=name)
 
@@ -135,12 +175,23 @@ def overrides(args: argparse.Namespace, workload: str | None) -> Overrides:
     """The bench flags as `Overrides` (checked), selecting `workload`."""
     from kubera.experiment.run.bench import Overrides, parse_set
 
-    counts = [args.nodes, args.pods, args.pods_per_node, args.apiservers, args.kills]
+    counts = [
+        args.nodes,
+        args.pods,
+        args.pods_per_node,
+        args.apiservers,
+        args.kills,
+        args.nodes_per_pool,
+    ]
     if any(c is not None and c < 1 for c in counts) or args.repeat < 1:
         raise CliError(
-            "bench: --nodes, --pods, --pods-per-node, --apiservers, --kills and --repeat "
-            "must be >= 1"
+            "bench: --nodes, --pods, --pods-per-node, --apiservers, --kills, --nodes-per-pool "
+            "and --repeat must be >= 1"
         )
+    if any((getattr(args, f, None) or 0) < 0 for f in ("faults", "cm_faults")):
+        raise CliError("bench: --faults and --cm-faults must be >= 0")
+    if args.pressure_nodes is not None and args.pressure_nodes < 0:
+        raise CliError("bench: --pressure-nodes must be >= 0")
     if (args.init_pods is not None and args.init_pods < 0) or (
         args.controller_managers is not None and args.controller_managers < 0
     ):
@@ -156,10 +207,21 @@ def overrides(args: argparse.Namespace, workload: str | None) -> Overrides:
         kills=args.kills,
         window=args.window,
         duration=args.duration,
+        settle=args.settle,
+        pressure_nodes=args.pressure_nodes,
+        faults=getattr(args, "faults", None),
+        cm_faults=getattr(args, "cm_faults", None),
+        interval=getattr(args, "interval", None),
+        fault_for=getattr(args, "fault_for", None),
+        seed=getattr(args, "seed", None),
+        kinds=tuple(
+            k.strip() for k in (getattr(args, "kinds", None) or "").split(",") if k.strip()
+        ),
         params=parse_set(args.set),
         apiservers=args.apiservers,
         schedulers=args.schedulers or (),
         controller_managers=args.controller_managers,
+        nodes_per_pool=args.nodes_per_pool,
         no_controllers=args.no_controllers,
         lease_duration=args.lease_duration,
         renew_deadline=args.renew_deadline,
@@ -178,7 +240,10 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     from kubera.experiment.spec import config
 
     try:
-        path, workload = scenarios.scenario_path(args.scenario, args.workload)
+        path, workload = scenarios.scenario_path(
+            args.scenario, args.workload, getattr(args, "target", None)
+        )
+        workload = scenarios.mix_workload(args.scenario, workload, vars(args))
         o = overrides(args, workload)
         experiment = config.load(str(path), edit=lambda raw: scenarios.edit(raw, o, str(path)))
     except config.ConfigError as e:

@@ -35,4 +35,8 @@ def test_bench_shared_state_reports_each_scheduler_count(tmp_path: Path) -> None
         conflicts = [i for i in run_items(run) if i.metric == "kubera_conflict_fraction"]
         assert len(conflicts) == k
         assert sum(i.data["Binds"] for i in conflicts) >= 24
+        busy = [i for i in run_items(run) if i.metric == "kubera_busy_seconds"]
+        assert busy and all(i.data["Useful"] > 0 for i in busy)  # Omega's figures
     assert sum(r.conflicts for r in runs[1].replicas) == 0
+    assert sum(r.lost for r in runs[1].replicas) == 0
+    assert "busy useful" in r.stdout

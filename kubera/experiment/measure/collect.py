@@ -17,8 +17,12 @@ as a missing sample, never a failed run):
   survive restarts), and CPU (Δ utime+stime) and RSS of every component process from
   /proc: etcd and the apiserver (context file, re-read as chaos restarts them), node
   pools, scheduler and controller-manager replicas (their records), Ray's own processes
-  (summed as "ray") and this runner ("runner"). Each replica's latest scrape is kept per
-  registry (histograms.ProcessTexts) for the measurement windows' snapshots (`snapshot()`).
+  (summed as "ray") and this runner ("runner"), and the whole machine's busy cores
+  (`machine_cpu`, /proc/stat). Each replica's latest scrape is kept per
+  registry (histograms.ProcessTexts) for the measurement windows' snapshots (`snapshot()`);
+- with hollow nodes (node pools in the context), a watch of the node Leases in
+  kube-node-lease (`nodes.LeaseLog`: every renewal as it lands) and, as the run ends, one
+  count of the nodes Ready (measure/nodes.py turns both into the run's `nodes` figures).
 
 Only a process in our PID namespace (services.chaos.is_local: the same kernel boot id and
 PID namespace, from its record) is read in /proc; one elsewhere (another machine of the
@@ -40,7 +44,7 @@ import os
 import time
 import urllib.request
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubera import chaos
@@ -55,15 +59,18 @@ from kubera.experiment.measure.measures import (
     Series,
     Terms,
     bucket_counts,
+    machine_busy,
     read_stat,
     samples,
     total,
 )
+from kubera.experiment.measure.nodes import NODE_LEASES, LeaseLog, ready_nodes
 from kubera.launch.context import Context
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.listoptions import ListOptions
 from services.chaos import control_status, is_local
 from services.client import Client, first_address
+from services.clock import parse_rfc3339
 from services.storage.etcd import EtcdStorage
 from services.storage.keys import ELECTION_PREFIX, REPLICAS_PREFIX
 
@@ -97,6 +104,13 @@ class Replica:
     binds: Counter
     conflicts: Counter
     attempts: dict[float, Counter]
+    #: Shared-state mode (Omega's measures): pods lost to another replica, busy seconds.
+    lost: Counter = field(default_factory=Counter)
+    useful: Counter = field(default_factory=Counter)
+    wasted: Counter = field(default_factory=Counter)
+    #: DefaultPreemption's attempts and victims (upstream's series).
+    preemptions: Counter = field(default_factory=Counter)
+    victims: Counter = field(default_factory=Counter)
 
 
 class Collector:
@@ -128,6 +142,10 @@ class Collector:
         #: The apiserver and node pools recorded as running elsewhere (never read in /proc).
         self._elsewhere: set[str] = set()
         self._revisions = RateMeter()
+        self._machine = RateMeter()
+        #: Node Lease renewals (hollow nodes only) and the nodes (Ready, all) as the run ended.
+        self.leases = LeaseLog()
+        self.nodes_ready: tuple[int, int] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._client: Client | None = None
         self._storage: EtcdStorage | None = None
@@ -151,12 +169,18 @@ class Collector:
             asyncio.create_task(self._poll_elections(), name="collect-elections"),
             asyncio.create_task(self._sample_loop(), name="collect-samples"),
         ]
+        if self.ctx.node_pools:
+            self._tasks.append(asyncio.create_task(self._watch_leases(), name="collect-leases"))
 
     async def stop(self) -> None:
         """Every loop stops, then one last sample: the counters' final values and the
         row of the run's last (partial) second. Bounded: grpc.aio can turn a cancellation
         into a CANCELLED RPC error, so the loops also check `_stopping`, and nothing here
         waits more than a few seconds."""
+        if self.ctx.node_pools and self._client is not None:
+            with contextlib.suppress(Exception):
+                nodes, _ = await asyncio.wait_for(self._client.list(BY_KIND["Node"]), 30)
+                self.nodes_ready = (ready_nodes(nodes), len(nodes))
         self._stopping = True
         for task in self._tasks:
             task.cancel()
@@ -225,6 +249,41 @@ class Collector:
             m.uid, key, pod.spec.node_name, pod.status.phase, t, m.labels, attempted=attempted
         )
 
+    # --------------------------------------------------------- node leases
+
+    async def _watch_leases(self) -> None:
+        assert self._client is not None
+        leases = BY_KIND["Lease"]
+
+        def saw(lease: Any) -> None:
+            spec = lease.spec
+            if spec.renew_time:
+                self.leases.saw(
+                    lease.metadata.name,
+                    parse_rfc3339(spec.renew_time),
+                    self.now(),
+                    float(spec.lease_duration_seconds),
+                )
+
+        while not self._stopping:
+            try:
+                items, rv = await self._client.list(leases, namespace=NODE_LEASES)
+                for lease in items:
+                    saw(lease)
+                async for batch in self._client.watch_batches(
+                    leases, namespace=NODE_LEASES, options=ListOptions(resource_version=str(rv))
+                ):
+                    for ev in batch:
+                        if ev.type in ("ADDED", "MODIFIED"):
+                            saw(ev.object)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - behind, or the apiserver restarting
+                if self._stopping:
+                    return
+                self.errors["leases"] = str(e)
+                await asyncio.sleep(0.2)
+
     # ------------------------------------------------------------ elections
 
     async def _poll_elections(self) -> None:
@@ -292,6 +351,9 @@ class Collector:
             if queue_source is not None:
                 values[f"queue:{q}"] = total(queue_source, "scheduler_pending_pods", queue=q)
         await self._locate_others()
+        busy = machine_busy()
+        if busy is not None:
+            values["machine_cpu"] = round(self._machine.sample(t, busy), 4)
         self._processes(values, t)
         self.series.tick(round(t, 3), values)
 
@@ -354,9 +416,17 @@ class Collector:
         if shared:
             rep.binds.observe(total(found, "kubera_scheduler_shared_state_binds_total"))
             rep.conflicts.observe(total(found, "kubera_scheduler_shared_state_conflicts_total"))
+            rep.lost.observe(
+                total(found, "kubera_scheduler_shared_state_conflicts_total", reason="pod")
+            )
+            busy = "kubera_scheduler_shared_state_busy_seconds_total"
+            rep.useful.observe(total(found, busy, work="useful"))
+            rep.wasted.observe(total(found, busy, work="wasted"))
         else:
             rep.binds.observe(total(found, "scheduler_schedule_attempts_total", result="scheduled"))
             rep.conflicts.observe(0.0)
+        rep.preemptions.observe(total(found, "scheduler_preemption_attempts_total"))
+        rep.victims.observe(total(found, "scheduler_preemption_victims_sum"))
         buckets: dict[float, float] = {}
         for s in found:
             if s.name == ATTEMPTS:
@@ -473,6 +543,25 @@ class Collector:
             (r.name, exact.get(r.identity, round(r.binds.increase)), round(r.conflicts.increase))
             for r in sorted(self.replicas.values(), key=lambda r: int(r.name.rsplit("-", 1)[1]))
         ]
+
+    def omega_stats(self) -> dict[str, tuple[int, float, float]]:
+        """Replica name → (pods lost to another replica, useful busy seconds, wasted busy
+        seconds): the shared-state replicas' Omega counters over the run."""
+        return {
+            r.name: (
+                round(r.lost.increase),
+                round(r.useful.increase, 3),
+                round(r.wasted.increase, 3),
+            )
+            for r in self.replicas.values()
+        }
+
+    def preemption_stats(self) -> dict[str, tuple[int, int]]:
+        """Replica name → (preemption attempts, victims) over the run."""
+        return {
+            r.name: (round(r.preemptions.increase), round(r.victims.increase))
+            for r in self.replicas.values()
+        }
 
     def attempts(self) -> dict[int, int]:
         """Bound pods per scheduling attempts needed (bucket upper bounds of upstream's

@@ -64,6 +64,10 @@ METRICS: dict[str, tuple[str, ...]] = {
     "scheduler_pod_scheduling_duration_seconds": (),
     "scheduler_plugin_execution_duration_seconds": ("plugin", "extension_point"),
 }
+#: kubera's own scheduler histograms made items the same way (shared-state replicas only).
+KUBERA_HISTOGRAMS: dict[str, tuple[str, ...]] = {
+    "kubera_scheduler_shared_state_queue_wait_seconds": (),
+}
 
 
 @dataclasses.dataclass
@@ -257,13 +261,23 @@ def kubera_items(run: RunResult) -> list[DataItem]:
     - ``kubera_attempts_per_pod`` (attempts): scheduling attempts of each bound pod, as the
       upper bound of its ``scheduler_pod_scheduling_attempts`` bucket (1, 2, 4, 8, 16);
     - ``kubera_conflict_fraction`` (fraction, per ``Replica``): conflicts / (binds + conflicts);
+      its ``Lost``: binds of pods another replica had bound first (shared-state);
+    - ``kubera_busy_seconds`` (s, per ``Replica``, shared-state): scheduling-cycle seconds of
+      attempts that ended bound (``Useful``) or in a conflict (``Wasted``);
     - ``kubera_leader_terms`` (terms, per ``Component``): ``Count`` of leadership terms;
     - ``kubera_failover_gap`` (s, per ``Component``): from a term's end to the next term's start;
+    - ``kubera_preemption`` (count): DefaultPreemption's ``Attempts`` and ``Victims`` over
+      every replica (upstream's scheduler_preemption_* series), when it tried;
+    - ``kubera_churn`` (objects, per ``Op``): what each churn op ``Created`` and ``Deleted``;
     - ``kubera_cpu_seconds_per_pod`` (cpu-s/pod, per ``Component``): CPU over the run / pods bound;
     - ``kubera_etcd_revision_rate`` (revisions/s): the per-second etcd revision series;
     - ``kubera_etcd_put_rate`` (puts/s): the same run's raw etcd rate (run/etcdprobe.py);
     - ``kubera_fault_to_first_bind`` (s, per ``Fault`` kind): each fault → the first pod bound
       after it (a leader's: once the next term began; model.first_binds), ``Count`` faults;
+    - ``kubera_fault_to_takeover`` (s, per ``Fault`` kind): each leader fault → the next
+      term's start (model.takeovers);
+    - ``kubera_fault_to_first_write`` (s, per ``Fault`` kind): each apiserver kill → the
+      first write through the apiserver that succeeded;
     - and each measurement window's ``measured_items``.
     """
     name = run.id
@@ -301,10 +315,18 @@ def kubera_items(run: RunResult) -> list[DataItem]:
                 "Value": r.conflict_fraction,
                 "Binds": float(r.binds),
                 "Conflicts": float(r.conflicts),
+                "Lost": float(r.lost),
             },
             "fraction",
             Replica=r.name,
         )
+        if r.useful_busy_s or r.wasted_busy_s:
+            add(
+                "kubera_busy_seconds",
+                {"Useful": r.useful_busy_s, "Wasted": r.wasted_busy_s},
+                "s",
+                Replica=r.name,
+            )
     for component in sorted({term.component for term in run.leaders}):
         terms = sorted((x for x in run.leaders if x.component == component), key=lambda x: x.start)
         add("kubera_leader_terms", {"Count": float(len(terms))}, "terms", Component=component)
@@ -314,6 +336,23 @@ def kubera_items(run: RunResult) -> list[DataItem]:
             if prev.end is not None
         ]
         add("kubera_failover_gap", summarize(gaps, extra=True), "s", Component=component)
+    attempts_made = sum(r.preemption_attempts for r in run.replicas)
+    if attempts_made:
+        add(
+            "kubera_preemption",
+            {
+                "Attempts": float(attempts_made),
+                "Victims": float(sum(r.preemption_victims for r in run.replicas)),
+            },
+            "count",
+        )
+    for phase, counts in sorted(run.churn.items()):
+        add(
+            "kubera_churn",
+            {k.capitalize(): float(v) for k, v in counts.items()},
+            "objects",
+            Op=phase,
+        )
     pods = sum(run.series.get("bound", []))
     if pods > 0:
         for key in sorted(k for k in run.series if k.startswith("cpu:")):
@@ -331,17 +370,22 @@ def kubera_items(run: RunResult) -> list[DataItem]:
     )
     if run.etcd_put_rate is not None:
         add("kubera_etcd_put_rate", {"Value": run.etcd_put_rate}, "puts/s")
-    recovery: dict[str, list[float]] = {}
-    for fault, first in zip(run.faults, run.fault_first_bind, strict=False):
-        if first is not None:
-            recovery.setdefault(fault.kind, []).append(first)
-    for kind, values in sorted(recovery.items()):
-        add(
-            "kubera_fault_to_first_bind",
-            {**summarize(values, extra=True), "Count": float(len(values))},
-            "s",
-            Fault=kind,
-        )
+    for metric, per_fault in (
+        ("kubera_fault_to_first_bind", run.fault_first_bind),
+        ("kubera_fault_to_takeover", run.fault_takeover),
+        ("kubera_fault_to_first_write", run.fault_first_write),
+    ):
+        recovery: dict[str, list[float]] = {}
+        for fault, first in zip(run.faults, per_fault, strict=False):
+            if first is not None:
+                recovery.setdefault(fault.kind, []).append(first)
+        for kind, values in sorted(recovery.items()):
+            add(
+                metric,
+                {**summarize(values, extra=True), "Count": float(len(values))},
+                "s",
+                Fault=kind,
+            )
     items.extend(measured_items(run))
     return items
 
@@ -422,7 +466,9 @@ def run_items(run: RunResult) -> list[DataItem]:
     items = throughput_items(run)
     for snapshots in run.scheduler_metrics:
         diff = window_difference(snapshots.start, snapshots.end)
-        items += histogram_items(diff, {"Name": snapshots_name(run, snapshots)}, METRICS)
+        labels = {"Name": snapshots_name(run, snapshots)}
+        items += histogram_items(diff, labels, METRICS)
+        items += histogram_items(diff, labels, KUBERA_HISTOGRAMS)
     return items + kubera_items(run)
 
 

@@ -352,6 +352,18 @@ class CpuMeter:
         return max(0.0, (cpu_s - last[2]) / (t - last[1]))
 
 
+def machine_busy() -> float | None:
+    """The whole machine's busy CPU seconds since boot (/proc/stat: all but idle and
+    iowait); None where there is no /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            parts = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
+    return (sum(parts) - idle) / procs.CLOCK_TICKS
+
+
 class RateMeter:
     """Increase per second of a monotone value (etcd's revision) between samples."""
 

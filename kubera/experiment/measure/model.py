@@ -124,11 +124,22 @@ class LeaderTerm:
 
 @dataclasses.dataclass(frozen=True)
 class ReplicaStats:
-    """A scheduler replica's binds and bind conflicts (shared-state mode loses races)."""
+    """A scheduler replica's binds and bind conflicts (shared-state mode loses races), and
+    in shared-state mode Omega's measures (services/scheduler/omega.py, as `kubera bench
+    shared-state` reported them): `lost` binds of pods another replica had bound first
+    (counted in `conflicts` too), and the scheduling-cycle seconds of attempts that ended
+    bound (`useful_busy_s`) or in either kind of conflict (`wasted_busy_s`)."""
 
     name: str
     binds: int
     conflicts: int
+    lost: int = 0
+    useful_busy_s: float = 0.0
+    wasted_busy_s: float = 0.0
+    preemption_attempts: int = 0
+    """DefaultPreemption's attempts (upstream's scheduler_preemption_attempts_total)."""
+    preemption_victims: int = 0
+    """The victims it chose (the sum of upstream's scheduler_preemption_victims)."""
 
     @property
     def conflict_fraction(self) -> float:
@@ -142,7 +153,14 @@ class ReplicaStats:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ReplicaStats:
         return cls(
-            name=str(data["name"]), binds=int(data["binds"]), conflicts=int(data["conflicts"])
+            name=str(data["name"]),
+            binds=int(data["binds"]),
+            conflicts=int(data["conflicts"]),
+            lost=int(data.get("lost", 0)),
+            useful_busy_s=float(data.get("useful_busy_s", 0.0)),
+            wasted_busy_s=float(data.get("wasted_busy_s", 0.0)),
+            preemption_attempts=int(data.get("preemption_attempts", 0)),
+            preemption_victims=int(data.get("preemption_victims", 0)),
         )
 
 
@@ -230,6 +248,27 @@ def first_binds(
             anchor = later[0] if later else f.t
         i = bisect.bisect_left(binds, anchor)
         out.append(round(binds[i] - f.t, 3) if i < len(binds) else None)
+    return out
+
+
+def takeovers(faults: list[Fault], leaders: list[LeaderTerm]) -> list[float | None]:
+    """Seconds from each leader fault to the start of the next term of that component (a
+    new holder named by the election key, as `kubera bench failover` timed kill →
+    takeover); None for other faults and for a fault no later term followed."""
+    out: list[float | None] = []
+    for f in faults:
+        if f.kind not in LEADER_FAULTS:
+            out.append(None)
+            continue
+        mine = next((x for x in leaders if x.identity == f.target), None)
+        later = sorted(
+            x.start
+            for x in leaders
+            if x.start > f.t
+            and x.identity != f.target
+            and (mine is None or x.component == mine.component)
+        )
+        out.append(round(later[0] - f.t, 3) if later else None)
     return out
 
 
@@ -321,6 +360,20 @@ class RunResult:
     """Per fault (as ``faults``): seconds from it to the first pod bound after it — for a
     leader's fault, the first bound once the next leader term began (`first_binds`); None:
     no pod bound after it. In results.json only when there were faults."""
+    fault_takeover: list[float | None] = dataclasses.field(default_factory=list)
+    """Per fault (as ``faults``): for a leader's fault, seconds from it to the next term's
+    start (`takeovers`); None otherwise. In results.json only when there were faults."""
+    fault_first_write: list[float | None] = dataclasses.field(default_factory=list)
+    """Per fault (as ``faults``): for an apiserver kill, seconds from it to the first write
+    through the apiserver's address that succeeded (kubera.chaos.kill_apiserver's probe);
+    None otherwise. In results.json only when there were faults."""
+    churn: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    """Per churn op (its phase name): the objects it created and deleted. In results.json
+    only when the run churned."""
+    nodes: dict[str, float] = dataclasses.field(default_factory=dict)
+    """What the hollow nodes cost and how they kept up (measure/nodes.py): leases on time
+    and their lateness over the steady window, nodes Ready, memory per hollow node, CPU at
+    idle, the eviction reaction. In results.json only when measured (hollow nodes)."""
 
     @property
     def name(self) -> str:
@@ -367,6 +420,14 @@ class RunResult:
             out["measured"] = [m.to_json() for m in self.measured]
         if self.fault_first_bind:
             out["fault_first_bind"] = list(self.fault_first_bind)
+        if self.fault_takeover:
+            out["fault_takeover"] = list(self.fault_takeover)
+        if self.fault_first_write:
+            out["fault_first_write"] = list(self.fault_first_write)
+        if self.churn:
+            out["churn"] = {k: dict(v) for k, v in self.churn.items()}
+        if self.nodes:
+            out["nodes"] = dict(self.nodes)
         return out
 
     @classmethod
@@ -400,6 +461,13 @@ class RunResult:
             etcd_put_rate=_opt_float(data.get("etcd_put_rate")),
             measured=[MeasuredPhase.from_json(m) for m in data.get("measured") or ()],
             fault_first_bind=[_opt_float(x) for x in data.get("fault_first_bind") or ()],
+            fault_takeover=[_opt_float(x) for x in data.get("fault_takeover") or ()],
+            fault_first_write=[_opt_float(x) for x in data.get("fault_first_write") or ()],
+            churn={
+                str(k): {str(a): int(b) for a, b in v.items()}
+                for k, v in (data.get("churn") or {}).items()
+            },
+            nodes={str(k): float(v) for k, v in (data.get("nodes") or {}).items()},
         )
 
 

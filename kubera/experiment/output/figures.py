@@ -6,8 +6,12 @@ run's DataItems and measured phase (no statistics of its own).
     raw etcd put rate      the same run's (run/etcdprobe.py) and the ratio to it
     upstream threshold     the workload's, and the share reached; none when the shape was
                            changed (run/bench.py drops it)
-    fault → first bind     per fault kind (kubera_fault_to_first_bind), when it had faults
+    fault → first bind     per fault kind (kubera_fault_to_first_bind), when it had faults;
+                           also → takeover (kubera_fault_to_takeover, a leader's) and →
+                           first write (kubera_fault_to_first_write, an apiserver kill)
     CPU per pod            per component kind over the measured phase (measure/cpu.py)
+    hollow nodes           leases on time and lateness, nodes Ready, memory per hollow
+                           node, CPU at idle, eviction reaction (measure/nodes.py)
     capacity model         measure/capacity.py (a model, not a measurement)
 """
 
@@ -15,9 +19,38 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kubera.experiment.measure import capacity, cpu
+from kubera.experiment.measure import capacity, cpu, nodes
 from kubera.experiment.measure.dataitems import THROUGHPUT, DataItem, run_items
 from kubera.experiment.measure.model import RunResult
+
+#: The recovery DataItems printed per fault kind, and what each times.
+RECOVERY = {
+    "kubera_fault_to_takeover": "takeover (the next leader term)",
+    "kubera_fault_to_first_bind": "first bind (a leader's: of the next term)",
+    "kubera_fault_to_first_write": "first write through the apiserver",
+}
+
+
+def shared_state(run: RunResult, items: Sequence[DataItem]) -> list[str]:
+    """The shared-state replicas' Omega figures, as `kubera bench shared-state` printed
+    them: per replica binds, conflicts, lost pods, useful and wasted busy seconds; the
+    queue wait over every bound pod (its histogram)."""
+    lines = []
+    for r in run.replicas:
+        if r.lost or r.useful_busy_s or r.wasted_busy_s:
+            lines.append(
+                f"  {r.name}: {r.binds} binds, {r.conflicts} conflicts "
+                f"({r.conflict_fraction:.3f}), {r.lost} lost; busy useful "
+                f"{r.useful_busy_s:.2f}s, wasted {r.wasted_busy_s:.2f}s"
+            )
+    wait = _item(items, "kubera_scheduler_shared_state_queue_wait_seconds")
+    if wait is not None:
+        d = wait.data
+        lines.append(
+            f"  queue wait (shared-state, histogram): p50 {d['Perc50'] / 1000:.2f}s, "
+            f"p90 {d['Perc90'] / 1000:.2f}s, p99 {d['Perc99'] / 1000:.2f}s"
+        )
+    return lines
 
 
 def _item(items: Sequence[DataItem], metric: str) -> DataItem | None:
@@ -90,13 +123,26 @@ def render(
             "  upstream threshold: none for this shape (upstream's hold for their exact shape)"
         )
     for item in items:
-        if item.metric == "kubera_fault_to_first_bind":
+        what = RECOVERY.get(item.metric)
+        if what is not None:
             d = item.data
             lines.append(
-                f"  {item.labels['Fault']} → first bind (a leader's: of the next term): "
+                f"  {item.labels['Fault']} → {what}: "
                 f"p50 {d['Perc50']:.2f}s, p90 {d['Perc90']:.2f}s, max {d['Max']:.2f}s "
                 f"over {d['Count']:.0f} fault(s)"
             )
+    lines += shared_state(run, items)
+    for item in items:
+        if item.metric == "kubera_preemption":
+            d = item.data
+            lines.append(f"  preemption: {d['Attempts']:.0f} attempts, {d['Victims']:.0f} victims")
+        elif item.metric == "kubera_churn":
+            d = item.data
+            lines.append(
+                f"  churn ({item.labels['Op']}): {d.get('Created', 0):.0f} created, "
+                f"{d.get('Deleted', 0):.0f} deleted"
+            )
+    lines += nodes.render(run.nodes)
     if phase is not None:
         lines.append(cpu.render(cpu.table(phase.cpu, phase.pods, phase.seconds)))
     model = capacity.run_model(run, cores=cores, f=f)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
@@ -39,6 +40,7 @@ from kubera.experiment.measure.model import (
     RunResult,
     Window,
 )
+from kubera.experiment.run import pressure
 from kubera.experiment.run.dra import (
     AllocationFailed,
     allocate_claims,
@@ -105,6 +107,7 @@ class OpExecutor:
         check_from_revision: int = 1,
         timeout: float = 600.0,
         on_phase: Callable[[str], None] = lambda phase: None,
+        node_template: str | None = None,
     ) -> None:
         self.ctx = ctx
         self.client = client
@@ -115,6 +118,7 @@ class OpExecutor:
         self.check_from_revision = check_from_revision
         self.timeout = timeout
         self.on_phase = on_phase
+        self.node_template = node_template  # the hollow nodes' template text (None: default)
         self.nodes_expected = 0  # hollow mode: nodes createNodes asked for so far
         self.namespaces: set[str] = set()
         self.background: list[asyncio.Task[None]] = []
@@ -405,10 +409,23 @@ class OpExecutor:
             await self.client.delete(BY_KIND["Pod"], name, namespace, grace_period_seconds=0)
 
     async def _delete_pod(self, pod: Any) -> None:
-        with contextlib.suppress(NotFoundError):
-            await self.client.delete(
-                BY_KIND["Pod"], pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0
-            )
+        """Delete a pod; refused as unavailable (the apiserver restarting under chaos): sent
+        again until the op's timeout, as creates are."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                with contextlib.suppress(NotFoundError):
+                    await self.client.delete(
+                        BY_KIND["Pod"],
+                        pod.metadata.name,
+                        pod.metadata.namespace,
+                        grace_period_seconds=0,
+                    )
+                return
+            except UnavailableError:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.2)
 
     async def op_createAny(self, op: o.CreateAny) -> None:
         if op.namespace:
@@ -437,6 +454,7 @@ class OpExecutor:
                 if deleting:
                     for obj in made[: len(op.templates)]:
                         await self._delete_any(obj)
+                        self._churned(op, "deleted")
                     made = made[len(op.templates) :]
                 else:
                     for t in op.templates:
@@ -446,12 +464,18 @@ class OpExecutor:
                         )
                         obj = to_message(doc, namespace=op.namespace)
                         made.extend(await self.create([obj]))
+                        self._churned(op, "created")
             except (ApiError, OpError) as e:
                 if self.stopping:
                     return
                 self._failed(op.phase, e)
             rounds += 1
             await asyncio.sleep(interval)
+
+    def _churned(self, op: o.Churn, what: str) -> None:
+        """Count one object a churn op created or deleted (`kubera bench`'s churn counts)."""
+        counts = self.result.churn.setdefault(op.phase, {"created": 0, "deleted": 0})
+        counts[what] += 1
 
     async def _delete_any(self, obj: Any) -> None:
         kind = kind_of(obj)
@@ -603,9 +627,9 @@ class OpExecutor:
         self.faults.append(asyncio.create_task(self._chaos(op, start), name=op.phase))
 
     async def _chaos(self, op: o.Chaos, start: float) -> None:
-        for offset in op.offsets():
+        for offset, action in zip(op.offsets(), op.draws(), strict=True):
             await asyncio.sleep(max(0.0, start + offset - time.monotonic()))
-            await self.fault(op)
+            await self.fault(op if action == op.action else dataclasses.replace(op, action=action))
 
     async def fault(self, op: o.Chaos) -> None:
         """One fault of `op`, recorded at the time it was injected."""
@@ -647,7 +671,11 @@ class OpExecutor:
             await asyncio.to_thread(chaos.kill_pool, self.ctx, name)
         else:
             self._record(Fault(t=round(self.now(), 3), kind=kind, target="apiserver"))
-            await chaos.kill_apiserver(self.ctx, timeout=wait, context_loader=self.load_context)
+            index = len(self.result.faults) - 1
+            r = await chaos.kill_apiserver(self.ctx, timeout=wait, context_loader=self.load_context)
+            writes = self.result.fault_first_write
+            writes.extend([None] * (index + 1 - len(writes)))
+            writes[index] = round(r.first_write_s, 3)
 
     def _record(self, fault: Fault) -> None:
         self.result.faults.append(fault)
@@ -673,6 +701,27 @@ class OpExecutor:
         """Record `message` in the run's error without ending the run (after any before)."""
         old = self.result.error
         self.result.error = f"{old}; {message}" if old else message
+
+    async def op_memoryPressure(self, op: o.MemoryPressure) -> None:
+        if op.nodes <= 0:
+            return
+        if not self.hollow_nodes or not self.ctx.node_pools:
+            raise OpError(f"{op.phase}: memoryPressure needs hollow nodes (cluster.hollowNodes)")
+        try:
+            figures = await pressure.eviction_reaction(
+                self.client,
+                self.ctx.node_pools,
+                count=op.nodes,
+                leave=op.leave,
+                template_text=self.node_template,
+                time_scale=self.ctx.time_scale,
+                timeout=op.timeout,
+            )
+        except TimeoutError:
+            raise OpError(
+                f"{op.phase}: not every node evicted a pod within {op.timeout:g}s"
+            ) from None
+        self.result.nodes.update(figures)
 
     async def op_check(self, op: o.Check) -> None:
         await self._faults_done()

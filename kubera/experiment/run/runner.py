@@ -41,7 +41,9 @@ from kubera.experiment.measure.model import (
     ReplicaStats,
     RunResult,
     first_binds,
+    takeovers,
 )
+from kubera.experiment.measure.nodes import steady_window, window_figures
 from kubera.experiment.run import etcdprobe
 from kubera.experiment.run.opexec import OpExecutor
 from kubera.experiment.run.progress import Progress
@@ -74,6 +76,8 @@ def cluster_args(cluster: ClusterSettings, ops: list[Any], opts: RunOptions) -> 
         args += ["--nodes", str(nodes)]
         if cluster.node_template is not None:
             args += ["--node-template", cluster.node_template.path]
+        if cluster.nodes_per_pool is not None:
+            args += ["--nodes-per-pool", str(cluster.nodes_per_pool)]
     else:
         args += ["--nodes", "0"]
     args += ["--schedulers", str(cluster.schedulers), "--scheduler-mode", cluster.scheduler_mode]
@@ -289,6 +293,7 @@ class Runner:
             check_from_revision=check_from,
             timeout=self.opts.timeout,
             on_phase=self.progress.phase,
+            node_template=w.cluster.node_template.text if w.cluster.node_template else None,
         )
         await collector.start()
         ticker = asyncio.create_task(self._tick(collector, executor, run))
@@ -368,8 +373,17 @@ def finish(
                 f"(the first: {partial[0].key}, {partial[0].bound} of {partial[0].members})"
             )
     run.attempts = collector.attempts()
+    omega = collector.omega_stats()
+    preemption = collector.preemption_stats()
     run.replicas = [
-        ReplicaStats(name=n, binds=b, conflicts=c)
+        ReplicaStats(
+            name=n,
+            binds=b,
+            conflicts=c,
+            **_omega(omega.get(n)),
+            preemption_attempts=preemption.get(n, (0, 0))[0],
+            preemption_victims=preemption.get(n, (0, 0))[1],
+        )
         for n, b, c in collector.replica_stats(binds_by_holder)
     ]
     run.leaders = [
@@ -383,3 +397,32 @@ def finish(
     ]
     binds = sorted(p.bound for p in collector.pods.pods.values() if p.bound is not None)
     run.fault_first_bind = first_binds(run.faults, run.leaders, binds)
+    run.fault_takeover = takeovers(run.faults, run.leaders) if run.faults else []
+    if run.fault_first_write or any(f.kind == "kill-apiserver" for f in run.faults):
+        writes = run.fault_first_write[: len(run.faults)]
+        run.fault_first_write = writes + [None] * (len(run.faults) - len(writes))
+    run.nodes.update(node_figures(run, collector))
+
+
+def _omega(stats: tuple[int, float, float] | None) -> dict[str, Any]:
+    if stats is None:
+        return {}
+    lost, useful, wasted = stats
+    return {"lost": lost, "useful_busy_s": useful, "wasted_busy_s": wasted}
+
+
+def node_figures(run: RunResult, collector: Collector) -> dict[str, float]:
+    """The hollow nodes' figures (measure/nodes.py) of a run with node pools; {} without."""
+    pools = [str(p.get("name", "")) for p in collector.ctx.node_pools]
+    if not pools:
+        return {}
+    start, end = steady_window(run.phases, run.duration)
+    out: dict[str, float] = {}
+    count = sum(int(p.get("count", 0)) for p in collector.ctx.node_pools)
+    if collector.nodes_ready is not None:
+        out["nodes_ready"], out["nodes"] = collector.nodes_ready
+        count = collector.nodes_ready[1] or count
+    if len(collector.leases):
+        out.update(collector.leases.figures(start, end, run.t0))
+    out.update(window_figures(run.series, start, end, pools, count))
+    return out

@@ -45,6 +45,9 @@ class ClusterSettings:
     """`leaderElection: {leaseDuration, renewDeadline, retryPeriod}`; None: kubera's defaults."""
     time_scale: float = 1.0
     """kubera's time scale (>1 runs kubelet/controller timers faster)."""
+    nodes_per_pool: int | None = None
+    """`nodesPerPool`: hollow nodes per node-pool actor (`kubera up --nodes-per-pool`);
+    None: kubera up's default."""
     scheduler_config: str | None = None
     """Text of `schedulerConfigPath` (a KubeSchedulerConfiguration), or None."""
     scheduler_config_path: str | None = None

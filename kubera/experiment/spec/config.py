@@ -149,6 +149,7 @@ _CLUSTER = {
     "apiServers": Spec("apiservers", k_positive_int),
     "leaderElection": Spec("leader_election", k_map),
     "timeScale": Spec("time_scale", k_positive_float),
+    "nodesPerPool": Spec("nodes_per_pool", k_positive_int),
     "schedulerConfigPath": Spec("scheduler_config_path", k_file),
 }
 #: Cluster settings a sweep key may set directly (`sweep: {schedulers: [1, 2, 4]}`).

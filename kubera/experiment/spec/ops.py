@@ -1,7 +1,7 @@
 """One frozen dataclass per opcode of an experiment's `workloadTemplate`.
 
 The upstream opcodes keep scheduler_perf's names and meanings (test/integration/scheduler_perf/
-operations.go, dra.go for the DRA ones); kubera adds `chaos`, `check`, `traceReplay` and
+operations.go, dra.go for the DRA ones); kubera adds `chaos`, `check`, `memoryPressure`, `traceReplay` and
 `waitForPodGroups` (for scheduler-plugins PodGroups). Fields are snake_case here and
 camelCase in the YAML (`countParam` → `count_param`). Durations are seconds (floats) here and Go
 durations ("500ms", "2m") in the YAML.
@@ -20,6 +20,7 @@ phase in results.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -31,8 +32,24 @@ DEFAULT_NAMESPACE_FORMAT = "namespace-{index}"
 ChurnMode = Literal["create", "recreate"]
 StageRequirement = Literal["Scheduled", "Attempted"]
 ChaosAction = Literal[
-    "killLeader", "pauseLeader", "partitionLeader", "restartEtcd", "killPool", "killApiserver"
+    "killLeader",
+    "pauseLeader",
+    "partitionLeader",
+    "restartEtcd",
+    "killPool",
+    "killApiserver",
+    "random",
 ]
+#: `chaos` with action `random`: the fault kinds its `kinds` may name → the action each is
+#: (the kinds `kubera chaos run` and results use).
+RANDOM_KINDS: dict[str, ChaosAction] = {
+    "kill": "killLeader",
+    "pause": "pauseLeader",
+    "partition": "partitionLeader",
+    "kill-apiserver": "killApiserver",
+    "restart-etcd": "restartEtcd",
+    "kill-pool": "killPool",
+}
 ChaosComponent = Literal["scheduler", "controller-manager"]
 
 
@@ -388,12 +405,44 @@ class Chaos(BaseOp):
     """How many faults with `every` (1 with `at`)."""
     pool: str | None = None
     """The node pool to kill (killPool; None: the first pool)."""
+    kinds: tuple[str, ...] = ()
+    """action random: the mix each fault is drawn from, uniformly (a kind named twice is
+    drawn twice as often): kill, pause, partition, kill-apiserver, restart-etcd, kill-pool
+    (`RANDOM_KINDS`), as `kubera bench chaos --kinds` drew them."""
+    seed: int = 1
+    """action random: the draw's seed, so a run can be repeated."""
+
+    def draws(self) -> list[ChaosAction]:
+        """The action of each fault (action random: drawn from `kinds` with `seed`)."""
+        n = len(self.offsets())
+        if self.action != "random":
+            return [self.action] * n
+        rng = random.Random(self.seed)
+        return [RANDOM_KINDS[rng.choice(self.kinds)] for _ in range(n)]
 
     def offsets(self) -> list[float]:
         """Seconds after the op's start of each fault."""
         if self.every is not None:
             return [self.every * (i + 1) for i in range(self.times)]
         return [self.at or 0.0]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryPressure(BaseOp):
+    """memoryPressure (kubera, hollow nodes): put `nodes` nodes (spread over the sorted
+    names) under memory pressure at once, a node-level usage that leaves `leave` bytes of
+    memory available (below the 100Mi hard threshold: one 100Mi pod's eviction resolves
+    it), and time until every one of them has evicted a pod: the run's
+    `eviction_reaction_s` (`kubera bench nodes --pressure-nodes`). 0 nodes: nothing."""
+
+    OPCODE: ClassVar[str] = "memoryPressure"
+
+    nodes: int = 0
+    """How many nodes."""
+    leave: str = "50Mi"
+    """Memory left available on each (a quantity)."""
+    timeout: float = 300.0
+    """Seconds to wait for every node's eviction."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -442,6 +491,7 @@ Op = (
     | DeletePods
     | Chaos
     | Check
+    | MemoryPressure
     | TraceReplay
     | CreateResourceDriver
     | CreateResourceClaims
@@ -469,6 +519,7 @@ OP_TYPES: dict[str, type[BaseOp]] = {
         CreatePodSets,
         Chaos,
         Check,
+        MemoryPressure,
         TraceReplay,
         CreateResourceDriver,
         CreateResourceClaims,

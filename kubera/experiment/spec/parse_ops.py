@@ -23,6 +23,7 @@ from kubera.experiment.spec.fields import (
     k_count,
     k_duration,
     k_file,
+    k_int,
     k_map,
     k_nonempty_str,
     k_param,
@@ -40,6 +41,7 @@ from kubera.experiment.spec.fields import (
 from kubera.experiment.spec.templates import Template, TemplateError
 from kubera.experiment.spec.trace import TraceError, read_nodes, read_pods
 from services.api.machinery import codec, kinds
+from services.api.machinery.quantity import QuantityError, parse_quantity
 
 
 def _unsupported(what: str):  # type: ignore[no-untyped-def]
@@ -160,8 +162,10 @@ SPECS: dict[str, dict[str, Spec]] = {
         "duration": Spec("duration", k_duration, param_ok=True),
         "at": Spec("at", k_duration, param_ok=True),
         "every": Spec("every", k_duration, param_ok=True),
-        "times": Spec("times", k_positive_int, param_ok=True),
+        "times": Spec("times", k_count, param_ok=True),
         "pool": Spec("pool", k_nonempty_str),
+        "kinds": Spec("kinds", k_str_list, param_ok=True),
+        "seed": Spec("seed", k_int, param_ok=True),
     },
     "createResourceDriver": {
         "driverName": Spec("driver_name", k_nonempty_str, required=True),
@@ -177,6 +181,11 @@ SPECS: dict[str, dict[str, Spec]] = {
     "allocResourceClaims": {"namespace": Spec("namespace", k_str)},
     "waitForPodGroups": {"namespace": Spec("namespace", k_str)},
     "check": {"settle": Spec("settle", k_duration, param_ok=True)},
+    "memoryPressure": {
+        "nodes": Spec("nodes", k_count, param_ok=True),
+        "leave": Spec("leave", k_nonempty_str),
+        "timeout": Spec("timeout", k_duration, param_ok=True),
+    },
     "traceReplay": {
         "podTracePath": Spec("pod_trace_path", k_file, required=True),
         "nodeTracePath": Spec("node_trace_path", k_file),
@@ -302,6 +311,12 @@ def _build(
         return op
     if opcode == "check":
         return o.Check(index=index, param_refs=refs, **v)
+    if opcode == "memoryPressure":
+        try:
+            parse_quantity(v.get("leave", "50Mi"))
+        except QuantityError as e:
+            raise ctx.error(f"{where}.leave", f"{v.get('leave')!r}: {e}") from None
+        return o.MemoryPressure(index=index, param_refs=refs, **v)
     assert opcode == "traceReplay", opcode
     v.setdefault("namespace", default_namespace(index))
     check_traces(ctx, where, v["pod_trace_path"], v.get("node_trace_path"))
@@ -311,6 +326,19 @@ def _build(
 def check_chaos(ctx: Ctx, where: str, op: o.Chaos) -> None:
     if op.action in ("pauseLeader", "partitionLeader") and not op.duration:
         raise ctx.error(f"{where}.duration", f"required (> 0) for action {op.action}")
+    if op.action == "random":
+        if not op.kinds:
+            raise ctx.error(f"{where}.kinds", "required (at least one kind) for action random")
+        unknown = [k for k in op.kinds if k not in o.RANDOM_KINDS]
+        if unknown:
+            raise ctx.error(
+                f"{where}.kinds",
+                f"unknown kind {unknown[0]!r} (expected: {', '.join(o.RANDOM_KINDS)})",
+            )
+        if {"pause", "partition"} & set(op.kinds) and not op.duration:
+            raise ctx.error(f"{where}.duration", "required (> 0) when kinds has pause or partition")
+    elif op.kinds:
+        raise ctx.error(f"{where}.kinds", "only for action random")
     if op.at is not None and op.every is not None:
         raise ctx.error(where, "give either at or every, not both")
     if op.every is not None and op.every <= 0:

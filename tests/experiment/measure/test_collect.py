@@ -168,3 +168,44 @@ def test_a_window_counts_only_its_namespaces_and_labels() -> None:
     assert tl.bound_per_second(3, ["measured"], {}) == [0, 1, 1]
     assert tl.bound_per_second(3, ["measured"], {"app": "x"}) == [0, 1, 0]
     assert tl.bound_per_second(3, [], {"app": "x"}) == [0, 1, 1]
+
+
+def test_a_shared_state_replica_counts_its_lost_pods_and_busy_seconds() -> None:
+    from kubera.experiment.measure.collect import SCRAPED, Collector, Replica
+    from kubera.experiment.measure.measures import Counter, samples
+    from kubera.launch.context import Context
+
+    collector = Collector(Context(apiserver="", etcd=""), t0=0.0)
+    rep = collector.replicas["id-0"] = Replica("scheduler-0", "id-0", "", Counter(), Counter(), {})
+
+    def text(binds: int, alloc: int, pod: int, useful: float, wasted: float) -> str:
+        p = "kubera_scheduler_shared_state"
+        return (
+            f"{p}_binds_total {binds}\n"
+            f'{p}_conflicts_total{{reason="allocation"}} {alloc}\n'
+            f'{p}_conflicts_total{{reason="pod"}} {pod}\n'
+            f'{p}_busy_seconds_total{{work="useful"}} {useful}\n'
+            f'{p}_busy_seconds_total{{work="wasted"}} {wasted}\n'
+        )
+
+    collector._count(rep, samples(text(5, 1, 1, 0.5, 0.1), SCRAPED))
+    collector._count(rep, samples(text(9, 2, 3, 1.25, 0.4), SCRAPED))
+    assert collector.replica_stats() == [("scheduler-0", 9, 5)]
+    assert collector.omega_stats() == {"scheduler-0": (3, 1.25, 0.4)}
+
+
+def test_a_replica_counts_its_preemption_attempts_and_victims() -> None:
+    from kubera.experiment.measure.collect import SCRAPED, Collector, Replica
+    from kubera.experiment.measure.measures import Counter, samples
+    from kubera.launch.context import Context
+
+    collector = Collector(Context(apiserver="", etcd=""), t0=0.0)
+    rep = collector.replicas["id-0"] = Replica("scheduler-0", "id-0", "", Counter(), Counter(), {})
+    for attempts, victims in ((2, 3), (5, 9)):
+        text = (
+            f"scheduler_preemption_attempts_total {attempts}\n"
+            f"scheduler_preemption_victims_count {attempts}\n"
+            f"scheduler_preemption_victims_sum {victims}\n"
+        )
+        collector._count(rep, samples(text, SCRAPED))
+    assert collector.preemption_stats() == {"scheduler-0": (5, 9)}

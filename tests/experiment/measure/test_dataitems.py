@@ -437,3 +437,107 @@ def test_each_fault_is_timed_to_the_first_bind_of_the_next_term() -> None:
     assert items["restart-etcd"].data["Max"] == pytest.approx(0.4)
     back = RunResult.from_json(json.loads(json.dumps(run.to_json())))
     assert back.fault_first_bind == [2.5, 0.4, None]
+
+
+def test_each_leader_fault_is_timed_to_the_next_terms_start_and_an_apiserver_kill_to_its_first_write() -> (
+    None
+):
+    from kubera.experiment.measure.model import Fault, LeaderTerm, RunResult, takeovers
+    from kubera.experiment.output import figures
+
+    leaders = [
+        LeaderTerm(component="scheduler", identity="a", start=0.0, end=5.2),
+        LeaderTerm(component="controller-manager", identity="cm", start=4.0, end=None),
+        LeaderTerm(component="scheduler", identity="b", start=5.2, end=None),
+    ]
+    faults = [
+        Fault(t=3.0, kind="kill", target="a"),  # the controller-manager's term is not its
+        Fault(t=8.0, kind="kill-apiserver", target="apiserver"),
+        Fault(t=20.0, kind="kill", target="b"),  # no later term
+    ]
+    assert takeovers(faults, leaders) == [pytest.approx(2.2), None, None]
+    run = RunResult(
+        id="F/w", test_case="F", workload="w", faults=faults, leaders=leaders,
+        fault_takeover=[2.2, None, None], fault_first_write=[None, 1.5, None],
+    )  # fmt: skip
+    takeover = by_metric(di.kubera_items(run), "kubera_fault_to_takeover")
+    assert [(i.labels["Fault"], i.data["Max"], i.data["Count"]) for i in takeover] == [
+        ("kill", 2.2, 1.0)
+    ]
+    write = by_metric(di.kubera_items(run), "kubera_fault_to_first_write")
+    assert [(i.labels["Fault"], i.data["Perc50"]) for i in write] == [("kill-apiserver", 1.5)]
+    back = RunResult.from_json(json.loads(json.dumps(run.to_json())))
+    assert back.fault_takeover == [2.2, None, None]
+    assert back.fault_first_write == [None, 1.5, None]
+    text = figures.render(run)
+    assert "kill → takeover (the next leader term): p50 2.20s" in text
+    assert "kill-apiserver → first write through the apiserver: p50 1.50s" in text
+    assert "fault_takeover" not in RunResult(id="x", test_case="a", workload="b").to_json()
+
+
+def test_shared_state_replicas_report_lost_pods_busy_seconds_and_the_queue_wait() -> None:
+    from kubera.experiment.measure.model import MetricsSnapshots, ReplicaStats, RunResult
+    from kubera.experiment.output import figures
+
+    wait = "kubera_scheduler_shared_state_queue_wait_seconds"
+    end = (
+        f'{wait}_bucket{{le="0.5"}} 2\n{wait}_bucket{{le="1.0"}} 4\n'
+        f'{wait}_bucket{{le="+Inf"}} 4\n{wait}_count 4\n{wait}_sum 2.0\n'
+    )
+    run = RunResult(
+        id="S/w", test_case="S", workload="w",
+        replicas=[
+            ReplicaStats(name="scheduler-0", binds=8, conflicts=2, lost=1,
+                         useful_busy_s=1.5, wasted_busy_s=0.25),
+            ReplicaStats(name="scheduler-1", binds=4, conflicts=0),
+        ],
+        scheduler_metrics=[MetricsSnapshots(window="", start={}, end={"scheduler-0": end})],
+    )  # fmt: skip
+    items = di.run_items(run)
+    busy = by_metric(items, "kubera_busy_seconds")
+    assert [(i.labels["Replica"], i.data) for i in busy] == [
+        ("scheduler-0", {"Useful": 1.5, "Wasted": 0.25})
+    ]
+    conflict = by_metric(items, "kubera_conflict_fraction")
+    assert [i.data["Lost"] for i in conflict] == [1.0, 0.0]
+    [queue] = by_metric(items, wait)
+    assert queue.data["Perc50"] == pytest.approx(500.0)
+    assert queue.data["Average"] == pytest.approx(500.0)
+    back = RunResult.from_json(json.loads(json.dumps(run.to_json())))
+    assert back.replicas == run.replicas
+    old = {"name": "scheduler-0", "binds": 1, "conflicts": 0}  # results.json before
+    assert ReplicaStats.from_json(old) == ReplicaStats(name="scheduler-0", binds=1, conflicts=0)
+    text = figures.render(run)
+    assert (
+        "scheduler-0: 8 binds, 2 conflicts (0.200), 1 lost; busy useful 1.50s, wasted 0.25s" in text
+    )
+    assert "scheduler-1:" not in text
+    assert "queue wait (shared-state, histogram): p50 0.50s" in text
+
+
+def test_preemption_attempts_and_victims_and_churn_counts_are_reported() -> None:
+    from kubera.experiment.measure.model import ReplicaStats, RunResult
+    from kubera.experiment.output import figures
+
+    run = RunResult(
+        id="P/w", test_case="P", workload="w",
+        replicas=[
+            ReplicaStats(name="scheduler-0", binds=5, conflicts=0,
+                         preemption_attempts=3, preemption_victims=4),
+            ReplicaStats(name="scheduler-1", binds=5, conflicts=0, preemption_attempts=1),
+        ],
+        churn={"churn[3]": {"created": 10, "deleted": 8}},
+    )  # fmt: skip
+    items = di.kubera_items(run)
+    [pre] = by_metric(items, "kubera_preemption")
+    assert pre.data == {"Attempts": 4.0, "Victims": 4.0}
+    [churn] = by_metric(items, "kubera_churn")
+    assert (churn.labels["Op"], churn.data) == ("churn[3]", {"Created": 10.0, "Deleted": 8.0})
+    back = RunResult.from_json(json.loads(json.dumps(run.to_json())))
+    assert back.replicas == run.replicas and back.churn == run.churn
+    text = figures.render(run)
+    assert "preemption: 4 attempts, 4 victims" in text
+    assert "churn (churn[3]): 10 created, 8 deleted" in text
+    plain = RunResult(id="x", test_case="a", workload="b")
+    assert not by_metric(di.kubera_items(plain), "kubera_preemption")
+    assert "churn" not in plain.to_json()

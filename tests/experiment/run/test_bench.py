@@ -33,7 +33,9 @@ def parse(*argv: str, scenario: str = "scheduling-basic") -> argparse.Namespace:
 
 
 def load(args: argparse.Namespace) -> tuple[Path, config.Experiment]:
-    path, workload = scenarios.scenario_path(args.scenario, args.workload)
+    path, workload = scenarios.scenario_path(
+        args.scenario, args.workload, getattr(args, "target", None)
+    )
     o_ = bench.overrides(args, workload)
     return path, config.load(str(path), edit=lambda raw: scenarios.edit(raw, o_, str(path)))
 
@@ -130,6 +132,112 @@ def test_threshold_applies_to_its_exact_shape_only() -> None:
     assert pre.runs()[0][1].threshold is None  # upstream sets none
 
 
+def test_nodes_flags_set_the_settle_param_and_the_pool_size() -> None:
+    _, e = load(
+        parse(
+            "--settle",
+            "3s",
+            "--nodes-per-pool",
+            "7",
+            "--nodes",
+            "20",
+            "--pressure-nodes",
+            "4",
+            scenario="nodes",
+        )
+    )
+    (tc, w) = e.runs()[0]
+    assert w.params["settle"] == "3s"
+    assert w.params["pressureNodes"] == 4
+    pressure = [op for op in config.plan(tc, w) if isinstance(op, o.MemoryPressure)]
+    assert [op.nodes for op in pressure] == [4]
+    assert w.cluster.nodes_per_pool == 7
+    planned = config.plan(tc, w)
+    sleeps = [op for op in planned if isinstance(op, o.Sleep)]
+    assert [op.duration for op in sleeps] == [3.0, 60.0]  # settle, then the window
+    args = cluster_args(w.cluster, planned, runner_module.RunOptions())
+    assert args[args.index("--nodes-per-pool") + 1] == "7"
+    _, e = load(parse(scenario="nodes"))
+    assert e.runs()[0][1].cluster.nodes_per_pool == 2500  # the old bench's pools
+    _, e = load(parse(scenario="scheduling-basic"))
+    (tc, w) = e.runs()[0]
+    assert "--nodes-per-pool" not in cluster_args(
+        w.cluster, config.plan(tc, w), runner_module.RunOptions()
+    )
+
+
+def test_failover_target_names_the_test_case_that_kills_it() -> None:
+    _, e = load(parse("--target", "apiserver", "--kills", "2", scenario="failover"))
+    [(tc, w)] = e.runs()
+    assert (tc.name, w.name) == ("ApiserverFailover", "20Nodes_10Kills")
+    chaos = [op for op in config.plan(tc, w) if isinstance(op, o.Chaos)]
+    assert [(op.action, op.times) for op in chaos] == [("killApiserver", 2)]
+    _, e = load(parse("--target", "scheduler", scenario="failover"))
+    assert e.runs()[0][0].name == "SchedulerFailover"
+    _, e = load(parse(scenario="failover"))
+    assert e.runs()[0][0].name == "SchedulerFailover"
+    with pytest.raises(config.ConfigError, match="give one"):
+        scenarios.scenario_path("failover", "20Nodes_10Kills", "apiserver")
+    with pytest.raises(config.ConfigError, match="only for failover"):
+        scenarios.scenario_path("chaos", None, "apiserver")
+
+
+def test_chaos_mix_flags_select_the_random_mix_and_set_its_params() -> None:
+    _, e = load(parse(scenario="chaos"))
+    assert e.runs()[0][0].name == "Chaos"  # the fixed schedule by default
+    args = parse(
+        "--faults", "6", "--kinds", "kill,kill,restart-etcd", "--cm-faults", "2",
+        "--interval", "2s", "--for", "1s", "--seed", "7", scenario="chaos",
+    )  # fmt: skip
+    path, workload = scenarios.scenario_path(args.scenario, args.workload)
+    workload = scenarios.mix_workload(args.scenario, workload, vars(args))
+    assert workload == "ChaosMix"
+    o_ = bench.overrides(args, workload)
+    e = config.load(str(path), edit=lambda raw: scenarios.edit(raw, o_, str(path)))
+    [(tc, w)] = e.runs()
+    assert tc.name == "ChaosMix"
+    ops = [op for op in config.plan(tc, w) if isinstance(op, o.Chaos)]
+    assert [(op.component, op.kinds, op.times, op.every, op.duration, op.seed) for op in ops] == [
+        ("scheduler", ("kill", "kill", "restart-etcd"), 6, 2.0, 1.0, 7),
+        ("controller-manager", ("kill", "kill"), 2, 2.0, 1.0, 7),
+    ]
+    draws = ops[0].draws()
+    assert len(draws) == 6 and set(draws) <= {"killLeader", "restartEtcd"}
+    assert draws == ops[0].draws()  # seeded: the same draw again
+    assert scenarios.mix_workload("chaos", "Chaos", {"faults": 3}) == "Chaos"
+    assert scenarios.mix_workload("failover", None, {"faults": 3}) is None
+
+
+def test_a_random_chaos_op_wants_known_kinds_and_a_duration_for_pauses(tmp_path: Path) -> None:
+    from tests.experiment.configfiles import write
+
+    def load_op(op: str) -> config.Experiment:
+        text = f"""
+- name: T
+  cluster: {{hollowNodes: true}}
+  workloadTemplate:
+  - opcode: createNodes
+    count: 2
+  - {op}
+  - opcode: createPods
+    count: 2
+    collectMetrics: true
+  workloads:
+  - name: w
+"""
+        return config.load(str(write(tmp_path, text)))
+
+    load_op("{opcode: chaos, action: random, kinds: [kill, restart-etcd], every: 1s, times: 2}")
+    for op, match in (
+        ("{opcode: chaos, action: random, every: 1s, times: 2}", "kinds"),
+        ("{opcode: chaos, action: random, kinds: [boom], every: 1s, times: 2}", "unknown kind"),
+        ("{opcode: chaos, action: random, kinds: [pause], every: 1s, times: 2}", "duration"),
+        ("{opcode: chaos, action: killLeader, kinds: [kill]}", "only for action random"),
+    ):
+        with pytest.raises(config.ConfigError, match=match):
+            load_op(op)
+
+
 def test_cluster_flags_leases_sweeps_check_and_repeats() -> None:
     _, e = load(parse("--k8s-defaults", "--retry-period", "1s", "--check", scenario="failover"))
     (tc, w) = e.runs()[0]
@@ -147,6 +255,8 @@ def test_cluster_flags_leases_sweeps_check_and_repeats() -> None:
         "500Nodes_5000Pods/schedulers=2",
     ]
     assert [w.cluster.schedulers for _, w in e.runs()] == [1, 2]
+    _, e = load(parse("--schedulers", "2", scenario="shared-state"))  # the sweep replaced
+    assert [(w.name, w.cluster.schedulers) for _, w in e.runs()] == [("500Nodes_5000Pods", 2)]
     _, e = load(parse("--partition", "none", scenario="shared-state"))
     (tc, w) = e.runs()[0]
     assert w.cluster.shared_state_partition == "none"
