@@ -53,6 +53,7 @@ async def drive(args: argparse.Namespace, port: int, pid: int) -> None:
     from protos.kubera.v1 import apiserver_pb2 as pb
     from protos.kubera.v1 import core_pb2
     from services.api.machinery.kinds import BY_KIND
+    from services.api.machinery.listoptions import ListOptions
     from services.client import Client
 
     def pod(name: str) -> core_pb2.Pod:
@@ -83,13 +84,15 @@ async def drive(args: argparse.Namespace, port: int, pid: int) -> None:
     async def replay(batched: bool) -> tuple[int, int]:
         got = messages = 0
         if batched:
-            async for batch in client.watch_batches(pods, resource_version=start):
+            async for batch in client.watch_batches(
+                pods, options=ListOptions(resource_version=start)
+            ):
                 got += len(batch)
                 messages += 1
                 if got >= events:
                     break
         else:
-            async for _ in client.watch(pods, resource_version=start):
+            async for _ in client.watch(pods, options=ListOptions(resource_version=start)):
                 got += 1
                 messages += 1
                 if got >= events:
