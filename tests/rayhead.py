@@ -24,12 +24,12 @@ def on_ray(home: Path, ray_address: str) -> tuple[str, ...]:
     own, so clusters on one Ray never see each other's named actors."""
     if not ray_address:
         return ()
-    return (
-        "--ray-address",
-        ray_address,
-        "--ray-namespace",
-        f"kubera-{home.parent.name}-{home.name}",
-    )
+    return ("--ray-address", ray_address, "--ray-namespace", ray_namespace_of(home))
+
+
+def ray_namespace_of(home: Path) -> str:
+    """The Ray namespace of the clusters whose KUBERA_HOME is `home`, on a shared Ray."""
+    return f"kubera-{home.parent.name}-{home.name}"
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from kubera.testing import Cluster
-from tests.rayhead import on_ray
+from tests.rayhead import on_ray, ray_namespace_of
 
 #: The repository, the CLI's working directory (manifests are named relative to it).
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,6 +21,16 @@ ROOT = Path(__file__).resolve().parents[2]
 def kubera_in(home: Path) -> Cluster:
     """The `kubera` CLI with KUBERA_HOME=home, run from the repository (240 s per command)."""
     return Cluster(home, cwd=ROOT, timeout=240)
+
+
+def runs_on_ray(home: Path, ray_address: str) -> tuple[Cluster, tuple[str, ...]]:
+    """`kubera_in(home)` for `kubera experiment run` and `kubera bench`, and the flag that
+    puts every cluster they start on the Ray at `ray_address` (the session's, the
+    `shared_ray` fixture) instead of a Ray each run starts and stops, in a Ray namespace of
+    `home`'s own (KUBERA_RAY_NAMESPACE, which `kubera up` reads)."""
+    k = kubera_in(home)
+    k.env["KUBERA_RAY_NAMESPACE"] = ray_namespace_of(home)
+    return k, ("--ray-address", ray_address)
 
 
 @contextlib.contextmanager

@@ -11,16 +11,19 @@ from pathlib import Path
 import pytest
 
 from kubera.experiment.measure.model import ExperimentResult
-from tests.e2e.helpers import kubera_in
+from tests.e2e.helpers import runs_on_ray
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
-def test_bench_nodes_reports_leases_memory_and_the_eviction_reaction(tmp_path: Path) -> None:
+def test_bench_nodes_reports_leases_memory_and_the_eviction_reaction(
+    tmp_path: Path, shared_ray: str
+) -> None:
     out = tmp_path / "nodes"
     args = ["--workload", "100Nodes", "--nodes", "10", "--pods", "40", "--settle", "1s"]
     args += ["--window", "12s", "--pressure-nodes", "3"]
-    r = kubera_in(tmp_path / "home").run("bench", "nodes", *args, "--output", str(out), timeout=600)
+    k, on_ray = runs_on_ray(tmp_path / "home", shared_ray)
+    r = k.run("bench", "nodes", *args, *on_ray, "--output", str(out), timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     for line in ("nodes Ready (as the run ends): 10 / 10", "leases on time:", "lease lateness:"):
         assert line in r.stdout

@@ -11,17 +11,18 @@ import pytest
 
 from kubera.experiment.measure.dataitems import run_items
 from kubera.experiment.measure.model import ExperimentResult
-from tests.e2e.helpers import kubera_in
+from tests.e2e.helpers import runs_on_ray
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
-def test_bench_scheduling_reports_throughput_cpu_per_pod_and_the_model(tmp_path: Path) -> None:
+def test_bench_scheduling_reports_throughput_cpu_per_pod_and_the_model(
+    tmp_path: Path, shared_ray: str
+) -> None:
     out = tmp_path / "mixed"
     args = ["--workload", "mixed-churn", "--nodes", "5", "--pods", "20", "--repeat", "2"]
-    r = kubera_in(tmp_path / "home").run(
-        "bench", "scheduling-basic", *args, "--output", str(out), timeout=600
-    )
+    k, on_ray = runs_on_ray(tmp_path / "home", shared_ray)
+    r = k.run("bench", "scheduling-basic", *args, *on_ray, "--output", str(out), timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     for words in ("pods bound/s: avg", "raw etcd put rate", "CPU per pod", "capacity model"):
         assert words in r.stdout

@@ -11,17 +11,16 @@ import pytest
 
 from kubera.experiment.measure.dataitems import run_items
 from kubera.experiment.measure.model import ExperimentResult
-from tests.e2e.helpers import kubera_in
+from tests.e2e.helpers import runs_on_ray
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
-def test_bench_shared_state_reports_each_scheduler_count(tmp_path: Path) -> None:
+def test_bench_shared_state_reports_each_scheduler_count(tmp_path: Path, shared_ray: str) -> None:
     out = tmp_path / "omega"
     args = ["--schedulers", "1,2", "--nodes", "4", "--pods", "24"]
-    r = kubera_in(tmp_path / "home").run(
-        "bench", "shared-state", *args, "--output", str(out), timeout=600
-    )
+    k, on_ray = runs_on_ray(tmp_path / "home", shared_ray)
+    r = k.run("bench", "shared-state", *args, *on_ray, "--output", str(out), timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "schedulers=1" in r.stdout and "schedulers=2" in r.stdout
     result = ExperimentResult.from_json(json.loads((out / "results.json").read_text()))

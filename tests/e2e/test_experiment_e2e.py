@@ -12,7 +12,7 @@ import pytest
 
 from kubera.experiment.measure.dataitems import throughput_samples
 from kubera.experiment.measure.model import RunResult
-from tests.e2e.helpers import ROOT, kubera_in
+from tests.e2e.helpers import ROOT, kubera_in, runs_on_ray
 
 #: Not examples/experiments/smoke.yaml: its 50 pods bind within one second, too short for
 #: a SchedulingThroughput sample (upstream's collector needs two ticks with pods). This one
@@ -107,12 +107,14 @@ UPSTREAM = (
 
 @pytest.mark.e2e
 @pytest.mark.ray
-def test_an_upstream_scheduler_perf_file_runs_unchanged(tmp_path: Path) -> None:
+def test_an_upstream_scheduler_perf_file_runs_unchanged(tmp_path: Path, shared_ray: str) -> None:
     out = tmp_path / "out"
-    r = kubera_in(tmp_path / "home").run(
+    k, on_ray = runs_on_ray(tmp_path / "home", shared_ray)
+    r = k.run(
         "experiment",
         "run",
         str(UPSTREAM),
+        *on_ray,
         "--workload",
         "SchedulingBasic/500Nodes",
         "--output",
