@@ -19,6 +19,7 @@ from protos.kubera.v1 import (
     node_pb2,
     podgroup_pb2,
     policy_pb2,
+    policyv1core_pb2,
     resource_pb2,
     scheduling_pb2,
 )
@@ -213,6 +214,17 @@ KINDS: tuple[Kind, ...] = (
         ("pg", "pgs"),
         has_status=True,
     ),
+    Kind(
+        "ResourceQuota",
+        "",
+        "v1",
+        "resourcequotas",
+        policyv1core_pb2.ResourceQuota,
+        True,
+        ("quota",),
+        has_status=True,
+    ),
+    Kind("LimitRange", "", "v1", "limitranges", policyv1core_pb2.LimitRange, True, ("limits",)),
 )
 
 BY_RESOURCE: dict[str, Kind] = {k.resource: k for k in KINDS}

@@ -79,6 +79,10 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "LabelSelectorRequirement", "values"): _ATOMIC,
     # core/v1 Namespace, Node
     (_P + "NamespaceSpec", "finalizers"): _ATOMIC,
+    (_P + "LimitRangeSpec", "limits"): _ATOMIC,
+    (_P + "ResourceQuotaSpec", "scopes"): _ATOMIC,
+    (_P + "ScopeSelector", "matchExpressions"): _ATOMIC,
+    (_P + "ScopedResourceSelectorRequirement", "values"): _ATOMIC,
     (_P + "NodeSpec", "taints"): _ATOMIC,
     (_P + "NodeSpec", "podCIDRs"): _SET_MERGE,
     (_P + "NodeStatus", "conditions"): _BY_TYPE,

@@ -77,6 +77,12 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "key": "",
         "operator": "",
     },
+    "kubera.v1.LimitRangeItem": {
+        "type": "",
+    },
+    "kubera.v1.LimitRangeSpec": {
+        "limits": [],
+    },
     "kubera.v1.NodeAddress": {
         "address": "",
         "type": "",
@@ -168,6 +174,10 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.RuntimeClass": {
         "handler": "",
+    },
+    "kubera.v1.ScopedResourceSelectorRequirement": {
+        "operator": "",
+        "scopeName": "",
     },
     "kubera.v1.Taint": {
         "effect": "",

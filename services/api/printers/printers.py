@@ -57,6 +57,7 @@ from services.api.printers.columns import (
     parse_time,
     wide_columns,
 )
+from services.api.printers.policy import POLICY_COLUMNS
 from services.api.printers.resource import RESOURCE_COLUMNS
 
 # ----------------------------------------------------------------- cells
@@ -620,6 +621,7 @@ COLUMNS: dict[str, Columns] = {
     ),
 }
 COLUMNS.update(RESOURCE_COLUMNS)
+COLUMNS.update(POLICY_COLUMNS)
 GENERIC = Columns((NAME, AGE), _generic_row)
 
 __all__ = [

@@ -20,6 +20,7 @@ imports only the ones below it, never this package):
 * ``pod_scheduling``: node and pod affinity, tolerations, topology spread, scheduling
   gates and preemption policy;
 * ``workloads``: ReplicaSet, Deployment and PodDisruptionBudget;
+* ``policy``: ResourceQuota and LimitRange;
 * ``cluster``: Node, Namespace, PriorityClass, RuntimeClass, Lease and Event;
 * ``resource``: DeviceClass, ResourceSlice and PodGroup, and the DRA vocabulary (names,
   CEL selectors, opaque configuration, upstream's limits);

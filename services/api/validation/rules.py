@@ -35,6 +35,7 @@ from services.api.validation.common import (
     validate_object_meta_update,
 )
 from services.api.validation.pod import validate_pod, validate_pod_update
+from services.api.validation.policy import validate_limit_range, validate_resource_quota
 from services.api.validation.resource import (
     validate_device_class,
     validate_pod_group,
@@ -90,6 +91,8 @@ _RULES: dict[str, Rules] = {
         validate_resource_claim_template, validate_resource_claim_template_update
     ),
     "PodGroup": Rules(validate_pod_group),
+    "ResourceQuota": Rules(validate_resource_quota),
+    "LimitRange": Rules(validate_limit_range),
 }
 
 
