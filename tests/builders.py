@@ -21,7 +21,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from protos.kubera.v1 import core_pb2, podgroup_pb2, resource_pb2
+from protos.kubera.v1 import core_pb2, podgroup_pb2, policyv1core_pb2, resource_pb2
 
 Json = dict[str, Any]
 
@@ -497,3 +497,43 @@ def slice_device(
     """`device` as a dict for resource_slice(devices=...): attributes as keywords (a domain
     name through **{"x.io/numa": 1}); only the fields given are set."""
     return json_format.MessageToDict(device(name, attributes, capacity or {}))
+
+
+# ----------------------------------------------------------------------------- quota and limits
+
+
+def limit_range(
+    name: str = "limits", namespace: str = "default", *limits: Json
+) -> policyv1core_pb2.LimitRange:
+    """A LimitRange whose spec.limits are `limits` in their Kubernetes shape
+    ({"type": "Container", "max": {"cpu": "1"}, "defaultRequest": {...}})."""
+    return _parse(
+        policyv1core_pb2.LimitRange(),
+        "v1",
+        "LimitRange",
+        name,
+        namespace,
+        {"spec": {"limits": list(limits)}},
+    )
+
+
+def resource_quota(
+    name: str = "quota",
+    namespace: str = "default",
+    *,
+    hard: Mapping[str, str],
+    scopes: Sequence[str] = (),
+    scope_selector: Sequence[Json] = (),
+    used: Mapping[str, str] | None = None,
+) -> policyv1core_pb2.ResourceQuota:
+    """A ResourceQuota; with `used`, also a status as the quota controller writes it
+    (status.hard = spec.hard)."""
+    spec: Json = {"hard": dict(hard)}
+    if scopes:
+        spec["scopes"] = list(scopes)
+    if scope_selector:
+        spec["scopeSelector"] = {"matchExpressions": list(scope_selector)}
+    doc: Json = {"spec": spec}
+    if used is not None:
+        doc["status"] = {"hard": dict(hard), "used": dict(used)}
+    return _parse(policyv1core_pb2.ResourceQuota(), "v1", "ResourceQuota", name, namespace, doc)

@@ -17,7 +17,8 @@ from services.apiserver.store import Store
 
 
 class AdmissionReads:
-    """What admission plugins read (PriorityClasses, RuntimeClasses, Namespaces): from the
+    """What admission plugins read (PriorityClasses, RuntimeClasses, Namespaces,
+    a namespace's LimitRanges and ResourceQuotas): from the
     watch caches, as kube-apiserver's plugins read their informers, but only once the cache
     has seen this server's own latest write of that resource (read-your-writes: a class
     created a moment ago is seen). Memoized for one request, so a batch create of
@@ -27,6 +28,7 @@ class AdmissionReads:
         self._store = store
         self._memo: dict[tuple[str, str, str], Message | None] = {}
         self._default: list[scheduling_pb2.PriorityClass | None] = []
+        self._lists: dict[tuple[str, str], list[Message]] = {}
 
     async def cached_or_none(self, kind: Kind, namespace: str, name: str) -> Message | None:
         key = (kind.resource, namespace, name)
@@ -38,6 +40,20 @@ class AdmissionReads:
                 entry = cache.store.get(kind.key(self._store.namespace(kind, namespace), name))
                 self._memo[key] = entry.obj if entry is not None else None
         return self._memo[key]
+
+    async def namespace_objects(self, kind: Kind, namespace: str) -> list[Message]:
+        """Every object of `kind` in `namespace` (LimitRanges, ResourceQuotas), memoized."""
+        key = (kind.resource, namespace)
+        if key not in self._lists:
+            prefix = kind.prefix(namespace)
+            cache = await self._store.fresh_cache(kind)
+            if cache is None:
+                kvs, _ = await self._store.storage.list(prefix)
+                objs = [self._store.decode(kind, kv) for kv in kvs]
+            else:
+                objs = [e.obj for k, e in cache.store.items() if k.startswith(prefix)]
+            self._lists[key] = objs
+        return self._lists[key]
 
     async def global_default_priority_class(self) -> scheduling_pb2.PriorityClass | None:
         if not self._default:

@@ -23,7 +23,7 @@ from services.api.machinery.errors import (
     RequestTooLargeError,
 )
 from services.api.machinery.kinds import Kind, kind_of
-from services.apiserver import admission
+from services.apiserver import admission, quota
 from services.apiserver.admission_reads import AdmissionReads
 from services.apiserver.create import create_one, create_txn, namespace_guard, prepare_create
 from services.apiserver.objects import held
@@ -85,6 +85,7 @@ async def batch_create(store: Store, objs: Sequence[Message]) -> list[BatchResul
             gkey = f"{kind.namespaced}/{ns}"
             if gkey not in guards:
                 guards[gkey] = await namespace_guard(store, kind, ns, _meta(prepared).name, reads)
+            await quota.admit(store, kind, prepared, reads)
             ready.append((i, kind, prepared, guards[gkey]))
         except ApiError as e:
             results[i] = BatchResult(None, e)

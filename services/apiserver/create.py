@@ -3,7 +3,7 @@ and the namespace exists and is not terminating.
 
 Why this module exists: batch create (``batch``) admits and writes with the same steps
 as a single create, so the steps are functions over a :class:`~services.apiserver.store.Store`:
-`prepare_create` (metadata, defaults, initial status, admission, validation),
+`prepare_create` (metadata, defaults, initial status, admission incl. LimitRanger, validation),
 `namespace_guard` (the NamespaceLifecycle compare), `create_txn` (the compares and put of
 one object) and `create_one` (one txn, retried while only the namespace moved on).
 """
@@ -22,7 +22,7 @@ from services.api.machinery.errors import (
     NotFoundError,
 )
 from services.api.machinery.kinds import BY_KIND, Kind
-from services.apiserver import admission
+from services.apiserver import admission, limitranger, quota
 from services.apiserver.admission_reads import AdmissionReads
 from services.apiserver.noderestriction import admit_node
 from services.apiserver.objects import MAX_RETRIES, conflict
@@ -64,7 +64,11 @@ async def prepare_create(
         )
     if kind.kind == "Node":
         admit_node(obj, None)
-    await admission.mutate(kind, obj, reads or AdmissionReads(store))
+    reads = reads or AdmissionReads(store)
+    await admission.mutate(kind, obj, reads)
+    if kind.kind == "Pod":
+        ranges = await reads.namespace_objects(BY_KIND["LimitRange"], meta.namespace)
+        limitranger.admit(obj, ranges)  # type: ignore[arg-type]
     store.validate(kind, obj)
     return kind, obj
 
@@ -125,6 +129,7 @@ async def create(
     reads = AdmissionReads(store)
     kind, obj = await prepare_create(store, obj, system=system, reads=reads)
     guard = await namespace_guard(store, kind, _meta(obj).namespace, _meta(obj).name, reads)
+    await quota.admit(store, kind, obj, reads, dry_run=dry_run)  # ResourceQuota runs last
     if dry_run:
         return obj
     return await create_one(store, kind, obj, guard)

@@ -35,6 +35,7 @@ QUOTA_SCOPES = (
     "VolumeAttributesClass",
 )
 SCOPE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+_EXISTS_ONLY = ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort")
 #: Scopes that track only the pods' count (upstream's standardQuotaScopes of BestEffort).
 _BEST_EFFORT_RESOURCES = frozenset({"pods", "count/pods"})
 _COMPUTE_SCOPE_RESOURCES = frozenset(
@@ -113,17 +114,16 @@ def validate_resource_quota(rq: Any) -> Errors:
                     "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector",
                 )
             )
-        if req.scope_name in ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort"):
-            if req.operator != "Exists":
-                errs.append(
-                    invalid(
-                        child(p, "operator"),
-                        req.operator,
-                        "must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, "
-                        "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort and "
-                        "ResourceQuotaScopeNotBestEffort",
-                    )
+        if req.scope_name in _EXISTS_ONLY and req.operator != "Exists":
+            errs.append(
+                invalid(
+                    child(p, "operator"),
+                    req.operator,
+                    "must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, "
+                    "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort and "
+                    "ResourceQuotaScopeNotBestEffort",
                 )
+            )
     path = "spec.scopeSelector" if spec.scope_selector.match_expressions else "spec.scopes"
     for s in scopes:
         if s in QUOTA_SCOPES and not _scope_resources_ok(s, hard):
