@@ -17,7 +17,8 @@ bootstrap roles grant them, in one place:
                                         conditions, taints), poddisruptionbudgets,
                                         namespaces, events, leases (not nodes'),
                                         resourceclaims and their status (the resourceclaim
-                                        controller), podgroups/status; evictions;
+                                        controller), podgroups/status,
+                                        resourcequotas/status; evictions;
                                         delete any kind (garbage collection)
     a node (system:node:N, or a pool    read what a kubelet reads (nodes, pods, leases,
     acting for its nodes)               namespaces, runtimeclasses, priorityclasses,
@@ -100,10 +101,11 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "leases": frozenset({"create", "update", "patch", "delete"}),
     "resourceclaims": frozenset({"create", "update", "patch", "delete"}),
     "podgroups": frozenset({"update", "patch"}),
+    "resourcequotas": frozenset({"update", "patch"}),
 }
 #: Of those, the kinds it writes only through status (the podgroup controller records
-#: phase and counts; PodGroup specs are their users').
-CONTROLLER_MANAGER_STATUS_ONLY = frozenset({"podgroups"})
+#: phase and counts, the resource quota controller usage; their specs are their users').
+CONTROLLER_MANAGER_STATUS_ONLY = frozenset({"podgroups", "resourcequotas"})
 
 ALLOWED = Decision(True)
 

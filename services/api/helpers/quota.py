@@ -36,6 +36,7 @@ from services.api.machinery.quantity import Quantity, QuantityError, parse_quant
 from services.clock import parse_rfc3339
 
 ResourceList = dict[str, Quantity]
+ZERO = Quantity(Decimal(0))
 
 PODS = "pods"
 COUNT_PODS = "count/pods"
@@ -96,10 +97,15 @@ def to_strings(rl: Mapping[str, Quantity]) -> dict[str, str]:
 
 
 def add(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> ResourceList:
-    """quota.Add: the sum per name; the first operand's format wins, as Go's Quantity.Add."""
+    """quota.Add: the sum per name, in the first operand's format unless it is zero (then
+    the second's), as Go's Quantity.Add."""
     out = dict(a)
     for k, v in b.items():
-        out[k] = Quantity(out[k].value + v.value, out[k].format) if k in out else v
+        if k not in out:
+            out[k] = v
+            continue
+        fmt = v.format if out[k].is_zero() else out[k].format
+        out[k] = Quantity(out[k].value + v.value, fmt)
     return out
 
 
@@ -123,6 +129,11 @@ def remove_zeros(rl: Mapping[str, Quantity]) -> ResourceList:
 def less_than_or_equal(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> list[str]:
     """quota.LessThanOrEqual's exceeded names: those of `a` above `b` (a name `b` lacks is not bounded)."""
     return sorted(k for k, v in a.items() if k in b and v.value > b[k].value)
+
+
+def equal(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
+    """quota.Equals over stored maps: the same names with the same values (1 == 1000m)."""
+    return a.keys() == b.keys() and all(parse_list({k: a[k]}) == parse_list({k: b[k]}) for k in a)
 
 
 def pretty(rl: Mapping[str, Quantity]) -> str:
@@ -244,7 +255,10 @@ def _uses_cross_namespace_affinity(pod: core_pb2.Pod) -> bool:
     for group in (aff.pod_affinity, aff.pod_anti_affinity):
         terms = [
             *group.required_during_scheduling_ignored_during_execution,
-            *(w.pod_affinity_term for w in group.preferred_during_scheduling_ignored_during_execution),
+            *(
+                w.pod_affinity_term
+                for w in group.preferred_during_scheduling_ignored_during_execution
+            ),
         ]
         if any(len(t.namespaces) or t.HasField("namespace_selector") for t in terms):
             return True
@@ -342,9 +356,7 @@ def pod_constraints(required: Iterable[str], pod: core_pb2.Pod) -> str:
     required_set = set(required) & VALIDATION_SET
     missing: dict[str, set[str]] = {}
     for c in (*pod.spec.containers, *pod.spec.init_containers):
-        have = set(
-            compute_usage(parse_list(c.resources.requests), parse_list(c.resources.limits))
-        )
+        have = set(compute_usage(parse_list(c.resources.requests), parse_list(c.resources.limits)))
         for res in required_set - have:
             missing.setdefault(res, set()).add(c.name)
     if not missing:
