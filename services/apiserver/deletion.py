@@ -13,6 +13,16 @@ after its last object is gone. Those rules are one state machine and read best t
     namespace: Terminating --every object in it deleted (_empty_namespace)-->
                --last one gone (after_delete)--> "kubernetes" finalizer dropped --> gone
 
+Propagation (upstream's deletionFinalizersForGarbageCollection): a delete with
+propagationPolicy Orphan holds the object with the "orphan" finalizer, Foreground with
+"foregroundDeletion" (an explicit policy replaces either one already there; without one,
+the object's finalizers decide, else Background); the garbage collector
+(services/controllers/garbagecollector.py) then orphans or deletes the dependents and drops
+the finalizer, which lets the object go. Background deletes the object now and leaves the
+dependents to the collector. A pod still in its grace period keeps its finalizers as they
+are (upstream: "finalizers cannot be updated via DeleteOptions if a deletion is already
+pending").
+
 Functions take the :class:`~services.apiserver.store.Store` and write through its guarded
 txns; the facade (registry.ApiServer) sets `after_delete` as the store's hook, so an update
 that removes the last finalizer (`Store.write`) finishes a terminating namespace too.
@@ -28,6 +38,7 @@ from google.protobuf.message import Message
 from protos.kubera.v1 import core_pb2
 from services.api import validation
 from services.api.machinery.errors import (
+    BadRequestError,
     ConflictError,
     CorruptObjectError,
     ForbiddenError,
@@ -45,8 +56,36 @@ from services.storage import Compare, Delete, KeyValue
 
 log = logging.getLogger(__name__)
 
+ORPHAN = "Orphan"
+BACKGROUND = "Background"
+FOREGROUND = "Foreground"
+PROPAGATION_POLICIES = (ORPHAN, BACKGROUND, FOREGROUND)
+#: metav1.FinalizerOrphanDependents and metav1.FinalizerDeleteDependents.
+FINALIZER_ORPHAN = "orphan"
+FINALIZER_FOREGROUND = "foregroundDeletion"
 
-def admit_delete(kind: Kind, name: str, grace_period_seconds: int | None = None) -> None:
+
+def gc_finalizers(finalizers: list[str], policy: str) -> list[str]:
+    """The finalizers an object keeps when deleted with `policy` (upstream's
+    deletionFinalizersForGarbageCollection, shouldOrphanDependents, shouldDeleteDependents):
+    an explicit policy decides; without one, an orphan or foregroundDeletion finalizer
+    already there stays; both are never set together."""
+    if not policy:
+        if FINALIZER_ORPHAN in finalizers:
+            policy = ORPHAN
+        elif FINALIZER_FOREGROUND in finalizers:
+            policy = FOREGROUND
+    out = [f for f in finalizers if f not in (FINALIZER_ORPHAN, FINALIZER_FOREGROUND)]
+    if policy == ORPHAN:
+        out.append(FINALIZER_ORPHAN)
+    elif policy == FOREGROUND:
+        out.append(FINALIZER_FOREGROUND)
+    return out
+
+
+def admit_delete(
+    kind: Kind, name: str, grace_period_seconds: int | None = None, propagation_policy: str = ""
+) -> None:
     """What refuses a delete before anything is read: the system priority classes and
     namespaces that may not go, a grace period out of range. A delete of many objects
     (deletecollection) checks every one first, so it refuses before deleting any."""
@@ -56,6 +95,11 @@ def admit_delete(kind: Kind, name: str, grace_period_seconds: int | None = None)
         )
     if kind.kind == "Namespace" and name in admission.UNDELETABLE_NAMESPACES:
         raise ForbiddenError(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
+    if propagation_policy and propagation_policy not in PROPAGATION_POLICIES:
+        raise BadRequestError(
+            f'propagationPolicy: Unsupported value: "{propagation_policy}": supported values: '
+            + ", ".join(f'"{p}"' for p in PROPAGATION_POLICIES)
+        )
     if grace_period_seconds is not None:
         grace_errors = validation.validate_grace_period_seconds(grace_period_seconds)
         if grace_errors:
@@ -72,14 +116,16 @@ async def delete(
     uid: str = "",
     resource_version: str = "",
     ignore_store_read_error: bool = False,
+    propagation_policy: str = "",
 ) -> Message:
     """Kubernetes' graceful deletion: a bound pod gets deletionTimestamp + grace and the
-    kubelet finishes it; finalizers hold any object until they are removed; otherwise
-    the key goes at once. A value that does not decode raises CorruptObjectError, unless
+    kubelet finishes it; finalizers hold any object until they are removed (Orphan and
+    Foreground propagation add theirs, see the module docstring); otherwise the key goes
+    at once. A value that does not decode raises CorruptObjectError, unless
     `ignore_store_read_error` (upstream's ignoreStoreReadErrorWithClusterBreakingPotential):
     then the key is removed as it is, no grace, finalizers or preconditions."""
     namespace = store.namespace(kind, namespace)
-    admit_delete(kind, name, grace_period_seconds)
+    admit_delete(kind, name, grace_period_seconds, propagation_policy)
     key = kind.key(namespace, name)
     for _ in range(MAX_RETRIES):
         kv = await store.storage.get(key)
@@ -101,6 +147,13 @@ async def delete(
                 f"Precondition failed: ResourceVersion in precondition: {resource_version}, ResourceVersion in object meta: {meta.resource_version}"
             )
         grace = grace_period(kind, obj, grace_period_seconds)
+        finalizers_changed = False
+        if not (meta.deletion_timestamp and meta.deletion_grace_period_seconds > 0):
+            wanted = gc_finalizers(list(meta.finalizers), propagation_policy)
+            if set(wanted) != set(meta.finalizers):
+                del meta.finalizers[:]
+                meta.finalizers.extend(wanted)
+                finalizers_changed = True
         if grace == 0 and not held(kind, obj):
             res = await store.txn([Compare(key, "mod", "==", kv.mod_revision)], [Delete(key)])
             if res.succeeded:
@@ -110,6 +163,11 @@ async def delete(
             continue
         if meta.deletion_timestamp and meta.deletion_grace_period_seconds <= grace:
             result = obj  # already terminating, no shorter grace asked for
+            if finalizers_changed:
+                try:
+                    result = await store.write(kind, obj, kv)
+                except ConflictError:
+                    continue
         else:
             meta.deletion_timestamp = rfc3339(store.clock.now() + grace)
             meta.deletion_grace_period_seconds = grace

@@ -204,10 +204,16 @@ class ApiServer:
 
     # --------------------------------------------------------------- delete
 
-    def admit_delete(self, kind: Kind, name: str, grace_period_seconds: int | None = None) -> None:
+    def admit_delete(
+        self,
+        kind: Kind,
+        name: str,
+        grace_period_seconds: int | None = None,
+        propagation_policy: str = "",
+    ) -> None:
         """Raise what a delete of `name` would be refused with before reading anything
         (deletion.admit_delete); nothing when it may go ahead."""
-        deletion.admit_delete(kind, name, grace_period_seconds)
+        deletion.admit_delete(kind, name, grace_period_seconds, propagation_policy)
 
     async def delete(
         self,
@@ -219,8 +225,10 @@ class ApiServer:
         uid: str = "",
         resource_version: str = "",
         ignore_store_read_error: bool = False,
+        propagation_policy: str = "",
     ) -> Message:
-        """Kubernetes' graceful deletion (see deletion). `ignore_store_read_error`:
+        """Kubernetes' graceful deletion (see deletion); `propagation_policy` Orphan or
+        Foreground holds the object for the garbage collector. `ignore_store_read_error`:
         upstream's ignoreStoreReadErrorWithClusterBreakingPotential, the unsafe removal of
         a key whose value does not decode."""
         return await deletion.delete(
@@ -232,6 +240,7 @@ class ApiServer:
             uid=uid,
             resource_version=resource_version,
             ignore_store_read_error=ignore_store_read_error,
+            propagation_policy=propagation_policy,
         )
 
     async def evict(self, request: policy_pb2.Eviction) -> core_pb2.Pod:

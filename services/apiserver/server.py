@@ -237,6 +237,7 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
             uid=request.uid,
             resource_version=request.resource_version,
             ignore_store_read_error=request.ignore_store_read_error_with_cluster_breaking_potential,
+            propagation_policy=request.propagation_policy,
         )
         return pb.ObjectResponse(object=codec.pack(obj))
 

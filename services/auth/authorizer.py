@@ -19,7 +19,9 @@ bootstrap roles grant them, in one place:
                                         resourceclaims and their status (the resourceclaim
                                         controller), podgroups/status,
                                         resourcequotas/status; evictions;
-                                        delete any kind (garbage collection)
+                                        delete any kind (garbage collection), and
+                                        update any kind when only ownerReferences
+                                        and finalizers change (the collector)
     a node (system:node:N, or a pool    read what a kubelet reads (nodes, pods, leases,
     acting for its nodes)               namespaces, runtimeclasses, priorityclasses,
                                         events, resourceslices, deviceclasses,
@@ -146,10 +148,27 @@ class KuberaAuthorizer:
         if user.name == SCHEDULER_USER:
             return _scheduler(attrs)
         if user.name == CONTROLLER_MANAGER_USER:
-            return _controller_manager(attrs)
+            decision = _controller_manager(attrs)
+            if not decision.allowed and await self._garbage_collector_update(attrs):
+                return ALLOWED
+            return decision
         if is_node(user):
             return await self._node(attrs, user)
         return _deny(f"no rule allows {user.name!r} (not the admin nor a kubera component)")
+
+    async def _garbage_collector_update(self, attrs: RequestAttributes) -> bool:
+        """The garbage collector's writes to kinds the controller-manager does not otherwise
+        write: an update whose object differs from the stored one only in its
+        ownerReferences and finalizers (upstream grants its collector update on every
+        resource; kubera grants only what the collector changes)."""
+        if attrs.verb != "update" or attrs.subresource or attrs.obj is None:
+            return False
+        if attrs.resource == "leases" and attrs.namespace == NODE_LEASE_NAMESPACE:
+            return False
+        stored = await self._lookup(attrs.resource, attrs.namespace, attrs.name)
+        if stored is None or type(stored) is not type(attrs.obj):
+            return False
+        return _without_gc_metadata(stored) == _without_gc_metadata(attrs.obj)
 
     async def _node(self, attrs: RequestAttributes, user: User) -> Decision:
         nodes = node_names(user)
@@ -257,6 +276,16 @@ def _scheduler(attrs: RequestAttributes) -> Decision:
         return ALLOWED
     what = f"{resource}/{sub}" if sub else resource
     return _deny(f"the scheduler may not {verb} {what}")
+
+
+def _without_gc_metadata(obj: Any) -> Any:
+    """A copy of `obj` without what the garbage collector changes (and the write's own
+    bookkeeping): ownerReferences, finalizers, resourceVersion, managedFields."""
+    copy = type(obj)()
+    copy.CopyFrom(obj)
+    for f in ("owner_references", "finalizers", "resource_version", "managed_fields"):
+        copy.metadata.ClearField(f)
+    return copy
 
 
 def _controller_manager(attrs: RequestAttributes) -> Decision:

@@ -380,8 +380,10 @@ class Client:
         uid: str = "",
         resource_version: str = "",
         ignore_store_read_error: bool = False,
+        propagation_policy: str = "",
     ) -> Message:
-        """`ignore_store_read_error`: upstream's
+        """`propagation_policy`: Orphan, Background or Foreground (DeleteOptions').
+        `ignore_store_read_error`: upstream's
         ignoreStoreReadErrorWithClusterBreakingPotential: a key whose value does not decode
         is removed as it is (no grace period, finalizers or preconditions)."""
         req = pb.DeleteRequest(
@@ -391,6 +393,7 @@ class Client:
             uid=uid,
             resource_version=resource_version,
             ignore_store_read_error_with_cluster_breaking_potential=ignore_store_read_error,
+            propagation_policy=propagation_policy,
         )
         if grace_period_seconds is not None:
             req.grace_period_seconds = grace_period_seconds

@@ -18,6 +18,8 @@ Other components use the controller-manager through this package:
     podgc.py             pod garbage collector
     resourceclaim.py     resourceclaim controller: claims from ResourceClaimTemplates for
                          pods, reservations and claims of finished pods cleaned up
+    garbagecollector.py  garbage collector: ownerReferences, background / foreground /
+                         orphan propagation over every kind
     resourcequota.py     resource quota controller: ResourceQuota status.hard and status.used
     workqueue.py         the rate-limited work queue, run_worker and run_workers
     controller_utils.py  shared pod and owner helpers, indexes, slow start, waits; and, split

@@ -28,7 +28,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from google.protobuf.message import Message
@@ -39,6 +39,7 @@ from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.deployment import DeploymentConfig, DeploymentController
 from services.controllers.disruption import DisruptionConfig, DisruptionController
+from services.controllers.garbagecollector import GarbageCollector, GarbageCollectorConfig
 from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from services.controllers.podgc import PodGCConfig, PodGCController
 from services.controllers.podgroup import PodGroupConfig, PodGroupController
@@ -68,6 +69,7 @@ ALL_CONTROLLERS = (
     "resourceclaim",
     "podgroup",
     "resourcequota",
+    "garbagecollector",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -109,6 +111,10 @@ class ControllerManagerConfig:
     resourcequota: ResourceQuotaConfig = field(default_factory=ResourceQuotaConfig)
     """The resource quota controller: each ResourceQuota's status.hard and status.used."""
 
+    garbagecollector: GarbageCollectorConfig = field(default_factory=GarbageCollectorConfig)
+    """The garbage collector: dependents deleted or orphaned with their owners (every kind).
+    While it runs, the ReplicaSet and Deployment controllers leave cascading to it."""
+
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
         if unknown:
@@ -128,10 +134,15 @@ def _build(
         return NodeLifecycleController(client, informers, config=config.nodelifecycle, clock=clock)
     if name == "tainteviction":
         return TaintEvictionController(client, informers, config=config.tainteviction, clock=clock)
+    gc = "garbagecollector" in config.controllers
     if name == "replicaset":
-        return ReplicaSetController(client, informers, config=config.replicaset, clock=clock)
+        rs = replace(config.replicaset, cascade_delete=False) if gc else config.replicaset
+        return ReplicaSetController(client, informers, config=rs, clock=clock)
     if name == "deployment":
-        return DeploymentController(client, informers, config=config.deployment, clock=clock)
+        d = replace(config.deployment, cascade_delete=False) if gc else config.deployment
+        return DeploymentController(client, informers, config=d, clock=clock)
+    if name == "garbagecollector":
+        return GarbageCollector(client, informers, config=config.garbagecollector, clock=clock)
     if name == "disruption":
         return DisruptionController(client, informers, config=config.disruption, clock=clock)
     if name == "resourceclaim":

@@ -20,9 +20,10 @@ deleted is counted once.
 Active pods (what counts towards replicas): not Succeeded, not Failed, no
 deletionTimestamp. An evicted pod (Failed, reason Evicted) is therefore replaced at once.
 
-kubera has no garbage collector: with `cascade_delete` (default) the controller deletes the
-pods a deleted ReplicaSet controlled, as the GC's background propagation would. It cannot
-see the propagation policy, so `--cascade=orphan` deletions also take the pods.
+Cascading deletion is the garbage collector's (garbagecollector.py). Without it (a
+controller-manager that does not run it), `cascade_delete` (default) has this controller
+delete the pods a deleted ReplicaSet controlled, as background propagation would; it cannot
+see the propagation policy, so `--cascade=orphan` deletions also take the pods then.
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ class ReplicaSetConfig:
     """Cap of the per-key retry delay."""
 
     cascade_delete: bool = True
-    """Delete the pods of a deleted ReplicaSet (kubera has no garbage collector)."""
+    """Delete the pods of a deleted ReplicaSet, for a controller-manager without the
+    garbage collector (the manager turns it off when the collector runs)."""
 
     record_events: bool = True
     """Write SuccessfulCreate / SuccessfulDelete / FailedCreate / FailedDelete Events."""

@@ -16,9 +16,6 @@ Deliberate differences from upstream, kept small:
   etcd, as upstream's resourceVersion="";
 * managedFields are tracked on HTTP writes only (services/api/machinery/fieldmanager.py); the gRPC
   path leaves them as they are;
-* propagationPolicy: kubera has no garbage collector; Orphan removes the deleted object
-  from its dependents' ownerReferences, Background and Foreground delete its dependents
-  at once (as the namespace lifecycle empties a namespace).
 """
 
 from __future__ import annotations
@@ -59,9 +56,6 @@ from services.httpapi.status import success
 #: fieldValidation -> the codec's mode (upstream's default is Warn).
 FIELD_VALIDATION = {"Strict": "strict", "Warn": "warn", "Ignore": "ignore", "": "warn"}
 PROPAGATION = ("Orphan", "Background", "Foreground")
-#: The kinds whose objects own others in kubera (Deployment -> ReplicaSet -> Pod; a Node
-#: its Lease): only their deletes look for dependents.
-OWNER_KINDS = frozenset({"Deployment", "ReplicaSet", "Node"})
 #: Kinds whose delete answers with the deleted object (upstream's ReturnDeletedObject).
 RETURN_DELETED = frozenset({"pods"})
 #: The media types a create or update body may have (and Kubernetes protobuf, for the
@@ -568,42 +562,12 @@ async def delete(call: Call) -> tuple[int, dict[str, Any]]:
         grace_period_seconds=opts.grace_period_seconds,
         uid=opts.uid,
         resource_version=opts.resource_version,
+        propagation_policy=opts.propagation_policy,
     )
-    await propagate(call.api, kind, obj, opts.propagation_policy)
     if kind.resource in RETURN_DELETED or await call.api.get_or_none(kind, ns, name) is not None:
         return 200, to_json(kind, obj)
     m = _meta(obj)
     return 200, success({"name": name, "group": kind.group, "kind": kind.resource, "uid": m.uid})
-
-
-async def propagate(api: ApiServer, kind: Kind, owner: Message, policy: str) -> None:
-    """The dependents of a deleted `owner` of an OWNER_KINDS kind (objects whose
-    ownerReferences name its uid): Orphan drops the reference; Background/Foreground (and
-    no policy, the default for every kind kubera serves) delete them, their own
-    dependents in turn."""
-    uid = _meta(owner).uid
-    if not uid or kind.kind not in OWNER_KINDS:
-        return
-    ns = _meta(owner).namespace
-    for dk in KINDS:
-        if not dk.namespaced and ns:
-            continue  # a namespaced owner has no cluster-scoped dependents
-        # a cluster-scoped owner's namespaced dependents may be in any namespace ("")
-        items, _ = await api.list(dk, ns)
-        for dep in items:
-            refs = _meta(dep).owner_references
-            if not any(r.uid == uid for r in refs):
-                continue
-            with contextlib.suppress(NotFoundError, ConflictError):
-                if policy == "Orphan":
-                    dep = codec.clone(dep)
-                    kept = [r for r in _meta(dep).owner_references if r.uid != uid]
-                    del _meta(dep).owner_references[:]
-                    _meta(dep).owner_references.extend(kept)
-                    await api.update(dep)
-                else:
-                    gone = await api.delete(dk, _meta(dep).namespace, _meta(dep).name)
-                    await propagate(api, dk, gone, policy)
 
 
 async def delete_collection(call: Call) -> dict[str, Any]:
@@ -630,8 +594,11 @@ async def delete_collection(call: Call) -> dict[str, Any]:
             continue
         with contextlib.suppress(NotFoundError):
             gone = await call.api.delete(
-                call.kind, m.namespace, m.name, grace_period_seconds=opts.grace_period_seconds
+                call.kind,
+                m.namespace,
+                m.name,
+                grace_period_seconds=opts.grace_period_seconds,
+                propagation_policy=opts.propagation_policy,
             )
-            await propagate(call.api, call.kind, gone, opts.propagation_policy)
             out.append(gone)
     return list_doc(call.kind, Page(out, rev))

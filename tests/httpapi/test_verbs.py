@@ -397,9 +397,12 @@ async def test_delete_options_are_checked(http: TestClient, options, code) -> No
     assert r.status == code, await r.text()
 
 
-async def test_delete_propagation_background_deletes_dependents_orphan_keeps_them(
+async def test_delete_propagation_orphan_and_foreground_hold_the_owner_for_the_collector(
     http: TestClient,
 ) -> None:
+    """propagationPolicy reaches the apiserver's delete: Orphan and Foreground leave the
+    owner terminating with the collector's finalizer, Background removes it now; the
+    dependents are the garbage collector's (tests/controllers/test_garbagecollector.py)."""
     rs_doc = {
         "apiVersion": "apps/v1",
         "kind": "ReplicaSet",
@@ -410,30 +413,29 @@ async def test_delete_propagation_background_deletes_dependents_orphan_keeps_the
             "template": {"metadata": {"labels": {"a": "b"}}, "spec": as_json(pod("t"))["spec"]},
         },
     }
-    for policy, kept in (("Orphan", True), ("Background", False)):
+    url = "/apis/apps/v1/namespaces/default/replicasets/rs"
+    for policy, held in (
+        ("Orphan", ["orphan"]),
+        ("Foreground", ["foregroundDeletion"]),
+        ("Background", None),
+    ):
         r = await http.post("/apis/apps/v1/namespaces/default/replicasets", json=rs_doc)
         assert r.status == 201, await r.text()
-        uid = (await r.json())["metadata"]["uid"]
-        child = as_json(pod("child"))
-        child["metadata"]["ownerReferences"] = [
-            {
-                "apiVersion": "apps/v1",
-                "kind": "ReplicaSet",
-                "name": "rs",
-                "uid": uid,
-                "controller": True,
-            }
-        ]
-        assert (await http.post(PODS, json=child)).status == 201
-        r = await http.delete(
-            "/apis/apps/v1/namespaces/default/replicasets/rs", params={"propagationPolicy": policy}
-        )
+        r = await http.delete(url, params={"propagationPolicy": policy})
         assert r.status == 200
-        got = await http.get(f"{PODS}/child")
-        assert (got.status == 200) is kept
-        if kept:
-            assert "ownerReferences" not in (await got.json())["metadata"]
-            await http.delete(f"{PODS}/child")
+        got = await http.get(url)
+        if held is None:
+            assert got.status == 404
+            continue
+        meta = (await got.json())["metadata"]
+        assert meta["finalizers"] == held and meta["deletionTimestamp"]
+        r = await http.patch(
+            url,
+            json={"metadata": {"finalizers": None}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        assert r.status == 200, await r.text()
+        assert (await http.get(url)).status == 404
 
 
 async def test_deletecollection_deletes_what_the_selector_matches(http: TestClient) -> None:

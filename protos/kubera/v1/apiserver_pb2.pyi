@@ -85,7 +85,7 @@ class PatchRequest(_message.Message):
     def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., merge_patch: _Optional[str] = ..., status: _Optional[bool] = ...) -> None: ...
 
 class DeleteRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "name", "grace_period_seconds", "uid", "resource_version", "ignore_store_read_error_with_cluster_breaking_potential")
+    __slots__ = ("resource", "namespace", "name", "grace_period_seconds", "uid", "resource_version", "ignore_store_read_error_with_cluster_breaking_potential", "propagation_policy")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -93,6 +93,7 @@ class DeleteRequest(_message.Message):
     UID_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
     IGNORE_STORE_READ_ERROR_WITH_CLUSTER_BREAKING_POTENTIAL_FIELD_NUMBER: _ClassVar[int]
+    PROPAGATION_POLICY_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
     name: str
@@ -100,7 +101,8 @@ class DeleteRequest(_message.Message):
     uid: str
     resource_version: str
     ignore_store_read_error_with_cluster_breaking_potential: bool
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., grace_period_seconds: _Optional[int] = ..., uid: _Optional[str] = ..., resource_version: _Optional[str] = ..., ignore_store_read_error_with_cluster_breaking_potential: _Optional[bool] = ...) -> None: ...
+    propagation_policy: str
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., grace_period_seconds: _Optional[int] = ..., uid: _Optional[str] = ..., resource_version: _Optional[str] = ..., ignore_store_read_error_with_cluster_breaking_potential: _Optional[bool] = ..., propagation_policy: _Optional[str] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
     __slots__ = ("resource", "namespace", "label_selector", "field_selector", "resource_version", "allow_watch_bookmarks")

@@ -38,3 +38,6 @@ TAINT_PID_PRESSURE = "node.kubernetes.io/pid-pressure"
 TAINT_NETWORK_UNAVAILABLE = "node.kubernetes.io/network-unavailable"
 #: Put by an operator on a node known to be down: its pods may be deleted at once.
 TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+
+#: The namespace of the nodes' Leases (their heartbeats; each owned by its Node).
+NODE_LEASE_NAMESPACE = "kube-node-lease"

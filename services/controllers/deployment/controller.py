@@ -115,7 +115,8 @@ class DeploymentConfig:
     """Cap of the per-key retry delay."""
 
     cascade_delete: bool = True
-    """Delete the ReplicaSets of a deleted Deployment (kubera has no garbage collector)."""
+    """Delete the ReplicaSets of a deleted Deployment, for a controller-manager without the
+    garbage collector (the manager turns it off when the collector runs)."""
 
     record_events: bool = True
     """Write ScalingReplicaSet and ReplicaSetCreateError Events."""
