@@ -113,7 +113,11 @@ def _values(req: Quantity | None, lim: Quantity | None, enforced: Quantity) -> t
 
 
 def min_constraint(
-    limit_type: str, name: str, enforced: Quantity, request: Mapping[str, Quantity], limit: Mapping[str, Quantity]
+    limit_type: str,
+    name: str,
+    enforced: Quantity,
+    request: Mapping[str, Quantity],
+    limit: Mapping[str, Quantity],
 ) -> str:
     req, lim = request.get(name), limit.get(name)
     r, li, e = _values(req, lim, enforced)
@@ -127,7 +131,11 @@ def min_constraint(
 
 
 def max_constraint(
-    limit_type: str, name: str, enforced: Quantity, request: Mapping[str, Quantity], limit: Mapping[str, Quantity]
+    limit_type: str,
+    name: str,
+    enforced: Quantity,
+    request: Mapping[str, Quantity],
+    limit: Mapping[str, Quantity],
 ) -> str:
     req, lim = request.get(name), limit.get(name)
     r, li, e = _values(req, lim, enforced)
@@ -141,7 +149,11 @@ def max_constraint(
 
 
 def ratio_constraint(
-    limit_type: str, name: str, enforced: Quantity, request: Mapping[str, Quantity], limit: Mapping[str, Quantity]
+    limit_type: str,
+    name: str,
+    enforced: Quantity,
+    request: Mapping[str, Quantity],
+    limit: Mapping[str, Quantity],
 ) -> str:
     req, lim = request.get(name), limit.get(name)
     r, li, _ = _values(req, lim, enforced)
