@@ -10,7 +10,8 @@ after its last object is gone. Those rules are one state machine and read best t
     live --delete, grace > 0 or held--> terminating (deletionTimestamp + grace set)
     terminating --delete with grace 0, or last finalizer removed by an update
                   (Store.write)--> gone
-    namespace: Terminating --every object in it deleted (_empty_namespace)-->
+    namespace: Terminating --every object in it deleted (_empty_namespace), what is left
+               reported in its conditions (NamespaceContentRemaining, ...)-->
                --last one gone (after_delete)--> "kubernetes" finalizer dropped --> gone
 
 Propagation (upstream's deletionFinalizersForGarbageCollection): a delete with
@@ -222,7 +223,8 @@ def grace_period(kind: Kind, obj: Message, requested: int | None) -> int:
 
 async def _empty_namespace(store: Store, namespace: str) -> None:
     """The namespace controller's work, done by the apiserver at once: delete everything
-    in a terminating namespace (grace periods and finalizers honoured), then finish it."""
+    in a terminating namespace (grace periods and finalizers honoured), report what is
+    left in the namespace's conditions, then finish it."""
     for kind in KINDS:
         if not kind.namespaced:
             continue
@@ -231,7 +233,107 @@ async def _empty_namespace(store: Store, namespace: str) -> None:
             # A corrupt object stays (the namespace with it) until it is unsafely deleted.
             with contextlib.suppress(NotFoundError, ConflictError, CorruptObjectError):
                 await delete(store, kind, namespace, kv.key.rsplit("/", 1)[1])
+    await _report_remaining(store, namespace)
     await _finish_namespace(store, namespace)
+
+
+#: The conditions the namespace controller keeps on a terminating namespace, with the
+#: reason and message of each when all is well (upstream's status_condition_utils.go).
+NAMESPACE_CONDITIONS_OK = {
+    "NamespaceDeletionDiscoveryFailure": (
+        "ResourcesDiscovered",
+        "All resources successfully discovered",
+    ),
+    "NamespaceDeletionGroupVersionParsingFailure": (
+        "ParsedGroupVersions",
+        "All legacy kube types successfully parsed",
+    ),
+    "NamespaceDeletionContentFailure": (
+        "ContentDeleted",
+        "All content successfully deleted, may be waiting on finalization",
+    ),
+    "NamespaceContentRemaining": ("ContentRemoved", "All content successfully removed"),
+    "NamespaceFinalizersRemaining": (
+        "ContentHasNoFinalizers",
+        "All content-preserving finalizers finished",
+    ),
+}
+
+
+def namespace_conditions(
+    remaining: dict[str, int],
+    finalizers: dict[str, int],
+    now: str,
+    previous: list[core_pb2.NamespaceCondition],
+) -> list[core_pb2.NamespaceCondition]:
+    """The conditions of a terminating namespace given what is left in it (`remaining`:
+    group-resource -> objects; `finalizers`: finalizer -> objects holding it). A condition
+    whose status, reason and message did not change keeps its lastTransitionTime."""
+    before = {c.type: c for c in previous}
+    out = []
+    for ctype, (reason, message) in NAMESPACE_CONDITIONS_OK.items():
+        status = "False"
+        if ctype == "NamespaceContentRemaining" and remaining:
+            status, reason = "True", "SomeResourcesRemain"
+            message = "Some resources are remaining: " + ", ".join(
+                f"{gr} has {n} resource instances" for gr, n in sorted(remaining.items())
+            )
+        elif ctype == "NamespaceFinalizersRemaining" and finalizers:
+            status, reason = "True", "SomeFinalizersRemain"
+            message = "Some content in the namespace has finalizers remaining: " + ", ".join(
+                f"{f} in {n} resource instances" for f, n in sorted(finalizers.items())
+            )
+        old = before.get(ctype)
+        same = old is not None and (old.status, old.reason, old.message) == (
+            status,
+            reason,
+            message,
+        )
+        out.append(
+            core_pb2.NamespaceCondition(
+                type=ctype,
+                status=status,
+                reason=reason,
+                message=message,
+                last_transition_time=old.last_transition_time if same and old else now,
+            )
+        )
+    return out
+
+
+async def _report_remaining(store: Store, namespace: str) -> None:
+    """Write the namespace's conditions from what its first sweep left behind."""
+    remaining: dict[str, int] = {}
+    finalizers: dict[str, int] = {}
+    for kind in KINDS:
+        if not kind.namespaced:
+            continue
+        items, _ = await store.storage.list(kind.prefix(namespace))
+        if not items:
+            continue
+        remaining[f"{kind.resource}.{kind.group}" if kind.group else kind.resource] = len(items)
+        for kv in items:
+            with contextlib.suppress(CorruptObjectError):
+                for f in _meta(store.decode(kind, kv)).finalizers:
+                    finalizers[f] = finalizers.get(f, 0) + 1
+    ns_kind = BY_KIND["Namespace"]
+    for _ in range(MAX_RETRIES):
+        kv = await store.storage.get(ns_kind.key("", namespace))
+        if kv is None:
+            return
+        ns = narrow(store.decode(ns_kind, kv), core_pb2.Namespace)
+        if not ns.metadata.deletion_timestamp:
+            return
+        conds = namespace_conditions(
+            remaining, finalizers, rfc3339(store.clock.now()), list(ns.status.conditions)
+        )
+        del ns.status.conditions[:]
+        ns.status.conditions.extend(conds)
+        try:
+            await store.write(ns_kind, ns, kv)
+            return
+        except ConflictError:
+            continue
 
 
 async def after_delete(store: Store, kind: Kind, namespace: str) -> None:

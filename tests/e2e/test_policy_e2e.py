@@ -254,3 +254,91 @@ def test_a_pod_count_quota_holds_a_deployment_below_its_replicas(cluster: Cluste
     pods = kubectl(cluster, "get", "pods", "-n", ns, "-o", "name").stdout.split()
     assert len(pods) == 2
     assert _quota(cluster, "pod-demo", ns)["status"]["used"] == {"pods": "2"}
+
+
+# ------------------------------------------------------------------ cascading deletion
+
+# content/en/examples/controllers/nginx-deployment.yaml
+NGINX_DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: nginx-deployment
+  labels:
+    app: nginx
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      app: nginx
+  template:
+    metadata:
+      labels:
+        app: nginx
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.14.2
+        ports:
+        - containerPort: 80
+"""
+
+
+def _names(k: Cluster, what: str, ns: str) -> list[str]:
+    return kubectl(k, "get", what, "-n", ns, "-o", "name").stdout.split()
+
+
+def _deployment_with_pods(k: Cluster, ns: str) -> None:
+    kubectl(k, "create", "namespace", ns)
+    apply(k, NGINX_DEPLOYMENT, ns)
+    until(lambda: len(_names(k, "pods", ns)) == 3, timeout=90)
+
+
+def test_delete_cascade_orphan_keeps_the_replicaset_and_its_pods(cluster: Cluster) -> None:
+    ns = "cascade-orphan"
+    _deployment_with_pods(cluster, ns)
+    kubectl(cluster, "delete", "deployment", "nginx-deployment", "-n", ns, "--cascade=orphan")
+    assert _names(cluster, "deployments", ns) == []
+    (rs,) = _names(cluster, "replicasets", ns)
+    got = json.loads(kubectl(cluster, "get", rs, "-n", ns, "-o", "json").stdout)
+    assert "ownerReferences" not in got["metadata"]
+    assert len(_names(cluster, "pods", ns)) == 3
+    kubectl(cluster, "delete", rs, "-n", ns)  # background: the collector takes the pods
+    until(lambda: _names(cluster, "pods", ns) == [], timeout=90)
+
+
+def test_delete_cascade_foreground_returns_once_the_dependents_are_gone(cluster: Cluster) -> None:
+    ns = "cascade-foreground"
+    _deployment_with_pods(cluster, ns)
+    kubectl(cluster, "delete", "deployment", "nginx-deployment", "-n", ns, "--cascade=foreground")
+    # Foreground: the Deployment went only after its ReplicaSet, which went after its pods.
+    assert _names(cluster, "deployments", ns) == []
+    assert _names(cluster, "replicasets", ns) == []
+    assert _names(cluster, "pods", ns) == []
+
+
+def test_delete_cascade_background_removes_the_dependents_after_the_owner(cluster: Cluster) -> None:
+    ns = "cascade-background"
+    _deployment_with_pods(cluster, ns)
+    kubectl(cluster, "delete", "deployment", "nginx-deployment", "-n", ns, "--cascade=background")
+    until(
+        lambda: _names(cluster, "replicasets", ns) == [] and _names(cluster, "pods", ns) == [],
+        timeout=90,
+    )
+
+
+def test_a_deleted_namespace_terminates_refuses_new_content_then_goes(cluster: Cluster) -> None:
+    ns = "going-away"
+    _deployment_with_pods(cluster, ns)
+    kubectl(cluster, "delete", "namespace", ns, "--wait=false")
+    r = apply(cluster, MEMORY_DEFAULTS_POD, ns, check=False)
+    gone_already = "not found" in r.stderr
+    if not gone_already:
+        assert r.returncode != 0
+        assert (
+            f'pods "default-mem-demo" is forbidden: unable to create new content in namespace {ns} '
+            "because it is being terminated" in r.stderr
+        )
+    until(lambda: kubectl(cluster, "get", "namespace", ns, check=False).returncode != 0, timeout=90)
+    assert _names(cluster, "pods", ns) == []
+    r = apply(cluster, MEMORY_DEFAULTS_POD, ns, check=False)
+    assert r.returncode != 0 and f'namespaces "{ns}" not found' in r.stderr

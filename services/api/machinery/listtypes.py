@@ -86,6 +86,7 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "NodeSpec", "taints"): _ATOMIC,
     (_P + "NodeSpec", "podCIDRs"): _SET_MERGE,
     (_P + "NodeStatus", "conditions"): _BY_TYPE,
+    (_P + "NamespaceStatus", "conditions"): _BY_TYPE,
     (_P + "NodeStatus", "addresses"): _BY_TYPE,
     (_P + "NodeStatus", "images"): _ATOMIC,
     (_P + "ContainerImage", "names"): _ATOMIC,

@@ -83,6 +83,10 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.LimitRangeSpec": {
         "limits": [],
     },
+    "kubera.v1.NamespaceCondition": {
+        "status": "",
+        "type": "",
+    },
     "kubera.v1.NodeAddress": {
         "address": "",
         "type": "",
