@@ -47,8 +47,7 @@ from services.api.helpers.wellknown import NODE_LEASE_NAMESPACE
 from services.api.machinery.errors import ConflictError, NotFoundError
 from services.api.machinery.kinds import KINDS, Kind
 from services.api.machinery.kubeobject import object_meta
-from services.client import Client, Handlers, SharedInformers
-from services.client.informer import Informer
+from services.client import Client, Handlers, Informer, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.controller_utils import wait_synced
 from services.controllers.workqueue import WorkerSettings, WorkQueue, controller_queue, run_workers
