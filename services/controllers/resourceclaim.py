@@ -20,8 +20,9 @@ deleted and was never scheduled: then no container of it runs and none will. A p
 deleted on a node keeps its claims until its kubelet is done and the pod is gone. Pods that
 are done or being deleted never get new claims.
 
-kubera has no garbage collector: a claim whose owner pod is gone is deleted here (upstream
-leaves that to the GC). Before a pod missing from the cache is taken for gone, the
+A claim whose owner pod is gone is deleted here too (upstream leaves that to the garbage
+collector, which kubera now runs as well; this controller keeps doing it so a
+controller-manager without the collector still frees claims). Before a pod missing from the cache is taken for gone, the
 apiserver is asked (the cache may simply not have seen a new pod yet).
 
 Invariant of the claim-making step: at most one claim per (pod UID, entry). Claims this
