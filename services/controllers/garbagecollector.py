@@ -141,6 +141,9 @@ class GarbageCollector:
             base_delay=self.config.base_backoff,
             max_delay=self.config.max_backoff,
         )
+        #: Until every informer has listed, an owner missing from the graph may simply not
+        #: be listed yet: dangling owners are looked for once, after the sync (`run`).
+        self.synced = False
         self.informers: list[Informer] = []
         for kind in KINDS:
             if kind.kind in IGNORED:
@@ -152,6 +155,10 @@ class GarbageCollector:
     async def run(self, stop: asyncio.Event) -> None:
         try:
             if await wait_synced(stop, *(i.synced for i in self.informers)):
+                self.synced = True
+                for node in list(self.graph.values()):
+                    if any(r.uid not in self.graph for r in node.owners):
+                        self.queue.add((DELETE, node.uid))
                 await run_workers(
                     self.queue,  # type: ignore[arg-type]
                     self.sync,  # type: ignore[arg-type]
@@ -189,7 +196,9 @@ class GarbageCollector:
         for ref in new.owners:
             self.dependents.setdefault(ref.uid, set()).add(new.uid)
             owner = self.graph.get(ref.uid)
-            if owner is None or owner.deleting_dependents():
+            if (owner is None and self.synced) or (
+                owner is not None and owner.deleting_dependents()
+            ):
                 self.queue.add((DELETE, new.uid))  # a dangling or waiting owner
         if new.deleting and FINALIZER_ORPHAN in new.finalizers:
             self.queue.add((ORPHAN, new.uid))

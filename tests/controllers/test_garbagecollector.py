@@ -251,3 +251,15 @@ async def test_cluster_scoped_owners_collect_namespaced_dependents(
     await cluster.client.create(lease)
     await cluster.client.delete(NODES, "n1")
     await until_gone(cluster, LEASES, "n1", "kube-node-lease")
+
+
+async def test_dependents_left_dangling_while_no_collector_ran_are_collected_at_start(
+    cluster: ControllerCluster,
+) -> None:
+    """The sweep after the informers' sync: an owner deleted before the collector started."""
+    rs = await cluster.create(_rs_doc())
+    await cluster.client.create(_owned("orphaned", rs))
+    await cluster.client.delete(RS, "rs", NS)
+    assert await _exists(cluster, PODS, "orphaned")
+    await _start(cluster)
+    await until_gone(cluster, PODS, "orphaned")
