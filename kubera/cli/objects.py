@@ -240,6 +240,10 @@ def _grace(args: argparse.Namespace) -> int | None:
     return args.grace_period
 
 
+#: kubectl's --cascade values -> DeleteOptions.propagationPolicy.
+CASCADE = {"background": "Background", "foreground": "Foreground", "orphan": "Orphan"}
+
+
 async def _delete_one(
     client: Client,
     kind: Kind,
@@ -250,10 +254,16 @@ async def _delete_one(
     context: str = "",
     ignore_not_found: bool = False,
     unsafe: bool = False,
+    cascade: str = "",
 ) -> bool:
     try:
         await client.delete(
-            kind, name, namespace, grace_period_seconds=grace, ignore_store_read_error=unsafe
+            kind,
+            name,
+            namespace,
+            grace_period_seconds=grace,
+            ignore_store_read_error=unsafe,
+            propagation_policy=CASCADE.get(cascade, ""),
         )
     except NotFoundError as e:
         if ignore_not_found:
@@ -288,6 +298,7 @@ async def cmd_delete(args: argparse.Namespace) -> int:
                     context=f'error when deleting "{m.document.where}": ',
                     ignore_not_found=args.ignore_not_found,
                     unsafe=args.ignore_store_read_error_with_cluster_breaking_potential,
+                    cascade=args.cascade,
                 )
         return 0 if ok else 1
     if not args.resources:
@@ -307,7 +318,12 @@ async def cmd_delete(args: argparse.Namespace) -> int:
             for kind, group in groups:
                 for obj in group:
                     ok &= await _delete_one(
-                        client, kind, meta_of(obj).name, meta_of(obj).namespace, grace
+                        client,
+                        kind,
+                        meta_of(obj).name,
+                        meta_of(obj).namespace,
+                        grace,
+                        cascade=args.cascade,
                     )
             return 0 if ok else 1
         for kind in req.kinds:
@@ -321,6 +337,7 @@ async def cmd_delete(args: argparse.Namespace) -> int:
                     grace,
                     ignore_not_found=args.ignore_not_found,
                     unsafe=args.ignore_store_read_error_with_cluster_breaking_potential,
+                    cascade=args.cascade,
                 )
     return 0 if ok else 1
 
@@ -365,6 +382,10 @@ async def _describe(client: Client, kind: Kind, obj: Message, now: float) -> str
         return describe.describe_pod(obj, events, now, await _pod_claims(client, obj))
     if kind.kind == "ResourceClaim":
         return describe.describe_resource_claim(obj, events, now)
+    if kind.kind == "ResourceQuota":
+        return describe.describe_resource_quota(obj)
+    if kind.kind == "LimitRange":
+        return describe.describe_limit_range(obj)
     if kind.kind == "Node":
         name = meta_of(obj).name
         pods, _ = await client.list(
@@ -435,6 +456,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="seconds a pod gets to terminate (default: its own terminationGracePeriodSeconds)",
     )
     p.add_argument("--now", action="store_true", help="terminate at once (grace period 1)")
+    p.add_argument(
+        "--cascade",
+        choices=tuple(CASCADE),
+        default="background",
+        help="what happens to the dependents (kubectl's): background deletes them after the "
+        "object, foreground before it, orphan keeps them without their owner reference",
+    )
     p.add_argument(
         "--ignore-not-found", action="store_true", help="no error for objects that are not there"
     )

@@ -667,3 +667,78 @@ def describe_resource_claim(claim: Message, events: Sequence[Message], now: floa
     w.multiline(1, "Reserved For", refs)
     _describe_events(w, events, now)
     return w.text()
+
+
+# ------------------------------------------------------------------ quota and limits
+
+#: kubectl's helpText for each quota scope (describe.go, helpTextForResourceQuotaScope).
+_SCOPE_HELP = {
+    "Terminating": "Matches all pods that have an active deadline. These pods have a limited "
+    "lifespan on a node before being actively terminated by the system.",
+    "NotTerminating": "Matches all pods that do not have an active deadline. These pods usually "
+    "include long running pods whose container command is not expected to terminate.",
+    "BestEffort": "Matches all pods that do not have resource requirements set. These pods have "
+    "a best effort quality of service.",
+    "NotBestEffort": "Matches all pods that have at least one resource requirement set. These "
+    "pods have a burstable or guaranteed quality of service.",
+}
+
+
+def describe_resource_quota(rq: Message) -> str:
+    """kubectl describe quota: name, namespace, scopes, then Resource / Used / Hard."""
+    x: Any = rq
+    w = _Describe()
+    _describe_meta(w, rq, namespaced=True)
+    scopes = sorted(x.spec.scopes)
+    if scopes:
+        w.line(0, "Scopes:", ", ".join(scopes))
+        for s in scopes:
+            if s in _SCOPE_HELP:
+                w.line(0, f" * {_SCOPE_HELP[s]}")
+    for req in x.spec.scope_selector.match_expressions:
+        values = ", ".join(req.values)
+        w.line(0, "Scope Selector:", f"{req.scope_name} {req.operator} [{values}]")
+    w.line(0, "Resource", "Used", "Hard")
+    w.line(0, "--------", "----", "----")
+    for name in sorted(x.status.hard):
+        w.line(0, name, x.status.used.get(name, "0"), x.status.hard[name])
+    return w.text()
+
+
+def describe_limit_range(lr: Message) -> str:
+    """kubectl describe limitrange: one row per type and resource with its bounds and
+    defaults ("-" where none is set)."""
+    x: Any = lr
+    w = _Describe()
+    _describe_meta(w, lr, namespaced=True)
+    w.line(
+        0,
+        "Type",
+        "Resource",
+        "Min",
+        "Max",
+        "Default Request",
+        "Default Limit",
+        "Max Limit/Request Ratio",
+    )
+    w.line(
+        0,
+        "----",
+        "--------",
+        "---",
+        "---",
+        "---------------",
+        "-------------",
+        "-----------------------",
+    )
+    for item in x.spec.limits:
+        maps = (
+            item.min,
+            item.max,
+            item.default_request,
+            item.default,
+            item.max_limit_request_ratio,
+        )
+        for res in sorted(set().union(*(set(m) for m in maps))):
+            w.line(0, item.type, res, *(m.get(res, "-") for m in maps))
+    return w.text()
