@@ -312,9 +312,9 @@ async def _report_remaining(store: Store, namespace: str) -> None:
         if not items:
             continue
         remaining[f"{kind.resource}.{kind.group}" if kind.group else kind.resource] = len(items)
-        for kv in items:
+        for item in items:
             with contextlib.suppress(CorruptObjectError):
-                for f in _meta(store.decode(kind, kv)).finalizers:
+                for f in _meta(store.decode(kind, item)).finalizers:
                     finalizers[f] = finalizers.get(f, 0) + 1
     ns_kind = BY_KIND["Namespace"]
     for _ in range(MAX_RETRIES):
