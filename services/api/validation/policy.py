@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.api.machinery import names
-from services.api.machinery.errors import duplicate, forbidden, invalid, required, unsupported
+from services.api.machinery.errors import duplicate, forbidden, invalid, required
 from services.api.machinery.quantity import Quantity
 from services.api.validation.common import (
     Errors,
@@ -69,15 +69,48 @@ def _resource_list(path: str, values: Any, errs: Errors) -> dict[str, Quantity]:
     return parsed
 
 
+#: helper.IsStandardQuotaResourceName's names (the scope check looks at these only).
+_STANDARD_QUOTA_RESOURCES = frozenset(
+    {
+        "pods",
+        "services",
+        "replicationcontrollers",
+        "resourcequotas",
+        "secrets",
+        "configmaps",
+        "persistentvolumeclaims",
+        "services.nodeports",
+        "services.loadbalancers",
+        "cpu",
+        "memory",
+        "ephemeral-storage",
+        "requests.cpu",
+        "requests.memory",
+        "requests.storage",
+        "requests.ephemeral-storage",
+        "limits.cpu",
+        "limits.memory",
+        "limits.ephemeral-storage",
+    }
+)
+_POD_COMPUTE = frozenset(
+    {"cpu", "memory", "limits.cpu", "limits.memory", "requests.cpu", "requests.memory"}
+)
+
+
 def _scope_resources_ok(scope: str, hard: dict[str, Quantity]) -> bool:
-    """Whether every hard resource can be tracked by `scope` (upstream's
-    isStandardResourceQuotaScopeForResource / helper.IsResourceQuotaScopeValidForResource)."""
+    """IsResourceQuotaScopeValidForResource over the standard quota names of `hard`."""
+    standard = [r for r in hard if r in _STANDARD_QUOTA_RESOURCES]
     if scope == "BestEffort":
-        return all(r in _BEST_EFFORT_RESOURCES for r in hard)
-    if scope in ("Terminating", "NotTerminating", "NotBestEffort", "PriorityClass"):
-        return all(
-            r in _COMPUTE_SCOPE_RESOURCES or r.startswith(("requests.", "limits.")) for r in hard
-        )
+        return all(r == "pods" for r in standard)
+    if scope in (
+        "Terminating",
+        "NotTerminating",
+        "NotBestEffort",
+        "PriorityClass",
+        "CrossNamespacePodAffinity",
+    ):
+        return all(r == "pods" or r in _POD_COMPUTE for r in standard)
     return True
 
 
@@ -86,18 +119,20 @@ def validate_resource_quota(rq: Any) -> Errors:
     spec = rq.spec
     hard = _resource_list("spec.hard", spec.hard, errs)
     scopes: list[str] = list(spec.scopes)
-    for i, s in enumerate(spec.scopes):
+    for s in spec.scopes:
         if s not in QUOTA_SCOPES:
-            errs.append(unsupported(index("spec.scopes", i), s, QUOTA_SCOPES))
+            errs.append(invalid("spec.scopes", s, "unsupported scope"))
     sel_path = "spec.scopeSelector.matchExpressions"
     for i, req in enumerate(spec.scope_selector.match_expressions):
         p = index(sel_path, i)
         if req.scope_name not in QUOTA_SCOPES:
-            errs.append(unsupported(child(p, "scopeName"), req.scope_name, QUOTA_SCOPES))
+            errs.append(invalid(child(p, "scopeName"), req.scope_name, "unsupported scope"))
             continue
         scopes.append(req.scope_name)
         if req.operator not in SCOPE_OPERATORS:
-            errs.append(unsupported(child(p, "operator"), req.operator, SCOPE_OPERATORS))
+            errs.append(
+                invalid(child(p, "operator"), req.operator, "not a valid selector operator")
+            )
         elif req.operator in ("In", "NotIn"):
             if not req.values:
                 errs.append(
@@ -131,7 +166,7 @@ def validate_resource_quota(rq: Any) -> Errors:
     pairs = (("Terminating", "NotTerminating"), ("BestEffort", "NotBestEffort"))
     for a, b in pairs:
         if a in scopes and b in scopes:
-            errs.append(invalid(path, scopes, f"conflicting scopes: {a}, {b}"))
+            errs.append(invalid(path, scopes, "conflicting scopes"))
     _resource_list("status.hard", rq.status.hard, errs)
     _resource_list("status.used", rq.status.used, errs)
     return errs
