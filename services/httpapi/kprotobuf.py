@@ -2,7 +2,8 @@
 
 Why this module exists: client-go's typed clients send protobuf, and kubectl's
 generators use them (`kubectl create namespace NAME`, `kubectl create deployment ...`,
-`kubectl create priorityclass ...`, `kubectl create poddisruptionbudget ...`), with no
+`kubectl create priorityclass ...`, `kubectl create poddisruptionbudget ...`,
+`kubectl create quota ...`), with no
 fallback to JSON on 415. kubera's own protobuf messages are not upstream's (other field
 numbers), so such a body is read here with a table of upstream's field numbers (facts of
 k8s.io/api's generated.proto) into the Kubernetes JSON the rest of the edge decodes.
@@ -164,6 +165,23 @@ SCHEMA: dict[str, dict[int, F]] = {
         3: F("template", "PodTemplateSpec"),
         4: F("minReadySeconds", "int"),
     },
+    # core/v1 quota (`kubectl create quota NAME --hard=... --scopes=...`)
+    "ResourceQuota": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("spec", "ResourceQuotaSpec"),
+        3: F("status", "skip"),
+    },
+    "ResourceQuotaSpec": {
+        1: F("hard", "quantities"),
+        2: F("scopes", "string", repeated=True),
+        3: F("scopeSelector", "ScopeSelector"),
+    },
+    "ScopeSelector": {1: F("matchExpressions", "ScopedResourceSelectorRequirement", repeated=True)},
+    "ScopedResourceSelectorRequirement": {
+        1: F("scopeName", "string"),
+        2: F("operator", "string"),
+        3: F("values", "string", repeated=True),
+    },
     # scheduling.k8s.io/v1
     "PriorityClass": {
         1: F("metadata", "ObjectMeta"),
@@ -189,6 +207,7 @@ SCHEMA: dict[str, dict[int, F]] = {
 #: (apiVersion, kind) -> the message the raw bytes are.
 TOP: dict[tuple[str, str], str] = {
     ("v1", "Namespace"): "Namespace",
+    ("v1", "ResourceQuota"): "ResourceQuota",
     ("apps/v1", "Deployment"): "Deployment",
     ("apps/v1", "ReplicaSet"): "ReplicaSet",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",

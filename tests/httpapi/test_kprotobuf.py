@@ -104,3 +104,24 @@ def test_a_deeply_nested_unknown_field_is_refused_not_searched_forever() -> None
         nested = field(1, nested)
     with pytest.raises(ProtobufBodyError, match="field 99 of Namespace"):
         decode(envelope("v1", "Namespace", field(99, nested)))
+
+
+def test_a_resource_quota_as_kubectl_create_quota_sends_it() -> None:
+    """`kubectl create quota q --hard=pods=2,requests.cpu=1 --scopes=BestEffort`."""
+    hard = field(1, field(1, "pods") + field(2, field(1, "2"))) + field(
+        1, field(1, "requests.cpu") + field(2, field(1, "1"))
+    )
+    sel = field(1, field(1, "PriorityClass") + field(2, "In") + field(3, "high"))
+    spec = hard + field(2, "BestEffort") + field(3, sel)
+    doc = decode(
+        envelope("v1", "ResourceQuota", field(1, field(1, "q")) + field(2, spec) + field(3, b""))
+    )
+    assert doc["spec"] == {
+        "hard": {"pods": "2", "requests.cpu": "1"},
+        "scopes": ["BestEffort"],
+        "scopeSelector": {
+            "matchExpressions": [
+                {"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}
+            ]
+        },
+    }
