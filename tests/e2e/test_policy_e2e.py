@@ -190,6 +190,13 @@ def test_limit_range_defaults_appear_on_a_pod_that_names_no_resources(cluster: C
     )
     shown = kubectl(cluster, "get", "limitranges", "-n", "default-mem-example").stdout
     assert shown.split()[:4] == ["NAME", "CREATED", "AT", "mem-limit-range"]
+    described = kubectl(
+        cluster, "describe", "limitrange", "mem-limit-range", "-n", "default-mem-example"
+    )
+    row = next(
+        line.split() for line in described.stdout.splitlines() if line.startswith("Container")
+    )
+    assert row == ["Container", "memory", "-", "-", "256Mi", "512Mi", "-"]
 
 
 def test_a_pod_above_the_limit_range_max_is_refused(cluster: Cluster) -> None:
@@ -254,6 +261,12 @@ def test_a_pod_count_quota_holds_a_deployment_below_its_replicas(cluster: Cluste
     pods = kubectl(cluster, "get", "pods", "-n", ns, "-o", "name").stdout.split()
     assert len(pods) == 2
     assert _quota(cluster, "pod-demo", ns)["status"]["used"] == {"pods": "2"}
+    # kubectl's generator sends the quota as Kubernetes protobuf
+    kubectl(
+        cluster, "create", "quota", "best-effort", "-n", ns, "--hard=pods=5", "--scopes=BestEffort"
+    )
+    got = _quota(cluster, "best-effort", ns)
+    assert got["spec"] == {"hard": {"pods": "5"}, "scopes": ["BestEffort"]}
 
 
 # ------------------------------------------------------------------ cascading deletion
