@@ -9,14 +9,15 @@ uses it), and writes the status when hard or used changed (syncResourceQuota).
 
 When a quota is synced:
 - it was added or its spec changed (the quota informer);
-- a pod of its namespace was deleted or stopped counting (became Succeeded/Failed):
-  upstream's replenishment, from the pod informer;
+- an object of its namespace was deleted, or a pod stopped counting (became
+  Succeeded/Failed): upstream's replenishment, from the informers of every namespaced kind
+  (shared with the garbage collector's; events and leases excepted);
 - every `resync_period` seconds of the injected clock (upstream's
   --resource-quota-sync-period, 5 min), which also catches what the informers do not watch.
 
-Difference from upstream: upstream's QuotaMonitor runs an informer per quota-able resource;
-kubera watches pods only and lists the other kinds a quota counts (count/<resource>) at sync,
-so a deleted ConfigMap frees its quota at the next sync of a pod event or the resync.
+Difference from upstream: events and leases are not watched (upstream's quota ignores
+events; the nodes' leases renew all the time): they are listed from the apiserver when a
+quota counts them, so their deletes free quota at the next sync.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from protos.kubera.v1 import core_pb2, policyv1core_pb2
 from services.api.helpers import quota as q
 from services.api.machinery.errors import ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND, KINDS, Kind
-from services.api.machinery.kubeobject import narrow
+from services.api.machinery.kubeobject import narrow, object_meta
 from services.api.machinery.meta import object_key
-from services.client import Client, Handlers, SharedInformers
+from services.client import Client, Handlers, Informer, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.controller_utils import NamespaceIndex, wait_synced
 from services.controllers.workqueue import WorkerSettings, WorkQueue, controller_queue, run_workers
@@ -42,6 +43,8 @@ log = logging.getLogger(__name__)
 
 PODS = BY_KIND["Pod"]
 QUOTAS = BY_KIND["ResourceQuota"]
+#: Kinds whose objects are not watched here, only listed when a quota counts them.
+_NOT_WATCHED = frozenset({"Event", "Lease"})
 
 
 @dataclass
@@ -113,10 +116,22 @@ class ResourceQuotaController:
         self._pod_index = NamespaceIndex(self.pod_informer, core_pb2.Pod)
         self.quota_informer.add_handlers(Handlers(self._enqueue, self._quota_updated, None))
         self.pod_informer.add_handlers(Handlers(None, self._pod_updated, self._pod_deleted))
+        #: The informers of the other kinds a quota may count (count/<resource>), shared
+        #: with the garbage collector's: a delete of any of them frees quota at once.
+        self.kind_informers: dict[str, Informer] = {}
+        for kind in KINDS:
+            if not kind.namespaced or kind.kind in _NOT_WATCHED or kind is PODS:
+                continue
+            inf = informers.get(kind)
+            inf.add_handlers(Handlers(None, None, self._object_deleted))
+            self.kind_informers[kind.resource] = inf
 
     async def run(self, stop: asyncio.Event) -> None:
         try:
-            if await wait_synced(stop, self.quota_informer.synced, self.pod_informer.synced):
+            others = (i.synced for i in self.kind_informers.values())
+            if await wait_synced(
+                stop, self.quota_informer.synced, self.pod_informer.synced, *others
+            ):
                 await run_workers(
                     self.queue,
                     self.sync,
@@ -148,6 +163,9 @@ class ResourceQuotaController:
     def _pod_deleted(self, obj: Message) -> None:
         self._enqueue_namespace(narrow(obj, core_pb2.Pod).metadata.namespace)
 
+    def _object_deleted(self, obj: Message) -> None:
+        self._enqueue_namespace(object_meta(obj).namespace)
+
     def wants_pod_update(self, old: Message, new: Message) -> bool:
         """A pod that stopped counting (terminal, or past its deletion grace) frees quota."""
         now = self.clock.now()
@@ -163,8 +181,13 @@ class ResourceQuotaController:
         namespace = rq.metadata.namespace
         out: dict[str, list[Message]] = {}
         for kind in _kinds_counted(dict(rq.spec.hard)):
+            inf = self.kind_informers.get(kind.resource)
             if kind is PODS:
                 out[kind.resource] = list(self._pod_index.list(namespace))
+            elif inf is not None:
+                out[kind.resource] = [
+                    o for o in inf.store.values() if object_meta(o).namespace == namespace
+                ]
             else:
                 out[kind.resource], _ = await self.client.list(kind, namespace=namespace)
         return out

@@ -140,3 +140,22 @@ async def test_a_spec_change_is_reflected_in_status_hard(cluster: ControllerClus
 
     await cluster.until(widened)
     assert _used(cluster, ctrl) == {"pods": "0", "count/pods": "0"}
+
+
+async def test_deleting_an_object_of_another_kind_frees_its_count(
+    cluster: ControllerCluster,
+) -> None:
+    """Replenishment from every kind's informer, not only at the resync."""
+    ctrl = ResourceQuotaController(
+        cluster.client,
+        cluster.informers,
+        clock=cluster.api_clock,
+        config=ResourceQuotaConfig(resync_period=3600),
+    )
+    await cluster.start(ctrl)
+    await cluster.client.create(resource_quota("compute", NS, hard={"count/replicasets.apps": "2"}))
+    await cluster.until(lambda: _used(cluster, ctrl) == {"count/replicasets.apps": "0"})
+    await cluster.replica_set("rs", 0, {"app": "rs"})
+    await cluster.until(lambda: _used(cluster, ctrl) == {"count/replicasets.apps": "1"})
+    await cluster.client.delete(BY_KIND["ReplicaSet"], "rs", NS)
+    await cluster.until(lambda: _used(cluster, ctrl) == {"count/replicasets.apps": "0"})
