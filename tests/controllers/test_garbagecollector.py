@@ -263,3 +263,91 @@ async def test_dependents_left_dangling_while_no_collector_ran_are_collected_at_
     assert await _exists(cluster, PODS, "orphaned")
     await _start(cluster)
     await until_gone(cluster, PODS, "orphaned")
+
+
+# ------------------------------------------------------------------ the graph alone
+# (garbagecollector_test.go TestProcessEvent-like: what each event does to the graph and
+# the queue, with no apiserver behind the collector)
+
+
+class _NoClient:
+    """The graph tests never reach the apiserver."""
+
+
+def _graph_gc() -> GarbageCollector:
+    from services.client import SharedInformers
+
+    return GarbageCollector(_NoClient(), SharedInformers(_NoClient()))  # type: ignore[arg-type]
+
+
+def _obj(kind: Kind, name: str, uid: str, *owners: tuple[str, str], **meta: Any) -> Message:
+    obj = kind.new()
+    m: Any = obj.metadata  # type: ignore[attr-defined]
+    m.name, m.namespace, m.uid = name, NS if kind.namespaced else "", uid
+    for owner_name, owner_uid in owners:
+        m.owner_references.add(
+            api_version="apps/v1",
+            kind="ReplicaSet",
+            name=owner_name,
+            uid=owner_uid,
+            block_owner_deletion=True,
+        )
+    if meta.get("deleting"):
+        m.deletion_timestamp = "2026-01-01T00:00:00Z"
+    m.finalizers.extend(meta.get("finalizers", ()))
+    return obj
+
+
+async def _queued(gc: GarbageCollector) -> set[tuple[str, str]]:
+    """Everything the events queued (the queue drained, as workers would)."""
+    out = set()
+    while len(gc.queue):
+        item = await gc.queue.get()
+        assert item is not None
+        gc.queue.done(item)
+        out.add(item)
+    return out
+
+
+async def test_the_graph_follows_owner_references() -> None:
+    gc = _graph_gc()
+    gc.synced = True
+    gc.observe(RS, _obj(RS, "rs", "u-rs"))
+    gc.observe(PODS, _obj(PODS, "p", "u-p", ("rs", "u-rs")))
+    assert gc.dependents["u-rs"] == {"u-p"}
+    assert await _queued(gc) == set()  # the owner is in the graph: nothing to attempt
+    gc.observe(PODS, _obj(PODS, "p", "u-p"))  # the reference removed
+    assert gc.dependents.get("u-rs", set()) == set()
+
+
+async def test_a_dependent_whose_owner_is_unseen_is_attempted_only_after_the_sync() -> None:
+    gc = _graph_gc()
+    gc.observe(PODS, _obj(PODS, "p", "u-p", ("rs", "u-gone")))
+    assert await _queued(gc) == set()  # the initial list may not have reached the owner yet
+    gc.synced = True
+    gc.observe(PODS, _obj(PODS, "p2", "u-p2", ("rs", "u-gone")))
+    assert ("delete", "u-p2") in await _queued(gc)
+
+
+async def test_deleting_an_owner_attempts_its_dependents() -> None:
+    gc = _graph_gc()
+    gc.synced = True
+    rs = _obj(RS, "rs", "u-rs")
+    gc.observe(RS, rs)
+    gc.observe(PODS, _obj(PODS, "p", "u-p", ("rs", "u-rs")))
+    gc.forget(RS, rs)
+    assert "u-rs" not in gc.graph
+    assert ("delete", "u-p") in await _queued(gc)
+
+
+async def test_an_owner_held_for_orphaning_or_foreground_is_queued_so() -> None:
+    gc = _graph_gc()
+    gc.synced = True
+    gc.observe(RS, _obj(RS, "a", "u-a", deleting=True, finalizers=["orphan"]))
+    gc.observe(RS, _obj(RS, "b", "u-b", deleting=True, finalizers=["foregroundDeletion"]))
+    gc.observe(PODS, _obj(PODS, "p", "u-p", ("b", "u-b")))
+    queued = await _queued(gc)
+    assert (
+        ("orphan", "u-a") in queued and ("delete", "u-b") in queued and ("delete", "u-p") in queued
+    )
+    assert [d.uid for d in gc.blocking_dependents(gc.graph["u-b"])] == ["u-p"]
