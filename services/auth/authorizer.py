@@ -160,10 +160,9 @@ class KuberaAuthorizer:
         """The garbage collector's writes to kinds the controller-manager does not otherwise
         write: an update whose object differs from the stored one only in its
         ownerReferences and finalizers (upstream grants its collector update on every
-        resource; kubera grants only what the collector changes)."""
+        resource; kubera grants only what the collector changes, a node's Lease included:
+        its renewals stay the kubelet's)."""
         if attrs.verb != "update" or attrs.subresource or attrs.obj is None:
-            return False
-        if attrs.resource == "leases" and attrs.namespace == NODE_LEASE_NAMESPACE:
             return False
         stored = await self._lookup(attrs.resource, attrs.namespace, attrs.name)
         if stored is None or type(stored) is not type(attrs.obj):
