@@ -133,9 +133,12 @@ def _pod(name: str, **labels: str) -> k8s.V1Pod:
 
 def test_core_v1_lists_and_reads_nodes_and_patches_a_label(api: k8s.ApiClient) -> None:
     core = k8s.CoreV1Api(api)
-    until(lambda: len(core.list_node().items) == 2, timeout=60)
-    nodes = core.list_node()
-    name = nodes.items[0].metadata.name
+
+    def hollow() -> list[str]:  # not the node object of every_kind, which has no kubelet
+        return [n.metadata.name for n in core.list_node().items if n.metadata.name != "cl-node"]
+
+    until(lambda: len(hollow()) == 2, timeout=60)
+    name = hollow()[0]
     node = core.read_node(name)
     assert node.metadata.name == name and node.status.allocatable["cpu"]
     patched = core.patch_node(name, {"metadata": {"labels": {"tier": "gold"}}})
@@ -228,5 +231,5 @@ def test_apps_v1_creates_scales_and_deletes_a_deployment(api: k8s.ApiClient) -> 
         lambda: apps.read_namespaced_deployment("py-web", "default").status.replicas == 1,
         timeout=90,
     )
-    assert [d.metadata.name for d in apps.list_namespaced_deployment("default").items] == ["py-web"]
+    assert "py-web" in [d.metadata.name for d in apps.list_namespaced_deployment("default").items]
     apps.delete_namespaced_deployment("py-web", "default")
