@@ -204,6 +204,27 @@ def test_a_watch_from_an_expired_resource_version_gets_410_and_a_relist_watches_
     assert ("ADDED", "py-watched") in seen
 
 
+def test_a_watch_from_past_the_store_gets_the_too_large_error_after_the_wait(
+    api: k8s.ApiClient,
+) -> None:
+    """upstream's waitUntilFreshAndBlock: 3 s, then the watch's ERROR event, a 504 Timeout
+    "Too large resource version", which the client raises (it retries only a 410)."""
+    core = k8s.CoreV1Api(api)
+    current = int(core.list_namespaced_pod("default").metadata.resource_version)
+    with pytest.raises(ApiException) as e:
+        for _ in watch.Watch().stream(
+            core.list_namespaced_pod,
+            "default",
+            resource_version=str(current + 100_000),
+            timeout_seconds=30,
+        ):
+            pass
+    assert e.value.status == 504
+    assert f"Timeout: Too large resource version: {current + 100_000}, current: " in str(
+        e.value.reason
+    )
+
+
 def test_apps_v1_creates_scales_and_deletes_a_deployment(api: k8s.ApiClient) -> None:
     apps = k8s.AppsV1Api(api)
     dep = k8s.V1Deployment(
