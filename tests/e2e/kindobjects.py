@@ -53,6 +53,64 @@ EXTRA: dict[str, dict[str, Any]] = {
             "devices": [{"name": "gpu-0"}],
         },
     },
+    # The kinds of issue 26 (used once KINDS has them; an example in examples/ comes first).
+    "Job": {
+        "spec": {
+            "parallelism": 1,
+            "completions": 1,
+            "backoffLimit": 4,
+            "template": {"spec": {**_POD_SPEC, "restartPolicy": "Never"}},
+        },
+    },
+    "CronJob": {
+        "spec": {
+            "schedule": "*/1 * * * *",
+            "suspend": True,  # listed, never run: no Job every minute of the test
+            "jobTemplate": {
+                "spec": {"template": {"spec": {**_POD_SPEC, "restartPolicy": "OnFailure"}}}
+            },
+        },
+    },
+    "DaemonSet": {
+        "spec": {
+            "selector": {"matchLabels": {"app": "cl-ds"}},
+            "template": {"metadata": {"labels": {"app": "cl-ds"}}, "spec": _POD_SPEC},
+        },
+    },
+    "StatefulSet": {
+        "spec": {
+            "serviceName": "cl-service",
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "cl-sts"}},
+            "template": {"metadata": {"labels": {"app": "cl-sts"}}, "spec": _POD_SPEC},
+        },
+    },
+    "ControllerRevision": {"revision": 1, "data": {"spec": {"template": {"spec": _POD_SPEC}}}},
+    "Service": {
+        "spec": {"selector": {"app": "cl-sts"}, "ports": [{"port": 80, "targetPort": 8080}]},
+    },
+    "EndpointSlice": {
+        "metadata": {"labels": {"kubernetes.io/service-name": "cl-service"}},
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "protocol": "TCP", "port": 80}],
+        "endpoints": [{"addresses": ["10.1.2.3"]}],
+    },
+    "ConfigMap": {"data": {"key": "value"}},
+    "Secret": {"type": "Opaque", "data": {"key": "dmFsdWU="}},
+    "ServiceAccount": {},
+    "ResourceQuota": {"spec": {"hard": {"pods": "100"}}},
+    # PVCs only: the module's pods get no defaults and need no limits
+    "LimitRange": {
+        "spec": {
+            "limits": [
+                {
+                    "type": "PersistentVolumeClaim",
+                    "min": {"storage": "1Gi"},
+                    "max": {"storage": "2Gi"},
+                }
+            ]
+        },
+    },
 }
 
 
