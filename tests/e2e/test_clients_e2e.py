@@ -234,7 +234,7 @@ async def test_kr8s_lists_and_watches_every_kind(kubeconfig: Path, kind: Kind) -
     assert f"cl-{kind.singular}" in [o.name for o in objs]
     assert all(o.raw["apiVersion"] == kind.api_version for o in objs)
     seen = None
-    watching = api.watch(
+    watching = api.async_watch(  # the generator holding the stream, closed here
         _kr8s_kind(kind),
         namespace=ns,
         field_selector=f"metadata.name=cl-{kind.singular}",
@@ -264,7 +264,7 @@ async def test_kr8s_creates_patches_watches_and_deletes(kubeconfig: Path, kind_n
     assert obj.labels["patched"] == "yes"
     await obj.delete(grace_period=0)
     seen = []
-    watching = api.watch(
+    watching = api.async_watch(  # the generator holding the stream, closed here
         _kr8s_kind(kind), namespace="default", field_selector=f"metadata.name={name}", since=rv
     )
     async with aclosing(watching):
