@@ -21,6 +21,7 @@ from protos.kubera.v1 import (
     scheduling_pb2,
 )
 from services.api.dra.claims import ADMIN_ACCESS_NAMESPACE_LABEL
+from services.api.helpers.conditions import update_pod_condition
 from services.api.helpers.stages import STAGES_ANNOTATION, Stages, TemplateError
 from services.api.helpers.usage import USAGE_ANNOTATION, UsageSpecError, parse_usage
 from services.api.helpers.wellknown import TAINT_NOT_READY, TAINT_UNREACHABLE
@@ -175,14 +176,35 @@ def apply_defaults(kind: Kind, obj: Message) -> None:
         fn(obj)
 
 
-def initial_status(kind: Kind, obj: Message) -> None:
+#: The PodScheduled=False reason and message of a pod created with scheduling gates
+#: (upstream's apiv1.PodReasonSchedulingGated, and pod strategy's message).
+REASON_SCHEDULING_GATED = "SchedulingGated"
+MESSAGE_SCHEDULING_GATED = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+def initial_status(kind: Kind, obj: Message, now: float) -> None:
     """The status a new object starts with; what a client sent there is not kept (nodes
     excepted: a registering kubelet reports its status with the create). A namespace also
-    gets the "kubernetes" spec finalizer, which holds it until its contents are gone."""
+    gets the "kubernetes" spec finalizer, which holds it until its contents are gone.
+
+    A pod created with scheduling gates gets PodScheduled=False, reason SchedulingGated,
+    as upstream's pod strategy writes it at create (applySchedulingGatedCondition,
+    pkg/registry/core/pod/strategy.go): the scheduler does not write it for a gated pod.
+    Once the gates are removed, the scheduler's PodScheduled=False Unschedulable (its
+    failure handler) or the binding's PodScheduled=True replaces it, as upstream's do."""
     if kind.kind == "Pod":
         pod = narrow(obj, core_pb2.Pod)
         pod.status.Clear()
         pod.status.phase = "Pending"
+        if pod.spec.scheduling_gates:
+            update_pod_condition(
+                pod.status,
+                "PodScheduled",
+                "False",
+                now,
+                reason=REASON_SCHEDULING_GATED,
+                message=MESSAGE_SCHEDULING_GATED,
+            )
     elif kind.kind == "Namespace":
         ns = narrow(obj, core_pb2.Namespace)
         ns.status.Clear()

@@ -52,12 +52,13 @@ async def prepare_create(
             secrets.choice(_GENERATE_ALPHABET) for _ in range(5)
         )
     meta.uid = store.new_uid()
-    meta.creation_timestamp = rfc3339(store.clock.now())
+    now = store.clock.now()
+    meta.creation_timestamp = rfc3339(now)
     meta.ClearField("deletion_timestamp")
     meta.ClearField("deletion_grace_period_seconds")
     meta.generation = 1
     admission.apply_defaults(kind, obj)
-    admission.initial_status(kind, obj)
+    admission.initial_status(kind, obj, now)
     if kind.kind == "PriorityClass" and not system and meta.name.startswith("system-"):
         raise ForbiddenError(
             f'priorityclasses "{meta.name}" is forbidden: priority class names with a "system-" prefix are reserved for system use'

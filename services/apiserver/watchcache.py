@@ -16,8 +16,13 @@ A watch from beyond the store's revision (upstream's cacher: waitUntilFreshAndBl
 first asks etcd: a revision etcd has reached is served as usual (the cache's own revision
 moves only with events under its prefix, so it may lag one that exists). Otherwise it
 waits up to `TOO_LARGE_WAIT` (upstream's 3 s) for the cache to reach it, asks etcd once
-more, then ends with ResourceVersionTooLargeError ("Too large resource version: X,
-current: Y", Y being etcd's revision).
+more, then ends with ResourceVersionTooLargeError ("Timeout: Too large resource version:
+X, current: Y", Y being etcd's revision). The HTTP API's list and get with a
+resourceVersion wait the same way (`wait_fresh`), as upstream's WaitUntilFreshAndList
+and WaitUntilFreshAndGet do. One difference: upstream's cacher waits (and errs) only for a
+watch that asks for its initial events (sendInitialEvents=true) and lets a plain watch
+from a future resourceVersion wait for events silently; kubera answers every watch so,
+which the client sees and relists on, instead of a stream that says nothing.
 
 Fan-out (upstream's cacher dispatchEvents / cacheWatcher): each live watcher has its own
 bounded buffer. The cache's intake (`_apply`) classifies every new event for every watcher
@@ -490,7 +495,7 @@ class WatchCache:
         a list of its own."""
         await self._ready.wait()
         if resource_version is not None and resource_version > self.revision:
-            await self._wait_fresh(resource_version)
+            await self.wait_fresh(resource_version)
         w = _Watcher(match, self._watcher_buffer)
         # From here to the registration nothing awaits: the snapshot or the window's
         # replay ends exactly where the buffer's events begin.
@@ -595,9 +600,10 @@ class WatchCache:
         finally:
             self._watchers.discard(w)
 
-    async def _wait_fresh(self, resource_version: int) -> None:
+    async def wait_fresh(self, resource_version: int) -> None:
         """Return once `resource_version` exists (see the module docstring), else raise
-        ResourceVersionTooLargeError after waiting up to `too_large_wait`."""
+        ResourceVersionTooLargeError after waiting up to `too_large_wait` (upstream's
+        waitUntilFreshAndBlock)."""
         if resource_version <= await self._storage.revision():
             return
         if await self.wait_revision(resource_version, self._too_large_wait):
@@ -605,9 +611,7 @@ class WatchCache:
         current = await self._storage.revision()
         if resource_version <= current:
             return
-        raise ResourceVersionTooLargeError(
-            f"Too large resource version: {resource_version}, current: {current}"
-        )
+        raise ResourceVersionTooLargeError.at(resource_version, current)
 
 
 _EMPTY: frozenset[str] = frozenset()

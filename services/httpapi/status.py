@@ -24,6 +24,7 @@ from services.api.machinery.errors import (
     ApiError,
     FieldError,
     InvalidError,
+    ResourceVersionTooLargeError,
 )
 
 #: reason -> (HTTP code, the reason the Status carries).
@@ -128,11 +129,14 @@ def from_error(
     elif err.reason == "TooManyRequests":
         # upstream's eviction: a DisruptionBudget cause naming the budget.
         details["causes"] = [{"reason": "DisruptionBudget", "message": err.message}]
-    elif err.reason == "ResourceVersionTooLarge":
-        details["causes"] = [
-            {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
-        ]
-        details["retryAfterSeconds"] = 1
+    elif isinstance(err, ResourceVersionTooLargeError):
+        # upstream's NewTooLargeResourceVersionError: storage's, so no kind or name
+        details = {
+            "causes": [
+                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+            ],
+            "retryAfterSeconds": err.retry_after_seconds,
+        }
     causes = getattr(err, "causes", None)
     if causes and not isinstance(err, InvalidError):
         # Server-side apply conflicts (services/api/machinery/fieldmanager.py):

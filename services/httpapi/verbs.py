@@ -241,16 +241,22 @@ def track(call: Call, old: dict[str, Any] | None, new: dict[str, Any]) -> dict[s
 
 
 async def get(call: Call) -> Message:
-    """One object, as of now; a resourceVersion past the store's answers 504 (upstream's
-    "Too large resource version"), any other is served by the current state."""
+    """One object, as of now; a resourceVersion past the store's is waited for, then
+    answers 504 (upstream's "Too large resource version", `wait_fresh`); any other is
+    served by the current state."""
     rv = call.query.get("resourceVersion", "")
     if rv not in ("", "0"):
         if not rv.isdigit():
             raise BadRequestError(f'resourceVersion: Invalid value: "{rv}": must be an integer')
-        current = await call.api.storage.revision()
-        if int(rv) > current:
-            raise _too_large(int(rv), current)
+        await wait_fresh(call, int(rv))
     return await call.api.get(call.kind, call.namespace, call.info.name)
+
+
+async def wait_fresh(call: Call, resource_version: int) -> None:
+    """Upstream's WaitUntilFreshAndGet / WaitUntilFreshAndList: a resourceVersion the store
+    has not reached is waited for (up to the apiserver's resource_version_wait, upstream's
+    3 s), then refused with ResourceVersionTooLargeError."""
+    await call.api.caches[call.kind.resource].wait_fresh(resource_version)
 
 
 @dataclass(frozen=True)
@@ -296,6 +302,8 @@ async def list_(call: Call) -> Page:
         raise BadRequestError("limit must not be negative")
     if rv and not rv.isdigit():
         raise BadRequestError(f'resourceVersion: Invalid value: "{rv}": must be an integer')
+    if rv not in ("", "0"):
+        await wait_fresh(call, int(rv))
     opts = ListOptions(
         label_selector=q.get("labelSelector", ""),
         field_selector=q.get("fieldSelector", ""),
@@ -350,7 +358,7 @@ def _check_rv(rv: str, match: str, revision: int) -> None:
 
 
 def _too_large(want: int, current: int) -> ApiError:
-    return ResourceVersionTooLargeError(f"Too large resource version: {want}, current: {current}")
+    return ResourceVersionTooLargeError.at(want, current)
 
 
 def list_doc(kind: Kind, page: Page) -> dict[str, Any]:

@@ -209,7 +209,7 @@ async def test_a_watch_from_far_in_the_future_ends_too_large_after_a_short_wait(
 
     assert loop.time() - t0 >= WAIT
     current = await edge.storage.revision()
-    assert e.value.message == f"Too large resource version: {future}, current: {current}"
+    assert e.value.message == f"Timeout: Too large resource version: {future}, current: {current}"
 
 
 async def test_a_watch_from_the_next_revision_is_served_when_it_comes(edge: Edge) -> None:

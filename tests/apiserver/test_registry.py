@@ -330,6 +330,58 @@ async def test_scheduling_gates_can_only_be_removed(api: ApiServer) -> None:
     assert [g.name for g in u.spec.scheduling_gates] == ["example.com/b"]
 
 
+GATED = (
+    "PodScheduled",
+    "False",
+    "SchedulingGated",
+    "Scheduling is blocked due to non-empty scheduling gates",
+)
+
+
+def _scheduled(p: object) -> list[tuple[str, str, str, str]]:
+    return [
+        (c.type, c.status, c.reason, c.message)
+        for c in p.status.conditions  # type: ignore[attr-defined]
+        if c.type == "PodScheduled"
+    ]
+
+
+# upstream pkg/registry/core/pod/strategy_test.go TestSchedulingGatedCondition, through the
+# apiserver's create (a client's own status, PodScheduled included, is not kept there).
+@pytest.mark.parametrize(
+    ("gates", "sent_condition", "want"),
+    [
+        ([], False, []),
+        ([{"name": "foo"}], False, [GATED]),
+        ([{"name": "foo"}], True, [GATED]),
+    ],
+    ids=["no gates: no condition", "gates: SchedulingGated", "a sent condition is not kept"],
+)
+async def test_a_pod_created_with_scheduling_gates_is_marked_scheduling_gated(
+    api: ApiServer, gates: list[dict[str, str]], sent_condition: bool, want: list[tuple[str, ...]]
+) -> None:
+    p = pod("g", schedulingGates=gates) if gates else pod("g")
+    if sent_condition:
+        p.status.conditions.add(type="PodScheduled", status="True", reason="Mine")
+    created = await api.create(p)
+    assert _scheduled(created) == want
+    if want:
+        assert created.status.conditions[0].last_transition_time
+    assert _scheduled(await api.get(PODS, "default", "g")) == want
+
+
+async def test_the_gated_condition_gives_way_to_the_binding_once_the_gates_are_removed(
+    api: ApiServer,
+) -> None:
+    await api.create(pod("g", schedulingGates=[{"name": "foo"}]))
+    p = await api.get(PODS, "default", "g")
+    del p.spec.scheduling_gates[:]
+    ungated = await api.update(p)
+    assert _scheduled(ungated) == [GATED]  # removing the gates does not touch the status
+    bound = await api.bind("default", "g", "node-1")
+    assert _scheduled(bound) == [("PodScheduled", "True", "", "")]
+
+
 async def test_batch_create_reports_each_object(api: ApiServer) -> None:
     await api.create(pod("p1"))
     results = await api.batch_create(

@@ -57,7 +57,10 @@ def _pod(**kw: object) -> core_pb2.Pod:
             p.status.phase = str(v)
         elif k == "node":
             p.spec.node_name = str(v)
-        elif k == "gates":
+        elif k == "gates":  # as the apiserver creates a gated pod
+            p.spec.scheduling_gates.add(name="g")
+            p.status.conditions.add(type="PodScheduled", status="False", reason="SchedulingGated")
+        elif k == "spec_gates_only":
             p.spec.scheduling_gates.add(name="g")
         elif k == "deleting":
             p.metadata.deletion_timestamp = "2030-01-01T00:00:00Z"
@@ -76,7 +79,8 @@ def _pod(**kw: object) -> core_pb2.Pod:
     [
         (_pod(phase="Pending"), "Pending", 0),
         (_pod(phase="Pending", gates=True), "SchedulingGated", 0),
-        (_pod(phase="Pending", gates=True, node="n1"), "Pending", 0),
+        # printPod reads the condition alone, not the spec's gates
+        (_pod(phase="Pending", spec_gates_only=True), "Pending", 0),
         (_pod(phase="Running", deleting=True, node="n1"), "Terminating", 0),
         (_pod(phase="Succeeded", deleting=True), "Succeeded", 0),
         (_pod(phase="Failed", reason="Evicted"), "Evicted", 0),

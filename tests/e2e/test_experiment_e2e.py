@@ -147,3 +147,34 @@ def test_an_upstream_scheduler_perf_file_runs_unchanged(tmp_path: Path, shared_r
         # SchedulingThroughput item.
         assert throughputs == []
     assert sorted((out / "plots").iterdir()) and (out / "report.html").is_file()
+
+
+@pytest.mark.e2e
+@pytest.mark.ray
+def test_upstreams_gated_pods_case_passes_its_attempted_barrier(
+    tmp_path: Path, shared_ray: str
+) -> None:
+    """SchedulingWhileGated waits for its gated pods to be "Attempted" (upstream's
+    isAttempted: a PodScheduled condition). The apiserver writes PodScheduled=False
+    SchedulingGated at their create, as upstream's pod strategy, so the barrier passes;
+    without it the case hung there."""
+    out = tmp_path / "out"
+    k, on_ray = runs_on_ray(tmp_path / "home", shared_ray)
+    r = k.run(
+        "experiment",
+        "run",
+        str(UPSTREAM),
+        *on_ray,
+        "--workload",
+        "SchedulingWhileGated/1Node_10GatedPods",
+        "--output",
+        str(out),
+        "--timeout",
+        "120",
+        timeout=240,
+    )
+    assert r.returncode == 0, r.stderr + r.stdout
+    (run,) = json.loads((out / "results.json").read_text())["runs"]
+    assert (run["id"], run["error"]) == ("SchedulingWhileGated/1Node_10GatedPods", None)
+    # 10 gated pods stay pending; the 10 deleted and the 10 measured ones are bound
+    assert sum(run["series"]["created"]) == 30

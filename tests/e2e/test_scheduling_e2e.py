@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import subprocess
 import time
 from collections.abc import Iterator
 
@@ -282,18 +284,57 @@ def test_topology_spread_by_zone_and_node_with_a_conflict_left_pending(kubera: K
     )
 
 
+def _pod_scheduled(p: dict) -> tuple[str, str, str]:
+    (c,) = [c for c in p["status"].get("conditions", []) if c["type"] == "PodScheduled"]
+    return c["status"], c.get("reason", ""), c.get("message", "")
+
+
+GATED = ("False", "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates")
+
+
 def test_a_gated_pod_schedules_once_ungated(kubera: Kubera) -> None:
+    """The seed's pod-scheduling-readiness example: the apiserver writes PodScheduled=False
+    SchedulingGated at create (upstream's pod strategy), kubectl shows STATUS
+    SchedulingGated, and once ungated the binding turns the condition True."""
     kubera.apply(nodes(("n1", "z1", {}, [])))
     gated = (ROOT / "examples/seeds/12-scheduling-gates-test-pod-2.yaml").read_text()
     kubera.apply(gated)
     name = yaml.safe_load(gated)["metadata"]["name"]
+    assert _pod_scheduled(kubera.pod(name)) == GATED
     kubera.apply(pod("canary"))
     kubera.node_of("canary")
+    assert _pod_scheduled(kubera.pod(name)) == GATED  # the scheduler leaves a gated pod alone
     assert "SchedulingGated" in kubera("get", "pod", name).stdout
+    env = {"KUBECONFIG": str(kubera.home / "kubeconfig"), "HOME": str(kubera.home)}
+    r = subprocess.run(
+        ["kubectl", "get", "pod", name, "--no-headers"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[:3] == [name, "0/1", "SchedulingGated"]
     ungated = yaml.safe_load(gated)
     ungated["spec"].pop("schedulingGates")
     kubera.apply(json.dumps(ungated))  # apply without the gates removes them
     assert kubera.node_of(name) == "n1"
+    assert _pod_scheduled(kubera.pod(name)) == ("True", "", "")
+
+
+def test_an_ungated_pod_that_fits_nowhere_turns_unschedulable(kubera: Kubera) -> None:
+    """Upstream: the scheduler's failure handler replaces SchedulingGated with Unschedulable
+    (the status stays False) once the gates are gone and no node fits."""
+    kubera.apply(nodes(("n1", "z1", {}, [])))
+    kubera.apply(pod("gated-nowhere", nodeSelector={"no": "such"}, schedulingGates=[{"name": "g"}]))
+    assert _pod_scheduled(kubera.pod("gated-nowhere")) == GATED
+    kubera.apply(pod("gated-nowhere", nodeSelector={"no": "such"}))
+    p = kubera.wait(
+        "gated-nowhere", lambda p: _pod_scheduled(p)[1] == "Unschedulable", "unschedulable"
+    )
+    assert _pod_scheduled(p)[0] == "False"
+    assert "STATUS" in kubera("get", "pod", "gated-nowhere").stdout
+    assert "SchedulingGated" not in kubera("get", "pod", "gated-nowhere").stdout
 
 
 def test_two_profiles_with_different_scoring_strategies(kubera: Kubera) -> None:

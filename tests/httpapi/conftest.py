@@ -22,11 +22,17 @@ from services.httpapi.app import build_app
 from services.storage.memory import MemoryStorage
 from tests.harness import etcd_store
 
+#: How long a resourceVersion past the store's is waited for (upstream's 3 s, shortened).
+RV_WAIT = 0.3
+
 
 @pytest.fixture
 async def registry() -> AsyncIterator[ApiServer]:
     api = ApiServer(
-        MemoryStorage(), ApiServerConfig(watch_cache_capacity=50, bookmark_interval=0.2)
+        MemoryStorage(),
+        ApiServerConfig(
+            watch_cache_capacity=50, bookmark_interval=0.2, resource_version_wait=RV_WAIT
+        ),
     )
     await api.start()
     try:

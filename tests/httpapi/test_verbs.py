@@ -3,14 +3,16 @@ refusal as a Status with kube-apiserver's HTTP code and reason."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 from aiohttp.test_utils import TestClient
 
+from services.apiserver import ApiServer
 from services.httpapi.verbs import continue_token, names_resource_version
 from tests.builders import MakeNode, pod
-from tests.httpapi.conftest import as_json
+from tests.httpapi.conftest import RV_WAIT, as_json
 
 PODS = "/api/v1/namespaces/default/pods"
 MERGE = {"Content-Type": "application/merge-patch+json"}
@@ -363,6 +365,58 @@ async def test_get_with_a_resource_version(http: TestClient, rv: str, code: int)
             body["reason"] == "Timeout"
             and body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
         )
+
+
+@pytest.mark.parametrize("path", [PODS, f"{PODS}/late"], ids=["list", "get"])
+async def test_a_resource_version_past_the_store_is_waited_for_then_504_as_upstream(
+    http: TestClient, registry: ApiServer, path: str
+) -> None:
+    """upstream's WaitUntilFreshAndList/Get: blockTimeout, then NewTooLargeResourceVersionError
+    (a NewTimeoutError: 504 Timeout, "Timeout: ..." message, retryAfterSeconds 1, the cause
+    ResourceVersionTooLarge, no kind or name)."""
+    await create_pod(http, "late")
+    want = await registry.storage.revision() + 1000
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    r = await http.get(path, params={"resourceVersion": str(want)})
+    assert loop.time() - t0 >= RV_WAIT
+    assert r.status == 504
+    body = await r.json()
+    current = await registry.storage.revision()
+    assert body["reason"] == "Timeout" and body["code"] == 504
+    assert body["message"] == f"Timeout: Too large resource version: {want}, current: {current}"
+    assert body["details"] == {
+        "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+        "retryAfterSeconds": 1,
+    }
+
+
+async def test_a_list_at_a_resource_version_reached_during_the_wait_is_served(
+    http: TestClient, registry: ApiServer
+) -> None:
+    want = await registry.storage.revision() + 1
+    listing = asyncio.create_task(http.get(PODS, params={"resourceVersion": str(want)}))
+    await create_pod(http, "arrives")
+    r = await listing
+    assert r.status == 200, await r.text()
+    body = await r.json()
+    assert int(body["metadata"]["resourceVersion"]) >= want
+    assert "arrives" in [p["metadata"]["name"] for p in body["items"]]
+
+
+async def test_a_watch_from_past_the_store_ends_with_the_too_large_error_event(
+    http: TestClient, registry: ApiServer
+) -> None:
+    want = await registry.storage.revision() + 1000
+    r = await http.get(PODS, params={"watch": "1", "resourceVersion": str(want)})
+    assert r.status == 200  # upstream: errors after the watch began are ERROR events
+    (line,) = [x for x in (await r.text()).splitlines() if x]
+    event = json.loads(line)
+    assert event["type"] == "ERROR"
+    status = event["object"]
+    assert (status["kind"], status["code"], status["reason"]) == ("Status", 504, "Timeout")
+    assert status["message"].startswith("Timeout: Too large resource version: ")
+    assert status["details"]["retryAfterSeconds"] == 1
 
 
 async def test_delete_answers_success_status_or_the_object(http: TestClient) -> None:

@@ -185,13 +185,22 @@ class UnavailableError(ApiError):
 
 
 class ResourceVersionTooLargeError(ApiError):
-    """A watch asked for a resourceVersion the store has not reached, even after a short
-    wait (upstream: a Timeout with cause ResourceVersionTooLarge, "Too large resource
-    version: X, current: Y"). client-go's reflector relists on it; so do informers.
-    DEADLINE_EXCEEDED mirrors upstream's 504: the server timed out waiting for it."""
+    """A watch, list or get asked for a resourceVersion the store has not reached, even
+    after a short wait: upstream's storage.NewTooLargeResourceVersionError, a
+    NewTimeoutError (504, reason Timeout, message "Timeout: Too large resource version: X,
+    current: Y", retryAfterSeconds 1) with the cause ResourceVersionTooLarge. client-go's
+    reflector relists on it; so do informers. DEADLINE_EXCEEDED mirrors upstream's 504:
+    the server timed out waiting for it. Build it with `at`."""
 
     code = grpc.StatusCode.DEADLINE_EXCEEDED
     reason = "ResourceVersionTooLarge"
+    #: upstream's resourceVersionTooHighRetrySeconds (cacher/watch_cache.go)
+    retry_after_seconds: ClassVar[int] = 1
+
+    @classmethod
+    def at(cls, want: int, current: int) -> ResourceVersionTooLargeError:
+        """The error for `want` when the store is at `current`, worded as upstream's."""
+        return cls(f"Timeout: Too large resource version: {want}, current: {current}")
 
 
 class CorruptObjectError(ApiError):

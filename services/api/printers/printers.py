@@ -110,10 +110,9 @@ def pod_status(pod: core_pb2.Pod) -> tuple[str, int, int, int]:
     reason = status.phase or "Pending"
     if status.reason:
         reason = status.reason
-    gated = any(
-        c.type == "PodScheduled" and c.reason == "SchedulingGated" for c in status.conditions
-    )
-    if gated or (spec.scheduling_gates and not spec.node_name):
+    # The apiserver writes PodScheduled=False SchedulingGated at create
+    # (services/apiserver/admission.initial_status): the condition alone says so, as upstream.
+    if any(c.type == "PodScheduled" and c.reason == "SchedulingGated" for c in status.conditions):
         reason = "SchedulingGated"
     initializing = False
     for i, cs in enumerate(status.init_container_statuses):
