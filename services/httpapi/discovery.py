@@ -74,6 +74,7 @@ def _subresources() -> tuple[Subresource, ...]:
         Subresource("pods", "eviction", ("create",), "policy", "v1", "Eviction"),
         Subresource("deployments", "scale", STATUS_VERBS, "autoscaling", "v1", "Scale"),
         Subresource("replicasets", "scale", STATUS_VERBS, "autoscaling", "v1", "Scale"),
+        Subresource("statefulsets", "scale", STATUS_VERBS, "autoscaling", "v1", "Scale"),
     ]
     return tuple(subs)
 

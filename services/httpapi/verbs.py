@@ -59,9 +59,10 @@ from services.httpapi.status import success
 #: fieldValidation -> the codec's mode (upstream's default is Warn).
 FIELD_VALIDATION = {"Strict": "strict", "Warn": "warn", "Ignore": "ignore", "": "warn"}
 PROPAGATION = ("Orphan", "Background", "Foreground")
-#: The kinds whose objects own others in kubera (Deployment -> ReplicaSet -> Pod; a Node
+#: The kinds whose objects own others in kubera (Deployment -> ReplicaSet -> Pod; DaemonSet and
+#: StatefulSet -> Pod and ControllerRevision; a Node
 #: its Lease): only their deletes look for dependents.
-OWNER_KINDS = frozenset({"Deployment", "ReplicaSet", "Node"})
+OWNER_KINDS = frozenset({"Deployment", "ReplicaSet", "DaemonSet", "StatefulSet", "Node"})
 #: Kinds whose delete answers with the deleted object (upstream's ReturnDeletedObject).
 RETURN_DELETED = frozenset({"pods"})
 #: The media types a create or update body may have (and Kubernetes protobuf, for the

@@ -21,6 +21,7 @@ from protos.kubera.v1 import (
     policy_pb2,
     resource_pb2,
     scheduling_pb2,
+    storage_pb2,
 )
 from services.api.machinery.kubeobject import narrow, object_meta
 from services.storage.keys import resource_prefix
@@ -211,6 +212,44 @@ KINDS: tuple[Kind, ...] = (
         podgroup_pb2.PodGroup,
         True,
         ("pg", "pgs"),
+        has_status=True,
+    ),
+    Kind(
+        "DaemonSet",
+        "apps",
+        "v1",
+        "daemonsets",
+        apps_pb2.DaemonSet,
+        True,
+        ("ds",),
+        has_status=True,
+    ),
+    Kind(
+        "StatefulSet",
+        "apps",
+        "v1",
+        "statefulsets",
+        apps_pb2.StatefulSet,
+        True,
+        ("sts",),
+        has_status=True,
+    ),
+    Kind(
+        "ControllerRevision",
+        "apps",
+        "v1",
+        "controllerrevisions",
+        apps_pb2.ControllerRevision,
+        True,
+    ),
+    Kind(
+        "PersistentVolumeClaim",
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        storage_pb2.PersistentVolumeClaim,
+        True,
+        ("pvc",),
         has_status=True,
     ),
 )
