@@ -44,6 +44,7 @@ from services.controllers.podgc import PodGCConfig, PodGCController
 from services.controllers.podgroup import PodGroupConfig, PodGroupController
 from services.controllers.replicaset import ReplicaSetConfig, ReplicaSetController
 from services.controllers.resourceclaim import ResourceClaimConfig, ResourceClaimController
+from services.controllers.statefulset import StatefulSetConfig, StatefulSetController
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
 from services.lifecycle import Background
 
@@ -66,6 +67,7 @@ ALL_CONTROLLERS = (
     "podgc",
     "resourceclaim",
     "podgroup",
+    "statefulset",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -104,6 +106,9 @@ class ControllerManagerConfig:
     podgroup: PodGroupConfig = field(default_factory=PodGroupConfig)
     """The PodGroup controller: each gang's phase and pod counts (scheduling.x-k8s.io)."""
 
+    statefulset: StatefulSetConfig = field(default_factory=StatefulSetConfig)
+    """The StatefulSet controller: ordinals, their claims and ordered rollouts."""
+
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
         if unknown:
@@ -133,6 +138,8 @@ def _build(
         return ResourceClaimController(client, informers, config=config.resourceclaim, clock=clock)
     if name == "podgroup":
         return PodGroupController(client, informers, config=config.podgroup, clock=clock)
+    if name == "statefulset":
+        return StatefulSetController(client, informers, config=config.statefulset, clock=clock)
     return PodGCController(client, informers, config=config.podgc, clock=clock)
 
 
