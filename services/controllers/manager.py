@@ -37,6 +37,7 @@ from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.listoptions import LIST_ALL
 from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
+from services.controllers.daemonset import DaemonSetConfig, DaemonSetController
 from services.controllers.deployment import DeploymentConfig, DeploymentController
 from services.controllers.disruption import DisruptionConfig, DisruptionController
 from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
@@ -68,6 +69,7 @@ ALL_CONTROLLERS = (
     "resourceclaim",
     "podgroup",
     "statefulset",
+    "daemonset",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -109,6 +111,9 @@ class ControllerManagerConfig:
     statefulset: StatefulSetConfig = field(default_factory=StatefulSetConfig)
     """The StatefulSet controller: ordinals, their claims and ordered rollouts."""
 
+    daemonset: DaemonSetConfig = field(default_factory=DaemonSetConfig)
+    """The DaemonSet controller: one daemon pod on every eligible node."""
+
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
         if unknown:
@@ -140,6 +145,8 @@ def _build(
         return PodGroupController(client, informers, config=config.podgroup, clock=clock)
     if name == "statefulset":
         return StatefulSetController(client, informers, config=config.statefulset, clock=clock)
+    if name == "daemonset":
+        return DaemonSetController(client, informers, config=config.daemonset, clock=clock)
     return PodGCController(client, informers, config=config.podgc, clock=clock)
 
 
