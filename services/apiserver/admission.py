@@ -238,6 +238,11 @@ def initial_status(kind: Kind, obj: Message) -> None:
         ns.status.phase = "Active"
         if NAMESPACE_FINALIZER not in ns.spec.finalizers:
             ns.spec.finalizers.append(NAMESPACE_FINALIZER)
+    elif kind.kind == "PersistentVolumeClaim":
+        # SetDefaults_PersistentVolumeClaim: a new claim is Pending until it is bound.
+        claim = narrow(obj, storage_pb2.PersistentVolumeClaim)
+        claim.status.Clear()
+        claim.status.phase = "Pending"
     elif kind.has_status and kind.kind != "Node":
         obj.ClearField("status")
 

@@ -17,7 +17,10 @@ bootstrap roles grant them, in one place:
                                         conditions, taints), poddisruptionbudgets,
                                         namespaces, events, leases (not nodes'),
                                         resourceclaims and their status (the resourceclaim
-                                        controller), podgroups/status; evictions;
+                                        controller), podgroups/status; daemonsets and
+                                        statefulsets (their status), controllerrevisions,
+                                        persistentvolumeclaims (a StatefulSet's claims);
+                                        evictions;
                                         delete any kind (garbage collection)
     a node (system:node:N, or a pool    read what a kubelet reads (nodes, pods, leases,
     acting for its nodes)               namespaces, runtimeclasses, priorityclasses,
@@ -100,10 +103,15 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "leases": frozenset({"create", "update", "patch", "delete"}),
     "resourceclaims": frozenset({"create", "update", "patch", "delete"}),
     "podgroups": frozenset({"update", "patch"}),
+    "daemonsets": frozenset({"update", "patch"}),
+    "statefulsets": frozenset({"update", "patch"}),
+    "controllerrevisions": frozenset({"create", "update", "patch", "delete"}),
+    "persistentvolumeclaims": frozenset({"create", "update", "patch", "delete"}),
 }
 #: Of those, the kinds it writes only through status (the podgroup controller records
-#: phase and counts; PodGroup specs are their users').
-CONTROLLER_MANAGER_STATUS_ONLY = frozenset({"podgroups"})
+#: phase and counts; PodGroup specs are their users'; the DaemonSet and StatefulSet
+#: controllers write their sets' status only).
+CONTROLLER_MANAGER_STATUS_ONLY = frozenset({"podgroups", "daemonsets", "statefulsets"})
 
 ALLOWED = Decision(True)
 

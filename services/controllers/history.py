@@ -76,12 +76,14 @@ def new_revision(
     collision_count: int | None,
 ) -> apps_pb2.ControllerRevision:
     """NewControllerRevision: controlled by `owner`, labelled with the template's labels
-    and its hash, holding `template` as a patch."""
+    and its hash, annotated with the owner's annotations (kubectl's change-cause), holding
+    `template` as a patch."""
     meta = object_meta(owner)
     cr = CONTROLLER_REVISIONS.new()
     assert isinstance(cr, apps_pb2.ControllerRevision)
     cr.metadata.namespace = meta.namespace
     cr.metadata.labels.update(template.metadata.labels)
+    cr.metadata.annotations.update(meta.annotations)
     cr.metadata.owner_references.append(new_controller_ref(owner, owner_kind))
     cr.data.update(template_patch(template))
     cr.revision = number
