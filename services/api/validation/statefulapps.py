@@ -50,12 +50,26 @@ def _int_or_percent_value(raw: str) -> int:
         return 0
 
 
+def _shown(raw: str) -> int | str:
+    """An IntOrString as upstream prints it in an error: an integer bare, a percent quoted."""
+    try:
+        return int(raw)
+    except ValueError:
+        return raw
+
+
 def _selector_and_template(spec: Any, kind: str) -> Errors:
     """Selector required and non-empty, matching the template's labels; the template."""
     errs: Errors = []
     selector = None
+    template_labels = dict(spec.template.metadata.labels)
     if not spec.HasField("selector"):
-        errs.append(required("spec.selector"))
+        if kind == "DaemonSet":
+            # upstream: a nil selector selects nothing, so it cannot match the template
+            detail = "`selector` does not match template `labels`"
+            errs.append(invalid("spec.template.metadata.labels", show(template_labels), detail))
+        else:
+            errs.append(required("spec.selector"))
     else:
         selector, selector_errs = validate_selector("spec.selector", spec.selector)
         errs += selector_errs
@@ -63,7 +77,6 @@ def _selector_and_template(spec: Any, kind: str) -> Errors:
             detail = f"empty selector is invalid for {kind.lower()}"
             errs.append(invalid("spec.selector", show(spec.selector), detail))
             selector = None
-    template_labels = dict(spec.template.metadata.labels)
     if selector is not None and not selector.matches(template_labels):
         detail = "`selector` does not match template `labels`"
         errs.append(invalid("spec.template.metadata.labels", show(template_labels), detail))
@@ -91,7 +104,7 @@ def _rolling_update_daemon_set(path: str, ru: apps_pb2.RollingUpdateDaemonSet) -
     has_surge = _int_or_percent_value(surge_raw) != 0
     if has_unavailable and has_surge:
         detail = "may not be set when maxUnavailable is non-zero"
-        errs.append(invalid(child(path, "maxSurge"), surge_raw, detail))
+        errs.append(invalid(child(path, "maxSurge"), _shown(surge_raw), detail))
     elif not has_unavailable and not has_surge:
         errs.append(required(child(path, "maxUnavailable"), "cannot be 0 when maxSurge is 0"))
     return errs
@@ -177,7 +190,7 @@ def _rolling_update_stateful_set(
         value, is_pct, mu_errs = int_or_percent(mu_path, ru.max_unavailable)
         errs += mu_errs
         if _int_or_percent_value(ru.max_unavailable) == 0:
-            errs.append(invalid(mu_path, ru.max_unavailable, "cannot be 0"))
+            errs.append(invalid(mu_path, _shown(ru.max_unavailable), "cannot be 0"))
         errs += not_more_than_100_percent(mu_path, ru.max_unavailable, value, is_pct)
     return errs
 
