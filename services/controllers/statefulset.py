@@ -532,9 +532,7 @@ class StatefulSetController:
         monotonic = not allows_burst(sts)
         try:
             for i in range(count):
-                await self._process_replica(
-                    sts, replicas, i, start + i, templates, status, monotonic
-                )
+                await self._process_replica(sts, replicas, i, start + i, templates, monotonic)
             await self._process_condemned(sts, replicas, condemned, monotonic)
             if sts.spec.update_strategy.type == ROLLING_UPDATE:
                 await self._rolling_update(sts, replicas, update.metadata.name, status)
@@ -549,9 +547,10 @@ class StatefulSetController:
         i: int,
         ordinal: int,
         templates: dict[str, tuple[core_pb2.PodTemplateSpec, str]],
-        status: apps_pb2.StatefulSetStatus,
         monotonic: bool,
     ) -> None:
+        """processReplica: replace an ended pod, create a missing one (with its claims),
+        and (OrderedReady) stop at any pod not yet Running, Ready and available."""
         pod = replicas[i]
         if pod is not None and (is_failed(pod) or is_succeeded(pod)):
             # A pod that ended is replaced under the same identity, once it is gone.
