@@ -243,6 +243,10 @@ def initial_status(kind: Kind, obj: Message) -> None:
         claim = narrow(obj, storage_pb2.PersistentVolumeClaim)
         claim.status.Clear()
         claim.status.phase = "Pending"
+    elif kind.kind in ("DaemonSet", "StatefulSet"):
+        # A struct upstream always writes: its required counts read 0 from the start.
+        obj.ClearField("status")
+        obj.status.SetInParent()  # type: ignore[attr-defined]
     elif kind.has_status and kind.kind != "Node":
         obj.ClearField("status")
 

@@ -64,7 +64,7 @@ PROPAGATION = ("Orphan", "Background", "Foreground")
 #: its Lease): only their deletes look for dependents.
 OWNER_KINDS = frozenset({"Deployment", "ReplicaSet", "DaemonSet", "StatefulSet", "Node"})
 #: Kinds whose delete answers with the deleted object (upstream's ReturnDeletedObject).
-RETURN_DELETED = frozenset({"pods"})
+RETURN_DELETED = frozenset({"pods", "persistentvolumeclaims"})
 #: The media types a create or update body may have (and Kubernetes protobuf, for the
 #: kinds services/httpapi/kprotobuf.py decodes; no CBOR).
 BODY_TYPES = ("application/json", "application/yaml")
