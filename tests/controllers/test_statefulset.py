@@ -359,3 +359,49 @@ async def test_a_failed_pod_is_replaced_under_the_same_name(sts_cluster: Control
         lambda: [p.metadata.uid for p in c.selected(LABELS)] not in ([], [old.metadata.uid])
     )
     assert pod_names(c) == ["web-0"]
+
+
+async def test_when_scaled_delete_gives_a_condemned_pods_claims_to_that_pod(
+    sts_cluster: ControllerCluster,
+) -> None:
+    c = sts_cluster
+    policy = {"whenDeleted": "Retain", "whenScaled": "Delete"}
+    async with ReadinessDriver(c, LABELS):
+        await c.create(sts_doc(replicas=2, persistentVolumeClaimRetentionPolicy=policy))
+        await c.until(lambda: sts_of(c).status.ready_replicas == 2)
+        doomed = next(p for p in c.selected(LABELS) if p.metadata.name == "web-1")
+        await c.client.patch(STATEFUL_SETS, "web", '{"spec":{"replicas":1}}', namespace=NS)
+        await c.until(lambda: pod_names(c) == ["web-0"])
+    claims = {
+        p.metadata.name: [(r.kind, r.uid) for r in p.metadata.owner_references]  # type: ignore[attr-defined]
+        for p in c.informers.get(CLAIMS).store.values()
+    }
+    assert claims == {"www-web-0": [], "www-web-1": [("Pod", doomed.metadata.uid)]}
+
+
+async def test_a_deleted_set_takes_its_pods_and_revisions_along(
+    sts_cluster: ControllerCluster,
+) -> None:
+    c = sts_cluster
+    await c.create(sts_doc(replicas=2, podManagementPolicy="Parallel"))
+    await c.until(lambda: len(pod_names(c)) == 2 and len(c.informers.get(REVISIONS).store) == 1)
+    await c.client.delete(STATEFUL_SETS, "web", NS)
+    await c.until(lambda: pod_names(c) == [] and len(c.informers.get(REVISIONS).store) == 0)
+    assert claims_of(c) == ["www-web-0", "www-web-1"], "whenDeleted Retain keeps the claims"
+
+
+async def test_ordered_scale_down_waits_for_an_unhealthy_pod(
+    sts_cluster: ControllerCluster,
+) -> None:
+    c = sts_cluster
+    async with ReadinessDriver(c, LABELS):
+        await c.create(sts_doc(replicas=3))
+        await c.until(lambda: sts_of(c).status.ready_replicas == 3)
+    web0 = next(p for p in c.selected(LABELS) if p.metadata.name == "web-0")
+    await c.set_status(web0, phase="Running", ready=False)
+    await c.until(lambda: sts_of(c).status.ready_replicas == 2)
+    await c.client.patch(STATEFUL_SETS, "web", '{"spec":{"replicas":1}}', namespace=NS)
+    await c.until(lambda: sts_of(c).metadata.generation == sts_of(c).status.observed_generation)
+    assert pod_names(c) == ["web-0", "web-1", "web-2"], "OrderedReady: web-0 is not healthy"
+    await c.set_status(web0, phase="Running", ready=True)
+    await c.until(lambda: pod_names(c) == ["web-0"])
