@@ -183,6 +183,11 @@ def test_the_docs_statefulset_creates_its_ordinals_in_order(cluster: Cluster) ->
     assert out[0].split() == ["NAME", "READY", "AGE"]
     assert out[1].split()[:2] == ["web", "2/2"]
     assert "web-0" in kubectl(cluster, "describe", "statefulset", "web").stdout
+    described = cluster("describe", "statefulset", "web")
+    assert described.returncode == 0 and "Selector:" in described.stdout, described.stderr
+    everything = kubectl(cluster, "get", "all", "-A").stdout
+    assert "statefulset.apps/web" in everything
+    assert "daemonset.apps/fluentd-elasticsearch" in everything
 
 
 def test_the_statefulset_scales_rolls_out_and_undoes(cluster: Cluster) -> None:
