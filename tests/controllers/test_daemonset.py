@@ -479,3 +479,13 @@ async def test_on_delete_updates_only_deleted_pods(ds_cluster: ControllerCluster
             == {"n0": "app:v1", "n1": "app:v2", "n2": "app:v1"}
         )
     )
+
+
+async def test_a_deleted_daemonset_takes_its_pods_and_revisions_along(
+    ds_cluster: ControllerCluster,
+) -> None:
+    c = ds_cluster
+    await c.create(ds_doc())
+    await c.until(lambda: len(c.selected(LABELS)) == 3)
+    await c.client.delete(DAEMON_SETS, "agent", NS)
+    await c.until(lambda: c.selected(LABELS) == [] and len(c.informers.get(REVISIONS).store) == 0)

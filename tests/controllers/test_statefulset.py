@@ -405,3 +405,10 @@ async def test_ordered_scale_down_waits_for_an_unhealthy_pod(
     assert pod_names(c) == ["web-0", "web-1", "web-2"], "OrderedReady: web-0 is not healthy"
     await c.set_status(web0, phase="Running", ready=True)
     await c.until(lambda: pod_names(c) == ["web-0"])
+
+
+async def test_ordinals_start_names_the_pods_from_it(sts_cluster: ControllerCluster) -> None:
+    c = sts_cluster
+    await c.create(sts_doc(replicas=2, podManagementPolicy="Parallel", ordinals={"start": 5}))
+    await c.until(lambda: pod_names(c) == ["web-5", "web-6"])
+    assert claims_of(c) == ["www-web-5", "www-web-6"]
