@@ -630,7 +630,7 @@ class StatefulSetController:
         status: apps_pb2.StatefulSetStatus,
     ) -> None:
         """From the highest ordinal down to the partition: delete the first pod not of the
-        update revision, after every pod above it is healthy."""
+        update revision, after every pod above it is available (ready minReadySeconds)."""
         partition = min(partition_of(sts), len(replicas))
         for target in range(len(replicas) - 1, partition - 1, -1):
             pod = replicas[target]
@@ -640,7 +640,10 @@ class StatefulSetController:
                 await self._delete_pod(sts, pod)
                 status.current_replicas = max(0, status.current_replicas - 1)
                 raise _Wait
-            if not is_healthy(pod):
+            # wait for unavailable pods on update (isUnavailable: minReadySeconds counts)
+            if not is_healthy(pod) or not is_pod_available(
+                pod, sts.spec.min_ready_seconds, self.clock.now()
+            ):
                 raise _Wait
 
     # ------------------------------------------------------------------ writes
