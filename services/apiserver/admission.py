@@ -187,6 +187,27 @@ def _default_pvc(pvc: storage_pb2.PersistentVolumeClaim) -> None:
         pvc.spec.volume_mode = "Filesystem"
 
 
+#: apps/v1 keeps the internal DaemonSetSpec.TemplateGeneration in this annotation; the
+#: DaemonSet controller labels its pods with it (pod-template-generation).
+DAEMON_SET_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+
+
+def daemon_set_template_generation(ds: Message, old: Message | None) -> None:
+    """The DaemonSet strategy's TemplateGeneration: 1 on create; on update the stored value,
+    plus one when the template changed. Whatever a client wrote there is replaced."""
+    new = narrow(ds, apps_pb2.DaemonSet)
+    generation = 1
+    if old is not None:
+        prev = narrow(old, apps_pb2.DaemonSet)
+        try:
+            generation = int(prev.metadata.annotations.get(DAEMON_SET_TEMPLATE_GENERATION, "1"))
+        except ValueError:
+            generation = 1
+        if new.spec.template != prev.spec.template:
+            generation += 1
+    new.metadata.annotations[DAEMON_SET_TEMPLATE_GENERATION] = str(generation)
+
+
 def _default_node(node: core_pb2.Node) -> None:
     # A node registered from a manifest often gives only capacity; the kubelet would
     # report allocatable = capacity minus reservations, which are zero here.

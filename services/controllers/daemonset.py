@@ -37,7 +37,8 @@ One sync of a DaemonSet:
       ─► status: desired, current, misscheduled, ready, available, updated, unavailable
 
 Where kubera differs: a Failed daemon pod is deleted at once (upstream backs off per
-node, 1 s doubling to 15 min); the deprecated pod-template-generation label is not set;
+node, 1 s doubling to 15 min); a pod counts as updated by its hash alone (upstream also
+accepts a matching pod-template-generation label, from before revisions existed);
 the pods and revisions of a deleted DaemonSet are deleted by this controller when
 `cascade_delete` (kubera's garbage collector may not run).
 """
@@ -108,6 +109,10 @@ NODES = BY_KIND["Node"]
 DAEMON_SETS = BY_KIND["DaemonSet"]
 ROLLING_UPDATE = "RollingUpdate"
 ON_DELETE = "OnDelete"
+#: The DaemonSet's template generation (set by the apiserver) and the pod label carrying it
+#: (extensions.DaemonSetTemplateGenerationKey; deprecated upstream, still written).
+TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
+TEMPLATE_GENERATION_LABEL = "pod-template-generation"
 #: Upstream's BurstReplicas for daemon sets.
 BURST_REPLICAS = 250
 
@@ -215,7 +220,8 @@ def should_run(ds: apps_pb2.DaemonSet, node: core_pb2.Node) -> tuple[bool, bool]
 
 def pod_template_for(ds: apps_pb2.DaemonSet, hash_: str) -> core_pb2.Pod:
     """CreatePodTemplate + the pod metadata CreatePods writes: the template with the daemon
-    tolerations and the revision hash label, named `<ds>-<random>`, controlled by `ds`."""
+    tolerations, the revision hash and template generation labels, named `<ds>-<random>`,
+    controlled by `ds`."""
     pod = PODS.new()
     assert isinstance(pod, core_pb2.Pod)
     template = ds.spec.template
@@ -223,6 +229,9 @@ def pod_template_for(ds: apps_pb2.DaemonSet, hash_: str) -> core_pb2.Pod:
     pod.metadata.generate_name = f"{ds.metadata.name}-"
     pod.metadata.labels.update(template.metadata.labels)
     pod.metadata.labels[CONTROLLER_REVISION_HASH_LABEL] = hash_
+    generation = ds.metadata.annotations.get(TEMPLATE_GENERATION_ANNOTATION)
+    if generation:
+        pod.metadata.labels[TEMPLATE_GENERATION_LABEL] = generation
     pod.metadata.annotations.update(template.metadata.annotations)
     pod.metadata.finalizers.extend(template.metadata.finalizers)
     pod.metadata.owner_references.append(new_controller_ref(ds, DAEMON_SETS))

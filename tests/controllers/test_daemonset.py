@@ -436,6 +436,8 @@ async def test_rolling_update_never_exceeds_max_unavailable(ds_cluster: Controll
         )
     assert len(driver.created) == 6
     assert too_many == []
+    assert ds_of(c).metadata.annotations["deprecated.daemonset.template.generation"] == "2"
+    assert {p.metadata.labels["pod-template-generation"] for p in c.selected(LABELS)} == {"2"}
     assert len(c.informers.get(REVISIONS).store) == 2
 
 
