@@ -16,9 +16,9 @@ One sync of a set (upstream's UpdateStatefulSet → updateStatefulSet):
          and on any pod not yet Running and Ready (Parallel goes on)
       ─► condemned pods deleted highest ordinal first (OrderedReady: one at a time, each
          after the pods before it are healthy)
-      ─► RollingUpdate: from the highest ordinal down to the partition, the first pod not of
-         the update revision is deleted (it comes back updated); one at a time, and none
-         while a pod at or above the partition is unhealthy. OnDelete: nothing.
+      ─► RollingUpdate: from the highest ordinal down to the partition, pods not of the
+         update revision are deleted (they come back updated), at most maxUnavailable
+         (default 1) minus the replicas already unavailable. OnDelete: nothing.
       ─► status (replicas, ready, available, current, updated, revisions); a rollout
          complete (every pod updated and ready) makes the update revision current
       ─► history truncated to revisionHistoryLimit (never a revision in use)
@@ -31,8 +31,8 @@ matchLabels; persistentVolumeClaimRetentionPolicy sets their ownerReferences as 
 does (whenDeleted Delete: owned by the set; whenScaled Delete: a condemned pod's claims
 owned by that pod), so the garbage collector removes them; Retain leaves them alone.
 
-Where kubera differs: no maxUnavailable for rolling updates (upstream's
-MaxUnavailableStatefulSet gate, off by default); a pod's identity and storage are set at
+Rolling updates follow upstream's MaxUnavailableStatefulSet path (beta and on by default
+since 1.35). Where kubera differs: a pod's identity and storage are set at
 creation and not repaired later; the pods of a deleted set are deleted by this
 controller when `cascade_delete` (kubera's garbage collector may not run).
 """
@@ -68,6 +68,7 @@ from services.controllers.controller_utils import (
     split_key,
     wait_synced,
 )
+from services.controllers.deployment.util import scaled_value
 from services.controllers.events import EventRecorder
 from services.controllers.history import (
     CONTROLLER_REVISION_HASH_LABEL,
@@ -173,6 +174,21 @@ def is_running_and_ready(pod: core_pb2.Pod) -> bool:
 
 def is_healthy(pod: core_pb2.Pod) -> bool:
     return is_running_and_ready(pod) and not is_terminating(pod)
+
+
+def is_unavailable(pod: core_pb2.Pod | None, min_ready_seconds: int, now: float) -> bool:
+    """isUnavailable: missing, terminating, not Running and Ready, or Ready for less than
+    minReadySeconds."""
+    return pod is None or not is_healthy(pod) or not is_pod_available(pod, min_ready_seconds, now)
+
+
+def max_unavailable_of(sts: apps_pb2.StatefulSet, replicas: int) -> int:
+    """getStatefulSetMaxUnavailable: rollingUpdate.maxUnavailable scaled to the replicas
+    (percentages round down), at least 1; 1 when unset."""
+    ru = sts.spec.update_strategy.rolling_update
+    if not ru.HasField("max_unavailable"):
+        return 1
+    return max(1, scaled_value(ru.max_unavailable, replicas, False))
 
 
 def new_stateful_pod(
@@ -629,22 +645,27 @@ class StatefulSetController:
         update_revision: str,
         status: apps_pb2.StatefulSetStatus,
     ) -> None:
-        """From the highest ordinal down to the partition: delete the first pod not of the
-        update revision, after every pod above it is available (ready minReadySeconds)."""
+        """updateStatefulSetAfterInvariantEstablished (MaxUnavailableStatefulSet, on by
+        default upstream since 1.35): count the unavailable replicas; while fewer than
+        maxUnavailable, delete old-revision pods from the highest ordinal down to the
+        partition, up to maxUnavailable minus the unavailable ones."""
+        now = self.clock.now()
+        max_unavailable = max_unavailable_of(sts, len(replicas))
+        unavailable = sum(1 for p in replicas if is_unavailable(p, sts.spec.min_ready_seconds, now))
+        if unavailable > max_unavailable:
+            raise _Wait
+        budget = max_unavailable - unavailable
         partition = min(partition_of(sts), len(replicas))
+        deleted = 0
         for target in range(len(replicas) - 1, partition - 1, -1):
+            if deleted >= budget:
+                break
             pod = replicas[target]
-            if pod is None:
-                raise _Wait
-            if pod_revision(pod) != update_revision and not is_terminating(pod):
-                await self._delete_pod(sts, pod)
-                status.current_replicas = max(0, status.current_replicas - 1)
-                raise _Wait
-            # wait for unavailable pods on update (isUnavailable: minReadySeconds counts)
-            if not is_healthy(pod) or not is_pod_available(
-                pod, sts.spec.min_ready_seconds, self.clock.now()
-            ):
-                raise _Wait
+            if pod is None or is_terminating(pod) or pod_revision(pod) == update_revision:
+                continue
+            await self._delete_pod(sts, pod)
+            deleted += 1
+            status.current_replicas = max(0, status.current_replicas - 1)
 
     # ------------------------------------------------------------------ writes
 
@@ -801,6 +822,8 @@ __all__ = [
     "claim_name",
     "complete_rolling_update",
     "is_member_of",
+    "is_unavailable",
+    "max_unavailable_of",
     "new_claims",
     "new_stateful_pod",
     "parent_and_ordinal",

@@ -29,6 +29,7 @@ from services.controllers.statefulset import (
     StatefulSetController,
     complete_rolling_update,
     is_member_of,
+    max_unavailable_of,
     new_claims,
     new_stateful_pod,
     parent_and_ordinal,
@@ -156,6 +157,23 @@ def test_a_recreated_pod_takes_the_revision_upstream_picks(
     sts = make_sts(updateStrategy=strategy)
     sts.status.current_replicas = current_replicas
     assert revision_for_ordinal(sts, ordinal) == want
+
+
+@pytest.mark.parametrize(
+    ("rolling", "replicas", "want"),
+    [
+        ({}, 5, 1),
+        ({"maxUnavailable": 3}, 5, 3),
+        ({"maxUnavailable": "50%"}, 5, 2),
+        ({"maxUnavailable": "10%"}, 5, 1),
+    ],
+    ids=["unset-means-1", "int", "percent-rounds-down", "at-least-1"],
+)
+def test_max_unavailable_scales_to_the_replicas(
+    rolling: dict[str, Any], replicas: int, want: int
+) -> None:
+    sts = make_sts(updateStrategy={"type": "RollingUpdate", "rollingUpdate": rolling})
+    assert max_unavailable_of(sts, replicas) == want
 
 
 def _pod(name: str, revision: str, *, ready: bool = True, phase: str = "Running") -> core_pb2.Pod:
@@ -412,3 +430,30 @@ async def test_ordinals_start_names_the_pods_from_it(sts_cluster: ControllerClus
     await c.create(sts_doc(replicas=2, podManagementPolicy="Parallel", ordinals={"start": 5}))
     await c.until(lambda: pod_names(c) == ["web-5", "web-6"])
     assert claims_of(c) == ["www-web-5", "www-web-6"]
+
+
+async def test_rolling_update_replaces_up_to_max_unavailable_pods_at_once(
+    sts_cluster: ControllerCluster,
+) -> None:
+    c = sts_cluster
+    worst: list[int] = []
+
+    def check(live: dict[str, core_pb2.Pod]) -> None:
+        if sts_of(c).status.update_revision != sts_of(c).status.current_revision:
+            worst.append(4 - sum(1 for p in live.values() if is_pod_ready(p)))
+
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}
+    async with ReadinessDriver(c, LABELS, check) as driver:
+        await c.create(sts_doc(replicas=4, podManagementPolicy="Parallel", updateStrategy=strategy))
+        await c.until(lambda: sts_of(c).status.ready_replicas == 4)
+        patch = '{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"app:v2"}]}}}}'
+        await c.client.patch(STATEFUL_SETS, "web", patch, namespace=NS)
+        await c.until(
+            lambda: (
+                {p.spec.containers[0].image for p in c.selected(LABELS)} == {"app:v2"}
+                and sts_of(c).status.ready_replicas == 4
+                and sts_of(c).status.current_revision == sts_of(c).status.update_revision
+            )
+        )
+    assert sorted(driver.created[4:6]) == ["web-2", "web-3"], driver.created
+    assert max(worst) == 2, "never more than maxUnavailable pods down"
