@@ -581,13 +581,10 @@ def describe_object(obj: Message, events: Sequence[Message], now: float) -> str:
     w.multiline(0, "Labels", _labels_list(meta.labels))
     w.multiline(0, "Annotations", _annotations_list(meta.annotations))
     w.line(0, "CreationTimestamp:", _rfc1123(meta.creation_timestamp))
-    if kind.kind == "Deployment" or kind.kind == "ReplicaSet":
-        owner: apps_pb2.Deployment | apps_pb2.ReplicaSet = (
-            narrow(obj, apps_pb2.Deployment)
-            if kind.kind == "Deployment"
-            else narrow(obj, apps_pb2.ReplicaSet)
-        )
-        w.line(0, "Selector:", format_label_selector(owner.spec.selector))
+    if isinstance(
+        obj, apps_pb2.Deployment | apps_pb2.ReplicaSet | apps_pb2.DaemonSet | apps_pb2.StatefulSet
+    ):
+        w.line(0, "Selector:", format_label_selector(obj.spec.selector))
     for key, value in d.items():
         if key in ("apiVersion", "kind", "metadata"):
             continue

@@ -19,6 +19,7 @@ from protos.kubera.v1 import (
     policyv1core_pb2,
     resource_pb2,
     scheduling_pb2,
+    storage_pb2,
 )
 from services.api.dra.claims import ADMIN_ACCESS_NAMESPACE_LABEL
 from services.api.helpers.conditions import update_pod_condition
@@ -141,6 +142,75 @@ def _default_template_owner(obj: apps_pb2.ReplicaSet | apps_pb2.Deployment) -> N
             obj.spec.progress_deadline_seconds = 600
 
 
+def _default_daemon_set(ds: apps_pb2.DaemonSet) -> None:
+    """SetDefaults_DaemonSet (pkg/apis/apps/v1/defaults.go): RollingUpdate with
+    maxUnavailable 1 and maxSurge 0, revisionHistoryLimit 10."""
+    default_pod_spec(ds.spec.template.spec)
+    st = ds.spec.update_strategy
+    if not st.type:
+        st.type = "RollingUpdate"
+    if st.type == "RollingUpdate":
+        if not st.rolling_update.HasField("max_unavailable"):
+            st.rolling_update.max_unavailable = "1"
+        if not st.rolling_update.HasField("max_surge"):
+            st.rolling_update.max_surge = "0"
+    if not ds.spec.HasField("revision_history_limit"):
+        ds.spec.revision_history_limit = 10
+
+
+def _default_stateful_set(sts: apps_pb2.StatefulSet) -> None:
+    """SetDefaults_StatefulSet: OrderedReady, RollingUpdate with partition 0, replicas 1,
+    revisionHistoryLimit 10, the Retain/Retain claim retention policy; each claim
+    template's volumeMode Filesystem."""
+    default_pod_spec(sts.spec.template.spec)
+    spec = sts.spec
+    if not spec.pod_management_policy:
+        spec.pod_management_policy = "OrderedReady"
+    st = spec.update_strategy
+    if not st.type:
+        st.type = "RollingUpdate"
+    if st.type == "RollingUpdate" and not st.rolling_update.HasField("partition"):
+        st.rolling_update.partition = 0
+    policy = spec.persistent_volume_claim_retention_policy
+    if not policy.when_deleted:
+        policy.when_deleted = "Retain"
+    if not policy.when_scaled:
+        policy.when_scaled = "Retain"
+    if not spec.HasField("replicas"):
+        spec.replicas = 1
+    if not spec.HasField("revision_history_limit"):
+        spec.revision_history_limit = 10
+    for claim in spec.volume_claim_templates:
+        if not claim.spec.HasField("volume_mode"):
+            claim.spec.volume_mode = "Filesystem"
+
+
+def _default_pvc(pvc: storage_pb2.PersistentVolumeClaim) -> None:
+    if not pvc.spec.HasField("volume_mode"):
+        pvc.spec.volume_mode = "Filesystem"
+
+
+#: apps/v1 keeps the internal DaemonSetSpec.TemplateGeneration in this annotation; the
+#: DaemonSet controller labels its pods with it (pod-template-generation).
+DAEMON_SET_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+
+
+def daemon_set_template_generation(ds: Message, old: Message | None) -> None:
+    """The DaemonSet strategy's TemplateGeneration: 1 on create; on update the stored value,
+    plus one when the template changed. Whatever a client wrote there is replaced."""
+    new = narrow(ds, apps_pb2.DaemonSet)
+    generation = 1
+    if old is not None:
+        prev = narrow(old, apps_pb2.DaemonSet)
+        try:
+            generation = int(prev.metadata.annotations.get(DAEMON_SET_TEMPLATE_GENERATION, "1"))
+        except ValueError:
+            generation = 1
+        if new.spec.template != prev.spec.template:
+            generation += 1
+    new.metadata.annotations[DAEMON_SET_TEMPLATE_GENERATION] = str(generation)
+
+
 def _default_node(node: core_pb2.Node) -> None:
     # A node registered from a manifest often gives only capacity; the kubelet would
     # report allocatable = capacity minus reservations, which are zero here.
@@ -162,6 +232,9 @@ _DEFAULTS: dict[str, Callable[[Message], None]] = {
     "Pod": _for(core_pb2.Pod, _default_pod),
     "ReplicaSet": _for(apps_pb2.ReplicaSet, _default_template_owner),
     "Deployment": _for(apps_pb2.Deployment, _default_template_owner),
+    "DaemonSet": _for(apps_pb2.DaemonSet, _default_daemon_set),
+    "StatefulSet": _for(apps_pb2.StatefulSet, _default_stateful_set),
+    "PersistentVolumeClaim": _for(storage_pb2.PersistentVolumeClaim, _default_pvc),
     "Node": _for(core_pb2.Node, _default_node),
     "PriorityClass": _for(scheduling_pb2.PriorityClass, _default_priority_class),
     "LimitRange": _for(policyv1core_pb2.LimitRange, default_limit_range),
@@ -211,6 +284,15 @@ def initial_status(kind: Kind, obj: Message, now: float) -> None:
         ns.status.phase = "Active"
         if NAMESPACE_FINALIZER not in ns.spec.finalizers:
             ns.spec.finalizers.append(NAMESPACE_FINALIZER)
+    elif kind.kind == "PersistentVolumeClaim":
+        # SetDefaults_PersistentVolumeClaim: a new claim is Pending until it is bound.
+        claim = narrow(obj, storage_pb2.PersistentVolumeClaim)
+        claim.status.Clear()
+        claim.status.phase = "Pending"
+    elif kind.kind in ("DaemonSet", "StatefulSet"):
+        # A struct upstream always writes: its required counts read 0 from the start.
+        obj.ClearField("status")
+        obj.status.SetInParent()  # type: ignore[attr-defined]
     elif kind.has_status and kind.kind != "Node":
         obj.ClearField("status")
 
@@ -359,14 +441,9 @@ def check_hollow_kubelet_annotations(kind: Kind, obj: Message) -> None:
     ignored by the kubelet with a log line. Checked on pods and on pod templates."""
     if kind.kind == "Pod":
         path, annotations = "metadata.annotations", object_meta(obj).annotations
-    elif kind.kind in ("ReplicaSet", "Deployment"):
+    elif kind.kind in ("ReplicaSet", "Deployment", "DaemonSet", "StatefulSet"):
         path = "spec.template.metadata.annotations"
-        owner: apps_pb2.Deployment | apps_pb2.ReplicaSet = (
-            narrow(obj, apps_pb2.Deployment)
-            if kind.kind == "Deployment"
-            else narrow(obj, apps_pb2.ReplicaSet)
-        )
-        annotations = owner.spec.template.metadata.annotations
+        annotations = obj.spec.template.metadata.annotations  # type: ignore[attr-defined]
     else:
         return
     errors: list[FieldError] = []

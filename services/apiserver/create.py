@@ -59,6 +59,8 @@ async def prepare_create(
     meta.generation = 1
     admission.apply_defaults(kind, obj)
     admission.initial_status(kind, obj, now)
+    if kind.kind == "DaemonSet":
+        admission.daemon_set_template_generation(obj, None)
     if kind.kind == "PriorityClass" and not system and meta.name.startswith("system-"):
         raise ForbiddenError(
             f'priorityclasses "{meta.name}" is forbidden: priority class names with a "system-" prefix are reserved for system use'

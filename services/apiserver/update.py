@@ -57,6 +57,8 @@ def merge_update(kind: Kind, new: Message, old: Message, *, status: bool) -> Mes
     if kind.has_status:
         copy_status(merged, old)
     admission.apply_defaults(kind, merged)
+    if kind.kind == "DaemonSet":
+        admission.daemon_set_template_generation(merged, old)
     if kind.has_status and hasattr(merged, "spec") and merged.spec != old.spec:  # type: ignore[attr-defined]
         m.generation = o.generation + 1
     return merged

@@ -18,7 +18,10 @@ bootstrap roles grant them, in one place:
                                         namespaces, events, leases (not nodes'),
                                         resourceclaims and their status (the resourceclaim
                                         controller), podgroups/status,
-                                        resourcequotas/status; evictions;
+                                        resourcequotas/status; daemonsets and
+                                        statefulsets (their status), controllerrevisions,
+                                        persistentvolumeclaims (a StatefulSet's claims);
+                                        evictions;
                                         delete any kind (garbage collection), and
                                         update any kind when only ownerReferences
                                         and finalizers change (the collector)
@@ -104,10 +107,17 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "resourceclaims": frozenset({"create", "update", "patch", "delete"}),
     "podgroups": frozenset({"update", "patch"}),
     "resourcequotas": frozenset({"update", "patch"}),
+    "daemonsets": frozenset({"update", "patch"}),
+    "statefulsets": frozenset({"update", "patch"}),
+    "controllerrevisions": frozenset({"create", "update", "patch", "delete"}),
+    "persistentvolumeclaims": frozenset({"create", "update", "patch", "delete"}),
 }
 #: Of those, the kinds it writes only through status (the podgroup controller records
-#: phase and counts, the resource quota controller usage; their specs are their users').
-CONTROLLER_MANAGER_STATUS_ONLY = frozenset({"podgroups", "resourcequotas"})
+#: phase and counts, the resource quota controller usage, the DaemonSet and StatefulSet
+#: controllers their sets' status; the specs are their users').
+CONTROLLER_MANAGER_STATUS_ONLY = frozenset(
+    {"podgroups", "resourcequotas", "daemonsets", "statefulsets"}
+)
 
 ALLOWED = Decision(True)
 

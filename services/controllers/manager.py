@@ -37,6 +37,7 @@ from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.listoptions import LIST_ALL
 from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
+from services.controllers.daemonset import DaemonSetConfig, DaemonSetController
 from services.controllers.deployment import DeploymentConfig, DeploymentController
 from services.controllers.disruption import DisruptionConfig, DisruptionController
 from services.controllers.garbagecollector import GarbageCollector, GarbageCollectorConfig
@@ -46,6 +47,7 @@ from services.controllers.podgroup import PodGroupConfig, PodGroupController
 from services.controllers.replicaset import ReplicaSetConfig, ReplicaSetController
 from services.controllers.resourceclaim import ResourceClaimConfig, ResourceClaimController
 from services.controllers.resourcequota import ResourceQuotaConfig, ResourceQuotaController
+from services.controllers.statefulset import StatefulSetConfig, StatefulSetController
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
 from services.lifecycle import Background
 
@@ -70,6 +72,8 @@ ALL_CONTROLLERS = (
     "podgroup",
     "resourcequota",
     "garbagecollector",
+    "statefulset",
+    "daemonset",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -114,6 +118,11 @@ class ControllerManagerConfig:
     garbagecollector: GarbageCollectorConfig = field(default_factory=GarbageCollectorConfig)
     """The garbage collector: dependents deleted or orphaned with their owners (every kind).
     While it runs, the ReplicaSet and Deployment controllers leave cascading to it."""
+    statefulset: StatefulSetConfig = field(default_factory=StatefulSetConfig)
+    """The StatefulSet controller: ordinals, their claims and ordered rollouts."""
+
+    daemonset: DaemonSetConfig = field(default_factory=DaemonSetConfig)
+    """The DaemonSet controller: one daemon pod on every eligible node."""
 
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
@@ -151,6 +160,12 @@ def _build(
         return PodGroupController(client, informers, config=config.podgroup, clock=clock)
     if name == "resourcequota":
         return ResourceQuotaController(client, informers, config=config.resourcequota, clock=clock)
+    if name == "statefulset":
+        ss = replace(config.statefulset, cascade_delete=False) if gc else config.statefulset
+        return StatefulSetController(client, informers, config=ss, clock=clock)
+    if name == "daemonset":
+        ds = replace(config.daemonset, cascade_delete=False) if gc else config.daemonset
+        return DaemonSetController(client, informers, config=ds, clock=clock)
     return PodGCController(client, informers, config=config.podgc, clock=clock)
 
 

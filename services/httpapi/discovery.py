@@ -40,7 +40,7 @@ NAMESPACE_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch"
 STATUS_VERBS = ("get", "patch", "update")
 
 #: Kinds in the `all` category (`kubectl get all`); upstream also has services, jobs, … .
-ALL_CATEGORY = frozenset({"pods", "deployments", "replicasets"})
+ALL_CATEGORY = frozenset({"pods", "deployments", "replicasets", "daemonsets", "statefulsets"})
 
 #: Group order of /apis (kube-apiserver's priority order, restricted to kubera's groups);
 #: groups not named here (scheduling.x-k8s.io, a CRD group upstream) follow, by name.
@@ -74,6 +74,7 @@ def _subresources() -> tuple[Subresource, ...]:
         Subresource("pods", "eviction", ("create",), "policy", "v1", "Eviction"),
         Subresource("deployments", "scale", STATUS_VERBS, "autoscaling", "v1", "Scale"),
         Subresource("replicasets", "scale", STATUS_VERBS, "autoscaling", "v1", "Scale"),
+        Subresource("statefulsets", "scale", STATUS_VERBS, "autoscaling", "v1", "Scale"),
     ]
     return tuple(subs)
 

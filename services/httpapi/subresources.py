@@ -1,5 +1,5 @@
 """The subresources of the HTTP API that are not the object itself: pods/binding,
-pods/eviction and the autoscaling/v1 Scale of deployments and replicasets.
+pods/eviction and the autoscaling/v1 Scale of deployments, replicasets and statefulsets.
 
 Why this module exists: each speaks its own type (Binding, Eviction, Scale) rather than
 the kind's, so each is a translation to one registry call: `bind`, `evict`, and an
@@ -25,16 +25,18 @@ from services.httpapi.status import success
 from services.httpapi.verbs import Call, UnsupportedMediaType, body_doc, patch_type
 
 #: The kinds with a scale subresource.
-SCALABLE = frozenset({"deployments", "replicasets"})
+SCALABLE = frozenset({"deployments", "replicasets", "statefulsets"})
 
 
 def _meta(obj: Message) -> meta_pb2.ObjectMeta:
     return object_meta(obj)
 
 
-def _scalable(obj: Message) -> apps_pb2.Deployment | apps_pb2.ReplicaSet:
+def _scalable(
+    obj: Message,
+) -> apps_pb2.Deployment | apps_pb2.ReplicaSet | apps_pb2.StatefulSet:
     """`obj` as a kind with a scale subresource (SCALABLE)."""
-    if isinstance(obj, apps_pb2.Deployment | apps_pb2.ReplicaSet):
+    if isinstance(obj, apps_pb2.Deployment | apps_pb2.ReplicaSet | apps_pb2.StatefulSet):
         return obj
     raise TypeError(f"{type(obj).__name__} has no scale subresource")
 
@@ -94,7 +96,7 @@ async def evict(call: Call) -> tuple[int, dict[str, Any]]:
 
 
 def scale_doc(kind: Kind, obj: Message) -> dict[str, Any]:
-    """autoscaling/v1 Scale of a Deployment or ReplicaSet."""
+    """autoscaling/v1 Scale of a Deployment, ReplicaSet or StatefulSet."""
     m = _meta(obj)
     owner = _scalable(obj)
     sel = owner.spec.selector

@@ -57,7 +57,7 @@ from services.httpapi.status import success
 FIELD_VALIDATION = {"Strict": "strict", "Warn": "warn", "Ignore": "ignore", "": "warn"}
 PROPAGATION = ("Orphan", "Background", "Foreground")
 #: Kinds whose delete answers with the deleted object (upstream's ReturnDeletedObject).
-RETURN_DELETED = frozenset({"pods"})
+RETURN_DELETED = frozenset({"pods", "persistentvolumeclaims"})
 #: The media types a create or update body may have (and Kubernetes protobuf, for the
 #: kinds services/httpapi/kprotobuf.py decodes; no CBOR).
 BODY_TYPES = ("application/json", "application/yaml")

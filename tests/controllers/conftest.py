@@ -21,7 +21,7 @@ from google.protobuf.message import Message
 from protos.kubera.v1 import apps_pb2, core_pb2
 from services.api.machinery import codec
 from services.api.machinery.errors import ConflictError, NotFoundError
-from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND, Kind
 from services.api.machinery.listoptions import ListOptions
 from services.apiserver.registry import ApiServer
 from services.client import Client
@@ -73,6 +73,17 @@ class ControllerCluster:
         self._tasks: list[asyncio.Task[None]] = []
 
     # ------------------------------------------------------------------ lifecycle
+
+    def bump_on(self, *kinds: Kind) -> None:
+        """Make `until` re-check on events of these kinds' informers too (call before start)."""
+        for kind in kinds:
+            self.informers.get(kind).add_handlers(
+                Handlers(
+                    on_add=lambda o: self._changed.set(),
+                    on_update=lambda o, n: self._changed.set(),
+                    on_delete=lambda o: self._changed.set(),
+                )
+            )
 
     async def start(self, *controllers: Runnable) -> None:
         """Start the informers (after the controllers registered their handlers), wait

@@ -122,7 +122,14 @@ def test_namespaces_cannot_be_deleted_as_a_collection() -> None:
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.resource)
 def test_only_workloads_are_in_the_all_category(kind: Kind) -> None:
-    expected = ["all"] if kind.resource in ("pods", "deployments", "replicasets") else []
+    assert {
+        "pods",
+        "deployments",
+        "replicasets",
+        "daemonsets",
+        "statefulsets",
+    } <= discovery.ALL_CATEGORY
+    expected = ["all"] if kind.resource in discovery.ALL_CATEGORY else []
     assert _resources(kind)[kind.resource].get("categories", []) == expected
     assert _aggregated(kind).get("categories", []) == expected
 
@@ -182,7 +189,13 @@ async def test_kubectl_api_resources_filters_by_category_and_verb(tmp_path: Path
             "api-resources", "--categories=all", "--verbs=deletecollection", "-o", "name"
         )
     assert rc == 0, err
-    assert sorted(out.split()) == ["deployments.apps", "pods", "replicasets.apps"]
+    assert {
+        "daemonsets.apps",
+        "deployments.apps",
+        "pods",
+        "replicasets.apps",
+        "statefulsets.apps",
+    } <= set(out.split())
 
 
 async def test_kubectl_get_raw_reads_the_resource_list(tmp_path: Path) -> None:

@@ -22,12 +22,14 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from protos.kubera.v1 import core_pb2 as protos_dot_kubera_dot_v1_dot_core__pb2
 from protos.kubera.v1 import meta_pb2 as protos_dot_kubera_dot_v1_dot_meta__pb2
 from protos.kubera.v1 import options_pb2 as protos_dot_kubera_dot_v1_dot_options__pb2
+from protos.kubera.v1 import storage_pb2 as protos_dot_kubera_dot_v1_dot_storage__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bprotos/kubera/v1/apps.proto\x12\tkubera.v1\x1a\x1bprotos/kubera/v1/core.proto\x1a\x1bprotos/kubera/v1/meta.proto\x1a\x1eprotos/kubera/v1/options.proto\"\xa9\x01\n\x0eReplicaSetSpec\x12\x15\n\x08replicas\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x19\n\x11min_ready_seconds\x18\x02 \x01(\x05\x12*\n\x08selector\x18\x03 \x01(\x0b\x32\x18.kubera.v1.LabelSelector\x12,\n\x08template\x18\x04 \x01(\x0b\x32\x1a.kubera.v1.PodTemplateSpecB\x0b\n\t_replicas\"r\n\x13ReplicaSetCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x1c\n\x14last_transition_time\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\"\x85\x02\n\x10ReplicaSetStatus\x12\x10\n\x08replicas\x18\x01 \x01(\x05\x12\x1e\n\x16\x66ully_labeled_replicas\x18\x02 \x01(\x05\x12\x16\n\x0eready_replicas\x18\x03 \x01(\x05\x12\x1a\n\x12\x61vailable_replicas\x18\x04 \x01(\x05\x12\x1b\n\x13observed_generation\x18\x05 \x01(\x03\x12\x32\n\nconditions\x18\x06 \x03(\x0b\x32\x1e.kubera.v1.ReplicaSetCondition\x12!\n\x14terminating_replicas\x18\x07 \x01(\x05H\x00\x88\x01\x01\x42\x17\n\x15_terminating_replicas\"\xae\x01\n\nReplicaSet\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\'\n\x08metadata\x18\x03 \x01(\x0b\x32\x15.kubera.v1.ObjectMeta\x12\'\n\x04spec\x18\x04 \x01(\x0b\x32\x19.kubera.v1.ReplicaSetSpec\x12+\n\x06status\x18\x05 \x01(\x0b\x32\x1b.kubera.v1.ReplicaSetStatus\"}\n\x17RollingUpdateDeployment\x12\"\n\x0fmax_unavailable\x18\x01 \x01(\tB\x04\x90\xb5\x18\x01H\x00\x88\x01\x01\x12\x1c\n\tmax_surge\x18\x02 \x01(\tB\x04\x90\xb5\x18\x01H\x01\x88\x01\x01\x42\x12\n\x10_max_unavailableB\x0c\n\n_max_surge\"^\n\x12\x44\x65ploymentStrategy\x12\x0c\n\x04type\x18\x01 \x01(\t\x12:\n\x0erolling_update\x18\x02 \x01(\x0b\x32\".kubera.v1.RollingUpdateDeployment\"\xf0\x02\n\x0e\x44\x65ploymentSpec\x12\x15\n\x08replicas\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12*\n\x08selector\x18\x02 \x01(\x0b\x32\x18.kubera.v1.LabelSelector\x12,\n\x08template\x18\x03 \x01(\x0b\x32\x1a.kubera.v1.PodTemplateSpec\x12/\n\x08strategy\x18\x04 \x01(\x0b\x32\x1d.kubera.v1.DeploymentStrategy\x12\x19\n\x11min_ready_seconds\x18\x05 \x01(\x05\x12#\n\x16revision_history_limit\x18\x06 \x01(\x05H\x01\x88\x01\x01\x12\x0e\n\x06paused\x18\x07 \x01(\x08\x12&\n\x19progress_deadline_seconds\x18\x08 \x01(\x05H\x02\x88\x01\x01\x42\x0b\n\t_replicasB\x19\n\x17_revision_history_limitB\x1c\n\x1a_progress_deadline_seconds\"\x8c\x01\n\x13\x44\x65ploymentCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x18\n\x10last_update_time\x18\x03 \x01(\t\x12\x1c\n\x14last_transition_time\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"\xcf\x02\n\x10\x44\x65ploymentStatus\x12\x1b\n\x13observed_generation\x18\x01 \x01(\x03\x12\x10\n\x08replicas\x18\x02 \x01(\x05\x12\x18\n\x10updated_replicas\x18\x03 \x01(\x05\x12\x16\n\x0eready_replicas\x18\x04 \x01(\x05\x12\x1a\n\x12\x61vailable_replicas\x18\x05 \x01(\x05\x12\x1c\n\x14unavailable_replicas\x18\x06 \x01(\x05\x12\x32\n\nconditions\x18\x07 \x03(\x0b\x32\x1e.kubera.v1.DeploymentCondition\x12\x1c\n\x0f\x63ollision_count\x18\x08 \x01(\x05H\x00\x88\x01\x01\x12!\n\x14terminating_replicas\x18\t \x01(\x05H\x01\x88\x01\x01\x42\x12\n\x10_collision_countB\x17\n\x15_terminating_replicas\"\xae\x01\n\nDeployment\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\'\n\x08metadata\x18\x03 \x01(\x0b\x32\x15.kubera.v1.ObjectMeta\x12\'\n\x04spec\x18\x04 \x01(\x0b\x32\x19.kubera.v1.DeploymentSpec\x12+\n\x06status\x18\x05 \x01(\x0b\x32\x1b.kubera.v1.DeploymentStatusb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bprotos/kubera/v1/apps.proto\x12\tkubera.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1bprotos/kubera/v1/core.proto\x1a\x1bprotos/kubera/v1/meta.proto\x1a\x1eprotos/kubera/v1/options.proto\x1a\x1eprotos/kubera/v1/storage.proto\"\xa9\x01\n\x0eReplicaSetSpec\x12\x15\n\x08replicas\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x19\n\x11min_ready_seconds\x18\x02 \x01(\x05\x12*\n\x08selector\x18\x03 \x01(\x0b\x32\x18.kubera.v1.LabelSelector\x12,\n\x08template\x18\x04 \x01(\x0b\x32\x1a.kubera.v1.PodTemplateSpecB\x0b\n\t_replicas\"r\n\x13ReplicaSetCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x1c\n\x14last_transition_time\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\"\x85\x02\n\x10ReplicaSetStatus\x12\x10\n\x08replicas\x18\x01 \x01(\x05\x12\x1e\n\x16\x66ully_labeled_replicas\x18\x02 \x01(\x05\x12\x16\n\x0eready_replicas\x18\x03 \x01(\x05\x12\x1a\n\x12\x61vailable_replicas\x18\x04 \x01(\x05\x12\x1b\n\x13observed_generation\x18\x05 \x01(\x03\x12\x32\n\nconditions\x18\x06 \x03(\x0b\x32\x1e.kubera.v1.ReplicaSetCondition\x12!\n\x14terminating_replicas\x18\x07 \x01(\x05H\x00\x88\x01\x01\x42\x17\n\x15_terminating_replicas\"\xae\x01\n\nReplicaSet\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\'\n\x08metadata\x18\x03 \x01(\x0b\x32\x15.kubera.v1.ObjectMeta\x12\'\n\x04spec\x18\x04 \x01(\x0b\x32\x19.kubera.v1.ReplicaSetSpec\x12+\n\x06status\x18\x05 \x01(\x0b\x32\x1b.kubera.v1.ReplicaSetStatus\"}\n\x17RollingUpdateDeployment\x12\"\n\x0fmax_unavailable\x18\x01 \x01(\tB\x04\x90\xb5\x18\x01H\x00\x88\x01\x01\x12\x1c\n\tmax_surge\x18\x02 \x01(\tB\x04\x90\xb5\x18\x01H\x01\x88\x01\x01\x42\x12\n\x10_max_unavailableB\x0c\n\n_max_surge\"^\n\x12\x44\x65ploymentStrategy\x12\x0c\n\x04type\x18\x01 \x01(\t\x12:\n\x0erolling_update\x18\x02 \x01(\x0b\x32\".kubera.v1.RollingUpdateDeployment\"\xf0\x02\n\x0e\x44\x65ploymentSpec\x12\x15\n\x08replicas\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12*\n\x08selector\x18\x02 \x01(\x0b\x32\x18.kubera.v1.LabelSelector\x12,\n\x08template\x18\x03 \x01(\x0b\x32\x1a.kubera.v1.PodTemplateSpec\x12/\n\x08strategy\x18\x04 \x01(\x0b\x32\x1d.kubera.v1.DeploymentStrategy\x12\x19\n\x11min_ready_seconds\x18\x05 \x01(\x05\x12#\n\x16revision_history_limit\x18\x06 \x01(\x05H\x01\x88\x01\x01\x12\x0e\n\x06paused\x18\x07 \x01(\x08\x12&\n\x19progress_deadline_seconds\x18\x08 \x01(\x05H\x02\x88\x01\x01\x42\x0b\n\t_replicasB\x19\n\x17_revision_history_limitB\x1c\n\x1a_progress_deadline_seconds\"\x8c\x01\n\x13\x44\x65ploymentCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x18\n\x10last_update_time\x18\x03 \x01(\t\x12\x1c\n\x14last_transition_time\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"\xcf\x02\n\x10\x44\x65ploymentStatus\x12\x1b\n\x13observed_generation\x18\x01 \x01(\x03\x12\x10\n\x08replicas\x18\x02 \x01(\x05\x12\x18\n\x10updated_replicas\x18\x03 \x01(\x05\x12\x16\n\x0eready_replicas\x18\x04 \x01(\x05\x12\x1a\n\x12\x61vailable_replicas\x18\x05 \x01(\x05\x12\x1c\n\x14unavailable_replicas\x18\x06 \x01(\x05\x12\x32\n\nconditions\x18\x07 \x03(\x0b\x32\x1e.kubera.v1.DeploymentCondition\x12\x1c\n\x0f\x63ollision_count\x18\x08 \x01(\x05H\x00\x88\x01\x01\x12!\n\x14terminating_replicas\x18\t \x01(\x05H\x01\x88\x01\x01\x42\x12\n\x10_collision_countB\x17\n\x15_terminating_replicas\"\xae\x01\n\nDeployment\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\'\n\x08metadata\x18\x03 \x01(\x0b\x32\x15.kubera.v1.ObjectMeta\x12\'\n\x04spec\x18\x04 \x01(\x0b\x32\x19.kubera.v1.DeploymentSpec\x12+\n\x06status\x18\x05 \x01(\x0b\x32\x1b.kubera.v1.DeploymentStatus\"|\n\x16RollingUpdateDaemonSet\x12\"\n\x0fmax_unavailable\x18\x01 \x01(\tB\x04\x90\xb5\x18\x01H\x00\x88\x01\x01\x12\x1c\n\tmax_surge\x18\x02 \x01(\tB\x04\x90\xb5\x18\x01H\x01\x88\x01\x01\x42\x12\n\x10_max_unavailableB\x0c\n\n_max_surge\"b\n\x17\x44\x61\x65monSetUpdateStrategy\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x39\n\x0erolling_update\x18\x02 \x01(\x0b\x32!.kubera.v1.RollingUpdateDaemonSet\"\x81\x02\n\rDaemonSetSpec\x12*\n\x08selector\x18\x01 \x01(\x0b\x32\x18.kubera.v1.LabelSelector\x12,\n\x08template\x18\x02 \x01(\x0b\x32\x1a.kubera.v1.PodTemplateSpec\x12;\n\x0fupdate_strategy\x18\x03 \x01(\x0b\x32\".kubera.v1.DaemonSetUpdateStrategy\x12\x19\n\x11min_ready_seconds\x18\x04 \x01(\x05\x12#\n\x16revision_history_limit\x18\x05 \x01(\x05H\x00\x88\x01\x01\x42\x19\n\x17_revision_history_limit\"q\n\x12\x44\x61\x65monSetCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x1c\n\x14last_transition_time\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\"\xe2\x02\n\x0f\x44\x61\x65monSetStatus\x12 \n\x18\x63urrent_number_scheduled\x18\x01 \x01(\x05\x12\x1b\n\x13number_misscheduled\x18\x02 \x01(\x05\x12 \n\x18\x64\x65sired_number_scheduled\x18\x03 \x01(\x05\x12\x14\n\x0cnumber_ready\x18\x04 \x01(\x05\x12\x1b\n\x13observed_generation\x18\x05 \x01(\x03\x12 \n\x18updated_number_scheduled\x18\x06 \x01(\x05\x12\x18\n\x10number_available\x18\x07 \x01(\x05\x12\x1a\n\x12number_unavailable\x18\x08 \x01(\x05\x12\x1c\n\x0f\x63ollision_count\x18\t \x01(\x05H\x00\x88\x01\x01\x12\x31\n\nconditions\x18\n \x03(\x0b\x32\x1d.kubera.v1.DaemonSetConditionB\x12\n\x10_collision_count\"\xab\x01\n\tDaemonSet\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\'\n\x08metadata\x18\x03 \x01(\x0b\x32\x15.kubera.v1.ObjectMeta\x12&\n\x04spec\x18\x04 \x01(\x0b\x32\x18.kubera.v1.DaemonSetSpec\x12*\n\x06status\x18\x05 \x01(\x0b\x32\x1a.kubera.v1.DaemonSetStatus\"\x80\x01\n RollingUpdateStatefulSetStrategy\x12\x16\n\tpartition\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\"\n\x0fmax_unavailable\x18\x02 \x01(\tB\x04\x90\xb5\x18\x01H\x01\x88\x01\x01\x42\x0c\n\n_partitionB\x12\n\x10_max_unavailable\"n\n\x19StatefulSetUpdateStrategy\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x43\n\x0erolling_update\x18\x02 \x01(\x0b\x32+.kubera.v1.RollingUpdateStatefulSetStrategy\"\\\n/StatefulSetPersistentVolumeClaimRetentionPolicy\x12\x14\n\x0cwhen_deleted\x18\x01 \x01(\t\x12\x13\n\x0bwhen_scaled\x18\x02 \x01(\t\"$\n\x13StatefulSetOrdinals\x12\r\n\x05start\x18\x01 \x01(\x05\"\xc0\x04\n\x0fStatefulSetSpec\x12\x15\n\x08replicas\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12*\n\x08selector\x18\x02 \x01(\x0b\x32\x18.kubera.v1.LabelSelector\x12,\n\x08template\x18\x03 \x01(\x0b\x32\x1a.kubera.v1.PodTemplateSpec\x12@\n\x16volume_claim_templates\x18\x04 \x03(\x0b\x32 .kubera.v1.PersistentVolumeClaim\x12\x14\n\x0cservice_name\x18\x05 \x01(\t\x12\x1d\n\x15pod_management_policy\x18\x06 \x01(\t\x12=\n\x0fupdate_strategy\x18\x07 \x01(\x0b\x32$.kubera.v1.StatefulSetUpdateStrategy\x12#\n\x16revision_history_limit\x18\x08 \x01(\x05H\x01\x88\x01\x01\x12\x19\n\x11min_ready_seconds\x18\t \x01(\x05\x12l\n(persistent_volume_claim_retention_policy\x18\n \x01(\x0b\x32:.kubera.v1.StatefulSetPersistentVolumeClaimRetentionPolicy\x12\x30\n\x08ordinals\x18\x0b \x01(\x0b\x32\x1e.kubera.v1.StatefulSetOrdinalsB\x0b\n\t_replicasB\x19\n\x17_revision_history_limit\"s\n\x14StatefulSetCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x1c\n\x14last_transition_time\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\"\xc4\x02\n\x11StatefulSetStatus\x12\x1b\n\x13observed_generation\x18\x01 \x01(\x03\x12\x10\n\x08replicas\x18\x02 \x01(\x05\x12\x16\n\x0eready_replicas\x18\x03 \x01(\x05\x12\x18\n\x10\x63urrent_replicas\x18\x04 \x01(\x05\x12\x18\n\x10updated_replicas\x18\x05 \x01(\x05\x12\x18\n\x10\x63urrent_revision\x18\x06 \x01(\t\x12\x17\n\x0fupdate_revision\x18\x07 \x01(\t\x12\x1c\n\x0f\x63ollision_count\x18\x08 \x01(\x05H\x00\x88\x01\x01\x12\x33\n\nconditions\x18\t \x03(\x0b\x32\x1f.kubera.v1.StatefulSetCondition\x12\x1a\n\x12\x61vailable_replicas\x18\n \x01(\x05\x42\x12\n\x10_collision_count\"\xb1\x01\n\x0bStatefulSet\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\'\n\x08metadata\x18\x03 \x01(\x0b\x32\x15.kubera.v1.ObjectMeta\x12(\n\x04spec\x18\x04 \x01(\x0b\x32\x1a.kubera.v1.StatefulSetSpec\x12,\n\x06status\x18\x05 \x01(\x0b\x32\x1c.kubera.v1.StatefulSetStatus\"\x99\x01\n\x12\x43ontrollerRevision\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\'\n\x08metadata\x18\x03 \x01(\x0b\x32\x15.kubera.v1.ObjectMeta\x12%\n\x04\x64\x61ta\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x10\n\x08revision\x18\x05 \x01(\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,24 +40,60 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ROLLINGUPDATEDEPLOYMENT'].fields_by_name['max_unavailable']._serialized_options = b'\220\265\030\001'
   _globals['_ROLLINGUPDATEDEPLOYMENT'].fields_by_name['max_surge']._loaded_options = None
   _globals['_ROLLINGUPDATEDEPLOYMENT'].fields_by_name['max_surge']._serialized_options = b'\220\265\030\001'
-  _globals['_REPLICASETSPEC']._serialized_start=133
-  _globals['_REPLICASETSPEC']._serialized_end=302
-  _globals['_REPLICASETCONDITION']._serialized_start=304
-  _globals['_REPLICASETCONDITION']._serialized_end=418
-  _globals['_REPLICASETSTATUS']._serialized_start=421
-  _globals['_REPLICASETSTATUS']._serialized_end=682
-  _globals['_REPLICASET']._serialized_start=685
-  _globals['_REPLICASET']._serialized_end=859
-  _globals['_ROLLINGUPDATEDEPLOYMENT']._serialized_start=861
-  _globals['_ROLLINGUPDATEDEPLOYMENT']._serialized_end=986
-  _globals['_DEPLOYMENTSTRATEGY']._serialized_start=988
-  _globals['_DEPLOYMENTSTRATEGY']._serialized_end=1082
-  _globals['_DEPLOYMENTSPEC']._serialized_start=1085
-  _globals['_DEPLOYMENTSPEC']._serialized_end=1453
-  _globals['_DEPLOYMENTCONDITION']._serialized_start=1456
-  _globals['_DEPLOYMENTCONDITION']._serialized_end=1596
-  _globals['_DEPLOYMENTSTATUS']._serialized_start=1599
-  _globals['_DEPLOYMENTSTATUS']._serialized_end=1934
-  _globals['_DEPLOYMENT']._serialized_start=1937
-  _globals['_DEPLOYMENT']._serialized_end=2111
+  _globals['_ROLLINGUPDATEDAEMONSET'].fields_by_name['max_unavailable']._loaded_options = None
+  _globals['_ROLLINGUPDATEDAEMONSET'].fields_by_name['max_unavailable']._serialized_options = b'\220\265\030\001'
+  _globals['_ROLLINGUPDATEDAEMONSET'].fields_by_name['max_surge']._loaded_options = None
+  _globals['_ROLLINGUPDATEDAEMONSET'].fields_by_name['max_surge']._serialized_options = b'\220\265\030\001'
+  _globals['_ROLLINGUPDATESTATEFULSETSTRATEGY'].fields_by_name['max_unavailable']._loaded_options = None
+  _globals['_ROLLINGUPDATESTATEFULSETSTRATEGY'].fields_by_name['max_unavailable']._serialized_options = b'\220\265\030\001'
+  _globals['_REPLICASETSPEC']._serialized_start=195
+  _globals['_REPLICASETSPEC']._serialized_end=364
+  _globals['_REPLICASETCONDITION']._serialized_start=366
+  _globals['_REPLICASETCONDITION']._serialized_end=480
+  _globals['_REPLICASETSTATUS']._serialized_start=483
+  _globals['_REPLICASETSTATUS']._serialized_end=744
+  _globals['_REPLICASET']._serialized_start=747
+  _globals['_REPLICASET']._serialized_end=921
+  _globals['_ROLLINGUPDATEDEPLOYMENT']._serialized_start=923
+  _globals['_ROLLINGUPDATEDEPLOYMENT']._serialized_end=1048
+  _globals['_DEPLOYMENTSTRATEGY']._serialized_start=1050
+  _globals['_DEPLOYMENTSTRATEGY']._serialized_end=1144
+  _globals['_DEPLOYMENTSPEC']._serialized_start=1147
+  _globals['_DEPLOYMENTSPEC']._serialized_end=1515
+  _globals['_DEPLOYMENTCONDITION']._serialized_start=1518
+  _globals['_DEPLOYMENTCONDITION']._serialized_end=1658
+  _globals['_DEPLOYMENTSTATUS']._serialized_start=1661
+  _globals['_DEPLOYMENTSTATUS']._serialized_end=1996
+  _globals['_DEPLOYMENT']._serialized_start=1999
+  _globals['_DEPLOYMENT']._serialized_end=2173
+  _globals['_ROLLINGUPDATEDAEMONSET']._serialized_start=2175
+  _globals['_ROLLINGUPDATEDAEMONSET']._serialized_end=2299
+  _globals['_DAEMONSETUPDATESTRATEGY']._serialized_start=2301
+  _globals['_DAEMONSETUPDATESTRATEGY']._serialized_end=2399
+  _globals['_DAEMONSETSPEC']._serialized_start=2402
+  _globals['_DAEMONSETSPEC']._serialized_end=2659
+  _globals['_DAEMONSETCONDITION']._serialized_start=2661
+  _globals['_DAEMONSETCONDITION']._serialized_end=2774
+  _globals['_DAEMONSETSTATUS']._serialized_start=2777
+  _globals['_DAEMONSETSTATUS']._serialized_end=3131
+  _globals['_DAEMONSET']._serialized_start=3134
+  _globals['_DAEMONSET']._serialized_end=3305
+  _globals['_ROLLINGUPDATESTATEFULSETSTRATEGY']._serialized_start=3308
+  _globals['_ROLLINGUPDATESTATEFULSETSTRATEGY']._serialized_end=3436
+  _globals['_STATEFULSETUPDATESTRATEGY']._serialized_start=3438
+  _globals['_STATEFULSETUPDATESTRATEGY']._serialized_end=3548
+  _globals['_STATEFULSETPERSISTENTVOLUMECLAIMRETENTIONPOLICY']._serialized_start=3550
+  _globals['_STATEFULSETPERSISTENTVOLUMECLAIMRETENTIONPOLICY']._serialized_end=3642
+  _globals['_STATEFULSETORDINALS']._serialized_start=3644
+  _globals['_STATEFULSETORDINALS']._serialized_end=3680
+  _globals['_STATEFULSETSPEC']._serialized_start=3683
+  _globals['_STATEFULSETSPEC']._serialized_end=4259
+  _globals['_STATEFULSETCONDITION']._serialized_start=4261
+  _globals['_STATEFULSETCONDITION']._serialized_end=4376
+  _globals['_STATEFULSETSTATUS']._serialized_start=4379
+  _globals['_STATEFULSETSTATUS']._serialized_end=4703
+  _globals['_STATEFULSET']._serialized_start=4706
+  _globals['_STATEFULSET']._serialized_end=4883
+  _globals['_CONTROLLERREVISION']._serialized_start=4886
+  _globals['_CONTROLLERREVISION']._serialized_end=5039
 # @@protoc_insertion_point(module_scope)

@@ -22,6 +22,7 @@ from protos.kubera.v1 import (
     policyv1core_pb2,
     resource_pb2,
     scheduling_pb2,
+    storage_pb2,
 )
 from services.api.machinery.kubeobject import narrow, object_meta
 from services.storage.keys import resource_prefix
@@ -225,6 +226,44 @@ KINDS: tuple[Kind, ...] = (
         has_status=True,
     ),
     Kind("LimitRange", "", "v1", "limitranges", policyv1core_pb2.LimitRange, True, ("limits",)),
+    Kind(
+        "DaemonSet",
+        "apps",
+        "v1",
+        "daemonsets",
+        apps_pb2.DaemonSet,
+        True,
+        ("ds",),
+        has_status=True,
+    ),
+    Kind(
+        "StatefulSet",
+        "apps",
+        "v1",
+        "statefulsets",
+        apps_pb2.StatefulSet,
+        True,
+        ("sts",),
+        has_status=True,
+    ),
+    Kind(
+        "ControllerRevision",
+        "apps",
+        "v1",
+        "controllerrevisions",
+        apps_pb2.ControllerRevision,
+        True,
+    ),
+    Kind(
+        "PersistentVolumeClaim",
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        storage_pb2.PersistentVolumeClaim,
+        True,
+        ("pvc",),
+        has_status=True,
+    ),
 )
 
 BY_RESOURCE: dict[str, Kind] = {k.resource: k for k in KINDS}

@@ -135,6 +135,13 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "ReplicaSetStatus", "conditions"): _BY_TYPE,
     (_P + "DeploymentStatus", "conditions"): _BY_TYPE,
     (_P + "DeploymentSpec", "strategy"): ListStrategy(patch_strategy="retainKeys"),
+    (_P + "DaemonSetStatus", "conditions"): _BY_TYPE,
+    (_P + "StatefulSetStatus", "conditions"): _BY_TYPE,
+    (_P + "StatefulSetSpec", "volumeClaimTemplates"): _ATOMIC,
+    # core/v1 PersistentVolumeClaim
+    (_P + "PersistentVolumeClaimSpec", "accessModes"): _ATOMIC,
+    (_P + "PersistentVolumeClaimStatus", "accessModes"): _ATOMIC,
+    (_P + "PersistentVolumeClaimStatus", "conditions"): _BY_TYPE,
     (_P + "Scheduling", "nodeSelector"): _ATOMIC_MAP,
     (_P + "Scheduling", "tolerations"): _ATOMIC,
     # resource.k8s.io/v1: every list is +listType=atomic but reservedFor (map by uid,

@@ -38,6 +38,22 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "ready": False,
         "restartCount": 0,
     },
+    "kubera.v1.ControllerRevision": {
+        "data": {},
+    },
+    "kubera.v1.DaemonSet": {
+        "spec": {},
+    },
+    "kubera.v1.DaemonSetSpec": {
+        "selector": {},
+        "template": {},
+    },
+    "kubera.v1.DaemonSetStatus": {
+        "currentNumberScheduled": 0,
+        "desiredNumberScheduled": 0,
+        "numberMisscheduled": 0,
+        "numberReady": 0,
+    },
     "kubera.v1.Deployment": {
         "spec": {},
     },
@@ -124,6 +140,10 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "name": "",
         "uid": "",
     },
+    "kubera.v1.PersistentVolumeClaimCondition": {
+        "status": "",
+        "type": "",
+    },
     "kubera.v1.PodAffinityTerm": {
         "topologyKey": "",
     },
@@ -182,6 +202,16 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.ScopedResourceSelectorRequirement": {
         "operator": "",
         "scopeName": "",
+    },
+    "kubera.v1.StatefulSet": {
+        "spec": {},
+    },
+    "kubera.v1.StatefulSetSpec": {
+        "selector": {},
+        "template": {},
+    },
+    "kubera.v1.StatefulSetStatus": {
+        "replicas": 0,
     },
     "kubera.v1.Taint": {
         "effect": "",

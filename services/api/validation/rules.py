@@ -48,6 +48,16 @@ from services.api.validation.resource_claims import (
     validate_resource_claim_template_update,
     validate_resource_claim_update,
 )
+from services.api.validation.statefulapps import (
+    validate_controller_revision,
+    validate_controller_revision_update,
+    validate_daemon_set,
+    validate_daemon_set_update,
+    validate_persistent_volume_claim,
+    validate_persistent_volume_claim_update,
+    validate_stateful_set,
+    validate_stateful_set_update,
+)
 from services.api.validation.workloads import (
     validate_deployment,
     validate_pod_disruption_budget,
@@ -93,6 +103,14 @@ _RULES: dict[str, Rules] = {
     "PodGroup": Rules(validate_pod_group),
     "ResourceQuota": Rules(validate_resource_quota),
     "LimitRange": Rules(validate_limit_range),
+    "DaemonSet": Rules(validate_daemon_set, validate_daemon_set_update),
+    "StatefulSet": Rules(
+        validate_stateful_set, validate_stateful_set_update, name=names.dns1123_label
+    ),
+    "ControllerRevision": Rules(validate_controller_revision, validate_controller_revision_update),
+    "PersistentVolumeClaim": Rules(
+        validate_persistent_volume_claim, validate_persistent_volume_claim_update
+    ),
 }
 
 

@@ -38,7 +38,7 @@ UNHEALTHY_POD_EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
 # ----------------------------------------------------------------------------- pod templates
 
 
-def _pod_template(path: str, template: core_pb2.PodTemplateSpec, kind: str) -> Errors:
+def pod_template(path: str, template: core_pb2.PodTemplateSpec, kind: str) -> Errors:
     """ValidatePodTemplateSpec plus the ReplicaSet/Deployment template rules."""
     meta_path = child(path, "metadata")
     spec_path = child(path, "spec")
@@ -60,7 +60,7 @@ def _pod_template(path: str, template: core_pb2.PodTemplateSpec, kind: str) -> E
 # ----------------------------------------------------------------------------- int-or-percent
 
 
-def _int_or_percent(path: str, raw: str) -> tuple[int | None, bool, Errors]:
+def int_or_percent(path: str, raw: str) -> tuple[int | None, bool, Errors]:
     """ValidatePositiveIntOrPercent: (value, is_percent, errors)."""
     as_int = labels.parse_int64(raw)
     if as_int is not None:
@@ -81,7 +81,7 @@ def _int_or_percent(path: str, raw: str) -> tuple[int | None, bool, Errors]:
     return None, False, [invalid(path, raw, msg)]
 
 
-def _not_more_than_100_percent(path: str, raw: str, value: int | None, is_percent: bool) -> Errors:
+def not_more_than_100_percent(path: str, raw: str, value: int | None, is_percent: bool) -> Errors:
     if is_percent and value is not None and value > 100:
         return [invalid(path, raw, "must not be greater than 100%")]
     return []
@@ -99,9 +99,9 @@ def validate_pod_disruption_budget(pdb: Any) -> Errors:
     for field, name in (("min_available", "minAvailable"), ("max_unavailable", "maxUnavailable")):
         if spec.HasField(field):
             raw = getattr(spec, field)
-            value, is_percent, field_errs = _int_or_percent(f"spec.{name}", raw)
+            value, is_percent, field_errs = int_or_percent(f"spec.{name}", raw)
             errs += field_errs
-            errs += _not_more_than_100_percent(f"spec.{name}", raw, value, is_percent)
+            errs += not_more_than_100_percent(f"spec.{name}", raw, value, is_percent)
     if spec.HasField("selector"):
         errs += validate_selector("spec.selector", spec.selector)[1]
     policy = spec.unhealthy_pod_eviction_policy
@@ -137,7 +137,7 @@ def _workload_spec(spec: Any) -> Errors:
     if selector is not None and not selector.matches(template_labels):
         detail = "`selector` does not match template `labels`"
         errs.append(invalid("spec.template.metadata.labels", show(template_labels), detail))
-    errs += _pod_template("spec.template", spec.template, "ReplicaSet")
+    errs += pod_template("spec.template", spec.template, "ReplicaSet")
     return errs
 
 
@@ -161,14 +161,14 @@ def validate_deployment(deploy: Any) -> Errors:
         unavail_raw = (
             ru.max_unavailable if ru.HasField("max_unavailable") else DEFAULT_ROLLING_UPDATE
         )
-        surge, _, surge_errs = _int_or_percent(f"{path}.maxSurge", surge_raw)
-        unavail, unavail_pct, unavail_errs = _int_or_percent(f"{path}.maxUnavailable", unavail_raw)
+        surge, _, surge_errs = int_or_percent(f"{path}.maxSurge", surge_raw)
+        unavail, unavail_pct, unavail_errs = int_or_percent(f"{path}.maxUnavailable", unavail_raw)
         errs += unavail_errs + surge_errs
         if surge == 0 and unavail == 0:
             errs.append(
                 invalid(f"{path}.maxUnavailable", unavail_raw, "may not be 0 when `maxSurge` is 0")
             )
-        errs += _not_more_than_100_percent(
+        errs += not_more_than_100_percent(
             f"{path}.maxUnavailable", unavail_raw, unavail, unavail_pct
         )
     else:

@@ -64,7 +64,7 @@ def safe_encode(text: str) -> str:
     return "".join(_SAFE_ALPHABET[ord(ch) % len(_SAFE_ALPHABET)] for ch in text)
 
 
-def _fnv32a(data: bytes) -> int:
+def fnv32a(data: bytes) -> int:
     h = 0x811C9DC5
     for b in data:
         h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
@@ -78,7 +78,7 @@ def compute_hash(template: core_pb2.PodTemplateSpec, collision_count: int | None
     data = json.dumps(codec.encode(template), sort_keys=True, separators=(",", ":")).encode()
     if collision_count is not None:
         data += (collision_count & 0xFFFFFFFF).to_bytes(4, "little") + bytes(4)
-    return safe_encode(str(_fnv32a(data)))
+    return safe_encode(str(fnv32a(data)))
 
 
 def equal_ignore_hash(t1: core_pb2.PodTemplateSpec, t2: core_pb2.PodTemplateSpec) -> bool:
