@@ -1,5 +1,5 @@
 """The admission chain every create passes before validation and storage, in
-kube-apiserver's order: defaulting, then the mutating plugins (Priority, RuntimeClass,
+kube-apiserver's order: defaulting (services/api/defaults), then the mutating plugins (Priority, RuntimeClass,
 DefaultTolerationSeconds), then the validating checks that need other objects
 (NamespaceLifecycle, DRA's admin access). Each step is a small function over (lookup,
 object).
@@ -7,12 +7,12 @@ object).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
 
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import apps_pb2, core_pb2, node_pb2, resource_pb2, scheduling_pb2
+from services.api import defaults
 from services.api.dra.claims import ADMIN_ACCESS_NAMESPACE_LABEL
 from services.api.helpers.stages import STAGES_ANNOTATION, Stages, TemplateError
 from services.api.helpers.usage import USAGE_ANNOTATION, UsageSpecError, parse_usage
@@ -25,7 +25,7 @@ from services.api.machinery.errors import (
     forbidden,
 )
 from services.api.machinery.kinds import BY_KIND, Kind
-from services.api.machinery.kubeobject import M, narrow, narrow_optional, object_meta
+from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.api.machinery.quantity import QuantityError, parse_quantity
 
 
@@ -57,34 +57,6 @@ def _forbidden(kind: Kind, name: str, why: str) -> ForbiddenError:
 # ---------------------------------------------------------------- defaulting
 
 
-def default_pod_spec(spec: core_pb2.PodSpec) -> None:
-    """Kubernetes' API defaults for a pod spec (SetDefaults_PodSpec and friends)."""
-    if not spec.scheduler_name:
-        spec.scheduler_name = DEFAULT_SCHEDULER
-    if not spec.HasField("termination_grace_period_seconds"):
-        spec.termination_grace_period_seconds = DEFAULT_GRACE_SECONDS
-    if not spec.restart_policy:
-        spec.restart_policy = "Always"
-    if not spec.dns_policy:
-        spec.dns_policy = "ClusterFirst"
-    for c in (*spec.init_containers, *spec.containers):
-        for p in c.ports:
-            if not p.protocol:
-                p.protocol = "TCP"
-        if not c.image_pull_policy:
-            tag = c.image.rsplit("/", 1)[-1]
-            latest = ":" not in tag or tag.endswith(":latest")
-            c.image_pull_policy = "Always" if latest and "@" not in tag else "IfNotPresent"
-        if not c.termination_message_path:
-            c.termination_message_path = "/dev/termination-log"
-        if not c.termination_message_policy:
-            c.termination_message_policy = "File"
-        # A limit without a request means request == limit.
-        for res, qty in c.resources.limits.items():
-            if res not in c.resources.requests:
-                c.resources.requests[res] = qty
-
-
 def qos_class(spec: core_pb2.PodSpec) -> str:
     """Guaranteed, Burstable or BestEffort, by Kubernetes' rules (cpu and memory only)."""
     requests: dict[str, object] = {}
@@ -109,61 +81,13 @@ def qos_class(spec: core_pb2.PodSpec) -> str:
     return "Guaranteed" if guaranteed and (spec.containers or spec.init_containers) else "Burstable"
 
 
-def _default_pod(pod: core_pb2.Pod) -> None:
-    default_pod_spec(pod.spec)
-
-
-def _default_template_owner(obj: apps_pb2.ReplicaSet | apps_pb2.Deployment) -> None:
-    if not obj.spec.HasField("replicas"):
-        obj.spec.replicas = 1
-    default_pod_spec(obj.spec.template.spec)
-    if isinstance(obj, apps_pb2.Deployment):
-        st = obj.spec.strategy
-        if not st.type:
-            st.type = "RollingUpdate"
-        if st.type == "RollingUpdate":
-            if not st.rolling_update.HasField("max_unavailable"):
-                st.rolling_update.max_unavailable = "25%"
-            if not st.rolling_update.HasField("max_surge"):
-                st.rolling_update.max_surge = "25%"
-        if not obj.spec.HasField("revision_history_limit"):
-            obj.spec.revision_history_limit = 10
-        if not obj.spec.HasField("progress_deadline_seconds"):
-            obj.spec.progress_deadline_seconds = 600
-
-
-def _default_node(node: core_pb2.Node) -> None:
-    # A node registered from a manifest often gives only capacity; the kubelet would
-    # report allocatable = capacity minus reservations, which are zero here.
-    if node.status.capacity and not node.status.allocatable:
-        node.status.allocatable.update(node.status.capacity)
-
-
-def _default_priority_class(pc: scheduling_pb2.PriorityClass) -> None:
-    if not pc.HasField("preemption_policy"):
-        pc.preemption_policy = PREEMPT_LOWER
-
-
-def _for(cls: type[M], fn: Callable[[M], None]) -> Callable[[Message], None]:
-    """`fn`, for the objects of its kind that arrive typed as Message (checked)."""
-    return lambda obj: fn(narrow(obj, cls))
-
-
-_DEFAULTS: dict[str, Callable[[Message], None]] = {
-    "Pod": _for(core_pb2.Pod, _default_pod),
-    "ReplicaSet": _for(apps_pb2.ReplicaSet, _default_template_owner),
-    "Deployment": _for(apps_pb2.Deployment, _default_template_owner),
-    "Node": _for(core_pb2.Node, _default_node),
-    "PriorityClass": _for(scheduling_pb2.PriorityClass, _default_priority_class),
-}
-
-
 def apply_defaults(kind: Kind, obj: Message) -> None:
-    """Kubernetes' API defaults; run on create and on every update (so an update that
-    drops a defaulted field gets the default back, and re-applying a manifest is a no-op)."""
-    fn = _DEFAULTS.get(kind.kind)
-    if fn is not None:
-        fn(obj)
+    """Kubernetes' API defaults (services/api/defaults: upstream's SetDefaults_* and OpenAPI
+    defaults, for every kind); run on create and on every update (so an update that drops a
+    defaulted field gets the default back, and re-applying a manifest is a no-op). `kind` is
+    kept for the callers' symmetry with the other steps; the defaults follow the message."""
+    del kind
+    defaults.apply(obj)
 
 
 def initial_status(kind: Kind, obj: Message) -> None:

@@ -1,0 +1,320 @@
+"""The conditional part of upstream's ``SetDefaults_*``, as small functions keyed by schema.
+
+Ported from pkg/apis/core/v1/defaults.go (SetDefaults_Pod, SetDefaults_Container's
+imagePullPolicy, SetDefaults_Service, SetDefaults_Volume, SetDefaults_Namespace,
+SetDefaults_NodeStatus), pkg/apis/apps/v1/defaults.go (the rolling-update strategies of
+Deployment, DaemonSet and StatefulSet, the StatefulSet's claim retention policy) and
+pkg/apis/batch/v1/defaults.go (SetDefaults_Job). Each function takes the message of its schema
+and reads and writes fields by JSON name (``fields.py``), so the functions for kinds kubera
+gains later (Service, DaemonSet, StatefulSet, Job) apply as soon as those messages exist.
+What kubera keeps as free-form JSON (probes, lifecycle handlers, volumes, env valueFrom) gets
+upstream's defaults in the JSON itself, from the rows of ``tables.SET_DEFAULTS``.
+
+Differences from upstream: pod-level resources (PodLevelResources) and image volumes are not
+modelled, so their defaults are not applied; an image reference is split on its last "/",
+":" and "@" rather than parsed by the docker reference grammar (the invalid references it
+recognizes are the empty one and upper-case repository names; another invalid one, which
+upstream's validation refuses anyway, gets IfNotPresent from upstream and may get Always here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from services.api.defaults.fields import (
+    clear,
+    default_field,
+    default_key,
+    get,
+    is_set,
+    set_value,
+)
+from services.api.defaults.tables import APPS, BATCH, CORE, SET_DEFAULTS
+
+#: DefaultClientIPServiceAffinitySeconds (three hours).
+CLIENT_IP_AFFINITY_SECONDS = 10800
+MAX_INT32 = 2**31 - 1
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def image_pull_policy(image: str) -> str:
+    """SetDefaults_Container: Always for the tag "latest" (which a reference without tag or
+    digest has), IfNotPresent otherwise, and for a reference upstream cannot parse (empty,
+    or with upper-case letters in its repository: upstream ignores the parse error and
+    finds no tag)."""
+    name, _, digest = image.partition("@")
+    repository = name.rsplit(":", 1)[0] if ":" in name.rsplit("/", 1)[-1] else name
+    if not repository or repository.rsplit("/", 1)[-1] != repository.rsplit("/", 1)[-1].lower():
+        return "IfNotPresent"
+    last = name.rsplit("/", 1)[-1]
+    tag = last.rpartition(":")[2] if ":" in last else ""
+    if not tag and not digest:
+        tag = "latest"
+    return "Always" if tag == "latest" else "IfNotPresent"
+
+
+# ------------------------------------------------------------- free-form JSON
+
+
+def _row(d: dict[str, Any], schema: str, *, zero_unset: bool = False) -> None:
+    for name, value in SET_DEFAULTS[f"{CORE}.{schema}"].items():
+        default_key(d, name, value, zero_unset=zero_unset)
+
+
+def _handler(h: Any) -> None:
+    """A probe's or lifecycle hook's handler: SetDefaults_HTTPGetAction."""
+    if isinstance(h, dict) and isinstance(h.get("httpGet"), dict):
+        _row(h["httpGet"], "HTTPGetAction")
+
+
+def _probe(p: Any) -> None:
+    if isinstance(p, dict):
+        _row(p, "Probe", zero_unset=True)  # int32 values upstream: 0 is unset
+        _handler(p)
+
+
+def _field_ref(holder: Any) -> None:
+    if isinstance(holder, dict) and isinstance(holder.get("fieldRef"), dict):
+        _row(holder["fieldRef"], "ObjectFieldSelector")
+
+
+def _volume(v: dict[str, Any]) -> None:
+    """SetDefaults_Volume (a volume without a source is an emptyDir) and the sources' own."""
+    if not any(k != "name" for k in v):
+        v["emptyDir"] = {}
+    for key, schema in (
+        ("secret", "SecretVolumeSource"),
+        ("configMap", "ConfigMapVolumeSource"),
+        ("downwardAPI", "DownwardAPIVolumeSource"),
+        ("projected", "ProjectedVolumeSource"),
+        ("hostPath", "HostPathVolumeSource"),
+        ("azureDisk", "AzureDiskVolumeSource"),
+        ("iscsi", "ISCSIVolumeSource"),
+        ("rbd", "RBDVolumeSource"),
+        ("scaleIO", "ScaleIOVolumeSource"),
+    ):
+        if isinstance(v.get(key), dict):
+            _row(v[key], schema)
+    for item in (v.get("downwardAPI") or {}).get("items") or []:
+        _field_ref(item)
+    for source in (v.get("projected") or {}).get("sources") or []:
+        if not isinstance(source, dict):
+            continue
+        if isinstance(source.get("serviceAccountToken"), dict):
+            _row(source["serviceAccountToken"], "ServiceAccountTokenProjection")
+        for item in (source.get("downwardAPI") or {}).get("items") or []:
+            _field_ref(item)
+
+
+def _edit_struct(msg: Message, name: str, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Apply `edit` to a free-form JSON field (a Struct) when it is set."""
+    if not is_set(msg, name):
+        return
+    s = get(msg, name)
+    d = json_format.MessageToDict(s)
+    edit(d)
+    s.Clear()
+    s.update(d)
+
+
+# ------------------------------------------------------------------- core/v1
+
+
+def default_pod(pod: Message) -> None:
+    """SetDefaults_Pod: a limit without a request makes the request (pods only, not
+    templates), enableServiceLinks true, and with hostNetwork each port's hostPort."""
+    spec = get(pod, "spec")
+    if spec is None:
+        return
+    for c in (*(get(spec, "containers") or ()), *(get(spec, "initContainers") or ())):
+        res = get(c, "resources")
+        if res is None:
+            continue
+        requests, limits = get(res, "requests"), get(res, "limits")
+        for key, qty in limits.items():
+            if key not in requests:
+                requests[key] = qty
+    default_field(spec, "enableServiceLinks", True)
+    if get(spec, "hostNetwork"):
+        for c in (*(get(spec, "containers") or ()), *(get(spec, "initContainers") or ())):
+            for p in get(c, "ports") or ():
+                if not get(p, "hostPort"):
+                    set_value(p, "hostPort", get(p, "containerPort"))
+
+
+def default_pod_spec(spec: Message) -> None:
+    """SetDefaults_PodSpec's free-form part: the volumes' defaults."""
+    for v in get(spec, "volumes") or ():
+        d = json_format.MessageToDict(v)
+        _volume(d)
+        v.Clear()
+        v.update(d)
+
+
+def default_container(c: Message) -> None:
+    """SetDefaults_Container's imagePullPolicy, and the defaults inside its free-form parts
+    (probes, lifecycle handlers, env valueFrom.fieldRef)."""
+    if not is_set(c, "imagePullPolicy"):
+        set_value(c, "imagePullPolicy", image_pull_policy(get(c, "image") or ""))
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        _edit_struct(c, probe, _probe)
+
+    def lifecycle(d: dict[str, Any]) -> None:
+        for hook in ("postStart", "preStop"):
+            _handler(d.get(hook))
+
+    _edit_struct(c, "lifecycle", lifecycle)
+    for env in get(c, "env") or ():
+        _edit_struct(env, "valueFrom", _field_ref)
+
+
+def default_service(svc: Message) -> None:
+    """SetDefaults_Service."""
+    spec = get(svc, "spec")
+    if spec is None:
+        return
+    default_field(spec, "sessionAffinity", "None")
+    affinity = get(spec, "sessionAffinity")
+    if affinity == "None" and is_set(spec, "sessionAffinityConfig"):
+        clear(spec, "sessionAffinityConfig")
+    elif affinity == "ClientIP" and get(spec, "sessionAffinityConfig") is not None:
+        config = json_format.MessageToDict(get(spec, "sessionAffinityConfig"))
+        if (config.get("clientIP") or {}).get("timeoutSeconds") is None:
+            timeout = {"clientIP": {"timeoutSeconds": CLIENT_IP_AFFINITY_SECONDS}}
+            set_value(spec, "sessionAffinityConfig", timeout)
+    default_field(spec, "type", "ClusterIP")
+    kind = get(spec, "type")
+    for p in get(spec, "ports") or ():
+        default_field(p, "protocol", "TCP")
+        if get(p, "targetPort") in (None, "", "0", 0):
+            set_value(p, "targetPort", get(p, "port"))
+    externally_accessible = kind in ("NodePort", "LoadBalancer") or bool(get(spec, "externalIPs"))
+    if externally_accessible:
+        default_field(spec, "externalTrafficPolicy", "Cluster")
+    if kind in ("NodePort", "LoadBalancer", "ClusterIP"):
+        default_field(spec, "internalTrafficPolicy", "Cluster")
+    if kind == "LoadBalancer":
+        default_field(spec, "allocateLoadBalancerNodePorts", True)
+        status = get(svc, "status")
+        lb = get(status, "loadBalancer") if status is not None else None
+        for ing in (get(lb, "ingress") or ()) if lb is not None else ():
+            if get(ing, "ip") and not is_set(ing, "ipMode"):
+                set_value(ing, "ipMode", "VIP")
+
+
+def default_namespace(ns: Message) -> None:
+    """SetDefaults_Namespace: the kubernetes.io/metadata.name label, once the name is known."""
+    meta = get(ns, "metadata")
+    if meta is not None and get(meta, "name"):
+        get(meta, "labels")[NAMESPACE_NAME_LABEL] = get(meta, "name")
+
+
+def default_node_status(status: Message) -> None:
+    """SetDefaults_NodeStatus: allocatable is the capacity when only capacity is given."""
+    capacity, allocatable = get(status, "capacity"), get(status, "allocatable")
+    if capacity and allocatable is not None and not allocatable:
+        allocatable.update(capacity)
+
+
+# ------------------------------------------------------------------- apps/v1
+
+
+def default_deployment_spec(spec: Message) -> None:
+    """The strategy is a value upstream (always there), so its defaults always apply."""
+    if get(spec, "strategy") is not None:
+        get(spec, "strategy").SetInParent()
+
+
+def default_deployment_strategy(st: Message) -> None:
+    """SetDefaults_Deployment: a RollingUpdate strategy's maxUnavailable and maxSurge 25%."""
+    if get(st, "type") != "RollingUpdate" or get(st, "rollingUpdate") is None:
+        return
+    ru = get(st, "rollingUpdate")
+    ru.SetInParent()
+    default_field(ru, "maxUnavailable", "25%")
+    default_field(ru, "maxSurge", "25%")
+
+
+def default_daemon_set_spec(spec: Message) -> None:
+    if get(spec, "updateStrategy") is not None:
+        get(spec, "updateStrategy").SetInParent()
+
+
+def default_daemon_set_update_strategy(st: Message) -> None:
+    """SetDefaults_DaemonSet: a RollingUpdate strategy's maxUnavailable 1 and maxSurge 0."""
+    if get(st, "type") != "RollingUpdate" or get(st, "rollingUpdate") is None:
+        return
+    ru = get(st, "rollingUpdate")
+    ru.SetInParent()
+    default_field(ru, "maxUnavailable", 1)
+    default_field(ru, "maxSurge", 0)
+
+
+def default_stateful_set_spec(spec: Message) -> None:
+    """SetDefaults_StatefulSet: RollingUpdate with partition 0 when no strategy is given (a
+    RollingUpdate given without rollingUpdate keeps none), and the claim retention policy
+    (Retain, Retain: its row) always."""
+    st = get(spec, "updateStrategy")
+    if st is not None:
+        st.SetInParent()
+        if not get(st, "type"):
+            set_value(st, "type", "RollingUpdate")
+            if get(st, "rollingUpdate") is not None:
+                get(st, "rollingUpdate").SetInParent()
+        ru = get(st, "rollingUpdate")
+        if get(st, "type") == "RollingUpdate" and is_set(st, "rollingUpdate"):
+            default_field(ru, "partition", 0)
+    policy = get(spec, "persistentVolumeClaimRetentionPolicy")
+    if policy is not None:
+        policy.SetInParent()
+
+
+# ------------------------------------------------------------------ batch/v1
+
+
+def default_job(job: Message) -> None:
+    """SetDefaults_Job: completions and parallelism 1 when both are unset (parallelism 1 when
+    it alone is), backoffLimit 6 (MaxInt32 with backoffLimitPerIndex), the template's labels
+    on a Job without labels, podReplacementPolicy Failed with a podFailurePolicy and
+    TerminatingOrFailed without."""
+    spec = get(job, "spec")
+    if spec is None:
+        return
+    if not is_set(spec, "completions") and not is_set(spec, "parallelism"):
+        set_value(spec, "completions", 1)
+        set_value(spec, "parallelism", 1)
+    default_field(spec, "parallelism", 1)
+    if not is_set(spec, "backoffLimit"):
+        per_index = is_set(spec, "backoffLimitPerIndex")
+        set_value(spec, "backoffLimit", MAX_INT32 if per_index else 6)
+    template = get(spec, "template")
+    meta = get(job, "metadata")
+    if template is not None and meta is not None:
+        labels = get(get(template, "metadata"), "labels")
+        if labels and not get(meta, "labels"):
+            get(meta, "labels").update(labels)
+    if not is_set(spec, "podReplacementPolicy"):
+        failed = is_set(spec, "podFailurePolicy")
+        set_value(spec, "podReplacementPolicy", "Failed" if failed else "TerminatingOrFailed")
+
+
+#: schema -> its conditional defaulter, run after the schema's static rows and before the
+#: message's children are defaulted (upstream's generated SetObjectDefaults_* order).
+FUNCS: dict[str, Callable[[Message], None]] = {
+    f"{CORE}.Pod": default_pod,
+    f"{CORE}.PodSpec": default_pod_spec,
+    f"{CORE}.Container": default_container,
+    f"{CORE}.Service": default_service,
+    f"{CORE}.Namespace": default_namespace,
+    f"{CORE}.NodeStatus": default_node_status,
+    f"{APPS}.DeploymentSpec": default_deployment_spec,
+    f"{APPS}.DeploymentStrategy": default_deployment_strategy,
+    f"{APPS}.DaemonSetSpec": default_daemon_set_spec,
+    f"{APPS}.DaemonSetUpdateStrategy": default_daemon_set_update_strategy,
+    f"{APPS}.StatefulSetSpec": default_stateful_set_spec,
+    f"{BATCH}.Job": default_job,
+}
