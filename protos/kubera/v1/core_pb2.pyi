@@ -509,6 +509,12 @@ class PodIP(_message.Message):
     ip: str
     def __init__(self, ip: _Optional[str] = ...) -> None: ...
 
+class HostIP(_message.Message):
+    __slots__ = ("ip",)
+    IP_FIELD_NUMBER: _ClassVar[int]
+    ip: str
+    def __init__(self, ip: _Optional[str] = ...) -> None: ...
+
 class ContainerStatus(_message.Message):
     __slots__ = ("name", "ready", "restart_count", "image", "image_id", "container_id", "started", "state", "last_state")
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -532,7 +538,7 @@ class ContainerStatus(_message.Message):
     def __init__(self, name: _Optional[str] = ..., ready: _Optional[bool] = ..., restart_count: _Optional[int] = ..., image: _Optional[str] = ..., image_id: _Optional[str] = ..., container_id: _Optional[str] = ..., started: _Optional[bool] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., last_state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class PodStatus(_message.Message):
-    __slots__ = ("phase", "conditions", "message", "reason", "nominated_node_name", "host_ip", "pod_ip", "pod_ips", "start_time", "qos_class", "container_statuses", "init_container_statuses", "resource_claim_statuses")
+    __slots__ = ("phase", "conditions", "message", "reason", "nominated_node_name", "host_ip", "pod_ip", "pod_ips", "start_time", "qos_class", "container_statuses", "init_container_statuses", "resource_claim_statuses", "host_ips")
     PHASE_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -546,6 +552,7 @@ class PodStatus(_message.Message):
     CONTAINER_STATUSES_FIELD_NUMBER: _ClassVar[int]
     INIT_CONTAINER_STATUSES_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_CLAIM_STATUSES_FIELD_NUMBER: _ClassVar[int]
+    HOST_IPS_FIELD_NUMBER: _ClassVar[int]
     phase: str
     conditions: _containers.RepeatedCompositeFieldContainer[PodCondition]
     message: str
@@ -559,7 +566,8 @@ class PodStatus(_message.Message):
     container_statuses: _containers.RepeatedCompositeFieldContainer[ContainerStatus]
     init_container_statuses: _containers.RepeatedCompositeFieldContainer[ContainerStatus]
     resource_claim_statuses: _containers.RepeatedCompositeFieldContainer[PodResourceClaimStatus]
-    def __init__(self, phase: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., nominated_node_name: _Optional[str] = ..., host_ip: _Optional[str] = ..., pod_ip: _Optional[str] = ..., pod_ips: _Optional[_Iterable[_Union[PodIP, _Mapping]]] = ..., start_time: _Optional[str] = ..., qos_class: _Optional[str] = ..., container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., init_container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., resource_claim_statuses: _Optional[_Iterable[_Union[PodResourceClaimStatus, _Mapping]]] = ...) -> None: ...
+    host_ips: _containers.RepeatedCompositeFieldContainer[HostIP]
+    def __init__(self, phase: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., nominated_node_name: _Optional[str] = ..., host_ip: _Optional[str] = ..., pod_ip: _Optional[str] = ..., pod_ips: _Optional[_Iterable[_Union[PodIP, _Mapping]]] = ..., start_time: _Optional[str] = ..., qos_class: _Optional[str] = ..., container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., init_container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., resource_claim_statuses: _Optional[_Iterable[_Union[PodResourceClaimStatus, _Mapping]]] = ..., host_ips: _Optional[_Iterable[_Union[HostIP, _Mapping]]] = ...) -> None: ...
 
 class Pod(_message.Message):
     __slots__ = ("api_version", "kind", "metadata", "spec", "status")

@@ -84,6 +84,9 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.ExactDeviceRequest": {
         "deviceClassName": "",
     },
+    "kubera.v1.HostIP": {
+        "ip": "",
+    },
     "kubera.v1.LabelSelectorRequirement": {
         "key": "",
         "operator": "",
