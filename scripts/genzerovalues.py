@@ -20,7 +20,7 @@ validate strips them), which would name every non-omitempty field directly.
 
 A field upstream always writes is:
 - in 1.37's `required` list (a non-omitempty field without `+optional`); or
-- in the `required` list of an earlier release (1.30..1.36) of the same package, still a
+- in the `required` list of an earlier release (1.25..1.36) of the same package, still a
   property in 1.37: upstream 1.36 marked a set of non-omitempty fields `+optional` without
   adding `omitempty` (PodDisruptionBudgetStatus's disruptionsAllowed / currentHealthy /
   desiredHealthy / expectedPods, PriorityClass.value, Deployment and ReplicaSet conditions'
@@ -94,7 +94,7 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {{
 #: The release the table follows, and the earlier releases whose `required` lists still say
 #: which of 1.37's `+optional` fields Go writes without `omitempty` (see the docstring).
 RELEASE = "1.37"
-EARLIER = ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35", "1.36")
+EARLIER = tuple(f"1.{m}" for m in range(25, 37))
 PACKAGE = "kubernetes-validate"
 
 
