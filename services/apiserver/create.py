@@ -56,8 +56,10 @@ async def prepare_create(
     meta.ClearField("deletion_timestamp")
     meta.ClearField("deletion_grace_period_seconds")
     meta.generation = 1
-    admission.apply_defaults(kind, obj)
     admission.initial_status(kind, obj)
+    # Defaults after the initial status: upstream defaults every decode, the one from etcd
+    # included, so a new object shows its status defaults too (a claim's phase Pending).
+    admission.apply_defaults(kind, obj)
     if kind.kind == "PriorityClass" and not system and meta.name.startswith("system-"):
         raise ForbiddenError(
             f'priorityclasses "{meta.name}" is forbidden: priority class names with a "system-" prefix are reserved for system use'

@@ -17,7 +17,9 @@ Where each default comes from (release 1.37):
   on a Pod, hostNetwork ports, rolling-update parameters, a StatefulSet's partition and claim
   retention policy, a Job's completions, parallelism, backoffLimit, labels and
   podReplacementPolicy, a Service's affinity, ports and traffic policies, a Namespace's
-  kubernetes.io/metadata.name label, a Node's allocatable).
+  kubernetes.io/metadata.name label, a Node's allocatable, a LimitRange item's default and
+  defaultRequest, a PersistentVolume's and a claim's phase, a device request's allocation
+  mode and count).
 
 Both tables are keyed by upstream's schema name (io.k8s.api.batch.v1.JobSpec). A kubera
 message takes the row of the schema with its name: every kubera message lives in one proto

@@ -2,16 +2,20 @@
 
 Ported from pkg/apis/core/v1/defaults.go (SetDefaults_Pod, SetDefaults_Container's
 imagePullPolicy, SetDefaults_Service, SetDefaults_Volume, SetDefaults_Namespace,
-SetDefaults_NodeStatus), pkg/apis/apps/v1/defaults.go (the rolling-update strategies of
-Deployment, DaemonSet and StatefulSet, the StatefulSet's claim retention policy) and
-pkg/apis/batch/v1/defaults.go (SetDefaults_Job). Each function takes the message of its schema
+SetDefaults_NodeStatus, SetDefaults_LimitRangeItem, SetDefaults_PersistentVolume and
+SetDefaults_PersistentVolumeClaim), pkg/apis/apps/v1/defaults.go (the rolling-update
+strategies of Deployment, DaemonSet and StatefulSet, the StatefulSet's claim retention
+policy), pkg/apis/batch/v1/defaults.go (SetDefaults_Job) and pkg/apis/resource/v1/defaults.go
+(a device request's allocationMode ExactCount and count 1). Each function takes the message of its schema
 and reads and writes fields by JSON name (``fields.py``), so the functions for kinds kubera
 gains later (Service, DaemonSet, StatefulSet, Job) apply as soon as those messages exist.
 What kubera keeps as free-form JSON (probes, lifecycle handlers, volumes, env valueFrom) gets
 upstream's defaults in the JSON itself, from the rows of ``tables.SET_DEFAULTS``.
 
 Differences from upstream: pod-level resources (PodLevelResources) and image volumes are not
-modelled, so their defaults are not applied; an image reference is split on its last "/",
+modelled, so their defaults are not applied; a DeviceTaint's timeAdded (upstream: the time of
+decoding) is left to the writer, as defaulting here takes no clock; SetDefaults_ResourceList's
+rounding up to milli-units is the codec's quantity canonicalization, not repeated here; an image reference is split on its last "/",
 ":" and "@" rather than parsed by the docker reference grammar (the invalid references it
 recognizes are the empty one and upper-case repository names; another invalid one, which
 upstream's validation refuses anyway, gets IfNotPresent from upstream and may get Always here).
@@ -33,7 +37,7 @@ from services.api.defaults.fields import (
     is_set,
     set_value,
 )
-from services.api.defaults.tables import APPS, BATCH, CORE, SET_DEFAULTS
+from services.api.defaults.tables import APPS, BATCH, CORE, RESOURCE, SET_DEFAULTS
 
 #: DefaultClientIPServiceAffinitySeconds (three hours).
 CLIENT_IP_AFFINITY_SECONDS = 10800
@@ -220,6 +224,52 @@ def default_node_status(status: Message) -> None:
         allocatable.update(capacity)
 
 
+def default_limit_range_item(item: Message) -> None:
+    """SetDefaults_LimitRangeItem: for a Container item, a missing default limit is the max,
+    a missing default request is the default limit, else the min."""
+    if get(item, "type") != "Container":
+        return
+    default, request = get(item, "default"), get(item, "defaultRequest")
+    if default is None or request is None:
+        return
+    for key, qty in (get(item, "max") or {}).items():
+        if key not in default:
+            default[key] = qty
+    for key, qty in default.items():
+        if key not in request:
+            request[key] = qty
+    for key, qty in (get(item, "min") or {}).items():
+        if key not in request:
+            request[key] = qty
+
+
+def default_persistent_volume(pv: Message) -> None:
+    """SetDefaults_PersistentVolume: phase Pending, reclaim policy Retain, Filesystem mode."""
+    status, spec = get(pv, "status"), get(pv, "spec")
+    if status is not None:
+        default_field(status, "phase", "Pending")
+    if spec is not None:
+        default_field(spec, "persistentVolumeReclaimPolicy", "Retain")
+        default_field(spec, "volumeMode", "Filesystem")
+
+
+def default_persistent_volume_claim(pvc: Message) -> None:
+    """SetDefaults_PersistentVolumeClaim: phase Pending (its spec's volumeMode is a row)."""
+    status = get(pvc, "status")
+    if status is not None:
+        default_field(status, "phase", "Pending")
+
+
+# -------------------------------------------------------------- resource/v1
+
+
+def default_device_request(req: Message) -> None:
+    """SetDefaults_ExactDeviceRequest and SetDefaults_DeviceSubRequest: ExactCount, of 1."""
+    default_field(req, "allocationMode", "ExactCount")
+    if get(req, "allocationMode") == "ExactCount" and not get(req, "count"):
+        set_value(req, "count", 1)
+
+
 # ------------------------------------------------------------------- apps/v1
 
 
@@ -311,6 +361,11 @@ FUNCS: dict[str, Callable[[Message], None]] = {
     f"{CORE}.Service": default_service,
     f"{CORE}.Namespace": default_namespace,
     f"{CORE}.NodeStatus": default_node_status,
+    f"{CORE}.LimitRangeItem": default_limit_range_item,
+    f"{CORE}.PersistentVolume": default_persistent_volume,
+    f"{CORE}.PersistentVolumeClaim": default_persistent_volume_claim,
+    f"{RESOURCE}.ExactDeviceRequest": default_device_request,
+    f"{RESOURCE}.DeviceSubRequest": default_device_request,
     f"{APPS}.DeploymentSpec": default_deployment_spec,
     f"{APPS}.DeploymentStrategy": default_deployment_strategy,
     f"{APPS}.DaemonSetSpec": default_daemon_set_spec,

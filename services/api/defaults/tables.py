@@ -28,6 +28,8 @@ CORE = "io.k8s.api.core.v1"
 APPS = "io.k8s.api.apps.v1"
 BATCH = "io.k8s.api.batch.v1"
 SCHEDULING = "io.k8s.api.scheduling.v1"
+DISCOVERY = "io.k8s.api.discovery.v1"
+RESOURCE = "io.k8s.api.resource.v1"
 
 #: schema -> {JSON field: default}: the `+default=` markers of upstream's 1.37 OpenAPI.
 OPENAPI_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -115,6 +117,8 @@ SET_DEFAULTS: dict[str, dict[str, Any]] = {
         "failedJobsHistoryLimit": 1,
     },
     f"{BATCH}.PodFailurePolicyOnPodConditionsPattern": {"status": "True"},
+    # discovery/v1 SetDefaults_EndpointPort (an EndpointSlice's ports).
+    f"{DISCOVERY}.EndpointPort": {"name": "", "protocol": "TCP"},
     # SetDefaults_PriorityClass.
     f"{SCHEDULING}.PriorityClass": {"preemptionPolicy": "PreemptLowerPriority"},
 }

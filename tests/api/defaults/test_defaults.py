@@ -603,3 +603,92 @@ def test_every_defaulted_field_is_a_field_of_upstreams_1_37_schema() -> None:
             assert set(row) <= set(defs[schema]["properties"]), schema
     for schema in defaults.FUNCS:
         assert schema in defs, schema
+
+
+# -------------------------------------------------- resource/v1, core/v1 storage
+
+
+@pytest.mark.parametrize(
+    ("request_", "expected"),
+    [
+        ({"deviceClassName": "gpu"}, {"allocationMode": "ExactCount", "count": 1}),
+        ({"deviceClassName": "gpu", "count": 3}, {"allocationMode": "ExactCount", "count": 3}),
+        ({"deviceClassName": "gpu", "allocationMode": "All"}, {"allocationMode": "All"}),
+    ],
+)
+def test_a_device_request_is_exact_count_of_one_by_default(
+    request_: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    claim = _defaulted(
+        "ResourceClaim",
+        {
+            "metadata": {"name": "c"},
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {"name": "r", "exactly": request_},
+                        {"name": "s", "firstAvailable": [{"name": "a"} | request_]},
+                    ]
+                }
+            },
+        },
+    )
+    exactly = claim["spec"]["devices"]["requests"][0]["exactly"]
+    assert {k: exactly.get(k) for k in expected} == expected
+    sub = claim["spec"]["devices"]["requests"][1]["firstAvailable"][0]
+    assert {k: sub.get(k) for k in expected} == expected
+
+
+def test_a_limit_range_item_defaults_limits_from_max_and_requests_from_limits_or_min() -> None:
+    got = _defaulted(
+        "LimitRange",
+        {
+            "metadata": {"name": "l"},
+            "spec": {
+                "limits": [
+                    {
+                        "type": "Container",
+                        "max": {"cpu": "2", "memory": "1Gi"},
+                        "min": {"ephemeral-storage": "1Gi"},
+                        "default": {"memory": "512Mi"},
+                    },
+                    {"type": "Pod", "max": {"cpu": "4"}},
+                ]
+            },
+        },
+    )
+    container, pod = got["spec"]["limits"]
+    assert container["default"] == {"cpu": "2", "memory": "512Mi"}
+    assert container["defaultRequest"] == {
+        "cpu": "2",
+        "memory": "512Mi",
+        "ephemeral-storage": "1Gi",
+    }
+    assert "default" not in pod
+
+
+def test_a_new_claim_and_volume_are_pending_and_retained() -> None:
+    pvc = _defaulted("PersistentVolumeClaim", {"metadata": {"name": "c"}, "spec": {}, "status": {}})
+    _expect(
+        "PersistentVolumeClaim",
+        pvc,
+        {".status.phase": "Pending", ".spec.volumeMode": "Filesystem"},
+    )
+    pv = _defaulted("PersistentVolume", {"metadata": {"name": "v"}, "spec": {}, "status": {}})
+    _expect(
+        "PersistentVolume",
+        pv,
+        {
+            ".status.phase": "Pending",
+            ".spec.persistentVolumeReclaimPolicy": "Retain",
+            ".spec.volumeMode": "Filesystem",
+        },
+    )
+
+
+def test_an_endpoint_slice_port_is_tcp_and_named() -> None:
+    got = _defaulted(
+        "EndpointSlice",
+        {"metadata": {"name": "s"}, "addressType": "IPv4", "ports": [{"port": 80}]},
+    )
+    _expect("EndpointSlice", got, {".ports[0].protocol": "TCP"})

@@ -69,6 +69,22 @@ message ServiceSpec {
   optional bool allocate_load_balancer_node_ports = 7;
 }
 message Service { Meta metadata = 1; ServiceSpec spec = 2; }
+message LimitRangeItem {
+  string type = 1;
+  map<string, string> max = 2;
+  map<string, string> min = 3;
+  map<string, string> default = 4;
+  map<string, string> default_request = 5;
+}
+message LimitRangeSpec { repeated LimitRangeItem limits = 1; }
+message LimitRange { Meta metadata = 1; LimitRangeSpec spec = 2; }
+message PersistentVolumeClaimSpec { optional string volume_mode = 1; }
+message PersistentVolumeClaimStatus { string phase = 1; }
+message PersistentVolumeClaim {
+  Meta metadata = 1;
+  PersistentVolumeClaimSpec spec = 2;
+  PersistentVolumeClaimStatus status = 3;
+}
 """
 
 
@@ -190,3 +206,27 @@ def test_a_stateful_set_update_strategy(fx: ModuleType, strategy: dict, expected
 )
 def test_a_service(fx: ModuleType, spec: dict, expected: dict) -> None:
     assert _run(fx.Service, {"spec": spec})["spec"] == expected
+
+
+def test_a_limit_range_container_item(fx: ModuleType) -> None:
+    item = {
+        "type": "Container",
+        "max": {"cpu": "2", "memory": "1Gi"},
+        "min": {"ephemeral-storage": "1Gi"},
+        "default": {"memory": "512Mi"},
+    }
+    got = _run(fx.LimitRange, {"spec": {"limits": [item, {"type": "Pod", "max": {"cpu": "4"}}]}})
+    container, pod = got["spec"]["limits"]
+    assert container["default"] == {"cpu": "2", "memory": "512Mi"}
+    assert container["defaultRequest"] == {
+        "cpu": "2",
+        "memory": "512Mi",
+        "ephemeral-storage": "1Gi",
+    }
+    assert "default" not in pod and "defaultRequest" not in pod
+
+
+def test_a_claim_is_pending_with_a_filesystem_volume(fx: ModuleType) -> None:
+    got = _run(fx.PersistentVolumeClaim, {"metadata": {"name": "c"}, "spec": {}})
+    assert got["spec"] == {"volumeMode": "Filesystem"}
+    assert got["status"] == {"phase": "Pending"}
