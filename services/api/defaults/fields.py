@@ -10,27 +10,32 @@ field, so the rule is upstream's own).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from google.protobuf import json_format
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 _STRUCT = "google.protobuf.Struct"
 
 
+@functools.cache
+def by_json_name(desc: Descriptor) -> dict[str, FieldDescriptor]:
+    return {f.json_name: f for f in desc.fields}
+
+
 def field(msg: Message, name: str) -> FieldDescriptor | None:
     """The field of `msg` whose JSON name is `name`, or None."""
-    for f in msg.DESCRIPTOR.fields:
-        if f.json_name == name:
-            return f
-    return None
+    return by_json_name(msg.DESCRIPTOR).get(name)
 
 
 def is_set(msg: Message, name: str) -> bool:
     f = field(msg, name)
-    if f is None:
-        return False
+    return False if f is None else is_set_field(msg, f)
+
+
+def is_set_field(msg: Message, f: FieldDescriptor) -> bool:
     if f.is_repeated:
         return len(getattr(msg, f.name)) > 0
     if f.has_presence:
@@ -50,6 +55,11 @@ def set_value(msg: Message, name: str, value: Any) -> bool:
     f = field(msg, name)
     if f is None:
         return False
+    set_field(msg, f, value)
+    return True
+
+
+def set_field(msg: Message, f: FieldDescriptor, value: Any) -> None:
     if f.message_type is not None and not f.is_repeated:
         sub = getattr(msg, f.name)
         sub.Clear()
@@ -62,7 +72,6 @@ def set_value(msg: Message, name: str, value: Any) -> bool:
         setattr(msg, f.name, str(value))  # an int-or-string field given an int
     else:
         setattr(msg, f.name, value)
-    return True
 
 
 def clear(msg: Message, name: str) -> None:

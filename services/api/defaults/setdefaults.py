@@ -29,6 +29,7 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from protos.kubera.v1 import core_pb2
 from services.api.defaults.fields import (
     clear,
     default_field,
@@ -38,6 +39,7 @@ from services.api.defaults.fields import (
     set_value,
 )
 from services.api.defaults.tables import APPS, BATCH, CORE, RESOURCE, SET_DEFAULTS
+from services.api.machinery.kubeobject import narrow
 
 #: DefaultClientIPServiceAffinitySeconds (three hours).
 CLIENT_IP_AFFINITY_SECONDS = 10800
@@ -114,66 +116,68 @@ def _volume(v: dict[str, Any]) -> None:
             _field_ref(item)
 
 
-def _edit_struct(msg: Message, name: str, edit: Callable[[dict[str, Any]], None]) -> None:
-    """Apply `edit` to a free-form JSON field (a Struct) when it is set."""
-    if not is_set(msg, name):
-        return
-    s = get(msg, name)
-    d = json_format.MessageToDict(s)
-    edit(d)
-    s.Clear()
-    s.update(d)
-
-
 # ------------------------------------------------------------------- core/v1
 
 
-def default_pod(pod: Message) -> None:
+def default_pod(obj: Message) -> None:
     """SetDefaults_Pod: a limit without a request makes the request (pods only, not
-    templates), enableServiceLinks true, and with hostNetwork each port's hostPort."""
-    spec = get(pod, "spec")
-    if spec is None:
-        return
-    for c in (*(get(spec, "containers") or ()), *(get(spec, "initContainers") or ())):
-        res = get(c, "resources")
-        if res is None:
-            continue
-        requests, limits = get(res, "requests"), get(res, "limits")
-        for key, qty in limits.items():
+    templates), enableServiceLinks true, and with hostNetwork each port's hostPort. (The Pod,
+    PodSpec and Container defaulters read kubera's own messages directly: they run on every
+    pod created, and reading fields by JSON name costs five times as much.)"""
+    spec = narrow(obj, core_pb2.Pod).spec
+    containers = (*spec.containers, *spec.init_containers)
+    for c in containers:
+        requests = c.resources.requests
+        for key, qty in c.resources.limits.items():
             if key not in requests:
                 requests[key] = qty
-    default_field(spec, "enableServiceLinks", True)
-    if get(spec, "hostNetwork"):
-        for c in (*(get(spec, "containers") or ()), *(get(spec, "initContainers") or ())):
-            for p in get(c, "ports") or ():
-                if not get(p, "hostPort"):
-                    set_value(p, "hostPort", get(p, "containerPort"))
+    if not spec.HasField("enable_service_links"):
+        spec.enable_service_links = True
+    if spec.host_network:
+        for c in containers:
+            for p in c.ports:
+                if not p.host_port:
+                    p.host_port = p.container_port
 
 
-def default_pod_spec(spec: Message) -> None:
+def default_pod_spec(obj: Message) -> None:
     """SetDefaults_PodSpec's free-form part: the volumes' defaults."""
-    for v in get(spec, "volumes") or ():
+    for v in narrow(obj, core_pb2.PodSpec).volumes:
         d = json_format.MessageToDict(v)
         _volume(d)
         v.Clear()
         v.update(d)
 
 
-def default_container(c: Message) -> None:
+def _edit(s: Message, edit: Callable[[dict[str, Any]], None]) -> None:
+    d = json_format.MessageToDict(s)
+    edit(d)
+    s.Clear()
+    s.update(d)
+
+
+def _lifecycle(d: dict[str, Any]) -> None:
+    for hook in ("postStart", "preStop"):
+        _handler(d.get(hook))
+
+
+def default_container(obj: Message) -> None:
     """SetDefaults_Container's imagePullPolicy, and the defaults inside its free-form parts
     (probes, lifecycle handlers, env valueFrom.fieldRef)."""
-    if not is_set(c, "imagePullPolicy"):
-        set_value(c, "imagePullPolicy", image_pull_policy(get(c, "image") or ""))
-    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
-        _edit_struct(c, probe, _probe)
-
-    def lifecycle(d: dict[str, Any]) -> None:
-        for hook in ("postStart", "preStop"):
-            _handler(d.get(hook))
-
-    _edit_struct(c, "lifecycle", lifecycle)
-    for env in get(c, "env") or ():
-        _edit_struct(env, "valueFrom", _field_ref)
+    c = narrow(obj, core_pb2.Container)
+    if not c.image_pull_policy:
+        c.image_pull_policy = image_pull_policy(c.image)
+    if c.HasField("liveness_probe"):
+        _edit(c.liveness_probe, _probe)
+    if c.HasField("readiness_probe"):
+        _edit(c.readiness_probe, _probe)
+    if c.HasField("startup_probe"):
+        _edit(c.startup_probe, _probe)
+    if c.HasField("lifecycle"):
+        _edit(c.lifecycle, _lifecycle)
+    for env in c.env:
+        if env.HasField("value_from"):
+            _edit(env.value_from, _field_ref)
 
 
 def default_service(svc: Message) -> None:
