@@ -105,15 +105,23 @@ def _volume(v: dict[str, Any]) -> None:
     ):
         if isinstance(v.get(key), dict):
             _row(v[key], schema)
-    for item in (v.get("downwardAPI") or {}).get("items") or []:
+    for item in _items(v, "downwardAPI", "items"):
         _field_ref(item)
-    for source in (v.get("projected") or {}).get("sources") or []:
+    for source in _items(v, "projected", "sources"):
         if not isinstance(source, dict):
             continue
         if isinstance(source.get("serviceAccountToken"), dict):
             _row(source["serviceAccountToken"], "ServiceAccountTokenProjection")
-        for item in (source.get("downwardAPI") or {}).get("items") or []:
+        for item in _items(source, "downwardAPI", "items"):
             _field_ref(item)
+
+
+def _items(d: dict[str, Any], key: str, items: str) -> list[Any]:
+    """d[key][items] when it is a list (free-form JSON may hold anything: validation, not
+    defaulting, refuses what is malformed)."""
+    inner = d.get(key)
+    found = inner.get(items) if isinstance(inner, dict) else None
+    return found if isinstance(found, list) else []
 
 
 # ------------------------------------------------------------------- core/v1

@@ -692,3 +692,31 @@ def test_an_endpoint_slice_port_is_tcp_and_named() -> None:
         {"metadata": {"name": "s"}, "addressType": "IPv4", "ports": [{"port": 80}]},
     )
     _expect("EndpointSlice", got, {".ports[0].protocol": "TCP"})
+
+
+@pytest.mark.parametrize(
+    "volume",
+    [
+        {"name": "v", "downwardAPI": "x"},
+        {"name": "v", "downwardAPI": {"items": 3}},
+        {"name": "v", "projected": {"sources": [1, {"downwardAPI": {"items": "x"}}]}},
+        {"name": "v", "secret": []},
+    ],
+)
+def test_malformed_free_form_json_is_left_to_validation(volume: dict[str, Any]) -> None:
+    pod = codec.decode(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {
+                "volumes": [volume],
+                "containers": [
+                    {"name": "c", "livenessProbe": {"httpGet": 1}, "lifecycle": {"preStop": 2}}
+                ],
+            },
+        }
+    ).obj
+    defaults.apply(pod)  # no exception: the validator answers with a 422 naming the field
+    got = codec.encode(pod)["spec"]["volumes"][0]
+    assert set(got) == set(volume)
