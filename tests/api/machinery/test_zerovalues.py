@@ -151,3 +151,33 @@ def test_zero_values_read_back_as_what_was_written(full_name: str) -> None:
     back = cls()
     json_format.ParseDict(d, back, ignore_unknown_fields=False)
     assert codec.encode(back) == d
+
+
+#: A sample read off upstream's Go types (staging/src/k8s.io/api/*/v1/types.go): fields whose
+#: json tag has no `omitempty`, so Go writes them at their zero value. The generated table
+#: must hold each (an independent check of the OpenAPI-derived rule).
+GO_TYPES_SAMPLE = {
+    # policy/v1: `DisruptionsAllowed int32 json:"disruptionsAllowed"` (+optional since 1.36)
+    "kubera.v1.PodDisruptionBudgetStatus": (
+        "disruptionsAllowed",
+        "currentHealthy",
+        "desiredHealthy",
+        "expectedPods",
+    ),
+    # scheduling/v1: `Value int32 json:"value"`
+    "kubera.v1.PriorityClass": ("value",),
+    # core/v1: `Ready bool json:"ready"`, `RestartCount int32 json:"restartCount"`, ...
+    "kubera.v1.ContainerStatus": ("name", "ready", "restartCount", "image", "imageID"),
+    # core/v1 and apps/v1 conditions: `Type ... json:"type"`, `Status ... json:"status"`
+    "kubera.v1.PodCondition": ("type", "status"),
+    "kubera.v1.NodeCondition": ("type", "status"),
+    "kubera.v1.DeploymentCondition": ("type", "status"),
+    "kubera.v1.ReplicaSetCondition": ("type", "status"),
+    # core/v1: `ContainerPort int32 json:"containerPort"`
+    "kubera.v1.ContainerPort": ("containerPort",),
+}
+
+
+@pytest.mark.parametrize("message", sorted(GO_TYPES_SAMPLE))
+def test_fields_go_writes_without_omitempty_are_in_the_table(message: str) -> None:
+    assert set(GO_TYPES_SAMPLE[message]) <= set(ALWAYS_WRITTEN.get(message, {}))
