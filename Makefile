@@ -13,7 +13,7 @@ BIN     = $(VENV)/bin
 WORKERS ?= 2
 PYTEST  = $(BIN)/pytest -q --durations=25 -n $(WORKERS) --dist loadfile
 
-.PHONY: demo up test test-deep bench bench-all proto lint down
+.PHONY: demo up test test-deep bench bench-all proto tables lint down
 
 $(BIN)/kubera: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,10 @@ bench-all: bench
 
 proto: $(BIN)/kubera
 	PYTHON=$(BIN)/python scripts/genproto.sh
+
+# The tables generated from upstream (zero values); run after adding or changing a message.
+tables: $(BIN)/kubera
+	$(BIN)/python scripts/genzerovalues.py
 
 lint: $(BIN)/kubera
 	$(BIN)/ruff check .

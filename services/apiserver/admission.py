@@ -1,5 +1,5 @@
 """The admission chain every create passes before validation and storage, in
-kube-apiserver's order: defaulting, then the mutating plugins (Priority, RuntimeClass,
+kube-apiserver's order: defaulting (services/api/defaults), then the mutating plugins (Priority, RuntimeClass,
 DefaultTolerationSeconds), then the validating checks that need other objects
 (NamespaceLifecycle, DRA's admin access). Each step is a small function over (lookup,
 object).
@@ -7,20 +7,12 @@ object).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
 
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import (
-    apps_pb2,
-    core_pb2,
-    node_pb2,
-    policyv1core_pb2,
-    resource_pb2,
-    scheduling_pb2,
-    storage_pb2,
-)
+from protos.kubera.v1 import apps_pb2, core_pb2, node_pb2, resource_pb2, scheduling_pb2, storage_pb2
+from services.api import defaults
 from services.api.dra.claims import ADMIN_ACCESS_NAMESPACE_LABEL
 from services.api.helpers.conditions import update_pod_condition
 from services.api.helpers.stages import STAGES_ANNOTATION, Stages, TemplateError
@@ -34,9 +26,8 @@ from services.api.machinery.errors import (
     forbidden,
 )
 from services.api.machinery.kinds import BY_KIND, Kind
-from services.api.machinery.kubeobject import M, narrow, narrow_optional, object_meta
+from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.api.machinery.quantity import QuantityError, parse_quantity
-from services.apiserver.limitranger import default_limit_range
 
 
 class Lookup(Protocol):
@@ -67,34 +58,6 @@ def _forbidden(kind: Kind, name: str, why: str) -> ForbiddenError:
 # ---------------------------------------------------------------- defaulting
 
 
-def default_pod_spec(spec: core_pb2.PodSpec) -> None:
-    """Kubernetes' API defaults for a pod spec (SetDefaults_PodSpec and friends)."""
-    if not spec.scheduler_name:
-        spec.scheduler_name = DEFAULT_SCHEDULER
-    if not spec.HasField("termination_grace_period_seconds"):
-        spec.termination_grace_period_seconds = DEFAULT_GRACE_SECONDS
-    if not spec.restart_policy:
-        spec.restart_policy = "Always"
-    if not spec.dns_policy:
-        spec.dns_policy = "ClusterFirst"
-    for c in (*spec.init_containers, *spec.containers):
-        for p in c.ports:
-            if not p.protocol:
-                p.protocol = "TCP"
-        if not c.image_pull_policy:
-            tag = c.image.rsplit("/", 1)[-1]
-            latest = ":" not in tag or tag.endswith(":latest")
-            c.image_pull_policy = "Always" if latest and "@" not in tag else "IfNotPresent"
-        if not c.termination_message_path:
-            c.termination_message_path = "/dev/termination-log"
-        if not c.termination_message_policy:
-            c.termination_message_policy = "File"
-        # A limit without a request means request == limit.
-        for res, qty in c.resources.limits.items():
-            if res not in c.resources.requests:
-                c.resources.requests[res] = qty
-
-
 def qos_class(spec: core_pb2.PodSpec) -> str:
     """Guaranteed, Burstable or BestEffort, by Kubernetes' rules (cpu and memory only)."""
     requests: dict[str, object] = {}
@@ -119,77 +82,6 @@ def qos_class(spec: core_pb2.PodSpec) -> str:
     return "Guaranteed" if guaranteed and (spec.containers or spec.init_containers) else "Burstable"
 
 
-def _default_pod(pod: core_pb2.Pod) -> None:
-    default_pod_spec(pod.spec)
-
-
-def _default_template_owner(obj: apps_pb2.ReplicaSet | apps_pb2.Deployment) -> None:
-    if not obj.spec.HasField("replicas"):
-        obj.spec.replicas = 1
-    default_pod_spec(obj.spec.template.spec)
-    if isinstance(obj, apps_pb2.Deployment):
-        st = obj.spec.strategy
-        if not st.type:
-            st.type = "RollingUpdate"
-        if st.type == "RollingUpdate":
-            if not st.rolling_update.HasField("max_unavailable"):
-                st.rolling_update.max_unavailable = "25%"
-            if not st.rolling_update.HasField("max_surge"):
-                st.rolling_update.max_surge = "25%"
-        if not obj.spec.HasField("revision_history_limit"):
-            obj.spec.revision_history_limit = 10
-        if not obj.spec.HasField("progress_deadline_seconds"):
-            obj.spec.progress_deadline_seconds = 600
-
-
-def _default_daemon_set(ds: apps_pb2.DaemonSet) -> None:
-    """SetDefaults_DaemonSet (pkg/apis/apps/v1/defaults.go): RollingUpdate with
-    maxUnavailable 1 and maxSurge 0, revisionHistoryLimit 10."""
-    default_pod_spec(ds.spec.template.spec)
-    st = ds.spec.update_strategy
-    if not st.type:
-        st.type = "RollingUpdate"
-    if st.type == "RollingUpdate":
-        if not st.rolling_update.HasField("max_unavailable"):
-            st.rolling_update.max_unavailable = "1"
-        if not st.rolling_update.HasField("max_surge"):
-            st.rolling_update.max_surge = "0"
-    if not ds.spec.HasField("revision_history_limit"):
-        ds.spec.revision_history_limit = 10
-
-
-def _default_stateful_set(sts: apps_pb2.StatefulSet) -> None:
-    """SetDefaults_StatefulSet: OrderedReady, RollingUpdate with partition 0, replicas 1,
-    revisionHistoryLimit 10, the Retain/Retain claim retention policy; each claim
-    template's volumeMode Filesystem."""
-    default_pod_spec(sts.spec.template.spec)
-    spec = sts.spec
-    if not spec.pod_management_policy:
-        spec.pod_management_policy = "OrderedReady"
-    st = spec.update_strategy
-    if not st.type:
-        st.type = "RollingUpdate"
-    if st.type == "RollingUpdate" and not st.rolling_update.HasField("partition"):
-        st.rolling_update.partition = 0
-    policy = spec.persistent_volume_claim_retention_policy
-    if not policy.when_deleted:
-        policy.when_deleted = "Retain"
-    if not policy.when_scaled:
-        policy.when_scaled = "Retain"
-    if not spec.HasField("replicas"):
-        spec.replicas = 1
-    if not spec.HasField("revision_history_limit"):
-        spec.revision_history_limit = 10
-    for claim in spec.volume_claim_templates:
-        if not claim.spec.HasField("volume_mode"):
-            claim.spec.volume_mode = "Filesystem"
-
-
-def _default_pvc(pvc: storage_pb2.PersistentVolumeClaim) -> None:
-    if not pvc.spec.HasField("volume_mode"):
-        pvc.spec.volume_mode = "Filesystem"
-
-
 #: apps/v1 keeps the internal DaemonSetSpec.TemplateGeneration in this annotation; the
 #: DaemonSet controller labels its pods with it (pod-template-generation).
 DAEMON_SET_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
@@ -211,42 +103,13 @@ def daemon_set_template_generation(ds: Message, old: Message | None) -> None:
     new.metadata.annotations[DAEMON_SET_TEMPLATE_GENERATION] = str(generation)
 
 
-def _default_node(node: core_pb2.Node) -> None:
-    # A node registered from a manifest often gives only capacity; the kubelet would
-    # report allocatable = capacity minus reservations, which are zero here.
-    if node.status.capacity and not node.status.allocatable:
-        node.status.allocatable.update(node.status.capacity)
-
-
-def _default_priority_class(pc: scheduling_pb2.PriorityClass) -> None:
-    if not pc.HasField("preemption_policy"):
-        pc.preemption_policy = PREEMPT_LOWER
-
-
-def _for(cls: type[M], fn: Callable[[M], None]) -> Callable[[Message], None]:
-    """`fn`, for the objects of its kind that arrive typed as Message (checked)."""
-    return lambda obj: fn(narrow(obj, cls))
-
-
-_DEFAULTS: dict[str, Callable[[Message], None]] = {
-    "Pod": _for(core_pb2.Pod, _default_pod),
-    "ReplicaSet": _for(apps_pb2.ReplicaSet, _default_template_owner),
-    "Deployment": _for(apps_pb2.Deployment, _default_template_owner),
-    "DaemonSet": _for(apps_pb2.DaemonSet, _default_daemon_set),
-    "StatefulSet": _for(apps_pb2.StatefulSet, _default_stateful_set),
-    "PersistentVolumeClaim": _for(storage_pb2.PersistentVolumeClaim, _default_pvc),
-    "Node": _for(core_pb2.Node, _default_node),
-    "PriorityClass": _for(scheduling_pb2.PriorityClass, _default_priority_class),
-    "LimitRange": _for(policyv1core_pb2.LimitRange, default_limit_range),
-}
-
-
 def apply_defaults(kind: Kind, obj: Message) -> None:
-    """Kubernetes' API defaults; run on create and on every update (so an update that
-    drops a defaulted field gets the default back, and re-applying a manifest is a no-op)."""
-    fn = _DEFAULTS.get(kind.kind)
-    if fn is not None:
-        fn(obj)
+    """Kubernetes' API defaults (services/api/defaults: upstream's SetDefaults_* and OpenAPI
+    defaults, for every kind); run on create and on every update (so an update that drops a
+    defaulted field gets the default back, and re-applying a manifest is a no-op). `kind` is
+    kept for the callers' symmetry with the other steps; the defaults follow the message."""
+    del kind
+    defaults.apply(obj)
 
 
 #: The PodScheduled=False reason and message of a pod created with scheduling gates

@@ -57,8 +57,10 @@ async def prepare_create(
     meta.ClearField("deletion_timestamp")
     meta.ClearField("deletion_grace_period_seconds")
     meta.generation = 1
-    admission.apply_defaults(kind, obj)
     admission.initial_status(kind, obj, now)
+    # Defaults after the initial status: upstream defaults every decode, the one from etcd
+    # included, so a new object shows its status defaults too (a claim's phase Pending).
+    admission.apply_defaults(kind, obj)
     if kind.kind == "DaemonSet":
         admission.daemon_set_template_generation(obj, None)
     if kind.kind == "PriorityClass" and not system and meta.name.startswith("system-"):

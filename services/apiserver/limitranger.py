@@ -14,9 +14,9 @@ Upstream's plugin/pkg/admission/limitranger/admission.go, for pods on create:
    error as it is, several as ``[a, b]``, apimachinery's aggregate).
 
 A LimitRange's own defaulting (SetDefaults_LimitRangeItem: a Container item's `default`
-from `max`, `defaultRequest` from `default` then `min`) runs when the LimitRange is admitted
-(`default_limit_range`). PersistentVolumeClaim items are stored and validated but not
-enforced: kubera serves no PVCs yet.
+from `max`, `defaultRequest` from `default` then `min`) runs when the LimitRange is
+admitted, with every other default (services/api/defaults, `default_limit_range_item`).
+PersistentVolumeClaim items are stored and validated but not enforced.
 """
 
 from __future__ import annotations
@@ -33,22 +33,6 @@ CONTAINER = "Container"
 #: resource.MaxMilliValue: the largest value whose milli-value fits an int64.
 MAX_MILLI_VALUE = (2**63 - 1) // 1000
 POD = "Pod"
-
-
-def default_limit_range(lr: policyv1core_pb2.LimitRange) -> None:
-    """SetDefaults_LimitRangeItem for each Container item."""
-    for item in lr.spec.limits:
-        if item.type != CONTAINER:
-            continue
-        for k, v in item.max.items():
-            if k not in item.default:
-                item.default[k] = v
-        for k, v in item.default.items():
-            if k not in item.default_request:
-                item.default_request[k] = v
-        for k, v in item.min.items():
-            if k not in item.default_request:
-                item.default_request[k] = v
 
 
 def _container_defaults(

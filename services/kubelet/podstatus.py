@@ -1,6 +1,6 @@
 """The pod statuses a hollow kubelet writes at each stage — ContainerCreating, Running,
 terminated (Succeeded, Failed, Evicted, rejected) — in upstream's shape: phase, conditions,
-startTime, hostIP/podIP and containerStatuses. Pure: the pool decides when."""
+startTime, hostIP/hostIPs/podIP/podIPs and containerStatuses. Pure: the pool decides when."""
 
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ def status_base(st: PodState) -> core_pb2.Pod:
             del pod.status.resource_claim_statuses[:]
             pod.status.resource_claim_statuses.extend(st.pod.status.resource_claim_statuses)
     pod.status.host_ip = node_ip(st.node.ordinal)
+    del pod.status.host_ips[:]
+    pod.status.host_ips.add(ip=pod.status.host_ip)
     return pod
 
 

@@ -138,3 +138,15 @@ def stored(kind: str) -> dict[str, Any]:
     if kind == "PodGroup":
         doc["spec"]["minResources"] = {"cpu": "4", "memory": "1Gi", "nvidia.com/gpu": "4"}
     return doc
+
+
+def defaulted(kind: str) -> dict[str, Any]:
+    """What the apiserver keeps: `stored(kind)` with upstream's defaults applied at admission
+    (a device request is ExactCount of 1 unless it says otherwise)."""
+    doc = stored(kind)
+    exact = {"allocationMode": "ExactCount", "count": 1}
+    if kind == "ResourceClaim":
+        doc["spec"]["devices"]["requests"][1]["firstAvailable"][0] |= exact
+    if kind == "ResourceClaimTemplate":
+        doc["spec"]["spec"]["devices"]["requests"][0]["exactly"] |= exact
+    return doc

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from protos.kubera.v1 import core_pb2, policyv1core_pb2
+from services.api import defaults
 from services.api.machinery.errors import ForbiddenError, InvalidError
 from services.api.machinery.kinds import BY_KIND
 from services.apiserver import limitranger
@@ -266,7 +267,7 @@ def test_limit_range_item_defaults_come_from_max_then_default_then_min() -> None
         {"type": "Container", "max": {"cpu": "100m"}, "min": {"memory": "100Mi"}},
         {"type": "Pod", "max": {"cpu": "1"}},
     )
-    limitranger.default_limit_range(lr)
+    defaults.apply(lr)
     item = lr.spec.limits[0]
     assert dict(item.default) == {"cpu": "100m"}
     assert dict(item.default_request) == {"cpu": "100m", "memory": "100Mi"}

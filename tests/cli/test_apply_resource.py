@@ -1,6 +1,6 @@
 """`kubera apply` of one manifest of each DRA kind and of a PodGroup: created, then
 unchanged on a second apply (the manifest's YAML-number capacities and quantities compare
-equal to the canonical ones stored), and read back as stored."""
+equal to the canonical ones stored), and read back as stored, with upstream's defaults."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from services.api.machinery.kinds import BY_KIND
-from tests.api.resource_manifests import MANIFESTS, stored
+from tests.api.resource_manifests import MANIFESTS, defaulted, stored
 from tests.cli.helpers import kubera, write
 
 
@@ -29,7 +29,7 @@ def test_apply_creates_then_leaves_each_kind_unchanged(
     r = kubera(capsys, apiserver, "get", f"{k.resource}.{k.group}", name, "-o", "json")
     assert r.rc == 0, r.err
     got = json.loads(r.out)
-    assert got["spec"] == stored(kind)["spec"]
+    assert got["spec"] == defaulted(kind)["spec"]
 
 
 def test_get_prints_the_kinds_columns(

@@ -1,6 +1,8 @@
 """End to end with hollow nodes: a PodDisruptionBudget kept by the controller-manager's
 disruption controller blocks `kubera drain` of the node its pods run on (non-zero exit,
-naming the budget, pods kept), while a node without budgeted pods drains."""
+naming the budget, pods kept), while a node without budgeted pods drains. A budget that
+matches no pod, and a pod, read through the official client's strict models as upstream
+writes them (issue 26: zero values and defaults)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from kubernetes import client as k8s
+from kubernetes import config
 
 from kubera.testing import Cluster
 from tests.e2e.helpers import running
@@ -15,7 +19,7 @@ from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
-NODE0, NODE1 = "kubera-node-00000", "kubera-node-00001"
+NODE0, NODE1, NODE2 = "kubera-node-00000", "kubera-node-00001", "kubera-node-00002"
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +80,56 @@ def test_drain_is_blocked_by_a_budget_and_drains_an_unbudgeted_node(cluster: Clu
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1] == f"node/{NODE1} drained"
     until(lambda: "batch-0" not in {p["metadata"]["name"] for p in _get(cluster, "pods")["items"]})
+
+
+def test_a_budget_matching_no_pod_and_a_pod_read_as_upstream_writes_them(
+    cluster: Cluster,
+) -> None:
+    docs = [
+        _pod("lone-0", NODE2, {"app": "lone"}),
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "nobody", "namespace": "default"},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "nobody"}}},
+        },
+    ]
+    r = cluster("apply", "-f", "-", stdin="\n---\n".join(json.dumps(d) for d in docs))
+    assert r.returncode == 0, r.stderr
+    api = config.new_client_from_config(config_file=str(cluster.home / "kubeconfig"))
+    try:
+        policy, core = k8s.PolicyV1Api(api), k8s.CoreV1Api(api)
+        until(
+            lambda: (
+                policy.read_namespaced_pod_disruption_budget(
+                    "nobody", "default"
+                ).status.observed_generation
+                == 1
+            ),
+            timeout=60,
+        )
+        st = policy.read_namespaced_pod_disruption_budget("nobody", "default").status
+        assert (st.expected_pods, st.disruptions_allowed, st.current_healthy) == (0, 0, 0)
+        until(
+            lambda: core.read_namespaced_pod("lone-0", "default").status.phase == "Running",
+            timeout=60,
+        )
+        pod = core.read_namespaced_pod("lone-0", "default")
+        spec, c = pod.spec, pod.spec.containers[0]
+        assert (spec.enable_service_links, spec.dns_policy, spec.restart_policy) == (
+            True,
+            "ClusterFirst",
+            "Always",
+        )
+        assert (spec.scheduler_name, spec.termination_grace_period_seconds) == (
+            "default-scheduler",
+            30,
+        )
+        assert (c.image_pull_policy, c.termination_message_path) == (
+            "Always",
+            "/dev/termination-log",
+        )
+        assert [h.ip for h in pod.status.host_ips] == [pod.status.host_ip]
+        assert pod.status.container_statuses[0].restart_count == 0
+    finally:
+        api.close()

@@ -1,6 +1,6 @@
 """The DRA kinds and PodGroup over HTTP JSON: a manifest of each kind is created at its
-REST path and read back as the apiserver stored it (canonical quantities, opaque
-parameters as written), and listed as a meta.k8s.io Table."""
+REST path and read back as the apiserver stored it (canonical quantities, upstream's
+defaults, opaque parameters as written), and listed as a meta.k8s.io Table."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from services.api.machinery.kinds import BY_KIND
-from tests.api.resource_manifests import MANIFESTS, manifest, stored
+from tests.api.resource_manifests import MANIFESTS, defaulted, manifest
 
 SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
 
@@ -38,7 +38,7 @@ async def test_each_kind_is_stored_as_kubernetes_would(http: TestClient, kind: s
     name = manifest(kind)["metadata"]["name"]
     got = await http.get(f"{_collection(kind)}/{name}")
     assert got.status == 200
-    assert _without_server_fields(await got.json()) == stored(kind)
+    assert _without_server_fields(await got.json()) == defaulted(kind)
 
 
 async def test_a_yaml_number_capacity_is_accepted_over_json(http: TestClient) -> None:

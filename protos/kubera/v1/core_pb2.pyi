@@ -432,7 +432,7 @@ class PodSchedulingGate(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class PodSpec(_message.Message):
-    __slots__ = ("containers", "init_containers", "node_name", "node_selector", "affinity", "tolerations", "topology_spread_constraints", "priority_class_name", "priority", "preemption_policy", "scheduler_name", "scheduling_gates", "resource_claims", "overhead", "runtime_class_name", "termination_grace_period_seconds", "restart_policy", "active_deadline_seconds", "dns_policy", "service_account_name", "hostname", "subdomain", "host_network", "volumes", "security_context", "image_pull_secrets")
+    __slots__ = ("containers", "init_containers", "node_name", "node_selector", "affinity", "tolerations", "topology_spread_constraints", "priority_class_name", "priority", "preemption_policy", "scheduler_name", "scheduling_gates", "resource_claims", "overhead", "runtime_class_name", "termination_grace_period_seconds", "restart_policy", "active_deadline_seconds", "dns_policy", "service_account_name", "hostname", "subdomain", "host_network", "volumes", "security_context", "image_pull_secrets", "enable_service_links")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -473,6 +473,7 @@ class PodSpec(_message.Message):
     VOLUMES_FIELD_NUMBER: _ClassVar[int]
     SECURITY_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     IMAGE_PULL_SECRETS_FIELD_NUMBER: _ClassVar[int]
+    ENABLE_SERVICE_LINKS_FIELD_NUMBER: _ClassVar[int]
     containers: _containers.RepeatedCompositeFieldContainer[Container]
     init_containers: _containers.RepeatedCompositeFieldContainer[Container]
     node_name: str
@@ -499,7 +500,8 @@ class PodSpec(_message.Message):
     volumes: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
     security_context: _struct_pb2.Struct
     image_pull_secrets: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
-    def __init__(self, containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., node_name: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., topology_spread_constraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., priority_class_name: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., scheduling_gates: _Optional[_Iterable[_Union[PodSchedulingGate, _Mapping]]] = ..., resource_claims: _Optional[_Iterable[_Union[PodResourceClaim, _Mapping]]] = ..., overhead: _Optional[_Mapping[str, str]] = ..., runtime_class_name: _Optional[str] = ..., termination_grace_period_seconds: _Optional[int] = ..., restart_policy: _Optional[str] = ..., active_deadline_seconds: _Optional[int] = ..., dns_policy: _Optional[str] = ..., service_account_name: _Optional[str] = ..., hostname: _Optional[str] = ..., subdomain: _Optional[str] = ..., host_network: _Optional[bool] = ..., volumes: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., security_context: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., image_pull_secrets: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ...) -> None: ...
+    enable_service_links: bool
+    def __init__(self, containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., node_name: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., topology_spread_constraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., priority_class_name: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., scheduling_gates: _Optional[_Iterable[_Union[PodSchedulingGate, _Mapping]]] = ..., resource_claims: _Optional[_Iterable[_Union[PodResourceClaim, _Mapping]]] = ..., overhead: _Optional[_Mapping[str, str]] = ..., runtime_class_name: _Optional[str] = ..., termination_grace_period_seconds: _Optional[int] = ..., restart_policy: _Optional[str] = ..., active_deadline_seconds: _Optional[int] = ..., dns_policy: _Optional[str] = ..., service_account_name: _Optional[str] = ..., hostname: _Optional[str] = ..., subdomain: _Optional[str] = ..., host_network: _Optional[bool] = ..., volumes: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., security_context: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., image_pull_secrets: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., enable_service_links: _Optional[bool] = ...) -> None: ...
 
 class PodCondition(_message.Message):
     __slots__ = ("type", "status", "last_probe_time", "last_transition_time", "reason", "message")
@@ -518,6 +520,12 @@ class PodCondition(_message.Message):
     def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., last_probe_time: _Optional[str] = ..., last_transition_time: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class PodIP(_message.Message):
+    __slots__ = ("ip",)
+    IP_FIELD_NUMBER: _ClassVar[int]
+    ip: str
+    def __init__(self, ip: _Optional[str] = ...) -> None: ...
+
+class HostIP(_message.Message):
     __slots__ = ("ip",)
     IP_FIELD_NUMBER: _ClassVar[int]
     ip: str
@@ -546,7 +554,7 @@ class ContainerStatus(_message.Message):
     def __init__(self, name: _Optional[str] = ..., ready: _Optional[bool] = ..., restart_count: _Optional[int] = ..., image: _Optional[str] = ..., image_id: _Optional[str] = ..., container_id: _Optional[str] = ..., started: _Optional[bool] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., last_state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class PodStatus(_message.Message):
-    __slots__ = ("phase", "conditions", "message", "reason", "nominated_node_name", "host_ip", "pod_ip", "pod_ips", "start_time", "qos_class", "container_statuses", "init_container_statuses", "resource_claim_statuses")
+    __slots__ = ("phase", "conditions", "message", "reason", "nominated_node_name", "host_ip", "pod_ip", "pod_ips", "start_time", "qos_class", "container_statuses", "init_container_statuses", "resource_claim_statuses", "host_ips")
     PHASE_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -560,6 +568,7 @@ class PodStatus(_message.Message):
     CONTAINER_STATUSES_FIELD_NUMBER: _ClassVar[int]
     INIT_CONTAINER_STATUSES_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_CLAIM_STATUSES_FIELD_NUMBER: _ClassVar[int]
+    HOST_IPS_FIELD_NUMBER: _ClassVar[int]
     phase: str
     conditions: _containers.RepeatedCompositeFieldContainer[PodCondition]
     message: str
@@ -573,7 +582,8 @@ class PodStatus(_message.Message):
     container_statuses: _containers.RepeatedCompositeFieldContainer[ContainerStatus]
     init_container_statuses: _containers.RepeatedCompositeFieldContainer[ContainerStatus]
     resource_claim_statuses: _containers.RepeatedCompositeFieldContainer[PodResourceClaimStatus]
-    def __init__(self, phase: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., nominated_node_name: _Optional[str] = ..., host_ip: _Optional[str] = ..., pod_ip: _Optional[str] = ..., pod_ips: _Optional[_Iterable[_Union[PodIP, _Mapping]]] = ..., start_time: _Optional[str] = ..., qos_class: _Optional[str] = ..., container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., init_container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., resource_claim_statuses: _Optional[_Iterable[_Union[PodResourceClaimStatus, _Mapping]]] = ...) -> None: ...
+    host_ips: _containers.RepeatedCompositeFieldContainer[HostIP]
+    def __init__(self, phase: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., nominated_node_name: _Optional[str] = ..., host_ip: _Optional[str] = ..., pod_ip: _Optional[str] = ..., pod_ips: _Optional[_Iterable[_Union[PodIP, _Mapping]]] = ..., start_time: _Optional[str] = ..., qos_class: _Optional[str] = ..., container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., init_container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., resource_claim_statuses: _Optional[_Iterable[_Union[PodResourceClaimStatus, _Mapping]]] = ..., host_ips: _Optional[_Iterable[_Union[HostIP, _Mapping]]] = ...) -> None: ...
 
 class Pod(_message.Message):
     __slots__ = ("api_version", "kind", "metadata", "spec", "status")

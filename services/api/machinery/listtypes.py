@@ -127,6 +127,7 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     # core/v1 PodStatus
     (_P + "PodStatus", "conditions"): _BY_TYPE,
     (_P + "PodStatus", "podIPs"): _keyed("ip"),
+    (_P + "PodStatus", "hostIPs"): _keyed("ip"),
     (_P + "PodStatus", "containerStatuses"): _ATOMIC,
     (_P + "PodStatus", "initContainerStatuses"): _ATOMIC,
     (_P + "PodStatus", "resourceClaimStatuses"): _keyed("name", retain=True),
