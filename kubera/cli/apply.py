@@ -220,8 +220,10 @@ def _merged(live: Message, config: dict[str, Any], normalized: dict[str, Any]) -
 
 
 def _local_errors(kind: Kind, obj: Message, old: Message | None = None) -> list[FieldError]:
-    """The apiserver's own validation, run here (quantities, names, selectors, enums)."""
+    """The apiserver's own validation, run here (quantities, names, selectors, enums), on
+    the object as the apiserver validates it: with upstream's defaults applied."""
     obj = codec.clone(obj)
+    apply_defaults(kind, obj)
     errors = codec.canonicalize_quantities(obj)
     if errors:
         return errors

@@ -3,9 +3,10 @@ client sends it: the tests of the clients people use (tests/e2e/test_clients_e2e
 test_python_client_e2e.py) create them all on one cluster and list each kind back through
 every client's own strict models.
 
-The objects come from examples/ first (the manifests the fuzz harness also sends,
-kubera.fuzz.grpc_inputs.example_objects), then from `EXTRA` for the kinds no example
-holds. A kind in neither gets a bare object (a name, in the `default` namespace where
+The objects come from `EXTRA` where it names the kind (objects that leave the namespace
+usable for the other kinds' tests: a quota that requires no limits, a LimitRange for claims
+only, whatever examples/ holds), then from examples/ (the manifests the fuzz harness also
+sends, kubera.fuzz.grpc_inputs.example_objects). A kind in neither gets a bare object (a name, in the `default` namespace where
 namespaced), which is valid for the kinds whose spec has no required field; a kind whose
 bare object the apiserver refuses fails the tests that create it: give it an example."""
 
@@ -86,6 +87,9 @@ EXTRA: dict[str, dict[str, Any]] = {
         },
     },
     "ControllerRevision": {"revision": 1, "data": {"spec": {"template": {"spec": _POD_SPEC}}}},
+    "PersistentVolumeClaim": {
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    },
     "Service": {
         "spec": {"selector": {"app": "cl-sts"}, "ports": [{"port": 80, "targetPort": 8080}]},
     },
@@ -126,8 +130,8 @@ def _examples() -> dict[str, dict[str, Any]]:
 
 def object_of(kind: Kind) -> dict[str, Any]:
     """A new object of `kind` named `cl-<kind>` (in `default` where namespaced)."""
-    found = _examples().get(kind.kind)
-    doc = copy.deepcopy(found) if found is not None else copy.deepcopy(EXTRA.get(kind.kind, {}))
+    found = EXTRA.get(kind.kind, _examples().get(kind.kind, {}))
+    doc = copy.deepcopy(found)
     doc["apiVersion"] = kind.api_version
     doc["kind"] = kind.kind
     meta = {
