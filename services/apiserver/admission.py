@@ -12,11 +12,18 @@ from typing import Protocol
 
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import apps_pb2, core_pb2, node_pb2, resource_pb2, scheduling_pb2
+from protos.kubera.v1 import apps_pb2, batch_pb2, core_pb2, node_pb2, resource_pb2, scheduling_pb2
 from services.api.dra.claims import ADMIN_ACCESS_NAMESPACE_LABEL
 from services.api.helpers.stages import STAGES_ANNOTATION, Stages, TemplateError
 from services.api.helpers.usage import USAGE_ANNOTATION, UsageSpecError, parse_usage
-from services.api.helpers.wellknown import TAINT_NOT_READY, TAINT_UNREACHABLE
+from services.api.helpers.wellknown import (
+    LABEL_CONTROLLER_UID,
+    LABEL_JOB_NAME,
+    LEGACY_CONTROLLER_UID,
+    LEGACY_JOB_NAME,
+    TAINT_NOT_READY,
+    TAINT_UNREACHABLE,
+)
 from services.api.machinery.errors import (
     INVALID,
     FieldError,
@@ -132,6 +139,73 @@ def _default_template_owner(obj: apps_pb2.ReplicaSet | apps_pb2.Deployment) -> N
             obj.spec.progress_deadline_seconds = 600
 
 
+MAX_INT32 = 2**31 - 1
+
+
+def default_job_spec(spec: batch_pb2.JobSpec) -> None:
+    """SetDefaults_Job's spec part (pkg/apis/batch/v1/defaults.go): a Job with neither
+    completions nor parallelism runs one pod to one completion; backoffLimit 6 (MaxInt32
+    with backoffLimitPerIndex); NonIndexed; not suspended; a pod condition pattern's
+    status True; podReplacementPolicy Failed with a podFailurePolicy, else
+    TerminatingOrFailed."""
+    if not spec.HasField("completions") and not spec.HasField("parallelism"):
+        spec.completions = 1
+        spec.parallelism = 1
+    if not spec.HasField("parallelism"):
+        spec.parallelism = 1
+    if not spec.HasField("backoff_limit"):
+        spec.backoff_limit = MAX_INT32 if spec.HasField("backoff_limit_per_index") else 6
+    if not spec.HasField("completion_mode"):
+        spec.completion_mode = "NonIndexed"
+    if not spec.HasField("suspend"):
+        spec.suspend = False
+    for rule in spec.pod_failure_policy.rules:
+        for pattern in rule.on_pod_conditions:
+            if not pattern.status:
+                pattern.status = "True"
+    if not spec.HasField("pod_replacement_policy"):
+        failed = spec.HasField("pod_failure_policy")
+        spec.pod_replacement_policy = "Failed" if failed else "TerminatingOrFailed"
+    # The template's restartPolicy defaults to Always, which validation then refuses
+    # for a Job, as upstream does.
+    default_pod_spec(spec.template.spec)
+
+
+def generate_job_selector(job: batch_pb2.Job) -> None:
+    """The Job strategy's generateSelector (pkg/registry/batch/job/strategy.go), unless
+    manualSelector: the template gets the job-name and controller-uid labels (legacy and
+    batch.kubernetes.io/ forms, where not set) and the selector the controller-uid one."""
+    if job.spec.manual_selector:
+        return
+    tpl = job.spec.template.metadata.labels
+    for key in (LEGACY_JOB_NAME, LABEL_JOB_NAME):
+        tpl.setdefault(key, job.metadata.name)
+    for key in (LEGACY_CONTROLLER_UID, LABEL_CONTROLLER_UID):
+        tpl.setdefault(key, job.metadata.uid)
+    job.spec.selector.match_labels.setdefault(LABEL_CONTROLLER_UID, job.metadata.uid)
+
+
+def _default_job(job: batch_pb2.Job) -> None:
+    default_job_spec(job.spec)
+    if job.spec.template.metadata.labels and not job.metadata.labels:
+        job.metadata.labels.update(job.spec.template.metadata.labels)
+    generate_job_selector(job)
+
+
+def _default_cron_job(cj: batch_pb2.CronJob) -> None:
+    """SetDefaults_CronJob: Allow, not suspended, history limits 3 and 1."""
+    spec = cj.spec
+    if not spec.concurrency_policy:
+        spec.concurrency_policy = "Allow"
+    if not spec.HasField("suspend"):
+        spec.suspend = False
+    if not spec.HasField("successful_jobs_history_limit"):
+        spec.successful_jobs_history_limit = 3
+    if not spec.HasField("failed_jobs_history_limit"):
+        spec.failed_jobs_history_limit = 1
+    default_job_spec(spec.job_template.spec)
+
+
 def _default_node(node: core_pb2.Node) -> None:
     # A node registered from a manifest often gives only capacity; the kubelet would
     # report allocatable = capacity minus reservations, which are zero here.
@@ -153,6 +227,8 @@ _DEFAULTS: dict[str, Callable[[Message], None]] = {
     "Pod": _for(core_pb2.Pod, _default_pod),
     "ReplicaSet": _for(apps_pb2.ReplicaSet, _default_template_owner),
     "Deployment": _for(apps_pb2.Deployment, _default_template_owner),
+    "Job": _for(batch_pb2.Job, _default_job),
+    "CronJob": _for(batch_pb2.CronJob, _default_cron_job),
     "Node": _for(core_pb2.Node, _default_node),
     "PriorityClass": _for(scheduling_pb2.PriorityClass, _default_priority_class),
 }

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
+from protos.kubera.v1 import meta_pb2
 from services.clock import parse_rfc3339
 
 NONE = "<none>"
@@ -122,3 +123,23 @@ AGE = Column("Age", description="Time since the object was created (metadata.cre
 def wide_columns(*columns: Column) -> tuple[Column, ...]:
     """`columns` as `-o wide` ones (priority 1)."""
     return tuple(dataclasses.replace(c, priority=1) for c in columns)
+
+
+def format_label_selector(sel: meta_pb2.LabelSelector | None) -> str:
+    """metav1.FormatLabelSelector: `app=web,tier in (a,b),!gone`."""
+    if sel is None:
+        return NONE
+    parts = [f"{k}={v}" for k, v in sorted(sel.match_labels.items())]
+    for req in sel.match_expressions:
+        op = req.operator
+        if op == "In":
+            parts.append(f"{req.key} in ({','.join(req.values)})")
+        elif op == "NotIn":
+            parts.append(f"{req.key} notin ({','.join(req.values)})")
+        elif op == "Exists":
+            parts.append(req.key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{req.key}")
+        else:
+            parts.append(f"{req.key} {op} ({','.join(req.values)})")
+    return ",".join(parts) or NONE

@@ -31,7 +31,7 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import apps_pb2, core_pb2, meta_pb2
+from protos.kubera.v1 import apps_pb2, core_pb2
 from services.api.helpers.resources import CPU, MEMORY, PODS, Resource, pod_requests
 from services.api.helpers.wellknown import LABEL_NODE_ROLE_PREFIX
 from services.api.machinery.kinds import Kind
@@ -43,6 +43,7 @@ from services.api.machinery.quantity import (
     QuantityError,
     canonicalize,
 )
+from services.api.printers.batch import BATCH_COLUMNS
 from services.api.printers.columns import (
     AGE,
     INT,
@@ -53,6 +54,7 @@ from services.api.printers.columns import (
     Columns,
     S,
     age,
+    format_label_selector,
     human_duration,
     parse_time,
     wide_columns,
@@ -60,26 +62,6 @@ from services.api.printers.columns import (
 from services.api.printers.resource import RESOURCE_COLUMNS
 
 # ----------------------------------------------------------------- cells
-
-
-def format_label_selector(sel: meta_pb2.LabelSelector | None) -> str:
-    """metav1.FormatLabelSelector: `app=web,tier in (a,b),!gone`."""
-    if sel is None:
-        return NONE
-    parts = [f"{k}={v}" for k, v in sorted(sel.match_labels.items())]
-    for req in sel.match_expressions:
-        op = req.operator
-        if op == "In":
-            parts.append(f"{req.key} in ({','.join(req.values)})")
-        elif op == "NotIn":
-            parts.append(f"{req.key} notin ({','.join(req.values)})")
-        elif op == "Exists":
-            parts.append(req.key)
-        elif op == "DoesNotExist":
-            parts.append(f"!{req.key}")
-        else:
-            parts.append(f"{req.key} {op} ({','.join(req.values)})")
-    return ",".join(parts) or NONE
 
 
 def format_labels(labels: dict[str, str] | Any) -> str:
@@ -620,6 +602,7 @@ COLUMNS: dict[str, Columns] = {
     ),
 }
 COLUMNS.update(RESOURCE_COLUMNS)
+COLUMNS.update(BATCH_COLUMNS)
 GENERIC = Columns((NAME, AGE), _generic_row)
 
 __all__ = [
