@@ -37,8 +37,10 @@ from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.listoptions import LIST_ALL
 from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
+from services.controllers.cronjob import CronJobConfig, CronJobController
 from services.controllers.deployment import DeploymentConfig, DeploymentController
 from services.controllers.disruption import DisruptionConfig, DisruptionController
+from services.controllers.job import JobConfig, JobController
 from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from services.controllers.podgc import PodGCConfig, PodGCController
 from services.controllers.podgroup import PodGroupConfig, PodGroupController
@@ -66,6 +68,8 @@ ALL_CONTROLLERS = (
     "podgc",
     "resourceclaim",
     "podgroup",
+    "job",
+    "cronjob",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -104,6 +108,12 @@ class ControllerManagerConfig:
     podgroup: PodGroupConfig = field(default_factory=PodGroupConfig)
     """The PodGroup controller: each gang's phase and pod counts (scheduling.x-k8s.io)."""
 
+    job: JobConfig = field(default_factory=JobConfig)
+    """The Job controller: runs each Job's pods to completion (batch/v1)."""
+
+    cronjob: CronJobConfig = field(default_factory=CronJobConfig)
+    """The CronJob controller: creates Jobs on their schedules (batch/v1)."""
+
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
         if unknown:
@@ -133,6 +143,10 @@ def _build(
         return ResourceClaimController(client, informers, config=config.resourceclaim, clock=clock)
     if name == "podgroup":
         return PodGroupController(client, informers, config=config.podgroup, clock=clock)
+    if name == "job":
+        return JobController(client, informers, config=config.job, clock=clock)
+    if name == "cronjob":
+        return CronJobController(client, informers, config=config.cronjob, clock=clock)
     return PodGCController(client, informers, config=config.podgc, clock=clock)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from protos.kubera.v1 import batch_pb2, core_pb2
 from services.api.helpers.wellknown import JOB_COMPLETION_INDEX
+from services.controllers.controller_utils import timestamp as parse_time
 
 #: backoff_utils.go: the first re-creation delay after a failed pod, doubling per
 #: consecutive failure up to the cap (simulated seconds).
@@ -260,6 +261,43 @@ class BackoffRecord:
         return max(0.0, self.last_failure_time + delay - now)
 
 
+def _containers_finish(pod: core_pb2.Pod) -> float | None:
+    """The latest finishedAt when every container (and every sidecar) has terminated
+    with one; None otherwise (getFinishTimeFromContainers)."""
+    sidecars = {c.name for c in pod.spec.init_containers if c.restart_policy == "Always"}
+    statuses = [
+        *pod.status.container_statuses,
+        *(cs for cs in pod.status.init_container_statuses if cs.name in sidecars),
+    ]
+    latest: float | None = None
+    for cs in statuses:
+        term = _terminated(cs.state) if cs.HasField("state") else None
+        if term is None or "finishedAt" not in term or not term["finishedAt"]:
+            return None
+        t = parse_time(str(term["finishedAt"]))
+        if t is None:
+            return None
+        latest = t if latest is None else max(latest, t)
+    return latest
+
+
+def finish_time(pod: core_pb2.Pod) -> float:
+    """getFinishedTime: from the containers, else the Ready=False transition, else the
+    deletion timestamp less its grace period, else the creation timestamp."""
+    t = _containers_finish(pod)
+    if t is not None:
+        return t
+    for c in pod.status.conditions:
+        if c.type == "Ready" and c.status == "False":
+            ready_false = parse_time(c.last_transition_time)
+            if ready_false is not None:
+                return ready_false
+    deleted = parse_time(pod.metadata.deletion_timestamp)
+    if deleted is not None:
+        return deleted - (pod.metadata.deletion_grace_period_seconds or 0)
+    return parse_time(pod.metadata.creation_timestamp) or 0.0
+
+
 # ============================================================================ conditions
 
 
@@ -311,6 +349,7 @@ __all__ = [
     "PolicyMatch",
     "completion_index",
     "exit_code",
+    "finish_time",
     "format_intervals",
     "is_finished",
     "match_pod_failure_policy",
