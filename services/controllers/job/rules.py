@@ -210,6 +210,8 @@ def match_success_policy(
     for i, rule in enumerate(policy.rules):
         if rule.HasField("succeeded_indexes"):
             wanted = parse_intervals(rule.succeeded_indexes, completions)
+            if not wanted:
+                continue  # an empty or unreadable set matches nothing
             got = sum(
                 max(0, min(hi, whi) - max(lo, wlo) + 1)
                 for lo, hi in succeeded
