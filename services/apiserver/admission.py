@@ -187,9 +187,12 @@ def generate_job_selector(job: batch_pb2.Job) -> None:
 
 def _default_job(job: batch_pb2.Job) -> None:
     default_job_spec(job.spec)
+    generate_job_selector(job)
+    # SetDefaults_Job copies the template's labels to a Job without labels; upstream
+    # defaults again on every read from storage, after the strategy generated the
+    # selector, so a stored Job carries the generated labels too.
     if job.spec.template.metadata.labels and not job.metadata.labels:
         job.metadata.labels.update(job.spec.template.metadata.labels)
-    generate_job_selector(job)
 
 
 def _default_cron_job(cj: batch_pb2.CronJob) -> None:
