@@ -221,6 +221,11 @@ class CronJobController:
             self.queue.shutdown()
             await self.events.close()
 
+    @staticmethod
+    def wants_pod_update(old: Message, new: Message) -> bool:
+        """No pod update: the controller reads Jobs, never pods."""
+        return False
+
     def _enqueue(self, obj: Message) -> None:
         self.queue.add(object_key(obj))
 

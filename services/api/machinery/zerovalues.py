@@ -38,6 +38,13 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "ready": False,
         "restartCount": 0,
     },
+    "kubera.v1.CronJob": {
+        "spec": {},
+    },
+    "kubera.v1.CronJobSpec": {
+        "jobTemplate": {},
+        "schedule": "",
+    },
     "kubera.v1.Deployment": {
         "spec": {},
     },
@@ -72,6 +79,13 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.ExactDeviceRequest": {
         "deviceClassName": "",
+    },
+    "kubera.v1.JobCondition": {
+        "status": "",
+        "type": "",
+    },
+    "kubera.v1.JobSpec": {
+        "template": {},
     },
     "kubera.v1.LabelSelectorRequirement": {
         "key": "",
@@ -121,6 +135,19 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "status": "",
         "type": "",
     },
+    "kubera.v1.PodFailurePolicy": {
+        "rules": [],
+    },
+    "kubera.v1.PodFailurePolicyOnExitCodesRequirement": {
+        "operator": "",
+        "values": [],
+    },
+    "kubera.v1.PodFailurePolicyOnPodConditionsPattern": {
+        "type": "",
+    },
+    "kubera.v1.PodFailurePolicyRule": {
+        "action": "",
+    },
     "kubera.v1.PodIP": {
         "ip": "",
     },
@@ -168,6 +195,9 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.RuntimeClass": {
         "handler": "",
+    },
+    "kubera.v1.SuccessPolicy": {
+        "rules": [],
     },
     "kubera.v1.Taint": {
         "effect": "",
