@@ -100,10 +100,13 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "leases": frozenset({"create", "update", "patch", "delete"}),
     "resourceclaims": frozenset({"create", "update", "patch", "delete"}),
     "podgroups": frozenset({"update", "patch"}),
+    "jobs": frozenset({"create", "update", "patch", "delete"}),
+    "cronjobs": frozenset({"update", "patch"}),
 }
 #: Of those, the kinds it writes only through status (the podgroup controller records
-#: phase and counts; PodGroup specs are their users').
-CONTROLLER_MANAGER_STATUS_ONLY = frozenset({"podgroups"})
+#: phase and counts, the CronJob controller its active Jobs and schedule times; their
+#: specs are their users').
+CONTROLLER_MANAGER_STATUS_ONLY = frozenset({"podgroups", "cronjobs"})
 
 ALLOWED = Decision(True)
 
