@@ -176,9 +176,7 @@ KINDS: tuple[Kind, ...] = (
         has_status=True,
     ),
     Kind("Job", "batch", "v1", "jobs", batch_pb2.Job, True, has_status=True),
-    Kind(
-        "CronJob", "batch", "v1", "cronjobs", batch_pb2.CronJob, True, ("cj",), has_status=True
-    ),
+    Kind("CronJob", "batch", "v1", "cronjobs", batch_pb2.CronJob, True, ("cj",), has_status=True),
     Kind("RuntimeClass", "node.k8s.io", "v1", "runtimeclasses", node_pb2.RuntimeClass, False),
     Kind("Lease", "coordination.k8s.io", "v1", "leases", coordination_pb2.Lease, True),
     Kind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", resource_pb2.DeviceClass, False),
