@@ -95,34 +95,31 @@ class CronJobConfig:
 # ============================================================================ schedule times
 
 
-class TooManyMissedError(Exception):
-    """More than MAX_MISSED_SCHEDULES start times were missed."""
-
-
 def most_recent_schedule_time(
     cj: batch_pb2.CronJob, now: float, schedule: cron.Schedule, *, with_deadline: bool = True
 ) -> tuple[float | None, int]:
     """mostRecentScheduleTime: the latest start time after the last scheduled one (or the
-    creation) and at or before `now`, and how many were missed (None, 0 when none).
-    startingDeadlineSeconds moves the earliest time considered up to now minus the
-    deadline. Raises TooManyMissedError past MAX_MISSED_SCHEDULES."""
+    creation) and at or before `now`, and how many were missed (None, 0 when none; past
+    MAX_MISSED_SCHEDULES the count stops at MAX_MISSED_SCHEDULES + 1, and the time is
+    still the most recent one, which upstream still starts). startingDeadlineSeconds
+    moves the earliest time considered up to now minus the deadline."""
     tz = cron.zone(cj.spec.time_zone if cj.spec.HasField("time_zone") else None)
     earliest = timestamp(cj.status.last_schedule_time) or timestamp(cj.metadata.creation_timestamp)
     if earliest is None:
         earliest = now
     if with_deadline and cj.spec.HasField("starting_deadline_seconds"):
         earliest = max(earliest, now - cj.spec.starting_deadline_seconds)
-    t = datetime.fromtimestamp(earliest, tz)
+    start = t = datetime.fromtimestamp(earliest, tz)
     end = datetime.fromtimestamp(now, tz)
     most_recent: datetime | None = None
     missed = 0
-    while True:
+    while missed <= MAX_MISSED_SCHEDULES:
         t = schedule.next_after(t)
         if t > end:
             break
         most_recent, missed = t, missed + 1
-        if missed > MAX_MISSED_SCHEDULES:
-            raise TooManyMissedError(missed)
+    else:
+        most_recent = schedule.last_at_or_before(end, start)
     return (most_recent.timestamp() if most_recent else None), missed
 
 
@@ -358,9 +355,8 @@ class CronJobController:
             raise _Stop from None
         now = self.clock.now()
         next_in = max(0.0, next_schedule_time(cj, now, schedule) - now) + NEXT_SCHEDULE_DELTA
-        try:
-            scheduled, _ = most_recent_schedule_time(cj, now, schedule)
-        except TooManyMissedError:
+        scheduled, missed = most_recent_schedule_time(cj, now, schedule)
+        if missed > MAX_MISSED_SCHEDULES:
             self.events.event(
                 cj,
                 "Warning",
@@ -368,7 +364,6 @@ class CronJobController:
                 "too many missed start times. Set or decrease .spec.startingDeadlineSeconds "
                 "or check clock skew",
             )
-            return next_in
         if scheduled is None:
             return next_in
         if spec.HasField("starting_deadline_seconds") and (

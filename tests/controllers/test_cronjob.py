@@ -21,7 +21,6 @@ from services.controllers.controller_utils import controller_of
 from services.controllers.cronjob import (
     CronJobConfig,
     CronJobController,
-    TooManyMissedError,
     job_from_template,
     job_name,
     jobs_to_clean,
@@ -134,10 +133,18 @@ def test_most_recent_schedule_time(
     assert most_recent_schedule_time(cj, now, cron.parse(schedule)) == want
 
 
-def test_more_than_100_missed_times_is_an_error() -> None:
-    cj = make_cj(TOP - 60)
-    with pytest.raises(TooManyMissedError):
-        most_recent_schedule_time(cj, TOP + 101 * 60, cron.parse("*/1 * * * *"))
+@pytest.mark.parametrize(
+    ("schedule", "now", "want"),
+    [
+        pytest.param("*/1 * * * *", TOP + 500 * 60 + 30, TOP + 500 * 60, id="every minute"),
+        pytest.param("@every 1m", TOP + 500 * 60 + 30, TOP - 60 + 501 * 60, id="@every"),
+    ],
+)
+def test_more_than_100_missed_times_still_give_the_most_recent(
+    schedule: str, now: float, want: float
+) -> None:
+    cj = make_cj(TOP - 60, schedule=schedule)
+    assert most_recent_schedule_time(cj, now, cron.parse(schedule)) == (want, 101)
 
 
 def test_schedule_times_follow_the_time_zone() -> None:

@@ -57,6 +57,14 @@ class Schedule:
             return t + timedelta(seconds=self.every)
         return croniter(self.expr, t).get_next(datetime)  # type: ignore[no-any-return]
 
+    def last_at_or_before(self, t: datetime, since: datetime) -> datetime:
+        """The latest time at or before `t` (an @every schedule counts from `since`)."""
+        if self.every:
+            steps = int((t - since).total_seconds() // self.every)
+            return since + timedelta(seconds=steps * self.every)
+        after = t + timedelta(microseconds=1)
+        return croniter(self.expr, after).get_prev(datetime)  # type: ignore[no-any-return]
+
 
 def parse(schedule: str) -> Schedule:
     """ParseStandard's rules; raises ScheduleError with a message naming what is wrong."""
