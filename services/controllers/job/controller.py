@@ -90,6 +90,8 @@ JOBS = BY_KIND["Job"]
 
 #: Upstream's MaxPodCreateDeletePerSync.
 MAX_POD_CREATE_DELETE_PER_SYNC = 500
+#: The spec.managedBy value of the Jobs this controller reconciles (unset means it too).
+JOB_CONTROLLER_NAME = "kubernetes.io/job-controller"
 #: The env var an Indexed Job's containers get, from the index annotation.
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
 
@@ -390,6 +392,8 @@ class JobController:
         if job is None:
             self.expectations.delete(key)
             return
+        if job.spec.HasField("managed_by") and job.spec.managed_by != JOB_CONTROLLER_NAME:
+            return  # another controller's Job (spec.managedBy)
         now = self.clock.now()
         pods = await self._pods(job)
         if rules.is_finished(job):
