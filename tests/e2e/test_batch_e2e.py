@@ -119,6 +119,11 @@ def test_the_docs_pi_job_completes(cluster: Cluster, tmp_path: Path) -> None:
     [pod] = pods["items"]
     assert pod["status"]["phase"] == "Succeeded"
     assert "batch.kubernetes.io/job-tracking" not in pod["metadata"].get("finalizers", [])
+    assert "job.batch/pi" in kubectl(cluster, "get", "all").stdout
+    described = kubectl(cluster, "describe", "job", "pi").stdout
+    assert "Pods Statuses:    0 Active (0 Ready) / 1 Succeeded / 0 Failed" in described
+    kubectl(cluster, "delete", "job", "pi")
+    until(lambda: not kubectl(cluster, "get", "pods", "-l", "job-name=pi", "-o", "name").stdout)
 
 
 def test_the_docs_cronjob_runs_on_its_schedule_and_by_hand(
