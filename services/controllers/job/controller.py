@@ -315,12 +315,14 @@ class JobController:
 
     @staticmethod
     def wants_pod_update(old: Message, new: Message) -> bool:
-        """Every update of a pod with an owner (its Job counts it) or with the tracking
+        """Every update of a pod a Job controls (its Job counts it) or with the tracking
         finalizer; a label change of an orphan (a Job may adopt it)."""
+        for obj in (old, new):
+            ref = controller_of(obj)
+            if ref is not None and ref.kind == JOBS.kind:
+                return True
         return bool(
-            object_meta(old).owner_references
-            or object_meta(new).owner_references
-            or JOB_TRACKING_FINALIZER in object_meta(new).finalizers
+            JOB_TRACKING_FINALIZER in object_meta(new).finalizers
             or object_meta(old).labels != object_meta(new).labels
         )
 
@@ -328,7 +330,8 @@ class JobController:
         pod = narrow(obj, core_pb2.Pod)
         key = self._job_of(pod)
         if key is None:
-            self._orphan_changed(pod)
+            if controller_of(pod) is None:
+                self._orphan_changed(pod)
             return
         if pod.metadata.deletion_timestamp:
             self.expectations.deletion_observed(key, object_key(pod))
@@ -365,7 +368,8 @@ class JobController:
         if old_key is not None and old_key != key:
             self.queue.add(old_key)
         if key is None:
-            self._orphan_changed(pod)
+            if controller_of(pod) is None:
+                self._orphan_changed(pod)
             return
         if pod.metadata.deletion_timestamp and not old.metadata.deletion_timestamp:
             self.expectations.deletion_observed(key, object_key(pod))
