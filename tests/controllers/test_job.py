@@ -346,3 +346,72 @@ async def test_job_with_restart_policy_always_is_refused(cluster: ControllerClus
     with pytest.raises(InvalidError) as e:
         await cluster.create(job_doc(restartPolicy="Always"))
     assert 'spec.template.spec.restartPolicy: Unsupported value: "Always"' in str(e.value)
+
+
+async def test_lowering_parallelism_deletes_surplus_pods_without_counting_them(
+    jobs: JobHarness,
+) -> None:
+    job = await jobs.create(completions=10, parallelism=3)
+    await jobs.until_pods(job, 3)
+    await jobs.c.client.patch(JOBS, "pi", '{"spec": {"parallelism": 1}}', namespace=NS)
+    await jobs.until_pods(job, 1)
+    await jobs.c.until(
+        lambda: (
+            jobs.job().status.active == 1
+            and all(
+                JOB_TRACKING_FINALIZER not in p.metadata.finalizers
+                for p in jobs.pods(job, active_only=False)
+                if p.metadata.deletion_timestamp
+            )
+        )
+    )
+    assert jobs.job().status.failed == 0
+
+
+async def test_a_deleted_pod_is_replaced_at_once_and_counted_failed(jobs: JobHarness) -> None:
+    job = await jobs.create()
+    [pod] = await jobs.until_pods(job, 1)
+    await jobs.c.client.delete(PODS, pod.metadata.name, NS)
+    # TerminatingOrFailed: the replacement does not wait for the old pod to be gone.
+    await jobs.c.until(
+        lambda: [p.metadata.uid for p in jobs.pods(job)] not in ([], [pod.metadata.uid])
+    )
+    await jobs.c.until(lambda: jobs.job().status.failed == 1)
+
+
+async def test_replacement_policy_failed_waits_for_the_terminating_pod(jobs: JobHarness) -> None:
+    await jobs.c.node("n1")
+    job = await jobs.create(podReplacementPolicy="Failed")
+    [pod] = await jobs.until_pods(job, 1)
+    await jobs.c.bind(pod, "n1")  # a bound pod terminates gracefully (30 s)
+    await jobs.c.client.delete(PODS, pod.metadata.name, NS)
+    await jobs.c.until(lambda: jobs.job().status.terminating == 1)
+    assert jobs.pods(job) == []
+    await jobs.finish(pod, "Failed", exit_code=137)
+    await jobs.until_pods(job, 1)
+    await jobs.c.until(lambda: jobs.job().status.failed == 1)
+
+
+async def test_container_restarts_count_against_the_backoff_limit_under_on_failure(
+    jobs: JobHarness,
+) -> None:
+    job = await jobs.create(backoffLimit=2, restartPolicy="OnFailure")
+    [pod] = await jobs.until_pods(job, 1)
+    await jobs.c.set_status(pod, phase="Running", restarts=2)
+    failed = await jobs.until_condition("pi", "Failed")
+    assert failed.reason == "BackoffLimitExceeded"
+    assert not jobs.pods(job)
+
+
+async def test_an_orphan_matching_a_manual_selector_is_adopted(jobs: JobHarness) -> None:
+    orphan = await jobs.c.pod("stray", {"app": "batch"}, restartPolicy="Never")
+    job = await jobs.create(
+        manualSelector=True,
+        selector={"matchLabels": {"app": "batch"}},
+        template={
+            "metadata": {"labels": {"app": "batch"}},
+            "spec": {"containers": [{"name": "main", "image": "x"}], "restartPolicy": "Never"},
+        },
+    )
+    await jobs.c.until(lambda: [p.metadata.uid for p in jobs.pods(job)] == [orphan.metadata.uid])
+    await jobs.c.until(lambda: jobs.job().status.active == 1)
