@@ -20,6 +20,7 @@ from services.api.helpers.wellknown import (
     LABEL_CONTROLLER_UID,
     LABEL_JOB_NAME,
 )
+from services.api.machinery import codec
 from services.api.machinery.errors import InvalidError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
 from services.controllers.job import JobConfig, JobController
@@ -415,3 +416,13 @@ async def test_an_orphan_matching_a_manual_selector_is_adopted(jobs: JobHarness)
     )
     await jobs.c.until(lambda: [p.metadata.uid for p in jobs.pods(job)] == [orphan.metadata.uid])
     await jobs.c.until(lambda: jobs.job().status.active == 1)
+
+
+async def test_reapplying_the_same_job_is_accepted(jobs: JobHarness) -> None:
+    job = await jobs.create()
+    await jobs.until_pods(job, 1)
+    await jobs.c.until(lambda: bool(jobs.job().status.start_time))
+    again = codec.decode(job_doc(), validate="strict").obj
+    again.metadata.resource_version = jobs.job().metadata.resource_version  # type: ignore[attr-defined]
+    updated = await jobs.c.client.update(again)
+    assert updated.spec == jobs.job().spec  # type: ignore[attr-defined]
