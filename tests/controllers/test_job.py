@@ -426,3 +426,21 @@ async def test_reapplying_the_same_job_is_accepted(jobs: JobHarness) -> None:
     again.metadata.resource_version = jobs.job().metadata.resource_version  # type: ignore[attr-defined]
     updated = await jobs.c.client.update(again)
     assert updated.spec == jobs.job().spec  # type: ignore[attr-defined]
+
+
+async def test_a_retried_index_carries_its_failure_count(jobs: JobHarness) -> None:
+    job = await jobs.create(
+        completions=1, parallelism=1, completionMode="Indexed", backoffLimitPerIndex=1
+    )
+    [first] = await jobs.until_pods(job, 1)
+    await jobs.finish(first, "Failed", exit_code=1)
+    await jobs.c.until(
+        lambda: [p.metadata.uid for p in jobs.pods(job)] not in ([], [first.metadata.uid])
+    )
+    [second] = jobs.pods(job)
+    assert second.metadata.annotations["batch.kubernetes.io/job-index-failure-count"] == "1"
+    assert not jobs.job().status.failed_indexes  # 1 failure is within the limit
+    await jobs.finish(second, "Failed", exit_code=1)
+    failed = await jobs.until_condition("pi", "Failed")
+    assert failed.reason == "FailedIndexes"
+    assert jobs.job().status.failed_indexes == "0"

@@ -749,30 +749,28 @@ class JobController:
             self.queue.add_after(key, left)
         return left
 
-    def _index_failures(self, job: batch_pb2.Job, index: int) -> int:
-        """The failures of `index` so far (the latest failed pod's count + 1)."""
-        count = 0
+    def _index_failures(self, job: batch_pb2.Job) -> dict[int, int]:
+        """Each index's failures so far (its latest failed pod's count + 1)."""
+        counts: dict[int, int] = {}
+        key = object_key(job)
         for p in self._pod_index.list(job.metadata.namespace):
-            if self._job_of(p) != object_key(job) or p.status.phase != "Failed":
+            if p.status.phase != "Failed" or self._job_of(p) != key:
                 continue
-            if rules.completion_index(p) == index:
-                count = max(
-                    count, int(p.metadata.annotations.get(JOB_INDEX_FAILURE_COUNT, "0") or 0) + 1
-                )
-        return count
+            ix = rules.completion_index(p)
+            if ix is None:
+                continue
+            seen = int(p.metadata.annotations.get(JOB_INDEX_FAILURE_COUNT, "0") or 0) + 1
+            counts[ix] = max(counts.get(ix, 0), seen)
+        return counts
 
     async def _create_pods(
         self, key: str, job: batch_pb2.Job, indexes: Sequence[int | None]
     ) -> None:
         self.expectations.expect_creations(key, len(indexes))
+        per_index = job.spec.HasField("backoff_limit_per_index")
+        failures = self._index_failures(job) if per_index else {}
         templates = [
-            pod_from_template(
-                job,
-                ix,
-                self._index_failures(job, ix)
-                if ix is not None and job.spec.HasField("backoff_limit_per_index")
-                else 0,
-            )
+            pod_from_template(job, ix, failures.get(ix, 0) if ix is not None else 0)
             for ix in indexes
         ]
         try:
