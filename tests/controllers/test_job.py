@@ -24,7 +24,7 @@ from services.api.machinery import codec
 from services.api.machinery.errors import InvalidError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
 from services.controllers.job import JobConfig, JobController
-from services.controllers.job.controller import COMPLETION_INDEX_ENV
+from services.controllers.job.pods import COMPLETION_INDEX_ENV
 from tests.controllers.conftest import NS, PODS, ControllerCluster
 
 JOBS = BY_KIND["Job"]
