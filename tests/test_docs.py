@@ -65,6 +65,7 @@ def test_the_cli_table_names_every_subcommand_of_the_parser() -> None:
 
 def test_the_kinds_table_has_a_row_per_kind_served() -> None:
     from services.api.machinery import kinds
+
     block = gendocs.kinds_block()
     for k in kinds.KINDS:
         assert f"| {k.kind} | `{k.resource}` |" in block

@@ -11,13 +11,28 @@ from typing import Protocol
 
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import apps_pb2, core_pb2, node_pb2, resource_pb2, scheduling_pb2, storage_pb2
+from protos.kubera.v1 import (
+    apps_pb2,
+    batch_pb2,
+    core_pb2,
+    node_pb2,
+    resource_pb2,
+    scheduling_pb2,
+    storage_pb2,
+)
 from services.api import defaults
 from services.api.dra.claims import ADMIN_ACCESS_NAMESPACE_LABEL
 from services.api.helpers.conditions import update_pod_condition
 from services.api.helpers.stages import STAGES_ANNOTATION, Stages, TemplateError
 from services.api.helpers.usage import USAGE_ANNOTATION, UsageSpecError, parse_usage
-from services.api.helpers.wellknown import TAINT_NOT_READY, TAINT_UNREACHABLE
+from services.api.helpers.wellknown import (
+    LABEL_CONTROLLER_UID,
+    LABEL_JOB_NAME,
+    LEGACY_CONTROLLER_UID,
+    LEGACY_JOB_NAME,
+    TAINT_NOT_READY,
+    TAINT_UNREACHABLE,
+)
 from services.api.machinery.errors import (
     INVALID,
     FieldError,
@@ -101,6 +116,21 @@ def daemon_set_template_generation(ds: Message, old: Message | None) -> None:
         if new.spec.template != prev.spec.template:
             generation += 1
     new.metadata.annotations[DAEMON_SET_TEMPLATE_GENERATION] = str(generation)
+
+
+def generate_job_selector(obj: Message) -> None:
+    """The Job strategy's generateSelector (pkg/registry/batch/job/strategy.go), unless
+    manualSelector: the template gets the job-name and controller-uid labels (legacy and
+    batch.kubernetes.io/ forms, where not set) and the selector the controller-uid one."""
+    job = narrow(obj, batch_pb2.Job)
+    if job.spec.manual_selector:
+        return
+    tpl = job.spec.template.metadata.labels
+    for key in (LEGACY_JOB_NAME, LABEL_JOB_NAME):
+        tpl.setdefault(key, job.metadata.name)
+    for key in (LEGACY_CONTROLLER_UID, LABEL_CONTROLLER_UID):
+        tpl.setdefault(key, job.metadata.uid)
+    job.spec.selector.match_labels.setdefault(LABEL_CONTROLLER_UID, job.metadata.uid)
 
 
 def apply_defaults(kind: Kind, obj: Message) -> None:

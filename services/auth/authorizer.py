@@ -111,12 +111,15 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "statefulsets": frozenset({"update", "patch"}),
     "controllerrevisions": frozenset({"create", "update", "patch", "delete"}),
     "persistentvolumeclaims": frozenset({"create", "update", "patch", "delete"}),
+    "jobs": frozenset({"create", "update", "patch", "delete"}),
+    "cronjobs": frozenset({"update", "patch"}),
 }
 #: Of those, the kinds it writes only through status (the podgroup controller records
 #: phase and counts, the resource quota controller usage, the DaemonSet and StatefulSet
-#: controllers their sets' status; the specs are their users').
+#: controllers their sets' status, the CronJob controller its active Jobs and schedule
+#: times; the specs are their users').
 CONTROLLER_MANAGER_STATUS_ONLY = frozenset(
-    {"podgroups", "resourcequotas", "daemonsets", "statefulsets"}
+    {"podgroups", "resourcequotas", "daemonsets", "statefulsets", "cronjobs"}
 )
 
 ALLOWED = Decision(True)

@@ -37,10 +37,12 @@ from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.listoptions import LIST_ALL
 from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
+from services.controllers.cronjob import CronJobConfig, CronJobController
 from services.controllers.daemonset import DaemonSetConfig, DaemonSetController
 from services.controllers.deployment import DeploymentConfig, DeploymentController
 from services.controllers.disruption import DisruptionConfig, DisruptionController
 from services.controllers.garbagecollector import GarbageCollector, GarbageCollectorConfig
+from services.controllers.job import JobConfig, JobController
 from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from services.controllers.podgc import PodGCConfig, PodGCController
 from services.controllers.podgroup import PodGroupConfig, PodGroupController
@@ -74,6 +76,8 @@ ALL_CONTROLLERS = (
     "garbagecollector",
     "statefulset",
     "daemonset",
+    "job",
+    "cronjob",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -124,6 +128,12 @@ class ControllerManagerConfig:
     daemonset: DaemonSetConfig = field(default_factory=DaemonSetConfig)
     """The DaemonSet controller: one daemon pod on every eligible node."""
 
+    job: JobConfig = field(default_factory=JobConfig)
+    """The Job controller: runs each Job's pods to completion (batch/v1)."""
+
+    cronjob: CronJobConfig = field(default_factory=CronJobConfig)
+    """The CronJob controller: creates Jobs on their schedules (batch/v1)."""
+
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
         if unknown:
@@ -166,6 +176,10 @@ def _build(
     if name == "daemonset":
         ds = replace(config.daemonset, cascade_delete=False) if gc else config.daemonset
         return DaemonSetController(client, informers, config=ds, clock=clock)
+    if name == "job":
+        return JobController(client, informers, config=config.job, clock=clock)
+    if name == "cronjob":
+        return CronJobController(client, informers, config=config.cronjob, clock=clock)
     return PodGCController(client, informers, config=config.podgc, clock=clock)
 
 

@@ -40,12 +40,15 @@ NAMESPACE_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch"
 STATUS_VERBS = ("get", "patch", "update")
 
 #: Kinds in the `all` category (`kubectl get all`); upstream also has services, jobs, … .
-ALL_CATEGORY = frozenset({"pods", "deployments", "replicasets", "daemonsets", "statefulsets"})
+ALL_CATEGORY = frozenset(
+    {"pods", "deployments", "replicasets", "daemonsets", "statefulsets", "jobs", "cronjobs"}
+)
 
 #: Group order of /apis (kube-apiserver's priority order, restricted to kubera's groups);
 #: groups not named here (scheduling.x-k8s.io, a CRD group upstream) follow, by name.
 GROUP_ORDER = (
     "apps",
+    "batch",
     "policy",
     "scheduling.k8s.io",
     "coordination.k8s.io",

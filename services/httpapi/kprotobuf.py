@@ -3,7 +3,7 @@
 Why this module exists: client-go's typed clients send protobuf, and kubectl's
 generators use them (`kubectl create namespace NAME`, `kubectl create deployment ...`,
 `kubectl create priorityclass ...`, `kubectl create poddisruptionbudget ...`,
-`kubectl create quota ...`), with no
+`kubectl create quota ...`, `kubectl create job ...`), with no
 fallback to JSON on 415. kubera's own protobuf messages are not upstream's (other field
 numbers), so such a body is read here with a table of upstream's field numbers (facts of
 k8s.io/api's generated.proto) into the Kubernetes JSON the rest of the edge decodes.
@@ -182,6 +182,28 @@ SCHEMA: dict[str, dict[int, F]] = {
         2: F("operator", "string"),
         3: F("values", "string", repeated=True),
     },
+    # batch/v1 (`kubectl create job NAME --image=…` and `--from=cronjob/NAME`)
+    "Job": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("spec", "JobSpec"),
+        3: F("status", "skip"),
+    },
+    "JobSpec": {
+        1: F("parallelism", "int", ptr=True),
+        2: F("completions", "int", ptr=True),
+        3: F("activeDeadlineSeconds", "int", ptr=True),
+        4: F("selector", "LabelSelector"),
+        5: F("manualSelector", "bool", ptr=True),
+        6: F("template", "PodTemplateSpec"),
+        7: F("backoffLimit", "int", ptr=True),
+        8: F("ttlSecondsAfterFinished", "int", ptr=True),
+        9: F("completionMode", "string", ptr=True),
+        10: F("suspend", "bool", ptr=True),
+        12: F("backoffLimitPerIndex", "int", ptr=True),
+        13: F("maxFailedIndexes", "int", ptr=True),
+        14: F("podReplacementPolicy", "string", ptr=True),
+        15: F("managedBy", "string", ptr=True),
+    },
     # scheduling.k8s.io/v1
     "PriorityClass": {
         1: F("metadata", "ObjectMeta"),
@@ -212,6 +234,7 @@ TOP: dict[tuple[str, str], str] = {
     ("apps/v1", "ReplicaSet"): "ReplicaSet",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
+    ("batch/v1", "Job"): "Job",
 }
 
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5

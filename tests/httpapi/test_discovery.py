@@ -62,7 +62,7 @@ def test_new_groups_are_served_at_their_preferred_version(group: str, version: s
 
 def test_api_group_list_follows_kube_apiservers_group_priority() -> None:
     names = [g["name"] for g in discovery.api_group_list()["groups"]]
-    assert names[:2] == ["apps", "policy"]
+    assert names[:3] == ["apps", "batch", "policy"]
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.resource)
@@ -128,6 +128,8 @@ def test_only_workloads_are_in_the_all_category(kind: Kind) -> None:
         "replicasets",
         "daemonsets",
         "statefulsets",
+        "jobs",
+        "cronjobs",
     } <= discovery.ALL_CATEGORY
     expected = ["all"] if kind.resource in discovery.ALL_CATEGORY else []
     assert _resources(kind)[kind.resource].get("categories", []) == expected
@@ -142,9 +144,9 @@ def test_core_aggregated_document_is_one_unnamed_group() -> None:
 
 
 def test_unknown_group_version_has_no_resource_list() -> None:
-    assert discovery.resource_list("batch", "v1") is None
+    assert discovery.resource_list("example.com", "v1") is None
     assert discovery.resource_list("apps", "v1beta1") is None
-    assert discovery.api_group("batch") is None
+    assert discovery.api_group("example.com") is None
 
 
 @pytest.mark.parametrize(
@@ -195,6 +197,8 @@ async def test_kubectl_api_resources_filters_by_category_and_verb(tmp_path: Path
         "pods",
         "replicasets.apps",
         "statefulsets.apps",
+        "jobs.batch",
+        "cronjobs.batch",
     } <= set(out.split())
 
 
@@ -266,7 +270,7 @@ def test_document_for_dispatches_every_discovery_path(
 
 
 @pytest.mark.parametrize(
-    "path", ["/apis/batch", "/apis/batch/v1", "/api/v2", "/apis/apps/v1/x", "/healthz"]
+    "path", ["/apis/example.com", "/apis/example.com/v1", "/api/v2", "/apis/apps/v1/x", "/healthz"]
 )
 def test_document_for_unknown_paths_is_none(path: str) -> None:
     assert discovery.document_for(path, "") is None

@@ -125,3 +125,31 @@ def test_a_resource_quota_as_kubectl_create_quota_sends_it() -> None:
             ]
         },
     }
+
+
+def test_a_job_from_kubectl_create_job() -> None:
+    """`kubectl create job pi --image=perl -- perl -e 1`: the pointer fields a Job spec
+    carries keep their zero values (suspend false), the template reads as a pod's."""
+    container = field(1, "pi") + field(2, "perl") + field(3, "perl") + field(3, "-e")
+    template = field(2, field(2, container) + field(3, "Never"))
+    spec = field(6, template) + field(10, 0) + field(7, 6) + field(9, "NonIndexed")
+    meta = field(1, "pi") + field(
+        12, field(1, "cronjob.kubernetes.io/instantiate") + field(2, "manual")
+    )
+    doc = decode(envelope("batch/v1", "Job", field(1, meta) + field(2, spec) + field(3, b"")))
+    assert doc == {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "pi", "annotations": {"cronjob.kubernetes.io/instantiate": "manual"}},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [{"name": "pi", "image": "perl", "command": ["perl", "-e"]}],
+                    "restartPolicy": "Never",
+                }
+            },
+            "suspend": False,
+            "backoffLimit": 6,
+            "completionMode": "NonIndexed",
+        },
+    }

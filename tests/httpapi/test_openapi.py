@@ -66,7 +66,7 @@ def test_hash_is_stable_and_differs_between_documents() -> None:
 
 
 def test_unknown_group_version_has_no_document() -> None:
-    assert openapi.openapi_v3_document("batch", "v1") is None
+    assert openapi.openapi_v3_document("example.com", "v1") is None
 
 
 @pytest.mark.parametrize(
@@ -435,7 +435,7 @@ async def test_kubectl_apply_replaces_lists_the_document_gives_no_strategy(
         ("/openapi/v3", lambda: openapi.openapi_v3_paths()),
         ("/openapi/v3/api/v1", lambda: openapi.openapi_v3_document("", "v1")),
         ("/openapi/v3/apis/apps/v1", lambda: openapi.openapi_v3_document("apps", "v1")),
-        ("/openapi/v3/apis/batch/v1", lambda: None),
+        ("/openapi/v3/apis/example.com/v1", lambda: None),
         ("/openapi/v3/apis/apps", lambda: None),
         ("/openapi/v2", lambda: None),
     ],

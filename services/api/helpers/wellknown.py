@@ -24,6 +24,25 @@ LABEL_NODE_ROLE_PREFIX = "node-role.kubernetes.io/"
 #: Nodes with this label do not count towards their zone's health (node lifecycle).
 LABEL_EXCLUDE_DISRUPTION = "node.kubernetes.io/exclude-disruption"
 
+# ------------------------------------------------------------------ Job pods
+# (k8s.io/api/batch/v1 types.go)
+
+#: The selector label the Job strategy generates, and its pods carry, with the Job's uid.
+LABEL_CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
+LABEL_JOB_NAME = "batch.kubernetes.io/job-name"
+#: The same labels in their legacy spelling, still added to pod templates.
+LEGACY_CONTROLLER_UID = "controller-uid"
+LEGACY_JOB_NAME = "job-name"
+#: An Indexed Job's pod index (annotation and label).
+JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+#: A pod's failure count of its index (backoffLimitPerIndex), as an annotation.
+JOB_INDEX_FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
+JOB_INDEX_IGNORED_FAILURE_COUNT = "batch.kubernetes.io/job-index-ignored-failure-count"
+#: The finalizer that keeps a Job's finished pods until the Job has counted them.
+JOB_TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
+#: The annotation a CronJob's Jobs carry with their scheduled time (RFC 3339).
+CRONJOB_SCHEDULED_TIMESTAMP = "batch.kubernetes.io/cronjob-scheduled-timestamp"
+
 # ------------------------------------------------------------------ taints
 
 #: The node's Ready condition is False (NoSchedule, then NoExecute).

@@ -14,6 +14,7 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import (
     apps_pb2,
+    batch_pb2,
     coordination_pb2,
     core_pb2,
     node_pb2,
@@ -176,6 +177,8 @@ KINDS: tuple[Kind, ...] = (
         ("deploy",),
         has_status=True,
     ),
+    Kind("Job", "batch", "v1", "jobs", batch_pb2.Job, True, has_status=True),
+    Kind("CronJob", "batch", "v1", "cronjobs", batch_pb2.CronJob, True, ("cj",), has_status=True),
     Kind("RuntimeClass", "node.k8s.io", "v1", "runtimeclasses", node_pb2.RuntimeClass, False),
     Kind("Lease", "coordination.k8s.io", "v1", "leases", coordination_pb2.Lease, True),
     Kind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", resource_pb2.DeviceClass, False),

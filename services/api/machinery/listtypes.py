@@ -143,6 +143,16 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "PersistentVolumeClaimSpec", "accessModes"): _ATOMIC,
     (_P + "PersistentVolumeClaimStatus", "accessModes"): _ATOMIC,
     (_P + "PersistentVolumeClaimStatus", "conditions"): _BY_TYPE,
+    # batch/v1: Job conditions merge by type under strategic merge patch but are
+    # +listType=atomic for server-side apply; the other lists are atomic, or sets.
+    (_P + "JobStatus", "conditions"): ListStrategy(ATOMIC, (), "merge", "type"),
+    (_P + "UncountedTerminatedPods", "succeeded"): _SET,
+    (_P + "UncountedTerminatedPods", "failed"): _SET,
+    (_P + "PodFailurePolicy", "rules"): _ATOMIC,
+    (_P + "PodFailurePolicyRule", "onPodConditions"): _ATOMIC,
+    (_P + "PodFailurePolicyOnExitCodesRequirement", "values"): _SET,
+    (_P + "SuccessPolicy", "rules"): _ATOMIC,
+    (_P + "CronJobStatus", "active"): _ATOMIC,
     (_P + "Scheduling", "nodeSelector"): _ATOMIC_MAP,
     (_P + "Scheduling", "tolerations"): _ATOMIC,
     # resource.k8s.io/v1: every list is +listType=atomic but reservedFor (map by uid,

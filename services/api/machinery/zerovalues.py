@@ -42,6 +42,13 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "data": {},
         "revision": 0,
     },
+    "kubera.v1.CronJob": {
+        "spec": {},
+    },
+    "kubera.v1.CronJobSpec": {
+        "jobTemplate": {},
+        "schedule": "",
+    },
     "kubera.v1.DaemonSet": {
         "spec": {},
     },
@@ -107,6 +114,13 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.HostIP": {
         "ip": "",
+    },
+    "kubera.v1.JobCondition": {
+        "status": "",
+        "type": "",
+    },
+    "kubera.v1.JobSpec": {
+        "template": {},
     },
     "kubera.v1.LabelSelectorRequirement": {
         "key": "",
@@ -175,6 +189,21 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "desiredHealthy": 0,
         "disruptionsAllowed": 0,
         "expectedPods": 0,
+    },
+    "kubera.v1.PodFailurePolicy": {
+        "rules": [],
+    },
+    "kubera.v1.PodFailurePolicyOnExitCodesRequirement": {
+        "operator": "",
+        "values": [],
+    },
+    "kubera.v1.PodFailurePolicyOnPodConditionsPattern": {
+        "status": "",
+        "type": "",
+    },
+    "kubera.v1.PodFailurePolicyRule": {
+        "action": "",
+        "onPodConditions": [],
     },
     "kubera.v1.PodIP": {
         "ip": "",
@@ -258,6 +287,9 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.StatefulSetStatus": {
         "replicas": 0,
+    },
+    "kubera.v1.SuccessPolicy": {
+        "rules": [],
     },
     "kubera.v1.Taint": {
         "effect": "",

@@ -44,6 +44,7 @@ from services.api.machinery.quantity import (
     canonicalize,
 )
 from services.api.printers.apps import APPS_COLUMNS
+from services.api.printers.batch import BATCH_COLUMNS
 from services.api.printers.columns import (
     AGE,
     INT,
@@ -601,6 +602,7 @@ COLUMNS: dict[str, Columns] = {
 COLUMNS.update(RESOURCE_COLUMNS)
 COLUMNS.update(POLICY_COLUMNS)
 COLUMNS.update(APPS_COLUMNS)
+COLUMNS.update(BATCH_COLUMNS)
 GENERIC = Columns((NAME, AGE), _generic_row)
 
 __all__ = [

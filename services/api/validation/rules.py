@@ -16,6 +16,7 @@ from typing import Any
 from services.api.machinery import names
 from services.api.machinery.errors import FieldError, invalid
 from services.api.machinery.kinds import BY_KIND
+from services.api.validation.batch import validate_cron_job, validate_job, validate_job_update
 from services.api.validation.cluster import (
     validate_event,
     validate_lease,
@@ -89,6 +90,8 @@ _RULES: dict[str, Rules] = {
     "PodDisruptionBudget": Rules(validate_pod_disruption_budget),
     "ReplicaSet": Rules(validate_replica_set, validate_workload_update),
     "Deployment": Rules(validate_deployment, validate_workload_update),
+    "Job": Rules(validate_job, validate_job_update),
+    "CronJob": Rules(validate_cron_job),
     "RuntimeClass": Rules(validate_runtime_class, validate_runtime_class_update),
     "Lease": Rules(validate_lease),
     "Event": Rules(validate_event),
