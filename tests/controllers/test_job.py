@@ -23,6 +23,7 @@ from services.api.helpers.wellknown import (
 from services.api.machinery import codec
 from services.api.machinery.errors import InvalidError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.patch import merge_patch
 from services.controllers.job import JobConfig, JobController
 from services.controllers.job.pods import COMPLETION_INDEX_ENV
 from tests.controllers.conftest import NS, PODS, ControllerCluster
@@ -422,8 +423,11 @@ async def test_reapplying_the_same_job_is_accepted(jobs: JobHarness) -> None:
     job = await jobs.create()
     await jobs.until_pods(job, 1)
     await jobs.c.until(lambda: bool(jobs.job().status.start_time))
-    again = codec.decode(job_doc(), validate="strict").obj
-    again.metadata.resource_version = jobs.job().metadata.resource_version  # type: ignore[attr-defined]
+    # as kubectl apply sends it: the manifest merged onto the live Job, whose generated
+    # selector and labels the manifest does not name (a PUT of the bare manifest is
+    # refused, as upstream: spec.selector is required and immutable)
+    live = codec.encode(jobs.job())
+    again = codec.decode(merge_patch(live, job_doc()), validate="strict").obj
     updated = await jobs.c.client.update(again)
     assert updated.spec == jobs.job().spec  # type: ignore[attr-defined]
 
