@@ -7,8 +7,8 @@ object).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from google.protobuf.message import Message
 
@@ -337,7 +337,10 @@ def check_hollow_kubelet_annotations(kind: Kind, obj: Message) -> None:
         )
         annotations = owner.spec.template.metadata.annotations
     else:
-        return
+        found = _pod_template_annotations(obj)
+        if found is None:
+            return
+        path, annotations = found
     errors: list[FieldError] = []
     text = annotations.get(USAGE_ANNOTATION)
     if text is not None:
@@ -352,6 +355,28 @@ def check_hollow_kubelet_annotations(kind: Kind, obj: Message) -> None:
             errors.append(_annotation_error(path, STAGES_ANNOTATION, str(e)))
     if errors:
         raise InvalidError(kind.kind, object_meta(obj).name, errors)
+
+
+#: Where the pod template sits in the workload kinds that carry one (Job, DaemonSet,
+#: StatefulSet: spec.template; CronJob: spec.jobTemplate.spec.template).
+_TEMPLATE_PATHS = (("spec", "template"), ("spec", "jobTemplate", "spec", "template"))
+_PROTO_NAMES = {"jobTemplate": "job_template"}
+
+
+def _pod_template_annotations(obj: Message) -> tuple[str, Mapping[str, str]] | None:
+    """The annotations of the pod template inside `obj`, if its kind carries one."""
+    for fields in _TEMPLATE_PATHS:
+        node: Any = obj
+        for f in fields:
+            name = _PROTO_NAMES.get(f, f)
+            descriptor = getattr(node, "DESCRIPTOR", None)
+            if descriptor is None or name not in descriptor.fields_by_name:
+                node = None
+                break
+            node = getattr(node, name)
+        if node is not None and hasattr(node, "metadata"):
+            return ".".join(fields) + ".metadata.annotations", node.metadata.annotations
+    return None
 
 
 def _annotation_error(path: str, key: str, message: str) -> FieldError:
