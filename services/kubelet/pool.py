@@ -209,8 +209,8 @@ class NodePool:
                 )
             ]
         handlers = Handlers(
-            on_add=self._on_pod,
-            on_update=lambda _o, p: self._on_pod(p),
+            on_add=self.on_pod,
+            on_update=lambda _o, p: self.on_pod(p),
             on_delete=self._on_pod_gone,
         )
         for inf in self.informers:
@@ -242,7 +242,8 @@ class NodePool:
         """Whether the pod is bound to one of this pool's nodes."""
         return pod.spec.node_name in self.by_name  # type: ignore[attr-defined]
 
-    def _on_pod(self, pod: core_pb2.Pod) -> None:
+    def on_pod(self, pod: core_pb2.Pod) -> None:
+        """The pod watch's add and update handler (tests feed pods through it)."""
         try:
             self._pod_seen(pod)
         except Exception as e:  # noqa: BLE001 - one pod's bug must not stop the pool
@@ -352,22 +353,31 @@ class NodePool:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait / self.clock.scale)
                 continue
-            now_m = self.clock.monotonic()
-            n = 0
-            while self._heap and self._heap[0][0] <= now_m and n < 2000:
-                _, _, uid, gen, step = heapq.heappop(self._heap)
-                n += 1
-                st = self.pods.get(uid)
-                if st is None or st.gen != gen:
-                    continue
-                if not st.node.alive:
-                    st.node.parked.append((uid, gen, step))
-                    continue
-                try:
-                    self._step(st, step)
-                except Exception:  # noqa: BLE001 - one pod's bug must not stop the pool
-                    log.exception("pod %s: step %s failed", st.key, step)
+            self.run_due()
             await asyncio.sleep(0)
+
+    def next_due(self) -> float | None:
+        """When (the clock's monotonic time) the next queued step falls due."""
+        return self._heap[0][0] if self._heap else None
+
+    def run_due(self, limit: int = 2000) -> int:
+        """Play the steps due by now (at most `limit`); returns how many were popped."""
+        now_m = self.clock.monotonic()
+        n = 0
+        while self._heap and self._heap[0][0] <= now_m and n < limit:
+            _, _, uid, gen, step = heapq.heappop(self._heap)
+            n += 1
+            st = self.pods.get(uid)
+            if st is None or st.gen != gen:
+                continue
+            if not st.node.alive:
+                st.node.parked.append((uid, gen, step))
+                continue
+            try:
+                self._step(st, step)
+            except Exception:  # noqa: BLE001 - one pod's bug must not stop the pool
+                log.exception("pod %s: step %s failed", st.key, step)
+        return n
 
     # ---------------------------------------------------------------- claim gate
 
