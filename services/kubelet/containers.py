@@ -56,7 +56,7 @@ def terminated_reason(exit_code: int) -> str:
     return REASON_COMPLETED if exit_code == 0 else REASON_ERROR
 
 
-@dataclass
+@dataclass(slots=True)
 class Backoff:
     """flowcontrol.Backoff for one container (client-go util/flowcontrol/backoff.go)."""
 
@@ -81,7 +81,7 @@ class Backoff:
         self.updated = now
 
 
-@dataclass
+@dataclass(slots=True)
 class ContainerRun:
     """One container of a pod on its kubelet."""
 
@@ -98,7 +98,8 @@ class ContainerRun:
     #: How many times it ever started (its container IDs count them).
     starts: int = 0
     started_at: float = 0.0
-    backoff: Backoff = field(default_factory=Backoff)
+    #: Its CrashLoopBackOff entry, made at its first exit.
+    backoff: Backoff | None = None
     #: Bumped to forget this container's queued steps.
     seq: int = 0
 

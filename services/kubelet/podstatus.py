@@ -9,7 +9,7 @@ from typing import Any
 from protos.kubera.v1 import core_pb2
 from services.api.helpers.conditions import update_pod_condition
 from services.clock import rfc3339
-from services.kubelet.containers import ContainerRun
+from services.kubelet.containers import ContainerRun, get_phase
 from services.kubelet.nodestatus import node_ip
 from services.kubelet.state import PodState
 
@@ -82,20 +82,35 @@ def container_id(uid: str, index: int, start: int) -> str:
     return f"kubera://{uid[:12]}-{index}-{start}"
 
 
-def from_runs(st: PodState, now: float, phase: str) -> core_pb2.Pod:
-    """The status of a pod whose containers run (or ran): phase, conditions and the
-    init and app container statuses, as upstream's generateAPIPodStatus writes them."""
+def from_runs(st: PodState, now: float, phase: str | None = None) -> core_pb2.Pod:
+    """The status of a pod whose containers run (or ran): the init and app container
+    statuses, the phase upstream's getPhase gives them (unless `phase` is forced) and the
+    conditions, as upstream's generateAPIPodStatus writes them."""
     assert st.runs is not None
     pod = status_base(st)
     s = pod.status
+    init = [(i, r) for i, r in enumerate(st.runs) if r.init]
+    app = [(i, r) for i, r in enumerate(st.runs) if not r.init]
+    del s.init_container_statuses[:]
+    if init:
+        s.init_container_statuses.extend([_run_status(st, i, r) for i, r in init])
+    del s.container_statuses[:]
+    s.container_statuses.extend([_run_status(st, i, r) for i, r in app])
+    if phase is None:
+        if not init and all(r.running for _, r in app):
+            phase = "Running"  # getPhase's answer, without reading the statuses back
+        else:
+            phase = get_phase(
+                st.pod.spec,
+                [*s.init_container_statuses, *s.container_statuses],
+                pod_has_initialized=any(r.starts for _, r in app),
+            )
     s.phase = phase
     if st.ip:
         s.pod_ip = st.ip
         del s.pod_ips[:]
         s.pod_ips.add(ip=st.ip)
     update_pod_condition(s, "PodReadyToStartContainers", "True", now)
-    init = [(i, r) for i, r in enumerate(st.runs) if r.init]
-    app = [(i, r) for i, r in enumerate(st.runs) if not r.init]
     incomplete = [r.name for _, r in init if not (r.running if r.sidecar else r.succeeded())]
     if st.initialized or not incomplete:
         update_pod_condition(s, "Initialized", "True", now)
@@ -125,10 +140,6 @@ def from_runs(st: PodState, now: float, phase: str) -> core_pb2.Pod:
         else:
             for cond in ("ContainersReady", "Ready"):
                 update_pod_condition(s, cond, "True", now)
-    del s.init_container_statuses[:]
-    s.init_container_statuses.extend(_run_status(st, i, r) for i, r in init)
-    del s.container_statuses[:]
-    s.container_statuses.extend(_run_status(st, i, r) for i, r in app)
     return pod
 
 
@@ -162,10 +173,13 @@ def creating(st: PodState, now: float) -> core_pb2.Pod:
         s, "ContainersReady", "False", now, reason="ContainersNotReady", message=message
     )
     del s.init_container_statuses[:]
-    s.init_container_statuses.extend(_run_status(st, i, r) for i, r in init)
+    if init:
+        s.init_container_statuses.extend([_run_status(st, i, r) for i, r in init])
     del s.container_statuses[:]
     if runs:
-        s.container_statuses.extend(_run_status(st, i, r) for i, r in enumerate(runs) if not r.init)
+        s.container_statuses.extend(
+            [_run_status(st, i, r) for i, r in enumerate(runs) if not r.init]
+        )
     else:
         s.container_statuses.extend(
             _container_statuses(st, {"waiting": {"reason": "ContainerCreating"}}, ready=False)

@@ -61,9 +61,9 @@ from services.kubelet.containers import (
     REASON_ERROR,
     REASON_OOM_KILLED,
     SUCCEEDED,
+    Backoff,
     ContainerRun,
     crash_loop_message,
-    get_phase,
     runs_for,
     should_restart,
     terminated_reason,
@@ -444,9 +444,10 @@ class NodePool:
         st.phase = "Creating"
         st.runs = runs_for(st.pod, st.stages)
         st.usage_run, st.memory_limit = _usage_container(st.pod, len(st.pod.spec.init_containers))
-        for c in (*st.pod.spec.init_containers, *st.pod.spec.containers):
-            # pulling: the node now holds the image
-            st.node.images.setdefault(c.image, st.node.plan.kind.image_size(c.image))
+        images = st.node.images
+        for run in st.runs:  # pulling: the node now holds the image
+            if run.image not in images:
+                images[run.image] = st.node.plan.kind.image_size(run.image)
         self._write_status(st, podstatus.creating(st, self.clock.now()))
 
     def _sandbox_ready(self, st: PodState) -> None:
@@ -491,20 +492,18 @@ class NodePool:
             for run in st.runs:  # sidecars stop last (SIGTERM, taken gracefully)
                 if run.sidecar and not run.terminated:
                     self._terminate(st, run, now, 0, REASON_COMPLETED)
-        statuses = podstatus.from_runs(st, now, "Pending")
-        phase = get_phase(
-            st.pod.spec,
-            [*statuses.status.init_container_statuses, *statuses.status.container_statuses],
-            pod_has_initialized=any(r.starts for r in app),
-        )
+        pod = podstatus.from_runs(st, now)
+        phase = pod.status.phase
         if phase in (SUCCEEDED, FAILED):
-            for run in st.runs:  # a failed init container ends the pod: stop the rest
-                if run.running:
-                    self._terminate(st, run, now, EXIT_CODE_KILLED, REASON_ERROR)
+            running = [run for run in st.runs if run.running]
+            for run in running:  # a failed init container ends the pod: stop the rest
+                self._terminate(st, run, now, EXIT_CODE_KILLED, REASON_ERROR)
+            if running:
+                pod = podstatus.from_runs(st, now, phase)
             st.gen += 1
             self.usage.remove(st.uid)
         st.phase = phase
-        self._write_status(st, podstatus.from_runs(st, now, phase))
+        self._write_status(st, pod)
 
     def _start(self, st: PodState, index: int, now: float) -> None:
         """A container (re)starts: running, its exit (or OOM kill) queued."""
@@ -553,6 +552,8 @@ class NodePool:
         assert st.runs is not None
         run = st.runs[index]
         now = self.clock.now()
+        if run.backoff is None:
+            run.backoff = Backoff()
         if action == "restart":
             run.backoff.next(now)
             run.restarts += 1

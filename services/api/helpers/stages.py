@@ -19,6 +19,7 @@ stages annotation that cannot be used; its message names the field.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -177,6 +178,10 @@ class Stages:
         for n, c in self.containers:
             if n == name:
                 return c
+        return self._every_container
+
+    @functools.cached_property
+    def _every_container(self) -> ContainerStages:
         return ContainerStages(self.run_duration, self.exit_code, self.failure_rate)
 
     def for_pod(self, annotations: Mapping[str, str]) -> Stages:
