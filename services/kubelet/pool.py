@@ -12,8 +12,12 @@ whole pool, and every write batched.
 
 A pod's stages on its kubelet (upstream phases and container states):
 
-    bound ─creatingDelay─► Pending/ContainerCreating ─startDelay─► Running ─runDuration─►
-        Succeeded | Failed (restartPolicy Never/OnFailure) or restarted (Always)
+    bound ─creatingDelay─► Pending/ContainerCreating ─startDelay─► sandbox ready:
+        init containers one by one (sidecars started and left running), then every app
+        container; each container ─runDuration | OOM─► exited ─► restarted (at once or
+        after its CrashLoopBackOff back-off) or done, by restartPolicy (containers.py);
+        app containers all done for good ─► sidecars stopped ─► Succeeded | Failed
+        (phase: upstream's getPhase). Container steps are "c:<index>:<seq>:<action>".
     deletionTimestamp ─grace─► containers stopped ─► object deleted (grace 0, uid-guarded)
     eviction (node pressure) ─grace─► Failed, reason Evicted (the object stays, as upstream)
 
