@@ -281,7 +281,8 @@ class NodePool:
     def _adopt(self, pod: core_pb2.Pod, node: HollowNode) -> PodState | None:
         """A pod newly seen on one of our nodes: take it over where its status says it is."""
         try:
-            stages = node.plan.kind.stages.for_pod(pod.metadata.annotations)
+            job = any(ref.kind == "Job" for ref in pod.metadata.owner_references)
+            stages = node.plan.kind.stages.for_pod(pod.metadata.annotations, job=job)
         except TemplateError as e:
             log.warning(
                 "pod %s/%s: %s; using the node's stages",

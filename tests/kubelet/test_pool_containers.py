@@ -333,3 +333,41 @@ def test_a_sidecar_starts_first_keeps_running_and_stops_last(sim: Sim) -> None:
     job = s["containerStatuses"][0]["state"]["terminated"]
     assert proxy["finishedAt"] >= job["finishedAt"]
     assert sim.pool.next_due() is None
+
+
+# ------------------------------------------------------------------------ Jobs
+
+
+def job_pod(name: str) -> MakePod:
+    p = pod(name, "Never")
+    p.owner_references([{"apiVersion": "batch/v1", "kind": "Job", "name": "pi", "uid": "j-1"}])
+    return p
+
+
+@pytest.mark.parametrize(
+    ("stages", "ends_at"),
+    [
+        (None, STARTED + 10),  # the node's jobRunDuration (kwok's pod-complete)
+        ({"runDuration": "3s"}, STARTED + 3),  # the pod's own run duration wins
+        ({"exitCode": 2}, STARTED + 10),  # how it ends, from the Job's template
+        ({"containers": {"c": {"runDuration": "4s"}}}, STARTED + 4),
+    ],
+    ids=["default", "own-run-duration", "own-exit-code", "per-container"],
+)
+def test_a_jobs_pod_ends_without_being_told_how_long_it_runs(
+    sim: Sim, stages: dict[str, Any] | None, ends_at: float
+) -> None:
+    uid = sim.add(job_pod("pi-abc"), stages)
+    sim.at(ends_at - 0.5)
+    assert sim.status(uid)["phase"] == "Running"
+    sim.at(ends_at)
+    s = sim.status(uid)
+    code = (stages or {}).get("exitCode", 0)
+    assert s["phase"] == ("Failed" if code else "Succeeded")
+    assert s["containerStatuses"][0]["state"]["terminated"]["exitCode"] == code
+
+
+def test_a_pod_not_owned_by_a_job_runs_until_stopped(sim: Sim) -> None:
+    uid = sim.add(pod("bare", "Never"))
+    sim.at(3600)
+    assert sim.status(uid)["phase"] == "Running"

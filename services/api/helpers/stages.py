@@ -19,6 +19,7 @@ stages annotation that cannot be used; its message names the field.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -136,6 +137,9 @@ class Stages:
     exit_code: int = 0
     #: Per container name: its own run duration, exit code and failure rate.
     containers: tuple[tuple[str, ContainerStages], ...] = ()
+    #: How long a Job's pod runs when its stages give it no run duration (kwok's
+    #: pod-complete stage for Job-owned pods: the docs' pi Job completes as on a node).
+    job_run_duration: float = 10.0
 
     FIELDS = (
         "creatingDelay",
@@ -145,6 +149,7 @@ class Stages:
         "failureRate",
         "exitCode",
         "containers",
+        "jobRunDuration",
     )
 
     @classmethod
@@ -167,6 +172,9 @@ class Stages:
             ),
             start_delay=duration(f"{path}.startDelay", doc.get("startDelay", b.start_delay)),
             jitter=duration(f"{path}.jitter", doc.get("jitter", b.jitter)),
+            job_run_duration=duration(
+                f"{path}.jobRunDuration", doc.get("jobRunDuration", b.job_run_duration)
+            ),
             run_duration=own.run_duration,
             failure_rate=own.failure_rate,
             exit_code=own.exit_code,
@@ -184,18 +192,36 @@ class Stages:
     def _every_container(self) -> ContainerStages:
         return ContainerStages(self.run_duration, self.exit_code, self.failure_rate)
 
-    def for_pod(self, annotations: Mapping[str, str]) -> Stages:
-        """These stages overridden by the pod's `kubera.io/stages` annotation."""
+    def for_pod(self, annotations: Mapping[str, str], *, job: bool = False) -> Stages:
+        """These stages overridden by the pod's `kubera.io/stages` annotation; for a Job's
+        pod (`job`) with no run duration from either, `jobRunDuration` is its run duration."""
         text = annotations.get(STAGES_ANNOTATION)
-        if not text:
-            return self
-        try:
-            doc = loads_json(text, STAGES_ANNOTATION)
-        except json.JSONDecodeError as e:
-            raise TemplateError(f"{STAGES_ANNOTATION}: not valid JSON: {e}") from None
-        except DepthError as e:
-            raise TemplateError(str(e)) from None
-        return Stages.from_dict(mapping(STAGES_ANNOTATION, doc), STAGES_ANNOTATION, self)
+        doc: Any = {}
+        if text:
+            try:
+                doc = loads_json(text, STAGES_ANNOTATION)
+            except json.JSONDecodeError as e:
+                raise TemplateError(f"{STAGES_ANNOTATION}: not valid JSON: {e}") from None
+            except DepthError as e:
+                raise TemplateError(str(e)) from None
+            doc = mapping(STAGES_ANNOTATION, doc)
+        base = self
+        if job and not self.run_duration and "runDuration" not in doc:
+            base = dataclasses.replace(self, run_duration=self.job_run_duration, containers=())
+            base = Stages.from_dict(
+                {"containers": {n: _as_doc(c, self) for n, c in self.containers}}, "", base
+            )
+        if not doc:
+            return base
+        return Stages.from_dict(doc, STAGES_ANNOTATION, base)
 
     def delay(self, base: float, rng: random.Random) -> float:
         return base + (rng.uniform(0, self.jitter) if self.jitter else 0.0)
+
+
+def _as_doc(c: ContainerStages, stages: Stages) -> dict[str, Any]:
+    """A per-container entry as the keys it set (its run duration only if its own)."""
+    doc: dict[str, Any] = {"exitCode": c.exit_code, "failureRate": c.failure_rate}
+    if c.run_duration != stages.run_duration:
+        doc["runDuration"] = c.run_duration
+    return doc
