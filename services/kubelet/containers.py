@@ -122,9 +122,11 @@ def runs_for(pod: core_pb2.Pod, stages: Any) -> list[ContainerRun]:
         ContainerRun(c.name, c.image, True, is_sidecar(c), stages.for_container(c.name))
         for c in pod.spec.init_containers
     ]
+    # convertToAPIContainerStatuses' default: PodInitializing for every container of a
+    # pod with init containers (init containers included), else ContainerCreating
     default = REASON_POD_INITIALIZING if pod.spec.init_containers else REASON_CREATING
     for r in init:
-        r.state = {"waiting": {"reason": REASON_CREATING}}
+        r.state = {"waiting": {"reason": default}}
     app = [
         ContainerRun(
             c.name,

@@ -274,8 +274,8 @@ def test_init_containers_run_one_by_one_before_the_app(sim: Sim) -> None:
     sim.at(1)
     s = sim.status(uid)
     assert [c["state"]["waiting"]["reason"] for c in s["initContainerStatuses"]] == [
-        "ContainerCreating",
-        "ContainerCreating",
+        "PodInitializing",
+        "PodInitializing",
     ]
     assert s["containerStatuses"][0]["state"]["waiting"]["reason"] == "PodInitializing"
     sim.at(STARTED + 1)

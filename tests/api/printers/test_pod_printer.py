@@ -42,6 +42,21 @@ def cs(name: str, state: dict[str, Any], **kw: Any) -> dict[str, Any]:
                 {
                     "phase": "Pending",
                     "initContainerStatuses": [
+                        cs("init-0", {"waiting": {"reason": "PodInitializing"}}),
+                        cs("init-1", {"waiting": {"reason": "PodInitializing"}}),
+                    ],
+                    "containerStatuses": [cs("app-0", {"waiting": {"reason": "PodInitializing"}})],
+                },
+                init=2,
+            ),
+            ("Init:0/2", 0, 1, 0, ""),
+            id="init-containers-being-created",
+        ),
+        pytest.param(
+            _pod(
+                {
+                    "phase": "Pending",
+                    "initContainerStatuses": [
                         cs("init-0", {"terminated": {"exitCode": 0, "reason": "Completed"}}),
                         cs("init-1", RUNNING),
                     ],
