@@ -7,7 +7,8 @@ object).
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from google.protobuf.message import Message
 
@@ -332,13 +333,12 @@ def check_hollow_kubelet_annotations(kind: Kind, obj: Message) -> None:
     (bad JSON, a quantity beyond int64 milli-units, a non-finite or int32-overflowing
     duration) is refused here, naming the annotation and the field inside it, rather than
     ignored by the kubelet with a log line. Checked on pods and on pod templates."""
-    if kind.kind == "Pod":
-        path, annotations = "metadata.annotations", object_meta(obj).annotations
-    elif kind.kind in ("ReplicaSet", "Deployment", "DaemonSet", "StatefulSet"):
-        path = "spec.template.metadata.annotations"
-        annotations = obj.spec.template.metadata.annotations  # type: ignore[attr-defined]
-    else:
+    found = _pod_template(obj) if kind.kind != "Pod" else ("", obj)
+    if found is None:
         return
+    prefix, template = found
+    path = prefix + "metadata.annotations"
+    annotations: Mapping[str, str] = template.metadata.annotations  # type: ignore[attr-defined]
     errors: list[FieldError] = []
     text = annotations.get(USAGE_ANNOTATION)
     if text is not None:
@@ -348,11 +348,46 @@ def check_hollow_kubelet_annotations(kind: Kind, obj: Message) -> None:
             errors.append(_annotation_error(path, USAGE_ANNOTATION, str(e)))
     if annotations.get(STAGES_ANNOTATION):
         try:
-            Stages().for_pod({STAGES_ANNOTATION: annotations[STAGES_ANNOTATION]})
+            stages = Stages().for_pod({STAGES_ANNOTATION: annotations[STAGES_ANNOTATION]})
         except TemplateError as e:
             errors.append(_annotation_error(path, STAGES_ANNOTATION, str(e)))
+        else:
+            spec = template.spec  # type: ignore[attr-defined]
+            names = {c.name for c in (*spec.init_containers, *spec.containers)}
+            for name, _ in stages.containers:
+                if name not in names:
+                    errors.append(
+                        _annotation_error(
+                            path,
+                            STAGES_ANNOTATION,
+                            f"containers.{name}: the pod has no container or init container "
+                            f"named {name!r}",
+                        )
+                    )
     if errors:
         raise InvalidError(kind.kind, object_meta(obj).name, errors)
+
+
+#: Where the pod template sits in the kinds that carry one (Deployment, ReplicaSet, Job,
+#: DaemonSet, StatefulSet: spec.template; CronJob: spec.jobTemplate.spec.template).
+_TEMPLATE_PATHS = (("spec", "template"), ("spec", "jobTemplate", "spec", "template"))
+_PROTO_NAMES = {"jobTemplate": "job_template"}
+
+
+def _pod_template(obj: Message) -> tuple[str, Message] | None:
+    """The pod template inside `obj` and its path ("spec.template."), if its kind has one."""
+    for fields in _TEMPLATE_PATHS:
+        node: Any = obj
+        for f in fields:
+            name = _PROTO_NAMES.get(f, f)
+            descriptor = getattr(node, "DESCRIPTOR", None)
+            if descriptor is None or name not in descriptor.fields_by_name:
+                node = None
+                break
+            node = getattr(node, name)
+        if node is not None and "metadata" in node.DESCRIPTOR.fields_by_name:
+            return ".".join(fields) + ".", node
+    return None
 
 
 def _annotation_error(path: str, key: str, message: str) -> FieldError:

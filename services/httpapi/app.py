@@ -286,7 +286,7 @@ class HttpApi:
         sub = info.subresource
         verb = info.verb
         neg = Negotiated(request.headers.get("Accept", ""))
-        if verb in ("get", "list", "watch") and not neg.acceptable:
+        if verb in ("get", "list", "watch") and not neg.acceptable and sub != "log":
             return error(
                 406,
                 "NotAcceptable",
@@ -301,9 +301,9 @@ class HttpApi:
             return error(404, "NotFound", "the server could not find the requested resource")
         if sub == "scale" and kind.resource not in subresources.SCALABLE:
             return error(404, "NotFound", "the server could not find the requested resource")
-        if sub in ("binding", "eviction") and kind.resource != "pods":
+        if sub in ("binding", "eviction", "log") and kind.resource != "pods":
             return error(404, "NotFound", "the server could not find the requested resource")
-        if sub not in ("", "status", "scale", "binding", "eviction"):
+        if sub not in ("", "status", "scale", "binding", "eviction", "log"):
             return error(404, "NotFound", "the server could not find the requested resource")
         handler = ROUTES.get((verb, sub))
         if handler is None or (verb in ("update", "patch") and not info.name):
@@ -375,6 +375,11 @@ async def _evict(request: web.Request, call: verbs.Call, neg: Negotiated) -> web
     return respond(*await subresources.evict(call))
 
 
+async def _pod_log(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
+    text = await subresources.pod_log(call)
+    return web.Response(status=200, text=text, content_type="text/plain")
+
+
 async def _get_scale(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
     return respond(200, await subresources.get_scale(call))
 
@@ -400,6 +405,7 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("deletecollection", ""): _delete_collection,
     ("create", "binding"): _bind,
     ("create", "eviction"): _evict,
+    ("get", "log"): _pod_log,
     ("get", "scale"): _get_scale,
     ("update", "scale"): _update_scale,
     ("patch", "scale"): _update_scale,

@@ -12,8 +12,12 @@ whole pool, and every write batched.
 
 A pod's stages on its kubelet (upstream phases and container states):
 
-    bound ─creatingDelay─► Pending/ContainerCreating ─startDelay─► Running ─runDuration─►
-        Succeeded | Failed (restartPolicy Never/OnFailure) or restarted (Always)
+    bound ─creatingDelay─► Pending/ContainerCreating ─startDelay─► sandbox ready:
+        init containers one by one (sidecars started and left running), then every app
+        container; each container ─runDuration | OOM─► exited ─► restarted (at once or
+        after its CrashLoopBackOff back-off) or done, by restartPolicy (containers.py);
+        app containers all done for good ─► sidecars stopped ─► Succeeded | Failed
+        (phase: upstream's getPhase). Container steps are "c:<index>:<seq>:<action>".
     deletionTimestamp ─grace─► containers stopped ─► object deleted (grace 0, uid-guarded)
     eviction (node pressure) ─grace─► Failed, reason Evicted (the object stays, as upstream)
 
@@ -45,13 +49,29 @@ from services.api.machinery.errors import ApiError, ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.kubeobject import narrow
 from services.api.machinery.listoptions import ListOptions
+from services.api.machinery.quantity import QuantityError, parse_quantity
 from services.client import Client, Handlers, Informer
-from services.clock import Clock, RealClock, parse_rfc3339
+from services.clock import Clock, RealClock, parse_rfc3339, rfc3339
 from services.kubelet import eviction as ev
 from services.kubelet import podstatus
 from services.kubelet.admission import admit
 from services.kubelet.batcher import Batcher
 from services.kubelet.claimgate import REASON_FAILED_PREPARE, unprepared, usable_on
+from services.kubelet.containers import (
+    EXIT_CODE_KILLED,
+    FAILED,
+    REASON_COMPLETED,
+    REASON_CRASH_LOOP,
+    REASON_ERROR,
+    REASON_OOM_KILLED,
+    SUCCEEDED,
+    Backoff,
+    ContainerRun,
+    crash_loop_message,
+    runs_for,
+    should_restart,
+    terminated_reason,
+)
 from services.kubelet.leases import LEASE_SLOTS as LEASE_SLOTS  # re-exported
 from services.kubelet.leases import NodeLeases
 from services.kubelet.nodestatus import pod_ip
@@ -59,7 +79,7 @@ from services.kubelet.pressure import IMAGE_BYTES_PER_INODE, PoolPressure
 from services.kubelet.slices import NodeSlices
 from services.kubelet.state import PRESSURE_CONDITIONS, HollowNode, PodState
 from services.kubelet.template import NodePlan
-from services.kubelet.usage import UsageTable, resolve_usage
+from services.kubelet.usage import UsageTable, first_over, resolve_usage
 
 log = logging.getLogger(__name__)
 
@@ -193,8 +213,8 @@ class NodePool:
                 )
             ]
         handlers = Handlers(
-            on_add=self._on_pod,
-            on_update=lambda _o, p: self._on_pod(p),
+            on_add=self.on_pod,
+            on_update=lambda _o, p: self.on_pod(p),
             on_delete=self._on_pod_gone,
         )
         for inf in self.informers:
@@ -226,7 +246,8 @@ class NodePool:
         """Whether the pod is bound to one of this pool's nodes."""
         return pod.spec.node_name in self.by_name  # type: ignore[attr-defined]
 
-    def _on_pod(self, pod: core_pb2.Pod) -> None:
+    def on_pod(self, pod: core_pb2.Pod) -> None:
+        """The pod watch's add and update handler (tests feed pods through it)."""
         try:
             self._pod_seen(pod)
         except Exception as e:  # noqa: BLE001 - one pod's bug must not stop the pool
@@ -260,7 +281,8 @@ class NodePool:
     def _adopt(self, pod: core_pb2.Pod, node: HollowNode) -> PodState | None:
         """A pod newly seen on one of our nodes: take it over where its status says it is."""
         try:
-            stages = node.plan.kind.stages.for_pod(pod.metadata.annotations)
+            job = any(ref.kind == "Job" for ref in pod.metadata.owner_references)
+            stages = node.plan.kind.stages.for_pod(pod.metadata.annotations, job=job)
         except TemplateError as e:
             log.warning(
                 "pod %s/%s: %s; using the node's stages",
@@ -281,7 +303,7 @@ class NodePool:
             st.started_at = (
                 parse_rfc3339(pod.status.start_time) if pod.status.start_time else self.clock.now()
             )
-            self._track_usage(st)
+            self._track_usage(st, st.started_at)
             return st
         if pod.metadata.deletion_timestamp:
             return st
@@ -336,22 +358,31 @@ class NodePool:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait / self.clock.scale)
                 continue
-            now_m = self.clock.monotonic()
-            n = 0
-            while self._heap and self._heap[0][0] <= now_m and n < 2000:
-                _, _, uid, gen, step = heapq.heappop(self._heap)
-                n += 1
-                st = self.pods.get(uid)
-                if st is None or st.gen != gen:
-                    continue
-                if not st.node.alive:
-                    st.node.parked.append((uid, gen, step))
-                    continue
-                try:
-                    self._step(st, step)
-                except Exception:  # noqa: BLE001 - one pod's bug must not stop the pool
-                    log.exception("pod %s: step %s failed", st.key, step)
+            self.run_due()
             await asyncio.sleep(0)
+
+    def next_due(self) -> float | None:
+        """When (the clock's monotonic time) the next queued step falls due."""
+        return self._heap[0][0] if self._heap else None
+
+    def run_due(self, limit: int = 2000) -> int:
+        """Play the steps due by now (at most `limit`); returns how many were popped."""
+        now_m = self.clock.monotonic()
+        n = 0
+        while self._heap and self._heap[0][0] <= now_m and n < limit:
+            _, _, uid, gen, step = heapq.heappop(self._heap)
+            n += 1
+            st = self.pods.get(uid)
+            if st is None or st.gen != gen:
+                continue
+            if not st.node.alive:
+                st.node.parked.append((uid, gen, step))
+                continue
+            try:
+                self._step(st, step)
+            except Exception:  # noqa: BLE001 - one pod's bug must not stop the pool
+                log.exception("pod %s: step %s failed", st.key, step)
+        return n
 
     # ---------------------------------------------------------------- claim gate
 
@@ -396,11 +427,13 @@ class NodePool:
             self._creating(st)
             self._after(st, st.stages.delay(st.stages.start_delay, self.rng), "start")
         elif step == "start":
-            self._running(st)
-            if st.stages.run_duration > 0:
-                self._after(st, st.stages.delay(st.stages.run_duration, self.rng), "exit")
-        elif step == "exit":
-            self._exit(st)
+            self._sandbox_ready(st)
+        elif step.startswith("c:"):
+            _, index, seq, action = step.split(":")
+            assert st.runs is not None
+            run = st.runs[int(index)]
+            if run.seq == int(seq):
+                self._container_step(st, int(index), action)
         elif step == "kill":
             self._deletes.put_nowait(st)
         elif step.startswith("evict:"):
@@ -414,19 +447,152 @@ class NodePool:
 
     def _creating(self, st: PodState) -> None:
         st.phase = "Creating"
-        for c in st.pod.spec.containers:  # pulling: the node now holds the image
-            st.node.images.setdefault(c.image, st.node.plan.kind.image_size(c.image))
+        st.runs = runs_for(st.pod, st.stages)
+        st.usage_run, st.memory_limit = _usage_container(st.pod, len(st.pod.spec.init_containers))
+        images = st.node.images
+        for run in st.runs:  # pulling: the node now holds the image
+            if run.image not in images:
+                images[run.image] = st.node.plan.kind.image_size(run.image)
         self._write_status(st, podstatus.creating(st, self.clock.now()))
 
-    def _running(self, st: PodState) -> None:
-        st.phase = "Running"
-        st.started_at = self.clock.now()
+    def _sandbox_ready(self, st: PodState) -> None:
+        """The sandbox is up with its IP: init containers start, then the app containers."""
         st.node.ip_seq += 1
-        ip = pod_ip(st.node.ordinal, st.node.ip_seq)
-        self._write_status(st, podstatus.running(st, st.started_at, ip))
-        self._track_usage(st)
+        st.ip = pod_ip(st.node.ordinal, st.node.ip_seq)
+        st.started_at = self.clock.now()
+        self._sync(st)
 
-    def _track_usage(self, st: PodState) -> None:
+    def _sync(self, st: PodState) -> None:
+        """Start what may start now (computePodActions' order: init containers one by one,
+        sidecars left running; then every app container), then write the status with
+        upstream's phase; a pod whose app containers are done for good stops its sidecars
+        and ends."""
+        assert st.runs is not None
+        now = self.clock.now()
+        if not st.initialized:
+            for i, run in enumerate(st.runs):
+                if not run.init:
+                    continue
+                if run.sidecar:
+                    if not run.starts:
+                        self._start(st, i, now)
+                    continue
+                if run.succeeded():
+                    continue
+                if not run.starts:
+                    self._start(st, i, now)
+                break
+            else:
+                st.initialized = True
+        if st.initialized:
+            for i, run in enumerate(st.runs):
+                if not run.init and not run.starts:
+                    self._start(st, i, now)
+        policy = st.pod.spec.restart_policy or "Always"
+        app = [r for r in st.runs if not r.init]
+        if app and all(
+            r.terminated is not None and not should_restart(r, policy, r.terminated["exitCode"])
+            for r in app
+        ):
+            for run in st.runs:  # sidecars stop last (SIGTERM, taken gracefully)
+                if run.sidecar and not run.terminated:
+                    self._terminate(st, run, now, 0, REASON_COMPLETED)
+        pod = podstatus.from_runs(st, now)
+        phase = pod.status.phase
+        if phase in (SUCCEEDED, FAILED):
+            running = [run for run in st.runs if run.running]
+            for run in running:  # a failed init container ends the pod: stop the rest
+                self._terminate(st, run, now, EXIT_CODE_KILLED, REASON_ERROR)
+            if running:
+                pod = podstatus.from_runs(st, now, phase)
+            st.gen += 1
+            self.usage.remove(st.uid)
+        st.phase = phase
+        self._write_status(st, pod)
+
+    def _start(self, st: PodState, index: int, now: float) -> None:
+        """A container (re)starts: running, its exit (or OOM kill) queued."""
+        assert st.runs is not None
+        run = st.runs[index]
+        run.starts += 1
+        run.started_at = now
+        run.state = {"running": {"startedAt": rfc3339(now)}}
+        run.seq += 1
+        key = f"c:{index}:{run.seq}:"
+        lifetime = run.stages.run_duration
+        ends = lifetime > 0 or (run.init and not run.sidecar)
+        if index == st.usage_run:
+            self._track_usage(st)
+            oom = self._oom_after(st)
+            if oom is not None and (not ends or oom < lifetime):
+                self._after(st, oom, key + "oom")
+                return
+        if ends:
+            self._after(st, st.stages.delay(lifetime, self.rng) if lifetime else 0.0, key + "exit")
+
+    def _oom_after(self, st: PodState) -> float | None:
+        model = self.usage.model(st.uid)
+        if model is None or st.memory_limit is None:
+            return None
+        return first_over(model, "memory", st.memory_limit)
+
+    def _terminate(
+        self, st: PodState, run: ContainerRun, now: float, code: int, reason: str
+    ) -> None:
+        index = st.runs.index(run) if st.runs else 0
+        run.seq += 1
+        run.state = {
+            "terminated": {
+                "exitCode": code,
+                "reason": reason,
+                "startedAt": rfc3339(run.started_at),
+                "finishedAt": rfc3339(now),
+                "containerID": podstatus.container_id(st.uid, index, run.starts),
+            }
+        }
+
+    def _container_step(self, st: PodState, index: int, action: str) -> None:
+        """A container exits (its run is over, or it passed its memory limit), or its
+        back-off is over; restartPolicy and the back-off decide what comes next."""
+        assert st.runs is not None
+        run = st.runs[index]
+        now = self.clock.now()
+        if run.backoff is None:
+            run.backoff = Backoff()
+        if action == "restart":
+            run.backoff.next(now)
+            run.restarts += 1
+            self._start(st, index, now)
+            self._sync(st)
+            return
+        if action == "oom":
+            code, reason = EXIT_CODE_KILLED, REASON_OOM_KILLED
+        else:
+            code = run.stages.draw_exit_code(self.rng)
+            reason = terminated_reason(code)
+        self._terminate(st, run, now, code, reason)
+        if index == st.usage_run:
+            self.usage.remove(st.uid)
+        policy = st.pod.spec.restart_policy or "Always"
+        app_done = all(r.terminated is not None for r in st.runs if not r.init)
+        if should_restart(run, policy, code) and not (run.sidecar and app_done):
+            run.last_state = run.state
+            if run.backoff.in_backoff_since(now, now):
+                run.state = {
+                    "waiting": {
+                        "reason": REASON_CRASH_LOOP,
+                        "message": crash_loop_message(run.backoff.delay, run.name, st.pod),
+                    }
+                }
+                run.seq += 1
+                self._after(st, run.backoff.delay, f"c:{index}:{run.seq}:restart")
+            else:
+                run.backoff.next(now)
+                run.restarts += 1
+                self._start(st, index, now)
+        self._sync(st)
+
+    def _track_usage(self, st: PodState, started_at: float | None = None) -> None:
         try:
             model = resolve_usage(
                 dict(st.pod.metadata.annotations),
@@ -436,22 +602,8 @@ class NodePool:
         except ValueError as e:
             log.warning("pod %s: %s; it uses nothing", st.key, e)
             return
-        self.usage.add(st.uid, st.node.index, model, st.started_at)
-
-    def _exit(self, st: PodState) -> None:
-        failed = self.rng.random() < st.stages.failure_rate
-        policy = st.pod.spec.restart_policy or "Always"
-        if policy == "Always" or (policy == "OnFailure" and failed):
-            st.restarts += 1
-            self.usage.remove(st.uid)
-            self._running(st)  # restarted at once (no CrashLoopBackOff modelled)
-            if st.stages.run_duration > 0:
-                self._after(st, st.stages.delay(st.stages.run_duration, self.rng), "exit")
-            return
-        if failed:
-            self._finish(st, "Failed", "Error", "", exit_code=1)
-        else:
-            self._finish(st, "Succeeded", "Completed", "", exit_code=0)
+        at = self.clock.now() if started_at is None else started_at
+        self.usage.add(st.uid, st.node.index, model, at)
 
     def _finish(
         self,
@@ -468,6 +620,10 @@ class NodePool:
         st.gen += 1
         st.evicted = evicted
         self.usage.remove(st.uid)
+        now = self.clock.now()
+        for run in st.runs or ():
+            if not run.terminated and run.starts:
+                self._terminate(st, run, now, exit_code, terminated_reason(exit_code))
         pod = podstatus.finished(
             st, self.clock.now(), phase, reason, message, exit_code=exit_code, evicted=evicted
         )
@@ -643,3 +799,22 @@ class NodePool:
             "waiting_for_claims": len(self.waiting_for_claims),
             "resource_slices": len(self.slices.wanted),
         }
+
+
+def _usage_container(pod: core_pb2.Pod, first_app: int) -> tuple[int, float | None]:
+    """Which container's memory the pod's usage model is, and its memory limit: the app
+    container with the largest limit (the kernel's OOM killer picks the largest), else
+    the first app container, without a limit. (Upstream containers each have their own
+    usage; kubera models one curve per pod and gives it to this container.)"""
+    best, best_limit = first_app, None
+    for i, c in enumerate(pod.spec.containers):
+        raw = c.resources.limits.get("memory")
+        if raw is None:
+            continue
+        try:
+            limit = float(parse_quantity(raw).value)
+        except (QuantityError, ValueError):
+            continue
+        if best_limit is None or limit > best_limit:
+            best, best_limit = first_app + i, limit
+    return best, best_limit

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from protos.kubera.v1 import core_pb2
 from services.api.helpers.stages import Stages
 from services.kubelet import eviction as ev
+from services.kubelet.containers import ContainerRun
 from services.kubelet.template import NodePlan
 
 #: The pressure conditions a kubelet reports, in upstream's order.
@@ -60,6 +61,17 @@ class PodState:
     restarts: int = 0
     deleting: bool = False
     evicted: bool = False
+    #: Its containers, init containers first (None until ContainerCreating, or for a pod
+    #: taken over Running after a pool restart: those run on untracked).
+    runs: list[ContainerRun] | None = None
+    #: Every regular init container succeeded (and every sidecar started).
+    initialized: bool = False
+    #: The index in `runs` of the container whose memory the usage model is (the app
+    #: container with the largest memory limit, else the first): its start restarts
+    #: the pod's usage curve, its limit is the one the curve may pass (OOMKilled).
+    usage_run: int = -1
+    memory_limit: float | None = None
+    ip: str = ""
     #: The status this kubelet last wrote (serialized: ~0.3 KB where a message takes
     #: ~2.5 KB, times 100,000 pods): the base of its next write, so a step that runs
     #: before the watch has shown the previous one loses nothing.

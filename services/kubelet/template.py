@@ -18,7 +18,8 @@ A template is YAML:
         taints: []
         system: {memory: 500Mi, ephemeral-storage: 2Gi, inodes: 20000, pids: 300}
         images: {default: 100Mi, sizes: {nginx: 150Mi}}
-        stages: {creatingDelay: 1s, startDelay: 2s, jitter: 500ms, runDuration: 0, failureRate: 0}
+        stages: {creatingDelay: 1s, startDelay: 2s, jitter: 500ms, runDuration: 0, exitCode: 0,
+                 failureRate: 0, containers: {}, jobRunDuration: 10s}  # containers: per name
         usageDefaults: [{selector: {app: web}, usage: {memory: {start: 200Mi}}}]
         eviction: {evictionHard: {memory.available: "<100Mi"}, evictionMonitoringPeriod: 10s}
         devices:                   # DRA devices, published as ResourceSlices (slices.py)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -67,6 +68,38 @@ def resolve_usage(
     if text is None:
         return base
     return parse_usage(text).over(base)
+
+
+#: How far ahead a usage curve with spikes or a wave is searched for a limit crossing,
+#: and in how many samples (a linear curve is solved exactly).
+OVER_HORIZON_SECONDS = 3600.0
+OVER_SAMPLES = 3600
+
+
+def first_over(model: UsageModel, resource: str, limit: float) -> float | None:
+    """The first time (seconds after start) at which the model's usage of `resource`
+    exceeds `limit`, or None if it never does (within OVER_HORIZON_SECONDS for curves with
+    spikes or a periodic part: those are sampled once a second, spike starts exactly).
+    The container's OOM kill is queued for that time, so no pod is polled."""
+    u = model.get(resource)
+    if u is None or u.cap <= limit:
+        return None
+    if not u.has_extras:
+        if u.at(0.0) > limit:
+            return 0.0
+        if u.rate <= 0:
+            return None
+        return (math.floor(limit) + 1 - u.start) / u.rate
+    candidates = sorted(
+        {
+            *(s.at for s in u.spikes),
+            *(OVER_HORIZON_SECONDS * i / OVER_SAMPLES for i in range(OVER_SAMPLES + 1)),
+        }
+    )
+    for t in candidates:
+        if u.at(t) > limit:
+            return t
+    return None
 
 
 # ========================================================================= table
@@ -160,6 +193,11 @@ class UsageTable:
 
     def pods_on_node(self, node_index: int) -> set[str]:
         return set(self._by_node.get(node_index, ()))
+
+    def model(self, pod_key: str) -> UsageModel | None:
+        """The model a tracked pod runs on (None if it is not tracked)."""
+        slot = self._slot.get(pod_key)
+        return None if slot is None else self._models[slot]
 
     def pod_usage(self, pod_key: str, now: float) -> dict[str, int]:
         """One pod's usage now (zeros if it is not tracked)."""

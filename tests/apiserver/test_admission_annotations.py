@@ -80,6 +80,42 @@ def deployment(annotations: dict[str, str]) -> Any:
         ),
         pytest.param(
             annotated,
+            {"kubera.io/stages": json.dumps({"exitCode": 256})},
+            'Pod "p" is invalid: metadata.annotations[kubera.io/stages]: Invalid value: '
+            "exitCode: 256: expected an integer from 0 to 255",
+            id="exit-code-beyond-a-byte",
+        ),
+        pytest.param(
+            annotated,
+            {"kubera.io/stages": json.dumps({"containers": {"c": {"exitCode": True}}})},
+            'Pod "p" is invalid: metadata.annotations[kubera.io/stages]: Invalid value: '
+            "containers.c.exitCode: True: expected an integer from 0 to 255",
+            id="container-exit-code-not-an-integer",
+        ),
+        pytest.param(
+            annotated,
+            {"kubera.io/stages": json.dumps({"containers": {"c": {"startDelay": "1s"}}})},
+            'Pod "p" is invalid: metadata.annotations[kubera.io/stages]: Invalid value: '
+            "containers.c.startDelay: unknown field (expected one of runDuration, exitCode, "
+            "failureRate)",
+            id="container-key-that-is-pod-wide",
+        ),
+        pytest.param(
+            annotated,
+            {"kubera.io/stages": json.dumps({"containers": {"nosuch": {"exitCode": 1}}})},
+            'Pod "p" is invalid: metadata.annotations[kubera.io/stages]: Invalid value: '
+            "containers.nosuch: the pod has no container or init container named 'nosuch'",
+            id="container-the-pod-does-not-have",
+        ),
+        pytest.param(
+            deployment,
+            {"kubera.io/stages": json.dumps({"containers": {"c": {"failureRate": 2}}})},
+            'Deployment "d" is invalid: spec.template.metadata.annotations[kubera.io/stages]: '
+            "Invalid value: containers.c.failureRate: 2: expected a number from 0 to 1",
+            id="template-container-failure-rate-above-one",
+        ),
+        pytest.param(
+            annotated,
             {"kubera.io/usage": "[" * 50_000 + "]" * 50_000},
             'Pod "p" is invalid: metadata.annotations[kubera.io/usage]: Invalid value: '
             "kubera.io/usage is nested too deeply (more than 100 levels)",
@@ -115,7 +151,12 @@ async def test_an_annotation_the_kubelet_cannot_play_is_refused(
 
 async def test_annotations_the_kubelet_can_play_are_admitted(api: ApiServer) -> None:
     usage = {"memory": {"start": "200Mi", "ratePerSecond": "1Mi", "max": "8Pi"}}
-    stages = {"runDuration": 2**31 - 1, "startDelay": "1s"}
+    stages = {
+        "runDuration": 2**31 - 1,
+        "startDelay": "1s",
+        "exitCode": 255,
+        "containers": {"c": {"runDuration": "5s", "exitCode": 0, "failureRate": 0.5}},
+    }
     await api.create(
         annotated({"kubera.io/usage": json.dumps(usage), "kubera.io/stages": json.dumps(stages)})
     )

@@ -44,6 +44,11 @@ from services.api.helpers.stages import STAGES_ANNOTATION, Stages, TemplateError
             id="negative-number",
         ),
         pytest.param(
+            '{"jobRunDuration": -1}',
+            "kubera.io/stages.jobRunDuration: -1: must not be negative",
+            id="negative-job-run-duration",
+        ),
+        pytest.param(
             '{"failureRate": NaN}',
             "kubera.io/stages.failureRate: nan: expected a number from 0 to 1",
             id="nan-rate",

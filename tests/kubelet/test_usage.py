@@ -21,7 +21,7 @@ from services.api.helpers.usage import (
     parse_usage,
 )
 from services.kubelet import eviction as ev
-from services.kubelet.usage import UsageTable, resolve_usage
+from services.kubelet.usage import UsageTable, first_over, resolve_usage
 from tests.profiles import examples
 
 Mi, Gi = 2**20, 2**30
@@ -403,3 +403,45 @@ def test_pod_stats_built_from_a_usage_model() -> None:
         ],
         2 * Gi,
     )
+
+
+@pytest.mark.parametrize(
+    ("spec", "limit", "expected"),
+    [
+        ({"memory": {"start": "32Mi", "ratePerSecond": "1Mi"}}, 64 * 2**20, 32.0 + 2**-20),
+        ({"memory": {"start": "80Mi"}}, 64 * 2**20, 0.0),
+        ({"memory": {"start": "32Mi"}}, 64 * 2**20, None),
+        ({"memory": {"start": "32Mi", "ratePerSecond": "1Mi", "max": "64Mi"}}, 64 * 2**20, None),
+        (
+            {"memory": {"start": "32Mi", "spikes": [{"at": 40, "for": 5, "amount": "64Mi"}]}},
+            64 * 2**20,
+            40.0,
+        ),
+        (
+            {"memory": {"start": "32Mi", "periodic": {"periodSeconds": 60, "amplitude": "64Mi"}}},
+            64 * 2**20,
+            6.0,
+        ),
+        ({"pids": "10"}, 64 * 2**20, None),
+    ],
+    ids=[
+        "linear",
+        "over-at-start",
+        "constant-under",
+        "capped-at-the-limit",
+        "spike",
+        "wave",
+        "no-memory",
+    ],
+)
+def test_first_over_finds_when_usage_passes_a_limit(
+    spec: dict, limit: float, expected: float | None
+) -> None:
+    """The time the OOM kill is queued for: exact for a line, the spike's start, the first
+    whole second of a wave above the limit."""
+    got = first_over(parse_usage(json.dumps(spec)), "memory", limit)
+    if expected is None:
+        assert got is None
+    else:
+        assert got == pytest.approx(expected)
+        assert parse_usage(json.dumps(spec)).at(got)["memory"] > limit

@@ -83,10 +83,22 @@ def container_state(cs: core_pb2.ContainerStatus) -> dict[str, Any]:
 
 def pod_status(pod: core_pb2.Pod) -> tuple[str, int, int, int]:
     """kubectl's printPod: (STATUS, ready containers, total containers, restarts)."""
+    reason, ready, total, restarts, _ = pod_status_and_last_restart(pod)
+    return reason, ready, total, restarts
+
+
+def pod_status_and_last_restart(pod: core_pb2.Pod) -> tuple[str, int, int, int, str]:
+    """printPod (pkg/printers/internalversion/printers.go) with sidecars: STATUS, ready and
+    total containers (restartable init containers count), restarts and the time of the
+    last one ("" if none) for RESTARTS' "N (Xs ago)"."""
     spec, status, meta = pod.spec, pod.status, object_meta(pod)
-    total = len(spec.containers)
+    sidecars = {c.name for c in spec.init_containers if c.restart_policy == "Always"}
+    total = len(spec.containers) + len(sidecars)
     ready = 0
     restarts = 0
+    last_restart = ""
+    sidecar_restarts = 0
+    last_sidecar_restart = ""
     reason = status.phase or "Pending"
     if status.reason:
         reason = status.reason
@@ -97,9 +109,18 @@ def pod_status(pod: core_pb2.Pod) -> tuple[str, int, int, int]:
     initializing = False
     for i, cs in enumerate(status.init_container_statuses):
         restarts += cs.restart_count
+        finished = _last_finished(cs)
+        last_restart = max(last_restart, finished)
+        if cs.name in sidecars:
+            sidecar_restarts += cs.restart_count
+            last_sidecar_restart = max(last_sidecar_restart, finished)
         state = container_state(cs)
         term, wait = state.get("terminated"), state.get("waiting")
         if term is not None and int(term.get("exitCode", 0)) == 0:
+            continue
+        if cs.name in sidecars and cs.started:
+            if cs.ready:
+                ready += 1
             continue
         if term is not None:
             if term.get("reason"):
@@ -114,11 +135,14 @@ def pod_status(pod: core_pb2.Pod) -> tuple[str, int, int, int]:
             reason = f"Init:{i}/{len(spec.init_containers)}"
         initializing = True
         break
-    if not initializing:
-        restarts = 0
+    initialized = any(c.type == "Initialized" and c.status == "True" for c in status.conditions)
+    if not initializing or initialized:
+        restarts = sidecar_restarts
+        last_restart = last_sidecar_restart
         has_running = False
         for cs in reversed(status.container_statuses):
             restarts += cs.restart_count
+            last_restart = max(last_restart, _last_finished(cs))
             state = container_state(cs)
             term, wait = state.get("terminated"), state.get("waiting")
             if wait is not None and wait.get("reason"):
@@ -141,7 +165,16 @@ def pod_status(pod: core_pb2.Pod) -> tuple[str, int, int, int]:
             reason = "Unknown"
         elif status.phase not in ("Succeeded", "Failed"):
             reason = "Terminating"
-    return reason, ready, total, restarts
+    return reason, ready, total, restarts, last_restart
+
+
+def _last_finished(cs: core_pb2.ContainerStatus) -> str:
+    """When the container's previous instance ended ("" if it has none): RFC 3339 strings
+    in UTC compare as times."""
+    if "terminated" not in cs.last_state.fields:
+        return ""
+    term = cs.last_state.fields["terminated"].struct_value.fields
+    return term["finishedAt"].string_value if "finishedAt" in term else ""
 
 
 def node_status(node: core_pb2.Node) -> str:
@@ -280,12 +313,15 @@ def _usage_cells(node: core_pb2.Node, usage: Mapping[str, NodeUsage] | None) -> 
 
 def _pod_row(obj: Message, now: float, wide: bool) -> list[str]:
     pod = narrow(obj, core_pb2.Pod)
-    status, ready, total, restarts = pod_status(pod)
+    status, ready, total, restarts, last_restart = pod_status_and_last_restart(pod)
+    shown = str(restarts)
+    if restarts and last_restart:
+        shown = f"{restarts} ({age(last_restart, now)} ago)"
     row = [
         object_meta(pod).name,
         f"{ready}/{total}",
         status,
-        str(restarts),
+        shown,
         age(object_meta(pod).creation_timestamp, now),
     ]
     if wide:
