@@ -12,7 +12,14 @@ from typing import Protocol
 
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import apps_pb2, core_pb2, node_pb2, resource_pb2, scheduling_pb2
+from protos.kubera.v1 import (
+    apps_pb2,
+    core_pb2,
+    node_pb2,
+    resource_pb2,
+    scheduling_pb2,
+    service_pb2,
+)
 from services.api.dra.claims import ADMIN_ACCESS_NAMESPACE_LABEL
 from services.api.helpers.stages import STAGES_ANNOTATION, Stages, TemplateError
 from services.api.helpers.usage import USAGE_ANNOTATION, UsageSpecError, parse_usage
@@ -27,6 +34,7 @@ from services.api.machinery.errors import (
 from services.api.machinery.kinds import BY_KIND, Kind
 from services.api.machinery.kubeobject import M, narrow, narrow_optional, object_meta
 from services.api.machinery.quantity import QuantityError, parse_quantity
+from services.apiserver import serviceips
 
 
 class Lookup(Protocol):
@@ -155,6 +163,8 @@ _DEFAULTS: dict[str, Callable[[Message], None]] = {
     "Deployment": _for(apps_pb2.Deployment, _default_template_owner),
     "Node": _for(core_pb2.Node, _default_node),
     "PriorityClass": _for(scheduling_pb2.PriorityClass, _default_priority_class),
+    "Service": _for(service_pb2.Service, serviceips.default_service),
+    "Secret": _for(service_pb2.Secret, serviceips.default_secret),
 }
 
 

@@ -36,6 +36,7 @@ from services.api.machinery.kinds import Kind, UnknownKindError, kind_of
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.objects import conflict, held
 from services.apiserver.objects import meta as _meta
+from services.apiserver.serviceips import ServiceNetwork, release_ops
 from services.apiserver.watchcache import WatchCache, decode
 from services.clock import Clock
 from services.storage import (
@@ -66,8 +67,11 @@ class Store:
         *,
         clock: Clock,
         new_uid: Callable[[], str],
+        service_network: ServiceNetwork | None = None,
     ) -> None:
         self.storage = storage
+        #: The service CIDR and node port range services are allocated from.
+        self.service_network = service_network or ServiceNetwork()
         #: The watch cache of each resource.
         self.caches = caches
         self.clock = clock
@@ -178,7 +182,10 @@ class Store:
             and not held(kind, new)
             and meta.deletion_grace_period_seconds == 0
         ):
-            res = await self.txn([Compare(key, "mod", "==", old_kv.mod_revision)], [Delete(key)])
+            res = await self.txn(
+                [Compare(key, "mod", "==", old_kv.mod_revision)],
+                [Delete(key), *release_ops(kind, new)],
+            )
             if not res.succeeded:
                 raise conflict(kind, meta.name)
             meta.resource_version = str(res.revision)

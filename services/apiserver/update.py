@@ -25,6 +25,7 @@ from services.apiserver.noderestriction import admit_node, admit_pod_status
 from services.apiserver.objects import MAX_RETRIES, conflict, copy_status, not_found
 from services.apiserver.objects import meta as _meta
 from services.apiserver.read import get
+from services.apiserver.serviceips import keep_allocated
 from services.apiserver.store import Store
 from services.storage import KeyValue
 
@@ -56,6 +57,8 @@ def merge_update(kind: Kind, new: Message, old: Message, *, status: bool) -> Mes
         m.ClearField("deletion_grace_period_seconds")
     if kind.has_status:
         copy_status(merged, old)
+    if kind.kind == "Service":
+        keep_allocated(merged, old)
     admission.apply_defaults(kind, merged)
     if kind.has_status and hasattr(merged, "spec") and merged.spec != old.spec:  # type: ignore[attr-defined]
         m.generation = o.generation + 1

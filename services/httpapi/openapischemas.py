@@ -48,6 +48,8 @@ _FILE_PREFIX = {
     "protos/kubera/v1/coordination.proto": "io.k8s.api.coordination.v1",
     "protos/kubera/v1/node.proto": "io.k8s.api.node.v1",
     "protos/kubera/v1/resource.proto": "io.k8s.api.resource.v1",
+    "protos/kubera/v1/service.proto": "io.k8s.api.core.v1",
+    "protos/kubera/v1/discovery.proto": "io.k8s.api.discovery.v1",
     # A custom resource upstream: kube-apiserver names CRD schemas by the reversed group.
     "protos/kubera/v1/podgroup.proto": "io.x-k8s.scheduling.v1alpha1",
     "protos/kubera/v1/meta.proto": META,

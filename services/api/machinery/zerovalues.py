@@ -67,11 +67,23 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "deviceClassName": "",
         "name": "",
     },
+    "kubera.v1.Endpoint": {
+        "addresses": [],
+    },
+    "kubera.v1.EndpointSlice": {
+        "addressType": "",
+    },
     "kubera.v1.EnvVar": {
         "name": "",
     },
     "kubera.v1.ExactDeviceRequest": {
         "deviceClassName": "",
+    },
+    "kubera.v1.ForNode": {
+        "name": "",
+    },
+    "kubera.v1.ForZone": {
+        "name": "",
     },
     "kubera.v1.LabelSelectorRequirement": {
         "key": "",
@@ -136,6 +148,10 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.PodSpec": {
         "containers": [],
     },
+    "kubera.v1.PortStatus": {
+        "port": 0,
+        "protocol": "",
+    },
     "kubera.v1.PreferredSchedulingTerm": {
         "preference": {},
         "weight": 0,
@@ -168,6 +184,9 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.RuntimeClass": {
         "handler": "",
+    },
+    "kubera.v1.ServicePort": {
+        "port": 0,
     },
     "kubera.v1.Taint": {
         "effect": "",

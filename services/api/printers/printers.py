@@ -58,6 +58,7 @@ from services.api.printers.columns import (
     wide_columns,
 )
 from services.api.printers.resource import RESOURCE_COLUMNS
+from services.api.printers.service import SERVICE_COLUMNS
 
 # ----------------------------------------------------------------- cells
 
@@ -620,6 +621,7 @@ COLUMNS: dict[str, Columns] = {
     ),
 }
 COLUMNS.update(RESOURCE_COLUMNS)
+COLUMNS.update(SERVICE_COLUMNS)
 GENERIC = Columns((NAME, AGE), _generic_row)
 
 __all__ = [

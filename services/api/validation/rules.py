@@ -47,6 +47,16 @@ from services.api.validation.resource_claims import (
     validate_resource_claim_template_update,
     validate_resource_claim_update,
 )
+from services.api.validation.service import (
+    validate_config_map,
+    validate_config_map_update,
+    validate_endpoint_slice,
+    validate_secret,
+    validate_secret_update,
+    validate_service,
+    validate_service_account,
+    validate_service_update,
+)
 from services.api.validation.workloads import (
     validate_deployment,
     validate_pod_disruption_budget,
@@ -90,6 +100,11 @@ _RULES: dict[str, Rules] = {
         validate_resource_claim_template, validate_resource_claim_template_update
     ),
     "PodGroup": Rules(validate_pod_group),
+    "Service": Rules(validate_service, validate_service_update, name=names.dns1035_label),
+    "EndpointSlice": Rules(validate_endpoint_slice),
+    "ConfigMap": Rules(validate_config_map, validate_config_map_update),
+    "Secret": Rules(validate_secret, validate_secret_update),
+    "ServiceAccount": Rules(validate_service_account),
 }
 
 
