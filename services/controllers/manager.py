@@ -39,11 +39,13 @@ from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.deployment import DeploymentConfig, DeploymentController
 from services.controllers.disruption import DisruptionConfig, DisruptionController
+from services.controllers.endpointslice import EndpointSliceConfig, EndpointSliceController
 from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from services.controllers.podgc import PodGCConfig, PodGCController
 from services.controllers.podgroup import PodGroupConfig, PodGroupController
 from services.controllers.replicaset import ReplicaSetConfig, ReplicaSetController
 from services.controllers.resourceclaim import ResourceClaimConfig, ResourceClaimController
+from services.controllers.serviceaccount import ServiceAccountConfig, ServiceAccountController
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
 from services.lifecycle import Background
 
@@ -66,6 +68,8 @@ ALL_CONTROLLERS = (
     "podgc",
     "resourceclaim",
     "podgroup",
+    "endpointslice",
+    "serviceaccount",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -104,6 +108,12 @@ class ControllerManagerConfig:
     podgroup: PodGroupConfig = field(default_factory=PodGroupConfig)
     """The PodGroup controller: each gang's phase and pod counts (scheduling.x-k8s.io)."""
 
+    endpointslice: EndpointSliceConfig = field(default_factory=EndpointSliceConfig)
+    """The EndpointSlice controller: each selecting Service's slices, from its pods."""
+
+    serviceaccount: ServiceAccountConfig = field(default_factory=ServiceAccountConfig)
+    """The service account controller: a `default` ServiceAccount in every namespace."""
+
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
         if unknown:
@@ -133,6 +143,12 @@ def _build(
         return ResourceClaimController(client, informers, config=config.resourceclaim, clock=clock)
     if name == "podgroup":
         return PodGroupController(client, informers, config=config.podgroup, clock=clock)
+    if name == "endpointslice":
+        return EndpointSliceController(client, informers, config=config.endpointslice, clock=clock)
+    if name == "serviceaccount":
+        return ServiceAccountController(
+            client, informers, config=config.serviceaccount, clock=clock
+        )
     return PodGCController(client, informers, config=config.podgc, clock=clock)
 
 
