@@ -25,9 +25,16 @@ from services.api.machinery.errors import (
 from services.api.machinery.kinds import Kind, kind_of
 from services.apiserver import admission
 from services.apiserver.admission_reads import AdmissionReads
-from services.apiserver.create import create_one, create_txn, namespace_guard, prepare_create
+from services.apiserver.create import (
+    create,
+    create_one,
+    create_txn,
+    namespace_guard,
+    prepare_create,
+)
 from services.apiserver.objects import held
 from services.apiserver.objects import meta as _meta
+from services.apiserver.serviceips import AllocationLostError
 from services.apiserver.store import Store
 from services.apiserver.update import prepare_update
 from services.storage import Compare, Get, KeyValue, Put, TxnResult
@@ -106,7 +113,13 @@ async def batch_create(store: Store, objs: Sequence[Message]) -> list[BatchResul
                 continue
         for i, kind, obj, guard in chunk:
             try:
-                results[i] = BatchResult(await create_one(store, kind, obj, guard), None)
+                try:
+                    created = await create_one(store, kind, obj, guard)
+                except AllocationLostError:
+                    # a service's cluster IP or node port, picked by another item of the
+                    # batch or another create: pick again, as a single create does
+                    created = await create(store, objs[i])
+                results[i] = BatchResult(created, None)
             except ApiError as e:
                 results[i] = BatchResult(None, e)
     return [r for r in results if r is not None]

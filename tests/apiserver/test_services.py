@@ -204,3 +204,18 @@ async def test_secret_string_data_folds_into_data_and_type_defaults(api: ApiServ
     assert not s.string_data
     stored: Any = await api.get(BY_KIND["Secret"], "default", "s")
     assert not stored.string_data and stored.data["a"] == b"new"
+
+
+async def test_a_batch_of_node_port_services_never_shares_a_port(storage: Storage) -> None:
+    """20 NodePort services in one batch create, a node port range of 25: every port
+    distinct (items that picked the same port are picked again, not refused)."""
+    config = ApiServerConfig(service_network=ServiceNetwork(node_ports=(30000, 30024)))
+    api = ApiServer(storage, config)
+    await api.start()
+    try:
+        results = await api.batch_create([service(f"s{i}", type="NodePort") for i in range(20)])
+    finally:
+        await api.stop()
+    assert [r.error for r in results] == [None] * 20
+    ports = [r.obj.spec.ports[0].node_port for r in results]
+    assert len(set(ports)) == 20 and all(30000 <= p <= 30024 for p in ports)
