@@ -588,6 +588,18 @@ def describe_object(obj: Message, events: Sequence[Message], now: float) -> str:
             else narrow(obj, apps_pb2.ReplicaSet)
         )
         w.line(0, "Selector:", format_label_selector(owner.spec.selector))
+    if kind.kind == "Secret":
+        # kubectl's SecretDescriber: the type and each key's size, never the values.
+        secret: Any = obj
+        w.line(0, "")
+        w.line(0, "Type:", secret.type)
+        w.line(0, "")
+        w.line(0, "Data")
+        w.line(0, "====")
+        for k in sorted(secret.data):
+            w.line(0, f"{k}:", f"{len(secret.data[k])} bytes")
+        _describe_events(w, events, now)
+        return w.text()
     for key, value in d.items():
         if key in ("apiVersion", "kind", "metadata"):
             continue

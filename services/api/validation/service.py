@@ -57,6 +57,7 @@ SECRET_TYPES_REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
 }
 SERVICE_ACCOUNT_NAME_KEY = "kubernetes.io/service-account.name"
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_NOT_AN_IP = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 _IMMUTABLE_WHEN_SET = "field is immutable when `immutable` is set"
 
 
@@ -118,12 +119,12 @@ def validate_service(svc: Any) -> Errors:
             invalid(
                 "spec.clusterIPs[0]",
                 spec.cluster_ip,
-                f"may not be set to 'None' for {spec.type} services",
+                f"may not be None for {spec.type} services",
             )
         )
     if spec.type == "ExternalName":
-        if spec.cluster_ip:
-            errs.append(forbidden("spec.clusterIPs", "must be empty for ExternalName services"))
+        if spec.cluster_ip or spec.cluster_ips:
+            errs.append(forbidden("spec.clusterIPs", "may not be set for ExternalName services"))
         if spec.external_name:
             errs += name_errors("spec.externalName", spec.external_name, names.dns1123_subdomain)
         else:
@@ -150,22 +151,16 @@ def validate_service(svc: Any) -> Errors:
                     "must be greater than 0 and less than 86400",
                 )
             )
+    if spec.cluster_ip and spec.cluster_ips and spec.cluster_ip != spec.cluster_ips[0]:
+        errs.append(
+            invalid("spec.clusterIPs", list(spec.cluster_ips), "first value must match `clusterIP`")
+        )
     for i, ip in enumerate(spec.cluster_ips):
-        if ip != CLUSTER_IP_NONE and not _is_ip(ip):
-            errs.append(
-                invalid(
-                    index("spec.clusterIPs", i), ip, "must be empty, 'None', or a valid IP address"
-                )
-            )
+        if not (i == 0 and ip == CLUSTER_IP_NONE) and not _is_ip(ip):
+            errs.append(invalid(index("spec.clusterIPs", i), ip, _NOT_AN_IP))
     for i, ip in enumerate(spec.external_ips):
         if not _is_ip(ip):
-            errs.append(
-                invalid(
-                    index("spec.externalIPs", i),
-                    ip,
-                    "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
-                )
-            )
+            errs.append(invalid(index("spec.externalIPs", i), ip, _NOT_AN_IP))
     if not spec.type:
         errs.append(required("spec.type"))
     elif spec.type not in SERVICE_TYPES:
