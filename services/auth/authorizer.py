@@ -17,7 +17,9 @@ bootstrap roles grant them, in one place:
                                         conditions, taints), poddisruptionbudgets,
                                         namespaces, events, leases (not nodes'),
                                         resourceclaims and their status (the resourceclaim
-                                        controller), podgroups/status; evictions;
+                                        controller), podgroups/status, endpointslices
+                                        (the endpointslice controller), serviceaccounts
+                                        (the serviceaccount controller); evictions;
                                         delete any kind (garbage collection)
     a node (system:node:N, or a pool    read what a kubelet reads (nodes, pods, leases,
     acting for its nodes)               namespaces, runtimeclasses, priorityclasses,
@@ -100,6 +102,8 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "leases": frozenset({"create", "update", "patch", "delete"}),
     "resourceclaims": frozenset({"create", "update", "patch", "delete"}),
     "podgroups": frozenset({"update", "patch"}),
+    "endpointslices": frozenset({"create", "update", "patch", "delete"}),
+    "serviceaccounts": frozenset({"create", "update", "patch", "delete"}),
 }
 #: Of those, the kinds it writes only through status (the podgroup controller records
 #: phase and counts; PodGroup specs are their users').
