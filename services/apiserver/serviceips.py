@@ -28,8 +28,8 @@ registry's ipFamilies/ipFamilyPolicy defaults on a single-stack IPv4 cluster
 (pkg/registry/core/service/storage/alloc.go): SingleStack with [IPv4], and RequireDualStack
 for a headless service without selector. Deliberate differences: one IPv4 service CIDR
 (kubeadm's 10.96.0.0/12 unless configured), no dual-stack; an update keeps the values
-allocated (upstream's patchAllocatedValues) but does not allocate new ones, so a
-ClusterIP service changed to NodePort gets no node port (upstream allocates).
+allocated (upstream's patchAllocatedValues), allocates what the new type needs and
+releases what it no longer uses, in the update's txn.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ __all__ = [
     "default_service",
     "keep_allocated",
     "release_ops",
+    "update_ops",
 ]
 
 #: kubeadm's default --service-cluster-ip-range.
@@ -154,17 +155,39 @@ def default_secret(secret: Any) -> None:
 
 def keep_allocated(new: Any, old: Any) -> None:
     """An update that leaves out what was allocated keeps it (upstream's
-    patchAllocatedValues): the cluster IPs, and each node port of a port still there."""
-    if new.spec.type == "ExternalName" or old.spec.type == "ExternalName":
-        return
-    if not new.spec.cluster_ip and old.spec.cluster_ip:
-        new.spec.cluster_ip = old.spec.cluster_ip
-        new.spec.cluster_ips[:] = old.spec.cluster_ips
-    if new.spec.type in ("NodePort", "LoadBalancer"):
-        old_ports = {(p.port, p.protocol): p.node_port for p in old.spec.ports}
-        for p in new.spec.ports:
-            if not p.node_port:
-                p.node_port = old_ports.get((p.port, p.protocol or "TCP"), 0)
+    patchAllocatedValues): the cluster IPs, and each node port of a port still there.
+    What the new type does not use and the client left as it was is dropped (upstream's
+    dropTypeDependentFields): node ports and externalTrafficPolicy off NodePort and
+    LoadBalancer, allocateLoadBalancerNodePorts off LoadBalancer, the cluster IPs of a
+    service turned ExternalName."""
+    spec, was = new.spec, old.spec
+    external_now = spec.type in ("NodePort", "LoadBalancer")
+    if spec.type == "ExternalName" and was.type != "ExternalName":
+        if spec.cluster_ip == was.cluster_ip:
+            spec.cluster_ip = ""
+            del spec.cluster_ips[:]
+        if list(spec.ip_families) == list(was.ip_families):
+            del spec.ip_families[:]
+        if spec.HasField("ip_family_policy") and spec.ip_family_policy == was.ip_family_policy:
+            spec.ClearField("ip_family_policy")
+    elif spec.type != "ExternalName" and not spec.cluster_ip and was.cluster_ip:
+        spec.cluster_ip = was.cluster_ip
+        spec.cluster_ips[:] = was.cluster_ips
+    old_ports = {(p.port, p.protocol or "TCP"): p.node_port for p in was.ports}
+    for p in spec.ports:
+        kept = old_ports.get((p.port, p.protocol or "TCP"), 0)
+        if external_now and not p.node_port:
+            p.node_port = kept
+        elif not external_now and p.node_port and p.node_port == kept:
+            p.node_port = 0
+    if not external_now and spec.external_traffic_policy == was.external_traffic_policy:
+        spec.external_traffic_policy = ""
+    if (
+        spec.type != "LoadBalancer"
+        and spec.HasField("allocate_load_balancer_node_ports")
+        and was.HasField("allocate_load_balancer_node_ports")
+    ):
+        spec.ClearField("allocate_load_balancer_node_ports")
 
 
 # --------------------------------------------------------------- allocation
@@ -210,10 +233,13 @@ async def _pick(
     return random.choice(free) if free else None
 
 
-async def allocate(storage: Storage, net: ServiceNetwork, svc: Any) -> list[str]:
+async def allocate(
+    storage: Storage, net: ServiceNetwork, svc: Any, held: frozenset[str] = frozenset()
+) -> list[str]:
     """Give the service a cluster IP and node ports where it needs them and has none;
-    check the ones it asks for are in range and free. Returns the keys it chose itself
-    (retried on a lost race), InvalidError with upstream's messages otherwise."""
+    check the ones it asks for are in range and free (`held`: the keys the service holds
+    already, on an update). Returns the keys it chose itself (retried on a lost race),
+    InvalidError with upstream's messages otherwise."""
     spec = svc.spec
     chosen: list[str] = []
     errs: list[FieldError] = []
@@ -227,7 +253,7 @@ async def allocate(storage: Storage, net: ServiceNetwork, svc: Any) -> list[str]
                     f"the provided IP ({spec.cluster_ip}) is not in the valid range. "
                     f"The range of valid IPs is {net.cidr}"
                 )
-            elif await storage.get(ip_key(spec.cluster_ip)) is not None:
+            elif ip_key(spec.cluster_ip) not in held and await storage.get(ip_key(spec.cluster_ip)):
                 why = "provided IP is already allocated"
             if why:
                 errs.append(
@@ -269,6 +295,7 @@ async def allocate(storage: Storage, net: ServiceNetwork, svc: Any) -> list[str]
                 )
             elif (
                 p.node_port not in mine
+                and node_port_key(p.node_port) not in held
                 and await storage.get(node_port_key(p.node_port)) is not None
             ):
                 errs.append(invalid(path, p.node_port, "provided port is already allocated"))
@@ -320,6 +347,21 @@ def allocation_ops(kind: Kind, obj: Message) -> tuple[list[Compare], list[Put]]:
     owner = f"{svc.metadata.namespace}/{svc.metadata.name}".encode()
     keys = allocation_keys(svc)
     return [Compare(k, "create", "==", 0) for k in keys], [Put(k, owner) for k in keys]
+
+
+def update_ops(kind: Kind, new: Message, old: Message) -> tuple[list[Compare], list[Put | Delete]]:
+    """An update's allocation changes: the values it newly holds (compared free, put) and
+    the ones it gave up (deleted), in the update's txn."""
+    if kind.kind != "Service":
+        return [], []
+    now, before = set(allocation_keys(new)), set(allocation_keys(old))
+    svc: Any = new
+    owner = f"{svc.metadata.namespace}/{svc.metadata.name}".encode()
+    added = sorted(now - before)
+    return (
+        [Compare(k, "create", "==", 0) for k in added],
+        [*(Put(k, owner) for k in added), *(Delete(k) for k in sorted(before - now))],
+    )
 
 
 def release_ops(kind: Kind, obj: Message) -> list[Delete]:

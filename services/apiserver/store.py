@@ -20,7 +20,7 @@ upstream's Store.AfterDelete.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from google.protobuf.message import Message
 
@@ -172,9 +172,18 @@ class Store:
         if errors:
             raise InvalidError(kind.kind, _meta(obj).name or _meta(obj).generate_name, errors)
 
-    async def write(self, kind: Kind, new: Message, old_kv: KeyValue) -> Message:
+    async def write(
+        self,
+        kind: Kind,
+        new: Message,
+        old_kv: KeyValue,
+        *,
+        compares: Sequence[Compare] = (),
+        ops: Sequence[Put | Delete] = (),
+    ) -> Message:
         """Write `new` over the version `old_kv`, or delete it when its finalizers and
-        grace period are all done. Raises ConflictError if the key moved on."""
+        grace period are all done; `compares` and `ops` join the write's txn (a service's
+        allocations). Raises ConflictError if the txn fails."""
         meta = _meta(new)
         key = kind.key(meta.namespace, meta.name)
         if (
@@ -193,10 +202,12 @@ class Store:
                 await self.after_delete(kind, meta.namespace)
             return new
         data = self.encode(new)
-        if data == old_kv.value:
+        if data == old_kv.value and not ops:
             meta.resource_version = str(old_kv.mod_revision)
             return new
-        res = await self.txn([Compare(key, "mod", "==", old_kv.mod_revision)], [Put(key, data)])
+        res = await self.txn(
+            [Compare(key, "mod", "==", old_kv.mod_revision), *compares], [Put(key, data), *ops]
+        )
         if not res.succeeded:
             raise conflict(kind, meta.name)
         meta.resource_version = str(res.revision)

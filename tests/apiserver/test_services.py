@@ -219,3 +219,43 @@ async def test_a_batch_of_node_port_services_never_shares_a_port(storage: Storag
     assert [r.error for r in results] == [None] * 20
     ports = [r.obj.spec.ports[0].node_port for r in results]
     assert len(set(ports)) == 20 and all(30000 <= p <= 30024 for p in ports)
+
+
+async def _retype(api: ApiServer, name: str, **spec: Any) -> Any:
+    current: Any = await api.get(SVC, "default", name)
+    new = service(name, **spec)
+    new.metadata.resource_version = current.metadata.resource_version
+    new.spec.cluster_ip = current.spec.cluster_ip if spec.get("type") != "ExternalName" else ""
+    for p, old in zip(new.spec.ports, current.spec.ports, strict=False):
+        p.node_port = old.node_port  # a client that sends back what it read
+    return await api.update(new)
+
+
+async def test_type_changes_allocate_and_release_node_ports_in_the_update(api: ApiServer) -> None:
+    """upstream's TestUpdateServiceTypeClusterIPToNodePort / ...NodePortToClusterIP and
+    dropTypeDependentFields: a node port appears with NodePort and goes with ClusterIP."""
+    svc: Any = await api.create(service("t"))
+    ip = svc.spec.cluster_ip
+    as_node_port: Any = await _retype(api, "t", type="NodePort")
+    port = as_node_port.spec.ports[0].node_port
+    assert 30000 <= port <= 32767 and as_node_port.spec.cluster_ip == ip
+    assert as_node_port.spec.external_traffic_policy == "Cluster"
+    assert await api.storage.get(f"{NODE_PORTS_PREFIX}{port}") is not None
+    back: Any = await _retype(api, "t", type="ClusterIP")
+    assert back.spec.ports[0].node_port == 0 and back.spec.cluster_ip == ip
+    assert not back.spec.external_traffic_policy
+    assert await api.storage.get(f"{NODE_PORTS_PREFIX}{port}") is None
+    external: Any = await _retype(api, "t", type="ExternalName", externalName="x.example.com")
+    assert external.spec.cluster_ip == "" and not external.spec.ip_families
+    assert await api.storage.get(SERVICE_IPS_PREFIX + ip) is None
+
+
+async def test_an_update_asking_for_a_taken_node_port_is_refused(api: ApiServer) -> None:
+    await api.create(service("a", type="NodePort", ports=[{"port": 80, "nodePort": 30300}]))
+    b: Any = await api.create(service("b", type="NodePort"))
+    moved = service("b", type="NodePort", ports=[{"port": 80, "nodePort": 30300}])
+    moved.spec.cluster_ip = b.spec.cluster_ip
+    with pytest.raises(InvalidError, match="provided port is already allocated"):
+        await api.update(moved)
+    kept: Any = await api.get(SVC, "default", "b")
+    assert kept.spec.ports[0].node_port == b.spec.ports[0].node_port
