@@ -17,8 +17,8 @@ bootstrap roles grant them, in one place:
                                         conditions, taints), poddisruptionbudgets,
                                         namespaces, events, leases (not nodes'),
                                         resourceclaims and their status (the resourceclaim
-                                        controller), podgroups/status, endpointslices
-                                        (the endpointslice controller), serviceaccounts
+                                        controller), podgroups/status, endpoints and
+                                        endpointslices (their controllers), serviceaccounts
                                         (the serviceaccount controller); evictions;
                                         delete any kind (garbage collection)
     a node (system:node:N, or a pool    read what a kubelet reads (nodes, pods, leases,
@@ -103,6 +103,7 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "resourceclaims": frozenset({"create", "update", "patch", "delete"}),
     "podgroups": frozenset({"update", "patch"}),
     "endpointslices": frozenset({"create", "update", "patch", "delete"}),
+    "endpoints": frozenset({"create", "update", "patch", "delete"}),
     "serviceaccounts": frozenset({"create", "update", "patch", "delete"}),
 }
 #: Of those, the kinds it writes only through status (the podgroup controller records

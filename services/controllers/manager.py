@@ -39,6 +39,7 @@ from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.deployment import DeploymentConfig, DeploymentController
 from services.controllers.disruption import DisruptionConfig, DisruptionController
+from services.controllers.endpoints import EndpointsConfig, EndpointsController
 from services.controllers.endpointslice import EndpointSliceConfig, EndpointSliceController
 from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from services.controllers.podgc import PodGCConfig, PodGCController
@@ -68,6 +69,7 @@ ALL_CONTROLLERS = (
     "podgc",
     "resourceclaim",
     "podgroup",
+    "endpoint",
     "endpointslice",
     "serviceaccount",
 )
@@ -108,6 +110,9 @@ class ControllerManagerConfig:
     podgroup: PodGroupConfig = field(default_factory=PodGroupConfig)
     """The PodGroup controller: each gang's phase and pod counts (scheduling.x-k8s.io)."""
 
+    endpoint: EndpointsConfig = field(default_factory=EndpointsConfig)
+    """The endpoints controller: each selecting Service's Endpoints, from its pods."""
+
     endpointslice: EndpointSliceConfig = field(default_factory=EndpointSliceConfig)
     """The EndpointSlice controller: each selecting Service's slices, from its pods."""
 
@@ -143,6 +148,8 @@ def _build(
         return ResourceClaimController(client, informers, config=config.resourceclaim, clock=clock)
     if name == "podgroup":
         return PodGroupController(client, informers, config=config.podgroup, clock=clock)
+    if name == "endpoint":
+        return EndpointsController(client, informers, config=config.endpoint, clock=clock)
     if name == "endpointslice":
         return EndpointSliceController(client, informers, config=config.endpointslice, clock=clock)
     if name == "serviceaccount":

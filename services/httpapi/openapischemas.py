@@ -58,6 +58,7 @@ _FILE_PREFIX = {
 _RENAMED = {
     "kubera.v1.DeleteOptions": f"{META}.DeleteOptions",
     "kubera.v1.Preconditions": f"{META}.Preconditions",
+    "kubera.v1.CoreEndpointPort": "io.k8s.api.core.v1.EndpointPort",
 }
 #: Timestamps with microseconds (metav1.MicroTime) rather than seconds (metav1.Time).
 _MICRO_TIME_FIELDS = frozenset({"event_time", "acquire_time", "renew_time"})

@@ -126,8 +126,18 @@ def test_a_deployment_and_its_service_get_a_cluster_ip_and_endpoint_slices(
     slice_line = next(line.split() for line in lines if line.startswith("endpointslice."))
     assert slice_line[1:3] == ["IPv4", "8080"]
     assert set(slice_line[3].split(",")) == set(pods.values())
+    # the Endpoints kubectl 1.32 describes a service from, and `kubectl get endpoints`
+    want = {f"{pod_ip}:8080" for pod_ip in pods.values()}
+    until(
+        lambda: (
+            set(kubectl(cluster, "get", "endpoints", "web", "--no-headers").split()[1].split(","))
+            == want
+        )
+    )
     described = kubectl(cluster, "describe", "service", "web")
     assert ip in described and "app=web" in described
+    endpoints_line = next(line for line in described.splitlines() if line.startswith("Endpoints:"))
+    assert set(endpoints_line.split()[1].split(",")) == want
 
 
 def test_kubectl_create_service_nodeport_gets_a_node_port(cluster: Cluster) -> None:

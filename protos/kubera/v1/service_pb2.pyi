@@ -221,3 +221,49 @@ class ServiceAccount(_message.Message):
     image_pull_secrets: _containers.RepeatedCompositeFieldContainer[LocalObjectReference]
     automount_service_account_token: bool
     def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., secrets: _Optional[_Iterable[_Union[_core_pb2.ObjectReference, _Mapping]]] = ..., image_pull_secrets: _Optional[_Iterable[_Union[LocalObjectReference, _Mapping]]] = ..., automount_service_account_token: _Optional[bool] = ...) -> None: ...
+
+class EndpointAddress(_message.Message):
+    __slots__ = ("ip", "hostname", "node_name", "target_ref")
+    IP_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    TARGET_REF_FIELD_NUMBER: _ClassVar[int]
+    ip: str
+    hostname: str
+    node_name: str
+    target_ref: _core_pb2.ObjectReference
+    def __init__(self, ip: _Optional[str] = ..., hostname: _Optional[str] = ..., node_name: _Optional[str] = ..., target_ref: _Optional[_Union[_core_pb2.ObjectReference, _Mapping]] = ...) -> None: ...
+
+class CoreEndpointPort(_message.Message):
+    __slots__ = ("name", "port", "protocol", "app_protocol")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    APP_PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    port: int
+    protocol: str
+    app_protocol: str
+    def __init__(self, name: _Optional[str] = ..., port: _Optional[int] = ..., protocol: _Optional[str] = ..., app_protocol: _Optional[str] = ...) -> None: ...
+
+class EndpointSubset(_message.Message):
+    __slots__ = ("addresses", "not_ready_addresses", "ports")
+    ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    NOT_READY_ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    addresses: _containers.RepeatedCompositeFieldContainer[EndpointAddress]
+    not_ready_addresses: _containers.RepeatedCompositeFieldContainer[EndpointAddress]
+    ports: _containers.RepeatedCompositeFieldContainer[CoreEndpointPort]
+    def __init__(self, addresses: _Optional[_Iterable[_Union[EndpointAddress, _Mapping]]] = ..., not_ready_addresses: _Optional[_Iterable[_Union[EndpointAddress, _Mapping]]] = ..., ports: _Optional[_Iterable[_Union[CoreEndpointPort, _Mapping]]] = ...) -> None: ...
+
+class Endpoints(_message.Message):
+    __slots__ = ("api_version", "kind", "metadata", "subsets")
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SUBSETS_FIELD_NUMBER: _ClassVar[int]
+    api_version: str
+    kind: str
+    metadata: _meta_pb2.ObjectMeta
+    subsets: _containers.RepeatedCompositeFieldContainer[EndpointSubset]
+    def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., subsets: _Optional[_Iterable[_Union[EndpointSubset, _Mapping]]] = ...) -> None: ...

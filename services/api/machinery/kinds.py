@@ -237,6 +237,7 @@ KINDS: tuple[Kind, ...] = (
         discovery_pb2.EndpointSlice,
         True,
     ),
+    Kind("Endpoints", "", "v1", "endpoints", service_pb2.Endpoints, True, ("ep",)),
     Kind("ConfigMap", "", "v1", "configmaps", service_pb2.ConfigMap, True, ("cm",)),
     Kind("Secret", "", "v1", "secrets", service_pb2.Secret, True, fields=_secret_fields),
     Kind("ServiceAccount", "", "v1", "serviceaccounts", service_pb2.ServiceAccount, True, ("sa",)),

@@ -151,6 +151,10 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "ResourceClaimStatus", "reservedFor"): _keyed("uid"),
     # core/v1 Service, ServiceAccount; discovery.k8s.io/v1 EndpointSlice
     (_P + "ServiceSpec", "ports"): _keyed("port", "protocol"),
+    (_P + "Endpoints", "subsets"): _ATOMIC,
+    (_P + "EndpointSubset", "addresses"): _ATOMIC,
+    (_P + "EndpointSubset", "notReadyAddresses"): _ATOMIC,
+    (_P + "EndpointSubset", "ports"): _ATOMIC,
     (_P + "ServiceSpec", "clusterIPs"): _ATOMIC,
     (_P + "ServiceSpec", "externalIPs"): _ATOMIC,
     (_P + "ServiceSpec", "loadBalancerSourceRanges"): _ATOMIC,

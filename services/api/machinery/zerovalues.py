@@ -70,6 +70,9 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.Endpoint": {
         "addresses": [],
     },
+    "kubera.v1.EndpointAddress": {
+        "ip": "",
+    },
     "kubera.v1.EndpointSlice": {
         "addressType": "",
     },

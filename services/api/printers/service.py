@@ -3,7 +3,8 @@ Secret and ServiceAccount.
 
 The columns and cells are upstream's (pkg/printers/internalversion/printers.go):
 Service NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE (wide: SELECTOR), with
-getServiceExternalIP, loadBalancerStatusStringer and makePortString; EndpointSlice NAME
+getServiceExternalIP, loadBalancerStatusStringer and makePortString; Endpoints NAME
+ENDPOINTS AGE with formatEndpoints (ip:port, three at most); EndpointSlice NAME
 ADDRESSTYPE PORTS ENDPOINTS AGE with formatDiscoveryPorts / formatDiscoveryEndpoints
 (three at most, then "+ N more..."); ConfigMap NAME DATA AGE (data and binaryData
 counted); Secret NAME TYPE DATA AGE (a secret's values are never printed, only their
@@ -95,6 +96,35 @@ def discovery_endpoints(endpoints: Any) -> str:
     return _list_with_more(addresses[:_LIST_MAX], len(addresses))
 
 
+def format_endpoints(ep: Any) -> str:
+    """upstream's formatEndpoints: ip:port of each ready address and port (just the IPs of
+    a subset without ports), three at most, "<none>" without subsets."""
+    if not ep.subsets:
+        return NONE
+    shown: list[str] = []
+    count = 0
+    for ss in ep.subsets:
+        if not ss.ports:
+            for a in ss.addresses:
+                if len(shown) < _LIST_MAX:
+                    shown.append(a.ip)
+                count += 1
+            continue
+        for p in ss.ports:
+            for a in ss.addresses:
+                if len(shown) < _LIST_MAX:
+                    host = f"[{a.ip}]" if ":" in a.ip else a.ip
+                    shown.append(f"{host}:{p.port}")
+                count += 1
+    text = ",".join(shown)
+    return f"{text} + {count - _LIST_MAX} more..." if count > _LIST_MAX else text
+
+
+def _endpoints_row(ep: Message, now: float, wide: bool) -> list[str]:
+    x: Any = ep
+    return [x.metadata.name, format_endpoints(x), age(x.metadata.creation_timestamp, now)]
+
+
 def _service_row(svc: Message, now: float, wide: bool) -> list[str]:
     x: Any = svc
     row = [
@@ -161,6 +191,9 @@ SERVICE_COLUMNS: dict[str, Columns] = {
             AGE,
         ),
         _endpoint_slice_row,
+    ),
+    "Endpoints": Columns(
+        (NAME, Column("Endpoints", S, "Endpoints of the service."), AGE), _endpoints_row
     ),
     "ConfigMap": Columns(
         (NAME, Column("Data", INT, "The number of keys in the ConfigMap."), AGE), _config_map_row

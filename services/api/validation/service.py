@@ -341,6 +341,47 @@ def validate_service_account(sa: Any) -> Errors:
     return []
 
 
+def validate_endpoints(ep: Any) -> Errors:
+    """ValidateEndpoints: each subset's addresses are IPs (hostnames DNS labels), its
+    ports named when there are several (DNS labels, unique), numbered 1 to 65535, with a
+    supported protocol."""
+    errs: Errors = []
+    for i, subset in enumerate(ep.subsets):
+        path = index("subsets", i)
+        if not subset.addresses and not subset.not_ready_addresses:
+            errs.append(
+                required(
+                    child(path, "addresses"), "must specify `addresses` or `notReadyAddresses`"
+                )
+            )
+        for field_name, addrs in (
+            ("addresses", subset.addresses),
+            ("notReadyAddresses", subset.not_ready_addresses),
+        ):
+            for j, a in enumerate(addrs):
+                apath = index(child(path, field_name), j)
+                if not _is_ip(a.ip):
+                    errs.append(invalid(child(apath, "ip"), a.ip, _NOT_AN_IP))
+                if a.hostname:
+                    errs += name_errors(child(apath, "hostname"), a.hostname, names.dns1123_label)
+        seen: set[str] = set()
+        for j, p in enumerate(subset.ports):
+            ppath = index(child(path, "ports"), j)
+            if len(subset.ports) > 1 and not p.name:
+                errs.append(required(child(ppath, "name")))
+            elif p.name:
+                errs += name_errors(child(ppath, "name"), p.name, names.dns1123_label)
+                if p.name in seen:
+                    errs.append(duplicate(child(ppath, "name"), p.name))
+                seen.add(p.name)
+            errs += port_number(child(ppath, "port"), p.port)
+            if not p.protocol:
+                errs.append(required(child(ppath, "protocol")))
+            elif p.protocol not in PROTOCOLS:
+                errs.append(unsupported(child(ppath, "protocol"), p.protocol, PROTOCOLS))
+    return errs
+
+
 ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")
 MAX_ENDPOINTS = 1000
 MAX_ADDRESSES = 100

@@ -206,3 +206,28 @@ SLICE_CASES: list[tuple[str, Json, list[tuple[str, str]]]] = [
 @pytest.mark.parametrize(("case", "doc", "want"), SLICE_CASES, ids=[c[0] for c in SLICE_CASES])
 def test_validate_endpoint_slice(case: str, doc: Json, want: list[tuple[str, str]]) -> None:
     assert errors("EndpointSlice", doc) == want
+
+
+def subset(addresses: Any = (), ports: Any = ()) -> Json:
+    return {"addresses": [{"ip": a} for a in addresses], "ports": list(ports)}
+
+
+ENDPOINTS_CASES: list[tuple[str, Json, list[tuple[str, str]]]] = [
+    ("valid", {"subsets": [subset(["10.1.2.3"], [{"name": "a", "port": 8675, "protocol": "TCP"}])]}, []),
+    ("empty subset", {"subsets": [subset()]}, [("subsets[0].addresses", REQ)]),
+    ("bad ip", {"subsets": [subset(["[2001:db8::1]"], [{"port": 1, "protocol": "TCP"}])]}, [("subsets[0].addresses[0].ip", INV)]),
+    (
+        "two ports need names",
+        {"subsets": [subset(["10.1.2.3"], [{"port": 1, "protocol": "TCP"}, {"name": "b", "port": 2, "protocol": "TCP"}])]},
+        [("subsets[0].ports[0].name", REQ)],
+    ),
+    ("bad port", {"subsets": [subset(["10.1.2.3"], [{"port": 0, "protocol": "TCP"}])]}, [("subsets[0].ports[0].port", INV)]),
+    ("bad protocol", {"subsets": [subset(["10.1.2.3"], [{"port": 1, "protocol": "X"}])]}, [("subsets[0].ports[0].protocol", UNS)]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "doc", "want"), ENDPOINTS_CASES, ids=[c[0] for c in ENDPOINTS_CASES]
+)
+def test_validate_endpoints(case: str, doc: Json, want: list[tuple[str, str]]) -> None:
+    assert errors("Endpoints", doc) == want
