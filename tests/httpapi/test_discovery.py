@@ -122,7 +122,9 @@ def test_namespaces_cannot_be_deleted_as_a_collection() -> None:
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.resource)
 def test_only_workloads_are_in_the_all_category(kind: Kind) -> None:
-    expected = ["all"] if kind.resource in ("pods", "deployments", "replicasets") else []
+    expected = (
+        ["all"] if kind.resource in ("pods", "deployments", "replicasets", "services") else []
+    )
     assert _resources(kind)[kind.resource].get("categories", []) == expected
     assert _aggregated(kind).get("categories", []) == expected
 
