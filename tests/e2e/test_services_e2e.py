@@ -138,6 +138,12 @@ def test_a_deployment_and_its_service_get_a_cluster_ip_and_endpoint_slices(
     assert ip in described and "app=web" in described
     endpoints_line = next(line for line in described.splitlines() if line.startswith("Endpoints:"))
     assert set(endpoints_line.split()[1].split(",")) == want
+    # `kubectl get all` lists the service beside the workloads; applying again moves nothing
+    listed = kubectl(cluster, "get", "all", "--no-headers")
+    assert "service/web " in listed and "deployment.apps/web " in listed
+    again = kubectl(cluster, "apply", "-f", "-", stdin=MANIFEST)
+    assert "service/web unchanged" in again
+    assert get_json(cluster, "service", "web")["spec"]["clusterIP"] == ip
 
 
 def test_kubectl_create_service_nodeport_gets_a_node_port(cluster: Cluster) -> None:

@@ -130,3 +130,34 @@ def test_system_defaults_use_the_service_selector() -> None:
     assert all(c.selector == Selector.from_set({"app": "web"}) for c in constraints)
     lonely = pts.PodTopologySpread(pts.Args(), None, listers())
     assert lonely.get_constraints(pod(WEB), SCHEDULE_ANYWAY) == []
+
+
+class _Informer:
+    def __init__(self) -> None:
+        self.store: dict[str, Any] = {}
+
+
+class _HandleWithInformers:
+    """A handle whose `informer(kind)` is the scheduler's (a store per kind)."""
+
+    def __init__(self) -> None:
+        self.informers: dict[str, _Informer] = {}
+
+    def informer(self, kind: str) -> _Informer:
+        return self.informers.setdefault(kind, _Informer())
+
+
+def test_the_factory_reads_services_and_replica_sets_from_the_schedulers_informers() -> None:
+    handle = _HandleWithInformers()
+    plugin = pts.new(None, handle)
+    assert {"Service", "ReplicaSet"} <= set(handle.informers)
+    # objects the informers see later are read at scheduling time
+    handle.informers["Service"].store["ns/s"] = service("ns", "s", {"app": "web"})
+    constraints = plugin.get_constraints(pod(WEB), SCHEDULE_ANYWAY)
+    assert constraints and all(c.selector == Selector.from_set({"app": "web"}) for c in constraints)
+
+
+def test_list_defaulting_without_constraints_asks_for_no_informers() -> None:
+    handle = _HandleWithInformers()
+    pts.new(pts.Args(defaulting_type="List"), handle)
+    assert handle.informers == {}
