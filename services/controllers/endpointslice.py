@@ -300,6 +300,13 @@ class EndpointSliceController:
             object_key(s) for s in self._services.list(pod.metadata.namespace) if selects(s, pod)
         ]
 
+    def _selecting_services(self, namespace: str) -> bool:
+        """Whether a service of the namespace has a selector (the `kubernetes` service in
+        default has none, so pod updates there reach no handler)."""
+        return self._services.has(namespace) and any(
+            s.spec.selector for s in self._services.list(namespace)
+        )
+
     def _pod_changed(self, obj: Message) -> None:
         pod: core_pb2.Pod = obj  # type: ignore[assignment]
         for key in self._services_of(pod):
@@ -310,7 +317,7 @@ class EndpointSliceController:
         labels, IP, readiness, deletion, node, phase, hostname."""
         o: core_pb2.Pod = old  # type: ignore[assignment]
         n: core_pb2.Pod = new  # type: ignore[assignment]
-        return self._services.has(n.metadata.namespace) and (
+        return self._selecting_services(n.metadata.namespace) and (
             o.metadata.labels != n.metadata.labels
             or o.status.pod_ip != n.status.pod_ip
             or is_pod_ready(o) != is_pod_ready(n)

@@ -264,3 +264,18 @@ async def test_every_namespace_gets_a_default_service_account(cluster: Controlle
     await cluster.until(
         lambda: "team/default" in sas.store and sas.store["team/default"].metadata.uid != first
     )
+
+
+async def test_pod_updates_matter_only_where_a_service_selects(cluster: ControllerCluster) -> None:
+    """The pod informer's filter: a namespace whose only service has no selector (the
+    `kubernetes` service in default) lets no pod status write through."""
+    controller = EndpointSliceController(cluster.client, cluster.informers)
+    services = cluster.informers.get(SERVICES)
+    await cluster.start(controller)
+    await cluster.until(lambda: f"{NS}/kubernetes" in services.store)
+    before, after = pod("a", ip=""), pod("a", ip="10.0.0.9")
+    assert not controller.wants_pod_update(before, after)
+    await cluster.client.create(svc())
+    await cluster.until(lambda: f"{NS}/foo" in services.store)
+    assert controller.wants_pod_update(before, after)
+    assert not controller.wants_pod_update(after, after)
