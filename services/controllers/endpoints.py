@@ -30,13 +30,14 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, service_pb2
-from services.api.machinery.errors import NotFoundError
+from services.api.machinery.errors import ForbiddenError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.controller_utils import (
     NamespaceIndex,
+    is_namespace_terminating,
     is_pod_ready,
     split_key,
     wait_synced,
@@ -238,8 +239,11 @@ class EndpointsController:
             if new != current:
                 await self.client.update(new)
             return
-        with contextlib.suppress(NotFoundError):  # the namespace is going
+        try:
             await self.client.create(new)
+        except (NotFoundError, ForbiddenError) as e:
+            if isinstance(e, ForbiddenError) and not is_namespace_terminating(e):
+                raise  # the namespace is gone or going: not an error
 
 
 __all__ = ["EndpointsConfig", "EndpointsController", "desired_subsets"]

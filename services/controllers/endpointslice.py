@@ -47,7 +47,7 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, discovery_pb2, service_pb2
 from services.api.helpers.wellknown import LABEL_TOPOLOGY_ZONE
-from services.api.machinery.errors import NotFoundError
+from services.api.machinery.errors import ForbiddenError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.labels import Selector
 from services.api.machinery.meta import object_key
@@ -55,6 +55,7 @@ from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.controller_utils import (
     NamespaceIndex,
+    is_namespace_terminating,
     is_pod_ready,
     new_controller_ref,
     split_key,
@@ -402,8 +403,10 @@ class EndpointSliceController:
             self._fill(new, ports, endpoints, labels, owner)
             try:
                 await self.client.create(new)
-            except NotFoundError:
-                return  # the namespace is going
+            except (NotFoundError, ForbiddenError) as e:
+                if isinstance(e, ForbiddenError) and not is_namespace_terminating(e):
+                    raise
+                return  # the namespace is gone or going
         await self._delete(left)
 
     @staticmethod
