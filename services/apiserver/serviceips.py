@@ -110,11 +110,21 @@ def _is_headless(spec: Any) -> bool:
 # ----------------------------------------------------------------- defaults
 
 
+def externally_accessible(spec: Any) -> bool:
+    """service.ExternallyAccessible: NodePort and LoadBalancer services, and ClusterIP
+    services with external IPs."""
+    return spec.type in ("NodePort", "LoadBalancer") or (
+        spec.type == "ClusterIP" and len(spec.external_ips) > 0
+    )
+
+
 def default_service(svc: Any) -> None:
     """SetDefaults_Service, then the registry's IP family defaults."""
     spec = svc.spec
     if not spec.session_affinity:
         spec.session_affinity = "None"
+    if spec.session_affinity == "None":
+        spec.ClearField("session_affinity_config")
     if spec.session_affinity == "ClientIP" and not spec.session_affinity_config.client_ip.HasField(
         "timeout_seconds"
     ):
@@ -126,12 +136,16 @@ def default_service(svc: Any) -> None:
             p.protocol = "TCP"
         if not p.HasField("target_port") or p.target_port in ("", "0"):
             p.target_port = str(p.port)
-    if spec.type in ("NodePort", "LoadBalancer") and not spec.external_traffic_policy:
+    if externally_accessible(spec) and not spec.external_traffic_policy:
         spec.external_traffic_policy = "Cluster"
     if spec.type != "ExternalName" and not spec.HasField("internal_traffic_policy"):
         spec.internal_traffic_policy = "Cluster"
     if spec.type == "LoadBalancer" and not spec.HasField("allocate_load_balancer_node_ports"):
         spec.allocate_load_balancer_node_ports = True
+    if spec.type == "LoadBalancer":
+        for ingress in svc.status.load_balancer.ingress:
+            if ingress.ip and not ingress.HasField("ip_mode"):
+                ingress.ip_mode = "VIP"
     if spec.type == "ExternalName":
         return
     if spec.cluster_ip and not spec.cluster_ips:
@@ -162,6 +176,7 @@ def keep_allocated(new: Any, old: Any) -> None:
     service turned ExternalName."""
     spec, was = new.spec, old.spec
     external_now = spec.type in ("NodePort", "LoadBalancer")
+    traffic_policy_now = externally_accessible(spec)
     if spec.type == "ExternalName" and was.type != "ExternalName":
         if spec.cluster_ip == was.cluster_ip:
             spec.cluster_ip = ""
@@ -180,7 +195,7 @@ def keep_allocated(new: Any, old: Any) -> None:
             p.node_port = kept
         elif not external_now and p.node_port and p.node_port == kept:
             p.node_port = 0
-    if not external_now and spec.external_traffic_policy == was.external_traffic_policy:
+    if not traffic_policy_now and spec.external_traffic_policy == was.external_traffic_policy:
         spec.external_traffic_policy = ""
     if (
         spec.type != "LoadBalancer"

@@ -259,3 +259,34 @@ async def test_an_update_asking_for_a_taken_node_port_is_refused(api: ApiServer)
         await api.update(moved)
     kept: Any = await api.get(SVC, "default", "b")
     assert kept.spec.ports[0].node_port == b.spec.ports[0].node_port
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "want"),
+    [
+        # upstream's defaults_test.go TestSetDefaultServiceSessionAffinityConfig / ...ExternalTraffic
+        ({"sessionAffinity": "ClientIP"}, "timeout", 10800),
+        (
+            {
+                "sessionAffinity": "None",
+                "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 1}},
+            },
+            "has_affinity_config",
+            False,
+        ),
+        ({"externalIPs": ["1.2.3.4"]}, "external_traffic_policy", "Cluster"),
+        ({}, "external_traffic_policy", ""),
+        ({"type": "LoadBalancer"}, "allocate_lb_node_ports", True),
+    ],
+)
+async def test_service_defaults(
+    api: ApiServer, spec: dict[str, Any], field: str, want: Any
+) -> None:
+    svc: Any = await api.create(service("d", **spec))
+    got = {
+        "timeout": svc.spec.session_affinity_config.client_ip.timeout_seconds,
+        "has_affinity_config": svc.spec.HasField("session_affinity_config"),
+        "external_traffic_policy": svc.spec.external_traffic_policy,
+        "allocate_lb_node_ports": svc.spec.allocate_load_balancer_node_ports,
+    }[field]
+    assert got == want

@@ -190,7 +190,10 @@ def validate_service(svc: Any) -> Errors:
                 )
             )
         ports.add((p.protocol, p.port))
-    if spec.external_traffic_policy and spec.type not in ("LoadBalancer", "NodePort"):
+    externally_accessible = spec.type in ("LoadBalancer", "NodePort") or (
+        spec.type == "ClusterIP" and len(spec.external_ips) > 0
+    )
+    if spec.external_traffic_policy and not externally_accessible:
         errs.append(
             invalid(
                 "spec.externalTrafficPolicy",
