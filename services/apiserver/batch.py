@@ -36,7 +36,7 @@ from services.apiserver.objects import held
 from services.apiserver.objects import meta as _meta
 from services.apiserver.serviceips import AllocationLostError
 from services.apiserver.store import Store
-from services.apiserver.update import prepare_update
+from services.apiserver.update import prepare_update, update
 from services.storage import Compare, Get, KeyValue, Put, TxnResult
 
 BATCH_CHUNK = 100  # etcd's default --max-txn-ops is 128
@@ -145,6 +145,14 @@ async def batch_update(
                 f"a batch update holds one kind; got {kind_of(o).kind} among {kind.kind}"
             )
         keys.append(kind.key(store.namespace(kind, _meta(o).namespace), _meta(o).name))
+    if kind.kind == "Service" and not status:
+        # a service's update allocates and releases in its own txn (update._update_service)
+        for i, o in enumerate(objs):
+            try:
+                results[i] = BatchResult(await update(store, o), None)
+            except ApiError as e:
+                results[i] = BatchResult(None, e)
+        return results
     kvs: list[KeyValue | None] = []
     for start in range(0, len(keys), BATCH_CHUNK):
         res = await store.txn([], [Get(k) for k in keys[start : start + BATCH_CHUNK]])

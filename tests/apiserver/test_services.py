@@ -290,3 +290,14 @@ async def test_service_defaults(
         "allocate_lb_node_ports": svc.spec.allocate_load_balancer_node_ports,
     }[field]
     assert got == want
+
+
+async def test_a_batch_update_of_services_allocates_as_a_single_update_does(api: ApiServer) -> None:
+    svc: Any = await api.create(service("b"))
+    changed = service("b", type="NodePort")
+    changed.spec.cluster_ip = svc.spec.cluster_ip
+    [result] = await api.batch_update([changed])
+    assert result.error is None
+    port = result.obj.spec.ports[0].node_port
+    assert 30000 <= port <= 32767
+    assert await api.storage.get(f"{NODE_PORTS_PREFIX}{port}") is not None
