@@ -27,12 +27,13 @@ Slices are named `<service>-<5 random>` (generateName), owned by the service
 endpointslice.kubernetes.io/managed-by=endpointslice-controller.k8s.io, the service's
 own labels, and service.kubernetes.io/headless for a headless service; addressType IPv4.
 
-Deliberate differences from upstream: the reconciler does not keep endpoints in the slice
-they were in (it repacks each port set's endpoints sorted by pod name into as few slices
-as fit, reusing existing slices of that port set in name order), so a change can touch
-more slices than upstream's would; no topology hints; IPv4 only; and the controller
-deletes the slices of a deleted service itself (upstream leaves that to the garbage
-collector; both may happen, a NotFound is ignored).
+Placement (`place_endpoints`) follows upstream's reconciler: an endpoint stays in the
+slice it is in, new ones fill slices with room before new slices are made, an emptied
+slice is reused before one is created, so a pod's change writes one slice, not all.
+Deliberate differences from upstream: no final packing pass that merges sparse slices,
+no topology hints, IPv4 only, and the controller deletes the slices of a deleted service
+itself (upstream leaves that to the garbage collector; both may happen, a NotFound is
+ignored).
 """
 
 from __future__ import annotations
@@ -190,15 +191,10 @@ def selects(svc: service_pb2.Service, pod: core_pb2.Pod) -> bool:
     )
 
 
-def desired_slices(
-    svc: service_pb2.Service,
-    pods: Iterable[core_pb2.Pod],
-    nodes: dict[str, core_pb2.Node],
-    *,
-    max_per_slice: int = MAX_ENDPOINTS_PER_SLICE,
-) -> list[tuple[PortSet, list[discovery_pb2.Endpoint]]]:
-    """The slices the service should have: (port set, endpoints), each at most
-    `max_per_slice` long; one placeholder (no ports, no endpoints) when none."""
+def desired_endpoints(
+    svc: service_pb2.Service, pods: Iterable[core_pb2.Pod], nodes: dict[str, core_pb2.Node]
+) -> dict[PortSet, list[discovery_pb2.Endpoint]]:
+    """The service's endpoints by resolved port set, each list by pod name."""
     by_ports: dict[PortSet, list[discovery_pb2.Endpoint]] = {}
     for pod in sorted(pods, key=lambda p: p.metadata.name):
         if not selects(svc, pod) or not should_be_in_endpoints(pod):
@@ -206,11 +202,82 @@ def desired_slices(
         ports = endpoint_ports(svc, pod)
         ep = pod_endpoint(svc, pod, nodes.get(pod.spec.node_name))
         by_ports.setdefault(ports, []).append(ep)
+    return by_ports
+
+
+def desired_slices(
+    svc: service_pb2.Service,
+    pods: Iterable[core_pb2.Pod],
+    nodes: dict[str, core_pb2.Node],
+    *,
+    max_per_slice: int = MAX_ENDPOINTS_PER_SLICE,
+) -> list[tuple[PortSet, list[discovery_pb2.Endpoint]]]:
+    """The slices a service without slices yet gets: (port set, endpoints), each at most
+    `max_per_slice` long; one placeholder (no ports, no endpoints) when none."""
+    by_ports = desired_endpoints(svc, pods, nodes)
     out: list[tuple[PortSet, list[discovery_pb2.Endpoint]]] = []
     for ports, eps in by_ports.items():
         for i in range(0, len(eps), max_per_slice):
             out.append((ports, eps[i : i + max_per_slice]))
     return out or [((), [])]
+
+
+def _endpoint_id(ep: discovery_pb2.Endpoint) -> str:
+    return ep.target_ref.uid or (ep.addresses[0] if ep.addresses else "")
+
+
+#: One write of a sync: the slice to update (None: create one), its port set, endpoints.
+Placement = tuple[discovery_pb2.EndpointSlice | None, PortSet, list[discovery_pb2.Endpoint]]
+
+
+def place_endpoints(
+    existing: Sequence[discovery_pb2.EndpointSlice],
+    by_ports: dict[PortSet, list[discovery_pb2.Endpoint]],
+    max_per_slice: int,
+) -> tuple[list[Placement], list[discovery_pb2.EndpointSlice]]:
+    """Upstream's reconciler, in its main rules: each endpoint still wanted stays in the
+    slice of its port set it is in (with its new conditions); new endpoints fill the
+    slices of their port set that have room, then new slices of `max_per_slice`; a slice
+    left empty goes, or is reused for a new one (of any port set) rather than deleted and
+    created again. No endpoints at all: one placeholder slice. Returns the writes and the
+    slices to delete."""
+    if not any(by_ports.values()):
+        return [(existing[0] if existing else None, (), [])], list(existing[1:])
+    plan: list[Placement] = []
+    taken: set[int] = set()
+    emptied: list[discovery_pb2.EndpointSlice] = []
+    for ports, eps in by_ports.items():
+        want = {_endpoint_id(e): e for e in eps}
+        placed: set[str] = set()
+        slots: list[tuple[discovery_pb2.EndpointSlice, list[discovery_pb2.Endpoint]]] = []
+        for s in existing:
+            if id(s) in taken or slice_port_set(s) != ports:
+                continue
+            taken.add(id(s))
+            kept = []
+            for e in s.endpoints:
+                uid = _endpoint_id(e)
+                if uid in want and uid not in placed:
+                    kept.append(want[uid])
+                    placed.add(uid)
+            slots.append((s, kept))
+        new_eps = [e for e in eps if _endpoint_id(e) not in placed]
+        for s, kept in slots:
+            room = max_per_slice - len(kept)
+            if room > 0 and new_eps:
+                kept.extend(new_eps[:room])
+                new_eps = new_eps[room:]
+            if kept:
+                plan.append((s, ports, kept))
+            else:
+                emptied.append(s)
+        for i in range(0, len(new_eps), max_per_slice):
+            plan.append((None, ports, new_eps[i : i + max_per_slice]))
+    spare = [s for s in existing if id(s) not in taken] + emptied
+    for i, (cur, ports, eps) in enumerate(plan):
+        if cur is None and spare:
+            plan[i] = (spare.pop(0), ports, eps)
+    return plan, spare
 
 
 def slice_labels(svc: service_pb2.Service) -> dict[str, str]:
@@ -365,29 +432,11 @@ class EndpointSliceController:
             await self._delete(existing)
             return
         nodes: dict[str, core_pb2.Node] = dict(self.node_informer.store)  # type: ignore[arg-type]
-        desired = desired_slices(
-            svc,
-            self._pods.list(namespace),
-            nodes,
-            max_per_slice=self.config.max_endpoints_per_slice,
-        )
+        by_ports = desired_endpoints(svc, self._pods.list(namespace), nodes)
         labels = slice_labels(svc)
         owner = new_controller_ref(svc, SERVICES)
-        free: dict[PortSet, list[discovery_pb2.EndpointSlice]] = {}
-        for s in existing:
-            free.setdefault(slice_port_set(s), []).append(s)
-        # First the slices of the same port set, then any slice left, then new ones.
-        plan: list[
-            tuple[PortSet, list[discovery_pb2.Endpoint], discovery_pb2.EndpointSlice | None]
-        ] = []
-        for ports, endpoints in desired:
-            same = free.get(ports)
-            plan.append((ports, endpoints, same.pop(0) if same else None))
-        left = [s for rest in free.values() for s in rest]
-        for i, (ports, endpoints, cur) in enumerate(plan):
-            if cur is None and left:
-                plan[i] = (ports, endpoints, left.pop(0))
-        for ports, endpoints, cur in plan:
+        plan, left = place_endpoints(existing, by_ports, self.config.max_endpoints_per_slice)
+        for cur, ports, endpoints in plan:
             if cur is not None:
                 new = discovery_pb2.EndpointSlice()
                 new.CopyFrom(cur)
@@ -439,7 +488,9 @@ __all__ = [
     "LABEL_SERVICE_NAME",
     "EndpointSliceConfig",
     "EndpointSliceController",
+    "desired_endpoints",
     "desired_slices",
     "find_port",
+    "place_endpoints",
     "pod_endpoint",
 ]

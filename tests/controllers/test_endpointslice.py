@@ -26,6 +26,7 @@ from services.controllers.endpointslice import (
     EndpointSliceController,
     desired_slices,
     find_port,
+    place_endpoints,
     pod_endpoint,
 )
 from services.controllers.serviceaccount import ServiceAccountController
@@ -279,3 +280,69 @@ async def test_pod_updates_matter_only_where_a_service_selects(cluster: Controll
     await cluster.until(lambda: f"{NS}/foo" in services.store)
     assert controller.wants_pod_update(before, after)
     assert not controller.wants_pod_update(after, after)
+
+
+# ------------------------------------------------------------ placement
+
+
+PORTS = (("http", "TCP", 8080, None),)
+
+
+def _ep(uid: str, ready: bool = True) -> discovery_pb2.Endpoint:
+    return discovery_pb2.Endpoint(
+        addresses=[f"10.0.0.{uid}"],
+        conditions=discovery_pb2.EndpointConditions(ready=ready),
+        target_ref=core_pb2.ObjectReference(kind="Pod", name=f"p{uid}", uid=uid),
+    )
+
+
+def _slice(name: str, uids: list[str], ports: Any = PORTS) -> discovery_pb2.EndpointSlice:
+    s = discovery_pb2.EndpointSlice(address_type="IPv4")
+    s.metadata.name = name
+    for n, protocol, port, _ in ports:
+        s.ports.add(name=n, protocol=protocol, port=port)
+    s.endpoints.extend(_ep(u) for u in uids)
+    return s
+
+
+def _shape(plan: Any) -> list[tuple[str | None, list[str]]]:
+    return [
+        (cur.metadata.name if cur is not None else None, [e.target_ref.uid for e in eps])
+        for cur, _, eps in plan
+    ]
+
+
+def test_endpoints_stay_in_their_slice_and_new_ones_fill_slices_with_room() -> None:
+    """upstream's reconciler_test.go: an added endpoint lands in the slice with room; the
+    others are not moved, so one slice is written."""
+    existing = [_slice("a", ["1", "2", "3"]), _slice("b", ["4", "5"])]
+    wanted = {PORTS: [_ep(u) for u in ["0", "1", "2", "3", "4", "5"]]}
+    plan, delete = place_endpoints(existing, wanted, 3)
+    assert _shape(plan) == [("a", ["1", "2", "3"]), ("b", ["4", "5", "0"])]
+    assert delete == []
+
+
+def test_a_changed_condition_rewrites_its_slice_only() -> None:
+    existing = [_slice("a", ["1", "2"]), _slice("b", ["3"])]
+    wanted = {PORTS: [_ep("1"), _ep("2", ready=False), _ep("3")]}
+    plan, _ = place_endpoints(existing, wanted, 2)
+    [(a, _, a_eps), (b, _, b_eps)] = plan
+    assert [e.conditions.ready for e in a_eps] == [True, False]
+    assert list(b.endpoints) == b_eps  # unchanged: no write
+
+
+def test_an_emptied_slice_is_reused_for_new_endpoints_or_deleted() -> None:
+    existing = [_slice("a", ["1"]), _slice("b", ["2"])]
+    plan, delete = place_endpoints(existing, {PORTS: [_ep("1")]}, 1)
+    assert _shape(plan) == [("a", ["1"])] and [s.metadata.name for s in delete] == ["b"]
+    other = (("grpc", "TCP", 9090, None),)
+    plan, delete = place_endpoints(existing, {PORTS: [_ep("1")], other: [_ep("7")]}, 1)
+    assert _shape(plan) == [("a", ["1"]), ("b", ["7"])] and delete == []
+
+
+def test_no_endpoints_keeps_one_placeholder() -> None:
+    existing = [_slice("a", ["1"]), _slice("b", ["2"])]
+    plan, delete = place_endpoints(existing, {}, 100)
+    assert [(c.metadata.name if c else None, p, e) for c, p, e in plan] == [("a", (), [])]
+    assert [s.metadata.name for s in delete] == ["b"]
+    assert place_endpoints([], {}, 100) == ([(None, (), [])], [])
