@@ -146,6 +146,21 @@ def test_a_deployment_and_its_service_get_a_cluster_ip_and_endpoint_slices(
     assert get_json(cluster, "service", "web")["spec"]["clusterIP"] == ip
 
 
+def test_kubectl_expose_makes_a_service_of_the_deployments_selector(cluster: Cluster) -> None:
+    kubectl(
+        cluster,
+        "expose",
+        "deployment",
+        "web",
+        "--name=web-exposed",
+        "--port=81",
+        "--target-port=8080",
+    )
+    svc = get_json(cluster, "service", "web-exposed")
+    assert svc["spec"]["selector"] == {"app": "web"}
+    assert svc["spec"]["ports"] == [{"port": 81, "protocol": "TCP", "targetPort": 8080}]
+
+
 def test_kubectl_create_service_nodeport_gets_a_node_port(cluster: Cluster) -> None:
     kubectl(cluster, "create", "service", "nodeport", "np", "--tcp=80:8080")
     svc = get_json(cluster, "service", "np")
