@@ -307,3 +307,8 @@ def test_a_service_reapplies_unchanged_and_keeps_its_allocations(
     assert after["spec"]["clusterIP"] == before["spec"]["clusterIP"]
     assert after["spec"]["ports"][0]["nodePort"] == before["spec"]["ports"][0]["nodePort"]
     assert after["spec"]["selector"] == {"app": "web2"}
+    table = kubera(capsys, apiserver, "get", "svc").out.splitlines()
+    assert table[0].split() == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+    row = next(line.split() for line in table if line.startswith("web "))
+    node_port = after["spec"]["ports"][0]["nodePort"]
+    assert row[1:5] == ["NodePort", after["spec"]["clusterIP"], "<none>", f"80:{node_port}/TCP"]
