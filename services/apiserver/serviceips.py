@@ -61,6 +61,7 @@ __all__ = [
     "default_secret",
     "default_service",
     "keep_allocated",
+    "parse_node_port_range",
     "release_ops",
     "update_ops",
 ]
@@ -101,6 +102,17 @@ class ServiceNetwork:
     def first_ip(self) -> str:
         """The `kubernetes` service's IP: the range's first usable address."""
         return str(self.network.network_address + 1)
+
+
+def parse_node_port_range(text: str) -> tuple[int, int]:
+    """kube-apiserver's --service-node-port-range: "LO-HI" (or a single port)."""
+    lo, sep, hi = text.partition("-")
+    try:
+        first = int(lo)
+        last = int(hi) if sep else first
+    except ValueError:
+        raise ValueError(f"{text!r} is not a port range (e.g. 30000-32767)") from None
+    return first, last
 
 
 def _is_headless(spec: Any) -> bool:

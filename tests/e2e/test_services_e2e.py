@@ -1,6 +1,6 @@
 """The service kinds on a real `kubera up`, with real kubectl and nothing but the
-kubeconfig `up` wrote: a Deployment and its Service applied get a cluster IP from
-10.96.0.0/12 and EndpointSlices listing the ready pods' addresses; a NodePort service
+kubeconfig `up` wrote: a Deployment and its Service applied get a cluster IP from the
+service CIDR `up` was given and EndpointSlices listing the ready pods' addresses; a NodePort service
 (kubectl's protobuf body) gets a node port; ConfigMaps and Secrets made by
 `kubectl create` read back as upstream writes them (base64 data), and a secret's value
 is in no log; a new namespace gets its `default` ServiceAccount."""
@@ -19,12 +19,16 @@ from typing import Any
 import pytest
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import running
+from tests.e2e.helpers import kubera_in, running
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 SECRET_VALUE = "s3cr3t-hunter2-value"
+#: Not kubeadm's default (10.96.0.0/12, unit-tested), to show `up`'s flags reach the
+#: apiserver.
+SERVICE_CIDR = "10.200.0.0/16"
+NODE_PORTS = "31000-31099"
 
 MANIFEST = """\
 apiVersion: apps/v1
@@ -59,7 +63,18 @@ spec:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("kubera-home")
-    with running(home, "--nodes", "3", "--time-scale", "20", ray_address=shared_ray) as k:
+    with running(
+        home,
+        "--nodes",
+        "3",
+        "--time-scale",
+        "20",
+        "--service-cluster-ip-range",
+        SERVICE_CIDR,
+        "--service-node-port-range",
+        NODE_PORTS,
+        ray_address=shared_ray,
+    ) as k:
         yield k
 
 
@@ -86,7 +101,7 @@ def test_a_deployment_and_its_service_get_a_cluster_ip_and_endpoint_slices(
     kubectl(cluster, "apply", "-f", "-", stdin=MANIFEST)
     svc = get_json(cluster, "service", "web")
     ip = svc["spec"]["clusterIP"]
-    assert ipaddress.ip_address(ip) in ipaddress.ip_network("10.96.0.0/12")
+    assert ipaddress.ip_address(ip) in ipaddress.ip_network(SERVICE_CIDR)
     assert svc["spec"]["clusterIPs"] == [ip]
     assert svc["spec"]["type"] == "ClusterIP" and svc["spec"]["ipFamilies"] == ["IPv4"]
 
@@ -165,7 +180,7 @@ def test_kubectl_create_service_nodeport_gets_a_node_port(cluster: Cluster) -> N
     kubectl(cluster, "create", "service", "nodeport", "np", "--tcp=80:8080")
     svc = get_json(cluster, "service", "np")
     [port] = svc["spec"]["ports"]
-    assert 30000 <= port["nodePort"] <= 32767
+    assert 31000 <= port["nodePort"] <= 31099
     assert port["targetPort"] == 8080
     row = kubectl(cluster, "get", "service", "np", "--no-headers").split()
     assert row[1] == "NodePort" and row[4] == f"80:{port['nodePort']}/TCP"
@@ -221,3 +236,20 @@ def _service_account(k: Cluster, namespace: str) -> Any:
         timeout=60,
     )
     return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--service-cluster-ip-range", "10.0.0.0/30", "8 addresses or more"),
+        ("--service-cluster-ip-range", "fd00::/64", "IPv4"),
+        ("--service-node-port-range", "40000-30000", "not a range of ports"),
+        ("--service-node-port-range", "lots", "not a port range"),
+    ],
+)
+def test_up_refuses_a_service_range_it_cannot_use(
+    tmp_path: Path, flag: str, value: str, says: str
+) -> None:
+    r = kubera_in(tmp_path / "home").run("up", "--detach", flag, value)
+    assert r.returncode == 1 and says in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "home").exists()  # refused before anything started
