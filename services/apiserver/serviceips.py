@@ -45,7 +45,7 @@ from google.protobuf.message import Message
 from services.api.machinery.errors import FieldError, InvalidError, invalid
 from services.api.machinery.kinds import Kind
 from services.storage import Compare, Delete, Get, Put, Storage
-from services.storage.keys import KUBERA_PREFIX
+from services.storage.keys import NODE_PORTS_PREFIX, SERVICE_IPS_PREFIX
 
 __all__ = [
     "DEFAULT_NODE_PORT_RANGE",
@@ -70,8 +70,6 @@ __all__ = [
 DEFAULT_SERVICE_CIDR = "10.96.0.0/12"
 #: kube-apiserver's default --service-node-port-range.
 DEFAULT_NODE_PORT_RANGE = (30000, 32767)
-SERVICE_IPS_PREFIX = KUBERA_PREFIX + "serviceips/"
-NODE_PORTS_PREFIX = KUBERA_PREFIX + "servicenodeports/"
 #: How many random picks allocation tries before reading the taken values whole.
 _RANDOM_TRIES = 16
 #: Client-IP session affinity's default timeout (upstream's DefaultClientIPServiceAffinitySeconds).

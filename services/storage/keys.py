@@ -30,6 +30,9 @@ ELECTION_PREFIX = KUBERA_PREFIX + "leaderelection/"
 REPLICAS_PREFIX = KUBERA_PREFIX + "replicas/"
 #: Shared-state allocation records: `<prefix><node name>`.
 ALLOCATIONS_PREFIX = KUBERA_PREFIX + "allocations/"
+#: Services' cluster IPs and node ports: `<prefix><ip>`, `<prefix><port>`.
+SERVICE_IPS_PREFIX = KUBERA_PREFIX + "serviceips/"
+NODE_PORTS_PREFIX = KUBERA_PREFIX + "servicenodeports/"
 
 
 def resource_prefix(resource: str) -> str:
