@@ -42,7 +42,13 @@ from services.controllers.controller_utils import (
     split_key,
     wait_synced,
 )
-from services.controllers.endpointslice import LABEL_HEADLESS, find_port, selects
+from services.controllers.endpointslice import (
+    LABEL_HEADLESS,
+    endpoint_changed,
+    find_port,
+    has_ip,
+    selects,
+)
 from services.controllers.workqueue import WorkerSettings, WorkQueue, controller_queue, run_workers
 
 log = logging.getLogger(__name__)
@@ -191,27 +197,22 @@ class EndpointsController:
         )
 
     def _pod_changed(self, obj: Message) -> None:
+        if not has_ip(obj):  # type: ignore[arg-type]
+            return  # no address, added or gone
         for key in self._services_of(obj):  # type: ignore[arg-type]
             self.queue.add(key)
 
     def _pod_updated(self, old: Message, new: Message) -> None:
+        if not self.wants_pod_update(old, new):
+            return  # dispatched for another controller
         for key in set(self._services_of(new)) | set(self._services_of(old)):  # type: ignore[arg-type]
             self.queue.add(key)
 
     def wants_pod_update(self, old: Message, new: Message) -> bool:
-        """A pod in a namespace with services, changing what an address is made of."""
+        """A pod in a namespace with selecting services, changing an address."""
         o: core_pb2.Pod = old  # type: ignore[assignment]
         n: core_pb2.Pod = new  # type: ignore[assignment]
-        return self._selecting_services(n.metadata.namespace) and (
-            o.metadata.labels != n.metadata.labels
-            or o.status.pod_ip != n.status.pod_ip
-            or is_pod_ready(o) != is_pod_ready(n)
-            or o.metadata.deletion_timestamp != n.metadata.deletion_timestamp
-            or o.spec.node_name != n.spec.node_name
-            or o.status.phase != n.status.phase
-            or o.spec.hostname != n.spec.hostname
-            or o.spec.subdomain != n.spec.subdomain
-        )
+        return self._selecting_services(n.metadata.namespace) and endpoint_changed(o, n)
 
     async def sync(self, key: str) -> None:
         namespace, name = split_key(key)

@@ -111,6 +111,29 @@ def should_be_in_endpoints(pod: core_pb2.Pod) -> bool:
     return not is_pod_terminal(pod)
 
 
+def has_ip(pod: core_pb2.Pod) -> bool:
+    return bool(pod.status.pod_ip or pod.status.pod_ips)
+
+
+def endpoint_changed(old: core_pb2.Pod, new: core_pb2.Pod) -> bool:
+    """Whether a pod update can change an endpoint (upstream's podEndpointsChanged): its
+    labels, IP, readiness, deletion, node, phase or hostname, for a pod that has an IP
+    before or after (a pod without one is no endpoint either way, so the binds of a
+    cluster without kubelets cost the endpoint controllers nothing)."""
+    if not (has_ip(old) or has_ip(new)):
+        return False
+    return (
+        old.metadata.labels != new.metadata.labels
+        or old.status.pod_ip != new.status.pod_ip
+        or is_pod_ready(old) != is_pod_ready(new)
+        or old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
+        or old.spec.node_name != new.spec.node_name
+        or old.status.phase != new.status.phase
+        or old.spec.hostname != new.spec.hostname
+        or old.spec.subdomain != new.spec.subdomain
+    )
+
+
 def find_port(pod: core_pb2.Pod, port: service_pb2.ServicePort) -> int | None:
     """podutil.FindPort: the pod's port for a service port, None when it has none.
     Sidecars (init containers that restart Always) count, as upstream."""
@@ -377,26 +400,20 @@ class EndpointSliceController:
 
     def _pod_changed(self, obj: Message) -> None:
         pod: core_pb2.Pod = obj  # type: ignore[assignment]
+        if not has_ip(pod):
+            return  # no endpoint, added or gone
         for key in self._services_of(pod):
             self.queue.add(key)
 
     def wants_pod_update(self, old: Message, new: Message) -> bool:
-        """A pod in a namespace with services, changing what an endpoint is made of:
-        labels, IP, readiness, deletion, node, phase, hostname."""
+        """A pod in a namespace with selecting services, changing an endpoint."""
         o: core_pb2.Pod = old  # type: ignore[assignment]
         n: core_pb2.Pod = new  # type: ignore[assignment]
-        return self._selecting_services(n.metadata.namespace) and (
-            o.metadata.labels != n.metadata.labels
-            or o.status.pod_ip != n.status.pod_ip
-            or is_pod_ready(o) != is_pod_ready(n)
-            or o.metadata.deletion_timestamp != n.metadata.deletion_timestamp
-            or o.spec.node_name != n.spec.node_name
-            or o.status.phase != n.status.phase
-            or o.spec.hostname != n.spec.hostname
-            or o.spec.subdomain != n.spec.subdomain
-        )
+        return self._selecting_services(n.metadata.namespace) and endpoint_changed(o, n)
 
     def _pod_updated(self, old: Message, new: Message) -> None:
+        if not self.wants_pod_update(old, new):
+            return  # dispatched for another controller
         keys = set(self._services_of(new)) | set(self._services_of(old))  # type: ignore[arg-type]
         for key in keys:
             self.queue.add(key)
@@ -489,6 +506,8 @@ __all__ = [
     "EndpointSliceConfig",
     "EndpointSliceController",
     "desired_endpoints",
+    "endpoint_changed",
+    "has_ip",
     "desired_slices",
     "find_port",
     "place_endpoints",

@@ -346,3 +346,18 @@ def test_no_endpoints_keeps_one_placeholder() -> None:
     assert [(c.metadata.name if c else None, p, e) for c, p, e in plan] == [("a", (), [])]
     assert [s.metadata.name for s in delete] == ["b"]
     assert place_endpoints([], {}, 100) == ([(None, (), [])], [])
+
+
+def test_updates_of_pods_without_an_ip_change_no_endpoint() -> None:
+    """A cluster without kubelets (scheduler_perf's): binding a pod changes its node, but
+    a pod without an IP is no endpoint before or after."""
+    from services.controllers.endpointslice import endpoint_changed
+
+    unbound, bound = pod("a", ip=""), pod("a", ip="")
+    unbound.spec.node_name = ""
+    assert not endpoint_changed(unbound, bound)
+    with_ip = pod("a", ip="10.0.0.1")
+    assert endpoint_changed(bound, with_ip)
+    moved = pod("a", ip="10.0.0.1")
+    moved.spec.node_name = "n2"
+    assert endpoint_changed(with_ip, moved)
