@@ -203,7 +203,39 @@ async def _normalized(client: Client, m: Manifest) -> dict[str, Any]:
         doc["status"] = plain["status"]
     else:
         doc.pop("status", None)
+    if m.kind.kind == "Service":
+        _drop_allocations(doc, plain)
     return doc
+
+
+def _keep_allocations(doc: dict[str, Any], live: dict[str, Any]) -> None:
+    """What the apiserver keeps on a Service update that leaves them out (upstream's
+    patchAllocatedValues): the live cluster IPs and each port's live node port."""
+    spec, live_spec = doc.get("spec", {}), live.get("spec", {})
+    for key in ("clusterIP", "clusterIPs"):
+        if key not in spec and key in live_spec:
+            spec[key] = copy.deepcopy(live_spec[key])
+    live_ports = {
+        (p.get("port"), p.get("protocol", "TCP")): p.get("nodePort")
+        for p in live_spec.get("ports") or []
+    }
+    for port in spec.get("ports") or []:
+        kept = live_ports.get((port.get("port"), port.get("protocol", "TCP")))
+        if "nodePort" not in port and kept:
+            port["nodePort"] = kept
+
+
+def _drop_allocations(doc: dict[str, Any], plain: dict[str, Any]) -> None:
+    """A dry-run create picks a cluster IP and node ports no update would change: those
+    the manifest does not name are not the manifest's (the live ones are kept)."""
+    spec, own = doc.get("spec", {}), plain.get("spec", {})
+    for key in ("clusterIP", "clusterIPs"):
+        if key not in own:
+            spec.pop(key, None)
+    own_ports = own.get("ports") or []
+    for i, port in enumerate(spec.get("ports") or []):
+        if i >= len(own_ports) or "nodePort" not in own_ports[i]:
+            port.pop("nodePort", None)
 
 
 def _merged(live: Message, config: dict[str, Any], normalized: dict[str, Any]) -> Message:
@@ -213,6 +245,8 @@ def _merged(live: Message, config: dict[str, Any], normalized: dict[str, Any]) -
     live_doc = codec.encode(live)
     new = _project(config, normalized)
     doc = merge_patch(live_doc, three_way_patch(_last_applied(live), new, live_doc))
+    if doc.get("kind") == "Service":
+        _keep_allocations(doc, live_doc)
     meta = doc.setdefault("metadata", {})
     meta.setdefault("annotations", {})[LAST_APPLIED] = _annotation_text(config)
     meta["resourceVersion"] = meta_of(live).resource_version
@@ -221,7 +255,8 @@ def _merged(live: Message, config: dict[str, Any], normalized: dict[str, Any]) -
 
 def _local_errors(kind: Kind, obj: Message, old: Message | None = None) -> list[FieldError]:
     """The apiserver's own validation, run here (quantities, names, selectors, enums), on
-    the object as the apiserver validates it: with upstream's defaults applied."""
+    the object as the apiserver validates it: with upstream's defaults applied (a Service's
+    protocol, type and sessionAffinity are required once defaulted)."""
     obj = codec.clone(obj)
     apply_defaults(kind, obj)
     errors = codec.canonicalize_quantities(obj)

@@ -25,6 +25,7 @@ from kubera.launch.options import (
 )
 from kubera.launch.placement import CONTROL_PLANE, NODE_POOL
 from kubera.launch.supervisor import FAILED_MARK, StartupError, run_foreground
+from services.apiserver import ServiceNetwork, parse_node_port_range
 from services.leaderelection import TimingOverrides
 
 
@@ -92,6 +93,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="divide every simulated duration by S (S=10: a 300s toleration runs in 30s)",
     )
     up.add_argument("--no-controllers", action="store_true", help="start no controller-manager")
+    up.add_argument(
+        "--service-cluster-ip-range",
+        default="10.96.0.0/12",
+        metavar="CIDR",
+        help="the IPv4 range services' cluster IPs come from (default 10.96.0.0/12, kubeadm's)",
+    )
+    up.add_argument(
+        "--service-node-port-range",
+        default="30000-32767",
+        metavar="LO-HI",
+        help="the ports NodePort services get (default 30000-32767)",
+    )
     up.add_argument(
         "--apiserver-port",
         type=int,
@@ -334,6 +347,13 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise CliError(f"--nodes-per-pool: must be >= 1, got {args.nodes_per_pool}")
     if not args.time_scale > 0:
         raise CliError(f"--time-scale: must be > 0, got {args.time_scale}")
+    try:
+        ServiceNetwork(
+            cidr=args.service_cluster_ip_range,
+            node_ports=parse_node_port_range(args.service_node_port_range),
+        )
+    except ValueError as e:
+        raise CliError(f"--service-cluster-ip-range / --service-node-port-range: {e}") from None
     for flag, value in (
         ("--apiservers", args.apiservers),
         ("--schedulers", args.schedulers),
@@ -361,6 +381,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             apiserver_port=args.apiserver_port,
             apiservers=args.apiservers,
             time_scale=args.time_scale,
+            service_cluster_ip_range=args.service_cluster_ip_range,
+            service_node_port_range=args.service_node_port_range,
             with_controllers=not args.no_controllers,
             controller_managers=args.controller_managers,
             control_plane_resource=args.control_plane_resource,

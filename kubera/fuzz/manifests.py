@@ -151,6 +151,18 @@ def manifest_texts() -> st.SearchStrategy[tuple[str, str]]:
         st.tuples(st.sampled_from(["x.yaml", "x.json"]), st.text(max_size=300)),
         yaml_docs.map(lambda d: ("x.json", json.dumps(d))),
         yaml_docs.map(lambda d: ("x.yaml", yaml.safe_dump(d))),
+        # Secrets and ConfigMaps: their data maps (base64 bytes for a Secret's)
+        st.builds(
+            lambda kind, field, data: (
+                "x.yaml",
+                yaml.safe_dump(
+                    {"apiVersion": "v1", "kind": kind, "metadata": {"name": "a"}, field: data}
+                ),
+            ),
+            st.sampled_from(["Secret", "ConfigMap"]),
+            st.sampled_from(["data", "stringData", "binaryData", "type", "immutable"]),
+            json_values(max_leaves=10),
+        ),
         st.builds(
             lambda kind, body: (
                 "x.yaml",
@@ -158,7 +170,9 @@ def manifest_texts() -> st.SearchStrategy[tuple[str, str]]:
                     {"apiVersion": "v1", "kind": kind, "metadata": {"name": "a"}, "spec": body}
                 ),
             ),
-            st.sampled_from(["Pod", "Node", "Deployment", "List", "Namespace", "PriorityClass"]),
+            st.sampled_from(
+                ["Pod", "Node", "Deployment", "List", "Namespace", "PriorityClass", "Service"]
+            ),
             json_values(max_leaves=30),
         ),
     )

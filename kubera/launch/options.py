@@ -26,6 +26,10 @@ class ClusterOptions:
     apiservers: int = 1
     #: Seconds between BOOKMARK events on idle watches.
     bookmark_interval: float = 5.0
+    #: Services' cluster IPs and node ports (kube-apiserver's --service-cluster-ip-range,
+    #: kubeadm's default, and --service-node-port-range).
+    service_cluster_ip_range: str = "10.96.0.0/12"
+    service_node_port_range: str = "30000-32767"
     #: Simulated durations are divided by this (kubelets and controllers).
     time_scale: float = 1.0
     #: False: no controller-manager actor.

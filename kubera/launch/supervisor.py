@@ -185,6 +185,8 @@ class Supervisor:
                     etcd=etcd,
                     port=o.apiserver_port if name == replica_name(0) else 0,
                     bookmark_interval=o.bookmark_interval,
+                    service_cluster_ip_range=o.service_cluster_ip_range,
+                    service_node_port_range=o.service_node_port_range,
                     **self._apiserver_security(),
                 ),
             ),

@@ -585,6 +585,18 @@ def describe_object(obj: Message, events: Sequence[Message], now: float) -> str:
         obj, apps_pb2.Deployment | apps_pb2.ReplicaSet | apps_pb2.DaemonSet | apps_pb2.StatefulSet
     ):
         w.line(0, "Selector:", format_label_selector(obj.spec.selector))
+    if kind.kind == "Secret":
+        # kubectl's SecretDescriber: the type and each key's size, never the values.
+        secret: Any = obj
+        w.line(0, "")
+        w.line(0, "Type:", secret.type)
+        w.line(0, "")
+        w.line(0, "Data")
+        w.line(0, "====")
+        for k in sorted(secret.data):
+            w.line(0, f"{k}:", f"{len(secret.data[k])} bytes")
+        _describe_events(w, events, now)
+        return w.text()
     for key, value in d.items():
         if key in ("apiVersion", "kind", "metadata"):
             continue

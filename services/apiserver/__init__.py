@@ -5,7 +5,9 @@ and `decode` (a stored value as an object, for readers of etcd such as the check
 For the HTTP edge (services/httpapi), which words requests as the gRPC edge does:
 `Filter` (a list's or watch's selectors, parsed), `parse_resource_version`, `conflict`
 (the update conflict's wording) and `MAX_RETRIES` (read-modify-write retries). For the
-authorizer (services/auth): `registry_lookup` (its reads of stored objects)."""
+authorizer (services/auth): `registry_lookup` (its reads of stored objects). For
+`kubera up`: `ServiceNetwork` and `parse_node_port_range` (the service CIDR and node
+port range, checked before anything starts)."""
 
 from services.apiserver.admission import apply_defaults
 from services.apiserver.config import ApiServerConfig
@@ -13,6 +15,7 @@ from services.apiserver.objects import MAX_RETRIES, Filter, conflict
 from services.apiserver.read import parse_resource_version
 from services.apiserver.registry import ApiServer, BatchResult, Listed
 from services.apiserver.server import registry_lookup, serve
+from services.apiserver.serviceips import ServiceNetwork, parse_node_port_range
 from services.apiserver.watchcache import decode
 
 __all__ = [
@@ -22,9 +25,11 @@ __all__ = [
     "Filter",
     "MAX_RETRIES",
     "Listed",
+    "ServiceNetwork",
     "apply_defaults",
     "conflict",
     "decode",
+    "parse_node_port_range",
     "parse_resource_version",
     "registry_lookup",
     "serve",

@@ -44,6 +44,7 @@ from services.api.machinery.errors import (
 from services.api.machinery.kinds import BY_KIND, Kind
 from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.api.machinery.quantity import QuantityError, parse_quantity
+from services.apiserver import serviceips
 
 
 class Lookup(Protocol):
@@ -137,10 +138,15 @@ def generate_job_selector(obj: Message) -> None:
 def apply_defaults(kind: Kind, obj: Message) -> None:
     """Kubernetes' API defaults (services/api/defaults: upstream's SetDefaults_* and OpenAPI
     defaults, for every kind); run on create and on every update (so an update that drops a
-    defaulted field gets the default back, and re-applying a manifest is a no-op). `kind` is
-    kept for the callers' symmetry with the other steps; the defaults follow the message."""
-    del kind
+    defaulted field gets the default back, and re-applying a manifest is a no-op). The
+    defaults follow the message; `kind` adds the registry's own steps for a Service and a
+    Secret (services/apiserver/serviceips.py)."""
     defaults.apply(obj)
+    if kind.kind == "Service":
+        # the registry's part: the IP family defaults (SetDefaults_Service's is done above)
+        serviceips.default_service(obj)
+    elif kind.kind == "Secret":
+        serviceips.default_secret(obj)  # stringData folded into data, never stored
 
 
 #: The PodScheduled=False reason and message of a pod created with scheduling gates

@@ -25,11 +25,18 @@ from services.api.machinery.errors import (
 from services.api.machinery.kinds import Kind, kind_of
 from services.apiserver import admission, quota
 from services.apiserver.admission_reads import AdmissionReads
-from services.apiserver.create import create_one, create_txn, namespace_guard, prepare_create
+from services.apiserver.create import (
+    create,
+    create_one,
+    create_txn,
+    namespace_guard,
+    prepare_create,
+)
 from services.apiserver.objects import held
 from services.apiserver.objects import meta as _meta
+from services.apiserver.serviceips import AllocationLostError
 from services.apiserver.store import Store
-from services.apiserver.update import prepare_update
+from services.apiserver.update import prepare_update, update
 from services.storage import Compare, Get, KeyValue, Put, TxnResult
 
 BATCH_CHUNK = 100  # etcd's default --max-txn-ops is 128
@@ -107,7 +114,13 @@ async def batch_create(store: Store, objs: Sequence[Message]) -> list[BatchResul
                 continue
         for i, kind, obj, guard in chunk:
             try:
-                results[i] = BatchResult(await create_one(store, kind, obj, guard), None)
+                try:
+                    created = await create_one(store, kind, obj, guard)
+                except AllocationLostError:
+                    # a service's cluster IP or node port, picked by another item of the
+                    # batch or another create: pick again, as a single create does
+                    created = await create(store, objs[i])
+                results[i] = BatchResult(created, None)
             except ApiError as e:
                 results[i] = BatchResult(None, e)
     return [r for r in results if r is not None]
@@ -133,6 +146,14 @@ async def batch_update(
                 f"a batch update holds one kind; got {kind_of(o).kind} among {kind.kind}"
             )
         keys.append(kind.key(store.namespace(kind, _meta(o).namespace), _meta(o).name))
+    if kind.kind == "Service" and not status:
+        # a service's update allocates and releases in its own txn (update._update_service)
+        for i, o in enumerate(objs):
+            try:
+                results[i] = BatchResult(await update(store, o), None)
+            except ApiError as e:
+                results[i] = BatchResult(None, e)
+        return results
     kvs: list[KeyValue | None] = []
     for start in range(0, len(keys), BATCH_CHUNK):
         res = await store.txn([], [Get(k) for k in keys[start : start + BATCH_CHUNK]])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from services.apiserver.serviceips import ServiceNetwork
 from services.apiserver.watchcache import TOO_LARGE_WAIT
 
 __all__ = ["ApiServerConfig"]
@@ -26,6 +27,9 @@ class ApiServerConfig:
     #: Seconds a watch from a resourceVersion beyond the store's revision waits for it
     #: before ResourceVersionTooLargeError (upstream's cacher blockTimeout, 3 s). At least 0.
     resource_version_wait: float = TOO_LARGE_WAIT
+    #: The service CIDR cluster IPs come from and the node port range (kube-apiserver's
+    #: --service-cluster-ip-range, kubeadm's 10.96.0.0/12, and --service-node-port-range).
+    service_network: ServiceNetwork = ServiceNetwork()
 
     def __post_init__(self) -> None:
         if self.watch_cache_capacity < 1:

@@ -22,7 +22,7 @@ from services.api.machinery.errors import (
     NotFoundError,
 )
 from services.api.machinery.kinds import BY_KIND, Kind
-from services.apiserver import admission, limitranger, quota
+from services.apiserver import admission, limitranger, quota, serviceips
 from services.apiserver.admission_reads import AdmissionReads
 from services.apiserver.noderestriction import admit_node
 from services.apiserver.objects import MAX_RETRIES, conflict
@@ -80,6 +80,8 @@ async def prepare_create(
         ranges = await reads.namespace_objects(BY_KIND["LimitRange"], meta.namespace)
         limitranger.admit(obj, ranges)  # type: ignore[arg-type]
     store.validate(kind, obj)
+    if kind.kind == "Service":
+        await serviceips.allocate(store.storage, store.service_network, obj)
     return kind, obj
 
 
@@ -112,7 +114,8 @@ def create_txn(
     compares = [Compare(key, "create", "==", 0)]
     if guard is not None:
         compares.append(guard)
-    return compares, [Put(key, store.encode(obj))]
+    held, allocated = serviceips.allocation_ops(kind, obj)
+    return [*compares, *held], [Put(key, store.encode(obj)), *allocated]
 
 
 async def create_one(store: Store, kind: Kind, obj: Message, guard: Compare | None) -> Message:
@@ -121,12 +124,16 @@ async def create_one(store: Store, kind: Kind, obj: Message, guard: Compare | No
     meta = _meta(obj)
     for _ in range(MAX_RETRIES):
         compares, puts = create_txn(store, kind, obj, guard)
-        res = await store.txn(compares, puts, [Get(puts[0].key)])
+        taken = [Get(k) for k in serviceips.allocation_keys(obj)] if kind.kind == "Service" else []
+        res = await store.txn(compares, puts, [Get(puts[0].key), *taken])
         if res.succeeded:
             meta.resource_version = str(res.revision)
             return obj
         if res.gets[0] is not None:
             raise AlreadyExistsError(f'{kind.resource} "{meta.name}" already exists')
+        lost = [g.key for g, kv in zip(taken, res.gets[1:], strict=True) if kv is not None]
+        if lost:
+            raise serviceips.allocation_refusal(obj, lost)
         guard = await namespace_guard(store, kind, meta.namespace, meta.name, None)
     raise conflict(kind, meta.name)
 
@@ -137,9 +144,18 @@ async def create(
     """Create `obj`; with `dry_run`, everything but the write. `system`: the server's
     own objects (a "system-" PriorityClass)."""
     reads = AdmissionReads(store)
-    kind, obj = await prepare_create(store, obj, system=system, reads=reads)
-    guard = await namespace_guard(store, kind, _meta(obj).namespace, _meta(obj).name, reads)
-    await quota.admit(store, kind, obj, reads, dry_run=dry_run)  # ResourceQuota runs last
-    if dry_run:
-        return obj
-    return await create_one(store, kind, obj, guard)
+    asked = obj
+    for _ in range(MAX_RETRIES):
+        kind, obj = await prepare_create(store, asked, system=system, reads=reads)
+        guard = await namespace_guard(store, kind, _meta(obj).namespace, _meta(obj).name, reads)
+        await quota.admit(store, kind, obj, reads, dry_run=dry_run)  # ResourceQuota runs last
+        if dry_run:
+            return obj
+        try:
+            return await create_one(store, kind, obj, guard)
+        except serviceips.AllocationLostError as e:
+            # A value another create took between our pick and our txn: pick again,
+            # unless the client asked for that very value.
+            if set(e.keys) & set(serviceips.allocation_keys(asked)):
+                raise
+    raise conflict(kind, _meta(obj).name)

@@ -51,6 +51,7 @@ from services.api.machinery.kubeobject import narrow
 from services.apiserver import admission
 from services.apiserver.objects import MAX_RETRIES, conflict, held, not_found
 from services.apiserver.objects import meta as _meta
+from services.apiserver.serviceips import release_ops
 from services.apiserver.store import Store
 from services.clock import rfc3339
 from services.storage import Compare, Delete, KeyValue
@@ -156,7 +157,9 @@ async def delete(
                 meta.finalizers.extend(wanted)
                 finalizers_changed = True
         if grace == 0 and not held(kind, obj):
-            res = await store.txn([Compare(key, "mod", "==", kv.mod_revision)], [Delete(key)])
+            res = await store.txn(
+                [Compare(key, "mod", "==", kv.mod_revision)], [Delete(key), *release_ops(kind, obj)]
+            )
             if res.succeeded:
                 meta.resource_version = str(res.revision)
                 await after_delete(store, kind, namespace)

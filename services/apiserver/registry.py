@@ -33,9 +33,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import core_pb2, policy_pb2, scheduling_pb2
+from protos.kubera.v1 import core_pb2, policy_pb2, scheduling_pb2, service_pb2
 from services.api.helpers.fencing import Fencing
-from services.api.machinery.errors import AlreadyExistsError
+from services.api.machinery.errors import AlreadyExistsError, InvalidError
 from services.api.machinery.kinds import BY_KIND, KINDS, Kind
 from services.api.machinery.listoptions import LIST_ALL, ListOptions
 from services.apiserver import (
@@ -104,6 +104,7 @@ class ApiServer:
             self.caches,
             clock=self.clock,
             new_uid=new_uid or (lambda: str(uuid.uuid4())),
+            service_network=config.service_network,
         )
         self.store.after_delete = functools.partial(deletion.after_delete, self.store)
 
@@ -121,7 +122,30 @@ class ApiServer:
             )
             _meta(pc).name = name
             await self._create_if_absent(pc, system=True)
+        await self._create_kubernetes_service()
         await asyncio.gather(*(c.start() for c in self.caches.values()))
+
+    async def _create_kubernetes_service(self) -> None:
+        """The `default/kubernetes` service every cluster has, on the service range's
+        first IP (upstream's controlplane controller; kubera writes no endpoints for it)."""
+        kind = BY_KIND["Service"]
+        if await self.get_or_none(kind, "default", "kubernetes") is not None:
+            return
+        svc = service_pb2.Service(
+            spec=service_pb2.ServiceSpec(
+                ports=[
+                    service_pb2.ServicePort(
+                        name="https", port=443, protocol="TCP", target_port="6443"
+                    )
+                ],
+                cluster_ip=self.config.service_network.first_ip(),
+            )
+        )
+        svc.metadata.name, svc.metadata.namespace = "kubernetes", "default"
+        svc.metadata.labels.update({"component": "apiserver", "provider": "kubernetes"})
+        # Another replica starting at once may have made it (or be making it).
+        with contextlib.suppress(AlreadyExistsError, InvalidError):
+            await self.create(svc)
 
     async def stop(self) -> None:
         await asyncio.gather(*(c.stop() for c in self.caches.values()))

@@ -20,7 +20,7 @@ upstream's Store.AfterDelete.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from google.protobuf.message import Message
 
@@ -36,6 +36,7 @@ from services.api.machinery.kinds import Kind, UnknownKindError, kind_of
 from services.apiserver import fencing as fencing_mod
 from services.apiserver.objects import conflict, held
 from services.apiserver.objects import meta as _meta
+from services.apiserver.serviceips import ServiceNetwork, release_ops
 from services.apiserver.watchcache import WatchCache, decode
 from services.clock import Clock
 from services.storage import (
@@ -66,8 +67,11 @@ class Store:
         *,
         clock: Clock,
         new_uid: Callable[[], str],
+        service_network: ServiceNetwork | None = None,
     ) -> None:
         self.storage = storage
+        #: The service CIDR and node port range services are allocated from.
+        self.service_network = service_network or ServiceNetwork()
         #: The watch cache of each resource.
         self.caches = caches
         self.clock = clock
@@ -168,9 +172,18 @@ class Store:
         if errors:
             raise InvalidError(kind.kind, _meta(obj).name or _meta(obj).generate_name, errors)
 
-    async def write(self, kind: Kind, new: Message, old_kv: KeyValue) -> Message:
+    async def write(
+        self,
+        kind: Kind,
+        new: Message,
+        old_kv: KeyValue,
+        *,
+        compares: Sequence[Compare] = (),
+        ops: Sequence[Put | Delete] = (),
+    ) -> Message:
         """Write `new` over the version `old_kv`, or delete it when its finalizers and
-        grace period are all done. Raises ConflictError if the key moved on."""
+        grace period are all done; `compares` and `ops` join the write's txn (a service's
+        allocations). Raises ConflictError if the txn fails."""
         meta = _meta(new)
         key = kind.key(meta.namespace, meta.name)
         if (
@@ -178,7 +191,10 @@ class Store:
             and not held(kind, new)
             and meta.deletion_grace_period_seconds == 0
         ):
-            res = await self.txn([Compare(key, "mod", "==", old_kv.mod_revision)], [Delete(key)])
+            res = await self.txn(
+                [Compare(key, "mod", "==", old_kv.mod_revision)],
+                [Delete(key), *release_ops(kind, new)],
+            )
             if not res.succeeded:
                 raise conflict(kind, meta.name)
             meta.resource_version = str(res.revision)
@@ -186,10 +202,12 @@ class Store:
                 await self.after_delete(kind, meta.namespace)
             return new
         data = self.encode(new)
-        if data == old_kv.value:
+        if data == old_kv.value and not ops:
             meta.resource_version = str(old_kv.mod_revision)
             return new
-        res = await self.txn([Compare(key, "mod", "==", old_kv.mod_revision)], [Put(key, data)])
+        res = await self.txn(
+            [Compare(key, "mod", "==", old_kv.mod_revision), *compares], [Put(key, data), *ops]
+        )
         if not res.succeeded:
             raise conflict(kind, meta.name)
         meta.resource_version = str(res.revision)

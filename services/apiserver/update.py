@@ -19,12 +19,13 @@ from services.api.machinery.errors import BadRequestError, ConflictError, NotFou
 from services.api.machinery.kinds import Kind
 from services.api.machinery.limits import DepthError, loads_json
 from services.api.machinery.patch import merge_patch as apply_merge_patch
-from services.apiserver import admission
+from services.apiserver import admission, serviceips
 from services.apiserver.admission_reads import AdmissionReads
 from services.apiserver.noderestriction import admit_node, admit_pod_status
 from services.apiserver.objects import MAX_RETRIES, conflict, copy_status, not_found
 from services.apiserver.objects import meta as _meta
 from services.apiserver.read import get
+from services.apiserver.serviceips import keep_allocated
 from services.apiserver.store import Store
 from services.storage import KeyValue
 
@@ -56,6 +57,8 @@ def merge_update(kind: Kind, new: Message, old: Message, *, status: bool) -> Mes
         m.ClearField("deletion_grace_period_seconds")
     if kind.has_status:
         copy_status(merged, old)
+    if kind.kind == "Service":
+        keep_allocated(merged, old)
     admission.apply_defaults(kind, merged)
     if kind.kind == "DaemonSet":
         admission.daemon_set_template_generation(merged, old)
@@ -103,9 +106,36 @@ async def update(
     new = prepare_update(store, kind, obj, kv, status=status)
     if not status:
         await admission.check_single_global_default(kind, new, AdmissionReads(store))
+    if kind.kind == "Service" and not status and kv is not None:
+        return await _update_service(store, kind, new, kv, dry_run=dry_run)
     if dry_run:
         return new
     return await store.write(kind, new, kv)  # type: ignore[arg-type]
+
+
+async def _update_service(
+    store: Store, kind: Kind, new: Message, kv: KeyValue, *, dry_run: bool
+) -> Message:
+    """A service's update: what its new type needs allocated, what it dropped released,
+    both in the update's txn (services/apiserver/serviceips.py)."""
+    old = store.decode(kind, kv)
+    await serviceips.allocate(
+        store.storage,
+        store.service_network,
+        new,
+        held=frozenset(serviceips.allocation_keys(old)),
+    )
+    if dry_run:
+        return new
+    compares, ops = serviceips.update_ops(kind, new, old)
+    try:
+        return await store.write(kind, new, kv, compares=compares, ops=ops)
+    except ConflictError:
+        current = await store.storage.get(kv.key)
+        if compares and current is not None and current.mod_revision == kv.mod_revision:
+            taken = [c.key for c in compares if await store.storage.get(c.key) is not None]
+            raise serviceips.allocation_refusal(new, taken) from None
+        raise
 
 
 async def patch(

@@ -21,6 +21,8 @@ bootstrap roles grant them, in one place:
                                         resourcequotas/status; daemonsets and
                                         statefulsets (their status), controllerrevisions,
                                         persistentvolumeclaims (a StatefulSet's claims);
+                                        endpoints and endpointslices (their controllers),
+                                        serviceaccounts (the serviceaccount controller);
                                         evictions;
                                         delete any kind (garbage collection), and
                                         update any kind when only ownerReferences
@@ -113,6 +115,9 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "persistentvolumeclaims": frozenset({"create", "update", "patch", "delete"}),
     "jobs": frozenset({"create", "update", "patch", "delete"}),
     "cronjobs": frozenset({"update", "patch"}),
+    "endpointslices": frozenset({"create", "update", "patch", "delete"}),
+    "endpoints": frozenset({"create", "update", "patch", "delete"}),
+    "serviceaccounts": frozenset({"create", "update", "patch", "delete"}),
 }
 #: Of those, the kinds it writes only through status (the podgroup controller records
 #: phase and counts, the resource quota controller usage, the DaemonSet and StatefulSet

@@ -41,6 +41,8 @@ from services.controllers.cronjob import CronJobConfig, CronJobController
 from services.controllers.daemonset import DaemonSetConfig, DaemonSetController
 from services.controllers.deployment import DeploymentConfig, DeploymentController
 from services.controllers.disruption import DisruptionConfig, DisruptionController
+from services.controllers.endpoints import EndpointsConfig, EndpointsController
+from services.controllers.endpointslice import EndpointSliceConfig, EndpointSliceController
 from services.controllers.garbagecollector import GarbageCollector, GarbageCollectorConfig
 from services.controllers.job import JobConfig, JobController
 from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
@@ -49,6 +51,7 @@ from services.controllers.podgroup import PodGroupConfig, PodGroupController
 from services.controllers.replicaset import ReplicaSetConfig, ReplicaSetController
 from services.controllers.resourceclaim import ResourceClaimConfig, ResourceClaimController
 from services.controllers.resourcequota import ResourceQuotaConfig, ResourceQuotaController
+from services.controllers.serviceaccount import ServiceAccountConfig, ServiceAccountController
 from services.controllers.statefulset import StatefulSetConfig, StatefulSetController
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
 from services.lifecycle import Background
@@ -78,6 +81,9 @@ ALL_CONTROLLERS = (
     "daemonset",
     "job",
     "cronjob",
+    "endpoint",
+    "endpointslice",
+    "serviceaccount",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -134,6 +140,15 @@ class ControllerManagerConfig:
     cronjob: CronJobConfig = field(default_factory=CronJobConfig)
     """The CronJob controller: creates Jobs on their schedules (batch/v1)."""
 
+    endpoint: EndpointsConfig = field(default_factory=EndpointsConfig)
+    """The endpoints controller: each selecting Service's Endpoints, from its pods."""
+
+    endpointslice: EndpointSliceConfig = field(default_factory=EndpointSliceConfig)
+    """The EndpointSlice controller: each selecting Service's slices, from its pods."""
+
+    serviceaccount: ServiceAccountConfig = field(default_factory=ServiceAccountConfig)
+    """The service account controller: a `default` ServiceAccount in every namespace."""
+
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
         if unknown:
@@ -180,6 +195,14 @@ def _build(
         return JobController(client, informers, config=config.job, clock=clock)
     if name == "cronjob":
         return CronJobController(client, informers, config=config.cronjob, clock=clock)
+    if name == "endpoint":
+        return EndpointsController(client, informers, config=config.endpoint, clock=clock)
+    if name == "endpointslice":
+        return EndpointSliceController(client, informers, config=config.endpointslice, clock=clock)
+    if name == "serviceaccount":
+        return ServiceAccountController(
+            client, informers, config=config.serviceaccount, clock=clock
+        )
     return PodGCController(client, informers, config=config.podgc, clock=clock)
 
 

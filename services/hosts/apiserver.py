@@ -23,7 +23,14 @@ from pathlib import Path
 import grpc
 from aiohttp import web
 
-from services.apiserver import ApiServer, ApiServerConfig, registry_lookup, serve
+from services.apiserver import (
+    ApiServer,
+    ApiServerConfig,
+    ServiceNetwork,
+    parse_node_port_range,
+    registry_lookup,
+    serve,
+)
 from services.auth import ALLOW_ALL, Authenticator, Authorizer
 from services.auth.authorizer import KuberaAuthorizer
 from services.auth.tokens import TokenAuthenticator
@@ -50,6 +57,10 @@ class ApiServerHostConfig:
     watch_cache_capacity: int = 10_000
     #: Seconds between BOOKMARK events on idle watches.
     bookmark_interval: float = 5.0
+    #: Services' cluster IPs and node ports come from these (kube-apiserver's
+    #: --service-cluster-ip-range and --service-node-port-range).
+    service_cluster_ip_range: str = "10.96.0.0/12"
+    service_node_port_range: str = "30000-32767"
     #: The Kubernetes HTTP API (kubectl, the Python client) beside gRPC, on the same
     #: host; port 0: any free one (a re-created actor is given back its first port).
     http_port: int = 0
@@ -159,6 +170,10 @@ class ApiServerHost:
             ApiServerConfig(
                 watch_cache_capacity=self.config.watch_cache_capacity,
                 bookmark_interval=self.config.bookmark_interval,
+                service_network=ServiceNetwork(
+                    cidr=self.config.service_cluster_ip_range,
+                    node_ports=parse_node_port_range(self.config.service_node_port_range),
+                ),
             ),
         )
         bind, advertise = listen_hosts(self.config.host)

@@ -35,13 +35,23 @@ AGGREGATED_MEDIA_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroup
 
 #: The verbs of a whole resource, as kube-apiserver's generic registry serves them.
 STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
-#: Namespaces have no deletecollection upstream (deleting every namespace is not a verb).
+#: Namespaces and Services have no deletecollection upstream (deleting every namespace is
+#: not a verb; a service's REST storage releases its IPs one by one).
 NAMESPACE_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 STATUS_VERBS = ("get", "patch", "update")
 
-#: Kinds in the `all` category (`kubectl get all`); upstream also has services, jobs, … .
+#: Kinds in the `all` category (`kubectl get all`), as upstream's.
 ALL_CATEGORY = frozenset(
-    {"pods", "deployments", "replicasets", "daemonsets", "statefulsets", "jobs", "cronjobs"}
+    {
+        "pods",
+        "services",
+        "deployments",
+        "replicasets",
+        "daemonsets",
+        "statefulsets",
+        "jobs",
+        "cronjobs",
+    }
 )
 
 #: Group order of /apis (kube-apiserver's priority order, restricted to kubera's groups);
@@ -53,6 +63,7 @@ GROUP_ORDER = (
     "scheduling.k8s.io",
     "coordination.k8s.io",
     "node.k8s.io",
+    "discovery.k8s.io",
     "resource.k8s.io",
 )
 
@@ -90,7 +101,7 @@ def subresources_of(kind: Kind) -> list[Subresource]:
 
 
 def verbs_of(kind: Kind) -> list[str]:
-    return list(NAMESPACE_VERBS if kind.kind == "Namespace" else STANDARD_VERBS)
+    return list(NAMESPACE_VERBS if kind.kind in ("Namespace", "Service") else STANDARD_VERBS)
 
 
 def categories_of(kind: Kind) -> list[str]:

@@ -3,7 +3,8 @@
 Why this module exists: client-go's typed clients send protobuf, and kubectl's
 generators use them (`kubectl create namespace NAME`, `kubectl create deployment ...`,
 `kubectl create priorityclass ...`, `kubectl create poddisruptionbudget ...`,
-`kubectl create quota ...`, `kubectl create job ...`), with no
+`kubectl create quota ...`, `kubectl create job ...`, `kubectl create secret generic`,
+`kubectl create configmap`, `kubectl create service ...`), with no
 fallback to JSON on 415. kubera's own protobuf messages are not upstream's (other field
 numbers), so such a body is read here with a table of upstream's field numbers (facts of
 k8s.io/api's generated.proto) into the Kubernetes JSON the rest of the edge decodes.
@@ -21,6 +22,7 @@ Responses are always JSON (the clients accept it).
 
 from __future__ import annotations
 
+import base64
 import datetime
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +40,8 @@ class ProtobufBodyError(ValueError):
 @dataclass(frozen=True)
 class F:
     """One field: its JSON name and type ("string", "int", "bool", "map" of strings,
-    "quantities" (map of Quantity), "time", "intstr", "skip", or a message name)."""
+    "quantities" (map of Quantity), "bytesmap" (map of bytes, base64 in JSON), "time",
+    "intstr", "skip", or a message name)."""
 
     name: str
     type: str
@@ -132,6 +135,64 @@ SCHEMA: dict[str, dict[int, F]] = {
         3: F("value", "string"),
         4: F("effect", "string"),
         5: F("tolerationSeconds", "int", ptr=True),
+    },
+    "ConfigMap": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("data", "map"),
+        3: F("binaryData", "bytesmap"),
+        4: F("immutable", "bool", ptr=True),
+    },
+    "Secret": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("data", "bytesmap"),
+        3: F("type", "string"),
+        4: F("stringData", "map"),
+        5: F("immutable", "bool", ptr=True),
+    },
+    "ServiceAccount": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("secrets", "ObjectReference", repeated=True),
+        3: F("imagePullSecrets", "LocalObjectReference", repeated=True),
+        4: F("automountServiceAccountToken", "bool", ptr=True),
+    },
+    "ObjectReference": {
+        1: F("kind", "string"),
+        2: F("namespace", "string"),
+        3: F("name", "string"),
+        4: F("uid", "string"),
+        5: F("apiVersion", "string"),
+        6: F("resourceVersion", "string"),
+        7: F("fieldPath", "string"),
+    },
+    "LocalObjectReference": {1: F("name", "string")},
+    "Service": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("spec", "ServiceSpec"),
+        3: F("status", "skip"),
+    },
+    "ServiceSpec": {
+        1: F("ports", "ServicePort", repeated=True),
+        2: F("selector", "map"),
+        3: F("clusterIP", "string"),
+        4: F("type", "string"),
+        5: F("externalIPs", "string", repeated=True),
+        7: F("sessionAffinity", "string"),
+        10: F("externalName", "string"),
+        11: F("externalTrafficPolicy", "string"),
+        13: F("publishNotReadyAddresses", "bool"),
+        17: F("ipFamilyPolicy", "string", ptr=True),
+        18: F("clusterIPs", "string", repeated=True),
+        19: F("ipFamilies", "string", repeated=True),
+        20: F("allocateLoadBalancerNodePorts", "bool", ptr=True),
+        22: F("internalTrafficPolicy", "string", ptr=True),
+    },
+    "ServicePort": {
+        1: F("name", "string"),
+        2: F("protocol", "string"),
+        3: F("port", "int"),
+        4: F("targetPort", "intstr"),
+        5: F("nodePort", "int"),
+        6: F("appProtocol", "string", ptr=True),
     },
     # apps/v1
     "Deployment": {
@@ -230,6 +291,10 @@ SCHEMA: dict[str, dict[int, F]] = {
 TOP: dict[tuple[str, str], str] = {
     ("v1", "Namespace"): "Namespace",
     ("v1", "ResourceQuota"): "ResourceQuota",
+    ("v1", "ConfigMap"): "ConfigMap",
+    ("v1", "Secret"): "Secret",
+    ("v1", "ServiceAccount"): "ServiceAccount",
+    ("v1", "Service"): "Service",
     ("apps/v1", "Deployment"): "Deployment",
     ("apps/v1", "ReplicaSet"): "ReplicaSet",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
@@ -340,11 +405,12 @@ def message(data: bytes, name: str, path: str = "") -> dict[str, Any]:
         sub = f"{path}.{f.name}" if path else f.name
         if f.type == "skip":
             continue
-        if f.type in ("map", "quantities"):
+        if f.type in ("map", "quantities", "bytesmap"):
             key, raw = _string_map_entry(value)
             if f.type == "quantities":
                 raw = next((v for n, _, v in fields(raw) if n == 1), b"")
-            out.setdefault(f.name, {})[key] = raw.decode()
+            text = base64.b64encode(raw).decode() if f.type == "bytesmap" else raw.decode()
+            out.setdefault(f.name, {})[key] = text
             continue
         decoded = _value(f, wt, value, sub)
         if f.repeated:

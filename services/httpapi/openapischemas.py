@@ -51,6 +51,8 @@ _FILE_PREFIX = {
     "protos/kubera/v1/coordination.proto": "io.k8s.api.coordination.v1",
     "protos/kubera/v1/node.proto": "io.k8s.api.node.v1",
     "protos/kubera/v1/resource.proto": "io.k8s.api.resource.v1",
+    "protos/kubera/v1/service.proto": "io.k8s.api.core.v1",
+    "protos/kubera/v1/discovery.proto": "io.k8s.api.discovery.v1",
     # A custom resource upstream: kube-apiserver names CRD schemas by the reversed group.
     "protos/kubera/v1/podgroup.proto": "io.x-k8s.scheduling.v1alpha1",
     "protos/kubera/v1/meta.proto": META,
@@ -59,6 +61,7 @@ _FILE_PREFIX = {
 _RENAMED = {
     "kubera.v1.DeleteOptions": f"{META}.DeleteOptions",
     "kubera.v1.Preconditions": f"{META}.Preconditions",
+    "kubera.v1.CoreEndpointPort": "io.k8s.api.core.v1.EndpointPort",
 }
 #: Timestamps with microseconds (metav1.MicroTime) rather than seconds (metav1.Time).
 _MICRO_TIME_FIELDS = frozenset({"event_time", "acquire_time", "renew_time"})

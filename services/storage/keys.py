@@ -8,6 +8,9 @@
                                               replicas electing on that Lease
     /kubera/allocations/<node>                shared-state (Omega) allocation records, one per
                                               node, written in the same txn as a bind
+    /kubera/serviceips/<ip>                   a Service's cluster IP, held from its create
+    /kubera/servicenodeports/<port>           txn to its delete txn (services/apiserver/
+                                              serviceips.py); value = <namespace>/<name>
 
 The apiserver owns /registry/; the leader election, the replicas and the shared-state binds
 own their /kubera/ subtrees; the chaos checker and `kubera chaos` read them all.
@@ -27,6 +30,9 @@ ELECTION_PREFIX = KUBERA_PREFIX + "leaderelection/"
 REPLICAS_PREFIX = KUBERA_PREFIX + "replicas/"
 #: Shared-state allocation records: `<prefix><node name>`.
 ALLOCATIONS_PREFIX = KUBERA_PREFIX + "allocations/"
+#: Services' cluster IPs and node ports: `<prefix><ip>`, `<prefix><port>`.
+SERVICE_IPS_PREFIX = KUBERA_PREFIX + "serviceips/"
+NODE_PORTS_PREFIX = KUBERA_PREFIX + "servicenodeports/"
 
 
 def resource_prefix(resource: str) -> str:

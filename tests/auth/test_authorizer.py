@@ -200,6 +200,15 @@ CASES = [
     ("cm garbage-collects anything", a(CM, "delete", "runtimeclasses", "rc"), True),
     ("cm does not bind", a(CM, "create", "pods", "p", ns="default", sub="binding"), False),
     ("cm does not write runtimeclasses", a(CM, "create", "runtimeclasses", "rc"), False),
+    (
+        "cm writes endpointslices",
+        a(CM, "update", "endpointslices", "s", ns="d", group="discovery.k8s.io"),
+        True,
+    ),
+    ("cm creates serviceaccounts", a(CM, "create", "serviceaccounts", "default", ns="d"), True),
+    ("cm reads secrets", a(CM, "get", "secrets", "s", ns="d"), True),
+    ("cm does not write secrets", a(CM, "create", "secrets", "s", ns="d"), False),
+    ("cm does not write services", a(CM, "update", "services", "s", ns="d"), False),
     # nobody else
     ("a stranger reads nothing", a(STRANGER, "get", "pods", "mine", ns="default"), False),
 ]

@@ -276,3 +276,39 @@ def test_a_last_applied_annotation_nested_too_deeply_reads_as_none(
     assert (
         json.loads(_get(capsys, apiserver)["metadata"]["annotations"][key])["kind"] == "Deployment"
     )
+
+
+SERVICE = """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports:
+  - {port: 80, targetPort: 8080}
+"""
+
+
+def test_a_service_reapplies_unchanged_and_keeps_its_allocations(
+    apiserver: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The manifest names no cluster IP or node port: re-applying it neither moves nor
+    drops the allocated ones (upstream's patchAllocatedValues)."""
+    path = write(tmp_path, "svc.yaml", SERVICE)
+    assert kubera(capsys, apiserver, "apply", "-f", path).out == "service/web created\n"
+    before = json.loads(kubera(capsys, apiserver, "get", "service", "web", "-o", "json").out)
+    assert kubera(capsys, apiserver, "apply", "-f", path).out == "service/web unchanged\n"
+    changed = SERVICE.replace("{app: web}", "{app: web2}")
+    path = write(tmp_path, "svc.yaml", changed)
+    assert kubera(capsys, apiserver, "apply", "-f", path).out == "service/web configured\n"
+    after = json.loads(kubera(capsys, apiserver, "get", "service", "web", "-o", "json").out)
+    assert after["spec"]["clusterIP"] == before["spec"]["clusterIP"]
+    assert after["spec"]["ports"][0]["nodePort"] == before["spec"]["ports"][0]["nodePort"]
+    assert after["spec"]["selector"] == {"app": "web2"}
+    table = kubera(capsys, apiserver, "get", "svc").out.splitlines()
+    assert table[0].split() == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+    row = next(line.split() for line in table if line.startswith("web "))
+    node_port = after["spec"]["ports"][0]["nodePort"]
+    assert row[1:5] == ["NodePort", after["spec"]["clusterIP"], "<none>", f"80:{node_port}/TCP"]

@@ -124,6 +124,7 @@ def test_namespaces_cannot_be_deleted_as_a_collection() -> None:
 def test_only_workloads_are_in_the_all_category(kind: Kind) -> None:
     assert {
         "pods",
+        "services",
         "deployments",
         "replicasets",
         "daemonsets",

@@ -88,7 +88,7 @@ def test_an_unknown_field_at_its_zero_value_is_skipped_and_a_set_one_refused() -
     [
         b"not protobuf",
         MAGIC + b"\x0a\xff",  # truncated
-        envelope("v1", "ConfigMap", b""),
+        envelope("v1", "Endpoints", b""),
         envelope("v1", "Namespace", b"") + field(3, "gzip"),
     ],
     ids=["no-magic", "truncated", "unknown-kind", "content-encoding"],
@@ -152,4 +152,45 @@ def test_a_job_from_kubectl_create_job() -> None:
             "backoffLimit": 6,
             "completionMode": "NonIndexed",
         },
+    }
+
+
+def test_a_secret_as_kubectl_create_secret_generic_sends_it() -> None:
+    """data is bytes (base64 in JSON), type a string, stringData a string map."""
+    raw = (
+        field(1, field(1, "s"))
+        + field(2, field(1, "password") + field(2, b"\x00hunter2"))
+        + field(3, "Opaque")
+        + field(4, field(1, "user") + field(2, "admin"))
+    )
+    doc = decode(envelope("v1", "Secret", raw))
+    assert doc == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s"},
+        "data": {"password": "AGh1bnRlcjI="},
+        "type": "Opaque",
+        "stringData": {"user": "admin"},
+    }
+
+
+def test_a_config_map_and_a_service() -> None:
+    cm = decode(
+        envelope(
+            "v1", "ConfigMap", field(1, field(1, "c")) + field(2, field(1, "k") + field(2, "v"))
+        )
+    )
+    assert cm["data"] == {"k": "v"}
+    port = (
+        field(1, "80-8080")
+        + field(2, "TCP")
+        + field(3, 80)
+        + field(4, field(1, 0) + field(2, 8080))
+    )
+    spec = field(1, port) + field(2, field(1, "app") + field(2, "web")) + field(4, "ClusterIP")
+    svc = decode(envelope("v1", "Service", field(1, field(1, "web")) + field(2, spec)))
+    assert svc["spec"] == {
+        "ports": [{"name": "80-8080", "protocol": "TCP", "port": 80, "targetPort": 8080}],
+        "selector": {"app": "web"},
+        "type": "ClusterIP",
     }

@@ -32,8 +32,8 @@ feature gates; a warning says so); a test case that uses what kubera lacks (pers
 volume pods, the updateAny opcode, upstream's Workload-API createPodGroups, createAny of a
 kind kubera does not serve) is left out with a warning naming the place (`TestCase.unsupported`), so the rest of
 an upstream file runs — the load fails only if nothing is left, and asking for such a
-workload is an error; churn leaves templates of unserved kinds out with a warning
-(upstream's mixed churn includes Services); `metricsCollectorConfig` is kept as data (kubera collects its own set
+workload is an error; churn leaves templates of unserved kinds out with a warning;
+`metricsCollectorConfig` is kept as data (kubera collects its own set
 of metrics); a per-topic threshold map uses topic "kubera".
 """
 

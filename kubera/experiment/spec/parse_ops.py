@@ -500,7 +500,7 @@ def resolve_op(
 def check_objects(ctx: Ctx, where: str, op: o.Op) -> o.Op:
     """Every template of `op` decodes as the kind it must be, with kubera's codec (type
     errors fail the load; unknown fields are warnings). Churn leaves out, with a warning,
-    templates of kinds kubera does not serve (upstream churns Services too)."""
+    templates of kinds kubera does not serve."""
     if isinstance(op, o.CreateNodes) and op.node_template is not None:
         decode_template(ctx, f"{where}.nodeTemplatePath", op.node_template, "Node")
     if isinstance(op, o.CreatePods) and op.pod_template is not None:

@@ -21,7 +21,7 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import options_pb2
 from services.api.machinery import kinds as kinds_mod
-from services.api.machinery.errors import FieldError, invalid
+from services.api.machinery.errors import INVALID, FieldError, invalid
 from services.api.machinery.kinds import Kind
 from services.api.machinery.quantity import QuantityError, canonicalize
 from services.api.machinery.zerovalues import ALWAYS_WRITTEN
@@ -93,6 +93,23 @@ class _Walk:
     errors: list[FieldError] = field(default_factory=list)
 
 
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def _base64_error_at(text: str) -> int | None:
+    """Where `text` is not strict standard base64 (Go's base64.StdEncoding: the standard
+    alphabet, padded to a multiple of 4), or None: the first stray character, else the end
+    of the data for a bad length. Python's decoder would drop stray characters instead."""
+    body = text.rstrip("=")
+    pad = len(text) - len(body)
+    for i, c in enumerate(body):
+        if c not in _BASE64:
+            return i
+    if pad > 2 or len(text) % 4:
+        return len(body)
+    return None
+
+
 def _scalar(
     value: Any, f: FieldDescriptor, path: str, w: _Walk, *, quantity: bool, intstr: bool
 ) -> Any:
@@ -127,10 +144,17 @@ def _scalar(
         w.errors.append(invalid(path, value, f"expected number, got {_type_name(value)}"))
         return None
     if t == FieldDescriptor.TYPE_BYTES:
-        if isinstance(value, str):
-            return value
-        w.errors.append(invalid(path, value, f"expected base64 string, got {_type_name(value)}"))
-        return None
+        # Bytes are a Secret's data: the errors never echo the value.
+        if not isinstance(value, str):
+            w.errors.append(
+                FieldError(path, INVALID, f"expected base64 string, got {_type_name(value)}")
+            )
+            return None
+        bad = _base64_error_at(value)
+        if bad is not None:
+            w.errors.append(FieldError(path, INVALID, f"illegal base64 data at input byte {bad}"))
+            return None
+        return value
     return value
 
 

@@ -17,12 +17,14 @@ from protos.kubera.v1 import (
     batch_pb2,
     coordination_pb2,
     core_pb2,
+    discovery_pb2,
     node_pb2,
     podgroup_pb2,
     policy_pb2,
     policyv1core_pb2,
     resource_pb2,
     scheduling_pb2,
+    service_pb2,
     storage_pb2,
 )
 from services.api.machinery.kubeobject import narrow, object_meta
@@ -77,6 +79,10 @@ def _resource_slice_fields(obj: Message) -> dict[str, str]:
         "spec.nodeName": rs.spec.node_name,
         "spec.driver": rs.spec.driver,
     }
+
+
+def _secret_fields(obj: Message) -> dict[str, str]:
+    return {**_meta_fields(obj), "type": narrow(obj, service_pb2.Secret).type}
 
 
 @dataclass(frozen=True)
@@ -267,6 +273,28 @@ KINDS: tuple[Kind, ...] = (
         ("pvc",),
         has_status=True,
     ),
+    Kind(
+        "Service",
+        "",
+        "v1",
+        "services",
+        service_pb2.Service,
+        True,
+        ("svc",),
+        has_status=True,
+    ),
+    Kind(
+        "EndpointSlice",
+        "discovery.k8s.io",
+        "v1",
+        "endpointslices",
+        discovery_pb2.EndpointSlice,
+        True,
+    ),
+    Kind("Endpoints", "", "v1", "endpoints", service_pb2.Endpoints, True, ("ep",)),
+    Kind("ConfigMap", "", "v1", "configmaps", service_pb2.ConfigMap, True, ("cm",)),
+    Kind("Secret", "", "v1", "secrets", service_pb2.Secret, True, fields=_secret_fields),
+    Kind("ServiceAccount", "", "v1", "serviceaccounts", service_pb2.ServiceAccount, True, ("sa",)),
 )
 
 BY_RESOURCE: dict[str, Kind] = {k.resource: k for k in KINDS}

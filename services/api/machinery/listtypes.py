@@ -172,6 +172,26 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "DeviceAllocationResult", "config"): _ATOMIC,
     (_P + "DeviceAllocationConfiguration", "requests"): _ATOMIC,
     (_P + "ResourceClaimStatus", "reservedFor"): _keyed("uid"),
+    # core/v1 Service, ServiceAccount; discovery.k8s.io/v1 EndpointSlice
+    (_P + "ServiceSpec", "ports"): _keyed("port", "protocol"),
+    (_P + "Endpoints", "subsets"): _ATOMIC,
+    (_P + "EndpointSubset", "addresses"): _ATOMIC,
+    (_P + "EndpointSubset", "notReadyAddresses"): _ATOMIC,
+    (_P + "EndpointSubset", "ports"): _ATOMIC,
+    (_P + "ServiceSpec", "clusterIPs"): _ATOMIC,
+    (_P + "ServiceSpec", "externalIPs"): _ATOMIC,
+    (_P + "ServiceSpec", "loadBalancerSourceRanges"): _ATOMIC,
+    (_P + "ServiceSpec", "ipFamilies"): _ATOMIC,
+    (_P + "ServiceStatus", "conditions"): _BY_TYPE,
+    (_P + "LoadBalancerStatus", "ingress"): _ATOMIC,
+    (_P + "LoadBalancerIngress", "ports"): _ATOMIC,
+    (_P + "ServiceAccount", "secrets"): _keyed("name"),
+    (_P + "ServiceAccount", "imagePullSecrets"): _ATOMIC,
+    (_P + "EndpointSlice", "endpoints"): _ATOMIC,
+    (_P + "EndpointSlice", "ports"): _ATOMIC,
+    (_P + "Endpoint", "addresses"): _SET,
+    (_P + "EndpointHints", "forZones"): _ATOMIC,
+    (_P + "EndpointHints", "forNodes"): _ATOMIC,
 }
 
 

@@ -42,6 +42,9 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "data": {},
         "revision": 0,
     },
+    "kubera.v1.CoreEndpointPort": {
+        "port": 0,
+    },
     "kubera.v1.CronJob": {
         "spec": {},
     },
@@ -102,6 +105,16 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "deviceClassName": "",
         "name": "",
     },
+    "kubera.v1.Endpoint": {
+        "addresses": [],
+    },
+    "kubera.v1.EndpointAddress": {
+        "ip": "",
+    },
+    "kubera.v1.EndpointSlice": {
+        "addressType": "",
+        "endpoints": [],
+    },
     "kubera.v1.EnvVar": {
         "name": "",
     },
@@ -111,6 +124,12 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.ExactDeviceRequest": {
         "deviceClassName": "",
+    },
+    "kubera.v1.ForNode": {
+        "name": "",
+    },
+    "kubera.v1.ForZone": {
+        "name": "",
     },
     "kubera.v1.HostIP": {
         "ip": "",
@@ -220,6 +239,10 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.PodSpec": {
         "containers": [],
     },
+    "kubera.v1.PortStatus": {
+        "port": 0,
+        "protocol": "",
+    },
     "kubera.v1.PreferredSchedulingTerm": {
         "preference": {},
         "weight": 0,
@@ -272,6 +295,9 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.ScopedResourceSelectorRequirement": {
         "operator": "",
         "scopeName": "",
+    },
+    "kubera.v1.ServicePort": {
+        "port": 0,
     },
     "kubera.v1.StatefulSet": {
         "spec": {},

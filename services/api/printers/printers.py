@@ -63,6 +63,7 @@ from services.api.printers.columns import (
 )
 from services.api.printers.policy import POLICY_COLUMNS
 from services.api.printers.resource import RESOURCE_COLUMNS
+from services.api.printers.service import SERVICE_COLUMNS
 
 # ----------------------------------------------------------------- cells
 
@@ -639,6 +640,7 @@ COLUMNS.update(RESOURCE_COLUMNS)
 COLUMNS.update(POLICY_COLUMNS)
 COLUMNS.update(APPS_COLUMNS)
 COLUMNS.update(BATCH_COLUMNS)
+COLUMNS.update(SERVICE_COLUMNS)
 GENERIC = Columns((NAME, AGE), _generic_row)
 
 __all__ = [

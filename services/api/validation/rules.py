@@ -49,6 +49,17 @@ from services.api.validation.resource_claims import (
     validate_resource_claim_template_update,
     validate_resource_claim_update,
 )
+from services.api.validation.service import (
+    validate_config_map,
+    validate_config_map_update,
+    validate_endpoint_slice,
+    validate_endpoints,
+    validate_secret,
+    validate_secret_update,
+    validate_service,
+    validate_service_account,
+    validate_service_update,
+)
 from services.api.validation.statefulapps import (
     validate_controller_revision,
     validate_controller_revision_update,
@@ -114,6 +125,12 @@ _RULES: dict[str, Rules] = {
     "PersistentVolumeClaim": Rules(
         validate_persistent_volume_claim, validate_persistent_volume_claim_update
     ),
+    "Service": Rules(validate_service, validate_service_update, name=names.dns1035_label),
+    "EndpointSlice": Rules(validate_endpoint_slice),
+    "Endpoints": Rules(validate_endpoints),
+    "ConfigMap": Rules(validate_config_map, validate_config_map_update),
+    "Secret": Rules(validate_secret, validate_secret_update),
+    "ServiceAccount": Rules(validate_service_account),
 }
 
 

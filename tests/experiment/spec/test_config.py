@@ -119,13 +119,9 @@ def test_upstream_templates_are_loaded_relative_to_the_config_and_rendered_per_i
     assert pod3["spec"]["containers"][0]["resources"]["limits"] == {"foo.com/bar-3": 1}
     churn = planned["SchedulingWithMixedChurn/10Nodes"][1]
     assert isinstance(churn, o.Churn) and churn.mode == "recreate" and churn.number == 1
-    # kubera serves no Services: the churn leaves that template out, and says so.
-    assert [t.data["kind"] for t in churn.templates] == ["Node", "Pod"]
-    assert any(
-        "[5].workloadTemplate[1].templatePaths[2]: ../templates/churn/service-default.yaml: "
-        'left out, kubera does not serve it: no matches for kind "Service"' in w
-        for w in e.warnings
-    )
+    # upstream's mixed churn, Services included, whole.
+    assert [t.data["kind"] for t in churn.templates] == ["Node", "Pod", "Service"]
+    assert not any("service-default.yaml" in w for w in e.warnings)
     assert churn.interval_milliseconds == 1000
     gated = planned["SchedulingWhileGated/1Node_10GatedPods"]
     assert gated[2] == o.Barrier(index=2, stage_requirement="Attempted")
@@ -162,6 +158,23 @@ def test_upstream_pod_sets_unroll_into_one_create_pods_per_namespace():
     )
 
 
+def test_upstream_default_topology_spreading_creates_its_service_with_create_any():
+    """upstream's topology_spreading/performance-config.yaml, unchanged: every test case
+    runs (none is left out), and DefaultTopologySpreading's createAny is a Service."""
+    e = load(str(DATA / "topology_spreading" / "performance-config.yaml"))
+    assert not [tc.name for tc in e.test_cases if tc.unsupported]
+    ops = runs(e)["DefaultTopologySpreading/5Nodes"]
+    assert summary(ops) == [
+        ("createNodes[0]", 5, None),
+        ("createAny[1]", 1, "service-ns"),
+        ("createPods[2]", 10, "namespace-2"),
+        ("createPods[3]", 10, "service-ns"),
+    ]
+    assert ops[1].template.data["kind"] == "Service"
+    assert ops[1].template.data["spec"]["selector"] == {"app": "scheduler-perf"}
+    assert ops[3].pod_template.data["metadata"]["labels"] == {"app": "scheduler-perf"}
+
+
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
 def test_every_example_experiment_loads_and_plans(path):
     e = load(str(path))
@@ -174,6 +187,7 @@ PLANNED = [
     *sorted(EXAMPLES.glob("*.yaml")),
     DATA / "misc" / "performance-config.yaml",
     DATA / "affinity" / "performance-config.yaml",
+    DATA / "topology_spreading" / "performance-config.yaml",
 ]
 
 

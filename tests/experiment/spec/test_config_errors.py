@@ -79,8 +79,8 @@ ERRORS = [
             "- {opcode: createPods",
             "- {opcode: createAny, templatePath: svc.yaml}\n  - {opcode: createPods",
         ),
-        {"svc.yaml": "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"},
-        '[0].workloadTemplate[1].templatePath: svc.yaml: not supported by kubera: no matches for kind "Service"',
+        {"svc.yaml": "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: s}\n"},
+        '[0].workloadTemplate[1].templatePath: svc.yaml: not supported by kubera: no matches for kind "Ingress"',
     ),
     (
         "template-value-not-given",

@@ -14,15 +14,15 @@ NoExecute taints the pod tolerates. Those nodes' domains are the eligible domain
 
 Default constraints apply to pods that set none. defaultingType System uses upstream's
 (hostname maxSkew 3, zone maxSkew 5, both ScheduleAnyway, and nodes need not carry both keys
-to be scored); List uses Args.default_constraints. Upstream selects the spread group with the
-merged selectors of the Services, ReplicationControllers, ReplicaSets and StatefulSets that
-own the pod. Kubera has no Services and plugins see no workload listers, so here a pod gets
-default constraints only when it has an ownerReference of kind ReplicaSet, StatefulSet or
-ReplicationController, and the group is the pods carrying all of its labels
-(`Selector.from_set(pod labels)`): a controller's pods share its template labels (for a
-Deployment's ReplicaSet including pod-template-hash), and its selector is a subset of them, so
-this selects the controller's pods (plus any pod labelled as a superset, as the owner's
-selector would too). A pod with no labels gets no defaults (upstream: empty selector).
+to be scored); List uses Args.default_constraints. The spread group of default constraints
+is upstream's helper.DefaultSelector (`default_selector` with `WorkloadListers`): the merged
+selectors of the Services in the pod's namespace that select it, plus the selector of its
+controlling ReplicaSet or StatefulSet (ReplicationControllers are not served); an empty
+result means no default constraints. Without listers (a handle with no informers, as in the
+framework's unit tests) the group is approximated: a pod with an ownerReference of kind
+ReplicaSet, StatefulSet or ReplicationController spreads with the pods carrying all of its
+labels (`Selector.from_set(pod labels)`; a controller's pods share its template labels, and
+its selector is a subset of them).
 """
 
 from __future__ import annotations
@@ -202,15 +202,60 @@ def build_constraint(
     )
 
 
-def default_selector(pod: core_pb2.Pod) -> Selector:
+@dataclass(frozen=True)
+class WorkloadListers:
+    """The stores (``namespace/name`` -> object) DefaultSelector reads: the scheduler's
+    informers of Services, ReplicaSets and (when served) StatefulSets."""
+
+    services: Mapping[str, Any]
+    replica_sets: Mapping[str, Any]
+    stateful_sets: Mapping[str, Any] | None = None
+
+
+#: The owners whose selector DefaultSelector adds: (apiVersion, kind) -> WorkloadListers field.
+_SELECTOR_OWNERS = {
+    ("apps/v1", "ReplicaSet"): "replica_sets",
+    ("apps/v1", "StatefulSet"): "stateful_sets",
+}
+
+
+def default_selector(pod: core_pb2.Pod, listers: WorkloadListers | None = None) -> Selector:
     """The spread group for default constraints (see the module docstring); empty: none."""
     meta = pod.metadata
-    if not meta.labels or not any(o.kind in DEFAULTED_OWNER_KINDS for o in meta.owner_references):
-        return Selector()
-    try:
-        return Selector.from_set(dict(meta.labels))
-    except SelectorError:
-        return Selector()
+    if listers is None:
+        if not meta.labels or not any(
+            o.kind in DEFAULTED_OWNER_KINDS for o in meta.owner_references
+        ):
+            return Selector()
+        try:
+            return Selector.from_set(dict(meta.labels))
+        except SelectorError:
+            return Selector()
+    merged: dict[str, str] = {}
+    prefix = f"{meta.namespace}/"
+    for key, svc in listers.services.items():
+        # GetPodServices: a service without selector selects nothing.
+        selects = key.startswith(prefix) and bool(svc.spec.selector)
+        if selects and Selector.from_set(svc.spec.selector).matches(meta.labels):
+            merged.update(svc.spec.selector)
+    selector = Selector.from_set(merged)
+    owner = next(
+        (o for o in meta.owner_references if o.HasField("controller") and o.controller), None
+    )
+    field_name = _SELECTOR_OWNERS.get((owner.api_version, owner.kind)) if owner else None
+    store = getattr(listers, field_name) if field_name else None
+    workload = store.get(prefix + owner.name) if store is not None and owner else None
+    if workload is not None:
+        sel = workload.spec.selector
+        try:
+            other = from_label_selector(
+                dict(sel.match_labels),
+                [(e.key, e.operator, tuple(e.values)) for e in sel.match_expressions],
+            )
+        except SelectorError:
+            return selector
+        selector = Selector((*selector.requirements, *other.requirements))
+    return selector
 
 
 def keys_present(labels: Mapping[str, str], constraints: Iterable[Constraint]) -> bool:

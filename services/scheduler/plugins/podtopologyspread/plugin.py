@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from protos.kubera.v1 import core_pb2
+from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.labels import SelectorError
 from services.scheduler.cache.columns import columns_of
 from services.scheduler.framework.interface import Handle, NodeScore, PreFilterResult
@@ -40,6 +41,7 @@ from services.scheduler.plugins.podtopologyspread.common import (
     SYSTEM_DEFAULTING,
     Args,
     Constraint,
+    WorkloadListers,
     build_constraint,
     default_selector,
     keys_present,
@@ -67,13 +69,17 @@ class PodTopologySpread:
 
     name = NAME
 
-    def __init__(self, args: Args, handle: Handle | None) -> None:
+    def __init__(
+        self, args: Args, handle: Handle | None, listers: WorkloadListers | None = None
+    ) -> None:
         self.args = args
         self.handle = handle
         self.system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
         self.default_constraints = (
             system_default_constraints() if self.system_defaulted else args.constraints()
         )
+        #: What DefaultSelector reads (None: the owner-labels approximation).
+        self.listers = listers
 
     def get_constraints(self, pod: core_pb2.Pod, action: str) -> list[Constraint]:
         """The pod's constraints with whenUnsatisfiable == action, else its defaults."""
@@ -87,7 +93,7 @@ class PodTopologySpread:
         wanted = [c for c in self.default_constraints if c.when_unsatisfiable == action]
         if not wanted:
             return []
-        selector = default_selector(pod)
+        selector = default_selector(pod, self.listers)
         if selector.is_empty():
             return []
         return [build_constraint(c, labels, selector) for c in wanted]
@@ -352,4 +358,15 @@ def _involved(other: core_pb2.Pod, pod: core_pb2.Pod) -> bool:
 
 
 def new(args: Args | None, handle: Any) -> PodTopologySpread:
-    return PodTopologySpread(args if args is not None else Args(), handle)
+    """The factory: with default constraints and a handle with informers, the scheduler's
+    Service, ReplicaSet and StatefulSet informers are DefaultSelector's listers."""
+    args = args if args is not None else Args()
+    plugin = PodTopologySpread(args, handle)
+    informer = getattr(handle, "informer", None)
+    if plugin.default_constraints and informer is not None:
+        plugin.listers = WorkloadListers(
+            services=informer("Service").store,
+            replica_sets=informer("ReplicaSet").store,
+            stateful_sets=informer("StatefulSet").store if "StatefulSet" in BY_KIND else None,
+        )
+    return plugin
