@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,7 +48,7 @@ from services.api.machinery.errors import (
 from services.api.machinery.kinds import Kind
 from services.api.machinery.limits import loads_json
 from services.api.machinery.patch import merge_patch
-from services.apiserver import apply_defaults
+from services.apiserver import apply_defaults, prepare_for_create
 from services.client import Client
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -259,6 +260,11 @@ def _local_errors(kind: Kind, obj: Message, old: Message | None = None) -> list[
     protocol, type and sessionAffinity are required once defaulted)."""
     obj = codec.clone(obj)
     apply_defaults(kind, obj)
+    if old is None:
+        # as the apiserver's create: a uid first (a Job's generated selector names it)
+        meta = meta_of(obj)
+        meta.uid = meta.uid or str(uuid.UUID(int=0))
+        prepare_for_create(kind, obj)
     errors = codec.canonicalize_quantities(obj)
     if errors:
         return errors

@@ -1,6 +1,7 @@
 """The apiserver: `ApiServer(storage, config)` (the registry over a Storage, see registry)
 and `serve(api, host, port)` (its gRPC edge, see server). Also public for other components:
-`apply_defaults` (the defaulting every create and update gets, for a client-side preview)
+`apply_defaults` (the defaulting every create and update gets, for a client-side preview),
+`prepare_for_create` (the strategy steps a create takes before validation)
 and `decode` (a stored value as an object, for readers of etcd such as the checker).
 For the HTTP edge (services/httpapi), which words requests as the gRPC edge does:
 `Filter` (a list's or watch's selectors, parsed), `parse_resource_version`, `conflict`
@@ -9,7 +10,7 @@ authorizer (services/auth): `registry_lookup` (its reads of stored objects). For
 `kubera up`: `ServiceNetwork` and `parse_node_port_range` (the service CIDR and node
 port range, checked before anything starts)."""
 
-from services.apiserver.admission import apply_defaults
+from services.apiserver.admission import apply_defaults, prepare_for_create
 from services.apiserver.config import ApiServerConfig
 from services.apiserver.objects import MAX_RETRIES, Filter, conflict
 from services.apiserver.read import parse_resource_version
@@ -27,6 +28,7 @@ __all__ = [
     "Listed",
     "ServiceNetwork",
     "apply_defaults",
+    "prepare_for_create",
     "conflict",
     "decode",
     "parse_node_port_range",

@@ -120,6 +120,20 @@ def daemon_set_template_generation(ds: Message, old: Message | None) -> None:
     new.metadata.annotations[DAEMON_SET_TEMPLATE_GENERATION] = str(generation)
 
 
+def prepare_for_create(kind: Kind, obj: Message) -> None:
+    """What a kind's registry strategy does to a new, defaulted object before validation
+    (its PrepareForCreate), beyond defaults: a DaemonSet's template generation; a Job's
+    generated selector and labels, then the defaults again (SetDefaults_Job copies the
+    template's labels to a Job without any; upstream defaults again on every read, after
+    the strategy generated the selector). `kubera apply` runs it too, to validate locally
+    what the apiserver will validate."""
+    if kind.kind == "DaemonSet":
+        daemon_set_template_generation(obj, None)
+    elif kind.kind == "Job":
+        generate_job_selector(obj)
+        apply_defaults(kind, obj)
+
+
 def generate_job_selector(obj: Message) -> None:
     """The Job strategy's generateSelector (pkg/registry/batch/job/strategy.go), unless
     manualSelector: the template gets the job-name and controller-uid labels (legacy and

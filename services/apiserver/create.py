@@ -61,13 +61,7 @@ async def prepare_create(
     # Defaults after the initial status: upstream defaults every decode, the one from etcd
     # included, so a new object shows its status defaults too (a claim's phase Pending).
     admission.apply_defaults(kind, obj)
-    if kind.kind == "DaemonSet":
-        admission.daemon_set_template_generation(obj, None)
-    if kind.kind == "Job":
-        admission.generate_job_selector(obj)
-        # SetDefaults_Job copies the template's labels to a Job without any; upstream
-        # defaults again on every read, after the strategy generated the selector.
-        admission.apply_defaults(kind, obj)
+    admission.prepare_for_create(kind, obj)
     if kind.kind == "PriorityClass" and not system and meta.name.startswith("system-"):
         raise ForbiddenError(
             f'priorityclasses "{meta.name}" is forbidden: priority class names with a "system-" prefix are reserved for system use'

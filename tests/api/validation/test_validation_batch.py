@@ -14,7 +14,7 @@ from protos.kubera.v1 import batch_pb2
 from services.api.machinery import codec
 from services.api.machinery.kinds import BY_KIND
 from services.api.validation import validate_create, validate_update
-from services.apiserver.admission import apply_defaults, generate_job_selector
+from services.apiserver.admission import apply_defaults, prepare_for_create
 
 JOB = {
     "apiVersion": "batch/v1",
@@ -55,13 +55,11 @@ def with_(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
 
 def admitted(doc: dict[str, Any]) -> Any:
     """`doc` as a create admits it (services/apiserver/create.py): defaulted, and for a Job
-    the strategy's generated selector, then defaulted again (upstream re-defaults on read)."""
+    the strategy's generated selector (`prepare_for_create`)."""
     kind = BY_KIND[doc["kind"]]
     obj = codec.decode(doc).obj
     apply_defaults(kind, obj)
-    if kind.kind == "Job":
-        generate_job_selector(obj)
-        apply_defaults(kind, obj)
+    prepare_for_create(kind, obj)
     return obj
 
 
