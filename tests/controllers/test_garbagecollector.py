@@ -118,6 +118,13 @@ async def _start(cluster: ControllerCluster) -> GarbageCollector:
     return gc
 
 
+async def _seen(cluster: ControllerCluster, gc: GarbageCollector, *names: str) -> None:
+    """Until the collector's graph holds the dependents `names`: a foreground or orphan
+    deletion acts on the dependents the graph knows, which its informers bring in their own
+    time (as upstream's graph builder), so a test deletes the owner after that."""
+    await cluster.until(lambda: set(names) <= {n.name for n in gc.graph.values()})
+
+
 async def _exists(cluster: ControllerCluster, kind: Kind, name: str, ns: str = NS) -> bool:
     items, _ = await cluster.client.list(kind, namespace=ns if kind.namespaced else "")
     return any(i.metadata.name == name for i in items)  # type: ignore[attr-defined]
@@ -168,10 +175,11 @@ async def test_orphan_deletion_keeps_the_dependents_without_the_reference(
     cluster: ControllerCluster,
 ) -> None:
     """TestOrphaning."""
-    await _start(cluster)
+    gc = await _start(cluster)
     rs = await cluster.create(_rs_doc())
     for i in range(3):
         await cluster.client.create(_owned(f"p{i}", rs))
+    await _seen(cluster, gc, "p0", "p1", "p2")
     await cluster.client.delete(RS, "rs", NS, propagation_policy="Orphan")
     await until_gone(cluster, RS, "rs")
     for i in range(3):
@@ -184,12 +192,13 @@ async def test_foreground_deletion_waits_for_blocking_dependents(
 ) -> None:
     """TestBlockingOwnerRefDoesBlock: the owner stays (foregroundDeletion) until its
     blocking dependents are gone; here a finalizer of ours holds one dependent."""
-    await _start(cluster)
+    gc = await _start(cluster)
     rs = await cluster.create(_rs_doc())
     held = _owned("held", rs, block=True)
     held.metadata.finalizers.append("example.com/hold")
     await cluster.client.create(held)
     await cluster.client.create(_owned("free", rs, block=True))
+    await _seen(cluster, gc, "held", "free")
     await cluster.client.delete(RS, "rs", NS, propagation_policy="Foreground")
     await eventually_async(lambda: _gone(cluster, "free"))
 
