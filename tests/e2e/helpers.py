@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -82,3 +83,21 @@ def bound_pods(k: Cluster, prefix: str) -> dict[str, dict]:
         for p in items
         if p["metadata"]["name"].startswith(prefix) and p["spec"].get("nodeName")
     }
+
+
+def kubectl(
+    k: Cluster, *args: str, stdin: str | None = None, timeout: float = 90, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Real kubectl against the cluster of `k` (its kubeconfig, a HOME of its own so no
+    user's config is read); asserts it succeeded unless `check` is False."""
+    env = {
+        "KUBECONFIG": str(k.home / "kubeconfig"),
+        "HOME": str(k.home),
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+    }
+    r = subprocess.run(
+        ["kubectl", *args], env=env, input=stdin, capture_output=True, text=True, timeout=timeout
+    )
+    if check:
+        assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
+    return r

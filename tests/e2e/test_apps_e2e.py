@@ -13,7 +13,6 @@ One cluster for the module (3 hollow nodes, time scaled); each test states what 
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ import pytest
 import yaml
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import running
+from tests.e2e.helpers import kubectl, running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -36,22 +35,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterat
     home = tmp_path_factory.mktemp("kubera-home")
     with running(home, "--nodes", "3", "--time-scale", "20", ray_address=shared_ray) as k:
         yield k
-
-
-def kubectl(
-    k: Cluster, *args: str, stdin: str | None = None, timeout: float = 90, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        "KUBECONFIG": str(k.home / "kubeconfig"),
-        "HOME": str(k.home),
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-    }
-    r = subprocess.run(
-        ["kubectl", *args], env=env, input=stdin, capture_output=True, text=True, timeout=timeout
-    )
-    if check:
-        assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
-    return r
 
 
 def get_json(k: Cluster, *args: str) -> Any:

@@ -12,14 +12,13 @@ OnFailure pods succeed."""
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import running
+from tests.e2e.helpers import kubectl, running
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -82,22 +81,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterat
         home, "--node-template", str(template), "--time-scale", "10", ray_address=shared_ray
     ) as k:
         yield k
-
-
-def kubectl(
-    k: Cluster, *args: str, stdin: str | None = None, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        "KUBECONFIG": str(k.home / "kubeconfig"),
-        "HOME": str(k.home),
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-    }
-    r = subprocess.run(
-        ["kubectl", *args], env=env, input=stdin, capture_output=True, text=True, timeout=90
-    )
-    if check:
-        assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
-    return r
 
 
 def test_the_docs_pi_job_completes(cluster: Cluster, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import running
+from tests.e2e.helpers import kubectl, running
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -147,22 +147,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterat
     home = tmp_path_factory.mktemp("kubera-home")
     with running(home, "--nodes", "2", "--time-scale", "20", ray_address=shared_ray) as k:
         yield k
-
-
-def kubectl(
-    k: Cluster, *args: str, stdin: str | None = None, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        "KUBECONFIG": str(k.home / "kubeconfig"),
-        "HOME": str(k.home),
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-    }
-    r = subprocess.run(
-        ["kubectl", *args], env=env, input=stdin, capture_output=True, text=True, timeout=90
-    )
-    if check:
-        assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
-    return r
 
 
 def apply(
