@@ -651,12 +651,23 @@ def test_eviction_retried_until_the_budget_allows_it(
     setup(apiserver, capsys, tmp_path, web_pod("web-1"))
     running(apiserver, "web-1")
     budget(apiserver, allowed=0)
-    later = threading.Timer(0.3, lambda: budget(apiserver, allowed=1, healthy=3))
-    later.start()
+    # The budget allows the eviction once the first one was refused (the retry's message
+    # formats its interval with go_duration), not after a fixed time: a slow start of the
+    # drain must not find the budget already raised.
+    later = threading.Thread(target=lambda: budget(apiserver, allowed=1, healthy=3))
+    retry_said = nodes.go_duration
+
+    def on_first_retry(seconds: float) -> str:
+        if not later.is_alive() and later.ident is None:
+            later.start()
+        return retry_said(seconds)
+
+    monkeypatch.setattr(nodes, "go_duration", on_first_retry)
     try:
         r = kubera(capsys, apiserver, "drain", "n1", "--timeout", "10s", "--grace-period", "0")
     finally:
-        later.join()
+        if later.ident is not None:
+            later.join()
     assert r.rc == 0, r.err
     assert r.out.splitlines()[-2:] == ["pod/web-1 evicted", "node/n1 drained"]
     assert "(will retry after 100ms)" in r.err

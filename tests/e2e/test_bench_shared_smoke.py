@@ -35,7 +35,10 @@ def test_bench_shared_state_reports_each_scheduler_count(tmp_path: Path, shared_
         assert len(conflicts) == k
         assert sum(i.data["Binds"] for i in conflicts) >= 24
         busy = [i for i in run_items(run) if i.metric == "kubera_busy_seconds"]
-        assert busy and all(i.data["Useful"] > 0 for i in busy)  # Omega's figures
+        # Omega's figures, per replica; a replica may lose every race for 24 pods (seen
+        # under two xdist workers), so only the run as a whole must have bound usefully
+        assert busy and all(i.data["Useful"] >= 0 and i.data["Wasted"] >= 0 for i in busy)
+        assert any(i.data["Useful"] > 0 for i in busy)
     assert sum(r.conflicts for r in runs[1].replicas) == 0
     assert sum(r.lost for r in runs[1].replicas) == 0
     assert "busy useful" in r.stdout
