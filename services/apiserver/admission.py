@@ -27,6 +27,7 @@ from services.api.helpers.conditions import update_pod_condition
 from services.api.helpers.stages import STAGES_ANNOTATION, Stages, TemplateError
 from services.api.helpers.usage import USAGE_ANNOTATION, UsageSpecError, parse_usage
 from services.api.helpers.wellknown import (
+    DAEMON_SET_TEMPLATE_GENERATION,
     LABEL_CONTROLLER_UID,
     LABEL_JOB_NAME,
     LEGACY_CONTROLLER_UID,
@@ -97,11 +98,6 @@ def qos_class(spec: core_pb2.PodSpec) -> str:
     if not any_set:
         return "BestEffort"
     return "Guaranteed" if guaranteed and (spec.containers or spec.init_containers) else "Burstable"
-
-
-#: apps/v1 keeps the internal DaemonSetSpec.TemplateGeneration in this annotation; the
-#: DaemonSet controller labels its pods with it (pod-template-generation).
-DAEMON_SET_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 
 
 def daemon_set_template_generation(ds: Message, old: Message | None) -> None:

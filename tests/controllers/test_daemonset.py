@@ -15,8 +15,7 @@ from protos.kubera.v1 import apps_pb2, core_pb2
 from services.api.machinery import codec
 from services.api.machinery.kinds import BY_KIND
 from services.clock import rfc3339
-from services.controllers.daemonset import (
-    DaemonSetController,
+from services.controllers.daemonrules import (
     add_daemon_tolerations,
     daemon_status,
     manage_plan,
@@ -26,6 +25,7 @@ from services.controllers.daemonset import (
     surge_and_unavailable,
     target_node,
 )
+from services.controllers.daemonset import DaemonSetController
 from services.controllers.history import CONTROLLER_REVISION_HASH_LABEL
 from tests.builders import MakeNode
 from tests.controllers.conftest import NS, PODS, ControllerCluster, ReadinessDriver, template

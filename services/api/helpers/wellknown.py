@@ -60,3 +60,7 @@ TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 
 #: The namespace of the nodes' Leases (their heartbeats; each owned by its Node).
 NODE_LEASE_NAMESPACE = "kube-node-lease"
+
+#: apps/v1 keeps a DaemonSet's internal TemplateGeneration in this annotation (set by the
+#: apiserver); the DaemonSet controller labels its pods with it (pod-template-generation).
+DAEMON_SET_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
