@@ -1,5 +1,6 @@
 """The Job controller (upstream pkg/controller/job/job_controller.go), with the
-TTL-after-finished controller's deletion folded in.
+TTL-after-finished controller's deletion folded in. What a sync decides from the pods
+(indexes, FailureTarget, SuccessCriteriaMet) is decide.py; pod-level rules are rules.py.
 
 A Job runs pods until enough of them succeed. One sync of a Job key:
 
@@ -41,7 +42,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
@@ -68,7 +69,8 @@ from services.controllers.controller_utils import (
 )
 from services.controllers.events import EventRecorder
 from services.controllers.expectations import EXPECTATIONS_TIMEOUT, ControllerExpectations
-from services.controllers.job import rules
+from services.controllers.job import decide, rules
+from services.controllers.job.decide import Tally
 from services.controllers.job.pods import (
     deletion_rank,
     is_active,
@@ -146,22 +148,6 @@ class JobConfig:
 
 
 # ============================================================================ controller
-
-
-@dataclass
-class _Tally:
-    """What one sync learns from the Job's pods."""
-
-    active: list[core_pb2.Pod] = field(default_factory=list)
-    terminating: int = 0
-    ready: int = 0
-    new_succeeded: list[core_pb2.Pod] = field(default_factory=list)
-    new_failed: list[core_pb2.Pod] = field(default_factory=list)
-    #: Finished pods whose finalizer goes without counting them (Ignore rule, deleted by us).
-    uncounted_free: list[core_pb2.Pod] = field(default_factory=list)
-    fail_job_message: str = ""
-    fail_index: set[int] = field(default_factory=set)
-    restarts: int = 0
 
 
 class JobController:
@@ -339,7 +325,7 @@ class JobController:
         status = batch_pb2.JobStatus()
         status.CopyFrom(job.status)
         stamp = rfc3339(now)
-        finishing = self._finish(job, status, tally, now, stamp)
+        finishing = decide.finish(job, status, tally, now, stamp)
         suspended = job.spec.suspend and not finishing
         if not suspended and not status.start_time:
             status.start_time = stamp
@@ -390,9 +376,9 @@ class JobController:
             and pod.metadata.uid not in self._finalizers_removed
         )
 
-    def _tally(self, job: batch_pb2.Job, pods: Sequence[core_pb2.Pod], now: float) -> _Tally:
+    def _tally(self, job: batch_pb2.Job, pods: Sequence[core_pb2.Pod], now: float) -> Tally:
         """Sort the Job's pods: active, terminating, newly finished (to count)."""
-        t = _Tally()
+        t = Tally()
         uncounted = job.status.uncounted_terminated_pods
         counted = {*uncounted.succeeded, *uncounted.failed}
         completions = job.spec.completions
@@ -430,7 +416,7 @@ class JobController:
             (t.new_failed if match.count_failed else t.uncounted_free).append(pod)
         return t
 
-    async def _track(self, key: str, job: batch_pb2.Job, t: _Tally, now: float) -> batch_pb2.Job:
+    async def _track(self, key: str, job: batch_pb2.Job, t: Tally, now: float) -> batch_pb2.Job:
         """Count newly finished pods: UIDs to uncounted (and indexes), finalizers off,
         UIDs to the counters (trackJobStatusAndRemoveFinalizers)."""
         if (
@@ -449,7 +435,7 @@ class JobController:
         unc.succeeded.extend(p.metadata.uid for p in t.new_succeeded)
         unc.failed.extend(p.metadata.uid for p in t.new_failed)
         if is_indexed(job):
-            self._index_status(job, status, t)
+            decide.index_status(job, status, t)
         if t.new_succeeded or t.new_failed:
             job = await self._write_status(key, job, status)
             status.CopyFrom(job.status)
@@ -464,98 +450,6 @@ class JobController:
         del unc.succeeded[:]
         del unc.failed[:]
         return await self._write_status(key, job, status)
-
-    def _index_status(self, job: batch_pb2.Job, status: batch_pb2.JobStatus, t: _Tally) -> None:
-        completions = job.spec.completions
-        done = rules.parse_intervals(status.completed_indexes, completions)
-        done = rules.with_indexes(done, (rules.completion_index(p) or 0 for p in t.new_succeeded))
-        status.completed_indexes = rules.format_intervals(done)
-        if not job.spec.HasField("backoff_limit_per_index"):
-            return
-        failed = rules.parse_intervals(status.failed_indexes, completions)
-        newly: set[int] = set(t.fail_index)
-        for p in t.new_failed:
-            ix = rules.completion_index(p)
-            if ix is None or rules.contains(done, ix):
-                continue
-            count = int(p.metadata.annotations.get(JOB_INDEX_FAILURE_COUNT, "0") or 0) + 1
-            if count > job.spec.backoff_limit_per_index:
-                newly.add(ix)
-        status.failed_indexes = rules.format_intervals(rules.with_indexes(failed, newly))
-
-    # ------------------------------------------------------------------ finish
-
-    def _finish(
-        self,
-        job: batch_pb2.Job,
-        status: batch_pb2.JobStatus,
-        t: _Tally,
-        now: float,
-        stamp: str,
-    ) -> bool:
-        """Set FailureTarget or SuccessCriteriaMet when the Job is decided; True while it
-        is finishing (its remaining pods go, then the terminal condition follows)."""
-        for type_ in (FAILURE_TARGET, SUCCESS_CRITERIA_MET):
-            if any(c.type == type_ and c.status == "True" for c in status.conditions):
-                return True
-        failure = self._failure(job, status, t, now)
-        if failure is not None:
-            rules.set_condition(status, FAILURE_TARGET, "True", *failure, stamp)
-            return True
-        success = self._success(job, status, t)
-        if success is not None:
-            rules.set_condition(status, SUCCESS_CRITERIA_MET, "True", *success, stamp)
-            return True
-        return False
-
-    def _failure(
-        self, job: batch_pb2.Job, status: batch_pb2.JobStatus, t: _Tally, now: float
-    ) -> tuple[str, str] | None:
-        spec = job.spec
-        if t.fail_job_message:
-            return rules.REASON_POD_FAILURE_POLICY, t.fail_job_message
-        if not spec.HasField("backoff_limit_per_index"):
-            over = status.failed > spec.backoff_limit
-            if spec.template.spec.restart_policy == "OnFailure" and spec.backoff_limit >= 0:
-                # pastBackoffLimitOnFailure: restarts of the running pods count too.
-                over = over or (t.restarts > 0 and status.failed + t.restarts >= spec.backoff_limit)
-            if over:
-                return rules.REASON_BACKOFF_LIMIT, rules.MSG_BACKOFF_LIMIT
-        else:
-            failed = rules.interval_count(
-                rules.parse_intervals(status.failed_indexes, spec.completions)
-            )
-            if spec.HasField("max_failed_indexes") and failed > spec.max_failed_indexes:
-                return rules.REASON_MAX_FAILED_INDEXES, rules.MSG_MAX_FAILED_INDEXES
-            done = rules.interval_count(
-                rules.parse_intervals(status.completed_indexes, spec.completions)
-            )
-            if failed and failed + done >= spec.completions and not t.active:
-                return rules.REASON_FAILED_INDEXES, rules.MSG_FAILED_INDEXES
-        if spec.HasField("active_deadline_seconds") and not spec.suspend:
-            started = timestamp(status.start_time)
-            if started is not None and now - started >= spec.active_deadline_seconds:
-                return rules.REASON_DEADLINE, rules.MSG_DEADLINE
-        return None
-
-    def _success(
-        self, job: batch_pb2.Job, status: batch_pb2.JobStatus, t: _Tally
-    ) -> tuple[str, str] | None:
-        spec = job.spec
-        if is_indexed(job):
-            done = rules.parse_intervals(status.completed_indexes, spec.completions)
-            if spec.HasField("success_policy"):
-                msg = rules.match_success_policy(spec.success_policy, spec.completions, done)
-                if msg:
-                    return rules.REASON_SUCCESS_POLICY, msg
-            complete = rules.interval_count(done) >= spec.completions
-        elif not spec.HasField("completions"):
-            complete = status.succeeded > 0 and not t.active
-        else:
-            complete = status.succeeded >= spec.completions
-        if complete:
-            return rules.REASON_COMPLETIONS_REACHED, rules.MSG_COMPLETIONS_REACHED
-        return None
 
     def _terminal_condition(
         self, job: batch_pb2.Job, status: batch_pb2.JobStatus, stamp: str
@@ -596,7 +490,7 @@ class JobController:
         key: str,
         job: batch_pb2.Job,
         status: batch_pb2.JobStatus,
-        t: _Tally,
+        t: Tally,
         now: float,
     ) -> list[core_pb2.Pod]:
         """manageJob: create or delete pods towards parallelism; the active pods left."""
