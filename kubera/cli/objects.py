@@ -42,7 +42,7 @@ from kubera.cli.common import (
     server_error,
 )
 from kubera.errors import CliError
-from kubera.printing import describe, output, tables
+from kubera.printing import describe, describe_resources, output, tables
 from protos.kubera.v1 import core_pb2
 from services.api.dra.claims import ClaimNotCreatedError, claim_name
 from services.api.machinery import kinds, labels
@@ -381,11 +381,11 @@ async def _describe(client: Client, kind: Kind, obj: Message, now: float) -> str
     if kind.kind == "Pod":
         return describe.describe_pod(obj, events, now, await _pod_claims(client, obj))
     if kind.kind == "ResourceClaim":
-        return describe.describe_resource_claim(obj, events, now)
+        return describe_resources.describe_resource_claim(obj, events, now)
     if kind.kind == "ResourceQuota":
-        return describe.describe_resource_quota(obj)
+        return describe_resources.describe_resource_quota(obj)
     if kind.kind == "LimitRange":
-        return describe.describe_limit_range(obj)
+        return describe_resources.describe_limit_range(obj)
     if kind.kind == "Node":
         name = meta_of(obj).name
         pods, _ = await client.list(

@@ -25,7 +25,6 @@ from services.api.printers.printers import (
     NONE,
     age,
     allocatable,
-    claim_state,
     container_state,
     format_amount,
     format_label_selector,
@@ -73,7 +72,7 @@ def tabwrite(text: str, *, padding: int = 2, minwidth: int = 0) -> str:
     return "\n".join(out)
 
 
-class _Describe:
+class Describer:
     """kubectl's PrefixWriter: lines at indent levels, cells separated by tabs."""
 
     def __init__(self) -> None:
@@ -99,17 +98,17 @@ class _Describe:
 _HIDDEN_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 
 
-def _labels_list(m: Any) -> list[str]:
+def labels_list(m: Any) -> list[str]:
     return [f"{k}={v}" for k, v in sorted(m.items())]
 
 
-def _annotations_list(m: Any) -> list[str]:
+def annotations_list(m: Any) -> list[str]:
     return [
         f"{k}={v.rstrip(chr(10))}" for k, v in sorted(m.items()) if k not in _HIDDEN_ANNOTATIONS
     ]
 
 
-def _rfc1123(ts: str) -> str:
+def rfc1123(ts: str) -> str:
     t = parse_time(ts)
     if t is None:
         return NONE
@@ -133,14 +132,14 @@ def format_toleration(t: Message) -> str:
     return s
 
 
-def _describe_meta(w: _Describe, obj: Message, *, namespaced: bool) -> None:
+def describe_meta(w: Describer, obj: Message, *, namespaced: bool) -> None:
     meta: Any = object_meta(obj)
     w.line(0, "Name:", meta.name)
     if namespaced:
         w.line(0, "Namespace:", meta.namespace)
 
 
-def _describe_events(w: _Describe, events: Sequence[Message], now: float) -> None:
+def describe_events(w: Describer, events: Sequence[Message], now: float) -> None:
     if not events:
         w.line(0, "Events:", NONE)
         return
@@ -162,7 +161,7 @@ def _describe_events(w: _Describe, events: Sequence[Message], now: float) -> Non
         w.line(1, e.type, e.reason, seen, source, e.message.strip())
 
 
-def _describe_container(w: _Describe, c: Any, status: Any | None) -> None:
+def _describe_container(w: Describer, c: Any, status: Any | None) -> None:
     w.line(1, f"{c.name}:")
     if status is not None and status.container_id:
         w.line(2, "Container ID:", status.container_id)
@@ -246,8 +245,8 @@ def describe_pod(
     Resource Claims section."""
     pod = narrow(pod, core_pb2.Pod)
     spec, status, meta = pod.spec, pod.status, pod.metadata
-    w = _Describe()
-    _describe_meta(w, pod, namespaced=True)
+    w = Describer()
+    describe_meta(w, pod, namespaced=True)
     w.line(0, "Priority:", str(spec.priority))
     if spec.priority_class_name:
         w.line(0, "Priority Class Name:", spec.priority_class_name)
@@ -259,9 +258,9 @@ def describe_pod(
         node = f"{spec.node_name}/{status.host_ip}"
     w.line(0, "Node:", node)
     if status.start_time:
-        w.line(0, "Start Time:", _rfc1123(status.start_time))
-    w.multiline(0, "Labels", _labels_list(meta.labels))
-    w.multiline(0, "Annotations", _annotations_list(meta.annotations))
+        w.line(0, "Start Time:", rfc1123(status.start_time))
+    w.multiline(0, "Labels", labels_list(meta.labels))
+    w.multiline(0, "Annotations", annotations_list(meta.annotations))
     phase, *_ = pod_status(pod)
     if meta.deletion_timestamp:
         w.line(0, "Status:", f"Terminating (lasts {age(meta.deletion_timestamp, now)})")
@@ -296,7 +295,7 @@ def describe_pod(
         for cond in status.conditions:
             w.line(1, cond.type, cond.status)
     w.line(0, "QoS Class:", status.qos_class or NONE)
-    w.multiline(0, "Node-Selectors", _labels_list(spec.node_selector))
+    w.multiline(0, "Node-Selectors", labels_list(spec.node_selector))
     w.multiline(0, "Tolerations", [format_toleration(t) for t in spec.tolerations])
     if spec.topology_spread_constraints:
         w.multiline(
@@ -314,11 +313,11 @@ def describe_pod(
         )
     if spec.resource_claims:
         _describe_pod_claims(w, pod, claims or {})
-    _describe_events(w, events, now)
+    describe_events(w, events, now)
     return w.text()
 
 
-def _describe_pod_claims(w: _Describe, pod: Message, claims: Mapping[str, Message]) -> None:
+def _describe_pod_claims(w: Describer, pod: Message, claims: Mapping[str, Message]) -> None:
     """Each spec.resourceClaims entry: the claim it names, its devices, its reservation."""
     p: Any = pod
     w.line(0, "Resource Claims:")
@@ -387,7 +386,7 @@ def _amount(name: str, amount: int, total: int) -> str:
     return f"{format_amount(name, amount)} ({_percent(amount, total)}%)"
 
 
-def _describe_lease(w: _Describe, lease: Message | None, lease_error: str) -> None:
+def _describe_lease(w: Describer, lease: Message | None, lease_error: str) -> None:
     """kubectl's describeNodeLease, or its `Failed to get lease` line."""
     if lease is None:
         if lease_error:
@@ -398,7 +397,7 @@ def _describe_lease(w: _Describe, lease: Message | None, lease_error: str) -> No
     holder = spec.holder_identity if spec.HasField("holder_identity") else ""
     w.line(1, "HolderIdentity:", holder or "<unset>")
     for title, ts in (("AcquireTime:", spec.acquire_time), ("RenewTime:", spec.renew_time)):
-        w.line(1, title, _rfc1123(ts) if ts else "<unset>")
+        w.line(1, title, rfc1123(ts) if ts else "<unset>")
 
 
 def describe_node(
@@ -415,12 +414,12 @@ def describe_node(
     section when neither is given)."""
     node = narrow(node, core_pb2.Node)
     spec, status, meta = node.spec, node.status, node.metadata
-    w = _Describe()
-    _describe_meta(w, node, namespaced=False)
+    w = Describer()
+    describe_meta(w, node, namespaced=False)
     w.line(0, "Roles:", node_roles(node))
-    w.multiline(0, "Labels", _labels_list(meta.labels))
-    w.multiline(0, "Annotations", _annotations_list(meta.annotations))
-    w.line(0, "CreationTimestamp:", _rfc1123(meta.creation_timestamp))
+    w.multiline(0, "Labels", labels_list(meta.labels))
+    w.multiline(0, "Annotations", annotations_list(meta.annotations))
+    w.line(0, "CreationTimestamp:", rfc1123(meta.creation_timestamp))
     w.multiline(0, "Taints", [format_taint(t) for t in spec.taints])
     w.line(0, "Unschedulable:", "true" if spec.unschedulable else "false")
     _describe_lease(w, lease, lease_error)
@@ -433,8 +432,8 @@ def describe_node(
                 1,
                 c.type,
                 c.status,
-                _rfc1123(c.last_heartbeat_time),
-                _rfc1123(c.last_transition_time),
+                rfc1123(c.last_heartbeat_time),
+                rfc1123(c.last_transition_time),
                 c.reason,
                 c.message,
             )
@@ -469,12 +468,12 @@ def describe_node(
     if spec.provider_id:
         w.line(0, "ProviderID:", spec.provider_id)
     _describe_node_resources(w, node, pods, now)
-    _describe_events(w, events, now)
+    describe_events(w, events, now)
     return w.text()
 
 
 def _describe_node_resources(
-    w: _Describe, node: core_pb2.Node, pods: Sequence[Message], now: float
+    w: Describer, node: core_pb2.Node, pods: Sequence[Message], now: float
 ) -> None:
     """kubectl's describeNodeResource: the non-terminated pods, then their totals."""
     alloc_map = allocatable(node)
@@ -542,7 +541,7 @@ _MAP_FIELDS = frozenset(
 
 
 def _describe_value(
-    w: _Describe, level: int, key: str, value: Any, *, verbatim: bool = False
+    w: Describer, level: int, key: str, value: Any, *, verbatim: bool = False
 ) -> None:
     title = f"{key if verbatim else _words(key)}:"
     if isinstance(value, dict):
@@ -576,11 +575,11 @@ def describe_object(obj: Message, events: Sequence[Message], now: float) -> str:
     kind = kind_of(obj)
     d = to_dict(obj)
     meta: Any = object_meta(obj)
-    w = _Describe()
-    _describe_meta(w, obj, namespaced=kind.namespaced)
-    w.multiline(0, "Labels", _labels_list(meta.labels))
-    w.multiline(0, "Annotations", _annotations_list(meta.annotations))
-    w.line(0, "CreationTimestamp:", _rfc1123(meta.creation_timestamp))
+    w = Describer()
+    describe_meta(w, obj, namespaced=kind.namespaced)
+    w.multiline(0, "Labels", labels_list(meta.labels))
+    w.multiline(0, "Annotations", annotations_list(meta.annotations))
+    w.line(0, "CreationTimestamp:", rfc1123(meta.creation_timestamp))
     if isinstance(
         obj, apps_pb2.Deployment | apps_pb2.ReplicaSet | apps_pb2.DaemonSet | apps_pb2.StatefulSet
     ):
@@ -595,159 +594,11 @@ def describe_object(obj: Message, events: Sequence[Message], now: float) -> str:
         w.line(0, "====")
         for k in sorted(secret.data):
             w.line(0, f"{k}:", f"{len(secret.data[k])} bytes")
-        _describe_events(w, events, now)
+        describe_events(w, events, now)
         return w.text()
     for key, value in d.items():
         if key in ("apiVersion", "kind", "metadata"):
             continue
         _describe_value(w, 0, key, value)
-    _describe_events(w, events, now)
-    return w.text()
-
-
-# ------------------------------------------------------------------ DRA
-def _describe_exactly(w: _Describe, level: int, x: Any) -> None:
-    w.line(level, "Device Class Name:", x.device_class_name)
-    w.multiline(level, "Selectors", [s.cel.expression for s in x.selectors])
-    w.line(level, "Allocation Mode:", x.allocation_mode or "ExactCount")
-    if (x.allocation_mode or "ExactCount") == "ExactCount":
-        w.line(level, "Count:", str(x.count or 1))
-    if "admin_access" in x.DESCRIPTOR.fields_by_name and x.HasField("admin_access"):
-        w.line(level, "Admin Access:", "true" if x.admin_access else "false")
-
-
-def _node_selector_terms(sel: Any) -> list[str]:
-    out = []
-    for term in sel.node_selector_terms:
-        parts = [
-            f"{e.key} {e.operator} [{', '.join(e.values)}]"
-            for e in [*term.match_expressions, *term.match_fields]
-        ]
-        out.append("; ".join(parts) or "<empty term>")
-    return out
-
-
-def describe_resource_claim(claim: Message, events: Sequence[Message], now: float) -> str:
-    """kubectl describe resourceclaim: metadata, spec requests and constraints, allocation
-    (devices, node selector), reservedFor, events."""
-    c: Any = claim
-    w = _Describe()
-    _describe_meta(w, claim, namespaced=True)
-    w.multiline(0, "Labels", _labels_list(c.metadata.labels))
-    w.multiline(0, "Annotations", _annotations_list(c.metadata.annotations))
-    w.line(0, "CreationTimestamp:", _rfc1123(c.metadata.creation_timestamp))
-    owners = [f"{r.kind}/{r.name}" for r in c.metadata.owner_references]
-    if owners:
-        w.multiline(0, "Controlled By" if len(owners) == 1 else "Owners", owners)
-    w.line(0, "State:", claim_state(claim))
-    w.line(0, "Spec:")
-    w.line(1, "Devices:")
-    w.line(2, "Requests:")
-    for r in c.spec.devices.requests:
-        w.line(3, "Name:", r.name)
-        if r.HasField("exactly"):
-            _describe_exactly(w, 4, r.exactly)
-        if r.first_available:
-            w.line(4, "First Available:")
-            for sub in r.first_available:
-                w.line(5, "Name:", sub.name)
-                _describe_exactly(w, 6, sub)
-    if c.spec.devices.constraints:
-        w.line(2, "Constraints:")
-        for k in c.spec.devices.constraints:
-            w.line(3, "Requests:", ", ".join(k.requests) or "<all>")
-            w.line(4, "Match Attribute:", k.match_attribute)
-    w.line(0, "Status:")
-    if c.status.HasField("allocation"):
-        a = c.status.allocation
-        w.line(1, "Allocation:")
-        w.line(2, "Devices:")
-        w.line(3, "Request", "Driver", "Pool", "Device")
-        for r in a.devices.results:
-            request = r.request + (" (admin access)" if r.admin_access else "")
-            w.line(3, request, r.driver, r.pool, r.device)
-        w.multiline(2, "Node Selector", _node_selector_terms(a.node_selector))
-    else:
-        w.line(1, "Allocation:", NONE)
-    refs = [
-        f"{r.resource}{'.' + r.api_group if r.api_group else ''}/{r.name} ({r.uid})"
-        for r in c.status.reserved_for
-    ]
-    w.multiline(1, "Reserved For", refs)
-    _describe_events(w, events, now)
-    return w.text()
-
-
-# ------------------------------------------------------------------ quota and limits
-
-#: kubectl's helpText for each quota scope (describe.go, helpTextForResourceQuotaScope).
-_SCOPE_HELP = {
-    "Terminating": "Matches all pods that have an active deadline. These pods have a limited "
-    "lifespan on a node before being actively terminated by the system.",
-    "NotTerminating": "Matches all pods that do not have an active deadline. These pods usually "
-    "include long running pods whose container command is not expected to terminate.",
-    "BestEffort": "Matches all pods that do not have resource requirements set. These pods have "
-    "a best effort quality of service.",
-    "NotBestEffort": "Matches all pods that have at least one resource requirement set. These "
-    "pods have a burstable or guaranteed quality of service.",
-}
-
-
-def describe_resource_quota(rq: Message) -> str:
-    """kubectl describe quota: name, namespace, scopes, then Resource / Used / Hard."""
-    x: Any = rq
-    w = _Describe()
-    _describe_meta(w, rq, namespaced=True)
-    scopes = sorted(x.spec.scopes)
-    if scopes:
-        w.line(0, "Scopes:", ", ".join(scopes))
-        for s in scopes:
-            if s in _SCOPE_HELP:
-                w.line(0, f" * {_SCOPE_HELP[s]}")
-    for req in x.spec.scope_selector.match_expressions:
-        values = ", ".join(req.values)
-        w.line(0, "Scope Selector:", f"{req.scope_name} {req.operator} [{values}]")
-    w.line(0, "Resource", "Used", "Hard")
-    w.line(0, "--------", "----", "----")
-    for name in sorted(x.status.hard):
-        w.line(0, name, x.status.used.get(name, "0"), x.status.hard[name])
-    return w.text()
-
-
-def describe_limit_range(lr: Message) -> str:
-    """kubectl describe limitrange: one row per type and resource with its bounds and
-    defaults ("-" where none is set)."""
-    x: Any = lr
-    w = _Describe()
-    _describe_meta(w, lr, namespaced=True)
-    w.line(
-        0,
-        "Type",
-        "Resource",
-        "Min",
-        "Max",
-        "Default Request",
-        "Default Limit",
-        "Max Limit/Request Ratio",
-    )
-    w.line(
-        0,
-        "----",
-        "--------",
-        "---",
-        "---",
-        "---------------",
-        "-------------",
-        "-----------------------",
-    )
-    for item in x.spec.limits:
-        maps = (
-            item.min,
-            item.max,
-            item.default_request,
-            item.default,
-            item.max_limit_request_ratio,
-        )
-        for res in sorted(set().union(*(set(m) for m in maps))):
-            w.line(0, item.type, res, *(m.get(res, "-") for m in maps))
+    describe_events(w, events, now)
     return w.text()
