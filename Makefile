@@ -8,10 +8,11 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
-# Two workers: while one waits on an end-to-end cluster, the other runs unit tests (each has
-# its own etcd and Ray head, tests/conftest.py). `make test WORKERS=0` runs in one process.
+# Two workers (each has its own etcd and Ray head, tests/conftest.py), handed the modules in
+# tests/conftest.py's order, the end-to-end ones first (--no-loadscope-reorder keeps it), so
+# the short unit modules fill the end of both. `make test WORKERS=0` runs in one process.
 WORKERS ?= 2
-PYTEST  = $(BIN)/pytest -q --durations=25 -n $(WORKERS) --dist loadfile
+PYTEST  = $(BIN)/pytest -q --durations=25 -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 
 .PHONY: demo up test test-deep bench bench-all proto tables lint down
 

@@ -63,3 +63,34 @@ async def storage(request: pytest.FixtureRequest) -> AsyncIterator[Storage]:
         yield s
     finally:
         await s.close()
+
+
+#: The order modules start in (lower first): the ones that run the CLI end to end, then
+#: the other ones on a real Ray, then on a real etcd, then the rest. `make test` hands the
+#: modules to its two workers in this order (`--no-loadscope-reorder`; pytest-xdist would
+#: otherwise start the modules with the most tests first), so the long clusters start early
+#: and the short unit modules fill the end of both workers instead of one worker finishing
+#: a cluster alone.
+_START_ORDER = ("e2e", "ray", "integration")
+
+
+def _start_rank(item: pytest.Item) -> int:
+    marks = {m.name for m in item.iter_markers()}
+    return next((i for i, name in enumerate(_START_ORDER) if name in marks), len(_START_ORDER))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Sort modules by `_START_ORDER`, a module by its first-ranked test; a module's tests
+    stay together and in their order (its module fixtures are set up once), and modules of
+    one rank keep the collection's order."""
+    rank: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        rank[module] = min(rank.get(module, len(_START_ORDER)), _start_rank(item))
+    position = {item.nodeid: i for i, item in enumerate(items)}
+    first: dict[str, int] = {}
+    for item in items:
+        first.setdefault(item.nodeid.split("::", 1)[0], position[item.nodeid])
+    items.sort(
+        key=lambda it: (rank[m := it.nodeid.split("::", 1)[0]], first[m], position[it.nodeid])
+    )

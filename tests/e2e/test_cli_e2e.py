@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kubera.testing import Cluster, alive
-from tests import rayhead
 from tests.e2e.helpers import ROOT, kubera_in
+from tests.rayhead import on_ray
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -159,34 +159,32 @@ def test_up_with_an_existing_etcd_leaves_that_etcd_running(tmp_path: Path, etcd_
     assert etcd_server.healthy()  # not ours to stop
 
 
-@pytest.fixture
-def ray_head() -> Iterator[str]:
-    """A separate Ray cluster (`ray start --head --block`), stopped by PID afterwards."""
-    with rayhead.ray_head() as address:
-        yield address
-
-
-def test_up_on_an_existing_ray_cluster_leaves_it_running(tmp_path: Path, ray_head: str) -> None:
-    k = kubera_in(tmp_path / "home")
-    up = k("up", "--detach", "--ray-address", ray_head)
+def test_up_on_an_existing_ray_cluster_leaves_it_running(tmp_path: Path, shared_ray: str) -> None:
+    """On the session's Ray (a separate `ray start --head`, tests/rayhead.py), in a Ray
+    namespace of its own as every cluster of the suite on it."""
+    home = tmp_path / "home"
+    k = kubera_in(home)
+    up = k("up", "--detach", *on_ray(home, shared_ray))
     try:
         assert up.returncode == 0, up.stderr
         ctx = json.loads((k.home / "context.json").read_text())
-        assert ctx["ray_address"] == ray_head and not any(n.startswith("ray-") for n in ctx["pids"])
+        assert ctx["ray_address"] == shared_ray
+        assert not any(n.startswith("ray-") for n in ctx["pids"])
         r = k("apply", "-f", "examples/seeds/30-priority-high-priority.yaml")
         assert r.returncode == 0, r.stderr
         assert "high-priority" in k("get", "pc").stdout
     finally:
         down = k("down")
     assert down.returncode == 0
+    host, port = shared_ray.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10):
+        pass  # its GCS still answers: not ours to stop
 
 
 @pytest.mark.parametrize("detach", [False, True], ids=["foreground", "detached"])
 def test_a_failed_start_is_one_line_and_leaves_nothing_running(
     tmp_path: Path, detach: bool
 ) -> None:
-    import socket
-
     k = kubera_in(tmp_path / "home")
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
