@@ -354,6 +354,16 @@ class Client:
         )
         return narrow(_decode(resp.object, f"update {kind.resource}"), type(obj))
 
+    async def finalize(self, obj: M) -> M:
+        """A namespace's spec.finalizers as `obj` has them (namespaces/finalize)."""
+        kind = kind_of(obj)
+        resp = await self._call(
+            self._stub.Finalize,
+            pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)),
+            write=True,
+        )
+        return narrow(_decode(resp.object, f"finalize {kind.resource}"), type(obj))
+
     async def patch(
         self, kind: Kind, name: str, merge_patch: str, *, namespace: str = "", status: bool = False
     ) -> Message:
