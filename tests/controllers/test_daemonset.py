@@ -18,8 +18,8 @@ from services.clock import rfc3339
 from services.controllers.daemonrules import (
     FailedPodsBackoff,
     add_daemon_tolerations,
-    failed_pods_backoff_key,
     daemon_status,
+    failed_pods_backoff_key,
     manage_plan,
     node_name_affinity,
     rolling_update_plan,

@@ -23,10 +23,10 @@ from services.controllers.history import (
     new_revision,
     revision_template,
 )
-from services.controllers.statefulset import (
+from services.controllers.statefulset import StatefulSetController
+from services.controllers.statefulset.rules import (
     POD_INDEX_LABEL,
     POD_NAME_LABEL,
-    StatefulSetController,
     complete_rolling_update,
     is_member_of,
     max_unavailable_of,
