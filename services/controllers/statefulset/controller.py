@@ -31,10 +31,17 @@ matchLabels; persistentVolumeClaimRetentionPolicy sets their ownerReferences as 
 does (whenDeleted Delete: owned by the set; whenScaled Delete: a condemned pod's claims
 owned by that pod), so the garbage collector removes them; Retain leaves them alone.
 
+A live pod whose identity (name, namespace, the pod-name label) or storage (a volume per
+claim template, on the ordinal's claim) no longer matches is updated to match, its missing
+claims created first (UpdateStatefulPod); hostname and subdomain are immutable, set at
+creation only, as upstream's initIdentity. A pod's volumes are immutable too, so a storage
+repair is refused by validation as upstream's is, after the claims were made.
+
 Rolling updates follow upstream's MaxUnavailableStatefulSet path (beta and on by default
-since 1.35). Where kubera differs: a pod's identity and storage are set at
-creation and not repaired later; the pods of a deleted set are deleted by this
-controller when `cascade_delete` (kubera's garbage collector may not run).
+since 1.35). Where kubera differs: claims' ownerReferences follow the retention policy
+when made and when a pod is scaled down, but are not reconciled later
+(ClaimsMatchRetentionPolicy); the pods of a deleted set are deleted by this controller
+when `cascade_delete` (kubera's garbage collector may not run).
 """
 
 from __future__ import annotations
@@ -51,7 +58,12 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import apps_pb2, core_pb2, meta_pb2, storage_pb2
 from services.api.machinery import codec
-from services.api.machinery.errors import AlreadyExistsError, ApiError, NotFoundError
+from services.api.machinery.errors import (
+    AlreadyExistsError,
+    ApiError,
+    ConflictError,
+    NotFoundError,
+)
 from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
@@ -88,6 +100,7 @@ from services.controllers.statefulset.rules import (
     allows_burst,
     claim_name,
     complete_rolling_update,
+    identity_matches,
     is_failed,
     is_healthy,
     is_member_of,
@@ -106,10 +119,17 @@ from services.controllers.statefulset.rules import (
     revision_for_ordinal,
     start_ordinal,
     stateful_status,
+    storage_matches,
+    update_identity,
+    update_storage,
 )
 from services.controllers.workqueue import WorkQueue, controller_queue, run_workers
 
 log = logging.getLogger(__name__)
+
+#: The waits between tries of a pod update that conflicted (client-go's
+#: retry.DefaultBackoff: 10 ms, x5, 4 tries).
+UPDATE_RETRY_DELAYS = (0.01, 0.05, 0.25)
 
 # ============================================================================ controller
 
@@ -417,6 +437,8 @@ class StatefulSetController:
             and not is_pod_available(pod, sts.spec.min_ready_seconds, self.clock.now())
         ):
             raise _Wait
+        if not (identity_matches(sts, pod) and storage_matches(sts, pod)):
+            await self._update_stateful_pod(sts, pod)
         await self._create_claims(sts, ordinal)
 
     async def _process_condemned(
@@ -496,6 +518,54 @@ class StatefulSetController:
             "SuccessfulDelete",
             f"delete Pod {pod.metadata.name} in StatefulSet {sts.metadata.name} successful",
         )
+
+    async def _update_stateful_pod(self, sts: apps_pb2.StatefulSet, cached: core_pb2.Pod) -> None:
+        """UpdateStatefulPod: a pod whose identity (name label, index label) or storage (a
+        volume per claim template) no longer matches is updated to match, its missing
+        claims created first; a conflict is retried on the pod read again from the cache
+        (retry.RetryOnConflict's DefaultBackoff). SuccessfulUpdate / FailedUpdate events
+        once an update was tried."""
+        pod = codec.clone(cached)
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        attempted = False
+        error: ApiError | None = None
+        for delay in (*UPDATE_RETRY_DELAYS, None):
+            consistent = True
+            if not identity_matches(sts, pod):
+                update_identity(sts, pod)
+                consistent = False
+            if not storage_matches(sts, pod):
+                update_storage(sts, pod)
+                consistent = False
+                await self._create_claims(sts, parent_and_ordinal(pod.metadata.name)[1])
+            if consistent:
+                break
+            attempted = True
+            try:
+                await self.client.update(pod)
+                error = None
+                break
+            except ConflictError as e:
+                error = e
+                if delay is None:
+                    break
+                await self.clock.sleep(delay)
+                fresh = narrow_optional(self.pod_informer.store.get(key), core_pb2.Pod)
+                if fresh is not None:
+                    pod = codec.clone(fresh)
+            except ApiError as e:
+                error = e
+                break
+        if attempted:
+            name, set_name = pod.metadata.name, sts.metadata.name
+            if error is None:
+                msg = f"update Pod {name} in StatefulSet {set_name} successful"
+                self.events.event(sts, "Normal", "SuccessfulUpdate", msg)
+            else:
+                msg = f"update Pod {name} in StatefulSet {set_name} failed error: {error}"
+                self.events.event(sts, "Warning", "FailedUpdate", msg)
+        if error is not None:
+            raise error
 
     async def _create_claims(self, sts: apps_pb2.StatefulSet, ordinal: int) -> None:
         """createPersistentVolumeClaims: each missing claim of `ordinal` created; a claim

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
+
+from google.protobuf.struct_pb2 import Struct
 
 from protos.kubera.v1 import apps_pb2, core_pb2, storage_pb2
 from services.api.machinery.kinds import BY_KIND
@@ -131,36 +134,90 @@ def new_stateful_pod(
     ordinal: int,
 ) -> core_pb2.Pod:
     """newVersionedStatefulSetPod: the template's pod with the set's identity (name,
-    labels, hostname, subdomain), storage (a volume per claim template) and revision."""
+    labels; hostname and subdomain, which only creation sets: initIdentity), storage (a
+    volume per claim template) and revision."""
     pod = PODS.new()
     assert isinstance(pod, core_pb2.Pod)
-    name = pod_name(sts, ordinal)
-    pod.metadata.name = name
-    pod.metadata.namespace = sts.metadata.namespace
+    pod.metadata.name = pod_name(sts, ordinal)
     pod.metadata.labels.update(template.metadata.labels)
     pod.metadata.annotations.update(template.metadata.annotations)
     pod.metadata.finalizers.extend(template.metadata.finalizers)
     pod.metadata.owner_references.append(new_controller_ref(sts, STATEFUL_SETS))
     pod.spec.CopyFrom(template.spec)
-    pod.metadata.labels[POD_NAME_LABEL] = name
-    pod.metadata.labels[POD_INDEX_LABEL] = str(ordinal)
+    update_identity(sts, pod)
     pod.metadata.labels[CONTROLLER_REVISION_HASH_LABEL] = revision
-    pod.spec.hostname = name
+    pod.spec.hostname = pod.metadata.name
     pod.spec.subdomain = sts.spec.service_name
-    if sts.spec.volume_claim_templates:
-        claimed = {t.metadata.name for t in sts.spec.volume_claim_templates}
-        kept = [v for v in pod.spec.volumes if v.fields["name"].string_value not in claimed]
-        del pod.spec.volumes[:]
-        pod.spec.volumes.extend(kept)
-        for t in sts.spec.volume_claim_templates:
-            vol = pod.spec.volumes.add()
-            vol.update(
-                {
-                    "name": t.metadata.name,
-                    "persistentVolumeClaim": {"claimName": claim_name(sts, t, ordinal)},
-                }
-            )
+    update_storage(sts, pod)
     return pod
+
+
+def identity_matches(sts: apps_pb2.StatefulSet, pod: core_pb2.Pod) -> bool:
+    """identityMatches: a member's name (`<set>-<ordinal>`), the set's namespace and the
+    pod-name label. Hostname and subdomain are immutable, so not checked (upstream
+    neither, since they became so)."""
+    parent, ordinal = parent_and_ordinal(pod.metadata.name)
+    return (
+        ordinal >= 0
+        and parent == sts.metadata.name
+        and pod.metadata.name == pod_name(sts, ordinal)
+        and pod.metadata.namespace == sts.metadata.namespace
+        and pod.metadata.labels.get(POD_NAME_LABEL) == pod.metadata.name
+    )
+
+
+def _claim_of(volume: Any) -> str | None:
+    """The claimName of a persistentVolumeClaim volume, None for another kind."""
+    if "persistentVolumeClaim" not in volume.fields:
+        return None
+    source = volume.fields["persistentVolumeClaim"]
+    if source.WhichOneof("kind") != "struct_value":
+        return None
+    return str(source.struct_value.fields["claimName"].string_value)
+
+
+def storage_matches(sts: apps_pb2.StatefulSet, pod: core_pb2.Pod) -> bool:
+    """storageMatches: for every claim template, a volume of its name using the ordinal's
+    claim (`<template>-<set>-<ordinal>`)."""
+    ordinal = parent_and_ordinal(pod.metadata.name)[1]
+    if ordinal < 0:
+        return False
+    volumes = {v.fields["name"].string_value: v for v in pod.spec.volumes}
+    for t in sts.spec.volume_claim_templates:
+        v = volumes.get(t.metadata.name)
+        if v is None or _claim_of(v) != claim_name(sts, t, ordinal):
+            return False
+    return True
+
+
+def update_identity(sts: apps_pb2.StatefulSet, pod: core_pb2.Pod) -> None:
+    """updateIdentity: the name and namespace of the pod's ordinal, the pod-name and
+    pod-index labels."""
+    ordinal = parent_and_ordinal(pod.metadata.name)[1]
+    pod.metadata.name = pod_name(sts, ordinal)
+    pod.metadata.namespace = sts.metadata.namespace
+    pod.metadata.labels[POD_NAME_LABEL] = pod.metadata.name
+    pod.metadata.labels[POD_INDEX_LABEL] = str(ordinal)
+
+
+def update_storage(sts: apps_pb2.StatefulSet, pod: core_pb2.Pod) -> None:
+    """updateStorage: a volume per claim template using the ordinal's claim, then the
+    pod's other volumes (one of a template's name is replaced)."""
+    ordinal = parent_and_ordinal(pod.metadata.name)[1]
+    claimed = {t.metadata.name for t in sts.spec.volume_claim_templates}
+    kept = [v for v in pod.spec.volumes if v.fields["name"].string_value not in claimed]
+    volumes = []
+    for t in sts.spec.volume_claim_templates:
+        vol = Struct()
+        vol.update(
+            {
+                "name": t.metadata.name,
+                "persistentVolumeClaim": {"claimName": claim_name(sts, t, ordinal)},
+            }
+        )
+        volumes.append(vol)
+    del pod.spec.volumes[:]
+    pod.spec.volumes.extend([*volumes, *kept])
 
 
 def new_claims(sts: apps_pb2.StatefulSet, ordinal: int) -> list[storage_pb2.PersistentVolumeClaim]:
