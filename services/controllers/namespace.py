@@ -179,20 +179,25 @@ class ConditionUpdater:
 
     def content_totals(self, remaining: dict[str, int], finalizers: dict[str, int]) -> None:
         """`remaining`: "resource.group" -> objects left; `finalizers`: finalizer -> objects."""
-        if remaining:
-            parts = sorted(f"{gr} has {n} resource instances" for gr, n in remaining.items() if n)
-            self._add(
+        for ctype, reason, intro, counts, item in (
+            (
                 "NamespaceContentRemaining",
                 "SomeResourcesRemain",
-                "Some resources are remaining: " + ", ".join(parts),
-            )
-        if finalizers:
-            parts = sorted(f"{f} in {n} resource instances" for f, n in finalizers.items() if n)
-            self._add(
+                "Some resources are remaining: ",
+                remaining,
+                "{} has {} resource instances",
+            ),
+            (
                 "NamespaceFinalizersRemaining",
                 "SomeFinalizersRemain",
-                "Some content in the namespace has finalizers remaining: " + ", ".join(parts),
-            )
+                "Some content in the namespace has finalizers remaining: ",
+                finalizers,
+                "{} in {} resource instances",
+            ),
+        ):
+            if counts:
+                parts = sorted(item.format(k, n) for k, n in counts.items() if n)
+                self._add(ctype, reason, intro + ", ".join(parts))
 
     def update(self, status: core_pb2.NamespaceStatus) -> bool:
         """Write the conditions into `status`; whether anything changed. A condition keeps
