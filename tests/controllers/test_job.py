@@ -22,7 +22,7 @@ from services.api.helpers.wellknown import (
     LABEL_JOB_NAME,
 )
 from services.api.machinery import codec
-from services.api.machinery.errors import InvalidError, NotFoundError
+from services.api.machinery.errors import ConflictError, InvalidError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.patch import merge_patch
 from services.controllers.job import JobConfig, JobController
@@ -427,9 +427,18 @@ async def test_reapplying_the_same_job_is_accepted(jobs: JobHarness) -> None:
     # as kubectl apply sends it: the manifest merged onto the live Job, whose generated
     # selector and labels the manifest does not name (a PUT of the bare manifest is
     # refused, as upstream: spec.selector is required and immutable)
-    live = codec.encode(jobs.job())
-    again = codec.decode(merge_patch(live, job_doc()), validate="strict").obj
-    updated = await jobs.c.client.update(again)
+    # (retried on a conflict with the controller's own status writes, as kubectl's patch
+    # is retried by the apiserver)
+    for _ in range(5):
+        live = codec.encode(await jobs.c.client.get(JOBS, "pi", NS))
+        again = codec.decode(merge_patch(live, job_doc()), validate="strict").obj
+        try:
+            updated = await jobs.c.client.update(again)
+            break
+        except ConflictError:
+            continue
+    else:
+        pytest.fail("the update conflicted five times")
     assert updated.spec == jobs.job().spec  # type: ignore[attr-defined]
 
 
