@@ -462,7 +462,7 @@ def crafted(method: str, size: Size) -> st.SearchStrategy[bytes]:
             label_selector=selectors(),
             field_selector=selectors(),
         )
-    elif method in ("Update", "UpdateStatus"):
+    elif method in ("Update", "UpdateStatus", "Finalize"):
         s = object_requests(pb.UpdateRequest)
     elif method == "Patch":
         s = st.builds(

@@ -2,17 +2,18 @@
 
 Why this module exists: a delete is not "remove the key". A bound pod gets a
 deletionTimestamp and a grace period and the kubelet finishes it; finalizers hold any
-object until they are removed; a namespace turns Terminating, is emptied (the namespace
-controller's work, done here at once) and goes when its "kubernetes" finalizer is dropped
-after its last object is gone. Those rules are one state machine and read best together:
+object until they are removed; a namespace turns Terminating and waits for the namespace
+controller (services/controllers/namespace.py) to empty it and drop its "kubernetes"
+spec finalizer. Those rules are one state machine and read best together:
 
     live --delete, grace 0 and not held by finalizers--> gone
     live --delete, grace > 0 or held--> terminating (deletionTimestamp + grace set)
     terminating --delete with grace 0, or last finalizer removed by an update
                   (Store.write)--> gone
-    namespace: Terminating --every object in it deleted (_empty_namespace), what is left
-               reported in its conditions (NamespaceContentRemaining, ...)-->
-               --last one gone (after_delete)--> "kubernetes" finalizer dropped --> gone
+    namespace: Active --delete--> Terminating (deletionTimestamp, phase; a further delete
+               answers it as it is while spec.finalizers hold it)
+               --namespaces/finalize leaves spec and metadata finalizers empty
+                 (update.finalize, Store.write)--> gone
 
 Propagation (upstream's deletionFinalizersForGarbageCollection): a delete with
 propagationPolicy Orphan holds the object with the "orphan" finalizer, Foreground with
@@ -25,13 +26,12 @@ are (upstream: "finalizers cannot be updated via DeleteOptions if a deletion is 
 pending").
 
 Functions take the :class:`~services.apiserver.store.Store` and write through its guarded
-txns; the facade (registry.ApiServer) sets `after_delete` as the store's hook, so an update
-that removes the last finalizer (`Store.write`) finishes a terminating namespace too.
+txns. Without a namespace controller (`kubera up --no-controllers`) a deleted namespace
+stays Terminating, as upstream's does.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 
 from google.protobuf.message import Message
@@ -44,9 +44,8 @@ from services.api.machinery.errors import (
     CorruptObjectError,
     ForbiddenError,
     InvalidError,
-    NotFoundError,
 )
-from services.api.machinery.kinds import BY_KIND, KINDS, Kind
+from services.api.machinery.kinds import BY_KIND, Kind
 from services.api.machinery.kubeobject import narrow
 from services.apiserver import admission
 from services.apiserver.objects import MAX_RETRIES, conflict, held, not_found
@@ -65,6 +64,8 @@ PROPAGATION_POLICIES = (ORPHAN, BACKGROUND, FOREGROUND)
 #: metav1.FinalizerOrphanDependents and metav1.FinalizerDeleteDependents.
 FINALIZER_ORPHAN = "orphan"
 FINALIZER_FOREGROUND = "foregroundDeletion"
+#: v1.NamespaceTerminating.
+PHASE_TERMINATING = "Terminating"
 
 
 def gc_finalizers(finalizers: list[str], policy: str) -> list[str]:
@@ -148,6 +149,13 @@ async def delete(
             raise ConflictError(
                 f"Precondition failed: ResourceVersion in precondition: {resource_version}, ResourceVersion in object meta: {meta.resource_version}"
             )
+        if kind.kind == "Namespace":
+            ns = narrow(obj, core_pb2.Namespace)
+            if not meta.deletion_timestamp or ns.spec.finalizers:
+                try:
+                    return await _terminate_namespace(store, ns, kv, propagation_policy)
+                except ConflictError:
+                    continue
         grace = grace_period(kind, obj, grace_period_seconds)
         finalizers_changed = False
         if not (meta.deletion_timestamp and meta.deletion_grace_period_seconds > 0):
@@ -162,7 +170,6 @@ async def delete(
             )
             if res.succeeded:
                 meta.resource_version = str(res.revision)
-                await after_delete(store, kind, namespace)
                 return obj
             continue
         if meta.deletion_timestamp and meta.deletion_grace_period_seconds <= grace:
@@ -177,15 +184,10 @@ async def delete(
             meta.deletion_grace_period_seconds = grace
             if meta.generation > 0:
                 meta.generation += 1  # as BeforeDelete does for a graceful deletion
-            if kind.kind == "Namespace":
-                obj.status.phase = "Terminating"  # type: ignore[attr-defined]
             try:
                 result = await store.write(kind, obj, kv)
             except ConflictError:
                 continue
-        if kind.kind == "Namespace":
-            await _empty_namespace(store, name)
-            return await store.get_or_none(kind, "", name) or result
         return result
     raise conflict(kind, name)
 
@@ -202,8 +204,25 @@ async def _unsafe_delete(
     gone = kind.new()
     meta = _meta(gone)
     meta.name, meta.namespace, meta.resource_version = name, namespace, str(res.revision)
-    await after_delete(store, kind, namespace)
     return gone
+
+
+async def _terminate_namespace(
+    store: Store, ns: core_pb2.Namespace, kv: KeyValue, propagation_policy: str
+) -> Message:
+    """A namespace's delete while its spec finalizers hold it (upstream's namespace REST
+    Delete): the first one sets deletionTimestamp and phase Terminating (and the orphan
+    or foregroundDeletion finalizer its policy asks for); the namespace controller then
+    empties it and drops the "kubernetes" finalizer (namespaces/finalize). A later delete
+    answers the namespace as it is. Raises ConflictError if it changed meanwhile."""
+    if ns.metadata.deletion_timestamp:
+        return ns
+    ns.metadata.deletion_timestamp = rfc3339(store.clock.now())
+    ns.status.phase = PHASE_TERMINATING
+    wanted = gc_finalizers(list(ns.metadata.finalizers), propagation_policy)
+    if set(wanted) != set(ns.metadata.finalizers):
+        ns.metadata.finalizers[:] = wanted
+    return await store.write(BY_KIND["Namespace"], ns, kv)
 
 
 def grace_period(kind: Kind, obj: Message, requested: int | None) -> int:
@@ -222,150 +241,3 @@ def grace_period(kind: Kind, obj: Message, requested: int | None) -> int:
         if pod.spec.HasField("termination_grace_period_seconds")
         else admission.DEFAULT_GRACE_SECONDS
     )
-
-
-async def _empty_namespace(store: Store, namespace: str) -> None:
-    """The namespace controller's work, done by the apiserver at once: delete everything
-    in a terminating namespace (grace periods and finalizers honoured), report what is
-    left in the namespace's conditions, then finish it."""
-    for kind in KINDS:
-        if not kind.namespaced:
-            continue
-        items, _ = await store.storage.list(kind.prefix(namespace))
-        for kv in items:
-            # A corrupt object stays (the namespace with it) until it is unsafely deleted.
-            with contextlib.suppress(NotFoundError, ConflictError, CorruptObjectError):
-                await delete(store, kind, namespace, kv.key.rsplit("/", 1)[1])
-    await _report_remaining(store, namespace)
-    await _finish_namespace(store, namespace)
-
-
-#: The conditions the namespace controller keeps on a terminating namespace, with the
-#: reason and message of each when all is well (upstream's status_condition_utils.go).
-NAMESPACE_CONDITIONS_OK = {
-    "NamespaceDeletionDiscoveryFailure": (
-        "ResourcesDiscovered",
-        "All resources successfully discovered",
-    ),
-    "NamespaceDeletionGroupVersionParsingFailure": (
-        "ParsedGroupVersions",
-        "All legacy kube types successfully parsed",
-    ),
-    "NamespaceDeletionContentFailure": (
-        "ContentDeleted",
-        "All content successfully deleted, may be waiting on finalization",
-    ),
-    "NamespaceContentRemaining": ("ContentRemoved", "All content successfully removed"),
-    "NamespaceFinalizersRemaining": (
-        "ContentHasNoFinalizers",
-        "All content-preserving finalizers finished",
-    ),
-}
-
-
-def namespace_conditions(
-    remaining: dict[str, int],
-    finalizers: dict[str, int],
-    now: str,
-    previous: list[core_pb2.NamespaceCondition],
-) -> list[core_pb2.NamespaceCondition]:
-    """The conditions of a terminating namespace given what is left in it (`remaining`:
-    group-resource -> objects; `finalizers`: finalizer -> objects holding it). A condition
-    whose status, reason and message did not change keeps its lastTransitionTime."""
-    before = {c.type: c for c in previous}
-    out = []
-    for ctype, (reason, message) in NAMESPACE_CONDITIONS_OK.items():
-        status = "False"
-        if ctype == "NamespaceContentRemaining" and remaining:
-            status, reason = "True", "SomeResourcesRemain"
-            message = "Some resources are remaining: " + ", ".join(
-                f"{gr} has {n} resource instances" for gr, n in sorted(remaining.items())
-            )
-        elif ctype == "NamespaceFinalizersRemaining" and finalizers:
-            status, reason = "True", "SomeFinalizersRemain"
-            message = "Some content in the namespace has finalizers remaining: " + ", ".join(
-                f"{f} in {n} resource instances" for f, n in sorted(finalizers.items())
-            )
-        old = before.get(ctype)
-        same = old is not None and (old.status, old.reason, old.message) == (
-            status,
-            reason,
-            message,
-        )
-        out.append(
-            core_pb2.NamespaceCondition(
-                type=ctype,
-                status=status,
-                reason=reason,
-                message=message,
-                last_transition_time=old.last_transition_time if same and old else now,
-            )
-        )
-    return out
-
-
-async def _report_remaining(store: Store, namespace: str) -> None:
-    """Write the namespace's conditions from what its first sweep left behind."""
-    remaining: dict[str, int] = {}
-    finalizers: dict[str, int] = {}
-    for kind in KINDS:
-        if not kind.namespaced:
-            continue
-        items, _ = await store.storage.list(kind.prefix(namespace))
-        if not items:
-            continue
-        remaining[f"{kind.resource}.{kind.group}" if kind.group else kind.resource] = len(items)
-        for item in items:
-            with contextlib.suppress(CorruptObjectError):
-                for f in _meta(store.decode(kind, item)).finalizers:
-                    finalizers[f] = finalizers.get(f, 0) + 1
-    ns_kind = BY_KIND["Namespace"]
-    for _ in range(MAX_RETRIES):
-        kv = await store.storage.get(ns_kind.key("", namespace))
-        if kv is None:
-            return
-        ns = narrow(store.decode(ns_kind, kv), core_pb2.Namespace)
-        if not ns.metadata.deletion_timestamp:
-            return
-        conds = namespace_conditions(
-            remaining, finalizers, rfc3339(store.clock.now()), list(ns.status.conditions)
-        )
-        del ns.status.conditions[:]
-        ns.status.conditions.extend(conds)
-        try:
-            await store.write(ns_kind, ns, kv)
-            return
-        except ConflictError:
-            continue
-
-
-async def after_delete(store: Store, kind: Kind, namespace: str) -> None:
-    """After an object is gone: a terminating namespace may now be empty."""
-    if not kind.namespaced or not namespace:
-        return
-    ns_kind = BY_KIND["Namespace"]
-    cache = await store.fresh_cache(ns_kind)
-    entry = cache.store.get(ns_kind.key("", namespace)) if cache is not None else None
-    if entry is None or _meta(entry.obj).deletion_timestamp:
-        await _finish_namespace(store, namespace)
-
-
-async def _finish_namespace(store: Store, namespace: str) -> None:
-    """Drop the "kubernetes" finalizer of a terminating, empty namespace (which then goes)."""
-    ns_kind = BY_KIND["Namespace"]
-    for _ in range(MAX_RETRIES):
-        kv = await store.storage.get(ns_kind.key("", namespace))
-        if kv is None:
-            return
-        ns = narrow(store.decode(ns_kind, kv), core_pb2.Namespace)
-        if not ns.metadata.deletion_timestamp:
-            return
-        for kind in KINDS:
-            if kind.namespaced and (await store.storage.list(kind.prefix(namespace)))[0]:
-                return  # not empty yet: the last delete in it comes back here
-        ns.spec.ClearField("finalizers")
-        try:
-            await store.write(ns_kind, ns, kv)
-            return
-        except ConflictError:
-            continue

@@ -250,6 +250,4 @@ async def _commit(
         raise _Raced("raced")
     if any(isinstance(op, Put) and op.key == pod_kv.key for op in ops) or gone:
         meta.resource_version = str(res.revision)
-    if gone and store.after_delete is not None:
-        await store.after_delete(POD, meta.namespace)
     return pod

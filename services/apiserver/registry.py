@@ -9,8 +9,7 @@ module back, so each one's dependencies stay visible at the call):
 * ``create``: admission, the namespace guard, the create txn;
 * ``update``: what an update may change, and merge patch;
 * ``read``: get, list (corrupt values left out with a warning) and watch;
-* ``deletion``: graceful deletion, finalizers, the namespace lifecycle (its
-  `after_delete` is the Store's hook);
+* ``deletion``: graceful deletion, finalizers, a namespace turned Terminating;
 * ``binding``: the pods/binding subresource and its fencing token (with ``allocation``,
   the node allocation records of shared-state binds), and ``bindbatch``, many binds in
   few txns with a single bind's outcome each;
@@ -27,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import functools
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 
@@ -106,7 +104,6 @@ class ApiServer:
             new_uid=new_uid or (lambda: str(uuid.uuid4())),
             service_network=config.service_network,
         )
-        self.store.after_delete = functools.partial(deletion.after_delete, self.store)
 
     # ----------------------------------------------------------- lifecycle
 
@@ -219,6 +216,10 @@ class ApiServer:
 
     async def update_status(self, obj: Message) -> Message:
         return await self.update(obj, status=True)
+
+    async def finalize(self, obj: Message, *, dry_run: bool = False) -> Message:
+        """The namespaces/finalize subresource: a namespace's spec.finalizers as sent."""
+        return await update.finalize(self.store, obj, dry_run=dry_run)
 
     async def patch(
         self, kind: Kind, namespace: str, name: str, merge_patch: str, *, status: bool = False

@@ -215,6 +215,12 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
         return pb.ObjectResponse(object=codec.pack(obj))
 
     @_unary
+    async def Finalize(self, request: pb.UpdateRequest, context: Any) -> pb.ObjectResponse:
+        kind = _resource(request.resource)
+        obj = await self.api.finalize(_unpack(kind, request.object))
+        return pb.ObjectResponse(object=codec.pack(obj))
+
+    @_unary
     async def Patch(self, request: pb.PatchRequest, context: Any) -> pb.ObjectResponse:
         obj = await self.api.patch(
             _resource(request.resource),

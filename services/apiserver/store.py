@@ -13,14 +13,12 @@ txn (`Store.txn`, which adds the fencing compare and remembers this server's wri
 read-your-writes caches), encode with `Store.encode`, resolve kinds and namespaces with
 `Store.kind` / `Store.namespace`, validate with `Store.validate`, and write an update
 (or finish a deletion) with `Store.write`. None of them imports the facade
-(registry.ApiServer), which composes them. What happens after an object is gone (a
-terminating namespace may now be empty) is the `after_delete` hook the facade sets, as
-upstream's Store.AfterDelete.
+(registry.ApiServer), which composes them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from google.protobuf.message import Message
 
@@ -51,10 +49,9 @@ from services.storage import (
 )
 from services.storage.keys import REGISTRY_PREFIX
 
-__all__ = ["AfterDelete", "Store"]
+__all__ = ["Store"]
 
 #: Called after an object of the kind is gone from the namespace (the facade sets it).
-AfterDelete = Callable[[Kind, str], Awaitable[None]]
 
 
 class Store:
@@ -76,8 +73,6 @@ class Store:
         self.caches = caches
         self.clock = clock
         self.new_uid = new_uid
-        #: What `write` calls once it removed an object (upstream's AfterDelete).
-        self.after_delete: AfterDelete | None = None
         #: The latest revision this server wrote, per resource (for read-your-writes from caches).
         self.written: dict[str, int] = {}
 
@@ -198,8 +193,6 @@ class Store:
             if not res.succeeded:
                 raise conflict(kind, meta.name)
             meta.resource_version = str(res.revision)
-            if self.after_delete is not None:
-                await self.after_delete(kind, meta.namespace)
             return new
         data = self.encode(new)
         if data == old_kv.value and not ops:

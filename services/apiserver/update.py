@@ -30,8 +30,11 @@ from services.apiserver.store import Store
 from services.storage import KeyValue
 
 
-def merge_update(kind: Kind, new: Message, old: Message, *, status: bool) -> Message:
-    """What an update may change: spec and metadata (status kept), or only status."""
+def merge_update(
+    kind: Kind, new: Message, old: Message, *, status: bool, finalizers: list[str] | None = None
+) -> Message:
+    """What an update may change: spec and metadata (status kept), or only status; a
+    namespace's spec.finalizers only through finalize (`finalizers`, what it sent)."""
     if status:
         merged = codec.clone(old)
         copy_status(merged, new)
@@ -45,7 +48,8 @@ def merge_update(kind: Kind, new: Message, old: Message, *, status: bool) -> Mes
     merged.api_version, merged.kind = kind.api_version, kind.kind  # type: ignore[attr-defined]
     if kind.kind == "Namespace":
         # spec.finalizers belong to the namespace lifecycle, not to updates.
-        merged.spec.finalizers[:] = old.spec.finalizers  # type: ignore[attr-defined]
+        kept = old.spec.finalizers if finalizers is None else finalizers  # type: ignore[attr-defined]
+        merged.spec.finalizers[:] = kept  # type: ignore[attr-defined]
     m, o = _meta(merged), _meta(old)
     m.uid, m.creation_timestamp = o.uid, o.creation_timestamp
     m.generation = o.generation
@@ -68,7 +72,13 @@ def merge_update(kind: Kind, new: Message, old: Message, *, status: bool) -> Mes
 
 
 def prepare_update(
-    store: Store, kind: Kind, obj: Message, kv: KeyValue | None, *, status: bool
+    store: Store,
+    kind: Kind,
+    obj: Message,
+    kv: KeyValue | None,
+    *,
+    status: bool,
+    finalizers: list[str] | None = None,
 ) -> Message:
     """The object an update of `kv` to `obj` writes, preconditions and validation done."""
     meta = _meta(obj)
@@ -83,7 +93,7 @@ def prepare_update(
         )
     obj = codec.clone(obj)
     _meta(obj).namespace = _meta(old).namespace
-    new = merge_update(kind, obj, old, status=status)
+    new = merge_update(kind, obj, old, status=status, finalizers=finalizers)
     if kind.kind == "Node":
         admit_node(new, old)
     elif kind.kind == "Pod" and status:
@@ -108,6 +118,22 @@ async def update(
         await admission.check_single_global_default(kind, new, AdmissionReads(store))
     if kind.kind == "Service" and not status and kv is not None:
         return await _update_service(store, kind, new, kv, dry_run=dry_run)
+    if dry_run:
+        return new
+    return await store.write(kind, new, kv)  # type: ignore[arg-type]
+
+
+async def finalize(store: Store, obj: Message, *, dry_run: bool = False) -> Message:
+    """The namespaces/finalize subresource (upstream's FinalizeREST with
+    namespaceFinalizeStrategy): an update whose spec.finalizers are the ones sent, the
+    status kept. A terminating namespace left with no spec or metadata finalizers is
+    removed by the write (ShouldDeleteNamespaceDuringUpdate, `Store.write`)."""
+    kind = store.kind(obj)
+    if kind.kind != "Namespace":
+        raise NotFoundError(f"{kind.resource} have no finalize subresource")
+    kv = await store.storage.get(kind.key("", _meta(obj).name))
+    sent = list(obj.spec.finalizers)  # type: ignore[attr-defined]
+    new = prepare_update(store, kind, obj, kv, status=False, finalizers=sent)
     if dry_run:
         return new
     return await store.write(kind, new, kv)  # type: ignore[arg-type]

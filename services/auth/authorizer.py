@@ -15,7 +15,9 @@ bootstrap roles grant them, in one place:
     system:kube-controller-manager      read everything; write what its controllers write:
                                         pods, replicasets, deployments, nodes (lifecycle:
                                         conditions, taints), poddisruptionbudgets,
-                                        namespaces, events, leases (not nodes'),
+                                        namespaces (and namespaces/finalize, the
+                                        namespace controller), events, leases (not
+                                        nodes'),
                                         resourceclaims and their status (the resourceclaim
                                         controller), podgroups/status,
                                         resourcequotas/status; daemonsets and
@@ -319,6 +321,8 @@ def _controller_manager(attrs: RequestAttributes) -> Decision:
         return _deny("the controller-manager may not write nodes' leases (their kubelets do)")
     allowed = CONTROLLER_MANAGER_WRITES.get(resource, frozenset())
     subs = ("status",) if resource in CONTROLLER_MANAGER_STATUS_ONLY else ("", "status", "scale")
+    if resource == "namespaces":
+        subs = ("", "status", "finalize")
     if verb in allowed and sub in subs:
         return ALLOWED
     what = f"{resource}/{sub}" if sub else resource

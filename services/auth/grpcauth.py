@@ -17,6 +17,7 @@ The mapping of the apiserver's methods to upstream's verbs is here and only here
     Watch, WatchBatches   watch
     Update, BatchUpdate   update            (status=true: subresource "status")
     UpdateStatus          update pods/status-style subresource "status"
+    Finalize              update namespaces/finalize
     Patch                 patch             (status=true: subresource "status")
     Delete                delete
     Evict                 create pods/eviction
@@ -160,8 +161,8 @@ def api_attributes(method: str, request: Any, user: User) -> list[RequestAttribu
         return [_object_attrs(user, "create", r.resource, _decode(r.object))]
     if name == "BatchCreate":
         return [_object_attrs(user, "create", r.resource, _decode(a)) for a in r.objects]
-    if name in ("Update", "UpdateStatus"):
-        sub = "status" if name == "UpdateStatus" else ""
+    if name in ("Update", "UpdateStatus", "Finalize"):
+        sub = {"UpdateStatus": "status", "Finalize": "finalize"}.get(name, "")
         return [_object_attrs(user, "update", r.resource, _decode(r.object), sub)]
     if name == "BatchUpdate":
         sub = "status" if r.status else ""

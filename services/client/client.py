@@ -337,22 +337,21 @@ class Client:
         return [_decode(a, f"list {kind.resource}") for a in resp.items], resp.resource_version
 
     async def update(self, obj: M) -> M:
-        kind = kind_of(obj)
-        resp = await self._call(
-            self._stub.Update,
-            pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)),
-            write=True,
-        )
-        return narrow(_decode(resp.object, f"update {kind.resource}"), type(obj))
+        return await self._update(self._stub.Update, obj, "update")
 
     async def update_status(self, obj: M) -> M:
+        return await self._update(self._stub.UpdateStatus, obj, "update")
+
+    async def finalize(self, obj: M) -> M:
+        """A namespace's spec.finalizers as `obj` has them (namespaces/finalize)."""
+        return await self._update(self._stub.Finalize, obj, "finalize")
+
+    async def _update(self, method: Any, obj: M, verb: str) -> M:
         kind = kind_of(obj)
         resp = await self._call(
-            self._stub.UpdateStatus,
-            pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)),
-            write=True,
+            method, pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)), write=True
         )
-        return narrow(_decode(resp.object, f"update {kind.resource}"), type(obj))
+        return narrow(_decode(resp.object, f"{verb} {kind.resource}"), type(obj))
 
     async def patch(
         self, kind: Kind, name: str, merge_patch: str, *, namespace: str = "", status: bool = False

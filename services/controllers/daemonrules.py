@@ -8,7 +8,7 @@ informers and writes what these functions decide."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from protos.kubera.v1 import apps_pb2, core_pb2
 from services.api.helpers.nodeaffinity import OBJECT_NAME_FIELD, get_required_node_affinity
@@ -226,12 +226,72 @@ def updated_pods_on_node(
     return new, old, True
 
 
+#: The failed-pod back-off per DaemonSet and node (upstream's failedPodsBackoff:
+#: flowcontrol.NewBackOff(1*time.Second, 15*time.Minute)), and how often it forgets
+#: entries that expired (BackoffGCInterval).
+FAILED_POD_BACKOFF_INITIAL = 1.0
+FAILED_POD_BACKOFF_MAX = 15 * 60.0
+BACKOFF_GC_INTERVAL = 60.0
+#: Event reasons (FailedDaemonPodReason, SucceededDaemonPodReason).
+REASON_FAILED_DAEMON_POD = "FailedDaemonPod"
+REASON_SUCCEEDED_DAEMON_POD = "SucceededDaemonPod"
+
+
+@dataclass
+class FailedPodsBackoff:
+    """client-go's flowcontrol.Backoff (util/flowcontrol/backoff.go, without jitter), one
+    entry per key: `next` starts an entry at `initial` or doubles it up to `maximum`; an
+    entry not updated for twice `maximum` has expired (starts again, or is collected by
+    `gc`). Times are the controller clock's."""
+
+    initial: float = FAILED_POD_BACKOFF_INITIAL
+    maximum: float = FAILED_POD_BACKOFF_MAX
+    #: key -> (current delay, time of the last `next`)
+    entries: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def _expired(self, now: float, updated: float) -> bool:
+        return now - updated > 2 * self.maximum
+
+    def get(self, key: str) -> float:
+        """The current delay of `key` (0 without an entry)."""
+        entry = self.entries.get(key)
+        return entry[0] if entry else 0.0
+
+    def next(self, key: str, now: float) -> None:
+        entry = self.entries.get(key)
+        if entry is None or self._expired(now, entry[1]):
+            delay = self.initial
+        else:
+            delay = min(entry[0] * 2, self.maximum)
+        self.entries[key] = (delay, now)
+
+    def in_backoff_since_update(self, key: str, now: float) -> bool:
+        """IsInBackOffSinceUpdate: less than the delay has passed since the last `next`."""
+        entry = self.entries.get(key)
+        if entry is None or self._expired(now, entry[1]):
+            return False
+        return now - entry[1] < entry[0]
+
+    def gc(self, now: float) -> None:
+        for key in [k for k, (_, updated) in self.entries.items() if self._expired(now, updated)]:
+            del self.entries[key]
+
+
+def failed_pods_backoff_key(ds: apps_pb2.DaemonSet, node_name: str) -> str:
+    """failedPodsBackoffKey: the DaemonSet's uid, observed generation and the node."""
+    return f"{ds.metadata.uid}/{ds.status.observed_generation}/{node_name}"
+
+
 @dataclass(frozen=True)
 class Plan:
-    """What one sync does: nodes to create a pod on, pods (names) to delete."""
+    """What one sync does: nodes to create a pod on, pods (names) to delete; the events
+    to write about them ((type, reason, message)) and, when a failed pod waits out its
+    back-off, how long until the DaemonSet should be synced again (0: no need)."""
 
     create_on: tuple[str, ...] = ()
     delete: tuple[str, ...] = ()
+    events: tuple[tuple[str, str, str], ...] = ()
+    requeue_after: float = 0.0
 
 
 def manage_plan(
@@ -240,12 +300,18 @@ def manage_plan(
     by_node: dict[str, list[core_pb2.Pod]],
     hash_: str,
     now: float,
+    backoff: FailedPodsBackoff | None = None,
 ) -> Plan:
     """manage + podsShouldBeOnNode: create where a pod should run and none does; delete
     where none should, terminated pods, and surplus pods on one node. Unscheduled pods
-    whose node no longer exists are deleted."""
+    whose node no longer exists are deleted. A Failed pod is deleted only outside its
+    node's back-off (`backoff`, which this advances: the kubelet may be rejecting the
+    pod, so deleting and recreating it at once would loop hot); within it, the plan
+    asks to be synced again when the back-off ends. Without `backoff`, at once."""
     create: list[str] = []
     delete: list[str] = []
+    events: list[tuple[str, str, str]] = []
+    requeue = 0.0
     seen: set[str] = set()
     for node in nodes:
         name = node.metadata.name
@@ -262,16 +328,33 @@ def manage_plan(
         for p in pods:
             if p.metadata.deletion_timestamp:
                 continue
-            if p.status.phase in ("Failed", "Succeeded"):
+            where = f"{p.metadata.namespace}/{p.metadata.name} on node {name}"
+            if p.status.phase == "Failed":
+                if backoff is not None:
+                    key = failed_pods_backoff_key(ds, name)
+                    if backoff.in_backoff_since_update(key, now):
+                        delay = backoff.get(key)
+                        requeue = min(requeue, delay) if requeue else delay
+                        continue
+                    backoff.next(key, now)
+                msg = f"Found failed daemon pod {where}, will try to kill it"
+                events.append(("Warning", REASON_FAILED_DAEMON_POD, msg))
+                delete.append(p.metadata.name)
+            elif p.status.phase == "Succeeded":
+                msg = f"Found succeeded daemon pod {where}, will try to delete it"
+                events.append(("Normal", REASON_SUCCEEDED_DAEMON_POD, msg))
                 delete.append(p.metadata.name)
             else:
                 running.append(p)
+        if not allows_surge(ds):
+            if len(running) > 1:
+                delete += [p.metadata.name for p in oldest_first(running)[1:]]
+            continue
         if len(running) <= 1:
+            if not running and run:
+                create.append(name)  # surging: at least one pod that is not going
             continue
         running = oldest_first(running)
-        if not allows_surge(ds):
-            delete += [p.metadata.name for p in running[1:]]
-            continue
         oldest_new = oldest_old = None
         for p in running:
             if is_updated(p, hash_):
@@ -299,7 +382,7 @@ def manage_plan(
                 for p in pods
                 if not p.spec.node_name and not p.metadata.deletion_timestamp
             ]
-    return Plan(tuple(create), tuple(delete))
+    return Plan(tuple(create), tuple(delete), tuple(events), requeue)
 
 
 def rolling_update_plan(

@@ -25,7 +25,8 @@ One sync of a DaemonSet:
          grouped by target node
       ─► expectations satisfied? manage: create a pod on each node that should run one
          and has none (slow start); delete pods on nodes that should not run them,
-         Failed or Succeeded pods, and all but the oldest of several pods on one node
+         Failed (outside its node's back-off) or Succeeded pods, and all but the oldest
+         of several pods on one node
          (with maxSurge: an old and a new pod may run together until the new one is
          available)
       ─► RollingUpdate (updateStrategy): maxUnavailable and maxSurge out of the nodes that
@@ -37,8 +38,13 @@ One sync of a DaemonSet:
       ─► history beyond revisionHistoryLimit deleted (never a revision a pod uses)
       ─► status: desired, current, misscheduled, ready, available, updated, unavailable
 
-Where kubera differs: a Failed daemon pod is deleted at once (upstream backs off per
-node, 1 s doubling to 15 min); a pod counts as updated by its hash alone (upstream also
+A Failed daemon pod is deleted (event FailedDaemonPod) with a back-off per DaemonSet and
+node (upstream's failedPodsBackoff: 1 s doubling to 15 min, on the controller's clock, so
+the time scale applies): the kubelet may be rejecting it, and deleting and recreating it
+at once would loop hot. Within the back-off the pod stays and the DaemonSet is synced
+again when it ends. A Succeeded one is deleted at once (event SucceededDaemonPod).
+
+Where kubera differs: a pod counts as updated by its hash alone (upstream also
 accepts a matching pod-template-generation label, from before revisions existed);
 the pods and revisions of a deleted DaemonSet are deleted by this controller when
 `cascade_delete` (kubera's garbage collector may not run).
@@ -73,11 +79,13 @@ from services.controllers.controller_utils import (
     wait_synced,
 )
 from services.controllers.daemonrules import (
+    BACKOFF_GC_INTERVAL,
     BURST_REPLICAS,
     DAEMON_SETS,
     NODES,
     PODS,
     ROLLING_UPDATE,
+    FailedPodsBackoff,
     Plan,
     add_daemon_tolerations,
     daemon_pod_tolerations,
@@ -183,6 +191,9 @@ class DaemonSetController:
         self._pod_index = NamespaceIndex(self.pod_informer, core_pb2.Pod)
         self._revision_index = NamespaceIndex(self.revision_informer, apps_pb2.ControllerRevision)
         self._dead: dict[str, set[str]] = {}
+        #: Per DaemonSet and node: how long a Failed pod waits before it is deleted.
+        self.failed_pods_backoff = FailedPodsBackoff()
+        self._backoff_gc_at = self.clock.now()
         self.ds_informer.add_handlers(
             Handlers(lambda o: self.queue.add(object_key(o)), self._update_ds, self._delete_ds)
         )
@@ -211,6 +222,13 @@ class DaemonSetController:
         finally:
             self.queue.shutdown()
             await self.events.close()
+
+    def _gc_backoff(self, now: float) -> None:
+        """Forget expired failed-pod back-off entries, at most every BackoffGCInterval
+        (upstream runs failedPodsBackoff.GC on that period; here syncs do it)."""
+        if now - self._backoff_gc_at >= BACKOFF_GC_INTERVAL:
+            self._backoff_gc_at = now
+            self.failed_pods_backoff.gc(now)
 
     # ------------------------------------------------------------------ events
 
@@ -352,8 +370,13 @@ class DaemonSetController:
         )
         nodes = self._nodes()
         now = self.clock.now()
+        self._gc_backoff(now)
         if self.expectations.satisfied(key):
-            plan = manage_plan(ds, nodes, self._by_node(pods), hash_, now)
+            plan = manage_plan(ds, nodes, self._by_node(pods), hash_, now, self.failed_pods_backoff)
+            for etype, reason, message in plan.events:
+                self.events.event(ds, etype, reason, message)
+            if plan.requeue_after:
+                self.queue.add_after(key, plan.requeue_after)
             await self._sync_nodes(key, ds, plan, pods, hash_)
             if self.expectations.satisfied(key) and ds.spec.update_strategy.type == ROLLING_UPDATE:
                 plan = rolling_update_plan(ds, nodes, self._by_node(pods), hash_, now)

@@ -45,6 +45,7 @@ from services.controllers.endpoints import EndpointsConfig, EndpointsController
 from services.controllers.endpointslice import EndpointSliceConfig, EndpointSliceController
 from services.controllers.garbagecollector import GarbageCollector, GarbageCollectorConfig
 from services.controllers.job import JobConfig, JobController
+from services.controllers.namespace import NamespaceConfig, NamespaceController
 from services.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from services.controllers.podgc import PodGCConfig, PodGCController
 from services.controllers.podgroup import PodGroupConfig, PodGroupController
@@ -84,6 +85,7 @@ ALL_CONTROLLERS = (
     "endpoint",
     "endpointslice",
     "serviceaccount",
+    "namespace",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -149,6 +151,9 @@ class ControllerManagerConfig:
     serviceaccount: ServiceAccountConfig = field(default_factory=ServiceAccountConfig)
     """The service account controller: a `default` ServiceAccount in every namespace."""
 
+    namespace: NamespaceConfig = field(default_factory=NamespaceConfig)
+    """The namespace controller: empties a deleted namespace, then releases it."""
+
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
         if unknown:
@@ -199,6 +204,8 @@ def _build(
         return EndpointsController(client, informers, config=config.endpoint, clock=clock)
     if name == "endpointslice":
         return EndpointSliceController(client, informers, config=config.endpointslice, clock=clock)
+    if name == "namespace":
+        return NamespaceController(client, informers, config=config.namespace, clock=clock)
     if name == "serviceaccount":
         return ServiceAccountController(
             client, informers, config=config.serviceaccount, clock=clock

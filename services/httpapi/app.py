@@ -303,7 +303,9 @@ class HttpApi:
             return error(404, "NotFound", "the server could not find the requested resource")
         if sub in ("binding", "eviction", "log") and kind.resource != "pods":
             return error(404, "NotFound", "the server could not find the requested resource")
-        if sub not in ("", "status", "scale", "binding", "eviction", "log"):
+        if sub == "finalize" and kind.resource != "namespaces":
+            return error(404, "NotFound", "the server could not find the requested resource")
+        if sub not in ("", "status", "scale", "binding", "eviction", "log", "finalize"):
             return error(404, "NotFound", "the server could not find the requested resource")
         handler = ROUTES.get((verb, sub))
         if handler is None or (verb in ("update", "patch") and not info.name):
@@ -399,6 +401,7 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("create", ""): _create,
     ("update", ""): _update,
     ("update", "status"): _update,
+    ("update", "finalize"): _update,
     ("patch", ""): _patch,
     ("patch", "status"): _patch,
     ("delete", ""): _delete,

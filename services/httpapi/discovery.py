@@ -86,6 +86,7 @@ def _subresources() -> tuple[Subresource, ...]:
     subs += [
         Subresource("pods", "binding", ("create",), "", "v1", "Binding"),
         Subresource("pods", "eviction", ("create",), "policy", "v1", "Eviction"),
+        Subresource("namespaces", "finalize", ("update",)),
         Subresource("deployments", "scale", STATUS_VERBS, "autoscaling", "v1", "Scale"),
         Subresource("replicasets", "scale", STATUS_VERBS, "autoscaling", "v1", "Scale"),
         Subresource("statefulsets", "scale", STATUS_VERBS, "autoscaling", "v1", "Scale"),

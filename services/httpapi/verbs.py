@@ -392,7 +392,10 @@ async def update(call: Call) -> dict[str, Any]:
     _same_name(call, obj)
     current = await call.api.get(call.kind, call.namespace, call.info.name)
     obj = decode_object(call, track(call, to_json(call.kind, current), to_json(call.kind, obj)))
-    updated = await call.api.update(obj, status=status, dry_run=call.dry_run)
+    if call.info.subresource == "finalize":
+        updated = await call.api.finalize(obj, dry_run=call.dry_run)
+    else:
+        updated = await call.api.update(obj, status=status, dry_run=call.dry_run)
     return to_json(call.kind, updated)
 
 

@@ -1,10 +1,13 @@
-"""The namespace lifecycle (services/apiserver/deletion.py), with the cases of upstream's
-pkg/controller/namespace/deletion/namespaced_resources_deleter_test.go
-(testSyncNamespaceThatIsTerminating: content deleted, the "kubernetes" finalizer removed
-once empty; TestSyncNamespaceThatIsActive: nothing deleted) and status_condition_utils_test.go
-(the conditions of a terminating namespace), plus NamespaceLifecycle admission
+"""The apiserver's part of the namespace lifecycle (services/apiserver/deletion.py and
+update.finalize), as upstream's pkg/registry/core/namespace/storage (storage_test.go:
+TestDeleteNamespaceWithIncompleteFinalizers, TestDeleteNamespaceWithCompleteFinalizers,
+TestUpdateDeletingNamespaceWithIncompleteMetadataFinalizers...) and strategy.go
+(the "kubernetes" finalizer at create; spec.finalizers kept by updates, changed only by
+namespaces/finalize), plus NamespaceLifecycle admission
 (plugin/pkg/admission/namespace/lifecycle/admission_test.go: create in a terminating or
-missing namespace is refused)."""
+missing namespace is refused). Emptying the namespace is the namespace controller's
+(tests/controllers/test_namespace.py): here, without it, a deleted namespace stays
+Terminating with its content, as upstream's does."""
 
 from __future__ import annotations
 
@@ -13,18 +16,18 @@ from typing import Any
 import pytest
 
 from protos.kubera.v1 import core_pb2
-from services.api.machinery.errors import ForbiddenError, NotFoundError
+from services.api.machinery.errors import ForbiddenError, InvalidError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
-from services.apiserver.deletion import namespace_conditions
 from services.apiserver.registry import ApiServer
 from tests.builders import MakePod
 
 NAMESPACES, PODS = BY_KIND["Namespace"], BY_KIND["Pod"]
 
 
-def _ns(name: str) -> core_pb2.Namespace:
+def _ns(name: str, *spec_finalizers: str) -> core_pb2.Namespace:
     ns = core_pb2.Namespace(api_version="v1", kind="Namespace")
     ns.metadata.name = name
+    ns.spec.finalizers.extend(spec_finalizers)
     return ns
 
 
@@ -34,81 +37,100 @@ def _pod(name: str, ns: str, *finalizers: str) -> core_pb2.Pod:
     return pod
 
 
-async def test_an_active_namespace_keeps_its_content(api: ApiServer) -> None:
+async def _finalize(api: ApiServer, name: str, *finalizers: str) -> Any:
+    ns: Any = await api.get(NAMESPACES, "", name)
+    ns.spec.finalizers[:] = finalizers
+    return await api.finalize(ns)
+
+
+async def test_a_new_namespace_is_active_with_the_kubernetes_finalizer(api: ApiServer) -> None:
     await api.create(_ns("active"))
-    await api.create(_pod("p", "active"))
+    await api.create(_ns("other", "example.com/mine"))
     ns: Any = await api.get(NAMESPACES, "", "active")
     assert ns.status.phase == "Active" and list(ns.spec.finalizers) == ["kubernetes"]
-    assert await api.get_or_none(PODS, "active", "p") is not None
+    other: Any = await api.get(NAMESPACES, "", "other")
+    assert list(other.spec.finalizers) == ["example.com/mine", "kubernetes"]
 
 
-async def test_a_terminating_namespace_is_emptied_then_goes(api: ApiServer) -> None:
+async def test_delete_marks_terminating_and_leaves_content_to_the_controller(
+    api: ApiServer,
+) -> None:
     await api.create(_ns("doomed"))
-    for name in ("a", "b"):
-        await api.create(_pod(name, "doomed"))
-    await api.create(_pod("held", "doomed", "example.com/hold"))
+    await api.create(_pod("a", "doomed"))
     out: Any = await api.delete(NAMESPACES, "", "doomed")
     assert out.status.phase == "Terminating" and out.metadata.deletion_timestamp
-    ns: Any = await api.get(NAMESPACES, "", "doomed")
-    conds = {c.type: (c.status, c.reason, c.message) for c in ns.status.conditions}
-    assert conds["NamespaceContentRemaining"] == (
-        "True",
-        "SomeResourcesRemain",
-        "Some resources are remaining: pods has 1 resource instances",
-    )
-    assert conds["NamespaceFinalizersRemaining"] == (
-        "True",
-        "SomeFinalizersRemain",
-        "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances",
-    )
-    assert conds["NamespaceDeletionDiscoveryFailure"] == (
-        "False",
-        "ResourcesDiscovered",
-        "All resources successfully discovered",
-    )
-    assert await api.get_or_none(PODS, "doomed", "a") is None
+    assert list(out.spec.finalizers) == ["kubernetes"]
+    # nothing emptied it: the pod is there, the namespace stays
+    assert await api.get_or_none(PODS, "doomed", "a") is not None
+    again: Any = await api.delete(NAMESPACES, "", "doomed")
+    assert again.metadata.deletion_timestamp == out.metadata.deletion_timestamp
+    assert (await api.get(NAMESPACES, "", "doomed")).status.phase == "Terminating"  # type: ignore[attr-defined]
+
+
+async def test_create_in_a_terminating_namespace_is_forbidden(api: ApiServer) -> None:
+    await api.create(_ns("doomed"))
+    await api.delete(NAMESPACES, "", "doomed")
     with pytest.raises(ForbiddenError) as e:
         await api.create(_pod("late", "doomed"))
     assert str(e.value) == (
         'pods "late" is forbidden: unable to create new content in namespace doomed because it is being terminated'
     )
-    held: Any = await api.get(PODS, "doomed", "held")
+
+
+async def test_an_update_keeps_spec_finalizers(api: ApiServer) -> None:
+    await api.create(_ns("kept"))
+    ns: Any = await api.get(NAMESPACES, "", "kept")
+    ns.spec.ClearField("finalizers")
+    ns.metadata.labels["x"] = "y"
+    out: Any = await api.update(ns)
+    assert list(out.spec.finalizers) == ["kubernetes"] and out.metadata.labels["x"] == "y"
+
+
+async def test_finalize_changes_spec_finalizers_and_keeps_status(api: ApiServer) -> None:
+    await api.create(_ns("fin"))
+    ns: Any = await api.get(NAMESPACES, "", "fin")
+    ns.spec.finalizers[:] = ["example.com/a"]
+    ns.status.phase = "Terminating"
+    out: Any = await api.finalize(ns)
+    assert list(out.spec.finalizers) == ["example.com/a"] and out.status.phase == "Active"
+    with pytest.raises(InvalidError) as e:
+        await _finalize(api, "fin", "bogus")
+    assert "spec.finalizers[0]" in str(e.value)
+
+
+async def test_finalize_of_a_terminating_namespace_removes_it_when_nothing_holds_it(
+    api: ApiServer,
+) -> None:
+    await api.create(_ns("two", "example.com/other"))
+    await api.delete(NAMESPACES, "", "two")
+    out: Any = await _finalize(api, "two", "example.com/other")
+    assert list(out.spec.finalizers) == ["example.com/other"]
+    assert await api.get_or_none(NAMESPACES, "", "two") is not None
+    await _finalize(api, "two")
+    assert await api.get_or_none(NAMESPACES, "", "two") is None
+
+
+async def test_metadata_finalizers_hold_a_finalized_namespace(api: ApiServer) -> None:
+    ns = _ns("meta")
+    ns.metadata.finalizers.append("example.com/meta")
+    await api.create(ns)
+    await api.delete(NAMESPACES, "", "meta")
+    await _finalize(api, "meta")
+    held: Any = await api.get(NAMESPACES, "", "meta")
+    assert held.metadata.deletion_timestamp and not held.spec.finalizers
     held.metadata.ClearField("finalizers")
     await api.update(held)
-    assert await api.get_or_none(NAMESPACES, "", "doomed") is None
+    assert await api.get_or_none(NAMESPACES, "", "meta") is None
+
+
+async def test_finalize_is_only_for_namespaces(api: ApiServer) -> None:
+    await api.create(_ns("p"))
+    await api.create(_pod("a", "p"))
+    with pytest.raises(NotFoundError):
+        await api.finalize(await api.get(PODS, "p", "a"))
 
 
 async def test_create_in_a_missing_namespace_is_refused(api: ApiServer) -> None:
     with pytest.raises(NotFoundError) as e:
         await api.create(_pod("p", "nowhere"))
     assert str(e.value) == 'namespaces "nowhere" not found'
-
-
-def test_conditions_when_all_content_is_gone_are_all_false_with_the_ok_reasons() -> None:
-    conds = namespace_conditions({}, {}, "2026-01-01T00:00:00Z", [])
-    assert [(c.type, c.status, c.reason) for c in conds] == [
-        ("NamespaceDeletionDiscoveryFailure", "False", "ResourcesDiscovered"),
-        ("NamespaceDeletionGroupVersionParsingFailure", "False", "ParsedGroupVersions"),
-        ("NamespaceDeletionContentFailure", "False", "ContentDeleted"),
-        ("NamespaceContentRemaining", "False", "ContentRemoved"),
-        ("NamespaceFinalizersRemaining", "False", "ContentHasNoFinalizers"),
-    ]
-
-
-def test_an_unchanged_condition_keeps_its_transition_time() -> None:
-    first = namespace_conditions({"pods": 2}, {}, "2026-01-01T00:00:00Z", [])
-    again = namespace_conditions({"pods": 2}, {}, "2026-01-01T00:01:00Z", first)
-    moved = namespace_conditions({"pods": 1}, {}, "2026-01-01T00:02:00Z", again)
-    by = {c.type: c for c in again}
-    assert by["NamespaceContentRemaining"].last_transition_time == "2026-01-01T00:00:00Z"
-    assert {c.type: c for c in moved}["NamespaceContentRemaining"].last_transition_time == (
-        "2026-01-01T00:02:00Z"
-    )
-    remaining = {"replicasets.apps": 1, "pods": 3}
-    msg = {c.type: c for c in namespace_conditions(remaining, {}, "t", [])}[
-        "NamespaceContentRemaining"
-    ]
-    assert (
-        msg.message
-        == "Some resources are remaining: pods has 3 resource instances, replicasets.apps has 1 resource instances"
-    )

@@ -630,24 +630,27 @@ async def test_graceful_delete_bumps_generation(api: ApiServer) -> None:
     assert deleted.metadata.generation == created.metadata.generation + 1
 
 
-async def test_namespace_deletion_waits_for_its_contents(api: ApiServer) -> None:
+async def test_namespace_deletion_marks_it_and_leaves_its_contents_to_the_controller(
+    api: ApiServer,
+) -> None:
+    """The apiserver only marks the namespace; the namespace controller empties it and
+    finalizes it (tests/controllers/test_namespace.py)."""
     await api.create(obj({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}))
-    held = pod("held", namespace="team")
-    held.metadata.finalizers.append("example.com/keep")
-    await api.create(held)
     await api.create(pod("bound", namespace="team"))
     await api.bind("team", "bound", "n1")
     await api.create(pod("plain", namespace="team"))
     ns = await api.delete(NS, "", "team")
     assert ns.status.phase == "Terminating" and ns.metadata.deletion_timestamp
     names = {p.metadata.name for p in (await api.list(PODS, "team"))[0]}
-    assert names == {"held", "bound"}  # the unbound pod went; the others are terminating
+    assert names == {"bound", "plain"}
     with pytest.raises(ForbiddenError, match="being terminated"):
         await api.create(pod("late", namespace="team"))
-    h = await api.get(PODS, "team", "held")
-    del h.metadata.finalizers[:]
-    await api.update(h)  # the finalizer is done: the pod goes
-    await api.delete(PODS, "team", "bound", grace_period_seconds=0)  # the kubelet's final delete
+    for name in names:
+        await api.delete(PODS, "team", name, grace_period_seconds=0)
+    assert (await api.get(NS, "", "team")).metadata.deletion_timestamp  # still held
+    ns = await api.get(NS, "", "team")
+    del ns.spec.finalizers[:]
+    await api.finalize(ns)
     with pytest.raises(NotFoundError):
         await api.get(NS, "", "team")
 

@@ -196,6 +196,8 @@ CASES = [
         True,
     ),
     ("cm taints nodes", a(CM, "update", "nodes", "n1"), True),
+    ("cm finalizes namespaces", a(CM, "update", "namespaces", "t", sub="finalize"), True),
+    ("cm does not finalize pods", a(CM, "update", "pods", "p", ns="d", sub="finalize"), False),
     ("cm sets node conditions", a(CM, "update", "nodes", "n1", sub="status"), True),
     ("cm garbage-collects anything", a(CM, "delete", "runtimeclasses", "rc"), True),
     ("cm does not bind", a(CM, "create", "pods", "p", ns="default", sub="binding"), False),

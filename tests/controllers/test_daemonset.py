@@ -16,8 +16,10 @@ from services.api.machinery import codec
 from services.api.machinery.kinds import BY_KIND
 from services.clock import rfc3339
 from services.controllers.daemonrules import (
+    FailedPodsBackoff,
     add_daemon_tolerations,
     daemon_status,
+    failed_pods_backoff_key,
     manage_plan,
     node_name_affinity,
     rolling_update_plan,
@@ -276,6 +278,111 @@ def test_manage_creates_where_missing_and_prunes_extras_and_terminated_pods() ->
     assert sorted(plan.delete) == ["b", "c", "d", "e"], "newer duplicate, failed, evicted, no node"
 
 
+#: upstream's updateStrategies() (OnDelete, RollingUpdate maxUnavailable 1), and a surge
+#: one of kubera's: the failed-pod cases run under each.
+STRATEGIES = [
+    pytest.param({"type": "OnDelete"}, id="OnDelete"),
+    pytest.param(
+        {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
+        id="RollingUpdate",
+    ),
+    pytest.param(
+        {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+        id="RollingUpdate-surge",
+    ),
+]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize(
+    ("failed", "normal", "creates", "deletes", "events"),
+    [
+        pytest.param(0, 1, 0, 0, 0, id="normal-do-nothing"),
+        pytest.param(0, 0, 1, 0, 0, id="no-pods-create-1"),
+        pytest.param(1, 0, 0, 1, 1, id="1-failed-kill-1-create-in-the-next-sync"),
+        pytest.param(1, 3, 0, 3, 1, id="1-failed-kill-1-3-normal-kill-2"),
+        # an older upstream row (2 failed: kill 2), before the back-off: the second failed
+        # pod on the node now waits out the back-off the first one started
+        pytest.param(2, 1, 0, 1, 1, id="2-failed-kill-1-the-other-waits-its-backoff"),
+    ],
+)
+def test_daemon_kill_failed_pods(
+    strategy: dict[str, Any], failed: int, normal: int, creates: int, deletes: int, events: int
+) -> None:
+    """TestDaemonKillFailedPods. Under surge, a node left with only a failed pod gets its
+    new pod in the same sync (podsShouldBeOnNode's "at least one non-deleted pod")."""
+    ds = make_ds(strategy=strategy)
+    pods = [pod(f"f{i}", "n0", "h", phase="Failed", ready=False) for i in range(failed)]
+    pods += [pod(f"p{i}", "n0", "h", created=i) for i in range(normal)]
+    plan = manage_plan(
+        ds, [node("n0")], {"n0": pods} if pods else {}, "h", NOW, FailedPodsBackoff()
+    )
+    surge_refill = strategy.get("rollingUpdate", {}).get("maxSurge") == 1 and failed and not normal
+    assert len(plan.create_on) == creates + (1 if surge_refill else 0)
+    assert len(plan.delete) == deletes
+    assert [e[1] for e in plan.events] == ["FailedDaemonPod"] * events
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_daemon_kill_failed_pods_backoff(strategy: dict[str, Any]) -> None:
+    """TestDaemonKillFailedPodsBackoff: the first sync deletes the failed pod and starts
+    the node's back-off; syncs within it delete nothing and do not raise it; one just
+    after it deletes again."""
+    ds = make_ds(strategy=strategy)
+    backoff = FailedPodsBackoff()
+    key = failed_pods_backoff_key(ds, "n0")
+    by_node = {"n0": [pod("failed", "n0", "h", phase="Failed", ready=False)]}
+    now = NOW
+    first = manage_plan(ds, [node("n0")], by_node, "h", now, backoff)
+    assert first.delete == ("failed",) and len(first.events) == 1
+    initial = backoff.get(key)
+    assert initial > 0, "the initial delay is set"
+    again = manage_plan(ds, [node("n0")], by_node, "h", now, backoff)
+    assert again.delete == () and again.events == () and again.requeue_after == initial
+    assert backoff.get(key) == initial, "waiting does not raise the delay"
+    now += initial - 1e-6  # just before the back-off ends
+    assert backoff.in_backoff_since_update(key, now)
+    assert manage_plan(ds, [node("n0")], by_node, "h", now, backoff).delete == ()
+    now += 2e-6  # just after it
+    assert not backoff.in_backoff_since_update(key, now)
+    assert manage_plan(ds, [node("n0")], by_node, "h", now, backoff).delete == ("failed",)
+    assert backoff.get(key) == 2 * initial
+
+
+def test_failed_pods_backoff_doubles_to_fifteen_minutes_and_expires() -> None:
+    """flowcontrol.Backoff: 1 s doubling, capped at 15 min; an entry not renewed for twice
+    the cap starts over, and gc forgets it."""
+    b = FailedPodsBackoff()
+    delays = []
+    for i in range(12):
+        b.next("k", NOW + i)
+        delays.append(b.get("k"))
+    assert delays[:4] == [1.0, 2.0, 4.0, 8.0] and delays[-1] == 900.0
+    later = NOW + 11 + 2 * 900 + 1
+    assert not b.in_backoff_since_update("k", later)
+    b.next("k", later)
+    assert b.get("k") == 1.0
+    b.gc(later + 2 * 900 + 1)
+    assert b.entries == {}
+
+
+def test_a_succeeded_daemon_pod_is_deleted_without_backoff() -> None:
+    ds = make_ds()
+    backoff = FailedPodsBackoff()
+    by_node = {"n0": [pod("done", "n0", "h", phase="Succeeded", ready=False)]}
+    for _ in range(2):
+        plan = manage_plan(ds, [node("n0")], by_node, "h", NOW, backoff)
+        assert plan.delete == ("done",)
+        assert plan.events == (
+            (
+                "Normal",
+                "SucceededDaemonPod",
+                "Found succeeded daemon pod /done on node n0, will try to delete it",
+            ),
+        )
+    assert backoff.entries == {}
+
+
 def test_rolling_update_without_surge_deletes_within_max_unavailable() -> None:
     ds = make_ds(
         strategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2, "maxSurge": 0}}
@@ -491,3 +598,39 @@ async def test_a_deleted_daemonset_takes_its_pods_and_revisions_along(
     await c.until(lambda: len(c.selected(LABELS)) == 3)
     await c.client.delete(DAEMON_SETS, "agent", NS)
     await c.until(lambda: c.selected(LABELS) == [] and len(c.informers.get(REVISIONS).store) == 0)
+
+
+async def test_a_failed_daemon_pod_is_replaced_and_the_next_failure_waits_its_backoff(
+    cluster: ControllerCluster,
+) -> None:
+    """daemon_controller.go's failed-pod back-off on the controller's clock: the first
+    Failed pod on a node is deleted (and replaced) at once; the replacement failing too
+    is deleted only once the node's 1 s back-off has passed, which doubles it."""
+    await cluster.node("n0")
+    controller = DaemonSetController(cluster.client, cluster.informers)
+    cluster.bump_on(DAEMON_SETS, REVISIONS)
+    await cluster.start(controller)
+    await cluster.create(ds_doc())
+
+    def live() -> list[str]:
+        return sorted(
+            p.metadata.name
+            for p in cluster.pods.store.values()
+            if p.metadata.labels.get("app") == "agent" and not p.metadata.deletion_timestamp
+        )
+
+    def entry() -> tuple[float, float]:
+        (got,) = [v for k, v in controller.failed_pods_backoff.entries.items() if k.endswith("/n0")]
+        return got
+
+    await cluster.until(lambda: len(live()) == 1)
+    (first,) = live()
+    await cluster.set_status(cluster.pods.store.get(f"{NS}/{first}"), phase="Failed")  # type: ignore[arg-type]
+    await cluster.until(lambda: len(live()) == 1 and live() != [first])
+    delay, started = entry()
+    assert delay == 1.0
+    (second,) = live()
+    await cluster.set_status(cluster.pods.store.get(f"{NS}/{second}"), phase="Failed")  # type: ignore[arg-type]
+    await cluster.until(lambda: len(live()) == 1 and live() != [second], timeout=15)
+    delay, again = entry()
+    assert delay == 2.0 and again - started >= 1.0

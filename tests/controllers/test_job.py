@@ -7,6 +7,7 @@ TestSyncJobWithJobSuccessPolicy, TestJobApiBackoffReset) and its integration tes
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,7 +22,7 @@ from services.api.helpers.wellknown import (
     LABEL_JOB_NAME,
 )
 from services.api.machinery import codec
-from services.api.machinery.errors import InvalidError, NotFoundError
+from services.api.machinery.errors import ConflictError, InvalidError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.patch import merge_patch
 from services.controllers.job import JobConfig, JobController
@@ -426,9 +427,18 @@ async def test_reapplying_the_same_job_is_accepted(jobs: JobHarness) -> None:
     # as kubectl apply sends it: the manifest merged onto the live Job, whose generated
     # selector and labels the manifest does not name (a PUT of the bare manifest is
     # refused, as upstream: spec.selector is required and immutable)
-    live = codec.encode(jobs.job())
-    again = codec.decode(merge_patch(live, job_doc()), validate="strict").obj
-    updated = await jobs.c.client.update(again)
+    # (retried on a conflict with the controller's own status writes, as kubectl's patch
+    # is retried by the apiserver)
+    for _ in range(5):
+        live = codec.encode(await jobs.c.client.get(JOBS, "pi", NS))
+        again = codec.decode(merge_patch(live, job_doc()), validate="strict").obj
+        try:
+            updated = await jobs.c.client.update(again)
+            break
+        except ConflictError:
+            continue
+    else:
+        pytest.fail("the update conflicted five times")
     assert updated.spec == jobs.job().spec  # type: ignore[attr-defined]
 
 
@@ -448,3 +458,67 @@ async def test_a_retried_index_carries_its_failure_count(jobs: JobHarness) -> No
     failed = await jobs.until_condition("pi", "Failed")
     assert failed.reason == "FailedIndexes"
     assert jobs.job().status.failed_indexes == "0"
+
+
+# ElasticIndexedJob: test/integration/job/job_test.go TestElasticIndexedJob, step by step:
+# (completions and parallelism set to, indexes to succeed, indexes to fail,
+#  then: completedIndexes, failed, active indexes).
+ELASTIC_CASES = {
+    "scale-up": [(4, [0, 1, 2, 3], [], "0-3", 0, set())],
+    "scale-down": [
+        (None, [1], [2], "1", 1, {0, 2}),
+        # a failure out of range still counts; a success out of range does not
+        (1, [0], [], "0", 1, set()),
+    ],
+    "index-finishes-scale-down-scale-up": [
+        (None, [2], [], "2", 0, {0, 1}),
+        (2, [], [], "", 0, {0, 1}),
+        # index 2, out of range for a while, runs again
+        (3, [0, 1, 2], [], "0-2", 0, set()),
+    ],
+    "scale-down-to-0-the-job-succeeds": [(0, [], [], "", 0, set())],
+}
+
+
+@pytest.mark.parametrize("steps", list(ELASTIC_CASES.values()), ids=list(ELASTIC_CASES))
+async def test_elastic_indexed_job(jobs: JobHarness, steps: list[Any]) -> None:
+    job = await jobs.create(completions=3, parallelism=3, completionMode="Indexed")
+    await jobs.until_pods(job, 3)
+
+    def active_at(ix: int) -> core_pb2.Pod | None:
+        return next(
+            (
+                p
+                for p in jobs.pods(job)
+                if p.metadata.annotations[JOB_COMPLETION_INDEX] == str(ix)
+                and not p.metadata.deletion_timestamp
+            ),
+            None,
+        )
+
+    for completions, succeed, fail, want_done, want_failed, want_active in steps:
+        if completions is not None:
+            patch = json.dumps({"spec": {"completions": completions, "parallelism": completions}})
+            await jobs.c.client.patch(JOBS, "pi", patch, namespace=NS)
+        for ix, phase in [*((i, "Succeeded") for i in succeed), *((i, "Failed") for i in fail)]:
+            await jobs.c.until(lambda ix=ix: active_at(ix) is not None)
+            await jobs.finish(active_at(ix), phase, exit_code=None if phase == "Succeeded" else 3)  # type: ignore[arg-type]
+
+        def settled(
+            want_done: str = want_done,
+            want_failed: int = want_failed,
+            want_active: set[int] = want_active,
+            n: int = len(succeed),
+        ) -> bool:
+            st = jobs.job().status
+            live = {int(p.metadata.annotations[JOB_COMPLETION_INDEX]) for p in jobs.pods(job)}
+            return (
+                st.completed_indexes == want_done
+                and st.succeeded == n
+                and st.failed == want_failed
+                and st.active == len(want_active)
+                and live == want_active
+            )
+
+        await jobs.c.until(settled)
+    await jobs.until_condition("pi", "Complete")

@@ -14,7 +14,9 @@ import pytest
 
 from protos.kubera.v1 import apps_pb2, core_pb2, storage_pb2
 from services.api.machinery import codec
+from services.api.machinery.errors import ConflictError, ForbiddenError
 from services.api.machinery.kinds import BY_KIND
+from services.client import Client
 from services.clock import rfc3339
 from services.controllers.controller_utils import controller_of, is_pod_ready
 from services.controllers.history import (
@@ -23,11 +25,12 @@ from services.controllers.history import (
     new_revision,
     revision_template,
 )
-from services.controllers.statefulset import (
+from services.controllers.statefulset import StatefulSetController
+from services.controllers.statefulset.rules import (
     POD_INDEX_LABEL,
     POD_NAME_LABEL,
-    StatefulSetController,
     complete_rolling_update,
+    identity_matches,
     is_member_of,
     max_unavailable_of,
     new_claims,
@@ -35,12 +38,16 @@ from services.controllers.statefulset import (
     parent_and_ordinal,
     revision_for_ordinal,
     stateful_status,
+    storage_matches,
+    update_identity,
+    update_storage,
 )
 from tests.controllers.conftest import NS, PODS, ControllerCluster, ReadinessDriver, template
 
 STATEFUL_SETS = BY_KIND["StatefulSet"]
 CLAIMS = BY_KIND["PersistentVolumeClaim"]
 REVISIONS = BY_KIND["ControllerRevision"]
+EVENTS = BY_KIND["Event"]
 LABELS = {"app": "web"}
 
 
@@ -114,6 +121,104 @@ def test_a_new_pod_has_the_sets_identity_storage_and_revision() -> None:
     assert ref is not None and ref.kind == "StatefulSet" and ref.name == "web"
     vols = [codec.encode(pod)["spec"]["volumes"]][0]
     assert vols == [{"name": "www", "persistentVolumeClaim": {"claimName": "www-web-2"}}]
+
+
+# stateful_set_utils_test.go: TestIdentityMatches, TestStorageMatches, TestUpdateIdentity,
+# TestUpdateStorage.
+
+
+def _pod1() -> core_pb2.Pod:
+    sts = make_sts()
+    return new_stateful_pod(sts, sts.spec.template, "web-abc", 1)
+
+
+def _drop_pod_name_label(p: core_pb2.Pod) -> None:
+    del p.metadata.labels[POD_NAME_LABEL]
+
+
+def _rename(name: str) -> Any:
+    def f(p: core_pb2.Pod) -> None:
+        p.metadata.name = name
+
+    return f
+
+
+def _vol(p: core_pb2.Pod, doc: dict[str, Any]) -> None:
+    del p.spec.volumes[:]
+    p.spec.volumes.add().update(doc)
+
+
+@pytest.mark.parametrize(
+    "breaks",
+    [
+        pytest.param(_rename("foo"), id="wrong-name"),
+        pytest.param(lambda p: p.metadata.__setattr__("namespace", ""), id="wrong-namespace"),
+        pytest.param(_drop_pod_name_label, id="no-pod-name-label"),
+    ],
+)
+def test_identity_matches_only_the_sets_name_namespace_and_pod_name_label(breaks: Any) -> None:
+    sts = make_sts()
+    pod = _pod1()
+    assert identity_matches(sts, pod), "a new pod has a good identity"
+    breaks(pod)
+    assert not identity_matches(sts, pod)
+
+
+def test_hostname_subdomain_and_index_label_are_not_part_of_identity() -> None:
+    """Immutable since creation (hostname, subdomain), or only written by updateIdentity
+    (the index label): identityMatches does not look at them."""
+    sts = make_sts()
+    pod = _pod1()
+    pod.spec.hostname, pod.spec.subdomain = "other", "other"
+    del pod.metadata.labels[POD_INDEX_LABEL]
+    assert identity_matches(sts, pod)
+
+
+@pytest.mark.parametrize(
+    "breaks",
+    [
+        pytest.param(lambda p: p.spec.ClearField("volumes"), id="no-volumes"),
+        pytest.param(lambda p: _vol(p, {"name": "www", "emptyDir": {}}), id="not-a-claim"),
+        pytest.param(
+            lambda p: _vol(p, {"name": "www", "persistentVolumeClaim": {"claimName": "foo"}}),
+            id="another-claim",
+        ),
+        pytest.param(_rename("bar"), id="no-ordinal"),
+    ],
+)
+def test_storage_matches_needs_the_ordinals_claim_per_template(breaks: Any) -> None:
+    sts = make_sts()
+    pod = _pod1()
+    assert storage_matches(sts, pod), "a new pod has valid storage"
+    breaks(pod)
+    assert not storage_matches(sts, pod)
+
+
+def test_update_identity_restores_namespace_and_labels() -> None:
+    sts = make_sts()
+    pod = _pod1()
+    pod.metadata.namespace = ""
+    assert not identity_matches(sts, pod)
+    update_identity(sts, pod)
+    assert identity_matches(sts, pod)
+    del pod.metadata.labels[POD_NAME_LABEL]
+    del pod.metadata.labels[POD_INDEX_LABEL]
+    update_identity(sts, pod)
+    assert identity_matches(sts, pod) and pod.metadata.labels[POD_INDEX_LABEL] == "1"
+
+
+def test_update_storage_puts_the_claim_volumes_back_and_keeps_the_others() -> None:
+    sts = make_sts()
+    pod = _pod1()
+    _vol(pod, {"name": "www", "emptyDir": {}})
+    pod.spec.volumes.add().update({"name": "cache", "emptyDir": {}})
+    assert not storage_matches(sts, pod)
+    update_storage(sts, pod)
+    assert storage_matches(sts, pod)
+    assert codec.encode(pod)["spec"]["volumes"] == [
+        {"name": "www", "persistentVolumeClaim": {"claimName": "www-web-1"}},
+        {"name": "cache", "emptyDir": {}},
+    ]
 
 
 @pytest.mark.parametrize(
@@ -457,3 +562,106 @@ async def test_rolling_update_replaces_up_to_max_unavailable_pods_at_once(
         )
     assert sorted(driver.created[4:6]) == ["web-2", "web-3"], driver.created
     assert max(worst) == 2, "never more than maxUnavailable pods down"
+
+
+# stateful_pod_control_test.go (TestStatefulPodControlUpdatesIdentity,
+# TestStatefulPodControlUpdatePodConflictSuccess, TestStatefulPodControlUpdateIdentityFailure,
+# TestStatefulPodControlNoOpUpdate), through the controller.
+
+
+def _events(c: ControllerCluster, reason: str) -> list[str]:
+    return sorted(
+        e.message  # type: ignore[attr-defined]
+        for e in c.informers.get(EVENTS).store.values()
+        if e.reason == reason  # type: ignore[attr-defined]
+    )
+
+
+class _ConflictOnce(Client):
+    """A client whose first pod update conflicts (another writer got there first)."""
+
+    conflicts = 1
+
+    async def update(self, obj: Any) -> Any:
+        if obj.kind == "Pod" and self.conflicts:
+            self.conflicts -= 1
+            raise ConflictError("the object has been modified")
+        return await super().update(obj)
+
+
+class _RefusesUpdates(Client):
+    async def update(self, obj: Any) -> Any:
+        if obj.kind == "Pod":
+            raise ForbiddenError("no pod updates today")
+        return await super().update(obj)
+
+
+async def _broken_identity(c: ControllerCluster, client: Client) -> str:
+    """A Parallel set of one pod, then its pod-name label removed by someone else; the
+    uid of the pod."""
+    controller = StatefulSetController(client, c.informers)
+    c.bump_on(STATEFUL_SETS, REVISIONS, CLAIMS, EVENTS)
+    await c.start(controller)
+    await c.create(sts_doc(replicas=1, podManagementPolicy="Parallel"))
+    await c.until(lambda: pod_names(c) == ["web-0"] and sts_of(c).status.replicas == 1)
+    assert _events(c, "SuccessfulUpdate") == [], "a matching pod is never updated"
+    pod = c.selected(LABELS)[0]
+    del pod.metadata.labels[POD_NAME_LABEL]
+    await c.client.update(pod)
+    return pod.metadata.uid
+
+
+def _labelled(c: ControllerCluster) -> bool:
+    pods = c.selected(LABELS)
+    return len(pods) == 1 and pods[0].metadata.labels.get(POD_NAME_LABEL) == "web-0"
+
+
+@pytest.mark.parametrize("conflicts", [0, 1], ids=["updates-identity", "conflict-then-success"])
+async def test_a_pod_whose_identity_broke_is_updated_back(
+    cluster: ControllerCluster, conflicts: int
+) -> None:
+    client = _ConflictOnce(cluster.client.address)
+    client.conflicts = conflicts
+    try:
+        uid = await _broken_identity(cluster, client)
+        await cluster.until(
+            lambda: _labelled(cluster) and bool(_events(cluster, "SuccessfulUpdate"))
+        )
+        assert cluster.selected(LABELS)[0].metadata.uid == uid, "updated, not replaced"
+        assert _events(cluster, "SuccessfulUpdate") == [
+            "update Pod web-0 in StatefulSet web successful"
+        ]
+        assert client.conflicts == 0
+    finally:
+        await cluster.stop()
+        await client.close()
+
+
+async def test_a_refused_identity_update_is_a_failed_update_event(
+    cluster: ControllerCluster,
+) -> None:
+    client = _RefusesUpdates(cluster.client.address)
+    try:
+        await _broken_identity(cluster, client)
+        await cluster.until(lambda: bool(_events(cluster, "FailedUpdate")))
+        (msg, *_) = _events(cluster, "FailedUpdate")
+        assert msg.startswith("update Pod web-0 in StatefulSet web failed error: ")
+        assert "no pod updates today" in msg
+        assert not _labelled(cluster)
+    finally:
+        await cluster.stop()
+        await client.close()
+
+
+async def test_a_missing_claim_of_a_live_pod_is_made_again(sts_cluster: ControllerCluster) -> None:
+    c = sts_cluster
+    await c.create(sts_doc(replicas=1, podManagementPolicy="Parallel"))
+    await c.until(lambda: claims_of(c) == ["www-web-0"] and pod_names(c) == ["web-0"])
+    old = c.informers.get(CLAIMS).store.get(f"{NS}/www-web-0")
+    await c.client.delete(CLAIMS, "www-web-0", NS)
+    await c.until(
+        lambda: (
+            (cur := c.informers.get(CLAIMS).store.get(f"{NS}/www-web-0")) is not None
+            and cur.metadata.uid != old.metadata.uid
+        )  # type: ignore[union-attr]
+    )

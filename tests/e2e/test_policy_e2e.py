@@ -339,3 +339,13 @@ def test_a_deleted_namespace_terminates_refuses_new_content_then_goes(cluster: C
     assert _names(cluster, "pods", ns) == []
     r = apply(cluster, MEMORY_DEFAULTS_POD, ns, check=False)
     assert r.returncode != 0 and f'namespaces "{ns}" not found' in r.stderr
+
+
+def test_kubectl_delete_namespace_waits_until_the_controller_removed_it(cluster: Cluster) -> None:
+    ns = "waited-away"
+    _deployment_with_pods(cluster, ns)
+    # kubectl waits for the namespace to be gone: the namespace controller emptied it and
+    # dropped its "kubernetes" finalizer through namespaces/finalize.
+    kubectl(cluster, "delete", "namespace", ns, "--timeout=120s", timeout=150)
+    r = kubectl(cluster, "get", "namespace", ns, check=False)
+    assert r.returncode != 0 and "NotFound" in r.stderr

@@ -348,8 +348,20 @@ def test_typed_create_commands_send_protobuf_and_are_decoded(kubectl) -> None:
     assert as_json(kubectl, "get", "pdb", "max", "-n", "pb")["spec"]["maxUnavailable"] == 1
 
 
-def test_kubectl_delete_namespace_empties_it(kubectl) -> None:
+def test_kubectl_delete_namespace_then_finalize_it(kubectl) -> None:
+    """Without a namespace controller (this host runs none) a deleted namespace stays
+    Terminating with its content, as upstream's; `PUT .../finalize` without the
+    "kubernetes" finalizer (what the controller does, or an operator by hand) removes it."""
     make_namespace(kubectl, "gone")
     make_pod(kubectl, "gone", "p")
-    kubectl("delete", "namespace", "gone", "--timeout=30s")
+    kubectl("delete", "namespace", "gone", "--wait=false")
+    ns = as_json(kubectl, "get", "ns", "gone")
+    assert ns["status"]["phase"] == "Terminating" and ns["spec"]["finalizers"] == ["kubernetes"]
+    ns["spec"]["finalizers"] = []
+    out = json.loads(
+        kubectl(
+            "replace", "--raw", "/api/v1/namespaces/gone/finalize", "-f", "-", stdin=json.dumps(ns)
+        ).stdout
+    )
+    assert out["metadata"]["name"] == "gone" and not out["spec"].get("finalizers")
     until(lambda: kubectl("get", "ns", "gone", check=False).returncode == 1, timeout=30)

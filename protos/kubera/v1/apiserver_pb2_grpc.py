@@ -59,6 +59,11 @@ class ApiServerStub:
                 request_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.UpdateRequest.SerializeToString,
                 response_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.ObjectResponse.FromString,
                 _registered_method=True)
+        self.Finalize = channel.unary_unary(
+                '/kubera.v1.ApiServer/Finalize',
+                request_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.UpdateRequest.SerializeToString,
+                response_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.ObjectResponse.FromString,
+                _registered_method=True)
         self.Patch = channel.unary_unary(
                 '/kubera.v1.ApiServer/Patch',
                 request_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.PatchRequest.SerializeToString,
@@ -140,6 +145,15 @@ class ApiServerServicer:
 
     def UpdateStatus(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Finalize(self, request, context):
+        """A namespace's spec.finalizers (the namespaces/finalize subresource): the namespace
+        controller drops its "kubernetes" finalizer through it; a terminating namespace
+        whose spec and metadata finalizers are then empty is removed.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -249,6 +263,11 @@ def add_ApiServerServicer_to_server(servicer, server):
             ),
             'UpdateStatus': grpc.unary_unary_rpc_method_handler(
                     servicer.UpdateStatus,
+                    request_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.UpdateRequest.FromString,
+                    response_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.ObjectResponse.SerializeToString,
+            ),
+            'Finalize': grpc.unary_unary_rpc_method_handler(
+                    servicer.Finalize,
                     request_deserializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.UpdateRequest.FromString,
                     response_serializer=protos_dot_kubera_dot_v1_dot_apiserver__pb2.ObjectResponse.SerializeToString,
             ),
@@ -436,6 +455,33 @@ class ApiServer:
             request,
             target,
             '/kubera.v1.ApiServer/UpdateStatus',
+            protos_dot_kubera_dot_v1_dot_apiserver__pb2.UpdateRequest.SerializeToString,
+            protos_dot_kubera_dot_v1_dot_apiserver__pb2.ObjectResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Finalize(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubera.v1.ApiServer/Finalize',
             protos_dot_kubera_dot_v1_dot_apiserver__pb2.UpdateRequest.SerializeToString,
             protos_dot_kubera_dot_v1_dot_apiserver__pb2.ObjectResponse.FromString,
             options,

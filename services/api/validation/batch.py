@@ -7,6 +7,8 @@ maxFailedIndexes and successPolicy need Indexed mode; a podFailurePolicy needs
 restartPolicy Never and podReplacementPolicy Failed, and each of its rules names exactly
 one requirement; a generated selector must select the Job's own uid and name; a CronJob
 has a ParseStandard schedule, a known time zone and a job template without a selector.
+On update, completions is immutable except in an Indexed Job, where it may change together
+with parallelism (ElasticIndexedJob: new completions equal to new parallelism).
 
 Deliberate differences: upstream's limits on index counts (completions ≤ 10^5 with
 backoffLimitPerIndex, maxFailedIndexes ≤ 10^5) and on the rule counts (20 rules, 255
@@ -328,14 +330,12 @@ def validate_job(job: Any) -> Errors:
 
 
 def validate_job_update(new: Any, old: Any) -> Errors:
-    """ValidateJobSpecUpdate: the selector, completions (unless scaled with parallelism in
-    Indexed mode, which kubera does not allow), completionMode and the template of an
-    unsuspended Job are immutable."""
-    errs: Errors = []
+    """ValidateJobSpecUpdate: the selector, completions (but see `_completions_update`),
+    completionMode and the template of an unsuspended Job are immutable."""
+    errs: Errors = _completions_update(new.spec, old.spec)
     n, o = new.spec, old.spec
     for field, name in (
         ("selector", "selector"),
-        ("completions", "completions"),
         ("completion_mode", "completionMode"),
         ("backoff_limit_per_index", "backoffLimitPerIndex"),
         ("pod_failure_policy", "podFailurePolicy"),
@@ -348,6 +348,24 @@ def validate_job_update(new: Any, old: Any) -> Errors:
     if n.template != o.template and not (o.suspend and not old.status.start_time):
         errs.append(invalid("spec.template", show(n.template), FIELD_IMMUTABLE))
     return errs
+
+
+def _completions_update(n: Any, o: Any) -> Errors:
+    """validateCompletions (ElasticIndexedJob, GA upstream): completions is immutable,
+    except in an Indexed Job, where it may change together with parallelism (the new
+    completions equal to the new parallelism). An Indexed Job's completions removed is
+    the spec's own Required error."""
+    same = n.HasField("completions") == o.HasField("completions") and n.completions == o.completions
+    if same:
+        return []
+    if n.completion_mode != "Indexed":
+        return [invalid("spec.completions", _shown(n, "completions"), FIELD_IMMUTABLE)]
+    if not n.HasField("completions"):
+        return []
+    if not n.HasField("parallelism") or n.completions != n.parallelism:
+        detail = "can only be modified in tandem with spec.parallelism"
+        return [invalid("spec.completions", n.completions, detail)]
+    return []
 
 
 def _shown(spec: Any, field: str) -> Any:

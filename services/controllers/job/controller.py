@@ -23,6 +23,12 @@ A Job runs pods until enough of them succeed. One sync of a Job key:
         the failure backoff (10 s doubling to 10 min), delete the surplus and duplicates
     status (only when it changed) ─► requeue for the deadline, the backoff or the TTL
 
+An Indexed Job is elastic (ElasticIndexedJob): completions may change with parallelism.
+Indexes at or past completions are not run (their pods are deleted) and drop out of
+completedIndexes and failedIndexes; succeeded counts the completed indexes in range, so
+a scale-down can lower it, while failed keeps counting failed pods. An index scaled out
+after it completed runs again if it comes back into range.
+
 The finalizer makes counting exact: a finished pod is counted exactly once, while it
 still has the finalizer, and the finalizer is removed only after its UID was written to
 uncountedTerminatedPods. Expectations (creations, deletions, finalizer removals) keep a
@@ -324,6 +330,8 @@ class JobController:
         job = await self._track(key, job, tally, now)
         status = batch_pb2.JobStatus()
         status.CopyFrom(job.status)
+        if is_indexed(job):
+            decide.indexes_in_range(job, status)
         stamp = rfc3339(now)
         finishing = decide.finish(job, status, tally, now, stamp)
         suspended = job.spec.suspend and not finishing
@@ -449,6 +457,8 @@ class JobController:
         status.failed += len(unc.failed)
         del unc.succeeded[:]
         del unc.failed[:]
+        if is_indexed(job):
+            decide.indexes_in_range(job, status)
         return await self._write_status(key, job, status)
 
     def _terminal_condition(

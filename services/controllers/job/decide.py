@@ -36,6 +36,19 @@ class Tally:
     restarts: int = 0
 
 
+def indexes_in_range(job: batch_pb2.Job, status: batch_pb2.JobStatus) -> None:
+    """An Indexed Job's records kept to its current completions, which may have shrunk
+    (ElasticIndexedJob): completedIndexes and failedIndexes lose the indexes at or past
+    it, and succeeded is the number of completed indexes (upstream sets it from
+    succeededIndexes.total() every sync). failed stays a count of failed pods."""
+    done = rules.parse_intervals(status.completed_indexes, job.spec.completions)
+    status.completed_indexes = rules.format_intervals(done)
+    status.succeeded = rules.interval_count(done)
+    if job.spec.HasField("backoff_limit_per_index"):
+        failed = rules.parse_intervals(status.failed_indexes, job.spec.completions)
+        status.failed_indexes = rules.format_intervals(failed)
+
+
 def index_status(job: batch_pb2.Job, status: batch_pb2.JobStatus, t: Tally) -> None:
     completions = job.spec.completions
     done = rules.parse_intervals(status.completed_indexes, completions)

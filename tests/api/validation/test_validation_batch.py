@@ -372,3 +372,48 @@ def test_parallelism_may_change() -> None:
     new.CopyFrom(old)
     new.spec.parallelism = 5
     assert validate_update("Job", new, old) == []
+
+
+INDEXED_JOB = with_(JOB, spec__completionMode="Indexed", spec__completions=2, spec__parallelism=2)
+
+
+@pytest.mark.parametrize(
+    ("old_spec", "new_spec", "expected"),
+    [
+        pytest.param({}, {"completions": 4, "parallelism": 4}, None, id="mutable-with-parallelism"),
+        pytest.param(
+            {"parallelism": 1},
+            {"completions": 3, "parallelism": 3},
+            None,
+            id="previous-parallelism-differs-new-ones-equal",
+        ),
+        pytest.param(
+            {},
+            {"completions": 3, "parallelism": 4},
+            "spec.completions: Invalid value: 3: can only be modified in tandem with spec.parallelism",
+            id="completions-and-parallelism-to-different-values",
+        ),
+        pytest.param(
+            {},
+            {"completions": None},
+            "spec.completions: Required value: when completion mode is Indexed",
+            id="completions-set-to-nil-does-not-panic",
+        ),
+        pytest.param({}, {"parallelism": 1}, None, id="completions-unchanged-parallelism-lower"),
+        pytest.param({}, {"parallelism": 3}, None, id="completions-unchanged-parallelism-higher"),
+    ],
+)
+def test_indexed_job_completions_update(
+    old_spec: dict[str, Any], new_spec: dict[str, Any], expected: str | None
+) -> None:
+    """TestValidateJobUpdate's ElasticIndexedJob cases (validateCompletions)."""
+    old_doc = with_(INDEXED_JOB, **{f"spec__{k}": v for k, v in old_spec.items()})
+    new_doc = with_(old_doc, **{f"spec__{k}": v for k, v in new_spec.items() if v is not None})
+    for k, v in new_spec.items():
+        if v is None:
+            del new_doc["spec"][k]
+    errs = [str(e) for e in validate_update("Job", admitted(new_doc), admitted(old_doc))]
+    if expected is None:
+        assert errs == []
+    else:
+        assert any(expected in e for e in errs), errs

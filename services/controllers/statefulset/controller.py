@@ -31,10 +31,17 @@ matchLabels; persistentVolumeClaimRetentionPolicy sets their ownerReferences as 
 does (whenDeleted Delete: owned by the set; whenScaled Delete: a condemned pod's claims
 owned by that pod), so the garbage collector removes them; Retain leaves them alone.
 
+A live pod whose identity (name, namespace, the pod-name label) or storage (a volume per
+claim template, on the ordinal's claim) no longer matches is updated to match, its missing
+claims created first (UpdateStatefulPod); hostname and subdomain are immutable, set at
+creation only, as upstream's initIdentity. A pod's volumes are immutable too, so a storage
+repair is refused by validation as upstream's is, after the claims were made.
+
 Rolling updates follow upstream's MaxUnavailableStatefulSet path (beta and on by default
-since 1.35). Where kubera differs: a pod's identity and storage are set at
-creation and not repaired later; the pods of a deleted set are deleted by this
-controller when `cascade_delete` (kubera's garbage collector may not run).
+since 1.35). Where kubera differs: claims' ownerReferences follow the retention policy
+when made and when a pod is scaled down, but are not reconciled later
+(ClaimsMatchRetentionPolicy); the pods of a deleted set are deleted by this controller
+when `cascade_delete` (kubera's garbage collector may not run).
 """
 
 from __future__ import annotations
@@ -43,7 +50,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,8 +58,12 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import apps_pb2, core_pb2, meta_pb2, storage_pb2
 from services.api.machinery import codec
-from services.api.machinery.errors import AlreadyExistsError, ApiError, NotFoundError
-from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.errors import (
+    AlreadyExistsError,
+    ApiError,
+    ConflictError,
+    NotFoundError,
+)
 from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
@@ -63,15 +73,12 @@ from services.controllers.controller_utils import (
     controller_of,
     is_pod_available,
     is_pod_ready,
-    new_controller_ref,
     selector_for,
     split_key,
     wait_synced,
 )
-from services.controllers.deployment.util import scaled_value
 from services.controllers.events import EventRecorder
 from services.controllers.history import (
-    CONTROLLER_REVISION_HASH_LABEL,
     CONTROLLER_REVISIONS,
     bump_revision,
     create_revision,
@@ -82,228 +89,47 @@ from services.controllers.history import (
     sort_revisions,
 )
 from services.controllers.ref_manager import claim, recheck_owner
+from services.controllers.statefulset.rules import (
+    CLAIMS,
+    DELETE,
+    POD_INDEX_LABEL,
+    POD_NAME_LABEL,
+    PODS,
+    ROLLING_UPDATE,
+    STATEFUL_SETS,
+    allows_burst,
+    claim_name,
+    complete_rolling_update,
+    identity_matches,
+    is_failed,
+    is_healthy,
+    is_member_of,
+    is_running_and_ready,
+    is_succeeded,
+    is_terminating,
+    is_unavailable,
+    max_unavailable_of,
+    new_claims,
+    new_stateful_pod,
+    parent_and_ordinal,
+    partition_of,
+    pod_name,
+    pod_revision,
+    replicas_of,
+    revision_for_ordinal,
+    start_ordinal,
+    stateful_status,
+    storage_matches,
+    update_identity,
+    update_storage,
+)
 from services.controllers.workqueue import WorkQueue, controller_queue, run_workers
 
 log = logging.getLogger(__name__)
 
-PODS = BY_KIND["Pod"]
-STATEFUL_SETS = BY_KIND["StatefulSet"]
-CLAIMS = BY_KIND["PersistentVolumeClaim"]
-
-#: apps.StatefulSetPodNameLabel and apps.PodIndexLabel.
-POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
-POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
-ORDERED_READY = "OrderedReady"
-PARALLEL = "Parallel"
-ROLLING_UPDATE = "RollingUpdate"
-ON_DELETE = "OnDelete"
-RETAIN = "Retain"
-DELETE = "Delete"
-
-_MEMBER = re.compile(r"^(.*)-([0-9]+)$")
-
-
-# ============================================================================ pure rules
-
-
-def parent_and_ordinal(pod_name: str) -> tuple[str, int]:
-    """getParentNameAndOrdinal: ("web", 3) for "web-3"; ("", -1) for a non-member name."""
-    m = _MEMBER.match(pod_name)
-    if m is None:
-        return "", -1
-    return m.group(1), int(m.group(2))
-
-
-def is_member_of(sts: apps_pb2.StatefulSet, pod: core_pb2.Pod) -> bool:
-    return parent_and_ordinal(pod.metadata.name)[0] == sts.metadata.name
-
-
-def pod_name(sts: apps_pb2.StatefulSet, ordinal: int) -> str:
-    return f"{sts.metadata.name}-{ordinal}"
-
-
-def claim_name(
-    sts: apps_pb2.StatefulSet, template: storage_pb2.PersistentVolumeClaim, ordinal: int
-) -> str:
-    """getPersistentVolumeClaimName: `<template>-<set>-<ordinal>`."""
-    return f"{template.metadata.name}-{sts.metadata.name}-{ordinal}"
-
-
-def start_ordinal(sts: apps_pb2.StatefulSet) -> int:
-    return sts.spec.ordinals.start if sts.spec.HasField("ordinals") else 0
-
-
-def replicas_of(sts: apps_pb2.StatefulSet) -> int:
-    return sts.spec.replicas if sts.spec.HasField("replicas") else 1
-
-
-def allows_burst(sts: apps_pb2.StatefulSet) -> bool:
-    return sts.spec.pod_management_policy == PARALLEL
-
-
-def partition_of(sts: apps_pb2.StatefulSet) -> int:
-    st = sts.spec.update_strategy
-    if st.type in ("", ROLLING_UPDATE) and st.HasField("rolling_update"):
-        return st.rolling_update.partition
-    return 0
-
-
-def pod_revision(pod: core_pb2.Pod) -> str:
-    return pod.metadata.labels.get(CONTROLLER_REVISION_HASH_LABEL, "")
-
-
-def is_created(pod: core_pb2.Pod) -> bool:
-    return bool(pod.status.phase)
-
-
-def is_terminating(pod: core_pb2.Pod) -> bool:
-    return bool(pod.metadata.deletion_timestamp)
-
-
-def is_failed(pod: core_pb2.Pod) -> bool:
-    return pod.status.phase == "Failed"
-
-
-def is_succeeded(pod: core_pb2.Pod) -> bool:
-    return pod.status.phase == "Succeeded"
-
-
-def is_running_and_ready(pod: core_pb2.Pod) -> bool:
-    return pod.status.phase == "Running" and is_pod_ready(pod)
-
-
-def is_healthy(pod: core_pb2.Pod) -> bool:
-    return is_running_and_ready(pod) and not is_terminating(pod)
-
-
-def is_unavailable(pod: core_pb2.Pod | None, min_ready_seconds: int, now: float) -> bool:
-    """isUnavailable: missing, terminating, not Running and Ready, or Ready for less than
-    minReadySeconds."""
-    return pod is None or not is_healthy(pod) or not is_pod_available(pod, min_ready_seconds, now)
-
-
-def max_unavailable_of(sts: apps_pb2.StatefulSet, replicas: int) -> int:
-    """getStatefulSetMaxUnavailable: rollingUpdate.maxUnavailable scaled to the replicas
-    (percentages round down), at least 1; 1 when unset."""
-    ru = sts.spec.update_strategy.rolling_update
-    if not ru.HasField("max_unavailable"):
-        return 1
-    return max(1, scaled_value(ru.max_unavailable, replicas, False))
-
-
-def new_stateful_pod(
-    sts: apps_pb2.StatefulSet,
-    template: core_pb2.PodTemplateSpec,
-    revision: str,
-    ordinal: int,
-) -> core_pb2.Pod:
-    """newVersionedStatefulSetPod: the template's pod with the set's identity (name,
-    labels, hostname, subdomain), storage (a volume per claim template) and revision."""
-    pod = PODS.new()
-    assert isinstance(pod, core_pb2.Pod)
-    name = pod_name(sts, ordinal)
-    pod.metadata.name = name
-    pod.metadata.namespace = sts.metadata.namespace
-    pod.metadata.labels.update(template.metadata.labels)
-    pod.metadata.annotations.update(template.metadata.annotations)
-    pod.metadata.finalizers.extend(template.metadata.finalizers)
-    pod.metadata.owner_references.append(new_controller_ref(sts, STATEFUL_SETS))
-    pod.spec.CopyFrom(template.spec)
-    pod.metadata.labels[POD_NAME_LABEL] = name
-    pod.metadata.labels[POD_INDEX_LABEL] = str(ordinal)
-    pod.metadata.labels[CONTROLLER_REVISION_HASH_LABEL] = revision
-    pod.spec.hostname = name
-    pod.spec.subdomain = sts.spec.service_name
-    if sts.spec.volume_claim_templates:
-        claimed = {t.metadata.name for t in sts.spec.volume_claim_templates}
-        kept = [v for v in pod.spec.volumes if v.fields["name"].string_value not in claimed]
-        del pod.spec.volumes[:]
-        pod.spec.volumes.extend(kept)
-        for t in sts.spec.volume_claim_templates:
-            vol = pod.spec.volumes.add()
-            vol.update(
-                {
-                    "name": t.metadata.name,
-                    "persistentVolumeClaim": {"claimName": claim_name(sts, t, ordinal)},
-                }
-            )
-    return pod
-
-
-def new_claims(sts: apps_pb2.StatefulSet, ordinal: int) -> list[storage_pb2.PersistentVolumeClaim]:
-    """getPersistentVolumeClaims: one claim per template, labelled with the template's
-    labels and the selector's matchLabels, owned as the retention policy says."""
-    out = []
-    for t in sts.spec.volume_claim_templates:
-        c = CLAIMS.new()
-        assert isinstance(c, storage_pb2.PersistentVolumeClaim)
-        c.metadata.name = claim_name(sts, t, ordinal)
-        c.metadata.namespace = sts.metadata.namespace
-        c.metadata.labels.update(t.metadata.labels)
-        c.metadata.labels.update(sts.spec.selector.match_labels)
-        c.metadata.annotations.update(t.metadata.annotations)
-        c.spec.CopyFrom(t.spec)
-        if sts.spec.persistent_volume_claim_retention_policy.when_deleted == DELETE:
-            c.metadata.owner_references.append(new_controller_ref(sts, STATEFUL_SETS))
-        out.append(c)
-    return out
-
-
-def revision_for_ordinal(sts: apps_pb2.StatefulSet, ordinal: int) -> str:
-    """Which revision a new pod of `ordinal` gets (newVersionedStatefulSetPod): under
-    RollingUpdate, the current one below the partition (or, with no rollingUpdate at all,
-    below status.currentReplicas); the update one otherwise."""
-    st = sts.spec.update_strategy
-    if st.type != ROLLING_UPDATE:
-        return "update"
-    index = ordinal - start_ordinal(sts)
-    if st.HasField("rolling_update"):
-        return "current" if index < st.rolling_update.partition else "update"
-    return "current" if index < sts.status.current_replicas else "update"
-
-
-def stateful_status(
-    sts: apps_pb2.StatefulSet,
-    pods: Sequence[core_pb2.Pod],
-    current: str,
-    update: str,
-    now: float,
-) -> apps_pb2.StatefulSetStatus:
-    """The counts of the pods that exist and are not terminating (updateStatefulSet's
-    status loop): replicas, ready, available (ready minReadySeconds), current, updated."""
-    st = apps_pb2.StatefulSetStatus()
-    st.CopyFrom(sts.status)
-    st.observed_generation = sts.metadata.generation
-    st.current_revision, st.update_revision = current, update
-    st.replicas = st.ready_replicas = st.available_replicas = 0
-    st.current_replicas = st.updated_replicas = 0
-    for p in pods:
-        if not is_created(p) or is_terminating(p):
-            continue
-        st.replicas += 1
-        if is_running_and_ready(p):
-            st.ready_replicas += 1
-            if is_pod_available(p, sts.spec.min_ready_seconds, now):
-                st.available_replicas += 1
-        rev = pod_revision(p)
-        if rev == current:
-            st.current_replicas += 1
-        if rev == update:
-            st.updated_replicas += 1
-    return st
-
-
-def complete_rolling_update(sts: apps_pb2.StatefulSet, st: apps_pb2.StatefulSetStatus) -> None:
-    """completeRollingUpdate: every pod updated and ready → the update revision is current."""
-    if (
-        sts.spec.update_strategy.type == ROLLING_UPDATE
-        and st.updated_replicas == st.replicas
-        and st.ready_replicas == st.replicas
-        and st.replicas == replicas_of(sts)
-    ):
-        st.current_replicas = st.updated_replicas
-        st.current_revision = st.update_revision
-
+#: The waits between tries of a pod update that conflicted (client-go's
+#: retry.DefaultBackoff: 10 ms, x5, 4 tries).
+UPDATE_RETRY_DELAYS = (0.01, 0.05, 0.25)
 
 # ============================================================================ controller
 
@@ -611,6 +437,8 @@ class StatefulSetController:
             and not is_pod_available(pod, sts.spec.min_ready_seconds, self.clock.now())
         ):
             raise _Wait
+        if not (identity_matches(sts, pod) and storage_matches(sts, pod)):
+            await self._update_stateful_pod(sts, pod)
         await self._create_claims(sts, ordinal)
 
     async def _process_condemned(
@@ -690,6 +518,54 @@ class StatefulSetController:
             "SuccessfulDelete",
             f"delete Pod {pod.metadata.name} in StatefulSet {sts.metadata.name} successful",
         )
+
+    async def _update_stateful_pod(self, sts: apps_pb2.StatefulSet, cached: core_pb2.Pod) -> None:
+        """UpdateStatefulPod: a pod whose identity (name label, index label) or storage (a
+        volume per claim template) no longer matches is updated to match, its missing
+        claims created first; a conflict is retried on the pod read again from the cache
+        (retry.RetryOnConflict's DefaultBackoff). SuccessfulUpdate / FailedUpdate events
+        once an update was tried."""
+        pod = codec.clone(cached)
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        attempted = False
+        error: ApiError | None = None
+        for delay in (*UPDATE_RETRY_DELAYS, None):
+            consistent = True
+            if not identity_matches(sts, pod):
+                update_identity(sts, pod)
+                consistent = False
+            if not storage_matches(sts, pod):
+                update_storage(sts, pod)
+                consistent = False
+                await self._create_claims(sts, parent_and_ordinal(pod.metadata.name)[1])
+            if consistent:
+                break
+            attempted = True
+            try:
+                await self.client.update(pod)
+                error = None
+                break
+            except ConflictError as e:
+                error = e
+                if delay is None:
+                    break
+                await self.clock.sleep(delay)
+                fresh = narrow_optional(self.pod_informer.store.get(key), core_pb2.Pod)
+                if fresh is not None:
+                    pod = codec.clone(fresh)
+            except ApiError as e:
+                error = e
+                break
+        if attempted:
+            name, set_name = pod.metadata.name, sts.metadata.name
+            if error is None:
+                msg = f"update Pod {name} in StatefulSet {set_name} successful"
+                self.events.event(sts, "Normal", "SuccessfulUpdate", msg)
+            else:
+                msg = f"update Pod {name} in StatefulSet {set_name} failed error: {error}"
+                self.events.event(sts, "Warning", "FailedUpdate", msg)
+        if error is not None:
+            raise error
 
     async def _create_claims(self, sts: apps_pb2.StatefulSet, ordinal: int) -> None:
         """createPersistentVolumeClaims: each missing claim of `ordinal` created; a claim
