@@ -4,7 +4,8 @@ figures the benches report (kubera.experiment.output.figures). One subcommand pe
 scenario file, so `kubera bench --help` lists them.
 
 Besides the scenarios: `kubera bench capacity DIR…` (the capacity model again from the
-output directories), and the micro-benchmarks of the apiserver that define no scheduling
+output directories), `kubera bench compare --baseline REV EXPERIMENT` (an A/B against a
+baseline commit on this machine, kubera.bench.ab), and the micro-benchmarks of the apiserver that define no scheduling
 scenario: `apiserver`, `http` and `fuzz` (kubera.bench).
 """
 
@@ -42,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     for name in scenarios.names():
         _register_scenario(bsub, name, scenarios.describe(scenarios.SCENARIOS / f"{name}.yaml"))
     _register_capacity(bsub)
+    _register_compare(bsub)
 
 
 def _counts(text: str) -> tuple[int, ...]:
@@ -324,4 +326,56 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     if args.output:
         Path(args.output).write_text(json.dumps(model, indent=2) + "\n")
         print(f"model written to {args.output}")
+    return 0
+
+
+def _register_compare(bsub: argparse._SubParsersAction) -> None:
+    p = bsub.add_parser(
+        "compare",
+        help="A/B: an experiment on a baseline commit and on this checkout, alternately",
+        description="Build REV once (in --cache), then run EXPERIMENT with `kubera experiment "
+        "run` on the baseline and on this checkout, --runs pairs, the side that goes first "
+        "alternating; print each figure's ratio current/baseline (median of the pairs, and "
+        "their min-max) beside both sides' medians and the machine, and write compare.json.",
+    )
+    p.add_argument("experiment", metavar="EXPERIMENT", help="a bench name or an experiment file")
+    p.add_argument("--baseline", required=True, metavar="REV", help="the commit to compare to")
+    p.add_argument("--runs", type=int, default=3, help="pairs of runs (default 3)")
+    p.add_argument("--workload", metavar="NAME", help="only this workload of the file")
+    p.add_argument("--timeout", type=float, help="seconds any one op may wait")
+    p.add_argument(
+        "--output", metavar="DIR", help="default ./bench-results/compare-<name>-<timestamp>"
+    )
+    p.add_argument("--cache", metavar="DIR", help="where baselines are built (~/.cache/kubera)")
+    p.set_defaults(func=cmd_compare)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from kubera.bench import ab
+    from kubera.experiment.run import bench as scenarios
+
+    if args.runs < 1:
+        raise CliError("bench compare: --runs must be >= 1")
+    repo = Path(__file__).resolve().parents[2]
+    if not (repo / ".git").exists():
+        raise CliError(f"bench compare: needs kubera run from a git checkout, not {repo}")
+    named = scenarios.SCENARIOS / f"{args.experiment}.yaml"
+    path = named if named.is_file() else Path(args.experiment)
+    if not path.is_file():
+        raise CliError(
+            f"bench compare: {args.experiment!r} is neither a bench name "
+            f"({', '.join(scenarios.names())}) nor a file"
+        )
+    argv = ["experiment", "run", str(path.resolve())]
+    if args.workload:
+        argv += ["--workload", args.workload]
+    if args.timeout:
+        argv += ["--timeout", str(args.timeout)]
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = Path(args.output or Path("bench-results") / f"compare-{path.stem}-{stamp}").resolve()
+    current = ab.current_side(repo)
+    baseline = ab.baseline_side(repo, args.baseline, Path(args.cache) if args.cache else ab.CACHE)
+    table = ab.compare(baseline, current, argv, args.runs, out)
+    print(ab.render(table, baseline, current, ab.machine()))
+    print(f"\nwritten: {out / 'compare.json'}")
     return 0
