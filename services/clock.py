@@ -22,14 +22,16 @@ failures of processes and networks, or that measures the real system, is not:
   the electors publish (their acquire/renew times): a paused process must lose its lease
   in real seconds, and failover is measured in them;
 - gRPC deadlines, client timeouts, informers' reconnect backoff, etcd retries, the watch
-  caches' bookmarks and resourceVersion waits, the event writers' QPS pacing;
+  caches' bookmarks and resourceVersion waits;
 - the scheduler's own pacing (queue backoff and flushes, the assume TTL, Permit waits)
-  and every latency metric: kube-scheduler is the system under study, its timing is
-  measured, not simulated. It stamps and compares object times on the cluster clock
-  (`Scheduler(cluster_clock=...)`);
+  its write pacing and every latency metric: kube-scheduler is the system under study,
+  its timing is measured, not simulated. It stamps and compares object times on the
+  cluster clock (`Scheduler(cluster_clock=...)`);
 - TLS certificates' validity.
 A timestamp written on the wall clock (an elector's Lease renewTime) is never compared
-with the cluster clock.
+with the cluster clock. (The controller manager and the kubelets run whole on the cluster
+clock, their workqueue and event rate limits included: those limits are N times looser in
+wall time; docs/differences.md.)
 """
 
 from __future__ import annotations
