@@ -64,7 +64,6 @@ class Schedule:
             raise ScheduleError(f"no time matches the schedule [{self.expr}]") from None
 
 
-
 def parse(schedule: str) -> Schedule:
     """ParseStandard's rules; raises ScheduleError with a message naming what is wrong."""
     text = schedule.strip()
