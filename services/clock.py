@@ -7,7 +7,8 @@ One cluster clock. Under `kubera up --time-scale N` every component gets the sam
 anything, and hands it with the scale to each host config (apiserver, scheduler,
 controller manager, node pools); `kubera get`/`describe` build it from the context file.
 `now()` depends only on the wall clock, the origin and the scale, so every process reads
-the same simulated time, and every timestamp in an object is simulated time:
+the same simulated time (across machines as far as their wall clocks agree, as upstream
+relies on NTP), and every timestamp in an object is simulated time:
 creationTimestamp and deletionTimestamp (apiserver), conditions and Events (all
 writers), lastScheduleTime, startTime/completionTime, node Lease renewTime, PDB
 disruptedPods, taints' timeAdded. Whoever compares such a timestamp with "now" (CronJob
