@@ -51,7 +51,9 @@ def _t(text: str) -> float:
 JUST_BEFORE_THE_PRIOR_HOUR = _t("2016-05-19T08:59:00")
 JUST_AFTER_THE_PRIOR_HOUR = _t("2016-05-19T09:01:00")
 JUST_BEFORE_THE_HOUR = _t("2016-05-19T09:59:00")
+TOP_OF_THE_HOUR = _t("2016-05-19T10:00:00")
 JUST_AFTER_THE_HOUR = _t("2016-05-19T10:01:00")
+JUST_BEFORE_THE_NEXT_HOUR = _t("2016-05-19T10:59:00")
 WEEK_AFTER_THE_HOUR = _t("2016-05-26T10:00:00")
 
 
@@ -64,6 +66,12 @@ class Case:
     deadline: int | None = None
     suspend: bool = False
     time_zone: str | None = None
+    schedule: str = "0 * * * ?"
+    #: The table's cronjobCreationTime, lastScheduleTime and jobCreationTime (None: the
+    #: defaults of its setup, see _set_up).
+    created: float | None = None
+    last: float | None = None
+    job_at: float | None = None
     # expectations
     create: bool = False
     delete: bool = False
@@ -124,7 +132,10 @@ def _cases() -> dict[str, Case]:
     after = H - M + NEXT_SCHEDULE_DELTA
     out |= {
         "never ran, not time in zone": Case(
-            "Allow", JUST_BEFORE_THE_HOUR, time_zone="America/New_York", requeue=M + 0.1
+            "Allow",
+            JUST_BEFORE_THE_HOUR,
+            time_zone="America/New_York",
+            requeue=M + NEXT_SCHEDULE_DELTA,
         ),
         "never ran, is time in zone": Case(
             "Allow",
@@ -214,7 +225,70 @@ def _cases() -> dict[str, Case]:
             requeue=after,
         ),
     }
-    return out
+    return out | _every_cases()
+
+
+def _every_cases() -> dict[str, Case]:
+    """The table's "with @every schedule" block ("@every 1h")."""
+    every = {"schedule": "@every 1h", "policy": "Allow"}
+    prior, before = JUST_BEFORE_THE_PRIOR_HOUR, JUST_BEFORE_THE_HOUR
+    d = NEXT_SCHEDULE_DELTA
+    ran: dict[str, Any] = {"ran_previously": True, "created": prior}
+    return {
+        "with @every schedule, never ran, not time": Case(
+            **every, now=TOP_OF_THE_HOUR, created=before, requeue=H - M + d
+        ),
+        "with @every schedule, never ran, is time": Case(
+            **every, now=before, created=prior, create=True, active=1, requeue=H + d
+        ),
+        "with @every schedule, never ran, is time, past deadline": Case(
+            **every, now=before + SHORT + 1, created=prior, deadline=SHORT,
+            requeue=H - (SHORT + 1) + d,
+        ),
+        "with @every schedule, never ran, is time, not past deadline": Case(
+            **every, now=before + SHORT - 1, created=prior, deadline=LONG, create=True,
+            active=1, requeue=H - (SHORT - 1) + d,
+        ),
+        "with @every schedule, prev ran but done, not time": Case(
+            **every, **ran, now=TOP_OF_THE_HOUR, last=before, job_at=prior, requeue=H - M + d
+        ),
+        "with @every schedule, prev ran but done, is time": Case(
+            **every, **ran, now=TOP_OF_THE_HOUR + H, last=before, job_at=prior, create=True,
+            active=1, requeue=H - M + d,
+        ),
+        "with @every schedule, prev ran but done, is time, past deadline": Case(
+            **every, **ran, now=JUST_BEFORE_THE_NEXT_HOUR + SHORT + 1, last=before, job_at=prior,
+            deadline=SHORT, requeue=H - (SHORT + 1) + d,
+        ),
+        "with @every schedule, still active, not time": Case(
+            **every, **ran, still_active=True, now=TOP_OF_THE_HOUR, last=before, job_at=before,
+            active=1, requeue=H - M + d,
+        ),
+        "with @every schedule, still active, is time": Case(
+            **every, **ran, still_active=True, now=JUST_AFTER_THE_HOUR, last=prior, job_at=prior,
+            create=True, active=2, requeue=H - 2 * M + d,
+        ),
+        "with @every schedule, still active, is time, past deadline": Case(
+            **every, **ran, still_active=True, now=JUST_BEFORE_THE_NEXT_HOUR + SHORT + 1,
+            last=before, job_at=before, deadline=SHORT, active=1, requeue=H - (SHORT + 1) + d,
+        ),
+        "with @every schedule, still active, is time, not past deadline": Case(
+            **every, **ran, still_active=True, now=JUST_BEFORE_THE_NEXT_HOUR + SHORT - 1,
+            last=before, job_at=before, deadline=LONG, create=True, active=2,
+            requeue=H - (SHORT - 1) + d,
+        ),
+        "with @every schedule, prev ran but done, long overdue, no deadline": Case(
+            **every, ran_previously=True, created=JUST_AFTER_THE_PRIOR_HOUR,
+            last=JUST_AFTER_THE_HOUR, job_at=JUST_AFTER_THE_PRIOR_HOUR, now=WEEK_AFTER_THE_HOUR,
+            create=True, active=1, warnings=1, requeue=M + d,
+        ),
+        "with @every schedule, prev ran but done, long overdue, past deadline": Case(
+            **every, ran_previously=True, created=JUST_AFTER_THE_PRIOR_HOUR,
+            last=JUST_AFTER_THE_HOUR, job_at=JUST_AFTER_THE_PRIOR_HOUR,
+            now=WEEK_AFTER_THE_HOUR + M + SHORT + 1, deadline=SHORT, active=0,
+            requeue=H - (SHORT + 1) + d,
+        ),
+    }  # fmt: skip
 
 
 CASES = _cases()
@@ -246,7 +320,7 @@ async def _set_up(client: Client, clock: FakeClock, case: Case) -> batch_pb2.Cro
     """The table's CronJob (created just before the hour, or before the prior hour when
     it ran before) and, when it ran, its Job of just after the prior hour: finished, or
     in status.active when still active."""
-    spec: dict[str, Any] = {"schedule": "0 * * * ?", "concurrencyPolicy": case.policy}
+    spec: dict[str, Any] = {"schedule": case.schedule, "concurrencyPolicy": case.policy}
     if case.deadline is not None:
         spec["startingDeadlineSeconds"] = case.deadline
     if case.suspend:
@@ -255,14 +329,15 @@ async def _set_up(client: Client, clock: FakeClock, case: Case) -> batch_pb2.Cro
         spec["timeZone"] = case.time_zone
     doc = cron_doc(name="mycronjob", **spec)
     doc["metadata"]["namespace"] = NS
-    if not case.ran_previously:
-        clock.advance(JUST_BEFORE_THE_HOUR - clock.now())
+    default_created = JUST_BEFORE_THE_PRIOR_HOUR if case.ran_previously else JUST_BEFORE_THE_HOUR
+    clock.advance((case.created or default_created) - clock.now())
     cj = await client.create(codec.decode(doc, validate="strict").obj)
     assert isinstance(cj, batch_pb2.CronJob)
     if case.ran_previously:
-        job = await client.create(job_from_template(cj, JUST_AFTER_THE_PRIOR_HOUR))
+        job_at = case.job_at or JUST_AFTER_THE_PRIOR_HOUR
+        job = await client.create(job_from_template(cj, job_at))
         assert isinstance(job, batch_pb2.Job)
-        cj.status.last_schedule_time = rfc3339(JUST_AFTER_THE_PRIOR_HOUR)
+        cj.status.last_schedule_time = rfc3339(case.last or JUST_AFTER_THE_PRIOR_HOUR)
         if case.still_active:
             cj.status.active.append(
                 core_pb2.ObjectReference(
@@ -275,8 +350,8 @@ async def _set_up(client: Client, clock: FakeClock, case: Case) -> batch_pb2.Cro
             )
         else:
             job.status.conditions.add(type="Complete", status="True")
-            job.status.start_time = rfc3339(JUST_AFTER_THE_PRIOR_HOUR)
-            job.status.completion_time = rfc3339(JUST_AFTER_THE_PRIOR_HOUR + 10)
+            job.status.start_time = rfc3339(job_at)
+            job.status.completion_time = rfc3339(job_at + 10)
             await client.update_status(job)
         cj = await client.update_status(cj)  # type: ignore[assignment]
     return cj
