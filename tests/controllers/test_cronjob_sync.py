@@ -9,8 +9,10 @@ cluster clock under the time scale), so creation timestamps are the table's exac
 
 Left out of the table: invalid schedules and time zones (kubera's apiserver refuses to
 store them, upstream's test writes them past validation), a time zone in the schedule
-(refused the same way), the feature-gate cases, and the injected client errors
-(AlreadyExists: test_cronjob.py covers it against a real Job)."""
+(refused the same way), the feature-gate cases, the injected client errors (AlreadyExists:
+test_cronjob.py covers it against a real Job; a terminating namespace), and the slow
+lister / slow CronJob list / time-drift cases, which need a Job the informer has not seen
+(here the informers are synced before the sync runs)."""
 
 from __future__ import annotations
 
