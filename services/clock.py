@@ -1,6 +1,39 @@
 """The injected clock: logic never calls time.time() or asyncio.sleep directly, so tests
 and the time scale can control time. Also the one place timestamps are written and read as
-text (metav1.Time / MicroTime, RFC 3339)."""
+text (metav1.Time / MicroTime, RFC 3339).
+
+One cluster clock. Under `kubera up --time-scale N` every component gets the same
+`ScaledClock(N, origin)`: the supervisor takes `origin` (wall time) once, before it starts
+anything, and hands it with the scale to each host config (apiserver, scheduler,
+controller manager, node pools); `kubera get`/`describe` build it from the context file.
+`now()` depends only on the wall clock, the origin and the scale, so every process reads
+the same simulated time (across machines as far as their wall clocks agree, as upstream
+relies on NTP), and every timestamp in an object is simulated time:
+creationTimestamp and deletionTimestamp (apiserver), conditions and Events (all
+writers), lastScheduleTime, startTime/completionTime, node Lease renewTime, PDB
+disruptedPods, taints' timeAdded. Whoever compares such a timestamp with "now" (CronJob
+schedules, activeDeadlineSeconds, ttlSecondsAfterFinished, podgc, node monitor grace,
+tolerationSeconds, CrashLoopBackOff, the AGE of server-side tables) does it on that clock.
+
+What stays on the wall clock (RealClock), and why — the rule: a duration from the
+Kubernetes model (a spec field, a controller's or kubelet's period, upstream's backoffs
+in the simulated components) is simulated; a mechanism that guards against real
+failures of processes and networks, or that measures the real system, is not:
+- leader election (lease duration, renew deadline, retry period) and the Lease objects
+  the electors publish (their acquire/renew times): a paused process must lose its lease
+  in real seconds, and failover is measured in them;
+- gRPC deadlines, client timeouts, informers' reconnect backoff, etcd retries, the watch
+  caches' bookmarks and resourceVersion waits;
+- the scheduler's own pacing (queue backoff and flushes, the assume TTL, Permit waits)
+  its write pacing and every latency metric: kube-scheduler is the system under study,
+  its timing is measured, not simulated. It stamps and compares object times on the
+  cluster clock (`Scheduler(cluster_clock=...)`);
+- TLS certificates' validity.
+A timestamp written on the wall clock (an elector's Lease renewTime) is never compared
+with the cluster clock. (The controller manager and the kubelets run whole on the cluster
+clock, their workqueue and event rate limits included: those limits are N times looser in
+wall time; docs/differences.md.)
+"""
 
 from __future__ import annotations
 

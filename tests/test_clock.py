@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.clock import parse_rfc3339, rfc3339, rfc3339_micro
+from services.clock import (
+    RealClock,
+    ScaledClock,
+    clock_for,
+    parse_rfc3339,
+    rfc3339,
+    rfc3339_micro,
+)
 
 #: Years 1970..9999, as float seconds (microsecond fractions and worse included).
 TIMES = st.floats(min_value=0.0, max_value=253_402_300_799.0, allow_nan=False)
@@ -81,3 +88,24 @@ def test_parse_refuses_what_strptime_refuses(text: str) -> None:
         _reference_parse(text)
     with pytest.raises(ValueError):
         parse_rfc3339(text)
+
+
+def test_scaled_clocks_of_one_origin_agree_whenever_they_were_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every component builds its own ScaledClock from the supervisor's origin and the
+    scale: read at the same wall instant, they give the same simulated time, however late
+    each was made, and that time runs `scale` times as fast as the wall since the origin."""
+    wall = [1_000.0]
+    monkeypatch.setattr("services.clock.time.time", lambda: wall[0])
+    early = clock_for(60, 1_000.0)
+    wall[0] = 1_030.0
+    late = clock_for(60, 1_000.0)
+    assert early.now() == late.now() == 1_000.0 + 30 * 60
+    wall[0] = 1_031.0
+    assert early.now() == late.now() == 1_000.0 + 31 * 60
+    assert isinstance(early, ScaledClock) and early.origin == 1_000.0
+
+
+def test_scale_one_is_the_wall_clock() -> None:
+    assert isinstance(clock_for(1, 123.0), RealClock)

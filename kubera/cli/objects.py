@@ -42,6 +42,7 @@ from kubera.cli.common import (
     server_error,
 )
 from kubera.errors import CliError
+from kubera.launch.context import cluster_clock
 from kubera.printing import describe, describe_resources, output, tables
 from protos.kubera.v1 import core_pb2
 from services.api.dra.claims import ClaimNotCreatedError, claim_name
@@ -55,7 +56,6 @@ from services.api.machinery.kinds import Kind
 from services.api.machinery.kubeobject import narrow
 from services.api.machinery.listoptions import ListOptions
 from services.client import Client
-from services.clock import RealClock
 
 # --------------------------------------------------------------------- get
 
@@ -203,7 +203,7 @@ async def cmd_get(args: argparse.Namespace) -> int:
             for o in group:
                 print(output.object_name(o, kind))
     else:
-        now = RealClock().now()
+        now = cluster_clock(args.server).now()
         first = True
         for kind, group in groups:
             if not group:
@@ -412,7 +412,7 @@ async def _describe(client: Client, kind: Kind, obj: Message, now: float) -> str
 async def cmd_describe(args: argparse.Namespace) -> int:
     req = parse_resources(args.resources)
     namespace = _namespace_arg(args)
-    now = RealClock().now()
+    now = cluster_clock(args.server).now()
     texts: list[str] = []
     async with client_for(args) as client:
         groups, errors = await _fetch(client, req, namespace, label_selector=_label_selector(args))

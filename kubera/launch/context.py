@@ -11,6 +11,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from services.clock import Clock, clock_for
+
 
 class ContextError(Exception):
     pass
@@ -51,7 +53,8 @@ class Context:
     #: the process as it reports itself ("start_ticks", "host", "boot_id", "pid_ns": whether
     #: its pid is ours to signal; its start time is in `started` too).
     node_pools: list[dict] = field(default_factory=list)
-    #: Simulated time: scale and the wall time at which it equals the wall clock.
+    #: The cluster clock (services/clock.py): scale and the wall time at which it equals
+    #: the wall clock.
     time_scale: float = 1.0
     time_origin: float = 0.0
     #: The (first) apiserver actor's process (`kubera chaos kill-apiserver`); the supervisor
@@ -74,6 +77,10 @@ class Context:
     etcd_cert_file: str = ""
     etcd_key_file: str = ""
 
+    def clock(self) -> Clock:
+        """The cluster clock: what every component of this cluster stamps and reads."""
+        return clock_for(self.time_scale, self.time_origin or None)
+
     def save(self) -> None:
         p = context_path()
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -93,6 +100,21 @@ def load_context() -> Context:
         raise ContextError(
             f"{p} is not a kubera context file ({e}); remove it and run `kubera up`"
         ) from None
+
+
+def cluster_clock(explicit: str | None = None) -> Clock:
+    """The clock a command counts ages by (AGE, LAST SCHEDULE, event ages): the cluster
+    clock of the context's cluster, which objects are stamped with; the wall clock when
+    the command talks to another apiserver (`explicit`, $KUBERA_SERVER) or no context
+    exists (a cluster kubera did not start runs on wall time, or says nothing of its own)."""
+    server = explicit or os.environ.get("KUBERA_SERVER")
+    try:
+        ctx = load_context()
+    except ContextError:
+        return clock_for(1)
+    if server and server != ctx.apiserver:
+        return clock_for(1)
+    return ctx.clock()
 
 
 def apiserver_address(explicit: str | None = None) -> str:

@@ -95,11 +95,16 @@ class Supervisor:
         self.reviver = Reviver()
         self._refresh_failing = False
         self._stop = threading.Event()
+        #: The cluster clock's origin (epoch seconds), set when start() begins.
+        self.time_origin = 0.0
         #: Children this process had before start(): not ours to stop.
         self._children_before = set(procs.descendants(os.getpid()))
 
     def start(self) -> Context:
         """Start the cluster, step by step (the order matters: see each step)."""
+        # The cluster clock's epoch, first: every component that stamps times gets it
+        # (services/clock.py: one cluster clock, the same origin and scale everywhere).
+        time_origin = self.time_origin = time.time()
         self._fresh_cluster_dir()
         if self.opts.cluster.ray_address:
             self._join_ray_cluster()
@@ -112,7 +117,6 @@ class Supervisor:
         scheduler = ("", "")
         if self.opts.scheduling.enabled:
             scheduler = self._start_schedulers(etcd)
-        time_origin = time.time()
         if self.opts.cluster.with_controllers:
             self._start_controllers(etcd, time_origin)
         node_pools = self._start_pools(time_origin) if self.opts.nodes.count else []
@@ -187,6 +191,8 @@ class Supervisor:
                     bookmark_interval=o.bookmark_interval,
                     service_cluster_ip_range=o.service_cluster_ip_range,
                     service_node_port_range=o.service_node_port_range,
+                    time_scale=o.time_scale,
+                    time_origin=self.time_origin,
                     **self._apiserver_security(),
                 ),
             ),
@@ -329,6 +335,8 @@ class Supervisor:
                     replica=i,
                     replicas=o.replicas,
                     partition=o.partition,
+                    time_scale=self.opts.cluster.time_scale,
+                    time_origin=self.time_origin,
                 )
                 self.schedulers.append(
                     self._spawn(SchedulerActor, name, "scheduler", self.placement.replica(i), cfg)

@@ -73,7 +73,9 @@ class ApiServer:
     """kube-apiserver's registry over a `Storage`. Start it, then call its methods.
 
     `clock` and `new_uid` are collaborators tests replace (the time stamped on objects,
-    the uid given to each new one)."""
+    the uid given to each new one). `wall` paces the watch caches (bookmarks, the wait for
+    a resourceVersion, etcd retries), real-time mechanisms that stay on the wall clock
+    under the time scale (services/clock.py); it defaults to `clock`."""
 
     def __init__(
         self,
@@ -82,6 +84,7 @@ class ApiServer:
         *,
         clock: Clock | None = None,
         new_uid: Callable[[], str] | None = None,
+        wall: Clock | None = None,
     ) -> None:
         self.config = config = config or ApiServerConfig()
         self.storage = storage
@@ -91,7 +94,7 @@ class ApiServer:
                 k,
                 storage,
                 capacity=config.watch_cache_capacity,
-                clock=self.clock,
+                clock=wall or self.clock,
                 too_large_wait=config.resource_version_wait,
             )
             for k in KINDS

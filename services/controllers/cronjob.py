@@ -12,7 +12,8 @@ One sync of a CronJob key:
        failedJobsHistoryLimit
     ─► deleted, suspended, bad time zone or schedule? stop (no requeue)
     ─► the most recent schedule time not yet run, since lastScheduleTime (or creation),
-       limited by startingDeadlineSeconds (>100 missed: TooManyMissedTimes)
+       limited by startingDeadlineSeconds (>100 missed: TooManyMissedTimes; a schedule
+       no date matches: InvalidSchedule, stop)
        none ─► requeue at the next time
        past startingDeadlineSeconds ─► MissSchedule
        Forbid with an active Job ─► JobAlreadyActive
@@ -29,9 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, tzinfo
 
 from google.protobuf.message import Message
 
@@ -95,38 +97,108 @@ class CronJobConfig:
 # ============================================================================ schedule times
 
 
+class Missed(enum.Enum):
+    """missedSchedulesType: how many start times passed unmet since the earliest time."""
+
+    NONE = "none"
+    FEW = "few"
+    MANY = "many"
+
+
+@dataclass(frozen=True)
+class ScheduleTimes:
+    """What mostRecentScheduleTime finds."""
+
+    #: The last schedule time, else the creation (moved up to now minus
+    #: startingDeadlineSeconds when that is later and the deadline is included).
+    earliest: float
+    #: The most recent start time at or before now; None when none (or not found).
+    most_recent: float | None
+    missed: Missed
+
+
+def _zone(cj: batch_pb2.CronJob) -> tzinfo:
+    return cron.zone(cj.spec.time_zone if cj.spec.HasField("time_zone") else None)
+
+
+def _next(schedule: cron.Schedule, t: datetime) -> datetime:
+    """sched.Next(t); a schedule no date matches (`59 23 31 2 *`) is robfig's zero time,
+    which mostRecentScheduleTime turns into an error."""
+    try:
+        return schedule.next_after(t)
+    except cron.ScheduleError:
+        raise cron.ScheduleError(
+            "time difference between two schedules is less than 1 second"
+        ) from None
+
+
 def most_recent_schedule_time(
-    cj: batch_pb2.CronJob, now: float, schedule: cron.Schedule, *, with_deadline: bool = True
-) -> tuple[float | None, int]:
-    """mostRecentScheduleTime: the latest start time after the last scheduled one (or the
-    creation) and at or before `now`, and how many were missed (None, 0 when none; past
-    MAX_MISSED_SCHEDULES the count stops at MAX_MISSED_SCHEDULES + 1, and the time is
-    still the most recent one, which upstream still starts). startingDeadlineSeconds
-    moves the earliest time considered up to now minus the deadline."""
-    tz = cron.zone(cj.spec.time_zone if cj.spec.HasField("time_zone") else None)
+    cj: batch_pb2.CronJob,
+    now: float,
+    schedule: cron.Schedule,
+    *,
+    include_starting_deadline: bool = True,
+) -> ScheduleTimes:
+    """mostRecentScheduleTime, as upstream computes it: t1 and t2 are the first two start
+    times after the earliest time; when now is past t2 the number of missed times is
+    estimated from their interval, (now - t1) / (t2 - t1) + 1 (MANY past 100, FEW
+    otherwise), and the most recent one is searched from one interval before the
+    estimate (so an irregular schedule can come out None, as upstream's does). Raises
+    ScheduleError for a schedule whose interval is under a second (no date matches)."""
+    tz = _zone(cj)
     earliest = timestamp(cj.status.last_schedule_time) or timestamp(cj.metadata.creation_timestamp)
     if earliest is None:
         earliest = now
-    if with_deadline and cj.spec.HasField("starting_deadline_seconds"):
+    if include_starting_deadline and cj.spec.HasField("starting_deadline_seconds"):
         earliest = max(earliest, now - cj.spec.starting_deadline_seconds)
-    start = t = datetime.fromtimestamp(earliest, tz)
-    end = datetime.fromtimestamp(now, tz)
-    most_recent: datetime | None = None
-    missed = 0
-    while missed <= MAX_MISSED_SCHEDULES:
-        t = schedule.next_after(t)
-        if t > end:
-            break
-        most_recent, missed = t, missed + 1
-    else:
-        most_recent = schedule.last_at_or_before(end, start)
-    return (most_recent.timestamp() if most_recent else None), missed
+    t1 = _next(schedule, datetime.fromtimestamp(earliest, tz))
+    t2 = _next(schedule, t1)
+    if now < t1.timestamp():
+        return ScheduleTimes(earliest, None, Missed.NONE)
+    if now < t2.timestamp():
+        return ScheduleTimes(earliest, t1.timestamp(), Missed.NONE)
+    between = round((t2 - t1).total_seconds())
+    if between < 1:
+        raise cron.ScheduleError("time difference between two schedules is less than 1 second")
+    missed = int(now - t1.timestamp()) // between + 1
+    t = _next(schedule, t1 + timedelta(seconds=(missed - 2) * between))
+    most_recent: float | None = None
+    while t.timestamp() <= now:
+        most_recent = t.timestamp()
+        t = _next(schedule, t)
+    kind = Missed.MANY if missed > MAX_MISSED_SCHEDULES else Missed.FEW
+    return ScheduleTimes(earliest, most_recent, kind)
 
 
-def next_schedule_time(cj: batch_pb2.CronJob, now: float, schedule: cron.Schedule) -> float:
-    """The first start time after `now`, in the CronJob's zone."""
-    tz = cron.zone(cj.spec.time_zone if cj.spec.HasField("time_zone") else None)
-    return schedule.next_after(datetime.fromtimestamp(now, tz)).timestamp()
+def next_schedule_time(
+    cj: batch_pb2.CronJob, now: float, schedule: cron.Schedule
+) -> tuple[float | None, Missed]:
+    """nextScheduleTime: the unmet start time to run now (the most recent one, the
+    starting deadline included), None when there is none; and how many were missed.
+    Raises ScheduleError as most_recent_schedule_time does."""
+    times = most_recent_schedule_time(cj, now, schedule)
+    if times.most_recent is None or times.most_recent > now:
+        return None, times.missed
+    return times.most_recent, times.missed
+
+
+def next_schedule_time_duration(
+    cj: batch_pb2.CronJob, now: float, schedule: cron.Schedule
+) -> float:
+    """nextScheduleTimeDuration: seconds until the start time after the most recent one
+    (without the starting deadline), plus NEXT_SCHEDULE_DELTA; from now when times were
+    missed but none found, or the schedule is broken; from the earliest time when none
+    was missed (a CronJob created "in the future" waits for its first time after it)."""
+    tz = _zone(cj)
+    try:
+        times = most_recent_schedule_time(cj, now, schedule, include_starting_deadline=False)
+        base = times.most_recent
+        if base is None:
+            base = times.earliest if times.missed is Missed.NONE else now
+        after = _next(schedule, datetime.fromtimestamp(base, tz))
+    except cron.ScheduleError:
+        return NEXT_SCHEDULE_DELTA  # upstream's Next of the zero time: a retry soon
+    return after.timestamp() + NEXT_SCHEDULE_DELTA - now
 
 
 def job_name(cj: batch_pb2.CronJob, scheduled: float) -> str:
@@ -354,9 +426,15 @@ class CronJobController:
             )
             raise _Stop from None
         now = self.clock.now()
-        next_in = max(0.0, next_schedule_time(cj, now, schedule) - now) + NEXT_SCHEDULE_DELTA
-        scheduled, missed = most_recent_schedule_time(cj, now, schedule)
-        if missed > MAX_MISSED_SCHEDULES:
+        try:
+            scheduled, missed = next_schedule_time(cj, now, schedule)
+        except cron.ScheduleError as e:
+            # a schedule no date matches: not synced again until its spec changes
+            self.events.event(
+                cj, "Warning", "InvalidSchedule", f"invalid schedule: {spec.schedule} : {e}"
+            )
+            raise _Stop from None
+        if missed is Missed.MANY:
             self.events.event(
                 cj,
                 "Warning",
@@ -365,7 +443,7 @@ class CronJobController:
                 "or check clock skew",
             )
         if scheduled is None:
-            return next_in
+            return next_schedule_time_duration(cj, now, schedule)
         if spec.HasField("starting_deadline_seconds") and (
             scheduled + spec.starting_deadline_seconds < now
         ):
@@ -373,12 +451,12 @@ class CronJobController:
             self.events.event(
                 cj, "Warning", "MissSchedule", f"Missed scheduled time to start a job: {when}"
             )
-            return next_in
+            return next_schedule_time_duration(cj, now, schedule)
         name = job_name(cj, scheduled)
         if any(ref.name == name for ref in status.active) or (
             timestamp(status.last_schedule_time) == scheduled
         ):
-            return next_in
+            return next_schedule_time_duration(cj, now, schedule)
         if spec.concurrency_policy == "Forbid" and status.active:
             self.events.event(
                 cj,
@@ -386,7 +464,7 @@ class CronJobController:
                 "JobAlreadyActive",
                 "Not starting job because prior execution is running and concurrency policy is Forbid",
             )
-            return next_in
+            return next_schedule_time_duration(cj, now, schedule)
         if spec.concurrency_policy == "Replace":
             for ref in list(status.active):
                 job = narrow_optional(
@@ -395,18 +473,28 @@ class CronJobController:
                 if job is not None and job.metadata.uid == ref.uid:
                     await self._delete_job(cj, job)
             del status.active[:]
+        job_req = job_from_template(cj, scheduled)
         try:
-            created = narrow(
-                await self.client.create(job_from_template(cj, scheduled)), batch_pb2.Job
-            )
+            created = narrow(await self.client.create(job_req), batch_pb2.Job)
         except AlreadyExistsError:
-            # Made by an earlier sync whose status write was lost; it is in active next time.
-            status.last_schedule_time = rfc3339(scheduled)
-            return next_in
+            # Made by an earlier sync whose status write was lost (then it goes into
+            # active now), or by someone else (then it is theirs: no requeue).
+            created = narrow(
+                await self.client.get(JOBS, job_req.metadata.name, job_req.metadata.namespace),
+                batch_pb2.Job,
+            )
+            ref = controller_of(created)
+            if ref is None or ref.uid != cj.metadata.uid:
+                raise _Stop from None
+            if any(a.uid == created.metadata.uid for a in status.active):
+                raise _Stop from None
         except ApiError as e:
             self.events.event(cj, "Warning", "FailedCreate", f"Error creating job: {e}")
             raise
-        self.events.event(cj, "Normal", "SuccessfulCreate", f"Created job {created.metadata.name}")
+        else:
+            self.events.event(
+                cj, "Normal", "SuccessfulCreate", f"Created job {created.metadata.name}"
+            )
         status.active.append(
             core_pb2.ObjectReference(
                 kind=JOBS.kind,
@@ -418,7 +506,10 @@ class CronJobController:
             )
         )
         status.last_schedule_time = rfc3339(scheduled)
-        return next_in
+        # as upstream, the next look is counted from the status just written
+        updated = narrow(codec.clone(cj), batch_pb2.CronJob)
+        updated.status.CopyFrom(status)
+        return next_schedule_time_duration(updated, now, schedule)
 
     async def _write_status(self, cj: batch_pb2.CronJob, status: batch_pb2.CronJobStatus) -> None:
         if status == cj.status:
@@ -442,6 +533,9 @@ __all__ = [
     "job_from_template",
     "job_name",
     "jobs_to_clean",
+    "Missed",
+    "ScheduleTimes",
     "most_recent_schedule_time",
     "next_schedule_time",
+    "next_schedule_time_duration",
 ]

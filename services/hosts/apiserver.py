@@ -35,6 +35,7 @@ from services.auth import ALLOW_ALL, Authenticator, Authorizer
 from services.auth.authorizer import KuberaAuthorizer
 from services.auth.tokens import TokenAuthenticator
 from services.chaos import add_control, self_report
+from services.clock import RealClock, clock_for
 from services.hosts.address import WILDCARDS, is_loopback, join, listen_hosts
 from services.httpapi import serve_http
 from services.storage.etcd import EtcdStorage, EtcdTLS
@@ -61,6 +62,11 @@ class ApiServerHostConfig:
     #: --service-cluster-ip-range and --service-node-port-range).
     service_cluster_ip_range: str = "10.96.0.0/12"
     service_node_port_range: str = "30000-32767"
+    #: The cluster clock (services/clock.py): simulated seconds per wall second, and its
+    #: epoch (0: now). Objects are stamped in the cluster's time (creationTimestamp,
+    #: deletionTimestamp, conditions, Events, the AGE of server-side tables).
+    time_scale: float = 1.0
+    time_origin: float = 0.0
     #: The Kubernetes HTTP API (kubectl, the Python client) beside gRPC, on the same
     #: host; port 0: any free one (a re-created actor is given back its first port).
     http_port: int = 0
@@ -175,6 +181,8 @@ class ApiServerHost:
                     node_ports=parse_node_port_range(self.config.service_node_port_range),
                 ),
             ),
+            clock=clock_for(self.config.time_scale, self.config.time_origin or None),
+            wall=RealClock(),
         )
         bind, advertise = listen_hosts(self.config.host)
         grpc_bind, grpc_advertise = bind, advertise

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import grpc
 import prometheus_client
 
+from services.clock import clock_for
 from services.hosts.address import join, listen_hosts
 from services.hosts.replica import Replica, host_leading
 from services.leaderelection import LeaderElectionSettings, TimingOverrides
@@ -79,6 +80,10 @@ class SchedulerReplicaConfig:
     apiserver_ca: bytes = b""
     #: etcd's CA and a client certificate (contents) when etcd serves TLS; None: plain.
     etcd_tls: EtcdTLS | None = None
+    #: The cluster clock (services/clock.py): the time the scheduler stamps on objects
+    #: and compares them with; its own pacing and metrics stay on the wall clock.
+    time_scale: float = 1.0
+    time_origin: float = 0.0
 
 
 def load_config(cfg: SchedulerReplicaConfig) -> config_mod.SchedulerConfiguration:
@@ -226,6 +231,7 @@ class SchedulerReplica:
             SchedulerOptions(
                 component_config=self._sc, seed=cfg.seed, identity=self.replica.identity, **kwargs
             ),
+            cluster_clock=clock_for(cfg.time_scale, cfg.time_origin or None),
             fencing=self.replica.fencing_token if elected else None,
             metrics=self.metrics,
         )

@@ -105,7 +105,11 @@ def partial(kind: Kind, obj: Message) -> dict[str, Any]:
 def render_one(neg: Negotiated, call: verbs.Call, obj: Message) -> dict[str, Any]:
     if neg.form == "table":
         table: dict[str, Any] = tables.to_table(
-            call.kind, [obj], wide=True, include_object=call.query.get("includeObject", "Metadata")
+            call.kind,
+            [obj],
+            wide=True,
+            include_object=call.query.get("includeObject", "Metadata"),
+            now=call.api.clock.now(),
         )
         return table
     if neg.form == "partial":
@@ -122,6 +126,7 @@ def render_page(neg: Negotiated, call: verbs.Call, page: verbs.Page) -> dict[str
             wide=True,
             include_object=call.query.get("includeObject", "Metadata"),
             list_meta=doc["metadata"],
+            now=call.api.clock.now(),
         )
         return table
     if neg.form == "partial":

@@ -113,7 +113,9 @@ def to_table(
 ) -> dict[str, Any]:
     """A meta.k8s.io/v1 Table of `objects` (all of `kind`). `list_meta` is the list's
     metadata (resourceVersion, continue) or None for a single object; `now` (epoch
-    seconds) is what AGE counts from, the wall clock when not given."""
+    seconds) is what AGE counts from: the apiserver's clock, the cluster's (simulated)
+    time under the time scale, as upstream's server-side printers count from the
+    apiserver's own clock (the wall clock when not given)."""
     if include_object not in INCLUDE_OBJECT:
         raise IncludeObjectError(
             f"includeObject: unsupported value {include_object!r}, "

@@ -107,13 +107,16 @@ class FailureReporter:
         recorder: EventRecorder | None = None,
         writers: int = CONDITION_WRITERS,
         pacer: Pacer | None = None,
+        cluster_clock: Clock | None = None,
     ) -> None:
+        """`clock` paces the writes (REPORT_QPS); `cluster_clock` (default `clock`) is the
+        time the event and the condition are stamped with (services/clock.py)."""
         self.client = client
-        self.clock = clock
+        self.clock = cluster_clock or clock
         self.identity = identity
         self.pacer = pacer or Pacer(clock, REPORT_QPS, REPORT_BURST)
         self.recorder = recorder or EventRecorder(
-            client, "default-scheduler", clock, reporting_instance=identity, pacer=self.pacer
+            client, "default-scheduler", self.clock, reporting_instance=identity, pacer=self.pacer
         )
         self._writers = writers
         self._last_message: dict[str, str] = {}

@@ -101,6 +101,7 @@ class _Handle:
     def __init__(self, sched: Scheduler) -> None:
         self._sched = sched
         self.clock = sched.clock
+        self.cluster_clock = sched.cluster_clock
         self.client = sched.client
         self.nominator = sched.nominator
 
@@ -192,11 +193,16 @@ class Scheduler(Background):
         options: SchedulerOptions,
         *,
         clock: Clock | None = None,
+        cluster_clock: Clock | None = None,
         fencing: FencingSource | None = None,
         metrics: SchedulerMetrics | None = None,
     ) -> None:
         """`options`: the configuration and settings (options.py). `clock`: real time by
-        default. `fencing`: the leader's fencing-token source its binds carry (none: unfenced);
+        default; it paces the scheduler (queue backoff and flushes, the assume TTL, Permit
+        waits) and times its metrics. `cluster_clock` (default `clock`): the time written
+        to and compared with objects (PodScheduled and DisruptionTarget conditions, Events,
+        PDBs' disruptedPods), the cluster's simulated time under the time scale
+        (services/clock.py says why the two differ). `fencing`: the leader's fencing-token source its binds carry (none: unfenced);
         a shared-state scheduler's binds are checked against the nodes' allocation records
         instead, so it takes no `fencing`. `metrics`: where to record (default: a registry of
         this scheduler's own); a replica passes one for all its terms."""
@@ -210,6 +216,7 @@ class Scheduler(Background):
         self.options = options
         self.config = options.component_config or config_mod.default_config()
         self.clock = clock or RealClock()
+        self.cluster_clock = cluster_clock or self.clock
         self.fencing: FencingSource = fencing or (lambda: None)
         self.rng = random.Random(options.seed)
         self.identity = options.identity or f"kubera-scheduler-{secrets.token_hex(3)}"
@@ -273,7 +280,9 @@ class Scheduler(Background):
             queue=self.queue,
             percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score,
             rng=self.rng,
-            reporter=FailureReporter(client, self.clock, self.identity),
+            reporter=FailureReporter(
+                client, self.clock, self.identity, cluster_clock=self.cluster_clock
+            ),
             metrics=self.metrics,
             traces=self.traces,
             equivalence_cache=self.equivalence,

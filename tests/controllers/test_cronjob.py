@@ -19,13 +19,17 @@ from services.api.machinery.kinds import BY_KIND
 from services.clock import rfc3339
 from services.controllers.controller_utils import controller_of
 from services.controllers.cronjob import (
+    NEXT_SCHEDULE_DELTA,
     CronJobConfig,
     CronJobController,
+    Missed,
+    ScheduleTimes,
     job_from_template,
     job_name,
     jobs_to_clean,
     most_recent_schedule_time,
     next_schedule_time,
+    next_schedule_time_duration,
 )
 from tests.controllers.conftest import NS, ControllerCluster
 
@@ -71,88 +75,184 @@ def make_cj(created: float, *, last: float | None = None, **spec: Any) -> batch_
 # ============================================================================ schedule times
 
 
+M, H, D = 60, 3600, 86400
+WEEKDAY_HOURS = "30 6-16/4 * * 1-5"
+
+
 @pytest.mark.parametrize(
-    ("schedule", "created", "last", "now", "deadline", "want"),
+    ("schedule", "created", "last", "deadline", "include_deadline", "now", "want"),
     [
-        pytest.param("0 * * * *", TOP - 60, None, TOP - 30, None, (None, 0), id="not yet due"),
-        pytest.param("0 * * * *", TOP - 60, None, TOP + 30, None, (TOP, 1), id="one due"),
-        pytest.param("0 * * * *", TOP - 60, TOP, TOP + 30, None, (None, 0), id="already ran"),
         pytest.param(
-            "0 * * * *",
-            TOP - 60,
-            None,
-            TOP + 3 * 3600 + 10,
-            None,
-            (TOP + 3 * 3600, 4),
-            id="four missed",
+            "0 * * * *", TOP, None, None, False, TOP + 30,
+            ScheduleTimes(TOP, None, Missed.NONE),
+            id="now before next schedule",
         ),
         pytest.param(
-            "@hourly", TOP - 60, None, TOP + 3600, None, (TOP + 3600, 2), id="a descriptor"
+            "0 * * * *", TOP, None, None, False, TOP + 61 * M,
+            ScheduleTimes(TOP, TOP + 60 * M, Missed.NONE),
+            id="now just after next schedule",
         ),
         pytest.param(
-            "*/1 * * * *",
-            TOP - 60,
-            None,
-            TOP + 3 * 3600,
-            600,
-            (TOP + 3 * 3600, 10),
-            id="the starting deadline limits the look back",
+            "0 * * * *", TOP + 10, None, None, False, TOP + 301 * M,
+            ScheduleTimes(TOP + 10, TOP + 300 * M, Missed.FEW),
+            id="missed 5 schedules",
         ),
         pytest.param(
-            "30 6-16/4 * * 1-5",
-            TOP - 86400 * 2,
-            TOP - 3600 * 3.5,
-            TOP + 60,
-            None,
-            (None, 0),
-            id="weekday hours, none",
+            WEEKDAY_HOURS, TOP, TOP + 30 * M, None, False, TOP + 24 * H + 31 * M,
+            ScheduleTimes(TOP + 30 * M, TOP + 24 * H + 30 * M, Missed.FEW),
+            id="complex schedule",
         ),
         pytest.param(
-            "30 6-16/4 * * 1-5",
-            TOP - 86400 * 2,
-            TOP - 3600 * 3.5,
-            TOP + 3600 * 4.5 + 60,
-            None,
-            (TOP + 3600 * 4.5, 2),
-            id="weekday hours, two",
+            "30 10,11,12 * * 1-5", TOP, TOP + 30 * M, None, False, TOP + 30 * H + 30 * M,
+            ScheduleTimes(TOP + 30 * M, None, Missed.FEW),
+            id="another complex schedule: the estimate overshoots, none found",
+        ),
+        pytest.param(
+            WEEKDAY_HOURS, TOP, TOP + 30 * M, None, False, TOP + 96 * H + 31 * M,
+            ScheduleTimes(TOP + 30 * M, TOP + 96 * H + 30 * M, Missed.FEW),
+            id="complex schedule with longer diff between executions",
+        ),
+        pytest.param(
+            WEEKDAY_HOURS, TOP, None, None, False, TOP + 24 * H + 31 * M,
+            ScheduleTimes(TOP, TOP + 24 * H + 30 * M, Missed.FEW),
+            id="complex schedule with shorter diff between executions",
+        ),
+        pytest.param(
+            "@every 1h", TOP - 59 * M, TOP + M, 10, False, TOP + 7 * D,
+            ScheduleTimes(TOP + M, TOP + 6 * D + 23 * H + M, Missed.MANY),
+            id="@every schedule, many missed",
+        ),
+        pytest.param(
+            "0 * * * *", TOP, TOP, None, False, TOP + 30,
+            ScheduleTimes(TOP, None, Missed.NONE),
+            id="earliestTime being CreationTimestamp and LastScheduleTime",
+        ),
+        pytest.param(
+            "*/5 * * * *", TOP, TOP + 30 * M, None, False, TOP + 31 * M,
+            ScheduleTimes(TOP + 30 * M, None, Missed.NONE),
+            id="earliestTime being LastScheduleTime",
+        ),
+        pytest.param(
+            "*/5 * * * *", TOP, TOP + 30 * M, 60, False, TOP + 31 * M,
+            ScheduleTimes(TOP + 30 * M, None, Missed.NONE),
+            id="earliestTime being LastScheduleTime (within StartingDeadlineSeconds)",
+        ),
+        pytest.param(
+            "*/5 * * * *", TOP, TOP + 30 * M, 60, True, TOP + 32 * M,
+            ScheduleTimes(TOP + 31 * M, None, Missed.NONE),
+            id="earliestTime being LastScheduleTime (outside StartingDeadlineSeconds)",
+        ),
+        pytest.param(
+            "*/1 * * * *", TOP + 30, None, None, False, TOP + 45,
+            ScheduleTimes(TOP + 30, None, Missed.NONE),
+            id="a new cronjob: the start time before its creation is not missed",
         ),
     ],
-)
+)  # fmt: skip
 def test_most_recent_schedule_time(
     schedule: str,
     created: float,
     last: float | None,
-    now: float,
     deadline: int | None,
-    want: tuple[float | None, int],
+    include_deadline: bool,
+    now: float,
+    want: ScheduleTimes,
 ) -> None:
+    """upstream utils_test.go TestMostRecentScheduleTime, case for case."""
     spec: dict[str, Any] = {"schedule": schedule}
     if deadline is not None:
         spec["startingDeadlineSeconds"] = deadline
     cj = make_cj(created, last=last, **spec)
-    assert most_recent_schedule_time(cj, now, cron.parse(schedule)) == want
+    got = most_recent_schedule_time(
+        cj, now, cron.parse(schedule), include_starting_deadline=include_deadline
+    )
+    assert got == want
+
+
+def test_a_schedule_no_date_matches_is_an_error() -> None:
+    """TestMostRecentScheduleTime's "rogue cronjob" and TestNextScheduleTime's case 8: Feb 31."""
+    cj = make_cj(TOP + 10, schedule="59 23 31 2 *")
+    with pytest.raises(cron.ScheduleError, match="less than 1 second"):
+        most_recent_schedule_time(cj, TOP + H, cron.parse("59 23 31 2 *"))
+    with pytest.raises(cron.ScheduleError):
+        next_schedule_time(cj, TOP + H, cron.parse("59 23 31 2 *"))
 
 
 @pytest.mark.parametrize(
-    ("schedule", "now", "want"),
+    ("schedule", "last", "now", "want"),
     [
-        pytest.param("*/1 * * * *", TOP + 500 * 60 + 30, TOP + 500 * 60, id="every minute"),
-        pytest.param("@every 1m", TOP + 500 * 60 + 30, TOP - 60 + 501 * 60, id="@every"),
+        pytest.param(
+            WEEKDAY_HOURS, TOP + 30 * M, TOP + 24 * H + 31 * M, 3 * H + 59 * M,
+            id="complex schedule skipping weekend",
+        ),
+        pytest.param(
+            "30 10,11,12 * * 1-5", TOP + 30 * M, TOP + 30 * H + 30 * M, 66 * H,
+            id="another complex schedule skipping weekend",
+        ),
+        pytest.param(
+            "0 12 * * 4", TOP + 2 * H, TOP + 19 * D + H + 30 * M, 48 * H + 30 * M,
+            id="once a week cronjob, missed two runs",
+        ),
+        pytest.param("0 12 * * 5", None, TOP + 6 * H, 20 * H, id="no previous run of a cronjob"),
+    ],
+)  # fmt: skip
+def test_next_schedule_time_duration(
+    schedule: str, last: float | None, now: float, want: float
+) -> None:
+    """upstream utils_test.go TestNextScheduleTimeDuration."""
+    cj = make_cj(TOP, last=last, schedule=schedule)
+    got = next_schedule_time_duration(cj, now, cron.parse(schedule))
+    assert got == pytest.approx(want + NEXT_SCHEDULE_DELTA)
+
+
+def test_a_cronjob_created_in_the_future_waits_for_its_first_time_after_creation() -> None:
+    # creationTimestamp ahead of the controller's now (clock skew): the next look is at
+    # the first start time after the creation, not after now
+    cj = make_cj(TOP + 5 * M + 10, schedule="*/1 * * * *")
+    got = next_schedule_time_duration(cj, TOP, cron.parse("*/1 * * * *"))
+    assert got == pytest.approx(6 * M + NEXT_SCHEDULE_DELTA)
+    assert next_schedule_time(cj, TOP, cron.parse("*/1 * * * *")) == (None, Missed.NONE)
+
+
+T1, T2 = TOP, TOP + H
+
+
+@pytest.mark.parametrize(
+    ("created", "last", "deadline", "now", "want"),
+    [
+        pytest.param(T1 - 10 * M, None, None, T1 - 7 * M, None, id="no start times, none needed"),
+        pytest.param(T1 - 10 * M, None, None, T1 + 2, T1, id="no start times, one needed"),
+        pytest.param(T1 - 10 * M, T1, None, T1 + 2 * M, None, id="last known, none needed"),
+        pytest.param(T1 - 10 * M, T1, None, T2 + 5 * M, T2, id="last known, one needed"),
+        pytest.param(T1 - 2 * H, T1 - H, None, T2 + 5 * M, T2, id="last known, two needed"),
+        pytest.param(
+            T1 - 2 * H, T1 - H, None, T2 + 10 * D, T2 + 10 * D, id="way ahead, no deadline"
+        ),
+        pytest.param(
+            T1 - 2 * H, T1 - H, 2 * H, T2 + 10 * D, T2 + 10 * D, id="way ahead, short deadline"
+        ),
     ],
 )
-def test_more_than_100_missed_times_still_give_the_most_recent(
-    schedule: str, now: float, want: float
+def test_next_schedule_time(
+    created: float, last: float | None, deadline: int | None, now: float, want: float | None
 ) -> None:
-    cj = make_cj(TOP - 60, schedule=schedule)
-    assert most_recent_schedule_time(cj, now, cron.parse(schedule)) == (want, 101)
+    """upstream utils_test.go TestNextScheduleTime (schedule "0 * * * ?")."""
+    spec: dict[str, Any] = {"schedule": "0 * * * ?"}
+    if deadline is not None:
+        spec["startingDeadlineSeconds"] = deadline
+    cj = make_cj(created, last=last, **spec)
+    assert next_schedule_time(cj, now, cron.parse("0 * * * ?"))[0] == want
 
 
 def test_schedule_times_follow_the_time_zone() -> None:
     # 09:00 in New York is 13:00Z in summer time (2016-05-19).
     cj = make_cj(TOP - 60, schedule="0 9 * * *", timeZone="America/New_York")
-    nxt = next_schedule_time(cj, TOP, cron.parse("0 9 * * *"))
-    assert nxt == datetime(2016, 5, 19, 13, 0, tzinfo=UTC).timestamp()
-    job = job_from_template(cj, nxt)
+    nine = datetime(2016, 5, 19, 13, 0, tzinfo=UTC).timestamp()
+    assert next_schedule_time_duration(cj, TOP, cron.parse("0 9 * * *")) == pytest.approx(
+        nine - TOP + NEXT_SCHEDULE_DELTA
+    )
+    assert next_schedule_time(cj, nine + 1, cron.parse("0 9 * * *"))[0] == nine
+    job = job_from_template(cj, nine)
     assert job.metadata.annotations[CRONJOB_SCHEDULED_TIMESTAMP] == "2016-05-19T09:00:00-04:00"
 
 
@@ -341,3 +441,53 @@ async def test_history_limits_keep_the_newest_finished_jobs(crons: CronHarness) 
     await crons.c.until(lambda: len(crons.jobs_of()) == 1)
     [kept] = crons.jobs_of()
     assert any(c.type == "Complete" for c in kept.status.conditions)
+
+
+async def test_a_new_cronjob_does_not_start_the_time_before_its_creation(
+    crons: CronHarness,
+) -> None:
+    # The apiserver and the controller share one clock (as every component shares the
+    # cluster clock under the time scale): created a second after a start time, the
+    # CronJob waits for the next one.
+    now = crons.c.api_clock.now()
+    crons.c.api_clock.advance(60 - now % 60 + 1)
+    await crons.create()
+    await crons.tick(0)
+    await crons.tick(30)
+    assert crons.jobs_of() == [] and not crons.cj().status.last_schedule_time
+    await crons.tick(30)
+    await crons.c.until(lambda: len(crons.jobs_of()) == 1)
+
+
+async def test_a_schedule_no_date_matches_starts_nothing(crons: CronHarness) -> None:
+    await crons.create(schedule="59 23 31 2 *")
+    await crons.tick(400 * 86400)  # the sync returns (InvalidSchedule), it does not fail
+    assert crons.jobs_of() == []
+
+
+def _own_job(cj: batch_pb2.CronJob, scheduled: float, *, owned: bool) -> dict[str, Any]:
+    job = codec.encode(job_from_template(cj, scheduled))
+    if not owned:
+        job["metadata"].pop("ownerReferences")
+    return job
+
+
+@pytest.mark.parametrize("owned", [True, False], ids=["ours: adopted", "not ours: left"])
+async def test_a_job_that_already_exists_at_the_scheduled_name(
+    crons: CronHarness, owned: bool
+) -> None:
+    """syncCronJob's IsAlreadyExists: a Job of the scheduled time's name made by an earlier
+    sync (its status write lost) goes into active; someone else's is left alone."""
+    await crons.create()
+    cj = crons.cj()
+    created = datetime.fromisoformat(cj.metadata.creation_timestamp).timestamp()
+    scheduled = (int(created) // 60 + 1) * 60
+    await crons.c.create(_own_job(cj, scheduled, owned=owned))
+    await crons.tick(scheduled - crons.c.api_clock.now() + 1)
+    if owned:
+        await crons.c.until(lambda: len(crons.cj().status.active) == 1)
+        assert crons.cj().status.active[0].name == job_name(cj, scheduled)
+        assert crons.cj().status.last_schedule_time == rfc3339(scheduled)
+    else:
+        await crons.tick(0)
+        assert not crons.cj().status.active and not crons.cj().status.last_schedule_time

@@ -8,6 +8,7 @@ import datetime
 import ipaddress
 import json
 import ssl
+import time
 import urllib.request
 from pathlib import Path
 
@@ -17,6 +18,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import object_meta
+from services.clock import parse_rfc3339
 from services.hosts.apiserver import ApiServerHost, ApiServerHostConfig, server_ssl_context
 
 pytestmark = pytest.mark.integration
@@ -103,3 +107,25 @@ def test_a_certificate_needs_its_key(cert: str, key: str) -> None:
 
 def test_no_certificate_is_plain_http() -> None:
     assert server_ssl_context("", "") is None
+
+
+async def test_the_host_stamps_objects_in_the_cluster_clocks_time(etcd_server) -> None:
+    """Under `--time-scale 60`, started 100 wall seconds after the cluster's origin, the
+    apiserver stamps creationTimestamp 6000 simulated seconds past the origin (what the
+    controllers' and kubelets' clocks read too), not in wall time."""
+    origin = time.time() - 100
+    host = await started(
+        ApiServerHostConfig(
+            etcd=etcd_server.endpoint, serve_http=False, time_scale=60, time_origin=origin
+        )
+    )
+    try:
+        assert host.api is not None
+        cm = BY_KIND["ConfigMap"].new()
+        meta = object_meta(cm)
+        meta.name, meta.namespace = f"stamped-{int(origin)}", "default"
+        made = await host.api.create(cm)
+        created = parse_rfc3339(object_meta(made).creation_timestamp)
+        assert created >= origin + 100 * 60 - 1
+    finally:
+        await host.stop()

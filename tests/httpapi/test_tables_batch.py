@@ -10,8 +10,11 @@ import pytest
 
 from services.api.machinery import codec
 from services.api.machinery.kinds import BY_KIND
-from services.clock import parse_rfc3339
+from services.apiserver import ApiServer
+from services.clock import FakeClock, parse_rfc3339
 from services.httpapi import tables
+from services.storage.memory import MemoryStorage
+from tests.httpapi.conftest import client_for
 
 CREATED = "2030-01-01T00:00:00Z"
 NOW = parse_rfc3339("2030-01-01T00:05:00Z")
@@ -180,3 +183,31 @@ def cronjob(spec: dict[str, Any], status: dict[str, Any] | None = None) -> dict[
 )
 def test_cronjob_cells(doc: dict[str, Any], cells: list[Any]) -> None:
     assert _cells(doc) == cells
+
+
+async def test_server_side_ages_count_from_the_apiservers_clock() -> None:
+    """Under the time scale the apiserver stamps and counts in the cluster's time: a
+    table's AGE and LAST SCHEDULE (what `kubectl get` prints) come from its clock, not
+    the wall's, which is behind the simulated timestamps (`<invalid>` upstream)."""
+    clock = FakeClock(start=parse_rfc3339(CREATED))
+    api = ApiServer(MemoryStorage(), clock=clock)
+    await api.start()
+    client = await client_for(api)
+    try:
+        template = {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}
+        doc = cronjob({"jobTemplate": {"spec": {"template": {"spec": template}}}})
+        del doc["metadata"]["creationTimestamp"], doc["status"]
+        resp = await client.post("/apis/batch/v1/namespaces/default/cronjobs", json=doc)
+        assert resp.status == 201, await resp.text()
+        clock.advance(300)
+        resp = await client.get(
+            "/apis/batch/v1/namespaces/default/cronjobs",
+            headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
+        )
+        table = await resp.json()
+    finally:
+        await client.close()
+        await api.stop()
+    names = [c["name"] for c in table["columnDefinitions"]]
+    (row,) = table["rows"]
+    assert row["cells"][names.index("Age")] == "5m"

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from protos.kubera.v1 import core_pb2
-from services.clock import FakeClock
+from services.clock import FakeClock, rfc3339
 from services.scheduler.failure_report import FailureReporter, scheduled_false_conditions
 from tests.client.test_events import FakeClient
 
@@ -125,4 +125,19 @@ async def test_a_newer_report_of_a_queued_pod_replaces_it() -> None:
     await rep.flush()
     assert client.conditions["b"][-1]["message"] == "m2"
     assert client.order.count("condition b") == 1
+    await rep.close()
+
+
+async def test_the_event_and_the_condition_are_stamped_on_the_cluster_clock() -> None:
+    """Under the time scale the scheduler paces on the wall clock but writes the cluster's
+    (simulated) time, as every other writer of these objects does (services/clock.py)."""
+    client = ReportClient()
+    wall, cluster = FakeClock(start=1_000.0), FakeClock(start=1_000_000.0)
+    rep = FailureReporter(client, wall, "sched-1", cluster_clock=cluster)  # type: ignore[arg-type]
+    await rep.report("default-scheduler", pending_pod("p"), "0/0 nodes", "unschedulable")
+    await rep.flush()
+    [cond] = client.conditions["p"]
+    assert cond["lastTransitionTime"] == rfc3339(1_000_000.0)
+    [event] = client.events.values()
+    assert rfc3339(1_000_000.0) in (event.last_timestamp, event.event_time)
     await rep.close()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from services.api.machinery.duration import parse_duration
 
@@ -52,18 +52,16 @@ class Schedule:
     every: float = 0.0
 
     def next_after(self, t: datetime) -> datetime:
-        """The first time strictly after `t` (tz-aware; the schedule's zone is t's)."""
+        """The first time strictly after `t` (tz-aware; the schedule's zone is t's); an
+        @every schedule counts from `t`'s whole second, as robfig's does. Raises
+        ScheduleError when no date matches (`59 23 31 2 *`, where robfig's Next gives
+        the zero time)."""
         if self.every:
-            return t + timedelta(seconds=self.every)
-        return croniter(self.expr, t).get_next(datetime)  # type: ignore[no-any-return]
-
-    def last_at_or_before(self, t: datetime, since: datetime) -> datetime:
-        """The latest time at or before `t` (an @every schedule counts from `since`)."""
-        if self.every:
-            steps = int((t - since).total_seconds() // self.every)
-            return since + timedelta(seconds=steps * self.every)
-        after = t + timedelta(microseconds=1)
-        return croniter(self.expr, after).get_prev(datetime)  # type: ignore[no-any-return]
+            return t.replace(microsecond=0) + timedelta(seconds=self.every)
+        try:
+            return croniter(self.expr, t).get_next(datetime)  # type: ignore[no-any-return]
+        except CroniterBadDateError:
+            raise ScheduleError(f"no time matches the schedule [{self.expr}]") from None
 
 
 def parse(schedule: str) -> Schedule:

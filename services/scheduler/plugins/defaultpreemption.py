@@ -80,7 +80,9 @@ def validate_args(args: Args, path: str = "") -> list[str]:
 class PreemptionHandle(Protocol):
     """What DefaultPreemption needs of the scheduler (services/scheduler/scheduler.py)."""
 
-    clock: Clock
+    #: The cluster clock: the time PDBs' disruptedPods, start times and the victims'
+    #: DisruptionTarget conditions are compared and stamped with (services/clock.py).
+    cluster_clock: Clock
     client: PreemptionClient
     nominator: Nominator
 
@@ -114,7 +116,7 @@ class DefaultPreemption:
         )
 
     def _now(self) -> float:
-        return self.handle.clock.now()
+        return self.handle.cluster_clock.now()
 
     def _rand(self, n: int) -> int:
         return self.handle.rand_int(n) if n > 0 else 0
@@ -161,7 +163,7 @@ class DefaultPreemption:
             scheduler_name=pod.spec.scheduler_name,
             preemptor=pod,
             candidate=candidate,
-            now=h.clock.now(),
+            now=h.cluster_clock.now(),
             reject_waiting_pod=h.reject_preempted_waiting_pod,
             nominated_on_node=h.nominator.pods_on(candidate.name),
             forget_nomination=h.nominator.delete,

@@ -151,6 +151,7 @@ class Harness:
             infos.append(ni)
         self._snapshot = FakeSnapshot(infos)
         self.clock = FakeClock()
+        self.cluster_clock = self.clock
         self.client = client or FakeClient()
         self.nominator = Nominator()
         self._pdbs = list(pdbs)

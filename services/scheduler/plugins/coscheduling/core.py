@@ -14,8 +14,10 @@ It holds, per PodGroup (key namespace/name):
   minResources check is not repeated while a group is being placed), last failure time
   (the queue sorts a group that failed behind the others of its priority, as upstream).
 
-Times come from the injected clock: backoff and permitted deadlines on `monotonic`, the
-failure time on `now` (it is compared with creation timestamps in QueueSort).
+Times come from the injected clocks: backoff and permitted deadlines on `clock.monotonic`
+(the scheduler's pacing, wall time), the failure time on `cluster_clock.now` (it is
+compared with the apiserver's creation timestamps in QueueSort, so it is the cluster's
+time, simulated under the time scale: services/clock.py).
 """
 
 from __future__ import annotations
@@ -63,12 +65,14 @@ class PodGroupManager:
         clock: Clock,
         schedule_timeout: float,
         on_quorum: Callable[[Sequence[core_pb2.Pod]], None] | None = None,
+        cluster_clock: Clock | None = None,
     ) -> None:
         self.pod_groups = pod_groups
         #: Called with a group's members when the informer handlers bring it to its
         #: quorum (minMember members, that many without gates): the plugin wakes them.
         self.on_quorum = on_quorum
         self.clock = clock
+        self.cluster_clock = cluster_clock or clock
         self.schedule_timeout = schedule_timeout
         self._groups: dict[str, _Group] = {}
         self._backed_off: dict[str, float] = {}
@@ -247,7 +251,7 @@ class PodGroupManager:
         self._permitted.pop(full, None)
 
     def mark_failure(self, full: str) -> None:
-        self._last_failed[full] = self.clock.now()
+        self._last_failed[full] = self.cluster_clock.now()
 
     def clear_failure(self, full: str) -> None:
         self._last_failed.pop(full, None)

@@ -331,6 +331,7 @@ def new(args: Args | None, handle: Any) -> Coscheduling:
         clock=getattr(handle, "clock", None) or RealClock(),
         schedule_timeout=float(args.permit_waiting_time_seconds),
         on_quorum=activate if callable(activate) else None,
+        cluster_clock=getattr(handle, "cluster_clock", None),
     )
     pod_informer = getattr(handle, "pod_informer", None)
     if callable(pod_informer):

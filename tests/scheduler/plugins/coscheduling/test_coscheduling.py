@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from protos.kubera.v1 import core_pb2
-from services.clock import rfc3339
+from services.clock import FakeClock, rfc3339
 from services.scheduler.framework.status import Code
 from services.scheduler.framework.types import (
     ActionType,
@@ -319,6 +319,22 @@ def test_less_puts_a_group_that_failed_behind_its_peers() -> None:
     h.clock.advance(10)
     asyncio.run(cs.post_filter(CycleState(), a.pod_info, {}))
     assert not cs.less(a, b)
+    assert cs.less(b, a)
+
+
+def test_a_failure_time_is_the_cluster_clocks_as_the_creation_times_are() -> None:
+    """Under the time scale the scheduler paces on the wall clock, far behind the
+    simulated creation timestamps: a failed group's time must still be the cluster's, or
+    it would sort ahead of every group instead of behind its peers."""
+    h = GangHandle()
+    h.cluster_clock = FakeClock(NOW)  # type: ignore[attr-defined]
+    h.clock = FakeClock(NOW - 86_400)  # the wall, a simulated day behind
+    cs = plugin(h)
+    h.add_group(group("pg1"), created=NOW)
+    h.add_group(group("pg2"), created=NOW + 1)
+    a, b = _q(member("a", "pg1"), NOW), _q(member("b", "pg2"), NOW)
+    h.cluster_clock.advance(10)  # type: ignore[attr-defined]
+    asyncio.run(cs.post_filter(CycleState(), a.pod_info, {}))
     assert cs.less(b, a)
 
 
