@@ -32,10 +32,13 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kube
 
 BASELINE, CURRENT = "baseline", "current"
 
-#: The figures of every run: its measured phase's pods/s, the p99 create->bound latency, and
-#: the measured phase's CPU per bound pod, whole stack and per component kind (the demands of
-#: the capacity model, as `kubera bench` prints them).
-PODS_PER_S, SCHED_P99, CPU_TOTAL = "pods/s", "sched p99 ms", "cpu ms/pod"
+#: The figures of every run, each readable from an older commit's results.json too: upstream's
+#: SchedulingThroughput average, the p99 create->bound latency, and CPU per bound pod over the
+#: whole run (`kubera_cpu_seconds_per_pod`, whole stack and per process). Where both sides
+#: record a measured phase (`kubera bench`'s), also its pods/s and CPU per pod per component
+#: kind (the capacity model's demands, as `kubera bench` prints them).
+PODS_PER_S, SCHED_P99, CPU = "pods/s", "sched p99 ms", "cpu ms/pod"
+PHASE = "(measured phase)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,9 +112,8 @@ def schedule(pairs: int) -> list[tuple[int, str]]:
 def figures(directory: Path) -> dict[str, float]:
     """The figures of an experiment output directory, keyed `RUN-ID: FIGURE` (the runs that
     ended without an error)."""
-    from kubera.experiment.measure.capacity import run_demands
+    from kubera.experiment.measure.capacity import measured_phase, run_demands
     from kubera.experiment.measure.dataitems import run_items, run_summary
-    from kubera.experiment.output.figures import measured_rate
     from kubera.experiment.output.results import load
 
     try:
@@ -123,20 +125,32 @@ def figures(directory: Path) -> dict[str, float]:
         if run.error:
             continue
         items = run_items(run)
-        out[f"{run.id}: {PODS_PER_S}"] = measured_rate(run)
-        p99 = run_summary(run, items).scheduling_ms.get("Perc99")
-        if p99 is not None:
-            out[f"{run.id}: {SCHED_P99}"] = p99
-        cpu = {kind: s * 1000 for kind, s in run_demands(run).items()}
-        if cpu:
-            out[f"{run.id}: {CPU_TOTAL}"] = sum(cpu.values())
-            for component, ms in sorted(cpu.items()):
-                out[f"{run.id}: {CPU_TOTAL} {component}"] = ms
+        summary = run_summary(run, items)
+        for figure, value in (
+            (PODS_PER_S, summary.throughput.get("Average")),
+            (SCHED_P99, summary.scheduling_ms.get("Perc99")),
+        ):
+            if value is not None:
+                out[f"{run.id}: {figure}"] = value
+        whole = {
+            i.labels.get("Component", "?"): i.data["Value"] * 1000
+            for i in items
+            if i.metric == "kubera_cpu_seconds_per_pod" and "Value" in i.data
+        }
+        phase = measured_phase(run)
+        if phase is not None:
+            out[f"{run.id}: {PODS_PER_S} {PHASE}"] = phase.pods_per_s
+        kinds = {kind: s * 1000 for kind, s in run_demands(run).items()}
+        for suffix, cpu in (("", whole), (f" {PHASE}", kinds)):
+            if cpu:
+                out[f"{run.id}: {CPU}{suffix}"] = sum(cpu.values())
+                for component, ms in sorted(cpu.items()):
+                    out[f"{run.id}: {CPU}{suffix} {component}"] = ms
     return out
 
 
 def higher_is_better(figure: str) -> bool:
-    return figure.endswith(PODS_PER_S)
+    return f": {PODS_PER_S}" in figure
 
 
 @dataclasses.dataclass(frozen=True)

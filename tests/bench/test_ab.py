@@ -29,8 +29,8 @@ def test_the_side_that_goes_first_alternates_pair_by_pair() -> None:
 
 
 def _run_at(rate: float) -> Any:
-    """make_run's run whose measured phase bound `rate` pods per second for 10 s, with 0.5
-    and 0.8 cores of the scheduler and the apiserver."""
+    """make_run's run with a measured phase that bound `rate` pods per second for 10 s, with
+    5 and 8 CPU-seconds of the scheduler and the apiserver."""
     pods = int(rate * 10)
     cpu = {"scheduler-0": 5.0, "apiserver": 8.0}
     return make_run(measured=[MeasuredPhase(window="namespace-1", pods=pods, seconds=10, cpu=cpu)])
@@ -41,15 +41,35 @@ def _write(directory: Path, run: Any) -> None:
     results.write_json(directory / results.RESULTS, make_experiment(run).to_json())
 
 
-def test_figures_are_pods_per_second_latency_and_cpu_per_pod_by_component(tmp_path: Path) -> None:
+def test_figures_are_throughput_latency_and_cpu_per_pod_whole_run_and_measured_phase(
+    tmp_path: Path,
+) -> None:
     _write(tmp_path, _run_at(10.0))
     got = ab.figures(tmp_path)
     rid = "SchedulingBasic/500Nodes"
+    # upstream's SchedulingThroughput over make_run's series: 10 pods/s in its window
     assert got[f"{rid}: pods/s"] == pytest.approx(10.0)
+    assert got[f"{rid}: pods/s (measured phase)"] == pytest.approx(10.0)
     assert got[f"{rid}: sched p99 ms"] > 0
-    per = {k: v for k, v in got.items() if k.startswith(f"{rid}: cpu ms/pod ")}
-    assert per == {f"{rid}: cpu ms/pod apiserver": 80.0, f"{rid}: cpu ms/pod scheduler": 50.0}
-    assert got[f"{rid}: cpu ms/pod"] == pytest.approx(130.0)
+    # the whole run: make_run's 0.5 + 0.8 cores for 20 s over its 100 bound pods
+    assert got[f"{rid}: cpu ms/pod scheduler-0"] == pytest.approx(100.0)
+    assert got[f"{rid}: cpu ms/pod apiserver"] == pytest.approx(160.0)
+    assert got[f"{rid}: cpu ms/pod"] == pytest.approx(260.0)
+    # the measured phase, per component kind: 5 and 8 CPU-s over its 100 pods
+    phase = {k: v for k, v in got.items() if k.startswith(f"{rid}: cpu ms/pod (measured phase) ")}
+    assert phase == {
+        f"{rid}: cpu ms/pod (measured phase) apiserver": 80.0,
+        f"{rid}: cpu ms/pod (measured phase) scheduler": 50.0,
+    }
+    assert ab.higher_is_better(f"{rid}: pods/s (measured phase)")
+    assert not ab.higher_is_better(f"{rid}: cpu ms/pod")
+
+
+def test_an_older_commits_results_without_a_measured_phase_still_compare(tmp_path: Path) -> None:
+    _write(tmp_path, make_run())
+    got = ab.figures(tmp_path)
+    assert "SchedulingBasic/500Nodes: pods/s" in got
+    assert not [k for k in got if "measured phase" in k]
 
 
 def test_a_ratio_is_the_median_of_the_pairs_with_their_spread() -> None:
@@ -89,7 +109,7 @@ def test_compare_runs_both_sides_alternately_and_writes_the_ratios(tmp_path: Pat
         "baseline-3",
         "current-3",
     ]
-    rate = next(r for r in table if r.figure.endswith(": pods/s"))
+    rate = next(r for r in table if r.figure.endswith(": pods/s (measured phase)"))
     assert rate.ratios == pytest.approx([1.5, 2.0, 1.5]) and rate.ratio == pytest.approx(1.5)
     written = (tmp_path / "o" / "compare.json").read_text()
     assert '"baseline": "aaaa"' in written and '"ratioMedian": 1.5' in written
