@@ -189,7 +189,9 @@ def test_describe_pod_and_node(kubectl) -> None:
         stdin="apiVersion: v1\nkind: Node\nmetadata: {name: desc-node, labels: {zone: z1}}\n",
     )
     out = kubectl("describe", "pod", "d", "-n", "desc").stdout
-    assert "Name:" in out and "d" in out and "Namespace:    desc" in out
+    assert "Name:" in out and "d" in out and "Namespace:        desc" in out
+    # the ServiceAccount admission plugin's default, as kubectl shows it
+    assert "Service Account:  default" in out
     out = kubectl("describe", "node", "desc-node").stdout
     assert "Name:               desc-node" in out and "zone=z1" in out
 
