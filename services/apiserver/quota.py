@@ -78,7 +78,8 @@ def check_request(
     if not covering:
         return []
     usage = q.usage(kind, obj, now)
-    if old is not None:
+    if old is not None and _meta(old).resource_version:
+        # an old object without a version is a create on update: billed in full
         usage = q.subtract_non_negative(usage, q.usage(kind, old, now))
     usage = q.remove_zeros(usage)
     if not usage:

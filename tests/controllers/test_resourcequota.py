@@ -18,7 +18,7 @@ from services.controllers.resourcequota import (
     ResourceQuotaController,
     calculate_usage,
 )
-from tests.builders import MakePod, resource_quota
+from tests.builders import MakePod, persistent_volume_claim, resource_quota, service
 from tests.controllers.conftest import NS, ControllerCluster
 
 NOW = 1_800_000_000.0
@@ -72,6 +72,34 @@ def test_other_kinds_count_as_objects() -> None:
     rq = resource_quota(hard={"count/leases.coordination.k8s.io": "2"})
     leases = [BY_KIND["Lease"].new(), BY_KIND["Lease"].new()]
     assert calculate_usage(rq, {"leases": leases}, NOW) == {"count/leases.coordination.k8s.io": "2"}
+
+
+def test_services_count_their_node_ports_and_load_balancers() -> None:
+    hard = {"services": "10", "services.nodeports": "10", "services.loadbalancers": "2"}
+    rq = resource_quota("q", NS, hard=hard)
+    services = [
+        service("a", NS, type_="NodePort", ports=[{"port": 80}, {"port": 81}]),
+        service("b", NS, type_="LoadBalancer", ports=[{"port": 80}]),
+        service("c", NS, ports=[{"port": 80}]),
+    ]
+    assert calculate_usage(rq, {"services": services}, NOW) == {
+        "services": "3",
+        "services.nodeports": "3",
+        "services.loadbalancers": "1",
+    }
+
+
+def test_claims_count_their_storage_overall_and_per_class() -> None:
+    gold = "gold.storageclass.storage.k8s.io/requests.storage"
+    rq = resource_quota("q", NS, hard={"requests.storage": "10Gi", gold: "5Gi"})
+    claims = [
+        persistent_volume_claim("a", NS, storage="1Gi", storage_class="gold"),
+        persistent_volume_claim("b", NS, storage="2Gi"),
+    ]
+    assert calculate_usage(rq, {"persistentvolumeclaims": claims}, NOW) == {
+        "requests.storage": "3Gi",
+        gold: "1Gi",
+    }
 
 
 def test_config_refuses_a_non_positive_resync() -> None:
