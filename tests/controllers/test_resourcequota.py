@@ -187,3 +187,25 @@ async def test_deleting_an_object_of_another_kind_frees_its_count(
     await cluster.until(lambda: _used(cluster, ctrl) == {"count/replicasets.apps": "1"})
     await cluster.client.delete(BY_KIND["ReplicaSet"], "rs", NS)
     await cluster.until(lambda: _used(cluster, ctrl) == {"count/replicasets.apps": "0"})
+
+
+async def test_a_service_leaving_node_port_frees_its_node_ports(
+    cluster: ControllerCluster,
+) -> None:
+    """Admission never gives usage back on an update; the controller's replenishment on
+    a service type change (upstream's GetQuotaServiceType comparison) does."""
+    ctrl = ResourceQuotaController(
+        cluster.client,
+        cluster.informers,
+        clock=cluster.api_clock,
+        config=ResourceQuotaConfig(resync_period=3600),
+    )
+    await cluster.start(ctrl)
+    await cluster.client.create(resource_quota("compute", NS, hard={"services.nodeports": "2"}))
+    await cluster.until(lambda: _used(cluster, ctrl) == {"services.nodeports": "0"})
+    await cluster.client.create(service("web", NS, type_="NodePort", ports=[{"port": 80}]))
+    await cluster.until(lambda: _used(cluster, ctrl) == {"services.nodeports": "1"})
+    web: Any = await cluster.client.get(BY_KIND["Service"], "web", NS)
+    web.spec.type = "ClusterIP"
+    await cluster.client.update(web)
+    await cluster.until(lambda: _used(cluster, ctrl) == {"services.nodeports": "0"})
