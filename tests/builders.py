@@ -547,7 +547,12 @@ def resource_quota(
 
 
 def service(
-    name: str = "svc", namespace: str = "default", *, type_: str = "", ports: Sequence[Json] = (), **spec: Any
+    name: str = "svc",
+    namespace: str = "default",
+    *,
+    type_: str = "",
+    ports: Sequence[Json] = (),
+    **spec: Any,
 ) -> Any:
     """A Service of `type_` (empty: ClusterIP once defaulted) with `ports` in their
     Kubernetes shape ({"port": 80, "nodePort": 30001}); `spec`: more spec fields."""

@@ -142,7 +142,9 @@ async def create(
     own objects (a "system-" PriorityClass)."""
     reads = AdmissionReads(store)
     kind, prepared = await prepare_create(store, obj, system=system, reads=reads)
-    guard = await namespace_guard(store, kind, _meta(prepared).namespace, _meta(prepared).name, reads)
+    guard = await namespace_guard(
+        store, kind, _meta(prepared).namespace, _meta(prepared).name, reads
+    )
     await quota.admit(store, kind, prepared, reads, dry_run=dry_run)  # ResourceQuota runs last
     if dry_run:
         return prepared

@@ -176,9 +176,7 @@ async def test_a_service_turned_node_port_is_charged_and_refused_past_the_quota(
 
 
 async def test_a_claim_grown_past_the_quota_is_refused(api: ApiServer) -> None:
-    await _computed_quota(
-        api, {"requests.storage": "10Gi"}, {"requests.storage": "0"}
-    )
+    await _computed_quota(api, {"requests.storage": "10Gi"}, {"requests.storage": "0"})
     await api.create(persistent_volume_claim("data", storage="4Gi"))
     claim = await api.get(CLAIMS, "default", "data")
     claim.spec.resources.requests["storage"] = "8Gi"  # type: ignore[attr-defined]

@@ -291,7 +291,11 @@ def test_service_usage(
 
 
 def _claim_usage(storage: str, cls: str = "") -> dict[str, str]:
-    out = {"count/persistentvolumeclaims": "1", "persistentvolumeclaims": "1", "requests.storage": storage}
+    out = {
+        "count/persistentvolumeclaims": "1",
+        "persistentvolumeclaims": "1",
+        "requests.storage": storage,
+    }
     if cls:
         out[f"{cls}.storageclass.storage.k8s.io/persistentvolumeclaims"] = "1"
         out[f"{cls}.storageclass.storage.k8s.io/requests.storage"] = storage
