@@ -355,3 +355,37 @@ def test_kubectl_delete_namespace_empties_it(kubectl) -> None:
     make_pod(kubectl, "gone", "p")
     kubectl("delete", "namespace", "gone", "--timeout=30s")
     until(lambda: kubectl("get", "ns", "gone", check=False).returncode == 1, timeout=30)
+
+
+def test_a_service_patched_to_node_port_past_its_quota_is_refused(kubectl) -> None:
+    """A strategic merge patch is an update: the quota charges the service's type change
+    (upstream's service evaluator handles updates). No controller runs here: the quota's
+    status is written as the quota controller would."""
+    make_namespace(kubectl, "svcquota")
+    quota = (
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: svcquota}\n"
+        "spec: {hard: {services.nodeports: '0'}}\n"
+    )
+    kubectl("create", "-f", "-", stdin=quota)
+    status = '{"status":{"hard":{"services.nodeports":"0"},"used":{"services.nodeports":"0"}}}'
+    kubectl(
+        "patch", "resourcequota", "q", "-n", "svcquota", "--subresource=status",
+        "--type=merge", "-p", status,
+    )  # fmt: skip
+    svc = (
+        "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: svcquota}\n"
+        "spec: {ports: [{port: 80}]}\n"
+    )
+    kubectl("create", "-f", "-", stdin=svc)
+    proc = kubectl(
+        "patch", "service", "web", "-n", "svcquota", "-p", '{"spec":{"type":"NodePort"}}',
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        'Error from server (Forbidden): services "web" is forbidden: exceeded quota: q, '
+        "requested: services.nodeports=1, used: services.nodeports=0, "
+        "limited: services.nodeports=0"
+    )
+    typ = kubectl("get", "service", "web", "-n", "svcquota", "-o", "jsonpath={.spec.type}")
+    assert typ.stdout == "ClusterIP"
