@@ -14,6 +14,7 @@ import json
 
 from google.protobuf.message import Message
 
+from services.api.helpers.quota import handles_update
 from services.api.machinery import codec
 from services.api.machinery.errors import BadRequestError, ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND, Kind
@@ -110,13 +111,13 @@ async def update(
         return new if dry_run else await store.write(kind, new, kv)
     reads = AdmissionReads(store)
     await admission.check_single_global_default(kind, new, reads)
-    old = store.decode(kind, kv)
     if kind.kind == "PersistentVolumeClaim":
         ranges = await reads.namespace_objects(BY_KIND["LimitRange"], _meta(new).namespace)
         limitranger.admit_claim(new, ranges)  # type: ignore[arg-type]
     if kind.kind == "Service":
         return await _update_service(store, kind, new, kv, reads, dry_run=dry_run)
-    await quota.admit(store, kind, new, reads, old=old, dry_run=dry_run)  # runs last
+    if handles_update(kind):  # ResourceQuota runs last
+        await quota.admit(store, kind, new, reads, old=store.decode(kind, kv), dry_run=dry_run)
     if dry_run:
         return new
     return await store.write(kind, new, kv)
