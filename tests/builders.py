@@ -21,7 +21,14 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from protos.kubera.v1 import core_pb2, podgroup_pb2, policyv1core_pb2, resource_pb2
+from protos.kubera.v1 import (
+    core_pb2,
+    podgroup_pb2,
+    policyv1core_pb2,
+    resource_pb2,
+    service_pb2,
+    storage_pb2,
+)
 
 Json = dict[str, Any]
 
@@ -537,3 +544,41 @@ def resource_quota(
     if used is not None:
         doc["status"] = {"hard": dict(hard), "used": dict(used)}
     return _parse(policyv1core_pb2.ResourceQuota(), "v1", "ResourceQuota", name, namespace, doc)
+
+
+def service(
+    name: str = "svc",
+    namespace: str = "default",
+    *,
+    type_: str = "",
+    ports: Sequence[Json] = (),
+    **spec: Any,
+) -> Any:
+    """A Service of `type_` (empty: ClusterIP once defaulted) with `ports` in their
+    Kubernetes shape ({"port": 80, "nodePort": 30001}); `spec`: more spec fields."""
+    doc: Json = {"spec": {**spec, "ports": list(ports)}}
+    if type_:
+        doc["spec"]["type"] = type_
+    return _parse(service_pb2.Service(), "v1", "Service", name, namespace, doc)
+
+
+def persistent_volume_claim(
+    name: str = "claim",
+    namespace: str = "default",
+    *,
+    storage: str = "",
+    storage_class: str | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> Any:
+    """A ReadWriteOnce PersistentVolumeClaim asking for `storage` (none when empty)."""
+    spec: Json = {"accessModes": ["ReadWriteOnce"]}
+    if storage:
+        spec["resources"] = {"requests": {"storage": storage}}
+    if storage_class is not None:
+        spec["storageClassName"] = storage_class
+    doc: Json = {"spec": spec}
+    if annotations:
+        doc["metadata"] = {"annotations": dict(annotations)}
+    return _parse(
+        storage_pb2.PersistentVolumeClaim(), "v1", "PersistentVolumeClaim", name, namespace, doc
+    )

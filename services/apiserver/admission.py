@@ -28,10 +28,12 @@ from services.api.helpers.stages import STAGES_ANNOTATION, Stages, TemplateError
 from services.api.helpers.usage import USAGE_ANNOTATION, UsageSpecError, parse_usage
 from services.api.helpers.wellknown import (
     DAEMON_SET_TEMPLATE_GENERATION,
+    DEFAULT_SERVICE_ACCOUNT,
     LABEL_CONTROLLER_UID,
     LABEL_JOB_NAME,
     LEGACY_CONTROLLER_UID,
     LEGACY_JOB_NAME,
+    MIRROR_POD_ANNOTATION,
     TAINT_NOT_READY,
     TAINT_UNREACHABLE,
 )
@@ -152,11 +154,25 @@ def apply_defaults(kind: Kind, obj: Message) -> None:
     defaults follow the message; `kind` adds the registry's own steps for a Service and a
     Secret (services/apiserver/serviceips.py)."""
     defaults.apply(obj)
+    mirror_service_account(kind, obj)
     if kind.kind == "Service":
         # the registry's part: the IP family defaults (SetDefaults_Service's is done above)
         serviceips.default_service(obj)
     elif kind.kind == "Secret":
         serviceips.default_secret(obj)  # stringData folded into data, never stored
+
+
+def mirror_service_account(kind: Kind, obj: Message) -> None:
+    """upstream's v1 PodSpec conversion, for a pod and a pod template: the deprecated
+    `serviceAccount` names the account when `serviceAccountName` does not, and is written
+    as a copy of it."""
+    found = _pod_template(obj) if kind.kind != "Pod" else ("", obj)
+    if found is None:
+        return
+    spec: Any = found[1].spec  # type: ignore[attr-defined]
+    if not spec.service_account_name:
+        spec.service_account_name = spec.service_account
+    spec.service_account = spec.service_account_name
 
 
 #: The PodScheduled=False reason and message of a pod created with scheduling gates
@@ -249,6 +265,36 @@ async def _priority(pod: core_pb2.Pod, lookup: Lookup) -> None:
     pod.spec.preemption_policy = policy
 
 
+async def _service_account(pod: core_pb2.Pod, lookup: Lookup) -> None:
+    """The ServiceAccount plugin (plugin/pkg/admission/serviceaccount), on create: a pod
+    without an account gets `default`; an account it names must exist, else 403 ``error
+    looking up service account NS/NAME: serviceaccount "NAME" not found``. A mirror pod
+    is not defaulted and may name no account. Differences: `default` is not looked up
+    (upstream retries it for a second or two, then refuses; kubera admits it, as its
+    serviceaccount controller may not have made it yet and unit tests run without one);
+    no token is mounted, and the account's imagePullSecrets are not copied."""
+    kind = BY_KIND["Pod"]
+    spec = pod.spec
+    if MIRROR_POD_ANNOTATION in pod.metadata.annotations:
+        if spec.service_account_name:
+            raise _forbidden(
+                kind, pod.metadata.name, "a mirror pod may not reference service accounts"
+            )
+        return
+    if not spec.service_account_name:
+        spec.service_account_name = DEFAULT_SERVICE_ACCOUNT
+    spec.service_account = spec.service_account_name
+    name, namespace = spec.service_account_name, pod.metadata.namespace
+    if name == DEFAULT_SERVICE_ACCOUNT:
+        return
+    if await lookup.cached_or_none(BY_KIND["ServiceAccount"], namespace, name) is None:
+        raise _forbidden(
+            kind,
+            pod.metadata.name,
+            f'error looking up service account {namespace}/{name}: serviceaccount "{name}" not found',
+        )
+
+
 async def _global_default(lookup: Lookup) -> scheduling_pb2.PriorityClass | None:
     return await lookup.global_default_priority_class()
 
@@ -330,6 +376,7 @@ async def mutate(kind: Kind, obj: Message, lookup: Lookup) -> None:
     check_hollow_kubelet_annotations(kind, obj)
     if kind.kind == "Pod":
         pod = narrow(obj, core_pb2.Pod)
+        await _service_account(pod, lookup)
         await _priority(pod, lookup)
         await _runtime_class(pod, lookup)
         _default_toleration_seconds(pod)

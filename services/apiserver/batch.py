@@ -26,15 +26,13 @@ from services.api.machinery.kinds import Kind, kind_of
 from services.apiserver import admission, quota
 from services.apiserver.admission_reads import AdmissionReads
 from services.apiserver.create import (
-    create,
-    create_one,
+    create_allocating,
     create_txn,
     namespace_guard,
     prepare_create,
 )
 from services.apiserver.objects import held
 from services.apiserver.objects import meta as _meta
-from services.apiserver.serviceips import AllocationLostError
 from services.apiserver.store import Store
 from services.apiserver.update import prepare_update, update
 from services.storage import Compare, Get, KeyValue, Put, TxnResult
@@ -114,12 +112,9 @@ async def batch_create(store: Store, objs: Sequence[Message]) -> list[BatchResul
                 continue
         for i, kind, obj, guard in chunk:
             try:
-                try:
-                    created = await create_one(store, kind, obj, guard)
-                except AllocationLostError:
-                    # a service's cluster IP or node port, picked by another item of the
-                    # batch or another create: pick again, as a single create does
-                    created = await create(store, objs[i])
+                # a service's cluster IP or node port, picked by another item of the
+                # batch or another create: picked again, as a single create does
+                created = await create_allocating(store, kind, obj, guard, asked=objs[i])
                 results[i] = BatchResult(created, None)
             except ApiError as e:
                 results[i] = BatchResult(None, e)
@@ -146,8 +141,9 @@ async def batch_update(
                 f"a batch update holds one kind; got {kind_of(o).kind} among {kind.kind}"
             )
         keys.append(kind.key(store.namespace(kind, _meta(o).namespace), _meta(o).name))
-    if kind.kind == "Service" and not status:
-        # a service's update allocates and releases in its own txn (update._update_service)
+    if kind.kind in ("Service", "PersistentVolumeClaim") and not status:
+        # a service's update allocates and releases in its own txn (update._update_service);
+        # both kinds' updates are charged to quota and bounded by limit ranges
         for i, o in enumerate(objs):
             try:
                 results[i] = BatchResult(await update(store, o), None)

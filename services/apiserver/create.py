@@ -74,6 +74,9 @@ async def prepare_create(
         ranges = await reads.namespace_objects(BY_KIND["LimitRange"], meta.namespace)
         limitranger.admit(obj, ranges)  # type: ignore[arg-type]
     store.validate(kind, obj)
+    if kind.kind == "PersistentVolumeClaim":  # LimitRanger validates what validation passed
+        ranges = await reads.namespace_objects(BY_KIND["LimitRange"], meta.namespace)
+        limitranger.admit_claim(obj, ranges)  # type: ignore[arg-type]
     if kind.kind == "Service":
         await serviceips.allocate(store.storage, store.service_network, obj)
     return kind, obj
@@ -138,18 +141,30 @@ async def create(
     """Create `obj`; with `dry_run`, everything but the write. `system`: the server's
     own objects (a "system-" PriorityClass)."""
     reads = AdmissionReads(store)
-    asked = obj
+    kind, prepared = await prepare_create(store, obj, system=system, reads=reads)
+    guard = await namespace_guard(
+        store, kind, _meta(prepared).namespace, _meta(prepared).name, reads
+    )
+    await quota.admit(store, kind, prepared, reads, dry_run=dry_run)  # ResourceQuota runs last
+    if dry_run:
+        return prepared
+    return await create_allocating(store, kind, prepared, guard, asked=obj)
+
+
+async def create_allocating(
+    store: Store, kind: Kind, obj: Message, guard: Compare | None, *, asked: Message
+) -> Message:
+    """`create_one`, picking a service's cluster IP or node port again when another
+    create took it between our pick and our txn (unless the client asked for that very
+    value: then 422). Only the allocation is retried: the object was admitted once, and
+    its quota reserved once (the values picked change no quota usage)."""
     for _ in range(MAX_RETRIES):
-        kind, obj = await prepare_create(store, asked, system=system, reads=reads)
-        guard = await namespace_guard(store, kind, _meta(obj).namespace, _meta(obj).name, reads)
-        await quota.admit(store, kind, obj, reads, dry_run=dry_run)  # ResourceQuota runs last
-        if dry_run:
-            return obj
         try:
             return await create_one(store, kind, obj, guard)
         except serviceips.AllocationLostError as e:
-            # A value another create took between our pick and our txn: pick again,
-            # unless the client asked for that very value.
             if set(e.keys) & set(serviceips.allocation_keys(asked)):
                 raise
+            obj = codec.clone(obj)
+            serviceips.forget(obj, e.keys)
+            await serviceips.allocate(store.storage, store.service_network, obj)
     raise conflict(kind, _meta(obj).name)

@@ -1,6 +1,7 @@
 """The LimitRanger admission plugin: a namespace's LimitRanges default and bound its pods.
 
-Upstream's plugin/pkg/admission/limitranger/admission.go, for pods on create:
+Upstream's plugin/pkg/admission/limitranger/admission.go, for pods on create and claims
+on create and update:
 
 1. mutate: each container (and init container) gets, for every resource it does not name,
    the `default` of the namespace's Container items as its limit and their
@@ -13,17 +14,21 @@ Upstream's plugin/pkg/admission/limitranger/admission.go, for pods on create:
    is collected and the create refused with 403 ``pods "x" is forbidden: <errors>`` (one
    error as it is, several as ``[a, b]``, apimachinery's aggregate).
 
+3. claims (PersistentVolumeClaimValidateLimitFunc): per PersistentVolumeClaim item, the
+   claim's spec.resources.requests against min (minConstraint, the request alone) and max
+   (maxRequestConstraint: the request, as a claim has no limit), refused with 403
+   ``persistentvolumeclaims "x" is forbidden: <errors>``; nothing is defaulted.
+
 A LimitRange's own defaulting (SetDefaults_LimitRangeItem: a Container item's `default`
 from `max`, `defaultRequest` from `default` then `min`) runs when the LimitRange is
 admitted, with every other default (services/api/defaults, `default_limit_range_item`).
-PersistentVolumeClaim items are stored and validated but not enforced.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from protos.kubera.v1 import core_pb2, policyv1core_pb2
+from protos.kubera.v1 import core_pb2, policyv1core_pb2, storage_pb2
 from services.api.helpers import quota
 from services.api.machinery.errors import ForbiddenError
 from services.api.machinery.quantity import Quantity
@@ -33,6 +38,7 @@ CONTAINER = "Container"
 #: resource.MaxMilliValue: the largest value whose milli-value fits an int64.
 MAX_MILLI_VALUE = (2**63 - 1) // 1000
 POD = "Pod"
+PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
 
 
 def _container_defaults(
@@ -132,6 +138,19 @@ def max_constraint(
     return ""
 
 
+def max_request_constraint(
+    limit_type: str, name: str, enforced: Quantity, request: Mapping[str, Quantity]
+) -> str:
+    """maxRequestConstraint: the request alone against the maximum (a claim's)."""
+    req = request.get(name)
+    r, _, e = _values(req, None, enforced)
+    if req is None:
+        return f"maximum {name} usage per {limit_type} is {enforced}.  No request is specified"
+    if r > e:
+        return f"maximum {name} usage per {limit_type} is {enforced}, but request is {req}"
+    return ""
+
+
 def ratio_constraint(
     limit_type: str,
     name: str,
@@ -202,12 +221,39 @@ def violations(pod: core_pb2.Pod, ranges: Sequence[policyv1core_pb2.LimitRange])
     return errs
 
 
+def claim_violations(
+    pvc: storage_pb2.PersistentVolumeClaim, ranges: Sequence[policyv1core_pb2.LimitRange]
+) -> list[str]:
+    """PersistentVolumeClaimValidateLimitFunc over every range of the namespace."""
+    errs: list[str] = []
+    requests = quota.parse_list(pvc.spec.resources.requests)
+    for lr in ranges:
+        for item in lr.spec.limits:
+            if item.type != PERSISTENT_VOLUME_CLAIM:
+                continue
+            for k, v in sorted(quota.parse_list(item.min).items()):
+                errs.append(min_constraint(PERSISTENT_VOLUME_CLAIM, k, v, requests, {}))
+            for k, v in sorted(quota.parse_list(item.max).items()):
+                errs.append(max_request_constraint(PERSISTENT_VOLUME_CLAIM, k, v, requests))
+    return [e for e in errs if e]
+
+
+def _refuse(resource: str, name: str, errs: list[str]) -> None:
+    if not errs:
+        return
+    why = errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+    raise ForbiddenError(f'{resource} "{name}" is forbidden: {why}')
+
+
 def admit(pod: core_pb2.Pod, ranges: Sequence[policyv1core_pb2.LimitRange]) -> None:
     """Default, then validate; ForbiddenError (403) with upstream's aggregate message."""
     for lr in ranges:
         apply_defaults(pod, lr)
-    errs = violations(pod, ranges)
-    if not errs:
-        return
-    why = errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
-    raise ForbiddenError(f'pods "{pod.metadata.name}" is forbidden: {why}')
+    _refuse("pods", pod.metadata.name, violations(pod, ranges))
+
+
+def admit_claim(
+    pvc: storage_pb2.PersistentVolumeClaim, ranges: Sequence[policyv1core_pb2.LimitRange]
+) -> None:
+    """A claim's create or update: validate only (ForbiddenError, 403)."""
+    _refuse("persistentvolumeclaims", pvc.metadata.name, claim_violations(pvc, ranges))

@@ -1,22 +1,29 @@
 """The ResourceQuota admission plugin: a create that would pass a quota is refused (403).
 
 Upstream's staging/src/k8s.io/apiserver/pkg/admission/plugin/resourcequota (controller.go,
-CheckRequest) with the evaluators of services/api/helpers/quota.py. For a create in a
-namespace with quotas, each quota that covers the object (its status.hard names something
-the object uses, and the object matches all its scopes):
+CheckRequest) with the evaluators of services/api/helpers/quota.py. For a create, or an
+update of a kind whose evaluator handles updates (a Service, a PersistentVolumeClaim), in
+a namespace with quotas, each quota that covers the object (its status.hard names
+something the object uses, and the object matches all its scopes):
 
 1. the pod evaluator's constraints: quota on cpu/memory makes each container name them
    (403 ``failed quota: NAME: must specify limits.cpu for: app; ...``);
 2. the quota must have been computed by the quota controller (status.used has each
    covered resource), else 403 ``status unknown for quota: NAME, resources: ...``;
 3. used + requested must stay within status.hard, else 403 ``exceeded quota: NAME,
-   requested: r=q, used: r=q, limited: r=q`` (only the exceeded resources);
+   requested: r=q, used: r=q, limited: r=q`` (only the exceeded resources); on an update
+   the request is what the new object uses beyond the old one, never below zero
+   (quota.SubtractWithNonNegativeResult), so a shrink frees nothing until the controller
+   recalculates;
 4. the new usage is reserved: every covering quota's status.used is written, in one etcd
    txn compared at the versions read (retried when a quota moved), before the object is.
 
-As upstream, a create that fails after its reservation leaves the usage counted until the
-quota controller recalculates it (services/controllers/resourcequota.py). Updates are not
-charged: upstream charges pod updates only for in-place resize, which kubera does not serve.
+As upstream, a write that fails after its reservation leaves the usage counted until the
+quota controller recalculates it (services/controllers/resourcequota.py). A create admits
+once: when its txn loses a service's cluster IP or node port to another create, only the
+allocation is retried (services/apiserver/create.py), so nothing is reserved twice. Pod
+updates are not charged: upstream charges them only for in-place resize, which kubera
+does not serve.
 """
 
 from __future__ import annotations
@@ -43,10 +50,15 @@ def _forbidden(kind: Kind, obj: Message, why: str) -> ForbiddenError:
 
 
 def check_request(
-    quotas: list[ResourceQuota], kind: Kind, obj: Message, now: float
+    quotas: list[ResourceQuota],
+    kind: Kind,
+    obj: Message,
+    now: float,
+    old: Message | None = None,
 ) -> list[ResourceQuota]:
-    """CheckRequest for a create: the quotas whose status.used changes, as copies with the
-    new usage; ForbiddenError when a quota refuses."""
+    """CheckRequest for a create (or, with `old`, an update): the quotas whose
+    status.used changes, as copies with the new usage; ForbiddenError when a quota
+    refuses."""
     covering: list[ResourceQuota] = []
     for rq in quotas:
         if not q.matches(rq, kind, obj):
@@ -65,7 +77,11 @@ def check_request(
         covering.append(rq)
     if not covering:
         return []
-    usage = q.remove_zeros(q.usage(kind, obj, now))
+    usage = q.usage(kind, obj, now)
+    if old is not None and _meta(old).resource_version:
+        # an old object without a version is a create on update: billed in full
+        usage = q.subtract_non_negative(usage, q.usage(kind, old, now))
+    usage = q.remove_zeros(usage)
     if not usage:
         return []
     out: list[ResourceQuota] = []
@@ -93,10 +109,17 @@ def check_request(
 
 
 async def admit(
-    store: Store, kind: Kind, obj: Message, reads: AdmissionReads, *, dry_run: bool = False
+    store: Store,
+    kind: Kind,
+    obj: Message,
+    reads: AdmissionReads,
+    *,
+    old: Message | None = None,
+    dry_run: bool = False,
 ) -> None:
-    """Check `obj`'s create against its namespace's quotas and reserve its usage."""
-    if not kind.namespaced:
+    """Check `obj`'s create (or its update from `old`) against its namespace's quotas
+    and reserve its usage."""
+    if not kind.namespaced or (old is not None and not q.handles_update(kind)):
         return
     rq_kind = BY_KIND["ResourceQuota"]
     namespace = _meta(obj).namespace
@@ -105,7 +128,7 @@ async def admit(
     for _ in range(MAX_RETRIES):
         kvs, _rev = await store.storage.list(rq_kind.prefix(namespace))
         read = [(kv, narrow(store.decode(rq_kind, kv), ResourceQuota)) for kv in kvs]
-        changed = check_request([rq for _, rq in read], kind, obj, store.clock.now())
+        changed = check_request([rq for _, rq in read], kind, obj, store.clock.now(), old)
         if dry_run or not changed:
             return
         kv_of = {rq.metadata.name: kv for kv, rq in read}

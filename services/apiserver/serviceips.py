@@ -60,6 +60,7 @@ __all__ = [
     "allocation_refusal",
     "default_secret",
     "default_service",
+    "forget",
     "keep_allocated",
     "parse_node_port_range",
     "release_ops",
@@ -398,6 +399,19 @@ def release_ops(kind: Kind, obj: Message) -> list[Delete]:
 
 def allocation_gets(kind: Kind, obj: Message) -> list[Get]:
     return [Get(k) for k in allocation_keys(obj)] if kind.kind == "Service" else []
+
+
+def forget(svc: Any, keys: Sequence[str]) -> None:
+    """Drop the values of `keys` from the service, so that `allocate` picks new ones."""
+    for key in keys:
+        if key.startswith(SERVICE_IPS_PREFIX):
+            svc.spec.cluster_ip = ""
+            del svc.spec.cluster_ips[:]
+        else:
+            port = int(key[len(NODE_PORTS_PREFIX) :])
+            for p in svc.spec.ports:
+                if p.node_port == port:
+                    p.node_port = 0
 
 
 class AllocationLostError(InvalidError):

@@ -14,12 +14,13 @@ import json
 
 from google.protobuf.message import Message
 
+from services.api.helpers.quota import handles_update
 from services.api.machinery import codec
 from services.api.machinery.errors import BadRequestError, ConflictError, NotFoundError
-from services.api.machinery.kinds import Kind
+from services.api.machinery.kinds import BY_KIND, Kind
 from services.api.machinery.limits import DepthError, loads_json
 from services.api.machinery.patch import merge_patch as apply_merge_patch
-from services.apiserver import admission, serviceips
+from services.apiserver import admission, limitranger, quota, serviceips
 from services.apiserver.admission_reads import AdmissionReads
 from services.apiserver.noderestriction import admit_node, admit_pod_status
 from services.apiserver.objects import MAX_RETRIES, conflict, copy_status, not_found
@@ -113,14 +114,23 @@ async def update(
     meta = _meta(obj)
     ns = store.namespace(kind, meta.namespace)
     kv = await store.storage.get(kind.key(ns, meta.name))
+    if kv is None:
+        raise not_found(kind, meta.name)
     new = prepare_update(store, kind, obj, kv, status=status)
-    if not status:
-        await admission.check_single_global_default(kind, new, AdmissionReads(store))
-    if kind.kind == "Service" and not status and kv is not None:
-        return await _update_service(store, kind, new, kv, dry_run=dry_run)
+    if status:
+        return new if dry_run else await store.write(kind, new, kv)
+    reads = AdmissionReads(store)
+    await admission.check_single_global_default(kind, new, reads)
+    if kind.kind == "PersistentVolumeClaim":
+        ranges = await reads.namespace_objects(BY_KIND["LimitRange"], _meta(new).namespace)
+        limitranger.admit_claim(new, ranges)  # type: ignore[arg-type]
+    if kind.kind == "Service":
+        return await _update_service(store, kind, new, kv, reads, dry_run=dry_run)
+    if handles_update(kind):  # ResourceQuota runs last
+        await quota.admit(store, kind, new, reads, old=store.decode(kind, kv), dry_run=dry_run)
     if dry_run:
         return new
-    return await store.write(kind, new, kv)  # type: ignore[arg-type]
+    return await store.write(kind, new, kv)
 
 
 async def finalize(store: Store, obj: Message, *, dry_run: bool = False) -> Message:
@@ -140,10 +150,12 @@ async def finalize(store: Store, obj: Message, *, dry_run: bool = False) -> Mess
 
 
 async def _update_service(
-    store: Store, kind: Kind, new: Message, kv: KeyValue, *, dry_run: bool
+    store: Store, kind: Kind, new: Message, kv: KeyValue, reads: AdmissionReads, *, dry_run: bool
 ) -> Message:
     """A service's update: what its new type needs allocated, what it dropped released,
-    both in the update's txn (services/apiserver/serviceips.py)."""
+    both in the update's txn (services/apiserver/serviceips.py); between them the quota
+    charge of a type change (upstream allocates in BeginUpdate, before admission's
+    validation)."""
     old = store.decode(kind, kv)
     await serviceips.allocate(
         store.storage,
@@ -151,6 +163,7 @@ async def _update_service(
         new,
         held=frozenset(serviceips.allocation_keys(old)),
     )
+    await quota.admit(store, kind, new, reads, old=old, dry_run=dry_run)
     if dry_run:
         return new
     compares, ops = serviceips.update_ops(kind, new, old)

@@ -9,9 +9,10 @@ uses it), and writes the status when hard or used changed (syncResourceQuota).
 
 When a quota is synced:
 - it was added or its spec changed (the quota informer);
-- an object of its namespace was deleted, or a pod stopped counting (became
-  Succeeded/Failed): upstream's replenishment, from the informers of every namespaced kind
-  (shared with the garbage collector's; events and leases excepted);
+- an object of its namespace was deleted, a pod stopped counting (became
+  Succeeded/Failed), or a service changed between counted types (NodePort, LoadBalancer,
+  other: GetQuotaServiceType): upstream's replenishment, from the informers of every
+  namespaced kind (shared with the garbage collector's; events and leases excepted);
 - every `resync_period` seconds of the injected clock (upstream's
   --resource-quota-sync-period, 5 min), which also catches what the informers do not watch.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from google.protobuf.message import Message
 
@@ -86,6 +88,12 @@ def calculate_usage(
     return q.to_strings(q.mask(used, hard))
 
 
+def _quota_service_type(svc: Any) -> str:
+    """GetQuotaServiceType: the service types quota counts apart."""
+    t = svc.spec.type
+    return str(t) if t in ("NodePort", "LoadBalancer") else ""
+
+
 def _kinds_counted(hard: dict[str, str]) -> list[Kind]:
     return [k for k in KINDS if k.namespaced and q.matching_resources(k, hard)]
 
@@ -123,7 +131,8 @@ class ResourceQuotaController:
             if not kind.namespaced or kind.kind in _NOT_WATCHED or kind is PODS:
                 continue
             inf = informers.get(kind)
-            inf.add_handlers(Handlers(None, None, self._object_deleted))
+            updated = self._service_updated if kind.kind == "Service" else None
+            inf.add_handlers(Handlers(None, updated, self._object_deleted))
             self.kind_informers[kind.resource] = inf
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -165,6 +174,10 @@ class ResourceQuotaController:
 
     def _object_deleted(self, obj: Message) -> None:
         self._enqueue_namespace(object_meta(obj).namespace)
+
+    def _service_updated(self, old: Message, new: Message) -> None:
+        if _quota_service_type(old) != _quota_service_type(new):
+            self._enqueue_namespace(object_meta(new).namespace)
 
     def wants_pod_update(self, old: Message, new: Message) -> bool:
         """A pod that stopped counting (terminal, or past its deletion grace) frees quota."""

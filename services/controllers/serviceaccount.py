@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, service_pb2
+from services.api.helpers.wellknown import DEFAULT_SERVICE_ACCOUNT
 from services.api.machinery.errors import AlreadyExistsError, ForbiddenError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
 from services.client import Client, Handlers, SharedInformers
@@ -29,7 +30,6 @@ from services.controllers.workqueue import WorkerSettings, WorkQueue, controller
 log = logging.getLogger(__name__)
 
 NAMESPACES, SERVICE_ACCOUNTS = BY_KIND["Namespace"], BY_KIND["ServiceAccount"]
-DEFAULT_SERVICE_ACCOUNT = "default"
 
 
 @dataclass

@@ -100,6 +100,7 @@ SCHEMA: dict[str, dict[int, F]] = {
         6: F("dnsPolicy", "string"),
         7: F("nodeSelector", "map"),
         8: F("serviceAccountName", "string"),
+        9: F("serviceAccount", "string"),
         10: F("nodeName", "string"),
         19: F("schedulerName", "string"),
         20: F("initContainers", "Container", repeated=True),

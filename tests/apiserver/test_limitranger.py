@@ -15,7 +15,9 @@ from services.api.machinery.errors import ForbiddenError, InvalidError
 from services.api.machinery.kinds import BY_KIND
 from services.apiserver import limitranger
 from services.apiserver.registry import ApiServer
-from tests.builders import MakePod, limit_range
+from tests.builders import MakePod, limit_range, persistent_volume_claim
+
+CLAIMS = BY_KIND["PersistentVolumeClaim"]
 
 
 def _rl(cpu: str = "", memory: str = "") -> dict[str, str]:
@@ -274,6 +276,63 @@ def test_limit_range_item_defaults_come_from_max_then_default_then_min() -> None
     assert not lr.spec.limits[1].default  # Pod items get no defaults
 
 
+# ------------------------------------------------------------------ claims
+# TestPersistentVolumeClaimLimitFunc: min and max storage against the claim's request.
+
+
+def _claim_range(min_: str = "", max_: str = "") -> policyv1core_pb2.LimitRange:
+    return _range(
+        "PersistentVolumeClaim",
+        min_={"storage": min_} if min_ else None,
+        max_={"storage": max_} if max_ else None,
+    )
+
+
+CLAIM_CASES = [
+    ("pvc-is-min-storage-request", "1Gi", _claim_range(min_="1Gi"), ""),
+    ("pvc-is-max-storage-request", "1Gi", _claim_range(max_="1Gi"), ""),
+    ("pvc-no-minmax-storage-request", "100Gi", _claim_range(), ""),
+    ("pvc-within-minmax-storage-request", "5Gi", _claim_range("1Gi", "10Gi"), ""),
+    (
+        "pvc-below-min-storage-request",
+        "500Mi",
+        _claim_range(min_="1Gi"),
+        "minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 500Mi",
+    ),
+    (
+        "pvc-exceeds-max-storage-request",
+        "100Gi",
+        _claim_range("1Gi", "1Gi"),
+        "maximum storage usage per PersistentVolumeClaim is 1Gi, but request is 100Gi",
+    ),
+    (
+        "a claim without a request under a max",
+        "",
+        _claim_range(max_="1Gi"),
+        "maximum storage usage per PersistentVolumeClaim is 1Gi.  No request is specified",
+    ),
+    (
+        "a claim without a request under a min",
+        "",
+        _claim_range(min_="1Gi"),
+        "minimum storage usage per PersistentVolumeClaim is 1Gi.  No request is specified",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "storage", "lr", "want"), CLAIM_CASES, ids=[c[0] for c in CLAIM_CASES]
+)
+def test_claim_limits(name: str, storage: str, lr: policyv1core_pb2.LimitRange, want: str) -> None:
+    claim = persistent_volume_claim(name, "test", storage=storage)
+    assert limitranger.claim_violations(claim, [lr]) == ([want] if want else [])
+
+
+def test_container_items_do_not_bound_claims() -> None:
+    claim = persistent_volume_claim("c", "test", storage="100Gi")
+    assert limitranger.claim_violations(claim, [_range("Container", max_={"memory": "1Gi"})]) == []
+
+
 # ------------------------------------------------------------------ through the apiserver
 
 
@@ -331,3 +390,33 @@ async def test_a_limit_range_with_min_above_max_is_invalid(api: ApiServer) -> No
         'spec.limits[0].min[cpu]: Invalid value: "2": min value 2 is greater than max value 1'
         in str(e.value)
     )
+
+
+async def test_a_claim_outside_the_range_is_refused_403_on_create_and_on_growth(
+    api: ApiServer,
+) -> None:
+    await api.create(
+        limit_range(
+            "storage",
+            "default",
+            {"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"}, "max": {"storage": "2Gi"}},
+        )
+    )
+    with pytest.raises(ForbiddenError) as e:
+        await api.create(persistent_volume_claim("small", storage="500Mi"))
+    assert str(e.value) == (
+        'persistentvolumeclaims "small" is forbidden: '
+        "minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 500Mi"
+    )
+    assert await api.get_or_none(CLAIMS, "default", "small") is None
+    await api.create(persistent_volume_claim("ok", storage="1Gi"))
+    claim = await api.get(CLAIMS, "default", "ok")
+    claim.spec.resources.requests["storage"] = "3Gi"  # type: ignore[attr-defined]
+    with pytest.raises(ForbiddenError) as e:
+        await api.update(claim)
+    assert str(e.value) == (
+        'persistentvolumeclaims "ok" is forbidden: '
+        "maximum storage usage per PersistentVolumeClaim is 2Gi, but request is 3Gi"
+    )
+    stored = await api.get(CLAIMS, "default", "ok")
+    assert stored.spec.resources.requests["storage"] == "1Gi"  # type: ignore[attr-defined]

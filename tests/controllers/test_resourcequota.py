@@ -18,7 +18,7 @@ from services.controllers.resourcequota import (
     ResourceQuotaController,
     calculate_usage,
 )
-from tests.builders import MakePod, resource_quota
+from tests.builders import MakePod, persistent_volume_claim, resource_quota, service
 from tests.controllers.conftest import NS, ControllerCluster
 
 NOW = 1_800_000_000.0
@@ -72,6 +72,34 @@ def test_other_kinds_count_as_objects() -> None:
     rq = resource_quota(hard={"count/leases.coordination.k8s.io": "2"})
     leases = [BY_KIND["Lease"].new(), BY_KIND["Lease"].new()]
     assert calculate_usage(rq, {"leases": leases}, NOW) == {"count/leases.coordination.k8s.io": "2"}
+
+
+def test_services_count_their_node_ports_and_load_balancers() -> None:
+    hard = {"services": "10", "services.nodeports": "10", "services.loadbalancers": "2"}
+    rq = resource_quota("q", NS, hard=hard)
+    services = [
+        service("a", NS, type_="NodePort", ports=[{"port": 80}, {"port": 81}]),
+        service("b", NS, type_="LoadBalancer", ports=[{"port": 80}]),
+        service("c", NS, ports=[{"port": 80}]),
+    ]
+    assert calculate_usage(rq, {"services": services}, NOW) == {
+        "services": "3",
+        "services.nodeports": "3",
+        "services.loadbalancers": "1",
+    }
+
+
+def test_claims_count_their_storage_overall_and_per_class() -> None:
+    gold = "gold.storageclass.storage.k8s.io/requests.storage"
+    rq = resource_quota("q", NS, hard={"requests.storage": "10Gi", gold: "5Gi"})
+    claims = [
+        persistent_volume_claim("a", NS, storage="1Gi", storage_class="gold"),
+        persistent_volume_claim("b", NS, storage="2Gi"),
+    ]
+    assert calculate_usage(rq, {"persistentvolumeclaims": claims}, NOW) == {
+        "requests.storage": "3Gi",
+        gold: "1Gi",
+    }
 
 
 def test_config_refuses_a_non_positive_resync() -> None:
@@ -159,3 +187,25 @@ async def test_deleting_an_object_of_another_kind_frees_its_count(
     await cluster.until(lambda: _used(cluster, ctrl) == {"count/replicasets.apps": "1"})
     await cluster.client.delete(BY_KIND["ReplicaSet"], "rs", NS)
     await cluster.until(lambda: _used(cluster, ctrl) == {"count/replicasets.apps": "0"})
+
+
+async def test_a_service_leaving_node_port_frees_its_node_ports(
+    cluster: ControllerCluster,
+) -> None:
+    """Admission never gives usage back on an update; the controller's replenishment on
+    a service type change (upstream's GetQuotaServiceType comparison) does."""
+    ctrl = ResourceQuotaController(
+        cluster.client,
+        cluster.informers,
+        clock=cluster.api_clock,
+        config=ResourceQuotaConfig(resync_period=3600),
+    )
+    await cluster.start(ctrl)
+    await cluster.client.create(resource_quota("compute", NS, hard={"services.nodeports": "2"}))
+    await cluster.until(lambda: _used(cluster, ctrl) == {"services.nodeports": "0"})
+    await cluster.client.create(service("web", NS, type_="NodePort", ports=[{"port": 80}]))
+    await cluster.until(lambda: _used(cluster, ctrl) == {"services.nodeports": "1"})
+    web: Any = await cluster.client.get(BY_KIND["Service"], "web", NS)
+    web.spec.type = "ClusterIP"
+    await cluster.client.update(web)
+    await cluster.until(lambda: _used(cluster, ctrl) == {"services.nodeports": "0"})

@@ -189,7 +189,9 @@ def test_describe_pod_and_node(kubectl) -> None:
         stdin="apiVersion: v1\nkind: Node\nmetadata: {name: desc-node, labels: {zone: z1}}\n",
     )
     out = kubectl("describe", "pod", "d", "-n", "desc").stdout
-    assert "Name:" in out and "d" in out and "Namespace:    desc" in out
+    assert "Name:" in out and "d" in out and "Namespace:        desc" in out
+    # the ServiceAccount admission plugin's default, as kubectl shows it
+    assert "Service Account:  default" in out
     out = kubectl("describe", "node", "desc-node").stdout
     assert "Name:               desc-node" in out and "zone=z1" in out
 
@@ -365,3 +367,37 @@ def test_kubectl_delete_namespace_then_finalize_it(kubectl) -> None:
     )
     assert out["metadata"]["name"] == "gone" and not out["spec"].get("finalizers")
     until(lambda: kubectl("get", "ns", "gone", check=False).returncode == 1, timeout=30)
+
+
+def test_a_service_patched_to_node_port_past_its_quota_is_refused(kubectl) -> None:
+    """A strategic merge patch is an update: the quota charges the service's type change
+    (upstream's service evaluator handles updates). No controller runs here: the quota's
+    status is written as the quota controller would."""
+    make_namespace(kubectl, "svcquota")
+    quota = (
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: svcquota}\n"
+        "spec: {hard: {services.nodeports: '0'}}\n"
+    )
+    kubectl("create", "-f", "-", stdin=quota)
+    status = '{"status":{"hard":{"services.nodeports":"0"},"used":{"services.nodeports":"0"}}}'
+    kubectl(
+        "patch", "resourcequota", "q", "-n", "svcquota", "--subresource=status",
+        "--type=merge", "-p", status,
+    )  # fmt: skip
+    svc = (
+        "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: svcquota}\n"
+        "spec: {ports: [{port: 80}]}\n"
+    )
+    kubectl("create", "-f", "-", stdin=svc)
+    proc = kubectl(
+        "patch", "service", "web", "-n", "svcquota", "-p", '{"spec":{"type":"NodePort"}}',
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        'Error from server (Forbidden): services "web" is forbidden: exceeded quota: q, '
+        "requested: services.nodeports=1, used: services.nodeports=0, "
+        "limited: services.nodeports=0"
+    )
+    typ = kubectl("get", "service", "web", "-n", "svcquota", "-o", "jsonpath={.spec.type}")
+    assert typ.stdout == "ClusterIP"

@@ -11,20 +11,30 @@ What is counted, as upstream's evaluators do:
   its deletion grace) also ``pods`` and its compute usage from its effective requests and
   limits (``cpu``/``requests.cpu``, ``limits.cpu``, memory and ephemeral-storage alike,
   ``hugepages-*`` and ``requests.<extended>``);
+- a service (evaluator/core/services.go): ``services``, ``count/services``,
+  ``services.loadbalancers`` (1 for type LoadBalancer) and ``services.nodeports`` (one per
+  port for NodePort and LoadBalancer; with ``allocateLoadBalancerNodePorts: false`` only
+  the ports that name a nodePort);
+- a claim (evaluator/core/persistent_volume_claims.go): ``persistentvolumeclaims``,
+  ``count/persistentvolumeclaims``, ``requests.storage`` (its request rounded up to whole
+  bytes), and both again per storage class as
+  ``<class>.storageclass.storage.k8s.io/<name>``;
 - any other namespaced object: ``count/<resource>[.<group>]`` (and the legacy names
-  ``services``, ``configmaps``, ``secrets``, ``persistentvolumeclaims``, ``resourcequotas``,
-  ``replicationcontrollers`` for their kinds); quotas with scopes never count them.
+  ``configmaps``, ``secrets``, ``resourcequotas``, ``replicationcontrollers`` for their
+  kinds); quotas with scopes never count them.
 - scopes (pods only): Terminating (activeDeadlineSeconds >= 0), NotTerminating,
   BestEffort (QoS BestEffort), NotBestEffort, PriorityClass (In/NotIn/Exists/DoesNotExist
   over spec.priorityClassName), CrossNamespacePodAffinity.
-Not modelled: services.loadbalancers/nodeports, persistentvolumeclaim storage,
-the admission configuration's limitedResources.
+Updates: the service and claim evaluators handle updates (a service changing type, a
+claim growing), the others only creates (``handles_update``). Not modelled: the
+admission configuration's limitedResources, the VolumeAttributesClass scope.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
+from typing import Any
 
 from google.protobuf.message import Message
 
@@ -63,10 +73,10 @@ VALIDATION_SET = frozenset(
 )
 #: Legacy object-count names of core kinds (pkg/quota/v1/evaluator/core/registry.go).
 LEGACY_COUNTS = {
-    "services": "services",
+    "services": "services",  # the service evaluator's
+    "persistentvolumeclaims": "persistentvolumeclaims",  # the claim evaluator's
     "configmaps": "configmaps",
     "secrets": "secrets",
-    "persistentvolumeclaims": "persistentvolumeclaims",
     "resourcequotas": "resourcequotas",
     "replicationcontrollers": "replicationcontrollers",
 }
@@ -306,6 +316,75 @@ def scope_selectors(
     return out
 
 
+# ------------------------------------------------------------------ services and claims
+
+SERVICES_NODE_PORTS = "services.nodeports"
+SERVICES_LOAD_BALANCERS = "services.loadbalancers"
+REQUESTS_STORAGE = "requests.storage"
+PERSISTENT_VOLUME_CLAIMS = "persistentvolumeclaims"
+#: <storage-class>.storageclass.storage.k8s.io/<resource>: a claim's usage per class.
+STORAGE_CLASS_SUFFIX = ".storageclass.storage.k8s.io/"
+#: The claim's storage class, before spec.storageClassName (GetPersistentVolumeClaimClass).
+BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+_SERVICE_RESOURCES = frozenset({SERVICES_NODE_PORTS, SERVICES_LOAD_BALANCERS})
+_PVC_RESOURCES = (PERSISTENT_VOLUME_CLAIMS, REQUESTS_STORAGE)
+
+
+def service_usage(svc: Any) -> ResourceList:
+    """The service evaluator's Usage beyond the object counts."""
+    spec = svc.spec
+    ports = len(spec.ports)
+    node_ports, load_balancers = 0, 0
+    if spec.type == "NodePort":
+        node_ports = ports
+    elif spec.type == "LoadBalancer":
+        load_balancers = 1
+        allocate = (
+            not spec.HasField("allocate_load_balancer_node_ports")
+            or spec.allocate_load_balancer_node_ports
+        )
+        node_ports = ports if allocate else sum(1 for p in spec.ports if p.node_port)
+    return {
+        SERVICES_NODE_PORTS: Quantity(Decimal(node_ports)),
+        SERVICES_LOAD_BALANCERS: Quantity(Decimal(load_balancers)),
+    }
+
+
+def claim_class(pvc: Any) -> str:
+    """GetPersistentVolumeClaimClass: the beta annotation, else spec.storageClassName."""
+    beta = pvc.metadata.annotations.get(BETA_STORAGE_CLASS_ANNOTATION)
+    if beta is not None:
+        return str(beta)
+    return str(pvc.spec.storage_class_name) if pvc.spec.HasField("storage_class_name") else ""
+
+
+def _round_up(q: Quantity) -> Quantity:
+    """Quantity.RoundUp(0): a fraction of a byte counts as a whole one (issue 94313)."""
+    whole = q.value.to_integral_value(rounding=ROUND_CEILING)
+    return q if whole == q.value else Quantity(whole, q.format)
+
+
+def claim_usage(pvc: Any) -> ResourceList:
+    """The claim evaluator's Usage beyond the object counts: requests.storage is the
+    request, or status.allocatedResources' storage when larger, rounded up to bytes."""
+    one = Quantity(Decimal(1))
+    out: ResourceList = {PERSISTENT_VOLUME_CLAIMS: one}
+    cls = claim_class(pvc)
+    if cls:
+        out[cls + STORAGE_CLASS_SUFFIX + PERSISTENT_VOLUME_CLAIMS] = one
+    requested = parse_list(pvc.spec.resources.requests).get("storage")
+    if requested is None:
+        return out
+    allocated = parse_list(getattr(pvc.status, "allocated_resources", {})).get("storage")
+    if allocated is not None and allocated.value > requested.value:
+        requested = allocated
+    storage = _round_up(requested)
+    out[REQUESTS_STORAGE] = storage
+    if cls:
+        out[cls + STORAGE_CLASS_SUFFIX + REQUESTS_STORAGE] = storage
+    return out
+
+
 # ------------------------------------------------------------------ evaluators
 
 
@@ -327,6 +406,16 @@ def matching_resources(kind: Kind, names: Iterable[str]) -> list[str]:
             or (n.startswith("requests.") and _is_extended(n[len("requests.") :]))
         )
     counted = set(count_names(kind))
+    if kind.kind == "Service":
+        counted |= _SERVICE_RESOURCES
+    elif kind.kind == "PersistentVolumeClaim":
+        return sorted(
+            n
+            for n in names
+            if n in counted
+            or n in _PVC_RESOURCES
+            or any(n.endswith(STORAGE_CLASS_SUFFIX + r) for r in _PVC_RESOURCES)
+        )
     return sorted(n for n in names if n in counted)
 
 
@@ -335,7 +424,28 @@ def usage(kind: Kind, obj: Message, now: float) -> ResourceList:
     if kind.kind == "Pod":
         return pod_usage(narrow(obj, core_pb2.Pod), now)
     one = Quantity(Decimal(1))
-    return {n: one for n in count_names(kind)}
+    out = {n: one for n in count_names(kind)}
+    if kind.kind == "Service":
+        out.update(service_usage(obj))
+    elif kind.kind == "PersistentVolumeClaim":
+        out.update(claim_usage(obj))
+    return out
+
+
+def handles_update(kind: Kind) -> bool:
+    """Evaluator.Handles for an update: the service evaluator ("a service type can
+    change") and the claim evaluator (a claim grows); the pod evaluator only for in-place
+    resize, which kubera does not serve; the object-count evaluators never."""
+    return kind.kind in ("Service", "PersistentVolumeClaim")
+
+
+def subtract_non_negative(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> ResourceList:
+    """quota.SubtractWithNonNegativeResult: a - b per name of a, never below zero."""
+    out: ResourceList = {}
+    for k, v in a.items():
+        diff = v.value - b[k].value if k in b else v.value
+        out[k] = Quantity(max(diff, Decimal(0)), v.format)
+    return out
 
 
 def matches(rq: policyv1core_pb2.ResourceQuota, kind: Kind, obj: Message) -> bool:

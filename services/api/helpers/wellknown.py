@@ -64,3 +64,11 @@ NODE_LEASE_NAMESPACE = "kube-node-lease"
 #: apps/v1 keeps a DaemonSet's internal TemplateGeneration in this annotation (set by the
 #: apiserver); the DaemonSet controller labels its pods with it (pod-template-generation).
 DAEMON_SET_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+
+#: The ServiceAccount every namespace gets (the serviceaccount controller) and every pod
+#: created without one uses (the ServiceAccount admission plugin).
+DEFAULT_SERVICE_ACCOUNT = "default"
+
+#: A mirror pod (a kubelet's static pod, as the apiserver sees it) carries this annotation;
+#: it may not reference service accounts.
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"

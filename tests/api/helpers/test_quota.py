@@ -13,7 +13,7 @@ from services.api.helpers import quota as q
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.quantity import parse_quantity
 from services.clock import rfc3339
-from tests.builders import MakePod, resource_quota
+from tests.builders import MakePod, persistent_volume_claim, resource_quota, service
 
 NOW = 1_800_000_000.0
 PODS = BY_KIND["Pod"]
@@ -212,3 +212,167 @@ def test_add_subtract_and_less_than_or_equal() -> None:
     )
     assert q.equal({"cpu": "1"}, {"cpu": "1000m"})
     assert not q.equal({"cpu": "1"}, {"cpu": "1", "pods": "0"})
+
+
+# ------------------------------------------------------------------ services and claims
+# upstream's evaluator/core/services_test.go (TestServiceEvaluatorMatchesResources,
+# TestServiceEvaluatorUsage) and persistent_volume_claims_test.go
+# (TestPersistentVolumeClaimEvaluatorUsage, ...MatchingResources).
+
+SERVICES = BY_KIND["Service"]
+CLAIMS = BY_KIND["PersistentVolumeClaim"]
+GOLD = "gold.storageclass.storage.k8s.io/"
+
+
+def test_the_service_evaluator_matches_its_resources_only() -> None:
+    given = ["configmaps", "cpu", "services", "services.nodeports", "services.loadbalancers"]
+    assert q.matching_resources(SERVICES, given) == [
+        "services",
+        "services.loadbalancers",
+        "services.nodeports",
+    ]
+
+
+def _svc_usage(services: str, lbs: str, node_ports: str) -> dict[str, str]:
+    return {
+        "count/services": "1",
+        "services": services,
+        "services.loadbalancers": lbs,
+        "services.nodeports": node_ports,
+    }
+
+
+SERVICE_USAGE = [
+    ("loadbalancer", "LoadBalancer", [], {}, _svc_usage("1", "1", "0")),
+    ("loadbalancer_ports", "LoadBalancer", [{"port": 27443}], {}, _svc_usage("1", "1", "1")),
+    ("loadbalancer_2_ports", "LoadBalancer", [{"port": 27443}, {"port": 27444}], {}, _svc_usage("1", "1", "2")),
+    ("clusterip", "ClusterIP", [], {}, _svc_usage("1", "0", "0")),
+    ("nodeports", "NodePort", [{"port": 27443}], {}, _svc_usage("1", "0", "1")),
+    ("multi-nodeports", "NodePort", [{"port": 27443}, {"port": 27444}], {}, _svc_usage("1", "0", "2")),
+    (
+        "nodeports-disabled",
+        "LoadBalancer",
+        [{"port": 27443}, {"port": 27444}],
+        {"allocateLoadBalancerNodePorts": False},
+        _svc_usage("1", "1", "0"),
+    ),
+    (
+        "nodeports-default-enabled",
+        "LoadBalancer",
+        [{"port": 27443, "nodePort": 32001}, {"port": 27444, "nodePort": 32002}],
+        {},
+        _svc_usage("1", "1", "2"),
+    ),
+    (
+        "nodeports-explicitly-enabled",
+        "LoadBalancer",
+        [{"port": 27443}, {"port": 27444}],
+        {"allocateLoadBalancerNodePorts": True},
+        _svc_usage("1", "1", "2"),
+    ),
+    (
+        "nodeports-disabled-but-specified",
+        "LoadBalancer",
+        [{"port": 27443, "nodePort": 32001}, {"port": 27444, "nodePort": 32002}],
+        {"allocateLoadBalancerNodePorts": False},
+        _svc_usage("1", "1", "2"),
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "type_", "ports", "spec", "want"), SERVICE_USAGE, ids=[c[0] for c in SERVICE_USAGE]
+)
+def test_service_usage(
+    name: str, type_: str, ports: list[dict[str, Any]], spec: dict[str, Any], want: dict[str, str]
+) -> None:
+    svc = service("svc", "test", type_=type_, ports=ports, **spec)
+    assert _strings(q.usage(SERVICES, svc, NOW)) == want
+
+
+def _claim_usage(storage: str, cls: str = "") -> dict[str, str]:
+    out = {
+        "count/persistentvolumeclaims": "1",
+        "persistentvolumeclaims": "1",
+        "requests.storage": storage,
+    }
+    if cls:
+        out[f"{cls}.storageclass.storage.k8s.io/persistentvolumeclaims"] = "1"
+        out[f"{cls}.storageclass.storage.k8s.io/requests.storage"] = storage
+    return out
+
+
+CLAIM_USAGE = [
+    ("pvc-usage", persistent_volume_claim("foo", "ns", storage="10Gi"), _claim_usage("10Gi")),
+    ("pvc-usage-by-class", persistent_volume_claim("foo", "ns", storage="10Gi", storage_class="gold"), _claim_usage("10Gi", "gold")),
+    ("pvc-usage-rounded", persistent_volume_claim("foo", "ns", storage="1001m"), _claim_usage("2")),
+    ("pvc-usage-by-class-rounded", persistent_volume_claim("foo", "ns", storage="1001m", storage_class="gold"), _claim_usage("2", "gold")),
+    # GetPersistentVolumeClaimClass: the beta annotation wins over storageClassName
+    (
+        "the beta storage class annotation names the class",
+        persistent_volume_claim(
+            "foo", "ns", storage="1Gi", storage_class="silver", annotations={q.BETA_STORAGE_CLASS_ANNOTATION: "gold"}
+        ),
+        _claim_usage("1Gi", "gold"),
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "claim", "want"), CLAIM_USAGE, ids=[c[0] for c in CLAIM_USAGE])
+def test_claim_usage(name: str, claim: Any, want: dict[str, str]) -> None:
+    assert _strings(q.usage(CLAIMS, claim, NOW)) == want
+
+
+@pytest.mark.parametrize(
+    ("given", "want"),
+    [
+        (
+            [
+                "count/persistentvolumeclaims",
+                "requests.storage",
+                "persistentvolumeclaims",
+                GOLD + "requests.storage",
+                GOLD + "persistentvolumeclaims",
+            ],
+            sorted(
+                [
+                    "count/persistentvolumeclaims",
+                    "requests.storage",
+                    "persistentvolumeclaims",
+                    GOLD + "requests.storage",
+                    GOLD + "persistentvolumeclaims",
+                ]
+            ),
+        ),
+        (
+            [
+                "storage",
+                "ephemeral-storage",
+                "bronze.storageclass.storage.k8s.io/storage",
+                "gold.storage.k8s.io/requests.storage",
+            ],
+            [],
+        ),
+    ],
+    ids=["supported-resources", "unsupported-resources"],
+)
+def test_the_claim_evaluator_matches_its_resources_only(given: list[str], want: list[str]) -> None:
+    assert q.matching_resources(CLAIMS, given) == want
+
+
+@pytest.mark.parametrize(
+    ("kind", "handles"),
+    [("Service", True), ("PersistentVolumeClaim", True), ("Pod", False), ("ConfigMap", False)],
+)
+def test_only_the_service_and_claim_evaluators_charge_updates(kind: str, handles: bool) -> None:
+    assert q.handles_update(BY_KIND[kind]) is handles
+
+
+def test_subtract_non_negative_never_goes_below_zero() -> None:
+    a = q.parse_list({"services": "1", "services.nodeports": "2", "services.loadbalancers": "0"})
+    b = q.parse_list({"services": "1", "services.nodeports": "0", "services.loadbalancers": "1"})
+    assert _strings(q.subtract_non_negative(a, b)) == {
+        "services": "0",
+        "services.nodeports": "2",
+        "services.loadbalancers": "0",
+    }
