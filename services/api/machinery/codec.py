@@ -254,19 +254,26 @@ def decode(doc: Any, *, validate: str = "warn") -> Decoded:
         kind = kinds_mod.for_manifest(api_version, kind_name)
     except kinds_mod.UnknownKindError as e:
         raise DecodeError(str(e)) from None
+    obj = kind.message()
+    unknown = decode_into(doc, obj, validate=validate)
+    return Decoded(kind, obj, unknown)
+
+
+def decode_into(doc: dict[str, Any], obj: Message, *, validate: str = "warn") -> tuple[str, ...]:
+    """Parse a Kubernetes-shaped dict into a message of any type (what `decode` does once it
+    knows the kind); the unknown field paths under "warn", else ()."""
     w = _Walk()
-    checked = _walk_message(doc, kind.message.DESCRIPTOR, "", w)
+    checked = _walk_message(doc, obj.DESCRIPTOR, "", w)
     if w.errors:
         raise DecodeError("; ".join(map(str, w.errors)), w.errors)
     if w.unknown and validate == "strict":
         shown = ", ".join(f'unknown field "{p}"' for p in w.unknown)
         raise DecodeError(f"strict decoding error: {shown}")
-    obj = kind.message()
     try:
         json_format.ParseDict(checked, obj)
     except json_format.ParseError as e:
         raise DecodeError(str(e)) from None
-    return Decoded(kind, obj, tuple(w.unknown) if validate == "warn" else ())
+    return tuple(w.unknown) if validate == "warn" else ()
 
 
 def _fix_output(d: dict[str, Any], desc: Descriptor) -> None:

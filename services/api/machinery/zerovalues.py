@@ -12,7 +12,11 @@ from typing import Any
 
 #: message full name -> {JSON name: the zero value written when the field is missing}.
 ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
+    "kubera.v1.AllocationResult": {
+        "devices": {},
+    },
     "kubera.v1.Binding": {
+        "metadata": {},
         "target": {},
     },
     "kubera.v1.CELDeviceSelector": {
@@ -25,8 +29,12 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "status": "",
         "type": "",
     },
+    "kubera.v1.ConfigMap": {
+        "metadata": {},
+    },
     "kubera.v1.Container": {
         "name": "",
+        "resources": {},
     },
     "kubera.v1.ContainerPort": {
         "containerPort": 0,
@@ -34,34 +42,43 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.ContainerStatus": {
         "image": "",
         "imageID": "",
+        "lastState": {},
         "name": "",
         "ready": False,
         "restartCount": 0,
+        "state": {},
     },
     "kubera.v1.ControllerRevision": {
         "data": {},
+        "metadata": {},
         "revision": 0,
     },
     "kubera.v1.CoreEndpointPort": {
         "port": 0,
     },
     "kubera.v1.CronJob": {
+        "metadata": {},
         "spec": {},
+        "status": {},
     },
     "kubera.v1.CronJobSpec": {
         "jobTemplate": {},
         "schedule": "",
     },
     "kubera.v1.DaemonSet": {
+        "metadata": {},
         "spec": {},
+        "status": {},
     },
     "kubera.v1.DaemonSetCondition": {
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
     },
     "kubera.v1.DaemonSetSpec": {
         "selector": {},
         "template": {},
+        "updateStrategy": {},
     },
     "kubera.v1.DaemonSetStatus": {
         "currentNumberScheduled": 0,
@@ -70,14 +87,19 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "numberReady": 0,
     },
     "kubera.v1.Deployment": {
+        "metadata": {},
         "spec": {},
+        "status": {},
     },
     "kubera.v1.DeploymentCondition": {
+        "lastTransitionTime": None,
+        "lastUpdateTime": None,
         "status": "",
         "type": "",
     },
     "kubera.v1.DeploymentSpec": {
         "selector": {},
+        "strategy": {},
         "template": {},
     },
     "kubera.v1.Device": {
@@ -90,6 +112,7 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "value": "0",
     },
     "kubera.v1.DeviceClass": {
+        "metadata": {},
         "spec": {},
     },
     "kubera.v1.DeviceRequest": {
@@ -107,6 +130,7 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.Endpoint": {
         "addresses": [],
+        "conditions": {},
     },
     "kubera.v1.EndpointAddress": {
         "ip": "",
@@ -114,12 +138,23 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.EndpointSlice": {
         "addressType": "",
         "endpoints": [],
+        "metadata": {},
+    },
+    "kubera.v1.Endpoints": {
+        "metadata": {},
     },
     "kubera.v1.EnvVar": {
         "name": "",
     },
     "kubera.v1.Event": {
+        "eventTime": None,
+        "firstTimestamp": None,
         "involvedObject": {},
+        "lastTimestamp": None,
+        "metadata": {},
+        "source": {},
+    },
+    "kubera.v1.Eviction": {
         "metadata": {},
     },
     "kubera.v1.ExactDeviceRequest": {
@@ -134,16 +169,35 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.HostIP": {
         "ip": "",
     },
+    "kubera.v1.Job": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
+    },
     "kubera.v1.JobCondition": {
+        "lastProbeTime": None,
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
     },
     "kubera.v1.JobSpec": {
         "template": {},
     },
+    "kubera.v1.JobTemplateSpec": {
+        "metadata": {},
+        "spec": {},
+    },
     "kubera.v1.LabelSelectorRequirement": {
         "key": "",
         "operator": "",
+    },
+    "kubera.v1.Lease": {
+        "metadata": {},
+        "spec": {},
+    },
+    "kubera.v1.LimitRange": {
+        "metadata": {},
+        "spec": {},
     },
     "kubera.v1.LimitRangeItem": {
         "type": "",
@@ -151,15 +205,28 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.LimitRangeSpec": {
         "limits": [],
     },
+    "kubera.v1.Namespace": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
+    },
     "kubera.v1.NamespaceCondition": {
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
+    },
+    "kubera.v1.Node": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
     },
     "kubera.v1.NodeAddress": {
         "address": "",
         "type": "",
     },
     "kubera.v1.NodeCondition": {
+        "lastHeartbeatTime": None,
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
     },
@@ -169,6 +236,9 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.NodeSelectorRequirement": {
         "key": "",
         "operator": "",
+    },
+    "kubera.v1.NodeStatus": {
+        "nodeInfo": {},
     },
     "kubera.v1.NodeSystemInfo": {
         "architecture": "",
@@ -192,16 +262,38 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "name": "",
         "uid": "",
     },
+    "kubera.v1.PersistentVolumeClaim": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
+    },
     "kubera.v1.PersistentVolumeClaimCondition": {
+        "lastProbeTime": None,
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
+    },
+    "kubera.v1.PersistentVolumeClaimSpec": {
+        "resources": {},
+    },
+    "kubera.v1.Pod": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
     },
     "kubera.v1.PodAffinityTerm": {
         "topologyKey": "",
     },
     "kubera.v1.PodCondition": {
+        "lastProbeTime": None,
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
+    },
+    "kubera.v1.PodDisruptionBudget": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
     },
     "kubera.v1.PodDisruptionBudgetStatus": {
         "currentHealthy": 0,
@@ -239,6 +331,10 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.PodSpec": {
         "containers": [],
     },
+    "kubera.v1.PodTemplateSpec": {
+        "metadata": {},
+        "spec": {},
+    },
     "kubera.v1.PortStatus": {
         "port": 0,
         "protocol": "",
@@ -248,33 +344,45 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "weight": 0,
     },
     "kubera.v1.PriorityClass": {
+        "metadata": {},
         "value": 0,
     },
     "kubera.v1.ReplicaSet": {
+        "metadata": {},
         "spec": {},
+        "status": {},
     },
     "kubera.v1.ReplicaSetCondition": {
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
     },
     "kubera.v1.ReplicaSetSpec": {
         "selector": {},
+        "template": {},
     },
     "kubera.v1.ReplicaSetStatus": {
         "replicas": 0,
     },
     "kubera.v1.ResourceClaim": {
+        "metadata": {},
         "spec": {},
+        "status": {},
     },
     "kubera.v1.ResourceClaimConsumerReference": {
         "name": "",
         "resource": "",
         "uid": "",
     },
+    "kubera.v1.ResourceClaimSpec": {
+        "devices": {},
+    },
     "kubera.v1.ResourceClaimTemplate": {
+        "metadata": {},
         "spec": {},
     },
     "kubera.v1.ResourceClaimTemplateSpec": {
+        "metadata": {},
         "spec": {},
     },
     "kubera.v1.ResourcePool": {
@@ -282,7 +390,13 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "name": "",
         "resourceSliceCount": 0,
     },
+    "kubera.v1.ResourceQuota": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
+    },
     "kubera.v1.ResourceSlice": {
+        "metadata": {},
         "spec": {},
     },
     "kubera.v1.ResourceSliceSpec": {
@@ -291,18 +405,37 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.RuntimeClass": {
         "handler": "",
+        "metadata": {},
     },
     "kubera.v1.ScopedResourceSelectorRequirement": {
         "operator": "",
         "scopeName": "",
     },
+    "kubera.v1.Secret": {
+        "metadata": {},
+    },
+    "kubera.v1.Service": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
+    },
+    "kubera.v1.ServiceAccount": {
+        "metadata": {},
+    },
     "kubera.v1.ServicePort": {
         "port": 0,
+        "targetPort": 0,
+    },
+    "kubera.v1.ServiceStatus": {
+        "loadBalancer": {},
     },
     "kubera.v1.StatefulSet": {
+        "metadata": {},
         "spec": {},
+        "status": {},
     },
     "kubera.v1.StatefulSetCondition": {
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
     },
@@ -310,6 +443,7 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "selector": {},
         "serviceName": "",
         "template": {},
+        "updateStrategy": {},
     },
     "kubera.v1.StatefulSetStatus": {
         "replicas": 0,
