@@ -92,6 +92,13 @@ from typing import Any
 ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {{
 '''
 
+EMPTY_HEADER = """
+#: message full name -> the fields above that upstream writes `{}` only because Go's encoder
+#: writes every struct, `omitempty` or not: for them an empty object means unset, so the codec
+#: reads `{}` as unset (kubera's messages keep one form for "empty" and compare equal).
+EMPTY_IS_UNSET: dict[str, frozenset[str]] = {
+"""
+
 #: The release the table follows, and the earlier releases whose `required` lists still say
 #: which of 1.37's `+optional` fields Go writes without `omitempty` (see the docstring).
 RELEASE = "1.37"
@@ -154,6 +161,11 @@ def always_written(
     return {n: zero(props[n]) for n in sorted(names) if n in props}
 
 
+#: Filled by `table`: message -> the struct fields written `{}` only because Go writes every
+#: struct (not because upstream requires them).
+empties: dict[str, list[str]] = {}
+
+
 def struct_fields() -> dict[str, dict[str, Any]]:
     """{schema: {JSON name: zero}} of the struct-typed fields Go writes even under
     `omitempty`, as scripts/genstructfields.py read them off upstream's Go types."""
@@ -163,11 +175,13 @@ def struct_fields() -> dict[str, dict[str, Any]]:
 
 def table() -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
     """(the table, fields upstream requires that kubera's messages lack, struct fields upstream
-    writes that kubera's messages lack)."""
+    writes that kubera's messages lack). A struct field's zero is written last in its row, so
+    `empty_is_unset` can tell it from the required fields'."""
     current = definitions(RELEASE)
     earlier = [definitions(r) for r in EARLIER]
     structs = struct_fields()
     rows: dict[str, dict[str, Any]] = {}
+    empties.clear()
     missing: list[str] = []
     missing_structs: list[str] = []
     for d in _messages():
@@ -178,13 +192,18 @@ def table() -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
         fields = {f.json_name for f in d.fields}
         kept = {n: z for n, z in zeros.items() if n in fields}
         missing += [f"{d.full_name}.{n}" for n in zeros if n not in fields]
+        empty: list[str] = []
         for n, z in structs.get(schema, {}).items():
             if n not in fields:
                 missing_structs.append(f"{d.full_name}.{n}")
             elif n not in kept:  # a required field keeps the OpenAPI's zero
                 kept[n] = z
+                if z == {}:
+                    empty.append(n)
         if kept:
             rows[d.full_name] = dict(sorted(kept.items()))
+        if empty:
+            empties[d.full_name] = sorted(empty)
     return dict(sorted(rows.items())), missing, missing_structs
 
 
@@ -202,6 +221,10 @@ def render() -> str:
         lines.append(f"    {json.dumps(name)}: {{\n")
         lines += [f"        {json.dumps(k)}: {_literal(v)},\n" for k, v in zeros.items()]
         lines.append("    },\n")
+    lines.append("}\n")
+    lines.append(EMPTY_HEADER)
+    for name, names in sorted(empties.items()):
+        lines.append(f"    {json.dumps(name)}: frozenset({{{', '.join(map(json.dumps, names))}}}),\n")
     lines.append("}\n")
     return "".join(lines)
 

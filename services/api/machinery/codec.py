@@ -24,7 +24,7 @@ from services.api.machinery import kinds as kinds_mod
 from services.api.machinery.errors import INVALID, FieldError, invalid
 from services.api.machinery.kinds import Kind
 from services.api.machinery.quantity import QuantityError, canonicalize
-from services.api.machinery.zerovalues import ALWAYS_WRITTEN
+from services.api.machinery.zerovalues import ALWAYS_WRITTEN, EMPTY_IS_UNSET
 
 _STRUCT = "google.protobuf.Struct"
 _INT_TYPES = {
@@ -163,6 +163,7 @@ def _walk_message(obj: Any, desc: Descriptor, path: str, w: _Walk) -> dict[str, 
         w.errors.append(invalid(path or "<root>", obj, f"expected object, got {_type_name(obj)}"))
         return None
     fields = {f.json_name: f for f in desc.fields}
+    empty_is_unset = EMPTY_IS_UNSET.get(desc.full_name, ())
     out: dict[str, Any] = {}
     for key, value in obj.items():
         sub = f"{path}.{key}" if path else str(key)
@@ -173,8 +174,9 @@ def _walk_message(obj: Any, desc: Descriptor, path: str, w: _Walk) -> dict[str, 
         if value is None:  # YAML/JSON null: the field is unset, as in Kubernetes.
             continue
         checked = _walk_field(value, f, sub, w)
-        if checked is not None:
-            out[key] = checked
+        if checked is None or checked == {} and key in empty_is_unset:
+            continue  # a struct Go writes `{}` when empty: empty is unset (zerovalues)
+        out[key] = checked
     return out
 
 
