@@ -92,11 +92,12 @@ from typing import Any
 ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {{
 '''
 
-EMPTY_HEADER = """
-#: message full name -> the fields above that upstream writes `{}` only because Go's encoder
-#: writes every struct, `omitempty` or not: for them an empty object means unset, so the codec
-#: reads `{}` as unset (kubera's messages keep one form for "empty" and compare equal).
-EMPTY_IS_UNSET: dict[str, frozenset[str]] = {
+STRUCT_HEADER = """
+#: message full name -> the fields above upstream writes only because Go's encoder writes every
+#: struct, `omitempty` or not (scripts/upstream/structfields.json), not because they are
+#: required. An empty object in one of them means unset: the codec reads `{}` there as unset,
+#: so kubera's messages keep one form of "empty" and compare equal after a round trip.
+STRUCT_WRITTEN: dict[str, frozenset[str]] = {
 """
 
 #: The release the table follows, and the earlier releases whose `required` lists still say
@@ -161,9 +162,9 @@ def always_written(
     return {n: zero(props[n]) for n in sorted(names) if n in props}
 
 
-#: Filled by `table`: message -> the struct fields written `{}` only because Go writes every
-#: struct (not because upstream requires them).
-empties: dict[str, list[str]] = {}
+#: Filled by `table`: message -> the fields written only because Go writes every struct (not
+#: because upstream requires them).
+struct_written: dict[str, list[str]] = {}
 
 
 def struct_fields() -> dict[str, dict[str, Any]]:
@@ -181,7 +182,7 @@ def table() -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
     earlier = [definitions(r) for r in EARLIER]
     structs = struct_fields()
     rows: dict[str, dict[str, Any]] = {}
-    empties.clear()
+    struct_written.clear()
     missing: list[str] = []
     missing_structs: list[str] = []
     for d in _messages():
@@ -192,18 +193,17 @@ def table() -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
         fields = {f.json_name for f in d.fields}
         kept = {n: z for n, z in zeros.items() if n in fields}
         missing += [f"{d.full_name}.{n}" for n in zeros if n not in fields]
-        empty: list[str] = []
+        written: list[str] = []
         for n, z in structs.get(schema, {}).items():
             if n not in fields:
                 missing_structs.append(f"{d.full_name}.{n}")
             elif n not in kept:  # a required field keeps the OpenAPI's zero
                 kept[n] = z
-                if z == {}:
-                    empty.append(n)
+                written.append(n)
         if kept:
             rows[d.full_name] = dict(sorted(kept.items()))
-        if empty:
-            empties[d.full_name] = sorted(empty)
+        if written:
+            struct_written[d.full_name] = sorted(written)
     return dict(sorted(rows.items())), missing, missing_structs
 
 
@@ -222,8 +222,8 @@ def render() -> str:
         lines += [f"        {json.dumps(k)}: {_literal(v)},\n" for k, v in zeros.items()]
         lines.append("    },\n")
     lines.append("}\n")
-    lines.append(EMPTY_HEADER)
-    for name, names in sorted(empties.items()):
+    lines.append(STRUCT_HEADER)
+    for name, names in sorted(struct_written.items()):
         lines.append(f"    {json.dumps(name)}: frozenset({{{', '.join(map(json.dumps, names))}}}),\n")
     lines.append("}\n")
     return "".join(lines)

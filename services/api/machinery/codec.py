@@ -24,7 +24,7 @@ from services.api.machinery import kinds as kinds_mod
 from services.api.machinery.errors import INVALID, FieldError, invalid
 from services.api.machinery.kinds import Kind
 from services.api.machinery.quantity import QuantityError, canonicalize
-from services.api.machinery.zerovalues import ALWAYS_WRITTEN, EMPTY_IS_UNSET
+from services.api.machinery.zerovalues import ALWAYS_WRITTEN, STRUCT_WRITTEN
 
 _STRUCT = "google.protobuf.Struct"
 _INT_TYPES = {
@@ -163,7 +163,7 @@ def _walk_message(obj: Any, desc: Descriptor, path: str, w: _Walk) -> dict[str, 
         w.errors.append(invalid(path or "<root>", obj, f"expected object, got {_type_name(obj)}"))
         return None
     fields = {f.json_name: f for f in desc.fields}
-    empty_is_unset = EMPTY_IS_UNSET.get(desc.full_name, ())
+    empty_is_unset = STRUCT_WRITTEN.get(desc.full_name, ())
     out: dict[str, Any] = {}
     for key, value in obj.items():
         sub = f"{path}.{key}" if path else str(key)
@@ -278,11 +278,21 @@ def decode_into(doc: dict[str, Any], obj: Message, *, validate: str = "warn") ->
     return tuple(w.unknown) if validate == "warn" else ()
 
 
-def _fix_output(d: dict[str, Any], desc: Descriptor) -> None:
+#: ALWAYS_WRITTEN without the struct fields (STRUCT_WRITTEN): the required fields alone.
+_REQUIRED_WRITTEN = {
+    name: {k: v for k, v in row.items() if k not in STRUCT_WRITTEN.get(name, ())}
+    for name, row in ALWAYS_WRITTEN.items()
+}
+
+
+def _fix_output(
+    d: dict[str, Any], desc: Descriptor, table: dict[str, dict[str, Any]] = ALWAYS_WRITTEN
+) -> None:
     """MessageToDict writes int64 as strings; Kubernetes writes numbers. Same for int-or-string.
     It also drops zero values, which upstream writes for every field its Go types do not mark
-    `omitempty` (restartCount 0, ready false): those are written back (zerovalues)."""
-    zeros = ALWAYS_WRITTEN.get(desc.full_name)
+    `omitempty` (restartCount 0, ready false) and for every struct (lastState {}): those are
+    written back (zerovalues)."""
+    zeros = table.get(desc.full_name)
     if zeros:
         for name, zero in zeros.items():
             if name not in d:
@@ -297,7 +307,7 @@ def _fix_output(d: dict[str, Any], desc: Descriptor) -> None:
                 "google.protobuf."
             ):
                 for item in v.values():
-                    _fix_output(item, vf.message_type)
+                    _fix_output(item, vf.message_type, table)
             continue
         if f.message_type is not None:
             if f.message_type.full_name in _JSON_TYPES:
@@ -306,7 +316,7 @@ def _fix_output(d: dict[str, Any], desc: Descriptor) -> None:
             if f.message_type.full_name.startswith("google.protobuf."):
                 continue
             for item in v if _is_repeated(f) else [v]:
-                _fix_output(item, f.message_type)
+                _fix_output(item, f.message_type, table)
         elif f.type in _INT64_TYPES:
             d[f.json_name] = [int(x) for x in v] if _is_repeated(f) else int(v)
         elif _opt(f, options_pb2.int_or_string) and isinstance(v, str) and v.lstrip("-").isdigit():
@@ -332,10 +342,14 @@ def _json_numbers(v: Any) -> Any:
     return v
 
 
-def encode(obj: Message) -> dict[str, Any]:
-    """A message → the dict Kubernetes would serve (apiVersion, kind, metadata, spec, status)."""
+def encode(obj: Message, *, go_structs: bool = True) -> dict[str, Any]:
+    """A message → the dict Kubernetes would serve (apiVersion, kind, metadata, spec, status).
+
+    go_structs=False leaves out the empty structs Go writes (`resources: {}`): the form
+    kubera's own hashes (pod-template-hash, a ControllerRevision's data) were computed from
+    before the codec wrote them, kept so a template's hash survives an upgrade."""
     d = json_format.MessageToDict(obj)
-    _fix_output(d, obj.DESCRIPTOR)
+    _fix_output(d, obj.DESCRIPTOR, ALWAYS_WRITTEN if go_structs else _REQUIRED_WRITTEN)
     return d
 
 

@@ -466,10 +466,11 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
 }
 
-#: message full name -> the fields above that upstream writes `{}` only because Go's encoder
-#: writes every struct, `omitempty` or not: for them an empty object means unset, so the codec
-#: reads `{}` as unset (kubera's messages keep one form for "empty" and compare equal).
-EMPTY_IS_UNSET: dict[str, frozenset[str]] = {
+#: message full name -> the fields above upstream writes only because Go's encoder writes every
+#: struct, `omitempty` or not (scripts/upstream/structfields.json), not because they are
+#: required. An empty object in one of them means unset: the codec reads `{}` there as unset,
+#: so kubera's messages keep one form of "empty" and compare equal after a round trip.
+STRUCT_WRITTEN: dict[str, frozenset[str]] = {
     "kubera.v1.AllocationResult": frozenset({"devices"}),
     "kubera.v1.Binding": frozenset({"metadata"}),
     "kubera.v1.ConfigMap": frozenset({"metadata"}),
@@ -478,29 +479,37 @@ EMPTY_IS_UNSET: dict[str, frozenset[str]] = {
     "kubera.v1.ControllerRevision": frozenset({"metadata"}),
     "kubera.v1.CronJob": frozenset({"metadata", "status"}),
     "kubera.v1.DaemonSet": frozenset({"metadata", "status"}),
+    "kubera.v1.DaemonSetCondition": frozenset({"lastTransitionTime"}),
     "kubera.v1.DaemonSetSpec": frozenset({"updateStrategy"}),
     "kubera.v1.Deployment": frozenset({"metadata", "status"}),
+    "kubera.v1.DeploymentCondition": frozenset({"lastTransitionTime", "lastUpdateTime"}),
     "kubera.v1.DeploymentSpec": frozenset({"strategy"}),
     "kubera.v1.DeviceClass": frozenset({"metadata"}),
     "kubera.v1.Endpoint": frozenset({"conditions"}),
     "kubera.v1.EndpointSlice": frozenset({"metadata"}),
     "kubera.v1.Endpoints": frozenset({"metadata"}),
-    "kubera.v1.Event": frozenset({"source"}),
+    "kubera.v1.Event": frozenset({"eventTime", "firstTimestamp", "lastTimestamp", "source"}),
     "kubera.v1.Eviction": frozenset({"metadata"}),
     "kubera.v1.Job": frozenset({"metadata", "spec", "status"}),
+    "kubera.v1.JobCondition": frozenset({"lastProbeTime", "lastTransitionTime"}),
     "kubera.v1.JobTemplateSpec": frozenset({"metadata", "spec"}),
     "kubera.v1.Lease": frozenset({"metadata", "spec"}),
     "kubera.v1.LimitRange": frozenset({"metadata", "spec"}),
     "kubera.v1.Namespace": frozenset({"metadata", "spec", "status"}),
+    "kubera.v1.NamespaceCondition": frozenset({"lastTransitionTime"}),
     "kubera.v1.Node": frozenset({"metadata", "spec", "status"}),
+    "kubera.v1.NodeCondition": frozenset({"lastHeartbeatTime", "lastTransitionTime"}),
     "kubera.v1.NodeStatus": frozenset({"nodeInfo"}),
     "kubera.v1.PersistentVolumeClaim": frozenset({"metadata", "spec", "status"}),
+    "kubera.v1.PersistentVolumeClaimCondition": frozenset({"lastProbeTime", "lastTransitionTime"}),
     "kubera.v1.PersistentVolumeClaimSpec": frozenset({"resources"}),
     "kubera.v1.Pod": frozenset({"metadata", "spec", "status"}),
+    "kubera.v1.PodCondition": frozenset({"lastProbeTime", "lastTransitionTime"}),
     "kubera.v1.PodDisruptionBudget": frozenset({"metadata", "spec", "status"}),
     "kubera.v1.PodTemplateSpec": frozenset({"metadata", "spec"}),
     "kubera.v1.PriorityClass": frozenset({"metadata"}),
     "kubera.v1.ReplicaSet": frozenset({"metadata", "status"}),
+    "kubera.v1.ReplicaSetCondition": frozenset({"lastTransitionTime"}),
     "kubera.v1.ReplicaSetSpec": frozenset({"template"}),
     "kubera.v1.ResourceClaim": frozenset({"metadata", "status"}),
     "kubera.v1.ResourceClaimSpec": frozenset({"devices"}),
@@ -512,7 +521,9 @@ EMPTY_IS_UNSET: dict[str, frozenset[str]] = {
     "kubera.v1.Secret": frozenset({"metadata"}),
     "kubera.v1.Service": frozenset({"metadata", "spec", "status"}),
     "kubera.v1.ServiceAccount": frozenset({"metadata"}),
+    "kubera.v1.ServicePort": frozenset({"targetPort"}),
     "kubera.v1.ServiceStatus": frozenset({"loadBalancer"}),
     "kubera.v1.StatefulSet": frozenset({"metadata", "status"}),
+    "kubera.v1.StatefulSetCondition": frozenset({"lastTransitionTime"}),
     "kubera.v1.StatefulSetSpec": frozenset({"updateStrategy"}),
 }

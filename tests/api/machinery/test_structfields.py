@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf import struct_pb2
 from kubernetes import client as k8s
 
 from protos.kubera.v1 import apps_pb2, batch_pb2, core_pb2, service_pb2
 from services.api.machinery import codec
+from services.controllers.deployment.util import compute_hash
+from services.controllers.history import hash_revision, template_patch
 
 ROOT = Path(__file__).resolve().parents[3]
 STRUCT_FIELDS = json.loads((ROOT / "scripts/upstream/structfields.json").read_text())
@@ -188,3 +191,22 @@ def test_a_workload_template_writes_its_metadata_but_no_creation_timestamp() -> 
     job = batch_pb2.Job(api_version="batch/v1", kind="Job")
     job.metadata.name = "j"
     assert codec.encode(job)["spec"]["template"] == {"metadata": {}, "spec": {"containers": []}}
+
+
+def test_a_templates_hashes_did_not_change_when_the_codec_began_writing_structs() -> None:
+    """pod-template-hash and a ControllerRevision's hash are kubera's own (JSON-based): the
+    empty structs now written stay out of them, so no workload rolls on an upgrade. The
+    values are those the codec gave before it wrote them."""
+    t = core_pb2.PodTemplateSpec()
+    t.metadata.labels["app"] = "web"
+    t.spec.containers.add(name="web", image="nginx:1.27").ports.add(container_port=80)
+    data = struct_pb2.Struct()
+    data.update(template_patch(t))
+    assert (compute_hash(t), hash_revision(data)) == ("5b45c7b54c", "74b4c9858d")
+
+
+def test_empty_struct_fields_read_back_unset_so_a_round_trip_changes_nothing() -> None:
+    pod = _pod()
+    back = core_pb2.Pod()
+    codec.decode_into(codec.encode(pod), back, validate="strict")
+    assert back == pod and not back.spec.containers[0].HasField("resources")
