@@ -435,6 +435,61 @@ def _iter_quantities(
             yield from _iter_quantities(value, sub, scalars=scalars)
 
 
+@functools.cache
+def _struct_steps(desc: Descriptor) -> tuple[frozenset[int], dict[int, bool]]:
+    """(numbers of the struct fields of `desc` that read `{}` as unset, {number: repeated} of
+    the message fields that may hold such fields deeper), from the schema; cached."""
+    names = STRUCT_WRITTEN.get(desc.full_name, frozenset())
+    clear: set[int] = set()
+    walk: dict[int, bool] = {}
+    for f in desc.fields:
+        mt = f.message_type
+        if mt is None or _is_map(f):
+            continue
+        if f.json_name in names and not _is_repeated(f):
+            clear.add(f.number)
+        if _ours(mt) and _may_hold_structs(mt):
+            walk[f.number] = _is_repeated(f)
+    return frozenset(clear), walk
+
+
+@functools.cache
+def _may_hold_structs(desc: Descriptor) -> bool:
+    return _holds_structs(desc, set())
+
+
+def _holds_structs(desc: Descriptor, seen: set[str]) -> bool:
+    if desc.full_name in seen:
+        return False
+    seen.add(desc.full_name)
+    if desc.full_name in STRUCT_WRITTEN:
+        return True
+    return any(
+        _ours(f.message_type) and not _is_map(f) and _holds_structs(f.message_type, seen)
+        for f in desc.fields
+    )
+
+
+def clear_empty_structs(msg: Message, *, dry_run: bool = False) -> bool:
+    """Unset every struct field (STRUCT_WRITTEN) that is set but empty, anywhere inside `msg`,
+    so kubera stores one form of "empty" and an object read back from JSON (where Go writes
+    `resources: {}` and the codec reads it as unset) compares equal to the stored one.
+    Returns whether there was one; `dry_run` only looks."""
+    clear, walk = _struct_steps(msg.DESCRIPTOR)
+    found = False
+    for f, value in msg.ListFields():
+        repeated = walk.get(f.number)
+        if repeated is not None:
+            for item in value if repeated else [value]:
+                found |= clear_empty_structs(item, dry_run=dry_run)
+        if f.number in clear and not value.ListFields():
+            found = True
+            if dry_run:
+                return True
+            msg.ClearField(f.name)
+    return found
+
+
 def iter_quantity_maps(msg: Message, path: str = "") -> Iterator[tuple[str, Any]]:
     """Every (field path, map container) holding quantities, anywhere inside `msg`."""
     for sub, m, _ in _iter_quantities(msg, path, scalars=False):

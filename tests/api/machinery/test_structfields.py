@@ -33,7 +33,7 @@ def _gen() -> Any:
     return genstructfields, genzerovalues
 
 
-META = '''package v1
+META = """package v1
 type Time struct { time.Time `protobuf:"-"` }
 func (t Time) MarshalJSON() ([]byte, error) { return nil, nil }
 type ObjectMeta struct {
@@ -44,7 +44,7 @@ type ObjectMeta struct {
 type TypeMeta struct {
 \tKind string `json:"kind,omitempty"`
 }
-'''
+"""
 
 
 def _table(types_go: str) -> dict[str, dict[str, Any]]:
@@ -92,7 +92,10 @@ _IMPORTS = 'package v1\nimport (\n\tmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1
     ],
 )
 def test_go_writes_a_struct_field_unless_pointer_or_omitzero(fields: str, written: dict) -> None:
-    src = _IMPORTS + f"type Phase string\ntype Inner struct {{\n}}\ntype S struct {{\n\t{fields}\n}}\n"
+    src = (
+        _IMPORTS
+        + f"type Phase string\ntype Inner struct {{\n}}\ntype S struct {{\n\t{fields}\n}}\n"
+    )
     assert _table(src) == written
 
 
