@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from google.protobuf import json_format, symbol_database
+from google.protobuf import symbol_database
 from kubernetes import client as k8s
 
 from protos.kubera.v1 import core_pb2, policy_pb2, scheduling_pb2
