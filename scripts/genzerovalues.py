@@ -224,7 +224,9 @@ def render() -> str:
     lines.append("}\n")
     lines.append(STRUCT_HEADER)
     for name, names in sorted(struct_written.items()):
-        lines.append(f"    {json.dumps(name)}: frozenset({{{', '.join(map(json.dumps, names))}}}),\n")
+        lines.append(
+            f"    {json.dumps(name)}: frozenset({{{', '.join(map(json.dumps, names))}}}),\n"
+        )
     lines.append("}\n")
     return "".join(lines)
 

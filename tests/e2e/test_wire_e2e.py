@@ -19,6 +19,11 @@ from tests.waiting import until
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
+@pytest.fixture(scope="module")
+def up_args() -> tuple[str, ...]:
+    return ("--nodes", "2")
+
+
 def _apply(k: Cluster, ns: str, *docs: dict[str, Any]) -> None:
     kubectl(k, "create", "namespace", ns)
     kubectl(k, "apply", "-n", ns, "-f", "-", stdin=yaml.safe_dump_all(docs))

@@ -173,14 +173,9 @@ def log_options(name: str, query: Mapping[str, str]) -> LogOptions:
 
 def render(lines: list[str], options: LogOptions) -> str:
     """The log text under the options (the kubelet's timestamps prefix, tail, byte limit)."""
-    if options.timestamps:
-        lines = [f"{line.split(' ', 1)[0]} {line}" for line in lines]
     if options.tail_lines is not None:
         lines = lines[-options.tail_lines :] if options.tail_lines else []
-    text = "".join(line + "\n" for line in lines)
-    if options.limit_bytes is not None:
-        text = text.encode()[: options.limit_bytes].decode(errors="ignore")
-    return text
+    return render_more(lines, options, options.limit_bytes)[0]
 
 
 def running(pod: core_pb2.Pod, container: str) -> bool:
@@ -211,8 +206,9 @@ def follow_lines(pod: core_pb2.Pod, container: str, sent: list[str]) -> tuple[li
 def render_more(
     lines: list[str], options: LogOptions, budget: int | None
 ) -> tuple[str, int | None]:
-    """Lines streamed after the first answer: timestamps as `render`, no tail, the byte limit
-    what is left of limitBytes; (the text, the budget left)."""
+    """Lines with the kubelet's timestamps prefix when asked, cut at `budget` bytes (None: no
+    limit): the lines streamed after the first answer get what is left of limitBytes and no
+    tail; (the text, the budget left)."""
     if options.timestamps:
         lines = [f"{line.split(' ', 1)[0]} {line}" for line in lines]
     text = "".join(line + "\n" for line in lines)
