@@ -45,6 +45,9 @@ TEMPLATE = {
 }
 
 
+AGENT = {**TEMPLATE, "metadata": {"labels": {"app": "agent"}}}
+
+
 def test_kubectl_logs_follow_streams_until_the_container_exits(cluster: Cluster) -> None:
     stages = json.dumps({"runDuration": "6s", "exitCode": 0})
     pod = {
@@ -83,6 +86,23 @@ def test_objects_carry_the_structs_go_writes(cluster: Cluster) -> None:
             "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]},
         },
         {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "agent"},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": AGENT},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db"},
+            "spec": {
+                "serviceName": "web",
+                "replicas": 0,
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": {**TEMPLATE, "metadata": {"labels": {"app": "db"}}},
+            },
+        },
+        {
             "apiVersion": "batch/v1",
             "kind": "Job",
             "metadata": {"name": "once"},
@@ -106,6 +126,11 @@ def test_objects_carry_the_structs_go_writes(cluster: Cluster) -> None:
     assert _get(cluster, ns, "service/web")["status"] == {"loadBalancer": {}}
     job = _get(cluster, ns, "job/once")
     assert job["spec"]["template"]["spec"]["containers"][0]["resources"] == {}
+    for what in ("daemonset/agent", "statefulset/db"):
+        obj = _get(cluster, ns, what)
+        assert obj["spec"]["template"]["spec"]["containers"][0]["resources"] == {}, what
+        assert "creationTimestamp" not in obj["spec"]["template"]["metadata"], what
+        assert "type" in obj["spec"]["updateStrategy"] and "status" in obj, what
     kubectl(cluster, "delete", "namespace", ns, "--wait=false")
 
 

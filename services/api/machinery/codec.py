@@ -462,7 +462,8 @@ def _holds_structs(desc: Descriptor, seen: set[str]) -> bool:
     if desc.full_name in seen:
         return False
     seen.add(desc.full_name)
-    if desc.full_name in STRUCT_WRITTEN:
+    names = STRUCT_WRITTEN.get(desc.full_name, frozenset())
+    if any(f.json_name in names and f.message_type and not _is_repeated(f) for f in desc.fields):
         return True
     return any(
         _ours(f.message_type) and not _is_map(f) and _holds_structs(f.message_type, seen)
