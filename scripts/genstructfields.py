@@ -19,6 +19,10 @@ script does not know is an error, so a new one is looked at rather than written 
 
     python scripts/genstructfields.py --api DIR --apimachinery DIR [--check]
 
+The committed file was read at tag v0.37.0-beta.0 of both repositories (release 1.37's API,
+frozen from its beta on; the commits are in the file), and `--check` against those
+checkouts reproduces it.
+
 The output is keyed by upstream's OpenAPI definition name (io.k8s.api.core.v1.ContainerStatus)
 and records the two commits it was read from; scripts/genzerovalues.py folds it into
 services/api/machinery/zerovalues.py, and tests/api/machinery/test_structfields.py checks it
