@@ -73,6 +73,7 @@ from services.httpapi.openapischemas import (  # noqa: E402
 )
 
 TABLE = ROOT / "services/api/machinery/zerovalues.py"
+STRUCT_FIELDS = ROOT / "scripts/upstream/structfields.json"
 _PROTO_FILES = sorted(p.name for p in Path(_protos.__file__).parent.glob("*.proto"))
 
 HEADER = '''"""The fields upstream writes even when they hold their zero value (generated; do not edit).
@@ -90,6 +91,14 @@ from typing import Any
 #: message full name -> {{JSON name: the zero value written when the field is missing}}.
 ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {{
 '''
+
+STRUCT_HEADER = """
+#: message full name -> the fields above upstream writes only because Go's encoder writes every
+#: struct, `omitempty` or not (scripts/upstream/structfields.json), not because they are
+#: required. An empty object in one of them means unset: the codec reads `{}` there as unset,
+#: so kubera's messages keep one form of "empty" and compare equal after a round trip.
+STRUCT_WRITTEN: dict[str, frozenset[str]] = {
+"""
 
 #: The release the table follows, and the earlier releases whose `required` lists still say
 #: which of 1.37's `+optional` fields Go writes without `omitempty` (see the docstring).
@@ -153,22 +162,49 @@ def always_written(
     return {n: zero(props[n]) for n in sorted(names) if n in props}
 
 
-def table() -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """(the table, fields upstream always writes that kubera's messages lack)."""
+#: Filled by `table`: message -> the fields written only because Go writes every struct (not
+#: because upstream requires them).
+struct_written: dict[str, list[str]] = {}
+
+
+def struct_fields() -> dict[str, dict[str, Any]]:
+    """{schema: {JSON name: zero}} of the struct-typed fields Go writes even under
+    `omitempty`, as scripts/genstructfields.py read them off upstream's Go types."""
+    fields: dict[str, dict[str, Any]] = json.loads(STRUCT_FIELDS.read_text())["fields"]
+    return fields
+
+
+def table() -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
+    """(the table, fields upstream requires that kubera's messages lack, struct fields upstream
+    writes that kubera's messages lack). A struct field's zero is written last in its row, so
+    `empty_is_unset` can tell it from the required fields'."""
     current = definitions(RELEASE)
     earlier = [definitions(r) for r in EARLIER]
+    structs = struct_fields()
     rows: dict[str, dict[str, Any]] = {}
+    struct_written.clear()
     missing: list[str] = []
+    missing_structs: list[str] = []
     for d in _messages():
         if d.GetOptions().map_entry:
             continue
-        zeros = always_written(schema_name(d), current, earlier)
+        schema = schema_name(d)
+        zeros = always_written(schema, current, earlier)
         fields = {f.json_name for f in d.fields}
         kept = {n: z for n, z in zeros.items() if n in fields}
         missing += [f"{d.full_name}.{n}" for n in zeros if n not in fields]
+        written: list[str] = []
+        for n, z in structs.get(schema, {}).items():
+            if n not in fields:
+                missing_structs.append(f"{d.full_name}.{n}")
+            elif n not in kept:  # a required field keeps the OpenAPI's zero
+                kept[n] = z
+                written.append(n)
         if kept:
-            rows[d.full_name] = kept
-    return dict(sorted(rows.items())), missing
+            rows[d.full_name] = dict(sorted(kept.items()))
+        if written:
+            struct_written[d.full_name] = sorted(written)
+    return dict(sorted(rows.items())), missing, missing_structs
 
 
 def _literal(v: Any) -> str:
@@ -177,7 +213,7 @@ def _literal(v: Any) -> str:
 
 
 def render() -> str:
-    rows, _ = table()
+    rows, _, _ = table()
     package = importlib.metadata.version(PACKAGE)
     release = RELEASE
     lines = [HEADER.format(release=release, package=package, minor=release.split(".")[1])]
@@ -186,6 +222,12 @@ def render() -> str:
         lines += [f"        {json.dumps(k)}: {_literal(v)},\n" for k, v in zeros.items()]
         lines.append("    },\n")
     lines.append("}\n")
+    lines.append(STRUCT_HEADER)
+    for name, names in sorted(struct_written.items()):
+        lines.append(
+            f"    {json.dumps(name)}: frozenset({{{', '.join(map(json.dumps, names))}}}),\n"
+        )
+    lines.append("}\n")
     return "".join(lines)
 
 
@@ -193,9 +235,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="exit 1 if the table drifted")
     ap.add_argument("--missing", action="store_true", help="list required fields kubera lacks")
+    ap.add_argument(
+        "--missing-structs", action="store_true", help="list struct fields Go writes, kubera lacks"
+    )
     args = ap.parse_args()
     if args.missing:
         print("\n".join(table()[1]))
+        return 0
+    if args.missing_structs:
+        print("\n".join(table()[2]))
         return 0
     text = render()
     if args.check:

@@ -155,9 +155,14 @@ class Store:
 
     @staticmethod
     def validate(kind: Kind, obj: Message, old: Message | None = None) -> None:
-        """Canonicalize quantities, then validate a create (`old` None) or an update;
-        InvalidError listing every field error."""
+        """Canonicalize quantities and empty structs, then validate a create (`old` None) or
+        an update; InvalidError listing every field error. (`old` is compared without its empty
+        structs too: one stored before the codec read `{}` as unset may still hold some.)"""
         errors: list[FieldError] = codec.canonicalize_quantities(obj)
+        codec.clear_empty_structs(obj)
+        if old is not None and codec.clear_empty_structs(old, dry_run=True):
+            old = codec.clone(old)
+            codec.clear_empty_structs(old)
         if not errors:
             errors = (
                 validation.validate_create(kind.kind, obj)

@@ -48,8 +48,9 @@ def revision_name(prefix: str, hash_: str) -> str:
 
 
 def template_patch(template: core_pb2.PodTemplateSpec) -> dict[str, Any]:
-    """getPatch: the owner's template as a replace patch of spec.template."""
-    encoded = codec.encode(template)
+    """getPatch: the owner's template as a replace patch of spec.template (without the empty
+    structs Go would write: kubera's revision hashes predate them, see codec.encode)."""
+    encoded = codec.encode(template, go_structs=False)
     encoded["$patch"] = "replace"
     return {"spec": {"template": encoded}}
 

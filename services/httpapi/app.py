@@ -45,7 +45,15 @@ from services.auth import (
     maybe_await,
 )
 from services.auth.authorizer import forbidden_message
-from services.httpapi import discovery, openapi, requestinfo, subresources, tables, verbs
+from services.httpapi import (
+    discovery,
+    openapi,
+    podlog,
+    requestinfo,
+    subresources,
+    tables,
+    verbs,
+)
 from services.httpapi.requestinfo import RequestInfo
 from services.httpapi.status import from_error, status
 from services.httpapi.watch import serve_watch
@@ -383,8 +391,7 @@ async def _evict(request: web.Request, call: verbs.Call, neg: Negotiated) -> web
 
 
 async def _pod_log(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:
-    text = await subresources.pod_log(call)
-    return web.Response(status=200, text=text, content_type="text/plain")
+    return await podlog.serve_pod_log(request, call)
 
 
 async def _get_scale(request: web.Request, call: verbs.Call, neg: Negotiated) -> web.StreamResponse:

@@ -1,5 +1,5 @@
 """The subresources of the HTTP API that are not the object itself: pods/binding,
-pods/eviction, pods/log and the autoscaling/v1 Scale of deployments, replicasets and
+pods/eviction (pods/log is podlog.py) and the autoscaling/v1 Scale of deployments, replicasets and
 statefulsets.
 
 Why this module exists: each speaks its own type (Binding, Eviction, Scale) rather than
@@ -15,12 +15,11 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import apps_pb2, core_pb2, meta_pb2, policy_pb2
-from services.api.helpers import containerlog
+from protos.kubera.v1 import apps_pb2, meta_pb2, policy_pb2
 from services.api.machinery import codec, patching
 from services.api.machinery.errors import BadRequestError, ConflictError, InvalidError, invalid
 from services.api.machinery.kinds import Kind
-from services.api.machinery.kubeobject import narrow, object_meta
+from services.api.machinery.kubeobject import object_meta
 from services.api.machinery.labels import SelectorError, from_label_selector
 from services.apiserver import MAX_RETRIES, conflict
 from services.httpapi.status import success
@@ -130,19 +129,6 @@ def scale_doc(kind: Kind, obj: Message) -> dict[str, Any]:
         "spec": {"replicas": spec_replicas},
         "status": {"replicas": owner.status.replicas, "selector": selector},
     }
-
-
-async def pod_log(call: Call) -> str:
-    """GET pods/NAME/log: the hollow container's synthetic log as text/plain
-    (services/api/helpers/containerlog.py), the container chosen as upstream's
-    LogLocation does. A pod not yet on a node has no log: an empty answer, as upstream's."""
-    options = containerlog.log_options(call.info.name, call.query)
-    pod = narrow(await call.api.get(call.kind, call.namespace, call.info.name), core_pb2.Pod)
-    container = containerlog.log_container(pod, options.container)
-    if not pod.spec.node_name:
-        return ""
-    lines = containerlog.container_log(pod, container, previous=options.previous)
-    return containerlog.render(lines, options)
 
 
 async def get_scale(call: Call) -> dict[str, Any]:

@@ -137,6 +137,8 @@ def stored(kind: str) -> dict[str, Any]:
         capacity["bandwidth"] = {"value": "1Gi"}
     if kind == "PodGroup":
         doc["spec"]["minResources"] = {"cpu": "4", "memory": "1Gi", "nvidia.com/gpu": "4"}
+    if kind == "ResourceClaim":
+        doc["status"] = {}  # a struct: Go writes it empty
     return doc
 
 

@@ -22,11 +22,12 @@ def _collection(kind: str) -> str:
 
 
 def _without_server_fields(doc: dict[str, Any]) -> dict[str, Any]:
-    """`doc` without what the server adds: its metadata and an empty status (`status: {}`,
-    as kube-apiserver also shows for a new claim)."""
+    """`doc` without the metadata the server adds, and without the empty status of a custom
+    resource (PodGroup: kubera's controller sets one; a built-in kind's `status: {}`, which
+    kube-apiserver shows for a new claim since Go writes every struct, is in `defaulted`)."""
     meta = {k: v for k, v in doc["metadata"].items() if k not in SERVER_SET}
     out = {**doc, "metadata": meta}
-    if out.get("status") == {}:
+    if out.get("status") == {} and out["apiVersion"].startswith("scheduling.x-k8s.io/"):
         del out["status"]
     return out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
@@ -648,3 +649,26 @@ async def test_deeply_nested_bodies_are_400_not_500(
 ) -> None:
     r = await http.post(PODS, data=body, headers={"Content-Type": content_type})
     assert r.status == 400, await r.text()
+
+
+@pytest.mark.parametrize("via", ["http", "grpc-with-empty-resources"])
+async def test_a_pod_read_and_put_back_whole_is_no_change(
+    http: TestClient, registry: ApiServer, via: str
+) -> None:
+    """GET-modify-PUT, as `kubectl edit` and the clients' read-modify-write do: the body
+    carries the empty structs Go writes (`resources: {}`, `lastState: {}`), which must not
+    count as a change of a pod's immutable spec, however the pod was created."""
+    if via == "http":
+        r = await http.post(PODS, json=as_json(pod("rt", containers=[{"name": "c", "image": "i"}])))
+        assert r.status == 201, await r.text()
+    else:
+        p = pod("rt", containers=[{"name": "c", "image": "i", "resources": {"requests": {}}}])
+        p.spec.containers[0].resources.SetInParent()
+        stored: Any = await registry.create(p)
+        assert not stored.spec.containers[0].HasField("resources")  # one form of empty
+    live = await (await http.get(f"{PODS}/rt")).json()
+    assert live["spec"]["containers"][0]["resources"] == {} and live["status"] is not None
+    live["metadata"]["labels"] = {"edited": "yes"}
+    r = await http.put(f"{PODS}/rt", json=live)
+    assert r.status == 200, await r.text()
+    assert (await r.json())["metadata"]["labels"] == {"edited": "yes"}

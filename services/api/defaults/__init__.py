@@ -43,6 +43,7 @@ from google.protobuf.message import Message
 from services.api.defaults.fields import by_json_name, set_field
 from services.api.defaults.setdefaults import FUNCS, image_pull_policy
 from services.api.defaults.tables import OPENAPI_DEFAULTS, SET_DEFAULTS
+from services.api.machinery.zerovalues import STRUCT_WRITTEN
 
 __all__ = ["FUNCS", "OPENAPI_DEFAULTS", "SET_DEFAULTS", "apply", "image_pull_policy", "schemas"]
 
@@ -117,6 +118,16 @@ def _plan(
     return tuple(rows), FUNCS.get(schema) if schema else None, walk
 
 
+@functools.cache
+def _always(desc: Descriptor) -> tuple[str, ...]:
+    """The struct fields of `desc` with defaults inside: Go always has them, so upstream
+    defaults them even when the object leaves them out (a claim's `spec`, a Deployment's
+    `strategy`); kubera reads `{}` there as unset and still walks in (STRUCT_WRITTEN)."""
+    names = STRUCT_WRITTEN.get(desc.full_name, frozenset())
+    walk = _plan(desc)[2]
+    return tuple(f.name for f in desc.fields if f.json_name in names and walk.get(f.number) == _ONE)
+
+
 def apply(obj: Message) -> None:
     """Upstream's defaults on `obj` and everything inside it, in place."""
     rows, fn, walk = _plan(obj.DESCRIPTOR)
@@ -131,6 +142,9 @@ def apply(obj: Message) -> None:
         fn(obj)
     if not walk:
         return
+    for name in _always(obj.DESCRIPTOR):
+        if not obj.HasField(name):
+            apply(getattr(obj, name))  # sets it only if a default lands inside
     for f, value in obj.ListFields():
         mode = walk.get(f.number)
         if mode is None:

@@ -9,8 +9,13 @@ apiserver's LogLocation (pkg/registry/core/pod/strategy.go) picks the container,
 kubelet's validateContainerLogStatus (pkg/kubelet/kubelet_pods.go) refuses a container
 that has not started, or a --previous that has no terminated instance.
 
-Differences from upstream: no streaming (``follow`` answers what there is and ends),
-``sinceSeconds``/``sinceTime`` are not applied.
+With ``follow`` the log streams as the kubelet's does: what there is, then each line the
+container's instance adds as the kubelet writes its status (its exit), ending when that
+instance terminates (its exit line written; a restart starts a new instance, which a new
+``kubectl logs -f`` follows) or the pod goes. ``follow_lines`` decides this from the pod's
+successive versions; the HTTP layer feeds it from a watch.
+
+Differences from upstream: ``sinceSeconds``/``sinceTime`` are not applied.
 """
 
 from __future__ import annotations
@@ -147,6 +152,7 @@ class LogOptions:
 
     container: str = ""
     previous: bool = False
+    follow: bool = False
     timestamps: bool = False
     tail_lines: int | None = None
     limit_bytes: int | None = None
@@ -158,6 +164,7 @@ def log_options(name: str, query: Mapping[str, str]) -> LogOptions:
     return LogOptions(
         container=query.get("container", ""),
         previous=query.get("previous") == "true",
+        follow=query.get("follow") == "true",
         timestamps=query.get("timestamps") == "true",
         tail_lines=_int_option(name, query, "tailLines", 0),
         limit_bytes=_int_option(name, query, "limitBytes", 1),
@@ -166,11 +173,46 @@ def log_options(name: str, query: Mapping[str, str]) -> LogOptions:
 
 def render(lines: list[str], options: LogOptions) -> str:
     """The log text under the options (the kubelet's timestamps prefix, tail, byte limit)."""
-    if options.timestamps:
-        lines = [f"{line.split(' ', 1)[0]} {line}" for line in lines]
     if options.tail_lines is not None:
         lines = lines[-options.tail_lines :] if options.tail_lines else []
+    return render_more(lines, options, options.limit_bytes)[0]
+
+
+def running(pod: core_pb2.Pod, container: str) -> bool:
+    """Whether `container`'s current instance runs (its log may still grow)."""
+    statuses = [*pod.status.container_statuses, *pod.status.init_container_statuses]
+    cs = next((s for s in statuses if s.name == container), None)
+    return cs is not None and "running" in _state(cs.state)
+
+
+def follow_lines(pod: core_pb2.Pod, container: str, sent: list[str]) -> tuple[list[str], bool]:
+    """(the lines of the followed instance not yet sent, whether the stream ends) for a new
+    version of the pod. The followed instance is the one whose first line `sent` starts
+    with: when the pod runs a later one, the followed one is its previous, and its exit line
+    is the last to send."""
+    try:
+        lines = container_log(pod, container)
+        current = lines[0] == sent[0]
+        if not current:
+            lines = container_log(pod, container, previous=True)
+    except LogError:
+        return [], True
+    if lines[0] != sent[0]:
+        return [], True  # restarted twice since: nothing more of the followed instance
+    seen = set(sent)
+    return [line for line in lines if line not in seen], not (current and running(pod, container))
+
+
+def render_more(
+    lines: list[str], options: LogOptions, budget: int | None
+) -> tuple[str, int | None]:
+    """Lines with the kubelet's timestamps prefix when asked, cut at `budget` bytes (None: no
+    limit): the lines streamed after the first answer get what is left of limitBytes and no
+    tail; (the text, the budget left)."""
+    if options.timestamps:
+        lines = [f"{line.split(' ', 1)[0]} {line}" for line in lines]
     text = "".join(line + "\n" for line in lines)
-    if options.limit_bytes is not None:
-        text = text.encode()[: options.limit_bytes].decode(errors="ignore")
-    return text
+    if budget is None:
+        return text, None
+    data = text.encode()[:budget]
+    return data.decode(errors="ignore"), budget - len(data)

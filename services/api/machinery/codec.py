@@ -24,7 +24,7 @@ from services.api.machinery import kinds as kinds_mod
 from services.api.machinery.errors import INVALID, FieldError, invalid
 from services.api.machinery.kinds import Kind
 from services.api.machinery.quantity import QuantityError, canonicalize
-from services.api.machinery.zerovalues import ALWAYS_WRITTEN
+from services.api.machinery.zerovalues import ALWAYS_WRITTEN, STRUCT_WRITTEN
 
 _STRUCT = "google.protobuf.Struct"
 _INT_TYPES = {
@@ -163,6 +163,7 @@ def _walk_message(obj: Any, desc: Descriptor, path: str, w: _Walk) -> dict[str, 
         w.errors.append(invalid(path or "<root>", obj, f"expected object, got {_type_name(obj)}"))
         return None
     fields = {f.json_name: f for f in desc.fields}
+    empty_is_unset = STRUCT_WRITTEN.get(desc.full_name, ())
     out: dict[str, Any] = {}
     for key, value in obj.items():
         sub = f"{path}.{key}" if path else str(key)
@@ -173,8 +174,9 @@ def _walk_message(obj: Any, desc: Descriptor, path: str, w: _Walk) -> dict[str, 
         if value is None:  # YAML/JSON null: the field is unset, as in Kubernetes.
             continue
         checked = _walk_field(value, f, sub, w)
-        if checked is not None:
-            out[key] = checked
+        if checked is None or checked == {} and key in empty_is_unset:
+            continue  # a struct Go writes `{}` when empty: empty is unset (zerovalues)
+        out[key] = checked
     return out
 
 
@@ -254,26 +256,43 @@ def decode(doc: Any, *, validate: str = "warn") -> Decoded:
         kind = kinds_mod.for_manifest(api_version, kind_name)
     except kinds_mod.UnknownKindError as e:
         raise DecodeError(str(e)) from None
+    obj = kind.message()
+    unknown = decode_into(doc, obj, validate=validate)
+    return Decoded(kind, obj, unknown)
+
+
+def decode_into(doc: dict[str, Any], obj: Message, *, validate: str = "warn") -> tuple[str, ...]:
+    """Parse a Kubernetes-shaped dict into a message of any type (what `decode` does once it
+    knows the kind); the unknown field paths under "warn", else ()."""
     w = _Walk()
-    checked = _walk_message(doc, kind.message.DESCRIPTOR, "", w)
+    checked = _walk_message(doc, obj.DESCRIPTOR, "", w)
     if w.errors:
         raise DecodeError("; ".join(map(str, w.errors)), w.errors)
     if w.unknown and validate == "strict":
         shown = ", ".join(f'unknown field "{p}"' for p in w.unknown)
         raise DecodeError(f"strict decoding error: {shown}")
-    obj = kind.message()
     try:
         json_format.ParseDict(checked, obj)
     except json_format.ParseError as e:
         raise DecodeError(str(e)) from None
-    return Decoded(kind, obj, tuple(w.unknown) if validate == "warn" else ())
+    return tuple(w.unknown) if validate == "warn" else ()
 
 
-def _fix_output(d: dict[str, Any], desc: Descriptor) -> None:
+#: ALWAYS_WRITTEN without the struct fields (STRUCT_WRITTEN): the required fields alone.
+_REQUIRED_WRITTEN = {
+    name: {k: v for k, v in row.items() if k not in STRUCT_WRITTEN.get(name, ())}
+    for name, row in ALWAYS_WRITTEN.items()
+}
+
+
+def _fix_output(
+    d: dict[str, Any], desc: Descriptor, table: dict[str, dict[str, Any]] = ALWAYS_WRITTEN
+) -> None:
     """MessageToDict writes int64 as strings; Kubernetes writes numbers. Same for int-or-string.
     It also drops zero values, which upstream writes for every field its Go types do not mark
-    `omitempty` (restartCount 0, ready false): those are written back (zerovalues)."""
-    zeros = ALWAYS_WRITTEN.get(desc.full_name)
+    `omitempty` (restartCount 0, ready false) and for every struct (lastState {}): those are
+    written back (zerovalues)."""
+    zeros = table.get(desc.full_name)
     if zeros:
         for name, zero in zeros.items():
             if name not in d:
@@ -288,7 +307,7 @@ def _fix_output(d: dict[str, Any], desc: Descriptor) -> None:
                 "google.protobuf."
             ):
                 for item in v.values():
-                    _fix_output(item, vf.message_type)
+                    _fix_output(item, vf.message_type, table)
             continue
         if f.message_type is not None:
             if f.message_type.full_name in _JSON_TYPES:
@@ -297,7 +316,7 @@ def _fix_output(d: dict[str, Any], desc: Descriptor) -> None:
             if f.message_type.full_name.startswith("google.protobuf."):
                 continue
             for item in v if _is_repeated(f) else [v]:
-                _fix_output(item, f.message_type)
+                _fix_output(item, f.message_type, table)
         elif f.type in _INT64_TYPES:
             d[f.json_name] = [int(x) for x in v] if _is_repeated(f) else int(v)
         elif _opt(f, options_pb2.int_or_string) and isinstance(v, str) and v.lstrip("-").isdigit():
@@ -323,10 +342,14 @@ def _json_numbers(v: Any) -> Any:
     return v
 
 
-def encode(obj: Message) -> dict[str, Any]:
-    """A message → the dict Kubernetes would serve (apiVersion, kind, metadata, spec, status)."""
+def encode(obj: Message, *, go_structs: bool = True) -> dict[str, Any]:
+    """A message → the dict Kubernetes would serve (apiVersion, kind, metadata, spec, status).
+
+    go_structs=False leaves out the empty structs Go writes (`resources: {}`): the form
+    kubera's own hashes (pod-template-hash, a ControllerRevision's data) were computed from
+    before the codec wrote them, kept so a template's hash survives an upgrade."""
     d = json_format.MessageToDict(obj)
-    _fix_output(d, obj.DESCRIPTOR)
+    _fix_output(d, obj.DESCRIPTOR, ALWAYS_WRITTEN if go_structs else _REQUIRED_WRITTEN)
     return d
 
 
@@ -410,6 +433,62 @@ def _iter_quantities(
                 yield from _iter_quantities(item, f"{sub}[{i}]", scalars=scalars)
         else:
             yield from _iter_quantities(value, sub, scalars=scalars)
+
+
+@functools.cache
+def _struct_steps(desc: Descriptor) -> tuple[frozenset[int], dict[int, bool]]:
+    """(numbers of the struct fields of `desc` that read `{}` as unset, {number: repeated} of
+    the message fields that may hold such fields deeper), from the schema; cached."""
+    names = STRUCT_WRITTEN.get(desc.full_name, frozenset())
+    clear: set[int] = set()
+    walk: dict[int, bool] = {}
+    for f in desc.fields:
+        mt = f.message_type
+        if mt is None or _is_map(f):
+            continue
+        if f.json_name in names and not _is_repeated(f):
+            clear.add(f.number)
+        if _ours(mt) and _may_hold_structs(mt):
+            walk[f.number] = _is_repeated(f)
+    return frozenset(clear), walk
+
+
+@functools.cache
+def _may_hold_structs(desc: Descriptor) -> bool:
+    return _holds_structs(desc, set())
+
+
+def _holds_structs(desc: Descriptor, seen: set[str]) -> bool:
+    if desc.full_name in seen:
+        return False
+    seen.add(desc.full_name)
+    names = STRUCT_WRITTEN.get(desc.full_name, frozenset())
+    if any(f.json_name in names and f.message_type and not _is_repeated(f) for f in desc.fields):
+        return True
+    return any(
+        _ours(f.message_type) and not _is_map(f) and _holds_structs(f.message_type, seen)
+        for f in desc.fields
+    )
+
+
+def clear_empty_structs(msg: Message, *, dry_run: bool = False) -> bool:
+    """Unset every struct field (STRUCT_WRITTEN) that is set but empty, anywhere inside `msg`,
+    so kubera stores one form of "empty" and an object read back from JSON (where Go writes
+    `resources: {}` and the codec reads it as unset) compares equal to the stored one.
+    Returns whether there was one; `dry_run` only looks."""
+    clear, walk = _struct_steps(msg.DESCRIPTOR)
+    found = False
+    for f, value in msg.ListFields():
+        repeated = walk.get(f.number)
+        if repeated is not None:
+            for item in value if repeated else [value]:
+                found |= clear_empty_structs(item, dry_run=dry_run)
+        if f.number in clear and not value.ListFields():
+            found = True
+            if dry_run:
+                return True
+            msg.ClearField(f.name)
+    return found
 
 
 def iter_quantity_maps(msg: Message, path: str = "") -> Iterator[tuple[str, Any]]:

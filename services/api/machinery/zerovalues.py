@@ -12,7 +12,11 @@ from typing import Any
 
 #: message full name -> {JSON name: the zero value written when the field is missing}.
 ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
+    "kubera.v1.AllocationResult": {
+        "devices": {},
+    },
     "kubera.v1.Binding": {
+        "metadata": {},
         "target": {},
     },
     "kubera.v1.CELDeviceSelector": {
@@ -25,8 +29,12 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "status": "",
         "type": "",
     },
+    "kubera.v1.ConfigMap": {
+        "metadata": {},
+    },
     "kubera.v1.Container": {
         "name": "",
+        "resources": {},
     },
     "kubera.v1.ContainerPort": {
         "containerPort": 0,
@@ -34,34 +42,43 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.ContainerStatus": {
         "image": "",
         "imageID": "",
+        "lastState": {},
         "name": "",
         "ready": False,
         "restartCount": 0,
+        "state": {},
     },
     "kubera.v1.ControllerRevision": {
         "data": {},
+        "metadata": {},
         "revision": 0,
     },
     "kubera.v1.CoreEndpointPort": {
         "port": 0,
     },
     "kubera.v1.CronJob": {
+        "metadata": {},
         "spec": {},
+        "status": {},
     },
     "kubera.v1.CronJobSpec": {
         "jobTemplate": {},
         "schedule": "",
     },
     "kubera.v1.DaemonSet": {
+        "metadata": {},
         "spec": {},
+        "status": {},
     },
     "kubera.v1.DaemonSetCondition": {
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
     },
     "kubera.v1.DaemonSetSpec": {
         "selector": {},
         "template": {},
+        "updateStrategy": {},
     },
     "kubera.v1.DaemonSetStatus": {
         "currentNumberScheduled": 0,
@@ -70,14 +87,19 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "numberReady": 0,
     },
     "kubera.v1.Deployment": {
+        "metadata": {},
         "spec": {},
+        "status": {},
     },
     "kubera.v1.DeploymentCondition": {
+        "lastTransitionTime": None,
+        "lastUpdateTime": None,
         "status": "",
         "type": "",
     },
     "kubera.v1.DeploymentSpec": {
         "selector": {},
+        "strategy": {},
         "template": {},
     },
     "kubera.v1.Device": {
@@ -90,6 +112,7 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "value": "0",
     },
     "kubera.v1.DeviceClass": {
+        "metadata": {},
         "spec": {},
     },
     "kubera.v1.DeviceRequest": {
@@ -107,6 +130,7 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.Endpoint": {
         "addresses": [],
+        "conditions": {},
     },
     "kubera.v1.EndpointAddress": {
         "ip": "",
@@ -114,12 +138,23 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.EndpointSlice": {
         "addressType": "",
         "endpoints": [],
+        "metadata": {},
+    },
+    "kubera.v1.Endpoints": {
+        "metadata": {},
     },
     "kubera.v1.EnvVar": {
         "name": "",
     },
     "kubera.v1.Event": {
+        "eventTime": None,
+        "firstTimestamp": None,
         "involvedObject": {},
+        "lastTimestamp": None,
+        "metadata": {},
+        "source": {},
+    },
+    "kubera.v1.Eviction": {
         "metadata": {},
     },
     "kubera.v1.ExactDeviceRequest": {
@@ -134,16 +169,35 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.HostIP": {
         "ip": "",
     },
+    "kubera.v1.Job": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
+    },
     "kubera.v1.JobCondition": {
+        "lastProbeTime": None,
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
     },
     "kubera.v1.JobSpec": {
         "template": {},
     },
+    "kubera.v1.JobTemplateSpec": {
+        "metadata": {},
+        "spec": {},
+    },
     "kubera.v1.LabelSelectorRequirement": {
         "key": "",
         "operator": "",
+    },
+    "kubera.v1.Lease": {
+        "metadata": {},
+        "spec": {},
+    },
+    "kubera.v1.LimitRange": {
+        "metadata": {},
+        "spec": {},
     },
     "kubera.v1.LimitRangeItem": {
         "type": "",
@@ -151,15 +205,28 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.LimitRangeSpec": {
         "limits": [],
     },
+    "kubera.v1.Namespace": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
+    },
     "kubera.v1.NamespaceCondition": {
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
+    },
+    "kubera.v1.Node": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
     },
     "kubera.v1.NodeAddress": {
         "address": "",
         "type": "",
     },
     "kubera.v1.NodeCondition": {
+        "lastHeartbeatTime": None,
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
     },
@@ -169,6 +236,9 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.NodeSelectorRequirement": {
         "key": "",
         "operator": "",
+    },
+    "kubera.v1.NodeStatus": {
+        "nodeInfo": {},
     },
     "kubera.v1.NodeSystemInfo": {
         "architecture": "",
@@ -192,16 +262,38 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "name": "",
         "uid": "",
     },
+    "kubera.v1.PersistentVolumeClaim": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
+    },
     "kubera.v1.PersistentVolumeClaimCondition": {
+        "lastProbeTime": None,
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
+    },
+    "kubera.v1.PersistentVolumeClaimSpec": {
+        "resources": {},
+    },
+    "kubera.v1.Pod": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
     },
     "kubera.v1.PodAffinityTerm": {
         "topologyKey": "",
     },
     "kubera.v1.PodCondition": {
+        "lastProbeTime": None,
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
+    },
+    "kubera.v1.PodDisruptionBudget": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
     },
     "kubera.v1.PodDisruptionBudgetStatus": {
         "currentHealthy": 0,
@@ -239,6 +331,10 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.PodSpec": {
         "containers": [],
     },
+    "kubera.v1.PodTemplateSpec": {
+        "metadata": {},
+        "spec": {},
+    },
     "kubera.v1.PortStatus": {
         "port": 0,
         "protocol": "",
@@ -248,33 +344,45 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "weight": 0,
     },
     "kubera.v1.PriorityClass": {
+        "metadata": {},
         "value": 0,
     },
     "kubera.v1.ReplicaSet": {
+        "metadata": {},
         "spec": {},
+        "status": {},
     },
     "kubera.v1.ReplicaSetCondition": {
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
     },
     "kubera.v1.ReplicaSetSpec": {
         "selector": {},
+        "template": {},
     },
     "kubera.v1.ReplicaSetStatus": {
         "replicas": 0,
     },
     "kubera.v1.ResourceClaim": {
+        "metadata": {},
         "spec": {},
+        "status": {},
     },
     "kubera.v1.ResourceClaimConsumerReference": {
         "name": "",
         "resource": "",
         "uid": "",
     },
+    "kubera.v1.ResourceClaimSpec": {
+        "devices": {},
+    },
     "kubera.v1.ResourceClaimTemplate": {
+        "metadata": {},
         "spec": {},
     },
     "kubera.v1.ResourceClaimTemplateSpec": {
+        "metadata": {},
         "spec": {},
     },
     "kubera.v1.ResourcePool": {
@@ -282,7 +390,13 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "name": "",
         "resourceSliceCount": 0,
     },
+    "kubera.v1.ResourceQuota": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
+    },
     "kubera.v1.ResourceSlice": {
+        "metadata": {},
         "spec": {},
     },
     "kubera.v1.ResourceSliceSpec": {
@@ -291,18 +405,37 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.RuntimeClass": {
         "handler": "",
+        "metadata": {},
     },
     "kubera.v1.ScopedResourceSelectorRequirement": {
         "operator": "",
         "scopeName": "",
     },
+    "kubera.v1.Secret": {
+        "metadata": {},
+    },
+    "kubera.v1.Service": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
+    },
+    "kubera.v1.ServiceAccount": {
+        "metadata": {},
+    },
     "kubera.v1.ServicePort": {
         "port": 0,
+        "targetPort": 0,
+    },
+    "kubera.v1.ServiceStatus": {
+        "loadBalancer": {},
     },
     "kubera.v1.StatefulSet": {
+        "metadata": {},
         "spec": {},
+        "status": {},
     },
     "kubera.v1.StatefulSetCondition": {
+        "lastTransitionTime": None,
         "status": "",
         "type": "",
     },
@@ -310,6 +443,7 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "selector": {},
         "serviceName": "",
         "template": {},
+        "updateStrategy": {},
     },
     "kubera.v1.StatefulSetStatus": {
         "replicas": 0,
@@ -330,4 +464,66 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "podAffinityTerm": {},
         "weight": 0,
     },
+}
+
+#: message full name -> the fields above upstream writes only because Go's encoder writes every
+#: struct, `omitempty` or not (scripts/upstream/structfields.json), not because they are
+#: required. An empty object in one of them means unset: the codec reads `{}` there as unset,
+#: so kubera's messages keep one form of "empty" and compare equal after a round trip.
+STRUCT_WRITTEN: dict[str, frozenset[str]] = {
+    "kubera.v1.AllocationResult": frozenset({"devices"}),
+    "kubera.v1.Binding": frozenset({"metadata"}),
+    "kubera.v1.ConfigMap": frozenset({"metadata"}),
+    "kubera.v1.Container": frozenset({"resources"}),
+    "kubera.v1.ContainerStatus": frozenset({"lastState", "state"}),
+    "kubera.v1.ControllerRevision": frozenset({"metadata"}),
+    "kubera.v1.CronJob": frozenset({"metadata", "status"}),
+    "kubera.v1.DaemonSet": frozenset({"metadata", "status"}),
+    "kubera.v1.DaemonSetCondition": frozenset({"lastTransitionTime"}),
+    "kubera.v1.DaemonSetSpec": frozenset({"updateStrategy"}),
+    "kubera.v1.Deployment": frozenset({"metadata", "status"}),
+    "kubera.v1.DeploymentCondition": frozenset({"lastTransitionTime", "lastUpdateTime"}),
+    "kubera.v1.DeploymentSpec": frozenset({"strategy"}),
+    "kubera.v1.DeviceClass": frozenset({"metadata"}),
+    "kubera.v1.Endpoint": frozenset({"conditions"}),
+    "kubera.v1.EndpointSlice": frozenset({"metadata"}),
+    "kubera.v1.Endpoints": frozenset({"metadata"}),
+    "kubera.v1.Event": frozenset({"eventTime", "firstTimestamp", "lastTimestamp", "source"}),
+    "kubera.v1.Eviction": frozenset({"metadata"}),
+    "kubera.v1.Job": frozenset({"metadata", "spec", "status"}),
+    "kubera.v1.JobCondition": frozenset({"lastProbeTime", "lastTransitionTime"}),
+    "kubera.v1.JobTemplateSpec": frozenset({"metadata", "spec"}),
+    "kubera.v1.Lease": frozenset({"metadata", "spec"}),
+    "kubera.v1.LimitRange": frozenset({"metadata", "spec"}),
+    "kubera.v1.Namespace": frozenset({"metadata", "spec", "status"}),
+    "kubera.v1.NamespaceCondition": frozenset({"lastTransitionTime"}),
+    "kubera.v1.Node": frozenset({"metadata", "spec", "status"}),
+    "kubera.v1.NodeCondition": frozenset({"lastHeartbeatTime", "lastTransitionTime"}),
+    "kubera.v1.NodeStatus": frozenset({"nodeInfo"}),
+    "kubera.v1.PersistentVolumeClaim": frozenset({"metadata", "spec", "status"}),
+    "kubera.v1.PersistentVolumeClaimCondition": frozenset({"lastProbeTime", "lastTransitionTime"}),
+    "kubera.v1.PersistentVolumeClaimSpec": frozenset({"resources"}),
+    "kubera.v1.Pod": frozenset({"metadata", "spec", "status"}),
+    "kubera.v1.PodCondition": frozenset({"lastProbeTime", "lastTransitionTime"}),
+    "kubera.v1.PodDisruptionBudget": frozenset({"metadata", "spec", "status"}),
+    "kubera.v1.PodTemplateSpec": frozenset({"metadata", "spec"}),
+    "kubera.v1.PriorityClass": frozenset({"metadata"}),
+    "kubera.v1.ReplicaSet": frozenset({"metadata", "status"}),
+    "kubera.v1.ReplicaSetCondition": frozenset({"lastTransitionTime"}),
+    "kubera.v1.ReplicaSetSpec": frozenset({"template"}),
+    "kubera.v1.ResourceClaim": frozenset({"metadata", "status"}),
+    "kubera.v1.ResourceClaimSpec": frozenset({"devices"}),
+    "kubera.v1.ResourceClaimTemplate": frozenset({"metadata"}),
+    "kubera.v1.ResourceClaimTemplateSpec": frozenset({"metadata"}),
+    "kubera.v1.ResourceQuota": frozenset({"metadata", "spec", "status"}),
+    "kubera.v1.ResourceSlice": frozenset({"metadata"}),
+    "kubera.v1.RuntimeClass": frozenset({"metadata"}),
+    "kubera.v1.Secret": frozenset({"metadata"}),
+    "kubera.v1.Service": frozenset({"metadata", "spec", "status"}),
+    "kubera.v1.ServiceAccount": frozenset({"metadata"}),
+    "kubera.v1.ServicePort": frozenset({"targetPort"}),
+    "kubera.v1.ServiceStatus": frozenset({"loadBalancer"}),
+    "kubera.v1.StatefulSet": frozenset({"metadata", "status"}),
+    "kubera.v1.StatefulSetCondition": frozenset({"lastTransitionTime"}),
+    "kubera.v1.StatefulSetSpec": frozenset({"updateStrategy"}),
 }

