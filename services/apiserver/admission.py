@@ -46,6 +46,7 @@ from services.api.machinery.kinds import BY_KIND, Kind
 from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.api.machinery.quantity import QuantityError, parse_quantity
 from services.apiserver import serviceips
+from services.clock import rfc3339
 
 
 class Lookup(Protocol):
@@ -199,6 +200,12 @@ def initial_status(kind: Kind, obj: Message, now: float) -> None:
         claim = narrow(obj, storage_pb2.PersistentVolumeClaim)
         claim.status.Clear()
         claim.status.phase = "Pending"
+    elif kind.kind == "PersistentVolume":
+        # persistentvolumeStrategy.PrepareForCreate: Pending, since now.
+        pv = narrow(obj, storage_pb2.PersistentVolume)
+        pv.status.Clear()
+        pv.status.phase = "Pending"
+        pv.status.last_phase_transition_time = rfc3339(now)
     elif kind.kind in ("DaemonSet", "StatefulSet"):
         # A struct upstream always writes: its required counts read 0 from the start.
         obj.ClearField("status")

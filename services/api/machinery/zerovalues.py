@@ -12,11 +12,34 @@ from typing import Any
 
 #: message full name -> {JSON name: the zero value written when the field is missing}.
 ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
+    "kubera.v1.AWSElasticBlockStoreVolumeSource": {
+        "volumeID": "",
+    },
     "kubera.v1.Binding": {
         "target": {},
     },
     "kubera.v1.CELDeviceSelector": {
         "expression": "",
+    },
+    "kubera.v1.CSIDriver": {
+        "spec": {},
+    },
+    "kubera.v1.CSINode": {
+        "spec": {},
+    },
+    "kubera.v1.CSINodeDriver": {
+        "name": "",
+        "nodeID": "",
+    },
+    "kubera.v1.CSINodeSpec": {
+        "drivers": [],
+    },
+    "kubera.v1.CSIPersistentVolumeSource": {
+        "driver": "",
+        "volumeHandle": "",
+    },
+    "kubera.v1.CSIStorageCapacity": {
+        "storageClassName": "",
     },
     "kubera.v1.Condition": {
         "lastTransitionTime": None,
@@ -131,8 +154,14 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.ForZone": {
         "name": "",
     },
+    "kubera.v1.GCEPersistentDiskVolumeSource": {
+        "pdName": "",
+    },
     "kubera.v1.HostIP": {
         "ip": "",
+    },
+    "kubera.v1.HostPathVolumeSource": {
+        "path": "",
     },
     "kubera.v1.JobCondition": {
         "status": "",
@@ -150,6 +179,13 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.LimitRangeSpec": {
         "limits": [],
+    },
+    "kubera.v1.LocalVolumeSource": {
+        "path": "",
+    },
+    "kubera.v1.NFSVolumeSource": {
+        "path": "",
+        "server": "",
     },
     "kubera.v1.NamespaceCondition": {
         "status": "",
@@ -314,6 +350,9 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.StatefulSetStatus": {
         "replicas": 0,
     },
+    "kubera.v1.StorageClass": {
+        "provisioner": "",
+    },
     "kubera.v1.SuccessPolicy": {
         "rules": [],
     },
@@ -321,10 +360,28 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "effect": "",
         "key": "",
     },
+    "kubera.v1.TokenRequest": {
+        "audience": "",
+    },
+    "kubera.v1.TopologySelectorLabelRequirement": {
+        "key": "",
+        "values": [],
+    },
     "kubera.v1.TopologySpreadConstraint": {
         "maxSkew": 0,
         "topologyKey": "",
         "whenUnsatisfiable": "",
+    },
+    "kubera.v1.VolumeAttachment": {
+        "spec": {},
+    },
+    "kubera.v1.VolumeAttachmentSpec": {
+        "attacher": "",
+        "nodeName": "",
+        "source": {},
+    },
+    "kubera.v1.VolumeAttachmentStatus": {
+        "attached": False,
     },
     "kubera.v1.WeightedPodAffinityTerm": {
         "podAffinityTerm": {},
