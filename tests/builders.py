@@ -598,7 +598,7 @@ def persistent_volume_claim(
 
 
 def storage_class(
-    name: str, provisioner: str = "kubera.io/hollow", **doc: Any
+    name: str, provisioner: str = "hollow.kubera.io", **doc: Any
 ) -> storagev1_pb2.StorageClass:
     """A StorageClass, defaulted as the apiserver would (Delete, Immediate); `doc`: more
     top-level fields (volumeBindingMode="WaitForFirstConsumer")."""

@@ -20,7 +20,9 @@ bootstrap roles grant them, in one place:
                                         controller), podgroups/status,
                                         resourcequotas/status; daemonsets and
                                         statefulsets (their status), controllerrevisions,
-                                        persistentvolumeclaims (a StatefulSet's claims);
+                                        persistentvolumeclaims (a StatefulSet's claims,
+                                        binding, protection), persistentvolumes (binding,
+                                        provisioning, reclaim);
                                         endpoints and endpointslices (their controllers),
                                         serviceaccounts (the serviceaccount controller);
                                         evictions;
@@ -113,6 +115,7 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "statefulsets": frozenset({"update", "patch"}),
     "controllerrevisions": frozenset({"create", "update", "patch", "delete"}),
     "persistentvolumeclaims": frozenset({"create", "update", "patch", "delete"}),
+    "persistentvolumes": frozenset({"create", "update", "patch", "delete"}),
     "jobs": frozenset({"create", "update", "patch", "delete"}),
     "cronjobs": frozenset({"update", "patch"}),
     "endpointslices": frozenset({"create", "update", "patch", "delete"}),

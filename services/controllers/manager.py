@@ -54,6 +54,15 @@ from services.controllers.resourcequota import ResourceQuotaConfig, ResourceQuot
 from services.controllers.serviceaccount import ServiceAccountConfig, ServiceAccountController
 from services.controllers.statefulset import StatefulSetConfig, StatefulSetController
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
+from services.controllers.volume.persistentvolume import (
+    PersistentVolumeConfig,
+    PersistentVolumeController,
+)
+from services.controllers.volume.protection import (
+    ProtectionConfig,
+    PVCProtectionController,
+    PVProtectionController,
+)
 from services.lifecycle import Background
 
 log = logging.getLogger(__name__)
@@ -84,6 +93,9 @@ ALL_CONTROLLERS = (
     "endpoint",
     "endpointslice",
     "serviceaccount",
+    "persistentvolume-binder",
+    "pvc-protection",
+    "pv-protection",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -149,6 +161,14 @@ class ControllerManagerConfig:
     serviceaccount: ServiceAccountConfig = field(default_factory=ServiceAccountConfig)
     """The service account controller: a `default` ServiceAccount in every namespace."""
 
+    persistentvolume: PersistentVolumeConfig = field(default_factory=PersistentVolumeConfig)
+    """The PersistentVolume controller (persistentvolume-binder): binds claims to
+    volumes, provisions hollow volumes, reclaims released ones."""
+
+    protection: ProtectionConfig = field(default_factory=ProtectionConfig)
+    """The pvc-protection and pv-protection controllers: a claim in use and a bound volume
+    keep their finalizer until unused."""
+
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
         if unknown:
@@ -199,6 +219,14 @@ def _build(
         return EndpointsController(client, informers, config=config.endpoint, clock=clock)
     if name == "endpointslice":
         return EndpointSliceController(client, informers, config=config.endpointslice, clock=clock)
+    if name == "persistentvolume-binder":
+        return PersistentVolumeController(
+            client, informers, config=config.persistentvolume, clock=clock
+        )
+    if name == "pvc-protection":
+        return PVCProtectionController(client, informers, config=config.protection, clock=clock)
+    if name == "pv-protection":
+        return PVProtectionController(client, informers, config=config.protection, clock=clock)
     if name == "serviceaccount":
         return ServiceAccountController(
             client, informers, config=config.serviceaccount, clock=clock

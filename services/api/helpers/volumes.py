@@ -23,6 +23,7 @@ matching rules live here once:
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any
 
 from protos.kubera.v1 import core_pb2, storage_pb2
 from services.api.helpers.nodeaffinity import NodeSelector
@@ -41,6 +42,16 @@ ANN_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 ANN_BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
 ANN_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 NOT_SUPPORTED_PROVISIONER = "kubernetes.io/no-provisioner"
+#: StorageObjectInUseProtection's finalizers (admission adds them, the protection
+#: controllers remove them).
+PVC_PROTECTION_FINALIZER = "kubernetes.io/pvc-protection"
+PV_PROTECTION_FINALIZER = "kubernetes.io/pv-protection"
+
+#: The annotations that mark the default StorageClass (IsDefaultAnnotation).
+DEFAULT_CLASS_ANNOTATIONS = (
+    "storageclass.kubernetes.io/is-default-class",
+    "storageclass.beta.kubernetes.io/is-default-class",
+)
 
 #: GetAccessModesAsString's order.
 ACCESS_MODE_ORDER = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
@@ -54,6 +65,11 @@ def claim_class(claim: PVC) -> str:
     if beta is not None:
         return beta
     return claim.spec.storage_class_name if claim.spec.HasField("storage_class_name") else ""
+
+
+def is_default_class(sc: Any) -> bool:
+    """IsDefaultAnnotation: the class is annotated as the default ("true")."""
+    return any(sc.metadata.annotations.get(a) == "true" for a in DEFAULT_CLASS_ANNOTATIONS)
 
 
 def volume_class(pv: PV) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
+from services.api.helpers.volumes import is_default_class
 from services.api.printers.apps import BETA_STORAGE_CLASS_ANNOTATION, UNSET, access_modes
 from services.api.printers.columns import (
     AGE,
@@ -31,12 +32,6 @@ from services.api.printers.columns import (
     S,
     age,
     wide_columns,
-)
-
-#: The annotations that mark the default StorageClass (IsDefaultAnnotationText).
-DEFAULT_CLASS_ANNOTATIONS = (
-    "storageclass.kubernetes.io/is-default-class",
-    "storageclass.beta.kubernetes.io/is-default-class",
 )
 
 
@@ -66,10 +61,6 @@ def _pv_row(obj: Message, now: float, wide: bool) -> list[str]:
     if wide:
         row.append(x.spec.volume_mode if x.spec.HasField("volume_mode") else UNSET)
     return row
-
-
-def is_default_class(sc: Any) -> bool:
-    return any(sc.metadata.annotations.get(a) == "true" for a in DEFAULT_CLASS_ANNOTATIONS)
 
 
 def _storage_class_row(obj: Message, now: float, wide: bool) -> list[str]:
