@@ -90,6 +90,28 @@ EXTRA: dict[str, dict[str, Any]] = {
     "PersistentVolumeClaim": {
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
     },
+    "PersistentVolume": {
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": "/mnt/data"},
+            "storageClassName": "manual",
+        },
+    },
+    "StorageClass": {
+        "provisioner": "hollow.kubera.io",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    },
+    "CSIDriver": {"spec": {"attachRequired": False}},
+    "CSINode": {"spec": {"drivers": [{"name": "hollow.kubera.io", "nodeID": "cl-node"}]}},
+    "CSIStorageCapacity": {"storageClassName": "cl-storageclass", "capacity": "10Gi"},
+    "VolumeAttachment": {
+        "spec": {
+            "attacher": "hollow.kubera.io",
+            "nodeName": "cl-node",
+            "source": {"persistentVolumeName": "cl-persistentvolume"},
+        },
+    },
     "Service": {
         "spec": {"selector": {"app": "cl-sts"}, "ports": [{"port": 80, "targetPort": 8080}]},
     },
