@@ -356,7 +356,7 @@ async def mutate(kind: Kind, obj: Message, lookup: Lookup) -> None:
         await check_admin_access(kind, obj, lookup)
     elif kind.kind == "PersistentVolumeClaim":
         claim = narrow(obj, storage_pb2.PersistentVolumeClaim)
-        await _default_storage_class(claim, lookup)
+        await default_storage_class(claim, lookup)
         _add_finalizer(claim.metadata, PVC_PROTECTION_FINALIZER)
     elif kind.kind == "PersistentVolume":
         _add_finalizer(object_meta(obj), PV_PROTECTION_FINALIZER)
@@ -369,7 +369,7 @@ def _add_finalizer(meta: Any, finalizer: str) -> None:
         meta.finalizers.append(finalizer)
 
 
-async def _default_storage_class(claim: storage_pb2.PersistentVolumeClaim, lookup: Lookup) -> None:
+async def default_storage_class(claim: storage_pb2.PersistentVolumeClaim, lookup: Lookup) -> None:
     """DefaultStorageClass: a claim that names no class (neither spec.storageClassName,
     even "", nor the beta annotation) gets the default class: of those annotated
     is-default-class "true", the newest (then by name), as upstream's GetDefaultClass."""
