@@ -180,7 +180,8 @@ def python_api(kind: Kind) -> tuple[str, str]:
     """The API class and the snake-case kind of the official client's generated code (and
     kubernetes-asyncio's, the same generator): `("AppsV1Api", "replica_set")`."""
     group = kind.group.split(".")[0] if kind.group else "core"
-    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", kind.kind).lower()
+    # CSIDriver -> csi_driver, PersistentVolumeClaim -> persistent_volume_claim
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", kind.kind).lower()
     return f"{group.capitalize()}{kind.version.capitalize()}Api", snake
 
 
