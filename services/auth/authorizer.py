@@ -11,7 +11,8 @@ bootstrap roles grant them, in one place:
                                         (preemption victims); events; leases (its leader
                                         Lease; never a node's in kube-node-lease);
                                         resourceclaims and their status (its finalizer,
-                                        allocation, reservedFor)
+                                        allocation, reservedFor); update persistentvolumes
+                                        and persistentvolumeclaims (volume binding)
     system:kube-controller-manager      read everything; write what its controllers write:
                                         pods, replicasets, deployments, nodes (lifecycle:
                                         conditions, taints), poddisruptionbudgets,
@@ -288,6 +289,9 @@ def _scheduler(attrs: RequestAttributes) -> Decision:
         return ALLOWED
     if resource == "resourceclaims" and sub in ("", "status") and verb in {"update", "patch"}:
         return ALLOWED  # its finalizer on the claim; the allocation and reservedFor
+    if resource in ("persistentvolumeclaims", "persistentvolumes") and not sub:
+        if verb in {"update", "patch"}:
+            return ALLOWED  # VolumeBinding: the selected-node annotation, PreBind's binding
     if resource == "leases" and verb in WRITE_VERBS:
         if attrs.namespace == NODE_LEASE_NAMESPACE:
             return _deny("the scheduler may not write nodes' leases")
