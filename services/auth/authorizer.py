@@ -289,9 +289,9 @@ def _scheduler(attrs: RequestAttributes) -> Decision:
         return ALLOWED
     if resource == "resourceclaims" and sub in ("", "status") and verb in {"update", "patch"}:
         return ALLOWED  # its finalizer on the claim; the allocation and reservedFor
-    if resource in ("persistentvolumeclaims", "persistentvolumes") and not sub:
-        if verb in {"update", "patch"}:
-            return ALLOWED  # VolumeBinding: the selected-node annotation, PreBind's binding
+    volumes = ("persistentvolumeclaims", "persistentvolumes")
+    if resource in volumes and not sub and verb in {"update", "patch"}:
+        return ALLOWED  # VolumeBinding: the selected-node annotation, PreBind's binding
     if resource == "leases" and verb in WRITE_VERBS:
         if attrs.namespace == NODE_LEASE_NAMESPACE:
             return _deny("the scheduler may not write nodes' leases")

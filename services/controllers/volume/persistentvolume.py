@@ -373,11 +373,10 @@ class PersistentVolumeController:
     async def _sync_unbound_claim(self, claim: PVC) -> None:
         if not claim.spec.volume_name:
             delay = self._is_delay_binding(claim)
-            volume = find_best_match_for_claim(
-                claim, [_copy(v, PV) for v in self._all_volumes()], delay_binding=delay
-            )
-            if volume is not None:
-                await self._bind(volume, claim)
+            # matched on the cached objects (read only); the one chosen is copied to write
+            found = find_best_match_for_claim(claim, self._all_volumes(), delay_binding=delay)
+            if found is not None:
+                await self._bind(_copy(found, PV), claim)
                 return
             if delay and ANN_SELECTED_NODE not in claim.metadata.annotations:
                 self.events.event(
