@@ -511,3 +511,44 @@ async def test_a_claim_in_use_by_a_pod_stays_until_the_pod_is_gone(
     await cluster.until(lambda: _pv(cluster, "vol") is None)
     with pytest.raises(NotFoundError):
         await cluster.client.get(PVS, "vol")
+
+
+async def test_a_claim_without_class_gets_the_default_class_made_after_it(
+    cluster: ControllerCluster,
+) -> None:
+    """RetroactiveDefaultStorageClass: the claim is given the class, then provisioned."""
+    controller = await _run(cluster)
+    await cluster.client.create(persistent_volume_claim("data", "1Gi", namespace=NS))
+    await cluster.until(lambda: _pvc(cluster, "data") is not None)
+    default = {"storageclass.kubernetes.io/is-default-class": "true"}
+    await cluster.client.create(storage_class("standard", metadata={"annotations": default}))
+    await cluster.until(lambda: "standard" in cluster.informers.get(BY_KIND["StorageClass"]).store)
+    await controller.sync_claim(f"{NS}/data")
+    await cluster.until(lambda: _pvc(cluster, "data").status.phase == "Bound")
+    assert _pvc(cluster, "data").spec.storage_class_name == "standard"
+
+
+async def test_a_delayed_claim_names_the_unscheduled_pod_it_waits_for(
+    cluster: ControllerCluster,
+) -> None:
+    """emitEventForUnboundDelayBindingClaim: WaitForPodScheduled while a pod using the
+    claim is not scheduled."""
+    await cluster.client.create(storage_class("local", volumeBindingMode="WaitForFirstConsumer"))
+    controller = await _run(cluster)
+    await cluster.client.create(
+        persistent_volume_claim("data", "1Gi", namespace=NS, storageClassName="local")
+    )
+    pod = MakePod().typed().name("web-0").namespace(NS).container("c", "app:v1")
+    await cluster.client.create(
+        pod.spec({"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]}).obj()
+    )
+    await cluster.until(
+        lambda: _pvc(cluster, "data") is not None and f"{NS}/web-0" in cluster.pods.store
+    )
+    await controller.sync_claim(f"{NS}/data")
+    await controller.events.flush()
+    events, _ = await cluster.client.list(EVENTS, namespace=NS)
+    assert ("WaitForPodScheduled", "waiting for pod web-0 to be scheduled") in {
+        (e.reason, e.message)  # type: ignore[attr-defined]
+        for e in events
+    }

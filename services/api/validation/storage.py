@@ -142,8 +142,9 @@ def validate_persistent_volume_claim(pvc: Any) -> Errors:
 
 
 def validate_persistent_volume_claim_update(new: Any, old: Any) -> Errors:
-    """The claim's spec is immutable but for its requests (a resize) and its volume name
-    while it has none (binding)."""
+    """The claim's spec is immutable but for its requests (a resize), its volume name
+    while it has none (binding) and its class while it has none (the retroactive default
+    class)."""
     a, b = storage_pb2.PersistentVolumeClaimSpec(), storage_pb2.PersistentVolumeClaimSpec()
     a.CopyFrom(new.spec)
     b.CopyFrom(old.spec)
@@ -153,6 +154,9 @@ def validate_persistent_volume_claim_update(new: Any, old: Any) -> Errors:
     if not old.spec.volume_name:
         a.ClearField("volume_name")
         b.ClearField("volume_name")
+    if not old.spec.HasField("storage_class_name"):
+        # RetroactiveDefaultStorageClass: a claim without a class may be given one
+        a.ClearField("storage_class_name")
     if a != b:
         detail = (
             "spec is immutable after creation except resources.requests and "

@@ -17,9 +17,11 @@ A claim (sync_claim):
   (services/api/helpers/volumes.py: the smallest Available volume of its class, size,
   modes, volume mode and selector). In a WaitForFirstConsumer class only a pre-bound
   volume is bound here; the rest waits for the scheduler's `volume.kubernetes.io/
-  selected-node` annotation (event WaitForFirstConsumer), after which the claim is
-  provisioned. With no match: a class whose provisioner is one of `provisioners` gets a
-  volume made for it (ProvisioningSucceeded); another provisioner is waited for
+  selected-node` annotation (event WaitForPodScheduled naming the unscheduled pods that
+  use it, else WaitForFirstConsumer), after which the claim is provisioned. With no
+  match: a claim naming no class is given the default class if there is one now
+  (RetroactiveDefaultStorageClass); a class whose provisioner is one of `provisioners`
+  gets a volume made for it (ProvisioningSucceeded); another provisioner is waited for
   (ExternalProvisioning); no class is FailedBinding.
 - with bind-completed is bound: it stays Bound while its volume points back at it, and
   turns Lost (ClaimLost, ClaimMisbound) when the volume is gone or another's.
@@ -40,8 +42,7 @@ hollow CSI drivers of node templates (next) add their names to `provisioners` an
 topology to what is made.
 
 Deliberate differences: no volume plugins (attach, mount, recycler pods, in-tree deleters),
-no retroactive default class for claims created before a default class existed, no
-`kubernetes.io/pv-controller` deletion finalizer, and provisioning happens in the sync
+no `kubernetes.io/pv-controller` deletion finalizer, and provisioning happens in the sync
 rather than in a separate operation goroutine.
 """
 
@@ -56,6 +57,7 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
 from services.api.helpers.volumes import (
+    ANN_BETA_STORAGE_CLASS,
     ANN_BETA_STORAGE_PROVISIONER,
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
@@ -65,6 +67,7 @@ from services.api.helpers.volumes import (
     check_access_modes,
     claim_class,
     find_best_match_for_claim,
+    is_default_class,
     is_volume_bound_to_claim,
     storage_quantity,
     volume_class,
@@ -75,8 +78,9 @@ from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
-from services.controllers.controller_utils import wait_synced
+from services.controllers.controller_utils import NamespaceIndex, wait_synced
 from services.controllers.events import EventRecorder
+from services.controllers.volume.protection import pod_claim_names
 from services.controllers.workqueue import WorkerSettings, WorkQueue, controller_queue, run_workers
 
 log = logging.getLogger(__name__)
@@ -87,6 +91,7 @@ PVS, PVCS, CLASSES = (
     BY_KIND["StorageClass"],
 )
 PV = storage_pb2.PersistentVolume
+PODS = BY_KIND["Pod"]
 PVC = storage_pb2.PersistentVolumeClaim
 
 #: The provisioner of kubera's hollow volumes (a StorageClass's `provisioner`).
@@ -94,7 +99,7 @@ HOLLOW_PROVISIONER = "hollow.kubera.io"
 #: Upstream's event reasons (pkg/controller/volume/events).
 FAILED_BINDING, VOLUME_MISMATCH = "FailedBinding", "VolumeMismatch"
 CLAIM_LOST, CLAIM_MISBOUND = "ClaimLost", "ClaimMisbound"
-WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
+WAIT_FOR_FIRST_CONSUMER, WAIT_FOR_POD_SCHEDULED = "WaitForFirstConsumer", "WaitForPodScheduled"
 EXTERNAL_PROVISIONING, PROVISIONING_FAILED = "ExternalProvisioning", "ProvisioningFailed"
 PROVISIONING_SUCCEEDED = "ProvisioningSucceeded"
 VOLUME_FAILED_DELETE, VOLUME_RECYCLED = "VolumeFailedDelete", "VolumeRecycled"
@@ -146,6 +151,8 @@ class PersistentVolumeController:
         self.pv_informer = informers.get(PVS)
         self.pvc_informer = informers.get(PVCS)
         self.class_informer = informers.get(CLASSES)
+        self.pod_informer = informers.get(PODS)
+        self._pods = NamespaceIndex(self.pod_informer, core_pb2.Pod)
         base, cap = self.config.base_backoff, self.config.max_backoff
         self.volume_queue: WorkQueue[str] = controller_queue(
             "volumes", clock=self.clock, base_delay=base, max_delay=cap
@@ -180,7 +187,11 @@ class PersistentVolumeController:
         resync: asyncio.Task[None] | None = None
         try:
             if await wait_synced(
-                stop, self.pv_informer.synced, self.pvc_informer.synced, self.class_informer.synced
+                stop,
+                self.pv_informer.synced,
+                self.pvc_informer.synced,
+                self.class_informer.synced,
+                self.pod_informer.synced,
             ):
                 resync = asyncio.create_task(self._resync(stop), name="pv-resync")
                 await asyncio.gather(
@@ -378,15 +389,13 @@ class PersistentVolumeController:
             if found is not None:
                 await self._bind(_copy(found, PV), claim)
                 return
+            if await self._assign_default_class(claim):
+                return  # its update event syncs it again, with the class
             if delay and ANN_SELECTED_NODE not in claim.metadata.annotations:
-                self.events.event(
-                    claim,
-                    NORMAL,
-                    WAIT_FOR_FIRST_CONSUMER,
-                    "waiting for first consumer to be created before binding",
-                )
+                self._event_unbound_delayed(claim)
             elif claim_class(claim):
-                claim = await self._provision(claim)
+                await self._provision(claim)
+                return
             else:
                 self.events.event(
                     claim,
@@ -454,6 +463,42 @@ class PersistentVolumeController:
                 "Two claims are bound to the same volume, this one is bound incorrectly",
             )
 
+    async def _assign_default_class(self, claim: PVC) -> bool:
+        """assignDefaultStorageClass (RetroactiveDefaultStorageClass): a claim that names
+        no class gets the default class once one exists."""
+        if (
+            claim.spec.HasField("storage_class_name")
+            or ANN_BETA_STORAGE_CLASS in claim.metadata.annotations
+        ):
+            return False
+        classes = [c for c in self.class_informer.store.values() if is_default_class(c)]
+        if not classes:
+            return False
+        classes.sort(key=lambda c: c.metadata.name)  # type: ignore[attr-defined]
+        classes.sort(key=lambda c: c.metadata.creation_timestamp, reverse=True)  # type: ignore[attr-defined]
+        claim.spec.storage_class_name = classes[0].metadata.name  # type: ignore[attr-defined]
+        await self._update(claim)
+        return True
+
+    def _event_unbound_delayed(self, claim: PVC) -> None:
+        """emitEventForUnboundDelayBindingClaim: WaitForPodScheduled while unscheduled pods
+        use the claim, else WaitForFirstConsumer."""
+        pods = sorted(
+            p.metadata.name
+            for p in self._pods.list(claim.metadata.namespace)
+            if not p.spec.node_name and claim.metadata.name in (n for n, _ in pod_claim_names(p))
+        )
+        if not pods:
+            message = "waiting for first consumer to be created before binding"
+            self.events.event(claim, NORMAL, WAIT_FOR_FIRST_CONSUMER, message)
+        elif len(pods) == 1:
+            self.events.event(
+                claim, NORMAL, WAIT_FOR_POD_SCHEDULED, f"waiting for pod {pods[0]} to be scheduled"
+            )
+        else:
+            message = f"waiting for pods {','.join(pods)} to be scheduled"
+            self.events.event(claim, NORMAL, WAIT_FOR_POD_SCHEDULED, message)
+
     def _all_volumes(self) -> list[PV]:
         out = []
         for name in list(self.pv_informer.store):
@@ -462,15 +507,15 @@ class PersistentVolumeController:
                 out.append(v)  # type: ignore[arg-type]
         return out
 
-    async def _provision(self, claim: PVC) -> PVC:
+    async def _provision(self, claim: PVC) -> None:
         """provisionClaim: a hollow provisioner's class gets a volume made for the claim;
-        another provisioner is waited for. Returns the claim as written."""
+        another provisioner is waited for."""
         name = claim_class(claim)
         sc = self._class(name)
         if sc is None:
             message = f'storageclass.storage.k8s.io "{name}" not found'
             self.events.event(claim, WARNING, PROVISIONING_FAILED, message)
-            return claim
+            return
         provisioner = sc.provisioner
         if claim.metadata.annotations.get(ANN_STORAGE_PROVISIONER) != provisioner:
             claim.metadata.annotations[ANN_STORAGE_PROVISIONER] = provisioner
@@ -484,7 +529,7 @@ class PersistentVolumeController:
                 f"registered."
             )
             self.events.event(claim, NORMAL, EXTERNAL_PROVISIONING, message)
-            return claim
+            return
         volume = provisioned_volume(claim, sc)
         try:
             await self.client.create(volume)
@@ -493,7 +538,6 @@ class PersistentVolumeController:
         else:
             message = f"Successfully provisioned volume {volume.metadata.name} using {provisioner}"
             self.events.event(claim, NORMAL, PROVISIONING_SUCCEEDED, message)
-        return claim
 
     # ------------------------------------------------------------------ volumes
 

@@ -565,3 +565,25 @@ def test_a_capacity_keeps_its_topology_and_class() -> None:
     assert update_errors("CSIStorageCapacity", old, {**old, "storageClassName": "bar"}) == [
         ("storageClassName", INV)
     ]
+
+
+def test_a_claim_spec_is_immutable_but_for_binding_resizing_and_a_first_class() -> None:
+    """ValidatePersistentVolumeClaimUpdate (the parts kubera serves)."""
+    base: Json = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+
+    def claim(**spec: Any) -> Json:
+        return {"spec": {**base, **spec}}
+
+    assert update_errors("PersistentVolumeClaim", claim(), claim(volumeName="v")) == []
+    assert update_errors("PersistentVolumeClaim", claim(volumeName="v"), claim(volumeName="w")) == [
+        ("spec", FORB)
+    ]
+    assert update_errors("PersistentVolumeClaim", claim(), claim(storageClassName="gold")) == []
+    assert update_errors(
+        "PersistentVolumeClaim", claim(storageClassName="gold"), claim(storageClassName="x")
+    ) == [("spec", FORB)]
+    bigger = claim(resources={"requests": {"storage": "2Gi"}})
+    assert update_errors("PersistentVolumeClaim", claim(), bigger) == []
+    assert update_errors("PersistentVolumeClaim", claim(), claim(accessModes=["ReadOnlyMany"])) == [
+        ("spec", FORB)
+    ]
