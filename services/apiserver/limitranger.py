@@ -16,14 +16,17 @@ Upstream's plugin/pkg/admission/limitranger/admission.go, for pods on create:
 A LimitRange's own defaulting (SetDefaults_LimitRangeItem: a Container item's `default`
 from `max`, `defaultRequest` from `default` then `min`) runs when the LimitRange is
 admitted, with every other default (services/api/defaults, `default_limit_range_item`).
-PersistentVolumeClaim items are stored and validated but not enforced.
+A claim on create is checked against the PersistentVolumeClaim items
+(PersistentVolumeClaimValidateLimitFunc): its storage request at least `min` and at most
+`max` (the limits it names are not read), refused with 403 ``persistentvolumeclaims "x" is
+forbidden: ...``. A claim's resize (an update) is not checked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from protos.kubera.v1 import core_pb2, policyv1core_pb2
+from protos.kubera.v1 import core_pb2, policyv1core_pb2, storage_pb2
 from services.api.helpers import quota
 from services.api.machinery.errors import ForbiddenError
 from services.api.machinery.quantity import Quantity
@@ -33,6 +36,7 @@ CONTAINER = "Container"
 #: resource.MaxMilliValue: the largest value whose milli-value fits an int64.
 MAX_MILLI_VALUE = (2**63 - 1) // 1000
 POD = "Pod"
+PVC = "PersistentVolumeClaim"
 
 
 def _container_defaults(
@@ -211,3 +215,43 @@ def admit(pod: core_pb2.Pod, ranges: Sequence[policyv1core_pb2.LimitRange]) -> N
         return
     why = errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
     raise ForbiddenError(f'pods "{pod.metadata.name}" is forbidden: {why}')
+
+
+def max_request_constraint(
+    limit_type: str, name: str, enforced: Quantity, request: Mapping[str, Quantity]
+) -> str:
+    """maxRequestConstraint: a claim's request (its limit is not user input) at most `max`."""
+    req = request.get(name)
+    r, _, e = _values(req, None, enforced)
+    if req is None:
+        return f"maximum {name} usage per {limit_type} is {enforced}.  No request is specified"
+    if r > e:
+        return f"maximum {name} usage per {limit_type} is {enforced}, but request is {req}"
+    return ""
+
+
+def claim_violations(
+    claim: storage_pb2.PersistentVolumeClaim, ranges: Sequence[policyv1core_pb2.LimitRange]
+) -> list[str]:
+    """PersistentVolumeClaimValidateLimitFunc over every range of the namespace."""
+    errs: list[str] = []
+    request = quota.parse_list(claim.spec.resources.requests)
+    for lr in ranges:
+        for item in lr.spec.limits:
+            if item.type != PVC:
+                continue
+            for k, v in sorted(quota.parse_list(item.min).items()):
+                errs.append(min_constraint(PVC, k, v, request, {}))
+            for k, v in sorted(quota.parse_list(item.max).items()):
+                errs.append(max_request_constraint(PVC, k, v, request))
+    return [e for e in errs if e]
+
+
+def admit_claim(
+    claim: storage_pb2.PersistentVolumeClaim, ranges: Sequence[policyv1core_pb2.LimitRange]
+) -> None:
+    """Validate a new claim; ForbiddenError (403) with upstream's aggregate message."""
+    errs = claim_violations(claim, ranges)
+    if errs:
+        why = errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+        raise ForbiddenError(f'persistentvolumeclaims "{claim.metadata.name}" is forbidden: {why}')

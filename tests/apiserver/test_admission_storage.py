@@ -2,7 +2,8 @@
 plugin/pkg/admission/storage/storageclass/setdefault, admission_test.go's TestAdmission
 cases, and GetDefaultClass: the newest default, then by name) and
 StorageObjectInUseProtection (plugin/pkg/admission/storage/storageobjectinuseprotection:
-every new claim and volume gets its protection finalizer)."""
+every new claim and volume gets its protection finalizer); a claim's LimitRange bounds and
+what a ResourceQuota counts of it."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from typing import Any
 import pytest
 from google.protobuf.message import Message
 
-from services.api.machinery.kinds import Kind
+from services.api.helpers import quota
+from services.api.machinery.errors import ForbiddenError
+from services.api.machinery.kinds import BY_KIND, Kind
 from services.apiserver.admission import default_storage_class
 from services.apiserver.registry import ApiServer
 from services.storage.memory import MemoryStorage
 from tests.apiserver.conftest import running_apiserver
-from tests.builders import persistent_volume, persistent_volume_claim, storage_class
+from tests.builders import limit_range, persistent_volume, persistent_volume_claim, storage_class
 
 DEFAULT = {"storageclass.kubernetes.io/is-default-class": "true"}
 BETA_DEFAULT = {"storageclass.beta.kubernetes.io/is-default-class": "true"}
@@ -113,3 +116,63 @@ async def test_new_claims_and_volumes_carry_their_protection_finalizer(api: ApiS
     assert list(pv.metadata.finalizers) == ["kubernetes.io/pv-protection"]
     # what a client sent as status is not kept: a new volume is Pending since now
     assert pv.status.phase == "Pending" and pv.status.last_phase_transition_time
+
+
+# ---------------------------------------------------------------------- limits and quota
+# The docs' "Limit Storage Consumption" (content/en/docs/tasks/administer-cluster/
+# limit-storage-consumption.md): a LimitRange bounding claims, a quota counting them.
+
+STORAGE_LIMITS = {
+    "type": "PersistentVolumeClaim",
+    "max": {"storage": "2Gi"},
+    "min": {"storage": "1Gi"},
+}
+
+
+@pytest.mark.parametrize(
+    ("size", "why"),
+    [
+        ("1Gi", ""),
+        ("2Gi", ""),
+        ("500Mi", "minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 500Mi"),
+        ("5Gi", "maximum storage usage per PersistentVolumeClaim is 2Gi, but request is 5Gi"),
+    ],
+)
+async def test_a_claim_outside_the_limit_range_is_refused(
+    api: ApiServer, size: str, why: str
+) -> None:
+    """PersistentVolumeClaimValidateLimitFunc (admission_test.go's PVC cases)."""
+    await api.create(limit_range("storagelimits", "default", STORAGE_LIMITS))
+    claim = persistent_volume_claim("myclaim", size)
+    if not why:
+        await api.create(claim)
+        return
+    with pytest.raises(ForbiddenError) as e:
+        await api.create(claim)
+    assert str(e.value) == f'persistentvolumeclaims "myclaim" is forbidden: {why}'
+
+
+def test_a_claim_counts_its_storage_and_its_class() -> None:
+    """persistent_volume_claims_test.go TestPersistentVolumeClaimEvaluatorUsage."""
+    kind = BY_KIND["PersistentVolumeClaim"]
+    claim = persistent_volume_claim("c", "10Gi", storageClassName="gold")
+    usage = {k: str(v) for k, v in quota.usage(kind, claim, 0).items()}
+    assert usage == {
+        "persistentvolumeclaims": "1",
+        "count/persistentvolumeclaims": "1",
+        "requests.storage": "10Gi",
+        "gold.storageclass.storage.k8s.io/persistentvolumeclaims": "1",
+        "gold.storageclass.storage.k8s.io/requests.storage": "10Gi",
+    }
+    claim.status.allocated_resources["storage"] = "20Gi"  # a resize in progress: the larger
+    assert str(quota.usage(kind, claim, 0)["requests.storage"]) == "20Gi"
+    names = [
+        "requests.storage",
+        "pods",
+        "gold.storageclass.storage.k8s.io/requests.storage",
+        "count/pods",
+    ]
+    assert quota.matching_resources(kind, names) == [
+        "gold.storageclass.storage.k8s.io/requests.storage",
+        "requests.storage",
+    ]

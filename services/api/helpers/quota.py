@@ -17,8 +17,12 @@ What is counted, as upstream's evaluators do:
 - scopes (pods only): Terminating (activeDeadlineSeconds >= 0), NotTerminating,
   BestEffort (QoS BestEffort), NotBestEffort, PriorityClass (In/NotIn/Exists/DoesNotExist
   over spec.priorityClassName), CrossNamespacePodAffinity.
-Not modelled: services.loadbalancers/nodeports, persistentvolumeclaim storage,
-the admission configuration's limitedResources.
+- a claim (evaluator/core/persistent_volume_claims.go): ``persistentvolumeclaims`` and
+  ``count/persistentvolumeclaims``, ``requests.storage`` (the larger of its request and
+  status.allocatedResources), and with a class ``<class>.storageclass.storage.k8s.io/
+  persistentvolumeclaims`` and ``.../requests.storage``.
+Not modelled: services.loadbalancers/nodeports, the admission configuration's
+limitedResources.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from decimal import Decimal
 
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import core_pb2, policyv1core_pb2
+from protos.kubera.v1 import core_pb2, policyv1core_pb2, storage_pb2
 from services.api.helpers.resources import is_restartable_init_container
+from services.api.helpers.volumes import claim_class
 from services.api.machinery.kinds import Kind
 from services.api.machinery.kubeobject import narrow
 from services.api.machinery.quantity import Quantity, QuantityError, parse_quantity
@@ -70,6 +75,12 @@ LEGACY_COUNTS = {
     "resourcequotas": "resourcequotas",
     "replicationcontrollers": "replicationcontrollers",
 }
+#: The claim evaluator's resources, and the suffix of its per-class names.
+REQUESTS_STORAGE = "requests.storage"
+PVC_RESOURCES = frozenset(
+    {"persistentvolumeclaims", "count/persistentvolumeclaims", REQUESTS_STORAGE}
+)
+STORAGE_CLASS_SUFFIX = ".storageclass.storage.k8s.io/"
 SCOPE_TERMINATING = "Terminating"
 SCOPE_NOT_TERMINATING = "NotTerminating"
 SCOPE_BEST_EFFORT = "BestEffort"
@@ -326,14 +337,47 @@ def matching_resources(kind: Kind, names: Iterable[str]) -> list[str]:
             or n.startswith(_POD_PREFIXES)
             or (n.startswith("requests.") and _is_extended(n[len("requests.") :]))
         )
+    if kind.kind == "PersistentVolumeClaim":
+        return sorted(n for n in names if n in PVC_RESOURCES or _is_class_resource(n))
     counted = set(count_names(kind))
     return sorted(n for n in names if n in counted)
+
+
+def _is_class_resource(name: str) -> bool:
+    """`<class>.storageclass.storage.k8s.io/(persistentvolumeclaims|requests.storage)`."""
+    _, sep, res = name.partition(STORAGE_CLASS_SUFFIX)
+    return bool(sep) and res in ("persistentvolumeclaims", REQUESTS_STORAGE)
+
+
+def claim_usage(pvc: storage_pb2.PersistentVolumeClaim) -> ResourceList:
+    """The claim evaluator's Usage (see the module docstring)."""
+    one = Quantity(Decimal(1))
+    out: ResourceList = {"persistentvolumeclaims": one, "count/persistentvolumeclaims": one}
+    cls = claim_class(pvc)
+    if cls:
+        out[f"{cls}{STORAGE_CLASS_SUFFIX}persistentvolumeclaims"] = one
+    sizes = [
+        q
+        for q in (
+            parse_list(pvc.spec.resources.requests).get("storage"),
+            parse_list(pvc.status.allocated_resources).get("storage"),
+        )
+        if q is not None
+    ]
+    if sizes:
+        storage = max(sizes)
+        out[REQUESTS_STORAGE] = storage
+        if cls:
+            out[f"{cls}{STORAGE_CLASS_SUFFIX}{REQUESTS_STORAGE}"] = storage
+    return out
 
 
 def usage(kind: Kind, obj: Message, now: float) -> ResourceList:
     """Evaluator.Usage of one object."""
     if kind.kind == "Pod":
         return pod_usage(narrow(obj, core_pb2.Pod), now)
+    if kind.kind == "PersistentVolumeClaim":
+        return claim_usage(narrow(obj, storage_pb2.PersistentVolumeClaim))
     one = Quantity(Decimal(1))
     return {n: one for n in count_names(kind)}
 
