@@ -28,6 +28,7 @@ from protos.kubera.v1 import (
     resource_pb2,
     service_pb2,
     storage_pb2,
+    storagev1_pb2,
 )
 
 Json = dict[str, Any]
@@ -562,23 +563,66 @@ def service(
     return _parse(service_pb2.Service(), "v1", "Service", name, namespace, doc)
 
 
+def persistent_volume(
+    name: str,
+    size: str,
+    *modes: str,
+    status: str = "Available",
+    **doc: Any,
+) -> storage_pb2.PersistentVolume:
+    """A PersistentVolume of `size` with access `modes` (default RWO), a gcePersistentDisk
+    source and volumeMode Filesystem, in phase `status` ("" for none); `doc`: more spec
+    fields in their Kubernetes shape (storageClassName="silver", claimRef={...}), or
+    `metadata`."""
+    meta = doc.pop("metadata", {})
+    spec: Json = {
+        "capacity": {"storage": size},
+        "accessModes": list(modes or ("ReadWriteOnce",)),
+        "gcePersistentDisk": {"pdName": name},
+        "volumeMode": "Filesystem",
+        **doc,
+    }
+    body: Json = {"metadata": meta, "spec": spec}
+    if status:
+        body["status"] = {"phase": status}
+    return _parse(storage_pb2.PersistentVolume(), "v1", "PersistentVolume", name, "", body)
+
+
 def persistent_volume_claim(
-    name: str = "claim",
+    name: str,
+    size: str,
+    *modes: str,
     namespace: str = "default",
-    *,
-    storage: str = "",
-    storage_class: str | None = None,
-    annotations: Mapping[str, str] | None = None,
-) -> Any:
-    """A ReadWriteOnce PersistentVolumeClaim asking for `storage` (none when empty)."""
-    spec: Json = {"accessModes": ["ReadWriteOnce"]}
-    if storage:
-        spec["resources"] = {"requests": {"storage": storage}}
-    if storage_class is not None:
-        spec["storageClassName"] = storage_class
-    doc: Json = {"spec": spec}
-    if annotations:
-        doc["metadata"] = {"annotations": dict(annotations)}
+    **doc: Any,
+) -> storage_pb2.PersistentVolumeClaim:
+    """A claim for `size` with access `modes` (default RWO) and volumeMode Filesystem;
+    `doc`: more spec fields (storageClassName, selector, volumeName), or `metadata`,
+    `status`."""
+    meta = doc.pop("metadata", {})
+    status = doc.pop("status", None)
+    spec: Json = {
+        "accessModes": list(modes or ("ReadWriteOnce",)),
+        "resources": {"requests": {"storage": size}},
+        "volumeMode": "Filesystem",
+        **doc,
+    }
+    body: Json = {"metadata": meta, "spec": spec}
+    if status is not None:
+        body["status"] = status
     return _parse(
-        storage_pb2.PersistentVolumeClaim(), "v1", "PersistentVolumeClaim", name, namespace, doc
+        storage_pb2.PersistentVolumeClaim(), "v1", "PersistentVolumeClaim", name, namespace, body
     )
+
+
+def storage_class(
+    name: str, provisioner: str = "hollow.kubera.io", **doc: Any
+) -> storagev1_pb2.StorageClass:
+    """A StorageClass, defaulted as the apiserver would (Delete, Immediate); `doc`: more
+    top-level fields (volumeBindingMode="WaitForFirstConsumer")."""
+    body: Json = {
+        "provisioner": provisioner,
+        "reclaimPolicy": "Delete",
+        "volumeBindingMode": "Immediate",
+        **doc,
+    }
+    return _parse(storagev1_pb2.StorageClass(), "storage.k8s.io/v1", "StorageClass", name, "", body)

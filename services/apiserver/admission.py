@@ -1,7 +1,8 @@
 """The admission chain every create passes before validation and storage, in
 kube-apiserver's order: defaulting (services/api/defaults), then the mutating plugins (Priority, RuntimeClass,
 DefaultTolerationSeconds), then the validating checks that need other objects
-(NamespaceLifecycle, DRA's admin access). Each step is a small function over (lookup,
+(NamespaceLifecycle, DRA's admin access); for claims and volumes, DefaultStorageClass and
+StorageObjectInUseProtection. Each step is a small function over (lookup,
 object).
 """
 
@@ -26,6 +27,12 @@ from services.api.dra.claims import ADMIN_ACCESS_NAMESPACE_LABEL
 from services.api.helpers.conditions import update_pod_condition
 from services.api.helpers.stages import STAGES_ANNOTATION, Stages, TemplateError
 from services.api.helpers.usage import USAGE_ANNOTATION, UsageSpecError, parse_usage
+from services.api.helpers.volumes import ANN_BETA_STORAGE_CLASS as BETA_STORAGE_CLASS
+from services.api.helpers.volumes import (
+    PV_PROTECTION_FINALIZER,
+    PVC_PROTECTION_FINALIZER,
+    is_default_class,
+)
 from services.api.helpers.wellknown import (
     DAEMON_SET_TEMPLATE_GENERATION,
     DEFAULT_SERVICE_ACCOUNT,
@@ -48,6 +55,7 @@ from services.api.machinery.kinds import BY_KIND, Kind
 from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.api.machinery.quantity import QuantityError, parse_quantity
 from services.apiserver import serviceips
+from services.clock import rfc3339
 
 
 class Lookup(Protocol):
@@ -56,6 +64,8 @@ class Lookup(Protocol):
     async def cached_or_none(self, kind: Kind, namespace: str, name: str) -> Message | None: ...
 
     async def global_default_priority_class(self) -> scheduling_pb2.PriorityClass | None: ...
+
+    async def namespace_objects(self, kind: Kind, namespace: str) -> list[Message]: ...
 
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -215,6 +225,12 @@ def initial_status(kind: Kind, obj: Message, now: float) -> None:
         claim = narrow(obj, storage_pb2.PersistentVolumeClaim)
         claim.status.Clear()
         claim.status.phase = "Pending"
+    elif kind.kind == "PersistentVolume":
+        # persistentvolumeStrategy.PrepareForCreate: Pending, since now.
+        pv = narrow(obj, storage_pb2.PersistentVolume)
+        pv.status.Clear()
+        pv.status.phase = "Pending"
+        pv.status.last_phase_transition_time = rfc3339(now)
     elif kind.kind in ("DaemonSet", "StatefulSet"):
         # A struct upstream always writes: its required counts read 0 from the start.
         obj.ClearField("status")
@@ -385,6 +401,36 @@ async def mutate(kind: Kind, obj: Message, lookup: Lookup) -> None:
         await check_single_global_default(kind, obj, lookup)
     elif kind.kind in ("ResourceClaim", "ResourceClaimTemplate"):
         await check_admin_access(kind, obj, lookup)
+    elif kind.kind == "PersistentVolumeClaim":
+        claim = narrow(obj, storage_pb2.PersistentVolumeClaim)
+        await default_storage_class(claim, lookup)
+        _add_finalizer(claim.metadata, PVC_PROTECTION_FINALIZER)
+    elif kind.kind == "PersistentVolume":
+        _add_finalizer(object_meta(obj), PV_PROTECTION_FINALIZER)
+
+
+def _add_finalizer(meta: Any, finalizer: str) -> None:
+    """StorageObjectInUseProtection: every new claim and volume carries its protection
+    finalizer, removed by the pvc-protection / pv-protection controllers once unused."""
+    if finalizer not in meta.finalizers:
+        meta.finalizers.append(finalizer)
+
+
+async def default_storage_class(claim: storage_pb2.PersistentVolumeClaim, lookup: Lookup) -> None:
+    """DefaultStorageClass: a claim that names no class (neither spec.storageClassName,
+    even "", nor the beta annotation) gets the default class: of those annotated
+    is-default-class "true", the newest (then by name), as upstream's GetDefaultClass."""
+    if (
+        claim.spec.HasField("storage_class_name")
+        or BETA_STORAGE_CLASS in claim.metadata.annotations
+    ):
+        return
+    classes = await lookup.namespace_objects(BY_KIND["StorageClass"], "")
+    defaults_ = [c for c in classes if is_default_class(c)]
+    if defaults_:
+        defaults_.sort(key=lambda c: object_meta(c).name)
+        defaults_.sort(key=lambda c: object_meta(c).creation_timestamp, reverse=True)
+        claim.spec.storage_class_name = object_meta(defaults_[0]).name
 
 
 # -------------------------------------------------------- validating plugins

@@ -11,7 +11,8 @@ bootstrap roles grant them, in one place:
                                         (preemption victims); events; leases (its leader
                                         Lease; never a node's in kube-node-lease);
                                         resourceclaims and their status (its finalizer,
-                                        allocation, reservedFor)
+                                        allocation, reservedFor); update persistentvolumes
+                                        and persistentvolumeclaims (volume binding)
     system:kube-controller-manager      read everything; write what its controllers write:
                                         pods, replicasets, deployments, nodes (lifecycle:
                                         conditions, taints), poddisruptionbudgets,
@@ -22,7 +23,9 @@ bootstrap roles grant them, in one place:
                                         controller), podgroups/status,
                                         resourcequotas/status; daemonsets and
                                         statefulsets (their status), controllerrevisions,
-                                        persistentvolumeclaims (a StatefulSet's claims);
+                                        persistentvolumeclaims (a StatefulSet's claims,
+                                        binding, protection), persistentvolumes (binding,
+                                        provisioning, reclaim);
                                         endpoints and endpointslices (their controllers),
                                         serviceaccounts (the serviceaccount controller);
                                         evictions;
@@ -115,6 +118,7 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "statefulsets": frozenset({"update", "patch"}),
     "controllerrevisions": frozenset({"create", "update", "patch", "delete"}),
     "persistentvolumeclaims": frozenset({"create", "update", "patch", "delete"}),
+    "persistentvolumes": frozenset({"create", "update", "patch", "delete"}),
     "jobs": frozenset({"create", "update", "patch", "delete"}),
     "cronjobs": frozenset({"update", "patch"}),
     "endpointslices": frozenset({"create", "update", "patch", "delete"}),
@@ -287,6 +291,9 @@ def _scheduler(attrs: RequestAttributes) -> Decision:
         return ALLOWED
     if resource == "resourceclaims" and sub in ("", "status") and verb in {"update", "patch"}:
         return ALLOWED  # its finalizer on the claim; the allocation and reservedFor
+    volumes = ("persistentvolumeclaims", "persistentvolumes")
+    if resource in volumes and not sub and verb in {"update", "patch"}:
+        return ALLOWED  # VolumeBinding: the selected-node annotation, PreBind's binding
     if resource == "leases" and verb in WRITE_VERBS:
         if attrs.namespace == NODE_LEASE_NAMESPACE:
             return _deny("the scheduler may not write nodes' leases")

@@ -55,6 +55,15 @@ from services.controllers.resourcequota import ResourceQuotaConfig, ResourceQuot
 from services.controllers.serviceaccount import ServiceAccountConfig, ServiceAccountController
 from services.controllers.statefulset import StatefulSetConfig, StatefulSetController
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
+from services.controllers.volume.persistentvolume import (
+    PersistentVolumeConfig,
+    PersistentVolumeController,
+)
+from services.controllers.volume.protection import (
+    ProtectionConfig,
+    PVCProtectionController,
+    PVProtectionController,
+)
 from services.lifecycle import Background
 
 log = logging.getLogger(__name__)
@@ -86,6 +95,9 @@ ALL_CONTROLLERS = (
     "endpointslice",
     "serviceaccount",
     "namespace",
+    "persistentvolume-binder",
+    "pvc-protection",
+    "pv-protection",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -153,6 +165,13 @@ class ControllerManagerConfig:
 
     namespace: NamespaceConfig = field(default_factory=NamespaceConfig)
     """The namespace controller: empties a deleted namespace, then releases it."""
+    persistentvolume: PersistentVolumeConfig = field(default_factory=PersistentVolumeConfig)
+    """The PersistentVolume controller (persistentvolume-binder): binds claims to
+    volumes, provisions hollow volumes, reclaims released ones."""
+
+    protection: ProtectionConfig = field(default_factory=ProtectionConfig)
+    """The pvc-protection and pv-protection controllers: a claim in use and a bound volume
+    keep their finalizer until unused."""
 
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
@@ -206,6 +225,14 @@ def _build(
         return EndpointSliceController(client, informers, config=config.endpointslice, clock=clock)
     if name == "namespace":
         return NamespaceController(client, informers, config=config.namespace, clock=clock)
+    if name == "persistentvolume-binder":
+        return PersistentVolumeController(
+            client, informers, config=config.persistentvolume, clock=clock
+        )
+    if name == "pvc-protection":
+        return PVCProtectionController(client, informers, config=config.protection, clock=clock)
+    if name == "pv-protection":
+        return PVProtectionController(client, informers, config=config.protection, clock=clock)
     if name == "serviceaccount":
         return ServiceAccountController(
             client, informers, config=config.serviceaccount, clock=clock

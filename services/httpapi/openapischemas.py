@@ -45,6 +45,7 @@ _FILE_PREFIX = {
     "protos/kubera/v1/policyv1core.proto": "io.k8s.api.core.v1",
     "protos/kubera/v1/apps.proto": "io.k8s.api.apps.v1",
     "protos/kubera/v1/storage.proto": "io.k8s.api.core.v1",
+    "protos/kubera/v1/storagev1.proto": "io.k8s.api.storage.v1",
     "protos/kubera/v1/batch.proto": "io.k8s.api.batch.v1",
     "protos/kubera/v1/policy.proto": "io.k8s.api.policy.v1",
     "protos/kubera/v1/scheduling.proto": "io.k8s.api.scheduling.v1",

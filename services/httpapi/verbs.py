@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from google.protobuf import symbol_database
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import meta_pb2
@@ -127,20 +130,26 @@ class Call:
 
 def to_json(kind: Kind, obj: Message) -> dict[str, Any]:
     """A message as Kubernetes JSON, apiVersion and kind always set, and `metadata`,
-    `spec` and `status` always there when the kind has them (as `{}` when empty): Go's
+    `spec` and `status` always there when the kind has them (as `{}` when empty, with the
+    fields Go writes of an empty one: a VolumeAttachment's `attached: false`): Go's
     encoding/json never leaves out a struct, so clients that read `obj.status.x` (the
     official Python client's models) expect the object even before anything is in it."""
     d = codec.encode(obj)
     d["apiVersion"], d["kind"] = kind.api_version, kind.kind
-    for name in _STRUCT_FIELDS.get(kind.kind, ()):
-        d.setdefault(name, {})
+    for name, empty in _STRUCT_FIELDS.get(kind.kind, ()):
+        if name not in d:
+            d[name] = copy.deepcopy(empty)
     return d
 
 
-#: Per kind, its top-level struct fields of those names.
-_STRUCT_FIELDS: dict[str, tuple[str, ...]] = {
+def _empty(f: FieldDescriptor) -> dict[str, Any]:
+    return codec.encode(symbol_database.Default().GetSymbol(f.message_type.full_name)())
+
+
+#: Per kind, its top-level struct fields of those names, and each one's JSON when empty.
+_STRUCT_FIELDS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
     k.kind: tuple(
-        f.json_name
+        (f.json_name, _empty(f))
         for f in k.message.DESCRIPTOR.fields
         if f.json_name in ("metadata", "spec", "status") and f.message_type is not None
     )

@@ -324,12 +324,12 @@ CLAIM_CASES = [
     ("name", "storage", "lr", "want"), CLAIM_CASES, ids=[c[0] for c in CLAIM_CASES]
 )
 def test_claim_limits(name: str, storage: str, lr: policyv1core_pb2.LimitRange, want: str) -> None:
-    claim = persistent_volume_claim(name, "test", storage=storage)
+    claim = persistent_volume_claim(name, storage, namespace="test")
     assert limitranger.claim_violations(claim, [lr]) == ([want] if want else [])
 
 
 def test_container_items_do_not_bound_claims() -> None:
-    claim = persistent_volume_claim("c", "test", storage="100Gi")
+    claim = persistent_volume_claim("c", "100Gi", namespace="test")
     assert limitranger.claim_violations(claim, [_range("Container", max_={"memory": "1Gi"})]) == []
 
 
@@ -403,13 +403,13 @@ async def test_a_claim_outside_the_range_is_refused_403_on_create_and_on_growth(
         )
     )
     with pytest.raises(ForbiddenError) as e:
-        await api.create(persistent_volume_claim("small", storage="500Mi"))
+        await api.create(persistent_volume_claim("small", "500Mi"))
     assert str(e.value) == (
         'persistentvolumeclaims "small" is forbidden: '
         "minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 500Mi"
     )
     assert await api.get_or_none(CLAIMS, "default", "small") is None
-    await api.create(persistent_volume_claim("ok", storage="1Gi"))
+    await api.create(persistent_volume_claim("ok", "1Gi"))
     claim = await api.get(CLAIMS, "default", "ok")
     claim.spec.resources.requests["storage"] = "3Gi"  # type: ignore[attr-defined]
     with pytest.raises(ForbiddenError) as e:

@@ -62,8 +62,8 @@ UPDATES = [
     (
         "a claim grown is charged the difference",
         CLAIMS,
-        _stored(persistent_volume_claim("pvc-to-update", "test", storage="10Gi")),
-        persistent_volume_claim("pvc-to-update", "test", storage="15Gi"),
+        _stored(persistent_volume_claim("pvc-to-update", "10Gi", namespace="test")),
+        persistent_volume_claim("pvc-to-update", "15Gi", namespace="test"),
         {"persistentvolumeclaims": "3", "requests.storage": "100Gi"},
         {"persistentvolumeclaims": "1", "requests.storage": "10Gi"},
         {"persistentvolumeclaims": "1", "requests.storage": "15Gi"},
@@ -72,8 +72,8 @@ UPDATES = [
     (
         "a claim shrunk changes no quota",
         CLAIMS,
-        _stored(persistent_volume_claim("pvc-to-update", "test", storage="10Gi")),
-        persistent_volume_claim("pvc-to-update", "test", storage="5Gi"),
+        _stored(persistent_volume_claim("pvc-to-update", "10Gi", namespace="test")),
+        persistent_volume_claim("pvc-to-update", "5Gi", namespace="test"),
         {"persistentvolumeclaims": "3", "requests.storage": "100Gi"},
         {"persistentvolumeclaims": "1", "requests.storage": "10Gi"},
         None,
@@ -177,7 +177,7 @@ async def test_a_service_turned_node_port_is_charged_and_refused_past_the_quota(
 
 async def test_a_claim_grown_past_the_quota_is_refused(api: ApiServer) -> None:
     await _computed_quota(api, {"requests.storage": "10Gi"}, {"requests.storage": "0"})
-    await api.create(persistent_volume_claim("data", storage="4Gi"))
+    await api.create(persistent_volume_claim("data", "4Gi"))
     claim = await api.get(CLAIMS, "default", "data")
     claim.spec.resources.requests["storage"] = "8Gi"  # type: ignore[attr-defined]
     await api.update(claim)

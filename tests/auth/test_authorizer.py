@@ -90,6 +90,21 @@ CASES = [
         a(CM, "update", "resourceclaims", "c", ns="default", sub="status"),
         True,
     ),
+    # volume binding: the scheduler annotates claims and binds volumes; the PV controller
+    (
+        "scheduler annotates a claim (selected-node)",
+        a(SCHED, "update", "persistentvolumeclaims", "c", ns="default"),
+        True,
+    ),
+    ("scheduler binds a volume", a(SCHED, "update", "persistentvolumes", "v"), True),
+    ("scheduler may not delete a volume", a(SCHED, "delete", "persistentvolumes", "v"), False),
+    ("controller-manager provisions a volume", a(CM, "create", "persistentvolumes", "v"), True),
+    (
+        "controller-manager sets a volume's phase",
+        a(CM, "update", "persistentvolumes", "v", sub="status"),
+        True,
+    ),
+    ("node may not write volumes", a(N1, "update", "persistentvolumes", "v"), False),
     # the admin: everything
     ("admin deletes a node", a(ADMIN, "delete", "nodes", "n2"), True),
     ("admin binds", a(ADMIN, "create", "pods", "p", ns="default", sub="binding"), True),

@@ -93,8 +93,8 @@ def test_claims_count_their_storage_overall_and_per_class() -> None:
     gold = "gold.storageclass.storage.k8s.io/requests.storage"
     rq = resource_quota("q", NS, hard={"requests.storage": "10Gi", gold: "5Gi"})
     claims = [
-        persistent_volume_claim("a", NS, storage="1Gi", storage_class="gold"),
-        persistent_volume_claim("b", NS, storage="2Gi"),
+        persistent_volume_claim("a", "1Gi", namespace=NS, storageClassName="gold"),
+        persistent_volume_claim("b", "2Gi", namespace=NS),
     ]
     assert calculate_usage(rq, {"persistentvolumeclaims": claims}, NOW) == {
         "requests.storage": "3Gi",

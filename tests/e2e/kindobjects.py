@@ -90,6 +90,28 @@ EXTRA: dict[str, dict[str, Any]] = {
     "PersistentVolumeClaim": {
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
     },
+    "PersistentVolume": {
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": "/mnt/data"},
+            "storageClassName": "manual",
+        },
+    },
+    "StorageClass": {
+        "provisioner": "hollow.kubera.io",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    },
+    "CSIDriver": {"spec": {"attachRequired": False}},
+    "CSINode": {"spec": {"drivers": [{"name": "hollow.kubera.io", "nodeID": "cl-node"}]}},
+    "CSIStorageCapacity": {"storageClassName": "cl-storageclass", "capacity": "10Gi"},
+    "VolumeAttachment": {
+        "spec": {
+            "attacher": "hollow.kubera.io",
+            "nodeName": "cl-node",
+            "source": {"persistentVolumeName": "cl-persistentvolume"},
+        },
+    },
     "Service": {
         "spec": {"selector": {"app": "cl-sts"}, "ports": [{"port": 80, "targetPort": 8080}]},
     },
@@ -158,7 +180,8 @@ def python_api(kind: Kind) -> tuple[str, str]:
     """The API class and the snake-case kind of the official client's generated code (and
     kubernetes-asyncio's, the same generator): `("AppsV1Api", "replica_set")`."""
     group = kind.group.split(".")[0] if kind.group else "core"
-    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", kind.kind).lower()
+    # CSIDriver -> csi_driver, PersistentVolumeClaim -> persistent_volume_claim
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", kind.kind).lower()
     return f"{group.capitalize()}{kind.version.capitalize()}Api", snake
 
 

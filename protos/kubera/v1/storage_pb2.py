@@ -23,11 +23,12 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from protos.kubera.v1 import core_pb2 as protos_dot_kubera_dot_v1_dot_core__pb2
 from protos.kubera.v1 import meta_pb2 as protos_dot_kubera_dot_v1_dot_meta__pb2
 from protos.kubera.v1 import options_pb2 as protos_dot_kubera_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1eprotos/kubera/v1/storage.proto\x12\tkubera.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1bprotos/kubera/v1/meta.proto\x1a\x1eprotos/kubera/v1/options.proto\"\x92\x02\n\x1aVolumeResourceRequirements\x12G\n\x06limits\x18\x01 \x03(\x0b\x32\x31.kubera.v1.VolumeResourceRequirements.LimitsEntryB\x04\x88\xb5\x18\x01\x12K\n\x08requests\x18\x02 \x03(\x0b\x32\x33.kubera.v1.VolumeResourceRequirements.RequestsEntryB\x04\x88\xb5\x18\x01\x1a-\n\x0bLimitsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a/\n\rRequestsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xba\x03\n\x19PersistentVolumeClaimSpec\x12\x14\n\x0c\x61\x63\x63\x65ss_modes\x18\x01 \x03(\t\x12*\n\x08selector\x18\x02 \x01(\x0b\x32\x18.kubera.v1.LabelSelector\x12\x38\n\tresources\x18\x03 \x01(\x0b\x32%.kubera.v1.VolumeResourceRequirements\x12\x13\n\x0bvolume_name\x18\x04 \x01(\t\x12\x1f\n\x12storage_class_name\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x18\n\x0bvolume_mode\x18\x06 \x01(\tH\x01\x88\x01\x01\x12,\n\x0b\x64\x61ta_source\x18\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x30\n\x0f\x64\x61ta_source_ref\x18\x08 \x01(\x0b\x32\x17.google.protobuf.Struct\x12)\n\x1cvolume_attributes_class_name\x18\t \x01(\tH\x02\x88\x01\x01\x42\x15\n\x13_storage_class_nameB\x0e\n\x0c_volume_modeB\x1f\n\x1d_volume_attributes_class_name\"\x96\x01\n\x1ePersistentVolumeClaimCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x17\n\x0flast_probe_time\x18\x03 \x01(\t\x12\x1c\n\x14last_transition_time\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"\x80\x02\n\x1bPersistentVolumeClaimStatus\x12\r\n\x05phase\x18\x01 \x01(\t\x12\x14\n\x0c\x61\x63\x63\x65ss_modes\x18\x02 \x03(\t\x12L\n\x08\x63\x61pacity\x18\x03 \x03(\x0b\x32\x34.kubera.v1.PersistentVolumeClaimStatus.CapacityEntryB\x04\x88\xb5\x18\x01\x12=\n\nconditions\x18\x04 \x03(\x0b\x32).kubera.v1.PersistentVolumeClaimCondition\x1a/\n\rCapacityEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xcf\x01\n\x15PersistentVolumeClaim\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\'\n\x08metadata\x18\x03 \x01(\x0b\x32\x15.kubera.v1.ObjectMeta\x12\x32\n\x04spec\x18\x04 \x01(\x0b\x32$.kubera.v1.PersistentVolumeClaimSpec\x12\x36\n\x06status\x18\x05 \x01(\x0b\x32&.kubera.v1.PersistentVolumeClaimStatusb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1eprotos/kubera/v1/storage.proto\x12\tkubera.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1bprotos/kubera/v1/core.proto\x1a\x1bprotos/kubera/v1/meta.proto\x1a\x1eprotos/kubera/v1/options.proto\"\x92\x02\n\x1aVolumeResourceRequirements\x12G\n\x06limits\x18\x01 \x03(\x0b\x32\x31.kubera.v1.VolumeResourceRequirements.LimitsEntryB\x04\x88\xb5\x18\x01\x12K\n\x08requests\x18\x02 \x03(\x0b\x32\x33.kubera.v1.VolumeResourceRequirements.RequestsEntryB\x04\x88\xb5\x18\x01\x1a-\n\x0bLimitsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a/\n\rRequestsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xba\x03\n\x19PersistentVolumeClaimSpec\x12\x14\n\x0c\x61\x63\x63\x65ss_modes\x18\x01 \x03(\t\x12*\n\x08selector\x18\x02 \x01(\x0b\x32\x18.kubera.v1.LabelSelector\x12\x38\n\tresources\x18\x03 \x01(\x0b\x32%.kubera.v1.VolumeResourceRequirements\x12\x13\n\x0bvolume_name\x18\x04 \x01(\t\x12\x1f\n\x12storage_class_name\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x18\n\x0bvolume_mode\x18\x06 \x01(\tH\x01\x88\x01\x01\x12,\n\x0b\x64\x61ta_source\x18\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x30\n\x0f\x64\x61ta_source_ref\x18\x08 \x01(\x0b\x32\x17.google.protobuf.Struct\x12)\n\x1cvolume_attributes_class_name\x18\t \x01(\tH\x02\x88\x01\x01\x42\x15\n\x13_storage_class_nameB\x0e\n\x0c_volume_modeB\x1f\n\x1d_volume_attributes_class_name\"\x96\x01\n\x1ePersistentVolumeClaimCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x17\n\x0flast_probe_time\x18\x03 \x01(\t\x12\x1c\n\x14last_transition_time\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"\xdf\x05\n\x1bPersistentVolumeClaimStatus\x12\r\n\x05phase\x18\x01 \x01(\t\x12\x14\n\x0c\x61\x63\x63\x65ss_modes\x18\x02 \x03(\t\x12L\n\x08\x63\x61pacity\x18\x03 \x03(\x0b\x32\x34.kubera.v1.PersistentVolumeClaimStatus.CapacityEntryB\x04\x88\xb5\x18\x01\x12=\n\nconditions\x18\x04 \x03(\x0b\x32).kubera.v1.PersistentVolumeClaimCondition\x12\x61\n\x13\x61llocated_resources\x18\x05 \x03(\x0b\x32>.kubera.v1.PersistentVolumeClaimStatus.AllocatedResourcesEntryB\x04\x88\xb5\x18\x01\x12j\n\x1b\x61llocated_resource_statuses\x18\x06 \x03(\x0b\x32\x45.kubera.v1.PersistentVolumeClaimStatus.AllocatedResourceStatusesEntry\x12\x31\n$current_volume_attributes_class_name\x18\x07 \x01(\tH\x00\x88\x01\x01\x12\x35\n\x14modify_volume_status\x18\x08 \x01(\x0b\x32\x17.google.protobuf.Struct\x1a/\n\rCapacityEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x39\n\x17\x41llocatedResourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a@\n\x1e\x41llocatedResourceStatusesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\'\n%_current_volume_attributes_class_name\"\xcf\x01\n\x15PersistentVolumeClaim\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\'\n\x08metadata\x18\x03 \x01(\x0b\x32\x15.kubera.v1.ObjectMeta\x12\x32\n\x04spec\x18\x04 \x01(\x0b\x32$.kubera.v1.PersistentVolumeClaimSpec\x12\x36\n\x06status\x18\x05 \x01(\x0b\x32&.kubera.v1.PersistentVolumeClaimStatus\"g\n\x1dGCEPersistentDiskVolumeSource\x12\x0f\n\x07pd_name\x18\x01 \x01(\t\x12\x0f\n\x07\x66s_type\x18\x02 \x01(\t\x12\x11\n\tpartition\x18\x03 \x01(\x05\x12\x11\n\tread_only\x18\x04 \x01(\x08\"v\n AWSElasticBlockStoreVolumeSource\x12\x1b\n\tvolume_id\x18\x01 \x01(\tR\x08volumeID\x12\x0f\n\x07\x66s_type\x18\x02 \x01(\t\x12\x11\n\tpartition\x18\x03 \x01(\x05\x12\x11\n\tread_only\x18\x04 \x01(\x08\"@\n\x14HostPathVolumeSource\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x11\n\x04type\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\x07\n\x05_type\"C\n\x11LocalVolumeSource\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x14\n\x07\x66s_type\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\n\n\x08_fs_type\"B\n\x0fNFSVolumeSource\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x11\n\tread_only\x18\x03 \x01(\x08\"2\n\x0fSecretReference\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\"\xaf\x04\n\x19\x43SIPersistentVolumeSource\x12\x0e\n\x06\x64river\x18\x01 \x01(\t\x12\x15\n\rvolume_handle\x18\x02 \x01(\t\x12\x11\n\tread_only\x18\x03 \x01(\x08\x12\x0f\n\x07\x66s_type\x18\x04 \x01(\t\x12U\n\x11volume_attributes\x18\x05 \x03(\x0b\x32:.kubera.v1.CSIPersistentVolumeSource.VolumeAttributesEntry\x12\x41\n\x1d\x63ontroller_publish_secret_ref\x18\x06 \x01(\x0b\x32\x1a.kubera.v1.SecretReference\x12\x39\n\x15node_stage_secret_ref\x18\x07 \x01(\x0b\x32\x1a.kubera.v1.SecretReference\x12;\n\x17node_publish_secret_ref\x18\x08 \x01(\x0b\x32\x1a.kubera.v1.SecretReference\x12@\n\x1c\x63ontroller_expand_secret_ref\x18\t \x01(\x0b\x32\x1a.kubera.v1.SecretReference\x12:\n\x16node_expand_secret_ref\x18\n \x01(\x0b\x32\x1a.kubera.v1.SecretReference\x1a\x37\n\x15VolumeAttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"?\n\x12VolumeNodeAffinity\x12)\n\x08required\x18\x01 \x01(\x0b\x32\x17.kubera.v1.NodeSelector\"\xde\t\n\x14PersistentVolumeSpec\x12\x45\n\x08\x63\x61pacity\x18\x01 \x03(\x0b\x32-.kubera.v1.PersistentVolumeSpec.CapacityEntryB\x04\x88\xb5\x18\x01\x12\x45\n\x13gce_persistent_disk\x18\x02 \x01(\x0b\x32(.kubera.v1.GCEPersistentDiskVolumeSource\x12L\n\x17\x61ws_elastic_block_store\x18\x03 \x01(\x0b\x32+.kubera.v1.AWSElasticBlockStoreVolumeSource\x12\x32\n\thost_path\x18\x04 \x01(\x0b\x32\x1f.kubera.v1.HostPathVolumeSource\x12\'\n\x03nfs\x18\x05 \x01(\x0b\x32\x1a.kubera.v1.NFSVolumeSource\x12+\n\x05local\x18\x06 \x01(\x0b\x32\x1c.kubera.v1.LocalVolumeSource\x12\x31\n\x03\x63si\x18\x07 \x01(\x0b\x32$.kubera.v1.CSIPersistentVolumeSource\x12+\n\nazure_disk\x18\x08 \x01(\x0b\x32\x17.google.protobuf.Struct\x12+\n\nazure_file\x18\t \x01(\x0b\x32\x17.google.protobuf.Struct\x12\'\n\x06\x63inder\x18\n \x01(\x0b\x32\x17.google.protobuf.Struct\x12/\n\x0evsphere_volume\x18\x0b \x01(\x0b\x32\x17.google.protobuf.Struct\x12&\n\x05iscsi\x18\x0c \x01(\x0b\x32\x17.google.protobuf.Struct\x12$\n\x03rbd\x18\r \x01(\x0b\x32\x17.google.protobuf.Struct\x12#\n\x02\x66\x63\x18\x0e \x01(\x0b\x32\x17.google.protobuf.Struct\x12\'\n\x06\x63\x65phfs\x18\x0f \x01(\x0b\x32\x17.google.protobuf.Struct\x12,\n\x0b\x66lex_volume\x18\x10 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x30\n\x0fportworx_volume\x18\x11 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x14\n\x0c\x61\x63\x63\x65ss_modes\x18\x14 \x03(\t\x12-\n\tclaim_ref\x18\x15 \x01(\x0b\x32\x1a.kubera.v1.ObjectReference\x12(\n persistent_volume_reclaim_policy\x18\x16 \x01(\t\x12\x1a\n\x12storage_class_name\x18\x17 \x01(\t\x12\x15\n\rmount_options\x18\x18 \x03(\t\x12\x18\n\x0bvolume_mode\x18\x19 \x01(\tH\x00\x88\x01\x01\x12\x34\n\rnode_affinity\x18\x1a \x01(\x0b\x32\x1d.kubera.v1.VolumeNodeAffinity\x12)\n\x1cvolume_attributes_class_name\x18\x1b \x01(\tH\x01\x88\x01\x01\x1a/\n\rCapacityEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0e\n\x0c_volume_modeB\x1f\n\x1d_volume_attributes_class_name\"l\n\x16PersistentVolumeStatus\x12\r\n\x05phase\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\"\n\x1alast_phase_transition_time\x18\x04 \x01(\t\"\xc0\x01\n\x10PersistentVolume\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\'\n\x08metadata\x18\x03 \x01(\x0b\x32\x15.kubera.v1.ObjectMeta\x12-\n\x04spec\x18\x04 \x01(\x0b\x32\x1f.kubera.v1.PersistentVolumeSpec\x12\x31\n\x06status\x18\x05 \x01(\x0b\x32!.kubera.v1.PersistentVolumeStatus\"?\n TopologySelectorLabelRequirement\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06values\x18\x02 \x03(\t\"d\n\x14TopologySelectorTerm\x12L\n\x17match_label_expressions\x18\x01 \x03(\x0b\x32+.kubera.v1.TopologySelectorLabelRequirementb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -44,22 +45,68 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_VOLUMERESOURCEREQUIREMENTS'].fields_by_name['requests']._serialized_options = b'\210\265\030\001'
   _globals['_PERSISTENTVOLUMECLAIMSTATUS_CAPACITYENTRY']._loaded_options = None
   _globals['_PERSISTENTVOLUMECLAIMSTATUS_CAPACITYENTRY']._serialized_options = b'8\001'
+  _globals['_PERSISTENTVOLUMECLAIMSTATUS_ALLOCATEDRESOURCESENTRY']._loaded_options = None
+  _globals['_PERSISTENTVOLUMECLAIMSTATUS_ALLOCATEDRESOURCESENTRY']._serialized_options = b'8\001'
+  _globals['_PERSISTENTVOLUMECLAIMSTATUS_ALLOCATEDRESOURCESTATUSESENTRY']._loaded_options = None
+  _globals['_PERSISTENTVOLUMECLAIMSTATUS_ALLOCATEDRESOURCESTATUSESENTRY']._serialized_options = b'8\001'
   _globals['_PERSISTENTVOLUMECLAIMSTATUS'].fields_by_name['capacity']._loaded_options = None
   _globals['_PERSISTENTVOLUMECLAIMSTATUS'].fields_by_name['capacity']._serialized_options = b'\210\265\030\001'
-  _globals['_VOLUMERESOURCEREQUIREMENTS']._serialized_start=137
-  _globals['_VOLUMERESOURCEREQUIREMENTS']._serialized_end=411
-  _globals['_VOLUMERESOURCEREQUIREMENTS_LIMITSENTRY']._serialized_start=317
-  _globals['_VOLUMERESOURCEREQUIREMENTS_LIMITSENTRY']._serialized_end=362
-  _globals['_VOLUMERESOURCEREQUIREMENTS_REQUESTSENTRY']._serialized_start=364
-  _globals['_VOLUMERESOURCEREQUIREMENTS_REQUESTSENTRY']._serialized_end=411
-  _globals['_PERSISTENTVOLUMECLAIMSPEC']._serialized_start=414
-  _globals['_PERSISTENTVOLUMECLAIMSPEC']._serialized_end=856
-  _globals['_PERSISTENTVOLUMECLAIMCONDITION']._serialized_start=859
-  _globals['_PERSISTENTVOLUMECLAIMCONDITION']._serialized_end=1009
-  _globals['_PERSISTENTVOLUMECLAIMSTATUS']._serialized_start=1012
-  _globals['_PERSISTENTVOLUMECLAIMSTATUS']._serialized_end=1268
-  _globals['_PERSISTENTVOLUMECLAIMSTATUS_CAPACITYENTRY']._serialized_start=1221
-  _globals['_PERSISTENTVOLUMECLAIMSTATUS_CAPACITYENTRY']._serialized_end=1268
-  _globals['_PERSISTENTVOLUMECLAIM']._serialized_start=1271
-  _globals['_PERSISTENTVOLUMECLAIM']._serialized_end=1478
+  _globals['_PERSISTENTVOLUMECLAIMSTATUS'].fields_by_name['allocated_resources']._loaded_options = None
+  _globals['_PERSISTENTVOLUMECLAIMSTATUS'].fields_by_name['allocated_resources']._serialized_options = b'\210\265\030\001'
+  _globals['_CSIPERSISTENTVOLUMESOURCE_VOLUMEATTRIBUTESENTRY']._loaded_options = None
+  _globals['_CSIPERSISTENTVOLUMESOURCE_VOLUMEATTRIBUTESENTRY']._serialized_options = b'8\001'
+  _globals['_PERSISTENTVOLUMESPEC_CAPACITYENTRY']._loaded_options = None
+  _globals['_PERSISTENTVOLUMESPEC_CAPACITYENTRY']._serialized_options = b'8\001'
+  _globals['_PERSISTENTVOLUMESPEC'].fields_by_name['capacity']._loaded_options = None
+  _globals['_PERSISTENTVOLUMESPEC'].fields_by_name['capacity']._serialized_options = b'\210\265\030\001'
+  _globals['_VOLUMERESOURCEREQUIREMENTS']._serialized_start=166
+  _globals['_VOLUMERESOURCEREQUIREMENTS']._serialized_end=440
+  _globals['_VOLUMERESOURCEREQUIREMENTS_LIMITSENTRY']._serialized_start=346
+  _globals['_VOLUMERESOURCEREQUIREMENTS_LIMITSENTRY']._serialized_end=391
+  _globals['_VOLUMERESOURCEREQUIREMENTS_REQUESTSENTRY']._serialized_start=393
+  _globals['_VOLUMERESOURCEREQUIREMENTS_REQUESTSENTRY']._serialized_end=440
+  _globals['_PERSISTENTVOLUMECLAIMSPEC']._serialized_start=443
+  _globals['_PERSISTENTVOLUMECLAIMSPEC']._serialized_end=885
+  _globals['_PERSISTENTVOLUMECLAIMCONDITION']._serialized_start=888
+  _globals['_PERSISTENTVOLUMECLAIMCONDITION']._serialized_end=1038
+  _globals['_PERSISTENTVOLUMECLAIMSTATUS']._serialized_start=1041
+  _globals['_PERSISTENTVOLUMECLAIMSTATUS']._serialized_end=1776
+  _globals['_PERSISTENTVOLUMECLAIMSTATUS_CAPACITYENTRY']._serialized_start=1563
+  _globals['_PERSISTENTVOLUMECLAIMSTATUS_CAPACITYENTRY']._serialized_end=1610
+  _globals['_PERSISTENTVOLUMECLAIMSTATUS_ALLOCATEDRESOURCESENTRY']._serialized_start=1612
+  _globals['_PERSISTENTVOLUMECLAIMSTATUS_ALLOCATEDRESOURCESENTRY']._serialized_end=1669
+  _globals['_PERSISTENTVOLUMECLAIMSTATUS_ALLOCATEDRESOURCESTATUSESENTRY']._serialized_start=1671
+  _globals['_PERSISTENTVOLUMECLAIMSTATUS_ALLOCATEDRESOURCESTATUSESENTRY']._serialized_end=1735
+  _globals['_PERSISTENTVOLUMECLAIM']._serialized_start=1779
+  _globals['_PERSISTENTVOLUMECLAIM']._serialized_end=1986
+  _globals['_GCEPERSISTENTDISKVOLUMESOURCE']._serialized_start=1988
+  _globals['_GCEPERSISTENTDISKVOLUMESOURCE']._serialized_end=2091
+  _globals['_AWSELASTICBLOCKSTOREVOLUMESOURCE']._serialized_start=2093
+  _globals['_AWSELASTICBLOCKSTOREVOLUMESOURCE']._serialized_end=2211
+  _globals['_HOSTPATHVOLUMESOURCE']._serialized_start=2213
+  _globals['_HOSTPATHVOLUMESOURCE']._serialized_end=2277
+  _globals['_LOCALVOLUMESOURCE']._serialized_start=2279
+  _globals['_LOCALVOLUMESOURCE']._serialized_end=2346
+  _globals['_NFSVOLUMESOURCE']._serialized_start=2348
+  _globals['_NFSVOLUMESOURCE']._serialized_end=2414
+  _globals['_SECRETREFERENCE']._serialized_start=2416
+  _globals['_SECRETREFERENCE']._serialized_end=2466
+  _globals['_CSIPERSISTENTVOLUMESOURCE']._serialized_start=2469
+  _globals['_CSIPERSISTENTVOLUMESOURCE']._serialized_end=3028
+  _globals['_CSIPERSISTENTVOLUMESOURCE_VOLUMEATTRIBUTESENTRY']._serialized_start=2973
+  _globals['_CSIPERSISTENTVOLUMESOURCE_VOLUMEATTRIBUTESENTRY']._serialized_end=3028
+  _globals['_VOLUMENODEAFFINITY']._serialized_start=3030
+  _globals['_VOLUMENODEAFFINITY']._serialized_end=3093
+  _globals['_PERSISTENTVOLUMESPEC']._serialized_start=3096
+  _globals['_PERSISTENTVOLUMESPEC']._serialized_end=4342
+  _globals['_PERSISTENTVOLUMESPEC_CAPACITYENTRY']._serialized_start=1563
+  _globals['_PERSISTENTVOLUMESPEC_CAPACITYENTRY']._serialized_end=1610
+  _globals['_PERSISTENTVOLUMESTATUS']._serialized_start=4344
+  _globals['_PERSISTENTVOLUMESTATUS']._serialized_end=4452
+  _globals['_PERSISTENTVOLUME']._serialized_start=4455
+  _globals['_PERSISTENTVOLUME']._serialized_end=4647
+  _globals['_TOPOLOGYSELECTORLABELREQUIREMENT']._serialized_start=4649
+  _globals['_TOPOLOGYSELECTORLABELREQUIREMENT']._serialized_end=4712
+  _globals['_TOPOLOGYSELECTORTERM']._serialized_start=4714
+  _globals['_TOPOLOGYSELECTORTERM']._serialized_end=4814
 # @@protoc_insertion_point(module_scope)

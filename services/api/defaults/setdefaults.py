@@ -38,7 +38,7 @@ from services.api.defaults.fields import (
     is_set,
     set_value,
 )
-from services.api.defaults.tables import APPS, BATCH, CORE, RESOURCE, SET_DEFAULTS
+from services.api.defaults.tables import APPS, BATCH, CORE, RESOURCE, SET_DEFAULTS, STORAGE
 from services.api.machinery.kubeobject import narrow
 
 #: DefaultClientIPServiceAffinitySeconds (three hours).
@@ -272,6 +272,13 @@ def default_persistent_volume_claim(pvc: Message) -> None:
         default_field(status, "phase", "Pending")
 
 
+def default_csi_driver(driver: Message) -> None:
+    """SetDefaults_CSIDriver's list: volumeLifecycleModes [Persistent] when empty."""
+    spec = get(driver, "spec")
+    if spec is not None and not is_set(spec, "volumeLifecycleModes"):
+        spec.volume_lifecycle_modes.append("Persistent")  # type: ignore[attr-defined]
+
+
 # -------------------------------------------------------------- resource/v1
 
 
@@ -376,6 +383,7 @@ FUNCS: dict[str, Callable[[Message], None]] = {
     f"{CORE}.LimitRangeItem": default_limit_range_item,
     f"{CORE}.PersistentVolume": default_persistent_volume,
     f"{CORE}.PersistentVolumeClaim": default_persistent_volume_claim,
+    f"{STORAGE}.CSIDriver": default_csi_driver,
     f"{RESOURCE}.ExactDeviceRequest": default_device_request,
     f"{RESOURCE}.DeviceSubRequest": default_device_request,
     f"{APPS}.DeploymentSpec": default_deployment_spec,

@@ -10,7 +10,8 @@ Two tables, by where upstream keeps the default:
   two are carried here and checked against upstream's types.go by hand.
 - ``SET_DEFAULTS``: the unconditional part of upstream's ``SetDefaults_*`` functions
   (pkg/apis/core/v1/defaults.go, pkg/apis/apps/v1/defaults.go, pkg/apis/batch/v1/defaults.go,
-  pkg/apis/scheduling/v1/defaults.go): "if the field is unset, set it to X". What depends on
+  pkg/apis/scheduling/v1/defaults.go,
+  pkg/apis/storage/v1/defaults.go): "if the field is unset, set it to X". What depends on
   other fields (imagePullPolicy by tag, a strategy's rolling update, a Job's completions and
   backoff limit, a Service's traffic policies) is code, in ``setdefaults.py``.
 
@@ -30,6 +31,7 @@ BATCH = "io.k8s.api.batch.v1"
 SCHEDULING = "io.k8s.api.scheduling.v1"
 DISCOVERY = "io.k8s.api.discovery.v1"
 RESOURCE = "io.k8s.api.resource.v1"
+STORAGE = "io.k8s.api.storage.v1"
 
 #: schema -> {JSON field: default}: the `+default=` markers of upstream's 1.37 OpenAPI.
 OPENAPI_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -121,4 +123,14 @@ SET_DEFAULTS: dict[str, dict[str, Any]] = {
     f"{DISCOVERY}.EndpointPort": {"name": "", "protocol": "TCP"},
     # SetDefaults_PriorityClass.
     f"{SCHEDULING}.PriorityClass": {"preemptionPolicy": "PreemptLowerPriority"},
+    # pkg/apis/storage/v1: SetDefaults_StorageClass, and SetDefaults_CSIDriver's scalars
+    # (its volumeLifecycleModes is in setdefaults.py: a list).
+    f"{STORAGE}.StorageClass": {"reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"},
+    f"{STORAGE}.CSIDriverSpec": {
+        "attachRequired": True,
+        "podInfoOnMount": False,
+        "storageCapacity": False,
+        "fsGroupPolicy": "ReadWriteOnceWithFSType",
+        "requiresRepublish": False,
+    },
 }

@@ -26,6 +26,7 @@ from protos.kubera.v1 import (
     scheduling_pb2,
     service_pb2,
     storage_pb2,
+    storagev1_pb2,
 )
 from services.api.machinery.kubeobject import narrow, object_meta
 from services.storage.keys import resource_prefix
@@ -271,6 +272,44 @@ KINDS: tuple[Kind, ...] = (
         storage_pb2.PersistentVolumeClaim,
         True,
         ("pvc",),
+        has_status=True,
+    ),
+    Kind(
+        "PersistentVolume",
+        "",
+        "v1",
+        "persistentvolumes",
+        storage_pb2.PersistentVolume,
+        False,
+        ("pv",),
+        has_status=True,
+    ),
+    Kind(
+        "StorageClass",
+        "storage.k8s.io",
+        "v1",
+        "storageclasses",
+        storagev1_pb2.StorageClass,
+        False,
+        ("sc",),
+    ),
+    Kind("CSIDriver", "storage.k8s.io", "v1", "csidrivers", storagev1_pb2.CSIDriver, False),
+    Kind("CSINode", "storage.k8s.io", "v1", "csinodes", storagev1_pb2.CSINode, False),
+    Kind(
+        "CSIStorageCapacity",
+        "storage.k8s.io",
+        "v1",
+        "csistoragecapacities",
+        storagev1_pb2.CSIStorageCapacity,
+        True,
+    ),
+    Kind(
+        "VolumeAttachment",
+        "storage.k8s.io",
+        "v1",
+        "volumeattachments",
+        storagev1_pb2.VolumeAttachment,
+        False,
         has_status=True,
     ),
     Kind(

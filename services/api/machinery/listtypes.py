@@ -143,6 +143,18 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "PersistentVolumeClaimSpec", "accessModes"): _ATOMIC,
     (_P + "PersistentVolumeClaimStatus", "accessModes"): _ATOMIC,
     (_P + "PersistentVolumeClaimStatus", "conditions"): _BY_TYPE,
+    # core/v1 PersistentVolume and storage.k8s.io/v1: atomic lists, but a CSIDriver's
+    # lifecycle modes (a set) and a CSINode's drivers (merged by name).
+    (_P + "PersistentVolumeSpec", "accessModes"): _ATOMIC,
+    (_P + "PersistentVolumeSpec", "mountOptions"): _ATOMIC,
+    (_P + "StorageClass", "mountOptions"): _ATOMIC,
+    (_P + "StorageClass", "allowedTopologies"): _ATOMIC,
+    (_P + "TopologySelectorTerm", "matchLabelExpressions"): _ATOMIC,
+    (_P + "TopologySelectorLabelRequirement", "values"): _ATOMIC,
+    (_P + "CSIDriverSpec", "volumeLifecycleModes"): _SET,
+    (_P + "CSIDriverSpec", "tokenRequests"): _ATOMIC,
+    (_P + "CSINodeSpec", "drivers"): _keyed("name"),
+    (_P + "CSINodeDriver", "topologyKeys"): _ATOMIC,
     # batch/v1: Job conditions merge by type under strategic merge patch but are
     # +listType=atomic for server-side apply; the other lists are atomic, or sets.
     (_P + "JobStatus", "conditions"): ListStrategy(ATOMIC, (), "merge", "type"),

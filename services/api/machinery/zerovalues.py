@@ -12,6 +12,9 @@ from typing import Any
 
 #: message full name -> {JSON name: the zero value written when the field is missing}.
 ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
+    "kubera.v1.AWSElasticBlockStoreVolumeSource": {
+        "volumeID": "",
+    },
     "kubera.v1.AllocationResult": {
         "devices": {},
     },
@@ -21,6 +24,29 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.CELDeviceSelector": {
         "expression": "",
+    },
+    "kubera.v1.CSIDriver": {
+        "metadata": {},
+        "spec": {},
+    },
+    "kubera.v1.CSINode": {
+        "metadata": {},
+        "spec": {},
+    },
+    "kubera.v1.CSINodeDriver": {
+        "name": "",
+        "nodeID": "",
+    },
+    "kubera.v1.CSINodeSpec": {
+        "drivers": [],
+    },
+    "kubera.v1.CSIPersistentVolumeSource": {
+        "driver": "",
+        "volumeHandle": "",
+    },
+    "kubera.v1.CSIStorageCapacity": {
+        "metadata": {},
+        "storageClassName": "",
     },
     "kubera.v1.Condition": {
         "lastTransitionTime": None,
@@ -166,8 +192,14 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.ForZone": {
         "name": "",
     },
+    "kubera.v1.GCEPersistentDiskVolumeSource": {
+        "pdName": "",
+    },
     "kubera.v1.HostIP": {
         "ip": "",
+    },
+    "kubera.v1.HostPathVolumeSource": {
+        "path": "",
     },
     "kubera.v1.Job": {
         "metadata": {},
@@ -204,6 +236,13 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.LimitRangeSpec": {
         "limits": [],
+    },
+    "kubera.v1.LocalVolumeSource": {
+        "path": "",
+    },
+    "kubera.v1.NFSVolumeSource": {
+        "path": "",
+        "server": "",
     },
     "kubera.v1.Namespace": {
         "metadata": {},
@@ -261,6 +300,11 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "kind": "",
         "name": "",
         "uid": "",
+    },
+    "kubera.v1.PersistentVolume": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
     },
     "kubera.v1.PersistentVolumeClaim": {
         "metadata": {},
@@ -448,6 +492,10 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.StatefulSetStatus": {
         "replicas": 0,
     },
+    "kubera.v1.StorageClass": {
+        "metadata": {},
+        "provisioner": "",
+    },
     "kubera.v1.SuccessPolicy": {
         "rules": [],
     },
@@ -455,10 +503,33 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "effect": "",
         "key": "",
     },
+    "kubera.v1.TokenRequest": {
+        "audience": "",
+    },
+    "kubera.v1.TopologySelectorLabelRequirement": {
+        "key": "",
+        "values": [],
+    },
     "kubera.v1.TopologySpreadConstraint": {
         "maxSkew": 0,
         "topologyKey": "",
         "whenUnsatisfiable": "",
+    },
+    "kubera.v1.VolumeAttachment": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
+    },
+    "kubera.v1.VolumeAttachmentSpec": {
+        "attacher": "",
+        "nodeName": "",
+        "source": {},
+    },
+    "kubera.v1.VolumeAttachmentStatus": {
+        "attached": False,
+    },
+    "kubera.v1.VolumeError": {
+        "time": None,
     },
     "kubera.v1.WeightedPodAffinityTerm": {
         "podAffinityTerm": {},
@@ -473,6 +544,9 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
 STRUCT_WRITTEN: dict[str, frozenset[str]] = {
     "kubera.v1.AllocationResult": frozenset({"devices"}),
     "kubera.v1.Binding": frozenset({"metadata"}),
+    "kubera.v1.CSIDriver": frozenset({"metadata"}),
+    "kubera.v1.CSINode": frozenset({"metadata"}),
+    "kubera.v1.CSIStorageCapacity": frozenset({"metadata"}),
     "kubera.v1.ConfigMap": frozenset({"metadata"}),
     "kubera.v1.Container": frozenset({"resources"}),
     "kubera.v1.ContainerStatus": frozenset({"lastState", "state"}),
@@ -500,6 +574,7 @@ STRUCT_WRITTEN: dict[str, frozenset[str]] = {
     "kubera.v1.Node": frozenset({"metadata", "spec", "status"}),
     "kubera.v1.NodeCondition": frozenset({"lastHeartbeatTime", "lastTransitionTime"}),
     "kubera.v1.NodeStatus": frozenset({"nodeInfo"}),
+    "kubera.v1.PersistentVolume": frozenset({"metadata", "spec", "status"}),
     "kubera.v1.PersistentVolumeClaim": frozenset({"metadata", "spec", "status"}),
     "kubera.v1.PersistentVolumeClaimCondition": frozenset({"lastProbeTime", "lastTransitionTime"}),
     "kubera.v1.PersistentVolumeClaimSpec": frozenset({"resources"}),
@@ -526,4 +601,7 @@ STRUCT_WRITTEN: dict[str, frozenset[str]] = {
     "kubera.v1.StatefulSet": frozenset({"metadata", "status"}),
     "kubera.v1.StatefulSetCondition": frozenset({"lastTransitionTime"}),
     "kubera.v1.StatefulSetSpec": frozenset({"updateStrategy"}),
+    "kubera.v1.StorageClass": frozenset({"metadata"}),
+    "kubera.v1.VolumeAttachment": frozenset({"metadata", "status"}),
+    "kubera.v1.VolumeError": frozenset({"time"}),
 }

@@ -64,6 +64,7 @@ from services.api.printers.nodeusage import (
 from services.api.printers.policy import POLICY_COLUMNS
 from services.api.printers.resource import RESOURCE_COLUMNS
 from services.api.printers.service import SERVICE_COLUMNS
+from services.api.printers.storage import STORAGE_COLUMNS
 
 # ----------------------------------------------------------------- cells
 
@@ -557,6 +558,7 @@ COLUMNS.update(POLICY_COLUMNS)
 COLUMNS.update(APPS_COLUMNS)
 COLUMNS.update(BATCH_COLUMNS)
 COLUMNS.update(SERVICE_COLUMNS)
+COLUMNS.update(STORAGE_COLUMNS)
 GENERIC = Columns((NAME, AGE), _generic_row)
 
 __all__ = [

@@ -65,10 +65,24 @@ from services.api.validation.statefulapps import (
     validate_controller_revision_update,
     validate_daemon_set,
     validate_daemon_set_update,
-    validate_persistent_volume_claim,
-    validate_persistent_volume_claim_update,
     validate_stateful_set,
     validate_stateful_set_update,
+)
+from services.api.validation.storage import (
+    validate_csi_driver,
+    validate_csi_driver_update,
+    validate_csi_node,
+    validate_csi_node_update,
+    validate_csi_storage_capacity,
+    validate_csi_storage_capacity_update,
+    validate_persistent_volume,
+    validate_persistent_volume_claim,
+    validate_persistent_volume_claim_update,
+    validate_persistent_volume_update,
+    validate_storage_class,
+    validate_storage_class_update,
+    validate_volume_attachment,
+    validate_volume_attachment_update,
 )
 from services.api.validation.workloads import (
     validate_deployment,
@@ -125,6 +139,14 @@ _RULES: dict[str, Rules] = {
     "PersistentVolumeClaim": Rules(
         validate_persistent_volume_claim, validate_persistent_volume_claim_update
     ),
+    "PersistentVolume": Rules(validate_persistent_volume, validate_persistent_volume_update),
+    "StorageClass": Rules(validate_storage_class, validate_storage_class_update),
+    "CSIDriver": Rules(validate_csi_driver, validate_csi_driver_update),
+    "CSINode": Rules(validate_csi_node, validate_csi_node_update),
+    "CSIStorageCapacity": Rules(
+        validate_csi_storage_capacity, validate_csi_storage_capacity_update
+    ),
+    "VolumeAttachment": Rules(validate_volume_attachment, validate_volume_attachment_update),
     "Service": Rules(validate_service, validate_service_update, name=names.dns1035_label),
     "EndpointSlice": Rules(validate_endpoint_slice),
     "Endpoints": Rules(validate_endpoints),

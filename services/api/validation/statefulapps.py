@@ -1,10 +1,9 @@
-"""Validation of DaemonSet, StatefulSet, ControllerRevision and PersistentVolumeClaim.
+"""Validation of DaemonSet, StatefulSet and ControllerRevision.
 
 Why this module exists: the apps kinds that keep per-node or per-ordinal pods carry
 upstream's pkg/apis/apps/validation rules (ValidateDaemonSetSpec, ValidateStatefulSetSpec,
-ValidateControllerRevision), worded as upstream words them; the PersistentVolumeClaims
-a StatefulSet creates carry pkg/apis/core/validation's claim rules (the minimal part:
-access modes, the storage request, volume mode, the immutable spec).
+ValidateControllerRevision), worded as upstream words them (the claims a StatefulSet
+creates are validated as every claim, in storage.py).
 
 Rules run after admission's defaults (updateStrategy, podManagementPolicy, ...), so a
 required-but-defaulted field is missing only when a client wrote it empty on purpose.
@@ -14,17 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from protos.kubera.v1 import apps_pb2, storage_pb2
+from protos.kubera.v1 import apps_pb2
 from services.api.machinery.errors import forbidden, invalid, required, unsupported
 from services.api.validation.common import (
     FIELD_IMMUTABLE,
-    IS_NOT_POSITIVE,
     Errors,
     child,
-    field_quantity,
-    index,
     nonnegative,
-    resource_list,
     show,
     validate_selector,
 )
@@ -37,8 +32,6 @@ from services.api.validation.workloads import (
 UPDATE_STRATEGIES = ("RollingUpdate", "OnDelete")
 POD_MANAGEMENT_POLICIES = ("OrderedReady", "Parallel")
 RETENTION_POLICIES = ("Retain", "Delete")
-ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
-VOLUME_MODES = ("Block", "Filesystem")
 
 
 def _int_or_percent_value(raw: str) -> int:
@@ -237,60 +230,4 @@ def validate_controller_revision(cr: Any) -> Errors:
 def validate_controller_revision_update(new: Any, old: Any) -> Errors:
     if new.data != old.data:
         return [invalid("data", show(new.data), FIELD_IMMUTABLE)]
-    return []
-
-
-# ----------------------------------------------------------------------------- PVC
-
-
-def validate_pvc_spec(path: str, spec: storage_pb2.PersistentVolumeClaimSpec) -> Errors:
-    """ValidatePersistentVolumeClaimSpec (the parts kubera serves)."""
-    errs: Errors = []
-    modes_path = child(path, "accessModes")
-    if not spec.access_modes:
-        errs.append(required(modes_path, "at least 1 access mode is required"))
-    for mode in spec.access_modes:
-        if mode not in ACCESS_MODES:
-            errs.append(unsupported(modes_path, mode, ACCESS_MODES))
-    if "ReadWriteOncePod" in spec.access_modes and len(spec.access_modes) > 1:
-        detail = "may not use ReadWriteOncePod with other access modes"
-        errs.append(forbidden(modes_path, detail))
-    if spec.HasField("selector"):
-        errs += validate_selector(child(path, "selector"), spec.selector)[1]
-    requests_path = child(child(path, "resources"), "requests")
-    storage = spec.resources.requests.get("storage")
-    if storage is None:
-        errs.append(required(index(requests_path, "storage")))
-    else:
-        q = field_quantity(index(requests_path, "storage"), storage, errs)
-        if q is not None and q.value <= 0:
-            errs.append(invalid(index(requests_path, "storage"), storage, IS_NOT_POSITIVE))
-    resource_list(child(child(path, "resources"), "limits"), spec.resources.limits, errs)
-    if spec.HasField("volume_mode") and spec.volume_mode not in VOLUME_MODES:
-        errs.append(unsupported(child(path, "volumeMode"), spec.volume_mode, VOLUME_MODES))
-    return errs
-
-
-def validate_persistent_volume_claim(pvc: Any) -> Errors:
-    return validate_pvc_spec("spec", pvc.spec)
-
-
-def validate_persistent_volume_claim_update(new: Any, old: Any) -> Errors:
-    """The claim's spec is immutable but for its requests (a resize) and volume name
-    (binding); kubera serves no binding, so only a bound claim's words differ."""
-    a, b = storage_pb2.PersistentVolumeClaimSpec(), storage_pb2.PersistentVolumeClaimSpec()
-    a.CopyFrom(new.spec)
-    b.CopyFrom(old.spec)
-    for spec in (a, b):
-        spec.resources.ClearField("requests")
-        spec.ClearField("volume_attributes_class_name")
-    if not old.spec.volume_name:
-        a.ClearField("volume_name")
-        b.ClearField("volume_name")
-    if a != b:
-        detail = (
-            "spec is immutable after creation except resources.requests and "
-            "volumeAttributesClassName for bound claims"
-        )
-        return [forbidden("spec", detail)]
     return []

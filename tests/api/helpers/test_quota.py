@@ -303,16 +303,14 @@ def _claim_usage(storage: str, cls: str = "") -> dict[str, str]:
 
 
 CLAIM_USAGE = [
-    ("pvc-usage", persistent_volume_claim("foo", "ns", storage="10Gi"), _claim_usage("10Gi")),
-    ("pvc-usage-by-class", persistent_volume_claim("foo", "ns", storage="10Gi", storage_class="gold"), _claim_usage("10Gi", "gold")),
-    ("pvc-usage-rounded", persistent_volume_claim("foo", "ns", storage="1001m"), _claim_usage("2")),
-    ("pvc-usage-by-class-rounded", persistent_volume_claim("foo", "ns", storage="1001m", storage_class="gold"), _claim_usage("2", "gold")),
+    ("pvc-usage", persistent_volume_claim("foo", "10Gi", namespace="ns"), _claim_usage("10Gi")),
+    ("pvc-usage-by-class", persistent_volume_claim("foo", "10Gi", namespace="ns", storageClassName="gold"), _claim_usage("10Gi", "gold")),
+    ("pvc-usage-rounded", persistent_volume_claim("foo", "1001m", namespace="ns"), _claim_usage("2")),
+    ("pvc-usage-by-class-rounded", persistent_volume_claim("foo", "1001m", namespace="ns", storageClassName="gold"), _claim_usage("2", "gold")),
     # GetPersistentVolumeClaimClass: the beta annotation wins over storageClassName
     (
         "the beta storage class annotation names the class",
-        persistent_volume_claim(
-            "foo", "ns", storage="1Gi", storage_class="silver", annotations={q.BETA_STORAGE_CLASS_ANNOTATION: "gold"}
-        ),
+        persistent_volume_claim("foo", "1Gi", namespace="ns", storageClassName="silver", metadata={"annotations": {q.BETA_STORAGE_CLASS_ANNOTATION: "gold"}}),
         _claim_usage("1Gi", "gold"),
     ),
 ]  # fmt: skip
