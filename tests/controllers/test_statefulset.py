@@ -659,6 +659,11 @@ async def test_a_missing_claim_of_a_live_pod_is_made_again(sts_cluster: Controll
     await c.until(lambda: claims_of(c) == ["www-web-0"] and pod_names(c) == ["web-0"])
     old = c.informers.get(CLAIMS).store.get(f"{NS}/www-web-0")
     await c.client.delete(CLAIMS, "www-web-0", NS)
+    # The claim keeps its kubernetes.io/pvc-protection finalizer until the pvc-protection
+    # controller (not running here) sees no scheduled pod use it; do what it would.
+    doomed = await c.client.get(CLAIMS, "www-web-0", NS)
+    del doomed.metadata.finalizers[:]
+    await c.client.update(doomed)
     await c.until(
         lambda: (
             (cur := c.informers.get(CLAIMS).store.get(f"{NS}/www-web-0")) is not None
