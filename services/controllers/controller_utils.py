@@ -11,20 +11,21 @@ client), ranking.py (the order surplus pods are deleted in: a pure rule) and eve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Generic
 
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, meta_pb2
-from services.api.machinery.errors import ApiError
+from services.api.machinery.errors import ApiError, NotFoundError
 from services.api.machinery.kinds import BY_KIND, Kind
 from services.api.machinery.kubeobject import M, all_instances, narrow, object_meta
 from services.api.machinery.labels import Selector, SelectorError, from_label_selector
 from services.api.machinery.meta import object_key, pod_key
-from services.client import Handlers, Informer
+from services.client import Client, Handlers, Informer
 from services.clock import Clock, parse_rfc3339
 
 PODS = BY_KIND["Pod"]
@@ -166,6 +167,41 @@ class NamespaceIndex(Generic[M]):
 # ============================================================================ slow start
 
 
+async def cascade_dead_owners(
+    client: Client,
+    dead_owners: dict[str, set[str]],
+    key: str,
+    current: Message | None,
+    dependents: tuple[tuple[Kind, Callable[[str], Iterable[Message]]], ...],
+) -> None:
+    """The cascade of a controller-manager that runs without the garbage collector: delete
+    the dependents (each kind's objects of a namespace, as its function lists them) that
+    the deleted owners of `key`'s name controlled (their uids in dead_owners[key], less the
+    live `current`'s), then forget those owners. Dependents already being deleted, or gone,
+    are left alone."""
+    dead = dead_owners.get(key)
+    if not dead:
+        return
+    if current is not None:
+        dead.discard(object_meta(current).uid)
+    ns = split_key(key)[0]
+    doomed = [
+        (kind, object_meta(obj))
+        for kind, list_in in dependents
+        for obj in list_in(ns)
+        if (ref := controller_of(obj)) is not None
+        and ref.uid in dead
+        and not object_meta(obj).deletion_timestamp
+    ]
+
+    async def delete(kind: Kind, meta: meta_pb2.ObjectMeta) -> None:
+        with contextlib.suppress(NotFoundError):
+            await client.delete(kind, meta.name, meta.namespace, uid=meta.uid)
+
+    await asyncio.gather(*(delete(kind, meta) for kind, meta in doomed))
+    dead_owners.pop(key, None)
+
+
 async def slow_start_batch(
     count: int,
     initial_batch_size: int,
@@ -299,6 +335,7 @@ async def wait_synced(stop: asyncio.Event, *synced: asyncio.Event) -> bool:
 
 __all__ = [
     "SLOW_START_INITIAL_BATCH_SIZE",
+    "cascade_dead_owners",
     "NamespaceIndex",
     "PodsByNode",
     "controller_of",

@@ -70,12 +70,12 @@ from services.clock import Clock, RealClock
 from services.controllers.controller_utils import (
     SLOW_START_INITIAL_BATCH_SIZE,
     NamespaceIndex,
+    cascade_dead_owners,
     controller_of,
     is_namespace_terminating,
     is_pod_ready,
     selector_for,
     slow_start_batch,
-    split_key,
     wait_synced,
 )
 from services.controllers.daemonrules import (
@@ -530,21 +530,13 @@ class DaemonSetController:
                 )
 
     async def _cascade(self, key: str, current: Message | None) -> None:
-        dead = self._dead.get(key)
-        if not dead:
-            return
-        if current is not None:
-            dead.discard(object_meta(current).uid)
-        ns = split_key(key)[0]
-        for kind, index in ((PODS, self._pod_index), (CONTROLLER_REVISIONS, self._revision_index)):
-            for obj in index.list(ns):
-                ref = controller_of(obj)
-                meta = object_meta(obj)
-                if ref is None or ref.uid not in dead or meta.deletion_timestamp:
-                    continue
-                with contextlib.suppress(NotFoundError):
-                    await self.client.delete(kind, meta.name, meta.namespace, uid=meta.uid)
-        self._dead.pop(key, None)
+        await cascade_dead_owners(
+            self.client,
+            self._dead,
+            key,
+            current,
+            ((PODS, self._pod_index.list), (CONTROLLER_REVISIONS, self._revision_index.list)),
+        )
 
 
 __all__ = [

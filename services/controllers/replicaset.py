@@ -29,7 +29,6 @@ see the propagation policy, so `--cascade=orphan` deletions also take the pods t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import (
     SLOW_START_INITIAL_BATCH_SIZE,
     NamespaceIndex,
+    cascade_dead_owners,
     controller_of,
     is_namespace_terminating,
     is_pod_active,
@@ -56,7 +56,6 @@ from services.controllers.controller_utils import (
     new_controller_ref,
     selector_for,
     slow_start_batch,
-    split_key,
     wait_synced,
 )
 from services.controllers.events import EventRecorder
@@ -515,26 +514,9 @@ class ReplicaSetController:
 
     async def _cascade(self, key: str, current: Message | None) -> None:
         """Delete the pods that deleted ReplicaSets of this name controlled."""
-        dead = self._dead_owners.get(key)
-        if not dead:
-            return
-        if current is not None:
-            dead.discard(object_meta(current).uid)
-        ns = split_key(key)[0]
-        doomed = []
-        for pod in self.pods_in(ns):
-            ref = controller_of(pod)
-            if ref is not None and ref.uid in dead and not pod.metadata.deletion_timestamp:
-                doomed.append(pod)
-
-        async def delete(pod: core_pb2.Pod) -> None:
-            with contextlib.suppress(NotFoundError):
-                await self.client.delete(
-                    PODS, pod.metadata.name, pod.metadata.namespace, uid=pod.metadata.uid
-                )
-
-        await asyncio.gather(*(delete(p) for p in doomed))
-        self._dead_owners.pop(key, None)
+        await cascade_dead_owners(
+            self.client, self._dead_owners, key, current, ((PODS, self.pods_in),)
+        )
 
 
 __all__ = [

@@ -44,7 +44,6 @@ and status).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,7 +52,7 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, meta_pb2
 from services.api.machinery import codec
-from services.api.machinery.errors import ApiError, NotFoundError
+from services.api.machinery.errors import ApiError
 from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.api.machinery.labels import Selector
 from services.api.machinery.meta import object_key
@@ -63,10 +62,10 @@ from services.controllers.controller_utils import (
     PODS,
     REPLICA_SETS,
     NamespaceIndex,
+    cascade_dead_owners,
     controller_of,
     is_namespace_terminating,
     selector_for,
-    split_key,
     wait_synced,
 )
 from services.controllers.deployment.deps import Deps
@@ -384,20 +383,9 @@ class DeploymentController:
 
     async def _cascade(self, key: str, current: Message | None) -> None:
         """Delete the ReplicaSets that deleted Deployments of this name controlled."""
-        dead = self._dead_owners.get(key)
-        if not dead:
-            return
-        if current is not None:
-            dead.discard(object_meta(current).uid)
-        rss = self._rs_index.list(split_key(key)[0])
-        for rs in rss:
-            ref = controller_of(rs)
-            if ref is not None and ref.uid in dead and not rs.metadata.deletion_timestamp:
-                with contextlib.suppress(NotFoundError):
-                    await self.client.delete(
-                        REPLICA_SETS, rs.metadata.name, rs.metadata.namespace, uid=rs.metadata.uid
-                    )
-        self._dead_owners.pop(key, None)
+        await cascade_dead_owners(
+            self.client, self._dead_owners, key, current, ((REPLICA_SETS, self._rs_index.list),)
+        )
 
 
 __all__ = ["MAX_RETRIES", "DeploymentConfig", "DeploymentController"]
