@@ -14,21 +14,28 @@ What is counted, as upstream's evaluators do:
 - any other namespaced object: ``count/<resource>[.<group>]`` (and the legacy names
   ``services``, ``configmaps``, ``secrets``, ``persistentvolumeclaims``, ``resourcequotas``,
   ``replicationcontrollers`` for their kinds); quotas with scopes never count them.
+- a service also ``services.loadbalancers`` (1 for type LoadBalancer) and
+  ``services.nodeports`` (its ports for NodePort and LoadBalancer; with
+  allocateLoadBalancerNodePorts false only those naming a nodePort), both 0 otherwise
+  (evaluator/core/services.go);
+- a PersistentVolumeClaim also ``requests.storage`` (its request rounded up to a whole
+  byte) and, with a storage class, ``<class>.storageclass.storage.k8s.io/persistentvolumeclaims``
+  and ``.../requests.storage`` (evaluator/core/persistent_volume_claims.go).
 - scopes (pods only): Terminating (activeDeadlineSeconds >= 0), NotTerminating,
   BestEffort (QoS BestEffort), NotBestEffort, PriorityClass (In/NotIn/Exists/DoesNotExist
   over spec.priorityClassName), CrossNamespacePodAffinity.
-Not modelled: services.loadbalancers/nodeports, persistentvolumeclaim storage,
-the admission configuration's limitedResources.
+Not modelled: the admission configuration's limitedResources; a service's or claim's
+update is not charged (admission checks creates).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import core_pb2, policyv1core_pb2
+from protos.kubera.v1 import core_pb2, policyv1core_pb2, service_pb2, storage_pb2
 from services.api.helpers.resources import is_restartable_init_container
 from services.api.machinery.kinds import Kind
 from services.api.machinery.kubeobject import narrow
@@ -70,6 +77,13 @@ LEGACY_COUNTS = {
     "resourcequotas": "resourcequotas",
     "replicationcontrollers": "replicationcontrollers",
 }
+SERVICES_NODEPORTS = "services.nodeports"
+SERVICES_LOADBALANCERS = "services.loadbalancers"
+REQUESTS_STORAGE = "requests.storage"
+#: `<storage class>` + this + a claim resource: quota per storage class.
+STORAGE_CLASS_SUFFIX = ".storageclass.storage.k8s.io/"
+#: The beta annotation that names a claim's class before spec.storageClassName.
+BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 SCOPE_TERMINATING = "Terminating"
 SCOPE_NOT_TERMINATING = "NotTerminating"
 SCOPE_BEST_EFFORT = "BestEffort"
@@ -327,6 +341,14 @@ def matching_resources(kind: Kind, names: Iterable[str]) -> list[str]:
             or (n.startswith("requests.") and _is_extended(n[len("requests.") :]))
         )
     counted = set(count_names(kind))
+    if kind.kind == "Service":
+        counted |= {SERVICES_NODEPORTS, SERVICES_LOADBALANCERS}
+    if kind.kind == "PersistentVolumeClaim":
+        counted.add(REQUESTS_STORAGE)
+        by_class = tuple(
+            STORAGE_CLASS_SUFFIX + r for r in ("persistentvolumeclaims", REQUESTS_STORAGE)
+        )
+        return sorted(n for n in names if n in counted or n.endswith(by_class))
     return sorted(n for n in names if n in counted)
 
 
@@ -335,7 +357,56 @@ def usage(kind: Kind, obj: Message, now: float) -> ResourceList:
     if kind.kind == "Pod":
         return pod_usage(narrow(obj, core_pb2.Pod), now)
     one = Quantity(Decimal(1))
-    return {n: one for n in count_names(kind)}
+    counts = {n: one for n in count_names(kind)}
+    if kind.kind == "Service":
+        return counts | service_usage(narrow(obj, service_pb2.Service))
+    if kind.kind == "PersistentVolumeClaim":
+        return counts | claim_usage(narrow(obj, storage_pb2.PersistentVolumeClaim))
+    return counts
+
+
+def service_usage(svc: service_pb2.Service) -> ResourceList:
+    """The service evaluator's node ports and load balancers (its counts aside)."""
+    ports = len(svc.spec.ports)
+    if svc.spec.type == "NodePort":
+        return {SERVICES_LOADBALANCERS: ZERO, SERVICES_NODEPORTS: Quantity(Decimal(ports))}
+    if svc.spec.type == "LoadBalancer":
+        if svc.spec.HasField("allocate_load_balancer_node_ports") and not (
+            svc.spec.allocate_load_balancer_node_ports
+        ):
+            ports = sum(1 for p in svc.spec.ports if p.node_port)
+        return {
+            SERVICES_LOADBALANCERS: Quantity(Decimal(1)),
+            SERVICES_NODEPORTS: Quantity(Decimal(ports)),
+        }
+    return {SERVICES_LOADBALANCERS: ZERO, SERVICES_NODEPORTS: ZERO}
+
+
+def claim_class(pvc: storage_pb2.PersistentVolumeClaim) -> str:
+    """GetPersistentVolumeClaimClass: the beta annotation, else spec.storageClassName."""
+    annotated = pvc.metadata.annotations.get(BETA_STORAGE_CLASS_ANNOTATION)
+    if annotated is not None:
+        return annotated
+    return pvc.spec.storage_class_name
+
+
+def claim_usage(pvc: storage_pb2.PersistentVolumeClaim) -> ResourceList:
+    """The claim evaluator's storage (its counts aside): the request rounded up to a whole
+    byte, charged to the storage class too when the claim names one."""
+    out: ResourceList = {}
+    cls = claim_class(pvc)
+    if cls:
+        out[cls + STORAGE_CLASS_SUFFIX + "persistentvolumeclaims"] = Quantity(Decimal(1))
+    requested = parse_list(pvc.spec.resources.requests).get("storage")
+    if requested is not None:
+        if requested.value != requested.value.to_integral_value(rounding=ROUND_CEILING):
+            requested = Quantity(
+                requested.value.to_integral_value(rounding=ROUND_CEILING), requested.format
+            )
+        out[REQUESTS_STORAGE] = requested
+        if cls:
+            out[cls + STORAGE_CLASS_SUFFIX + REQUESTS_STORAGE] = requested
+    return out
 
 
 def matches(rq: policyv1core_pb2.ResourceQuota, kind: Kind, obj: Message) -> bool:

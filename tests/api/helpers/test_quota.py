@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from protos.kubera.v1 import core_pb2, policyv1core_pb2
+from protos.kubera.v1 import core_pb2, policyv1core_pb2, service_pb2, storage_pb2
 from services.api.helpers import quota as q
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.quantity import parse_quantity
@@ -212,3 +212,79 @@ def test_add_subtract_and_less_than_or_equal() -> None:
     )
     assert q.equal({"cpu": "1"}, {"cpu": "1000m"})
     assert not q.equal({"cpu": "1"}, {"cpu": "1", "pods": "0"})
+
+
+# ------------------------------------------------------------------ services and claims
+# Cases of upstream's evaluator/core/services_test.go (TestServiceEvaluatorUsage) and
+# persistent_volume_claims_test.go (TestPersistentVolumeClaimEvaluatorUsage).
+
+SERVICES = BY_KIND["Service"]
+CLAIMS = BY_KIND["PersistentVolumeClaim"]
+_SVC_COUNTS = {"services": "1", "count/services": "1"}
+
+SERVICE_USAGE = [
+    ("loadbalancer", {"type": "LoadBalancer", "ports": [{"port": 27443}]}, {"services.loadbalancers": "1", "services.nodeports": "1"}),
+    ("clusterip", {"type": "ClusterIP"}, {"services.loadbalancers": "0", "services.nodeports": "0"}),
+    ("nodeports", {"type": "NodePort", "ports": [{"port": 27443}]}, {"services.loadbalancers": "0", "services.nodeports": "1"}),
+    ("multi-nodeports", {"type": "NodePort", "ports": [{"port": 27443}, {"port": 27444}]}, {"services.loadbalancers": "0", "services.nodeports": "2"}),
+    (
+        "loadbalancer, node ports not allocated: only explicit ones count",
+        {"type": "LoadBalancer", "allocate_load_balancer_node_ports": False, "ports": [{"port": 1, "node_port": 32001}, {"port": 2}]},
+        {"services.loadbalancers": "1", "services.nodeports": "1"},
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "spec", "want"), SERVICE_USAGE, ids=[c[0] for c in SERVICE_USAGE])
+def test_service_usage(name: str, spec: dict[str, Any], want: dict[str, str]) -> None:
+    svc = service_pb2.Service(spec=service_pb2.ServiceSpec(**spec))
+    assert _strings(q.usage(SERVICES, svc, NOW)) == _SVC_COUNTS | want
+
+
+CLAIM_USAGE = [
+    ("pvc-usage", "", {"storage": "10Gi"}, {"requests.storage": "10Gi"}),
+    (
+        "pvc-usage-by-class",
+        "gold",
+        {"storage": "10Gi"},
+        {
+            "requests.storage": "10Gi",
+            "gold.storageclass.storage.k8s.io/requests.storage": "10Gi",
+            "gold.storageclass.storage.k8s.io/persistentvolumeclaims": "1",
+        },
+    ),
+    ("pvc-usage-rounded: a fraction of a byte counts as a byte", "", {"storage": "1500m"}, {"requests.storage": "2"}),
+    ("no storage request", "", {}, {}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "cls", "requests", "want"), CLAIM_USAGE, ids=[c[0] for c in CLAIM_USAGE]
+)
+def test_claim_usage(name: str, cls: str, requests: dict[str, str], want: dict[str, str]) -> None:
+    pvc = storage_pb2.PersistentVolumeClaim()
+    if cls:
+        pvc.spec.storage_class_name = cls
+    pvc.spec.resources.requests.update(requests)
+    counts = {"persistentvolumeclaims": "1", "count/persistentvolumeclaims": "1"}
+    assert _strings(q.usage(CLAIMS, pvc, NOW)) == counts | want
+
+
+def test_the_beta_annotation_names_a_claims_class_first() -> None:
+    pvc = storage_pb2.PersistentVolumeClaim()
+    pvc.spec.storage_class_name = "gold"
+    pvc.metadata.annotations[q.BETA_STORAGE_CLASS_ANNOTATION] = "silver"
+    assert q.claim_class(pvc) == "silver"
+
+
+def test_matching_resources_of_services_and_claims() -> None:
+    names = [
+        "services.nodeports", "services.loadbalancers", "requests.storage", "pods",
+        "gold.storageclass.storage.k8s.io/requests.storage", "persistentvolumeclaims",
+    ]  # fmt: skip
+    assert q.matching_resources(SERVICES, names) == ["services.loadbalancers", "services.nodeports"]
+    assert q.matching_resources(CLAIMS, names) == [
+        "gold.storageclass.storage.k8s.io/requests.storage",
+        "persistentvolumeclaims",
+        "requests.storage",
+    ]
