@@ -73,6 +73,9 @@ async def prepare_create(
     if kind.kind == "Pod":
         ranges = await reads.namespace_objects(BY_KIND["LimitRange"], meta.namespace)
         limitranger.admit(obj, ranges)  # type: ignore[arg-type]
+    elif kind.kind == "PersistentVolumeClaim":
+        ranges = await reads.namespace_objects(BY_KIND["LimitRange"], meta.namespace)
+        limitranger.admit_claim(obj, ranges)  # type: ignore[arg-type]
     store.validate(kind, obj)
     if kind.kind == "Service":
         await serviceips.allocate(store.storage, store.service_network, obj)

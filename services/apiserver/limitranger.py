@@ -16,14 +16,16 @@ Upstream's plugin/pkg/admission/limitranger/admission.go, for pods on create:
 A LimitRange's own defaulting (SetDefaults_LimitRangeItem: a Container item's `default`
 from `max`, `defaultRequest` from `default` then `min`) runs when the LimitRange is
 admitted, with every other default (services/api/defaults, `default_limit_range_item`).
-PersistentVolumeClaim items are stored and validated but not enforced.
+PersistentVolumeClaim items bound a claim's storage request on create
+(PersistentVolumeClaimValidateLimitFunc: `min` as for a container with no limit, `max`
+against the request only, maxRequestConstraint); a claim's update is not checked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from protos.kubera.v1 import core_pb2, policyv1core_pb2
+from protos.kubera.v1 import core_pb2, policyv1core_pb2, storage_pb2
 from services.api.helpers import quota
 from services.api.machinery.errors import ForbiddenError
 from services.api.machinery.quantity import Quantity
@@ -33,6 +35,7 @@ CONTAINER = "Container"
 #: resource.MaxMilliValue: the largest value whose milli-value fits an int64.
 MAX_MILLI_VALUE = (2**63 - 1) // 1000
 POD = "Pod"
+CLAIM = "PersistentVolumeClaim"
 
 
 def _container_defaults(
@@ -165,6 +168,36 @@ def ratio_constraint(
     return ""
 
 
+def max_request_constraint(
+    limit_type: str, name: str, enforced: Quantity, request: Mapping[str, Quantity]
+) -> str:
+    """maxRequestConstraint: a claim's max bounds what it requests (it has no limit)."""
+    req = request.get(name)
+    if req is None:
+        return f"maximum {name} usage per {limit_type} is {enforced}.  No request is specified"
+    r, _, e = _values(req, None, enforced)
+    if r > e:
+        return f"maximum {name} usage per {limit_type} is {enforced}, but request is {req}"
+    return ""
+
+
+def claim_violations(
+    pvc: storage_pb2.PersistentVolumeClaim, ranges: Sequence[policyv1core_pb2.LimitRange]
+) -> list[str]:
+    """PersistentVolumeClaimValidateLimitFunc over every range of the namespace."""
+    errs: list[str] = []
+    request = quota.parse_list(pvc.spec.resources.requests)
+    for lr in ranges:
+        for item in lr.spec.limits:
+            if item.type != CLAIM:
+                continue
+            for k, v in sorted(quota.parse_list(item.min).items()):
+                errs.append(min_constraint(CLAIM, k, v, request, {}))
+            for k, v in sorted(quota.parse_list(item.max).items()):
+                errs.append(max_request_constraint(CLAIM, k, v, request))
+    return [e for e in errs if e]
+
+
 def _check(
     item: policyv1core_pb2.LimitRangeItem,
     limit_type: str,
@@ -206,8 +239,18 @@ def admit(pod: core_pb2.Pod, ranges: Sequence[policyv1core_pb2.LimitRange]) -> N
     """Default, then validate; ForbiddenError (403) with upstream's aggregate message."""
     for lr in ranges:
         apply_defaults(pod, lr)
-    errs = violations(pod, ranges)
+    _refuse("pods", pod.metadata.name, violations(pod, ranges))
+
+
+def admit_claim(
+    pvc: storage_pb2.PersistentVolumeClaim, ranges: Sequence[policyv1core_pb2.LimitRange]
+) -> None:
+    """Validate a claim's storage request; ForbiddenError (403) as for a pod."""
+    _refuse("persistentvolumeclaims", pvc.metadata.name, claim_violations(pvc, ranges))
+
+
+def _refuse(resource: str, name: str, errs: list[str]) -> None:
     if not errs:
         return
     why = errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
-    raise ForbiddenError(f'pods "{pod.metadata.name}" is forbidden: {why}')
+    raise ForbiddenError(f'{resource} "{name}" is forbidden: {why}')

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from protos.kubera.v1 import core_pb2, policyv1core_pb2
+from protos.kubera.v1 import core_pb2, policyv1core_pb2, storage_pb2
 from services.api import defaults
 from services.api.machinery.errors import ForbiddenError, InvalidError
 from services.api.machinery.kinds import BY_KIND
@@ -331,3 +331,50 @@ async def test_a_limit_range_with_min_above_max_is_invalid(api: ApiServer) -> No
         'spec.limits[0].min[cpu]: Invalid value: "2": min value 2 is greater than max value 1'
         in str(e.value)
     )
+
+
+# ------------------------------------------------------------------ claims
+# TestPersistentVolumeClaimLimitFunc, and the docs' admin/resource/storagelimits.yaml
+# with pvc-limit-lower.yaml and pvc-limit-greater.yaml.
+
+_STORAGE = {"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"}, "max": {"storage": "2Gi"}}
+CLAIM_CASES = [
+    ("within", {"storage": "1Gi"}, ""),
+    ("at the max", {"storage": "2Gi"}, ""),
+    ("pvc-limit-lower", {"storage": "500Mi"}, "minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 500Mi"),
+    ("pvc-limit-greater", {"storage": "5Gi"}, "maximum storage usage per PersistentVolumeClaim is 2Gi, but request is 5Gi"),
+    (
+        "no request",
+        {},
+        "[minimum storage usage per PersistentVolumeClaim is 1Gi.  No request is specified, "
+        "maximum storage usage per PersistentVolumeClaim is 2Gi.  No request is specified]",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "requests", "want"), CLAIM_CASES, ids=[c[0] for c in CLAIM_CASES])
+def test_claims_are_bounded_by_persistent_volume_claim_items(
+    name: str, requests: dict[str, str], want: str
+) -> None:
+    pvc = storage_pb2.PersistentVolumeClaim()
+    pvc.metadata.name = name
+    pvc.spec.resources.requests.update(requests)
+    ranges = [limit_range("storagelimits", "default", _STORAGE)]
+    if not want:
+        limitranger.admit_claim(pvc, ranges)
+        return
+    with pytest.raises(ForbiddenError) as e:
+        limitranger.admit_claim(pvc, ranges)
+    assert str(e.value) == f'persistentvolumeclaims "{name}" is forbidden: {want}'
+
+
+async def test_a_claim_below_the_min_is_refused_403_and_not_written(api: ApiServer) -> None:
+    await api.create(limit_range("storagelimits", "default", _STORAGE))
+    pvc = storage_pb2.PersistentVolumeClaim()
+    pvc.metadata.name, pvc.metadata.namespace = "pvc-limit-lower", "default"
+    pvc.spec.access_modes.append("ReadWriteOnce")
+    pvc.spec.resources.requests["storage"] = "500Mi"
+    with pytest.raises(ForbiddenError, match="minimum storage usage per PersistentVolumeClaim"):
+        await api.create(pvc)
+    claims = BY_KIND["PersistentVolumeClaim"]
+    assert await api.get_or_none(claims, "default", "pvc-limit-lower") is None
