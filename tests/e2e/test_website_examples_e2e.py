@@ -414,6 +414,56 @@ def config_maps(r: Run) -> None:
         r.kubectl("delete", "configmap", "special-config", "env-config", "-n", "default")
 
 
+def _waiting(r: Run, pod: str) -> dict[str, str]:
+    """The pod's first container's waiting state (reason, message), once it has one."""
+
+    def state() -> dict[str, str] | None:
+        statuses = r.json("pod", pod)["status"].get("containerStatuses") or []
+        return statuses[0]["state"].get("waiting") if statuses else None
+
+    return dict(r.until(state))
+
+
+def pod_waits_for_its_config_map(r: Run) -> None:
+    """configure-pod.yaml names ConfigMap game-demo (the docs' page defines it inline): the
+    pod waits, ContainerCreating, until it exists, then runs."""
+    r.apply("configmap/configure-pod.yaml")
+    assert _waiting(r, "configmap-demo-pod")["reason"] == "ContainerCreating"
+    r.until(lambda: r.json("pod", "configmap-demo-pod")["status"].get("startTime"))
+    pod = r.json("pod", "configmap-demo-pod")
+    assert pod["status"]["phase"] == "Pending"
+    row = r.kubectl("get", "pod", "configmap-demo-pod", "-n", r.ns).stdout.splitlines()[1]
+    assert row.split()[2] == "ContainerCreating"
+    r.kubectl(
+        "create", "configmap", "game-demo", "-n", r.ns, "--from-literal=player_initial_lives=3",
+        "--from-literal=ui_properties_file_name=user-interface.properties",
+        "--from-literal=game.properties=enemy.types=aliens",
+        "--from-literal=user-interface.properties=color.good=purple",
+    )  # fmt: skip
+    r.running("!job-name", 1)
+
+
+def env_from_a_missing_config_map(r: Run) -> None:
+    """env-configmap.yaml's envFrom names ConfigMap myconfigmap: CreateContainerConfigError
+    with upstream's words until it is created."""
+    r.apply("configmap/env-configmap.yaml")
+    waiting = r.until(
+        lambda: (
+            (w := _waiting(r, "env-configmap")).get("reason") == "CreateContainerConfigError" and w
+        )
+    )
+    assert waiting["message"] == 'configmap "myconfigmap" not found'
+    row = r.kubectl("get", "pod", "env-configmap", "-n", r.ns).stdout.splitlines()[1]
+    assert row.split()[2] == "CreateContainerConfigError"
+    r.kubectl("create", "configmap", "myconfigmap", "-n", r.ns, "--from-literal=k=v")
+
+    def started() -> bool:
+        (status,) = r.json("pod", "env-configmap")["status"]["containerStatuses"]
+        return bool({"running", "terminated"} & set(status["state"]))
+
+    r.until(started)  # (its printenv would exit at once on a real node)
+
+
 def immutable_config_map(r: Run) -> None:
     r.apply("configmap/immutable-configmap.yaml")
     patch = r.kubectl(
@@ -582,6 +632,8 @@ CASES = [
     ),
     Case(("service/load-balancer-example.yaml",), exposed_load_balancer),
     Case(("configmap/configmaps.yaml",), config_maps),
+    Case(("configmap/configure-pod.yaml",), pod_waits_for_its_config_map),
+    Case(("configmap/env-configmap.yaml",), env_from_a_missing_config_map),
     Case(("configmap/immutable-configmap.yaml",), immutable_config_map),
     Case(
         ("pods/config/example-redis-config.yaml", "pods/config/redis-pod.yaml"), redis_with_config
