@@ -601,44 +601,95 @@ class Case:
 
     files: tuple[str, ...]
     check: Callable[[Run], None]
+    #: Objects the row leaves in its namespace, which get and describe must show.
+    names: tuple[str, ...] = ()
 
 
 CASES = [
-    Case(("controllers/job.yaml",), pi_job),
-    Case(("application/job/indexed-job.yaml",), indexed_job),
-    Case(("application/job/job-sidecar.yaml",), sidecar_job),
-    Case(("controllers/job-success-policy.yaml",), success_policy_job),
-    Case(("controllers/job-backoff-limit-per-index-example.yaml",), backoff_limit_per_index_job),
-    Case(("controllers/job-pod-failure-policy-example.yaml",), pod_failure_policy_job),
-    Case(("application/job/cronjob.yaml",), cronjob_and_jobs_from_it),
+    Case(("controllers/job.yaml",), pi_job, ("job.batch/pi",)),
+    Case(("application/job/indexed-job.yaml",), indexed_job, ("indexed-job-4",)),
+    Case(("application/job/job-sidecar.yaml",), sidecar_job, ("job.batch/myjob",)),
+    Case(("controllers/job-success-policy.yaml",), success_policy_job, ("job-success",)),
     Case(
-        ("controllers/daemonset.yaml", "controllers/fluentd-daemonset.yaml"), daemonsets_and_cascade
+        ("controllers/job-backoff-limit-per-index-example.yaml",),
+        backoff_limit_per_index_job,
+        ("job.batch/job-backoff-limit-per-index-example",),
     ),
-    Case(("controllers/daemonset-label-selector.yaml",), daemonset_on_labelled_nodes),
+    Case(
+        ("controllers/job-pod-failure-policy-example.yaml",),
+        pod_failure_policy_job,
+        ("job.batch/job-pod-failure-policy-example",),
+    ),
+    Case(
+        ("application/job/cronjob.yaml",),
+        cronjob_and_jobs_from_it,
+        ("cronjob.batch/hello", "hello-manual", "pfp-manual", "sp-manual"),
+    ),
+    Case(
+        ("controllers/daemonset.yaml", "controllers/fluentd-daemonset.yaml"),
+        daemonsets_and_cascade,
+    ),
+    Case(
+        ("controllers/daemonset-label-selector.yaml",),
+        daemonset_on_labelled_nodes,
+        ("daemonset.apps/ssd-driver",),
+    ),
     Case(("controllers/frontend.yaml",), replicaset_and_cascade),
-    Case(("controllers/statefulset.yaml",), statefulset_with_claims),
-    Case(("application/web/web.yaml",), web_statefulset),
-    Case(("application/zookeeper/zookeeper.yaml",), zookeeper),
-    Case(("policy/zookeeper-pod-disruption-budget-minavailable.yaml",), zookeeper_budget_alone),
-    Case(("application/deployment.yaml",), deployment),
-    Case(("application/nginx-app.yaml",), load_balancer_app),
+    Case(
+        ("controllers/statefulset.yaml",),
+        statefulset_with_claims,
+        ("statefulset.apps/web", "service/nginx", "www-web-2", "web-2"),
+    ),
+    Case(("application/web/web.yaml",), web_statefulset, ("statefulset.apps/web", "web-1")),
+    Case(
+        ("application/zookeeper/zookeeper.yaml",),
+        zookeeper,
+        ("statefulset.apps/zk", "zk-pdb", "zk-cs", "zk-hs", "datadir-zk-0"),
+    ),
+    Case(
+        ("policy/zookeeper-pod-disruption-budget-minavailable.yaml",),
+        zookeeper_budget_alone,
+        ("zk-pdb",),
+    ),
+    Case(("application/deployment.yaml",), deployment, ("deployment.apps/nginx-deployment",)),
+    Case(("application/nginx-app.yaml",), load_balancer_app, ("my-nginx-svc", "my-nginx")),
     Case(
         ("service/networking/run-my-nginx.yaml", "service/networking/nginx-svc.yaml"),
         service_for_a_deployment,
+        ("service/my-nginx", "deployment.apps/my-nginx"),
     ),
     Case(
         ("service/access/backend-deployment.yaml", "service/access/backend-service.yaml"),
         named_target_port,
+        ("service/hello", "deployment.apps/backend"),
     ),
-    Case(("service/load-balancer-example.yaml",), exposed_load_balancer),
-    Case(("configmap/configmaps.yaml",), config_maps),
-    Case(("configmap/configure-pod.yaml",), pod_waits_for_its_config_map),
-    Case(("configmap/env-configmap.yaml",), env_from_a_missing_config_map),
-    Case(("configmap/immutable-configmap.yaml",), immutable_config_map),
     Case(
-        ("pods/config/example-redis-config.yaml", "pods/config/redis-pod.yaml"), redis_with_config
+        ("service/load-balancer-example.yaml",),
+        exposed_load_balancer,
+        ("service/my-service", "deployment.apps/hello-world"),
     ),
-    Case(("pods/inject/secret.yaml", "pods/inject/secret-pod.yaml"), secret_volume),
+    Case(("configmap/configmaps.yaml",), config_maps),
+    Case(
+        ("configmap/configure-pod.yaml",),
+        pod_waits_for_its_config_map,
+        ("configmap-demo-pod", "game-demo"),
+    ),
+    Case(
+        ("configmap/env-configmap.yaml",),
+        env_from_a_missing_config_map,
+        ("env-configmap", "myconfigmap"),
+    ),
+    Case(("configmap/immutable-configmap.yaml",), immutable_config_map, ("company-name-20150801",)),
+    Case(
+        ("pods/config/example-redis-config.yaml", "pods/config/redis-pod.yaml"),
+        redis_with_config,
+        ("pod/redis", "example-redis-config"),
+    ),
+    Case(
+        ("pods/inject/secret.yaml", "pods/inject/secret-pod.yaml"),
+        secret_volume,
+        ("secret-test-pod", "test-secret"),
+    ),
     Case(
         (
             "admin/resource/quota-objects.yaml",
@@ -646,26 +697,32 @@ CASES = [
             "admin/resource/quota-objects-pvc-2.yaml",
         ),
         object_quota,
+        ("object-quota-demo", "pvc-quota-demo"),
     ),
     Case(
         ("admin/resource/quota-pod.yaml", "admin/resource/quota-pod-deployment.yaml"),
         pod_count_quota,
+        ("pod-demo", "deployment.apps/pod-quota-demo"),
     ),
     Case(
         ("admin/resource/quota-objects-priority.yaml", "policy/priority-class-resourcequota.yaml"),
         priority_class_quotas,
+        ("pods-high", "pods-medium", "pods-low", "pods-cluster-services"),
     ),
     Case(
         ("admin/resource/limit-mem-cpu-container.yaml", "admin/resource/limit-range-pod-1.yaml"),
         container_limit_defaults,
+        ("limit-mem-cpu-per-container", "busybox1"),
     ),
     Case(
         ("admin/resource/limit-mem-cpu-pod.yaml", "admin/resource/limit-range-pod-2.yaml"),
         pod_limit,
+        ("limit-mem-cpu-per-pod",),
     ),
     Case(
         ("admin/resource/limit-memory-ratio-pod.yaml", "admin/resource/limit-range-pod-3.yaml"),
         limit_request_ratio,
+        ("limit-memory-ratio-pod",),
     ),
     Case(
         (
@@ -674,6 +731,7 @@ CASES = [
             "admin/resource/pvc-limit-greater.yaml",
         ),
         storage_limits,
+        ("storagelimits",),
     ),
 ]
 
@@ -691,6 +749,12 @@ def test_the_docs_example_behaves_as_on_a_real_cluster(cluster: Cluster, case: C
     kubectl(cluster, "create", "namespace", ns)
     try:
         case.check(Run(cluster, ns))
+        # every object the row made prints with kubectl's get and describe
+        kinds = "all,cm,secrets,pvc,quota,limits,pdb,endpointslices,controllerrevisions"
+        listed = kubectl(cluster, "get", kinds, "-n", ns, "-o", "wide").stdout
+        described = kubectl(cluster, "describe", kinds, "-n", ns).stdout
+        for name in case.names:
+            assert name in listed and name in described, name
     finally:
         # quotas and limit ranges must not outlive the row (the cluster may be shared)
         kubectl(cluster, "delete", "resourcequotas,limitranges", "--all", "-n", ns, check=False)
