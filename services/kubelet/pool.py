@@ -39,7 +39,6 @@ import itertools
 import logging
 import random
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.message import Message
@@ -83,6 +82,7 @@ from services.kubelet.nodestatus import pod_ip
 from services.kubelet.pressure import IMAGE_BYTES_PER_INODE, PoolPressure
 from services.kubelet.slices import NodeSlices
 from services.kubelet.state import PRESSURE_CONDITIONS, HollowNode, PodState
+from services.kubelet.state import PoolConfig as PoolConfig  # re-exported
 from services.kubelet.template import NodePlan
 from services.kubelet.usage import UsageTable, first_over, resolve_usage
 
@@ -90,38 +90,6 @@ log = logging.getLogger(__name__)
 
 PODS = BY_KIND["Pod"]
 CLAIMS = BY_KIND["ResourceClaim"]
-
-
-@dataclass(frozen=True)
-class PoolConfig:
-    """How a pool runs its kubelets. Durations are simulated seconds."""
-
-    #: The pool's name (its actor's name; the holder of nothing, just for logs).
-    name: str = "pool-0"
-    #: Node leases: their duration and how often they are renewed (upstream: 40 s and
-    #: a quarter of it).
-    lease_duration_seconds: int = 40
-    lease_renew_interval: float = 10.0
-    #: How often the Ready heartbeat is posted to node status when nothing changed
-    #: (upstream nodeStatusReportFrequency).
-    node_status_report_frequency: float = 300.0
-    #: One pod watch per node (realistic apiserver load) instead of one per pool.
-    watch_per_node: bool = False
-    #: Workers deleting pods whose grace period is over (RPCs in flight at once).
-    workers: int = 16
-    #: Largest BatchUpdate call.
-    max_batch: int = 500
-    seed: int | None = None
-    #: The cluster-wide number of this pool's first node (node and pod IPs derive from it).
-    first_ordinal: int = 0
-
-    def __post_init__(self) -> None:
-        if self.lease_duration_seconds <= 0:
-            raise ValueError("lease_duration_seconds must be positive")
-        if not 0 < self.lease_renew_interval < self.lease_duration_seconds:
-            raise ValueError("lease_renew_interval must be positive and below the lease duration")
-        if self.workers < 1 or self.max_batch < 1:
-            raise ValueError("workers and max_batch must be at least 1")
 
 
 class NodePool:
