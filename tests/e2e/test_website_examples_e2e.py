@@ -219,6 +219,10 @@ def cronjob_and_jobs_from_it(r: Run) -> None:
         for field in ("podFailurePolicy", "successPolicy"):
             assert made.get(field) == template.get(field), field
         r.job_condition(f"{name}-manual")
+    # the hello CronJob's Jobs go with it (its schedule would keep making and pruning them)
+    r.kubectl("delete", "cronjob", "hello", "-n", r.ns, "--cascade=foreground")
+    left = [j["metadata"]["name"] for j in r.json("jobs")["items"]]
+    assert sorted(left) == ["pfp-manual", "sp-manual"], left  # kubectl made hello its owner
 
 
 # ------------------------------------------------------------------ apps
@@ -607,7 +611,7 @@ class Case:
 
 CASES = [
     Case(("controllers/job.yaml",), pi_job, ("job.batch/pi",)),
-    Case(("application/job/indexed-job.yaml",), indexed_job, ("indexed-job-4",)),
+    Case(("application/job/indexed-job.yaml",), indexed_job, ("job.batch/indexed-job",)),
     Case(("application/job/job-sidecar.yaml",), sidecar_job, ("job.batch/myjob",)),
     Case(("controllers/job-success-policy.yaml",), success_policy_job, ("job-success",)),
     Case(
@@ -623,7 +627,7 @@ CASES = [
     Case(
         ("application/job/cronjob.yaml",),
         cronjob_and_jobs_from_it,
-        ("cronjob.batch/hello", "hello-manual", "pfp-manual", "sp-manual"),
+        ("cronjob.batch/pfp", "job.batch/pfp-manual", "job.batch/sp-manual"),
     ),
     Case(
         ("controllers/daemonset.yaml", "controllers/fluentd-daemonset.yaml"),
@@ -753,8 +757,8 @@ def test_the_docs_example_behaves_as_on_a_real_cluster(cluster: Cluster, case: C
         kinds = "all,cm,secrets,pvc,quota,limits,pdb,endpointslices,controllerrevisions"
         listed = kubectl(cluster, "get", kinds, "-n", ns, "-o", "wide").stdout
         described = kubectl(cluster, "describe", kinds, "-n", ns).stdout
-        for name in case.names:
-            assert name in listed and name in described, name
+        for name in case.names:  # "kind/name" as get lists it; describe names it bare
+            assert name in listed and f" {name.split('/')[-1]}\n" in described, name
     finally:
         # quotas and limit ranges must not outlive the row (the cluster may be shared)
         kubectl(cluster, "delete", "resourcequotas,limitranges", "--all", "-n", ns, check=False)
