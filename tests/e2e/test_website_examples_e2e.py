@@ -495,6 +495,57 @@ def secret_volume(r: Run) -> None:
     assert "password:  12 bytes" in described and "username:  6 bytes" in described
 
 
+def init_container(r: Run) -> None:
+    r.apply("pods/init-containers.yaml")
+    (pod,) = r.running("!job-name", 1)
+    (init,) = pod["status"]["initContainerStatuses"]
+    assert init["name"] == "install" and init["state"]["terminated"]["reason"] == "Completed"
+    assert pod["spec"]["dnsPolicy"] == "Default"
+    conds = {c["type"]: c["status"] for c in pod["status"]["conditions"]}
+    assert conds["Initialized"] == "True"
+
+
+def services_without_pods(r: Run) -> None:
+    r.apply("application/mysql/mysql-services.yaml")
+    assert r.json("service", "mysql")["spec"]["clusterIP"] == "None"
+    assert r.json("service", "mysql-read")["spec"]["clusterIP"].startswith("10.")
+    for name in ("mysql", "mysql-read"):
+        (s,) = r.until(lambda name=name: _slices(r, name))
+        assert not s.get("endpoints")
+
+
+def optional_secret(r: Run) -> None:
+    r.apply("secret/optional-secret.yaml")  # names Secret mysecret, which is not there
+    r.running("!job-name", 1)
+
+
+def dotfile_secret(r: Run) -> None:
+    r.apply("secret/dotfile-secret.yaml")
+    r.running("!job-name", 1)
+    assert r.json("secret", "dotfile-secret")["data"] == {".secret-file": "dmFsdWUtMg0KDQo="}
+
+
+def placeholder_secret(r: Run) -> None:
+    """Its data are placeholders, not base64: refused as upstream's decoder refuses it."""
+    bad = r.apply("secret/tls-auth-secret.yaml", check=False)
+    assert bad.returncode != 0
+    assert (
+        'Error from server (BadRequest): error when creating "' in bad.stderr
+        and 'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at '
+        "input byte 7"
+        in bad.stderr
+    ), bad.stderr
+
+
+def basic_auth_secret(r: Run) -> None:
+    r.apply("secret/basicauth-secret.yaml")
+    secret = r.json("secret", "secret-basic-auth")
+    assert secret["type"] == "kubernetes.io/basic-auth" and "stringData" not in secret
+    assert secret["data"] == {"username": "YWRtaW4=", "password": "dDBwLVNlY3JldA=="}
+    described = r.described("secret", "secret-basic-auth")
+    assert "password:  10 bytes" in described and "username:  5 bytes" in described
+
+
 # ------------------------------------------------------------------ quotas and limits
 
 
@@ -694,6 +745,20 @@ CASES = [
         secret_volume,
         ("secret-test-pod", "test-secret"),
     ),
+    Case(("pods/init-containers.yaml",), init_container, ("pod/init-demo",)),
+    Case(
+        ("application/mysql/mysql-services.yaml",),
+        services_without_pods,
+        ("service/mysql", "service/mysql-read"),
+    ),
+    Case(("secret/optional-secret.yaml",), optional_secret, ("pod/mypod",)),
+    Case(
+        ("secret/dotfile-secret.yaml",),
+        dotfile_secret,
+        ("pod/secret-dotfiles-pod", "secret/dotfile-secret"),
+    ),
+    Case(("secret/tls-auth-secret.yaml",), placeholder_secret),
+    Case(("secret/basicauth-secret.yaml",), basic_auth_secret, ("secret/secret-basic-auth",)),
     Case(
         (
             "admin/resource/quota-objects.yaml",
