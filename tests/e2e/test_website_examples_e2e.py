@@ -546,6 +546,92 @@ def basic_auth_secret(r: Run) -> None:
     assert "password:  10 bytes" in described and "username:  5 bytes" in described
 
 
+# ------------------------------------------------------------------ scheduling
+
+
+def _in_own_namespace(r: Run, ns: str, path: str) -> None:
+    """A manifest that names its namespace (the docs' task creates it first)."""
+    r.kubectl("create", "namespace", ns)
+    r.apply(path, ns="")
+
+
+def too_much_cpu(r: Run) -> None:
+    _in_own_namespace(r, "cpu-example", "pods/resource/cpu-request-limit-2.yaml")
+    try:
+
+        def unschedulable() -> str | None:
+            events = r.json("events", ns="cpu-example")["items"]
+            return next((e["message"] for e in events if e["reason"] == "FailedScheduling"), None)
+
+        message = r.until(unschedulable)
+        assert f"0/{NODES} nodes are available: {NODES} Insufficient cpu." in message
+        pod = r.json("pod", "cpu-demo-2", ns="cpu-example")
+        assert pod["status"]["phase"] == "Pending" and not pod["spec"].get("nodeName")
+        (cond,) = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
+        assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+    finally:
+        r.kubectl("delete", "namespace", "cpu-example", "--wait=false")
+
+
+def guaranteed_qos(r: Run) -> None:
+    _in_own_namespace(r, "qos-example", "pods/qos/qos-pod.yaml")
+    try:
+        (pod,) = r.running("!job-name", 1, ns="qos-example")
+        assert pod["status"]["qosClass"] == "Guaranteed"
+    finally:
+        r.kubectl("delete", "namespace", "qos-example", "--wait=false")
+
+
+def scheduling_gates(r: Run) -> None:
+    r.apply("pods/pod-with-scheduling-gates.yaml")
+    row = r.until(
+        lambda: (
+            (
+                line := r.kubectl("get", "pod", "test-pod", "-n", r.ns).stdout.splitlines()[1]
+            ).split()[2]
+            == "SchedulingGated"
+            and line
+        )
+    )
+    assert row.split()[1] == "0/1"
+    r.kubectl(
+        "patch", "pod", "test-pod", "-n", r.ns, "--type=json",
+        "-p", '[{"op": "remove", "path": "/spec/schedulingGates"}]',
+    )  # fmt: skip
+    r.running("!job-name", 1)
+
+
+def toleration(r: Run) -> None:
+    r.apply("pods/pod-with-toleration.yaml")
+    (pod,) = r.running("env=test", 1)
+    assert {"key": "example-key", "operator": "Exists", "effect": "NoSchedule"} in pod["spec"][
+        "tolerations"
+    ]
+
+
+def replica_set_acquires_bare_pods(r: Run) -> None:
+    """The docs' ReplicaSet page: pods matching frontend's selector are acquired, and, the
+    set being full, deleted."""
+    r.apply("controllers/frontend.yaml")
+    r.running("tier=frontend", 3)
+    r.apply("pods/pod-rs.yaml")
+    r.until(lambda: r.kubectl("get", "pods", "-n", r.ns, "-o", "name").stdout.count("pod/pod") == 0)
+    assert len(r.running("tier=frontend", 3)) == 3
+
+
+def labelled_namespace(r: Run) -> None:
+    r.apply("admin/namespace-dev.yaml", ns="")
+    try:
+        got = r.json("namespace", "development", ns="default")
+        assert got["metadata"]["labels"] == {
+            "name": "development",
+            "kubernetes.io/metadata.name": "development",
+        }
+        assert got["status"]["phase"] == "Active"
+    finally:
+        r.kubectl("delete", "namespace", "development", "--wait=false")
+
+
 # ------------------------------------------------------------------ quotas and limits
 
 
@@ -746,6 +832,12 @@ CASES = [
         ("secret-test-pod", "test-secret"),
     ),
     Case(("pods/init-containers.yaml",), init_container, ("pod/init-demo",)),
+    Case(("pods/resource/cpu-request-limit-2.yaml",), too_much_cpu),
+    Case(("pods/qos/qos-pod.yaml",), guaranteed_qos),
+    Case(("pods/pod-with-scheduling-gates.yaml",), scheduling_gates, ("pod/test-pod",)),
+    Case(("pods/pod-with-toleration.yaml",), toleration, ("pod/nginx",)),
+    Case(("pods/pod-rs.yaml",), replica_set_acquires_bare_pods, ("replicaset.apps/frontend",)),
+    Case(("admin/namespace-dev.yaml",), labelled_namespace),
     Case(
         ("application/mysql/mysql-services.yaml",),
         services_without_pods,
