@@ -358,6 +358,51 @@ def deployment(r: Run) -> None:
     assert row[:4] == ["nginx-deployment", "2/2", "2", "2"]
 
 
+def deployment_rollout_and_undo(r: Run) -> None:
+    """The Deployments concept page: create, update the image, scale by applying
+    deployment-scale.yaml (4 replicas of nginx:1.16.1), then roll back to revision 1."""
+    dep = ("deployment/nginx-deployment", "-n", r.ns)
+    r.apply("controllers/nginx-deployment.yaml")
+    r.kubectl("rollout", "status", *dep, "--timeout=60s")
+    r.kubectl("set", "image", *dep, "nginx=nginx:1.16.1")
+    r.kubectl("rollout", "status", *dep, "--timeout=60s")
+    r.apply("application/deployment-scale.yaml")
+    r.kubectl("rollout", "status", *dep, "--timeout=60s")
+    pods = r.running("app.kubernetes.io/name=nginx", 4)
+    assert {p["spec"]["containers"][0]["image"] for p in pods} == {"nginx:1.16.1"}
+    history = r.kubectl("rollout", "history", *dep).stdout.split()
+    assert history[history.index("CHANGE-CAUSE") + 1 :: 2] == ["1", "2"]
+    r.kubectl("rollout", "undo", *dep, "--to-revision=1")
+    r.kubectl("rollout", "status", *dep, "--timeout=60s")
+    pods = r.running("app.kubernetes.io/name=nginx", 4)
+    assert {p["spec"]["containers"][0]["image"] for p in pods} == {"nginx:1.14.2"}
+    replica_sets = r.json("rs")["items"]
+    assert sorted(rs["spec"]["replicas"] for rs in replica_sets) == [0, 4]
+
+
+def strategic_merge_patch(r: Run) -> None:
+    """The docs' "Update API Objects in Place" task: a strategic merge patch adds a
+    container (merged by name, the new one first); tolerations are replaced."""
+    r.apply("application/deployment-patch.yaml")
+    containers = "spec:\n  template:\n    spec:\n      containers:\n      - name: patch-demo-ctr-2\n        image: redis\n"
+    tolerations = "spec:\n  template:\n    spec:\n      tolerations:\n      - effect: NoSchedule\n        key: disktype\n        value: ssd\n"
+    for patch in (containers, tolerations):
+        r.kubectl(
+            "patch",
+            "deployment",
+            "patch-demo",
+            "-n",
+            r.ns,
+            "--type=strategic",
+            "-p",
+            json.dumps(yaml.safe_load(patch)),
+        )
+    spec = r.json("deployment", "patch-demo")["spec"]["template"]["spec"]
+    assert [c["name"] for c in spec["containers"]] == ["patch-demo-ctr-2", "patch-demo-ctr"]
+    assert spec["tolerations"] == [{"effect": "NoSchedule", "key": "disktype", "value": "ssd"}]
+    r.running("app.kubernetes.io/name=nginx", 2)
+
+
 # ------------------------------------------------------------------ services
 
 
@@ -793,6 +838,16 @@ CASES = [
         ("zk-pdb",),
     ),
     Case(("application/deployment.yaml",), deployment, ("deployment.apps/nginx-deployment",)),
+    Case(
+        ("controllers/nginx-deployment.yaml", "application/deployment-scale.yaml"),
+        deployment_rollout_and_undo,
+        ("deployment.apps/nginx-deployment",),
+    ),
+    Case(
+        ("application/deployment-patch.yaml",),
+        strategic_merge_patch,
+        ("deployment.apps/patch-demo",),
+    ),
     Case(("application/nginx-app.yaml",), load_balancer_app, ("my-nginx-svc", "my-nginx")),
     Case(
         ("service/networking/run-my-nginx.yaml", "service/networking/nginx-svc.yaml"),
