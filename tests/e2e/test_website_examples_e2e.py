@@ -265,7 +265,14 @@ def test_the_docs_example_behaves_as_on_a_real_cluster(cluster: Cluster, case: C
     kubectl(cluster, "create", "namespace", ns)
     try:
         case.check(Run(cluster, ns))
-        # every object the row made prints with kubectl's get and describe
+        # every object the row made prints with kubectl's get and describe, once what
+        # the row deleted is gone (describe gets each listed object again)
+        run = Run(cluster, ns)
+        run.until(
+            lambda: (
+                not any(p["metadata"].get("deletionTimestamp") for p in run.json("pods")["items"])
+            )
+        )
         kinds = "all,cm,secrets,pvc,quota,limits,pdb,endpointslices,controllerrevisions"
         listed = kubectl(cluster, "get", kinds, "-n", ns, "-o", "wide").stdout
         described = kubectl(cluster, "describe", kinds, "-n", ns).stdout

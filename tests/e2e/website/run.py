@@ -46,7 +46,7 @@ class Run:
 
         def ready() -> list[dict[str, Any]] | None:
             pods = self.pods(selector, ns)
-            ok = [p for p in pods if p["status"].get("phase") == "Running" and ready(p)]
+            ok = [p for p in pods if p["status"].get("phase") == "Running" and pod_ready(p)]
             return ok if len(ok) == n == len(pods) else None
 
         return self.until(ready)
@@ -70,7 +70,7 @@ class Run:
         return str(self.kubectl("describe", *what, "-n", ns or self.ns).stdout)
 
 
-def ready(pod: dict[str, Any]) -> bool:
+def pod_ready(pod: dict[str, Any]) -> bool:
     return any(
         c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions", [])
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.website.run import NODES, WEBSITE, Run, ready, serves
+from tests.e2e.website.run import NODES, WEBSITE, Run, pod_ready, serves
 
 # ------------------------------------------------------------------ batch
 
@@ -191,7 +191,7 @@ def _apply_in_order(r: Run, path: str, selector: str, sts: str, n: int) -> list[
         name = event["object"]["metadata"]["name"]
         if event["type"] == "ADDED":
             order.append(f"{name} created")
-        if ready(event["object"]) and f"{name} ready" not in order:
+        if pod_ready(event["object"]) and f"{name} ready" not in order:
             order.append(f"{name} ready")
     want = [f"{sts}-{i} {what}" for i in range(n) for what in ("created", "ready")]
     assert order[: 2 * n] == want, order
