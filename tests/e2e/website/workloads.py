@@ -136,9 +136,24 @@ def daemonsets_and_cascade(r: Run) -> None:
     # deleting the owner cascades (background: the garbage collector takes the pods)
     r.kubectl("delete", "ds", "fluentd-elasticsearch", "-n", "kube-system")
     r.until(lambda: not r.pods("name=fluentd-elasticsearch", ns="kube-system"))
-    # the newer doc, same name, another selector
-    r.apply("controllers/fluentd-daemonset.yaml", ns="")
-    _ds_on_every_node(r, "app.kubernetes.io/name=fluentd-elasticsearch")
+    # the newer doc, same name, another selector: one pod per schedulable node, where a
+    # cordoned node still counts (daemon pods tolerate node.kubernetes.io/unschedulable)
+    # and a node tainted NoSchedule with a taint the pods do not tolerate does not
+    nodes = [n.split("/")[1] for n in r.kubectl("get", "nodes", "-o", "name").stdout.split()]
+    cordoned, tainted = nodes[0], nodes[1]
+    r.kubectl("cordon", cordoned)
+    r.kubectl("taint", "nodes", tainted, "dedicated=experiment:NoSchedule")
+    try:
+        r.apply("controllers/fluentd-daemonset.yaml", ns="")
+        sel = "app.kubernetes.io/name=fluentd-elasticsearch"
+        pods = r.running(sel, NODES - 1, ns="kube-system")
+        assert sorted(p["spec"]["nodeName"] for p in pods) == [n for n in nodes if n != tainted]
+        ds = r.json("ds", "fluentd-elasticsearch", ns="kube-system")["status"]
+        assert ds["desiredNumberScheduled"] == ds["numberReady"] == NODES - 1
+    finally:
+        r.kubectl("uncordon", cordoned)
+        r.kubectl("taint", "nodes", tainted, "dedicated-")
+    _ds_on_every_node(r, sel)  # the untainted node gets its pod
     r.kubectl("delete", "ds", "fluentd-elasticsearch", "-n", "kube-system", "--cascade=foreground")
     assert not r.pods("app.kubernetes.io/name=fluentd-elasticsearch", ns="kube-system")
 
