@@ -35,7 +35,7 @@ bootstrap roles grant them, in one place:
     a node (system:node:N, or a pool    read what a kubelet reads (nodes, pods, leases,
     acting for its nodes)               namespaces, runtimeclasses, priorityclasses,
                                         events, resourceslices, deviceclasses,
-                                        resourceclaims); write its own Node and
+                                        resourceclaims, configmaps); write its own Node and
                                         nodes/status, its own Lease (kube-node-lease/N),
                                         the status of pods bound to it, delete pods bound
                                         to it, evict them; create/update/patch events;
@@ -62,7 +62,9 @@ Deliberate differences from upstream: a node may change its own Node's taints (k
 hollow kubelets set the memory/disk/pid-pressure taints themselves; upstream's
 NodeRestriction forbids nodes modifying taints); a node reads every ResourceClaim, as it
 reads every pod (upstream's Node authorizer lets it get only the claims of its pods; a
-node pool watches the claims allocated to its nodes to gate their pods); no RBAC
+node pool watches the claims allocated to its nodes to gate their pods), and every
+ConfigMap (upstream: those its pods name; a pool watches them to hold back a pod naming
+a missing one) but no Secret; no RBAC
 objects, so these rules are not configurable; no mirror pods (a node may not create pods).
 """
 
@@ -95,6 +97,7 @@ NODE_READABLE = frozenset(
         "resourceslices",
         "deviceclasses",
         "resourceclaims",
+        "configmaps",
     }
 )
 SLICE_WRITE_VERBS = frozenset({"create", "update", "patch", "delete"})

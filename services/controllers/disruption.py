@@ -7,8 +7,8 @@ selector matches none). Then, as upstream's trySync:
 * expectedPods and desiredHealthy: minAvailable as an integer → desiredHealthy is it, and
   expectedPods the number of pods; minAvailable as a percentage, or maxUnavailable → the
   expected count is the sum of the scales of the pods' controllers (getExpectedScale: a
-  ReplicaSet's spec.replicas, or, for a ReplicaSet a Deployment controls, the Deployment's,
-  each controller counted once; pods without a controller are left out), and
+  ReplicaSet's spec.replicas, or, for a ReplicaSet a Deployment controls, the Deployment's;
+  a StatefulSet's; each controller counted once; pods without a controller are left out), and
   desiredHealthy = ceil(minAvailable% of it), or expected - maxUnavailable (a percentage
   rounded up), not below 0. A pod whose controller is not found fails the sync.
 * disruptedPods: the entries the eviction subresource wrote for pods still here and not
@@ -66,6 +66,7 @@ PODS = BY_KIND["Pod"]
 PDBS = BY_KIND["PodDisruptionBudget"]
 REPLICA_SETS = BY_KIND["ReplicaSet"]
 DEPLOYMENTS = BY_KIND["Deployment"]
+STATEFUL_SETS = BY_KIND["StatefulSet"]
 
 #: Upstream's DeletionTimeout: how long an eviction's disruptedPods entry holds a pod out
 #: of currentHealthy before the controller concludes it was not deleted.
@@ -253,10 +254,17 @@ def find_scale(
     ref: meta_pb2.OwnerReference,
     replica_sets: Mapping[str, apps_pb2.ReplicaSet],
     deployments: Mapping[str, apps_pb2.Deployment],
+    stateful_sets: Mapping[str, apps_pb2.StatefulSet] | None = None,
 ) -> tuple[str, int] | None:
-    """The finders (getPodReplicaSet, getPodDeployment), by "namespace/name": a
-    ReplicaSet's (uid, spec.replicas), or, when a Deployment controls it, the Deployment's;
-    None when the reference names no such object (kind, group, name or uid differ)."""
+    """The finders (getPodReplicaSet, getPodDeployment, getPodStatefulSet), by
+    "namespace/name": a ReplicaSet's (uid, spec.replicas), or, when a Deployment controls
+    it, the Deployment's; a StatefulSet's; None when the reference names no such object
+    (kind, group, name or uid differ)."""
+    if ref.kind == "StatefulSet" and ref.api_version.split("/")[0] == "apps":
+        ss = (stateful_sets or {}).get(f"{pod.metadata.namespace}/{ref.name}")
+        if ss is None or ss.metadata.uid != ref.uid:
+            return None
+        return ss.metadata.uid, ss.spec.replicas
     if ref.kind != "ReplicaSet" or ref.api_version.split("/")[0] not in ("apps", "extensions"):
         return None
     rs = replica_sets.get(f"{pod.metadata.namespace}/{ref.name}")
@@ -291,6 +299,7 @@ class DisruptionController:
         self.pod_informer = informers.get(PODS)
         self.rs_informer = informers.get(REPLICA_SETS)
         self.deployment_informer = informers.get(DEPLOYMENTS)
+        self.sts_informer = informers.get(STATEFUL_SETS)
         self.queue: WorkQueue[str] = controller_queue(
             "disruption",
             clock=self.clock,
@@ -307,6 +316,7 @@ class DisruptionController:
         scaled = Handlers(on_update=self._scale_updated)
         self.rs_informer.add_handlers(scaled)
         self.deployment_informer.add_handlers(scaled)
+        self.sts_informer.add_handlers(scaled)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Sync budgets until `stop` is set."""
@@ -317,6 +327,7 @@ class DisruptionController:
                 self.pod_informer.synced,
                 self.rs_informer.synced,
                 self.deployment_informer.synced,
+                self.sts_informer.synced,
             ):
                 await run_workers(
                     self.queue,
@@ -351,8 +362,9 @@ class DisruptionController:
 
     @staticmethod
     def _replicas(obj: Message) -> int:
-        """spec.replicas of a ReplicaSet or a Deployment (the scales a budget counts)."""
-        if isinstance(obj, apps_pb2.Deployment):
+        """spec.replicas of a ReplicaSet, a Deployment or a StatefulSet (the scales a
+        budget counts)."""
+        if isinstance(obj, (apps_pb2.Deployment, apps_pb2.StatefulSet)):
             return obj.spec.replicas
         return narrow(obj, apps_pb2.ReplicaSet).spec.replicas
 
@@ -375,6 +387,7 @@ class DisruptionController:
             ref,
             self.rs_informer.store,  # type: ignore[arg-type]
             self.deployment_informer.store,  # type: ignore[arg-type]
+            self.sts_informer.store,  # type: ignore[arg-type]
         )
 
     # ------------------------------------------------------------------ sync

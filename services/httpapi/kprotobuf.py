@@ -261,10 +261,29 @@ SCHEMA: dict[str, dict[int, F]] = {
         8: F("ttlSecondsAfterFinished", "int", ptr=True),
         9: F("completionMode", "string", ptr=True),
         10: F("suspend", "bool", ptr=True),
+        11: F("podFailurePolicy", "PodFailurePolicy"),
         12: F("backoffLimitPerIndex", "int", ptr=True),
         13: F("maxFailedIndexes", "int", ptr=True),
         14: F("podReplacementPolicy", "string", ptr=True),
         15: F("managedBy", "string", ptr=True),
+        16: F("successPolicy", "SuccessPolicy"),
+    },
+    "PodFailurePolicy": {1: F("rules", "PodFailurePolicyRule", repeated=True)},
+    "PodFailurePolicyRule": {
+        1: F("action", "string"),
+        2: F("onExitCodes", "PodFailurePolicyOnExitCodesRequirement"),
+        3: F("onPodConditions", "PodFailurePolicyOnPodConditionsPattern", repeated=True),
+    },
+    "PodFailurePolicyOnExitCodesRequirement": {
+        1: F("containerName", "string", ptr=True),
+        2: F("operator", "string"),
+        3: F("values", "int", repeated=True),
+    },
+    "PodFailurePolicyOnPodConditionsPattern": {1: F("type", "string"), 2: F("status", "string")},
+    "SuccessPolicy": {1: F("rules", "SuccessPolicyRule", repeated=True)},
+    "SuccessPolicyRule": {
+        1: F("succeededIndexes", "string", ptr=True),
+        2: F("succeededCount", "int", ptr=True),
     },
     # scheduling.k8s.io/v1
     "PriorityClass": {
@@ -413,12 +432,24 @@ def message(data: bytes, name: str, path: str = "") -> dict[str, Any]:
             text = base64.b64encode(raw).decode() if f.type == "bytesmap" else raw.decode()
             out.setdefault(f.name, {})[key] = text
             continue
+        if f.repeated and f.type == "int" and wt == _LEN:
+            # a packed repeated scalar (gogo writes them unpacked; both are valid protobuf)
+            out.setdefault(f.name, []).extend(_packed(value))
+            continue
         decoded = _value(f, wt, value, sub)
         if f.repeated:
             out.setdefault(f.name, []).append(decoded)
         elif decoded is not None and (f.ptr or decoded not in ("", 0, False)):
             out[f.name] = decoded
     return out
+
+
+def _packed(data: bytes) -> list[int]:
+    values, i = [], 0
+    while i < len(data):
+        v, i = _varint(data, i)
+        values.append(_signed(v))
+    return values
 
 
 def _value(f: F, wt: int, value: Any, path: str) -> Any:

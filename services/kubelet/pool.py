@@ -24,7 +24,9 @@ A pod's stages on its kubelet (upstream phases and container states):
 A killed node (chaos) keeps its state but does nothing: no lease renewals, no status, its
 pods' steps are parked until it is revived. Whether a bound pod may start at all is
 admission.py's decision; a pod with resource claims waits, Pending, before
-ContainerCreating until claimgate.py lets it (its claims allocated and reserved for it).
+ContainerCreating until claimgate.py lets it (its claims allocated and reserved for it),
+and one naming a missing ConfigMap or Secret (or key) waits, ContainerCreating or
+CreateContainerConfigError, before its sandbox starts until configgate.py lets it.
 The nodes' DRA devices are published as ResourceSlices (slices.py) when they register.
 """
 
@@ -37,7 +39,6 @@ import itertools
 import logging
 import random
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.message import Message
@@ -57,13 +58,16 @@ from services.kubelet import podstatus
 from services.kubelet.admission import admit
 from services.kubelet.batcher import Batcher
 from services.kubelet.claimgate import REASON_FAILED_PREPARE, unprepared, usable_on
+from services.kubelet.configgate import REASON_CONFIG_ERROR, ConfigObjects
 from services.kubelet.containers import (
     EXIT_CODE_KILLED,
     FAILED,
     REASON_COMPLETED,
     REASON_CRASH_LOOP,
+    REASON_CREATING,
     REASON_ERROR,
     REASON_OOM_KILLED,
+    REASON_POD_INITIALIZING,
     SUCCEEDED,
     Backoff,
     ContainerRun,
@@ -78,6 +82,7 @@ from services.kubelet.nodestatus import pod_ip
 from services.kubelet.pressure import IMAGE_BYTES_PER_INODE, PoolPressure
 from services.kubelet.slices import NodeSlices
 from services.kubelet.state import PRESSURE_CONDITIONS, HollowNode, PodState
+from services.kubelet.state import PoolConfig as PoolConfig  # re-exported
 from services.kubelet.template import NodePlan
 from services.kubelet.usage import UsageTable, first_over, resolve_usage
 
@@ -85,38 +90,6 @@ log = logging.getLogger(__name__)
 
 PODS = BY_KIND["Pod"]
 CLAIMS = BY_KIND["ResourceClaim"]
-
-
-@dataclass(frozen=True)
-class PoolConfig:
-    """How a pool runs its kubelets. Durations are simulated seconds."""
-
-    #: The pool's name (its actor's name; the holder of nothing, just for logs).
-    name: str = "pool-0"
-    #: Node leases: their duration and how often they are renewed (upstream: 40 s and
-    #: a quarter of it).
-    lease_duration_seconds: int = 40
-    lease_renew_interval: float = 10.0
-    #: How often the Ready heartbeat is posted to node status when nothing changed
-    #: (upstream nodeStatusReportFrequency).
-    node_status_report_frequency: float = 300.0
-    #: One pod watch per node (realistic apiserver load) instead of one per pool.
-    watch_per_node: bool = False
-    #: Workers deleting pods whose grace period is over (RPCs in flight at once).
-    workers: int = 16
-    #: Largest BatchUpdate call.
-    max_batch: int = 500
-    seed: int | None = None
-    #: The cluster-wide number of this pool's first node (node and pod IPs derive from it).
-    first_ordinal: int = 0
-
-    def __post_init__(self) -> None:
-        if self.lease_duration_seconds <= 0:
-            raise ValueError("lease_duration_seconds must be positive")
-        if not 0 < self.lease_renew_interval < self.lease_duration_seconds:
-            raise ValueError("lease_renew_interval must be positive and below the lease duration")
-        if self.workers < 1 or self.max_batch < 1:
-            raise ValueError("workers and max_batch must be at least 1")
 
 
 class NodePool:
@@ -170,6 +143,9 @@ class NodePool:
         )
         #: pod uid -> why the pod waits for its claims (Pending until they are ready).
         self.waiting_for_claims: dict[str, str] = {}
+        #: The ConfigMaps and Secrets pods name, and the pods (uid -> why) waiting for one.
+        self.configs = ConfigObjects(client, self._on_config)
+        self.waiting_for_config: dict[str, str] = {}
         self._heap: list[tuple[float, int, str, int, str]] = []
         self._seq = itertools.count()
         self._wake = asyncio.Event()
@@ -191,6 +167,7 @@ class NodePool:
             self._tasks.append(asyncio.create_task(self.slices.informer.run()))
             self._tasks.append(asyncio.create_task(self.slices.run()))
         self._tasks.append(asyncio.create_task(self.claims.run()))
+        self._tasks.extend(asyncio.create_task(i.run()) for i in self.configs.informers)
         for b in (self.status_batcher, self.node_batcher, self.lease_batcher):
             self._tasks.append(asyncio.create_task(b.run()))
         # informers retry in wall time: reconnecting is infrastructure, not simulation
@@ -226,7 +203,8 @@ class NodePool:
         self._tasks.extend(
             asyncio.create_task(self._delete_worker()) for _ in range(self.config.workers)
         )
-        await asyncio.gather(*(i.synced.wait() for i in [*self.informers, self.claims]))
+        waited = [*self.informers, self.claims, *self.configs.informers]
+        await asyncio.gather(*(i.synced.wait() for i in waited))
 
     async def stop(self) -> None:
         for t in self._tasks:
@@ -321,6 +299,7 @@ class NodePool:
     def _on_pod_gone(self, pod: core_pb2.Pod) -> None:
         self._failures.pop(f"{pod.metadata.namespace}/{pod.metadata.name}", None)
         self.waiting_for_claims.pop(pod.metadata.uid, None)
+        self.waiting_for_config.pop(pod.metadata.uid, None)
         st = self.pods.pop(pod.metadata.uid, None)
         if st is None:
             return
@@ -330,6 +309,7 @@ class NodePool:
 
     def _begin_deletion(self, st: PodState) -> None:
         self.waiting_for_claims.pop(st.uid, None)
+        self.waiting_for_config.pop(st.uid, None)
         st.deleting = True
         st.gen += 1
         grace = float(st.pod.metadata.deletion_grace_period_seconds)
@@ -415,6 +395,40 @@ class NodePool:
         del self.waiting_for_claims[st.uid]
         self._after(st, 0.0, "create")
 
+    # ---------------------------------------------------------------- config gate
+
+    def _config_blocked(self, st: PodState) -> bool:
+        """Whether the pod waits for a ConfigMap or Secret (configgate.py); a container
+        whose environment cannot be made shows CreateContainerConfigError meanwhile."""
+        why = self.configs.blocked(st.pod)
+        if why is None:
+            self.waiting_for_config.pop(st.uid, None)
+            return False
+        if st.uid not in self.waiting_for_config:
+            log.info("pod %s: %s", st.key, why.message)
+        self.waiting_for_config[st.uid] = why.message
+        if why.container is not None and st.runs is not None:
+            for run in st.runs:
+                if run.name == why.container:
+                    run.state = {"waiting": {"reason": REASON_CONFIG_ERROR, "message": why.message}}
+            self._write_status(st, podstatus.creating(st, self.clock.now()))
+        return True
+
+    def _on_config(self, namespace: str) -> None:
+        """A ConfigMap or Secret of `namespace` came or changed: its waiting pods retry."""
+        for uid in list(self.waiting_for_config):
+            st = self.pods.get(uid)
+            if st is None or st.deleting or st.phase != "Creating":
+                self.waiting_for_config.pop(uid, None)
+            elif st.pod.metadata.namespace == namespace and not self._config_blocked(st):
+                default = (
+                    REASON_POD_INITIALIZING if st.pod.spec.init_containers else REASON_CREATING
+                )
+                for run in st.runs or []:
+                    if run.state.get("waiting", {}).get("reason") == REASON_CONFIG_ERROR:
+                        run.state = {"waiting": {"reason": default}}
+                self._sandbox_ready(st)
+
     def _step(self, st: PodState, step: str) -> None:
         if step == "create":
             why = self._claim_unprepared(st)
@@ -427,7 +441,8 @@ class NodePool:
             self._creating(st)
             self._after(st, st.stages.delay(st.stages.start_delay, self.rng), "start")
         elif step == "start":
-            self._sandbox_ready(st)
+            if not self._config_blocked(st):
+                self._sandbox_ready(st)
         elif step.startswith("c:"):
             _, index, seq, action = step.split(":")
             assert st.runs is not None
@@ -797,6 +812,7 @@ class NodePool:
             "eviction_tick_seconds": self.eviction_tick_seconds,
             "queued_steps": len(self._heap),
             "waiting_for_claims": len(self.waiting_for_claims),
+            "waiting_for_config": len(self.waiting_for_config),
             "resource_slices": len(self.slices.wanted),
         }
 

@@ -1,6 +1,6 @@
 """What a pool knows of each hollow node and each pod it runs: plain records, shared by the
 pool's loops (services/kubelet/pool.py) and the builders of what it writes (nodestatus,
-podstatus, pressure)."""
+podstatus, pressure), and how a pool runs (PoolConfig, which pool.py re-exports)."""
 
 from __future__ import annotations
 
@@ -80,3 +80,35 @@ class PodState:
     @property
     def key(self) -> str:
         return f"{self.pod.metadata.namespace}/{self.pod.metadata.name}"
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """How a pool runs its kubelets. Durations are simulated seconds."""
+
+    #: The pool's name (its actor's name; the holder of nothing, just for logs).
+    name: str = "pool-0"
+    #: Node leases: their duration and how often they are renewed (upstream: 40 s and
+    #: a quarter of it).
+    lease_duration_seconds: int = 40
+    lease_renew_interval: float = 10.0
+    #: How often the Ready heartbeat is posted to node status when nothing changed
+    #: (upstream nodeStatusReportFrequency).
+    node_status_report_frequency: float = 300.0
+    #: One pod watch per node (realistic apiserver load) instead of one per pool.
+    watch_per_node: bool = False
+    #: Workers deleting pods whose grace period is over (RPCs in flight at once).
+    workers: int = 16
+    #: Largest BatchUpdate call.
+    max_batch: int = 500
+    seed: int | None = None
+    #: The cluster-wide number of this pool's first node (node and pod IPs derive from it).
+    first_ordinal: int = 0
+
+    def __post_init__(self) -> None:
+        if self.lease_duration_seconds <= 0:
+            raise ValueError("lease_duration_seconds must be positive")
+        if not 0 < self.lease_renew_interval < self.lease_duration_seconds:
+            raise ValueError("lease_renew_interval must be positive and below the lease duration")
+        if self.workers < 1 or self.max_batch < 1:
+            raise ValueError("workers and max_batch must be at least 1")

@@ -160,6 +160,31 @@ def test_object_counts_charge_other_kinds() -> None:
     assert "exceeded quota: quota, requested: count/leases.coordination.k8s.io=1" in str(e.value)
 
 
+def test_the_docs_object_quota_refuses_a_node_port_and_a_second_claim() -> None:
+    """admin/resource/quota-objects.yaml: services.nodeports 0 refuses a NodePort service
+    (and not a ClusterIP one); persistentvolumeclaims 1 refuses the second claim."""
+    hard = {"persistentvolumeclaims": "1", "services.loadbalancers": "2", "services.nodeports": "0"}
+    used = {"persistentvolumeclaims": "1", "services.loadbalancers": "0", "services.nodeports": "0"}
+    svc = BY_KIND["Service"].new()
+    svc.metadata.name, svc.metadata.namespace = "np", "test"  # type: ignore[attr-defined]
+    svc.spec.type = "ClusterIP"  # type: ignore[attr-defined]
+    svc.spec.ports.add(port=80)  # type: ignore[attr-defined]
+    assert check_request([_quota(hard=hard, used=used)], BY_KIND["Service"], svc, NOW) == []
+    svc.spec.type = "NodePort"  # type: ignore[attr-defined]
+    with pytest.raises(ForbiddenError) as e:
+        check_request([_quota(hard=hard, used=used)], BY_KIND["Service"], svc, NOW)
+    assert str(e.value) == (
+        'services "np" is forbidden: exceeded quota: quota, requested: services.nodeports=1, '
+        "used: services.nodeports=0, limited: services.nodeports=0"
+    )
+    pvc = BY_KIND["PersistentVolumeClaim"].new()
+    pvc.metadata.name, pvc.metadata.namespace = "pvc-quota-demo-2", "test"  # type: ignore[attr-defined]
+    pvc.spec.resources.requests["storage"] = "4Gi"  # type: ignore[attr-defined]
+    with pytest.raises(ForbiddenError) as e:
+        check_request([_quota(hard=hard, used=used)], BY_KIND["PersistentVolumeClaim"], pvc, NOW)
+    assert "requested: persistentvolumeclaims=1, used: persistentvolumeclaims=1" in str(e.value)
+
+
 # ------------------------------------------------------------------ through the apiserver
 
 

@@ -113,6 +113,9 @@ CASES = [
     ("node watches nodes", a(N1, "watch", "nodes"), True),
     ("node gets runtimeclasses", a(N1, "get", "runtimeclasses", "rc", group="node.k8s.io"), True),
     ("node does not list replicasets", a(N1, "list", "replicasets", group="apps"), False),
+    ("node watches configmaps", a(N1, "watch", "configmaps"), True),
+    ("node does not list secrets", a(N1, "list", "secrets"), False),
+    ("node does not write configmaps", a(N1, "create", "configmaps", "c", ns="d"), False),
     # its own Node, and no other
     ("node creates its own node", a(N1, "create", "nodes", obj=MakeNode().name("n1").obj()), True),
     ("node creates another node", a(N1, "create", "nodes", obj=MakeNode().name("n2").obj()), False),

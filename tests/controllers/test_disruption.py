@@ -91,19 +91,22 @@ class Sim:
         self.pods: dict[str, core_pb2.Pod] = {}
         self.replica_sets: dict[str, apps_pb2.ReplicaSet] = {}
         self.deployments: dict[str, apps_pb2.Deployment] = {}
+        self.stateful_sets: dict[str, apps_pb2.StatefulSet] = {}
         self.now = NOW
         self.recheck: float | None = None
 
     def add(self, *objs: Any) -> None:
         for o in objs:
-            store = {core_pb2.Pod: self.pods, apps_pb2.ReplicaSet: self.replica_sets}.get(
-                type(o), self.deployments
-            )
+            store = {
+                core_pb2.Pod: self.pods,
+                apps_pb2.ReplicaSet: self.replica_sets,
+                apps_pb2.StatefulSet: self.stateful_sets,
+            }.get(type(o), self.deployments)
             store[f"{NS}/{o.metadata.name}"] = o  # type: ignore[index]
 
     def sync(self) -> None:
         def find(pod, ref):  # type: ignore[no-untyped-def]
-            return find_scale(pod, ref, self.replica_sets, self.deployments)
+            return find_scale(pod, ref, self.replica_sets, self.deployments, self.stateful_sets)
 
         try:
             status, self.recheck = compute_status(
@@ -271,6 +274,32 @@ def test_percentage_rounds_up_and_a_rogue_pod_counts_as_healthy() -> None:
     sim.add(new_pod("rogue"))
     sim.sync()
     assert sim.pdb.status.disruptions_allowed == 2
+
+
+@pytest.mark.parametrize(
+    ("budget", "verified"),
+    [
+        ({"min_available": "34%"}, [(0, 1, 2, 3), (0, 2, 2, 3), (1, 3, 2, 3)]),
+        # the docs' zookeeper.yaml: maxUnavailable 1 over a StatefulSet of 3
+        ({"max_unavailable": "1"}, [(0, 1, 2, 3), (0, 2, 2, 3), (1, 3, 2, 3)]),
+    ],
+)
+def test_a_stateful_set_gives_its_scale(
+    budget: dict[str, str], verified: list[tuple[int, int, int, int]]
+) -> None:
+    """TestStatefulSetController: the pods' StatefulSet is their controller, its
+    spec.replicas the expected count (it was "found no controllers for pod")."""
+    sim = Sim(new_pdb(**budget))
+    ss = apps_pb2.StatefulSet()
+    ss.metadata.name, ss.metadata.namespace, ss.metadata.uid = "ss", NS, f"ss-{next(_uids)}"
+    ss.spec.replicas = 3
+    sim.add(ss)
+    for i, want in enumerate(verified):
+        pod = new_pod(f"ss-{i}")
+        owned_by(pod, ss, "StatefulSet")
+        sim.add(pod)
+        sim.sync()
+        sim.verify(*want)
 
 
 def test_two_controllers_add_their_scales() -> None:

@@ -1,7 +1,7 @@
 """The Kubernetes docs' DaemonSet and StatefulSet examples on a real `kubera up`, with real
 kubectl: applied unchanged, they behave as on a real cluster.
 
-The manifests in tests/e2e/manifests are kubernetes/website's
+The manifests in tests/e2e/manifests/website are kubernetes/website's
 content/en/examples/controllers/daemonset.yaml and content/en/examples/application/web/web.yaml,
 byte for byte. web.yaml holds a headless Service and the StatefulSet; only the StatefulSet
 document is applied here (the Service kind comes with another part of issue 26), from the
@@ -26,7 +26,7 @@ from tests.e2e.helpers import kubectl, running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
-MANIFESTS = Path(__file__).resolve().parent / "manifests"
+MANIFESTS = Path(__file__).resolve().parent / "manifests" / "website"
 NODES = ("kubera-node-00000", "kubera-node-00001", "kubera-node-00002")
 
 
@@ -60,7 +60,7 @@ def ready_since(pod: dict[str, Any]) -> str:
 
 
 def test_the_docs_daemonset_runs_one_pod_on_every_schedulable_node(cluster: Cluster) -> None:
-    kubectl(cluster, "apply", "-f", str(MANIFESTS / "daemonset.yaml"))
+    kubectl(cluster, "apply", "-f", str(MANIFESTS / "controllers" / "daemonset.yaml"))
     kubectl(
         cluster,
         "rollout",
@@ -133,7 +133,7 @@ def watch_events(text: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def test_the_docs_statefulset_creates_its_ordinals_in_order(cluster: Cluster) -> None:
-    docs = list(yaml.safe_load_all((MANIFESTS / "web.yaml").read_text()))
+    docs = list(yaml.safe_load_all((MANIFESTS / "application" / "web" / "web.yaml").read_text()))
     (sts,) = [d for d in docs if d and d["kind"] == "StatefulSet"]
     since = get_json(cluster, "pods")["metadata"]["resourceVersion"]
     kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump(sts))

@@ -155,6 +155,51 @@ def test_a_job_from_kubectl_create_job() -> None:
     }
 
 
+def _job_from_cronjob(exit_codes: bytes) -> dict:
+    """The Job `kubectl create job --from=cronjob/x` sends when the CronJob's jobTemplate
+    has the docs' podFailurePolicy (controllers/job-pod-failure-policy-example.yaml) and a
+    successPolicy (controllers/job-success-policy.yaml), with upstream's field numbers."""
+    on_exit = field(1, "main") + field(2, "In") + exit_codes
+    fail_job = field(1, "FailJob") + field(2, on_exit)
+    ignore = field(1, "Ignore") + field(3, field(1, "DisruptionTarget") + field(2, "True"))
+    pod_failure_policy = field(1, fail_job) + field(1, ignore)
+    success_policy = field(1, field(1, "0,2-3") + field(2, 1))
+    template = field(2, field(2, field(1, "main") + field(2, "python")) + field(3, "Never"))
+    spec = (
+        field(6, template)
+        + field(11, pod_failure_policy)
+        + field(7, 6)
+        + field(9, "Indexed")
+        + field(16, success_policy)
+    )
+    return decode(envelope("batch/v1", "Job", field(1, field(1, "x-manual")) + field(2, spec)))
+
+
+@pytest.mark.parametrize(
+    "exit_codes",
+    [
+        pytest.param(field(3, 42) + field(3, 43), id="unpacked, as gogo writes them"),
+        pytest.param(field(3, varint(42) + varint(43)), id="packed"),
+    ],
+)
+def test_a_job_with_a_pod_failure_policy_and_a_success_policy(exit_codes: bytes) -> None:
+    spec = _job_from_cronjob(exit_codes)["spec"]
+    assert spec["podFailurePolicy"] == {
+        "rules": [
+            {
+                "action": "FailJob",
+                "onExitCodes": {"containerName": "main", "operator": "In", "values": [42, 43]},
+            },
+            {
+                "action": "Ignore",
+                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            },
+        ]
+    }
+    assert spec["successPolicy"] == {"rules": [{"succeededIndexes": "0,2-3", "succeededCount": 1}]}
+    assert spec["completionMode"] == "Indexed"
+
+
 def test_a_secret_as_kubectl_create_secret_generic_sends_it() -> None:
     """data is bytes (base64 in JSON), type a string, stringData a string map."""
     raw = (

@@ -86,6 +86,25 @@ async def test_create_refusals_are_status_objects(
     ), body
 
 
+async def test_undecodable_base64_is_a_bad_request_as_upstreams_decoder_says(
+    http: TestClient,
+) -> None:
+    """The docs' secret/tls-auth-secret.yaml (placeholders for its data): 400, not 422."""
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "secret-tls"},
+        "type": "kubernetes.io/tls",
+        "data": {"tls.crt": "REPLACE_WITH_BASE64_CERT", "tls.key": "REPLACE_WITH_BASE64_KEY"},
+    }
+    r = await http.post("/api/v1/namespaces/default/secrets", json=doc)
+    body = await r.json()
+    assert (r.status, body["reason"]) == (400, "BadRequest"), body
+    assert body["message"] == (
+        'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 7'
+    )
+
+
 async def test_invalid_object_lists_field_causes(http: TestClient) -> None:
     r = await http.post(
         PODS,

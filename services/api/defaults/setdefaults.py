@@ -171,10 +171,14 @@ def _lifecycle(d: dict[str, Any]) -> None:
 
 def default_container(obj: Message) -> None:
     """SetDefaults_Container's imagePullPolicy, and the defaults inside its free-form parts
-    (probes, lifecycle handlers, env valueFrom.fieldRef)."""
+    (probes, lifecycle handlers, env valueFrom.fieldRef); an empty `resources` is none."""
     c = narrow(obj, core_pb2.Container)
     if not c.image_pull_policy:
         c.image_pull_policy = image_pull_policy(c.image)
+    if c.HasField("resources") and not c.resources.ByteSize():
+        # a Go struct, not a pointer: `resources: {}` is no resources, and a template must
+        # hash and compare the same either way (kubectl rollout undo sends it)
+        c.ClearField("resources")
     if c.HasField("liveness_probe"):
         _edit(c.liveness_probe, _probe)
     if c.HasField("readiness_probe"):

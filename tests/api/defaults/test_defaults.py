@@ -271,6 +271,28 @@ def test_given_values_are_kept() -> None:
     assert c["livenessProbe"]["periodSeconds"] == 3
 
 
+def test_empty_resources_are_no_resources() -> None:
+    """`resources: {}` (kubectl rollout undo writes it from a Go struct) is stored as none,
+    so a Deployment rolled back to a revision finds that revision's ReplicaSet again."""
+    docs = [
+        {"name": "c", "image": "nginx", "resources": {}},
+        {"name": "c", "image": "nginx"},
+    ]
+    stored = []
+    for container in docs:
+        pod = codec.decode(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "p"},
+                "spec": {"containers": [container]},
+            }
+        ).obj
+        defaults.apply(pod)
+        stored.append(pod.SerializeToString(deterministic=True))
+    assert stored[0] == stored[1]
+
+
 def test_defaulting_twice_changes_nothing() -> None:
     pod = codec.decode(
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": _pod_spec()}
