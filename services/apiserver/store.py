@@ -51,8 +51,6 @@ from services.storage.keys import REGISTRY_PREFIX
 
 __all__ = ["Store"]
 
-#: Called after an object of the kind is gone from the namespace (the facade sets it).
-
 
 class Store:
     """The storage, the watch caches and the guarded-write primitives the verbs share."""
