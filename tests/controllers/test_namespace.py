@@ -32,6 +32,7 @@ from services.controllers.namespace import (
 from tests.builders import MakeNode, MakePod
 from tests.controllers.conftest import OffsetClock
 from tests.harness import ControlPlane, control_plane
+from tests.waiting import eventually
 
 NAMESPACES, PODS, SERVICES = BY_KIND["Namespace"], BY_KIND["Pod"], BY_KIND["Service"]
 NOW = "2026-12-07T10:00:00Z"
@@ -263,11 +264,11 @@ async def test_the_controller_empties_and_removes_a_deleted_namespace(cp: Contro
     task = asyncio.create_task(ctl.run(stop))
     try:
         await _terminating(cp, "gone", _pod("a", "gone"), _service("s", "gone"))
-        for _ in range(500):
-            if await cp.api.get_or_none(NAMESPACES, "", "gone") is None:
-                break
-            await asyncio.sleep(0.01)
-        assert await cp.api.get_or_none(NAMESPACES, "", "gone") is None
+
+        async def gone() -> bool:
+            return await cp.api.get_or_none(NAMESPACES, "", "gone") is None
+
+        await eventually(gone, timeout=5)
         assert await cp.api.get_or_none(SERVICES, "gone", "s") is None
     finally:
         stop.set()
