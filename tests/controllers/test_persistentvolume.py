@@ -365,6 +365,15 @@ def _pvc(cluster: ControllerCluster, name: str) -> Any:
     return cluster.informers.get(PVCS).store.get(f"{NS}/{name}")
 
 
+async def _available(cluster: ControllerCluster, name: str) -> None:
+    """Wait until the controller made the new volume Available. A claim that finds no
+    Available volume waits for the 15 s resync, as upstream's: a volume turning Available
+    queues no claim."""
+    await cluster.until(
+        lambda: _pv(cluster, name) is not None and _pv(cluster, name).status.phase == "Available"
+    )
+
+
 async def _reasons(cluster: ControllerCluster, controller: PersistentVolumeController) -> set[str]:
     await controller.events.flush()
     events, _ = await cluster.client.list(EVENTS, namespace=NS)
@@ -439,6 +448,7 @@ async def test_an_immediate_class_provisions_at_once_and_delete_removes_the_volu
 async def test_retain_leaves_the_volume_released(cluster: ControllerCluster) -> None:
     await cluster.client.create(persistent_volume("keep", "1Gi", status=""))
     await _run(cluster, PVCProtectionController(cluster.client, cluster.informers))
+    await _available(cluster, "keep")
     await cluster.client.create(persistent_volume_claim("data", "1Gi", namespace=NS))
     await cluster.until(lambda: _pv(cluster, "keep").status.phase == "Bound")
     await cluster.client.delete(PVCS, "data", NS)
@@ -452,6 +462,7 @@ async def test_delete_without_a_deleter_fails_the_volume(cluster: ControllerClus
         persistent_volume("gce", "1Gi", status="", persistentVolumeReclaimPolicy="Delete")
     )
     controller = await _run(cluster, PVCProtectionController(cluster.client, cluster.informers))
+    await _available(cluster, "gce")
     await cluster.client.create(persistent_volume_claim("data", "1Gi", namespace=NS))
     await cluster.until(lambda: _pv(cluster, "gce").status.phase == "Bound")
     await cluster.client.delete(PVCS, "data", NS)
@@ -486,6 +497,7 @@ async def test_a_claim_in_use_by_a_pod_stays_until_the_pod_is_gone(
         PVCProtectionController(cluster.client, cluster.informers),
         PVProtectionController(cluster.client, cluster.informers),
     )
+    await _available(cluster, "vol")
     await cluster.client.create(persistent_volume_claim("data", "1Gi", namespace=NS))
     await cluster.until(
         lambda: _pvc(cluster, "data") is not None and _pvc(cluster, "data").status.phase == "Bound"
