@@ -20,6 +20,7 @@ from typing import Any, Generic
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, meta_pb2
+from services.api.machinery import codec
 from services.api.machinery.errors import ApiError, NotFoundError
 from services.api.machinery.kinds import BY_KIND, Kind
 from services.api.machinery.kubeobject import M, all_instances, narrow, object_meta
@@ -202,6 +203,25 @@ async def cascade_dead_owners(
     dead_owners.pop(key, None)
 
 
+async def write_status(client: Client, kind: Kind, obj: Any, status: Message) -> None:
+    """Write `status` as `obj`'s status unless it already is: update_status, once more on
+    a fresh read after an API error (a conflict), nothing when the object is gone."""
+    if status == obj.status:
+        return
+    target = codec.clone(obj)
+    for attempt in range(2):
+        target.status.CopyFrom(status)
+        try:
+            await client.update_status(target)
+            return
+        except NotFoundError:
+            return
+        except ApiError:
+            if attempt == 1:
+                raise
+            target = await client.get(kind, obj.metadata.name, obj.metadata.namespace)
+
+
 async def slow_start_batch(
     count: int,
     initial_batch_size: int,
@@ -336,6 +356,7 @@ async def wait_synced(stop: asyncio.Event, *synced: asyncio.Event) -> bool:
 __all__ = [
     "SLOW_START_INITIAL_BATCH_SIZE",
     "cascade_dead_owners",
+    "write_status",
     "NamespaceIndex",
     "PodsByNode",
     "controller_of",

@@ -61,7 +61,6 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import apps_pb2, core_pb2
-from services.api.machinery import codec
 from services.api.machinery.errors import ApiError, NotFoundError
 from services.api.machinery.kubeobject import narrow, object_meta
 from services.api.machinery.meta import object_key
@@ -77,6 +76,7 @@ from services.controllers.controller_utils import (
     selector_for,
     slow_start_batch,
     wait_synced,
+    write_status,
 )
 from services.controllers.daemonrules import (
     BACKOFF_GC_INTERVAL,
@@ -511,23 +511,7 @@ class DaemonSetController:
                 )
 
     async def _write_status(self, ds: apps_pb2.DaemonSet, status: apps_pb2.DaemonSetStatus) -> None:
-        if status == ds.status:
-            return
-        target = narrow(codec.clone(ds), apps_pb2.DaemonSet)
-        for attempt in range(2):
-            target.status.CopyFrom(status)
-            try:
-                await self.client.update_status(target)
-                return
-            except NotFoundError:
-                return
-            except ApiError:
-                if attempt == 1:
-                    raise
-                target = narrow(
-                    await self.client.get(DAEMON_SETS, ds.metadata.name, ds.metadata.namespace),
-                    apps_pb2.DaemonSet,
-                )
+        await write_status(self.client, DAEMON_SETS, ds, status)
 
     async def _cascade(self, key: str, current: Message | None) -> None:
         await cascade_dead_owners(

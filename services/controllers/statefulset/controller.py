@@ -76,6 +76,7 @@ from services.controllers.controller_utils import (
     is_pod_ready,
     selector_for,
     wait_synced,
+    write_status,
 )
 from services.controllers.events import EventRecorder
 from services.controllers.history import (
@@ -632,23 +633,7 @@ class StatefulSetController:
     async def _write_status(
         self, sts: apps_pb2.StatefulSet, status: apps_pb2.StatefulSetStatus
     ) -> None:
-        if status == sts.status:
-            return
-        target = narrow(codec.clone(sts), apps_pb2.StatefulSet)
-        for attempt in range(2):
-            target.status.CopyFrom(status)
-            try:
-                await self.client.update_status(target)
-                return
-            except NotFoundError:
-                return
-            except ApiError:
-                if attempt == 1:
-                    raise
-                target = narrow(
-                    await self.client.get(STATEFUL_SETS, sts.metadata.name, sts.metadata.namespace),
-                    apps_pb2.StatefulSet,
-                )
+        await write_status(self.client, STATEFUL_SETS, sts, status)
 
     async def _truncate_history(
         self,
