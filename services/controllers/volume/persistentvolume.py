@@ -64,13 +64,10 @@ from services.api.helpers.volumes import (
     ANN_DYNAMICALLY_PROVISIONED,
     ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,
-    check_access_modes,
     claim_class,
     find_best_match_for_claim,
     is_default_class,
     is_volume_bound_to_claim,
-    storage_quantity,
-    volume_class,
     volume_mode_mismatch,
 )
 from services.api.machinery.errors import AlreadyExistsError, ConflictError, NotFoundError
@@ -81,6 +78,25 @@ from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import NamespaceIndex, wait_synced
 from services.controllers.events import EventRecorder
 from services.controllers.volume.protection import pod_claim_names
+from services.controllers.volume.rules import (
+    CLAIM_LOST,
+    CLAIM_MISBOUND,
+    EXTERNAL_PROVISIONING,
+    FAILED_BINDING,
+    HOLLOW_PROVISIONER,
+    NORMAL,
+    PROVISIONING_FAILED,
+    PROVISIONING_SUCCEEDED,
+    VOLUME_FAILED_DELETE,
+    VOLUME_MISMATCH,
+    VOLUME_RECYCLED,
+    WAIT_FOR_FIRST_CONSUMER,
+    WAIT_FOR_POD_SCHEDULED,
+    WARNING,
+    claim_reference,
+    provisioned_volume,
+    satisfy_problem,
+)
 from services.controllers.workqueue import WorkerSettings, WorkQueue, controller_queue, run_workers
 
 log = logging.getLogger(__name__)
@@ -93,17 +109,6 @@ PVS, PVCS, CLASSES = (
 PV = storage_pb2.PersistentVolume
 PODS = BY_KIND["Pod"]
 PVC = storage_pb2.PersistentVolumeClaim
-
-#: The provisioner of kubera's hollow volumes (a StorageClass's `provisioner`).
-HOLLOW_PROVISIONER = "hollow.kubera.io"
-#: Upstream's event reasons (pkg/controller/volume/events).
-FAILED_BINDING, VOLUME_MISMATCH = "FailedBinding", "VolumeMismatch"
-CLAIM_LOST, CLAIM_MISBOUND = "ClaimLost", "ClaimMisbound"
-WAIT_FOR_FIRST_CONSUMER, WAIT_FOR_POD_SCHEDULED = "WaitForFirstConsumer", "WaitForPodScheduled"
-EXTERNAL_PROVISIONING, PROVISIONING_FAILED = "ExternalProvisioning", "ProvisioningFailed"
-PROVISIONING_SUCCEEDED = "ProvisioningSucceeded"
-VOLUME_FAILED_DELETE, VOLUME_RECYCLED = "VolumeFailedDelete", "VolumeRecycled"
-NORMAL, WARNING = "Normal", "Warning"
 
 
 @dataclass
@@ -639,60 +644,10 @@ class PersistentVolumeController:
         self.events.event(volume, WARNING, VOLUME_FAILED_DELETE, message)
 
 
-# ---------------------------------------------------------------------- pure parts
-
-
 def _copy(obj: Message, cls: type) -> PV | PVC:
     out = cls()
     out.CopyFrom(obj)
     return out  # type: ignore[no-any-return]
-
-
-def claim_reference(claim: PVC) -> core_pb2.ObjectReference:
-    """reference.GetReference of a claim."""
-    return core_pb2.ObjectReference(
-        kind="PersistentVolumeClaim",
-        namespace=claim.metadata.namespace,
-        name=claim.metadata.name,
-        uid=claim.metadata.uid,
-        api_version="v1",
-        resource_version=claim.metadata.resource_version,
-    )
-
-
-def satisfy_problem(volume: PV, claim: PVC) -> str:
-    """checkVolumeSatisfyClaim: why a volume the claim names cannot be bound ("" if it can)."""
-    if volume.metadata.deletion_timestamp:
-        return f"the volume is marked for deletion {volume.metadata.name!r}"
-    if storage_quantity(volume.spec.capacity) < storage_quantity(claim.spec.resources.requests):
-        return "requested PV is too small"
-    if volume_class(volume) != claim_class(claim):
-        return "storageClassName does not match"
-    if volume_mode_mismatch(claim, volume):
-        return "incompatible volumeMode"
-    if not check_access_modes(claim, volume):
-        return "incompatible accessMode"
-    return ""
-
-
-def provisioned_volume(claim: PVC, sc: storagev1_pb2.StorageClass) -> PV:
-    """The hollow provisioner's volume for `claim` (see the module docstring)."""
-    pv = PV(api_version="v1", kind="PersistentVolume")
-    pv.metadata.name = f"pvc-{claim.metadata.uid}"
-    pv.metadata.annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
-    pv.metadata.annotations[ANN_DYNAMICALLY_PROVISIONED] = sc.provisioner
-    spec = pv.spec
-    spec.capacity["storage"] = claim.spec.resources.requests.get("storage", "0")
-    spec.access_modes.extend(claim.spec.access_modes)
-    spec.claim_ref.CopyFrom(claim_reference(claim))
-    spec.persistent_volume_reclaim_policy = sc.reclaim_policy or "Delete"
-    spec.storage_class_name = sc.metadata.name
-    spec.mount_options.extend(sc.mount_options)
-    if claim.spec.HasField("volume_mode"):
-        spec.volume_mode = claim.spec.volume_mode
-    spec.csi.driver = sc.provisioner
-    spec.csi.volume_handle = pv.metadata.name
-    return pv
 
 
 __all__ = [

@@ -1,0 +1,99 @@
+"""The PersistentVolume controller's pure parts (pkg/controller/volume/persistentvolume's
+checkVolumeSatisfyClaim, the claim reference, the hollow provisioner's volume) and its
+names: the provisioner of hollow volumes and upstream's event reasons. The controller
+(persistentvolume.py) keeps the I/O."""
+
+from __future__ import annotations
+
+from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
+from services.api.helpers.volumes import (
+    ANN_BOUND_BY_CONTROLLER,
+    ANN_DYNAMICALLY_PROVISIONED,
+    check_access_modes,
+    claim_class,
+    storage_quantity,
+    volume_class,
+    volume_mode_mismatch,
+)
+
+PV = storage_pb2.PersistentVolume
+PVC = storage_pb2.PersistentVolumeClaim
+
+#: The provisioner of kubera's hollow volumes (a StorageClass's `provisioner`).
+HOLLOW_PROVISIONER = "hollow.kubera.io"
+#: Upstream's event reasons (pkg/controller/volume/events).
+FAILED_BINDING, VOLUME_MISMATCH = "FailedBinding", "VolumeMismatch"
+CLAIM_LOST, CLAIM_MISBOUND = "ClaimLost", "ClaimMisbound"
+WAIT_FOR_FIRST_CONSUMER, WAIT_FOR_POD_SCHEDULED = "WaitForFirstConsumer", "WaitForPodScheduled"
+EXTERNAL_PROVISIONING, PROVISIONING_FAILED = "ExternalProvisioning", "ProvisioningFailed"
+PROVISIONING_SUCCEEDED = "ProvisioningSucceeded"
+VOLUME_FAILED_DELETE, VOLUME_RECYCLED = "VolumeFailedDelete", "VolumeRecycled"
+NORMAL, WARNING = "Normal", "Warning"
+
+
+def claim_reference(claim: PVC) -> core_pb2.ObjectReference:
+    """reference.GetReference of a claim."""
+    return core_pb2.ObjectReference(
+        kind="PersistentVolumeClaim",
+        namespace=claim.metadata.namespace,
+        name=claim.metadata.name,
+        uid=claim.metadata.uid,
+        api_version="v1",
+        resource_version=claim.metadata.resource_version,
+    )
+
+
+def satisfy_problem(volume: PV, claim: PVC) -> str:
+    """checkVolumeSatisfyClaim: why a volume the claim names cannot be bound ("" if it can)."""
+    if volume.metadata.deletion_timestamp:
+        return f"the volume is marked for deletion {volume.metadata.name!r}"
+    if storage_quantity(volume.spec.capacity) < storage_quantity(claim.spec.resources.requests):
+        return "requested PV is too small"
+    if volume_class(volume) != claim_class(claim):
+        return "storageClassName does not match"
+    if volume_mode_mismatch(claim, volume):
+        return "incompatible volumeMode"
+    if not check_access_modes(claim, volume):
+        return "incompatible accessMode"
+    return ""
+
+
+def provisioned_volume(claim: PVC, sc: storagev1_pb2.StorageClass) -> PV:
+    """The hollow provisioner's volume for `claim` (see the module docstring)."""
+    pv = PV(api_version="v1", kind="PersistentVolume")
+    pv.metadata.name = f"pvc-{claim.metadata.uid}"
+    pv.metadata.annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
+    pv.metadata.annotations[ANN_DYNAMICALLY_PROVISIONED] = sc.provisioner
+    spec = pv.spec
+    spec.capacity["storage"] = claim.spec.resources.requests.get("storage", "0")
+    spec.access_modes.extend(claim.spec.access_modes)
+    spec.claim_ref.CopyFrom(claim_reference(claim))
+    spec.persistent_volume_reclaim_policy = sc.reclaim_policy or "Delete"
+    spec.storage_class_name = sc.metadata.name
+    spec.mount_options.extend(sc.mount_options)
+    if claim.spec.HasField("volume_mode"):
+        spec.volume_mode = claim.spec.volume_mode
+    spec.csi.driver = sc.provisioner
+    spec.csi.volume_handle = pv.metadata.name
+    return pv
+
+
+__all__ = [
+    "CLAIM_LOST",
+    "CLAIM_MISBOUND",
+    "EXTERNAL_PROVISIONING",
+    "FAILED_BINDING",
+    "HOLLOW_PROVISIONER",
+    "NORMAL",
+    "PROVISIONING_FAILED",
+    "PROVISIONING_SUCCEEDED",
+    "VOLUME_FAILED_DELETE",
+    "VOLUME_MISMATCH",
+    "VOLUME_RECYCLED",
+    "WAIT_FOR_FIRST_CONSUMER",
+    "WAIT_FOR_POD_SCHEDULED",
+    "WARNING",
+    "claim_reference",
+    "provisioned_volume",
+    "satisfy_problem",
+]
