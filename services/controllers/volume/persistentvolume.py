@@ -70,8 +70,10 @@ from services.api.helpers.volumes import (
     is_volume_bound_to_claim,
     volume_mode_mismatch,
 )
+from services.api.machinery import codec
 from services.api.machinery.errors import AlreadyExistsError, ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow
 from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
@@ -261,11 +263,11 @@ class PersistentVolumeController:
 
     def _volume(self, name: str) -> PV | None:
         obj = self._latest("pv", name)
-        return _copy(obj, PV) if obj is not None else None
+        return narrow(codec.clone(obj), PV) if obj is not None else None
 
     def _claim(self, key: str) -> PVC | None:
         obj = self._latest("pvc", key)
-        return _copy(obj, PVC) if obj is not None else None
+        return narrow(codec.clone(obj), PVC) if obj is not None else None
 
     def _class(self, name: str) -> storagev1_pb2.StorageClass | None:
         obj = self.class_informer.store.get(name)
@@ -283,7 +285,7 @@ class PersistentVolumeController:
         written = await (self.client.update_status(obj) if status else self.client.update(obj))
         what = "pv" if isinstance(written, PV) else "pvc"
         self._written[(what, object_key(written))] = written
-        return _copy(written, type(obj))
+        return narrow(codec.clone(written), type(obj))
 
     async def _volume_phase(self, pv: PV, phase: str, message: str = "") -> PV:
         """updateVolumePhase: status.phase (and when it last changed) and message."""
@@ -296,7 +298,7 @@ class PersistentVolumeController:
 
     async def _claim_status(self, claim: PVC, phase: str, volume: PV | None) -> PVC:
         """updateClaimStatus: the phase, and the bound volume's modes and capacity."""
-        new = _copy(claim, PVC)
+        new = narrow(codec.clone(claim), PVC)
         new.status.phase = phase
         if volume is None:
             del new.status.access_modes[:]
@@ -392,7 +394,7 @@ class PersistentVolumeController:
             # matched on the cached objects (read only); the one chosen is copied to write
             found = find_best_match_for_claim(claim, self._all_volumes(), delay_binding=delay)
             if found is not None:
-                await self._bind(_copy(found, PV), claim)
+                await self._bind(narrow(codec.clone(found), PV), claim)
                 return
             if await self._assign_default_class(claim):
                 return  # its update event syncs it again, with the class
@@ -609,7 +611,7 @@ class PersistentVolumeController:
         """The claim as the apiserver has it, when the cache has none: a claim created a
         moment ago must not have its volume released."""
         try:
-            return _copy(await self.client.get(PVCS, name, namespace), PVC)
+            return narrow(codec.clone(await self.client.get(PVCS, name, namespace)), PVC)
         except NotFoundError:
             return None
 
@@ -642,12 +644,6 @@ class PersistentVolumeController:
         )
         volume = await self._volume_phase(volume, "Failed", message)
         self.events.event(volume, WARNING, VOLUME_FAILED_DELETE, message)
-
-
-def _copy(obj: Message, cls: type) -> PV | PVC:
-    out = cls()
-    out.CopyFrom(obj)
-    return out  # type: ignore[no-any-return]
 
 
 __all__ = [
