@@ -48,7 +48,6 @@ import contextlib
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
@@ -74,8 +73,9 @@ from services.controllers.controller_utils import (
     wait_synced,
 )
 from services.controllers.events import EventRecorder
-from services.controllers.expectations import EXPECTATIONS_TIMEOUT, ControllerExpectations
+from services.controllers.expectations import ControllerExpectations
 from services.controllers.job import decide, rules
+from services.controllers.job.config import JOB_CONTROLLER_NAME, JobConfig
 from services.controllers.job.decide import Tally
 from services.controllers.job.pods import (
     deletion_rank,
@@ -90,9 +90,6 @@ from services.controllers.job.pods import (
 from services.controllers.job.rules import (
     COMPLETE,
     FAILED,
-    FAILURE_TARGET,
-    SUCCESS_CRITERIA_MET,
-    SUSPENDED,
     BackoffRecord,
 )
 from services.controllers.ref_manager import claim, recheck_owner
@@ -102,56 +99,6 @@ log = logging.getLogger(__name__)
 
 PODS = BY_KIND["Pod"]
 JOBS = BY_KIND["Job"]
-
-#: Upstream's MaxPodCreateDeletePerSync.
-MAX_POD_CREATE_DELETE_PER_SYNC = 500
-#: The spec.managedBy value of the Jobs this controller reconciles (unset means it too).
-JOB_CONTROLLER_NAME = "kubernetes.io/job-controller"
-
-
-@dataclass
-class JobConfig:
-    """Settings of the Job controller (kube-controller-manager flags and constants)."""
-
-    workers: int = 5
-    """Jobs synced at once (--concurrent-job-syncs)."""
-
-    burst: int = MAX_POD_CREATE_DELETE_PER_SYNC
-    """Most pods one sync creates or deletes."""
-
-    pod_failure_backoff: float = rules.DEFAULT_POD_FAILURE_BACKOFF
-    """First delay before a failed pod is replaced (doubles per consecutive failure)."""
-
-    max_pod_failure_backoff: float = rules.MAX_POD_FAILURE_BACKOFF
-    """Cap of that delay."""
-
-    expectations_timeout: float = EXPECTATIONS_TIMEOUT
-    """How long a sync waits for its own creations and deletions to be observed."""
-
-    base_backoff: float = 0.005
-    """First retry delay of a failed sync; doubles per consecutive failure."""
-
-    max_backoff: float = 1000.0
-    """Cap of the per-key retry delay."""
-
-    record_events: bool = True
-    """Write SuccessfulCreate / SuccessfulDelete / Completed / BackoffLimitExceeded … Events."""
-
-    def __post_init__(self) -> None:
-        if self.workers < 1:
-            raise ValueError(f"workers must be at least 1, got {self.workers}")
-        if self.burst < 1:
-            raise ValueError(f"burst must be at least 1, got {self.burst}")
-        if not 0 <= self.pod_failure_backoff <= self.max_pod_failure_backoff:
-            raise ValueError(
-                "need 0 <= pod_failure_backoff <= max_pod_failure_backoff, got "
-                f"{self.pod_failure_backoff} and {self.max_pod_failure_backoff}"
-            )
-        if not 0 < self.base_backoff <= self.max_backoff:
-            raise ValueError(
-                f"need 0 < base_backoff <= max_backoff, got {self.base_backoff} and {self.max_backoff}"
-            )
-
 
 # ============================================================================ controller
 
@@ -337,7 +284,7 @@ class JobController:
         suspended = job.spec.suspend and not finishing
         if not suspended and not status.start_time:
             status.start_time = stamp
-        self._suspend_condition(job, status, suspended, stamp)
+        self._emit(job, decide.suspend_condition(job, status, suspended, stamp))
         manage_error: ApiError | None = None
         if self.expectations.satisfied(key):
             try:
@@ -352,7 +299,7 @@ class JobController:
         status.ready = sum(1 for p in tally.active if is_pod_ready(p))
         status.terminating = tally.terminating
         if finishing and not tally.active and tally.terminating == 0:
-            self._terminal_condition(job, status, stamp)
+            self._emit(job, decide.terminal_condition(status, stamp))
         await self._write_status(key, job, status)
         self._requeue(key, job, status, now)
         if manage_error is not None:
@@ -461,37 +408,9 @@ class JobController:
             decide.indexes_in_range(job, status)
         return await self._write_status(key, job, status)
 
-    def _terminal_condition(
-        self, job: batch_pb2.Job, status: batch_pb2.JobStatus, stamp: str
-    ) -> None:
-        for interim, final in ((FAILURE_TARGET, FAILED), (SUCCESS_CRITERIA_MET, COMPLETE)):
-            c = next(
-                (c for c in status.conditions if c.type == interim and c.status == "True"), None
-            )
-            if c is None:
-                continue
-            rules.set_condition(status, final, "True", c.reason, c.message, stamp)
-            if final == COMPLETE:
-                status.completion_time = stamp
-                self.events.event(job, "Normal", "Completed", "Job completed")
-            else:
-                self.events.event(job, "Warning", c.reason, c.message)
-            return
-
-    def _suspend_condition(
-        self, job: batch_pb2.Job, status: batch_pb2.JobStatus, suspended: bool, stamp: str
-    ) -> None:
-        cond = rules.condition(job, SUSPENDED)
-        if suspended:
-            if rules.set_condition(
-                status, SUSPENDED, "True", "JobSuspended", "Job suspended", stamp
-            ):
-                self.events.event(job, "Normal", "Suspended", "Job suspended")
-        elif cond is not None and cond.status == "True":
-            rules.set_condition(status, SUSPENDED, "False", "JobResumed", "Job resumed", stamp)
-            # The active deadline counts from the resumption.
-            status.start_time = stamp
-            self.events.event(job, "Normal", "Resumed", "Job resumed")
+    def _emit(self, job: batch_pb2.Job, events: Sequence[decide.Event]) -> None:
+        for type_, reason, message in events:
+            self.events.event(job, type_, reason, message)
 
     # ------------------------------------------------------------------ pods
 

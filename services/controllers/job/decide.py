@@ -17,7 +17,16 @@ from services.controllers.controller_utils import (
 )
 from services.controllers.job import rules
 from services.controllers.job.pods import is_indexed
-from services.controllers.job.rules import FAILURE_TARGET, SUCCESS_CRITERIA_MET
+from services.controllers.job.rules import (
+    COMPLETE,
+    FAILED,
+    FAILURE_TARGET,
+    SUCCESS_CRITERIA_MET,
+    SUSPENDED,
+)
+
+#: An Event to record: (type, reason, message).
+Event = tuple[str, str, str]
 
 
 @dataclass
@@ -138,3 +147,34 @@ def success(job: batch_pb2.Job, status: batch_pb2.JobStatus, t: Tally) -> tuple[
     if complete:
         return rules.REASON_COMPLETIONS_REACHED, rules.MSG_COMPLETIONS_REACHED
     return None
+
+
+def terminal_condition(status: batch_pb2.JobStatus, stamp: str) -> list[Event]:
+    """A FailureTarget or SuccessCriteriaMet condition turned into Failed or Complete (the
+    pods are gone): the condition and the Event to record."""
+    for interim, final in ((FAILURE_TARGET, FAILED), (SUCCESS_CRITERIA_MET, COMPLETE)):
+        c = next((c for c in status.conditions if c.type == interim and c.status == "True"), None)
+        if c is None:
+            continue
+        rules.set_condition(status, final, "True", c.reason, c.message, stamp)
+        if final == COMPLETE:
+            status.completion_time = stamp
+            return [("Normal", "Completed", "Job completed")]
+        return [("Warning", c.reason, c.message)]
+    return []
+
+
+def suspend_condition(
+    job: batch_pb2.Job, status: batch_pb2.JobStatus, suspended: bool, stamp: str
+) -> list[Event]:
+    """The Suspended condition as spec.suspend says (a resumption restarts the active
+    deadline's clock), and the Event to record."""
+    cond = rules.condition(job, SUSPENDED)
+    if suspended:
+        if rules.set_condition(status, SUSPENDED, "True", "JobSuspended", "Job suspended", stamp):
+            return [("Normal", "Suspended", "Job suspended")]
+    elif cond is not None and cond.status == "True":
+        rules.set_condition(status, SUSPENDED, "False", "JobResumed", "Job resumed", stamp)
+        status.start_time = stamp
+        return [("Normal", "Resumed", "Job resumed")]
+    return []
