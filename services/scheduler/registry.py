@@ -134,6 +134,9 @@ IN_TREE: tuple[InTreePlugin, ...] = (
     InTreePlugin(
         "NodeResourcesFit", "noderesources.fit", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 1
     ),
+    InTreePlugin("VolumeRestrictions", "volumerestrictions", (PRE_FILTER, FILTER)),
+    InTreePlugin("NodeVolumeLimits", "nodevolumelimits", (PRE_FILTER, FILTER)),
+    InTreePlugin("VolumeZone", "volumezone", (PRE_FILTER, FILTER)),
     InTreePlugin(
         "PodTopologySpread", "podtopologyspread.plugin", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2
     ),

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from protos.kubera.v1 import core_pb2
+from services.api.helpers.podvolumes import has_scheduling_volumes
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import PodInfo
 
@@ -26,7 +27,9 @@ from services.scheduler.framework.types import PodInfo
 #: pod: InterPodAffinity and PodTopologySpread pass every node when the pod has no terms
 #: or constraints and no existing pod has required anti-affinity).
 #: (DynamicResources passes every node for a pod without resource claims, so a profile
-#: with it is node-local too: `node_local`; `eligible_pod` leaves out pods with claims.)
+#: with it is node-local too: `node_local`; `eligible_pod` leaves out pods with claims.
+#: The same holds for the volume plugins and a pod without claims, ephemeral volumes or
+#: in-tree disks: `PASS_WITHOUT_VOLUMES`, and `eligible_pod` leaves out such pods.)
 NODE_LOCAL_FILTERS = frozenset(
     {
         "NodeName",
@@ -39,6 +42,11 @@ NODE_LOCAL_FILTERS = frozenset(
         "PodTopologySpread",
     }
 )
+
+
+#: Filter plugins that pass every node for a pod without claims, ephemeral volumes or
+#: in-tree disks (podvolumes.has_scheduling_volumes).
+PASS_WITHOUT_VOLUMES = frozenset({"VolumeRestrictions", "NodeVolumeLimits", "VolumeZone"})
 
 
 def signature(pod: core_pb2.Pod) -> bytes:
@@ -91,7 +99,7 @@ SIGNATURE_MEMO_SIZE = 4096
 
 def node_local(filter_plugins: Iterable[str]) -> bool:
     """Whether a profile with these Filter plugins has only node-local ones."""
-    return set(filter_plugins) <= NODE_LOCAL_FILTERS | {"DynamicResources"}
+    return set(filter_plugins) <= NODE_LOCAL_FILTERS | {"DynamicResources"} | PASS_WITHOUT_VOLUMES
 
 
 def eligible(
@@ -107,6 +115,7 @@ def eligible_pod(pi: PodInfo, cluster_has_required_anti_affinity: bool) -> bool:
         and not pi.pod.spec.topology_spread_constraints
         and not cluster_has_required_anti_affinity
         and not pi.pod.spec.resource_claims
+        and not has_scheduling_volumes(pi.pod)
     )
 
 

@@ -1,0 +1,138 @@
+"""The storage objects the scheduler's volume plugins read: PersistentVolumes,
+PersistentVolumeClaims, StorageClasses, CSINodes and VolumeAttachments, as listers over the
+scheduler's informers (upstream: the SharedInformerFactory's storage listers a plugin takes
+from its Handle).
+
+Why it exists: VolumeRestrictions, VolumeZone, NodeVolumeLimits and VolumeBinding read the
+same kinds the same way. Each plugin's factory calls `volume_listers(handle, kinds)` with
+the kinds it reads; the scheduler makes one informer per kind on first request (the
+informer's store is the lister) and turns its adds, updates and deletes into the cluster
+events `ClusterEvent(<kind>, ADD | UPDATE | DELETE)` the plugins' queueing hints register
+for, so the event resource names below are the kind names. Kinds a plugin did not ask for
+stay empty and cost no informer.
+
+A missing object raises `NotFound`, worded as client-go's listers word it
+(`persistentvolumeclaim "data" not found`): the plugins answer it with
+UnschedulableAndUnresolvable and that text, as upstream's do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from protos.kubera.v1 import storage_pb2, storagev1_pb2
+from services.api.machinery.meta import object_key
+
+PV = storage_pb2.PersistentVolume
+PVC = storage_pb2.PersistentVolumeClaim
+StorageClass = storagev1_pb2.StorageClass
+CSINode = storagev1_pb2.CSINode
+VolumeAttachment = storagev1_pb2.VolumeAttachment
+
+#: Kind names, which are also the ClusterEvent resources of their informers' events.
+PERSISTENT_VOLUME = "PersistentVolume"
+PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+STORAGE_CLASS = "StorageClass"
+CSI_NODE = "CSINode"
+VOLUME_ATTACHMENT = "VolumeAttachment"
+ALL_KINDS = (PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS, CSI_NODE, VOLUME_ATTACHMENT)
+
+#: The group-qualified singular resource client-go's listers name in NotFound errors.
+_LISTER_RESOURCE = {
+    PERSISTENT_VOLUME: "persistentvolume",
+    PERSISTENT_VOLUME_CLAIM: "persistentvolumeclaim",
+    STORAGE_CLASS: "storageclass.storage.k8s.io",
+    CSI_NODE: "csinode.storage.k8s.io",
+    VOLUME_ATTACHMENT: "volumeattachment.storage.k8s.io",
+}
+
+
+class NotFound(LookupError):
+    """A lister's miss: `str()` is client-go's `<resource> "<name>" not found`."""
+
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__(f'{_LISTER_RESOURCE[kind]} "{name}" not found')
+        self.kind = kind
+        self.name = name
+
+
+Store = Mapping[str, Any]
+
+
+@dataclass
+class VolumeListers:
+    """Read-only views of the stores, keyed as informer stores are (`ns/name` or `name`)."""
+
+    pvs: Store = field(default_factory=dict)
+    pvcs: Store = field(default_factory=dict)
+    classes: Store = field(default_factory=dict)
+    csi_nodes: Store = field(default_factory=dict)
+    volume_attachments: Store = field(default_factory=dict)
+
+    def pvc(self, namespace: str, name: str) -> PVC:
+        got: PVC | None = self.pvcs.get(f"{namespace}/{name}")
+        if got is None:
+            raise NotFound(PERSISTENT_VOLUME_CLAIM, name)
+        return got
+
+    def pv(self, name: str) -> PV:
+        got: PV | None = self.pvs.get(name)
+        if got is None:
+            raise NotFound(PERSISTENT_VOLUME, name)
+        return got
+
+    def storage_class(self, name: str) -> StorageClass:
+        got: StorageClass | None = self.classes.get(name)
+        if got is None:
+            raise NotFound(STORAGE_CLASS, name)
+        return got
+
+    def csi_node(self, name: str) -> CSINode:
+        got: CSINode | None = self.csi_nodes.get(name)
+        if got is None:
+            raise NotFound(CSI_NODE, name)
+        return got
+
+    def attachments(self) -> Iterable[VolumeAttachment]:
+        return self.volume_attachments.values()
+
+
+#: VolumeListers field of each kind.
+_FIELD = {
+    PERSISTENT_VOLUME: "pvs",
+    PERSISTENT_VOLUME_CLAIM: "pvcs",
+    STORAGE_CLASS: "classes",
+    CSI_NODE: "csi_nodes",
+    VOLUME_ATTACHMENT: "volume_attachments",
+}
+
+
+def volume_listers(handle: Any, kinds: Iterable[str] = ALL_KINDS) -> VolumeListers:
+    """Listers over the scheduler's informers of `kinds` (made on first request, so call
+    from a plugin's factory). A handle without informers (a framework unit test) gives
+    empty listers: no claim exists there."""
+    informer = getattr(handle, "informer", None)
+    listers = VolumeListers()
+    if informer is None:
+        return listers
+    for kind in kinds:
+        setattr(listers, _FIELD[kind], informer(kind).store)
+    return listers
+
+
+def listers_of(*objects: Any) -> VolumeListers:
+    """Listers holding `objects` (any of the five kinds, told apart by message type): for
+    tests and what-if tools."""
+    by_type = {
+        PV: "pvs",
+        PVC: "pvcs",
+        StorageClass: "classes",
+        CSINode: "csi_nodes",
+        VolumeAttachment: "volume_attachments",
+    }
+    stores: dict[str, dict[str, Any]] = {name: {} for name in by_type.values()}
+    for obj in objects:
+        stores[by_type[type(obj)]][object_key(obj)] = obj
+    return VolumeListers(**stores)
