@@ -72,7 +72,7 @@ class VolumeListers:
     volume_attachments: Store = field(default_factory=dict)
 
     def pvc(self, namespace: str, name: str) -> PVC:
-        got: PVC | None = self.pvcs.get(f"{namespace}/{name}")
+        got: PVC | None = self.pvcs.get(f"{namespace}/{name}" if namespace else name)
         if got is None:
             raise NotFound(PERSISTENT_VOLUME_CLAIM, name)
         return got

@@ -279,8 +279,11 @@ class NodeVolumeLimits:
         for vol in pod.spec.volumes:
             name = claim_name(vol)
             if name is not None and src.HasField("persistent_volume_name"):
-                claim = self.listers.pvcs.get(f"{pod.metadata.namespace}/{name}")
-                if claim is not None and claim.spec.volume_name == src.persistent_volume_name:
+                try:
+                    claim = self.listers.pvc(pod.metadata.namespace, name)
+                except NotFound:
+                    continue
+                if claim.spec.volume_name == src.persistent_volume_name:
                     return QueueingHint.QUEUE
             row = csi.inline_plugin(vol)
             if row is not None and inline_driver and row.driver == inline_driver:
