@@ -19,7 +19,6 @@ UnschedulableAndUnresolvable and that text, as upstream's do.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from protos.kubera.v1 import storage_pb2, storagev1_pb2
@@ -61,15 +60,56 @@ class NotFound(LookupError):
 Store = Mapping[str, Any]
 
 
-@dataclass
-class VolumeListers:
-    """Read-only views of the stores, keyed as informer stores are (`ns/name` or `name`)."""
+def _view(source: Any) -> Store:
+    """An informer's current store (read at each use: an informer replaces its store when it
+    relists), or a plain mapping as it is."""
+    store = getattr(source, "store", source)
+    out: Store = store
+    return out
 
-    pvs: Store = field(default_factory=dict)
-    pvcs: Store = field(default_factory=dict)
-    classes: Store = field(default_factory=dict)
-    csi_nodes: Store = field(default_factory=dict)
-    volume_attachments: Store = field(default_factory=dict)
+
+class VolumeListers:
+    """Read-only views keyed as informer stores are (`ns/name` or `name`). Each source is an
+    Informer (its store read at each use) or, in tests, a mapping."""
+
+    def __init__(
+        self,
+        pvs: Any = None,
+        pvcs: Any = None,
+        classes: Any = None,
+        csi_nodes: Any = None,
+        volume_attachments: Any = None,
+    ) -> None:
+        self._sources: dict[str, Any] = {
+            PERSISTENT_VOLUME: pvs if pvs is not None else {},
+            PERSISTENT_VOLUME_CLAIM: pvcs if pvcs is not None else {},
+            STORAGE_CLASS: classes if classes is not None else {},
+            CSI_NODE: csi_nodes if csi_nodes is not None else {},
+            VOLUME_ATTACHMENT: volume_attachments if volume_attachments is not None else {},
+        }
+
+    def set_source(self, kind: str, source: Any) -> None:
+        self._sources[kind] = source
+
+    @property
+    def pvs(self) -> Store:
+        return _view(self._sources[PERSISTENT_VOLUME])
+
+    @property
+    def pvcs(self) -> Store:
+        return _view(self._sources[PERSISTENT_VOLUME_CLAIM])
+
+    @property
+    def classes(self) -> Store:
+        return _view(self._sources[STORAGE_CLASS])
+
+    @property
+    def csi_nodes(self) -> Store:
+        return _view(self._sources[CSI_NODE])
+
+    @property
+    def volume_attachments(self) -> Store:
+        return _view(self._sources[VOLUME_ATTACHMENT])
 
     def pvc(self, namespace: str, name: str) -> PVC:
         got: PVC | None = self.pvcs.get(f"{namespace}/{name}" if namespace else name)
@@ -99,16 +139,6 @@ class VolumeListers:
         return self.volume_attachments.values()
 
 
-#: VolumeListers field of each kind.
-_FIELD = {
-    PERSISTENT_VOLUME: "pvs",
-    PERSISTENT_VOLUME_CLAIM: "pvcs",
-    STORAGE_CLASS: "classes",
-    CSI_NODE: "csi_nodes",
-    VOLUME_ATTACHMENT: "volume_attachments",
-}
-
-
 def volume_listers(handle: Any, kinds: Iterable[str] = ALL_KINDS) -> VolumeListers:
     """Listers over the scheduler's informers of `kinds` (made on first request, so call
     from a plugin's factory). A handle without informers (a framework unit test) gives
@@ -118,7 +148,7 @@ def volume_listers(handle: Any, kinds: Iterable[str] = ALL_KINDS) -> VolumeListe
     if informer is None:
         return listers
     for kind in kinds:
-        setattr(listers, _FIELD[kind], informer(kind).store)
+        listers.set_source(kind, informer(kind))
     return listers
 
 
