@@ -134,4 +134,3 @@ async def test_a_read_write_once_pod_claim_in_use_keeps_a_second_pod_pending(
     await _claim_pod(cluster, "second", "solo")
     msg = await cluster.wait_unschedulable("second")
     assert "ReadWriteOncePod access mode" in msg
-

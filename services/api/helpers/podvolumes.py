@@ -13,12 +13,13 @@ ephemeral.VolumeIsForPod).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypeAlias
 
 from google.protobuf import struct_pb2
 
 from protos.kubera.v1 import core_pb2, storage_pb2
 
-Volume = struct_pb2.Struct
+Volume: TypeAlias = struct_pb2.Struct
 
 PVC_SOURCE = "persistentVolumeClaim"
 EPHEMERAL_SOURCE = "ephemeral"
@@ -81,9 +82,7 @@ def pod_claim_names(pod: core_pb2.Pod) -> Iterator[tuple[str, bool]]:
             yield ephemeral_claim_name(pod, vol), True
 
 
-def ephemeral_claim_not_for_pod(
-    pod: core_pb2.Pod, claim: storage_pb2.PersistentVolumeClaim
-) -> str:
+def ephemeral_claim_not_for_pod(pod: core_pb2.Pod, claim: storage_pb2.PersistentVolumeClaim) -> str:
     """ephemeral.VolumeIsForPod: "" when the claim's controller owner is the pod, else the
     error upstream returns (a claim of that name made for something else)."""
     meta = claim.metadata
@@ -115,12 +114,11 @@ IN_TREE_DISK_SOURCES = frozenset(
 )
 
 
+_SCHEDULING_SOURCES = IN_TREE_DISK_SOURCES | {PVC_SOURCE, EPHEMERAL_SOURCE}
+
+
 def has_scheduling_volumes(pod: core_pb2.Pod) -> bool:
     """Whether a volume of the pod is one the scheduler's volume plugins look at (a claim,
     a generic ephemeral volume, an in-tree disk); configMaps, secrets, emptyDirs and the
     like are not."""
-    for vol in pod.spec.volumes:
-        for key in vol.fields:
-            if key == PVC_SOURCE or key == EPHEMERAL_SOURCE or key in IN_TREE_DISK_SOURCES:
-                return True
-    return False
+    return any(key in _SCHEDULING_SOURCES for vol in pod.spec.volumes for key in vol.fields)

@@ -67,6 +67,7 @@ from services.scheduler.volumelisters import (
 )
 
 NAME = "NodeVolumeLimits"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 
 CSINode = storagev1_pb2.CSINode
@@ -77,6 +78,48 @@ Volumes = dict[str, str]
 @dataclass
 class Args:
     """NodeVolumeLimits takes no arguments."""
+
+
+class CycleCache:
+    """What one attempt's Filter calls share (written by PreFilter; Filter makes its own when
+    PreFilter did not run): the pod's own volumes per migration setting of a CSINode (they
+    differ only by which in-tree plugins the node migrated), and the VolumeAttachments by
+    node. Read-mostly facts of this attempt, so clones share it."""
+
+    def __init__(self) -> None:
+        self._new: dict[str | None, Volumes | PodVolumeError] = {}
+        self._attachments: dict[str, list[storagev1_pb2.VolumeAttachment]] | None = None
+
+    def clone(self) -> CycleCache:
+        return self
+
+    def new_volumes(
+        self, plugin: NodeVolumeLimits, pod: core_pb2.Pod, csi_node: CSINode | None
+    ) -> Volumes | PodVolumeError:
+        key = (
+            None
+            if csi_node is None
+            else csi_node.metadata.annotations.get(csi.MIGRATED_PLUGINS_ANNOTATION, "")
+        )
+        found = self._new.get(key)
+        if found is None:
+            volumes: Volumes = {}
+            try:
+                plugin.attachable_volumes(pod, csi_node, True, volumes)
+                found = volumes
+            except PodVolumeError as e:
+                found = e
+            self._new[key] = found
+        return found
+
+    def attachments_of(
+        self, listers: VolumeListers, node_name: str
+    ) -> list[storagev1_pb2.VolumeAttachment]:
+        if self._attachments is None:
+            self._attachments = {}
+            for va in listers.attachments():
+                self._attachments.setdefault(va.spec.node_name, []).append(va)
+        return self._attachments.get(node_name, [])
 
 
 class PodVolumeError(Exception):
@@ -109,6 +152,7 @@ class NodeVolumeLimits:
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
         if any(counts_volumes(v) for v in pod_info.pod.spec.volumes):
+            state.write(PRE_FILTER_STATE_KEY, CycleCache())
             return None, Status.success()
         return None, Status.skip(NAME)
 
@@ -117,27 +161,31 @@ class NodeVolumeLimits:
         if not pod.spec.volumes:
             return Status.success()
         csi_node = self.listers.csi_nodes.get(node_info.name)
-        new_volumes: Volumes = {}
-        try:
-            self.attachable_volumes(pod, csi_node, True, new_volumes)
-        except PodVolumeError as e:
-            if e.missing:
-                return Status.unresolvable(str(e), plugin=NAME)
-            return Status.as_error(e, plugin=NAME)
-        if not new_volumes:
+        cache = state.get(PRE_FILTER_STATE_KEY)
+        if cache is None:
+            cache = CycleCache()
+        found = cache.new_volumes(self, pod, csi_node)
+        if isinstance(found, PodVolumeError):
+            if found.missing:
+                return Status.unresolvable(str(found), plugin=NAME)
+            return Status.as_error(found, plugin=NAME)
+        if not found:
             return Status.success()
         limits = volume_limits(node_info, csi_node)
         if not limits:
             return Status.success()
+        new_volumes = dict(found)
         attached: Volumes = {}
         for existing in node_info.pods:
+            if not existing.pod.spec.volumes:
+                continue
             try:
                 self.attachable_volumes(existing.pod, csi_node, False, attached)
             except PodVolumeError as e:
                 return Status.as_error(e, plugin=NAME)
         for unique in attached:
             new_volumes.pop(unique, None)
-        attached.update(self.attached_by_volume_attachments(node_info.name))
+        attached.update(self.attached_by_volume_attachments(node_info.name, cache))
         attached_count: dict[str, int] = {}
         for key in attached.values():
             attached_count[key] = attached_count.get(key, 0) + 1
@@ -229,12 +277,16 @@ class NodeVolumeLimits:
             return csi.driver_for_plugin(provisioner), handle
         return provisioner, handle
 
-    def attached_by_volume_attachments(self, node_name: str) -> Volumes:
+    def attached_by_volume_attachments(
+        self, node_name: str, cache: CycleCache | None = None
+    ) -> Volumes:
         """The volumes VolumeAttachments attach to the node, by unique name."""
         out: Volumes = {}
-        for va in self.listers.attachments():
+        if cache is None:
+            cache = CycleCache()
+        for va in cache.attachments_of(self.listers, node_name):
             spec = va.spec
-            if spec.node_name != node_name or not spec.attacher:
+            if not spec.attacher:
                 continue
             handle = ""
             if spec.source.HasField("persistent_volume_name"):
@@ -275,7 +327,9 @@ class NodeVolumeLimits:
         if not isinstance(old, storagev1_pb2.VolumeAttachment):
             return QueueingHint.QUEUE
         src = old.spec.source
-        inline_driver = src.inline_volume_spec.csi.driver if src.HasField("inline_volume_spec") else ""
+        inline_driver = (
+            src.inline_volume_spec.csi.driver if src.HasField("inline_volume_spec") else ""
+        )
         for vol in pod.spec.volumes:
             name = claim_name(vol)
             if name is not None and src.HasField("persistent_volume_name"):
@@ -348,6 +402,12 @@ def new(args: Args | None, handle: Any) -> NodeVolumeLimits:
     return NodeVolumeLimits(
         volume_listers(
             handle,
-            (PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS, CSI_NODE, VOLUME_ATTACHMENT),
+            (
+                PERSISTENT_VOLUME,
+                PERSISTENT_VOLUME_CLAIM,
+                STORAGE_CLASS,
+                CSI_NODE,
+                VOLUME_ATTACHMENT,
+            ),
         )
     )

@@ -191,11 +191,10 @@ class VolumeZone:
         return [
             # volumeBindingMode is immutable: only a new class can be WaitForFirstConsumer.
             ClusterEventWithHint(
-                ClusterEvent(STORAGE_CLASS, ActionType.ADD), is_schedulable_after_storage_class_added
+                ClusterEvent(STORAGE_CLASS, ActionType.ADD),
+                is_schedulable_after_storage_class_added,
             ),
-            ClusterEventWithHint(
-                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
-            ),
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
             # A new claim, or one that got its volume.
             ClusterEventWithHint(
                 ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE),
@@ -224,9 +223,7 @@ def is_schedulable_after_pvc_change(pod: core_pb2.Pod, old: Any, new: Any) -> Qu
     return QueueingHint.SKIP
 
 
-def is_schedulable_after_storage_class_added(
-    pod: core_pb2.Pod, old: Any, new: Any
-) -> QueueingHint:
+def is_schedulable_after_storage_class_added(pod: core_pb2.Pod, old: Any, new: Any) -> QueueingHint:
     """Queue only for a new WaitForFirstConsumer class."""
     if not isinstance(new, storagev1_pb2.StorageClass):
         return QueueingHint.QUEUE

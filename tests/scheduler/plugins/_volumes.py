@@ -35,7 +35,9 @@ def ephemeral_vol(name: str) -> Json:
     return {"name": name, "ephemeral": {}}
 
 
-def pv(name: str, labels: dict[str, str] | None = None, **spec: Any) -> storage_pb2.PersistentVolume:
+def pv(
+    name: str, labels: dict[str, str] | None = None, **spec: Any
+) -> storage_pb2.PersistentVolume:
     obj = storage_pb2.PersistentVolume()
     obj.metadata.name = name
     obj.metadata.labels.update(labels or {})

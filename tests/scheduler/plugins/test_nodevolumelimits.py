@@ -56,7 +56,9 @@ CSI_EBS_ONE_VOL = claims_pod("csi-ebs.csi.aws.com-0")
 CSI_EBS_TWO_VOL = claims_pod("csi-ebs.csi.aws.com-1", "csi-ebs.csi.aws.com-2")
 IN_TREE_NON_MIGRATABLE = claims_pod("csi-kubernetes.io/hostpath-0")
 EPHEMERAL = vpod(ephemeral_vol("xyz"), name="abc", namespace="test", uid="12345")
-EPHEMERAL_TWO = vpod(ephemeral_vol("x"), ephemeral_vol("y"), name="abc", namespace="test", uid="12345II")
+EPHEMERAL_TWO = vpod(
+    ephemeral_vol("x"), ephemeral_vol("y"), name="abc", namespace="test", uid="12345II"
+)
 
 
 def owned_claim(pod: core_pb2.Pod, volume: str, *, owned: bool = True) -> Any:
@@ -85,7 +87,9 @@ IN_TREE_INLINE_SAME_CSI_ID = vpod(
 _CM, _SECRET = {"name": "cm", "configMap": {}}, {"name": "secret", "secret": {}}
 ONLY_CM_AND_SECRET = vpod(_CM, _SECRET)
 PVC_WITH_CM_AND_SECRET = vpod(_CM, _SECRET, claim_vol("csi-ebs.csi.aws.com-0"))
-EPHEMERAL_WITH_CM_AND_SECRET = vpod(_CM, _SECRET, ephemeral_vol("xyz"), name="abc", namespace="test")
+EPHEMERAL_WITH_CM_AND_SECRET = vpod(
+    _CM, _SECRET, ephemeral_vol("xyz"), name="abc", namespace="test"
+)
 INLINE_MIGRATABLE_WITH_CM_AND_SECRET = vpod(_CM, _SECRET, _AWS_INLINE)
 
 _EPHEMERAL_MISSING = Status.unresolvable(
@@ -110,7 +114,18 @@ def case(
     want: Status = OK,
     want_pre: Status = OK,
 ) -> tuple[Any, ...]:
-    return (test, new_pod, existing, max_vols, drivers, limit_source, va_count, extra_claims, want, want_pre)
+    return (
+        test,
+        new_pod,
+        existing,
+        max_vols,
+        drivers,
+        limit_source,
+        va_count,
+        extra_claims,
+        want,
+        want_pre,
+    )
 
 
 CSI_LIMITS = [
@@ -168,7 +183,9 @@ def fake_pvs(drivers: tuple[str, ...]) -> list[storage_pb2.PersistentVolume]:
 def fake_pvcs(drivers: tuple[str, ...]) -> list[storage_pb2.PersistentVolumeClaim]:
     """getFakeCSIPVCLister("csi", "csi-sc", drivers...)."""
     out = [
-        pvc(f"csi-{d}-{j}", namespace="", volumeName=f"csi-{d}-{j}") for d in drivers for j in range(4)
+        pvc(f"csi-{d}-{j}", namespace="", volumeName=f"csi-{d}-{j}")
+        for d in drivers
+        for j in range(4)
     ]
     out.append(pvc("csi-4", namespace="", storageClassName=SC_NAME))
     out.append(pvc("csi-5", namespace=""))
@@ -278,13 +295,21 @@ def _deleted(pod: core_pb2.Pod, scheduled: bool = True) -> core_pb2.Pod:
 
 
 HINT_POD_DELETED = [
-    ("return a Queue when a deleted pod has a PVC", _deleted(claims_pod("placeholder")), QueueingHint.QUEUE),
+    (
+        "return a Queue when a deleted pod has a PVC",
+        _deleted(claims_pod("placeholder")),
+        QueueingHint.QUEUE,
+    ),
     (
         "return a Queue when a deleted pod has a inline migratable volume",
         _deleted(vpod({"name": "v", "awsElasticBlockStore": {}})),
         QueueingHint.QUEUE,
     ),
-    ("return a QueueSkip when a deleted pod doesn't have any volume", _deleted(vpod()), QueueingHint.SKIP),
+    (
+        "return a QueueSkip when a deleted pod doesn't have any volume",
+        _deleted(vpod()),
+        QueueingHint.SKIP,
+    ),
     (
         "return a QueueSkip when a deleted pod is not scheduled.",
         _deleted(claims_pod("csi-ebs.csi.aws.com-0"), scheduled=False),
@@ -293,8 +318,12 @@ HINT_POD_DELETED = [
 ]
 
 
-@pytest.mark.parametrize(("test", "deleted", "want"), HINT_POD_DELETED, ids=[c[0] for c in HINT_POD_DELETED])
-def test_is_schedulable_after_pod_deleted(test: str, deleted: core_pb2.Pod, want: QueueingHint) -> None:
+@pytest.mark.parametrize(
+    ("test", "deleted", "want"), HINT_POD_DELETED, ids=[c[0] for c in HINT_POD_DELETED]
+)
+def test_is_schedulable_after_pod_deleted(
+    test: str, deleted: core_pb2.Pod, want: QueueingHint
+) -> None:
     assert nvl.is_schedulable_after_pod_deleted(_POD_EBS, deleted, None) == want
 
 
@@ -312,8 +341,12 @@ HINT_PVC_ADDED = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("test", "pod", "added", "want"), HINT_PVC_ADDED, ids=[c[0] for c in HINT_PVC_ADDED])
-def test_is_schedulable_after_pvc_added(test: str, pod: core_pb2.Pod, added: Any, want: QueueingHint) -> None:
+@pytest.mark.parametrize(
+    ("test", "pod", "added", "want"), HINT_PVC_ADDED, ids=[c[0] for c in HINT_PVC_ADDED]
+)
+def test_is_schedulable_after_pvc_added(
+    test: str, pod: core_pb2.Pod, added: Any, want: QueueingHint
+) -> None:
     assert nvl.is_schedulable_after_pvc_added(pod, None, added) == want
 
 
@@ -343,7 +376,9 @@ HINT_VA_DELETED = [
 
 
 @pytest.mark.parametrize(
-    ("test", "pod", "existing", "deleted", "want"), HINT_VA_DELETED, ids=[c[0] for c in HINT_VA_DELETED]
+    ("test", "pod", "existing", "deleted", "want"),
+    HINT_VA_DELETED,
+    ids=[c[0] for c in HINT_VA_DELETED],
 )
 def test_is_schedulable_after_volume_attachment_deleted(
     test: str, pod: core_pb2.Pod, existing: Any, deleted: Any, want: QueueingHint

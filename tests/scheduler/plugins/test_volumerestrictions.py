@@ -22,9 +22,10 @@ RWOP_CONFLICT = Status.unschedulable(vr.ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,
 OK = Status.success()
 
 GCE, GCE2 = {"gcePersistentDisk": {"pdName": "foo"}}, {"gcePersistentDisk": {"pdName": "bar"}}
-AWS, AWS2 = {"awsElasticBlockStore": {"volumeID": "foo"}}, {
-    "awsElasticBlockStore": {"volumeID": "bar"}
-}
+AWS, AWS2 = (
+    {"awsElasticBlockStore": {"volumeID": "foo"}},
+    {"awsElasticBlockStore": {"volumeID": "bar"}},
+)
 RBD = {"rbd": {"monitors": ["a", "b"], "pool": "foo", "image": "bar", "fsType": "ext4"}}
 RBD2 = {"rbd": {"monitors": ["c", "d"], "pool": "foo", "image": "bar", "fsType": "ext4"}}
 _ISCSI = {"targetPortal": "127.0.0.1:3260", "fsType": "ext4", "lun": 0}
@@ -37,9 +38,7 @@ def _named(vol: dict[str, Any]) -> dict[str, Any]:
     return {"name": "v", **vol}
 
 
-def _disk_cases(
-    source: str, vol: dict[str, Any], other: dict[str, Any]
-) -> list[tuple[Any, ...]]:
+def _disk_cases(source: str, vol: dict[str, Any], other: dict[str, Any]) -> list[tuple[Any, ...]]:
     """TestGCEDiskConflicts / AWS / RBD / ISCSI: (pod volume, node's pod volume, PreFilter,
     Filter, name)."""
     return [
@@ -90,7 +89,9 @@ def test_read_only_gce_disks_mounted_by_both_pods_do_not_conflict() -> None:
 # ----------------------------------------------------------------- ReadWriteOncePod
 
 NS = "default"
-POD_WITH_ONE_PVC = vpod(claim_vol("claim-with-rwop-1"), name="pod-with-one-pvc", namespace=NS, node="node-1")
+POD_WITH_ONE_PVC = vpod(
+    claim_vol("claim-with-rwop-1"), name="pod-with-one-pvc", namespace=NS, node="node-1"
+)
 POD_WITH_TWO_PVCS = vpod(
     claim_vol("claim-with-rwop-1"),
     claim_vol("claim-with-rwop-2"),
@@ -195,13 +196,38 @@ def test_filter_without_pre_filter_is_an_error() -> None:
 
 HINT_POD_DELETED = [
     (vpod(_named(GCE)), vpod(_named(GCE)), QueueingHint.QUEUE, "queue-new-object-gcedisk-conflict"),
-    (vpod(_named(GCE)), vpod(_named(GCE2)), QueueingHint.SKIP, "skip-new-object-gcedisk-no-conflict"),
+    (
+        vpod(_named(GCE)),
+        vpod(_named(GCE2)),
+        QueueingHint.SKIP,
+        "skip-new-object-gcedisk-no-conflict",
+    ),
     (vpod(_named(AWS)), vpod(_named(AWS)), QueueingHint.QUEUE, "queue-new-object-awsdisk-conflict"),
-    (vpod(_named(AWS)), vpod(_named(AWS2)), QueueingHint.SKIP, "skip-new-object-awsdisk-no-conflict"),
+    (
+        vpod(_named(AWS)),
+        vpod(_named(AWS2)),
+        QueueingHint.SKIP,
+        "skip-new-object-awsdisk-no-conflict",
+    ),
     (vpod(_named(RBD)), vpod(_named(RBD)), QueueingHint.QUEUE, "queue-new-object-rbddisk-conflict"),
-    (vpod(_named(RBD)), vpod(_named(RBD2)), QueueingHint.SKIP, "skip-new-object-rbddisk-no-conflict"),
-    (vpod(_named(ISCSI)), vpod(_named(ISCSI)), QueueingHint.QUEUE, "queue-new-object-iscsidisk-conflict"),
-    (vpod(_named(ISCSI)), vpod(_named(ISCSI2)), QueueingHint.SKIP, "skip-new-object-iscsidisk-no-conflict"),
+    (
+        vpod(_named(RBD)),
+        vpod(_named(RBD2)),
+        QueueingHint.SKIP,
+        "skip-new-object-rbddisk-no-conflict",
+    ),
+    (
+        vpod(_named(ISCSI)),
+        vpod(_named(ISCSI)),
+        QueueingHint.QUEUE,
+        "queue-new-object-iscsidisk-conflict",
+    ),
+    (
+        vpod(_named(ISCSI)),
+        vpod(_named(ISCSI2)),
+        QueueingHint.SKIP,
+        "skip-new-object-iscsidisk-no-conflict",
+    ),
     (
         vpod(claim_vol("claim-rwop"), name="pod1"),
         vpod(claim_vol("claim-rwop"), name="pod2"),

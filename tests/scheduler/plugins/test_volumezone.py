@@ -75,7 +75,13 @@ SINGLE_ZONE = listers_of(
 )
 
 SINGLE_ZONE_CASES = [
-    ("pod without volume", vpod(name="pod_1", namespace="default"), {BETA_ZONE: "us-west1-a"}, SKIP, OK),
+    (
+        "pod without volume",
+        vpod(name="pod_1", namespace="default"),
+        {BETA_ZONE: "us-west1-a"},
+        SKIP,
+        OK,
+    ),
     ("node without labels", pod_with("PVC_1"), {}, OK, OK),
     ("beta zone label matched", pod_with("PVC_1"), {BETA_ZONE: "us-west1-a", **USELESS}, OK, OK),
     ("beta region label matched", pod_with("PVC_2"), {BETA_REGION: "us-west1", **USELESS}, OK, OK),
@@ -109,9 +115,27 @@ SINGLE_ZONE_CASES = [
         OK,
         CONFLICT,
     ),
-    ("pv with zone and region, node with only zone", pod_with("PVC_Stable_3"), {ZONE: "us-west1-a"}, OK, CONFLICT),
-    ("pv with zone,node with beta zone", pod_with("PVC_Stable_1"), {BETA_ZONE: "us-west1-a"}, OK, CONFLICT),
-    ("pv with beta label,node with ga label, matched", pod_with("PVC_1"), {ZONE: "us-west1-a"}, OK, OK),
+    (
+        "pv with zone and region, node with only zone",
+        pod_with("PVC_Stable_3"),
+        {ZONE: "us-west1-a"},
+        OK,
+        CONFLICT,
+    ),
+    (
+        "pv with zone,node with beta zone",
+        pod_with("PVC_Stable_1"),
+        {BETA_ZONE: "us-west1-a"},
+        OK,
+        CONFLICT,
+    ),
+    (
+        "pv with beta label,node with ga label, matched",
+        pod_with("PVC_1"),
+        {ZONE: "us-west1-a"},
+        OK,
+        OK,
+    ),
     (
         "pv with beta label,node with ga label, don't match",
         pod_with("PVC_1"),
@@ -150,9 +174,19 @@ MULTI_ZONE = listers_of(
 MULTI_ZONE_CASES = [
     ("node without labels", pod_with("PVC_3"), {}, OK),
     ("beta zone label matched", pod_with("PVC_3"), {BETA_ZONE: "us-west1-a", **USELESS}, OK),
-    ("beta zone label doesn't match", pod_with("PVC_1"), {BETA_ZONE: "us-west1-b", **USELESS}, CONFLICT),
+    (
+        "beta zone label doesn't match",
+        pod_with("PVC_1"),
+        {BETA_ZONE: "us-west1-b", **USELESS},
+        CONFLICT,
+    ),
     ("zone label matched", pod_with("PVC_Stable_2"), {ZONE: "us-west1-a", **USELESS}, OK),
-    ("zone label doesn't match", pod_with("PVC_Stable_1"), {ZONE: "us-west1-b", **USELESS}, CONFLICT),
+    (
+        "zone label doesn't match",
+        pod_with("PVC_Stable_1"),
+        {ZONE: "us-west1-b", **USELESS},
+        CONFLICT,
+    ),
 ]
 
 
@@ -178,15 +212,32 @@ _NOT_FOUND = 'storageclass.storage.k8s.io "Class_0" not found'
 _NOT_SET = 'VolumeBindingMode not set for StorageClass "Class_Immediate"'
 WITH_BINDING_CASES = [
     ("label zone failure domain matched", "PVC_1", OK, OK),
-    ("unbound volume empty storage class", "PVC_EmptySC", unresolvable(_NO_SC), unresolvable(_NO_SC)),
-    ("unbound volume no storage class", "PVC_NoSC", unresolvable(_NOT_FOUND), unresolvable(_NOT_FOUND)),
-    ("unbound volume immediate binding mode", "PVC_ImmediateSC", unresolvable(_NOT_SET), unresolvable(_NOT_SET)),
+    (
+        "unbound volume empty storage class",
+        "PVC_EmptySC",
+        unresolvable(_NO_SC),
+        unresolvable(_NO_SC),
+    ),
+    (
+        "unbound volume no storage class",
+        "PVC_NoSC",
+        unresolvable(_NOT_FOUND),
+        unresolvable(_NOT_FOUND),
+    ),
+    (
+        "unbound volume immediate binding mode",
+        "PVC_ImmediateSC",
+        unresolvable(_NOT_SET),
+        unresolvable(_NOT_SET),
+    ),
     ("unbound volume wait binding mode", "PVC_WaitSC", SKIP, OK),
 ]
 
 
 @pytest.mark.parametrize(
-    ("rule", "claim", "want_pre", "want"), WITH_BINDING_CASES, ids=[c[0] for c in WITH_BINDING_CASES]
+    ("rule", "claim", "want_pre", "want"),
+    WITH_BINDING_CASES,
+    ids=[c[0] for c in WITH_BINDING_CASES],
 )
 def test_with_binding(rule: str, claim: str, want_pre: Status, want: Status) -> None:
     run(WITH_BINDING, pod_with(claim), node({BETA_ZONE: "us-west1-a", **USELESS}), want_pre, want)
@@ -205,8 +256,20 @@ def test_missing_claim_and_volume_are_unresolvable_with_the_listers_words() -> N
 _PVC_1 = pvc("PVC_1", volumeName="Vol_1")
 HINT_PVC = [
     ("error-wrong-new-object", pod_with("PVC_1"), None, "not-a-pvc", QueueingHint.QUEUE),
-    ("pvc-was-added-but-pod-refers-no-pvc", vpod(name="pod_1", namespace="default"), None, _PVC_1, QueueingHint.SKIP),
-    ("pvc-was-added-and-pod-was-bound-to-different-pvc", pod_with("PVC_2"), None, _PVC_1, QueueingHint.SKIP),
+    (
+        "pvc-was-added-but-pod-refers-no-pvc",
+        vpod(name="pod_1", namespace="default"),
+        None,
+        _PVC_1,
+        QueueingHint.SKIP,
+    ),
+    (
+        "pvc-was-added-and-pod-was-bound-to-different-pvc",
+        pod_with("PVC_2"),
+        None,
+        _PVC_1,
+        QueueingHint.SKIP,
+    ),
     (
         "pvc-was-added-and-pod-was-bound-to-pvc-but-different-ns",
         pod_with("PVC_1"),
@@ -214,8 +277,20 @@ HINT_PVC = [
         pvc("PVC_1", namespace="ns1", volumeName="Vol_1"),
         QueueingHint.SKIP,
     ),
-    ("pvc-was-added-and-pod-was-bound-to-the-pvc", pod_with("PVC_1"), None, _PVC_1, QueueingHint.QUEUE),
-    ("pvc-was-updated-and-pod-was-bound-to-the-pvc", pod_with("PVC_1"), pvc("PVC_1"), _PVC_1, QueueingHint.QUEUE),
+    (
+        "pvc-was-added-and-pod-was-bound-to-the-pvc",
+        pod_with("PVC_1"),
+        None,
+        _PVC_1,
+        QueueingHint.QUEUE,
+    ),
+    (
+        "pvc-was-updated-and-pod-was-bound-to-the-pvc",
+        pod_with("PVC_1"),
+        pvc("PVC_1"),
+        _PVC_1,
+        QueueingHint.QUEUE,
+    ),
     (
         "pvc-was-updated-but-pod-refers-no-pvc",
         vpod(name="pod_1", namespace="default"),
@@ -226,7 +301,9 @@ HINT_PVC = [
 ]
 
 
-@pytest.mark.parametrize(("rule", "pod", "old", "new", "want"), HINT_PVC, ids=[c[0] for c in HINT_PVC])
+@pytest.mark.parametrize(
+    ("rule", "pod", "old", "new", "want"), HINT_PVC, ids=[c[0] for c in HINT_PVC]
+)
 def test_is_schedulable_after_pvc_change(
     rule: str, pod: core_pb2.Pod, old: Any, new: Any, want: QueueingHint
 ) -> None:
@@ -236,7 +313,11 @@ def test_is_schedulable_after_pvc_change(
 HINT_SC = [
     ("error-wrong-new-object", "not-a-storageclass", QueueingHint.QUEUE),
     ("sc-doesn't-have-volume-binding-mode", storage_class("SC_1"), QueueingHint.SKIP),
-    ("new-sc-is-wait-for-first-consumer-mode", storage_class("SC_1", mode="WaitForFirstConsumer"), QueueingHint.QUEUE),
+    (
+        "new-sc-is-wait-for-first-consumer-mode",
+        storage_class("SC_1", mode="WaitForFirstConsumer"),
+        QueueingHint.QUEUE,
+    ),
     ("new-sc-is-immediate-mode", storage_class("SC_1", mode="Immediate"), QueueingHint.SKIP),
 ]
 
@@ -263,7 +344,12 @@ HINT_PV = [
         pv("Vol_1", _BOTH),
         QueueingHint.QUEUE,
     ),
-    ("pv-was-updated-but-no-topology-is-changed", pv("Vol_1", _BOTH), pv("Vol_1", _BOTH), QueueingHint.SKIP),
+    (
+        "pv-was-updated-but-no-topology-is-changed",
+        pv("Vol_1", _BOTH),
+        pv("Vol_1", _BOTH),
+        QueueingHint.SKIP,
+    ),
 ]
 
 
