@@ -21,8 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from protos.kubera.v1 import storage_pb2, storagev1_pb2
+from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
+from services.api.helpers.podvolumes import pod_names_claim
 from services.api.machinery.meta import object_key
+from services.scheduler.framework.types import QueueingHint
 
 PV = storage_pb2.PersistentVolume
 PVC = storage_pb2.PersistentVolumeClaim
@@ -166,3 +168,16 @@ def listers_of(*objects: Any) -> VolumeListers:
     for obj in objects:
         stores[by_type[type(obj)]][object_key(obj)] = obj
     return VolumeListers(**stores)
+
+
+def after_claim_event(pod: core_pb2.Pod, claim: Any, *, ephemeral: bool = False) -> QueueingHint:
+    """The queueing hint of a claim added (or updated): QUEUE when it is one the pod uses,
+    in its namespace (with `ephemeral`, also as a generic ephemeral volume's claim); QUEUE
+    for an object that is not a claim, as upstream does on a conversion error."""
+    if not isinstance(claim, PVC):
+        return QueueingHint.QUEUE
+    if claim.metadata.namespace != pod.metadata.namespace:
+        return QueueingHint.SKIP
+    if pod_names_claim(pod, claim.metadata.name, ephemeral=ephemeral):
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP

@@ -63,6 +63,7 @@ from services.scheduler.volumelisters import (
     VOLUME_ATTACHMENT,
     NotFound,
     VolumeListers,
+    after_claim_event,
     volume_listers,
 )
 
@@ -385,17 +386,7 @@ def is_schedulable_after_pod_deleted(pod: core_pb2.Pod, old: Any, new: Any) -> Q
 
 def is_schedulable_after_pvc_added(pod: core_pb2.Pod, old: Any, new: Any) -> QueueingHint:
     """Queue when the new claim is one of the pod's (directly or as an ephemeral volume's)."""
-    if not isinstance(new, storage_pb2.PersistentVolumeClaim):
-        return QueueingHint.QUEUE
-    if new.metadata.namespace != pod.metadata.namespace:
-        return QueueingHint.SKIP
-    for vol in pod.spec.volumes:
-        name = claim_name(vol)
-        if name is None and is_ephemeral(vol):
-            name = ephemeral_claim_name(pod, vol)
-        if name is not None and name == new.metadata.name:
-            return QueueingHint.QUEUE
-    return QueueingHint.SKIP
+    return after_claim_event(pod, new, ephemeral=True)
 
 
 def new(args: Args | None, handle: Any) -> NodeVolumeLimits:

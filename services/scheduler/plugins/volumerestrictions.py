@@ -30,7 +30,7 @@ from typing import Any
 
 from google.protobuf import struct_pb2
 
-from protos.kubera.v1 import core_pb2, storage_pb2
+from protos.kubera.v1 import core_pb2
 from services.api.helpers.podvolumes import (
     bool_field,
     claim_name,
@@ -54,6 +54,7 @@ from services.scheduler.volumelisters import (
     PERSISTENT_VOLUME_CLAIM,
     NotFound,
     VolumeListers,
+    after_claim_event,
     volume_listers,
 )
 
@@ -292,11 +293,7 @@ def is_schedulable_after_pod_deleted(
 
 def is_schedulable_after_pvc_added(pod: core_pb2.Pod, old: Any, new: Any) -> QueueingHint:
     """Queue when the added claim is one the pod names, in its namespace."""
-    if not isinstance(new, storage_pb2.PersistentVolumeClaim):
-        return QueueingHint.QUEUE
-    if new.metadata.namespace != pod.metadata.namespace:
-        return QueueingHint.SKIP
-    return QueueingHint.QUEUE if new.metadata.name in _claims(pod) else QueueingHint.SKIP
+    return after_claim_event(pod, new)
 
 
 def new(args: Args | None, handle: Any) -> VolumeRestrictions:

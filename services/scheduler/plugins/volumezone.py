@@ -51,6 +51,7 @@ from services.scheduler.volumelisters import (
     STORAGE_CLASS,
     NotFound,
     VolumeListers,
+    after_claim_event,
     volume_listers,
 )
 
@@ -213,14 +214,7 @@ def _unresolvable(reason: str) -> Status:
 
 def is_schedulable_after_pvc_change(pod: core_pb2.Pod, old: Any, new: Any) -> QueueingHint:
     """Queue when the added or updated claim is one the pod names, in its namespace."""
-    if not isinstance(new, storage_pb2.PersistentVolumeClaim):
-        return QueueingHint.QUEUE
-    if new.metadata.namespace != pod.metadata.namespace:
-        return QueueingHint.SKIP
-    for vol in pod.spec.volumes:
-        if claim_name(vol) == new.metadata.name:
-            return QueueingHint.QUEUE
-    return QueueingHint.SKIP
+    return after_claim_event(pod, new)
 
 
 def is_schedulable_after_storage_class_added(pod: core_pb2.Pod, old: Any, new: Any) -> QueueingHint:
