@@ -55,6 +55,10 @@ from services.controllers.resourcequota import ResourceQuotaConfig, ResourceQuot
 from services.controllers.serviceaccount import ServiceAccountConfig, ServiceAccountController
 from services.controllers.statefulset import StatefulSetConfig, StatefulSetController
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
+from services.controllers.volume.ephemeral import (
+    EphemeralVolumeConfig,
+    EphemeralVolumeController,
+)
 from services.controllers.volume.persistentvolume import (
     PersistentVolumeConfig,
     PersistentVolumeController,
@@ -98,6 +102,7 @@ ALL_CONTROLLERS = (
     "persistentvolume-binder",
     "pvc-protection",
     "pv-protection",
+    "ephemeral-volume",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -173,6 +178,10 @@ class ControllerManagerConfig:
     """The pvc-protection and pv-protection controllers: a claim in use and a bound volume
     keep their finalizer until unused."""
 
+    ephemeral: EphemeralVolumeConfig = field(default_factory=EphemeralVolumeConfig)
+    """The ephemeral volume controller (ephemeral-volume): the claims `<pod>-<volume>` of
+    pods' generic ephemeral volumes."""
+
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
         if unknown:
@@ -233,6 +242,8 @@ def _build(
         return PVCProtectionController(client, informers, config=config.protection, clock=clock)
     if name == "pv-protection":
         return PVProtectionController(client, informers, config=config.protection, clock=clock)
+    if name == "ephemeral-volume":
+        return EphemeralVolumeController(client, informers, config=config.ephemeral, clock=clock)
     if name == "serviceaccount":
         return ServiceAccountController(
             client, informers, config=config.serviceaccount, clock=clock
