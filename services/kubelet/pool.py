@@ -29,7 +29,7 @@ and one naming a missing ConfigMap or Secret (or key) waits, ContainerCreating o
 CreateContainerConfigError, before its sandbox starts until configgate.py lets it; one
 whose claims are not Bound (or whose CSI volumes are not attached) waits there too, with
 FailedMount events, until volumegate.py lets it.
-The nodes' DRA devices are published as ResourceSlices (slices.py) when they register.
+The nodes' DRA devices (slices.py) and hollow CSI drivers (csinode.py) publish at registration.
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ from services.kubelet.containers import (
     should_restart,
     terminated_reason,
 )
+from services.kubelet.csinode import publish_csi
 from services.kubelet.leases import LEASE_SLOTS as LEASE_SLOTS  # re-exported
 from services.kubelet.leases import NodeLeases
 from services.kubelet.nodestatus import pod_ip
@@ -167,6 +168,7 @@ class NodePool:
         """Register every node and its lease, then start watching pods."""
         await self.leases.register()
         await self.slices.publish()
+        await publish_csi(self.client, [n.plan for n in self.nodes])
         if self.slices.informer is not None:
             self._tasks.append(asyncio.create_task(self.slices.informer.run()))
             self._tasks.append(asyncio.create_task(self.slices.run()))

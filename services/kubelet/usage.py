@@ -232,6 +232,7 @@ class UsageTable:
             np.add.at(out[r], nodes, values[i][live].astype(np.int64))
         return out
 
+
 def usage_container(pod: core_pb2.Pod, first_app: int) -> tuple[int, float | None]:
     """Which container's memory the pod's usage model is, and its memory limit: the app
     container with the largest limit (the kernel's OOM killer picks the largest), else

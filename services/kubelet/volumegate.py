@@ -82,8 +82,7 @@ def _claim_problem(pod: core_pb2.Pod, claim_name: str, ephemeral: bool, at: Look
     obj = at.claim(f"{ns}/{claim_name}")
     if not isinstance(obj, storage_pb2.PersistentVolumeClaim):
         return (
-            f"failed to fetch PVC from API server: persistentvolumeclaims "
-            f'"{claim_name}" not found'
+            f'failed to fetch PVC from API server: persistentvolumeclaims "{claim_name}" not found'
         )
     if ephemeral and not any(
         r.controller and r.uid == pod.metadata.uid for r in obj.metadata.owner_references
@@ -160,7 +159,9 @@ class VolumeObjects:
     nodes (one informer each), and `unmounted` over them; `on_change()` runs when one of
     them is added or changed."""
 
-    def __init__(self, client: Client, nodes: Container[str], on_change: Callable[[], None]) -> None:
+    def __init__(
+        self, client: Client, nodes: Container[str], on_change: Callable[[], None]
+    ) -> None:
         self.nodes = nodes
 
         def changed(*_: Message) -> None:
