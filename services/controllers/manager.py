@@ -55,6 +55,10 @@ from services.controllers.resourcequota import ResourceQuotaConfig, ResourceQuot
 from services.controllers.serviceaccount import ServiceAccountConfig, ServiceAccountController
 from services.controllers.statefulset import StatefulSetConfig, StatefulSetController
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
+from services.controllers.volume.attachdetach import (
+    AttachDetachConfig,
+    AttachDetachController,
+)
 from services.controllers.volume.ephemeral import (
     EphemeralVolumeConfig,
     EphemeralVolumeController,
@@ -103,6 +107,7 @@ ALL_CONTROLLERS = (
     "pvc-protection",
     "pv-protection",
     "ephemeral-volume",
+    "attachdetach",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -182,6 +187,10 @@ class ControllerManagerConfig:
     """The ephemeral volume controller (ephemeral-volume): the claims `<pod>-<volume>` of
     pods' generic ephemeral volumes."""
 
+    attachdetach: AttachDetachConfig = field(default_factory=AttachDetachConfig)
+    """The attach/detach controller: VolumeAttachments of the CSI volumes pods use on
+    their nodes, attached at once for the hollow CSI drivers."""
+
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
         if unknown:
@@ -244,6 +253,8 @@ def _build(
         return PVProtectionController(client, informers, config=config.protection, clock=clock)
     if name == "ephemeral-volume":
         return EphemeralVolumeController(client, informers, config=config.ephemeral, clock=clock)
+    if name == "attachdetach":
+        return AttachDetachController(client, informers, config=config.attachdetach, clock=clock)
     if name == "serviceaccount":
         return ServiceAccountController(
             client, informers, config=config.serviceaccount, clock=clock

@@ -102,12 +102,14 @@ async def test_sync_handler_as_upstream(cluster: ControllerCluster, case: Case) 
     for ns, _ in case.claims:
         await cluster.client.create(persistent_volume_claim(CLAIM, "1Gi", namespace=ns))
     await cluster.until(
-        lambda: len(controller.pvc_informer.store) == len(case.claims)
-        and (
-            not case.pod
-            or (
-                (p := controller.pod_informer.store.get(f"{NS}/{POD}")) is not None
-                and bool(p.metadata.deletion_timestamp) == (case.pod == "deleted")
+        lambda: (
+            len(controller.pvc_informer.store) == len(case.claims)
+            and (
+                not case.pod
+                or (
+                    (p := controller.pod_informer.store.get(f"{NS}/{POD}")) is not None
+                    and bool(p.metadata.deletion_timestamp) == (case.pod == "deleted")
+                )
             )
         )
     )

@@ -60,7 +60,11 @@ def _driver(attach: bool | None) -> storagev1_pb2.CSIDriver:
 
 PVC_VOL = {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
 EPH_VOL = {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}
-OWNED = {"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": POD_UID, "controller": True}]}
+OWNED = {
+    "ownerReferences": [
+        {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": POD_UID, "controller": True}
+    ]
+}
 UNBOUND = (
     "unmounted volumes=[data], unattached volumes=[], failed to process volumes=[data]: "
     'error processing PVC ns/data: PVC ns/data has non-bound phase ("Pending") or empty '
@@ -124,7 +128,9 @@ async def test_a_pod_waits_for_its_claim_to_be_bound_then_runs() -> None:
     async with running(_template(count=1)) as env:
         node = env.pool.nodes[0].name
         await env.client.create(persistent_volume_claim("data", "1Gi"))
-        await env.pod("web", node, volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}])
+        await env.pod(
+            "web", node, volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+        )
 
         async def failed_mount() -> bool:
             events, _ = await env.client.list(EVENTS, namespace="default")
