@@ -22,7 +22,7 @@ from services.controllers.volume.ephemeral import (
     EphemeralVolumeError,
     ephemeral_volumes,
 )
-from tests.builders import MakePod, persistent_volume_claim
+from tests.builders import MakePod, persistent_volume_claim, resource_quota
 from tests.controllers.conftest import NS, ControllerCluster
 from tests.waiting import eventually
 
@@ -190,3 +190,22 @@ async def test_a_deleted_claim_is_made_again_and_a_foreign_one_is_reported(
         )
 
     await eventually(warned)
+
+
+async def test_the_claim_counts_in_quota_and_is_refused_over_it(cluster: ControllerCluster) -> None:
+    """The claim is created through the apiserver: ResourceQuota admission counts it as a
+    persistentvolumeclaim (upstream's claim evaluator) and refuses one over quota."""
+    controller = EphemeralVolumeController(cluster.client, cluster.informers)
+    await cluster.start()
+    quota = resource_quota(
+        "claims", NS, hard={"persistentvolumeclaims": "0"}, used={"persistentvolumeclaims": "0"}
+    )
+    made: Any = await cluster.client.create(quota)
+    made.status.CopyFrom(quota.status)  # as the quota controller writes it
+    await cluster.client.update_status(made)
+    await cluster.client.create(ephemeral_pod())
+    await cluster.until(lambda: f"{NS}/{POD}" in controller.pod_informer.store)
+    with pytest.raises(EphemeralVolumeError, match="exceeded quota"):
+        await controller.sync(f"{NS}/{POD}")
+    claims, _ = await cluster.client.list(PVCS, namespace=NS)
+    assert not claims
