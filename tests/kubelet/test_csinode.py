@@ -12,7 +12,7 @@ from services.api.helpers.csi import LABEL_HOLLOW_DRIVER
 from services.api.helpers.stages import TemplateError
 from services.api.machinery.kinds import BY_KIND
 from services.kubelet.csinode import CAPACITY_NAMESPACE, published
-from services.kubelet.template import parse_template, plan_nodes
+from services.kubelet.template import load_template, parse_template, plan_nodes
 from tests.kubelet.test_pool import _template, running
 
 CSI_NODES, CSI_DRIVERS = BY_KIND["CSINode"], BY_KIND["CSIDriver"]
@@ -108,3 +108,11 @@ async def test_a_pool_publishes_its_drivers_objects() -> None:
         assert [d.metadata.name for d in drivers] == ["disk.example.com"]  # type: ignore[attr-defined]
         caps, _ = await env.client.list(CAPACITIES, namespace=CAPACITY_NAMESPACE)
         assert len(caps) == 2
+
+
+def test_the_zonal_disk_example_parses() -> None:
+    with open("examples/zonal-disk-node-template.yaml") as f:
+        plans = plan_nodes(load_template(f.read()))
+    drivers, nodes, capacities = published(plans)
+    assert len(nodes) == 6 and len(drivers) == 2
+    assert len(capacities) == 3 + 6  # zonal-disk per zone, local per node
