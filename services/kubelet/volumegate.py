@@ -24,8 +24,6 @@ without attach: kubera has no in-tree attachable plugins (and no CSI migration).
 volume types (emptyDir, configMap, secret...) gate nothing here (configgate.py checks
 configMaps and secrets).
 
-The gate also says which attachable volumes a node's pods use, for
-node.status.volumesInUse (services/api/helpers/csi.py's unique names).
 """
 
 from __future__ import annotations
@@ -37,7 +35,7 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
-from services.api.helpers.csi import attach_required, attachment_name, csi_volume_name
+from services.api.helpers.csi import attach_required, attachment_name
 from services.api.machinery.kinds import BY_KIND
 from services.client import Client, EventRecorder, Handlers, Informer
 from services.clock import Clock
@@ -201,16 +199,6 @@ class VolumeObjects:
         if not pod.spec.volumes:
             return None
         return unmounted(pod, node, self.lookups)
-
-    def attachable_in_use(self, pods: Iterable[core_pb2.Pod]) -> list[str]:
-        """The unique names of the attachable volumes `pods` use (volumesInUse)."""
-        names = set()
-        for pod in pods:
-            for _, claim, _ in pod_claims(pod):
-                pv = attachable_volume(pod, claim, self.lookups)
-                if pv is not None:
-                    names.add(csi_volume_name(pv.spec.csi.driver, pv.spec.csi.volume_handle))
-        return sorted(names)
 
 
 class VolumeGate:
