@@ -5,11 +5,16 @@
   and the claim goes with the pod (garbage collector, pvc-protection).
 - A pod bound to a node whose claim is not Bound stays ContainerCreating with the
   kubelet's FailedMount event, and runs once a volume for the claim appears and binds.
+- The node template's hollow CSI driver (examples/zonal-disk-node-template.yaml) is
+  published (CSINode, CSIDriver, CSIStorageCapacity); its class's volume is provisioned in
+  the node's zone and attached to the pod's node (VolumeAttachment) before the pod runs,
+  and detached once the pod is gone.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,12 +26,16 @@ from tests.waiting import until
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 CLASS = "volumes-e2e-hollow"
+ZONE = "topology.kubernetes.io/zone"
 MANUAL = "volumes-e2e-manual"
+
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "examples" / "zonal-disk-node-template.yaml"
 
 
 @pytest.fixture(scope="module")
 def up_args() -> tuple[str, ...]:
-    return ("--nodes", "1")
+    return ("--nodes", "1", "--node-template", str(TEMPLATE))
 
 
 def get_json(k: Cluster, *args: str) -> Any:
@@ -176,3 +185,75 @@ def test_a_pod_waits_ContainerCreating_until_its_claim_is_bound(cluster: Cluster
             "--ignore-not-found",
             check=False,
         )
+
+
+def test_a_hollow_csi_drivers_volume_is_provisioned_in_its_zone_and_attached(
+    cluster: Cluster,
+) -> None:
+    ns = "volumes-e2e-csi"
+    node = get_json(cluster, "nodes")["items"][0]
+    name, zone = node["metadata"]["name"], node["metadata"]["labels"][ZONE]
+    csinode = get_json(cluster, "csinode", name)
+    drivers = {d["name"]: d for d in csinode["spec"]["drivers"]}
+    assert drivers["disk.example.com"]["nodeID"] == name
+    assert drivers["disk.example.com"]["topologyKeys"] == [ZONE]
+    assert drivers["disk.example.com"]["allocatable"] == {"count": 16}
+    assert get_json(cluster, "csidriver", "disk.example.com")["spec"]["attachRequired"] is True
+    capacities = get_json(cluster, "csistoragecapacities", "-n", "kube-system")["items"]
+    assert {(c["storageClassName"], c["capacity"]) for c in capacities} == {
+        ("zonal-disk", "1Ti"),
+        ("local", "500Gi"),
+    }
+
+    storage_class = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "zonal-disk"},
+        "provisioner": "disk.example.com",
+    }
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "disk", "namespace": ns},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "zonal-disk",
+            "resources": {"requests": {"storage": "10Gi"}},
+        },
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "app", "namespace": ns},
+        "spec": {
+            "containers": [{"name": "app", "image": "busybox:1.36"}],
+            "volumes": [{"name": "disk", "persistentVolumeClaim": {"claimName": "disk"}}],
+        },
+    }
+    kubectl(cluster, "create", "namespace", ns)
+    kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(storage_class))
+    try:
+        kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(claim))
+        until(lambda: phase(cluster, "pvc", "disk", ns) == "Bound", timeout=60)
+        pv_name = get_json(cluster, "pvc", "disk", "-n", ns)["spec"]["volumeName"]
+        pv = get_json(cluster, "pv", pv_name)
+        assert pv["spec"]["csi"]["driver"] == "disk.example.com"
+        (term,) = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+        assert term["matchExpressions"] == [{"key": ZONE, "operator": "In", "values": [zone]}]
+
+        kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(pod))
+        until(lambda: phase(cluster, "pod", "app", ns) == "Running", timeout=60)
+        (va,) = [
+            v
+            for v in get_json(cluster, "volumeattachments")["items"]
+            if v["spec"]["source"].get("persistentVolumeName") == pv_name
+        ]
+        assert va["metadata"]["name"].startswith("csi-")
+        assert (va["spec"]["attacher"], va["spec"]["nodeName"]) == ("disk.example.com", name)
+        assert va["status"]["attached"] is True
+
+        kubectl(cluster, "delete", "pod", "app", "-n", ns, "--wait=false")
+        until(lambda: absent(cluster, "volumeattachment", va["metadata"]["name"]), timeout=90)
+    finally:
+        kubectl(cluster, "delete", "namespace", ns, "--wait=false", check=False)
+        kubectl(cluster, "delete", "storageclass", "zonal-disk", "--ignore-not-found", check=False)
