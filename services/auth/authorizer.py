@@ -38,8 +38,8 @@ bootstrap roles grant them, in one place:
                                         events, resourceslices, deviceclasses,
                                         resourceclaims, configmaps, and for volumes
                                         persistentvolumeclaims, persistentvolumes,
-                                        storageclasses, volumeattachments, csidrivers,
-                                        csinodes, csistoragecapacities); write its own Node and
+                                        volumeattachments, csidrivers, csinodes); write
+                                        its own Node and
                                         nodes/status, its own Lease (kube-node-lease/N),
                                         the status of pods bound to it, delete pods bound
                                         to it, evict them; create/update/patch events;
@@ -112,8 +112,6 @@ NODE_READABLE = frozenset(
         "volumeattachments",
         "csidrivers",
         "csinodes",
-        "csistoragecapacities",
-        "storageclasses",
     }
 )
 SLICE_WRITE_VERBS = frozenset({"create", "update", "patch", "delete"})
