@@ -25,7 +25,8 @@ bootstrap roles grant them, in one place:
                                         statefulsets (their status), controllerrevisions,
                                         persistentvolumeclaims (a StatefulSet's claims,
                                         binding, protection), persistentvolumes (binding,
-                                        provisioning, reclaim);
+                                        provisioning, reclaim), volumeattachments (and
+                                        their status: attach/detach, hollow attacher);
                                         endpoints and endpointslices (their controllers),
                                         serviceaccounts (the serviceaccount controller);
                                         evictions;
@@ -35,12 +36,17 @@ bootstrap roles grant them, in one place:
     a node (system:node:N, or a pool    read what a kubelet reads (nodes, pods, leases,
     acting for its nodes)               namespaces, runtimeclasses, priorityclasses,
                                         events, resourceslices, deviceclasses,
-                                        resourceclaims, configmaps); write its own Node and
+                                        resourceclaims, configmaps, and for volumes
+                                        persistentvolumeclaims, persistentvolumes,
+                                        volumeattachments, csidrivers, csinodes); write
+                                        its own Node and
                                         nodes/status, its own Lease (kube-node-lease/N),
                                         the status of pods bound to it, delete pods bound
                                         to it, evict them; create/update/patch events;
                                         create/update/patch/delete the ResourceSlices of
-                                        its nodes (spec.nodeName). Never: other nodes'
+                                        its nodes (spec.nodeName); its own CSINodes, and
+                                        the CSIDrivers and CSIStorageCapacities of hollow
+                                        CSI drivers. Never: other nodes'
                                         objects, bindings, pods of other nodes, pod specs.
 
 What a node may touch is decided by the object: a pod is "its" when the pod as stored is
@@ -64,7 +70,9 @@ NodeRestriction forbids nodes modifying taints); a node reads every ResourceClai
 reads every pod (upstream's Node authorizer lets it get only the claims of its pods; a
 node pool watches the claims allocated to its nodes to gate their pods), and every
 ConfigMap (upstream: those its pods name; a pool watches them to hold back a pod naming
-a missing one) but no Secret; no RBAC
+a missing one) but no Secret; a node writes the CSIDriver and CSIStorageCapacity objects
+of the hollow CSI drivers its template declares (labelled kubera.io/hollow-csi-driver;
+upstream an admin installs the CSIDriver and external-provisioner publishes capacity); no RBAC
 objects, so these rules are not configurable; no mirror pods (a node may not create pods).
 """
 
@@ -73,6 +81,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from services.api.helpers.csi import LABEL_HOLLOW_DRIVER
 from services.auth import MASTERS, Decision, RequestAttributes, User, is_node, node_names
 from services.auth.tokens import CONTROLLER_MANAGER_USER, SCHEDULER_USER
 
@@ -98,9 +107,16 @@ NODE_READABLE = frozenset(
         "deviceclasses",
         "resourceclaims",
         "configmaps",
+        "persistentvolumeclaims",
+        "persistentvolumes",
+        "volumeattachments",
+        "csidrivers",
+        "csinodes",
     }
 )
 SLICE_WRITE_VERBS = frozenset({"create", "update", "patch", "delete"})
+#: What a node's hollow CSI drivers write (`_node_csi`).
+HOLLOW_CSI_RESOURCES = frozenset({"csinodes", "csidrivers", "csistoragecapacities"})
 EVENT_VERBS = frozenset({"create", "update", "patch"})
 
 #: The controller-manager's writes (resource -> verbs), beside reading everything and
@@ -122,6 +138,7 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "controllerrevisions": frozenset({"create", "update", "patch", "delete"}),
     "persistentvolumeclaims": frozenset({"create", "update", "patch", "delete"}),
     "persistentvolumes": frozenset({"create", "update", "patch", "delete"}),
+    "volumeattachments": frozenset({"create", "update", "patch", "delete"}),
     "jobs": frozenset({"create", "update", "patch", "delete"}),
     "cronjobs": frozenset({"update", "patch"}),
     "endpointslices": frozenset({"create", "update", "patch", "delete"}),
@@ -209,6 +226,8 @@ class KuberaAuthorizer:
             return await self._node_slice(attrs, nodes)
         if resource == "events" and verb in EVENT_VERBS:
             return ALLOWED
+        if resource in HOLLOW_CSI_RESOURCES and not sub and verb in SLICE_WRITE_VERBS:
+            return await self._node_csi(attrs, nodes)
         if resource == "nodes":
             name = attrs.name or _name_of(attrs.obj)
             if verb in WRITE_VERBS or verb == "delete":
@@ -271,6 +290,28 @@ class KuberaAuthorizer:
                 )
         if stored is None:
             return _deny("a node may only create resourceslices it sends")
+        return ALLOWED
+
+    async def _node_csi(self, attrs: RequestAttributes, nodes: frozenset[str]) -> Decision:
+        """What a node's hollow CSI drivers publish: its own CSINodes (upstream's
+        NodeRestriction), and CSIDrivers and CSIStorageCapacities (kube-system) labelled
+        as hollow, as stored and as sent (a node may not touch a real driver's objects)."""
+        sent = attrs.obj
+        name = attrs.name or _name_of(sent)
+        if attrs.resource == "csinodes":
+            if name in nodes:
+                return ALLOWED
+            return _deny(f"node(s) {_few(nodes)} may not modify csinode {name!r}")
+        if attrs.resource == "csistoragecapacities" and attrs.namespace != "kube-system":
+            return _deny("a node may write csistoragecapacities only in kube-system")
+        stored = None
+        if attrs.verb != "create":
+            stored = await self._lookup(attrs.resource, attrs.namespace, name)
+        for obj in (stored, sent):
+            if obj is not None and LABEL_HOLLOW_DRIVER not in obj.metadata.labels:
+                return _deny(f"a node may only modify {attrs.resource} of hollow CSI drivers")
+        if sent is None and stored is None:
+            return _deny(f"a node may only create {attrs.resource} it sends")
         return ALLOWED
 
 

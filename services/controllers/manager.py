@@ -55,6 +55,14 @@ from services.controllers.resourcequota import ResourceQuotaConfig, ResourceQuot
 from services.controllers.serviceaccount import ServiceAccountConfig, ServiceAccountController
 from services.controllers.statefulset import StatefulSetConfig, StatefulSetController
 from services.controllers.tainteviction import TaintEvictionConfig, TaintEvictionController
+from services.controllers.volume.attachdetach import (
+    AttachDetachConfig,
+    AttachDetachController,
+)
+from services.controllers.volume.ephemeral import (
+    EphemeralVolumeConfig,
+    EphemeralVolumeController,
+)
 from services.controllers.volume.persistentvolume import (
     PersistentVolumeConfig,
     PersistentVolumeController,
@@ -98,6 +106,8 @@ ALL_CONTROLLERS = (
     "persistentvolume-binder",
     "pvc-protection",
     "pv-protection",
+    "ephemeral-volume",
+    "attachdetach",
 )
 
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
@@ -173,6 +183,14 @@ class ControllerManagerConfig:
     """The pvc-protection and pv-protection controllers: a claim in use and a bound volume
     keep their finalizer until unused."""
 
+    ephemeral: EphemeralVolumeConfig = field(default_factory=EphemeralVolumeConfig)
+    """The ephemeral volume controller (ephemeral-volume): the claims `<pod>-<volume>` of
+    pods' generic ephemeral volumes."""
+
+    attachdetach: AttachDetachConfig = field(default_factory=AttachDetachConfig)
+    """The attach/detach controller: VolumeAttachments of the CSI volumes pods use on
+    their nodes, attached at once for the hollow CSI drivers."""
+
     def __post_init__(self) -> None:
         unknown = [c for c in self.controllers if c not in ALL_CONTROLLERS]
         if unknown:
@@ -233,6 +251,10 @@ def _build(
         return PVCProtectionController(client, informers, config=config.protection, clock=clock)
     if name == "pv-protection":
         return PVProtectionController(client, informers, config=config.protection, clock=clock)
+    if name == "ephemeral-volume":
+        return EphemeralVolumeController(client, informers, config=config.ephemeral, clock=clock)
+    if name == "attachdetach":
+        return AttachDetachController(client, informers, config=config.attachdetach, clock=clock)
     if name == "serviceaccount":
         return ServiceAccountController(
             client, informers, config=config.serviceaccount, clock=clock

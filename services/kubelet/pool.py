@@ -26,8 +26,10 @@ pods' steps are parked until it is revived. Whether a bound pod may start at all
 admission.py's decision; a pod with resource claims waits, Pending, before
 ContainerCreating until claimgate.py lets it (its claims allocated and reserved for it),
 and one naming a missing ConfigMap or Secret (or key) waits, ContainerCreating or
-CreateContainerConfigError, before its sandbox starts until configgate.py lets it.
-The nodes' DRA devices are published as ResourceSlices (slices.py) when they register.
+CreateContainerConfigError, before its sandbox starts until configgate.py lets it; one
+whose claims are not Bound (or whose CSI volumes are not attached) waits there too, with
+FailedMount events, until volumegate.py lets it.
+The nodes' DRA devices (slices.py) and hollow CSI drivers (csinode.py) publish at registration.
 """
 
 from __future__ import annotations
@@ -50,7 +52,6 @@ from services.api.machinery.errors import ApiError, ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.kubeobject import narrow
 from services.api.machinery.listoptions import ListOptions
-from services.api.machinery.quantity import QuantityError, parse_quantity
 from services.client import Client, Handlers, Informer
 from services.clock import Clock, RealClock, parse_rfc3339, rfc3339
 from services.kubelet import eviction as ev
@@ -76,6 +77,7 @@ from services.kubelet.containers import (
     should_restart,
     terminated_reason,
 )
+from services.kubelet.csinode import publish_csi
 from services.kubelet.leases import LEASE_SLOTS as LEASE_SLOTS  # re-exported
 from services.kubelet.leases import NodeLeases
 from services.kubelet.nodestatus import pod_ip
@@ -84,7 +86,8 @@ from services.kubelet.slices import NodeSlices
 from services.kubelet.state import PRESSURE_CONDITIONS, HollowNode, PodState
 from services.kubelet.state import PoolConfig as PoolConfig  # re-exported
 from services.kubelet.template import NodePlan
-from services.kubelet.usage import UsageTable, first_over, resolve_usage
+from services.kubelet.usage import UsageTable, first_over, resolve_usage, usage_container
+from services.kubelet.volumegate import VolumeGate
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +149,8 @@ class NodePool:
         #: The ConfigMaps and Secrets pods name, and the pods (uid -> why) waiting for one.
         self.configs = ConfigObjects(client, self._on_config)
         self.waiting_for_config: dict[str, str] = {}
+        #: The pods waiting for their claims' volumes (bound, attached; volumegate.py).
+        self.volumes = VolumeGate(client, self.by_name, self.clock, resume=self._volumes_ready)
         self._heap: list[tuple[float, int, str, int, str]] = []
         self._seq = itertools.count()
         self._wake = asyncio.Event()
@@ -163,11 +168,14 @@ class NodePool:
         """Register every node and its lease, then start watching pods."""
         await self.leases.register()
         await self.slices.publish()
+        await publish_csi(self.client, [n.plan for n in self.nodes])
         if self.slices.informer is not None:
             self._tasks.append(asyncio.create_task(self.slices.informer.run()))
             self._tasks.append(asyncio.create_task(self.slices.run()))
         self._tasks.append(asyncio.create_task(self.claims.run()))
-        self._tasks.extend(asyncio.create_task(i.run()) for i in self.configs.informers)
+        self._tasks.extend(
+            asyncio.create_task(i.run()) for i in (*self.configs.informers, *self.volumes.informers)
+        )
         for b in (self.status_batcher, self.node_batcher, self.lease_batcher):
             self._tasks.append(asyncio.create_task(b.run()))
         # informers retry in wall time: reconnecting is infrastructure, not simulation
@@ -203,7 +211,7 @@ class NodePool:
         self._tasks.extend(
             asyncio.create_task(self._delete_worker()) for _ in range(self.config.workers)
         )
-        waited = [*self.informers, self.claims, *self.configs.informers]
+        waited = [*self.informers, self.claims, *self.configs.informers, *self.volumes.informers]
         await asyncio.gather(*(i.synced.wait() for i in waited))
 
     async def stop(self) -> None:
@@ -211,6 +219,7 @@ class NodePool:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        await self.volumes.close()
 
     # ---------------------------------------------------------------------- leases
 
@@ -300,6 +309,7 @@ class NodePool:
         self._failures.pop(f"{pod.metadata.namespace}/{pod.metadata.name}", None)
         self.waiting_for_claims.pop(pod.metadata.uid, None)
         self.waiting_for_config.pop(pod.metadata.uid, None)
+        self.volumes.forget(pod.metadata.uid)
         st = self.pods.pop(pod.metadata.uid, None)
         if st is None:
             return
@@ -310,6 +320,7 @@ class NodePool:
     def _begin_deletion(self, st: PodState) -> None:
         self.waiting_for_claims.pop(st.uid, None)
         self.waiting_for_config.pop(st.uid, None)
+        self.volumes.forget(st.uid)
         st.deleting = True
         st.gen += 1
         grace = float(st.pod.metadata.deletion_grace_period_seconds)
@@ -427,7 +438,16 @@ class NodePool:
                 for run in st.runs or []:
                     if run.state.get("waiting", {}).get("reason") == REASON_CONFIG_ERROR:
                         run.state = {"waiting": {"reason": default}}
-                self._sandbox_ready(st)
+                if not self.volumes.hold(st.pod, st.node.name):
+                    self._sandbox_ready(st)
+
+    def _volumes_ready(self, uid: str) -> None:
+        """A pod's volumes may be mounted now: its sandbox starts, unless its config waits."""
+        st = self.pods.get(uid)
+        if st is None or st.deleting or st.phase != "Creating":
+            return
+        if not self._config_blocked(st):
+            self._sandbox_ready(st)
 
     def _step(self, st: PodState, step: str) -> None:
         if step == "create":
@@ -441,7 +461,7 @@ class NodePool:
             self._creating(st)
             self._after(st, st.stages.delay(st.stages.start_delay, self.rng), "start")
         elif step == "start":
-            if not self._config_blocked(st):
+            if not self._config_blocked(st) and not self.volumes.hold(st.pod, st.node.name):
                 self._sandbox_ready(st)
         elif step.startswith("c:"):
             _, index, seq, action = step.split(":")
@@ -463,7 +483,7 @@ class NodePool:
     def _creating(self, st: PodState) -> None:
         st.phase = "Creating"
         st.runs = runs_for(st.pod, st.stages)
-        st.usage_run, st.memory_limit = _usage_container(st.pod, len(st.pod.spec.init_containers))
+        st.usage_run, st.memory_limit = usage_container(st.pod, len(st.pod.spec.init_containers))
         images = st.node.images
         for run in st.runs:  # pulling: the node now holds the image
             if run.image not in images:
@@ -813,24 +833,6 @@ class NodePool:
             "queued_steps": len(self._heap),
             "waiting_for_claims": len(self.waiting_for_claims),
             "waiting_for_config": len(self.waiting_for_config),
+            "waiting_for_volumes": len(self.volumes.waiting),
             "resource_slices": len(self.slices.wanted),
         }
-
-
-def _usage_container(pod: core_pb2.Pod, first_app: int) -> tuple[int, float | None]:
-    """Which container's memory the pod's usage model is, and its memory limit: the app
-    container with the largest limit (the kernel's OOM killer picks the largest), else
-    the first app container, without a limit. (Upstream containers each have their own
-    usage; kubera models one curve per pod and gives it to this container.)"""
-    best, best_limit = first_app, None
-    for i, c in enumerate(pod.spec.containers):
-        raw = c.resources.limits.get("memory")
-        if raw is None:
-            continue
-        try:
-            limit = float(parse_quantity(raw).value)
-        except (QuantityError, ValueError):
-            continue
-        if best_limit is None or limit > best_limit:
-            best, best_limit = first_app + i, limit
-    return best, best_limit

@@ -39,6 +39,23 @@ SLICES = BY_KIND["ResourceSlice"]
 _RETRY = 1.0
 
 
+async def create_or_update(client: Client, objs: Sequence[Message], max_batch: int) -> None:
+    """Create `objs` in batches; those that exist are written over (what a node publishes
+    about itself: its slices, its CSINode)."""
+    for start in range(0, len(objs), max_batch):
+        chunk = objs[start : start + max_batch]
+        results = await client.batch_create(chunk)
+        existing = []
+        for obj, r in zip(chunk, results, strict=True):
+            if isinstance(r.error, AlreadyExistsError):
+                existing.append(obj)
+            elif r.error is not None:
+                raise r.error
+        for r in await client.batch_update(existing):
+            if r.error is not None:
+                raise r.error
+
+
 def slice_name(node: str, driver: str) -> str:
     """The name of a node's slice of `driver`: unique, since a node has one slice per driver."""
     return f"{node}-{driver.replace('.', '-')}"
@@ -100,19 +117,7 @@ class NodeSlices:
 
     async def publish(self) -> None:
         """Create every slice (a slice that exists is written over), in batches."""
-        objs = list(self.wanted.values())
-        for start in range(0, len(objs), self.max_batch):
-            chunk = objs[start : start + self.max_batch]
-            results = await self.client.batch_create(chunk)
-            existing = []
-            for obj, r in zip(chunk, results, strict=True):
-                if isinstance(r.error, AlreadyExistsError):
-                    existing.append(obj)
-                elif r.error is not None:
-                    raise r.error
-            for r in await self.client.batch_update(existing):
-                if r.error is not None:
-                    raise r.error
+        await create_or_update(self.client, list(self.wanted.values()), self.max_batch)
 
     def _deleted(self, obj: Message) -> None:
         name = object_meta(obj).name
@@ -135,4 +140,4 @@ class NodeSlices:
                 self._again.put_nowait(name)
 
 
-__all__ = ["SLICES", "NodeSlices", "slice_name", "slice_object", "slices_for"]
+__all__ = ["SLICES", "NodeSlices", "create_or_update", "slice_name", "slice_object", "slices_for"]

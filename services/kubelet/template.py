@@ -28,6 +28,11 @@ A template is YAML:
             namePrefix: gpu        # default "device"
             attributes: {model: A100, driverVersion: {version: 1.2.3}, nvlink: true}
             capacity: {memory: 80Gi}
+        csiDrivers:                # hollow CSI drivers (csidriver.py; published by csinode.py)
+          - name: disk.example.com
+            topologyKeys: [topology.kubernetes.io/zone]
+            attachLimit: 16
+            capacity: [{storageClassName: zonal-disk, per: zone, capacity: 1Ti}]
 
 Every device also gets the int attribute `index` (0..count-1).
 
@@ -56,6 +61,7 @@ from services.api.helpers.wellknown import (
 )
 from services.api.machinery import yamlload
 from services.api.machinery.quantity import QuantityError, parse_quantity
+from services.kubelet.csidriver import HollowCSIDriver, parse_csi_drivers
 
 DEFAULT_NAME_PREFIX = "kubera-node"
 
@@ -232,6 +238,8 @@ class NodeKind:
     eviction: dict[str, Any]
     #: DRA devices, one set per driver.
     devices: list[DeviceSet] = field(default_factory=list)
+    #: Hollow CSI drivers (csidriver.py).
+    csi_drivers: list[HollowCSIDriver] = field(default_factory=list)
 
     def image_size(self, image: str) -> int:
         repo = image.rsplit("@", 1)[0]
@@ -266,6 +274,7 @@ _KIND_FIELDS = (
     "usageDefaults",
     "eviction",
     "devices",
+    "csiDrivers",
 )
 _DEFAULT_CAPACITY = {"cpu": "8", "memory": "32Gi", "ephemeral-storage": "100Gi", "pods": "110"}
 
@@ -361,6 +370,7 @@ def _kind(doc: Mapping[str, Any], path: str) -> NodeKind:
         usage_defaults=defaults,
         eviction=dict(mapping(f"{path}.eviction", doc.get("eviction"))),
         devices=_device_sets(f"{path}.devices", doc.get("devices")),
+        csi_drivers=parse_csi_drivers(f"{path}.csiDrivers", doc.get("csiDrivers")),
     )
 
 
@@ -443,6 +453,8 @@ def plan_nodes(template: NodeTemplate, total: int | None = None) -> list[NodePla
                 "type": "kubera-hollow",
                 **kind.labels,
             }
+            for driver in kind.csi_drivers:
+                labels.update(driver.topology_labels(name, labels))
             plans.append(NodePlan(name, kind, zone, labels))
             n += 1
     return plans

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from protos.kubera.v1 import core_pb2
 from services.api.helpers.usage import (
     RESOURCES,
     USAGE_ANNOTATION,
@@ -28,6 +29,7 @@ from services.api.helpers.usage import (
     parse_usage_object,
 )
 from services.api.machinery.labels import Selector, SelectorError, from_label_selector
+from services.api.machinery.quantity import QuantityError, parse_quantity
 
 
 @functools.lru_cache(maxsize=1024)
@@ -229,3 +231,22 @@ class UsageTable:
         for i, r in enumerate(RESOURCES):
             np.add.at(out[r], nodes, values[i][live].astype(np.int64))
         return out
+
+
+def usage_container(pod: core_pb2.Pod, first_app: int) -> tuple[int, float | None]:
+    """Which container's memory the pod's usage model is, and its memory limit: the app
+    container with the largest limit (the kernel's OOM killer picks the largest), else
+    the first app container, without a limit. (Upstream containers each have their own
+    usage; kubera models one curve per pod and gives it to this container.)"""
+    best, best_limit = first_app, None
+    for i, c in enumerate(pod.spec.containers):
+        raw = c.resources.limits.get("memory")
+        if raw is None:
+            continue
+        try:
+            limit = float(parse_quantity(raw).value)
+        except (QuantityError, ValueError):
+            continue
+        if best_limit is None or limit > best_limit:
+            best, best_limit = first_app + i, limit
+    return best, best_limit

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from protos.kubera.v1 import storagev1_pb2
+from services.api.helpers.csi import LABEL_HOLLOW_DRIVER
 from services.auth import ADMIN, AUTHENTICATED, NODES, RequestAttributes, User
 from services.auth.authorizer import KuberaAuthorizer, forbidden_message
 from services.auth.tokens import CONTROLLER_MANAGER_USER, SCHEDULER_USER, node_user
@@ -23,6 +25,21 @@ SCHED = User(SCHEDULER_USER, "scheduler", (AUTHENTICATED,))
 CM = User(CONTROLLER_MANAGER_USER, "controller-manager", (AUTHENTICATED,))
 STRANGER = User("alice", "a", (AUTHENTICATED,))
 
+
+def _csi_driver(name: str, *, hollow: bool) -> Any:
+    d = storagev1_pb2.CSIDriver()
+    d.metadata.name = name
+    if hollow:
+        d.metadata.labels[LABEL_HOLLOW_DRIVER] = "true"
+    return d
+
+
+def _csi_node(name: str) -> Any:
+    n = storagev1_pb2.CSINode()
+    n.metadata.name = name
+    return n
+
+
 STORED = {
     ("pods", "default", "mine"): MakePod().name("mine").namespace("default").node("n1").obj(),
     ("pods", "default", "also-mine"): MakePod().name("also-mine").node("n3").obj(),
@@ -30,6 +47,8 @@ STORED = {
     ("pods", "default", "pending"): MakePod().name("pending").namespace("default").obj(),
     ("resourceslices", "", "n1-gpu"): resource_slice("n1-gpu", node="n1"),
     ("resourceslices", "", "n2-gpu"): resource_slice("n2-gpu", node="n2"),
+    ("csidrivers", "", "hollow.example.com"): _csi_driver("hollow.example.com", hollow=True),
+    ("csidrivers", "", "ebs.csi.aws.com"): _csi_driver("ebs.csi.aws.com", hollow=False),
 }
 
 
@@ -52,6 +71,38 @@ def a(
 
 
 CASES = [
+    # storage: a node reads claims and volumes, publishes its CSINode and hollow drivers
+    ("node reads claims", a(N1, "list", "persistentvolumeclaims"), True),
+    ("node watches volume attachments", a(N1, "watch", "volumeattachments"), True),
+    ("node writes its CSINode", a(POOL, "create", "csinodes", obj=_csi_node("n3")), True),
+    (
+        "node writes another's CSINode",
+        a(N1, "update", "csinodes", "n2", obj=_csi_node("n2")),
+        False,
+    ),
+    (
+        "node creates a hollow CSIDriver",
+        a(N1, "create", "csidrivers", obj=_csi_driver("new.example.com", hollow=True)),
+        True,
+    ),
+    (
+        "node overwrites a real CSIDriver",
+        a(
+            N1,
+            "update",
+            "csidrivers",
+            "ebs.csi.aws.com",
+            obj=_csi_driver("ebs.csi.aws.com", hollow=True),
+        ),
+        False,
+    ),
+    (
+        "node creates an unlabelled CSIDriver",
+        a(N1, "create", "csidrivers", obj=_csi_driver("x.example.com", hollow=False)),
+        False,
+    ),
+    ("node writes a claim", a(N1, "update", "persistentvolumeclaims", "c", ns="default"), False),
+    ("controller-manager attaches", a(CM, "update", "volumeattachments", "va", sub="status"), True),
     # DRA: a node publishes the slices of its own nodes and reads claims
     (
         "node creates its slice",

@@ -38,8 +38,13 @@ The hollow provisioner (a class whose `provisioner` is in `provisioners`, by def
 `hollow.kubera.io`) makes `pvc-<claim uid>`: the claim's size, modes and volume mode, the
 class's reclaim policy and mount options, a `csi` source of that driver (volumeHandle the
 volume's name), pre-bound to the claim, annotated `pv.kubernetes.io/provisioned-by`. The
-hollow CSI drivers of node templates (next) add their names to `provisioners` and their
-topology to what is made.
+hollow CSI drivers that node templates declare (their CSIDriver objects carry the label
+`kubera.io/hollow-csi-driver`) are provisioned for too, as their external-provisioner
+would: the volume gets a node affinity on the driver's topology keys (from the CSINode
+of the node), valued as the selected node's labels (WaitForFirstConsumer), else as the
+class's first allowedTopologies, else as one of the segments of the nodes that run the
+driver, chosen by the claim's UID. Capacity (CSIStorageCapacity) is not consumed:
+provisioning never runs out.
 
 Deliberate differences: no volume plugins (attach, mount, recycler pods, in-tree deleters),
 no `kubernetes.io/pv-controller` deletion finalizer, and provisioning happens in the sync
@@ -56,6 +61,7 @@ from dataclasses import dataclass, field
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
+from services.api.helpers.csi import LABEL_HOLLOW_DRIVER
 from services.api.helpers.volumes import (
     ANN_BETA_STORAGE_CLASS,
     ANN_BETA_STORAGE_PROVISIONER,
@@ -95,9 +101,13 @@ from services.controllers.volume.rules import (
     WAIT_FOR_FIRST_CONSUMER,
     WAIT_FOR_POD_SCHEDULED,
     WARNING,
+    add_topology,
+    allowed_segment,
     claim_reference,
+    pick_segment,
     provisioned_volume,
     satisfy_problem,
+    topology_segment,
 )
 from services.controllers.workqueue import WorkerSettings, WorkQueue, controller_queue, run_workers
 
@@ -109,7 +119,8 @@ PVS, PVCS, CLASSES = (
     BY_KIND["StorageClass"],
 )
 PV = storage_pb2.PersistentVolume
-PODS = BY_KIND["Pod"]
+PODS, NODES = BY_KIND["Pod"], BY_KIND["Node"]
+CSI_DRIVERS, CSI_NODES = BY_KIND["CSIDriver"], BY_KIND["CSINode"]
 PVC = storage_pb2.PersistentVolumeClaim
 
 
@@ -159,6 +170,9 @@ class PersistentVolumeController:
         self.pvc_informer = informers.get(PVCS)
         self.class_informer = informers.get(CLASSES)
         self.pod_informer = informers.get(PODS)
+        self.driver_informer = informers.get(CSI_DRIVERS)
+        self.csinode_informer = informers.get(CSI_NODES)
+        self.node_informer = informers.get(NODES)
         self._pods = NamespaceIndex(self.pod_informer, core_pb2.Pod)
         base, cap = self.config.base_backoff, self.config.max_backoff
         self.volume_queue: WorkQueue[str] = controller_queue(
@@ -199,6 +213,9 @@ class PersistentVolumeController:
                 self.pvc_informer.synced,
                 self.class_informer.synced,
                 self.pod_informer.synced,
+                self.driver_informer.synced,
+                self.csinode_informer.synced,
+                self.node_informer.synced,
             ):
                 resync = asyncio.create_task(self._resync(stop), name="pv-resync")
                 await asyncio.gather(
@@ -528,7 +545,7 @@ class PersistentVolumeController:
             claim.metadata.annotations[ANN_STORAGE_PROVISIONER] = provisioner
             claim.metadata.annotations[ANN_BETA_STORAGE_PROVISIONER] = provisioner
             claim = await self._update(claim)  # type: ignore[assignment]
-        if provisioner not in self.config.provisioners:
+        if not self._provisions(provisioner):
             message = (
                 f"Waiting for a volume to be created either by the external provisioner "
                 f"'{provisioner}' or manually by the system administrator. If volume creation "
@@ -538,6 +555,8 @@ class PersistentVolumeController:
             self.events.event(claim, NORMAL, EXTERNAL_PROVISIONING, message)
             return
         volume = provisioned_volume(claim, sc)
+        if provisioner not in self.config.provisioners:
+            add_topology(volume, self._segment(claim, sc))
         try:
             await self.client.create(volume)
         except AlreadyExistsError:
@@ -545,6 +564,41 @@ class PersistentVolumeController:
         else:
             message = f"Successfully provisioned volume {volume.metadata.name} using {provisioner}"
             self.events.event(claim, NORMAL, PROVISIONING_SUCCEEDED, message)
+
+    def _provisions(self, provisioner: str) -> bool:
+        """Whether this controller provisions for `provisioner`: one of `provisioners`, or
+        a hollow CSI driver of a node template."""
+        if provisioner in self.config.provisioners:
+            return True
+        driver = self.driver_informer.store.get(provisioner)
+        return driver is not None and LABEL_HOLLOW_DRIVER in driver.metadata.labels  # type: ignore[attr-defined]
+
+    def _topology_keys(self, csinode: Message | None, driver: str) -> list[str]:
+        node = narrow(csinode, storagev1_pb2.CSINode) if csinode is not None else None
+        for d in node.spec.drivers if node is not None else ():
+            if d.name == driver:
+                return list(d.topology_keys)
+        return []
+
+    def _node_labels(self, name: str) -> dict[str, str]:
+        node = self.node_informer.store.get(name)
+        return dict(node.metadata.labels) if node is not None else {}  # type: ignore[attr-defined]
+
+    def _segment(self, claim: PVC, sc: storagev1_pb2.StorageClass) -> dict[str, str]:
+        """Where a hollow driver's new volume is reachable (see the module docstring)."""
+        driver = sc.provisioner
+        selected = claim.metadata.annotations.get(ANN_SELECTED_NODE)
+        if selected:
+            keys = self._topology_keys(self.csinode_informer.store.get(selected), driver)
+            return topology_segment(keys, self._node_labels(selected))
+        if sc.allowed_topologies:
+            return allowed_segment(sc)
+        segments = []
+        for name, csinode in list(self.csinode_informer.store.items()):
+            keys = self._topology_keys(csinode, driver)
+            if keys:
+                segments.append(topology_segment(keys, self._node_labels(name)))
+        return pick_segment(segments, claim.metadata.uid)
 
     # ------------------------------------------------------------------ volumes
 
@@ -630,7 +684,7 @@ class PersistentVolumeController:
             self.events.event(volume, WARNING, "VolumeUnknownReclaimPolicy", message)
             return
         provisioner = volume.metadata.annotations.get(ANN_DYNAMICALLY_PROVISIONED, "")
-        if provisioner in self.config.provisioners:
+        if self._provisions(provisioner):
             with contextlib.suppress(NotFoundError):
                 await self.client.delete(PVS, volume.metadata.name)
             return

@@ -5,6 +5,9 @@ names: the provisioner of hollow volumes and upstream's event reasons. The contr
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable, Mapping
+
 from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
 from services.api.helpers.volumes import (
     ANN_BOUND_BY_CONTROLLER,
@@ -78,7 +81,46 @@ def provisioned_volume(claim: PVC, sc: storagev1_pb2.StorageClass) -> PV:
     return pv
 
 
+def topology_segment(keys: Iterable[str], labels: Mapping[str, str]) -> dict[str, str]:
+    """The topology segment of a node for a driver's topology keys (external-provisioner's
+    requisite topology: the node's values of the keys it has)."""
+    return {k: labels[k] for k in keys if k in labels}
+
+
+def allowed_segment(sc: storagev1_pb2.StorageClass) -> dict[str, str]:
+    """A segment the class allows: the first value of each key of its first
+    allowedTopologies term ({} when it names none)."""
+    if not sc.allowed_topologies:
+        return {}
+    term = sc.allowed_topologies[0]
+    return {r.key: r.values[0] for r in term.match_label_expressions if r.values}
+
+
+def pick_segment(segments: Iterable[Mapping[str, str]], claim_uid: str) -> dict[str, str]:
+    """One of the distinct `segments` for a claim provisioned without a selected node
+    (Immediate binding): chosen by the claim's UID, so claims spread over them and a
+    retried provisioning picks the same one."""
+    distinct = sorted({tuple(sorted(s.items())) for s in segments if s})
+    if not distinct:
+        return {}
+    digest = int(hashlib.sha256(claim_uid.encode()).hexdigest()[:8], 16)
+    return dict(distinct[digest % len(distinct)])
+
+
+def add_topology(pv: PV, segment: Mapping[str, str]) -> None:
+    """The volume's node affinity: one required term, each key In its value."""
+    if not segment:
+        return
+    term = pv.spec.node_affinity.required.node_selector_terms.add()
+    for key, value in sorted(segment.items()):
+        term.match_expressions.add(key=key, operator="In", values=[value])
+
+
 __all__ = [
+    "add_topology",
+    "allowed_segment",
+    "pick_segment",
+    "topology_segment",
     "CLAIM_LOST",
     "CLAIM_MISBOUND",
     "EXTERNAL_PROVISIONING",

@@ -214,7 +214,8 @@ def _apply_in_order(r: Run, path: str, selector: str, sts: str, n: int) -> list[
 
 
 def statefulset_with_claims(r: Run) -> None:
-    pods = _apply_in_order(r, "controllers/statefulset.yaml", "app=nginx", "web", 3)
+    with r.storage_class("my-storage-class"):  # the class the docs' claims name
+        pods = _apply_in_order(r, "controllers/statefulset.yaml", "app=nginx", "web", 3)
     claims = r.json("pvc")["items"]
     assert sorted(c["metadata"]["name"] for c in claims) == ["www-web-0", "www-web-1", "www-web-2"]
     assert {c["spec"]["storageClassName"] for c in claims} == {"my-storage-class"}
@@ -226,7 +227,8 @@ def statefulset_with_claims(r: Run) -> None:
 
 
 def web_statefulset(r: Run) -> None:
-    pods = _apply_in_order(r, "application/web/web.yaml", "app=nginx", "web", 2)
+    with r.storage_class("standard", default=True):  # its claims name no class
+        pods = _apply_in_order(r, "application/web/web.yaml", "app=nginx", "web", 2)
     for p in pods:
         assert p["spec"]["hostname"] == p["metadata"]["name"]
         assert p["spec"]["subdomain"] == "nginx"
@@ -236,9 +238,10 @@ def web_statefulset(r: Run) -> None:
 
 
 def zookeeper(r: Run) -> None:
-    pods = _apply_in_order(
-        r, "application/zookeeper/zookeeper.yaml", "app.kubernetes.io/name=zk", "zk", 3
-    )
+    with r.storage_class("standard", default=True):  # its claims name no class
+        pods = _apply_in_order(
+            r, "application/zookeeper/zookeeper.yaml", "app.kubernetes.io/name=zk", "zk", 3
+        )
     assert r.json("service", "zk-hs")["spec"]["clusterIP"] == "None"
     assert r.json("service", "zk-cs")["spec"]["clusterIP"].startswith("10.")
     serves(r, "zk-cs", pods, 2181)
