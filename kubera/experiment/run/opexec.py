@@ -49,14 +49,17 @@ from kubera.experiment.run.dra import (
 )
 from kubera.experiment.run.faults import FAULT_KIND, check, wait_faults
 from kubera.experiment.run.replay import ReplayError, replay
+from kubera.experiment.run.volumes import create_volumes
 from kubera.experiment.spec import ops as o
 from kubera.experiment.spec.objects import (
     OpError,
+    csinode_doc,
     generated_name,
     node_doc,
     node_ready,
     pod_doc,
     to_message,
+    with_claim,
 )
 from kubera.launch.context import Context
 from services.api.dra.allocator import AllocationError
@@ -343,7 +346,14 @@ class OpExecutor:
 
             await self._until(ready, f"{op.phase}: {want} hollow nodes Ready", LIST_EVERY)
             return
-        await self.create([to_message(node_doc(op, i), kind="Node") for i in range(op.count)])
+        nodes = await self.create(
+            [to_message(node_doc(op, i), kind="Node") for i in range(op.count)]
+        )
+        if isinstance(op.strategy, o.NodeAllocatableStrategy):
+            strategy = op.strategy
+            await self.create(
+                [to_message(csinode_doc(strategy, n.metadata.name)) for n in nodes]  # type: ignore[attr-defined]
+            )
 
     async def op_createNamespaces(self, op: o.CreateNamespaces) -> None:
         objs = []
@@ -359,20 +369,19 @@ class OpExecutor:
         self.namespaces.update(op.names())
 
     def _pods(self, op: o.CreatePods, first: int, n: int) -> list[Message]:
-        return [
-            to_message(
-                pod_doc(
-                    op.pod_template,
-                    first + i,
-                    op.count,
-                    op.template_params,
-                    op.signature_batch_size,
-                ),
-                kind="Pod",
-                namespace=op.namespace,
+        docs = [
+            pod_doc(
+                op.pod_template, first + i, op.count, op.template_params, op.signature_batch_size
             )
             for i in range(n)
         ]
+        if op.pvc_template is not None:
+            docs = [with_claim(d, f"pvc-{first + i}") for i, d in enumerate(docs)]
+        return [to_message(d, kind="Pod", namespace=op.namespace) for d in docs]
+
+    async def _volumes(self, op: o.CreatePods) -> None:
+        """Each pod's claim and volume (run/volumes.py)."""
+        await create_volumes(self.client, self.create, op)
 
     async def op_createPods(self, op: o.CreatePods) -> None:
         await self._ensure_namespace(op.namespace)
@@ -381,6 +390,8 @@ class OpExecutor:
         if op.steady_state:
             await self._steady_state(op)
         else:
+            if op.pvc_template is not None:
+                await self._volumes(op)
             created = await self.create(self._pods(op, 0, op.count))
             if not op.skip_wait_to_completion:
                 uids = [p.metadata.uid for p in created]  # type: ignore[attr-defined]
