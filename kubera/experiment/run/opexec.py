@@ -58,6 +58,7 @@ from kubera.experiment.spec.objects import (
     node_doc,
     node_ready,
     pod_doc,
+    priority_class_doc,
     to_message,
     with_claim,
 )
@@ -124,6 +125,7 @@ class OpExecutor:
         self.node_template = node_template  # the hollow nodes' template text (None: default)
         self.nodes_expected = 0  # hollow mode: nodes createNodes asked for so far
         self.namespaces: set[str] = set()
+        self.priority_classes: set[str] = set()  # made for pods giving spec.priority alone
         self.background: list[asyncio.Task[None]] = []
         self.stopping = False
         self.faults: list[asyncio.Task[None]] = []
@@ -250,6 +252,8 @@ class OpExecutor:
         a batch refused as unavailable (the apiserver restarting under chaos) is sent again
         until the op's timeout. Any other error fails the op."""
         out: list[Message] = []
+        if objs and isinstance(objs[0], BY_KIND["Pod"].message):
+            await self._priority_classes(objs)
         for i in range(0, len(objs), CHUNK):
             chunk = objs[i : i + CHUNK]
             for attempt in range(GENERATE_NAME_RETRIES + 1):
@@ -271,6 +275,21 @@ class OpExecutor:
                     break
                 chunk = retry
         return out
+
+    async def _priority_classes(self, pods: list[Message]) -> None:
+        """A pod giving spec.priority without a class names one of that value, made once
+        (objects.priority_class_doc: scheduler_perf's apiserver admits no priority)."""
+        for pod in pods:
+            spec = pod.spec  # type: ignore[attr-defined]
+            if not spec.HasField("priority") or spec.priority_class_name:
+                continue
+            pc = to_message(priority_class_doc(spec.priority))
+            name = pc.metadata.name  # type: ignore[attr-defined]
+            if name not in self.priority_classes:
+                with contextlib.suppress(AlreadyExistsError):
+                    await self.client.create(pc)
+                self.priority_classes.add(name)
+            spec.priority_class_name = name
 
     async def _batch(self, chunk: list[Message]) -> list[Any]:
         deadline = time.monotonic() + self.timeout
