@@ -8,9 +8,13 @@ verdict, the scheduler's metrics snapshots); the pod timings come from the Colle
 Semantics kept from upstream (test/integration/scheduler_perf/scheduler_perf.go):
 createPods waits until every pod it created is bound unless skipWaitToCompletion;
 collectMetrics makes the op a measurement window; namespaces are created on first use;
-the default node and pod are upstream's. kubera's ops: `chaos` runs in the background
-from the op's start (a `check` first waits for every fault to finish, so the verdict
-covers them all); `check` replays etcd's history as `kubera check` does (faults.py).
+the default node and pod are upstream's; with persistent-volume templates each pod gets its
+claim and volume first (volumes.py), and nodeAllocatableStrategy nodes their CSINodes. A pod
+that gives spec.priority without a class is admitted with a class of that value
+(objects.priority_class_doc: scheduler_perf's apiserver runs without Priority admission).
+kubera's ops: `chaos` runs in the background from the op's start (a `check` first waits
+for every fault to finish, so the verdict covers them all); `check` replays etcd's history
+as `kubera check` does (faults.py).
 Waits on pods (createPods, barrier, deletePods) read the collector's pod timeline, not
 lists, so measurement windows stay undisturbed. Each window (named uniquely in the run)
 snapshots every scheduler process's metrics at its start and end (histograms.py).
