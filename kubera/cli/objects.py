@@ -43,7 +43,7 @@ from kubera.cli.common import (
 )
 from kubera.errors import CliError
 from kubera.launch.context import cluster_clock
-from kubera.printing import describe, describe_resources, output, tables
+from kubera.printing import describe, describe_resources, describe_storage, output, tables
 from protos.kubera.v1 import core_pb2
 from services.api.dra.claims import ClaimNotCreatedError, claim_name
 from services.api.machinery import kinds, labels
@@ -382,6 +382,16 @@ async def _describe(client: Client, kind: Kind, obj: Message, now: float) -> str
         return describe.describe_pod(obj, events, now, await _pod_claims(client, obj))
     if kind.kind == "ResourceClaim":
         return describe_resources.describe_resource_claim(obj, events, now)
+    if kind.kind == "PersistentVolume":
+        return describe_storage.describe_persistent_volume(obj, events, now)
+    if kind.kind == "PersistentVolumeClaim":
+        pods, _ = await client.list(kinds.BY_KIND["Pod"], namespace=meta_of(obj).namespace)
+        users = describe_storage.claim_users(obj, pods)
+        return describe_storage.describe_persistent_volume_claim(obj, events, now, users)
+    if kind.kind == "StorageClass":
+        return describe_storage.describe_storage_class(obj, events, now)
+    if kind.kind == "CSINode":
+        return describe_storage.describe_csi_node(obj, events, now)
     if kind.kind == "ResourceQuota":
         return describe_resources.describe_resource_quota(obj)
     if kind.kind == "LimitRange":

@@ -46,8 +46,11 @@ def tabwrite(text: str, *, padding: int = 2, minwidth: int = 0) -> str:
         for cells in lines[line0:line1]:
             parts = []
             for j, cell in enumerate(cells):
-                parts.append(cell.ljust(widths[j]) if j < len(widths) else cell)
-            out.append("".join(parts).rstrip())
+                # only a tab-terminated cell is padded (an empty value's line keeps the
+                # padding of its title, as kubectl's does)
+                terminated = j < len(cells) - 1
+                parts.append(cell.ljust(widths[j]) if terminated and j < len(widths) else cell)
+            out.append("".join(parts))
 
     def fmt(line0: int, line1: int) -> None:
         column = len(widths)
@@ -102,10 +105,25 @@ def labels_list(m: Any) -> list[str]:
     return [f"{k}={v}" for k, v in sorted(m.items())]
 
 
+#: printAnnotationsMultiline: a longer `key: value` is printed as `key:` then its lines.
+MAX_ANNOTATION_LEN = 140
+
+
 def annotations_list(m: Any) -> list[str]:
-    return [
-        f"{k}={v.rstrip(chr(10))}" for k, v in sorted(m.items()) if k not in _HIDDEN_ANNOTATIONS
-    ]
+    """kubectl's printAnnotationsMultiline lines: `key: value`, sorted; a value with a
+    newline or too long for one line goes on lines of its own, each cut to the width."""
+    out: list[str] = []
+    for k, v in sorted(m.items()):
+        if k in _HIDDEN_ANNOTATIONS:
+            continue
+        value = v.removesuffix("\n")
+        if len(value) + len(k) + 2 > MAX_ANNOTATION_LEN or "\n" in value:
+            out.append(f"{k}:")
+            width = MAX_ANNOTATION_LEN - 2
+            out.extend(f"  {s[:width] + '...' if len(s) > width else s}" for s in value.split("\n"))
+        else:
+            out.append(f"{k}: {value}")
+    return out
 
 
 def rfc1123(ts: str) -> str:

@@ -391,13 +391,13 @@ def test_describe_node_pods_and_allocated_resources_as_kubectl(
         "  memory:           8Gi",
         "  pods:             110",
         "System Info:",
-        "  Machine ID:",
-        "  System UUID:",
-        "  Boot ID:",
+        "  Machine ID:".ljust(30),  # an empty value keeps its padding, as kubectl's
+        "  System UUID:".ljust(30),
+        "  Boot ID:".ljust(30),
         "  Kernel Version:             6.1.0",
         "  OS Image:                   Hollow Linux",
-        "  Operating System:",
-        "  Architecture:",
+        "  Operating System:".ljust(30),
+        "  Architecture:".ljust(30),
         "  Container Runtime Version:  kubera://0.1",
         "  Kubelet Version:            v1.30.0-kubera",
     ]

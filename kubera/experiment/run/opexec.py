@@ -8,9 +8,13 @@ verdict, the scheduler's metrics snapshots); the pod timings come from the Colle
 Semantics kept from upstream (test/integration/scheduler_perf/scheduler_perf.go):
 createPods waits until every pod it created is bound unless skipWaitToCompletion;
 collectMetrics makes the op a measurement window; namespaces are created on first use;
-the default node and pod are upstream's. kubera's ops: `chaos` runs in the background
-from the op's start (a `check` first waits for every fault to finish, so the verdict
-covers them all); `check` replays etcd's history as `kubera check` does (faults.py).
+the default node and pod are upstream's; with persistent-volume templates each pod gets its
+claim and volume first (volumes.py), and nodeAllocatableStrategy nodes their CSINodes. A pod
+that gives spec.priority without a class is admitted with a class of that value
+(objects.priority_class_doc: scheduler_perf's apiserver runs without Priority admission).
+kubera's ops: `chaos` runs in the background from the op's start (a `check` first waits
+for every fault to finish, so the verdict covers them all); `check` replays etcd's history
+as `kubera check` does (faults.py).
 Waits on pods (createPods, barrier, deletePods) read the collector's pod timeline, not
 lists, so measurement windows stay undisturbed. Each window (named uniquely in the run)
 snapshots every scheduler process's metrics at its start and end (histograms.py).
@@ -49,14 +53,18 @@ from kubera.experiment.run.dra import (
 )
 from kubera.experiment.run.faults import FAULT_KIND, check, wait_faults
 from kubera.experiment.run.replay import ReplayError, replay
+from kubera.experiment.run.volumes import create_volumes
 from kubera.experiment.spec import ops as o
 from kubera.experiment.spec.objects import (
     OpError,
+    csinode_doc,
     generated_name,
     node_doc,
     node_ready,
     pod_doc,
+    priority_class_doc,
     to_message,
+    with_claim,
 )
 from kubera.launch.context import Context
 from services.api.dra.allocator import AllocationError
@@ -121,6 +129,7 @@ class OpExecutor:
         self.node_template = node_template  # the hollow nodes' template text (None: default)
         self.nodes_expected = 0  # hollow mode: nodes createNodes asked for so far
         self.namespaces: set[str] = set()
+        self.priority_classes: set[str] = set()  # made for pods giving spec.priority alone
         self.background: list[asyncio.Task[None]] = []
         self.stopping = False
         self.faults: list[asyncio.Task[None]] = []
@@ -247,6 +256,8 @@ class OpExecutor:
         a batch refused as unavailable (the apiserver restarting under chaos) is sent again
         until the op's timeout. Any other error fails the op."""
         out: list[Message] = []
+        if objs and isinstance(objs[0], BY_KIND["Pod"].message):
+            await self._priority_classes(objs)
         for i in range(0, len(objs), CHUNK):
             chunk = objs[i : i + CHUNK]
             for attempt in range(GENERATE_NAME_RETRIES + 1):
@@ -268,6 +279,21 @@ class OpExecutor:
                     break
                 chunk = retry
         return out
+
+    async def _priority_classes(self, pods: list[Message]) -> None:
+        """A pod giving spec.priority without a class names one of that value, made once
+        (objects.priority_class_doc: scheduler_perf's apiserver admits no priority)."""
+        for pod in pods:
+            spec = pod.spec  # type: ignore[attr-defined]
+            if not spec.HasField("priority") or spec.priority_class_name:
+                continue
+            pc = to_message(priority_class_doc(spec.priority))
+            name = pc.metadata.name  # type: ignore[attr-defined]
+            if name not in self.priority_classes:
+                with contextlib.suppress(AlreadyExistsError):
+                    await self.client.create(pc)
+                self.priority_classes.add(name)
+            spec.priority_class_name = name
 
     async def _batch(self, chunk: list[Message]) -> list[Any]:
         deadline = time.monotonic() + self.timeout
@@ -343,7 +369,14 @@ class OpExecutor:
 
             await self._until(ready, f"{op.phase}: {want} hollow nodes Ready", LIST_EVERY)
             return
-        await self.create([to_message(node_doc(op, i), kind="Node") for i in range(op.count)])
+        nodes = await self.create(
+            [to_message(node_doc(op, i), kind="Node") for i in range(op.count)]
+        )
+        if isinstance(op.strategy, o.NodeAllocatableStrategy):
+            strategy = op.strategy
+            await self.create(
+                [to_message(csinode_doc(strategy, n.metadata.name)) for n in nodes]  # type: ignore[attr-defined]
+            )
 
     async def op_createNamespaces(self, op: o.CreateNamespaces) -> None:
         objs = []
@@ -359,20 +392,19 @@ class OpExecutor:
         self.namespaces.update(op.names())
 
     def _pods(self, op: o.CreatePods, first: int, n: int) -> list[Message]:
-        return [
-            to_message(
-                pod_doc(
-                    op.pod_template,
-                    first + i,
-                    op.count,
-                    op.template_params,
-                    op.signature_batch_size,
-                ),
-                kind="Pod",
-                namespace=op.namespace,
+        docs = [
+            pod_doc(
+                op.pod_template, first + i, op.count, op.template_params, op.signature_batch_size
             )
             for i in range(n)
         ]
+        if op.pvc_template is not None:
+            docs = [with_claim(d, f"pvc-{first + i}") for i, d in enumerate(docs)]
+        return [to_message(d, kind="Pod", namespace=op.namespace) for d in docs]
+
+    async def _volumes(self, op: o.CreatePods) -> None:
+        """Each pod's claim and volume (run/volumes.py)."""
+        await create_volumes(self.client, self.create, op)
 
     async def op_createPods(self, op: o.CreatePods) -> None:
         await self._ensure_namespace(op.namespace)
@@ -381,6 +413,8 @@ class OpExecutor:
         if op.steady_state:
             await self._steady_state(op)
         else:
+            if op.pvc_template is not None:
+                await self._volumes(op)
             created = await self.create(self._pods(op, 0, op.count))
             if not op.skip_wait_to_completion:
                 uids = [p.metadata.uid for p in created]  # type: ignore[attr-defined]

@@ -129,7 +129,7 @@ class TestCase:
     path: str = ""
     """The experiment file it came from (as given to `load`), for error messages."""
     unsupported: str | None = None
-    """Why kubera cannot run this test case (`<where>: <what>`: persistent volumes, DRA, …);
+    """Why kubera cannot run this test case (`<where>: <what>`: steady-state persistent volumes, updateAny, …);
     such a test case is kept with no ops and no workloads, and a warning says so."""
     skipped_workloads: tuple[str, ...] = ()
     """The names of the workloads an unsupported test case would have run."""

@@ -29,7 +29,7 @@ class ConfigError(CliError):
 
 
 class Unsupported(ConfigError):
-    """A valid upstream feature kubera does not implement (persistent volumes, DRA, …): the
+    """A valid upstream feature kubera does not implement (steady-state persistent volumes, updateAny, …): the
     test case using it is left out of the experiment rather than failing the whole file."""
 
     def __init__(self, message: str, reason: str) -> None:

@@ -57,10 +57,37 @@ def node_doc(op: o.CreateNodes, i: int) -> dict[str, Any]:
     elif isinstance(s, o.LabelNodePrepareStrategy) and s.label_values:
         meta.setdefault("labels", {})[s.label_key] = s.label_values[i % len(s.label_values)]
     elif isinstance(s, o.NodeAllocatableStrategy):
+        # upstream patches allocatable after the create, which defaulted it to the capacity
         status = doc.setdefault("status", {})
-        for field in ("capacity", "allocatable"):
-            status.setdefault(field, {}).update(s.node_allocatable)
+        if not status.get("allocatable"):
+            status["allocatable"] = dict(status.get("capacity") or {})
+        status["allocatable"].update(s.node_allocatable)
     return doc
+
+
+#: The CSINode annotation naming the in-tree plugins migrated to CSI on the node
+#: (v1.MigratedPluginsAnnotationKey).
+MIGRATED_PLUGINS_ANNOTATION = "storage.alpha.kubernetes.io/migrated-plugins"
+
+
+def csinode_doc(strategy: o.NodeAllocatableStrategy, node_name: str) -> dict[str, Any]:
+    """The CSINode upstream's NodeAllocatableStrategy makes for a node it prepares: the
+    migrated plugins annotated (even none), one driver per csiNodeAllocatable entry with the
+    node's name as its nodeID and that entry as its allocatable."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {
+            "name": node_name,
+            "annotations": {MIGRATED_PLUGINS_ANNOTATION: ",".join(strategy.migrated_plugins)},
+        },
+        "spec": {
+            "drivers": [
+                {"name": driver, "nodeID": node_name, "allocatable": copy_data(allocatable)}
+                for driver, allocatable in strategy.csi_node_allocatable.items()
+            ]
+        },
+    }
 
 
 #: The label upstream gives every pod made from a podTemplatePath: pods `index //
@@ -83,3 +110,62 @@ def pod_doc(
         SIGNATURE_LABEL: f"signature-label-{i // max(1, signature_batch_size)}",
     }
     return doc
+
+
+#: The name of the one volume of a pod made with persistent volumes (upstream's "vol").
+POD_VOLUME = "vol"
+
+
+def volume_docs(op: o.CreatePods, i: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Pod `i`'s claim and volume, as upstream's CreatePodWithPersistentVolume makes them
+    (bindVolume true): the claim `pvc-<i>` from the claim template, naming its volume; the
+    volume `<namespace>-vol-<i>` from the volume template (volume IDs: an awsElasticBlockStore
+    source gets `vol-<i>`, a csi source the volume's name as volumeHandle), pre-bound by a
+    claimRef; both with status phase Bound, which the runner writes after each create (a
+    create resets status). The claim's uid, unknown until it is created, is the runner's to
+    add to the claimRef."""
+    assert op.pv_template is not None and op.pvc_template is not None
+    claim_name, volume_name = f"pvc-{i}", f"{op.namespace}-vol-{i}"
+    pvc = copy_data(op.pvc_template.data)
+    pvc.setdefault("metadata", {})["name"] = claim_name
+    pvc.setdefault("spec", {})["volumeName"] = volume_name
+    pvc["status"] = {"phase": "Bound"}
+    pv = copy_data(op.pv_template.data)
+    pv.setdefault("metadata", {})["name"] = volume_name
+    spec = pv.setdefault("spec", {})
+    if isinstance(spec.get("csi"), dict):
+        spec["csi"]["volumeHandle"] = volume_name
+    elif isinstance(spec.get("awsElasticBlockStore"), dict):
+        spec["awsElasticBlockStore"]["volumeID"] = f"vol-{i}"
+    spec["claimRef"] = {
+        "kind": "PersistentVolumeClaim",
+        "namespace": op.namespace,
+        "name": claim_name,
+        "apiVersion": "v1",
+    }
+    pv["status"] = {"phase": "Bound"}
+    return pvc, pv
+
+
+def with_claim(pod: dict[str, Any], claim_name: str) -> dict[str, Any]:
+    """The pod with the claim as its only volume (upstream replaces the template's
+    volumes)."""
+    pod.setdefault("spec", {})["volumes"] = [
+        {"name": POD_VOLUME, "persistentVolumeClaim": {"claimName": claim_name}}
+    ]
+    return pod
+
+
+def priority_class_doc(value: int) -> dict[str, Any]:
+    """The PriorityClass a pod that gives its `spec.priority` alone is admitted with.
+
+    scheduler_perf runs its apiserver with the Priority admission plugin disabled, so a
+    template's spec.priority (pod-high-priority.yaml's 10) stands as written; kubera's
+    apiserver always admits a pod's priority from its class (and refuses one that differs),
+    so the runner names a class of that value in such a pod (opexec.py)."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": f"scheduler-perf-priority-{value}"},
+        "value": value,
+    }

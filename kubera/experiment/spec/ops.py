@@ -103,11 +103,13 @@ class NodeAllocatableStrategy:
     """Nodes get extra allocatable resources (upstream: attachable volumes for CSI)."""
 
     node_allocatable: dict[str, str]
-    """Resource name → quantity added to each node's allocatable (and capacity)."""
+    """Resource name → quantity set in each node's allocatable (upstream's PreparePatch)."""
     csi_node_allocatable: dict[str, Any] = field(default_factory=dict)
-    """CSI driver name → {count: n} (upstream CSINode objects; kept, not acted upon)."""
+    """CSI driver name → {count: n}: each node gets a CSINode with these drivers (their
+    allocatable), as upstream's PrepareDependentObjects."""
     migrated_plugins: tuple[str, ...] = ()
-    """In-tree plugin names marked migrated (kept, not acted upon)."""
+    """In-tree plugin names the nodes' CSINodes announce as migrated to CSI (annotation
+    `storage.alpha.kubernetes.io/migrated-plugins`)."""
 
 
 NodeStrategy = UniqueNodeLabelStrategy | LabelNodePrepareStrategy | NodeAllocatableStrategy
@@ -196,6 +198,12 @@ class CreatePods(BaseOp):
     """Every this many consecutive pods share a "signature" label value (upstream default 1)."""
     signature_batch_size_param: str | None = None
     """`"$name"` of the workload parameter giving `signature_batch_size`."""
+    pv_template: Template | None = None
+    """`persistentVolumeTemplatePath`: with `pvc_template`, each pod gets its own
+    PersistentVolume made from it (objects.volume_docs)."""
+    pvc_template: Template | None = None
+    """`persistentVolumeClaimTemplatePath`: each pod gets its own claim `pvc-<i>`, pre-bound
+    to its volume, as its only volume (upstream CreatePodWithPersistentVolume)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -44,13 +44,6 @@ from services.api.machinery import codec, kinds
 from services.api.machinery.quantity import QuantityError, parse_quantity
 
 
-def _unsupported(what: str):  # type: ignore[no-untyped-def]
-    def kind(ctx: Ctx, where: str, value: Any) -> None:
-        raise ctx.unsupported(where, f"not supported by kubera ({what})")
-
-    return kind
-
-
 def _strategy(ctx: Ctx, where: str, value: Any, specs: dict[str, Spec]) -> dict[str, Any]:
     raw = check_mapping(ctx, where, value, "a node strategy")
     values, _ = read_fields(ctx, where, raw, specs)
@@ -83,7 +76,6 @@ def k_allocatable(ctx: Ctx, where: str, value: Any) -> o.NodeAllocatableStrategy
 
 
 _COUNT = {"count": Spec("count", k_count), "countParam": Spec("count_param", k_param)}
-_PV = "persistent volumes are not implemented"
 
 #: opcode → YAML field → Spec. The `opcode` field itself is read separately.
 SPECS: dict[str, dict[str, Spec]] = {
@@ -111,8 +103,8 @@ SPECS: dict[str, dict[str, Spec]] = {
         "namespace": Spec("namespace", k_nonempty_str),
         "podTemplatePath": Spec("pod_template", k_template),
         "skipWaitToCompletion": Spec("skip_wait_to_completion", k_bool),
-        "persistentVolumeTemplatePath": Spec("pv", _unsupported(_PV)),
-        "persistentVolumeClaimTemplatePath": Spec("pvc", _unsupported(_PV)),
+        "persistentVolumeTemplatePath": Spec("pv_template", k_template),
+        "persistentVolumeClaimTemplatePath": Spec("pvc_template", k_template),
         "templateParams": Spec("template_params", k_map),
         "signatureBatchSize": Spec("signature_batch_size", k_count),
         "signatureBatchSizeParam": Spec("signature_batch_size_param", k_param),
@@ -258,6 +250,7 @@ def _build(
         v.setdefault("signature_batch_size", 1)
         if v["signature_batch_size"] == 0:
             v["signature_batch_size"] = 1
+        check_volume_templates(ctx, where, v)
         return o.CreatePods(index=index, **v)
     if opcode == "createPodSets":
         count_ok()
@@ -321,6 +314,34 @@ def _build(
     v.setdefault("namespace", default_namespace(index))
     check_traces(ctx, where, v["pod_trace_path"], v.get("node_trace_path"))
     return o.TraceReplay(index=index, param_refs=refs, **v)
+
+
+def check_volume_templates(ctx: Ctx, where: str, v: dict[str, Any]) -> None:
+    """upstream getPodStrategy: the claim template decides: with it, the volume template is
+    read too (a missing one fails the run there, here the load); without it, a volume
+    template is never read (a warning here)."""
+    if v.get("pvc_template") is None:
+        if v.pop("pv_template", None) is not None:
+            ctx.warn(
+                f"{where}.persistentVolumeTemplatePath",
+                "ignored without persistentVolumeClaimTemplatePath (as upstream)",
+            )
+        return
+    if v.get("pv_template") is None:
+        raise ctx.error(
+            f"{where}.persistentVolumeTemplatePath",
+            "required with persistentVolumeClaimTemplatePath",
+        )
+    if v.get("steady_state"):
+        raise volumes_in_steady_state(ctx, where)
+
+
+def volumes_in_steady_state(ctx: Ctx, where: str) -> ConfigError:
+    # upstream's strategy makes claims pvc-0… again each round, which then already exist
+    return ctx.unsupported(
+        f"{where}.persistentVolumeClaimTemplatePath",
+        "not supported by kubera with steadyState (every round would make the same claims)",
+    )
 
 
 def check_chaos(ctx: Ctx, where: str, op: o.Chaos) -> None:
@@ -457,6 +478,8 @@ def resolve_op(
             )
         if rep.get("steady_state", op.steady_state) and rep.get("duration", op.duration) <= 0:
             raise ctx.error(where, "when creating pods in a steady state, duration must be > 0")
+        if rep.get("steady_state", op.steady_state) and op.pvc_template is not None:
+            raise volumes_in_steady_state(ctx, where)
         if op.namespace == default_namespace(template_index):
             rep["namespace"] = default_namespace(index)
     if isinstance(op, o.CreateResourceDriver) and op.max_claims_per_node_param:
@@ -505,6 +528,17 @@ def check_objects(ctx: Ctx, where: str, op: o.Op) -> o.Op:
         decode_template(ctx, f"{where}.nodeTemplatePath", op.node_template, "Node")
     if isinstance(op, o.CreatePods) and op.pod_template is not None:
         decode_template(ctx, f"{where}.podTemplatePath", op.pod_template, "Pod")
+    if isinstance(op, o.CreatePods) and op.pvc_template is not None:
+        decode_template(
+            ctx,
+            f"{where}.persistentVolumeClaimTemplatePath",
+            op.pvc_template,
+            "PersistentVolumeClaim",
+        )
+    if isinstance(op, o.CreatePods) and op.pv_template is not None:
+        decode_template(
+            ctx, f"{where}.persistentVolumeTemplatePath", op.pv_template, "PersistentVolume"
+        )
     if isinstance(op, o.CreateNamespaces) and op.namespace_template is not None:
         decode_template(ctx, f"{where}.namespaceTemplatePath", op.namespace_template, "Namespace")
     if isinstance(op, o.CreateAny):

@@ -132,14 +132,16 @@ def test_create_nodes_applies_the_label_strategy_per_node(
     assert docs[0]["status"]["allocatable"]["cpu"] == "4"  # upstream's default node
 
 
-def test_node_allocatable_strategy_adds_to_capacity_and_allocatable() -> None:
+def test_node_allocatable_strategy_sets_allocatable_only() -> None:
+    # upstream's PreparePatch patches status.allocatable; the capacity stays as created
     op = o.CreateNodes(
         index=0,
         count=1,
         strategy=o.NodeAllocatableStrategy(node_allocatable={"example.com/x": "8"}),
     )
     status = node_doc(op, 0)["status"]
-    assert status["capacity"]["example.com/x"] == status["allocatable"]["example.com/x"] == "8"
+    assert status["allocatable"]["example.com/x"] == "8"
+    assert "example.com/x" not in status["capacity"]
 
 
 def test_templated_pods_carry_upstreams_signature_label_one_value_per_batch(tmp_path: Any) -> None:

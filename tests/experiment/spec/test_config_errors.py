@@ -155,14 +155,25 @@ ERRORS = [
         "[0].workloads[0].sweep.schedulers: must be at least 1, got 0",
     ),
     (
-        "unsupported-pv",
+        "pv-claim-without-volume-template",
         replace(
             "collectMetrics: true}",
             "collectMetrics: true, persistentVolumeClaimTemplatePath: pvc.yaml}",
         ),
-        {},
-        "[0].workloadTemplate[1].persistentVolumeClaimTemplatePath: not supported by kubera "
-        "(persistent volumes are not implemented)",
+        {"pvc.yaml": "apiVersion: v1\nkind: PersistentVolumeClaim\n"},
+        "[0].workloadTemplate[1].persistentVolumeTemplatePath: required with "
+        "persistentVolumeClaimTemplatePath",
+    ),
+    (
+        "pv-template-of-another-kind",
+        replace(
+            "collectMetrics: true}",
+            "collectMetrics: true, persistentVolumeClaimTemplatePath: pvc.yaml, "
+            "persistentVolumeTemplatePath: pvc.yaml}",
+        ),
+        {"pvc.yaml": "apiVersion: v1\nkind: PersistentVolumeClaim\n"},
+        "[0].workloadTemplate[1].persistentVolumeTemplatePath: pvc.yaml: expected a "
+        "PersistentVolume, got a PersistentVolumeClaim",
     ),
     (
         "unsupported-opcode",
@@ -367,32 +378,38 @@ def test_file_level_errors_name_the_file(tmp_path, content, message):
 
 
 def test_a_test_case_using_what_kubera_lacks_is_left_out_and_the_rest_runs(tmp_path):
-    # Like upstream's older config/performance-config.yaml: PV test cases beside plain ones.
+    # A test case kubera cannot run beside a plain one: upstream's claims pvc-0… made again
+    # each steady-state round.
     path = write(
         tmp_path,
         BASE
         + """\
-- name: SchedulingInTreePVs
+- name: SteadyPVs
   workloadTemplate:
   - {opcode: createNodes, count: 1}
-  - {opcode: createPods, count: 1, persistentVolumeTemplatePath: pv.yaml, collectMetrics: true}
+  - {opcode: createPods, count: 1, steadyState: true, duration: 1s, collectMetrics: true,
+     persistentVolumeTemplatePath: pv.yaml, persistentVolumeClaimTemplatePath: pvc.yaml}
   workloads:
   - {name: 5Nodes}
   - {name: 500Nodes}
 """,
+        {
+            "pv.yaml": "apiVersion: v1\nkind: PersistentVolume\n",
+            "pvc.yaml": "apiVersion: v1\nkind: PersistentVolumeClaim\n",
+        },
     )
     e = load(str(path))
     assert [f"{tc.name}/{w.name}" for tc, w in e.runs()] == ["E/w"]
     pv = e.test_cases[1]
     assert pv.ops == [] and pv.workloads == [] and pv.skipped_workloads == ("5Nodes", "500Nodes")
     reason = (
-        "[1].workloadTemplate[1].persistentVolumeTemplatePath: not supported by kubera "
-        "(persistent volumes are not implemented)"
+        "[1].workloadTemplate[1].persistentVolumeClaimTemplatePath: not supported by kubera "
+        "with steadyState (every round would make the same claims)"
     )
     assert pv.unsupported == reason
-    assert f'{path}: [1]: test case "SchedulingInTreePVs" is left out: {reason}' in e.warnings
-    with pytest.raises(ConfigError, match=r"persistentVolumeTemplatePath: not supported"):
-        e.runs("SchedulingInTreePVs/500Nodes")
+    assert f'{path}: [1]: test case "SteadyPVs" is left out: {reason}' in e.warnings
+    with pytest.raises(ConfigError, match=r"persistentVolumeClaimTemplatePath: not supported"):
+        e.runs("SteadyPVs/500Nodes")
     assert e.runs("nope") == []
 
 
