@@ -22,7 +22,7 @@ matching rules live here once:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from protos.kubera.v1 import core_pb2, storage_pb2
@@ -172,6 +172,82 @@ def find_matching_volume(
         if smallest_qty is None or qty < smallest_qty:
             smallest, smallest_qty = pv, qty
     return smallest
+
+
+def claim_reference(claim: PVC) -> core_pb2.ObjectReference:
+    """reference.GetReference of a claim (what a volume's claimRef holds)."""
+    return core_pb2.ObjectReference(
+        kind="PersistentVolumeClaim",
+        namespace=claim.metadata.namespace,
+        name=claim.metadata.name,
+        uid=claim.metadata.uid,
+        api_version="v1",
+        resource_version=claim.metadata.resource_version,
+    )
+
+
+def bind_volume_to_claim(volume: PV, claim: PVC) -> tuple[PV, bool]:
+    """GetBindVolumeToClaim: a copy of `volume` bound to `claim` (claimRef, and
+    bound-by-controller unless the volume was already bound to it) and whether anything
+    changed. The PV controller's bind and the scheduler's assumed pre-binding."""
+    by_controller = not is_volume_bound_to_claim(volume, claim)
+    out = PV()
+    out.CopyFrom(volume)
+    dirty = False
+    ref = volume.spec.claim_ref
+    if (
+        not volume.spec.HasField("claim_ref")
+        or ref.name != claim.metadata.name
+        or ref.namespace != claim.metadata.namespace
+        or ref.uid != claim.metadata.uid
+    ):
+        out.spec.claim_ref.CopyFrom(claim_reference(claim))
+        dirty = True
+    if by_controller and ANN_BOUND_BY_CONTROLLER not in out.metadata.annotations:
+        out.metadata.annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
+        dirty = True
+    return out, dirty
+
+
+def is_claim_fully_bound(claim: PVC) -> bool:
+    """The claim names its volume and the PV controller finished binding it."""
+    return bool(claim.spec.volume_name) and ANN_BIND_COMPLETED in claim.metadata.annotations
+
+
+def pod_claim_names(pod: core_pb2.Pod) -> Iterator[tuple[str, bool]]:
+    """The claims a pod's volumes name, in order: (claim, whether through a generic
+    ephemeral volume, whose claim is `<pod>-<volume>`: ephemeral.VolumeClaimName)."""
+    for vol in pod.spec.volumes:
+        fields = vol.fields
+        src = fields.get("persistentVolumeClaim")
+        if src is not None and src.HasField("struct_value"):
+            claim = src.struct_value.fields.get("claimName")
+            if claim is not None and claim.string_value:
+                yield claim.string_value, False
+        elif "ephemeral" in fields and "name" in fields:
+            yield f"{pod.metadata.name}-{fields['name'].string_value}", True
+
+
+def ephemeral_claim_problem(pod: core_pb2.Pod, claim: PVC) -> str:
+    """ephemeral.VolumeIsForPod: "" when the pod controls the claim, else why not."""
+    if any(r.controller and r.uid == pod.metadata.uid for r in claim.metadata.owner_references):
+        return ""
+    return (
+        f"PVC {claim.metadata.namespace}/{claim.metadata.name} was not created for pod "
+        f"{pod.metadata.namespace}/{pod.metadata.name} (pod is not owner)"
+    )
+
+
+def match_topology_selector_terms(terms: Sequence[Any], labels: Mapping[str, str]) -> bool:
+    """MatchTopologySelectorTerms (a StorageClass's allowedTopologies): no terms match
+    every node; otherwise some term's every requirement has the label with one of its
+    values."""
+    if not terms:
+        return True
+    return any(
+        all(labels.get(r.key) in set(r.values) for r in term.match_label_expressions)
+        for term in terms
+    )
 
 
 def access_modes_key(modes: Iterable[str]) -> tuple[str, ...]:

@@ -5,12 +5,13 @@ names: the provisioner of hollow volumes and upstream's event reasons. The contr
 
 from __future__ import annotations
 
-from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
+from protos.kubera.v1 import storage_pb2, storagev1_pb2
 from services.api.helpers.volumes import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_DYNAMICALLY_PROVISIONED,
     check_access_modes,
     claim_class,
+    claim_reference,
     storage_quantity,
     volume_class,
     volume_mode_mismatch,
@@ -29,18 +30,6 @@ EXTERNAL_PROVISIONING, PROVISIONING_FAILED = "ExternalProvisioning", "Provisioni
 PROVISIONING_SUCCEEDED = "ProvisioningSucceeded"
 VOLUME_FAILED_DELETE, VOLUME_RECYCLED = "VolumeFailedDelete", "VolumeRecycled"
 NORMAL, WARNING = "Normal", "Warning"
-
-
-def claim_reference(claim: PVC) -> core_pb2.ObjectReference:
-    """reference.GetReference of a claim."""
-    return core_pb2.ObjectReference(
-        kind="PersistentVolumeClaim",
-        namespace=claim.metadata.namespace,
-        name=claim.metadata.name,
-        uid=claim.metadata.uid,
-        api_version="v1",
-        resource_version=claim.metadata.resource_version,
-    )
 
 
 def satisfy_problem(volume: PV, claim: PVC) -> str:
