@@ -135,6 +135,12 @@ IN_TREE: tuple[InTreePlugin, ...] = (
         "NodeResourcesFit", "noderesources.fit", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 1
     ),
     InTreePlugin(
+        "VolumeBinding",
+        "volumebinding.plugin",
+        (PRE_FILTER, FILTER, PRE_SCORE, SCORE, RESERVE, PRE_BIND),
+        1,
+    ),
+    InTreePlugin(
         "PodTopologySpread", "podtopologyspread.plugin", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2
     ),
     InTreePlugin("InterPodAffinity", "interpodaffinity", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2),

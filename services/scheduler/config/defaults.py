@@ -17,7 +17,9 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 #: The v1 default profile's multiPoint list, in upstream's order (1.34 default_plugins.go;
-#: the volume plugins and ImageLocality are not part of kubera yet): SchedulingGates first,
+#: VolumeRestrictions, NodeVolumeLimits, VolumeZone and ImageLocality are not part of
+#: kubera yet; VolumeBinding sits where upstream has it, after NodeResourcesFit and the
+#: first two, before VolumeZone and PodTopologySpread): SchedulingGates first,
 #: and DynamicResources right before DefaultPreemption, where applyFeatureGates puts it
 #: (DRA is GA and on by default): deallocating an idle claim comes before evicting a pod.
 DEFAULT_MULTI_POINT: tuple[str, ...] = (
@@ -29,6 +31,7 @@ DEFAULT_MULTI_POINT: tuple[str, ...] = (
     "NodeAffinity",
     "NodePorts",
     "NodeResourcesFit",
+    "VolumeBinding",
     "PodTopologySpread",
     "InterPodAffinity",
     "DynamicResources",
