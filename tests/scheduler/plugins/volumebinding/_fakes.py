@@ -117,7 +117,9 @@ def pvc(
     if selected_node is not None:
         c.metadata.annotations[ANN_SELECTED_NODE] = selected_node
     if owner is not None:
-        c.metadata.owner_references.add(api_version="v1", kind="Pod", name="p", uid=owner, controller=True)
+        c.metadata.owner_references.add(
+            api_version="v1", kind="Pod", name="p", uid=owner, controller=True
+        )
     return c
 
 
