@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from protos.kubera.v1 import core_pb2
+from services.clock import FakeClock
 from services.scheduler.framework.status import Code
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
 from services.scheduler.plugins.volumebinding import (
@@ -23,8 +24,10 @@ from services.scheduler.plugins.volumebinding import (
     Args,
     UtilizationShapePoint,
     VolumeBinding,
+    new,
 )
 from services.scheduler.plugins.volumebinding.plugin import STATE_KEY
+from tests.scheduler.plugins._fakes import fake_handle
 from tests.scheduler.plugins.volumebinding._fakes import (
     HOSTNAME,
     PV,
@@ -404,3 +407,54 @@ def test_unreserve_gives_the_volume_back() -> None:
     s2 = CycleState()
     plugin.pre_filter(s2, second, [ni])
     assert plugin.filter(s2, second, ni).is_success()
+
+
+class _Informer:
+    def __init__(self, store: dict[str, object]) -> None:
+        self.store = store
+
+
+class _Handle:
+    """What the factory reads from the scheduler's handle: informers per kind, the pod
+    informer, the snapshot, the clock and the client (fenced when the scheduler leads)."""
+
+    def __init__(
+        self, api: FakeVolumeAPI, nodes: list[core_pb2.Node], pods: list[core_pb2.Pod]
+    ) -> None:
+        self.client = api
+        self.clock = FakeClock()
+        self._snapshot = fake_handle(nodes).snapshot()
+        self._stores = {
+            "PersistentVolume": api.pv_store,
+            "PersistentVolumeClaim": api.pvc_store,
+            "StorageClass": {c.metadata.name: c for c in CLASSES},
+        }
+        self._pods = _Informer({f"{p.metadata.namespace}/{p.metadata.name}": p for p in pods})
+
+    def informer(self, kind: str) -> _Informer:
+        return _Informer(self._stores.setdefault(kind, {}))  # type: ignore[arg-type]
+
+    def pod_informer(self) -> _Informer:
+        return self._pods
+
+    def snapshot(self) -> object:
+        return self._snapshot
+
+
+def test_the_factory_writes_through_the_schedulers_client() -> None:
+    """new(args, handle): PreBind's writes go through handle.client (the scheduler's
+    client, which carries the leader's fencing token), with the listers over the handle's
+    informers and the pod found through its pod informer."""
+    api = FakeVolumeAPI()
+    api.add(pvc("pvc-a", WAIT, size="1Gi", rv="1"))
+    api.add(_local("pv-a", WAIT, "5Gi", "node-a"))
+    n, p = node("node-a"), pod("p1", ["pvc-a"])
+    plugin = new(Args(bind_timeout_seconds=3), _Handle(api, [n], [p]))
+    state, pi, ni = CycleState(), PodInfo(p), NodeInfo(n)
+    assert plugin.pre_filter(state, pi, [ni])[1].is_success()
+    assert plugin.filter(state, pi, ni).is_success()
+    assert plugin.reserve(state, pi, "node-a").is_success()
+    st = asyncio.run(plugin.pre_bind(state, pi, "node-a"))
+    # nobody plays the PV controller here: the write happened, then the wait timed out
+    assert api.calls == ["update pv pv-a"]
+    assert st.code == Code.ERROR and "context deadline exceeded" in st.message
