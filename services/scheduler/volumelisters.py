@@ -1,85 +1,199 @@
-"""The storage objects the volume plugins read: listers over the scheduler's informers of
-PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes, CSIDrivers and
-CSIStorageCapacities (upstream's SharedInformerFactory().Core().V1().PersistentVolumes()
-... Lister()).
+"""The storage objects the scheduler's volume plugins read: PersistentVolumes,
+PersistentVolumeClaims, StorageClasses, CSINodes and VolumeAttachments (and, for
+VolumeBinding's capacity check, CSIDrivers and CSIStorageCapacities), as listers over the
+scheduler's informers (upstream: the SharedInformerFactory's storage listers a plugin takes
+from its Handle).
 
-Why it exists: VolumeBinding, VolumeRestrictions, VolumeZone and NodeVolumeLimits all read
-these kinds; each asks the handle for the informer of a kind (Handle.informer, made on first
-call from a plugin's factory, so every plugin shares one informer per kind and its events
-reach the queue as ClusterEvent(kind, ...)). A `Lister` reads the informer's store anew on
-every call (a relist replaces the store), or a plain mapping in unit tests, keyed as the
-informer keys objects: "name" for cluster-scoped kinds, "namespace/name" for namespaced ones.
+Why it exists: VolumeRestrictions, VolumeZone, NodeVolumeLimits and VolumeBinding read the
+same kinds the same way. Each plugin's factory calls `volume_listers(handle, kinds)` with
+the kinds it reads; the scheduler makes one informer per kind on first request (the
+informer's store is the lister) and turns its adds, updates and deletes into the cluster
+events `ClusterEvent(<kind>, ADD | UPDATE | DELETE)` the plugins' queueing hints register
+for, so the event resource names below are the kind names. Kinds a plugin did not ask for
+stay empty and cost no informer.
+
+A missing object raises `NotFound`, worded as client-go's listers word it
+(`persistentvolumeclaim "data" not found`): the plugins answer it with
+UnschedulableAndUnresolvable and that text, as upstream's do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-PV = "PersistentVolume"
-PVC = "PersistentVolumeClaim"
+from protos.kubera.v1 import storage_pb2, storagev1_pb2
+from services.api.machinery.meta import object_key
+
+PV = storage_pb2.PersistentVolume
+PVC = storage_pb2.PersistentVolumeClaim
+StorageClass = storagev1_pb2.StorageClass
+CSINode = storagev1_pb2.CSINode
+VolumeAttachment = storagev1_pb2.VolumeAttachment
+CSIDriver = storagev1_pb2.CSIDriver
+CSIStorageCapacity = storagev1_pb2.CSIStorageCapacity
+
+#: Kind names, which are also the ClusterEvent resources of their informers' events.
+PERSISTENT_VOLUME = "PersistentVolume"
+PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
 STORAGE_CLASS = "StorageClass"
 CSI_NODE = "CSINode"
+VOLUME_ATTACHMENT = "VolumeAttachment"
 CSI_DRIVER = "CSIDriver"
 CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
+ALL_KINDS = (PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS, CSI_NODE, VOLUME_ATTACHMENT)
+#: What VolumeBinding reads (upstream's binder: its listers, and CapacityCheck's).
+VOLUME_BINDING_KINDS = (
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASS,
+    CSI_NODE,
+    CSI_DRIVER,
+    CSI_STORAGE_CAPACITY,
+)
+
+#: The group-qualified singular resource client-go's listers name in NotFound errors.
+_LISTER_RESOURCE = {
+    PERSISTENT_VOLUME: "persistentvolume",
+    PERSISTENT_VOLUME_CLAIM: "persistentvolumeclaim",
+    STORAGE_CLASS: "storageclass.storage.k8s.io",
+    CSI_NODE: "csinode.storage.k8s.io",
+    VOLUME_ATTACHMENT: "volumeattachment.storage.k8s.io",
+    CSI_DRIVER: "csidriver.storage.k8s.io",
+    CSI_STORAGE_CAPACITY: "csistoragecapacity.storage.k8s.io",
+}
 
 
-class Lister:
-    """get / list over an informer's store (or a mapping); objects are shared: copy one
-    before changing it."""
+class NotFound(LookupError):
+    """A lister's miss: `str()` is client-go's `<resource> "<name>" not found`."""
 
-    def __init__(self, source: Any = None) -> None:
-        self._source = source if source is not None else {}
-
-    def _store(self) -> Mapping[str, Any]:
-        store = getattr(self._source, "store", None)
-        return store if store is not None else self._source  # type: ignore[no-any-return]
-
-    def get(self, name: str, namespace: str = "") -> Any:
-        """The object `name` (in `namespace` for a namespaced kind), or None."""
-        return self._store().get(f"{namespace}/{name}" if namespace else name)
-
-    def list(self) -> list[Any]:
-        return list(self._store().values())
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.list())
-
-    def __len__(self) -> int:
-        return len(self._store())
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__(f'{_LISTER_RESOURCE[kind]} "{name}" not found')
+        self.kind = kind
+        self.name = name
 
 
-@dataclass(frozen=True)
+Store = Mapping[str, Any]
+
+
+def _view(source: Any) -> Store:
+    """An informer's current store (read at each use: an informer replaces its store when it
+    relists), or a plain mapping as it is."""
+    store = getattr(source, "store", source)
+    out: Store = store
+    return out
+
+
 class VolumeListers:
-    """One Lister per storage kind (a kind a plugin does not need may stay empty)."""
+    """Read-only views keyed as informer stores are (`ns/name` or `name`). Each source is an
+    Informer (its store read at each use) or, in tests, a mapping."""
 
-    pvs: Lister
-    pvcs: Lister
-    classes: Lister
-    csi_nodes: Lister
-    csi_drivers: Lister
-    capacities: Lister
+    def __init__(
+        self,
+        pvs: Any = None,
+        pvcs: Any = None,
+        classes: Any = None,
+        csi_nodes: Any = None,
+        volume_attachments: Any = None,
+        csi_drivers: Any = None,
+        capacities: Any = None,
+    ) -> None:
+        self._sources: dict[str, Any] = {
+            PERSISTENT_VOLUME: pvs if pvs is not None else {},
+            PERSISTENT_VOLUME_CLAIM: pvcs if pvcs is not None else {},
+            STORAGE_CLASS: classes if classes is not None else {},
+            CSI_NODE: csi_nodes if csi_nodes is not None else {},
+            VOLUME_ATTACHMENT: volume_attachments if volume_attachments is not None else {},
+            CSI_DRIVER: csi_drivers if csi_drivers is not None else {},
+            CSI_STORAGE_CAPACITY: capacities if capacities is not None else {},
+        }
 
-    @classmethod
-    def from_mappings(cls, **stores: Mapping[str, Any]) -> VolumeListers:
-        """Listers over plain mappings (unit tests); missing kinds are empty."""
-        names = ("pvs", "pvcs", "classes", "csi_nodes", "csi_drivers", "capacities")
-        return cls(**{n: Lister(stores.get(n, {})) for n in names})
+    def set_source(self, kind: str, source: Any) -> None:
+        self._sources[kind] = source
+
+    @property
+    def pvs(self) -> Store:
+        return _view(self._sources[PERSISTENT_VOLUME])
+
+    @property
+    def pvcs(self) -> Store:
+        return _view(self._sources[PERSISTENT_VOLUME_CLAIM])
+
+    @property
+    def classes(self) -> Store:
+        return _view(self._sources[STORAGE_CLASS])
+
+    @property
+    def csi_nodes(self) -> Store:
+        return _view(self._sources[CSI_NODE])
+
+    @property
+    def volume_attachments(self) -> Store:
+        return _view(self._sources[VOLUME_ATTACHMENT])
+
+    @property
+    def csi_drivers(self) -> Store:
+        return _view(self._sources[CSI_DRIVER])
+
+    @property
+    def capacities(self) -> Store:
+        """CSIStorageCapacities, keyed `namespace/name`."""
+        return _view(self._sources[CSI_STORAGE_CAPACITY])
+
+    def pvc(self, namespace: str, name: str) -> PVC:
+        got: PVC | None = self.pvcs.get(f"{namespace}/{name}" if namespace else name)
+        if got is None:
+            raise NotFound(PERSISTENT_VOLUME_CLAIM, name)
+        return got
+
+    def pv(self, name: str) -> PV:
+        got: PV | None = self.pvs.get(name)
+        if got is None:
+            raise NotFound(PERSISTENT_VOLUME, name)
+        return got
+
+    def storage_class(self, name: str) -> StorageClass:
+        got: StorageClass | None = self.classes.get(name)
+        if got is None:
+            raise NotFound(STORAGE_CLASS, name)
+        return got
+
+    def csi_node(self, name: str) -> CSINode:
+        got: CSINode | None = self.csi_nodes.get(name)
+        if got is None:
+            raise NotFound(CSI_NODE, name)
+        return got
+
+    def attachments(self) -> Iterable[VolumeAttachment]:
+        return self.volume_attachments.values()
 
 
-def volume_listers(handle: Any) -> VolumeListers:
-    """The listers over `handle`'s informers (from a plugin factory, before the scheduler
-    starts its informers); a handle without informers (framework unit tests) gives empty
-    listers."""
+def volume_listers(handle: Any, kinds: Iterable[str] = ALL_KINDS) -> VolumeListers:
+    """Listers over the scheduler's informers of `kinds` (made on first request, so call
+    from a plugin's factory). A handle without informers (a framework unit test) gives
+    empty listers: no claim exists there."""
     informer = getattr(handle, "informer", None)
+    listers = VolumeListers()
     if informer is None:
-        return VolumeListers.from_mappings()
-    return VolumeListers(
-        pvs=Lister(informer(PV)),
-        pvcs=Lister(informer(PVC)),
-        classes=Lister(informer(STORAGE_CLASS)),
-        csi_nodes=Lister(informer(CSI_NODE)),
-        csi_drivers=Lister(informer(CSI_DRIVER)),
-        capacities=Lister(informer(CSI_STORAGE_CAPACITY)),
-    )
+        return listers
+    for kind in kinds:
+        listers.set_source(kind, informer(kind))
+    return listers
+
+
+def listers_of(*objects: Any) -> VolumeListers:
+    """Listers holding `objects` (any of the kinds, told apart by message type): for
+    tests and what-if tools."""
+    by_type = {
+        PV: "pvs",
+        PVC: "pvcs",
+        StorageClass: "classes",
+        CSINode: "csi_nodes",
+        VolumeAttachment: "volume_attachments",
+        CSIDriver: "csi_drivers",
+        CSIStorageCapacity: "capacities",
+    }
+    stores: dict[str, dict[str, Any]] = {name: {} for name in by_type.values()}
+    for obj in objects:
+        stores[by_type[type(obj)]][object_key(obj)] = obj
+    return VolumeListers(**stores)

@@ -2,9 +2,10 @@
 k8s.io/component-helpers/storage/volume: pv_helpers.go and helpers.go, with the access-mode
 index of pkg/controller/volume/persistentvolume/index.go).
 
-The PV controller binds with these, and the scheduler's VolumeBinding plugin will too (it
-passes the node, so a volume's node affinity is checked and access modes compared), so the
-matching rules live here once:
+The PV controller binds with these, and so does the scheduler's VolumeBinding plugin (it
+passes the node, so a volume's node affinity is checked and access modes compared; it also
+pre-binds with `bind_volume_to_claim`, as the controller binds), so the matching rules live
+here once:
 
 - a volume bound (claimRef) to another claim is skipped; one bound or pre-bound to this
   claim (name, namespace and, when the claimRef has one, UID) is returned at once if it is
@@ -22,7 +23,7 @@ matching rules live here once:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from protos.kubera.v1 import core_pb2, storage_pb2
@@ -212,30 +213,6 @@ def bind_volume_to_claim(volume: PV, claim: PVC) -> tuple[PV, bool]:
 def is_claim_fully_bound(claim: PVC) -> bool:
     """The claim names its volume and the PV controller finished binding it."""
     return bool(claim.spec.volume_name) and ANN_BIND_COMPLETED in claim.metadata.annotations
-
-
-def pod_claim_names(pod: core_pb2.Pod) -> Iterator[tuple[str, bool]]:
-    """The claims a pod's volumes name, in order: (claim, whether through a generic
-    ephemeral volume, whose claim is `<pod>-<volume>`: ephemeral.VolumeClaimName)."""
-    for vol in pod.spec.volumes:
-        fields = vol.fields
-        src = fields.get("persistentVolumeClaim")
-        if src is not None and src.HasField("struct_value"):
-            claim = src.struct_value.fields.get("claimName")
-            if claim is not None and claim.string_value:
-                yield claim.string_value, False
-        elif "ephemeral" in fields and "name" in fields:
-            yield f"{pod.metadata.name}-{fields['name'].string_value}", True
-
-
-def ephemeral_claim_problem(pod: core_pb2.Pod, claim: PVC) -> str:
-    """ephemeral.VolumeIsForPod: "" when the pod controls the claim, else why not."""
-    if any(r.controller and r.uid == pod.metadata.uid for r in claim.metadata.owner_references):
-        return ""
-    return (
-        f"PVC {claim.metadata.namespace}/{claim.metadata.name} was not created for pod "
-        f"{pod.metadata.namespace}/{pod.metadata.name} (pod is not owner)"
-    )
 
 
 def match_topology_selector_terms(terms: Sequence[Any], labels: Mapping[str, str]) -> bool:

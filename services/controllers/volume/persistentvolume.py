@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
+from services.api.helpers.podvolumes import pod_claim_names
 from services.api.helpers.volumes import (
     ANN_BETA_STORAGE_CLASS,
     ANN_BETA_STORAGE_PROVISIONER,
@@ -69,7 +70,6 @@ from services.api.helpers.volumes import (
     find_best_match_for_claim,
     is_default_class,
     is_volume_bound_to_claim,
-    pod_claim_names,
     volume_mode_mismatch,
 )
 from services.api.machinery import codec

@@ -25,11 +25,8 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, storage_pb2
-from services.api.helpers.volumes import (
-    PV_PROTECTION_FINALIZER,
-    PVC_PROTECTION_FINALIZER,
-    pod_claim_names,
-)
+from services.api.helpers.podvolumes import pod_claim_names
+from services.api.helpers.volumes import PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER
 from services.api.machinery.errors import ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.meta import object_key

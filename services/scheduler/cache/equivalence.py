@@ -19,16 +19,17 @@ from collections.abc import Iterable
 import numpy as np
 
 from protos.kubera.v1 import core_pb2
-from services.api.helpers.volumes import pod_claim_names
+from services.api.helpers.podvolumes import has_scheduling_volumes
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import PodInfo
 
 #: Filter plugins whose verdict needs nothing beyond the pod and the node (for an eligible
 #: pod: InterPodAffinity and PodTopologySpread pass every node when the pod has no terms
 #: or constraints and no existing pod has required anti-affinity).
-#: (DynamicResources passes every node for a pod without resource claims, and
-#: VolumeBinding for a pod without PersistentVolumeClaims, so a profile with them is
-#: node-local too: `node_local`; `eligible_pod` leaves out pods with either kind of claim.)
+#: (DynamicResources passes every node for a pod without resource claims, so a profile
+#: with it is node-local too: `node_local`; `eligible_pod` leaves out pods with claims.
+#: The same holds for the volume plugins and a pod without claims, ephemeral volumes or
+#: in-tree disks: `PASS_WITHOUT_VOLUMES`, and `eligible_pod` leaves out such pods.)
 NODE_LOCAL_FILTERS = frozenset(
     {
         "NodeName",
@@ -40,6 +41,13 @@ NODE_LOCAL_FILTERS = frozenset(
         "InterPodAffinity",
         "PodTopologySpread",
     }
+)
+
+
+#: Filter plugins that pass every node for a pod without claims, ephemeral volumes or
+#: in-tree disks (podvolumes.has_scheduling_volumes).
+PASS_WITHOUT_VOLUMES = frozenset(
+    {"VolumeRestrictions", "NodeVolumeLimits", "VolumeZone", "VolumeBinding"}
 )
 
 
@@ -93,7 +101,7 @@ SIGNATURE_MEMO_SIZE = 4096
 
 def node_local(filter_plugins: Iterable[str]) -> bool:
     """Whether a profile with these Filter plugins has only node-local ones."""
-    return set(filter_plugins) <= NODE_LOCAL_FILTERS | {"DynamicResources", "VolumeBinding"}
+    return set(filter_plugins) <= NODE_LOCAL_FILTERS | {"DynamicResources"} | PASS_WITHOUT_VOLUMES
 
 
 def eligible(
@@ -109,7 +117,7 @@ def eligible_pod(pi: PodInfo, cluster_has_required_anti_affinity: bool) -> bool:
         and not pi.pod.spec.topology_spread_constraints
         and not cluster_has_required_anti_affinity
         and not pi.pod.spec.resource_claims
-        and next(pod_claim_names(pi.pod), None) is None
+        and not has_scheduling_volumes(pi.pod)
     )
 
 

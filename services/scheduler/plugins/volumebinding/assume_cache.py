@@ -24,11 +24,13 @@ not. The informer's objects are shared: callers copy before changing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from services.api.helpers.volumes import volume_class
-from services.scheduler.volumelisters import Lister
+
+#: The informer's store, read anew at each use (a relist replaces it).
+Source = Callable[[], Mapping[str, Any]]
 
 
 class AssumeCacheError(Exception):
@@ -49,15 +51,14 @@ def _rv(obj: Any) -> int:
 class AssumeCache:
     """One kind's informer objects plus the assumed ones (see the module docstring)."""
 
-    def __init__(self, lister: Lister, description: str, key: Callable[[Any], str]) -> None:
-        self._lister = lister
+    def __init__(self, source: Source, description: str, key: Callable[[Any], str]) -> None:
+        self._source = source
         self._description = description
         self._key = key
         self._assumed: dict[str, Any] = {}
 
     def _api(self, key: str) -> Any:
-        name, _, rest = key.partition("/")
-        return self._lister.get(rest, name) if rest else self._lister.get(name)
+        return self._source().get(key)
 
     def get(self, key: str) -> Any:
         """The newest object of `key`: the assumed one while the informer's is not newer."""
@@ -82,7 +83,7 @@ class AssumeCache:
 
     def list(self) -> list[Any]:
         out = []
-        for obj in self._lister.list():
+        for obj in list(self._source().values()):
             try:
                 out.append(self.get(self._key(obj)))
             except NotFoundError:
@@ -117,8 +118,8 @@ def pvc_key(pvc: Any) -> str:
 
 
 class PVAssumeCache(AssumeCache):
-    def __init__(self, lister: Lister) -> None:
-        super().__init__(lister, "PersistentVolume", pv_key)
+    def __init__(self, source: Source) -> None:
+        super().__init__(source, "PersistentVolume", pv_key)
 
     def list_pvs(self, storage_class: str) -> list[Any]:
         """The volumes of one class (the beta annotation, else spec.storageClassName), as
@@ -127,5 +128,5 @@ class PVAssumeCache(AssumeCache):
 
 
 class PVCAssumeCache(AssumeCache):
-    def __init__(self, lister: Lister) -> None:
-        super().__init__(lister, "PersistentVolumeClaim", pvc_key)
+    def __init__(self, source: Source) -> None:
+        super().__init__(source, "PersistentVolumeClaim", pvc_key)

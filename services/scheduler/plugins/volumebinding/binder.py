@@ -24,22 +24,21 @@ fit gets reasons (ConflictReasons), not an exception.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
+from services.api.helpers.podvolumes import ephemeral_claim_not_for_pod, pod_claim_names
 from services.api.helpers.volumes import (
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
     bind_volume_to_claim,
     claim_class,
-    ephemeral_claim_problem,
     find_matching_volume,
     is_claim_fully_bound,
     match_topology_selector_terms,
     node_affinity_matches,
-    pod_claim_names,
     storage_quantity,
 )
 from services.api.machinery.labels import SelectorError, from_label_selector
@@ -52,7 +51,7 @@ from services.scheduler.plugins.volumebinding.assume_cache import (
     pvc_key,
 )
 from services.scheduler.plugins.volumebinding.csimigration import translate
-from services.scheduler.volumelisters import Lister, VolumeListers
+from services.scheduler.volumelisters import VolumeListers
 
 log = logging.getLogger("services.scheduler.scheduler")
 
@@ -147,23 +146,24 @@ def _node_has_access(node: core_pb2.Node, capacity: storagev1_pb2.CSIStorageCapa
 class VolumeBinder:
     """SchedulerVolumeBinder over the listers (see the module docstring). `client`: the
     scheduler's client (its writes carry the leader's fencing token); `pods` and `nodes`:
-    the scheduler's pods and node lookup (PreBind's checks); `bind_timeout`: seconds."""
+    the scheduler's pods (its pod informer's store, "namespace/name") and node lookup
+    (PreBind's checks); `bind_timeout`: seconds."""
 
     def __init__(
         self,
         listers: VolumeListers,
         *,
         client: Any = None,
-        pods: Lister | None = None,
+        pods: Callable[[], Mapping[str, core_pb2.Pod]] = dict,
         nodes: Callable[[str], core_pb2.Node | None] = lambda _name: None,
         bind_timeout: float = 600.0,
         clock: Clock | None = None,
     ) -> None:
         self.listers = listers
-        self.pv_cache = PVAssumeCache(listers.pvs)
-        self.pvc_cache = PVCAssumeCache(listers.pvcs)
+        self.pv_cache = PVAssumeCache(lambda: listers.pvs)
+        self.pvc_cache = PVCAssumeCache(lambda: listers.pvcs)
         self._client = client
-        self._pods = pods if pods is not None else Lister()
+        self._pods = pods
         self._nodes = nodes
         self.bind_timeout = bind_timeout
         self._clock = clock or RealClock()
@@ -188,7 +188,7 @@ class VolumeBinder:
         except NotFoundError as e:
             raise BindingError(f'error getting PVC "{key}": {e}') from None
         if ephemeral:
-            problem = ephemeral_claim_problem(pod, pvc)
+            problem = ephemeral_claim_not_for_pod(pod, pvc)
             if problem:
                 raise BindingError(problem)
         return pvc  # type: ignore[no-any-return]
@@ -334,7 +334,7 @@ class VolumeBinder:
         if driver is None or not driver.spec.storage_capacity:
             return True, None
         size = storage_quantity(claim.spec.resources.requests)
-        for capacity in self.listers.capacities.list():
+        for capacity in list(self.listers.capacities.values()):
             if capacity.storage_class_name != sc.metadata.name:
                 continue
             limit = volume_limit(capacity)
@@ -449,7 +449,7 @@ class VolumeBinder:
         if node is None:
             raise BindingError(f'failed to get node "{node_name}": node "{node_name}" not found')
         csi_node = self._csi_node(node_name)
-        if self._pods.get(pod.metadata.name, pod.metadata.namespace) is None:
+        if self._pods().get(f"{pod.metadata.namespace}/{pod.metadata.name}") is None:
             raise BindingError(f'pod does not exist any more: pods "{pod.metadata.name}" not found')
         for b in bindings:
             try:

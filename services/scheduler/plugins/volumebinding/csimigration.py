@@ -1,5 +1,6 @@
 """In-tree volumes seen as their CSI driver's (upstream binder.go tryTranslatePVToCSI and the
-topology part of k8s.io/csi-translation-lib).
+topology part of k8s.io/csi-translation-lib; the driver names are in
+services/api/helpers/csimigration.py).
 
 Why it exists: once a node's CSINode says an in-tree plugin is migrated to CSI there
 (annotation `storage.alpha.kubernetes.io/migrated-plugins`), the volume is mounted by the
@@ -9,9 +10,9 @@ volume names (its node affinity's zone requirement, else its zone label) under t
 driver's key.
 
 Only the topology is translated (the rest of the CSI source does not change what the
-scheduler decides). The migrated plugins are the ones whose migration is on by default
-upstream: GCE PD, AWS EBS, Azure Disk and Cinder; Portworx (migration off by default) and
-the others are left in-tree.
+scheduler decides), for the plugins VolumeBinding translates (isCSIMigrationOnForPlugin):
+GCE PD, AWS EBS, Azure Disk and Cinder; Portworx (its migration gate is off by default)
+and the others are left in-tree.
 """
 
 from __future__ import annotations
@@ -19,36 +20,26 @@ from __future__ import annotations
 from typing import Any
 
 from protos.kubera.v1 import storage_pb2
+from services.api.helpers.csimigration import (
+    AWS_EBS_PLUGIN,
+    AZURE_DISK_PLUGIN,
+    CINDER_PLUGIN,
+    GCE_PD_PLUGIN,
+    is_csi_migration_on,
+    pv_plugin,
+)
+from services.api.helpers.wellknown import LABEL_FAILURE_DOMAIN_BETA_ZONE, LABEL_TOPOLOGY_ZONE
 
-MIGRATED_PLUGINS_ANNOTATION = "storage.alpha.kubernetes.io/migrated-plugins"
-ZONE_GA = "topology.kubernetes.io/zone"
-ZONE_BETA = "failure-domain.beta.kubernetes.io/zone"
 #: A zone label's value may list several zones, joined by this (labelMultiZoneDelimiter).
 MULTI_ZONE_DELIMITER = "__"
 
-#: PersistentVolumeSpec source field -> (in-tree plugin name, its CSI driver's zone key).
-MIGRATABLE: dict[str, tuple[str, str]] = {
-    "gce_persistent_disk": ("kubernetes.io/gce-pd", "topology.gke.io/zone"),
-    "aws_elastic_block_store": ("kubernetes.io/aws-ebs", "topology.ebs.csi.aws.com/zone"),
-    "azure_disk": ("kubernetes.io/azure-disk", "topology.disk.csi.azure.com/zone"),
-    "cinder": ("kubernetes.io/cinder", "topology.cinder.csi.openstack.org/zone"),
+#: in-tree plugin -> its CSI driver's zone topology key.
+TOPOLOGY_KEYS: dict[str, str] = {
+    GCE_PD_PLUGIN: "topology.gke.io/zone",
+    AWS_EBS_PLUGIN: "topology.ebs.csi.aws.com/zone",
+    AZURE_DISK_PLUGIN: "topology.disk.csi.azure.com/zone",
+    CINDER_PLUGIN: "topology.cinder.csi.openstack.org/zone",
 }
-
-
-def in_tree_plugin(pv: storage_pb2.PersistentVolume) -> tuple[str, str] | None:
-    """(plugin name, CSI zone key) of a migratable in-tree volume, else None."""
-    for source, plugin in MIGRATABLE.items():
-        if pv.spec.HasField(source):  # type: ignore[arg-type]
-            return plugin
-    return None
-
-
-def migrated_on_node(plugin: str, csi_node: Any) -> bool:
-    """isPluginMigratedToCSIOnNode: the node's CSINode lists the plugin as migrated."""
-    if csi_node is None:
-        return False
-    raw = csi_node.metadata.annotations.get(MIGRATED_PLUGINS_ANNOTATION, "")
-    return plugin in raw.split(",") if raw else False
 
 
 def _affinity_values(pv: storage_pb2.PersistentVolume, key: str) -> list[str]:
@@ -66,22 +57,22 @@ def _affinity_values(pv: storage_pb2.PersistentVolume, key: str) -> list[str]:
 def _zone_label(pv: storage_pb2.PersistentVolume) -> str:
     """getTopologyLabel: the zone label the volume uses, in its node affinity first, then
     its labels; the GA label when neither has one."""
-    for key in (ZONE_GA, ZONE_BETA):
+    for key in (LABEL_TOPOLOGY_ZONE, LABEL_FAILURE_DOMAIN_BETA_ZONE):
         if _affinity_values(pv, key):
             return key
-    for key in (ZONE_GA, ZONE_BETA):
+    for key in (LABEL_TOPOLOGY_ZONE, LABEL_FAILURE_DOMAIN_BETA_ZONE):
         if key in pv.metadata.labels:
             return key
-    return ZONE_GA
+    return LABEL_TOPOLOGY_ZONE
 
 
 def translate(pv: storage_pb2.PersistentVolume, csi_node: Any) -> storage_pb2.PersistentVolume:
     """tryTranslatePVToCSI's topology: a copy of `pv` whose zone requirement uses the CSI
     driver's key, when the volume is migratable and migrated on the node; else `pv`."""
-    plugin = in_tree_plugin(pv)
-    if plugin is None or not migrated_on_node(plugin[0], csi_node):
+    row = pv_plugin(pv)
+    csi_key = TOPOLOGY_KEYS.get(row.plugin) if row is not None else None
+    if row is None or csi_key is None or not is_csi_migration_on(csi_node, row.plugin):
         return pv
-    csi_key = plugin[1]
     if _affinity_values(pv, csi_key):
         return pv  # already in CSI form
     out = storage_pb2.PersistentVolume()

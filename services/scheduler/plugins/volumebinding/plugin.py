@@ -35,11 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
-from services.api.helpers.volumes import (
-    ephemeral_claim_problem,
-    pod_claim_names,
-    storage_quantity,
-)
+from services.api.helpers.csimigration import MIGRATED_PLUGINS_ANNOTATION
+from services.api.helpers.podvolumes import ephemeral_claim_not_for_pod, pod_claim_names
+from services.api.helpers.volumes import storage_quantity
 from services.api.machinery.quantity import parse_quantity
 from services.scheduler.framework.interface import MAX_NODE_SCORE, PreFilterResult
 from services.scheduler.framework.status import Status
@@ -59,8 +57,7 @@ from services.scheduler.plugins.volumebinding.binder import (
     VolumeBinder,
     volume_limit,
 )
-from services.scheduler.plugins.volumebinding.csimigration import MIGRATED_PLUGINS_ANNOTATION
-from services.scheduler.volumelisters import Lister, VolumeListers, volume_listers
+from services.scheduler.volumelisters import VOLUME_BINDING_KINDS, VolumeListers, volume_listers
 
 NAME = "VolumeBinding"
 STATE_KEY = NAME
@@ -149,14 +146,12 @@ class VolumeBinding:
         args: Args,
         binder: VolumeBinder,
         *,
-        pvcs: Lister | None = None,
         storage_capacity_scoring: bool = True,
     ) -> None:
-        """`binder`: the volume binder over the listers; `pvcs`: the claims as the
-        informer has them (PreFilter's checks, not the assume cache's)."""
+        """`binder`: the volume binder over the listers (PreFilter's checks read the
+        informer's claims, not the assume cache's)."""
         self.args = args
         self.binder = binder
-        self._pvcs = pvcs if pvcs is not None else binder.listers.pvcs
         self._capacity_scoring = storage_capacity_scoring
         self._scorer = build_scorer(args.shape) if storage_capacity_scoring else None
 
@@ -166,7 +161,7 @@ class VolumeBinding:
         has = False
         for name, ephemeral in pod_claim_names(pod):
             has = True
-            pvc = self._pvcs.get(name, pod.metadata.namespace)
+            pvc = self.binder.listers.pvcs.get(f"{pod.metadata.namespace}/{name}")
             if pvc is None:
                 if ephemeral:
                     return has, (
@@ -182,7 +177,7 @@ class VolumeBinding:
             if pvc.metadata.deletion_timestamp:
                 return has, f'persistentvolumeclaim "{name}" is being deleted'
             if ephemeral:
-                problem = ephemeral_claim_problem(pod, pvc)
+                problem = ephemeral_claim_not_for_pod(pod, pvc)
                 if problem:
                     return has, problem
         return has, ""
@@ -395,12 +390,17 @@ def is_schedulable_after_csi_driver_change(pod: core_pb2.Pod, old: Any, new: Any
     return QueueingHint.SKIP
 
 
+def _pods(handle: Any) -> Any:
+    """The scheduler's pod informer (its store: every pod), if the handle has one."""
+    pod_informer = getattr(handle, "pod_informer", None)
+    return pod_informer() if pod_informer is not None else None
+
+
 def new(args: Args | None, handle: Any) -> VolumeBinding:
     """The factory: listers over the scheduler's informers, its client for PreBind's
     writes, its pods and snapshot for PreBind's checks."""
     args = args or Args()
-    listers: VolumeListers = volume_listers(handle)
-    pod_informer = getattr(handle, "pod_informer", None)
+    listers: VolumeListers = volume_listers(handle, VOLUME_BINDING_KINDS)
     snapshot = getattr(handle, "snapshot", None)
 
     def node(name: str) -> core_pb2.Node | None:
@@ -410,7 +410,7 @@ def new(args: Args | None, handle: Any) -> VolumeBinding:
     binder = VolumeBinder(
         listers,
         client=getattr(handle, "client", None),
-        pods=Lister(pod_informer()) if pod_informer is not None else None,
+        pods=(lambda: informer.store) if (informer := _pods(handle)) is not None else dict,
         nodes=node,
         bind_timeout=float(args.bind_timeout_seconds),
         clock=getattr(handle, "clock", None),

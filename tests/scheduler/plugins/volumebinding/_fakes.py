@@ -24,7 +24,7 @@ from services.api.machinery.errors import ConflictError, NotFoundError
 from services.api.machinery.meta import object_key
 from services.clock import FakeClock
 from services.scheduler.plugins.volumebinding import VolumeBinder
-from services.scheduler.volumelisters import Lister, VolumeListers
+from services.scheduler.volumelisters import VolumeListers
 
 PV = storage_pb2.PersistentVolume
 PVC = storage_pb2.PersistentVolumeClaim
@@ -247,18 +247,19 @@ def make_binder(
     bind_timeout: float = 10.0,
 ) -> VolumeBinder:
     listers = VolumeListers(
-        pvs=Lister(api.pv_store),
-        pvcs=Lister(api.pvc_store),
-        classes=Lister({c.metadata.name: c for c in classes}),
-        csi_nodes=Lister({n.metadata.name: n for n in csi_nodes}),
-        csi_drivers=Lister({d.metadata.name: d for d in drivers}),
-        capacities=Lister({object_key(c): c for c in capacities}),
+        pvs=api.pv_store,
+        pvcs=api.pvc_store,
+        classes={c.metadata.name: c for c in classes},
+        csi_nodes={n.metadata.name: n for n in csi_nodes},
+        csi_drivers={d.metadata.name: d for d in drivers},
+        capacities={object_key(c): c for c in capacities},
     )
     by_name = {n.metadata.name: n for n in nodes}
+    pod_store = {object_key(p): p for p in pods}
     return VolumeBinder(
         listers,
         client=api,
-        pods=Lister({object_key(p): p for p in pods}),
+        pods=lambda: pod_store,
         nodes=by_name.get,
         bind_timeout=bind_timeout,
         clock=FakeClock(),

@@ -338,7 +338,7 @@ def assert_restored(
 ) -> None:
     """validateCacheRestored: the caches answer the informer's objects again."""
     for _, v in bindings:
-        if v.metadata.name in binder.listers.pvs._store():  # noqa: SLF001 - missing is fine
+        if v.metadata.name in binder.listers.pvs:  # missing is fine
             assert binder.pv_cache.get(v.metadata.name) is binder.pv_cache.get_api(v.metadata.name)
     for c in provisions:
         got = binder.pvc_cache.get(f"{c.metadata.namespace}/{c.metadata.name}")

@@ -420,7 +420,7 @@ def test_bind_pod_volumes(name: str) -> None:
         api.add(c)
     binder = make_binder(api, classes=CLASSES, nodes=s.get("nodes", [node1]), bind_timeout=10.0)
     binder._clock = clock  # noqa: SLF001
-    binder._pods.__init__(pods)  # noqa: SLF001 - the pod informer's store
+    binder._pods = lambda: pods  # noqa: SLF001 - the pod informer's store
     bindings = [] if s.get("binding") is None else [binding(*s["binding"])]
     claims = [] if s.get("claim_to_provision") is None else [s["claim_to_provision"]]
     for b in bindings:

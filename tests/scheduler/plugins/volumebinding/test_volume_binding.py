@@ -15,6 +15,7 @@ import pytest
 
 from protos.kubera.v1 import core_pb2
 from services.clock import FakeClock
+from services.scheduler.config import ConfigError, load_config
 from services.scheduler.framework.status import Code
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
 from services.scheduler.plugins.volumebinding import (
@@ -458,3 +459,48 @@ def test_the_factory_writes_through_the_schedulers_client() -> None:
     # nobody plays the PV controller here: the write happened, then the wait timed out
     assert api.calls == ["update pv pv-a"]
     assert st.code == Code.ERROR and "context deadline exceeded" in st.message
+
+
+HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+
+def _volume_binding_args(args: str) -> Args:
+    conf = load_config(
+        HEADER + "profiles:\n- pluginConfig:\n  - name: VolumeBinding\n    args:\n" + args
+    )
+    got: Args = conf.profiles[0].plugin_config["VolumeBinding"]
+    return got
+
+
+def test_args_from_the_configuration_with_upstreams_defaults() -> None:
+    """VolumeBindingArgs: bindTimeoutSeconds defaults to 600 (an explicit 0 stays 0) and an
+    absent or empty shape is StorageCapacityScoring's default."""
+    got = _volume_binding_args("      bindTimeoutSeconds: 0\n")
+    assert (got.bind_timeout_seconds, got.shape) == (0, Args().shape)
+    assert Args().bind_timeout_seconds == 600
+    assert [(p.utilization, p.score) for p in Args().shape] == [(0, 10), (100, 0)]
+    shaped = _volume_binding_args(
+        "      shape:\n      - {utilization: 0, score: 0}\n      - {utilization: 100, score: 7}\n"
+    )
+    assert [(p.utilization, p.score) for p in shaped.shape] == [(0, 0), (100, 7)]
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (
+            "      bindTimeoutSeconds: -1\n",
+            "invalid BindTimeoutSeconds, should not be a negative value",
+        ),
+        (
+            "      shape:\n      - {utilization: 50, score: 1}\n      - {utilization: 10, score: 2}\n",
+            "values must be sorted in increasing order",
+        ),
+        ("      shape:\n      - {utilization: 0, score: 11}\n", "not in valid range [0, 10]"),
+    ],
+    ids=["negative timeout", "unsorted shape", "score out of range"],
+)
+def test_invalid_args_are_refused_with_upstreams_words(args: str, error: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        _volume_binding_args(args)
+    assert any(error in e for e in info.value.errors)
