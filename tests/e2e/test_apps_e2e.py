@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import kubectl, running
+from tests.e2e.helpers import hollow_storage_class, kubectl, running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -33,7 +33,11 @@ NODES = ("kubera-node-00000", "kubera-node-00001", "kubera-node-00002")
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("kubera-home")
-    with running(home, "--nodes", "3", "--time-scale", "20", ray_address=shared_ray) as k:
+    with (
+        running(home, "--nodes", "3", "--time-scale", "20", ray_address=shared_ray) as k,
+        # web.yaml's claims need a default StorageClass with a provisioner, as the docs say
+        hollow_storage_class(k, "standard", default=True),
+    ):
         yield k
 
 
