@@ -22,26 +22,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from protos.kubera.v1 import storage_pb2, storagev1_pb2
+from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
+from services.api.helpers.podvolumes import pod_names_claim
 from services.api.machinery.meta import object_key
+from services.scheduler.framework.types import QueueingHint
 
 PV = storage_pb2.PersistentVolume
 PVC = storage_pb2.PersistentVolumeClaim
 StorageClass = storagev1_pb2.StorageClass
-CSINode = storagev1_pb2.CSINode
-VolumeAttachment = storagev1_pb2.VolumeAttachment
 CSIDriver = storagev1_pb2.CSIDriver
 CSIStorageCapacity = storagev1_pb2.CSIStorageCapacity
+CSINode = storagev1_pb2.CSINode
+VolumeAttachment = storagev1_pb2.VolumeAttachment
 
 #: Kind names, which are also the ClusterEvent resources of their informers' events.
 PERSISTENT_VOLUME = "PersistentVolume"
 PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
 STORAGE_CLASS = "StorageClass"
-CSI_NODE = "CSINode"
-VOLUME_ATTACHMENT = "VolumeAttachment"
 CSI_DRIVER = "CSIDriver"
 CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
-ALL_KINDS = (PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS, CSI_NODE, VOLUME_ATTACHMENT)
+CSI_NODE = "CSINode"
 #: What VolumeBinding reads (upstream's binder: its listers, and CapacityCheck's).
 VOLUME_BINDING_KINDS = (
     PERSISTENT_VOLUME,
@@ -51,16 +51,18 @@ VOLUME_BINDING_KINDS = (
     CSI_DRIVER,
     CSI_STORAGE_CAPACITY,
 )
+VOLUME_ATTACHMENT = "VolumeAttachment"
+ALL_KINDS = (PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS, CSI_NODE, VOLUME_ATTACHMENT)
 
 #: The group-qualified singular resource client-go's listers name in NotFound errors.
 _LISTER_RESOURCE = {
     PERSISTENT_VOLUME: "persistentvolume",
     PERSISTENT_VOLUME_CLAIM: "persistentvolumeclaim",
     STORAGE_CLASS: "storageclass.storage.k8s.io",
-    CSI_NODE: "csinode.storage.k8s.io",
-    VOLUME_ATTACHMENT: "volumeattachment.storage.k8s.io",
     CSI_DRIVER: "csidriver.storage.k8s.io",
     CSI_STORAGE_CAPACITY: "csistoragecapacity.storage.k8s.io",
+    CSI_NODE: "csinode.storage.k8s.io",
+    VOLUME_ATTACHMENT: "volumeattachment.storage.k8s.io",
 }
 
 
@@ -93,19 +95,19 @@ class VolumeListers:
         pvs: Any = None,
         pvcs: Any = None,
         classes: Any = None,
-        csi_nodes: Any = None,
-        volume_attachments: Any = None,
         csi_drivers: Any = None,
         capacities: Any = None,
+        csi_nodes: Any = None,
+        volume_attachments: Any = None,
     ) -> None:
         self._sources: dict[str, Any] = {
             PERSISTENT_VOLUME: pvs if pvs is not None else {},
             PERSISTENT_VOLUME_CLAIM: pvcs if pvcs is not None else {},
             STORAGE_CLASS: classes if classes is not None else {},
-            CSI_NODE: csi_nodes if csi_nodes is not None else {},
-            VOLUME_ATTACHMENT: volume_attachments if volume_attachments is not None else {},
             CSI_DRIVER: csi_drivers if csi_drivers is not None else {},
             CSI_STORAGE_CAPACITY: capacities if capacities is not None else {},
+            CSI_NODE: csi_nodes if csi_nodes is not None else {},
+            VOLUME_ATTACHMENT: volume_attachments if volume_attachments is not None else {},
         }
 
     def set_source(self, kind: str, source: Any) -> None:
@@ -197,3 +199,16 @@ def listers_of(*objects: Any) -> VolumeListers:
     for obj in objects:
         stores[by_type[type(obj)]][object_key(obj)] = obj
     return VolumeListers(**stores)
+
+
+def after_claim_event(pod: core_pb2.Pod, claim: Any, *, ephemeral: bool = False) -> QueueingHint:
+    """The queueing hint of a claim added (or updated): QUEUE when it is one the pod uses,
+    in its namespace (with `ephemeral`, also as a generic ephemeral volume's claim); QUEUE
+    for an object that is not a claim, as upstream does on a conversion error."""
+    if not isinstance(claim, PVC):
+        return QueueingHint.QUEUE
+    if claim.metadata.namespace != pod.metadata.namespace:
+        return QueueingHint.SKIP
+    if pod_names_claim(pod, claim.metadata.name, ephemeral=ephemeral):
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP

@@ -82,6 +82,13 @@ def pod_claim_names(pod: core_pb2.Pod) -> Iterator[tuple[str, bool]]:
             yield ephemeral_claim_name(pod, vol), True
 
 
+def pod_names_claim(pod: core_pb2.Pod, claim: str, *, ephemeral: bool) -> bool:
+    """Whether one of the pod's volumes uses the claim named `claim` (in the pod's
+    namespace): a persistentVolumeClaim volume, or with `ephemeral` also a generic
+    ephemeral volume's claim."""
+    return any(name == claim and (ephemeral or not eph) for name, eph in pod_claim_names(pod))
+
+
 def ephemeral_claim_not_for_pod(pod: core_pb2.Pod, claim: storage_pb2.PersistentVolumeClaim) -> str:
     """ephemeral.VolumeIsForPod: "" when the claim's controller owner is the pod, else the
     error upstream returns (a claim of that name made for something else)."""

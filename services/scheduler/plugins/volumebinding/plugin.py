@@ -57,7 +57,12 @@ from services.scheduler.plugins.volumebinding.binder import (
     VolumeBinder,
     volume_limit,
 )
-from services.scheduler.volumelisters import VOLUME_BINDING_KINDS, VolumeListers, volume_listers
+from services.scheduler.volumelisters import (
+    VOLUME_BINDING_KINDS,
+    VolumeListers,
+    after_claim_event,
+    volume_listers,
+)
 
 NAME = "VolumeBinding"
 STATE_KEY = NAME
@@ -341,12 +346,11 @@ def is_schedulable_after_csi_node_change(pod: core_pb2.Pod, old: Any, new: Any) 
 
 
 def is_schedulable_after_pvc_change(pod: core_pb2.Pod, old: Any, new: Any) -> QueueingHint:
-    """A claim the pod names, in its namespace, was made or changed."""
-    if new is None or pod.metadata.namespace != new.metadata.namespace:
+    """A claim the pod names (a generic ephemeral volume's too), in its namespace, was made
+    or changed: almost any such change may help."""
+    if new is None:
         return QueueingHint.SKIP
-    if any(name == new.metadata.name for name, _ in pod_claim_names(pod)):
-        return QueueingHint.QUEUE
-    return QueueingHint.SKIP
+    return after_claim_event(pod, new, ephemeral=True)
 
 
 def is_schedulable_after_storage_class_change(
