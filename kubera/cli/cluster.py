@@ -130,6 +130,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     up.add_argument("--scheduler-seed", type=int, default=None, help=argparse.SUPPRESS)
     up.add_argument(
+        "--no-default-storage-class",
+        action="store_true",
+        help="make no default StorageClass (by default a new cluster gets `standard`: hollow "
+        "volumes, WaitForFirstConsumer, as kind ships one)",
+    )
+    up.add_argument(
         "--no-scheduler",
         action="store_true",
         help="start no scheduler (bring your own schedulerName)",
@@ -383,6 +389,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             time_scale=args.time_scale,
             service_cluster_ip_range=args.service_cluster_ip_range,
             service_node_port_range=args.service_node_port_range,
+            default_storage_class="" if args.no_default_storage_class else "standard",
             with_controllers=not args.no_controllers,
             controller_managers=args.controller_managers,
             control_plane_resource=args.control_plane_resource,

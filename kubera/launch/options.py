@@ -30,6 +30,8 @@ class ClusterOptions:
     #: kubeadm's default, and --service-node-port-range).
     service_cluster_ip_range: str = "10.96.0.0/12"
     service_node_port_range: str = "30000-32767"
+    #: The default StorageClass a new cluster gets, as kind ships one ("": none).
+    default_storage_class: str = "standard"
     #: Simulated durations are divided by this (kubelets and controllers).
     time_scale: float = 1.0
     #: False: no controller-manager actor.

@@ -30,6 +30,9 @@ class ApiServerConfig:
     #: The service CIDR cluster IPs come from and the node port range (kube-apiserver's
     #: --service-cluster-ip-range, kubeadm's 10.96.0.0/12, and --service-node-port-range).
     service_network: ServiceNetwork = ServiceNetwork()
+    #: The default StorageClass made when a new cluster's apiserver first starts (`kubera
+    #: up`'s `standard`, services/api/helpers/volumes.default_storage_class); "": none.
+    default_storage_class: str = ""
 
     def __post_init__(self) -> None:
         if self.watch_cache_capacity < 1:

@@ -33,6 +33,7 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, policy_pb2, scheduling_pb2, service_pb2
 from services.api.helpers.fencing import Fencing
+from services.api.helpers.volumes import default_storage_class
 from services.api.machinery.errors import AlreadyExistsError, InvalidError
 from services.api.machinery.kinds import BY_KIND, KINDS, Kind
 from services.api.machinery.listoptions import LIST_ALL, ListOptions
@@ -111,10 +112,12 @@ class ApiServer:
     # ----------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
+        fresh = False
         for name in admission.INITIAL_NAMESPACES:
             ns = BY_KIND["Namespace"].new()
             _meta(ns).name = name
-            await self._create_if_absent(ns)
+            created = await self._create_if_absent(ns)
+            fresh = fresh or (created and name == "default")
         for name, value in admission.SYSTEM_PRIORITY_CLASSES.items():
             pc = scheduling_pb2.PriorityClass(
                 value=value,
@@ -123,6 +126,10 @@ class ApiServer:
             _meta(pc).name = name
             await self._create_if_absent(pc, system=True)
         await self._create_kubernetes_service()
+        if fresh and self.config.default_storage_class:
+            # once, on a new cluster (as kind applies its class once): a class the user
+            # deletes stays deleted when an apiserver restarts
+            await self._create_if_absent(default_storage_class(self.config.default_storage_class))
         await asyncio.gather(*(c.start() for c in self.caches.values()))
 
     async def _create_kubernetes_service(self) -> None:
@@ -150,9 +157,13 @@ class ApiServer:
     async def stop(self) -> None:
         await asyncio.gather(*(c.stop() for c in self.caches.values()))
 
-    async def _create_if_absent(self, obj: Message, *, system: bool = False) -> None:
-        with contextlib.suppress(AlreadyExistsError):
+    async def _create_if_absent(self, obj: Message, *, system: bool = False) -> bool:
+        """Whether this call made it (False: it existed)."""
+        try:
             await self.create(obj, system=system)
+        except AlreadyExistsError:
+            return False
+        return True
 
     async def fresh_cache(self, kind: Kind) -> WatchCache | None:
         """The kind's watch cache once it has seen this server's latest write of the kind;

@@ -62,6 +62,8 @@ class ApiServerHostConfig:
     #: --service-cluster-ip-range and --service-node-port-range).
     service_cluster_ip_range: str = "10.96.0.0/12"
     service_node_port_range: str = "30000-32767"
+    #: The default StorageClass a new cluster gets (ApiServerConfig); "": none.
+    default_storage_class: str = ""
     #: The cluster clock (services/clock.py): simulated seconds per wall second, and its
     #: epoch (0: now). Objects are stamped in the cluster's time (creationTimestamp,
     #: deletionTimestamp, conditions, Events, the AGE of server-side tables).
@@ -180,6 +182,7 @@ class ApiServerHost:
                     cidr=self.config.service_cluster_ip_range,
                     node_ports=parse_node_port_range(self.config.service_node_port_range),
                 ),
+                default_storage_class=self.config.default_storage_class,
             ),
             clock=clock_for(self.config.time_scale, self.config.time_origin or None),
             wall=RealClock(),

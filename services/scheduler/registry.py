@@ -138,6 +138,12 @@ IN_TREE: tuple[InTreePlugin, ...] = (
     InTreePlugin("NodeVolumeLimits", "nodevolumelimits", (PRE_FILTER, FILTER)),
     InTreePlugin("VolumeZone", "volumezone", (PRE_FILTER, FILTER)),
     InTreePlugin(
+        "VolumeBinding",
+        "volumebinding.plugin",
+        (PRE_FILTER, FILTER, PRE_SCORE, SCORE, RESERVE, PRE_BIND),
+        1,
+    ),
+    InTreePlugin(
         "PodTopologySpread", "podtopologyspread.plugin", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2
     ),
     InTreePlugin("InterPodAffinity", "interpodaffinity", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2),

@@ -1,5 +1,6 @@
 """The storage objects the scheduler's volume plugins read: PersistentVolumes,
-PersistentVolumeClaims, StorageClasses, CSINodes and VolumeAttachments, as listers over the
+PersistentVolumeClaims, StorageClasses, CSINodes and VolumeAttachments (and, for
+VolumeBinding's capacity check, CSIDrivers and CSIStorageCapacities), as listers over the
 scheduler's informers (upstream: the SharedInformerFactory's storage listers a plugin takes
 from its Handle).
 
@@ -29,6 +30,8 @@ from services.scheduler.framework.types import QueueingHint
 PV = storage_pb2.PersistentVolume
 PVC = storage_pb2.PersistentVolumeClaim
 StorageClass = storagev1_pb2.StorageClass
+CSIDriver = storagev1_pb2.CSIDriver
+CSIStorageCapacity = storagev1_pb2.CSIStorageCapacity
 CSINode = storagev1_pb2.CSINode
 VolumeAttachment = storagev1_pb2.VolumeAttachment
 
@@ -36,7 +39,18 @@ VolumeAttachment = storagev1_pb2.VolumeAttachment
 PERSISTENT_VOLUME = "PersistentVolume"
 PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
 STORAGE_CLASS = "StorageClass"
+CSI_DRIVER = "CSIDriver"
+CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
 CSI_NODE = "CSINode"
+#: What VolumeBinding reads (upstream's binder: its listers, and CapacityCheck's).
+VOLUME_BINDING_KINDS = (
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASS,
+    CSI_NODE,
+    CSI_DRIVER,
+    CSI_STORAGE_CAPACITY,
+)
 VOLUME_ATTACHMENT = "VolumeAttachment"
 ALL_KINDS = (PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS, CSI_NODE, VOLUME_ATTACHMENT)
 
@@ -45,6 +59,8 @@ _LISTER_RESOURCE = {
     PERSISTENT_VOLUME: "persistentvolume",
     PERSISTENT_VOLUME_CLAIM: "persistentvolumeclaim",
     STORAGE_CLASS: "storageclass.storage.k8s.io",
+    CSI_DRIVER: "csidriver.storage.k8s.io",
+    CSI_STORAGE_CAPACITY: "csistoragecapacity.storage.k8s.io",
     CSI_NODE: "csinode.storage.k8s.io",
     VOLUME_ATTACHMENT: "volumeattachment.storage.k8s.io",
 }
@@ -79,6 +95,8 @@ class VolumeListers:
         pvs: Any = None,
         pvcs: Any = None,
         classes: Any = None,
+        csi_drivers: Any = None,
+        capacities: Any = None,
         csi_nodes: Any = None,
         volume_attachments: Any = None,
     ) -> None:
@@ -86,6 +104,8 @@ class VolumeListers:
             PERSISTENT_VOLUME: pvs if pvs is not None else {},
             PERSISTENT_VOLUME_CLAIM: pvcs if pvcs is not None else {},
             STORAGE_CLASS: classes if classes is not None else {},
+            CSI_DRIVER: csi_drivers if csi_drivers is not None else {},
+            CSI_STORAGE_CAPACITY: capacities if capacities is not None else {},
             CSI_NODE: csi_nodes if csi_nodes is not None else {},
             VOLUME_ATTACHMENT: volume_attachments if volume_attachments is not None else {},
         }
@@ -112,6 +132,15 @@ class VolumeListers:
     @property
     def volume_attachments(self) -> Store:
         return _view(self._sources[VOLUME_ATTACHMENT])
+
+    @property
+    def csi_drivers(self) -> Store:
+        return _view(self._sources[CSI_DRIVER])
+
+    @property
+    def capacities(self) -> Store:
+        """CSIStorageCapacities, keyed `namespace/name`."""
+        return _view(self._sources[CSI_STORAGE_CAPACITY])
 
     def pvc(self, namespace: str, name: str) -> PVC:
         got: PVC | None = self.pvcs.get(f"{namespace}/{name}" if namespace else name)
@@ -155,7 +184,7 @@ def volume_listers(handle: Any, kinds: Iterable[str] = ALL_KINDS) -> VolumeListe
 
 
 def listers_of(*objects: Any) -> VolumeListers:
-    """Listers holding `objects` (any of the five kinds, told apart by message type): for
+    """Listers holding `objects` (any of the kinds, told apart by message type): for
     tests and what-if tools."""
     by_type = {
         PV: "pvs",
@@ -163,6 +192,8 @@ def listers_of(*objects: Any) -> VolumeListers:
         StorageClass: "classes",
         CSINode: "csi_nodes",
         VolumeAttachment: "volume_attachments",
+        CSIDriver: "csi_drivers",
+        CSIStorageCapacity: "capacities",
     }
     stores: dict[str, dict[str, Any]] = {name: {} for name in by_type.values()}
     for obj in objects:

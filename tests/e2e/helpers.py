@@ -101,3 +101,24 @@ def kubectl(
     if check:
         assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
     return r
+
+
+@contextlib.contextmanager
+def hollow_storage_class(k: Cluster, name: str, *, default: bool = False) -> Iterator[None]:
+    """A StorageClass of kubera's hollow provisioner binding WaitForFirstConsumer, for one
+    block: what a cluster's dynamic provisioner offers and the docs' StatefulSets presume
+    (`default`: annotated as the default class, for claims that name none). Deleted after."""
+    doc = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": "hollow.kubera.io",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+    if default:
+        doc["metadata"]["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
+    kubectl(k, "apply", "-f", "-", stdin=json.dumps(doc))
+    try:
+        yield
+    finally:
+        kubectl(k, "delete", "storageclass", name, "--wait=false", check=False)

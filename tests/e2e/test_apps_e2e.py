@@ -33,6 +33,8 @@ NODES = ("kubera-node-00000", "kubera-node-00001", "kubera-node-00002")
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("kubera-home")
+    # web.yaml's claims need a default StorageClass with a provisioner, as the docs say:
+    # `kubera up` makes one (`standard`), as kind does
     with running(home, "--nodes", "3", "--time-scale", "20", ray_address=shared_ray) as k:
         yield k
 
@@ -132,26 +134,6 @@ def watch_events(text: str) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-@pytest.fixture(scope="module")
-def default_storage_class(cluster: Cluster) -> Iterator[None]:
-    """The default StorageClass a real cluster has (kind's `standard`), here of kubera's
-    hollow provisioner: web.yaml's claims name no class, and its pods start only once
-    their claims are Bound."""
-    doc = {
-        "apiVersion": "storage.k8s.io/v1",
-        "kind": "StorageClass",
-        "metadata": {
-            "name": "standard",
-            "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
-        },
-        "provisioner": "hollow.kubera.io",
-    }
-    kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(doc))
-    yield
-    kubectl(cluster, "delete", "storageclass", "standard", "--ignore-not-found", check=False)
-
-
-@pytest.mark.usefixtures("default_storage_class")
 def test_the_docs_statefulset_creates_its_ordinals_in_order(cluster: Cluster) -> None:
     docs = list(yaml.safe_load_all((MANIFESTS / "application" / "web" / "web.yaml").read_text()))
     (sts,) = [d for d in docs if d and d["kind"] == "StatefulSet"]
@@ -193,7 +175,6 @@ def test_the_docs_statefulset_creates_its_ordinals_in_order(cluster: Cluster) ->
     assert "daemonset.apps/fluentd-elasticsearch" in everything
 
 
-@pytest.mark.usefixtures("default_storage_class")
 def test_the_statefulset_scales_rolls_out_and_undoes(cluster: Cluster) -> None:
     kubectl(cluster, "scale", "statefulset", "web", "--replicas=3")
     kubectl(cluster, "rollout", "status", "statefulset/web", "--timeout=90s", timeout=120)

@@ -2,9 +2,10 @@
 k8s.io/component-helpers/storage/volume: pv_helpers.go and helpers.go, with the access-mode
 index of pkg/controller/volume/persistentvolume/index.go).
 
-The PV controller binds with these, and the scheduler's VolumeBinding plugin will too (it
-passes the node, so a volume's node affinity is checked and access modes compared), so the
-matching rules live here once:
+The PV controller binds with these, and so does the scheduler's VolumeBinding plugin (it
+passes the node, so a volume's node affinity is checked and access modes compared; it also
+pre-binds with `bind_volume_to_claim`, as the controller binds), so the matching rules live
+here once:
 
 - a volume bound (claimRef) to another claim is skipped; one bound or pre-bound to this
   claim (name, namespace and, when the claimRef has one, UID) is returned at once if it is
@@ -22,10 +23,10 @@ matching rules live here once:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from protos.kubera.v1 import core_pb2, storage_pb2
+from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
 from services.api.helpers.nodeaffinity import NodeSelector
 from services.api.machinery.labels import SelectorError, from_label_selector
 from services.api.machinery.quantity import Quantity, QuantityError, parse_quantity
@@ -52,6 +53,24 @@ DEFAULT_CLASS_ANNOTATIONS = (
     "storageclass.kubernetes.io/is-default-class",
     "storageclass.beta.kubernetes.io/is-default-class",
 )
+
+#: The provisioner of kubera's hollow volumes (a StorageClass's `provisioner`): the PV
+#: controller provisions for it, and `kubera up`'s default class names it.
+HOLLOW_PROVISIONER = "hollow.kubera.io"
+
+
+def default_storage_class(name: str) -> storagev1_pb2.StorageClass:
+    """The default StorageClass `kubera up` makes on a new cluster, as kind ships its
+    `standard`: hollow volumes, bound where the first pod lands, deleted with their claim."""
+    sc = storagev1_pb2.StorageClass(
+        provisioner=HOLLOW_PROVISIONER,
+        reclaim_policy="Delete",
+        volume_binding_mode="WaitForFirstConsumer",
+    )
+    sc.metadata.name = name
+    sc.metadata.annotations[DEFAULT_CLASS_ANNOTATIONS[0]] = "true"
+    return sc
+
 
 #: GetAccessModesAsString's order.
 ACCESS_MODE_ORDER = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
@@ -172,6 +191,58 @@ def find_matching_volume(
         if smallest_qty is None or qty < smallest_qty:
             smallest, smallest_qty = pv, qty
     return smallest
+
+
+def claim_reference(claim: PVC) -> core_pb2.ObjectReference:
+    """reference.GetReference of a claim (what a volume's claimRef holds)."""
+    return core_pb2.ObjectReference(
+        kind="PersistentVolumeClaim",
+        namespace=claim.metadata.namespace,
+        name=claim.metadata.name,
+        uid=claim.metadata.uid,
+        api_version="v1",
+        resource_version=claim.metadata.resource_version,
+    )
+
+
+def bind_volume_to_claim(volume: PV, claim: PVC) -> tuple[PV, bool]:
+    """GetBindVolumeToClaim: a copy of `volume` bound to `claim` (claimRef, and
+    bound-by-controller unless the volume was already bound to it) and whether anything
+    changed. The PV controller's bind and the scheduler's assumed pre-binding."""
+    by_controller = not is_volume_bound_to_claim(volume, claim)
+    out = PV()
+    out.CopyFrom(volume)
+    dirty = False
+    ref = volume.spec.claim_ref
+    if (
+        not volume.spec.HasField("claim_ref")
+        or ref.name != claim.metadata.name
+        or ref.namespace != claim.metadata.namespace
+        or ref.uid != claim.metadata.uid
+    ):
+        out.spec.claim_ref.CopyFrom(claim_reference(claim))
+        dirty = True
+    if by_controller and ANN_BOUND_BY_CONTROLLER not in out.metadata.annotations:
+        out.metadata.annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
+        dirty = True
+    return out, dirty
+
+
+def is_claim_fully_bound(claim: PVC) -> bool:
+    """The claim names its volume and the PV controller finished binding it."""
+    return bool(claim.spec.volume_name) and ANN_BIND_COMPLETED in claim.metadata.annotations
+
+
+def match_topology_selector_terms(terms: Sequence[Any], labels: Mapping[str, str]) -> bool:
+    """MatchTopologySelectorTerms (a StorageClass's allowedTopologies): no terms match
+    every node; otherwise some term's every requirement has the label with one of its
+    values."""
+    if not terms:
+        return True
+    return any(
+        all(labels.get(r.key) in set(r.values) for r in term.match_label_expressions)
+        for term in terms
+    )
 
 
 def access_modes_key(modes: Iterable[str]) -> tuple[str, ...]:

@@ -62,6 +62,7 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
 from services.api.helpers.csi import LABEL_HOLLOW_DRIVER
+from services.api.helpers.podvolumes import pod_claim_names
 from services.api.helpers.volumes import (
     ANN_BETA_STORAGE_CLASS,
     ANN_BETA_STORAGE_PROVISIONER,
@@ -70,6 +71,7 @@ from services.api.helpers.volumes import (
     ANN_DYNAMICALLY_PROVISIONED,
     ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,
+    bind_volume_to_claim,
     claim_class,
     find_best_match_for_claim,
     is_default_class,
@@ -85,7 +87,6 @@ from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import NamespaceIndex, wait_synced
 from services.controllers.events import EventRecorder
-from services.controllers.volume.protection import pod_claim_names
 from services.controllers.volume.rules import (
     CLAIM_LOST,
     CLAIM_MISBOUND,
@@ -351,21 +352,8 @@ class PersistentVolumeController:
 
     async def _bind_volume_to_claim(self, volume: PV, claim: PVC) -> PV:
         """GetBindVolumeToClaim, written when it changed anything."""
-        dirty = False
-        by_controller = not is_volume_bound_to_claim(volume, claim)
-        ref = volume.spec.claim_ref
-        if (
-            not volume.spec.HasField("claim_ref")
-            or ref.name != claim.metadata.name
-            or ref.namespace != claim.metadata.namespace
-            or ref.uid != claim.metadata.uid
-        ):
-            volume.spec.claim_ref.CopyFrom(claim_reference(claim))
-            dirty = True
-        if by_controller and ANN_BOUND_BY_CONTROLLER not in volume.metadata.annotations:
-            volume.metadata.annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
-            dirty = True
-        return await self._update(volume) if dirty else volume  # type: ignore[return-value]
+        bound, dirty = bind_volume_to_claim(volume, claim)
+        return await self._update(bound) if dirty else volume  # type: ignore[return-value]
 
     async def _bind_claim_to_volume(self, claim: PVC, volume: PV) -> PVC:
         dirty = False

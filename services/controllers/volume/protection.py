@@ -20,12 +20,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, storage_pb2
+from services.api.helpers.podvolumes import pod_claim_names
 from services.api.helpers.volumes import PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER
 from services.api.machinery.errors import ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
@@ -43,19 +43,6 @@ PODS, PVS, PVCS = BY_KIND["Pod"], BY_KIND["PersistentVolume"], BY_KIND["Persiste
 @dataclass
 class ProtectionConfig(WorkerSettings):
     """Settings of the pvc-protection and pv-protection controllers."""
-
-
-def pod_claim_names(pod: core_pb2.Pod) -> Iterator[tuple[str, bool]]:
-    """The claims a pod's volumes name: (claim, whether through an ephemeral volume)."""
-    for vol in pod.spec.volumes:
-        fields = vol.fields
-        src = fields.get("persistentVolumeClaim")
-        if src is not None and src.HasField("struct_value"):
-            claim = src.struct_value.fields.get("claimName")
-            if claim is not None and claim.string_value:
-                yield claim.string_value, False
-        elif "ephemeral" in fields and "name" in fields:
-            yield f"{pod.metadata.name}-{fields['name'].string_value}", True
 
 
 def pod_is_shut_down(pod: core_pb2.Pod) -> bool:

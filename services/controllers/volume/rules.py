@@ -8,12 +8,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 
-from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
+from protos.kubera.v1 import storage_pb2, storagev1_pb2
 from services.api.helpers.volumes import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_DYNAMICALLY_PROVISIONED,
+    HOLLOW_PROVISIONER,
     check_access_modes,
     claim_class,
+    claim_reference,
     storage_quantity,
     volume_class,
     volume_mode_mismatch,
@@ -22,8 +24,6 @@ from services.api.helpers.volumes import (
 PV = storage_pb2.PersistentVolume
 PVC = storage_pb2.PersistentVolumeClaim
 
-#: The provisioner of kubera's hollow volumes (a StorageClass's `provisioner`).
-HOLLOW_PROVISIONER = "hollow.kubera.io"
 #: Upstream's event reasons (pkg/controller/volume/events).
 FAILED_BINDING, VOLUME_MISMATCH = "FailedBinding", "VolumeMismatch"
 CLAIM_LOST, CLAIM_MISBOUND = "ClaimLost", "ClaimMisbound"
@@ -32,18 +32,6 @@ EXTERNAL_PROVISIONING, PROVISIONING_FAILED = "ExternalProvisioning", "Provisioni
 PROVISIONING_SUCCEEDED = "ProvisioningSucceeded"
 VOLUME_FAILED_DELETE, VOLUME_RECYCLED = "VolumeFailedDelete", "VolumeRecycled"
 NORMAL, WARNING = "Normal", "Warning"
-
-
-def claim_reference(claim: PVC) -> core_pb2.ObjectReference:
-    """reference.GetReference of a claim."""
-    return core_pb2.ObjectReference(
-        kind="PersistentVolumeClaim",
-        namespace=claim.metadata.namespace,
-        name=claim.metadata.name,
-        uid=claim.metadata.uid,
-        api_version="v1",
-        resource_version=claim.metadata.resource_version,
-    )
 
 
 def satisfy_problem(volume: PV, claim: PVC) -> str:

@@ -46,7 +46,9 @@ NODE_LOCAL_FILTERS = frozenset(
 
 #: Filter plugins that pass every node for a pod without claims, ephemeral volumes or
 #: in-tree disks (podvolumes.has_scheduling_volumes).
-PASS_WITHOUT_VOLUMES = frozenset({"VolumeRestrictions", "NodeVolumeLimits", "VolumeZone"})
+PASS_WITHOUT_VOLUMES = frozenset(
+    {"VolumeRestrictions", "NodeVolumeLimits", "VolumeZone", "VolumeBinding"}
+)
 
 
 def signature(pod: core_pb2.Pod) -> bytes:

@@ -66,6 +66,7 @@ ARGS_SCHEMAS: dict[str, dict[str, Any]] = {
     "InterPodAffinity": {"hardPodAffinityWeight": int, "ignorePreferredTermsOfExistingPods": bool},
     "DefaultPreemption": {"minCandidateNodesPercentage": int, "minCandidateNodesAbsolute": int},
     "DynamicResources": {"filterTimeout": str},
+    "VolumeBinding": {"bindTimeoutSeconds": int, "shape": [{"utilization": int, "score": int}]},
     "Coscheduling": {
         "permitWaitingTimeSeconds": int,
         "podGroupBackoffSeconds": int,
@@ -416,6 +417,22 @@ def _validate_dynamic_resources(obj: Mapping[str, Any], path: str, errs: Errors)
         errs.append(invalid(f"{path}.filterTimeout", raw, "must be zero or positive"))
 
 
+def _validate_volume_binding(obj: Mapping[str, Any], path: str, errs: Errors) -> None:
+    """Upstream ValidateVolumeBindingArgsWithOptions with StorageCapacityScoring on (an
+    empty or absent shape takes the default one)."""
+    timeout = obj.get("bindTimeoutSeconds")
+    if timeout is not None and timeout < 0:
+        errs.append(
+            invalid(
+                f"{path}.bindTimeoutSeconds",
+                timeout,
+                "invalid BindTimeoutSeconds, should not be a negative value",
+            )
+        )
+    if obj.get("shape"):
+        _validate_shape(obj["shape"], f"{path}.shape", errs)
+
+
 _ARGS_VALIDATORS: dict[str, Callable[[Mapping[str, Any], str, Errors], None]] = {
     "NodeResourcesFit": _validate_fit,
     "NodeResourcesBalancedAllocation": _validate_balanced,
@@ -424,6 +441,7 @@ _ARGS_VALIDATORS: dict[str, Callable[[Mapping[str, Any], str, Errors], None]] = 
     "InterPodAffinity": _validate_inter_pod_affinity,
     "DefaultPreemption": _validate_default_preemption,
     "DynamicResources": _validate_dynamic_resources,
+    "VolumeBinding": _validate_volume_binding,
 }
 
 

@@ -17,8 +17,9 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 #: The v1 default profile's multiPoint list, in upstream's order (1.34 default_plugins.go;
-#: VolumeBinding, which upstream has between NodeVolumeLimits and VolumeZone, and
-#: ImageLocality are not part of kubera yet): SchedulingGates first,
+#: ImageLocality is not part of kubera yet; the volume plugins sit where upstream has
+#: them: VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone after
+#: NodeResourcesFit, before PodTopologySpread): SchedulingGates first,
 #: and DynamicResources right before DefaultPreemption, where applyFeatureGates puts it
 #: (DRA is GA and on by default): deallocating an idle claim comes before evicting a pod.
 DEFAULT_MULTI_POINT: tuple[str, ...] = (
@@ -32,6 +33,7 @@ DEFAULT_MULTI_POINT: tuple[str, ...] = (
     "NodeResourcesFit",
     "VolumeRestrictions",
     "NodeVolumeLimits",
+    "VolumeBinding",
     "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",

@@ -9,6 +9,8 @@ services/api/helpers/taints.py.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -35,6 +37,18 @@ def go_round_div(a: int, b: int) -> int:
     zero. (The float quotient of two small ints is never within an ulp of a .5 boundary
     it does not sit on, so the integer form agrees with Go's.)"""
     return (2 * a + b) // (2 * b)
+
+
+def broken_linear(shape: Sequence[tuple[int, int]], p: int) -> int:
+    """helper.BuildBrokenLinearFunction over (utilization, score) points, at `p`
+    (RequestedToCapacityRatio's and VolumeBinding's storage capacity scores)."""
+    for i, (u, s) in enumerate(shape):
+        if p <= u:
+            if i == 0:
+                return s
+            pu, ps = shape[i - 1]
+            return ps + go_div((s - ps) * (p - pu), u - pu)
+    return shape[-1][1]
 
 
 def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> Status:

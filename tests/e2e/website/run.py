@@ -3,9 +3,8 @@ kubectl reads and bounded waits the checks share) and the service helpers severa
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,25 +33,6 @@ class Run:
     def apply(self, path: str, *, ns: str | None = None, check: bool = True) -> Any:
         where = () if ns == "" else ("-n", ns or self.ns)
         return self.kubectl("apply", *where, "-f", str(WEBSITE / path), check=check)
-
-    @contextlib.contextmanager
-    def storage_class(self, name: str, *, default: bool = False) -> Iterator[None]:
-        """A StorageClass of kubera's hollow provisioner while the block runs (the default
-        class with `default`): what a real cluster provides for the docs' claims (kind's
-        `standard`) or what the docs ask the reader to make (`my-storage-class`)."""
-        doc: dict[str, Any] = {
-            "apiVersion": "storage.k8s.io/v1",
-            "kind": "StorageClass",
-            "metadata": {"name": name},
-            "provisioner": "hollow.kubera.io",
-        }
-        if default:
-            doc["metadata"]["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
-        self.kubectl("apply", "-f", "-", stdin=json.dumps(doc))
-        try:
-            yield
-        finally:
-            self.kubectl("delete", "storageclass", name, "--ignore-not-found", check=False)
 
     def until(self, what: Callable[[], Any], timeout: float = 90.0) -> Any:
         return until(what, timeout=timeout)

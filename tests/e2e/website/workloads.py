@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from tests.e2e.helpers import hollow_storage_class
 from tests.e2e.website.run import NODES, WEBSITE, Run, pod_ready, serves
 
 # ------------------------------------------------------------------ batch
@@ -214,7 +215,9 @@ def _apply_in_order(r: Run, path: str, selector: str, sts: str, n: int) -> list[
 
 
 def statefulset_with_claims(r: Run) -> None:
-    with r.storage_class("my-storage-class"):  # the class the docs' claims name
+    # the docs' class must exist (on any cluster): the scheduler holds pods whose claims
+    # cannot bind
+    with hollow_storage_class(r.k, "my-storage-class"):
         pods = _apply_in_order(r, "controllers/statefulset.yaml", "app=nginx", "web", 3)
     claims = r.json("pvc")["items"]
     assert sorted(c["metadata"]["name"] for c in claims) == ["www-web-0", "www-web-1", "www-web-2"]
@@ -227,8 +230,9 @@ def statefulset_with_claims(r: Run) -> None:
 
 
 def web_statefulset(r: Run) -> None:
-    with r.storage_class("standard", default=True):  # its claims name no class
-        pods = _apply_in_order(r, "application/web/web.yaml", "app=nginx", "web", 2)
+    # "you need a dynamic PersistentVolume provisioner with a default StorageClass":
+    # `kubera up` makes one (`standard`), as kind does
+    pods = _apply_in_order(r, "application/web/web.yaml", "app=nginx", "web", 2)
     for p in pods:
         assert p["spec"]["hostname"] == p["metadata"]["name"]
         assert p["spec"]["subdomain"] == "nginx"
@@ -238,10 +242,9 @@ def web_statefulset(r: Run) -> None:
 
 
 def zookeeper(r: Run) -> None:
-    with r.storage_class("standard", default=True):  # its claims name no class
-        pods = _apply_in_order(
-            r, "application/zookeeper/zookeeper.yaml", "app.kubernetes.io/name=zk", "zk", 3
-        )
+    pods = _apply_in_order(  # its claims name no class: `kubera up`'s default `standard`
+        r, "application/zookeeper/zookeeper.yaml", "app.kubernetes.io/name=zk", "zk", 3
+    )
     assert r.json("service", "zk-hs")["spec"]["clusterIP"] == "None"
     assert r.json("service", "zk-cs")["spec"]["clusterIP"].startswith("10.")
     serves(r, "zk-cs", pods, 2181)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from services.scheduler.framework.interface import MAX_NODE_SCORE
-from services.scheduler.plugins.helpers import go_div, go_round_div
+from services.scheduler.plugins.helpers import broken_linear, go_div, go_round_div
 from services.scheduler.plugins.noderesources.resource_allocation import ResourceSpec
 
 LEAST_ALLOCATED = "LeastAllocated"
@@ -55,17 +55,6 @@ def most_requested_score(requested: int, capacity: int) -> int:
     # Pods without requests count with the non-zero defaults, so requested may exceed it.
     requested = min(requested, capacity)
     return go_div(requested * MAX_NODE_SCORE, capacity)
-
-
-def broken_linear(shape: Sequence[tuple[int, int]], p: int) -> int:
-    """helper.BuildBrokenLinearFunction over (utilization, score) points."""
-    for i, (u, s) in enumerate(shape):
-        if p <= u:
-            if i == 0:
-                return s
-            pu, ps = shape[i - 1]
-            return ps + go_div((s - ps) * (p - pu), u - pu)
-    return shape[-1][1]
 
 
 class Scorer:
