@@ -191,6 +191,7 @@ class Supervisor:
                     bookmark_interval=o.bookmark_interval,
                     service_cluster_ip_range=o.service_cluster_ip_range,
                     service_node_port_range=o.service_node_port_range,
+                    disable_admission_plugins=o.disable_admission_plugins,
                     time_scale=o.time_scale,
                     time_origin=self.time_origin,
                     **self._apiserver_security(),

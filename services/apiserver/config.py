@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from services.apiserver.admission import DISABLEABLE
 from services.apiserver.serviceips import ServiceNetwork
 from services.apiserver.watchcache import TOO_LARGE_WAIT
 
@@ -30,8 +31,18 @@ class ApiServerConfig:
     #: The service CIDR cluster IPs come from and the node port range (kube-apiserver's
     #: --service-cluster-ip-range, kubeadm's 10.96.0.0/12, and --service-node-port-range).
     service_network: ServiceNetwork = ServiceNetwork()
+    #: Admission plugins that do not run (kube-apiserver's --disable-admission-plugins):
+    #: names from `admission.DISABLEABLE`; upstream's scheduler_perf apiserver disables
+    #: ServiceAccount, TaintNodesByCondition and Priority (`SCHEDULER_PERF_DISABLED`).
+    disable_admission_plugins: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
+        unknown = sorted(self.disable_admission_plugins - DISABLEABLE)
+        if unknown:
+            raise ValueError(
+                f"unknown admission plugin(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(DISABLEABLE))}"
+            )
         if self.watch_cache_capacity < 1:
             raise ValueError(
                 f"watch_cache_capacity must be at least 1, not {self.watch_cache_capacity}"

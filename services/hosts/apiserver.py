@@ -62,6 +62,8 @@ class ApiServerHostConfig:
     #: --service-cluster-ip-range and --service-node-port-range).
     service_cluster_ip_range: str = "10.96.0.0/12"
     service_node_port_range: str = "30000-32767"
+    #: Admission plugins that do not run (kube-apiserver's --disable-admission-plugins).
+    disable_admission_plugins: tuple[str, ...] = ()
     #: The cluster clock (services/clock.py): simulated seconds per wall second, and its
     #: epoch (0: now). Objects are stamped in the cluster's time (creationTimestamp,
     #: deletionTimestamp, conditions, Events, the AGE of server-side tables).
@@ -180,6 +182,7 @@ class ApiServerHost:
                     cidr=self.config.service_cluster_ip_range,
                     node_ports=parse_node_port_range(self.config.service_node_port_range),
                 ),
+                disable_admission_plugins=frozenset(self.config.disable_admission_plugins),
             ),
             clock=clock_for(self.config.time_scale, self.config.time_origin or None),
             wall=RealClock(),

@@ -6,16 +6,67 @@ from __future__ import annotations
 
 from typing import Any
 
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from kubera.errors import CliError
 from kubera.experiment.spec import ops as o
 from kubera.experiment.spec.templates import copy_data
-from services.api.machinery import codec
+from services.api.machinery import codec, kinds
 
 
 class OpError(CliError):
     """An op that could not complete; the run records it as its error."""
+
+
+def fold_field_names(doc: dict[str, Any], desc: Descriptor) -> dict[str, Any]:
+    """`doc` with each key that names no field of `desc` but matches one regardless of case
+    renamed to it, at every level (`NodeAffinityPolicy:` → `nodeAffinityPolicy:`), as
+    upstream's harness decodes its templates: sigs.k8s.io/yaml → encoding/json, which
+    prefers an exact field name, else takes one that matches case-insensitively. A key
+    whose exact field is also present stays as it is (unknown); map keys (labels) are data
+    and never renamed. Only experiment templates are decoded so: the API is case-exact."""
+    by_name = {f.json_name: f for f in desc.fields}
+    by_folded: dict[str, str] = {}
+    for f in desc.fields:
+        by_folded.setdefault(f.json_name.lower(), f.json_name)
+    out: dict[str, Any] = {}
+    for key, value in doc.items():
+        if isinstance(key, str) and key not in by_name:
+            name = by_folded.get(key.lower())
+            if name is not None and name not in doc:
+                key = name
+        f = by_name.get(key) if isinstance(key, str) else None
+        out[key] = _fold_value(value, f) if f is not None else value
+    return out
+
+
+def _fold_value(value: Any, f: FieldDescriptor) -> Any:
+    mt = f.message_type
+    if mt is None or mt.full_name.startswith("google.protobuf."):
+        return value
+    if mt.GetOptions().map_entry:
+        vf = mt.fields_by_name["value"]
+        if isinstance(value, dict) and vf.message_type is not None:
+            return {k: _fold_value(v, vf) if isinstance(v, dict) else v for k, v in value.items()}
+        return value
+    if isinstance(value, list):
+        return [fold_field_names(v, mt) if isinstance(v, dict) else v for v in value]
+    return fold_field_names(value, mt) if isinstance(value, dict) else value
+
+
+def decode_object(doc: dict[str, Any], *, validate: str) -> codec.Decoded:
+    """codec.decode of a rendered template, its field names matched as upstream's harness
+    matches them (`fold_field_names`); codec.DecodeError as codec.decode raises it."""
+    api_version, kind_name = doc.get("apiVersion"), doc.get("kind")
+    if isinstance(api_version, str) and isinstance(kind_name, str):
+        try:
+            kind = kinds.for_manifest(api_version, kind_name)
+        except kinds.UnknownKindError:
+            pass  # codec.decode words the error
+        else:
+            doc = fold_field_names(doc, kind.message.DESCRIPTOR)
+    return codec.decode(doc, validate=validate)
 
 
 def to_message(doc: dict[str, Any], *, kind: str = "", namespace: str = "") -> Message:
@@ -26,7 +77,7 @@ def to_message(doc: dict[str, Any], *, kind: str = "", namespace: str = "") -> M
         doc.setdefault("apiVersion", "v1")
         doc.setdefault("kind", kind)
     try:
-        decoded = codec.decode(doc, validate="ignore")
+        decoded = decode_object(doc, validate="ignore")
     except codec.DecodeError as e:
         raise OpError(f"cannot decode {doc.get('kind', 'object')}: {e}") from None
     if namespace and decoded.kind.namespaced:
