@@ -188,6 +188,8 @@ PLANNED = [
     DATA / "misc" / "performance-config.yaml",
     DATA / "affinity" / "performance-config.yaml",
     DATA / "topology_spreading" / "performance-config.yaml",
+    DATA / "default_preemption" / "performance-config.yaml",
+    DATA / "batching" / "performance-config.yaml",
 ]
 
 
