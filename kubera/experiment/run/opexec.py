@@ -120,6 +120,7 @@ class OpExecutor:
         self.on_phase = on_phase
         self.node_template = node_template  # the hollow nodes' template text (None: default)
         self.nodes_expected = 0  # hollow mode: nodes createNodes asked for so far
+        self.node_names: set[str] = set()  # the names createNodes gave its nodes
         self.namespaces: set[str] = set()
         self.background: list[asyncio.Task[None]] = []
         self.stopping = False
@@ -343,7 +344,8 @@ class OpExecutor:
 
             await self._until(ready, f"{op.phase}: {want} hollow nodes Ready", LIST_EVERY)
             return
-        await self.create([to_message(node_doc(op, i), kind="Node") for i in range(op.count)])
+        docs = [node_doc(op, i, self.node_names) for i in range(op.count)]
+        await self.create([to_message(doc, kind="Node") for doc in docs])
 
     async def op_createNamespaces(self, op: o.CreateNamespaces) -> None:
         objs = []

@@ -4,6 +4,7 @@ strategies and signature labels), and small predicates on them, shared by op exe
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -12,6 +13,7 @@ from google.protobuf.message import Message
 from kubera.errors import CliError
 from kubera.experiment.spec import ops as o
 from kubera.experiment.spec.templates import copy_data
+from services.api.helpers.wellknown import LABEL_HOSTNAME
 from services.api.machinery import codec, kinds
 
 
@@ -95,12 +97,15 @@ def node_ready(node: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
 
 
-def node_doc(op: o.CreateNodes, i: int) -> dict[str, Any]:
-    """Node `i` of a createNodes op: its template rendered, then its strategy applied."""
+def node_doc(op: o.CreateNodes, i: int, taken: set[str] | None = None) -> dict[str, Any]:
+    """Node `i` of a createNodes op: its template rendered, named when `taken` is given
+    (`name_node`), then its strategy applied (upstream's DoPrepareNode, after the create)."""
     if op.node_template is not None:
         doc = op.node_template.render(i, op.count, op.template_params)
     else:
         doc = copy_data(o.DEFAULT_NODE)
+    if taken is not None:
+        name_node(doc, taken)
     meta = doc.setdefault("metadata", {})
     s = op.strategy
     if isinstance(s, o.UniqueNodeLabelStrategy):
@@ -112,6 +117,30 @@ def node_doc(op: o.CreateNodes, i: int) -> dict[str, Any]:
         for field in ("capacity", "allocatable"):
             status.setdefault(field, {}).update(s.node_allocatable)
     return doc
+
+
+#: apimachinery's rand.String alphabet (no vowels, no 0/1/3), as generateName uses.
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def name_node(doc: dict[str, Any], taken: set[str], rng: random.Random | None = None) -> None:
+    """As upstream's node preparer (test/integration/framework IntegrationTestNodePreparer):
+    a node the template leaves unnamed is named here, generateName plus 5 random characters
+    (drawn again while `taken` has it), so that it is created with "the usual
+    kubernetes.io/hostname label" equal to its name in the one request. Adds the name to
+    `taken`."""
+    meta = doc.get("metadata") or {}
+    doc["metadata"] = meta
+    name = meta.get("name")
+    if not name:
+        draw = rng or random
+        prefix = meta.get("generateName") or ""
+        name = prefix + "".join(draw.choice(_NAME_ALPHABET) for _ in range(5))
+        while name in taken:
+            name = prefix + "".join(draw.choice(_NAME_ALPHABET) for _ in range(5))
+        meta["name"] = name
+    taken.add(name)
+    meta["labels"] = {**(meta.get("labels") or {}), LABEL_HOSTNAME: name}
 
 
 #: The label upstream gives every pod made from a podTemplatePath: pods `index //
