@@ -84,7 +84,13 @@ PREEMPT_LOWER = "PreemptLowerPriority"
 #: by upstream's names. TaintNodesByCondition is accepted and changes nothing: kubera's
 #: apiserver does not taint new nodes (its node lifecycle controller does).
 DISABLEABLE = frozenset(
-    {"ServiceAccount", "Priority", "RuntimeClass", "DefaultTolerationSeconds", "TaintNodesByCondition"}
+    {
+        "ServiceAccount",
+        "Priority",
+        "RuntimeClass",
+        "DefaultTolerationSeconds",
+        "TaintNodesByCondition",
+    }
 )
 #: What upstream's scheduler_perf apiserver disables (test/integration/scheduler_perf
 #: mustSetupCluster: "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition,Priority"),

@@ -39,9 +39,7 @@ async def test_with_every_plugin_a_pod_may_not_set_its_own_priority() -> None:
             await api.create(_pod("p", priority=10))
 
 
-async def test_scheduler_perf_set_keeps_the_priority_a_template_sets_and_names_no_account() -> (
-    None
-):
+async def test_scheduler_perf_set_keeps_the_priority_a_template_sets_and_names_no_account() -> None:
     async with _api(*SCHEDULER_PERF_DISABLED) as api:
         high = await api.create(_pod("high", priority=10))
         plain = await api.create(_pod("plain"))

@@ -11,7 +11,7 @@ import yaml
 from kubera.experiment.run.runner import RunOptions, cluster_args
 from kubera.experiment.spec import ops as o
 from kubera.experiment.spec.config import ConfigError, load, plan
-from kubera.experiment.spec.objects import fold_field_names, to_message
+from kubera.experiment.spec.objects import fold_field_names, name_node, node_doc, to_message
 from protos.kubera.v1 import core_pb2
 from services.apiserver import SCHEDULER_PERF_DISABLED
 from tests.experiment.configfiles import BASE, DATA, replace, runs, summary, write
@@ -67,7 +67,9 @@ def test_upstream_batching_runs_without_opportunistic_batching():
         ops = plan(tc, w)
         assert summary(ops) == [("createNodes[0]", 10, None), ("createPods[1]", 10, "namespace-1")]
         assert ops[1].signature_batch_size == 10
-        assert w.cluster.scheduler_config_path.endswith("batching/scheduler-config-no-topology.yaml")
+        assert w.cluster.scheduler_config_path.endswith(
+            "batching/scheduler-config-no-topology.yaml"
+        )
     assert any("featureGates" in str(warning) for warning in e.warnings)
 
 
@@ -118,6 +120,52 @@ def test_experiments_run_upstream_scheduler_perfs_admission_set_unless_told_othe
 
 
 def test_an_unknown_admission_plugin_is_an_error_naming_the_place(tmp_path):
-    text = replace("  workloads:", "  cluster: {disableAdmissionPlugins: [Priority, Nope]}\n  workloads:")
-    with pytest.raises(ConfigError, match=r"\[0\]\.cluster\.disableAdmissionPlugins: unknown .*Nope"):
+    text = replace(
+        "  workloads:", "  cluster: {disableAdmissionPlugins: [Priority, Nope]}\n  workloads:"
+    )
+    with pytest.raises(
+        ConfigError, match=r"\[0\]\.cluster\.disableAdmissionPlugins: unknown .*Nope"
+    ):
         load(str(write(tmp_path, text)))
+
+
+class _Draws:
+    """A stand-in for random: choice() answers from a fixed sequence."""
+
+    def __init__(self, text: str) -> None:
+        self.chars = iter(text)
+
+    def choice(self, _: str) -> str:
+        return next(self.chars)
+
+
+def test_created_nodes_carry_the_usual_hostname_label_equal_to_their_name():
+    """upstream's IntegrationTestNodePreparer names a node itself (generateName + 5 random
+    characters, drawn again if taken) to create it labelled kubernetes.io/hostname=<name>:
+    hostname spreading (SchedulingWithNodeInclusionPolicy) needs the label."""
+    taken = {"scheduler-perf-bbbbb"}
+    doc = {
+        "metadata": {"generateName": "scheduler-perf-", "labels": {"kubernetes.io/hostname": "x"}}
+    }
+    name_node(doc, taken, _Draws("bbbbb" + "c2x9z"))  # type: ignore[arg-type]
+    assert doc["metadata"]["name"] == "scheduler-perf-c2x9z"
+    assert doc["metadata"]["labels"] == {"kubernetes.io/hostname": "scheduler-perf-c2x9z"}
+    assert taken == {"scheduler-perf-bbbbb", "scheduler-perf-c2x9z"}
+    named = {"metadata": {"name": "scheduler-perf-node"}}
+    name_node(named, taken)
+    assert named["metadata"]["labels"] == {"kubernetes.io/hostname": "scheduler-perf-node"}
+
+
+def test_a_node_strategy_on_the_hostname_key_is_applied_after_the_name():
+    """upstream applies the strategy (DoPrepareNode) after the create: it wins."""
+    strategy = o.UniqueNodeLabelStrategy(label_key="kubernetes.io/hostname")
+    op = o.CreateNodes(index=3, count=2, strategy=strategy)
+    taken: set[str] = set()
+    docs = [node_doc(op, i, taken) for i in range(2)]
+    assert [d["metadata"]["labels"]["kubernetes.io/hostname"] for d in docs] == [
+        "node-3-0",
+        "node-3-1",
+    ]
+    assert len(taken) == 2 and all(n.startswith("scheduler-perf-") for n in taken)
+    plain = node_doc(o.CreateNodes(index=0, count=1), 0)  # without `taken`: unnamed, as before
+    assert "name" not in plain["metadata"]
