@@ -54,6 +54,12 @@ def test_upstream_default_preemption_leaves_out_only_its_workload_api_pod_groups
     assert ops[2].pod_template.source == "templates/pod-high-priority.yaml"
     assert ops[2].pod_template.data["spec"]["priority"] == 10000
     assert "priority" not in ops[1].pod_template.data["spec"]
+    assert summary(runs(e)["Unschedulable/5kNodes/20kInit/10kPods"]) == [
+        ("createNodes[0]", 5000, None),
+        ("createPods[1]", 20000, "namespace-1"),
+        ("churn[2]", None, "namespace-2"),
+        ("createPods[3]", 10000, "namespace-3"),
+    ]
 
 
 def test_upstream_batching_runs_without_opportunistic_batching():
