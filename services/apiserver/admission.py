@@ -82,7 +82,7 @@ PREEMPT_LOWER = "PreemptLowerPriority"
 
 #: Admission plugins that may be turned off (kube-apiserver's --disable-admission-plugins),
 #: by upstream's names. TaintNodesByCondition is accepted and changes nothing: kubera's
-#: apiserver does not taint new nodes (its node lifecycle controller does).
+#: apiserver does not taint a node at its create (docs/differences.md).
 DISABLEABLE = frozenset(
     {
         "ServiceAccount",
