@@ -25,7 +25,12 @@ from kubera.launch.options import (
 )
 from kubera.launch.placement import CONTROL_PLANE, NODE_POOL
 from kubera.launch.supervisor import FAILED_MARK, StartupError, run_foreground
-from services.apiserver import ServiceNetwork, parse_node_port_range
+from services.apiserver import (
+    DISABLEABLE,
+    SCHEDULER_PERF_DISABLED,
+    ServiceNetwork,
+    parse_node_port_range,
+)
 from services.leaderelection import TimingOverrides
 
 
@@ -104,6 +109,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="30000-32767",
         metavar="LO-HI",
         help="the ports NodePort services get (default 30000-32767)",
+    )
+    up.add_argument(
+        "--disable-admission-plugins",
+        default="",
+        metavar="NAMES",
+        help="admission plugins the apiserver does not run, comma-separated (of "
+        + ", ".join(sorted(DISABLEABLE))
+        + "; kubera experiment passes upstream scheduler_perf's: "
+        + ",".join(SCHEDULER_PERF_DISABLED)
+        + ")",
     )
     up.add_argument(
         "--apiserver-port",
@@ -360,6 +375,13 @@ def cmd_up(args: argparse.Namespace) -> int:
         )
     except ValueError as e:
         raise CliError(f"--service-cluster-ip-range / --service-node-port-range: {e}") from None
+    disabled = tuple(p.strip() for p in args.disable_admission_plugins.split(",") if p.strip())
+    unknown = sorted(set(disabled) - DISABLEABLE)
+    if unknown:
+        raise CliError(
+            f"--disable-admission-plugins: unknown {', '.join(unknown)} "
+            f"(known: {', '.join(sorted(DISABLEABLE))})"
+        )
     for flag, value in (
         ("--apiservers", args.apiservers),
         ("--schedulers", args.schedulers),
@@ -390,6 +412,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             service_cluster_ip_range=args.service_cluster_ip_range,
             service_node_port_range=args.service_node_port_range,
             default_storage_class="" if args.no_default_storage_class else "standard",
+            disable_admission_plugins=disabled,
             with_controllers=not args.no_controllers,
             controller_managers=args.controller_managers,
             control_plane_resource=args.control_plane_resource,

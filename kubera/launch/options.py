@@ -32,6 +32,9 @@ class ClusterOptions:
     service_node_port_range: str = "30000-32767"
     #: The default StorageClass a new cluster gets, as kind ships one ("": none).
     default_storage_class: str = "standard"
+    #: Admission plugins the apiservers do not run (kube-apiserver's
+    #: --disable-admission-plugins; `kubera experiment` passes upstream scheduler_perf's).
+    disable_admission_plugins: tuple[str, ...] = ()
     #: Simulated durations are divided by this (kubelets and controllers).
     time_scale: float = 1.0
     #: False: no controller-manager actor.
@@ -111,8 +114,10 @@ class UpOptions:
         """The inverse of `dataclasses.asdict` (the detached supervisor's argument)."""
         scheduling = dict(data.get("scheduling", {}))
         scheduling["extra_configs"] = tuple(scheduling.get("extra_configs", ()))
+        cluster = dict(data.get("cluster", {}))
+        cluster["disable_admission_plugins"] = tuple(cluster.get("disable_admission_plugins", ()))
         return cls(
-            cluster=ClusterOptions(**data.get("cluster", {})),
+            cluster=ClusterOptions(**cluster),
             scheduling=SchedulingOptions(**scheduling),
             election=TimingOverrides(**data.get("election", {})),
             nodes=NodeOptions(**data.get("nodes", {})),

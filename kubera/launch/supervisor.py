@@ -192,6 +192,7 @@ class Supervisor:
                     service_cluster_ip_range=o.service_cluster_ip_range,
                     service_node_port_range=o.service_node_port_range,
                     default_storage_class=o.default_storage_class,
+                    disable_admission_plugins=o.disable_admission_plugins,
                     time_scale=o.time_scale,
                     time_origin=self.time_origin,
                     **self._apiserver_security(),

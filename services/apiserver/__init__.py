@@ -8,9 +8,15 @@ For the HTTP edge (services/httpapi), which words requests as the gRPC edge does
 (the update conflict's wording) and `MAX_RETRIES` (read-modify-write retries). For the
 authorizer (services/auth): `registry_lookup` (its reads of stored objects). For
 `kubera up`: `ServiceNetwork` and `parse_node_port_range` (the service CIDR and node
-port range, checked before anything starts)."""
+port range, checked before anything starts), and `DISABLEABLE` / `SCHEDULER_PERF_DISABLED`
+(the admission plugins --disable-admission-plugins may name, and upstream scheduler_perf's)."""
 
-from services.apiserver.admission import apply_defaults, prepare_for_create
+from services.apiserver.admission import (
+    DISABLEABLE,
+    SCHEDULER_PERF_DISABLED,
+    apply_defaults,
+    prepare_for_create,
+)
 from services.apiserver.config import ApiServerConfig
 from services.apiserver.objects import MAX_RETRIES, Filter, conflict
 from services.apiserver.read import parse_resource_version
@@ -20,6 +26,8 @@ from services.apiserver.serviceips import ServiceNetwork, parse_node_port_range
 from services.apiserver.watchcache import decode
 
 __all__ = [
+    "DISABLEABLE",
+    "SCHEDULER_PERF_DISABLED",
     "ApiServer",
     "ApiServerConfig",
     "BatchResult",

@@ -80,6 +80,23 @@ SYSTEM_PRIORITY_CLASSES = {
 }
 PREEMPT_LOWER = "PreemptLowerPriority"
 
+#: Admission plugins that may be turned off (kube-apiserver's --disable-admission-plugins),
+#: by upstream's names. TaintNodesByCondition is accepted and changes nothing: kubera's
+#: apiserver does not taint a node at its create (docs/differences.md).
+DISABLEABLE = frozenset(
+    {
+        "ServiceAccount",
+        "Priority",
+        "RuntimeClass",
+        "DefaultTolerationSeconds",
+        "TaintNodesByCondition",
+    }
+)
+#: What upstream's scheduler_perf apiserver disables (test/integration/scheduler_perf
+#: mustSetupCluster: "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition,Priority"),
+#: so its templates may set spec.priority directly: experiments run with this set.
+SCHEDULER_PERF_DISABLED = ("ServiceAccount", "TaintNodesByCondition", "Priority")
+
 
 def _forbidden(kind: Kind, name: str, why: str) -> ForbiddenError:
     return ForbiddenError(f'{kind.resource} "{name}" is forbidden: {why}')
@@ -387,15 +404,21 @@ def _default_toleration_seconds(pod: core_pb2.Pod) -> None:
             )
 
 
-async def mutate(kind: Kind, obj: Message, lookup: Lookup) -> None:
-    """The mutating admission plugins, for a create."""
+async def mutate(
+    kind: Kind, obj: Message, lookup: Lookup, disabled: frozenset[str] = frozenset()
+) -> None:
+    """The mutating admission plugins, for a create; those named in `disabled` do not run."""
     check_hollow_kubelet_annotations(kind, obj)
     if kind.kind == "Pod":
         pod = narrow(obj, core_pb2.Pod)
-        await _service_account(pod, lookup)
-        await _priority(pod, lookup)
-        await _runtime_class(pod, lookup)
-        _default_toleration_seconds(pod)
+        if "ServiceAccount" not in disabled:
+            await _service_account(pod, lookup)
+        if "Priority" not in disabled:
+            await _priority(pod, lookup)
+        if "RuntimeClass" not in disabled:
+            await _runtime_class(pod, lookup)
+        if "DefaultTolerationSeconds" not in disabled:
+            _default_toleration_seconds(pod)
         pod.status.qos_class = qos_class(pod.spec)
     elif kind.kind == "PriorityClass":
         await check_single_global_default(kind, obj, lookup)

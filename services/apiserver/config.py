@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from services.apiserver.admission import DISABLEABLE
 from services.apiserver.serviceips import ServiceNetwork
 from services.apiserver.watchcache import TOO_LARGE_WAIT
 
@@ -33,8 +34,18 @@ class ApiServerConfig:
     #: The default StorageClass made when a new cluster's apiserver first starts (`kubera
     #: up`'s `standard`, services/api/helpers/volumes.default_storage_class); "": none.
     default_storage_class: str = ""
+    #: Admission plugins that do not run (kube-apiserver's --disable-admission-plugins):
+    #: names from `admission.DISABLEABLE`; upstream's scheduler_perf apiserver disables
+    #: ServiceAccount, TaintNodesByCondition and Priority (`SCHEDULER_PERF_DISABLED`).
+    disable_admission_plugins: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
+        unknown = sorted(self.disable_admission_plugins - DISABLEABLE)
+        if unknown:
+            raise ValueError(
+                f"unknown admission plugin(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(DISABLEABLE))}"
+            )
         if self.watch_cache_capacity < 1:
             raise ValueError(
                 f"watch_cache_capacity must be at least 1, not {self.watch_cache_capacity}"

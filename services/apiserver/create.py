@@ -69,7 +69,7 @@ async def prepare_create(
     if kind.kind == "Node":
         admit_node(obj, None)
     reads = reads or AdmissionReads(store)
-    await admission.mutate(kind, obj, reads)
+    await admission.mutate(kind, obj, reads, store.disable_admission_plugins)
     if kind.kind == "Pod":
         ranges = await reads.namespace_objects(BY_KIND["LimitRange"], meta.namespace)
         limitranger.admit(obj, ranges)  # type: ignore[arg-type]

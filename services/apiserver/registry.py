@@ -107,6 +107,7 @@ class ApiServer:
             clock=self.clock,
             new_uid=new_uid or (lambda: str(uuid.uuid4())),
             service_network=config.service_network,
+            disable_admission_plugins=config.disable_admission_plugins,
         )
 
     # ----------------------------------------------------------- lifecycle

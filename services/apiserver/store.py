@@ -63,8 +63,11 @@ class Store:
         clock: Clock,
         new_uid: Callable[[], str],
         service_network: ServiceNetwork | None = None,
+        disable_admission_plugins: frozenset[str] = frozenset(),
     ) -> None:
         self.storage = storage
+        #: Admission plugins that do not run (ApiServerConfig.disable_admission_plugins).
+        self.disable_admission_plugins = disable_admission_plugins
         #: The service CIDR and node port range services are allocated from.
         self.service_network = service_network or ServiceNetwork()
         #: The watch cache of each resource.

@@ -64,6 +64,8 @@ class ApiServerHostConfig:
     service_node_port_range: str = "30000-32767"
     #: The default StorageClass a new cluster gets (ApiServerConfig); "": none.
     default_storage_class: str = ""
+    #: Admission plugins that do not run (kube-apiserver's --disable-admission-plugins).
+    disable_admission_plugins: tuple[str, ...] = ()
     #: The cluster clock (services/clock.py): simulated seconds per wall second, and its
     #: epoch (0: now). Objects are stamped in the cluster's time (creationTimestamp,
     #: deletionTimestamp, conditions, Events, the AGE of server-side tables).
@@ -183,6 +185,7 @@ class ApiServerHost:
                     node_ports=parse_node_port_range(self.config.service_node_port_range),
                 ),
                 default_storage_class=self.config.default_storage_class,
+                disable_admission_plugins=frozenset(self.config.disable_admission_plugins),
             ),
             clock=clock_for(self.config.time_scale, self.config.time_origin or None),
             wall=RealClock(),

@@ -9,9 +9,7 @@ Semantics kept from upstream (test/integration/scheduler_perf/scheduler_perf.go)
 createPods waits until every pod it created is bound unless skipWaitToCompletion;
 collectMetrics makes the op a measurement window; namespaces are created on first use;
 the default node and pod are upstream's; with persistent-volume templates each pod gets its
-claim and volume first (volumes.py), and nodeAllocatableStrategy nodes their CSINodes. A pod
-that gives spec.priority without a class is admitted with a class of that value
-(objects.priority_class_doc: scheduler_perf's apiserver runs without Priority admission).
+claim and volume first (volumes.py), and nodeAllocatableStrategy nodes their CSINodes.
 kubera's ops: `chaos` runs in the background from the op's start (a `check` first waits
 for every fault to finish, so the verdict covers them all); `check` replays etcd's history
 as `kubera check` does (faults.py).
@@ -62,7 +60,6 @@ from kubera.experiment.spec.objects import (
     node_doc,
     node_ready,
     pod_doc,
-    priority_class_doc,
     to_message,
     with_claim,
 )
@@ -128,8 +125,8 @@ class OpExecutor:
         self.on_phase = on_phase
         self.node_template = node_template  # the hollow nodes' template text (None: default)
         self.nodes_expected = 0  # hollow mode: nodes createNodes asked for so far
+        self.node_names: set[str] = set()  # the names createNodes gave its nodes
         self.namespaces: set[str] = set()
-        self.priority_classes: set[str] = set()  # made for pods giving spec.priority alone
         self.background: list[asyncio.Task[None]] = []
         self.stopping = False
         self.faults: list[asyncio.Task[None]] = []
@@ -256,8 +253,6 @@ class OpExecutor:
         a batch refused as unavailable (the apiserver restarting under chaos) is sent again
         until the op's timeout. Any other error fails the op."""
         out: list[Message] = []
-        if objs and isinstance(objs[0], BY_KIND["Pod"].message):
-            await self._priority_classes(objs)
         for i in range(0, len(objs), CHUNK):
             chunk = objs[i : i + CHUNK]
             for attempt in range(GENERATE_NAME_RETRIES + 1):
@@ -279,21 +274,6 @@ class OpExecutor:
                     break
                 chunk = retry
         return out
-
-    async def _priority_classes(self, pods: list[Message]) -> None:
-        """A pod giving spec.priority without a class names one of that value, made once
-        (objects.priority_class_doc: scheduler_perf's apiserver admits no priority)."""
-        for pod in pods:
-            spec = pod.spec  # type: ignore[attr-defined]
-            if not spec.HasField("priority") or spec.priority_class_name:
-                continue
-            pc = to_message(priority_class_doc(spec.priority))
-            name = pc.metadata.name  # type: ignore[attr-defined]
-            if name not in self.priority_classes:
-                with contextlib.suppress(AlreadyExistsError):
-                    await self.client.create(pc)
-                self.priority_classes.add(name)
-            spec.priority_class_name = name
 
     async def _batch(self, chunk: list[Message]) -> list[Any]:
         deadline = time.monotonic() + self.timeout
@@ -369,9 +349,8 @@ class OpExecutor:
 
             await self._until(ready, f"{op.phase}: {want} hollow nodes Ready", LIST_EVERY)
             return
-        nodes = await self.create(
-            [to_message(node_doc(op, i), kind="Node") for i in range(op.count)]
-        )
+        docs = [node_doc(op, i, self.node_names) for i in range(op.count)]
+        nodes = await self.create([to_message(doc, kind="Node") for doc in docs])
         if isinstance(op.strategy, o.NodeAllocatableStrategy):
             strategy = op.strategy
             await self.create(

@@ -103,6 +103,8 @@ def cluster_args(cluster: ClusterSettings, ops: list[Any], opts: RunOptions) -> 
         args += ["--time-scale", f"{cluster.time_scale:g}"]
     if cluster.scheduler_config_path:
         args += ["--scheduler-config", cluster.scheduler_config_path]
+    if cluster.disable_admission_plugins:
+        args += ["--disable-admission-plugins", ",".join(cluster.disable_admission_plugins)]
     if opts.ray_address:
         args += ["--ray-address", opts.ray_address]
     if opts.etcd:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from kubera.experiment.spec.fields import ConfigError
 from kubera.experiment.spec.ops import TemplateOp
 from kubera.experiment.spec.templates import Template
+from services.apiserver import SCHEDULER_PERF_DISABLED
 from services.leaderelection import LeaseTimings
 
 SchedulerMode = Literal["leader", "shared-state"]
@@ -52,6 +53,10 @@ class ClusterSettings:
     """Text of `schedulerConfigPath` (a KubeSchedulerConfiguration), or None."""
     scheduler_config_path: str | None = None
     """Absolute path of that file, or None."""
+    disable_admission_plugins: tuple[str, ...] = SCHEDULER_PERF_DISABLED
+    """`disableAdmissionPlugins`: what the apiserver does not run (`kubera up
+    --disable-admission-plugins`); upstream scheduler_perf's set unless given (`[]`: all
+    run, for files whose pods take their priority from a PriorityClass)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -85,6 +85,7 @@ from kubera.experiment.spec.ops import Op
 from kubera.experiment.spec.parse_ops import Params, parse_op, resolve_op, unroll
 from kubera.experiment.spec.templates import Template
 from services.api.machinery import yamlload
+from services.apiserver import DISABLEABLE
 from services.leaderelection import LeaseTimings, violations
 
 __all__ = [
@@ -114,6 +115,19 @@ _LEADER_ELECTION = {
     "renewDeadline": Spec("renew_deadline", k_duration),
     "retryPeriod": Spec("retry_period", k_duration),
 }
+
+
+def k_admission_plugins(ctx: Ctx, where: str, value: Any) -> tuple[str, ...]:
+    """A list of admission plugin names `kubera up --disable-admission-plugins` knows."""
+    names = k_labels(ctx, where, value)
+    unknown = sorted(set(names) - DISABLEABLE)
+    if unknown:
+        raise ctx.error(
+            where,
+            f"unknown admission plugin(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(DISABLEABLE))}",
+        )
+    return names
 
 
 def k_node_template(ctx: Ctx, where: str, value: Any) -> Template:
@@ -151,6 +165,7 @@ _CLUSTER = {
     "timeScale": Spec("time_scale", k_positive_float),
     "nodesPerPool": Spec("nodes_per_pool", k_positive_int),
     "schedulerConfigPath": Spec("scheduler_config_path", k_file),
+    "disableAdmissionPlugins": Spec("disable_admission_plugins", k_admission_plugins),
 }
 #: Cluster settings a sweep key may set directly (`sweep: {schedulers: [1, 2, 4]}`).
 _SWEEPABLE = {

@@ -38,6 +38,7 @@ from kubera.experiment.spec.fields import (
     read_fields,
     type_name,
 )
+from kubera.experiment.spec.objects import decode_object
 from kubera.experiment.spec.templates import Template, TemplateError
 from kubera.experiment.spec.trace import TraceError, read_nodes, read_pods
 from services.api.machinery import codec, kinds
@@ -579,7 +580,7 @@ def decode_template(
             ctx.warn(where, f"{template.source}: left out, kubera does not serve it: {e}")
             return False
     try:
-        decoded = codec.decode(doc, validate="warn")
+        decoded = decode_object(doc, validate="warn")
     except codec.DecodeError as e:
         raise ctx.error(where, f"{template.source}: {e}".replace("\n", " ")) from None
     if kind and decoded.kind.kind != kind:

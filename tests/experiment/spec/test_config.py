@@ -31,15 +31,14 @@ def test_upstream_misc_config_loads_every_test_case_and_workload():
     assert names == [
         "SchedulingBasic",
         "SchedulingDaemonset",
-        "PreemptionBasic",
-        "PreemptionAsync",
-        "Unschedulable",
         "SchedulingWithMixedChurn",
         "SchedulingWhileGated",
         "SchedulingDeletedPodsWithFinalizers",
         "SchedulingWithExtendedResource",
     ]
-    assert sum(len(tc.workloads) for tc in e.test_cases) == 43
+    # upstream moved PreemptionBasic, PreemptionAsync and Unschedulable to
+    # default_preemption/ and dropped the DRAExtendedResource=false workloads
+    assert sum(len(tc.workloads) for tc in e.test_cases) == 22
     # featureGates are kept, and each place that sets them is warned about.
     basic = e.test_cases[0]
     assert basic.workload("5Nodes").feature_gates == {"SchedulerAsyncAPICalls": False}
@@ -78,20 +77,11 @@ def test_upstream_misc_config_loads_every_test_case_and_workload():
             ],
         ),
         (
-            "SchedulingWithExtendedResource/500pods_500nodes",
+            "SchedulingWithExtendedResource/500pods_500nodes_DRAExtendedResourceEnabled",
             [
                 ("createNodes[0]", 0, None),
                 ("createNodes[1]", 500, None),
                 ("createPods[2]", 500, "test"),
-            ],
-        ),
-        (
-            "Unschedulable/5kNodes/20kInit/10kPods",
-            [
-                ("createNodes[0]", 5000, None),
-                ("createPods[1]", 20000, "namespace-1"),
-                ("churn[2]", None, "namespace-2"),
-                ("createPods[3]", 10000, "namespace-3"),
             ],
         ),
     ],
@@ -111,7 +101,7 @@ def test_upstream_templates_are_loaded_relative_to_the_config_and_rendered_per_i
         "cpu": "100m",
         "memory": "500Mi",
     }
-    ext = planned["SchedulingWithExtendedResource/fast"]
+    ext = planned["SchedulingWithExtendedResource/fast_DRAExtendedResourceEnabled"]
     node = ext[1].node_template.render(index=3, count=10)
     assert node["status"]["capacity"]["foo.com/bar-3"] == 1
     pod3 = ext[2].pod_template.render(index=3, count=10)
@@ -188,6 +178,8 @@ PLANNED = [
     DATA / "misc" / "performance-config.yaml",
     DATA / "affinity" / "performance-config.yaml",
     DATA / "topology_spreading" / "performance-config.yaml",
+    DATA / "default_preemption" / "performance-config.yaml",
+    DATA / "batching" / "performance-config.yaml",
 ]
 
 

@@ -1,0 +1,177 @@
+"""Upstream's scheduler_perf files as kubera reads them: the newest affinity,
+default_preemption and batching configs (copied unchanged under tests/experiment/data),
+template field names matched as upstream's encoding/json matches them, and the admission
+set experiments run the apiserver with."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from kubera.experiment.run.runner import RunOptions, cluster_args
+from kubera.experiment.spec import ops as o
+from kubera.experiment.spec.config import ConfigError, load, plan
+from kubera.experiment.spec.objects import fold_field_names, name_node, node_doc, to_message
+from protos.kubera.v1 import core_pb2
+from services.apiserver import SCHEDULER_PERF_DISABLED
+from tests.experiment.configfiles import BASE, DATA, replace, runs, summary, write
+
+
+def test_upstream_affinity_file_loads_whole_and_none_is_left_out():
+    e = load(str(DATA / "affinity" / "performance-config.yaml"))
+    assert [tc.name for tc in e.test_cases] == [
+        "SchedulingPodAntiAffinity",
+        "SchedulingPodMatchingAntiAffinity",
+        "SchedulingPodAffinity",
+        "SchedulingPreferredPodAffinity",
+        "SchedulingPreferredPodAntiAffinity",
+        "SchedulingNodeAffinity",
+        "MixedSchedulingBasePod",
+        "SchedulingRequiredPodAntiAffinityWithNSSelector",
+        "SchedulingPreferredAntiAffinityWithNSSelector",
+        "SchedulingRequiredPodAffinityWithNSSelector",
+        "SchedulingPreferredAffinityWithNSSelector",
+        "SchedulingGatedPodsWithPodAffinityImpactForThroughput",
+    ]
+    assert not [tc.name for tc in e.test_cases if tc.unsupported]
+    gated = runs(e)["SchedulingGatedPodsWithPodAffinityImpactForThroughput/1Node_10GatedPods"]
+    assert [type(op) for op in gated] == [o.CreateNodes, o.CreatePods, o.Barrier, o.CreatePods]
+    assert gated[1].skip_wait_to_completion and gated[2].stage_requirement == "Attempted"
+
+
+def test_upstream_default_preemption_leaves_out_only_its_workload_api_pod_groups():
+    e = load(str(DATA / "default_preemption" / "performance-config.yaml"))
+    left_out = {tc.name: tc.unsupported for tc in e.test_cases if tc.unsupported}
+    assert list(left_out) == ["PreemptionPodGroupDisruptionMode"]
+    assert "createPodGroups" in left_out["PreemptionPodGroupDisruptionMode"]
+    ops = runs(e)["PreemptionBasic/5Nodes"]
+    assert summary(ops) == [
+        ("createNodes[0]", 5, None),
+        ("createPods[1]", 20, "namespace-1"),
+        ("createPods[2]", 5, "namespace-2"),
+    ]
+    # the preemptor beside the config (templates/), the victims in ../templates
+    assert ops[2].pod_template.source == "templates/pod-high-priority.yaml"
+    assert ops[2].pod_template.data["spec"]["priority"] == 10000
+    assert "priority" not in ops[1].pod_template.data["spec"]
+    assert summary(runs(e)["Unschedulable/5kNodes/20kInit/10kPods"]) == [
+        ("createNodes[0]", 5000, None),
+        ("createPods[1]", 20000, "namespace-1"),
+        ("churn[2]", None, "namespace-2"),
+        ("createPods[3]", 10000, "namespace-3"),
+    ]
+
+
+def test_upstream_batching_runs_without_opportunistic_batching():
+    """Its featureGates (OpportunisticBatching) are ignored with a warning; its pods carry
+    upstream's signature label per signatureBatchSize and its scheduler config is used."""
+    e = load(str(DATA / "batching" / "performance-config.yaml"))
+    assert not [tc.name for tc in e.test_cases if tc.unsupported]
+    assert [tc.name for tc in e.test_cases] == ["HostPortConflict", "ResourceSaturation"]
+    for tc in e.test_cases:
+        w = tc.workload("10Nodes_10Pods_10BatchSize")
+        ops = plan(tc, w)
+        assert summary(ops) == [("createNodes[0]", 10, None), ("createPods[1]", 10, "namespace-1")]
+        assert ops[1].signature_batch_size == 10
+        assert w.cluster.scheduler_config_path.endswith(
+            "batching/scheduler-config-no-topology.yaml"
+        )
+    assert any("featureGates" in str(warning) for warning in e.warnings)
+
+
+def test_node_inclusion_policy_fields_written_capitalised_decode_as_upstream_does():
+    """upstream's templates/pod-with-node-inclusion-policy.yaml writes NodeAffinityPolicy:
+    and NodeTaintsPolicy:; sigs.k8s.io/yaml → encoding/json matches them to the fields."""
+    path = DATA / "templates" / "pod-with-node-inclusion-policy.yaml"
+    doc = yaml.safe_load(path.read_text())
+    assert "NodeAffinityPolicy" in doc["spec"]["topologySpreadConstraints"][0]
+    pod = to_message(doc, kind="Pod")
+    (c,) = pod.spec.topology_spread_constraints  # type: ignore[attr-defined]
+    assert (c.node_affinity_policy, c.node_taints_policy) == ("Honor", "Honor")
+    assert dict(c.label_selector.match_labels) == {"foo": "bar"}
+
+
+def test_folding_prefers_the_exact_name_and_leaves_map_keys_alone():
+    doc = {
+        "Metadata": {"Name": "n", "labels": {"App": "x", "app": "y"}},
+        "spec": {
+            "NodeName": "exact-loses-to-nothing",
+            "Containers": [{"NAME": "c", "Image": "i"}],
+            "nodeSelector": {"Zone": "a"},
+            "HostNetwork": True,
+            "hostNetwork": False,
+        },
+    }
+    out = fold_field_names(doc, core_pb2.Pod.DESCRIPTOR)
+    assert out["metadata"] == {"name": "n", "labels": {"App": "x", "app": "y"}}
+    spec = out["spec"]
+    assert spec["nodeName"] == "exact-loses-to-nothing"
+    assert spec["containers"] == [{"name": "c", "image": "i"}]
+    assert spec["nodeSelector"] == {"Zone": "a"}
+    # both spellings given: the exact one is the field, the other stays unknown
+    assert spec["hostNetwork"] is False and spec["HostNetwork"] is True
+
+
+def test_experiments_run_upstream_scheduler_perfs_admission_set_unless_told_otherwise(tmp_path):
+    default = load(str(write(tmp_path, BASE)))
+    ((tc, w),) = default.runs()
+    assert w.cluster.disable_admission_plugins == SCHEDULER_PERF_DISABLED
+    args = cluster_args(w.cluster, plan(tc, w), RunOptions())
+    i = args.index("--disable-admission-plugins")
+    assert args[i + 1] == "ServiceAccount,TaintNodesByCondition,Priority"
+    text = replace("  workloads:", "  cluster: {disableAdmissionPlugins: []}\n  workloads:")
+    ((tc, w),) = load(str(write(tmp_path, text))).runs()
+    assert w.cluster.disable_admission_plugins == ()
+    assert "--disable-admission-plugins" not in cluster_args(w.cluster, plan(tc, w), RunOptions())
+
+
+def test_an_unknown_admission_plugin_is_an_error_naming_the_place(tmp_path):
+    text = replace(
+        "  workloads:", "  cluster: {disableAdmissionPlugins: [Priority, Nope]}\n  workloads:"
+    )
+    with pytest.raises(
+        ConfigError, match=r"\[0\]\.cluster\.disableAdmissionPlugins: unknown .*Nope"
+    ):
+        load(str(write(tmp_path, text)))
+
+
+class _Draws:
+    """A stand-in for random: choice() answers from a fixed sequence."""
+
+    def __init__(self, text: str) -> None:
+        self.chars = iter(text)
+
+    def choice(self, _: str) -> str:
+        return next(self.chars)
+
+
+def test_created_nodes_carry_the_usual_hostname_label_equal_to_their_name():
+    """upstream's IntegrationTestNodePreparer names a node itself (generateName + 5 random
+    characters, drawn again if taken) to create it labelled kubernetes.io/hostname=<name>:
+    hostname spreading (SchedulingWithNodeInclusionPolicy) needs the label."""
+    taken = {"scheduler-perf-bbbbb"}
+    doc = {
+        "metadata": {"generateName": "scheduler-perf-", "labels": {"kubernetes.io/hostname": "x"}}
+    }
+    name_node(doc, taken, _Draws("bbbbb" + "c2x9z"))  # type: ignore[arg-type]
+    assert doc["metadata"]["name"] == "scheduler-perf-c2x9z"
+    assert doc["metadata"]["labels"] == {"kubernetes.io/hostname": "scheduler-perf-c2x9z"}
+    assert taken == {"scheduler-perf-bbbbb", "scheduler-perf-c2x9z"}
+    named = {"metadata": {"name": "scheduler-perf-node"}}
+    name_node(named, taken)
+    assert named["metadata"]["labels"] == {"kubernetes.io/hostname": "scheduler-perf-node"}
+
+
+def test_a_node_strategy_on_the_hostname_key_is_applied_after_the_name():
+    """upstream applies the strategy (DoPrepareNode) after the create: it wins."""
+    strategy = o.UniqueNodeLabelStrategy(label_key="kubernetes.io/hostname")
+    op = o.CreateNodes(index=3, count=2, strategy=strategy)
+    taken: set[str] = set()
+    docs = [node_doc(op, i, taken) for i in range(2)]
+    assert [d["metadata"]["labels"]["kubernetes.io/hostname"] for d in docs] == [
+        "node-3-0",
+        "node-3-1",
+    ]
+    assert len(taken) == 2 and all(n.startswith("scheduler-perf-") for n in taken)
+    plain = node_doc(o.CreateNodes(index=0, count=1), 0)  # without `taken`: unnamed, as before
+    assert "name" not in plain["metadata"]
