@@ -234,18 +234,3 @@ def with_claim(pod: dict[str, Any], claim_name: str) -> dict[str, Any]:
         {"name": POD_VOLUME, "persistentVolumeClaim": {"claimName": claim_name}}
     ]
     return pod
-
-
-def priority_class_doc(value: int) -> dict[str, Any]:
-    """The PriorityClass a pod that gives its `spec.priority` alone is admitted with.
-
-    scheduler_perf runs its apiserver with the Priority admission plugin disabled, so a
-    template's spec.priority (pod-high-priority.yaml's 10) stands as written; kubera's
-    apiserver always admits a pod's priority from its class (and refuses one that differs),
-    so the runner names a class of that value in such a pod (opexec.py)."""
-    return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": f"scheduler-perf-priority-{value}"},
-        "value": value,
-    }

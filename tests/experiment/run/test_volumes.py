@@ -348,37 +348,3 @@ async def test_create_pods_writes_bound_claims_and_volumes_before_the_pods(
         [(v["name"], v["persistentVolumeClaim"]["claimName"]) for v in p.spec.volumes]  # type: ignore[attr-defined]
         for p in pods
     ) == [[("vol", f"pvc-{i}")] for i in range(3)]
-
-
-async def test_pods_giving_a_priority_alone_are_admitted_with_a_class_of_that_value() -> None:
-    # PreemptionPVs' measured pods (pod-high-priority.yaml: priority 10, no class), which
-    # scheduler_perf's apiserver admits as written (its Priority admission is disabled)
-    op = _op(
-        "pv-aws.yaml",
-        count=2,
-        pod_template=_template("pod-high-priority.yaml"),
-        skip_wait_to_completion=True,
-    )
-    low = o.CreatePods(
-        index=1,
-        count=1,
-        namespace="namespace-1",
-        pod_template=_template("pod-low-priority.yaml"),
-        skip_wait_to_completion=True,
-    )
-    async with _cluster(with_pv_controller=False) as (ex, client):
-        await ex.run(low)
-        await ex.run(op)
-        pods, _ = await client.list(BY_KIND["Pod"])
-        classes, _ = await client.list(BY_KIND["PriorityClass"])
-    assert sorted(
-        (p.metadata.namespace, p.spec.priority, p.spec.priority_class_name) for p in pods
-    ) == [  # type: ignore[attr-defined]
-        ("namespace-1", 0, ""),
-        ("namespace-2", 10, "scheduler-perf-priority-10"),
-        ("namespace-2", 10, "scheduler-perf-priority-10"),
-    ]
-    made = [
-        (c.metadata.name, c.value) for c in classes if not c.metadata.name.startswith("system-")
-    ]  # type: ignore[attr-defined]
-    assert made == [("scheduler-perf-priority-10", 10)]
