@@ -44,7 +44,15 @@ async def _bound_pair(c: Cluster, name: str, *modes: str, **pv_doc: Any) -> None
         pv.spec.ClearField("gce_persistent_disk")  # one source per volume
     await c.api.create(pv)
     await c.api.create(
-        persistent_volume_claim(name, "1Gi", *modes, volumeName=name, status={"phase": "Bound"})
+        persistent_volume_claim(
+            name,
+            "1Gi",
+            *modes,
+            volumeName=name,
+            status={"phase": "Bound"},
+            # fully bound, as VolumeBinding (upstream's isPVCFullyBound) requires
+            metadata={"annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+        )
     )
 
 
