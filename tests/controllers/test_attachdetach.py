@@ -125,3 +125,22 @@ async def test_attachments_by_driver(
     await cluster.until(lambda: (_va(controller) is not None) == (want == "waiting"))
     if want == "waiting":
         assert not _va(controller).status.attached
+
+
+async def test_an_attachment_under_another_name_is_left_alone(cluster: ControllerCluster) -> None:
+    """Detaching deletes the attachment of the csi attacher's computed name only: one a
+    user made for the same volume and node under another name stays (upstream's attacher
+    deletes by that name)."""
+    await _csi_driver(cluster, hollow=True, attach=None)
+    await _bound_claim(cluster)
+    mine = storagev1_pb2.VolumeAttachment(api_version="storage.k8s.io/v1", kind="VolumeAttachment")
+    mine.metadata.name = "users-attachment"
+    mine.spec.attacher, mine.spec.node_name = DRIVER, NODE
+    mine.spec.source.persistent_volume_name = "pv-1"
+    await cluster.client.create(mine)
+    controller = await _run(cluster)
+    await _pod(cluster)
+    await cluster.until(lambda: _va(controller) is not None and _va(controller).status.attached)
+    await cluster.client.delete(PODS, "web", NS, grace_period_seconds=0)
+    await cluster.until(lambda: _va(controller) is None)  # the computed one is detached
+    assert "users-attachment" in controller.va_informer.store

@@ -13,7 +13,9 @@ VolumeAttachments that name it:
 - a missing one is created as upstream's csi attacher creates it: name `csi-<sha256 of
   volumeHandle + driver + nodeName>`, spec.attacher the driver, spec.nodeName,
   spec.source.persistentVolumeName;
-- one that names a PersistentVolume no pod on the node uses any more is deleted (detach).
+- one that names a PersistentVolume no pod on the node uses any more is deleted (detach),
+  if it has the name the csi attacher computes (upstream detaches by deleting that name:
+  an attachment made under another name is left alone).
 
 The hollow attacher: an attachment whose attacher is a hollow driver (its CSIDriver
 labelled `kubera.io/hollow-csi-driver`, or the PV controller's own `hollow.kubera.io`)
@@ -268,6 +270,18 @@ class AttachDetachController:
         obj = self.driver_informer.store.get(driver)
         return obj is not None and LABEL_HOLLOW_DRIVER in obj.metadata.labels  # type: ignore[attr-defined]
 
+    def _detachable(self, va: VA) -> bool:
+        """Whether detaching the attachment's volume deletes it: upstream's csi attacher
+        deletes the attachment of the computed name for (volume, driver, node), so one
+        made under another name (by a user, by another tool) is left alone."""
+        pv = self.pv_informer.store.get(va.spec.source.persistent_volume_name)
+        if pv is None or not pv.spec.HasField("csi"):  # type: ignore[attr-defined]
+            return False
+        return (
+            attachment(narrow(pv, storage_pb2.PersistentVolume), va.spec.node_name).metadata.name
+            == va.metadata.name
+        )
+
     async def sync_node(self, node: str) -> None:
         """Create the attachments `node` needs, delete those it no longer needs, and
         attach those of hollow drivers."""
@@ -283,7 +297,7 @@ class AttachDetachController:
                 with contextlib.suppress(AlreadyExistsError):
                     await self.client.create(va)
         for name, va in have.items():
-            if name not in want and va.spec.source.persistent_volume_name:
+            if name not in want and self._detachable(va):
                 with contextlib.suppress(NotFoundError):
                     await self.client.delete(ATTACHMENTS, name)
             elif name in want and not va.status.attached and self._hollow(va.spec.attacher):
