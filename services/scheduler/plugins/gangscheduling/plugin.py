@@ -18,10 +18,11 @@ basic group, and pods without workloadRef, pass every point untouched. For a gan
 
 Events: a Pod add with the same workloadRef (namespace, name, group, replica key), and a
 Workload add with the pod's namespace and workload name. A Workload's pod groups are
-immutable, so upstream registers no Workload update (kubera neither). The pod add that
-completes a gated group's quorum also wakes the group's pods at once (Handle.activate), as
-Coscheduling's does: kubera's queue does not turn an unscheduled pod's arrival into an
-event for the other waiting pods.
+immutable, so upstream registers no Workload update (kubera neither). Upstream's queue also
+turns every unscheduled pod's arrival into that Pod/Add event for the waiting pods (under
+the GangScheduling gate); kubera's queue does not, so the plugin's own handler does the
+same for its gangs: a pod joining a gang that has minCount pods wakes the gang's unscheduled
+pods (Handle.activate), as Coscheduling does for its groups.
 
 Enabling it: kubera has no feature gates; as upstream with the gates off, the plugin is not
 in the default profile. A KubeSchedulerConfiguration enables it with
@@ -31,7 +32,7 @@ The Workload kind and spec.workloadRef are always served.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +49,7 @@ from services.scheduler.framework.types import (
     QueueingHint,
 )
 from services.scheduler.plugins.gangscheduling.workloadmanager import (
-    PodGroupKey,
+    PodGroupInfo,
     WorkloadManager,
 )
 from services.scheduler.plugins.helpers import InformerStoreView
@@ -145,16 +146,17 @@ class GangScheduling:
             return 0, Status.success()
         return policy.gang.min_count, Status.success()
 
-    def pod_joined(self, key: PodGroupKey, pods: Sequence[core_pb2.Pod]) -> None:
-        """A pod joined a group instance: the one that brings a gang to exactly minCount
-        pods wakes its gated pods (they were refused for lack of it; nothing else about
-        them changed, so later joins need not wake them again)."""
+    def pod_joined(self, info: PodGroupInfo, pod: core_pb2.Pod) -> None:
+        """A pod joined a gang that now has minCount pods or more: wake the gang's
+        unscheduled pods (gated for lack of the quorum, or back from a timed-out attempt).
+        Upstream's queue turns the unscheduled pod's arrival into a Pod/Add event whose hint
+        does the same (addPodToSchedulingQueue under the GangScheduling gate)."""
         activate = getattr(self.handle, "activate", None)
-        if not callable(activate) or not pods:
+        if not callable(activate):
             return
-        min_count, _ = self._gang_min_count(pods[0])
-        if min_count and len(pods) == min_count:
-            activate(pods)
+        min_count, _ = self._gang_min_count(pod)
+        if min_count and len(info.all_pods) >= min_count:
+            activate(info.unscheduled_pods())
 
     # ------------------------------------------------------------------ queue
     def pre_enqueue(self, pod: core_pb2.Pod) -> Status:

@@ -22,7 +22,7 @@ on the scheduler's own Pod informer, as Coscheduling's PodGroupManager is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -103,14 +103,14 @@ class PodGroupInfo:
 
 class WorkloadManager:
     """Pod group instances by key, kept by the Pod informer's handlers. `on_pod_added` is
-    called with the instance's pods after a pod joined it (the plugin wakes the gated ones
-    once the quorum is there)."""
+    called with the instance and the pod after the pod joined it (the plugin wakes the
+    waiting ones once the quorum is there)."""
 
     def __init__(
         self,
         *,
         clock: Clock,
-        on_pod_added: Callable[[PodGroupKey, Sequence[core_pb2.Pod]], None] | None = None,
+        on_pod_added: Callable[[PodGroupInfo, core_pb2.Pod], None] | None = None,
     ) -> None:
         self.clock = clock
         self.on_pod_added = on_pod_added
@@ -124,7 +124,7 @@ class WorkloadManager:
         info = self._groups.setdefault(key, PodGroupInfo())
         info.add_pod(pod)
         if self.on_pod_added is not None:
-            self.on_pod_added(key, list(info.all_pods.values()))
+            self.on_pod_added(info, pod)
 
     def update_pod(self, old: core_pb2.Pod, new: core_pb2.Pod) -> None:
         # spec.workloadRef is immutable: an update never moves a pod between groups.

@@ -286,16 +286,18 @@ def test_replica_keys_are_separate_gangs() -> None:
     assert not pl.pre_enqueue(a1).is_success()
 
 
-def test_the_pod_that_completes_the_quorum_wakes_the_gang_once() -> None:
+def test_a_pod_joining_a_gang_with_its_quorum_wakes_the_unscheduled_pods() -> None:
     handle = GangHandle()
-    _plugin(handle, [workload("w", "ns1", pg=3)])
+    pl = _plugin(handle, [workload("w", "ns1", pg=3)])
     pods = [ref_pod(f"p{i}", "w", "pg", namespace="ns1") for i in range(4)]
     handle.add_pods(pods[:2])
-    assert handle.activated == []
+    assert handle.activated == []  # below minCount: nothing to wake
     handle.add_pods(pods[2:3])
     assert handle.activated == [["p0", "p1", "p2"]]
+    # A fourth pod wakes the pods still unscheduled, not the one placed meanwhile.
+    pl.reserve(CycleState(), PodInfo(pods[0]), "n1")
     handle.add_pods(pods[3:])
-    assert handle.activated == [["p0", "p1", "p2"]]
+    assert handle.activated[-1] == ["p1", "p2", "p3"]
 
 
 def test_bound_pods_count_towards_the_quorum_at_permit() -> None:
