@@ -17,8 +17,8 @@ its cache, and kubera serves one version per kind), and only the subresources ku
 from __future__ import annotations
 
 import functools
-import re
 import platform
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -129,9 +129,7 @@ def group_versions() -> list[tuple[str, str]]:
     versions by priority (its first is its preferred version)."""
     seen = {(k.group, k.version) for k in KINDS}
     rank = {g: i for i, g in enumerate(("", *GROUP_ORDER))}
-    return sorted(
-        seen, key=lambda gv: (rank.get(gv[0], len(rank)), gv[0], version_priority(gv[1]))
-    )
+    return sorted(seen, key=lambda gv: (rank.get(gv[0], len(rank)), gv[0], version_priority(gv[1])))
 
 
 def kinds_in(group: str, version: str) -> list[Kind]:

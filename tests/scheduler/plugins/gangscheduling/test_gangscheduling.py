@@ -337,9 +337,9 @@ def _profile_with_gang() -> Framework:
     return cfg.profiles[0]  # type: ignore[no-any-return]
 
 
-async def test_a_gang_short_of_its_quorum_times_out_whole_and_nothing_binds() -> None:
-    """Two of three pods reach Permit; at the shared deadline both are rejected by the
-    framework, Unreserve takes them back, and the group is again unscheduled."""
+def _gang_of_three() -> tuple[GangHandle, Framework, list[core_pb2.Pod]]:
+    """A framework of a profile with GangScheduling, the Workload w (pod group pg, a gang
+    of minCount 3) and its three pods a, b, c known to the scheduler."""
     handle = GangHandle()
     fwk = Framework(
         _profile_with_gang(),
@@ -350,6 +350,13 @@ async def test_a_gang_short_of_its_quorum_times_out_whole_and_nothing_binds() ->
     handle.informer("Workload").store["ns1/w"] = workload("w", "ns1", pg=3)
     pods = [ref_pod(n, "w", "pg", namespace="ns1") for n in ("a", "b", "c")]
     handle.add_pods(pods)
+    return handle, fwk, pods
+
+
+async def test_a_gang_short_of_its_quorum_times_out_whole_and_nothing_binds() -> None:
+    """Two of three pods reach Permit; at the shared deadline both are rejected by the
+    framework, Unreserve takes them back, and the group is again unscheduled."""
+    handle, fwk, pods = _gang_of_three()
     pl = fwk.plugins[NAME]
     infos = [PodInfo(p) for p in pods[:2]]
     for info in infos:
@@ -373,16 +380,7 @@ async def test_a_gang_short_of_its_quorum_times_out_whole_and_nothing_binds() ->
 
 
 async def test_the_pod_completing_the_quorum_lets_the_whole_gang_bind() -> None:
-    handle = GangHandle()
-    fwk = Framework(
-        _profile_with_gang(),
-        in_tree_registry(),
-        handle=handle,  # type: ignore[arg-type]
-        waiting_pods=handle.fwk.waiting_pods,
-    )
-    handle.informer("Workload").store["ns1/w"] = workload("w", "ns1", pg=3)
-    pods = [ref_pod(n, "w", "pg", namespace="ns1") for n in ("a", "b", "c")]
-    handle.add_pods(pods)
+    _, fwk, pods = _gang_of_three()
     infos = [PodInfo(p) for p in pods]
     codes = []
     for info in infos:
