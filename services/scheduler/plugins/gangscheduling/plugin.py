@@ -32,14 +32,14 @@ The Workload kind and spec.workloadRef are always served.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from protos.kubera.v1 import core_pb2, schedulingv1alpha1_pb2
 from services.client import Handlers
 from services.clock import RealClock
-from services.scheduler.framework.status import Status
+from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import (
     ActionType,
     ClusterEvent,
@@ -151,12 +151,15 @@ class GangScheduling:
         unscheduled pods (gated for lack of the quorum, or back from a timed-out attempt).
         Upstream's queue turns the unscheduled pod's arrival into a Pod/Add event whose hint
         does the same (addPodToSchedulingQueue under the GangScheduling gate)."""
-        activate = getattr(self.handle, "activate", None)
-        if not callable(activate):
-            return
         min_count, _ = self._gang_min_count(pod)
         if min_count and len(info.all_pods) >= min_count:
-            activate(info.unscheduled_pods())
+            self._activate(info.unscheduled_pods())
+
+    def _activate(self, pods: Sequence[core_pb2.Pod]) -> None:
+        """Handle.activate, when the handle has a queue (a framework unit test's may not)."""
+        activate = getattr(self.handle, "activate", None)
+        if callable(activate) and pods:
+            activate(pods)
 
     # ------------------------------------------------------------------ queue
     def pre_enqueue(self, pod: core_pb2.Pod) -> Status:
@@ -202,9 +205,9 @@ class GangScheduling:
         assumed = set(info.assumed)
         if len(assumed | info.assigned) < policy.gang.min_count:
             # Wake the group's unscheduled pods: they may have waited for this one.
-            self.handle.activate(info.unscheduled_pods())
+            self._activate(info.unscheduled_pods())
             timeout = info.scheduling_timeout(self.manager.clock.monotonic())
-            return Status(Status.wait().code, (MSG_WAITING_ON_PERMIT,), NAME), timeout
+            return Status(Code.WAIT, (MSG_WAITING_ON_PERMIT,), NAME), timeout
         for uid in sorted(assumed):
             self.handle.allow_waiting_pod(uid, NAME)
         return Status.success(), 0.0
