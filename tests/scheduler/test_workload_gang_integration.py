@@ -5,7 +5,8 @@ of three (every Bind the scheduler sends is recorded).
 What users see: a gang of which only two pods fit waits at Permit, and when its attempt's
 deadline (upstream's fixed 5 minutes, shortened here as upstream's own integration test
 shortens DefaultSchedulingTimeoutDuration) passes, both waiting pods are rejected together
-and none is bound; once room appears, the whole gang binds."""
+and none is bound; once room appears, the whole gang binds. Then upstream 1.35's
+test/integration/scheduler/gang TestGangScheduling cases, as a step table."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from protos.kubera.v1 import core_pb2
 from services.api.machinery.kinds import BY_KIND
 from services.scheduler.config.load import load_config
+from services.scheduler.metrics import QUEUE_GATED
 from services.scheduler.options import SchedulerOptions
 from services.scheduler.plugins.gangscheduling import workloadmanager
 from tests.builders import MakeNode, MakePod, workload
@@ -101,3 +103,85 @@ async def test_a_gang_that_only_partly_fits_times_out_whole_and_binds_once_room_
 
     assert await eventually(all_bound, timeout=30) == {"g0", "g1", "g2"}
     assert sorted(rec.bind_calls) == ["g0", "g1", "g2"]  # each bound once, together
+
+
+# ------------------------------------------- upstream test/integration/scheduler/gang
+# TestGangScheduling (1.35): one node of 4 CPUs, a Workload with the gang pod group "pg" of
+# minCount 3, pods p1..p3 of 1 CPU and a blocker of 2 CPUs; each case is a list of steps.
+
+Step = tuple[str, Any]
+
+
+async def _pod(cp: ControlPlane, name: str, cpu: str, gang: bool) -> None:
+    p = MakePod().typed().name(name).namespace("default")
+    if gang:
+        p.workload_ref("workload", "pg")
+    p.container("image", "i", requests={"cpu": cpu})
+    if not gang:
+        p.spec({"terminationGracePeriodSeconds": 0})
+    await cp.api.create(p.obj())
+
+
+def _in_queue(sched: Any, where: str, names: list[str]) -> bool:
+    held = {p.metadata.name for p in sched.queue.pending_pods()[where]}
+    return set(names) <= held
+
+
+def _scheduled(sched: Any, names: list[str]) -> bool:
+    bound = {p.metadata.name for p in sched.pods.store.values() if p.spec.node_name}
+    return set(names) <= bound
+
+
+GANG_CASES: dict[str, list[Step]] = {
+    "gang schedules when workload and resources are available": [
+        ("create workload", None),
+        ("create pods", ["p1", "p2", "p3"]),
+        ("wait scheduled", ["p1", "p2", "p3"]),
+    ],
+    "gang waits for quorum to start, then schedules": [
+        ("create workload", None),
+        ("create pods", ["p1", "p2"]),
+        ("wait gated", ["p1", "p2"]),
+        ("create pods", ["p3"]),
+        ("wait scheduled", ["p1", "p2", "p3"]),
+    ],
+    "gang waits for workload, then for resources, then schedules": [
+        ("create pods", ["blocker"]),
+        ("wait scheduled", ["blocker"]),
+        ("create pods", ["p1", "p2", "p3"]),
+        ("wait gated", ["p1", "p2", "p3"]),
+        ("create workload", None),
+        ("wait unschedulable", ["p1", "p2", "p3"]),
+        ("delete pods", ["blocker"]),
+        ("wait scheduled", ["p1", "p2", "p3"]),
+    ],
+}
+
+
+@pytest.mark.parametrize("steps", list(GANG_CASES.values()), ids=list(GANG_CASES))
+async def test_gang_scheduling_steps(
+    plane: tuple[ControlPlane, Any, Any], steps: list[Step]
+) -> None:
+    cp, sched, rec = plane
+    await _node(cp, sched, "node", "4")
+    for what, names in steps:
+        if what == "create workload":
+            await cp.client.create(workload("workload", pg=3))
+        elif what == "create pods":
+            for n in names:
+                await _pod(cp, n, "2" if n == "blocker" else "1", gang=n != "blocker")
+        elif what == "delete pods":
+            for n in names:
+                await cp.client.delete(PODS, n, "default", grace_period_seconds=0)
+        elif what == "wait gated":
+            await eventually(lambda ns=names: _in_queue(sched, QUEUE_GATED, ns), timeout=20)
+        elif what == "wait unschedulable":
+
+            async def refused(ns: list[str] = names) -> bool:
+                return all([await _message(cp, n) for n in ns])
+
+            await eventually(refused, timeout=TIMEOUT + 20)
+        else:
+            await eventually(lambda ns=names: _scheduled(sched, ns), timeout=TIMEOUT + 20)
+    gang_binds = [n for n in rec.bind_calls if n != "blocker"]
+    assert len(gang_binds) == len(set(gang_binds))  # each gang pod bound at most once
