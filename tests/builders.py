@@ -26,6 +26,7 @@ from protos.kubera.v1 import (
     podgroup_pb2,
     policyv1core_pb2,
     resource_pb2,
+    schedulingv1alpha1_pb2,
     service_pb2,
     storage_pb2,
     storagev1_pb2,
@@ -117,6 +118,12 @@ class MakePod:
 
     def priority(self, priority: int) -> MakePod:
         self._pod.spec.priority = priority
+        return self
+
+    def workload_ref(self, name: str, pod_group: str, replica_key: str = "") -> MakePod:
+        """spec.workloadRef: the Workload pod group (and replica) the pod belongs to."""
+        ref = self._pod.spec.workload_ref
+        ref.name, ref.pod_group, ref.pod_group_replica_key = name, pod_group, replica_key
         return self
 
     def scheduling_gates(self, gates: Iterable[str]) -> MakePod:
@@ -463,6 +470,25 @@ def resource_claim_template(
 
 #: The label a pod joins a PodGroup with (scheduler-plugins PodGroupLabel).
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+def workload(
+    name: str, namespace: str = "default", **groups: int | None
+) -> schedulingv1alpha1_pb2.Workload:
+    """A scheduling.k8s.io/v1alpha1 Workload: pod group name -> gang minCount, or None for
+    a basic group (upstream st.MakeWorkload().PodGroup(...))."""
+    pod_groups = [
+        {"name": g, "policy": {"basic": {}} if n is None else {"gang": {"minCount": n}}}
+        for g, n in groups.items()
+    ]
+    return _parse(
+        schedulingv1alpha1_pb2.Workload(),
+        "scheduling.k8s.io/v1alpha1",
+        "Workload",
+        name,
+        namespace,
+        {"spec": {"podGroups": pod_groups}},
+    )
 
 
 def pod_group(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import platform
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -109,11 +110,26 @@ def categories_of(kind: Kind) -> list[str]:
     return ["all"] if kind.resource in ALL_CATEGORY else []
 
 
+_VERSION = re.compile(r"v(\d+)(?:(alpha|beta)(\d+))?")
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """apimachinery's version.CompareKubeAwareVersionStrings as a sort key: GA before beta
+    before alpha, higher numbers first; other strings last, by name (v1 < v1beta1 <
+    v1alpha1 in the order of the result)."""
+    m = _VERSION.fullmatch(version)
+    if m is None:
+        return (3, 0, 0, version)
+    stability = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]
+    return (stability, -int(m.group(1)), -int(m.group(3) or 0), version)
+
+
 def group_versions() -> list[tuple[str, str]]:
-    """Every (group, version) kubera serves, core first, then in GROUP_ORDER."""
+    """Every (group, version) kubera serves, core first, then in GROUP_ORDER; a group's
+    versions by priority (its first is its preferred version)."""
     seen = {(k.group, k.version) for k in KINDS}
     rank = {g: i for i, g in enumerate(("", *GROUP_ORDER))}
-    return sorted(seen, key=lambda gv: (rank.get(gv[0], len(rank)), gv[0], gv[1]))
+    return sorted(seen, key=lambda gv: (rank.get(gv[0], len(rank)), gv[0], version_priority(gv[1])))
 
 
 def kinds_in(group: str, version: str) -> list[Kind]:

@@ -49,6 +49,7 @@ _FILE_PREFIX = {
     "protos/kubera/v1/batch.proto": "io.k8s.api.batch.v1",
     "protos/kubera/v1/policy.proto": "io.k8s.api.policy.v1",
     "protos/kubera/v1/scheduling.proto": "io.k8s.api.scheduling.v1",
+    "protos/kubera/v1/schedulingv1alpha1.proto": "io.k8s.api.scheduling.v1alpha1",
     "protos/kubera/v1/coordination.proto": "io.k8s.api.coordination.v1",
     "protos/kubera/v1/node.proto": "io.k8s.api.node.v1",
     "protos/kubera/v1/resource.proto": "io.k8s.api.resource.v1",
@@ -63,6 +64,10 @@ _RENAMED = {
     "kubera.v1.DeleteOptions": f"{META}.DeleteOptions",
     "kubera.v1.Preconditions": f"{META}.Preconditions",
     "kubera.v1.CoreEndpointPort": "io.k8s.api.core.v1.EndpointPort",
+    "kubera.v1.SchedulingTypedLocalObjectReference": (
+        "io.k8s.api.scheduling.v1alpha1.TypedLocalObjectReference"
+    ),
+    "kubera.v1.WorkloadPodGroup": "io.k8s.api.scheduling.v1alpha1.PodGroup",
 }
 #: Timestamps with microseconds (metav1.MicroTime) rather than seconds (metav1.Time).
 _MICRO_TIME_FIELDS = frozenset({"event_time", "acquire_time", "renew_time"})

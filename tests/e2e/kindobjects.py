@@ -103,6 +103,7 @@ EXTRA: dict[str, dict[str, Any]] = {
         "volumeBindingMode": "WaitForFirstConsumer",
     },
     "CSIDriver": {"spec": {"attachRequired": False}},
+    "Workload": {"spec": {"podGroups": [{"name": "workers", "policy": {"gang": {"minCount": 2}}}]}},
     "CSINode": {"spec": {"drivers": [{"name": "hollow.kubera.io", "nodeID": "cl-node"}]}},
     "CSIStorageCapacity": {"storageClassName": "cl-storageclass", "capacity": "10Gi"},
     "VolumeAttachment": {
@@ -192,8 +193,10 @@ def lightkube_module(kind: Kind) -> str:
 
 
 #: Kinds no upstream client has a model for: the scheduler-plugins CRD PodGroup, which
-#: kubera serves built in. The clients list them through their generic (custom object) path.
-NO_CLIENT_MODEL = frozenset({"PodGroup"})
+#: kubera serves built in, and scheduling.k8s.io/v1alpha1 Workload (1.35's alpha; the
+#: clients of 1.36+ carry only its later versions). The clients list them through their
+#: generic (custom object) path.
+NO_CLIENT_MODEL = frozenset({"PodGroup", "Workload"})
 
 
 #: The kinds each client creates, patches, watches and deletes: pods and one more.

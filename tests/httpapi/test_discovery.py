@@ -43,12 +43,35 @@ def test_api_group_list_names_each_group_once_with_its_preferred_version() -> No
     groups = discovery.api_group_list()["groups"]
     names = [g["name"] for g in groups]
     assert sorted(names) == sorted({k.group for k in KINDS if k.group})
-    served = {k.group: k.version for k in KINDS}
+    served: dict[str, set[str]] = {}
+    for k in KINDS:
+        served.setdefault(k.group, set()).add(k.version)
     for g in groups:
-        version = served[g["name"]]
-        preferred = {"groupVersion": f"{g['name']}/{version}", "version": version}
-        assert g["preferredVersion"] == preferred
-        assert g["versions"] == [preferred]
+        versions = sorted(served[g["name"]], key=discovery.version_priority)
+        listed = [{"groupVersion": f"{g['name']}/{v}", "version": v} for v in versions]
+        assert g["preferredVersion"] == listed[0]
+        assert g["versions"] == listed
+
+
+def test_a_group_with_a_ga_and_an_alpha_version_prefers_the_ga_one() -> None:
+    group = discovery.api_group("scheduling.k8s.io")
+    assert group is not None
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1alpha1"]
+    assert group["preferredVersion"]["version"] == "v1"
+
+
+@pytest.mark.parametrize(
+    ("versions", "ordered"),
+    [
+        (["v1alpha1", "v1", "v1beta1"], ["v1", "v1beta1", "v1alpha1"]),
+        (["v1beta1", "v2", "v1beta2"], ["v2", "v1beta2", "v1beta1"]),
+        (["v1alpha2", "v1alpha1", "v10"], ["v10", "v1alpha2", "v1alpha1"]),
+    ],
+)
+def test_versions_sort_ga_then_beta_then_alpha_highest_first(
+    versions: list[str], ordered: list[str]
+) -> None:
+    assert sorted(versions, key=discovery.version_priority) == ordered
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from protos.kubera.v1 import (
     policyv1core_pb2,
     resource_pb2,
     scheduling_pb2,
+    schedulingv1alpha1_pb2,
     service_pb2,
     storage_pb2,
     storagev1_pb2,
@@ -153,6 +154,14 @@ KINDS: tuple[Kind, ...] = (
         scheduling_pb2.PriorityClass,
         False,
         ("pc",),
+    ),
+    Kind(
+        "Workload",
+        "scheduling.k8s.io",
+        "v1alpha1",
+        "workloads",
+        schedulingv1alpha1_pb2.Workload,
+        True,
     ),
     Kind(
         "PodDisruptionBudget",

@@ -155,6 +155,9 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "CSIDriverSpec", "tokenRequests"): _ATOMIC,
     (_P + "CSINodeSpec", "drivers"): _keyed("name"),
     (_P + "CSINodeDriver", "topologyKeys"): _ATOMIC,
+    # scheduling.k8s.io/v1alpha1: a Workload's pod groups are +listType=map by name, with
+    # no patch strategy (strategic merge patch replaces the list).
+    (_P + "WorkloadSpec", "podGroups"): ListStrategy(MAP, ("name",)),
     # batch/v1: Job conditions merge by type under strategic merge patch but are
     # +listType=atomic for server-side apply; the other lists are atomic, or sets.
     (_P + "JobStatus", "conditions"): ListStrategy(ATOMIC, (), "merge", "type"),

@@ -54,6 +54,7 @@ from services.api.validation.resource_claims import (
     validate_pod_claim_statuses,
     validate_pod_resource_claims,
 )
+from services.api.validation.scheduling import validate_workload_reference
 
 # ----------------------------------------------------------------------------- constants
 
@@ -78,6 +79,8 @@ def validate_pod_spec(path: str, spec: core_pb2.PodSpec, is_pod: bool) -> Errors
     if has_field(spec, "affinity"):
         errs += validate_affinity(child(path, "affinity"), spec.affinity)
     errs += validate_scheduling_gates(child(path, "schedulingGates"), spec.scheduling_gates)
+    if spec.HasField("workload_ref"):
+        errs += validate_workload_reference(child(path, "workloadRef"), spec.workload_ref)
     errs += validate_topology_spread(
         child(path, "topologySpreadConstraints"), spec.topology_spread_constraints
     )

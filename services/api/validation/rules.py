@@ -49,6 +49,10 @@ from services.api.validation.resource_claims import (
     validate_resource_claim_template_update,
     validate_resource_claim_update,
 )
+from services.api.validation.scheduling import (
+    validate_scheduling_workload,
+    validate_scheduling_workload_update,
+)
 from services.api.validation.service import (
     validate_config_map,
     validate_config_map_update,
@@ -112,6 +116,7 @@ _RULES: dict[str, Rules] = {
     "Node": Rules(validate_node),
     "Namespace": Rules(validate_namespace, name=names.dns1123_label),
     "PriorityClass": Rules(validate_priority_class, validate_priority_class_update),
+    "Workload": Rules(validate_scheduling_workload, validate_scheduling_workload_update),
     "PodDisruptionBudget": Rules(validate_pod_disruption_budget),
     "ReplicaSet": Rules(validate_replica_set, validate_workload_update),
     "Deployment": Rules(validate_deployment, validate_workload_update),

@@ -9,7 +9,8 @@ services/api/helpers/taints.py.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -89,3 +90,23 @@ def default_normalize_rows(scores: Int64Array, max_priority: int, reverse: bool)
     # numpy's // floors on int64 exactly as Python's does.
     scaled = max_priority * scores.astype(np.int64, copy=False) // max_count
     return max_priority - scaled if reverse else scaled
+
+
+class InformerStoreView(Mapping[str, Any]):
+    """A plugin's lister: an informer's current store, keyed namespace/name (a relist
+    replaces the dict, so it is read through the informer on every call)."""
+
+    def __init__(self, informer: Any) -> None:
+        self._informer = informer
+
+    def __getitem__(self, key: str) -> Any:
+        return self._informer.store[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._informer.store.get(key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._informer.store)
+
+    def __len__(self) -> int:
+        return len(self._informer.store)

@@ -57,6 +57,7 @@ from services.scheduler.framework.types import (
     QueueingHint,
 )
 from services.scheduler.plugins.coscheduling.core import PermitResult, PodGroupManager
+from services.scheduler.plugins.helpers import InformerStoreView
 from services.scheduler.preemption.gang import GANG_KEY, GangNeed
 
 NAME = "Coscheduling"
@@ -323,7 +324,7 @@ def new(args: Args | None, handle: Any) -> Coscheduling:
         raise ValueError("; ".join(errs))
     informer_of = getattr(handle, "informer", None)
     pod_groups: Mapping[str, podgroup_pb2.PodGroup] = (
-        _StoreView(informer_of(POD_GROUP_KIND)) if callable(informer_of) else {}
+        InformerStoreView(informer_of(POD_GROUP_KIND)) if callable(informer_of) else {}
     )
     activate = getattr(handle, "activate", None)
     manager = PodGroupManager(
@@ -339,22 +340,3 @@ def new(args: Args | None, handle: Any) -> Coscheduling:
             Handlers(manager.pod_added, manager.pod_updated, manager.pod_deleted)
         )
     return Coscheduling(args, handle, manager)
-
-
-class _StoreView(Mapping[str, podgroup_pb2.PodGroup]):
-    """The informer's current store (a relist replaces the dict, so read it through)."""
-
-    def __init__(self, informer: Any) -> None:
-        self._informer = informer
-
-    def __getitem__(self, key: str) -> podgroup_pb2.PodGroup:
-        return self._informer.store[key]  # type: ignore[no-any-return]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._informer.store.get(key, default)
-
-    def __iter__(self) -> Any:
-        return iter(self._informer.store)
-
-    def __len__(self) -> int:
-        return len(self._informer.store)
