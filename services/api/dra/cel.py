@@ -124,6 +124,10 @@ _CHECK_ENV: Final = _env(celkube.DEVICE)
 _ENV: Final = _env(cel.Type.Map(cel.Type.STRING, cel.Type.DYN))
 
 _VERSION_FIELD: Final = resource_pb2.DeviceAttribute.VERSION_FIELD_NUMBER
+_VERSIONS_FIELD: Final = resource_pb2.DeviceAttribute.VERSIONS_FIELD_NUMBER
+_LIST_FIELDS: Final = frozenset(
+    f.number for f in resource_pb2.DeviceAttribute.DESCRIPTOR.fields if f.is_repeated
+)
 
 _lock = threading.Lock()
 # Every string literal that some compiled selector indexes a map field by, and the map
@@ -296,12 +300,15 @@ def _attribute_value(name: str, attr: resource_pb2.DeviceAttribute) -> Any:
     if not fields:
         raise CELRuntimeError(f"attribute {name}: unsupported attribute value")
     descriptor, value = fields[0]
-    if descriptor.number != _VERSION_FIELD:
-        return value
+    number = descriptor.number
     try:
-        return celkube.semver_message(value)
+        if number == _VERSION_FIELD:
+            return celkube.semver_message(value)
+        if number == _VERSIONS_FIELD:  # list-type attributes: a CEL list
+            return [celkube.semver_message(v) for v in value]
     except ValueError as err:
         raise CELRuntimeError(f"attribute {name}: parse semantic version: {err}") from None
+    return list(value) if number in _LIST_FIELDS else value
 
 
 def _split(name: str, default_domain: str) -> tuple[str, str]:
