@@ -157,9 +157,9 @@ class Selector:
             return value
         if result.type() == cel.Type.ERROR:
             raise CELRuntimeError(_runtime_message(str(value)))
-        raise CELRuntimeError(
-            f"CEL result of type {str(result.type().name()).lower()} could not be converted to bool"
-        )
+        # upstream names the type without its parameters (cel-go TypeName: "list")
+        kind = str(result.type().name()).lower().partition("<")[0]
+        raise CELRuntimeError(f"CEL result of type {kind} could not be converted to bool")
 
     def __repr__(self) -> str:
         return f"Selector({self.expression!r})"

@@ -404,7 +404,7 @@ def _comparisons() -> list[Any]:
 
 
 #: upstream ResourceSliceMaxAttributeValuesPerDevice: includes() refuses longer lists.
-MAX_ATTRIBUTE_VALUES: Final = 64
+MAX_ATTRIBUTE_VALUES: Final = 48
 
 
 def _includes(target: Any, arg: Any) -> bool:
