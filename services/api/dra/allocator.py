@@ -1,6 +1,7 @@
 """Structured allocation: which of a node's devices satisfy a pod's claims (upstream
-k8s.io/dynamic-resource-allocation/structured, the stable allocator for resource.k8s.io/v1:
-allocator.go; which pools reach a node is services/api/dra/pools.py).
+k8s.io/dynamic-resource-allocation/structured, the experimental allocator, which has the
+newest semantics: allocator_experimental.go; which pools reach a node is
+services/api/dra/pools.py, the matchAttribute constraint matchattribute.py).
 
 The scheduler's DynamicResources plugin asks, for every (pod, node) in Filter, whether the
 pod's unallocated claims can get devices on that node, and at Reserve takes the answer as
@@ -8,10 +9,18 @@ the claims' status.allocation. The rules, as upstream:
 
 * Pools (pools.py). A slice reaches the node by spec.nodeName == node, a nodeSelector
   matching the node, or allNodes. Per (driver, pool) only the reaching slices of the newest
-  generation count. A pool with fewer slices at that generation than resourceSliceCount is
-  *incomplete*, one with a device name twice is *invalid*: ExactCount requests skip both
-  (other pools may still do), an All request on either is an AllocationError naming the
-  pool. If nothing fits and an invalid pool was seen, the Unfit says so.
+  generation count; a pool may span nodes (its resourceSliceCount counts the slices of all
+  of them). A pool with fewer slices at that generation than resourceSliceCount, counting
+  every node's, is *incomplete*; a newer generation elsewhere makes it obsolete (left out);
+  a complete one with a device name twice is *invalid*. ExactCount requests skip
+  incomplete and invalid pools (other pools may still do), an All request on either is an
+  AllocationError naming the pool. If nothing fits and an invalid pool was seen, allocate
+  raises FailedOnNode ("invalid resource pools were encountered", upstream
+  ErrFailedAllocationOnNode): this node fails, other nodes may still do.
+* Features (services/api/features.py, `gates`): with DRAPrioritizedList off a request
+  with firstAvailable is an AllocationError, with DRAAdminAccess off one asking for admin
+  access; DRAListTypeAttributes (off by default) makes matchAttribute compare values as
+  sets (matchattribute.py).
 * Requests. `exactly`: the class must exist; a device is *selectable* when every class
   selector and every request selector is true. ExactCount takes `count` (default 1) devices,
   All every selectable device of the node (at least one; all must be free).
@@ -21,11 +30,12 @@ the claims' status.allocation. The rules, as upstream:
   one claim), and its results carry adminAccess=true.
 * Constraints. matchAttribute: every device allocated for the named requests (none named:
   all requests; "req" also covers its subrequests, "req/sub" only that one) has the
-  attribute with one value; a device without it cannot serve them.
+  attribute with one value (or, list-type attributes on, one element in common); a device
+  without it cannot serve them.
 * A device serves at most one non-admin request among all claims being allocated, never
   one in `allocated`. A claim gets at most 32 devices (AllocationResultsMaxSize).
-* Search. Claims in order, requests in order, devices in listing order (pools by first
-  appearance, slices, devices): depth-first, a choice that leaves a later device, request
+* Search. Claims in order, requests in order, devices in pool order (pools by driver and
+  name, slices by name, devices in slice order): depth-first, a choice that leaves a later device, request
   or claim unsatisfiable is undone and the next candidate tried. The first full solution
   is the answer. Unlike upstream (which tries every order of the devices of one request),
   the devices of one request are chosen as a combination (each pick after the previous in
@@ -34,8 +44,8 @@ the claims' status.allocation. The rules, as upstream:
 * Results. One AllocationResult per claim: devices.results (request, driver, pool, device,
   adminAccess when set); config: each class's configs once (source FromClass, the requests
   that used the class), then the claim's configs that name an allocated request or
-  subrequest, or none (FromClaim); a config that applies to every request of the claim
-  lists no requests. nodeSelector: for a device of a node-local slice, matchFields
+  subrequest, or none (FromClaim); a config that covers every request of the claim (by its
+  name or its chosen subrequest's) lists no requests. nodeSelector: for a device of a node-local slice, matchFields
   metadata.name In [node]; otherwise the single terms of nodeSelector slices merged;
   allNodes only: none.
 

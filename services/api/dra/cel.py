@@ -21,11 +21,11 @@ The environment (upstream newCompiler): one variable ``device`` with ``driver``
 (string), ``attributes`` and ``capacity``: maps from a domain to a map of names
 (``device.attributes["gpu.example.com"].model``); an attribute written "model" in a
 slice belongs to the driver's domain, "other.io/model" to "other.io". Values are int,
-bool, string, ``kubernetes.Semver`` (version attributes) and ``kubernetes.Quantity``
-(capacities) with Kubernetes' CEL libraries (quantity(), isQuantity(), compareTo,
-isGreaterThan, isLessThan, add, sub, mul, asInteger, asApproximateFloat, sign,
-isInteger; semver(), isSemver(), major/minor/patch), cel.bind and the strings
-extension (split, ...). The checker sees ``device`` as an object type (an undeclared
+bool, string, ``kubernetes.Semver`` (version attributes), lists of these (list-type
+attributes) and ``kubernetes.Quantity`` (capacities) with Kubernetes' CEL libraries
+(quantity(), isQuantity(), compareTo, isGreaterThan, isLessThan, add, sub, mul,
+asInteger, asApproximateFloat, sign, isInteger; semver(), isSemver(), major/minor/patch),
+includes(), cel.bind and the strings extension (split, ...). The checker sees ``device`` as an object type (an undeclared
 field is a compile error, as upstream); programs run on a plain map.
 
 Semantics kept from upstream:
@@ -54,8 +54,11 @@ Deliberate differences:
 - isGreaterThan, isLessThan and compareTo take dyn arguments (the C++ runtime cannot
   hold two message-typed overloads of one name); a call on other types fails at run
   time ("no such overload") instead of at compile time.
-- Not provided: the list-typed attribute functions (kubera's DeviceAttribute is
-  scalar), quantity div/divInt, and upstream's base-environment extras (regex find,
+- List-type attributes (DRAListTypeAttributes) read as CEL lists (versions as Semver
+  values) and ``x.includes(v)`` is declared whatever the gate (upstream declares it for
+  new expressions only with the gate on, for stored ones always): kubera compiles every
+  selector in one environment.
+- Not provided: quantity div/divInt, and upstream's base-environment extras (regex find,
   lists, urls, ip/cidr, format).
 """
 
