@@ -430,7 +430,8 @@ def _list_functions() -> list[Any]:
     D = cel.Type.DYN
     return [
         cel.FunctionDecl(
-            "includes", [cel.Overload("dra_includes_dyn_dyn", cel.Type.BOOL, [D, D], True, _includes)]
+            "includes",
+            [cel.Overload("dra_includes_dyn_dyn", cel.Type.BOOL, [D, D], True, _includes)],
         )
     ]
 

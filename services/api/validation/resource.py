@@ -310,7 +310,9 @@ def _validate_attribute(path: str, attr: resource_pb2.DeviceAttribute) -> Errors
 def _validate_version(vpath: str, version: str) -> Errors:
     errs: Errors = []
     if not _SEMVER.fullmatch(version):
-        errs.append(invalid(vpath, version, "must be a string compatible with semver.org spec 2.0.0"))
+        errs.append(
+            invalid(vpath, version, "must be a string compatible with semver.org spec 2.0.0")
+        )
     else:
         # The regex takes numbers of any size; the allocator must be able to turn every
         # stored version into its CEL value, so the CEL layer's parse has the last word.

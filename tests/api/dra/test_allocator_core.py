@@ -57,9 +57,7 @@ def _d(name: str) -> dict[str, object]:
 
 def _pool_on(name: str, node: str, generation: int, *devices: str, count: int = 2) -> object:
     """A slice of pool-1 for `node` at `generation`, resourceSliceCount `count`."""
-    return slc(
-        name, node, POOL1, DRIVER_A, *map(_d, devices), count=count, generation=generation
-    )
+    return slc(name, node, POOL1, DRIVER_A, *map(_d, devices), count=count, generation=generation)
 
 
 def _five_of_four(*slices: object) -> Case:

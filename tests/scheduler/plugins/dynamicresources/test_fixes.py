@@ -16,8 +16,8 @@ from services.api.dra.allocator import DeviceID
 from services.client import Handlers
 from services.scheduler.framework.status import Code
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
-from services.scheduler.plugins.dynamicresources.tracker import ClaimTracker
 from services.scheduler.plugins.dynamicresources import Args, DynamicResources
+from services.scheduler.plugins.dynamicresources.tracker import ClaimTracker
 from tests.builders import gpu, resource_slice
 from tests.scheduler.plugins.dynamicresources._fakes import FakeClaimsAPI, FakeHandle
 from tests.scheduler.plugins.dynamicresources.test_dynamicresources import (
@@ -26,10 +26,10 @@ from tests.scheduler.plugins.dynamicresources.test_dynamicresources import (
     DRIVER,
     NS,
     POD_UID,
+    UNRESOLVABLE,
     WORKER,
     WORKER_NODE,
     Case,
-    UNRESOLVABLE,
     Want,
     allocated,
     build,
