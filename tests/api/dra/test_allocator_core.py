@@ -249,3 +249,39 @@ CASES: dict[str, Case] = {
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_allocate(case: Case) -> None:
     check(case)
+
+
+# upstream's allocatortesting/lexicographical_testing.go (a table of its own): pools by
+# name, slices by name, whatever the listing order. The rows with binding conditions
+# (such pools come last) belong to lane drabinding.
+LEXICOGRAPHICAL: dict[str, Case] = {
+    "lexicographical-sorting-pools": Case(
+        claims=[claim(CLAIM0, req(REQ0, CLASS_A, 2))],
+        classes=[CA],
+        slices=[
+            slc(SLICE1, NODE1, POOL3, DRIVER_A, _d(DEV1)),
+            slc(SLICE2, NODE1, POOL2, DRIVER_A, _d(DEV1)),
+            slc(SLICE3, NODE1, POOL1, DRIVER_A, _d(DEV1)),
+        ],
+        results=[
+            result(local(NODE1), dev(REQ0, DRIVER_A, POOL1, DEV1), dev(REQ0, DRIVER_A, POOL2, DEV1))
+        ],
+    ),
+    "lexicographical-sorting-slices": Case(
+        claims=[claim(CLAIM0, req(REQ0, CLASS_A, 2))],
+        classes=[CA],
+        slices=[
+            _pool_on(SLICE3, NODE1, 1, DEV3, count=3),
+            _pool_on(SLICE2, NODE1, 1, DEV2, count=3),
+            _pool_on(SLICE1, NODE1, 1, DEV1, count=3),
+        ],
+        results=[
+            result(local(NODE1), dev(REQ0, DRIVER_A, POOL1, DEV1), dev(REQ0, DRIVER_A, POOL1, DEV2))
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", LEXICOGRAPHICAL.values(), ids=LEXICOGRAPHICAL.keys())
+def test_allocate_in_name_order(case: Case) -> None:
+    check(case)
