@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from protos.kubera.v1 import core_pb2, resource_pb2
-from services.api.dra.allocator import Allocator, DeviceID, Unfit
+from services.api.dra.allocator import Allocator, DeviceID, FailedOnNode, Unfit
 
 #: The device attributes and capacity of upstream's test driver (dra.go resourceSlice).
 DEVICE_MODEL = "A100"
@@ -126,7 +126,8 @@ async def allocate_claims(
     and grow with each allocation made here, so no device is given twice. The node order is
     shuffled per claim (seeded `rng`: a run is reproducible). `allocator` makes the allocator
     (default: the structured one, services.api.dra.allocator). Raises AllocationFailed when a
-    claim fits nowhere, and the allocator's AllocationError as is."""
+    claim fits nowhere, and the allocator's AllocationError as is (but FailedOnNode, which
+    only rules the node out)."""
     rng = rng or random.Random(0)
     make = allocator or Allocator
     in_use = allocated_devices(every_claim)
@@ -141,7 +142,10 @@ async def allocate_claims(
             # Only the slices that may reach the node: the allocator is made per node, and
             # making one over every slice of a 500-node cluster costs ~30 ms a claim.
             near = reaching(node.metadata.name)
-            result = make([claim], in_use, classes, near, admin_namespaces).allocate(node)
+            try:
+                result = make([claim], in_use, classes, near, admin_namespaces).allocate(node)
+            except FailedOnNode:
+                continue  # this node only (invalid pools), as the scheduler takes it
             if isinstance(result, Unfit):
                 continue
             updated = resource_pb2.ResourceClaim()

@@ -1,6 +1,7 @@
 """Structured allocation: which of a node's devices satisfy a pod's claims (upstream
-k8s.io/dynamic-resource-allocation/structured, the stable allocator for resource.k8s.io/v1:
-allocator.go; which pools reach a node is services/api/dra/pools.py).
+k8s.io/dynamic-resource-allocation/structured, the experimental allocator, which has the
+newest semantics: allocator_experimental.go; which pools reach a node is
+services/api/dra/pools.py, the matchAttribute constraint matchattribute.py).
 
 The scheduler's DynamicResources plugin asks, for every (pod, node) in Filter, whether the
 pod's unallocated claims can get devices on that node, and at Reserve takes the answer as
@@ -8,10 +9,18 @@ the claims' status.allocation. The rules, as upstream:
 
 * Pools (pools.py). A slice reaches the node by spec.nodeName == node, a nodeSelector
   matching the node, or allNodes. Per (driver, pool) only the reaching slices of the newest
-  generation count. A pool with fewer slices at that generation than resourceSliceCount is
-  *incomplete*, one with a device name twice is *invalid*: ExactCount requests skip both
-  (other pools may still do), an All request on either is an AllocationError naming the
-  pool. If nothing fits and an invalid pool was seen, the Unfit says so.
+  generation count; a pool may span nodes (its resourceSliceCount counts the slices of all
+  of them). A pool with fewer slices at that generation than resourceSliceCount, counting
+  every node's, is *incomplete*; a newer generation elsewhere makes it obsolete (left out);
+  a complete one with a device name twice is *invalid*. ExactCount requests skip
+  incomplete and invalid pools (other pools may still do), an All request on either is an
+  AllocationError naming the pool. If nothing fits and an invalid pool was seen, allocate
+  raises FailedOnNode ("invalid resource pools were encountered", upstream
+  ErrFailedAllocationOnNode): this node fails, other nodes may still do.
+* Features (services/api/features.py, `gates`): with DRAPrioritizedList off a request
+  with firstAvailable is an AllocationError, with DRAAdminAccess off one asking for admin
+  access; DRAListTypeAttributes (off by default) makes matchAttribute compare values as
+  sets (matchattribute.py).
 * Requests. `exactly`: the class must exist; a device is *selectable* when every class
   selector and every request selector is true. ExactCount takes `count` (default 1) devices,
   All every selectable device of the node (at least one; all must be free).
@@ -21,11 +30,12 @@ the claims' status.allocation. The rules, as upstream:
   one claim), and its results carry adminAccess=true.
 * Constraints. matchAttribute: every device allocated for the named requests (none named:
   all requests; "req" also covers its subrequests, "req/sub" only that one) has the
-  attribute with one value; a device without it cannot serve them.
+  attribute with one value (or, list-type attributes on, one element in common); a device
+  without it cannot serve them.
 * A device serves at most one non-admin request among all claims being allocated, never
   one in `allocated`. A claim gets at most 32 devices (AllocationResultsMaxSize).
-* Search. Claims in order, requests in order, devices in listing order (pools by first
-  appearance, slices, devices): depth-first, a choice that leaves a later device, request
+* Search. Claims in order, requests in order, devices in pool order (pools by driver and
+  name, slices by name, devices in slice order): depth-first, a choice that leaves a later device, request
   or claim unsatisfiable is undone and the next candidate tried. The first full solution
   is the answer. Unlike upstream (which tries every order of the devices of one request),
   the devices of one request are chosen as a combination (each pick after the previous in
@@ -34,8 +44,8 @@ the claims' status.allocation. The rules, as upstream:
 * Results. One AllocationResult per claim: devices.results (request, driver, pool, device,
   adminAccess when set); config: each class's configs once (source FromClass, the requests
   that used the class), then the claim's configs that name an allocated request or
-  subrequest, or none (FromClaim); a config that applies to every request of the claim
-  lists no requests. nodeSelector: for a device of a node-local slice, matchFields
+  subrequest, or none (FromClaim); a config that covers every request of the claim (by its
+  name or its chosen subrequest's) lists no requests. nodeSelector: for a device of a node-local slice, matchFields
   metadata.name In [node]; otherwise the single terms of nodeSelector slices merged;
   allNodes only: none.
 
@@ -62,7 +72,15 @@ from typing import NamedTuple
 
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.dra.cel import CELCompileError, CELRuntimeError, Selector, compile_selector
+from services.api.dra.matchattribute import MatchAttribute
 from services.api.dra.pools import DeviceCache, DeviceID, Pool, PoolDevice, SliceIndex
+from services.api.features import (
+    DRA_ADMIN_ACCESS,
+    DRA_LIST_TYPE_ATTRIBUTES,
+    DRA_PRIORITIZED_LIST,
+    FeatureGates,
+    enabled,
+)
 from services.api.helpers.nodeaffinity import OBJECT_NAME_FIELD
 
 __all__ = [
@@ -71,6 +89,7 @@ __all__ = [
     "Allocator",
     "DeviceCache",
     "DeviceID",
+    "FailedOnNode",
     "Unfit",
 ]
 
@@ -107,6 +126,17 @@ class AllocationError(Exception):
     """Not a fit problem but a broken input (a class that does not exist, a selector that
     fails at runtime): the pod is unschedulable until something changes. Message names
     the claim and request."""
+
+
+class FailedOnNode(AllocationError):
+    """Allocation failed on this node for good, but other nodes may do (upstream
+    ErrFailedAllocationOnNode): the scheduler reports the node unschedulable with this
+    message instead of aborting the attempt. Raised when nothing fits and one of the
+    node's pools is invalid."""
+
+
+#: upstream's message for FailedOnNode with invalid pools.
+ERR_INVALID_POOLS = "invalid resource pools were encountered"
 
 
 # ----------------------------------------------------------------------------- requests
@@ -163,62 +193,6 @@ def _request_name(claim: resource_pb2.ResourceClaim, request: str) -> str:
     return f'claim {claim.metadata.namespace}/{claim.metadata.name}, request "{request}"'
 
 
-class _MatchAttribute:
-    """One matchAttribute constraint of a claim while searching: the value the devices
-    added so far share, and how many there are (only the count is needed to undo)."""
-
-    __slots__ = ("requests", "attribute", "value", "n")
-
-    def __init__(self, requests: Sequence[str], attribute: str) -> None:
-        self.requests = frozenset(requests)
-        self.attribute = attribute
-        self.value: tuple[str, object] | None = None
-        self.n = 0
-
-    def applies(self, r: _Request) -> bool:
-        return (
-            not self.requests
-            or r.base in self.requests
-            or (bool(r.sub) and r.name in self.requests)
-        )
-
-    def add(self, r: _Request, d: PoolDevice) -> bool:
-        if not self.applies(r):
-            return True
-        value = _attribute(d, self.attribute)
-        if value is None:
-            return False
-        if self.n == 0:
-            self.value = value
-        elif value[0] == "" or value != self.value:
-            return False
-        self.n += 1
-        return True
-
-    def remove(self, r: _Request) -> None:
-        if self.applies(r):
-            self.n -= 1
-
-
-def _attribute(d: PoolDevice, name: str) -> tuple[str, object] | None:
-    """The device's value of a fully qualified attribute ("domain/name"; an attribute
-    written without domain in the slice belongs to the driver's domain), as (kind, value);
-    kind "" when no value is set."""
-    attrs = d.device.attributes
-    attr = attrs.get(name)
-    if attr is None:
-        domain, _, short = name.partition("/")
-        if not short or domain != d.id.driver:
-            return None
-        attr = attrs.get(short)
-        if attr is None:
-            return None
-    for kind in ("string", "int", "bool", "version"):
-        if attr.HasField(kind):
-            return kind, getattr(attr, kind)
-    return "", None
-
-
 # ----------------------------------------------------------------------------- allocator
 
 
@@ -244,6 +218,8 @@ class Allocator:
     slices: Sequence[resource_pb2.ResourceSlice]
     admin_namespaces: frozenset[str] = frozenset()
     cache: DeviceCache | None = None
+    #: Feature gate overrides (services/api/features.py); None: upstream's defaults.
+    gates: FeatureGates | None = None
     _index: SliceIndex | None = field(default=None, init=False, repr=False)
     _specs: list[list[list[_Spec]]] | None = field(default=None, init=False, repr=False)
     #: Device placements tried by all allocate() calls so far (the search's work).
@@ -256,7 +232,9 @@ class Allocator:
             cache = self.cache if self.cache is not None else DeviceCache()
             self._index = cache.index(self.slices)
         if self._specs is None:
-            self._specs = [_specs(c, self.classes, self.admin_namespaces) for c in self.claims]
+            self._specs = [
+                _specs(c, self.classes, self.admin_namespaces, self.gates) for c in self.claims
+            ]
         search = _Search(self, self._specs, self._index.pools(node))
         try:
             return search.run()
@@ -277,7 +255,8 @@ class _Search:
         self.claims = list(alloc.claims)
         # plans[c][r]: the alternatives of request r of claim c (one unless firstAvailable)
         self.plans: list[list[list[_Request]]] = []
-        self.constraints: list[list[_MatchAttribute]] = []
+        self.constraints: list[list[MatchAttribute]] = []
+        self.list_attributes = enabled(alloc.gates, DRA_LIST_TYPE_ATTRIBUTES)
         for claim, claim_specs in zip(self.claims, specs, strict=True):
             self.plans.append(self._plan(claim, claim_specs))
             self.constraints.append(self._constraints(claim))
@@ -319,7 +298,7 @@ class _Search:
             r.count = len(r.all_devices)
         return r
 
-    def _constraints(self, claim: resource_pb2.ResourceClaim) -> list[_MatchAttribute]:
+    def _constraints(self, claim: resource_pb2.ResourceClaim) -> list[MatchAttribute]:
         out = []
         for i, c in enumerate(claim.spec.devices.constraints):
             if not c.HasField("match_attribute"):
@@ -327,7 +306,7 @@ class _Search:
                     f"claim {_key(claim)}, constraint #{i}: empty constraint "
                     "(unsupported constraint type?)"
                 )
-            out.append(_MatchAttribute(c.requests, c.match_attribute))
+            out.append(MatchAttribute(c.requests, c.match_attribute, sets=self.list_attributes))
         return out
 
     def candidates(self, r: _Request) -> list[PoolDevice]:
@@ -346,6 +325,9 @@ class _Search:
                 f"claim {_key(self.claims[0])}: number of requested devices exceeds the "
                 f"claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
             )
+        if any(p.invalid for p in self.pools):
+            # Skipped while searching (another pool may do); now that none did, say why.
+            raise FailedOnNode(ERR_INVALID_POOLS)
         return self._unfit()
 
     def _claim(self, c: int) -> _Outcome:
@@ -408,16 +390,16 @@ class _Search:
                 return False
         elif holders or d.id in self.alloc.allocated:
             return False
-        added: list[_MatchAttribute] = []
+        added: list[MatchAttribute] = []
         for con in self.constraints[c]:
-            if not con.add(req, d):
+            if not con.add(req.base, req.sub, d):
                 if must:
                     raise AllocationError(
                         f"{req.describe()}: cannot add device {d.id} because a claim "
                         "constraint would not be satisfied"
                     )
                 for done in added:
-                    done.remove(req)
+                    done.remove(req.base, req.sub)
                 return False
             added.append(con)
         self.allocating.setdefault(d.id, set()).add(c)
@@ -426,7 +408,7 @@ class _Search:
 
     def _give_back(self, c: int, req: _Request, d: PoolDevice) -> None:
         for con in self.constraints[c]:
-            con.remove(req)
+            con.remove(req.base, req.sub)
         self.allocating[d.id].discard(c)
         self.results[c].pop()
 
@@ -460,7 +442,10 @@ class _Search:
                 cfg = out.devices.config.add(source=SOURCE_CLAIM, requests=cc.requests)
                 cfg.opaque.CopyFrom(cc.opaque)
         for cfg in out.devices.config:
-            if len(cfg.requests) == len(chosen):
+            # A config covering every request (by its name or the chosen subrequest's)
+            # applies to all: written without requests (upstream's "empty means all").
+            covered = set(cfg.requests)
+            if covered and all(r.base in covered or r.name in covered for r in chosen):
                 del cfg.requests[:]
         selector = self._node_selector(c)
         if selector is not None:
@@ -499,9 +484,6 @@ class _Search:
         if len(alts) > 1:
             why = f"no subrequest can be allocated ({why})"
         reason = f"{_request_name(claim, claim.spec.devices.requests[r].name)}: {why}"
-        invalid = [f"{p} ({p.invalid})" for p in self.pools if p.invalid]
-        if invalid:
-            reason += f"; invalid resource pools were encountered: {', '.join(invalid)}"
         return Unfit(_key(claim), reason)
 
     def _why(self, c: int, req: _Request) -> str:
@@ -542,12 +524,19 @@ def _specs(
     claim: resource_pb2.ResourceClaim,
     classes: Mapping[str, resource_pb2.DeviceClass],
     admin_namespaces: frozenset[str],
+    gates: FeatureGates | None,
 ) -> list[list[_Spec]]:
     """Per request of the claim its alternatives (one unless firstAvailable), checked:
-    the class exists, selectors compile, the mode is known, admin access is allowed."""
+    the features it uses are on, the class exists, selectors compile, the mode is known,
+    admin access is allowed."""
     out: list[list[_Spec]] = []
     for req in claim.spec.devices.requests:
         if req.first_available:
+            if not enabled(gates, DRA_PRIORITIZED_LIST):
+                raise AllocationError(
+                    f"{_request_name(claim, req.name)}: has subrequests, but the "
+                    f"{DRA_PRIORITIZED_LIST} feature is disabled"
+                )
             out.append(
                 [
                     _spec(claim, req.name, sub.name, sub, False, classes, admin_namespaces)
@@ -557,6 +546,11 @@ def _specs(
         elif req.HasField("exactly"):
             ex = req.exactly
             admin = ex.HasField("admin_access") and ex.admin_access
+            if admin and not enabled(gates, DRA_ADMIN_ACCESS):
+                raise AllocationError(
+                    f"{_request_name(claim, req.name)}: admin access is requested, but the "
+                    "feature is disabled"
+                )
             out.append([_spec(claim, req.name, "", ex, admin, classes, admin_namespaces)])
         else:
             raise AllocationError(

@@ -21,11 +21,11 @@ The environment (upstream newCompiler): one variable ``device`` with ``driver``
 (string), ``attributes`` and ``capacity``: maps from a domain to a map of names
 (``device.attributes["gpu.example.com"].model``); an attribute written "model" in a
 slice belongs to the driver's domain, "other.io/model" to "other.io". Values are int,
-bool, string, ``kubernetes.Semver`` (version attributes) and ``kubernetes.Quantity``
-(capacities) with Kubernetes' CEL libraries (quantity(), isQuantity(), compareTo,
-isGreaterThan, isLessThan, add, sub, mul, asInteger, asApproximateFloat, sign,
-isInteger; semver(), isSemver(), major/minor/patch), cel.bind and the strings
-extension (split, ...). The checker sees ``device`` as an object type (an undeclared
+bool, string, ``kubernetes.Semver`` (version attributes), lists of these (list-type
+attributes) and ``kubernetes.Quantity`` (capacities) with Kubernetes' CEL libraries
+(quantity(), isQuantity(), compareTo, isGreaterThan, isLessThan, add, sub, mul,
+asInteger, asApproximateFloat, sign, isInteger; semver(), isSemver(), major/minor/patch),
+includes(), cel.bind and the strings extension (split, ...). The checker sees ``device`` as an object type (an undeclared
 field is a compile error, as upstream); programs run on a plain map.
 
 Semantics kept from upstream:
@@ -54,8 +54,11 @@ Deliberate differences:
 - isGreaterThan, isLessThan and compareTo take dyn arguments (the C++ runtime cannot
   hold two message-typed overloads of one name); a call on other types fails at run
   time ("no such overload") instead of at compile time.
-- Not provided: the list-typed attribute functions (kubera's DeviceAttribute is
-  scalar), quantity div/divInt, and upstream's base-environment extras (regex find,
+- List-type attributes (DRAListTypeAttributes) read as CEL lists (versions as Semver
+  values) and ``x.includes(v)`` is declared whatever the gate (upstream declares it for
+  new expressions only with the gate on, for stored ones always): kubera compiles every
+  selector in one environment.
+- Not provided: quantity div/divInt, and upstream's base-environment extras (regex find,
   lists, urls, ip/cidr, format).
 """
 
@@ -124,6 +127,10 @@ _CHECK_ENV: Final = _env(celkube.DEVICE)
 _ENV: Final = _env(cel.Type.Map(cel.Type.STRING, cel.Type.DYN))
 
 _VERSION_FIELD: Final = resource_pb2.DeviceAttribute.VERSION_FIELD_NUMBER
+_VERSIONS_FIELD: Final = resource_pb2.DeviceAttribute.VERSIONS_FIELD_NUMBER
+_LIST_FIELDS: Final = frozenset(
+    f.number for f in resource_pb2.DeviceAttribute.DESCRIPTOR.fields if f.is_repeated
+)
 
 _lock = threading.Lock()
 # Every string literal that some compiled selector indexes a map field by, and the map
@@ -153,9 +160,9 @@ class Selector:
             return value
         if result.type() == cel.Type.ERROR:
             raise CELRuntimeError(_runtime_message(str(value)))
-        raise CELRuntimeError(
-            f"CEL result of type {str(result.type().name()).lower()} could not be converted to bool"
-        )
+        # upstream names the type without its parameters (cel-go TypeName: "list")
+        kind = str(result.type().name()).lower().partition("<")[0]
+        raise CELRuntimeError(f"CEL result of type {kind} could not be converted to bool")
 
     def __repr__(self) -> str:
         return f"Selector({self.expression!r})"
@@ -296,12 +303,15 @@ def _attribute_value(name: str, attr: resource_pb2.DeviceAttribute) -> Any:
     if not fields:
         raise CELRuntimeError(f"attribute {name}: unsupported attribute value")
     descriptor, value = fields[0]
-    if descriptor.number != _VERSION_FIELD:
-        return value
+    number = descriptor.number
     try:
-        return celkube.semver_message(value)
+        if number == _VERSION_FIELD:
+            return celkube.semver_message(value)
+        if number == _VERSIONS_FIELD:  # list-type attributes: a CEL list
+            return [celkube.semver_message(v) for v in value]
     except ValueError as err:
         raise CELRuntimeError(f"attribute {name}: parse semantic version: {err}") from None
+    return list(value) if number in _LIST_FIELDS else value
 
 
 def _split(name: str, default_domain: str) -> tuple[str, str]:

@@ -272,7 +272,7 @@ def _range_size(e: Any) -> int:
     if e.HasField("comprehension_expr"):
         return _range_size(e.comprehension_expr.iter_range)
     if e.HasField("select_expr") or (e.HasField("call_expr") and e.call_expr.function == "_[_]"):
-        # device.attributes, device.capacity["d"], ...: the device's maps. (Attribute
-        # values are scalars; kubera has no list-typed attributes.)
+        # device.attributes, device.capacity["d"], ...: the device's maps. (A list-type
+        # attribute may hold up to 64 values: its loops are under-estimated here.)
         return MAX_MAP_SIZE
     return MAX_RANGE

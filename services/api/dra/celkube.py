@@ -403,9 +403,43 @@ def _comparisons() -> list[Any]:
     ]
 
 
-#: The extension that declares and implements both libraries.
+#: upstream ResourceSliceMaxAttributeValuesPerDevice: includes() refuses longer lists.
+MAX_ATTRIBUTE_VALUES: Final = 48
+
+
+def _includes(target: Any, arg: Any) -> bool:
+    """upstream includesFunc (list-type attributes): whether a list holds `arg`, or a
+    scalar equals it."""
+    if isinstance(target, list):
+        if len(target) > MAX_ATTRIBUTE_VALUES:
+            raise ValueError(
+                "'includes' function cannot be applied to lists longer than "
+                f"{MAX_ATTRIBUTE_VALUES} values"
+            )
+        return any(_equal(item, arg) for item in target)
+    return _equal(target, arg)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, SemverMessage) and isinstance(b, SemverMessage):
+        return semver_compare(a, b) == 0
+    return type(a) is type(b) and a == b
+
+
+def _list_functions() -> list[Any]:
+    D = cel.Type.DYN
+    return [
+        cel.FunctionDecl(
+            "includes",
+            [cel.Overload("dra_includes_dyn_dyn", cel.Type.BOOL, [D, D], True, _includes)],
+        )
+    ]
+
+
+#: The extension that declares and implements both libraries, and includes().
 EXTENSION: Final = cel.CelExtension(
-    "kubernetes", _quantity_overloads() + _semver_overloads() + _comparisons()
+    "kubernetes",
+    _quantity_overloads() + _semver_overloads() + _comparisons() + _list_functions(),
 )
 
 __all__ = [

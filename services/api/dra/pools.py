@@ -3,10 +3,16 @@ k8s.io/dynamic-resource-allocation/structured, pools.go: GatherPools).
 
 A ResourceSlice reaches a node by spec.nodeName, a nodeSelector matching the node's labels
 and name, or allNodes (a slice with none of them is some future extension and is ignored).
-Per (driver, pool) only the reaching slices of the newest generation count; the pool is
-*incomplete* when they are fewer than its resourceSliceCount and *invalid* when a device
-name repeats. Pools come out in order of first appearance in the listing, their devices
-in slice and listing order: the allocator's search is deterministic because of it.
+Per (driver, pool) only the reaching slices of the newest generation count. A pool may
+span nodes (resourceSliceCount counts the slices of every node): when fewer slices reach
+the node than the count, all slices of the pool are checked, as upstream's newest
+GatherPools does with checkSlicesInPool. A slice of a newer generation anywhere makes
+the node's slices *obsolete* (the driver is replacing the pool: it is left out); else the
+pool is complete when the slices of its generation, on any node, are as many as the
+count, and *incomplete* otherwise. A complete pool is *invalid* when a device name repeats
+among the slices reaching the node. Pools come out sorted by (driver, pool), slices by
+name, devices in slice order (upstream sortPoolsByID, sortSlicesByName: a driver orders
+the first-fit search by naming): the allocator's search is deterministic because of it.
 
 The parsed forms are what the allocator keeps across calls: a DeviceCache holds one
 ParsedSlice per ResourceSlice message (with each device's selector verdicts), a SliceIndex
@@ -152,6 +158,8 @@ class SliceIndex:
     def __init__(self, slices: Sequence[resource_pb2.ResourceSlice], cache: DeviceCache) -> None:
         self.by_node: dict[str, list[tuple[int, ParsedSlice]]] = {}
         self.other: list[tuple[int, ParsedSlice]] = []
+        # every slice of a pool, whichever node it reaches (upstream checkSlicesInPool)
+        self.by_pool: dict[tuple[str, str], list[ParsedSlice]] = {}
         self._pools: dict[object, list[Pool]] = {}
         for pos, msg in enumerate(slices):
             s = cache.slice(msg)
@@ -159,9 +167,10 @@ class SliceIndex:
                 self.by_node.setdefault(s.node_name, []).append((pos, s))
             else:
                 self.other.append((pos, s))
+            self.by_pool.setdefault((s.driver, s.pool), []).append(s)
 
     def pools(self, node: core_pb2.Node) -> list[Pool]:
-        """The pools reaching the node, in order of first appearance (upstream GatherPools).
+        """The pools reaching the node, sorted by (driver, pool) (upstream GatherPools).
         Kept per node name (and labels, when selector slices exist): callers must not
         change the Pools."""
         key: object = node.metadata.name
@@ -188,12 +197,30 @@ class SliceIndex:
                 pool.slices = [s]  # a newer generation replaces the older slices
             elif s.generation == pool.slices[0].generation:
                 pool.slices.append(s)
-        for pool in pools.values():
-            pool.incomplete = len(pool.slices) != pool.slices[0].count
+        out = []
+        for key in sorted(pools):
+            pool = pools[key]
+            generation, count = pool.slices[0].generation, pool.slices[0].count
+            if len(pool.slices) != count:
+                # Some slices of the pool may reach other nodes: look at all of them.
+                same = 0
+                for s in self.by_pool[key]:
+                    if s.generation > generation:
+                        break  # obsolete: the driver is replacing this generation
+                    same += s.generation == generation
+                else:
+                    pool.incomplete = same != count
+                    out.append(pool)
+                continue
+            out.append(pool)
+        for pool in out:
+            pool.slices.sort(key=lambda s: s.msg.metadata.name)  # stable: ties keep order
+            if pool.incomplete:
+                continue  # never allocated from, so not validated (as upstream)
             seen: set[str] = set()
             for d in pool.devices():
                 if d.id.device in seen:
                     pool.invalid = f"duplicate device name {d.id.device}"
                     break
                 seen.add(d.id.device)
-        return list(pools.values())
+        return out

@@ -293,28 +293,35 @@ def _validate_attribute(path: str, attr: resource_pb2.DeviceAttribute) -> Errors
     if attr.HasField("string") and len(attr.string) > ATTRIBUTE_MAX_VALUE_LENGTH:
         errs.append(too_long(child(path, "string"), ATTRIBUTE_MAX_VALUE_LENGTH))
     if attr.HasField("version"):
-        vpath = child(path, "version")
-        if not _SEMVER.fullmatch(attr.version):
-            errs.append(
-                invalid(
-                    vpath, attr.version, "must be a string compatible with semver.org spec 2.0.0"
-                )
-            )
-        else:
-            # The regex takes numbers of any size; the allocator must be able to turn every
-            # stored version into its CEL value, so the CEL layer's parse has the last word.
-            try:
-                celkube.parse_semver(attr.version)
-            except ValueError as err:
-                errs.append(
-                    invalid(vpath, attr.version, f"must be a usable semantic version: {err}")
-                )
-        if len(attr.version) > ATTRIBUTE_MAX_VALUE_LENGTH:
-            errs.append(too_long(vpath, ATTRIBUTE_MAX_VALUE_LENGTH))
+        errs += _validate_version(child(path, "version"), attr.version)
+    # dracore: list values (DRAListTypeAttributes), each element as its scalar.
+    for i, value in enumerate(attr.strings):
+        if len(value) > ATTRIBUTE_MAX_VALUE_LENGTH:
+            errs.append(too_long(f"{child(path, 'strings')}[{i}]", ATTRIBUTE_MAX_VALUE_LENGTH))
+    for i, value in enumerate(attr.versions):
+        errs += _validate_version(f"{child(path, 'versions')}[{i}]", value)
     if not set_fields:
         errs.append(required(path, ONE_VALUE))
     elif len(set_fields) > 1:
         errs.append(invalid(path, show(attr), ONE_VALUE))
+    return errs
+
+
+def _validate_version(vpath: str, version: str) -> Errors:
+    errs: Errors = []
+    if not _SEMVER.fullmatch(version):
+        errs.append(
+            invalid(vpath, version, "must be a string compatible with semver.org spec 2.0.0")
+        )
+    else:
+        # The regex takes numbers of any size; the allocator must be able to turn every
+        # stored version into its CEL value, so the CEL layer's parse has the last word.
+        try:
+            celkube.parse_semver(version)
+        except ValueError as err:
+            errs.append(invalid(vpath, version, f"must be a usable semantic version: {err}"))
+    if len(version) > ATTRIBUTE_MAX_VALUE_LENGTH:
+        errs.append(too_long(vpath, ATTRIBUTE_MAX_VALUE_LENGTH))
     return errs
 
 

@@ -211,6 +211,8 @@ class Case:
     # At most this many device placements tried (upstream expectNumAllocateOneInvocations
     # counts its own search, which tries every order; kubera's bound is upstream's).
     max_steps: int | None = None
+    # Feature gate overrides (upstream's row `features`), e.g. {DRA_PRIORITIZED_LIST: False}.
+    gates: dict[str, bool] = field(default_factory=dict)
 
 
 CA, CB = cls(CLASS_A, DRIVER_A), cls(CLASS_B, DRIVER_B)
@@ -233,6 +235,7 @@ def allocator(case: Case, cache: DeviceCache | None = None) -> Allocator:
         case.slices,
         admin_namespaces=case.admin_namespaces,
         cache=cache,
+        gates=case.gates,
     )
 
 
@@ -261,3 +264,12 @@ def check(case: Case) -> None:
         return
     assert not isinstance(got, Unfit), got
     assert [json_format.MessageToDict(r) for r in got] == case.results
+
+
+# ----------------------------------------------------------------------------- dracore builders
+
+
+def attr_device(name: str, **attributes: Json) -> Json:
+    """A device whose attributes are given in their API shape ({"strings": [...]},
+    {"int": 1}, {} for an attribute with no value)."""
+    return {"name": name, "attributes": attributes}

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.api.dra.allocator import DeviceID
+from services.api.dra.allocator import ERR_INVALID_POOLS, DeviceID
+from services.api.features import DRA_ADMIN_ACCESS
 from tests.api.dra.allocator_table import (
     ALL_NODES,
     CA,
@@ -169,10 +170,7 @@ CASES: dict[str, Case] = {
             slc(SLICE1, NODE1, POOL1, DRIVER_A, slice_device(DEV1), count=2),
             slc(SLICE1 + "-2", NODE1, POOL1, DRIVER_A, slice_device(DEV1), count=2),
         ],
-        unfit=(
-            f"{NS}/{CLAIM0}",
-            "invalid resource pools were encountered: driver-a/pool-1 (duplicate device name device-1)",
-        ),
+        error=ERR_INVALID_POOLS,
     ),
     "no-slices": Case(
         claims=[claim(CLAIM0, req(REQ0, CLASS_A))],
@@ -463,13 +461,12 @@ CASES: dict[str, Case] = {
             f'needs 1 device(s) of class "{CLASS_A}", 0 of 1 matching are free',
         ),
     ),
-    # Upstream's feature gate; kubera asks for the namespace label instead.
     "admin-access-disabled": Case(
         claims=[claim(CLAIM0, req(REQ0, CLASS_A, admin=True))],
         classes=[CA],
         slices=[one(SLICE1, NODE1, POOL1, DRIVER_A)],
-        admin_namespaces=frozenset(),
-        error=f'claim {NS}/{CLAIM0}, request "{REQ0}": admin access to devices requires the namespace "{NS}" to be labelled resource.kubernetes.io/admin-access=true',
+        gates={DRA_ADMIN_ACCESS: False},
+        error=f'claim {NS}/{CLAIM0}, request "{REQ0}": admin access is requested, but the feature is disabled',
     ),
     "admin-access-enabled": Case(
         claims=[claim(CLAIM0, req(REQ0, CLASS_A, admin=True))],

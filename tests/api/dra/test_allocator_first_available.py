@@ -10,6 +10,7 @@ import pytest
 
 from services.api.dra.allocator import ALLOCATION_RESULTS_MAX_SIZE as MAX
 from services.api.dra.allocator import DeviceID
+from services.api.features import DRA_PRIORITIZED_LIST
 from tests.api.dra.allocator_table import (
     CA,
     CB,
@@ -29,6 +30,7 @@ from tests.api.dra.allocator_table import (
     POOL2,
     REQ0,
     REQ1,
+    REQ2,
     SLICE1,
     SLICE2,
     SUB0,
@@ -55,6 +57,9 @@ from tests.api.dra.allocator_table import (
 from tests.builders import device_class, slice_device
 
 GEN_V5 = f'device.attributes["{DRIVER_A}"].generation == "v5"'
+TYPE_X = f'device.attributes["{DRIVER_A}"].type == "X"'
+TYPE_Y = f'device.attributes["{DRIVER_A}"].type == "Y"'
+R0S0, R0S1 = f"{REQ0}/{SUB0}", f"{REQ0}/{SUB1}"
 GEN_V6 = f'device.attributes["{DRIVER_A}"].generation == "v6"'
 
 CASES: dict[str, Case] = {
@@ -457,6 +462,89 @@ CASES: dict[str, Case] = {
             )
         ],
         max_steps=42,
+    ),
+    # dracore: upstream's rows added since.
+    "prioritized-list-disabled": Case(
+        claims=[claim(CLAIM0, first(REQ0, sub(SUB0, CLASS_A)))],
+        classes=[CA],
+        slices=[one(SLICE1, NODE1, POOL1, DRIVER_A)],
+        gates={DRA_PRIORITIZED_LIST: False},
+        error=f'claim {NS}/{CLAIM0}, request "{REQ0}": has subrequests, but the DRAPrioritizedList feature is disabled',
+    ),
+    # A config naming both subrequests of req-0 covers req-0 only, not req-1: it keeps
+    # its requests.
+    "claim-config-scoped-to-subrequests-of-one-request": Case(
+        claims=[
+            claim(
+                CLAIM0,
+                first(REQ0, sub(SUB0, CLASS_A), sub(SUB1, CLASS_B)),
+                req(REQ1, CLASS_A),
+                config=[{"requests": [R0S0, R0S1], "opaque": opaque(DRIVER_A, "scoped")}],
+            )
+        ],
+        classes=[CA, CB],
+        slices=[many(SLICE1, NODE1, POOL1, DRIVER_A, 2)],
+        results=[
+            result(
+                local(NODE1),
+                dev(R0S0, DRIVER_A, POOL1, DEV0),
+                dev(REQ1, DRIVER_A, POOL1, DEV1),
+                config=[cfg("FromClaim", [R0S0, R0S1], DRIVER_A, "scoped")],
+            )
+        ],
+    ),
+    # req-0 through its chosen subrequest and req-1 by name: every request, so none named.
+    "claim-config-covering-all-requests-is-cleared": Case(
+        claims=[
+            claim(
+                CLAIM0,
+                first(REQ0, sub(SUB0, CLASS_A), sub(SUB1, CLASS_B)),
+                req(REQ1, CLASS_A),
+                config=[{"requests": [R0S0, REQ1], "opaque": opaque(DRIVER_A, "all")}],
+            )
+        ],
+        classes=[CA, CB],
+        slices=[many(SLICE1, NODE1, POOL1, DRIVER_A, 2)],
+        results=[
+            result(
+                local(NODE1),
+                dev(R0S0, DRIVER_A, POOL1, DEV0),
+                dev(REQ1, DRIVER_A, POOL1, DEV1),
+                config=[cfg("FromClaim", [], DRIVER_A, "all")],
+            )
+        ],
+    ),
+    # req-1's first alternative needs 3 of 2 type-Y devices; req-2's first needs 2 while
+    # only device-1 is left: the second alternatives, with backtracking, in 26 steps.
+    "check-combinations-with-prioritized-list": Case(
+        claims=[
+            claim(
+                CLAIM0,
+                first(REQ1, sub(SUB0, CLASS_A, 3, TYPE_Y), sub(SUB1, CLASS_A, 2)),
+                first(REQ2, sub(SUB0, CLASS_A, 2), sub(SUB1, CLASS_A, 1, TYPE_X)),
+            )
+        ],
+        classes=[CA],
+        slices=[
+            slc(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                slice_device(DEV1, type="X"),
+                slice_device(DEV2, type="Y"),
+                slice_device(DEV3, type="Y"),
+            )
+        ],
+        results=[
+            result(
+                local(NODE1),
+                dev(f"{REQ1}/{SUB1}", DRIVER_A, POOL1, DEV2),
+                dev(f"{REQ1}/{SUB1}", DRIVER_A, POOL1, DEV3),
+                dev(f"{REQ2}/{SUB1}", DRIVER_A, POOL1, DEV1),
+            )
+        ],
+        max_steps=26,
     ),
 }
 

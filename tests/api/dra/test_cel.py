@@ -1,5 +1,5 @@
 """Device selectors in CEL: upstream's compile_test.go table (k8s.io/dynamic-resource-allocation/cel,
-scalar attributes; kubera has no list-typed attributes and no consumable capacity), and
+scalar attributes; list-type attributes are test_cel_lists.py; no consumable capacity), and
 the quantity and semver libraries (k8s.io/apiserver/pkg/cel/library)."""
 
 from __future__ import annotations

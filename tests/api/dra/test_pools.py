@@ -1,5 +1,5 @@
 """services/api/dra/pools.py: which pools reach a node, from which slices, complete or not
-(upstream GatherPools), in listing order."""
+(upstream GatherPools), sorted by pool ID, slices by name; pools spanning nodes."""
 
 from __future__ import annotations
 
@@ -35,13 +35,42 @@ ROWS: dict[str, tuple[list[resource_pb2.ResourceSlice], list[tuple[Any, ...]]]] 
         ],
         [("p1", ["a"], False, ""), ("p2", ["b"], False, ""), ("p4", ["d"], False, "")],
     ),
-    "pools-in-order-of-first-appearance-across-kinds": (
+    "pools-sorted-by-id-whatever-the-listing-order": (
         [
             _s("a", ALL_NODES, "p2", "d1"),
             _s("b", "node-1", "p1", "d1"),
             _s("c", ALL_NODES, "p3", "d1"),
         ],
-        [("p2", ["a"], False, ""), ("p1", ["b"], False, ""), ("p3", ["c"], False, "")],
+        [("p1", ["b"], False, ""), ("p2", ["a"], False, ""), ("p3", ["c"], False, "")],
+    ),
+    "slices-of-a-pool-sorted-by-name": (
+        [_s("z", "node-1", "p1", "d1", count=2), _s("a", "node-1", "p1", "d2", count=2)],
+        [("p1", ["a", "z"], False, "")],
+    ),
+    "pool-complete-with-a-slice-for-another-node": (
+        [_s("a", "node-1", "p1", "d1", count=2), _s("b", "node-2", "p1", "d2", count=2)],
+        [("p1", ["a"], False, "")],
+    ),
+    "newer-generation-on-another-node-makes-the-pool-obsolete": (
+        [
+            _s("a", "node-1", "p1", "d1", count=2),
+            _s("b", "node-2", "p1", "d2", count=2, generation=2),
+        ],
+        [],
+    ),
+    "older-generation-on-another-node-does-not-complete-the-pool": (
+        [
+            _s("a", "node-1", "p1", "d1", count=2, generation=2),
+            _s("b", "node-2", "p1", "d2", count=2),
+        ],
+        [("p1", ["a"], True, "")],
+    ),
+    "incomplete-pool-is-not-validated": (
+        [
+            _s("a", "node-1", "p1", "d1", count=3),
+            _s("b", "node-1", "p1", "d1", count=3),
+        ],
+        [("p1", ["a", "b"], True, "")],
     ),
     "newest-generation-replaces-older-slices": (
         [

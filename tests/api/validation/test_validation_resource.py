@@ -227,6 +227,28 @@ SLICE_CASES: list[tuple[str, Doc, list[str]]] = [
         _set(slice_with(1), _attrs(0, {"v": {"version": "9223372036854775807.1.2"}})),
         [],
     ),
+    # dracore: list-type attributes (DRAListTypeAttributes): each element as its scalar.
+    ("list-attribute-values", _set(slice_with(1), _attrs(0, {"s": {"strings": ["a", "b"]}})), []),
+    (
+        "list-attribute-elements-checked",
+        _set(
+            slice_with(1),
+            _attrs(0, {"s": {"strings": ["a", "x" * 65]}, "v": {"versions": ["1.0.0", "x"]}}),
+        ),
+        [
+            "spec.devices[0].attributes[s].strings[1]: Too long: may not be more than 64 bytes",
+            'spec.devices[0].attributes[v].versions[1]: Invalid value: "x": must be a '
+            "string compatible with semver.org spec 2.0.0",
+        ],
+    ),
+    (
+        "list-and-scalar-value",
+        _set(slice_with(1), _attrs(0, {"two": {"int": 1, "ints": [1]}})),
+        [
+            'spec.devices[0].attributes[two]: Invalid value: {"int":"1","ints":["1"]}: '
+            "exactly one value must be specified"
+        ],
+    ),
     (
         "string-too-long",
         _set(slice_with(1), _attrs(0, {"s": {"string": "x" * 65}})),

@@ -20,7 +20,7 @@ from kubera.experiment.spec.fields import ConfigError
 from kubera.experiment.spec.objects import OpError, to_message
 from kubera.experiment.spec.templates import read_template
 from protos.kubera.v1 import core_pb2, resource_pb2
-from services.api.dra.allocator import DeviceID, Unfit
+from services.api.dra.allocator import ERR_INVALID_POOLS, DeviceID, FailedOnNode, Unfit
 from tests.builders import resource_claim, resource_slice
 from tests.experiment.configfiles import runs, write
 from tests.experiment.run.test_runner import executor
@@ -342,6 +342,37 @@ async def test_a_claim_that_fits_nowhere_fails_naming_it() -> None:
         dra.AllocationFailed, match=r"claim init/c-2 \(3 of 3\) fits on none of 2 nodes"
     ):
         await _allocate(claims, {"a": 1, "b": 1})
+
+
+class InvalidOnA(FirstFree):
+    """FirstFree, but node "a" has an invalid pool (the allocator's FailedOnNode)."""
+
+    def allocate(self, node: core_pb2.Node) -> list[resource_pb2.AllocationResult] | Unfit:
+        if node.metadata.name == "a":
+            raise FailedOnNode(ERR_INVALID_POOLS)
+        return super().allocate(node)
+
+
+async def test_a_node_with_invalid_pools_is_passed_over_not_an_error() -> None:
+    written: list[resource_pb2.ResourceClaim] = []
+
+    async def write(claim: resource_pb2.ResourceClaim) -> resource_pb2.ResourceClaim:
+        written.append(claim)
+        return claim
+
+    claims = [resource_claim("c", "init")]
+    n = await dra.allocate_claims(
+        claims,
+        every_claim=claims,
+        nodes=[_node("a"), _node("b")],
+        classes={},
+        slices=_slices({"a": 1, "b": 1}),
+        write=write,
+        rng=random.Random(0),
+        allocator=InvalidOnA,
+    )
+    assert n == 1
+    assert _devices(written) == [DeviceID(DRIVER, "b", "instance-0")]
 
 
 async def test_pre_allocation_picks_random_nodes_reproducibly() -> None:

@@ -47,7 +47,13 @@ from typing import Any
 
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.dra import claims as dra_claims
-from services.api.dra.allocator import AllocationError, Allocator, DeviceCache, Unfit
+from services.api.dra.allocator import (
+    AllocationError,
+    Allocator,
+    DeviceCache,
+    FailedOnNode,
+    Unfit,
+)
 from services.api.helpers.nodeaffinity import NodeSelector, NodeSelectorError
 from services.api.helpers.podgroups import pod_group_full_name
 from services.api.machinery.duration import parse_duration
@@ -368,6 +374,9 @@ class DynamicResources:
             start = self._now()
             try:
                 got = s.allocator.allocate(node)
+            except FailedOnNode as e:
+                # Only this node (invalid pools): other nodes may still do, as upstream.
+                return Status.unresolvable(str(e), plugin=NAME)
             except AllocationError as e:
                 # A broken claim or class, not a fit problem: abort the attempt (retried).
                 return Status.as_error(e, NAME)

@@ -16,11 +16,17 @@ from services.api.dra.allocator import DeviceID
 from services.client import Handlers
 from services.scheduler.framework.status import Code
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
+from services.scheduler.plugins.dynamicresources import Args, DynamicResources
 from services.scheduler.plugins.dynamicresources.tracker import ClaimTracker
+from tests.builders import gpu, resource_slice
+from tests.scheduler.plugins.dynamicresources._fakes import FakeClaimsAPI, FakeHandle
 from tests.scheduler.plugins.dynamicresources.test_dynamicresources import (
     CLAIM,
+    CLASSES,
+    DRIVER,
     NS,
     POD_UID,
+    UNRESOLVABLE,
     WORKER,
     WORKER_NODE,
     Case,
@@ -241,3 +247,31 @@ def test_claim_event_hint_skips_unrelated_claims_without_looking_them_up(
             plugin.is_schedulable_after_claim_change(pod, None, new)
     else:
         assert plugin.is_schedulable_after_claim_change(pod, None, new).name == want
+
+
+def test_an_invalid_pool_fails_the_node_not_the_attempt() -> None:
+    """dracore: a pool holding a device name twice, and nothing else to allocate from:
+    upstream's allocator answers ErrFailedAllocationOnNode, which Filter reports as this
+    node unschedulable with the error's text (other nodes may still do), not an error."""
+
+    def half(name: str) -> resource_pb2.ResourceSlice:
+        s = resource_slice(
+            f"worker-{name}", driver=DRIVER, node=WORKER, devices=[gpu("instance-1", index=1)]
+        )
+        s.spec.pool.resource_slice_count = 2
+        return s
+
+    api = FakeClaimsAPI([claim()])
+    plugin = DynamicResources(
+        Args(),
+        claims=api.store,
+        slices={n: half(n) for n in ("a", "b")},
+        classes={c.metadata.name: c for c in CLASSES},
+        client=api,
+        handle=FakeHandle(),
+    )
+    state, node = CycleState(), NodeInfo(WORKER_NODE)
+    pod = PodInfo(pod_with_claim_name())
+    plugin.pre_filter(state, pod, [node])
+    st = plugin.filter(state, pod, node)
+    assert (st.code, st.message) == (UNRESOLVABLE, "invalid resource pools were encountered")

@@ -1,0 +1,40 @@
+"""Feature gates: upstream's names for features that change API fields or behaviour, with
+upstream's defaults at the newest version kubera follows (pkg/features/kube_features.go).
+
+kubera has one set of gates for the whole control plane (upstream sets them per
+component; they must agree anyway). A gate is looked up with `enabled(gates, NAME)`;
+`gates` is a mapping of overrides over DEFAULTS (an empty mapping or None: the defaults).
+
+Upstream locks some GA gates to their default (LockToDefault); kubera has no emulated
+version, so such a gate can still be overridden here, as an older emulated version would
+allow upstream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+#: dracore: DeviceRequest.firstAvailable (alpha 1.33, beta 1.34, GA 1.36, locked on 1.37).
+#: Off: a request with subrequests is an allocation error.
+DRA_PRIORITIZED_LIST = "DRAPrioritizedList"
+#: dracore: ExactDeviceRequest.adminAccess (alpha 1.32, beta 1.34, GA and locked on 1.36).
+#: Off: a request asking for admin access is an allocation error.
+DRA_ADMIN_ACCESS = "DRAAdminAccess"
+#: dracore: DeviceAttribute ints/bools/strings/versions (alpha 1.36, off by default). On:
+#: matchAttribute compares attribute values as sets (devices must share an element).
+DRA_LIST_TYPE_ATTRIBUTES = "DRAListTypeAttributes"
+
+DEFAULTS: dict[str, bool] = {
+    DRA_PRIORITIZED_LIST: True,
+    DRA_ADMIN_ACCESS: True,
+    DRA_LIST_TYPE_ATTRIBUTES: False,
+}
+
+FeatureGates = Mapping[str, bool]
+
+
+def enabled(gates: FeatureGates | None, name: str) -> bool:
+    """Whether the gate `name` is on: its override in `gates`, else its default."""
+    if gates is not None and name in gates:
+        return gates[name]
+    return DEFAULTS[name]
