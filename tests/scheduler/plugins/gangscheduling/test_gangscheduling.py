@@ -361,6 +361,7 @@ async def test_a_gang_short_of_its_quorum_times_out_whole_and_nothing_binds() ->
     infos = [PodInfo(p) for p in pods[:2]]
     for info in infos:
         state = CycleState()
+        fwk.run_pre_filter(state, info, [])  # the cycle's state Reserve reads (VolumeBinding's)
         assert fwk.run_reserve(state, info, "n1").is_success()
         assert fwk.run_permit(state, info, "n1").code == Code.WAIT
         handle.clock.advance(60)
@@ -385,6 +386,7 @@ async def test_the_pod_completing_the_quorum_lets_the_whole_gang_bind() -> None:
     codes = []
     for info in infos:
         state = CycleState()
+        fwk.run_pre_filter(state, info, [])  # the cycle's state Reserve reads (VolumeBinding's)
         assert fwk.run_reserve(state, info, "n1").is_success()
         codes.append(fwk.run_permit(state, info, "n1").code)
     assert codes == [Code.WAIT, Code.WAIT, Code.SUCCESS]
