@@ -55,9 +55,7 @@ def allocatable(
     return all(t.effect not in BLOCKING_EFFECTS or tolerated(t, tolerations) for t in taints)
 
 
-def rule_matches(
-    rule: resource_pb2.DeviceTaintRule, driver: str, pool: str, device: str
-) -> bool:
+def rule_matches(rule: resource_pb2.DeviceTaintRule, driver: str, pool: str, device: str) -> bool:
     """The rule's selector selects the device: every criterion set is equal; no selector
     selects nothing."""
     spec = rule.spec
@@ -108,3 +106,25 @@ def device_taints(
     if rules:
         out += rules.taints(driver, pool, device.name)
     return out
+
+
+def stamp_time_added(obj: object, old: object | None, now: str) -> None:
+    """What the apiserver does to the taints of a ResourceSlice or DeviceTaintRule it writes
+    (upstream's registry strategies): a taint without timeAdded gets `now`; a rule whose
+    effect changes while the client kept the old timeAdded gets `now` too (the eviction
+    counts from the effect's change)."""
+    if isinstance(obj, resource_pb2.ResourceSlice):
+        for d in obj.spec.devices:
+            for t in d.taints:
+                if not t.HasField("time_added"):
+                    t.time_added = now
+    elif isinstance(obj, resource_pb2.DeviceTaintRule):
+        taint = obj.spec.taint
+        prev = old.spec.taint if isinstance(old, resource_pb2.DeviceTaintRule) else None
+        if (
+            not taint.HasField("time_added")
+            or prev is not None
+            and prev.effect != taint.effect
+            and prev.time_added == taint.time_added
+        ):
+            taint.time_added = now

@@ -62,7 +62,7 @@ def tainted(name: str, *taints: Json) -> Json:
 
 def tolerating(request: Json, *tolerations: Json) -> Json:
     """drataints: the request (exactly, or a subrequest dict) with tolerations."""
-    target = request["exactly"] if "exactly" in request else request
+    target = request.get("exactly", request)
     target["tolerations"] = list(tolerations)
     return request
 
@@ -92,13 +92,21 @@ UNFIT = (f"{NS}/{CLAIM0}", "")
 # (case, DRADeviceTaints enabled)
 CASES: dict[str, tuple[Case, bool]] = {
     "tainted-two-devices": (
-        Case(claims=[claim(CLAIM0, req(REQ0, CLASS_A))], classes=[CA], slices=TAINTED_BOTH,
-             unfit=UNFIT),
+        Case(
+            claims=[claim(CLAIM0, req(REQ0, CLASS_A))],
+            classes=[CA],
+            slices=TAINTED_BOTH,
+            unfit=UNFIT,
+        ),
         True,
     ),
     "tainted-one-device-two-taints": (
-        Case(claims=[claim(CLAIM0, req(REQ0, CLASS_A))], classes=[CA], slices=BOTH_ON_ONE,
-             unfit=UNFIT),
+        Case(
+            claims=[claim(CLAIM0, req(REQ0, CLASS_A))],
+            classes=[CA],
+            slices=BOTH_ON_ONE,
+            unfit=UNFIT,
+        ),
         True,
     ),
     "tainted-two-devices-tolerated": (
@@ -136,9 +144,7 @@ CASES: dict[str, tuple[Case, bool]] = {
     ),
     "tainted-one-device-two-taints-both-tolerated": (
         Case(
-            claims=[
-                claim(CLAIM0, tolerating(req(REQ0, CLASS_A), TOL_NO_SCHEDULE, TOL_NO_EXECUTE))
-            ],
+            claims=[claim(CLAIM0, tolerating(req(REQ0, CLASS_A), TOL_NO_SCHEDULE, TOL_NO_EXECUTE))],
             classes=[CA],
             slices=BOTH_ON_ONE,
             results=[result(local(NODE1), tdev(REQ0, DEV1, TOL_NO_SCHEDULE, TOL_NO_EXECUTE))],
@@ -188,8 +194,12 @@ CASES: dict[str, tuple[Case, bool]] = {
         False,
     ),
     "tainted-all-devices-single": (
-        Case(claims=[claim(CLAIM0, all_req(REQ0, CLASS_A))], classes=[CA],
-             slices=NO_SCHEDULE_ONE, unfit=UNFIT),
+        Case(
+            claims=[claim(CLAIM0, all_req(REQ0, CLASS_A))],
+            classes=[CA],
+            slices=NO_SCHEDULE_ONE,
+            unfit=UNFIT,
+        ),
         True,
     ),
     "tainted-all-devices-single-disabled": (
