@@ -1,0 +1,416 @@
+"""Device taint eviction: delete the pods whose allocated devices carry a NoExecute taint
+their claim does not tolerate.
+
+kube-controller-manager's device-taint-eviction-controller (pkg/controller/
+devicetainteviction, DRADeviceTaints and DRADeviceTaintRules, on by default upstream). The
+device-side twin of tainteviction.py:
+
+    claim / slice / rule / pod informer event ──► dirty; the loop resyncs (no I/O):
+        per allocated claim, claim_eviction_time over its devices' NoExecute taints
+        (the slice's, then the DeviceTaintRules selecting the device):
+            a taint no NoExecute toleration of the result matches ─► at timeAdded
+            all tolerated, some for tolerationSeconds ─────────────► timeAdded + min(s)
+            every taint tolerated forever / no taint ─────────────► none
+        per pod it is reserved for (scheduled, same uid, not being deleted): the earliest
+        of its claims' times ─► scheduled in an EvictionQueue (tainteviction's)
+        a pod no longer due ─► cancelled ("Cancelling deletion")
+    due ─► event "Marking for deletion", DisruptionTarget=True
+        (DeletionByDeviceTaintManager), delete pinned to the pod's uid
+
+As upstream: only tolerations with effect NoExecute count here (an effect-less toleration
+lets the allocator pick the device but does not keep the pod running); the times count from
+each taint's timeAdded (the apiserver stamps it; a taint without one counts from when this
+controller first saw it); only the devices of a pool's newest generation count.
+
+Differences from upstream: kubera resyncs every allocated claim when something changed
+instead of upstream's per-device bookkeeping (same decisions, more work per event); a
+DeviceTaintRule's status (the EvictionInProgress condition) is not written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine, Iterable, Mapping
+from dataclasses import dataclass
+
+from google.protobuf.message import Message
+
+from protos.kubera.v1 import core_pb2, resource_pb2
+from services.api.dra.claims import (
+    ClaimNotCreatedError,
+    claim_name,
+    is_for_pod,
+    is_reserved_for_pod,
+)
+from services.api.dra.taints import NO_EXECUTE, TaintRules, tolerates
+from services.api.helpers.conditions import update_pod_condition
+from services.api.helpers.events import new_event
+from services.api.machinery import codec
+from services.api.machinery.errors import ApiError, NotFoundError
+from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kubeobject import narrow, narrow_optional
+from services.client import Client, Handlers, SharedInformers
+from services.clock import Clock, RealClock, parse_rfc3339
+from services.controllers.controller_utils import wait_any
+from services.controllers.events import write_event
+from services.controllers.tainteviction import DISRUPTION_TARGET, EvictionQueue
+
+log = logging.getLogger(__name__)
+
+PODS, CLAIMS = BY_KIND["Pod"], BY_KIND["ResourceClaim"]
+SLICES, RULES = BY_KIND["ResourceSlice"], BY_KIND["DeviceTaintRule"]
+
+COMPONENT = "device-taint-eviction-controller"
+EVICTION_REASON = "DeviceTaintManagerEviction"
+DISRUPTION_REASON = "DeletionByDeviceTaintManager"
+DISRUPTION_MESSAGE = "Device Taint manager: deleting due to NoExecute taint"
+
+DeviceKey = tuple[str, str, str]  # driver, pool, device
+
+
+@dataclass(frozen=True)
+class DeviceTaintEvictionConfig:
+    """Settings of the device taint eviction controller; durations in simulated seconds."""
+
+    deletion_workers: int = 8
+    """How many pod deletions run at once."""
+
+    deletion_retries: int = 5
+    """Attempts to mark and delete one pod before giving up."""
+
+    retry_delay: float = 0.01
+    """Pause between two attempts."""
+
+    emit_events: bool = True
+    """Write the DeviceTaintManagerEviction events (scheduled and cancelled deletions)."""
+
+    def __post_init__(self) -> None:
+        if self.deletion_workers < 1:
+            raise ValueError(f"deletion_workers must be at least 1, got {self.deletion_workers}")
+        if self.deletion_retries < 1:
+            raise ValueError(f"deletion_retries must be at least 1, got {self.deletion_retries}")
+        if self.retry_delay < 0:
+            raise ValueError(f"retry_delay must not be negative, got {self.retry_delay}")
+
+
+# ------------------------------------------------------------------ the decision (no I/O)
+
+
+def published_devices(
+    slices: Iterable[resource_pb2.ResourceSlice],
+) -> dict[DeviceKey, resource_pb2.Device]:
+    """The devices of every pool's newest generation, by (driver, pool, device)."""
+    newest: dict[tuple[str, str], int] = {}
+    slices = list(slices)
+    for s in slices:
+        pool = (s.spec.driver, s.spec.pool.name)
+        newest[pool] = max(newest.get(pool, s.spec.pool.generation), s.spec.pool.generation)
+    out: dict[DeviceKey, resource_pb2.Device] = {}
+    for s in slices:
+        if s.spec.pool.generation != newest[(s.spec.driver, s.spec.pool.name)]:
+            continue
+        for d in s.spec.devices:
+            out[(s.spec.driver, s.spec.pool.name, d.name)] = d
+    return out
+
+
+def evicting_taints(
+    key: DeviceKey, device: resource_pb2.Device | None, rules: TaintRules
+) -> list[resource_pb2.DeviceTaint]:
+    """The NoExecute taints of an allocated device: its slice's (when still published),
+    then those of the rules selecting it."""
+    own = list(device.taints) if device is not None else []
+    return [t for t in (*own, *rules.taints(*key)) if t.effect == NO_EXECUTE]
+
+
+def claim_eviction_time(
+    claim: resource_pb2.ResourceClaim,
+    devices: Mapping[DeviceKey, resource_pb2.Device],
+    rules: TaintRules,
+    added: TimeAdded,
+) -> float | None:
+    """When the pods using the (allocated) claim must go, or None (upstream
+    claimEvictionTime): the earliest, over its devices' NoExecute taints not tolerated
+    forever by a NoExecute toleration of the result, of timeAdded + the shortest matching
+    tolerationSeconds (0 without one; negative counts as 0)."""
+    when: float | None = None
+    for res in claim.status.allocation.devices.results:
+        key = (res.driver, res.pool, res.device)
+        for taint in evicting_taints(key, devices.get(key), rules):
+            seconds: int | None = None
+            forever = False
+            for tol in res.tolerations:
+                if tol.effect != NO_EXECUTE or not tolerates(tol, taint):
+                    continue
+                if not tol.HasField("toleration_seconds"):
+                    forever = True
+                    break
+                s = max(0, tol.toleration_seconds)
+                seconds = s if seconds is None else min(seconds, s)
+            if forever:
+                continue
+            at = added(key, taint) + (seconds or 0)
+            when = at if when is None else min(when, at)
+    return when
+
+
+class TimeAdded:
+    """A taint's timeAdded in seconds, or, for a taint without one, when it was first seen
+    (kept per device and taint, so the time does not move with every resync)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[DeviceKey, str, str, str], float] = {}
+        self.now = 0.0
+
+    def __call__(self, key: DeviceKey, taint: resource_pb2.DeviceTaint) -> float:
+        if taint.HasField("time_added") and taint.time_added:
+            return parse_rfc3339(taint.time_added)
+        return self._seen.setdefault((key, taint.key, taint.value, taint.effect), self.now)
+
+
+def pod_claims(
+    pod: core_pb2.Pod, claims: Mapping[str, resource_pb2.ResourceClaim]
+) -> list[resource_pb2.ResourceClaim]:
+    """The allocated claims the pod uses and is reserved in (upstream podEvictionTime's
+    filter): made, owned by the pod when from a template, reserved for this pod."""
+    out = []
+    for entry in pod.spec.resource_claims:
+        try:
+            ref = claim_name(pod, entry)
+        except (ClaimNotCreatedError, ValueError):
+            continue
+        if ref.name is None:
+            continue
+        claim = claims.get(f"{pod.metadata.namespace}/{ref.name}")
+        if claim is None or not claim.status.HasField("allocation"):
+            continue
+        if ref.check_owner and not is_for_pod(pod, claim):
+            continue
+        if is_reserved_for_pod(pod, claim):
+            out.append(claim)
+    return out
+
+
+def pod_eviction_time(
+    pod: core_pb2.Pod,
+    claims: Mapping[str, resource_pb2.ResourceClaim],
+    times: Mapping[str, float | None],
+) -> float | None:
+    """The earliest eviction time of the pod's claims (`times` by claim key), or None; an
+    unscheduled pod or one being deleted is not evicted."""
+    if not pod.spec.node_name or pod.metadata.deletion_timestamp:
+        return None
+    when: float | None = None
+    for claim in pod_claims(pod, claims):
+        t = times.get(f"{claim.metadata.namespace}/{claim.metadata.name}")
+        if t is not None and (when is None or t < when):
+            when = t
+    return when
+
+
+def pods_to_evict(
+    pods: Mapping[str, Message],
+    claims: Iterable[resource_pb2.ResourceClaim],
+    slices: Iterable[resource_pb2.ResourceSlice],
+    rules: Iterable[resource_pb2.DeviceTaintRule],
+    added: TimeAdded,
+) -> dict[str, tuple[core_pb2.Pod, float]]:
+    """Every pod to evict and when ("namespace/name" -> (pod, time)): the pods the tainted
+    allocated claims are reserved for (same uid), each at its pod_eviction_time."""
+    by_key = {f"{c.metadata.namespace}/{c.metadata.name}": c for c in claims}
+    allocated = [c for c in by_key.values() if c.status.allocation.devices.results]
+    if not allocated:
+        return {}
+    devices = published_devices(slices)
+    taint_rules = TaintRules(rules)
+    times = {
+        f"{c.metadata.namespace}/{c.metadata.name}": claim_eviction_time(
+            c, devices, taint_rules, added
+        )
+        for c in allocated
+    }
+    out: dict[str, tuple[core_pb2.Pod, float]] = {}
+    for c in allocated:
+        if times[f"{c.metadata.namespace}/{c.metadata.name}"] is None:
+            continue
+        for ref in c.status.reserved_for:
+            key = f"{c.metadata.namespace}/{ref.name}"
+            if ref.api_group or ref.resource != "pods" or key in out:
+                continue
+            pod = narrow_optional(pods.get(key), core_pb2.Pod)
+            if pod is None or pod.metadata.uid != ref.uid:
+                continue
+            when = pod_eviction_time(pod, by_key, times)
+            if when is not None:
+                out[key] = (pod, when)
+    return out
+
+
+# ------------------------------------------------------------------ the controller
+
+
+class DeviceTaintEvictionController:
+    """Deletes the pods whose claims' devices have NoExecute taints they do not tolerate."""
+
+    def __init__(
+        self,
+        client: Client,
+        informers: SharedInformers,
+        *,
+        config: DeviceTaintEvictionConfig | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.client = client
+        self.config = config or DeviceTaintEvictionConfig()
+        self.clock = clock or RealClock()
+        self.pods = informers.get(PODS)
+        self.claims = informers.get(CLAIMS)
+        self.slices = informers.get(SLICES)
+        self.rules = informers.get(RULES)
+        touched = Handlers(
+            on_add=lambda _o: self._touch(),
+            on_update=lambda _o, _n: self._touch(),
+            on_delete=lambda _o: self._touch(),
+        )
+        for inf in (self.pods, self.claims, self.slices, self.rules):
+            inf.add_handlers(touched)
+        self.queue = EvictionQueue()
+        self.times = TimeAdded()
+        #: pod key -> (uid, fire time) of what is scheduled.
+        self.scheduled: dict[str, tuple[str, float]] = {}
+        self.deleted_total = 0
+        self._dirty = True
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._workers = asyncio.Semaphore(self.config.deletion_workers)
+
+    @staticmethod
+    def wants_pod_update(old: Message, new: Message) -> bool:
+        """The pod updates that matter: scheduled, being deleted, claims recorded."""
+        o, n = narrow(old, core_pb2.Pod), narrow(new, core_pb2.Pod)
+        return (
+            o.spec.node_name != n.spec.node_name
+            or o.metadata.deletion_timestamp != n.metadata.deletion_timestamp
+            or list(o.status.resource_claim_statuses) != list(n.status.resource_claim_statuses)
+        )
+
+    def _touch(self) -> None:
+        self._dirty = True
+        self._wake.set()
+
+    # ----------------------------------------------------------- resync
+
+    def desired(self, now: float) -> dict[str, tuple[core_pb2.Pod, float]]:
+        """Every pod to evict and when, from the informers' stores."""
+        self.times.now = now
+        return pods_to_evict(
+            self.pods.store,
+            (narrow(c, resource_pb2.ResourceClaim) for c in self.claims.store.values()),
+            (narrow(s, resource_pb2.ResourceSlice) for s in self.slices.store.values()),
+            (narrow(r, resource_pb2.DeviceTaintRule) for r in self.rules.store.values()),
+            self.times,
+        )
+
+    def resync(self, now: float) -> None:
+        want = self.desired(now)
+        for key in [k for k in self.scheduled if k not in want]:
+            self._cancel_with_event(key)
+        for key, (pod, when) in want.items():
+            have = self.scheduled.get(key)
+            if have == (pod.metadata.uid, when) or self.queue.is_running(key):
+                continue
+            if have is not None:
+                self.queue.cancel(key)
+            if self.queue.add(key, now, when):
+                self.scheduled[key] = (pod.metadata.uid, when)
+                log.debug("device taint eviction: pod %s due at %s", key, when)
+
+    def _cancel_with_event(self, key: str) -> None:
+        self.scheduled.pop(key, None)
+        if self.queue.cancel(key) and self.config.emit_events:
+            namespace, name = key.split("/", 1)
+            self._spawn(self._event(namespace, name, "Cancelling deletion"))
+
+    # ----------------------------------------------------------- running
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Resync when something changed, fire due deletions, until `stop` is set."""
+        try:
+            while not stop.is_set():
+                self._wake.clear()
+                if self._dirty:
+                    self._dirty = False
+                    self.resync(self.clock.now())
+                for key in self.queue.pop_due(self.clock.now()):
+                    uid, _ = self.scheduled.pop(key, ("", 0.0))
+                    self._spawn(self._evict(key, uid))
+                nxt = self.queue.next_fire_at()
+                timeout = None if nxt is None else nxt - self.clock.now()
+                await wait_any(self.clock, timeout, stop, self._wake)
+        finally:
+            tasks = list(self._tasks)
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _spawn(self, coro: Coroutine[object, object, None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _evict(self, key: str, uid: str) -> None:
+        namespace, name = key.split("/", 1)
+        try:
+            async with self._workers:
+                for attempt in range(self.config.deletion_retries):
+                    try:
+                        if await self._mark_and_delete(namespace, name, uid):
+                            self.deleted_total += 1
+                        return
+                    except NotFoundError:
+                        return
+                    except ApiError as e:
+                        if attempt == self.config.deletion_retries - 1:
+                            log.warning("device taint eviction: could not delete %s: %s", key, e)
+                            return
+                        await self.clock.sleep(self.config.retry_delay)
+        except Exception:  # noqa: BLE001 - one pod's failure costs only that pod
+            log.exception("device taint eviction: deleting pod %s failed", key)
+        finally:
+            self.queue.done(key)
+            self._touch()  # a pod that survived (replaced, failed) is looked at again
+
+    async def _mark_and_delete(self, namespace: str, name: str, uid: str) -> bool:
+        """DisruptionTarget=True, then delete pinned to the uid; False when the pod is
+        another one by now, or already being deleted (nothing to do)."""
+        pod = narrow(await self.client.get(PODS, name, namespace), core_pb2.Pod)
+        if (uid and pod.metadata.uid != uid) or pod.metadata.deletion_timestamp:
+            return False
+        log.info("device taint eviction: deleting pod %s/%s", namespace, name)
+        if self.config.emit_events:
+            await self._event(namespace, name, "Marking for deletion")
+        marked = narrow(codec.clone(pod), core_pb2.Pod)
+        if update_pod_condition(
+            marked.status,
+            DISRUPTION_TARGET,
+            "True",
+            self.clock.now(),
+            reason=DISRUPTION_REASON,
+            message=DISRUPTION_MESSAGE,
+        ):
+            await self.client.update_status(marked)
+        await self.client.delete(PODS, name, namespace, uid=pod.metadata.uid)
+        return True
+
+    async def _event(self, namespace: str, name: str, message: str) -> None:
+        ev = new_event(
+            self.clock.now(),
+            kind="Pod",
+            name=name,
+            namespace=namespace,
+            reason=EVICTION_REASON,
+            message=message,
+            component=COMPONENT,
+        )
+        await write_event(self.client, ev)
