@@ -136,7 +136,9 @@ _RULES: dict[str, Rules] = {
     "ResourceClaimTemplate": Rules(
         validate_resource_claim_template, validate_resource_claim_template_update
     ),
-    "DeviceTaintRule": Rules(validate_device_taint_rule, validate_device_taint_rule_update),
+    "DeviceTaintRule": Rules(
+        validate_device_taint_rule, validate_device_taint_rule_update, update_checks_all=True
+    ),
     "PodGroup": Rules(validate_pod_group),
     "ResourceQuota": Rules(validate_resource_quota),
     "LimitRange": Rules(validate_limit_range),
