@@ -37,24 +37,23 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, resource_pb2
-from services.api.dra.claims import (
-    ClaimNotCreatedError,
-    claim_name,
-    is_for_pod,
-    is_reserved_for_pod,
-)
+from services.api.dra.claims import existing_pod_claims, is_reserved_for_pod
 from services.api.dra.taints import NO_EXECUTE, TaintRules, tolerates
 from services.api.helpers.conditions import update_pod_condition
 from services.api.helpers.events import new_event
 from services.api.machinery import codec
-from services.api.machinery.errors import ApiError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.kubeobject import narrow, narrow_optional
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, parse_rfc3339
 from services.controllers.controller_utils import wait_any
 from services.controllers.events import write_event
-from services.controllers.tainteviction import DISRUPTION_TARGET, EvictionQueue
+from services.controllers.tainteviction import (
+    DISRUPTION_TARGET,
+    EvictionQueue,
+    EvictionWorkersConfig,
+    delete_with_retries,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,28 +69,9 @@ DeviceKey = tuple[str, str, str]  # driver, pool, device
 
 
 @dataclass(frozen=True)
-class DeviceTaintEvictionConfig:
-    """Settings of the device taint eviction controller; durations in simulated seconds."""
-
-    deletion_workers: int = 8
-    """How many pod deletions run at once."""
-
-    deletion_retries: int = 5
-    """Attempts to mark and delete one pod before giving up."""
-
-    retry_delay: float = 0.01
-    """Pause between two attempts."""
-
-    emit_events: bool = True
-    """Write the DeviceTaintManagerEviction events (scheduled and cancelled deletions)."""
-
-    def __post_init__(self) -> None:
-        if self.deletion_workers < 1:
-            raise ValueError(f"deletion_workers must be at least 1, got {self.deletion_workers}")
-        if self.deletion_retries < 1:
-            raise ValueError(f"deletion_retries must be at least 1, got {self.deletion_retries}")
-        if self.retry_delay < 0:
-            raise ValueError(f"retry_delay must not be negative, got {self.retry_delay}")
+class DeviceTaintEvictionConfig(EvictionWorkersConfig):
+    """Settings of the device taint eviction controller (its deletion workers, as the
+    taint eviction controller's); durations in simulated seconds."""
 
 
 # ------------------------------------------------------------------ the decision (no I/O)
@@ -174,22 +154,11 @@ def pod_claims(
 ) -> list[resource_pb2.ResourceClaim]:
     """The allocated claims the pod uses and is reserved in (upstream podEvictionTime's
     filter): made, owned by the pod when from a template, reserved for this pod."""
-    out = []
-    for entry in pod.spec.resource_claims:
-        try:
-            ref = claim_name(pod, entry)
-        except (ClaimNotCreatedError, ValueError):
-            continue
-        if ref.name is None:
-            continue
-        claim = claims.get(f"{pod.metadata.namespace}/{ref.name}")
-        if claim is None or not claim.status.HasField("allocation"):
-            continue
-        if ref.check_owner and not is_for_pod(pod, claim):
-            continue
-        if is_reserved_for_pod(pod, claim):
-            out.append(claim)
-    return out
+    return [
+        c
+        for c in existing_pod_claims(pod, claims.get)
+        if c.status.HasField("allocation") and is_reserved_for_pod(pod, c)
+    ]
 
 
 def pod_eviction_time(
@@ -363,18 +332,13 @@ class DeviceTaintEvictionController:
         namespace, name = key.split("/", 1)
         try:
             async with self._workers:
-                for attempt in range(self.config.deletion_retries):
-                    try:
-                        if await self._mark_and_delete(namespace, name, uid):
-                            self.deleted_total += 1
-                        return
-                    except NotFoundError:
-                        return
-                    except ApiError as e:
-                        if attempt == self.config.deletion_retries - 1:
-                            log.warning("device taint eviction: could not delete %s: %s", key, e)
-                            return
-                        await self.clock.sleep(self.config.retry_delay)
+                if await delete_with_retries(
+                    lambda: self._mark_and_delete(namespace, name, uid),
+                    self.config,
+                    self.clock,
+                    key,
+                ):
+                    self.deleted_total += 1
         except Exception:  # noqa: BLE001 - one pod's failure costs only that pod
             log.exception("device taint eviction: deleting pod %s failed", key)
         finally:

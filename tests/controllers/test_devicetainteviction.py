@@ -288,6 +288,17 @@ async def _in_use(cp: Any, *tolerations: Json) -> core_pb2.Pod:
     return created  # type: ignore[no-any-return]
 
 
+async def _started(cp: Any, clock: ScaledClock) -> DeviceTaintEvictionController:
+    """The controller on its own informers, synced and running until the block ends."""
+    informers = SharedInformers(cp.client)
+    ctl = DeviceTaintEvictionController(cp.client, informers, clock=clock)
+    informers.start()
+    cp.defer(informers.stop)
+    await informers.wait_synced()
+    cp.run(ctl)
+    return ctl
+
+
 @pytest.mark.parametrize(
     ("tolerations", "after"), [((), 0), ((TOL_HOUR | {"tolerationSeconds": 30},), 30)]
 )
@@ -298,12 +309,7 @@ async def test_rule_with_no_execute_evicts_the_pod(
     clock = ScaledClock(SCALE)
     async with control_plane(clock=clock) as cp:
         created = await _in_use(cp, *tolerations)
-        informers = SharedInformers(cp.client)
-        ctl = DeviceTaintEvictionController(cp.client, informers, clock=clock)
-        informers.start()
-        cp.defer(informers.stop)
-        await informers.wait_synced()
-        cp.run(ctl)
+        ctl = await _started(cp, clock)
         r = rule("evict", {"key": KEY, "value": VALUE, "effect": "NoExecute"}, driver=DRIVER)
         stored = await cp.client.create(r)
         added = parse_rfc3339(stored.spec.taint.time_added)
@@ -332,12 +338,7 @@ async def test_rule_removed_in_time_cancels_the_eviction() -> None:
     clock = ScaledClock(SCALE)
     async with control_plane(clock=clock) as cp:
         await _in_use(cp, TOL_HOUR)
-        informers = SharedInformers(cp.client)
-        ctl = DeviceTaintEvictionController(cp.client, informers, clock=clock)
-        informers.start()
-        cp.defer(informers.stop)
-        await informers.wait_synced()
-        cp.run(ctl)
+        ctl = await _started(cp, clock)
         r = rule("evict", {"key": KEY, "value": VALUE, "effect": "NoExecute"}, driver=DRIVER)
         await cp.client.create(r)
         await eventually(lambda: f"{NS}/{POD}" in ctl.scheduled)
