@@ -46,10 +46,10 @@ from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.kubeobject import narrow, narrow_optional
 from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, parse_rfc3339
-from services.controllers.controller_utils import wait_any
 from services.controllers.events import write_event
 from services.controllers.tainteviction import (
     DISRUPTION_TARGET,
+    EvictionLoop,
     EvictionQueue,
     EvictionWorkersConfig,
     delete_with_retries,
@@ -219,7 +219,7 @@ def pods_to_evict(
 # ------------------------------------------------------------------ the controller
 
 
-class DeviceTaintEvictionController:
+class DeviceTaintEvictionController(EvictionLoop):
     """Deletes the pods whose claims' devices have NoExecute taints they do not tolerate."""
 
     def __init__(
@@ -303,30 +303,14 @@ class DeviceTaintEvictionController:
 
     # ----------------------------------------------------------- running
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Resync when something changed, fire due deletions, until `stop` is set."""
-        try:
-            while not stop.is_set():
-                self._wake.clear()
-                if self._dirty:
-                    self._dirty = False
-                    self.resync(self.clock.now())
-                for key in self.queue.pop_due(self.clock.now()):
-                    uid, _ = self.scheduled.pop(key, ("", 0.0))
-                    self._spawn(self._evict(key, uid))
-                nxt = self.queue.next_fire_at()
-                timeout = None if nxt is None else nxt - self.clock.now()
-                await wait_any(self.clock, timeout, stop, self._wake)
-        finally:
-            tasks = list(self._tasks)
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+    def _refresh(self) -> None:
+        if self._dirty:
+            self._dirty = False
+            self.resync(self.clock.now())
 
-    def _spawn(self, coro: Coroutine[object, object, None]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _fire(self, key: str) -> Coroutine[object, object, None]:
+        uid, _ = self.scheduled.pop(key, ("", 0.0))
+        return self._evict(key, uid)
 
     async def _evict(self, key: str, uid: str) -> None:
         namespace, name = key.split("/", 1)

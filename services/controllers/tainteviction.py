@@ -227,10 +227,54 @@ class EvictionQueue:
         self._running.discard(key)
 
 
+# ------------------------------------------------------------------ the loop both share
+
+
+class EvictionLoop:
+    """What the taint and device taint eviction controllers share: fire the keys their
+    EvictionQueue says are due, each on a task, until stop (the tasks in flight are then
+    cancelled). A subclass sets `queue`, `clock`, `_wake` and `_tasks`, and gives `_fire`
+    (the deletion of one key) and, if it needs one, `_refresh` (run on every wake-up
+    before the due keys are taken)."""
+
+    queue: EvictionQueue
+    clock: Clock
+    _wake: asyncio.Event
+    _tasks: set[asyncio.Task[None]]
+
+    def _refresh(self) -> None:
+        return None
+
+    def _fire(self, key: str) -> Coroutine[object, object, None]:
+        raise NotImplementedError
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Fire due deletions until `stop` is set; deletions in flight are cancelled."""
+        try:
+            while not stop.is_set():
+                self._wake.clear()
+                self._refresh()
+                for key in self.queue.pop_due(self.clock.now()):
+                    self._spawn(self._fire(key))
+                nxt = self.queue.next_fire_at()
+                timeout = None if nxt is None else nxt - self.clock.now()
+                await wait_any(self.clock, timeout, stop, self._wake)
+        finally:
+            tasks = list(self._tasks)
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _spawn(self, coro: Coroutine[object, object, None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
 # ------------------------------------------------------------------ the controller
 
 
-class TaintEvictionController:
+class TaintEvictionController(EvictionLoop):
     """Deletes pods from nodes whose NoExecute taints they do not (or no longer) tolerate."""
 
     def __init__(
@@ -399,26 +443,8 @@ class TaintEvictionController:
 
     # ----------------------------------------------------------- running
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Fire due deletions until `stop` is set; deletions in flight are cancelled."""
-        try:
-            while not stop.is_set():
-                self._wake.clear()
-                for key in self.queue.pop_due(self.clock.now()):
-                    self._spawn(self._evict(key))
-                nxt = self.queue.next_fire_at()
-                timeout = None if nxt is None else nxt - self.clock.now()
-                await wait_any(self.clock, timeout, stop, self._wake)
-        finally:
-            tasks = list(self._tasks)
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-    def _spawn(self, coro: Coroutine[object, object, None]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _fire(self, key: str) -> Coroutine[object, object, None]:
+        return self._evict(key)
 
     async def _evict(self, key: str) -> None:
         namespace, name = key.split("/", 1)
