@@ -22,9 +22,16 @@ lets the allocator pick the device but does not keep the pod running); the times
 each taint's timeAdded (the apiserver stamps it; a taint without one counts from when this
 controller first saw it); only the devices of a pool's newest generation count.
 
+Each DeviceTaintRule gets the condition EvictionInProgress in its status (upstream
+updateRuleStatus): for a NoExecute rule True (PodsPendingEviction, "N pods need to be
+evicted in M namespaces.") while pods its taint will evict remain, else False (NotStarted,
+or Completed once it evicted some); for effect None, once per generation, False (NoEffect)
+with what would happen with NoExecute (devices selected, pods that would be evicted); for
+other effects False (OtherEffect). observedGeneration is the rule's generation.
+
 Differences from upstream: kubera resyncs every allocated claim when something changed
 instead of upstream's per-device bookkeeping (same decisions, more work per event); a
-DeviceTaintRule's status (the EvictionInProgress condition) is not written.
+rule's condition is rewritten when it changes, not at most every ruleStatusPeriod.
 """
 
 from __future__ import annotations
@@ -38,14 +45,15 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.dra.claims import existing_pod_claims, is_reserved_for_pod
-from services.api.dra.taints import NO_EXECUTE, TaintRules, tolerates
+from services.api.dra.taints import NO_EXECUTE, TaintRules, rule_matches, tolerates
 from services.api.helpers.conditions import update_pod_condition
 from services.api.helpers.events import new_event
 from services.api.machinery import codec
+from services.api.machinery.errors import ApiError
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.kubeobject import narrow, narrow_optional
 from services.client import Client, Handlers, SharedInformers
-from services.clock import Clock, RealClock, parse_rfc3339
+from services.clock import Clock, RealClock, parse_rfc3339, rfc3339
 from services.controllers.events import write_event
 from services.controllers.tainteviction import (
     DISRUPTION_TARGET,
@@ -66,6 +74,8 @@ DISRUPTION_REASON = "DeletionByDeviceTaintManager"
 DISRUPTION_MESSAGE = "Device Taint manager: deleting due to NoExecute taint"
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
+
+EVICTION_IN_PROGRESS = "EvictionInProgress"
 
 
 @dataclass(frozen=True)
@@ -216,6 +226,122 @@ def pods_to_evict(
     return out
 
 
+# ------------------------------------------------------------------ rule status (no I/O)
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return one if n == 1 else many.format(n)
+
+
+def affected_pods(
+    rule: resource_pb2.DeviceTaintRule,
+    claims: Iterable[resource_pb2.ResourceClaim],
+    pods: Mapping[str, Message],
+) -> set[tuple[str, str]]:
+    """(namespace, name) of the running pods the rule's taint, as NoExecute, evicts: those
+    reserved in an allocated claim with a device the rule selects that does not tolerate
+    the taint forever."""
+    taint = resource_pb2.DeviceTaint()
+    taint.CopyFrom(rule.spec.taint)
+    taint.effect = NO_EXECUTE
+    out: set[tuple[str, str]] = set()
+    for c in claims:
+        hit = any(
+            rule_matches(rule, r.driver, r.pool, r.device)
+            and not any(
+                t.effect == NO_EXECUTE
+                and tolerates(t, taint)
+                and not t.HasField("toleration_seconds")
+                for t in r.tolerations
+            )
+            for r in c.status.allocation.devices.results
+        )
+        if not hit:
+            continue
+        for ref in c.status.reserved_for:
+            pod = narrow_optional(pods.get(f"{c.metadata.namespace}/{ref.name}"), core_pb2.Pod)
+            if (
+                pod is not None
+                and pod.metadata.uid == ref.uid
+                and pod.spec.node_name
+                and not pod.metadata.deletion_timestamp
+            ):
+                out.add((c.metadata.namespace, ref.name))
+    return out
+
+
+def rule_condition(
+    rule: resource_pb2.DeviceTaintRule,
+    affected: set[tuple[str, str]],
+    claims: list[resource_pb2.ResourceClaim],
+    devices: Mapping[DeviceKey, resource_pb2.Device],
+    evicted: int,
+) -> tuple[str, str, str]:
+    """(status, reason, message) of the rule's EvictionInProgress condition; `affected`:
+    its affected_pods."""
+    effect = rule.spec.taint.effect
+    if effect == NO_EXECUTE:
+        pending = affected
+        namespaces = len({ns for ns, _ in pending})
+        if pending:
+            status, reason = "True", "PodsPendingEviction"
+            message = _plural(len(pending), "1 pod needs", "{} pods need") + " to be evicted in "
+            message += _plural(namespaces, "1 namespace.", "{} different namespaces.")
+        else:
+            status, reason, message = "False", "Completed" if evicted else "NotStarted", ""
+    elif effect == "None":
+        would = affected
+        published = sum(1 for k in devices if rule_matches(rule, *k))
+        allocated = sum(
+            1
+            for c in claims
+            for r in c.status.allocation.devices.results
+            if rule_matches(rule, r.driver, r.pool, r.device)
+        )
+        status, reason = "False", "NoEffect"
+        message = _plural(published, "1 published device", "{} published devices") + " selected. "
+        message += _plural(allocated, "1 allocated device", "{} allocated devices") + " selected. "
+        message += _plural(len(would), "1 pod would", "{} pods would") + " be evicted in "
+        message += _plural(len({ns for ns, _ in would}), "1 namespace ", "{} different namespaces ")
+        message += (
+            "if the effect was NoExecute. This information will not be updated again. "
+            "Recreate the DeviceTaintRule to trigger an update."
+        )
+    else:
+        status, reason = "False", "OtherEffect"
+        message = "Eviction only happens for the NoExecute effect."
+    if evicted:
+        message += (" " if message else "") + _plural(evicted, "1 pod", "{} pods")
+        message += " evicted since starting the controller."
+    return status, reason, message
+
+
+def set_rule_condition(
+    rule: resource_pb2.DeviceTaintRule, status: str, reason: str, message: str, now: str
+) -> bool:
+    """Write the condition into `rule` (a copy); whether it changed. lastTransitionTime
+    moves with any change, as upstream's."""
+    want = (status, reason, message, rule.metadata.generation)
+    for c in rule.status.conditions:
+        if c.type == EVICTION_IN_PROGRESS:
+            if (c.status, c.reason, c.message, c.observed_generation) == want:
+                return False
+            if rule.spec.taint.effect == "None" and c.observed_generation == want[3]:
+                return False  # upstream: set once per generation for effect None
+            c.status, c.reason, c.message, c.observed_generation = want
+            c.last_transition_time = now
+            return True
+    rule.status.conditions.add(
+        type=EVICTION_IN_PROGRESS,
+        status=status,
+        reason=reason,
+        message=message,
+        observed_generation=rule.metadata.generation,
+        last_transition_time=now,
+    )
+    return True
+
+
 # ------------------------------------------------------------------ the controller
 
 
@@ -249,6 +375,9 @@ class DeviceTaintEvictionController(EvictionLoop):
         #: pod key -> (uid, fire time) of what is scheduled.
         self.scheduled: dict[str, tuple[str, float]] = {}
         self.deleted_total = 0
+        #: pod key -> uids of the NoExecute rules that evict it; rule uid -> pods evicted.
+        self.pod_rules: dict[str, set[str]] = {}
+        self.evicted: dict[str, int] = {}
         self._dirty = True
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -295,6 +424,44 @@ class DeviceTaintEvictionController(EvictionLoop):
                 self.scheduled[key] = (pod.metadata.uid, when)
                 log.debug("device taint eviction: pod %s due at %s", key, when)
 
+    def sync_rule_statuses(self, now: float) -> list[resource_pb2.DeviceTaintRule]:
+        """Each rule's EvictionInProgress condition: the rules (copies) whose condition
+        changed, to be written; also which rules evict which pods (`pod_rules`)."""
+        pods = self.pods.store
+        claims = [
+            c
+            for c in (narrow(x, resource_pb2.ResourceClaim) for x in self.claims.store.values())
+            if c.status.allocation.devices.results
+        ]
+        devices = published_devices(
+            narrow(x, resource_pb2.ResourceSlice) for x in self.slices.store.values()
+        )
+        self.pod_rules = {}
+        changed = []
+        for x in self.rules.store.values():
+            rule = narrow(x, resource_pb2.DeviceTaintRule)
+            affected = (
+                affected_pods(rule, claims, pods)
+                if rule.spec.taint.effect in (NO_EXECUTE, "None")
+                else set()
+            )
+            if rule.spec.taint.effect == NO_EXECUTE:
+                for ns, name in affected:
+                    self.pod_rules.setdefault(f"{ns}/{name}", set()).add(rule.metadata.uid)
+            status, reason, message = rule_condition(
+                rule, affected, claims, devices, self.evicted.get(rule.metadata.uid, 0)
+            )
+            copy = narrow(codec.clone(rule), resource_pb2.DeviceTaintRule)
+            if set_rule_condition(copy, status, reason, message, rfc3339(now)):
+                changed.append(copy)
+        return changed
+
+    async def _write_rule_status(self, rule: resource_pb2.DeviceTaintRule) -> None:
+        try:
+            await self.client.update_status(rule)
+        except ApiError as e:  # a newer rule or a deleted one: the next resync decides again
+            log.debug("device taint eviction: status of rule %s: %s", rule.metadata.name, e)
+
     def _cancel_with_event(self, key: str) -> None:
         self.scheduled.pop(key, None)
         if self.queue.cancel(key) and self.config.emit_events:
@@ -306,7 +473,10 @@ class DeviceTaintEvictionController(EvictionLoop):
     def _refresh(self) -> None:
         if self._dirty:
             self._dirty = False
-            self.resync(self.clock.now())
+            now = self.clock.now()
+            self.resync(now)
+            for rule in self.sync_rule_statuses(now):
+                self._spawn(self._write_rule_status(rule))
 
     def _fire(self, key: str) -> Coroutine[object, object, None]:
         uid, _ = self.scheduled.pop(key, ("", 0.0))
@@ -323,6 +493,8 @@ class DeviceTaintEvictionController(EvictionLoop):
                     key,
                 ):
                     self.deleted_total += 1
+                    for uid in self.pod_rules.get(key, ()):
+                        self.evicted[uid] = self.evicted.get(uid, 0) + 1
         except Exception:  # noqa: BLE001 - one pod's failure costs only that pod
             log.exception("device taint eviction: deleting pod %s failed", key)
         finally:

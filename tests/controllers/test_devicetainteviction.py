@@ -21,9 +21,14 @@ from services.clock import ScaledClock, parse_rfc3339
 from services.controllers.devicetainteviction import (
     DISRUPTION_MESSAGE,
     DISRUPTION_REASON,
+    EVICTION_IN_PROGRESS,
     DeviceTaintEvictionController,
     TimeAdded,
+    affected_pods,
     pods_to_evict,
+    published_devices,
+    rule_condition,
+    set_rule_condition,
 )
 from tests.builders import MakePod, resource_claim, resource_slice
 from tests.harness import control_plane
@@ -270,6 +275,83 @@ def test_taint_without_time_counts_from_first_seen() -> None:
     assert first[f"{NS}/{POD}"][1] == again[f"{NS}/{POD}"][1] == 100.0 + HOUR
 
 
+# ------------------------------------------------------------------ rule status
+
+
+@pytest.mark.parametrize(
+    ("r", "claims", "evicted", "want"),
+    [
+        pytest.param(
+            RULE_EVICT,
+            [in_use_claim()],
+            0,
+            ("True", "PodsPendingEviction", "1 pod needs to be evicted in 1 namespace."),
+            id="no-execute-pending",
+        ),
+        pytest.param(
+            RULE_EVICT,
+            [in_use_claim(TOL_FOREVER)],
+            0,
+            ("False", "NotStarted", ""),
+            id="no-execute-tolerated-forever",
+        ),
+        pytest.param(
+            RULE_EVICT,
+            [in_use_claim(TOL_HOUR)],
+            0,
+            ("True", "PodsPendingEviction", "1 pod needs to be evicted in 1 namespace."),
+            id="no-execute-tolerated-for-a-while",
+        ),
+        pytest.param(
+            RULE_EVICT,
+            [],
+            2,
+            ("False", "Completed", "2 pods evicted since starting the controller."),
+            id="no-execute-completed",
+        ),
+        pytest.param(
+            RULE_NONE,
+            [in_use_claim()],
+            0,
+            (
+                "False",
+                "NoEffect",
+                "3 published devices selected. 1 allocated device selected. 1 pod would be "
+                "evicted in 1 namespace if the effect was NoExecute. This information will "
+                "not be updated again. Recreate the DeviceTaintRule to trigger an update.",
+            ),
+            id="none-simulates",
+        ),
+        pytest.param(
+            rule("ns", {**TAINT, "effect": "NoSchedule"}, driver=DRIVER),
+            [in_use_claim()],
+            0,
+            ("False", "OtherEffect", "Eviction only happens for the NoExecute effect."),
+            id="other-effect",
+        ),
+    ],
+)
+def test_rule_condition(
+    r: resource_pb2.DeviceTaintRule, claims: list[Any], evicted: int, want: tuple[str, ...]
+) -> None:
+    pods = {f"{NS}/{POD}": pod()}
+    affected = affected_pods(r, claims, pods)
+    devices = published_devices([SLICE])
+    assert rule_condition(r, affected, claims, devices, evicted) == want
+
+
+def test_rule_condition_written_once_per_generation_for_effect_none() -> None:
+    r = resource_pb2.DeviceTaintRule()
+    r.CopyFrom(RULE_NONE)
+    r.metadata.generation = 1
+    assert set_rule_condition(r, "False", "NoEffect", "a", TAINT_TIME)
+    assert not set_rule_condition(r, "False", "NoEffect", "b", TAINT_TIME)
+    r.metadata.generation = 2
+    assert set_rule_condition(r, "False", "NoEffect", "b", TAINT_TIME)
+    (c,) = r.status.conditions
+    assert (c.type, c.message, c.observed_generation) == (EVICTION_IN_PROGRESS, "b", 2)
+
+
 # ------------------------------------------------------------------ against an apiserver
 
 SCALE = 50.0
@@ -332,6 +414,17 @@ async def test_rule_with_no_execute_evicts_the_pod(
         assert deleted_at >= added + after - 1  # second precision
         assert ctl.deleted_total == 1
 
+        async def completed() -> Any:
+            got = await cp.client.get(BY_KIND["DeviceTaintRule"], "evict")
+            conds = [c for c in got.status.conditions if c.type == EVICTION_IN_PROGRESS]
+            return conds and conds[0].reason == "Completed" and conds[0]
+
+        cond = await eventually(completed, timeout=10.0)
+        assert (cond.status, cond.message) == (
+            "False",
+            "1 pod evicted since starting the controller.",
+        )
+
 
 async def test_rule_removed_in_time_cancels_the_eviction() -> None:
 
@@ -342,6 +435,14 @@ async def test_rule_removed_in_time_cancels_the_eviction() -> None:
         r = rule("evict", {"key": KEY, "value": VALUE, "effect": "NoExecute"}, driver=DRIVER)
         await cp.client.create(r)
         await eventually(lambda: f"{NS}/{POD}" in ctl.scheduled)
+
+        async def pending() -> Any:
+            got = await cp.client.get(BY_KIND["DeviceTaintRule"], "evict")
+            return [(c.status, c.reason, c.message) for c in got.status.conditions]
+
+        assert await eventually(pending) == [
+            ("True", "PodsPendingEviction", "1 pod needs to be evicted in 1 namespace.")
+        ]
         await cp.client.delete(BY_KIND["DeviceTaintRule"], "evict")
         await eventually(lambda: f"{NS}/{POD}" not in ctl.scheduled)
         assert len(ctl.queue) == 0 and ctl.deleted_total == 0

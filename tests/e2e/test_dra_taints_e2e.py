@@ -149,6 +149,18 @@ def test_a_no_execute_rule_on_a_pods_device_evicts_the_pod(cluster: Cluster) -> 
         for e in events
     ), [(e.get("reason"), e.get("message")) for e in events]
 
+    # The rule's status says what it did (the controller-manager writes devicetaintrules/status).
+    def completed() -> dict[str, Any] | None:
+        (r,) = [
+            x for x in get(cluster, "devicetaintrules") if x["metadata"]["name"] == "broken-gpu"
+        ]
+        conds = r.get("status", {}).get("conditions", [])
+        return next((c for c in conds if c.get("reason") == "Completed"), None)
+
+    cond = until(completed, timeout=60)
+    assert (cond["type"], cond["status"]) == ("EvictionInProgress", "False")
+    assert cond["message"] == "1 pod evicted since starting the controller."
+
     # The tainted device is never given again: a new pod gets the other GPU.
     apply(cluster, gpu_pod("next"))
     until(lambda: running_pod(cluster, "next"), timeout=120)
