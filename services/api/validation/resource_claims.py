@@ -212,6 +212,7 @@ def _validate_result(
     errs = _validate_request_ref(child(path, "request"), r.request, names_)
     errs += validate_driver_name(child(path, "driver"), r.driver)
     errs += validate_pool_name(child(path, "pool"), r.pool)
+    errs += validate_device_tolerations(child(path, "tolerations"), r.tolerations)
     return errs + dns_label(child(path, "device"), r.device)
 
 

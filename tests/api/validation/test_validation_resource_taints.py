@@ -248,3 +248,26 @@ def test_time_added_stamped_when_missing_and_on_effect_change() -> None:
     ).obj
     stamp_time_added(changed, old, later)
     assert changed.spec.taint.time_added == later
+
+
+def test_allocation_result_tolerations_are_validated() -> None:
+    doc = manifest("ResourceClaim")
+    doc["status"] = {
+        "allocation": {
+            "devices": {
+                "results": [
+                    {
+                        "request": doc["spec"]["devices"]["requests"][0]["name"],
+                        "driver": "gpu.example.com",
+                        "pool": "p",
+                        "device": "d",
+                        "tolerations": [{"operator": "Exists", "value": "v"}],
+                    }
+                ]
+            }
+        }
+    }
+    assert errors("ResourceClaim", doc) == [
+        "status.allocation.devices.results[0].tolerations[0].value: Invalid value: "
+        '"v": must be empty for operator `Exists`'
+    ]
