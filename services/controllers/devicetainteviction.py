@@ -368,8 +368,18 @@ class DeviceTaintEvictionController(EvictionLoop):
             on_update=lambda _o, _n: self._touch(),
             on_delete=lambda _o: self._touch(),
         )
-        for inf in (self.pods, self.claims, self.slices, self.rules):
+        for inf in (self.pods, self.claims, self.rules):
             inf.add_handlers(touched)
+        #: The slices with a NoExecute device taint, by name: with none of them, no rule
+        #: and nothing scheduled there is nothing to recompute (the common case).
+        self.tainted_slices: set[str] = set()
+        self.slices.add_handlers(
+            Handlers(
+                on_add=lambda o: self._slice_changed(o, o),
+                on_update=self._slice_changed,
+                on_delete=lambda o: self._slice_changed(o, None),
+            )
+        )
         self.queue = EvictionQueue()
         self.times = TimeAdded()
         #: pod key -> (uid, fire time) of what is scheduled.
@@ -392,6 +402,15 @@ class DeviceTaintEvictionController(EvictionLoop):
             or o.metadata.deletion_timestamp != n.metadata.deletion_timestamp
             or list(o.status.resource_claim_statuses) != list(n.status.resource_claim_statuses)
         )
+
+    def _slice_changed(self, old: Message, new: Message | None) -> None:
+        name = narrow(old, resource_pb2.ResourceSlice).metadata.name
+        s = narrow_optional(new, resource_pb2.ResourceSlice)
+        if s is not None and any(t.effect == NO_EXECUTE for d in s.spec.devices for t in d.taints):
+            self.tainted_slices.add(name)
+        else:
+            self.tainted_slices.discard(name)
+        self._touch()
 
     def _touch(self) -> None:
         self._dirty = True
@@ -473,6 +492,8 @@ class DeviceTaintEvictionController(EvictionLoop):
     def _refresh(self) -> None:
         if self._dirty:
             self._dirty = False
+            if not (self.tainted_slices or self.rules.store or self.scheduled):
+                return  # no NoExecute taint, no rule, nothing to cancel
             now = self.clock.now()
             self.resync(now)
             for rule in self.sync_rule_statuses(now):

@@ -446,3 +446,25 @@ async def test_rule_removed_in_time_cancels_the_eviction() -> None:
         await cp.client.delete(BY_KIND["DeviceTaintRule"], "evict")
         await eventually(lambda: f"{NS}/{POD}" not in ctl.scheduled)
         assert len(ctl.queue) == 0 and ctl.deleted_total == 0
+
+
+async def test_slice_with_no_execute_taint_evicts_the_pod() -> None:
+    """The driver taints the device in its slice (no rule): the pod goes at once."""
+    clock = ScaledClock(SCALE)
+    async with control_plane(clock=clock) as cp:
+        created = await _in_use(cp)
+        await cp.client.create(slc(dev("instance")))
+        ctl = await _started(cp, clock)
+        assert not ctl.tainted_slices
+        s = await cp.client.get(BY_KIND["ResourceSlice"], "slice")
+        taint = {"key": KEY, "value": VALUE, "effect": "NoExecute"}
+        json_format.ParseDict(taint, s.spec.devices[0].taints.add())
+        await cp.client.update(s)
+
+        async def marked() -> Any:
+            p = await cp.client.get(BY_KIND["Pod"], POD, NS)
+            return p if p.metadata.deletion_timestamp else None
+
+        got = await eventually(marked, timeout=10.0)
+        assert got.metadata.uid == created.metadata.uid
+        assert ctl.tainted_slices == {"slice"}
