@@ -30,7 +30,8 @@ with what would happen with NoExecute (devices selected, pods that would be evic
 other effects False (OtherEffect). observedGeneration is the rule's generation.
 
 Differences from upstream: kubera resyncs every allocated claim when something changed
-instead of upstream's per-device bookkeeping (same decisions, more work per event); a
+instead of upstream's per-device bookkeeping (same decisions, more work per event; none at
+all while no slice has a NoExecute taint, no rule exists and nothing is scheduled); a
 rule's condition is rewritten when it changes, not at most every ruleStatusPeriod.
 """
 

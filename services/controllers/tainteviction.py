@@ -20,7 +20,9 @@ Toleration matching is the scheduler's (services/scheduler/plugins/helpers): the
 scheduler and this controller must agree on what "tolerated" means.
 
 The helpers the node lifecycle controller shares with this one (`PodsByNode`,
-`new_event` / `write_event`, `wait_any`) live in controller_utils.py.
+`new_event` / `write_event`, `wait_any`) live in controller_utils.py; what the device taint
+eviction controller (devicetainteviction.py) shares with it is here: EvictionQueue,
+EvictionLoop, EvictionWorkersConfig and delete_with_retries.
 """
 
 from __future__ import annotations
