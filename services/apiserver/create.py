@@ -14,6 +14,7 @@ import secrets
 
 from google.protobuf.message import Message
 
+from services.api.dra.taints import stamp_time_added
 from services.api.machinery import codec
 from services.api.machinery.errors import (
     AlreadyExistsError,
@@ -58,6 +59,7 @@ async def prepare_create(
     meta.ClearField("deletion_grace_period_seconds")
     meta.generation = 1
     admission.initial_status(kind, obj, now)
+    stamp_time_added(obj, None, rfc3339(now))
     # Defaults after the initial status: upstream defaults every decode, the one from etcd
     # included, so a new object shows its status defaults too (a claim's phase Pending).
     admission.apply_defaults(kind, obj)

@@ -14,6 +14,7 @@ import json
 
 from google.protobuf.message import Message
 
+from services.api.dra.taints import stamp_time_added
 from services.api.helpers.quota import handles_update
 from services.api.machinery import codec
 from services.api.machinery.errors import BadRequestError, ConflictError, NotFoundError
@@ -28,6 +29,7 @@ from services.apiserver.objects import meta as _meta
 from services.apiserver.read import get
 from services.apiserver.serviceips import keep_allocated
 from services.apiserver.store import Store
+from services.clock import rfc3339
 from services.storage import KeyValue
 
 
@@ -95,6 +97,8 @@ def prepare_update(
     obj = codec.clone(obj)
     _meta(obj).namespace = _meta(old).namespace
     new = merge_update(kind, obj, old, status=status, finalizers=finalizers)
+    if not status:
+        stamp_time_added(new, old, rfc3339(store.clock.now()))
     if kind.kind == "Node":
         admit_node(new, old)
     elif kind.kind == "Pod" and status:

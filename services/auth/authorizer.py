@@ -29,6 +29,7 @@ bootstrap roles grant them, in one place:
                                         their status: attach/detach, hollow attacher);
                                         endpoints and endpointslices (their controllers),
                                         serviceaccounts (the serviceaccount controller);
+                                        devicetaintrules/status (device taint eviction);
                                         evictions;
                                         delete any kind (garbage collection), and
                                         update any kind when only ownerReferences
@@ -144,13 +145,15 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "endpointslices": frozenset({"create", "update", "patch", "delete"}),
     "endpoints": frozenset({"create", "update", "patch", "delete"}),
     "serviceaccounts": frozenset({"create", "update", "patch", "delete"}),
+    "devicetaintrules": frozenset({"update", "patch"}),
 }
 #: Of those, the kinds it writes only through status (the podgroup controller records
 #: phase and counts, the resource quota controller usage, the DaemonSet and StatefulSet
 #: controllers their sets' status, the CronJob controller its active Jobs and schedule
-#: times; the specs are their users').
+#: times, the device taint eviction controller its rules' EvictionInProgress; the specs
+#: are their users').
 CONTROLLER_MANAGER_STATUS_ONLY = frozenset(
-    {"podgroups", "resourcequotas", "daemonsets", "statefulsets", "cronjobs"}
+    {"podgroups", "resourcequotas", "daemonsets", "statefulsets", "cronjobs", "devicetaintrules"}
 )
 
 ALLOWED = Decision(True)

@@ -40,6 +40,10 @@ from services.clock import Clock, RealClock
 from services.controllers.cronjob import CronJobConfig, CronJobController
 from services.controllers.daemonset import DaemonSetConfig, DaemonSetController
 from services.controllers.deployment import DeploymentConfig, DeploymentController
+from services.controllers.devicetainteviction import (
+    DeviceTaintEvictionConfig,
+    DeviceTaintEvictionController,
+)
 from services.controllers.disruption import DisruptionConfig, DisruptionController
 from services.controllers.endpoints import EndpointsConfig, EndpointsController
 from services.controllers.endpointslice import EndpointSliceConfig, EndpointSliceController
@@ -92,6 +96,7 @@ ALL_CONTROLLERS = (
     "disruption",
     "podgc",
     "resourceclaim",
+    "devicetainteviction",
     "podgroup",
     "resourcequota",
     "garbagecollector",
@@ -143,6 +148,12 @@ class ControllerManagerConfig:
 
     resourceclaim: ResourceClaimConfig = field(default_factory=ResourceClaimConfig)
     """The resourceclaim controller: claims from templates for pods, and their cleanup."""
+
+    devicetainteviction: DeviceTaintEvictionConfig = field(
+        default_factory=DeviceTaintEvictionConfig
+    )
+    """The device taint eviction controller: deletes pods whose allocated devices have
+    NoExecute taints their claims do not tolerate."""
     podgroup: PodGroupConfig = field(default_factory=PodGroupConfig)
     """The PodGroup controller: each gang's phase and pod counts (scheduling.x-k8s.io)."""
 
@@ -223,6 +234,10 @@ def _build(
         return DisruptionController(client, informers, config=config.disruption, clock=clock)
     if name == "resourceclaim":
         return ResourceClaimController(client, informers, config=config.resourceclaim, clock=clock)
+    if name == "devicetainteviction":
+        return DeviceTaintEvictionController(
+            client, informers, config=config.devicetainteviction, clock=clock
+        )
     if name == "podgroup":
         return PodGroupController(client, informers, config=config.podgroup, clock=clock)
     if name == "resourcequota":

@@ -47,6 +47,7 @@ from services.api.dra.claims import (
     ClaimNotCreatedError,
     can_be_reserved,
     claim_name,
+    existing_pod_claims,
     is_for_pod,
     is_reserved_for_pod,
     pod_reference,
@@ -326,26 +327,14 @@ class ResourceClaimController:
         pods it binds, these the controller does (upstream reserveForPod)."""
         if not pod.spec.node_name:
             return []
-        out = []
-        for entry in pod.spec.resource_claims:
-            try:
-                ref = claim_name(pod, entry)
-            except (ClaimNotCreatedError, ValueError):
-                continue
-            if ref.name is None:
-                continue
-            claim: resource_pb2.ResourceClaim | None = self.claim_informer.store.get(  # type: ignore[assignment]
-                f"{pod.metadata.namespace}/{ref.name}"
-            )
-            if claim is None or (ref.check_owner and not is_for_pod(pod, claim)):
-                continue
-            if (
-                claim.status.HasField("allocation")
-                and not is_reserved_for_pod(pod, claim)
-                and can_be_reserved(claim)
-            ):
-                out.append(claim)
-        return out
+        lookup = self.claim_informer.store.get
+        return [
+            claim
+            for claim in existing_pod_claims(pod, lookup)  # type: ignore[arg-type]
+            if claim.status.HasField("allocation")
+            and not is_reserved_for_pod(pod, claim)
+            and can_be_reserved(claim)
+        ]
 
     async def sync_pod(self, key: str) -> None:
         """Claims for the pod's template entries, recorded in its status; reservations for

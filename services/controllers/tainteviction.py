@@ -20,7 +20,9 @@ Toleration matching is the scheduler's (services/scheduler/plugins/helpers): the
 scheduler and this controller must agree on what "tolerated" means.
 
 The helpers the node lifecycle controller shares with this one (`PodsByNode`,
-`new_event` / `write_event`, `wait_any`) live in controller_utils.py.
+`new_event` / `write_event`, `wait_any`) live in controller_utils.py; what the device taint
+eviction controller (devicetainteviction.py) shares with it is here: EvictionQueue,
+EvictionLoop, EvictionWorkersConfig and delete_with_retries.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import asyncio
 import heapq
 import itertools
 import logging
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 
 from google.protobuf.message import Message
@@ -60,8 +62,9 @@ DISRUPTION_MESSAGE = "Taint manager: deleting due to NoExecute taint"
 
 
 @dataclass(frozen=True)
-class TaintEvictionConfig:
-    """Settings of the taint eviction controller; durations in simulated seconds."""
+class EvictionWorkersConfig:
+    """How an eviction controller deletes the pods that are due (this one's and the device
+    taint eviction controller's); durations in simulated seconds."""
 
     deletion_workers: int = 8
     """How many pod deletions run at once (upstream starts one goroutine per due pod)."""
@@ -72,14 +75,8 @@ class TaintEvictionConfig:
     retry_delay: float = 0.01
     """Pause between two attempts (upstream: 10 ms)."""
 
-    count_from_time_added: bool = False
-    """Upstream counts tolerationSeconds from when this controller sees the taint, so a
-    restarted (or newly elected) controller grants the full time again. True counts from
-    each taint's timeAdded instead: deadline = min over taints of timeAdded + the
-    tolerationSeconds of the toleration that matches it."""
-
     emit_events: bool = True
-    """Write the TaintManagerEviction events (one per scheduled and cancelled deletion)."""
+    """Write the eviction events (one per scheduled and cancelled deletion)."""
 
     def __post_init__(self) -> None:
         if self.deletion_workers < 1:
@@ -88,6 +85,38 @@ class TaintEvictionConfig:
             raise ValueError(f"deletion_retries must be at least 1, got {self.deletion_retries}")
         if self.retry_delay < 0:
             raise ValueError(f"retry_delay must not be negative, got {self.retry_delay}")
+
+
+async def delete_with_retries(
+    attempt: Callable[[], Awaitable[bool]],
+    config: EvictionWorkersConfig,
+    clock: Clock,
+    key: str,
+) -> bool:
+    """Run `attempt` (mark and delete one pod; False: nothing to delete) until it is done,
+    the pod is gone, or `config.deletion_retries` attempts failed; whether it deleted."""
+    for n in range(config.deletion_retries):
+        try:
+            return await attempt()
+        except NotFoundError:
+            return False
+        except ApiError as e:
+            if n == config.deletion_retries - 1:
+                log.warning("eviction: could not delete pod %s: %s", key, e)
+                return False
+            await clock.sleep(config.retry_delay)
+    return False
+
+
+@dataclass(frozen=True)
+class TaintEvictionConfig(EvictionWorkersConfig):
+    """Settings of the taint eviction controller; durations in simulated seconds."""
+
+    count_from_time_added: bool = False
+    """Upstream counts tolerationSeconds from when this controller sees the taint, so a
+    restarted (or newly elected) controller grants the full time again. True counts from
+    each taint's timeAdded instead: deadline = min over taints of timeAdded + the
+    tolerationSeconds of the toleration that matches it."""
 
 
 def no_execute_taints(node: core_pb2.Node | None) -> list[core_pb2.Taint]:
@@ -200,10 +229,54 @@ class EvictionQueue:
         self._running.discard(key)
 
 
+# ------------------------------------------------------------------ the loop both share
+
+
+class EvictionLoop:
+    """What the taint and device taint eviction controllers share: fire the keys their
+    EvictionQueue says are due, each on a task, until stop (the tasks in flight are then
+    cancelled). A subclass sets `queue`, `clock`, `_wake` and `_tasks`, and gives `_fire`
+    (the deletion of one key) and, if it needs one, `_refresh` (run on every wake-up
+    before the due keys are taken)."""
+
+    queue: EvictionQueue
+    clock: Clock
+    _wake: asyncio.Event
+    _tasks: set[asyncio.Task[None]]
+
+    def _refresh(self) -> None:
+        return None
+
+    def _fire(self, key: str) -> Coroutine[object, object, None]:
+        raise NotImplementedError
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Fire due deletions until `stop` is set; deletions in flight are cancelled."""
+        try:
+            while not stop.is_set():
+                self._wake.clear()
+                self._refresh()
+                for key in self.queue.pop_due(self.clock.now()):
+                    self._spawn(self._fire(key))
+                nxt = self.queue.next_fire_at()
+                timeout = None if nxt is None else nxt - self.clock.now()
+                await wait_any(self.clock, timeout, stop, self._wake)
+        finally:
+            tasks = list(self._tasks)
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _spawn(self, coro: Coroutine[object, object, None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
 # ------------------------------------------------------------------ the controller
 
 
-class TaintEvictionController:
+class TaintEvictionController(EvictionLoop):
     """Deletes pods from nodes whose NoExecute taints they do not (or no longer) tolerate."""
 
     def __init__(
@@ -372,26 +445,8 @@ class TaintEvictionController:
 
     # ----------------------------------------------------------- running
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Fire due deletions until `stop` is set; deletions in flight are cancelled."""
-        try:
-            while not stop.is_set():
-                self._wake.clear()
-                for key in self.queue.pop_due(self.clock.now()):
-                    self._spawn(self._evict(key))
-                nxt = self.queue.next_fire_at()
-                timeout = None if nxt is None else nxt - self.clock.now()
-                await wait_any(self.clock, timeout, stop, self._wake)
-        finally:
-            tasks = list(self._tasks)
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-    def _spawn(self, coro: Coroutine[object, object, None]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _fire(self, key: str) -> Coroutine[object, object, None]:
+        return self._evict(key)
 
     async def _evict(self, key: str) -> None:
         namespace, name = key.split("/", 1)
@@ -400,18 +455,13 @@ class TaintEvictionController:
                 log.info("taint eviction: deleting pod %s", key)
                 if self.config.emit_events:
                     await self._event(namespace, name, f"Marking for deletion Pod {key}")
-                for attempt in range(self.config.deletion_retries):
-                    try:
-                        await self._mark_and_delete(namespace, name)
-                        self.deleted_total += 1
-                        return
-                    except NotFoundError:
-                        return
-                    except ApiError as e:
-                        if attempt == self.config.deletion_retries - 1:
-                            log.warning("taint eviction: could not delete pod %s: %s", key, e)
-                            return
-                        await self.clock.sleep(self.config.retry_delay)
+
+                async def attempt() -> bool:
+                    await self._mark_and_delete(namespace, name)
+                    return True
+
+                if await delete_with_retries(attempt, self.config, self.clock, key):
+                    self.deleted_total += 1
         except Exception:  # noqa: BLE001 - one pod's failure costs only that pod
             log.exception("taint eviction: deleting pod %s failed", key)
         finally:

@@ -5,7 +5,8 @@ controller).
 Each node of a kind with `devices` gets one ResourceSlice per driver (template.py's
 DeviceSet): name `<node>-<driver, dots as dashes>`, spec.nodeName the node, one pool per
 node (pool name = node name, generation 1, resourceSliceCount 1), devices
-`<namePrefix>-<i>` with the set's attributes plus the int attribute `index` = i.
+`<namePrefix>-<i>` with the set's attributes plus the int attribute `index` = i, and the
+set's taints (the apiserver stamps their timeAdded).
 
 Publishing is batched as node registration is (BatchCreate, 500 a call; a slice that
 exists, ours from before a restart, is written over). While the pool runs, an informer on
@@ -71,6 +72,7 @@ def slice_object(node: str, devices: DeviceSet) -> resource_pb2.ResourceSlice:
                 "name": name,
                 "attributes": attributes,
                 "capacity": {k: {"value": v} for k, v in devices.capacity.items()},
+                **({"taints": [dict(t) for t in devices.taints]} if devices.taints else {}),
             }
         )
     doc = {

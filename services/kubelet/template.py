@@ -28,6 +28,8 @@ A template is YAML:
             namePrefix: gpu        # default "device"
             attributes: {model: A100, driverVersion: {version: 1.2.3}, nvlink: true}
             capacity: {memory: 80Gi}
+            taints: [{key: example.com/unhealthy, value: "yes", effect: NoSchedule}]
+                                   # on every device of the set (None, NoSchedule, NoExecute)
         csiDrivers:                # hollow CSI drivers (csidriver.py; published by csinode.py)
           - name: disk.example.com
             topologyKeys: [topology.kubernetes.io/zone]
@@ -59,7 +61,7 @@ from services.api.helpers.wellknown import (
     LABEL_TOPOLOGY_REGION,
     LABEL_TOPOLOGY_ZONE,
 )
-from services.api.machinery import yamlload
+from services.api.machinery import names, yamlload
 from services.api.machinery.quantity import QuantityError, parse_quantity
 from services.kubelet.csidriver import HollowCSIDriver, parse_csi_drivers
 
@@ -113,6 +115,8 @@ class DeviceSet:
     attributes: dict[str, dict[str, Any]]
     #: capacity name -> quantity, as given (validated).
     capacity: dict[str, str]
+    #: drataints: the DeviceTaints of every device of the set ({key, value, effect}).
+    taints: tuple[dict[str, str], ...] = ()
 
     def device_names(self) -> list[str]:
         return [f"{self.name_prefix}-{i}" for i in range(self.count)]
@@ -157,7 +161,29 @@ def _attribute_value(path: str, value: Any) -> dict[str, Any]:
     )
 
 
-_DEVICE_FIELDS = ("driver", "count", "namePrefix", "attributes", "capacity")
+_DEVICE_FIELDS = ("driver", "count", "namePrefix", "attributes", "capacity", "taints")
+_DEVICE_TAINT_EFFECTS = ("None", "NoSchedule", "NoExecute")
+
+
+def _device_taints(path: str, value: Any) -> tuple[dict[str, str], ...]:
+    """drataints: at most 16 taints, each a label-name key, a label value and an effect."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > 16:
+        raise TemplateError(f"{path}: expected a list of at most 16 taints")
+    out = []
+    for i, t in enumerate(value):
+        t = mapping(f"{path}[{i}]", t)
+        known(f"{path}[{i}]", t, ("key", "value", "effect"))
+        key, val, effect = t.get("key"), str(t.get("value", "")), t.get("effect")
+        if not isinstance(key, str) or names.qualified_name(key) or names.label_value(val):
+            raise TemplateError(f"{path}[{i}]: expected a label-name key and a label value")
+        if effect not in _DEVICE_TAINT_EFFECTS:
+            raise TemplateError(
+                f"{path}[{i}].effect: {effect!r}: expected one of None, NoSchedule, NoExecute"
+            )
+        out.append({"key": key, **({"value": val} if val else {}), "effect": effect})
+    return tuple(out)
 
 
 def _device_set(doc: Mapping[str, Any], path: str) -> DeviceSet:
@@ -198,7 +224,8 @@ def _device_set(doc: Mapping[str, Any], path: str) -> DeviceSet:
         raise TemplateError(
             f"{path}: at most {MAX_ATTRIBUTES_AND_CAPACITIES} attributes and capacities per device (index included)"
         )
-    return DeviceSet(driver, count, prefix, attributes, capacity)
+    taints = _device_taints(f"{path}.taints", doc.get("taints"))
+    return DeviceSet(driver, count, prefix, attributes, capacity, taints)
 
 
 def _device_sets(path: str, value: Any) -> list[DeviceSet]:

@@ -54,6 +54,13 @@ EXTRA: dict[str, dict[str, Any]] = {
             "devices": [{"name": "gpu-0"}],
         },
     },
+    # drataints: a rule of effect None on a driver no node has (it taints nothing).
+    "DeviceTaintRule": {
+        "spec": {
+            "deviceSelector": {"driver": "cl.example.com"},
+            "taint": {"key": "example.com/cl", "value": "yes", "effect": "None"},
+        },
+    },
     # The kinds of issue 26 (used once KINDS has them; an example in examples/ comes first).
     "Job": {
         "spec": {
@@ -193,10 +200,11 @@ def lightkube_module(kind: Kind) -> str:
 
 
 #: Kinds no upstream client has a model for: the scheduler-plugins CRD PodGroup, which
-#: kubera serves built in, and scheduling.k8s.io/v1alpha1 Workload (1.35's alpha; the
-#: clients of 1.36+ carry only its later versions). The clients list them through their
-#: generic (custom object) path.
-NO_CLIENT_MODEL = frozenset({"PodGroup", "Workload"})
+#: kubera serves built in, scheduling.k8s.io/v1alpha1 Workload (1.35's alpha; the clients of
+#: 1.36+ carry only its later versions) and DeviceTaintRule at resource.k8s.io/v1 (the
+#: clients' models stop at v1beta2). The clients list them through their generic (custom
+#: object) path.
+NO_CLIENT_MODEL = frozenset({"PodGroup", "Workload", "DeviceTaintRule"})
 
 
 #: The kinds each client creates, patches, watches and deletes: pods and one more.

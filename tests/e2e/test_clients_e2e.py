@@ -31,7 +31,7 @@ from kubernetes_asyncio import client as aio_client
 from kubernetes_asyncio import config as aio_config
 from kubernetes_asyncio import watch as aio_watch
 from lightkube import AsyncClient, KubeConfig
-from lightkube.generic_resource import create_namespaced_resource
+from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 
 from kubera.testing import Cluster
 from services.api.machinery.kinds import BY_KIND, KINDS, Kind
@@ -152,7 +152,8 @@ async def test_kubernetes_asyncio_creates_patches_watches_and_deletes(
 
 def _lightkube_resource(kind: Kind) -> Any:
     if kind.kind in NO_CLIENT_MODEL:
-        return create_namespaced_resource(kind.group, kind.version, kind.kind, kind.resource)
+        make = create_namespaced_resource if kind.namespaced else create_global_resource
+        return make(kind.group, kind.version, kind.kind, kind.resource)
     return getattr(importlib.import_module(lightkube_module(kind)), kind.kind)
 
 

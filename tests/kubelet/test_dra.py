@@ -81,6 +81,14 @@ def test_devices_parse() -> None:
             "nodes[0].devices[0]",
         ),
         ({"colour": "red"}, "colour"),
+        # drataints
+        (
+            {"taints": [{"key": "k", "effect": "PreferNoSchedule"}]},
+            "nodes[0].devices[0].taints[0].effect",
+        ),
+        ({"taints": [{"key": "bad key", "effect": "None"}]}, "nodes[0].devices[0].taints[0]"),
+        ({"taints": [{"key": "k", "effect": "None", "when": 1}]}, "when"),
+        ({"taints": [{"key": "k", "effect": "None"}] * 17}, "nodes[0].devices[0].taints"),
     ],
     ids=lambda v: str(v)[:40],
 )
@@ -88,6 +96,19 @@ def test_device_errors_name_the_field(devices: dict[str, Any], field: str) -> No
     with pytest.raises(TemplateError) as e:
         parse_template(kind_with(**devices))
     assert field in str(e.value)
+
+
+def test_device_taints_reach_every_device_of_the_set() -> None:
+    """drataints: a template's device taints, published on each device of its slice."""
+    from services.kubelet.slices import slice_object
+
+    taint = {"key": "example.com/unhealthy", "value": "yes", "effect": "NoExecute"}
+    (d,) = parse_template(kind_with(taints=[taint])).kinds[0].devices
+    assert d.taints == (taint,)
+    s = slice_object("n1", d)
+    assert [[json_format.MessageToDict(t) for t in x.taints] for x in s.spec.devices] == [
+        [taint]
+    ] * 4
 
 
 def test_device_sets_one_per_driver() -> None:

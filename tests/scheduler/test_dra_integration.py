@@ -236,3 +236,48 @@ async def test_preemption_never_evicts_for_devices_the_victims_claims_still_hold
     )
     for victim in ("v1", "v2"):
         assert (await cluster.node_of(victim)) == "n1"  # still there, not evicted
+
+
+async def test_a_device_tainted_by_a_rule_is_given_only_to_a_tolerating_claim(
+    cluster: Cluster,
+) -> None:
+    """drataints: a DeviceTaintRule NoSchedule on both A100s of n1 keeps p1 Pending with the
+    taints named; a claim tolerating the taint gets a device, its tolerations copied."""
+    await _devices(cluster)
+    await eventually(lambda: "DeviceTaintRule" in cluster.sched.kind_informers)
+    rule = resource_pb2.DeviceTaintRule()
+    rule.metadata.name = "maintenance"
+    rule.spec.device_selector.driver = DRIVER
+    rule.spec.device_selector.pool = "n1"
+    rule.spec.taint.key = "example.com/maintenance"
+    rule.spec.taint.effect = "NoSchedule"
+    await cluster.api.create(rule)
+    await eventually(lambda: len(cluster.sched.kind_informers["DeviceTaintRule"].store) == 1)
+    await _template_pod(cluster, "p1")
+    msg = await cluster.wait_unschedulable("p1", timeout=20)
+    assert "taints the request does not tolerate" in msg, msg
+
+    claim = await _claim(cluster, "p1-gpu")
+    tolerating = resource_claim(
+        "p2-gpu", NS, exact_request("gpu", "a100", f'device.attributes["{DRIVER}"].model == "A100"')
+    )
+    tolerating.spec.devices.requests[0].exactly.tolerations.add(
+        key="example.com/maintenance", operator="Exists", effect="NoSchedule"
+    )
+    pod = (
+        MakePod()
+        .typed()
+        .name("p2")
+        .namespace(NS)
+        .container("c", "i", requests={"cpu": "100m"})
+        .resource_claim("gpu", claim="p2-gpu")
+        .container_claims("gpu")
+        .obj()
+    )
+    await cluster.api.create(tolerating)
+    await cluster.api.create(pod)
+    assert await cluster.wait_bound("p2", timeout=20) == {"p2": "n1"}
+    got = await _claim(cluster, "p2-gpu")
+    (res,) = got.status.allocation.devices.results
+    assert [t.key for t in res.tolerations] == ["example.com/maintenance"]
+    assert not claim.status.HasField("allocation")

@@ -83,7 +83,7 @@ class DeviceCapacity(_message.Message):
     def __init__(self, value: _Optional[str] = ...) -> None: ...
 
 class Device(_message.Message):
-    __slots__ = ("name", "attributes", "capacity")
+    __slots__ = ("name", "attributes", "capacity", "taints")
     class AttributesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -101,10 +101,38 @@ class Device(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    TAINTS_FIELD_NUMBER: _ClassVar[int]
     name: str
     attributes: _containers.MessageMap[str, DeviceAttribute]
     capacity: _containers.MessageMap[str, DeviceCapacity]
-    def __init__(self, name: _Optional[str] = ..., attributes: _Optional[_Mapping[str, DeviceAttribute]] = ..., capacity: _Optional[_Mapping[str, DeviceCapacity]] = ...) -> None: ...
+    taints: _containers.RepeatedCompositeFieldContainer[DeviceTaint]
+    def __init__(self, name: _Optional[str] = ..., attributes: _Optional[_Mapping[str, DeviceAttribute]] = ..., capacity: _Optional[_Mapping[str, DeviceCapacity]] = ..., taints: _Optional[_Iterable[_Union[DeviceTaint, _Mapping]]] = ...) -> None: ...
+
+class DeviceTaint(_message.Message):
+    __slots__ = ("key", "value", "effect", "time_added")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    EFFECT_FIELD_NUMBER: _ClassVar[int]
+    TIME_ADDED_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: str
+    effect: str
+    time_added: str
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ..., effect: _Optional[str] = ..., time_added: _Optional[str] = ...) -> None: ...
+
+class DeviceToleration(_message.Message):
+    __slots__ = ("key", "operator", "value", "effect", "toleration_seconds")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    EFFECT_FIELD_NUMBER: _ClassVar[int]
+    TOLERATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    operator: str
+    value: str
+    effect: str
+    toleration_seconds: int
+    def __init__(self, key: _Optional[str] = ..., operator: _Optional[str] = ..., value: _Optional[str] = ..., effect: _Optional[str] = ..., toleration_seconds: _Optional[int] = ...) -> None: ...
 
 class ResourcePool(_message.Message):
     __slots__ = ("name", "generation", "resource_slice_count")
@@ -145,32 +173,36 @@ class ResourceSlice(_message.Message):
     def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[ResourceSliceSpec, _Mapping]] = ...) -> None: ...
 
 class DeviceSubRequest(_message.Message):
-    __slots__ = ("name", "device_class_name", "selectors", "allocation_mode", "count")
+    __slots__ = ("name", "device_class_name", "selectors", "allocation_mode", "count", "tolerations")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DEVICE_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
     SELECTORS_FIELD_NUMBER: _ClassVar[int]
     ALLOCATION_MODE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
+    TOLERATIONS_FIELD_NUMBER: _ClassVar[int]
     name: str
     device_class_name: str
     selectors: _containers.RepeatedCompositeFieldContainer[DeviceSelector]
     allocation_mode: str
     count: int
-    def __init__(self, name: _Optional[str] = ..., device_class_name: _Optional[str] = ..., selectors: _Optional[_Iterable[_Union[DeviceSelector, _Mapping]]] = ..., allocation_mode: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
+    tolerations: _containers.RepeatedCompositeFieldContainer[DeviceToleration]
+    def __init__(self, name: _Optional[str] = ..., device_class_name: _Optional[str] = ..., selectors: _Optional[_Iterable[_Union[DeviceSelector, _Mapping]]] = ..., allocation_mode: _Optional[str] = ..., count: _Optional[int] = ..., tolerations: _Optional[_Iterable[_Union[DeviceToleration, _Mapping]]] = ...) -> None: ...
 
 class ExactDeviceRequest(_message.Message):
-    __slots__ = ("device_class_name", "selectors", "allocation_mode", "count", "admin_access")
+    __slots__ = ("device_class_name", "selectors", "allocation_mode", "count", "admin_access", "tolerations")
     DEVICE_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
     SELECTORS_FIELD_NUMBER: _ClassVar[int]
     ALLOCATION_MODE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     ADMIN_ACCESS_FIELD_NUMBER: _ClassVar[int]
+    TOLERATIONS_FIELD_NUMBER: _ClassVar[int]
     device_class_name: str
     selectors: _containers.RepeatedCompositeFieldContainer[DeviceSelector]
     allocation_mode: str
     count: int
     admin_access: bool
-    def __init__(self, device_class_name: _Optional[str] = ..., selectors: _Optional[_Iterable[_Union[DeviceSelector, _Mapping]]] = ..., allocation_mode: _Optional[str] = ..., count: _Optional[int] = ..., admin_access: _Optional[bool] = ...) -> None: ...
+    tolerations: _containers.RepeatedCompositeFieldContainer[DeviceToleration]
+    def __init__(self, device_class_name: _Optional[str] = ..., selectors: _Optional[_Iterable[_Union[DeviceSelector, _Mapping]]] = ..., allocation_mode: _Optional[str] = ..., count: _Optional[int] = ..., admin_access: _Optional[bool] = ..., tolerations: _Optional[_Iterable[_Union[DeviceToleration, _Mapping]]] = ...) -> None: ...
 
 class DeviceRequest(_message.Message):
     __slots__ = ("name", "exactly", "first_available")
@@ -215,18 +247,20 @@ class ResourceClaimSpec(_message.Message):
     def __init__(self, devices: _Optional[_Union[DeviceClaim, _Mapping]] = ...) -> None: ...
 
 class DeviceRequestAllocationResult(_message.Message):
-    __slots__ = ("request", "driver", "pool", "device", "admin_access")
+    __slots__ = ("request", "driver", "pool", "device", "admin_access", "tolerations")
     REQUEST_FIELD_NUMBER: _ClassVar[int]
     DRIVER_FIELD_NUMBER: _ClassVar[int]
     POOL_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     ADMIN_ACCESS_FIELD_NUMBER: _ClassVar[int]
+    TOLERATIONS_FIELD_NUMBER: _ClassVar[int]
     request: str
     driver: str
     pool: str
     device: str
     admin_access: bool
-    def __init__(self, request: _Optional[str] = ..., driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., admin_access: _Optional[bool] = ...) -> None: ...
+    tolerations: _containers.RepeatedCompositeFieldContainer[DeviceToleration]
+    def __init__(self, request: _Optional[str] = ..., driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., admin_access: _Optional[bool] = ..., tolerations: _Optional[_Iterable[_Union[DeviceToleration, _Mapping]]] = ...) -> None: ...
 
 class DeviceAllocationConfiguration(_message.Message):
     __slots__ = ("source", "requests", "opaque")
@@ -309,3 +343,41 @@ class ResourceClaimTemplate(_message.Message):
     metadata: _meta_pb2.ObjectMeta
     spec: ResourceClaimTemplateSpec
     def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[ResourceClaimTemplateSpec, _Mapping]] = ...) -> None: ...
+
+class DeviceTaintSelector(_message.Message):
+    __slots__ = ("driver", "pool", "device")
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    driver: str
+    pool: str
+    device: str
+    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ...) -> None: ...
+
+class DeviceTaintRuleSpec(_message.Message):
+    __slots__ = ("device_selector", "taint")
+    DEVICE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    TAINT_FIELD_NUMBER: _ClassVar[int]
+    device_selector: DeviceTaintSelector
+    taint: DeviceTaint
+    def __init__(self, device_selector: _Optional[_Union[DeviceTaintSelector, _Mapping]] = ..., taint: _Optional[_Union[DeviceTaint, _Mapping]] = ...) -> None: ...
+
+class DeviceTaintRuleStatus(_message.Message):
+    __slots__ = ("conditions",)
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    conditions: _containers.RepeatedCompositeFieldContainer[_meta_pb2.Condition]
+    def __init__(self, conditions: _Optional[_Iterable[_Union[_meta_pb2.Condition, _Mapping]]] = ...) -> None: ...
+
+class DeviceTaintRule(_message.Message):
+    __slots__ = ("api_version", "kind", "metadata", "spec", "status")
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    api_version: str
+    kind: str
+    metadata: _meta_pb2.ObjectMeta
+    spec: DeviceTaintRuleSpec
+    status: DeviceTaintRuleStatus
+    def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[DeviceTaintRuleSpec, _Mapping]] = ..., status: _Optional[_Union[DeviceTaintRuleStatus, _Mapping]] = ...) -> None: ...

@@ -14,7 +14,8 @@ upstream's defaults in the JSON itself, from the rows of ``tables.SET_DEFAULTS``
 
 Differences from upstream: pod-level resources (PodLevelResources) and image volumes are not
 modelled, so their defaults are not applied; a DeviceTaint's timeAdded (upstream: the time of
-decoding) is left to the writer, as defaulting here takes no clock; SetDefaults_ResourceList's
+decoding) is stamped by the apiserver's create and update (services/api/dra/taints.py), as
+defaulting here takes no clock; SetDefaults_ResourceList's
 rounding up to milli-units is the codec's quantity canonicalization, not repeated here; an image reference is split on its last "/",
 ":" and "@" rather than parsed by the docker reference grammar (the invalid references it
 recognizes are the empty one and upper-case repository names; another invalid one, which
@@ -293,6 +294,11 @@ def default_device_request(req: Message) -> None:
         set_value(req, "count", 1)
 
 
+def default_device_toleration(t: Message) -> None:
+    """SetDefaults_DeviceToleration (drataints): operator Equal."""
+    default_field(t, "operator", "Equal")
+
+
 # ------------------------------------------------------------------- apps/v1
 
 
@@ -390,6 +396,7 @@ FUNCS: dict[str, Callable[[Message], None]] = {
     f"{STORAGE}.CSIDriver": default_csi_driver,
     f"{RESOURCE}.ExactDeviceRequest": default_device_request,
     f"{RESOURCE}.DeviceSubRequest": default_device_request,
+    f"{RESOURCE}.DeviceToleration": default_device_toleration,
     f"{APPS}.DeploymentSpec": default_deployment_spec,
     f"{APPS}.DeploymentStrategy": default_deployment_strategy,
     f"{APPS}.DaemonSetSpec": default_daemon_set_spec,

@@ -49,10 +49,13 @@ the claims' status.allocation. The rules, as upstream:
   metadata.name In [node]; otherwise the single terms of nodeSelector slices merged;
   allNodes only: none.
 
+* Taints (taints.py). A device whose NoSchedule or NoExecute taint (its slice's, or a
+  DeviceTaintRule's selecting it) the request does not tolerate is never taken, admin access
+  or not; an All request on such a device fails. Results copy the request's tolerations.
+
 Differences from upstream: Unfit names the claim and the request the search could not get
-past (upstream only says "cannot allocate all claims"); device taints, partitionable
-devices and consumable capacity are not modelled (they are alpha/beta fields the protos
-leave out).
+past (upstream only says "cannot allocate all claims"); partitionable devices and consumable
+capacity are not modelled.
 
 Speed: an Allocator indexes the slices by node on first use and caches which devices each
 request can select, so one Allocator per pod serves every node of a Filter pass. A
@@ -74,6 +77,7 @@ from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.dra.cel import CELCompileError, CELRuntimeError, Selector, compile_selector
 from services.api.dra.matchattribute import MatchAttribute
 from services.api.dra.pools import DeviceCache, DeviceID, Pool, PoolDevice, SliceIndex
+from services.api.dra.taints import TaintRules, allocatable, device_taints
 from services.api.features import (
     DRA_ADMIN_ACCESS,
     DRA_LIST_TYPE_ATTRIBUTES,
@@ -156,6 +160,7 @@ class _Spec(NamedTuple):
     all_mode: bool
     admin: bool
     key: tuple[str, ...]  # every selector's expression, the class's first: verdicts' key
+    tolerations: tuple[resource_pb2.DeviceToleration, ...] = ()
 
 
 class _Request:
@@ -173,6 +178,7 @@ class _Request:
         "count",
         "admin",
         "key",
+        "tolerations",
         "all_devices",
         "candidates",
     )
@@ -182,6 +188,7 @@ class _Request:
         self.name = f"{spec.base}/{spec.sub}" if spec.sub else spec.base
         self.class_selectors, self.selectors = spec.class_selectors, spec.selectors
         self.count, self.admin, self.key = spec.exact, spec.admin, spec.key
+        self.tolerations = spec.tolerations
         self.all_devices: list[PoolDevice] | None = None  # allocationMode All: exactly these
         self.candidates: list[PoolDevice] | None = None  # selectable, computed on first need
 
@@ -206,6 +213,9 @@ class Allocator:
     node, the newest generation of each pool). `admin_namespaces`: namespaces labelled
     resource.kubernetes.io/admin-access=true. `cache`: parsed slices and selector verdicts
     to share with other Allocators (see DeviceCache); a private one when not given.
+    `taint_rules`: the DeviceTaintRules, whose taints count as the devices' own.
+    `device_taints`: upstream's DRADeviceTaints feature (on by default; off, taints are
+    ignored and results carry no tolerations).
 
     One Allocator answers for any number of nodes; on first use it checks and compiles the
     claims' requests (AllocationError) and indexes `slices`, so the inputs must not change
@@ -220,6 +230,8 @@ class Allocator:
     cache: DeviceCache | None = None
     #: Feature gate overrides (services/api/features.py); None: upstream's defaults.
     gates: FeatureGates | None = None
+    taint_rules: TaintRules | None = None
+    device_taints: bool = True
     _index: SliceIndex | None = field(default=None, init=False, repr=False)
     _specs: list[list[list[_Spec]]] | None = field(default=None, init=False, repr=False)
     #: Device placements tried by all allocate() calls so far (the search's work).
@@ -383,7 +395,18 @@ class _Search:
                 return _EXCEEDED
         return _FAIL
 
+    def tainted(self, req: _Request, d: PoolDevice) -> bool:
+        """The device has a NoSchedule/NoExecute taint the request does not tolerate."""
+        if not self.alloc.device_taints:
+            return False
+        if not d.device.taints and not self.alloc.taint_rules:
+            return False
+        taints = device_taints(d.device, d.id.driver, d.id.pool, self.alloc.taint_rules)
+        return not allocatable(taints, req.tolerations)
+
     def _take(self, c: int, req: _Request, d: PoolDevice, *, must: bool) -> bool:
+        if self.tainted(req, d):
+            return False  # upstream: not allocatable, even for All (no error)
         holders = self.allocating.get(d.id)
         if req.admin:
             if holders and c in holders:
@@ -423,6 +446,8 @@ class _Search:
             )
             if req.admin:
                 res.admin_access = True
+            if self.alloc.device_taints:
+                res.tolerations.extend(req.tolerations)
         chosen = [alts[self.chosen[c][r]] for r, alts in enumerate(self.plans[c])]
         by_class: dict[str, list[resource_pb2.DeviceAllocationConfiguration]] = {}
         for req in chosen:
@@ -494,6 +519,12 @@ class _Search:
             matching = req.all_devices
             if not matching:
                 return f"{label}no device {kind} matches"
+            tainted = sum(1 for d in matching if self.tainted(req, d))
+            if tainted:
+                return (
+                    f"{label}asks for all {len(matching)} devices {kind}, {tainted} have "
+                    "taints the request does not tolerate"
+                )
             busy = sum(1 for d in matching if d.id in self.alloc.allocated)
             if busy and not req.admin:
                 return f"{label}asks for all {len(matching)} devices {kind}, {busy} in use"
@@ -506,6 +537,16 @@ class _Search:
             return (
                 f"{label}needs {req.count} device(s) {kind}, {free} of {len(matching)} "
                 "matching are free"
+            )
+        tainted = sum(
+            1
+            for d in matching
+            if (req.admin or d.id not in self.alloc.allocated) and self.tainted(req, d)
+        )
+        if free - tainted < req.count:
+            return (
+                f"{label}needs {req.count} device(s) {kind}, {tainted} of the {free} free "
+                "matching devices have taints the request does not tolerate"
             )
         if self.constraints[c]:
             attrs = ", ".join(sorted({m.attribute for m in self.constraints[c]}))
@@ -597,6 +638,7 @@ def _spec(
         all_mode=mode == ALL,
         admin=admin,
         key=tuple(x.expression for x in (*class_selectors, *selectors)),
+        tolerations=tuple(spec.tolerations),
     )
 
 

@@ -9,6 +9,7 @@ owned by the pod and records its name in the pod's status.resourceClaimStatuses.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from protos.kubera.v1 import core_pb2, resource_pb2
@@ -61,6 +62,24 @@ def is_for_pod(pod: core_pb2.Pod, claim: resource_pb2.ResourceClaim) -> bool:
     return any(
         ref.uid == pod.metadata.uid and ref.controller for ref in claim.metadata.owner_references
     )
+
+
+def existing_pod_claims(
+    pod: core_pb2.Pod, lookup: Callable[[str], resource_pb2.ResourceClaim | None]
+) -> Iterator[resource_pb2.ResourceClaim]:
+    """The claims of the pod's entries that exist (`lookup` by "namespace/name") and are
+    the pod's: made, and owned by the pod when made from a template. Entries without a claim
+    yet, or whose claim is not needed, are skipped."""
+    for entry in pod.spec.resource_claims:
+        try:
+            ref = claim_name(pod, entry)
+        except (ClaimNotCreatedError, ValueError):
+            continue
+        if ref.name is None:
+            continue
+        claim = lookup(f"{pod.metadata.namespace}/{ref.name}")
+        if claim is not None and not (ref.check_owner and not is_for_pod(pod, claim)):
+            yield claim
 
 
 def is_reserved_for_pod(pod: core_pb2.Pod, claim: resource_pb2.ResourceClaim) -> bool:

@@ -225,6 +225,15 @@ KINDS: tuple[Kind, ...] = (
         True,
     ),
     Kind(
+        "DeviceTaintRule",
+        "resource.k8s.io",
+        "v1",
+        "devicetaintrules",
+        resource_pb2.DeviceTaintRule,
+        False,
+        has_status=True,
+    ),
+    Kind(
         "PodGroup",
         "scheduling.x-k8s.io",
         "v1alpha1",

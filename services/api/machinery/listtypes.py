@@ -175,6 +175,10 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "DeviceClassSpec", "selectors"): _ATOMIC,
     (_P + "DeviceClassSpec", "config"): _ATOMIC,
     (_P + "ResourceSliceSpec", "devices"): _ATOMIC,
+    (_P + "DeviceAttribute", "ints"): _ATOMIC,
+    (_P + "DeviceAttribute", "bools"): _ATOMIC,
+    (_P + "DeviceAttribute", "strings"): _ATOMIC,
+    (_P + "DeviceAttribute", "versions"): _ATOMIC,
     (_P + "DeviceClaim", "requests"): _ATOMIC,
     (_P + "DeviceClaim", "constraints"): _ATOMIC,
     (_P + "DeviceClaim", "config"): _ATOMIC,
@@ -187,6 +191,12 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "DeviceAllocationResult", "config"): _ATOMIC,
     (_P + "DeviceAllocationConfiguration", "requests"): _ATOMIC,
     (_P + "ResourceClaimStatus", "reservedFor"): _keyed("uid"),
+    # drataints: taints and tolerations are atomic; a rule's conditions map by type.
+    (_P + "Device", "taints"): _ATOMIC,
+    (_P + "ExactDeviceRequest", "tolerations"): _ATOMIC,
+    (_P + "DeviceSubRequest", "tolerations"): _ATOMIC,
+    (_P + "DeviceRequestAllocationResult", "tolerations"): _ATOMIC,
+    (_P + "DeviceTaintRuleStatus", "conditions"): _BY_TYPE,
     # core/v1 Service, ServiceAccount; discovery.k8s.io/v1 EndpointSlice
     (_P + "ServiceSpec", "ports"): _keyed("port", "protocol"),
     (_P + "Endpoints", "subsets"): _ATOMIC,

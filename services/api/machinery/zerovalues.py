@@ -154,6 +154,18 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "deviceClassName": "",
         "name": "",
     },
+    "kubera.v1.DeviceTaint": {
+        "effect": "",
+        "key": "",
+    },
+    "kubera.v1.DeviceTaintRule": {
+        "metadata": {},
+        "spec": {},
+        "status": {},
+    },
+    "kubera.v1.DeviceTaintRuleSpec": {
+        "taint": {},
+    },
     "kubera.v1.Endpoint": {
         "addresses": [],
         "conditions": {},
@@ -559,6 +571,7 @@ STRUCT_WRITTEN: dict[str, frozenset[str]] = {
     "kubera.v1.DeploymentCondition": frozenset({"lastTransitionTime", "lastUpdateTime"}),
     "kubera.v1.DeploymentSpec": frozenset({"strategy"}),
     "kubera.v1.DeviceClass": frozenset({"metadata"}),
+    "kubera.v1.DeviceTaintRule": frozenset({"metadata", "status"}),
     "kubera.v1.Endpoint": frozenset({"conditions"}),
     "kubera.v1.EndpointSlice": frozenset({"metadata"}),
     "kubera.v1.Endpoints": frozenset({"metadata"}),

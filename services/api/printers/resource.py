@@ -3,7 +3,8 @@ and for PodGroup (scheduling.x-k8s.io/v1alpha1).
 
 The resource.k8s.io columns are upstream's (pkg/printers/internalversion/printers.go):
 DeviceClass and ResourceClaimTemplate NAME AGE; ResourceSlice NAME NODE DRIVER POOL AGE;
-ResourceClaim NAME STATE AGE, where STATE is upstream's resourceClaimState. PodGroup is a
+ResourceClaim NAME STATE AGE, where STATE is upstream's resourceClaimState. DeviceTaintRule
+has no printer upstream, so the apiserver's default table answers: NAME CREATED AT. PodGroup is a
 custom resource upstream, printed from its CRD's additionalPrinterColumns (kubernetes-sigs/
 scheduler-plugins config/crd/bases/scheduling.x-k8s.io_podgroups.yaml): PHASE MINMEMBER
 RUNNING SUCCEEDED FAILED AGE. A CRD column whose JSON path finds nothing prints <none>,
@@ -58,6 +59,11 @@ def _resource_claim_row(claim: Message, now: float, wide: bool) -> list[str]:
     return [x.metadata.name, resource_claim_state(claim), age(x.metadata.creation_timestamp, now)]
 
 
+def _created_at_row(obj: Message, now: float, wide: bool) -> list[str]:
+    x: Any = obj
+    return [x.metadata.name, x.metadata.creation_timestamp]
+
+
 def _crd_int(value: int) -> str:
     return str(value) if value else NONE
 
@@ -81,6 +87,19 @@ _NAME_AGE = Columns((NAME, AGE), _name_age_row)
 RESOURCE_COLUMNS: dict[str, Columns] = {
     "DeviceClass": _NAME_AGE,
     "ResourceClaimTemplate": _NAME_AGE,
+    # drataints: the default table (no printer upstream).
+    "DeviceTaintRule": Columns(
+        (
+            NAME,
+            Column(
+                "Created At",
+                "date",
+                "CreationTimestamp is a timestamp representing the server time when this "
+                "object was created.",
+            ),
+        ),
+        _created_at_row,
+    ),
     "ResourceSlice": Columns(
         (
             NAME,

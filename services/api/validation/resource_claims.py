@@ -59,6 +59,7 @@ from services.api.validation.resource import (
     validate_pool_name,
     validate_selectors,
 )
+from services.api.validation.resource_taints import validate_device_tolerations
 
 # ----------------------------------------------------------------------------- ResourceClaim
 
@@ -123,6 +124,7 @@ def _validate_device_class_ref(path: str, name: str) -> Errors:
 def _validate_exact(path: str, req: resource_pb2.ExactDeviceRequest) -> Errors:
     errs = _validate_device_class_ref(child(path, "deviceClassName"), req.device_class_name)
     errs += validate_selectors(child(path, "selectors"), req.selectors)
+    errs += validate_device_tolerations(child(path, "tolerations"), req.tolerations)
     return errs + _validate_allocation_mode(path, req.allocation_mode, req.count)
 
 
@@ -130,6 +132,7 @@ def _validate_subrequest(path: str, sub: resource_pb2.DeviceSubRequest) -> Error
     errs = dns_label(child(path, "name"), sub.name)
     errs += _validate_device_class_ref(child(path, "deviceClassName"), sub.device_class_name)
     errs += validate_selectors(child(path, "selectors"), sub.selectors)
+    errs += validate_device_tolerations(child(path, "tolerations"), sub.tolerations)
     return errs + _validate_allocation_mode(path, sub.allocation_mode, sub.count)
 
 
@@ -209,6 +212,7 @@ def _validate_result(
     errs = _validate_request_ref(child(path, "request"), r.request, names_)
     errs += validate_driver_name(child(path, "driver"), r.driver)
     errs += validate_pool_name(child(path, "pool"), r.pool)
+    errs += validate_device_tolerations(child(path, "tolerations"), r.tolerations)
     return errs + dns_label(child(path, "device"), r.device)
 
 

@@ -49,6 +49,11 @@ from services.api.validation.resource_claims import (
     validate_resource_claim_template_update,
     validate_resource_claim_update,
 )
+from services.api.validation.resource_taints import (
+    validate_device_taint_rule,
+    validate_device_taint_rule_update,
+    validate_slice_taints,
+)
 from services.api.validation.scheduling import (
     validate_scheduling_workload,
     validate_scheduling_workload_update,
@@ -126,12 +131,18 @@ _RULES: dict[str, Rules] = {
     "Lease": Rules(validate_lease),
     "Event": Rules(validate_event),
     "DeviceClass": Rules(validate_device_class),
-    "ResourceSlice": Rules(validate_resource_slice, validate_resource_slice_update),
+    "ResourceSlice": Rules(
+        lambda rs: validate_resource_slice(rs) + validate_slice_taints(rs),
+        validate_resource_slice_update,
+    ),
     "ResourceClaim": Rules(
         validate_resource_claim, validate_resource_claim_update, update_checks_all=True
     ),
     "ResourceClaimTemplate": Rules(
         validate_resource_claim_template, validate_resource_claim_template_update
+    ),
+    "DeviceTaintRule": Rules(
+        validate_device_taint_rule, validate_device_taint_rule_update, update_checks_all=True
     ),
     "PodGroup": Rules(validate_pod_group),
     "ResourceQuota": Rules(validate_resource_quota),

@@ -433,9 +433,10 @@ def _nest(path: tuple[Step, ...], leaf: list[Any]) -> dict[str, Any]:
 KUBECTL_API_VERSION = {"resource.k8s.io/v1": "resource.k8s.io/v1beta1"}
 
 #: Kinds kubectl 1.32 has no Go type for (it refuses to patch them offline): 1.35's
-#: scheduling.k8s.io/v1alpha1 Workload. Their lists are checked below against the tags of
-#: upstream's types.go.
-KUBECTL_UNKNOWN = frozenset({"Workload"})
+#: scheduling.k8s.io/v1alpha1 Workload, and DeviceTaintRule (v1alpha3 from 1.33). Their
+#: lists are checked against the tags of upstream's types.go (below, and in
+#: test_strategicpatch_listtypes.py).
+KUBECTL_UNKNOWN = frozenset({"Workload", "DeviceTaintRule"})
 
 # kubectl never prints metadata.managedFields (--show-managed-fields defaults to false).
 LIST_FIELDS = [

@@ -54,6 +54,7 @@ from services.api.dra.allocator import (
     FailedOnNode,
     Unfit,
 )
+from services.api.dra.taints import TaintRules
 from services.api.helpers.nodeaffinity import NodeSelector, NodeSelectorError
 from services.api.helpers.podgroups import pod_group_full_name
 from services.api.machinery.duration import parse_duration
@@ -180,6 +181,7 @@ class DynamicResources:
         claims: Any,
         slices: Any,
         classes: Any,
+        rules: Any = None,
         client: Any = None,
         handle: Any = None,
         allocator_factory: AllocatorFactory = Allocator,
@@ -195,6 +197,8 @@ class DynamicResources:
         self.args = args
         self._slices = lister(slices)
         self._classes = lister(classes)
+        #: drataints: the DeviceTaintRules, whose taints the allocator adds to the devices.
+        self._rules = lister(rules) if rules is not None else None
         self._client = client
         self._handle = handle
         self._allocator_factory = allocator_factory
@@ -343,6 +347,7 @@ class DynamicResources:
         if s.to_allocate:
             slices = list(self._slices().values())
             self.device_cache.prune(slices)
+            rules = TaintRules(self._rules().values()) if self._rules is not None else None
             s.allocator = self._allocator_factory(
                 claims=list(s.to_allocate),
                 allocated=self.tracker.allocated_devices(),
@@ -350,6 +355,7 @@ class DynamicResources:
                 slices=slices,
                 admin_namespaces=self._admin_namespaces(pod.metadata.namespace),
                 cache=self.device_cache,
+                **({"taint_rules": rules} if rules else {}),
             )
         result = PreFilterResult(allowed) if allowed is not None else None
         return result, Status.success()
@@ -632,6 +638,8 @@ class DynamicResources:
             ),
             ClusterEventWithHint(ClusterEvent("DeviceClass", ActionType.ADD | ActionType.UPDATE)),
             ClusterEventWithHint(ClusterEvent("ResourceSlice", ActionType.ADD | ActionType.UPDATE)),
+            # drataints: a rule removed or changed may untaint a device.
+            ClusterEventWithHint(ClusterEvent("DeviceTaintRule", ActionType.ALL)),
         ]
 
     def _claims_or_none(self, pod: core_pb2.Pod) -> list[resource_pb2.ResourceClaim] | None:
@@ -671,6 +679,7 @@ def new(args: Args | None, handle: Any) -> DynamicResources:
     claims = informer("ResourceClaim")
     slices = informer("ResourceSlice")
     classes = informer("DeviceClass")
+    rules = informer("DeviceTaintRule")
 
     def announce(old: Any, new: Any) -> None:
         # The claim informer's handlers: the scheduler's turns it into the queue's
@@ -684,6 +693,7 @@ def new(args: Args | None, handle: Any) -> DynamicResources:
         claims=claims,
         slices=slices,
         classes=classes,
+        rules=rules,
         client=getattr(handle, "client", None),
         handle=handle,
         on_restore=announce,

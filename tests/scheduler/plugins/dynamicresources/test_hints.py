@@ -91,4 +91,7 @@ def test_registers_upstreams_events() -> None:
         ("Pod", int(A.UPDATE_POD_GENERATED_RESOURCE_CLAIM)),
         ("DeviceClass", int(A.ADD | A.UPDATE)),
         ("ResourceSlice", int(A.ADD | A.UPDATE)),
+        # Upstream's slice tracker reports a rule's change as updates of the slices it
+        # taints; kubera's plugin registers the DeviceTaintRule events themselves.
+        ("DeviceTaintRule", int(A.ALL)),
     }
