@@ -61,6 +61,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from protos.kubera.v1 import core_pb2, resource_pb2
+from services.api import features
+from services.api.dra import counters
 from services.api.dra.cel import CELCompileError, CELRuntimeError, Selector, compile_selector
 from services.api.dra.pools import DeviceCache, DeviceID, Pool, PoolDevice, SliceIndex
 from services.api.helpers.nodeaffinity import OBJECT_NAME_FIELD
@@ -244,7 +246,13 @@ class Allocator:
     slices: Sequence[resource_pb2.ResourceSlice]
     admin_namespaces: frozenset[str] = frozenset()
     cache: DeviceCache | None = None
+    #: feature gates (services/api/features.py); None: upstream's defaults
+    gates: features.FeatureGates | None = None
     _index: SliceIndex | None = field(default=None, init=False, repr=False)
+    #: per pool, its counters less what the devices in use consume (counters.py)
+    _counters: dict[tuple[str, str], counters.Amounts] = field(
+        default_factory=dict, init=False, repr=False
+    )
     _specs: list[list[list[_Spec]]] | None = field(default=None, init=False, repr=False)
     #: Device placements tried by all allocate() calls so far (the search's work).
     steps: int = field(default=0, init=False)
@@ -257,7 +265,10 @@ class Allocator:
             self._index = cache.index(self.slices)
         if self._specs is None:
             self._specs = [_specs(c, self.classes, self.admin_namespaces) for c in self.claims]
-        search = _Search(self, self._specs, self._index.pools(node))
+        partitionable = features.enabled(self.gates, features.DRA_PARTITIONABLE_DEVICES)
+        search = _Search(
+            self, self._specs, self._index.pools(node, partitionable=partitionable)
+        )
         try:
             return search.run()
         finally:
@@ -286,6 +297,15 @@ class _Search:
         self.chosen: list[list[int]] = [[0] * len(p) for p in self.plans]
         self.frontier = (0, 0)  # the furthest (claim, request) the search reached
         self.steps = 0  # device placements tried (upstream NumAllocateOneInvocations)
+        self.partitionable = features.enabled(alloc.gates, features.DRA_PARTITIONABLE_DEVICES)
+        by_key = {p.key: p for p in pools}
+        self.counters = counters.Counters(
+            alloc._counters,
+            lambda key: counters.left_over(
+                by_key[key].counter_sets,
+                ((d.device, d.id in alloc.allocated) for d in by_key[key].all_devices()),
+            ),
+        )
 
     # --------------------------------------------------------------- preparation
 
@@ -408,9 +428,13 @@ class _Search:
                 return False
         elif holders or d.id in self.alloc.allocated:
             return False
+        if d.consumes and not self._take_counters(d):
+            return False
         added: list[_MatchAttribute] = []
         for con in self.constraints[c]:
             if not con.add(req, d):
+                if d.consumes:
+                    self.counters.give_back((d.id.driver, d.id.pool), d.consumes)
                 if must:
                     raise AllocationError(
                         f"{req.describe()}: cannot add device {d.id} because a claim "
@@ -424,7 +448,14 @@ class _Search:
         self.results[c].append((d, req))
         return True
 
+    def _take_counters(self, d: PoolDevice) -> bool:
+        """A device that consumes counters: only with partitionable devices on, and only
+        while its pool's counters cover it and every device taken so far."""
+        return self.partitionable and self.counters.take((d.id.driver, d.id.pool), d.consumes)
+
     def _give_back(self, c: int, req: _Request, d: PoolDevice) -> None:
+        if d.consumes:
+            self.counters.give_back((d.id.driver, d.id.pool), d.consumes)
         for con in self.constraints[c]:
             con.remove(req)
         self.allocating[d.id].discard(c)
@@ -471,14 +502,16 @@ class _Search:
         term = core_pb2.NodeSelectorTerm()
         for d, _ in self.results[c]:
             s = d.slice
-            if s.node_name:
+            # With perDeviceNodeSelection the device says where it is, else its slice.
+            where = d.device if s.per_device else s.msg.spec
+            if where.HasField("node_name") and where.node_name:
                 # One node-local device ties the whole allocation to that node.
                 local = core_pb2.NodeSelectorTerm()
-                local.match_fields.add(key=OBJECT_NAME_FIELD, operator="In", values=[s.node_name])
+                local.match_fields.add(key=OBJECT_NAME_FIELD, operator="In", values=[where.node_name])
                 return core_pb2.NodeSelector(node_selector_terms=[local])
-            if s.node_selector is None:
+            if not where.HasField("node_selector"):
                 continue
-            terms = s.msg.spec.node_selector.node_selector_terms
+            terms = where.node_selector.node_selector_terms
             if len(terms) > 1:
                 raise AllocationError(
                     f"claim {self.results[c][0][1].claim}: unsupported ResourceSlice "
@@ -524,6 +557,11 @@ class _Search:
             return (
                 f"{label}needs {req.count} device(s) {kind}, {free} of {len(matching)} "
                 "matching are free"
+            )
+        if any(d.consumes for d in matching):
+            return (
+                f"{label}{len(matching)} matching devices {kind}, but their pools' shared "
+                f"counters do not cover {req.count} of them with the devices in use"
             )
         if self.constraints[c]:
             attrs = ", ".join(sorted({m.attribute for m in self.constraints[c]}))

@@ -39,6 +39,7 @@ CLAIM0, CLAIM1 = "claim-0", "claim-1"
 SLICE1, SLICE2 = "slice-1", "slice-2"
 DEV0, DEV1, DEV2, DEV3 = "device-0", "device-1", "device-2", "device-3"
 ALL_NODES = "<all nodes>"
+PER_DEVICE = "<per device>"  # dracounters: perDeviceNodeSelection
 
 INT_ATTR = f"{DRIVER_A}/numa"
 VERSION_ATTR = f"{DRIVER_A}/driverVersion"
@@ -75,11 +76,13 @@ def slc(
     count: int = 1,
     generation: int = 1,
 ) -> resource_pb2.ResourceSlice:
-    """A slice for node `where`, ALL_NODES, or a nodeSelector dict."""
+    """A slice for node `where`, ALL_NODES, PER_DEVICE or a nodeSelector dict."""
     spec: Json = {}
     node_name = None
     if where == ALL_NODES:
         spec["allNodes"] = True
+    elif where == PER_DEVICE:
+        spec["perDeviceNodeSelection"] = True
     elif isinstance(where, dict):
         spec["nodeSelector"] = where
     else:
@@ -211,6 +214,8 @@ class Case:
     # At most this many device placements tried (upstream expectNumAllocateOneInvocations
     # counts its own search, which tries every order; kubera's bound is upstream's).
     max_steps: int | None = None
+    # dracounters: feature-gate overrides (services/api/features.py) for the row.
+    gates: dict[str, bool] | None = None
 
 
 CA, CB = cls(CLASS_A, DRIVER_A), cls(CLASS_B, DRIVER_B)
@@ -233,6 +238,7 @@ def allocator(case: Case, cache: DeviceCache | None = None) -> Allocator:
         case.slices,
         admin_namespaces=case.admin_namespaces,
         cache=cache,
+        gates=case.gates,
     )
 
 
@@ -261,3 +267,53 @@ def check(case: Case) -> None:
         return
     assert not isinstance(got, Unfit), got
     assert [json_format.MessageToDict(r) for r in got] == case.results
+
+
+# ----------------------------------------------------------------------------- dracounters
+# Partitionable devices: upstream's sliceWithCounterSets, counterSet and
+# device(...).withDeviceCounterConsumption(...).withNodeSelection(...).
+
+SET1, SET2 = "counter-set-1", "counter-set-2"
+SLICE3, SLICE4 = "slice-3", "slice-4"
+
+
+def counter_slice(
+    name: str, where: str | Json, pool: str, driver: str, count: int, **sets: dict[str, str]
+) -> resource_pb2.ResourceSlice:
+    """A slice with sharedCounters and no devices: counter set name -> counter -> value
+    (keywords spell set names with "_" for "-")."""
+    s = slc(name, where, pool, driver, count=count)
+    shared = [
+        {"name": k.replace("_", "-"), "counters": {n: {"value": v} for n, v in c.items()}}
+        for k, c in sets.items()
+    ]
+    json_format.ParseDict({"spec": {"sharedCounters": shared}}, s)
+    return s
+
+
+def pdev(
+    name: str,
+    consumes: dict[str, dict[str, str]] | None = None,
+    *,
+    from_counters: bool = False,
+    on: str | Json | None = None,
+    **attributes: Any,
+) -> Json:
+    """A device consuming `consumes` (counter set -> counter -> value); `from_counters`:
+    its capacity is what it consumes (upstream fromCounters); `on`: per-device node
+    selection (a node name, ALL_NODES or a nodeSelector dict)."""
+    d = slice_device(name, **attributes)
+    if consumes:
+        d["consumesCounters"] = [
+            {"counterSet": cs, "counters": {n: {"value": v} for n, v in c.items()}}
+            for cs, c in consumes.items()
+        ]
+        if from_counters:
+            d["capacity"] = {n: {"value": v} for c in consumes.values() for n, v in c.items()}
+    if on == ALL_NODES:
+        d["allNodes"] = True
+    elif isinstance(on, dict):
+        d["nodeSelector"] = on
+    elif on is not None:
+        d["nodeName"] = on
+    return d
