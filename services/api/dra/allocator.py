@@ -266,9 +266,7 @@ class Allocator:
         if self._specs is None:
             self._specs = [_specs(c, self.classes, self.admin_namespaces) for c in self.claims]
         partitionable = features.enabled(self.gates, features.DRA_PARTITIONABLE_DEVICES)
-        search = _Search(
-            self, self._specs, self._index.pools(node, partitionable=partitionable)
-        )
+        search = _Search(self, self._specs, self._index.pools(node, partitionable=partitionable))
         try:
             return search.run()
         finally:
@@ -507,7 +505,9 @@ class _Search:
             if where.HasField("node_name") and where.node_name:
                 # One node-local device ties the whole allocation to that node.
                 local = core_pb2.NodeSelectorTerm()
-                local.match_fields.add(key=OBJECT_NAME_FIELD, operator="In", values=[where.node_name])
+                local.match_fields.add(
+                    key=OBJECT_NAME_FIELD, operator="In", values=[where.node_name]
+                )
                 return core_pb2.NodeSelector(node_selector_terms=[local])
             if not where.HasField("node_selector"):
                 continue
