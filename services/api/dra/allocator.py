@@ -23,7 +23,8 @@ the claims' status.allocation. The rules, as upstream:
   all requests; "req" also covers its subrequests, "req/sub" only that one) has the
   attribute with one value; a device without it cannot serve them.
 * A device serves at most one non-admin request among all claims being allocated, never
-  one in `allocated`. A claim gets at most 32 devices (AllocationResultsMaxSize).
+  one in `allocated` (unless it allows multiple allocations: see below). A claim gets at
+  most 32 devices (AllocationResultsMaxSize).
 * Search. Claims in order, requests in order, devices in listing order (pools by first
   appearance, slices, devices): depth-first, a choice that leaves a later device, request
   or claim unsatisfiable is undone and the next candidate tried. The first full solution
@@ -39,10 +40,14 @@ the claims' status.allocation. The rules, as upstream:
   metadata.name In [node]; otherwise the single terms of nodeSelector slices merged;
   allNodes only: none.
 
+* Partitionable devices (counters.py, DRAPartitionableDevices): a device consuming its
+  pool's shared counters is taken only while they cover it. Consumable capacity
+  (capacity.py, DRAConsumableCapacity): a device that allows multiple allocations serves
+  any number of requests (a share each: shareID, consumedCapacity) while its capacity
+  lasts; distinctAttribute: the devices of the named requests differ in the attribute.
+
 Differences from upstream: Unfit names the claim and the request the search could not get
-past (upstream only says "cannot allocate all claims"); device taints, partitionable
-devices and consumable capacity are not modelled (they are alpha/beta fields the protos
-leave out).
+past (upstream only says "cannot allocate all claims"); device taints are not modelled.
 
 Speed: an Allocator indexes the slices by node on first use and caches which devices each
 request can select, so one Allocator per pod serves every node of a Filter pass. A
@@ -56,13 +61,15 @@ cache, ~0.3 ms to set up an Allocator over 5,000 unchanged slices, ~5 ms when on
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import NamedTuple
 
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api import features
-from services.api.dra import counters
+from services.api.dra import capacity, counters
 from services.api.dra.cel import CELCompileError, CELRuntimeError, Selector, compile_selector
 from services.api.dra.pools import DeviceCache, DeviceID, Pool, PoolDevice, SliceIndex
 from services.api.helpers.nodeaffinity import OBJECT_NAME_FIELD
@@ -128,6 +135,7 @@ class _Spec(NamedTuple):
     all_mode: bool
     admin: bool
     key: tuple[str, ...]  # every selector's expression, the class's first: verdicts' key
+    capacity: capacity.Amounts | None = None  # dracounters: capacity.requests
 
 
 class _Request:
@@ -147,6 +155,7 @@ class _Request:
         "key",
         "all_devices",
         "candidates",
+        "capacity",
     )
 
     def __init__(self, spec: _Spec) -> None:
@@ -154,6 +163,7 @@ class _Request:
         self.name = f"{spec.base}/{spec.sub}" if spec.sub else spec.base
         self.class_selectors, self.selectors = spec.class_selectors, spec.selectors
         self.count, self.admin, self.key = spec.exact, spec.admin, spec.key
+        self.capacity = spec.capacity
         self.all_devices: list[PoolDevice] | None = None  # allocationMode All: exactly these
         self.candidates: list[PoolDevice] | None = None  # selectable, computed on first need
 
@@ -202,6 +212,34 @@ class _MatchAttribute:
             self.n -= 1
 
 
+class _DistinctAttribute(_MatchAttribute):
+    """One distinctAttribute constraint (consumable capacity): every device allocated for
+    the named requests has the attribute, each with another value. `seen` holds the
+    values in pick order (devices are given back in reverse order)."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self, requests: Sequence[str], attribute: str) -> None:
+        super().__init__(requests, attribute)
+        self.seen: list[tuple[str, object]] = []
+
+    def add(self, r: _Request, d: PoolDevice) -> bool:
+        if not self.applies(r):
+            return True
+        value = _attribute(d, self.attribute)
+        if value is None or value[0] == "" or value in self.seen:
+            return False
+        self.seen.append(value)
+        return True
+
+    def remove(self, r: _Request) -> None:
+        if self.applies(r):
+            self.seen.pop()
+
+
+_Constraint = _MatchAttribute  # a matchAttribute or (subclass) distinctAttribute constraint
+
+
 def _attribute(d: PoolDevice, name: str) -> tuple[str, object] | None:
     """The device's value of a fully qualified attribute ("domain/name"; an attribute
     written without domain in the slice belongs to the driver's domain), as (kind, value);
@@ -248,6 +286,11 @@ class Allocator:
     cache: DeviceCache | None = None
     #: feature gates (services/api/features.py); None: upstream's defaults
     gates: features.FeatureGates | None = None
+    #: consumable capacity: per device with shares in use (devices that allow multiple
+    #: allocations), what those shares consume together (upstream AggregatedCapacity)
+    consumed: Mapping[DeviceID, Mapping[str, Decimal]] = field(default_factory=dict)
+    #: a new share's shareID (a random UID; tests give a fixed one)
+    share_id: Callable[[], str] = field(default=lambda: str(uuid.uuid4()), repr=False)
     _index: SliceIndex | None = field(default=None, init=False, repr=False)
     #: per pool, its counters less what the devices in use consume (counters.py)
     _counters: dict[tuple[str, str], counters.Amounts] = field(
@@ -264,7 +307,10 @@ class Allocator:
             cache = self.cache if self.cache is not None else DeviceCache()
             self._index = cache.index(self.slices)
         if self._specs is None:
-            self._specs = [_specs(c, self.classes, self.admin_namespaces) for c in self.claims]
+            consumable = features.enabled(self.gates, features.DRA_CONSUMABLE_CAPACITY)
+            self._specs = [
+                _specs(c, self.classes, self.admin_namespaces, consumable) for c in self.claims
+            ]
         partitionable = features.enabled(self.gates, features.DRA_PARTITIONABLE_DEVICES)
         search = _Search(self, self._specs, self._index.pools(node, partitionable=partitionable))
         try:
@@ -284,9 +330,16 @@ class _Search:
         self.pools = pools
         self.usable = [p for p in pools if not p.incomplete and not p.invalid]
         self.claims = list(alloc.claims)
+        self.partitionable = features.enabled(alloc.gates, features.DRA_PARTITIONABLE_DEVICES)
+        self.consumable = features.enabled(alloc.gates, features.DRA_CONSUMABLE_CAPACITY)
+        # Consumable capacity: per device that allows multiple allocations, what the shares
+        # being allocated consume and how many there are; per result, its share's use
+        # (None: a dedicated device) and whether it took the device's counters.
+        self.sharing: dict[DeviceID, tuple[int, dict[str, Decimal]]] = {}
+        self.shares: list[list[tuple[capacity.Amounts | None, bool]]] = [[] for _ in self.claims]
         # plans[c][r]: the alternatives of request r of claim c (one unless firstAvailable)
         self.plans: list[list[list[_Request]]] = []
-        self.constraints: list[list[_MatchAttribute]] = []
+        self.constraints: list[list[_Constraint]] = []
         for claim, claim_specs in zip(self.claims, specs, strict=True):
             self.plans.append(self._plan(claim, claim_specs))
             self.constraints.append(self._constraints(claim))
@@ -295,13 +348,15 @@ class _Search:
         self.chosen: list[list[int]] = [[0] * len(p) for p in self.plans]
         self.frontier = (0, 0)  # the furthest (claim, request) the search reached
         self.steps = 0  # device placements tried (upstream NumAllocateOneInvocations)
-        self.partitionable = features.enabled(alloc.gates, features.DRA_PARTITIONABLE_DEVICES)
         by_key = {p.key: p for p in pools}
         self.counters = counters.Counters(
             alloc._counters,
             lambda key: counters.left_over(
                 by_key[key].counter_sets,
-                ((d.device, d.id in alloc.allocated) for d in by_key[key].all_devices()),
+                (
+                    (d.device, d.id in alloc.allocated or d.id in alloc.consumed)
+                    for d in by_key[key].all_devices()
+                ),
             ),
         )
 
@@ -333,19 +388,27 @@ class _Search:
                         f"{r.describe()}: asks for all devices, but resource pool {pool} is "
                         f"currently invalid ({pool.invalid})"
                     )
-            r.all_devices = [d for p in self.pools for d in p.devices() if _selectable(r, d)]
+            r.all_devices = [
+                d
+                for p in self.pools
+                for d in p.devices()
+                if _selectable(r, d) and self._capacity_fits(r, d) is not None
+            ]
             r.count = len(r.all_devices)
         return r
 
-    def _constraints(self, claim: resource_pb2.ResourceClaim) -> list[_MatchAttribute]:
-        out = []
+    def _constraints(self, claim: resource_pb2.ResourceClaim) -> list[_Constraint]:
+        out: list[_Constraint] = []
         for i, c in enumerate(claim.spec.devices.constraints):
-            if not c.HasField("match_attribute"):
+            if c.HasField("match_attribute"):
+                out.append(_MatchAttribute(c.requests, c.match_attribute))
+            elif c.HasField("distinct_attribute") and self.consumable:
+                out.append(_DistinctAttribute(c.requests, c.distinct_attribute))
+            else:
                 raise AllocationError(
                     f"claim {_key(claim)}, constraint #{i}: empty constraint "
                     "(unsupported constraint type?)"
                 )
-            out.append(_MatchAttribute(c.requests, c.match_attribute))
         return out
 
     def candidates(self, r: _Request) -> list[PoolDevice]:
@@ -420,18 +483,26 @@ class _Search:
         return _FAIL
 
     def _take(self, c: int, req: _Request, d: PoolDevice, *, must: bool) -> bool:
+        multi = self.consumable and d.device.allow_multiple_allocations
         holders = self.allocating.get(d.id)
         if req.admin:
-            if holders and c in holders:
+            if not multi and holders and c in holders:
                 return False
         elif holders or d.id in self.alloc.allocated:
             return False
-        if d.consumes and not self._take_counters(d):
+        use = self._capacity_fits(req, d)
+        if use is None:
             return False
-        added: list[_MatchAttribute] = []
+        # A shared device's counters are consumed by its first share only.
+        counted = bool(d.consumes) and not (
+            multi and (d.id in self.alloc.consumed or d.id in self.sharing)
+        )
+        if counted and not self._take_counters(d):
+            return False
+        added: list[_Constraint] = []
         for con in self.constraints[c]:
             if not con.add(req, d):
-                if d.consumes:
+                if counted:
                     self.counters.give_back((d.id.driver, d.id.pool), d.consumes)
                 if must:
                     raise AllocationError(
@@ -442,9 +513,25 @@ class _Search:
                     done.remove(req)
                 return False
             added.append(con)
-        self.allocating.setdefault(d.id, set()).add(c)
+        if multi:
+            n, total = self.sharing.get(d.id, (0, {}))
+            capacity.add(total, use)
+            self.sharing[d.id] = (n + 1, total)
+        else:
+            self.allocating.setdefault(d.id, set()).add(c)
         self.results[c].append((d, req))
+        self.shares[c].append((use if multi else None, counted))
         return True
+
+    def _capacity_fits(self, req: _Request, d: PoolDevice) -> capacity.Amounts | None:
+        """What `req` consumes of the device's capacities beside the shares in use and
+        those being allocated (capacity.py); None when it does not fit."""
+        if not self.consumable:
+            return {}
+        sharing = self.sharing.get(d.id)
+        return capacity.fitting(
+            req.capacity, d.device, self.alloc.consumed.get(d.id), sharing[1] if sharing else None
+        )
 
     def _take_counters(self, d: PoolDevice) -> bool:
         """A device that consumes counters: only with partitionable devices on, and only
@@ -452,11 +539,20 @@ class _Search:
         return self.partitionable and self.counters.take((d.id.driver, d.id.pool), d.consumes)
 
     def _give_back(self, c: int, req: _Request, d: PoolDevice) -> None:
-        if d.consumes:
+        use, counted = self.shares[c].pop()
+        if counted:
             self.counters.give_back((d.id.driver, d.id.pool), d.consumes)
         for con in self.constraints[c]:
             con.remove(req)
-        self.allocating[d.id].discard(c)
+        if use is None:
+            self.allocating[d.id].discard(c)
+        else:
+            n, total = self.sharing[d.id]
+            capacity.add(total, use, -1)
+            if n == 1:
+                del self.sharing[d.id]
+            else:
+                self.sharing[d.id] = (n - 1, total)
         self.results[c].pop()
 
     # --------------------------------------------------------------- answers
@@ -464,12 +560,18 @@ class _Search:
     def _result(self, c: int) -> resource_pb2.AllocationResult:
         claim = self.claims[c]
         out = resource_pb2.AllocationResult()
-        for d, req in self.results[c]:
+        for (d, req), (use, _) in zip(self.results[c], self.shares[c], strict=True):
             res = out.devices.results.add(
                 request=req.name, driver=d.id.driver, pool=d.id.pool, device=d.id.device
             )
             if req.admin:
                 res.admin_access = True
+            if use is not None:
+                res.share_id = self.alloc.share_id()
+                for name, value in use.items():
+                    res.consumed_capacity[name] = capacity.text(
+                        value, d.device.capacity[name].value
+                    )
         chosen = [alts[self.chosen[c][r]] for r, alts in enumerate(self.plans[c])]
         by_class: dict[str, list[resource_pb2.DeviceAllocationConfiguration]] = {}
         for req in chosen:
@@ -580,11 +682,14 @@ def _specs(
     claim: resource_pb2.ResourceClaim,
     classes: Mapping[str, resource_pb2.DeviceClass],
     admin_namespaces: frozenset[str],
+    consumable: bool = True,
 ) -> list[list[_Spec]]:
     """Per request of the claim its alternatives (one unless firstAvailable), checked:
     the class exists, selectors compile, the mode is known, admin access is allowed."""
     out: list[list[_Spec]] = []
     for req in claim.spec.devices.requests:
+        if not consumable and (why := capacity.gated(req)):
+            raise AllocationError(f"claim {claim.metadata.name}, {why}")
         if req.first_available:
             out.append(
                 [
@@ -641,6 +746,7 @@ def _spec(
         all_mode=mode == ALL,
         admin=admin,
         key=tuple(x.expression for x in (*class_selectors, *selectors)),
+        capacity=capacity.requests(spec),
     )
 
 

@@ -44,6 +44,7 @@ from services.api.machinery.errors import (
     required,
     too_long,
 )
+from services.api.validation import resource_counters
 from services.api.validation.common import (
     FIELD_IMMUTABLE,
     IS_NOT_POSITIVE,
@@ -55,7 +56,6 @@ from services.api.validation.common import (
     name_errors,
     show,
 )
-from services.api.validation import resource_counters
 from services.api.validation.pod_scheduling import validate_node_selector
 
 # ----------------------------------------------------------------------------- limits

@@ -10,6 +10,7 @@ AllocationError's message (kubera's wording: `claim <ns>/<name>, request "<name>
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -216,6 +217,8 @@ class Case:
     max_steps: int | None = None
     # dracounters: feature-gate overrides (services/api/features.py) for the row.
     gates: dict[str, bool] | None = None
+    # dracounters: devices with shares in use and what they consume (consumable capacity).
+    consumed: dict[DeviceID, dict[str, Decimal]] = field(default_factory=dict)
 
 
 CA, CB = cls(CLASS_A, DRIVER_A), cls(CLASS_B, DRIVER_B)
@@ -239,6 +242,8 @@ def allocator(case: Case, cache: DeviceCache | None = None) -> Allocator:
         admin_namespaces=case.admin_namespaces,
         cache=cache,
         gates=case.gates,
+        consumed=case.consumed,
+        share_id=lambda: SHARE_ID,
     )
 
 
@@ -316,4 +321,67 @@ def pdev(
         d["nodeSelector"] = on
     elif on is not None:
         d["nodeName"] = on
+    return d
+
+
+# Consumable capacity: upstream's withAllowMultipleAllocations,
+# withCapacityRequestPolicyRange / ValidValues, withCapacityRequest and withConsumedCapacity.
+
+#: upstream fixedShareID: every share's ID in the rows.
+SHARE_ID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+CAP0, CAP1 = "capacity-0", "capacity-1"
+REQ3 = "req-3"
+
+
+def shared(d: Json) -> Json:
+    """The device allows multiple allocations."""
+    return {**d, "allowMultipleAllocations": True}
+
+
+def caps(d: Json, **values: str | Json) -> Json:
+    """Set capacities (keywords spell "capacity-0" as capacity_0): a value, or a dict
+    with "value" and "requestPolicy"."""
+    out = dict(d.get("capacity", {}))
+    for k, v in values.items():
+        out[k.replace("_", "-")] = v if isinstance(v, dict) else {"value": v}
+    return {**d, "capacity": out}
+
+
+def ranged(value: str) -> Json:
+    """upstream withCapacityRequestPolicyRange: default 2, min 2, step 2, max 4."""
+    return {
+        "value": value,
+        "requestPolicy": {"default": "2", "validRange": {"min": "2", "step": "2", "max": "4"}},
+    }
+
+
+def valued(value: str, default: str, *more: str) -> Json:
+    """upstream withCapacityRequestPolicyValidValues: validValues = [default, *more]."""
+    return {"value": value, "requestPolicy": {"default": default, "validValues": [default, *more]}}
+
+
+def asking(request: Json, q: str, name: str = CAP0) -> Json:
+    """A request (or subrequest) asking for `q` of capacity `name`."""
+    out = dict(request)
+    target = out if "exactly" not in out else dict(out["exactly"])
+    target["capacity"] = {"requests": {name: q}}
+    if "exactly" in out:
+        out["exactly"] = target
+    return out
+
+
+def multi_class(name: str, driver: str, multi: bool) -> resource_pb2.DeviceClass:
+    """upstream classWithAllowMultipleAllocations."""
+    return device_class(
+        name,
+        f'device.driver == "{driver}" && device.allowMultipleAllocations == {str(multi).lower()}',
+    )
+
+
+def share(request: str, driver: str, pool: str, name: str, **consumed: str) -> Json:
+    """A result for a share of a device (keywords: consumed capacity, "_" for "-")."""
+    d = dev(request, driver, pool, name)
+    d["shareID"] = SHARE_ID
+    if consumed:
+        d["consumedCapacity"] = {k.replace("_", "-"): v for k, v in consumed.items()}
     return d
