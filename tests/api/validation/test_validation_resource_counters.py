@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 
-from tests.api.validation.test_validation_resource import LABEL, ONE_NODE, Doc, errors, slice_with
+from tests.api.validation.test_validation_resource import (
+    C_IDENT,
+    LABEL,
+    ONE_NODE,
+    Doc,
+    errors,
+    slice_with,
+)
+from tests.api.validation.test_validation_resource_claim import claim, exact, first, sub
 
 PER_DEVICE = (
     "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when "
@@ -225,3 +233,44 @@ CASES: list[tuple[str, Doc, list[str]]] = [
 )
 def test_resource_slice_counter_rules(doc: Doc, want: list[str]) -> None:
     assert errors("ResourceSlice", doc) == want
+
+
+# ResourceClaim: distinctAttribute constraints and capacity requests (consumable capacity).
+CLAIM_CASES: list[tuple[str, Doc, list[str]]] = [
+    (
+        "good-distinct-attribute",
+        claim(exact(), constraints=[{"distinctAttribute": "dra.example.com/numa"}]),
+        [],
+    ),
+    (
+        "bad-distinct-attribute",
+        claim(exact(), constraints=[{"distinctAttribute": "numa"}]),
+        [
+            'spec.devices.constraints[0].distinctAttribute: Invalid value: "numa": must '
+            "include a domain"
+        ],
+    ),
+    (
+        "good-capacity-requests",
+        claim(
+            exact(capacity={"requests": {"dra.example.com/memory": "1Gi"}}),
+            first("req-1", sub(capacity={"requests": {"bandwidth": "10G"}})),
+        ),
+        [],
+    ),
+    (
+        "bad-capacity-request-name",
+        claim(exact(capacity={"requests": {"x.io/9gb": "1"}})),
+        [
+            'spec.devices.requests[0].exactly.capacity.requests[x.io/9gb]: Invalid value: '
+            f'"9gb": {C_IDENT}'
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("doc", "want"), [(d, w) for _, d, w in CLAIM_CASES], ids=[n for n, _, _ in CLAIM_CASES]
+)
+def test_resource_claim_capacity_rules(doc: Doc, want: list[str]) -> None:
+    assert errors("ResourceClaim", doc) == want
