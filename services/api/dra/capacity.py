@@ -77,7 +77,8 @@ def _rounded(requested: Decimal, policy: resource_pb2.CapacityRequestPolicy) -> 
     return requested
 
 
-def _violates(value: Decimal, policy: resource_pb2.CapacityRequestPolicy) -> bool:
+def violates(value: Decimal, policy: resource_pb2.CapacityRequestPolicy) -> bool:
+    """The amount is not one the policy allows (upstream violatesPolicy)."""
     if policy.HasField("default") and value == amount(policy.default):
         return False
     if policy.HasField("valid_range"):
@@ -93,6 +94,17 @@ def _violates(value: Decimal, policy: resource_pb2.CapacityRequestPolicy) -> boo
     return False
 
 
+def consumed(requested: Decimal | None, cap: resource_pb2.DeviceCapacity) -> Decimal:
+    """What a request consumes of one capacity (upstream calculateConsumedCapacity): the
+    requested amount rounded up by the policy, or the default, or the whole value."""
+    policy = cap.request_policy if cap.HasField("request_policy") else None
+    if requested is None:
+        if policy is not None and policy.HasField("default"):
+            return amount(policy.default)
+        return amount(cap.value)
+    return _rounded(requested, policy) if policy is not None else requested
+
+
 def consumption(asked: Amounts | None, device: resource_pb2.Device) -> Amounts | None:
     """What the request consumes of each of the device's capacities, or None when the
     request names a capacity the device lacks or an amount its policy refuses."""
@@ -100,17 +112,8 @@ def consumption(asked: Amounts | None, device: resource_pb2.Device) -> Amounts |
         return None
     out: Amounts = {}
     for name, cap in device.capacity.items():
-        policy = cap.request_policy if cap.HasField("request_policy") else None
-        want = asked.get(name) if asked else None
-        if want is None:
-            value = (
-                amount(policy.default)
-                if policy is not None and policy.HasField("default")
-                else amount(cap.value)
-            )
-        else:
-            value = _rounded(want, policy) if policy is not None else want
-        if policy is not None and _violates(value, policy):
+        value = consumed(asked.get(name) if asked else None, cap)
+        if cap.HasField("request_policy") and violates(value, cap.request_policy):
             return None
         out[name] = value
     return out
