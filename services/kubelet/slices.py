@@ -8,7 +8,7 @@ node (pool name = node name, generation 1, resourceSliceCount 1), devices
 `<namePrefix>-<i>` with the set's attributes plus the int attribute `index` = i. A set
 with sharedCounters (partitionable devices) publishes its counter sets in a second slice
 of the pool, `<node>-<driver>-counters` (resourceSliceCount 2), and its devices and
-their partitions consume them.
+their partitions consume them; a set with allowMultipleAllocations marks its devices so.
 
 Publishing is batched as node registration is (BatchCreate, 500 a call; a slice that
 exists, ours from before a restart, is written over). While the pool runs, an informer on
@@ -77,6 +77,8 @@ def _devices(devices: DeviceSet) -> list[dict[str, Any]]:
             "attributes": attributes,
             "capacity": {k: {"value": v} for k, v in devices.capacity.items()},
         }
+        if devices.allow_multiple_allocations:
+            item["allowMultipleAllocations"] = True
         items.append(item)
         if not devices.shared_counters:
             continue
@@ -90,6 +92,11 @@ def _devices(devices: DeviceSet) -> list[dict[str, Any]]:
                         "attributes": {**attributes, **part.attributes},
                         "capacity": {k: {"value": v} for k, v in part.consumes.items()},
                         "consumesCounters": _consumes(name, part.consumes),
+                        **(
+                            {"allowMultipleAllocations": True}
+                            if devices.allow_multiple_allocations
+                            else {}
+                        ),
                     }
                 )
     return items

@@ -31,6 +31,7 @@ A template is YAML:
             sharedCounters: {memory: 80Gi, slices: "7"}   # partitionable (MIG-style), below
             partitions: [{name: 1g, count: 7, consumes: {memory: 10Gi, slices: "1"},
                           attributes: {profile: 1g.10gb}}]
+            allowMultipleAllocations: false  # true: shared by requests while capacity lasts
         csiDrivers:                # hollow CSI drivers (csidriver.py; published by csinode.py)
           - name: disk.example.com
             topologyKeys: [topology.kubernetes.io/zone]
@@ -47,6 +48,11 @@ set's attributes, the entry's and `index` i). The scheduler then never allocates
 together with partitions that would exceed its counters. The counter sets are published
 in a second slice of the node's pool (upstream keeps devices and sharedCounters apart):
 at most 8 devices per set, 64 devices in all with their partitions.
+
+Consumable capacity (DRAConsumableCapacity): with `allowMultipleAllocations: true` every
+device of the set (a shared NIC, say) may be allocated to several requests at once, each
+consuming what it asks of the capacities (`capacity.requests`; the whole capacity when it
+asks nothing) while they last.
 
 `imagefs: 0` means images share the node filesystem (nodefs), Kubernetes' default layout.
 Every duration is simulated time (see services/clock.ScaledClock). Pod annotations
@@ -134,6 +140,8 @@ class DeviceSet:
     shared_counters: dict[str, str] = field(default_factory=dict)
     #: the partitions of each device (only with shared_counters)
     partitions: tuple[Partition, ...] = ()
+    #: consumable capacity: the devices may be shared by several requests
+    allow_multiple_allocations: bool = False
 
     def device_names(self) -> list[str]:
         return [f"{self.name_prefix}-{i}" for i in range(self.count)]
@@ -197,6 +205,7 @@ _DEVICE_FIELDS = (
     "capacity",
     "sharedCounters",
     "partitions",
+    "allowMultipleAllocations",
 )
 _PARTITION_FIELDS = ("name", "count", "consumes", "attributes")
 
@@ -303,7 +312,10 @@ def _device_set(doc: Mapping[str, Any], path: str) -> DeviceSet:
                 f"{path}: {total} devices with their partitions; at most "
                 f"{MAX_DEVICES_WITH_COUNTERS} when they consume counters"
             )
-    return DeviceSet(driver, count, prefix, attributes, capacity, shared, parts)
+    multi = doc.get("allowMultipleAllocations", False)
+    if not isinstance(multi, bool):
+        raise TemplateError(f"{path}.allowMultipleAllocations: {multi!r}: expected true or false")
+    return DeviceSet(driver, count, prefix, attributes, capacity, shared, parts, multi)
 
 
 def _device_sets(path: str, value: Any) -> list[DeviceSet]:

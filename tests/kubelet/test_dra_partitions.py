@@ -136,3 +136,31 @@ def test_partitions_share_their_device_counters_in_the_allocator() -> None:
         _allocate(exact_request("w", "gpu", WHOLE), exact_request("p", "gpu", ONE_G)), Unfit
     )
     assert not isinstance(_allocate(exact_request("w", "gpu", WHOLE)), Unfit)
+
+
+def test_shared_devices_are_published_allowing_multiple_allocations() -> None:
+    (d,) = (
+        parse_template(
+            {
+                "nodes": [
+                    {
+                        "name": "n",
+                        "devices": [
+                            {
+                                "driver": "nic.example.com",
+                                "count": 1,
+                                "capacity": {"bandwidth": "10G"},
+                                "allowMultipleAllocations": True,
+                            }
+                        ],
+                    }
+                ]
+            }
+        )
+        .kinds[0]
+        .devices
+    )
+    (s,) = slice_objects("node-1", d)
+    assert s.spec.devices[0].allow_multiple_allocations
+    with pytest.raises(TemplateError, match=r"^nodes\[0\].devices\[0\].allowMultipleAllocations"):
+        parse_template(kind_with(allowMultipleAllocations="yes"))
