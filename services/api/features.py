@@ -5,10 +5,10 @@ kubera has one set of gates for the whole control plane (upstream sets them per
 component; they must agree anyway). A gate is looked up with `enabled(gates, NAME)`;
 `gates` is a mapping of overrides over DEFAULTS (an empty mapping: the defaults).
 
-Where a gate guards API fields, the apiserver drops them on create when the gate is off
-(and keeps them on update when the old object used them), as upstream's strategies do;
-the allocator ignores what a disabled feature would need, as upstream's
-`structured.Features` does.
+Nothing sets them on a running cluster yet: the control plane runs with DEFAULTS. The
+allocator takes overrides (upstream's `structured.Features`; its tests turn gates off) and
+then ignores what a disabled feature would need. Unlike upstream's strategies, the
+apiserver does not drop a disabled feature's fields (docs/differences.md).
 """
 
 from __future__ import annotations
