@@ -262,7 +262,7 @@ CLAIM_CASES: list[tuple[str, Doc, list[str]]] = [
         "bad-capacity-request-name",
         claim(exact(capacity={"requests": {"x.io/9gb": "1"}})),
         [
-            'spec.devices.requests[0].exactly.capacity.requests[x.io/9gb]: Invalid value: '
+            "spec.devices.requests[0].exactly.capacity.requests[x.io/9gb]: Invalid value: "
             f'"9gb": {C_IDENT}'
         ],
     ),
