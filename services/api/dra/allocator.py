@@ -299,6 +299,9 @@ class Allocator:
     _specs: list[list[list[_Spec]]] | None = field(default=None, init=False, repr=False)
     #: Device placements tried by all allocate() calls so far (the search's work).
     steps: int = field(default=0, init=False)
+    #: The two gates, read once (with the specs).
+    partitionable: bool = field(default=True, init=False, repr=False)
+    consumable: bool = field(default=True, init=False, repr=False)
 
     def allocate(self, node: core_pb2.Node) -> list[resource_pb2.AllocationResult] | Unfit:
         """One AllocationResult per claim, in order (nodeSelector set to the node for
@@ -307,12 +310,13 @@ class Allocator:
             cache = self.cache if self.cache is not None else DeviceCache()
             self._index = cache.index(self.slices)
         if self._specs is None:
-            consumable = features.enabled(self.gates, features.DRA_CONSUMABLE_CAPACITY)
+            self.partitionable = features.enabled(self.gates, features.DRA_PARTITIONABLE_DEVICES)
+            self.consumable = features.enabled(self.gates, features.DRA_CONSUMABLE_CAPACITY)
             self._specs = [
-                _specs(c, self.classes, self.admin_namespaces, consumable) for c in self.claims
+                _specs(c, self.classes, self.admin_namespaces, self.consumable) for c in self.claims
             ]
-        partitionable = features.enabled(self.gates, features.DRA_PARTITIONABLE_DEVICES)
-        search = _Search(self, self._specs, self._index.pools(node, partitionable=partitionable))
+        pools = self._index.pools(node, partitionable=self.partitionable)
+        search = _Search(self, self._specs, pools)
         try:
             return search.run()
         finally:
@@ -330,8 +334,7 @@ class _Search:
         self.pools = pools
         self.usable = [p for p in pools if not p.incomplete and not p.invalid]
         self.claims = list(alloc.claims)
-        self.partitionable = features.enabled(alloc.gates, features.DRA_PARTITIONABLE_DEVICES)
-        self.consumable = features.enabled(alloc.gates, features.DRA_CONSUMABLE_CAPACITY)
+        self.partitionable, self.consumable = alloc.partitionable, alloc.consumable
         # Consumable capacity: per device that allows multiple allocations, what the shares
         # being allocated consume and how many there are; per result, its share's use
         # (None: a dedicated device) and whether it took the device's counters.
@@ -348,17 +351,25 @@ class _Search:
         self.chosen: list[list[int]] = [[0] * len(p) for p in self.plans]
         self.frontier = (0, 0)  # the furthest (claim, request) the search reached
         self.steps = 0  # device placements tried (upstream NumAllocateOneInvocations)
-        by_key = {p.key: p for p in pools}
-        self.counters = counters.Counters(
-            alloc._counters,
-            lambda key: counters.left_over(
-                by_key[key].counter_sets,
-                (
-                    (d.device, d.id in alloc.allocated or d.id in alloc.consumed)
-                    for d in by_key[key].all_devices()
+        self._counters: counters.Counters | None = None  # made when a device consumes some
+
+    @property
+    def counters(self) -> counters.Counters:
+        """The pools' shared counters, what is left of them (kept by the Allocator) and
+        what this search's devices consume."""
+        if self._counters is None:
+            alloc, by_key = self.alloc, {p.key: p for p in self.pools}
+            self._counters = counters.Counters(
+                alloc._counters,
+                lambda key: counters.left_over(
+                    by_key[key].counter_sets,
+                    (
+                        (d.device, d.id in alloc.allocated or d.id in alloc.consumed)
+                        for d in by_key[key].all_devices()
+                    ),
                 ),
-            ),
-        )
+            )
+        return self._counters
 
     # --------------------------------------------------------------- preparation
 
@@ -483,7 +494,7 @@ class _Search:
         return _FAIL
 
     def _take(self, c: int, req: _Request, d: PoolDevice, *, must: bool) -> bool:
-        multi = self.consumable and d.device.allow_multiple_allocations
+        multi = self.consumable and d.multi
         holders = self.allocating.get(d.id)
         if req.admin:
             if not multi and holders and c in holders:
@@ -526,8 +537,10 @@ class _Search:
     def _capacity_fits(self, req: _Request, d: PoolDevice) -> capacity.Amounts | None:
         """What `req` consumes of the device's capacities beside the shares in use and
         those being allocated (capacity.py); None when it does not fit."""
-        if not self.consumable:
-            return {}
+        if not self.consumable or (
+            req.capacity is None and d.plain and d.id not in self.alloc.consumed
+        ):
+            return {}  # a dedicated device, all of it, no policy: nothing to check
         sharing = self.sharing.get(d.id)
         return capacity.fitting(
             req.capacity, d.device, self.alloc.consumed.get(d.id), sharing[1] if sharing else None

@@ -47,7 +47,7 @@ class PoolDevice:
     """One device of a parsed slice, with each selector's verdict once computed (a slice
     message is never changed in place, so the verdicts hold while it is cached)."""
 
-    __slots__ = ("id", "device", "slice", "verdicts", "consumes", "_selector")
+    __slots__ = ("id", "device", "slice", "verdicts", "consumes", "multi", "plain", "_selector")
 
     def __init__(self, id_: DeviceID, device: resource_pb2.Device, slice_: ParsedSlice) -> None:
         self.id = id_
@@ -58,6 +58,13 @@ class PoolDevice:
         #: what the device consumes of the pool's counter sets (partitionable devices)
         self.consumes: counters.Amounts = (
             counters.consumption(device) if device.consumes_counters else {}
+        )
+        #: consumable capacity: the device allows multiple allocations; `plain`: it does
+        #: not and no capacity has a request policy (a request without capacity requests
+        #: then needs no arithmetic)
+        self.multi = device.allow_multiple_allocations
+        self.plain = not self.multi and not any(
+            c.HasField("request_policy") for c in device.capacity.values()
         )
         self._selector: NodeSelector | None = None
 
@@ -90,6 +97,7 @@ class ParsedSlice:
         "devices",
         "per_device",
         "shared_counters",
+        "consumes",
     )
 
     def __init__(self, msg: resource_pb2.ResourceSlice) -> None:
@@ -111,6 +119,7 @@ class ParsedSlice:
             spec.per_device_node_selection
         )
         self.shared_counters = bool(spec.shared_counters)
+        self.consumes = any(d.consumes for d in self.devices)
 
     def reaches(self, node: core_pb2.Node) -> bool:
         if self.node_name:
@@ -288,13 +297,12 @@ def _invalid(pool: Pool, partitionable: bool) -> str:
             if d.id.device in seen:
                 return f"duplicate device name {d.id.device}"
             seen.add(d.id.device)
-    if not partitionable:
+    every = (*pool.slices, *pool.others)
+    if not partitionable or not any(s.shared_counters or s.consumes for s in every):
         return ""
-    msgs = [s.msg for s in (*pool.slices, *pool.others) if s.shared_counters]
+    msgs = [s.msg for s in every if s.shared_counters]
     sets, why = counters.counter_sets(msgs)
     if why:
         return why
     pool.counter_sets = sets
-    return counters.check_consumption(
-        sets, (d.device for s in (*pool.slices, *pool.others) for d in s.devices)
-    )
+    return counters.check_consumption(sets, (d.device for s in every for d in s.devices))
