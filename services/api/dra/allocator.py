@@ -19,7 +19,7 @@ the claims' status.allocation. The rules, as upstream:
   wins and results name "request/subrequest". adminAccess needs the claim's namespace in
   `admin_namespaces`; such a request may take devices in use (but not one device twice in
   one claim), and its results carry adminAccess=true.
-* Constraints. matchAttribute: every device allocated for the named requests (none named:
+* Constraints (constraints.py). matchAttribute: every device allocated for the named requests (none named:
   all requests; "req" also covers its subrequests, "req/sub" only that one) has the
   attribute with one value; a device without it cannot serve them.
 * A device serves at most one non-admin request among all claims being allocated, never
@@ -71,6 +71,7 @@ from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api import features
 from services.api.dra import capacity, counters
 from services.api.dra.cel import CELCompileError, CELRuntimeError, Selector, compile_selector
+from services.api.dra.constraints import DistinctAttribute, MatchAttribute
 from services.api.dra.pools import DeviceCache, DeviceID, Pool, PoolDevice, SliceIndex
 from services.api.helpers.nodeaffinity import OBJECT_NAME_FIELD
 
@@ -175,88 +176,7 @@ def _request_name(claim: resource_pb2.ResourceClaim, request: str) -> str:
     return f'claim {claim.metadata.namespace}/{claim.metadata.name}, request "{request}"'
 
 
-class _MatchAttribute:
-    """One matchAttribute constraint of a claim while searching: the value the devices
-    added so far share, and how many there are (only the count is needed to undo)."""
-
-    __slots__ = ("requests", "attribute", "value", "n")
-
-    def __init__(self, requests: Sequence[str], attribute: str) -> None:
-        self.requests = frozenset(requests)
-        self.attribute = attribute
-        self.value: tuple[str, object] | None = None
-        self.n = 0
-
-    def applies(self, r: _Request) -> bool:
-        return (
-            not self.requests
-            or r.base in self.requests
-            or (bool(r.sub) and r.name in self.requests)
-        )
-
-    def add(self, r: _Request, d: PoolDevice) -> bool:
-        if not self.applies(r):
-            return True
-        value = _attribute(d, self.attribute)
-        if value is None:
-            return False
-        if self.n == 0:
-            self.value = value
-        elif value[0] == "" or value != self.value:
-            return False
-        self.n += 1
-        return True
-
-    def remove(self, r: _Request) -> None:
-        if self.applies(r):
-            self.n -= 1
-
-
-class _DistinctAttribute(_MatchAttribute):
-    """One distinctAttribute constraint (consumable capacity): every device allocated for
-    the named requests has the attribute, each with another value. `seen` holds the
-    values in pick order (devices are given back in reverse order)."""
-
-    __slots__ = ("seen",)
-
-    def __init__(self, requests: Sequence[str], attribute: str) -> None:
-        super().__init__(requests, attribute)
-        self.seen: list[tuple[str, object]] = []
-
-    def add(self, r: _Request, d: PoolDevice) -> bool:
-        if not self.applies(r):
-            return True
-        value = _attribute(d, self.attribute)
-        if value is None or value[0] == "" or value in self.seen:
-            return False
-        self.seen.append(value)
-        return True
-
-    def remove(self, r: _Request) -> None:
-        if self.applies(r):
-            self.seen.pop()
-
-
-_Constraint = _MatchAttribute  # a matchAttribute or (subclass) distinctAttribute constraint
-
-
-def _attribute(d: PoolDevice, name: str) -> tuple[str, object] | None:
-    """The device's value of a fully qualified attribute ("domain/name"; an attribute
-    written without domain in the slice belongs to the driver's domain), as (kind, value);
-    kind "" when no value is set."""
-    attrs = d.device.attributes
-    attr = attrs.get(name)
-    if attr is None:
-        domain, _, short = name.partition("/")
-        if not short or domain != d.id.driver:
-            return None
-        attr = attrs.get(short)
-        if attr is None:
-            return None
-    for kind in ("string", "int", "bool", "version"):
-        if attr.HasField(kind):
-            return kind, getattr(attr, kind)
-    return "", None
+_Constraint = MatchAttribute  # a matchAttribute or (subclass) distinctAttribute constraint
 
 
 # ----------------------------------------------------------------------------- allocator
@@ -412,9 +332,9 @@ class _Search:
         out: list[_Constraint] = []
         for i, c in enumerate(claim.spec.devices.constraints):
             if c.HasField("match_attribute"):
-                out.append(_MatchAttribute(c.requests, c.match_attribute))
+                out.append(MatchAttribute(c.requests, c.match_attribute))
             elif c.HasField("distinct_attribute") and self.consumable:
-                out.append(_DistinctAttribute(c.requests, c.distinct_attribute))
+                out.append(DistinctAttribute(c.requests, c.distinct_attribute))
             else:
                 raise AllocationError(
                     f"claim {_key(claim)}, constraint #{i}: empty constraint "
@@ -677,6 +597,11 @@ class _Search:
             return (
                 f"{label}{len(matching)} matching devices {kind}, but their pools' shared "
                 f"counters do not cover {req.count} of them with the devices in use"
+            )
+        if self.consumable and (req.capacity is not None or any(d.multi for d in matching)):
+            return (
+                f"{label}{len(matching)} matching devices {kind}, but not {req.count} with "
+                "the capacity the request consumes left"
             )
         if self.constraints[c]:
             attrs = ", ".join(sorted({m.attribute for m in self.constraints[c]}))

@@ -157,7 +157,7 @@ CASES: dict[str, Case] = {
         claims=[claim(CLAIM0, r(REQ0)), claim(CLAIM1, r(REQ0))],
         classes=[MULTI],
         slices=[pool1(caps(d(DEV1), capacity_0="2"))],
-        unfit=(C1, f'request "{REQ0}"'),
+        unfit=(C1, "with the capacity the request consumes left"),
     ),
     "consumable-capacity-multi-allocatable-device-without-policy-with-capacity-request": Case(
         claims=[claim(CLAIM0, r(REQ0, "1")), claim(CLAIM1, r(REQ0, "1"))],
