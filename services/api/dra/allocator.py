@@ -19,9 +19,9 @@ the claims' status.allocation. The rules, as upstream:
   wins and results name "request/subrequest". adminAccess needs the claim's namespace in
   `admin_namespaces`; such a request may take devices in use (but not one device twice in
   one claim), and its results carry adminAccess=true.
-* Constraints (constraints.py). matchAttribute: every device allocated for the named requests (none named:
-  all requests; "req" also covers its subrequests, "req/sub" only that one) has the
-  attribute with one value; a device without it cannot serve them.
+* Constraints (constraints.py). matchAttribute: every device allocated for the named
+  requests (none named: all requests; "req" also covers its subrequests, "req/sub" only
+  that one) has the attribute with one value; a device without it cannot serve them.
 * A device serves at most one non-admin request among all claims being allocated, never
   one in `allocated` (unless it allows multiple allocations: see below). A claim gets at
   most 32 devices (AllocationResultsMaxSize).
