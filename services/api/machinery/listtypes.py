@@ -172,6 +172,10 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "DeviceClassSpec", "selectors"): _ATOMIC,
     (_P + "DeviceClassSpec", "config"): _ATOMIC,
     (_P + "ResourceSliceSpec", "devices"): _ATOMIC,
+    # dracounters: partitionable devices and consumable capacity (atomic too)
+    (_P + "ResourceSliceSpec", "sharedCounters"): _ATOMIC,
+    (_P + "Device", "consumesCounters"): _ATOMIC,
+    (_P + "CapacityRequestPolicy", "validValues"): _ATOMIC,
     (_P + "DeviceClaim", "requests"): _ATOMIC,
     (_P + "DeviceClaim", "constraints"): _ATOMIC,
     (_P + "DeviceClaim", "config"): _ATOMIC,
