@@ -128,8 +128,10 @@ class ClaimTracker:
         self._key_of: dict[str, str] = {}
         self._delta: dict[DeviceID, int] = {}
         self._present: set[DeviceID] = set()
-        #: Informer source only: "ns/name" -> the shares of the informer's claim, if any.
+        #: Informer source only: "ns/name" -> the shares of the informer's claim, if any;
+        #: and the claims put in flight with shares (some may have left since).
         self._shared: dict[str, Shares] = {}
+        self._share_uids: set[str] = set()
         self._incremental = hasattr(claims, "add_handlers")
         if self._incremental:
             for key, claim in list(claims.store.items()):
@@ -284,6 +286,13 @@ class ClaimTracker:
     def consumed_capacity(self) -> Shares:
         """Per device with shares in use (informer and assumed claims, pending allocations),
         what they consume together."""
+        if self._incremental and not self._shared:
+            # Nothing shared in the informer: only claims in flight can hold shares.
+            self._share_uids = {
+                u for u in self._share_uids if u in self._pending or u in self._assumed
+            }
+            if not self._share_uids:
+                return {}
         store = self._lister()
         if self._incremental:
             shared = dict(self._shared)
@@ -350,6 +359,8 @@ class ClaimTracker:
         """Reserve: `claim` carries the allocation chosen for it."""
         self._assumed.pop(claim.metadata.uid, None)
         self._pending[claim.metadata.uid] = claim
+        if allocation_shares(claim):
+            self._share_uids.add(claim.metadata.uid)
         self._refresh(claim.metadata.uid)
 
     def remove_pending(self, uid: str) -> resource_pb2.ResourceClaim | None:
@@ -366,6 +377,8 @@ class ClaimTracker:
         stored = self._lister().get(f"{written.metadata.namespace}/{written.metadata.name}")
         if stored is None or _rv(stored) < _rv(written):
             self._assumed[uid] = written
+            if allocation_shares(written):
+                self._share_uids.add(uid)
         self._refresh(uid, f"{written.metadata.namespace}/{written.metadata.name}")
 
     def restore(self, uid: str) -> None:
