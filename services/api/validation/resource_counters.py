@@ -7,7 +7,8 @@ these hooks; the rules whose fields belong to other features stay there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from protos.kubera.v1 import resource_pb2
 from services.api.machinery import names
@@ -29,6 +30,8 @@ from services.api.validation.common import (
     name_errors,
 )
 from services.api.validation.pod_scheduling import validate_node_selector
+
+T = TypeVar("T")
 
 SLICE_MAX_COUNTER_SETS = 8
 COUNTERS_PER_COUNTER_SET_MAX = 32
@@ -65,8 +68,15 @@ def _counters(path: str, counters: Mapping[str, resource_pb2.Counter], maximum: 
     return errs
 
 
-def _named_list(path: str, items: list, key: str, maximum: int, check) -> Errors:  # type: ignore[type-arg]
-    """upstream validateSet: too many short-circuits; each item; duplicate keys."""
+def _named_list(
+    path: str,
+    items: Sequence[T],
+    key: Callable[[T], str],
+    maximum: int,
+    check: Callable[[str, T], Errors],
+) -> Errors:
+    """upstream validateSet: too many short-circuits (unlike resource.validate_list); each
+    item; a duplicate key at the item's index."""
     if len(items) > maximum:
         return _too_many(path, len(items), maximum)
     errs: Errors = []
@@ -74,7 +84,7 @@ def _named_list(path: str, items: list, key: str, maximum: int, check) -> Errors
     for i, item in enumerate(items):
         ip = index(path, i)
         errs += check(ip, item)
-        k = getattr(item, key)
+        k = key(item)
         if k in seen:
             errs.append(duplicate(ip, k))
         seen.add(k)
@@ -115,8 +125,8 @@ def validate_slice_spec(spec: resource_pb2.ResourceSliceSpec) -> tuple[list[str]
         errs.append(invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed"))
     errs += _named_list(
         "spec.sharedCounters",
-        list(spec.shared_counters),
-        "name",
+        spec.shared_counters,
+        lambda cs: cs.name,
         SLICE_MAX_COUNTER_SETS,
         _counter_set,
     )
@@ -130,8 +140,8 @@ def validate_device(path: str, device: resource_pb2.Device, per_device: bool) ->
     """consumesCounters, per-device node selection and capacity request policies."""
     errs = _named_list(
         child(path, "consumesCounters"),
-        list(device.consumes_counters),
-        "counter_set",
+        device.consumes_counters,
+        lambda c: c.counter_set,
         DEVICE_COUNTER_CONSUMPTIONS_MAX,
         _consumption,
     )
