@@ -5,7 +5,10 @@ controller).
 Each node of a kind with `devices` gets one ResourceSlice per driver (template.py's
 DeviceSet): name `<node>-<driver, dots as dashes>`, spec.nodeName the node, one pool per
 node (pool name = node name, generation 1, resourceSliceCount 1), devices
-`<namePrefix>-<i>` with the set's attributes plus the int attribute `index` = i.
+`<namePrefix>-<i>` with the set's attributes plus the int attribute `index` = i. A set
+with sharedCounters (partitionable devices) publishes its counter sets in a second slice
+of the pool, `<node>-<driver>-counters` (resourceSliceCount 2), and its devices and
+their partitions consume them; a set with allowMultipleAllocations marks its devices so.
 
 Publishing is batched as node registration is (BatchCreate, 500 a call; a slice that
 exists, ours from before a restart, is written over). While the pool runs, an informer on
@@ -61,31 +64,76 @@ def slice_name(node: str, driver: str) -> str:
     return f"{node}-{driver.replace('.', '-')}"
 
 
-def slice_object(node: str, devices: DeviceSet) -> resource_pb2.ResourceSlice:
-    """The ResourceSlice that publishes `devices` on `node`."""
+def _consumes(counter_set: str, counters: dict[str, str]) -> list[dict[str, Any]]:
+    return [{"counterSet": counter_set, "counters": {k: {"value": v} for k, v in counters.items()}}]
+
+
+def _devices(devices: DeviceSet) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for i, name in enumerate(devices.device_names()):
         attributes: dict[str, Any] = {**devices.attributes, INDEX_ATTRIBUTE: {"int": i}}
-        items.append(
-            {
-                "name": name,
-                "attributes": attributes,
-                "capacity": {k: {"value": v} for k, v in devices.capacity.items()},
-            }
-        )
-    doc = {
-        "apiVersion": SLICES.api_version,
-        "kind": SLICES.kind,
-        "metadata": {"name": slice_name(node, devices.driver)},
-        "spec": {
-            "driver": devices.driver,
-            "nodeName": node,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": items,
-        },
+        item: dict[str, Any] = {
+            "name": name,
+            "attributes": attributes,
+            "capacity": {k: {"value": v} for k, v in devices.capacity.items()},
+        }
+        if devices.allow_multiple_allocations:
+            item["allowMultipleAllocations"] = True
+        items.append(item)
+        if not devices.shared_counters:
+            continue
+        # The whole device takes its counter set whole; each partition a part of it.
+        item["consumesCounters"] = _consumes(name, devices.shared_counters)
+        for part in devices.partitions:
+            for j in range(part.count):
+                items.append(
+                    {
+                        "name": f"{name}-{part.name}-{j}",
+                        "attributes": {**attributes, **part.attributes},
+                        "capacity": {k: {"value": v} for k, v in part.consumes.items()},
+                        "consumesCounters": _consumes(name, part.consumes),
+                        **(
+                            {"allowMultipleAllocations": True}
+                            if devices.allow_multiple_allocations
+                            else {}
+                        ),
+                    }
+                )
+    return items
+
+
+def slice_objects(node: str, devices: DeviceSet) -> list[resource_pb2.ResourceSlice]:
+    """The ResourceSlices that publish `devices` on `node` (two with shared counters)."""
+    pool = {
+        "name": node,
+        "generation": 1,
+        "resourceSliceCount": 2 if devices.shared_counters else 1,
     }
-    obj = narrow(codec.decode(doc, validate="strict").obj, resource_pb2.ResourceSlice)
-    return obj
+    specs: list[tuple[str, dict[str, Any]]] = [
+        (slice_name(node, devices.driver), {"devices": _devices(devices)})
+    ]
+    if devices.shared_counters:
+        counters = {k: {"value": v} for k, v in devices.shared_counters.items()}
+        specs.append(
+            (
+                f"{slice_name(node, devices.driver)}-counters",
+                {
+                    "sharedCounters": [
+                        {"name": n, "counters": counters} for n in devices.device_names()
+                    ]
+                },
+            )
+        )
+    out = []
+    for name, spec in specs:
+        doc = {
+            "apiVersion": SLICES.api_version,
+            "kind": SLICES.kind,
+            "metadata": {"name": name},
+            "spec": {"driver": devices.driver, "nodeName": node, "pool": pool, **spec},
+        }
+        out.append(narrow(codec.decode(doc, validate="strict").obj, resource_pb2.ResourceSlice))
+    return out
 
 
 def slices_for(plans: Sequence[NodePlan]) -> dict[str, resource_pb2.ResourceSlice]:
@@ -93,8 +141,8 @@ def slices_for(plans: Sequence[NodePlan]) -> dict[str, resource_pb2.ResourceSlic
     out: dict[str, resource_pb2.ResourceSlice] = {}
     for plan in plans:
         for devices in plan.kind.devices:
-            s = slice_object(plan.name, devices)
-            out[s.metadata.name] = s
+            for s in slice_objects(plan.name, devices):
+                out[s.metadata.name] = s
     return out
 
 
@@ -140,4 +188,4 @@ class NodeSlices:
                 self._again.put_nowait(name)
 
 
-__all__ = ["SLICES", "NodeSlices", "create_or_update", "slice_name", "slice_object", "slices_for"]
+__all__ = ["SLICES", "NodeSlices", "create_or_update", "slice_name", "slice_objects", "slices_for"]

@@ -175,6 +175,15 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "DeviceClassSpec", "selectors"): _ATOMIC,
     (_P + "DeviceClassSpec", "config"): _ATOMIC,
     (_P + "ResourceSliceSpec", "devices"): _ATOMIC,
+    # dracounters: partitionable devices and consumable capacity (atomic too)
+    (_P + "ResourceSliceSpec", "sharedCounters"): _ATOMIC,
+    (_P + "Device", "consumesCounters"): _ATOMIC,
+    (_P + "CapacityRequestPolicy", "validValues"): _ATOMIC,
+    # dracore: list-type attribute values (atomic, as upstream's +listType=atomic)
+    (_P + "DeviceAttribute", "ints"): _ATOMIC,
+    (_P + "DeviceAttribute", "bools"): _ATOMIC,
+    (_P + "DeviceAttribute", "strings"): _ATOMIC,
+    (_P + "DeviceAttribute", "versions"): _ATOMIC,
     (_P + "DeviceClaim", "requests"): _ATOMIC,
     (_P + "DeviceClaim", "constraints"): _ATOMIC,
     (_P + "DeviceClaim", "config"): _ATOMIC,

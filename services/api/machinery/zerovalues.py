@@ -48,6 +48,9 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "metadata": {},
         "storageClassName": "",
     },
+    "kubera.v1.CapacityRequestPolicyRange": {
+        "min": "0",
+    },
     "kubera.v1.Condition": {
         "lastTransitionTime": None,
         "message": "",
@@ -81,6 +84,13 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.CoreEndpointPort": {
         "port": 0,
+    },
+    "kubera.v1.Counter": {
+        "value": "0",
+    },
+    "kubera.v1.CounterSet": {
+        "counters": {},
+        "name": "",
     },
     "kubera.v1.CronJob": {
         "metadata": {},
@@ -140,6 +150,10 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.DeviceClass": {
         "metadata": {},
         "spec": {},
+    },
+    "kubera.v1.DeviceCounterConsumption": {
+        "counterSet": "",
+        "counters": {},
     },
     "kubera.v1.DeviceRequest": {
         "name": "",

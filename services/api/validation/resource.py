@@ -44,6 +44,7 @@ from services.api.machinery.errors import (
     required,
     too_long,
 )
+from services.api.validation import resource_counters
 from services.api.validation.common import (
     FIELD_IMMUTABLE,
     IS_NOT_POSITIVE,
@@ -83,7 +84,9 @@ REQUEST_REF = (
     "separated by '/'"
 )
 ONE_REQUEST_TYPE = "exactly one of `exactly` or `firstAvailable` is required"
-ONE_NODE_SELECTION = "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required"
+ONE_NODE_SELECTION = (
+    "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"
+)
 ONE_VALUE = "exactly one value must be specified"
 #: upstream's words for a selector over the cost limit (a Forbidden, not an Invalid).
 CEL_TOO_COMPLEX = "too complex, exceeds cost limit"
@@ -325,7 +328,7 @@ def _validate_version(vpath: str, version: str) -> Errors:
     return errs
 
 
-def _validate_device(path: str, device: resource_pb2.Device) -> Errors:
+def _validate_device(path: str, device: resource_pb2.Device, per_device: bool = False) -> Errors:
     errs = dns_label(child(path, "name"), device.name)
     attrs_path, caps_path = child(path, "attributes"), child(path, "capacity")
     for key in sorted(device.attributes):
@@ -347,7 +350,7 @@ def _validate_device(path: str, device: resource_pb2.Device) -> Errors:
                 f"{ATTRIBUTES_AND_CAPACITIES_MAX}",
             )
         )
-    return errs
+    return errs + resource_counters.validate_device(path, device, per_device)
 
 
 def validate_resource_slice(rs: resource_pb2.ResourceSlice) -> Errors:
@@ -390,6 +393,9 @@ def validate_resource_slice(rs: resource_pb2.ResourceSlice) -> Errors:
             )
     if spec.all_nodes:
         set_fields.append("`allNodes`")
+    per_device, counter_errs, max_devices = resource_counters.validate_slice_spec(spec)
+    set_fields += per_device
+    errs += counter_errs
     if not set_fields:
         errs.append(required("spec", ONE_NODE_SELECTION))
     elif len(set_fields) > 1:
@@ -400,11 +406,12 @@ def validate_resource_slice(rs: resource_pb2.ResourceSlice) -> Errors:
                 ONE_NODE_SELECTION + ", but multiple fields are set",
             )
         )
+    per_device_selection = bool(per_device)
     errs += validate_list(
         "spec.devices",
         spec.devices,
-        SLICE_MAX_DEVICES,
-        _validate_device,
+        max_devices if max_devices >= 0 else SLICE_MAX_DEVICES,
+        lambda p, d: _validate_device(p, d, per_device_selection),
         lambda d: (d.name, "name"),
     )
     return errs

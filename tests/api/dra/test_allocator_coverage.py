@@ -14,8 +14,9 @@ name, *passing* when `check` accepts it. Print the table with
     PYTHONPATH=$PWD python -m tests.api.dra.test_allocator_coverage
 
 The tests below hold the rows of the features whose allocator semantics kubera has
-(core, prioritized list, admin access, list-type attributes) to all ported and passing;
-lanes adding a feature add it to COMPLETE.
+(COMPLETE: core, prioritized list, admin access, list-type attributes, partitionable
+devices, consumable capacity) to all ported and passing, but for the rows in WAITING that
+need fields of a feature kubera lacks; lanes adding a feature add it to COMPLETE.
 """
 
 from __future__ import annotations
@@ -265,8 +266,39 @@ UPSTREAM: dict[str, tuple[str, ...]] = {
     ),
 }
 
-#: Features whose every upstream row must be ported and pass.
-COMPLETE = ("core", "prioritized list", "admin access", "list-type attributes")
+#: Features whose every upstream row must be ported and pass, but for those in WAITING.
+COMPLETE = (
+    "core",
+    "prioritized list",
+    "admin access",
+    "list-type attributes",
+    "partitionable devices",
+    "consumable capacity",
+)
+_BINDING = "needs binding conditions"
+_TAINTS = "needs binding conditions and device taints"
+_LISTS = "needs list-type attributes in distinctAttribute"
+#: Rows of a COMPLETE feature that need another feature's fields kubera lacks: not yet
+#: ported (a row ported is taken off, the test below says so).
+WAITING: dict[str, str] = {
+    "partitionable-devices-with-binding-conditions": _BINDING,
+    "partitionable-devices-with-binding-conditions-multiple": _BINDING,
+    "partitionable-devices-with-binding-conditions-some-devices-no-conditions": _BINDING,
+    "partitionable-devices-with-binding-conditions-multi-slices": _BINDING,
+    "partitionable-devices-with-binding-conditions-and-taints": _TAINTS,
+    "partitionable-devices-with-binding-conditions-and-taints-tolerated": _TAINTS,
+    "list-attributes-distinct-constraint-scalar-string-values-all-distinct": _LISTS,
+    "list-attributes-distinct-constraint-scalar-string-values-not-distinct": _LISTS,
+    "list-attributes-distinct-constraint-list-of-string-values-all-distinct": _LISTS,
+    "list-attributes-distinct-constraint-list-of-string-values-with-common-elements": _LISTS,
+    "list-attributes-distinct-constraint-mixed-scalar-and-list-all-distinct": _LISTS,
+    "list-attributes-distinct-constraint-mixed-scalar-and-list-with-common-elements": _LISTS,
+    "list-attributes-distinct-constraint-list-of-int-values-all-distinct": _LISTS,
+    "list-attributes-distinct-constraint-list-of-bool-values-all-distinct": _LISTS,
+    "list-attributes-distinct-constraint-list-of-version-values-all-distinct": _LISTS,
+    "list-attributes-distinct-constaint-with-empty-or-unknown-type": _LISTS,
+    "list-attributes-disabled-distinct-constraint-with-lists": _LISTS,
+}
 #: Modules of kubera's own rows (names that are not upstream's).
 OWN = {"test_allocator_rules", "test_allocator_coverage"}
 
@@ -311,9 +343,14 @@ def test_every_ported_row_is_an_upstream_row() -> None:
 @pytest.mark.parametrize("feature", COMPLETE)
 def test_feature_fully_ported_and_passing(feature: str) -> None:
     rows = ported()
-    missing = [n for n in UPSTREAM[feature] if n not in rows]
+    missing = [n for n in UPSTREAM[feature] if n not in rows and n not in WAITING]
     failing = [n for n in UPSTREAM[feature] if n in rows and not passes(rows[n])]
     assert (missing, failing) == ([], [])
+
+
+def test_waiting_rows_are_upstream_rows_not_yet_ported() -> None:
+    complete = {n for f in COMPLETE for n in UPSTREAM[f]}
+    assert sorted(n for n in WAITING if n not in complete or n in ported()) == []
 
 
 def test_upstream_table_has_219_rows_in_eight_features() -> None:

@@ -346,6 +346,7 @@ class DynamicResources:
             s.allocator = self._allocator_factory(
                 claims=list(s.to_allocate),
                 allocated=self.tracker.allocated_devices(),
+                consumed=self.tracker.consumed_capacity(),
                 classes=dict(self._classes()),
                 slices=slices,
                 admin_namespaces=self._admin_namespaces(pod.metadata.namespace),
