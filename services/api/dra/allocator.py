@@ -11,7 +11,8 @@ the claims' status.allocation. The rules, as upstream:
   generation count. A pool with fewer slices at that generation than resourceSliceCount is
   *incomplete*, one with a device name twice is *invalid*: ExactCount requests skip both
   (other pools may still do), an All request on either is an AllocationError naming the
-  pool. If nothing fits and an invalid pool was seen, the Unfit says so.
+  pool. If nothing fits and an invalid pool was seen, the Unfit says so. Pools with a
+  device that has binding conditions are searched last (bindingconditions.py).
 * Requests. `exactly`: the class must exist; a device is *selectable* when every class
   selector and every request selector is true. ExactCount takes `count` (default 1) devices,
   All every selectable device of the node (at least one; all must be free).
@@ -35,8 +36,9 @@ the claims' status.allocation. The rules, as upstream:
   adminAccess when set); config: each class's configs once (source FromClass, the requests
   that used the class), then the claim's configs that name an allocated request or
   subrequest, or none (FromClaim); a config that applies to every request of the claim
-  lists no requests. nodeSelector: for a device of a node-local slice, matchFields
-  metadata.name In [node]; otherwise the single terms of nodeSelector slices merged;
+  lists no requests; a device's bindingConditions and bindingFailureConditions are
+  copied. nodeSelector: for a device of a node-local slice, or one with bindsToNode,
+  matchFields metadata.name In [node]; otherwise the single terms of nodeSelector slices merged;
   allNodes only: none.
 
 Differences from upstream: Unfit names the claim and the request the search could not get
@@ -61,6 +63,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from protos.kubera.v1 import core_pb2, resource_pb2
+from services.api.dra import bindingconditions
 from services.api.dra.cel import CELCompileError, CELRuntimeError, Selector, compile_selector
 from services.api.dra.pools import DeviceCache, DeviceID, Pool, PoolDevice, SliceIndex
 from services.api.helpers.nodeaffinity import OBJECT_NAME_FIELD
@@ -244,6 +247,9 @@ class Allocator:
     slices: Sequence[resource_pb2.ResourceSlice]
     admin_namespaces: frozenset[str] = frozenset()
     cache: DeviceCache | None = None
+    #: Devices with binding conditions may be picked (upstream DeviceBindingAndStatus:
+    #: DRADeviceBindingConditions and DRAResourceClaimDeviceStatus, features.py).
+    binding_conditions: bool = True
     _index: SliceIndex | None = field(default=None, init=False, repr=False)
     _specs: list[list[list[_Spec]]] | None = field(default=None, init=False, repr=False)
     #: Device placements tried by all allocate() calls so far (the search's work).
@@ -257,7 +263,8 @@ class Allocator:
             self._index = cache.index(self.slices)
         if self._specs is None:
             self._specs = [_specs(c, self.classes, self.admin_namespaces) for c in self.claims]
-        search = _Search(self, self._specs, self._index.pools(node))
+        pools = bindingconditions.ordered(self._index.pools(node))
+        search = _Search(self, self._specs, pools, node.metadata.name)
         try:
             return search.run()
         finally:
@@ -270,8 +277,11 @@ class _Search:
     device in the current partial solution, `results[c]` its devices for claim c in pick
     order, and each constraint's count equals the devices in `results` it applies to."""
 
-    def __init__(self, alloc: Allocator, specs: list[list[list[_Spec]]], pools: list[Pool]) -> None:
+    def __init__(
+        self, alloc: Allocator, specs: list[list[list[_Spec]]], pools: list[Pool], node: str
+    ) -> None:
         self.alloc = alloc
+        self.node = node
         self.pools = pools
         self.usable = [p for p in pools if not p.incomplete and not p.invalid]
         self.claims = list(alloc.claims)
@@ -315,7 +325,9 @@ class _Search:
                         f"{r.describe()}: asks for all devices, but resource pool {pool} is "
                         f"currently invalid ({pool.invalid})"
                     )
-            r.all_devices = [d for p in self.pools for d in p.devices() if _selectable(r, d)]
+            r.all_devices = [
+                d for p in self.pools for d in p.devices() if self._offered(d) and _selectable(r, d)
+            ]
             r.count = len(r.all_devices)
         return r
 
@@ -332,8 +344,13 @@ class _Search:
 
     def candidates(self, r: _Request) -> list[PoolDevice]:
         if r.candidates is None:
-            r.candidates = [d for p in self.usable for d in p.devices() if _selectable(r, d)]
+            r.candidates = [
+                d for p in self.usable for d in p.devices() if self._offered(d) and _selectable(r, d)
+            ]
         return r.candidates
+
+    def _offered(self, d: PoolDevice) -> bool:
+        return bindingconditions.offered(d, self.alloc.binding_conditions)
 
     # --------------------------------------------------------------- search
 
@@ -441,6 +458,8 @@ class _Search:
             )
             if req.admin:
                 res.admin_access = True
+            if self.alloc.binding_conditions:
+                bindingconditions.copy_to_result(res, d.device)
         chosen = [alts[self.chosen[c][r]] for r, alts in enumerate(self.plans[c])]
         by_class: dict[str, list[resource_pb2.DeviceAllocationConfiguration]] = {}
         for req in chosen:
@@ -462,19 +481,20 @@ class _Search:
         for cfg in out.devices.config:
             if len(cfg.requests) == len(chosen):
                 del cfg.requests[:]
-        selector = self._node_selector(c)
+        selector = self._node_selector(c, self.node)
         if selector is not None:
             out.node_selector.CopyFrom(selector)
         return out
 
-    def _node_selector(self, c: int) -> core_pb2.NodeSelector | None:
+    def _node_selector(self, c: int, node: str) -> core_pb2.NodeSelector | None:
         term = core_pb2.NodeSelectorTerm()
         for d, _ in self.results[c]:
             s = d.slice
-            if s.node_name:
-                # One node-local device ties the whole allocation to that node.
+            if s.node_name or bindingconditions.binds_to_node(d):
+                # One node-local device, or one binding to the node, ties the whole
+                # allocation to the node.
                 local = core_pb2.NodeSelectorTerm()
-                local.match_fields.add(key=OBJECT_NAME_FIELD, operator="In", values=[s.node_name])
+                local.match_fields.add(key=OBJECT_NAME_FIELD, operator="In", values=[node])
                 return core_pb2.NodeSelector(node_selector_terms=[local])
             if s.node_selector is None:
                 continue
