@@ -345,7 +345,10 @@ class _Search:
     def candidates(self, r: _Request) -> list[PoolDevice]:
         if r.candidates is None:
             r.candidates = [
-                d for p in self.usable for d in p.devices() if self._offered(d) and _selectable(r, d)
+                d
+                for p in self.usable
+                for d in p.devices()
+                if self._offered(d) and _selectable(r, d)
             ]
         return r.candidates
 

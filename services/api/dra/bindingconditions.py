@@ -26,10 +26,10 @@ plugins/dynamicresources/dynamicresources.go (isClaimReadyForBinding, isClaimTim
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 
 from protos.kubera.v1 import meta_pb2, resource_pb2
 from services.api.dra.pools import Pool, PoolDevice
+from services.clock import parse_rfc3339
 
 #: Upstream DynamicResourcesBindingTimeoutDefault (seconds).
 DEFAULT_BINDING_TIMEOUT = 600.0
@@ -132,7 +132,7 @@ def claim_ready(claim: resource_pb2.ResourceClaim) -> bool:
     return True
 
 
-def timed_out(claim: resource_pb2.ResourceClaim, now: datetime, timeout: float) -> bool:
+def timed_out(claim: resource_pb2.ResourceClaim, now: float, timeout: float) -> bool:
     """The claim's devices have binding conditions and `timeout` seconds have passed
     since allocationTimestamp (upstream isClaimTimeout; no timestamp: never)."""
     alloc = claim.status.allocation
@@ -140,8 +140,7 @@ def timed_out(claim: resource_pb2.ResourceClaim, now: datetime, timeout: float) 
         return False
     if not any(r.binding_conditions for r in alloc.devices.results):
         return False
-    at = datetime.fromisoformat(alloc.allocation_timestamp.replace("Z", "+00:00"))
-    return (now - at).total_seconds() > timeout
+    return now - parse_rfc3339(alloc.allocation_timestamp) > timeout
 
 
 # ----------------------------------------------------------------------------- the driver

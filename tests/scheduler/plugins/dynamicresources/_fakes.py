@@ -28,6 +28,7 @@ class FakeAllocator:
     slices: Sequence[resource_pb2.ResourceSlice]
     admin_namespaces: frozenset[str] = frozenset()
     cache: Any = None
+    binding_conditions: bool = True
     calls: list[str] = field(default_factory=list)
 
     def allocate(self, node: core_pb2.Node) -> list[resource_pb2.AllocationResult] | Unfit:
