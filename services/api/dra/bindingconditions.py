@@ -25,6 +25,7 @@ plugins/dynamicresources/dynamicresources.go (isClaimReadyForBinding, isClaimTim
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 
 from protos.kubera.v1 import meta_pb2, resource_pb2
@@ -123,7 +124,7 @@ def claim_ready(claim: resource_pb2.ResourceClaim) -> bool:
             if cond is not None and cond.status == TRUE:
                 raise BindingFailed(
                     f"claim {claim.metadata.name} binding failed: reason={cond.reason}, "
-                    f"message={cond.message!r}"
+                    f"message={json.dumps(cond.message)}"  # Go's %q
                 )
         for type_ in res.binding_conditions:
             cond = _condition(st.conditions, type_)

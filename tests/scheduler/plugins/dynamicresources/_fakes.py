@@ -147,8 +147,12 @@ class FakeSnapshot:
 
 
 class FakeHandle:
-    def __init__(self, ns_labels: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    def __init__(
+        self, ns_labels: Mapping[str, Mapping[str, str]] | None = None, clock: Any = None
+    ) -> None:
         self._snapshot = FakeSnapshot(ns_labels)
+        #: None: the plugin takes the real clock.
+        self.clock = clock
 
     def snapshot(self) -> FakeSnapshot:
         return self._snapshot
