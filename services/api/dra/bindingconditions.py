@@ -170,3 +170,30 @@ def set_condition(
     cond.reason = reason
     cond.message = message
     cond.observed_generation = claim.metadata.generation
+
+
+def allocated_nodes(claim: resource_pb2.ResourceClaim) -> frozenset[str]:
+    """The nodes an allocation is tied to by name (every term `metadata.name In [...]`,
+    what the allocator writes for node-local and bindsToNode devices); empty otherwise."""
+    if not claim.status.HasField("allocation"):
+        return frozenset()
+    names: set[str] = set()
+    for term in claim.status.allocation.node_selector.node_selector_terms:
+        if term.match_expressions or len(term.match_fields) != 1:
+            return frozenset()
+        f = term.match_fields[0]
+        if f.key != "metadata.name" or f.operator != "In":
+            return frozenset()
+        names.update(f.values)
+    return frozenset(names)
+
+
+def without_device_status(claim: resource_pb2.ResourceClaim) -> resource_pb2.ResourceClaim:
+    """A copy without status.devices and the write's bookkeeping (resourceVersion,
+    managedFields): what a driver's status write must leave as it was."""
+    out = resource_pb2.ResourceClaim()
+    out.CopyFrom(claim)
+    out.status.ClearField("devices")
+    out.metadata.ClearField("resource_version")
+    out.metadata.ClearField("managed_fields")
+    return out
