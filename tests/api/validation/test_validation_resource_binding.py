@@ -30,7 +30,8 @@ def device(**fields: Any) -> Doc:
 
 SLICE_CASES: list[tuple[str, Doc, list[str]]] = [
     (
-        "binding-conditions",
+        # the seed's example slice (the DRA docs' "device binding conditions")
+        "seed-example",
         device(
             bindsToNode=True,
             bindingConditions=["dra.example.com/is-prepared"],
