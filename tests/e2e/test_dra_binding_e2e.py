@@ -148,6 +148,11 @@ def test_binding_waits_for_the_device_to_be_ready(cluster: Cluster) -> None:
     scheduled = _condition(pod["status"], "PodScheduled")
     assert scheduled is not None and scheduled["status"] == "True"
     assert scheduled["lastTransitionTime"] >= ready["lastTransitionTime"]
+    events = get(cluster, "events", "-n", ns, "--field-selector", "involvedObject.name=p")
+    pending = [e for e in events["items"] if e["reason"] == "BindingConditionsPending"]
+    assert pending and pending[0]["message"] == (
+        f"waiting for binding conditions for device on node {READY_NODE}"
+    )
     kubectl(cluster, "delete", "namespace", ns, "--wait=false")
 
 

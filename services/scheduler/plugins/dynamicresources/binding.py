@@ -2,7 +2,7 @@
 isPodReadyForBinding, isClaimTimeout; the rules in services/api/dra/bindingconditions.py).
 
     PreBind     after the claims are written: when an allocated device has binding
-                conditions, poll the claims (the tracker's view, as upstream reads the
+                conditions, record the BindingConditionsPending event, poll the claims (the tracker's view, as upstream reads the
                 informer) every 5 s, the first time at once, until every condition is
                 True; a True failure condition fails the attempt at once, and so does a
                 claim whose allocationTimestamp is older than bindingTimeout, or the

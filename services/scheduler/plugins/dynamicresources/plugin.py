@@ -57,6 +57,7 @@ from services.api.dra.bindingconditions import (
     has_binding_conditions,
 )
 from services.api.dra.features import DEFAULT_FEATURES, Features
+from services.api.helpers.events import new_event
 from services.api.helpers.nodeaffinity import NodeSelector, NodeSelectorError
 from services.api.helpers.podgroups import pod_group_full_name
 from services.api.machinery.duration import parse_duration
@@ -580,6 +581,7 @@ class DynamicResources:
                 return Status.as_error(e, NAME)
         if not self.features.binding_and_status or not has_binding_conditions(s.claims):
             return Status.success()
+        await self._binding_pending_event(pod, node_name)
         # Returning an error makes another attempt, whose Filter finds the failure or
         # the timeout and whose PostFilter deallocates (upstream's recovery).
         try:
@@ -589,6 +591,24 @@ class DynamicResources:
         except (BindingFailed, binding.BindingTimeout) as e:
             return Status.as_error(e, NAME)
         return Status.success()
+
+    async def _binding_pending_event(self, pod: core_pb2.Pod, node_name: str) -> None:
+        """Upstream's BindingConditionsPending event on the pod (best effort)."""
+        ev = new_event(
+            self._now(),
+            kind="Pod",
+            name=pod.metadata.name,
+            namespace=pod.metadata.namespace,
+            uid=pod.metadata.uid,
+            reason="BindingConditionsPending",
+            message=f"waiting for binding conditions for device on node {node_name}",
+            component=getattr(self._handle, "profile_name", "") or "default-scheduler",
+            action="Scheduling",
+        )
+        try:
+            await self._client.create(ev)
+        except Exception as e:  # noqa: BLE001 - an event is not worth failing the bind
+            log.debug("event BindingConditionsPending for %s: %s", pod.metadata.name, e)
 
     def _current(
         self, claims: Sequence[resource_pb2.ResourceClaim]
