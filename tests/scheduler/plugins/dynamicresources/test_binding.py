@@ -212,3 +212,43 @@ async def test_without_the_gates_prebind_does_not_wait() -> None:
     st = await asyncio.wait_for(await _start_prebind(plugin), 5)
     assert st.is_success()
     assert POD  # the pod is bound without waiting
+
+
+# ------------------------------------------------------------ with the real allocator
+
+
+async def test_allocation_carries_the_conditions_and_prebind_writes_its_timestamp() -> None:
+    from services.api.dra.allocator import Allocator
+    from tests.builders import gpu, resource_slice
+
+    device = gpu("instance-1") | {
+        "bindsToNode": True,
+        "bindingConditions": ["condition"],
+        "bindingFailureConditions": ["failed"],
+    }
+    bound = resource_slice("bound", driver=DRIVER, node=WORKER, devices=[device])
+    c = claim()
+    api = FakeClaimsAPI([c])
+    clock = SteppedClock()
+    plugin = DynamicResources(
+        Args(),
+        claims=api.store,
+        slices={"bound": bound},
+        classes={x.metadata.name: x for x in CLASSES},
+        client=api,
+        handle=FakeHandle(clock=clock),
+        allocator_factory=Allocator,
+    )
+    task = await _start_prebind(plugin)
+    await asyncio.wait_for(clock.polled.wait(), 5)
+    written = api.objects[f"{NS}/{CLAIM}"]
+    alloc = written.status.allocation
+    (res,) = alloc.devices.results
+    assert (res.driver, res.device) == (DRIVER, "instance-1")
+    assert (list(res.binding_conditions), list(res.binding_failure_conditions)) == (
+        ["condition"],
+        ["failed"],
+    )
+    assert alloc.allocation_timestamp == rfc3339(CLOCK_START)
+    _report(api, BOUND)
+    assert (await asyncio.wait_for(task, 5)).is_success()
