@@ -35,12 +35,20 @@ DRA_PARTITIONABLE_DEVICES = "DRAPartitionableDevices"
 #: capacity, distinctAttribute constraints (alpha 1.34, beta and on by default since 1.36).
 DRA_CONSUMABLE_CAPACITY = "DRAConsumableCapacity"
 
+#: drabinding: Device bindsToNode, bindingConditions, bindingFailureConditions (alpha 1.34,
+#: beta and on by default since 1.36); it depends on DRAResourceClaimDeviceStatus.
+DRA_DEVICE_BINDING_CONDITIONS = "DRADeviceBindingConditions"
+#: drabinding: ResourceClaim status.devices (beta and on by default since 1.33).
+DRA_RESOURCE_CLAIM_DEVICE_STATUS = "DRAResourceClaimDeviceStatus"
+
 DEFAULTS: dict[str, bool] = {
     DRA_PRIORITIZED_LIST: True,
     DRA_ADMIN_ACCESS: True,
     DRA_LIST_TYPE_ATTRIBUTES: False,
     DRA_PARTITIONABLE_DEVICES: True,
     DRA_CONSUMABLE_CAPACITY: True,
+    DRA_DEVICE_BINDING_CONDITIONS: True,
+    DRA_RESOURCE_CLAIM_DEVICE_STATUS: True,
 }
 
 FeatureGates = Mapping[str, bool]
@@ -51,3 +59,12 @@ def enabled(gates: FeatureGates | None, name: str) -> bool:
     if gates is not None and name in gates:
         return gates[name]
     return DEFAULTS[name]
+
+
+def binding_and_status(gates: FeatureGates | None) -> bool:
+    """Upstream's DeviceBindingAndStatus: binding conditions are honoured only with both
+    DRADeviceBindingConditions and DRAResourceClaimDeviceStatus on (the allocator's
+    feature, the plugin's and DynamicResourcesArgs.bindingTimeout's checks)."""
+    return enabled(gates, DRA_DEVICE_BINDING_CONDITIONS) and enabled(
+        gates, DRA_RESOURCE_CLAIM_DEVICE_STATUS
+    )

@@ -32,6 +32,11 @@ A template is YAML:
             partitions: [{name: 1g, count: 7, consumes: {memory: 10Gi, slices: "1"},
                           attributes: {profile: 1g.10gb}}]
             allowMultipleAllocations: false  # true: shared by requests while capacity lasts
+            bindsToNode: true      # binding conditions (bindingdriver in slices.py):
+            bindingConditions: [gpu.example.com/is-prepared]
+            bindingFailureConditions: [gpu.example.com/preparing-failed]
+            preparationDelay: 2s   # the hollow driver reports after this,
+            preparationFailureRate: 0  # the failure condition with this probability
         csiDrivers:                # hollow CSI drivers (csidriver.py; published by csinode.py)
           - name: disk.example.com
             topologyKeys: [topology.kubernetes.io/zone]
@@ -69,7 +74,7 @@ from typing import Any
 
 import yaml
 
-from services.api.helpers.stages import Stages, TemplateError, known, mapping
+from services.api.helpers.stages import Stages, TemplateError, duration, known, mapping
 from services.api.helpers.wellknown import (
     LABEL_ARCH,
     LABEL_HOSTNAME,
@@ -77,7 +82,7 @@ from services.api.helpers.wellknown import (
     LABEL_TOPOLOGY_REGION,
     LABEL_TOPOLOGY_ZONE,
 )
-from services.api.machinery import yamlload
+from services.api.machinery import names, yamlload
 from services.api.machinery.quantity import QuantityError, parse_quantity
 from services.kubelet.csidriver import HollowCSIDriver, parse_csi_drivers
 
@@ -125,6 +130,70 @@ _SEMVER = re.compile(
 
 
 @dataclass(frozen=True)
+class Binding:
+    """A device set's binding conditions (drabinding; upstream Device.bindsToNode,
+    bindingConditions, bindingFailureConditions) and the hollow driver's preparation:
+    `delay` simulated seconds after an allocation it sets the binding conditions True,
+    or, with probability `failure_rate`, the first failure condition."""
+
+    binds_to_node: bool | None
+    conditions: tuple[str, ...]
+    failure_conditions: tuple[str, ...]
+    delay: float = 0.0
+    failure_rate: float = 0.0
+
+
+_BINDING_FIELDS = (
+    "bindsToNode",
+    "bindingConditions",
+    "bindingFailureConditions",
+    "preparationDelay",
+    "preparationFailureRate",
+)
+
+
+def _condition_types(path: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not 1 <= len(value) <= 4:
+        raise TemplateError(f"{path}: expected a list of 1 to 4 condition types")
+    for i, t in enumerate(value):
+        problems = names.qualified_name(t) if isinstance(t, str) else ["expected a string"]
+        if problems:
+            raise TemplateError(f"{path}[{i}]: {t!r}: {problems[0]}")
+    if len(set(value)) != len(value):
+        raise TemplateError(f"{path}: {value!r}: a condition type appears twice")
+    return tuple(value)
+
+
+def _binding(path: str, doc: Mapping[str, Any]) -> Binding | None:
+    if not any(k in doc for k in _BINDING_FIELDS):
+        return None
+    binds = doc.get("bindsToNode")
+    if binds is not None and not isinstance(binds, bool):
+        raise TemplateError(f"{path}.bindsToNode: {binds!r}: expected true or false")
+    if "bindingConditions" not in doc:
+        if any(k in doc for k in _BINDING_FIELDS[1:]):
+            raise TemplateError(
+                f"{path}.bindingConditions: required with bindingFailureConditions and the preparation"
+            )
+        return Binding(binds, (), ())
+    conditions = _condition_types(f"{path}.bindingConditions", doc["bindingConditions"])
+    failures = _condition_types(
+        f"{path}.bindingFailureConditions", doc.get("bindingFailureConditions")
+    )
+    if set(conditions) & set(failures):
+        raise TemplateError(
+            f"{path}.bindingFailureConditions: must not overlap with bindingConditions"
+        )
+    rate = doc.get("preparationFailureRate", 0)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+        raise TemplateError(
+            f"{path}.preparationFailureRate: {rate!r}: expected a number from 0 to 1"
+        )
+    delay = duration(f"{path}.preparationDelay", doc.get("preparationDelay", "0s"))
+    return Binding(binds, conditions, failures, delay, float(rate))
+
+
+@dataclass(frozen=True)
 class DeviceSet:
     """`count` devices of one driver on every node of a kind (one ResourceSlice per node)."""
 
@@ -142,6 +211,8 @@ class DeviceSet:
     partitions: tuple[Partition, ...] = ()
     #: consumable capacity: the devices may be shared by several requests
     allow_multiple_allocations: bool = False
+    #: Binding conditions of every device, and how the hollow driver reports them.
+    binding: Binding | None = None
 
     def device_names(self) -> list[str]:
         return [f"{self.name_prefix}-{i}" for i in range(self.count)]
@@ -206,6 +277,7 @@ _DEVICE_FIELDS = (
     "sharedCounters",
     "partitions",
     "allowMultipleAllocations",
+    *_BINDING_FIELDS,
 )
 _PARTITION_FIELDS = ("name", "count", "consumes", "attributes")
 
@@ -315,7 +387,9 @@ def _device_set(doc: Mapping[str, Any], path: str) -> DeviceSet:
     multi = doc.get("allowMultipleAllocations", False)
     if not isinstance(multi, bool):
         raise TemplateError(f"{path}.allowMultipleAllocations: {multi!r}: expected true or false")
-    return DeviceSet(driver, count, prefix, attributes, capacity, shared, parts, multi)
+    return DeviceSet(
+        driver, count, prefix, attributes, capacity, shared, parts, multi, _binding(path, doc)
+    )
 
 
 def _device_sets(path: str, value: Any) -> list[DeviceSet]:

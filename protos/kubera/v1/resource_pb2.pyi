@@ -141,7 +141,7 @@ class DeviceCounterConsumption(_message.Message):
     def __init__(self, counter_set: _Optional[str] = ..., counters: _Optional[_Mapping[str, Counter]] = ...) -> None: ...
 
 class Device(_message.Message):
-    __slots__ = ("name", "attributes", "capacity", "consumes_counters", "node_name", "node_selector", "all_nodes", "allow_multiple_allocations")
+    __slots__ = ("name", "attributes", "capacity", "consumes_counters", "node_name", "node_selector", "all_nodes", "allow_multiple_allocations", "binds_to_node", "binding_conditions", "binding_failure_conditions")
     class AttributesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -164,6 +164,9 @@ class Device(_message.Message):
     NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     ALL_NODES_FIELD_NUMBER: _ClassVar[int]
     ALLOW_MULTIPLE_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    BINDS_TO_NODE_FIELD_NUMBER: _ClassVar[int]
+    BINDING_CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    BINDING_FAILURE_CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     name: str
     attributes: _containers.MessageMap[str, DeviceAttribute]
     capacity: _containers.MessageMap[str, DeviceCapacity]
@@ -172,7 +175,10 @@ class Device(_message.Message):
     node_selector: _core_pb2.NodeSelector
     all_nodes: bool
     allow_multiple_allocations: bool
-    def __init__(self, name: _Optional[str] = ..., attributes: _Optional[_Mapping[str, DeviceAttribute]] = ..., capacity: _Optional[_Mapping[str, DeviceCapacity]] = ..., consumes_counters: _Optional[_Iterable[_Union[DeviceCounterConsumption, _Mapping]]] = ..., node_name: _Optional[str] = ..., node_selector: _Optional[_Union[_core_pb2.NodeSelector, _Mapping]] = ..., all_nodes: _Optional[bool] = ..., allow_multiple_allocations: _Optional[bool] = ...) -> None: ...
+    binds_to_node: bool
+    binding_conditions: _containers.RepeatedScalarFieldContainer[str]
+    binding_failure_conditions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., attributes: _Optional[_Mapping[str, DeviceAttribute]] = ..., capacity: _Optional[_Mapping[str, DeviceCapacity]] = ..., consumes_counters: _Optional[_Iterable[_Union[DeviceCounterConsumption, _Mapping]]] = ..., node_name: _Optional[str] = ..., node_selector: _Optional[_Union[_core_pb2.NodeSelector, _Mapping]] = ..., all_nodes: _Optional[bool] = ..., allow_multiple_allocations: _Optional[bool] = ..., binds_to_node: _Optional[bool] = ..., binding_conditions: _Optional[_Iterable[str]] = ..., binding_failure_conditions: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ResourcePool(_message.Message):
     __slots__ = ("name", "generation", "resource_slice_count")
@@ -306,7 +312,7 @@ class ResourceClaimSpec(_message.Message):
     def __init__(self, devices: _Optional[_Union[DeviceClaim, _Mapping]] = ...) -> None: ...
 
 class DeviceRequestAllocationResult(_message.Message):
-    __slots__ = ("request", "driver", "pool", "device", "admin_access", "share_id", "consumed_capacity")
+    __slots__ = ("request", "driver", "pool", "device", "admin_access", "share_id", "consumed_capacity", "binding_conditions", "binding_failure_conditions")
     class ConsumedCapacityEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -321,6 +327,8 @@ class DeviceRequestAllocationResult(_message.Message):
     ADMIN_ACCESS_FIELD_NUMBER: _ClassVar[int]
     SHARE_ID_FIELD_NUMBER: _ClassVar[int]
     CONSUMED_CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    BINDING_CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    BINDING_FAILURE_CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     request: str
     driver: str
     pool: str
@@ -328,7 +336,9 @@ class DeviceRequestAllocationResult(_message.Message):
     admin_access: bool
     share_id: str
     consumed_capacity: _containers.ScalarMap[str, str]
-    def __init__(self, request: _Optional[str] = ..., driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., admin_access: _Optional[bool] = ..., share_id: _Optional[str] = ..., consumed_capacity: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    binding_conditions: _containers.RepeatedScalarFieldContainer[str]
+    binding_failure_conditions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request: _Optional[str] = ..., driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., admin_access: _Optional[bool] = ..., share_id: _Optional[str] = ..., consumed_capacity: _Optional[_Mapping[str, str]] = ..., binding_conditions: _Optional[_Iterable[str]] = ..., binding_failure_conditions: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DeviceAllocationConfiguration(_message.Message):
     __slots__ = ("source", "requests", "opaque")
@@ -371,12 +381,42 @@ class ResourceClaimConsumerReference(_message.Message):
     def __init__(self, api_group: _Optional[str] = ..., resource: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ...) -> None: ...
 
 class ResourceClaimStatus(_message.Message):
-    __slots__ = ("allocation", "reserved_for")
+    __slots__ = ("allocation", "reserved_for", "devices")
     ALLOCATION_FIELD_NUMBER: _ClassVar[int]
     RESERVED_FOR_FIELD_NUMBER: _ClassVar[int]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
     allocation: AllocationResult
     reserved_for: _containers.RepeatedCompositeFieldContainer[ResourceClaimConsumerReference]
-    def __init__(self, allocation: _Optional[_Union[AllocationResult, _Mapping]] = ..., reserved_for: _Optional[_Iterable[_Union[ResourceClaimConsumerReference, _Mapping]]] = ...) -> None: ...
+    devices: _containers.RepeatedCompositeFieldContainer[AllocatedDeviceStatus]
+    def __init__(self, allocation: _Optional[_Union[AllocationResult, _Mapping]] = ..., reserved_for: _Optional[_Iterable[_Union[ResourceClaimConsumerReference, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[AllocatedDeviceStatus, _Mapping]]] = ...) -> None: ...
+
+class NetworkDeviceData(_message.Message):
+    __slots__ = ("interface_name", "ips", "hardware_address")
+    INTERFACE_NAME_FIELD_NUMBER: _ClassVar[int]
+    IPS_FIELD_NUMBER: _ClassVar[int]
+    HARDWARE_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    interface_name: str
+    ips: _containers.RepeatedScalarFieldContainer[str]
+    hardware_address: str
+    def __init__(self, interface_name: _Optional[str] = ..., ips: _Optional[_Iterable[str]] = ..., hardware_address: _Optional[str] = ...) -> None: ...
+
+class AllocatedDeviceStatus(_message.Message):
+    __slots__ = ("driver", "pool", "device", "share_id", "conditions", "data", "network_data")
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    SHARE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_DATA_FIELD_NUMBER: _ClassVar[int]
+    driver: str
+    pool: str
+    device: str
+    share_id: str
+    conditions: _containers.RepeatedCompositeFieldContainer[_meta_pb2.Condition]
+    data: _struct_pb2.Value
+    network_data: NetworkDeviceData
+    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., share_id: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[_meta_pb2.Condition, _Mapping]]] = ..., data: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., network_data: _Optional[_Union[NetworkDeviceData, _Mapping]] = ...) -> None: ...
 
 class ResourceClaim(_message.Message):
     __slots__ = ("api_version", "kind", "metadata", "spec", "status")

@@ -16,7 +16,8 @@ the claims' status.allocation. The rules, as upstream:
   incomplete and invalid pools (other pools may still do), an All request on either is an
   AllocationError naming the pool. If nothing fits and an invalid pool was seen, allocate
   raises FailedOnNode ("invalid resource pools were encountered", upstream
-  ErrFailedAllocationOnNode): this node fails, other nodes may still do.
+  ErrFailedAllocationOnNode): this node fails, other nodes may still do. Pools with a
+  device that has binding conditions are searched last (bindingconditions.py).
 * Features (services/api/features.py, `gates`): with DRAPrioritizedList off a request
   with firstAvailable is an AllocationError, with DRAAdminAccess off one asking for admin
   access; DRAListTypeAttributes (off by default) makes matchAttribute compare values as
@@ -46,8 +47,10 @@ the claims' status.allocation. The rules, as upstream:
   adminAccess when set); config: each class's configs once (source FromClass, the requests
   that used the class), then the claim's configs that name an allocated request or
   subrequest, or none (FromClaim); a config that covers every request of the claim (by its
-  name or its chosen subrequest's) lists no requests. nodeSelector: for a device of a node-local slice, matchFields
-  metadata.name In [node]; otherwise the single terms of nodeSelector slices merged;
+  name or its chosen subrequest's) lists no requests; a device's bindingConditions and
+  bindingFailureConditions are copied. nodeSelector: for a node-local device (its slice's
+  or its own nodeName), or one with bindsToNode, matchFields metadata.name In [node];
+  otherwise the single terms of nodeSelector slices merged;
   allNodes only: none.
 
 * Partitionable devices (counters.py, DRAPartitionableDevices): a device consuming its
@@ -78,7 +81,7 @@ from decimal import Decimal
 from typing import NamedTuple
 
 from protos.kubera.v1 import core_pb2, resource_pb2
-from services.api.dra import capacity, counters
+from services.api.dra import bindingconditions, capacity, counters
 from services.api.dra.cel import CELCompileError, CELRuntimeError, Selector, compile_selector
 from services.api.dra.constraints import DistinctAttribute, MatchAttribute
 from services.api.dra.pools import DeviceCache, DeviceID, Pool, PoolDevice, SliceIndex
@@ -89,6 +92,7 @@ from services.api.features import (
     DRA_PARTITIONABLE_DEVICES,
     DRA_PRIORITIZED_LIST,
     FeatureGates,
+    binding_and_status,
     enabled,
 )
 from services.api.helpers.nodeaffinity import OBJECT_NAME_FIELD
@@ -246,9 +250,11 @@ class Allocator:
     _specs: list[list[list[_Spec]]] | None = field(default=None, init=False, repr=False)
     #: Device placements tried by all allocate() calls so far (the search's work).
     steps: int = field(default=0, init=False)
-    #: The two gates, read once (with the specs).
+    #: Gates read once (with the specs); binding_conditions: upstream's
+    #: DeviceBindingAndStatus (devices with binding conditions may be picked).
     partitionable: bool = field(default=True, init=False, repr=False)
     consumable: bool = field(default=True, init=False, repr=False)
+    binding_conditions: bool = field(default=True, init=False, repr=False)
 
     def allocate(self, node: core_pb2.Node) -> list[resource_pb2.AllocationResult] | Unfit:
         """One AllocationResult per claim, in order (nodeSelector set to the node for
@@ -262,8 +268,9 @@ class Allocator:
             self._specs = [
                 _specs(c, self.classes, self.admin_namespaces, self.gates) for c in self.claims
             ]
-        pools = self._index.pools(node, partitionable=self.partitionable)
-        search = _Search(self, self._specs, pools)
+            self.binding_conditions = binding_and_status(self.gates)
+        pools = bindingconditions.ordered(self._index.pools(node, partitionable=self.partitionable))
+        search = _Search(self, self._specs, pools, node.metadata.name)
         try:
             return search.run()
         finally:
@@ -276,8 +283,11 @@ class _Search:
     device in the current partial solution, `results[c]` its devices for claim c in pick
     order, and each constraint's count equals the devices in `results` it applies to."""
 
-    def __init__(self, alloc: Allocator, specs: list[list[list[_Spec]]], pools: list[Pool]) -> None:
+    def __init__(
+        self, alloc: Allocator, specs: list[list[list[_Spec]]], pools: list[Pool], node: str
+    ) -> None:
         self.alloc = alloc
+        self.node = node
         self.pools = pools
         self.usable = [p for p in pools if not p.incomplete and not p.invalid]
         self.claims = list(alloc.claims)
@@ -351,7 +361,7 @@ class _Search:
                 d
                 for p in self.pools
                 for d in p.devices()
-                if _selectable(r, d) and self._capacity_fits(r, d) is not None
+                if self._offered(d) and _selectable(r, d) and self._capacity_fits(r, d) is not None
             ]
             r.count = len(r.all_devices)
         return r
@@ -374,8 +384,16 @@ class _Search:
 
     def candidates(self, r: _Request) -> list[PoolDevice]:
         if r.candidates is None:
-            r.candidates = [d for p in self.usable for d in p.devices() if _selectable(r, d)]
+            r.candidates = [
+                d
+                for p in self.usable
+                for d in p.devices()
+                if self._offered(d) and _selectable(r, d)
+            ]
         return r.candidates
+
+    def _offered(self, d: PoolDevice) -> bool:
+        return bindingconditions.offered(d, self.alloc.binding_conditions)
 
     # --------------------------------------------------------------- search
 
@@ -538,6 +556,8 @@ class _Search:
                     res.consumed_capacity[name] = capacity.text(
                         value, d.device.capacity[name].value
                     )
+            if self.alloc.binding_conditions:
+                bindingconditions.copy_to_result(res, d.device)
         chosen = [alts[self.chosen[c][r]] for r, alts in enumerate(self.plans[c])]
         by_class: dict[str, list[resource_pb2.DeviceAllocationConfiguration]] = {}
         for req in chosen:
@@ -562,23 +582,24 @@ class _Search:
             covered = set(cfg.requests)
             if covered and all(r.base in covered or r.name in covered for r in chosen):
                 del cfg.requests[:]
-        selector = self._node_selector(c)
+        selector = self._node_selector(c, self.node)
         if selector is not None:
             out.node_selector.CopyFrom(selector)
         return out
 
-    def _node_selector(self, c: int) -> core_pb2.NodeSelector | None:
+    def _node_selector(self, c: int, node: str) -> core_pb2.NodeSelector | None:
         term = core_pb2.NodeSelectorTerm()
         for d, _ in self.results[c]:
             s = d.slice
             # With perDeviceNodeSelection the device says where it is, else its slice.
             where = d.device if s.per_device else s.msg.spec
-            if where.HasField("node_name") and where.node_name:
-                # One node-local device ties the whole allocation to that node.
+            if (where.HasField("node_name") and where.node_name) or (
+                bindingconditions.binds_to_node(d)
+            ):
+                # One node-local device, or one binding to the node, ties the whole
+                # allocation to the node (the one a node-local device reaches).
                 local = core_pb2.NodeSelectorTerm()
-                local.match_fields.add(
-                    key=OBJECT_NAME_FIELD, operator="In", values=[where.node_name]
-                )
+                local.match_fields.add(key=OBJECT_NAME_FIELD, operator="In", values=[node])
                 return core_pb2.NodeSelector(node_selector_terms=[local])
             if not where.HasField("node_selector"):
                 continue

@@ -196,6 +196,17 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "DeviceAllocationResult", "config"): _ATOMIC,
     (_P + "DeviceAllocationConfiguration", "requests"): _ATOMIC,
     (_P + "ResourceClaimStatus", "reservedFor"): _keyed("uid"),
+    # drabinding: binding conditions (atomic) and status.devices (map by driver, device,
+    # pool, shareID; its conditions by type).
+    (_P + "Device", "bindingConditions"): _ATOMIC,
+    (_P + "Device", "bindingFailureConditions"): _ATOMIC,
+    (_P + "DeviceRequestAllocationResult", "bindingConditions"): _ATOMIC,
+    (_P + "DeviceRequestAllocationResult", "bindingFailureConditions"): _ATOMIC,
+    (_P + "ResourceClaimStatus", "devices"): ListStrategy(
+        MAP, ("driver", "device", "pool", "shareID")
+    ),
+    (_P + "AllocatedDeviceStatus", "conditions"): ListStrategy(MAP, ("type",)),
+    (_P + "NetworkDeviceData", "ips"): _ATOMIC,
     # core/v1 Service, ServiceAccount; discovery.k8s.io/v1 EndpointSlice
     (_P + "ServiceSpec", "ports"): _keyed("port", "protocol"),
     (_P + "Endpoints", "subsets"): _ATOMIC,

@@ -15,6 +15,11 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.AWSElasticBlockStoreVolumeSource": {
         "volumeID": "",
     },
+    "kubera.v1.AllocatedDeviceStatus": {
+        "device": "",
+        "driver": "",
+        "pool": "",
+    },
     "kubera.v1.AllocationResult": {
         "devices": {},
     },

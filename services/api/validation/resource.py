@@ -34,6 +34,7 @@ from google.protobuf import json_format
 
 from protos.kubera.v1 import podgroup_pb2, resource_pb2
 from services.api.dra import cel, celkube
+from services.api.dra.bindingconditions import MAX_CONDITIONS
 from services.api.machinery import names
 from services.api.machinery.errors import (
     TOO_MANY,
@@ -53,6 +54,7 @@ from services.api.validation.common import (
     child,
     field_quantity,
     index,
+    label_name,
     name_errors,
     show,
 )
@@ -340,6 +342,7 @@ def _validate_device(path: str, device: resource_pb2.Device, per_device: bool = 
         errs += validate_qualified_name(kp, key)
         # A capacity's quantity is parsed (and made canonical) before validation.
         field_quantity(child(kp, "value"), device.capacity[key].value, errs)
+    errs += validate_binding_parameters(path, device)
     combined = len(device.attributes) + len(device.capacity)
     if combined > ATTRIBUTES_AND_CAPACITIES_MAX:
         errs.append(
@@ -351,6 +354,36 @@ def _validate_device(path: str, device: resource_pb2.Device, per_device: bool = 
             )
         )
     return errs + resource_counters.validate_device(path, device, per_device)
+
+
+def validate_binding_parameters(path: str, device: resource_pb2.Device) -> Errors:
+    conds, fails = list(device.binding_conditions), list(device.binding_failure_conditions)
+    cpath, fpath = child(path, "bindingConditions"), child(path, "bindingFailureConditions")
+    errs = validate_list(cpath, conds, MAX_CONDITIONS, label_name)
+    errs += validate_list(fpath, fails, MAX_CONDITIONS, label_name)
+    for i, c in enumerate(conds):
+        if c in conds[:i]:
+            errs.append(duplicate(index(cpath, i), c))
+    for i, c in enumerate(fails):
+        if c in fails[:i]:
+            errs.append(duplicate(index(fpath, i), c))
+        if c in conds:
+            errs.append(
+                invalid(
+                    index(fpath, i),
+                    c,
+                    "bindingFailureConditions must not overlap with bindingConditions",
+                )
+            )
+    if not conds and fails:
+        errs.append(
+            invalid(cpath, conds, "bindingConditions are required to use bindingFailureConditions")
+        )
+    if not fails and conds:
+        errs.append(
+            invalid(fpath, fails, "bindingFailureConditions are required to use bindingConditions")
+        )
+    return errs
 
 
 def validate_resource_slice(rs: resource_pb2.ResourceSlice) -> Errors:

@@ -61,6 +61,7 @@ from services.api.validation.resource import (
     validate_qualified_name,
     validate_selectors,
 )
+from services.api.validation.resource_status import validate_device_statuses
 
 # ----------------------------------------------------------------------------- ResourceClaim
 
@@ -313,7 +314,7 @@ def validate_claim_status(
     elif allocated:
         names_ = request_names(claim.spec.devices)
         errs += _validate_allocation("status.allocation", status.allocation, names_)
-    return errs
+    return errs + validate_device_statuses(claim)
 
 
 def validate_resource_claim(claim: resource_pb2.ResourceClaim) -> Errors:

@@ -394,3 +394,42 @@ def share(request: str, driver: str, pool: str, name: str, **consumed: str) -> J
     if consumed:
         d["consumedCapacity"] = {k.replace("_", "-"): v for k, v in consumed.items()}
     return d
+
+
+# ----------------------------------------------------------------------------- drabinding
+# Binding conditions (upstream withBindingConditions / withBindsToNode and
+# deviceRequestAllocationResultWithBindingConditions).
+
+
+def bound_device(
+    name: str,
+    conditions: Sequence[str] = (),
+    failures: Sequence[str] = (),
+    *,
+    binds_to_node: bool | None = None,
+    **attributes: Any,
+) -> Json:
+    d = slice_device(name, **attributes)
+    if conditions:
+        d["bindingConditions"] = list(conditions)
+    if failures:
+        d["bindingFailureConditions"] = list(failures)
+    if binds_to_node is not None:
+        d["bindsToNode"] = binds_to_node
+    return d
+
+
+def bound_dev(
+    request: str,
+    driver: str,
+    pool: str,
+    name: str,
+    conditions: Sequence[str] = (),
+    failures: Sequence[str] = (),
+) -> Json:
+    d = dev(request, driver, pool, name)
+    if conditions:
+        d["bindingConditions"] = list(conditions)
+    if failures:
+        d["bindingFailureConditions"] = list(failures)
+    return d

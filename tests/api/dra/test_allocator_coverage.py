@@ -15,7 +15,7 @@ name, *passing* when `check` accepts it. Print the table with
 
 The tests below hold the rows of the features whose allocator semantics kubera has
 (COMPLETE: core, prioritized list, admin access, list-type attributes, partitionable
-devices, consumable capacity) to all ported and passing, but for the rows in WAITING that
+devices, consumable capacity, binding conditions) to all ported and passing, but for the rows in WAITING that
 need fields of a feature kubera lacks; lanes adding a feature add it to COMPLETE.
 """
 
@@ -274,6 +274,7 @@ COMPLETE = (
     "list-type attributes",
     "partitionable devices",
     "consumable capacity",
+    "binding conditions",
 )
 _BINDING = "needs binding conditions"
 _TAINTS = "needs binding conditions and device taints"
