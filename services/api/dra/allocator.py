@@ -20,8 +20,9 @@ the claims' status.allocation. The rules, as upstream:
   device that has binding conditions are searched last (bindingconditions.py).
 * Features (services/api/features.py, `gates`): with DRAPrioritizedList off a request
   with firstAvailable is an AllocationError, with DRAAdminAccess off one asking for admin
-  access; DRAListTypeAttributes (off by default) makes matchAttribute compare values as
-  sets (constraints.py); DRAPartitionableDevices and DRAConsumableCapacity: see below.
+  access; DRAListTypeAttributes (off by default) makes constraints compare values as sets;
+  with DRADeviceBindingConditions or DRAResourceClaimDeviceStatus off a device with
+  binding conditions is never picked; partitionable devices, consumable capacity: below.
 * Requests. `exactly`: the class must exist; a device is *selectable* when every class
   selector and every request selector is true. ExactCount takes `count` (default 1) devices,
   All every selectable device of the node (at least one; all must be free).
@@ -37,9 +38,9 @@ the claims' status.allocation. The rules, as upstream:
   one in `allocated` (unless it allows multiple allocations: see below). A claim gets at
   most 32 devices (AllocationResultsMaxSize).
 * Search. Claims in order, requests in order, devices in pool order (pools by driver and
-  name, slices by name, devices in slice order): depth-first, a choice that leaves a later device, request
-  or claim unsatisfiable is undone and the next candidate tried. The first full solution
-  is the answer. Unlike upstream (which tries every order of the devices of one request),
+  name, slices by name, devices in slice order): depth-first, a choice that leaves a later
+  device, request or claim unsatisfiable is undone and the next candidate tried. The first
+  full solution is the answer. Unlike upstream (which tries every order of the devices of one request),
   the devices of one request are chosen as a combination (each pick after the previous in
   listing order): the state after picking a set is the same whatever the order, so this
   finds the same first solution with fewer steps.
@@ -50,9 +51,7 @@ the claims' status.allocation. The rules, as upstream:
   name or its chosen subrequest's) lists no requests; a device's bindingConditions and
   bindingFailureConditions are copied. nodeSelector: for a node-local device (its slice's
   or its own nodeName), or one with bindsToNode, matchFields metadata.name In [node];
-  otherwise the single terms of nodeSelector slices merged;
-  allNodes only: none.
-
+  otherwise the single terms of nodeSelector slices merged; allNodes only: none.
 * Partitionable devices (counters.py, DRAPartitionableDevices): a device consuming its
   pool's shared counters is taken only while they cover it. Consumable capacity
   (capacity.py, DRAConsumableCapacity): a device that allows multiple allocations serves
@@ -81,20 +80,11 @@ from decimal import Decimal
 from typing import NamedTuple
 
 from protos.kubera.v1 import core_pb2, resource_pb2
+from services.api import features
 from services.api.dra import bindingconditions, capacity, counters
 from services.api.dra.cel import CELCompileError, CELRuntimeError, Selector, compile_selector
 from services.api.dra.constraints import DistinctAttribute, MatchAttribute
 from services.api.dra.pools import DeviceCache, DeviceID, Pool, PoolDevice, SliceIndex
-from services.api.features import (
-    DRA_ADMIN_ACCESS,
-    DRA_CONSUMABLE_CAPACITY,
-    DRA_LIST_TYPE_ATTRIBUTES,
-    DRA_PARTITIONABLE_DEVICES,
-    DRA_PRIORITIZED_LIST,
-    FeatureGates,
-    binding_and_status,
-    enabled,
-)
 from services.api.helpers.nodeaffinity import OBJECT_NAME_FIELD
 
 __all__ = [
@@ -236,7 +226,7 @@ class Allocator:
     admin_namespaces: frozenset[str] = frozenset()
     cache: DeviceCache | None = None
     #: Feature gate overrides (services/api/features.py); None: upstream's defaults.
-    gates: FeatureGates | None = None
+    gates: features.FeatureGates | None = None
     #: consumable capacity: per device with shares in use (devices that allow multiple
     #: allocations), what those shares consume together (upstream AggregatedCapacity)
     consumed: Mapping[DeviceID, Mapping[str, Decimal]] = field(default_factory=dict)
@@ -263,12 +253,12 @@ class Allocator:
             cache = self.cache if self.cache is not None else DeviceCache()
             self._index = cache.index(self.slices)
         if self._specs is None:
-            self.partitionable = enabled(self.gates, DRA_PARTITIONABLE_DEVICES)
-            self.consumable = enabled(self.gates, DRA_CONSUMABLE_CAPACITY)
+            self.partitionable = features.enabled(self.gates, features.DRA_PARTITIONABLE_DEVICES)
+            self.consumable = features.enabled(self.gates, features.DRA_CONSUMABLE_CAPACITY)
             self._specs = [
                 _specs(c, self.classes, self.admin_namespaces, self.gates) for c in self.claims
             ]
-            self.binding_conditions = binding_and_status(self.gates)
+            self.binding_conditions = features.binding_and_status(self.gates)
         pools = bindingconditions.ordered(self._index.pools(node, partitionable=self.partitionable))
         search = _Search(self, self._specs, pools, node.metadata.name)
         try:
@@ -300,7 +290,7 @@ class _Search:
         # plans[c][r]: the alternatives of request r of claim c (one unless firstAvailable)
         self.plans: list[list[list[_Request]]] = []
         self.constraints: list[list[MatchAttribute]] = []
-        self.list_attributes = enabled(alloc.gates, DRA_LIST_TYPE_ATTRIBUTES)
+        self.list_attributes = features.enabled(alloc.gates, features.DRA_LIST_TYPE_ATTRIBUTES)
         for claim, claim_specs in zip(self.claims, specs, strict=True):
             self.plans.append(self._plan(claim, claim_specs))
             self.constraints.append(self._constraints(claim))
@@ -674,20 +664,22 @@ def _specs(
     claim: resource_pb2.ResourceClaim,
     classes: Mapping[str, resource_pb2.DeviceClass],
     admin_namespaces: frozenset[str],
-    gates: FeatureGates | None,
+    gates: features.FeatureGates | None,
 ) -> list[list[_Spec]]:
     """Per request of the claim its alternatives (one unless firstAvailable), checked:
     the features it uses are on, the class exists, selectors compile, the mode is known,
     admin access is allowed."""
     out: list[list[_Spec]] = []
     for req in claim.spec.devices.requests:
-        if not enabled(gates, DRA_CONSUMABLE_CAPACITY) and (why := capacity.gated(req)):
+        if not features.enabled(gates, features.DRA_CONSUMABLE_CAPACITY) and (
+            why := capacity.gated(req)
+        ):
             raise AllocationError(f"claim {claim.metadata.name}, {why}")
         if req.first_available:
-            if not enabled(gates, DRA_PRIORITIZED_LIST):
+            if not features.enabled(gates, features.DRA_PRIORITIZED_LIST):
                 raise AllocationError(
                     f"{_request_name(claim, req.name)}: has subrequests, but the "
-                    f"{DRA_PRIORITIZED_LIST} feature is disabled"
+                    f"{features.DRA_PRIORITIZED_LIST} feature is disabled"
                 )
             out.append(
                 [
@@ -698,7 +690,7 @@ def _specs(
         elif req.HasField("exactly"):
             ex = req.exactly
             admin = ex.HasField("admin_access") and ex.admin_access
-            if admin and not enabled(gates, DRA_ADMIN_ACCESS):
+            if admin and not features.enabled(gates, features.DRA_ADMIN_ACCESS):
                 raise AllocationError(
                     f"{_request_name(claim, req.name)}: admin access is requested, but the "
                     "feature is disabled"

@@ -276,29 +276,12 @@ COMPLETE = (
     "consumable capacity",
     "binding conditions",
 )
-_BINDING = "needs binding conditions"
-_TAINTS = "needs binding conditions and device taints"
-_LISTS = "needs list-type attributes in distinctAttribute"
+_TAINTS = "needs device taints"
 #: Rows of a COMPLETE feature that need another feature's fields kubera lacks: not yet
 #: ported (a row ported is taken off, the test below says so).
 WAITING: dict[str, str] = {
-    "partitionable-devices-with-binding-conditions": _BINDING,
-    "partitionable-devices-with-binding-conditions-multiple": _BINDING,
-    "partitionable-devices-with-binding-conditions-some-devices-no-conditions": _BINDING,
-    "partitionable-devices-with-binding-conditions-multi-slices": _BINDING,
     "partitionable-devices-with-binding-conditions-and-taints": _TAINTS,
     "partitionable-devices-with-binding-conditions-and-taints-tolerated": _TAINTS,
-    "list-attributes-distinct-constraint-scalar-string-values-all-distinct": _LISTS,
-    "list-attributes-distinct-constraint-scalar-string-values-not-distinct": _LISTS,
-    "list-attributes-distinct-constraint-list-of-string-values-all-distinct": _LISTS,
-    "list-attributes-distinct-constraint-list-of-string-values-with-common-elements": _LISTS,
-    "list-attributes-distinct-constraint-mixed-scalar-and-list-all-distinct": _LISTS,
-    "list-attributes-distinct-constraint-mixed-scalar-and-list-with-common-elements": _LISTS,
-    "list-attributes-distinct-constraint-list-of-int-values-all-distinct": _LISTS,
-    "list-attributes-distinct-constraint-list-of-bool-values-all-distinct": _LISTS,
-    "list-attributes-distinct-constraint-list-of-version-values-all-distinct": _LISTS,
-    "list-attributes-distinct-constaint-with-empty-or-unknown-type": _LISTS,
-    "list-attributes-disabled-distinct-constraint-with-lists": _LISTS,
 }
 #: Modules of kubera's own rows (names that are not upstream's).
 OWN = {"test_allocator_rules", "test_allocator_coverage"}

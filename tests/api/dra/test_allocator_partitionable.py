@@ -4,9 +4,10 @@ devices rows (features PartitionableDevices): devices consuming a pool's shared 
 another of a multi-host pool), per-device node selection, the pool checks that make a
 pool invalid, and the gate turned off. Row names are upstream's.
 
-Not ported here: the six rows that also need binding conditions or device taints
-(partitionable-devices-with-binding-conditions*), whose fields this lane does not model;
-the three that also need consumable capacity are in test_allocator_capacity.py.
+The rows with binding conditions were ported when lane drabinding was merged
+(dramerge); not ported: the two that also need device taints
+(partitionable-devices-with-binding-conditions-and-taints*). The three that also need
+consumable capacity are in test_allocator_capacity.py.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from tests.api.dra.allocator_table import (
     SUB1,
     Case,
     all_req,
+    bound_dev,
     check,
     claim,
     counter_slice,
@@ -75,6 +77,14 @@ def gpu(name: str, q: str, cs: str = SET1, **kw: object) -> dict:
 
 def counters8(name: str = SLICE2, where: str = NODE1, count: int = 2, q: str = "8Gi"):
     return counter_slice(name, where, POOL1, DRIVER_A, count, counter_set_1={"memory": q})
+
+
+PREP, FAIL = ["IsPrepare"], ["BindingFailed"]
+
+
+def conds(d: dict, conditions: list[str], failures: list[str]) -> dict:
+    """The device with binding conditions (upstream withBindingConditions)."""
+    return {**d, "bindingConditions": conditions, "bindingFailureConditions": failures}
 
 
 def local1(*devices: dict) -> dict:
@@ -517,6 +527,75 @@ CASES: dict[str, Case] = {
             slc(SLICE3, NODE2, POOL1, DRIVER_A, pdev(DEV3, mem("6Gi", SET2)), count=3),
         ],
         error=ERR_INVALID_POOLS,
+    ),
+    # With binding conditions (DeviceBindingAndStatus, on by default): the results copy
+    # each device's conditions.
+    "partitionable-devices-with-binding-conditions": Case(
+        claims=[ONE],
+        classes=[CA],
+        slices=[
+            slc(SLICE1, NODE1, POOL1, DRIVER_A, conds(gpu(DEV1, "4Gi"), PREP, FAIL), count=2),
+            counters8(),
+        ],
+        results=[local1(bound_dev(REQ0, DRIVER_A, POOL1, DEV1, PREP, FAIL))],
+    ),
+    "partitionable-devices-with-binding-conditions-multiple": Case(
+        claims=[claim(CLAIM0, req(REQ0, A, 2))],
+        classes=[CA],
+        slices=[
+            slc(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                conds(gpu(DEV1, "4Gi"), PREP, FAIL),
+                conds(gpu(DEV2, "4Gi"), ["IsPrepare2"], ["BindingFailed2"]),
+                count=2,
+            ),
+            counters8(),
+        ],
+        results=[
+            local1(
+                bound_dev(REQ0, DRIVER_A, POOL1, DEV1, PREP, FAIL),
+                bound_dev(REQ0, DRIVER_A, POOL1, DEV2, ["IsPrepare2"], ["BindingFailed2"]),
+            )
+        ],
+    ),
+    "partitionable-devices-with-binding-conditions-some-devices-no-conditions": Case(
+        claims=[claim(CLAIM0, req(REQ0, A, 3))],
+        classes=[CA],
+        slices=[
+            slc(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                conds(gpu(DEV1, "2Gi"), PREP, FAIL),
+                gpu(DEV2, "2Gi"),
+                conds(gpu(DEV3, "4Gi"), ["IsReady"], ["BindingTimeout"]),
+                count=2,
+            ),
+            counters8(),
+        ],
+        results=[
+            local1(
+                bound_dev(REQ0, DRIVER_A, POOL1, DEV1, PREP, FAIL),
+                a(REQ0, POOL1, DEV2),
+                bound_dev(REQ0, DRIVER_A, POOL1, DEV3, ["IsReady"], ["BindingTimeout"]),
+            )
+        ],
+    ),
+    # Slices listed in reverse: searched by name, so slice-2's device-2 comes first.
+    "partitionable-devices-with-binding-conditions-multi-slices": Case(
+        claims=[claim(CLAIM0, req(REQ0, A, 2))],
+        classes=[CA],
+        slices=[
+            slc(SLICE4, NODE1, POOL1, DRIVER_A, conds(gpu(DEV1, "4Gi"), PREP, FAIL), count=4),
+            counters8(SLICE3, count=4),
+            slc(SLICE2, NODE1, POOL1, DRIVER_A, gpu(DEV2, "4Gi", SET2), count=4),
+            counter_slice(SLICE1, NODE1, POOL1, DRIVER_A, 4, counter_set_2={"memory": "8Gi"}),
+        ],
+        results=[local1(a(REQ0, POOL1, DEV2), bound_dev(REQ0, DRIVER_A, POOL1, DEV1, PREP, FAIL))],
     ),
 }
 
