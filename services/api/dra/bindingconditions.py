@@ -66,7 +66,12 @@ def ordered(pools: Sequence[Pool]) -> list[Pool]:
 
 
 def _pool_has_conditions(pool: Pool) -> bool:
-    return any(d.device.binding_conditions for d in pool.devices())
+    """Whether a device of the pool reaching the node has binding conditions (a slice's
+    flag, parsed once; devices one by one only when the slice selects nodes per device)."""
+    return any(
+        s.binding and (not s.per_device or any(d.device.binding_conditions for d in pool.devices()))
+        for s in pool.slices
+    )
 
 
 def binds_to_node(d: PoolDevice) -> bool:

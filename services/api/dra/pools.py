@@ -101,6 +101,7 @@ class ParsedSlice:
         "per_device",
         "shared_counters",
         "consumes",
+        "binding",
     )
 
     def __init__(self, msg: resource_pb2.ResourceSlice) -> None:
@@ -123,6 +124,8 @@ class ParsedSlice:
         )
         self.shared_counters = bool(spec.shared_counters)
         self.consumes = any(d.consumes for d in self.devices)
+        #: drabinding: a device of the slice has binding conditions
+        self.binding = any(d.binding_conditions for d in spec.devices)
 
     def reaches(self, node: core_pb2.Node) -> bool:
         if self.node_name:
