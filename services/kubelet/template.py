@@ -32,7 +32,7 @@ A template is YAML:
             partitions: [{name: 1g, count: 7, consumes: {memory: 10Gi, slices: "1"},
                           attributes: {profile: 1g.10gb}}]
             allowMultipleAllocations: false  # true: shared by requests while capacity lasts
-            bindsToNode: true      # binding conditions (bindingdriver in slices.py):
+            bindsToNode: true      # binding conditions (BindingDriver in slices.py):
             bindingConditions: [gpu.example.com/is-prepared]
             bindingFailureConditions: [gpu.example.com/preparing-failed]
             preparationDelay: 2s   # the hollow driver reports after this,

@@ -16,7 +16,7 @@ that failed; `bindsToNode` ties the allocation to the node it was made for.
                 takes a failed or timed-out (`timed_out`) claim as unavailable and
                 PostFilter deallocates it
     driver      writes status.devices (`set_condition`; the hollow drivers of node
-                templates do, services/kubelet/bindingdriver.py)
+                templates do, BindingDriver in services/kubelet/slices.py)
 
 The upstream sources: structured/internal/experimental (allocator_experimental.go
 isSelectable, createNodeSelector; pools_experimental.go poolHasBindingConditions) and
