@@ -8,6 +8,11 @@ component; they must agree anyway). A gate is looked up with `enabled(gates, NAM
 Upstream locks some GA gates to their default (LockToDefault); kubera has no emulated
 version, so such a gate can still be overridden here, as an older emulated version would
 allow upstream.
+
+Nothing sets them on a running cluster yet: the control plane runs with DEFAULTS. The
+allocator takes overrides (upstream's `structured.Features`; its tests turn gates off) and
+then ignores what a disabled feature would need. Unlike upstream's strategies, the
+apiserver does not drop a disabled feature's fields (docs/differences.md).
 """
 
 from __future__ import annotations
@@ -23,11 +28,27 @@ DRA_ADMIN_ACCESS = "DRAAdminAccess"
 #: dracore: DeviceAttribute ints/bools/strings/versions (alpha 1.36, off by default). On:
 #: matchAttribute compares attribute values as sets (devices must share an element).
 DRA_LIST_TYPE_ATTRIBUTES = "DRAListTypeAttributes"
+#: dracounters: ResourceSlice sharedCounters, Device consumesCounters and per-device node
+#: selection (alpha 1.33, beta and on by default since 1.36).
+DRA_PARTITIONABLE_DEVICES = "DRAPartitionableDevices"
+#: dracounters: Device allowMultipleAllocations, capacity requestPolicy, request
+#: capacity, distinctAttribute constraints (alpha 1.34, beta and on by default since 1.36).
+DRA_CONSUMABLE_CAPACITY = "DRAConsumableCapacity"
+
+#: drabinding: Device bindsToNode, bindingConditions, bindingFailureConditions (alpha 1.34,
+#: beta and on by default since 1.36); it depends on DRAResourceClaimDeviceStatus.
+DRA_DEVICE_BINDING_CONDITIONS = "DRADeviceBindingConditions"
+#: drabinding: ResourceClaim status.devices (beta and on by default since 1.33).
+DRA_RESOURCE_CLAIM_DEVICE_STATUS = "DRAResourceClaimDeviceStatus"
 
 DEFAULTS: dict[str, bool] = {
     DRA_PRIORITIZED_LIST: True,
     DRA_ADMIN_ACCESS: True,
     DRA_LIST_TYPE_ATTRIBUTES: False,
+    DRA_PARTITIONABLE_DEVICES: True,
+    DRA_CONSUMABLE_CAPACITY: True,
+    DRA_DEVICE_BINDING_CONDITIONS: True,
+    DRA_RESOURCE_CLAIM_DEVICE_STATUS: True,
 }
 
 FeatureGates = Mapping[str, bool]
@@ -38,3 +59,12 @@ def enabled(gates: FeatureGates | None, name: str) -> bool:
     if gates is not None and name in gates:
         return gates[name]
     return DEFAULTS[name]
+
+
+def binding_and_status(gates: FeatureGates | None) -> bool:
+    """Upstream's DeviceBindingAndStatus: binding conditions are honoured only with both
+    DRADeviceBindingConditions and DRAResourceClaimDeviceStatus on (the allocator's
+    feature, the plugin's and DynamicResourcesArgs.bindingTimeout's checks)."""
+    return enabled(gates, DRA_DEVICE_BINDING_CONDITIONS) and enabled(
+        gates, DRA_RESOURCE_CLAIM_DEVICE_STATUS
+    )

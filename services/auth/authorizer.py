@@ -47,7 +47,9 @@ bootstrap roles grant them, in one place:
                                         create/update/patch/delete the ResourceSlices of
                                         its nodes (spec.nodeName); its own CSINodes, and
                                         the CSIDrivers and CSIStorageCapacities of hollow
-                                        CSI drivers. Never: other nodes'
+                                        CSI drivers; update the status.devices (only)
+                                        of claims allocated to its nodes by name (the
+                                        hollow drivers' binding conditions). Never: other nodes'
                                         objects, bindings, pods of other nodes, pod specs.
 
 What a node may touch is decided by the object: a pod is "its" when the pod as stored is
@@ -74,7 +76,11 @@ ConfigMap (upstream: those its pods name; a pool watches them to hold back a pod
 a missing one) but no Secret; a node writes the CSIDriver and CSIStorageCapacity objects
 of the hollow CSI drivers its template declares (labelled kubera.io/hollow-csi-driver;
 upstream an admin installs the CSIDriver and external-provisioner publishes capacity); no RBAC
-objects, so these rules are not configurable; no mirror pods (a node may not create pods).
+objects, so these rules are not configurable; no mirror pods (a node may not create pods);
+a node's report on a claim (status.devices) is allowed for claims allocated to its nodes
+by name, and nothing else in the claim may change (upstream's
+DRAResourceClaimGranularStatusAuthorization asks instead for the verb associated-node:update
+on resourceclaims/driver, per driver name).
 """
 
 from __future__ import annotations
@@ -82,6 +88,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from services.api.dra.bindingconditions import allocated_nodes, without_device_status
 from services.api.helpers.csi import LABEL_HOLLOW_DRIVER
 from services.auth import MASTERS, Decision, RequestAttributes, User, is_node, node_names
 from services.auth.tokens import CONTROLLER_MANAGER_USER, SCHEDULER_USER
@@ -247,6 +254,8 @@ class KuberaAuthorizer:
                     return ALLOWED
                 return _deny(f"node(s) {_few(nodes)} may not modify the lease of node {name!r}")
             return _deny(f"a node may not {verb} leases")
+        if resource == "resourceclaims" and sub == "status" and verb == "update":
+            return await self._node_claim_status(attrs, nodes)
         if resource == "pods":
             ok_pod = (sub == "status" and verb in {"update", "patch"}) or (
                 (not sub and verb == "delete") or (sub == "eviction" and verb == "create")
@@ -272,6 +281,19 @@ class KuberaAuthorizer:
                 return _deny("a node may not move a pod to another node")
             return ALLOWED
         return _deny(f"a node may not {verb} {resource}{'/' + sub if sub else ''}")
+
+    async def _node_claim_status(self, attrs: RequestAttributes, nodes: frozenset[str]) -> Decision:
+        """A driver's report on a claim (drabinding): the claim as stored is allocated
+        to one of the node's nodes by name, and the update changes status.devices only."""
+        name = attrs.name or _name_of(attrs.obj)
+        stored = await self._lookup("resourceclaims", attrs.namespace, name)
+        if stored is None or not allocated_nodes(stored) & nodes:
+            return _deny(
+                f"node(s) {_few(nodes)} may only report on claims allocated to their nodes"
+            )
+        if attrs.obj is None or without_device_status(attrs.obj) != without_device_status(stored):
+            return _deny("a node may only change status.devices of a resourceclaim")
+        return ALLOWED
 
     async def _node_slice(self, attrs: RequestAttributes, nodes: frozenset[str]) -> Decision:
         """A ResourceSlice write: the slice as stored (update, patch, delete) and as sent

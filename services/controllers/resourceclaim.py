@@ -455,13 +455,15 @@ class ResourceClaimController:
                 # ours to clear; any other belongs to whoever wrote it (upstream's
                 # builtinAllocation check).
                 updated.status.ClearField("allocation")
+                updated.status.ClearField("devices")  # the drivers' reports go with it
             claim = await self.client.update_status(updated)
             if has_finalizer and not claim.status.HasField("allocation"):
                 await self._remove_finalizer(claim)
         elif has_finalizer and claim.metadata.deletion_timestamp and not valid:
             if claim.status.HasField("allocation"):
-                updated = codec.clone(claim)
+                updated = narrow(codec.clone(claim), resource_pb2.ResourceClaim)
                 updated.status.ClearField("allocation")
+                updated.status.ClearField("devices")
                 claim = await self.client.update_status(updated)
             await self._remove_finalizer(claim)
         if valid:

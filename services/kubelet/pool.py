@@ -29,7 +29,8 @@ and one naming a missing ConfigMap or Secret (or key) waits, ContainerCreating o
 CreateContainerConfigError, before its sandbox starts until configgate.py lets it; one
 whose claims are not Bound (or whose CSI volumes are not attached) waits there too, with
 FailedMount events, until volumegate.py lets it.
-The nodes' DRA devices (slices.py) and hollow CSI drivers (csinode.py) publish at registration.
+The nodes' DRA devices (slices.py) and hollow CSI drivers (csinode.py) publish at registration;
+the DRA drivers with binding conditions report their devices ready (slices.BindingDriver).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ from services.kubelet.leases import LEASE_SLOTS as LEASE_SLOTS  # re-exported
 from services.kubelet.leases import NodeLeases
 from services.kubelet.nodestatus import pod_ip
 from services.kubelet.pressure import IMAGE_BYTES_PER_INODE, PoolPressure
-from services.kubelet.slices import NodeSlices
+from services.kubelet.slices import BindingDriver, NodeSlices
 from services.kubelet.state import PRESSURE_CONDITIONS, HollowNode, PodState
 from services.kubelet.state import PoolConfig as PoolConfig  # re-exported
 from services.kubelet.template import NodePlan
@@ -134,6 +135,8 @@ class NodePool:
         self.slices = NodeSlices(
             client, [n.plan for n in self.nodes], max_batch=self.config.max_batch
         )
+        #: The hollow drivers' reports on devices with binding conditions (slices.py).
+        self.binding = BindingDriver(client, [n.plan for n in self.nodes], self.clock, self.rng)
         #: Allocated ResourceClaims usable on this pool's nodes (the claim gate reads them;
         #: none: an empty store).
         self.claims = Informer(
@@ -219,6 +222,7 @@ class NodePool:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        await self.binding.close()
         await self.volumes.close()
 
     # ---------------------------------------------------------------------- leases
@@ -388,6 +392,7 @@ class NodePool:
 
     def _on_claim(self, obj: Message) -> None:
         claim = narrow(obj, resource_pb2.ResourceClaim)
+        self.binding.on_claim(claim)
         for ref in claim.status.reserved_for:
             if ref.uid in self.waiting_for_claims:
                 st = self.pods.get(ref.uid)

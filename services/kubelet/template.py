@@ -30,6 +30,15 @@ A template is YAML:
             capacity: {memory: 80Gi}
             taints: [{key: example.com/unhealthy, value: "yes", effect: NoSchedule}]
                                    # on every device of the set (None, NoSchedule, NoExecute)
+            sharedCounters: {memory: 80Gi, slices: "7"}   # partitionable (MIG-style), below
+            partitions: [{name: 1g, count: 7, consumes: {memory: 10Gi, slices: "1"},
+                          attributes: {profile: 1g.10gb}}]
+            allowMultipleAllocations: false  # true: shared by requests while capacity lasts
+            bindsToNode: true      # binding conditions (BindingDriver in slices.py):
+            bindingConditions: [gpu.example.com/is-prepared]
+            bindingFailureConditions: [gpu.example.com/preparing-failed]
+            preparationDelay: 2s   # the hollow driver reports after this,
+            preparationFailureRate: 0  # the failure condition with this probability
         csiDrivers:                # hollow CSI drivers (csidriver.py; published by csinode.py)
           - name: disk.example.com
             topologyKeys: [topology.kubernetes.io/zone]
@@ -37,6 +46,20 @@ A template is YAML:
             capacity: [{storageClassName: zonal-disk, per: zone, capacity: 1Ti}]
 
 Every device also gets the int attribute `index` (0..count-1).
+
+Partitionable devices (DRAPartitionableDevices): with `sharedCounters`, each device
+<namePrefix>-<i> gets a counter set of its own (named like the device, holding those
+counters) that it consumes whole, and each `partitions` entry adds `count` devices
+<namePrefix>-<i>-<name>-<j> consuming `consumes` of it (with that as their capacity, the
+set's attributes, the entry's and `index` i). The scheduler then never allocates a device
+together with partitions that would exceed its counters. The counter sets are published
+in a second slice of the node's pool (upstream keeps devices and sharedCounters apart):
+at most 8 devices per set, 64 devices in all with their partitions.
+
+Consumable capacity (DRAConsumableCapacity): with `allowMultipleAllocations: true` every
+device of the set (a shared NIC, say) may be allocated to several requests at once, each
+consuming what it asks of the capacities (`capacity.requests`; the whole capacity when it
+asks nothing) while they last.
 
 `imagefs: 0` means images share the node filesystem (nodefs), Kubernetes' default layout.
 Every duration is simulated time (see services/clock.ScaledClock). Pod annotations
@@ -53,7 +76,7 @@ from typing import Any
 
 import yaml
 
-from services.api.helpers.stages import Stages, TemplateError, known, mapping
+from services.api.helpers.stages import Stages, TemplateError, duration, known, mapping
 from services.api.helpers.wellknown import (
     LABEL_ARCH,
     LABEL_HOSTNAME,
@@ -92,6 +115,11 @@ MAX_DEVICES_PER_SLICE = 128
 MAX_ATTRIBUTES_AND_CAPACITIES = 32
 #: The attribute every device gets: its number within its set (0..count-1).
 INDEX_ATTRIBUTE = "index"
+#: Upstream's limits for partitionable devices: counter sets per slice, devices per slice
+#: when they consume counters, counters per set.
+MAX_COUNTER_SETS = 8
+MAX_DEVICES_WITH_COUNTERS = 64
+MAX_COUNTERS_PER_SET = 32
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -101,6 +129,70 @@ _SEMVER = re.compile(
     r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A device set's binding conditions (drabinding; upstream Device.bindsToNode,
+    bindingConditions, bindingFailureConditions) and the hollow driver's preparation:
+    `delay` simulated seconds after an allocation it sets the binding conditions True,
+    or, with probability `failure_rate`, the first failure condition."""
+
+    binds_to_node: bool | None
+    conditions: tuple[str, ...]
+    failure_conditions: tuple[str, ...]
+    delay: float = 0.0
+    failure_rate: float = 0.0
+
+
+_BINDING_FIELDS = (
+    "bindsToNode",
+    "bindingConditions",
+    "bindingFailureConditions",
+    "preparationDelay",
+    "preparationFailureRate",
+)
+
+
+def _condition_types(path: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not 1 <= len(value) <= 4:
+        raise TemplateError(f"{path}: expected a list of 1 to 4 condition types")
+    for i, t in enumerate(value):
+        problems = names.qualified_name(t) if isinstance(t, str) else ["expected a string"]
+        if problems:
+            raise TemplateError(f"{path}[{i}]: {t!r}: {problems[0]}")
+    if len(set(value)) != len(value):
+        raise TemplateError(f"{path}: {value!r}: a condition type appears twice")
+    return tuple(value)
+
+
+def _binding(path: str, doc: Mapping[str, Any]) -> Binding | None:
+    if not any(k in doc for k in _BINDING_FIELDS):
+        return None
+    binds = doc.get("bindsToNode")
+    if binds is not None and not isinstance(binds, bool):
+        raise TemplateError(f"{path}.bindsToNode: {binds!r}: expected true or false")
+    if "bindingConditions" not in doc:
+        if any(k in doc for k in _BINDING_FIELDS[1:]):
+            raise TemplateError(
+                f"{path}.bindingConditions: required with bindingFailureConditions and the preparation"
+            )
+        return Binding(binds, (), ())
+    conditions = _condition_types(f"{path}.bindingConditions", doc["bindingConditions"])
+    failures = _condition_types(
+        f"{path}.bindingFailureConditions", doc.get("bindingFailureConditions")
+    )
+    if set(conditions) & set(failures):
+        raise TemplateError(
+            f"{path}.bindingFailureConditions: must not overlap with bindingConditions"
+        )
+    rate = doc.get("preparationFailureRate", 0)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+        raise TemplateError(
+            f"{path}.preparationFailureRate: {rate!r}: expected a number from 0 to 1"
+        )
+    delay = duration(f"{path}.preparationDelay", doc.get("preparationDelay", "0s"))
+    return Binding(binds, conditions, failures, delay, float(rate))
 
 
 @dataclass(frozen=True)
@@ -115,11 +207,30 @@ class DeviceSet:
     attributes: dict[str, dict[str, Any]]
     #: capacity name -> quantity, as given (validated).
     capacity: dict[str, str]
+    #: partitionable devices: the counters of each device's own counter set (empty: none)
+    shared_counters: dict[str, str] = field(default_factory=dict)
+    #: the partitions of each device (only with shared_counters)
+    partitions: tuple[Partition, ...] = ()
+    #: consumable capacity: the devices may be shared by several requests
+    allow_multiple_allocations: bool = False
+    #: Binding conditions of every device, and how the hollow driver reports them.
+    binding: Binding | None = None
     #: drataints: the DeviceTaints of every device of the set ({key, value, effect}).
     taints: tuple[dict[str, str], ...] = ()
 
     def device_names(self) -> list[str]:
         return [f"{self.name_prefix}-{i}" for i in range(self.count)]
+
+
+@dataclass(frozen=True)
+class Partition:
+    """`count` devices <namePrefix>-<i>-<name>-<j> per device i, each consuming `consumes`
+    of device i's counter set."""
+
+    name: str
+    count: int
+    consumes: dict[str, str]
+    attributes: dict[str, dict[str, Any]]
 
 
 def _attribute_name(path: str, name: Any) -> str:
@@ -161,7 +272,6 @@ def _attribute_value(path: str, value: Any) -> dict[str, Any]:
     )
 
 
-_DEVICE_FIELDS = ("driver", "count", "namePrefix", "attributes", "capacity", "taints")
 _DEVICE_TAINT_EFFECTS = ("None", "NoSchedule", "NoExecute")
 
 
@@ -183,6 +293,71 @@ def _device_taints(path: str, value: Any) -> tuple[dict[str, str], ...]:
                 f"{path}[{i}].effect: {effect!r}: expected one of None, NoSchedule, NoExecute"
             )
         out.append({"key": key, **({"value": val} if val else {}), "effect": effect})
+    return tuple(out)
+
+
+_DEVICE_FIELDS = (
+    "driver",
+    "count",
+    "namePrefix",
+    "attributes",
+    "capacity",
+    "sharedCounters",
+    "partitions",
+    "allowMultipleAllocations",
+    "taints",
+    *_BINDING_FIELDS,
+)
+_PARTITION_FIELDS = ("name", "count", "consumes", "attributes")
+
+
+def _counters(path: str, value: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in mapping(path, value).items():
+        if not isinstance(k, str) or not _DNS_LABEL.match(k):
+            raise TemplateError(f"{path}.{k}: expected a lowercase DNS label as counter name")
+        if isinstance(v, bool):
+            raise TemplateError(f'{path}.{k}: {v!r}: expected a quantity like "80Gi"')
+        _qty(f"{path}.{k}", v)
+        out[k] = str(v)
+    if len(out) > MAX_COUNTERS_PER_SET:
+        raise TemplateError(f"{path}: at most {MAX_COUNTERS_PER_SET} counters")
+    return out
+
+
+def _partitions(
+    path: str, value: Any, counters: dict[str, str], prefix: str, count: int
+) -> tuple[Partition, ...]:
+    if value is None:
+        return ()
+    if not counters:
+        raise TemplateError(f"{path}: partitions consume sharedCounters, which are not set")
+    if not isinstance(value, list):
+        raise TemplateError(f"{path}: expected a list of partitions")
+    out = []
+    for i, raw in enumerate(value):
+        p = f"{path}[{i}]"
+        doc = mapping(p, raw)
+        known(p, doc, _PARTITION_FIELDS)
+        name = doc.get("name")
+        n = doc.get("count", 1)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise TemplateError(f"{p}.count: {n!r}: expected a whole number of at least 1")
+        if not isinstance(name, str) or not _DNS_LABEL.match(
+            f"{prefix}-{count - 1}-{name}-{n - 1}"
+        ):
+            raise TemplateError(f"{p}.name: {name!r}: device names must be lowercase DNS labels")
+        consumes = _counters(f"{p}.consumes", doc.get("consumes"))
+        for c in consumes:
+            if c not in counters:
+                raise TemplateError(f"{p}.consumes.{c}: not one of sharedCounters")
+        attributes = {
+            _attribute_name(f"{p}.attributes.{k}", k): _attribute_value(f"{p}.attributes.{k}", v)
+            for k, v in mapping(f"{p}.attributes", doc.get("attributes")).items()
+        }
+        out.append(Partition(name, n, consumes, attributes))
+    if len({x.name for x in out}) != len(out):
+        raise TemplateError(f"{path}: partition names must differ")
     return tuple(out)
 
 
@@ -224,8 +399,35 @@ def _device_set(doc: Mapping[str, Any], path: str) -> DeviceSet:
         raise TemplateError(
             f"{path}: at most {MAX_ATTRIBUTES_AND_CAPACITIES} attributes and capacities per device (index included)"
         )
-    taints = _device_taints(f"{path}.taints", doc.get("taints"))
-    return DeviceSet(driver, count, prefix, attributes, capacity, taints)
+    shared = _counters(f"{path}.sharedCounters", doc.get("sharedCounters"))
+    parts = _partitions(f"{path}.partitions", doc.get("partitions"), shared, prefix, count)
+    if shared:
+        if count > MAX_COUNTER_SETS:
+            raise TemplateError(
+                f"{path}.count: with sharedCounters at most {MAX_COUNTER_SETS} devices "
+                "(one counter set each)"
+            )
+        total = count * (1 + sum(x.count for x in parts))
+        if total > MAX_DEVICES_WITH_COUNTERS:
+            raise TemplateError(
+                f"{path}: {total} devices with their partitions; at most "
+                f"{MAX_DEVICES_WITH_COUNTERS} when they consume counters"
+            )
+    multi = doc.get("allowMultipleAllocations", False)
+    if not isinstance(multi, bool):
+        raise TemplateError(f"{path}.allowMultipleAllocations: {multi!r}: expected true or false")
+    return DeviceSet(
+        driver,
+        count,
+        prefix,
+        attributes,
+        capacity,
+        shared,
+        parts,
+        multi,
+        _binding(path, doc),
+        _device_taints(f"{path}.taints", doc.get("taints")),
+    )
 
 
 def _device_sets(path: str, value: Any) -> list[DeviceSet]:

@@ -263,3 +263,79 @@ async def test_denied_slice_write_names_the_slices_node() -> None:
         d.reason
         == "node(s) 'n1' may only modify resourceslices of their own nodes; this one is for n2"
     )
+
+
+# ----------------------------------------------------------------------------- drabinding
+# A node reports on the devices of claims allocated to its nodes (status.devices only).
+
+
+def _allocated_to(node: str) -> Any:
+    c = resource_claim(
+        f"on-{node}-claim",
+        "default",
+        status={
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "r", "driver": "d.example.com", "pool": node, "device": "x"}
+                    ]
+                },
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": [node]}
+                            ]
+                        }
+                    ]
+                },
+            }
+        },
+    )
+    c.metadata.resource_version = "7"
+    return c
+
+
+def _reported(claim: Any, *, also: Any = None) -> Any:
+    out = type(claim)()
+    out.CopyFrom(claim)
+    out.metadata.resource_version = "7"
+    st = out.status.devices.add(driver="d.example.com", pool="n1", device="x")
+    st.conditions.add(type="d.example.com/ready", status="True", reason="Ready")
+    if also is not None:
+        also(out)
+    return out
+
+
+ON_N1, ON_N2 = _allocated_to("n1"), _allocated_to("n2")
+
+
+@pytest.mark.parametrize(
+    ("claim", "sent", "allowed"),
+    [
+        (ON_N1, _reported(ON_N1), True),
+        (ON_N2, _reported(ON_N2), False),  # another node's claim
+        (ON_N1, _reported(ON_N1, also=lambda c: c.status.ClearField("reserved_for")), True),
+        (ON_N1, _reported(ON_N1, also=lambda c: c.status.ClearField("allocation")), False),
+        (ON_N1, _reported(ON_N1, also=lambda c: c.metadata.labels.update(x="y")), False),
+        (None, _reported(ON_N1), False),  # no such claim
+    ],
+    ids=["own", "other-node", "unchanged-rest", "deallocates", "relabels", "missing"],
+)
+async def test_node_writes_only_status_devices_of_its_claims(
+    claim: Any, sent: Any, allowed: bool
+) -> None:
+    async def stored(resource: str, namespace: str, name: str) -> Any:
+        return claim
+
+    for user in (N1, POOL):
+        attrs = a(
+            user,
+            "update",
+            "resourceclaims",
+            sent.metadata.name,
+            ns="default",
+            sub="status",
+            obj=sent,
+        )
+        assert (await KuberaAuthorizer(stored).authorize(attrs)).allowed is allowed

@@ -100,12 +100,12 @@ def test_device_errors_name_the_field(devices: dict[str, Any], field: str) -> No
 
 def test_device_taints_reach_every_device_of_the_set() -> None:
     """drataints: a template's device taints, published on each device of its slice."""
-    from services.kubelet.slices import slice_object
+    from services.kubelet.slices import slice_objects
 
     taint = {"key": "example.com/unhealthy", "value": "yes", "effect": "NoExecute"}
     (d,) = parse_template(kind_with(taints=[taint])).kinds[0].devices
     assert d.taints == (taint,)
-    s = slice_object("n1", d)
+    (s,) = slice_objects("n1", d)
     assert [[json_format.MessageToDict(t) for t in x.taints] for x in s.spec.devices] == [
         [taint]
     ] * 4

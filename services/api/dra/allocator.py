@@ -1,7 +1,7 @@
 """Structured allocation: which of a node's devices satisfy a pod's claims (upstream
 k8s.io/dynamic-resource-allocation/structured, the experimental allocator, which has the
 newest semantics: allocator_experimental.go; which pools reach a node is
-services/api/dra/pools.py, the matchAttribute constraint matchattribute.py).
+services/api/dra/pools.py, the claim constraints constraints.py).
 
 The scheduler's DynamicResources plugin asks, for every (pod, node) in Filter, whether the
 pod's unallocated claims can get devices on that node, and at Reserve takes the answer as
@@ -16,11 +16,13 @@ the claims' status.allocation. The rules, as upstream:
   incomplete and invalid pools (other pools may still do), an All request on either is an
   AllocationError naming the pool. If nothing fits and an invalid pool was seen, allocate
   raises FailedOnNode ("invalid resource pools were encountered", upstream
-  ErrFailedAllocationOnNode): this node fails, other nodes may still do.
+  ErrFailedAllocationOnNode): this node fails, other nodes may still do. Pools with a
+  device that has binding conditions are searched last (bindingconditions.py).
 * Features (services/api/features.py, `gates`): with DRAPrioritizedList off a request
   with firstAvailable is an AllocationError, with DRAAdminAccess off one asking for admin
-  access; DRAListTypeAttributes (off by default) makes matchAttribute compare values as
-  sets (matchattribute.py).
+  access; DRAListTypeAttributes (off by default) makes constraints compare values as sets;
+  with DRADeviceBindingConditions or DRAResourceClaimDeviceStatus off a device with
+  binding conditions is never picked; partitionable devices, consumable capacity: below.
 * Requests. `exactly`: the class must exist; a device is *selectable* when every class
   selector and every request selector is true. ExactCount takes `count` (default 1) devices,
   All every selectable device of the node (at least one; all must be free).
@@ -28,16 +30,17 @@ the claims' status.allocation. The rules, as upstream:
   wins and results name "request/subrequest". adminAccess needs the claim's namespace in
   `admin_namespaces`; such a request may take devices in use (but not one device twice in
   one claim), and its results carry adminAccess=true.
-* Constraints. matchAttribute: every device allocated for the named requests (none named:
-  all requests; "req" also covers its subrequests, "req/sub" only that one) has the
-  attribute with one value (or, list-type attributes on, one element in common); a device
-  without it cannot serve them.
+* Constraints (constraints.py). matchAttribute: every device allocated for the named
+  requests (none named: all requests; "req" also covers its subrequests, "req/sub" only
+  that one) has the attribute with one value (or, list-type attributes on, one element in
+  common); a device without it cannot serve them.
 * A device serves at most one non-admin request among all claims being allocated, never
-  one in `allocated`. A claim gets at most 32 devices (AllocationResultsMaxSize).
+  one in `allocated` (unless it allows multiple allocations: see below). A claim gets at
+  most 32 devices (AllocationResultsMaxSize).
 * Search. Claims in order, requests in order, devices in pool order (pools by driver and
-  name, slices by name, devices in slice order): depth-first, a choice that leaves a later device, request
-  or claim unsatisfiable is undone and the next candidate tried. The first full solution
-  is the answer. Unlike upstream (which tries every order of the devices of one request),
+  name, slices by name, devices in slice order): depth-first, a choice that leaves a later
+  device, request or claim unsatisfiable is undone and the next candidate tried. The first
+  full solution is the answer. Unlike upstream (which tries every order of the devices of one request),
   the devices of one request are chosen as a combination (each pick after the previous in
   listing order): the state after picking a set is the same whatever the order, so this
   finds the same first solution with fewer steps.
@@ -45,17 +48,22 @@ the claims' status.allocation. The rules, as upstream:
   adminAccess when set); config: each class's configs once (source FromClass, the requests
   that used the class), then the claim's configs that name an allocated request or
   subrequest, or none (FromClaim); a config that covers every request of the claim (by its
-  name or its chosen subrequest's) lists no requests. nodeSelector: for a device of a node-local slice, matchFields
-  metadata.name In [node]; otherwise the single terms of nodeSelector slices merged;
-  allNodes only: none.
+  name or its chosen subrequest's) lists no requests; a device's bindingConditions and
+  bindingFailureConditions are copied. nodeSelector: for a node-local device (its slice's
+  or its own nodeName), or one with bindsToNode, matchFields metadata.name In [node];
+  otherwise the single terms of nodeSelector slices merged; allNodes only: none.
+* Partitionable devices (counters.py, DRAPartitionableDevices): a device consuming its
+  pool's shared counters is taken only while they cover it. Consumable capacity
+  (capacity.py, DRAConsumableCapacity): a device that allows multiple allocations serves
+  any number of requests (a share each: shareID, consumedCapacity) while its capacity
+  lasts; distinctAttribute: the devices of the named requests differ in the attribute.
 
 * Taints (taints.py). A device whose NoSchedule or NoExecute taint (its slice's, or a
   DeviceTaintRule's selecting it) the request does not tolerate is never taken, admin access
   or not; an All request on such a device fails. Results copy the request's tolerations.
 
 Differences from upstream: Unfit names the claim and the request the search could not get
-past (upstream only says "cannot allocate all claims"); partitionable devices and consumable
-capacity are not modelled.
+past (upstream only says "cannot allocate all claims").
 
 Speed: an Allocator indexes the slices by node on first use and caches which devices each
 request can select, so one Allocator per pod serves every node of a Filter pass. A
@@ -69,22 +77,19 @@ cache, ~0.3 ms to set up an Allocator over 5,000 unchanged slices, ~5 ms when on
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import NamedTuple
 
 from protos.kubera.v1 import core_pb2, resource_pb2
+from services.api import features
+from services.api.dra import bindingconditions, capacity, counters
 from services.api.dra.cel import CELCompileError, CELRuntimeError, Selector, compile_selector
-from services.api.dra.matchattribute import MatchAttribute
+from services.api.dra.constraints import DistinctAttribute, MatchAttribute
 from services.api.dra.pools import DeviceCache, DeviceID, Pool, PoolDevice, SliceIndex
 from services.api.dra.taints import TaintRules, allocatable, device_taints
-from services.api.features import (
-    DRA_ADMIN_ACCESS,
-    DRA_LIST_TYPE_ATTRIBUTES,
-    DRA_PRIORITIZED_LIST,
-    FeatureGates,
-    enabled,
-)
 from services.api.helpers.nodeaffinity import OBJECT_NAME_FIELD
 
 __all__ = [
@@ -161,6 +166,7 @@ class _Spec(NamedTuple):
     admin: bool
     key: tuple[str, ...]  # every selector's expression, the class's first: verdicts' key
     tolerations: tuple[resource_pb2.DeviceToleration, ...] = ()
+    capacity: capacity.Amounts | None = None  # dracounters: capacity.requests
 
 
 class _Request:
@@ -181,6 +187,7 @@ class _Request:
         "tolerations",
         "all_devices",
         "candidates",
+        "capacity",
     )
 
     def __init__(self, spec: _Spec) -> None:
@@ -189,6 +196,7 @@ class _Request:
         self.class_selectors, self.selectors = spec.class_selectors, spec.selectors
         self.count, self.admin, self.key = spec.exact, spec.admin, spec.key
         self.tolerations = spec.tolerations
+        self.capacity = spec.capacity
         self.all_devices: list[PoolDevice] | None = None  # allocationMode All: exactly these
         self.candidates: list[PoolDevice] | None = None  # selectable, computed on first need
 
@@ -229,13 +237,27 @@ class Allocator:
     admin_namespaces: frozenset[str] = frozenset()
     cache: DeviceCache | None = None
     #: Feature gate overrides (services/api/features.py); None: upstream's defaults.
-    gates: FeatureGates | None = None
+    gates: features.FeatureGates | None = None
     taint_rules: TaintRules | None = None
     device_taints: bool = True
+    #: consumable capacity: per device with shares in use (devices that allow multiple
+    #: allocations), what those shares consume together (upstream AggregatedCapacity)
+    consumed: Mapping[DeviceID, Mapping[str, Decimal]] = field(default_factory=dict)
+    #: a new share's shareID (a random UID; tests give a fixed one)
+    share_id: Callable[[], str] = field(default=lambda: str(uuid.uuid4()), repr=False)
     _index: SliceIndex | None = field(default=None, init=False, repr=False)
+    #: per pool, its counters less what the devices in use consume (counters.py)
+    _counters: dict[tuple[str, str], counters.Amounts] = field(
+        default_factory=dict, init=False, repr=False
+    )
     _specs: list[list[list[_Spec]]] | None = field(default=None, init=False, repr=False)
     #: Device placements tried by all allocate() calls so far (the search's work).
     steps: int = field(default=0, init=False)
+    #: Gates read once (with the specs); binding_conditions: upstream's
+    #: DeviceBindingAndStatus (devices with binding conditions may be picked).
+    partitionable: bool = field(default=True, init=False, repr=False)
+    consumable: bool = field(default=True, init=False, repr=False)
+    binding_conditions: bool = field(default=True, init=False, repr=False)
 
     def allocate(self, node: core_pb2.Node) -> list[resource_pb2.AllocationResult] | Unfit:
         """One AllocationResult per claim, in order (nodeSelector set to the node for
@@ -244,10 +266,14 @@ class Allocator:
             cache = self.cache if self.cache is not None else DeviceCache()
             self._index = cache.index(self.slices)
         if self._specs is None:
+            self.partitionable = features.enabled(self.gates, features.DRA_PARTITIONABLE_DEVICES)
+            self.consumable = features.enabled(self.gates, features.DRA_CONSUMABLE_CAPACITY)
             self._specs = [
                 _specs(c, self.classes, self.admin_namespaces, self.gates) for c in self.claims
             ]
-        search = _Search(self, self._specs, self._index.pools(node))
+            self.binding_conditions = features.binding_and_status(self.gates)
+        pools = bindingconditions.ordered(self._index.pools(node, partitionable=self.partitionable))
+        search = _Search(self, self._specs, pools, node.metadata.name)
         try:
             return search.run()
         finally:
@@ -260,15 +286,24 @@ class _Search:
     device in the current partial solution, `results[c]` its devices for claim c in pick
     order, and each constraint's count equals the devices in `results` it applies to."""
 
-    def __init__(self, alloc: Allocator, specs: list[list[list[_Spec]]], pools: list[Pool]) -> None:
+    def __init__(
+        self, alloc: Allocator, specs: list[list[list[_Spec]]], pools: list[Pool], node: str
+    ) -> None:
         self.alloc = alloc
+        self.node = node
         self.pools = pools
         self.usable = [p for p in pools if not p.incomplete and not p.invalid]
         self.claims = list(alloc.claims)
+        self.partitionable, self.consumable = alloc.partitionable, alloc.consumable
+        # Consumable capacity: per device that allows multiple allocations, what the shares
+        # being allocated consume and how many there are; per result, its share's use
+        # (None: a dedicated device) and whether it took the device's counters.
+        self.sharing: dict[DeviceID, tuple[int, dict[str, Decimal]]] = {}
+        self.shares: list[list[tuple[capacity.Amounts | None, bool]]] = [[] for _ in self.claims]
         # plans[c][r]: the alternatives of request r of claim c (one unless firstAvailable)
         self.plans: list[list[list[_Request]]] = []
         self.constraints: list[list[MatchAttribute]] = []
-        self.list_attributes = enabled(alloc.gates, DRA_LIST_TYPE_ATTRIBUTES)
+        self.list_attributes = features.enabled(alloc.gates, features.DRA_LIST_TYPE_ATTRIBUTES)
         for claim, claim_specs in zip(self.claims, specs, strict=True):
             self.plans.append(self._plan(claim, claim_specs))
             self.constraints.append(self._constraints(claim))
@@ -277,6 +312,25 @@ class _Search:
         self.chosen: list[list[int]] = [[0] * len(p) for p in self.plans]
         self.frontier = (0, 0)  # the furthest (claim, request) the search reached
         self.steps = 0  # device placements tried (upstream NumAllocateOneInvocations)
+        self._counters: counters.Counters | None = None  # made when a device consumes some
+
+    @property
+    def counters(self) -> counters.Counters:
+        """The pools' shared counters, what is left of them (kept by the Allocator) and
+        what this search's devices consume."""
+        if self._counters is None:
+            alloc, by_key = self.alloc, {p.key: p for p in self.pools}
+            self._counters = counters.Counters(
+                alloc._counters,
+                lambda key: counters.left_over(
+                    by_key[key].counter_sets,
+                    (
+                        (d.device, d.id in alloc.allocated or d.id in alloc.consumed)
+                        for d in by_key[key].all_devices()
+                    ),
+                ),
+            )
+        return self._counters
 
     # --------------------------------------------------------------- preparation
 
@@ -306,25 +360,43 @@ class _Search:
                         f"{r.describe()}: asks for all devices, but resource pool {pool} is "
                         f"currently invalid ({pool.invalid})"
                     )
-            r.all_devices = [d for p in self.pools for d in p.devices() if _selectable(r, d)]
+            r.all_devices = [
+                d
+                for p in self.pools
+                for d in p.devices()
+                if self._offered(d) and _selectable(r, d) and self._capacity_fits(r, d) is not None
+            ]
             r.count = len(r.all_devices)
         return r
 
     def _constraints(self, claim: resource_pb2.ResourceClaim) -> list[MatchAttribute]:
-        out = []
+        out: list[MatchAttribute] = []
         for i, c in enumerate(claim.spec.devices.constraints):
-            if not c.HasField("match_attribute"):
+            if c.HasField("match_attribute"):
+                out.append(MatchAttribute(c.requests, c.match_attribute, sets=self.list_attributes))
+            elif c.HasField("distinct_attribute") and self.consumable:
+                out.append(
+                    DistinctAttribute(c.requests, c.distinct_attribute, sets=self.list_attributes)
+                )
+            else:
                 raise AllocationError(
                     f"claim {_key(claim)}, constraint #{i}: empty constraint "
                     "(unsupported constraint type?)"
                 )
-            out.append(MatchAttribute(c.requests, c.match_attribute, sets=self.list_attributes))
         return out
 
     def candidates(self, r: _Request) -> list[PoolDevice]:
         if r.candidates is None:
-            r.candidates = [d for p in self.usable for d in p.devices() if _selectable(r, d)]
+            r.candidates = [
+                d
+                for p in self.usable
+                for d in p.devices()
+                if self._offered(d) and _selectable(r, d)
+            ]
         return r.candidates
+
+    def _offered(self, d: PoolDevice) -> bool:
+        return bindingconditions.offered(d, self.alloc.binding_conditions)
 
     # --------------------------------------------------------------- search
 
@@ -407,15 +479,27 @@ class _Search:
     def _take(self, c: int, req: _Request, d: PoolDevice, *, must: bool) -> bool:
         if self.tainted(req, d):
             return False  # upstream: not allocatable, even for All (no error)
+        multi = self.consumable and d.multi
         holders = self.allocating.get(d.id)
         if req.admin:
-            if holders and c in holders:
+            if not multi and holders and c in holders:
                 return False
         elif holders or d.id in self.alloc.allocated:
+            return False
+        use = self._capacity_fits(req, d)
+        if use is None:
+            return False
+        # A shared device's counters are consumed by its first share only.
+        counted = bool(d.consumes) and not (
+            multi and (d.id in self.alloc.consumed or d.id in self.sharing)
+        )
+        if counted and not self._take_counters(d):
             return False
         added: list[MatchAttribute] = []
         for con in self.constraints[c]:
             if not con.add(req.base, req.sub, d):
+                if counted:
+                    self.counters.give_back((d.id.driver, d.id.pool), d.consumes)
                 if must:
                     raise AllocationError(
                         f"{req.describe()}: cannot add device {d.id} because a claim "
@@ -425,14 +509,48 @@ class _Search:
                     done.remove(req.base, req.sub)
                 return False
             added.append(con)
-        self.allocating.setdefault(d.id, set()).add(c)
+        if multi:
+            n, total = self.sharing.get(d.id, (0, {}))
+            capacity.add(total, use)
+            self.sharing[d.id] = (n + 1, total)
+        else:
+            self.allocating.setdefault(d.id, set()).add(c)
         self.results[c].append((d, req))
+        self.shares[c].append((use if multi else None, counted))
         return True
 
+    def _capacity_fits(self, req: _Request, d: PoolDevice) -> capacity.Amounts | None:
+        """What `req` consumes of the device's capacities beside the shares in use and
+        those being allocated (capacity.py); None when it does not fit."""
+        if not self.consumable or (
+            req.capacity is None and d.plain and d.id not in self.alloc.consumed
+        ):
+            return {}  # a dedicated device, all of it, no policy: nothing to check
+        sharing = self.sharing.get(d.id)
+        return capacity.fitting(
+            req.capacity, d.device, self.alloc.consumed.get(d.id), sharing[1] if sharing else None
+        )
+
+    def _take_counters(self, d: PoolDevice) -> bool:
+        """A device that consumes counters: only with partitionable devices on, and only
+        while its pool's counters cover it and every device taken so far."""
+        return self.partitionable and self.counters.take((d.id.driver, d.id.pool), d.consumes)
+
     def _give_back(self, c: int, req: _Request, d: PoolDevice) -> None:
+        use, counted = self.shares[c].pop()
+        if counted:
+            self.counters.give_back((d.id.driver, d.id.pool), d.consumes)
         for con in self.constraints[c]:
             con.remove(req.base, req.sub)
-        self.allocating[d.id].discard(c)
+        if use is None:
+            self.allocating[d.id].discard(c)
+        else:
+            n, total = self.sharing[d.id]
+            capacity.add(total, use, -1)
+            if n == 1:
+                del self.sharing[d.id]
+            else:
+                self.sharing[d.id] = (n - 1, total)
         self.results[c].pop()
 
     # --------------------------------------------------------------- answers
@@ -440,7 +558,7 @@ class _Search:
     def _result(self, c: int) -> resource_pb2.AllocationResult:
         claim = self.claims[c]
         out = resource_pb2.AllocationResult()
-        for d, req in self.results[c]:
+        for (d, req), (use, _) in zip(self.results[c], self.shares[c], strict=True):
             res = out.devices.results.add(
                 request=req.name, driver=d.id.driver, pool=d.id.pool, device=d.id.device
             )
@@ -448,6 +566,14 @@ class _Search:
                 res.admin_access = True
             if self.alloc.device_taints:
                 res.tolerations.extend(req.tolerations)
+            if use is not None:
+                res.share_id = self.alloc.share_id()
+                for name, value in use.items():
+                    res.consumed_capacity[name] = capacity.text(
+                        value, d.device.capacity[name].value
+                    )
+            if self.alloc.binding_conditions:
+                bindingconditions.copy_to_result(res, d.device)
         chosen = [alts[self.chosen[c][r]] for r, alts in enumerate(self.plans[c])]
         by_class: dict[str, list[resource_pb2.DeviceAllocationConfiguration]] = {}
         for req in chosen:
@@ -472,23 +598,28 @@ class _Search:
             covered = set(cfg.requests)
             if covered and all(r.base in covered or r.name in covered for r in chosen):
                 del cfg.requests[:]
-        selector = self._node_selector(c)
+        selector = self._node_selector(c, self.node)
         if selector is not None:
             out.node_selector.CopyFrom(selector)
         return out
 
-    def _node_selector(self, c: int) -> core_pb2.NodeSelector | None:
+    def _node_selector(self, c: int, node: str) -> core_pb2.NodeSelector | None:
         term = core_pb2.NodeSelectorTerm()
         for d, _ in self.results[c]:
             s = d.slice
-            if s.node_name:
-                # One node-local device ties the whole allocation to that node.
+            # With perDeviceNodeSelection the device says where it is, else its slice.
+            where = d.device if s.per_device else s.msg.spec
+            if (where.HasField("node_name") and where.node_name) or (
+                bindingconditions.binds_to_node(d)
+            ):
+                # One node-local device, or one binding to the node, ties the whole
+                # allocation to the node (the one a node-local device reaches).
                 local = core_pb2.NodeSelectorTerm()
-                local.match_fields.add(key=OBJECT_NAME_FIELD, operator="In", values=[s.node_name])
+                local.match_fields.add(key=OBJECT_NAME_FIELD, operator="In", values=[node])
                 return core_pb2.NodeSelector(node_selector_terms=[local])
-            if s.node_selector is None:
+            if not where.HasField("node_selector"):
                 continue
-            terms = s.msg.spec.node_selector.node_selector_terms
+            terms = where.node_selector.node_selector_terms
             if len(terms) > 1:
                 raise AllocationError(
                     f"claim {self.results[c][0][1].claim}: unsupported ResourceSlice "
@@ -548,6 +679,16 @@ class _Search:
                 f"{label}needs {req.count} device(s) {kind}, {tainted} of the {free} free "
                 "matching devices have taints the request does not tolerate"
             )
+        if any(d.consumes for d in matching):
+            return (
+                f"{label}{len(matching)} matching devices {kind}, but their pools' shared "
+                f"counters do not cover {req.count} of them with the devices in use"
+            )
+        if self.consumable and (req.capacity is not None or any(d.multi for d in matching)):
+            return (
+                f"{label}{len(matching)} matching devices {kind}, but not {req.count} with "
+                "the capacity the request consumes left"
+            )
         if self.constraints[c]:
             attrs = ", ".join(sorted({m.attribute for m in self.constraints[c]}))
             return (
@@ -565,18 +706,22 @@ def _specs(
     claim: resource_pb2.ResourceClaim,
     classes: Mapping[str, resource_pb2.DeviceClass],
     admin_namespaces: frozenset[str],
-    gates: FeatureGates | None,
+    gates: features.FeatureGates | None,
 ) -> list[list[_Spec]]:
     """Per request of the claim its alternatives (one unless firstAvailable), checked:
     the features it uses are on, the class exists, selectors compile, the mode is known,
     admin access is allowed."""
     out: list[list[_Spec]] = []
     for req in claim.spec.devices.requests:
+        if not features.enabled(gates, features.DRA_CONSUMABLE_CAPACITY) and (
+            why := capacity.gated(req)
+        ):
+            raise AllocationError(f"claim {claim.metadata.name}, {why}")
         if req.first_available:
-            if not enabled(gates, DRA_PRIORITIZED_LIST):
+            if not features.enabled(gates, features.DRA_PRIORITIZED_LIST):
                 raise AllocationError(
                     f"{_request_name(claim, req.name)}: has subrequests, but the "
-                    f"{DRA_PRIORITIZED_LIST} feature is disabled"
+                    f"{features.DRA_PRIORITIZED_LIST} feature is disabled"
                 )
             out.append(
                 [
@@ -587,7 +732,7 @@ def _specs(
         elif req.HasField("exactly"):
             ex = req.exactly
             admin = ex.HasField("admin_access") and ex.admin_access
-            if admin and not enabled(gates, DRA_ADMIN_ACCESS):
+            if admin and not features.enabled(gates, features.DRA_ADMIN_ACCESS):
                 raise AllocationError(
                     f"{_request_name(claim, req.name)}: admin access is requested, but the "
                     "feature is disabled"
@@ -639,6 +784,7 @@ def _spec(
         admin=admin,
         key=tuple(x.expression for x in (*class_selectors, *selectors)),
         tolerations=tuple(spec.tolerations),
+        capacity=capacity.requests(spec),
     )
 
 

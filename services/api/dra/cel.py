@@ -18,7 +18,8 @@ path (device conversion cached) a match costs ~2.7 µs; the first match of a dev
 ~35 µs (conversion).
 
 The environment (upstream newCompiler): one variable ``device`` with ``driver``
-(string), ``attributes`` and ``capacity``: maps from a domain to a map of names
+(string), ``allowMultipleAllocations`` (bool, DRAConsumableCapacity), ``attributes`` and
+``capacity``: maps from a domain to a map of names
 (``device.attributes["gpu.example.com"].model``); an attribute written "model" in a
 slice belongs to the driver's domain, "other.io/model" to "other.io". Values are int,
 bool, string, ``kubernetes.Semver`` (version attributes), lists of these (list-type
@@ -94,6 +95,7 @@ _DEVICE: Final = "device"
 _DRIVER: Final = "driver"
 _ATTRIBUTES: Final = "attributes"
 _CAPACITY: Final = "capacity"
+_MULTI: Final = "allowMultipleAllocations"
 #: The sibling maps, without default domains, that every other read of the two maps is
 #: renamed to. A name no selector can write (CEL field names are identifiers).
 _EXACT: Final = {_ATTRIBUTES: "attributes@exact", _CAPACITY: "capacity@exact"}
@@ -281,9 +283,15 @@ def _device_value(driver: str, device: resource_pb2.Device) -> dict[str, Any]:
             capacity.setdefault(domain, {})[ident] = celkube.quantity_message(cap.value)
         except ValueError as err:
             raise CELRuntimeError(f"capacity {name}: {err}") from None
-    value: dict[str, Any] = {_DRIVER: driver}
+    multi = device.allow_multiple_allocations
+    value: dict[str, Any] = {_DRIVER: driver, _MULTI: multi}
     if _WHOLE in _exact_used:
-        value[_WHOLE] = {_DRIVER: driver, _ATTRIBUTES: attributes, _CAPACITY: capacity}
+        value[_WHOLE] = {
+            _DRIVER: driver,
+            _MULTI: multi,
+            _ATTRIBUTES: attributes,
+            _CAPACITY: capacity,
+        }
     for field, exact in ((_ATTRIBUTES, attributes), (_CAPACITY, capacity)):
         if field in _exact_used:
             value[_EXACT[field]] = exact

@@ -61,6 +61,10 @@ def _pool() -> descriptor_pool.DescriptorPool:
             type_name=f".kubernetes.DRADevice.{entry.name}",
             label=_F.LABEL_REPEATED,
         )
+    # dracounters: DRAConsumableCapacity's device.allowMultipleAllocations (false unset).
+    dev.field.add(
+        name="allowMultipleAllocations", number=4, type=_F.TYPE_BOOL, label=_F.LABEL_OPTIONAL
+    )
     q = fd.message_type.add(name="Quantity")
     q.field.add(name="value", number=1, type=_F.TYPE_STRING, label=_F.LABEL_OPTIONAL)
     s = fd.message_type.add(name="Semver")

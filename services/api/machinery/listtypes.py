@@ -175,6 +175,11 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "DeviceClassSpec", "selectors"): _ATOMIC,
     (_P + "DeviceClassSpec", "config"): _ATOMIC,
     (_P + "ResourceSliceSpec", "devices"): _ATOMIC,
+    # dracounters: partitionable devices and consumable capacity (atomic too)
+    (_P + "ResourceSliceSpec", "sharedCounters"): _ATOMIC,
+    (_P + "Device", "consumesCounters"): _ATOMIC,
+    (_P + "CapacityRequestPolicy", "validValues"): _ATOMIC,
+    # dracore: list-type attribute values (atomic, as upstream's +listType=atomic)
     (_P + "DeviceAttribute", "ints"): _ATOMIC,
     (_P + "DeviceAttribute", "bools"): _ATOMIC,
     (_P + "DeviceAttribute", "strings"): _ATOMIC,
@@ -197,6 +202,17 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "DeviceSubRequest", "tolerations"): _ATOMIC,
     (_P + "DeviceRequestAllocationResult", "tolerations"): _ATOMIC,
     (_P + "DeviceTaintRuleStatus", "conditions"): _BY_TYPE,
+    # drabinding: binding conditions (atomic) and status.devices (map by driver, device,
+    # pool, shareID; its conditions by type).
+    (_P + "Device", "bindingConditions"): _ATOMIC,
+    (_P + "Device", "bindingFailureConditions"): _ATOMIC,
+    (_P + "DeviceRequestAllocationResult", "bindingConditions"): _ATOMIC,
+    (_P + "DeviceRequestAllocationResult", "bindingFailureConditions"): _ATOMIC,
+    (_P + "ResourceClaimStatus", "devices"): ListStrategy(
+        MAP, ("driver", "device", "pool", "shareID")
+    ),
+    (_P + "AllocatedDeviceStatus", "conditions"): ListStrategy(MAP, ("type",)),
+    (_P + "NetworkDeviceData", "ips"): _ATOMIC,
     # core/v1 Service, ServiceAccount; discovery.k8s.io/v1 EndpointSlice
     (_P + "ServiceSpec", "ports"): _keyed("port", "protocol"),
     (_P + "Endpoints", "subsets"): _ATOMIC,

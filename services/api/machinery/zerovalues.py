@@ -15,6 +15,11 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.AWSElasticBlockStoreVolumeSource": {
         "volumeID": "",
     },
+    "kubera.v1.AllocatedDeviceStatus": {
+        "device": "",
+        "driver": "",
+        "pool": "",
+    },
     "kubera.v1.AllocationResult": {
         "devices": {},
     },
@@ -47,6 +52,9 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.CSIStorageCapacity": {
         "metadata": {},
         "storageClassName": "",
+    },
+    "kubera.v1.CapacityRequestPolicyRange": {
+        "min": "0",
     },
     "kubera.v1.Condition": {
         "lastTransitionTime": None,
@@ -81,6 +89,13 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.CoreEndpointPort": {
         "port": 0,
+    },
+    "kubera.v1.Counter": {
+        "value": "0",
+    },
+    "kubera.v1.CounterSet": {
+        "counters": {},
+        "name": "",
     },
     "kubera.v1.CronJob": {
         "metadata": {},
@@ -140,6 +155,10 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.DeviceClass": {
         "metadata": {},
         "spec": {},
+    },
+    "kubera.v1.DeviceCounterConsumption": {
+        "counterSet": "",
+        "counters": {},
     },
     "kubera.v1.DeviceRequest": {
         "name": "",

@@ -34,6 +34,7 @@ from google.protobuf import json_format
 
 from protos.kubera.v1 import podgroup_pb2, resource_pb2
 from services.api.dra import cel, celkube
+from services.api.dra.bindingconditions import MAX_CONDITIONS
 from services.api.machinery import names
 from services.api.machinery.errors import (
     TOO_MANY,
@@ -44,6 +45,7 @@ from services.api.machinery.errors import (
     required,
     too_long,
 )
+from services.api.validation import resource_counters
 from services.api.validation.common import (
     FIELD_IMMUTABLE,
     IS_NOT_POSITIVE,
@@ -52,6 +54,7 @@ from services.api.validation.common import (
     child,
     field_quantity,
     index,
+    label_name,
     name_errors,
     show,
 )
@@ -83,7 +86,9 @@ REQUEST_REF = (
     "separated by '/'"
 )
 ONE_REQUEST_TYPE = "exactly one of `exactly` or `firstAvailable` is required"
-ONE_NODE_SELECTION = "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required"
+ONE_NODE_SELECTION = (
+    "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"
+)
 ONE_VALUE = "exactly one value must be specified"
 #: upstream's words for a selector over the cost limit (a Forbidden, not an Invalid).
 CEL_TOO_COMPLEX = "too complex, exceeds cost limit"
@@ -325,7 +330,7 @@ def _validate_version(vpath: str, version: str) -> Errors:
     return errs
 
 
-def _validate_device(path: str, device: resource_pb2.Device) -> Errors:
+def _validate_device(path: str, device: resource_pb2.Device, per_device: bool = False) -> Errors:
     errs = dns_label(child(path, "name"), device.name)
     attrs_path, caps_path = child(path, "attributes"), child(path, "capacity")
     for key in sorted(device.attributes):
@@ -337,6 +342,7 @@ def _validate_device(path: str, device: resource_pb2.Device) -> Errors:
         errs += validate_qualified_name(kp, key)
         # A capacity's quantity is parsed (and made canonical) before validation.
         field_quantity(child(kp, "value"), device.capacity[key].value, errs)
+    errs += validate_binding_parameters(path, device)
     combined = len(device.attributes) + len(device.capacity)
     if combined > ATTRIBUTES_AND_CAPACITIES_MAX:
         errs.append(
@@ -346,6 +352,36 @@ def _validate_device(path: str, device: resource_pb2.Device) -> Errors:
                 "the total number of attributes and capacities must not exceed "
                 f"{ATTRIBUTES_AND_CAPACITIES_MAX}",
             )
+        )
+    return errs + resource_counters.validate_device(path, device, per_device)
+
+
+def validate_binding_parameters(path: str, device: resource_pb2.Device) -> Errors:
+    conds, fails = list(device.binding_conditions), list(device.binding_failure_conditions)
+    cpath, fpath = child(path, "bindingConditions"), child(path, "bindingFailureConditions")
+    errs = validate_list(cpath, conds, MAX_CONDITIONS, label_name)
+    errs += validate_list(fpath, fails, MAX_CONDITIONS, label_name)
+    for i, c in enumerate(conds):
+        if c in conds[:i]:
+            errs.append(duplicate(index(cpath, i), c))
+    for i, c in enumerate(fails):
+        if c in fails[:i]:
+            errs.append(duplicate(index(fpath, i), c))
+        if c in conds:
+            errs.append(
+                invalid(
+                    index(fpath, i),
+                    c,
+                    "bindingFailureConditions must not overlap with bindingConditions",
+                )
+            )
+    if not conds and fails:
+        errs.append(
+            invalid(cpath, conds, "bindingConditions are required to use bindingFailureConditions")
+        )
+    if not fails and conds:
+        errs.append(
+            invalid(fpath, fails, "bindingFailureConditions are required to use bindingConditions")
         )
     return errs
 
@@ -390,6 +426,9 @@ def validate_resource_slice(rs: resource_pb2.ResourceSlice) -> Errors:
             )
     if spec.all_nodes:
         set_fields.append("`allNodes`")
+    per_device, counter_errs, max_devices = resource_counters.validate_slice_spec(spec)
+    set_fields += per_device
+    errs += counter_errs
     if not set_fields:
         errs.append(required("spec", ONE_NODE_SELECTION))
     elif len(set_fields) > 1:
@@ -400,11 +439,12 @@ def validate_resource_slice(rs: resource_pb2.ResourceSlice) -> Errors:
                 ONE_NODE_SELECTION + ", but multiple fields are set",
             )
         )
+    per_device_selection = bool(per_device)
     errs += validate_list(
         "spec.devices",
         spec.devices,
-        SLICE_MAX_DEVICES,
-        _validate_device,
+        max_devices if max_devices >= 0 else SLICE_MAX_DEVICES,
+        lambda p, d: _validate_device(p, d, per_device_selection),
         lambda d: (d.name, "name"),
     )
     return errs

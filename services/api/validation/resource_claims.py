@@ -33,6 +33,7 @@ from services.api.validation.common import (
     Errors,
     Shown,
     child,
+    field_quantity,
     index,
     label_map,
     show,
@@ -57,14 +58,22 @@ from services.api.validation.resource import (
     validate_list,
     validate_opaque_holder,
     validate_pool_name,
+    validate_qualified_name,
     validate_selectors,
 )
+from services.api.validation.resource_status import validate_device_statuses
 from services.api.validation.resource_taints import validate_device_tolerations
 
 # ----------------------------------------------------------------------------- ResourceClaim
 
 
 RequestNames = dict[str, frozenset[str]]
+
+#: upstream's words when a constraint sets neither (with DRAConsumableCapacity on).
+ONE_CONSTRAINT = (
+    'exactly one of "matchAttribute" or "distinctAttribute" is required, but multiple '
+    "fields are set"
+)
 
 
 def request_names(claim: resource_pb2.DeviceClaim) -> RequestNames:
@@ -125,6 +134,7 @@ def _validate_exact(path: str, req: resource_pb2.ExactDeviceRequest) -> Errors:
     errs = _validate_device_class_ref(child(path, "deviceClassName"), req.device_class_name)
     errs += validate_selectors(child(path, "selectors"), req.selectors)
     errs += validate_device_tolerations(child(path, "tolerations"), req.tolerations)
+    errs += _validate_capacity(child(path, "capacity"), req)
     return errs + _validate_allocation_mode(path, req.allocation_mode, req.count)
 
 
@@ -133,7 +143,21 @@ def _validate_subrequest(path: str, sub: resource_pb2.DeviceSubRequest) -> Error
     errs += _validate_device_class_ref(child(path, "deviceClassName"), sub.device_class_name)
     errs += validate_selectors(child(path, "selectors"), sub.selectors)
     errs += validate_device_tolerations(child(path, "tolerations"), sub.tolerations)
+    errs += _validate_capacity(child(path, "capacity"), sub)
     return errs + _validate_allocation_mode(path, sub.allocation_mode, sub.count)
+
+
+def _validate_capacity(
+    path: str, req: resource_pb2.ExactDeviceRequest | resource_pb2.DeviceSubRequest
+) -> Errors:
+    """dracounters: capacity.requests names qualified capacities with quantities."""
+    errs: Errors = []
+    requests = req.capacity.requests
+    for name in sorted(requests):
+        kp = index(child(path, "requests"), name)
+        errs += validate_qualified_name(kp, name)
+        field_quantity(kp, requests[name], errs)
+    return errs
 
 
 def _validate_request(path: str, req: resource_pb2.DeviceRequest) -> Errors:
@@ -162,10 +186,14 @@ def _validate_constraint(
     path: str, c: resource_pb2.DeviceConstraint, names_: RequestNames
 ) -> Errors:
     errs = _validate_refs(child(path, "requests"), c.requests, names_)
-    if not c.HasField("match_attribute"):
-        errs.append(required(child(path, "matchAttribute")))
-    else:
+    if c.HasField("match_attribute"):
         errs += validate_fully_qualified_name(child(path, "matchAttribute"), c.match_attribute)
+    elif c.HasField("distinct_attribute"):
+        # dracounters: DRAConsumableCapacity (on by default, as upstream's words assume)
+        p = child(path, "distinctAttribute")
+        errs += validate_fully_qualified_name(p, c.distinct_attribute)
+    else:
+        errs.append(required(path, ONE_CONSTRAINT))
     return errs
 
 
@@ -290,7 +318,7 @@ def validate_claim_status(
     elif allocated:
         names_ = request_names(claim.spec.devices)
         errs += _validate_allocation("status.allocation", status.allocation, names_)
-    return errs
+    return errs + validate_device_statuses(claim)
 
 
 def validate_resource_claim(claim: resource_pb2.ResourceClaim) -> Errors:

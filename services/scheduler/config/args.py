@@ -65,7 +65,7 @@ ARGS_SCHEMAS: dict[str, dict[str, Any]] = {
     },
     "InterPodAffinity": {"hardPodAffinityWeight": int, "ignorePreferredTermsOfExistingPods": bool},
     "DefaultPreemption": {"minCandidateNodesPercentage": int, "minCandidateNodesAbsolute": int},
-    "DynamicResources": {"filterTimeout": str},
+    "DynamicResources": {"filterTimeout": str, "bindingTimeout": str},
     "VolumeBinding": {"bindTimeoutSeconds": int, "shape": [{"utilization": int, "score": int}]},
     "Coscheduling": {
         "permitWaitingTimeSeconds": int,
@@ -404,17 +404,23 @@ def _validate_default_preemption(obj: Mapping[str, Any], path: str, errs: Errors
 
 
 def _validate_dynamic_resources(obj: Mapping[str, Any], path: str, errs: Errors) -> None:
-    """Upstream ValidateDynamicResourcesArgs: filterTimeout is a duration, zero or positive."""
-    raw = obj.get("filterTimeout")
-    if raw is None:
-        return
-    try:
-        seconds = parse_duration(raw)
-    except ValueError:
-        errs.append(invalid(f"{path}.filterTimeout", raw, "must be a duration such as 10s"))
-        return
-    if seconds < 0:
-        errs.append(invalid(f"{path}.filterTimeout", raw, "must be zero or positive"))
+    """Upstream ValidateDynamicResourcesArgs: filterTimeout is a duration, zero or
+    positive; bindingTimeout (the binding-condition gates are on, their default) at least
+    one second."""
+    for name, least, message in (
+        ("filterTimeout", 0.0, "must be zero or positive"),
+        ("bindingTimeout", 1.0, "must be at least 1 second"),
+    ):
+        raw = obj.get(name)
+        if raw is None:
+            continue
+        try:
+            seconds = parse_duration(raw)
+        except ValueError:
+            errs.append(invalid(f"{path}.{name}", raw, "must be a duration such as 10s"))
+            continue
+        if seconds < least:
+            errs.append(invalid(f"{path}.{name}", raw, message))
 
 
 def _validate_volume_binding(obj: Mapping[str, Any], path: str, errs: Errors) -> None:

@@ -10,6 +10,7 @@ AllocationError's message (kubera's wording: `claim <ns>/<name>, request "<name>
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -39,6 +40,7 @@ CLAIM0, CLAIM1 = "claim-0", "claim-1"
 SLICE1, SLICE2 = "slice-1", "slice-2"
 DEV0, DEV1, DEV2, DEV3 = "device-0", "device-1", "device-2", "device-3"
 ALL_NODES = "<all nodes>"
+PER_DEVICE = "<per device>"  # dracounters: perDeviceNodeSelection
 
 INT_ATTR = f"{DRIVER_A}/numa"
 VERSION_ATTR = f"{DRIVER_A}/driverVersion"
@@ -75,11 +77,13 @@ def slc(
     count: int = 1,
     generation: int = 1,
 ) -> resource_pb2.ResourceSlice:
-    """A slice for node `where`, ALL_NODES, or a nodeSelector dict."""
+    """A slice for node `where`, ALL_NODES, PER_DEVICE or a nodeSelector dict."""
     spec: Json = {}
     node_name = None
     if where == ALL_NODES:
         spec["allNodes"] = True
+    elif where == PER_DEVICE:
+        spec["perDeviceNodeSelection"] = True
     elif isinstance(where, dict):
         spec["nodeSelector"] = where
     else:
@@ -213,6 +217,8 @@ class Case:
     max_steps: int | None = None
     # Feature gate overrides (upstream's row `features`), e.g. {DRA_PRIORITIZED_LIST: False}.
     gates: dict[str, bool] = field(default_factory=dict)
+    # dracounters: devices with shares in use and what they consume (consumable capacity).
+    consumed: dict[DeviceID, dict[str, Decimal]] = field(default_factory=dict)
 
 
 CA, CB = cls(CLASS_A, DRIVER_A), cls(CLASS_B, DRIVER_B)
@@ -236,6 +242,8 @@ def allocator(case: Case, cache: DeviceCache | None = None) -> Allocator:
         admin_namespaces=case.admin_namespaces,
         cache=cache,
         gates=case.gates,
+        consumed=case.consumed,
+        share_id=lambda: SHARE_ID,
     )
 
 
@@ -273,3 +281,155 @@ def attr_device(name: str, **attributes: Json) -> Json:
     """A device whose attributes are given in their API shape ({"strings": [...]},
     {"int": 1}, {} for an attribute with no value)."""
     return {"name": name, "attributes": attributes}
+
+
+# ----------------------------------------------------------------------------- dracounters
+# Partitionable devices: upstream's sliceWithCounterSets, counterSet and
+# device(...).withDeviceCounterConsumption(...).withNodeSelection(...).
+
+SET1, SET2 = "counter-set-1", "counter-set-2"
+SLICE3, SLICE4 = "slice-3", "slice-4"
+
+
+def counter_slice(
+    name: str, where: str | Json, pool: str, driver: str, count: int, **sets: dict[str, str]
+) -> resource_pb2.ResourceSlice:
+    """A slice with sharedCounters and no devices: counter set name -> counter -> value
+    (keywords spell set names with "_" for "-")."""
+    s = slc(name, where, pool, driver, count=count)
+    shared = [
+        {"name": k.replace("_", "-"), "counters": {n: {"value": v} for n, v in c.items()}}
+        for k, c in sets.items()
+    ]
+    json_format.ParseDict({"spec": {"sharedCounters": shared}}, s)
+    return s
+
+
+def pdev(
+    name: str,
+    consumes: dict[str, dict[str, str]] | None = None,
+    *,
+    from_counters: bool = False,
+    on: str | Json | None = None,
+    **attributes: Any,
+) -> Json:
+    """A device consuming `consumes` (counter set -> counter -> value); `from_counters`:
+    its capacity is what it consumes (upstream fromCounters); `on`: per-device node
+    selection (a node name, ALL_NODES or a nodeSelector dict)."""
+    d = slice_device(name, **attributes)
+    if consumes:
+        d["consumesCounters"] = [
+            {"counterSet": cs, "counters": {n: {"value": v} for n, v in c.items()}}
+            for cs, c in consumes.items()
+        ]
+        if from_counters:
+            d["capacity"] = {n: {"value": v} for c in consumes.values() for n, v in c.items()}
+    if on == ALL_NODES:
+        d["allNodes"] = True
+    elif isinstance(on, dict):
+        d["nodeSelector"] = on
+    elif on is not None:
+        d["nodeName"] = on
+    return d
+
+
+# Consumable capacity: upstream's withAllowMultipleAllocations,
+# withCapacityRequestPolicyRange / ValidValues, withCapacityRequest and withConsumedCapacity.
+
+#: upstream fixedShareID: every share's ID in the rows.
+SHARE_ID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+CAP0, CAP1 = "capacity-0", "capacity-1"
+REQ3 = "req-3"
+
+
+def shared(d: Json) -> Json:
+    """The device allows multiple allocations."""
+    return {**d, "allowMultipleAllocations": True}
+
+
+def caps(d: Json, **values: str | Json) -> Json:
+    """Set capacities (keywords spell "capacity-0" as capacity_0): a value, or a dict
+    with "value" and "requestPolicy"."""
+    out = dict(d.get("capacity", {}))
+    for k, v in values.items():
+        out[k.replace("_", "-")] = v if isinstance(v, dict) else {"value": v}
+    return {**d, "capacity": out}
+
+
+def ranged(value: str) -> Json:
+    """upstream withCapacityRequestPolicyRange: default 2, min 2, step 2, max 4."""
+    return {
+        "value": value,
+        "requestPolicy": {"default": "2", "validRange": {"min": "2", "step": "2", "max": "4"}},
+    }
+
+
+def valued(value: str, default: str, *more: str) -> Json:
+    """upstream withCapacityRequestPolicyValidValues: validValues = [default, *more]."""
+    return {"value": value, "requestPolicy": {"default": default, "validValues": [default, *more]}}
+
+
+def asking(request: Json, q: str, name: str = CAP0) -> Json:
+    """A request (or subrequest) asking for `q` of capacity `name`."""
+    out = dict(request)
+    target = out if "exactly" not in out else dict(out["exactly"])
+    target["capacity"] = {"requests": {name: q}}
+    if "exactly" in out:
+        out["exactly"] = target
+    return out
+
+
+def multi_class(name: str, driver: str, multi: bool) -> resource_pb2.DeviceClass:
+    """upstream classWithAllowMultipleAllocations."""
+    return device_class(
+        name,
+        f'device.driver == "{driver}" && device.allowMultipleAllocations == {str(multi).lower()}',
+    )
+
+
+def share(request: str, driver: str, pool: str, name: str, **consumed: str) -> Json:
+    """A result for a share of a device (keywords: consumed capacity, "_" for "-")."""
+    d = dev(request, driver, pool, name)
+    d["shareID"] = SHARE_ID
+    if consumed:
+        d["consumedCapacity"] = {k.replace("_", "-"): v for k, v in consumed.items()}
+    return d
+
+
+# ----------------------------------------------------------------------------- drabinding
+# Binding conditions (upstream withBindingConditions / withBindsToNode and
+# deviceRequestAllocationResultWithBindingConditions).
+
+
+def bound_device(
+    name: str,
+    conditions: Sequence[str] = (),
+    failures: Sequence[str] = (),
+    *,
+    binds_to_node: bool | None = None,
+    **attributes: Any,
+) -> Json:
+    d = slice_device(name, **attributes)
+    if conditions:
+        d["bindingConditions"] = list(conditions)
+    if failures:
+        d["bindingFailureConditions"] = list(failures)
+    if binds_to_node is not None:
+        d["bindsToNode"] = binds_to_node
+    return d
+
+
+def bound_dev(
+    request: str,
+    driver: str,
+    pool: str,
+    name: str,
+    conditions: Sequence[str] = (),
+    failures: Sequence[str] = (),
+) -> Json:
+    d = dev(request, driver, pool, name)
+    if conditions:
+        d["bindingConditions"] = list(conditions)
+    if failures:
+        d["bindingFailureConditions"] = list(failures)
+    return d

@@ -199,13 +199,22 @@ device.attributes["dra.example.com"]["version"].isGreaterThan(semver("0.0.1"))
         {},
         ("compile", "too complex, exceeds cost limit"),
     ),
-    # Upstream's allow_multiple_allocations_disabled: an undeclared field of device.
-    "undeclared-device-field": (
+    # Upstream's allow_multiple_allocations_enabled (DRAConsumableCapacity is on by
+    # default): an unset allowMultipleAllocations reads false. Its _disabled twin (an
+    # undeclared field with the gate off) is not kept: kubera's CEL environment is one.
+    "allow_multiple_allocations_enabled": (
         "device.allowMultipleAllocations == false",
         DRA,
         {},
         {},
-        ("compile", "undefined field 'allowMultipleAllocations'"),
+        True,
+    ),
+    "undeclared-device-field": (
+        "device.allowsMultipleAllocations == false",
+        DRA,
+        {},
+        {},
+        ("compile", "undefined field 'allowsMultipleAllocations'"),
     ),
     # kubera: the cases around upstream's empty-map default for a missing domain.
     "has-on-missing-domain-is-false": (

@@ -437,10 +437,18 @@ KUBECTL_API_VERSION = {"resource.k8s.io/v1": "resource.k8s.io/v1beta1"}
 #: lists are checked against the tags of upstream's types.go (below, and in
 #: test_strategicpatch_listtypes.py).
 KUBECTL_UNKNOWN = frozenset({"Workload", "DeviceTaintRule"})
+#: Lists newer than kubectl 1.32's types outside an atomic list it replaces whole (it
+#: refuses a patch naming them); their tags are checked in test_strategicpatch_listtypes.py.
+#: dracounters: ResourceSliceSpec.sharedCounters (1.33, partitionable devices).
+KUBECTL_UNKNOWN_FIELDS = {("kubera.v1.ResourceSliceSpec", "sharedCounters")}
 
 # kubectl never prints metadata.managedFields (--show-managed-fields defaults to false).
 LIST_FIELDS = [
-    f for f in _list_fields() if f[1][-1][1] != "managedFields" and f[0] not in KUBECTL_UNKNOWN
+    f
+    for f in _list_fields()
+    if f[1][-1][1] != "managedFields"
+    and f[0] not in KUBECTL_UNKNOWN
+    and f[1][-1][:2] not in KUBECTL_UNKNOWN_FIELDS
 ]
 
 

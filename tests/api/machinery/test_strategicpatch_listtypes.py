@@ -52,6 +52,9 @@ P = "kubera.v1."
         ("ExactDeviceRequest", "selectors", "atomic", (), "", ""),
         ("DeviceSubRequest", "selectors", "atomic", (), "", ""),
         ("ResourceClaimStatus", "reservedFor", "map", ("uid",), "merge", "uid"),
+        ("ResourceSliceSpec", "sharedCounters", "atomic", (), "", ""),
+        ("Device", "consumesCounters", "atomic", (), "", ""),
+        ("CapacityRequestPolicy", "validValues", "atomic", (), "", ""),
     ],
 )
 def test_strategy_matches_upstream_tags(

@@ -34,7 +34,9 @@ C_IDENT = (
     "of alphanumeric characters or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName', regex "
     "used for validation is '[A-Za-z_][A-Za-z0-9_]*')"
 )
-ONE_NODE = "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required"
+ONE_NODE = (
+    "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"
+)
 
 Doc = dict[str, Any]
 

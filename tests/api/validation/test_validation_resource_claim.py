@@ -15,6 +15,7 @@ import pytest
 
 from services.api.machinery import codec
 from services.api.validation import validate_create, validate_update
+from services.api.validation.resource_claims import ONE_CONSTRAINT
 from tests.api.resource_manifests import manifest
 from tests.api.validation.test_validation_resource import BAD, LABEL, SUBDOMAIN
 
@@ -188,7 +189,7 @@ CLAIM_CASES: list[tuple[str, Doc, list[str]]] = [
             'spec.devices.constraints[0].requests[2]: Duplicate value: "req-0"',
             'spec.devices.constraints[0].matchAttribute: Invalid value: "numa": must include a '
             "domain",
-            "spec.devices.constraints[1].matchAttribute: Required value",
+            f"spec.devices.constraints[1]: Required value: {ONE_CONSTRAINT}",
         ],
     ),
     (
@@ -267,7 +268,7 @@ UPSTREAM_CLAIM_CASES: list[tuple[str, Doc, list[str]]] = [
             'spec.devices.constraints[0].matchAttribute: Invalid value: "missing-domain": must '
             "include a domain",
             "spec.devices.constraints[1].matchAttribute: Required value: name required",
-            "spec.devices.constraints[2].matchAttribute: Required value",
+            f"spec.devices.constraints[2]: Required value: {ONE_CONSTRAINT}",
             f'spec.devices.config[0].requests[1]: Invalid value: "{BAD}": {LABEL}',
             f'spec.devices.config[0].requests[1]: Invalid value: "{BAD}": {REF}',
         ],

@@ -328,11 +328,31 @@ def test_seed_percentage_in_v1_loads() -> None:
     assert load("percentageOfNodesToScore: 50\n").percentage_of_nodes_to_score == 50
 
 
-def test_seed_dynamic_resources_binding_timeout_needs_binding_conditions_kubera_lacks() -> None:
-    # Upstream refuses bindingTimeout unless DRADeviceBindingConditions (alpha in 1.34, off
-    # by default) is on; kubera has no binding conditions, so the field does not exist here.
-    errors = errors_of(SEED_DYNAMIC_RESOURCES)
-    assert errors == ["profiles[0].pluginConfig[0].args.bindingTimeout: unknown field"]
+def test_seed_dynamic_resources_binding_timeout_loads() -> None:
+    # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are on (their defaults
+    # since 1.36 and 1.33), so upstream accepts bindingTimeout: the seed's 60s.
+    args = load(SEED_DYNAMIC_RESOURCES).profiles[0].plugin_config["DynamicResources"]
+    assert (args.binding_timeout, args.filter_timeout) == (60.0, 10.0)
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("999ms", '"999ms": must be at least 1 second'),
+        ("never", '"never": must be a duration such as 10s'),
+    ],
+)
+def test_dynamic_resources_binding_timeout_is_at_least_one_second(value: str, error: str) -> None:
+    doc = SEED_DYNAMIC_RESOURCES.replace("60s", value)
+    assert errors_of(doc) == [
+        f"profiles[0].pluginConfig[0].args.bindingTimeout: Invalid value: {error}"
+    ]
+
+
+def test_dynamic_resources_binding_timeout_defaults_to_upstreams_600s() -> None:
+    from services.scheduler.plugins import dynamicresources
+
+    assert dynamicresources.Args().binding_timeout == 600.0
 
 
 @pytest.mark.parametrize(

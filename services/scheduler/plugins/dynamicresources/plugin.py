@@ -9,15 +9,18 @@ plugins/dynamicresources, DRA as GA in 1.34, structured parameters only).
                  must exist; the Allocator is set up once for all nodes
     Filter       allocated claims: the node matches the allocation's nodeSelector;
                  unallocated ones: the Allocator finds devices on the node (kept per node)
-    PostFilter   deallocate an allocated claim that kept the pod off nodes and nobody else
-                 uses (reservedFor empty, or only this pod)
+    PostFilter   deallocate an allocated claim that kept the pod off nodes (its nodeSelector,
+                 or its binding failed or timed out) and nobody else uses (reservedFor
+                 empty, or only this pod): allocation, reservedFor and devices cleared
     Reserve      the chosen node's allocations become pending in the ClaimTracker, so no
                  other pod's Filter can take those devices
     Unreserve    drop the pending allocations; take the pod out of reservedFor where PreBind
                  already wrote it (the allocation stays: the resourceclaim controller
                  deallocates a claim nobody reserves)
-    PreBind      write status.allocation (after adding the finalizer) and append the pod to
-                 status.reservedFor, resourceVersion-checked, refreshed and retried on conflict
+    PreBind      write status.allocation (after adding the finalizer; allocationTimestamp
+                 set at Reserve when a device has binding conditions) and append the pod to
+                 status.reservedFor, resourceVersion-checked, refreshed and retried on
+                 conflict; then wait for the devices' binding conditions (binding.py)
 
 Every rejection is UnschedulableAndUnresolvable, as upstream's statusUnschedulable: so
 DefaultPreemption never picks a node where the pod's claims cannot be allocated, and
@@ -54,12 +57,20 @@ from services.api.dra.allocator import (
     FailedOnNode,
     Unfit,
 )
+from services.api.dra.bindingconditions import (
+    DEFAULT_BINDING_TIMEOUT,
+    BindingFailed,
+    has_binding_conditions,
+)
 from services.api.dra.taints import TaintRules
+from services.api.features import FeatureGates, binding_and_status
+from services.api.helpers.events import new_event
 from services.api.helpers.nodeaffinity import NodeSelector, NodeSelectorError
 from services.api.helpers.podgroups import pod_group_full_name
 from services.api.machinery.duration import parse_duration
 from services.api.machinery.errors import ConflictError
 from services.api.machinery.kinds import BY_KIND
+from services.clock import RealClock, rfc3339
 from services.scheduler.framework.interface import PostFilterResult, PreFilterResult
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
@@ -71,7 +82,7 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueueingHint,
 )
-from services.scheduler.plugins.dynamicresources import gang, hints
+from services.scheduler.plugins.dynamicresources import binding, gang, hints
 from services.scheduler.plugins.dynamicresources.tracker import ClaimTracker, lister
 
 NAME = "DynamicResources"
@@ -101,18 +112,25 @@ class Args:
     #: filterTimeout: how long Filter may search one node, in seconds (default 10 s, 0: no
     #: limit), from a Duration string such as "10s".
     filter_timeout: float = DEFAULT_FILTER_TIMEOUT
+    #: bindingTimeout: how long PreBind waits for binding conditions, in seconds (default
+    #: 600 s, at least 1 s; upstream's DynamicResourcesBindingTimeoutDefault).
+    binding_timeout: float = DEFAULT_BINDING_TIMEOUT
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> Args:
         d = d or {}
-        unknown = set(d) - {"filterTimeout"}
+        unknown = set(d) - {"filterTimeout", "bindingTimeout"}
         if unknown:
             raise ValueError(f"unknown field(s) {sorted(unknown)}")
         raw = d.get("filterTimeout")
         timeout = DEFAULT_FILTER_TIMEOUT if raw is None else parse_duration(str(raw))
         if timeout < 0:
             raise ValueError(f"filterTimeout: Invalid value: {raw!r}: must be zero or positive")
-        return cls(timeout)
+        raw = d.get("bindingTimeout")
+        binding_timeout = DEFAULT_BINDING_TIMEOUT if raw is None else parse_duration(str(raw))
+        if binding_timeout < 1:
+            raise ValueError(f"bindingTimeout: Invalid value: {raw!r}: must be at least 1 second")
+        return cls(timeout, binding_timeout)
 
 
 @dataclass
@@ -187,14 +205,20 @@ class DynamicResources:
         allocator_factory: AllocatorFactory = Allocator,
         tracker: ClaimTracker | None = None,
         on_restore: Callable[[Any, Any], None] | None = None,
+        gates: FeatureGates | None = None,
     ) -> None:
         """`claims`, `slices`, `classes`: the informers (or, in tests, their stores: keys
         "ns/name" and "name"); an informer's store is read anew each time (a relist replaces it).
         `client`: the scheduler's Client (PreBind, PostFilter, Unreserve write claims).
         `handle`: for the clock and namespace labels (admin access). `allocator_factory`:
         the Allocator class, or a fake in unit tests. `on_restore(pending, current)`: how
-        an allocation dropped by Unreserve is announced to the queue (a claim update)."""
+        an allocation dropped by Unreserve is announced to the queue (a claim update).
+        `gates`: feature gate overrides (services/api/features.py; None: the defaults),
+        for the plugin (binding conditions) and its Allocators."""
         self.args = args
+        self.gates = gates
+        #: upstream's DeviceBindingAndStatus: binding conditions are honoured
+        self.binding_conditions = binding_and_status(gates)
         self._slices = lister(slices)
         self._classes = lister(classes)
         #: drataints: the DeviceTaintRules, whose taints the allocator adds to the devices.
@@ -254,8 +278,7 @@ class DynamicResources:
         return frozenset()
 
     def _now(self) -> float:
-        clock = getattr(self._handle, "clock", None)
-        return clock.now() if clock is not None else 0.0
+        return self._clock().now()
 
     # ---------------------------------------------------------- PreEnqueue
     def pre_enqueue(self, pod: core_pb2.Pod) -> Status:
@@ -351,11 +374,13 @@ class DynamicResources:
             s.allocator = self._allocator_factory(
                 claims=list(s.to_allocate),
                 allocated=self.tracker.allocated_devices(),
+                consumed=self.tracker.consumed_capacity(),
                 classes=dict(self._classes()),
                 slices=slices,
                 admin_namespaces=self._admin_namespaces(pod.metadata.namespace),
                 cache=self.device_cache,
                 **({"taint_rules": rules} if rules else {}),
+                gates=self.gates,
             )
         result = PreFilterResult(allowed) if allowed is not None else None
         return result, Status.success()
@@ -375,6 +400,18 @@ class DynamicResources:
             for i, info in enumerate(s.infos)
             if info.available_on is not None and not info.available_on.match(node)
         ]
+        if self.binding_conditions:
+            # An allocated claim whose binding failed or timed out: PostFilter may
+            # deallocate it so that other devices can be tried.
+            now = self._now()
+            unavailable += [
+                i
+                for i, claim in enumerate(s.claims)
+                if i not in unavailable
+                and claim.status.HasField("allocation")
+                and not s.infos[i].borrowed
+                and binding.unavailable(claim, now, self.args.binding_timeout)
+            ]
         allocations: list[resource_pb2.AllocationResult] | None = None
         if s.allocator is not None:
             start = self._now()
@@ -424,6 +461,7 @@ class DynamicResources:
                 fresh.CopyFrom(claim)
                 fresh.status.ClearField("allocation")
                 del fresh.status.reserved_for[:]
+                del fresh.status.devices[:]
                 try:
                     await self._client.update_status(fresh)
                 except Exception as e:  # noqa: BLE001 - reported as the attempt's error
@@ -451,6 +489,14 @@ class DynamicResources:
             )
         for claim, allocation in zip(s.to_allocate, allocations, strict=True):
             index = next(i for i, c in enumerate(s.claims) if c is claim)
+            if self.binding_conditions and any(
+                r.binding_conditions for r in allocation.devices.results
+            ):
+                # bindingTimeout counts from here (upstream stamps at PreBind's write).
+                stamped = resource_pb2.AllocationResult()
+                stamped.CopyFrom(allocation)
+                stamped.allocation_timestamp = rfc3339(self._now())
+                allocation = stamped
             s.infos[index].allocation = allocation
             pending = resource_pb2.ResourceClaim()
             pending.CopyFrom(claim)
@@ -552,7 +598,50 @@ class DynamicResources:
                 s.claims[i] = await self._bind_claim(claim, s.infos[i].allocation, pod)
             except Exception as e:  # noqa: BLE001 - the attempt fails; Unreserve follows
                 return Status.as_error(e, NAME)
+        if not self.binding_conditions or not has_binding_conditions(s.claims):
+            return Status.success()
+        await self._binding_pending_event(pod, node_name)
+        # Returning an error makes another attempt, whose Filter finds the failure or
+        # the timeout and whose PostFilter deallocates (upstream's recovery).
+        try:
+            await binding.wait_ready(
+                lambda: self._current(s.claims), self._clock(), self.args.binding_timeout
+            )
+        except (BindingFailed, binding.BindingTimeout) as e:
+            return Status.as_error(e, NAME)
         return Status.success()
+
+    async def _binding_pending_event(self, pod: core_pb2.Pod, node_name: str) -> None:
+        """Upstream's BindingConditionsPending event on the pod (best effort)."""
+        ev = new_event(
+            self._now(),
+            kind="Pod",
+            name=pod.metadata.name,
+            namespace=pod.metadata.namespace,
+            uid=pod.metadata.uid,
+            reason="BindingConditionsPending",
+            message=f"waiting for binding conditions for device on node {node_name}",
+            component=getattr(self._handle, "profile_name", "") or "default-scheduler",
+            action="Scheduling",
+        )
+        try:
+            await self._client.create(ev)
+        except Exception as e:  # noqa: BLE001 - an event is not worth failing the bind
+            log.debug("event BindingConditionsPending for %s: %s", pod.metadata.name, e)
+
+    def _current(
+        self, claims: Sequence[resource_pb2.ResourceClaim]
+    ) -> list[resource_pb2.ResourceClaim]:
+        """The claims as the tracker sees them now (a deleted one as last known)."""
+        out = []
+        for c in claims:
+            got = self.tracker.claim(c.metadata.namespace, c.metadata.name)
+            out.append(got if got is not None else c)
+        return out
+
+    def _clock(self) -> Any:
+        clock = getattr(self._handle, "clock", None)
+        return clock if clock is not None else RealClock()
 
     async def _bind_claim(
         self,

@@ -29,6 +29,12 @@ scheduler's loop in the 500-node DRA run). Invariant: `_held[key]` is the exclus
 at `key`, and `_counts[d]` is how many `_held` entries name d (no zero entries). Over a
 plain mapping (unit tests) it walks the mapping, as before.
 
+Shares (consumable capacity): a result with a shareID is one share of a device that allows
+multiple allocations; it does not hold the device. `consumed_capacity()` answers, per such
+device, what its shares consume together (upstream AggregatedCapacity), from the claims
+holding shares (`_shared`, kept by the informer handlers) with the claims in flight applied
+as above; it walks only those claims.
+
 Reservation removals (Unreserve, written in the background): until the informer shows the
 claim without the pod, `claim()` answers a copy without it (`mark_unreserving`), so a quick
 retry's PreBind writes the reservation again instead of trusting a stale copy.
@@ -37,10 +43,12 @@ retry's PreBind writes the reservation again instead of trusting a stale copy.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
 from typing import Any
 
 from protos.kubera.v1 import resource_pb2
 from services.api.dra.allocator import DeviceID
+from services.api.dra.counters import amount
 from services.client import Handlers
 
 
@@ -52,14 +60,38 @@ def _rv(claim: resource_pb2.ResourceClaim) -> int:
 
 
 def allocation_devices(claim: resource_pb2.ResourceClaim) -> Iterable[DeviceID]:
-    """The devices a claim's allocation holds exclusively (admin-access results share)."""
+    """The devices a claim's allocation holds exclusively (admin-access results and shares
+    of devices that allow multiple allocations do not)."""
     if not claim.status.HasField("allocation"):
         return ()
     return (
         DeviceID(r.driver, r.pool, r.device)
         for r in claim.status.allocation.devices.results
-        if not r.admin_access
+        if not r.admin_access and not r.HasField("share_id")
     )
+
+
+Shares = dict[DeviceID, dict[str, Decimal]]
+
+
+def allocation_shares(claim: resource_pb2.ResourceClaim | None) -> Shares:
+    """What a claim's shares consume, per device (consumable capacity)."""
+    out: Shares = {}
+    if claim is None or not claim.status.HasField("allocation"):
+        return out
+    for r in claim.status.allocation.devices.results:
+        if r.HasField("share_id"):
+            into = out.setdefault(DeviceID(r.driver, r.pool, r.device), {})
+            for name, q in r.consumed_capacity.items():
+                into[name] = into.get(name, Decimal(0)) + amount(q)
+    return out
+
+
+def _add_shares(into: Shares, shares: Shares) -> None:
+    for d, use in shares.items():
+        total = into.setdefault(d, {})
+        for name, value in use.items():
+            total[name] = total.get(name, Decimal(0)) + value
 
 
 def lister(source: Any) -> Callable[[], Mapping[str, Any]]:
@@ -96,6 +128,10 @@ class ClaimTracker:
         self._key_of: dict[str, str] = {}
         self._delta: dict[DeviceID, int] = {}
         self._present: set[DeviceID] = set()
+        #: Informer source only: "ns/name" -> the shares of the informer's claim, if any;
+        #: and the claims put in flight with shares (some may have left since).
+        self._shared: dict[str, Shares] = {}
+        self._share_uids: set[str] = set()
         self._incremental = hasattr(claims, "add_handlers")
         if self._incremental:
             for key, claim in list(claims.store.items()):
@@ -114,6 +150,11 @@ class ClaimTracker:
         old = self._held.pop(key, ())
         for d in old:
             self._bump(self._counts, d, -1)
+        shares = allocation_shares(claim)
+        if shares:
+            self._shared[key] = shares
+        else:
+            self._shared.pop(key, None)
         new = tuple(allocation_devices(claim)) if claim is not None else ()
         if new:
             self._held[key] = new
@@ -242,6 +283,39 @@ class ClaimTracker:
             out.update(allocation_devices(claim))
         return out
 
+    def consumed_capacity(self) -> Shares:
+        """Per device with shares in use (informer and assumed claims, pending allocations),
+        what they consume together."""
+        if self._incremental and not self._shared:
+            # Nothing shared in the informer: only claims in flight can hold shares.
+            self._share_uids = {
+                u for u in self._share_uids if u in self._pending or u in self._assumed
+            }
+            if not self._share_uids:
+                return {}
+        store = self._lister()
+        if self._incremental:
+            shared = dict(self._shared)
+        else:
+            shared = {k: s for k, c in store.items() if (s := allocation_shares(c))}
+        # As _correction: an assumed copy newer than the informer's replaces its shares;
+        # a pending claim's informer copy is not counted, its chosen shares are.
+        for uid, assumed in self._assumed.items():
+            key = f"{assumed.metadata.namespace}/{assumed.metadata.name}"
+            stored = store.get(key)
+            if stored is not None and stored.metadata.uid == uid and _rv(assumed) > _rv(stored):
+                shared[key] = allocation_shares(assumed)
+        for uid, pending in self._pending.items():
+            key = f"{pending.metadata.namespace}/{pending.metadata.name}"
+            stored = store.get(key)
+            if stored is not None and stored.metadata.uid == uid:
+                shared.pop(key, None)
+            shared[f"{key}#{uid}"] = allocation_shares(pending)
+        out: Shares = {}
+        for shares in shared.values():
+            _add_shares(out, shares)
+        return out
+
     def _allocated_from_counts(self) -> set[DeviceID]:
         """allocated_devices() from the counts and the corrections of the claims in flight,
         kept up to date as either changes: a copy of `_present`."""
@@ -285,6 +359,8 @@ class ClaimTracker:
         """Reserve: `claim` carries the allocation chosen for it."""
         self._assumed.pop(claim.metadata.uid, None)
         self._pending[claim.metadata.uid] = claim
+        if allocation_shares(claim):
+            self._share_uids.add(claim.metadata.uid)
         self._refresh(claim.metadata.uid)
 
     def remove_pending(self, uid: str) -> resource_pb2.ResourceClaim | None:
@@ -301,6 +377,8 @@ class ClaimTracker:
         stored = self._lister().get(f"{written.metadata.namespace}/{written.metadata.name}")
         if stored is None or _rv(stored) < _rv(written):
             self._assumed[uid] = written
+            if allocation_shares(written):
+                self._share_uids.add(uid)
         self._refresh(uid, f"{written.metadata.namespace}/{written.metadata.name}")
 
     def restore(self, uid: str) -> None:

@@ -28,6 +28,8 @@ class FakeAllocator:
     slices: Sequence[resource_pb2.ResourceSlice]
     admin_namespaces: frozenset[str] = frozenset()
     cache: Any = None
+    consumed: Any = None
+    gates: Any = None
     calls: list[str] = field(default_factory=list)
 
     def allocate(self, node: core_pb2.Node) -> list[resource_pb2.AllocationResult] | Unfit:
@@ -146,8 +148,12 @@ class FakeSnapshot:
 
 
 class FakeHandle:
-    def __init__(self, ns_labels: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    def __init__(
+        self, ns_labels: Mapping[str, Mapping[str, str]] | None = None, clock: Any = None
+    ) -> None:
         self._snapshot = FakeSnapshot(ns_labels)
+        #: None: the plugin takes the real clock.
+        self.clock = clock
 
     def snapshot(self) -> FakeSnapshot:
         return self._snapshot

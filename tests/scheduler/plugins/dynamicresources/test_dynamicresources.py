@@ -140,6 +140,8 @@ class Case:
     nodes: list[Any] = field(default_factory=lambda: [WORKER_NODE])
     #: Called on the API before PreBind (a concurrent writer).
     before_prebind: Callable[[FakeClaimsAPI], None] | None = None
+    #: The handle's clock (None: real time).
+    clock: Any = None
 
 
 def _with(c: Any, edit: Callable[[Any], None]) -> Any:
@@ -371,7 +373,7 @@ def build(case: Case) -> tuple[DynamicResources, FakeClaimsAPI]:
         slices={s.metadata.name: s for s in case.slices},
         classes={c.metadata.name: c for c in case.classes},
         client=api,
-        handle=FakeHandle(),
+        handle=FakeHandle(clock=case.clock),
         allocator_factory=FakeAllocator,
     )
     return plugin, api
@@ -379,7 +381,11 @@ def build(case: Case) -> tuple[DynamicResources, FakeClaimsAPI]:
 
 @pytest.mark.parametrize("name", list(CASES))
 async def test_plugin_steps_return_upstreams_statuses_and_write_the_claim(name: str) -> None:
-    case = CASES[name]
+    await run_steps(CASES[name])
+
+
+async def run_steps(case: Case) -> None:
+    """The steps of one case, each status checked, then the claim the API holds."""
     plugin, api = build(case)
     before = {k: _copy(v) for k, v in api.objects.items()}
     pod = case.pod

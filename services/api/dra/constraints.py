@@ -1,10 +1,13 @@
-"""The matchAttribute constraint while the allocator searches (upstream
-structured/internal/experimental matchAttributeConstraint, lookupAttribute,
+"""Claim constraints while the allocator searches (upstream structured/internal/experimental
+constraint.go: matchAttributeConstraint, distinctAttributeConstraint, lookupAttribute,
 attributeAsSet).
 
-Every device allocated for the requests the constraint names (none named: all requests;
-"req" also covers its subrequests, "req/sub" only that one) must have the attribute, and
-the devices must agree on it:
+A constraint covers the requests it names ("req" also covers its subrequests, "req/sub"
+only that one), every request when it names none. Every device allocated for them must
+have the attribute; devices are added and removed in stack order, as the search takes and
+gives them back.
+
+matchAttribute: the devices must agree on the attribute:
 
 * DRAListTypeAttributes off: the first device's value is the value; each next device
   must have the same scalar (an attribute with only list values, or none, matches
@@ -14,6 +17,10 @@ the devices must agree on it:
   an element in common with all the devices before them: the constraint keeps the
   intersection so far and each device must share an element with it. A device whose
   attribute holds no value cannot be added.
+
+distinctAttribute (consumable capacity): each device has another value: another scalar
+with DRAListTypeAttributes off; with it on, a set disjoint from each other device's set
+(upstream's "pairwise disjoint").
 
 Deliberate difference: upstream keeps the narrowed intersection when a device is given
 back and only resets it when the set becomes empty, so after backtracking a device can be
@@ -90,6 +97,46 @@ class MatchAttribute:
             self.n -= 1
             if self.sets:
                 self.intersections.pop()
+
+
+class DistinctAttribute(MatchAttribute):
+    """One distinctAttribute constraint (consumable capacity): every device allocated for
+    the named requests has the attribute, each with another value. The values (sets with
+    list-type attributes on) are held in pick order: devices are given back in reverse."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self, requests: Sequence[str], attribute: str, *, sets: bool = False) -> None:
+        super().__init__(requests, attribute, sets=sets)
+        self.seen: list[Scalar] = []
+
+    def add(self, base: str, sub: str, d: PoolDevice) -> bool:
+        if not self.applies(base, sub):
+            return True
+        attr = lookup(d, self.attribute)
+        if attr is None:
+            return False
+        if self.sets:
+            values = as_set(attr)
+            if values is None or any(
+                kind == values[0] and not have.isdisjoint(values[1])
+                for kind, have in self.intersections
+            ):
+                return False
+            self.intersections.append(values)
+        else:
+            value = scalar(attr)
+            if value[0] == "" or value in self.seen:
+                return False
+            self.seen.append(value)
+        return True
+
+    def remove(self, base: str, sub: str) -> None:
+        if self.applies(base, sub):
+            if self.sets:
+                self.intersections.pop()  # here: each device's own set
+            else:
+                self.seen.pop()
 
 
 def lookup(d: PoolDevice, name: str) -> resource_pb2.DeviceAttribute | None:
