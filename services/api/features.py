@@ -41,6 +41,10 @@ DRA_DEVICE_BINDING_CONDITIONS = "DRADeviceBindingConditions"
 #: drabinding: ResourceClaim status.devices (beta and on by default since 1.33).
 DRA_RESOURCE_CLAIM_DEVICE_STATUS = "DRAResourceClaimDeviceStatus"
 
+#: drataints: Device taints, request tolerations and DeviceTaintRule (alpha 1.33, GA and on
+#: by default in 1.37). Off: taints are ignored and results carry no tolerations.
+DRA_DEVICE_TAINTS = "DRADeviceTaints"
+
 DEFAULTS: dict[str, bool] = {
     DRA_PRIORITIZED_LIST: True,
     DRA_ADMIN_ACCESS: True,
@@ -49,6 +53,7 @@ DEFAULTS: dict[str, bool] = {
     DRA_CONSUMABLE_CAPACITY: True,
     DRA_DEVICE_BINDING_CONDITIONS: True,
     DRA_RESOURCE_CLAIM_DEVICE_STATUS: True,
+    DRA_DEVICE_TAINTS: True,
 }
 
 FeatureGates = Mapping[str, bool]

@@ -221,9 +221,9 @@ class Allocator:
     node, the newest generation of each pool). `admin_namespaces`: namespaces labelled
     resource.kubernetes.io/admin-access=true. `cache`: parsed slices and selector verdicts
     to share with other Allocators (see DeviceCache); a private one when not given.
-    `taint_rules`: the DeviceTaintRules, whose taints count as the devices' own.
-    `device_taints`: upstream's DRADeviceTaints feature (on by default; off, taints are
-    ignored and results carry no tolerations).
+    `taint_rules`: the DeviceTaintRules, whose taints count as the devices' own (with the
+    DRADeviceTaints gate on, the default; off, taints are ignored and results carry no
+    tolerations).
 
     One Allocator answers for any number of nodes; on first use it checks and compiles the
     claims' requests (AllocationError) and indexes `slices`, so the inputs must not change
@@ -239,7 +239,6 @@ class Allocator:
     #: Feature gate overrides (services/api/features.py); None: upstream's defaults.
     gates: features.FeatureGates | None = None
     taint_rules: TaintRules | None = None
-    device_taints: bool = True
     #: consumable capacity: per device with shares in use (devices that allow multiple
     #: allocations), what those shares consume together (upstream AggregatedCapacity)
     consumed: Mapping[DeviceID, Mapping[str, Decimal]] = field(default_factory=dict)
@@ -257,6 +256,7 @@ class Allocator:
     #: DeviceBindingAndStatus (devices with binding conditions may be picked).
     partitionable: bool = field(default=True, init=False, repr=False)
     consumable: bool = field(default=True, init=False, repr=False)
+    device_taints: bool = field(default=True, init=False, repr=False)
     binding_conditions: bool = field(default=True, init=False, repr=False)
 
     def allocate(self, node: core_pb2.Node) -> list[resource_pb2.AllocationResult] | Unfit:
@@ -268,6 +268,7 @@ class Allocator:
         if self._specs is None:
             self.partitionable = features.enabled(self.gates, features.DRA_PARTITIONABLE_DEVICES)
             self.consumable = features.enabled(self.gates, features.DRA_CONSUMABLE_CAPACITY)
+            self.device_taints = features.enabled(self.gates, features.DRA_DEVICE_TAINTS)
             self._specs = [
                 _specs(c, self.classes, self.admin_namespaces, self.gates) for c in self.claims
             ]

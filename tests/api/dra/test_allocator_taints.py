@@ -16,6 +16,7 @@ from google.protobuf import json_format
 from protos.kubera.v1 import resource_pb2
 from services.api.dra.allocator import DeviceID, Unfit
 from services.api.dra.taints import TaintRules, tolerates
+from services.api.features import DRA_DEVICE_TAINTS
 from tests.api.dra.allocator_table import (
     CA,
     CB,
@@ -216,7 +217,7 @@ CASES: dict[str, tuple[Case, bool]] = {
 
 def check_taints(case: Case, enabled: bool, rules: TaintRules | None = None) -> None:
     alloc = allocator(case)
-    alloc.device_taints = enabled
+    alloc.gates = {DRA_DEVICE_TAINTS: enabled}
     alloc.taint_rules = rules
     got = alloc.allocate(case.node)
     if case.unfit is not None:
