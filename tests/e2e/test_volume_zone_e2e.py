@@ -23,7 +23,7 @@ ZONE = "topology.kubernetes.io/zone"
 
 @pytest.fixture(scope="module")
 def up_args() -> tuple[str, ...]:
-    return ("--nodes", "2")
+    return ("--nodes", "2", "--time-scale", "10")
 
 
 def get_json(k: Cluster, *args: str) -> Any:

@@ -35,7 +35,7 @@ TEMPLATE = Path(__file__).resolve().parents[2] / "examples" / "zonal-disk-node-t
 
 @pytest.fixture(scope="module")
 def up_args() -> tuple[str, ...]:
-    return ("--nodes", "1", "--node-template", str(TEMPLATE))
+    return ("--nodes", "1", "--node-template", str(TEMPLATE), "--time-scale", "10")
 
 
 def get_json(k: Cluster, *args: str) -> Any:
