@@ -506,6 +506,9 @@ class DeviceTaintEvictionController(EvictionLoop):
 
     async def _evict(self, key: str, uid: str) -> None:
         namespace, name = key.split("/", 1)
+        # The rules evicting the pod, taken now: once it is deleted a resync may run (on the
+        # informer's delete event) before this task goes on, and leaves it out of pod_rules.
+        rules = set(self.pod_rules.get(key, ()))
         try:
             async with self._workers:
                 if await delete_with_retries(
@@ -515,8 +518,8 @@ class DeviceTaintEvictionController(EvictionLoop):
                     key,
                 ):
                     self.deleted_total += 1
-                    for uid in self.pod_rules.get(key, ()):
-                        self.evicted[uid] = self.evicted.get(uid, 0) + 1
+                    for rule_uid in rules:
+                        self.evicted[rule_uid] = self.evicted.get(rule_uid, 0) + 1
         except Exception:  # noqa: BLE001 - one pod's failure costs only that pod
             log.exception("device taint eviction: deleting pod %s failed", key)
         finally:

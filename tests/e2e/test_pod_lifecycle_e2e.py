@@ -92,7 +92,14 @@ def applied(cluster: Cluster) -> Cluster:
 
 def test_a_failing_container_crash_loops_with_a_growing_restart_count(applied: Cluster) -> None:
     until(lambda: status_column(applied, "crash") == "CrashLoopBackOff", timeout=60)
-    cs = get(applied, "crash")["status"]["containerStatuses"][0]
+
+    def backing_off() -> dict | None:
+        # one reading: at --time-scale 20 a back-off lasts about a second of wall time, so
+        # the container may have restarted since the column was read
+        cs = get(applied, "crash")["status"]["containerStatuses"][0]
+        return cs if "waiting" in cs["state"] else None
+
+    cs = until(backing_off, timeout=60)
     first = cs["restartCount"]
     assert cs["state"]["waiting"]["reason"] == "CrashLoopBackOff"
     assert cs["lastState"]["terminated"]["exitCode"] == 1
