@@ -39,11 +39,13 @@ from services.leaderelection import (
     LeaderElector,
     LeasePublisher,
 )
-from services.storage import Delete, Put
+from services.storage import Delete, Put, StorageUnavailableError
 from services.storage.etcd import EtcdStorage, EtcdTLS, parse_endpoint
 from services.storage.keys import election_key, replica_key
 
 log = logging.getLogger(__name__)
+#: Tries of the replica record's write before a start fails (an etcd that did not answer).
+REGISTER_ATTEMPTS = 3
 
 
 def new_identity() -> str:
@@ -174,7 +176,17 @@ class Replica:
             **self.extra,
         }
         key = replica_key(*self.group, self.identity)
-        await self.storage.txn([], [Put(key, json.dumps(record).encode())])
+        # The record is one idempotent put: an etcd that did not answer in time (a busy
+        # machine, an etcd restarting) is asked again before the start fails.
+        for attempt in range(REGISTER_ATTEMPTS):
+            try:
+                await self.storage.txn([], [Put(key, json.dumps(record).encode())])
+                return
+            except StorageUnavailableError:
+                if attempt == REGISTER_ATTEMPTS - 1:
+                    raise
+                log.warning("registering %s: etcd unavailable, trying again", self.identity)
+                await asyncio.sleep(0.5 * 2**attempt)
 
     def elect(
         self,
