@@ -26,8 +26,14 @@ def test_head_processes_are_named_by_program_or_script(tmp_path: Path) -> None:
     sleeper = subprocess.Popen(["sleep", "60"])
     python = subprocess.Popen([sys.executable, "-u", str(script), "--flag=x.py"])
     try:
-        until(lambda: kray.process_name(python.pid) == "log_monitor", timeout=10, interval=0.05)
-        assert kray.process_name(sleeper.pid) == "sleep"
+        # A child's /proc cmdline is empty until its exec has set up the new arguments,
+        # which on a loaded machine can be after Popen returns: wait for both names.
+        until(
+            lambda: kray.process_name(python.pid) == "log_monitor"
+            and kray.process_name(sleeper.pid) == "sleep",
+            timeout=10,
+            interval=0.05,
+        )
         named = kray.head_processes([python.pid, sleeper.pid])
         assert sorted(named) == ["ray-log_monitor-0", "ray-sleep-0"]
         assert named["ray-sleep-0"] == sleeper.pid
