@@ -220,8 +220,18 @@ class ApiServer:
 
     # --------------------------------------------------------------- update
 
-    async def update(self, obj: Message, *, status: bool = False, dry_run: bool = False) -> Message:
-        return await update.update(self.store, obj, status=status, dry_run=dry_run)
+    async def update(
+        self,
+        obj: Message,
+        *,
+        status: bool = False,
+        dry_run: bool = False,
+        check_allocation: bool = False,
+    ) -> Message:
+        """`check_allocation`: see update.update (a shared-state scheduler's claim status)."""
+        return await update.update(
+            self.store, obj, status=status, dry_run=dry_run, check_allocation=check_allocation
+        )
 
     async def batch_update(
         self, objs: Sequence[Message], *, status: bool = False
@@ -229,8 +239,8 @@ class ApiServer:
         """Update many objects of one kind, ~100 per etcd txn (see batch)."""
         return await batch.batch_update(self.store, objs, status=status)
 
-    async def update_status(self, obj: Message) -> Message:
-        return await self.update(obj, status=True)
+    async def update_status(self, obj: Message, *, check_allocation: bool = False) -> Message:
+        return await self.update(obj, status=True, check_allocation=check_allocation)
 
     async def finalize(self, obj: Message, *, dry_run: bool = False) -> Message:
         """The namespaces/finalize subresource: a namespace's spec.finalizers as sent."""

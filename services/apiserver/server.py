@@ -211,7 +211,9 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
     @_unary
     async def UpdateStatus(self, request: pb.UpdateRequest, context: Any) -> pb.ObjectResponse:
         kind = _resource(request.resource)
-        obj = await self.api.update(_unpack(kind, request.object), status=True)
+        obj = await self.api.update(
+            _unpack(kind, request.object), status=True, check_allocation=request.check_allocation
+        )
         return pb.ObjectResponse(object=codec.pack(obj))
 
     @_unary

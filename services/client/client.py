@@ -339,18 +339,24 @@ class Client:
     async def update(self, obj: M) -> M:
         return await self._update(self._stub.Update, obj, "update")
 
-    async def update_status(self, obj: M) -> M:
-        return await self._update(self._stub.UpdateStatus, obj, "update")
+    async def update_status(self, obj: M, *, check_allocation: bool = False) -> M:
+        """`check_allocation`: a shared-state scheduler's ResourceClaim status, whose newly
+        allocated devices the apiserver records and refuses when another claim holds one
+        (AllocationConflictError; services/apiserver/deviceallocation.py)."""
+        return await self._update(
+            self._stub.UpdateStatus, obj, "update", check_allocation=check_allocation
+        )
 
     async def finalize(self, obj: M) -> M:
         """A namespace's spec.finalizers as `obj` has them (namespaces/finalize)."""
         return await self._update(self._stub.Finalize, obj, "finalize")
 
-    async def _update(self, method: Any, obj: M, verb: str) -> M:
+    async def _update(self, method: Any, obj: M, verb: str, *, check_allocation: bool = False) -> M:
         kind = kind_of(obj)
-        resp = await self._call(
-            method, pb.UpdateRequest(resource=kind.resource, object=codec.pack(obj)), write=True
+        req = pb.UpdateRequest(
+            resource=kind.resource, object=codec.pack(obj), check_allocation=check_allocation
         )
+        resp = await self._call(method, req, write=True)
         return narrow(_decode(resp.object, f"{verb} {kind.resource}"), type(obj))
 
     async def patch(

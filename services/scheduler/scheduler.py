@@ -104,6 +104,9 @@ class _Handle:
         self.cluster_clock = sched.cluster_clock
         self.client = sched.client
         self.nominator = sched.nominator
+        #: Shared-state (Omega) mode: claim allocations are checked against the devices'
+        #: allocation records (DynamicResources' PreBind).
+        self.shared_state = sched.shared_state is not None
 
     def framework_for(self, scheduler_name: str) -> Framework | None:
         return self._sched.frameworks.get(scheduler_name)
@@ -202,8 +205,10 @@ class Scheduler(Background):
         waits) and times its metrics. `cluster_clock` (default `clock`): the time written
         to and compared with objects (PodScheduled and DisruptionTarget conditions, Events,
         PDBs' disruptedPods), the cluster's simulated time under the time scale
-        (services/clock.py says why the two differ). `fencing`: the leader's fencing-token source its binds carry (none: unfenced);
-        a shared-state scheduler's binds are checked against the nodes' allocation records
+        (services/clock.py says why the two differ). `fencing`: the leader's fencing-token
+        source every write carries (none: unfenced): its binds, and the claim allocations
+        of DynamicResources' PreBind, which a client that does not fence yet is made to
+        (`Client.fenced`); a shared-state scheduler's binds are checked against the nodes' allocation records
         instead, so it takes no `fencing`. `metrics`: where to record (default: a registry of
         this scheduler's own); a replica passes one for all its terms."""
         shared_state = options.shared_state
@@ -212,6 +217,8 @@ class Scheduler(Background):
                 "a shared-state scheduler binds with check_allocation, not a fencing token: "
                 "pass shared_state or fencing, not both"
             )
+        if fencing is not None and getattr(client, "fencing", ()) is None:
+            client = client.fenced(fencing)
         self.client = client
         self.options = options
         self.config = options.component_config or config_mod.default_config()

@@ -8,6 +8,11 @@
                                               replicas electing on that Lease
     /kubera/allocations/<node>                shared-state (Omega) allocation records, one per
                                               node, written in the same txn as a bind
+    /kubera/deviceallocations/<driver>/<pool>/<device>
+                                              shared-state device allocation records, one
+                                              per device, written in the same txn as the
+                                              claim status that allocates it; value =
+                                              the holding claim (deviceallocation.py)
     /kubera/serviceips/<ip>                   a Service's cluster IP, held from its create
     /kubera/servicenodeports/<port>           txn to its delete txn (services/apiserver/
                                               serviceips.py); value = <namespace>/<name>
@@ -30,6 +35,9 @@ ELECTION_PREFIX = KUBERA_PREFIX + "leaderelection/"
 REPLICAS_PREFIX = KUBERA_PREFIX + "replicas/"
 #: Shared-state allocation records: `<prefix><node name>`.
 ALLOCATIONS_PREFIX = KUBERA_PREFIX + "allocations/"
+#: Shared-state device allocation records: `<prefix><driver>/<pool>/<device>` (a driver
+#: and a device name hold no "/", a pool name may).
+DEVICE_ALLOCATIONS_PREFIX = KUBERA_PREFIX + "deviceallocations/"
 #: Services' cluster IPs and node ports: `<prefix><ip>`, `<prefix><port>`.
 SERVICE_IPS_PREFIX = KUBERA_PREFIX + "serviceips/"
 NODE_PORTS_PREFIX = KUBERA_PREFIX + "servicenodeports/"
@@ -50,3 +58,7 @@ def replica_key(namespace: str, name: str, identity: str) -> str:
 
 def allocation_key(node_name: str) -> str:
     return ALLOCATIONS_PREFIX + node_name
+
+
+def device_allocation_key(driver: str, pool: str, device: str) -> str:
+    return f"{DEVICE_ALLOCATIONS_PREFIX}{driver}/{pool}/{device}"

@@ -26,7 +26,7 @@ from google.protobuf import any_pb2 as google_dot_protobuf_dot_any__pb2
 from protos.kubera.v1 import policy_pb2 as protos_dot_kubera_dot_v1_dot_policy__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n protos/kubera/v1/apiserver.proto\x12\tkubera.v1\x1a\x19google/protobuf/any.proto\x1a\x1dprotos/kubera/v1/policy.proto\"5\n\x0c\x45victRequest\x12%\n\x08\x65viction\x18\x01 \x01(\x0b\x32\x13.kubera.v1.Eviction\"X\n\rCreateRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12$\n\x06object\x18\x02 \x01(\x0b\x32\x14.google.protobuf.Any\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\"6\n\x0eObjectResponse\x12$\n\x06object\x18\x01 \x01(\x0b\x32\x14.google.protobuf.Any\"?\n\nGetRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"b\n\x0bListRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\"_\n\x0cListResponse\x12#\n\x05items\x18\x01 \x03(\x0b\x32\x14.google.protobuf.Any\x12\x18\n\x10resource_version\x18\x02 \x01(\t\x12\x10\n\x08warnings\x18\x03 \x03(\t\"G\n\rUpdateRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12$\n\x06object\x18\x02 \x01(\x0b\x32\x14.google.protobuf.Any\"f\n\x0cPatchRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x13\n\x0bmerge_patch\x18\x04 \x01(\t\x12\x0e\n\x06status\x18\x05 \x01(\x08\"\x82\x02\n\rDeleteRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12!\n\x14grace_period_seconds\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x0b\n\x03uid\x18\x05 \x01(\t\x12\x18\n\x10resource_version\x18\x06 \x01(\t\x12?\n7ignore_store_read_error_with_cluster_breaking_potential\x18\x07 \x01(\x08\x12\x1a\n\x12propagation_policy\x18\x08 \x01(\tB\x17\n\x15_grace_period_seconds\"\x9c\x01\n\x0cWatchRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\x12\x1d\n\x15\x61llow_watch_bookmarks\x18\x06 \x01(\x08\"@\n\nWatchEvent\x12\x0c\n\x04type\x18\x01 \x01(\t\x12$\n\x06object\x18\x02 \x01(\x0b\x32\x14.google.protobuf.Any\"8\n\x0fWatchEventBatch\x12%\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x15.kubera.v1.WatchEvent\"4\n\x0c\x46\x65ncingToken\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x17\n\x0f\x63reate_revision\x18\x02 \x01(\x03\"\xac\x01\n\x0b\x42indRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnode_name\x18\x03 \x01(\t\x12\x18\n\x10resource_version\x18\x04 \x01(\t\x12\x0b\n\x03uid\x18\x05 \x01(\t\x12(\n\x07\x66\x65ncing\x18\x06 \x01(\x0b\x32\x17.kubera.v1.FencingToken\x12\x18\n\x10\x63heck_allocation\x18\x07 \x01(\x08\"9\n\x10\x42indBatchRequest\x12%\n\x05\x62inds\x18\x01 \x03(\x0b\x32\x16.kubera.v1.BindRequest\"a\n\nBindResult\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12$\n\x06object\x18\x04 \x01(\x0b\x32\x14.google.protobuf.Any\";\n\x11\x42indBatchResponse\x12&\n\x07results\x18\x01 \x03(\x0b\x32\x15.kubera.v1.BindResult\"M\n\x12\x42\x61tchCreateRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12%\n\x07objects\x18\x02 \x03(\x0b\x32\x14.google.protobuf.Any\"]\n\x12\x42\x61tchUpdateRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12%\n\x07objects\x18\x02 \x03(\x0b\x32\x14.google.protobuf.Any\x12\x0e\n\x06status\x18\x03 \x01(\x08\"X\n\x11\x42\x61tchCreateResult\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12$\n\x06object\x18\x03 \x01(\x0b\x32\x14.google.protobuf.Any\"D\n\x13\x42\x61tchCreateResponse\x12-\n\x07results\x18\x01 \x03(\x0b\x32\x1c.kubera.v1.BatchCreateResult\"\x0f\n\rHealthRequest\"<\n\x0eHealthResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x0c\n\x04\x65tcd\x18\x02 \x01(\t\x12\x10\n\x08revision\x18\x03 \x01(\x03\x32\x9a\x08\n\tApiServer\x12=\n\x06\x43reate\x12\x18.kubera.v1.CreateRequest\x1a\x19.kubera.v1.ObjectResponse\x12\x37\n\x03Get\x12\x15.kubera.v1.GetRequest\x1a\x19.kubera.v1.ObjectResponse\x12\x37\n\x04List\x12\x16.kubera.v1.ListRequest\x1a\x17.kubera.v1.ListResponse\x12=\n\x06Update\x12\x18.kubera.v1.UpdateRequest\x1a\x19.kubera.v1.ObjectResponse\x12\x43\n\x0cUpdateStatus\x12\x18.kubera.v1.UpdateRequest\x1a\x19.kubera.v1.ObjectResponse\x12?\n\x08\x46inalize\x12\x18.kubera.v1.UpdateRequest\x1a\x19.kubera.v1.ObjectResponse\x12;\n\x05Patch\x12\x17.kubera.v1.PatchRequest\x1a\x19.kubera.v1.ObjectResponse\x12=\n\x06\x44\x65lete\x12\x18.kubera.v1.DeleteRequest\x1a\x19.kubera.v1.ObjectResponse\x12\x39\n\x05Watch\x12\x17.kubera.v1.WatchRequest\x1a\x15.kubera.v1.WatchEvent0\x01\x12\x45\n\x0cWatchBatches\x12\x17.kubera.v1.WatchRequest\x1a\x1a.kubera.v1.WatchEventBatch0\x01\x12\x39\n\x04\x42ind\x12\x16.kubera.v1.BindRequest\x1a\x19.kubera.v1.ObjectResponse\x12\x46\n\tBindBatch\x12\x1b.kubera.v1.BindBatchRequest\x1a\x1c.kubera.v1.BindBatchResponse\x12L\n\x0b\x42\x61tchCreate\x12\x1d.kubera.v1.BatchCreateRequest\x1a\x1e.kubera.v1.BatchCreateResponse\x12L\n\x0b\x42\x61tchUpdate\x12\x1d.kubera.v1.BatchUpdateRequest\x1a\x1e.kubera.v1.BatchCreateResponse\x12=\n\x06Health\x12\x18.kubera.v1.HealthRequest\x1a\x19.kubera.v1.HealthResponse\x12;\n\x05\x45vict\x12\x17.kubera.v1.EvictRequest\x1a\x19.kubera.v1.ObjectResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n protos/kubera/v1/apiserver.proto\x12\tkubera.v1\x1a\x19google/protobuf/any.proto\x1a\x1dprotos/kubera/v1/policy.proto\"5\n\x0c\x45victRequest\x12%\n\x08\x65viction\x18\x01 \x01(\x0b\x32\x13.kubera.v1.Eviction\"X\n\rCreateRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12$\n\x06object\x18\x02 \x01(\x0b\x32\x14.google.protobuf.Any\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\"6\n\x0eObjectResponse\x12$\n\x06object\x18\x01 \x01(\x0b\x32\x14.google.protobuf.Any\"?\n\nGetRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"b\n\x0bListRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\"_\n\x0cListResponse\x12#\n\x05items\x18\x01 \x03(\x0b\x32\x14.google.protobuf.Any\x12\x18\n\x10resource_version\x18\x02 \x01(\t\x12\x10\n\x08warnings\x18\x03 \x03(\t\"a\n\rUpdateRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12$\n\x06object\x18\x02 \x01(\x0b\x32\x14.google.protobuf.Any\x12\x18\n\x10\x63heck_allocation\x18\x03 \x01(\x08\"f\n\x0cPatchRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x13\n\x0bmerge_patch\x18\x04 \x01(\t\x12\x0e\n\x06status\x18\x05 \x01(\x08\"\x82\x02\n\rDeleteRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12!\n\x14grace_period_seconds\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x0b\n\x03uid\x18\x05 \x01(\t\x12\x18\n\x10resource_version\x18\x06 \x01(\t\x12?\n7ignore_store_read_error_with_cluster_breaking_potential\x18\x07 \x01(\x08\x12\x1a\n\x12propagation_policy\x18\x08 \x01(\tB\x17\n\x15_grace_period_seconds\"\x9c\x01\n\x0cWatchRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\x12\x1d\n\x15\x61llow_watch_bookmarks\x18\x06 \x01(\x08\"@\n\nWatchEvent\x12\x0c\n\x04type\x18\x01 \x01(\t\x12$\n\x06object\x18\x02 \x01(\x0b\x32\x14.google.protobuf.Any\"8\n\x0fWatchEventBatch\x12%\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x15.kubera.v1.WatchEvent\"4\n\x0c\x46\x65ncingToken\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x17\n\x0f\x63reate_revision\x18\x02 \x01(\x03\"\xac\x01\n\x0b\x42indRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnode_name\x18\x03 \x01(\t\x12\x18\n\x10resource_version\x18\x04 \x01(\t\x12\x0b\n\x03uid\x18\x05 \x01(\t\x12(\n\x07\x66\x65ncing\x18\x06 \x01(\x0b\x32\x17.kubera.v1.FencingToken\x12\x18\n\x10\x63heck_allocation\x18\x07 \x01(\x08\"9\n\x10\x42indBatchRequest\x12%\n\x05\x62inds\x18\x01 \x03(\x0b\x32\x16.kubera.v1.BindRequest\"a\n\nBindResult\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12$\n\x06object\x18\x04 \x01(\x0b\x32\x14.google.protobuf.Any\";\n\x11\x42indBatchResponse\x12&\n\x07results\x18\x01 \x03(\x0b\x32\x15.kubera.v1.BindResult\"M\n\x12\x42\x61tchCreateRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12%\n\x07objects\x18\x02 \x03(\x0b\x32\x14.google.protobuf.Any\"]\n\x12\x42\x61tchUpdateRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12%\n\x07objects\x18\x02 \x03(\x0b\x32\x14.google.protobuf.Any\x12\x0e\n\x06status\x18\x03 \x01(\x08\"X\n\x11\x42\x61tchCreateResult\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12$\n\x06object\x18\x03 \x01(\x0b\x32\x14.google.protobuf.Any\"D\n\x13\x42\x61tchCreateResponse\x12-\n\x07results\x18\x01 \x03(\x0b\x32\x1c.kubera.v1.BatchCreateResult\"\x0f\n\rHealthRequest\"<\n\x0eHealthResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x0c\n\x04\x65tcd\x18\x02 \x01(\t\x12\x10\n\x08revision\x18\x03 \x01(\x03\x32\x9a\x08\n\tApiServer\x12=\n\x06\x43reate\x12\x18.kubera.v1.CreateRequest\x1a\x19.kubera.v1.ObjectResponse\x12\x37\n\x03Get\x12\x15.kubera.v1.GetRequest\x1a\x19.kubera.v1.ObjectResponse\x12\x37\n\x04List\x12\x16.kubera.v1.ListRequest\x1a\x17.kubera.v1.ListResponse\x12=\n\x06Update\x12\x18.kubera.v1.UpdateRequest\x1a\x19.kubera.v1.ObjectResponse\x12\x43\n\x0cUpdateStatus\x12\x18.kubera.v1.UpdateRequest\x1a\x19.kubera.v1.ObjectResponse\x12?\n\x08\x46inalize\x12\x18.kubera.v1.UpdateRequest\x1a\x19.kubera.v1.ObjectResponse\x12;\n\x05Patch\x12\x17.kubera.v1.PatchRequest\x1a\x19.kubera.v1.ObjectResponse\x12=\n\x06\x44\x65lete\x12\x18.kubera.v1.DeleteRequest\x1a\x19.kubera.v1.ObjectResponse\x12\x39\n\x05Watch\x12\x17.kubera.v1.WatchRequest\x1a\x15.kubera.v1.WatchEvent0\x01\x12\x45\n\x0cWatchBatches\x12\x17.kubera.v1.WatchRequest\x1a\x1a.kubera.v1.WatchEventBatch0\x01\x12\x39\n\x04\x42ind\x12\x16.kubera.v1.BindRequest\x1a\x19.kubera.v1.ObjectResponse\x12\x46\n\tBindBatch\x12\x1b.kubera.v1.BindBatchRequest\x1a\x1c.kubera.v1.BindBatchResponse\x12L\n\x0b\x42\x61tchCreate\x12\x1d.kubera.v1.BatchCreateRequest\x1a\x1e.kubera.v1.BatchCreateResponse\x12L\n\x0b\x42\x61tchUpdate\x12\x1d.kubera.v1.BatchUpdateRequest\x1a\x1e.kubera.v1.BatchCreateResponse\x12=\n\x06Health\x12\x18.kubera.v1.HealthRequest\x1a\x19.kubera.v1.HealthResponse\x12;\n\x05\x45vict\x12\x17.kubera.v1.EvictRequest\x1a\x19.kubera.v1.ObjectResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -46,39 +46,39 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTRESPONSE']._serialized_start=471
   _globals['_LISTRESPONSE']._serialized_end=566
   _globals['_UPDATEREQUEST']._serialized_start=568
-  _globals['_UPDATEREQUEST']._serialized_end=639
-  _globals['_PATCHREQUEST']._serialized_start=641
-  _globals['_PATCHREQUEST']._serialized_end=743
-  _globals['_DELETEREQUEST']._serialized_start=746
-  _globals['_DELETEREQUEST']._serialized_end=1004
-  _globals['_WATCHREQUEST']._serialized_start=1007
-  _globals['_WATCHREQUEST']._serialized_end=1163
-  _globals['_WATCHEVENT']._serialized_start=1165
-  _globals['_WATCHEVENT']._serialized_end=1229
-  _globals['_WATCHEVENTBATCH']._serialized_start=1231
-  _globals['_WATCHEVENTBATCH']._serialized_end=1287
-  _globals['_FENCINGTOKEN']._serialized_start=1289
-  _globals['_FENCINGTOKEN']._serialized_end=1341
-  _globals['_BINDREQUEST']._serialized_start=1344
-  _globals['_BINDREQUEST']._serialized_end=1516
-  _globals['_BINDBATCHREQUEST']._serialized_start=1518
-  _globals['_BINDBATCHREQUEST']._serialized_end=1575
-  _globals['_BINDRESULT']._serialized_start=1577
-  _globals['_BINDRESULT']._serialized_end=1674
-  _globals['_BINDBATCHRESPONSE']._serialized_start=1676
-  _globals['_BINDBATCHRESPONSE']._serialized_end=1735
-  _globals['_BATCHCREATEREQUEST']._serialized_start=1737
-  _globals['_BATCHCREATEREQUEST']._serialized_end=1814
-  _globals['_BATCHUPDATEREQUEST']._serialized_start=1816
-  _globals['_BATCHUPDATEREQUEST']._serialized_end=1909
-  _globals['_BATCHCREATERESULT']._serialized_start=1911
-  _globals['_BATCHCREATERESULT']._serialized_end=1999
-  _globals['_BATCHCREATERESPONSE']._serialized_start=2001
-  _globals['_BATCHCREATERESPONSE']._serialized_end=2069
-  _globals['_HEALTHREQUEST']._serialized_start=2071
-  _globals['_HEALTHREQUEST']._serialized_end=2086
-  _globals['_HEALTHRESPONSE']._serialized_start=2088
-  _globals['_HEALTHRESPONSE']._serialized_end=2148
-  _globals['_APISERVER']._serialized_start=2151
-  _globals['_APISERVER']._serialized_end=3201
+  _globals['_UPDATEREQUEST']._serialized_end=665
+  _globals['_PATCHREQUEST']._serialized_start=667
+  _globals['_PATCHREQUEST']._serialized_end=769
+  _globals['_DELETEREQUEST']._serialized_start=772
+  _globals['_DELETEREQUEST']._serialized_end=1030
+  _globals['_WATCHREQUEST']._serialized_start=1033
+  _globals['_WATCHREQUEST']._serialized_end=1189
+  _globals['_WATCHEVENT']._serialized_start=1191
+  _globals['_WATCHEVENT']._serialized_end=1255
+  _globals['_WATCHEVENTBATCH']._serialized_start=1257
+  _globals['_WATCHEVENTBATCH']._serialized_end=1313
+  _globals['_FENCINGTOKEN']._serialized_start=1315
+  _globals['_FENCINGTOKEN']._serialized_end=1367
+  _globals['_BINDREQUEST']._serialized_start=1370
+  _globals['_BINDREQUEST']._serialized_end=1542
+  _globals['_BINDBATCHREQUEST']._serialized_start=1544
+  _globals['_BINDBATCHREQUEST']._serialized_end=1601
+  _globals['_BINDRESULT']._serialized_start=1603
+  _globals['_BINDRESULT']._serialized_end=1700
+  _globals['_BINDBATCHRESPONSE']._serialized_start=1702
+  _globals['_BINDBATCHRESPONSE']._serialized_end=1761
+  _globals['_BATCHCREATEREQUEST']._serialized_start=1763
+  _globals['_BATCHCREATEREQUEST']._serialized_end=1840
+  _globals['_BATCHUPDATEREQUEST']._serialized_start=1842
+  _globals['_BATCHUPDATEREQUEST']._serialized_end=1935
+  _globals['_BATCHCREATERESULT']._serialized_start=1937
+  _globals['_BATCHCREATERESULT']._serialized_end=2025
+  _globals['_BATCHCREATERESPONSE']._serialized_start=2027
+  _globals['_BATCHCREATERESPONSE']._serialized_end=2095
+  _globals['_HEALTHREQUEST']._serialized_start=2097
+  _globals['_HEALTHREQUEST']._serialized_end=2112
+  _globals['_HEALTHRESPONSE']._serialized_start=2114
+  _globals['_HEALTHRESPONSE']._serialized_end=2174
+  _globals['_APISERVER']._serialized_start=2177
+  _globals['_APISERVER']._serialized_end=3227
 # @@protoc_insertion_point(module_scope)

@@ -63,12 +63,14 @@ class ListResponse(_message.Message):
     def __init__(self, items: _Optional[_Iterable[_Union[_any_pb2.Any, _Mapping]]] = ..., resource_version: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class UpdateRequest(_message.Message):
-    __slots__ = ("resource", "object")
+    __slots__ = ("resource", "object", "check_allocation")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
+    CHECK_ALLOCATION_FIELD_NUMBER: _ClassVar[int]
     resource: str
     object: _any_pb2.Any
-    def __init__(self, resource: _Optional[str] = ..., object: _Optional[_Union[_any_pb2.Any, _Mapping]] = ...) -> None: ...
+    check_allocation: bool
+    def __init__(self, resource: _Optional[str] = ..., object: _Optional[_Union[_any_pb2.Any, _Mapping]] = ..., check_allocation: _Optional[bool] = ...) -> None: ...
 
 class PatchRequest(_message.Message):
     __slots__ = ("resource", "namespace", "name", "merge_patch", "status")

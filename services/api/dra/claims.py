@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from protos.kubera.v1 import core_pb2, resource_pb2
+from services.api.dra.pools import DeviceID
 
 #: At most this many consumers in a claim's status.reservedFor (upstream ResourceClaimReservedForMaxSize).
 RESERVED_FOR_MAX = 256
@@ -95,3 +96,17 @@ def pod_reference(pod: core_pb2.Pod) -> resource_pb2.ResourceClaimConsumerRefere
     return resource_pb2.ResourceClaimConsumerReference(
         resource="pods", name=pod.metadata.name, uid=pod.metadata.uid
     )
+
+
+def allocation_devices(claim: resource_pb2.ResourceClaim) -> list[DeviceID]:
+    """The devices a claim's allocation holds exclusively (admin-access results and shares
+    of devices that allow multiple allocations do not): what the scheduler counts as in
+    use, what a shared-state claim write records (services/apiserver/deviceallocation.py)
+    and what the chaos checker proves is never held twice."""
+    if not claim.status.HasField("allocation"):
+        return []
+    return [
+        DeviceID(r.driver, r.pool, r.device)
+        for r in claim.status.allocation.devices.results
+        if not r.admin_access and not r.HasField("share_id")
+    ]

@@ -68,7 +68,7 @@ from services.api.helpers.events import new_event
 from services.api.helpers.nodeaffinity import NodeSelector, NodeSelectorError
 from services.api.helpers.podgroups import pod_group_full_name
 from services.api.machinery.duration import parse_duration
-from services.api.machinery.errors import ConflictError
+from services.api.machinery.errors import AllocationConflictError, ConflictError
 from services.api.machinery.kinds import BY_KIND
 from services.clock import RealClock, rfc3339
 from services.scheduler.framework.interface import PostFilterResult, PreFilterResult
@@ -225,6 +225,9 @@ class DynamicResources:
         self._rules = lister(rules) if rules is not None else None
         self._client = client
         self._handle = handle
+        #: Shared-state (Omega) mode: the claim writes of PreBind are checked against the
+        #: devices' allocation records (services/apiserver/deviceallocation.py).
+        self._check_allocation = bool(getattr(handle, "shared_state", False))
         self._allocator_factory = allocator_factory
         self._on_restore = on_restore
         self.tracker = tracker if tracker is not None else ClaimTracker(claims)
@@ -650,7 +653,10 @@ class DynamicResources:
         pod: core_pb2.Pod,
     ) -> resource_pb2.ResourceClaim:
         """upstream bindClaim: record the allocation (if Reserve made one) and the
-        reservation; on a resourceVersion conflict read the claim again and retry."""
+        reservation; on a resourceVersion conflict read the claim again and retry. The
+        write carries the scheduler's fencing token (its client's), and in shared-state
+        mode asks the apiserver to check the devices' allocation records, whose refusal
+        (AllocationConflictError) fails the attempt like a conflicting bind."""
         current = resource_pb2.ResourceClaim()
         current.CopyFrom(claim)
         written: resource_pb2.ResourceClaim | None = None
@@ -693,8 +699,13 @@ class DynamicResources:
                             current = await self._client.update(current)
                         current.status.allocation.CopyFrom(allocation)
                     current.status.reserved_for.append(dra_claims.pod_reference(pod))
-                    written = await self._client.update_status(current)
+                    if allocation is not None and self._check_allocation:
+                        written = await self._client.update_status(current, check_allocation=True)
+                    else:
+                        written = await self._client.update_status(current)
                     return written
+                except AllocationConflictError:
+                    raise  # another shared-state scheduler holds a device: a new attempt
                 except ConflictError:
                     if attempt == CONFLICT_RETRIES - 1:
                         raise

@@ -42,12 +42,13 @@ retry's PreBind writes the reservation again instead of trusting a stale copy.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
 from protos.kubera.v1 import resource_pb2
 from services.api.dra.allocator import DeviceID
+from services.api.dra.claims import allocation_devices
 from services.api.dra.counters import amount
 from services.client import Handlers
 
@@ -57,18 +58,6 @@ def _rv(claim: resource_pb2.ResourceClaim) -> int:
         return int(claim.metadata.resource_version or 0)
     except ValueError:
         return 0
-
-
-def allocation_devices(claim: resource_pb2.ResourceClaim) -> Iterable[DeviceID]:
-    """The devices a claim's allocation holds exclusively (admin-access results and shares
-    of devices that allow multiple allocations do not)."""
-    if not claim.status.HasField("allocation"):
-        return ()
-    return (
-        DeviceID(r.driver, r.pool, r.device)
-        for r in claim.status.allocation.devices.results
-        if not r.admin_access and not r.HasField("share_id")
-    )
 
 
 Shares = dict[DeviceID, dict[str, Decimal]]
