@@ -19,6 +19,8 @@ properties of the run (DESIGN.md "Chaos + checker"):
    allocation-bind and unfenced-bind (the last one allowed with `allow_unfenced`).
 4. lost-pod: at the end, every pod that exists and is not being deleted is bound or
    carries PodScheduled=False with a reason.
+5. double-allocation: a DRA device is held by at most one ResourceClaim at every
+   revision (the exclusive devices of status.allocation; services/chaos/devices.py).
 
 A pod or node value that does not decode is a finding of its own, corrupt-object (its key
 and revision): the checker cannot prove anything of it, so the verdict fails, and the
@@ -56,6 +58,7 @@ from services.api.machinery.errors import CorruptObjectError
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.kubeobject import narrow_optional
 from services.apiserver import decode
+from services.chaos.devices import CLAIM_PREFIX, DOUBLE_ALLOCATION, DeviceLedger
 from services.chaos.verdict import Counts, PodRef, Verdict, Violation
 from services.storage import Event
 from services.storage.keys import ALLOCATIONS_PREFIX, ELECTION_PREFIX
@@ -70,7 +73,7 @@ ALLOCATION_BIND = "allocation-bind"
 UNFENCED_BIND = "unfenced-bind"
 LOST_POD = "lost-pod"
 CORRUPT_OBJECT = "corrupt-object"
-#: Every violation kind, in the order of the four properties above, then corrupt values.
+#: Every violation kind, in the order of the five properties above, then corrupt values.
 CHECKS = (
     DOUBLE_BIND,
     OVERCOMMIT,
@@ -78,6 +81,7 @@ CHECKS = (
     ALLOCATION_BIND,
     UNFENCED_BIND,
     LOST_POD,
+    DOUBLE_ALLOCATION,
     CORRUPT_OBJECT,
 )
 
@@ -87,6 +91,7 @@ _NAMED_PODS = 5
 
 _POD = BY_KIND["Pod"]
 _NODE = BY_KIND["Node"]
+_CLAIM = BY_KIND["ResourceClaim"]
 
 
 # ------------------------------------------------------------------ state
@@ -178,6 +183,11 @@ class Checker:
         self._holders: dict[tuple[str, int], str] = {}
         #: UID -> the first node it got, and the revision: a UID is placed only once.
         self._first_node: dict[str, tuple[str, int]] = {}
+        self._devices = DeviceLedger(
+            lambda check, message, key, revisions: self._violate(
+                check, message, key=key, revisions=revisions
+            )
+        )
         self._finished = False
         # The revision being applied: its events, the election keys as they were before
         # it, the allocation keys it wrote, the nodes it touched and the pods it added.
@@ -216,6 +226,7 @@ class Checker:
                 self._elections_before[key] = self._elections.get(key)
             elif key.startswith(ALLOCATIONS_PREFIX) and e.type == "PUT":
                 self._allocations.add(key)
+        claims: list[tuple[str, Any]] = []
         for e in events:
             key = e.kv.key
             if key.startswith(POD_PREFIX):
@@ -224,8 +235,15 @@ class Checker:
                 self._node_event(e)
             elif key.startswith(ELECTION_PREFIX):
                 self._election_event(e)
+            elif key.startswith(CLAIM_PREFIX):
+                claim = None if e.type == "DELETE" else self._decode(_CLAIM, e)
+                if claim is not None or e.type == "DELETE":
+                    claims.append((key, claim))
         for name, added in self._touched.items():
             self._check_node(self._nodes[name], added)
+        if claims:
+            self._devices.apply(revision, claims)
+            c.device_allocations = self._devices.allocations
 
     def finish(self) -> Verdict:
         """The lost-pod check over the final state, and the verdict."""

@@ -56,6 +56,8 @@ class Counts:
     binds_by_holder: dict[str, int] = field(default_factory=dict)
     pods_at_end: int = 0
     pods_bound_at_end: int = 0
+    #: DRA devices newly held by a claim (exclusively), over the run.
+    device_allocations: int = 0
 
 
 @dataclass(slots=True)
@@ -107,6 +109,8 @@ class Verdict:
             f"{c.binds_unfenced} unfenced)",
             f"nodes: {c.nodes}",
         ]
+        if c.device_allocations:
+            out.append(f"device allocations: {c.device_allocations}")
         for key, terms in sorted(c.leader_terms.items()):
             out.append(f"leader terms: {key}: {terms}")
         for holder, n in sorted(c.binds_by_holder.items()):
@@ -118,10 +122,11 @@ class Verdict:
         if self.ok:
             unfenced = " (unfenced binds allowed)" if self.allow_unfenced else ""
             through = " or through a node's allocation record" if c.binds_allocation else ""
+            devices = ", no device given twice" if c.device_allocations else ""
             out.append(
                 f"OK: {c.binds} binds of {c.pods_created} pods over {c.revisions} revisions: "
                 f"no double bind, no overcommit, every bind by the leader of record"
-                f"{through}{unfenced}, no pod lost"
+                f"{through}{unfenced}, no pod lost{devices}"
             )
         else:
             by = ", ".join(f"{n} {k}" for k, n in self.violation_counts.items() if n)
