@@ -122,3 +122,107 @@ def hollow_storage_class(k: Cluster, name: str, *, default: bool = False) -> Ite
         yield
     finally:
         kubectl(k, "delete", "storageclass", name, "--wait=false", check=False)
+
+
+# -- DRA: network-attached devices and pods that claim them (the device-safety tests) ----
+
+#: The driver of `network_devices`' slices.
+NETWORK_DRIVER = "net-gpu.example.com"
+
+
+@contextlib.contextmanager
+def network_devices(k: Cluster, name: str, count: int) -> Iterator[None]:
+    """For one block: a DeviceClass `name` and a ResourceSlice (pool `name`) of `count`
+    devices of NETWORK_DRIVER reachable from every node (allNodes), so any node can take
+    any of them and no node's allocation record counts them. Deleted after."""
+    docs = [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": name},
+            "spec": {
+                "selectors": [{"cel": {"expression": f'device.driver == "{NETWORK_DRIVER}"'}}]
+            },
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": name},
+            "spec": {
+                "driver": NETWORK_DRIVER,
+                "allNodes": True,
+                "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": f"dev-{i}"} for i in range(count)],
+            },
+        },
+    ]
+    kubectl(k, "apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+    try:
+        yield
+    finally:
+        kubectl(k, "delete", "resourceslice", name, "--wait=false", check=False)
+        kubectl(k, "delete", "deviceclass", name, "--wait=false", check=False)
+
+
+def claimed_pods(namespace: str, prefix: str, n: int, device_class: str) -> str:
+    """A ResourceClaimTemplate `prefix` asking for one device of `device_class` and `n`
+    pods `<prefix>-<i>` each claiming one from it, as one YAML manifest."""
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": prefix, "namespace": namespace},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "dev", "exactly": {"deviceClassName": device_class}}]
+                }
+            }
+        },
+    }
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"{prefix}-{i}", "namespace": namespace},
+            "spec": {
+                "resourceClaims": [{"name": "dev", "resourceClaimTemplateName": prefix}],
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "registry.k8s.io/pause:3.9",
+                        "resources": {"requests": {"cpu": "10m"}, "claims": [{"name": "dev"}]},
+                    }
+                ],
+            },
+        }
+        for i in range(n)
+    ]
+    return yaml.safe_dump_all([template, *pods])
+
+
+def devices_held(k: Cluster, namespace: str) -> list[str]:
+    """Every device the namespace's claims hold exclusively (driver/pool/device), once per
+    claim holding it: a device listed twice was given twice."""
+    items = json.loads(kubectl(k, "get", "resourceclaims", "-n", namespace, "-o", "json").stdout)
+    return [
+        f"{r['driver']}/{r['pool']}/{r['device']}"
+        for c in items["items"]
+        for r in c.get("status", {}).get("allocation", {}).get("devices", {}).get("results", [])
+        if not r.get("adminAccess") and not r.get("shareID")
+    ]
+
+
+def settled_pods(k: Cluster, namespace: str) -> tuple[int, int] | None:
+    """(bound, unschedulable) pods of the namespace once every pod is one or the other."""
+    items = json.loads(kubectl(k, "get", "pods", "-n", namespace, "-o", "json").stdout)["items"]
+    bound = sum(1 for p in items if p["spec"].get("nodeName"))
+    waiting = sum(
+        1
+        for p in items
+        if not p["spec"].get("nodeName")
+        and any(
+            c["type"] == "PodScheduled" and c["status"] == "False"
+            for c in p.get("status", {}).get("conditions", [])
+        )
+    )
+    return (bound, waiting) if items and bound + waiting == len(items) else None

@@ -1,7 +1,8 @@
 """End to end, as a user breaking things on purpose: three scheduler replicas and two
 controller-managers elect leaders on 2 s leases; their leaders are killed, paused and cut
 off while pods keep arriving; `kubera check` then replays etcd's history and must find no
-double bind, no overcommitted node, no bind by a deposed leader and no lost pod."""
+double bind, no overcommitted node, no bind by a deposed leader, no lost pod and no device
+given to two claims (pods claiming scarce network devices while their leader is killed)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,15 @@ from pathlib import Path
 import pytest
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import bound_pods, pods_file
+from tests.e2e.helpers import (
+    bound_pods,
+    claimed_pods,
+    devices_held,
+    kubectl,
+    network_devices,
+    pods_file,
+    settled_pods,
+)
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -89,6 +98,38 @@ def test_partitioned_leader_hands_over(cluster: Cluster, tmp_path: Path) -> None
     r = cluster("apply", "-f", str(pods_file(tmp_path, "duringcut", 5)))
     assert r.returncode == 0, r.stderr
     until(lambda: len(bound_pods(cluster, "duringcut")) == 5)
+
+
+def test_leader_kills_while_devices_are_allocated_give_no_device_twice(cluster: Cluster) -> None:
+    ns = "chaos-dra"
+    kubectl(cluster, "create", "namespace", ns)
+    try:
+        with network_devices(cluster, "chaos-net", 4):
+            for half in ("a", "b"):
+                # 10 pods for 4 devices, in two waves, each followed by a leader kill
+                holder = until(
+                    lambda: _lease(cluster, "kube-scheduler")["spec"].get("holderIdentity")
+                )
+                manifest = claimed_pods(ns, f"gpu{half}", 5, "chaos-net")
+                kubectl(cluster, "apply", "-f", "-", stdin=manifest)
+                r = cluster("chaos", "kill-leader")
+                assert r.returncode == 0, r.stderr
+                until(
+                    lambda h=holder: (
+                        _lease(cluster, "kube-scheduler")["spec"].get("holderIdentity")
+                        not in (None, h)
+                    )
+                )
+            until(lambda: settled_pods(cluster, ns) == (4, 6), timeout=90)
+            held = devices_held(cluster, ns)
+            assert len(held) == len(set(held)) == 4, held
+        r = cluster("check", "--json", "--settle", "30s", timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+        verdict = json.loads(r.stdout)
+        assert verdict["ok"] is True, verdict
+        assert verdict["counts"]["device_allocations"] >= 4
+    finally:
+        kubectl(cluster, "delete", "namespace", ns, "--wait=false", check=False)
 
 
 def test_chaos_run_under_load_then_check_finds_nothing_wrong(

@@ -1,7 +1,9 @@
 """End to end, shared-state (Omega) mode: two active replicas of one schedulerName split the
 pods by hash and both bind, through the allocation record, with no fencing token; `kubera
 schedulers` reports each replica's Omega measures, and `kubera check` accepts the binds
-through the allocation record and finds no overcommitted node."""
+through the allocation record and finds no overcommitted node. Pods claiming more
+network devices than there are get each device once (the device allocation records),
+and `kubera check` proves no device was given twice."""
 
 from __future__ import annotations
 
@@ -12,7 +14,16 @@ from pathlib import Path
 import pytest
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import bound_pods, pods_file
+from tests.e2e.helpers import (
+    bound_pods,
+    claimed_pods,
+    devices_held,
+    kubectl,
+    network_devices,
+    pods_file,
+    settled_pods,
+)
+from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -56,6 +67,27 @@ def test_both_replicas_bind_through_the_allocation_record(cluster: Cluster, tmp_
     r = cluster("schedulers")
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("shared-state") == 2 and "conflict fraction" in r.stdout
+
+
+def test_two_replicas_never_give_one_network_device_twice(cluster: Cluster) -> None:
+    ns = "omega-dra"
+    kubectl(cluster, "create", "namespace", ns)
+    try:
+        with network_devices(cluster, "omega-net", 3):
+            kubectl(cluster, "apply", "-f", "-", stdin=claimed_pods(ns, "gpu", 8, "omega-net"))
+            # Both replicas allocate at once from the same view: the later writer of a
+            # device is refused and retried, so 3 pods get a device and 5 wait.
+            until(lambda: settled_pods(cluster, ns) == (3, 5), timeout=90)
+            held = devices_held(cluster, ns)
+            assert len(held) == len(set(held)) == 3, held
+        r = cluster("check", "--json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        verdict = json.loads(r.stdout)
+        assert verdict["ok"] is True, verdict
+        assert verdict["counts"]["device_allocations"] >= 3
+        assert verdict["violation_counts"]["double-allocation"] == 0
+    finally:
+        kubectl(cluster, "delete", "namespace", ns, "--wait=false", check=False)
 
 
 def test_check_accepts_allocation_binds(cluster: Cluster) -> None:

@@ -225,8 +225,7 @@ class DynamicResources:
         self._rules = lister(rules) if rules is not None else None
         self._client = client
         self._handle = handle
-        #: Shared-state (Omega) mode: the claim writes of PreBind are checked against the
-        #: devices' allocation records (services/apiserver/deviceallocation.py).
+        #: Shared-state mode: PreBind's claim writes check services/apiserver/deviceallocation.py.
         self._check_allocation = bool(getattr(handle, "shared_state", False))
         self._allocator_factory = allocator_factory
         self._on_restore = on_restore
@@ -653,10 +652,8 @@ class DynamicResources:
         pod: core_pb2.Pod,
     ) -> resource_pb2.ResourceClaim:
         """upstream bindClaim: record the allocation (if Reserve made one) and the
-        reservation; on a resourceVersion conflict read the claim again and retry. The
-        write carries the scheduler's fencing token (its client's), and in shared-state
-        mode asks the apiserver to check the devices' allocation records, whose refusal
-        (AllocationConflictError) fails the attempt like a conflicting bind."""
+        reservation; on a resourceVersion conflict read the claim again and retry. Fenced
+        by the client's token; in shared-state mode checked against the devices' records."""
         current = resource_pb2.ResourceClaim()
         current.CopyFrom(claim)
         written: resource_pb2.ResourceClaim | None = None
@@ -699,13 +696,12 @@ class DynamicResources:
                             current = await self._client.update(current)
                         current.status.allocation.CopyFrom(allocation)
                     current.status.reserved_for.append(dra_claims.pod_reference(pod))
-                    if allocation is not None and self._check_allocation:
-                        written = await self._client.update_status(current, check_allocation=True)
-                    else:
-                        written = await self._client.update_status(current)
+                    checked = allocation is not None and self._check_allocation
+                    kw = {"check_allocation": True} if checked else {}
+                    written = await self._client.update_status(current, **kw)
                     return written
                 except AllocationConflictError:
-                    raise  # another shared-state scheduler holds a device: a new attempt
+                    raise  # a device another shared-state replica holds: the attempt fails
                 except ConflictError:
                     if attempt == CONFLICT_RETRIES - 1:
                         raise
