@@ -1,5 +1,7 @@
-"""Node allocation records: what shared-state (Omega) binds have put on each node, so that
-several active schedulers can never overcommit one.
+"""Allocation records: what shared-state (Omega) binds have put on each node, so that
+several active schedulers can never overcommit one; and which claim holds each device
+shared-state claim writes allocated, so that they never give one device twice (Devices,
+below).
 
 Why this module exists: with one scheduler, its cache is the only placer and fit is decided
 there. With K active schedulers sharing the cluster state (Omega), each decides from its
@@ -34,6 +36,33 @@ node status changes every heartbeat, and allocatable itself rarely does.
 Fit is NodeResourcesFit's arithmetic on `pod_requests` (services/api/helpers/resources.py,
 which the kubelet admits with too, so the three never disagree): the pod count, cpu, memory,
 ephemeral-storage and every extended resource against status.allocatable.
+
+Devices. A scheduler allocates devices in PreBind, by writing a ResourceClaim's
+status.allocation before the pod's bind. An elected scheduler's writes are fenced (a
+deposed leader's are refused, fencing.py); K shared-state schedulers each decide from a
+lagging view, and a device is no node resource (a network-attached one serves many
+nodes), so the node records cannot cover it. A claim status write with
+`check_allocation` (`write_claim_status`) also writes, in the SAME txn, one record per
+device it newly holds exclusively (`allocation_devices`: admin-access results and shares
+of devices that allow multiple allocations hold none, and their consumable capacity is
+not checked here):
+
+    /kubera/deviceallocations/<driver>/<pool>/<device>  ->  {"claim": "ns/name", "uid": "…"}
+
+comparing each record: create_revision == 0 when there is none, else its mod_revision as
+read. A record naming another claim that still holds the device (read from etcd, exact)
+refuses the write with AllocationConflictError: the scheduler's attempt fails, Unreserve
+runs, and the pod is retried after backoff, by when the informer has brought the winner's
+claim. A record whose claim is gone (absent, another UID) or no longer holds the device
+is taken over, comparing that claim's mod_revision too, so it cannot take the device back
+meanwhile. A txn that fails on a record (not on the claim) reads again and re-decides.
+Devices the old claim already held are not checked again: reservedFor updates cost
+nothing.
+
+Invariant: a device record is written only with the claim status that allocates its
+device, and never deleted, only taken over; stale records are bounded by the number of
+devices. Claims allocated without `check_allocation` (an elected scheduler, a user
+writing status) write no record: the guarantee is exact among shared-state writes.
 """
 
 from __future__ import annotations
@@ -47,16 +76,23 @@ from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import core_pb2
+from protos.kubera.v1 import core_pb2, resource_pb2
+from services.api.dra.claims import allocation_devices
+from services.api.dra.pools import DeviceID
 from services.api.helpers.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
-from services.api.machinery.errors import AllocationConflictError, CorruptObjectError
-from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.errors import (
+    AllocationConflictError,
+    ConflictError,
+    CorruptObjectError,
+)
+from services.api.machinery.kinds import BY_KIND, Kind
 from services.api.machinery.kubeobject import narrow, object_meta
 from services.api.machinery.limits import loads_json
+from services.apiserver.objects import MAX_RETRIES
 from services.apiserver.store import Store
 from services.apiserver.watchcache import WatchCache
 from services.storage import Compare, Get, KeyValue, Put, Storage
-from services.storage.keys import allocation_key
+from services.storage.keys import allocation_key, device_allocation_key
 
 #: The pods watch cache's index that lists the pods bound to a node.
 NODE_INDEX = "spec.nodeName"
@@ -336,3 +372,120 @@ def node_lock(store: Store, node_name: str) -> contextlib.AbstractAsyncContextMa
     if locks is None:
         locks = _LOCKS[store] = _NodeLocks()
     return locks.hold(node_name)
+
+
+# ------------------------------------------------------------------------ devices
+
+_CLAIMS = BY_KIND["ResourceClaim"]
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceHolder:
+    """Who a device's record names."""
+
+    claim: str  # namespace/name
+    uid: str
+
+    @property
+    def key(self) -> str:
+        namespace, _, name = self.claim.partition("/")
+        return _CLAIMS.key(namespace, name)
+
+    def encode(self) -> bytes:
+        return json.dumps({"claim": self.claim, "uid": self.uid}, separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, kv: KeyValue) -> DeviceHolder | None:
+        """The holder; None for a record that does not decode (taken over as stale)."""
+        try:
+            d = loads_json(kv.value, "the record")
+            return cls(str(d["claim"]), str(d["uid"]))
+        except (ValueError, TypeError, KeyError):
+            return None
+
+    @classmethod
+    def of(cls, claim: resource_pb2.ResourceClaim) -> DeviceHolder:
+        m = claim.metadata
+        return cls(f"{m.namespace}/{m.name}", m.uid)
+
+
+def device_record_key(d: DeviceID) -> str:
+    return device_allocation_key(d.driver, d.pool, d.device)
+
+
+def new_devices(new: resource_pb2.ResourceClaim, old: resource_pb2.ResourceClaim) -> list[DeviceID]:
+    """The devices `new` holds exclusively that `old` did not (in a stable order)."""
+    had = set(allocation_devices(old))
+    return sorted({d for d in allocation_devices(new) if d not in had})
+
+
+async def device_guard(
+    store: Store, claim: resource_pb2.ResourceClaim, devices: Sequence[DeviceID]
+) -> tuple[list[Compare], list[Put]]:
+    """The compares and puts that record `devices` for `claim` in its status write;
+    AllocationConflictError when another claim holds one of them."""
+    if not devices:
+        return [], []
+    keys = [device_record_key(d) for d in devices]
+    records = (await store.storage.txn([], [Get(k) for k in keys])).gets
+    me = DeviceHolder.of(claim)
+    holders = {kv.key: DeviceHolder.decode(kv) for kv in records if kv is not None}
+    others = sorted({h.key for h in holders.values() if h is not None and h.uid != me.uid})
+    current: dict[str, KeyValue | None] = {}
+    if others:
+        got = (await store.storage.txn([], [Get(k) for k in others])).gets
+        current = dict(zip(others, got, strict=True))
+    compares: list[Compare] = []
+    for d, key, kv in zip(devices, keys, records, strict=True):
+        if kv is None:
+            compares.append(Compare(key, "create", "==", 0))
+            continue
+        compares.append(Compare(key, "mod", "==", kv.mod_revision))
+        holder = holders[key]
+        if holder is None or holder.uid == me.uid:
+            continue
+        held = current[holder.key]
+        if held is not None and d in _claim_holds(held, holder.uid):
+            raise AllocationConflictError(
+                f'resourceclaim "{me.claim}" cannot be allocated device {d}: resourceclaim '
+                f'"{holder.claim}" holds it (another scheduler allocated it first)'
+            )
+        # Stale: the holder must stay as read until our write lands.
+        compares.append(
+            Compare(holder.key, "mod", "==", held.mod_revision)
+            if held is not None
+            else Compare(holder.key, "create", "==", 0)
+        )
+    return compares, [Put(k, me.encode()) for k in keys]
+
+
+def _claim_holds(kv: KeyValue, uid: str) -> set[DeviceID]:
+    claim = resource_pb2.ResourceClaim()
+    try:
+        claim.ParseFromString(kv.value)
+    except Exception:  # noqa: BLE001 - an undecodable holder holds nothing we can prove
+        return set()
+    if claim.metadata.uid != uid:
+        return set()
+    return set(allocation_devices(claim))
+
+
+async def write_claim_status(store: Store, kind: Kind, new: Message, kv: KeyValue) -> Message:
+    """Write a ResourceClaim's status `new` over `kv` with the records of the devices it
+    newly allocates; a txn that fails on a record (not on the claim) is decided again."""
+    claim = narrow(new, resource_pb2.ResourceClaim)
+    devices = new_devices(claim, narrow(store.decode(kind, kv), resource_pb2.ResourceClaim))
+    for _ in range(MAX_RETRIES):
+        compares, ops = await device_guard(store, claim, devices)
+        try:
+            return await store.write(kind, new, kv, compares=compares, ops=ops)
+        except ConflictError:
+            if not compares:
+                raise
+            current = await store.storage.get(kv.key)
+            if current is None or current.mod_revision != kv.mod_revision:
+                raise  # the claim itself changed: the writer's conflict
+    raise AllocationConflictError(
+        f'resourceclaim "{DeviceHolder.of(claim).claim}": its devices\' allocation records kept '
+        "changing; try again"
+    )

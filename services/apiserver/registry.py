@@ -7,7 +7,8 @@ a module of plain functions taking that Store (not mixins, and none imports this
 module back, so each one's dependencies stay visible at the call):
 
 * ``create``: admission, the namespace guard, the create txn;
-* ``update``: what an update may change, and merge patch;
+* ``update``: what an update may change, and merge patch (with ``allocation``, the
+  device allocation records of shared-state claim writes);
 * ``read``: get, list (corrupt values left out with a warning) and watch;
 * ``deletion``: graceful deletion, finalizers, a namespace turned Terminating;
 * ``binding``: the pods/binding subresource and its fencing token (with ``allocation``,

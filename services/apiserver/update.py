@@ -21,7 +21,7 @@ from services.api.machinery.errors import BadRequestError, ConflictError, NotFou
 from services.api.machinery.kinds import BY_KIND, Kind
 from services.api.machinery.limits import DepthError, loads_json
 from services.api.machinery.patch import merge_patch as apply_merge_patch
-from services.apiserver import admission, deviceallocation, limitranger, quota, serviceips
+from services.apiserver import admission, allocation, limitranger, quota, serviceips
 from services.apiserver.admission_reads import AdmissionReads
 from services.apiserver.noderestriction import admit_node, admit_pod_status
 from services.apiserver.objects import MAX_RETRIES, conflict, copy_status, not_found
@@ -119,7 +119,7 @@ async def update(
     `dry_run`, every check but no write (the object answered as it would be written).
     `check_allocation` (a shared-state scheduler's ResourceClaim status): the devices it
     newly allocates are recorded in the same txn, and refused when another claim holds
-    one (deviceallocation.py)."""
+    one (allocation.py)."""
     kind = store.kind(obj)
     if status and not kind.has_status:
         raise NotFoundError(f"{kind.resource} have no status subresource: use Update")
@@ -133,7 +133,7 @@ async def update(
         if dry_run:
             return new
         if check_allocation and kind.kind == "ResourceClaim":
-            return await deviceallocation.write_status(store, kind, new, kv)
+            return await allocation.write_claim_status(store, kind, new, kv)
         return await store.write(kind, new, kv)
     reads = AdmissionReads(store)
     await admission.check_single_global_default(kind, new, reads)

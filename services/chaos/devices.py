@@ -4,7 +4,7 @@ Why this module exists: DRA devices are allocated in ResourceClaims' status.allo
 written by the scheduler's PreBind before the bind, so neither the double-bind nor the
 overcommit check sees them. A deposed leader (fenced, services/apiserver/fencing.py) or
 two shared-state replicas (the device allocation records,
-services/apiserver/deviceallocation.py) must never give one device to two claims; this
+services/apiserver/allocation.py) must never give one device to two claims; this
 ledger proves it from etcd's history, as the node checks prove it for cpu and memory.
 
 A claim holds the devices `allocation_devices` names (services/api/dra/claims.py): the

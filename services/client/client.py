@@ -342,7 +342,7 @@ class Client:
     async def update_status(self, obj: M, *, check_allocation: bool = False) -> M:
         """`check_allocation`: a shared-state scheduler's ResourceClaim status, whose newly
         allocated devices the apiserver records and refuses when another claim holds one
-        (AllocationConflictError; services/apiserver/deviceallocation.py)."""
+        (AllocationConflictError; services/apiserver/allocation.py)."""
         return await self._update(
             self._stub.UpdateStatus, obj, "update", check_allocation=check_allocation
         )

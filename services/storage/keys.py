@@ -12,7 +12,7 @@
                                               shared-state device allocation records, one
                                               per device, written in the same txn as the
                                               claim status that allocates it; value =
-                                              the holding claim (deviceallocation.py)
+                                              the holding claim (services/apiserver/allocation.py)
     /kubera/serviceips/<ip>                   a Service's cluster IP, held from its create
     /kubera/servicenodeports/<port>           txn to its delete txn (services/apiserver/
                                               serviceips.py); value = <namespace>/<name>

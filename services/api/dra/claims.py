@@ -101,7 +101,7 @@ def pod_reference(pod: core_pb2.Pod) -> resource_pb2.ResourceClaimConsumerRefere
 def allocation_devices(claim: resource_pb2.ResourceClaim) -> list[DeviceID]:
     """The devices a claim's allocation holds exclusively (admin-access results and shares
     of devices that allow multiple allocations do not): what the scheduler counts as in
-    use, what a shared-state claim write records (services/apiserver/deviceallocation.py)
+    use, what a shared-state claim write records (services/apiserver/allocation.py)
     and what the chaos checker proves is never held twice."""
     if not claim.status.HasField("allocation"):
         return []

@@ -225,7 +225,7 @@ class DynamicResources:
         self._rules = lister(rules) if rules is not None else None
         self._client = client
         self._handle = handle
-        #: Shared-state mode: PreBind's claim writes check services/apiserver/deviceallocation.py.
+        #: Shared-state mode: PreBind's claim writes check services/apiserver/allocation.py.
         self._check_allocation = bool(getattr(handle, "shared_state", False))
         self._allocator_factory = allocator_factory
         self._on_restore = on_restore

@@ -1,4 +1,4 @@
-"""Device allocation records (services/apiserver/deviceallocation.py), on the in-memory fake
+"""Device allocation records (services/apiserver/allocation.py), on the in-memory fake
 and on real etcd: a shared-state scheduler's claim status write (`check_allocation`)
 records each device it newly allocates in the same txn, and is refused, writing nothing,
 when another claim still holds one; a record whose claim let the device go is taken over.
