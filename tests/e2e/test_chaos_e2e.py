@@ -100,19 +100,24 @@ def test_partitioned_leader_hands_over(cluster: Cluster, tmp_path: Path) -> None
     until(lambda: len(bound_pods(cluster, "duringcut")) == 5)
 
 
-def test_leader_kills_while_devices_are_allocated_give_no_device_twice(cluster: Cluster) -> None:
+def test_leader_faults_while_devices_are_allocated_give_no_device_twice(cluster: Cluster) -> None:
     ns = "chaos-dra"
     kubectl(cluster, "create", "namespace", ns)
     try:
         with network_devices(cluster, "chaos-net", 4):
-            for half in ("a", "b"):
-                # 10 pods for 4 devices, in two waves, each followed by a leader kill
+            # 10 pods for 4 devices, in two waves, each followed at once by a fault of the
+            # leader allocating them: a kill, then a partition (its writes held and
+            # delivered late, after its term: refused by their stale token)
+            for wave, fault in (
+                ("a", ("kill-leader",)),
+                ("b", ("partition-leader", "--for", "4s")),
+            ):
                 holder = until(
                     lambda: _lease(cluster, "kube-scheduler")["spec"].get("holderIdentity")
                 )
-                manifest = claimed_pods(ns, f"gpu{half}", 5, "chaos-net")
+                manifest = claimed_pods(ns, f"gpu{wave}", 5, "chaos-net")
                 kubectl(cluster, "apply", "-f", "-", stdin=manifest)
-                r = cluster("chaos", "kill-leader")
+                r = cluster("chaos", *fault)
                 assert r.returncode == 0, r.stderr
                 until(
                     lambda h=holder: (

@@ -1,7 +1,9 @@
 """Review findings 4, 5 and 7 of issue 16 on DynamicResources: the device reference counts
 kept by the claim informer's handlers answer what a walk over every claim answers; PreBind
 refuses a claim whose allocation changed after PreFilter; a reservation Unreserve is
-removing in the background is written again by a quick retry's PreBind."""
+removing in the background is written again by a quick retry's PreBind. And issue 29: in
+shared-state mode PreBind's allocation asks the apiserver to check the devices' records,
+whose refusal fails the attempt at once."""
 
 from __future__ import annotations
 
@@ -13,13 +15,18 @@ import pytest
 
 from protos.kubera.v1 import resource_pb2
 from services.api.dra.allocator import DeviceID
+from services.api.machinery.errors import AllocationConflictError
 from services.client import Handlers
 from services.scheduler.framework.status import Code
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
 from services.scheduler.plugins.dynamicresources import Args, DynamicResources
 from services.scheduler.plugins.dynamicresources.tracker import ClaimTracker
 from tests.builders import gpu, resource_slice
-from tests.scheduler.plugins.dynamicresources._fakes import FakeClaimsAPI, FakeHandle
+from tests.scheduler.plugins.dynamicresources._fakes import (
+    FakeAllocator,
+    FakeClaimsAPI,
+    FakeHandle,
+)
 from tests.scheduler.plugins.dynamicresources.test_dynamicresources import (
     CLAIM,
     CLASSES,
@@ -35,6 +42,7 @@ from tests.scheduler.plugins.dynamicresources.test_dynamicresources import (
     build,
     claim,
     pod_with_claim_name,
+    worker_slice,
 )
 
 
@@ -275,3 +283,48 @@ def test_an_invalid_pool_fails_the_node_not_the_attempt() -> None:
     plugin.pre_filter(state, pod, [node])
     st = plugin.filter(state, pod, node)
     assert (st.code, st.message) == (UNRESOLVABLE, "invalid resource pools were encountered")
+
+
+# -- issue 29: shared-state PreBind checks the devices' allocation records ---------------
+
+
+class _SharedStateHandle(FakeHandle):
+    shared_state = True
+
+
+@pytest.mark.parametrize("shared", [True, False])
+async def test_prebind_asks_for_the_device_check_only_in_shared_state_mode(shared: bool) -> None:
+    api = FakeClaimsAPI([claim()])
+    handle = _SharedStateHandle() if shared else FakeHandle()
+    plugin = DynamicResources(
+        Args(),
+        claims=api.store,
+        slices={s.metadata.name: s for s in [worker_slice()]},
+        classes={c.metadata.name: c for c in CLASSES},
+        client=api,
+        handle=handle,
+        allocator_factory=FakeAllocator,
+    )
+    asked: list[bool] = []
+    real = api.update_status
+
+    async def update_status(obj: Any, *, check_allocation: bool = False) -> Any:
+        asked.append(check_allocation)
+        if check_allocation:
+            raise AllocationConflictError("another scheduler allocated it first")
+        return await real(obj)
+
+    api.update_status = update_status  # type: ignore[method-assign]
+    pod, node, state = pod_with_claim_name(), NodeInfo(WORKER_NODE), CycleState()
+    plugin.pre_filter(state, PodInfo(pod), [node])
+    assert plugin.filter(state, PodInfo(pod), node).is_success()
+    plugin.reserve(state, PodInfo(pod), WORKER)
+    st = await plugin.pre_bind(state, PodInfo(pod), WORKER)
+    if not shared:
+        assert st.is_success() and asked == [False]
+        return
+    # refused once, not retried like a resourceVersion conflict; the attempt fails with
+    # the error the scheduling loop counts as a shared-state conflict
+    assert asked == [True]
+    assert st.code == Code.ERROR and isinstance(st.error, AllocationConflictError)
+    assert not api.objects[f"{NS}/{CLAIM}"].status.HasField("allocation")
