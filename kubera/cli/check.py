@@ -1,5 +1,5 @@
 """`kubera check`: replay etcd's history of the run and prove it safe (no double bind, no
-overcommit, every bind by the leader of record, no pod lost). Exit 0 when the run is
+overcommit, every bind by the leader of record, no pod lost, no device given twice). Exit 0 when the run is
 safe, 1 when it is not; the checks themselves are services/chaos/checker.py."""
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "check",
         help="replay etcd's history of the run and prove it safe: each pod bound at most "
-        "once, no node overcommitted, every bind by the leader of record, no pod lost",
+        "once, no node overcommitted, every bind by the leader of record, no pod lost, "
+        "no DRA device held by two claims at once",
     )
     p.add_argument(
         "--settle",
