@@ -2,7 +2,7 @@
 
 Why this module exists: chaos (killed, paused and partitioned leaders, etcd restarts)
 must not make the control plane unsafe, and the one witness every component writes
-through is etcd. Replaying its history revision by revision, the checker proves four
+through is etcd. Replaying its history revision by revision, the checker proves five
 properties of the run (DESIGN.md "Chaos + checker"):
 
 1. double-bind: a pod UID is bound at most once: spec.nodeName goes from "" to a node at

@@ -9,7 +9,8 @@ schedule_one.go beside scheduler.go).
       run()    all three: one whole term
 
 The loop starts from `on_started_leading(ctx)`-style `run(stop)` and returns when `stop`
-is set; binds carry the fencing token the leader-election layer provides (or none).
+is set; binds and every other write (DynamicResources' claim allocations among them) carry
+the fencing token the leader-election layer provides (or none).
 
 One pod never stops the loop (see schedule_one.py). The informer's handlers (informer.py)
 and the cache (pod requests saturate, see framework/types.py) cost only their object, so a
