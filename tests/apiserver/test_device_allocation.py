@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from services.leaderelection.lock import StorageLock
 from services.storage import Delete, Storage
 from services.storage.keys import DEVICE_ALLOCATIONS_PREFIX, device_allocation_key
 from tests.builders import exact_request, resource_claim
+from tests.harness import control_plane
 
 CLAIMS = BY_KIND["ResourceClaim"]
 DRIVER = "gpu.example.com"
@@ -152,3 +154,22 @@ async def test_a_deposed_leaders_claim_allocation_is_refused(api: ApiServer) -> 
     finally:
         fencing.CURRENT.reset(reset)
     assert not (await claim(api, "a")).status.HasField("allocation")
+
+
+async def test_the_refusal_crosses_the_wire_as_allocation_conflict() -> None:
+    async with control_plane() as cp:
+        for name in ("a", "b"):
+            await cp.api.create(resource_claim(name, "default", exact_request("gpu", "gpu")))
+        got = []
+        for name in ("a", "b"):
+            c: Any = await cp.client.get(CLAIMS, name, "default")
+            c.status.allocation.devices.results.add(
+                request="gpu", driver=DRIVER, pool="n1", device="gpu-0"
+            )
+            try:
+                got.append(await cp.client.update_status(c, check_allocation=True))
+            except AllocationConflictError as e:
+                got.append(e)
+        assert isinstance(got[0], resource_pb2.ResourceClaim)
+        assert isinstance(got[1], AllocationConflictError)
+        assert 'resourceclaim "default/a" holds it' in str(got[1])
