@@ -15,7 +15,8 @@ A claim (sync_claim):
   volume if the volume exists, is free (or pre-bound to it) and satisfies it (else a
   VolumeMismatch / FailedBinding event, Pending); without one it binds the best match
   (services/api/helpers/volumes.py: the smallest Available volume of its class, size,
-  modes, volume mode and selector). In a WaitForFirstConsumer class only a pre-bound
+  modes, volume mode and selector) among the volumes of its class and those naming it
+  (index.py). In a WaitForFirstConsumer class only a pre-bound
   volume is bound here; the rest waits for the scheduler's `volume.kubernetes.io/
   selected-node` annotation (event WaitForPodScheduled naming the unscheduled pods that
   use it, else WaitForFirstConsumer), after which the claim is provisioned. With no
@@ -73,7 +74,6 @@ from services.api.helpers.volumes import (
     ANN_STORAGE_PROVISIONER,
     bind_volume_to_claim,
     claim_class,
-    find_best_match_for_claim,
     is_default_class,
     is_volume_bound_to_claim,
     volume_mode_mismatch,
@@ -87,6 +87,7 @@ from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import NamespaceIndex, wait_synced
 from services.controllers.events import EventRecorder
+from services.controllers.volume.index import VolumeIndex
 from services.controllers.volume.rules import (
     CLAIM_LOST,
     CLAIM_MISBOUND,
@@ -191,6 +192,9 @@ class PersistentVolumeController:
         # What this controller wrote last, newer than the informers until they catch up
         # (upstream's storeObjectUpdate): the next sync starts from it, not a stale copy.
         self._written: dict[tuple[str, str], Message] = {}
+        #: The volumes by class and by the claim they name (index.py): a claim's match
+        #: looks at those only.
+        self.index = VolumeIndex()
         self.pv_informer.add_handlers(
             Handlers(
                 self._volume_changed, lambda _o, n: self._volume_changed(n), self._volume_deleted
@@ -247,11 +251,13 @@ class PersistentVolumeController:
     # ------------------------------------------------------------------ handlers
 
     def _volume_changed(self, obj: Message) -> None:
+        self.index.add(obj)  # type: ignore[arg-type]
         self.volume_queue.add(object_key(obj))
 
     def _volume_deleted(self, obj: Message) -> None:
         pv: PV = obj  # type: ignore[assignment]
         self._written.pop(("pv", pv.metadata.name), None)
+        self.index.remove(pv.metadata.name)
         if pv.spec.HasField("claim_ref"):
             # the claim turns Lost now rather than at the next resync
             self.claim_queue.add(f"{pv.spec.claim_ref.namespace}/{pv.spec.claim_ref.name}")
@@ -303,6 +309,8 @@ class PersistentVolumeController:
         written = await (self.client.update_status(obj) if status else self.client.update(obj))
         what = "pv" if isinstance(written, PV) else "pvc"
         self._written[(what, object_key(written))] = written
+        if isinstance(written, PV):
+            self.index.add(written)
         return narrow(codec.clone(written), type(obj))
 
     async def _volume_phase(self, pv: PV, phase: str, message: str = "") -> PV:
@@ -397,7 +405,7 @@ class PersistentVolumeController:
         if not claim.spec.volume_name:
             delay = self._is_delay_binding(claim)
             # matched on the cached objects (read only); the one chosen is copied to write
-            found = find_best_match_for_claim(claim, self._all_volumes(), delay_binding=delay)
+            found = self.index.find_best_match(claim, self._cached_volume, delay_binding=delay)
             if found is not None:
                 await self._bind(narrow(codec.clone(found), PV), claim)
                 return
@@ -511,13 +519,9 @@ class PersistentVolumeController:
             message = f"waiting for pods {','.join(pods)} to be scheduled"
             self.events.event(claim, NORMAL, WAIT_FOR_POD_SCHEDULED, message)
 
-    def _all_volumes(self) -> list[PV]:
-        out = []
-        for name in list(self.pv_informer.store):
-            v = self._latest("pv", name)
-            if v is not None:
-                out.append(v)  # type: ignore[arg-type]
-        return out
+    def _cached_volume(self, name: str) -> PV | None:
+        """The newest copy of a volume, read only (the match copies the one it picks)."""
+        return self._latest("pv", name)  # type: ignore[return-value]
 
     async def _provision(self, claim: PVC) -> None:
         """provisionClaim: a hollow provisioner's class gets a volume made for the claim;
