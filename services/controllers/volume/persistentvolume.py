@@ -38,7 +38,12 @@ or Released and deleted when it was provisioned for that claim.
 The hollow provisioner (a class whose `provisioner` is in `provisioners`, by default
 `hollow.kubera.io`) makes `pvc-<claim uid>`: the claim's size, modes and volume mode, the
 class's reclaim policy and mount options, a `csi` source of that driver (volumeHandle the
-volume's name), pre-bound to the claim, annotated `pv.kubernetes.io/provisioned-by`. The
+volume's name), pre-bound to the claim, annotated `pv.kubernetes.io/provisioned-by`. Its
+volumes are node-local, as those of kind's default class (rancher.io/local-path): one
+provisioned for a selected node (WaitForFirstConsumer) gets a node affinity
+`kubernetes.io/hostname` In that node's hostname, so the claim's later pods go there
+too; an Immediate claim's volume gets the class's first allowedTopologies, or none (it
+is reachable from every node, where local-path would refuse). The
 hollow CSI drivers that node templates declare (their CSIDriver objects carry the label
 `kubera.io/hollow-csi-driver`) are provisioned for too, as their external-provisioner
 would: the volume gets a node affinity on the driver's topology keys (from the CSINode
@@ -78,6 +83,7 @@ from services.api.helpers.volumes import (
     is_volume_bound_to_claim,
     volume_mode_mismatch,
 )
+from services.api.helpers.wellknown import LABEL_HOSTNAME
 from services.api.machinery import codec
 from services.api.machinery.errors import AlreadyExistsError, ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
@@ -547,8 +553,7 @@ class PersistentVolumeController:
             self.events.event(claim, NORMAL, EXTERNAL_PROVISIONING, message)
             return
         volume = provisioned_volume(claim, sc)
-        if provisioner not in self.config.provisioners:
-            add_topology(volume, self._segment(claim, sc))
+        add_topology(volume, self._segment(claim, sc))
         try:
             await self.client.create(volume)
         except AlreadyExistsError:
@@ -579,12 +584,17 @@ class PersistentVolumeController:
     def _segment(self, claim: PVC, sc: storagev1_pb2.StorageClass) -> dict[str, str]:
         """Where a hollow driver's new volume is reachable (see the module docstring)."""
         driver = sc.provisioner
+        own = driver in self.config.provisioners
         selected = claim.metadata.annotations.get(ANN_SELECTED_NODE)
         if selected:
+            if own:  # node-local, as kind's local-path volumes
+                return {LABEL_HOSTNAME: self._node_labels(selected).get(LABEL_HOSTNAME, selected)}
             keys = self._topology_keys(self.csinode_informer.store.get(selected), driver)
             return topology_segment(keys, self._node_labels(selected))
         if sc.allowed_topologies:
             return allowed_segment(sc)
+        if own:
+            return {}  # Immediate: reachable from every node
         segments = []
         for name, csinode in list(self.csinode_informer.store.items()):
             keys = self._topology_keys(csinode, driver)
