@@ -150,7 +150,13 @@ class NodePool:
         self.configs = ConfigObjects(client, self._on_config)
         self.waiting_for_config: dict[str, str] = {}
         #: The pods waiting for their claims' volumes (bound, attached; volumegate.py).
-        self.volumes = VolumeGate(client, self.by_name, self.clock, resume=self._volumes_ready)
+        self.volumes = VolumeGate(
+            client,
+            self.by_name,
+            self.clock,
+            resume=self._volumes_ready,
+            recheck=lambda name: self._report_in_use(self.by_name[name]),
+        )
         self._heap: list[tuple[float, int, str, int, str]] = []
         self._seq = itertools.count()
         self._wake = asyncio.Event()
@@ -272,6 +278,8 @@ class NodePool:
                 self._retry_claims(st)
         if pod.metadata.deletion_timestamp and not st.deleting:
             self._begin_deletion(st)
+        if pod.spec.volumes:
+            self._report_in_use(node)
 
     def _adopt(self, pod: core_pb2.Pod, node: HollowNode) -> PodState | None:
         """A pod newly seen on one of our nodes: take it over where its status says it is."""
@@ -324,6 +332,8 @@ class NodePool:
         st.gen += 1
         st.node.pods.discard(st.uid)
         self.usage.remove(st.uid)
+        if pod.spec.volumes:
+            self._report_in_use(st.node)
 
     def _begin_deletion(self, st: PodState) -> None:
         self.waiting_for_claims.pop(st.uid, None)
@@ -672,6 +682,26 @@ class NodePool:
             st, self.clock.now(), phase, reason, message, exit_code=exit_code, evicted=evicted
         )
         self._write_status(st, pod)
+        if st.pod.spec.volumes:
+            self._report_in_use(st.node)
+
+    def _report_in_use(self, node: HollowNode) -> None:
+        """The node's status.volumesInUse (volumegate.py), posted when it changes (a
+        killed node's is posted when it is revived)."""
+        pods = (
+            st.pod
+            for uid in node.pods
+            if (st := self.pods.get(uid)) is not None
+            and st.phase not in ("Succeeded", "Failed")
+            and st.pod.spec.volumes
+        )
+        in_use = self.volumes.objects.in_use(pods)
+        if in_use == list(node.status.volumes_in_use):
+            return
+        del node.status.volumes_in_use[:]
+        node.status.volumes_in_use.extend(in_use)
+        if node.alive and node.registered:
+            self.leases.post_node_status(node)
 
     async def _delete_worker(self) -> None:
         while True:
