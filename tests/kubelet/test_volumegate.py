@@ -114,15 +114,18 @@ def test_unmounted(
     attached: bool,
     want: str | None,
 ) -> None:
+    assert unmounted(_pod(*volumes), NODE, _lookups(claims, pv, driver, attached)) == want
+
+
+def _lookups(claims: list[Any], pv: Any, driver: Any, attached: bool) -> Lookups:
     by_key = {f"ns/{c.metadata.name}": c for c in claims}
     va = attachment_name(HANDLE, DRIVER, NODE)
-    at = Lookups(
+    return Lookups(
         claim=by_key.get,
         volume=lambda n: pv if pv is not None and n == pv.metadata.name else None,
         driver=lambda n: driver if driver is not None and n == DRIVER else None,
         attached=lambda n: attached and n == va,
     )
-    assert unmounted(_pod(*volumes), NODE, at) == want
 
 
 #: The rows of CASES whose volume is in use on the node: attachable (a CSI volume whose
@@ -148,13 +151,7 @@ def test_volumes_in_use(
     attached: bool,
     _want: str | None,
 ) -> None:
-    by_key = {f"ns/{c.metadata.name}": c for c in claims}
-    at = Lookups(
-        claim=by_key.get,
-        volume=lambda n: pv if pv is not None and n == pv.metadata.name else None,
-        driver=lambda n: driver if driver is not None and n == DRIVER else None,
-        attached=lambda n: attached,
-    )
+    at = _lookups(claims, pv, driver, attached)
     want = [f"kubernetes.io/csi/{DRIVER}^{HANDLE}"] if name in IN_USE else []
     assert volumes_in_use([_pod(*volumes), _pod(*volumes)], at) == want
 
