@@ -16,7 +16,7 @@ A claim (sync_claim):
   VolumeMismatch / FailedBinding event, Pending); without one it binds the best match
   (services/api/helpers/volumes.py: the smallest Available volume of its class, size,
   modes, volume mode and selector) among the volumes of its class and those naming it
-  (index.py). In a WaitForFirstConsumer class only a pre-bound
+  (api/helpers/volumes.py `VolumeIndex`). In a WaitForFirstConsumer class only a pre-bound
   volume is bound here; the rest waits for the scheduler's `volume.kubernetes.io/
   selected-node` annotation (event WaitForPodScheduled naming the unscheduled pods that
   use it, else WaitForFirstConsumer), after which the claim is provisioned. With no
@@ -77,6 +77,7 @@ from services.api.helpers.volumes import (
     ANN_DYNAMICALLY_PROVISIONED,
     ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,
+    VolumeIndex,
     bind_volume_to_claim,
     claim_class,
     is_default_class,
@@ -93,7 +94,6 @@ from services.client import Client, Handlers, SharedInformers
 from services.clock import Clock, RealClock, rfc3339
 from services.controllers.controller_utils import NamespaceIndex, wait_synced
 from services.controllers.events import EventRecorder
-from services.controllers.volume.index import VolumeIndex
 from services.controllers.volume.rules import (
     CLAIM_LOST,
     CLAIM_MISBOUND,
@@ -198,8 +198,8 @@ class PersistentVolumeController:
         # What this controller wrote last, newer than the informers until they catch up
         # (upstream's storeObjectUpdate): the next sync starts from it, not a stale copy.
         self._written: dict[tuple[str, str], Message] = {}
-        #: The volumes by class and by the claim they name (index.py): a claim's match
-        #: looks at those only.
+        #: The volumes by class and by the claim they name (api/helpers/volumes.py): a
+        #: claim's match looks at those only.
         self.index = VolumeIndex()
         self.pv_informer.add_handlers(
             Handlers(

@@ -1,5 +1,5 @@
-"""The PersistentVolume controller's volume index (services/controllers/volume/index.py):
-upstream's TestMatchVolume rows (index_test.go, as tests/api/helpers/test_volumes.py holds
+"""The volume index of the PV controller and the scheduler (services/api/helpers/volumes.py
+`VolumeIndex`): upstream's TestMatchVolume rows (index_test.go, as tests/api/helpers/test_volumes.py holds
 them) answered through the index give the same volumes as the match over every volume,
 and the index follows volumes that change class, claim or go away."""
 
@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from services.api.helpers.volumes import find_best_match_for_claim
+from services.api.helpers.volumes import VolumeIndex, find_best_match_for_claim
 from services.api.machinery import codec
-from services.controllers.volume.index import VolumeIndex
 from tests.api.helpers.test_volumes import MATCH_VOLUME_CASES, TEST_VOLUMES
 from tests.builders import persistent_volume, persistent_volume_claim
 
