@@ -8,7 +8,10 @@ there, so a kubelet cannot steer workloads to itself:
 
 - on create: no label it may not set (below);
 - on update: not its taints (a kubelet sets them at registration only), not its
-  ownerReferences, and no label it may not set, added, changed or removed.
+  ownerReferences, and no label it may not set, added, changed or removed; its
+  status.volumesAttached is kept as stored, whatever the node sends: the attach/detach
+  controller writes it, and kubera's kubelets send their node's whole status where
+  upstream's patch the fields they own (a kubelet's write would otherwise erase it).
 
 On a pod's status (the authorizer already limits a node to pods bound to it): not its
 status.resourceClaimStatuses, which only the resourceclaim controller records; the
@@ -78,7 +81,8 @@ def _modified(new: dict[str, str], old: dict[str, str]) -> set[str]:
 
 def admit_node(new: Message, old: Message | None) -> None:
     """Refuse (ForbiddenError, upstream's wording) a node's create (`old` None) or update
-    of its own Node that changes what it may not; nothing when the caller is no node."""
+    of its own Node that changes what it may not, and keep the stored volumesAttached in
+    `new` (the merged object about to be written); nothing when the caller is no node."""
     user = CURRENT_USER.get()
     if user is None or not is_node(user):
         return
@@ -108,6 +112,9 @@ def admit_node(new: Message, old: Message | None) -> None:
         raise PermissionDeniedError(
             f'nodes "{name}" is forbidden: is not allowed to modify labels: {", ".join(bad)}'
         )
+    # the attach/detach controller's, never the kubelet's (see the module docstring)
+    del new.status.volumes_attached[:]
+    new.status.volumes_attached.extend(old.status.volumes_attached)
 
 
 def admit_pod_status(new: Message, old: Message) -> None:

@@ -7,8 +7,7 @@ whole pool, and every write batched.
                         │      status batcher ◄── pod stages (create/start/exit/evict)
                         │      delete workers ◄── deletion after the grace period
     lease loop ──► lease batcher (every renew interval, all live nodes; leases.py)
-    eviction loop ──► usage totals for all nodes at once (numpy) ──► the managers of the
-                      nodes near a threshold ──► conditions, image GC, one eviction each
+    eviction loop ──► the nodes' eviction managers (evictor.py) ──► evict:<message> steps
 
 A pod's stages on its kubelet (upstream phases and container states):
 
@@ -47,7 +46,6 @@ from typing import Any
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, resource_pb2
-from services.api.helpers.resources import pod_requests
 from services.api.helpers.stages import TemplateError
 from services.api.machinery.errors import ApiError, ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
@@ -79,10 +77,10 @@ from services.kubelet.containers import (
     terminated_reason,
 )
 from services.kubelet.csinode import publish_csi
+from services.kubelet.evictor import PoolEvictor
 from services.kubelet.leases import LEASE_SLOTS as LEASE_SLOTS  # re-exported
 from services.kubelet.leases import NodeLeases
 from services.kubelet.nodestatus import pod_ip
-from services.kubelet.pressure import IMAGE_BYTES_PER_INODE, PoolPressure
 from services.kubelet.slices import BindingDriver, NodeSlices
 from services.kubelet.state import PRESSURE_CONDITIONS, HollowNode, PodState
 from services.kubelet.state import PoolConfig as PoolConfig  # re-exported
@@ -120,7 +118,6 @@ class NodePool:
             self.by_name[plan.name] = node
         self.pods: dict[str, PodState] = {}
         self.usage = UsageTable()
-        self.pressure = PoolPressure(self.nodes)
         self.status_batcher = Batcher(client, status=True, max_batch=self.config.max_batch)
         self.node_batcher = Batcher(client, status=True, max_batch=self.config.max_batch)
         self.lease_batcher = Batcher(client, status=False, max_batch=self.config.max_batch)
@@ -153,15 +150,28 @@ class NodePool:
         self.configs = ConfigObjects(client, self._on_config)
         self.waiting_for_config: dict[str, str] = {}
         #: The pods waiting for their claims' volumes (bound, attached; volumegate.py).
-        self.volumes = VolumeGate(client, self.by_name, self.clock, resume=self._volumes_ready)
+        self.volumes = VolumeGate(
+            client,
+            self.by_name,
+            self.clock,
+            resume=self._volumes_ready,
+            recheck=lambda name: self._report_in_use(self.by_name[name]),
+        )
         self._heap: list[tuple[float, int, str, int, str]] = []
         self._seq = itertools.count()
         self._wake = asyncio.Event()
         self._deletes: asyncio.Queue[PodState] = asyncio.Queue()
         self._tasks: list[asyncio.Task[Any]] = []
         self.informers: list[Informer] = []
-        self.eviction_ticks = 0
-        self.eviction_tick_seconds = 0.0
+        #: Node-pressure eviction of every node (evictor.py).
+        self.evictor = PoolEvictor(
+            self.nodes,
+            self.pods,
+            self.usage,
+            self.clock,
+            post_node_status=self.leases.post_node_status,
+            after=self._after,
+        )
         #: pod key -> the last failure logged for it (each logged once).
         self._failures: dict[str, str] = {}
 
@@ -210,7 +220,7 @@ class NodePool:
             self._tasks.append(asyncio.create_task(inf.run()))
         self._tasks.append(asyncio.create_task(self._timer_loop()))
         self._tasks.append(asyncio.create_task(self.leases.run()))
-        self._tasks.append(asyncio.create_task(self._eviction_loop()))
+        self._tasks.append(asyncio.create_task(self.evictor.run()))
         self._tasks.extend(
             asyncio.create_task(self._delete_worker()) for _ in range(self.config.workers)
         )
@@ -268,6 +278,8 @@ class NodePool:
                 self._retry_claims(st)
         if pod.metadata.deletion_timestamp and not st.deleting:
             self._begin_deletion(st)
+        if pod.spec.volumes:
+            self._report_in_use(node)
 
     def _adopt(self, pod: core_pb2.Pod, node: HollowNode) -> PodState | None:
         """A pod newly seen on one of our nodes: take it over where its status says it is."""
@@ -320,6 +332,8 @@ class NodePool:
         st.gen += 1
         st.node.pods.discard(st.uid)
         self.usage.remove(st.uid)
+        if pod.spec.volumes:
+            self._report_in_use(st.node)
 
     def _begin_deletion(self, st: PodState) -> None:
         self.waiting_for_claims.pop(st.uid, None)
@@ -668,6 +682,26 @@ class NodePool:
             st, self.clock.now(), phase, reason, message, exit_code=exit_code, evicted=evicted
         )
         self._write_status(st, pod)
+        if st.pod.spec.volumes:
+            self._report_in_use(st.node)
+
+    def _report_in_use(self, node: HollowNode) -> None:
+        """The node's status.volumesInUse (volumegate.py), posted when it changes (a
+        killed node's is posted when it is revived)."""
+        pods = (
+            st.pod
+            for uid in node.pods
+            if (st := self.pods.get(uid)) is not None
+            and st.phase not in ("Succeeded", "Failed")
+            and st.pod.spec.volumes
+        )
+        in_use = self.volumes.objects.in_use(pods)
+        if in_use == list(node.status.volumes_in_use):
+            return
+        del node.status.volumes_in_use[:]
+        node.status.volumes_in_use.extend(in_use)
+        if node.alive and node.registered:
+            self.leases.post_node_status(node)
 
     async def _delete_worker(self) -> None:
         while True:
@@ -691,90 +725,6 @@ class NodePool:
             except Exception as e:  # noqa: BLE001 - one pod's bug must not stop a worker
                 self._pod_failed(st.key, "delete", e)
                 self._after(st, 1.0, "kill")
-
-    # -------------------------------------------------------------------- eviction
-
-    async def _eviction_loop(self) -> None:
-        period = min((n.eviction.monitoring_period for n in self.nodes), default=10.0)
-        while True:
-            await self.clock.sleep(period)
-            t0 = asyncio.get_running_loop().time()
-            try:
-                self.eviction_tick()
-            except Exception:  # noqa: BLE001 - one bad tick must not stop eviction
-                log.exception("eviction tick failed")
-            self.eviction_ticks += 1
-            self.eviction_tick_seconds = asyncio.get_running_loop().time() - t0
-            await asyncio.sleep(0)
-
-    def eviction_tick(self) -> None:
-        """One monitoring period for every live node: observe all at once, then let the
-        managers of the nodes near a threshold (or under pressure) decide."""
-        now = self.clock.now()
-        used = self.pressure.used(self.usage, now)
-        near = self.pressure.near(used)
-        for node in self.nodes:
-            if not node.alive or not node.registered:
-                continue
-            if not near[node.index] and not any(node.conditions.values()) and node.manager.idle():
-                continue
-            try:
-                self._synchronize(node, now, self.pressure.node_stats(node.index, used))
-            except Exception:  # noqa: BLE001 - one node's failure costs only that node
-                log.exception("node %s: eviction synchronize failed", node.plan.name)
-
-    def _pod_stats(self, st: PodState, now: float) -> ev.PodStats:
-        u = self.usage.pod_usage(st.uid, now)
-        req = pod_requests(st.pod)
-        return ev.PodStats(
-            key=st.uid,
-            uid=st.uid,
-            priority=st.pod.spec.priority,
-            qos=st.pod.status.qos_class or "BestEffort",
-            memory_request=req.memory,
-            ephemeral_storage_request=req.ephemeral_storage,
-            memory=int(u.get("memory", 0)),
-            ephemeral_storage=int(u.get("ephemeral-storage", 0)),
-            inodes=int(u.get("inodes", 0)),
-            pids=int(u.get("pids", 0)),
-            termination_grace_period_seconds=int(
-                st.pod.spec.termination_grace_period_seconds or 30
-            ),
-            containers=[c.name for c in st.pod.spec.containers],
-        )
-
-    def _synchronize(self, node: HollowNode, now: float, stats: ev.NodeStats) -> None:
-        running: list[PodState] = []
-        in_use: set[str] = set()
-        for uid in node.pods:
-            st = self.pods.get(uid)
-            if st is None or st.phase not in ("Running", "Creating") or st.evicted:
-                continue
-            in_use.update(c.image for c in st.pod.spec.containers)
-            if st.phase == "Running":
-                running.append(st)
-        images = [
-            ev.ImageStats(name, size, name in in_use, inodes=size // IMAGE_BYTES_PER_INODE)
-            for name, size in node.images.items()
-        ]
-        # the manager asks for the pods only when it has to rank them
-        decision = node.manager.synchronize(
-            now, stats, lambda: [self._pod_stats(st, now) for st in running], images
-        )
-        for name in decision.images_to_delete:
-            node.images.pop(name, None)
-        if decision.conditions != node.conditions:
-            node.conditions = dict(decision.conditions)
-            self.leases.post_node_status(node)
-        for uid, grace, message, _signal in decision.evict:
-            st = self.pods.get(uid)
-            if st is None or st.evicted:
-                continue
-            st.evicted = True
-            st.gen += 1
-            node.evictions += 1
-            self.usage.remove(uid)  # the kill starts now; usage is reclaimed with it
-            self._after(st, float(grace), "evict:" + message)
 
     # ---------------------------------------------------------------- chaos, stats
 
@@ -833,8 +783,8 @@ class NodePool:
             "status_writes": self.status_batcher.written,
             "status_calls": self.status_batcher.calls,
             "lease_writes": self.lease_batcher.written,
-            "eviction_ticks": self.eviction_ticks,
-            "eviction_tick_seconds": self.eviction_tick_seconds,
+            "eviction_ticks": self.evictor.ticks,
+            "eviction_tick_seconds": self.evictor.tick_seconds,
             "queued_steps": len(self._heap),
             "waiting_for_claims": len(self.waiting_for_claims),
             "waiting_for_config": len(self.waiting_for_config),

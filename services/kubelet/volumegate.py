@@ -19,6 +19,12 @@ failed to process volumes=[]: timed out waiting for the condition`. The pool ret
 the waiting pods when a claim, a volume, a CSIDriver or one of its nodes' attachments
 changes.
 
+A node's status.volumesInUse (`volumes_in_use`) names the attachable volumes its pods'
+bound claims reach (`kubernetes.io/csi/<driver>^<volumeHandle>`, sorted), from the
+moment the pod is seen until it is finished or gone, as upstream's volume manager
+reports the volumes of its desired and actual state; the pool posts it with the node's
+status when it changes.
+
 Volumes with in-tree sources (gcePersistentDisk, hostPath, local, nfs...) are mounted
 without attach: kubera has no in-tree attachable plugins (and no CSI migration). Other
 volume types (emptyDir, configMap, secret...) gate nothing here (configgate.py checks
@@ -35,7 +41,7 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
-from services.api.helpers.csi import attach_required, attachment_name
+from services.api.helpers.csi import attach_required, attachment_name, csi_volume_name
 from services.api.machinery.kinds import BY_KIND
 from services.client import Client, EventRecorder, Handlers, Informer
 from services.clock import Clock
@@ -125,6 +131,18 @@ def attachable_volume(
     return volume
 
 
+def volumes_in_use(pods: Iterable[core_pb2.Pod], at: Lookups) -> list[str]:
+    """A node's status.volumesInUse (the volume manager's GetVolumesInUse): the unique
+    names of the attachable volumes the pods' claims are bound to, sorted."""
+    names = set()
+    for pod in pods:
+        for _volume, claim, _ephemeral in pod_claims(pod):
+            pv = attachable_volume(pod, claim, at)
+            if pv is not None:
+                names.add(csi_volume_name(pv.spec.csi.driver, pv.spec.csi.volume_handle))
+    return sorted(names)
+
+
 def unmounted(pod: core_pb2.Pod, node: str, at: Lookups) -> str | None:
     """None when every claim-backed volume of the pod may be mounted on `node`; else the
     error WaitForAttachAndMount gives (see the module docstring)."""
@@ -200,6 +218,9 @@ class VolumeObjects:
             return None
         return unmounted(pod, node, self.lookups)
 
+    def in_use(self, pods: Iterable[core_pb2.Pod]) -> list[str]:
+        return volumes_in_use(pods, self.lookups)
+
 
 class VolumeGate:
     """The pods of a pool that wait for their volumes: `hold(pod, node)` says whether one
@@ -214,10 +235,14 @@ class VolumeGate:
         clock: Clock,
         *,
         resume: Callable[[str], None],
+        recheck: Callable[[str], None] = lambda _node: None,
     ) -> None:
         self.objects = VolumeObjects(client, nodes, self._changed)
         self.events = EventRecorder(client, "kubelet", clock)
         self.resume = resume
+        #: Called with the node of each waiting pod when the objects change (the pool
+        #: reports the node's volumes in use again).
+        self.recheck = recheck
         #: pod uid -> (the pod, its node, why it waits).
         self.waiting: dict[str, tuple[core_pb2.Pod, str, str]] = {}
 
@@ -243,9 +268,13 @@ class VolumeGate:
         self.waiting.pop(uid, None)
 
     def _changed(self) -> None:
+        nodes = set()
         for uid, (pod, node, _) in list(self.waiting.items()):
+            nodes.add(node)
             if not self.hold(pod, node):
                 self.resume(uid)
+        for node in sorted(nodes):
+            self.recheck(node)
 
     async def close(self) -> None:
         await self.events.close()
@@ -259,4 +288,5 @@ __all__ = [
     "attachable_volume",
     "pod_claims",
     "unmounted",
+    "volumes_in_use",
 ]

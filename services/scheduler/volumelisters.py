@@ -24,7 +24,9 @@ from typing import Any
 
 from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
 from services.api.helpers.podvolumes import pod_names_claim
+from services.api.helpers.volumes import VolumeIndex
 from services.api.machinery.meta import object_key
+from services.client import Handlers
 from services.scheduler.framework.types import QueueingHint
 
 PV = storage_pb2.PersistentVolume
@@ -110,8 +112,33 @@ class VolumeListers:
             VOLUME_ATTACHMENT: volume_attachments if volume_attachments is not None else {},
         }
 
+        #: The volumes by class (VolumeIndex), kept by the volume informer's events; None
+        #: while the volumes are a plain mapping (tests).
+        self.pv_index: VolumeIndex | None = None
+        self._index_source(pvs)
+
     def set_source(self, kind: str, source: Any) -> None:
         self._sources[kind] = source
+        if kind == PERSISTENT_VOLUME:
+            self._index_source(source)
+
+    def _index_source(self, source: Any) -> None:
+        if not hasattr(source, "add_handlers"):
+            self.pv_index = None
+            return
+        index = self.pv_index = VolumeIndex(_view(source).values())
+        source.add_handlers(
+            Handlers(
+                on_add=index.add,  # type: ignore[arg-type]
+                on_update=lambda _o, n: index.add(n),  # type: ignore[arg-type]
+                on_delete=lambda o: index.remove(o.metadata.name),  # type: ignore[attr-defined]
+            )
+        )
+
+    def pv_names_of_class(self, name: str) -> list[str] | None:
+        """The names of the volumes of class `name` ("" for none), from the index; None
+        without one (walk `pvs`)."""
+        return self.pv_index.of_class(name) if self.pv_index is not None else None
 
     @property
     def pvs(self) -> Store:

@@ -139,6 +139,32 @@ async def test_a_node_updates_its_own_node_only_where_noderestriction_allows(
     assert r.status == 200, await r.text()
 
 
+async def test_a_nodes_whole_status_write_keeps_the_attach_detach_controllers_volumes(
+    http: TestClient,
+) -> None:
+    """The attach/detach controller writes status.volumesAttached; the kubelet's status
+    write (the node's whole status, as kubera's kubelets send it) neither erases nor
+    changes it, while its own volumesInUse goes through."""
+    admin = {"Authorization": f"Bearer {TOKENS.admin}", "Content-Type": "application/json"}
+    assert (await http.post("/api/v1/nodes", data=node("n1"), headers=admin)).status == 201
+    attached = [{"name": "kubernetes.io/csi/disk.example.com^v1", "devicePath": ""}]
+    r = await http.patch(
+        "/api/v1/nodes/n1/status",
+        data=json.dumps({"status": {"volumesAttached": attached}}),
+        headers=hdr("controller-manager", MERGE),
+    )
+    assert r.status == 200, await r.text()
+    current = await (await http.get("/api/v1/nodes/n1", headers=admin)).json()
+    in_use = ["kubernetes.io/csi/disk.example.com^v1"]
+    for sent in ([], [{"name": "kubernetes.io/csi/other^v2", "devicePath": "/dev/x"}]):
+        body = {**current, "status": {"volumesInUse": in_use, "volumesAttached": sent}}
+        body["metadata"].pop("resourceVersion", None)
+        r = await http.put("/api/v1/nodes/n1/status", data=json.dumps(body), headers=hdr("node:n1"))
+        assert r.status == 200, await r.text()
+        got = (await r.json())["status"]
+        assert (got["volumesAttached"], got["volumesInUse"]) == (attached, in_use)
+
+
 async def test_server_side_apply_of_a_missing_object_is_authorized_as_a_create(
     http: TestClient,
 ) -> None:

@@ -2,7 +2,7 @@
 node whose bound claim's CSI volume needs attaching gets a VolumeAttachment named as
 upstream's csi attacher names it, attached at once for a hollow driver and left for its
 attacher otherwise; none when the driver does not attach; deleted when no pod on the node
-uses the volume any more."""
+uses the volume any more; the node's status.volumesAttached lists what is attached."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from tests.controllers.conftest import NS, ControllerCluster
 from tests.waiting import eventually
 
 PODS, PVCS, EVENTS = BY_KIND["Pod"], BY_KIND["PersistentVolumeClaim"], BY_KIND["Event"]
+NODES = BY_KIND["Node"]
+UNIQUE_NAME = "kubernetes.io/csi/disk.example.com^vol-0001"
 ATTACHMENTS = BY_KIND["VolumeAttachment"]
 DRIVER, HANDLE, NODE = "disk.example.com", "vol-0001", "n1"
 
@@ -74,6 +76,7 @@ def _va(controller: AttachDetachController) -> Any:
 async def test_a_hollow_drivers_volume_is_attached_and_detached_with_its_pod(
     cluster: ControllerCluster,
 ) -> None:
+    await cluster.node(NODE)
     await _csi_driver(cluster, hollow=True, attach=None)
     await _bound_claim(cluster)
     controller = await _run(cluster)
@@ -97,12 +100,50 @@ async def test_a_hollow_drivers_volume_is_attached_and_detached_with_its_pod(
 
     await eventually(attach_event)
     # a second pod on the node keeps it; deleting both detaches
+    await cluster.until(lambda: _attached(controller) == [(UNIQUE_NAME, "")])
     await _pod(cluster, "web-2")
     await cluster.client.delete(PODS, "web", NS, grace_period_seconds=0)
     await cluster.until(lambda: "default/web" not in controller.pod_informer.store)
     assert _va(controller) is not None
     await cluster.client.delete(PODS, "web-2", NS, grace_period_seconds=0)
     await cluster.until(lambda: _va(controller) is None)
+    await cluster.until(lambda: _attached(controller) == [])
+
+
+def _attached(controller: AttachDetachController) -> list[tuple[str, str]] | None:
+    node = controller.node_informer.store.get(NODE)
+    if node is None:
+        return None
+    return [(v.name, v.device_path) for v in node.status.volumes_attached]  # type: ignore[attr-defined]
+
+
+async def test_a_nodes_attached_volumes_written_over_are_written_again(
+    cluster: ControllerCluster,
+) -> None:
+    """upstream's node status updater re-reports its actual state; here a node whose list
+    changes under the controller is synced again."""
+    await cluster.node(NODE)
+    await _csi_driver(cluster, hollow=True, attach=None)
+    await _bound_claim(cluster)
+    controller = await _run(cluster)
+    await _pod(cluster)
+    await cluster.until(lambda: _attached(controller) == [(UNIQUE_NAME, "")])
+    await cluster.client.patch(NODES, NODE, '{"status": {"volumesAttached": []}}', status=True)
+    await cluster.until(lambda: _attached(controller) == [])
+    await cluster.until(lambda: _attached(controller) == [(UNIQUE_NAME, "")])
+
+
+async def test_an_attachment_waiting_for_its_attacher_is_not_reported(
+    cluster: ControllerCluster,
+) -> None:
+    await cluster.node(NODE)
+    await _csi_driver(cluster, hollow=False, attach=None)
+    await _bound_claim(cluster)
+    controller = await _run(cluster)
+    await _pod(cluster)
+    await cluster.until(lambda: _va(controller) is not None)
+    await controller.sync_node(NODE)
+    assert _attached(controller) == []
 
 
 @pytest.mark.parametrize(

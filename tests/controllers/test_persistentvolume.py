@@ -420,7 +420,48 @@ async def test_a_wait_for_first_consumer_claim_waits_for_the_selected_node(
         "local",
         "Delete",
     )
+    # node-local, as kind's local-path volumes: the claim's later pods go to n1 too
+    assert _affinity(pv) == [[("kubernetes.io/hostname", "In", ["n1"])]]
     assert "ProvisioningSucceeded" in await _reasons(cluster, controller)
+
+
+def _affinity(pv: Any) -> list[list[tuple[str, str, list[str]]]]:
+    return [
+        [(e.key, e.operator, list(e.values)) for e in term.match_expressions]
+        for term in pv.spec.node_affinity.required.node_selector_terms
+    ]
+
+
+@pytest.mark.parametrize(
+    ("allowed", "expected"),
+    [
+        pytest.param(None, [], id="reachable-from-every-node"),
+        pytest.param(
+            [
+                {
+                    "matchLabelExpressions": [
+                        {"key": "topology.kubernetes.io/zone", "values": ["b", "c"]}
+                    ]
+                }
+            ],
+            [[("topology.kubernetes.io/zone", "In", ["b"])]],
+            id="in-the-first-allowed-topology",
+        ),
+    ],
+)
+async def test_an_immediate_hollow_volume_is_pinned_only_by_its_classs_allowed_topologies(
+    cluster: ControllerCluster, allowed: Any, expected: Any
+) -> None:
+    extra = {"allowedTopologies": allowed} if allowed else {}
+    await cluster.client.create(storage_class("fast", **extra))
+    await _run(cluster)
+    await cluster.client.create(
+        persistent_volume_claim("data", "1Gi", namespace=NS, storageClassName="fast")
+    )
+    await cluster.until(
+        lambda: _pvc(cluster, "data") is not None and _pvc(cluster, "data").status.phase == "Bound"
+    )
+    assert _affinity(_pv(cluster, _pvc(cluster, "data").spec.volume_name)) == expected
 
 
 async def test_an_immediate_class_provisions_at_once_and_delete_removes_the_volume(

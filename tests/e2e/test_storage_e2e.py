@@ -1,9 +1,11 @@
 """End to end: the docs' PersistentVolume walkthrough ("Configure a Pod to Use a
 PersistentVolume for Storage") on a real `kubera up`, with real kubectl and the docs' own
 manifests, unchanged (kubernetes/website content/en/examples/pods/storage/pv-volume.yaml,
-pv-claim.yaml, pv-pod.yaml, in tests/e2e/manifests/storage/): the claim binds the volume,
-`kubectl get pv,pvc` prints upstream's columns, the pod runs, and once the pod and the
-claim are deleted the volume (Retain) is Released."""
+pv-claim.yaml, pv-pod.yaml, pv-pod-backup.yaml at commit 707f42d9f7c8724ffdb24af2a1e5a92137ac3e29,
+in tests/e2e/manifests/storage/): the claim binds the volume, `kubectl get pv,pvc` prints
+upstream's columns, the pod runs, a second pod of the same claim ("Accessing the same
+PersistentVolume from two Pods") runs beside it on the same node after its init
+container, and once the pods and the claim are deleted the volume (Retain) is Released."""
 
 from __future__ import annotations
 
@@ -82,7 +84,24 @@ def test_the_docs_volume_and_claim_bind_and_the_pod_runs(cluster: Cluster) -> No
         described = kubectl(cluster, "describe", "pvc", "task-pv-claim", "-n", NS).stdout
         assert "task-pv-pod" in described  # kubectl's "Used By"
 
+        kubectl(cluster, "apply", "-n", NS, "-f", str(MANIFESTS / "pv-pod-backup.yaml"))
+        backup = until(
+            lambda: (
+                (p := get_json(cluster, "pod", "pv-pod-backup", "-n", NS))["status"].get("phase")
+                == "Running"
+                and p
+            ),
+            timeout=60,
+        )
+        (init,) = backup["status"]["initContainerStatuses"]
+        assert init["state"]["terminated"]["reason"] == "Completed"
+        first = get_json(cluster, "pod", "task-pv-pod", "-n", NS)
+        assert backup["spec"]["nodeName"] == first["spec"]["nodeName"]
+        described = kubectl(cluster, "describe", "pvc", "task-pv-claim", "-n", NS).stdout
+        assert "task-pv-pod" in described and "pv-pod-backup" in described
+
         kubectl(cluster, "delete", "pod", "task-pv-pod", "-n", NS, "--grace-period=0", "--force")
+        kubectl(cluster, "delete", "pod", "pv-pod-backup", "-n", NS, "--grace-period=0", "--force")
         kubectl(cluster, "delete", "pvc", "task-pv-claim", "-n", NS, "--timeout=60s")
         until(
             lambda: get_json(cluster, "pv", "task-pv-volume")["status"]["phase"] == "Released",

@@ -4,6 +4,8 @@
   give claims that stay Pending until their pod is scheduled; then the scheduler writes the
   node it chose into each claim (`volume.kubernetes.io/selected-node`), the PV controller
   provisions and binds, and the pods run where their claims say.
+- A claim of the default class `standard`: its volume is pinned to the node of its
+  first pod (kubernetes.io/hostname), and a pod recreated for it lands there again.
 - A static local volume with node affinity to one node and a WaitForFirstConsumer claim:
   the pod lands on that node and the claim binds that volume.
 - A claim of an Immediate class nobody can satisfy keeps its pod Pending with upstream's
@@ -134,12 +136,54 @@ def test_statefulset_claims_bind_on_the_node_their_pod_landed_on(cluster: Cluste
             v = get_json(cluster, "pv", c["spec"]["volumeName"])
             assert v["spec"]["claimRef"]["name"] == f"www-{name}"
             assert v["spec"]["storageClassName"] == cls
-            terms = v["spec"].get("nodeAffinity", {}).get("required", {}).get("nodeSelectorTerms")
-            if terms:  # a provisioner with topology pins the volume to the node too
-                assert node in json.dumps(terms)
+            # the hollow provisioner's volumes are node-local, as kind's local-path ones
+            terms = v["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+            expr = {"key": HOSTNAME, "operator": "In", "values": [node]}
+            assert terms == [{"matchExpressions": [expr]}]
     finally:
         kubectl(cluster, "delete", "namespace", ns, "--wait=false", check=False)
         kubectl(cluster, "delete", "storageclass", cls, "--wait=false", check=False)
+
+
+def running_pod(k: Cluster, name: str, ns: str) -> dict[str, Any]:
+    def running() -> dict[str, Any] | None:
+        p = get_json(k, "pod", name, "-n", ns)
+        return p if p["status"].get("phase") == "Running" else None
+
+    return until(running, timeout=90)
+
+
+def test_a_recreated_pod_goes_back_to_its_provisioned_volumes_node(cluster: Cluster) -> None:
+    """The default class `standard` (hollow, WaitForFirstConsumer): the claim's volume is
+    made for the node its first pod landed on; a later pod of the claim that prefers every
+    other node still lands there (VolumeBinding reads the volume's node affinity)."""
+    ns = "vb-recreate"
+    kubectl(cluster, "create", "namespace", ns)
+    try:
+        data = claim("data", "standard")
+        del data["spec"]["storageClassName"]  # the default class, as the docs' claims
+        apply(cluster, data, "-n", ns)
+        apply(cluster, pod_with_claim("first", "data"), "-n", ns)
+        node = running_pod(cluster, "first", ns)["spec"]["nodeName"]
+        c = get_json(cluster, "pvc", "data", "-n", ns)
+        assert (c["spec"]["storageClassName"], c["status"]["phase"]) == ("standard", "Bound")
+        v = get_json(cluster, "pv", c["spec"]["volumeName"])
+        host = v["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]
+        assert host["matchExpressions"][0]["values"] == [node]
+        kubectl(cluster, "delete", "pod", "first", "-n", ns, "--grace-period=1", "--timeout=60s")
+        again = pod_with_claim("again", "data")
+        away = {"key": HOSTNAME, "operator": "NotIn", "values": [node]}
+        again["spec"]["affinity"] = {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 100, "preference": {"matchExpressions": [away]}}
+                ]
+            }
+        }
+        apply(cluster, again, "-n", ns)
+        assert running_pod(cluster, "again", ns)["spec"]["nodeName"] == node
+    finally:
+        kubectl(cluster, "delete", "namespace", ns, "--wait=false", check=False)
 
 
 def test_static_local_volume_puts_its_pod_on_the_volumes_node(cluster: Cluster) -> None:

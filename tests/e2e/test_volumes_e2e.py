@@ -8,7 +8,8 @@
 - The node template's hollow CSI driver (examples/zonal-disk-node-template.yaml) is
   published (CSINode, CSIDriver, CSIStorageCapacity); its class's volume is provisioned in
   the node's zone and attached to the pod's node (VolumeAttachment) before the pod runs,
-  and detached once the pod is gone.
+  listed in the node's status.volumesAttached and volumesInUse, and detached (and
+  unlisted) once the pod is gone.
 """
 
 from __future__ import annotations
@@ -251,9 +252,18 @@ def test_a_hollow_csi_drivers_volume_is_provisioned_in_its_zone_and_attached(
         assert va["metadata"]["name"].startswith("csi-")
         assert (va["spec"]["attacher"], va["spec"]["nodeName"]) == ("disk.example.com", name)
         assert va["status"]["attached"] is True
+        # the node lists it: attached (the controller) and in use (the kubelet)
+        unique = f"kubernetes.io/csi/disk.example.com^{pv['spec']['csi']['volumeHandle']}"
+
+        def node_volumes() -> tuple[list[Any], list[Any]]:
+            st = get_json(cluster, "node", name)["status"]
+            return st.get("volumesAttached", []), st.get("volumesInUse", [])
+
+        until(lambda: node_volumes() == ([{"name": unique, "devicePath": ""}], [unique]))
 
         kubectl(cluster, "delete", "pod", "app", "-n", ns, "--wait=false")
         until(lambda: absent(cluster, "volumeattachment", va["metadata"]["name"]), timeout=90)
+        until(lambda: node_volumes() == ([], []), timeout=60)
     finally:
         kubectl(cluster, "delete", "namespace", ns, "--wait=false", check=False)
         kubectl(cluster, "delete", "storageclass", "zonal-disk", "--ignore-not-found", check=False)

@@ -9,8 +9,7 @@ delete them after, so a later module sharing the cluster sees none.
 
 What kubera cannot reproduce is left out of the checks and said in docs/differences.md:
 hollow containers do not run their commands, so a Job whose command decides its exit code
-(job-pod-failure-policy-example.yaml exits 42) completes as its pods exit 0, and claims
-stay Pending (no PersistentVolumes)."""
+(job-pod-failure-policy-example.yaml exits 42) completes as its pods exit 0."""
 
 from __future__ import annotations
 
@@ -53,6 +52,11 @@ from tests.e2e.website.configs import (
     too_much_cpu,
 )
 from tests.e2e.website.run import NODES, WEBSITE, Run
+from tests.e2e.website.storage import (
+    claim_of_the_default_class,
+    redis_with_empty_dir,
+    single_instance_mysql,
+)
 from tests.e2e.website.workloads import (
     backoff_limit_per_index_job,
     cronjob_and_jobs_from_it,
@@ -248,6 +252,17 @@ CASES = [
         ),
         storage_limits,
         ("storagelimits",),
+    ),
+    Case(("pods/storage/redis.yaml",), redis_with_empty_dir, ("pod/redis",)),
+    Case(
+        ("pods/storage/expandable-pvc.yaml", "pods/storage/expandable-pvc-pod.yaml"),
+        claim_of_the_default_class,
+        ("persistentvolumeclaim/expandable-pvc", "pod/expandable-pvc-pod"),
+    ),
+    Case(
+        ("application/mysql/mysql-pv.yaml", "application/mysql/mysql-deployment.yaml"),
+        single_instance_mysql,
+        ("persistentvolumeclaim/mysql-pv-claim", "deployment.apps/mysql"),
     ),
 ]
 

@@ -291,17 +291,3 @@ async def test_a_pod_whose_handling_raises_costs_only_that_pod(
     failures = [r.getMessage() for r in caplog.records if r.name == "services.kubelet.pool"]
     assert failures == ["pod default/poison: update failed"]
     assert all(not t.done() for t in env.pool._tasks)
-
-
-async def test_one_nodes_eviction_failure_costs_only_that_node(env: Env) -> None:
-    synchronized: list[str] = []
-
-    def synchronize(node: Any, now: float, stats: Any) -> None:
-        if node.index == 0:
-            raise ZeroDivisionError("division by zero")
-        synchronized.append(node.plan.name)
-
-    env.pool._synchronize = synchronize  # type: ignore[method-assign]
-    env.pool.pressure.near = lambda used: [True] * len(env.pool.nodes)  # type: ignore[method-assign]
-    env.pool.eviction_tick()
-    assert synchronized == ["kubera-node-00001"]

@@ -1,7 +1,7 @@
 """The volume gate (services/kubelet/volumegate.py): a pod whose claims are not Bound, or
 whose CSI volumes that need attaching are not attached to its node, waits
 ContainerCreating with FailedMount (upstream volume manager's words), and starts once
-they are."""
+they are; the node's status.volumesInUse names the attachable volumes its pods use."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from google.protobuf import json_format
 from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
 from services.api.helpers.csi import attachment_name
 from services.api.machinery.kinds import BY_KIND
-from services.kubelet.volumegate import Lookups, unmounted
+from services.kubelet.volumegate import Lookups, unmounted, volumes_in_use
 from tests.builders import persistent_volume, persistent_volume_claim
 from tests.kubelet.test_pool import _template, running
 from tests.waiting import eventually
 
 EVENTS, PVCS = BY_KIND["Event"], BY_KIND["PersistentVolumeClaim"]
+NODES, PODS = BY_KIND["Node"], BY_KIND["Pod"]
 NODE = "node-1"
 POD_UID = "pod-uid"
 HANDLE, DRIVER = "vol-1", "disk.example.com"
@@ -113,15 +114,75 @@ def test_unmounted(
     attached: bool,
     want: str | None,
 ) -> None:
+    assert unmounted(_pod(*volumes), NODE, _lookups(claims, pv, driver, attached)) == want
+
+
+def _lookups(claims: list[Any], pv: Any, driver: Any, attached: bool) -> Lookups:
     by_key = {f"ns/{c.metadata.name}": c for c in claims}
     va = attachment_name(HANDLE, DRIVER, NODE)
-    at = Lookups(
+    return Lookups(
         claim=by_key.get,
         volume=lambda n: pv if pv is not None and n == pv.metadata.name else None,
         driver=lambda n: driver if driver is not None and n == DRIVER else None,
         attached=lambda n: attached and n == va,
     )
-    assert unmounted(_pod(*volumes), NODE, at) == want
+
+
+#: The rows of CASES whose volume is in use on the node: attachable (a CSI volume whose
+#: driver attaches) and reached through a bound claim, attached yet or not.
+IN_USE = {
+    "a CSI volume without a CSIDriver needs attaching",
+    "a CSI volume whose driver requires attach",
+    "a CSI volume attached",
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "volumes", "claims", "pv", "driver", "attached", "_want"),
+    CASES,
+    ids=[c[0] for c in CASES],
+)
+def test_volumes_in_use(
+    name: str,
+    volumes: list[dict[str, Any]],
+    claims: list[Any],
+    pv: Any,
+    driver: Any,
+    attached: bool,
+    _want: str | None,
+) -> None:
+    at = _lookups(claims, pv, driver, attached)
+    want = [f"kubernetes.io/csi/{DRIVER}^{HANDLE}"] if name in IN_USE else []
+    assert volumes_in_use([_pod(*volumes), _pod(*volumes)], at) == want
+
+
+async def test_a_node_reports_the_volumes_its_pods_use_until_they_are_gone() -> None:
+    """A pod whose CSI volume waits for its attachment (no attacher runs here): the
+    volume is in use on the node from the start; once the pod is gone it is not."""
+    async with running(_template(count=1)) as env:
+        node = env.pool.nodes[0].name
+        pv = _csi_volume()
+        pv.spec.claim_ref.namespace, pv.spec.claim_ref.name = "default", "data"
+        await env.client.create(pv)
+        claim: Any = await env.client.create(persistent_volume_claim("data", "1Gi"))
+        claim.spec.volume_name = "pv"
+        claim = await env.client.update(claim)
+        claim.status.phase = "Bound"
+        await env.client.update_status(claim)
+        await env.pod("web", node, volumes=[PVC_VOL])
+
+        async def in_use() -> list[str]:
+            n: Any = await env.client.get(NODES, node)
+            return list(n.status.volumes_in_use)
+
+        await eventually(lambda: _eq(in_use(), [f"kubernetes.io/csi/{DRIVER}^{HANDLE}"]))
+        assert await env.phase("web") == "Pending"  # still waiting for the attachment
+        await env.client.delete(PODS, "web", "default", grace_period_seconds=0)
+        await eventually(lambda: _eq(in_use(), []))
+
+
+async def _eq(got: Any, want: Any) -> bool:
+    return await got == want
 
 
 async def test_a_pod_waits_for_its_claim_to_be_bound_then_runs() -> None:

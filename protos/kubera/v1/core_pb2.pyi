@@ -133,8 +133,16 @@ class ContainerImage(_message.Message):
     size_bytes: int
     def __init__(self, names: _Optional[_Iterable[str]] = ..., size_bytes: _Optional[int] = ...) -> None: ...
 
+class AttachedVolume(_message.Message):
+    __slots__ = ("name", "device_path")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_PATH_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    device_path: str
+    def __init__(self, name: _Optional[str] = ..., device_path: _Optional[str] = ...) -> None: ...
+
 class NodeStatus(_message.Message):
-    __slots__ = ("capacity", "allocatable", "conditions", "addresses", "node_info", "images", "phase")
+    __slots__ = ("capacity", "allocatable", "conditions", "addresses", "node_info", "images", "phase", "volumes_in_use", "volumes_attached")
     class CapacityEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -156,6 +164,8 @@ class NodeStatus(_message.Message):
     NODE_INFO_FIELD_NUMBER: _ClassVar[int]
     IMAGES_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
+    VOLUMES_IN_USE_FIELD_NUMBER: _ClassVar[int]
+    VOLUMES_ATTACHED_FIELD_NUMBER: _ClassVar[int]
     capacity: _containers.ScalarMap[str, str]
     allocatable: _containers.ScalarMap[str, str]
     conditions: _containers.RepeatedCompositeFieldContainer[NodeCondition]
@@ -163,7 +173,9 @@ class NodeStatus(_message.Message):
     node_info: NodeSystemInfo
     images: _containers.RepeatedCompositeFieldContainer[ContainerImage]
     phase: str
-    def __init__(self, capacity: _Optional[_Mapping[str, str]] = ..., allocatable: _Optional[_Mapping[str, str]] = ..., conditions: _Optional[_Iterable[_Union[NodeCondition, _Mapping]]] = ..., addresses: _Optional[_Iterable[_Union[NodeAddress, _Mapping]]] = ..., node_info: _Optional[_Union[NodeSystemInfo, _Mapping]] = ..., images: _Optional[_Iterable[_Union[ContainerImage, _Mapping]]] = ..., phase: _Optional[str] = ...) -> None: ...
+    volumes_in_use: _containers.RepeatedScalarFieldContainer[str]
+    volumes_attached: _containers.RepeatedCompositeFieldContainer[AttachedVolume]
+    def __init__(self, capacity: _Optional[_Mapping[str, str]] = ..., allocatable: _Optional[_Mapping[str, str]] = ..., conditions: _Optional[_Iterable[_Union[NodeCondition, _Mapping]]] = ..., addresses: _Optional[_Iterable[_Union[NodeAddress, _Mapping]]] = ..., node_info: _Optional[_Union[NodeSystemInfo, _Mapping]] = ..., images: _Optional[_Iterable[_Union[ContainerImage, _Mapping]]] = ..., phase: _Optional[str] = ..., volumes_in_use: _Optional[_Iterable[str]] = ..., volumes_attached: _Optional[_Iterable[_Union[AttachedVolume, _Mapping]]] = ...) -> None: ...
 
 class Node(_message.Message):
     __slots__ = ("api_version", "kind", "metadata", "spec", "status")

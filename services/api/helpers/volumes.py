@@ -19,12 +19,22 @@ here once:
 - `find_best_match_for_claim` (the controller's) searches the volumes by access-mode set,
   the sets holding every requested mode in order of fewest modes, so a claim for RWO gets an
   RWO disk before an RWO+ROX+RWX share of the same size.
+
+`VolumeIndex` keeps volume names by storage class and by the claim their claimRef names,
+so neither the PV controller nor the scheduler walks every volume for a claim. Upstream's
+controller indexes by access-mode set (index.go) and looks at every class in a set; the
+scheduler's assume cache indexes by class (ListPVs). A volume matches a claim only when
+it is of the claim's class or its claimRef already names the claim (returned whatever
+its class), so the candidates of a claim, the volumes of its class plus those naming it,
+give the match over all volumes. The index holds names only: readers take each
+candidate's newest copy and the match checks every rule again, so an entry a step
+behind costs a look at one volume, never a wrong binding.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
 from services.api.helpers.nodeaffinity import NodeSelector
@@ -33,6 +43,7 @@ from services.api.machinery.quantity import Quantity, QuantityError, parse_quant
 
 PV = storage_pb2.PersistentVolume
 PVC = storage_pb2.PersistentVolumeClaim
+K = TypeVar("K", bound=Hashable)
 
 #: Annotations of the binding protocol (pv_helpers.go), read by the scheduler too.
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -266,3 +277,69 @@ def find_best_match_for_claim(
         if found is not None:
             return found
     return None
+
+
+class VolumeIndex:
+    """Volume names by storage class and by the claim (namespace, name) they name."""
+
+    def __init__(self, volumes: Iterable[PV] = ()) -> None:
+        # dicts as ordered sets: a class's volumes in the order they were first indexed
+        self._by_class: dict[str, dict[str, None]] = {}
+        self._by_claim: dict[tuple[str, str], dict[str, None]] = {}
+        self._keys: dict[str, tuple[str, tuple[str, str] | None]] = {}
+        for pv in volumes:
+            self.add(pv)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def add(self, pv: PV) -> None:
+        """Index a new or changed volume (its class or claimRef may have changed)."""
+        name = pv.metadata.name
+        ref = pv.spec.claim_ref if pv.spec.HasField("claim_ref") else None
+        claim = (ref.namespace, ref.name) if ref is not None and ref.name else None
+        keys = (volume_class(pv), claim)
+        if self._keys.get(name) == keys:
+            return
+        self.remove(name)
+        self._keys[name] = keys
+        self._by_class.setdefault(keys[0], {})[name] = None
+        if claim is not None:
+            self._by_claim.setdefault(claim, {})[name] = None
+
+    def remove(self, name: str) -> None:
+        keys = self._keys.pop(name, None)
+        if keys is None:
+            return
+        cls, claim = keys
+        _discard(self._by_class, cls, name)
+        if claim is not None:
+            _discard(self._by_claim, claim, name)
+
+    def of_class(self, name: str) -> list[str]:
+        """The volumes of a storage class ("" for the volumes of none)."""
+        return list(self._by_class.get(name, ()))
+
+    def candidates(self, claim: PVC) -> list[str]:
+        """The volumes that may match `claim`: its class's, then those naming it."""
+        out = dict.fromkeys(self._by_class.get(claim_class(claim), ()))
+        out.update(self._by_claim.get((claim.metadata.namespace, claim.metadata.name), {}))
+        return list(out)
+
+    def find_best_match(
+        self, claim: PVC, volume: Callable[[str], PV | None], *, delay_binding: bool = False
+    ) -> PV | None:
+        """findBestMatchForClaim over the candidates, each read with `volume(name)`
+        (None: gone)."""
+        found = (volume(name) for name in self.candidates(claim))
+        return find_best_match_for_claim(
+            claim, [pv for pv in found if pv is not None], delay_binding=delay_binding
+        )
+
+
+def _discard(index: dict[K, dict[str, None]], key: K, name: str) -> None:
+    names = index.get(key)
+    if names is not None:
+        names.pop(name, None)
+        if not names:
+            del index[key]

@@ -23,6 +23,10 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     "kubera.v1.AllocationResult": {
         "devices": {},
     },
+    "kubera.v1.AttachedVolume": {
+        "devicePath": "",
+        "name": "",
+    },
     "kubera.v1.Binding": {
         "metadata": {},
         "target": {},

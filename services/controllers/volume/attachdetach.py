@@ -25,16 +25,24 @@ SuccessfulAttachVolume event. Attachments of other drivers wait for their attach
 (none runs in kubera), so their pods stay ContainerCreating, as upstream without the
 driver installed.
 
+The node's status.volumesAttached (upstream's node status updater, from the actual
+state of the world) lists the volumes attached for its pods: one entry per attachment
+the node needs that is attached, named `kubernetes.io/csi/<driver>^<volumeHandle>`
+with devicePath "" (a CSI attach has no device path), sorted by name. It is written
+with a merge patch of the node's status when it differs from the node's, after each
+sync of the node; a node whose list changes under the controller is synced again.
+
 Deliberate differences: no attacher finalizer (`external-attacher/<driver>`) and no
-wait for the node to report the volume unmounted before detaching (upstream waits up to
-maxWaitForUnmountDuration); no Multi-Attach check for ReadWriteOnce volumes; no inline
-CSI volumes or migrated in-tree volumes; node.status.volumesAttached is not written.
+wait for the node to report the volume unmounted (status.volumesInUse) before detaching
+(upstream waits up to maxWaitForUnmountDuration); no Multi-Attach check for ReadWriteOnce
+volumes; no inline CSI volumes or migrated in-tree volumes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,7 +50,13 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, storage_pb2, storagev1_pb2
-from services.api.helpers.csi import LABEL_HOLLOW_DRIVER, attach_required, attachment_name
+from services.api.helpers.csi import (
+    LABEL_HOLLOW_DRIVER,
+    attach_required,
+    attachment_name,
+    csi_volume_name,
+)
+from services.api.machinery import codec
 from services.api.machinery.errors import AlreadyExistsError, ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.kubeobject import narrow
@@ -58,6 +72,7 @@ log = logging.getLogger(__name__)
 
 PODS, PVCS, PVS = BY_KIND["Pod"], BY_KIND["PersistentVolumeClaim"], BY_KIND["PersistentVolume"]
 CSI_DRIVERS, ATTACHMENTS = BY_KIND["CSIDriver"], BY_KIND["VolumeAttachment"]
+NODES = BY_KIND["Node"]
 VA = storagev1_pb2.VolumeAttachment
 SUCCESSFUL_ATTACH = "SuccessfulAttachVolume"
 
@@ -100,6 +115,7 @@ class AttachDetachController:
         self.pv_informer = informers.get(PVS)
         self.driver_informer = informers.get(CSI_DRIVERS)
         self.va_informer = informers.get(ATTACHMENTS)
+        self.node_informer = informers.get(NODES)
         self.queue: WorkQueue[str] = controller_queue(
             "attachdetach",
             clock=self.clock,
@@ -142,6 +158,7 @@ class AttachDetachController:
                 on_delete=self._va_deleted,
             )
         )
+        self.node_informer.add_handlers(Handlers(on_update=self._node_changed))
 
     @staticmethod
     def wants_pod_update(old: Message, new: Message) -> bool:
@@ -160,6 +177,7 @@ class AttachDetachController:
                 self.pv_informer.synced,
                 self.driver_informer.synced,
                 self.va_informer.synced,
+                self.node_informer.synced,
             ):
                 for node in {*self._by_node, *self._nodes_with_pods()}:
                     self.queue.add(node)
@@ -226,6 +244,11 @@ class AttachDetachController:
         va = narrow(obj, VA)
         self._by_node.setdefault(va.spec.node_name, set()).add(va.metadata.name)
         self.queue.add(va.spec.node_name)
+
+    def _node_changed(self, old: Message, new: Message) -> None:
+        o, n = narrow(old, core_pb2.Node), narrow(new, core_pb2.Node)
+        if list(o.status.volumes_attached) != list(n.status.volumes_attached):
+            self.queue.add(n.metadata.name)
 
     def _va_deleted(self, obj: Message) -> None:
         va = narrow(obj, VA)
@@ -300,10 +323,48 @@ class AttachDetachController:
             if name not in want and self._detachable(va):
                 with contextlib.suppress(NotFoundError):
                     await self.client.delete(ATTACHMENTS, name)
-            elif name in want and not va.status.attached and self._hollow(va.spec.attacher):
-                await self._attach(va, want[name][1])
+            elif (
+                name in want
+                and not va.status.attached
+                and self._hollow(va.spec.attacher)
+                and await self._attach(va, want[name][1])
+            ):
+                have[name] = narrow(codec.clone(va), VA)
+                have[name].status.attached = True
+        await self._report_attached(node, want, have)
 
-    async def _attach(self, va: VA, pods: list[core_pb2.Pod]) -> None:
+    def attached_volumes(
+        self, want: dict[str, tuple[VA, list[core_pb2.Pod]]], have: dict[str, VA]
+    ) -> list[core_pb2.AttachedVolume]:
+        """The node's status.volumesAttached: the attachments it needs that are attached."""
+        names = set()
+        for name in want:
+            va = have.get(name)
+            if va is None or not va.status.attached or va.metadata.deletion_timestamp:
+                continue
+            pv = self.pv_informer.store.get(va.spec.source.persistent_volume_name)
+            if pv is not None and pv.spec.HasField("csi"):  # type: ignore[attr-defined]
+                csi = pv.spec.csi  # type: ignore[attr-defined]
+                names.add(csi_volume_name(csi.driver, csi.volume_handle))
+        return [core_pb2.AttachedVolume(name=n, device_path="") for n in sorted(names)]
+
+    async def _report_attached(
+        self, node: str, want: dict[str, tuple[VA, list[core_pb2.Pod]]], have: dict[str, VA]
+    ) -> None:
+        """Patch the node's status.volumesAttached when it differs (no Node: nothing)."""
+        obj = self.node_informer.store.get(node)
+        if obj is None:
+            return
+        attached = self.attached_volumes(want, have)
+        if list(narrow(obj, core_pb2.Node).status.volumes_attached) == attached:
+            return
+        body = [{"name": v.name, "devicePath": v.device_path} for v in attached]
+        with contextlib.suppress(NotFoundError):
+            await self.client.patch(
+                NODES, node, json.dumps({"status": {"volumesAttached": body}}), status=True
+            )
+
+    async def _attach(self, va: VA, pods: list[core_pb2.Pod]) -> bool:
         """The hollow driver's ControllerPublishVolume: the attachment is attached."""
         new = VA()
         new.CopyFrom(va)
@@ -311,12 +372,13 @@ class AttachDetachController:
         try:
             await self.client.update_status(new)
         except (ConflictError, NotFoundError):
-            return  # a newer attachment comes through its own event
+            return False  # a newer attachment comes through its own event
         message = (
             f'AttachVolume.Attach succeeded for volume "{va.spec.source.persistent_volume_name}"'
         )
         for pod in pods:
             self.events.event(pod, NORMAL, SUCCESSFUL_ATTACH, message)
+        return True
 
 
 __all__ = ["AttachDetachConfig", "AttachDetachController", "attachment"]

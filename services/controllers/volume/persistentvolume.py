@@ -15,7 +15,8 @@ A claim (sync_claim):
   volume if the volume exists, is free (or pre-bound to it) and satisfies it (else a
   VolumeMismatch / FailedBinding event, Pending); without one it binds the best match
   (services/api/helpers/volumes.py: the smallest Available volume of its class, size,
-  modes, volume mode and selector). In a WaitForFirstConsumer class only a pre-bound
+  modes, volume mode and selector) among the volumes of its class and those naming it
+  (api/helpers/volumes.py `VolumeIndex`). In a WaitForFirstConsumer class only a pre-bound
   volume is bound here; the rest waits for the scheduler's `volume.kubernetes.io/
   selected-node` annotation (event WaitForPodScheduled naming the unscheduled pods that
   use it, else WaitForFirstConsumer), after which the claim is provisioned. With no
@@ -37,7 +38,12 @@ or Released and deleted when it was provisioned for that claim.
 The hollow provisioner (a class whose `provisioner` is in `provisioners`, by default
 `hollow.kubera.io`) makes `pvc-<claim uid>`: the claim's size, modes and volume mode, the
 class's reclaim policy and mount options, a `csi` source of that driver (volumeHandle the
-volume's name), pre-bound to the claim, annotated `pv.kubernetes.io/provisioned-by`. The
+volume's name), pre-bound to the claim, annotated `pv.kubernetes.io/provisioned-by`. Its
+volumes are node-local, as those of kind's default class (rancher.io/local-path): one
+provisioned for a selected node (WaitForFirstConsumer) gets a node affinity
+`kubernetes.io/hostname` In that node's hostname, so the claim's later pods go there
+too; an Immediate claim's volume gets the class's first allowedTopologies, or none (it
+is reachable from every node, where local-path would refuse). The
 hollow CSI drivers that node templates declare (their CSIDriver objects carry the label
 `kubera.io/hollow-csi-driver`) are provisioned for too, as their external-provisioner
 would: the volume gets a node affinity on the driver's topology keys (from the CSINode
@@ -71,13 +77,14 @@ from services.api.helpers.volumes import (
     ANN_DYNAMICALLY_PROVISIONED,
     ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,
+    VolumeIndex,
     bind_volume_to_claim,
     claim_class,
-    find_best_match_for_claim,
     is_default_class,
     is_volume_bound_to_claim,
     volume_mode_mismatch,
 )
+from services.api.helpers.wellknown import LABEL_HOSTNAME
 from services.api.machinery import codec
 from services.api.machinery.errors import AlreadyExistsError, ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
@@ -191,6 +198,9 @@ class PersistentVolumeController:
         # What this controller wrote last, newer than the informers until they catch up
         # (upstream's storeObjectUpdate): the next sync starts from it, not a stale copy.
         self._written: dict[tuple[str, str], Message] = {}
+        #: The volumes by class and by the claim they name (api/helpers/volumes.py): a
+        #: claim's match looks at those only.
+        self.index = VolumeIndex()
         self.pv_informer.add_handlers(
             Handlers(
                 self._volume_changed, lambda _o, n: self._volume_changed(n), self._volume_deleted
@@ -247,11 +257,13 @@ class PersistentVolumeController:
     # ------------------------------------------------------------------ handlers
 
     def _volume_changed(self, obj: Message) -> None:
+        self.index.add(obj)  # type: ignore[arg-type]
         self.volume_queue.add(object_key(obj))
 
     def _volume_deleted(self, obj: Message) -> None:
         pv: PV = obj  # type: ignore[assignment]
         self._written.pop(("pv", pv.metadata.name), None)
+        self.index.remove(pv.metadata.name)
         if pv.spec.HasField("claim_ref"):
             # the claim turns Lost now rather than at the next resync
             self.claim_queue.add(f"{pv.spec.claim_ref.namespace}/{pv.spec.claim_ref.name}")
@@ -303,6 +315,8 @@ class PersistentVolumeController:
         written = await (self.client.update_status(obj) if status else self.client.update(obj))
         what = "pv" if isinstance(written, PV) else "pvc"
         self._written[(what, object_key(written))] = written
+        if isinstance(written, PV):
+            self.index.add(written)
         return narrow(codec.clone(written), type(obj))
 
     async def _volume_phase(self, pv: PV, phase: str, message: str = "") -> PV:
@@ -397,7 +411,7 @@ class PersistentVolumeController:
         if not claim.spec.volume_name:
             delay = self._is_delay_binding(claim)
             # matched on the cached objects (read only); the one chosen is copied to write
-            found = find_best_match_for_claim(claim, self._all_volumes(), delay_binding=delay)
+            found = self.index.find_best_match(claim, self._cached_volume, delay_binding=delay)
             if found is not None:
                 await self._bind(narrow(codec.clone(found), PV), claim)
                 return
@@ -511,13 +525,9 @@ class PersistentVolumeController:
             message = f"waiting for pods {','.join(pods)} to be scheduled"
             self.events.event(claim, NORMAL, WAIT_FOR_POD_SCHEDULED, message)
 
-    def _all_volumes(self) -> list[PV]:
-        out = []
-        for name in list(self.pv_informer.store):
-            v = self._latest("pv", name)
-            if v is not None:
-                out.append(v)  # type: ignore[arg-type]
-        return out
+    def _cached_volume(self, name: str) -> PV | None:
+        """The newest copy of a volume, read only (the match copies the one it picks)."""
+        return self._latest("pv", name)  # type: ignore[return-value]
 
     async def _provision(self, claim: PVC) -> None:
         """provisionClaim: a hollow provisioner's class gets a volume made for the claim;
@@ -543,8 +553,7 @@ class PersistentVolumeController:
             self.events.event(claim, NORMAL, EXTERNAL_PROVISIONING, message)
             return
         volume = provisioned_volume(claim, sc)
-        if provisioner not in self.config.provisioners:
-            add_topology(volume, self._segment(claim, sc))
+        add_topology(volume, self._segment(claim, sc))
         try:
             await self.client.create(volume)
         except AlreadyExistsError:
@@ -575,12 +584,17 @@ class PersistentVolumeController:
     def _segment(self, claim: PVC, sc: storagev1_pb2.StorageClass) -> dict[str, str]:
         """Where a hollow driver's new volume is reachable (see the module docstring)."""
         driver = sc.provisioner
+        own = driver in self.config.provisioners
         selected = claim.metadata.annotations.get(ANN_SELECTED_NODE)
         if selected:
+            if own:  # node-local, as kind's local-path volumes
+                return {LABEL_HOSTNAME: self._node_labels(selected).get(LABEL_HOSTNAME, selected)}
             keys = self._topology_keys(self.csinode_informer.store.get(selected), driver)
             return topology_segment(keys, self._node_labels(selected))
         if sc.allowed_topologies:
             return allowed_segment(sc)
+        if own:
+            return {}  # Immediate: reachable from every node
         segments = []
         for name, csinode in list(self.csinode_informer.store.items()):
             keys = self._topology_keys(csinode, driver)

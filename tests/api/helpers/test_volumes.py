@@ -115,55 +115,56 @@ def _claim(size: str, *modes: str, **spec: Any) -> Any:
 _SHOULD_EXIST = {"matchLabels": {"should-exist": "true"}}
 
 
-@pytest.mark.parametrize(
-    ("claim", "expected"),
-    [
-        pytest.param(_claim("8G"), "gce-pd-10", id="successful-match-gce-10"),
-        pytest.param(_claim("5G", ROX, RWO, RWX), "nfs-5", id="successful-match-nfs-5"),
-        pytest.param(_claim("1G"), "gce-pd-5", id="successful-skip-1g-bound-volume"),
-        pytest.param(_claim("999G"), None, id="successful-no-match"),
-        pytest.param(
-            _claim("999G", selector={"matchLabels": {"should-not-exist": "true"}}),
-            None,
-            id="successful-no-match-due-to-label",
-        ),
-        pytest.param(
-            _claim("20000G", ROX, RWO, selector=_SHOULD_EXIST),
-            None,
-            id="successful-no-match-due-to-size-constraint-with-label-selector",
-        ),
-        pytest.param(
-            _claim("20000G", RWO, selector=_SHOULD_EXIST),
-            "gce-pd-2",
-            id="successful-match-due-with-constraint-and-label-selector",
-        ),
-        pytest.param(
-            _claim("1G", RWO, selector=_SHOULD_EXIST, storageClassName=SILVER),
-            "gce-pd-silver1",
-            id="successful-match-with-class",
-        ),
-        pytest.param(
-            _claim("1G", RWO, storageClassName=SILVER),
-            "gce-pd-silver2",
-            id="successful-match-with-class-and-labels",
-        ),
-        pytest.param(
-            _claim("1E", RWO, storageClassName=LARGE),
-            "local-pd-very-large",
-            id="successful-match-very-large",
-        ),
-        pytest.param(
-            _claim("800E", RWO, storageClassName=LARGE),
-            "local-pd-extremely-large",
-            id="successful-match-exact-extremely-large",
-        ),
-        pytest.param(
-            _claim("950E", RWO, storageClassName=LARGE),
-            None,
-            id="successful-no-match-way-too-large",
-        ),
-    ],
-)
+#: TestMatchVolume's rows: a claim and the volume of TEST_VOLUMES it gets.
+MATCH_VOLUME_CASES = [
+    pytest.param(_claim("8G"), "gce-pd-10", id="successful-match-gce-10"),
+    pytest.param(_claim("5G", ROX, RWO, RWX), "nfs-5", id="successful-match-nfs-5"),
+    pytest.param(_claim("1G"), "gce-pd-5", id="successful-skip-1g-bound-volume"),
+    pytest.param(_claim("999G"), None, id="successful-no-match"),
+    pytest.param(
+        _claim("999G", selector={"matchLabels": {"should-not-exist": "true"}}),
+        None,
+        id="successful-no-match-due-to-label",
+    ),
+    pytest.param(
+        _claim("20000G", ROX, RWO, selector=_SHOULD_EXIST),
+        None,
+        id="successful-no-match-due-to-size-constraint-with-label-selector",
+    ),
+    pytest.param(
+        _claim("20000G", RWO, selector=_SHOULD_EXIST),
+        "gce-pd-2",
+        id="successful-match-due-with-constraint-and-label-selector",
+    ),
+    pytest.param(
+        _claim("1G", RWO, selector=_SHOULD_EXIST, storageClassName=SILVER),
+        "gce-pd-silver1",
+        id="successful-match-with-class",
+    ),
+    pytest.param(
+        _claim("1G", RWO, storageClassName=SILVER),
+        "gce-pd-silver2",
+        id="successful-match-with-class-and-labels",
+    ),
+    pytest.param(
+        _claim("1E", RWO, storageClassName=LARGE),
+        "local-pd-very-large",
+        id="successful-match-very-large",
+    ),
+    pytest.param(
+        _claim("800E", RWO, storageClassName=LARGE),
+        "local-pd-extremely-large",
+        id="successful-match-exact-extremely-large",
+    ),
+    pytest.param(
+        _claim("950E", RWO, storageClassName=LARGE),
+        None,
+        id="successful-no-match-way-too-large",
+    ),
+]
+
+
+@pytest.mark.parametrize(("claim", "expected"), MATCH_VOLUME_CASES)
 def test_the_smallest_matching_volume_of_the_fewest_access_modes_is_chosen(
     claim: Any, expected: str | None
 ) -> None:

@@ -236,6 +236,13 @@ def web_statefulset(r: Run) -> None:
     for p in pods:
         assert p["spec"]["hostname"] == p["metadata"]["name"]
         assert p["spec"]["subdomain"] == "nginx"
+        # WaitForFirstConsumer: each claim was provisioned on the node its pod landed on
+        claim = r.json("pvc", f"www-{p['metadata']['name']}")
+        assert claim["status"]["phase"] == "Bound"
+        node = p["spec"]["nodeName"]
+        assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == node
+        pv = r.json("pv", claim["spec"]["volumeName"])
+        assert node in json.dumps(pv["spec"]["nodeAffinity"])
     serves(r, "nginx", pods, 80)
     row = r.kubectl("get", "sts", "web", "-n", r.ns).stdout.splitlines()[1].split()
     assert row[:2] == ["web", "2/2"]

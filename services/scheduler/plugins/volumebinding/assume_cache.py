@@ -118,13 +118,28 @@ def pvc_key(pvc: Any) -> str:
 
 
 class PVAssumeCache(AssumeCache):
-    def __init__(self, source: Source) -> None:
+    def __init__(
+        self, source: Source, of_class: Callable[[str], list[str] | None] = lambda _c: None
+    ) -> None:
         super().__init__(source, "PersistentVolume", pv_key)
+        #: The names of a class's volumes from an index by class (upstream's assume cache
+        #: indexes by class too), or None: walk every volume.
+        self._of_class = of_class
 
     def list_pvs(self, storage_class: str) -> list[Any]:
         """The volumes of one class (the beta annotation, else spec.storageClassName), as
         assumed."""
-        return [pv for pv in self.list() if volume_class(pv) == storage_class]
+        names = self._of_class(storage_class)
+        if names is None:
+            candidates = self.list()
+        else:
+            candidates = []
+            for name in names:
+                try:
+                    candidates.append(self.get(name))
+                except NotFoundError:
+                    continue
+        return [pv for pv in candidates if volume_class(pv) == storage_class]
 
 
 class PVCAssumeCache(AssumeCache):

@@ -160,7 +160,7 @@ class VolumeBinder:
         clock: Clock | None = None,
     ) -> None:
         self.listers = listers
-        self.pv_cache = PVAssumeCache(lambda: listers.pvs)
+        self.pv_cache = PVAssumeCache(lambda: listers.pvs, listers.pv_names_of_class)
         self.pvc_cache = PVCAssumeCache(lambda: listers.pvcs)
         self._client = client
         self._pods = pods
