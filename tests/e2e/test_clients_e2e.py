@@ -416,6 +416,7 @@ def test_the_js_client_lists_every_kind_and_its_informer_sees_create_patch_delet
     )
     assert r.returncode == 0, r.stderr + r.stdout
     out = json.loads(r.stdout)
+    assert dra_field_problems(out["dra"]) == []
     for k in KINDS:
         listed = out["lists"][k.kind]
         assert f"cl-{k.singular}" in listed["names"], k.kind
