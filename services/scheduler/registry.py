@@ -150,7 +150,8 @@ IN_TREE: tuple[InTreePlugin, ...] = (
     InTreePlugin(
         "DynamicResources",
         "dynamicresources.plugin",
-        (PRE_ENQUEUE, PRE_FILTER, FILTER, POST_FILTER, RESERVE, PRE_BIND),
+        (PRE_ENQUEUE, PRE_FILTER, FILTER, POST_FILTER, SCORE, RESERVE, PRE_BIND),
+        1,
     ),
     InTreePlugin("DefaultPreemption", "defaultpreemption", (POST_FILTER,)),
     InTreePlugin(

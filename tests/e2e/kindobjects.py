@@ -13,12 +13,15 @@ bare object the apiserver refuses fails the tests that create it: give it an exa
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
 from kubera.fuzz.grpc_inputs import example_objects
+from kubera.testing import Cluster
 from services.api.machinery import codec
 from services.api.machinery.kinds import BY_KIND, BY_TYPE_URL, KINDS, Kind
+from tests.e2e.helpers import kubectl
 
 #: Name prefix of every object these tests create.
 PREFIX = "cl-"
@@ -46,18 +49,93 @@ EXTRA: dict[str, dict[str, Any]] = {
         },
     },
     "Lease": {"spec": {"holderIdentity": "clients-e2e", "leaseDurationSeconds": 15}},
+    # Every newer DRA field a driver writes: a partitionable GPU consuming a counter set of
+    # the pool's other slice (MORE), with a taint and binding conditions, and a NIC shared
+    # by several requests with a capacity request policy.
     "ResourceSlice": {
         "spec": {
             "driver": "gpu.example.com",
-            "pool": {"name": "cl-pool", "generation": 1, "resourceSliceCount": 1},
+            "pool": {"name": "cl-pool", "generation": 1, "resourceSliceCount": 2},
             "allNodes": True,
-            "devices": [{"name": "gpu-0"}],
+            "devices": [
+                {
+                    "name": "gpu-0",
+                    "attributes": {
+                        "model": {"string": "A100"},
+                        "index": {"int": 0},
+                        "nvlink": {"bool": True},
+                        "driverVersion": {"version": "1.2.3"},
+                    },
+                    "capacity": {"memory": {"value": "40Gi"}},
+                    "consumesCounters": [
+                        {"counterSet": "cl-gpu-0", "counters": {"memory": {"value": "40Gi"}}}
+                    ],
+                    "taints": [
+                        {
+                            "key": "example.com/cl",
+                            "value": "yes",
+                            "effect": "None",
+                            "timeAdded": "2026-01-02T03:04:05Z",
+                        }
+                    ],
+                    "bindsToNode": True,
+                    "bindingConditions": ["gpu.example.com/is-prepared"],
+                    "bindingFailureConditions": ["gpu.example.com/preparing-failed"],
+                },
+                {
+                    "name": "nic-0",
+                    "allowMultipleAllocations": True,
+                    "capacity": {
+                        "bandwidth": {
+                            "value": "10Gi",
+                            "requestPolicy": {
+                                "default": "1Gi",
+                                "validRange": {"min": "1Gi", "max": "10Gi", "step": "1Gi"},
+                            },
+                        }
+                    },
+                },
+            ],
+        },
+    },
+    # A claim with every kind of request: capacity and tolerations, firstAvailable, a
+    # distinctAttribute constraint; its status (STATUS) allocates a share of the NIC.
+    "ResourceClaim": {
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "req-0",
+                        "exactly": {
+                            "deviceClassName": "cl-deviceclass",
+                            "capacity": {"requests": {"bandwidth": "1Gi"}},
+                            "tolerations": [
+                                {
+                                    "key": "example.com/cl",
+                                    "operator": "Exists",
+                                    "effect": "NoSchedule",
+                                }
+                            ],
+                        },
+                    },
+                    {
+                        "name": "req-1",
+                        "firstAvailable": [
+                            {"name": "big", "deviceClassName": "cl-deviceclass", "count": 2},
+                            {"name": "small", "deviceClassName": "cl-deviceclass"},
+                        ],
+                    },
+                ],
+                "constraints": [
+                    {"requests": ["req-0"], "distinctAttribute": "gpu.example.com/index"}
+                ],
+            }
         },
     },
     # drataints: a rule of effect None on a driver no node has (it taints nothing).
     "DeviceTaintRule": {
         "spec": {
-            "deviceSelector": {"driver": "cl.example.com"},
+            "deviceSelector": {"driver": "cl.example.com", "pool": "cl-pool", "device": "gpu-0"},
             "taint": {"key": "example.com/cl", "value": "yes", "effect": "None"},
         },
     },
@@ -179,9 +257,98 @@ def object_of(kind: Kind) -> dict[str, Any]:
     return doc
 
 
+#: Objects beyond one of every kind: the counter sets of cl-pool (upstream keeps a pool's
+#: sharedCounters in a slice without devices).
+MORE: list[dict[str, Any]] = [
+    {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{PREFIX}resourceslice-counters"},
+        "spec": {
+            "driver": "gpu.example.com",
+            "pool": {"name": "cl-pool", "generation": 1, "resourceSliceCount": 2},
+            "allNodes": True,
+            "sharedCounters": [{"name": "cl-gpu-0", "counters": {"memory": {"value": "80Gi"}}}],
+        },
+    },
+]
+
+#: Statuses written once the objects exist (the status subresource, as a scheduler and a
+#: driver write them): cl-resourceclaim allocated a share of the NIC (shareID,
+#: consumedCapacity) with binding conditions, and the driver's device status of it.
+STATUS: dict[str, dict[str, Any]] = {
+    "ResourceClaim": {
+        "allocation": {
+            "devices": {
+                "results": [
+                    {
+                        "request": "req-0",
+                        "driver": "gpu.example.com",
+                        "pool": "cl-pool",
+                        "device": "nic-0",
+                        "shareID": "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa",
+                        "consumedCapacity": {"bandwidth": "1Gi"},
+                        "tolerations": [
+                            {"key": "example.com/cl", "operator": "Exists", "effect": "NoSchedule"}
+                        ],
+                        "bindingConditions": ["gpu.example.com/is-prepared"],
+                        "bindingFailureConditions": ["gpu.example.com/preparing-failed"],
+                    }
+                ]
+            },
+            "allocationTimestamp": "2026-01-02T03:04:05Z",
+        },
+        "devices": [
+            {
+                "driver": "gpu.example.com",
+                "pool": "cl-pool",
+                "device": "nic-0",
+                "shareID": "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa",
+                "conditions": [
+                    {
+                        "type": "gpu.example.com/is-prepared",
+                        "status": "True",
+                        "reason": "Prepared",
+                        "message": "ready",
+                        "lastTransitionTime": "2026-01-02T03:04:06Z",
+                    }
+                ],
+                "data": {"vendor": "example"},
+                "networkData": {
+                    "interfaceName": "eth1",
+                    "ips": ["10.9.8.7/24"],
+                    "hardwareAddress": "ea:9f:1c:2d:3e:4f",
+                },
+            }
+        ],
+    },
+}
+
+
 def all_objects() -> list[dict[str, Any]]:
-    """`object_of` every kind, in KINDS order (namespaces and nodes first)."""
-    return [object_of(k) for k in KINDS]
+    """`object_of` every kind, in KINDS order (namespaces and nodes first), then MORE."""
+    return [object_of(k) for k in KINDS] + copy.deepcopy(MORE)
+
+
+def write_statuses(k: Cluster) -> None:
+    """Write STATUS into the objects of all_objects (kubectl patch --subresource=status)."""
+    for kind_name, status in STATUS.items():
+        doc = object_of(BY_KIND[kind_name])
+        meta = doc["metadata"]
+        ns = ("-n", meta["namespace"]) if "namespace" in meta else ()
+        patch = json.dumps({"status": status})
+        kind = BY_KIND[kind_name]
+        kubectl(
+            k,
+            "patch",
+            f"{kind.resource}.{kind.group}",
+            meta["name"],
+            *ns,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            patch,
+        )
 
 
 def python_api(kind: Kind) -> tuple[str, str]:
@@ -216,3 +383,82 @@ def named(kind_name: str, name: str) -> dict[str, Any]:
     doc = object_of(BY_KIND[kind_name])
     doc["metadata"]["name"] = name
     return doc
+
+
+# The newer DRA fields a strict client must keep: (object, path, value), the path through
+# the client's own JSON of its model (None: present, any value, for timestamps a client
+# re-renders as it likes).
+_SHARE = STATUS["ResourceClaim"]["allocation"]["devices"]["results"][0]["shareID"]
+DRA_FIELDS: list[tuple[str, tuple[str | int, ...], Any]] = [
+    (
+        "claim",
+        ("spec", "devices", "requests", 0, "exactly", "capacity", "requests"),
+        {"bandwidth": "1Gi"},
+    ),
+    (
+        "claim",
+        ("spec", "devices", "requests", 0, "exactly", "tolerations", 0, "operator"),
+        "Exists",
+    ),
+    ("claim", ("spec", "devices", "requests", 1, "firstAvailable", 0, "count"), 2),
+    ("claim", ("spec", "devices", "constraints", 0, "distinctAttribute"), "gpu.example.com/index"),
+    ("claim", ("status", "allocation", "devices", "results", 0, "shareID"), _SHARE),
+    (
+        "claim",
+        ("status", "allocation", "devices", "results", 0, "consumedCapacity"),
+        {"bandwidth": "1Gi"},
+    ),
+    (
+        "claim",
+        ("status", "allocation", "devices", "results", 0, "bindingConditions"),
+        ["gpu.example.com/is-prepared"],
+    ),
+    (
+        "claim",
+        ("status", "allocation", "devices", "results", 0, "bindingFailureConditions"),
+        ["gpu.example.com/preparing-failed"],
+    ),
+    (
+        "claim",
+        ("status", "allocation", "devices", "results", 0, "tolerations", 0, "key"),
+        "example.com/cl",
+    ),
+    ("claim", ("status", "allocation", "allocationTimestamp"), None),
+    ("claim", ("status", "devices", 0, "shareID"), _SHARE),
+    ("claim", ("status", "devices", 0, "conditions", 0, "type"), "gpu.example.com/is-prepared"),
+    ("claim", ("status", "devices", 0, "data"), {"vendor": "example"}),
+    ("claim", ("status", "devices", 0, "networkData", "ips"), ["10.9.8.7/24"]),
+    ("slice", ("spec", "devices", 0, "consumesCounters", 0, "counterSet"), "cl-gpu-0"),
+    ("slice", ("spec", "devices", 0, "consumesCounters", 0, "counters", "memory", "value"), "40Gi"),
+    ("slice", ("spec", "devices", 0, "taints", 0, "effect"), "None"),
+    ("slice", ("spec", "devices", 0, "taints", 0, "timeAdded"), None),
+    ("slice", ("spec", "devices", 0, "bindsToNode"), True),
+    ("slice", ("spec", "devices", 0, "bindingConditions"), ["gpu.example.com/is-prepared"]),
+    ("slice", ("spec", "devices", 0, "attributes", "driverVersion", "version"), "1.2.3"),
+    ("slice", ("spec", "devices", 1, "allowMultipleAllocations"), True),
+    ("slice", ("spec", "devices", 1, "capacity", "bandwidth", "requestPolicy", "default"), "1Gi"),
+    (
+        "slice",
+        ("spec", "devices", 1, "capacity", "bandwidth", "requestPolicy", "validRange", "step"),
+        "1Gi",
+    ),
+    ("counters", ("spec", "sharedCounters", 0, "counters", "memory", "value"), "80Gi"),
+]
+
+
+def dra_field_problems(objects: dict[str, Any]) -> list[str]:
+    """The DRA_FIELDS a client lost or changed: `objects` maps "claim" (cl-resourceclaim),
+    "slice" (cl-resourceslice) and "counters" (cl-resourceslice-counters) to the client's
+    JSON of its model of each; [] when every field came through."""
+    problems = []
+    for name, path, want in DRA_FIELDS:
+        got: Any = objects[name]
+        for step in path:
+            try:
+                got = got[step]
+            except (KeyError, IndexError, TypeError):
+                got = None
+                break
+        if got is None or (want is not None and got != want):
+            problems.append(f"{name}.{'.'.join(map(str, path))}: {got!r}")
+    return problems

@@ -40,9 +40,11 @@ from tests.e2e.kindobjects import (
     NO_CLIENT_MODEL,
     VERB_KINDS,
     all_objects,
+    dra_field_problems,
     lightkube_module,
     named,
     python_api,
+    write_statuses,
 )
 from tests.waiting import until
 
@@ -57,6 +59,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterat
         path.write_text(yaml.safe_dump_all(all_objects()))
         r = k("apply", "-f", str(path))
         assert r.returncode == 0, r.stderr + r.stdout
+        write_statuses(k)
         yield k
 
 
@@ -147,6 +150,19 @@ async def test_kubernetes_asyncio_creates_patches_watches_and_deletes(
     assert seen[0] == "ADDED" and "MODIFIED" in seen and seen[-1] == "DELETED", seen
 
 
+async def test_kubernetes_asyncio_keeps_the_newer_dra_fields(kubeconfig: Path) -> None:
+    api = await aio_config.new_client_from_config(config_file=str(kubeconfig))
+    async with api:
+        res = aio_client.ResourceV1Api(api)
+        objs = {
+            "claim": await res.read_namespaced_resource_claim("cl-resourceclaim", "default"),
+            "slice": await res.read_resource_slice("cl-resourceslice"),
+            "counters": await res.read_resource_slice("cl-resourceslice-counters"),
+        }
+        got = {k: api.sanitize_for_serialization(v) for k, v in objs.items()}
+    assert dra_field_problems(got) == []
+
+
 # -- lightkube -----------------------------------------------------------------------------
 
 
@@ -177,6 +193,21 @@ async def test_lightkube_lists_and_watches_every_kind(kubeconfig: Path, kind: Ki
         assert seen is not None and seen[0] == "ADDED" and isinstance(seen[1], res)
     finally:
         await lk.close()
+
+
+async def test_lightkube_keeps_the_newer_dra_fields(kubeconfig: Path) -> None:
+    claim_res = _lightkube_resource(BY_KIND["ResourceClaim"])
+    slice_res = _lightkube_resource(BY_KIND["ResourceSlice"])
+    lk = AsyncClient(KubeConfig.from_file(kubeconfig))
+    try:
+        objs = {
+            "claim": await lk.get(claim_res, "cl-resourceclaim", namespace="default"),
+            "slice": await lk.get(slice_res, "cl-resourceslice"),
+            "counters": await lk.get(slice_res, "cl-resourceslice-counters"),
+        }
+    finally:
+        await lk.close()
+    assert dra_field_problems({k: v.to_dict() for k, v in objs.items()}) == []
 
 
 @pytest.mark.parametrize("kind_name", VERB_KINDS)
@@ -385,6 +416,7 @@ def test_the_js_client_lists_every_kind_and_its_informer_sees_create_patch_delet
     )
     assert r.returncode == 0, r.stderr + r.stdout
     out = json.loads(r.stdout)
+    assert dra_field_problems(out["dra"]) == []
     for k in KINDS:
         listed = out["lists"][k.kind]
         assert f"cl-{k.singular}" in listed["names"], k.kind

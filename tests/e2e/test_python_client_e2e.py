@@ -19,7 +19,15 @@ from kubernetes.client.rest import ApiException
 from kubera.testing import Cluster
 from services.api.machinery.kinds import BY_KIND, KINDS, Kind
 from tests.e2e.helpers import running
-from tests.e2e.kindobjects import NO_CLIENT_MODEL, VERB_KINDS, all_objects, named, python_api
+from tests.e2e.kindobjects import (
+    NO_CLIENT_MODEL,
+    VERB_KINDS,
+    all_objects,
+    dra_field_problems,
+    named,
+    python_api,
+    write_statuses,
+)
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -50,6 +58,7 @@ def every_kind(
     path.write_text(yaml.safe_dump_all(all_objects()))
     r = cluster("apply", "-f", str(path))
     assert r.returncode == 0, r.stderr + r.stdout
+    write_statuses(cluster)
 
 
 def _typed(api: k8s.ApiClient, kind: Kind) -> tuple[Any, str]:
@@ -93,6 +102,20 @@ def test_every_kind_lists_and_watches_through_the_clients_strict_models(
         w.stop()
     assert seen is not None and seen["type"] == "ADDED"
     assert type(seen["object"]).__name__.endswith(kind.kind)
+
+
+def test_the_newer_dra_fields_come_through_the_models(api: k8s.ApiClient, every_kind: None) -> None:
+    """A claim allocated a share with consumed capacity and binding conditions, its device
+    status, and slices with counters, taints, binding conditions and a capacity request
+    policy: read through the client's models and written back out by its own serializer."""
+    res = k8s.ResourceV1Api(api)
+    objs = {
+        "claim": res.read_namespaced_resource_claim("cl-resourceclaim", "default"),
+        "slice": res.read_resource_slice("cl-resourceslice"),
+        "counters": res.read_resource_slice("cl-resourceslice-counters"),
+    }
+    got = {k: api.sanitize_for_serialization(v) for k, v in objs.items()}
+    assert dra_field_problems(got) == []
 
 
 @pytest.mark.parametrize("kind_name", VERB_KINDS)

@@ -6,5 +6,6 @@ the CLI (upstream's k8s.io/dynamic-resource-allocation and component-helpers):
 * ``cel``: device selectors in CEL, compiled once and evaluated per device, with
   Kubernetes' CEL libraries (quantity, semver) and its cost limit;
 * ``pools``: which ResourceSlices (newest generation, complete) reach a node;
-* ``allocator``: structured allocation of a node's devices to claims (pure logic).
+* ``allocator``: structured allocation of a node's devices to claims (pure logic), and
+  ``results``: the AllocationResult it answers and why a request did not fit.
 """

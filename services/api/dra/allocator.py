@@ -85,12 +85,11 @@ from typing import NamedTuple
 
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api import features
-from services.api.dra import bindingconditions, capacity, counters
+from services.api.dra import bindingconditions, capacity, counters, results
 from services.api.dra.cel import CELCompileError, CELRuntimeError, Selector, compile_selector
 from services.api.dra.constraints import DistinctAttribute, MatchAttribute
 from services.api.dra.pools import DeviceCache, DeviceID, Pool, PoolDevice, SliceIndex
 from services.api.dra.taints import TaintRules, allocatable, device_taints
-from services.api.helpers.nodeaffinity import OBJECT_NAME_FIELD
 
 __all__ = [
     "ALLOCATION_RESULTS_MAX_SIZE",
@@ -106,8 +105,6 @@ __all__ = [
 ALLOCATION_RESULTS_MAX_SIZE = 32
 EXACT_COUNT = "ExactCount"
 ALL = "All"
-SOURCE_CLASS = "FromClass"
-SOURCE_CLAIM = "FromClaim"
 
 
 class _Outcome(enum.Enum):
@@ -557,81 +554,24 @@ class _Search:
     # --------------------------------------------------------------- answers
 
     def _result(self, c: int) -> resource_pb2.AllocationResult:
-        claim = self.claims[c]
-        out = resource_pb2.AllocationResult()
-        for (d, req), (use, _) in zip(self.results[c], self.shares[c], strict=True):
-            res = out.devices.results.add(
-                request=req.name, driver=d.id.driver, pool=d.id.pool, device=d.id.device
-            )
-            if req.admin:
-                res.admin_access = True
-            if self.alloc.device_taints:
-                res.tolerations.extend(req.tolerations)
-            if use is not None:
-                res.share_id = self.alloc.share_id()
-                for name, value in use.items():
-                    res.consumed_capacity[name] = capacity.text(
-                        value, d.device.capacity[name].value
-                    )
-            if self.alloc.binding_conditions:
-                bindingconditions.copy_to_result(res, d.device)
         chosen = [alts[self.chosen[c][r]] for r, alts in enumerate(self.plans[c])]
-        by_class: dict[str, list[resource_pb2.DeviceAllocationConfiguration]] = {}
-        for req in chosen:
-            name = req.cls.metadata.name
-            if name in by_class:
-                for cfg in by_class[name]:
-                    cfg.requests.append(req.name)
-                continue
-            by_class[name] = []
-            for cc in req.cls.spec.config:
-                cfg = out.devices.config.add(source=SOURCE_CLASS, requests=[req.name])
-                cfg.opaque.CopyFrom(cc.opaque)
-                by_class[name].append(cfg)
-        names = {req.base for req in chosen} | {req.name for req in chosen}
-        for cc in claim.spec.devices.config:
-            if not cc.requests or names.intersection(cc.requests):
-                cfg = out.devices.config.add(source=SOURCE_CLAIM, requests=cc.requests)
-                cfg.opaque.CopyFrom(cc.opaque)
-        for cfg in out.devices.config:
-            # A config covering every request (by its name or the chosen subrequest's)
-            # applies to all: written without requests (upstream's "empty means all").
-            covered = set(cfg.requests)
-            if covered and all(r.base in covered or r.name in covered for r in chosen):
-                del cfg.requests[:]
-        selector = self._node_selector(c, self.node)
-        if selector is not None:
-            out.node_selector.CopyFrom(selector)
-        return out
-
-    def _node_selector(self, c: int, node: str) -> core_pb2.NodeSelector | None:
-        term = core_pb2.NodeSelectorTerm()
-        for d, _ in self.results[c]:
-            s = d.slice
-            # With perDeviceNodeSelection the device says where it is, else its slice.
-            where = d.device if s.per_device else s.msg.spec
-            if (where.HasField("node_name") and where.node_name) or (
-                bindingconditions.binds_to_node(d)
-            ):
-                # One node-local device, or one binding to the node, ties the whole
-                # allocation to the node (the one a node-local device reaches).
-                local = core_pb2.NodeSelectorTerm()
-                local.match_fields.add(key=OBJECT_NAME_FIELD, operator="In", values=[node])
-                return core_pb2.NodeSelector(node_selector_terms=[local])
-            if not where.HasField("node_selector"):
-                continue
-            terms = where.node_selector.node_selector_terms
-            if len(terms) > 1:
-                raise AllocationError(
-                    f"claim {self.results[c][0][1].claim}: unsupported ResourceSlice "
-                    f"nodeSelector with {len(terms)} terms (slice {s.msg.metadata.name})"
-                )
-            for t in terms:
-                _merge(t.match_fields, term.match_fields)
-                _merge(t.match_expressions, term.match_expressions)
-        if term.match_fields or term.match_expressions:
-            return core_pb2.NodeSelector(node_selector_terms=[term])
-        return None
+        picks = [
+            results.Pick(d, req, use)
+            for (d, req), (use, _) in zip(self.results[c], self.shares[c], strict=True)
+        ]
+        alloc = self.alloc
+        try:
+            return results.allocation_result(
+                self.claims[c],
+                picks,
+                chosen,
+                self.node,
+                share_id=alloc.share_id,
+                tolerations=alloc.device_taints,
+                binding_conditions=alloc.binding_conditions,
+            )
+        except results.UnsupportedNodeSelector as e:
+            raise AllocationError(str(e)) from e
 
     def _unfit(self) -> Unfit:
         c, r = self.frontier
@@ -644,60 +584,15 @@ class _Search:
         return Unfit(_key(claim), reason)
 
     def _why(self, c: int, req: _Request) -> str:
-        """Why `req` could not be satisfied in the search, judged on its own."""
-        label = f"{req.sub}: " if req.sub else ""
-        kind = f'of class "{req.cls.metadata.name}"'
-        if req.all_devices is not None:
-            matching = req.all_devices
-            if not matching:
-                return f"{label}no device {kind} matches"
-            tainted = sum(1 for d in matching if self.tainted(req, d))
-            if tainted:
-                return (
-                    f"{label}asks for all {len(matching)} devices {kind}, {tainted} have "
-                    "taints the request does not tolerate"
-                )
-            busy = sum(1 for d in matching if d.id in self.alloc.allocated)
-            if busy and not req.admin:
-                return f"{label}asks for all {len(matching)} devices {kind}, {busy} in use"
-            return f"{label}all {len(matching)} devices {kind} cannot be allocated together"
-        matching = self.candidates(req)
-        if not matching:
-            return f"{label}no device {kind} matches"
-        free = sum(1 for d in matching if req.admin or d.id not in self.alloc.allocated)
-        if free < req.count:
-            return (
-                f"{label}needs {req.count} device(s) {kind}, {free} of {len(matching)} "
-                "matching are free"
-            )
-        tainted = sum(
-            1
-            for d in matching
-            if (req.admin or d.id not in self.alloc.allocated) and self.tainted(req, d)
+        return results.why(
+            req,
+            req.all_devices if req.all_devices is not None else self.candidates(req),
+            all_mode=req.all_devices is not None,
+            tainted=lambda d: self.tainted(req, d),
+            allocated=self.alloc.allocated,
+            consumable=self.consumable,
+            constrained=sorted({m.attribute for m in self.constraints[c]}),
         )
-        if free - tainted < req.count:
-            return (
-                f"{label}needs {req.count} device(s) {kind}, {tainted} of the {free} free "
-                "matching devices have taints the request does not tolerate"
-            )
-        if any(d.consumes for d in matching):
-            return (
-                f"{label}{len(matching)} matching devices {kind}, but their pools' shared "
-                f"counters do not cover {req.count} of them with the devices in use"
-            )
-        if self.consumable and (req.capacity is not None or any(d.multi for d in matching)):
-            return (
-                f"{label}{len(matching)} matching devices {kind}, but not {req.count} with "
-                "the capacity the request consumes left"
-            )
-        if self.constraints[c]:
-            attrs = ", ".join(sorted({m.attribute for m in self.constraints[c]}))
-            return (
-                f"{label}{len(matching)} matching devices {kind}, but not {req.count} that "
-                f"satisfy the claim's constraints (matchAttribute {attrs}) together with "
-                "the other requests"
-            )
-        return f"{label}the matching devices {kind} are taken by other requests"
 
 
 # ----------------------------------------------------------------------------- requests, checked
@@ -835,16 +730,3 @@ def _evaluate(r: _Request, d: PoolDevice) -> bool:
             if not verdict:
                 return False
     return True
-
-
-def _merge(
-    src: Sequence[core_pb2.NodeSelectorRequirement],
-    dst: Sequence[core_pb2.NodeSelectorRequirement],
-) -> None:
-    """Append to `dst` (a repeated field) the requirements of `src` it lacks."""
-    for req in src:
-        if not any(
-            e.key == req.key and e.operator == req.operator and set(e.values) == set(req.values)
-            for e in dst
-        ):
-            dst.add().CopyFrom(req)  # type: ignore[attr-defined]

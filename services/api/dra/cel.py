@@ -26,7 +26,8 @@ bool, string, ``kubernetes.Semver`` (version attributes), lists of these (list-t
 attributes) and ``kubernetes.Quantity`` (capacities) with Kubernetes' CEL libraries
 (quantity(), isQuantity(), compareTo, isGreaterThan, isLessThan, add, sub, mul,
 asInteger, asApproximateFloat, sign, isInteger; semver(), isSemver(), major/minor/patch),
-includes(), cel.bind and the strings extension (split, ...). The checker sees ``device`` as an object type (an undeclared
+includes(), cel.bind, the strings extension (split, format, ...), and the base
+environment's ip(), cidr(), find()/findAll() and list functions (celbase.py). The checker sees ``device`` as an object type (an undeclared
 field is a compile error, as upstream); programs run on a plain map.
 
 Semantics kept from upstream:
@@ -59,8 +60,10 @@ Deliberate differences:
   values) and ``x.includes(v)`` is declared whatever the gate (upstream declares it for
   new expressions only with the gate on, for stored ones always): kubera compiles every
   selector in one environment.
-- Not provided: quantity div/divInt, and upstream's base-environment extras (regex find,
-  lists, urls, ip/cidr, format).
+- The base environment's IP, CIDR, regex find/findAll and lists libraries are
+  celbase.py's (see there for what differs); not provided: quantity div/divInt, the
+  URL and sets libraries, the named formats (format.dns1123Label() ...) and the lists
+  library's indexOf/lastIndexOf (the strings extension's names).
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ from cel_expr_python.ext import ext_bindings, ext_strings
 from google.protobuf import any_pb2
 
 from protos.kubera.v1 import resource_pb2
-from services.api.dra import celast, celkube
+from services.api.dra import celast, celbase, celkube
 
 #: upstream resourceapi.CELSelectorExpressionMaxLength.
 MAX_EXPRESSION_LENGTH: Final = 10 * 1024
@@ -112,11 +115,16 @@ class CELRuntimeError(RuntimeError):
     """Evaluation failed for a device (e.g. a missing attribute that is not guarded)."""
 
 
-def _env(device_type: Any) -> Any:
+def _env(device_type: Any, base: Any) -> Any:
     return cel.NewEnv(
         celkube.POOL,
         variables={_DEVICE: device_type},
-        extensions=[celkube.EXTENSION, ext_bindings.ExtBindings(), ext_strings.ExtStrings()],
+        extensions=[
+            celkube.EXTENSION,
+            base,
+            ext_bindings.ExtBindings(),
+            ext_strings.ExtStrings(),
+        ],
     )
 
 
@@ -125,8 +133,8 @@ def _env(device_type: Any) -> Any:
 # upstream); programs run with `device` a plain map, since Quantity and Semver values do
 # not fit that type's Struct values. A checked expression moves from one to the other
 # serialized (the runtime does not check again).
-_CHECK_ENV: Final = _env(celkube.DEVICE)
-_ENV: Final = _env(cel.Type.Map(cel.Type.STRING, cel.Type.DYN))
+_CHECK_ENV: Final = _env(celkube.DEVICE, celbase.CHECK_EXTENSION)
+_ENV: Final = _env(cel.Type.Map(cel.Type.STRING, cel.Type.DYN), celbase.RUN_EXTENSION)
 
 _VERSION_FIELD: Final = resource_pb2.DeviceAttribute.VERSION_FIELD_NUMBER
 _VERSIONS_FIELD: Final = resource_pb2.DeviceAttribute.VERSIONS_FIELD_NUMBER

@@ -72,6 +72,16 @@ def _pool() -> descriptor_pool.DescriptorPool:
         s.field.add(name=name, number=number, type=_F.TYPE_INT64, label=_F.LABEL_OPTIONAL)
     s.field.add(name="pre", number=4, type=_F.TYPE_STRING, label=_F.LABEL_OPTIONAL)
     pool.Add(fd)
+    # The base environment's network types (upstream library/ip.go, cidr.go: net.IP and
+    # net.CIDR), for celbase.py: a canonical address, a canonical "address/bits" (CEL's
+    # field equality is then netip's ==).
+    net = descriptor_pb2.FileDescriptorProto(
+        name="kubera/cel/net.proto", package="net", syntax="proto3"
+    )
+    for name in ("IP", "CIDR"):
+        m = net.message_type.add(name=name)
+        m.field.add(name="value", number=1, type=_F.TYPE_STRING, label=_F.LABEL_OPTIONAL)
+    pool.Add(net)
     return pool
 
 

@@ -103,9 +103,11 @@ def status_key(st: resource_pb2.AllocatedDeviceStatus) -> tuple[str, str, str, s
 
 
 def validate_device_statuses(claim: resource_pb2.ResourceClaim) -> Errors:
-    """status.devices of a claim (validateSet with the (driver, pool, device, shareID) key)."""
+    """status.devices of a claim (validateSet with the (driver, pool, device, shareID) key);
+    each must be a device of the allocation, a share by its shareID (upstream
+    gatherAllocatedDevices' SharedDeviceID)."""
     allocated = {
-        (r.driver, r.pool, r.device, None)
+        (r.driver, r.pool, r.device, r.share_id if r.HasField("share_id") else None)
         for r in claim.status.allocation.devices.results
         if claim.status.HasField("allocation")
     }
@@ -124,7 +126,9 @@ def _shown(key: tuple[str, str, str, str | None]) -> str:
 
 
 def _validate_device_status(
-    path: str, st: resource_pb2.AllocatedDeviceStatus, allocated: set[tuple[str, str, str, None]]
+    path: str,
+    st: resource_pb2.AllocatedDeviceStatus,
+    allocated: set[tuple[str, str, str, str | None]],
 ) -> Errors:
     errs = validate_driver_name(child(path, "driver"), st.driver)
     errs += validate_pool_name(child(path, "pool"), st.pool)

@@ -433,3 +433,23 @@ def bound_dev(
     if failures:
         d["bindingFailureConditions"] = list(failures)
     return d
+
+
+# Partitionable devices: upstream's device(..., fromCounters, nil).withDeviceCounterConsumption
+# and withBindingConditions.
+
+PREP, FAIL = ["IsPrepare"], ["BindingFailed"]
+
+
+def mem(q: str, cs: str = SET1) -> dict[str, dict[str, str]]:
+    return {cs: {"memory": q}}
+
+
+def gpu(name: str, q: str, cs: str = SET1, **kw: Any) -> Json:
+    """A partition consuming `q` of memory from `cs`, with that as its capacity."""
+    return pdev(name, mem(q, cs), from_counters=True, **kw)
+
+
+def conds(d: Json, conditions: list[str], failures: list[str]) -> Json:
+    """The device with binding conditions (upstream withBindingConditions)."""
+    return {**d, "bindingConditions": conditions, "bindingFailureConditions": failures}

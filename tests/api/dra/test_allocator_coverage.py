@@ -277,13 +277,9 @@ COMPLETE = (
     "binding conditions",
     "device taints",
 )
-_TAINTS = "partitionable devices with binding conditions and taints: not ported yet"
 #: Rows of a COMPLETE feature that need another feature's fields kubera lacks: not yet
 #: ported (a row ported is taken off, the test below says so).
-WAITING: dict[str, str] = {
-    "partitionable-devices-with-binding-conditions-and-taints": _TAINTS,
-    "partitionable-devices-with-binding-conditions-and-taints-tolerated": _TAINTS,
-}
+WAITING: dict[str, str] = {}
 #: Modules of kubera's own rows (names that are not upstream's).
 OWN = {"test_allocator_rules", "test_allocator_coverage"}
 

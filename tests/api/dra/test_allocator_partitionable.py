@@ -5,9 +5,10 @@ another of a multi-host pool), per-device node selection, the pool checks that m
 pool invalid, and the gate turned off. Row names are upstream's.
 
 The rows with binding conditions were ported when lane drabinding was merged
-(dramerge); not ported: the two that also need device taints
-(partitionable-devices-with-binding-conditions-and-taints*). The three that also need
-consumable capacity are in test_allocator_capacity.py.
+(dramerge); the two that also need device taints
+(partitionable-devices-with-binding-conditions-and-taints*) are in
+test_allocator_taints.py, the three that also need consumable capacity in
+test_allocator_capacity.py.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from tests.api.dra.allocator_table import (
     CLAIM0,
     DRIVER_A,
     DRIVER_B,
+    FAIL,
     NODE1,
     NODE2,
     NS,
     PER_DEVICE,
     POOL1,
     POOL2,
+    PREP,
     REGION1,
     REQ0,
     REQ1,
@@ -45,11 +48,14 @@ from tests.api.dra.allocator_table import (
     bound_dev,
     check,
     claim,
+    conds,
     counter_slice,
     dev,
     first,
+    gpu,
     label_selector,
     local,
+    mem,
     mem_at_least,
     node,
     pdev,
@@ -66,25 +72,8 @@ R0S0, R0S1, R1S1 = f"{REQ0}/{SUB0}", f"{REQ0}/{SUB1}", f"{REQ1}/{SUB1}"
 OFF = {DRA_PARTITIONABLE_DEVICES: False}
 
 
-def mem(q: str, cs: str = SET1) -> dict[str, dict[str, str]]:
-    return {cs: {"memory": q}}
-
-
-def gpu(name: str, q: str, cs: str = SET1, **kw: object) -> dict:
-    """A partition consuming `q` of memory from `cs`, with that as its capacity."""
-    return pdev(name, mem(q, cs), from_counters=True, **kw)  # type: ignore[arg-type]
-
-
 def counters8(name: str = SLICE2, where: str = NODE1, count: int = 2, q: str = "8Gi"):
     return counter_slice(name, where, POOL1, DRIVER_A, count, counter_set_1={"memory": q})
-
-
-PREP, FAIL = ["IsPrepare"], ["BindingFailed"]
-
-
-def conds(d: dict, conditions: list[str], failures: list[str]) -> dict:
-    """The device with binding conditions (upstream withBindingConditions)."""
-    return {**d, "bindingConditions": conditions, "bindingFailureConditions": failures}
 
 
 def local1(*devices: dict) -> dict:

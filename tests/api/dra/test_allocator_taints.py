@@ -2,8 +2,12 @@
 rows ("tainted-*"): NoSchedule and NoExecute taints keep a device from a request that does
 not tolerate them (admin access too, allocationMode All fails), effect None does not, the
 results copy the request's (or subrequest's) tolerations, and with the DRADeviceTaints
-feature off taints are ignored. Row names are upstream's; then kubera's rows for the taints
-a DeviceTaintRule adds (upstream applies the rules to the slices the scheduler sees).
+feature off taints are ignored; and the two partitionable-device rows that also have taints
+and binding conditions (partitionable-devices-with-binding-conditions-and-taints*: a
+tainted partition with binding conditions is refused unless tolerated, and then its result
+carries both its conditions and the toleration). Row names are upstream's; then kubera's
+rows for the taints a DeviceTaintRule adds (upstream applies the rules to the slices the
+scheduler sees).
 """
 
 from __future__ import annotations
@@ -26,19 +30,26 @@ from tests.api.dra.allocator_table import (
     DEV1,
     DEV2,
     DRIVER_A,
+    FAIL,
     NODE1,
     NS,
     POOL1,
+    PREP,
     REQ0,
     SLICE1,
+    SLICE2,
     SUB0,
     SUB1,
     Case,
     all_req,
     allocator,
+    bound_dev,
     claim,
+    conds,
+    counter_slice,
     dev,
     first,
+    gpu,
     local,
     req,
     result,
@@ -77,6 +88,21 @@ def tdev(request: str, name: str, *tolerations: Json, admin: bool = False) -> Js
 
 def one_slice(*devices: Json) -> list[resource_pb2.ResourceSlice]:
     return [slc(SLICE1, NODE1, POOL1, DRIVER_A, *devices)]
+
+
+# upstream tolerationNoScheduleKey1 and the taint it tolerates
+TAINT_KEY1: Json = {"key": "key1", "value": "value1", "effect": "NoSchedule"}
+TOL_KEY1: Json = {"operator": "Exists", "key": "key1", "effect": "NoSchedule"}
+
+
+def tainted_partitions(count: int) -> list[resource_pb2.ResourceSlice]:
+    """Two 4Gi partitions of an 8Gi counter set, the first with binding conditions and
+    TAINT_KEY1; both slices of the pool say resourceSliceCount `count`."""
+    first_partition = {**conds(gpu(DEV1, "4Gi"), PREP, FAIL), "taints": [TAINT_KEY1]}
+    return [
+        slc(SLICE1, NODE1, POOL1, DRIVER_A, first_partition, gpu(DEV2, "4Gi"), count=count),
+        counter_slice(SLICE2, NODE1, POOL1, DRIVER_A, count, counter_set_1={"memory": "8Gi"}),
+    ]
 
 
 def admin_claim() -> resource_pb2.ResourceClaim:
@@ -200,6 +226,35 @@ CASES: dict[str, tuple[Case, bool]] = {
             classes=[CA],
             slices=NO_SCHEDULE_ONE,
             unfit=UNFIT,
+        ),
+        True,
+    ),
+    # Upstream's pool here says resourceSliceCount 1 for its two slices; the untolerated
+    # taint alone leaves one device for a request of two.
+    "partitionable-devices-with-binding-conditions-and-taints": (
+        Case(
+            claims=[claim(CLAIM0, req(REQ0, CLASS_A, 2))],
+            classes=[CA],
+            slices=tainted_partitions(1),
+            unfit=UNFIT,
+        ),
+        True,
+    ),
+    "partitionable-devices-with-binding-conditions-and-taints-tolerated": (
+        Case(
+            claims=[claim(CLAIM0, tolerating(req(REQ0, CLASS_A, 2), TOL_KEY1))],
+            classes=[CA],
+            slices=tainted_partitions(2),
+            results=[
+                result(
+                    local(NODE1),
+                    {
+                        **bound_dev(REQ0, DRIVER_A, POOL1, DEV1, PREP, FAIL),
+                        "tolerations": [TOL_KEY1],
+                    },
+                    tdev(REQ0, DEV2, TOL_KEY1),
+                )
+            ],
         ),
         True,
     ),

@@ -186,6 +186,39 @@ def test_device_status_rules(new: Doc, want: list[str]) -> None:
     assert claim_errors("ResourceClaim", with_status(new), old) == want
 
 
+SHARE = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+SHARED_ALLOCATION: Doc = {
+    "devices": {
+        "results": [
+            {**ALLOCATION["devices"]["results"][0], "shareID": SHARE},
+        ]
+    },
+    "nodeSelector": ALLOCATION["nodeSelector"],
+}
+
+
+@pytest.mark.parametrize(
+    ("device", "want"),
+    [
+        (dev(shareID=SHARE), []),
+        # upstream's SharedDeviceID: a share's status names its share, the device alone is
+        # not an allocated device, nor another share of it.
+        (dev(), ["dra.example.com/worker/dev-0"]),
+        (
+            dev(shareID="bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"),
+            ["dra.example.com/worker/dev-0/bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"],
+        ),
+    ],
+    ids=["its-share", "no-share", "another-share"],
+)
+def test_device_status_of_a_share_names_the_allocated_share(device: Doc, want: list[str]) -> None:
+    old = with_status({"allocation": SHARED_ALLOCATION})
+    new = with_status({"allocation": SHARED_ALLOCATION, "devices": [device]})
+    assert claim_errors("ResourceClaim", new, old) == [
+        f'{P}: Invalid value: "{w}": must be an allocated device in the claim' for w in want
+    ]
+
+
 def test_device_status_goes_with_the_allocation() -> None:
     old = with_status(status(dev(conditions=[cond()])))
     # Deallocating clears status.devices too; leaving it is refused.

@@ -5,7 +5,8 @@
 // finds the resource through discovery and decodes the items into the client's own models),
 // and the object `name` must be among its items. VERBS: [manifest]: for each, an informer on
 // its kind in `default` sees the object the client creates, patches and deletes.
-// Prints one JSON document: {lists: {Kind: {names, types}}, verbs: {Kind: [event, ...]}}.
+// Prints one JSON document: {lists: {Kind: {names, types}}, verbs: {Kind: [event, ...]},
+// dra: {claim, slice, counters}}.
 import * as k8s from '@kubernetes/client-node';
 
 const [kubeconfig, kindsJson, verbsJson] = process.argv.slice(2);
@@ -26,6 +27,35 @@ for (const k of JSON.parse(kindsJson)) {
 // (V1Event is not a model), so it decodes Events as plain objects: list them typed too.
 const events = await kc.makeApiClient(k8s.CoreV1Api).listEventForAllNamespaces();
 out.lists.Event.typed = [...new Set(events.items.map((i) => i.constructor.name))];
+
+// The newer DRA fields (tests/e2e/kindobjects.py DRA_FIELDS): a claim and two slices read
+// into the client's models and written out by their own attribute maps (a field a model
+// lacks is dropped).
+function modelJSON(v) {
+  if (Array.isArray(v)) return v.map(modelJSON);
+  if (v instanceof Date) return v.toISOString();
+  if (v && typeof v === 'object') {
+    const map = v.constructor?.getAttributeTypeMap?.();
+    const json = {};
+    if (map) {
+      for (const a of map) if (v[a.name] !== undefined) json[a.baseName] = modelJSON(v[a.name]);
+    } else {
+      for (const [key, x] of Object.entries(v)) json[key] = modelJSON(x);
+    }
+    return json;
+  }
+  return v;
+}
+
+out.dra = {};
+for (const [key, kind, name, namespace] of [
+  ['claim', 'ResourceClaim', 'cl-resourceclaim', 'default'],
+  ['slice', 'ResourceSlice', 'cl-resourceslice', undefined],
+  ['counters', 'ResourceSlice', 'cl-resourceslice-counters', undefined],
+]) {
+  const obj = await objects.read({ apiVersion: 'resource.k8s.io/v1', kind, metadata: { name, namespace } });
+  out.dra[key] = modelJSON(obj);
+}
 
 function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));

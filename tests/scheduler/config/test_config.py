@@ -87,6 +87,8 @@ DEFAULT_NAMES = {
         "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
     ],
+    # DynamicResources scores prioritized lists (weight 1: upstream's multiPoint entry has
+    # none, and the framework takes 0 as 1).
     "score": [
         "TaintToleration",
         "NodeAffinity",
@@ -94,6 +96,7 @@ DEFAULT_NAMES = {
         "VolumeBinding",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
         "NodeResourcesBalancedAllocation",
     ],
     "reserve": ["VolumeBinding", "DynamicResources", "Coscheduling"],
@@ -109,6 +112,7 @@ DEFAULT_WEIGHTS = {
     "InterPodAffinity": 2,
     "NodeResourcesFit": 1,
     "VolumeBinding": 1,
+    "DynamicResources": 1,
     "NodeResourcesBalancedAllocation": 1,
 }
 

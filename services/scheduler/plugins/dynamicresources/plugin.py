@@ -9,6 +9,8 @@ plugins/dynamicresources, DRA as GA in 1.34, structured parameters only).
                  must exist; the Allocator is set up once for all nodes
     Filter       allocated claims: the node matches the allocation's nodeSelector;
                  unallocated ones: the Allocator finds devices on the node (kept per node)
+    Score        prefer the node where a prioritized list got an earlier alternative
+                 (scoring.py; NormalizeScore scales the best to 100)
     PostFilter   deallocate an allocated claim that kept the pod off nodes (its nodeSelector,
                  or its binding failed or timed out) and nobody else uses (reservedFor
                  empty, or only this pod): allocation, reservedFor and devices cleared
@@ -20,7 +22,7 @@ plugins/dynamicresources, DRA as GA in 1.34, structured parameters only).
     PreBind      write status.allocation (after adding the finalizer; allocationTimestamp
                  set at Reserve when a device has binding conditions) and append the pod to
                  status.reservedFor, resourceVersion-checked, refreshed and retried on
-                 conflict; then wait for the devices' binding conditions (binding.py)
+                 conflict; then wait for the devices' binding conditions (bindingconditions.py)
 
 Every rejection is UnschedulableAndUnresolvable, as upstream's statusUnschedulable: so
 DefaultPreemption never picks a node where the pod's claims cannot be allocated, and
@@ -48,6 +50,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.dra import claims as dra_claims
 from services.api.dra.allocator import (
@@ -57,21 +61,27 @@ from services.api.dra.allocator import (
     FailedOnNode,
     Unfit,
 )
-from services.api.dra.bindingconditions import (
-    DEFAULT_BINDING_TIMEOUT,
-    BindingFailed,
-    has_binding_conditions,
-)
+from services.api.dra.bindingconditions import DEFAULT_BINDING_TIMEOUT, has_binding_conditions
 from services.api.dra.taints import TaintRules
-from services.api.features import FeatureGates, binding_and_status
-from services.api.helpers.events import new_event
+from services.api.features import (
+    DRA_PRIORITIZED_LIST,
+    FeatureGates,
+    binding_and_status,
+    enabled,
+)
 from services.api.helpers.nodeaffinity import NodeSelector, NodeSelectorError
 from services.api.helpers.podgroups import pod_group_full_name
 from services.api.machinery.duration import parse_duration
-from services.api.machinery.errors import AllocationConflictError, ConflictError
+from services.api.machinery.errors import ConflictError
 from services.api.machinery.kinds import BY_KIND
 from services.clock import RealClock, rfc3339
-from services.scheduler.framework.interface import PostFilterResult, PreFilterResult
+from services.scheduler.cache.snapshot import Int64Array
+from services.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    NodeScore,
+    PostFilterResult,
+    PreFilterResult,
+)
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
     ActionType,
@@ -82,16 +92,19 @@ from services.scheduler.framework.types import (
     PodInfo,
     QueueingHint,
 )
-from services.scheduler.plugins.dynamicresources import binding, gang, hints
+from services.scheduler.plugins.dynamicresources import (
+    bindclaim,
+    bindingconditions,
+    gang,
+    hints,
+    scoring,
+)
+from services.scheduler.plugins.dynamicresources.bindclaim import CONFLICT_RETRIES, FINALIZER
 from services.scheduler.plugins.dynamicresources.tracker import ClaimTracker, lister
+from services.scheduler.plugins.helpers import default_normalize_rows, default_normalize_score
 
 NAME = "DynamicResources"
 STATE_KEY = NAME
-#: The finalizer the scheduler puts on a claim it allocates (upstream resourceapi.Finalizer);
-#: the resourceclaim controller removes it when it deallocates the claim.
-FINALIZER = "resource.kubernetes.io/delete-protection"
-#: retry.DefaultRetry's steps: PreBind's tries of one claim's status update on conflict.
-CONFLICT_RETRIES = 5
 DEFAULT_FILTER_TIMEOUT = 10.0
 
 ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
@@ -188,7 +201,8 @@ def _single_nodes(sel: core_pb2.NodeSelector) -> frozenset[str] | None:
 
 
 class DynamicResources:
-    """PreEnqueue, PreFilter, Filter, PostFilter, Reserve, PreBind and EnqueueExtensions."""
+    """PreEnqueue, PreFilter, Filter, PostFilter, Score, Reserve, PreBind and
+    EnqueueExtensions."""
 
     name = NAME
 
@@ -219,6 +233,9 @@ class DynamicResources:
         self.gates = gates
         #: upstream's DeviceBindingAndStatus: binding conditions are honoured
         self.binding_conditions = binding_and_status(gates)
+        #: DRAPrioritizedList: Score prefers the nodes where firstAvailable got an earlier
+        #: alternative (off: every node scores 0)
+        self.prioritized_list = enabled(gates, DRA_PRIORITIZED_LIST)
         self._slices = lister(slices)
         self._classes = lister(classes)
         #: drataints: the DeviceTaintRules, whose taints the allocator adds to the devices.
@@ -412,7 +429,7 @@ class DynamicResources:
                 if i not in unavailable
                 and claim.status.HasField("allocation")
                 and not s.infos[i].borrowed
-                and binding.unavailable(claim, now, self.args.binding_timeout)
+                and bindingconditions.unavailable(claim, now, self.args.binding_timeout)
             ]
         allocations: list[resource_pb2.AllocationResult] | None = None
         if s.allocator is not None:
@@ -472,6 +489,42 @@ class DynamicResources:
                     "deallocation of ResourceClaim completed", plugin=NAME
                 )
         return None, Status.unschedulable("still not schedulable", plugin=NAME)
+
+    # --------------------------------------------------------------- Score
+    def score(
+        self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo
+    ) -> tuple[int, Status]:
+        """scoring.py: points for the prioritized-list alternatives used on the node."""
+        s: _State | None = state.get(STATE_KEY)
+        if not self.prioritized_list or s is None:  # None: a pod without claims
+            return 0, Status.success()
+        allocations = s.node_allocations.get(node_info.name)
+        if not s.claims or allocations is None:
+            return 0, Status.success()  # nothing allocated on this node in this cycle
+        try:
+            points = scoring.compute_score(s.claims, s.to_allocate, allocations)
+        except ValueError as e:
+            return 0, Status.as_error(e, NAME)
+        return points, Status.success()
+
+    def normalize_score(
+        self, state: CycleState, pod_info: PodInfo, scores: list[NodeScore]
+    ) -> Status:
+        return default_normalize_score(MAX_NODE_SCORE, False, scores)
+
+    def score_rows(
+        self, state: CycleState, pod_info: PodInfo, snapshot: Any, rows: Int64Array
+    ) -> Int64Array | None:
+        """Zeros at once for the many pods with nothing to score (None: score per node)."""
+        s: _State | None = state.get(STATE_KEY)
+        if self.prioritized_list and s is not None and s.node_allocations:
+            return None
+        return np.zeros(len(rows), dtype=np.int64)
+
+    def normalize_rows(
+        self, state: CycleState, pod_info: PodInfo, scores: Int64Array
+    ) -> Int64Array:
+        return default_normalize_rows(scores, MAX_NODE_SCORE, False)
 
     # ------------------------------------------------------------- Reserve
     def reserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
@@ -602,34 +655,16 @@ class DynamicResources:
                 return Status.as_error(e, NAME)
         if not self.binding_conditions or not has_binding_conditions(s.claims):
             return Status.success()
-        await self._binding_pending_event(pod, node_name)
-        # Returning an error makes another attempt, whose Filter finds the failure or
-        # the timeout and whose PostFilter deallocates (upstream's recovery).
-        try:
-            await binding.wait_ready(
-                lambda: self._current(s.claims), self._clock(), self.args.binding_timeout
-            )
-        except (BindingFailed, binding.BindingTimeout) as e:
-            return Status.as_error(e, NAME)
-        return Status.success()
-
-    async def _binding_pending_event(self, pod: core_pb2.Pod, node_name: str) -> None:
-        """Upstream's BindingConditionsPending event on the pod (best effort)."""
-        ev = new_event(
-            self._now(),
-            kind="Pod",
-            name=pod.metadata.name,
-            namespace=pod.metadata.namespace,
-            uid=pod.metadata.uid,
-            reason="BindingConditionsPending",
-            message=f"waiting for binding conditions for device on node {node_name}",
+        failed = await bindingconditions.pre_bind_wait(
+            lambda: self._current(s.claims),
+            clock=self._clock(),
+            timeout=self.args.binding_timeout,
+            client=self._client,
+            pod=pod,
+            node_name=node_name,
             component=getattr(self._handle, "profile_name", "") or "default-scheduler",
-            action="Scheduling",
         )
-        try:
-            await self._client.create(ev)
-        except Exception as e:  # noqa: BLE001 - an event is not worth failing the bind
-            log.debug("event BindingConditionsPending for %s: %s", pod.metadata.name, e)
+        return Status.success() if failed is None else Status.as_error(failed, NAME)
 
     def _current(
         self, claims: Sequence[resource_pb2.ResourceClaim]
@@ -651,70 +686,19 @@ class DynamicResources:
         allocation: resource_pb2.AllocationResult | None,
         pod: core_pb2.Pod,
     ) -> resource_pb2.ResourceClaim:
-        """upstream bindClaim: record the allocation (if Reserve made one) and the
-        reservation; on a resourceVersion conflict read the claim again and retry. Fenced
-        by the client's token; in shared-state mode checked against the devices' records."""
-        current = resource_pb2.ResourceClaim()
-        current.CopyFrom(claim)
-        written: resource_pb2.ResourceClaim | None = None
-        try:
-            for attempt in range(CONFLICT_RETRIES):
-                if attempt:
-                    got = await self._client.get(
-                        BY_KIND["ResourceClaim"], claim.metadata.name, claim.metadata.namespace
-                    )
-                    current = resource_pb2.ResourceClaim()
-                    current.CopyFrom(got)
-                if current.metadata.deletion_timestamp:
-                    raise RuntimeError(f"claim {_key(claim)} got deleted in the meantime")
-                if allocation is None and current.status.allocation != claim.status.allocation:
-                    # Filter chose the node by the allocation PreFilter saw; a claim since
-                    # deallocated or allocated anew (maybe on another node) must not be
-                    # reserved for a pod bound there (the attempt fails and is retried).
-                    raise RuntimeError(
-                        f"claim {_key(claim)} got deallocated or allocated differently "
-                        "in the meantime"
-                    )
-                if attempt and dra_claims.is_reserved_for_pod(pod, current):
-                    # An earlier try was written though its answer was lost: done.
-                    written = current
-                    return written
-                if not dra_claims.can_be_reserved(current):
-                    raise RuntimeError(
-                        f"claim {_key(claim)}: status.reservedFor: Too many: "
-                        f"{len(current.status.reserved_for) + 1}: must have at most "
-                        f"{dra_claims.RESERVED_FOR_MAX} items"
-                    )
-                try:
-                    if allocation is not None:
-                        if current.status.HasField("allocation"):
-                            raise RuntimeError(
-                                f"claim {_key(claim)} got allocated elsewhere in the meantime"
-                            )
-                        if FINALIZER not in current.metadata.finalizers:
-                            current.metadata.finalizers.append(FINALIZER)
-                            current = await self._client.update(current)
-                        current.status.allocation.CopyFrom(allocation)
-                    current.status.reserved_for.append(dra_claims.pod_reference(pod))
-                    checked = allocation is not None and self._check_allocation
-                    kw = {"check_allocation": True} if checked else {}
-                    written = await self._client.update_status(current, **kw)
-                    return written
-                except AllocationConflictError:
-                    raise  # a device another shared-state replica holds: the attempt fails
-                except ConflictError:
-                    if attempt == CONFLICT_RETRIES - 1:
-                        raise
-            raise AssertionError("not reached")
-        finally:
-            # Written: the claim is assumed (no longer pending). Not written: it stays
-            # pending until Unreserve, which the framework runs after a failed PreBind.
-            if written is not None:
-                # Reserved again: a background removal from an earlier Unreserve must stop.
-                self.tracker.unreserving_done(claim.metadata.uid, pod.metadata.uid)
-            if allocation is not None and written is not None:
+        def written(claim: resource_pb2.ResourceClaim) -> None:
+            if allocation is not None:
                 self._gang_pending.pop(claim.metadata.uid, None)
-                self.tracker.assume(written)
+
+        return await bindclaim.bind_claim(
+            self._client,
+            self.tracker,
+            claim,
+            allocation,
+            pod,
+            on_written=written,
+            check_allocation=self._check_allocation,
+        )
 
     # ----------------------------------------------------------- events
     def events_to_register(self) -> list[ClusterEventWithHint]:
