@@ -10,7 +10,9 @@ Its txn compares the pod's mod_revision (still unbound at the version read) and 
   node's allocation record is still the one the fit was decided on, and it writes the
   record grown by the pod in the same txn (see allocation), so no two schedulers can
   overcommit a node. A record that moved meanwhile is read again and the fit re-decided.
-The precondition wording follows upstream's.
+The precondition wording follows upstream's. As upstream's BindingREST, the bind clears
+status.nominatedNodeName (ClearingNominatedNodeNameAfterBinding) and, with the
+PodTopologyLabels admission plugin, copies the node's zone and region labels to the pod.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, replace
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
+from services.api import features
 from services.api.helpers.conditions import update_pod_condition
 from services.api.helpers.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
 from services.api.machinery.errors import (
@@ -31,6 +34,7 @@ from services.api.machinery.errors import (
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.kubeobject import narrow
 from services.apiserver import allocation
+from services.apiserver.admission import copy_topology_labels
 from services.apiserver.fencing import CURRENT
 from services.apiserver.objects import MAX_RETRIES, conflict, not_found
 from services.apiserver.store import Store
@@ -38,6 +42,7 @@ from services.storage import Compare, Get, KeyValue, Op, Put
 from services.storage.keys import allocation_key
 
 _PODS = BY_KIND["Pod"]
+_NODES = BY_KIND["Node"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +190,10 @@ async def prepare_pod(
         compares.append(guard.compare)
         ops.append(guard.put)
     pod.spec.node_name = node_name
+    if features.enabled(None, features.CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING):
+        pod.status.nominated_node_name = ""
+    if "PodTopologyLabels" not in store.disable_admission_plugins:
+        copy_topology_labels(await _node(store, node_name, node_kv), pod.metadata.labels)
     update_pod_condition(pod.status, "PodScheduled", "True", store.clock.now())
     if item.check_allocation:
         pod.metadata.annotations[BOUND_BY] = bound_by_allocation(allocation_key(node_name))
@@ -193,6 +202,21 @@ async def prepare_pod(
     else:
         pod.metadata.annotations.pop(BOUND_BY, None)
     return Prepared(pod, compares, [Put(key, store.encode(pod)), *ops])
+
+
+async def _node(store: Store, name: str, node_kv: KeyValue | None) -> Message | None:
+    """The Node a pod is bound to, as PodTopologyLabels reads it: the one read with the
+    allocation record, else the nodes watch cache's copy (upstream's plugin reads its
+    node informer; a bind never waits for the cache), else etcd's (a node created a
+    moment ago); None when there is none."""
+    if node_kv is not None:
+        return store.decode(_NODES, node_kv)
+    cache = store.caches.get(_NODES.resource)
+    if cache is not None and cache.started:
+        entry = cache.store.get(_NODES.key("", name))
+        if entry is not None:
+            return entry.obj
+    return await store.get_or_none(_NODES, "", name)
 
 
 def what(item: BindItem) -> str:
