@@ -14,8 +14,8 @@ import pytest
 
 from services.api import features
 from services.api.machinery.kinds import BY_KIND
-from services.apiserver.binding import BindItem
 from services.apiserver.admission import copy_topology_labels
+from services.apiserver.binding import BindItem
 from services.apiserver.registry import ApiServer, ApiServerConfig
 from services.storage.memory import MemoryStorage
 from tests.builders import MakeNode, MakePod
@@ -75,7 +75,14 @@ async def _api(*disabled: str) -> AsyncIterator[ApiServer]:
 
 
 async def _node(api: ApiServer, labels: dict[str, str], name: str = "n1") -> None:
-    await api.create(MakeNode().name(name).labels(labels).capacity({"cpu": "4", "pods": "110"}).allocatable({"cpu": "4", "pods": "110"}).obj())
+    await api.create(
+        MakeNode()
+        .name(name)
+        .labels(labels)
+        .capacity({"cpu": "4", "pods": "110"})
+        .allocatable({"cpu": "4", "pods": "110"})
+        .obj()
+    )
 
 
 def _pod(name: str, labels: dict[str, str], node: str = "") -> object:
