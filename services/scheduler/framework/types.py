@@ -351,6 +351,8 @@ class CycleState:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        #: PreBind plugins whose PreBindPreFlight said Skip: their PreBind does not run.
+        self.skip_pre_bind_plugins: set[str] = set()
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
@@ -369,6 +371,7 @@ class CycleState:
         }
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
+        c.skip_pre_bind_plugins = set(self.skip_pre_bind_plugins)
         return c
 
 
