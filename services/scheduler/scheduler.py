@@ -76,6 +76,8 @@ def node_update_event(old: core_pb2.Node, new: core_pb2.Node) -> ClusterEvent:
         action |= ActionType.UPDATE_NODE_CONDITION
     if old.metadata.annotations != new.metadata.annotations:
         action |= ActionType.UPDATE_NODE_ANNOTATION
+    if old.status.declared_features != new.status.declared_features:
+        action |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return ClusterEvent("Node", action, "NodeUpdate")
 
 

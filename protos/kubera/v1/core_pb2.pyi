@@ -134,7 +134,7 @@ class ContainerImage(_message.Message):
     def __init__(self, names: _Optional[_Iterable[str]] = ..., size_bytes: _Optional[int] = ...) -> None: ...
 
 class NodeStatus(_message.Message):
-    __slots__ = ("capacity", "allocatable", "conditions", "addresses", "node_info", "images", "phase")
+    __slots__ = ("capacity", "allocatable", "conditions", "addresses", "node_info", "images", "phase", "declared_features")
     class CapacityEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -156,6 +156,7 @@ class NodeStatus(_message.Message):
     NODE_INFO_FIELD_NUMBER: _ClassVar[int]
     IMAGES_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
+    DECLARED_FEATURES_FIELD_NUMBER: _ClassVar[int]
     capacity: _containers.ScalarMap[str, str]
     allocatable: _containers.ScalarMap[str, str]
     conditions: _containers.RepeatedCompositeFieldContainer[NodeCondition]
@@ -163,7 +164,8 @@ class NodeStatus(_message.Message):
     node_info: NodeSystemInfo
     images: _containers.RepeatedCompositeFieldContainer[ContainerImage]
     phase: str
-    def __init__(self, capacity: _Optional[_Mapping[str, str]] = ..., allocatable: _Optional[_Mapping[str, str]] = ..., conditions: _Optional[_Iterable[_Union[NodeCondition, _Mapping]]] = ..., addresses: _Optional[_Iterable[_Union[NodeAddress, _Mapping]]] = ..., node_info: _Optional[_Union[NodeSystemInfo, _Mapping]] = ..., images: _Optional[_Iterable[_Union[ContainerImage, _Mapping]]] = ..., phase: _Optional[str] = ...) -> None: ...
+    declared_features: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, capacity: _Optional[_Mapping[str, str]] = ..., allocatable: _Optional[_Mapping[str, str]] = ..., conditions: _Optional[_Iterable[_Union[NodeCondition, _Mapping]]] = ..., addresses: _Optional[_Iterable[_Union[NodeAddress, _Mapping]]] = ..., node_info: _Optional[_Union[NodeSystemInfo, _Mapping]] = ..., images: _Optional[_Iterable[_Union[ContainerImage, _Mapping]]] = ..., phase: _Optional[str] = ..., declared_features: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Node(_message.Message):
     __slots__ = ("api_version", "kind", "metadata", "spec", "status")
