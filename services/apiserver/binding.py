@@ -17,7 +17,8 @@ PodTopologyLabels admission plugin, copies the node's zone and region labels to 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from google.protobuf.message import Message
 
@@ -34,7 +35,7 @@ from services.api.machinery.errors import (
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.kubeobject import narrow
 from services.apiserver import allocation
-from services.apiserver.admission import copy_topology_labels
+from services.apiserver.admission import check_hollow_kubelet_annotations, copy_topology_labels
 from services.apiserver.fencing import CURRENT
 from services.apiserver.objects import MAX_RETRIES, conflict, not_found
 from services.apiserver.store import Store
@@ -56,6 +57,10 @@ class BindItem:
     uid: str = ""
     fencing: Fencing | None = None
     check_allocation: bool = False
+    #: The Binding object's metadata.annotations, merged into the pod's (BindingREST).
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    #: Its metadata.labels, copied over the pod's with PodTopologyLabelsAdmission on.
+    labels: Mapping[str, str] = field(default_factory=dict)
 
 
 def resolve(item: BindItem) -> BindItem:
@@ -79,13 +84,26 @@ async def bind(
     uid: str = "",
     fencing: Fencing | None = None,
     check_allocation: bool = False,
+    annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Message:
     """Set spec.nodeName in one txn that also proves the pod is still unbound at the
     version read and, with `fencing`, that the caller's election key still exists with
     the create_revision it won it at; with `check_allocation`, that the pod fits the
-    node's allocation record (AllocationConflictError when it does not)."""
+    node's allocation record (AllocationConflictError when it does not). `annotations`
+    and `labels`: the Binding object's, written to the pod as upstream's BindingREST."""
     item = resolve(
-        BindItem(namespace, name, node_name, resource_version, uid, fencing, check_allocation)
+        BindItem(
+            namespace,
+            name,
+            node_name,
+            resource_version,
+            uid,
+            fencing,
+            check_allocation,
+            dict(annotations or {}),
+            dict(labels or {}),
+        )
     )
     if not check_allocation:
         return await bind_one(store, item)
@@ -192,6 +210,12 @@ async def prepare_pod(
     pod.spec.node_name = node_name
     if features.enabled(None, features.CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING):
         pod.status.nominated_node_name = ""
+    if item.annotations:
+        pod.metadata.annotations.update(item.annotations)
+        check_hollow_kubelet_annotations(kind, pod)
+    if item.labels and features.enabled(None, features.POD_TOPOLOGY_LABELS_ADMISSION):
+        pod.metadata.labels.update(item.labels)
+    # The plugin overwrites the Binding's labels with the node's (it admits the Binding).
     if "PodTopologyLabels" not in store.disable_admission_plugins:
         copy_topology_labels(await _node(store, node_name, node_kv), pod.metadata.labels)
     update_pod_condition(pod.status, "PodScheduled", "True", store.clock.now())

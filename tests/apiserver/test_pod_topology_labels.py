@@ -164,3 +164,33 @@ async def test_binding_clears_the_nominated_node_name() -> None:
         await api.update_status(pod)
         bound = await api.bind("default", "p", "n1")
     assert bound.status.nominated_node_name == ""
+
+
+async def test_the_bindings_own_labels_and_annotations_reach_the_pod() -> None:
+    """BindingREST: the Binding's annotations are merged into the pod's, its labels copied
+    over the pod's (PodTopologyLabelsAdmission on); the plugin's node labels win, as it
+    writes them into the Binding before the copy."""
+    async with _api() as api:
+        await _node(api, {ZONE: "node-zone"})
+        await api.create(_pod("p", {"team": "a"}))
+        bound = await api.bind(
+            "default",
+            "p",
+            "n1",
+            annotations={"note": "from-binding"},
+            labels={"team": "b", ZONE: "binding-zone"},
+        )
+    assert dict(bound.metadata.labels) == {"team": "b", ZONE: "node-zone"}
+    assert bound.metadata.annotations["note"] == "from-binding"
+
+
+async def test_a_bindings_bad_hollow_kubelet_annotation_is_refused() -> None:
+    from services.api.machinery.errors import InvalidError
+
+    async with _api() as api:
+        await _node(api, {})
+        await api.create(_pod("p", {}))
+        with pytest.raises(InvalidError, match="kubera.io/usage"):
+            await api.bind("default", "p", "n1", annotations={"kubera.io/usage": "{not json"})
+        pod = await api.get(BY_KIND["Pod"], "default", "p")
+    assert not pod.spec.node_name  # nothing half-written
