@@ -17,6 +17,7 @@ from typing import Any
 
 from protos.kubera.v1 import core_pb2
 from services.api import features
+from services.api import nodedeclaredfeatures as ndf
 from services.api.nodedeclaredfeatures import (
     ALL_FEATURES,
     KUBERNETES_VERSION,
@@ -133,4 +134,7 @@ def is_schedulable_after_node_change(
 
 def new(args: Args | None, handle: Any) -> NodeDeclaredFeatures:
     gates = getattr(handle, "feature_gates", None)
-    return NodeDeclaredFeatures(enabled=features.enabled(gates, features.NODE_DECLARED_FEATURES))
+    return NodeDeclaredFeatures(
+        enabled=features.enabled(gates, features.NODE_DECLARED_FEATURES),
+        registry=ndf.ALL_FEATURES,
+    )
