@@ -14,7 +14,8 @@ at Permit (a gang member) or in a PreBind with work to do (volumes to bind, DRA 
 gets status.nominatedNodeName = its node before it waits, so other components (a cluster
 autoscaler, users) see where it is going; the bind clears it (the apiserver's
 ClearingNominatedNodeNameAfterBinding), and so does every failure after the node was
-chosen (upstream's clearNominatedNode). The scheduler's own nominator does not count such
+chosen (upstream's clearNominatedNode), but for a bind refused because the pod was bound
+elsewhere or deleted or this replica lost its term (the nomination is then not its own). The scheduler's own nominator does not count such
 a pod twice: while it is assumed, its nomination is not taken from the informer.
 
 `ScheduleOne` takes what the cycles work on (the frameworks, cache, snapshot, queue, the
@@ -364,10 +365,11 @@ class ScheduleOne:
             # replica, or the leader after this one's term ended). Nothing is left to forget.
             if self.cache.is_assumed(assumed.pod):
                 self.cache.forget_pod(assumed.pod)
-            self._clear_nominated(qpi.pod, expected)
             if isinstance(st.error, PreconditionError | NotFoundError):
                 # Bound elsewhere, deleted, or this replica is no longer the leader: the
-                # informer brings the truth; nothing to retry here.
+                # informer brings the truth; nothing to retry here, and the pod's
+                # nomination is not this replica's to clear (a new leader may have set it).
+                self.nominator.delete(assumed.uid)
                 attempt.result, attempt.message = "error", st.message
                 if self.omega is not None and isinstance(st.error, PreconditionError):
                     self.omega.lost_pod(busy, bind_s)
@@ -377,6 +379,7 @@ class ScheduleOne:
             # cache was behind. Retried after backoff, by when the informer has brought the
             # winner's bind; counted, and not reported as FailedScheduling (the pod is not
             # unschedulable).
+            self._clear_nominated(qpi.pod, expected)
             omega = self.omega if isinstance(st.error, AllocationConflictError) else None
             conflict = omega is not None
             if omega is not None:
