@@ -45,6 +45,19 @@ DRA_RESOURCE_CLAIM_DEVICE_STATUS = "DRAResourceClaimDeviceStatus"
 #: by default in 1.37). Off: taints are ignored and results carry no tolerations.
 DRA_DEVICE_TAINTS = "DRADeviceTaints"
 
+#: The apiserver copies the node's topology.kubernetes.io/zone and /region labels to a pod
+#: at its binding (and to a pod created with spec.nodeName): PodTopologyLabels admission
+#: (alpha 1.33, beta and on by default since 1.35).
+POD_TOPOLOGY_LABELS_ADMISSION = "PodTopologyLabelsAdmission"
+#: The pods/binding subresource clears status.nominatedNodeName (beta, on since 1.34).
+CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING = "ClearingNominatedNodeNameAfterBinding"
+#: The scheduler writes status.nominatedNodeName for a pod that waits at Permit or whose
+#: PreBind has work to do, before the binding cycle waits (beta, on since 1.35).
+NOMINATED_NODE_NAME_FOR_EXPECTATION = "NominatedNodeNameForExpectation"
+#: Node status.declaredFeatures, the kubelet's declaration and the scheduler's
+#: NodeDeclaredFeatures filter (alpha 1.35, off by default).
+NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
+
 DEFAULTS: dict[str, bool] = {
     DRA_PRIORITIZED_LIST: True,
     DRA_ADMIN_ACCESS: True,
@@ -54,6 +67,10 @@ DEFAULTS: dict[str, bool] = {
     DRA_DEVICE_BINDING_CONDITIONS: True,
     DRA_RESOURCE_CLAIM_DEVICE_STATUS: True,
     DRA_DEVICE_TAINTS: True,
+    POD_TOPOLOGY_LABELS_ADMISSION: True,
+    CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING: True,
+    NOMINATED_NODE_NAME_FOR_EXPECTATION: True,
+    NODE_DECLARED_FEATURES: False,
 }
 
 FeatureGates = Mapping[str, bool]

@@ -2,13 +2,13 @@
 kube-apiserver's order: defaulting (services/api/defaults), then the mutating plugins (Priority, RuntimeClass,
 DefaultTolerationSeconds), then the validating checks that need other objects
 (NamespaceLifecycle, DRA's admin access); for claims and volumes, DefaultStorageClass and
-StorageObjectInUseProtection. Each step is a small function over (lookup,
+StorageObjectInUseProtection. PodTopologyLabels also runs at a pod's binding (binding.py). Each step is a small function over (lookup,
 object).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any, Protocol
 
 from google.protobuf.message import Message
@@ -22,7 +22,7 @@ from protos.kubera.v1 import (
     scheduling_pb2,
     storage_pb2,
 )
-from services.api import defaults
+from services.api import defaults, features
 from services.api.dra.claims import ADMIN_ACCESS_NAMESPACE_LABEL
 from services.api.helpers.conditions import update_pod_condition
 from services.api.helpers.stages import STAGES_ANNOTATION, Stages, TemplateError
@@ -38,6 +38,8 @@ from services.api.helpers.wellknown import (
     DEFAULT_SERVICE_ACCOUNT,
     LABEL_CONTROLLER_UID,
     LABEL_JOB_NAME,
+    LABEL_TOPOLOGY_REGION,
+    LABEL_TOPOLOGY_ZONE,
     LEGACY_CONTROLLER_UID,
     LEGACY_JOB_NAME,
     MIRROR_POD_ANNOTATION,
@@ -90,12 +92,16 @@ DISABLEABLE = frozenset(
         "RuntimeClass",
         "DefaultTolerationSeconds",
         "TaintNodesByCondition",
+        "PodTopologyLabels",
     }
 )
 #: What upstream's scheduler_perf apiserver disables (test/integration/scheduler_perf
 #: mustSetupCluster: "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition,Priority"),
 #: so its templates may set spec.priority directly: experiments run with this set.
 SCHEDULER_PERF_DISABLED = ("ServiceAccount", "TaintNodesByCondition", "Priority")
+#: PodTopologyLabels admission: the node labels a pod bound to the node gets (upstream's
+#: plugin/pkg/admission/podtopologylabels default Config.Labels; only these exact keys).
+TOPOLOGY_LABELS = (LABEL_TOPOLOGY_ZONE, LABEL_TOPOLOGY_REGION)
 
 
 def _forbidden(kind: Kind, name: str, why: str) -> ForbiddenError:
@@ -404,6 +410,24 @@ def _default_toleration_seconds(pod: core_pb2.Pod) -> None:
             )
 
 
+def copy_topology_labels(
+    node: Message | None,
+    labels: MutableMapping[str, str],
+    gates: features.FeatureGates | None = None,
+) -> None:
+    """PodTopologyLabels: the node's TOPOLOGY_LABELS into `labels` (a pod's, at its
+    binding or at a create that names its node), overwriting the pod's own values, as
+    upstream's plugin and BindingREST do. A node that does not exist copies nothing;
+    nothing happens with the PodTopologyLabelsAdmission gate off."""
+    if node is None or not features.enabled(gates, features.POD_TOPOLOGY_LABELS_ADMISSION):
+        return
+    node_labels = narrow(node, core_pb2.Node).metadata.labels
+    for key in TOPOLOGY_LABELS:
+        value = node_labels.get(key)
+        if value is not None:
+            labels[key] = value
+
+
 async def mutate(
     kind: Kind, obj: Message, lookup: Lookup, disabled: frozenset[str] = frozenset()
 ) -> None:
@@ -419,6 +443,9 @@ async def mutate(
             await _runtime_class(pod, lookup)
         if "DefaultTolerationSeconds" not in disabled:
             _default_toleration_seconds(pod)
+        if "PodTopologyLabels" not in disabled and pod.spec.node_name:
+            node = await lookup.cached_or_none(BY_KIND["Node"], "", pod.spec.node_name)
+            copy_topology_labels(node, pod.metadata.labels)
         pod.status.qos_class = qos_class(pod.spec)
     elif kind.kind == "PriorityClass":
         await check_single_global_default(kind, obj, lookup)

@@ -10,16 +10,20 @@ Its txn compares the pod's mod_revision (still unbound at the version read) and 
   node's allocation record is still the one the fit was decided on, and it writes the
   record grown by the pod in the same txn (see allocation), so no two schedulers can
   overcommit a node. A record that moved meanwhile is read again and the fit re-decided.
-The precondition wording follows upstream's.
+The precondition wording follows upstream's. As upstream's BindingREST, the bind clears
+status.nominatedNodeName (ClearingNominatedNodeNameAfterBinding) and, with the
+PodTopologyLabels admission plugin, copies the node's zone and region labels to the pod.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2
+from services.api import features
 from services.api.helpers.conditions import update_pod_condition
 from services.api.helpers.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
 from services.api.machinery.errors import (
@@ -31,6 +35,7 @@ from services.api.machinery.errors import (
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.kubeobject import narrow
 from services.apiserver import allocation
+from services.apiserver.admission import check_hollow_kubelet_annotations, copy_topology_labels
 from services.apiserver.fencing import CURRENT
 from services.apiserver.objects import MAX_RETRIES, conflict, not_found
 from services.apiserver.store import Store
@@ -38,6 +43,7 @@ from services.storage import Compare, Get, KeyValue, Op, Put
 from services.storage.keys import allocation_key
 
 _PODS = BY_KIND["Pod"]
+_NODES = BY_KIND["Node"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +57,10 @@ class BindItem:
     uid: str = ""
     fencing: Fencing | None = None
     check_allocation: bool = False
+    #: The Binding object's metadata.annotations, merged into the pod's (BindingREST).
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    #: Its metadata.labels, copied over the pod's with PodTopologyLabelsAdmission on.
+    labels: Mapping[str, str] = field(default_factory=dict)
 
 
 def resolve(item: BindItem) -> BindItem:
@@ -74,13 +84,26 @@ async def bind(
     uid: str = "",
     fencing: Fencing | None = None,
     check_allocation: bool = False,
+    annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Message:
     """Set spec.nodeName in one txn that also proves the pod is still unbound at the
     version read and, with `fencing`, that the caller's election key still exists with
     the create_revision it won it at; with `check_allocation`, that the pod fits the
-    node's allocation record (AllocationConflictError when it does not)."""
+    node's allocation record (AllocationConflictError when it does not). `annotations`
+    and `labels`: the Binding object's, written to the pod as upstream's BindingREST."""
     item = resolve(
-        BindItem(namespace, name, node_name, resource_version, uid, fencing, check_allocation)
+        BindItem(
+            namespace,
+            name,
+            node_name,
+            resource_version,
+            uid,
+            fencing,
+            check_allocation,
+            dict(annotations or {}),
+            dict(labels or {}),
+        )
     )
     if not check_allocation:
         return await bind_one(store, item)
@@ -185,6 +208,16 @@ async def prepare_pod(
         compares.append(guard.compare)
         ops.append(guard.put)
     pod.spec.node_name = node_name
+    if features.enabled(None, features.CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING):
+        pod.status.nominated_node_name = ""
+    if item.annotations:
+        pod.metadata.annotations.update(item.annotations)
+        check_hollow_kubelet_annotations(kind, pod)
+    if item.labels and features.enabled(None, features.POD_TOPOLOGY_LABELS_ADMISSION):
+        pod.metadata.labels.update(item.labels)
+    # The plugin overwrites the Binding's labels with the node's (it admits the Binding).
+    if "PodTopologyLabels" not in store.disable_admission_plugins:
+        copy_topology_labels(await _node(store, node_name, node_kv), pod.metadata.labels)
     update_pod_condition(pod.status, "PodScheduled", "True", store.clock.now())
     if item.check_allocation:
         pod.metadata.annotations[BOUND_BY] = bound_by_allocation(allocation_key(node_name))
@@ -193,6 +226,21 @@ async def prepare_pod(
     else:
         pod.metadata.annotations.pop(BOUND_BY, None)
     return Prepared(pod, compares, [Put(key, store.encode(pod)), *ops])
+
+
+async def _node(store: Store, name: str, node_kv: KeyValue | None) -> Message | None:
+    """The Node a pod is bound to, as PodTopologyLabels reads it: the one read with the
+    allocation record, else the nodes watch cache's copy (upstream's plugin reads its
+    node informer; a bind never waits for the cache), else etcd's (a node created a
+    moment ago); None when there is none."""
+    if node_kv is not None:
+        return store.decode(_NODES, node_kv)
+    cache = store.caches.get(_NODES.resource)
+    if cache is not None and cache.started:
+        entry = cache.store.get(_NODES.key("", name))
+        if entry is not None:
+            return entry.obj
+    return await store.get_or_none(_NODES, "", name)
 
 
 def what(item: BindItem) -> str:

@@ -28,7 +28,7 @@ import asyncio
 import builtins
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
 from google.protobuf.message import Message
 
@@ -311,11 +311,14 @@ class ApiServer:
         uid: str = "",
         fencing: Fencing | None = None,
         check_allocation: bool = False,
+        annotations: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> Message:
         """Set spec.nodeName in one txn that also proves the pod is still unbound at the
         version read and, with `fencing`, that the caller's election key still exists with
         the create_revision it won it at; with `check_allocation`, that the pod fits the
-        node's allocation record (shared-state scheduling; see allocation)."""
+        node's allocation record (shared-state scheduling; see allocation). `annotations`
+        and `labels`: the Binding object's (see binding)."""
         return await binding.bind(
             self.store,
             namespace,
@@ -325,6 +328,8 @@ class ApiServer:
             uid=uid,
             fencing=fencing,
             check_allocation=check_allocation,
+            annotations=annotations,
+            labels=labels,
         )
 
     async def bind_batch(self, items: Sequence[BindItem]) -> builtins.list[BindOutcome]:
@@ -342,6 +347,8 @@ class ApiServer:
                     uid=it.uid,
                     fencing=it.fencing,
                     check_allocation=it.check_allocation,
+                    annotations=it.annotations,
+                    labels=it.labels,
                 )
             except Exception as e:  # noqa: BLE001 - reported as this item's outcome
                 return [BindOutcome(None, e)]

@@ -65,8 +65,19 @@ async def bind(call: Call) -> tuple[int, dict[str, Any]]:
         node,
         resource_version=str(meta.get("resourceVersion") or ""),
         uid=str(meta.get("uid") or ""),
+        annotations=_string_map(meta, "annotations"),
+        labels=_string_map(meta, "labels"),
     )
     return 201, success()
+
+
+def _string_map(meta: dict[str, Any], name: str) -> dict[str, str]:
+    value = meta.get(name) or {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise BadRequestError(f"Binding: metadata.{name}: expected a map of strings")
+    return value
 
 
 async def evict(call: Call) -> tuple[int, dict[str, Any]]:

@@ -6,10 +6,13 @@ from __future__ import annotations
 import uuid
 
 from protos.kubera.v1 import coordination_pb2, core_pb2
+from services.api import features
 from services.api.machinery import codec
 from services.api.machinery.kubeobject import narrow
+from services.api.nodedeclaredfeatures import NodeConfiguration, discover
 from services.clock import rfc3339, rfc3339_micro
 from services.kubelet.state import PRESSURE_CONDITIONS, HollowNode
+from services.kubelet.template import NodeKind
 
 LEASE_NAMESPACE = "kube-node-lease"
 KUBELET_VERSION = "v1.31.0-kubera"
@@ -66,6 +69,17 @@ def set_conditions(node: HollowNode, now: float) -> None:
         )
 
 
+def declared_features(kind: NodeKind, gates: features.FeatureGates | None = None) -> list[str]:
+    """The node's status.declaredFeatures: none with the NodeDeclaredFeatures gate off
+    (the kubelet then writes none), else its kind's list or those discovered from its
+    cpuManagerPolicy, as the kubelet discovers them from its configuration."""
+    if not features.enabled(gates, features.NODE_DECLARED_FEATURES):
+        return []
+    if kind.declared_features is not None:
+        return list(kind.declared_features)
+    return discover(NodeConfiguration(cpu_manager_policy=kind.cpu_manager_policy))
+
+
 def node_object(node: HollowNode, pool_name: str, now: float) -> core_pb2.Node:
     """The Node a kubelet registers (its status kept in `node.status` from then on)."""
     plan, kind = node.plan, node.plan.kind
@@ -100,6 +114,7 @@ def node_object(node: HollowNode, pool_name: str, now: float) -> core_pb2.Node:
                 "bootID": str(uuid.uuid4()),
             },
             "phase": "Running",
+            "declaredFeatures": declared_features(kind),
         },
     }
     obj = narrow(codec.decode(doc, validate="strict").obj, core_pb2.Node)

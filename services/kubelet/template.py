@@ -469,6 +469,11 @@ class NodeKind:
     devices: list[DeviceSet] = field(default_factory=list)
     #: Hollow CSI drivers (csidriver.py).
     csi_drivers: list[HollowCSIDriver] = field(default_factory=list)
+    #: The KubeletConfiguration cpuManagerPolicy its declared features are discovered
+    #: from ("none" or "static"; services/api/nodedeclaredfeatures.py).
+    cpu_manager_policy: str = "none"
+    #: status.declaredFeatures as given, in place of discovery (None: discover them).
+    declared_features: list[str] | None = None
 
     def image_size(self, image: str) -> int:
         repo = image.rsplit("@", 1)[0]
@@ -504,6 +509,8 @@ _KIND_FIELDS = (
     "eviction",
     "devices",
     "csiDrivers",
+    "cpuManagerPolicy",
+    "declaredFeatures",
 )
 _DEFAULT_CAPACITY = {"cpu": "8", "memory": "32Gi", "ephemeral-storage": "100Gi", "pods": "110"}
 
@@ -600,7 +607,23 @@ def _kind(doc: Mapping[str, Any], path: str) -> NodeKind:
         eviction=dict(mapping(f"{path}.eviction", doc.get("eviction"))),
         devices=_device_sets(f"{path}.devices", doc.get("devices")),
         csi_drivers=parse_csi_drivers(f"{path}.csiDrivers", doc.get("csiDrivers")),
+        cpu_manager_policy=_cpu_manager_policy(path, doc.get("cpuManagerPolicy", "none")),
+        declared_features=_declared_features(path, doc.get("declaredFeatures")),
     )
+
+
+def _cpu_manager_policy(path: str, value: Any) -> str:
+    if value not in ("none", "static"):
+        raise TemplateError(f'{path}.cpuManagerPolicy: {value!r}: expected "none" or "static"')
+    return str(value)
+
+
+def _declared_features(path: str, value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise TemplateError(f"{path}.declaredFeatures: expected a list of feature names")
+    return sorted(set(value))
 
 
 def parse_template(doc: Mapping[str, Any] | None) -> NodeTemplate:

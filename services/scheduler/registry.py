@@ -128,6 +128,9 @@ IN_TREE: tuple[InTreePlugin, ...] = (
     InTreePlugin("SchedulingGates", "schedulinggates", (PRE_ENQUEUE,)),
     InTreePlugin("NodeUnschedulable", "nodeunschedulable", (FILTER,)),
     InTreePlugin("NodeName", "nodename", (FILTER,)),
+    # Behind the NodeDeclaredFeatures gate (alpha, off): with it off the plugin does
+    # nothing, and it is not in the default profile (upstream adds it there with the gate).
+    InTreePlugin("NodeDeclaredFeatures", "nodedeclaredfeatures", (PRE_FILTER, FILTER)),
     InTreePlugin("TaintToleration", "tainttoleration", (FILTER, PRE_SCORE, SCORE), 3),
     InTreePlugin("NodeAffinity", "nodeaffinity", (PRE_FILTER, FILTER, PRE_SCORE, SCORE), 2),
     InTreePlugin("NodePorts", "nodeports", (PRE_FILTER, FILTER)),

@@ -4,8 +4,19 @@
       scheduling cycle (serial)   snapshot → PreFilter → Filter (percentageOfNodesToScore)
                                   → [PostFilter] → PreScore → Score → select host
                                   → assume in cache → Reserve → Permit
-      binding cycle (concurrent)  WaitOnPermit → PreBind → Bind (fenced or checked) → PostBind
-      every failure path after assume: Unreserve, forget the assumed pod, requeue
+      binding cycle (concurrent)  [PreBindPreFlight → nominatedNodeName] → WaitOnPermit
+                                  → PreBind → Bind (fenced or checked) → PostBind
+      every failure path after assume: Unreserve, forget the assumed pod, requeue, clear
+      the pod's nominatedNodeName
+
+NominatedNodeNameForExpectation (beta, on in 1.35): a pod whose binding cycle will wait,
+at Permit (a gang member) or in a PreBind with work to do (volumes to bind, DRA claims),
+gets status.nominatedNodeName = its node before it waits, so other components (a cluster
+autoscaler, users) see where it is going; the bind clears it (the apiserver's
+ClearingNominatedNodeNameAfterBinding), and so does every failure after the node was
+chosen (upstream's clearNominatedNode), but for a bind refused because the pod was bound
+elsewhere or deleted or this replica lost its term (the nomination is then not its own). The scheduler's own nominator does not count such
+a pod twice: while it is assumed, its nomination is not taken from the informer.
 
 `ScheduleOne` takes what the cycles work on (the frameworks, cache, snapshot, queue, the
 failure reporter) from the Scheduler (scheduler.py), which owns the informers and the term.
@@ -32,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from protos.kubera.v1 import core_pb2
+from services.api import features
 from services.api.machinery.errors import (
     AllocationConflictError,
     NotFoundError,
@@ -137,10 +149,11 @@ class ScheduleOne:
         omega: OmegaStats | None,
         max_binding_tasks: int,
         nominator: Nominator | None = None,
+        gates: features.FeatureGates | None = None,
     ) -> None:
         """`percentage_of_nodes_to_score`: the configuration's, for profiles without their
         own. `reporter`: writes FailedScheduling events. `omega`: Omega's measures, only in
-        shared-state mode."""
+        shared-state mode. `gates`: feature gate overrides (services/api/features.py)."""
         self.clock = clock
         self.frameworks = frameworks
         self.cache = cache
@@ -154,6 +167,10 @@ class ScheduleOne:
         self.omega = omega
         #: Pods nominated to nodes by preemption (they count there for pods not above them).
         self.nominator = nominator if nominator is not None else Nominator()
+        #: NominatedNodeNameForExpectation: write nominatedNodeName before a binding waits.
+        self.nominate_for_expectation = features.enabled(
+            gates, features.NOMINATED_NODE_NAME_FOR_EXPECTATION
+        )
         self._binding_slots = asyncio.Semaphore(max_binding_tasks)
         self._bindings: set[asyncio.Task[None]] = set()
         self._side_tasks: set[asyncio.Task[None]] = set()
@@ -249,6 +266,7 @@ class ScheduleOne:
             return
         except Exception as e:  # noqa: BLE001 - an Error status, requeued with backoff
             self.log_error(qpi.key, str(e), None if isinstance(e, InvalidPodError) else e)
+            self._clear_nominated(qpi.pod)
             self._fail(fwk, qpi, cycle, attempt, str(e), Status.as_error(e), set(), start)
             return
         attempt.node = result.node
@@ -267,6 +285,7 @@ class ScheduleOne:
             fwk.run_unreserve(state, assumed_info, result.node)
             if self.cache.is_assumed(assumed):
                 self.cache.forget_pod(assumed)
+            self._clear_nominated(qpi.pod)
             self._fail(fwk, qpi, cycle, attempt, st.message, st, {st.plugin}, start)
             return
         attempt.result = "scheduled"
@@ -309,8 +328,16 @@ class ScheduleOne:
         *,
         holds_slot: bool = True,
     ) -> None:
+        expected = ""
         try:
-            st = await fwk.wait_on_permit(assumed)
+            st = Status.success()
+            if self.nominate_for_expectation:
+                st, expected = await self._nominate_for_expectation(fwk, state, assumed, node)
+            if st.is_success():
+                st = await fwk.wait_on_permit(assumed)
+            elif fwk.will_wait_on_permit(assumed):  # a PreBindPreFlight error ends the wait
+                fwk.reject_waiting_pod(assumed.uid, st.plugin, st.message)
+                await fwk.wait_on_permit(assumed)
             if not holds_slot:
                 await self._binding_slots.acquire()
                 holds_slot = True
@@ -340,7 +367,9 @@ class ScheduleOne:
                 self.cache.forget_pod(assumed.pod)
             if isinstance(st.error, PreconditionError | NotFoundError):
                 # Bound elsewhere, deleted, or this replica is no longer the leader: the
-                # informer brings the truth; nothing to retry here.
+                # informer brings the truth; nothing to retry here, and the pod's
+                # nomination is not this replica's to clear (a new leader may have set it).
+                self.nominator.delete(assumed.uid)
                 attempt.result, attempt.message = "error", st.message
                 if self.omega is not None and isinstance(st.error, PreconditionError):
                     self.omega.lost_pod(busy, bind_s)
@@ -350,6 +379,7 @@ class ScheduleOne:
             # cache was behind. Retried after backoff, by when the informer has brought the
             # winner's bind; counted, and not reported as FailedScheduling (the pod is not
             # unschedulable).
+            self._clear_nominated(qpi.pod, expected)
             omega = self.omega if isinstance(st.error, AllocationConflictError) else None
             conflict = omega is not None
             if omega is not None:
@@ -376,6 +406,8 @@ class ScheduleOne:
             with contextlib.suppress(Exception):
                 if self.cache.is_assumed(assumed.pod):
                     self.cache.forget_pod(assumed.pod)
+            with contextlib.suppress(Exception):
+                self._clear_nominated(qpi.pod, expected)
             attempt.result = "error"
             st = Status.as_error(e)
             self._fail(fwk, qpi, cycle, attempt, st.message, st, set(), start, record=False)
@@ -514,6 +546,37 @@ class ScheduleOne:
             qpi.pod_info = PodInfo(copy)
             self._spawn(self._set_nominated(pod, node))
         self.nominator.add(qpi.pod_info, node)
+
+    async def _nominate_for_expectation(
+        self, fwk: Framework, state: CycleState, assumed: PodInfo, node: str
+    ) -> tuple[Status, str]:
+        """Upstream bindingCycle under NominatedNodeNameForExpectation: PreBindPreFlight,
+        and when a PreBind has work or the pod waits at Permit, status.nominatedNodeName =
+        `node` (a failed write is logged and binding goes on). The PreBindPreFlight status
+        (Success, or the Error that ends the binding cycle) and the node written ("")."""
+        st = fwk.run_pre_bind_pre_flights(state, assumed, node)
+        if st.code == Code.ERROR or st.is_rejected():
+            return st, ""
+        if not st.is_success() and not fwk.will_wait_on_permit(assumed):
+            return Status.success(), ""  # bound at once: nothing worth announcing
+        try:
+            await set_nominated_node_name(self.reporter.client, assumed.pod, node)
+        except Exception as e:  # noqa: BLE001 - not worth failing the binding for
+            log.info("could not set the nominated node of %s: %s", assumed.key, e)
+            return Status.success(), ""
+        return Status.success(), node
+
+    def _clear_nominated(self, pod: core_pb2.Pod, written: str = "") -> None:
+        """Upstream's clearNominatedNode on a failure after the node was chosen: the
+        nominator forgets the pod, and its status.nominatedNodeName (the one the informer
+        last showed, or `written` by this binding cycle) is cleared (best effort)."""
+        self.nominator.delete(pod.metadata.uid)
+        node = written or pod.status.nominated_node_name
+        if node:
+            copy = core_pb2.Pod()
+            copy.CopyFrom(pod)
+            copy.status.nominated_node_name = node
+            self._spawn(self._set_nominated(copy, ""))
 
     async def _set_nominated(self, pod: core_pb2.Pod, node: str) -> None:
         try:

@@ -77,6 +77,8 @@ def node_update_event(old: core_pb2.Node, new: core_pb2.Node) -> ClusterEvent:
         action |= ActionType.UPDATE_NODE_CONDITION
     if old.metadata.annotations != new.metadata.annotations:
         action |= ActionType.UPDATE_NODE_ANNOTATION
+    if old.status.declared_features != new.status.declared_features:
+        action |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return ClusterEvent("Node", action, "NodeUpdate")
 
 
@@ -335,7 +337,11 @@ class Scheduler(Background):
             self.queue.add(pod)
 
     def _pod_updated(self, old: core_pb2.Pod, new: core_pb2.Pod) -> None:
-        self.nominator.pod_seen(old, new)
+        # An assumed pod already holds its node in the cache; the nominatedNodeName its
+        # binding cycle wrote (NominatedNodeNameForExpectation) must not count it again
+        # (upstream leaves assumed pods' updates out of the queue and its nominator).
+        if new.spec.node_name or not self.cache.is_assumed(new):
+            self.nominator.pod_seen(old, new)
         if new.spec.node_name:
             if old.spec.node_name:
                 self.cache.update_pod(old, new)

@@ -539,6 +539,22 @@ async def test_binding_sets_the_node_and_a_second_bind_conflicts(http: TestClien
     assert r.status == 409
 
 
+async def test_a_bindings_labels_and_annotations_reach_the_pod(http: TestClient) -> None:
+    await create_pod(http, "m")
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "m", "labels": {"l": "1"}, "annotations": {"a": "2"}},
+        "target": {"kind": "Node", "name": "n1"},
+    }
+    assert (await http.post(f"{PODS}/m/binding", json=binding)).status == 201
+    meta = (await (await http.get(f"{PODS}/m")).json())["metadata"]
+    assert meta["labels"]["l"] == "1" and meta["annotations"]["a"] == "2"
+    binding["metadata"] = {"name": "m", "labels": {"l": 1}}
+    r = await http.post(f"{PODS}/m/binding", json=binding)
+    assert r.status == 400 and "metadata.labels" in (await r.json())["message"]
+
+
 async def test_eviction_blocked_by_a_pdb_is_429(http: TestClient) -> None:
     doc = as_json(pod("e", nodeName="n1"))
     doc["metadata"]["labels"] = {"app": "e"}

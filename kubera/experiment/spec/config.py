@@ -27,8 +27,8 @@ Every template is rendered once (index 0) and decoded with kubera's codec at loa
 pod template that is not a Pod, or a field of the wrong type, fails before anything starts;
 fields kubera does not model are warnings.
 
-Deliberate differences from upstream: featureGates are kept but ignored (kubera has no
-feature gates; a warning says so); a test case that uses what kubera lacks (steady-state
+Deliberate differences from upstream: featureGates are kept but ignored (kubera runs its
+gates at their defaults; a warning names those set otherwise); a test case that uses what kubera lacks (steady-state
 pods with persistent volumes, the updateAny opcode, upstream's Workload-API createPodGroups, createAny of a
 kind kubera does not serve) is left out with a warning naming the place (`TestCase.unsupported`), so the rest of
 an upstream file runs — the load fails only if nothing is left, and asking for such a
@@ -84,6 +84,7 @@ from kubera.experiment.spec.fields import (
 from kubera.experiment.spec.ops import Op
 from kubera.experiment.spec.parse_ops import Params, parse_op, resolve_op, unroll
 from kubera.experiment.spec.templates import Template
+from services.api import features
 from services.api.machinery import yamlload
 from services.apiserver import DISABLEABLE
 from services.leaderelection import LeaseTimings, violations
@@ -278,8 +279,7 @@ def _test_case(ctx: Ctx, i: int, raw: Any) -> TestCase:
         raise ctx.error(f"{where}.workloads", "no workloads defined")
     ops = [parse_op(ctx, f"{where}.workloadTemplate[{j}]", op, j) for j, op in enumerate(v["ops"])]
     _check_collection(ctx, where, ops)
-    if v.get("feature_gates"):
-        ctx.warn(f"{where}.featureGates", "feature gates are ignored by kubera")
+    _warn_feature_gates(ctx, where, v.get("feature_gates"))
     selector = _selector(ctx, f"{where}.defaultThresholdMetricSelector", v.get("selector"))
     scheduler_config = _read_text(
         ctx, f"{where}.schedulerConfigPath", v.get("scheduler_config_path")
@@ -350,6 +350,19 @@ def _check_collection(ctx: Ctx, where: str, ops: list[o.TemplateOp]) -> None:
         )
 
 
+def _warn_feature_gates(ctx: Any, where: str, gates: dict[str, bool] | None) -> None:
+    """A warning naming the gates a place sets that kubera does not run that way: kubera
+    runs its gates at their defaults (services/api/features.py), so a gate set to its
+    kubera value (NodeDeclaredFeatures: false) needs no warning, and one kubera does not
+    know, or sets otherwise, is ignored."""
+    differ = {
+        name: on for name, on in (gates or {}).items() if features.DEFAULTS.get(name) is not on
+    }
+    if differ:
+        names = ", ".join(f"{name}={str(on).lower()}" for name, on in sorted(differ.items()))
+        ctx.warn(f"{where}.featureGates", f"feature gates are ignored by kubera: {names}")
+
+
 def _selector(ctx: Ctx, where: str, raw: dict[str, Any] | None) -> ThresholdMetricSelector | None:
     if raw is None:
         return None
@@ -387,8 +400,7 @@ def _workloads(
     raw = check_mapping(ctx, where, raw, "a workload")
     v, _ = read_fields(ctx, where, raw, _WORKLOAD)
     params: dict[str, Any] = v.get("params", {})
-    if v.get("feature_gates"):
-        ctx.warn(f"{where}.featureGates", "feature gates are ignored by kubera")
+    _warn_feature_gates(ctx, where, v.get("feature_gates"))
     selector = _selector(ctx, f"{where}.thresholdMetricSelector", v.get("selector"))
     selector = selector or tc_selector or ThresholdMetricSelector()
     threshold = _threshold(ctx, f"{where}.threshold", v.get("threshold"))

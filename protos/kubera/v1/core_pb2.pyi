@@ -142,7 +142,7 @@ class AttachedVolume(_message.Message):
     def __init__(self, name: _Optional[str] = ..., device_path: _Optional[str] = ...) -> None: ...
 
 class NodeStatus(_message.Message):
-    __slots__ = ("capacity", "allocatable", "conditions", "addresses", "node_info", "images", "phase", "volumes_in_use", "volumes_attached")
+    __slots__ = ("capacity", "allocatable", "conditions", "addresses", "node_info", "images", "phase", "volumes_in_use", "volumes_attached", "declared_features")
     class CapacityEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -166,6 +166,7 @@ class NodeStatus(_message.Message):
     PHASE_FIELD_NUMBER: _ClassVar[int]
     VOLUMES_IN_USE_FIELD_NUMBER: _ClassVar[int]
     VOLUMES_ATTACHED_FIELD_NUMBER: _ClassVar[int]
+    DECLARED_FEATURES_FIELD_NUMBER: _ClassVar[int]
     capacity: _containers.ScalarMap[str, str]
     allocatable: _containers.ScalarMap[str, str]
     conditions: _containers.RepeatedCompositeFieldContainer[NodeCondition]
@@ -175,7 +176,8 @@ class NodeStatus(_message.Message):
     phase: str
     volumes_in_use: _containers.RepeatedScalarFieldContainer[str]
     volumes_attached: _containers.RepeatedCompositeFieldContainer[AttachedVolume]
-    def __init__(self, capacity: _Optional[_Mapping[str, str]] = ..., allocatable: _Optional[_Mapping[str, str]] = ..., conditions: _Optional[_Iterable[_Union[NodeCondition, _Mapping]]] = ..., addresses: _Optional[_Iterable[_Union[NodeAddress, _Mapping]]] = ..., node_info: _Optional[_Union[NodeSystemInfo, _Mapping]] = ..., images: _Optional[_Iterable[_Union[ContainerImage, _Mapping]]] = ..., phase: _Optional[str] = ..., volumes_in_use: _Optional[_Iterable[str]] = ..., volumes_attached: _Optional[_Iterable[_Union[AttachedVolume, _Mapping]]] = ...) -> None: ...
+    declared_features: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, capacity: _Optional[_Mapping[str, str]] = ..., allocatable: _Optional[_Mapping[str, str]] = ..., conditions: _Optional[_Iterable[_Union[NodeCondition, _Mapping]]] = ..., addresses: _Optional[_Iterable[_Union[NodeAddress, _Mapping]]] = ..., node_info: _Optional[_Union[NodeSystemInfo, _Mapping]] = ..., images: _Optional[_Iterable[_Union[ContainerImage, _Mapping]]] = ..., phase: _Optional[str] = ..., volumes_in_use: _Optional[_Iterable[str]] = ..., volumes_attached: _Optional[_Iterable[_Union[AttachedVolume, _Mapping]]] = ..., declared_features: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Node(_message.Message):
     __slots__ = ("api_version", "kind", "metadata", "spec", "status")

@@ -245,6 +245,20 @@ class PreBindPlugin(Protocol):
 
 
 @runtime_checkable
+class PreBindPreFlightPlugin(Protocol):
+    """A PreBind plugin that tells, before the binding cycle waits, whether its PreBind has
+    work for this pod (upstream's PreBindPreFlight): Success (it has), Skip (it has none:
+    its PreBind is then not run) or an Error. A PreBind plugin without it is taken to have
+    work (Success)."""
+
+    name: str
+
+    def pre_bind_pre_flight(
+        self, state: CycleState, pod_info: PodInfo, node_name: str
+    ) -> Status: ...
+
+
+@runtime_checkable
 class BindPlugin(Protocol):
     name: str
 

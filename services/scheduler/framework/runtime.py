@@ -18,6 +18,8 @@ scheduler's handle. Semantics kept from upstream:
 - Permit: a rejection stops; Wait (timeout capped at 15 minutes) makes the pod a waiting pod
   that `allow_waiting_pod` / `reject_waiting_pod` resolve from elsewhere and a timeout rejects
   ("rejected due to timeout after waiting 10s at plugin P").
+- PreBindPreFlight (before the binding cycle waits): Success when any PreBind plugin has
+  work for the pod, Skip when all say Skip (their PreBind is then not run), else an Error.
 - Bind: the first plugin that does not Skip decides.
 
 A plugin raising an exception is a bug; the framework turns it into an Error status of that
@@ -55,6 +57,7 @@ from services.scheduler.framework.interface import (
     PostFilterPlugin,
     PostFilterResult,
     PreBindPlugin,
+    PreBindPreFlightPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
@@ -551,12 +554,49 @@ class Framework:
             return st
         return plugin_error(st.plugin, "waiting on permit for pod", st)
 
+    def will_wait_on_permit(self, pod_info: PodInfo) -> bool:
+        """Whether the pod is a waiting pod (its binding cycle will wait at Permit)."""
+        return self.waiting_pods.get(pod_info.uid) is not None
+
     # ------------------------------------------------------------------- PreBind
+    def run_pre_bind_pre_flights(
+        self, state: CycleState, pod_info: PodInfo, node_name: str
+    ) -> Status:
+        """Upstream RunPreBindPreFlights: Success when one or more PreBind plugins have
+        work for the pod, Skip when all say Skip (remembered in the CycleState, so their
+        PreBind does not run), an Error naming the plugin otherwise."""
+        result = Status.skip()
+        for name, plugin in self._at[reg.PRE_BIND]:
+            if isinstance(plugin, PreBindPreFlightPlugin):
+                try:
+                    st = plugin.pre_bind_pre_flight(state, pod_info, node_name)
+                except Exception as e:  # noqa: BLE001
+                    st = Status.as_error(e, plugin=name)
+            else:
+                st = Status.success()
+            if st.code == Code.ERROR:
+                return plugin_error(name, f"running PreBindPreFlight {name!r}", st)
+            if st.is_success():
+                result = Status.success()
+            elif st.is_skip():
+                state.skip_pre_bind_plugins.add(name)
+            else:
+                return Status.as_error(
+                    RuntimeError(
+                        f"PreBindPreFlight {name} returned {st.code_name!r}, which is unsupported."
+                        " It is supposed to return Success, Skip, or Error status"
+                    ),
+                    plugin=name,
+                )
+        return result
+
     async def run_pre_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
         start = self._rec.timer()
         status = Status.success()
         try:
             for name, plugin in self._at[reg.PRE_BIND]:
+                if name in state.skip_pre_bind_plugins:
+                    continue
                 pb: PreBindPlugin = plugin
                 try:
                     st = await pb.pre_bind(state, pod_info, node_name)

@@ -85,6 +85,11 @@ class Status:
         return Status(self.code, self.reasons, plugin, self.error)
 
     @property
+    def code_name(self) -> str:
+        """The code as upstream spells it ("Unschedulable", "Skip")."""
+        return _NAMES[self.code]
+
+    @property
     def message(self) -> str:
         return ", ".join(self.reasons)
 

@@ -351,6 +351,8 @@ class CycleState:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        #: PreBind plugins whose PreBindPreFlight said Skip: their PreBind does not run.
+        self.skip_pre_bind_plugins: set[str] = set()
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
@@ -369,6 +371,7 @@ class CycleState:
         }
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
+        c.skip_pre_bind_plugins = set(self.skip_pre_bind_plugins)
         return c
 
 
@@ -411,6 +414,7 @@ class ActionType(IntFlag):
     UPDATE_POD_TOLERATIONS = 512
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
     UPDATE_POD_GENERATED_RESOURCE_CLAIM = 2048
+    UPDATE_NODE_DECLARED_FEATURE = 4096
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
         | UPDATE_NODE_LABEL
@@ -422,6 +426,7 @@ class ActionType(IntFlag):
         | UPDATE_POD_TOLERATIONS
         | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
         | UPDATE_POD_GENERATED_RESOURCE_CLAIM
+        | UPDATE_NODE_DECLARED_FEATURE
     )
     ALL = ADD | DELETE | UPDATE
 

@@ -439,8 +439,12 @@ KUBECTL_API_VERSION = {"resource.k8s.io/v1": "resource.k8s.io/v1beta1"}
 KUBECTL_UNKNOWN = frozenset({"Workload", "DeviceTaintRule"})
 #: Lists newer than kubectl 1.32's types outside an atomic list it replaces whole (it
 #: refuses a patch naming them); their tags are checked in test_strategicpatch_listtypes.py.
-#: dracounters: ResourceSliceSpec.sharedCounters (1.33, partitionable devices).
-KUBECTL_UNKNOWN_FIELDS = {("kubera.v1.ResourceSliceSpec", "sharedCounters")}
+#: dracounters: ResourceSliceSpec.sharedCounters (1.33, partitionable devices);
+#: NodeStatus.declaredFeatures (1.35, NodeDeclaredFeatures; +listType=atomic).
+KUBECTL_UNKNOWN_FIELDS = {
+    ("kubera.v1.ResourceSliceSpec", "sharedCounters"),
+    ("kubera.v1.NodeStatus", "declaredFeatures"),
+}
 
 # kubectl never prints metadata.managedFields (--show-managed-fields defaults to false).
 LIST_FIELDS = [

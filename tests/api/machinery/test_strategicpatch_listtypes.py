@@ -40,6 +40,7 @@ P = "kubera.v1."
         ("PodStatus", "containerStatuses", "atomic", (), "", ""),
         ("NodeStatus", "conditions", "map", ("type",), "merge", "type"),
         ("NodeStatus", "addresses", "map", ("type",), "merge", "type"),
+        ("NodeStatus", "declaredFeatures", "atomic", (), "", ""),
         ("NodeSpec", "taints", "atomic", (), "", ""),
         ("NodeSpec", "podCIDRs", "set", (), "merge", ""),
         ("LabelSelector", "matchExpressions", "atomic", (), "", ""),

@@ -43,6 +43,11 @@ def test_upstream_misc_config_loads_every_test_case_and_workload():
     basic = e.test_cases[0]
     assert basic.workload("5Nodes").feature_gates == {"SchedulerAsyncAPICalls": False}
     assert any("[0].workloads[0].featureGates" in w for w in e.warnings)
+    # NodeDeclaredFeatures: false is how kubera runs (alpha, off): that variant runs as
+    # upstream's and is not warned about.
+    i = [w.name for w in basic.workloads].index("5000Nodes_50000Pods_NodeDeclaredFeaturesDisabled")
+    assert basic.workloads[i].feature_gates == {"NodeDeclaredFeatures": False}
+    assert not any(f"[0].workloads[{i}].featureGates" in w for w in e.warnings)
 
 
 @pytest.mark.parametrize(

@@ -637,6 +637,12 @@ class DynamicResources:
         self.tracker.unreserving_done(claim.metadata.uid, uid)
 
     # ------------------------------------------------------------- PreBind
+    def pre_bind_pre_flight(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
+        """Skip for a pod without claims; Success when PreBind has claims to handle
+        (upstream's PreBindPreFlight)."""
+        s: _State | None = state.get(STATE_KEY)
+        return Status.success() if s is not None and s.claims else Status.skip()
+
     async def pre_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
         s: _State | None = state.get(STATE_KEY)
         if s is None or not s.claims:

@@ -285,6 +285,20 @@ class VolumeBinding:
             self.binder.revert_assumed_pod_volumes(volumes)
 
     # ------------------------------------------------------------- PreBind
+    def pre_bind_pre_flight(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
+        """Skip when every claim is bound already; Success when PreBind has volumes to
+        bind or provision (upstream's PreBindPreFlight)."""
+        s: _State | None = state.get(STATE_KEY)
+        if s is None:
+            return Status.as_error(KeyError(f"{NAME}: PreFilter did not run"), NAME)
+        if s.all_bound:
+            return Status.skip()
+        if node_name not in s.by_node:
+            return Status.as_error(
+                RuntimeError(f'no pod volumes found for node "{node_name}"'), NAME
+            )
+        return Status.success()
+
     async def pre_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
         s: _State | None = state.get(STATE_KEY)
         if s is None:
