@@ -89,6 +89,8 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "NamespaceStatus", "conditions"): _BY_TYPE,
     (_P + "NodeStatus", "addresses"): _BY_TYPE,
     (_P + "NodeStatus", "images"): _ATOMIC,
+    (_P + "NodeStatus", "volumesInUse"): _ATOMIC,
+    (_P + "NodeStatus", "volumesAttached"): _ATOMIC,
     (_P + "NodeStatus", "declaredFeatures"): _ATOMIC,
     (_P + "ContainerImage", "names"): _ATOMIC,
     # core/v1 PodSpec, Container
