@@ -45,6 +45,11 @@ DRA_RESOURCE_CLAIM_DEVICE_STATUS = "DRAResourceClaimDeviceStatus"
 #: by default in 1.37). Off: taints are ignored and results carry no tolerations.
 DRA_DEVICE_TAINTS = "DRADeviceTaints"
 
+#: draext: DeviceClass extendedResourceName, extended resources a DeviceClass maps allocated
+#: by the scheduler through a claim it makes (alpha 1.34, beta 1.36, GA and locked on 1.37).
+#: Off: NodeResourcesFit checks such a request against the node like any extended resource.
+DRA_EXTENDED_RESOURCE = "DRAExtendedResource"
+
 DEFAULTS: dict[str, bool] = {
     DRA_PRIORITIZED_LIST: True,
     DRA_ADMIN_ACCESS: True,
@@ -54,6 +59,7 @@ DEFAULTS: dict[str, bool] = {
     DRA_DEVICE_BINDING_CONDITIONS: True,
     DRA_RESOURCE_CLAIM_DEVICE_STATUS: True,
     DRA_DEVICE_TAINTS: True,
+    DRA_EXTENDED_RESOURCE: True,
 }
 
 FeatureGates = Mapping[str, bool]
