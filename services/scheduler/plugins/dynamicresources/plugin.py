@@ -457,11 +457,11 @@ class DynamicResources:
             except Exception as e:  # noqa: BLE001 - reported as the attempt's error
                 return None, Status.as_error(e, NAME)
             return None, Status.unschedulable("deletion of ResourceClaim completed", plugin=NAME)
-        if not pod.spec.resource_claims:
+        if not pod.spec.resource_claims and (s is None or s.ext is None):
             return None, Status.unschedulable(plugin=NAME)
         if s is None:
             return None, Status.as_error(KeyError(f"{NAME}: PreFilter did not run"), NAME)
-        if not s.claims:
+        if not s.claims and s.ext is None:
             return None, Status.unschedulable("no new claims to deallocate", plugin=NAME)
         for i in sorted(s.unavailable):
             claim = s.claims[i]
@@ -617,8 +617,9 @@ class DynamicResources:
         self.tracker.remove_pending(extended.pending_uid)
         extended.pending_uid = ""
         extended.created = written
+        # Kept in `created`: an Unreserve after a later failure (another plugin's PreBind,
+        # the bind) deletes the claim, as upstream's does once it has a real name.
         await extres.patch_pod_status(self._client, pod, written.metadata.name, node_claim)
-        extended.created = None  # done: Unreserve no longer deletes it
 
     async def _binding_pending_event(self, pod: core_pb2.Pod, node_name: str) -> None:
         """Upstream's BindingConditionsPending event on the pod (best effort)."""
