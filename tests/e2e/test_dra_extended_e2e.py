@@ -7,23 +7,23 @@ owned by the pod) is allocated one of the node's devices and reserved for the po
 in the pod's status.extendedResourceClaimStatus. A pod asking for the class's implicit
 `deviceclass.resource.kubernetes.io/<class>` gets the other device; a third stays Pending.
 
-And upstream's scheduler_perf misc SchedulingWithExtendedResource (nodes advertising
-`foo.com/bar-<i>`, DRAExtendedResource on) runs unchanged with its smallest workload."""
+Upstream's scheduler_perf SchedulingWithExtendedResource cases are run in
+test_upstream_cases_e2e.py."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import ROOT, kubectl, runs_on_ray
+from tests.e2e.helpers import kubectl
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
+
 
 DRIVER = "gpu.example.com"
 NS = "dra-extended"
@@ -129,7 +129,7 @@ def test_an_extended_resource_request_is_served_by_a_dra_device(cluster: Cluster
         ("Pod", "explicit", True)
     ]
     (req,) = claim["spec"]["devices"]["requests"]
-    assert req["name"] == "container-0-request-0"
+    assert req["name"] == "container-0-request-1"  # cpu sorts first
     assert (req["exactly"]["deviceClassName"], req["exactly"]["count"]) == (CLASS, 1)
     (result,) = claim["status"]["allocation"]["devices"]["results"]
     assert (result["driver"], result["pool"]) == (DRIVER, GPU_NODE)
@@ -138,7 +138,7 @@ def test_an_extended_resource_request_is_served_by_a_dra_device(cluster: Cluster
     assert status == {
         "resourceClaimName": meta["name"],
         "requestMappings": [
-            {"containerName": "c", "resourceName": ER, "requestName": "container-0-request-0"}
+            {"containerName": "c", "resourceName": ER, "requestName": "container-0-request-1"}
         ],
     }
 
@@ -167,30 +167,3 @@ def test_an_extended_resource_request_is_served_by_a_dra_device(cluster: Cluster
 
     kubectl(cluster, "delete", "namespace", NS, "--wait=false")
     kubectl(cluster, "delete", "deviceclass", CLASS)
-
-
-def test_upstream_scheduling_with_extended_resource_case_binds_every_pod(
-    tmp_path: Path, shared_ray: str
-) -> None:
-    config = ROOT / "tests/experiment/data/scheduler_perf/misc/performance-config.yaml"
-    workload = "SchedulingWithExtendedResource/fast_DRAExtendedResourceEnabled"
-    out = tmp_path / "out"
-    k, on_ray = runs_on_ray(tmp_path / "home", shared_ray)
-    r = k.run(
-        "experiment",
-        "run",
-        str(config),
-        *on_ray,
-        "--workload",
-        workload,
-        "--output",
-        str(out),
-        "--timeout",
-        "120",
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr + r.stdout
-    (run,) = json.loads((out / "results.json").read_text())["runs"]
-    assert (run["id"], run["error"]) == (workload, None)
-    # 10 pods, pod i asking for foo.com/bar-i, which only node i advertises: every one bound.
-    assert len(run["latency"]["scheduling"]) == sum(run["series"]["created"]) == 10
