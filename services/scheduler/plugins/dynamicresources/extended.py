@@ -123,6 +123,27 @@ def pre_filter(
     return ExtendedClaim(claim, requests, mapping, dict(scalars), pod=pod)
 
 
+def _owner_key(namespace: str, pod_uid: str) -> str:
+    return f"ExtendedResourceClaim/{namespace}/{pod_uid}"
+
+
+def deleted_claim_keys(old: Any, new: Any) -> list[str]:
+    """The queue's narrowing of a claim delete (ClusterEventWithHint.affected): the pod
+    owning a deleted extended resource claim; no pod for any other claim."""
+    claim = old if old is not None else new
+    if not isinstance(claim, resource_pb2.ResourceClaim):
+        return []
+    if not extended.is_extended_resource_claim(claim):
+        return []
+    ns = claim.metadata.namespace
+    return [_owner_key(ns, r.uid) for r in claim.metadata.owner_references if r.controller]
+
+
+def pod_owner_keys(pod: core_pb2.Pod) -> list[str]:
+    """ClusterEventWithHint.pod_keys for deleted_claim_keys: the pod itself."""
+    return [_owner_key(pod.metadata.namespace, pod.metadata.uid)]
+
+
 def after_claim_delete(pod: core_pb2.Pod, old: Any, new: Any) -> QueueingHint:
     """The pod's own extended resource claim was deleted (by PostFilter): try again."""
     claim = old if old is not None else new

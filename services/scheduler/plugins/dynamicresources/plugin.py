@@ -743,7 +743,10 @@ class DynamicResources:
             # draext: PostFilter deleted the pod's stale extended resource claim.
             [
                 ClusterEventWithHint(
-                    ClusterEvent("ResourceClaim", ActionType.DELETE), extres.after_claim_delete
+                    ClusterEvent("ResourceClaim", ActionType.DELETE),
+                    extres.after_claim_delete,
+                    affected=extres.deleted_claim_keys,
+                    pod_keys=extres.pod_owner_keys,
                 )
             ]
             if self.extended_resources

@@ -185,7 +185,8 @@ class Fit(ResourceAllocationScorer):
         informer = getattr(handle, "informer", None)
         if informer is not None and enabled(getattr(handle, "gates", None), DRA_EXTENDED_RESOURCE):
             classes = informer("DeviceClass")
-            self._classes = lambda: classes.store
+            # An Informer's store is replaced on relist: read it anew each time.
+            self._classes = lambda: getattr(classes, "store", classes)
 
     # ------------------------------------------------------------------- filtering
     def pre_filter(

@@ -351,3 +351,23 @@ def test_fit_checks_a_mapped_resource_the_node_advertises_against_its_allocatabl
     state, pi = CycleState(), PodInfo(p)
     fit.pre_filter(state, pi, [NodeInfo(node)])
     assert fit.filter(state, pi, NodeInfo(node)).reasons == (f"Insufficient {ER}",)
+
+
+# ------------------------------------------------------------------ the delete event
+
+
+def test_deleting_the_pods_stale_claim_requeues_only_that_pod() -> None:
+    from services.scheduler.framework.types import QueueingHint
+    from services.scheduler.plugins.dynamicresources import extended as ext
+
+    mine, other = pod(), MakePod().name("other").namespace(NS).uid("5678").obj()
+    stale = stale_claim()
+    plain = resource_pb2.ResourceClaim()
+    plain.CopyFrom(stale)
+    plain.metadata.annotations.clear()
+    keys = ext.deleted_claim_keys(stale, None)
+    assert keys == ext.pod_owner_keys(mine) and keys != ext.pod_owner_keys(other)
+    assert ext.deleted_claim_keys(plain, None) == []
+    assert ext.after_claim_delete(mine, stale, None) == QueueingHint.QUEUE
+    assert ext.after_claim_delete(other, stale, None) == QueueingHint.SKIP
+    assert ext.after_claim_delete(mine, plain, None) == QueueingHint.SKIP
