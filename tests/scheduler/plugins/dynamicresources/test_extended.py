@@ -21,15 +21,22 @@ from services.scheduler.plugins.dynamicresources import FINALIZER, Args, Dynamic
 from services.scheduler.plugins.dynamicresources.extended import ERR_STALE
 from services.scheduler.plugins.noderesources.fit import Args as FitArgs
 from services.scheduler.plugins.noderesources.fit import Fit
-from tests.builders import MakeNode, MakePod, device_class, gpu, resource_slice
+from tests.builders import MakeNode, MakePod, device_class
 from tests.scheduler.plugins.dynamicresources._fakes import (
     FakeAllocator,
     FakeClaimsAPI,
     FakeHandle,
 )
+from tests.scheduler.plugins.dynamicresources.test_dynamicresources import (
+    CLASS,
+    DRIVER,
+    NS,
+    POD,
+    POD_UID,
+    WORKER,
+    worker_slice,
+)
 
-NS, POD, POD_UID = "default", "my-pod", "1234"
-CLASS, DRIVER, WORKER = "my-resource-class", "some-driver", "worker"
 ER = "example.com/gpu"
 IMPLICIT = DEVICE_CLASS_PREFIX + CLASS
 CLAIM_NAME = f"{POD}-extended-resources-00001"
@@ -53,15 +60,6 @@ def klass(extended: str | None = ER) -> resource_pb2.DeviceClass:
     if extended is not None:
         dc.spec.extended_resource_name = extended
     return dc
-
-
-def worker_slice(n: int = 1) -> Any:
-    return resource_slice(
-        "worker-some-driver",
-        driver=DRIVER,
-        node=WORKER,
-        devices=[gpu(f"instance-{i}", index=i) for i in range(1, n + 1)],
-    )
 
 
 def stale_claim(node: str = WORKER) -> resource_pb2.ResourceClaim:
