@@ -369,3 +369,13 @@ def test_deleting_the_pods_stale_claim_requeues_only_that_pod() -> None:
     assert ext.after_claim_delete(mine, stale, None) == QueueingHint.QUEUE
     assert ext.after_claim_delete(other, stale, None) == QueueingHint.SKIP
     assert ext.after_claim_delete(mine, plain, None) == QueueingHint.SKIP
+
+
+def test_a_pod_with_extended_resources_does_not_reuse_filter_verdicts() -> None:
+    """DynamicResources' verdict for it depends on devices and DeviceClasses, which change no
+    NodeInfo generation: the equivalence cache must not serve it."""
+    from services.scheduler.cache import equivalence
+
+    assert not equivalence.eligible_pod(PodInfo(pod()), False)
+    assert not equivalence.eligible_pod(PodInfo(pod({IMPLICIT: "1"})), False)
+    assert equivalence.eligible_pod(PodInfo(pod({"cpu": "1", "hugepages-2Mi": "2Mi"})), False)
