@@ -142,6 +142,9 @@ def test_an_extended_resource_request_is_served_by_a_dra_device(cluster: Cluster
         ],
     }
 
+    # The hollow kubelet admits it (the resource came through DRA) and runs it.
+    until(lambda: pod_of(cluster, "explicit")["status"].get("phase") == "Running", timeout=120)
+
     # The class's implicit name does too, and gets the other device.
     apply(cluster, pod("implicit", IMPLICIT))
     other = until(lambda: claim_of(cluster, "implicit"), timeout=120)

@@ -305,3 +305,17 @@ async def test_one_nodes_eviction_failure_costs_only_that_node(env: Env) -> None
     env.pool.pressure.near = lambda used: [True] * len(env.pool.nodes)  # type: ignore[method-assign]
     env.pool.eviction_tick()
     assert synchronized == ["kubera-node-00001"]
+
+
+async def test_a_pod_asking_for_an_extended_resource_its_node_lacks_is_admitted(env: Env) -> None:
+    """DRAExtendedResource: the scheduler may have given the resource through a claim (a
+    DeviceClass maps it), so the kubelet's admission does not check it against the node
+    (upstream's predicate admission delegates such a resource to DRA)."""
+    gpu = {"example.com/gpu": "1"}
+    p = MakePod().typed().name("gpu").namespace("default").node("kubera-node-00000")
+    await env.api.create(p.container("c", "nginx:1.27", requests=gpu, limits=gpu).obj())
+
+    async def running() -> bool:
+        return await env.phase("gpu") == "Running"
+
+    await eventually(running)
