@@ -319,4 +319,3 @@ async def test_one_nodes_eviction_failure_costs_only_that_node(env: Env) -> None
     env.pool.pressure.near = lambda used: [True] * len(env.pool.nodes)  # type: ignore[method-assign]
     env.pool.eviction_tick()
     assert synchronized == ["kubera-node-00001"]
-
