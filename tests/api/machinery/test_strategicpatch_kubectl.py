@@ -440,11 +440,10 @@ KUBECTL_UNKNOWN = frozenset({"Workload", "DeviceTaintRule"})
 #: Lists newer than kubectl 1.32's types outside an atomic list it replaces whole (it
 #: refuses a patch naming them); their tags are checked in test_strategicpatch_listtypes.py.
 #: dracounters: ResourceSliceSpec.sharedCounters (1.33, partitionable devices).
+KUBECTL_UNKNOWN_FIELDS = {("kubera.v1.ResourceSliceSpec", "sharedCounters")}
+
 #: draext: PodStatus.extendedResourceClaimStatus (1.34, DRAExtendedResource).
-KUBECTL_UNKNOWN_FIELDS = {
-    ("kubera.v1.ResourceSliceSpec", "sharedCounters"),
-    ("kubera.v1.PodExtendedResourceClaimStatus", "requestMappings"),
-}
+KUBECTL_UNKNOWN_FIELDS.add(("kubera.v1.PodExtendedResourceClaimStatus", "requestMappings"))
 
 # kubectl never prints metadata.managedFields (--show-managed-fields defaults to false).
 LIST_FIELDS = [
