@@ -41,6 +41,11 @@ DRA_DEVICE_BINDING_CONDITIONS = "DRADeviceBindingConditions"
 #: drabinding: ResourceClaim status.devices (beta and on by default since 1.33).
 DRA_RESOURCE_CLAIM_DEVICE_STATUS = "DRAResourceClaimDeviceStatus"
 
+#: draext: DeviceClass extendedResourceName, extended resources a DeviceClass maps allocated
+#: by the scheduler through a claim it makes (alpha 1.34, beta 1.36, GA and locked on 1.37).
+#: Off: NodeResourcesFit checks such a request against the node like any extended resource.
+DRA_EXTENDED_RESOURCE = "DRAExtendedResource"
+
 #: drataints: Device taints, request tolerations and DeviceTaintRule (alpha 1.33, GA and on
 #: by default in 1.37). Off: taints are ignored and results carry no tolerations.
 DRA_DEVICE_TAINTS = "DRADeviceTaints"
@@ -66,6 +71,7 @@ DEFAULTS: dict[str, bool] = {
     DRA_CONSUMABLE_CAPACITY: True,
     DRA_DEVICE_BINDING_CONDITIONS: True,
     DRA_RESOURCE_CLAIM_DEVICE_STATUS: True,
+    DRA_EXTENDED_RESOURCE: True,
     DRA_DEVICE_TAINTS: True,
     POD_TOPOLOGY_LABELS_ADMISSION: True,
     CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING: True,

@@ -11,7 +11,9 @@ bootstrap roles grant them, in one place:
                                         (preemption victims); events; leases (its leader
                                         Lease; never a node's in kube-node-lease);
                                         resourceclaims and their status (its finalizer,
-                                        allocation, reservedFor); update persistentvolumes
+                                        allocation, reservedFor; create and delete the
+                                        claims it makes for extended resources backed by
+                                        DRA); update persistentvolumes
                                         and persistentvolumeclaims (volume binding)
     system:kube-controller-manager      read everything; write what its controllers write:
                                         pods, replicasets, deployments, nodes (lifecycle:
@@ -360,6 +362,8 @@ def _scheduler(attrs: RequestAttributes) -> Decision:
         return ALLOWED
     if resource == "resourceclaims" and sub in ("", "status") and verb in {"update", "patch"}:
         return ALLOWED  # its finalizer on the claim; the allocation and reservedFor
+    if resource == "resourceclaims" and not sub and verb in {"create", "delete"}:
+        return ALLOWED  # DRAExtendedResource: the claim it makes for extended resources
     volumes = ("persistentvolumeclaims", "persistentvolumes")
     if resource in volumes and not sub and verb in {"update", "patch"}:
         return ALLOWED  # VolumeBinding: the selected-node annotation, PreBind's binding

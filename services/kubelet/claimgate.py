@@ -1,5 +1,7 @@
 """Whether a hollow kubelet may start a pod's containers: every ResourceClaim the pod names
-must exist, be allocated (to devices the pod's node can use) and be reserved for the pod
+(and the one the scheduler made for its extended resources, named in
+status.extendedResourceClaimStatus) must exist, be allocated (to devices the pod's node can
+use) and be reserved for the pod
 (upstream kubelet's DRA manager, PrepareResources, which fails the pod's sync until then;
 the pod stays Pending and the kubelet retries on its next sync).
 
@@ -87,23 +89,42 @@ def unprepared(
             return str(e)
         if ref.name is None:
             continue  # no claim needed for this entry
-        claim = lookup(f"{pod.metadata.namespace}/{ref.name}")
-        if claim is None:
-            return f"ResourceClaim {ref.name} referenced by pod {pod.metadata.name}: not found or not allocated"
-        if ref.check_owner and not is_for_pod(pod, claim):
-            return f"ResourceClaim {ref.name} was not created for pod {pod.metadata.name}"
-        if not claim.status.HasField("allocation"):
-            return f"ResourceClaim {ref.name}: not allocated"
-        if not usable_by(claim, node):
-            return (
-                f"ResourceClaim {ref.name} is allocated to devices that node "
-                f"{node.metadata.name} cannot use"
-            )
-        if not is_reserved_for_pod(pod, claim):
-            return (
-                f"pod {pod.metadata.name} ({pod.metadata.uid}) is not allowed to use "
-                f"ResourceClaim {ref.name} ({claim.metadata.uid})"
-            )
+        why = _unusable(pod, ref.name, ref.check_owner, lookup, node)
+        if why is not None:
+            return why
+    # DRAExtendedResource: the claim the scheduler made for the pod's extended resources
+    # (upstream's kubelet prepares it beside the pod's own, by name).
+    extended = pod.status.extended_resource_claim_status.resource_claim_name
+    if extended:
+        return _unusable(pod, extended, False, lookup, node)
+    return None
+
+
+def _unusable(
+    pod: core_pb2.Pod,
+    name: str,
+    check_owner: bool,
+    lookup: Callable[[str], resource_pb2.ResourceClaim | None],
+    node: core_pb2.Node,
+) -> str | None:
+    """Why the claim `name` keeps the pod from running on `node`, or None."""
+    claim = lookup(f"{pod.metadata.namespace}/{name}")
+    if claim is None:
+        return f"ResourceClaim {name} referenced by pod {pod.metadata.name}: not found or not allocated"
+    if check_owner and not is_for_pod(pod, claim):
+        return f"ResourceClaim {name} was not created for pod {pod.metadata.name}"
+    if not claim.status.HasField("allocation"):
+        return f"ResourceClaim {name}: not allocated"
+    if not usable_by(claim, node):
+        return (
+            f"ResourceClaim {name} is allocated to devices that node "
+            f"{node.metadata.name} cannot use"
+        )
+    if not is_reserved_for_pod(pod, claim):
+        return (
+            f"pod {pod.metadata.name} ({pod.metadata.uid}) is not allowed to use "
+            f"ResourceClaim {name} ({claim.metadata.uid})"
+        )
     return None
 
 

@@ -396,7 +396,10 @@ class NodePool:
     # ---------------------------------------------------------------- claim gate
 
     def _claim_unprepared(self, st: PodState) -> str | None:
-        if not st.pod.spec.resource_claims:
+        if (
+            not st.pod.spec.resource_claims
+            and not st.pod.status.extended_resource_claim_status.resource_claim_name
+        ):
             return None
         store = self.claims.store
         node = core_pb2.Node()

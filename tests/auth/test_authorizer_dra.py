@@ -107,12 +107,15 @@ CASES = [
         a(SCHED, "update", "resourceclaims", "c", ns="default"),
         True,
     ),
+    # DRAExtendedResource: the claim the scheduler makes for a pod's extended resources
+    # (PreBind creates it; PostFilter and Unreserve delete it).
+    ("scheduler deletes claims", a(SCHED, "delete", "resourceclaims", "c", ns="default"), True),
+    ("scheduler creates claims", a(SCHED, "create", "resourceclaims", ns="default"), True),
     (
-        "scheduler may not delete claims",
-        a(SCHED, "delete", "resourceclaims", "c", ns="default"),
+        "scheduler may not delete a claim's status",
+        a(SCHED, "delete", "resourceclaims", "c", ns="default", sub="status"),
         False,
     ),
-    ("scheduler may not create claims", a(SCHED, "create", "resourceclaims", ns="default"), False),
     ("scheduler may not write slices", a(SCHED, "update", "resourceslices", "n1-gpu"), False),
     (
         "scheduler may not write podgroups",

@@ -3,7 +3,9 @@ newest files copied unchanged, each on a real cluster with its smallest workload
 SchedulingWithNodeInclusionPolicy (its template writes `NodeAffinityPolicy:` capitalised, and
 hostname spreading needs the kubernetes.io/hostname label upstream's node preparer sets) and
 default_preemption's PreemptionBasic (its templates set spec.priority, which upstream's
-scheduler_perf apiserver admits: it runs without the Priority admission plugin)."""
+scheduler_perf apiserver admits: it runs without the Priority admission plugin); and since
+issue 29 both SchedulingWithExtendedResource cases, misc's (nodes advertising the resource)
+and dra/extendedresource's (DeviceClasses mapping it to a test driver's devices)."""
 
 from __future__ import annotations
 
@@ -68,3 +70,31 @@ def test_upstream_preemption_basic_preempts_with_priorities_its_templates_set(
     assert sum(run["series"]["created"]) == 25
     (window,) = run["collected"]
     assert sum(run["series"][f"bound:{window['name']}"]) == 5
+
+
+@pytest.mark.e2e
+@pytest.mark.ray
+def test_upstream_misc_scheduling_with_extended_resource_binds_every_pod(
+    tmp_path: Path, shared_ray: str
+) -> None:
+    config = DATA / "misc" / "performance-config.yaml"
+    run = _run(
+        tmp_path,
+        shared_ray,
+        config,
+        "SchedulingWithExtendedResource/fast_DRAExtendedResourceEnabled",
+    )
+    # 10 pods, pod i asking for foo.com/bar-i, which only node i advertises: every one bound.
+    assert len(run["latency"]["scheduling"]) == sum(run["series"]["created"]) == 10
+
+
+@pytest.mark.e2e
+@pytest.mark.ray
+def test_upstream_dra_scheduling_with_extended_resource_binds_every_pod(
+    tmp_path: Path, shared_ray: str
+) -> None:
+    config = DATA / "dra" / "extendedresource" / "performance-config.yaml"
+    run = _run(tmp_path, shared_ray, config, "SchedulingWithExtendedResource/fast")
+    # 10 pods, pod i asking for example.com/gpu-i, which no node advertises and class i
+    # maps to the test driver's devices: each gets one of the DRA node's 10 devices.
+    assert len(run["latency"]["scheduling"]) == sum(run["series"]["created"]) == 10

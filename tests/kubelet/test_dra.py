@@ -262,6 +262,8 @@ def test_unprepared() -> None:
         MakePod().name("t").namespace("default").uid("t-uid").resource_claim("gpu", template="tmpl")
     )
     tpod_none.claim_status("gpu", None)
+    xpod = MakePod().name("x").namespace("default").uid("x-uid").obj()
+    xpod.status.extended_resource_claim_status.resource_claim_name = "x"
     cases: list[tuple[str, core_pb2.Pod, dict[str, resource_pb2.ResourceClaim], str | None]] = [
         ("no claim", pod, {}, "not found"),
         ("not allocated", pod, {"default/c": claim_obj("c")}, "not allocated"),
@@ -273,6 +275,12 @@ def test_unprepared() -> None:
         ("template, ready", tpod_made.obj(),
          {"default/t-gpu-1": claim_obj("t-gpu-1", allocated=True, reserved=tpod, owner=tpod)}, None),
         ("template, no claim needed", tpod_none.obj(), {}, None),
+        # draext: the scheduler's claim for the pod's extended resources, by name
+        ("extended, no claim", xpod, {}, "not found"),
+        ("extended, not reserved", xpod, {"default/x": claim_obj("x", allocated=True)},
+         "not allowed to use"),
+        ("extended, ready", xpod, {"default/x": claim_obj("x", allocated=True, reserved=xpod)},
+         None),
     ]  # fmt: skip
     node = core_pb2.Node()
     node.metadata.name = "n1"

@@ -128,6 +128,20 @@ async def test_a_pod_bound_by_node_name_plays_its_stages_to_running(env: Env) ->
     )
 
 
+async def test_a_pod_asking_for_an_extended_resource_its_node_lacks_is_admitted(env: Env) -> None:
+    """DRAExtendedResource: the scheduler may have given the resource through a claim (a
+    DeviceClass maps it), so the kubelet's admission does not check it against the node
+    (upstream's predicate admission delegates such a resource to DRA)."""
+    gpu = {"example.com/gpu": "1"}
+    p = MakePod().typed().name("gpu").namespace("default").node("kubera-node-00000")
+    await env.api.create(p.container("c", "nginx:1.27", requests=gpu, limits=gpu).obj())
+
+    async def running() -> bool:
+        return await env.phase("gpu") == "Running"
+
+    await eventually(running)
+
+
 async def test_deletion_waits_for_the_grace_period_then_removes_the_object(env: Env) -> None:
     await env.pod("g", "kubera-node-00001", terminationGracePeriodSeconds=20)
     await eventually(lambda: _eq(env.phase("g"), "Running"))

@@ -267,6 +267,24 @@ class PodResourceClaimStatus(_message.Message):
     resource_claim_name: str
     def __init__(self, name: _Optional[str] = ..., resource_claim_name: _Optional[str] = ...) -> None: ...
 
+class ContainerExtendedResourceRequest(_message.Message):
+    __slots__ = ("container_name", "resource_name", "request_name")
+    CONTAINER_NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_NAME_FIELD_NUMBER: _ClassVar[int]
+    container_name: str
+    resource_name: str
+    request_name: str
+    def __init__(self, container_name: _Optional[str] = ..., resource_name: _Optional[str] = ..., request_name: _Optional[str] = ...) -> None: ...
+
+class PodExtendedResourceClaimStatus(_message.Message):
+    __slots__ = ("request_mappings", "resource_claim_name")
+    REQUEST_MAPPINGS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_NAME_FIELD_NUMBER: _ClassVar[int]
+    request_mappings: _containers.RepeatedCompositeFieldContainer[ContainerExtendedResourceRequest]
+    resource_claim_name: str
+    def __init__(self, request_mappings: _Optional[_Iterable[_Union[ContainerExtendedResourceRequest, _Mapping]]] = ..., resource_claim_name: _Optional[str] = ...) -> None: ...
+
 class Container(_message.Message):
     __slots__ = ("name", "image", "command", "args", "working_dir", "ports", "env", "resources", "image_pull_policy", "stdin", "stdin_once", "tty", "restart_policy", "termination_message_path", "termination_message_policy", "env_from", "volume_mounts", "liveness_probe", "readiness_probe", "startup_probe", "lifecycle", "security_context")
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -582,7 +600,7 @@ class ContainerStatus(_message.Message):
     def __init__(self, name: _Optional[str] = ..., ready: _Optional[bool] = ..., restart_count: _Optional[int] = ..., image: _Optional[str] = ..., image_id: _Optional[str] = ..., container_id: _Optional[str] = ..., started: _Optional[bool] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., last_state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class PodStatus(_message.Message):
-    __slots__ = ("phase", "conditions", "message", "reason", "nominated_node_name", "host_ip", "pod_ip", "pod_ips", "start_time", "qos_class", "container_statuses", "init_container_statuses", "resource_claim_statuses", "host_ips")
+    __slots__ = ("phase", "conditions", "message", "reason", "nominated_node_name", "host_ip", "pod_ip", "pod_ips", "start_time", "qos_class", "container_statuses", "init_container_statuses", "resource_claim_statuses", "host_ips", "extended_resource_claim_status")
     PHASE_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -597,6 +615,7 @@ class PodStatus(_message.Message):
     INIT_CONTAINER_STATUSES_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_CLAIM_STATUSES_FIELD_NUMBER: _ClassVar[int]
     HOST_IPS_FIELD_NUMBER: _ClassVar[int]
+    EXTENDED_RESOURCE_CLAIM_STATUS_FIELD_NUMBER: _ClassVar[int]
     phase: str
     conditions: _containers.RepeatedCompositeFieldContainer[PodCondition]
     message: str
@@ -611,7 +630,8 @@ class PodStatus(_message.Message):
     init_container_statuses: _containers.RepeatedCompositeFieldContainer[ContainerStatus]
     resource_claim_statuses: _containers.RepeatedCompositeFieldContainer[PodResourceClaimStatus]
     host_ips: _containers.RepeatedCompositeFieldContainer[HostIP]
-    def __init__(self, phase: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., nominated_node_name: _Optional[str] = ..., host_ip: _Optional[str] = ..., pod_ip: _Optional[str] = ..., pod_ips: _Optional[_Iterable[_Union[PodIP, _Mapping]]] = ..., start_time: _Optional[str] = ..., qos_class: _Optional[str] = ..., container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., init_container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., resource_claim_statuses: _Optional[_Iterable[_Union[PodResourceClaimStatus, _Mapping]]] = ..., host_ips: _Optional[_Iterable[_Union[HostIP, _Mapping]]] = ...) -> None: ...
+    extended_resource_claim_status: PodExtendedResourceClaimStatus
+    def __init__(self, phase: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., nominated_node_name: _Optional[str] = ..., host_ip: _Optional[str] = ..., pod_ip: _Optional[str] = ..., pod_ips: _Optional[_Iterable[_Union[PodIP, _Mapping]]] = ..., start_time: _Optional[str] = ..., qos_class: _Optional[str] = ..., container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., init_container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., resource_claim_statuses: _Optional[_Iterable[_Union[PodResourceClaimStatus, _Mapping]]] = ..., host_ips: _Optional[_Iterable[_Union[HostIP, _Mapping]]] = ..., extended_resource_claim_status: _Optional[_Union[PodExtendedResourceClaimStatus, _Mapping]] = ...) -> None: ...
 
 class Pod(_message.Message):
     __slots__ = ("api_version", "kind", "metadata", "spec", "status")

@@ -37,12 +37,14 @@ class DeviceClassConfiguration(_message.Message):
     def __init__(self, opaque: _Optional[_Union[OpaqueDeviceConfiguration, _Mapping]] = ...) -> None: ...
 
 class DeviceClassSpec(_message.Message):
-    __slots__ = ("selectors", "config")
+    __slots__ = ("selectors", "config", "extended_resource_name")
     SELECTORS_FIELD_NUMBER: _ClassVar[int]
     CONFIG_FIELD_NUMBER: _ClassVar[int]
+    EXTENDED_RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
     selectors: _containers.RepeatedCompositeFieldContainer[DeviceSelector]
     config: _containers.RepeatedCompositeFieldContainer[DeviceClassConfiguration]
-    def __init__(self, selectors: _Optional[_Iterable[_Union[DeviceSelector, _Mapping]]] = ..., config: _Optional[_Iterable[_Union[DeviceClassConfiguration, _Mapping]]] = ...) -> None: ...
+    extended_resource_name: str
+    def __init__(self, selectors: _Optional[_Iterable[_Union[DeviceSelector, _Mapping]]] = ..., config: _Optional[_Iterable[_Union[DeviceClassConfiguration, _Mapping]]] = ..., extended_resource_name: _Optional[str] = ...) -> None: ...
 
 class DeviceClass(_message.Message):
     __slots__ = ("api_version", "kind", "metadata", "spec")

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from protos.kubera.v1 import core_pb2
+from services.api.machinery.names import qualified_name
 from services.api.machinery.quantity import (
     ERR_BEYOND_INT64_MILLI,
     MAX_MILLI_VALUE,
@@ -63,6 +64,14 @@ def _qty_milli(value: str) -> int:
 
 def _qty(value: str) -> int:
     return _amount(value, False)
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """v1helper.IsExtendedResourceName: domain-prefixed, not in the kubernetes.io/ namespace,
+    no `requests.` prefix, and a qualified name with `requests.` before it (a quota key)."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    return not qualified_name("requests." + name)
 
 
 def is_scalar_resource(name: str) -> bool:

@@ -173,6 +173,8 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     (_P + "CronJobStatus", "active"): _ATOMIC,
     (_P + "Scheduling", "nodeSelector"): _ATOMIC_MAP,
     (_P + "Scheduling", "tolerations"): _ATOMIC,
+    # draext: the scheduler's mappings of a pod's extended resources (+listType=atomic)
+    (_P + "PodExtendedResourceClaimStatus", "requestMappings"): _ATOMIC,
     # resource.k8s.io/v1: every list is +listType=atomic but reservedFor (map by uid,
     # patchStrategy=merge); scheduling.x-k8s.io/v1alpha1 PodGroup has no lists.
     (_P + "DeviceClassSpec", "selectors"): _ATOMIC,

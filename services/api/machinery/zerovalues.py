@@ -74,6 +74,11 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "name": "",
         "resources": {},
     },
+    "kubera.v1.ContainerExtendedResourceRequest": {
+        "containerName": "",
+        "requestName": "",
+        "resourceName": "",
+    },
     "kubera.v1.ContainerPort": {
         "containerPort": 0,
     },
@@ -379,6 +384,10 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "desiredHealthy": 0,
         "disruptionsAllowed": 0,
         "expectedPods": 0,
+    },
+    "kubera.v1.PodExtendedResourceClaimStatus": {
+        "requestMappings": [],
+        "resourceClaimName": "",
     },
     "kubera.v1.PodFailurePolicy": {
         "rules": [],

@@ -21,6 +21,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import meta_pb2
+from services.api.helpers.resources import is_extended_resource_name
 from services.api.machinery import labels, names
 from services.api.machinery.errors import (
     DUPLICATE,
@@ -240,11 +241,7 @@ def _is_native(name: str) -> bool:
     return "/" not in name or "kubernetes.io/" in name
 
 
-def _is_extended(name: str) -> bool:
-    """IsExtendedResourceName: not native, no ``requests.`` prefix, quota name qualified."""
-    if _is_native(name) or name.startswith("requests."):
-        return False
-    return not names.qualified_name("requests." + name)
+_is_extended = is_extended_resource_name  # the shared helper, under its old local name
 
 
 def overcommit_allowed(name: str) -> bool:

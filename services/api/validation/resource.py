@@ -35,6 +35,7 @@ from google.protobuf import json_format
 from protos.kubera.v1 import podgroup_pb2, resource_pb2
 from services.api.dra import cel, celkube
 from services.api.dra.bindingconditions import MAX_CONDITIONS
+from services.api.helpers.resources import is_extended_resource_name
 from services.api.machinery import names
 from services.api.machinery.errors import (
     TOO_MANY,
@@ -286,6 +287,18 @@ def validate_opaque_holder(path: str, holder: Any) -> Errors:
 def validate_device_class(dc: resource_pb2.DeviceClass) -> Errors:
     errs = validate_selectors("spec.selectors", dc.spec.selectors)
     errs += validate_list("spec.config", dc.spec.config, DEVICE_CONFIG_MAX, validate_opaque_holder)
+    if dc.spec.HasField("extended_resource_name") and not is_extended_resource_name(
+        dc.spec.extended_resource_name
+    ):
+        # DRAExtendedResource: the implicit deviceclass.resource.kubernetes.io/<class> is in
+        # kubernetes.io/, so no class can name another's implicit resource.
+        errs.append(
+            invalid(
+                "spec.extendedResourceName",
+                dc.spec.extended_resource_name,
+                "must be a valid extended resource name",
+            )
+        )
     return errs
 
 

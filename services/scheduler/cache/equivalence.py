@@ -19,6 +19,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from protos.kubera.v1 import core_pb2
+from services.api.dra.extended import is_dra_extended_resource_name
 from services.api.helpers.podvolumes import has_scheduling_volumes
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import PodInfo
@@ -26,8 +27,9 @@ from services.scheduler.framework.types import PodInfo
 #: Filter plugins whose verdict needs nothing beyond the pod and the node (for an eligible
 #: pod: InterPodAffinity and PodTopologySpread pass every node when the pod has no terms
 #: or constraints and no existing pod has required anti-affinity).
-#: (DynamicResources passes every node for a pod without resource claims, so a profile
-#: with it is node-local too: `node_local`; `eligible_pod` leaves out pods with claims.
+#: (DynamicResources passes every node for a pod without resource claims or extended
+#: resources, so a profile with it is node-local too: `node_local`; `eligible_pod` leaves
+#: out pods with claims or extended resources.
 #: The same holds for the volume plugins and a pod without claims, ephemeral volumes or
 #: in-tree disks: `PASS_WITHOUT_VOLUMES`, and `eligible_pod` leaves out such pods.)
 NODE_LOCAL_FILTERS = frozenset(
@@ -118,6 +120,9 @@ def eligible_pod(pi: PodInfo, cluster_has_required_anti_affinity: bool) -> bool:
         and not cluster_has_required_anti_affinity
         and not pi.pod.spec.resource_claims
         and not has_scheduling_volumes(pi.pod)
+        # draext: an extended resource a DeviceClass may map is given by DRA, whose devices
+        # and classes change no NodeInfo generation.
+        and not any(is_dra_extended_resource_name(n) for n in pi.requests.scalar)
     )
 
 

@@ -446,6 +446,9 @@ KUBECTL_UNKNOWN_FIELDS = {
     ("kubera.v1.NodeStatus", "declaredFeatures"),
 }
 
+#: draext: PodStatus.extendedResourceClaimStatus (1.34, DRAExtendedResource).
+KUBECTL_UNKNOWN_FIELDS.add(("kubera.v1.PodExtendedResourceClaimStatus", "requestMappings"))
+
 # kubectl never prints metadata.managedFields (--show-managed-fields defaults to false).
 LIST_FIELDS = [
     f

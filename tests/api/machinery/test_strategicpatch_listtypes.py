@@ -56,6 +56,8 @@ P = "kubera.v1."
         ("ResourceSliceSpec", "sharedCounters", "atomic", (), "", ""),
         ("Device", "consumesCounters", "atomic", (), "", ""),
         ("CapacityRequestPolicy", "validValues", "atomic", (), "", ""),
+        # core/v1 1.34+ (DRAExtendedResource), newer than kubectl 1.32 too
+        ("PodExtendedResourceClaimStatus", "requestMappings", "atomic", (), "", ""),
     ],
 )
 def test_strategy_matches_upstream_tags(

@@ -175,3 +175,24 @@ def test_a_node_strategy_on_the_hostname_key_is_applied_after_the_name():
     assert len(taken) == 2 and all(n.startswith("scheduler-perf-") for n in taken)
     plain = node_doc(o.CreateNodes(index=0, count=1), 0)  # without `taken`: unnamed, as before
     assert "name" not in plain["metadata"]
+
+
+def test_upstream_dra_extended_resource_file_loads_whole_and_none_is_left_out():
+    """dra/extendedresource: nodes of upstream's test driver, DeviceClasses naming
+    example.com/gpu-<i> (createAny), pods asking for it in their requests."""
+    e = load(str(DATA / "dra" / "extendedresource" / "performance-config.yaml"))
+    assert [tc.name for tc in e.test_cases] == ["SchedulingWithExtendedResource"]
+    assert not [tc.name for tc in e.test_cases if tc.unsupported]
+    ops = runs(e)["SchedulingWithExtendedResource/fast"]
+    assert [type(op) for op in ops] == [
+        o.CreateNodes,
+        o.CreateNodes,
+        o.CreateResourceDriver,
+        o.CreateAny,
+        o.CreatePods,
+        o.CreatePods,
+    ]
+    cls = ops[3].template.render(index=3, count=10)
+    assert cls["spec"]["extendedResourceName"] == "example.com/gpu-3"
+    pod = ops[5].pod_template.render(index=3, count=10)
+    assert pod["spec"]["containers"][0]["resources"]["requests"] == {"example.com/gpu-3": 1}

@@ -206,5 +206,8 @@ def test_dra_claim_keys_keep_the_hints_promise(name: str) -> None:
 
 def test_dra_registers_the_claim_event_narrowed() -> None:
     plugin = DynamicResources(Args(), claims={}, slices={}, classes={})
-    (reg,) = [e for e in plugin.events_to_register() if e.event.resource == "ResourceClaim"]
+    (reg, deleted) = [e for e in plugin.events_to_register() if e.event.resource == "ResourceClaim"]
     assert reg.affected is claim_event_keys and reg.pod_keys is pod_claim_keys
+    # draext: a delete concerns only the pod owning a deleted extended resource claim.
+    assert deleted.event.action == ActionType.DELETE
+    assert deleted.affected is not None and deleted.pod_keys is not None

@@ -24,6 +24,10 @@ plugins/dynamicresources, DRA as GA in 1.34, structured parameters only).
                  status.reservedFor, resourceVersion-checked, refreshed and retried on
                  conflict; then wait for the devices' binding conditions (bindingconditions.py)
 
+Extended resources backed by DRA (DRAExtendedResource): a claim the plugin makes for the
+pod's extended resources that a DeviceClass maps joins the pod's claims at every extension
+point (extended.py).
+
 Every rejection is UnschedulableAndUnresolvable, as upstream's statusUnschedulable: so
 DefaultPreemption never picks a node where the pod's claims cannot be allocated, and
 evicting victims never frees devices (their claims stay allocated until the controller
@@ -61,9 +65,10 @@ from services.api.dra.allocator import (
     FailedOnNode,
     Unfit,
 )
-from services.api.dra.bindingconditions import DEFAULT_BINDING_TIMEOUT, has_binding_conditions
+from services.api.dra.bindingconditions import has_binding_conditions
 from services.api.dra.taints import TaintRules
 from services.api.features import (
+    DRA_EXTENDED_RESOURCE,
     DRA_PRIORITIZED_LIST,
     FeatureGates,
     binding_and_status,
@@ -71,9 +76,6 @@ from services.api.features import (
 )
 from services.api.helpers.nodeaffinity import NodeSelector, NodeSelectorError
 from services.api.helpers.podgroups import pod_group_full_name
-from services.api.machinery.duration import parse_duration
-from services.api.machinery.errors import ConflictError
-from services.api.machinery.kinds import BY_KIND
 from services.clock import RealClock, rfc3339
 from services.scheduler.cache.snapshot import Int64Array
 from services.scheduler.framework.interface import (
@@ -98,14 +100,16 @@ from services.scheduler.plugins.dynamicresources import (
     gang,
     hints,
     scoring,
+    unreserve,
 )
-from services.scheduler.plugins.dynamicresources.bindclaim import CONFLICT_RETRIES, FINALIZER
+from services.scheduler.plugins.dynamicresources import extended as extres
+from services.scheduler.plugins.dynamicresources.args import Args
+from services.scheduler.plugins.dynamicresources.bindclaim import FINALIZER
 from services.scheduler.plugins.dynamicresources.tracker import ClaimTracker, lister
 from services.scheduler.plugins.helpers import default_normalize_rows, default_normalize_score
 
 NAME = "DynamicResources"
 STATE_KEY = NAME
-DEFAULT_FILTER_TIMEOUT = 10.0
 
 ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
 ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
@@ -116,34 +120,6 @@ log = logging.getLogger("services.scheduler.scheduler")
 
 #: Allocator(claims, allocated, classes, slices, admin_namespaces): how Filter searches.
 AllocatorFactory = Callable[..., Any]
-
-
-@dataclass
-class Args:
-    """DynamicResourcesArgs (kubescheduler.config.k8s.io/v1)."""
-
-    #: filterTimeout: how long Filter may search one node, in seconds (default 10 s, 0: no
-    #: limit), from a Duration string such as "10s".
-    filter_timeout: float = DEFAULT_FILTER_TIMEOUT
-    #: bindingTimeout: how long PreBind waits for binding conditions, in seconds (default
-    #: 600 s, at least 1 s; upstream's DynamicResourcesBindingTimeoutDefault).
-    binding_timeout: float = DEFAULT_BINDING_TIMEOUT
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any] | None) -> Args:
-        d = d or {}
-        unknown = set(d) - {"filterTimeout", "bindingTimeout"}
-        if unknown:
-            raise ValueError(f"unknown field(s) {sorted(unknown)}")
-        raw = d.get("filterTimeout")
-        timeout = DEFAULT_FILTER_TIMEOUT if raw is None else parse_duration(str(raw))
-        if timeout < 0:
-            raise ValueError(f"filterTimeout: Invalid value: {raw!r}: must be zero or positive")
-        raw = d.get("bindingTimeout")
-        binding_timeout = DEFAULT_BINDING_TIMEOUT if raw is None else parse_duration(str(raw))
-        if binding_timeout < 1:
-            raise ValueError(f"bindingTimeout: Invalid value: {raw!r}: must be at least 1 second")
-        return cls(timeout, binding_timeout)
 
 
 @dataclass
@@ -172,6 +148,11 @@ class _State:
     node_allocations: dict[str, list[resource_pb2.AllocationResult]] = field(default_factory=dict)
     #: Indexes of allocated claims whose nodeSelector rejected some node (for PostFilter).
     unavailable: set[int] = field(default_factory=set)
+    #: The pod's extended resource claim (DRAExtendedResource), when it has one.
+    ext: extres.ExtendedClaim | None = None
+    #: How PreFilter built `allocator`, for the Allocators with a node's extended claim.
+    allocator_args: dict[str, Any] = field(default_factory=dict)
+    ext_allocators: dict[tuple[Any, ...], Any] = field(default_factory=dict)
 
     def clone(self) -> _State:
         return self
@@ -232,6 +213,7 @@ class DynamicResources:
         self.args = args
         self.gates = gates
         #: upstream's DeviceBindingAndStatus: binding conditions are honoured
+        self.extended_resources = enabled(gates, DRA_EXTENDED_RESOURCE)
         self.binding_conditions = binding_and_status(gates)
         #: DRAPrioritizedList: Score prefers the nodes where firstAvailable got an earlier
         #: alternative (off: every node scores 0)
@@ -314,17 +296,22 @@ class DynamicResources:
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
         pod = pod_info.pod
-        if not pod.spec.resource_claims:
+        extended = None
+        if self.extended_resources and pod_info.requests.scalar:
+            extended = extres.pre_filter(
+                pod, pod_info.requests.scalar, self._classes(), lambda: self.tracker.all_claims()
+            )
+        if not pod.spec.resource_claims and extended is None:
             # Most pods: nothing to write; Filter is skipped, Reserve and PreBind find no state.
             return None, Status.skip(NAME)
-        s = _State()
+        s = _State(ext=extended)
         state.write(STATE_KEY, s)
         claims: list[resource_pb2.ResourceClaim] = []
         try:
             self._foreach_claim(pod, claims.append)
         except _NotSchedulable as e:
             return None, Status.unresolvable(str(e), plugin=NAME)
-        if not claims:
+        if not claims and extended is None:
             return None, Status.skip(NAME)
         # Two entries may name one claim: it is allocated (and reserved) once.
         unique: dict[str, resource_pb2.ResourceClaim] = {}
@@ -386,12 +373,11 @@ class DynamicResources:
                         )
             s.to_allocate.append(claim)
         s.claims = claims
-        if s.to_allocate:
+        if s.to_allocate or (extended is not None and not extended.stale):
             slices = list(self._slices().values())
             self.device_cache.prune(slices)
             rules = TaintRules(self._rules().values()) if self._rules is not None else None
-            s.allocator = self._allocator_factory(
-                claims=list(s.to_allocate),
+            s.allocator_args = dict(
                 allocated=self.tracker.allocated_devices(),
                 consumed=self.tracker.consumed_capacity(),
                 classes=dict(self._classes()),
@@ -401,6 +387,8 @@ class DynamicResources:
                 **({"taint_rules": rules} if rules else {}),
                 gates=self.gates,
             )
+        if s.to_allocate:
+            s.allocator = self._allocator_factory(claims=list(s.to_allocate), **s.allocator_args)
         result = PreFilterResult(allowed) if allowed is not None else None
         return result, Status.success()
 
@@ -409,11 +397,16 @@ class DynamicResources:
         s: _State | None = state.get(STATE_KEY)
         if s is None:
             return Status.as_error(KeyError(f"{NAME}: PreFilter did not run"), NAME)
-        if not s.claims:
-            return Status.success()
         node = node_info.node
         if node is None:
             return Status.as_error(RuntimeError("node not found"), NAME)
+        node_claim = None
+        if s.ext is not None:
+            rejected, node_claim = s.ext.for_node(node_info)
+            if rejected is not None:
+                return rejected
+        if not s.claims and node_claim is None:
+            return Status.success()
         unavailable = [
             i
             for i, info in enumerate(s.infos)
@@ -432,10 +425,18 @@ class DynamicResources:
                 and bindingconditions.unavailable(claim, now, self.args.binding_timeout)
             ]
         allocations: list[resource_pb2.AllocationResult] | None = None
-        if s.allocator is not None:
+        allocator, to_allocate = s.allocator, s.to_allocate
+        if node_claim is not None:
+            # This node's variant of the extended resource claim, allocated last.
+            to_allocate = [*s.to_allocate, node_claim.claim]
+            allocator = s.ext_allocators.get(node_claim.key)
+            if allocator is None:
+                allocator = self._allocator_factory(claims=to_allocate, **s.allocator_args)
+                s.ext_allocators[node_claim.key] = allocator
+        if allocator is not None:
             start = self._now()
             try:
-                got = s.allocator.allocate(node)
+                got = allocator.allocate(node)
             except FailedOnNode as e:
                 # Only this node (invalid pools): other nodes may still do, as upstream.
                 return Status.unresolvable(str(e), plugin=NAME)
@@ -447,9 +448,12 @@ class DynamicResources:
                 return Status.unresolvable(ERR_TIMEOUT, plugin=NAME)
             if isinstance(got, Unfit):
                 return Status.unresolvable(_unfit_reason(got), plugin=NAME)
-            if len(got) != len(s.to_allocate):
-                names = ", ".join(_key(c) for c in s.to_allocate)
+            if len(got) != len(to_allocate):
+                names = ", ".join(_key(c) for c in to_allocate)
                 return Status.unresolvable(f"{ERR_CANNOT_ALLOCATE}: {names}", plugin=NAME)
+            if node_claim is not None:
+                node_claim.allocation = got[-1]
+                got = got[:-1]
             allocations = got
         if unavailable:
             s.unavailable.update(unavailable)
@@ -463,12 +467,19 @@ class DynamicResources:
         self, state: CycleState, pod_info: PodInfo, statuses: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status]:
         pod = pod_info.pod
-        if not pod.spec.resource_claims:
-            return None, Status.unschedulable(plugin=NAME)
         s: _State | None = state.get(STATE_KEY)
+        if s is not None and s.ext is not None and s.ext.stale:
+            # A claim of an earlier attempt: deleted, and tried anew when it is gone.
+            try:
+                await extres.delete(self._client, s.ext.claim, FINALIZER)
+            except Exception as e:  # noqa: BLE001 - reported as the attempt's error
+                return None, Status.as_error(e, NAME)
+            return None, Status.unschedulable("deletion of ResourceClaim completed", plugin=NAME)
+        if not pod.spec.resource_claims and (s is None or s.ext is None):
+            return None, Status.unschedulable(plugin=NAME)
         if s is None:
             return None, Status.as_error(KeyError(f"{NAME}: PreFilter did not run"), NAME)
-        if not s.claims:
+        if not s.claims and s.ext is None:
             return None, Status.unschedulable("no new claims to deallocate", plugin=NAME)
         for i in sorted(s.unavailable):
             claim = s.claims[i]
@@ -529,7 +540,12 @@ class DynamicResources:
     # ------------------------------------------------------------- Reserve
     def reserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
         s: _State | None = state.get(STATE_KEY)
-        if s is None or not s.claims or not s.to_allocate:
+        if s is None:
+            return Status.success()
+        node_claim = s.ext.nodes.get(node_name) if s.ext is not None else None
+        if s.ext is not None and node_claim is not None:
+            self.tracker.signal_pending(extres.pending(s.ext, node_claim, FINALIZER))
+        if not s.claims or not s.to_allocate:
             return Status.success()
         allocations = s.node_allocations.get(node_name)
         if allocations is None:
@@ -566,6 +582,14 @@ class DynamicResources:
 
     def unreserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
         s: _State | None = state.get(STATE_KEY)
+        if s is not None and s.ext is not None:
+            if s.ext.pending_uid:
+                self.tracker.remove_pending(s.ext.pending_uid)
+                s.ext.pending_uid = ""
+            if s.ext.created is not None:
+                # Written to the apiserver by PreBind: deleted, not to be left behind.
+                self._spawn(extres.delete(self._client, s.ext.created, FINALIZER))
+                s.ext.created = None
         if s is None or not s.claims:
             return
         pod = pod_info.pod
@@ -586,7 +610,7 @@ class DynamicResources:
                 # Until the informer shows the removal, the claim counts as not reserved for
                 # the pod, so a quick retry's PreBind writes the reservation again.
                 self.tracker.mark_unreserving(claim.metadata.uid, pod.metadata.uid)
-                self._spawn(self._unreserve_claim(claim, pod))
+                self._spawn(unreserve.remove_reservation(self.tracker, self._client, claim, pod))
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -599,55 +623,25 @@ class DynamicResources:
             with contextlib.suppress(Exception):
                 await asyncio.gather(*list(self._tasks))
 
-    async def _unreserve_claim(self, claim: resource_pb2.ResourceClaim, pod: core_pb2.Pod) -> None:
-        """Take the pod out of the claim's reservedFor; a later attempt retries on failure."""
-        uid = pod.metadata.uid
-        current: Any = claim
-        for _ in range(CONFLICT_RETRIES):
-            if not self.tracker.is_unreserving(claim.metadata.uid, uid):
-                return  # a later attempt's PreBind reserved the claim again
-            if current.metadata.uid != claim.metadata.uid:
-                self.tracker.unreserving_done(claim.metadata.uid, uid)
-                return
-            edited = resource_pb2.ResourceClaim()
-            edited.CopyFrom(current)
-            kept = [r for r in edited.status.reserved_for if r.uid != uid]
-            if len(kept) == len(edited.status.reserved_for):
-                self.tracker.unreserving_done(claim.metadata.uid, uid)
-                return
-            del edited.status.reserved_for[:]
-            edited.status.reserved_for.extend(kept)
-            try:
-                written = await self._client.update_status(edited)
-                self.tracker.assume(written)
-                return
-            except ConflictError:
-                try:
-                    current = await self._client.get(
-                        BY_KIND["ResourceClaim"], claim.metadata.name, claim.metadata.namespace
-                    )
-                except Exception as e:  # noqa: BLE001
-                    log.info("unreserve %s for pod %s: %s", _key(claim), pod.metadata.name, e)
-                    self.tracker.unreserving_done(claim.metadata.uid, uid)
-                    return
-            except Exception as e:  # noqa: BLE001 - retried with the pod's next attempt
-                log.info("unreserve %s for pod %s: %s", _key(claim), pod.metadata.name, e)
-                self.tracker.unreserving_done(claim.metadata.uid, uid)
-                return
-        self.tracker.unreserving_done(claim.metadata.uid, uid)
-
     # ------------------------------------------------------------- PreBind
     def pre_bind_pre_flight(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
         """Skip for a pod without claims; Success when PreBind has claims to handle
         (upstream's PreBindPreFlight)."""
         s: _State | None = state.get(STATE_KEY)
+        if s is not None and s.ext is not None and s.ext.nodes.get(node_name) is not None:
+            return Status.success()  # draext: the extended resource claim to write
         return Status.success() if s is not None and s.claims else Status.skip()
 
     async def pre_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
         s: _State | None = state.get(STATE_KEY)
-        if s is None or not s.claims:
+        if s is None:
             return Status.success()
         pod = pod_info.pod
+        if s.ext is not None and s.ext.nodes.get(node_name) is not None:
+            try:
+                await self._bind_extended(s.ext, pod, node_name)
+            except Exception as e:  # noqa: BLE001 - the attempt fails; Unreserve follows
+                return Status.as_error(e, NAME)
         for i, claim in enumerate(s.claims):
             if dra_claims.is_reserved_for_pod(pod, claim):
                 continue
@@ -671,6 +665,23 @@ class DynamicResources:
             component=getattr(self._handle, "profile_name", "") or "default-scheduler",
         )
         return Status.success() if failed is None else Status.as_error(failed, NAME)
+
+    async def _bind_extended(
+        self, extended: extres.ExtendedClaim, pod: core_pb2.Pod, node_name: str
+    ) -> None:
+        """The extended resource claim: created, allocated and reserved for the pod; then
+        the pod's status.extendedResourceClaimStatus names it."""
+        node_claim = extended.nodes[node_name]
+        assert node_claim is not None
+        created = await extres.create(self._client, node_claim)
+        extended.created = created
+        written = await self._bind_claim(created, node_claim.allocation, pod)
+        self.tracker.remove_pending(extended.pending_uid)
+        extended.pending_uid = ""
+        extended.created = written
+        # Kept in `created`: an Unreserve after a later failure (another plugin's PreBind,
+        # the bind) deletes the claim, as upstream's does once it has a real name.
+        await extres.patch_pod_status(self._client, pod, written.metadata.name, node_claim)
 
     def _current(
         self, claims: Sequence[resource_pb2.ResourceClaim]
@@ -726,7 +737,19 @@ class DynamicResources:
             ClusterEventWithHint(ClusterEvent("ResourceSlice", ActionType.ADD | ActionType.UPDATE)),
             # drataints: a rule removed or changed may untaint a device.
             ClusterEventWithHint(ClusterEvent("DeviceTaintRule", ActionType.ALL)),
-        ]
+        ] + (
+            # draext: PostFilter deleted the pod's stale extended resource claim.
+            [
+                ClusterEventWithHint(
+                    ClusterEvent("ResourceClaim", ActionType.DELETE),
+                    extres.after_claim_delete,
+                    affected=extres.deleted_claim_keys,
+                    pod_keys=extres.pod_owner_keys,
+                )
+            ]
+            if self.extended_resources
+            else []
+        )
 
     def _claims_or_none(self, pod: core_pb2.Pod) -> list[resource_pb2.ResourceClaim] | None:
         found: list[resource_pb2.ResourceClaim] = []

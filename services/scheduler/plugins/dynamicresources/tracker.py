@@ -254,6 +254,16 @@ class ClaimTracker:
             return edited
         return newest
 
+    def all_claims(self) -> list[resource_pb2.ResourceClaim]:
+        """Every claim known (upstream's assume cache List): the informer's, newest first,
+        and this scheduler's writes of claims the informer does not show yet."""
+        out = [
+            self.claim(c.metadata.namespace, c.metadata.name) or c for c in self._lister().values()
+        ]
+        seen = {c.metadata.uid for c in out}
+        out += [c for uid, c in self._assumed.items() if uid not in seen]
+        return out
+
     def has_pending_allocation(self, uid: str) -> bool:
         return uid in self._pending
 

@@ -8,18 +8,24 @@ rows at once with numpy over the snapshot's per-node arrays (`score_rows` likewi
 Score uses a strategy (strategies.py) over weighted resources (default cpu:1, memory:1), with
 the non-zero requests for cpu and memory (100m / 200Mi for containers that set none).
 
+A requested extended resource that a DeviceClass maps (DRAExtendedResource) is left to
+DynamicResources on a node that does not advertise it (allocatable 0), as upstream's
+shouldDelegateResourceToDRA.
+
 The queueing hints requeue a pod when a pod leaves or shrinks, or a node appears or grows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from protos.kubera.v1 import core_pb2
+from services.api.dra import extended
+from services.api.features import DRA_EXTENDED_RESOURCE, enabled
 from services.api.helpers.resources import CPU, EPHEMERAL, MEMORY, Resource, pod_requests
 from services.scheduler.framework.interface import PreFilterResult
 from services.scheduler.framework.status import Code, Status
@@ -36,6 +42,7 @@ from services.scheduler.plugins.helpers import NODE, POD
 from services.scheduler.plugins.noderesources.fits_request import (
     InsufficientResource,
     checked_scalars,
+    delegated_to_dra,
     fits_request,
     requests_nothing,
 )
@@ -66,6 +73,8 @@ from services.scheduler.plugins.noderesources.strategies import (
 
 NAME = "NodeResourcesFit"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+#: The pod's requested resources a DeviceClass maps (DRAExtendedResource), when any.
+DRA_STATE_KEY = PRE_FILTER_STATE_KEY + "/dra"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 MAX_RESOURCE_WEIGHT = 100
 
@@ -170,13 +179,33 @@ class Fit(ResourceAllocationScorer):
         self.strategy = ss.type
         self.use_requested = False
         self._scorer = Scorer(ss.type, self.resources, ss.shape)
+        #: The DeviceClasses (an informer's store, read anew each time), when the scheduler
+        #: has informers and DRAExtendedResource is on; None: no request goes to DRA.
+        self._classes: Callable[[], Mapping[str, Any]] | None = None
+        informer = getattr(handle, "informer", None)
+        if informer is not None and enabled(getattr(handle, "gates", None), DRA_EXTENDED_RESOURCE):
+            classes = informer("DeviceClass")
+            # An Informer's store is replaced on relist: read it anew each time.
+            self._classes = lambda: getattr(classes, "store", classes)
 
     # ------------------------------------------------------------------- filtering
     def pre_filter(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
-        state.write(PRE_FILTER_STATE_KEY, pod_info.requests)
+        req = pod_info.requests
+        state.write(PRE_FILTER_STATE_KEY, req)
+        if req.scalar and self._classes is not None:
+            mapped = extended.mapped_requests(
+                req.scalar, extended.resolve(self._classes().values())
+            )
+            if mapped:
+                state.write(DRA_STATE_KEY, frozenset(mapped))
         return None, Status.success()
+
+    @staticmethod
+    def _dra(state: CycleState) -> frozenset[str]:
+        dra: frozenset[str] | None = state.get(DRA_STATE_KEY)
+        return dra or frozenset()
 
     def _request(self, state: CycleState) -> Resource | None:
         req: Resource | None = state.get(PRE_FILTER_STATE_KEY)
@@ -192,7 +221,9 @@ class Fit(ResourceAllocationScorer):
         req = self._request(state)
         if req is None:
             return self._missing_state()
-        insufficient = fits_request(req, node_info, self.ignored, self.ignored_groups)
+        insufficient = fits_request(
+            req, node_info, self.ignored, self.ignored_groups, self._dra(state)
+        )
         if not insufficient:
             return Status.success()
         return _status_for(insufficient)
@@ -223,9 +254,13 @@ class Fit(ResourceAllocationScorer):
         if scalars:
             # Extended resources are not in the arrays: checked per node.
             infos = snapshot.list()
+            dra = self._dra(state)
             for j, row in enumerate(rows.tolist()):
                 a, r = infos[row].allocatable.scalar, infos[row].requested.scalar
-                if any(q > a.get(name, 0) - r.get(name, 0) for name, q in scalars):
+                if any(
+                    q > a.get(name, 0) - r.get(name, 0) and not delegated_to_dra(name, a, dra)
+                    for name, q in scalars
+                ):
                     bad[j] = True
         return ~bad
 

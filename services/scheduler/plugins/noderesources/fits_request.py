@@ -12,16 +12,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.api.helpers.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource
-from services.api.machinery.names import qualified_name
+from services.api.helpers.resources import (
+    CPU,
+    EPHEMERAL,
+    MEMORY,
+    PODS,
+    Resource,
+    is_extended_resource_name,
+)
 from services.scheduler.framework.types import NodeInfo, PodInfo
-
-
-def is_extended_resource_name(name: str) -> bool:
-    """v1helper.IsExtendedResourceName: domain-prefixed, not in kubernetes.io, not requests.*"""
-    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
-        return False
-    return not qualified_name("requests." + name)
 
 
 @dataclass(frozen=True)
@@ -58,13 +57,22 @@ def checked_scalars(
     return out
 
 
+def delegated_to_dra(name: str, allocatable: dict[str, int], dra: frozenset[str]) -> bool:
+    """upstream shouldDelegateResourceToDRA: a DeviceClass maps the resource (`dra`, found at
+    PreFilter with DRAExtendedResource on) and the node does not advertise it, so
+    DynamicResources gives it through a claim instead."""
+    return name in dra and allocatable.get(name, 0) <= 0
+
+
 def fits_request(
     req: Resource,
     node_info: NodeInfo,
     ignored: frozenset[str] = frozenset(),
     ignored_groups: frozenset[str] = frozenset(),
+    dra: frozenset[str] = frozenset(),
 ) -> list[InsufficientResource]:
-    """What `node_info` lacks for a pod requesting `req` (upstream fitsRequest)."""
+    """What `node_info` lacks for a pod requesting `req` (upstream fitsRequest); `dra`: the
+    requested resources a DeviceClass maps (see `delegated_to_dra`)."""
     out: list[InsufficientResource] = []
     alloc, used = node_info.allocatable, node_info.requested
     if len(node_info.pods) + 1 > alloc.allowed_pod_number:
@@ -112,6 +120,8 @@ def fits_request(
             )
         )
     for name, q in checked_scalars(req, ignored, ignored_groups):
+        if delegated_to_dra(name, alloc.scalar, dra):
+            continue
         a, u = alloc.scalar.get(name, 0), used.scalar.get(name, 0)
         if q > a - u:
             out.append(InsufficientResource(name, f"Insufficient {name}", q, u, a, q > a))

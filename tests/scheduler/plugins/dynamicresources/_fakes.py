@@ -4,6 +4,7 @@ in tests/api/dra), and a claims API with resourceVersion checks like the apiserv
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,6 +84,11 @@ class FakeClaimsAPI:
         #: Conflicts to answer before the next update_status succeeds.
         self.conflicts = 0
         self.calls: list[str] = []
+        self.created = 0
+        self.fail_create: Exception | None = None
+        self.fail_patch: Exception | None = None
+        #: (pod key, merge patch, status subresource) of each pod patch
+        self.patches: list[tuple[str, Any, bool]] = []
 
     def _put(self, claim: resource_pb2.ResourceClaim) -> resource_pb2.ResourceClaim:
         c = resource_pb2.ResourceClaim()
@@ -137,6 +143,39 @@ class FakeClaimsAPI:
 
     async def update_status(self, obj: Any) -> Any:
         return self._write(obj, "update_status")
+
+    # The calls PreBind, PostFilter and Unreserve make for an extended resource claim.
+
+    async def create(self, obj: Any) -> Any:
+        if self.fail_create is not None:
+            raise self.fail_create
+        c = resource_pb2.ResourceClaim()
+        c.CopyFrom(obj)
+        self.created += 1
+        if not c.metadata.name:
+            c.metadata.name = f"{c.metadata.generate_name}{self.created:05d}"
+        c.metadata.uid = f"uid-{c.metadata.name}"
+        self.calls.append(f"create {object_key(c)}")
+        out = self._put(c)
+        if not self.informer_lags:
+            self.store[object_key(out)] = out
+        reply = resource_pb2.ResourceClaim()
+        reply.CopyFrom(out)
+        return reply
+
+    async def delete(self, kind: Any, name: str, namespace: str = "", **_: Any) -> None:
+        self.calls.append(f"delete {namespace}/{name}")
+        if self.objects.pop(f"{namespace}/{name}", None) is None:
+            raise NotFoundError(f"{namespace}/{name} not found")
+        self.store.pop(f"{namespace}/{name}", None)
+
+    async def patch(
+        self, kind: Any, name: str, merge_patch: str, *, namespace: str = "", status: bool = False
+    ) -> Any:
+        self.calls.append(f"patch {namespace}/{name}")
+        if self.fail_patch is not None:
+            raise self.fail_patch
+        self.patches.append((f"{namespace}/{name}", json.loads(merge_patch), status))
 
 
 class FakeSnapshot:

@@ -94,4 +94,7 @@ def test_registers_upstreams_events() -> None:
         # Upstream's slice tracker reports a rule's change as updates of the slices it
         # taints; kubera's plugin registers the DeviceTaintRule events themselves.
         ("DeviceTaintRule", int(A.ALL)),
+        # draext (kubera's addition): PostFilter deleted the pod's stale extended resource
+        # claim; upstream waits for another event or the periodic flush.
+        ("ResourceClaim", int(A.DELETE)),
     }
