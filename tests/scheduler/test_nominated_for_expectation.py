@@ -201,13 +201,6 @@ async def test_an_assumed_pods_own_nomination_does_not_count_it_twice() -> None:
             versions.stop()
 
 
-class _State:
-    claims: list[object]
-
-    def __init__(self, claims: list[object]) -> None:
-        self.claims = claims
-
-
 @pytest.mark.parametrize(
     ("rule", "claims", "want"),
     [
@@ -219,7 +212,7 @@ def test_dynamic_resources_pre_bind_pre_flight(rule: str, claims: list[object], 
     from services.scheduler.plugins.dynamicresources import plugin as dra_plugin
 
     state = CycleState()
-    state.write(dra_plugin.STATE_KEY, _State(claims))
+    state.write(dra_plugin.STATE_KEY, dra_plugin._State(claims=claims))  # type: ignore[arg-type]
     pi = PodInfo(core_pb2.Pod())
     st: Status = DynamicResources.pre_bind_pre_flight(None, state, pi, "n1")  # type: ignore[arg-type]
     assert st.code_name == want, rule
