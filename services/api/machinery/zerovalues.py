@@ -391,6 +391,19 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "action": "",
         "onPodConditions": [],
     },
+    "kubera.v1.PodGroupGangSchedulingPolicy": {
+        "minCount": 0,
+    },
+    "kubera.v1.PodGroupResourceClaim": {
+        "name": "",
+    },
+    "kubera.v1.PodGroupResourceClaimStatus": {
+        "name": "",
+    },
+    "kubera.v1.PodGroupWorkloadReference": {
+        "templateName": "",
+        "workloadName": "",
+    },
     "kubera.v1.PodIP": {
         "ip": "",
     },
@@ -482,6 +495,12 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "handler": "",
         "metadata": {},
     },
+    "kubera.v1.SchedulingPodGroup": {
+        "spec": {},
+    },
+    "kubera.v1.SchedulingPodGroupSpec": {
+        "schedulingPolicy": {},
+    },
     "kubera.v1.ScopedResourceSelectorRequirement": {
         "operator": "",
         "scopeName": "",
@@ -536,6 +555,9 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.TokenRequest": {
         "audience": "",
+    },
+    "kubera.v1.TopologyConstraint": {
+        "key": "",
     },
     "kubera.v1.TopologySelectorLabelRequirement": {
         "key": "",
