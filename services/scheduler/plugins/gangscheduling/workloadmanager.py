@@ -1,9 +1,12 @@
-"""What the scheduler knows about each Workload pod group (upstream 1.35
-pkg/scheduler/backend/workloadmanager), kept apart from GangScheduling's extension points
-so it can be read and tested without a framework.
+"""What the scheduler knows about each pod group (upstream 1.35
+pkg/scheduler/backend/workloadmanager; 1.37's PodGroupStates in the scheduler cache), kept
+apart from GangScheduling's extension points so it can be read and tested without a
+framework.
 
-A pod group instance is keyed by (namespace, workload name, pod group name, replica key):
-pods with different podGroupReplicaKeys of one pod group are separate gangs. Per instance:
+A Workload pod group instance is keyed by (namespace, workload name, pod group name, replica
+key): pods with different podGroupReplicaKeys of one pod group are separate gangs. A PodGroup
+object's pods (spec.schedulingGroup.podGroupName) are keyed by (namespace, "", its name, "").
+Per instance:
 
     all          every pod naming the instance that the scheduler's Pod informer holds
     unscheduled  neither assumed nor assigned (the pods Permit wakes while it waits)
@@ -34,6 +37,10 @@ DEFAULT_SCHEDULING_TIMEOUT = 300.0
 
 
 class PodGroupKey(NamedTuple):
+    """A Workload pod group instance (workload, pod group, replica key), or a PodGroup
+    object (scheduling.k8s.io/v1beta1: workload "" and the PodGroup's name; a workloadRef
+    always names a Workload, so the two never meet)."""
+
     namespace: str
     workload: str
     pod_group: str
@@ -41,7 +48,10 @@ class PodGroupKey(NamedTuple):
 
 
 def pod_group_key(pod: core_pb2.Pod) -> PodGroupKey | None:
-    """The pod group instance the pod belongs to, or None without spec.workloadRef."""
+    """The pod group the pod belongs to: its spec.schedulingGroup's PodGroup, else its
+    spec.workloadRef's instance; None with neither."""
+    if pod.spec.scheduling_group.pod_group_name:
+        return PodGroupKey(pod.metadata.namespace, "", pod.spec.scheduling_group.pod_group_name, "")
     if not pod.spec.HasField("workload_ref"):
         return None
     ref = pod.spec.workload_ref
@@ -127,7 +137,8 @@ class WorkloadManager:
             self.on_pod_added(info, pod)
 
     def update_pod(self, old: core_pb2.Pod, new: core_pb2.Pod) -> None:
-        # spec.workloadRef is immutable: an update never moves a pod between groups.
+        # spec.workloadRef and spec.schedulingGroup are immutable: an update never moves a
+        # pod between groups.
         key = pod_group_key(new)
         if key is None:
             return
@@ -150,7 +161,7 @@ class WorkloadManager:
         """The pod's instance (made empty when no informer event brought it yet)."""
         key = pod_group_key(pod)
         if key is None:
-            raise ValueError(f"pod {pod.metadata.namespace}/{pod.metadata.name} has no workloadRef")
+            raise ValueError(f"pod {pod.metadata.namespace}/{pod.metadata.name} names no pod group")
         return self._groups.setdefault(key, PodGroupInfo())
 
     def get(self, key: PodGroupKey) -> PodGroupInfo | None:

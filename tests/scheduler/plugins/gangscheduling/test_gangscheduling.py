@@ -126,11 +126,13 @@ def test_is_schedulable_after_workload_added(
     assert hint_workload_added(pod, None, added) == want
 
 
-def test_events_are_a_pod_add_and_a_workload_add() -> None:
+def test_events_are_a_pod_add_a_workload_add_and_a_pod_group_add_or_update() -> None:
     regs = new(Args(), GangHandle()).events_to_register()
     assert [(r.event.resource, r.event.action.name) for r in regs] == [
         ("Pod", "ADD"),
         ("Workload", "ADD"),
+        ("PodGroup.scheduling.k8s.io", "ADD"),
+        ("PodGroup.scheduling.k8s.io", "UPDATE"),
     ]
 
 
