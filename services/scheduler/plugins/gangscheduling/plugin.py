@@ -34,7 +34,9 @@ handler does the same for its gangs: a pod joining a gang that has minCount pods
 gang's unscheduled pods (Handle.activate), as Coscheduling does for its groups.
 
 Not served: CompositePodGroups (the CompositePodGroup gate; a PodGroup's
-parentCompositePodGroupName is refused at validation).
+parentCompositePodGroupName is refused at validation). Not implemented: a PodGroup's
+topology constraints and its resourceClaims; its pods stay gated at PreEnqueue with a
+"not implemented" reason rather than be placed against them.
 
 Enabling it: kubera has no feature gates; as upstream with the gates off, the plugin is not
 in the default profile. A KubeSchedulerConfiguration enables it with
@@ -127,6 +129,16 @@ def hint_pod_group_updated(pod: core_pb2.Pod, old: Any, new: Any) -> QueueingHin
     return QueueingHint.QUEUE if now.gang.min_count < was.gang.min_count else QueueingHint.SKIP
 
 
+def not_implemented(pg: schedulingv1beta1_pb2.SchedulingPodGroup) -> str:
+    """What of the PodGroup kubera's scheduler does not implement ("" when nothing): its
+    pods stay gated with that reason rather than be placed against it."""
+    if pg.spec.scheduling_constraints.topology:
+        return "spec.schedulingConstraints.topology (topology-aware placement of a group)"
+    if pg.spec.resource_claims:
+        return "spec.resourceClaims (PodGroup-owned ResourceClaims)"
+    return ""
+
+
 def placement_feasible(min_count: int, scheduled: int, remaining: int) -> Status:
     """Upstream 1.37's PlacementFeasible: may a group with `scheduled` pods placed and
     `remaining` still to try reach its quorum? A basic group's quorum is one pod."""
@@ -216,6 +228,11 @@ class GangScheduling:
                 return 0, Status.unresolvable(
                     f'waiting for pod\'s pod group "{group}" to appear in scheduling queue',
                     plugin=NAME,
+                )
+            missing = not_implemented(pg)
+            if missing:
+                return 0, Status.unresolvable(
+                    f'pod group "{group}": not implemented: {missing}', plugin=NAME
                 )
             policy: Any = pg.spec.scheduling_policy
         else:

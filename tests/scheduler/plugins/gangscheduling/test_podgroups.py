@@ -395,3 +395,22 @@ def test_permit_after_the_pod_group_vanished_is_an_error() -> None:
     st, _ = pl.permit(CycleState(), PodInfo(P1), "n1")
     assert st.code == Code.ERROR
     assert 'pod group "pg1"' in st.message
+
+
+@pytest.mark.parametrize(
+    ("spec", "names"),
+    [
+        ({"schedulingConstraints": {"topology": [{"key": "rack"}]}}, "topology"),
+        ({"resourceClaims": [{"name": "c", "resourceClaimName": "shared"}]}, "resourceClaims"),
+    ],
+    ids=["topology", "resourceClaims"],
+)
+def test_a_pod_group_with_what_kubera_does_not_implement_keeps_its_pods_gated(
+    spec: dict[str, object], names: str
+) -> None:
+    handle = GangHandle()
+    pl = _plugin(handle, [pg("pg1", "ns1", 1, **spec)])
+    handle.add_pods([P1])
+    st = pl.pre_enqueue(P1)
+    assert st.code == UNRESOLVABLE
+    assert "not implemented" in st.message and names in st.message
