@@ -2,8 +2,9 @@
 podgroup files (basicscheduling, gangscheduling; copied unchanged) run their smallest
 integration-test workloads with `kubera experiment run`, and on a cluster whose profile
 enables GangScheduling, kubectl creates a gang PodGroup whose pods wait until minCount of
-them exist, then bind together; a basic group's pods bind one by one; bad PodGroups are
-refused with upstream's field paths."""
+them exist, then bind together; a pod waits for its PodGroup to exist; a gang with a
+topology constraint binds within one rack; bad PodGroups are refused with upstream's field
+paths."""
 
 from __future__ import annotations
 
@@ -112,6 +113,41 @@ def test_a_gang_pod_waits_for_its_pod_group_to_exist(cluster: Cluster, ns: str) 
     assert not _pods(cluster, ns)["early"]["spec"].get("nodeName")
     _apply(cluster, _group("later", ns, {"basic": {}}))
     until(lambda: _pods(cluster, ns)["early"]["spec"].get("nodeName"), timeout=60)
+
+
+RACK = "topology.kubernetes.io/rack"
+
+
+@pytest.fixture
+def racks(cluster: Cluster) -> Iterator[list[str]]:
+    """Each of the cluster's nodes in a rack of its own (labels taken off afterwards)."""
+    nodes = sorted(
+        n["metadata"]["name"]
+        for n in json.loads(kubectl(cluster, "get", "nodes", "-o", "json").stdout)["items"]
+    )
+    for i, node in enumerate(nodes):
+        kubectl(cluster, "label", "node", node, f"{RACK}=rack-{i}", "--overwrite")
+    yield nodes
+    for node in nodes:
+        kubectl(cluster, "label", "node", node, f"{RACK}-", check=False)
+
+
+def test_a_gang_with_a_topology_constraint_binds_in_one_rack(
+    cluster: Cluster, ns: str, racks: list[str]
+) -> None:
+    topology = {"topology": [{"key": RACK}]}
+    group = _group("racked", ns, {"gang": {"minCount": 3}}, schedulingConstraints=topology)
+    _apply(cluster, group, *(_pod(f"r-{i}", ns, "racked") for i in range(3)))
+
+    def nodes() -> set[str] | None:
+        pods = _pods(cluster, ns)
+        names = [p["spec"].get("nodeName") for p in pods.values()]
+        return set(names) if len(names) == 3 and all(names) else None
+
+    until(nodes, timeout=60)
+    # One rack per node here: the whole gang on one node, whichever rack it chose.
+    got = nodes()
+    assert got is not None and len(got) == 1 and got <= set(racks)
 
 
 def test_bad_pod_groups_and_pods_are_refused_with_upstreams_fields(

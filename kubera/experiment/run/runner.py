@@ -394,6 +394,10 @@ def finish(
     gangs = collector.pods.gangs()
     if gangs:
         run.latency["gang"] = collector.pods.gang_latencies()
+        whole = [g for g in gangs if g.last_bound is not None]
+        if whole:  # the span the whole groups took: their throughput's denominator
+            last = max(g.last_bound or 0.0 for g in whole)
+            run.latency["gangSpan"] = [round(last - min(g.first_created for g in whole), 6)]
         partial = [g for g in gangs if g.last_bound is None]
         if partial:
             run.warnings.append(

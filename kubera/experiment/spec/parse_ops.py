@@ -577,8 +577,6 @@ def check_objects(ctx: Ctx, where: str, op: o.Op) -> o.Op:
 POD_GROUP_NOT_IMPLEMENTED = {
     "disruptionMode.all": "pod-group preemption with disruptionMode all (the whole group "
     "as one victim; kubera's DefaultPreemption picks pods one by one)",
-    "schedulingConstraints.topology": "topology-aware placement of a pod group "
-    "(TopologyAwareWorkloadScheduling)",
     "resourceClaims": "PodGroup-owned ResourceClaims (DRAWorkloadResourceClaims)",
 }
 

@@ -34,8 +34,9 @@ handler does the same for its gangs: a pod joining a gang that has minCount pods
 gang's unscheduled pods (Handle.activate), as Coscheduling does for its groups.
 
 Not served: CompositePodGroups (the CompositePodGroup gate; a PodGroup's
-parentCompositePodGroupName is refused at validation). Not implemented: a PodGroup's
-topology constraints and its resourceClaims; its pods stay gated at PreEnqueue with a
+parentCompositePodGroupName is refused at validation). A PodGroup's topology constraint
+(one domain of a node label for the whole group) is PreFilter's, see topology.py. Not
+implemented: a PodGroup's resourceClaims; its pods stay gated at PreEnqueue with a
 "not implemented" reason rather than be placed against them.
 
 Enabling it: kubera has no feature gates; as upstream with the gates off, the plugin is not
@@ -54,15 +55,18 @@ from protos.kubera.v1 import core_pb2, schedulingv1alpha1_pb2, schedulingv1beta1
 from services.api.machinery.kinds import SCHEDULING_POD_GROUP
 from services.client import Handlers
 from services.clock import RealClock
+from services.scheduler.framework.interface import PreFilterResult
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     CycleState,
+    NodeInfo,
     PodInfo,
     QueueingHint,
 )
+from services.scheduler.plugins.gangscheduling import topology
 from services.scheduler.plugins.gangscheduling.workloadmanager import (
     PodGroupInfo,
     WorkloadManager,
@@ -132,8 +136,6 @@ def hint_pod_group_updated(pod: core_pb2.Pod, old: Any, new: Any) -> QueueingHin
 def not_implemented(pg: schedulingv1beta1_pb2.SchedulingPodGroup) -> str:
     """What of the PodGroup kubera's scheduler does not implement ("" when nothing): its
     pods stay gated with that reason rather than be placed against it."""
-    if pg.spec.scheduling_constraints.topology:
-        return "spec.schedulingConstraints.topology (topology-aware placement of a group)"
     if pg.spec.resource_claims:
         return "spec.resourceClaims (PodGroup-owned ResourceClaims)"
     return ""
@@ -185,7 +187,8 @@ def pod_group_policy(
 
 
 class GangScheduling:
-    """PreEnqueuePlugin, ReservePlugin, PermitPlugin, EnqueueExtensions."""
+    """PreEnqueuePlugin, PreFilterPlugin (topology constraints), ReservePlugin,
+    PermitPlugin, EnqueueExtensions."""
 
     name = NAME
 
@@ -283,8 +286,26 @@ class GangScheduling:
     def reserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
         pod = pod_info.pod
         if pod_group_key(pod) is not None:
-            self.manager.pod_group_info(pod).assume_pod(pod.metadata.uid)
+            self.manager.pod_group_info(pod).assume_pod(pod.metadata.uid, node_name)
         return Status.success()
+
+    # ------------------------------------------------------------ PreFilter
+    def pre_filter(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        """A PodGroup with a topology constraint: the pod goes to the group's domain
+        (topology.py); any other pod: Skip."""
+        pod = pod_info.pod
+        group = pod.spec.scheduling_group.pod_group_name
+        pg = self.pod_groups.get(f"{pod.metadata.namespace}/{group}") if group else None
+        if pg is None or not pg.spec.scheduling_constraints.topology:
+            return None, Status.skip(NAME)
+        key = pg.spec.scheduling_constraints.topology[0].key
+        placed = self.manager.pod_group_info(pod).placed_on()
+        labels = {n.name: n.node.metadata.labels for n in nodes if n.name in placed and n.node}
+        return topology.domain_nodes(
+            key, topology.group_domain(key, placed, labels), nodes, plugin=NAME
+        )
 
     def unreserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
         pod = pod_info.pod

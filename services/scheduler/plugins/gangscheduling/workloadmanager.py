@@ -67,6 +67,8 @@ class PodGroupInfo:
     assumed: set[str] = field(default_factory=set)
     assigned: set[str] = field(default_factory=set)
     deadline: float | None = None
+    #: The node each assumed pod was reserved on (its bound pods carry spec.nodeName).
+    assumed_nodes: dict[str, str] = field(default_factory=dict)
 
     def add_pod(self, pod: core_pb2.Pod) -> None:
         uid = pod.metadata.uid
@@ -83,6 +85,7 @@ class PodGroupInfo:
             self.assigned.add(uid)
             self.unscheduled.discard(uid)
             self.assumed.discard(uid)
+            self.assumed_nodes.pop(uid, None)
 
     def delete_pod(self, uid: str) -> bool:
         """Forget the pod; True when the instance has no pod left."""
@@ -90,18 +93,28 @@ class PodGroupInfo:
         self.unscheduled.discard(uid)
         self.assumed.discard(uid)
         self.assigned.discard(uid)
+        self.assumed_nodes.pop(uid, None)
         return not self.all_pods
 
     def unscheduled_pods(self) -> list[core_pb2.Pod]:
         return [self.all_pods[uid] for uid in sorted(self.unscheduled) if uid in self.all_pods]
 
-    def assume_pod(self, uid: str) -> None:
+    def assume_pod(self, uid: str, node_name: str = "") -> None:
         self.assumed.add(uid)
         self.unscheduled.discard(uid)
+        if node_name:
+            self.assumed_nodes[uid] = node_name
 
     def forget_pod(self, uid: str) -> None:
         self.unscheduled.add(uid)
         self.assumed.discard(uid)
+        self.assumed_nodes.pop(uid, None)
+
+    def placed_on(self) -> set[str]:
+        """The nodes the group's assumed and bound pods are on."""
+        nodes = {self.assumed_nodes[u] for u in self.assumed if u in self.assumed_nodes}
+        nodes.update(self.all_pods[u].spec.node_name for u in self.assigned if u in self.all_pods)
+        return nodes
 
     def scheduling_timeout(self, now: float) -> float:
         """Seconds until the gang's attempt times out; a new attempt starts once the old

@@ -401,13 +401,13 @@ async def test_the_pod_completing_the_quorum_lets_the_whole_gang_bind() -> None:
 
 def test_the_default_profile_has_no_gang_scheduling() -> None:
     profile = default_config().profiles[0]
-    for point in ("preEnqueue", "reserve", "permit"):
+    for point in ("preEnqueue", "preFilter", "reserve", "permit"):
         assert NAME not in profile.names(point), point
 
 
-def test_a_profile_enables_it_through_multipoint_at_its_three_points() -> None:
+def test_a_profile_enables_it_through_multipoint_at_its_four_points() -> None:
     profile = _profile_with_gang()
-    for point in ("preEnqueue", "reserve", "permit"):
+    for point in ("preEnqueue", "preFilter", "reserve", "permit"):
         assert NAME in profile.names(point), point
     # Coscheduling stays as it was.
     assert "Coscheduling" in profile.names("permit")

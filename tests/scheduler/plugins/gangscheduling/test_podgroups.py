@@ -15,7 +15,7 @@ import pytest
 
 from protos.kubera.v1 import core_pb2, schedulingv1beta1_pb2
 from services.scheduler.framework.status import Code, Status
-from services.scheduler.framework.types import CycleState, PodInfo, QueueingHint
+from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
 from services.scheduler.plugins.gangscheduling import Args, GangScheduling, new
 from services.scheduler.plugins.gangscheduling.plugin import (
     MSG_MIN_COUNT_NOT_PRESENT,
@@ -26,7 +26,7 @@ from services.scheduler.plugins.gangscheduling.plugin import (
     hint_pod_group_updated,
     placement_feasible,
 )
-from tests.builders import MakePod, scheduling_pod_group
+from tests.builders import MakeNode, MakePod, scheduling_pod_group
 from tests.scheduler.plugins.coscheduling._gang import GangHandle
 
 Q, S = QueueingHint.QUEUE, QueueingHint.SKIP
@@ -399,11 +399,8 @@ def test_permit_after_the_pod_group_vanished_is_an_error() -> None:
 
 @pytest.mark.parametrize(
     ("spec", "names"),
-    [
-        ({"schedulingConstraints": {"topology": [{"key": "rack"}]}}, "topology"),
-        ({"resourceClaims": [{"name": "c", "resourceClaimName": "shared"}]}, "resourceClaims"),
-    ],
-    ids=["topology", "resourceClaims"],
+    [({"resourceClaims": [{"name": "c", "resourceClaimName": "shared"}]}, "resourceClaims")],
+    ids=["resourceClaims"],
 )
 def test_a_pod_group_with_what_kubera_does_not_implement_keeps_its_pods_gated(
     spec: dict[str, object], names: str
@@ -414,3 +411,68 @@ def test_a_pod_group_with_what_kubera_does_not_implement_keeps_its_pods_gated(
     st = pl.pre_enqueue(P1)
     assert st.code == UNRESOLVABLE
     assert "not implemented" in st.message and names in st.message
+
+
+# ---------------------------------------------------------- topology constraints (kubera)
+
+RACK = "topology.kubernetes.io/rack"
+RACKED = pg("pg1", "ns1", 3, schedulingConstraints={"topology": [{"key": RACK}]})
+
+
+def _nodes() -> list[NodeInfo]:
+    racks = {"n1": "rack-a", "n2": "rack-a", "n3": "rack-b", "n4": None}
+    out = []
+    for name, rack in racks.items():
+        b = MakeNode().name(name)
+        if rack is not None:
+            b.label(RACK, rack)
+        out.append(NodeInfo(b.obj()))
+    return out
+
+
+def _narrowed(pl: GangScheduling, pod: core_pb2.Pod) -> tuple[set[str] | None, Status]:
+    result, st = pl.pre_filter(CycleState(), PodInfo(pod), _nodes())
+    return (None if result is None or result.node_names is None else set(result.node_names)), st
+
+
+def test_a_topology_groups_first_pod_may_go_to_any_node_with_the_key() -> None:
+    handle = GangHandle()
+    pl = _plugin(handle, [RACKED])
+    handle.add_pods([P1, P2, P3])
+    assert pl.pre_enqueue(P1).is_success()
+    assert _narrowed(pl, P1) == ({"n1", "n2", "n3"}, Status.success())
+
+
+def test_a_topology_groups_later_pods_follow_its_first_pods_domain() -> None:
+    handle = GangHandle()
+    pl = _plugin(handle, [RACKED])
+    handle.add_pods([P1, P2, P3])
+    assert pl.reserve(CycleState(), PodInfo(P1), "n1").is_success()
+    assert _narrowed(pl, P2)[0] == {"n1", "n2"}
+    # Once P1 is taken back (Unreserve), the group has no domain again.
+    pl.unreserve(CycleState(), PodInfo(P1), "n1")
+    assert _narrowed(pl, P2)[0] == {"n1", "n2", "n3"}
+
+
+def test_a_bound_pod_fixes_the_domain_too() -> None:
+    handle = GangHandle()
+    pl = _plugin(handle, [RACKED])
+    handle.add_pods([pg_pod("p1", "pg1", namespace="ns1", node="n3"), P2, P3])
+    assert _narrowed(pl, P2)[0] == {"n3"}
+
+
+def test_no_node_with_the_key_is_unresolvable() -> None:
+    handle = GangHandle()
+    pl = _plugin(handle, [pg("pg1", "ns1", 1, schedulingConstraints={"topology": [{"key": "zz"}]})])
+    handle.add_pods([P1])
+    result, st = _narrowed(pl, P1)
+    assert result is None and st.code == UNRESOLVABLE
+    assert st.message == "node(s) didn't have the pod group's topology key zz"
+
+
+def test_pods_of_groups_without_a_topology_constraint_skip_pre_filter() -> None:
+    handle = GangHandle()
+    pl = _plugin(handle, [GANG_PG1])
+    handle.add_pods([P1, NON_GANG])
+    assert _narrowed(pl, P1)[1].is_skip()
+    assert _narrowed(pl, NON_GANG)[1].is_skip()
