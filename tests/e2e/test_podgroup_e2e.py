@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubera.experiment.run.runner import GANG_SCHEDULING_PROFILE
 from kubera.testing import Cluster
 from tests.e2e.helpers import ROOT, kubectl, runs_on_ray
 from tests.waiting import until
@@ -23,21 +24,12 @@ from tests.waiting import until
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 DATA = ROOT / "tests" / "experiment" / "data" / "scheduler_perf" / "podgroup"
-GANG_PROFILE = """apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-  - schedulerName: default-scheduler
-    plugins:
-      multiPoint:
-        enabled:
-          - name: GangScheduling
-"""
 
 
 @pytest.fixture(scope="module")
 def up_args(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, ...]:
     cfg = tmp_path_factory.mktemp("podgroup") / "scheduler.yaml"
-    cfg.write_text(GANG_PROFILE)
+    cfg.write_text(GANG_SCHEDULING_PROFILE)
     return ("--nodes", "2", "--scheduler-config", str(cfg))
 
 
