@@ -575,8 +575,6 @@ def check_objects(ctx: Ctx, where: str, op: o.Op) -> o.Op:
 #: PodGroup features kubera's scheduler does not implement: a test case whose PodGroups use
 #: one is left out before anything starts.
 POD_GROUP_NOT_IMPLEMENTED = {
-    "disruptionMode.all": "pod-group preemption with disruptionMode all (the whole group "
-    "as one victim; kubera's DefaultPreemption picks pods one by one)",
     "resourceClaims": "PodGroup-owned ResourceClaims (DRAWorkloadResourceClaims)",
 }
 
