@@ -160,18 +160,24 @@ def test_bad_pod_groups_and_pods_are_refused_with_upstreams_fields(
         assert r.returncode != 0, doc
         assert field in r.stderr and detail in r.stderr, r.stderr
 
-    _apply(cluster, _group("fixed", ns, {"gang": {"minCount": 2}}, priority=5))
-    # minCount may change; priority may not.
-    _apply(cluster, _group("fixed", ns, {"gang": {"minCount": 1}}, priority=5))
+    single, every = {"single": {}}, {"all": {}}
+    _apply(cluster, _group("fixed", ns, {"gang": {"minCount": 2}}, disruptionMode=single))
+    # minCount may change; disruptionMode may not.
+    _apply(cluster, _group("fixed", ns, {"gang": {"minCount": 1}}, disruptionMode=single))
+    changed = _group("fixed", ns, {"gang": {"minCount": 1}}, disruptionMode=every)
+    r = kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(changed), check=False)
+    assert r.returncode != 0
+    assert "spec.disruptionMode" in r.stderr and "field is immutable" in r.stderr
+    # The Priority admission plugin computes a PodGroup's priority (0 without a class).
     r = kubectl(
         cluster,
         "apply",
         "-f",
         "-",
-        stdin=json.dumps(_group("fixed", ns, {"gang": {"minCount": 1}}, priority=6)),
+        stdin=json.dumps(_group("own", ns, {"basic": {}}, priority=5)),
         check=False,
     )
-    assert r.returncode != 0 and "spec.priority" in r.stderr and "field is immutable" in r.stderr
+    assert r.returncode != 0 and "must not be provided in pod group spec" in r.stderr
 
 
 # ---------------------------------------------------- upstream's files, unchanged
