@@ -27,6 +27,7 @@ from protos.kubera.v1 import (
     policyv1core_pb2,
     resource_pb2,
     schedulingv1alpha1_pb2,
+    schedulingv1beta1_pb2,
     service_pb2,
     storage_pb2,
     storagev1_pb2,
@@ -124,6 +125,11 @@ class MakePod:
         """spec.workloadRef: the Workload pod group (and replica) the pod belongs to."""
         ref = self._pod.spec.workload_ref
         ref.name, ref.pod_group, ref.pod_group_replica_key = name, pod_group, replica_key
+        return self
+
+    def pod_group_name(self, name: str) -> MakePod:
+        """spec.schedulingGroup.podGroupName: the PodGroup (v1beta1) the pod belongs to."""
+        self._pod.spec.scheduling_group.pod_group_name = name
         return self
 
     def scheduling_gates(self, gates: Iterable[str]) -> MakePod:
@@ -505,6 +511,28 @@ def pod_group(
         doc["spec"]["scheduleTimeoutSeconds"] = timeout
     return _parse(
         podgroup_pb2.PodGroup(), "scheduling.x-k8s.io/v1alpha1", "PodGroup", name, namespace, doc
+    )
+
+
+def scheduling_pod_group(
+    name: str,
+    namespace: str = "default",
+    *,
+    min_count: int | None = None,
+    **spec: Any,
+) -> schedulingv1beta1_pb2.SchedulingPodGroup:
+    """A scheduling.k8s.io/v1beta1 PodGroup (upstream st.MakePodGroup()): a gang with
+    `min_count`, else a basic group; `spec`: more spec fields in their Kubernetes shape
+    (workloadRef, schedulingConstraints, disruptionMode, ...)."""
+    policy: Json = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    doc: Json = {"spec": {"schedulingPolicy": policy, **spec}}
+    return _parse(
+        schedulingv1beta1_pb2.SchedulingPodGroup(),
+        "scheduling.k8s.io/v1beta1",
+        "PodGroup",
+        name,
+        namespace,
+        doc,
     )
 
 

@@ -53,7 +53,7 @@ from services.api.machinery.errors import (
     InvalidError,
     forbidden,
 )
-from services.api.machinery.kinds import BY_KIND, Kind
+from services.api.machinery.kinds import BY_KIND, SCHEDULING_POD_GROUP, Kind
 from services.api.machinery.kubeobject import narrow, narrow_optional, object_meta
 from services.api.machinery.quantity import QuantityError, parse_quantity
 from services.apiserver import serviceips
@@ -265,43 +265,48 @@ def initial_status(kind: Kind, obj: Message, now: float) -> None:
 # -------------------------------------------------------- mutating plugins
 
 
-async def _priority(pod: core_pb2.Pod, lookup: Lookup) -> None:
-    """The Priority plugin: priorityClassName (or the global default) → spec.priority."""
-    kind = BY_KIND["Pod"]
+async def _priority(obj: Message, kind: Kind, lookup: Lookup, *, with_policy: bool) -> None:
+    """The Priority plugin: priorityClassName (or the global default) → spec.priority (and
+    spec.preemptionPolicy when `with_policy`), for a Pod or a scheduling.k8s.io PodGroup
+    (whose preemptionPolicy is behind the alpha PodGroupPreemptionPolicy gate: left as
+    given)."""
+    spec: Any = obj.spec  # type: ignore[attr-defined]
+    name_of_obj = object_meta(obj).name
+    where = "pod spec" if kind.kind == "Pod" else "pod group spec"
     pc_kind = BY_KIND["PriorityClass"]
-    name = pod.spec.priority_class_name
+    name = spec.priority_class_name
     value, policy = 0, PREEMPT_LOWER
     if name:
         pc = narrow_optional(
             await lookup.cached_or_none(pc_kind, "", name), scheduling_pb2.PriorityClass
         )
         if pc is None:
-            raise _forbidden(
-                kind, pod.metadata.name, f"no PriorityClass with name {name} was found"
-            )
+            raise _forbidden(kind, name_of_obj, f"no PriorityClass with name {name} was found")
         value = pc.value
         policy = pc.preemption_policy or PREEMPT_LOWER
     else:
         default = await _global_default(lookup)
         if default is not None:
-            pod.spec.priority_class_name = default.metadata.name
+            spec.priority_class_name = default.metadata.name
             value, policy = default.value, default.preemption_policy or PREEMPT_LOWER
-    if pod.spec.HasField("priority") and pod.spec.priority != value:
+    if spec.HasField("priority") and spec.priority != value:
         raise _forbidden(
             kind,
-            pod.metadata.name,
-            f"the integer value of priority ({pod.spec.priority}) must not be provided in pod spec; "
+            name_of_obj,
+            f"the integer value of priority ({spec.priority}) must not be provided in {where}; "
             f"priority admission controller computed {value} from the given PriorityClass name",
         )
-    if pod.spec.HasField("preemption_policy") and pod.spec.preemption_policy != policy:
+    spec.priority = value
+    if not with_policy:
+        return
+    if spec.HasField("preemption_policy") and spec.preemption_policy != policy:
         raise _forbidden(
             kind,
-            pod.metadata.name,
-            f"the string value of PreemptionPolicy ({pod.spec.preemption_policy}) must not be provided "
-            f"in pod spec; priority admission controller computed {policy} from the given PriorityClass name",
+            name_of_obj,
+            f"the string value of PreemptionPolicy ({spec.preemption_policy}) must not be provided "
+            f"in {where}; priority admission controller computed {policy} from the given PriorityClass name",
         )
-    pod.spec.priority = value
-    pod.spec.preemption_policy = policy
+    spec.preemption_policy = policy
 
 
 async def _service_account(pod: core_pb2.Pod, lookup: Lookup) -> None:
@@ -438,7 +443,7 @@ async def mutate(
         if "ServiceAccount" not in disabled:
             await _service_account(pod, lookup)
         if "Priority" not in disabled:
-            await _priority(pod, lookup)
+            await _priority(pod, kind, lookup, with_policy=True)
         if "RuntimeClass" not in disabled:
             await _runtime_class(pod, lookup)
         if "DefaultTolerationSeconds" not in disabled:
@@ -447,6 +452,8 @@ async def mutate(
             node = await lookup.cached_or_none(BY_KIND["Node"], "", pod.spec.node_name)
             copy_topology_labels(node, pod.metadata.labels)
         pod.status.qos_class = qos_class(pod.spec)
+    elif kind.name == SCHEDULING_POD_GROUP and "Priority" not in disabled:
+        await _priority(obj, kind, lookup, with_policy=False)
     elif kind.kind == "PriorityClass":
         await check_single_global_default(kind, obj, lookup)
     elif kind.kind in ("ResourceClaim", "ResourceClaimTemplate"):

@@ -166,9 +166,9 @@ class Store:
             codec.clear_empty_structs(old)
         if not errors:
             errors = (
-                validation.validate_create(kind.kind, obj)
+                validation.validate_create(kind.name, obj)
                 if old is None
-                else validation.validate_update(kind.kind, obj, old)
+                else validation.validate_update(kind.name, obj, old)
             )
         if errors:
             raise InvalidError(kind.kind, _meta(obj).name or _meta(obj).generate_name, errors)

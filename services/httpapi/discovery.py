@@ -83,7 +83,9 @@ class Subresource:
 
 
 def _subresources() -> tuple[Subresource, ...]:
-    subs = [Subresource(k.resource, "status", STATUS_VERBS) for k in KINDS if k.has_status]
+    # One row per plural: two groups may serve one (podgroups), each with its status.
+    plurals = dict.fromkeys(k.http_resource for k in KINDS if k.has_status)
+    subs = [Subresource(plural, "status", STATUS_VERBS) for plural in plurals]
     subs += [
         Subresource("pods", "binding", ("create",), "", "v1", "Binding"),
         Subresource("pods", "eviction", ("create",), "policy", "v1", "Eviction"),
@@ -99,7 +101,9 @@ SUBRESOURCES: tuple[Subresource, ...] = _subresources()
 
 
 def subresources_of(kind: Kind) -> list[Subresource]:
-    return sorted((s for s in SUBRESOURCES if s.resource == kind.resource), key=lambda s: s.name)
+    return sorted(
+        (s for s in SUBRESOURCES if s.resource == kind.http_resource), key=lambda s: s.name
+    )
 
 
 def verbs_of(kind: Kind) -> list[str]:
@@ -134,7 +138,8 @@ def group_versions() -> list[tuple[str, str]]:
 
 def kinds_in(group: str, version: str) -> list[Kind]:
     return sorted(
-        (k for k in KINDS if k.group == group and k.version == version), key=lambda k: k.resource
+        (k for k in KINDS if k.group == group and k.version == version),
+        key=lambda k: k.http_resource,
     )
 
 
@@ -209,7 +214,7 @@ def api_group(group: str) -> dict[str, Any] | None:
 
 def _api_resource(kind: Kind) -> dict[str, Any]:
     res: dict[str, Any] = {
-        "name": kind.resource,
+        "name": kind.http_resource,
         "singularName": kind.singular,
         "namespaced": kind.namespaced,
         "kind": kind.kind,
@@ -224,7 +229,7 @@ def _api_resource(kind: Kind) -> dict[str, Any]:
 
 def _api_subresource(kind: Kind, sub: Subresource) -> dict[str, Any]:
     res: dict[str, Any] = {
-        "name": f"{kind.resource}/{sub.name}",
+        "name": f"{kind.http_resource}/{sub.name}",
         "singularName": "",
         "namespaced": kind.namespaced,
     }
@@ -265,7 +270,7 @@ def _gvk(group: str, version: str, kind: str) -> dict[str, str]:
 
 def _resource_discovery(kind: Kind) -> dict[str, Any]:
     doc: dict[str, Any] = {
-        "resource": kind.resource,
+        "resource": kind.http_resource,
         "responseKind": _gvk(kind.group, kind.version, kind.kind),
         "scope": "Namespaced" if kind.namespaced else "Cluster",
         "singularResource": kind.singular,

@@ -141,9 +141,9 @@ def _kind_paths(kind: Kind) -> dict[str, Any]:
     schema = schema_name(kind.message.DESCRIPTOR)
     ns = "Namespaced" if kind.namespaced else ""
     base = (
-        f"{root}/namespaces/{{namespace}}/{kind.resource}"
+        f"{root}/namespaces/{{namespace}}/{kind.http_resource}"
         if kind.namespaced
-        else f"{root}/{kind.resource}"
+        else f"{root}/{kind.http_resource}"
     )
     scope = [
         _param("namespace", "string", "The object's namespace.", where="path", uniqueItems=True)
@@ -219,7 +219,7 @@ def _kind_paths(kind: Kind) -> dict[str, Any]:
             body=delete_body,
         )
     if kind.namespaced:
-        paths[f"{root}/{kind.resource}"] = {
+        paths[f"{root}/{kind.http_resource}"] = {
             "parameters": [_PRETTY],
             "get": _op(
                 "list",

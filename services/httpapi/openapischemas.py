@@ -50,6 +50,7 @@ _FILE_PREFIX = {
     "protos/kubera/v1/policy.proto": "io.k8s.api.policy.v1",
     "protos/kubera/v1/scheduling.proto": "io.k8s.api.scheduling.v1",
     "protos/kubera/v1/schedulingv1alpha1.proto": "io.k8s.api.scheduling.v1alpha1",
+    "protos/kubera/v1/schedulingv1beta1.proto": "io.k8s.api.scheduling.v1beta1",
     "protos/kubera/v1/coordination.proto": "io.k8s.api.coordination.v1",
     "protos/kubera/v1/node.proto": "io.k8s.api.node.v1",
     "protos/kubera/v1/resource.proto": "io.k8s.api.resource.v1",
@@ -68,6 +69,18 @@ _RENAMED = {
         "io.k8s.api.scheduling.v1alpha1.TypedLocalObjectReference"
     ),
     "kubera.v1.WorkloadPodGroup": "io.k8s.api.scheduling.v1alpha1.PodGroup",
+    # scheduling.k8s.io/v1beta1: names kubera.v1 already used (schedulingv1beta1.proto).
+    **{
+        f"kubera.v1.{ours}": f"io.k8s.api.scheduling.v1beta1.{theirs}"
+        for ours, theirs in (
+            ("SchedulingPodGroup", "PodGroup"),
+            ("SchedulingPodGroupSpec", "PodGroupSpec"),
+            ("SchedulingPodGroupStatus", "PodGroupStatus"),
+            ("PodGroupBasicSchedulingPolicy", "BasicSchedulingPolicy"),
+            ("PodGroupGangSchedulingPolicy", "GangSchedulingPolicy"),
+            ("PodGroupWorkloadReference", "WorkloadReference"),
+        )
+    },
 }
 #: Timestamps with microseconds (metav1.MicroTime) rather than seconds (metav1.Time).
 _MICRO_TIME_FIELDS = frozenset({"event_time", "acquire_time", "renew_time"})
@@ -295,7 +308,7 @@ def _list_schema(kind: Kind) -> dict[str, Any]:
             "items": {
                 "type": "array",
                 "items": ref_field(item),
-                "description": f"The {kind.resource}.",
+                "description": f"The {kind.http_resource}.",
             },
             "metadata": {**ref_field(f"{META}.ListMeta"), "description": "The list's metadata."},
         },

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from services.api.machinery.kinds import KINDS, Kind
 
 #: (group, version, resource) -> its Kind.
-BY_GVR: dict[tuple[str, str, str], Kind] = {(k.group, k.version, k.resource): k for k in KINDS}
+BY_GVR: dict[tuple[str, str, str], Kind] = {(k.group, k.version, k.http_resource): k for k in KINDS}
 GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset((k.group, k.version) for k in KINDS)
 #: Subresources of the namespace itself (not resources inside it).
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})

@@ -599,7 +599,9 @@ async def delete(call: Call) -> tuple[int, dict[str, Any]]:
     if kind.resource in RETURN_DELETED or await call.api.get_or_none(kind, ns, name) is not None:
         return 200, to_json(kind, obj)
     m = _meta(obj)
-    return 200, success({"name": name, "group": kind.group, "kind": kind.resource, "uid": m.uid})
+    return 200, success(
+        {"name": name, "group": kind.group, "kind": kind.http_resource, "uid": m.uid}
+    )
 
 
 async def delete_collection(call: Call) -> dict[str, Any]:

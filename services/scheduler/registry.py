@@ -171,9 +171,10 @@ IN_TREE: tuple[InTreePlugin, ...] = (
         "coscheduling",
         (PRE_ENQUEUE, QUEUE_SORT, PRE_FILTER, POST_FILTER, RESERVE, PERMIT),
     ),
-    # Upstream's GangScheduling (Workload pod groups), off by default as behind upstream's
-    # GangScheduling feature gate: a profile enables it (plugins.multiPoint.enabled).
-    InTreePlugin("GangScheduling", "gangscheduling", (PRE_ENQUEUE, RESERVE, PERMIT)),
+    # Upstream's GangScheduling (Workload pod groups and PodGroups; PreFilter for a
+    # PodGroup's topology constraint), off by default as behind upstream's GangScheduling
+    # feature gate: a profile enables it (plugins.multiPoint.enabled).
+    InTreePlugin("GangScheduling", "gangscheduling", (PRE_ENQUEUE, PRE_FILTER, RESERVE, PERMIT)),
 )
 
 IN_TREE_BY_NAME: dict[str, InTreePlugin] = {p.name: p for p in IN_TREE}

@@ -25,7 +25,7 @@ def _aggregated(kind: Kind) -> dict:
     doc = discovery.aggregated_discovery(core=not kind.group)
     (group,) = [g for g in doc["items"] if g["metadata"].get("name", "") == kind.group]
     (version,) = [v for v in group["versions"] if v["version"] == kind.version]
-    (res,) = [r for r in version["resources"] if r["resource"] == kind.resource]
+    (res,) = [r for r in version["resources"] if r["resource"] == kind.http_resource]
     return res
 
 
@@ -53,10 +53,10 @@ def test_api_group_list_names_each_group_once_with_its_preferred_version() -> No
         assert g["versions"] == listed
 
 
-def test_a_group_with_a_ga_and_an_alpha_version_prefers_the_ga_one() -> None:
+def test_a_group_with_ga_beta_and_alpha_versions_prefers_the_ga_one() -> None:
     group = discovery.api_group("scheduling.k8s.io")
     assert group is not None
-    assert [v["version"] for v in group["versions"]] == ["v1", "v1alpha1"]
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1", "v1alpha1"]
     assert group["preferredVersion"]["version"] == "v1"
 
 
@@ -90,7 +90,7 @@ def test_api_group_list_follows_kube_apiservers_group_priority() -> None:
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.resource)
 def test_every_kind_is_in_its_resource_list(kind: Kind) -> None:
-    res = _resources(kind)[kind.resource]
+    res = _resources(kind)[kind.http_resource]
     assert res["kind"] == kind.kind
     assert res["singularName"] == kind.kind.lower()
     assert res["namespaced"] == kind.namespaced
@@ -104,12 +104,12 @@ def test_every_kind_is_in_the_aggregated_document(kind: Kind) -> None:
     assert res["responseKind"] == {"group": kind.group, "version": kind.version, "kind": kind.kind}
     assert res["scope"] == ("Namespaced" if kind.namespaced else "Cluster")
     assert res["singularResource"] == kind.kind.lower()
-    assert res["verbs"] == _resources(kind)[kind.resource]["verbs"]
+    assert res["verbs"] == _resources(kind)[kind.http_resource]["verbs"]
 
 
 @pytest.mark.parametrize("kind", [k for k in KINDS if k.has_status], ids=lambda k: k.resource)
 def test_every_kind_with_status_has_a_status_subresource(kind: Kind) -> None:
-    res = _resources(kind)[f"{kind.resource}/status"]
+    res = _resources(kind)[f"{kind.http_resource}/status"]
     assert (res["kind"], res["verbs"]) == (kind.kind, ["get", "patch", "update"])
     assert "group" not in res  # the parent's group-version
     (sub,) = [s for s in _aggregated(kind).get("subresources", []) if s["subresource"] == "status"]
@@ -128,7 +128,7 @@ def test_every_kind_with_status_has_a_status_subresource(kind: Kind) -> None:
 def test_action_subresources_name_the_kind_they_take(
     name: str, group: str | None, version: str | None, kind: str, verbs: list[str]
 ) -> None:
-    parent = next(k for k in KINDS if k.resource == name.split("/")[0])
+    parent = next(k for k in KINDS if k.http_resource == name.split("/")[0])
     res = _resources(parent)[name]
     assert (res.get("group"), res.get("version"), res["kind"], res["verbs"]) == (
         group,
@@ -155,8 +155,8 @@ def test_only_workloads_are_in_the_all_category(kind: Kind) -> None:
         "jobs",
         "cronjobs",
     } <= discovery.ALL_CATEGORY
-    expected = ["all"] if kind.resource in discovery.ALL_CATEGORY else []
-    assert _resources(kind)[kind.resource].get("categories", []) == expected
+    expected = ["all"] if kind.http_resource in discovery.ALL_CATEGORY else []
+    assert _resources(kind)[kind.http_resource].get("categories", []) == expected
     assert _aggregated(kind).get("categories", []) == expected
 
 
@@ -202,7 +202,7 @@ async def test_kubectl_api_resources_lists_every_kind_from_aggregated_discovery(
         rc, out, err = await server.kubectl("api-resources", "--no-headers")
     assert rc == 0, err
     listed = {line.split()[0] for line in out.splitlines()}
-    assert listed == {k.resource for k in KINDS}
+    assert listed == {k.http_resource for k in KINDS}
     # The aggregated documents were enough: no per-group-version round trip.
     paths = [r.path_qs.split("?")[0] for r in server.requests]
     assert "/api/v1" not in paths and "/apis/apps/v1" not in paths

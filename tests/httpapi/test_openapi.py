@@ -278,15 +278,15 @@ def test_patch_accepts_every_patch_type() -> None:
 def test_paths_follow_the_kinds_scope_and_subresources(kind: Kind) -> None:
     root = f"/apis/{kind.group}/{kind.version}" if kind.group else f"/api/{kind.version}"
     base = (
-        f"{root}/namespaces/{{namespace}}/{kind.resource}"
+        f"{root}/namespaces/{{namespace}}/{kind.http_resource}"
         if kind.namespaced
-        else f"{root}/{kind.resource}"
+        else f"{root}/{kind.http_resource}"
     )
     paths = _doc(kind)["paths"]
     assert {"get", "post"} <= set(paths[base])
     assert {"get", "put", "patch", "delete"} <= set(paths[f"{base}/{{name}}"])
     assert ("delete" in paths[base]) == ("deletecollection" in discovery.verbs_of(kind))
-    assert (f"{root}/{kind.resource}" in paths) is True
+    assert (f"{root}/{kind.http_resource}" in paths) is True
     for sub in discovery.subresources_of(kind):
         item = paths[f"{base}/{{name}}/{sub.name}"]
         actions = {op["x-kubernetes-action"] for m, op in item.items() if m != "parameters"}

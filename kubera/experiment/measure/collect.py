@@ -51,6 +51,7 @@ from kubera import chaos
 from kubera.experiment.measure.cpu import CpuSample
 from kubera.experiment.measure.histograms import ProcessTexts, observations
 from kubera.experiment.measure.measures import (
+    SCHEDULING_GROUP_KEY,
     Counter,
     CpuMeter,
     PodTimeline,
@@ -245,8 +246,12 @@ class Collector:
         m = pod.metadata
         key = f"{m.namespace}/{m.name}"
         attempted = any(c.type == "PodScheduled" for c in pod.status.conditions)
+        labels: Any = m.labels
+        group = pod.spec.scheduling_group.pod_group_name
+        if group:
+            labels = {**labels, SCHEDULING_GROUP_KEY: group}
         self.pods.observe(
-            m.uid, key, pod.spec.node_name, pod.status.phase, t, m.labels, attempted=attempted
+            m.uid, key, pod.spec.node_name, pod.status.phase, t, labels, attempted=attempted
         )
 
     # --------------------------------------------------------- node leases

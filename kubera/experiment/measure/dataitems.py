@@ -306,6 +306,10 @@ def kubera_items(run: RunResult) -> list[DataItem]:
             {**summarize(gangs, scale=1000, extra=True), "Count": float(len(gangs))},
             "ms",
         )
+    span = run.latency.get("gangSpan", [])
+    if gangs and span and span[0] > 0:
+        # Whole groups bound per second, from the first member created to the last bound.
+        add("kubera_gang_throughput", {"Average": round(len(gangs) / span[0], 3)}, "groups/s")
     attempts = [float(k) for k, n in sorted(run.attempts.items()) for _ in range(n)]
     add("kubera_attempts_per_pod", summarize(attempts, extra=True), "attempts")
     for r in run.replicas:
@@ -655,7 +659,9 @@ def gang_line(run: RunResult) -> str:
     if not ms:
         return ""
     n = len(run.latency["gang"])
+    span = run.latency.get("gangSpan", [])
+    rate = f", {n / span[0]:.3g} groups/s" if span and span[0] > 0 else ""
     return (
         f"{run.id}: whole gang bound in p50 {_fmt(ms['Perc50'])} ms, p90 {_fmt(ms['Perc90'])}, "
-        f"p99 {_fmt(ms['Perc99'])}, max {_fmt(ms['Max'])} ({n} gang{'s' if n != 1 else ''})"
+        f"p99 {_fmt(ms['Perc99'])}, max {_fmt(ms['Max'])} ({n} gang{'s' if n != 1 else ''}{rate})"
     )

@@ -38,6 +38,10 @@ class PodTimes:
 #: The label a pod joins a scheduler-plugins PodGroup (gang) with, its value the group's name
 #: in the pod's namespace.
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+#: Where the timeline keeps a pod's spec.schedulingGroup.podGroupName (scheduling.k8s.io
+#: PodGroups) among its labels: not a label key any pod can carry (no "/" prefix of a DNS
+#: subdomain), so it never collides with one. `gangs` groups by either.
+SCHEDULING_GROUP_KEY = "spec.schedulingGroup.podGroupName"
 
 
 @dataclass(frozen=True)
@@ -183,11 +187,12 @@ class PodTimeline:
 
     def gangs(self, label: str = POD_GROUP_LABEL) -> list[GangTimes]:
         """The gangs on the timeline: pods grouped by namespace and the value of `label`
-        (scheduler-plugins' pod-group label), sorted by key. A pod deleted before it was
+        (scheduler-plugins' pod-group label) or their scheduling.k8s.io PodGroup (basic
+        groups too: the time to the whole group bound), sorted by key. A pod deleted before it was
         bound left its gang and is not a member."""
         groups: dict[str, list[PodTimes]] = {}
         for uid, p in self.pods.items():
-            group = p.labels.get(label)
+            group = p.labels.get(label) or p.labels.get(SCHEDULING_GROUP_KEY)
             if not group or (p.bound is None and uid in self.gone):
                 continue
             groups.setdefault(f"{p.namespace}/{group}", []).append(p)

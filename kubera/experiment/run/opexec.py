@@ -451,6 +451,9 @@ class OpExecutor:
         ]
         await self.create(objs)
 
+    async def op_createPodGroups(self, op: o.CreatePodGroups) -> None:
+        await self.op_createAny(op)
+
     async def op_churn(self, op: o.Churn) -> None:
         await self._ensure_namespace(op.namespace)
         self.background.append(asyncio.create_task(self._churn(op), name=op.phase))

@@ -28,9 +28,12 @@ pod template that is not a Pod, or a field of the wrong type, fails before anyth
 fields kubera does not model are warnings.
 
 Deliberate differences from upstream: featureGates are kept but ignored (kubera runs its
-gates at their defaults; a warning names those set otherwise); a test case that uses what kubera lacks (steady-state
-pods with persistent volumes, the updateAny opcode, upstream's Workload-API createPodGroups, createAny of a
-kind kubera does not serve) is left out with a warning naming the place (`TestCase.unsupported`), so the rest of
+gates at their defaults; a warning names those set otherwise), but for GenericWorkload (the
+runner then enables GangScheduling, `runner.workload_api_args`); a test case that uses what
+kubera lacks (steady-state pods with persistent volumes, the updateAny opcode,
+createCompositePodGroups, PodGroups with what the scheduler does not implement, createAny of
+a kind kubera does not serve) is left out with a warning naming the place
+(`TestCase.unsupported`), so the rest of
 an upstream file runs — the load fails only if nothing is left, and asking for such a
 workload is an error; churn leaves templates of unserved kinds out with a warning;
 `metricsCollectorConfig` is kept as data (kubera collects its own set

@@ -225,6 +225,20 @@ class CreateAny(BaseOp):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CreatePodGroups(CreateAny):
+    """createPodGroups: `count` scheduling.k8s.io PodGroups from `template` in `namespace`
+    (rendered with .Index/.Count and `template_params`), for the pods a later createPods
+    names through spec.schedulingGroup. Upstream then waits for the scheduler's informer to
+    hold them; kubera's scheduler gates a pod whose PodGroup it has not seen yet and lets it
+    in on the PodGroup's add event, so the op returns once the apiserver has them."""
+
+    OPCODE: ClassVar[str] = "createPodGroups"
+
+    namespace: str
+    """Where the PodGroups go (required)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Churn(BaseOp):
     """churn: in the background until the workload ends, every `interval_milliseconds` create
     one object from each template (`create`: at most `number` each, 0 = unlimited;
@@ -518,6 +532,7 @@ OP_TYPES: dict[str, type[BaseOp]] = {
         CreateNamespaces,
         CreatePods,
         CreateAny,
+        CreatePodGroups,
         Churn,
         Barrier,
         Sleep,
@@ -539,8 +554,8 @@ OP_TYPES: dict[str, type[BaseOp]] = {
 #: Upstream opcodes kubera does not run, each with the reason given in the error.
 UNSUPPORTED_OPCODES: dict[str, str] = {
     "updateAny": "object updates from templates are not implemented",
-    "createPodGroups": "upstream's Workload API pod groups (scheduling.k8s.io) are not "
-    "served; kubera's gangs are scheduler-plugins PodGroups, made with createAny",
+    "createCompositePodGroups": "CompositePodGroups (scheduling.k8s.io, the "
+    "CompositePodGroup gate) are not served",
 }
 
 #: upstream's default pod (util.go makeBasePod): one pause container requesting 100m / 500Mi.

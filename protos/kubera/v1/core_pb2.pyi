@@ -473,8 +473,14 @@ class WorkloadReference(_message.Message):
     pod_group_replica_key: str
     def __init__(self, name: _Optional[str] = ..., pod_group: _Optional[str] = ..., pod_group_replica_key: _Optional[str] = ...) -> None: ...
 
+class PodSchedulingGroup(_message.Message):
+    __slots__ = ("pod_group_name",)
+    POD_GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    pod_group_name: str
+    def __init__(self, pod_group_name: _Optional[str] = ...) -> None: ...
+
 class PodSpec(_message.Message):
-    __slots__ = ("containers", "init_containers", "node_name", "node_selector", "affinity", "tolerations", "topology_spread_constraints", "priority_class_name", "priority", "preemption_policy", "scheduler_name", "scheduling_gates", "resource_claims", "overhead", "runtime_class_name", "termination_grace_period_seconds", "restart_policy", "active_deadline_seconds", "dns_policy", "service_account_name", "service_account", "hostname", "subdomain", "host_network", "volumes", "security_context", "image_pull_secrets", "enable_service_links", "workload_ref")
+    __slots__ = ("containers", "init_containers", "node_name", "node_selector", "affinity", "tolerations", "topology_spread_constraints", "priority_class_name", "priority", "preemption_policy", "scheduler_name", "scheduling_gates", "resource_claims", "overhead", "runtime_class_name", "termination_grace_period_seconds", "restart_policy", "active_deadline_seconds", "dns_policy", "service_account_name", "service_account", "hostname", "subdomain", "host_network", "volumes", "security_context", "image_pull_secrets", "enable_service_links", "workload_ref", "scheduling_group")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -518,6 +524,7 @@ class PodSpec(_message.Message):
     IMAGE_PULL_SECRETS_FIELD_NUMBER: _ClassVar[int]
     ENABLE_SERVICE_LINKS_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_REF_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_GROUP_FIELD_NUMBER: _ClassVar[int]
     containers: _containers.RepeatedCompositeFieldContainer[Container]
     init_containers: _containers.RepeatedCompositeFieldContainer[Container]
     node_name: str
@@ -547,7 +554,8 @@ class PodSpec(_message.Message):
     image_pull_secrets: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
     enable_service_links: bool
     workload_ref: WorkloadReference
-    def __init__(self, containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., node_name: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., topology_spread_constraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., priority_class_name: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., scheduling_gates: _Optional[_Iterable[_Union[PodSchedulingGate, _Mapping]]] = ..., resource_claims: _Optional[_Iterable[_Union[PodResourceClaim, _Mapping]]] = ..., overhead: _Optional[_Mapping[str, str]] = ..., runtime_class_name: _Optional[str] = ..., termination_grace_period_seconds: _Optional[int] = ..., restart_policy: _Optional[str] = ..., active_deadline_seconds: _Optional[int] = ..., dns_policy: _Optional[str] = ..., service_account_name: _Optional[str] = ..., service_account: _Optional[str] = ..., hostname: _Optional[str] = ..., subdomain: _Optional[str] = ..., host_network: _Optional[bool] = ..., volumes: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., security_context: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., image_pull_secrets: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., enable_service_links: _Optional[bool] = ..., workload_ref: _Optional[_Union[WorkloadReference, _Mapping]] = ...) -> None: ...
+    scheduling_group: PodSchedulingGroup
+    def __init__(self, containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., node_name: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., topology_spread_constraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., priority_class_name: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., scheduling_gates: _Optional[_Iterable[_Union[PodSchedulingGate, _Mapping]]] = ..., resource_claims: _Optional[_Iterable[_Union[PodResourceClaim, _Mapping]]] = ..., overhead: _Optional[_Mapping[str, str]] = ..., runtime_class_name: _Optional[str] = ..., termination_grace_period_seconds: _Optional[int] = ..., restart_policy: _Optional[str] = ..., active_deadline_seconds: _Optional[int] = ..., dns_policy: _Optional[str] = ..., service_account_name: _Optional[str] = ..., service_account: _Optional[str] = ..., hostname: _Optional[str] = ..., subdomain: _Optional[str] = ..., host_network: _Optional[bool] = ..., volumes: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., security_context: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., image_pull_secrets: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., enable_service_links: _Optional[bool] = ..., workload_ref: _Optional[_Union[WorkloadReference, _Mapping]] = ..., scheduling_group: _Optional[_Union[PodSchedulingGroup, _Mapping]] = ...) -> None: ...
 
 class PodCondition(_message.Message):
     __slots__ = ("type", "status", "last_probe_time", "last_transition_time", "reason", "message")

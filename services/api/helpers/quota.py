@@ -390,7 +390,7 @@ def claim_usage(pvc: Any) -> ResourceList:
 
 def count_names(kind: Kind) -> tuple[str, ...]:
     """The object-count names of a kind: count/<resource>[.<group>] and its legacy name."""
-    name = f"count/{kind.resource}" + (f".{kind.group}" if kind.group else "")
+    name = f"count/{kind.http_resource}" + (f".{kind.group}" if kind.group else "")
     legacy = LEGACY_COUNTS.get(kind.resource) if not kind.group else None
     return (name, legacy) if legacy else (name,)
 

@@ -258,6 +258,8 @@ def decode(doc: Any, *, validate: str = "warn") -> Decoded:
         raise DecodeError(str(e)) from None
     obj = kind.message()
     unknown = decode_into(doc, obj, validate=validate)
+    if api_version != kind.api_version:  # an alias (kinds.VERSION_ALIASES): same fields
+        obj.api_version = kind.api_version  # type: ignore[attr-defined]
     return Decoded(kind, obj, unknown)
 
 

@@ -25,12 +25,23 @@ from protos.kubera.v1 import (
     resource_pb2,
     scheduling_pb2,
     schedulingv1alpha1_pb2,
+    schedulingv1beta1_pb2,
     service_pb2,
     storage_pb2,
     storagev1_pb2,
 )
 from services.api.machinery.kubeobject import narrow, object_meta
 from services.storage.keys import resource_prefix
+
+#: The kubera name (Kind.ident) of upstream's scheduling.k8s.io PodGroup; "PodGroup" stays
+#: the scheduler-plugins one (scheduling.x-k8s.io) that kubera served first.
+SCHEDULING_POD_GROUP = "PodGroup.scheduling.k8s.io"
+
+#: Older versions a manifest may name for a kind served at one version only, with the same
+#: fields (upstream's scheduler_perf templates mix v1alpha3 and v1beta1 PodGroups).
+VERSION_ALIASES: dict[tuple[str, str], str] = {
+    ("scheduling.k8s.io/v1alpha3", "PodGroup"): SCHEDULING_POD_GROUP,
+}
 
 
 def _meta_fields(obj: Message) -> dict[str, str]:
@@ -100,6 +111,23 @@ class Kind:
     has_status: bool = False
     #: Fields a field selector may name, read off an object.
     fields: Callable[[Message], Mapping[str, str]] = field(default=_meta_fields)
+    #: The resource's name on the HTTP API and for kubectl, when two groups serve the same
+    #: plural (upstream's scheduling.k8s.io PodGroup and scheduler-plugins' one): then
+    #: `resource` is kubera's own unique name for it (gRPC, storage keys, caches).
+    plural: str = ""
+    #: kubera's own unique name for the kind (BY_KIND, informers, cluster events) when two
+    #: groups serve the same Kind name; `kind` stays the name objects carry.
+    ident: str = ""
+
+    @property
+    def http_resource(self) -> str:
+        """The plural in URLs, discovery and kubectl (see `plural`)."""
+        return self.plural or self.resource
+
+    @property
+    def name(self) -> str:
+        """kubera's unique name for the kind (see `ident`)."""
+        return self.ident or self.kind
 
     @property
     def api_version(self) -> str:
@@ -244,6 +272,17 @@ KINDS: tuple[Kind, ...] = (
         has_status=True,
     ),
     Kind(
+        "PodGroup",
+        "scheduling.k8s.io",
+        "v1beta1",
+        "podgroups.scheduling.k8s.io",
+        schedulingv1beta1_pb2.SchedulingPodGroup,
+        True,
+        has_status=True,
+        plural="podgroups",
+        ident=SCHEDULING_POD_GROUP,
+    ),
+    Kind(
         "ResourceQuota",
         "",
         "v1",
@@ -355,13 +394,16 @@ KINDS: tuple[Kind, ...] = (
 )
 
 BY_RESOURCE: dict[str, Kind] = {k.resource: k for k in KINDS}
-BY_KIND: dict[str, Kind] = {k.kind: k for k in KINDS}
+BY_KIND: dict[str, Kind] = {k.name: k for k in KINDS}
 BY_TYPE_URL: dict[str, Kind] = {k.type_url: k for k in KINDS}
 _NAMES: dict[str, Kind] = {}
 for _k in KINDS:
-    for _n in (_k.resource, _k.singular, _k.kind.lower(), *_k.short_names):
-        _NAMES[_n] = _k
+    for _n in (_k.http_resource, _k.singular, _k.kind.lower(), *_k.short_names):
+        # A bare name two groups share names the kind served first (kubectl's preference
+        # order picks one too); resource.group names either.
+        _NAMES.setdefault(_n, _k)
         _NAMES[f"{_n}.{_k.group}" if _k.group else _n] = _k
+    _NAMES.setdefault(_k.resource, _k)
 
 
 class UnknownKindError(LookupError):
@@ -377,11 +419,15 @@ def lookup(name: str) -> Kind:
 
 
 def for_manifest(api_version: str, kind_name: str) -> Kind:
-    """The kind a manifest's apiVersion/kind names; kubectl's error when none matches."""
-    kind = BY_KIND.get(kind_name)
-    if kind is None or kind.api_version != api_version:
-        raise UnknownKindError(f'no matches for kind "{kind_name}" in version "{api_version}"')
-    return kind
+    """The kind a manifest's apiVersion/kind names (a Kind name may be served by two
+    groups; an old version may alias the served one); kubectl's error when none matches."""
+    alias = VERSION_ALIASES.get((api_version, kind_name))
+    if alias is not None:
+        return BY_KIND[alias]
+    for kind in KINDS:
+        if kind.kind == kind_name and kind.api_version == api_version:
+            return kind
+    raise UnknownKindError(f'no matches for kind "{kind_name}" in version "{api_version}"')
 
 
 def kind_of(obj: Message) -> Kind:

@@ -161,6 +161,12 @@ TABLE: dict[tuple[str, str], ListStrategy] = {
     # scheduling.k8s.io/v1alpha1: a Workload's pod groups are +listType=map by name, with
     # no patch strategy (strategic merge patch replaces the list).
     (_P + "WorkloadSpec", "podGroups"): ListStrategy(MAP, ("name",)),
+    # scheduling.k8s.io/v1beta1 PodGroup: claims and their statuses merge by name (retaining
+    # keys), conditions by type, the topology constraints are atomic.
+    (_P + "SchedulingPodGroupSpec", "resourceClaims"): _keyed("name", retain=True),
+    (_P + "PodGroupSchedulingConstraints", "topology"): _ATOMIC,
+    (_P + "SchedulingPodGroupStatus", "conditions"): _BY_TYPE,
+    (_P + "SchedulingPodGroupStatus", "resourceClaimStatuses"): _keyed("name", retain=True),
     # batch/v1: Job conditions merge by type under strategic merge patch but are
     # +listType=atomic for server-side apply; the other lists are atomic, or sets.
     (_P + "JobStatus", "conditions"): ListStrategy(ATOMIC, (), "merge", "type"),

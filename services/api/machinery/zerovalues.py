@@ -404,6 +404,19 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "action": "",
         "onPodConditions": [],
     },
+    "kubera.v1.PodGroupGangSchedulingPolicy": {
+        "minCount": 0,
+    },
+    "kubera.v1.PodGroupResourceClaim": {
+        "name": "",
+    },
+    "kubera.v1.PodGroupResourceClaimStatus": {
+        "name": "",
+    },
+    "kubera.v1.PodGroupWorkloadReference": {
+        "templateName": "",
+        "workloadName": "",
+    },
     "kubera.v1.PodIP": {
         "ip": "",
     },
@@ -495,6 +508,12 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
         "handler": "",
         "metadata": {},
     },
+    "kubera.v1.SchedulingPodGroup": {
+        "spec": {},
+    },
+    "kubera.v1.SchedulingPodGroupSpec": {
+        "schedulingPolicy": {},
+    },
     "kubera.v1.ScopedResourceSelectorRequirement": {
         "operator": "",
         "scopeName": "",
@@ -549,6 +568,9 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
     },
     "kubera.v1.TokenRequest": {
         "audience": "",
+    },
+    "kubera.v1.TopologyConstraint": {
+        "key": "",
     },
     "kubera.v1.TopologySelectorLabelRequirement": {
         "key": "",

@@ -597,7 +597,7 @@ __all__ = [
 
 
 def columns_of(kind: Kind) -> Columns:
-    return COLUMNS.get(kind.kind, GENERIC)
+    return COLUMNS.get(kind.name, GENERIC)
 
 
 def rows(

@@ -54,7 +54,10 @@ from services.api.validation.resource_claims import (
     validate_pod_claim_statuses,
     validate_pod_resource_claims,
 )
-from services.api.validation.scheduling import validate_workload_reference
+from services.api.validation.scheduling import (
+    validate_scheduling_group,
+    validate_workload_reference,
+)
 
 # ----------------------------------------------------------------------------- constants
 
@@ -81,6 +84,8 @@ def validate_pod_spec(path: str, spec: core_pb2.PodSpec, is_pod: bool) -> Errors
     errs += validate_scheduling_gates(child(path, "schedulingGates"), spec.scheduling_gates)
     if spec.HasField("workload_ref"):
         errs += validate_workload_reference(child(path, "workloadRef"), spec.workload_ref)
+    if spec.HasField("scheduling_group"):
+        errs += validate_scheduling_group(child(path, "schedulingGroup"), spec.scheduling_group)
     errs += validate_topology_spread(
         child(path, "topologySpreadConstraints"), spec.topology_spread_constraints
     )

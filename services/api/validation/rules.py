@@ -15,7 +15,7 @@ from typing import Any
 
 from services.api.machinery import names
 from services.api.machinery.errors import FieldError, invalid
-from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND, SCHEDULING_POD_GROUP
 from services.api.validation.batch import validate_cron_job, validate_job, validate_job_update
 from services.api.validation.cluster import (
     validate_event,
@@ -55,6 +55,8 @@ from services.api.validation.resource_taints import (
     validate_slice_taints,
 )
 from services.api.validation.scheduling import (
+    validate_scheduling_pod_group,
+    validate_scheduling_pod_group_update,
     validate_scheduling_workload,
     validate_scheduling_workload_update,
 )
@@ -122,6 +124,9 @@ _RULES: dict[str, Rules] = {
     "Namespace": Rules(validate_namespace, name=names.dns1123_label),
     "PriorityClass": Rules(validate_priority_class, validate_priority_class_update),
     "Workload": Rules(validate_scheduling_workload, validate_scheduling_workload_update),
+    SCHEDULING_POD_GROUP: Rules(
+        validate_scheduling_pod_group, validate_scheduling_pod_group_update
+    ),
     "PodDisruptionBudget": Rules(validate_pod_disruption_budget),
     "ReplicaSet": Rules(validate_replica_set, validate_workload_update),
     "Deployment": Rules(validate_deployment, validate_workload_update),

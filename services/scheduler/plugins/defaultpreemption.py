@@ -6,26 +6,32 @@ minCandidateNodesAbsolute (default 100, >= 0), not both 0. A status message is p
 "preemption: " as upstream's. What the attempt considered and chose is written to the
 CycleState under DECISION_KEY for the decision trace. A gang member (Coscheduling left its
 GangNeed in the CycleState) preempts only when its whole gang then fits (preemption/gang.py).
+A victim whose scheduling.k8s.io PodGroup has disruptionMode `all` takes its whole group
+along (preemption/podgroups.py; the plugin lists PodGroups through handle.informer).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from services.api.machinery.kinds import SCHEDULING_POD_GROUP
 from services.clock import Clock
 from services.scheduler.framework.interface import PostFilterResult, Snapshot
 from services.scheduler.framework.nominator import FilterRunner, Nominator
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import CycleState, PodInfo
+from services.scheduler.plugins.helpers import InformerStoreView
 from services.scheduler.preemption import (
     Evaluator,
     PreemptionClient,
     prepare_candidate,
 )
 from services.scheduler.preemption.gang import GANG_KEY, gang_fits_after
+from services.scheduler.preemption.podgroups import whole_groups
 
 NAME = "DefaultPreemption"
 #: CycleState key of the attempt's preemption.Decision.
@@ -102,9 +108,16 @@ class DefaultPreemption:
 
     name = NAME
 
-    def __init__(self, args: Args, handle: PreemptionHandle) -> None:
+    def __init__(
+        self,
+        args: Args,
+        handle: PreemptionHandle,
+        pod_groups: Mapping[str, Any] | None = None,
+    ) -> None:
         self.args = args
         self.handle = handle
+        #: scheduling.k8s.io PodGroups by namespace/name (their disruptionMode).
+        self.pod_groups: Mapping[str, Any] = pod_groups if pod_groups is not None else {}
         #: Preemption attempts (upstream's preemption_attempts_total).
         self.attempts = 0
         self.victims = 0
@@ -158,6 +171,11 @@ class DefaultPreemption:
             if why:
                 decision.node, decision.victims, decision.reason = "", [], why
                 return None, Status.unschedulable(f"preemption: {why}", plugin=NAME)
+        # A victim whose PodGroup is disrupted whole takes its group along (podgroups.py).
+        victims = whole_groups(candidate.victims, h.snapshot().list(), self.pod_groups)
+        if len(victims) != len(candidate.victims):
+            candidate = dataclasses.replace(candidate, victims=victims)
+            decision.victims = [f"{v.metadata.namespace}/{v.metadata.name}" for v in victims]
         problems = await prepare_candidate(
             h.client,
             scheduler_name=pod.spec.scheduler_name,
@@ -179,7 +197,11 @@ def new(args: Args | None, handle: Any) -> DefaultPreemption:
     errs = validate_args(args)
     if errs:
         raise ValueError("; ".join(errs))
-    return DefaultPreemption(args, handle)
+    informer_of = getattr(handle, "informer", None)
+    pod_groups = (
+        InformerStoreView(informer_of(SCHEDULING_POD_GROUP)) if callable(informer_of) else None
+    )
+    return DefaultPreemption(args, handle, pod_groups)
 
 
 __all__: Sequence[str] = ["NAME", "Args", "DefaultPreemption", "new", "DECISION_KEY"]

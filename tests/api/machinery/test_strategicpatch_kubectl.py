@@ -16,7 +16,7 @@ import pytest
 
 from services.api.machinery.codec import decode, encode
 from services.api.machinery.errors import ApiError
-from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND, SCHEDULING_POD_GROUP
 from services.api.machinery.patching import (
     JSON_PATCH,
     MERGE_PATCH,
@@ -351,7 +351,7 @@ def _list_fields() -> list[tuple[str, tuple[Step, ...], Any]]:
     out: list[tuple[str, tuple[Step, ...], Any]] = []
     seen: set[tuple[str, str]] = set()
     for kind in BY_KIND.values():
-        _walk(kind.kind, kind.message.DESCRIPTOR, (), seen, out)
+        _walk(kind.name, kind.message.DESCRIPTOR, (), seen, out)
     return out
 
 
@@ -436,7 +436,7 @@ KUBECTL_API_VERSION = {"resource.k8s.io/v1": "resource.k8s.io/v1beta1"}
 #: scheduling.k8s.io/v1alpha1 Workload, and DeviceTaintRule (v1alpha3 from 1.33). Their
 #: lists are checked against the tags of upstream's types.go (below, and in
 #: test_strategicpatch_listtypes.py).
-KUBECTL_UNKNOWN = frozenset({"Workload", "DeviceTaintRule"})
+KUBECTL_UNKNOWN = frozenset({"Workload", "DeviceTaintRule", SCHEDULING_POD_GROUP})
 #: Lists newer than kubectl 1.32's types outside an atomic list it replaces whole (it
 #: refuses a patch naming them); their tags are checked in test_strategicpatch_listtypes.py.
 #: dracounters: ResourceSliceSpec.sharedCounters (1.33, partitionable devices);
@@ -485,7 +485,7 @@ def test_every_list_field_patches_as_kubectl(
     """Each list field of each kind, patched with a new item: kubectl (k8s.io/api's struct
     tags) and kubera (services/api/machinery/listtypes.py) must merge or replace it alike."""
     api_version = BY_KIND[kind].api_version
-    head = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "o"}}
+    head = {"apiVersion": api_version, "kind": BY_KIND[kind].kind, "metadata": {"name": "o"}}
     obj = {**_nest(path, [_item(field, 1)]), **head}
     if path[0][1] == "metadata":
         obj["metadata"] = {**obj["metadata"], "name": "o"}

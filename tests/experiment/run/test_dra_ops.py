@@ -160,11 +160,11 @@ def test_dra_op_mistakes_are_errors_naming_the_place(
     assert message in str(info.value), str(info.value)
 
 
-def test_upstreams_workload_api_pod_groups_are_unsupported_with_the_reason(tmp_path: Any) -> None:
+def test_upstreams_composite_pod_groups_are_unsupported_with_the_reason(tmp_path: Any) -> None:
     with pytest.raises(ConfigError) as info:
-        _load(tmp_path, "{opcode: createPodGroups, namespace: n}")
-    assert '"createPodGroups" is not supported by kubera' in str(info.value)
-    assert "createAny" in str(info.value)
+        _load(tmp_path, "{opcode: createCompositePodGroups, namespace: n}")
+    assert '"createCompositePodGroups" is not supported by kubera' in str(info.value)
+    assert "CompositePodGroup" in str(info.value)
 
 
 # ------------------------------------------------------------------ the test driver

@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 
 from kubera.experiment.measure.dataitems import kubera_items, summary
-from kubera.experiment.measure.measures import POD_GROUP_LABEL, PodTimeline, groups_short
+from kubera.experiment.measure.measures import (
+    POD_GROUP_LABEL,
+    SCHEDULING_GROUP_KEY,
+    PodTimeline,
+    groups_short,
+)
 from kubera.experiment.measure.model import ExperimentResult, RunResult
 from kubera.experiment.run import dra
 from kubera.experiment.run.runner import RunOptions, cluster_args
@@ -109,6 +114,29 @@ def test_the_summary_table_says_how_fast_whole_gangs_were_bound() -> None:
     )
     no_gangs = summary(ExperimentResult(config="x.yaml", started="now", runs=[plain]))
     assert no_gangs.caption is None
+
+
+def test_pods_of_a_scheduling_k8s_io_pod_group_make_a_gang_by_its_name() -> None:
+    """spec.schedulingGroup.podGroupName: the collector keeps it under SCHEDULING_GROUP_KEY."""
+    t = PodTimeline()
+    for uid, sent, bound in (("g0", 1.0, 2.0), ("g1", 1.5, 2.5)):
+        labels = {SCHEDULING_GROUP_KEY: "gang-0"}
+        t.sent([f"ns/{uid}"], sent)
+        t.observe(uid, f"ns/{uid}", "node-1", "Pending", bound, labels)
+    assert [(g.key, g.members, g.first_created, g.last_bound) for g in t.gangs()] == [
+        ("ns/gang-0", 2, 1.0, 2.5)
+    ]
+    assert t.gang_latencies() == [1.5]
+
+
+def test_whole_groups_per_second_are_an_item_and_in_the_summary() -> None:
+    run = RunResult(
+        id="G/w", test_case="G", workload="w", latency={"gang": [0.5, 1.0], "gangSpan": [4.0]}
+    )
+    (item,) = [i for i in kubera_items(run) if i.metric == "kubera_gang_throughput"]
+    assert (item.data, item.unit) == ({"Average": 0.5}, "groups/s")
+    table = summary(ExperimentResult(config="x.yaml", started="now", runs=[run]))
+    assert str(table.caption).endswith("(2 gangs, 0.5 groups/s)")
 
 
 def test_a_run_without_gangs_has_no_gang_item() -> None:

@@ -1,9 +1,12 @@
-"""What the scheduler knows about each Workload pod group (upstream 1.35
-pkg/scheduler/backend/workloadmanager), kept apart from GangScheduling's extension points
-so it can be read and tested without a framework.
+"""What the scheduler knows about each pod group (upstream 1.35
+pkg/scheduler/backend/workloadmanager; 1.37's PodGroupStates in the scheduler cache), kept
+apart from GangScheduling's extension points so it can be read and tested without a
+framework.
 
-A pod group instance is keyed by (namespace, workload name, pod group name, replica key):
-pods with different podGroupReplicaKeys of one pod group are separate gangs. Per instance:
+A Workload pod group instance is keyed by (namespace, workload name, pod group name, replica
+key): pods with different podGroupReplicaKeys of one pod group are separate gangs. A PodGroup
+object's pods (spec.schedulingGroup.podGroupName) are keyed by (namespace, "", its name, "").
+Per instance:
 
     all          every pod naming the instance that the scheduler's Pod informer holds
     unscheduled  neither assumed nor assigned (the pods Permit wakes while it waits)
@@ -34,6 +37,10 @@ DEFAULT_SCHEDULING_TIMEOUT = 300.0
 
 
 class PodGroupKey(NamedTuple):
+    """A Workload pod group instance (workload, pod group, replica key), or a PodGroup
+    object (scheduling.k8s.io/v1beta1: workload "" and the PodGroup's name; a workloadRef
+    always names a Workload, so the two never meet)."""
+
     namespace: str
     workload: str
     pod_group: str
@@ -41,7 +48,10 @@ class PodGroupKey(NamedTuple):
 
 
 def pod_group_key(pod: core_pb2.Pod) -> PodGroupKey | None:
-    """The pod group instance the pod belongs to, or None without spec.workloadRef."""
+    """The pod group the pod belongs to: its spec.schedulingGroup's PodGroup, else its
+    spec.workloadRef's instance; None with neither."""
+    if pod.spec.scheduling_group.pod_group_name:
+        return PodGroupKey(pod.metadata.namespace, "", pod.spec.scheduling_group.pod_group_name, "")
     if not pod.spec.HasField("workload_ref"):
         return None
     ref = pod.spec.workload_ref
@@ -57,6 +67,8 @@ class PodGroupInfo:
     assumed: set[str] = field(default_factory=set)
     assigned: set[str] = field(default_factory=set)
     deadline: float | None = None
+    #: The node each assumed pod was reserved on (its bound pods carry spec.nodeName).
+    assumed_nodes: dict[str, str] = field(default_factory=dict)
 
     def add_pod(self, pod: core_pb2.Pod) -> None:
         uid = pod.metadata.uid
@@ -73,6 +85,7 @@ class PodGroupInfo:
             self.assigned.add(uid)
             self.unscheduled.discard(uid)
             self.assumed.discard(uid)
+            self.assumed_nodes.pop(uid, None)
 
     def delete_pod(self, uid: str) -> bool:
         """Forget the pod; True when the instance has no pod left."""
@@ -80,18 +93,28 @@ class PodGroupInfo:
         self.unscheduled.discard(uid)
         self.assumed.discard(uid)
         self.assigned.discard(uid)
+        self.assumed_nodes.pop(uid, None)
         return not self.all_pods
 
     def unscheduled_pods(self) -> list[core_pb2.Pod]:
         return [self.all_pods[uid] for uid in sorted(self.unscheduled) if uid in self.all_pods]
 
-    def assume_pod(self, uid: str) -> None:
+    def assume_pod(self, uid: str, node_name: str = "") -> None:
         self.assumed.add(uid)
         self.unscheduled.discard(uid)
+        if node_name:
+            self.assumed_nodes[uid] = node_name
 
     def forget_pod(self, uid: str) -> None:
         self.unscheduled.add(uid)
         self.assumed.discard(uid)
+        self.assumed_nodes.pop(uid, None)
+
+    def placed_on(self) -> set[str]:
+        """The nodes the group's assumed and bound pods are on."""
+        nodes = {self.assumed_nodes[u] for u in self.assumed if u in self.assumed_nodes}
+        nodes.update(self.all_pods[u].spec.node_name for u in self.assigned if u in self.all_pods)
+        return nodes
 
     def scheduling_timeout(self, now: float) -> float:
         """Seconds until the gang's attempt times out; a new attempt starts once the old
@@ -127,7 +150,8 @@ class WorkloadManager:
             self.on_pod_added(info, pod)
 
     def update_pod(self, old: core_pb2.Pod, new: core_pb2.Pod) -> None:
-        # spec.workloadRef is immutable: an update never moves a pod between groups.
+        # spec.workloadRef and spec.schedulingGroup are immutable: an update never moves a
+        # pod between groups.
         key = pod_group_key(new)
         if key is None:
             return
@@ -150,7 +174,7 @@ class WorkloadManager:
         """The pod's instance (made empty when no informer event brought it yet)."""
         key = pod_group_key(pod)
         if key is None:
-            raise ValueError(f"pod {pod.metadata.namespace}/{pod.metadata.name} has no workloadRef")
+            raise ValueError(f"pod {pod.metadata.namespace}/{pod.metadata.name} names no pod group")
         return self._groups.setdefault(key, PodGroupInfo())
 
     def get(self, key: PodGroupKey) -> PodGroupInfo | None:

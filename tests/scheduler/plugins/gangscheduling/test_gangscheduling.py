@@ -126,11 +126,13 @@ def test_is_schedulable_after_workload_added(
     assert hint_workload_added(pod, None, added) == want
 
 
-def test_events_are_a_pod_add_and_a_workload_add() -> None:
+def test_events_are_a_pod_add_a_workload_add_and_a_pod_group_add_or_update() -> None:
     regs = new(Args(), GangHandle()).events_to_register()
     assert [(r.event.resource, r.event.action.name) for r in regs] == [
         ("Pod", "ADD"),
         ("Workload", "ADD"),
+        ("PodGroup.scheduling.k8s.io", "ADD"),
+        ("PodGroup.scheduling.k8s.io", "UPDATE"),
     ]
 
 
@@ -399,13 +401,13 @@ async def test_the_pod_completing_the_quorum_lets_the_whole_gang_bind() -> None:
 
 def test_the_default_profile_has_no_gang_scheduling() -> None:
     profile = default_config().profiles[0]
-    for point in ("preEnqueue", "reserve", "permit"):
+    for point in ("preEnqueue", "preFilter", "reserve", "permit"):
         assert NAME not in profile.names(point), point
 
 
-def test_a_profile_enables_it_through_multipoint_at_its_three_points() -> None:
+def test_a_profile_enables_it_through_multipoint_at_its_four_points() -> None:
     profile = _profile_with_gang()
-    for point in ("preEnqueue", "reserve", "permit"):
+    for point in ("preEnqueue", "preFilter", "reserve", "permit"):
         assert NAME in profile.names(point), point
     # Coscheduling stays as it was.
     assert "Coscheduling" in profile.names("permit")
