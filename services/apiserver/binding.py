@@ -28,6 +28,7 @@ from services.api.helpers.conditions import update_pod_condition
 from services.api.helpers.fencing import BOUND_BY, Fencing, bound_by_allocation, bound_by_fenced
 from services.api.machinery.errors import (
     AllocationConflictError,
+    CorruptObjectError,
     FieldError,
     InvalidError,
     PreconditionError,
@@ -232,7 +233,8 @@ async def _node(store: Store, name: str, node_kv: KeyValue | None) -> Message | 
     """The Node a pod is bound to, as PodTopologyLabels reads it: the one read with the
     allocation record, else the nodes watch cache's copy (upstream's plugin reads its
     node informer; a bind never waits for the cache), else etcd's (a node created a
-    moment ago); None when there is none."""
+    moment ago); None when there is none, or when the stored node does not decode (an
+    informer never lists such a node: the bind goes on, copying no labels)."""
     if node_kv is not None:
         return store.decode(_NODES, node_kv)
     cache = store.caches.get(_NODES.resource)
@@ -240,7 +242,10 @@ async def _node(store: Store, name: str, node_kv: KeyValue | None) -> Message | 
         entry = cache.store.get(_NODES.key("", name))
         if entry is not None:
             return entry.obj
-    return await store.get_or_none(_NODES, "", name)
+    try:
+        return await store.get_or_none(_NODES, "", name)
+    except CorruptObjectError:
+        return None
 
 
 def what(item: BindItem) -> str:
