@@ -269,8 +269,8 @@ def _local_errors(kind: Kind, obj: Message, old: Message | None = None) -> list[
     if errors:
         return errors
     if old is None:
-        return validation.validate_create(kind.kind, obj)
-    return validation.validate_update(kind.kind, obj, old)
+        return validation.validate_create(kind.name, obj)
+    return validation.validate_update(kind.name, obj, old)
 
 
 def invalid_message(what: str, errors: Sequence[FieldError]) -> str:
@@ -393,7 +393,7 @@ async def _preflight(client: Client, plans: list[_Plan], server_check: bool) -> 
                 if not _depends_on_batch(e, m, earlier):
                     errors.append(server_error(e, f'error when creating "{m.document.where}": '))
                     continue
-        earlier.add((m.kind.kind, m.name))
+        earlier.add((m.kind.name, m.name))
     return errors
 
 

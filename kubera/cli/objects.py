@@ -87,10 +87,10 @@ def parse_resources(args: Sequence[str]) -> _Request:
                     f'arguments in resource/name form must have a single resource and name: "{arg}"'
                 )
             kind = lookup_kind(kind_name)
-            if kind.kind not in names:
+            if kind.name not in names:
                 order.append(kind)
-                names[kind.kind] = []
-            names[kind.kind].append(name)
+                names[kind.name] = []
+            names[kind.name].append(name)
         return _Request(tuple(order), names, single=len(args) == 1)
     kind_list: list[Kind] = []
     for part in args[0].split(","):
@@ -146,7 +146,7 @@ async def _fetch(
     errors: list[str] = []
     for kind in req.kinds:
         ns = namespace if kind.namespaced else ""
-        names = req.names.get(kind.kind) or []
+        names = req.names.get(kind.name) or []
         objs: list[Message] = []
         if names:
             for name in names:
@@ -328,7 +328,7 @@ async def cmd_delete(args: argparse.Namespace) -> int:
             return 0 if ok else 1
         for kind in req.kinds:
             ns = namespace if kind.namespaced else ""
-            for name in req.names[kind.kind]:
+            for name in req.names[kind.name]:
                 ok &= await _delete_one(
                     client,
                     kind,

@@ -30,6 +30,8 @@ _POD_SPEC = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}]
 
 #: Kinds no manifest of examples/ holds, as the upstream docs write them.
 EXTRA: dict[str, dict[str, Any]] = {
+    # upstream's scheduling.k8s.io/v1beta1 PodGroup (examples/ has scheduler-plugins' only)
+    "PodGroup.scheduling.k8s.io": {"spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}},
     "Event": {
         "involvedObject": {"kind": "Pod", "namespace": "default", "name": "cl-pod"},
         "reason": "Tested",
@@ -231,14 +233,14 @@ def _examples() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for a in example_objects():
         kind = BY_TYPE_URL[a.type_url]
-        if kind.kind not in out:
-            out[kind.kind] = codec.encode(codec.unpack(a))
+        if kind.name not in out:
+            out[kind.name] = codec.encode(codec.unpack(a))
     return out
 
 
 def object_of(kind: Kind) -> dict[str, Any]:
     """A new object of `kind` named `cl-<kind>` (in `default` where namespaced)."""
-    found = EXTRA.get(kind.kind, _examples().get(kind.kind, {}))
+    found = EXTRA.get(kind.name, _examples().get(kind.name, {}))
     doc = copy.deepcopy(found)
     doc["apiVersion"] = kind.api_version
     doc["kind"] = kind.kind
@@ -366,12 +368,17 @@ def lightkube_module(kind: Kind) -> str:
     return f"lightkube.resources.{group}_{kind.version}"
 
 
-#: Kinds no upstream client has a model for: the scheduler-plugins CRD PodGroup, which
-#: kubera serves built in, scheduling.k8s.io/v1alpha1 Workload (1.35's alpha; the clients of
-#: 1.36+ carry only its later versions) and DeviceTaintRule at resource.k8s.io/v1 (the
-#: clients' models stop at v1beta2). The clients list them through their generic (custom
-#: object) path.
+#: Kinds (by `Kind.name`) no upstream client has a model for: the scheduler-plugins CRD
+#: PodGroup, which kubera serves built in, scheduling.k8s.io/v1alpha1 Workload (1.35's
+#: alpha; the clients of 1.36+ carry only its later versions) and DeviceTaintRule at
+#: resource.k8s.io/v1 (the clients' models stop at v1beta2). The clients list them through
+#: their generic (custom object) path.
 NO_CLIENT_MODEL = frozenset({"PodGroup", "Workload", "DeviceTaintRule"})
+#: kubernetes-asyncio's models also lack scheduling.k8s.io/v1beta1 PodGroup (the official
+#: client 37 and lightkube have it).
+NO_ASYNCIO_MODEL = NO_CLIENT_MODEL | {"PodGroup.scheduling.k8s.io"}
+#: So do @kubernetes/client-node 1.4's (the newest that runs on node 20).
+NO_JS_MODEL = NO_ASYNCIO_MODEL
 
 
 #: The kinds each client creates, patches, watches and deletes: pods and one more.

@@ -37,6 +37,8 @@ from kubera.testing import Cluster
 from services.api.machinery.kinds import BY_KIND, KINDS, Kind
 from tests.e2e.helpers import ROOT, running
 from tests.e2e.kindobjects import (
+    NO_ASYNCIO_MODEL,
+    NO_JS_MODEL,
     NO_CLIENT_MODEL,
     VERB_KINDS,
     all_objects,
@@ -69,16 +71,16 @@ def kubeconfig(cluster: Cluster) -> Path:
 
 
 def _ids(k: Kind) -> str:
-    return k.kind
+    return k.name
 
 
 # -- kubernetes-asyncio -------------------------------------------------------------------
 
 
 def _aio_list(api: aio_client.ApiClient, kind: Kind) -> tuple[Any, tuple[str, ...]]:
-    if kind.kind in NO_CLIENT_MODEL:
+    if kind.name in NO_ASYNCIO_MODEL:
         custom = aio_client.CustomObjectsApi(api)
-        return custom.list_cluster_custom_object, (kind.group, kind.version, kind.resource)
+        return custom.list_cluster_custom_object, (kind.group, kind.version, kind.http_resource)
     cls_name, snake = python_api(kind)
     typed = getattr(aio_client, cls_name)(api)
     name = f"list_{snake}_for_all_namespaces" if kind.namespaced else f"list_{snake}"
@@ -93,7 +95,7 @@ async def test_kubernetes_asyncio_lists_and_watches_every_kind(
     async with api:
         fn, args = _aio_list(api, kind)
         listed = await fn(*args)
-        if kind.kind in NO_CLIENT_MODEL:
+        if kind.name in NO_ASYNCIO_MODEL:
             assert f"cl-{kind.singular}" in [i["metadata"]["name"] for i in listed["items"]]
             return
         assert type(listed).__name__.endswith(kind.kind + "List")
@@ -167,9 +169,9 @@ async def test_kubernetes_asyncio_keeps_the_newer_dra_fields(kubeconfig: Path) -
 
 
 def _lightkube_resource(kind: Kind) -> Any:
-    if kind.kind in NO_CLIENT_MODEL:
+    if kind.name in NO_CLIENT_MODEL:
         make = create_namespaced_resource if kind.namespaced else create_global_resource
-        return make(kind.group, kind.version, kind.kind, kind.resource)
+        return make(kind.group, kind.version, kind.kind, kind.http_resource)
     return getattr(importlib.import_module(lightkube_module(kind)), kind.kind)
 
 
@@ -404,7 +406,7 @@ def js_client() -> Path:
 def test_the_js_client_lists_every_kind_and_its_informer_sees_create_patch_delete(
     kubeconfig: Path, js_client: Path
 ) -> None:
-    kinds = [{"apiVersion": k.api_version, "kind": k.kind} for k in KINDS]
+    kinds = [{"apiVersion": k.api_version, "kind": k.kind, "key": k.name} for k in KINDS]
     verbs = [named(kind_name, f"js-verbs-{kind_name.lower()}") for kind_name in VERB_KINDS]
     r = subprocess.run(
         ["node", "clients.mjs", str(kubeconfig), json.dumps(kinds), json.dumps(verbs)],
@@ -418,10 +420,10 @@ def test_the_js_client_lists_every_kind_and_its_informer_sees_create_patch_delet
     out = json.loads(r.stdout)
     assert dra_field_problems(out["dra"]) == []
     for k in KINDS:
-        listed = out["lists"][k.kind]
+        listed = out["lists"][k.name]
         assert f"cl-{k.singular}" in listed["names"], k.kind
         types = listed.get("typed", listed["types"])  # Event: listed typed (clients.mjs)
-        if k.kind not in NO_CLIENT_MODEL:
+        if k.name not in NO_JS_MODEL:
             assert types and all(t != "Object" and t.endswith(k.kind) for t in types), (k, types)
     for kind_name in VERB_KINDS:
         seen = out["verbs"][kind_name]

@@ -1,7 +1,8 @@
 // The official JS client (@kubernetes/client-node 1.4) against a real `kubera up`, driven by
 // tests/e2e/test_clients_e2e.py:
 //   node clients.mjs KUBECONFIG KINDS VERBS
-// KINDS: [{apiVersion, kind, name}]: each kind is listed through KubernetesObjectApi (which
+// KINDS: [{apiVersion, kind, key}] (key: kubera's unique name of the kind, which names its
+// entry in `lists`): each kind is listed through KubernetesObjectApi (which
 // finds the resource through discovery and decodes the items into the client's own models),
 // and the object `name` must be among its items. VERBS: [manifest]: for each, an informer on
 // its kind in `default` sees the object the client creates, patches and deletes.
@@ -17,7 +18,7 @@ const out = { lists: {}, verbs: {} };
 
 for (const k of JSON.parse(kindsJson)) {
   const list = await objects.list(k.apiVersion, k.kind);
-  out.lists[k.kind] = {
+  out.lists[k.key ?? k.kind] = {
     names: list.items.map((i) => i.metadata.name),
     types: [...new Set(list.items.map((i) => i.constructor.name))],
   };
