@@ -38,8 +38,8 @@ from services.api.machinery.kinds import BY_KIND, KINDS, Kind
 from tests.e2e.helpers import ROOT, running
 from tests.e2e.kindobjects import (
     NO_ASYNCIO_MODEL,
-    NO_JS_MODEL,
     NO_CLIENT_MODEL,
+    NO_JS_MODEL,
     VERB_KINDS,
     all_objects,
     dra_field_problems,
