@@ -15,7 +15,13 @@ from typing import Any
 
 from protos.kubera.v1 import core_pb2, resource_pb2
 from services.api.dra import claims as dra_claims
-from services.scheduler.framework.types import QueueingHint
+from services.scheduler.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
+from services.scheduler.plugins.dynamicresources import extended as extres
 
 #: The pod's claims, or None when it cannot be scheduled as they are.
 PodClaims = Callable[[core_pb2.Pod], "list[resource_pb2.ResourceClaim] | None"]
@@ -87,3 +93,39 @@ def after_pod_change(pod: core_pb2.Pod, old: Any, new: Any, claims: PodClaims) -
     if new is None or new.metadata.uid != pod.metadata.uid:
         return QueueingHint.SKIP
     return QueueingHint.SKIP if claims(new) is None else QueueingHint.QUEUE
+
+
+def events(
+    after_claim_change: Callable[[core_pb2.Pod, Any, Any], QueueingHint],
+    after_pod_change: Callable[[core_pb2.Pod, Any, Any], QueueingHint],
+    *,
+    extended_resources: bool,
+) -> list[ClusterEventWithHint]:
+    """DynamicResources' EventsToRegister, with the plugin's two hints."""
+    registered = [
+        ClusterEventWithHint(ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
+        ClusterEventWithHint(
+            ClusterEvent("ResourceClaim", ActionType.ADD | ActionType.UPDATE),
+            after_claim_change,
+            affected=claim_event_keys,
+            pod_keys=pod_claim_keys,
+        ),
+        ClusterEventWithHint(
+            ClusterEvent("Pod", ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM), after_pod_change
+        ),
+        ClusterEventWithHint(ClusterEvent("DeviceClass", ActionType.ADD | ActionType.UPDATE)),
+        ClusterEventWithHint(ClusterEvent("ResourceSlice", ActionType.ADD | ActionType.UPDATE)),
+        # drataints: a rule removed or changed may untaint a device.
+        ClusterEventWithHint(ClusterEvent("DeviceTaintRule", ActionType.ALL)),
+    ]
+    if extended_resources:
+        # draext: PostFilter deleted the pod's stale extended resource claim.
+        registered.append(
+            ClusterEventWithHint(
+                ClusterEvent("ResourceClaim", ActionType.DELETE),
+                extres.after_claim_delete,
+                affected=extres.deleted_claim_keys,
+                pod_keys=extres.pod_owner_keys,
+            )
+        )
+    return registered

@@ -86,8 +86,6 @@ from services.scheduler.framework.interface import (
 )
 from services.scheduler.framework.status import Status
 from services.scheduler.framework.types import (
-    ActionType,
-    ClusterEvent,
     ClusterEventWithHint,
     CycleState,
     NodeInfo,
@@ -719,36 +717,10 @@ class DynamicResources:
 
     # ----------------------------------------------------------- events
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        return [
-            ClusterEventWithHint(
-                ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
-            ),
-            ClusterEventWithHint(
-                ClusterEvent("ResourceClaim", ActionType.ADD | ActionType.UPDATE),
-                self.is_schedulable_after_claim_change,
-                affected=hints.claim_event_keys,
-                pod_keys=hints.pod_claim_keys,
-            ),
-            ClusterEventWithHint(
-                ClusterEvent("Pod", ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
-                self.is_schedulable_after_pod_change,
-            ),
-            ClusterEventWithHint(ClusterEvent("DeviceClass", ActionType.ADD | ActionType.UPDATE)),
-            ClusterEventWithHint(ClusterEvent("ResourceSlice", ActionType.ADD | ActionType.UPDATE)),
-            # drataints: a rule removed or changed may untaint a device.
-            ClusterEventWithHint(ClusterEvent("DeviceTaintRule", ActionType.ALL)),
-        ] + (
-            # draext: PostFilter deleted the pod's stale extended resource claim.
-            [
-                ClusterEventWithHint(
-                    ClusterEvent("ResourceClaim", ActionType.DELETE),
-                    extres.after_claim_delete,
-                    affected=extres.deleted_claim_keys,
-                    pod_keys=extres.pod_owner_keys,
-                )
-            ]
-            if self.extended_resources
-            else []
+        return hints.events(
+            self.is_schedulable_after_claim_change,
+            self.is_schedulable_after_pod_change,
+            extended_resources=self.extended_resources,
         )
 
     def _claims_or_none(self, pod: core_pb2.Pod) -> list[resource_pb2.ResourceClaim] | None:
