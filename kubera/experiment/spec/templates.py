@@ -168,7 +168,9 @@ def read_template(path: str, source: str, params: Mapping[str, Any] | None = Non
         text = f.read()
     validate_text(text)
     try:
-        data = decode(render_text(text, environment(0, 1, params)) if "{{" in text else text, source)
+        data = decode(
+            render_text(text, environment(0, 1, params)) if "{{" in text else text, source
+        )
     except MissingValue:
         data = {}  # uses template params: previewed once they are known (config.plan)
     return Template(path=path, source=source, text=text, data=data)
