@@ -14,7 +14,8 @@ Values are Go's as encoding/json gives them: bool, int, float (float64), str, li
 None (nil). `if` is true for a non-zero number, true, a non-empty string/list/dict; false for
 nil and a key the data does not have. The builtins are Go's: `and`/`or` (short-circuit,
 returning an operand), `not`, `eq` (a == b || a == c …), `ne`, `lt`, `le`, `gt`, `ge` (same
-basic kind only: an int and a float do not compare, as in Go), and `printf`.
+basic kind only: an int and a float do not compare, as in Go); a function map (upstream's,
+in templates.py) adds the rest, and overrides a builtin of the same name as Go's FuncMap.
 
 Where kubera differs on purpose: printing a key the data does not have fails (Go prints
 `<no value>`), so a template param nobody gives stops the experiment at load. Not
@@ -515,7 +516,7 @@ class _Exec:
 
     def call(self, name: str, args: list[Any], final: Any) -> Any:
         n = len(args) + (final is not _NOFINAL)
-        if name in _LAZY:
+        if name in _LAZY and name not in self.funcs:
             if n == 0:
                 raise TemplateError(f"wrong number of args for {name}: want at least 1 got 0")
             value: Any = MISSING
@@ -524,14 +525,15 @@ class _Exec:
                 if truth(value) == (name == "or"):
                     return value
             return final if final is not _NOFINAL else value
-        want = _ARITY.get(name)
+        builtin = name not in self.funcs  # a FuncMap entry overrides a builtin, as in Go
+        want = _ARITY.get(name) if builtin else None
         if want is not None and n != want:
             raise TemplateError(f"wrong number of args for {name}: want {want} got {n}")
         values = [self.operand(a) for a in args]
         if final is not _NOFINAL:
             values.append(final)
-        fn = BUILTINS.get(name) or self.funcs[name]
-        if fn not in BUILTINS.values() and any(v is MISSING for v in values):
+        fn = BUILTINS[name] if builtin else self.funcs[name]
+        if not builtin and any(v is MISSING for v in values):
             raise MissingValue(f"no value for an argument of {name}")
         try:
             return fn(*values)

@@ -221,3 +221,8 @@ def test_upstream_gang_pod_template_attaches_the_pod_to_its_group_only_with_a_mo
         "schedulingGroup": {"podGroupName": "gang-1"},
     }
     assert t.render(3, 4, {"podsPerGroup": 2, "disruptionMode": ""})["spec"] == {"priority": 1000}
+
+
+def test_a_function_map_entry_overrides_a_builtin_as_gos_funcmap_does() -> None:
+    funcs = {"eq": lambda *xs: "mine", "and": lambda *xs: "also mine"}
+    assert g.execute(g.parse("{{eq 1 2.0}} {{and 0 1}}", funcs), {}, funcs) == "mine also mine"
