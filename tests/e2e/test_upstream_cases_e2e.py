@@ -5,7 +5,9 @@ hostname spreading needs the kubernetes.io/hostname label upstream's node prepar
 default_preemption's PreemptionBasic (its templates set spec.priority, which upstream's
 scheduler_perf apiserver admits: it runs without the Priority admission plugin); and since
 issue 29 both SchedulingWithExtendedResource cases, misc's (nodes advertising the resource)
-and dra/extendedresource's (DeviceClasses mapping it to a test driver's devices)."""
+and dra/extendedresource's (DeviceClasses mapping it to a test driver's devices); and since
+issue 28's Go `if` default_preemption's PreemptionPodGroupDisruptionMode (PodGroups whose
+disruptionMode decides how many pods one preemption evicts)."""
 
 from __future__ import annotations
 
@@ -98,3 +100,29 @@ def test_upstream_dra_scheduling_with_extended_resource_binds_every_pod(
     # 10 pods, pod i asking for example.com/gpu-i, which no node advertises and class i
     # maps to the test driver's devices: each gets one of the DRA node's 10 devices.
     assert len(run["latency"]["scheduling"]) == sum(run["series"]["created"]) == 10
+
+
+@pytest.mark.e2e
+@pytest.mark.ray
+@pytest.mark.parametrize(
+    ("workload", "victims"),
+    [
+        # 2 nodes of 4 CPUs, 4 pods of 1500m (2 a node); the 3970m preemptor needs both
+        # pods of one node evicted.
+        ("FastTest_NoPodGroup", 2),
+        ("FastTest_PodGroupDisruptionMode_Single", 2),
+        # Each gang of 2 is placed one member a node (LeastAllocated spreads them), so the
+        # node's two victims belong to both gangs, and `all` evicts every member of both.
+        ("FastTest_PodGroupDisruptionMode_All", 4),
+    ],
+)
+def test_upstream_pod_group_disruption_mode_evicts_as_its_mode_says(
+    tmp_path: Path, shared_ray: str, workload: str, victims: int
+) -> None:
+    config = DATA / "default_preemption" / "performance-config.yaml"
+    run = _run(tmp_path, shared_ray, config, f"PreemptionPodGroupDisruptionMode/{workload}")
+    assert sum(run["series"]["created"]) == 5
+    (window,) = run["collected"]
+    assert sum(run["series"][f"bound:{window['name']}"]) == 1
+    assert sum(r["preemption_attempts"] for r in run["replicas"]) >= 1
+    assert sum(r["preemption_victims"] for r in run["replicas"]) == victims

@@ -1,56 +1,42 @@
 """Object templates: YAML files that may carry Go text/template actions, as upstream's are.
 
-scheduler_perf renders every node, pod and createAny template with Go's text/template before
-decoding it (`{{.Index}}`, `{{.Count}}`, template params, and arithmetic helpers such as
-`{{AddInt .Index 1}}` or `{{Mod .Index 3}}`). kubera reads the same files, so it renders the
-subset those files use:
+scheduler_perf renders every node, pod and createAny template with Go's template package
+before decoding it (`{{.Index}}`, `{{.Count}}`, template params, arithmetic helpers such as
+`{{AddInt .Index 1}}` or `{{Mod .Index 3}}`, and `{{if .param}}…{{else}}…{{end}}`). kubera
+reads the same files: gotemplate.py parses and runs them with Go's semantics; this module
+holds upstream's functions (operations.go getTemplateFuncs), the values a template sees
+(template params as encoding/json decodes them: numbers are float64, .Index and .Count int)
+and the Template read once when the experiment is loaded.
 
-    {{ .Name }}                       a value from the environment (Index, Count, params)
-    {{ Func arg arg … }}              AddInt AddFloat SubtractInt SubtractFloat MultiplyInt
-                                      MultiplyFloat DivideInt DivideFloat Mod, and printf
-    {{ Func (Func .A 1) .B }}         nested calls in parentheses
-    {{- … -}}                         whitespace trimming
-    "text" 12 3.5                     literals
-
-Anything else (if/range/with/define, pipelines with `|`, variables) is rejected when the
+What the renderer does not implement (range, with, variables …) is rejected when the
 template is loaded, so an experiment fails before it starts rather than in the middle. A
 template without actions is plain YAML.
 """
 
 from __future__ import annotations
 
-import re
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from kubera.experiment.spec.gotemplate import (
+    MissingValue,
+    TemplateError,
+    UnsupportedTemplate,
+    execute,
+    parse,
+)
 from services.api.machinery import yamlload
 
-
-class TemplateError(ValueError):
-    """A template that does not parse, render or decode; the message says why."""
-
-
-class UnsupportedTemplate(TemplateError):
-    """Valid Go template syntax the renderer does not implement (`range`, variables, pipelines,
-    comments): the test case using it is left out, not the whole file (upstream's DRA claim
-    templates use them)."""
-
-
-class MissingValue(TemplateError):
-    """A `.Name` the environment does not define (a template param not given yet)."""
-
-
-_ACTION = re.compile(r"\{\{(-\s)?(.*?)(\s-)?\}\}", re.S)
-_TOKEN = re.compile(r'\s*(\(|\)|"(?:[^"\\]|\\.)*"|`[^`]*`|[^\s()]+)')
-_NUMBER = re.compile(r"^-?\d+(\.\d*)?([eE][-+]?\d+)?$")
+__all__ = ["FUNCS", "MissingValue", "Template", "TemplateError", "UnsupportedTemplate"]
 
 
 def _num(value: Any) -> float:
     if isinstance(value, bool):
-        raise TemplateError(f"not a number: {value!r}")
+        raise TemplateError(f"cannot cast {value!r} to float64")
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):
@@ -58,7 +44,7 @@ def _num(value: Any) -> float:
             return float(value)
         except ValueError:
             pass
-    raise TemplateError(f"not a number: {value!r}")
+    raise TemplateError(f"cannot cast {value!r} to float64")
 
 
 def _div(a: Any, b: Any) -> float:
@@ -72,7 +58,15 @@ def _printf(fmt: Any, *args: Any) -> str:
     return str(fmt).replace("%v", "%s") % args
 
 
-#: upstream's template functions (operations.go getTemplateFuncs) plus printf.
+def _product(xs: tuple[Any, ...]) -> float:
+    out = 1.0
+    for x in xs:
+        out *= _num(x)
+    return out
+
+
+#: upstream's template functions (operations.go getTemplateFuncs) plus printf; Go's
+#: builtins (and, or, not, eq, ne, lt, le, gt, ge) come with gotemplate.
 FUNCS: dict[str, Callable[..., Any]] = {
     "AddInt": lambda *xs: int(sum(_num(x) for x in xs)),
     "AddFloat": lambda *xs: sum(_num(x) for x in xs),
@@ -87,121 +81,38 @@ FUNCS: dict[str, Callable[..., Any]] = {
 }
 
 
-def _product(xs: tuple[Any, ...]) -> float:
-    out = 1.0
-    for x in xs:
-        out *= _num(x)
-    return out
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str) -> list[Any]:
+    return parse(text, FUNCS)
 
 
-def _tokens(expr: str) -> list[str]:
-    out, pos, expr = [], 0, expr.strip()
-    while pos < len(expr):
-        m = _TOKEN.match(expr, pos)
-        if m is None:
-            raise TemplateError(f"cannot parse action {{{{{expr}}}}}")
-        out.append(m.group(1))
-        pos = m.end()
-    return out
-
-
-def _parse(tokens: list[str], pos: int, until: str | None) -> tuple[list[Any], int]:
-    """Tokens → a nested list (a call) of terms; `(` opens a sub-call."""
-    terms: list[Any] = []
-    while pos < len(tokens):
-        tok = tokens[pos]
-        if tok == ")":
-            if until != ")":
-                raise TemplateError("unbalanced ')'")
-            return terms, pos + 1
-        if tok == "(":
-            sub, pos = _parse(tokens, pos + 1, ")")
-            terms.append(sub)
-            continue
-        terms.append(tok)
-        pos += 1
-    if until == ")":
-        raise TemplateError("unbalanced '('")
-    return terms, pos
-
-
-def _check(terms: list[Any], expr: str) -> None:
-    """Reject what the renderer does not implement, at load time."""
-    if not terms:
-        raise TemplateError(f"empty action {{{{{expr}}}}}")
-    head = terms[0]
-    if isinstance(head, str) and not head.startswith((".", '"', "`")) and not _NUMBER.match(head):
-        if head not in FUNCS:
-            raise UnsupportedTemplate(
-                f'unsupported template action or function "{head}" in {{{{{expr}}}}}'
-            )
-    elif len(terms) > 1:
-        raise TemplateError(f"cannot call a value in {{{{{expr}}}}}")
-    for term in terms[1:] if isinstance(head, str) and head in FUNCS else terms:
-        if isinstance(term, list):
-            _check(term, expr)
-        elif term == "|" or term.startswith("$"):
-            raise UnsupportedTemplate(f"pipelines and variables are not supported: {{{{{expr}}}}}")
-
-
-def _eval(term: Any, env: Mapping[str, Any]) -> Any:
-    if isinstance(term, list):
-        head, args = term[0], term[1:]
-        if isinstance(head, str) and head in FUNCS:
-            return FUNCS[head](*(_eval(a, env) for a in args))
-        return _eval(head, env)
-    if term.startswith("."):
-        value: Any = env
-        for part in term[1:].split("."):
-            if not isinstance(value, Mapping) or part not in value:
-                raise MissingValue(f"no value for {term}")
-            value = value[part]
+def as_json(value: Any) -> Any:
+    """A template param as upstream's encoding/json hands it to the template: every number
+    a float64 (so `eq .n 1` compares a float with an int and fails, as upstream's)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
-    if term.startswith('"'):
-        return bytes(term[1:-1], "utf-8").decode("unicode_escape")
-    if term.startswith("`"):
-        return term[1:-1]
-    if _NUMBER.match(term):
-        return float(term) if any(c in term for c in ".eE") else int(term)
-    raise TemplateError(f"unknown term {term}")
-
-
-def _format(value: Any) -> str:
-    """As Go's fmt %v prints it: true/false, 2.0 as 2, shortest float otherwise."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
-    return str(value)
+    if isinstance(value, int):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: as_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [as_json(v) for v in value]
+    return value
 
 
 def render_text(text: str, env: Mapping[str, Any]) -> str:
-    """`text` with every action replaced by its value in `env`."""
-    out: list[str] = []
-    pos = 0
-    for m in _ACTION.finditer(text):
-        before = text[pos : m.start()]
-        if m.group(1):
-            before = before.rstrip()
-        out.append(before)
-        terms, _ = _parse(_tokens(m.group(2)), 0, None)
-        out.append(_format(_eval(terms, env)))
-        pos = m.end()
-        if m.group(3):
-            while pos < len(text) and text[pos].isspace():
-                pos += 1
-    out.append(text[pos:])
-    return "".join(out)
+    """`text` run as a Go template on `env`."""
+    return execute(_parsed(text), env, FUNCS)
 
 
 def validate_text(text: str) -> None:
-    """Raise TemplateError if `text` uses template syntax the renderer does not implement."""
-    for m in _ACTION.finditer(text):
-        expr = m.group(2)
-        if expr.strip().startswith("/*"):
-            raise UnsupportedTemplate("template comments are not supported")
-        terms, _ = _parse(_tokens(expr), 0, None)
-        _check(terms, expr)
+    """Raise TemplateError if `text` does not parse or uses what the renderer lacks."""
+    _parsed(text)
+
+
+def environment(index: int, count: int, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What a template sees: its params (as JSON values), .Index and .Count."""
+    return {**as_json(dict(params or {})), "Index": index, "Count": count}
 
 
 @dataclass(frozen=True)
@@ -228,8 +139,7 @@ class Template:
         """The object for `index` of `count`, with `params` (template params) in scope."""
         if not self.has_actions:
             return copy_data(self.data)
-        env = {**(params or {}), "Index": index, "Count": count}
-        return decode(render_text(self.text, env), self.source)
+        return decode(render_text(self.text, environment(index, count, params)), self.source)
 
 
 def decode(text: str, source: str) -> dict[str, Any]:
@@ -257,9 +167,10 @@ def read_template(path: str, source: str, params: Mapping[str, Any] | None = Non
     with open(path, encoding="utf-8") as f:
         text = f.read()
     validate_text(text)
-    env = {**(params or {}), "Index": 0, "Count": 1}
     try:
-        data = decode(render_text(text, env) if "{{" in text else text, source)
+        data = decode(
+            render_text(text, environment(0, 1, params)) if "{{" in text else text, source
+        )
     except MissingValue:
         data = {}  # uses template params: previewed once they are known (config.plan)
     return Template(path=path, source=source, text=text, data=data)

@@ -527,4 +527,4 @@ def test_a_case_whose_template_uses_go_features_kubera_lacks_is_left_out(tmp_pat
     assert list(runs(e)) == ["Ours/w"]
     (warning,) = [w for w in e.warnings if "left out" in w]
     assert 'test case "Upstream" is left out' in warning
-    assert 'unsupported template action or function "$n"' in warning
+    assert "variables are not supported: {{$n := (or .numRequests 1) | Int}}" in warning

@@ -58,8 +58,8 @@ ERRORS = [
     (
         "template-unsupported-action",
         replace("collectMetrics: true}", "collectMetrics: true, podTemplatePath: pod.yaml}"),
-        {"pod.yaml": "kind: Pod\n{{ if .Index }}x: 1{{ end }}\n"},
-        'pod.yaml: unsupported template action or function "if"',
+        {"pod.yaml": "kind: Pod\n{{ range .Index }}x: 1{{ end }}\n"},
+        "pod.yaml: {{range}} is not supported",
     ),
     (
         "pod-template-of-another-kind",

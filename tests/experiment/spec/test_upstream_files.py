@@ -39,14 +39,29 @@ def test_upstream_affinity_file_loads_whole_and_none_is_left_out():
     assert gated[1].skip_wait_to_completion and gated[2].stage_requirement == "Attempted"
 
 
-def test_upstream_default_preemption_leaves_out_only_its_pod_group_disruption_case():
-    """Its PodGroup template needs Go's `if` action (and its disruptionMode all, pod-group
-    preemption, is not implemented): the case is left out, naming the template."""
+def test_upstream_default_preemption_file_loads_whole_and_none_is_left_out():
+    """Its PodGroup templates (Go `if`/`else`/`eq`) render as upstream's: with disruptionMode
+    "" the pods join no group, with single/all each pair of pods joins gang-<i/2>."""
     e = load(str(DATA / "default_preemption" / "performance-config.yaml"))
-    left_out = {tc.name: tc.unsupported for tc in e.test_cases if tc.unsupported}
-    assert list(left_out) == ["PreemptionPodGroupDisruptionMode"]
-    assert "createPodGroups" not in left_out["PreemptionPodGroupDisruptionMode"]
-    assert "templates/podgroup.yaml" in left_out["PreemptionPodGroupDisruptionMode"]
+    assert not [tc.name for tc in e.test_cases if tc.unsupported]
+    for mode, union in (("NoPodGroup", None), ("PodGroupDisruptionMode_All", "all")):
+        ops = runs(e)[f"PreemptionPodGroupDisruptionMode/FastTest_{mode}"]
+        assert summary(ops) == [
+            ("createNodes[0]", 2, None),
+            ("createPodGroups[1]", 2, "gang-preempt-1"),
+            ("createPods[2]", 4, "gang-preempt-1"),
+            ("barrier[3]", None, None),
+            ("createPods[4]", 1, "gang-preempt-0"),
+        ]
+        groups, pods = ops[1], ops[2]
+        group = to_message(groups.template.render(1, 2, groups.template_params))
+        assert group.metadata.name == "gang-1" and group.spec.priority == 1000  # type: ignore[attr-defined]
+        dm = group.spec.disruption_mode  # type: ignore[attr-defined]
+        assert [m for m in ("single", "all") if dm.HasField(m)] == ([union] if union else [])
+        pod = pods.pod_template.render(3, 4, pods.template_params)["spec"]
+        assert pod["priority"] == 1000
+        assert pod["containers"][0]["resources"]["requests"]["cpu"] == "1500m"
+        assert pod.get("schedulingGroup") == ({"podGroupName": "gang-1"} if union else None)
     ops = runs(e)["PreemptionBasic/5Nodes"]
     assert summary(ops) == [
         ("createNodes[0]", 5, None),
