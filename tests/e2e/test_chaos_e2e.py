@@ -25,9 +25,10 @@ LEASES = (
 )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def up_args() -> tuple[str, ...]:
-    return ("--nodes", "6", "--schedulers", "3", "--controller-managers", "2", *LEASES)
+#: A cluster of its own (tests/e2e/conftest.py): it kills, pauses and cuts off leaders
+#: and restarts etcd.
+EXCLUSIVE = True
+UP_ARGS = ("--nodes", "6", "--schedulers", "3", "--controller-managers", "2", *LEASES)
 
 
 def _lease(k: Cluster, name: str) -> dict:

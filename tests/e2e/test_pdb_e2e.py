@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 NODE0, NODE1, NODE2 = "kubera-node-00000", "kubera-node-00001", "kubera-node-00002"
 
 
+# A cluster of its own (tests/e2e/conftest.py): it drains nodes.
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("kubera-home")

@@ -22,6 +22,9 @@ NS = "storage-describe-e2e"
 CLASS = "storage-describe-e2e-class"
 PV = "storage-describe-e2e-pv"
 CSINODE = "storage-describe-e2e-node"
+#: Time scaled so the PV controller's resync binds the claim in seconds; shared with modules
+#: of the same flags (tests/e2e/conftest.py). No node has the volume's zones (z1, z2).
+UP_ARGS = ("--nodes", "3", "--time-scale", "10")
 
 MANIFEST = f"""\
 apiVersion: storage.k8s.io/v1

@@ -19,9 +19,7 @@ from tests.waiting import until
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
-@pytest.fixture(scope="module")
-def up_args() -> tuple[str, ...]:
-    return ("--nodes", "2")
+UP_ARGS = ("--nodes", "2")
 
 
 def _apply(k: Cluster, ns: str, *docs: dict[str, Any]) -> None:
