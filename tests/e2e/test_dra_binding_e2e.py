@@ -1,8 +1,8 @@
 """Device binding conditions end to end: a real `kubera up` whose node template declares
 two hollow DRA drivers with binding conditions, and real kubectl.
 
-    ready   fpga.example.com: bindsToNode, the driver reports is-prepared True 8 s
-            (simulated, 0.4 s at the module's time scale of 20) after the allocation
+    ready   fpga.example.com: bindsToNode, the driver reports is-prepared True 2 s
+            (simulated) after the allocation
     broken  bad.example.com: the driver always reports preparing-failed (failure rate 1)
 
 A pod whose claim gets an fpga is bound only once its device is ready (the scheduler's
@@ -36,7 +36,7 @@ def _driver(driver: str, rate: float) -> dict[str, Any]:
         "bindsToNode": True,
         "bindingConditions": [f"{driver}/is-prepared"],
         "bindingFailureConditions": [f"{driver}/preparing-failed"],
-        "preparationDelay": "8s",
+        "preparationDelay": "2s",
         "preparationFailureRate": rate,
     }
 
@@ -66,7 +66,7 @@ TEMPLATE: dict[str, Any] = {
 def up_args(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ...]]:
     path = tmp_path_factory.mktemp("binding-template") / "nodes.yaml"
     path.write_text(yaml.safe_dump(TEMPLATE))
-    yield ("--node-template", str(path), "--time-scale", "20")
+    yield ("--node-template", str(path), "--time-scale", "5")
 
 
 def apply(k: Cluster, *docs: dict[str, Any]) -> None:
