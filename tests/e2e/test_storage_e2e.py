@@ -23,8 +23,9 @@ MANIFESTS = Path(__file__).parent / "manifests" / "storage"
 NS = "storage-e2e"
 
 
-#: Shared with modules of the same flags (tests/e2e/conftest.py).
-UP_ARGS = ("--nodes", "3", "--time-scale", "10")
+@pytest.fixture(scope="module")
+def up_args() -> tuple[str, ...]:
+    return ("--nodes", "1")
 
 
 def get_json(k: Cluster, *args: str) -> Any:
