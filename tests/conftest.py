@@ -18,6 +18,7 @@ from services.storage import Storage
 from services.storage.etcd import EtcdStorage
 from services.storage.memory import MemoryStorage
 from tests import profiles
+from tests.e2e.helpers import shared_key
 from tests.harness import wipe
 from tests.rayhead import ray_head
 
@@ -82,15 +83,23 @@ def _start_rank(item: pytest.Item) -> int:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Sort modules by `_START_ORDER`, a module by its first-ranked test; a module's tests
     stay together and in their order (its module fixtures are set up once), and modules of
-    one rank keep the collection's order."""
+    one rank keep the collection's order, except that modules on one shared cluster
+    (tests/e2e/conftest.py) follow the first of them, so a worker starts it once."""
     rank: dict[str, int] = {}
     for item in items:
         module = item.nodeid.split("::", 1)[0]
         rank[module] = min(rank.get(module, len(_START_ORDER)), _start_rank(item))
     position = {item.nodeid: i for i, item in enumerate(items)}
     first: dict[str, int] = {}
+    group: dict[tuple[int, tuple[str, ...]], int] = {}
     for item in items:
-        first.setdefault(item.nodeid.split("::", 1)[0], position[item.nodeid])
+        module = item.nodeid.split("::", 1)[0]
+        if module in first:
+            continue
+        first[module] = position[item.nodeid]
+        key = shared_key(item)
+        if key is not None:
+            first[module] = group.setdefault((rank[module], key), first[module])
     items.sort(
         key=lambda it: (rank[m := it.nodeid.split("::", 1)[0]], first[m], position[it.nodeid])
     )

@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import yaml
 
 from kubera.testing import Cluster
@@ -47,6 +48,56 @@ def running(home: Path, *up_args: str, ray_address: str = "") -> Iterator[Cluste
         yield k
     finally:
         k.stop()
+
+
+#: Flags whose value, when it is the one `kubera up` uses without the flag, is left out of
+#: a module's key (`--nodes 0 --time-scale 1` shares the cluster of no flags).
+_DEFAULTS = {"--nodes": "0", "--time-scale": "1"}
+
+
+def cluster_key(args: tuple[str, ...]) -> tuple[str, ...]:
+    """`kubera up` flags in a normal form: each flag with its values, sorted by flag (the
+    order of repeatable flags kept), defaults dropped; equal keys start equal clusters."""
+    groups: list[tuple[str, ...]] = []
+    for arg in args:
+        if arg.startswith("--") or not groups:
+            groups.append((arg,))
+        else:
+            groups[-1] += (arg,)
+    kept = [g for g in groups if not (len(g) == 2 and _DEFAULTS.get(g[0]) == g[1])]
+    kept.sort(key=lambda g: g[0])
+    return tuple(a for g in kept for a in g)
+
+
+def shared_key(node: pytest.Item | pytest.Module | None) -> tuple[str, ...] | None:
+    """The key of the shared cluster (tests/e2e/conftest.py) a test, or a module's tests,
+    run on; None when they run on a cluster of the module's own or on none. Read from the
+    module and the test's fixture names alone, before any fixture runs."""
+    if isinstance(node, pytest.Item) and "cluster" not in getattr(node, "fixturenames", ()):
+        return None
+    module = getattr(node, "module", None)
+    if module is None or getattr(module, "EXCLUSIVE", None):
+        return None
+    if any(name in vars(module) for name in ("up_args", "own_ray", "cluster")):
+        return None
+    return cluster_key(tuple(getattr(module, "UP_ARGS", ())))
+
+
+def _namespaces(k: Cluster) -> set[str]:
+    return set(
+        kubectl(k, "get", "namespaces", "-o", "name", timeout=30, check=False).stdout.split()
+    )
+
+
+@contextlib.contextmanager
+def namespaces_left_behind_deleted(k: Cluster) -> Iterator[None]:
+    """For one block (a module's tests on a shared cluster): the namespaces made in it and
+    still there at its end are deleted (without waiting for their content to go)."""
+    before = _namespaces(k)
+    yield
+    left = sorted(_namespaces(k) - before)
+    if left:
+        kubectl(k, "delete", *left, "--wait=false", check=False)
 
 
 def pods_file(tmp: Path, prefix: str, n: int) -> Path:

@@ -29,9 +29,9 @@ CONTAINER = {
 }
 
 
-@pytest.fixture(scope="module")
-def up_args() -> tuple[str, ...]:
-    return ("--nodes", "3")
+#: A cluster of its own (tests/e2e/conftest.py): it restarts the apiserver.
+EXCLUSIVE = True
+UP_ARGS = ("--nodes", "3")
 
 
 def _apply(k: Cluster, tmp: Path, name: str, *docs: dict) -> None:

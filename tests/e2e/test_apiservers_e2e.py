@@ -28,9 +28,9 @@ CONTAINER = {
 }
 
 
-@pytest.fixture(scope="module")
-def up_args() -> tuple[str, ...]:
-    return ("--apiservers", "2", "--nodes", "3")
+#: A cluster of its own (tests/e2e/conftest.py): it kills an apiserver replica.
+EXCLUSIVE = True
+UP_ARGS = ("--apiservers", "2", "--nodes", "3")
 
 
 def _apply(k: Cluster, tmp: Path, name: str, *docs: dict) -> None:

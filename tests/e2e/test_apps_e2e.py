@@ -7,7 +7,8 @@ byte for byte. web.yaml holds a headless Service and the StatefulSet; only the S
 document is applied here (the Service kind comes with another part of issue 26), from the
 file's own text.
 
-One cluster for the module (3 hollow nodes, time scaled); each test states what it checks.
+One cluster (3 hollow nodes, time scaled; shared with modules of the same flags, the
+StatefulSet in a namespace of its own); each test states what it checks.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 import yaml
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import kubectl, running
+from tests.e2e.helpers import kubectl
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -30,13 +31,20 @@ MANIFESTS = Path(__file__).resolve().parent / "manifests" / "website"
 NODES = ("kubera-node-00000", "kubera-node-00001", "kubera-node-00002")
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Cluster]:
-    home = tmp_path_factory.mktemp("kubera-home")
-    # web.yaml's claims need a default StorageClass with a provisioner, as the docs say:
-    # `kubera up` makes one (`standard`), as kind does
-    with running(home, "--nodes", "3", "--time-scale", "20", ray_address=shared_ray) as k:
-        yield k
+#: web.yaml's claims need a default StorageClass with a provisioner, as the docs say:
+#: `kubera up` makes one (`standard`), as kind does.
+UP_ARGS = ("--nodes", "3", "--time-scale", "20")
+#: The StatefulSet's namespace (web.yaml names none); the DaemonSet's file names kube-system.
+NS = "apps-e2e"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def daemonset_deleted(cluster: Cluster) -> Iterator[None]:
+    """The docs' DaemonSet lives in kube-system, which outlives the module on a shared
+    cluster: it goes (with its pods) after the module's tests."""
+    yield
+    kubectl(cluster, "delete", "daemonset", "fluentd-elasticsearch", "-n", "kube-system",
+            "--ignore-not-found", "--cascade=foreground", "--timeout=60s", timeout=90, check=False)  # fmt: skip
 
 
 def get_json(k: Cluster, *args: str) -> Any:
@@ -137,13 +145,14 @@ def watch_events(text: str) -> list[tuple[str, dict[str, Any]]]:
 def test_the_docs_statefulset_creates_its_ordinals_in_order(cluster: Cluster) -> None:
     docs = list(yaml.safe_load_all((MANIFESTS / "application" / "web" / "web.yaml").read_text()))
     (sts,) = [d for d in docs if d and d["kind"] == "StatefulSet"]
-    since = get_json(cluster, "pods")["metadata"]["resourceVersion"]
-    kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump(sts))
-    kubectl(cluster, "rollout", "status", "statefulset/web", "--timeout=90s", timeout=120)
+    kubectl(cluster, "create", "namespace", NS)
+    since = get_json(cluster, "pods", "-n", NS)["metadata"]["resourceVersion"]
+    kubectl(cluster, "apply", "-n", NS, "-f", "-", stdin=yaml.safe_dump(sts))
+    kubectl(cluster, "rollout", "status", "statefulset/web", "-n", NS, "--timeout=90s", timeout=120)
     # Every change of the set's pods since before the apply, in order (a watch from
     # the resourceVersion read before it, ended by its timeout).
     url = (
-        "/api/v1/namespaces/default/pods?watch=true&labelSelector=app%3Dnginx"
+        f"/api/v1/namespaces/{NS}/pods?watch=true&labelSelector=app%3Dnginx"
         f"&resourceVersion={since}&timeoutSeconds=2"
     )
     seen = kubectl(cluster, "get", "--raw", url, timeout=60).stdout
@@ -156,19 +165,22 @@ def test_the_docs_statefulset_creates_its_ordinals_in_order(cluster: Cluster) ->
         if ready_since(pod) and f"{name} ready" not in order:
             order.append(f"{name} ready")
     assert order[:3] == ["web-0 created", "web-0 ready", "web-1 created"], order
-    pods = {p["metadata"]["name"]: p for p in get_json(cluster, "pods", "-l", "app=nginx")["items"]}
+    pods = {
+        p["metadata"]["name"]: p
+        for p in get_json(cluster, "pods", "-n", NS, "-l", "app=nginx")["items"]
+    }
     assert sorted(pods) == ["web-0", "web-1"]
     for name, p in pods.items():
         assert p["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] == name
         assert p["metadata"]["labels"]["apps.kubernetes.io/pod-index"] == name[-1]
         assert p["spec"]["hostname"] == name and p["spec"]["subdomain"] == "nginx"
-    claims = get_json(cluster, "pvc", "-l", "app=nginx")["items"]
+    claims = get_json(cluster, "pvc", "-n", NS, "-l", "app=nginx")["items"]
     assert sorted(c["metadata"]["name"] for c in claims) == ["www-web-0", "www-web-1"]
-    out = kubectl(cluster, "get", "sts", "web").stdout.splitlines()
+    out = kubectl(cluster, "get", "-n", NS, "sts", "web").stdout.splitlines()
     assert out[0].split() == ["NAME", "READY", "AGE"]
     assert out[1].split()[:2] == ["web", "2/2"]
-    assert "web-0" in kubectl(cluster, "describe", "statefulset", "web").stdout
-    described = cluster("describe", "statefulset", "web")
+    assert "web-0" in kubectl(cluster, "describe", "statefulset", "web", "-n", NS).stdout
+    described = cluster("describe", "statefulset", "web", "-n", NS)
     assert described.returncode == 0 and "Selector:" in described.stdout, described.stderr
     everything = kubectl(cluster, "get", "all", "-A").stdout
     assert "statefulset.apps/web" in everything
@@ -176,25 +188,27 @@ def test_the_docs_statefulset_creates_its_ordinals_in_order(cluster: Cluster) ->
 
 
 def test_the_statefulset_scales_rolls_out_and_undoes(cluster: Cluster) -> None:
-    kubectl(cluster, "scale", "statefulset", "web", "--replicas=3")
-    kubectl(cluster, "rollout", "status", "statefulset/web", "--timeout=90s", timeout=120)
+    kubectl(cluster, "scale", "statefulset", "web", "--replicas=3", "-n", NS)
+    kubectl(cluster, "rollout", "status", "statefulset/web", "--timeout=90s", "-n", NS, timeout=120)
     wait_for(
         "web-2 ready",
-        lambda: get_json(cluster, "sts", "web")["status"].get("readyReplicas") == 3,
+        lambda: get_json(cluster, "sts", "-n", NS, "web")["status"].get("readyReplicas") == 3,
     )
-    kubectl(cluster, "set", "image", "statefulset/web", "nginx=registry.k8s.io/nginx-slim:0.8")
-    kubectl(cluster, "rollout", "status", "statefulset/web", "--timeout=90s", timeout=120)
-    pods = get_json(cluster, "pods", "-l", "app=nginx")["items"]
+    kubectl(
+        cluster, "set", "image", "statefulset/web", "nginx=registry.k8s.io/nginx-slim:0.8", "-n", NS
+    )
+    kubectl(cluster, "rollout", "status", "statefulset/web", "--timeout=90s", "-n", NS, timeout=120)
+    pods = get_json(cluster, "pods", "-n", NS, "-l", "app=nginx")["items"]
     assert {p["spec"]["containers"][0]["image"] for p in pods} == {"registry.k8s.io/nginx-slim:0.8"}
-    st = get_json(cluster, "sts", "web")["status"]
+    st = get_json(cluster, "sts", "-n", NS, "web")["status"]
     assert st["currentRevision"] == st["updateRevision"]
-    history = kubectl(cluster, "rollout", "history", "statefulset/web").stdout
+    history = kubectl(cluster, "rollout", "history", "statefulset/web", "-n", NS).stdout
     assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
-    kubectl(cluster, "rollout", "undo", "statefulset/web")
-    kubectl(cluster, "rollout", "status", "statefulset/web", "--timeout=90s", timeout=120)
-    got = get_json(cluster, "sts", "web")
+    kubectl(cluster, "rollout", "undo", "statefulset/web", "-n", NS)
+    kubectl(cluster, "rollout", "status", "statefulset/web", "--timeout=90s", "-n", NS, timeout=120)
+    got = get_json(cluster, "sts", "-n", NS, "web")
     assert got["spec"]["template"]["spec"]["containers"][0]["image"] == (
         "registry.k8s.io/nginx-slim:0.7"
     )
-    revisions = get_json(cluster, "controllerrevisions", "-l", "app=nginx")["items"]
+    revisions = get_json(cluster, "controllerrevisions", "-n", NS, "-l", "app=nginx")["items"]
     assert sorted(r["revision"] for r in revisions) == [2, 3], "the undo re-used revision 1"

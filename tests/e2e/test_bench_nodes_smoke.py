@@ -21,7 +21,9 @@ def test_bench_nodes_reports_leases_memory_and_the_eviction_reaction(
 ) -> None:
     out = tmp_path / "nodes"
     args = ["--workload", "100Nodes", "--nodes", "10", "--pods", "40", "--settle", "1s"]
-    args += ["--window", "12s", "--pressure-nodes", "3"]
+    # a 5 s window holds renewals of half the leases (each renews once in 10 s, the nodes
+    # spread over 10 slots), enough for every figure asserted
+    args += ["--window", "5s", "--pressure-nodes", "3"]
     k, on_ray = runs_on_ray(tmp_path / "home", shared_ray)
     r = k.run("bench", "nodes", *args, *on_ray, "--output", str(out), timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr

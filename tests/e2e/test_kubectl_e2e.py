@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NODES = ("kubera-node-00000", "kubera-node-00001", "kubera-node-00002")
 
 
+# A cluster of its own (tests/e2e/conftest.py): it cordons, taints and drains nodes.
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("kubera-home")

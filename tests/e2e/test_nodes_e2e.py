@@ -17,6 +17,7 @@ from tests.waiting import until
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
+# A cluster of its own (tests/e2e/conftest.py): it kills and drains nodes.
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("kubera-home")

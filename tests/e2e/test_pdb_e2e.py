@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 NODE0, NODE1, NODE2 = "kubera-node-00000", "kubera-node-00001", "kubera-node-00002"
 
 
+# A cluster of its own (tests/e2e/conftest.py): it drains nodes.
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("kubera-home")
@@ -68,9 +69,9 @@ def test_drain_is_blocked_by_a_budget_and_drains_an_unbudgeted_node(cluster: Clu
     until(budget_kept)
     assert _get(cluster, "pdb", "web")["status"].get("disruptionsAllowed", 0) == 0
 
-    r = cluster("drain", NODE0, "--force", "--timeout", "8s")
+    r = cluster("drain", NODE0, "--force", "--timeout", "3s")
     assert r.returncode == 1, r.stdout
-    assert "global timeout reached: 8s" in r.stderr
+    assert "global timeout reached: 3s" in r.stderr
     assert "The disruption budget web needs 2 healthy pods and has 2 currently" in r.stderr
     names = sorted(p["metadata"]["name"] for p in _get(cluster, "pods")["items"])
     assert names == ["batch-0", "web-0", "web-1"]

@@ -1,30 +1,28 @@
 """Pods that live and end on hollow nodes of a real `kubera up`, seen with kubectl: a
 container that keeps failing crash-loops (CrashLoopBackOff, restartCount growing), a
 restartPolicy Never pod that fails is Failed with its exit code, memory usage past the
-limit is OOMKilled, init containers run before the app, and `kubectl logs` answers."""
+limit is OOMKilled, init containers run before the app, and `kubectl logs` answers. The
+pods live in a namespace of the module's own, on a cluster shared with modules of the same
+flags."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import yaml
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import running
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Cluster]:
-    home = tmp_path_factory.mktemp("kubera-home")
-    with running(home, "--nodes", "2", "--time-scale", "20", ray_address=shared_ray) as k:
-        yield k
+UP_ARGS = ("--nodes", "3", "--time-scale", "20")
+#: The module's pods' namespace (the cluster is shared; conftest deletes it after).
+NS = "pod-lifecycle-e2e"
 
 
 def kubectl(k: Cluster, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -34,7 +32,12 @@ def kubectl(k: Cluster, *args: str, stdin: str | None = None) -> subprocess.Comp
         "PATH": "/usr/local/bin:/usr/bin:/bin",
     }
     return subprocess.run(
-        ["kubectl", *args], env=env, input=stdin, capture_output=True, text=True, timeout=90
+        ["kubectl", "--namespace", NS, *args],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=90,
     )
 
 
@@ -85,6 +88,8 @@ def applied(cluster: Cluster) -> Cluster:
             ],
         ),
     ]
+    r = kubectl(cluster, "create", "namespace", NS)
+    assert r.returncode == 0, r.stderr
     r = kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
     assert r.returncode == 0, r.stderr
     return cluster

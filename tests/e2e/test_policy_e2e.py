@@ -4,18 +4,18 @@ their text kept here unchanged): LimitRange defaults appear on a pod, a pod abov
 LimitRange's max is refused, a quota refuses the pod that would exceed it with the words the
 docs show, and a quota on pods holds a Deployment below its replicas.
 
-One cluster for the module; each test works in a namespace of its own, as the docs' tasks do."""
+One cluster, shared with modules of the same flags; each test works in a namespace of its
+own, as the docs' tasks do."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 
 import pytest
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import kubectl, running
+from tests.e2e.helpers import kubectl
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -142,11 +142,7 @@ spec:
 """
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Cluster]:
-    home = tmp_path_factory.mktemp("kubera-home")
-    with running(home, "--nodes", "2", "--time-scale", "20", ray_address=shared_ray) as k:
-        yield k
+UP_ARGS = ("--nodes", "3", "--time-scale", "20")
 
 
 def apply(

@@ -33,6 +33,7 @@ from tests.waiting import until
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
+# A cluster of its own (tests/e2e/conftest.py): one object of every kind, cluster-scoped ones too.
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("kubera-home")

@@ -30,12 +30,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 PODS = 40
 
 
-@pytest.fixture(scope="module")
-def up_args() -> tuple[str, ...]:
-    return (
-        "--nodes", "4", "--schedulers", "2",
-        "--scheduler-mode", "shared-state", "--shared-state-partition", "hash",
-    )  # fmt: skip
+#: A cluster of its own (tests/e2e/conftest.py): its `kubera check` replays every bind in
+#: the cluster's history.
+EXCLUSIVE = True
+UP_ARGS = (
+    "--nodes", "4", "--schedulers", "2",
+    "--scheduler-mode", "shared-state", "--shared-state-partition", "hash",
+)  # fmt: skip
 
 
 def test_both_replicas_bind_through_the_allocation_record(cluster: Cluster, tmp_path: Path) -> None:

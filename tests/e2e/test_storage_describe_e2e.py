@@ -22,6 +22,9 @@ NS = "storage-describe-e2e"
 CLASS = "storage-describe-e2e-class"
 PV = "storage-describe-e2e-pv"
 CSINODE = "storage-describe-e2e-node"
+#: Shared with modules of the same flags (tests/e2e/conftest.py); no node has the volume's
+#: zones (z1, z2). Not time scaled: kubectl ages events by the wall clock (`<invalid>`).
+UP_ARGS = ("--nodes", "3")
 
 MANIFEST = f"""\
 apiVersion: storage.k8s.io/v1
@@ -88,7 +91,14 @@ _AGE = re.compile(r"\b\d+(\.\d+)?[smhd](\d+[smh])?( \(x\d+ over [^)]*\))?")
 
 
 def _stable(text: str) -> str:
-    return _AGE.sub("AGE", text)
+    """`text` with its ages replaced, and in each events table (from "Events:" on to an
+    empty line) the padding between cells too: the Age column is as wide as the widest
+    age of that read."""
+    lines, table = [], False
+    for line in _AGE.sub("AGE", text).splitlines():
+        table = line == "Events:" or (table and bool(line.strip()))
+        lines.append(re.sub(r"  +", "  ", line) if table else line)
+    return "\n".join(lines)
 
 
 def get_json(k: Cluster, *args: str) -> Any:
@@ -98,7 +108,13 @@ def get_json(k: Cluster, *args: str) -> Any:
 def test_kubectl_gets_and_describes_the_storage_kinds(cluster: Cluster) -> None:
     kubectl(cluster, "create", "namespace", NS)
     try:
-        kubectl(cluster, "apply", "-f", "-", stdin=MANIFEST)
+        # the volume first, seen by the PV controller (Available), then its claim: a claim
+        # naming a volume the controller has not seen yet waits for the claims' resync (15 s)
+        volume, claims = MANIFEST.split("---\napiVersion: v1\nkind: PersistentVolumeClaim", 1)
+        kubectl(cluster, "apply", "-f", "-", stdin=volume)
+        until(lambda: get_json(cluster, "pv", PV).get("status", {}).get("phase") == "Available")
+        claims = "apiVersion: v1\nkind: PersistentVolumeClaim" + claims
+        kubectl(cluster, "apply", "-f", "-", stdin=claims)
         until(
             lambda: get_json(cluster, "pvc", "data", "-n", NS)["status"].get("phase") == "Bound",
             timeout=60,

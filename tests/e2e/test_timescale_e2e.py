@@ -27,9 +27,7 @@ SCALE = 60
 WAIT = 60
 
 
-@pytest.fixture(scope="module")
-def up_args() -> tuple[str, ...]:
-    return ("--nodes", "2", "--time-scale", str(SCALE))
+UP_ARGS = ("--nodes", "2", "--time-scale", str(SCALE))
 
 
 def cronjob(name: str, run: str, **spec: Any) -> str:

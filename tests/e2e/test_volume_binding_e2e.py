@@ -29,9 +29,8 @@ SELECTED_NODE = "volume.kubernetes.io/selected-node"
 HOSTNAME = "kubernetes.io/hostname"
 
 
-@pytest.fixture(scope="module")
-def up_args() -> tuple[str, ...]:
-    return ("--nodes", "3")
+#: Shared with modules of the same flags (tests/e2e/conftest.py).
+UP_ARGS = ("--nodes", "3", "--time-scale", "10")
 
 
 def get_json(k: Cluster, *args: str) -> Any:

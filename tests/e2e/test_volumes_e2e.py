@@ -34,9 +34,7 @@ MANUAL = "volumes-e2e-manual"
 TEMPLATE = Path(__file__).resolve().parents[2] / "examples" / "zonal-disk-node-template.yaml"
 
 
-@pytest.fixture(scope="module")
-def up_args() -> tuple[str, ...]:
-    return ("--nodes", "1", "--node-template", str(TEMPLATE), "--time-scale", "10")
+UP_ARGS = ("--nodes", "1", "--node-template", str(TEMPLATE), "--time-scale", "10")
 
 
 def get_json(k: Cluster, *args: str) -> Any:

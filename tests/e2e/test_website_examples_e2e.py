@@ -80,9 +80,9 @@ from tests.e2e.website.workloads import (
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
-@pytest.fixture(scope="module")
-def up_args() -> tuple[str, ...]:
-    return ("--nodes", str(NODES), "--time-scale", "20")
+#: A cluster of its own (tests/e2e/conftest.py): rows cordon and taint nodes and run DaemonSets on every node.
+EXCLUSIVE = True
+UP_ARGS = ("--nodes", str(NODES), "--time-scale", "20")
 
 
 @dataclass(frozen=True)

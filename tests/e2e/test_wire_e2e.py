@@ -19,9 +19,8 @@ from tests.waiting import until
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
-@pytest.fixture(scope="module")
-def up_args() -> tuple[str, ...]:
-    return ("--nodes", "2")
+#: Shared with modules of the same flags (tests/e2e/conftest.py).
+UP_ARGS = ("--nodes", "3")
 
 
 def _apply(k: Cluster, ns: str, *docs: dict[str, Any]) -> None:
