@@ -29,8 +29,10 @@ def test_head_processes_are_named_by_program_or_script(tmp_path: Path) -> None:
         # A child's /proc cmdline is empty until its exec has set up the new arguments,
         # which on a loaded machine can be after Popen returns: wait for both names.
         until(
-            lambda: kray.process_name(python.pid) == "log_monitor"
-            and kray.process_name(sleeper.pid) == "sleep",
+            lambda: (
+                kray.process_name(python.pid) == "log_monitor"
+                and kray.process_name(sleeper.pid) == "sleep"
+            ),
             timeout=10,
             interval=0.05,
         )
