@@ -25,9 +25,8 @@ ZONE, REGION = "topology.kubernetes.io/zone", "topology.kubernetes.io/region"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 
 
-@pytest.fixture(scope="module")
-def up_args() -> tuple[str, ...]:
-    return ("--nodes", "2")
+#: conftest's shared cluster of these flags (with wire and storage describe)
+UP_ARGS = ("--nodes", "3")
 
 
 def get_json(k: Cluster, *args: str) -> Any:
