@@ -7,7 +7,8 @@ What users see: a gang that fits binds whole; a gang that fits only partly binds
 node is added; a gang whose quorum times out at Permit goes back to the queue together;
 a gang short of members waits gated, and goes once the last member is created, or once
 the last member's scheduling gates are removed; a gang whose pods share one unallocated
-claim binds whole on the node of the devices the first member's Reserve chose.
+claim binds whole on the node of the devices the first member's Reserve chose; a labelled
+pod that names the default scheduler is no gang member.
 """
 
 from __future__ import annotations
@@ -75,9 +76,11 @@ class Gang:
         await self.client.create(pod_group(name, "default", min_member=min_member, timeout=timeout))
         await eventually(lambda: f"default/{name}" in self.sched.kind_informers["PodGroup"].store)
 
-    async def member(self, name: str, group: str, cpu: str, **spec: Any) -> None:
+    async def member(
+        self, name: str, group: str, cpu: str, scheduler: str = GANG_SCHEDULER, **spec: Any
+    ) -> None:
         p = MakePod().typed().name(name).namespace("default").label(POD_GROUP_LABEL, group)
-        p.scheduler_name(GANG_SCHEDULER).container("c", "i", requests={"cpu": cpu})
+        p.scheduler_name(scheduler).container("c", "i", requests={"cpu": cpu})
         await self.api.create(p.spec(spec).obj())
 
     async def priorities(self) -> None:
@@ -195,6 +198,16 @@ async def test_a_gang_that_fits_only_partly_binds_nobody_until_a_node_is_added(
     found = await eventually(lambda: _all(gang, 3), timeout=30)
     assert set(found) == {"g0", "g1", "g2"}
     assert sorted(gang.rec.bind_calls) == ["g0", "g1", "g2"]  # each bound once, together
+
+
+async def test_the_default_profile_ignores_the_pod_group_label(gang: Gang) -> None:
+    """Coscheduling runs in scheduler-plugins-scheduler only: a labelled pod that names the
+    default scheduler binds alone, though its group needs three."""
+    await gang.node("n1", "4")
+    await gang.group("pg", 3)
+    await gang.member("solo", "pg", "1", scheduler="default-scheduler")
+    assert await eventually(lambda: _all(gang, 1), timeout=20) == {"solo": "n1"}
+    assert gang.rec.bind_calls == ["solo"]
 
 
 async def test_a_gang_short_of_members_waits_gated_until_the_last_one_is_created(
