@@ -364,7 +364,9 @@ def test_a_gang_binds_all_or_nothing(cluster: Cluster) -> None:
         assert scheduled["lastTransitionTime"] >= added["metadata"]["creationTimestamp"]
     status = until(
         lambda: (
-            (s := get(cluster, "podgroups")[0].get("status", {})).get("phase") == "Running" and s
+            (s := get(cluster, "podgroups.scheduling.x-k8s.io")[0].get("status", {})).get("phase")
+            == "Running"
+            and s
         ),
         timeout=60,
     )
