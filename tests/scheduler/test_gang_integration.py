@@ -236,7 +236,8 @@ async def test_a_gang_whose_scheduling_gates_are_removed_one_at_a_time_binds_who
     await gang.group("pg", 2)
     for name in ("a", "b"):
         p = MakePod().typed().name(name).namespace("default").label(POD_GROUP_LABEL, "pg")
-        p.scheduler_name(GANG_SCHEDULER).container("c", "i", requests={"cpu": "1"}).scheduling_gates(["example.com/hold"])
+        p.scheduler_name(GANG_SCHEDULER).container("c", "i", requests={"cpu": "1"})
+        p.scheduling_gates(["example.com/hold"])
         await gang.api.create(p.obj())
 
     async def ungate(name: str) -> None:
