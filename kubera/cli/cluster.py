@@ -140,8 +140,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1); repeat it to run "
-        "separate scheduler deployments side by side, each with its own schedulerNames and Lease",
+        help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1), replacing the "
+        "default's two profiles (default-scheduler; scheduler-plugins-scheduler, with "
+        "Coscheduling); repeat it to run separate scheduler deployments side by side, each "
+        "with its own schedulerNames and Lease",
     )
     up.add_argument("--scheduler-seed", type=int, default=None, help=argparse.SUPPRESS)
     up.add_argument(

@@ -164,8 +164,9 @@ IN_TREE: tuple[InTreePlugin, ...] = (
         1,
     ),
     InTreePlugin("DefaultBinder", "defaultbinder", (BIND,)),
-    # scheduler-plugins' Coscheduling (gang scheduling), built in; the default profile
-    # enables it at DEFAULT_POINT_PLUGINS' points only (config/defaults.py), not QueueSort.
+    # scheduler-plugins' Coscheduling (gang scheduling), built in; kubera's default
+    # configuration enables it in a second profile, scheduler-plugins-scheduler, at every
+    # point but QueueSort (config/defaults.py SCHEDULER_PLUGINS_PROFILE_PLUGINS).
     InTreePlugin(
         "Coscheduling",
         "coscheduling",

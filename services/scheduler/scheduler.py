@@ -96,13 +96,34 @@ def skip_unscheduled_update(old: core_pb2.Pod, new: core_pb2.Pod) -> bool:
     return bool(rv) and rv == old.metadata.resource_version
 
 
+def merged_hints(
+    profiles: Iterable[config_mod.Profile], frameworks: dict[str, Framework]
+) -> dict[str, list[Any]]:
+    """Plugin -> its queueing hints, for the one queue of all profiles. A plugin's
+    registrations are taken from the first profile that runs it, and added again only from
+    a profile whose args for it differ: profiles that configure a plugin alike (kubera's
+    two default profiles share every default plugin) answer alike, and duplicates would
+    only run each hint twice (upstream keeps one hint map per profile)."""
+    hints: dict[str, list[Any]] = {}
+    seen: dict[str, list[Any]] = {}
+    for profile in profiles:
+        for plugin, events in frameworks[profile.scheduler_name].events_to_register().items():
+            args = profile.plugin_config.get(plugin)
+            if any(args == other for other in seen.get(plugin, ())):
+                continue
+            seen.setdefault(plugin, []).append(args)
+            hints.setdefault(plugin, []).extend(events)
+    return hints
+
+
 class _Handle:
     """What plugins get: the snapshot, the fenced Bind, waiting pods, the clock; and for
     DefaultPreemption the client, the nominator, the PDBs, the profile's framework and the
-    scheduler's seeded RNG."""
+    scheduler's seeded RNG. One handle serves every profile."""
 
     def __init__(self, sched: Scheduler) -> None:
         self._sched = sched
+        self._shared: dict[str, Any] = {}
         self.clock = sched.clock
         self.cluster_clock = sched.cluster_clock
         self.client = sched.client
@@ -110,6 +131,14 @@ class _Handle:
         #: Shared-state (Omega) mode: claim allocations are checked against the devices'
         #: allocation records (DynamicResources' PreBind).
         self.shared_state = sched.shared_state is not None
+
+    def shared(self, name: str, make: Callable[[], Any]) -> Any:
+        """The one object under `name` for all profiles, made by the first plugin that asks:
+        state every profile's instance must see alike (upstream's SharedDRAManager, which
+        holds the claims in flight)."""
+        if name not in self._shared:
+            self._shared[name] = make()
+        return self._shared[name]
 
     def framework_for(self, scheduler_name: str) -> Framework | None:
         return self._sched.frameworks.get(scheduler_name)
@@ -255,10 +284,7 @@ class Scheduler(Background):
             for p in self.config.profiles
         }
         first = next(iter(self.frameworks.values()))
-        hints: dict[str, list[Any]] = {}
-        for fwk in self.frameworks.values():
-            for plugin, events in fwk.events_to_register().items():
-                hints.setdefault(plugin, []).extend(events)
+        hints = merged_hints(self.config.profiles, self.frameworks)
         self.queue = SchedulingQueue(
             less=first.queue_sort_less,
             pre_enqueue={name: fwk.pre_enqueue_plugins for name, fwk in self.frameworks.items()},

@@ -144,12 +144,15 @@ USER_SLICE = {
 }
 
 
-def gpu_pod(name: str, template: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+def gpu_pod(
+    name: str, template: str, labels: dict[str, str] | None = None, **spec: Any
+) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "labels": labels or {"app": "dra"}},
         "spec": {
+            **spec,
             "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
             "containers": [
                 {
@@ -312,8 +315,13 @@ def test_a_gang_binds_all_or_nothing(cluster: Cluster) -> None:
         "spec": {"minMember": 3, "scheduleTimeoutSeconds": 5},
     }
     label = {"scheduling.x-k8s.io/pod-group": "t4-gang"}
-    # three T4 pods, two T4 devices: the gang must not start
-    apply(cluster, group, *(gpu_pod(f"gang-{i}", "t4", label) for i in range(3)))
+    # three T4 pods, two T4 devices: the gang must not start; its pods name the profile
+    # that runs Coscheduling
+    gang = [
+        gpu_pod(f"gang-{i}", "t4", label, schedulerName="scheduler-plugins-scheduler")
+        for i in range(3)
+    ]
+    apply(cluster, group, *gang)
     until(
         lambda: len([c for n, c in claims_by_pod(cluster).items() if n.startswith("gang-")]) == 3,
         timeout=60,
@@ -356,7 +364,9 @@ def test_a_gang_binds_all_or_nothing(cluster: Cluster) -> None:
         assert scheduled["lastTransitionTime"] >= added["metadata"]["creationTimestamp"]
     status = until(
         lambda: (
-            (s := get(cluster, "podgroups")[0].get("status", {})).get("phase") == "Running" and s
+            (s := get(cluster, "podgroups.scheduling.x-k8s.io")[0].get("status", {})).get("phase")
+            == "Running"
+            and s
         ),
         timeout=60,
     )

@@ -1,12 +1,14 @@
 """Gang scheduling end to end: a real apiserver on real etcd, the scheduler (Coscheduling in
-its default profile), Nodes as objects, and the controller-manager's PodGroup controller.
+its second default profile, scheduler-plugins-scheduler, which the gangs' pods name), Nodes
+as objects, and the controller-manager's PodGroup controller.
 
 What users see: a gang that fits binds whole; a gang that fits only partly binds nobody
 (every Bind call the scheduler makes is recorded: none is made) and binds whole once a
 node is added; a gang whose quorum times out at Permit goes back to the queue together;
 a gang short of members waits gated, and goes once the last member is created, or once
 the last member's scheduling gates are removed; a gang whose pods share one unallocated
-claim binds whole on the node of the devices the first member's Reserve chose.
+claim binds whole on the node of the devices the first member's Reserve chose; a labelled
+pod that names the default scheduler is no gang member.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 PODS, POD_GROUPS = BY_KIND["Pod"], BY_KIND["PodGroup"]
+#: The profile that runs Coscheduling (config/defaults.py); a gang's pods name it.
+GANG_SCHEDULER = "scheduler-plugins-scheduler"
 
 
 class RecordingClient(Client):
@@ -72,9 +76,11 @@ class Gang:
         await self.client.create(pod_group(name, "default", min_member=min_member, timeout=timeout))
         await eventually(lambda: f"default/{name}" in self.sched.kind_informers["PodGroup"].store)
 
-    async def member(self, name: str, group: str, cpu: str, **spec: Any) -> None:
+    async def member(
+        self, name: str, group: str, cpu: str, scheduler: str = GANG_SCHEDULER, **spec: Any
+    ) -> None:
         p = MakePod().typed().name(name).namespace("default").label(POD_GROUP_LABEL, group)
-        p.container("c", "i", requests={"cpu": cpu})
+        p.scheduler_name(scheduler).container("c", "i", requests={"cpu": cpu})
         await self.api.create(p.spec(spec).obj())
 
     async def priorities(self) -> None:
@@ -186,12 +192,22 @@ async def test_a_gang_that_fits_only_partly_binds_nobody_until_a_node_is_added(
     assert any("optimistic rejection in PostFilter" in m or "Unreserve" in m for m in msgs), msgs
     assert gang.rec.bind_calls == []
     assert await gang.bound() == {}
-    await eventually(lambda: len(gang.sched.frameworks["default-scheduler"].waiting_pods) == 0)
+    await eventually(lambda: len(gang.sched.frameworks[GANG_SCHEDULER].waiting_pods) == 0)
 
     await gang.node("n2", "4")
     found = await eventually(lambda: _all(gang, 3), timeout=30)
     assert set(found) == {"g0", "g1", "g2"}
     assert sorted(gang.rec.bind_calls) == ["g0", "g1", "g2"]  # each bound once, together
+
+
+async def test_the_default_profile_ignores_the_pod_group_label(gang: Gang) -> None:
+    """Coscheduling runs in scheduler-plugins-scheduler only: a labelled pod that names the
+    default scheduler binds alone, though its group needs three."""
+    await gang.node("n1", "4")
+    await gang.group("pg", 3)
+    await gang.member("solo", "pg", "1", scheduler="default-scheduler")
+    assert await eventually(lambda: _all(gang, 1), timeout=20) == {"solo": "n1"}
+    assert gang.rec.bind_calls == ["solo"]
 
 
 async def test_a_gang_short_of_members_waits_gated_until_the_last_one_is_created(
@@ -220,7 +236,8 @@ async def test_a_gang_whose_scheduling_gates_are_removed_one_at_a_time_binds_who
     await gang.group("pg", 2)
     for name in ("a", "b"):
         p = MakePod().typed().name(name).namespace("default").label(POD_GROUP_LABEL, "pg")
-        p.container("c", "i", requests={"cpu": "1"}).scheduling_gates(["example.com/hold"])
+        p.scheduler_name(GANG_SCHEDULER).container("c", "i", requests={"cpu": "1"})
+        p.scheduling_gates(["example.com/hold"])
         await gang.api.create(p.obj())
 
     async def ungate(name: str) -> None:
@@ -260,7 +277,7 @@ async def test_a_gang_sharing_one_unallocated_claim_binds_whole_on_the_claims_no
     await gang.group("pg", 2, timeout=10)
     for name in ("s1", "s2"):
         p = MakePod().typed().name(name).namespace("default").label(POD_GROUP_LABEL, "pg")
-        p.container("c", "i", requests={"cpu": "1"})
+        p.scheduler_name(GANG_SCHEDULER).container("c", "i", requests={"cpu": "1"})
         await gang.api.create(p.resource_claim("gpu", claim="shared").container_claims("gpu").obj())
     assert await eventually(lambda: _all(gang, 2), timeout=20) == {"s1": "n2", "s2": "n2"}
     assert sorted(gang.rec.bind_calls) == ["s1", "s2"]  # each bound once, with its sibling
@@ -281,7 +298,11 @@ async def test_a_gang_whose_quorum_times_out_goes_back_together(
         "apiVersion: kubescheduler.config.k8s.io/v1\n"
         "kind: KubeSchedulerConfiguration\n"
         "profiles:\n"
-        "  - pluginConfig:\n"
+        "  - schedulerName: scheduler-plugins-scheduler\n"
+        "    plugins:\n"
+        "      multiPoint: {enabled: [{name: Coscheduling}]}\n"
+        "      queueSort: {disabled: [{name: Coscheduling}]}\n"
+        "    pluginConfig:\n"
         "      - name: Coscheduling\n"
         "        args:\n"
         "          podGroupRejectPercentage: 100\n"
@@ -295,7 +316,7 @@ async def test_a_gang_whose_quorum_times_out_goes_back_together(
 
 
 async def _times_out_together(gang: Gang) -> None:
-    fwk = gang.sched.frameworks["default-scheduler"]
+    fwk = gang.sched.frameworks[GANG_SCHEDULER]
     await eventually(lambda: len(fwk.waiting_pods) == 2, timeout=20)
 
     async def both_back() -> bool:

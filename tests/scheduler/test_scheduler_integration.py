@@ -17,7 +17,7 @@ from services.apiserver.registry import ApiServer
 from services.client import Client
 from services.scheduler import config as config_mod
 from services.scheduler.options import SchedulerOptions
-from services.scheduler.scheduler import Scheduler
+from services.scheduler.scheduler import Scheduler, merged_hints
 from tests.builders import MakeNode, MakePod
 from tests.harness import control_plane
 from tests.waiting import eventually
@@ -345,6 +345,25 @@ profiles:
         await c.pod("pack", cpu="500m", schedulerName="pack-scheduler")
         placed = await c.wait_bound("spread", "pack")
         assert placed == {"spread": "idle", "pack": "busy"}
+        # NodeResourcesFit's args differ, so the queue asks both instances' hints
+        hints = merged_hints(c.sched.config.profiles, c.sched.frameworks)
+        one = c.sched.frameworks["spread-scheduler"].events_to_register()
+        assert len(hints["NodeResourcesFit"]) == 2 * len(one["NodeResourcesFit"])
+        assert len(hints["NodeAffinity"]) == len(one["NodeAffinity"])
+
+
+async def test_the_default_profiles_share_dra_state_and_hints(cluster: Cluster) -> None:
+    """kubera's two default profiles (default-scheduler; scheduler-plugins-scheduler, with
+    Coscheduling): one claim tracker for both DynamicResources (upstream's SharedDRAManager),
+    and each default plugin's hints once in the queue, Coscheduling's added."""
+    fwks = cluster.sched.frameworks
+    assert list(fwks) == ["default-scheduler", "scheduler-plugins-scheduler"]
+    default, gangs = (f.plugins["DynamicResources"] for f in fwks.values())
+    assert default is not gangs and default.tracker is gangs.tracker
+    hints = merged_hints(cluster.sched.config.profiles, fwks)
+    one = fwks["default-scheduler"].events_to_register()
+    cos = fwks["scheduler-plugins-scheduler"].events_to_register()["Coscheduling"]
+    assert hints == {**one, "Coscheduling": cos}
 
 
 async def test_filter_results_are_reused_until_the_node_changes(cluster: Cluster) -> None:

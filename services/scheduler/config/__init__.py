@@ -26,7 +26,8 @@ out-of-tree plugins (see registry.load_out_of_tree) before the profiles are read
 The package, lowest layer first (each module imports only the ones listed before it):
 
 - `checks`: field-path helpers shared by every reader;
-- `defaults`: the v1 default values (default plugin list, numFeasibleNodesToFind);
+- `defaults`: the v1 default values (default plugin list, numFeasibleNodesToFind) and
+  kubera's second default profile, scheduler-plugins' scheduler;
 - `plugins`: merging enabled/disabled/multiPoint per extension point (`resolve_plugins`);
 - `types`: the data classes and `default_config()`;
 - `args`: pluginConfig args -> typed Args (`build_args`, `build_dataclass`);
@@ -49,6 +50,7 @@ from services.scheduler.config.defaults import (
     DEFAULT_SCHEDULER_NAME,
     MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND,
     MIN_FEASIBLE_NODES_TO_FIND,
+    SCHEDULER_PLUGINS_SCHEDULER_NAME,
     num_feasible_nodes_to_find,
 )
 from services.scheduler.config.load import (
@@ -87,6 +89,7 @@ __all__ = [
     "MIN_SCORE_WEIGHT",
     "MULTI_POINT",
     "Profile",
+    "SCHEDULER_PLUGINS_SCHEDULER_NAME",
     "SchedulerConfiguration",
     "build_args",
     "build_dataclass",

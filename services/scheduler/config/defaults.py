@@ -1,5 +1,6 @@
 """The v1 defaults that need nothing else: the default scheduler name, the default profile's
-multiPoint plugin list, and how many feasible nodes to find (percentageOfNodesToScore).
+multiPoint plugin list, kubera's second default profile (scheduler-plugins' scheduler), and
+how many feasible nodes to find (percentageOfNodesToScore).
 
 Why it exists: these are upstream's apis/config/v1 defaults as plain values. They sit at the
 bottom of the package so that `plugins` (which merges a profile's sets over the default list)
@@ -43,18 +44,19 @@ DEFAULT_MULTI_POINT: tuple[str, ...] = (
     "DefaultBinder",
 )
 
-#: Plugins the default profile enables at single extension points, after the multiPoint
-#: ones (kubera's, not upstream's: upstream has no gang scheduling in its default profile).
-#: Coscheduling returns at once for a pod without the pod-group label, so it costs nothing
-#: there; its QueueSort is not enabled (PrioritySort stays the default order): a
-#: KubeSchedulerConfiguration selects it with `queueSort: {enabled: [{name: Coscheduling}],
-#: disabled: [{name: "*"}]}`.
-DEFAULT_POINT_PLUGINS: dict[str, tuple[str, ...]] = {
-    "preEnqueue": ("Coscheduling",),
-    "preFilter": ("Coscheduling",),
-    "postFilter": ("Coscheduling",),
-    "reserve": ("Coscheduling",),
-    "permit": ("Coscheduling",),
+#: The second profile of kubera's default configuration (types.default_config): the
+#: scheduler scheduler-plugins installs beside the default one (its Helm chart's
+#: scheduler.name), for the pods of a Coscheduling gang (spec.schedulerName).
+SCHEDULER_PLUGINS_SCHEDULER_NAME = "scheduler-plugins-scheduler"
+
+#: That profile's `plugins:` block, as a KubeSchedulerConfiguration writes it: the default
+#: plugins plus Coscheduling at every point it extends (the chart's `multiPoint`), except
+#: QueueSort. scheduler-plugins' sample config sorts with Coscheduling's QueueSort, but it
+#: runs as a scheduler of its own; in one scheduler every profile must share the queue sort
+#: plugin (upstream validateCommonQueueSort), so this profile keeps PrioritySort.
+SCHEDULER_PLUGINS_PROFILE_PLUGINS: dict[str, dict[str, list[dict[str, str]]]] = {
+    "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+    "queueSort": {"disabled": [{"name": "Coscheduling"}]},
 }
 
 

@@ -4,7 +4,7 @@ defaults, with multiPoint expanded (upstream mergePlugins + expandMultiPointPlug
 Why it exists: this is the one subtle part of the configuration (ordering of explicit and
 multiPoint entries, `disabled: "*"`, score weights), kept apart from YAML loading so it can be
 read on its own. It also computes the default profile's resolved plugins once, which
-`types.Profile` copies for every new profile.
+`types.Profile` copies for every new profile, and those of scheduler-plugins' profile.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from services.scheduler.config.checks import (
     is_int,
     short_value,
 )
-from services.scheduler.config.defaults import DEFAULT_MULTI_POINT, DEFAULT_POINT_PLUGINS
+from services.scheduler.config.defaults import (
+    DEFAULT_MULTI_POINT,
+    SCHEDULER_PLUGINS_PROFILE_PLUGINS,
+)
 
 MULTI_POINT = "multiPoint"
 MIN_SCORE_WEIGHT, MAX_SCORE_WEIGHT = 1, 100
@@ -139,8 +142,6 @@ def _default_sets() -> dict[str, _PluginSet]:
         (name, reg.IN_TREE_BY_NAME[name].weight or None, "<default>")
         for name in DEFAULT_MULTI_POINT
     ]
-    for point, names in DEFAULT_POINT_PLUGINS.items():
-        sets[point].enabled = [(name, None, "<default>") for name in names]
     return sets
 
 
@@ -156,16 +157,6 @@ def resolve_plugins(
         point: _merge_plugin_set(defaults[point], custom[point]) if custom else defaults[point]
         for point in defaults
     }
-    if custom:
-        # The single-point defaults stand in for multiPoint entries: disabling the plugin
-        # (or "*") in multiPoint disables them too.
-        off = custom[MULTI_POINT].disabled
-        for point, names in DEFAULT_POINT_PLUGINS.items():
-            merged[point].enabled = [
-                e
-                for e in merged[point].enabled
-                if not (e[2] == "<default>" and e[0] in names and ("*" in off or e[0] in off))
-            ]
     multi = merged[MULTI_POINT]
     resolved: dict[str, list[str]] = {}
     for point in reg.EXTENSION_POINTS:
@@ -199,5 +190,16 @@ def resolve_plugins(
     }
 
 
-# The default profile's resolved plugins, computed once from the tables above.
-DEFAULT_RESOLVED = resolve_plugins(None, {p.name: p.points for p in reg.IN_TREE})
+def _resolve_in_tree(plugins: Mapping[str, Any] | None) -> dict[str, list[EnabledPlugin]]:
+    points_of = {p.name: p.points for p in reg.IN_TREE}
+    errs: Errors = []
+    custom = read_plugin_sets(plugins, "plugins", points_of, errs) if plugins else None
+    if errs:
+        raise AssertionError(f"kubera's own default plugins are invalid: {errs}")
+    return resolve_plugins(custom, points_of)
+
+
+# The default profile's resolved plugins, computed once from the tables above, and those
+# of kubera's second default profile (scheduler-plugins' scheduler, defaults.py).
+DEFAULT_RESOLVED = _resolve_in_tree(None)
+SCHEDULER_PLUGINS_RESOLVED = _resolve_in_tree(SCHEDULER_PLUGINS_PROFILE_PLUGINS)

@@ -15,8 +15,15 @@ from typing import Any
 from services.api.machinery.errors import FieldError
 from services.leaderelection import LeaseTimings
 from services.scheduler import registry as reg
-from services.scheduler.config.defaults import DEFAULT_SCHEDULER_NAME
-from services.scheduler.config.plugins import DEFAULT_RESOLVED, EnabledPlugin
+from services.scheduler.config.defaults import (
+    DEFAULT_SCHEDULER_NAME,
+    SCHEDULER_PLUGINS_SCHEDULER_NAME,
+)
+from services.scheduler.config.plugins import (
+    DEFAULT_RESOLVED,
+    SCHEDULER_PLUGINS_RESOLVED,
+    EnabledPlugin,
+)
 from services.scheduler.framework.interface import PluginSpec
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -48,8 +55,10 @@ class LeaderElectionConfiguration:
     resource_namespace: str = "kube-system"
 
 
-def _default_plugins() -> dict[str, list[EnabledPlugin]]:
-    return {point: list(plugins) for point, plugins in DEFAULT_RESOLVED.items()}
+def _default_plugins(
+    resolved: dict[str, list[EnabledPlugin]] = DEFAULT_RESOLVED,
+) -> dict[str, list[EnabledPlugin]]:
+    return {point: list(plugins) for point, plugins in resolved.items()}
 
 
 @dataclass
@@ -115,5 +124,16 @@ class SchedulerConfiguration:
 
 
 def default_config() -> SchedulerConfiguration:
-    """The configuration kube-scheduler runs with when given none."""
-    return SchedulerConfiguration()
+    """The configuration kubera's scheduler runs with when given none: upstream's default
+    profile, and scheduler-plugins' scheduler as a second profile (Coscheduling, for gangs
+    whose pods name it). A configuration file replaces both; one without `profiles` gets
+    upstream's default profile alone, as kube-scheduler's would."""
+    return SchedulerConfiguration(
+        profiles=[
+            Profile(),
+            Profile(
+                scheduler_name=SCHEDULER_PLUGINS_SCHEDULER_NAME,
+                plugins=_default_plugins(SCHEDULER_PLUGINS_RESOLVED),
+            ),
+        ]
+    )

@@ -246,12 +246,15 @@ def test_gang_pods_are_consecutive_and_their_groups_need_them_all() -> None:
     assert isinstance(groups, o.CreateAny) and isinstance(pods, o.CreatePods)
     group = to_message(groups.template.render(7, groups.count, groups.template_params))
     assert (group.metadata.name, group.spec.min_member) == ("gang-7", 3)  # type: ignore[attr-defined]
+    docs = [pod_doc(pods.pod_template, i, pods.count, pods.template_params) for i in range(7)]
     members = [
         pod_doc(pods.pod_template, i, pods.count, pods.template_params)["metadata"]["labels"][
             POD_GROUP_LABEL
         ]
         for i in range(pods.count)
     ]
+    # the profile that runs Coscheduling (kubera's second default profile)
+    assert {d["spec"]["schedulerName"] for d in docs} == {"scheduler-plugins-scheduler"}
     assert members[:7] == ["gang-0"] * 3 + ["gang-1"] * 3 + ["gang-2"]
     assert {members.count(f"gang-{g}") for g in range(groups.count)} == {3}
 

@@ -44,10 +44,9 @@ def arg(args: Any, attr: str, key: str) -> Any:
 
 # ============================================================== the default profile
 
-#: Upstream's v1 default lists, plus kubera's Coscheduling (gang scheduling) at its
-#: single points (config/defaults.DEFAULT_POINT_PLUGINS), after the multiPoint ones.
+#: Upstream's v1 default lists (1.34 default_plugins.go, with kubera's plugin set).
 DEFAULT_NAMES = {
-    "preEnqueue": ["SchedulingGates", "DynamicResources", "Coscheduling"],
+    "preEnqueue": ["SchedulingGates", "DynamicResources"],
     "queueSort": ["PrioritySort"],
     "preFilter": [
         "NodeAffinity",
@@ -60,7 +59,6 @@ DEFAULT_NAMES = {
         "PodTopologySpread",
         "InterPodAffinity",
         "DynamicResources",
-        "Coscheduling",
     ],
     "filter": [
         "NodeUnschedulable",
@@ -77,7 +75,7 @@ DEFAULT_NAMES = {
         "InterPodAffinity",
         "DynamicResources",
     ],
-    "postFilter": ["DynamicResources", "DefaultPreemption", "Coscheduling"],
+    "postFilter": ["DynamicResources", "DefaultPreemption"],
     "preScore": [
         "TaintToleration",
         "NodeAffinity",
@@ -99,11 +97,20 @@ DEFAULT_NAMES = {
         "DynamicResources",
         "NodeResourcesBalancedAllocation",
     ],
-    "reserve": ["VolumeBinding", "DynamicResources", "Coscheduling"],
-    "permit": ["Coscheduling"],
+    "reserve": ["VolumeBinding", "DynamicResources"],
+    "permit": [],
     "preBind": ["VolumeBinding", "DynamicResources"],
     "bind": ["DefaultBinder"],
     "postBind": [],
+}
+#: kubera's second default profile, scheduler-plugins' scheduler: the default lists plus
+#: Coscheduling at every point it extends but QueueSort (all profiles of one scheduler
+#: share the queue sort, upstream validateCommonQueueSort), after the default plugins.
+SCHEDULER_PLUGINS_NAMES = {
+    point: names + ["Coscheduling"]
+    if point in ("preEnqueue", "preFilter", "postFilter", "reserve", "permit")
+    else names
+    for point, names in DEFAULT_NAMES.items()
 }
 DEFAULT_WEIGHTS = {
     "TaintToleration": 3,
@@ -121,6 +128,44 @@ def test_default_profile_expands_multipoint_to_upstream_lists_per_extension_poin
     profile = default_config().profiles[0]
     assert profile.scheduler_name == "default-scheduler"
     assert {p: profile.names(p) for p in reg.EXTENSION_POINTS} == DEFAULT_NAMES
+
+
+def test_default_config_adds_scheduler_plugins_profile_with_coscheduling() -> None:
+    names = [p.scheduler_name for p in default_config().profiles]
+    assert names == ["default-scheduler", "scheduler-plugins-scheduler"]
+    profile = default_config().profile("scheduler-plugins-scheduler")
+    assert profile is not None
+    assert {p: profile.names(p) for p in reg.EXTENSION_POINTS} == SCHEDULER_PLUGINS_NAMES
+    assert profile.score_weights() == DEFAULT_WEIGHTS
+    assert profile.plugin_config == {}
+
+
+def test_scheduler_plugins_profile_equals_its_file_form() -> None:
+    """The second default profile is what this KubeSchedulerConfiguration profile says
+    (scheduler-plugins' chart: Coscheduling in multiPoint), QueueSort left to PrioritySort."""
+    loaded = load(
+        "profiles:\n"
+        "- schedulerName: default-scheduler\n"
+        "- schedulerName: scheduler-plugins-scheduler\n"
+        "  plugins:\n"
+        "    multiPoint: {enabled: [{name: Coscheduling}]}\n"
+        "    queueSort: {disabled: [{name: Coscheduling}]}\n"
+    )
+    assert loaded.profiles == default_config().profiles
+
+
+def test_coscheduling_queue_sort_cannot_be_shared_with_the_default_profile() -> None:
+    """scheduler-plugins' sample sorts with Coscheduling; in one scheduler beside the default
+    profile that breaks the common queue sort rule, hence PrioritySort in kubera's profile."""
+    with pytest.raises(ConfigError) as e:
+        load(
+            "profiles:\n"
+            "- schedulerName: default-scheduler\n"
+            "- schedulerName: scheduler-plugins-scheduler\n"
+            "  plugins:\n"
+            "    queueSort: {enabled: [{name: Coscheduling}], disabled: [{name: '*'}]}\n"
+        )
+    assert "profiles[1].plugins.queueSort" in str(e.value)
 
 
 def test_default_profile_score_weights_are_upstreams() -> None:
@@ -153,12 +198,17 @@ def test_default_globals() -> None:
     )
 
 
-def test_a_minimal_file_equals_the_default_config() -> None:
-    assert load("") == default_config()
+def test_a_minimal_file_is_upstreams_default_with_its_one_profile() -> None:
+    """A file replaces kubera's two default profiles: without `profiles` it gets upstream's
+    default profile alone, globals as the default configuration's."""
+    cfg = load("")
+    assert cfg.profiles == default_config().profiles[:1]
+    cfg.profiles = default_config().profiles
+    assert cfg == default_config()
 
 
 def test_empty_profiles_list_means_one_default_profile() -> None:
-    assert load("profiles: []\n").profiles == default_config().profiles
+    assert load("profiles: []\n").profiles == default_config().profiles[:1]
 
 
 def test_load_config_reads_a_file_path(tmp_path: Path) -> None:

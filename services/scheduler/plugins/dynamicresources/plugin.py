@@ -769,6 +769,10 @@ def new(args: Args | None, handle: Any) -> DynamicResources:
             if h.on_update is not None:
                 h.on_update(old, new)
 
+    # Every profile's instance shares one tracker (upstream's SharedDRAManager): a device
+    # one profile's Reserve took is in flight for the others too.
+    shared = getattr(handle, "shared", None)
+    tracker = shared("DynamicResources.tracker", lambda: ClaimTracker(claims)) if shared else None
     plugin = DynamicResources(
         args or Args(),
         claims=claims,
@@ -777,6 +781,7 @@ def new(args: Args | None, handle: Any) -> DynamicResources:
         rules=rules,
         client=getattr(handle, "client", None),
         handle=handle,
+        tracker=tracker,
         on_restore=announce,
     )
     # The tracker registered its own handlers on the claim informer (device counts, and

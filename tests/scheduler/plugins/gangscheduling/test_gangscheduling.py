@@ -409,8 +409,8 @@ def test_a_profile_enables_it_through_multipoint_at_its_four_points() -> None:
     profile = _profile_with_gang()
     for point in ("preEnqueue", "preFilter", "reserve", "permit"):
         assert NAME in profile.names(point), point
-    # Coscheduling stays as it was.
-    assert "Coscheduling" in profile.names("permit")
+    # Coscheduling stays as it was: not in a profile that does not enable it.
+    assert profile.names("permit") == [NAME]
 
 
 # ------------------------------------------------------------------ WorkloadManager
