@@ -99,6 +99,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     up.add_argument("--no-controllers", action="store_true", help="start no controller-manager")
     up.add_argument(
+        "--controllers",
+        default="*",
+        metavar="LIST",
+        help="the controllers to run, as kube-controller-manager's --controllers: names, "
+        "'*' for all, '-name' to leave one out (default '*'; e.g. '*,-nodelifecycle')",
+    )
+    up.add_argument(
         "--service-cluster-ip-range",
         default="10.96.0.0/12",
         metavar="CIDR",
@@ -363,6 +370,17 @@ def _read_node_template(path: str, nodes: int | None) -> tuple[str, int]:
     return text, template.total if nodes is None else nodes
 
 
+def _controllers(spec: str) -> tuple[str, ...]:
+    """--controllers as the names to run; () when it names all of them (the default)."""
+    from services.controllers import ALL_CONTROLLERS, select_controllers
+
+    try:
+        chosen = select_controllers(spec)
+    except ValueError as e:
+        raise CliError(str(e)) from None
+    return () if chosen == ALL_CONTROLLERS else chosen
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     if args.nodes is not None and args.nodes < 0:
         raise CliError(f"--nodes: must be >= 0, got {args.nodes}")
@@ -417,6 +435,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             disable_admission_plugins=disabled,
             with_controllers=not args.no_controllers,
             controller_managers=args.controller_managers,
+            controllers=_controllers(args.controllers),
             control_plane_resource=args.control_plane_resource,
             node_pool_resource=args.node_pool_resource,
             secure=not args.insecure,

@@ -41,6 +41,9 @@ class ClusterOptions:
     with_controllers: bool = True
     #: Controller-manager replicas: one leader, the others standbys.
     controller_managers: int = 1
+    #: The controllers they run (`--controllers`, services.controllers.select_controllers);
+    #: (): all.
+    controllers: tuple[str, ...] = ()
     #: The Ray namespace of kubera's named actors ("" = $KUBERA_RAY_NAMESPACE, else
     #: "kubera"): two control planes on one Ray cluster need two namespaces.
     ray_namespace: str = ""
@@ -116,6 +119,7 @@ class UpOptions:
         scheduling["extra_configs"] = tuple(scheduling.get("extra_configs", ()))
         cluster = dict(data.get("cluster", {}))
         cluster["disable_admission_plugins"] = tuple(cluster.get("disable_admission_plugins", ()))
+        cluster["controllers"] = tuple(cluster.get("controllers", ()))
         return cls(
             cluster=ClusterOptions(**cluster),
             scheduling=SchedulingOptions(**scheduling),

@@ -369,6 +369,7 @@ class Supervisor:
                 token=self._token(name),
                 admin_sha256=self._admin_sha256(),
                 etcd_tls=self.etcd_tls,
+                controllers=tuple(o.controllers),
             )
             self.controllers.append(
                 self._spawn(

@@ -31,6 +31,7 @@ from services.controllers.manager import (
     ALL_CONTROLLERS,
     ControllerManager,
     ControllerManagerConfig,
+    select_controllers,
 )
 
-__all__ = ["ALL_CONTROLLERS", "ControllerManager", "ControllerManagerConfig"]
+__all__ = ["ALL_CONTROLLERS", "ControllerManager", "ControllerManagerConfig", "select_controllers"]

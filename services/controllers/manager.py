@@ -115,6 +115,24 @@ ALL_CONTROLLERS = (
     "attachdetach",
 )
 
+
+def select_controllers(spec: str) -> tuple[str, ...]:
+    """The controllers a kube-controller-manager `--controllers` list names, in start
+    order: names to run, `*` for all, `-name` to leave one out (`*,-nodelifecycle`: all but
+    node lifecycle; a list without `*` runs only what it names). ValueError naming an
+    unknown controller, with the known ones."""
+    items = [item.strip() for item in spec.split(",") if item.strip()]
+    for item in items:
+        name = item.removeprefix("-")
+        if item != "*" and name not in ALL_CONTROLLERS:
+            raise ValueError(
+                f"--controllers: unknown controller {name!r}; known: {', '.join(ALL_CONTROLLERS)}"
+            )
+    off = {item[1:] for item in items if item.startswith("-")}
+    on = set(ALL_CONTROLLERS) if "*" in items else {i for i in items if not i.startswith("-")}
+    return tuple(name for name in ALL_CONTROLLERS if name in on and name not in off)
+
+
 #: How long a controller may take to finish after stop before it is cancelled (seconds).
 STOP_GRACE = 10.0
 

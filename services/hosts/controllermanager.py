@@ -16,7 +16,7 @@ import contextlib
 from dataclasses import dataclass
 
 from services.clock import clock_for
-from services.controllers import ControllerManager
+from services.controllers import ControllerManager, ControllerManagerConfig
 from services.hosts.replica import Replica, host_leading
 from services.leaderelection import LeaderElectionSettings
 from services.storage.etcd import EtcdTLS
@@ -46,6 +46,8 @@ class ControllerManagerReplicaConfig:
     apiserver_ca: bytes = b""
     #: etcd's CA and a client certificate (contents) when etcd serves TLS; None: plain.
     etcd_tls: EtcdTLS | None = None
+    #: The controllers it runs, by name (services.controllers.ALL_CONTROLLERS); (): all.
+    controllers: tuple[str, ...] = ()
 
 
 class ControllerManagerReplica:
@@ -117,7 +119,12 @@ class ControllerManagerReplica:
         assert self.replica is not None and self.replica.writer is not None
         clock = clock_for(self.config.time_scale, self.config.time_origin or None)
         self.terms += 1
-        self.manager = ControllerManager(self.replica.writer, clock=clock)
+        config = (
+            ControllerManagerConfig(controllers=self.config.controllers)
+            if self.config.controllers
+            else None
+        )
+        self.manager = ControllerManager(self.replica.writer, config, clock=clock)
         await self.manager.run(stop)
 
     async def stop(self) -> None:

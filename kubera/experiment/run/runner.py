@@ -79,7 +79,10 @@ def cluster_args(cluster: ClusterSettings, ops: list[Any], opts: RunOptions) -> 
         if cluster.nodes_per_pool is not None:
             args += ["--nodes-per-pool", str(cluster.nodes_per_pool)]
     else:
-        args += ["--nodes", "0"]
+        # Node objects with no kubelet behind them, as scheduler_perf's: its cluster runs
+        # no node lifecycle controller, which would find them silent after its grace
+        # period (40 s) and taint every one unreachable in a longer run.
+        args += ["--nodes", "0", "--controllers", "*,-nodelifecycle"]
     args += ["--schedulers", str(cluster.schedulers), "--scheduler-mode", cluster.scheduler_mode]
     if cluster.shared_state_partition != "hash":
         args += ["--shared-state-partition", cluster.shared_state_partition]

@@ -337,7 +337,12 @@ async def test_chaos_faults_are_recorded_and_a_check_waits_for_them(
 @pytest.mark.parametrize(
     ("cluster", "expected"),
     [
-        (ClusterSettings(), ["--nodes", "0", "--schedulers", "1", "--scheduler-mode", "leader"]),
+        (
+            ClusterSettings(),
+            # Node objects without kubelets: no node lifecycle controller (scheduler_perf's
+            # cluster runs none), so a run longer than its grace keeps its nodes untainted
+            ["--nodes", "0", "--controllers", "*,-nodelifecycle", "--schedulers", "1"],
+        ),
         (
             ClusterSettings(hollow_nodes=True, schedulers=3, scheduler_mode="shared-state"),
             ["--nodes", "12", "--schedulers", "3", "--scheduler-mode", "shared-state"],
@@ -358,6 +363,8 @@ def test_cluster_settings_become_up_flags(cluster: ClusterSettings, expected: li
     args = cluster_args(cluster, ops, RunOptions())
     joined = " ".join(args)
     assert " ".join(expected) in joined
+    # hollow nodes have kubelets that heartbeat: every controller runs
+    assert ("--controllers" in args) is (not cluster.hollow_nodes)
 
 
 def test_ray_address_and_etcd_pass_through() -> None:
