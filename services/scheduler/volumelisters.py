@@ -135,6 +135,18 @@ class VolumeListers:
             )
         )
 
+    def version(self, kinds: Iterable[str]) -> tuple[int, ...] | None:
+        """A value that differs whenever an object of one of `kinds` changed since it was
+        taken (their informers' change counts); None when a source is a plain mapping,
+        which says nothing of its changes (tests): nothing may be cached on it."""
+        out = []
+        for kind in kinds:
+            changes = getattr(self._sources[kind], "changes", None)
+            if not isinstance(changes, int):
+                return None
+            out.append(changes)
+        return tuple(out)
+
     def pv_names_of_class(self, name: str) -> list[str] | None:
         """The names of the volumes of class `name` ("" for none), from the index; None
         without one (walk `pvs`)."""

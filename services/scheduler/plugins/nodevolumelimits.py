@@ -74,6 +74,16 @@ ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 CSINode = storagev1_pb2.CSINode
 #: unique volume name ("<driver>/<handle>") -> its limit key ("attachable-volumes-csi-<driver>").
 Volumes = dict[str, str]
+#: A node's limits by key, the volumes its pods use, and the attached count by limit key.
+NodeCounts = tuple[dict[str, int], Volumes, dict[str, int]]
+#: The kinds a node's counts are derived from (besides the node and its pods).
+_COUNTED_KINDS = (
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASS,
+    CSI_NODE,
+    VOLUME_ATTACHMENT,
+)
 
 
 @dataclass
@@ -148,6 +158,10 @@ class NodeVolumeLimits:
         #: handle equals one.
         self.random_prefix = random_prefix if random_prefix is not None else secrets.token_hex(16)
         self._exceeded = Status.unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, plugin=NAME)
+        #: node name -> ((its generation, the volume kinds' version), what it counted).
+        self._counts: dict[
+            str, tuple[tuple[int, tuple[int, ...]], NodeCounts | PodVolumeError]
+        ] = {}
 
     def pre_filter(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
@@ -172,32 +186,60 @@ class NodeVolumeLimits:
             return Status.as_error(found, plugin=NAME)
         if not found:
             return Status.success()
-        limits = volume_limits(node_info, csi_node)
+        counted = self._node_counts(node_info, csi_node, cache)
+        if isinstance(counted, PodVolumeError):
+            return Status.as_error(counted, plugin=NAME)
+        limits, by_pods, attached_count = counted
         if not limits:
             return Status.success()
-        new_volumes = dict(found)
-        attached: Volumes = {}
-        for existing in node_info.pods:
-            if not existing.pod.spec.volumes:
-                continue
-            try:
-                self.attachable_volumes(existing.pod, csi_node, False, attached)
-            except PodVolumeError as e:
-                return Status.as_error(e, plugin=NAME)
-        for unique in attached:
-            new_volumes.pop(unique, None)
-        attached.update(self.attached_by_volume_attachments(node_info.name, cache))
-        attached_count: dict[str, int] = {}
-        for key in attached.values():
-            attached_count[key] = attached_count.get(key, 0) + 1
         new_count: dict[str, int] = {}
-        for key in new_volumes.values():
-            new_count[key] = new_count.get(key, 0) + 1
+        for unique, key in found.items():
+            if unique not in by_pods:
+                new_count[key] = new_count.get(key, 0) + 1
         for key, count in new_count.items():
             limit = limits.get(key)
             if limit is not None and attached_count.get(key, 0) + count > limit:
                 return self._exceeded
         return Status.success()
+
+    def _node_counts(
+        self, node_info: NodeInfo, csi_node: CSINode | None, cache: CycleCache
+    ) -> NodeCounts | PodVolumeError:
+        """What a node holds, for every pod Filter asks about: its limits, the volumes its
+        pods use, and how many volumes of each limit key are attached (by its pods and its
+        VolumeAttachments). Kept per node until the node's generation or an object of the
+        volume kinds changes (none is kept where the listers are plain mappings)."""
+        version = self.listers.version(_COUNTED_KINDS)
+        key = None if version is None else (node_info.generation, version)
+        if key is not None:
+            kept = self._counts.get(node_info.name)
+            if kept is not None and kept[0] == key:
+                return kept[1]
+        counted = self._count_node(node_info, csi_node, cache)
+        if key is not None:
+            self._counts[node_info.name] = (key, counted)
+        return counted
+
+    def _count_node(
+        self, node_info: NodeInfo, csi_node: CSINode | None, cache: CycleCache
+    ) -> NodeCounts | PodVolumeError:
+        limits = volume_limits(node_info, csi_node)
+        if not limits:
+            return limits, {}, {}
+        by_pods: Volumes = {}
+        for existing in node_info.pods:
+            if not existing.pod.spec.volumes:
+                continue
+            try:
+                self.attachable_volumes(existing.pod, csi_node, False, by_pods)
+            except PodVolumeError as e:
+                return e
+        attached = dict(by_pods)
+        attached.update(self.attached_by_volume_attachments(node_info.name, cache))
+        attached_count: dict[str, int] = {}
+        for limit_key in attached.values():
+            attached_count[limit_key] = attached_count.get(limit_key, 0) + 1
+        return limits, by_pods, attached_count
 
     # ------------------------------------------------------------------ counting
 

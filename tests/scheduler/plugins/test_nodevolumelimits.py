@@ -25,6 +25,7 @@ from services.api.helpers.csimigration import (
     MIGRATED_PLUGINS_ANNOTATION,
     csi_attach_limit_key,
 )
+from services.api.machinery.meta import object_key
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
 from services.scheduler.plugins import nodevolumelimits as nvl
@@ -385,3 +386,47 @@ def test_is_schedulable_after_volume_attachment_deleted(
 ) -> None:
     pl = nvl.NodeVolumeLimits(listers_of(*([existing] if existing is not None else [])))
     assert pl.is_schedulable_after_volume_attachment_deleted(pod, deleted, None) == want
+
+
+class _Source:
+    """An informer's store and change count, as VolumeListers reads them."""
+
+    def __init__(self, *objects: Any) -> None:
+        self.store = {object_key(o): o for o in objects}
+        self.changes = 0
+
+
+def test_a_nodes_counts_are_kept_until_the_node_or_a_claim_changes() -> None:
+    """On informer-backed listers a node's counts are kept between attempts, and thrown
+    away when a volume kind's informer changes or the node's generation moves."""
+    node = csi_node("csinode", 1, (EBS,))
+    pvs = _Source(*fake_pvs((EBS,)))
+    pvcs = _Source(*fake_pvcs((EBS,)))
+    listers = nvl.VolumeListers(
+        pvs=pvs,
+        pvcs=pvcs,
+        classes=_Source(),
+        csi_nodes=_Source(node),
+        volume_attachments=_Source(),
+    )
+    pl = nvl.NodeVolumeLimits(listers)
+    ni = NodeInfo(MakeNode().name(NODE_NAME).obj())
+    ni.add_pod(PodInfo(RUNNING))  # uses csi-ebs.csi.aws.com-3, the node's one volume
+
+    def attempt() -> Status:
+        state = CycleState()
+        pl.pre_filter(state, PodInfo(CSI_EBS_ONE_VOL), [])
+        return pl.filter(state, PodInfo(CSI_EBS_ONE_VOL), ni)
+
+    assert attempt() == EXCEEDED
+    assert attempt() == EXCEEDED  # from the kept counts
+    ni.remove_pod(RUNNING)  # a new generation: counted again
+    assert attempt() == OK
+    ni.add_pod(PodInfo(RUNNING))
+    assert attempt() == EXCEEDED
+    # The running pod's claim now names the new pod's volume: it no longer adds one.
+    moved = pvc("csi-ebs.csi.aws.com-3", namespace="", volumeName="csi-ebs.csi.aws.com-0")
+    pvcs.store[object_key(moved)] = moved  # unannounced: the kept counts stand
+    assert attempt() == EXCEEDED
+    pvcs.changes += 1  # the informer's change count moves
+    assert attempt() == OK
