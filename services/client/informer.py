@@ -74,9 +74,6 @@ class Informer:
     #: applied (see the module docstring).
     resource_version: str = ""
     relists: int = 0
-    #: How many times the store changed (an object put or popped, or a relist): a value
-    #: a reader compares to know nothing in the store changed since it last looked.
-    changes: int = 0
     #: Handler calls that raised (each logged with its object's key, then skipped).
     handler_errors: int = 0
     #: Which objects are this informer's (a client-side selector, for what a field
@@ -157,7 +154,6 @@ class Informer:
         fresh = {object_key(o): o for o in items if keep is None or keep(o)}
         old = self.store
         self.store = fresh
-        self.changes += 1
         self.resource_version = rv
         self._partial_rv = 0
         self._partial_keys = set()
@@ -228,7 +224,6 @@ class Informer:
         self._handle(type_, key, obj)
 
     def _handle(self, type_: str, key: str, obj: Message) -> None:
-        self.changes += 1
         if self.keep is not None and not self.keep(obj):
             prev = self.store.pop(key, None)
             if prev is not None:  # no longer ours: gone, as far as the handlers know

@@ -116,11 +116,38 @@ class VolumeListers:
         #: while the volumes are a plain mapping (tests).
         self.pv_index: VolumeIndex | None = None
         self._index_source(pvs)
+        #: node name -> how many times a VolumeAttachment to it changed, kept by the
+        #: attachment informer's events; None while the attachments are a plain mapping.
+        self._attachment_changes: dict[str, int] | None = None
+        self._count_attachment_changes(volume_attachments)
 
     def set_source(self, kind: str, source: Any) -> None:
         self._sources[kind] = source
         if kind == PERSISTENT_VOLUME:
             self._index_source(source)
+        elif kind == VOLUME_ATTACHMENT:
+            self._count_attachment_changes(source)
+
+    def _count_attachment_changes(self, source: Any) -> None:
+        if not hasattr(source, "add_handlers"):
+            self._attachment_changes = None
+            return
+        counts: dict[str, int] = {}
+        self._attachment_changes = counts
+
+        def changed(*attachments: Any) -> None:
+            for va in attachments:
+                node = va.spec.node_name
+                counts[node] = counts.get(node, 0) + 1
+
+        source.add_handlers(Handlers(on_add=changed, on_update=changed, on_delete=changed))
+
+    def attachments_version(self, node_name: str) -> int | None:
+        """A value that differs whenever a VolumeAttachment to `node_name` changed since it
+        was taken; None when the attachments are a plain mapping (nothing may be cached)."""
+        if self._attachment_changes is None:
+            return None
+        return self._attachment_changes.get(node_name, 0)
 
     def _index_source(self, source: Any) -> None:
         if not hasattr(source, "add_handlers"):
@@ -135,17 +162,9 @@ class VolumeListers:
             )
         )
 
-    def version(self, kinds: Iterable[str]) -> tuple[int, ...] | None:
-        """A value that differs whenever an object of one of `kinds` changed since it was
-        taken (their informers' change counts); None when a source is a plain mapping,
-        which says nothing of its changes (tests): nothing may be cached on it."""
-        out = []
-        for kind in kinds:
-            changes = getattr(self._sources[kind], "changes", None)
-            if not isinstance(changes, int):
-                return None
-            out.append(changes)
-        return tuple(out)
+    def get(self, kind: str, key: str) -> Any:
+        """The object of `kind` stored under `key` (`ns/name` or `name`), or None."""
+        return _view(self._sources[kind]).get(key)
 
     def pv_names_of_class(self, name: str) -> list[str] | None:
         """The names of the volumes of class `name` ("" for none), from the index; None

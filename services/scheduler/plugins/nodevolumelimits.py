@@ -76,14 +76,18 @@ CSINode = storagev1_pb2.CSINode
 Volumes = dict[str, str]
 #: A node's limits by key, the volumes its pods use, and the attached count by limit key.
 NodeCounts = tuple[dict[str, int], Volumes, dict[str, int]]
-#: The kinds a node's counts are derived from (besides the node and its pods).
-_COUNTED_KINDS = (
-    PERSISTENT_VOLUME,
-    PERSISTENT_VOLUME_CLAIM,
-    STORAGE_CLASS,
-    CSI_NODE,
-    VOLUME_ATTACHMENT,
-)
+
+
+@dataclass
+class _Kept:
+    """A node's counts and what they were derived from: (its generation, the version of
+    the VolumeAttachments to it), its CSINode, and each (kind, key, object) read (None:
+    it was missing)."""
+
+    key: tuple[int, int]
+    csi_node: CSINode | None
+    reads: list[tuple[str, str, Any]]
+    counted: NodeCounts | PodVolumeError
 
 
 @dataclass
@@ -158,10 +162,10 @@ class NodeVolumeLimits:
         #: handle equals one.
         self.random_prefix = random_prefix if random_prefix is not None else secrets.token_hex(16)
         self._exceeded = Status.unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, plugin=NAME)
-        #: node name -> ((its generation, the volume kinds' version), what it counted).
-        self._counts: dict[
-            str, tuple[tuple[int, tuple[int, ...]], NodeCounts | PodVolumeError]
-        ] = {}
+        #: node name -> what was counted on it, and what the count depended on.
+        self._counts: dict[str, _Kept] = {}
+        #: The objects the count in progress read (None: no count is in progress).
+        self._reads: list[tuple[str, str, Any]] | None = None
 
     def pre_filter(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
@@ -207,18 +211,46 @@ class NodeVolumeLimits:
     ) -> NodeCounts | PodVolumeError:
         """What a node holds, for every pod Filter asks about: its limits, the volumes its
         pods use, and how many volumes of each limit key are attached (by its pods and its
-        VolumeAttachments). Kept per node until the node's generation or an object of the
-        volume kinds changes (none is kept where the listers are plain mappings)."""
-        version = self.listers.version(_COUNTED_KINDS)
-        key = None if version is None else (node_info.generation, version)
-        if key is not None:
-            kept = self._counts.get(node_info.name)
-            if kept is not None and kept[0] == key:
-                return kept[1]
-        counted = self._count_node(node_info, csi_node, cache)
-        if key is not None:
-            self._counts[node_info.name] = (key, counted)
+        VolumeAttachments). Kept per node while its generation, its CSINode, the
+        VolumeAttachments to it and every claim, volume and class the count read are the
+        same objects (informers replace an object on each change); nothing is kept where
+        the listers are plain mappings (tests), which say nothing of their changes."""
+        attachments = self.listers.attachments_version(node_info.name)
+        if attachments is None:
+            return self._count_node(node_info, csi_node, cache)
+        key = (node_info.generation, attachments)
+        kept = self._counts.get(node_info.name)
+        if (
+            kept is not None
+            and kept.key == key
+            and kept.csi_node is csi_node
+            and all(self.listers.get(kind, k) is obj for kind, k, obj in kept.reads)
+        ):
+            return kept.counted
+        self._reads = []
+        try:
+            counted = self._count_node(node_info, csi_node, cache)
+            self._counts[node_info.name] = _Kept(key, csi_node, self._reads, counted)
+        finally:
+            self._reads = None
         return counted
+
+    def _read(self, kind: str, key: str, obj: Any) -> None:
+        if self._reads is not None:
+            self._reads.append((kind, key, obj))
+
+    def _pvc(self, namespace: str, name: str) -> storage_pb2.PersistentVolumeClaim:
+        key = f"{namespace}/{name}" if namespace else name
+        found = self.listers.get(PERSISTENT_VOLUME_CLAIM, key)
+        self._read(PERSISTENT_VOLUME_CLAIM, key, found)
+        if found is None:
+            raise NotFound(PERSISTENT_VOLUME_CLAIM, name)
+        return found  # type: ignore[no-any-return]
+
+    def _pv(self, name: str) -> storage_pb2.PersistentVolume | None:
+        found = self.listers.get(PERSISTENT_VOLUME, name)
+        self._read(PERSISTENT_VOLUME, name, found)
+        return found  # type: ignore[no-any-return]
 
     def _count_node(
         self, node_info: NodeInfo, csi_node: CSINode | None, cache: CycleCache
@@ -260,7 +292,7 @@ class NodeVolumeLimits:
             if not name:
                 raise PodVolumeError("PersistentVolumeClaim had no name")
             try:
-                claim = self.listers.pvc(namespace, name)
+                claim = self._pvc(namespace, name)
             except NotFound as e:
                 if new_pod:
                     raise PodVolumeError(
@@ -295,9 +327,8 @@ class NodeVolumeLimits:
         pv_name = claim.spec.volume_name
         if not pv_name:
             return self._driver_info_from_class(csi_node, claim)
-        try:
-            pv = self.listers.pv(pv_name)
-        except NotFound:
+        pv = self._pv(pv_name)
+        if pv is None:
             return self._driver_info_from_class(csi_node, claim)
         return pv_driver_info(pv, csi_node)
 
@@ -308,9 +339,9 @@ class NodeVolumeLimits:
         class_name = claim_class(claim)
         if not class_name:
             return "", ""
-        try:
-            sc = self.listers.storage_class(class_name)
-        except NotFound:
+        sc = self.listers.get(STORAGE_CLASS, class_name)
+        self._read(STORAGE_CLASS, class_name, sc)
+        if sc is None:
             return "", ""
         handle = f"{self.random_prefix}-{claim.metadata.namespace}/{claim.metadata.name}"
         provisioner = sc.provisioner
@@ -333,7 +364,7 @@ class NodeVolumeLimits:
                 continue
             handle = ""
             if spec.source.HasField("persistent_volume_name"):
-                pv = self.listers.pvs.get(spec.source.persistent_volume_name)
+                pv = self._pv(spec.source.persistent_volume_name)
                 if pv is not None:
                     found = csi.pv_csi(pv) or csi.translate_pv(pv)
                     handle = found[1] if found is not None else ""

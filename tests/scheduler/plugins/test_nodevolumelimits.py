@@ -389,44 +389,64 @@ def test_is_schedulable_after_volume_attachment_deleted(
 
 
 class _Source:
-    """An informer's store and change count, as VolumeListers reads them."""
+    """An informer's store and handlers, as VolumeListers uses them."""
 
     def __init__(self, *objects: Any) -> None:
         self.store = {object_key(o): o for o in objects}
-        self.changes = 0
+        self.handlers: list[Any] = []
+
+    def add_handlers(self, handlers: Any) -> None:
+        self.handlers.append(handlers)
+
+    def add(self, obj: Any) -> None:
+        self.store[object_key(obj)] = obj
+        for h in self.handlers:
+            h.on_add(obj)
 
 
-def test_a_nodes_counts_are_kept_until_the_node_or_a_claim_changes() -> None:
-    """On informer-backed listers a node's counts are kept between attempts, and thrown
-    away when a volume kind's informer changes or the node's generation moves."""
-    node = csi_node("csinode", 1, (EBS,))
-    pvs = _Source(*fake_pvs((EBS,)))
-    pvcs = _Source(*fake_pvcs((EBS,)))
+def _kept_counts_case() -> tuple[nvl.NodeVolumeLimits, NodeInfo, _Source, _Source]:
+    """A node of limit 1 with RUNNING on it, on informer-like sources; its plugin, node,
+    claims and attachments."""
+    pvcs, attachments = _Source(*fake_pvcs((EBS,))), _Source()
     listers = nvl.VolumeListers(
-        pvs=pvs,
+        pvs=_Source(*fake_pvs((EBS,))),
         pvcs=pvcs,
         classes=_Source(),
-        csi_nodes=_Source(node),
-        volume_attachments=_Source(),
+        csi_nodes=_Source(csi_node("csinode", 1, (EBS,))),
+        volume_attachments=attachments,
     )
-    pl = nvl.NodeVolumeLimits(listers)
     ni = NodeInfo(MakeNode().name(NODE_NAME).obj())
     ni.add_pod(PodInfo(RUNNING))  # uses csi-ebs.csi.aws.com-3, the node's one volume
+    return nvl.NodeVolumeLimits(listers), ni, pvcs, attachments
 
-    def attempt() -> Status:
-        state = CycleState()
-        pl.pre_filter(state, PodInfo(CSI_EBS_ONE_VOL), [])
-        return pl.filter(state, PodInfo(CSI_EBS_ONE_VOL), ni)
 
-    assert attempt() == EXCEEDED
-    assert attempt() == EXCEEDED  # from the kept counts
-    ni.remove_pod(RUNNING)  # a new generation: counted again
-    assert attempt() == OK
-    ni.add_pod(PodInfo(RUNNING))
-    assert attempt() == EXCEEDED
+def _attempt(pl: nvl.NodeVolumeLimits, ni: NodeInfo) -> Status:
+    state = CycleState()
+    pl.pre_filter(state, PodInfo(CSI_EBS_ONE_VOL), [])
+    return pl.filter(state, PodInfo(CSI_EBS_ONE_VOL), ni)
+
+
+def test_a_nodes_counts_are_kept_until_a_claim_it_read_is_replaced() -> None:
+    """On informer-backed listers a node's counts are kept between attempts while every
+    object they read is the same object (an informer replaces an object on each change)."""
+    pl, ni, pvcs, _ = _kept_counts_case()
+    assert _attempt(pl, ni) == EXCEEDED
     # The running pod's claim now names the new pod's volume: it no longer adds one.
-    moved = pvc("csi-ebs.csi.aws.com-3", namespace="", volumeName="csi-ebs.csi.aws.com-0")
-    pvcs.store[object_key(moved)] = moved  # unannounced: the kept counts stand
-    assert attempt() == EXCEEDED
-    pvcs.changes += 1  # the informer's change count moves
-    assert attempt() == OK
+    key = "csi-ebs.csi.aws.com-3"
+    pvcs.store[key].spec.volume_name = "csi-ebs.csi.aws.com-0"  # in place: not seen
+    assert _attempt(pl, ni) == EXCEEDED  # from the kept counts
+    moved = pvc(key, namespace="", volumeName="csi-ebs.csi.aws.com-0")
+    pvcs.store[key] = moved  # replaced, as an informer does
+    assert _attempt(pl, ni) == OK
+
+
+def test_a_nodes_counts_are_kept_until_its_pods_or_attachments_change() -> None:
+    pl, ni, _, attachments = _kept_counts_case()
+    assert _attempt(pl, ni) == EXCEEDED
+    ni.remove_pod(RUNNING)  # a new generation: counted again
+    assert _attempt(pl, ni) == OK
+    # A VolumeAttachment of another volume to the node: the node is full again.
+    (va,) = fake_attachments(1, (EBS,))
+    va.spec.source.persistent_volume_name = "csi-ebs.csi.aws.com-2"
+    attachments.add(va)
+    assert _attempt(pl, ni) == EXCEEDED
