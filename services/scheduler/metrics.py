@@ -229,12 +229,16 @@ RESULT_WAITING_ON_PREEMPTION = "waiting_on_preemption"
 #: The `type` label values of the pod-group series (upstream's entity types).
 ENTITY_POD_GROUP = "podgroup"
 ENTITY_COMPOSITE_POD_GROUP = "compositepodgroup"
+#: The `preemptor` label value of a pod's preemption (upstream's preemptor types: "pod",
+#: and "podgroup" for workload-aware preemption, which kubera does not do).
+PREEMPTOR_POD = "pod"
 
 
 class PodGroupMetrics:
-    """Upstream's pod-group scheduling series (pkg/scheduler/metrics, alpha, registered
-    there under the GenericWorkload gate; kubera has no gates and registers them always,
-    with no sample until a pod group is attempted): names, labels and buckets as upstream's.
+    """Upstream's pod-group scheduling series and the workload-preemption ones a pod's
+    preemption records (pkg/scheduler/metrics, alpha, registered there under the
+    GenericWorkload gate; kubera has no gates and registers them always, with no sample
+    until observed): names, labels and buckets as upstream's.
 
     Upstream observes them once per pod-group scheduling cycle (schedule_one_podgroup.go:
     the algorithm latency after the algorithm ran, the attempt and its latency when the
@@ -268,6 +272,35 @@ class PodGroupMetrics:
             registry=registry,
             buckets=exponential_buckets(0.001, 2, 15),
         )
+
+        self.preemption_workload_disruptions = Histogram(
+            "preemption_workload_disruptions",
+            "Number of workload preemption units being preempted. A single preemption unit can "
+            "be all pods in a pod group (in case of DisruptionMode=all), or a single pod (in "
+            "case of DisruptionMode=single).",
+            ["preemptor"],
+            namespace=NAMESPACE,
+            registry=registry,
+            buckets=exponential_buckets(1, 2, 11),
+        )
+        self.preemption_pdb_violations_total = Counter(
+            "preemption_pdb_violations_total",
+            "Total number of pod disruption budget violations caused by preemption.",
+            ["preemptor"],
+            namespace=NAMESPACE,
+            registry=registry,
+        )
+
+    def observe_preemption(
+        self, pdb_violations: int, pod_group_disruptions: int, preemptor: str = PREEMPTOR_POD
+    ) -> None:
+        """One preemption carried out (upstream's executor, prepareCandidate): its PDB
+        violations counted, and its units affecting pod groups observed when there are any."""
+        self.preemption_pdb_violations_total.labels(preemptor=preemptor).inc(pdb_violations)
+        if pod_group_disruptions > 0:
+            self.preemption_workload_disruptions.labels(preemptor=preemptor).observe(
+                pod_group_disruptions
+            )
 
     def observe_attempt(
         self, result: str, profile: str, seconds: float, entity: str = ENTITY_POD_GROUP

@@ -540,6 +540,9 @@ class ScheduleOne:
             if decision.victims:
                 self.preemption_victims += len(decision.victims)
                 self.metrics.preemption_victims.observe(len(decision.victims))
+                self.metrics.pod_groups().observe_preemption(
+                    decision.pdb_violations, decision.pod_group_disruptions
+                )
         if result is None:
             return
         # upstream handleSchedulingFailure: the PostFilter result's nomination overrides.

@@ -80,6 +80,19 @@ def test_the_buckets_are_upstreams_1ms_doubling_fifteen_times() -> None:
     assert bounds[-1] == pytest.approx(16.384)
 
 
+def test_a_preemption_counts_its_pdb_violations_and_observes_group_units_when_any() -> None:
+    reg = CollectorRegistry()
+    m = PodGroupMetrics(reg)
+    m.observe_preemption(pdb_violations=2, pod_group_disruptions=0)
+    m.observe_preemption(pdb_violations=1, pod_group_disruptions=3)
+    pdb = "scheduler_preemption_pdb_violations_total"
+    units = "scheduler_preemption_workload_disruptions"
+    assert _value(reg, pdb, preemptor="pod") == 3
+    assert _value(reg, f"{units}_count", preemptor="pod") == 1  # none observed for 0 units
+    assert _value(reg, f"{units}_sum", preemptor="pod") == 3
+    assert _value(reg, f"{units}_bucket", preemptor="pod", le="1024.0") == 1
+
+
 def test_the_scheduler_metrics_register_the_series_once() -> None:
     sm = SchedulerMetrics()
     assert sm.pod_groups() is sm.pod_groups()
