@@ -337,6 +337,7 @@ def _research_section(research: Mapping[str, Any]) -> str:
             _num(v.get("expectedShare", 0.0), 3),
         ]
         for resource, v in (research.get("fragmentation") or {}).items()
+        if v.get("free", 0.0) > 0
     ]
     if rows:
         headers = ["resource", "free", "stranded", "share", "expected", "share"]
