@@ -119,6 +119,7 @@ class SchedulerMetrics:
             buckets=exponential_buckets(1, 2, 7),
         )
         self._shared_state: SharedStateMetrics | None = None
+        self._pod_groups: PodGroupMetrics | None = None
         #: (extension point, code, profile) -> its histogram child (labels() resolved once).
         self._extension_points: dict[tuple[str, Code, str], Any] = {}
         # Invariant: every queue label exists from the start, so an empty queue reads 0
@@ -137,6 +138,13 @@ class SchedulerMetrics:
         if self._shared_state is None:
             self._shared_state = SharedStateMetrics(self.registry)
         return self._shared_state
+
+    def pod_groups(self) -> PodGroupMetrics:
+        """The pod-group series on this registry, registered once however many schedulers
+        (terms) record into them."""
+        if self._pod_groups is None:
+            self._pod_groups = PodGroupMetrics(self.registry)
+        return self._pod_groups
 
     def observe_attempt(self, result: str, profile: str, seconds: float) -> None:
         """One finished scheduling attempt (result: scheduled | unschedulable | error)."""
@@ -213,3 +221,102 @@ class SharedStateMetrics:
             self.conflicts_total.labels(reason=reason)
         for work in ("useful", "wasted"):
             self.busy_seconds_total.labels(work=work)
+
+
+#: The `result` label value of a pod group that fits only once victims are preempted
+#: (upstream's WaitingOnPreemptionResult; kubera never records it, see PodGroupMetrics).
+RESULT_WAITING_ON_PREEMPTION = "waiting_on_preemption"
+#: The `type` label values of the pod-group series (upstream's entity types).
+ENTITY_POD_GROUP = "podgroup"
+ENTITY_COMPOSITE_POD_GROUP = "compositepodgroup"
+#: The `preemptor` label value of a pod's preemption (upstream's preemptor types: "pod",
+#: and "podgroup" for workload-aware preemption, which kubera does not do).
+PREEMPTOR_POD = "pod"
+
+
+class PodGroupMetrics:
+    """Upstream's pod-group scheduling series and the workload-preemption ones a pod's
+    preemption records (pkg/scheduler/metrics, alpha, registered there under the
+    GenericWorkload gate; kubera has no gates and registers them always, with no sample
+    until observed): names, labels and buckets as upstream's.
+
+    Upstream observes them once per pod-group scheduling cycle (schedule_one_podgroup.go:
+    the algorithm latency after the algorithm ran, the attempt and its latency when the
+    result is submitted). kubera schedules a group pod by pod and decides at Permit; what
+    one attempt is there, and which results it records, is podgroup_attempts.py's.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.schedule_attempts_total = Counter(
+            "podgroup_schedule_attempts_total",
+            "Number of attempts to schedule pod group, by the result, scheduler profile and "
+            "entity type ('podgroup' or 'compositepodgroup'). 'unschedulable' means a pod "
+            "group could not be scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile", "type"],
+            namespace=NAMESPACE,
+            registry=registry,
+        )
+        self.scheduling_attempt_duration_seconds = Histogram(
+            "podgroup_scheduling_attempt_duration_seconds",
+            "Pod group scheduling attempt latency in seconds",
+            ["result", "profile", "type"],
+            namespace=NAMESPACE,
+            registry=registry,
+            buckets=exponential_buckets(0.001, 2, 15),
+        )
+        self.scheduling_algorithm_duration_seconds = Histogram(
+            "podgroup_scheduling_algorithm_duration_seconds",
+            "Pod group scheduling algorithm latency in seconds",
+            ["profile", "type"],
+            namespace=NAMESPACE,
+            registry=registry,
+            buckets=exponential_buckets(0.001, 2, 15),
+        )
+
+        self.preemption_workload_disruptions = Histogram(
+            "preemption_workload_disruptions",
+            "Number of workload preemption units being preempted. A single preemption unit can "
+            "be all pods in a pod group (in case of DisruptionMode=all), or a single pod (in "
+            "case of DisruptionMode=single).",
+            ["preemptor"],
+            namespace=NAMESPACE,
+            registry=registry,
+            buckets=exponential_buckets(1, 2, 11),
+        )
+        self.preemption_pdb_violations_total = Counter(
+            "preemption_pdb_violations_total",
+            "Total number of pod disruption budget violations caused by preemption.",
+            ["preemptor"],
+            namespace=NAMESPACE,
+            registry=registry,
+        )
+
+    def observe_preemption(
+        self, pdb_violations: int, pod_group_disruptions: int, preemptor: str = PREEMPTOR_POD
+    ) -> None:
+        """One preemption carried out (upstream's executor, prepareCandidate): its PDB
+        violations counted, and its units affecting pod groups observed when there are any."""
+        self.preemption_pdb_violations_total.labels(preemptor=preemptor).inc(pdb_violations)
+        if pod_group_disruptions > 0:
+            self.preemption_workload_disruptions.labels(preemptor=preemptor).observe(
+                pod_group_disruptions
+            )
+
+    def observe_attempt(
+        self, result: str, profile: str, seconds: float, entity: str = ENTITY_POD_GROUP
+    ) -> None:
+        """One pod-group attempt's result (upstream's PodGroupScheduled, PodGroupUnschedulable,
+        PodGroupWaitingOnPreemption, PodGroupScheduleError)."""
+        self.schedule_attempts_total.labels(result=result, profile=profile, type=entity).inc()
+        self.scheduling_attempt_duration_seconds.labels(
+            result=result, profile=profile, type=entity
+        ).observe(seconds)
+
+    def observe_algorithm(
+        self, profile: str, seconds: float, entity: str = ENTITY_POD_GROUP
+    ) -> None:
+        """The scheduling algorithm's time for one pod-group attempt (upstream's
+        PodGroupAlgorithmLatency)."""
+        self.scheduling_algorithm_duration_seconds.labels(profile=profile, type=entity).observe(
+            seconds
+        )

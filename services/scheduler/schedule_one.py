@@ -62,6 +62,7 @@ from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import CycleState, PodInfo, QueuedPodInfo
 from services.scheduler.metrics import SchedulerMetrics
 from services.scheduler.omega import OmegaStats
+from services.scheduler.podgroup_attempts import PodGroupAttempts
 from services.scheduler.preemption import set_nominated_node_name
 from services.scheduler.queue import nomination
 from services.scheduler.queue.scheduling_queue import SchedulingQueue
@@ -162,6 +163,8 @@ class ScheduleOne:
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.rng = rng
         self.metrics = metrics
+        #: Pod groups' attempts at their quorum (upstream's podgroup_* series).
+        self.pod_groups = PodGroupAttempts(metrics.pod_groups(), clock)
         self.traces = traces
         self.equivalence = equivalence_cache
         self.omega = omega
@@ -278,6 +281,7 @@ class ScheduleOne:
             st = fwk.run_reserve(state, assumed_info, result.node)
             if st.is_success():
                 st = fwk.run_permit(state, assumed_info, result.node)
+                self.pod_groups.permit(assumed, fwk.profile_name, start, st)
         except Exception as e:  # noqa: BLE001 - undone below like a failed Reserve
             self.log_error(qpi.key, f"assume/Reserve/Permit failed: {e}", e)
             st = Status.as_error(e)
@@ -338,6 +342,8 @@ class ScheduleOne:
             elif fwk.will_wait_on_permit(assumed):  # a PreBindPreFlight error ends the wait
                 fwk.reject_waiting_pod(assumed.uid, st.plugin, st.message)
                 await fwk.wait_on_permit(assumed)
+            if not holds_slot and not st.is_success():
+                self.pod_groups.rejected(assumed.uid)  # a waiting member: its gang failed
             if not holds_slot:
                 await self._binding_slots.acquire()
                 holds_slot = True
@@ -534,6 +540,9 @@ class ScheduleOne:
             if decision.victims:
                 self.preemption_victims += len(decision.victims)
                 self.metrics.preemption_victims.observe(len(decision.victims))
+                self.metrics.pod_groups().observe_preemption(
+                    decision.pdb_violations, decision.pod_group_disruptions
+                )
         if result is None:
             return
         # upstream handleSchedulingFailure: the PostFilter result's nomination overrides.

@@ -193,6 +193,7 @@ def _run(tmp_path: Path, shared_ray: str, config: Path, workload: str) -> dict[s
     assert r.returncode == 0, r.stderr + r.stdout
     (run,) = json.loads((out / "results.json").read_text())["runs"]
     assert (run["id"], run["error"]) == (workload, None)
+    run["dataItems"] = json.loads((out / "DataItems.json").read_text())["dataItems"]
     return run
 
 
@@ -212,3 +213,25 @@ def test_upstream_podgroup_workload_binds_every_pod(
     (window,) = run["collected"]
     assert sum(run["series"][f"bound:{window['name']}"]) == 9
     assert len(run["latency"]["scheduling"]) == 9
+    # The research measures as the run ended: 10 nodes, nothing pending, so nothing is
+    # stranded and the queue drained after the last pod was created.
+    research = run["research"]
+    assert (research["nodes"], research["pendingPods"]) == (10, 0)
+    assert research["fragmentation"]["cpu"]["free"] > 0
+    assert research["fragmentation"]["cpu"]["stranded"] == 0
+    assert research["queueDrainSeconds"] >= 0
+    by_metric: dict[str, list[dict[str, Any]]] = {}
+    for item in run["dataItems"]:
+        by_metric.setdefault(item["labels"]["Metric"], []).append(item)
+    # Pod-group latency and throughput: 3 whole groups.
+    (gang,) = by_metric["kubera_gang_latency"]
+    assert gang["data"]["Count"] == 3
+    assert by_metric["kubera_gang_throughput"][0]["data"]["Average"] > 0
+    assert by_metric["kubera_queue_drain"][0]["data"]["Value"] >= 0
+    if config == "gangscheduling":  # each gang's quorum at Permit: a scheduled attempt
+        results = {
+            i["labels"]["result"]
+            for i in by_metric["scheduler_podgroup_scheduling_attempt_duration_seconds"]
+        }
+        assert results == {"scheduled"}
+        assert by_metric["scheduler_podgroup_scheduling_algorithm_duration_seconds"]

@@ -53,6 +53,39 @@ def attempt_durations(fast: float, slow: float) -> str:
     )
 
 
+#: A run's end state (measure/research.py): two pods still pending, part of the free
+#: capacity stranded, half the free GPUs out of their reach.
+RESEARCH: dict[str, Any] = {
+    "nodes": 500,
+    "pendingPods": 2,
+    "fragmentation": {
+        "cpu": {
+            "free": 120.0,
+            "stranded": 30.0,
+            "strandedShare": 0.25,
+            "expected": 45.0,
+            "expectedShare": 0.375,
+        },
+        "memory": {
+            "free": 4.0e11,
+            "stranded": 1.0e11,
+            "strandedShare": 0.25,
+            "expected": 1.2e11,
+            "expectedShare": 0.3,
+        },
+        "pods": {
+            "free": 54_000.0,
+            "stranded": 9_000.0,
+            "strandedShare": 0.166667,
+            "expected": 12_000.0,
+            "expectedShare": 0.222222,
+        },
+    },
+    "unusableDevices": {"nvidia.com/gpu": {"free": 8.0, "unusable": 4.0, "unusableShare": 0.5}},
+    "queueDrainSeconds": None,
+}
+
+
 def make_run(run_id: str = "SchedulingBasic/500Nodes", **overrides: Any) -> RunResult:
     """A plausible run: 20 s, 100 pods bound at 10/s in [5, 15), one leader failover."""
     n = 20
@@ -115,6 +148,7 @@ def make_run(run_id: str = "SchedulingBasic/500Nodes", **overrides: Any) -> RunR
         ],
         "check": CheckVerdict(ok=True, violations=(), summary="100 pods, 0 violations"),
         "error": None,
+        "research": RESEARCH,
     }
     fields.update(overrides)
     return RunResult(**fields)

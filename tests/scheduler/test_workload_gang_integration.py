@@ -91,6 +91,8 @@ async def test_a_gang_that_only_partly_fits_times_out_whole_and_binds_once_room_
 
     await eventually(both_timed_out, timeout=20)
     assert rec.bind_calls == []
+    # One pod-group attempt, however many members waited (podgroup_attempts.py).
+    assert _pod_group_attempts(sched) == {"unschedulable": 1.0}
     items, _ = await cp.client.list(PODS, namespace="default")
     assert [p.metadata.name for p in items if p.spec.node_name] == []
 
@@ -103,6 +105,20 @@ async def test_a_gang_that_only_partly_fits_times_out_whole_and_binds_once_room_
 
     assert await eventually(all_bound, timeout=30) == {"g0", "g1", "g2"}
     assert sorted(rec.bind_calls) == ["g0", "g1", "g2"]  # each bound once, together
+    assert _pod_group_attempts(sched) == {"unschedulable": 1.0, "scheduled": 1.0}
+
+
+def _pod_group_attempts(sched: Any) -> dict[str, float]:
+    """scheduler_podgroup_schedule_attempts_total by result (those counted at all)."""
+    out = {}
+    for result in ("scheduled", "unschedulable", "error"):
+        labels = {"result": result, "profile": "default-scheduler", "type": "podgroup"}
+        v = sched.metrics.registry.get_sample_value(
+            "scheduler_podgroup_schedule_attempts_total", labels
+        )
+        if v:
+            out[result] = v
+    return out
 
 
 # ------------------------------------------- upstream test/integration/scheduler/gang

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubera import chaos
+from kubera.experiment.measure import endstate
 from kubera.experiment.measure.cpu import CpuSample
 from kubera.experiment.measure.histograms import ProcessTexts, observations
 from kubera.experiment.measure.measures import (
@@ -147,6 +148,8 @@ class Collector:
         #: Node Lease renewals (hollow nodes only) and the nodes (Ready, all) as the run ended.
         self.leases = LeaseLog()
         self.nodes_ready: tuple[int, int] | None = None
+        #: The cluster's objects as the run ended (endstate.py), for the research measures.
+        self.end_state: endstate.EndState | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._client: Client | None = None
         self._storage: EtcdStorage | None = None
@@ -177,11 +180,18 @@ class Collector:
         """Every loop stops, then one last sample: the counters' final values and the
         row of the run's last (partial) second. Bounded: grpc.aio can turn a cancellation
         into a CANCELLED RPC error, so the loops also check `_stopping`, and nothing here
-        waits more than a few seconds."""
-        if self.ctx.node_pools and self._client is not None:
+        waits more than a few seconds but the one list of the cluster's objects as the run
+        ends (`end_state`, for the research measures: at most a minute)."""
+        if self._client is not None:
             with contextlib.suppress(Exception):
-                nodes, _ = await asyncio.wait_for(self._client.list(BY_KIND["Node"]), 30)
-                self.nodes_ready = (ready_nodes(nodes), len(nodes))
+                self.end_state = await asyncio.wait_for(endstate.read(self._client), 60)
+        if self.ctx.node_pools and self._client is not None:
+            listed = self.end_state.objects.get("Node") if self.end_state is not None else None
+            with contextlib.suppress(Exception):
+                if listed is None:
+                    items, _ = await asyncio.wait_for(self._client.list(BY_KIND["Node"]), 30)
+                    listed = list(items)
+                self.nodes_ready = (ready_nodes(listed), len(listed))
         self._stopping = True
         for task in self._tasks:
             task.cancel()
@@ -248,6 +258,9 @@ class Collector:
         attempted = any(c.type == "PodScheduled" for c in pod.status.conditions)
         labels: Any = m.labels
         group = pod.spec.scheduling_group.pod_group_name
+        if not group and pod.spec.HasField("workload_ref"):
+            ref = pod.spec.workload_ref  # a Workload's pod group (and replica)
+            group = "/".join(x for x in (ref.name, ref.pod_group, ref.pod_group_replica_key) if x)
         if group:
             labels = {**labels, SCHEDULING_GROUP_KEY: group}
         self.pods.observe(

@@ -21,9 +21,12 @@ Histogram items (unit ms; Perc50/90/95/99 by Prometheus' bucket interpolation, A
 sum/count) come, per collectMetrics window (upstream resets those metrics when collection
 starts), from the difference of the scheduler's Prometheus snapshots at the window's start and
 end, summed over every scheduler process (histograms.py: failovers and restarts). Upstream's default metrics and label filters are
-kept (``METRICS``); a metric kubera does not expose yields no item, as upstream skips a metric
-with no samples. A label filter selects series by one label and aggregates over the others
+kept (``METRICS``), and its pod-group histograms added (``POD_GROUP_HISTOGRAMS``); a metric
+kubera does not expose yields no item, as upstream skips a metric with no samples. A label
+filter selects series by one label and aggregates over the others
 (``scheduler_scheduling_attempt_duration_seconds`` by ``result``, summed over ``profile``).
+A test case's own ``metricsCollectorConfig`` replaces both, read as upstream's collector
+reads it: an item per metric and combination of its configured label values.
 
 kubera's own items carry ``Metric: kubera_*`` (see ``kubera_items``). The threshold check is
 upstream's compareMetricWithThreshold: threshold 0/None passes, and so does a metric with no
@@ -67,6 +70,13 @@ METRICS: dict[str, tuple[str, ...]] = {
 #: kubera's own scheduler histograms made items the same way (shared-state replicas only).
 KUBERA_HISTOGRAMS: dict[str, tuple[str, ...]] = {
     "kubera_scheduler_shared_state_queue_wait_seconds": (),
+}
+#: Upstream's pod-group histograms (metrics.PodGroupMetrics), which its harness collects only
+#: when a test case's metricsCollectorConfig names them (its podgroup/ files do not): kubera
+#: adds them to the default set, so a run with pod groups reports them; no group, no item.
+POD_GROUP_HISTOGRAMS: dict[str, tuple[str, ...]] = {
+    "scheduler_podgroup_scheduling_attempt_duration_seconds": ("result",),
+    "scheduler_podgroup_scheduling_algorithm_duration_seconds": (),
 }
 
 
@@ -196,30 +206,80 @@ def histogram_items(
     filter labels: series matching the combination are aggregated; no samples, no item."""
     items: list[DataItem] = []
     for metric, filter_labels in metrics.items():
-        series = list(histograms.get(metric, {}).values())
+        series = histograms.get(metric, {}).values()
         combos = sorted({tuple(s.labels.get(lbl, "") for lbl in filter_labels) for s in series})
         for combo in combos:
-            chosen = [
-                s for s in series if tuple(s.labels.get(lbl, "") for lbl in filter_labels) == combo
-            ]
-            count = sum(s.count for s in chosen)
-            if count <= 0:
-                continue
-            merged: dict[float, float] = {}
-            for s in chosen:
-                for le, c in s.buckets.items():
-                    merged[le] = merged.get(le, 0.0) + c
-            if math.inf not in merged:
-                merged[math.inf] = count
-            buckets = list(merged.items())
-            data = {f"Perc{p}": bucket_quantile(p / 100, buckets) * 1000 for p in PERCENTILES}
-            data["Average"] = sum(s.sum for s in chosen) / count * 1000
-            item_labels = {
-                "Metric": metric,
-                **labels,
-                **dict(zip(filter_labels, combo, strict=True)),
-            }
-            items.append(DataItem(data=data, unit="ms", labels=item_labels))
+            item = aggregate_item(
+                histograms, metric, dict(zip(filter_labels, combo, strict=True)), labels
+            )
+            if item is not None:
+                items.append(item)
+    return items
+
+
+def aggregate_item(
+    histograms: Histograms,
+    metric: str,
+    selector: Mapping[str, str],
+    labels: Mapping[str, str],
+) -> DataItem | None:
+    """One item of `metric`: every series whose labels match `selector`, aggregated (ms);
+    None with no samples (upstream's GetAggregatedSampleCount() == 0)."""
+    chosen = [
+        s
+        for s in histograms.get(metric, {}).values()
+        if all(s.labels.get(k, "") == v for k, v in selector.items())
+    ]
+    count = sum(s.count for s in chosen)
+    if count <= 0:
+        return None
+    merged: dict[float, float] = {}
+    for s in chosen:
+        for le, c in s.buckets.items():
+            merged[le] = merged.get(le, 0.0) + c
+    if math.inf not in merged:
+        merged[math.inf] = count
+    buckets = list(merged.items())
+    data = {f"Perc{p}": bucket_quantile(p / 100, buckets) * 1000 for p in PERCENTILES}
+    data["Average"] = sum(s.sum for s in chosen) / count * 1000
+    return DataItem(data=data, unit="ms", labels={"Metric": metric, **labels, **selector})
+
+
+def collector_config(raw: Mapping[str, Any] | None) -> dict[str, list[dict[str, str]]] | None:
+    """A test case's ``metricsCollectorConfig`` as upstream's collector reads it: metric →
+    every combination of its ``{label, values}`` filters (uniqueLVCombos; ``[{}]``, one
+    item aggregating every series, for a metric with none). Field names match regardless
+    of case, as Go's encoding/json decodes them. None when there is no config."""
+    if not raw:
+        return None
+
+    def field(m: Mapping[str, Any], name: str) -> Any:
+        return next((v for k, v in m.items() if str(k).lower() == name), None)
+
+    out: dict[str, list[dict[str, str]]] = {}
+    for metric, filters in (field(raw, "metrics") or {}).items():
+        combos: list[dict[str, str]] = [{}]
+        for f in filters or ():
+            label = str(field(f, "label") or "")
+            values = [str(v) for v in field(f, "values") or ()]
+            combos = [{**c, label: v} for v in values for c in combos]
+        out[str(metric)] = combos
+    return out
+
+
+def configured_items(
+    histograms: Histograms,
+    labels: Mapping[str, str],
+    config: Mapping[str, Sequence[Mapping[str, str]]],
+) -> list[DataItem]:
+    """Upstream's metricsCollector.collect for a test case's own metricsCollectorConfig: an
+    item per metric and configured label combination that has samples."""
+    items = []
+    for metric, combos in config.items():
+        for combo in combos:
+            item = aggregate_item(histograms, metric, combo, labels)
+            if item is not None:
+                items.append(item)
     return items
 
 
@@ -278,7 +338,7 @@ def kubera_items(run: RunResult) -> list[DataItem]:
       term's start (model.takeovers);
     - ``kubera_fault_to_first_write`` (s, per ``Fault`` kind): each apiserver kill → the
       first write through the apiserver that succeeded;
-    - and each measurement window's ``measured_items``.
+    - each measurement window's ``measured_items``, and the run's ``research_items``.
     """
     name = run.id
     items: list[DataItem] = []
@@ -391,6 +451,32 @@ def kubera_items(run: RunResult) -> list[DataItem]:
                 Fault=kind,
             )
     items.extend(measured_items(run))
+    items.extend(research_items(run))
+    return items
+
+
+def research_items(run: RunResult) -> list[DataItem]:
+    """The research measures of the run's end (measure/research.py) as items:
+    ``kubera_fragmentation`` (per ``Resource`` with free capacity: Free, Stranded, Expected
+    and their shares), ``kubera_unusable_devices`` (per ``Resource``, extended, or
+    ``Driver``, DRA: Free, Unusable, UnusableShare) and ``kubera_queue_drain`` (s)."""
+    r = run.research
+    items: list[DataItem] = []
+
+    def add(metric: str, values: Mapping[str, float], unit: str, **extra: str) -> None:
+        data = {k[:1].upper() + k[1:]: float(v) for k, v in values.items()}
+        labels = {"Metric": metric, "Name": run.id, **extra}
+        items.append(DataItem(data=data, unit=unit, labels=labels))
+
+    for resource, v in (r.get("fragmentation") or {}).items():
+        if v.get("free", 0.0) > 0:
+            add("kubera_fragmentation", v, "amount", Resource=resource)
+    for resource, v in (r.get("unusableDevices") or {}).items():
+        add("kubera_unusable_devices", v, "devices", Resource=resource)
+    for driver, v in (r.get("unusableDRADevices") or {}).items():
+        add("kubera_unusable_devices", v, "devices", Driver=driver)
+    if r.get("queueDrainSeconds") is not None:
+        add("kubera_queue_drain", {"Value": r["queueDrainSeconds"]}, "s")
     return items
 
 
@@ -468,10 +554,15 @@ def run_items(run: RunResult) -> list[DataItem]:
     """Every DataItem of a run: throughput, the scheduler's histograms (per window, summed
     over the scheduler's processes: histograms.py), kubera's own."""
     items = throughput_items(run)
+    configured = collector_config(run.metrics_collector_config)
     for snapshots in run.scheduler_metrics:
         diff = window_difference(snapshots.start, snapshots.end)
         labels = {"Name": snapshots_name(run, snapshots)}
-        items += histogram_items(diff, labels, METRICS)
+        if configured is not None:
+            items += configured_items(diff, labels, configured)
+        else:
+            items += histogram_items(diff, labels, METRICS)
+            items += histogram_items(diff, labels, POD_GROUP_HISTOGRAMS)
         items += histogram_items(diff, labels, KUBERA_HISTOGRAMS)
     return items + kubera_items(run)
 

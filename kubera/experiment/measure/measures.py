@@ -39,8 +39,9 @@ class PodTimes:
 #: in the pod's namespace.
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 #: Where the timeline keeps a pod's spec.schedulingGroup.podGroupName (scheduling.k8s.io
-#: PodGroups) among its labels: not a label key any pod can carry (no "/" prefix of a DNS
-#: subdomain), so it never collides with one. `gangs` groups by either.
+#: PodGroups), or its spec.workloadRef as `workload/podGroup[/replicaKey]`, among its
+#: labels: not a label key any pod can carry (no "/" prefix of a DNS subdomain), so it never
+#: collides with one. `gangs` groups by either.
 SCHEDULING_GROUP_KEY = "spec.schedulingGroup.podGroupName"
 
 

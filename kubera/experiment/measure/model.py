@@ -332,6 +332,13 @@ class RunResult:
     """Upstream's full thresholdMetricSelector when it says more than the metric's name:
     ``{"name", "labels", "expectLower", "dataBucket"}``; {} means ``{"name": threshold_metric}``.
     In results.json only when non-empty."""
+    metrics_collector_config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The test case's ``metricsCollectorConfig`` as written ({} when it has none: kubera's
+    default set, dataitems.py). In results.json only when non-empty."""
+    research: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The research measures of the run's end (measure/research.py): fragmentation per
+    resource, free devices no pending pod can use, queue-drain time. In results.json
+    always (empty when not measured)."""
     cluster: dict[str, Any] = dataclasses.field(default_factory=dict)
     t0: float = 0.0
     duration: float = 0.0
@@ -409,9 +416,12 @@ class RunResult:
             "scheduler_metrics": [m.to_json() for m in self.scheduler_metrics],
             "check": None if self.check is None else self.check.to_json(),
             "error": self.error,
+            "research": dict(self.research),
         }
         if self.threshold_selector:
             out["threshold_selector"] = dict(self.threshold_selector)
+        if self.metrics_collector_config:
+            out["metrics_collector_config"] = dict(self.metrics_collector_config)
         if self.warnings:
             out["warnings"] = list(self.warnings)
         if self.etcd_put_rate is not None:
@@ -443,6 +453,8 @@ class RunResult:
             threshold=_opt_float(data.get("threshold")),
             threshold_metric=str(data.get("threshold_metric") or "SchedulingThroughput"),
             threshold_selector=dict(data.get("threshold_selector") or {}),
+            metrics_collector_config=dict(data.get("metrics_collector_config") or {}),
+            research=dict(data.get("research") or {}),
             cluster=dict(data.get("cluster") or {}),
             t0=float(data.get("t0", 0.0)),
             duration=float(data.get("duration", 0.0)),

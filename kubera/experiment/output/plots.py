@@ -431,6 +431,53 @@ def plot_cpu_per_pod(run: RunResult, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def plot_fragmentation(run: RunResult, path: Path) -> Path | None:
+    """The research measures' shares as the run ended: per resource, the free capacity
+    stranded and expected-fragmented; per device kind, the free devices no pending pod can
+    use (measure/research.py). Only when pods were pending and something was free."""
+    r = run.research
+    if not r.get("pendingPods"):
+        return None
+    rows: list[tuple[str, float, float | None]] = [
+        (name, v["strandedShare"], v["expectedShare"])
+        for name, v in (r.get("fragmentation") or {}).items()
+        if v.get("free", 0.0) > 0
+    ]
+    for key, prefix in (("unusableDevices", ""), ("unusableDRADevices", "DRA ")):
+        rows += [
+            (f"{prefix}{name} devices", v["unusableShare"], None)
+            for name, v in (r.get(key) or {}).items()
+        ]
+    if not rows:
+        return None
+    fig = _figure((SIZE[0], 1.8 + 0.45 * len(rows)))
+    ax = fig.add_subplot()
+    y = list(range(len(rows)))
+    ax.barh(
+        [i + 0.2 for i in y],
+        [row[1] for row in rows],
+        height=0.4,
+        color=PALETTE[0],
+        label="stranded (no pending pod fits) / unusable devices",
+    )
+    expected = [(i, row[2]) for i, row in enumerate(rows) if row[2] is not None]
+    ax.barh(
+        [i - 0.2 for i, _ in expected],
+        [v for _, v in expected],
+        height=0.4,
+        color=PALETTE[1],
+        label="expected (share of pending pods that miss)",
+    )
+    ax.set_yticks(y, [row[0] for row in rows])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of the free amount")
+    fig.legend(loc="outside lower center", fontsize=8, ncols=1, frameon=False)
+    pending = int(r.get("pendingPods", 0))
+    ax.set_title(f"Fragmentation, {pending:,} pods pending: {_short(run)}", fontsize=10, pad=10)
+    return _save(fig, path)
+
+
 RUN_PLOTS = {
     "throughput": plot_throughput,
     "latency": plot_latency,
@@ -439,6 +486,7 @@ RUN_PLOTS = {
     "cpu": plot_cpu,
     "cpu-per-pod": plot_cpu_per_pod,
     "memory": plot_memory,
+    "fragmentation": plot_fragmentation,
 }
 
 

@@ -45,6 +45,9 @@ PLOT_CAPTIONS = {
     "cpu-per-pod": "CPU time per bound pod, per component.",
     "memory": "Resident memory per component process (MB).",
     "sweep": "Throughput and p99 scheduling latency against the swept parameter.",
+    "fragmentation": "As the run ended, with pods pending: the share of each resource's free "
+    "capacity stranded (on nodes no pending pod fits) and expected-fragmented (weighed by the "
+    "pending pods that miss each node), and of free devices no pending pod can use.",
 }
 
 CSS = """
@@ -301,9 +304,51 @@ def _run_section(index: int, run: RunResult, plots: Mapping[str, Path]) -> str:
             for k, n in sorted(run.attempts.items())
         ]
         out.append(table(["attempts (bucket ≤)", "pods", "fraction"], rows))
+    if run.research:
+        out.append(_research_section(run.research))
     if items:
         out.append("<h3>DataItems</h3>")
         out.append(_items_table(items))
+    return "\n".join(out)
+
+
+def _research_section(research: Mapping[str, Any]) -> str:
+    """The research measures of the run's end (docs/experiments.md#research-measures)."""
+    drain = research.get("queueDrainSeconds")
+    out = [
+        "<h3>Research measures (as the run ended)</h3>",
+        f"<p class=muted>{int(research.get('pendingPods', 0)):,} pods pending on "
+        f"{int(research.get('nodes', 0)):,} nodes; queue drained "
+        + (
+            f"{_sig(float(drain))} s after the last pod was created"
+            if drain is not None
+            else "never"
+        )
+        + ". Stranded: free on nodes no pending pod fits; expected: weighed by the share of "
+        "pending pods that miss each node.</p>",
+    ]
+    rows = [
+        [
+            resource,
+            _sig(v.get("free", 0.0)),
+            _sig(v.get("stranded", 0.0)),
+            _num(v.get("strandedShare", 0.0), 3),
+            _sig(v.get("expected", 0.0)),
+            _num(v.get("expectedShare", 0.0), 3),
+        ]
+        for resource, v in (research.get("fragmentation") or {}).items()
+        if v.get("free", 0.0) > 0
+    ]
+    if rows:
+        headers = ["resource", "free", "stranded", "share", "expected", "share"]
+        out.append(table(headers, rows))
+    devices = [
+        [f"{kind}: {name}", _sig(v["free"]), _sig(v["unusable"]), _num(v["unusableShare"], 3)]
+        for kind, key in (("extended", "unusableDevices"), ("DRA", "unusableDRADevices"))
+        for name, v in (research.get(key) or {}).items()
+    ]
+    if devices:
+        out.append(table(["devices", "free", "no pending pod can use", "share"], devices))
     return "\n".join(out)
 
 

@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kubera.experiment.measure import endstate, research
 from kubera.experiment.measure.collect import Collector
 from kubera.experiment.measure.model import (
     ExperimentResult,
@@ -210,6 +211,7 @@ def new_run(tc: TestCase, w: Workload) -> RunResult:
         sweep=dict(w.sweep),
         threshold=w.threshold,
         threshold_metric=w.threshold_metric,
+        metrics_collector_config=dict(tc.metrics_collector_config or {}),
         cluster=settings_json(w.cluster),
     )
 
@@ -381,6 +383,23 @@ async def _cancel_background(executor: OpExecutor) -> None:
         await asyncio.wait(executor.faults, timeout=30)
 
 
+def research_measures(collector: Collector) -> dict[str, Any]:
+    """The research measures of the run's end (measure/research.py): from the objects the
+    collector listed as the run ended, and the pod timeline for the queue-drain time."""
+    state = collector.end_state or endstate.EndState()
+    nodes, pending, devices = endstate.records(state)
+    timeline = collector.pods
+    waiting = sum(
+        1 for uid, p in timeline.pods.items() if p.bound is None and uid not in timeline.gone
+    )
+    drain = research.queue_drain(
+        (timeline.created_at(p) for p in timeline.pods.values()),
+        (p.bound for p in timeline.pods.values() if p.bound is not None),
+        waiting,
+    )
+    return research.measures(nodes, pending, devices, drain=drain)
+
+
 def finish(
     run: RunResult,
     collector: Collector,
@@ -407,6 +426,7 @@ def finish(
                 f"{len(partial)} of {len(gangs)} gangs never had every member bound "
                 f"(the first: {partial[0].key}, {partial[0].bound} of {partial[0].members})"
             )
+    run.research = research_measures(collector)
     run.attempts = collector.attempts()
     omega = collector.omega_stats()
     preemption = collector.preemption_stats()

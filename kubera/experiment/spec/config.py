@@ -36,8 +36,9 @@ a kind kubera does not serve) is left out with a warning naming the place
 (`TestCase.unsupported`), so the rest of
 an upstream file runs — the load fails only if nothing is left, and asking for such a
 workload is an error; churn leaves templates of unserved kinds out with a warning;
-`metricsCollectorConfig` is kept as data (kubera collects its own set
-of metrics); a per-topic threshold map uses topic "kubera".
+`metricsCollectorConfig` is kept as data and read as upstream's collector reads it
+when the DataItems are written (measure/dataitems.py); a per-topic threshold map uses topic
+"kubera".
 """
 
 from __future__ import annotations

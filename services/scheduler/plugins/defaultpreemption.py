@@ -31,7 +31,7 @@ from services.scheduler.preemption import (
     prepare_candidate,
 )
 from services.scheduler.preemption.gang import GANG_KEY, gang_fits_after
-from services.scheduler.preemption.podgroups import whole_groups
+from services.scheduler.preemption.podgroups import disruption_units, whole_groups
 
 NAME = "DefaultPreemption"
 #: CycleState key of the attempt's preemption.Decision.
@@ -176,6 +176,8 @@ class DefaultPreemption:
         if len(victims) != len(candidate.victims):
             candidate = dataclasses.replace(candidate, victims=victims)
             decision.victims = [f"{v.metadata.namespace}/{v.metadata.name}" for v in victims]
+        decision.pdb_violations = candidate.num_pdb_violations
+        decision.pod_group_disruptions = disruption_units(candidate.victims, self.pod_groups)
         problems = await prepare_candidate(
             h.client,
             scheduler_name=pod.spec.scheduler_name,

@@ -60,6 +60,11 @@ class Decision:
     victims: list[str] = field(default_factory=list)
     #: The rule that chose `node` among the candidates (victims.PICK_RULES).
     why: str = ""
+    #: Of the chosen candidate: its PDB violations, and the preemption units among its victims
+    #: that affect pod groups (podgroups.disruption_units): upstream's
+    #: preemption_pdb_violations_total and preemption_workload_disruptions.
+    pdb_violations: int = 0
+    pod_group_disruptions: int = 0
 
 
 def terminating_by_preemption(pod: Any) -> bool:

@@ -44,3 +44,22 @@ def whole_groups(
                 seen.add(pod.metadata.uid)
                 out.append(pod)
     return out
+
+
+def disruption_units(victims: Sequence[core_pb2.Pod], pod_groups: Mapping[str, Any]) -> int:
+    """Upstream's NumPodGroupDisruptions: the preemption units among `victims` that affect
+    pod groups. A PodGroup disrupted whole (disruptionMode `all`) is one unit however many
+    of its pods go; any other member of a PodGroup is a unit of its own; a victim of no pod
+    group is none."""
+    whole: set[str] = set()
+    units = 0
+    for v in victims:
+        key = _group_key(v)
+        if not key:
+            continue
+        pg = pod_groups.get(key)
+        if pg is not None and pg.spec.disruption_mode.HasField("all"):
+            whole.add(key)
+        else:
+            units += 1
+    return units + len(whole)

@@ -209,3 +209,32 @@ def test_a_replica_counts_its_preemption_attempts_and_victims() -> None:
         )
         collector._count(rep, samples(text, SCRAPED))
     assert collector.preemption_stats() == {"scheduler-0": (5, 9)}
+
+
+@pytest.mark.parametrize(
+    ("field", "group"),
+    [
+        ("pod_group_name", "trainers"),  # spec.schedulingGroup: the PodGroup's name
+        ("workload_ref", "w/pg/r1"),  # spec.workloadRef: workload/podGroup/replicaKey
+    ],
+)
+def test_a_pods_pod_group_joins_its_gang_whichever_api_names_it(field: str, group: str) -> None:
+    from kubera.experiment.measure.collect import Collector
+    from kubera.experiment.measure.measures import SCHEDULING_GROUP_KEY
+    from kubera.launch.context import Context
+    from tests.builders import MakePod
+
+    collector = Collector(Context(apiserver="", etcd=""), t0=0.0)
+    for i in range(2):
+        p = MakePod().name(f"p{i}").namespace("ns").uid(f"u{i}")
+        if field == "pod_group_name":
+            p.pod_group_name("trainers")
+        else:
+            p.workload_ref("w", "pg", "r1")
+        pod = p.obj()
+        collector._observe(pod, 1.0 + i)
+        pod.spec.node_name = "n1"
+        collector._observe(pod, 3.0 + i)
+    assert {p.labels[SCHEDULING_GROUP_KEY] for p in collector.pods.pods.values()} == {group}
+    (gang,) = collector.pods.gangs()
+    assert (gang.key, gang.members, gang.last_bound) == (f"ns/{group}", 2, 4.0)

@@ -30,9 +30,16 @@ def test_a_run_without_data_draws_nothing(tmp_path: Path) -> None:
 
 
 def test_a_run_without_leaders_or_cpu_skips_those(tmp_path: Path) -> None:
-    run = make_run(leaders=[], faults=[])
+    run = make_run(leaders=[], faults=[], research={})
     run.series = {k: v for k, v in run.series.items() if not k.startswith(("cpu:", "rss_mb:"))}
     assert sorted(plots.plot_run(run, tmp_path)) == ["latency", "queues", "throughput"]
+
+
+def test_the_fragmentation_plot_needs_pods_pending(tmp_path: Path) -> None:
+    run = make_run()
+    assert_png(plots.plot_fragmentation(run, tmp_path / "f.png") or tmp_path / "none")
+    drained = make_run(research={**run.research, "pendingPods": 0})
+    assert plots.plot_fragmentation(drained, tmp_path / "g.png") is None
 
 
 def test_a_sweep_gets_its_plot(tmp_path: Path) -> None:
@@ -43,10 +50,11 @@ def test_a_sweep_gets_its_plot(tmp_path: Path) -> None:
                 sweep={"schedulers": n},
                 series={},
                 leaders=[],
+                research={},
             )
             for n in (4, 1, 2)
         ),
-        make_run("Other/w", series={}, leaders=[]),
+        make_run("Other/w", series={}, leaders=[], research={}),
     )
     out = plots.plot_experiment(exp, tmp_path / "plots")
     assert_png(out["sweep:SchedulingBasic/500Nodes"]["sweep"])

@@ -55,7 +55,7 @@ def test_plots_are_inlined_and_nothing_is_external(tmp_path: Path) -> None:
     page = path.read_text()
     tags = parse(page).tags
     images = [a for t, a in tags if t == "img"]
-    assert len(images) == 7
+    assert len(images) == 8  # every run plot, fragmentation included
     assert all((a.get("src") or "").startswith("data:image/png;base64,") for a in images)
     assert not [t for t, a in tags if t in ("script", "link", "iframe")]
     assert not re.search(r"(src|href)=\"(https?:|//)", page)
@@ -117,3 +117,14 @@ def test_attempts_are_labelled_as_buckets_and_warnings_show() -> None:
     assert report.attempts_bucket(4) == "4" and report.attempts_bucket(17) == "> 16"
     assert "&gt; 16" in page
     assert "Warnings" in page and "churn[2]: 1 round failed" in page
+
+
+def test_the_research_measures_show_per_run() -> None:
+    page = report.render(make_experiment(make_run()), host=HOST)
+    assert "Research measures (as the run ended)" in page
+    assert "2 pods pending on 500 nodes; queue drained never" in page
+    assert "extended: nvidia.com/gpu" in page
+    drained = make_run(research={"nodes": 3, "pendingPods": 0, "queueDrainSeconds": 1.5})
+    assert "queue drained 1.50 s after the last pod was created" in report.render(
+        make_experiment(drained), host=HOST
+    )

@@ -27,7 +27,7 @@ def test_json_follows_the_schema_names() -> None:
         "id", "test_case", "workload", "params", "labels", "sweep", "threshold",
         "threshold_metric", "cluster", "t0", "duration", "phases", "collected", "series",
         "latency", "attempts", "replicas", "leaders", "faults", "scheduler_metrics", "check",
-        "error",
+        "error", "research",
     }  # fmt: skip
     assert run["attempts"] == {"1": 90, "2": 10}
     assert run["leaders"][1]["end"] is None

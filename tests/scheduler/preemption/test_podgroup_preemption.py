@@ -14,7 +14,8 @@ import pytest
 from protos.kubera.v1 import core_pb2
 from services.scheduler.framework.interface import PostFilterResult
 from services.scheduler.framework.status import Code, Status
-from services.scheduler.preemption.podgroups import whole_groups
+from services.scheduler.plugins.defaultpreemption import DECISION_KEY
+from services.scheduler.preemption.podgroups import disruption_units, whole_groups
 from tests.builders import scheduling_pod_group
 from tests.scheduler.preemption._harness import HIGH, LOW, Harness, node, pod
 
@@ -60,3 +61,37 @@ def test_whole_groups_keeps_the_victims_first_and_adds_each_member_once() -> Non
     assert [p.metadata.name for p in got] == ["m0", "m1"]
     assert [p.metadata.name for p in whole_groups([m0, m1], nodes, all_mode)] == ["m0", "m1"]
     assert [p.metadata.name for p in whole_groups([m0], nodes, {})] == ["m0"]
+
+
+def test_a_group_disrupted_whole_is_one_unit_and_each_other_member_one() -> None:
+    """Upstream's NumPodGroupDisruptions (preemption_workload_disruptions): all pods of a
+    group in mode `all` are one unit, a member of a `single` group (or of an unknown
+    group) one unit each, a pod of no group none."""
+    groups = {
+        "default/pg": scheduling_pod_group("pg", min_count=2, disruptionMode={"all": {}}),
+        "default/pg2": scheduling_pod_group("pg2", min_count=2, disruptionMode={"single": {}}),
+    }
+    victims = [
+        _member("m0", "n1"),
+        _member("m1", "n2"),
+        _member("s0", "n1", group="pg2"),
+        _member("s1", "n2", group="pg2"),
+        _member("u0", "n2", group="unknown"),
+        pod("loner", LOW, node_name="n1", req=CPU1),
+    ]
+    assert disruption_units(victims, groups) == 1 + 2 + 1
+    assert disruption_units(victims[-1:], groups) == 0
+
+
+def test_the_decision_carries_the_units_and_pdb_violations_for_the_metrics() -> None:
+    members = [_member("m0", "n1"), _member("m1", "n2")]
+    h = Harness([node("n1", CPU1), node("n2", CPU1)], members)
+    h.plugin.pod_groups = {
+        "default/pg": scheduling_pod_group("pg", min_count=2, disruptionMode={"all": {}})
+    }
+    state, pi = h.state_for(pod("high", HIGH, req=CPU1))
+    statuses = {"n1": Status(Code.UNSCHEDULABLE), "n2": Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)}
+    _, st = asyncio.run(h.plugin.post_filter(state, pi, statuses))
+    assert st.is_success()
+    decision = state.get(DECISION_KEY)
+    assert (decision.pod_group_disruptions, decision.pdb_violations) == (1, 0)
