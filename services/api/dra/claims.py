@@ -203,3 +203,21 @@ def allocation_devices(claim: resource_pb2.ResourceClaim) -> list[DeviceID]:
         if not r.admin_access and not r.HasField("share_id")
     ]
 
+
+def allocation_shares(
+    claim: resource_pb2.ResourceClaim,
+) -> dict[DeviceID, dict[str, dict[str, str]]]:
+    """The shares of devices that allow multiple allocations the claim's allocation holds
+    (results with a shareID, DRAConsumableCapacity): device -> shareID -> the capacity it
+    consumes (name -> quantity, status.allocation's consumedCapacity). What a
+    shared-state claim write records per device and what the chaos checker sums against
+    the device's capacity (`allocation_devices` are the exclusive rest)."""
+    if not claim.status.HasField("allocation"):
+        return {}
+    out: dict[DeviceID, dict[str, dict[str, str]]] = {}
+    for r in claim.status.allocation.devices.results:
+        if r.admin_access or not r.HasField("share_id"):
+            continue
+        d = DeviceID(r.driver, r.pool, r.device)
+        out.setdefault(d, {})[r.share_id] = dict(r.consumed_capacity)
+    return out
