@@ -33,6 +33,9 @@ CONFIG = (
     / "performance-config.yaml"
 )
 CLASS = "workload-claims"
+#: The shared cluster of 3 hollow nodes (conftest's `cluster`, shared with modules of the
+#: same flags).
+UP_ARGS = ("--nodes", "3")
 
 
 @pytest.mark.parametrize(
@@ -126,11 +129,22 @@ def test_a_pod_groups_pods_share_one_claim_made_from_its_template(
         claim = until(group_claim, timeout=60)
         assert claim.startswith("trainers-dev-")
 
+        seen: list[Any] = []
+
         def all_running() -> bool:
             pods = _get(cluster, ns, "pods")["items"]
+            seen[:] = [
+                (p["metadata"]["name"], p["spec"].get("nodeName"), p["status"]) for p in pods
+            ]
             return len(pods) == 3 and all(p["status"].get("phase") == "Running" for p in pods)
 
-        until(all_running, timeout=90)
+        try:
+            until(all_running, timeout=120)
+        except AssertionError:
+            claims = _get(cluster, ns, "resourceclaims")["items"]
+            raise AssertionError(
+                f"pods: {seen}\nclaims: {[c.get('status') for c in claims]}"
+            ) from None
         for p in _get(cluster, ns, "pods")["items"]:
             assert p["status"]["resourceClaimStatuses"] == [
                 {"name": "dev", "resourceClaimName": claim}
