@@ -19,7 +19,8 @@ from services.api.machinery.kinds import BY_KIND
 from services.apiserver.registry import ApiServer
 from services.storage import Storage
 from services.storage.keys import device_allocation_key
-from tests.builders import exact_request, resource_claim, resource_slice
+from tests.apiserver.test_device_allocation import claim
+from tests.builders import resource_slice
 
 CLAIMS = BY_KIND["ResourceClaim"]
 DRIVER = "gpu.example.com"
@@ -48,13 +49,6 @@ async def api(storage: Storage) -> AsyncIterator[ApiServer]:
         yield api
     finally:
         await api.stop()
-
-
-async def claim(api: ApiServer, name: str) -> resource_pb2.ResourceClaim:
-    try:
-        return await api.get(CLAIMS, "default", name)  # type: ignore[return-value]
-    except Exception:  # noqa: BLE001 - not there yet
-        return await api.create(resource_claim(name, "default", exact_request("gpu", "gpu")))  # type: ignore[return-value]
 
 
 async def share(

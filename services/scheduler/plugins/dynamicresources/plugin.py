@@ -24,12 +24,10 @@ plugins/dynamicresources, DRA as GA in 1.34, structured parameters only).
                  status.reservedFor, resourceVersion-checked, refreshed and retried on
                  conflict; then wait for the devices' binding conditions (bindingconditions.py)
 
-PodGroup claims (DRAWorkloadResourceClaims; services/api/dra/claims.py): a claim the pod
-names through an entry of its PodGroup (scheduling.k8s.io, spec.schedulingGroup) is reserved
-for the PodGroup, once, by the first of its pods; the others find it reserved for their
-group and write nothing, so any number of pods share it (reservedFor holds at most 256).
-While the first pod's allocation is pending, its siblings take the pending copy as
-allocated (gang.py), as for a scheduler-plugins gang.
+PodGroup claims (DRAWorkloadResourceClaims; claims.py): a claim a pod names through an
+entry of its scheduling.k8s.io PodGroup is reserved for the PodGroup by its first pod; the
+others find it reserved and write nothing, so any number share it. Meanwhile siblings
+take the first pod's pending allocation as allocated (gang.py).
 
 Extended resources backed by DRA (DRAExtendedResource): a claim the plugin makes for the
 pod's extended resources that a DeviceClass maps joins the pod's claims at every extension
@@ -45,11 +43,9 @@ search short; a node whose search took longer than FilterTimeout is rejected aft
 ("timed out trying to allocate devices") so slow searches show up and are not retried by
 Reserve. Unreserve's reservation removal is a status update (get, edit, update with the
 resourceVersion, retried on conflict) run in the background, where upstream sends a
-strategic-merge patch. Known gap: in shared-state (Omega) mode each replica's in-flight
-allocations are its own and the bind's allocation check covers node resources, not
-devices, so two replicas may give one device to two claims; schedule DRA pods with one
-leader. A deposed leader's claim writes are not fenced (its bind is): an allocation it
-wrote without a bind is left unreserved, and the resourceclaim controller deallocates it.
+strategic-merge patch. Claim writes are fenced like binds (a deposed leader's fail); in
+shared-state mode they carry check_allocation, so the apiserver's device records refuse
+a device, or more of a device's capacity, that another replica gave first.
 """
 
 from __future__ import annotations
