@@ -43,9 +43,8 @@ deposed leader's are refused, fencing.py); K shared-state schedulers each decide
 lagging view, and a device is no node resource (a network-attached one serves many
 nodes), so the node records cannot cover it. A claim status write with
 `check_allocation` (`write_claim_status`) also writes, in the SAME txn, one record per
-device it newly holds exclusively (`allocation_devices`: admin-access results and shares
-of devices that allow multiple allocations hold none, and their consumable capacity is
-not checked here):
+device it newly holds exclusively (`allocation_devices`: admin-access results hold
+none; shares of devices that allow multiple allocations are Shares, below):
 
     /kubera/deviceallocations/<driver>/<pool>/<device>  ->  {"claim": "ns/name", "uid": "…"}
 
@@ -63,6 +62,23 @@ Invariant: a device record is written only with the claim status that allocates 
 device, and never deleted, only taken over; stale records are bounded by the number of
 devices. Claims allocated without `check_allocation` (an elected scheduler, a user
 writing status) write no record: the guarantee is exact among shared-state writes.
+
+Shares (DRAConsumableCapacity). A device that allows multiple allocations is given to
+many claims, each a share (a result with a shareID) consuming part of its capacity
+(consumedCapacity). Its record, at the same key, lists the shares recorded for it:
+
+    {"shares": [{"claim": "ns/name", "uid": "…", "share": "<shareID>",
+                 "consumed": {"memory": "4Gi"}}, …]}
+
+A claim status write with `check_allocation` that gains a share of a device reads the
+record, keeps the shares of other claims that still hold them (their claims read from
+etcd, exact; a share whose claim is gone or dropped it is forgotten) plus every share of
+the device the new status holds, and sums what they consume per capacity: over the
+device's capacity (its ResourceSlice, from the watch cache) the write is refused with
+AllocationConflictError, else the record is written in the same txn, compared on its
+mod_revision. So two replicas never overcommit a device's capacity among shared-state
+writes; a device no ResourceSlice publishes refuses the share (the scheduler saw a
+slice this apiserver has not: retried).
 """
 
 from __future__ import annotations
@@ -73,11 +89,15 @@ import json
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
 
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, resource_pb2
-from services.api.dra.claims import allocation_devices
+from services.api.dra.capacity import Amounts
+from services.api.dra.claims import allocation_devices, allocation_shares
+from services.api.dra.counters import amount
 from services.api.dra.pools import DeviceID
 from services.api.helpers.resources import CPU, EPHEMERAL, MEMORY, PODS, Resource, pod_requests
 from services.api.machinery.errors import (
@@ -470,13 +490,142 @@ def _claim_holds(kv: KeyValue, uid: str) -> set[DeviceID]:
     return set(allocation_devices(claim))
 
 
+# ------------------------------------------------------------------------ shares
+
+_SLICES = BY_KIND["ResourceSlice"]
+#: The ResourceSlices watch cache's index by "driver/pool".
+POOL_INDEX = "driver/pool"
+
+
+def new_share_devices(
+    new: resource_pb2.ResourceClaim, old: resource_pb2.ResourceClaim
+) -> list[DeviceID]:
+    """The devices of which `new` holds a share `old` did not (in a stable order)."""
+    had = allocation_shares(old)
+    return sorted(
+        d for d, shares in allocation_shares(new).items() if set(shares) - set(had.get(d, {}))
+    )
+
+
+def _pool_of(obj: Message) -> str:
+    rs = narrow(obj, resource_pb2.ResourceSlice)
+    return f"{rs.spec.driver}/{rs.spec.pool.name}"
+
+
+async def device_capacity(store: Store, d: DeviceID) -> Amounts | None:
+    """The device's capacity as its ResourceSlice publishes it (None: no slice has it),
+    from the watch cache, else from etcd."""
+    cache = await store.fresh_cache(_SLICES)
+    if cache is not None:
+        cache.add_index(POOL_INDEX, _pool_of)
+        slices = [cache.store[k].obj for k in cache.by_index(POOL_INDEX, f"{d.driver}/{d.pool}")]
+    else:
+        kvs, _ = await store.storage.list(_SLICES.prefix())
+        slices = [store.decode(_SLICES, kv) for kv in kvs]
+    for obj in slices:
+        rs = narrow(obj, resource_pb2.ResourceSlice)
+        if rs.spec.driver != d.driver or rs.spec.pool.name != d.pool:
+            continue
+        for dev in rs.spec.devices:
+            if dev.name == d.device:
+                return {name: amount(c.value) for name, c in dev.capacity.items()}
+    return None
+
+
+def _decode_shares(kv: KeyValue | None) -> list[dict[str, Any]]:
+    """A device record's shares; none for no record, an exclusive one or one that does
+    not decode (stale: taken over)."""
+    if kv is None:
+        return []
+    try:
+        shares = loads_json(kv.value, "the record")["shares"]
+        return [s for s in shares if isinstance(s, dict) and {"claim", "uid", "share"} <= set(s)]
+    except (ValueError, TypeError, KeyError):
+        return []
+
+
+async def _live_shares(
+    store: Store, d: DeviceID, shares: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The recorded shares whose claim (same UID) still holds them, read from etcd."""
+    keys = sorted({DeviceHolder(str(s["claim"]), str(s["uid"])).key for s in shares})
+    got = (await store.storage.txn([], [Get(k) for k in keys])).gets if keys else []
+    held: dict[tuple[str, str], set[str]] = {}
+    for key, kv in zip(keys, got, strict=True):
+        if kv is None:
+            continue
+        claim = resource_pb2.ResourceClaim()
+        try:
+            claim.ParseFromString(kv.value)
+        except Exception:  # noqa: BLE001 - an undecodable holder holds nothing we can prove
+            continue
+        held[(key, claim.metadata.uid)] = set(allocation_shares(claim).get(d, {}))
+    return [
+        s
+        for s in shares
+        if str(s["share"])
+        in held.get((DeviceHolder(str(s["claim"]), str(s["uid"])).key, str(s["uid"])), set())
+    ]
+
+
+async def share_guard(
+    store: Store, claim: resource_pb2.ResourceClaim, devices: Sequence[DeviceID]
+) -> tuple[list[Compare], list[Put]]:
+    """The compares and puts that record the claim's shares of `devices` in its status
+    write; AllocationConflictError when they would take more of a device's capacity than
+    it has, with the shares other claims hold."""
+    if not devices:
+        return [], []
+    me = DeviceHolder.of(claim)
+    mine = allocation_shares(claim)
+    keys = [device_record_key(d) for d in devices]
+    records = (await store.storage.txn([], [Get(k) for k in keys])).gets
+    compares: list[Compare] = []
+    puts: list[Put] = []
+    for d, key, kv in zip(devices, keys, records, strict=True):
+        capacity = await device_capacity(store, d)
+        if capacity is None:
+            raise AllocationConflictError(
+                f'resourceclaim "{me.claim}" cannot be allocated a share of device {d}: no '
+                "ResourceSlice publishes it"
+            )
+        others = [s for s in _decode_shares(kv) if s["uid"] != me.uid]
+        kept = await _live_shares(store, d, others) + [
+            {"claim": me.claim, "uid": me.uid, "share": sid, "consumed": consumed}
+            for sid, consumed in sorted(mine[d].items())
+        ]
+        used: dict[str, Decimal] = {}
+        for s in kept:
+            for name, q in dict(s.get("consumed") or {}).items():
+                used[name] = used.get(name, Decimal(0)) + amount(str(q))
+        for name, total in sorted(used.items()):
+            if name in capacity and total > capacity[name]:
+                raise AllocationConflictError(
+                    f'resourceclaim "{me.claim}" cannot be allocated a share of device {d}: '
+                    f"its shares would consume {total} of capacity {name}, which is "
+                    f"{capacity[name]} (another scheduler allocated shares first)"
+                )
+        compares.append(
+            Compare(key, "create", "==", 0)
+            if kv is None
+            else Compare(key, "mod", "==", kv.mod_revision)
+        )
+        puts.append(Put(key, json.dumps({"shares": kept}, separators=(",", ":")).encode()))
+    return compares, puts
+
+
 async def write_claim_status(store: Store, kind: Kind, new: Message, kv: KeyValue) -> Message:
     """Write a ResourceClaim's status `new` over `kv` with the records of the devices it
-    newly allocates; a txn that fails on a record (not on the claim) is decided again."""
+    newly allocates (exclusively, or a share of); a txn that fails on a record (not on the
+    claim) is decided again."""
     claim = narrow(new, resource_pb2.ResourceClaim)
-    devices = new_devices(claim, narrow(store.decode(kind, kv), resource_pb2.ResourceClaim))
+    old = narrow(store.decode(kind, kv), resource_pb2.ResourceClaim)
+    devices = new_devices(claim, old)
+    shared = new_share_devices(claim, old)
     for _ in range(MAX_RETRIES):
         compares, ops = await device_guard(store, claim, devices)
+        share_compares, share_ops = await share_guard(store, claim, shared)
+        compares, ops = compares + share_compares, ops + share_ops
         try:
             return await store.write(kind, new, kv, compares=compares, ops=ops)
         except ConflictError:

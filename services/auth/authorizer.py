@@ -142,6 +142,9 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
     "leases": frozenset({"create", "update", "patch", "delete"}),
     "resourceclaims": frozenset({"create", "update", "patch", "delete"}),
     "podgroups": frozenset({"update", "patch"}),
+    #: scheduling.k8s.io PodGroups (kubera's resource name): the resourceclaim controller
+    #: records the claims it made for a group in its status.
+    "podgroups.scheduling.k8s.io": frozenset({"update", "patch"}),
     "resourcequotas": frozenset({"update", "patch"}),
     "daemonsets": frozenset({"update", "patch"}),
     "statefulsets": frozenset({"update", "patch"}),
@@ -162,7 +165,15 @@ CONTROLLER_MANAGER_WRITES: dict[str, frozenset[str]] = {
 #: times, the device taint eviction controller its rules' EvictionInProgress; the specs
 #: are their users').
 CONTROLLER_MANAGER_STATUS_ONLY = frozenset(
-    {"podgroups", "resourcequotas", "daemonsets", "statefulsets", "cronjobs", "devicetaintrules"}
+    {
+        "podgroups",
+        "podgroups.scheduling.k8s.io",
+        "resourcequotas",
+        "daemonsets",
+        "statefulsets",
+        "cronjobs",
+        "devicetaintrules",
+    }
 )
 
 ALLOWED = Decision(True)

@@ -20,7 +20,9 @@ properties of the run (DESIGN.md "Chaos + checker"):
 4. lost-pod: at the end, every pod that exists and is not being deleted is bound or
    carries PodScheduled=False with a reason.
 5. double-allocation: a DRA device is held by at most one ResourceClaim at every
-   revision (the exclusive devices of status.allocation; services/chaos/devices.py).
+   revision (the exclusive devices of status.allocation), and the shares of a device
+   that allows multiple allocations never consume more than its capacity
+   (services/chaos/devices.py).
 
 A pod or node value that does not decode is a finding of its own, corrupt-object (its key
 and revision): the checker cannot prove anything of it, so the verdict fails, and the
@@ -58,7 +60,7 @@ from services.api.machinery.errors import CorruptObjectError
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.kubeobject import narrow_optional
 from services.apiserver import decode
-from services.chaos.devices import CLAIM_PREFIX, DOUBLE_ALLOCATION, DeviceLedger
+from services.chaos.devices import CLAIM_PREFIX, DOUBLE_ALLOCATION, SLICE_PREFIX, DeviceLedger
 from services.chaos.verdict import Counts, PodRef, Verdict, Violation
 from services.storage import Event
 from services.storage.keys import ALLOCATIONS_PREFIX, ELECTION_PREFIX
@@ -92,6 +94,7 @@ _NAMED_PODS = 5
 _POD = BY_KIND["Pod"]
 _NODE = BY_KIND["Node"]
 _CLAIM = BY_KIND["ResourceClaim"]
+_SLICE = BY_KIND["ResourceSlice"]
 
 
 # ------------------------------------------------------------------ state
@@ -227,6 +230,7 @@ class Checker:
             elif key.startswith(ALLOCATIONS_PREFIX) and e.type == "PUT":
                 self._allocations.add(key)
         claims: list[tuple[str, Any]] = []
+        slices: list[tuple[str, Any]] = []
         for e in events:
             key = e.kv.key
             if key.startswith(POD_PREFIX):
@@ -239,8 +243,14 @@ class Checker:
                 claim = None if e.type == "DELETE" else self._decode(_CLAIM, e)
                 if claim is not None or e.type == "DELETE":
                     claims.append((key, claim))
+            elif key.startswith(SLICE_PREFIX):
+                rs = None if e.type == "DELETE" else self._decode(_SLICE, e)
+                if rs is not None or e.type == "DELETE":
+                    slices.append((key, rs))
         for name, added in self._touched.items():
             self._check_node(self._nodes[name], added)
+        if slices:
+            self._devices.apply_slices(slices)
         if claims:
             self._devices.apply(revision, claims)
             c.device_allocations = self._devices.allocations

@@ -16,19 +16,30 @@ so a txn that moves a device from one claim to another is not a double allocatio
 
     free --claim gains it--> held by C --C loses it--> free
     held by C --claim D gains it--> double-allocation (reported; D is the holder after)
+
+Shares (DRAConsumableCapacity): a device that allows multiple allocations is held by many
+claims at once, each a share consuming part of its capacity (`allocation_shares`). The
+ledger keeps every claim's shares and every device's capacity as its ResourceSlice
+publishes it; at a revision where a claim gains a share, what all shares of that device
+consume is summed per capacity, and more than the capacity is a double-allocation too
+(the device's capacity given twice), reported once when it starts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 from protos.kubera.v1 import resource_pb2
-from services.api.dra.claims import allocation_devices
+from services.api.dra.capacity import Amounts
+from services.api.dra.claims import allocation_devices, allocation_shares
+from services.api.dra.counters import amount
 from services.api.dra.pools import DeviceID
 from services.api.machinery.kinds import BY_KIND
 
 CLAIM_PREFIX = BY_KIND["ResourceClaim"].prefix()
+SLICE_PREFIX = BY_KIND["ResourceSlice"].prefix()
 DOUBLE_ALLOCATION = "double-allocation"
 
 
@@ -60,8 +71,33 @@ class DeviceLedger:
         #: claim key -> (the claim, the devices it holds)
         self._claims: dict[str, tuple[ClaimRef, frozenset[DeviceID]]] = {}
         self._held: dict[DeviceID, _Held] = {}
-        #: Device grants seen (a device newly held by a claim).
+        #: Device grants seen (a device newly held by a claim exclusively).
         self.allocations = 0
+        #: device -> its capacity, from the ResourceSlices; slice key -> its devices.
+        self._capacity: dict[DeviceID, Amounts] = {}
+        self._slices: dict[str, list[DeviceID]] = {}
+        #: device -> claim key -> (the claim, shareID -> consumed capacity)
+        self._shares: dict[DeviceID, dict[str, tuple[ClaimRef, dict[str, dict[str, str]]]]] = {}
+        #: claim key -> the devices it holds shares of
+        self._claim_shares: dict[str, set[DeviceID]] = {}
+        #: (device, capacity) overcommitted now (reported when it began).
+        self._over: set[tuple[DeviceID, str]] = set()
+
+    def apply_slices(
+        self, changes: Sequence[tuple[str, resource_pb2.ResourceSlice | None]]
+    ) -> None:
+        """One revision's ResourceSlice events: the capacities of their devices."""
+        for key, rs in changes:
+            for d in self._slices.pop(key, []):
+                self._capacity.pop(d, None)
+            if rs is None:
+                continue
+            devices = []
+            for dev in rs.spec.devices:
+                d = DeviceID(rs.spec.driver, rs.spec.pool.name, dev.name)
+                self._capacity[d] = {n: amount(c.value) for n, c in dev.capacity.items()}
+                devices.append(d)
+            self._slices[key] = devices
 
     def apply(
         self, revision: int, changes: Sequence[tuple[str, resource_pb2.ResourceClaim | None]]
@@ -69,6 +105,7 @@ class DeviceLedger:
         """One revision's claim events, in order: (key, the claim as put, or None when
         deleted)."""
         gains: list[tuple[str, ClaimRef, frozenset[DeviceID]]] = []
+        shared = self._apply_shares(changes)
         for key, claim in changes:
             old, held = self._claims.get(key, (None, frozenset[DeviceID]()))
             ref, now = None, frozenset[DeviceID]()
@@ -91,6 +128,59 @@ class DeviceLedger:
             for d in sorted(devices):
                 self._acquire(d, ref, revision)
             self._claims[key] = (ref, self._claims[key][1] | devices)
+        for d, ref in sorted(shared.items()):
+            self._check_capacity(d, ref, revision)
+
+    def _apply_shares(
+        self, changes: Sequence[tuple[str, resource_pb2.ResourceClaim | None]]
+    ) -> dict[DeviceID, ClaimRef]:
+        """Take the revision's shares in; the devices a claim gained a share of, and the
+        last such claim."""
+        gained: dict[DeviceID, ClaimRef] = {}
+        for key, claim in changes:
+            now = allocation_shares(claim) if claim is not None else {}
+            ref = None
+            if claim is not None:
+                m = claim.metadata
+                ref = ClaimRef(m.namespace, m.name, m.uid)
+            for d in self._claim_shares.pop(key, set()):
+                held = self._shares[d]
+                if d not in now or held[key][0] != ref:
+                    del held[key]
+                    if not held:
+                        del self._shares[d]
+            if now:
+                self._claim_shares[key] = set(now)
+            for d, shares in now.items():
+                assert ref is not None
+                before = self._shares.get(d, {}).get(key)
+                had = set(before[1]) if before is not None and before[0] == ref else set()
+                self._shares.setdefault(d, {})[key] = (ref, shares)
+                if set(shares) - had:
+                    gained[d] = ref
+        return gained
+
+    def _check_capacity(self, d: DeviceID, ref: ClaimRef, revision: int) -> None:
+        capacity = self._capacity.get(d)
+        used: dict[str, Decimal] = {}
+        for _, shares in self._shares.get(d, {}).values():
+            for consumed in shares.values():
+                for name, q in consumed.items():
+                    used[name] = used.get(name, Decimal(0)) + amount(q)
+        for name in sorted(set(used) | {n for dd, n in self._over if dd == d}):
+            over = capacity is not None and name in capacity and used.get(name, 0) > capacity[name]
+            if not over:
+                self._over.discard((d, name))
+            elif (d, name) not in self._over:
+                self._over.add((d, name))
+                assert capacity is not None
+                self._report(
+                    DOUBLE_ALLOCATION,
+                    f"device {d}'s capacity {name} ({capacity[name]}) was overcommitted at "
+                    f"revision {revision}: its shares consume {used[name]} after {ref} took one",
+                    CLAIM_PREFIX + f"{ref.namespace}/{ref.name}",
+                    (revision,),
+                )
 
     def _release(self, d: DeviceID, ref: ClaimRef | None) -> None:
         h = self._held.get(d)

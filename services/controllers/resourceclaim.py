@@ -9,11 +9,23 @@ Two kinds of keys share one queue:
                          of them in status.resourceClaimStatuses (one UpdateStatus). A pod
                          bound without the scheduler (nodeName set by hand) also gets its
                          allocated claims reserved for it.
+    "podgroup:<ns>/<name>"  a PodGroup (scheduling.k8s.io) with resourceClaimTemplateName
+                         entries and no claim recorded for some of them: the same for the
+                         group (a claim "<group>-<entry>-…" owned by the PodGroup, recorded
+                         in the group's status.resourceClaimStatuses).
     "claim:<ns>/<name>"  drop status.reservedFor entries of pods that are gone, replaced
-                         (other UID) or done; on the transition to "no reservation" clear
-                         the allocation (deallocate) if the scheduler made it (the
-                         delete-protection finalizer says so); a claim made for a pod that
-                         is done or gone is deleted.
+                         (other UID) or done, and of PodGroups that are gone; on the
+                         transition to "no reservation" clear the allocation (deallocate)
+                         if the scheduler made it (the delete-protection finalizer says
+                         so); a claim made for a pod that is done or gone, or for a
+                         PodGroup that is gone, is deleted.
+
+PodGroup claims (DRAWorkloadResourceClaims; services/api/dra/claims.py): a pod's template
+entry that matches an entry of its PodGroup gets no claim of its own: the group's claim is
+recorded in the pod's status once the group's is (a pod waits while its PodGroup is not
+known, or its claim not made yet; the group's update brings it back). A pod bound by hand
+reserves such a claim for its PodGroup, not for itself. A PodGroup's reservation is held
+until the PodGroup is gone: its pods finishing do not release it.
 
 A pod is done (isPodDone) when its phase is Succeeded or Failed, or when it is being
 deleted and was never scheduled: then no container of it runs and none will. A pod being
@@ -41,7 +53,7 @@ from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import core_pb2, resource_pb2
+from protos.kubera.v1 import core_pb2, resource_pb2, schedulingv1beta1_pb2
 from services.api.dra.claims import (
     POD_CLAIM_NAME_ANNOTATION,
     ClaimNotCreatedError,
@@ -49,12 +61,16 @@ from services.api.dra.claims import (
     claim_name,
     existing_pod_claims,
     is_for_pod,
+    is_pod_group_reference,
     is_reserved_for_pod,
+    pod_group_claim_name,
+    pod_group_entry,
+    pod_group_reference,
     pod_reference,
 )
 from services.api.machinery import codec
 from services.api.machinery.errors import ConflictError, NotFoundError
-from services.api.machinery.kinds import BY_KIND
+from services.api.machinery.kinds import BY_KIND, SCHEDULING_POD_GROUP, Kind
 from services.api.machinery.kubeobject import narrow, narrow_optional
 from services.api.machinery.meta import object_key
 from services.client import Client, Handlers, SharedInformers
@@ -72,6 +88,10 @@ log = logging.getLogger(__name__)
 PODS = BY_KIND["Pod"]
 CLAIMS = BY_KIND["ResourceClaim"]
 TEMPLATES = BY_KIND["ResourceClaimTemplate"]
+POD_GROUPS = BY_KIND[SCHEDULING_POD_GROUP]
+PodGroup = schedulingv1beta1_pb2.SchedulingPodGroup
+#: A pod's or a PodGroup's claim entry (both have name and resourceClaimTemplateName).
+Entry = core_pb2.PodResourceClaim | schedulingv1beta1_pb2.PodGroupResourceClaim
 
 #: The finalizer the scheduler puts on a claim it allocates (upstream resource.Finalizer);
 #: removed here once the claim is deallocated and being deleted.
@@ -104,12 +124,26 @@ def owning_pod(claim: resource_pb2.ResourceClaim) -> tuple[str, str] | None:
     return ref.name, ref.uid
 
 
-def pending_template_entries(pod: core_pb2.Pod) -> list[core_pb2.PodResourceClaim]:
-    """The pod's template entries for which no claim is recorded in its status yet."""
-    recorded = {s.name for s in pod.status.resource_claim_statuses}
+def owning_pod_group(claim: resource_pb2.ResourceClaim) -> tuple[str, str] | None:
+    """(name, uid) of the PodGroup that controls the claim, if one does."""
+    ref = controller_of(claim)
+    if ref is None or ref.kind != POD_GROUPS.kind or ref.api_version != POD_GROUPS.api_version:
+        return None
+    return ref.name, ref.uid
+
+
+def _owner_uid(claim: resource_pb2.ResourceClaim) -> str | None:
+    owner = owning_pod(claim) or owning_pod_group(claim)
+    return owner[1] if owner is not None else None
+
+
+def pending_template_entries(obj: core_pb2.Pod | PodGroup) -> list[Entry]:
+    """The template entries of a pod (or PodGroup) for which no claim is recorded in its
+    status yet."""
+    recorded = {s.name for s in obj.status.resource_claim_statuses}
     return [
         e
-        for e in pod.spec.resource_claims
+        for e in obj.spec.resource_claims
         if e.HasField("resource_claim_template_name") and e.name not in recorded
     ]
 
@@ -135,20 +169,21 @@ def generate_name(pod: str, entry: str) -> str:
 
 
 def claim_from_template(
-    pod: core_pb2.Pod,
-    entry: core_pb2.PodResourceClaim,
+    owner: core_pb2.Pod | PodGroup,
+    entry: Entry,
     template: resource_pb2.ResourceClaimTemplate,
+    owner_kind: Kind = PODS,
 ) -> resource_pb2.ResourceClaim:
-    """The claim for one entry of `pod`: named by the apiserver from
-    "<pod>-<entry>-", the template's labels and annotations plus the pod-claim-name
-    annotation, its spec, controlled by the pod."""
+    """The claim for one entry of a pod (or of a PodGroup, `owner_kind` POD_GROUPS): named
+    by the apiserver from "<owner>-<entry>-", the template's labels and annotations plus
+    the pod-claim-name annotation, its spec, controlled by the owner."""
     claim = resource_pb2.ResourceClaim(api_version=CLAIMS.api_version, kind=CLAIMS.kind)
-    claim.metadata.namespace = pod.metadata.namespace
-    claim.metadata.generate_name = generate_name(pod.metadata.name, entry.name)
+    claim.metadata.namespace = owner.metadata.namespace
+    claim.metadata.generate_name = generate_name(owner.metadata.name, entry.name)
     claim.metadata.labels.update(template.spec.metadata.labels)
     claim.metadata.annotations.update(template.spec.metadata.annotations)
     claim.metadata.annotations[POD_CLAIM_NAME_ANNOTATION] = entry.name
-    claim.metadata.owner_references.append(new_controller_ref(pod, PODS))
+    claim.metadata.owner_references.append(new_controller_ref(owner, owner_kind))
     claim.spec.CopyFrom(template.spec.spec)
     return claim
 
@@ -167,7 +202,8 @@ def claims_named_by(pod: core_pb2.Pod) -> list[str]:
 
 
 class ResourceClaimController:
-    """Claims from templates for pods, and the cleanup of claims (see the module docstring)."""
+    """Claims from templates for pods and PodGroups, and the cleanup of claims (see the
+    module docstring)."""
 
     def __init__(
         self,
@@ -183,15 +219,17 @@ class ResourceClaimController:
         self.pod_informer = informers.get(PODS)
         self.claim_informer = informers.get(CLAIMS)
         self.template_informer = informers.get(TEMPLATES)
+        self.group_informer = informers.get(POD_GROUPS)
         self.queue: WorkQueue[str] = controller_queue(
             "resource_claim",
             clock=self.clock,
             base_delay=self.config.base_backoff,
             max_delay=self.config.max_backoff,
         )
-        #: pod UID -> keys of the claims it controls (upstream's claimPodOwnerIndex).
+        #: pod (or PodGroup) UID -> keys of the claims it controls (upstream's
+        #: claimPodOwnerIndex).
         self._owned: dict[str, set[str]] = defaultdict(set)
-        #: (pod UID, entry) -> claim created here and not yet seen by the informer.
+        #: (owner UID, entry) -> claim created here and not yet seen by the informer.
         self._created: dict[tuple[str, str], resource_pb2.ResourceClaim] = {}
         #: UIDs of pods seen deleted, newest last (upstream's deletedObjects LRU): their
         #: reservations go without asking the apiserver.
@@ -201,6 +239,9 @@ class ResourceClaimController:
             Handlers(self._add_claim, self._update_claim, self._delete_claim)
         )
         self.template_informer.add_handlers(Handlers(on_add=self._add_template))
+        self.group_informer.add_handlers(
+            Handlers(self._add_group, self._update_group, self._delete_group)
+        )
 
     async def run(self, stop: asyncio.Event) -> None:
         try:
@@ -209,6 +250,7 @@ class ResourceClaimController:
                 self.pod_informer.synced,
                 self.claim_informer.synced,
                 self.template_informer.synced,
+                self.group_informer.synced,
             ):
                 await run_workers(
                     self.queue,
@@ -262,11 +304,11 @@ class ResourceClaimController:
     def _add_claim(self, obj: Message) -> None:
         claim = narrow(obj, resource_pb2.ResourceClaim)
         key = object_key(claim)
-        owner = owning_pod(claim)
+        owner = _owner_uid(claim)
         if owner is not None:
-            self._owned[owner[1]].add(key)
+            self._owned[owner].add(key)
             entry = claim.metadata.annotations.get(POD_CLAIM_NAME_ANNOTATION, "")
-            self._created.pop((owner[1], entry), None)
+            self._created.pop((owner, entry), None)
         self.queue.add(f"claim:{key}")
 
     def _update_claim(self, old: Message, cur: Message) -> None:
@@ -274,26 +316,65 @@ class ResourceClaimController:
 
     def _delete_claim(self, obj: Message) -> None:
         claim = narrow(obj, resource_pb2.ResourceClaim)
-        owner = owning_pod(claim)
-        if owner is not None:
-            # Its pod may still need it (deleted by someone else): made again.
-            self.queue.add(f"pod:{claim.metadata.namespace}/{owner[0]}")
-            keys = self._owned.get(owner[1])
-            if keys is not None:
-                keys.discard(object_key(claim))
-                if not keys:
-                    del self._owned[owner[1]]
+        pod, group = owning_pod(claim), owning_pod_group(claim)
+        owner = pod or group
+        if owner is None:
+            return
+        # Its pod (or PodGroup) may still need it (deleted by someone else): made again.
+        self.queue.add(f"{'pod' if pod else 'podgroup'}:{claim.metadata.namespace}/{owner[0]}")
+        keys = self._owned.get(owner[1])
+        if keys is not None:
+            keys.discard(object_key(claim))
+            if not keys:
+                del self._owned[owner[1]]
 
     def _add_template(self, obj: Message) -> None:
-        """Pods that waited for this template get their claims now, not after a backoff."""
+        """Pods and PodGroups that waited for this template get their claims now, not after
+        a backoff."""
         tmpl = narrow(obj, resource_pb2.ResourceClaimTemplate)
         ns, name = tmpl.metadata.namespace, tmpl.metadata.name
-        for pod in list(self.pod_informer.store.values()):
-            p = narrow(pod, core_pb2.Pod)
-            if p.metadata.namespace != ns or not p.spec.resource_claims:
-                continue
-            if any(e.resource_claim_template_name == name for e in pending_template_entries(p)):
-                self.queue.add(f"pod:{object_key(p)}")
+        for what, informer in (("pod", self.pod_informer), ("podgroup", self.group_informer)):
+            for o in list(informer.store.values()):
+                if o.metadata.namespace != ns or not o.spec.resource_claims:  # type: ignore[attr-defined]
+                    continue
+                pending = pending_template_entries(o)  # type: ignore[arg-type]
+                if any(e.resource_claim_template_name == name for e in pending):
+                    self.queue.add(f"{what}:{object_key(o)}")
+
+    def _add_group(self, obj: Message) -> None:
+        self._group_changed(narrow(obj, PodGroup))
+
+    def _update_group(self, old: Message, cur: Message) -> None:
+        self._group_changed(narrow(cur, PodGroup))
+
+    def _group_changed(self, pg: PodGroup) -> None:
+        if not pg.spec.resource_claims or pg.metadata.deletion_timestamp:
+            return
+        if pending_template_entries(pg) or self._lost_claims(pg):
+            self.queue.add(f"podgroup:{object_key(pg)}")
+        # Its pods that wait for the group (its claims, or the group itself) go on.
+        for o in list(self.pod_informer.store.values()):
+            pod = narrow(o, core_pb2.Pod)
+            if (
+                pod.metadata.namespace == pg.metadata.namespace
+                and pod.spec.scheduling_group.pod_group_name == pg.metadata.name
+                and pending_template_entries(pod)
+            ):
+                self.queue.add(f"pod:{object_key(pod)}")
+
+    def _delete_group(self, obj: Message) -> None:
+        """The claims reserved for the PodGroup, or made for it, are looked at again."""
+        pg = narrow(obj, PodGroup)
+        uid = pg.metadata.uid
+        keys = set(self._owned.get(uid, set()))
+        for key, o in list(self.claim_informer.store.items()):
+            claim = narrow(o, resource_pb2.ResourceClaim)
+            if any(r.uid == uid for r in claim.status.reserved_for):
+                keys.add(key)
+        for key in keys:
+            self.queue.add(f"claim:{key}")
+        for k in [k for k in self._created if k[0] == uid]:
+            del self._created[k]
 
     # ------------------------------------------------------------------ sync
 
@@ -301,25 +382,49 @@ class ResourceClaimController:
         what, _, obj_key = key.partition(":")
         if what == "pod":
             await self.sync_pod(obj_key)
+        elif what == "podgroup":
+            await self.sync_pod_group(obj_key)
         elif what == "claim":
             await self.sync_claim(obj_key)
         else:
             log.error("resourceclaim: unknown key %r", key)
 
-    def _find_pod_claim(
-        self, pod: core_pb2.Pod, entry: core_pb2.PodResourceClaim
-    ) -> resource_pb2.ResourceClaim | None:
-        """The claim the pod already controls for `entry` (upstream findPodResourceClaim)."""
-        made = self._created.get((pod.metadata.uid, entry.name))
+    def _find_owned_claim(self, owner_uid: str, entry: str) -> resource_pb2.ResourceClaim | None:
+        """The claim a pod (or PodGroup) already controls for `entry` (upstream
+        findPodResourceClaim)."""
+        made = self._created.get((owner_uid, entry))
         if made is not None:
             return made
-        for key in self._owned.get(pod.metadata.uid, ()):
+        for key in self._owned.get(owner_uid, ()):
             claim = narrow_optional(self.claim_informer.store.get(key), resource_pb2.ResourceClaim)
             if claim is None:
                 continue
-            if claim.metadata.annotations.get(POD_CLAIM_NAME_ANNOTATION) == entry.name:
+            if claim.metadata.annotations.get(POD_CLAIM_NAME_ANNOTATION) == entry:
                 return claim
         return None
+
+    def _pod_group(self, pod: core_pb2.Pod) -> PodGroup | None:
+        group = pod.spec.scheduling_group.pod_group_name
+        if not group:
+            return None
+        return narrow_optional(
+            self.group_informer.store.get(f"{pod.metadata.namespace}/{group}"), PodGroup
+        )
+
+    def _consumer(
+        self, pod: core_pb2.Pod, claim: resource_pb2.ResourceClaim
+    ) -> resource_pb2.ResourceClaimConsumerReference:
+        """Whom the pod's use of `claim` reserves it for: the pod's PodGroup when one of the
+        pod's entries that names the claim is the group's, else the pod."""
+        pg = self._pod_group(pod)
+        if pg is not None:
+            for entry in pod.spec.resource_claims:
+                if (
+                    pod_group_entry(pg, entry) is not None
+                    and pod_group_claim_name(pg, entry.name) == claim.metadata.name
+                ):
+                    return pod_group_reference(pg)
+        return pod_reference(pod)
 
     def _claims_to_reserve(self, pod: core_pb2.Pod) -> list[resource_pb2.ResourceClaim]:
         """The allocated claims of a pod bound without the scheduler (spec.nodeName set by
@@ -345,72 +450,108 @@ class ResourceClaimController:
         await self._record_claims(key, pod)
         for claim in self._claims_to_reserve(pod):
             updated = narrow(codec.clone(claim), resource_pb2.ResourceClaim)
-            updated.status.reserved_for.append(pod_reference(pod))
+            updated.status.reserved_for.append(self._consumer(pod, claim))
             # A stale cache (the scheduler reserved it already): Conflict, retried.
             await self.client.update_status(updated)
 
-    def _lost_claims(self, pod: core_pb2.Pod) -> list[core_pb2.PodResourceClaim]:
-        """Template entries whose recorded claim the cache does not hold as the pod's (deleted
-        by someone, or taken over): upstream makes a new claim for them."""
+    async def sync_pod_group(self, key: str) -> None:
+        """Claims for the PodGroup's template entries, recorded in its status."""
+        pg = narrow_optional(self.group_informer.store.get(key), PodGroup)
+        if pg is None or pg.metadata.deletion_timestamp:
+            return
+        await self._record_claims(key, pg, POD_GROUPS)
+
+    def _lost_claims(self, obj: core_pb2.Pod | PodGroup) -> list[Entry]:
+        """Template entries whose recorded claim the cache does not hold as the pod's (or
+        the PodGroup's): deleted by someone, or taken over; upstream makes a new claim."""
         recorded = {
             st.name: st.resource_claim_name
-            for st in pod.status.resource_claim_statuses
+            for st in obj.status.resource_claim_statuses
             if st.HasField("resource_claim_name")
         }
-        made = {c.metadata.name for (uid, _), c in self._created.items() if uid == pod.metadata.uid}
-        lost = []
-        for e in pod.spec.resource_claims:
+        uid = obj.metadata.uid
+        made = {c.metadata.name for (u, _), c in self._created.items() if u == uid}
+        lost: list[Entry] = []
+        for e in obj.spec.resource_claims:
             name = recorded.get(e.name)
             if not e.HasField("resource_claim_template_name") or name is None or name in made:
                 continue
-            claim = self.claim_informer.store.get(f"{pod.metadata.namespace}/{name}")
-            if claim is None or not is_for_pod(pod, claim):  # type: ignore[arg-type]
+            claim = self.claim_informer.store.get(f"{obj.metadata.namespace}/{name}")
+            if claim is None or not self._is_for(obj, claim):  # type: ignore[arg-type]
                 lost.append(e)
         return lost
 
-    async def _really_lost(self, pod: core_pb2.Pod, entry: core_pb2.PodResourceClaim) -> bool:
-        """The apiserver confirms the recorded claim is gone or not the pod's (the claim
-        cache may lag behind the pod cache: never make a second claim on its word)."""
-        ref = claim_name(pod, entry)
-        assert ref.name is not None
+    @staticmethod
+    def _is_for(obj: core_pb2.Pod | PodGroup, claim: resource_pb2.ResourceClaim) -> bool:
+        if isinstance(obj, core_pb2.Pod):
+            return is_for_pod(obj, claim)
+        return any(
+            r.uid == obj.metadata.uid and r.controller for r in claim.metadata.owner_references
+        )
+
+    async def _really_lost(self, obj: core_pb2.Pod | PodGroup, name: str) -> bool:
+        """The apiserver confirms the recorded claim `name` is gone or not the owner's (the
+        claim cache may lag behind: never make a second claim on its word)."""
         try:
-            claim = await self.client.get(CLAIMS, ref.name, pod.metadata.namespace)
+            claim = await self.client.get(CLAIMS, name, obj.metadata.namespace)
         except NotFoundError:
             return True
-        return not is_for_pod(pod, claim)  # type: ignore[arg-type]
+        return not self._is_for(obj, claim)  # type: ignore[arg-type]
 
-    async def _record_claims(self, key: str, pod: core_pb2.Pod) -> None:
-        entries = pending_template_entries(pod)
-        for entry in self._lost_claims(pod):
-            if await self._really_lost(pod, entry):
-                log.info("pod %s: the claim of %s is gone; making a new one", key, entry.name)
+    async def _record_claims(
+        self, key: str, obj: core_pb2.Pod | PodGroup, kind: Kind = PODS
+    ) -> None:
+        """Claims for the template entries of a pod (`kind` PODS) or a PodGroup, recorded in
+        its status.resourceClaimStatuses with one UpdateStatus. A pod's entry that is its
+        PodGroup's records the group's claim (made by the group's sync)."""
+        entries = pending_template_entries(obj)
+        recorded = {st.name: st.resource_claim_name for st in obj.status.resource_claim_statuses}
+        for entry in self._lost_claims(obj):
+            if await self._really_lost(obj, recorded[entry.name]):
+                log.info("%s: the claim of %s is gone; making a new one", key, entry.name)
                 entries.append(entry)
         if not entries:
             return
+        pg = self._pod_group(obj) if isinstance(obj, core_pb2.Pod) else None
+        if (
+            isinstance(obj, core_pb2.Pod)
+            and obj.spec.scheduling_group.pod_group_name
+            and pg is None
+        ):
+            # Which entries are the group's is not known yet (the group's arrival brings the
+            # pod back); upstream's scheduler holds such a pod back as well.
+            return
         found: list[tuple[str, str]] = []
         for entry in entries:
-            claim = self._find_pod_claim(pod, entry)
+            if pg is not None and pod_group_entry(pg, entry) is not None:  # type: ignore[arg-type]
+                shared = pod_group_claim_name(pg, entry.name)
+                if shared is not None:
+                    found.append((entry.name, shared))
+                continue  # the group's claim is not made yet: the group's update brings it
+            claim = self._find_owned_claim(obj.metadata.uid, entry.name)
             if claim is None:
-                tkey = f"{pod.metadata.namespace}/{entry.resource_claim_template_name}"
+                tkey = f"{obj.metadata.namespace}/{entry.resource_claim_template_name}"
                 template: resource_pb2.ResourceClaimTemplate | None = (
                     self.template_informer.store.get(tkey)  # type: ignore[assignment]
                 )
                 if template is None:
                     raise NotFoundError(
-                        f'pod {key}: resource claim template "{entry.resource_claim_template_name}" not found'
+                        f'{key}: resource claim template "{entry.resource_claim_template_name}" not found'
                     )
-                claim = await self.client.create(claim_from_template(pod, entry, template))
-                self._created[(pod.metadata.uid, entry.name)] = claim
-                log.info("pod %s: created claim %s for %s", key, claim.metadata.name, entry.name)
+                claim = await self.client.create(claim_from_template(obj, entry, template, kind))
+                self._created[(obj.metadata.uid, entry.name)] = claim
+                log.info("%s: created claim %s for %s", key, claim.metadata.name, entry.name)
             found.append((entry.name, claim.metadata.name))
-        updated = narrow(codec.clone(pod), core_pb2.Pod)
-        statuses = {st.name: st for st in updated.status.resource_claim_statuses}
+        if not found:
+            return
+        updated = codec.clone(obj)
+        statuses = {st.name: st for st in updated.status.resource_claim_statuses}  # type: ignore[attr-defined]
         for name, cname in found:
             if name in statuses:
                 statuses[name].resource_claim_name = cname
             else:
-                updated.status.resource_claim_statuses.add(name=name, resource_claim_name=cname)
-        # Conflict: the pod changed meanwhile; retried from the fresh cache (claims found).
+                updated.status.resource_claim_statuses.add(name=name, resource_claim_name=cname)  # type: ignore[attr-defined]
+        # Conflict: the object changed meanwhile; retried from the fresh cache (claims found).
         await self.client.update_status(updated)
 
     async def _pod_gone_or_replaced(self, namespace: str, name: str, uid: str) -> bool | None:
@@ -430,19 +571,30 @@ class ResourceClaimController:
             return True
         return None if is_pod_done(pod) else False
 
+    async def _group_gone(self, namespace: str, name: str, uid: str) -> bool:
+        """No PodGroup of that name and UID exists (the cache first, then the apiserver)."""
+        pg = self.group_informer.store.get(f"{namespace}/{name}")
+        if pg is None:
+            try:
+                pg = await self.client.get(POD_GROUPS, name, namespace)
+            except NotFoundError:
+                return True
+        return bool(pg.metadata.uid != uid)  # type: ignore[attr-defined]
+
+    async def _still_used(self, ns: str, ref: resource_pb2.ResourceClaimConsumerReference) -> bool:
+        if ref.api_group == "" and ref.resource == "pods":
+            return await self._pod_gone_or_replaced(ns, ref.name, ref.uid) is False
+        if is_pod_group_reference(ref):
+            return not await self._group_gone(ns, ref.name, ref.uid)
+        return True  # another kind of consumer: not ours to judge
+
     async def sync_claim(self, key: str) -> None:
         found = narrow_optional(self.claim_informer.store.get(key), resource_pb2.ResourceClaim)
         if found is None:
             return
         claim = found
         ns, name = split_key(key)
-        valid: list[resource_pb2.ResourceClaimConsumerReference] = []
-        for ref in claim.status.reserved_for:
-            if ref.api_group == "" and ref.resource == "pods":
-                if await self._pod_gone_or_replaced(ns, ref.name, ref.uid) is False:
-                    valid.append(ref)
-                continue
-            valid.append(ref)  # another kind of consumer: not ours to judge
+        valid = [ref for ref in claim.status.reserved_for if await self._still_used(ns, ref)]
         has_finalizer = DELETE_PROTECTION_FINALIZER in claim.metadata.finalizers
         if len(valid) < len(claim.status.reserved_for):
             updated = narrow(codec.clone(claim), resource_pb2.ResourceClaim)
@@ -467,6 +619,13 @@ class ResourceClaimController:
                 claim = await self.client.update_status(updated)
             await self._remove_finalizer(claim)
         if valid:
+            return
+        group = owning_pod_group(claim)
+        if group is not None:
+            if await self._group_gone(ns, group[0], group[1]):
+                log.info("deleting claim %s: its PodGroup %s is gone", key, group[0])
+                with contextlib.suppress(NotFoundError, ConflictError):
+                    await self.client.delete(CLAIMS, name, ns, uid=claim.metadata.uid)
             return
         owner = owning_pod(claim)
         if owner is None:
@@ -497,4 +656,5 @@ __all__ = [
     "generate_name",
     "is_pod_done",
     "owning_pod",
+    "owning_pod_group",
 ]

@@ -46,6 +46,7 @@ from typing import Any
 from google.protobuf.message import Message
 
 from protos.kubera.v1 import core_pb2, resource_pb2
+from services.api.dra.claims import is_reserved_for_pod
 from services.api.helpers.stages import TemplateError
 from services.api.machinery.errors import ApiError, ConflictError, NotFoundError
 from services.api.machinery.kinds import BY_KIND
@@ -410,11 +411,11 @@ class NodePool:
     def _on_claim(self, obj: Message) -> None:
         claim = narrow(obj, resource_pb2.ResourceClaim)
         self.binding.on_claim(claim)
-        for ref in claim.status.reserved_for:
-            if ref.uid in self.waiting_for_claims:
-                st = self.pods.get(ref.uid)
-                if st is not None:
-                    self._retry_claims(st)
+        # Its consumers (pods, or the pods of a PodGroup it is reserved for) may go on.
+        for uid in list(self.waiting_for_claims):
+            st = self.pods.get(uid)
+            if st is not None and is_reserved_for_pod(st.pod, claim):
+                self._retry_claims(st)
 
     def _retry_claims(self, st: PodState) -> None:
         """A waiting pod whose claims may be ready now: it goes on to ContainerCreating."""

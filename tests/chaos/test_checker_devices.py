@@ -160,3 +160,70 @@ async def test_a_forged_second_allocation_in_storage_fails_the_check(storage: St
     verdict = await check_history(storage, start_revision=start)
     assert [v.check for v in verdict.violations] == [DOUBLE_ALLOCATION], verdict.lines()
     assert "FAILED: 1 violations (1 double-allocation)" in verdict.lines()[-1]
+
+
+# -- shares of a device that allows multiple allocations: its capacity (DRAConsumableCapacity)
+
+SLICES = BY_KIND["ResourceSlice"]
+
+
+def _slice_event(memory: str) -> Event:
+    rs = resource_pb2.ResourceSlice()
+    rs.metadata.name = "n1-gpus"
+    rs.spec.driver, rs.spec.pool.name, rs.spec.node_name = DRIVER, "n1", "n1"
+    dev = rs.spec.devices.add(name="gpu-0", allow_multiple_allocations=True)
+    dev.capacity["memory"].value = memory
+    return Event("PUT", KeyValue(SLICES.key("", "n1-gpus"), rs.SerializeToString(), 1, 1, 1), None)
+
+
+def _share_event(name: str, uid: str, memory: str | None) -> Event:
+    c = resource_pb2.ResourceClaim()
+    c.metadata.name, c.metadata.namespace, c.metadata.uid = name, "default", uid
+    if memory is not None:
+        r = c.status.allocation.devices.results.add(
+            request="gpu", driver=DRIVER, pool="n1", device="gpu-0", share_id=f"share-{uid}"
+        )
+        r.consumed_capacity["memory"] = memory
+    return Event("PUT", KeyValue(CLAIMS.key("default", name), c.SerializeToString(), 1, 1, 1), None)
+
+
+def _replay_shares(revisions: list[list[Event]]) -> list[str]:
+    checker = Checker()
+    for rev, events in enumerate(revisions, start=1):
+        checker.apply(rev, events)
+    return [v.message for v in checker.finish().violations if v.check == DOUBLE_ALLOCATION]
+
+
+def test_shares_within_a_devices_capacity_pass() -> None:
+    assert (
+        _replay_shares(
+            [
+                [_slice_event("8Gi")],
+                [_share_event("a", "ua", "4Gi")],
+                [_share_event("b", "ub", "4Gi")],
+                [_share_event("a", "ua", None)],  # a lets its share go
+                [_share_event("c", "uc", "4Gi")],
+            ]
+        )
+        == []
+    )
+
+
+def test_shares_beyond_a_devices_capacity_are_a_double_allocation_reported_once() -> None:
+    (message,) = _replay_shares(
+        [
+            [_slice_event("8Gi")],
+            [_share_event("a", "ua", "6Gi")],
+            [_share_event("b", "ub", "3Gi")],
+            [_share_event("c", "uc", "1Gi")],  # still over: not reported again
+        ]
+    )
+    assert f"device {DRIVER}/n1/gpu-0's capacity memory" in message
+    assert "overcommitted at revision 3" in message
+    assert "after resourceclaim default/b (uid ub) took one" in message
+
+
+def test_shares_of_a_device_no_slice_publishes_are_not_judged() -> None:
+    assert (
+        _replay_shares([[_share_event("a", "ua", "6Gi")], [_share_event("b", "ub", "6Gi")]]) == []
+    )

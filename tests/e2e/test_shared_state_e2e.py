@@ -3,7 +3,8 @@ pods by hash and both bind, through the allocation record, with no fencing token
 schedulers` reports each replica's Omega measures, and `kubera check` accepts the binds
 through the allocation record and finds no overcommitted node. Pods claiming more
 network devices than there are get each device once (the device allocation records),
-and `kubera check` proves no device was given twice."""
+pods taking shares of a device never take more than its capacity, and `kubera check`
+proves no device was given twice."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kubera.testing import Cluster
 from tests.e2e.helpers import (
@@ -89,6 +91,69 @@ def test_two_replicas_never_give_one_network_device_twice(cluster: Cluster) -> N
         assert verdict["violation_counts"]["double-allocation"] == 0
     finally:
         kubectl(cluster, "delete", "namespace", ns, "--wait=false", check=False)
+
+
+def test_two_replicas_never_overcommit_a_shared_devices_capacity(cluster: Cluster) -> None:
+    """One network device that allows multiple allocations, 8Gi of memory, and 5 pods whose
+    claims each take a 4Gi share of it: both replicas allocate shares from their own views,
+    the device's record refuses the writes that would pass 8Gi, so 2 pods run, 3 wait,
+    and `kubera check` finds the capacity never overcommitted."""
+    ns, name = "omega-shares", "omega-shared"
+    docs = [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": name},
+            "spec": {
+                "selectors": [{"cel": {"expression": 'device.driver == "shared.example.com"'}}]
+            },
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": name},
+            "spec": {
+                "driver": "shared.example.com",
+                "allNodes": True,
+                "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                "devices": [
+                    {
+                        "name": "dev-0",
+                        "allowMultipleAllocations": True,
+                        "capacity": {"memory": {"value": "8Gi"}},
+                    }
+                ],
+            },
+        },
+    ]
+    pods = yaml.safe_load_all(claimed_pods(ns, "share", 5, name))
+    manifest = []
+    for doc in pods:
+        if doc["kind"] == "ResourceClaimTemplate":
+            request = doc["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+            request["capacity"] = {"requests": {"memory": "4Gi"}}
+        manifest.append(doc)
+    kubectl(cluster, "create", "namespace", ns)
+    kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+    try:
+        kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(manifest))
+        until(lambda: settled_pods(cluster, ns) == (2, 3), timeout=90)
+        items = json.loads(kubectl(cluster, "get", "resourceclaims", "-n", ns, "-o", "json").stdout)
+        shares = [
+            (r["device"], r["consumedCapacity"], bool(r.get("shareID")))
+            for c in items["items"]
+            for r in c.get("status", {}).get("allocation", {}).get("devices", {}).get("results", [])
+        ]
+        assert shares == [("dev-0", {"memory": "4Gi"}, True)] * 2, shares
+        r = cluster("check", "--json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        verdict = json.loads(r.stdout)
+        assert verdict["ok"] is True, verdict
+        assert verdict["violation_counts"]["double-allocation"] == 0
+    finally:
+        kubectl(cluster, "delete", "namespace", ns, "--wait=false", check=False)
+        kubectl(cluster, "delete", "resourceslice", name, "--wait=false", check=False)
+        kubectl(cluster, "delete", "deviceclass", name, "--wait=false", check=False)
 
 
 def test_check_accepts_allocation_binds(cluster: Cluster) -> None:

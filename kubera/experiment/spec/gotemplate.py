@@ -5,10 +5,13 @@ object (issue 28).
     {{- … -}}                         trim the white space before / after (space, \\t, \\r, \\n)
     {{/* … */}}                       a comment
     {{if p}} … {{else if q}} … {{else}} … {{end}}
+    {{range p}} … {{else}} … {{end}}   over an int (0…n-1, Go 1.22), a list or a map (sorted
+                                      keys); `.` is each element; {{range $v := p}} names it
+    {{$x := p}}  {{$x = p}}           variables, scoped to the enclosing block; `$` is the data
     pipeline = command ('|' command)*   a command's value is the next one's last argument
     command  = operand+                 a function and its arguments, or one value
-    operand  = .Name.Name | . | "s" | `s` | 'c' | 12 | 0x1f | 1.5 | true | false | nil
-               | (pipeline) | function
+    operand  = .Name.Name | . | $x | $ | "s" | `s` | 'c' | 12 | 0x1f | 1.5 | true | false
+               | nil | (pipeline) | function
 
 Values are Go's as encoding/json gives them: bool, int, float (float64), str, list, dict and
 None (nil). `if` is true for a non-zero number, true, a non-empty string/list/dict; false for
@@ -19,9 +22,9 @@ in templates.py) adds the rest, and overrides a builtin of the same name as Go's
 
 Where kubera differs on purpose: printing a key the data does not have fails (Go prints
 `<no value>`), so a template param nobody gives stops the experiment at load. Not
-implemented (UnsupportedTemplate: the test case using it is left out): `range`, `with`,
-`define`/`template`/`block`, `break`/`continue`, variables, fields of a parenthesised value,
-complex numbers. Upstream's scheduler_perf executes templates with html/template, which
+implemented (UnsupportedTemplate: the test case using it is left out): `with`,
+`define`/`template`/`block`, `break`/`continue`, `range $i, $e := …` (two variables),
+fields of a parenthesised value, complex numbers. Upstream's scheduler_perf executes templates with html/template, which
 escapes `<>&'"` in printed values; kubera prints them as they are.
 """
 
@@ -38,9 +41,8 @@ class TemplateError(ValueError):
 
 
 class UnsupportedTemplate(TemplateError):
-    """Valid Go template syntax the renderer does not implement (`range`, variables,
-    comments in the middle of an action): the test case using it is left out, not the whole
-    file (upstream's DRA claim templates use them)."""
+    """Valid Go template syntax the renderer does not implement (`with`, `define`, comments
+    in the middle of an action): the test case using it is left out, not the whole file."""
 
 
 class MissingValue(TemplateError):
@@ -55,8 +57,10 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
+#: No value piped into a command yet; also "the dot" as a field chain's start.
+_NOFINAL: Any = object()
 
-_UNSUPPORTED = {"range", "with", "define", "template", "block", "break", "continue"}
+_UNSUPPORTED = {"with", "define", "template", "block", "break", "continue"}
 _SPACE = " \t\r\n"
 
 # ---------------------------------------------------------------------------------------------
@@ -86,6 +90,7 @@ _TOKEN = re.compile(
     """,
     re.X,
 )
+_FIELDS = re.compile(r"(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 _ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3}|.)", re.S)
 _SIMPLE_ESCAPES = {
     "a": "\a",
@@ -151,8 +156,12 @@ def _lex_action(body: str) -> list[_Tok]:
             raise TemplateError(f"unexpected {body[pos]!r} in {{{{{body.strip()}}}}}")
         kind, text = m.lastgroup or "", m.group(0)
         pos = m.end()
-        if kind in ("var", "decl"):
-            raise UnsupportedTemplate(f"variables are not supported: {{{{{body.strip()}}}}}")
+        if kind == "var":
+            chain = _FIELDS.match(body, pos)
+            if chain is not None:  # $x.a.b: fields of a variable's value
+                out.append(_Tok("var", text + chain.group(0)))
+                pos = chain.end()
+                continue
         if kind == "field" and out and out[-1].kind == "rparen" and body[m.start() - 1] == ")":
             raise UnsupportedTemplate(f"fields of a parenthesised value: {{{{{body.strip()}}}}}")
         if kind == "str":
@@ -193,7 +202,24 @@ class _If:
 
 
 @dataclass
+class _Range:
+    pipe: list[_Cmd]
+    var: str = ""  # {{range $v := p}}: the element's variable
+    then: list[Any] = field(default_factory=list)
+    orelse: list[Any] = field(default_factory=list)
+
+
+@dataclass
 class _Action:
+    pipe: list[_Cmd]
+
+
+@dataclass
+class _Assign:
+    """{{$x := p}} (declare) or {{$x = p}} (assign an existing variable); prints nothing."""
+
+    var: str
+    declare: bool
     pipe: list[_Cmd]
 
 
@@ -271,8 +297,10 @@ def _parse_pipeline(toks: list[_Tok], pos: int, funcs: Mapping[str, Any]) -> tup
                 raise TemplateError("missing value in parentheses")
             pos += 1
             cmd.args.append(sub)
+        elif tok.kind == "decl":
+            raise TemplateError(f"unexpected {tok.text!r} in a command")
         elif tok.kind == "ident":
-            if tok.text in _UNSUPPORTED or tok.text in ("if", "else", "end"):
+            if tok.text in _UNSUPPORTED or tok.text in ("if", "range", "else", "end"):
                 raise TemplateError(f"unexpected keyword {tok.text!r} in a command")
             if tok.text not in funcs:
                 raise UnsupportedTemplate(f'function "{tok.text}" not defined')
@@ -304,7 +332,7 @@ def parse(text: str, funcs: Mapping[str, Callable[..., Any]]) -> list[Any]:
     root: list[Any] = []
     # The node lists being filled, innermost last, each with the {{if}} it belongs to. An
     # {{else if p}} replaces its {{if}}'s frame by its own: one {{end}} closes the chain.
-    stack: list[tuple[list[Any], _If | None]] = [(root, None)]
+    stack: list[tuple[list[Any], _If | _Range | None]] = [(root, None)]
     for kind, chunk in _split_actions(text):
         body, nodes = chunk.strip(_SPACE), stack[-1][0]
         if kind == "text":
@@ -315,6 +343,8 @@ def parse(text: str, funcs: Mapping[str, Callable[..., Any]]) -> list[Any]:
             if not body.endswith("*/"):
                 raise UnsupportedTemplate("a comment must be the whole action")
             continue
+        if re.match(r"range\s+\$\w*\s*,", body):
+            raise UnsupportedTemplate(f"{{{{{body}}}}}: two range variables are not supported")
         toks = _lex_action(chunk)
         head = toks[0].text if toks and toks[0].kind == "ident" else ""
         if head in _UNSUPPORTED:
@@ -323,6 +353,21 @@ def parse(text: str, funcs: Mapping[str, Callable[..., Any]]) -> list[Any]:
             node = _If(_condition(toks[1:], funcs, "if"))
             nodes.append(node)
             stack.append((node.then, node))
+        elif head == "range":
+            var, rest = "", toks[1:]
+            if len(rest) > 1 and rest[0].kind == "var" and rest[1].kind == "decl":
+                if rest[1].text != ":=":
+                    raise TemplateError("range can only initialize variables")
+                var, rest = rest[0].text, rest[2:]
+            loop = _Range(_condition(rest, funcs, "range"), var)
+            nodes.append(loop)
+            stack.append((loop.then, loop))
+        elif len(toks) > 1 and toks[0].kind == "var" and toks[1].kind == "decl":
+            if toks[0].text == "$":
+                raise TemplateError("cannot assign to $")
+            nodes.append(
+                _Assign(toks[0].text, toks[1].text == ":=", _condition(toks[2:], funcs, "="))
+            )
         elif head in ("else", "end"):
             if head == "else" and len(stack) == 1:
                 raise TemplateError("unexpected {{else}}")
@@ -337,7 +382,7 @@ def parse(text: str, funcs: Mapping[str, Callable[..., Any]]) -> list[Any]:
                 raise TemplateError("expected {{end}}, found a second {{else}}")
             if len(toks) == 1:
                 stack.append((owner.orelse, owner))
-            elif toks[1].kind == "ident" and toks[1].text == "if":
+            elif isinstance(owner, _If) and toks[1].kind == "ident" and toks[1].text == "if":
                 inner = _If(_condition(toks[2:], funcs, "else if"))
                 owner.orelse.append(inner)
                 stack.append((inner.then, inner))
@@ -346,7 +391,7 @@ def parse(text: str, funcs: Mapping[str, Callable[..., Any]]) -> list[Any]:
         else:
             nodes.append(_Action(_condition(toks, funcs, "command")))
     if len(stack) > 1:
-        raise TemplateError("unexpected EOF: an {{if}} has no {{end}}")
+        raise TemplateError("unexpected EOF: an {{if}} or {{range}} has no {{end}}")
     return root
 
 
@@ -455,10 +500,29 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+def _elements(value: Any) -> list[Any]:
+    """What {{range}} visits (Go's walkRange): 0…n-1 of an int, a list's items, a map's
+    values by sorted key; nothing for nil or a missing key."""
+    if value is MISSING or value is None:
+        return []
+    if isinstance(value, bool) or not isinstance(value, int | list | tuple | dict):
+        raise TemplateError(f"range can't iterate over {format_value(value)}")
+    if isinstance(value, int):
+        return list(range(max(value, 0)))
+    if isinstance(value, dict):
+        return [value[k] for k in sorted(value, key=str)]
+    return list(value)
+
+
 @dataclass
 class _Exec:
     funcs: Mapping[str, Callable[..., Any]]
     data: Any
+    #: Variable scopes, innermost last; the outermost holds `$` (the data).
+    scopes: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.scopes = [{"$": self.data}]
 
     def run(self, nodes: list[Any], out: list[str]) -> None:
         for node in nodes:
@@ -466,12 +530,51 @@ class _Exec:
                 out.append(node)
             elif isinstance(node, _If):
                 value = self.pipeline(node.cond)
-                self.run(node.then if truth(value) else node.orelse, out)
+                self.block(node.then if truth(value) else node.orelse, self.data, out)
+            elif isinstance(node, _Range):
+                items = _elements(self.pipeline(node.pipe))
+                for item in items:
+                    self.block(node.then, item, out, {node.var: item} if node.var else {})
+                if not items:
+                    self.block(node.orelse, self.data, out)
+            elif isinstance(node, _Assign):
+                self.assign(node)
             else:
                 value = self.pipeline(node.pipe)
                 if value is MISSING:
                     raise MissingValue(f"no value for {_describe(node.pipe)}")
                 out.append(format_value(value))
+
+    def block(
+        self, nodes: list[Any], dot: Any, out: list[str], names: dict[str, Any] | None = None
+    ) -> None:
+        """Run `nodes` with `.` = dot in a scope of their own (Go pops the variables a block
+        declared at its end)."""
+        saved = self.data
+        self.data = dot
+        self.scopes.append(dict(names or {}))
+        try:
+            self.run(nodes, out)
+        finally:
+            self.scopes.pop()
+            self.data = saved
+
+    def assign(self, node: _Assign) -> None:
+        value = self.pipeline(node.pipe)
+        if node.declare:
+            self.scopes[-1][node.var] = value
+            return
+        for scope in reversed(self.scopes):
+            if node.var in scope:
+                scope[node.var] = value
+                return
+        raise TemplateError(f"undefined variable: {node.var}")
+
+    def variable(self, name: str) -> Any:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        raise TemplateError(f"undefined variable: {name}")
 
     def pipeline(self, pipe: list[_Cmd]) -> Any:
         value: Any = _NOFINAL
@@ -496,14 +599,19 @@ class _Exec:
             return self.call(arg.text, [], _NOFINAL)
         if arg.kind == "dot":
             return self.data
+        if arg.kind == "var":
+            name, dot, chain = arg.text.partition(".")
+            value = self.variable(name)
+            return self.field("." + chain, value) if dot else value
         if arg.kind == "field":
             return self.field(arg.text)
         if arg.kind == "nil":
             return None
         return arg.value
 
-    def field(self, chain: str) -> Any:
-        value = self.data
+    def field(self, chain: str, start: Any = _NOFINAL) -> Any:
+        """`.a.b` of the dot (or of `start`, a variable's value)."""
+        value = self.data if start is _NOFINAL else start
         for name in chain[1:].split("."):
             if value is MISSING or value is None:
                 return MISSING  # Go: a field of a missing key is missing too
@@ -541,9 +649,6 @@ class _Exec:
             raise
         except (TypeError, ValueError, ArithmeticError) as e:
             raise TemplateError(f"error calling {name}: {e}") from None
-
-
-_NOFINAL: Any = object()
 
 
 def _text(arg: Any) -> str:

@@ -554,7 +554,6 @@ def check_objects(ctx: Ctx, where: str, op: o.Op) -> o.Op:
         decode_template(ctx, f"{where}.namespaceTemplatePath", op.namespace_template, "Namespace")
     if isinstance(op, o.CreatePodGroups):
         decode_template(ctx, f"{where}.templatePath", op.template, SCHEDULING_POD_GROUP)
-        check_pod_group_features(ctx, f"{where}.templatePath", op.template)
     elif isinstance(op, o.CreateAny):
         decode_template(ctx, f"{where}.templatePath", op.template, None)
     if isinstance(op, o.CreateResourceClaims):
@@ -570,25 +569,6 @@ def check_objects(ctx: Ctx, where: str, op: o.Op) -> o.Op:
         if len(kept) != len(op.templates):
             op = dataclasses.replace(op, templates=kept)
     return op
-
-
-#: PodGroup features kubera's scheduler does not implement: a test case whose PodGroups use
-#: one is left out before anything starts.
-POD_GROUP_NOT_IMPLEMENTED = {
-    "resourceClaims": "PodGroup-owned ResourceClaims (DRAWorkloadResourceClaims)",
-}
-
-
-def check_pod_group_features(ctx: Ctx, where: str, template: Template) -> None:
-    """A PodGroup template (its preview) that uses what kubera does not implement is
-    Unsupported, naming the feature."""
-    spec = template.data.get("spec") or {}
-    for path, what in POD_GROUP_NOT_IMPLEMENTED.items():
-        value: Any = spec
-        for part in path.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        if value is not None and value != []:
-            raise ctx.unsupported(where, f"{template.source}: not implemented: spec.{path}: {what}")
 
 
 def decode_template(

@@ -8,7 +8,7 @@ holds upstream's functions (operations.go getTemplateFuncs), the values a templa
 (template params as encoding/json decodes them: numbers are float64, .Index and .Count int)
 and the Template read once when the experiment is loaded.
 
-What the renderer does not implement (range, with, variables …) is rejected when the
+What the renderer does not implement (with, define …) is rejected when the
 template is loaded, so an experiment fails before it starts rather than in the middle. A
 template without actions is plain YAML.
 """
@@ -16,6 +16,7 @@ template without actions is plain YAML.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +66,32 @@ def _product(xs: tuple[Any, ...]) -> float:
     return out
 
 
+def _int(value: Any) -> int:
+    """Int: a template param (a float64 as encoding/json decodes numbers) as an int, for
+    `{{range}}` over it."""
+    if isinstance(value, bool):
+        raise TypeError(f"cannot convert {value!r} to int")
+    if isinstance(value, str):
+        return int(value.strip())
+    return int(_num(value))
+
+
+def _json(value: Any) -> str:
+    """JSON: the value as Go's json.Marshal writes it (compact, sorted map keys, an
+    integral float64 without a fraction): a param's list or map printed into YAML."""
+
+    def go(v: Any) -> Any:
+        if isinstance(v, float) and v.is_integer() and abs(v) < 1e21:
+            return int(v)
+        if isinstance(v, dict):
+            return {str(k): go(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [go(x) for x in v]
+        return v
+
+    return json.dumps(go(value), separators=(",", ":"), sort_keys=True)
+
+
 #: upstream's template functions (operations.go getTemplateFuncs) plus printf; Go's
 #: builtins (and, or, not, eq, ne, lt, le, gt, ge) come with gotemplate.
 FUNCS: dict[str, Callable[..., Any]] = {
@@ -77,6 +104,8 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "DivideInt": lambda a, b: int(_div(a, b)),
     "DivideFloat": _div,
     "Mod": lambda a, b: int(_num(a)) % int(_num(b)),
+    "Int": _int,
+    "JSON": _json,
     "printf": _printf,
 }
 

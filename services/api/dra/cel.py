@@ -43,13 +43,24 @@ Semantics kept from upstream:
 - The result must be bool or dyn: "must evaluate to bool or the unknown type, not int".
 - Expressions longer than CELSelectorExpressionMaxLength do not compile.
 
+The cost limit (upstream CELSelectorExpressionMaxCost, 1,000,000): the C++ runtime has no
+cost tracking to stop an evaluation, so kubera bounds it before it starts. celast.py gives
+each selector a cost polynomial in the size m of the device's maps and lists (one unit per
+node, loops multiplied by their range, 65 for other runtime lists such as split()).
+Validation refuses a new selector whose worst case (m = 32, upstream's per-device
+attribute limit) exceeds the limit ("too complex, exceeds cost limit", upstream's
+words); such a selector still compiles (a stored one, as upstream's compiler does), and
+before it is evaluated for a device its bound at that device's own sizes is held
+against the limit: over it, the evaluation does not run and fails with cel-go's
+"operation cancelled: actual cost limit exceeded", which the allocator reports as
+upstream's does ("CEL runtime error: …").
+
 Deliberate differences:
-- No runtime cost limit: the C++ runtime exposes none to Python. Instead a static
-  worst-case estimate (celast.py: one unit per node, loops multiplied by their range,
-  32 for a device map, 65 for other runtime lists) is held against upstream's
-  CELSelectorExpressionMaxCost at compile time ("too complex, exceeds cost limit",
-  upstream validation's wording); upstream compiles such an expression and stops it
-  at run time ("actual cost limit exceeded").
+- The runtime limit is a bound computed from the device's sizes before evaluating, not
+  cel-go's count of the operations actually run: a loop that would stop early
+  (exists(), a false &&) is charged its whole range, so an expression near the limit
+  may fail here where upstream's evaluation stays under it. Only selectors whose worst
+  case exceeds the limit are checked (every other one evaluates as before).
 - An index of ``device.attributes`` by a computed (non-literal) key, or through an
   alias (``cel.bind(m, device.attributes, m["x.io"])``, ``cel.bind(d, device, ...)``),
   does not default to an empty map: a missing domain is then a runtime error.
@@ -84,6 +95,9 @@ from services.api.dra import celast, celbase, celkube
 MAX_EXPRESSION_LENGTH: Final = 10 * 1024
 #: upstream resourceapi.CELSelectorExpressionMaxCost.
 MAX_COST: Final = 1_000_000
+#: cel-go's error when an evaluation's actual cost passes the limit (interpreter
+#: runtimecost.go), the text upstream's allocator wraps in "CEL runtime error: ".
+COST_LIMIT_EXCEEDED: Final = "operation cancelled: actual cost limit exceeded"
 #: How many compiled selectors are kept (DeviceClasses and claims of a cluster).
 COMPILE_CACHE_SIZE: Final = 4096
 #: How many devices are kept converted to Python values (~1-2 KB each); a scheduling
@@ -107,8 +121,8 @@ _WHOLE: Final = "device@exact"
 
 
 class CELCompileError(ValueError):
-    """The expression does not compile, is not a bool, or exceeds the cost limit; the
-    message is upstream's wording, for validation's field errors."""
+    """The expression does not compile or is not a bool; the message is upstream's
+    wording, for validation's field errors."""
 
 
 class CELRuntimeError(RuntimeError):
@@ -157,13 +171,22 @@ class Selector:
     many devices."""
 
     expression: str
+    #: The worst-case cost (celast.py at MAX_MAP_SIZE): validation refuses a new selector
+    #: above MAX_COST ("too complex, exceeds cost limit").
+    max_cost: int
 
-    def __init__(self, expression: str, program: Any) -> None:
+    def __init__(self, expression: str, program: Any, bound: celast.Poly = (0,)) -> None:
         self.expression = expression
         self._program = program
+        self._bound = bound
+        self.max_cost = celast.peval(bound, celast.MAX_MAP_SIZE)
 
     def matches(self, driver: str, device: resource_pb2.Device) -> bool:
-        """Whether the device satisfies the selector. Raises CELRuntimeError."""
+        """Whether the device satisfies the selector. Raises CELRuntimeError, also
+        (COST_LIMIT_EXCEEDED, without evaluating) when the selector's cost for this
+        device's sizes exceeds MAX_COST."""
+        if self.max_cost > MAX_COST and self.cost(driver, device) > MAX_COST:
+            raise CELRuntimeError(COST_LIMIT_EXCEEDED)
         result = self._program.eval(_devices.activation(driver, device))
         value = result.value()
         if value is True or value is False:
@@ -174,8 +197,33 @@ class Selector:
         kind = str(result.type().name()).lower().partition("<")[0]
         raise CELRuntimeError(f"CEL result of type {kind} could not be converted to bool")
 
+    def cost(self, driver: str, device: resource_pb2.Device) -> int:
+        """The selector's cost bound for `device`: its maps and lists as large as they
+        are (the default domains selectors add included)."""
+        return celast.peval(self._bound, _device_size(driver, device))
+
     def __repr__(self) -> str:
         return f"Selector({self.expression!r})"
+
+
+def _device_size(driver: str, device: resource_pb2.Device) -> int:
+    """The largest map or list a selector can range over on `device`: its attribute and
+    capacity domains, the names of one domain, a list value (a loop over the maps never
+    sees the default domains: it reads the exact map)."""
+    sizes = [1]
+    items: Any
+    for items in (device.attributes, device.capacity):
+        per_domain: dict[str, int] = {}
+        for name in items:
+            domain = _split(name, driver)[0]
+            per_domain[domain] = per_domain.get(domain, 0) + 1
+        sizes.append(len(per_domain))
+        sizes.extend(per_domain.values())
+    for attr in device.attributes.values():
+        fields = attr.ListFields()
+        if fields and fields[0][0].number in _LIST_FIELDS:
+            sizes.append(len(fields[0][1]))
+    return max(sizes)
 
 
 def compile_selector(expression: str) -> Selector:
@@ -207,8 +255,6 @@ def _compile(expression: str) -> Selector:
     wrapped = any_pb2.Any()
     wrapped.ParseFromString(checked.serialize())
     rewrite = celast.rewrite(wrapped.value, device=_DEVICE, exact=_EXACT, whole=_WHOLE)
-    if rewrite.cost > MAX_COST:
-        raise CELCompileError("too complex, exceeds cost limit")
     wrapped.value = rewrite.checked
     program = _ENV.deserialize(wrapped.SerializeToString())
     with _lock:
@@ -220,7 +266,7 @@ def _compile(expression: str) -> Selector:
         if rewrite.exact - _exact_used:
             _exact_used = _exact_used | rewrite.exact
             _generation += 1
-    return Selector(expression, program)
+    return Selector(expression, program, rewrite.bound)
 
 
 class _DeviceCache:

@@ -4,8 +4,10 @@ serializes it) for what the C++ runtime does not do the way Kubernetes does.
 Two things (see cel.py for why): ``device.attributes`` and ``device.capacity`` hold an
 empty map for every domain a selector indexes by a string literal (upstream's default
 for a missing domain), so every other read of them (``in``, has(), iteration, a computed
-key) is pointed at a sibling map without those defaults; and a static worst-case cost
-bounds comprehensions, since the runtime has no cost limit.
+key) is pointed at a sibling map without those defaults; and a cost bound for
+comprehensions, since the runtime has no cost limit: a polynomial in the size of the
+device's maps and lists (`m`), evaluated at MAX_MAP_SIZE for the worst case validation
+holds against the limit, and at a device's own sizes before it is evaluated (cel.py).
 
 Only the fields this pass reads are declared in the descriptors below; every other field
 (type map, reference map, source info, other constant kinds) stays an unknown field
@@ -27,6 +29,31 @@ _F = descriptor_pb2.FieldDescriptorProto
 #: Worst cases, as upstream's estimator assumes.
 MAX_MAP_SIZE: Final = 32
 MAX_RANGE: Final = 65
+
+#: A cost: coefficients of m**0, m**1, … where m bounds the size of any map or list of the
+#: device a comprehension ranges over.
+Poly = tuple[int, ...]
+
+
+def padd(*polys: Poly) -> Poly:
+    out = [0] * max((len(p) for p in polys), default=1)
+    for p in polys:
+        for i, c in enumerate(p):
+            out[i] += c
+    return tuple(out)
+
+
+def pmul(a: Poly, b: Poly) -> Poly:
+    out = [0] * (len(a) + len(b) - 1)
+    for i, x in enumerate(a):
+        for j, y in enumerate(b):
+            out[i + j] += x * y
+    return tuple(out)
+
+
+def peval(p: Poly, m: int) -> int:
+    """The cost for maps and lists of at most `m` elements."""
+    return sum(c * m**i for i, c in enumerate(p))
 
 
 def _pool() -> descriptor_pool.DescriptorPool:
@@ -110,8 +137,11 @@ class Rewrite:
     #: The map fields read other than by a literal domain (``in``, has(), iteration, a
     #: computed key): those reads were renamed to the exact map, ``exact[f]``.
     exact: set[str] = field(default_factory=set)
-    #: Worst-case cost in CEL's units (one per node visit, loops multiplied).
+    #: Worst-case cost in CEL's units (one per node visit, loops multiplied): `bound` at
+    #: MAX_MAP_SIZE.
     cost: int = 0
+    #: The cost as a polynomial in the size of the device's maps and lists.
+    bound: Poly = (0,)
 
 
 def rewrite(checked: bytes, *, device: str, exact: dict[str, str], whole: str) -> Rewrite:
@@ -124,7 +154,8 @@ def rewrite(checked: bytes, *, device: str, exact: dict[str, str], whole: str) -
     msg.ParseFromString(checked)
     out = Rewrite(checked=b"", domains={f: set() for f in exact})
     pass_ = _Pass(device, exact, whole, out, _max_id(msg.expr))
-    out.cost = pass_.visit(msg.expr, frozenset())
+    out.bound = pass_.visit(msg.expr, frozenset())
+    out.cost = peval(out.bound, MAX_MAP_SIZE)
     out.checked = msg.SerializeToString()
     return out
 
@@ -187,7 +218,7 @@ class _Pass:
             return None if self.device in shadowed else sel
         return None
 
-    def visit(self, e: Any, shadowed: frozenset[str]) -> int:
+    def visit(self, e: Any, shadowed: frozenset[str]) -> Poly:
         if self._is_device(e, shadowed):
             # `device` used whole (every field select returns before visiting it): make
             # it device.<whole>, the device without default domains.
@@ -199,28 +230,28 @@ class _Pass:
             e.id = self.next_id
             self.next_id += 1
             self.out.exact.add(self.whole)
-            return 2
+            return (2,)
         if e.HasField("ident_expr") or e.HasField("const_expr"):
-            return 1
+            return (1,)
         if e.HasField("select_expr"):
             sel = e.select_expr
             if self._is_device(sel.operand, shadowed) and sel.field not in self.exact:
-                return 2  # device.driver
+                return (2,)  # device.driver
             whole = self._device_map(e, shadowed)
             if whole is not None:
                 # device.<f> read as a whole: the exact map (no default domains).
                 self.out.exact.add(whole.field)
                 whole.field = self.exact[whole.field]
-                return 2
+                return (2,)
             inner = self._device_map(sel.operand, shadowed)
             if inner is not None and not sel.test_only:
                 # device.attributes.<domain>: a select on a map is a lookup by that key.
                 self.out.domains[inner.field].add(sel.field)
-                return 3
-            return 1 + self.visit(sel.operand, shadowed)
+                return (3,)
+            return padd((1,), self.visit(sel.operand, shadowed))
         if e.HasField("call_expr"):
             call = e.call_expr
-            cost = 1
+            cost: Poly = (1,)
             args = list(call.args)
             if call.function == "_[_]" and len(args) == 2:
                 inner = self._device_map(args[0], shadowed)
@@ -231,48 +262,45 @@ class _Pass:
                     and key.const_expr.HasField("string_value")
                 ):
                     self.out.domains[inner.field].add(key.const_expr.string_value)
-                    return cost + 3
+                    return (4,)
             if call.HasField("target"):
-                cost += self.visit(call.target, shadowed)
-            for arg in args:
-                cost += self.visit(arg, shadowed)
-            return cost
+                cost = padd(cost, self.visit(call.target, shadowed))
+            return padd(cost, *(self.visit(arg, shadowed) for arg in args))
         if e.HasField("list_expr"):
-            return 1 + sum(self.visit(x, shadowed) for x in e.list_expr.elements)
+            return padd((1,), *(self.visit(x, shadowed) for x in e.list_expr.elements))
         if e.HasField("struct_expr"):
-            cost = 1
+            cost = (1,)
             for entry in e.struct_expr.entries:
                 if entry.HasField("map_key"):
-                    cost += self.visit(entry.map_key, shadowed)
-                cost += self.visit(entry.value, shadowed)
+                    cost = padd(cost, self.visit(entry.map_key, shadowed))
+                cost = padd(cost, self.visit(entry.value, shadowed))
             return cost
         if e.HasField("comprehension_expr"):
             c = e.comprehension_expr
-            cost = self.visit(c.iter_range, shadowed) + self.visit(c.accu_init, shadowed)
+            cost = padd(self.visit(c.iter_range, shadowed), self.visit(c.accu_init, shadowed))
             inner_scope = shadowed | {c.iter_var, c.accu_var} | ({c.iter_var2} - {""})
-            per_step = self.visit(c.loop_condition, inner_scope) + self.visit(
-                c.loop_step, inner_scope
+            per_step = padd(
+                self.visit(c.loop_condition, inner_scope), self.visit(c.loop_step, inner_scope)
             )
-            cost += _range_size(c.iter_range) * per_step
-            cost += self.visit(c.result, shadowed | {c.accu_var})
-            return cost
-        return 1
+            cost = padd(cost, pmul(_range_size(c.iter_range), per_step))
+            return padd(cost, self.visit(c.result, shadowed | {c.accu_var}))
+        return (1,)
 
 
-def _range_size(e: Any) -> int:
+def _range_size(e: Any) -> Poly:
     """The most elements `e` can have: literals count, concatenations add up, a
-    comprehension's result (map, filter) is at most its range; anything else (device data,
-    split(), ...) at most MAX_RANGE."""
+    comprehension's result (map, filter) is at most its range; the device's maps and lists
+    m (at most MAX_MAP_SIZE in the worst case; a list-type attribute may hold up to 64
+    values, so its loops are under-estimated there, not on a device); anything else
+    (split(), ...) at most MAX_RANGE."""
     if e.HasField("list_expr"):
-        return len(e.list_expr.elements)
+        return (len(e.list_expr.elements),)
     if e.HasField("struct_expr"):
-        return len(e.struct_expr.entries)
+        return (len(e.struct_expr.entries),)
     if e.HasField("call_expr") and e.call_expr.function == "_+_" and len(e.call_expr.args) == 2:
-        return _range_size(e.call_expr.args[0]) + _range_size(e.call_expr.args[1])
+        return padd(_range_size(e.call_expr.args[0]), _range_size(e.call_expr.args[1]))
     if e.HasField("comprehension_expr"):
         return _range_size(e.comprehension_expr.iter_range)
     if e.HasField("select_expr") or (e.HasField("call_expr") and e.call_expr.function == "_[_]"):
-        # device.attributes, device.capacity["d"], ...: the device's maps. (A list-type
-        # attribute may hold up to 64 values: its loops are under-estimated here.)
-        return MAX_MAP_SIZE
-    return MAX_RANGE
+        return (0, 1)  # device.attributes, device.capacity["d"], ...: m
+    return (MAX_RANGE,)

@@ -236,14 +236,16 @@ def _validate_cel(path: str, sel: resource_pb2.CELDeviceSelector) -> Errors:
     if len(sel.expression) > CEL_EXPRESSION_MAX_LENGTH:
         return [too_long(expr_path, CEL_EXPRESSION_MAX_LENGTH)]
     try:
-        cel.compile_selector(sel.expression)
+        selector = cel.compile_selector(sel.expression)
     except NotImplementedError:
         # The CEL helper's skeleton: no compiler yet, so the expression goes unchecked.
         return []
     except cel.CELCompileError as exc:
-        if str(exc) == CEL_TOO_COMPLEX:
-            return [forbidden(expr_path, CEL_TOO_COMPLEX)]
         return [invalid(expr_path, sel.expression, str(exc))]
+    if selector.max_cost > cel.MAX_COST:
+        # upstream: the estimated cost of a new expression (a stored one is not validated
+        # again); one that still gets evaluated is stopped at run time.
+        return [forbidden(expr_path, CEL_TOO_COMPLEX)]
     return []
 
 

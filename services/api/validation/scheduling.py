@@ -220,6 +220,22 @@ def _pod_group_resource_claims(path: str, claims: Any) -> Errors:
     return errs
 
 
+def _pod_group_claim_statuses(pg: Any) -> Errors:
+    """status.resourceClaimStatuses: each names an entry of spec.resourceClaims (upstream
+    validatePodGroupResourceClaimStatuses)."""
+    names_ = {c.name for c in pg.spec.resource_claims}
+    at = child("status", "resourceClaimStatuses")
+    return [
+        invalid(
+            child(index(at, i), "name"),
+            st.name,
+            "must match the name of an entry in `spec.resourceClaims`",
+        )
+        for i, st in enumerate(pg.status.resource_claim_statuses)
+        if st.name not in names_
+    ]
+
+
 def validate_scheduling_pod_group(pg: Any) -> Errors:
     """A scheduling.k8s.io/v1beta1 PodGroup's spec, by its type's validation tags (the
     metadata is the table's: a DNS subdomain name)."""
@@ -257,6 +273,7 @@ def validate_scheduling_pod_group(pg: Any) -> Errors:
         else:
             errs += label_name(child(index(at, i), "key"), constraint.key)
     errs += _pod_group_resource_claims(child(path, "resourceClaims"), spec.resource_claims)
+    errs += _pod_group_claim_statuses(pg)
     if spec.HasField("disruption_mode"):
         mode = child(path, "disruptionMode")
         errs += _union(mode, spec.disruption_mode, ("single", "all"), required_one=True)

@@ -242,3 +242,27 @@ def test_a_pods_scheduling_group_is_immutable() -> None:
     new = codec.decode(_pod({"podGroupName": "b"}), validate="strict").obj
     old.metadata.resource_version, new.metadata.resource_version = "0", "1"
     assert validation.validate_update("Pod", new, old)
+
+
+@pytest.mark.parametrize(
+    ("statuses", "want"),
+    [
+        ([{"name": "gpu", "resourceClaimName": "pg-gpu-abcde"}], []),
+        (
+            [{"name": "nic", "resourceClaimName": "pg-nic-abcde"}],
+            [("status.resourceClaimStatuses[0].name", INV)],
+        ),
+    ],
+    ids=["names an entry", "names no entry"],
+)
+def test_a_claim_status_must_name_an_entry_of_spec_resource_claims(
+    statuses: list[Json], want: list[tuple[str, str]]
+) -> None:
+    """upstream validatePodGroupResourceClaimStatuses: "must match the name of an entry in
+    `spec.resourceClaims`"."""
+
+    def tweak(doc: Json) -> None:
+        doc["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "t"}]
+        doc["status"] = {"resourceClaimStatuses": statuses}
+
+    assert errors(_pg(tweak)) == want

@@ -58,8 +58,8 @@ ERRORS = [
     (
         "template-unsupported-action",
         replace("collectMetrics: true}", "collectMetrics: true, podTemplatePath: pod.yaml}"),
-        {"pod.yaml": "kind: Pod\n{{ range .Index }}x: 1{{ end }}\n"},
-        "pod.yaml: {{range}} is not supported",
+        {"pod.yaml": "kind: Pod\n{{ with .Index }}x: 1{{ end }}\n"},
+        "pod.yaml: {{with}} is not supported",
     ),
     (
         "pod-template-of-another-kind",

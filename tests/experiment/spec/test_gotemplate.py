@@ -170,9 +170,10 @@ PARSE_ERR = [
     ("if without value", "{{if}}x{{end}}", g.TemplateError),
     ("unclosed action", "{{.x", g.TemplateError),
     ("unknown function", "{{nope 1}}", g.UnsupportedTemplate),
-    ("range", "{{range .SI}}{{.}}{{end}}", g.UnsupportedTemplate),
     ("with", "{{with .X}}{{.}}{{end}}", g.UnsupportedTemplate),
-    ("variable", "{{$x := 1}}", g.UnsupportedTemplate),
+    ("two range variables", "{{range $i, $e := .SI}}{{end}}", g.UnsupportedTemplate),
+    ("range without end", "{{range .SI}}x", g.TemplateError),
+    ("else if in range", "{{range .SI}}{{else if 1}}{{end}}", g.TemplateError),
     ("else with", "{{if 0}}{{else with 1}}{{end}}", g.UnsupportedTemplate),
 ]
 
@@ -183,6 +184,68 @@ def test_templates_that_do_not_parse_or_use_what_is_not_implemented_fail_at_pars
 ) -> None:
     with pytest.raises(error):
         g.parse(text, _TEST_FUNCS)
+
+
+# (name, template, output) from execTests' "Range" and "Variables" sections (Go 1.22's
+# range over an int among them), on the same data.
+RANGE_OK = [
+    ("$ int", "{{$}}", "map[I:17]"),
+    ("with $x int", "{{$x := .I}}{{$x}}", "17"),
+    ("declare in action", "{{$x := $.I}}{{$x}}", "17"),
+    ("simple assignment", "{{$x := 2}}{{$x = 3}}{{$x}}", "3"),
+    ("nested assignment", "{{$x := 2}}{{if true}}{{$x = 3}}{{end}}{{$x}}", "3"),
+    ("nested declaration", "{{$x := 2}}{{if true}}{{$x := 3}}{{end}}{{$x}}", "2"),
+    ("range []int", "{{range .SI}}-{{.}}-{{end}}", "-3--4--5-"),
+    ("range empty no else", "{{range .SIEmpty}}-{{.}}-{{end}}", ""),
+    ("range []int else", "{{range .SI}}-{{.}}-{{else}}EMPTY{{end}}", "-3--4--5-"),
+    ("range empty else", "{{range .SIEmpty}}-{{.}}-{{else}}EMPTY{{end}}", "EMPTY"),
+    ("range map", "{{range .MSI}}-{{.}}-{{end}}", "-1--3--2-"),
+    ("range empty map no else", "{{range .MSIEmpty}}-{{.}}-{{end}}", ""),
+    ("range map else", "{{range .MSI}}-{{.}}-{{else}}EMPTY{{end}}", "-1--3--2-"),
+    ("range empty map else", "{{range .MSIEmpty}}-{{.}}-{{else}}EMPTY{{end}}", "EMPTY"),
+    ("range empty interface", "{{range .Empty0}}-{{.}}-{{else}}EMPTY{{end}}", "EMPTY"),
+    ("range $x SI", "{{range $x := .SI}}<{{$x}}>{{end}}", "<3><4><5>"),
+    ("range $x MSI", "{{range $x := .MSI}}<{{$x}}>{{end}}", "<1><3><2>"),
+    ("range $ in block", "{{range .SI}}{{$.I}}{{end}}", "171717"),
+    ("range int", "{{range .I}}{{.}}{{end}}", "012345678910111213141516"),
+    ("range 3", "{{range 3}}-{{.}}{{end}}", "-0-1-2"),
+    ("range declared in body", "{{range .SI}}{{$y := .}}{{$y}}{{end}}", "345"),
+    ("field of a variable", "{{$x := .MSI}}{{$x.one}}", "1"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "want"), RANGE_OK, ids=[r[0] for r in RANGE_OK])
+def test_go_range_and_variable_rows(name: str, text: str, want: str) -> None:
+    data = {"I": 17} if name == "$ int" else _DATA
+    assert _run(text, data) == want
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{range .X}}{{end}}",
+        "{{range true}}{{end}}",
+        "{{$x = 1}}",
+        "{{range .SI}}{{$y := 1}}{{end}}{{$y}}",
+    ],
+    ids=["range over a string", "range over a bool", "assign undeclared", "out of scope"],
+)
+def test_range_and_variable_errors(text: str) -> None:
+    with pytest.raises(g.TemplateError):
+        _run(text, _DATA)
+
+
+def test_upstreams_claim_template_renders_its_requests_from_params() -> None:
+    """dra/templates/resourceclaimtemplate.yaml: Int turns a JSON number into a range
+    count, JSON prints a param's value (null when not given) into the YAML."""
+    text = (
+        "{{$n := (or .numRequests 1) | Int}}{{$sel := (or .selectors nil) | JSON}}"
+        "{{range $n}}[req-{{.}} {{$sel}}]{{end}}"
+    )
+    assert render_text(text, environment(0, 1, {})) == "[req-0 null]"
+    params = {"numRequests": 2, "selectors": [{"cel": {"expression": "true"}}]}
+    want = '[req-0 [{"cel":{"expression":"true"}}]][req-1 [{"cel":{"expression":"true"}}]]'
+    assert render_text(text, environment(0, 1, params)) == want
 
 
 def test_printing_a_value_nobody_gave_fails_but_testing_it_is_false() -> None:

@@ -248,3 +248,62 @@ def test_upstream_podgroup_files_load_whole_with_create_pod_groups(
         for i in range(9)
     ]
     assert [n.pod_group_name[-1] for n in names] == list("000111222")
+
+
+@pytest.mark.parametrize(
+    ("case", "group_entry", "pod_entry"),
+    [
+        (
+            "SharedPodGroupResourceClaim",
+            {"name": "resource", "resourceClaimName": "test-claim-3"},
+            {"name": "resource", "resourceClaimName": "test-claim-3"},
+        ),
+        (
+            "SharedPodGroupResourceClaimTemplate",
+            {"name": "resource", "resourceClaimTemplateName": "test-claim-template"},
+            {"name": "resource", "resourceClaimTemplateName": "test-claim-template"},
+        ),
+    ],
+)
+def test_upstream_workload_resource_claims_file_loads_whole(
+    case: str, group_entry: dict[str, str], pod_entry: dict[str, str]
+) -> None:
+    """dra/workloadresourceclaims (DRAWorkloadResourceClaims): PodGroups whose
+    spec.resourceClaims name a claim or a template, pods whose entry matches the group's
+    exactly (so they share the group's claim), its claim template rendered with Go's
+    range, variables, Int and JSON."""
+    e = load(str(DATA / "dra" / "workloadresourceclaims" / "performance-config.yaml"))
+    assert [tc.name for tc in e.test_cases] == [
+        "SharedPodGroupResourceClaim",
+        "SharedPodGroupResourceClaimTemplate",
+    ]
+    assert not [tc.name for tc in e.test_cases if tc.unsupported]
+    ops = runs(e)[f"{case}/fast"]
+    (groups,) = [op for op in ops if isinstance(op, o.CreatePodGroups)]
+    (pods,) = [op for op in ops if isinstance(op, o.CreatePods)]
+    group = to_message(groups.template.render(3, 10, groups.template_params))
+    assert group.api_version == "scheduling.k8s.io/v1beta1"
+    assert [
+        {k: v for k, v in (("name", c.name), ("resourceClaimName", c.resource_claim_name),
+         ("resourceClaimTemplateName", c.resource_claim_template_name)) if v}
+        for c in group.spec.resource_claims
+    ] == [group_entry]  # fmt: skip
+    pod = to_message(pods.pod_template.render(13, 10, pods.template_params))
+    assert pod.spec.scheduling_group.pod_group_name == "test-dra-3"
+    (entry,) = pod.spec.resource_claims
+    got = {"name": entry.name}
+    got.update(
+        {"resourceClaimName": entry.resource_claim_name}
+        if entry.HasField("resource_claim_name")
+        else {"resourceClaimTemplateName": entry.resource_claim_template_name}
+    )
+    assert got == pod_entry
+    if case.endswith("Template"):
+        (tmpl,) = [op for op in ops if type(op) is o.CreateAny and op.namespace == "test"]
+        doc = tmpl.template.render(0, 1, tmpl.template_params)
+        assert doc["spec"]["spec"]["devices"] == {
+            "constraints": None,
+            "requests": [
+                {"name": "req-0", "exactly": {"deviceClassName": "test-class", "selectors": None}}
+            ],
+        }

@@ -43,12 +43,17 @@ async def bind_claim(
     *,
     on_written: Callable[[resource_pb2.ResourceClaim], None] | None = None,
     check_allocation: bool = False,
+    consumer: resource_pb2.ResourceClaimConsumerReference | None = None,
 ) -> resource_pb2.ResourceClaim:
     """Write `allocation` (None: the claim is allocated already) and the reservation of
     `pod` into `claim`; returns the claim as written. `on_written(claim)` runs once it is
     written, before the tracker assumes it. The write is fenced by the client's token;
     with `check_allocation` (shared-state mode) a new allocation is checked against the
-    devices' records, and a device another replica holds fails the attempt at once."""
+    devices' records, and a device another replica holds fails the attempt at once.
+    `consumer`: whom to reserve the claim for (the pod's PodGroup for a claim its group
+    shares; None: the pod)."""
+    if consumer is None:
+        consumer = dra_claims.pod_reference(pod)
     current = resource_pb2.ResourceClaim()
     current.CopyFrom(claim)
     written: resource_pb2.ResourceClaim | None = None
@@ -69,8 +74,11 @@ async def bind_claim(
                 raise RuntimeError(
                     f"claim {_key(claim)} got deallocated or allocated differently in the meantime"
                 )
-            if attempt and dra_claims.is_reserved_for_pod(pod, current):
-                # An earlier try was written though its answer was lost: done.
+            if (attempt or allocation is None) and dra_claims.is_reserved_for(
+                consumer.uid, current
+            ):
+                # An earlier try was written though its answer was lost, or the consumer
+                # (a PodGroup) already holds it: done.
                 written = current
                 return written
             if not dra_claims.can_be_reserved(current):
@@ -89,7 +97,7 @@ async def bind_claim(
                         current.metadata.finalizers.append(FINALIZER)
                         current = await client.update(current)
                     current.status.allocation.CopyFrom(allocation)
-                current.status.reserved_for.append(dra_claims.pod_reference(pod))
+                current.status.reserved_for.append(consumer)
                 checked = allocation is not None and check_allocation
                 kw = {"check_allocation": True} if checked else {}
                 written = await client.update_status(current, **kw)

@@ -24,6 +24,11 @@ plugins/dynamicresources, DRA as GA in 1.34, structured parameters only).
                  status.reservedFor, resourceVersion-checked, refreshed and retried on
                  conflict; then wait for the devices' binding conditions (bindingconditions.py)
 
+PodGroup claims (DRAWorkloadResourceClaims; claims.py): a claim a pod names through an
+entry of its scheduling.k8s.io PodGroup is reserved for the PodGroup by its first pod; the
+others find it reserved and write nothing, so any number share it. Meanwhile siblings
+take the first pod's pending allocation as allocated (gang.py).
+
 Extended resources backed by DRA (DRAExtendedResource): a claim the plugin makes for the
 pod's extended resources that a DeviceClass maps joins the pod's claims at every extension
 point (extended.py).
@@ -38,11 +43,9 @@ search short; a node whose search took longer than FilterTimeout is rejected aft
 ("timed out trying to allocate devices") so slow searches show up and are not retried by
 Reserve. Unreserve's reservation removal is a status update (get, edit, update with the
 resourceVersion, retried on conflict) run in the background, where upstream sends a
-strategic-merge patch. Known gap: in shared-state (Omega) mode each replica's in-flight
-allocations are its own and the bind's allocation check covers node resources, not
-devices, so two replicas may give one device to two claims; schedule DRA pods with one
-leader. A deposed leader's claim writes are not fenced (its bind is): an allocation it
-wrote without a bind is left unreserved, and the resourceclaim controller deallocates it.
+strategic-merge patch. Claim writes are fenced like binds (a deposed leader's fail); in
+shared-state mode they carry check_allocation, so the apiserver's device records refuse
+a device, or more of a device's capacity, that another replica gave first.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ from services.api.features import (
     enabled,
 )
 from services.api.helpers.nodeaffinity import NodeSelector, NodeSelectorError
-from services.api.helpers.podgroups import pod_group_full_name
+from services.api.machinery.kinds import SCHEDULING_POD_GROUP
 from services.clock import RealClock, rfc3339
 from services.scheduler.cache.snapshot import Int64Array
 from services.scheduler.framework.interface import (
@@ -151,6 +154,9 @@ class _State:
     #: How PreFilter built `allocator`, for the Allocators with a node's extended claim.
     allocator_args: dict[str, Any] = field(default_factory=dict)
     ext_allocators: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+    #: claim uid -> the PodGroup reference PreBind reserves the claim for (the pod's
+    #: entries that are its PodGroup's); claims not here are reserved for the pod.
+    consumers: dict[str, resource_pb2.ResourceClaimConsumerReference] = field(default_factory=dict)
 
     def clone(self) -> _State:
         return self
@@ -199,6 +205,7 @@ class DynamicResources:
         tracker: ClaimTracker | None = None,
         on_restore: Callable[[Any, Any], None] | None = None,
         gates: FeatureGates | None = None,
+        pod_groups: Any = None,
     ) -> None:
         """`claims`, `slices`, `classes`: the informers (or, in tests, their stores: keys
         "ns/name" and "name"); an informer's store is read anew each time (a relist replaces it).
@@ -207,7 +214,8 @@ class DynamicResources:
         the Allocator class, or a fake in unit tests. `on_restore(pending, current)`: how
         an allocation dropped by Unreserve is announced to the queue (a claim update).
         `gates`: feature gate overrides (services/api/features.py; None: the defaults),
-        for the plugin (binding conditions) and its Allocators."""
+        for the plugin (binding conditions) and its Allocators. `pod_groups`: the
+        scheduling.k8s.io PodGroup informer (or store), whose resourceClaims the pods share."""
         self.args = args
         self.gates = gates
         #: upstream's DeviceBindingAndStatus: binding conditions are honoured
@@ -218,6 +226,7 @@ class DynamicResources:
         self.prioritized_list = enabled(gates, DRA_PRIORITIZED_LIST)
         self._slices = lister(slices)
         self._classes = lister(classes)
+        self._pod_groups = lister(pod_groups if pod_groups is not None else {})
         #: drataints: the DeviceTaintRules, whose taints the allocator adds to the devices.
         self._rules = lister(rules) if rules is not None else None
         self._client = client
@@ -317,6 +326,7 @@ class DynamicResources:
             unique.setdefault(c.metadata.uid, c)
         claims = list(unique.values())
         s.infos = [_ClaimInfo() for _ in claims]
+        s.consumers = gang.group_consumers(self._pod_groups(), pod, claims)
         allowed: frozenset[str] | None = None
         for i, claim in enumerate(claims):
             if claim.status.HasField("allocation"):
@@ -573,7 +583,7 @@ class DynamicResources:
                 pending.metadata.finalizers.append(FINALIZER)
             pending.status.allocation.CopyFrom(allocation)
             self.tracker.signal_pending(pending)
-            group = pod_group_full_name(pod_info.pod)
+            group = gang.group_key(pod_info.pod)
             if group:
                 self._gang_pending[claim.metadata.uid] = (group, pending)
         return Status.success()
@@ -604,7 +614,9 @@ class DynamicResources:
                 current = self.tracker.claim(claim.metadata.namespace, claim.metadata.name)
                 if self._on_restore is not None and current is not None:
                     self._on_restore(pending, current)
-            if claim.status.HasField("allocation") and dra_claims.is_reserved_for_pod(pod, claim):
+            if claim.status.HasField("allocation") and dra_claims.is_reserved_for(
+                pod.metadata.uid, claim
+            ):
                 # Until the informer shows the removal, the claim counts as not reserved for
                 # the pod, so a quick retry's PreBind writes the reservation again.
                 self.tracker.mark_unreserving(claim.metadata.uid, pod.metadata.uid)
@@ -648,7 +660,11 @@ class DynamicResources:
                     claim = await gang.sibling_written(self.tracker, claim)
                     s.claims[i] = claim
                     s.infos[i].borrowed = False
-                s.claims[i] = await self._bind_claim(claim, s.infos[i].allocation, pod)
+                    if dra_claims.is_reserved_for_pod(pod, claim):
+                        continue  # written for the pod's PodGroup by its sibling
+                s.claims[i] = await self._bind_claim(
+                    claim, s.infos[i].allocation, pod, s.consumers.get(claim.metadata.uid)
+                )
             except Exception as e:  # noqa: BLE001 - the attempt fails; Unreserve follows
                 return Status.as_error(e, NAME)
         if not self.binding_conditions or not has_binding_conditions(s.claims):
@@ -700,6 +716,7 @@ class DynamicResources:
         claim: resource_pb2.ResourceClaim,
         allocation: resource_pb2.AllocationResult | None,
         pod: core_pb2.Pod,
+        consumer: resource_pb2.ResourceClaimConsumerReference | None = None,
     ) -> resource_pb2.ResourceClaim:
         def written(claim: resource_pb2.ResourceClaim) -> None:
             if allocation is not None:
@@ -713,6 +730,7 @@ class DynamicResources:
             pod,
             on_written=written,
             check_allocation=self._check_allocation,
+            consumer=consumer,
         )
 
     # ----------------------------------------------------------- events
@@ -761,6 +779,7 @@ def new(args: Args | None, handle: Any) -> DynamicResources:
     slices = informer("ResourceSlice")
     classes = informer("DeviceClass")
     rules = informer("DeviceTaintRule")
+    pod_groups = informer(SCHEDULING_POD_GROUP)
 
     def announce(old: Any, new: Any) -> None:
         # The claim informer's handlers: the scheduler's turns it into the queue's
@@ -783,6 +802,7 @@ def new(args: Args | None, handle: Any) -> DynamicResources:
         handle=handle,
         tracker=tracker,
         on_restore=announce,
+        pod_groups=pod_groups,
     )
     # The tracker registered its own handlers on the claim informer (device counts, and
     # dropping its copies once the informer caught up with our writes).

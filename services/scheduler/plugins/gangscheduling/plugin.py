@@ -35,9 +35,8 @@ gang's unscheduled pods (Handle.activate), as Coscheduling does for its groups.
 
 Not served: CompositePodGroups (the CompositePodGroup gate; a PodGroup's
 parentCompositePodGroupName is refused at validation). A PodGroup's topology constraint
-(one domain of a node label for the whole group) is PreFilter's, see topology.py. Not
-implemented: a PodGroup's resourceClaims; its pods stay gated at PreEnqueue with a
-"not implemented" reason rather than be placed against them.
+(one domain of a node label for the whole group) is PreFilter's, see topology.py. A
+PodGroup's resourceClaims are DynamicResources' and the resourceclaim controller's.
 
 Enabling it: kubera has no feature gates; as upstream with the gates off, the plugin is not
 in the default profile. A KubeSchedulerConfiguration enables it with
@@ -133,14 +132,6 @@ def hint_pod_group_updated(pod: core_pb2.Pod, old: Any, new: Any) -> QueueingHin
     return QueueingHint.QUEUE if now.gang.min_count < was.gang.min_count else QueueingHint.SKIP
 
 
-def not_implemented(pg: schedulingv1beta1_pb2.SchedulingPodGroup) -> str:
-    """What of the PodGroup kubera's scheduler does not implement ("" when nothing): its
-    pods stay gated with that reason rather than be placed against it."""
-    if pg.spec.resource_claims:
-        return "spec.resourceClaims (PodGroup-owned ResourceClaims)"
-    return ""
-
-
 def placement_feasible(min_count: int, scheduled: int, remaining: int) -> Status:
     """Upstream 1.37's PlacementFeasible: may a group with `scheduled` pods placed and
     `remaining` still to try reach its quorum? A basic group's quorum is one pod."""
@@ -231,11 +222,6 @@ class GangScheduling:
                 return 0, Status.unresolvable(
                     f'waiting for pod\'s pod group "{group}" to appear in scheduling queue',
                     plugin=NAME,
-                )
-            missing = not_implemented(pg)
-            if missing:
-                return 0, Status.unresolvable(
-                    f'pod group "{group}": not implemented: {missing}', plugin=NAME
                 )
             policy: Any = pg.spec.scheduling_policy
         else:

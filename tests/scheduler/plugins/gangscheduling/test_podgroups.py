@@ -397,20 +397,14 @@ def test_permit_after_the_pod_group_vanished_is_an_error() -> None:
     assert 'pod group "pg1"' in st.message
 
 
-@pytest.mark.parametrize(
-    ("spec", "names"),
-    [({"resourceClaims": [{"name": "c", "resourceClaimName": "shared"}]}, "resourceClaims")],
-    ids=["resourceClaims"],
-)
-def test_a_pod_group_with_what_kubera_does_not_implement_keeps_its_pods_gated(
-    spec: dict[str, object], names: str
-) -> None:
+def test_a_pod_group_with_resource_claims_does_not_gate_its_pods() -> None:
+    """Shared claims are DynamicResources' business (DRAWorkloadResourceClaims), not the
+    gang's: the quorum alone decides PreEnqueue."""
     handle = GangHandle()
-    pl = _plugin(handle, [pg("pg1", "ns1", 1, **spec)])
+    claims = {"resourceClaims": [{"name": "c", "resourceClaimName": "shared"}]}
+    pl = _plugin(handle, [pg("pg1", "ns1", 1, **claims)])
     handle.add_pods([P1])
-    st = pl.pre_enqueue(P1)
-    assert st.code == UNRESOLVABLE
-    assert "not implemented" in st.message and names in st.message
+    assert pl.pre_enqueue(P1).is_success()
 
 
 # ---------------------------------------------------------- topology constraints (kubera)
