@@ -13,7 +13,8 @@ bootstrap roles grant them, in one place:
                                         resourceclaims and their status (its finalizer,
                                         allocation, reservedFor; create and delete the
                                         claims it makes for extended resources backed by
-                                        DRA); update persistentvolumes
+                                        DRA); podgroups/status (its
+                                        PodGroupInitiallyScheduled); update persistentvolumes
                                         and persistentvolumeclaims (volume binding)
     system:kube-controller-manager      read everything; write what its controllers write:
                                         pods, replicasets, deployments, nodes (lifecycle:
@@ -364,6 +365,8 @@ def _scheduler(attrs: RequestAttributes) -> Decision:
         return ALLOWED  # its finalizer on the claim; the allocation and reservedFor
     if resource == "resourceclaims" and not sub and verb in {"create", "delete"}:
         return ALLOWED  # DRAExtendedResource: the claim it makes for extended resources
+    if resource == "podgroups" and sub == "status" and verb in {"update", "patch"}:
+        return ALLOWED  # GangScheduling: a PodGroup's PodGroupInitiallyScheduled condition
     volumes = ("persistentvolumeclaims", "persistentvolumes")
     if resource in volumes and not sub and verb in {"update", "patch"}:
         return ALLOWED  # VolumeBinding: the selected-node annotation, PreBind's binding
