@@ -348,6 +348,11 @@ class KuberaAuthorizer:
 CONTROLLER_MANAGER_LEASE = "kube-controller-manager"
 
 
+#: scheduling.k8s.io's PodGroup as the HTTP API names it (plural, with its group) and as
+#: the gRPC API does (kubera's unique resource name, beside scheduler-plugins' podgroups).
+POD_GROUP_RESOURCES = frozenset({"podgroups", "podgroups.scheduling.k8s.io"})
+
+
 def _scheduler(attrs: RequestAttributes) -> Decision:
     verb, resource, sub = attrs.verb, attrs.resource, attrs.subresource
     if verb in READ_VERBS and not sub:
@@ -365,7 +370,7 @@ def _scheduler(attrs: RequestAttributes) -> Decision:
         return ALLOWED  # its finalizer on the claim; the allocation and reservedFor
     if resource == "resourceclaims" and not sub and verb in {"create", "delete"}:
         return ALLOWED  # DRAExtendedResource: the claim it makes for extended resources
-    if resource == "podgroups" and sub == "status" and verb in {"update", "patch"}:
+    if resource in POD_GROUP_RESOURCES and sub == "status" and verb in {"update", "patch"}:
         return ALLOWED  # GangScheduling: a PodGroup's PodGroupInitiallyScheduled condition
     volumes = ("persistentvolumeclaims", "persistentvolumes")
     if resource in volumes and not sub and verb in {"update", "patch"}:

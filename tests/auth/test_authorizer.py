@@ -236,6 +236,11 @@ CASES = [
         True,
     ),
     (
+        "scheduler sets it through the gRPC API's resource name",
+        a(SCHED, "patch", "podgroups.scheduling.k8s.io", "pg", ns="default", sub="status"),
+        True,
+    ),
+    (
         "scheduler does not change a PodGroup's spec",
         a(SCHED, "patch", "podgroups", "pg", ns="default"),
         False,
