@@ -22,19 +22,13 @@ from services.scheduler.options import SchedulerOptions
 from tests.builders import MakeNode, MakePod, scheduling_pod_group
 from tests.harness import ControlPlane, control_plane
 from tests.scheduler.test_gang_integration import RecordingClient
+from tests.scheduler.test_workload_gang_integration import CONFIG
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 PODS = BY_KIND["Pod"]
 POD_GROUPS = BY_KIND[SCHEDULING_POD_GROUP]
 RACK = "topology.kubernetes.io/rack"
-CONFIG = """apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-  - plugins:
-      multiPoint:
-        enabled: [{name: GangScheduling}]
-"""
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ goes to through GangScheduling's PreFilter."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pytest
 
@@ -223,60 +224,52 @@ def _pod(uid: str, req: Mapping[str, str]) -> PodInfo:
     return PodInfo(MakePod().name(uid).uid(uid).req(req).obj())
 
 
+#: foo on node1 and bar on node2, with these (cpu, memory, gpu) requests.
+def _two(foo: tuple[str, ...], bar: tuple[str, ...], bar_on: str = "node2") -> list[Any]:
+    return [("foo", _res(*foo), "node1"), ("bar", _res(*bar), bar_on)]
+
+
+TWO_NODES = {"node1": [], "node2": []}
+FOO_BAR = _two(("1000m", "0"), ("2000m", "2000"))
+CPU4_MEM1 = [ResourceSpec("cpu", 4), ResourceSpec("memory", 1)]
+WITH_GPU = [*CPU_MEM, ResourceSpec(GPU, 1)]
+
 BIN_PACKING = {
-    "Computes score based on total requests": (
-        {"node1": [], "node2": []},
-        ["node1", "node2"],
-        [("foo", _res("1000m", "0"), "node1"), ("bar", _res("2000m", "2000"), "node2")],
-        CPU_MEM,
-        25,
-    ),
-    "Computes score using weights": (
-        {"node1": [], "node2": []},
-        ["node1", "node2"],
-        [("foo", _res("1000m", "0"), "node1"), ("bar", _res("2000m", "2000"), "node2")],
-        [ResourceSpec("cpu", 4), ResourceSpec("memory", 1)],
-        28,
-    ),
+    "Computes score based on total requests": (TWO_NODES, ["node1", "node2"], FOO_BAR, CPU_MEM, 25),
+    "Computes score using weights": (TWO_NODES, ["node1", "node2"], FOO_BAR, CPU4_MEM1, 28),
     "Handles multiple pods per node": (
-        {"node1": [], "node2": []},
+        TWO_NODES,
         ["node1", "node2"],
-        [("foo", _res("1000m", "0"), "node1"), ("bar", _res("2000m", "2000"), "node1")],
-        [ResourceSpec("cpu", 4), ResourceSpec("memory", 1)],
+        _two(("1000m", "0"), ("2000m", "2000"), bar_on="node1"),
+        CPU4_MEM1,
         28,
     ),
     "Does not include nodes from outside of placement": (
-        {"node1": [], "node2": [], "node3": []},
+        {**TWO_NODES, "node3": []},
         ["node1", "node2"],
-        [("foo", _res("1000m", "0"), "node1"), ("bar", _res("2000m", "2000"), "node2")],
+        FOO_BAR,
         CPU_MEM,
         25,
     ),
     "Includes pre-existing pods from outside of pod group": (
         {"node1": [_res("1000m", "0")], "node2": []},
         ["node1", "node2"],
-        [("foo", _res("1000m", "0"), "node1"), ("bar", _res("2000m", "2000"), "node2")],
+        FOO_BAR,
         CPU_MEM,
         30,
     ),
     "Includes scalar resources if any pod in pod group has nonzero requests": (
         {"node1": [_res("1000m", "0", "0")], "node2": []},
         ["node1", "node2"],
-        [
-            ("foo", _res("1000m", "0", "0"), "node1"),
-            ("bar", _res("1000m", "2000", "1"), "node2"),
-        ],
-        [*CPU_MEM, ResourceSpec(GPU, 1)],
+        _two(("1000m", "0", "0"), ("1000m", "2000", "1")),
+        WITH_GPU,
         20,
     ),
     "Does not include scalar resources if all pods in pod group have zero requests": (
         {"node1": [_res("1000m", "0", "1")], "node2": []},
         ["node1", "node2"],
-        [
-            ("foo", _res("1000m", "0", "0"), "node1"),
-            ("bar", _res("1000m", "2000", "0"), "node2"),
-        ],
-        [*CPU_MEM, ResourceSpec(GPU, 1)],
+        _two(("1000m", "0", "0"), ("1000m", "2000", "0")),
+        WITH_GPU,
         25,
     ),
 }
