@@ -22,7 +22,8 @@ yet and narrows the pod to the chosen domain's nodes; later pods follow the doma
 scheduled ones, as upstream's generator does. The evaluation tries pods by NodeResourcesFit's
 arithmetic (pods, cpu, memory, ephemeral storage, scalar resources; each pod on the node with
 the most free cpu), not by every Filter plugin: the pod's own Filter and Score inside the
-domain are the ordinary cycle's. PlacementBinPacking scores MostAllocated over cpu and
+domain are the ordinary cycle's; of the other Filters it applies the node-level ones
+(NodeUnschedulable, TaintToleration, NodeAffinity's required part). PlacementBinPacking scores MostAllocated over cpu and
 memory (weight 1 each), both scorers weigh 1, and ties go to the lowest domain name where
 upstream draws at random.
 """
@@ -34,7 +35,10 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from protos.kubera.v1 import core_pb2
+from services.api.helpers.nodeaffinity import get_required_node_affinity
 from services.api.helpers.resources import Resource
+from services.api.helpers.taints import find_matching_untolerated_taint
 from services.scheduler.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE
 from services.scheduler.framework.status import Code, Status
 from services.scheduler.framework.types import NodeInfo, PodInfo
@@ -46,6 +50,7 @@ from services.scheduler.plugins.noderesources.resource_allocation import (
     pod_score_requests,
 )
 from services.scheduler.plugins.noderesources.strategies import MOST_ALLOCATED, Scorer
+from services.scheduler.plugins.nodeunschedulable import tolerates_unschedulable
 
 ERR_NO_KEY = "node(s) didn't have the pod group's topology key {key}"
 ERR_OUTSIDE = "node(s) were outside the topology domain of the pod group's scheduled pods ({key})"
@@ -129,22 +134,45 @@ class _Room:
         self.pods.append(None)
 
 
+_NO_SCHEDULE = ("NoSchedule", "NoExecute")
+
+
+def admits(pod: core_pb2.Pod, node: core_pb2.Node) -> bool:
+    """The node-level Filters' verdict, without resources: NodeUnschedulable,
+    TaintToleration (NoSchedule and NoExecute taints) and NodeAffinity's required part
+    (nodeSelector and required terms)."""
+    if node.spec.unschedulable and not tolerates_unschedulable(pod):
+        return False
+    untolerated = find_matching_untolerated_taint(
+        node.spec.taints, pod.spec.tolerations, lambda t: t.effect in _NO_SCHEDULE
+    )
+    return untolerated is None and get_required_node_affinity(pod).match(node)
+
+
 def evaluate(
     placement: Placement, pods: Sequence[PodInfo], *, scheduled: int, min_count: int
 ) -> Evaluation:
     """Try the group's unscheduled `pods` in order on the placement's nodes, each on the
-    node with the most free cpu among those it fits (reserved before the next is tried);
-    feasible when scheduled + placed reaches the quorum (max(minCount, 1))."""
+    node with the most free cpu among those it fits and that admit it (reserved before the
+    next is tried); feasible when scheduled + placed reaches the quorum (max(minCount, 1))."""
     out = Evaluation(placement)
     rooms = [_Room(n) for n in placement.nodes]
     heap = [(-r.free_cpu(), r.name, i) for i, r in enumerate(rooms)]
     heapq.heapify(heap)
+    #: The nodes (indexes) that admit a pod spec: the pods of a group mostly share one.
+    admitted: dict[bytes, frozenset[int]] = {}
     for pi in pods:
+        key = pi.spec_bytes or pi.pod.spec.SerializeToString(deterministic=True)
+        allowed = admitted.get(key)
+        if allowed is None:
+            allowed = admitted[key] = frozenset(
+                i for i, n in enumerate(placement.nodes) if n.node and admits(pi.pod, n.node)
+            )
         tried = []
         while heap:
             entry = heapq.heappop(heap)
             room = rooms[entry[2]]
-            if not fits_request(pi.requests, room):  # type: ignore[arg-type]
+            if entry[2] in allowed and not fits_request(pi.requests, room):  # type: ignore[arg-type]
                 room.take(pi.requests)
                 out.proposed[pi.pod.metadata.uid] = room.name
                 heapq.heappush(heap, (-room.free_cpu(), room.name, entry[2]))

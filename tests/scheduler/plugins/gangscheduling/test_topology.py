@@ -341,18 +341,16 @@ RACK = "topology.kubernetes.io/rack"
 SMALL, BIG = _res("1", "4Gi"), _res("4", "16Gi")
 
 
-def _rack_nodes(racks: Mapping[str, Sequence[Mapping[str, str]]]) -> list[NodeInfo]:
+def _rack_nodes(
+    racks: Mapping[str, Sequence[Mapping[str, str]]], tainted: str = ""
+) -> list[NodeInfo]:
     out = []
     for rack, allocs in racks.items():
         for i, alloc in enumerate(allocs):
-            info = NodeInfo(
-                MakeNode()
-                .name(f"{rack}-{i}")
-                .label(RACK, rack)
-                .allocatable({**alloc, "pods": "110"})
-                .obj()
-            )
-            out.append(info)
+            b = MakeNode().name(f"{rack}-{i}")
+            if rack == tainted:
+                b.taints([{"key": "dedicated", "value": "other", "effect": "NoSchedule"}])
+            out.append(NodeInfo(b.label(RACK, rack).allocatable({**alloc, "pods": "110"}).obj()))
     return out
 
 
@@ -369,14 +367,16 @@ def _gang_pod(i: int) -> object:
 
 
 def _domain(
-    racks: Mapping[str, Sequence[Mapping[str, str]]], min_count: int | None = 3
+    racks: Mapping[str, Sequence[Mapping[str, str]]],
+    min_count: int | None = 3,
+    tainted: str = "",
 ) -> tuple[set[str] | None, str]:
     handle = GangHandle()
     group = pg("pg1", "ns1", min_count, schedulingConstraints={"topology": [{"key": RACK}]})
     pl = _plugin(handle, [group])
     pods = [_gang_pod(i) for i in range(3)]
     handle.add_pods(pods)
-    result, st = pl.pre_filter(CycleState(), PodInfo(pods[0]), _rack_nodes(racks))  # type: ignore[arg-type]
+    result, st = pl.pre_filter(CycleState(), PodInfo(pods[0]), _rack_nodes(racks, tainted))  # type: ignore[arg-type]
     names = None if result is None or result.node_names is None else set(result.node_names)
     return names, st.message if not st.is_success() else ""
 
@@ -406,6 +406,13 @@ def test_a_basic_group_may_go_where_fewer_than_all_its_pods_fit() -> None:
         "rack-a-0",
         "rack-a-1",
     }
+
+
+def test_a_domain_whose_nodes_the_pods_do_not_tolerate_holds_none_of_them() -> None:
+    # rack-b would pack tightest, but its taint is not tolerated: rack-a it is.
+    racks = {"rack-a": [BIG, BIG, BIG, BIG], "rack-b": [SMALL, SMALL, SMALL]}
+    assert _domain(racks, tainted="rack-b")[0] == {"rack-a-0", "rack-a-1", "rack-a-2", "rack-a-3"}
+    assert _domain(racks, tainted="rack-a")[0] == {"rack-b-0", "rack-b-1", "rack-b-2"}
 
 
 def test_a_gang_no_domain_fits_is_unschedulable() -> None:
