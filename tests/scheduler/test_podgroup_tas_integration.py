@@ -6,7 +6,8 @@ What users see: the group goes to the rack that holds all of it, even when anoth
 comes first by name and holds its first pods (upstream's placement step weighs every
 domain for the whole group; a rack fixed by the first placed pod would leave the gang
 waiting at Permit for its 5-minute timeout), and its PodGroup reads
-PodGroupInitiallyScheduled=True; a gang no rack holds binds nothing and reads False."""
+PodGroupInitiallyScheduled=True; a gang no rack holds binds nothing and reads False. Then
+upstream's integration scenarios for topology-aware gangs, as step tables."""
 
 from __future__ import annotations
 
@@ -114,3 +115,197 @@ async def test_a_gang_no_rack_holds_binds_nothing_and_says_why(
     assert reason == "Unschedulable"
     assert RACK in message and "3" in message
     assert await _nodes(cp, pods) == ["", "", ""]
+
+
+# ------------------------------------- upstream's TestTopologyAwareSchedulingWithGangPolicy
+#
+# test/integration/scheduler/podgroup/topology_aware_scheduling/tas_test.go, its first 7
+# scenarios as step tables: nodes of 2 cpus (and 32 pods) labelled rack and zone; gang
+# pods of 1 cpu ("large": 2); pre-existing pods bound to a node with the cpu they use.
+# Steps: ("nodes", [(node, rack, zone)]), ("assigned", [(pod, node, cpu)]),
+# ("group", name, minCount), ("pods", [(pod, group, cpu)]), ("scheduled", [pods]),
+# ("on", [pods], {nodes}), ("unschedulable", [pods]), ("delete", [pods]).
+
+N1, N2, N3 = (
+    ("node1-rack1", "rack-1", "zone-1"),
+    ("node2-rack1", "rack-1", "zone-1"),
+    (
+        "node3-rack1",
+        "rack-1",
+        "zone-1",
+    ),
+)
+P123 = [("p1", "pg1", "1"), ("p2", "pg1", "1"), ("p3", "pg1", "1")]
+LARGE123 = [("p1", "pg1", "2"), ("p2", "pg1", "2"), ("p3", "pg1", "2")]
+NAMES123 = ["p1", "p2", "p3"]
+
+SCENARIOS: dict[str, list[tuple[Any, ...]]] = {
+    "gang schedules on a single rack, when only one feasible rack is available": [
+        (
+            "nodes",
+            [
+                N1,
+                N2,
+                N3,
+                ("node4-rack2", "rack-2", "zone-1"),
+                ("node5-rack2", "rack-2", "zone-1"),
+                ("node6-zone2", "rack-3", "zone-2"),
+            ],
+        ),
+        ("assigned", [("existing1", "node4-rack2", "2")]),
+        ("group", "pg1", 3),
+        ("pods", P123),
+        ("scheduled", NAMES123),
+        ("on", NAMES123, {"node1-rack1", "node2-rack1", "node3-rack1"}),
+    ],
+    "gang remains pending when no feasible resources are found": [
+        (
+            "nodes",
+            [
+                N1,
+                N2,
+                ("node3-rack2", "rack-2", "zone-1"),
+                ("node4-zone2", "rack-3", "zone-2"),
+            ],
+        ),
+        ("group", "pg1", 3),
+        ("pods", LARGE123),
+        ("unschedulable", NAMES123),
+    ],
+    "gang remains pending when resources are consumed by existing pods": [
+        ("nodes", [N1, N2, N3]),
+        ("assigned", [("existing1", "node1-rack1", "2"), ("existing2", "node3-rack1", "2")]),
+        ("group", "pg1", 3),
+        ("pods", P123),
+        ("unschedulable", NAMES123),
+        ("delete", ["existing1"]),
+        ("scheduled", NAMES123),
+    ],
+    "gang schedules on a single rack, choosing placement with the highest score in default "
+    "placement scoring algorithm": [
+        (
+            "nodes",
+            [
+                N1,
+                N2,
+                ("node3-rack2", "rack-2", "zone-2"),
+                ("node4-rack2", "rack-2", "zone-2"),
+                ("node5-rack2", "rack-2", "zone-2"),
+                ("node6-rack3", "rack-3", "zone-2"),
+            ],
+        ),
+        ("group", "pg1", 3),
+        ("pods", P123),
+        ("scheduled", NAMES123),
+        ("on", NAMES123, {"node1-rack1", "node2-rack1"}),
+    ],
+    "gang schedules on a single rack, choosing placement with highest allocation percentage "
+    "(default placement scoring algorithm) with pre-existing pods in cluster": [
+        (
+            "nodes",
+            [
+                N1,
+                N2,
+                ("node3-rack2", "rack-2", "zone-2"),
+                ("node4-rack2", "rack-2", "zone-2"),
+                ("node5-rack2", "rack-2", "zone-2"),
+                ("node6-rack3", "rack-3", "zone-2"),
+                ("node7-rack3", "rack-3", "zone-2"),
+                ("node8-rack3", "rack-3", "zone-2"),
+                ("node9-rack4", "rack-4", "zone-2"),
+            ],
+        ),
+        ("assigned", [("existing1", "node3-rack2", "2"), ("existing2", "node8-rack3", "1")]),
+        ("group", "pg1", 3),
+        ("pods", P123),
+        ("scheduled", NAMES123),
+        ("on", NAMES123, {"node3-rack2", "node4-rack2", "node5-rack2"}),
+    ],
+    "two gangs schedule consecutively, each on a separate rack": [
+        (
+            "nodes",
+            [N1, N2, N3, ("node4-rack2", "rack-2", "zone-1"), ("node5-rack2", "rack-2", "zone-1")],
+        ),
+        ("group", "pg1", 3),
+        ("pods", LARGE123),
+        ("scheduled", NAMES123),
+        ("group", "pg2", 2),
+        ("pods", [("p4", "pg2", "1"), ("p5", "pg2", "1")]),
+        ("scheduled", ["p4", "p5"]),
+        ("on", NAMES123, {"node1-rack1", "node2-rack1", "node3-rack1"}),
+        ("on", ["p4", "p5"], {"node4-rack2", "node5-rack2"}),
+    ],
+    "two gangs schedule consecutively, both on the same rack": [
+        ("nodes", [N1, N2, N3, ("node4-rack2", "rack-2", "zone-1")]),
+        ("group", "pg1", 2),
+        ("pods", [("p1", "pg1", "2"), ("p2", "pg1", "1")]),
+        ("group", "pg2", 3),
+        ("pods", [("p3", "pg2", "1"), ("p4", "pg2", "1"), ("p5", "pg2", "1")]),
+        ("scheduled", ["p1", "p2"]),
+        ("on", ["p1", "p2"], {"node1-rack1", "node2-rack1", "node3-rack1"}),
+        ("scheduled", ["p3", "p4", "p5"]),
+        ("on", ["p3", "p4", "p5"], {"node1-rack1", "node2-rack1", "node3-rack1"}),
+    ],
+}
+
+
+async def _unschedulable(cp: ControlPlane, name: str) -> bool:
+    pod: core_pb2.Pod = await cp.client.get(PODS, name, "default")
+    return any(c.type == "PodScheduled" and c.status == "False" for c in pod.status.conditions)
+
+
+async def _run_step(cp: ControlPlane, sched: Any, step: tuple[Any, ...]) -> None:
+    what = step[0]
+    if what == "nodes":
+        size = {"cpu": "2", "pods": "32"}
+        for name, rack, zone in step[1]:
+            n = MakeNode().typed().name(name).labels({"rack": rack, "zone": zone})
+            await cp.api.create(n.capacity(size).allocatable(size).obj())
+            await eventually(lambda name=name: name in sched.nodes.store)
+    elif what in ("assigned", "pods"):
+        for name, target, cpu in step[1]:
+            b = MakePod().typed().name(name).namespace("default")
+            if what == "assigned":
+                b.node(target)
+            else:
+                b.pod_group_name(target)
+            b.container("c", "image", requests={"cpu": cpu})
+            await cp.api.create(b.obj())
+    elif what == "group":
+        _, name, min_count = step
+        topology = {"topology": [{"key": "rack"}]}
+        group = scheduling_pod_group(
+            name, "default", min_count=min_count, schedulingConstraints=topology
+        )
+        await cp.api.create(group)
+        informer = sched.kind_informer(SCHEDULING_POD_GROUP)
+        await eventually(lambda: f"default/{name}" in informer.store)
+    elif what == "scheduled":
+
+        async def bound() -> bool:
+            return all(await _nodes(cp, step[1]))
+
+        await eventually(bound, timeout=20)
+    elif what == "on":
+        assert set(await _nodes(cp, step[1])) <= step[2]
+    elif what == "unschedulable":
+
+        async def refused() -> bool:
+            return all([await _unschedulable(cp, p) for p in step[1]])
+
+        await eventually(refused, timeout=20)
+        assert await _nodes(cp, step[1]) == [""] * len(step[1])
+    elif what == "delete":
+        for name in step[1]:
+            await cp.client.delete(PODS, name, "default", grace_period_seconds=0)
+    else:  # pragma: no cover - a typo in the table
+        raise AssertionError(what)
+
+
+@pytest.mark.parametrize("steps", list(SCENARIOS.values()), ids=list(SCENARIOS))
+async def test_topology_aware_scheduling_with_gang_policy(
+    plane: tuple[ControlPlane, Any, Any], steps: list[tuple[Any, ...]]
+) -> None:
+    cp, sched, _ = plane
+    for step in steps:
+        await _run_step(cp, sched, step)

@@ -231,7 +231,33 @@ class GangScheduling:
             ClusterEventWithHint(
                 ClusterEvent(POD_GROUP_KIND, ActionType.UPDATE), hint_pod_group_updated
             ),
+            # A topology-constrained group refused at PreFilter (no domain holds it): what
+            # frees room or adds nodes may make a domain hold it (upstream's pod-group cycle
+            # names the pods' Filter plugins, whose hints these are).
+            ClusterEventWithHint(
+                ClusterEvent("Pod", ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+                self.hint_room_changed,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    "Node",
+                    ActionType.ADD
+                    | ActionType.UPDATE_NODE_ALLOCATABLE
+                    | ActionType.UPDATE_NODE_LABEL
+                    | ActionType.UPDATE_NODE_TAINT,
+                ),
+                self.hint_room_changed,
+            ),
         ]
+
+    def hint_room_changed(self, pod: core_pb2.Pod, old: Any, new: Any) -> QueueingHint:
+        """Queue the pod of a PodGroup with a topology constraint: a domain may hold the
+        group now."""
+        group = pod.spec.scheduling_group.pod_group_name
+        pg = self.pod_groups.get(f"{pod.metadata.namespace}/{group}") if group else None
+        if pg is None or not pg.spec.scheduling_constraints.topology:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
 
     def _workload(self, pod: core_pb2.Pod) -> schedulingv1alpha1_pb2.Workload | None:
         return self.workloads.get(f"{pod.metadata.namespace}/{pod.spec.workload_ref.name}")

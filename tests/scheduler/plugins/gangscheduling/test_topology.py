@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from services.scheduler.framework.status import Code
-from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo
+from services.scheduler.framework.types import CycleState, NodeInfo, PodInfo, QueueingHint
 from services.scheduler.plugins.gangscheduling import topology
 from services.scheduler.plugins.gangscheduling.topology import (
     bin_packing_score,
@@ -419,3 +419,14 @@ def test_a_gang_no_domain_fits_is_unschedulable() -> None:
     names, why = _domain({"rack-a": [SMALL, SMALL], "rack-b": [SMALL]})
     assert names is None
     assert why == topology.ERR_NO_PLACEMENT.format(key=RACK, want=3)
+
+
+def test_room_freed_or_nodes_changed_requeue_only_topology_constrained_groups() -> None:
+    handle = GangHandle()
+    racked = pg("pg1", "ns1", 3, schedulingConstraints={"topology": [{"key": RACK}]})
+    pl = _plugin(handle, [racked, pg("plain", "ns1", 3)])
+    gone = MakePod().name("x").namespace("ns1").node("rack-a-0").obj()
+    assert pl.hint_room_changed(_gang_pod(0), gone, None) == QueueingHint.QUEUE  # type: ignore[arg-type]
+    plain = MakePod().name("q").namespace("ns1").pod_group_name("plain").obj()
+    assert pl.hint_room_changed(plain, gone, None) == QueueingHint.SKIP
+    assert pl.hint_room_changed(MakePod().name("solo").obj(), gone, None) == QueueingHint.SKIP
