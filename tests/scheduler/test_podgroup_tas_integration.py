@@ -119,12 +119,14 @@ async def test_a_gang_no_rack_holds_binds_nothing_and_says_why(
 
 # ------------------------------------- upstream's TestTopologyAwareSchedulingWithGangPolicy
 #
-# test/integration/scheduler/podgroup/topology_aware_scheduling/tas_test.go, its first 7
-# scenarios as step tables: nodes of 2 cpus (and 32 pods) labelled rack and zone; gang
-# pods of 1 cpu ("large": 2); pre-existing pods bound to a node with the cpu they use.
-# Steps: ("nodes", [(node, rack, zone)]), ("assigned", [(pod, node, cpu)]),
-# ("group", name, minCount), ("pods", [(pod, group, cpu)]), ("scheduled", [pods]),
-# ("on", [pods], {nodes}), ("unschedulable", [pods]), ("delete", [pods]).
+# test/integration/scheduler/podgroup/topology_aware_scheduling/tas_test.go: the 12
+# scenarios of TestTopologyAwareSchedulingWithGangPolicy and the first 6 of
+# TestTopologyAwareSchedulingWithBasicPolicy, as step tables: nodes of 2 cpus (and 32
+# pods) labelled rack and zone; group pods of 1 cpu ("large": 2, "unfittable": 3);
+# pre-existing pods bound to a node with the cpu they use. Steps: ("nodes", [(node, rack,
+# zone)]), ("assigned", [(pod, node, cpu)]), ("group", name, minCount or None for basic[,
+# key]), ("pods", [(pod, group, cpu)]), ("scheduled", [pods]), ("on", [pods], {nodes}),
+# ("one", [pods], key), ("unschedulable", [pods]), ("delete", [pods]).
 
 N1, N2, N3 = (
     ("node1-rack1", "rack-1", "zone-1"),
@@ -246,6 +248,139 @@ SCENARIOS: dict[str, list[tuple[Any, ...]]] = {
         ("scheduled", ["p3", "p4", "p5"]),
         ("on", ["p3", "p4", "p5"], {"node1-rack1", "node2-rack1", "node3-rack1"}),
     ],
+    "two gangs schedule consecutively, different topology keys": [
+        (
+            "nodes",
+            [
+                N1,
+                N2,
+                ("node3-rack2", "rack-2", "zone-1"),
+                ("node4-zone2", "rack-3", "zone-2"),
+                ("node5-zone2", "rack-3", "zone-2"),
+                ("node6-zone2", "rack-3", "zone-2"),
+            ],
+        ),
+        ("group", "pg1", 3),
+        ("pods", LARGE123),
+        ("scheduled", NAMES123),
+        ("group", "pg2", 3, "zone"),
+        ("pods", [("p4", "pg2", "2"), ("p5", "pg2", "2"), ("p6", "pg2", "2")]),
+        ("scheduled", ["p4", "p5", "p6"]),
+        ("on", NAMES123, {"node4-zone2", "node5-zone2", "node6-zone2"}),
+        ("on", ["p4", "p5", "p6"], {"node1-rack1", "node2-rack1", "node3-rack2"}),
+    ],
+    "two gangs schedule consecutively, only one fits in the cluster": [
+        ("nodes", [N1, N2]),
+        ("group", "pg1", 3),
+        ("pods", P123),
+        ("scheduled", NAMES123),
+        ("group", "pg2", 2),
+        ("pods", [("p4", "pg2", "1"), ("p5", "pg2", "1")]),
+        ("on", NAMES123, {"node1-rack1", "node2-rack1"}),
+        ("unschedulable", ["p4", "p5"]),
+    ],
+    "gang with minCount < pod count schedules on a single rack": [
+        (
+            "nodes",
+            [N1, N2, ("node3-rack2", "rack-2", "zone-1"), ("node4-rack2", "rack-2", "zone-1")],
+        ),
+        ("group", "pg1", 2),
+        ("pods", P123),
+        ("scheduled", NAMES123),
+        ("one", NAMES123, "rack"),
+    ],
+    "gang with minCount < pod count schedules on a single rack, choosing smaller rack": [
+        (
+            "nodes",
+            [
+                N1,
+                N2,
+                N3,
+                ("node4-rack2", "rack-2", "zone-1"),
+                ("node5-rack2", "rack-2", "zone-1"),
+                ("node6-rack3", "rack-3", "zone-2"),
+            ],
+        ),
+        ("group", "pg1", 3),
+        ("pods", P123),
+        ("scheduled", NAMES123),
+        ("pods", [("p4", "pg1", "1")]),
+        ("scheduled", ["p4"]),
+        ("on", [*NAMES123, "p4"], {"node4-rack2", "node5-rack2"}),
+        ("pods", [("p5", "pg1", "1")]),
+        ("unschedulable", ["p5"]),
+    ],
+    "gang does not schedule on a single rack when preemption could free up enough resources": [
+        ("nodes", [N1, N2]),
+        ("assigned", [("existing1", "node2-rack1", "2")]),
+        ("group", "pg1", 3),
+        ("pods", P123),
+        ("unschedulable", NAMES123),
+    ],
+    # TestTopologyAwareSchedulingWithBasicPolicy
+    "basic podgroup schedules on the only rack in the cluster": [
+        ("nodes", [N1, N2]),
+        ("group", "pg1", None),
+        ("pods", P123),
+        ("scheduled", NAMES123),
+        ("on", NAMES123, {"node1-rack1", "node2-rack1"}),
+    ],
+    "basic podgroup schedules all pods on a single rack, when there are multiple racks "
+    "fitting in the cluster": [
+        (
+            "nodes",
+            [
+                N1,
+                N2,
+                ("node3-rack2", "rack-2", "zone-1"),
+                ("node4-rack2", "rack-2", "zone-1"),
+                ("node5-zone2", "rack-3", "zone-2"),
+                ("node6-zone2", "rack-3", "zone-2"),
+            ],
+        ),
+        ("group", "pg1", None),
+        ("pods", P123),
+        ("scheduled", NAMES123),
+        ("one", NAMES123, "rack"),
+    ],
+    "basic podgroup cannot fit on a single rack, no pods get scheduled on a different rack": [
+        ("nodes", [("node1-rack1", "rack-1", "zone-1"), ("node2-rack2", "rack-2", "zone-1")]),
+        ("group", "pg1", None),
+        ("pods", P123),
+        ("scheduled", ["p1", "p2"]),
+        ("unschedulable", ["p3"]),
+        ("one", ["p1", "p2"], "rack"),
+    ],
+    "basic podgroup does not schedule at all when no pods fit": [
+        ("nodes", [("node1-rack1", "rack-1", "zone-1"), ("node2-rack2", "rack-2", "zone-1")]),
+        ("group", "pg1", None),
+        ("pods", [("p1", "pg1", "3"), ("p2", "pg1", "3")]),
+        ("unschedulable", ["p1", "p2"]),
+    ],
+    "basic podgroup schedules only some pods when others don't fit on any node": [
+        ("nodes", [("node1-rack1", "rack-1", "zone-1"), ("node2-rack2", "rack-2", "zone-1")]),
+        ("group", "pg1", None),
+        ("pods", [("p1", "pg1", "3"), ("p2", "pg1", "1")]),
+        ("scheduled", ["p2"]),
+        ("unschedulable", ["p1"]),
+    ],
+    "basic podgroup schedules on a single rack, choosing placement with highest allocation "
+    "percentage (default placement scoring algorithm)": [
+        (
+            "nodes",
+            [
+                N1,
+                N2,
+                ("node3-rack2", "rack-2", "zone-2"),
+                ("node4-rack2", "rack-2", "zone-2"),
+                ("node5-rack2", "rack-2", "zone-2"),
+            ],
+        ),
+        ("group", "pg1", None),
+        ("pods", P123),
+        ("scheduled", NAMES123),
+        ("on", NAMES123, {"node1-rack1", "node2-rack1"}),
+    ],
 }
 
 
@@ -272,8 +407,8 @@ async def _run_step(cp: ControlPlane, sched: Any, step: tuple[Any, ...]) -> None
             b.container("c", "image", requests={"cpu": cpu})
             await cp.api.create(b.obj())
     elif what == "group":
-        _, name, min_count = step
-        topology = {"topology": [{"key": "rack"}]}
+        name, min_count = step[1], step[2]
+        topology = {"topology": [{"key": step[3] if len(step) > 3 else "rack"}]}
         group = scheduling_pod_group(
             name, "default", min_count=min_count, schedulingConstraints=topology
         )
@@ -288,6 +423,9 @@ async def _run_step(cp: ControlPlane, sched: Any, step: tuple[Any, ...]) -> None
         await eventually(bound, timeout=20)
     elif what == "on":
         assert set(await _nodes(cp, step[1])) <= step[2]
+    elif what == "one":
+        nodes = await _nodes(cp, step[1])
+        assert len({sched.nodes.store[n].metadata.labels[step[2]] for n in nodes}) == 1
     elif what == "unschedulable":
 
         async def refused() -> bool:
