@@ -120,7 +120,7 @@ async def test_a_gang_no_rack_holds_binds_nothing_and_says_why(
 # ------------------------------------- upstream's TestTopologyAwareSchedulingWithGangPolicy
 #
 # test/integration/scheduler/podgroup/topology_aware_scheduling/tas_test.go: the 12
-# scenarios of TestTopologyAwareSchedulingWithGangPolicy and the first 6 of
+# scenarios of TestTopologyAwareSchedulingWithGangPolicy and the 13 of
 # TestTopologyAwareSchedulingWithBasicPolicy, as step tables: nodes of 2 cpus (and 32
 # pods) labelled rack and zone; group pods of 1 cpu ("large": 2, "unfittable": 3);
 # pre-existing pods bound to a node with the cpu they use. Steps: ("nodes", [(node, rack,
@@ -380,6 +380,123 @@ SCENARIOS: dict[str, list[tuple[Any, ...]]] = {
         ("pods", P123),
         ("scheduled", NAMES123),
         ("on", NAMES123, {"node1-rack1", "node2-rack1"}),
+    ],
+    "basic podgroup schedules on a single rack, choosing placement with highest allocation "
+    "percentage with pre-existing pods": [
+        (
+            "nodes",
+            [
+                N1,
+                N2,
+                N3,
+                ("node4-rack2", "rack-2", "zone-2"),
+                ("node5-rack2", "rack-2", "zone-2"),
+                ("node6-rack2", "rack-2", "zone-2"),
+                ("node7-rack3", "rack-3", "zone-2"),
+                ("node8-rack3", "rack-3", "zone-2"),
+                ("node9-rack3", "rack-3", "zone-2"),
+                ("node10-rack3", "rack-3", "zone-2"),
+            ],
+        ),
+        (
+            "assigned",
+            [
+                ("existing1", "node1-rack1", "1"),
+                ("existing2", "node5-rack2", "1"),
+                ("existing3", "node6-rack2", "1"),
+            ],
+        ),
+        ("group", "pg1", None),
+        ("pods", P123),
+        ("scheduled", NAMES123),
+        ("on", NAMES123, {"node4-rack2", "node5-rack2", "node6-rack2"}),
+    ],
+    "basic podgroup schedules on a single rack, choosing best scoring placement that will "
+    "not fit all podgroup": [
+        (
+            "nodes",
+            [
+                N1,
+                N2,
+                N3,
+                ("node4-rack1", "rack-1", "zone-1"),
+                ("node5-rack2", "rack-2", "zone-1"),
+            ],
+        ),
+        ("assigned", [("existing1", "node1-rack1", "2")]),
+        ("group", "pg1", None),
+        ("pods", [("p1", "pg1", "1")]),
+        ("scheduled", ["p1"]),
+        ("pods", [("p2", "pg1", "1"), ("p3", "pg1", "1")]),
+        ("scheduled", ["p2"]),
+        ("on", ["p1", "p2"], {"node5-rack2"}),
+        ("unschedulable", ["p3"]),
+    ],
+    "two basic podgroups schedule consecutively, each on a single rack": [
+        ("nodes", [N1, N2, N3, ("node4-rack2", "rack-2", "zone-1")]),
+        ("group", "pg1", None),
+        ("pods", [("p1", "pg1", "1"), ("p2", "pg1", "1")]),
+        ("group", "pg2", None),
+        ("pods", [("p3", "pg2", "1"), ("p4", "pg2", "1")]),
+        ("scheduled", ["p1", "p2"]),
+        ("on", ["p1", "p2"], {"node4-rack2"}),
+        ("scheduled", ["p3", "p4"]),
+        ("on", ["p3", "p4"], {"node1-rack1", "node2-rack1", "node3-rack1"}),
+    ],
+    "two basic podgroups schedule consecutively on the only rack": [
+        ("nodes", [N1, N2, N3]),
+        ("group", "pg1", None),
+        ("pods", [("p1", "pg1", "1"), ("p2", "pg1", "1")]),
+        ("group", "pg2", None),
+        ("pods", [("p3", "pg2", "1"), ("p4", "pg2", "1"), ("p5", "pg2", "1")]),
+        ("scheduled", ["p1", "p2", "p3", "p4", "p5"]),
+    ],
+    "two basic podgroups schedule consecutively, different topology keys": [
+        (
+            "nodes",
+            [
+                ("node1-rack1", "rack-1", "zone-1"),
+                ("node2-zone2", "rack-2", "zone-2"),
+                ("node3-zone2", "rack-2", "zone-2"),
+                ("node4-zone2", "rack-3", "zone-2"),
+                ("node5-zone2", "rack-3", "zone-2"),
+            ],
+        ),
+        ("group", "pg1", None),
+        ("pods", [("p1", "pg1", "1"), ("p2", "pg1", "1")]),
+        ("group", "pg2", None, "zone"),
+        ("pods", [("p3", "pg2", "2"), ("p4", "pg2", "2"), ("p5", "pg2", "2")]),
+        ("scheduled", ["p1", "p2", "p3", "p4", "p5"]),
+        ("on", ["p1", "p2"], {"node1-rack1"}),
+        ("on", ["p3", "p4", "p5"], {"node2-zone2", "node3-zone2", "node4-zone2", "node5-zone2"}),
+    ],
+    "two basic podgroups schedule consecutively, one does not fit in the assigned rack": [
+        ("nodes", [N1, N2, ("node3-rack2", "rack-2", "zone-1")]),
+        ("group", "pg1", None),
+        ("pods", [("p1", "pg1", "1")]),
+        ("scheduled", ["p1"]),
+        ("pods", [("p2", "pg1", "1"), ("p3", "pg1", "1")]),
+        ("scheduled", ["p2"]),
+        ("unschedulable", ["p3"]),
+        ("on", ["p1", "p2"], {"node3-rack2"}),
+        ("group", "pg2", None),
+        ("pods", [("p4", "pg2", "1"), ("p5", "pg2", "1"), ("p6", "pg2", "1")]),
+        ("scheduled", ["p4", "p5", "p6"]),
+        ("on", ["p4", "p5", "p6"], {"node1-rack1", "node2-rack1"}),
+    ],
+    "basic podgroup continues to schedule pods when more resources become available": [
+        ("nodes", [("node1-rack1", "rack-1", "zone-1"), ("node2-rack2", "rack-2", "zone-1")]),
+        ("assigned", [("existing1", "node1-rack1", "1")]),
+        ("scheduled", ["existing1"]),
+        ("group", "pg1", None),
+        ("pods", [("p1", "pg1", "1")]),
+        ("scheduled", ["p1"]),
+        ("pods", [("p2", "pg1", "1")]),
+        ("on", ["p1"], {"node1-rack1"}),
+        ("unschedulable", ["p2"]),
+        ("delete", ["existing1"]),
+        ("scheduled", ["p1", "p2"]),
+        ("on", ["p1", "p2"], {"node1-rack1"}),
     ],
 }
 
