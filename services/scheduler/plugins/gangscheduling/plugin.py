@@ -252,7 +252,9 @@ class GangScheduling:
 
     def hint_room_changed(self, pod: core_pb2.Pod, old: Any, new: Any) -> QueueingHint:
         """Queue the pod of a PodGroup with a topology constraint: a domain may hold the
-        group now."""
+        group now (not for a pod that was never on a node: it freed nothing)."""
+        if isinstance(old, core_pb2.Pod) and not old.spec.node_name:
+            return QueueingHint.SKIP
         group = pod.spec.scheduling_group.pod_group_name
         pg = self.pod_groups.get(f"{pod.metadata.namespace}/{group}") if group else None
         if pg is None or not pg.spec.scheduling_constraints.topology:

@@ -430,3 +430,7 @@ def test_room_freed_or_nodes_changed_requeue_only_topology_constrained_groups() 
     plain = MakePod().name("q").namespace("ns1").pod_group_name("plain").obj()
     assert pl.hint_room_changed(plain, gone, None) == QueueingHint.SKIP
     assert pl.hint_room_changed(MakePod().name("solo").obj(), gone, None) == QueueingHint.SKIP
+    never_placed = MakePod().name("y").namespace("ns1").obj()
+    assert pl.hint_room_changed(_gang_pod(0), never_placed, None) == QueueingHint.SKIP  # type: ignore[arg-type]
+    node = MakeNode().name("rack-c-0").label(RACK, "rack-c").obj()
+    assert pl.hint_room_changed(_gang_pod(0), None, node) == QueueingHint.QUEUE  # type: ignore[arg-type]
