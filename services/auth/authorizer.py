@@ -13,7 +13,8 @@ bootstrap roles grant them, in one place:
                                         resourceclaims and their status (its finalizer,
                                         allocation, reservedFor; create and delete the
                                         claims it makes for extended resources backed by
-                                        DRA); update persistentvolumes
+                                        DRA); podgroups/status (its
+                                        PodGroupInitiallyScheduled); update persistentvolumes
                                         and persistentvolumeclaims (volume binding)
     system:kube-controller-manager      read everything; write what its controllers write:
                                         pods, replicasets, deployments, nodes (lifecycle:
@@ -358,6 +359,11 @@ class KuberaAuthorizer:
 CONTROLLER_MANAGER_LEASE = "kube-controller-manager"
 
 
+#: scheduling.k8s.io's PodGroup as the HTTP API names it (plural, with its group) and as
+#: the gRPC API does (kubera's unique resource name, beside scheduler-plugins' podgroups).
+POD_GROUP_RESOURCES = frozenset({"podgroups", "podgroups.scheduling.k8s.io"})
+
+
 def _scheduler(attrs: RequestAttributes) -> Decision:
     verb, resource, sub = attrs.verb, attrs.resource, attrs.subresource
     if verb in READ_VERBS and not sub:
@@ -375,6 +381,8 @@ def _scheduler(attrs: RequestAttributes) -> Decision:
         return ALLOWED  # its finalizer on the claim; the allocation and reservedFor
     if resource == "resourceclaims" and not sub and verb in {"create", "delete"}:
         return ALLOWED  # DRAExtendedResource: the claim it makes for extended resources
+    if resource in POD_GROUP_RESOURCES and sub == "status" and verb in {"update", "patch"}:
+        return ALLOWED  # GangScheduling: a PodGroup's PodGroupInitiallyScheduled condition
     volumes = ("persistentvolumeclaims", "persistentvolumes")
     if resource in volumes and not sub and verb in {"update", "patch"}:
         return ALLOWED  # VolumeBinding: the selected-node annotation, PreBind's binding

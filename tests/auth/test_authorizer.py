@@ -231,6 +231,21 @@ CASES = [
     ),
     ("scheduler deletes victims", a(SCHED, "delete", "pods", "theirs", ns="default"), True),
     (
+        "scheduler sets a PodGroup's PodGroupInitiallyScheduled",
+        a(SCHED, "patch", "podgroups", "pg", ns="default", sub="status"),
+        True,
+    ),
+    (
+        "scheduler sets it through the gRPC API's resource name",
+        a(SCHED, "patch", "podgroups.scheduling.k8s.io", "pg", ns="default", sub="status"),
+        True,
+    ),
+    (
+        "scheduler does not change a PodGroup's spec",
+        a(SCHED, "patch", "podgroups", "pg", ns="default"),
+        False,
+    ),
+    (
         "scheduler renews its lease",
         a(SCHED, "update", "leases", "kube-scheduler", ns="kube-system"),
         True,

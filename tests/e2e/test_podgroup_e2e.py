@@ -1,10 +1,11 @@
 """Upstream 1.37's PodGroup API (scheduling.k8s.io/v1beta1) end to end: its scheduler_perf
-podgroup files (basicscheduling, gangscheduling; copied unchanged) run their smallest
-integration-test workloads with `kubera experiment run`, and on a cluster whose profile
-enables GangScheduling, kubectl creates a gang PodGroup whose pods wait until minCount of
-them exist, then bind together; a pod waits for its PodGroup to exist; a gang with a
-topology constraint binds within one rack; bad PodGroups are refused with upstream's field
-paths."""
+podgroup files (basicscheduling, gangscheduling, tas; copied unchanged) run their
+integration-test workloads with `kubera experiment run` (basic and gang their smallest, tas
+both), and on a cluster whose profile enables GangScheduling, kubectl creates a gang
+PodGroup whose pods wait until minCount of them exist, then bind together; a pod waits for
+its PodGroup to exist; a gang with a topology constraint binds within one rack and its
+PodGroup reads PodGroupInitiallyScheduled=True, one no rack can hold stays pending with
+the condition False; bad PodGroups are refused with upstream's field paths."""
 
 from __future__ import annotations
 
@@ -140,6 +141,38 @@ def test_a_gang_with_a_topology_constraint_binds_in_one_rack(
     # One rack per node here: the whole gang on one node, whichever rack it chose.
     got = nodes()
     assert got is not None and len(got) == 1 and got <= set(racks)
+    want = ("True", "Scheduled")
+    until(lambda: _initially_scheduled(cluster, ns, "racked")[:2] == want, timeout=30)
+
+
+def _initially_scheduled(cluster: Cluster, ns: str, name: str) -> tuple[str, str, str]:
+    got = kubectl(cluster, "get", "podgroups.scheduling.k8s.io", name, "-n", ns, "-o", "json")
+    for c in json.loads(got.stdout).get("status", {}).get("conditions", []):
+        if c["type"] == "PodGroupInitiallyScheduled":
+            return c["status"], c["reason"], c.get("message", "")
+    return "", "", ""
+
+
+def test_a_gang_no_rack_can_hold_stays_pending_and_says_so(
+    cluster: Cluster, ns: str, racks: list[str]
+) -> None:
+    """Upstream's placement step weighs every rack for the whole gang: 3 pods of 60% of a
+    node's cpu fit no single-node rack, so none binds (no pod waits at Permit for a rack
+    chosen by its first pod) and the PodGroup says why."""
+    cpu = json.loads(kubectl(cluster, "get", "node", racks[0], "-o", "json").stdout)["status"][
+        "allocatable"
+    ]["cpu"]
+    milli = int(cpu[:-1]) if cpu.endswith("m") else int(cpu) * 1000
+    topology = {"topology": [{"key": RACK}]}
+    group = _group("too-big", ns, {"gang": {"minCount": 3}}, schedulingConstraints=topology)
+    pods = [_pod(f"b-{i}", ns, "too-big") for i in range(3)]
+    for p in pods:
+        p["spec"]["containers"][0]["resources"] = {"requests": {"cpu": f"{milli * 6 // 10}m"}}
+    _apply(cluster, group, *pods)
+    until(lambda: _initially_scheduled(cluster, ns, "too-big")[0] == "False", timeout=60)
+    _, reason, message = _initially_scheduled(cluster, ns, "too-big")
+    assert reason == "Unschedulable" and RACK in message, message
+    assert not any(p["spec"].get("nodeName") for p in _pods(cluster, ns).values())
 
 
 def test_bad_pod_groups_and_pods_are_refused_with_upstreams_fields(
@@ -235,3 +268,22 @@ def test_upstream_podgroup_workload_binds_every_pod(
         }
         assert results == {"scheduled"}
         assert by_metric["scheduler_podgroup_scheduling_algorithm_duration_seconds"]
+
+
+@pytest.mark.parametrize(
+    ("workload", "pods"),
+    [
+        ("TopologyAwareScheduling/10Nodes_3Gangs", 9),
+        ("TopologyAwareScheduling/100Nodes_10Gangs", 30),
+    ],
+)
+def test_upstream_tas_integration_workloads_bind_every_gang(
+    tmp_path: Path, shared_ray: str, workload: str, pods: int
+) -> None:
+    """podgroup/tas, unchanged: gangs of 3 whose PodGroups ask for one rack
+    (topology.kubernetes.io/rack, 100 nodes a rack) all bind in the measured window."""
+    run = _run(tmp_path, shared_ray, DATA / "tas" / "performance-config.yaml", workload)
+    assert sum(run["series"]["created"]) == pods
+    (window,) = run["collected"]
+    assert sum(run["series"][f"bound:{window['name']}"]) == pods
+    assert len(run["latency"]["scheduling"]) == pods

@@ -307,3 +307,26 @@ def test_upstream_workload_resource_claims_file_loads_whole(
                 {"name": "req-0", "exactly": {"deviceClassName": "test-class", "selectors": None}}
             ],
         }
+def test_upstream_podgroup_tas_file_loads_whole_with_racks_and_topology_constraints():
+    """podgroup/tas: nodes from its node template (rack-<i // 100>, zone-<i // 100>), gangs
+    of podsPerGroup pods whose PodGroup asks for one topology.kubernetes.io/rack domain."""
+    e = load(str(DATA / "podgroup" / "tas" / "performance-config.yaml"))
+    (tc,) = e.test_cases
+    assert (tc.name, tc.unsupported) == ("TopologyAwareScheduling", None)
+    assert len(tc.workloads) == 8
+    ops = plan(tc, tc.workload("100Nodes_10Gangs"))
+    assert [type(op) for op in ops] == [
+        o.CreateNodes, o.CreateNamespaces, o.CreatePodGroups, o.CreatePods
+    ]  # fmt: skip
+    nodes, groups, pods = ops[0], ops[2], ops[3]
+    assert nodes.node_template is not None and nodes.count == 100
+    labels = [nodes.node_template.render(i, 100)["metadata"]["labels"] for i in (0, 99)]
+    assert [lb["topology.kubernetes.io/rack"] for lb in labels] == ["rack-0", "rack-0"]
+    group = to_message(groups.template.render(4, 10, groups.template_params))
+    assert group.metadata.name == "gang-4" and group.spec.scheduling_policy.gang.min_count == 3
+    assert [t.key for t in group.spec.scheduling_constraints.topology] == [
+        "topology.kubernetes.io/rack"
+    ]
+    assert pods.count == 30
+    pod = to_message(pods.pod_template.render(13, 30, pods.template_params))
+    assert pod.spec.scheduling_group.pod_group_name == "gang-4"

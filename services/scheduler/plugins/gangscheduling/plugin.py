@@ -35,8 +35,9 @@ gang's unscheduled pods (Handle.activate), as Coscheduling does for its groups.
 
 Not served: CompositePodGroups (the CompositePodGroup gate; a PodGroup's
 parentCompositePodGroupName is refused at validation). A PodGroup's topology constraint
-(one domain of a node label for the whole group) is PreFilter's, see topology.py. A
-PodGroup's resourceClaims are DynamicResources' and the resourceclaim controller's.
+(one domain of a node label for the whole group, chosen for the whole group as upstream's
+placement step does) is PreFilter's, see topology.py. A PodGroup's resourceClaims are
+DynamicResources' and the resourceclaim controller's.
 
 Enabling it: kubera has no feature gates; as upstream with the gates off, the plugin is not
 in the default profile. A KubeSchedulerConfiguration enables it with
@@ -66,6 +67,7 @@ from services.scheduler.framework.types import (
     QueueingHint,
 )
 from services.scheduler.plugins.gangscheduling import topology
+from services.scheduler.plugins.gangscheduling.status import StatusWriter
 from services.scheduler.plugins.gangscheduling.workloadmanager import (
     PodGroupInfo,
     WorkloadManager,
@@ -189,6 +191,7 @@ class GangScheduling:
         workloads: Mapping[str, schedulingv1alpha1_pb2.Workload],
         manager: WorkloadManager,
         pod_groups: Mapping[str, schedulingv1beta1_pb2.SchedulingPodGroup] | None = None,
+        status: StatusWriter | None = None,
     ) -> None:
         self.handle = handle
         self.workloads = workloads
@@ -196,6 +199,18 @@ class GangScheduling:
             pod_groups if pod_groups is not None else {}
         )
         self.manager = manager
+        #: PodGroupInitiallyScheduled (status.py); None writes nothing.
+        self.status = status
+
+    def _report(self, pod: core_pb2.Pod, verdict: Status) -> None:
+        """The PodGroup's PodGroupInitiallyScheduled after a decision about the group."""
+        group = pod.spec.scheduling_group.pod_group_name
+        if self.status is None or not group:
+            return
+        if verdict.is_success():
+            self.status.scheduled(pod.metadata.namespace, group)
+        else:
+            self.status.unschedulable(pod.metadata.namespace, group, verdict.message)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
@@ -207,7 +222,35 @@ class GangScheduling:
             ClusterEventWithHint(
                 ClusterEvent(POD_GROUP_KIND, ActionType.UPDATE), hint_pod_group_updated
             ),
+            # A topology-constrained group refused at PreFilter (no domain holds it): what
+            # frees room or adds nodes may make a domain hold it (upstream's pod-group cycle
+            # names the pods' Filter plugins, whose hints these are).
+            ClusterEventWithHint(
+                ClusterEvent("Pod", ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+                self.hint_room_changed,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    "Node",
+                    ActionType.ADD
+                    | ActionType.UPDATE_NODE_ALLOCATABLE
+                    | ActionType.UPDATE_NODE_LABEL
+                    | ActionType.UPDATE_NODE_TAINT,
+                ),
+                self.hint_room_changed,
+            ),
         ]
+
+    def hint_room_changed(self, pod: core_pb2.Pod, old: Any, new: Any) -> QueueingHint:
+        """Queue the pod of a PodGroup with a topology constraint: a domain may hold the
+        group now (not for a pod that was never on a node: it freed nothing)."""
+        if isinstance(old, core_pb2.Pod) and not old.spec.node_name:
+            return QueueingHint.SKIP
+        group = pod.spec.scheduling_group.pod_group_name
+        pg = self.pod_groups.get(f"{pod.metadata.namespace}/{group}") if group else None
+        if pg is None or not pg.spec.scheduling_constraints.topology:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
 
     def _workload(self, pod: core_pb2.Pod) -> schedulingv1alpha1_pb2.Workload | None:
         return self.workloads.get(f"{pod.metadata.namespace}/{pod.spec.workload_ref.name}")
@@ -279,19 +322,37 @@ class GangScheduling:
     def pre_filter(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
-        """A PodGroup with a topology constraint: the pod goes to the group's domain
-        (topology.py); any other pod: Skip."""
+        """A PodGroup with a topology constraint: the pod goes to the group's domain, the
+        scheduled pods' or, with none yet, the one chosen for the whole group (topology.py);
+        any other pod: Skip."""
         pod = pod_info.pod
         group = pod.spec.scheduling_group.pod_group_name
         pg = self.pod_groups.get(f"{pod.metadata.namespace}/{group}") if group else None
         if pg is None or not pg.spec.scheduling_constraints.topology:
             return None, Status.skip(NAME)
         key = pg.spec.scheduling_constraints.topology[0].key
-        placed = self.manager.pod_group_info(pod).placed_on()
-        labels = {n.name: n.node.metadata.labels for n in nodes if n.name in placed and n.node}
-        return topology.domain_nodes(
-            key, topology.group_domain(key, placed, labels), nodes, plugin=NAME
+        info = self.manager.pod_group_info(pod)
+        placed = info.placed_on()
+        # The group's pods to place (this one first) matter only while none is scheduled.
+        pending = (
+            []
+            if placed
+            else [pod_info]
+            + [PodInfo(p) for p in info.unscheduled_pods() if p.metadata.uid != pod.metadata.uid]
         )
+        policy = pg.spec.scheduling_policy
+        placement, status = topology.place_group(
+            key,
+            nodes,
+            placed,
+            pending,
+            min_count=policy.gang.min_count if policy.HasField("gang") else 1,
+            plugin=NAME,
+        )
+        if placement is None:
+            self._report(pod, status)
+            return None, status
+        return PreFilterResult(frozenset(n.name for n in placement.nodes)), Status.success()
 
     def unreserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
         pod = pod_info.pod
@@ -307,6 +368,7 @@ class GangScheduling:
             # The group vanished between PreEnqueue and Permit.
             return Status.as_error(LookupError(status.message), plugin=NAME), 0.0
         if not min_count:
+            self._report(pod, Status.success())  # a basic group is scheduled with one pod
             return Status.success(), 0.0
         info = self.manager.pod_group_info(pod)
         assumed = set(info.assumed)
@@ -315,6 +377,7 @@ class GangScheduling:
         if verdict.code == Code.UNSCHEDULABLE and pod.spec.scheduling_group.pod_group_name:
             # 1.37 (PodGroup API): a gang whose pods cannot reach the quorum is refused at
             # once; 1.35's Workload gangs wait for the timeout.
+            self._report(pod, verdict)
             return verdict, 0.0
         if verdict.code != Code.SUCCESS:
             # Wake the group's unscheduled pods: they may have waited for this one.
@@ -323,6 +386,7 @@ class GangScheduling:
             return Status(Code.WAIT, (MSG_WAITING_ON_PERMIT,), NAME), timeout
         for uid in sorted(assumed):
             self.handle.allow_waiting_pod(uid, NAME)
+        self._report(pod, Status.success())
         return Status.success(), 0.0
 
 
@@ -338,11 +402,17 @@ def new(args: Args | None, handle: Any) -> GangScheduling:
     pod_groups: Mapping[str, schedulingv1beta1_pb2.SchedulingPodGroup] = (
         InformerStoreView(informer_of(POD_GROUP_KIND)) if callable(informer_of) else {}
     )
+    clock = getattr(handle, "clock", None) or RealClock()
     plugin = GangScheduling(
         handle,
         workloads,
-        WorkloadManager(clock=getattr(handle, "clock", None) or RealClock()),
+        WorkloadManager(clock=clock),
         pod_groups,
+        StatusWriter(
+            getattr(handle, "client", None),
+            getattr(handle, "cluster_clock", None) or clock,
+            pod_groups,
+        ),
     )
     plugin.manager.on_pod_added = plugin.pod_joined
     pod_informer = getattr(handle, "pod_informer", None)

@@ -127,12 +127,16 @@ def test_is_schedulable_after_workload_added(
 
 
 def test_events_are_a_pod_add_a_workload_add_and_a_pod_group_add_or_update() -> None:
+    """And, for topology-constrained groups (kubera: see hint_room_changed), what frees
+    room or changes nodes."""
     regs = new(Args(), GangHandle()).events_to_register()
     assert [(r.event.resource, r.event.action.name) for r in regs] == [
         ("Pod", "ADD"),
         ("Workload", "ADD"),
         ("PodGroup.scheduling.k8s.io", "ADD"),
         ("PodGroup.scheduling.k8s.io", "UPDATE"),
+        ("Pod", "DELETE|UPDATE_POD_SCALE_DOWN"),
+        ("Node", "ADD|UPDATE_NODE_ALLOCATABLE|UPDATE_NODE_LABEL|UPDATE_NODE_TAINT"),
     ]
 
 
