@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kubera.experiment.run.runner import GANG_SCHEDULING_PROFILE
 from protos.kubera.v1 import core_pb2, policy_pb2, scheduling_pb2
 from services.scheduler.config.load import load_config
 from services.scheduler.options import SchedulerOptions
@@ -28,16 +29,6 @@ from tests.builders import MakeNode, MakePod, scheduling_pod_group
 from tests.harness import control_plane
 from tests.scheduler.test_scheduler_integration import Cluster
 from tests.waiting import eventually
-
-GANG_PROFILE = """apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-  - schedulerName: default-scheduler
-    plugins:
-      multiPoint:
-        enabled:
-          - name: GangScheduling
-"""
 
 
 class WhatIfCluster(Cluster):
@@ -63,7 +54,7 @@ async def cluster() -> AsyncIterator[WhatIfCluster]:
 
 @pytest.fixture
 async def gang_cluster() -> AsyncIterator[WhatIfCluster]:
-    options = SchedulerOptions(seed=7, component_config=load_config(GANG_PROFILE))
+    options = SchedulerOptions(seed=7, component_config=load_config(GANG_SCHEDULING_PROFILE))
     async with control_plane() as cp:
         yield WhatIfCluster(cp.api, cp.client, cp.scheduler(options))
 
