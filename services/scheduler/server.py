@@ -128,6 +128,7 @@ class SchedulerServicer(pb_grpc.SchedulerServicer):
                 request,
                 scheduler=sched,
                 leading=self.host.leading,
+                leader=str(getattr(self.host, "leader_identity", "") or ""),
                 sessions=self._whatif_sessions(sched),
                 attempt_to_proto=attempt_to_proto,
             ),

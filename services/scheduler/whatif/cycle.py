@@ -23,6 +23,7 @@ No PreBind, Bind or PostBind runs: they write (volumes, claims, the binding).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 from collections.abc import Callable
@@ -143,6 +144,8 @@ async def run_schedule(fork: Fork, cycles: SessionCycles, step: Schedule) -> lis
             continue
         results[i] = await _one(fork, cycles, qpi, step.preempt, waiting)
         _settle(fork, waiting, end=False)
+        # The leader's own loop runs on this event loop: a long step must not stall it.
+        await asyncio.sleep(0)
     _settle(fork, waiting, end=True)
     for key, i in added.items():
         if results[i].result != SCHEDULED:

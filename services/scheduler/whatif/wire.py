@@ -97,6 +97,7 @@ async def answer(
     scheduler: Any,
     leading: bool,
     sessions: Sessions,
+    leader: str = "",
     attempt_to_proto: Callable[[Attempt], pb.TraceAttempt],
     capture: Callable[[Any], Base] = Base.capture,
     seed: Callable[[], int] = lambda: random.getrandbits(32),
@@ -106,9 +107,10 @@ async def answer(
         raise WhatIfError(grpc.StatusCode.UNAVAILABLE, "the scheduler is not running")
     identity = getattr(scheduler, "identity", "")
     if not leading:
+        holder = f" ({leader} is)" if leader else ""
         raise WhatIfError(
             grpc.StatusCode.FAILED_PRECONDITION,
-            f"{identity} is not the leader: a what-if runs on the leader's state",
+            f"{identity} is not the leader{holder}: a what-if runs on the leader's state",
         )
     if len(request.steps) > MAX_STEPS:
         raise WhatIfError(

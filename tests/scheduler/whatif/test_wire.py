@@ -36,6 +36,7 @@ class Host:
     leading: bool
     mode: str = "leader"
     terms: int = 1
+    leader_identity: str = "the-leader"
 
 
 def pod_doc(name: str, cpu: str, **spec: Any) -> dict[str, Any]:
@@ -101,6 +102,7 @@ async def test_only_the_leader_answers_and_sessions_continue_by_id(wired: Wired)
         with pytest.raises(grpc.aio.AioRpcError) as e:
             await pb_grpc.SchedulerStub(ch).WhatIf(request)
     assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "is not the leader (the-leader is)" in (e.value.details() or "")
     async with grpc.aio.insecure_channel(leader) as ch:
         stub = pb_grpc.SchedulerStub(ch)
         first = await stub.WhatIf(request)
