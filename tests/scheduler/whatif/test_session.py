@@ -5,6 +5,7 @@ places whole or not at all; steps chain and roll back."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -195,3 +196,88 @@ def test_sessions_keep_the_recently_used_and_drop_the_idle() -> None:
     assert sessions.get("b") is None and sessions.get("a") is not None
     now[0] = IDLE_TTL + 1
     assert sessions.get("a") is None and len(sessions) == 0
+
+
+def _random_spec(rng: random.Random, i: int) -> dict[str, Any]:
+    """A pod's spec that exercises the default profile's plugins: taints, node affinity,
+    topology spread, inter-pod affinity, node ports."""
+    spec: dict[str, Any] = {}
+    kind = rng.randrange(6)
+    if kind == 0:
+        spec["tolerations"] = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
+    elif kind == 1:
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 50,
+                        "preference": {
+                            "matchExpressions": [
+                                {
+                                    "key": "topology.kubernetes.io/zone",
+                                    "operator": "In",
+                                    "values": [rng.choice(["z1", "z2"])],
+                                }
+                            ]
+                        },
+                    }
+                ]
+            }
+        }
+    elif kind == 2:
+        spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": "spread"}},
+            }
+        ]
+    elif kind == 3:
+        spec["affinity"] = {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "topologyKey": "kubernetes.io/hostname",
+                            "labelSelector": {"matchLabels": {"app": "spread"}},
+                        },
+                    }
+                ]
+            }
+        }
+    elif kind == 4:
+        spec["nodeSelector"] = {"topology.kubernetes.io/zone": rng.choice(["z1", "z2"])}
+    return spec
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_random_pods_land_where_the_what_if_said(cluster: WhatIfCluster, seed: int) -> None:
+    """Pod by pod: the what-if on a fresh fork, then the real pod; the scheduler binds it
+    on the what-if's node or on one of the same top score (ties are drawn at random on
+    both sides); a pod the what-if finds no node for stays unbound."""
+    rng = random.Random(seed)
+    for n in range(5):
+        taints = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}] if n == 4 else []
+        await cluster.node(
+            f"n{n}", zone=f"z{n % 2 + 1}", cpu=str(rng.choice([2, 3, 4])), taints=taints
+        )
+    for i in range(14):
+        name, cpu = f"p{i}", f"{rng.choice([100, 300, 600, 900, 1400])}m"
+        spec = _random_spec(rng, i)
+        labels = {"app": "spread"} if rng.random() < 0.5 else {}
+        pod = await cluster.admitted(name, cpu, **spec)
+        pod.metadata.labels.update(labels)
+        (answer,) = (await (await cluster.session()).apply(Schedule([pod]))).pods
+        await cluster.pod(name, cpu=cpu, labels=labels, **spec)
+        if answer.result != "scheduled":
+            assert answer.result == "unschedulable", answer
+            await cluster.wait_unschedulable(name)
+            continue
+        tops = answer.attempt.top_scores if answer.attempt else []
+        best = max((s.total for s in tops), default=0)
+        ties = {s.node for s in tops if s.total == best} or {answer.node}
+        assert answer.node in ties
+        real = (await cluster.wait_bound(name))[name]
+        assert real in ties, (i, spec, answer, real)
