@@ -26,7 +26,7 @@ from services.scheduler.whatif import (
     StepError,
 )
 from services.scheduler.whatif.session import IDLE_TTL
-from tests.builders import MakeNode, MakePod, scheduling_pod_group
+from tests.builders import MakeNode, MakePod, scheduling_pod_group, workload
 from tests.harness import control_plane
 from tests.scheduler.test_scheduler_integration import Cluster
 from tests.waiting import eventually
@@ -120,15 +120,32 @@ async def test_preemption_is_previewed_with_its_victims_and_nothing_is_deleted(
     assert {p.metadata.name for p in cluster.sched.pods.store.values()} == {"guarded", "plain"}
 
 
-async def test_a_gang_places_whole_or_not_at_all(gang_cluster: WhatIfCluster) -> None:
+def _gangs(api: str) -> tuple[list[tuple[str, Any]], dict[str, Any], dict[str, Any]]:
+    """The objects of gangs "fits" and "too-big" of three, and their members' fields."""
+    if api == "PodGroup":
+        groups = [
+            ("PodGroup.scheduling.k8s.io", scheduling_pod_group(name, min_count=3))
+            for name in ("fits", "too-big")
+        ]
+        return (
+            groups,
+            {"schedulingGroup": {"podGroupName": "fits"}},
+            {"schedulingGroup": {"podGroupName": "too-big"}},
+        )
+    groups = [("Workload", workload(name, workers=3)) for name in ("fits", "too-big")]
+    return (
+        groups,
+        {"workloadRef": {"name": "fits", "podGroup": "workers"}},
+        {"workloadRef": {"name": "too-big", "podGroup": "workers"}},
+    )
+
+
+@pytest.mark.parametrize("api", ["PodGroup", "Workload"])
+async def test_a_gang_places_whole_or_not_at_all(gang_cluster: WhatIfCluster, api: str) -> None:
     cluster = gang_cluster
     await cluster.node("n1", cpu="2")
     await cluster.node("n2", cpu="2")
-    fits = scheduling_pod_group("fits", min_count=3)
-    too_big = scheduling_pod_group("too-big", min_count=3)
-    groups = [("PodGroup.scheduling.k8s.io", g) for g in (fits, too_big)]
-    group = {"schedulingGroup": {"podGroupName": "fits"}}
-    big = {"schedulingGroup": {"podGroupName": "too-big"}}
+    groups, group, big = _gangs(api)
     members = [await cluster.admitted(f"f{i}", "1", **group) for i in range(3)]
     session = await cluster.session()
     before = await cluster.revision()
