@@ -9,7 +9,9 @@
                               stores copied, the profiles' Frameworks built anew on a
                               SessionHandle (handle.py): every plugin has its own state
                               (gang counts, DRA claims in flight, the preemption dry-run
-                              cache), fed from the fork's stores, never from the leader's
+                              cache), fed from the fork's stores (each object handed to
+                              their handlers, as an informer's first list), never from the
+                              leader's
 
 The fork changes only through its primitives, which keep the cache, the pod store and the
 plugins' pod handlers in step (a plugin's pod index sees the fork's pods as it sees the
@@ -141,7 +143,18 @@ class Fork:
         #: Writes the plugins tried (preemption's deletes and patches), never sent.
         self.writes: list[tuple[str, str, str, str]] = []
         self.frameworks = make_frameworks(self)
+        self._list_to_handlers()
         self.sync()
+
+    def _list_to_handlers(self) -> None:
+        """Every object of the fork's stores to the handlers the plugins added, as an
+        informer's first list reaches the handlers added before it ran (a gang plugin's
+        index learns the members that exist, bound or pending)."""
+        for informer in (self.pods, *self.informers.values()):
+            for h in list(informer.handlers):
+                if h.on_add is not None:
+                    for obj in list(informer.store.values()):
+                        h.on_add(obj)
 
     # ---------------------------------------------------------------- reading
 

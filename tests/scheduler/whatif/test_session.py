@@ -163,6 +163,24 @@ async def test_a_gang_places_whole_or_not_at_all(gang_cluster: WhatIfCluster, ap
     assert await cluster.revision() == before
 
 
+async def test_a_gang_counts_its_members_the_cluster_already_has(
+    gang_cluster: WhatIfCluster,
+) -> None:
+    cluster = gang_cluster
+    await cluster.node("n1", cpu="4")
+    await cluster.api.create(scheduling_pod_group("trio", min_count=3))
+    member = {"schedulingGroup": {"podGroupName": "trio"}}
+    for i in range(2):  # bound by name: members the gang plugin's index must know
+        await cluster.pod(f"m{i}", cpu="1", nodeName="n1", **member)
+    await eventually(lambda: len(cluster.sched.pods.store) == 2)
+    await eventually(
+        lambda: "default/trio" in cluster.sched.kind_informers["PodGroup.scheduling.k8s.io"].store
+    )
+    third = await cluster.admitted("m2", "1", **member)
+    (r,) = (await (await cluster.session()).apply(Schedule([third]))).pods
+    assert (r.result, r.node) == ("scheduled", "n1"), r
+
+
 async def test_steps_chain_and_roll_back_to_any_step(cluster: WhatIfCluster) -> None:
     await cluster.node("n1", cpu="2")
     await cluster.node("n2", cpu="2")
