@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kubera.experiment.run.runner import GANG_SCHEDULING_PROFILE
-from protos.kubera.v1 import core_pb2, policy_pb2, scheduling_pb2
+from protos.kubera.v1 import core_pb2, scheduling_pb2
 from services.scheduler.config.load import load_config
 from services.scheduler.options import SchedulerOptions
 from services.scheduler.whatif import (
@@ -28,6 +28,7 @@ from services.scheduler.whatif import (
 from services.scheduler.whatif.session import IDLE_TTL
 from tests.builders import MakeNode, MakePod, scheduling_pod_group, workload
 from tests.harness import control_plane
+from tests.scheduler.test_preemption_integration import guarded_and_plain
 from tests.scheduler.test_scheduler_integration import Cluster
 from tests.waiting import eventually
 
@@ -91,18 +92,7 @@ async def test_preemption_is_previewed_with_its_victims_and_nothing_is_deleted(
         pc = scheduling_pb2.PriorityClass(value=value)
         pc.metadata.name = name
         await cluster.api.create(pc)
-    await cluster.node("n1", cpu="1")
-    await cluster.node("n2", cpu="1")
-    low = {"priorityClassName": "low", "terminationGracePeriodSeconds": 0}
-    await cluster.pod("guarded", cpu="900m", labels={"app": "guarded"}, nodeName="n1", **low)
-    await cluster.pod("plain", cpu="900m", labels={"app": "plain"}, nodeName="n2", **low)
-    budget = policy_pb2.PodDisruptionBudget()
-    budget.metadata.name, budget.metadata.namespace = "guard", "default"
-    budget.spec.selector.match_labels["app"] = "guarded"
-    budget.spec.min_available = "1"
-    await cluster.api.create(budget)
-    await eventually(lambda: cluster.sched.pdbs is not None and cluster.sched.pdbs.store)
-    await eventually(lambda: sum(1 for p in cluster.sched.pods.store.values()) == 2)
+    await guarded_and_plain(cluster)
     urgent = await cluster.admitted("urgent", "900m", priorityClassName="high")
     before = await cluster.revision()
 
