@@ -48,6 +48,8 @@ PUBLIC_MODULES = {
     "services.storage.memory": "in-memory fake (the same interface, for unit tests and fuzz)",
     # KubeSchedulerConfiguration loading is the scheduler's configuration API
     "services.scheduler.config": "scheduler configuration",
+    # the what-if's caller side (the apiserver's HTTP proxy, the CLI), without the scheduler
+    "services.scheduler.whatif.remote": "what-if requests to the scheduler leader",
     # each process is imported on its own: a node pool's process never loads the scheduler
     "services.hosts.apiserver": "the apiserver process",
     "services.hosts.nodepool": "a node pool process",

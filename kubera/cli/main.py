@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "objects": ("get", "delete", "describe"),
     "nodes": ("cordon", "uncordon", "taint", "drain"),
     "scheduling": ("explain", "schedulers"),
+    "whatif": ("whatif",),
     "chaos": ("chaos",),
     "check": ("check",),
     "bench": ("bench",),

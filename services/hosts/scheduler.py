@@ -321,6 +321,13 @@ class SchedulerReplica:
     def mode(self) -> SchedulerMode:
         return self.config.mode
 
+    @property
+    def leader_identity(self) -> str:
+        """The holder of the election this replica observes ("" when it does not elect
+        or has seen none): a standby names it when it refuses a leader-only call."""
+        elector = self.replica.elector if self.replica is not None else None
+        return elector.leader_identity if elector is not None else ""
+
     async def health(self) -> dict[str, object]:
         out: dict[str, object] = {
             "address": self.address,

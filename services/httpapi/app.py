@@ -6,6 +6,7 @@ the same steps, in upstream's handler-chain order:
     health and version (public, upstream's system:public-info-viewer)
     -> authenticate (Bearer token -> User; none or unknown: 401)
     -> non-resource paths (/version, /api, /apis, /openapi/v3, /healthz): served as they are
+    -> POST /apis/kubera.io/v1/whatif: the scheduler leader's what-if (whatif.py)
     -> RequestInfo (requestinfo.parse) -> authorize, with the written object when the
        attributes carry one (denied: 403 in RBAC's wording)
     -> the verb (verbs, watch) -> the answer negotiated by Accept (JSON, a meta/v1
@@ -53,6 +54,7 @@ from services.httpapi import (
     subresources,
     tables,
     verbs,
+    whatif,
 )
 from services.httpapi.requestinfo import RequestInfo
 from services.httpapi.status import from_error, status
@@ -209,6 +211,8 @@ class HttpApi:
             return error(401, "Unauthorized", "Unauthorized")
         CURRENT_USER.set(user)
         path = request.path
+        if whatif.is_whatif(path):  # the scheduler leader's what-if (services/httpapi/whatif.py)
+            return await whatif.serve(request, self.api, user, self.authz)
         non_resource = self.non_resource(path, request.headers.get("Accept", ""))
         if non_resource is not None:
             if request.method not in ("GET", "HEAD"):

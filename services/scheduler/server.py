@@ -1,4 +1,5 @@
-"""The scheduler's gRPC edge: decision traces (`kubera explain`) and health.
+"""The scheduler's gRPC edge: decision traces (`kubera explain`), health, and what-if
+scheduling on a fork of the leader's state (services/scheduler/whatif).
 
 It serves whatever hosts a Scheduler (a `SchedulerHost`: services/hosts/scheduler.py's
 SchedulerReplica), whose Scheduler is rebuilt every term, so it asks the host for the
@@ -16,6 +17,8 @@ from protos.kubera.v1 import scheduler_pb2_grpc as pb_grpc
 from services.grpcserver import start_server
 from services.scheduler.scheduler import Scheduler
 from services.scheduler.trace import Attempt
+from services.scheduler.whatif import Sessions
+from services.scheduler.whatif.wire import answer, serve_whatif
 
 
 class SchedulerHost(Protocol):
@@ -105,6 +108,31 @@ def shared_state_to_proto(summary: dict[str, Any]) -> pb.SharedStateStats:
 class SchedulerServicer(pb_grpc.SchedulerServicer):
     def __init__(self, host: SchedulerHost) -> None:
         self.host = host
+        #: The what-if sessions of the current term's Scheduler (new with each term).
+        self._sessions: Sessions | None = None
+
+    def _whatif_sessions(self, sched: Scheduler | None) -> Sessions:
+        if self._sessions is None or self._sessions.owner is not sched:
+            clock = sched.clock if sched is not None else None
+            self._sessions = Sessions(sched, clock.monotonic if clock is not None else float)
+        return self._sessions
+
+    async def WhatIf(
+        self, request: pb.WhatIfRequest, context: grpc.aio.ServicerContext
+    ) -> pb.WhatIfResponse:
+        sched = self.host.scheduler
+        return await serve_whatif(
+            request,
+            context,
+            lambda: answer(
+                request,
+                scheduler=sched,
+                leading=self.host.leading,
+                leader=str(getattr(self.host, "leader_identity", "") or ""),
+                sessions=self._whatif_sessions(sched),
+                attempt_to_proto=attempt_to_proto,
+            ),
+        )
 
     async def Explain(
         self, request: pb.ExplainRequest, context: grpc.aio.ServicerContext

@@ -42,17 +42,10 @@ async def get(cluster: Cluster, name: str) -> core_pb2.Pod:
     return pod
 
 
-async def test_a_high_priority_pod_preempts_the_minimal_victims_the_pdb_allows(
-    cluster: Cluster,
-) -> None:
-    for name, value, policy in (
-        ("low", 0, "PreemptLowerPriority"),
-        ("high", 1000, "PreemptLowerPriority"),
-        ("high-never", 1000, "Never"),
-    ):
-        pc = scheduling_pb2.PriorityClass(value=value, preemption_policy=policy)
-        pc.metadata.name = name
-        await cluster.api.create(pc)
+async def guarded_and_plain(cluster: Cluster) -> None:
+    """Two 1-cpu nodes, each full with a 900m pod of PriorityClass "low": "guarded" on n1
+    (a PodDisruptionBudget allows it no disruption) and "plain" on n2; the scheduler has
+    seen them and the budget."""
     await cluster.node("n1", cpu="1")
     await cluster.node("n2", cpu="1")
     low = {"priorityClassName": "low", "terminationGracePeriodSeconds": 0}
@@ -67,6 +60,20 @@ async def test_a_high_priority_pod_preempts_the_minimal_victims_the_pdb_allows(
     await eventually(
         lambda: sum(1 for p in cluster.sched.pods.store.values() if p.spec.node_name) == 2
     )
+
+
+async def test_a_high_priority_pod_preempts_the_minimal_victims_the_pdb_allows(
+    cluster: Cluster,
+) -> None:
+    for name, value, policy in (
+        ("low", 0, "PreemptLowerPriority"),
+        ("high", 1000, "PreemptLowerPriority"),
+        ("high-never", 1000, "Never"),
+    ):
+        pc = scheduling_pb2.PriorityClass(value=value, preemption_policy=policy)
+        pc.metadata.name = name
+        await cluster.api.create(pc)
+    await guarded_and_plain(cluster)
 
     await cluster.pod("never", cpu="900m", priorityClassName="high-never")
     msg = await cluster.wait_unschedulable("never")

@@ -22,9 +22,11 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import any_pb2 as google_dot_protobuf_dot_any__pb2
+from protos.kubera.v1 import core_pb2 as protos_dot_kubera_dot_v1_dot_core__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n protos/kubera/v1/scheduler.proto\x12\tkubera.v1\"1\n\x0e\x45xplainRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"N\n\x0eTraceRejection\x12\x0e\n\x06plugin\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\x12\r\n\x05nodes\x18\x04 \x03(\t\"\x92\x01\n\nTraceScore\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\r\n\x05total\x18\x02 \x01(\x03\x12\x36\n\tby_plugin\x18\x03 \x03(\x0b\x32#.kubera.v1.TraceScore.ByPluginEntry\x1a/\n\rByPluginEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xef\x02\n\x0cTraceAttempt\x12\x0b\n\x03pod\x18\x01 \x01(\t\x12\x0b\n\x03uid\x18\x02 \x01(\t\x12\x0f\n\x07profile\x18\x03 \x01(\t\x12\r\n\x05\x63ycle\x18\x04 \x01(\x03\x12\x0c\n\x04time\x18\x05 \x01(\x01\x12\x0e\n\x06result\x18\x06 \x01(\t\x12\x0c\n\x04node\x18\x07 \x01(\t\x12\x0f\n\x07message\x18\x08 \x01(\t\x12\x13\n\x0bnodes_total\x18\t \x01(\x05\x12\x17\n\x0fnodes_evaluated\x18\n \x01(\x05\x12\x16\n\x0enodes_feasible\x18\x0b \x01(\x05\x12-\n\nrejections\x18\x0c \x03(\x0b\x32\x19.kubera.v1.TraceRejection\x12)\n\ntop_scores\x18\r \x03(\x0b\x32\x15.kubera.v1.TraceScore\x12\x18\n\x10\x64uration_seconds\x18\x0e \x01(\x01\x12.\n\npreemption\x18\x0f \x01(\x0b\x32\x1a.kubera.v1.TracePreemption\"Q\n\x18TracePreemptionCandidate\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x0f\n\x07victims\x18\x02 \x03(\t\x12\x16\n\x0epdb_violations\x18\x03 \x01(\x05\"\xc3\x01\n\x0fTracePreemption\x12\x10\n\x08\x65ligible\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x17\n\x0fpotential_nodes\x18\x03 \x01(\x05\x12\x10\n\x08\x64ry_runs\x18\x04 \x01(\x05\x12\x37\n\ncandidates\x18\x05 \x03(\x0b\x32#.kubera.v1.TracePreemptionCandidate\x12\x0c\n\x04node\x18\x06 \x01(\t\x12\x0f\n\x07victims\x18\x07 \x03(\t\x12\x0b\n\x03why\x18\x08 \x01(\t\"<\n\x0f\x45xplainResponse\x12)\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x17.kubera.v1.TraceAttempt\"\x18\n\x16SchedulerHealthRequest\"\xca\x02\n\x17SchedulerHealthResponse\x12\x0f\n\x07leading\x18\x01 \x01(\x08\x12\x10\n\x08identity\x18\x02 \x01(\t\x12\x11\n\tscheduled\x18\x03 \x01(\x03\x12@\n\x07pending\x18\x04 \x03(\x0b\x32/.kubera.v1.SchedulerHealthResponse.PendingEntry\x12\x0c\n\x04mode\x18\x05 \x01(\t\x12\r\n\x05terms\x18\x06 \x01(\x03\x12\x31\n\x0cshared_state\x18\x07 \x01(\x0b\x32\x1b.kubera.v1.SharedStateStats\x12\x1b\n\x13preemption_attempts\x18\x08 \x01(\x03\x12\x1a\n\x12preemption_victims\x18\t \x01(\x03\x1a.\n\x0cPendingEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xdc\x02\n\x10SharedStateStats\x12\r\n\x05\x62inds\x18\x01 \x01(\x03\x12\x11\n\tconflicts\x18\x02 \x01(\x03\x12\x11\n\tlost_pods\x18\x03 \x01(\x03\x12\x19\n\x11\x63onflict_fraction\x18\x04 \x01(\x01\x12\x1b\n\x13useful_busy_seconds\x18\x05 \x01(\x01\x12\x1b\n\x13wasted_busy_seconds\x18\x06 \x01(\x01\x12!\n\x19\x62ind_latency_mean_seconds\x18\x07 \x01(\x01\x12\x1e\n\x16queue_wait_p50_seconds\x18\x08 \x01(\x01\x12\x1e\n\x16queue_wait_p90_seconds\x18\t \x01(\x01\x12\x1e\n\x16queue_wait_p99_seconds\x18\n \x01(\x01\x12\x1d\n\x15\x61ttempts_per_pod_mean\x18\x0b \x01(\x01\x12\x1c\n\x14\x61ttempts_per_pod_max\x18\x0c \x01(\x03\x32\x9e\x01\n\tScheduler\x12@\n\x07\x45xplain\x12\x19.kubera.v1.ExplainRequest\x1a\x1a.kubera.v1.ExplainResponse\x12O\n\x06Health\x12!.kubera.v1.SchedulerHealthRequest\x1a\".kubera.v1.SchedulerHealthResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n protos/kubera/v1/scheduler.proto\x12\tkubera.v1\x1a\x19google/protobuf/any.proto\x1a\x1bprotos/kubera/v1/core.proto\"1\n\x0e\x45xplainRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"N\n\x0eTraceRejection\x12\x0e\n\x06plugin\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\x12\r\n\x05nodes\x18\x04 \x03(\t\"\x92\x01\n\nTraceScore\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\r\n\x05total\x18\x02 \x01(\x03\x12\x36\n\tby_plugin\x18\x03 \x03(\x0b\x32#.kubera.v1.TraceScore.ByPluginEntry\x1a/\n\rByPluginEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xef\x02\n\x0cTraceAttempt\x12\x0b\n\x03pod\x18\x01 \x01(\t\x12\x0b\n\x03uid\x18\x02 \x01(\t\x12\x0f\n\x07profile\x18\x03 \x01(\t\x12\r\n\x05\x63ycle\x18\x04 \x01(\x03\x12\x0c\n\x04time\x18\x05 \x01(\x01\x12\x0e\n\x06result\x18\x06 \x01(\t\x12\x0c\n\x04node\x18\x07 \x01(\t\x12\x0f\n\x07message\x18\x08 \x01(\t\x12\x13\n\x0bnodes_total\x18\t \x01(\x05\x12\x17\n\x0fnodes_evaluated\x18\n \x01(\x05\x12\x16\n\x0enodes_feasible\x18\x0b \x01(\x05\x12-\n\nrejections\x18\x0c \x03(\x0b\x32\x19.kubera.v1.TraceRejection\x12)\n\ntop_scores\x18\r \x03(\x0b\x32\x15.kubera.v1.TraceScore\x12\x18\n\x10\x64uration_seconds\x18\x0e \x01(\x01\x12.\n\npreemption\x18\x0f \x01(\x0b\x32\x1a.kubera.v1.TracePreemption\"Q\n\x18TracePreemptionCandidate\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x0f\n\x07victims\x18\x02 \x03(\t\x12\x16\n\x0epdb_violations\x18\x03 \x01(\x05\"\xc3\x01\n\x0fTracePreemption\x12\x10\n\x08\x65ligible\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x17\n\x0fpotential_nodes\x18\x03 \x01(\x05\x12\x10\n\x08\x64ry_runs\x18\x04 \x01(\x05\x12\x37\n\ncandidates\x18\x05 \x03(\x0b\x32#.kubera.v1.TracePreemptionCandidate\x12\x0c\n\x04node\x18\x06 \x01(\t\x12\x0f\n\x07victims\x18\x07 \x03(\t\x12\x0b\n\x03why\x18\x08 \x01(\t\"<\n\x0f\x45xplainResponse\x12)\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x17.kubera.v1.TraceAttempt\"\x18\n\x16SchedulerHealthRequest\"\xca\x02\n\x17SchedulerHealthResponse\x12\x0f\n\x07leading\x18\x01 \x01(\x08\x12\x10\n\x08identity\x18\x02 \x01(\t\x12\x11\n\tscheduled\x18\x03 \x01(\x03\x12@\n\x07pending\x18\x04 \x03(\x0b\x32/.kubera.v1.SchedulerHealthResponse.PendingEntry\x12\x0c\n\x04mode\x18\x05 \x01(\t\x12\r\n\x05terms\x18\x06 \x01(\x03\x12\x31\n\x0cshared_state\x18\x07 \x01(\x0b\x32\x1b.kubera.v1.SharedStateStats\x12\x1b\n\x13preemption_attempts\x18\x08 \x01(\x03\x12\x1a\n\x12preemption_victims\x18\t \x01(\x03\x1a.\n\x0cPendingEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xdc\x02\n\x10SharedStateStats\x12\r\n\x05\x62inds\x18\x01 \x01(\x03\x12\x11\n\tconflicts\x18\x02 \x01(\x03\x12\x11\n\tlost_pods\x18\x03 \x01(\x03\x12\x19\n\x11\x63onflict_fraction\x18\x04 \x01(\x01\x12\x1b\n\x13useful_busy_seconds\x18\x05 \x01(\x01\x12\x1b\n\x13wasted_busy_seconds\x18\x06 \x01(\x01\x12!\n\x19\x62ind_latency_mean_seconds\x18\x07 \x01(\x01\x12\x1e\n\x16queue_wait_p50_seconds\x18\x08 \x01(\x01\x12\x1e\n\x16queue_wait_p90_seconds\x18\t \x01(\x01\x12\x1e\n\x16queue_wait_p99_seconds\x18\n \x01(\x01\x12\x1d\n\x15\x61ttempts_per_pod_mean\x18\x0b \x01(\x01\x12\x1c\n\x14\x61ttempts_per_pod_max\x18\x0c \x01(\x03\"\x8d\x01\n\rWhatIfRequest\x12\x0f\n\x07session\x18\x01 \x01(\t\x12\x0c\n\x04keep\x18\x02 \x01(\x08\x12\x18\n\x0brollback_to\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12$\n\x05steps\x18\x04 \x03(\x0b\x32\x15.kubera.v1.WhatIfStep\x12\r\n\x05\x63lose\x18\x05 \x01(\x08\x42\x0e\n\x0c_rollback_to\"\xac\x01\n\nWhatIfStep\x12-\n\x08schedule\x18\x01 \x01(\x0b\x32\x19.kubera.v1.WhatIfScheduleH\x00\x12\x15\n\x0b\x64\x65lete_node\x18\x02 \x01(\tH\x00\x12-\n\ndelete_pod\x18\x03 \x01(\x0b\x32\x17.kubera.v1.WhatIfPodRefH\x00\x12#\n\x08\x61\x64\x64_node\x18\x04 \x01(\x0b\x32\x0f.kubera.v1.NodeH\x00\x42\x04\n\x02op\"f\n\x0eWhatIfSchedule\x12\x1c\n\x04pods\x18\x01 \x03(\x0b\x32\x0e.kubera.v1.Pod\x12%\n\x07objects\x18\x02 \x03(\x0b\x32\x14.google.protobuf.Any\x12\x0f\n\x07preempt\x18\x03 \x01(\x08\"/\n\x0cWhatIfPodRef\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"\xa6\x01\n\x0fWhatIfPodResult\x12\x0b\n\x03pod\x18\x01 \x01(\t\x12\x0e\n\x06result\x18\x02 \x01(\t\x12\x0c\n\x04node\x18\x03 \x01(\t\x12\x0f\n\x07reasons\x18\x04 \x03(\t\x12\x12\n\x05score\x18\x05 \x01(\x03H\x00\x88\x01\x01\x12\x0f\n\x07victims\x18\x06 \x03(\t\x12(\n\x07\x61ttempt\x18\x07 \x01(\x0b\x32\x17.kubera.v1.TraceAttemptB\x08\n\x06_score\"w\n\x10WhatIfStepResult\x12\x0c\n\x04step\x18\x01 \x01(\x05\x12\n\n\x02op\x18\x02 \x01(\t\x12\x0e\n\x06target\x18\x03 \x01(\t\x12(\n\x04pods\x18\x04 \x03(\x0b\x32\x1a.kubera.v1.WhatIfPodResult\x12\x0f\n\x07message\x18\x05 \x01(\t\"]\n\x0eWhatIfResponse\x12\x0f\n\x07session\x18\x01 \x01(\t\x12\x0e\n\x06leader\x18\x02 \x01(\t\x12*\n\x05steps\x18\x03 \x03(\x0b\x32\x1b.kubera.v1.WhatIfStepResult2\xdd\x01\n\tScheduler\x12@\n\x07\x45xplain\x12\x19.kubera.v1.ExplainRequest\x1a\x1a.kubera.v1.ExplainResponse\x12O\n\x06Health\x12!.kubera.v1.SchedulerHealthRequest\x1a\".kubera.v1.SchedulerHealthResponse\x12=\n\x06WhatIf\x12\x18.kubera.v1.WhatIfRequest\x1a\x19.kubera.v1.WhatIfResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,30 +37,44 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TRACESCORE_BYPLUGINENTRY']._serialized_options = b'8\001'
   _globals['_SCHEDULERHEALTHRESPONSE_PENDINGENTRY']._loaded_options = None
   _globals['_SCHEDULERHEALTHRESPONSE_PENDINGENTRY']._serialized_options = b'8\001'
-  _globals['_EXPLAINREQUEST']._serialized_start=47
-  _globals['_EXPLAINREQUEST']._serialized_end=96
-  _globals['_TRACEREJECTION']._serialized_start=98
-  _globals['_TRACEREJECTION']._serialized_end=176
-  _globals['_TRACESCORE']._serialized_start=179
-  _globals['_TRACESCORE']._serialized_end=325
-  _globals['_TRACESCORE_BYPLUGINENTRY']._serialized_start=278
-  _globals['_TRACESCORE_BYPLUGINENTRY']._serialized_end=325
-  _globals['_TRACEATTEMPT']._serialized_start=328
-  _globals['_TRACEATTEMPT']._serialized_end=695
-  _globals['_TRACEPREEMPTIONCANDIDATE']._serialized_start=697
-  _globals['_TRACEPREEMPTIONCANDIDATE']._serialized_end=778
-  _globals['_TRACEPREEMPTION']._serialized_start=781
-  _globals['_TRACEPREEMPTION']._serialized_end=976
-  _globals['_EXPLAINRESPONSE']._serialized_start=978
-  _globals['_EXPLAINRESPONSE']._serialized_end=1038
-  _globals['_SCHEDULERHEALTHREQUEST']._serialized_start=1040
-  _globals['_SCHEDULERHEALTHREQUEST']._serialized_end=1064
-  _globals['_SCHEDULERHEALTHRESPONSE']._serialized_start=1067
-  _globals['_SCHEDULERHEALTHRESPONSE']._serialized_end=1397
-  _globals['_SCHEDULERHEALTHRESPONSE_PENDINGENTRY']._serialized_start=1351
-  _globals['_SCHEDULERHEALTHRESPONSE_PENDINGENTRY']._serialized_end=1397
-  _globals['_SHAREDSTATESTATS']._serialized_start=1400
-  _globals['_SHAREDSTATESTATS']._serialized_end=1748
-  _globals['_SCHEDULER']._serialized_start=1751
-  _globals['_SCHEDULER']._serialized_end=1909
+  _globals['_EXPLAINREQUEST']._serialized_start=103
+  _globals['_EXPLAINREQUEST']._serialized_end=152
+  _globals['_TRACEREJECTION']._serialized_start=154
+  _globals['_TRACEREJECTION']._serialized_end=232
+  _globals['_TRACESCORE']._serialized_start=235
+  _globals['_TRACESCORE']._serialized_end=381
+  _globals['_TRACESCORE_BYPLUGINENTRY']._serialized_start=334
+  _globals['_TRACESCORE_BYPLUGINENTRY']._serialized_end=381
+  _globals['_TRACEATTEMPT']._serialized_start=384
+  _globals['_TRACEATTEMPT']._serialized_end=751
+  _globals['_TRACEPREEMPTIONCANDIDATE']._serialized_start=753
+  _globals['_TRACEPREEMPTIONCANDIDATE']._serialized_end=834
+  _globals['_TRACEPREEMPTION']._serialized_start=837
+  _globals['_TRACEPREEMPTION']._serialized_end=1032
+  _globals['_EXPLAINRESPONSE']._serialized_start=1034
+  _globals['_EXPLAINRESPONSE']._serialized_end=1094
+  _globals['_SCHEDULERHEALTHREQUEST']._serialized_start=1096
+  _globals['_SCHEDULERHEALTHREQUEST']._serialized_end=1120
+  _globals['_SCHEDULERHEALTHRESPONSE']._serialized_start=1123
+  _globals['_SCHEDULERHEALTHRESPONSE']._serialized_end=1453
+  _globals['_SCHEDULERHEALTHRESPONSE_PENDINGENTRY']._serialized_start=1407
+  _globals['_SCHEDULERHEALTHRESPONSE_PENDINGENTRY']._serialized_end=1453
+  _globals['_SHAREDSTATESTATS']._serialized_start=1456
+  _globals['_SHAREDSTATESTATS']._serialized_end=1804
+  _globals['_WHATIFREQUEST']._serialized_start=1807
+  _globals['_WHATIFREQUEST']._serialized_end=1948
+  _globals['_WHATIFSTEP']._serialized_start=1951
+  _globals['_WHATIFSTEP']._serialized_end=2123
+  _globals['_WHATIFSCHEDULE']._serialized_start=2125
+  _globals['_WHATIFSCHEDULE']._serialized_end=2227
+  _globals['_WHATIFPODREF']._serialized_start=2229
+  _globals['_WHATIFPODREF']._serialized_end=2276
+  _globals['_WHATIFPODRESULT']._serialized_start=2279
+  _globals['_WHATIFPODRESULT']._serialized_end=2445
+  _globals['_WHATIFSTEPRESULT']._serialized_start=2447
+  _globals['_WHATIFSTEPRESULT']._serialized_end=2566
+  _globals['_WHATIFRESPONSE']._serialized_start=2568
+  _globals['_WHATIFRESPONSE']._serialized_end=2661
+  _globals['_SCHEDULER']._serialized_start=2664
+  _globals['_SCHEDULER']._serialized_end=2885
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,5 @@
+from google.protobuf import any_pb2 as _any_pb2
+from protos.kubera.v1 import core_pb2 as _core_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -173,3 +175,89 @@ class SharedStateStats(_message.Message):
     attempts_per_pod_mean: float
     attempts_per_pod_max: int
     def __init__(self, binds: _Optional[int] = ..., conflicts: _Optional[int] = ..., lost_pods: _Optional[int] = ..., conflict_fraction: _Optional[float] = ..., useful_busy_seconds: _Optional[float] = ..., wasted_busy_seconds: _Optional[float] = ..., bind_latency_mean_seconds: _Optional[float] = ..., queue_wait_p50_seconds: _Optional[float] = ..., queue_wait_p90_seconds: _Optional[float] = ..., queue_wait_p99_seconds: _Optional[float] = ..., attempts_per_pod_mean: _Optional[float] = ..., attempts_per_pod_max: _Optional[int] = ...) -> None: ...
+
+class WhatIfRequest(_message.Message):
+    __slots__ = ("session", "keep", "rollback_to", "steps", "close")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    KEEP_FIELD_NUMBER: _ClassVar[int]
+    ROLLBACK_TO_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_FIELD_NUMBER: _ClassVar[int]
+    session: str
+    keep: bool
+    rollback_to: int
+    steps: _containers.RepeatedCompositeFieldContainer[WhatIfStep]
+    close: bool
+    def __init__(self, session: _Optional[str] = ..., keep: _Optional[bool] = ..., rollback_to: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[WhatIfStep, _Mapping]]] = ..., close: _Optional[bool] = ...) -> None: ...
+
+class WhatIfStep(_message.Message):
+    __slots__ = ("schedule", "delete_node", "delete_pod", "add_node")
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    DELETE_NODE_FIELD_NUMBER: _ClassVar[int]
+    DELETE_POD_FIELD_NUMBER: _ClassVar[int]
+    ADD_NODE_FIELD_NUMBER: _ClassVar[int]
+    schedule: WhatIfSchedule
+    delete_node: str
+    delete_pod: WhatIfPodRef
+    add_node: _core_pb2.Node
+    def __init__(self, schedule: _Optional[_Union[WhatIfSchedule, _Mapping]] = ..., delete_node: _Optional[str] = ..., delete_pod: _Optional[_Union[WhatIfPodRef, _Mapping]] = ..., add_node: _Optional[_Union[_core_pb2.Node, _Mapping]] = ...) -> None: ...
+
+class WhatIfSchedule(_message.Message):
+    __slots__ = ("pods", "objects", "preempt")
+    PODS_FIELD_NUMBER: _ClassVar[int]
+    OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    PREEMPT_FIELD_NUMBER: _ClassVar[int]
+    pods: _containers.RepeatedCompositeFieldContainer[_core_pb2.Pod]
+    objects: _containers.RepeatedCompositeFieldContainer[_any_pb2.Any]
+    preempt: bool
+    def __init__(self, pods: _Optional[_Iterable[_Union[_core_pb2.Pod, _Mapping]]] = ..., objects: _Optional[_Iterable[_Union[_any_pb2.Any, _Mapping]]] = ..., preempt: _Optional[bool] = ...) -> None: ...
+
+class WhatIfPodRef(_message.Message):
+    __slots__ = ("namespace", "name")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class WhatIfPodResult(_message.Message):
+    __slots__ = ("pod", "result", "node", "reasons", "score", "victims", "attempt")
+    POD_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    VICTIMS_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    pod: str
+    result: str
+    node: str
+    reasons: _containers.RepeatedScalarFieldContainer[str]
+    score: int
+    victims: _containers.RepeatedScalarFieldContainer[str]
+    attempt: TraceAttempt
+    def __init__(self, pod: _Optional[str] = ..., result: _Optional[str] = ..., node: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ..., score: _Optional[int] = ..., victims: _Optional[_Iterable[str]] = ..., attempt: _Optional[_Union[TraceAttempt, _Mapping]] = ...) -> None: ...
+
+class WhatIfStepResult(_message.Message):
+    __slots__ = ("step", "op", "target", "pods", "message")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    PODS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    step: int
+    op: str
+    target: str
+    pods: _containers.RepeatedCompositeFieldContainer[WhatIfPodResult]
+    message: str
+    def __init__(self, step: _Optional[int] = ..., op: _Optional[str] = ..., target: _Optional[str] = ..., pods: _Optional[_Iterable[_Union[WhatIfPodResult, _Mapping]]] = ..., message: _Optional[str] = ...) -> None: ...
+
+class WhatIfResponse(_message.Message):
+    __slots__ = ("session", "leader", "steps")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    session: str
+    leader: str
+    steps: _containers.RepeatedCompositeFieldContainer[WhatIfStepResult]
+    def __init__(self, session: _Optional[str] = ..., leader: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[WhatIfStepResult, _Mapping]]] = ...) -> None: ...

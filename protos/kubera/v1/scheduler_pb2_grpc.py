@@ -44,6 +44,11 @@ class SchedulerStub:
                 request_serializer=protos_dot_kubera_dot_v1_dot_scheduler__pb2.SchedulerHealthRequest.SerializeToString,
                 response_deserializer=protos_dot_kubera_dot_v1_dot_scheduler__pb2.SchedulerHealthResponse.FromString,
                 _registered_method=True)
+        self.WhatIf = channel.unary_unary(
+                '/kubera.v1.Scheduler/WhatIf',
+                request_serializer=protos_dot_kubera_dot_v1_dot_scheduler__pb2.WhatIfRequest.SerializeToString,
+                response_deserializer=protos_dot_kubera_dot_v1_dot_scheduler__pb2.WhatIfResponse.FromString,
+                _registered_method=True)
 
 
 class SchedulerServicer:
@@ -61,6 +66,14 @@ class SchedulerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WhatIf(self, request, context):
+        """Schedule pods on a fork of the leader's state (services/scheduler/whatif); nothing
+        is written. Only the leader answers: a standby ends the call FAILED_PRECONDITION.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SchedulerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -73,6 +86,11 @@ def add_SchedulerServicer_to_server(servicer, server):
                     servicer.Health,
                     request_deserializer=protos_dot_kubera_dot_v1_dot_scheduler__pb2.SchedulerHealthRequest.FromString,
                     response_serializer=protos_dot_kubera_dot_v1_dot_scheduler__pb2.SchedulerHealthResponse.SerializeToString,
+            ),
+            'WhatIf': grpc.unary_unary_rpc_method_handler(
+                    servicer.WhatIf,
+                    request_deserializer=protos_dot_kubera_dot_v1_dot_scheduler__pb2.WhatIfRequest.FromString,
+                    response_serializer=protos_dot_kubera_dot_v1_dot_scheduler__pb2.WhatIfResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -129,6 +147,33 @@ class Scheduler:
             '/kubera.v1.Scheduler/Health',
             protos_dot_kubera_dot_v1_dot_scheduler__pb2.SchedulerHealthRequest.SerializeToString,
             protos_dot_kubera_dot_v1_dot_scheduler__pb2.SchedulerHealthResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WhatIf(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubera.v1.Scheduler/WhatIf',
+            protos_dot_kubera_dot_v1_dot_scheduler__pb2.WhatIfRequest.SerializeToString,
+            protos_dot_kubera_dot_v1_dot_scheduler__pb2.WhatIfResponse.FromString,
             options,
             channel_credentials,
             insecure,
