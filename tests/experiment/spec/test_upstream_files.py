@@ -307,6 +307,8 @@ def test_upstream_workload_resource_claims_file_loads_whole(
                 {"name": "req-0", "exactly": {"deviceClassName": "test-class", "selectors": None}}
             ],
         }
+
+
 def test_upstream_podgroup_tas_file_loads_whole_with_racks_and_topology_constraints():
     """podgroup/tas: nodes from its node template (rack-<i // 100>, zone-<i // 100>), gangs
     of podsPerGroup pods whose PodGroup asks for one topology.kubernetes.io/rack domain."""
