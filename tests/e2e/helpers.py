@@ -125,10 +125,9 @@ def pods_file(tmp: Path, prefix: str, n: int) -> Path:
 
 
 def bound_pods(k: Cluster, prefix: str) -> dict[str, dict]:
-    """The pods named `<prefix>…` that are bound to a node, by name."""
-    r = k("get", "pods", "-o", "json")
-    assert r.returncode == 0, r.stderr
-    items = json.loads(r.stdout)["items"]
+    """The pods named `<prefix>…` that are bound to a node, by name (read with kubectl: a
+    poll through `kubera get` starts a Python each time)."""
+    items = json.loads(kubectl(k, "get", "pods", "-o", "json").stdout)["items"]
     return {
         p["metadata"]["name"]: p
         for p in items

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from kubera.testing import Cluster, alive
-from tests.e2e.helpers import running
+from tests.e2e.helpers import kubectl, running
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -28,9 +28,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, shared_ray: str) -> Iterat
 
 
 def _pods(k: Cluster) -> list[dict]:
-    r = k("get", "pods", "-o", "json")
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)["items"]
+    """The pods, read with kubectl (a poll through `kubera get` starts a Python each time)."""
+    return json.loads(kubectl(k, "get", "pods", "-o", "json").stdout)["items"]
 
 
 def test_nodes_register_ready_with_leases(cluster: Cluster) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import ROOT
+from tests.e2e.helpers import ROOT, kubectl
 from tests.rayhead import on_ray
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -73,9 +73,8 @@ def kubera(tmp_path: Path, shared_ray: str) -> Iterator[Cluster]:
 
 
 def get(k: Cluster, *args: str) -> dict:
-    r = k("get", *args, "-o", "json")
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    """Read with kubectl (a poll through `kubera get` starts a Python each time)."""
+    return json.loads(kubectl(k, "get", *args, "-o", "json").stdout)
 
 
 def wait(k: Cluster, pred, what: str, timeout: float = 90.0):  # type: ignore[no-untyped-def]

@@ -19,7 +19,7 @@ from kubera.testing import Cluster
 from services.api.machinery.errors import NotFoundError
 from services.api.machinery.kinds import BY_KIND
 from services.client import Client
-from tests.e2e.helpers import ROOT
+from tests.e2e.helpers import ROOT, kubectl
 from tests.rayhead import on_ray
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -54,12 +54,12 @@ class Kubera(Cluster):
         assert r.returncode == 0, r.stderr
 
     def pod(self, name: str) -> dict:
-        r = self("get", "pod", name, "-o", "json")
-        assert r.returncode == 0, r.stderr
-        return json.loads(r.stdout)
+        """The pod, read with kubectl (a poll through `kubera get` starts a Python each
+        time)."""
+        return json.loads(kubectl(self, "get", "pod", name, "-o", "json").stdout)
 
     def wait(self, name: str, pred, what: str, timeout: float = 60.0) -> dict:
-        """Poll `kubera get` (bounded) until `pred(pod)` holds."""
+        """Poll the pod (bounded) until `pred(pod)` holds."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             p = self.pod(name)
