@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from kubera.testing import Cluster
+from tests.e2e.helpers import kubectl
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -67,7 +68,8 @@ def _pods(tmp: Path) -> Path:
 
 
 def _lease_holder(k: Cluster, name: str) -> str:
-    r = k("get", "lease", name, "-n", "kube-system", "-o", "json")
+    """Read with kubectl (a poll through `kubera get` starts a Python each time)."""
+    r = kubectl(k, "get", "lease", name, "-n", "kube-system", "-o", "json", check=False)
     if r.returncode != 0:
         return ""
     return json.loads(r.stdout)["spec"].get("holderIdentity", "")  # type: ignore[no-any-return]
