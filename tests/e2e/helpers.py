@@ -9,6 +9,7 @@ import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -33,6 +34,24 @@ def runs_on_ray(home: Path, ray_address: str) -> tuple[Cluster, tuple[str, ...]]
     k = kubera_in(home)
     k.env["KUBERA_RAY_NAMESPACE"] = ray_namespace_of(home)
     return k, ("--ray-address", ray_address)
+
+
+def upstream_run(tmp_path: Path, shared_ray: str, config: Path, workload: str) -> dict[str, Any]:
+    """`kubera experiment run CONFIG --workload WORKLOAD` (a file of upstream's, unchanged)
+    on the session's Ray; its one run from results.json, checked to have run without
+    error, with its DataItems (`dataItems`) and the command's stderr (`stderr`) added."""
+    out = tmp_path / "out"
+    k, on_ray = runs_on_ray(tmp_path / "home", shared_ray)
+    r = k.run(
+        "experiment", "run", str(config), *on_ray, "--workload", workload,
+        "--output", str(out), "--timeout", "120", timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr + r.stdout
+    (run,) = json.loads((out / "results.json").read_text())["runs"]
+    assert (run["id"], run["error"]) == (workload, None)
+    run["dataItems"] = json.loads((out / "DataItems.json").read_text())["dataItems"]
+    run["stderr"] = r.stderr
+    return run  # type: ignore[no-any-return]
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ import yaml
 
 from kubera.experiment.run.runner import GANG_SCHEDULING_PROFILE
 from kubera.testing import Cluster
-from tests.e2e.helpers import ROOT, kubectl, runs_on_ray
+from tests.e2e.helpers import ROOT, kubectl, upstream_run
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -216,20 +216,6 @@ def test_bad_pod_groups_and_pods_are_refused_with_upstreams_fields(
 # ---------------------------------------------------- upstream's files, unchanged
 
 
-def _run(tmp_path: Path, shared_ray: str, config: Path, workload: str) -> dict[str, Any]:
-    out = tmp_path / "out"
-    k, on_ray = runs_on_ray(tmp_path / "home", shared_ray)
-    r = k.run(
-        "experiment", "run", str(config), *on_ray, "--workload", workload,
-        "--output", str(out), "--timeout", "120", timeout=300,
-    )  # fmt: skip
-    assert r.returncode == 0, r.stderr + r.stdout
-    (run,) = json.loads((out / "results.json").read_text())["runs"]
-    assert (run["id"], run["error"]) == (workload, None)
-    run["dataItems"] = json.loads((out / "DataItems.json").read_text())["dataItems"]
-    return run
-
-
 @pytest.mark.parametrize(
     ("config", "workload"),
     [
@@ -240,7 +226,7 @@ def _run(tmp_path: Path, shared_ray: str, config: Path, workload: str) -> dict[s
 def test_upstream_podgroup_workload_binds_every_pod(
     tmp_path: Path, shared_ray: str, config: str, workload: str
 ) -> None:
-    run = _run(tmp_path, shared_ray, DATA / config / "performance-config.yaml", workload)
+    run = upstream_run(tmp_path, shared_ray, DATA / config / "performance-config.yaml", workload)
     # 3 groups of 3 pods, each naming its PodGroup: all 9 bound in the measured window.
     assert sum(run["series"]["created"]) == 9
     (window,) = run["collected"]
@@ -282,7 +268,7 @@ def test_upstream_tas_integration_workloads_bind_every_gang(
 ) -> None:
     """podgroup/tas, unchanged: gangs of 3 whose PodGroups ask for one rack
     (topology.kubernetes.io/rack, 100 nodes a rack) all bind in the measured window."""
-    run = _run(tmp_path, shared_ray, DATA / "tas" / "performance-config.yaml", workload)
+    run = upstream_run(tmp_path, shared_ray, DATA / "tas" / "performance-config.yaml", workload)
     assert sum(run["series"]["created"]) == pods
     (window,) = run["collected"]
     assert sum(run["series"][f"bound:{window['name']}"]) == pods

@@ -5,12 +5,11 @@ its smallest workload (5Nodes: 10 pods, then 10 measured pods selected by the Se
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.helpers import ROOT, runs_on_ray
+from tests.e2e.helpers import ROOT, upstream_run
 
 UPSTREAM = (
     ROOT
@@ -28,26 +27,9 @@ UPSTREAM = (
 def test_upstream_default_topology_spreading_runs_unchanged(
     tmp_path: Path, shared_ray: str
 ) -> None:
-    out = tmp_path / "out"
-    k, on_ray = runs_on_ray(tmp_path / "home", shared_ray)
-    r = k.run(
-        "experiment",
-        "run",
-        str(UPSTREAM),
-        *on_ray,
-        "--workload",
-        "DefaultTopologySpreading/5Nodes",
-        "--output",
-        str(out),
-        "--timeout",
-        "120",
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr + r.stdout
-    (run,) = json.loads((out / "results.json").read_text())["runs"]
-    assert (run["id"], run["error"]) == ("DefaultTopologySpreading/5Nodes", None)
+    run = upstream_run(tmp_path, shared_ray, UPSTREAM, "DefaultTopologySpreading/5Nodes")
     # initPods and measurePods: 20 pods, every one bound
     assert len(run["latency"]["scheduling"]) == sum(run["series"]["created"]) == 20
-    items = json.loads((out / "DataItems.json").read_text())["dataItems"]
+    items = run["dataItems"]
     # the measured pods are the service's, in the namespace createAny made it in
     assert "DefaultTopologySpreading/5Nodes/service-ns" in {i["labels"]["Name"] for i in items}

@@ -11,37 +11,13 @@ disruptionMode decides how many pods one preemption evicts)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.e2e.helpers import ROOT, runs_on_ray
+from tests.e2e.helpers import ROOT, upstream_run
 
 DATA = ROOT / "tests" / "experiment" / "data" / "scheduler_perf"
-
-
-def _run(tmp_path: Path, shared_ray: str, config: Path, workload: str) -> dict[str, Any]:
-    out = tmp_path / "out"
-    k, on_ray = runs_on_ray(tmp_path / "home", shared_ray)
-    r = k.run(
-        "experiment",
-        "run",
-        str(config),
-        *on_ray,
-        "--workload",
-        workload,
-        "--output",
-        str(out),
-        "--timeout",
-        "120",
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr + r.stdout
-    (run,) = json.loads((out / "results.json").read_text())["runs"]
-    assert (run["id"], run["error"]) == (workload, None)
-    return run
 
 
 @pytest.mark.e2e
@@ -50,7 +26,7 @@ def test_upstream_node_inclusion_policy_case_binds_every_pod(
     tmp_path: Path, shared_ray: str
 ) -> None:
     config = DATA / "topology_spreading" / "performance-config.yaml"
-    run = _run(tmp_path, shared_ray, config, "SchedulingWithNodeInclusionPolicy/5Nodes")
+    run = upstream_run(tmp_path, shared_ray, config, "SchedulingWithNodeInclusionPolicy/5Nodes")
     # 4 pods spread at most 1 apart over the 4 untainted hostnames: every one bound
     assert len(run["latency"]["scheduling"]) == sum(run["series"]["created"]) == 4
 
@@ -61,7 +37,7 @@ def test_upstream_preemption_basic_preempts_with_priorities_its_templates_set(
     tmp_path: Path, shared_ray: str
 ) -> None:
     config = DATA / "default_preemption" / "performance-config.yaml"
-    run = _run(tmp_path, shared_ray, config, "PreemptionBasic/5Nodes")
+    run = upstream_run(tmp_path, shared_ray, config, "PreemptionBasic/5Nodes")
     assert run["cluster"]["disable_admission_plugins"] == [
         "ServiceAccount",
         "TaintNodesByCondition",
@@ -80,7 +56,7 @@ def test_upstream_misc_scheduling_with_extended_resource_binds_every_pod(
     tmp_path: Path, shared_ray: str
 ) -> None:
     config = DATA / "misc" / "performance-config.yaml"
-    run = _run(
+    run = upstream_run(
         tmp_path,
         shared_ray,
         config,
@@ -96,7 +72,7 @@ def test_upstream_dra_scheduling_with_extended_resource_binds_every_pod(
     tmp_path: Path, shared_ray: str
 ) -> None:
     config = DATA / "dra" / "extendedresource" / "performance-config.yaml"
-    run = _run(tmp_path, shared_ray, config, "SchedulingWithExtendedResource/fast")
+    run = upstream_run(tmp_path, shared_ray, config, "SchedulingWithExtendedResource/fast")
     # 10 pods, pod i asking for example.com/gpu-i, which no node advertises and class i
     # maps to the test driver's devices: each gets one of the DRA node's 10 devices.
     assert len(run["latency"]["scheduling"]) == sum(run["series"]["created"]) == 10
@@ -120,7 +96,7 @@ def test_upstream_pod_group_disruption_mode_evicts_as_its_mode_says(
     tmp_path: Path, shared_ray: str, workload: str, victims: int
 ) -> None:
     config = DATA / "default_preemption" / "performance-config.yaml"
-    run = _run(tmp_path, shared_ray, config, f"PreemptionPodGroupDisruptionMode/{workload}")
+    run = upstream_run(tmp_path, shared_ray, config, f"PreemptionPodGroupDisruptionMode/{workload}")
     assert sum(run["series"]["created"]) == 5
     (window,) = run["collected"]
     assert sum(run["series"][f"bound:{window['name']}"]) == 1

@@ -6,12 +6,11 @@ pods with volumes)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.helpers import ROOT, runs_on_ray
+from tests.e2e.helpers import ROOT, upstream_run
 
 UPSTREAM = (
     ROOT
@@ -43,32 +42,15 @@ PODS = {
 def test_upstreams_volume_test_case_runs_unchanged(
     tmp_path: Path, shared_ray: str, workload: str
 ) -> None:
-    out = tmp_path / "out"
-    k, on_ray = runs_on_ray(tmp_path / "home", shared_ray)
-    r = k.run(
-        "experiment",
-        "run",
-        str(UPSTREAM),
-        *on_ray,
-        "--workload",
-        workload,
-        "--output",
-        str(out),
-        "--timeout",
-        "120",
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr + r.stdout
-    assert "left out" not in r.stderr, r.stderr
-    (run,) = json.loads((out / "results.json").read_text())["runs"]
-    assert (run["id"], run["error"]) == (workload, None)
+    run = upstream_run(tmp_path, shared_ray, UPSTREAM, workload)
+    assert "left out" not in run["stderr"], run["stderr"]
     # every pod created was bound (the measured ones wait for it, as upstream's)
     created = sum(run["series"]["created"])
     assert created == PODS[workload]
     assert len(run["latency"]["scheduling"]) == created
     # the measured createPods op is the run's one window, named after its namespace
     assert [w["name"] for w in run["collected"]] == ["namespace-2"]
-    items = json.loads((out / "DataItems.json").read_text())["dataItems"]
+    items = run["dataItems"]
     attempts = {
         i["labels"]["Name"]
         for i in items

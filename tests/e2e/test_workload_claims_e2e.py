@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from kubera.testing import Cluster
-from tests.e2e.helpers import ROOT, kubectl, network_devices, runs_on_ray
+from tests.e2e.helpers import ROOT, kubectl, network_devices, upstream_run
 from tests.waiting import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -44,15 +44,7 @@ UP_ARGS = ("--nodes", "3")
 def test_upstream_workload_resource_claims_case_binds_every_pod(
     tmp_path: Path, shared_ray: str, workload: str
 ) -> None:
-    out = tmp_path / "out"
-    k, on_ray = runs_on_ray(tmp_path / "home", shared_ray)
-    r = k.run(
-        "experiment", "run", str(CONFIG), *on_ray, "--workload", workload,
-        "--output", str(out), "--timeout", "120", timeout=300,
-    )  # fmt: skip
-    assert r.returncode == 0, r.stderr + r.stdout
-    (run,) = json.loads((out / "results.json").read_text())["runs"]
-    assert (run["id"], run["error"]) == (workload, None)
+    run = upstream_run(tmp_path, shared_ray, CONFIG, workload)
     # 10 PodGroups of one pod each, each group's claim one of the 10 slices' devices
     # (reachable from the DRA node through the slices' node selector): every pod bound.
     assert len(run["latency"]["scheduling"]) == sum(run["series"]["created"]) == 10
