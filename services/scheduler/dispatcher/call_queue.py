@@ -24,9 +24,10 @@ pod's).
 
 Kubera's addition: `limits` caps how many calls of one type are in flight. The reports
 (PodScheduled conditions, events) are paced at the scheduler's client QPS; capped, a storm
-of them takes a few of the dispatcher's slots while binds keep the rest. The pending calls
-are kept per type, each call with its sequence number, and `pop` takes the oldest call of
-a type under its cap: without caps in the way this is upstream's one FIFO.
+of them takes a few of the dispatcher's slots while binds keep the rest. The pending keys
+are kept in a heap per type by their sequence number (a key overwritten by a call of
+another type keeps its number, so its place), and `pop` takes the oldest key of a type
+under its cap: without caps in the way this is upstream's one FIFO.
 
 Single-threaded (asyncio): no locks; `pop_nowait` never waits (the dispatcher waits).
 """
@@ -34,6 +35,7 @@ Single-threaded (asyncio): no locks; `pop_nowait` never waits (the dispatcher wa
 from __future__ import annotations
 
 import collections
+import heapq
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -101,8 +103,11 @@ class CallQueue:
         self._counter = 0
         #: Every held call, pending or in flight, by object key.
         self.calls: dict[str, QueuedCall] = {}
-        #: Pending object keys per call type, oldest first, each with its sequence number.
-        self._pending: dict[str, collections.OrderedDict[str, int]] = {}
+        #: Pending object keys: key -> (sequence number, call type); the heaps below may
+        #: hold stale entries (a key removed or moved to another type), skipped at pop.
+        self._pending: dict[str, tuple[int, str]] = {}
+        self._heaps: dict[str, list[tuple[int, str]]] = {}
+        self._pending_types: collections.Counter[str] = collections.Counter()
         #: Keys whose call is running now, and how many run per type.
         self.in_flight: set[str] = set()
         self._running: collections.Counter[str] = collections.Counter()
@@ -111,20 +116,20 @@ class CallQueue:
 
     def __len__(self) -> int:
         """Pending calls (not in flight)."""
-        return sum(len(q) for q in self._pending.values())
+        return len(self._pending)
 
     def pending(self, call_type: str) -> int:
         """Pending calls of `call_type` (upstream's pending_async_api_calls gauge)."""
-        return len(self._pending.get(call_type, ()))
+        return self._pending_types[call_type]
 
     # ------------------------------------------------------------- adding
 
     def add(self, qc: QueuedCall) -> Exception | None:
         """Hold `qc`, or skip it (the error returned is also told to its on_finish)."""
         if self.closed:
-            err = DispatcherClosed("api dispatcher is closed")
-            qc.finish(err)
-            return err
+            closed = DispatcherClosed("api dispatcher is closed")
+            qc.finish(closed)
+            return closed
         qc.call_id = self._counter
         self._counter += 1
         old = self.calls.get(qc.call.uid)
@@ -169,21 +174,29 @@ class CallQueue:
             self._push(uid, qc.call.call_type)
         elif uid not in self.in_flight and old.call.call_type != qc.call.call_type:
             # Overwritten while pending: the key keeps its place, under the new type.
-            seq = self._pending[old.call.call_type].pop(uid)
-            self._pending.setdefault(qc.call.call_type, collections.OrderedDict())[uid] = seq
+            seq, _ = self._unpend(uid)
+            self._push(uid, qc.call.call_type, seq)
         return None
 
-    def _push(self, uid: str, call_type: str) -> None:
-        self._pending.setdefault(call_type, collections.OrderedDict())[uid] = self._counter
-        self._counter += 1
+    def _push(self, uid: str, call_type: str, seq: int | None = None) -> None:
+        if seq is None:
+            seq = self._counter
+            self._counter += 1
+        self._pending[uid] = (seq, call_type)
+        self._pending_types[call_type] += 1
+        heapq.heappush(self._heaps.setdefault(call_type, []), (seq, uid))
+
+    def _unpend(self, uid: str) -> tuple[int, str]:
+        seq, call_type = self._pending.pop(uid)
+        self._pending_types[call_type] -= 1
+        return seq, call_type
 
     def _remove_pending(self, uid: str) -> None:
         qc = self.calls.pop(uid, None)
         if qc is None or uid in self.in_flight:
             return
-        keys = self._pending.get(qc.call.call_type)
-        if keys is not None:
-            keys.pop(uid, None)
+        if uid in self._pending:
+            self._unpend(uid)
 
     # ------------------------------------------------------------- running
 
@@ -193,18 +206,20 @@ class CallQueue:
         if self.closed:
             return None
         best: tuple[int, str] | None = None
-        for call_type, keys in self._pending.items():
-            if not keys:
+        for call_type, heap in self._heaps.items():
+            while heap and self._pending.get(heap[0][1]) != (heap[0][0], call_type):
+                heapq.heappop(heap)  # stale: removed, or moved to another type
+            if not heap:
                 continue
             limit = self.limits.get(call_type)
             if limit is not None and self._running[call_type] >= limit:
                 continue
-            seq = next(iter(keys.values()))
-            if best is None or seq < best[0]:
-                best = (seq, call_type)
+            if best is None or heap[0][0] < best[0]:
+                best = (heap[0][0], call_type)
         if best is None:
             return None
-        uid, _ = self._pending[best[1]].popitem(last=False)
+        _, uid = heapq.heappop(self._heaps[best[1]])
+        self._unpend(uid)
         qc = self.calls[uid]
         self.in_flight.add(uid)
         self._running[qc.call.call_type] += 1
@@ -245,5 +260,6 @@ class CallQueue:
         self.closed = True
         for qc in list(self.calls.values()):
             qc.finish(DispatcherClosed("dispatcher closed"))
-        for keys in self._pending.values():
-            keys.clear()
+        self._pending.clear()
+        self._heaps.clear()
+        self._pending_types.clear()

@@ -128,9 +128,7 @@ class APIDispatcher:
     def start(self) -> None:
         """Start sending (idempotent)."""
         if self._loop is None and not self.queue.closed:
-            self._loop = asyncio.get_running_loop().create_task(
-                self._run(), name="api-dispatcher"
-            )
+            self._loop = asyncio.get_running_loop().create_task(self._run(), name="api-dispatcher")
 
     async def _run(self) -> None:
         while True:

@@ -32,7 +32,12 @@ NOOP_CASES = [
     ("not a no-op when the nominated node differs", SCHEDULED_FALSE, "node-b", False),
     ("no-op when there is no condition and the node matches", None, "node-a", True),
     ("not a no-op when there is no condition but the node differs", None, "node-b", False),
-    ("no-op when nothing is nominated (mode noop) and the condition matches", SCHEDULED_FALSE, None, True),
+    (
+        "no-op when nothing is nominated (mode noop) and the condition matches",
+        SCHEDULED_FALSE,
+        None,
+        True,
+    ),
     (
         "not a no-op when the condition's message differs",
         core_pb2.PodCondition(type="PodScheduled", status="False", message="0/1 nodes"),

@@ -119,14 +119,14 @@ async def test_a_binding_queued_in_a_term_that_ended_is_refused_not_landed(
         size = {"cpu": "4", "memory": "8Gi", "pods": "110"}
         await cp.api.create(MakeNode().typed().name("n1").allocatable(size).capacity(size).obj())
         created = await cp.client.create(pod("p"))
-        lock = StorageLock(storage, "/kubera/leaderelection/kube-system/kube-scheduler", lease_duration=15)
+        lock = StorageLock(
+            storage, "/kubera/leaderelection/kube-system/kube-scheduler", lease_duration=15
+        )
         held, _ = await lock.create("a")
         assert held is not None
         d = APIDispatcher(cp.client)
         # Queued while "a" leads, with a's token; sent only after a's term ended.
-        done = d.call(
-            PodBindingCall(created, "n1", fencing=(held.key, held.create_revision))
-        )
+        done = d.call(PodBindingCall(created, "n1", fencing=(held.key, held.create_revision)))
         await lock.release(held)
         if successor is not None:
             await lock.create(successor)
