@@ -240,6 +240,9 @@ class Scheduler(Background):
     Run it with `start()` / `stop()`, or `await run(stop)` (one leader term)."""
 
     _background_name = "scheduler"
+    #: SchedulerAsyncAPICalls: the term's writes go through one dispatcher
+    #: (services/scheduler/dispatcher), started and closed with lead(); None: gate off.
+    dispatcher: APIDispatcher | None = None
 
     def __init__(
         self,
@@ -327,9 +330,6 @@ class Scheduler(Background):
         self.namespaces.add_handlers(
             Handlers(self._ns_changed, lambda old, new: self._ns_changed(new), self._ns_deleted)
         )
-        #: SchedulerAsyncAPICalls: the term's writes go through one dispatcher
-        #: (services/scheduler/dispatcher), started and closed with lead().
-        self.dispatcher: APIDispatcher | None = None
         if features.enabled(options.feature_gates, features.SCHEDULER_ASYNC_API_CALLS):
             # A condition call waits (in flight) for its event's call: room for the
             # capped reports and one more slot, whatever the binding-cycle limit.
