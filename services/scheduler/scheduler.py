@@ -334,7 +334,13 @@ class Scheduler(Background):
             # A condition call waits (in flight) for its event's call: room for the
             # capped reports and one more slot, whatever the binding-cycle limit.
             slots = max(options.max_binding_tasks, sum(DISPATCH_LIMITS.values()) + 1)
-            self.dispatcher = APIDispatcher(client, parallelism=slots, limits=DISPATCH_LIMITS)
+            self.dispatcher = APIDispatcher(
+                client,
+                parallelism=slots,
+                limits=DISPATCH_LIMITS,
+                metrics=self.metrics.async_api_calls(),
+                clock=self.clock,
+            )
         self.cycles = ScheduleOne(
             clock=self.clock,
             frameworks=self.frameworks,

@@ -27,8 +27,9 @@ import contextlib
 import logging
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from services.clock import Clock, RealClock
 from services.scheduler.dispatcher.call_queue import (
     CallQueue,
     DispatcherClosed,
@@ -37,6 +38,9 @@ from services.scheduler.dispatcher.call_queue import (
     is_unexpected,
 )
 from services.scheduler.dispatcher.calls import RELEVANCES, APICall, PodStatusPatchCall
+
+if TYPE_CHECKING:
+    from services.scheduler.metrics import AsyncAPICallMetrics
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +59,19 @@ class APIDispatcher:
         parallelism: int = PARALLELISM,
         relevances: Mapping[str, int] = RELEVANCES,
         limits: Mapping[str, int] | None = None,
+        metrics: AsyncAPICallMetrics | None = None,
+        clock: Clock | None = None,
     ) -> None:
+        """`metrics`: upstream's async_api_call series to record into (None: none);
+        `clock` times the calls for them (default: real time)."""
         if parallelism < 1:
             raise ValueError(f"parallelism must be positive, not {parallelism}")
         self.client = client
         self.parallelism = parallelism
         self.queue = CallQueue(relevances, limits)
+        self.metrics = metrics
+        self.clock = clock or RealClock()
+        self._types = tuple(relevances)
         self._slots = asyncio.Semaphore(parallelism)
         self._wake = asyncio.Event()
         #: Set whenever a call ends (drained() checks whether any is left).
@@ -79,6 +90,7 @@ class APIDispatcher:
         err = self.queue.add(QueuedCall(call, on_finish))
         if err is None:
             self._wake.set()
+        self._gauge()
         return err
 
     def call(self, call: APICall) -> asyncio.Future[BaseException | None]:
@@ -113,7 +125,16 @@ class APIDispatcher:
         applied; the call takes it as its base (and is dropped if it became a no-op)."""
         synced = self.queue.sync_object(obj)
         self._drained.set()
+        self._gauge()
         return synced
+
+    def _gauge(self) -> None:
+        """pending_async_api_calls from the queue (a few types: cheap)."""
+        if self.metrics is not None:
+            for call_type in self._types:
+                self.metrics.pending_calls.labels(call_type=call_type).set(
+                    self.queue.pending(call_type)
+                )
 
     @property
     def pending(self) -> int:
@@ -142,12 +163,14 @@ class APIDispatcher:
                 self._wake.clear()
                 await self._wake.wait()
                 qc = self.queue.pop_nowait()
+            self._gauge()
             task = asyncio.get_running_loop().create_task(self._execute(qc))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
 
     async def _execute(self, qc: QueuedCall) -> None:
         err: BaseException | None = None
+        start = self.clock.monotonic()
         try:
             await qc.call.execute(self.client)
         except asyncio.CancelledError:
@@ -156,8 +179,16 @@ class APIDispatcher:
         except Exception as e:  # noqa: BLE001 - the call's error goes to its caller
             err = e
         finally:
-            self.executed[(qc.call.call_type, "error" if err else "success")] += 1
+            result = "error" if err else "success"
+            self.executed[(qc.call.call_type, result)] += 1
+            if self.metrics is not None:
+                labels = {"call_type": qc.call.call_type, "result": result}
+                self.metrics.execution_total.labels(**labels).inc()
+                self.metrics.execution_duration_seconds.labels(**labels).observe(
+                    self.clock.monotonic() - start
+                )
             self.queue.finalize(qc)
+            self._gauge()
             self._slots.release()
             self._wake.set()
             self._drained.set()

@@ -20,6 +20,7 @@ from services.scheduler.dispatcher import (
     DispatcherClosed,
     PodBindingCall,
 )
+from services.scheduler.metrics import SchedulerMetrics
 from services.storage.memory import MemoryStorage
 from tests.builders import MakeNode, pod
 from tests.harness import control_plane
@@ -27,10 +28,16 @@ from tests.scheduler.dispatcher.mock_call import HIGH, LOW, RELEVANCES, MockCall
 from tests.waiting import eventually
 
 
+def sample(metrics: SchedulerMetrics, name: str, **labels: str) -> float | None:
+    return metrics.registry.get_sample_value(f"scheduler_{name}", labels)
+
+
 async def test_lifecycle_merge_and_sync_before_run_then_one_execution() -> None:
-    d = APIDispatcher(None, parallelism=1, relevances=RELEVANCES)
+    metrics = SchedulerMetrics()
+    d = APIDispatcher(None, parallelism=1, relevances=RELEVANCES, metrics=metrics.async_api_calls())
     first, second = MockCall("uid", LOW), MockCall("uid", LOW)
     f1, f2 = d.call(first), d.call(second)
+    assert sample(metrics, "pending_async_api_calls", call_type=LOW) == 1
     assert second.merged == 1
     assert isinstance(await f1, CallOverwritten)
     d.sync_object(core_pb2.Pod(metadata={"uid": "uid"}))
@@ -41,6 +48,10 @@ async def test_lifecycle_merge_and_sync_before_run_then_one_execution() -> None:
         assert (first.executed, second.executed) == (0, 1)
         assert second.noop_asked == 2  # once when added, once after the sync
         assert d.executed == {(LOW, "success"): 1}
+        ok = {"call_type": LOW, "result": "success"}
+        assert sample(metrics, "async_api_call_execution_total", **ok) == 1
+        assert sample(metrics, "async_api_call_execution_duration_seconds_count", **ok) == 1
+        assert sample(metrics, "pending_async_api_calls", call_type=LOW) == 0
     finally:
         await d.close()
 
