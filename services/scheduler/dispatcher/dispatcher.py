@@ -71,7 +71,11 @@ class APIDispatcher:
         self.queue = CallQueue(relevances, limits)
         self.metrics = metrics
         self.clock = clock or RealClock()
-        self._types = tuple(relevances)
+        #: The metrics' label children, resolved once (a call's path stays cheap).
+        self._pending_gauges = (
+            {t: metrics.pending_calls.labels(call_type=t) for t in relevances} if metrics else {}
+        )
+        self._done_series: dict[tuple[str, str], tuple[Any, Any]] = {}
         self._slots = asyncio.Semaphore(parallelism)
         self._wake = asyncio.Event()
         #: Set whenever a call ends (drained() checks whether any is left).
@@ -130,11 +134,8 @@ class APIDispatcher:
 
     def _gauge(self) -> None:
         """pending_async_api_calls from the queue (a few types: cheap)."""
-        if self.metrics is not None:
-            for call_type in self._types:
-                self.metrics.pending_calls.labels(call_type=call_type).set(
-                    self.queue.pending(call_type)
-                )
+        for call_type, gauge in self._pending_gauges.items():
+            gauge.set(self.queue.pending(call_type))
 
     @property
     def pending(self) -> int:
@@ -182,17 +183,28 @@ class APIDispatcher:
             result = "error" if err else "success"
             self.executed[(qc.call.call_type, result)] += 1
             if self.metrics is not None:
-                labels = {"call_type": qc.call.call_type, "result": result}
-                self.metrics.execution_total.labels(**labels).inc()
-                self.metrics.execution_duration_seconds.labels(**labels).observe(
-                    self.clock.monotonic() - start
-                )
+                total, duration = self._series(qc.call.call_type, result)
+                total.inc()
+                duration.observe(self.clock.monotonic() - start)
             self.queue.finalize(qc)
             self._gauge()
             self._slots.release()
             self._wake.set()
             self._drained.set()
             qc.finish(err)
+
+    def _series(self, call_type: str, result: str) -> tuple[Any, Any]:
+        """execution_total and execution_duration_seconds children of (type, result)."""
+        got = self._done_series.get((call_type, result))
+        if got is None:
+            assert self.metrics is not None
+            labels = {"call_type": call_type, "result": result}
+            got = (
+                self.metrics.execution_total.labels(**labels),
+                self.metrics.execution_duration_seconds.labels(**labels),
+            )
+            self._done_series[(call_type, result)] = got
+        return got
 
     async def close(self) -> None:
         """Stop: every held call ends with DispatcherClosed (in-flight ones are
