@@ -186,6 +186,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "all replicas schedule (Omega), binds checked against node allocation records",
     )
     up.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="NAME=BOOL,...",
+        help="the schedulers' feature gates, as kube-scheduler's flag "
+        "(e.g. SchedulerAsyncAPICalls=true)",
+    )
+    up.add_argument(
         "--shared-state-partition",
         choices=("none", "hash"),
         default="none",
@@ -381,6 +388,16 @@ def _controllers(spec: str) -> tuple[str, ...]:
     return () if chosen == ALL_CONTROLLERS else chosen
 
 
+def _feature_gates(spec: str) -> dict[str, bool]:
+    """--feature-gates as a mapping of overrides."""
+    from services.api import features
+
+    try:
+        return features.parse(spec)
+    except ValueError as e:
+        raise CliError(f"--feature-gates: {e}") from None
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     if args.nodes is not None and args.nodes < 0:
         raise CliError(f"--nodes: must be >= 0, got {args.nodes}")
@@ -452,6 +469,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             seed=args.scheduler_seed,
             mode=args.scheduler_mode,
             partition=args.shared_state_partition,
+            feature_gates=_feature_gates(args.feature_gates),
         ),
         election=election,
         nodes=NodeOptions(

@@ -85,6 +85,9 @@ class SchedulingOptions:
     #: shared-state: every replica competes for every pod ("none") or pods are split by
     #: UID hash ("hash").
     partition: Literal["none", "hash"] = "none"
+    #: The schedulers' feature gate overrides (kube-scheduler's --feature-gates), e.g.
+    #: {"SchedulerAsyncAPICalls": True}; services/api/features.py has the defaults.
+    feature_gates: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -337,6 +337,7 @@ class Supervisor:
                     replica=i,
                     replicas=o.replicas,
                     partition=o.partition,
+                    feature_gates=dict(o.feature_gates),
                     time_scale=self.opts.cluster.time_scale,
                     time_origin=self.time_origin,
                 )

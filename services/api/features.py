@@ -59,6 +59,10 @@ CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING = "ClearingNominatedNodeNameAfterBind
 #: The scheduler writes status.nominatedNodeName for a pod that waits at Permit or whose
 #: PreBind has work to do, before the binding cycle waits (beta, on since 1.35).
 NOMINATED_NODE_NAME_FOR_EXPECTATION = "NominatedNodeNameForExpectation"
+#: The scheduler's writes (PodScheduled conditions, nominatedNodeName, FailedScheduling
+#: events, binds) go through one API dispatcher that queues, merges and sends them in the
+#: background (services/scheduler/dispatcher; beta 1.34, off by default through 1.37).
+SCHEDULER_ASYNC_API_CALLS = "SchedulerAsyncAPICalls"
 #: Node status.declaredFeatures, the kubelet's declaration and the scheduler's
 #: NodeDeclaredFeatures filter (alpha 1.35, off by default).
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
@@ -77,6 +81,7 @@ DEFAULTS: dict[str, bool] = {
     CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING: True,
     NOMINATED_NODE_NAME_FOR_EXPECTATION: True,
     NODE_DECLARED_FEATURES: False,
+    SCHEDULER_ASYNC_API_CALLS: False,
 }
 
 FeatureGates = Mapping[str, bool]
@@ -96,3 +101,20 @@ def binding_and_status(gates: FeatureGates | None) -> bool:
     return enabled(gates, DRA_DEVICE_BINDING_CONDITIONS) and enabled(
         gates, DRA_RESOURCE_CLAIM_DEVICE_STATUS
     )
+
+
+def parse(spec: str) -> dict[str, bool]:
+    """`--feature-gates` as component-base reads it: comma-separated NAME=true|false
+    pairs. ValueError names an unknown gate or a value that is not a boolean."""
+    out: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        name, sep, value = item.partition("=")
+        name, value = name.strip(), value.strip().lower()
+        if not sep or not name:
+            raise ValueError(f"missing bool value for {item!r}")
+        if name not in DEFAULTS:
+            raise ValueError(f"unrecognized feature gate: {name}")
+        if value not in ("true", "false"):
+            raise ValueError(f"invalid value of {name}={value}, err: invalid syntax")
+        out[name] = value == "true"
+    return out

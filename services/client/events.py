@@ -433,6 +433,23 @@ class EventRecorder:
                 log.exception("could not record event %s", ev.reason)
             _resolve(fut, written)
 
+    async def write_now(self, ev: core_pb2.Event) -> bool:
+        """Correlate and write `ev` now, on the caller's task (paced and retried as the
+        queued ones; for a caller that queues writes itself, the scheduler's API
+        dispatcher): whether it was written. Never raises but for cancellation."""
+        if not self.enabled or self._closed:
+            return False
+        if self.host and not ev.source.host:
+            ev.source.host = self.host
+        try:
+            return await self._record_to_sink(ev)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - as the writer: one bad event is logged
+            self.failed += 1
+            log.exception("could not record event %s", ev.reason)
+            return False
+
     async def _record_to_sink(self, ev: core_pb2.Event) -> bool:
         result = self.correlator.correlate(ev)
         if result.skip or result.event is None:

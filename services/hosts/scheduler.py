@@ -80,6 +80,9 @@ class SchedulerReplicaConfig:
     apiserver_ca: bytes = b""
     #: etcd's CA and a client certificate (contents) when etcd serves TLS; None: plain.
     etcd_tls: EtcdTLS | None = None
+    #: Feature gate overrides (kube-scheduler's --feature-gates; services/api/features.py
+    #: has the defaults), e.g. {"SchedulerAsyncAPICalls": True}.
+    feature_gates: dict[str, bool] = field(default_factory=dict)
     #: The cluster clock (services/clock.py): the time the scheduler stamps on objects
     #: and compares them with; its own pacing and metrics stay on the wall clock.
     time_scale: float = 1.0
@@ -229,7 +232,11 @@ class SchedulerReplica:
         return Scheduler(
             client,
             SchedulerOptions(
-                component_config=self._sc, seed=cfg.seed, identity=self.replica.identity, **kwargs
+                component_config=self._sc,
+                seed=cfg.seed,
+                identity=self.replica.identity,
+                feature_gates=dict(cfg.feature_gates),
+                **kwargs,
             ),
             cluster_clock=clock_for(cfg.time_scale, cfg.time_origin or None),
             fencing=self.replica.fencing_token if elected else None,

@@ -13,6 +13,13 @@ concurrent writes that starve the apiserver, so
 - all of these writes share one `Pacer` (kube-scheduler's client QPS);
 - as upstream's updatePod, a condition equal to the pod's current one (status, reason,
   message) is not written at all.
+
+With SchedulerAsyncAPICalls (a `dispatcher`), the event and the condition are calls of the
+scheduler's API dispatcher instead (services/scheduler/dispatcher): the condition a
+PodStatusPatch of the pod (merged with a pending nominatedNodeName write of the same pod,
+superseded by its binding), the event an EventCall; at most DISPATCH_LIMITS of each in
+flight, paced by the same `Pacer`; the condition call waits for its event's outcome as
+the writers above do (a binding of the pod meanwhile follows it: one call per pod at once).
 """
 
 from __future__ import annotations
@@ -29,6 +36,15 @@ from services.api.machinery.errors import ApiError
 from services.api.machinery.kinds import BY_KIND
 from services.client import Client, EventRecorder, Pacer
 from services.clock import Clock, rfc3339
+from services.scheduler.dispatcher import (
+    EVENT,
+    POD_STATUS_PATCH,
+    APIDispatcher,
+    DispatcherClosed,
+    EventCall,
+    PodStatusPatchCall,
+    is_unexpected,
+)
 
 #: The scheduler's logger (one name for the loop and the Scheduler, as operators filter it).
 log = logging.getLogger("services.scheduler.scheduler")
@@ -43,6 +59,11 @@ CONDITION_WRITERS = 2
 #: unschedulable pods drains at this rate instead of crowding the apiserver's writes.
 REPORT_QPS = 50.0
 REPORT_BURST = 100
+
+#: With the API dispatcher: the reports' calls in flight at most (the condition writers
+#: and the recorder's one writer, as without it), so a storm of them leaves the
+#: dispatcher's other slots to the binds.
+DISPATCH_LIMITS = {POD_STATUS_PATCH: CONDITION_WRITERS, EVENT: 1}
 
 
 @dataclass(slots=True)
@@ -108,9 +129,11 @@ class FailureReporter:
         writers: int = CONDITION_WRITERS,
         pacer: Pacer | None = None,
         cluster_clock: Clock | None = None,
+        dispatcher: APIDispatcher | None = None,
     ) -> None:
         """`clock` paces the writes (REPORT_QPS); `cluster_clock` (default `clock`) is the
-        time the event and the condition are stamped with (services/clock.py)."""
+        time the event and the condition are stamped with (services/clock.py).
+        `dispatcher`: write through it (SchedulerAsyncAPICalls; see the module)."""
         self.client = client
         self.clock = cluster_clock or clock
         self.identity = identity
@@ -119,6 +142,7 @@ class FailureReporter:
             client, "default-scheduler", self.clock, reporting_instance=identity, pacer=self.pacer
         )
         self._writers = writers
+        self.dispatcher = dispatcher
         self._last_message: dict[str, str] = {}
         #: Condition writes not yet made, oldest first; one per pod key.
         self._pending: dict[str, _Pending] = {}
@@ -158,6 +182,9 @@ class FailureReporter:
                 action="Scheduling",
                 reporting_instance=self.identity,
             )
+            if self.dispatcher is not None:
+                self._dispatch(key, pod, ev, reason, message)
+                return
             done = self.recorder.record_waitable(ev)
         except Exception:  # noqa: BLE001 - a report is best effort; scheduling goes on
             log.exception("could not report %s unschedulable", key)
@@ -174,8 +201,28 @@ class FailureReporter:
         while len(self._tasks) < self._writers:
             self._tasks.append(asyncio.get_running_loop().create_task(self._drain()))
 
+    def _dispatch(
+        self, key: str, pod: core_pb2.Pod, ev: core_pb2.Event, reason: str, message: str
+    ) -> None:
+        """report() through the API dispatcher: the event, then the condition."""
+        assert self.dispatcher is not None
+        event_done = self.dispatcher.call(EventCall(self.recorder, ev))
+        cond = core_pb2.PodCondition(
+            type="PodScheduled",
+            status="False",
+            reason=reason,
+            message=message,
+            last_transition_time=rfc3339(self.clock.now()),
+        )
+        call = PodStatusPatchCall(pod, [cond], pacer=self.pacer, after=event_done)
+        if call.is_noop():
+            self.conditions_unchanged += 1
+        self.dispatcher.add(call, lambda err: _log_failed(key, err))
+
     async def flush(self) -> None:
         """Wait until every queued event and condition is written (tests)."""
+        if self.dispatcher is not None:
+            await self.dispatcher.drained()
         for _ in range(1000):  # bounded: each round only ends writers that ran dry
             tasks = [t for t in self._tasks if not t.done()]
             if not tasks:
@@ -221,3 +268,9 @@ class FailureReporter:
             log.info("could not report %s unschedulable: %s", key, e)
         except Exception:  # noqa: BLE001 - a report is best effort; scheduling goes on
             log.exception("could not report %s unschedulable", key)
+
+
+def _log_failed(key: str, err: BaseException | None) -> None:
+    """A dispatched condition's outcome: a failure is logged (best effort, as above)."""
+    if is_unexpected(err) and not isinstance(err, DispatcherClosed):
+        log.info("could not report %s unschedulable: %s", key, err)

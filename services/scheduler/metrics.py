@@ -120,6 +120,7 @@ class SchedulerMetrics:
         )
         self._shared_state: SharedStateMetrics | None = None
         self._pod_groups: PodGroupMetrics | None = None
+        self._async_api_calls: AsyncAPICallMetrics | None = None
         #: (extension point, code, profile) -> its histogram child (labels() resolved once).
         self._extension_points: dict[tuple[str, Code, str], Any] = {}
         # Invariant: every queue label exists from the start, so an empty queue reads 0
@@ -145,6 +146,13 @@ class SchedulerMetrics:
         if self._pod_groups is None:
             self._pod_groups = PodGroupMetrics(self.registry)
         return self._pod_groups
+
+    def async_api_calls(self) -> AsyncAPICallMetrics:
+        """The API dispatcher's series (SchedulerAsyncAPICalls; upstream registers them only
+        with the gate on), registered once however many terms record into them."""
+        if self._async_api_calls is None:
+            self._async_api_calls = AsyncAPICallMetrics(self.registry)
+        return self._async_api_calls
 
     def observe_attempt(self, result: str, profile: str, seconds: float) -> None:
         """One finished scheduling attempt (result: scheduled | unschedulable | error)."""
@@ -172,6 +180,34 @@ QueueMetrics = SchedulerMetrics
 
 #: Shared-state (Omega) series: kube-scheduler has none, so they carry kubera's prefix.
 SHARED_STATE_PREFIX = "kubera_scheduler_shared_state"
+
+
+class AsyncAPICallMetrics:
+    """The API dispatcher's calls (services/scheduler/dispatcher), upstream's names."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.execution_total = Counter(
+            "async_api_call_execution_total",
+            "Total number of API calls executed by the async dispatcher.",
+            ["call_type", "result"],
+            namespace=NAMESPACE,
+            registry=registry,
+        )
+        self.execution_duration_seconds = Histogram(
+            "async_api_call_execution_duration_seconds",
+            "Duration in seconds for executing API call in the async dispatcher.",
+            ["call_type", "result"],
+            namespace=NAMESPACE,
+            registry=registry,
+            buckets=exponential_buckets(0.001, 2, 15),
+        )
+        self.pending_calls = Gauge(
+            "pending_async_api_calls",
+            "Number of API calls currently pending in the async queue.",
+            ["call_type"],
+            namespace=NAMESPACE,
+            registry=registry,
+        )
 
 
 class SharedStateMetrics:

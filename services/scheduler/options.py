@@ -6,7 +6,8 @@ KubeSchedulerConfiguration plus the settings of this one scheduler process.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from services.scheduler.config import SchedulerConfiguration
 from services.scheduler.omega import SharedState
@@ -33,3 +34,6 @@ class SchedulerOptions:
     #: of the pods and bind with check_allocation instead of a fencing token. None: the one
     #: (leader) scheduler.
     shared_state: SharedState | None = None
+    #: Feature gate overrides over services/api/features.py's defaults (kube-scheduler's
+    #: --feature-gates), e.g. {"SchedulerAsyncAPICalls": True}.
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)

@@ -53,6 +53,7 @@ from services.clock import Clock
 from services.scheduler.cache import equivalence
 from services.scheduler.cache.cache import Cache
 from services.scheduler.cache.snapshot import Snapshot
+from services.scheduler.dispatcher import APIDispatcher, nominate
 from services.scheduler.failure_report import FailureReporter
 from services.scheduler.feasible import Feasible, FilterError, find_feasible
 from services.scheduler.framework.interface import PreFilterResult
@@ -151,10 +152,13 @@ class ScheduleOne:
         max_binding_tasks: int,
         nominator: Nominator | None = None,
         gates: features.FeatureGates | None = None,
+        dispatcher: APIDispatcher | None = None,
     ) -> None:
         """`percentage_of_nodes_to_score`: the configuration's, for profiles without their
         own. `reporter`: writes FailedScheduling events. `omega`: Omega's measures, only in
-        shared-state mode. `gates`: feature gate overrides (services/api/features.py)."""
+        shared-state mode. `gates`: feature gate overrides (services/api/features.py).
+        `dispatcher`: SchedulerAsyncAPICalls' (the nominatedNodeName writes go through it,
+        not waited for)."""
         self.clock = clock
         self.frameworks = frameworks
         self.cache = cache
@@ -174,6 +178,7 @@ class ScheduleOne:
         self.nominate_for_expectation = features.enabled(
             gates, features.NOMINATED_NODE_NAME_FOR_EXPECTATION
         )
+        self.dispatcher = dispatcher
         self._binding_slots = asyncio.Semaphore(max_binding_tasks)
         self._bindings: set[asyncio.Task[None]] = set()
         self._side_tasks: set[asyncio.Task[None]] = set()
@@ -569,7 +574,7 @@ class ScheduleOne:
         if not st.is_success() and not fwk.will_wait_on_permit(assumed):
             return Status.success(), ""  # bound at once: nothing worth announcing
         try:
-            await set_nominated_node_name(self.reporter.client, assumed.pod, node)
+            await self._write_nominated(assumed.pod, node)
         except Exception as e:  # noqa: BLE001 - not worth failing the binding for
             log.info("could not set the nominated node of %s: %s", assumed.key, e)
             return Status.success(), ""
@@ -587,9 +592,16 @@ class ScheduleOne:
             copy.status.nominated_node_name = node
             self._spawn(self._set_nominated(copy, ""))
 
+    async def _write_nominated(self, pod: core_pb2.Pod, node: str) -> None:
+        """status.nominatedNodeName = `node`: queued on the dispatcher, or written now."""
+        if self.dispatcher is not None:
+            nominate(self.dispatcher, pod, node)
+        else:
+            await set_nominated_node_name(self.reporter.client, pod, node)
+
     async def _set_nominated(self, pod: core_pb2.Pod, node: str) -> None:
         try:
-            await set_nominated_node_name(self.reporter.client, pod, node)
+            await self._write_nominated(pod, node)
         except Exception as e:  # noqa: BLE001 - best effort; the next attempt retries
             log.info("could not set the nominated node of %s: %s", pod.metadata.name, e)
 

@@ -12,6 +12,10 @@ The loop starts from `on_started_leading(ctx)`-style `run(stop)` and returns whe
 is set; binds and every other write (DynamicResources' claim allocations among them) carry
 the fencing token the leader-election layer provides (or none).
 
+With SchedulerAsyncAPICalls on (`SchedulerOptions.feature_gates`), the term's writes
+(conditions, nominations, events, binds) go through one API dispatcher
+(services/scheduler/dispatcher), started with lead() and closed when it returns.
+
 One pod never stops the loop (see schedule_one.py). The informer's handlers (informer.py)
 and the cache (pod requests saturate, see framework/types.py) cost only their object, so a
 bad pod never blinds the scheduler to the others.
@@ -34,6 +38,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from protos.kubera.v1 import core_pb2
+from services.api import features
 from services.api.machinery.kinds import BY_KIND
 from services.client import Client, FencingSource, Handlers, Informer
 from services.clock import Clock, RealClock
@@ -42,7 +47,8 @@ from services.scheduler import config as config_mod
 from services.scheduler.cache import equivalence
 from services.scheduler.cache.cache import Cache
 from services.scheduler.cache.snapshot import Snapshot
-from services.scheduler.failure_report import FailureReporter
+from services.scheduler.dispatcher import APIDispatcher, PodBindingCall
+from services.scheduler.failure_report import DISPATCH_LIMITS, FailureReporter
 from services.scheduler.framework.nominator import Nominator
 from services.scheduler.framework.runtime import Framework
 from services.scheduler.framework.types import ActionType, ClusterEvent
@@ -131,6 +137,8 @@ class _Handle:
         #: Shared-state (Omega) mode: claim allocations are checked against the devices'
         #: allocation records (DynamicResources' PreBind).
         self.shared_state = sched.shared_state is not None
+        #: The scheduler's feature gate overrides (plugins read theirs: NodeDeclaredFeatures).
+        self.feature_gates = sched.options.feature_gates
 
     def shared(self, name: str, make: Callable[[], Any]) -> Any:
         """The one object under `name` for all profiles, made by the first plugin that asks:
@@ -191,14 +199,25 @@ class _Handle:
             await gate.wait()
         shared = sched.shared_state is not None
         try:
-            await sched.client.bind(
-                pod.metadata.name,
-                node_name,
-                pod.metadata.namespace,
-                uid=pod.metadata.uid,
-                fencing=None if shared else sched.fencing(),
-                check_allocation=shared,
-            )
+            if sched.dispatcher is not None:
+                # Fenced with the token of now, the term queueing it (see dispatcher/calls.py).
+                await sched.dispatcher.send(
+                    PodBindingCall(
+                        pod,
+                        node_name,
+                        fencing=None if shared else sched.fencing(),
+                        check_allocation=shared,
+                    )
+                )
+            else:
+                await sched.client.bind(
+                    pod.metadata.name,
+                    node_name,
+                    pod.metadata.namespace,
+                    uid=pod.metadata.uid,
+                    fencing=None if shared else sched.fencing(),
+                    check_allocation=shared,
+                )
         finally:
             if first:
                 gate.set()
@@ -221,6 +240,9 @@ class Scheduler(Background):
     Run it with `start()` / `stop()`, or `await run(stop)` (one leader term)."""
 
     _background_name = "scheduler"
+    #: SchedulerAsyncAPICalls: the term's writes go through one dispatcher
+    #: (services/scheduler/dispatcher), started and closed with lead(); None: gate off.
+    dispatcher: APIDispatcher | None = None
 
     def __init__(
         self,
@@ -308,6 +330,17 @@ class Scheduler(Background):
         self.namespaces.add_handlers(
             Handlers(self._ns_changed, lambda old, new: self._ns_changed(new), self._ns_deleted)
         )
+        if features.enabled(options.feature_gates, features.SCHEDULER_ASYNC_API_CALLS):
+            # A condition call waits (in flight) for its event's call: room for the
+            # capped reports and one more slot, whatever the binding-cycle limit.
+            slots = max(options.max_binding_tasks, sum(DISPATCH_LIMITS.values()) + 1)
+            self.dispatcher = APIDispatcher(
+                client,
+                parallelism=slots,
+                limits=DISPATCH_LIMITS,
+                metrics=self.metrics.async_api_calls(),
+                clock=self.clock,
+            )
         self.cycles = ScheduleOne(
             clock=self.clock,
             frameworks=self.frameworks,
@@ -317,7 +350,11 @@ class Scheduler(Background):
             percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score,
             rng=self.rng,
             reporter=FailureReporter(
-                client, self.clock, self.identity, cluster_clock=self.cluster_clock
+                client,
+                self.clock,
+                self.identity,
+                cluster_clock=self.cluster_clock,
+                dispatcher=self.dispatcher,
             ),
             metrics=self.metrics,
             traces=self.traces,
@@ -325,6 +362,8 @@ class Scheduler(Background):
             omega=self.omega,
             max_binding_tasks=options.max_binding_tasks,
             nominator=self.nominator,
+            gates=options.feature_gates,
+            dispatcher=self.dispatcher,
         )
         #: Set when this scheduler's first bind was accepted, at `first_bind_at`
         #: (clock.now()): a leader's term measured from the kill of its predecessor to
@@ -366,6 +405,10 @@ class Scheduler(Background):
         # An assumed pod already holds its node in the cache; the nominatedNodeName its
         # binding cycle wrote (NominatedNodeNameForExpectation) must not count it again
         # (upstream leaves assumed pods' updates out of the queue and its nominator).
+        if self.dispatcher is not None:
+            # A pending status patch takes the newer pod as its base (and is dropped if
+            # the pod already says what it would write); the informer's pod stays as is.
+            self.dispatcher.sync_object(new)
         if new.spec.node_name or not self.cache.is_assumed(new):
             self.nominator.pod_seen(old, new)
         if new.spec.node_name:
@@ -497,6 +540,8 @@ class Scheduler(Background):
         (kube-scheduler exits when it loses its lease, for the same reason: its queue and
         assumed pods belong to the old term)."""
         assert self._informer_tasks, "warm() first"
+        if self.dispatcher is not None:
+            self.dispatcher.start()
         flush = asyncio.create_task(self.queue.run(), name="queue-flush")
         loop = asyncio.create_task(self.cycles.loop(), name="schedule-loop")
         try:
@@ -509,7 +554,10 @@ class Scheduler(Background):
                 t.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
-            # Its queued FailedScheduling events and conditions belong to this term.
+            # Its queued writes (FailedScheduling events, conditions, nominations, binds)
+            # belong to this term: the dispatcher's end with it.
+            if self.dispatcher is not None:
+                await self.dispatcher.close()
             await self.cycles.reporter.close()
 
     async def close(self) -> None:

@@ -11,7 +11,12 @@ import pytest
 
 from protos.kubera.v1 import core_pb2
 from services.clock import FakeClock, rfc3339
-from services.scheduler.failure_report import FailureReporter, scheduled_false_conditions
+from services.scheduler.dispatcher import APIDispatcher
+from services.scheduler.failure_report import (
+    DISPATCH_LIMITS,
+    FailureReporter,
+    scheduled_false_conditions,
+)
 from tests.client.test_events import FakeClient
 
 
@@ -42,9 +47,35 @@ def pending_pod(name: str, *conditions: core_pb2.PodCondition) -> core_pb2.Pod:
     return p
 
 
-async def test_a_storm_is_written_with_bounded_concurrency_event_first() -> None:
+def reporter(client: ReportClient, mode: str, **kwargs) -> FailureReporter:
+    """A reporter writing on its own ("writers") or through a started API dispatcher
+    ("dispatcher", SchedulerAsyncAPICalls) with the scheduler's limits."""
+    dispatcher = None
+    if mode == "dispatcher":
+        dispatcher = APIDispatcher(client, limits=DISPATCH_LIMITS)
+        dispatcher.start()
+    return FailureReporter(
+        client,  # type: ignore[arg-type]
+        kwargs.pop("clock", FakeClock()),
+        "sched-1",
+        dispatcher=dispatcher,
+        **kwargs,
+    )
+
+
+async def close(rep: FailureReporter) -> None:
+    if rep.dispatcher is not None:
+        await rep.dispatcher.close()
+    await rep.close()
+
+
+MODES = pytest.mark.parametrize("mode", ["writers", "dispatcher"])
+
+
+@MODES
+async def test_a_storm_is_written_with_bounded_concurrency_event_first(mode: str) -> None:
     client = ReportClient()
-    rep = FailureReporter(client, FakeClock(), "sched-1", writers=2)  # type: ignore[arg-type]
+    rep = reporter(client, mode, writers=2)
     for i in range(200):
         await rep.report("default-scheduler", pending_pod(f"p{i}"), "0/0 nodes", "unschedulable")
     await rep.flush()
@@ -52,7 +83,7 @@ async def test_a_storm_is_written_with_bounded_concurrency_event_first() -> None
     assert client.max_inflight <= 3  # one event writer and two condition writers
     for i in range(200):
         assert client.order.index(f"event p{i}") < client.order.index(f"condition p{i}")
-    await rep.close()
+    await close(rep)
 
 
 @pytest.mark.parametrize(
@@ -65,9 +96,12 @@ async def test_a_storm_is_written_with_bounded_concurrency_event_first() -> None
         (("True", "", ""), True),
     ],
 )
-async def test_an_unchanged_condition_is_not_written(existing, writes_condition: bool) -> None:
+@MODES
+async def test_an_unchanged_condition_is_not_written(
+    existing, writes_condition: bool, mode: str
+) -> None:
     client = ReportClient()
-    rep = FailureReporter(client, FakeClock(), "sched-1")  # type: ignore[arg-type]
+    rep = reporter(client, mode)
     conds = []
     if existing is not None:
         status, reason, message = existing
@@ -80,7 +114,8 @@ async def test_an_unchanged_condition_is_not_written(existing, writes_condition:
     await rep.flush()
     assert ("p" in client.conditions) is writes_condition
     assert len(client.events) == 1  # the event is recorded either way
-    await rep.close()
+    assert rep.conditions_unchanged == (0 if writes_condition else 1)
+    await close(rep)
 
 
 def test_the_transition_time_is_kept_while_the_status_stays_false() -> None:
@@ -126,6 +161,22 @@ async def test_a_newer_report_of_a_queued_pod_replaces_it() -> None:
     assert client.conditions["b"][-1]["message"] == "m2"
     assert client.order.count("condition b") == 1
     await rep.close()
+
+
+async def test_through_the_dispatcher_a_newer_report_of_a_pending_pod_merges_into_it() -> None:
+    client = ReportClient()
+    dispatcher = APIDispatcher(client, limits=DISPATCH_LIMITS)
+    rep = FailureReporter(client, FakeClock(), "sched-1", dispatcher=dispatcher)  # type: ignore[arg-type]
+    await rep.report("default-scheduler", pending_pod("a"), "m1", "unschedulable")
+    await rep.report("default-scheduler", pending_pod("b"), "m1", "unschedulable")
+    await rep.report("default-scheduler", pending_pod("b"), "m2", "unschedulable")
+    assert dispatcher.pending == 4  # a's event and condition, b's newest event and condition
+    dispatcher.start()
+    await rep.flush()
+    assert client.conditions["b"][-1]["message"] == "m2"
+    assert client.order.count("condition b") == 1
+    assert [e.message for e in client.events.values() if e.involved_object.name == "b"] == ["m2"]
+    await close(rep)
 
 
 async def test_the_event_and_the_condition_are_stamped_on_the_cluster_clock() -> None:

@@ -121,6 +121,12 @@ def _release(cluster: Cluster, name: str, spec_attr: str | None, outcome: str = 
             fwk.allow_waiting_pod(wp.pod_info.uid, "FakePermitWait")
 
 
+#: The writes inline, or queued on the API dispatcher (SchedulerAsyncAPICalls, not waited
+#: for): what a client sees is the same.
+API_CALLS = pytest.mark.parametrize("async_api_calls", [False, True], ids=["sync", "async"])
+
+
+@API_CALLS
 @pytest.mark.parametrize("gate", [True, False], ids=["gate-on", "gate-off"])
 @pytest.mark.parametrize(
     ("rule", "spec_attr", "waits", "nominated"), ROWS, ids=[r[0] for r in ROWS]
@@ -132,8 +138,10 @@ async def test_nominated_node_name_before_pre_bind_and_wait_on_permit(
     spec_attr: str | None,
     waits: bool,
     nominated: bool,
+    async_api_calls: bool,
 ) -> None:
     monkeypatch.setitem(features.DEFAULTS, features.NOMINATED_NODE_NAME_FOR_EXPECTATION, gate)
+    monkeypatch.setitem(features.DEFAULTS, features.SCHEDULER_ASYNC_API_CALLS, async_api_calls)
     async with _started(spec_attr) as cluster:
         await cluster.node("n1")
         versions = Versions(cluster, "p")
@@ -156,7 +164,11 @@ async def test_nominated_node_name_before_pre_bind_and_wait_on_permit(
     assert versions.nominations() == expected, rule
 
 
-async def test_a_failed_pre_bind_clears_the_nomination_and_the_retry_puts_it_back() -> None:
+@API_CALLS
+async def test_a_failed_pre_bind_clears_the_nomination_and_the_retry_puts_it_back(
+    monkeypatch: pytest.MonkeyPatch, async_api_calls: bool
+) -> None:
+    monkeypatch.setitem(features.DEFAULTS, features.SCHEDULER_ASYNC_API_CALLS, async_api_calls)
     async with _started("PRE_BIND") as cluster:
         await cluster.node("n1")
         versions = Versions(cluster, "p")

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from protos.kubera.v1 import core_pb2
+from services.api import features
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.listoptions import ListOptions
 from services.apiserver.registry import ApiServer
@@ -113,16 +114,24 @@ class Cluster:
 
 
 async def _cluster(
-    cfg: config_mod.SchedulerConfiguration | None = None, fencing=None
+    cfg: config_mod.SchedulerConfiguration | None = None, fencing=None, gates=None
 ) -> AsyncIterator[Cluster]:
     async with control_plane() as cp:
-        sched = cp.scheduler(SchedulerOptions(component_config=cfg, seed=7), fencing=fencing)
+        options = SchedulerOptions(component_config=cfg, seed=7, feature_gates=gates or {})
+        sched = cp.scheduler(options, fencing=fencing)
         yield Cluster(cp.api, cp.client, sched)
 
 
-@pytest.fixture
-async def cluster() -> AsyncIterator[Cluster]:
-    async for c in _cluster():
+#: Each scheduling rule holds with the scheduler's writes sent inline and through the API
+#: dispatcher (SchedulerAsyncAPICalls): nothing a user sees differs.
+GATE_VALUES = [{}, {features.SCHEDULER_ASYNC_API_CALLS: True}]
+GATE_IDS = ["sync-api-calls", "async-api-calls"]
+GATES = pytest.mark.parametrize("gates", GATE_VALUES, ids=GATE_IDS)
+
+
+@pytest.fixture(params=GATE_VALUES, ids=GATE_IDS)
+async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
+    async for c in _cluster(gates=request.param):
         yield c
 
 
@@ -300,8 +309,10 @@ async def test_pods_for_an_unknown_scheduler_are_left_alone(cluster: Cluster) ->
     assert cluster.sched.traces.get("default/other") == []
 
 
-async def test_binds_with_a_stale_fencing_token_bind_nothing() -> None:
-    async for c in _cluster(fencing=lambda: ("/kubera/election/kube-scheduler", 12345)):
+@GATES
+async def test_binds_with_a_stale_fencing_token_bind_nothing(gates) -> None:
+    stale = ("/kubera/election/kube-scheduler", 12345)
+    async for c in _cluster(fencing=lambda: stale, gates=gates):
         await c.node("n1")
         await c.pod("p")
 

@@ -49,7 +49,14 @@ from kubera.experiment.run import etcdprobe
 from kubera.experiment.run.opexec import OpExecutor
 from kubera.experiment.run.progress import Progress
 from kubera.experiment.spec import ops as o
-from kubera.experiment.spec.config import ClusterSettings, Experiment, TestCase, Workload, plan
+from kubera.experiment.spec.config import (
+    SCHEDULER_GATES,
+    ClusterSettings,
+    Experiment,
+    TestCase,
+    Workload,
+    plan,
+)
 from kubera.launch.context import Context
 from kubera.testing import Cluster
 from services.client import Client
@@ -140,6 +147,15 @@ def workload_api_args(w: Workload, home: Path) -> list[str]:
     path = home / "gang-scheduling.yaml"
     path.write_text(GANG_SCHEDULING_PROFILE)
     return ["--scheduler-config", str(path)]
+
+
+def feature_gate_args(w: Workload) -> list[str]:
+    """`--feature-gates` with the workload's settings of the gates kubera's schedulers
+    take (config.SCHEDULER_GATES; the others are warned about at load)."""
+    gates = {k: v for k, v in w.feature_gates.items() if k in SCHEDULER_GATES}
+    if not gates:
+        return []
+    return ["--feature-gates", ",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates.items()))]
 
 
 def settings_json(cluster: ClusterSettings) -> dict[str, Any]:
@@ -274,7 +290,9 @@ class Runner:
         try:
             with kubera_home(cluster.home):
                 args = cluster_args(w.cluster, ops, self.opts)
-                r = cluster.start(*args, *workload_api_args(w, Path(cluster.home)))
+                r = cluster.start(
+                    *args, *workload_api_args(w, Path(cluster.home)), *feature_gate_args(w)
+                )
                 up_returned = True
                 if r.returncode != 0:
                     run.error = f"kubera up failed: {r.stderr.strip()}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from kubera.experiment.run.runner import RunOptions, cluster_args
+from kubera.experiment.run.runner import RunOptions, cluster_args, feature_gate_args
 from kubera.experiment.spec import ops as o
 from kubera.experiment.spec.config import ConfigError, load, plan
 from kubera.experiment.spec.objects import fold_field_names, name_node, node_doc, to_message
@@ -332,3 +332,17 @@ def test_upstream_podgroup_tas_file_loads_whole_with_racks_and_topology_constrai
     assert pods.count == 30
     pod = to_message(pods.pod_template.render(13, 30, pods.template_params))
     assert pod.spec.scheduling_group.pod_group_name == "gang-4"
+
+
+@pytest.mark.parametrize(
+    ("workload", "args"),
+    [
+        ("5Nodes", ["--feature-gates", "SchedulerAsyncAPICalls=false"]),
+        ("5Nodes_AsyncAPICallsEnabled", ["--feature-gates", "SchedulerAsyncAPICalls=true"]),
+        # a gate the schedulers do not take is not passed (it is warned about at load)
+        ("5000Nodes_50000Pods_NodeDeclaredFeaturesDisabled", []),
+    ],
+)
+def test_misc_runs_its_async_api_calls_variants_with_the_schedulers_gate(workload, args):
+    e = load(str(DATA / "misc" / "performance-config.yaml"))
+    assert feature_gate_args(e.test_cases[0].workload(workload)) == args
