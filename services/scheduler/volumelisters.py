@@ -116,31 +116,54 @@ class VolumeListers:
         #: while the volumes are a plain mapping (tests).
         self.pv_index: VolumeIndex | None = None
         self._index_source(pvs)
-        #: node name -> how many times a VolumeAttachment to it changed, kept by the
-        #: attachment informer's events; None while the attachments are a plain mapping.
+        #: node name -> how many times a VolumeAttachment to it changed, and its
+        #: VolumeAttachments by name, kept by the attachment informer's events; None while
+        #: the attachments are a plain mapping.
         self._attachment_changes: dict[str, int] | None = None
-        self._count_attachment_changes(volume_attachments)
+        self._attachments_by_node: dict[str, dict[str, VolumeAttachment]] | None = None
+        self._index_attachments(volume_attachments)
 
     def set_source(self, kind: str, source: Any) -> None:
         self._sources[kind] = source
         if kind == PERSISTENT_VOLUME:
             self._index_source(source)
         elif kind == VOLUME_ATTACHMENT:
-            self._count_attachment_changes(source)
+            self._index_attachments(source)
 
-    def _count_attachment_changes(self, source: Any) -> None:
+    def _index_attachments(self, source: Any) -> None:
         if not hasattr(source, "add_handlers"):
-            self._attachment_changes = None
+            self._attachment_changes = self._attachments_by_node = None
             return
         counts: dict[str, int] = {}
-        self._attachment_changes = counts
+        by_node: dict[str, dict[str, VolumeAttachment]] = {}
+        self._attachment_changes, self._attachments_by_node = counts, by_node
 
-        def changed(*attachments: Any) -> None:
-            for va in attachments:
-                node = va.spec.node_name
-                counts[node] = counts.get(node, 0) + 1
+        def removed(va: VolumeAttachment) -> None:
+            node = va.spec.node_name
+            counts[node] = counts.get(node, 0) + 1
+            on_node = by_node.get(node)
+            if on_node is not None:
+                on_node.pop(va.metadata.name, None)
 
-        source.add_handlers(Handlers(on_add=changed, on_update=changed, on_delete=changed))
+        def added(va: VolumeAttachment) -> None:
+            node = va.spec.node_name
+            counts[node] = counts.get(node, 0) + 1
+            by_node.setdefault(node, {})[va.metadata.name] = va
+
+        def updated(old: VolumeAttachment, new: VolumeAttachment) -> None:
+            removed(old)
+            added(new)
+
+        for va in _view(source).values():
+            added(va)
+        source.add_handlers(Handlers(on_add=added, on_update=updated, on_delete=removed))  # type: ignore[arg-type]
+
+    def attachments_to(self, node_name: str) -> list[VolumeAttachment] | None:
+        """The VolumeAttachments to `node_name`, from the index the attachment informer's
+        events keep; None when the attachments are a plain mapping (walk `attachments`)."""
+        if self._attachments_by_node is None:
+            return None
+        return list(self._attachments_by_node.get(node_name, {}).values())
 
     def attachments_version(self, node_name: str) -> int | None:
         """A value that differs whenever a VolumeAttachment to `node_name` changed since it
@@ -165,6 +188,10 @@ class VolumeListers:
     def get(self, kind: str, key: str) -> Any:
         """The object of `kind` stored under `key` (`ns/name` or `name`), or None."""
         return _view(self._sources[kind]).get(key)
+
+    def store(self, kind: str) -> Store:
+        """The current store of `kind`'s source (an informer replaces it when it relists)."""
+        return _view(self._sources[kind])
 
     def pv_names_of_class(self, name: str) -> list[str] | None:
         """The names of the volumes of class `name` ("" for none), from the index; None

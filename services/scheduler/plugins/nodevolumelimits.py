@@ -30,7 +30,7 @@ pod without claims, ephemeral or migratable inline volumes.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +104,7 @@ class CycleCache:
     def __init__(self) -> None:
         self._new: dict[str | None, Volumes | PodVolumeError] = {}
         self._attachments: dict[str, list[storagev1_pb2.VolumeAttachment]] | None = None
+        self._stores: dict[str, Mapping[str, Any]] | None = None
 
     def clone(self) -> CycleCache:
         return self
@@ -127,9 +128,21 @@ class CycleCache:
             self._new[key] = found
         return found
 
+    def stores(self, listers: VolumeListers) -> dict[str, Mapping[str, Any]]:
+        """The claim, volume and class stores, looked up once for the attempt."""
+        if self._stores is None:
+            self._stores = {
+                kind: listers.store(kind)
+                for kind in (PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS)
+            }
+        return self._stores
+
     def attachments_of(
         self, listers: VolumeListers, node_name: str
     ) -> list[storagev1_pb2.VolumeAttachment]:
+        indexed = listers.attachments_to(node_name)
+        if indexed is not None:
+            return indexed
         if self._attachments is None:
             self._attachments = {}
             for va in listers.attachments():
@@ -220,13 +233,10 @@ class NodeVolumeLimits:
             return self._count_node(node_info, csi_node, cache)
         key = (node_info.generation, attachments)
         kept = self._counts.get(node_info.name)
-        if (
-            kept is not None
-            and kept.key == key
-            and kept.csi_node is csi_node
-            and all(self.listers.get(kind, k) is obj for kind, k, obj in kept.reads)
-        ):
-            return kept.counted
+        if kept is not None and kept.key == key and kept.csi_node is csi_node:
+            stores = cache.stores(self.listers)
+            if all(stores[kind].get(k) is obj for kind, k, obj in kept.reads):
+                return kept.counted
         self._reads = []
         try:
             counted = self._count_node(node_info, csi_node, cache)

@@ -450,3 +450,26 @@ def test_a_nodes_counts_are_kept_until_its_pods_or_attachments_change() -> None:
     va.spec.source.persistent_volume_name = "csi-ebs.csi.aws.com-2"
     attachments.add(va)
     assert _attempt(pl, ni) == EXCEEDED
+
+
+def test_the_listers_index_attachments_by_node_as_the_informer_reports_them() -> None:
+    first, second = fake_attachments(2, (EBS,))
+    source = _Source(first)
+    listers = nvl.VolumeListers(volume_attachments=source)
+    assert listers.attachments_to(NODE_NAME) == [first]
+    (handlers,) = source.handlers
+    handlers.on_add(second)
+    assert listers.attachments_to(NODE_NAME) == [first, second]
+    moved = storagev1_pb2.VolumeAttachment()
+    moved.CopyFrom(second)
+    moved.spec.node_name = "other"
+    handlers.on_update(second, moved)
+    assert (listers.attachments_to(NODE_NAME), listers.attachments_to("other")) == (
+        [first],
+        [moved],
+    )
+    before = listers.attachments_version(NODE_NAME)
+    handlers.on_delete(first)
+    assert listers.attachments_to(NODE_NAME) == []
+    assert listers.attachments_version(NODE_NAME) != before
+    assert nvl.VolumeListers(volume_attachments={}).attachments_to(NODE_NAME) is None
