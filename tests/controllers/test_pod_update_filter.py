@@ -133,6 +133,60 @@ def test_a_dropped_pod_update_is_one_no_handler_acts_on(
     asyncio.run(run())
 
 
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pod_pairs())
+def test_each_handlers_own_filter_loses_nothing(
+    pair: tuple[core_pb2.Pod, core_pb2.Pod],
+) -> None:
+    """Each controller's pod update handler carries that controller's filter: for any
+    update, the state every handler leaves is the state of the same update handed to
+    every handler unfiltered."""
+    old, new = pair
+
+    async def run() -> None:
+        m, ref = _manager(), _manager()
+        pods = m.informers.informers[("pods", "", LIST_ALL)]
+        unfiltered = ref.informers.informers[("pods", "", LIST_ALL)]
+        assert any(h.wants_update is not None for h in pods.handlers)
+        unfiltered.wants_update = None
+        for h in unfiltered.handlers:
+            h.wants_update = None
+        for inf in (pods, unfiltered):
+            inf._apply("ADDED", old)
+            inf._apply("MODIFIED", new)
+        assert _state(m) == _state(ref)
+
+    asyncio.run(run())
+
+
+def test_a_bind_of_an_orphan_skips_the_owner_controllers() -> None:
+    """A bind (nodeName set) of a pod without owner reaches the controllers that index
+    pods by node, not the ReplicaSet or Job controller's update handler."""
+
+    async def run() -> None:
+        m = _manager()
+        pods = m.informers.informers[("pods", "", LIST_ALL)]
+        called: list[str] = []
+        for name, c in m.controllers.items():
+            for h in pods.handlers:
+                if h.wants_update is getattr(c, "wants_pod_update", None) and h.on_update:
+                    inner = h.on_update
+                    h.on_update = lambda o, n, name=name, inner=inner: (
+                        called.append(name),
+                        inner(o, n),
+                    )
+        base = MakePod().typed().name("p").namespace("default").container("c", "i").obj()
+        base.metadata.resource_version = "1"
+        bound = copy.deepcopy(base)
+        bound.spec.node_name, bound.metadata.resource_version = "n1", "2"
+        pods._apply("ADDED", base)
+        pods._apply("MODIFIED", bound)
+        assert "nodelifecycle" in called
+        assert "replicaset" not in called and "job" not in called
+
+    asyncio.run(run())
+
+
 def test_the_filter_passes_what_controllers_act_on() -> None:
     async def run() -> None:
         m = _manager()
