@@ -41,6 +41,7 @@ from kubera.experiment.measure.model import (
     Phase,
     RunResult,
     Window,
+    memory_figures,
 )
 from kubera.experiment.run import pressure
 from kubera.experiment.run.dra import (
@@ -317,6 +318,12 @@ class OpExecutor:
                 pods=len(binds),
                 seconds=round(binds[-1] - begin, 3) if binds else 0.0,
                 cpu=cpu.used(self.window_cpu, cpu_after),
+                memory=memory_figures(
+                    self.collector.rss_now(),
+                    self.collector.pool_names(),
+                    len(self.collector.pods.pods) - len(self.collector.pods.gone),
+                    self.nodes_expected if self.hollow_nodes else 0,
+                ),
             )
         )
         self.window_cpu = {}
