@@ -310,15 +310,26 @@ class MeasuredPhase:
 
 
 def memory_figures(
-    rss_mb: dict[str, float], pools: set[str], pods: int, nodes: int
+    rss_mb: dict[str, float],
+    pools: set[str],
+    pods: int,
+    nodes: int,
+    *,
+    before: dict[str, float] | None = None,
+    window_pods: int = 0,
 ) -> dict[str, float]:
-    """A window's memory figures (MeasuredPhase.memory) from each component's RSS (MiB):
-    the apiserver's RSS / the pods in the cluster, the node pools' summed RSS / the hollow
-    nodes (whole processes: their fixed part included, so a per-object cost is the
-    difference of two runs' figures divided by the difference of their counts)."""
+    """A window's memory figures (MeasuredPhase.memory) from each component's RSS (MiB)
+    as it closes: the apiserver's RSS / the pods in the cluster, the node pools' summed
+    RSS / the hollow nodes (whole processes, their fixed part included), and, given the
+    RSS as it opened (`before`) and the pods it bound, the apiserver's growth per pod
+    over the window (`apiserver_growth_bytes_per_pod`: what one more pod costs it,
+    allocator slack included)."""
     out = {f"rss_mb:{name}": round(v, 2) for name, v in sorted(rss_mb.items())}
     if pods > 0 and rss_mb.get("apiserver"):
         out["apiserver_bytes_per_pod"] = round(rss_mb["apiserver"] * 2**20 / pods, 1)
+    if before and before.get("apiserver") and rss_mb.get("apiserver") and window_pods > 0:
+        growth = (rss_mb["apiserver"] - before["apiserver"]) * 2**20 / window_pods
+        out["apiserver_growth_bytes_per_pod"] = round(growth, 1)
     pool_mb = sum(v for name, v in rss_mb.items() if name in pools)
     if nodes > 0 and pool_mb > 0:
         out["pool_bytes_per_node"] = round(pool_mb * 2**20 / nodes, 1)

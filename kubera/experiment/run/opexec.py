@@ -138,6 +138,8 @@ class OpExecutor:
         self.window_metrics: dict[str, str] = {}
         #: Every component's CPU seconds at the open window's start (measure/cpu.py).
         self.window_cpu: cpu.CpuSample = {}
+        #: Every component's RSS (MiB) at the open window's start.
+        self.window_rss: dict[str, float] = {}
         #: Window name → the pods it measures (namespaces, label selector), for its own
         #: `bound:<name>` series.
         self.window_pods: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {}
@@ -298,6 +300,7 @@ class OpExecutor:
         self.window_pods[unique] = (namespaces, dict(selector or {}))
         self.window_metrics = await self.collector.snapshot()
         self.window_cpu = self.collector.cpu_now()
+        self.window_rss = self.collector.rss_now()
 
     async def _close_window(self) -> None:
         """The window closes: its span, and the scheduler registries' texts at its start and
@@ -323,6 +326,8 @@ class OpExecutor:
                     self.collector.pool_names(),
                     len(self.collector.pods.pods) - len(self.collector.pods.gone),
                     self.nodes_expected if self.hollow_nodes else 0,
+                    before=self.window_rss,
+                    window_pods=len(binds),
                 ),
             )
         )

@@ -15,6 +15,21 @@ def test_bytes_per_pod_and_per_node() -> None:
     assert got["pool_bytes_per_node"] == round(150 * 2**20 / 500, 1)
 
 
+def test_growth_per_pod_over_the_window() -> None:
+    got = memory_figures(
+        {"apiserver": 110.0},
+        set(),
+        pods=2000,
+        nodes=0,
+        before={"apiserver": 100.0},
+        window_pods=1000,
+    )
+    assert got["apiserver_growth_bytes_per_pod"] == round(10 * 2**20 / 1000, 1)
+    assert "apiserver_growth_bytes_per_pod" not in memory_figures(
+        {"apiserver": 110.0}, set(), pods=2000, nodes=0, before={}, window_pods=1000
+    )
+
+
 def test_no_ratio_without_pods_nodes_or_pools() -> None:
     got = memory_figures({"apiserver": 300.0, "etcd": 80.0}, set(), pods=0, nodes=500)
     assert "apiserver_bytes_per_pod" not in got and "pool_bytes_per_node" not in got
