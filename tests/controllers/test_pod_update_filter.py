@@ -67,6 +67,8 @@ def _state(m: ControllerManager) -> Any:
                 out.append((name, attr, sorted(v._pending), sorted(v._running)))
             elif isinstance(v, PodsByNode):
                 out.append((name, attr, sorted((k, sorted(s)) for k, s in v._by_node.items())))
+            elif attr in ("graph", "dependents"):  # the garbage collector's
+                out.append((name, attr, sorted((k, repr(x)) for k, x in v.items())))
             elif attr == "expectations":
                 kept = {k: x for k, x in vars(v).items() if k != "_clock"}
                 out.append((name, attr, copy.deepcopy(kept)))
