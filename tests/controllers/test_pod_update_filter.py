@@ -81,6 +81,34 @@ LABELS = st.dictionaries(
 )
 
 
+def _extras(draw: Any, pod: core_pb2.Pod) -> None:
+    """What the owner, volume and claim controllers read: other owners' kinds, the Job
+    tracking finalizer, volumes (a claim, an ephemeral one), resource claims, a
+    terminal phase (the pod_pairs above left these out)."""
+    if not draw(st.integers(0, 2)):
+        return
+    kind = draw(st.sampled_from(["", "Job", "StatefulSet", "DaemonSet"]))
+    if kind:
+        pod.metadata.owner_references.add(kind=kind, name="o", uid=f"{kind}-uid", controller=True)
+    if draw(st.booleans()):
+        pod.metadata.finalizers.append("batch.kubernetes.io/job-tracking")
+    if draw(st.booleans()):
+        source = draw(
+            st.sampled_from(
+                [
+                    {"persistentVolumeClaim": {"claimName": "claim"}},
+                    {"ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+                    {"csi": {"driver": "hollow.csi.kubera.io"}},
+                ]
+            )
+        )
+        pod.spec.volumes.add().update({"name": "data", **source})
+    if draw(st.booleans()):
+        pod.spec.resource_claims.add(name="gpu", resource_claim_template_name="tpl")
+    if draw(st.booleans()):
+        pod.status.phase = draw(st.sampled_from(["Succeeded", "Failed"]))
+
+
 @st.composite
 def pod_pairs(draw: Any) -> tuple[core_pb2.Pod, core_pb2.Pod]:
     ns = draw(NAMESPACES)
@@ -104,6 +132,7 @@ def pod_pairs(draw: Any) -> tuple[core_pb2.Pod, core_pb2.Pod]:
                 kind="ReplicaSet", name="web", uid="rs-uid", controller=True
             )
         pod.status.phase = draw(st.sampled_from(["Pending", "Running"]))
+        _extras(draw, pod)
         if draw(st.booleans()):
             pod.status.conditions.add(type="Ready", status="True")
         if rv == "2" and draw(st.booleans()):
