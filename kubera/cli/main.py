@@ -11,13 +11,24 @@ import contextlib
 import sys
 from collections.abc import Sequence
 
-from kubera.cli import apply, bench, chaos, check, cluster, experiment, nodes, objects, scheduling
+from kubera.cli import (
+    apply,
+    bench,
+    chaos,
+    check,
+    cluster,
+    experiment,
+    nodes,
+    objects,
+    scheduling,
+    ui,
+)
 from kubera.errors import CliError
 from kubera.launch.context import ContextError, load_context
 from kubera.launch.credentials import use_context_credentials
 
 #: Modules with `register(subparsers)`; each subcommand sets `func(args) -> int`.
-COMMANDS = (cluster, apply, objects, nodes, scheduling, chaos, check, bench, experiment)
+COMMANDS = (cluster, apply, objects, nodes, scheduling, chaos, check, bench, experiment, ui)
 
 
 def build_parser() -> argparse.ArgumentParser:

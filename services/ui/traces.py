@@ -1,0 +1,85 @@
+"""A pod's decision trace for the UI, asked of every live scheduler replica.
+
+The traces live in the schedulers (services/scheduler/trace.py), not in objects; a pod's
+attempts may have been made by several leaders in turn, so, as `kubera explain pod` does,
+every replica registered under /kubera/replicas/ that serves a scheduler API is asked
+(`Explain`) and the attempts are merged, oldest first. The call carries the session's own
+bearer token: the scheduler's API is the admin's, and the UI shows a trace only to whom
+`kubera explain` would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import grpc
+from google.protobuf.json_format import MessageToDict
+
+from protos.kubera.v1 import scheduler_pb2 as spb
+from protos.kubera.v1 import scheduler_pb2_grpc as spb_grpc
+from services.auth.grpcauth import token_channel
+from services.storage import Storage
+from services.storage.keys import REPLICAS_PREFIX
+
+#: Seconds one replica has to answer.
+EXPLAIN_TIMEOUT = 5.0
+
+
+class TraceError(Exception):
+    """No replica could answer: `code` is the HTTP status to give (403, 503)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+async def scheduler_addresses(storage: Storage) -> list[str]:
+    """The scheduler API of every registered replica (dead ones fail fast when asked)."""
+    kvs, _ = await storage.list(REPLICAS_PREFIX)
+    out = []
+    for kv in kvs:
+        try:
+            rec = json.loads(kv.value)
+        except ValueError:
+            continue
+        if rec.get("component") == "kube-scheduler" and rec.get("scheduler"):
+            out.append(str(rec["scheduler"]))
+    return sorted(set(out))
+
+
+async def _explain(address: str, bearer: str, namespace: str, name: str) -> list[Any]:
+    async with token_channel(address, bearer) as ch:
+        resp = await spb_grpc.SchedulerStub(ch).Explain(
+            spb.ExplainRequest(namespace=namespace, name=name), timeout=EXPLAIN_TIMEOUT
+        )
+        return list(resp.attempts)
+
+
+async def pod_trace(storage: Storage, bearer: str, namespace: str, name: str) -> list[dict]:
+    """The pod's attempts as JSON (TraceAttempt's field names), oldest first."""
+    addresses = await scheduler_addresses(storage)
+    if not addresses:
+        raise TraceError(503, "this cluster runs no scheduler")
+    found = await asyncio.gather(
+        *(_explain(a, bearer, namespace, name) for a in addresses), return_exceptions=True
+    )
+    attempts = [a for r in found if isinstance(r, list) for a in r]
+    errors = [r for r in found if isinstance(r, grpc.aio.AioRpcError)]
+    if not attempts and errors and len(errors) == len(found):
+        denied = [e for e in errors if e.code() == grpc.StatusCode.PERMISSION_DENIED]
+        if denied:
+            raise TraceError(403, f"scheduler: {denied[0].details()}")
+        raise TraceError(503, f"scheduler: {errors[0].details()}")
+    for r in found:
+        if isinstance(r, BaseException) and not isinstance(r, grpc.aio.AioRpcError):
+            raise r
+    attempts.sort(key=lambda a: (a.time, a.cycle))
+    return [
+        MessageToDict(
+            a, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+        )
+        for a in attempts
+    ]
