@@ -89,6 +89,7 @@ function applyLease(d) {
       li.append(timeEl(), `${key}: ${prev.holder || "(none)"} → ${d.holder || "(none)"}` +
         ` (transition ${d.transitions})`);
       $("failovers").prepend(li);
+      $("failovers-empty").hidden = true;
     }
   }
   dirty.add("leases");
@@ -105,6 +106,7 @@ function timeEl() {
 }
 
 function feed(type, obj, text) {
+  $("events-empty").hidden = true;
   const li = document.createElement("li");
   li.className = type;
   li.append(timeEl(), `${obj} ${text}`);
@@ -352,9 +354,9 @@ function drawHeatmap() {
     zones.get(z).push(n);
   }
   const names = [...zones.keys()].sort();
-  // The largest cell (14 px down to 3) that keeps the map under ~520 px high.
-  const LABEL = 18;
-  let size = 14;
+  // The largest cell (28 px down to 3) that keeps the map under ~520 px high.
+  const LABEL = 20;
+  let size = 28;
   for (; size > 3; size--) {
     const perRow = Math.max(1, Math.floor(width / size));
     let h = 0;
@@ -385,23 +387,32 @@ function drawHeatmap() {
   }
   const gap = size >= 6 ? 1 : 0;
   for (const b of blocks) {
-    g.fillStyle = "#1d2330";
-    let full = 0;
+    let full = 0, used = 0, alloc = 0;
     for (const n of b.nodes) {
       const a = n.alloc[resource] || 0;
       const u = (S.used.get(n.name) || {})[resource] || 0;
       if (a && u >= a) full++;
+      used += u;
+      alloc += a;
     }
-    g.fillText(`${b.zone} — ${b.nodes.length} nodes, ${full} full on ${resource}`, 2, b.y - LABEL / 2);
+    const pct = alloc ? `${Math.round((100 * used) / alloc)}% of ${resource} allocated` : `no ${resource}`;
+    g.fillStyle = "#1d2330";
+    g.fillText(`${b.zone} · ${b.nodes.length} node${b.nodes.length === 1 ? "" : "s"} · ${pct}` +
+      (full ? ` · ${full} full` : ""), 2, b.y - LABEL / 2);
     b.nodes.forEach((n, i) => {
       const x = (i % perRow) * size, y = b.y + Math.floor(i / perRow) * size;
       const a = n.alloc[resource] || 0;
       const u = (S.used.get(n.name) || {})[resource] || 0;
       g.fillStyle = n.ready !== "True" ? "#9ca3af" : a ? color(u / a) : u ? "#6a1b9a" : "#eef0f3";
       g.fillRect(x, y, size - gap, size - gap);
+      if (size >= 8) {
+        g.strokeStyle = "rgba(29,35,48,.25)";
+        g.lineWidth = 1;
+        g.strokeRect(x + 0.5, y + 0.5, size - gap - 1, size - gap - 1);
+      }
       if (n.unsched || n.taints.length || n.pressure.length) {
         g.strokeStyle = n.pressure.length ? "#b91c1c" : "#1d2330";
-        g.lineWidth = 1;
+        g.lineWidth = size >= 8 ? 2 : 1;
         g.beginPath();
         g.moveTo(x, y + size - gap);
         g.lineTo(x + size - gap, y);
@@ -413,25 +424,44 @@ function drawHeatmap() {
   drawLegend();
 }
 
+function swatch(fill, slash) {
+  const c = document.createElement("canvas");
+  c.width = c.height = 12;
+  const g = c.getContext("2d");
+  g.fillStyle = fill;
+  g.fillRect(0, 0, 12, 12);
+  if (slash) {
+    g.strokeStyle = "#1d2330";
+    g.lineWidth = 2;
+    g.beginPath();
+    g.moveTo(0, 12);
+    g.lineTo(12, 0);
+    g.stroke();
+  }
+  return c;
+}
+
+function legendItem(...parts) {
+  const span = document.createElement("span");
+  span.className = "item";
+  span.append(...parts);
+  return span;
+}
+
 function drawLegend() {
   const el = $("legend");
   if (el.childElementCount) return;
-  const c = document.createElement("canvas");
-  c.width = 120;
-  c.height = 10;
-  const g = c.getContext("2d");
-  for (let x = 0; x < 120; x++) { g.fillStyle = color(x / 119); g.fillRect(x, 0, 1, 10); }
-  const over = document.createElement("canvas");
-  over.width = over.height = 10;
-  const og = over.getContext("2d");
-  og.fillStyle = color(2);
-  og.fillRect(0, 0, 10, 10);
-  const down = document.createElement("canvas");
-  down.width = down.height = 10;
-  const dg = down.getContext("2d");
-  dg.fillStyle = "#9ca3af";
-  dg.fillRect(0, 0, 10, 10);
-  el.append("0%", c, "100%", over, "over", down, "not ready", "╱ tainted, cordoned or under pressure");
+  const ramp = document.createElement("canvas");
+  ramp.width = 120;
+  ramp.height = 12;
+  const g = ramp.getContext("2d");
+  for (let x = 0; x < 120; x++) { g.fillStyle = color(x / 119); g.fillRect(x, 0, 1, 12); }
+  el.append(
+    legendItem("0%", ramp, "100%"),
+    legendItem(swatch(color(2)), "over 100%"),
+    legendItem(swatch("#9ca3af"), "not Ready"),
+    legendItem(swatch(color(0.3), true), "tainted, cordoned or under pressure"),
+  );
 }
 
 function nodeAt(x, y) {
