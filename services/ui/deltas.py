@@ -14,6 +14,10 @@ leaders, the event feed), as the watch cache delivers the change:
     lease  {"t":"lease","ns","name","holder","transitions","acquire","renew","duration"}
     event  {"t":"event","type","reason","obj","msg","time"} (only events that happen
             while the page is open: a feed, not a history)
+    slice  {"t":"slice","name","node","driver","pool","devices": count} (DRA: a node's
+            devices are those of the slices naming it)
+    claim  {"t":"claim","ns","name","devices":[[driver, pool, device], ...]} (its
+            allocation: a device is allocated on the node of its pool's slices)
     a deletion: {"t": T, "ns", "name", "gone": true}
 
 Amounts are in the scheduler's units (services/api/helpers/resources.py): cpu in
@@ -35,7 +39,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from protos.kubera.v1 import coordination_pb2, core_pb2
+from protos.kubera.v1 import coordination_pb2, core_pb2, resource_pb2
 from services.api.helpers.resources import Resource, pod_requests
 from services.api.helpers.wellknown import LABEL_FAILURE_DOMAIN_BETA_ZONE, LABEL_TOPOLOGY_ZONE
 from services.api.machinery.kubeobject import narrow, object_meta
@@ -147,21 +151,48 @@ def event_delta(obj: Message) -> Delta:
     }
 
 
-#: Resource (plural) -> its delta.
+def slice_delta(obj: Message) -> Delta:
+    rs = narrow(obj, resource_pb2.ResourceSlice)
+    return {
+        "t": "slice",
+        "ns": "",
+        "name": rs.metadata.name,
+        "node": rs.spec.node_name,
+        "driver": rs.spec.driver,
+        "pool": rs.spec.pool.name,
+        "devices": len(rs.spec.devices),
+    }
+
+
+def claim_delta(obj: Message) -> Delta:
+    claim = narrow(obj, resource_pb2.ResourceClaim)
+    results = claim.status.allocation.devices.results
+    return {
+        "t": "claim",
+        "ns": claim.metadata.namespace,
+        "name": claim.metadata.name,
+        "devices": [[r.driver, r.pool, r.device] for r in results],
+    }
+
+
+#: Resource (plural) -> its delta's type and encoder.
 ENCODERS = {
-    "nodes": node_delta,
-    "pods": pod_delta,
-    "leases": lease_delta,
-    "events": event_delta,
+    "nodes": ("node", node_delta),
+    "pods": ("pod", pod_delta),
+    "leases": ("lease", lease_delta),
+    "events": ("event", event_delta),
+    "resourceslices": ("slice", slice_delta),
+    "resourceclaims": ("claim", claim_delta),
 }
 
 
 def delta(resource: str, event_type: str, obj: Message) -> Delta:
     """The delta of one watch event (ADDED, MODIFIED or DELETED) of `resource`."""
+    t, encode = ENCODERS[resource]
     if event_type == "DELETED" and resource != "events":
         m = object_meta(obj)
-        return {"t": resource[:-1], "ns": m.namespace, "name": m.name, "gone": True}
-    return ENCODERS[resource](obj)
+        return {"t": t, "ns": m.namespace, "name": m.name, "gone": True}
+    return encode(obj)
 
 
 class Coalescer:

@@ -16,6 +16,8 @@ The frames, in order (services/ui/deltas.py says what a delta holds):
                                                               was too far behind: drop R's
                                                               objects, a snapshot follows)
 
+(ResourceSlices and ResourceClaims too: the heatmap counts DRA devices per node.)
+
 A watch that ends (the cache ended a watcher that fell behind, or its timeout) is taken
 up again from the last revision this stream saw; one answered 410 Gone (history
 compacted) starts over with a reset and a new snapshot, as an informer relists. Node
@@ -40,7 +42,7 @@ from services.api.machinery.kubeobject import object_meta
 from services.api.machinery.listoptions import ListOptions
 from services.apiserver import ApiServer
 from services.clock import Clock
-from services.ui.deltas import Coalescer, delta, frame
+from services.ui.deltas import ENCODERS, Coalescer, delta, frame
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +56,11 @@ FEEDS: dict[str, str] = {
     "pods": "",
     "leases": "metadata.namespace!=kube-node-lease",
     "events": "",
+    "resourceslices": "",
+    "resourceclaims": "",
 }
 #: Resources whose current state is sent when the stream opens (events: only new ones).
-SNAPSHOT = ("nodes", "pods", "leases")
+SNAPSHOT = ("nodes", "pods", "leases", "resourceslices", "resourceclaims")
 #: Seconds a feed waits before watching again after an unexpected error.
 RETRY_SECONDS = 1.0
 
@@ -103,7 +107,7 @@ class Feed:
             try:
                 await self._watch()
             except GoneError:
-                self.pending.drop(self.resource[:-1])
+                self.pending.drop(ENCODERS[self.resource][0])
                 await self.send(frame("reset", {"resource": self.resource}))
                 await self.snapshot()
             except asyncio.CancelledError:

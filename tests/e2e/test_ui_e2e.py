@@ -60,6 +60,24 @@ def pod(name: str, cpu: str) -> dict[str, Any]:
     }
 
 
+DRIVER = "ui.example.com"
+
+
+def device_slice(node: str) -> dict[str, Any]:
+    """Two devices of a made-up driver on `node`."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-ui"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "dev-0"}, {"name": "dev-1"}],
+        },
+    }
+
+
 def get_pod(k: Cluster, name: str) -> dict[str, Any]:
     return json.loads(kubectl(k, "get", "pod", name, "-n", NS, "-o", "json").stdout)
 
@@ -159,6 +177,20 @@ def test_the_page_shows_the_nodes_the_pods_and_a_pending_pods_trace(
     tip.wait_for()
     assert tip.inner_text().startswith("kubera-node-")
     assert "cpu: " in tip.inner_text()
+    hovered = tip.inner_text().split()[0]
+
+    # DRA: a node's devices are those of the slices naming it
+    kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump(device_slice(hovered)))
+    try:
+        page.wait_for_selector(f'#resource option[value="dra:{DRIVER}"]', state="attached")
+        page.select_option("#resource", f"dra:{DRIVER}")
+        page.hover("#heatmap", position={"x": 8, "y": 28})
+        page.wait_for_function(
+            f"document.getElementById('tooltip').textContent.includes('dra:{DRIVER}: 0 / 2')"
+        )
+    finally:
+        kubectl(cluster, "delete", "resourceslice", f"{hovered}-ui", check=False)
+    page.select_option("#resource", "cpu")
 
     page.fill("#pod-filter", f"{NS}/")
     row = page.locator(f'#pods tr[data-pod="{NS}/fits"]')

@@ -10,7 +10,7 @@ from google.protobuf.message import Message
 
 from protos.kubera.v1 import coordination_pb2, core_pb2
 from services.ui.deltas import MAX_EVENTS, Coalescer, delta, frame
-from tests.builders import MakeNode, MakePod
+from tests.builders import MakeNode, MakePod, resource_claim, resource_slice
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -173,3 +173,49 @@ def test_a_frame_is_one_server_sent_event_of_one_json_line() -> None:
     head, body = raw.decode().rstrip("\n").split("\n")
     assert head == "event: deltas"
     assert json.loads(body.removeprefix("data: ")) == data
+
+
+def test_a_slice_delta_counts_the_devices_it_offers_its_node() -> None:
+    rs = resource_slice(
+        "n1-gpus", node="n1", devices=[{"name": "gpu-0"}, {"name": "gpu-1"}], pool="n1"
+    )
+    assert delta("resourceslices", "ADDED", rs) == {
+        "t": "slice",
+        "ns": "",
+        "name": "n1-gpus",
+        "node": "n1",
+        "driver": "gpu.example.com",
+        "pool": "n1",
+        "devices": 2,
+    }
+
+
+def test_a_claim_delta_lists_its_allocated_devices() -> None:
+    allocated = resource_claim(
+        "c",
+        "ns",
+        status={
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {
+                            "request": "r",
+                            "driver": "gpu.example.com",
+                            "pool": "n1",
+                            "device": "gpu-1",
+                        }
+                    ]
+                }
+            }
+        },
+    )
+    assert delta("resourceclaims", "MODIFIED", allocated)["devices"] == [
+        ["gpu.example.com", "n1", "gpu-1"]
+    ]
+    assert delta("resourceclaims", "ADDED", resource_claim("c", "ns"))["devices"] == []
+    assert delta("resourceclaims", "DELETED", allocated) == {
+        "t": "claim",
+        "ns": "ns",
+        "name": "c",
+        "gone": True,
+    }

@@ -12,6 +12,10 @@ const S = {
   nodes: new Map(), // name -> node delta
   pods: new Map(), // ns/name -> pod delta
   leases: new Map(), // ns/name -> lease delta
+  slices: new Map(), // name -> ResourceSlice delta (DRA)
+  claims: new Map(), // ns/name -> ResourceClaim delta (its allocated devices)
+  devices: new Map(), // node name -> {"dra:DRIVER": devices} of the slices naming it
+  devicesUsed: new Map(), // node name -> {"dra:DRIVER": devices allocated}
   used: new Map(), // node name -> {resource: amount} of the pods counted on it
   podsOn: new Map(), // node name -> pods counted on it
   synced: new Set(),
@@ -115,7 +119,60 @@ function feed(type, obj, text) {
   while (ol.childElementCount > MAX_FEED) ol.lastElementChild.remove();
 }
 
-const APPLY = { pod: applyPod, node: applyNode, lease: applyLease, event: applyEvent };
+function applySlice(d) {
+  if (d.gone) S.slices.delete(d.name);
+  else S.slices.set(d.name, d);
+  dirty.add("dra");
+}
+
+function applyClaim(d) {
+  const key = d.ns + "/" + d.name;
+  if (d.gone) S.claims.delete(key);
+  else S.claims.set(key, d);
+  dirty.add("dra");
+}
+
+// DRA devices per node: a node has the devices of the slices naming it; a claim's device
+// counts on the node of its pool (driver/pool -> the node of that pool's slices).
+function countDevices() {
+  S.devices.clear();
+  S.devicesUsed.clear();
+  const poolNode = new Map();
+  for (const sl of S.slices.values()) {
+    if (!sl.node) continue;
+    const r = "dra:" + sl.driver;
+    const m = S.devices.get(sl.node) || {};
+    m[r] = (m[r] || 0) + sl.devices;
+    S.devices.set(sl.node, m);
+    poolNode.set(sl.driver + "/" + sl.pool, sl.node);
+  }
+  for (const c of S.claims.values()) {
+    for (const [driver, pool] of c.devices) {
+      const node = poolNode.get(driver + "/" + pool);
+      if (!node) continue;
+      const m = S.devicesUsed.get(node) || {};
+      m["dra:" + driver] = (m["dra:" + driver] || 0) + 1;
+      S.devicesUsed.set(node, m);
+    }
+  }
+}
+
+function allocOf(n, r) {
+  return n.alloc[r] || (S.devices.get(n.name) || {})[r] || 0;
+}
+
+function usedOf(name, r) {
+  return (S.used.get(name) || {})[r] || (S.devicesUsed.get(name) || {})[r] || 0;
+}
+
+const APPLY = {
+  pod: applyPod,
+  node: applyNode,
+  lease: applyLease,
+  event: applyEvent,
+  slice: applySlice,
+  claim: applyClaim,
+};
 
 function reset(resource) {
   if (resource === "pods" || resource === "all") {
@@ -125,6 +182,8 @@ function reset(resource) {
   }
   if (resource === "nodes" || resource === "all") S.nodes.clear();
   if (resource === "leases" || resource === "all") S.leases.clear();
+  if (resource === "resourceslices" || resource === "all") S.slices.clear();
+  if (resource === "resourceclaims" || resource === "all") S.claims.clear();
   if (resource === "all") S.synced.clear();
   else S.synced.delete(resource);
   dirty.add("all");
@@ -181,7 +240,8 @@ function draw() {
   frameRequested = false;
   const t0 = performance.now();
   const all = dirty.has("all");
-  if (all || dirty.has("nodes")) drawHeatmap();
+  if (all || dirty.has("dra")) countDevices();
+  if (all || dirty.has("nodes") || dirty.has("dra")) drawHeatmap();
   if (all || dirty.has("pods")) {
     drawCounts();
     // The tables sort every pod: with many, at most once a second (the counts stay live).
@@ -324,6 +384,7 @@ let layout = { zones: [], cell: 10 };
 function resources() {
   const names = new Set(["cpu", "memory", "pods"]);
   for (const n of S.nodes.values()) for (const r of Object.keys(n.alloc)) names.add(r);
+  for (const m of S.devices.values()) for (const r of Object.keys(m)) names.add(r);
   return [...names].sort((a, b) => {
     const order = ["cpu", "memory", "pods", "ephemeral-storage"];
     const ia = order.indexOf(a), ib = order.indexOf(b);
@@ -389,8 +450,8 @@ function drawHeatmap() {
   for (const b of blocks) {
     let full = 0, used = 0, alloc = 0;
     for (const n of b.nodes) {
-      const a = n.alloc[resource] || 0;
-      const u = (S.used.get(n.name) || {})[resource] || 0;
+      const a = allocOf(n, resource);
+      const u = usedOf(n.name, resource);
       if (a && u >= a) full++;
       used += u;
       alloc += a;
@@ -401,8 +462,8 @@ function drawHeatmap() {
       (full ? ` · ${full} full` : ""), 2, b.y - LABEL / 2);
     b.nodes.forEach((n, i) => {
       const x = (i % perRow) * size, y = b.y + Math.floor(i / perRow) * size;
-      const a = n.alloc[resource] || 0;
-      const u = (S.used.get(n.name) || {})[resource] || 0;
+      const a = allocOf(n, resource);
+      const u = usedOf(n.name, resource);
       g.fillStyle = n.ready !== "True" ? "#9ca3af" : a ? color(u / a) : u ? "#6a1b9a" : "#eef0f3";
       g.fillRect(x, y, size - gap, size - gap);
       if (size >= 8) {
@@ -482,10 +543,9 @@ function hover(e) {
   const n = nodeAt(e.clientX - rect.left, e.clientY - rect.top);
   const tip = $("tooltip");
   if (!n) { tip.hidden = true; return; }
-  const used = S.used.get(n.name) || {};
   const lines = [`${n.name}  (${n.zone || "no zone"})`, `Ready=${n.ready}${n.unsched ? ", cordoned" : ""}`];
   for (const r of resources()) {
-    const a = n.alloc[r] || 0, u = used[r] || 0;
+    const a = allocOf(n, r), u = usedOf(n.name, r);
     if (!a && !u) continue;
     lines.push(`${r}: ${fmt(r, u)} / ${fmt(r, a)}${a ? ` (${Math.round((100 * u) / a)}%)` : ""}`);
   }
