@@ -11,6 +11,7 @@ of small deltas from the apiserver's watch caches.
     stream.py    the event stream of one page: snapshots, then watch deltas
     deltas.py    what a delta of a node, pod, lease or event holds; coalescing; framing
     traces.py    a pod's decision trace, asked of the scheduler replicas
+    replicas.py  the replicas of each replicated component (leaders and standbys)
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@
     GET  /ui/static/NAME     its script and style (401 without a session)
     GET  /ui/api/stream      the live feed, server-sent events (services/ui/stream.py)
     GET  /ui/api/trace?namespace=NS&name=N   a pod's decision trace (services/ui/traces.py)
+    GET  /ui/api/replicas    every replicated component's replicas (services/ui/replicas.py),
+                             asked when the page opens and when a Lease changes holder
     POST /ui/api/tokens      a login token, for a caller with a bearer token who may watch
                              nodes, pods, leases and events cluster-wide (`kubera ui`)
 
@@ -31,6 +33,7 @@ from services.auth import (
     maybe_await,
 )
 from services.clock import Clock, RealClock
+from services.ui.replicas import replicas
 from services.ui.sessions import COOKIE, SESSION_SECONDS, Session, Sessions
 from services.ui.stream import serve_stream
 from services.ui.traces import TraceError, pod_trace
@@ -137,6 +140,11 @@ class Ui:
             return _json(e.code, {"message": e.message})
         return _json(200, {"pod": f"{namespace}/{name}", "attempts": attempts})
 
+    async def replicas(self, request: web.Request) -> web.StreamResponse:
+        if self.session_of(request) is None:
+            return _json(401, {"message": "Unauthorized"})
+        return _json(200, {"replicas": await replicas(self.api.storage)})
+
     async def tokens(self, request: web.Request) -> web.StreamResponse:
         header = request.headers.get("Authorization", "")
         bearer = header[7:].strip() if header[:7].lower() == "bearer " else ""
@@ -176,5 +184,6 @@ def build_ui(
     app.router.add_get("/static/{name}", ui.static)
     app.router.add_get("/api/stream", ui.stream)
     app.router.add_get("/api/trace", ui.trace)
+    app.router.add_get("/api/replicas", ui.replicas)
     app.router.add_post("/api/tokens", ui.tokens)
     return app

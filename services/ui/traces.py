@@ -11,7 +11,6 @@ bearer token: the scheduler's API is the admin's, and the UI shows a trace only 
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import grpc
@@ -21,7 +20,7 @@ from protos.kubera.v1 import scheduler_pb2 as spb
 from protos.kubera.v1 import scheduler_pb2_grpc as spb_grpc
 from services.auth.grpcauth import token_channel
 from services.storage import Storage
-from services.storage.keys import REPLICAS_PREFIX
+from services.ui.replicas import records
 
 #: Seconds one replica has to answer.
 EXPLAIN_TIMEOUT = 5.0
@@ -38,16 +37,13 @@ class TraceError(Exception):
 
 async def scheduler_addresses(storage: Storage) -> list[str]:
     """The scheduler API of every registered replica (dead ones fail fast when asked)."""
-    kvs, _ = await storage.list(REPLICAS_PREFIX)
-    out = []
-    for kv in kvs:
-        try:
-            rec = json.loads(kv.value)
-        except ValueError:
-            continue
-        if rec.get("component") == "kube-scheduler" and rec.get("scheduler"):
-            out.append(str(rec["scheduler"]))
-    return sorted(set(out))
+    return sorted(
+        {
+            str(rec["scheduler"])
+            for rec in await records(storage)
+            if rec.get("component") == "kube-scheduler" and rec.get("scheduler")
+        }
+    )
 
 
 async def _explain(address: str, bearer: str, namespace: str, name: str) -> list[Any]:

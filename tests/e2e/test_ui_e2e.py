@@ -171,6 +171,11 @@ def test_the_page_shows_the_nodes_the_pods_and_a_pending_pods_trace(
 
     page.wait_for_function("document.getElementById('node-count').textContent === '3'")
     page.wait_for_selector("#status.live")
+    # the leaders panel: the scheduler's and the controller manager's leases, each with
+    # its leader among the replicas
+    for lease in ("kube-system/kube-scheduler", "kube-system/kube-controller-manager"):
+        page.locator(f'#leaders tr[data-lease="{lease}"]').wait_for()
+    page.wait_for_function("document.querySelectorAll('#leaders .replica.leader').length >= 2")
     # hovering a cell of the heatmap (a canvas: no element per node) names its node
     page.hover("#heatmap", position={"x": 6, "y": 26})
     tip = page.locator("#tooltip")

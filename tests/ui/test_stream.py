@@ -13,6 +13,8 @@ from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
 
 from services.apiserver import ApiServer
+from services.storage import Put
+from services.storage.keys import REPLICAS_PREFIX
 from tests.builders import MakeNode, MakePod
 from tests.ui.conftest import ui_client
 
@@ -105,3 +107,46 @@ async def test_node_leases_are_not_streamed(registry: ApiServer, ui: TestClient)
     leases = [d for e, data in frames if e == "deltas" for d in data if d["t"] == "lease"]
     assert [(d["ns"], d["name"]) for d in leases] == [("kube-system", "kube-scheduler")]
     resp.close()
+
+
+async def test_a_trace_without_a_scheduler_says_so(ui: TestClient) -> None:
+    resp = await ui.get("/ui/api/trace?namespace=default&name=p")
+    assert resp.status == 503
+    assert (await resp.json())["message"] == "this cluster runs no scheduler"
+
+
+async def test_a_trace_needs_a_pod_name(ui: TestClient) -> None:
+    assert (await ui.get("/ui/api/trace?namespace=default")).status == 400
+
+
+async def test_a_replica_whose_process_does_not_answer_is_shown_gone(
+    registry: ApiServer, ui: TestClient
+) -> None:
+    record = {
+        "identity": "sched-a",
+        "component": "kube-scheduler",
+        "pid": 4242,
+        "control": "",
+        "last_term": {"token": 17, "free_at": 100.0, "acquired_at": 100.5, "first_bind_at": 101.0},
+    }
+    key = f"{REPLICAS_PREFIX}kube-system/kube-scheduler/sched-a"
+    await registry.storage.txn([], [Put(key, json.dumps(record).encode())])
+    resp = await ui.get("/ui/api/replicas")
+    assert resp.status == 200
+    assert (await resp.json())["replicas"] == [
+        {
+            "lease": "kube-system/kube-scheduler",
+            "identity": "sched-a",
+            "component": "kube-scheduler",
+            "pid": 4242,
+            "host": "",
+            "mode": "",
+            "last_term": {
+                "token": 17,
+                "acquired_at": 100.5,
+                "takeover_seconds": 0.5,
+                "first_bind_seconds": 0.5,
+            },
+            "alive": False,
+        }
+    ]

@@ -16,6 +16,7 @@ const S = {
   claims: new Map(), // ns/name -> ResourceClaim delta (its allocated devices)
   devices: new Map(), // node name -> {"dra:DRIVER": devices} of the slices naming it
   devicesUsed: new Map(), // node name -> {"dra:DRIVER": devices allocated}
+  replicas: [], // every replicated component's replicas (api/replicas)
   used: new Map(), // node name -> {resource: amount} of the pods counted on it
   podsOn: new Map(), // node name -> pods counted on it
   synced: new Set(),
@@ -94,6 +95,7 @@ function applyLease(d) {
         ` (transition ${d.transitions})`);
       $("failovers").prepend(li);
       $("failovers-empty").hidden = true;
+      loadReplicas();
     }
   }
   dirty.add("leases");
@@ -203,7 +205,9 @@ function connect() {
     schedule();
   });
   es.addEventListener("synced", (e) => {
-    S.synced.add(JSON.parse(e.data).resource);
+    const resource = JSON.parse(e.data).resource;
+    S.synced.add(resource);
+    if (resource === "leases") loadReplicas();
     dirty.add("all");
     schedule();
   });
@@ -357,13 +361,46 @@ function drawPods() {
 
 function drawLeases() {
   const items = [...S.leases.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1));
-  rows($("leaders").tBodies[0], items, ([key, l]) => {
+  const body = $("leaders").tBodies[0];
+  const frag = document.createDocumentFragment();
+  for (const [key, l] of items) {
     const tr = document.createElement("tr");
+    tr.dataset.lease = key;
     const renewed = l.renew ? new Date(l.renew).toLocaleTimeString() : "—";
     tr.append(cell(key), cell(l.holder || "(none)"), cell(`${l.transitions || 0}`, "num"),
       cell(renewed));
-    return tr;
-  });
+    frag.append(tr);
+    const reps = S.replicas.filter((r) => r.lease === key);
+    if (!reps.length) continue;
+    const sub = document.createElement("tr");
+    sub.className = "replicas";
+    const td = document.createElement("td");
+    td.colSpan = 4;
+    for (const r of reps.sort((a, b) => (a.identity < b.identity ? -1 : 1))) {
+      const role = !r.alive ? "gone" : r.identity === l.holder ? "leader" : "standby";
+      const t = r.last_term;
+      const termText = !t ? "" : `; term ${t.token} acquired ` +
+        new Date(t.acquired_at * 1000).toLocaleTimeString() +
+        (t.takeover_seconds !== null ? `, ${t.takeover_seconds} s after the lease was free` : "") +
+        (t.first_bind_seconds !== null ? `, first bind ${t.first_bind_seconds} s later` : "");
+      const span = text("span", `${r.identity} (${role}, pid ${r.pid}` +
+        `${r.host ? " on " + r.host : ""}${termText})`, "replica " + role);
+      td.append(span);
+    }
+    sub.append(td);
+    frag.append(sub);
+  }
+  body.replaceChildren(frag);
+}
+
+let replicasSeq = 0;
+async function loadReplicas() {
+  const seq = ++replicasSeq;
+  const resp = await fetch("api/replicas");
+  if (!resp.ok || seq !== replicasSeq) return;
+  S.replicas = (await resp.json()).replicas;
+  dirty.add("leases");
+  schedule();
 }
 
 // ------------------------------------------------------------------ the heatmap
