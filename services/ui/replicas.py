@@ -11,31 +11,13 @@ claims to be); one that does not answer within `ALIVE_TIMEOUT` is shown as gone.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
-from services.chaos import control_status
+from services.chaos import control_status, replica_records
 from services.storage import Storage
-from services.storage.keys import REPLICAS_PREFIX
 
 #: Seconds a replica has to say it runs.
 ALIVE_TIMEOUT = 1.0
-
-
-async def records(storage: Storage) -> list[dict[str, Any]]:
-    """Every registered replica's record, with its "lease" ("namespace/name") added."""
-    kvs, _ = await storage.list(REPLICAS_PREFIX)
-    out = []
-    for kv in kvs:
-        try:
-            rec = json.loads(kv.value)
-        except ValueError:
-            continue
-        if not isinstance(rec, dict):
-            continue
-        namespace, name = kv.key[len(REPLICAS_PREFIX) :].split("/")[:2]
-        out.append({**rec, "lease": f"{namespace}/{name}"})
-    return out
 
 
 async def _alive(rec: dict[str, Any]) -> bool:
@@ -66,7 +48,7 @@ def term(rec: dict[str, Any]) -> dict[str, Any] | None:
 
 async def replicas(storage: Storage) -> list[dict[str, Any]]:
     """What the leaders panel shows of each replica, alive or not."""
-    recs = await records(storage)
+    recs = await replica_records(storage)
     alive = await asyncio.gather(*(_alive(r) for r in recs))
     return [
         {

@@ -19,8 +19,8 @@ from google.protobuf.json_format import MessageToDict
 from protos.kubera.v1 import scheduler_pb2 as spb
 from protos.kubera.v1 import scheduler_pb2_grpc as spb_grpc
 from services.auth.grpcauth import token_channel
+from services.chaos import replica_records
 from services.storage import Storage
-from services.ui.replicas import records
 
 #: Seconds one replica has to answer.
 EXPLAIN_TIMEOUT = 5.0
@@ -40,7 +40,7 @@ async def scheduler_addresses(storage: Storage) -> list[str]:
     return sorted(
         {
             str(rec["scheduler"])
-            for rec in await records(storage)
+            for rec in await replica_records(storage)
             if rec.get("component") == "kube-scheduler" and rec.get("scheduler")
         }
     )
