@@ -161,8 +161,10 @@ def shots(tmp_path: Path) -> Path:
 def test_the_page_shows_the_nodes_the_pods_and_a_pending_pods_trace(
     cluster: Cluster, pods: None, browser: Any, shots: Path
 ) -> None:
+    # bypass_csp: Playwright's polling predicates are evaluated strings, which the page's
+    # Content-Security-Policy (scripts from its origin only, no eval) would refuse
     context = browser.new_context(
-        ignore_https_errors=True, viewport={"width": 1400, "height": 1000}
+        ignore_https_errors=True, bypass_csp=True, viewport={"width": 1400, "height": 1000}
     )
     page = context.new_page()
     page.set_default_timeout(SHOW_MS)
@@ -220,4 +222,20 @@ def test_the_page_shows_the_nodes_the_pods_and_a_pending_pods_trace(
     assert page.locator("#trace-pod").inner_text() == f"{NS}/too-big"
     page.locator("#trace-panel").screenshot(path=str(shots / "ui-trace.png"))
     page.screenshot(path=str(shots / "ui-after-click.png"), full_page=True)
+
+    # what happens after the page opened arrives by the stream: a new pod, bound and
+    # running; another's FailedScheduling event in the feed
+    late = [pod("late", "100m"), pod("late-big", "1000")]
+    kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(late))
+    late_row = page.locator(f'#pods tr[data-pod="{NS}/late"]')
+    late_row.wait_for()
+    page.wait_for_function(
+        f"""document.querySelector('#pods tr[data-pod="{NS}/late"] td:nth-child(2)')"""
+        ".textContent === 'Running'"
+    )
+    page.wait_for_function(
+        "[...document.querySelectorAll('#events li')].some(li =>"
+        f" li.textContent.includes('Pod/{NS}/late-big FailedScheduling'))"
+    )
+    page.screenshot(path=str(shots / "ui-live.png"), full_page=True)
     context.close()
