@@ -120,15 +120,16 @@ class Feed:
 
     async def _watch(self) -> None:
         options = ListOptions(
-            field_selector=self.field_selector, resource_version=str(self.revision or "")
+            field_selector=self.field_selector,
+            resource_version=str(self.revision or ""),
+            allow_bookmarks=True,  # the revision moves on while nothing matches
         )
         batches = self.api.watch_batches(self.kind, options=options)
         async with contextlib.aclosing(batches):  # type: ignore[type-var]
             async for batch in batches:
                 for event_type, entry in batch:
-                    if event_type == "BOOKMARK":
-                        continue
-                    self.pending.add(delta(self.resource, event_type, entry.obj))
+                    if event_type != "BOOKMARK":
+                        self.pending.add(delta(self.resource, event_type, entry.obj))
                     rv = object_meta(entry.obj).resource_version
                     if rv.isdigit():
                         self.revision = max(self.revision, int(rv))
