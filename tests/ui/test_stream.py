@@ -6,15 +6,20 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
 
+from services.api.machinery.errors import GoneError
 from services.apiserver import ApiServer
+from services.clock import RealClock
 from services.storage import Put
 from services.storage.keys import REPLICAS_PREFIX
+from services.ui.deltas import Coalescer
+from services.ui.stream import Feed
 from tests.builders import MakeNode, MakePod
 from tests.ui.conftest import ui_client
 
@@ -150,3 +155,52 @@ async def test_a_replica_whose_process_does_not_answer_is_shown_gone(
             "alive": False,
         }
     ]
+
+
+class GoneOnceApi:
+    """A registry whose pods watch cache holds one pod and whose first watch is answered
+    410 Gone (history compacted), the second blocks until cancelled."""
+
+    def __init__(self) -> None:
+        self.watches = 0
+        self.cache = SimpleNamespace(
+            store={"k": SimpleNamespace(obj=MakePod().name("p").namespace("ns").obj())},
+            revision=7,
+        )
+
+    async def fresh_cache(self, kind: Any) -> Any:
+        return self.cache
+
+    async def watch_batches(self, kind: Any, *, options: Any) -> AsyncIterator[list[Any]]:
+        self.watches += 1
+        if self.watches == 1:
+            assert options.resource_version == "7"
+            raise GoneError("too old resource version")
+        await asyncio.Event().wait()
+        yield []
+
+
+async def test_a_feed_whose_watch_is_gone_resets_and_sends_its_snapshot_again() -> None:
+    api = GoneOnceApi()
+    frames: list[bytes] = []
+
+    async def send(data: bytes) -> None:
+        frames.append(data)
+
+    feed = Feed(api, "pods", Coalescer(), send, RealClock())  # type: ignore[arg-type]
+    task = asyncio.create_task(feed.run())
+    try:
+        async with asyncio.timeout(DEADLINE):
+            while api.watches < 2:
+                await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+    events = [f.split(b"\n")[0].decode() for f in frames]
+    assert events == [
+        "event: deltas",
+        "event: synced",
+        "event: reset",
+        "event: deltas",
+        "event: synced",
+    ]
+    assert json.loads(frames[2].split(b"\n")[1][6:]) == {"resource": "pods"}
