@@ -124,7 +124,7 @@ class Ui:
         session = self.session_of(request)
         if session is None:
             return _json(401, {"message": "Unauthorized"})
-        return await serve_stream(request, self.api, session.user.name, self.clock)
+        return await serve_stream(request, self.api, session.user.name, self.clock, session.bearer)
 
     async def trace(self, request: web.Request) -> web.StreamResponse:
         session = self.session_of(request)

@@ -12,6 +12,9 @@ The frames, in order (services/ui/deltas.py says what a delta holds):
                                                               (several frames for a big one)
     event: synced    {"resource": R}                         R's snapshot is complete
     event: deltas    [delta, ...]                            what changed since the last frame
+    event: schedulers [{identity, leading, mode, scheduled, pending: {queue: pods}, terms}]
+                                                              every 2 s, from the schedulers'
+                                                              own API (their Health)
     event: reset     {"resource": R}                         R is being sent anew (its watch
                                                               was too far behind: drop R's
                                                               objects, a snapshot follows)
@@ -43,6 +46,7 @@ from services.api.machinery.listoptions import ListOptions
 from services.apiserver import ApiServer
 from services.clock import Clock
 from services.ui.deltas import ENCODERS, Coalescer, delta, frame
+from services.ui.traces import scheduler_health
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +66,8 @@ FEEDS: dict[str, str] = {
 }
 #: Resources whose current state is sent when the stream opens (events: only new ones).
 SNAPSHOT = ("nodes", "pods", "leases", "resourceslices", "resourceclaims")
+#: Seconds between two "schedulers" frames (queues and counters of each replica).
+SCHEDULER_SECONDS = 2.0
 #: Seconds a feed waits before watching again after an unexpected error.
 RETRY_SECONDS = 1.0
 
@@ -135,10 +141,24 @@ class Feed:
                         self.revision = max(self.revision, int(rv))
 
 
+async def follow_schedulers(api: ApiServer, bearer: str, send: Send, clock: Clock) -> None:
+    """Every `SCHEDULER_SECONDS`, the scheduler replicas' queues and counters (their
+    `Health`, a few numbers each) as one "schedulers" frame."""
+    while True:
+        try:
+            found = await scheduler_health(api.storage, bearer)
+        except Exception:  # noqa: BLE001 - figures only: the next round tries again
+            log.debug("UI: scheduler health failed", exc_info=True)
+        else:
+            await send(frame("schedulers", found))
+        await clock.sleep(SCHEDULER_SECONDS)
+
+
 async def serve_stream(
-    request: web.Request, api: ApiServer, user: str, clock: Clock
+    request: web.Request, api: ApiServer, user: str, clock: Clock, bearer: str = ""
 ) -> web.StreamResponse:
-    """The event stream of one page, until the page goes away."""
+    """The event stream of one page, until the page goes away (`bearer`: the session's
+    token, which the schedulers' API is asked with)."""
     resp = web.StreamResponse(
         status=200,
         headers={
@@ -158,6 +178,9 @@ async def serve_stream(
     await send(frame("hello", {"user": user}))
     feeds = [Feed(api, r, pending, send, clock) for r in FEEDS]
     tasks = [asyncio.create_task(f.run(), name=f"ui-feed-{f.resource}") for f in feeds]
+    tasks.append(
+        asyncio.create_task(follow_schedulers(api, bearer, send, clock), name="ui-schedulers")
+    )
     try:
         while True:
             await clock.sleep(FLUSH_SECONDS)

@@ -1,4 +1,5 @@
-"""A pod's decision trace for the UI, asked of every live scheduler replica.
+"""What the UI asks of the schedulers' own API: a pod's decision trace (`Explain`), and
+each replica's queue and counters (`Health`, for the throughput panel).
 
 The traces live in the schedulers (services/scheduler/trace.py), not in objects; a pod's
 attempts may have been made by several leaders in turn, so, as `kubera explain pod` does,
@@ -79,3 +80,29 @@ async def pod_trace(storage: Storage, bearer: str, namespace: str, name: str) ->
         )
         for a in attempts
     ]
+
+
+async def _health(address: str, bearer: str) -> dict[str, Any]:
+    async with token_channel(address, bearer) as ch:
+        resp = await spb_grpc.SchedulerStub(ch).Health(
+            spb.SchedulerHealthRequest(), timeout=EXPLAIN_TIMEOUT
+        )
+    return {
+        "identity": resp.identity,
+        "leading": resp.leading,
+        "mode": resp.mode,
+        "scheduled": resp.scheduled,
+        "pending": dict(resp.pending),
+        "terms": resp.terms,
+    }
+
+
+async def scheduler_health(storage: Storage, bearer: str) -> list[dict[str, Any]]:
+    """Every scheduler replica that answers: its queues (pods per queue), pods scheduled
+    and terms led; replicas that do not answer are left out."""
+    addresses = await scheduler_addresses(storage)
+    found = await asyncio.gather(*(_health(a, bearer) for a in addresses), return_exceptions=True)
+    for r in found:
+        if isinstance(r, BaseException) and not isinstance(r, grpc.aio.AioRpcError):
+            raise r
+    return [r for r in found if isinstance(r, dict) and r["identity"]]

@@ -237,5 +237,10 @@ def test_the_page_shows_the_nodes_the_pods_and_a_pending_pods_trace(
         "[...document.querySelectorAll('#events li')].some(li =>"
         f" li.textContent.includes('Pod/{NS}/late-big FailedScheduling'))"
     )
+    # the scheduler's own queues: late-big waits among the unschedulable
+    page.wait_for_function(
+        "[...document.querySelectorAll('#schedulers tr')].some(tr =>"
+        " tr.textContent.includes('leader') && /unschedulable [1-9]/.test(tr.textContent))"
+    )
     page.screenshot(path=str(shots / "ui-live.png"), full_page=True)
     context.close()

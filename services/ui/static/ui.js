@@ -211,6 +211,9 @@ function connect() {
     dirty.add("all");
     schedule();
   });
+  es.addEventListener("schedulers", (e) => {
+    drawSchedulers(JSON.parse(e.data));
+  });
   es.addEventListener("reset", (e) => {
     reset(JSON.parse(e.data).resource);
     schedule();
@@ -710,6 +713,11 @@ function tick() {
   drawChart();
 }
 
+// Creation and PodScheduled times are whole seconds: 0 means under a second.
+function secondsText(s) {
+  return s < 1 ? "under 1 s" : `${s} s`;
+}
+
 function drawChart() {
   const c = $("chart");
   const w = c.parentElement.clientWidth - 24 || 480, h = 180;
@@ -753,8 +761,25 @@ function drawChart() {
   g.fillText(`last ${HISTORY / 60} min`, pad.l, h - 5);
   const lats = data.filter((d) => d.lat !== null).slice(-30).map((d) => d.lat);
   $("chart-note").textContent = "blue: binds per second (left axis); orange: pending pods, the queue " +
-    "(right axis)" + (lats.length ? `; median creation→scheduled of recent binds ` +
-    `${lats.sort((a, b) => a - b)[Math.floor(lats.length / 2)]} s` : "");
+    "(right axis)" + (lats.length ? "; median creation→scheduled of recent binds " +
+    secondsText(lats.sort((a, b) => a - b)[Math.floor(lats.length / 2)]) : "");
+}
+
+// The schedulers' own figures (their Health, every 2 s): pods per queue of each replica.
+function drawSchedulers(list) {
+  const QUEUES = ["active", "backoff", "unschedulable", "gated"];
+  rows($("schedulers").tBodies[0], list.sort((a, b) => b.leading - a.leading), (s) => {
+    const tr = document.createElement("tr");
+    tr.dataset.identity = s.identity;
+    const queues = Object.keys(s.pending).sort((a, b) => {
+      const ia = QUEUES.indexOf(a), ib = QUEUES.indexOf(b);
+      return (ia < 0 ? 9 : ia) - (ib < 0 ? 9 : ib) || (a < b ? -1 : 1);
+    }).map((q) => `${q} ${s.pending[q]}`).join(", ");
+    tr.append(cell(s.identity),
+      cell(s.leading ? (s.mode === "shared-state" ? "active" : "leader") : "standby", "nowrap"),
+      cell(`${s.scheduled}`, "num"), cell(queues || "—"));
+    return tr;
+  });
 }
 
 // ------------------------------------------------------------------ start
