@@ -199,6 +199,18 @@ def test_the_page_shows_the_nodes_the_pods_and_a_pending_pods_trace(
         kubectl(cluster, "delete", "resourceslice", f"{hovered}-ui", check=False)
     page.select_option("#resource", "cpu")
 
+    # a click on the node of `fits` lists its pods
+    fits_node = get_pod(cluster, "fits")["spec"]["nodeName"]
+    for y in range(26, 400, 8):
+        page.hover("#heatmap", position={"x": 8, "y": y})
+        if tip.is_visible() and tip.inner_text().startswith(fits_node + " "):
+            page.click("#heatmap", position={"x": 8, "y": y})
+            break
+    else:
+        raise AssertionError(f"no cell of the heatmap is {fits_node}")
+    page.locator(f'#pods tr[data-pod="{NS}/fits"]').wait_for()
+    assert set(page.locator("#pods td:nth-child(3)").all_inner_texts()) == {fits_node}
+
     page.fill("#pod-filter", f"{NS}/")
     row = page.locator(f'#pods tr[data-pod="{NS}/fits"]')
     row.wait_for()

@@ -591,6 +591,7 @@ function hover(e) {
   }
   if (n.pressure.length) lines.push("pressure: " + n.pressure.join(", "));
   if (n.taints.length) lines.push("taints: " + n.taints.join(", "));
+  lines.push("(click: its pods)");
   tip.textContent = lines.join("\n");
   tip.hidden = false;
   const box = $("nodes-panel").getBoundingClientRect();
@@ -793,6 +794,15 @@ window.addEventListener("DOMContentLoaded", () => {
   });
   $("heatmap").addEventListener("mousemove", hover);
   $("heatmap").addEventListener("mouseleave", () => { $("tooltip").hidden = true; });
+  $("heatmap").addEventListener("click", (e) => {
+    const rect = $("heatmap").getBoundingClientRect();
+    const n = nodeAt(e.clientX - rect.left, e.clientY - rect.top);
+    if (!n) return;
+    $("pod-filter").value = n.name; // the node's pods in the pods table
+    dirty.add("pods");
+    dirty.add("filter");
+    schedule();
+  });
   window.addEventListener("resize", () => { dirty.add("all"); schedule(); });
   setInterval(tick, 1000);
   connect();
