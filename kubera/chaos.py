@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import random
 import secrets
@@ -40,11 +39,11 @@ from protos.kubera.v1 import nodepool_pb2 as npb
 from protos.kubera.v1 import nodepool_pb2_grpc as npb_grpc
 from services.api.machinery.errors import AlreadyExistsError, ApiError
 from services.api.machinery.kinds import BY_KIND
-from services.chaos import control_status, is_local
+from services.chaos import control_status, is_local, replica_records
 from services.client import Client, first_address
 from services.storage import StorageUnavailableError
 from services.storage.etcd import EtcdStorage
-from services.storage.keys import ELECTION_PREFIX, REPLICAS_PREFIX
+from services.storage.keys import ELECTION_PREFIX
 
 #: Where the chaos actions report progress (`kubera chaos` prints it).
 Say = Callable[[str], None]
@@ -77,16 +76,7 @@ class Leader:
 async def replicas(storage: EtcdStorage, lease: str = "") -> list[dict]:
     """The live replicas registered for `lease` ("namespace/name"; "": every lease), each
     record with its "lease" added (records of dead processes skipped)."""
-    prefix = f"{REPLICAS_PREFIX}{lease}/" if lease else REPLICAS_PREFIX
-    kvs, _ = await storage.list(prefix)
-    found = []
-    for kv in kvs:
-        try:
-            rec = json.loads(kv.value)
-        except ValueError:
-            continue
-        namespace, name = kv.key[len(REPLICAS_PREFIX) :].split("/")[:2]
-        found.append({**rec, "lease": f"{namespace}/{name}"})
+    found = await replica_records(storage, lease)
     live = await asyncio.gather(*(replica_alive(rec) for rec in found))
     return [rec for rec, ok in zip(found, live, strict=True) if ok]
 

@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "check": ("check",),
     "bench": ("bench",),
     "experiment": ("experiment",),
+    "ui": ("ui",),
 }
 
 

@@ -18,10 +18,12 @@ raise ValueError.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
 from collections.abc import Sequence
+from typing import Any
 
 import grpc
 
@@ -30,6 +32,8 @@ from protos.kubera.v1 import chaos_pb2_grpc as pb_grpc
 from services.chaos.process import self_report
 from services.chaos.relay import Relay
 from services.grpcserver import start_server
+from services.storage import Storage
+from services.storage.keys import REPLICAS_PREFIX
 
 #: The longest partition one call may ask for, in seconds.
 MAX_PARTITION_SECONDS = 3600.0
@@ -125,6 +129,25 @@ class ChaosControl(pb_grpc.ChaosServicer):
 def _reap(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         asyncio.get_running_loop().call_later(1.0, _reap, proc)
+
+
+async def replica_records(storage: Storage, lease: str = "") -> list[dict[str, Any]]:
+    """The records replicas registered for `lease` ("namespace/name"; "": every lease)
+    under /kubera/replicas/ (services/hosts/replica.py), each with its "lease" added;
+    records of processes that are gone included (a SIGKILLed one leaves its record)."""
+    prefix = f"{REPLICAS_PREFIX}{lease}/" if lease else REPLICAS_PREFIX
+    kvs, _ = await storage.list(prefix)
+    found = []
+    for kv in kvs:
+        try:
+            rec = json.loads(kv.value)
+        except ValueError:
+            continue
+        if not isinstance(rec, dict):
+            continue
+        namespace, name = kv.key[len(REPLICAS_PREFIX) :].split("/")[:2]
+        found.append({**rec, "lease": f"{namespace}/{name}"})
+    return found
 
 
 async def control_status(address: str, timeout: float = 5.0) -> pb.StatusResponse | None:

@@ -39,6 +39,7 @@ from services.clock import RealClock, clock_for
 from services.hosts.address import WILDCARDS, is_loopback, join, listen_hosts
 from services.httpapi import serve_http
 from services.storage.etcd import EtcdStorage, EtcdTLS
+from services.ui import build_ui
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,8 @@ class ApiServerHostConfig:
     #: host; port 0: any free one (a re-created actor is given back its first port).
     http_port: int = 0
     serve_http: bool = True
+    #: The live web UI at /ui/ of the HTTP API (services/ui; `kubera ui` logs a browser in).
+    serve_ui: bool = True
     #: PEM certificate and key for HTTPS, as paths or as contents (`tls_cert`/`tls_key`,
     #: which win; what `kubera up` passes: an actor on another machine has no such path);
     #: all empty: plain HTTP.
@@ -227,6 +230,7 @@ class ApiServerHost:
                 c = self.config
                 tls = server_ssl_context(c.tls_cert_file, c.tls_key_file, c.tls_cert, c.tls_key)
                 authn, authz = self.http_auth(api)
+                subapps = {"/ui": build_ui(api, authn=authn, authz=authz)} if c.serve_ui else {}
                 self.http_runner, self.http_port = await serve_http(
                     api,
                     bind,
@@ -234,6 +238,7 @@ class ApiServerHost:
                     ssl_context=tls,
                     authn=authn,
                     authz=authz,
+                    subapps=subapps,
                 )
                 scheme = "https" if tls is not None else "http"
                 self.http_address = f"{scheme}://{join(advertise, self.http_port)}"

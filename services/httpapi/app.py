@@ -25,7 +25,7 @@ import functools
 import json
 import logging
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -432,10 +432,18 @@ ROUTES: dict[tuple[str, str], Handler] = {
 
 
 def build_app(
-    api: ApiServer, *, authn: Authenticator = ALLOW_ALL, authz: Authorizer = ALLOW_ALL
+    api: ApiServer,
+    *,
+    authn: Authenticator = ALLOW_ALL,
+    authz: Authorizer = ALLOW_ALL,
+    subapps: Mapping[str, web.Application] | None = None,
 ) -> web.Application:
-    """The Kubernetes HTTP API over `api` (every path goes through `HttpApi`)."""
+    """The Kubernetes HTTP API over `api` (every path goes through `HttpApi`), and
+    `subapps` (prefix -> application: the UI at /ui) beside it, which do their own
+    authentication: their prefixes are no Kubernetes API path."""
     app = web.Application(client_max_size=MAX_BODY)
+    for prefix, sub in (subapps or {}).items():
+        app.add_subapp(prefix, sub)
     app.router.add_route("*", "/{tail:.*}", HttpApi(api, authn, authz).handle)
     return app
 
@@ -469,12 +477,13 @@ async def serve_http(
     ssl_context: ssl.SSLContext | None = None,
     authn: Authenticator = ALLOW_ALL,
     authz: Authorizer = ALLOW_ALL,
+    subapps: Mapping[str, web.Application] | None = None,
 ) -> tuple[web.AppRunner, int]:
     """Serve the HTTP API on host:port (0: any free port); the runner (`cleanup()` stops
     it) and the bound port. A client that leaves cancels its handler (watches end)."""
     _quiet_malformed_requests()
     runner = web.AppRunner(
-        build_app(api, authn=authn, authz=authz),
+        build_app(api, authn=authn, authz=authz, subapps=subapps),
         handler_cancellation=True,
         access_log=None,
         shutdown_timeout=1.0,
