@@ -154,6 +154,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     up.add_argument("--scheduler-seed", type=int, default=None, help=argparse.SUPPRESS)
     up.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="LIST",
+        help="feature gates of the schedulers, as kube-scheduler's --feature-gates: "
+        "'Name=true,Name=false' (e.g. 'OpportunisticBatching=false')",
+    )
+    up.add_argument(
         "--no-default-storage-class",
         action="store_true",
         help="make no default StorageClass (by default a new cluster gets `standard`: hollow "
@@ -381,6 +388,15 @@ def _controllers(spec: str) -> tuple[str, ...]:
     return () if chosen == ALL_CONTROLLERS else chosen
 
 
+def _feature_gates(spec: str) -> dict[str, bool]:
+    from services.api import features
+
+    try:
+        return features.parse(spec)
+    except ValueError as e:
+        raise CliError(f"--feature-gates: {e}") from None
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     if args.nodes is not None and args.nodes < 0:
         raise CliError(f"--nodes: must be >= 0, got {args.nodes}")
@@ -450,6 +466,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             extra_configs=tuple(scheduler_configs[1:]),
             replicas=args.schedulers,
             seed=args.scheduler_seed,
+            feature_gates=_feature_gates(args.feature_gates),
             mode=args.scheduler_mode,
             partition=args.shared_state_partition,
         ),

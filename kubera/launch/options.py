@@ -85,6 +85,8 @@ class SchedulingOptions:
     #: shared-state: every replica competes for every pod ("none") or pods are split by
     #: UID hash ("hash").
     partition: Literal["none", "hash"] = "none"
+    #: Feature gate overrides for the schedulers (`--feature-gates`, services/api/features.py).
+    feature_gates: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

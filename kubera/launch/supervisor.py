@@ -332,6 +332,7 @@ class Supervisor:
                     etcd_tls=self.etcd_tls,
                     config_yaml=config_yaml,
                     seed=o.seed,
+                    feature_gates=dict(o.feature_gates),
                     election=self.opts.election,
                     mode=o.mode,
                     replica=i,

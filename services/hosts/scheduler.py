@@ -62,6 +62,8 @@ class SchedulerReplicaConfig:
     host: str = "127.0.0.1"
     #: Seeds the scheduler's tie-breaking (None: random).
     seed: int | None = None
+    #: Feature gate overrides (services/api/features.py; `kubera up --feature-gates`).
+    feature_gates: dict[str, bool] = field(default_factory=dict)
     #: `kubera up --leader-elect-*` flags; an unset one keeps the configuration's value.
     election: TimingOverrides = field(default_factory=TimingOverrides)
     mode: SchedulerMode = "leader"
@@ -229,7 +231,11 @@ class SchedulerReplica:
         return Scheduler(
             client,
             SchedulerOptions(
-                component_config=self._sc, seed=cfg.seed, identity=self.replica.identity, **kwargs
+                component_config=self._sc,
+                seed=cfg.seed,
+                identity=self.replica.identity,
+                feature_gates=dict(cfg.feature_gates),
+                **kwargs,
             ),
             cluster_clock=clock_for(cfg.time_scale, cfg.time_origin or None),
             fencing=self.replica.fencing_token if elected else None,

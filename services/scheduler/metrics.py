@@ -118,6 +118,21 @@ class SchedulerMetrics:
             registry=r,
             buckets=exponential_buckets(1, 2, 7),
         )
+        # Opportunistic batching (scheduler/batching.py), upstream's two counters.
+        self.batch_attempts_total = Counter(
+            "batch_attempts_total",
+            "Counts of results when we attempt to use batching.",
+            ["profile", "result"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.batch_cache_flushed_total = Counter(
+            "batch_cache_flushed_total",
+            "Counts of cache flushes by reason.",
+            ["profile", "reason"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
         self._shared_state: SharedStateMetrics | None = None
         #: (extension point, code, profile) -> its histogram child (labels() resolved once).
         self._extension_points: dict[tuple[str, Code, str], Any] = {}

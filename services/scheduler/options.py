@@ -6,7 +6,7 @@ KubeSchedulerConfiguration plus the settings of this one scheduler process.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from services.scheduler.config import SchedulerConfiguration
 from services.scheduler.omega import SharedState
@@ -33,3 +33,6 @@ class SchedulerOptions:
     #: of the pods and bind with check_allocation instead of a fencing token. None: the one
     #: (leader) scheduler.
     shared_state: SharedState | None = None
+    #: Feature gate overrides (services/api/features.py; upstream's --feature-gates): the
+    #: scheduler reads OpportunisticBatching and NominatedNodeNameForExpectation.
+    feature_gates: dict[str, bool] = field(default_factory=dict)

@@ -325,6 +325,7 @@ class Scheduler(Background):
             omega=self.omega,
             max_binding_tasks=options.max_binding_tasks,
             nominator=self.nominator,
+            gates=options.feature_gates,
         )
         #: Set when this scheduler's first bind was accepted, at `first_bind_at`
         #: (clock.now()): a leader's term measured from the kill of its predecessor to

@@ -51,6 +51,7 @@ from kubera.experiment.spec import ops as o
 from kubera.experiment.spec.config import ClusterSettings, Experiment, TestCase, Workload, plan
 from kubera.launch.context import Context
 from kubera.testing import Cluster
+from services.api import features
 from services.client import Client
 from services.storage import Delete
 from services.storage.etcd import EtcdStorage
@@ -139,6 +140,16 @@ def workload_api_args(w: Workload, home: Path) -> list[str]:
     path = home / "gang-scheduling.yaml"
     path.write_text(GANG_SCHEDULING_PROFILE)
     return ["--scheduler-config", str(path)]
+
+
+def feature_gate_args(w: Workload) -> list[str]:
+    """`--feature-gates` with the workload's gates that a running kubera honours
+    (features.CLUSTER_GATES: the scheduler's); the others are warned about when the file
+    is read (spec/config.py)."""
+    gates = {k: v for k, v in w.feature_gates.items() if k in features.CLUSTER_GATES}
+    if not gates:
+        return []
+    return ["--feature-gates", ",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates.items()))]
 
 
 def settings_json(cluster: ClusterSettings) -> dict[str, Any]:
@@ -272,6 +283,7 @@ class Runner:
         try:
             with kubera_home(cluster.home):
                 args = cluster_args(w.cluster, ops, self.opts)
+                args += feature_gate_args(w)
                 r = cluster.start(*args, *workload_api_args(w, Path(cluster.home)))
                 up_returned = True
                 if r.returncode != 0:
@@ -410,6 +422,7 @@ def finish(
     run.attempts = collector.attempts()
     omega = collector.omega_stats()
     preemption = collector.preemption_stats()
+    batches = collector.batch_stats()
     run.replicas = [
         ReplicaStats(
             name=n,
@@ -418,6 +431,8 @@ def finish(
             **_omega(omega.get(n)),
             preemption_attempts=preemption.get(n, (0, 0))[0],
             preemption_victims=preemption.get(n, (0, 0))[1],
+            batched_pods=batches.get(n, (0, 0))[0],
+            unbatched_pods=batches.get(n, (0, 0))[1],
         )
         for n, b, c in collector.replica_stats(binds_by_holder)
     ]
