@@ -68,10 +68,8 @@ def run_score_rows(
         if raw_out is not None:
             with contextlib.suppress(OverflowError):
                 raw_out[name] = np.array(raw, dtype=np.int64).reshape(len(rows))
-        scores = _checked(name, normalized_one(name, plugin, state, pod_info, raw, rows, nodes))
-        weighted = scores * weights.get(name, 1)
-        totals += weighted
-        by_plugin[name] = weighted
+        by_plugin[name] = _weighted(name, plugin, weights, state, pod_info, raw, rows, nodes)
+        totals += by_plugin[name]
     return totals, by_plugin
 
 
@@ -93,13 +91,27 @@ def run_normalize_rows(
         scores = raw.get(name)
         if scores is None:
             continue
-        scores = _checked(
-            name, normalized_one(name, plugin, state, pod_info, scores.copy(), rows, nodes)
+        by_plugin[name] = _weighted(
+            name, plugin, weights, state, pod_info, scores.copy(), rows, nodes
         )
-        weighted = scores * weights.get(name, 1)
-        totals += weighted
-        by_plugin[name] = weighted
+        totals += by_plugin[name]
     return totals, by_plugin
+
+
+def _weighted(
+    name: str,
+    plugin: Any,
+    weights: Mapping[str, int],
+    state: CycleState,
+    pod_info: PodInfo,
+    raw: np.ndarray | list[Any],
+    rows: np.ndarray,
+    nodes: Sequence[NodeInfo],
+) -> np.ndarray:
+    """One plugin's raw scores normalized, checked and weighted."""
+    scores = _checked(name, normalized_one(name, plugin, state, pod_info, raw, rows, nodes))
+    weighted: np.ndarray = scores * weights.get(name, 1)
+    return weighted
 
 
 def _invalid(name: str, score: int) -> FrameworkError:
