@@ -433,6 +433,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     for path in etcd_tls:
         if path and not os.path.isfile(path):
             raise CliError(f"{path}: no such file")
+    feature_gates = _feature_gates(args.feature_gates)
     _check_not_running()
     scheduler_configs = _read_scheduler_configs(args.scheduler_config)
     election = _lease_flags(args)
@@ -466,7 +467,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             extra_configs=tuple(scheduler_configs[1:]),
             replicas=args.schedulers,
             seed=args.scheduler_seed,
-            feature_gates=_feature_gates(args.feature_gates),
+            feature_gates=feature_gates,
             mode=args.scheduler_mode,
             partition=args.shared_state_partition,
         ),

@@ -11,7 +11,7 @@ import pytest
 from kubera.cli.cluster import cmd_up
 from kubera.cli.main import build_parser
 from kubera.errors import CliError
-from kubera.launch.options import ClusterOptions, UpOptions, options_json
+from kubera.launch.options import ClusterOptions, SchedulingOptions, UpOptions, options_json
 
 
 def test_apiservers_survive_the_detached_supervisors_options() -> None:
@@ -32,4 +32,19 @@ def test_disabled_admission_plugins_survive_the_json_as_a_tuple() -> None:
 def test_kubera_up_refuses_an_unknown_admission_plugin_before_starting() -> None:
     args = build_parser().parse_args(["up", "--disable-admission-plugins", "Priority,Nope"])
     with pytest.raises(CliError, match=r"--disable-admission-plugins: unknown Nope \(known: "):
+        cmd_up(args)
+
+
+def test_scheduler_feature_gates_survive_the_json() -> None:
+    opts = UpOptions(scheduling=SchedulingOptions(feature_gates={"OpportunisticBatching": False}))
+    back = UpOptions.from_dict(json.loads(options_json(opts)))
+    assert back.scheduling.feature_gates == {"OpportunisticBatching": False}
+    assert back == opts and UpOptions().scheduling.feature_gates == {}
+
+
+def test_kubera_up_refuses_an_unknown_feature_gate_before_starting() -> None:
+    args = build_parser().parse_args(
+        ["up", "--feature-gates", "OpportunisticBatching=false,Nope=1"]
+    )
+    with pytest.raises(CliError, match=r"--feature-gates: unrecognized feature gate: Nope"):
         cmd_up(args)
