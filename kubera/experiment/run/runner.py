@@ -120,7 +120,7 @@ def cluster_args(cluster: ClusterSettings, ops: list[Any], opts: RunOptions) -> 
 #: The scheduler profile of a workload that enables upstream's GenericWorkload gate and
 #: names no scheduler config: GangScheduling in the default profile. Upstream's podgroup
 #: files turn on GenericWorkload alone and expect gang semantics (1.37 runs the GangScheduling
-#: plugin with the Workload API); kubera has no gates, and its plugin is opt-in per profile.
+#: plugin with the Workload API); kubera has no such gates, and its plugin is opt-in per profile.
 GANG_SCHEDULING_PROFILE = """apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:

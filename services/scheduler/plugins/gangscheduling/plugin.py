@@ -39,7 +39,7 @@ parentCompositePodGroupName is refused at validation). A PodGroup's topology con
 implemented: a PodGroup's resourceClaims; its pods stay gated at PreEnqueue with a
 "not implemented" reason rather than be placed against them.
 
-Enabling it: kubera has no feature gates; as upstream with the gates off, the plugin is not
+Enabling it: kubera has no such gates; as upstream with the gates off, the plugin is not
 in the default profile. A KubeSchedulerConfiguration enables it with
 `plugins: {multiPoint: {enabled: [{name: GangScheduling}]}}` (`kubera up --scheduler-config`).
 The Workload and PodGroup kinds and both pod fields are always served.
