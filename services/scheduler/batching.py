@@ -377,10 +377,12 @@ class OpportunisticBatch:
         found: Feasible | None = None,
         raw: Mapping[str, np.ndarray] | None = None,
         nominator: Nominator | None = None,
+        percentage: int | None = None,
     ) -> None:
         """upstream StoreScheduleResults: the pod goes to `chosen`; an ordinary cycle
         (`found`: its feasible rows, `raw`: its scores before NormalizeScore) seeds the
-        next batch."""
+        next batch, unless it sampled the nodes (`percentage`) or nominated pods or pods
+        with affinity terms may change verdicts."""
         self.last_cycle, self.last_chosen, self.succeeded = cycle, chosen, True
         if lookup.batched is not None:
             self._attempt(HINT_USED)
@@ -404,6 +406,14 @@ class OpportunisticBatch:
             self._flush(NOT_EXACT)
             return
         n = snapshot.num_nodes()
+        pre_nodes = _pre_nodes(pre_result)
+        candidates = (
+            snapshot.rows_of(pre_nodes) if pre_nodes is not None else np.arange(n, dtype=np.int64)
+        )
+        total = len(candidates)
+        if config_mod.num_feasible_nodes_to_find(percentage, total) < total:
+            self._flush(NOT_EXACT)  # sampled: the next ordinary cycle looks at other nodes
+            return
         feasible = np.zeros(n, dtype=bool)
         feasible[found.rows] = True
         feasible[snapshot.index_of(chosen)] = False  # the next pod checks it again
@@ -411,10 +421,6 @@ class OpportunisticBatch:
         for plugin, scores in raw.items():
             full[plugin] = np.zeros(n, dtype=np.int64)
             full[plugin][found.rows] = scores
-        pre_nodes = _pre_nodes(pre_result)
-        candidates = (
-            snapshot.rows_of(pre_nodes) if pre_nodes is not None else np.arange(n, dtype=np.int64)
-        )
         self.state = _Stored(
             signature=lookup.signature,
             layout=snapshot.layout_version,

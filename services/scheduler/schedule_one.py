@@ -506,6 +506,7 @@ class ScheduleOne:
                 found=found,
                 raw=raw,
                 nominator=self.nominator,
+                percentage=self._percentage(fwk),
             )
         return ScheduleResult(node, attempt.nodes_evaluated, len(rows))
 

@@ -616,3 +616,38 @@ def test_a_one_pod_per_node_stream_is_batched() -> None:
     assert on == off
     assert len(set(on)) == 6
     assert batched == 5
+
+
+@pytest.mark.parametrize(
+    ("percentage", "batched"),
+    [
+        ("50", 0),  # 120 nodes, 100 to find: an ordinary cycle samples, nothing is batched
+        ("100", 2),  # every node filtered: the second and third pods are batched
+    ],
+)
+def test_batching_only_when_every_node_is_filtered(percentage: str, batched: int) -> None:
+    config = (
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        f"percentageOfNodesToScore: {percentage}\n"
+        "profiles:\n"
+        "- schedulerName: default-scheduler\n" + NO_TOPOLOGY
+    )
+
+    async def run(on: bool) -> tuple[list[str], Harness]:
+        h = Harness(config, batching=on)
+        for i in range(120):
+            h.add_node(_stream_node(i, (4, 3, "ab"[i % 2], False)))
+        placed = []
+        for i in range(3):
+            pod = _stream_pod(i, (0, 100, True, False))
+            placed.append(await h.schedule(pod))
+            h.confirm(pod)
+        return placed, h
+
+    on, h = asyncio.run(run(True))
+    off, _ = asyncio.run(run(False))
+    assert on == off
+    assert h.batched_pods == batched
+    flushed = h.counter(FLUSHED, profile="default-scheduler", reason=batching.NOT_EXACT)
+    assert flushed == (3 if not batched else 0)
