@@ -13,7 +13,8 @@ OpportunisticBatching gate, beta and on by default since 1.35).
 When a stored batch may be used, as upstream decides it (GetNodeHint/batchStateCompatible),
 each failed test counted in `scheduler_batch_cache_flushed_total{reason}`:
   - there is one, stored by a pod of this profile in the cycle just before (pod_skipped: a
-    pod of another profile, or one that failed, came between);
+    pod of another profile, or one that failed, came between; upstream's pod_failed is
+    never counted, as there: a failed pod stores nothing);
   - the pod has no nominated node (pod_nominated);
   - the pod's signature is the one stored (pod_incompatible; a pod without one, because a
     plugin of its profile cannot sign it, never matches);
