@@ -236,6 +236,8 @@ class OpportunisticBatch:
         self.profile = fwk.profile_name
         self._clock = clock
         self._metrics = metrics
+        #: The counters' children by result or reason (their names never collide).
+        self._children: dict[str, Any] = {}
         self._signers = profile_signers(fwk)
         self._affinity_matters = "InterPodAffinity" in fwk.plugins
         self.state: _Stored | None = None
@@ -437,14 +439,24 @@ class OpportunisticBatch:
     # ---------------------------------------------------------------- metrics
     def _flush(self, reason: str) -> bool:
         if self._metrics is not None:
-            self._metrics.batch_cache_flushed_total.labels(
-                profile=self.profile, reason=reason
-            ).inc()
+            child = self._children.get(reason)
+            if child is None:
+                child = self._metrics.batch_cache_flushed_total.labels(
+                    profile=self.profile, reason=reason
+                )
+                self._children[reason] = child
+            child.inc()
         return False
 
     def _attempt(self, result: str) -> None:
         if self._metrics is not None:
-            self._metrics.batch_attempts_total.labels(profile=self.profile, result=result).inc()
+            child = self._children.get(result)
+            if child is None:
+                child = self._metrics.batch_attempts_total.labels(
+                    profile=self.profile, result=result
+                )
+                self._children[result] = child
+            child.inc()
 
 
 def _pre_nodes(pre_result: PreFilterResult | None) -> frozenset[str] | None:
