@@ -154,6 +154,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     up.add_argument("--scheduler-seed", type=int, default=None, help=argparse.SUPPRESS)
     up.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="LIST",
+        help="feature gates of the schedulers, as kube-scheduler's --feature-gates: "
+        "'Name=true,Name=false' (e.g. 'OpportunisticBatching=false', "
+        "'SchedulerAsyncAPICalls=true')",
+    )
+    up.add_argument(
         "--no-default-storage-class",
         action="store_true",
         help="make no default StorageClass (by default a new cluster gets `standard`: hollow "
@@ -184,13 +192,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="leader",
         help="leader: one elected scheduler per deployment binds, fenced; shared-state: "
         "all replicas schedule (Omega), binds checked against node allocation records",
-    )
-    up.add_argument(
-        "--feature-gates",
-        default="",
-        metavar="NAME=BOOL,...",
-        help="the schedulers' feature gates, as kube-scheduler's flag "
-        "(e.g. SchedulerAsyncAPICalls=true)",
     )
     up.add_argument(
         "--shared-state-partition",
@@ -434,6 +435,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     for path in etcd_tls:
         if path and not os.path.isfile(path):
             raise CliError(f"{path}: no such file")
+    feature_gates = _feature_gates(args.feature_gates)
     _check_not_running()
     scheduler_configs = _read_scheduler_configs(args.scheduler_config)
     election = _lease_flags(args)
@@ -467,9 +469,9 @@ def cmd_up(args: argparse.Namespace) -> int:
             extra_configs=tuple(scheduler_configs[1:]),
             replicas=args.schedulers,
             seed=args.scheduler_seed,
+            feature_gates=feature_gates,
             mode=args.scheduler_mode,
             partition=args.shared_state_partition,
-            feature_gates=_feature_gates(args.feature_gates),
         ),
         election=election,
         nodes=NodeOptions(

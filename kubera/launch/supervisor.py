@@ -332,12 +332,12 @@ class Supervisor:
                     etcd_tls=self.etcd_tls,
                     config_yaml=config_yaml,
                     seed=o.seed,
+                    feature_gates=dict(o.feature_gates),
                     election=self.opts.election,
                     mode=o.mode,
                     replica=i,
                     replicas=o.replicas,
                     partition=o.partition,
-                    feature_gates=dict(o.feature_gates),
                     time_scale=self.opts.cluster.time_scale,
                     time_origin=self.time_origin,
                 )

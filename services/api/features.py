@@ -9,7 +9,8 @@ Upstream locks some GA gates to their default (LockToDefault); kubera has no emu
 version, so such a gate can still be overridden here, as an older emulated version would
 allow upstream.
 
-Nothing sets them on a running cluster yet: the control plane runs with DEFAULTS. The
+A running cluster takes overrides for the scheduler only (`kubera up --feature-gates`,
+read by scheduler/batching.py); the rest of the control plane runs with DEFAULTS. The
 allocator takes overrides (upstream's `structured.Features`; its tests turn gates off) and
 then ignores what a disabled feature would need. Unlike upstream's strategies, the
 apiserver does not drop a disabled feature's fields (docs/differences.md).
@@ -66,6 +67,9 @@ SCHEDULER_ASYNC_API_CALLS = "SchedulerAsyncAPICalls"
 #: Node status.declaredFeatures, the kubelet's declaration and the scheduler's
 #: NodeDeclaredFeatures filter (alpha 1.35, off by default).
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
+#: The scheduler reuses one cycle's Filter and Score results for the next pod of the same
+#: signature (scheduler/batching.py; beta and on by default since 1.35).
+OPPORTUNISTIC_BATCHING = "OpportunisticBatching"
 
 DEFAULTS: dict[str, bool] = {
     DRA_PRIORITIZED_LIST: True,
@@ -82,9 +86,16 @@ DEFAULTS: dict[str, bool] = {
     NOMINATED_NODE_NAME_FOR_EXPECTATION: True,
     NODE_DECLARED_FEATURES: False,
     SCHEDULER_ASYNC_API_CALLS: False,
+    OPPORTUNISTIC_BATCHING: True,
 }
 
 FeatureGates = Mapping[str, bool]
+
+#: The gates a running cluster takes overrides of (`kubera up --feature-gates`): the
+#: scheduler's. Experiments pass a workload's `featureGates` among these through.
+CLUSTER_GATES = frozenset(
+    {OPPORTUNISTIC_BATCHING, NOMINATED_NODE_NAME_FOR_EXPECTATION, SCHEDULER_ASYNC_API_CALLS}
+)
 
 
 def enabled(gates: FeatureGates | None, name: str) -> bool:
@@ -103,18 +114,29 @@ def binding_and_status(gates: FeatureGates | None) -> bool:
     )
 
 
+#: Go's strconv.ParseBool spellings (component-base's featuregate.Set parses with it).
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
 def parse(spec: str) -> dict[str, bool]:
-    """`--feature-gates` as component-base reads it: comma-separated NAME=true|false
-    pairs. ValueError names an unknown gate or a value that is not a boolean."""
+    """`--feature-gates` as upstream's components read it: `A=true,B=false` (spaces around
+    names and values ignored). ValueError with component-base's words for a gate kubera does
+    not know, a missing value, or a value that is not a Go bool."""
     out: dict[str, bool] = {}
-    for item in filter(None, (part.strip() for part in spec.split(","))):
+    for item in spec.split(","):
+        if not item.strip():
+            continue
         name, sep, value = item.partition("=")
-        name, value = name.strip(), value.strip().lower()
-        if not sep or not name:
-            raise ValueError(f"missing bool value for {item!r}")
+        name, value = name.strip(), value.strip()
+        if not sep:
+            raise ValueError(f"missing bool value for {name}")
+        if value not in _TRUE | _FALSE:
+            raise ValueError(
+                f'invalid value of {name}={value}, err: strconv.ParseBool: parsing "{value}": '
+                "invalid syntax"
+            )
         if name not in DEFAULTS:
             raise ValueError(f"unrecognized feature gate: {name}")
-        if value not in ("true", "false"):
-            raise ValueError(f"invalid value of {name}={value}, err: invalid syntax")
-        out[name] = value == "true"
+        out[name] = value in _TRUE
     return out

@@ -62,6 +62,8 @@ class SchedulerReplicaConfig:
     host: str = "127.0.0.1"
     #: Seeds the scheduler's tie-breaking (None: random).
     seed: int | None = None
+    #: Feature gate overrides (services/api/features.py; `kubera up --feature-gates`).
+    feature_gates: dict[str, bool] = field(default_factory=dict)
     #: `kubera up --leader-elect-*` flags; an unset one keeps the configuration's value.
     election: TimingOverrides = field(default_factory=TimingOverrides)
     mode: SchedulerMode = "leader"
@@ -80,9 +82,6 @@ class SchedulerReplicaConfig:
     apiserver_ca: bytes = b""
     #: etcd's CA and a client certificate (contents) when etcd serves TLS; None: plain.
     etcd_tls: EtcdTLS | None = None
-    #: Feature gate overrides (kube-scheduler's --feature-gates; services/api/features.py
-    #: has the defaults), e.g. {"SchedulerAsyncAPICalls": True}.
-    feature_gates: dict[str, bool] = field(default_factory=dict)
     #: The cluster clock (services/clock.py): the time the scheduler stamps on objects
     #: and compares them with; its own pacing and metrics stay on the wall clock.
     time_scale: float = 1.0

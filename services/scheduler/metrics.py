@@ -118,6 +118,21 @@ class SchedulerMetrics:
             registry=r,
             buckets=exponential_buckets(1, 2, 7),
         )
+        # Opportunistic batching (scheduler/batching.py), upstream's two counters.
+        self.batch_attempts_total = Counter(
+            "batch_attempts_total",
+            "Counts of results when we attempt to use batching.",
+            ["profile", "result"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.batch_cache_flushed_total = Counter(
+            "batch_cache_flushed_total",
+            "Counts of cache flushes by reason.",
+            ["profile", "reason"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
         self._shared_state: SharedStateMetrics | None = None
         self._pod_groups: PodGroupMetrics | None = None
         self._async_api_calls: AsyncAPICallMetrics | None = None

@@ -50,6 +50,7 @@ from services.api.machinery.errors import (
     PreconditionError,
 )
 from services.clock import Clock
+from services.scheduler import batching
 from services.scheduler.cache import equivalence
 from services.scheduler.cache.cache import Cache
 from services.scheduler.cache.snapshot import Snapshot
@@ -179,6 +180,12 @@ class ScheduleOne:
             gates, features.NOMINATED_NODE_NAME_FOR_EXPECTATION
         )
         self.dispatcher = dispatcher
+        #: OpportunisticBatching (batching.py); None with the gate off.
+        self.batching = (
+            batching.Batching(clock, metrics)
+            if features.enabled(gates, features.OPPORTUNISTIC_BATCHING)
+            else None
+        )
         self._binding_slots = asyncio.Semaphore(max_binding_tasks)
         self._bindings: set[asyncio.Task[None]] = set()
         self._side_tasks: set[asyncio.Task[None]] = set()
@@ -439,15 +446,37 @@ class ScheduleOne:
             if st.code == Code.ERROR:
                 raise RuntimeError(st.message)
             raise FitError(len(nodes), {n.name: st for n in nodes}, pre_filter_msg=st.message)
+        # Opportunistic batching (batching.py): the last cycle's results, when they hold.
+        batch = self.batching.of(fwk) if self.batching is not None else None
+        hint = None
+        if batch is not None:
+            hint = batch.hint(
+                fwk,
+                state,
+                pi,
+                snap,
+                pre_result,
+                cycle=attempt.cycle,
+                start=self._next_start_node,
+                percentage=self._percentage(fwk),
+                nominator=self.nominator,
+            )
         nominated, st = nomination.evaluate_nominated_node(
             fwk, state, pi, snap.get, pre_result, self.nominator
         )
         if st.code == Code.ERROR:
             raise FilterError(st)
         if nominated is not None:
+            if batch is not None and hint is not None:
+                batch.store(hint, cycle=attempt.cycle, chosen=nominated.name)
             attempt.nodes_evaluated = attempt.nodes_feasible = 1
             return ScheduleResult(nominated.name, 1, 1)
-        found = self._find_feasible(fwk, state, pi, pre_result)
+        batched = hint.batched if hint is not None else None
+        if batched is not None:
+            found = batched.found
+            self._advance_start(found.processed)
+        else:
+            found = self._find_feasible(fwk, state, pi, pre_result)
         rows, statuses = found.rows, found.statuses
         attempt.nodes_evaluated = len(statuses) + len(rows)
         attempt.nodes_feasible = len(rows)
@@ -456,22 +485,46 @@ class ScheduleOne:
             raise FitError(len(nodes), statuses)
         if statuses:
             attempt.record_rejections(statuses)
+        raw: dict[str, np.ndarray] | None = None
         if len(rows) == 1:
-            return ScheduleResult(nodes[rows[0]].name, attempt.nodes_evaluated, 1)
-        feasible = snap.infos(rows)
-        st = fwk.run_pre_score(state, pi, feasible)
-        if not st.is_success():
-            raise RuntimeError(st.message)
-        totals, by_plugin = fwk.run_score_rows(state, pi, snap, rows, feasible)
-        best = self._select_host(totals)
-        ranked = top_positions(totals, TOP_SCORES)
-        tops = totals[ranked].tolist()
-        plugin_tops = [(p, scores[ranked].tolist()) for p, scores in by_plugin.items()]
-        attempt.top_scores = [
-            ScoredNode(feasible[i].name, tops[j], {p: v[j] for p, v in plugin_tops})
-            for j, i in enumerate(ranked.tolist())
-        ]
-        return ScheduleResult(feasible[best].name, attempt.nodes_evaluated, len(rows))
+            node = nodes[rows[0]].name
+        else:
+            if batched is not None and batched.scores is not None:
+                feasible, (totals, by_plugin) = batched.infos, batched.scores
+            else:
+                feasible = snap.infos(rows)
+                st = fwk.run_pre_score(state, pi, feasible)
+                if not st.is_success():
+                    raise RuntimeError(st.message)
+                raw = {} if hint is not None and hint.signature is not None else None
+                totals, by_plugin = fwk.run_score_rows(state, pi, snap, rows, feasible, raw)
+            best = self._select_host(totals)
+            ranked = top_positions(totals, TOP_SCORES)
+            tops = totals[ranked].tolist()
+            plugin_tops = [(p, scores[ranked].tolist()) for p, scores in by_plugin.items()]
+            attempt.top_scores = [
+                ScoredNode(feasible[i].name, tops[j], {p: v[j] for p, v in plugin_tops})
+                for j, i in enumerate(ranked.tolist())
+            ]
+            node = feasible[best].name
+        if batch is not None and hint is not None:
+            batch.store(
+                hint,
+                cycle=attempt.cycle,
+                chosen=node,
+                snapshot=snap,
+                pre_result=pre_result,
+                found=found,
+                raw=raw,
+                nominator=self.nominator,
+                percentage=self._percentage(fwk),
+            )
+        return ScheduleResult(node, attempt.nodes_evaluated, len(rows))
+
+    def _percentage(self, fwk: Framework) -> int | None:
+        """The profile's percentageOfNodesToScore, else the configuration's."""
+        pct = fwk.percentage_of_nodes_to_score
+        return self.percentage_of_nodes_to_score if pct is None else pct
 
     def _find_feasible(
         self,
@@ -483,9 +536,6 @@ class ScheduleOne:
         """Filter nodes from a rotating start until enough feasible ones are found
         (percentageOfNodesToScore), as upstream's findNodesThatPassFilters (feasible.py)."""
         snap = self.snapshot
-        pct = fwk.percentage_of_nodes_to_score
-        if pct is None:
-            pct = self.percentage_of_nodes_to_score
         known = None
         eq = self.equivalence
         if (
@@ -500,14 +550,19 @@ class ScheduleOne:
             pi,
             snap,
             pre_result,
-            percentage=pct,
+            percentage=self._percentage(fwk),
             start=self._next_start_node,
             nominator=self.nominator,
             known=known,
             eq=eq,
         )
-        self._next_start_node = (self._next_start_node + found.processed) % max(snap.num_nodes(), 1)
+        self._advance_start(found.processed)
         return found
+
+    def _advance_start(self, processed: int) -> None:
+        """The next cycle filters from `processed` candidates further on."""
+        n = max(self.snapshot.num_nodes(), 1)
+        self._next_start_node = (self._next_start_node + processed) % n
 
     def _node_local(self, fwk: Framework) -> bool:
         """equivalence.node_local of the profile's Filter plugins (fixed once the framework

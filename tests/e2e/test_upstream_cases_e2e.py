@@ -7,7 +7,9 @@ scheduler_perf apiserver admits: it runs without the Priority admission plugin);
 issue 29 both SchedulingWithExtendedResource cases, misc's (nodes advertising the resource)
 and dra/extendedresource's (DeviceClasses mapping it to a test driver's devices); and since
 issue 28's Go `if` default_preemption's PreemptionPodGroupDisruptionMode (PodGroups whose
-disruptionMode decides how many pods one preemption evicts)."""
+disruptionMode decides how many pods one preemption evicts); and since issue 30 batching's
+integration-test workloads (OpportunisticBatching passed to the scheduler as they set it:
+every pod asks for a batch, counted in the kubera_batching DataItem)."""
 
 from __future__ import annotations
 
@@ -102,3 +104,17 @@ def test_upstream_pod_group_disruption_mode_evicts_as_its_mode_says(
     assert sum(run["series"][f"bound:{window['name']}"]) == 1
     assert sum(r["preemption_attempts"] for r in run["replicas"]) >= 1
     assert sum(r["preemption_victims"] for r in run["replicas"]) == victims
+
+
+@pytest.mark.e2e
+@pytest.mark.ray
+@pytest.mark.parametrize("case", ["HostPortConflict", "ResourceSaturation"])
+def test_upstream_batching_integration_workloads_bind_every_pod(
+    tmp_path: Path, shared_ray: str, case: str
+) -> None:
+    config = DATA / "batching" / "performance-config.yaml"
+    run = upstream_run(tmp_path, shared_ray, config, f"{case}/10Nodes_10Pods_10BatchSize")
+    # one pod per node (host port 80, or 3 of a node's 4 CPUs): every one bound
+    assert len(run["latency"]["scheduling"]) == sum(run["series"]["created"]) == 10
+    (batching,) = [i for i in run["dataItems"] if i["labels"]["Metric"] == "kubera_batching"]
+    assert batching["data"]["HintUsed"] + batching["data"]["NoHint"] == 10

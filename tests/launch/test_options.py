@@ -36,9 +36,10 @@ def test_kubera_up_refuses_an_unknown_admission_plugin_before_starting() -> None
 
 
 def test_scheduler_feature_gates_survive_the_json() -> None:
-    opts = UpOptions(scheduling=SchedulingOptions(feature_gates={"SchedulerAsyncAPICalls": True}))
+    gates = {"SchedulerAsyncAPICalls": True, "OpportunisticBatching": False}
+    opts = UpOptions(scheduling=SchedulingOptions(feature_gates=gates))
     back = UpOptions.from_dict(json.loads(options_json(opts)))
-    assert back.scheduling.feature_gates == {"SchedulerAsyncAPICalls": True}
+    assert back.scheduling.feature_gates == gates
     assert back == opts and UpOptions().scheduling.feature_gates == {}
 
 

@@ -113,6 +113,9 @@ class Replica:
     #: DefaultPreemption's attempts and victims (upstream's series).
     preemptions: Counter = field(default_factory=Counter)
     victims: Counter = field(default_factory=Counter)
+    #: Opportunistic batching: pods placed from a batch, and the others that asked.
+    batched: Counter = field(default_factory=Counter)
+    unbatched: Counter = field(default_factory=Counter)
 
 
 class Collector:
@@ -445,6 +448,8 @@ class Collector:
             rep.conflicts.observe(0.0)
         rep.preemptions.observe(total(found, "scheduler_preemption_attempts_total"))
         rep.victims.observe(total(found, "scheduler_preemption_victims_sum"))
+        rep.batched.observe(total(found, "scheduler_batch_attempts_total", result="hint_used"))
+        rep.unbatched.observe(total(found, "scheduler_batch_attempts_total", result="no_hint"))
         buckets: dict[float, float] = {}
         for s in found:
             if s.name == ATTEMPTS:
@@ -592,6 +597,14 @@ class Collector:
         """Replica name → (preemption attempts, victims) over the run."""
         return {
             r.name: (round(r.preemptions.increase), round(r.victims.increase))
+            for r in self.replicas.values()
+        }
+
+    def batch_stats(self) -> dict[str, tuple[int, int]]:
+        """Replica name → (pods placed from a batch, pods that got no hint) over the run
+        (upstream's scheduler_batch_attempts_total)."""
+        return {
+            r.name: (round(r.batched.increase), round(r.unbatched.increase))
             for r in self.replicas.values()
         }
 

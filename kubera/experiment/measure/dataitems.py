@@ -328,6 +328,9 @@ def kubera_items(run: RunResult) -> list[DataItem]:
     - ``kubera_failover_gap`` (s, per ``Component``): from a term's end to the next term's start;
     - ``kubera_preemption`` (count): DefaultPreemption's ``Attempts`` and ``Victims`` over
       every replica (upstream's scheduler_preemption_* series), when it tried;
+    - ``kubera_batching`` (pods): opportunistic batching's ``HintUsed`` (pods placed from a
+      batch) and ``NoHint`` over every replica (upstream's scheduler_batch_attempts_total),
+      when the gate was on;
     - ``kubera_churn`` (objects, per ``Op``): what each churn op ``Created`` and ``Deleted``;
     - ``kubera_cpu_seconds_per_pod`` (cpu-s/pod, per ``Component``): CPU over the run / pods bound;
     - ``kubera_etcd_revision_rate`` (revisions/s): the per-second etcd revision series;
@@ -409,6 +412,16 @@ def kubera_items(run: RunResult) -> list[DataItem]:
                 "Victims": float(sum(r.preemption_victims for r in run.replicas)),
             },
             "count",
+        )
+    asked = sum(r.batched_pods + r.unbatched_pods for r in run.replicas)
+    if asked:
+        add(
+            "kubera_batching",
+            {
+                "HintUsed": float(sum(r.batched_pods for r in run.replicas)),
+                "NoHint": float(sum(r.unbatched_pods for r in run.replicas)),
+            },
+            "pods",
         )
     for phase, counts in sorted(run.churn.items()):
         add(

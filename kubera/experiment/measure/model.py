@@ -140,6 +140,10 @@ class ReplicaStats:
     """DefaultPreemption's attempts (upstream's scheduler_preemption_attempts_total)."""
     preemption_victims: int = 0
     """The victims it chose (the sum of upstream's scheduler_preemption_victims)."""
+    batched_pods: int = 0
+    """Pods placed from an opportunistic batch (scheduler_batch_attempts_total hint_used)."""
+    unbatched_pods: int = 0
+    """Attempts that asked for a batch and got none (its no_hint)."""
 
     @property
     def conflict_fraction(self) -> float:
@@ -161,6 +165,8 @@ class ReplicaStats:
             wasted_busy_s=float(data.get("wasted_busy_s", 0.0)),
             preemption_attempts=int(data.get("preemption_attempts", 0)),
             preemption_victims=int(data.get("preemption_victims", 0)),
+            batched_pods=int(data.get("batched_pods", 0)),
+            unbatched_pods=int(data.get("unbatched_pods", 0)),
         )
 
 

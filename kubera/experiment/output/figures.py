@@ -136,6 +136,12 @@ def render(
         if item.metric == "kubera_preemption":
             d = item.data
             lines.append(f"  preemption: {d['Attempts']:.0f} attempts, {d['Victims']:.0f} victims")
+        elif item.metric == "kubera_batching":
+            d = item.data
+            lines.append(
+                f"  batching: {d['HintUsed']:.0f} pods placed from a batch, "
+                f"{d['NoHint']:.0f} without"
+            )
         elif item.metric == "kubera_churn":
             d = item.data
             lines.append(

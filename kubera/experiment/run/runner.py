@@ -49,16 +49,10 @@ from kubera.experiment.run import etcdprobe
 from kubera.experiment.run.opexec import OpExecutor
 from kubera.experiment.run.progress import Progress
 from kubera.experiment.spec import ops as o
-from kubera.experiment.spec.config import (
-    SCHEDULER_GATES,
-    ClusterSettings,
-    Experiment,
-    TestCase,
-    Workload,
-    plan,
-)
+from kubera.experiment.spec.config import ClusterSettings, Experiment, TestCase, Workload, plan
 from kubera.launch.context import Context
 from kubera.testing import Cluster
+from services.api import features
 from services.client import Client
 from services.storage import Delete
 from services.storage.etcd import EtcdStorage
@@ -127,7 +121,7 @@ def cluster_args(cluster: ClusterSettings, ops: list[Any], opts: RunOptions) -> 
 #: The scheduler profile of a workload that enables upstream's GenericWorkload gate and
 #: names no scheduler config: GangScheduling in the default profile. Upstream's podgroup
 #: files turn on GenericWorkload alone and expect gang semantics (1.37 runs the GangScheduling
-#: plugin with the Workload API); kubera has no gates, and its plugin is opt-in per profile.
+#: plugin with the Workload API); kubera has no such gates, and its plugin is opt-in per profile.
 GANG_SCHEDULING_PROFILE = """apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
@@ -150,9 +144,10 @@ def workload_api_args(w: Workload, home: Path) -> list[str]:
 
 
 def feature_gate_args(w: Workload) -> list[str]:
-    """`--feature-gates` with the workload's settings of the gates kubera's schedulers
-    take (config.SCHEDULER_GATES; the others are warned about at load)."""
-    gates = {k: v for k, v in w.feature_gates.items() if k in SCHEDULER_GATES}
+    """`--feature-gates` with the workload's gates that a running kubera honours
+    (features.CLUSTER_GATES: the scheduler's); the others are warned about when the file
+    is read (spec/config.py)."""
+    gates = {k: v for k, v in w.feature_gates.items() if k in features.CLUSTER_GATES}
     if not gates:
         return []
     return ["--feature-gates", ",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates.items()))]
@@ -290,9 +285,8 @@ class Runner:
         try:
             with kubera_home(cluster.home):
                 args = cluster_args(w.cluster, ops, self.opts)
-                r = cluster.start(
-                    *args, *workload_api_args(w, Path(cluster.home)), *feature_gate_args(w)
-                )
+                args += feature_gate_args(w)
+                r = cluster.start(*args, *workload_api_args(w, Path(cluster.home)))
                 up_returned = True
                 if r.returncode != 0:
                     run.error = f"kubera up failed: {r.stderr.strip()}"
@@ -448,6 +442,7 @@ def finish(
     run.attempts = collector.attempts()
     omega = collector.omega_stats()
     preemption = collector.preemption_stats()
+    batches = collector.batch_stats()
     run.replicas = [
         ReplicaStats(
             name=n,
@@ -456,6 +451,8 @@ def finish(
             **_omega(omega.get(n)),
             preemption_attempts=preemption.get(n, (0, 0))[0],
             preemption_victims=preemption.get(n, (0, 0))[1],
+            batched_pods=batches.get(n, (0, 0))[0],
+            unbatched_pods=batches.get(n, (0, 0))[1],
         )
         for n, b, c in collector.replica_stats(binds_by_holder)
     ]

@@ -93,7 +93,8 @@ class Workload:
     )
     """The full selector (workload's, else the test case's default, else SchedulingThroughput)."""
     feature_gates: dict[str, bool] = field(default_factory=dict)
-    """Feature gates as written (test case's merged with the workload's); ignored by kubera."""
+    """Feature gates as written (test case's merged with the workload's); the scheduler's
+    (features.CLUSTER_GATES) go to `kubera up --feature-gates`, the others are ignored."""
     cluster: ClusterSettings = field(default_factory=ClusterSettings)
     """The cluster this workload runs on (test case's `cluster:` overridden by the workload's,
     `$param`s resolved)."""

@@ -28,10 +28,11 @@ pod template that is not a Pod, or a field of the wrong type, fails before anyth
 fields kubera does not model are warnings.
 
 Deliberate differences from upstream: featureGates are kept but ignored (kubera runs its
-gates at their defaults; a warning names those set otherwise), but for GenericWorkload (the
-runner then enables GangScheduling, `runner.workload_api_args`) and the gates of
-SCHEDULER_GATES (the runner starts the schedulers with them, `runner.feature_gate_args`);
-a test case that uses what
+gates at their defaults; a warning names those set otherwise), but for the scheduler's
+(OpportunisticBatching, NominatedNodeNameForExpectation, SchedulerAsyncAPICalls:
+`runner.feature_gate_args` passes
+them to `kubera up --feature-gates`) and GenericWorkload (the runner then enables
+GangScheduling, `runner.workload_api_args`); a test case that uses what
 kubera lacks (steady-state pods with persistent volumes, the updateAny opcode,
 createCompositePodGroups, PodGroups with what the scheduler does not implement, createAny of
 a kind kubera does not serve) is left out with a warning naming the place
@@ -356,20 +357,16 @@ def _check_collection(ctx: Ctx, where: str, ops: list[o.TemplateOp]) -> None:
         )
 
 
-#: The feature gates a workload's featureGates set on kubera's schedulers (`kubera up
-#: --feature-gates`): upstream's scheduler_perf runs its SchedulerAsyncAPICalls variants.
-SCHEDULER_GATES = (features.SCHEDULER_ASYNC_API_CALLS,)
-
-
 def _warn_feature_gates(ctx: Any, where: str, gates: dict[str, bool] | None) -> None:
     """A warning naming the gates a place sets that kubera does not run that way: kubera
-    runs its gates at their defaults (services/api/features.py), so a gate set to its
-    kubera value (NodeDeclaredFeatures: false) needs no warning, and one kubera does not
-    know, or sets otherwise, is ignored."""
+    runs its gates at their defaults (services/api/features.py) but for the scheduler's
+    (features.CLUSTER_GATES, passed to `kubera up --feature-gates` by the runner), so a gate
+    set to its kubera value (NodeDeclaredFeatures: false) or a scheduler's needs no warning,
+    and one kubera does not know, or sets otherwise, is ignored."""
     differ = {
         name: on
         for name, on in (gates or {}).items()
-        if features.DEFAULTS.get(name) is not on and name not in SCHEDULER_GATES
+        if features.DEFAULTS.get(name) is not on and name not in features.CLUSTER_GATES
     }
     if differ:
         names = ", ".join(f"{name}={str(on).lower()}" for name, on in sorted(differ.items()))

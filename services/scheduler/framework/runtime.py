@@ -410,10 +410,26 @@ class Framework:
         snapshot: Any,
         rows: np.ndarray,
         nodes: Sequence[NodeInfo],
+        raw_out: dict[str, np.ndarray] | None = None,
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """run_score over the snapshot's rows `rows` (`nodes`: their NodeInfos): (total per
-        row, plugin -> its weighted score per row), int64 arrays (scoring.run_score_rows)."""
-        return self._timed_score(scoring.run_score_rows, state, pod_info, snapshot, rows, nodes)
+        row, plugin -> its weighted score per row), int64 arrays (scoring.run_score_rows;
+        `raw_out` gets the scores before NormalizeScore)."""
+        return self._timed_score(
+            scoring.run_score_rows, state, pod_info, snapshot, rows, nodes, raw_out
+        )
+
+    def run_normalize_rows(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        raw: Mapping[str, np.ndarray],
+        rows: np.ndarray,
+        nodes: Sequence[NodeInfo],
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """run_score_rows from raw scores known from an earlier cycle (scoring.
+        run_normalize_rows): NormalizeScore over `rows` only, then the weights."""
+        return self._timed_score(scoring.run_normalize_rows, state, pod_info, raw, rows, nodes)
 
     def _timed_score(self, runner: Callable[..., _T], *args: Any) -> _T:
         start = self._rec.timer()

@@ -9,6 +9,7 @@ out; an Error raises FrameworkError. Scores travel as int64 arrays aligned with 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -50,20 +51,67 @@ def run_score_rows(
     snapshot: Any,
     rows: np.ndarray,
     nodes: Sequence[NodeInfo],
+    raw_out: dict[str, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """(total weighted score per row, plugin -> its weighted score per row), int64 arrays
     aligned with `rows`; `nodes` are the NodeInfos of `rows` (for plugins scored per node).
-    `snapshot` None: no plugin is asked for `score_rows`."""
+    `snapshot` None: no plugin is asked for `score_rows`. `raw_out`: filled with each
+    plugin's scores before NormalizeScore (int64, aligned with `rows`; a plugin whose raw
+    scores do not fit int64 is left out), for `run_normalize_rows` to normalize again over
+    fewer rows (opportunistic batching, scheduler/batching.py)."""
     totals = np.zeros(len(rows), dtype=np.int64)
     by_plugin: dict[str, np.ndarray] = {}
     for name, plugin in plugins:
         if name in state.skip_score_plugins:
             continue
-        scores = _checked(name, score_one(name, plugin, state, pod_info, snapshot, rows, nodes))
-        weighted = scores * weights.get(name, 1)
-        totals += weighted
-        by_plugin[name] = weighted
+        raw = raw_one(name, plugin, state, pod_info, snapshot, rows, nodes)
+        if raw_out is not None:
+            with contextlib.suppress(OverflowError):
+                raw_out[name] = np.array(raw, dtype=np.int64).reshape(len(rows))
+        by_plugin[name] = _weighted(name, plugin, weights, state, pod_info, raw, rows, nodes)
+        totals += by_plugin[name]
     return totals, by_plugin
+
+
+def run_normalize_rows(
+    plugins: Sequence[tuple[str, Any]],
+    weights: Mapping[str, int],
+    state: CycleState,
+    pod_info: PodInfo,
+    raw: Mapping[str, np.ndarray],
+    rows: np.ndarray,
+    nodes: Sequence[NodeInfo],
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """run_score_rows from raw scores already known (`raw`: plugin -> its scores before
+    NormalizeScore, aligned with `rows`): NormalizeScore over these rows, the check, the
+    weights. The plugins are those of `raw`, in the profile's order."""
+    totals = np.zeros(len(rows), dtype=np.int64)
+    by_plugin: dict[str, np.ndarray] = {}
+    for name, plugin in plugins:
+        scores = raw.get(name)
+        if scores is None:
+            continue
+        by_plugin[name] = _weighted(
+            name, plugin, weights, state, pod_info, scores.copy(), rows, nodes
+        )
+        totals += by_plugin[name]
+    return totals, by_plugin
+
+
+def _weighted(
+    name: str,
+    plugin: Any,
+    weights: Mapping[str, int],
+    state: CycleState,
+    pod_info: PodInfo,
+    raw: np.ndarray | list[Any],
+    rows: np.ndarray,
+    nodes: Sequence[NodeInfo],
+) -> np.ndarray:
+    """One plugin's raw scores normalized, checked and weighted."""
+    scores = _checked(name, normalized_one(name, plugin, state, pod_info, raw, rows, nodes))
+    weighted: np.ndarray = scores * weights.get(name, 1)
+    return weighted
 
 
 def _invalid(name: str, score: int) -> FrameworkError:
@@ -94,7 +142,7 @@ def _checked(name: str, scores: np.ndarray | list[Any]) -> np.ndarray:
     return np.array([int(s) for s in scores], dtype=np.int64).reshape(len(scores))
 
 
-def score_one(
+def raw_one(
     name: str,
     plugin: Any,
     state: CycleState,
@@ -103,8 +151,7 @@ def score_one(
     rows: np.ndarray,
     nodes: Sequence[NodeInfo],
 ) -> np.ndarray | list[Any]:
-    """One plugin's normalized (unweighted) scores, aligned with `rows`: an int64 array,
-    or a list of Python ints when the plugin was scored and normalized per node."""
+    """One plugin's Score, before NormalizeScore, aligned with `rows`."""
     try:
         scores: np.ndarray | list[Any] | None = None
         by_rows = getattr(plugin, "score_rows", None) if snapshot is not None else None
@@ -116,6 +163,24 @@ def score_one(
                     raise RuntimeError(f"score_rows returned {scores.shape} for {len(rows)} rows")
         if scores is None:
             scores = _score_nodes(name, plugin, state, pod_info, nodes)
+    except FrameworkError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise FrameworkError(Status.as_error(e, plugin=name)) from e
+    return scores
+
+
+def normalized_one(
+    name: str,
+    plugin: Any,
+    state: CycleState,
+    pod_info: PodInfo,
+    scores: np.ndarray | list[Any],
+    rows: np.ndarray,
+    nodes: Sequence[NodeInfo],
+) -> np.ndarray | list[Any]:
+    """`scores` (one plugin's raw scores) after its NormalizeScore, if it has one."""
+    try:
         normalize = getattr(plugin, "normalize_score", None)
         if normalize is not None:  # a NormalizeScorePlugin (without isinstance: per cycle)
             by_rows = getattr(plugin, "normalize_rows", None)

@@ -541,3 +541,23 @@ def test_preemption_attempts_and_victims_and_churn_counts_are_reported() -> None
     plain = RunResult(id="x", test_case="a", workload="b")
     assert not by_metric(di.kubera_items(plain), "kubera_preemption")
     assert "churn" not in plain.to_json()
+
+
+def test_batched_pods_are_reported_when_the_scheduler_asked_for_batches() -> None:
+    from kubera.experiment.measure.model import ReplicaStats, RunResult
+    from kubera.experiment.output import figures
+
+    run = RunResult(
+        id="B/w", test_case="B", workload="w",
+        replicas=[
+            ReplicaStats(name="scheduler-0", binds=10, conflicts=0,
+                         batched_pods=9, unbatched_pods=1),
+        ],
+    )  # fmt: skip
+    [batch] = by_metric(di.kubera_items(run), "kubera_batching")
+    assert batch.data == {"HintUsed": 9.0, "NoHint": 1.0}
+    back = RunResult.from_json(json.loads(json.dumps(run.to_json())))
+    assert back.replicas == run.replicas
+    assert "batching: 9 pods placed from a batch, 1 without" in figures.render(run)
+    plain = RunResult(id="x", test_case="a", workload="b")
+    assert not by_metric(di.kubera_items(plain), "kubera_batching")

@@ -80,9 +80,10 @@ def test_upstream_default_preemption_file_loads_whole_and_none_is_left_out():
     ]
 
 
-def test_upstream_batching_runs_without_opportunistic_batching():
-    """Its featureGates (OpportunisticBatching) are ignored with a warning; its pods carry
-    upstream's signature label per signatureBatchSize and its scheduler config is used."""
+def test_upstream_batching_passes_its_feature_gate_to_the_scheduler():
+    """Its featureGates (OpportunisticBatching on, and off in the Disabled workloads) go to
+    `kubera up --feature-gates`, unwarned; its pods carry upstream's signature label per
+    signatureBatchSize and its scheduler config is used."""
     e = load(str(DATA / "batching" / "performance-config.yaml"))
     assert not [tc.name for tc in e.test_cases if tc.unsupported]
     assert [tc.name for tc in e.test_cases] == ["HostPortConflict", "ResourceSaturation"]
@@ -94,7 +95,10 @@ def test_upstream_batching_runs_without_opportunistic_batching():
         assert w.cluster.scheduler_config_path.endswith(
             "batching/scheduler-config-no-topology.yaml"
         )
-    assert any("featureGates" in str(warning) for warning in e.warnings)
+        assert feature_gate_args(w) == ["--feature-gates", "OpportunisticBatching=true"]
+        off = tc.workload("20000Nodes_20000Pods_OpportunisticBatchingDisabled")
+        assert feature_gate_args(off) == ["--feature-gates", "OpportunisticBatching=false"]
+    assert not any("featureGates" in str(warning) for warning in e.warnings)
 
 
 def test_node_inclusion_policy_fields_written_capitalised_decode_as_upstream_does():

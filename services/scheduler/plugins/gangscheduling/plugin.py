@@ -39,7 +39,7 @@ parentCompositePodGroupName is refused at validation). A PodGroup's topology con
 placement step does) is PreFilter's, see topology.py. A PodGroup's resourceClaims are
 DynamicResources' and the resourceclaim controller's.
 
-Enabling it: kubera has no feature gates; as upstream with the gates off, the plugin is not
+Enabling it: kubera has no such gates; as upstream with the gates off, the plugin is not
 in the default profile. A KubeSchedulerConfiguration enables it with
 `plugins: {multiPoint: {enabled: [{name: GangScheduling}]}}` (`kubera up --scheduler-config`).
 The Workload and PodGroup kinds and both pod fields are always served.
