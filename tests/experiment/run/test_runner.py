@@ -38,6 +38,12 @@ class FakeCollector:
     def cpu_now(self) -> dict[str, tuple[tuple[int, ...], float]]:
         return {"scheduler-0": ((7,), self.t), "gone": ((8,), 0.0)}
 
+    def rss_now(self) -> dict[str, float]:
+        return {"apiserver": 100.0 + self.t, "pool-0": 50.0}
+
+    def pool_names(self) -> set[str]:
+        return {"pool-0"}
+
 
 class FakeApiserver:
     """Creates get a name and UID; pods are bound by the watch `bind_after` seconds later
