@@ -7,7 +7,7 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-from kubera.experiment.measure.model import CheckVerdict, Fault, RunResult
+from kubera.experiment.measure.model import CheckVerdict, Fault, MeasuredPhase, RunResult
 from kubera.experiment.output import report, results
 from tests.experiment.builders import make_experiment, make_run
 
@@ -117,3 +117,24 @@ def test_attempts_are_labelled_as_buckets_and_warnings_show() -> None:
     assert report.attempts_bucket(4) == "4" and report.attempts_bucket(17) == "> 16"
     assert "&gt; 16" in page
     assert "Warnings" in page and "churn[2]: 1 round failed" in page
+
+
+def test_a_scale_out_sweep_shows_the_model_beside_each_measured_point() -> None:
+    phase = [MeasuredPhase(window="namespace-1", pods=100, seconds=1.0, cpu={"apiserver": 0.4})]
+    runs = [
+        make_run(
+            f"ScaleOut/w/apiServers={k}",
+            sweep={"apiServers": k},
+            cluster={"apiservers": k, "schedulers": 1, "scheduler_mode": "shared-state"},
+            measured=phase,
+        )
+        for k in (1, 2)
+    ]
+    page = report.render(make_experiment(*runs), host=HOST)
+    assert "Measured and modelled" in page
+    for header in ("measured pods/s", "model, 1 machine", "model, 2 machines", "model, 4 machines"):
+        assert f">{header}</th>" in page
+    assert "a model, not a measurement" in page
+    # no CPU measured: no model table
+    bare = [make_run(f"S/w/apiServers={k}", sweep={"apiServers": k}) for k in (1, 2)]
+    assert "Measured and modelled" not in report.render(make_experiment(*bare), host=HOST)
