@@ -156,13 +156,19 @@ class Waits:
         self.waited.append(seconds)
 
 
+def _retried(kind: str, api: ApiCluster, retry: StartRetry) -> tuple[Any, Waits]:
+    """A replica host of `kind` retrying by `retry`, its waits faked."""
+    host = _host(kind, api, retry)
+    host.sleep = waits = Waits()
+    return host, waits
+
+
 @pytest.mark.parametrize("kind", ["scheduler", "controller-manager"])
 async def test_a_replica_whose_start_fails_twice_retries_with_backoff_and_starts(
     api: ApiCluster, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     fail = FailOnce(monkeypatch, times=2)
-    host = _host(kind, api, StartRetry(attempts=4, initial=0.5, factor=2.0, cap=8.0))
-    host.sleep = waits = Waits()
+    host, waits = _retried(kind, api, StartRetry(attempts=4, initial=0.5, factor=2.0, cap=8.0))
     try:
         await host.start()  # no error: the third attempt started it
         assert host.started and len(fail.failed) == 2 and fail.undone()
@@ -182,8 +188,7 @@ async def test_a_replica_gives_up_after_its_last_attempt_and_is_not_half_started
     api: ApiCluster, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     fail = FailOnce(monkeypatch, times=3)
-    host = _host(kind, api, StartRetry(attempts=3, initial=0.1, factor=3.0, cap=0.5))
-    host.sleep = waits = Waits()
+    host, waits = _retried(kind, api, StartRetry(attempts=3, initial=0.1, factor=3.0, cap=0.5))
     try:
         with pytest.raises(RuntimeError, match="went away"):
             await host.start()

@@ -14,6 +14,7 @@ from kubera.errors import CliError
 from kubera.experiment.measure import capacity
 from kubera.experiment.measure.capacity import predict
 from kubera.experiment.measure.model import ExperimentResult, MeasuredPhase, RunResult
+from tests.experiment.builders import scale_out_run
 
 
 @pytest.mark.parametrize(
@@ -220,35 +221,12 @@ def test_shared_state_schedulers_spread_and_split_the_work() -> None:
         predict({"scheduler": 0.001}, 1, 2.0, schedulers=0)
 
 
-def point(k: int, s: int, apiserver: float, scheduler: float, rate: float) -> RunResult:
-    """A scale-out sweep point: K apiservers, S shared-state schedulers (their CPU split
-    over S processes), a measured phase of 100 pods at `rate` pods/s."""
-    return RunResult(
-        id=f"ScaleOut/w/apiServers={k},schedulers={s}",
-        test_case="ScaleOut",
-        workload="w",
-        sweep={"apiServers": k, "schedulers": s},
-        cluster={"apiservers": k, "schedulers": s, "scheduler_mode": "shared-state"},
-        measured=[
-            MeasuredPhase(
-                window="namespace-1",
-                pods=100,
-                seconds=100 / rate,
-                cpu={
-                    "apiserver": apiserver * 100,
-                    **{f"scheduler-{i}": scheduler * 100 / s for i in range(s)},
-                },
-            )
-        ],
-    )
-
-
-def test_a_sweep_puts_the_models_prediction_beside_every_measured_point() -> None:
+def test_a_sweep_puts_the_models_prediction_beside_every_measured_scale_out_run() -> None:
     runs = [
-        point(2, 2, 0.007, 0.007, 150.0),
-        point(1, 1, 0.004, 0.004, 200.0),
-        point(2, 1, 0.006, 0.004, 180.0),  # f = 0.5
-        point(1, 2, 0.004, 0.006, 190.0),  # g = 0.5
+        scale_out_run(2, 2, 0.007, 0.007, 150.0),
+        scale_out_run(1, 1, 0.004, 0.004, 200.0),
+        scale_out_run(2, 1, 0.006, 0.004, 180.0),  # f = 0.5
+        scale_out_run(1, 2, 0.004, 0.006, 190.0),  # g = 0.5
     ]
     model = capacity.sweep_model(runs, machines=(1, 2))
     assert model is not None
@@ -285,7 +263,7 @@ def test_a_sweep_puts_the_models_prediction_beside_every_measured_point() -> Non
 
 
 def test_a_sweep_without_cpu_figures_has_no_model() -> None:
-    run = point(1, 1, 0.004, 0.004, 200.0)
+    run = scale_out_run(1, 1, 0.004, 0.004, 200.0)
     run.measured = []
     assert capacity.sweep_model([run]) is None
     # a leader-mode run counts one binding scheduler whatever its replicas

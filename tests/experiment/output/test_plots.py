@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubera.experiment.measure.model import MeasuredPhase, RunResult
+from kubera.experiment.measure.model import RunResult
 from kubera.experiment.output import plots, results
-from tests.experiment.builders import make_experiment, make_run
+from tests.experiment.builders import make_experiment, make_run, scale_out_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -63,25 +63,7 @@ def test_a_sweep_over_text_values_plots_categories(tmp_path: Path) -> None:
 
 
 def test_a_sweep_with_cpu_figures_gets_the_model_beside_the_measurement(tmp_path: Path) -> None:
-    runs = [
-        make_run(
-            f"ScaleOut/w/apiServers={k},schedulers={s}",
-            sweep={"apiServers": k, "schedulers": s},
-            cluster={"apiservers": k, "schedulers": s, "scheduler_mode": "shared-state"},
-            measured=[
-                MeasuredPhase(
-                    window="namespace-1",
-                    pods=100,
-                    seconds=1.0,
-                    cpu={"apiserver": 0.4, "scheduler-0": 0.3},
-                )
-            ],
-            series={},
-            leaders=[],
-        )
-        for k in (1, 2)
-        for s in (1, 2)
-    ]
+    runs = [scale_out_run(k, s, 0.004, 0.003, 100.0) for k in (1, 2) for s in (1, 2)]
     out = plots.plot_experiment(make_experiment(*runs), tmp_path / "plots")
     assert_png(out["sweep:ScaleOut/w"]["sweep-model"])
     assert (tmp_path / "plots" / "sweep-ScaleOut-w-model.png").is_file()
