@@ -94,11 +94,15 @@ async def test_the_clis_channels_follow_the_context(
     monkeypatch.setenv(CA_ENV, "")  # restored after the test, whatever it was
     monkeypatch.delenv(CA_ENV)
     monkeypatch.setenv(TOKEN_ENV, ADMIN_TOKEN)
-    use_context_credentials(Context(apiserver="", etcd="", ca_file=str(ca_file), component_tls=False))
+    use_context_credentials(
+        Context(apiserver="", etcd="", ca_file=str(ca_file), component_tls=False)
+    )
     assert CA_ENV not in os.environ
     assert await control_status(tls_control, 2) is None
 
-    use_context_credentials(Context(apiserver="", etcd="", ca_file=str(ca_file), component_tls=True))
+    use_context_credentials(
+        Context(apiserver="", etcd="", ca_file=str(ca_file), component_tls=True)
+    )
     assert await control_status(tls_control, 5) is not None
     async with admin_channel(tls_control) as ch:
         await pb_grpc.ChaosStub(ch).Heal(pb.HealRequest(), timeout=5)
