@@ -563,8 +563,8 @@ def plot_sweep_model(runs: Sequence[RunResult], model: dict[str, Any], path: Pat
     ax.grid(True, axis="y", alpha=0.3, linewidth=0.5)
     ax.legend(fontsize=7)
     fig.suptitle(
-        f"Sweep: {runs[0].test_case}/{runs[0].workload} — measured and modelled "
-        f"({model['cores_per_machine']:g} cores per machine; a model, not a measurement)",
+        f"Sweep: {runs[0].test_case}/{runs[0].workload}: measured and modelled\n"
+        f"(the model: {model['cores_per_machine']:g} cores per machine; a model, not a measurement)",
         fontsize=9,
     )
     return _save(fig, path)
