@@ -225,6 +225,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="issue no credentials: no tokens, plain HTTP, etcd without TLS (tests, demos)",
     )
+    up.add_argument(
+        "--component-tls",
+        action="store_true",
+        help="TLS on every component's gRPC server, even on one Ray node (always on when the "
+        "Ray cluster has several nodes; needs the credentials --insecure drops)",
+    )
     for flag, what in (
         ("--etcd-cafile", "the CA that signed the --etcd server's certificate"),
         ("--etcd-certfile", "a client certificate for the --etcd (PEM)"),
@@ -251,6 +257,8 @@ def _print_ready(ctx: Context, elapsed: float) -> None:
         print(f"  http api:  {ctx.http}")
     print(f"  etcd:      {ctx.etcd}")
     print(f"  ray:       {ctx.ray_address}")
+    if ctx.component_tls:
+        print("  grpc:      TLS on every component's server (the cluster CA's certificates)")
     roles = {"control_plane": "control plane", "node_pool": "pools"}
     placed = [f"{role} on {ctx.placement[k]}" for k, role in roles.items() if ctx.placement.get(k)]
     if ctx.placement.get("missing"):
@@ -458,6 +466,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             control_plane_resource=args.control_plane_resource,
             node_pool_resource=args.node_pool_resource,
             secure=not args.insecure,
+            component_tls=args.component_tls,
             bind_address=args.bind_address,
             etcd_cafile=os.path.abspath(args.etcd_cafile) if args.etcd_cafile else "",
             etcd_certfile=os.path.abspath(args.etcd_certfile) if args.etcd_certfile else "",

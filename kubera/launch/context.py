@@ -76,6 +76,9 @@ class Context:
     etcd_ca_file: str = ""
     etcd_cert_file: str = ""
     etcd_key_file: str = ""
+    #: Every component's gRPC server serves TLS (`ca_file` signed them): clients dial
+    #: TLS trusting it ($KUBERA_CA_FILE, set by `use_context_credentials`).
+    component_tls: bool = False
 
     def clock(self) -> Clock:
         """The cluster clock: what every component of this cluster stamps and reads."""

@@ -17,11 +17,19 @@ contents, never paths (an actor may run on another machine): their token, etcd's
 client certificate, and the sha256 of the admin's token (their own servers' chaos
 methods are the admin's). The apiserver gets the whole token file's contents.
 
+With component TLS (`component_tls`: a Ray cluster of several nodes, or `--component-tls`)
+every component's gRPC server serves TLS: the apiservers with apiserver.crt (as their
+HTTPS does), each scheduler and controller-manager replica and node pool with a
+certificate of its own the cluster CA signs at `up` (`Credentials.serving`, never
+written), and every client of theirs verifies it against ca.crt (components: `apiserver_ca`
+in their configs; the CLI: $KUBERA_CA_FILE). The certificates name loopback and the
+addresses of the Ray nodes of `up`'s time.
+
 Later commands (`use_context_credentials`, once at CLI start) put the admin's token and
 etcd's client files in the environment ($KUBERA_TOKEN, $KUBERA_ETCD_CAFILE/_CERTFILE/
-_KEYFILE), which every Client and EtcdStorage the CLI makes reads by default, as kubectl
-reads $KUBECONFIG; `admin_channel` is a raw gRPC channel carrying the admin's token (the
-chaos controls, a node pool's API).
+_KEYFILE; with component TLS the CA, $KUBERA_CA_FILE), which every Client and EtcdStorage
+the CLI makes reads by default, as kubectl reads $KUBECONFIG; `admin_channel` is a raw
+gRPC channel carrying the admin's token (the chaos controls, a node pool's API).
 """
 
 from __future__ import annotations
@@ -39,8 +47,8 @@ import yaml
 
 from kubera.launch.context import Context, home
 from kubera.launch.etcd import EtcdTLSFiles
-from services.auth.certs import PkiFiles, new_pki, write_pki
-from services.auth.grpcauth import TOKEN_ENV, token_channel, token_hash
+from services.auth.certs import KeyPair, PkiFiles, issue_serving, new_pki, write_pki
+from services.auth.grpcauth import CA_ENV, TOKEN_ENV, env_ca, token_channel, token_hash
 from services.auth.tokens import IssuedTokens, issue_tokens, write_private
 from services.storage.etcd import ENV_CAFILE, ENV_CERTFILE, ENV_KEYFILE, EtcdTLS
 
@@ -61,10 +69,22 @@ class Credentials:
     tokens: IssuedTokens
     token_file: str
     admin_token_file: str
+    #: The addresses the serving certificates name beside loopback (the Ray nodes').
+    hosts: tuple[str, ...] = ()
 
     @property
     def admin_sha256(self) -> str:
         return token_hash(self.tokens.admin)
+
+    @property
+    def ca_pem(self) -> bytes:
+        """The cluster CA's certificate: what component TLS clients trust."""
+        return Path(self.files.ca_cert).read_bytes()
+
+    def serving(self, component: str) -> KeyPair:
+        """A fresh gRPC serving certificate for `component`, the cluster CA's."""
+        ca = KeyPair(self.ca_pem, Path(self.files.ca_key).read_bytes())
+        return issue_serving(ca, component, self.hosts)
 
     def etcd_server(self) -> EtcdTLSFiles:
         f = self.files
@@ -98,7 +118,7 @@ def issue_credentials(
     )
     token_file = write_private(d / "tokens.csv", tokens.csv())
     admin = write_private(d / "admin.token", tokens.admin + "\n")
-    return Credentials(files, tokens, str(token_file), str(admin))
+    return Credentials(files, tokens, str(token_file), str(admin), tuple(hosts))
 
 
 # -- the components `up` starts, by the names their tokens are issued to ---------------------
@@ -137,10 +157,13 @@ def apiserver_fields(
     creds: Credentials | None,
     etcd_tls: EtcdTLS | None,
     bind_address: str,
+    *,
+    component_tls: bool = False,
 ) -> dict[str, Any]:
     """The ApiServerHostConfig fields of the cluster's security: the token file's contents,
     etcd's client TLS, the bind address, and the HTTPS serving certificate and key (as
-    contents: an apiserver on another machine has no such path)."""
+    contents: an apiserver on another machine has no such path); with `component_tls`,
+    gRPC serves TLS with the same certificate."""
     out: dict[str, Any] = {"etcd_tls": etcd_tls}
     if bind_address:
         out["bind_address"] = bind_address
@@ -149,16 +172,33 @@ def apiserver_fields(
     out["token_csv"] = creds.tokens.csv()
     out["tls_cert"] = Path(creds.files.apiserver_cert).read_bytes()
     out["tls_key"] = Path(creds.files.apiserver_key).read_bytes()
+    if component_tls:
+        out["grpc_tls_cert"], out["grpc_tls_key"] = out["tls_cert"], out["tls_key"]
     return out
 
 
+def component_fields(
+    creds: Credentials | None, name: str, *, component_tls: bool
+) -> dict[str, Any]:
+    """The fields of a replica's or pool's config for component TLS: the CA its apiserver
+    client trusts and its own servers' certificate ({} without)."""
+    if creds is None or not component_tls:
+        return {}
+    return {"apiserver_ca": creds.ca_pem, "serving_tls": creds.serving(name)}
+
+
 def context_fields(
-    creds: Credentials | None, *, embedded_etcd: bool, etcd_files: tuple[str, str, str]
-) -> dict[str, str]:
+    creds: Credentials | None,
+    *,
+    embedded_etcd: bool,
+    etcd_files: tuple[str, str, str],
+    component_tls: bool = False,
+) -> dict[str, Any]:
     """The Context fields later commands read their credentials from."""
-    out: dict[str, str] = {}
+    out: dict[str, Any] = {}
     if creds is not None:
         out.update(token_file=creds.admin_token_file, ca_file=creds.files.ca_cert)
+        out["component_tls"] = component_tls
         if embedded_etcd:
             f = creds.files
             etcd_files = (f.etcd_ca_cert, f.etcd_client_cert, f.etcd_client_key)
@@ -210,7 +250,7 @@ def admin_token(ctx: Context | None = None) -> str:
 
 
 #: The environment variables a cluster's credentials travel in (see the module docstring).
-CREDENTIAL_ENV = (TOKEN_ENV, ENV_CAFILE, ENV_CERTFILE, ENV_KEYFILE)
+CREDENTIAL_ENV = (TOKEN_ENV, CA_ENV, ENV_CAFILE, ENV_CERTFILE, ENV_KEYFILE)
 
 
 def use_context_credentials(ctx: Context, *, override: bool = False) -> None:
@@ -226,6 +266,8 @@ def use_context_credentials(ctx: Context, *, override: bool = False) -> None:
         token = Path(ctx.token_file).read_text().strip()
     if token:
         os.environ.setdefault(TOKEN_ENV, token)
+    if ctx.component_tls and ctx.ca_file:
+        os.environ.setdefault(CA_ENV, ctx.ca_file)
     if ctx.etcd_ca_file:
         os.environ.setdefault(ENV_CAFILE, ctx.etcd_ca_file)
         os.environ.setdefault(ENV_CERTFILE, ctx.etcd_cert_file)
@@ -233,6 +275,7 @@ def use_context_credentials(ctx: Context, *, override: bool = False) -> None:
 
 
 def admin_channel(address: str) -> grpc.aio.Channel:
-    """A plaintext channel to a component's own server (chaos control, a pool's API) whose
-    calls carry the admin's token ($KUBERA_TOKEN)."""
-    return token_channel(address, os.environ.get(TOKEN_ENV, ""))
+    """A channel to a component's own server (chaos control, a pool's API) whose calls
+    carry the admin's token ($KUBERA_TOKEN): TLS trusting $KUBERA_CA_FILE when set (the
+    cluster's components serve TLS), else plaintext."""
+    return token_channel(address, os.environ.get(TOKEN_ENV, ""), ca=env_ca())

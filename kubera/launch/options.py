@@ -55,6 +55,12 @@ class ClusterOptions:
     #: Issue credentials (kubera/launch/credentials.py): tokens on both APIs, HTTPS, etcd
     #: with client certificates. False: everything open, as before (`--insecure`).
     secure: bool = True
+    #: TLS on every component's gRPC server (apiservers, schedulers, controller-managers,
+    #: node pools), their certificates signed by the cluster CA and verified by every
+    #: client (`--component-tls`). Always on when the Ray cluster has more than one node
+    #: (components then talk across machines); off by default on one node, where they
+    #: talk on loopback. Needs `secure`.
+    component_tls: bool = False
     #: Where the apiservers listen (gRPC and HTTP); "": 127.0.0.1 in the embedded mode,
     #: the Ray node's address on a Ray cluster.
     bind_address: str = ""

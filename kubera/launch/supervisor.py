@@ -29,6 +29,7 @@ from kubera.launch.context import Context, context_path, home
 from kubera.launch.credentials import (
     Credentials,
     apiserver_fields,
+    component_fields,
     context_fields,
     controller_manager_name,
     issue_credentials,
@@ -40,7 +41,7 @@ from kubera.launch.credentials import (
     write_kubeconfig,
 )
 from kubera.launch.etcd import EtcdProcess
-from kubera.launch.options import UpOptions
+from kubera.launch.options import ClusterOptions, UpOptions
 from kubera.launch.ray import (
     join_cluster,
     node_ip,
@@ -87,6 +88,8 @@ class Supervisor:
         self.credentials: Credentials | None = None
         #: etcd's CA and client certificate for every component (None: plain etcd).
         self.etcd_tls: EtcdTLS | None = None
+        #: Every component's gRPC server serves TLS (`component_tls_wanted`).
+        self.component_tls = False
         self.placement = placement.Placement()
         #: Every actor above, by name: where it runs, its process and addresses.
         self.components = Components()
@@ -108,6 +111,8 @@ class Supervisor:
         self._fresh_cluster_dir()
         if self.opts.cluster.ray_address:
             self._join_ray_cluster()
+        nodes = [n for n in ray_nodes() if n["alive"]] if self.opts.cluster.ray_address else []
+        self.component_tls = component_tls_wanted(self.opts.cluster, max(1, len(nodes)))
         self._issue_credentials()
         etcd = self._start_etcd()
         if not self.opts.cluster.ray_address:
@@ -279,7 +284,17 @@ class Supervisor:
         return self.credentials.admin_sha256 if self.credentials else ""
 
     def _apiserver_security(self) -> dict[str, Any]:
-        return apiserver_fields(self.credentials, self.etcd_tls, self.opts.cluster.bind_address)
+        return apiserver_fields(
+            self.credentials,
+            self.etcd_tls,
+            self.opts.cluster.bind_address,
+            component_tls=self.component_tls,
+        )
+
+    def _component_security(self, name: str) -> dict[str, Any]:
+        """A replica's or pool's TLS fields (its apiserver client's CA, its servers'
+        certificate) when the components serve TLS."""
+        return component_fields(self.credentials, name, component_tls=self.component_tls)
 
     def _context_security(self) -> dict[str, Any]:
         c = self.opts.cluster
@@ -287,6 +302,7 @@ class Supervisor:
             self.credentials,
             embedded_etcd=self.etcd is not None,
             etcd_files=(c.etcd_cafile, c.etcd_certfile, c.etcd_keyfile),
+            component_tls=self.component_tls,
         )
 
     def _first_http(self) -> str:
@@ -340,6 +356,7 @@ class Supervisor:
                     partition=o.partition,
                     time_scale=self.opts.cluster.time_scale,
                     time_origin=self.time_origin,
+                    **self._component_security(name),
                 )
                 self.schedulers.append(
                     self._spawn(SchedulerActor, name, "scheduler", self.placement.replica(i), cfg)
@@ -371,6 +388,7 @@ class Supervisor:
                 admin_sha256=self._admin_sha256(),
                 etcd_tls=self.etcd_tls,
                 controllers=tuple(o.controllers),
+                **self._component_security(name),
             )
             self.controllers.append(
                 self._spawn(
@@ -411,6 +429,7 @@ class Supervisor:
                 time_origin=time_origin,
                 token=self._token(f"pool-{i}"),
                 admin_sha256=self._admin_sha256(),
+                **self._component_security(f"pool-{i}"),
             )
             self.pools.append(
                 self._spawn(NodePoolActor, f"pool-{i}", "node-pool", self.placement.pool(i), cfg)
@@ -524,6 +543,16 @@ class Supervisor:
             # ours: a later `up` in this home has written its own)
             shutil.rmtree(pki_dir(), ignore_errors=True)
             kubeconfig_path().unlink(missing_ok=True)
+
+
+def component_tls_wanted(cluster: ClusterOptions, ray_nodes: int) -> bool:
+    """Whether every component's gRPC server serves TLS: asked for (`--component-tls`),
+    or the Ray cluster has more than one node (components may talk across machines, and
+    their calls carry bearer tokens). Not without credentials (`--insecure`): asked for,
+    that is an error; on several nodes, the cluster stays as open as it was asked to be."""
+    if cluster.component_tls and not cluster.secure:
+        raise ValueError("--component-tls needs the cluster's certificates: drop --insecure")
+    return cluster.secure and (cluster.component_tls or ray_nodes > 1)
 
 
 class StartupInterrupted(BaseException):

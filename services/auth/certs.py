@@ -6,6 +6,12 @@ client certificate reach it).
 Two CAs, as kubeadm has (its cluster CA and its etcd CA): a certificate the apiserver CA
 signed (a kubeconfig's, any serving one) must never be a valid etcd client.
 
+With component TLS (`kubera up` on a Ray cluster of several nodes, or
+`--component-tls`), the cluster CA also signs one serving certificate per component
+(`issue_serving`: a scheduler or controller-manager replica, a node pool; made at `up`,
+handed over as contents, never written), so every gRPC server of the cluster serves TLS and
+its clients verify it against ca.crt: bearer tokens never cross a network in plaintext.
+
 Keys are ECDSA P-256 (small, fast, what kubeadm can use); certificates last a year.
 Files: `<dir>/ca.crt`, `ca.key`, `apiserver.crt`, `apiserver.key`, `etcd/ca.crt`,
 `etcd/ca.key`, `etcd/server.crt`, `etcd/server.key`, `etcd/client.crt`, `etcd/client.key`;
@@ -21,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -58,6 +65,13 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
+
+
+def server_credentials(pair: KeyPair | None) -> grpc.ServerCredentials | None:
+    """What a gRPC server serves TLS with (None: plaintext, for `pair` None)."""
+    if pair is None:
+        return None
+    return grpc.ssl_server_credentials([(pair.key, pair.cert)])
 
 
 def new_ca(common_name: str) -> KeyPair:
@@ -165,6 +179,13 @@ def issue(
     return KeyPair(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
 
 
+def issue_serving(ca: KeyPair, component: str, hosts: Iterable[str] = ()) -> KeyPair:
+    """A component's gRPC serving certificate: CN the component's name, SANs loopback (its
+    relays and the embedded cluster dial 127.0.0.1) and `hosts` (the Ray nodes it may run
+    on: Ray re-creates a component on another node)."""
+    return issue(ca, component, server_hosts=[*LOOPBACK, *hosts])
+
+
 @dataclass(frozen=True)
 class Pki:
     """Every certificate of one cluster (see the module docstring)."""
@@ -206,6 +227,8 @@ class PkiFiles:
     etcd_server_key: str
     etcd_client_cert: str
     etcd_client_key: str
+    #: The cluster CA's key (it signs the components' serving certificates at `up`).
+    ca_key: str = ""
 
 
 def write_pki(pki: Pki, directory: str | Path) -> PkiFiles:
@@ -220,9 +243,11 @@ def write_pki(pki: Pki, directory: str | Path) -> PkiFiles:
         key = write_private(d / f"{stem}.key", kp.key)
         return str(cert), str(key)
 
-    ca_cert, _ = pair(pki.ca, "ca")
+    ca_cert, ca_key = pair(pki.ca, "ca")
     api_cert, api_key = pair(pki.apiserver, "apiserver")
     etcd_ca_cert, _ = pair(pki.etcd_ca, "etcd/ca")
     srv_cert, srv_key = pair(pki.etcd_server, "etcd/server")
     cli_cert, cli_key = pair(pki.etcd_client, "etcd/client")
-    return PkiFiles(ca_cert, api_cert, api_key, etcd_ca_cert, srv_cert, srv_key, cli_cert, cli_key)
+    return PkiFiles(
+        ca_cert, api_cert, api_key, etcd_ca_cert, srv_cert, srv_key, cli_cert, cli_key, ca_key
+    )

@@ -41,7 +41,9 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import hmac
+import os
 from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -365,6 +367,13 @@ class _BearerUnaryStream(grpc.aio.UnaryStreamClientInterceptor):
 def _with_token(details: Any, md: tuple[tuple[str, str], ...]) -> Any:
     metadata = [*(details.metadata or ()), *md]
     return details._replace(metadata=metadata)
+
+
+def env_ca() -> bytes:
+    """The CA of $KUBERA_CA_FILE (PEM; b"" when unset): what a client of a cluster whose
+    components serve TLS trusts (the CLI sets it from the context `kubera up` wrote)."""
+    path = os.environ.get(CA_ENV, "")
+    return Path(path).read_bytes() if path else b""
 
 
 def token_channel(address: str, token: str, *, ca: bytes = b"", **kwargs: Any) -> grpc.aio.Channel:

@@ -29,6 +29,7 @@ import grpc
 
 from protos.kubera.v1 import chaos_pb2 as pb
 from protos.kubera.v1 import chaos_pb2_grpc as pb_grpc
+from services.auth.grpcauth import env_ca, token_channel
 from services.chaos.process import self_report
 from services.chaos.relay import Relay
 from services.grpcserver import start_server
@@ -150,13 +151,16 @@ async def replica_records(storage: Storage, lease: str = "") -> list[dict[str, A
     return found
 
 
-async def control_status(address: str, timeout: float = 5.0) -> pb.StatusResponse | None:
+async def control_status(
+    address: str, timeout: float = 5.0, *, ca: bytes | None = None
+) -> pb.StatusResponse | None:
     """The Status of the chaos control at `address` (a process's figures and where it
-    runs), or None when it does not answer within `timeout`."""
+    runs), or None when it does not answer within `timeout`. `ca`: dial TLS trusting it
+    (None: the CA of $KUBERA_CA_FILE, if set; b"": plaintext)."""
     if not address:
         return None
     try:
-        async with grpc.aio.insecure_channel(address) as ch:
+        async with token_channel(address, "", ca=env_ca() if ca is None else ca) as ch:
             return await pb_grpc.ChaosStub(ch).Status(  # type: ignore[no-any-return]
                 pb.StatusRequest(), timeout=timeout
             )
@@ -179,14 +183,16 @@ async def serve_control(
     host: str = "127.0.0.1",
     *,
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    credentials: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """A started Chaos server over `relays` on an ephemeral port; returns it and the port.
     `interceptors`: authentication (services/auth/grpcauth.py `admin_only`: every method
-    but Status the admin's)."""
+    but Status the admin's); `credentials`: serve TLS."""
     servicer = ChaosControl(relays, identity, component)
     return await start_server(
         lambda s: pb_grpc.add_ChaosServicer_to_server(servicer, s),
         f"the chaos control of {component} {identity}",
         host,
         interceptors=interceptors,
+        credentials=credentials,
     )

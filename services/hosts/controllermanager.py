@@ -13,11 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
+from services.auth.certs import KeyPair
 from services.clock import clock_for
 from services.controllers import ControllerManager, ControllerManagerConfig
-from services.hosts.replica import Replica, host_leading
+from services.hosts.replica import (
+    Replica,
+    StartAttempts,
+    StartRetry,
+    host_leading,
+    start_with_retry,
+)
 from services.leaderelection import LeaderElectionSettings
 from services.storage.etcd import EtcdTLS
 
@@ -44,10 +52,14 @@ class ControllerManagerReplicaConfig:
     admin_sha256: str = ""
     #: The CA of the apiserver's gRPC TLS (PEM contents; b"": it serves plaintext).
     apiserver_ca: bytes = b""
+    #: Its chaos control's TLS certificate and key, the cluster CA's (None: plaintext).
+    serving_tls: KeyPair | None = None
     #: etcd's CA and a client certificate (contents) when etcd serves TLS; None: plain.
     etcd_tls: EtcdTLS | None = None
     #: The controllers it runs, by name (services.controllers.ALL_CONTROLLERS); (): all.
     controllers: tuple[str, ...] = ()
+    #: How a failed start is tried again (replica.py `start_with_retry`).
+    start_retry: StartRetry = field(default_factory=StartRetry)
 
 
 class ControllerManagerReplica:
@@ -63,6 +75,9 @@ class ControllerManagerReplica:
         self._task: asyncio.Task[None] | None = None
         #: Held by start(): one start at a time (ensure_started() may race a start()).
         self._start_lock = asyncio.Lock()
+        #: The last start's attempts (health); the wait between them (a fake in tests).
+        self.start_attempts = StartAttempts()
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     async def ensure_started(self) -> str:
         """start() unless started (Ray re-creates a killed actor without calling it)."""
@@ -70,20 +85,27 @@ class ControllerManagerReplica:
 
     async def start(self) -> str:
         """Open the connections, register, and campaign (or run at once without an
-        election). Idempotent; a start that fails part way is undone, so the next call
-        starts afresh rather than finding a replica that claims to be started."""
+        election). Idempotent; an attempt that fails part way is undone and tried again
+        (`config.start_retry`), so the replica is started or not, never half-started;
+        when every attempt failed, the next call starts afresh."""
         async with self._start_lock:
             if not self.started:
-                try:
-                    await self._start()
-                except BaseException:
-                    replica, self.replica = self.replica, None
-                    if replica is not None:
-                        with contextlib.suppress(Exception):
-                            await replica.close()
-                    raise
+                await start_with_retry(
+                    self._start,
+                    self._undo_start,
+                    what="kube-controller-manager replica",
+                    retry=self.config.start_retry,
+                    record=self.start_attempts,
+                    sleep=self.sleep,
+                )
                 self.started = True
         return "running"
+
+    async def _undo_start(self) -> None:
+        replica, self.replica = self.replica, None
+        if replica is not None:
+            with contextlib.suppress(Exception):
+                await replica.close()
 
     async def _start(self) -> None:
         cfg = self.config
@@ -105,6 +127,7 @@ class ControllerManagerReplica:
             admin_sha256=cfg.admin_sha256,
             etcd_tls=cfg.etcd_tls,
             apiserver_ca=cfg.apiserver_ca,
+            serving_tls=cfg.serving_tls,
         )
         await self.replica.open()
         await self.replica.register()
@@ -142,6 +165,9 @@ class ControllerManagerReplica:
     async def health(self) -> dict[str, object]:
         out: dict[str, object] = {
             "running": self.leading,
+            "started": self.started,
+            "start_attempts": self.start_attempts.attempts,
+            "start_error": self.start_attempts.error,
             "terms": self.terms,
             "controllers": list(self.manager.controllers) if self.manager else [],
         }

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import grpc
 
+from services.auth.certs import KeyPair, server_credentials
 from services.auth.grpcauth import CHAOS_STATUS, POOL_STATS, admin_only
 from services.chaos import add_control, self_report
 from services.client import Client
@@ -53,6 +54,9 @@ class NodePoolHostConfig:
     admin_sha256: str = ""
     #: The CA of the apiserver's gRPC TLS (PEM contents; b"": it serves plaintext).
     apiserver_ca: bytes = b""
+    #: Its server's (pool API, chaos control) TLS certificate and key, the cluster CA's
+    #: (None: plaintext).
+    serving_tls: KeyPair | None = None
 
 
 class NodePoolHost:
@@ -107,6 +111,7 @@ class NodePoolHost:
                 bind,
                 also=lambda s: add_control(s, [], c.pool.name, "node-pool"),
                 interceptors=admin_only(c.admin_sha256, public=(CHAOS_STATUS, POOL_STATS)),
+                credentials=server_credentials(c.serving_tls),
             )
         except BaseException:
             await self.stop()  # a half start is undone, so the next call starts afresh

@@ -13,6 +13,13 @@ process id and addresses, so `kubera chaos` can find the leader's process from t
 election key (whose value is the holder's identity) without asking Ray. A record is
 removed on a clean stop; a killed process leaves it behind, and readers skip records
 whose process is gone.
+
+A replica's start (connections, servers, warm caches, record) can fail for reasons that
+pass: the apiserver or etcd not answering yet, a Ray node still joining. The hosts undo a
+failed attempt whole and try again (`start_with_retry`: `StartRetry.attempts` in all, with
+exponential backoff, each failure logged), so a replica is either started or not, never
+half-started; only when every attempt failed does the start fail (and the supervisor's
+next `ensure_started()` begins again).
 """
 
 from __future__ import annotations
@@ -24,10 +31,12 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 from services.api.helpers.fencing import Fencing
+from services.auth.certs import KeyPair, server_credentials
 from services.auth.grpcauth import CHAOS_STATUS, admin_only
 from services.chaos import Relay, self_report, serve_control
 from services.client import Client, join_addresses, parse_addresses
@@ -46,6 +55,82 @@ from services.storage.keys import election_key, replica_key
 log = logging.getLogger(__name__)
 #: Tries of the replica record's write before a start fails (an etcd that did not answer).
 REGISTER_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class StartRetry:
+    """How often, and how far apart, a replica's start is attempted before it fails."""
+
+    #: Attempts in all (1: no retry).
+    attempts: int = 6
+    #: Seconds before the second attempt; each later wait is `factor` times the last,
+    #: at most `cap` (the defaults wait 0.5, 1, 2, 4 and 8 s: 15.5 s in all).
+    initial: float = 0.5
+    factor: float = 2.0
+    cap: float = 8.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1 or self.initial < 0 or self.factor < 1 or self.cap < 0:
+            raise ValueError(f"invalid start retry: {self}")
+
+    def delay(self, failed: int) -> float:
+        """Seconds to wait after the `failed`-th failed attempt (1-based)."""
+        return float(min(self.cap, self.initial * self.factor ** (failed - 1)))
+
+
+@dataclass
+class StartAttempts:
+    """What a host's starts went through, for its health(): attempts made by the last
+    start, and the last failure ("" when the last attempt succeeded)."""
+
+    attempts: int = 0
+    error: str = ""
+
+
+async def start_with_retry(
+    start: Callable[[], Awaitable[None]],
+    undo: Callable[[], Awaitable[None]],
+    *,
+    what: str,
+    retry: StartRetry,
+    record: StartAttempts,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """`start()` until it succeeds, `undo()` after every attempt that raised (so the next
+    begins afresh), waiting `retry.delay(n)` between; the last failure is raised after
+    `retry.attempts`. Cancellation is undone and never retried."""
+    record.attempts, record.error = 0, ""
+    while True:
+        record.attempts += 1
+        try:
+            await start()
+        except Exception as e:  # noqa: BLE001 - any failed start is retried, bounded
+            await undo()
+            record.error = f"{type(e).__name__}: {e}".splitlines()[0]
+            if record.attempts >= retry.attempts:
+                log.error(
+                    "%s: start failed %d time(s), giving up: %s",
+                    what,
+                    record.attempts,
+                    record.error,
+                )
+                raise
+            delay = retry.delay(record.attempts)
+            log.warning(
+                "%s: start attempt %d of %d failed (%s); trying again in %.1fs",
+                what,
+                record.attempts,
+                retry.attempts,
+                record.error,
+                delay,
+            )
+            await sleep(delay)
+        except BaseException:
+            await undo()
+            raise
+        else:
+            record.error = ""
+            return
 
 
 def new_identity() -> str:
@@ -80,11 +165,14 @@ class Replica:
         admin_sha256: str = "",
         etcd_tls: EtcdTLS | None = None,
         apiserver_ca: bytes = b"",
+        serving_tls: KeyPair | None = None,
     ) -> None:
         """`token`: the bearer token of its apiserver calls; `admin_sha256`: its chaos
         control is the admin's (but Status); `etcd_tls`: etcd serves TLS; `apiserver_ca`:
         the apiserver serves gRPC over TLS with a certificate this CA signed (the relays
-        carry TLS through untouched; the certificate names 127.0.0.1, where they listen)."""
+        carry TLS through untouched; the certificate names 127.0.0.1, where they listen);
+        `serving_tls`: its chaos control serves TLS with this certificate (None:
+        plaintext)."""
         self.component = component
         self.identity = new_identity()
         self.group = group
@@ -96,6 +184,7 @@ class Replica:
         self._admin_sha256 = admin_sha256
         self._etcd_tls = etcd_tls
         self._apiserver_ca = apiserver_ca
+        self.serving_tls = serving_tls
         #: Where the chaos control server listens (see address.py).
         self._host = host
         self.relays: list[Relay] = []
@@ -154,6 +243,7 @@ class Replica:
             self.component,
             bind,
             interceptors=admin_only(self._admin_sha256, public=(CHAOS_STATUS,)),
+            credentials=server_credentials(self.serving_tls),
         )
         self.control_address = join(advertise, port)
 

@@ -19,15 +19,23 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import grpc
 import prometheus_client
 
+from services.auth.certs import KeyPair, server_credentials
 from services.clock import clock_for
 from services.hosts.address import join, listen_hosts
-from services.hosts.replica import Replica, host_leading
+from services.hosts.replica import (
+    Replica,
+    StartAttempts,
+    StartRetry,
+    host_leading,
+    start_with_retry,
+)
 from services.leaderelection import LeaderElectionSettings, TimingOverrides
 from services.scheduler import (
     Partition,
@@ -80,12 +88,17 @@ class SchedulerReplicaConfig:
     admin_sha256: str = ""
     #: The CA of the apiserver's gRPC TLS (PEM contents; b"": it serves plaintext).
     apiserver_ca: bytes = b""
+    #: Its own servers' (API, chaos control) TLS certificate and key, the cluster CA's
+    #: (services/auth/certs.py `issue_serving`; None: plaintext).
+    serving_tls: KeyPair | None = None
     #: etcd's CA and a client certificate (contents) when etcd serves TLS; None: plain.
     etcd_tls: EtcdTLS | None = None
     #: The cluster clock (services/clock.py): the time the scheduler stamps on objects
     #: and compares them with; its own pacing and metrics stay on the wall clock.
     time_scale: float = 1.0
     time_origin: float = 0.0
+    #: How a failed start is tried again (replica.py `start_with_retry`).
+    start_retry: StartRetry = field(default_factory=StartRetry)
 
 
 def load_config(cfg: SchedulerReplicaConfig) -> config_mod.SchedulerConfiguration:
@@ -138,6 +151,9 @@ class SchedulerReplica:
         self._metrics_server: Any = None
         self.address = ""
         self.metrics_address = ""
+        #: The last start's attempts (health); the wait between them (a fake in tests).
+        self.start_attempts = StartAttempts()
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     async def ensure_started(self) -> str:
         """start() unless started (Ray re-creates a killed actor without calling it)."""
@@ -145,16 +161,20 @@ class SchedulerReplica:
 
     async def start(self) -> str:
         """Open the connections, serve the API and metrics, warm the Scheduler, register,
-        and campaign (or schedule at once without an election). Idempotent; a start that
-        fails part way is undone, so the next call starts afresh rather than finding a
-        replica that claims to be started and never campaigns."""
+        and campaign (or schedule at once without an election). Idempotent; an attempt
+        that fails part way is undone and tried again (`config.start_retry`), so the
+        replica is started or not, never one that claims to be started and never
+        campaigns; when every attempt failed, the next call starts afresh."""
         async with self._start_lock:
             if not self.started:
-                try:
-                    await self._start()
-                except BaseException:
-                    await self._undo_start()
-                    raise
+                await start_with_retry(
+                    self._start,
+                    self._undo_start,
+                    what="kube-scheduler replica",
+                    retry=self.config.start_retry,
+                    record=self.start_attempts,
+                    sleep=self.sleep,
+                )
                 self.started = True
         return self.address
 
@@ -177,11 +197,14 @@ class SchedulerReplica:
             admin_sha256=cfg.admin_sha256,
             etcd_tls=cfg.etcd_tls,
             apiserver_ca=cfg.apiserver_ca,
+            serving_tls=cfg.serving_tls,
         )
         await self.replica.open()
         self.scheduler = self._build()
         bind, advertise = listen_hosts(cfg.host)
-        self._server, port = await serve(self, bind)
+        self._server, port = await serve(
+            self, bind, credentials=server_credentials(cfg.serving_tls)
+        )
         self.address = join(advertise, port)
         self._serve_metrics()
         await self.scheduler.warm()
@@ -340,6 +363,9 @@ class SchedulerReplica:
             "metrics": self.metrics_address,
             "leading": self.leading,
             "mode": self.config.mode,
+            "started": self.started,
+            "start_attempts": self.start_attempts.attempts,
+            "start_error": self.start_attempts.error,
             "terms": self.terms,
             "scheduled": self.scheduler.scheduled if self.scheduler else 0,
         }

@@ -70,10 +70,11 @@ async def serve(
     *,
     also: Callable[[grpc.aio.Server], None] | None = None,
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    credentials: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Start the pool's gRPC server (with whatever `also` adds to it: its chaos control).
     `interceptors`: authentication (SetAlive and InjectUsage are the admin's; Stats
-    public: see services/hosts/nodepool.py)."""
+    public: see services/hosts/nodepool.py); `credentials`: serve TLS."""
 
     def register(s: grpc.aio.Server) -> None:
         pb_grpc.add_NodePoolServicer_to_server(NodePoolServicer(pool), s)
@@ -86,4 +87,5 @@ async def serve(
         host,
         port,
         interceptors=interceptors,
+        credentials=credentials,
     )

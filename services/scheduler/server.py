@@ -171,11 +171,17 @@ class SchedulerServicer(pb_grpc.SchedulerServicer):
 
 
 async def serve(
-    host: SchedulerHost, address: str = "127.0.0.1", port: int = 0
+    host: SchedulerHost,
+    address: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    credentials: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.aio.Server, int]:
+    """The scheduler's API (traces, Explain); `credentials`: serve TLS."""
     return await start_server(
         lambda s: pb_grpc.add_SchedulerServicer_to_server(SchedulerServicer(host), s),
         "the scheduler's API",
         address,
         port,
+        credentials=credentials,
     )

@@ -20,7 +20,7 @@ def pki():
     return new_pki(hosts=["10.1.2.3", "kubera.example"])
 
 
-def _verify_server(ca: bytes, leaf: bytes, host: str) -> None:
+def verify_server(ca: bytes, leaf: bytes, host: str) -> None:
     store = Store([x509.load_pem_x509_certificate(ca)])
     subject = (
         x509.IPAddress(ipaddress.ip_address(host)) if host[0].isdigit() else x509.DNSName(host)
@@ -31,18 +31,18 @@ def _verify_server(ca: bytes, leaf: bytes, host: str) -> None:
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "10.1.2.3", "kubera.example"])
 def test_apiserver_certificate_verifies_for_every_san(pki, host: str) -> None:
-    _verify_server(pki.ca.cert, pki.apiserver.cert, host)
+    verify_server(pki.ca.cert, pki.apiserver.cert, host)
 
 
 def test_apiserver_certificate_is_not_valid_for_other_hosts(pki) -> None:
     with pytest.raises(VerificationError):
-        _verify_server(pki.ca.cert, pki.apiserver.cert, "10.9.9.9")
+        verify_server(pki.ca.cert, pki.apiserver.cert, "10.9.9.9")
 
 
 def test_etcd_chain_is_its_own_ca(pki) -> None:
-    _verify_server(pki.etcd_ca.cert, pki.etcd_server.cert, "127.0.0.1")
+    verify_server(pki.etcd_ca.cert, pki.etcd_server.cert, "127.0.0.1")
     with pytest.raises(VerificationError):
-        _verify_server(pki.ca.cert, pki.etcd_server.cert, "127.0.0.1")
+        verify_server(pki.ca.cert, pki.etcd_server.cert, "127.0.0.1")
 
 
 def test_etcd_client_certificate_is_for_client_auth_only(pki) -> None:

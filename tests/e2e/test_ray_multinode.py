@@ -2,7 +2,8 @@
 a head marked control-plane (127.0.0.2), worker 1 marked control-plane and node-pool
 (127.0.0.3), worker 2 marked node-pool (127.0.0.4). `kubera up --ray-address` places the
 apiserver on the head, the two scheduler replicas on distinct control-plane nodes and one
-node pool on each worker, each component serving on its own node's address. Then worker 1
+node pool on each worker, each component serving on its own node's address, over TLS
+(several Ray nodes: component TLS is on, and a plaintext call is refused). Then worker 1
 dies — every process of it SIGKILLed at once — and what ran there comes back on the
 surviving nodes: its pool on worker 2 (its nodes stay Ready, its pods Running, new pods
 start on them), its scheduler replica on the head; `kubera check` finds the history clean.
@@ -10,16 +11,20 @@ start on them), its scheduler replica on the head; `kubera check` finds the hist
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 import yaml
 
 from kubera.testing import Cluster
+from protos.kubera.v1 import chaos_pb2 as pb
+from protos.kubera.v1 import chaos_pb2_grpc as pb_grpc
 from tests.e2e.helpers import kubera_in
 from tests.e2e.raycluster import RayCluster
 
@@ -138,6 +143,8 @@ def test_components_placed_by_resource_and_back_after_a_worker_dies(tmp_path: Pa
             )
             assert up.returncode == 0, up.stderr + up.stdout
             assert "placement: control plane on kubera/control-plane" in up.stdout
+            assert "TLS on every component's server" in up.stdout
+            assert k.context["component_tls"] is True
 
             # Placed on purpose, each serving on its own node's address.
             before = until(lambda: _elected(_components(k)), lambda: _components(k), 30)
@@ -152,6 +159,8 @@ def test_components_placed_by_resource_and_back_after_a_worker_dies(tmp_path: Pa
             for c in before.values():
                 assert c["state"] == "alive" and c["answered"], c
                 assert c["address"].startswith(c["node_ip"] + ":"), c
+                # every component's server (the CLI reached it over TLS) refuses plaintext
+                assert _plaintext_refused(c["address"]), c
             assert before["apiserver"]["node_ip"] == head.ip
             pools = {n: c["node_ip"] for n, c in before.items() if c["kind"] == "node-pool"}
             assert sorted(pools.values()) == [w1.ip, w2.ip], pools
@@ -212,6 +221,21 @@ def test_components_placed_by_resource_and_back_after_a_worker_dies(tmp_path: Pa
             assert "no pod lost" in r.stdout
         finally:
             k.stop()
+
+
+def _plaintext_refused(address: str) -> bool:
+    """Whether a plaintext gRPC call (chaos Status, open to anyone, on every component's
+    server) to `address` fails to connect."""
+
+    async def call() -> bool:
+        async with grpc.aio.insecure_channel(address) as ch:
+            try:
+                await pb_grpc.ChaosStub(ch).Status(pb.StatusRequest(), timeout=5)
+            except grpc.aio.AioRpcError as e:
+                return e.code() == grpc.StatusCode.UNAVAILABLE
+        return False
+
+    return asyncio.run(call())
 
 
 def _node_id(components: dict[str, dict[str, Any]], ip: str) -> str:

@@ -9,6 +9,7 @@ from kubera.experiment.measure.model import (
     ExperimentResult,
     Fault,
     LeaderTerm,
+    MeasuredPhase,
     MetricsSnapshots,
     Phase,
     ReplicaStats,
@@ -159,4 +160,27 @@ def make_experiment(*runs: RunResult) -> ExperimentResult:
         config="examples/experiments/scheduling-basic.yaml",
         started="2026-11-24T00:00:00Z",
         runs=list(runs) or [make_run()],
+    )
+
+
+def scale_out_run(k: int, s: int, apiserver: float, scheduler: float, rate: float) -> RunResult:
+    """A scale-out sweep point: K apiservers, S shared-state schedulers (their CPU split
+    over S processes), a measured phase of 100 pods at `rate` pods/s."""
+    return RunResult(
+        id=f"ScaleOut/w/apiServers={k},schedulers={s}",
+        test_case="ScaleOut",
+        workload="w",
+        sweep={"apiServers": k, "schedulers": s},
+        cluster={"apiservers": k, "schedulers": s, "scheduler_mode": "shared-state"},
+        measured=[
+            MeasuredPhase(
+                window="namespace-1",
+                pods=100,
+                seconds=100 / rate,
+                cpu={
+                    "apiserver": apiserver * 100,
+                    **{f"scheduler-{i}": scheduler * 100 / s for i in range(s)},
+                },
+            )
+        ],
     )

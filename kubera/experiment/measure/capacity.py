@@ -17,6 +17,10 @@ The model (bottleneck analysis, the utilisation law X·D ≤ capacity for every 
 - Node pools split evenly over the N machines (a pool serves a fixed set of nodes).
 - One scheduler leader binds every pod: serial, X ≤ 1 / D_scheduler whatever N is. The
   controller-manager leader, etcd, Ray's head and the bench client are single processes too.
+- Shared-state (Omega) schedulers, S replicas all binding: like the apiservers, replica i
+  on machine i mod N, their total D_sched(S) = D_sched(1)·(1 + g·(S − 1)) split evenly (g:
+  the share every replica repeats — its informers and cache see every pod — estimated
+  from an S = 1 and an S > 1 run, else 0). Conflicts show up as that repeated work.
   These singletons are placed largest demand first, each on the least loaded machine.
 - X = the least of those bounds; the component (or machine) that sets it saturates first.
 Every run with a measured phase reports the model (results.json's runs, the report and
@@ -25,6 +29,11 @@ output directories of `kubera bench`/`kubera experiment run`; given a K = 1 and 
 it estimates f first.
 Not modelled: network and etcd disk latency, the client's watch fan-out to more apiservers,
 memory, contention between processes beyond the core count.
+
+A sweep over apiservers K and shared-state schedulers S (`sweep_model`, e.g.
+examples/experiments/scale-out.yaml) predicts every point from the smallest one's demands
+(f and g from the points with more replicas of one kind only), so each measured point is
+set beside what the model says from the smallest point's figures.
 """
 
 from __future__ import annotations
@@ -63,12 +72,15 @@ class Prediction:
     placement: list[Process] = field(default_factory=list)
     #: Each machine's CPU seconds per pod.
     loads: list[float] = field(default_factory=list)
+    #: Scheduler replicas that all bind (shared-state); 1: one leader binds.
+    schedulers: int = 1
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "machines": self.machines,
             "cores": self.cores,
             "apiservers": self.apiservers,
+            "schedulers": self.schedulers,
             "pods_per_s": self.pods_per_s,
             "bottleneck": self.bottleneck,
             "machine_cpu_s_per_pod": self.loads,
@@ -93,7 +105,8 @@ def fixed_share(total_k1: float, total_kn: float, k: int) -> float:
 
 
 def apiserver_total(d1: float, k: int, f: float) -> float:
-    """The apiservers' total CPU s/pod at K replicas from its value at K = 1."""
+    """The apiservers' total CPU s/pod at K replicas from its value at K = 1 (the same law
+    gives shared-state schedulers' total at S replicas, with g)."""
     return d1 * (1 + f * (k - 1))
 
 
@@ -105,15 +118,19 @@ def predict(
     apiservers: int | None = None,
     measured_apiservers: int = 1,
     f: float = 0.0,
+    schedulers: int = 1,
+    measured_schedulers: int = 1,
+    g: float = 0.0,
 ) -> Prediction:
     """Pods/s on `machines` machines of `cores` cores from the measured CPU s/pod per kind
     (`demands`, keys as measure/cpu.py's kinds; the apiservers' total over the
-    `measured_apiservers` replicas of the measured run)."""
+    `measured_apiservers` replicas of the measured run; the scheduler's over its
+    `measured_schedulers` shared-state replicas, predicted for `schedulers` of them)."""
     if machines < 1 or cores <= 0:
         raise ValueError("machines must be >= 1 and cores > 0")
     k = machines if apiservers is None else apiservers
-    if k < 1:
-        raise ValueError("apiservers must be >= 1")
+    if k < 1 or schedulers < 1:
+        raise ValueError("apiservers and schedulers must be >= 1")
     procs: list[Process] = []
     loads = [0.0] * machines
 
@@ -130,7 +147,15 @@ def predict(
     if d_pools > 0:
         for i in range(machines):
             place(f"node-pools-{i}", "node-pool", d_pools / machines, i)
-    singles = [(kind, d) for kind, d in demands.items() if kind not in ("apiserver", "node-pool")]
+    d_sched = demands.get("scheduler", 0.0)
+    spread: tuple[str, ...] = ("apiserver", "node-pool")
+    if d_sched > 0 and (schedulers > 1 or measured_schedulers > 1):
+        base = d_sched / (1 + g * (measured_schedulers - 1))
+        per_s = apiserver_total(base, schedulers, g) / schedulers
+        for i in range(schedulers):
+            place(f"scheduler-{i}", "scheduler", per_s, i % machines)
+        spread = (*spread, "scheduler")
+    singles = [(kind, d) for kind, d in demands.items() if kind not in spread]
     for kind, d in sorted(singles, key=lambda kd: (-kd[1], kd[0])):
         if d <= 0:
             continue
@@ -144,10 +169,12 @@ def predict(
         if load > 0:
             bounds.append((cores / load, f"machine {m}"))
     if not bounds:
-        return Prediction(machines, cores, k, float("inf"), "nothing measured", procs, loads)
+        return Prediction(
+            machines, cores, k, float("inf"), "nothing measured", procs, loads, schedulers
+        )
     # The tightest bound; on a tie a process beats its machine (it is the more specific).
     x, what = min(bounds, key=lambda b: (b[0], b[1].startswith("machine")))
-    return Prediction(machines, cores, k, x, what, procs, loads)
+    return Prediction(machines, cores, k, x, what, procs, loads, schedulers)
 
 
 def model_table(
@@ -202,6 +229,13 @@ def apiservers_of(run: RunResult) -> int:
     return int(run.cluster.get("apiservers", 1) or 1)
 
 
+def shared_schedulers_of(run: RunResult) -> int:
+    """The scheduler replicas that all bind: shared-state's replicas, else 1 (a leader)."""
+    if run.cluster.get("scheduler_mode") != "shared-state":
+        return 1
+    return int(run.cluster.get("schedulers", 1) or 1)
+
+
 def run_model(
     run: RunResult,
     *,
@@ -248,3 +282,80 @@ def from_runs(
     model = run_model(base, machines=machines, cores=cores, f=f)
     assert model is not None
     return model
+
+
+#: Machine counts every sweep point is predicted for (1: the hardware of a run on one
+#: machine, however many Ray nodes it had).
+SWEEP_MACHINES = (1, 2, 4)
+
+
+def _replicas(run: RunResult) -> tuple[int, int]:
+    return apiservers_of(run), shared_schedulers_of(run)
+
+
+def _share(base: RunResult, others: list[RunResult], kind: str) -> float:
+    """f (kind "apiserver") or g ("scheduler"): from the base point and the one among
+    `others` with the most replicas of `kind` (the base has one of it); 0 without."""
+    if not others:
+        return 0.0
+    top = max(others, key=lambda r: _replicas(r)[0 if kind == "apiserver" else 1])
+    n = _replicas(top)[0 if kind == "apiserver" else 1]
+    return fixed_share(run_demands(base).get(kind, 0.0), run_demands(top).get(kind, 0.0), n)
+
+
+def sweep_model(
+    runs: list[RunResult], *, machines: tuple[int, ...] = SWEEP_MACHINES, cores: float = 2.0
+) -> dict[str, Any] | None:
+    """Every point of a sweep over apiservers K and shared-state schedulers S, predicted
+    from the smallest point's CPU demands (f from the points with more apiservers only, g
+    from those with more schedulers only, when the smallest has one of each), beside its
+    measured rate. None when no point measured CPU."""
+    measured = [r for r in runs if run_demands(r)]
+    if not measured:
+        return None
+    base = min(measured, key=lambda r: (*_replicas(r), r.id))
+    k0, s0 = _replicas(base)
+    demands = run_demands(base)
+    more_k = [r for r in measured if _replicas(r)[1] == s0 and _replicas(r)[0] > k0]
+    more_s = [r for r in measured if _replicas(r)[0] == k0 and _replicas(r)[1] > s0]
+    f = _share(base, more_k, "apiserver") if k0 == 1 else 0.0
+    g = _share(base, more_s, "scheduler") if s0 == 1 else 0.0
+    points = []
+    for run in runs:
+        k, s = _replicas(run)
+        phase = measured_phase(run)
+        preds = [
+            predict(
+                demands,
+                n,
+                cores,
+                apiservers=k,
+                measured_apiservers=k0,
+                f=f,
+                schedulers=s,
+                measured_schedulers=s0,
+                g=g,
+            )
+            for n in machines
+        ]
+        points.append(
+            {
+                "run": run.id,
+                "apiservers": k,
+                "schedulers": s,
+                "measured_pods_per_s": phase.pods_per_s if phase is not None else None,
+                "predictions": [
+                    {"machines": p.machines, "pods_per_s": p.pods_per_s, "bottleneck": p.bottleneck}
+                    for p in preds
+                ],
+            }
+        )
+    return {
+        "statement": STATEMENT,
+        "base": base.id,
+        "cores_per_machine": cores,
+        "apiserver_fixed_share": f,
+        "scheduler_fixed_share": g,
+        "demands_cpu_s_per_pod": demands,
+        "points": points,
+    }

@@ -7,7 +7,8 @@ scheduling and startup latency, log x, p50/p99 marked), ``queues`` (pending pods
 (cores per component over time), ``cpu-per-pod`` (CPU seconds per bound pod per component) and
 ``memory`` (resident MB per component over time).
 Per sweep (``plots/sweep-<test case>-<workload>.png``): throughput and p99 scheduling latency
-against the swept value. A plot whose data the run lacks is not drawn.
+against the swept value; and (``…-model.png``) each point's measured rate beside the capacity
+model's prediction for 1, 2 and 4 machines. A plot whose data the run lacks is not drawn.
 
 Figures are built with ``matplotlib.figure.Figure`` (Agg canvas, no pyplot state, no display).
 """
@@ -26,6 +27,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
+from kubera.experiment.measure import capacity
 from kubera.experiment.measure.dataitems import run_summary
 from kubera.experiment.measure.model import ExperimentResult, RunResult, finite, slug
 
@@ -570,4 +572,47 @@ def plot_experiment(
         p99 = [s.scheduling_ms.get("Perc99", math.nan) for s in summaries]
         path = plot_sweep(runs, directory / f"sweep-{slug(tc + '-' + wl)}.png", thr, p99)
         out[f"sweep:{tc}/{wl}"] = {"sweep": path}
+        model = capacity.sweep_model(runs)
+        if model is not None:
+            stem = f"sweep-{slug(tc + '-' + wl)}-model.png"
+            out[f"sweep:{tc}/{wl}"]["sweep-model"] = plot_sweep_model(runs, model, directory / stem)
     return out
+
+
+def plot_sweep_model(runs: Sequence[RunResult], model: dict[str, Any], path: Path) -> Path:
+    """Per sweep point: the measured rate beside the capacity model's prediction for each
+    machine count (grouped bars; measure/capacity.py `sweep_model`)."""
+    points = model["points"]
+    machines = [p["machines"] for p in points[0]["predictions"]]
+    fig = _figure()
+    ax = fig.subplots(1, 1)
+    width = 0.8 / (1 + len(machines))
+    xs = list(range(len(points)))
+    measured = [p["measured_pods_per_s"] or 0.0 for p in points]
+    ax.bar([x - 0.4 + width / 2 for x in xs], measured, width, label="measured", color="#1f77b4")
+    for j, n in enumerate(machines):
+        ys = [p["predictions"][j]["pods_per_s"] for p in points]
+        ax.bar(
+            [x - 0.4 + width * (j + 1.5) for x in xs],
+            ys,
+            width,
+            label=f"model, {n} machine{'s' if n > 1 else ''}",
+            color=("#ff7f0e", "#2ca02c", "#9467bd", "#8c564b")[j % 4],
+            alpha=0.8,
+        )
+    ax.set_xticks(
+        xs,
+        labels=[f"K={p['apiservers']}, S={p['schedulers']}" for p in points],
+        rotation=30,
+        ha="right",
+        fontsize=8,
+    )
+    ax.set_ylabel("pods bound / s")
+    ax.grid(True, axis="y", alpha=0.3, linewidth=0.5)
+    ax.legend(fontsize=7)
+    fig.suptitle(
+        f"Sweep: {runs[0].test_case}/{runs[0].workload}: measured and modelled\n"
+        f"(the model: {model['cores_per_machine']:g} cores per machine; a model, not a measurement)",
+        fontsize=9,
+    )
+    return _save(fig, path)

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kubera.experiment.measure import capacity
 from kubera.experiment.measure.dataitems import (
     SUMMARY_COLUMNS,
     DataItem,
@@ -48,6 +49,9 @@ PLOT_CAPTIONS = {
     "fragmentation": "As the run ended, with pods pending: the share of each resource's free "
     "capacity stranded (on nodes no pending pod fits) and expected-fragmented (weighed by the "
     "pending pods that miss each node), and of free devices no pending pod can use.",
+    "sweep-model": "Each sweep point's measured rate (pods bound / s over its measured "
+    "phase) beside the capacity model's prediction from the smallest point's CPU per pod "
+    "(a model, not a measurement), per machine count.",
 }
 
 CSS = """
@@ -213,8 +217,44 @@ def _sweep_sections(result: ExperimentResult, plots: Mapping[str, Mapping[str, P
         headers += ["threshold", "check"]
         out.append(f"<h2>Sweep: {e(tc)}/{e(wl)}</h2>")
         out.append(table(headers, rows, left=len(keys), classes=classes))
+        out.append(_sweep_model(runs, keys))
         out.append(_figures(plots.get(f"sweep:{tc}/{wl}", {})))
     return "\n".join(out)
+
+
+def _sweep_model(runs: Sequence[RunResult], keys: Sequence[str]) -> str:
+    """The capacity model's prediction beside each measured point of a sweep
+    (measure/capacity.py `sweep_model`); "" when no point measured CPU."""
+    model = capacity.sweep_model(list(runs))
+    if model is None:
+        return ""
+    by_id = {r.id: r for r in runs}
+    machines = [p["machines"] for p in model["points"][0]["predictions"]]
+    rows = []
+    for point in model["points"]:
+        run = by_id[point["run"]]
+        preds = point["predictions"]
+        rows.append(
+            [*(run.sweep.get(k, "-") for k in keys)]
+            + [point["apiservers"], point["schedulers"], _num(point["measured_pods_per_s"], 1)]
+            + [_num(p["pods_per_s"], 1) for p in preds]
+            + [preds[0]["bottleneck"] if preds else "-"]
+        )
+    headers = [*keys, "K", "S", "measured pods/s"]
+    headers += [f"model, {n} machine{'s' if n > 1 else ''}" for n in machines]
+    headers += ["saturates first (1 machine)"]
+    demands = ", ".join(f"{k} {v * 1000:.2f}" for k, v in model["demands_cpu_s_per_pod"].items())
+    note = (
+        f"<p class=muted>The capacity model ({e(model['statement'])}) beside each measured "
+        f"point: every point predicted from the smallest one's CPU per pod "
+        f"({e(model['base'])}: {e(demands)} ms/pod), machines of "
+        f"{model['cores_per_machine']:g} cores, apiservers K and shared-state schedulers S "
+        f"spread round the machines, f = {model['apiserver_fixed_share']:.2f} and "
+        f"g = {model['scheduler_fixed_share']:.2f} (the share of a pod's work every "
+        "apiserver or scheduler replica repeats). Measured: pods bound per second over "
+        "the measured phase, on the machine the run had.</p>"
+    )
+    return "<h3>Measured and modelled</h3>" + note + table(headers, rows, left=len(keys))
 
 
 def _items_table(items: Sequence[DataItem]) -> str:

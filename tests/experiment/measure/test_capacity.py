@@ -14,6 +14,7 @@ from kubera.errors import CliError
 from kubera.experiment.measure import capacity
 from kubera.experiment.measure.capacity import predict
 from kubera.experiment.measure.model import ExperimentResult, MeasuredPhase, RunResult
+from tests.experiment.builders import scale_out_run
 
 
 @pytest.mark.parametrize(
@@ -200,3 +201,71 @@ def test_a_run_reports_its_model_from_its_measured_phase() -> None:
     assert model["measured_pods_per_s"] == pytest.approx(250.0)
     assert [p["machines"] for p in model["predictions"]] == [1, 2]
     assert capacity.run_model(RunResult(id="x", test_case="x", workload="x")) is None
+
+
+def test_shared_state_schedulers_spread_and_split_the_work() -> None:
+    p = predict({"scheduler": 0.006}, 2, 2.0, schedulers=3)
+    reps = [x for x in p.placement if x.kind == "scheduler"]
+    assert [x.machine for x in reps] == [0, 1, 0]
+    assert [x.demand for x in reps] == pytest.approx([0.002] * 3)
+    assert p.schedulers == 3 and p.as_dict()["schedulers"] == 3
+    # g = 0.5: at S = 2 each replica repeats half of a pod's work
+    q = predict({"scheduler": 0.004}, 1, 2.0, schedulers=2, g=0.5)
+    assert [x.demand for x in q.placement] == pytest.approx([0.003, 0.003])
+    # a run measured with 2 replicas is brought back to S = 1 first
+    r = predict({"scheduler": 0.006}, 1, 2.0, schedulers=2, measured_schedulers=2, g=0.5)
+    assert [x.demand for x in r.placement] == pytest.approx([0.003, 0.003])
+    # one replica (or a leader) stays a singleton, placed as before
+    assert [x.label for x in predict({"scheduler": 0.004}, 2, 2.0).placement] == ["scheduler"]
+    with pytest.raises(ValueError):
+        predict({"scheduler": 0.001}, 1, 2.0, schedulers=0)
+
+
+def test_a_sweep_puts_the_models_prediction_beside_every_measured_scale_out_run() -> None:
+    runs = [
+        scale_out_run(2, 2, 0.007, 0.007, 150.0),
+        scale_out_run(1, 1, 0.004, 0.004, 200.0),
+        scale_out_run(2, 1, 0.006, 0.004, 180.0),  # f = 0.5
+        scale_out_run(1, 2, 0.004, 0.006, 190.0),  # g = 0.5
+    ]
+    model = capacity.sweep_model(runs, machines=(1, 2))
+    assert model is not None
+    assert model["base"] == "ScaleOut/w/apiServers=1,schedulers=1"
+    assert model["apiserver_fixed_share"] == pytest.approx(0.5)
+    assert model["scheduler_fixed_share"] == pytest.approx(0.5)
+    assert model["demands_cpu_s_per_pod"] == pytest.approx({"apiserver": 0.004, "scheduler": 0.004})
+    assert "a model, not a measurement" in model["statement"]
+    by_run = {p["run"]: p for p in model["points"]}
+    assert len(by_run) == 4
+    for run in runs:
+        got = by_run[run.id]
+        k, s = run.cluster["apiservers"], run.cluster["schedulers"]
+        assert (got["apiservers"], got["schedulers"]) == (k, s)
+        assert got["measured_pods_per_s"] == pytest.approx(run.measured[0].pods_per_s)
+        expected = [
+            predict(
+                {"apiserver": 0.004, "scheduler": 0.004},
+                n,
+                2.0,
+                apiservers=k,
+                f=0.5,
+                schedulers=s,
+                g=0.5,
+            )
+            for n in (1, 2)
+        ]
+        assert [p["pods_per_s"] for p in got["predictions"]] == pytest.approx(
+            [e.pods_per_s for e in expected]
+        )
+        assert [p["machines"] for p in got["predictions"]] == [1, 2]
+    # one machine: 2 cores for everything; at K = S = 2 each pod costs 6 + 6 ms in all
+    assert by_run[runs[0].id]["predictions"][0]["pods_per_s"] == pytest.approx(2 / 0.012)
+
+
+def test_a_sweep_without_cpu_figures_has_no_model() -> None:
+    run = scale_out_run(1, 1, 0.004, 0.004, 200.0)
+    run.measured = []
+    assert capacity.sweep_model([run]) is None
+    # a leader-mode run counts one binding scheduler whatever its replicas
+    leader = RunResult(id="x", test_case="T", workload="w", cluster={"schedulers": 3})
+    assert capacity.shared_schedulers_of(leader) == 1

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from kubera.experiment.measure.model import RunResult
 from kubera.experiment.output import plots, results
-from tests.experiment.builders import make_experiment, make_run
+from tests.experiment.builders import make_experiment, make_run, scale_out_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -68,6 +68,13 @@ def test_a_sweep_over_text_values_plots_categories(tmp_path: Path) -> None:
         make_run(f"T/w/mode={m}", sweep={"schedulerMode": m}) for m in ("leader", "shared-state")
     ]
     assert_png(plots.plot_sweep(runs, tmp_path / "s.png", [10.0, 12.0], [100.0, 90.0]))
+
+
+def test_a_sweep_with_cpu_figures_gets_the_model_beside_the_measurement(tmp_path: Path) -> None:
+    runs = [scale_out_run(k, s, 0.004, 0.003, 100.0) for k in (1, 2) for s in (1, 2)]
+    out = plots.plot_experiment(make_experiment(*runs), tmp_path / "plots")
+    assert_png(out["sweep:ScaleOut/w"]["sweep-model"])
+    assert (tmp_path / "plots" / "sweep-ScaleOut-w-model.png").is_file()
 
 
 def test_write_puts_the_plots_beside_the_results(tmp_path: Path) -> None:

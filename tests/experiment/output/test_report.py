@@ -7,7 +7,7 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-from kubera.experiment.measure.model import CheckVerdict, Fault, RunResult
+from kubera.experiment.measure.model import CheckVerdict, Fault, MeasuredPhase, RunResult
 from kubera.experiment.output import report, results
 from tests.experiment.builders import make_experiment, make_run
 
@@ -128,3 +128,24 @@ def test_the_research_measures_show_per_run() -> None:
     assert "queue drained 1.50 s after the last pod was created" in report.render(
         make_experiment(drained), host=HOST
     )
+
+
+def test_a_scale_out_sweep_shows_the_model_beside_each_measured_point() -> None:
+    phase = [MeasuredPhase(window="namespace-1", pods=100, seconds=1.0, cpu={"apiserver": 0.4})]
+    runs = [
+        make_run(
+            f"ScaleOut/w/apiServers={k}",
+            sweep={"apiServers": k},
+            cluster={"apiservers": k, "schedulers": 1, "scheduler_mode": "shared-state"},
+            measured=phase,
+        )
+        for k in (1, 2)
+    ]
+    page = report.render(make_experiment(*runs), host=HOST)
+    assert "Measured and modelled" in page
+    for header in ("measured pods/s", "model, 1 machine", "model, 2 machines", "model, 4 machines"):
+        assert f">{header}</th>" in page
+    assert "a model, not a measurement" in page
+    # no CPU measured: no model table
+    bare = [make_run(f"S/w/apiServers={k}", sweep={"apiServers": k}) for k in (1, 2)]
+    assert "Measured and modelled" not in report.render(make_experiment(*bare), host=HOST)

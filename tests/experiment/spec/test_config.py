@@ -539,3 +539,20 @@ def test_runs_select_workloads_by_name_base_name_or_test_case_path():
         "50Nodes_500Pods/schedulers=2"
     ]
     assert e.runs("nope") == []
+
+
+def test_scale_out_sweeps_apiservers_by_shared_state_schedulers():
+    e = load(str(EXAMPLES / "scale-out.yaml"))
+    small = [w for _, w in e.runs("100Nodes_1000Pods")]
+    assert [(w.cluster.apiservers, w.cluster.schedulers) for w in small] == [
+        (1, 1),
+        (1, 2),
+        (2, 1),
+        (2, 2),
+    ]
+    assert {w.cluster.scheduler_mode for w in small} == {"shared-state"}
+    assert small[3].name == "100Nodes_1000Pods/apiServers=2/schedulers=2"
+    full = [w for _, w in e.runs("1000Nodes_10000Pods")]
+    assert sorted({(w.cluster.apiservers, w.cluster.schedulers) for w in full}) == [
+        (k, s) for k in (1, 2, 4) for s in (1, 2, 4)
+    ]
