@@ -10,8 +10,7 @@ one object) and `create_one` (one txn, retried while only the namespace moved on
 
 from __future__ import annotations
 
-import os
-import random
+import secrets
 
 from google.protobuf.message import Message
 
@@ -34,12 +33,6 @@ from services.clock import rfc3339
 from services.storage import Compare, Get, Put
 
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-#: generateName's suffixes: upstream's names.SimpleNameGenerator draws them from
-#: math/rand (k8s.io/apimachinery util/rand), not a cryptographic source; a name taken
-#: already is a conflict the client retries. One generator seeded from the OS: five
-#: draws from `secrets` cost five system calls a pod.
-_SUFFIXES = random.Random()
-os.register_at_fork(after_in_child=_SUFFIXES.seed)  # a forked child draws its own
 
 
 async def prepare_create(
@@ -56,7 +49,9 @@ async def prepare_create(
         )
     meta.namespace = store.namespace(kind, meta.namespace)
     if not meta.name and meta.generate_name:
-        meta.name = meta.generate_name + "".join(_SUFFIXES.choices(_GENERATE_ALPHABET, k=5))
+        meta.name = meta.generate_name + "".join(
+            secrets.choice(_GENERATE_ALPHABET) for _ in range(5)
+        )
     meta.uid = store.new_uid()
     now = store.clock.now()
     meta.creation_timestamp = rfc3339(now)

@@ -35,7 +35,6 @@ from services.api.machinery.kinds import BY_RESOURCE, Kind
 from services.api.machinery.limits import MAX_BATCH_ITEMS
 from services.api.machinery.listoptions import ListOptions
 from services.apiserver import fencing as fencing_mod
-from services.apiserver import watchwire
 from services.apiserver.bindbatch import BindOutcome
 from services.apiserver.registry import ApiServer, BatchResult, BindItem
 from services.auth import Authenticator
@@ -335,51 +334,16 @@ class ApiServerServicer(pb_grpc.ApiServerServicer):
             async for batch in self.api.watch_batches(
                 kind, namespace=request.namespace, options=_watch_options(request)
             ):
-                # the WatchEventBatch already serialized (sent as is: RAW_METHODS)
-                yield watchwire.event_batch(kind.type_url, [(t, e.data) for t, e in batch])
+                yield pb.WatchEventBatch(
+                    events=[
+                        pb.WatchEvent(type=t, object=codec.pack_bytes(kind, e.data))
+                        for t, e in batch
+                    ]
+                )
         except grpc.aio.AbortError:
             raise
         except Exception as e:  # noqa: BLE001 - translated at the edge
             await _abort(context, e)
-
-
-#: The methods whose servicer yields its messages already serialized (bytes).
-RAW_METHODS = frozenset({"WatchBatches"})
-_SERVICE = "kubera.v1.ApiServer"
-
-
-class _Registration:
-    """What the generated add_ApiServerServicer_to_server registers, kept to be changed."""
-
-    def __init__(self) -> None:
-        self.handlers: dict[str, grpc.RpcMethodHandler] = {}
-
-    def add_generic_rpc_handlers(self, _: object) -> None:
-        pass
-
-    def add_registered_method_handlers(self, _: str, handlers: dict) -> None:
-        self.handlers = dict(handlers)
-
-
-def _pass_bytes(message: bytes) -> bytes:
-    return message
-
-
-def add_servicer(servicer: ApiServerServicer, server: grpc.aio.Server) -> None:
-    """The generated registration of `servicer`, but the RAW_METHODS send the bytes
-    their servicer yields as they are (services/apiserver/watchwire.py)."""
-    reg = _Registration()
-    pb_grpc.add_ApiServerServicer_to_server(servicer, reg)
-    handlers = reg.handlers
-    for name in RAW_METHODS:
-        h = handlers[name]
-        handlers[name] = grpc.unary_stream_rpc_method_handler(
-            h.unary_stream,
-            request_deserializer=h.request_deserializer,
-            response_serializer=_pass_bytes,
-        )
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_SERVICE, handlers),))
-    server.add_registered_method_handlers(_SERVICE, handlers)
 
 
 async def serve(
@@ -406,7 +370,7 @@ async def serve(
         )
 
     def register(s: grpc.aio.Server) -> None:
-        add_servicer(ApiServerServicer(api), s)
+        pb_grpc.add_ApiServerServicer_to_server(ApiServerServicer(api), s)
         if also is not None:
             also(s)
 

@@ -57,9 +57,6 @@ class Handlers:
     on_add: Callable[[Message], None] | None = None
     on_update: Callable[[Message, Message], None] | None = None
     on_delete: Callable[[Message], None] | None = None
-    #: Which updates (old, new) `on_update` acts on; it is not called for the others
-    #: (None: every update the informer dispatches).
-    wants_update: Callable[[Message, Message], bool] | None = None
 
 
 @dataclass
@@ -86,9 +83,6 @@ class Informer:
     #: Which updates (old, new) any handler acts on; the others still replace the stored
     #: object (handlers read the store) but reach no handler. None: every update does.
     wants_update: Callable[[Message, Message], bool] | None = None
-    #: Indexes of the store its users share, by name (client-go's Indexers): each built
-    #: and kept (with its own handlers) by the first user that asks for it.
-    indexes: dict[str, object] = field(default_factory=dict)
     #: Watch with WatchBatches (many events per message); False: with Watch, one event
     #: per message (set when the apiserver has no WatchBatches).
     batched: bool = True
@@ -122,7 +116,7 @@ class Informer:
 
     def _fire_update(self, old: Message, new: Message) -> None:
         for h in self.handlers:
-            if h.on_update and (h.wants_update is None or h.wants_update(old, new)):
+            if h.on_update:
                 try:
                     h.on_update(old, new)
                 except Exception as e:  # noqa: BLE001 - see above

@@ -126,20 +126,27 @@ def is_namespace_terminating(err: ApiError) -> bool:
 class NamespaceIndex(Generic[M]):
     """The keys of one shared informer's store by namespace (client-go's namespace
     index), whose objects are `cls`'s. Construct it before registering the handlers that
-    read it: handlers run in registration order, so the index is current when they look.
-
-    Every NamespaceIndex of one informer shares one map of keys, kept by one pair of
-    handlers (the first index registers them): the pod informer, indexed by most
-    controllers, pays for one index per event, not one per controller. No update handler:
-    an object's namespace never changes, and its key is in the map from its add on."""
+    read it: handlers run in registration order, so the index is current when they look."""
 
     def __init__(self, informer: Informer, cls: type[M]) -> None:
         self._informer = informer
         self._cls = cls
-        shared = informer.indexes.get(_NAMESPACE_INDEX)
-        if not isinstance(shared, _NamespaceKeys):
-            shared = informer.indexes[_NAMESPACE_INDEX] = _NamespaceKeys(informer)
-        self._keys = shared.keys
+        self._keys: dict[str, set[str]] = defaultdict(set)
+        for key in informer.store:
+            self._keys[split_key(key)[0]].add(key)
+        informer.add_handlers(Handlers(self._add, self._update, self._delete))
+
+    def _add(self, obj: Message) -> None:
+        key = object_key(obj)
+        self._keys[split_key(key)[0]].add(key)
+
+    def _update(self, old: Message, new: Message) -> None:
+        self._add(new)
+
+    def _delete(self, obj: Message) -> None:
+        key = object_key(obj)
+        if key not in self._informer.store:
+            self._keys[split_key(key)[0]].discard(key)
 
     def has(self, namespace: str) -> bool:
         """Whether any object may be in `namespace` (cheap; never a false no)."""
@@ -156,33 +163,6 @@ class NamespaceIndex(Generic[M]):
         if not all_instances(out, self._cls):
             raise TypeError(f"{self._informer.kind.resource}: not all {self._cls.__name__}")
         return out
-
-
-#: The name of the shared namespace index in `Informer.indexes`.
-_NAMESPACE_INDEX = "namespace"
-
-
-class _NamespaceKeys:
-    """The one map namespace -> keys of an informer's store that its NamespaceIndexes
-    read, kept by one add and one delete handler."""
-
-    __slots__ = ("informer", "keys")
-
-    def __init__(self, informer: Informer) -> None:
-        self.informer = informer
-        self.keys: dict[str, set[str]] = defaultdict(set)
-        for key in informer.store:
-            self.keys[split_key(key)[0]].add(key)
-        informer.add_handlers(Handlers(self._add, None, self._delete))
-
-    def _add(self, obj: Message) -> None:
-        key = object_key(obj)
-        self.keys[split_key(key)[0]].add(key)
-
-    def _delete(self, obj: Message) -> None:
-        key = object_key(obj)
-        if key not in self.informer.store:
-            self.keys[split_key(key)[0]].discard(key)
 
 
 # ============================================================================ slow start
@@ -278,10 +258,7 @@ class PodsByNode:
 
     def handlers(self) -> Handlers:
         return Handlers(
-            on_add=self._set,
-            on_update=lambda _old, new: self._set(new),
-            on_delete=self._remove,
-            wants_update=self.wants_update,
+            on_add=self._set, on_update=lambda _old, new: self._set(new), on_delete=self._remove
         )
 
     @staticmethod

@@ -35,7 +35,7 @@ from google.protobuf.message import Message
 
 from services.api.machinery.kinds import BY_KIND
 from services.api.machinery.listoptions import LIST_ALL
-from services.client import Client, Handlers, SharedInformers
+from services.client import Client, SharedInformers
 from services.clock import Clock, RealClock
 from services.controllers.cronjob import CronJobConfig, CronJobController
 from services.controllers.daemonset import DaemonSetConfig, DaemonSetController
@@ -314,28 +314,6 @@ def pod_update_filter(controllers: Iterable[object]) -> Callable[[Message, Messa
     return any_wants
 
 
-_POD_INFORMER = (PODS.resource, "", LIST_ALL)
-
-
-def _pod_handlers(informers: SharedInformers) -> list[Handlers]:
-    pods = informers.informers.get(_POD_INFORMER)
-    return pods.handlers if pods is not None else []
-
-
-def _filter_pod_handlers(new: list[Handlers], controller: object) -> None:
-    """Give the pod update handlers `controller` registered (`new`, those without a
-    filter of their own) its `wants_pod_update`: each controller's update handler then
-    runs only for the updates that controller acts on, not for every update some other
-    controller acts on (a bind reaches the node-indexing controllers, not the
-    ReplicaSet one for an orphan)."""
-    wants = getattr(controller, "wants_pod_update", None)
-    if wants is None:
-        return
-    for h in new:
-        if h.on_update is not None and h.wants_update is None:
-            h.wants_update = wants
-
-
 class ControllerManager(Background):
     """The configured controllers over one set of shared informers (see the module
     docstring). Run it with `start()` / `stop()`, or `await run(stop)` (one leader term)."""
@@ -354,13 +332,11 @@ class ControllerManager(Background):
         self.clock = clock or RealClock()
         # informers retry in wall time: reconnecting is infrastructure, not simulation
         self.informers = SharedInformers(client)
-        self.controllers: dict[str, Controller] = {}
-        for name in self.config.controllers:
-            before = len(_pod_handlers(self.informers))
-            c = _build(name, client, self.informers, self.clock, self.config)
-            _filter_pod_handlers(_pod_handlers(self.informers)[before:], c)
-            self.controllers[name] = c
-        pods = self.informers.informers.get(_POD_INFORMER)
+        self.controllers: dict[str, Controller] = {
+            name: _build(name, client, self.informers, self.clock, self.config)
+            for name in self.config.controllers
+        }
+        pods = self.informers.informers.get((PODS.resource, "", LIST_ALL))
         if pods is not None:
             pods.wants_update = pod_update_filter(self.controllers.values())
 

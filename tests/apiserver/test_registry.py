@@ -89,17 +89,6 @@ async def test_generate_name_makes_a_unique_name(api: ApiServer) -> None:
     assert a.metadata.name != b.metadata.name
 
 
-async def test_generated_names_draw_upstreams_alphabet(api: ApiServer) -> None:
-    """generateName's suffix: five of upstream's util/rand alphanums (no vowels, no
-    0, 1, 3), a different draw each create."""
-    doc = pod("")
-    doc.metadata.generate_name = "w-"
-    names = [(await api.create(doc)).metadata.name for _ in range(40)]
-    assert len(set(names)) == len(names)
-    for name in names:
-        assert len(name) == 7 and set(name[2:]) <= set("bcdfghjklmnpqrstvwxz2456789")
-
-
 async def test_create_twice_is_already_exists(api: ApiServer) -> None:
     await api.create(pod("dup"))
     with pytest.raises(AlreadyExistsError, match='pods "dup" already exists'):

@@ -510,20 +510,6 @@ class Collector:
                 out[name] = (tuple(pids), sum(s[0] for s in stats if s is not None))
         return out
 
-    def rss_now(self) -> dict[str, float]:
-        """Every component's RSS now (MiB; a name's processes summed): read in /proc, or
-        as its own Status last reported it when it runs elsewhere."""
-        out = {name: rss for name, (_, _, rss) in self._remote.items()}
-        for name, pids in self._local_processes().items():
-            stats = [read_stat(pid) for pid in pids]
-            if all(s is not None for s in stats):
-                out[name] = round(sum(s[1] for s in stats if s is not None), 2)
-        return out
-
-    def pool_names(self) -> set[str]:
-        """The node pools' component names."""
-        return {str(pool["name"]) for pool in self.ctx.node_pools}
-
     def _local_processes(self) -> dict[str, list[int]]:
         """Component name → its PIDs in our PID namespace (the apiserver's replicas and
         Ray's processes each summed under one name)."""

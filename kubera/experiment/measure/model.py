@@ -289,11 +289,6 @@ class MeasuredPhase:
     pods: int
     seconds: float
     cpu: dict[str, float | None] = dataclasses.field(default_factory=dict)
-    memory: dict[str, float] = dataclasses.field(default_factory=dict)
-    """Memory as the window closes (`memory_figures`): each component's RSS
-    (``rss_mb:<name>``), the apiserver's bytes per pod in the cluster
-    (``apiserver_bytes_per_pod``) and the node pools' bytes per hollow node
-    (``pool_bytes_per_node``)."""
 
     @property
     def pods_per_s(self) -> float:
@@ -311,35 +306,7 @@ class MeasuredPhase:
             pods=int(data.get("pods", 0)),
             seconds=float(data.get("seconds", 0.0)),
             cpu={str(k): _opt_float(v) for k, v in (data.get("cpu") or {}).items()},
-            memory={str(k): float(v) for k, v in (data.get("memory") or {}).items()},
         )
-
-
-def memory_figures(
-    rss_mb: dict[str, float],
-    pools: set[str],
-    pods: int,
-    nodes: int,
-    *,
-    before: dict[str, float] | None = None,
-    window_pods: int = 0,
-) -> dict[str, float]:
-    """A window's memory figures (MeasuredPhase.memory) from each component's RSS (MiB)
-    as it closes: the apiserver's RSS / the pods in the cluster, the node pools' summed
-    RSS / the hollow nodes (whole processes, their fixed part included), and, given the
-    RSS as it opened (`before`) and the pods it bound, the apiserver's growth per pod
-    over the window (`apiserver_growth_bytes_per_pod`: what one more pod costs it,
-    allocator slack included)."""
-    out = {f"rss_mb:{name}": round(v, 2) for name, v in sorted(rss_mb.items())}
-    if pods > 0 and rss_mb.get("apiserver"):
-        out["apiserver_bytes_per_pod"] = round(rss_mb["apiserver"] * 2**20 / pods, 1)
-    if before and before.get("apiserver") and rss_mb.get("apiserver") and window_pods > 0:
-        growth = (rss_mb["apiserver"] - before["apiserver"]) * 2**20 / window_pods
-        out["apiserver_growth_bytes_per_pod"] = round(growth, 1)
-    pool_mb = sum(v for name, v in rss_mb.items() if name in pools)
-    if nodes > 0 and pool_mb > 0:
-        out["pool_bytes_per_node"] = round(pool_mb * 2**20 / nodes, 1)
-    return out
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -41,7 +41,6 @@ from kubera.experiment.measure.model import (
     Phase,
     RunResult,
     Window,
-    memory_figures,
 )
 from kubera.experiment.run import pressure
 from kubera.experiment.run.dra import (
@@ -138,8 +137,6 @@ class OpExecutor:
         self.window_metrics: dict[str, str] = {}
         #: Every component's CPU seconds at the open window's start (measure/cpu.py).
         self.window_cpu: cpu.CpuSample = {}
-        #: Every component's RSS (MiB) at the open window's start.
-        self.window_rss: dict[str, float] = {}
         #: Window name → the pods it measures (namespaces, label selector), for its own
         #: `bound:<name>` series.
         self.window_pods: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {}
@@ -300,7 +297,6 @@ class OpExecutor:
         self.window_pods[unique] = (namespaces, dict(selector or {}))
         self.window_metrics = await self.collector.snapshot()
         self.window_cpu = self.collector.cpu_now()
-        self.window_rss = self.collector.rss_now()
 
     async def _close_window(self) -> None:
         """The window closes: its span, and the scheduler registries' texts at its start and
@@ -321,14 +317,6 @@ class OpExecutor:
                 pods=len(binds),
                 seconds=round(binds[-1] - begin, 3) if binds else 0.0,
                 cpu=cpu.used(self.window_cpu, cpu_after),
-                memory=memory_figures(
-                    self.collector.rss_now(),
-                    self.collector.pool_names(),
-                    len(self.collector.pods.pods) - len(self.collector.pods.gone),
-                    self.nodes_expected if self.hollow_nodes else 0,
-                    before=self.window_rss,
-                    window_pods=len(binds),
-                ),
             )
         )
         self.window_cpu = {}

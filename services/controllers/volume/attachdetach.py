@@ -134,11 +134,7 @@ class AttachDetachController:
         self.pod_informer.add_handlers(
             Handlers(
                 on_add=self._pod_changed,
-                # only what changes attachments (a node's desired state reads a pod's
-                # nodeName, phase and volumes, the last immutable): no idle node resync
-                on_update=lambda o, n: (
-                    self._pod_changed(n) if self.wants_pod_update(o, n) else None
-                ),
+                on_update=lambda _o, n: self._pod_changed(n),
                 on_delete=self._pod_deleted,
             )
         )
