@@ -113,7 +113,8 @@ def figures(directory: Path) -> dict[str, float]:
     """The figures of an experiment output directory, keyed `RUN-ID: FIGURE` (the runs that
     ended without an error)."""
     from kubera.experiment.measure.capacity import measured_phase, run_demands
-    from kubera.experiment.measure.dataitems import run_items, run_summary
+    from kubera.experiment.measure.dataitems import run_items
+    from kubera.experiment.measure.verdict import run_summary
     from kubera.experiment.output.results import load
 
     try:

@@ -93,7 +93,8 @@ def execute(
     --etcd and --timeout, write `out` and print the summary: (exit code, the result). Exit
     code 0 when every run completed, met its threshold and passed its checks; 130 after
     Ctrl-C or SIGTERM."""
-    from kubera.experiment.measure.dataitems import run_items, summary, threshold_verdict
+    from kubera.experiment.measure.dataitems import run_items
+    from kubera.experiment.measure.verdict import summary, threshold_verdict
     from kubera.experiment.output import results
     from kubera.experiment.run.progress import Progress
     from kubera.experiment.run.runner import Runner, RunOptions, signals_held

@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.table import Table
 
 from kubera.errors import CliError
-from kubera.experiment.measure.dataitems import RunSummary, run_summary
 from kubera.experiment.measure.model import ExperimentResult, RunResult
+from kubera.experiment.measure.verdict import RunSummary, run_summary
 from kubera.experiment.output.plots import DPI, PALETTE
 from kubera.experiment.output.results import RESULTS, load
 

@@ -28,8 +28,8 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
 from kubera.experiment.measure import capacity
-from kubera.experiment.measure.dataitems import run_summary
 from kubera.experiment.measure.model import ExperimentResult, RunResult, finite, slug
+from kubera.experiment.measure.verdict import run_summary
 
 SIZE = (6.4, 3.6)
 DPI = 150

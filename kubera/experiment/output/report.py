@@ -23,15 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from kubera.experiment.measure import capacity
-from kubera.experiment.measure.dataitems import (
+from kubera.experiment.measure.dataitems import DataItem, run_items
+from kubera.experiment.measure.model import ExperimentResult, RunResult
+from kubera.experiment.measure.verdict import (
     SUMMARY_COLUMNS,
-    DataItem,
     check_label,
-    run_items,
     run_summary,
     summary_row,
 )
-from kubera.experiment.measure.model import ExperimentResult, RunResult
 from kubera.experiment.output.plots import sweep_groups
 
 PLOT_CAPTIONS = {

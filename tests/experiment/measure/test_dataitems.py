@@ -11,6 +11,8 @@ import pytest
 from kubera.experiment.measure import dataitems as di
 from kubera.experiment.measure import histograms
 from kubera.experiment.measure.model import MetricsSnapshots, ReplicaStats, Window
+from kubera.experiment.measure.verdict import summary
+from kubera.experiment.measure.verdict import threshold_verdict as verdict_of
 from tests.experiment.builders import (
     SCHEDULER_END,
     SCHEDULER_START,
@@ -215,7 +217,7 @@ def test_threshold_as_upstream(
     threshold: float | None, selector: dict[str, object] | None, ok: bool | None
 ) -> None:
     run = make_run(threshold=threshold)
-    verdict = di.threshold_verdict(run, di.run_items(run), selector)
+    verdict = verdict_of(run, di.run_items(run), selector)
     assert verdict.ok is ok
     if ok is False:
         assert "expected SchedulingThroughput Average to be higher" in verdict.message
@@ -223,7 +225,7 @@ def test_threshold_as_upstream(
 
 def test_summary_table_has_a_row_per_run() -> None:
     exp = make_experiment(make_run(), make_run("X/y", threshold=100.0))
-    table = di.summary(exp)
+    table = summary(exp)
     assert table.row_count == 2
     assert list(table.columns[0].cells) == ["SchedulingBasic/500Nodes", "X/y"]
     assert list(table.columns[9].cells) == ["pass (vs 5)", "FAIL (vs 100)"]
@@ -239,10 +241,10 @@ def test_the_runs_own_selector_is_used() -> None:
             "dataBucket": "Perc99",
         },
     )
-    verdict = di.threshold_verdict(run, di.run_items(run))
+    verdict = verdict_of(run, di.run_items(run))
     assert verdict.ok is True and verdict.value == 10.0
     run.threshold = 5.0
-    verdict = di.threshold_verdict(run, di.run_items(run))
+    verdict = verdict_of(run, di.run_items(run))
     assert verdict.ok is False
     assert "expected SchedulingThroughput Perc99 to be lower: got 10.000000" in verdict.message
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubera.experiment.measure.dataitems import kubera_items, summary
+from kubera.experiment.measure.dataitems import kubera_items
 from kubera.experiment.measure.measures import (
     POD_GROUP_LABEL,
     SCHEDULING_GROUP_KEY,
@@ -16,6 +16,7 @@ from kubera.experiment.measure.measures import (
     groups_short,
 )
 from kubera.experiment.measure.model import ExperimentResult, RunResult
+from kubera.experiment.measure.verdict import summary
 from kubera.experiment.run import dra
 from kubera.experiment.run.runner import RunOptions, cluster_args
 from kubera.experiment.spec import ops as o
